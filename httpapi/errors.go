@@ -1,0 +1,187 @@
+package httpapi
+
+import (
+	"errors"
+	"fmt"
+	"html"
+	"net/http"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/berthd/berth/ledger"
+)
+
+// Error is an HTTP error raised by this package: a status, a Placement error
+// code (empty means placement.undefined_code) and a message for the user.
+type Error struct {
+	Status int
+	Code   string
+	Msg    string
+	// Allow is sent as the Allow header of a 405.
+	Allow string
+}
+
+func (e *Error) Error() string { return e.Msg }
+
+func newError(status int, code, format string, args ...any) *Error {
+	return &Error{Status: status, Code: code, Msg: fmt.Sprintf(format, args...)}
+}
+
+func badRequest(format string, args ...any) *Error {
+	return newError(http.StatusBadRequest, "", format, args...)
+}
+
+func notFound(format string, args ...any) *Error {
+	return newError(http.StatusNotFound, "", format, args...)
+}
+
+func conflictError(code, format string, args ...any) *Error {
+	return newError(http.StatusConflict, code, format, args...)
+}
+
+// errorCodeVersion is the first microversion whose error bodies carry "code".
+const errorCodeVersion = 23
+
+// explanations are the fixed first sentences Placement (through webob)
+// puts before the detail of an error.
+var explanations = map[int]string{
+	http.StatusBadRequest:           "The server could not comply with the request since it is either malformed or otherwise incorrect.",
+	http.StatusUnauthorized:         "This server could not verify that you are authorized to access the document you requested. Either you supplied the wrong credentials (e.g., bad password), or your browser does not understand how to supply the credentials required.",
+	http.StatusForbidden:            "Access was denied to this resource.",
+	http.StatusNotFound:             "The resource could not be found.",
+	http.StatusNotAcceptable:        "The resource could not be generated that was acceptable to your browser (content of type %s).",
+	http.StatusConflict:             "There was a conflict when trying to complete your request.",
+	http.StatusUnsupportedMediaType: "The request media type %s is not supported by this server.",
+	http.StatusInternalServerError:  "The server has either erred or is incapable of performing the requested operation.",
+	http.StatusServiceUnavailable:   "The server is currently unavailable. Please try again at a later time.",
+}
+
+// toError maps any error a handler returns to an *Error: the one table
+// from error kinds to HTTP statuses.
+func toError(c echo.Context, err error) *Error {
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	var le *ledger.Error
+	if errors.As(err, &le) {
+		status := http.StatusInternalServerError
+		switch {
+		case errors.Is(le, ledger.ErrNotFound):
+			status = http.StatusNotFound
+		case errors.Is(le, ledger.ErrConflict):
+			status = http.StatusConflict
+		case errors.Is(le, ledger.ErrInvalid):
+			status = http.StatusBadRequest
+		}
+		return &Error{Status: status, Code: le.Code, Msg: le.Msg}
+	}
+	var he *echo.HTTPError
+	if errors.As(err, &he) {
+		switch he.Code {
+		case http.StatusMethodNotAllowed:
+			return &Error{Status: he.Code, Msg: "", Allow: allowHeader(c)}
+		case http.StatusNotFound:
+			return &Error{Status: he.Code}
+		case http.StatusRequestEntityTooLarge:
+			return &Error{Status: he.Code, Msg: "Request body too large."}
+		}
+		return &Error{Status: he.Code, Msg: fmt.Sprint(he.Message)}
+	}
+	return &Error{Status: http.StatusInternalServerError, Msg: "An internal error occurred."}
+}
+
+// allowHeader lists the methods echo found for the request's path, without
+// the OPTIONS method echo adds by itself.
+func allowHeader(c echo.Context) string {
+	allow, _ := c.Get(echo.ContextKeyHeaderAllow).(string)
+	var out []string
+	for _, m := range strings.Split(allow, ",") {
+		if m = strings.TrimSpace(m); m != "" && m != http.MethodOptions {
+			out = append(out, m)
+		}
+	}
+	return strings.Join(out, ", ")
+}
+
+// errorHandler writes err in Placement's error format and logs it: 5xx as
+// errors, everything else at debug level.
+func (s *Server) errorHandler(err error, c echo.Context) {
+	if c.Response().Committed {
+		return
+	}
+	e := toError(c, err)
+	req := c.Request()
+	log := s.log.With("request_id", requestID(c), "method", req.Method, "path", req.URL.Path, "status", e.Status)
+	if e.Status >= 500 {
+		log.Error("request failed", "error", err)
+	} else {
+		log.Debug("request refused", "detail", e.Msg)
+	}
+
+	explanation := explanations[e.Status]
+	switch e.Status {
+	case http.StatusMethodNotAllowed:
+		explanation = fmt.Sprintf("The method %s is not allowed for this resource.", req.Method)
+		if e.Allow != "" {
+			c.Response().Header().Set(echo.HeaderAllow, e.Allow)
+		}
+	case http.StatusNotAcceptable:
+		explanation = fmt.Sprintf(explanation, req.Header.Get(echo.HeaderAccept))
+	case http.StatusUnsupportedMediaType:
+		ct := req.Header.Get(echo.HeaderContentType)
+		if ct == "" {
+			ct = "None"
+		}
+		explanation = fmt.Sprintf(explanation, ct)
+	}
+	detail := explanation
+	if e.Msg != "" {
+		detail += "\n\n " + e.Msg + "  "
+	}
+	title := http.StatusText(e.Status)
+
+	if req.Method == http.MethodHead {
+		_ = c.NoContent(e.Status)
+		return
+	}
+	switch preferredErrorType(req.Header.Get(echo.HeaderAccept)) {
+	case "text/html":
+		body := "<html>\n <head>\n  <title>" + fmt.Sprintf("%d %s", e.Status, title) + "</title>\n </head>\n <body>\n  <h1>" +
+			fmt.Sprintf("%d %s", e.Status, title) + "</h1>\n  " + html.EscapeString(detail) + "\n </body>\n</html>"
+		_ = c.Blob(e.Status, "text/html; charset=UTF-8", []byte(body))
+		return
+	case "text/plain":
+		_ = c.Blob(e.Status, "text/plain; charset=UTF-8", []byte(fmt.Sprintf("%d %s\n\n%s", e.Status, title, detail)))
+		return
+	}
+	item := map[string]any{
+		"status": e.Status,
+		"title":  title,
+		"detail": detail,
+	}
+	if id := requestID(c); id != "" {
+		item["request_id"] = id
+	}
+	if v, ok := c.Get(ctxVersion).(Version); ok && v.AtLeast(errorCodeVersion) {
+		code := e.Code
+		if code == "" {
+			code = ledger.CodeUndefined
+		}
+		item["code"] = code
+	}
+	_ = writeJSON(c, e.Status, map[string]any{"errors": []any{item}})
+}
+
+// preferredErrorType picks the media type of an error body: JSON unless the
+// client's Accept header rules JSON out.
+func preferredErrorType(accept string) string {
+	if accept == "" || acceptable(accept, "application/json") {
+		return "application/json"
+	}
+	if acceptable(accept, "text/html") {
+		return "text/html"
+	}
+	return "text/plain"
+}

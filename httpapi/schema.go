@@ -1,0 +1,742 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Schema is a JSON Schema (the subset Placement's request schemas use),
+// compiled from JSON text. Validation errors read exactly like those of
+// Python's jsonschema library, because Placement clients and tests match on
+// them: "'name' is a required property", "0 is less than the minimum of 1",
+// "Additional properties are not allowed ('x' was unexpected)", and the
+// "Failed validating 'maxLength' in schema[...]" trailer.
+type Schema struct {
+	raw      any      // the schema as parsed, for error trailers
+	keywords []string // in the order written, which decides which error wins
+
+	types          []string
+	properties     map[string]*Schema
+	propOrder      []string
+	patternProps   []patternProp
+	additional     *Schema // nil: anything goes
+	noAdditional   bool
+	required       []string
+	minProps       *int
+	maxProps       *int
+	items          *Schema
+	minItems       *int
+	maxItems       *int
+	uniqueItems    bool
+	minLength      *int
+	maxLength      *int
+	pattern        *regexp.Regexp
+	patternSrc     string
+	format         string
+	minimum        *float64
+	maximum        *float64
+	minimumRaw     any
+	maximumRaw     any
+	enum           []any
+	anyOf, oneOf   []*Schema
+	notSchema      *Schema
+	constValue     any
+	hasConst       bool
+	exclusiveMin   *float64
+	exclusiveMinRw any
+}
+
+type patternProp struct {
+	src    string
+	re     *regexp.Regexp
+	schema *Schema
+}
+
+// MustSchema compiles a schema written as JSON; it panics on a bad schema,
+// since schemas are constants of the program.
+func MustSchema(text string) *Schema {
+	doc, err := decodeOrdered([]byte(text))
+	if err != nil {
+		panic(fmt.Sprintf("httpapi: bad schema: %v\n%s", err, text))
+	}
+	s, err := compileSchema(doc)
+	if err != nil {
+		panic(fmt.Sprintf("httpapi: bad schema: %v\n%s", err, text))
+	}
+	return s
+}
+
+// orderedObject is a JSON object that remembers the order of its keys.
+type orderedObject struct {
+	keys   []string
+	values map[string]any
+}
+
+func decodeOrdered(b []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	return decodeOrderedValue(dec)
+}
+
+func decodeOrderedValue(dec *json.Decoder) (any, error) {
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, err
+	}
+	switch t := tok.(type) {
+	case json.Delim:
+		switch t {
+		case '{':
+			obj := &orderedObject{values: map[string]any{}}
+			for dec.More() {
+				kt, err := dec.Token()
+				if err != nil {
+					return nil, err
+				}
+				k := kt.(string)
+				v, err := decodeOrderedValue(dec)
+				if err != nil {
+					return nil, err
+				}
+				obj.keys = append(obj.keys, k)
+				obj.values[k] = v
+			}
+			_, err := dec.Token()
+			return obj, err
+		case '[':
+			var arr []any
+			for dec.More() {
+				v, err := decodeOrderedValue(dec)
+				if err != nil {
+					return nil, err
+				}
+				arr = append(arr, v)
+			}
+			_, err := dec.Token()
+			return arr, err
+		}
+	}
+	return tok, nil
+}
+
+// plain converts ordered objects back to map[string]any.
+func plain(v any) any {
+	switch t := v.(type) {
+	case *orderedObject:
+		m := make(map[string]any, len(t.keys))
+		for _, k := range t.keys {
+			m[k] = plain(t.values[k])
+		}
+		return m
+	case []any:
+		out := make([]any, len(t))
+		for i, e := range t {
+			out[i] = plain(e)
+		}
+		return out
+	}
+	return v
+}
+
+func compileSchema(doc any) (*Schema, error) {
+	obj, ok := doc.(*orderedObject)
+	if !ok {
+		if b, ok := doc.(bool); ok && b {
+			return &Schema{raw: true}, nil
+		}
+		return nil, fmt.Errorf("schema must be an object, got %T", doc)
+	}
+	s := &Schema{raw: plain(obj), keywords: obj.keys}
+	intPtr := func(v any) (*int, error) {
+		n, ok := v.(json.Number)
+		if !ok {
+			return nil, fmt.Errorf("expected a number, got %v", v)
+		}
+		i, err := strconv.Atoi(n.String())
+		return &i, err
+	}
+	floatPtr := func(v any) (*float64, error) {
+		n, ok := v.(json.Number)
+		if !ok {
+			return nil, fmt.Errorf("expected a number, got %v", v)
+		}
+		f, err := n.Float64()
+		return &f, err
+	}
+	var err error
+	for _, k := range obj.keys {
+		v := obj.values[k]
+		switch k {
+		case "type":
+			switch t := v.(type) {
+			case string:
+				s.types = []string{t}
+			case []any:
+				for _, e := range t {
+					s.types = append(s.types, e.(string))
+				}
+			}
+		case "properties":
+			po := v.(*orderedObject)
+			s.properties = map[string]*Schema{}
+			for _, name := range po.keys {
+				if s.properties[name], err = compileSchema(po.values[name]); err != nil {
+					return nil, err
+				}
+				s.propOrder = append(s.propOrder, name)
+			}
+		case "patternProperties":
+			po := v.(*orderedObject)
+			for _, src := range po.keys {
+				sub, err := compileSchema(po.values[src])
+				if err != nil {
+					return nil, err
+				}
+				s.patternProps = append(s.patternProps, patternProp{src: src, re: regexp.MustCompile(src), schema: sub})
+			}
+		case "additionalProperties":
+			if b, ok := v.(bool); ok {
+				s.noAdditional = !b
+			} else if s.additional, err = compileSchema(v); err != nil {
+				return nil, err
+			}
+		case "required":
+			for _, e := range v.([]any) {
+				s.required = append(s.required, e.(string))
+			}
+		case "minProperties":
+			s.minProps, err = intPtr(v)
+		case "maxProperties":
+			s.maxProps, err = intPtr(v)
+		case "items":
+			s.items, err = compileSchema(v)
+		case "minItems":
+			s.minItems, err = intPtr(v)
+		case "maxItems":
+			s.maxItems, err = intPtr(v)
+		case "uniqueItems":
+			s.uniqueItems = v.(bool)
+		case "minLength":
+			s.minLength, err = intPtr(v)
+		case "maxLength":
+			s.maxLength, err = intPtr(v)
+		case "pattern":
+			s.patternSrc = v.(string)
+			s.pattern, err = regexp.Compile(s.patternSrc)
+		case "format":
+			s.format = v.(string)
+		case "minimum":
+			s.minimumRaw = v
+			s.minimum, err = floatPtr(v)
+		case "maximum":
+			s.maximumRaw = v
+			s.maximum, err = floatPtr(v)
+		case "exclusiveMinimum":
+			s.exclusiveMinRw = v
+			s.exclusiveMin, err = floatPtr(v)
+		case "enum":
+			s.enum = plain(v).([]any)
+		case "const":
+			s.constValue, s.hasConst = plain(v), true
+		case "anyOf", "oneOf":
+			var subs []*Schema
+			for _, e := range v.([]any) {
+				sub, err := compileSchema(e)
+				if err != nil {
+					return nil, err
+				}
+				subs = append(subs, sub)
+			}
+			if k == "anyOf" {
+				s.anyOf = subs
+			} else {
+				s.oneOf = subs
+			}
+		case "not":
+			s.notSchema, err = compileSchema(v)
+		case "$schema", "description", "title", "definitions", "$id", "default":
+		default:
+			return nil, fmt.Errorf("unsupported schema keyword %q", k)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("keyword %q: %w", k, err)
+		}
+	}
+	return s, nil
+}
+
+// ValidationError is one schema violation. Error() renders it the way
+// Python's jsonschema renders str(ValidationError).
+type ValidationError struct {
+	Message    string
+	Validator  string
+	schemaPath []any // path to the failing keyword, keyword last
+	path       []any // path to the failing instance
+	schema     any
+	instance   any
+}
+
+func (e *ValidationError) Error() string {
+	var sp strings.Builder
+	sp.WriteString("schema")
+	for _, p := range e.schemaPath[:max(len(e.schemaPath)-1, 0)] {
+		sp.WriteString("[" + pyRepr(p) + "]")
+	}
+	var ip strings.Builder
+	ip.WriteString("instance")
+	for _, p := range e.path {
+		ip.WriteString("[" + pyRepr(p) + "]")
+	}
+	return fmt.Sprintf("%s\n\nFailed validating %s in %s:\n    %s\n\nOn %s:\n    %s",
+		e.Message, pyRepr(e.Validator), sp.String(), pyRepr(e.schema), ip.String(), pyRepr(e.instance))
+}
+
+// Validate checks a document decoded with json.Number numbers. It returns
+// the most relevant violation (the shallowest, first in schema order, as
+// jsonschema's best_match does), or nil.
+func (s *Schema) Validate(doc any) error {
+	errs := s.validate(doc, nil, nil)
+	if len(errs) == 0 {
+		return nil
+	}
+	best := errs[0]
+	for _, e := range errs[1:] {
+		if len(e.path) < len(best.path) {
+			best = e
+		}
+	}
+	return best
+}
+
+func appendPath(p []any, e any) []any {
+	out := make([]any, len(p), len(p)+1)
+	copy(out, p)
+	return append(out, e)
+}
+
+func (s *Schema) validate(inst any, path, spath []any) []*ValidationError {
+	var errs []*ValidationError
+	fail := func(keyword, format string, args ...any) {
+		errs = append(errs, &ValidationError{
+			Message:    fmt.Sprintf(format, args...),
+			Validator:  keyword,
+			schemaPath: appendPath(spath, keyword),
+			path:       path,
+			schema:     s.raw,
+			instance:   inst,
+		})
+	}
+	for _, k := range s.keywords {
+		switch k {
+		case "type":
+			if !matchesAnyType(inst, s.types) {
+				quoted := make([]string, len(s.types))
+				for i, t := range s.types {
+					quoted[i] = pyRepr(t)
+				}
+				fail(k, "%s is not of type %s", pyRepr(inst), strings.Join(quoted, ", "))
+			}
+		case "properties":
+			obj, ok := inst.(map[string]any)
+			if !ok {
+				continue
+			}
+			for _, name := range s.propOrder {
+				if v, ok := obj[name]; ok {
+					errs = append(errs, s.properties[name].validate(v, appendPath(path, name), appendPath(appendPath(spath, k), name))...)
+				}
+			}
+		case "patternProperties":
+			obj, ok := inst.(map[string]any)
+			if !ok {
+				continue
+			}
+			for _, pp := range s.patternProps {
+				for _, name := range sortedKeys(obj) {
+					if pp.re.MatchString(name) {
+						errs = append(errs, pp.schema.validate(obj[name], appendPath(path, name), appendPath(appendPath(spath, k), pp.src))...)
+					}
+				}
+			}
+		case "additionalProperties":
+			obj, ok := inst.(map[string]any)
+			if !ok {
+				continue
+			}
+			var extras []string
+			for _, name := range sortedKeys(obj) {
+				if _, ok := s.properties[name]; ok {
+					continue
+				}
+				matched := false
+				for _, pp := range s.patternProps {
+					if pp.re.MatchString(name) {
+						matched = true
+						break
+					}
+				}
+				if !matched {
+					extras = append(extras, name)
+				}
+			}
+			if len(extras) == 0 {
+				continue
+			}
+			if s.additional != nil {
+				for _, name := range extras {
+					errs = append(errs, s.additional.validate(obj[name], appendPath(path, name), appendPath(spath, k))...)
+				}
+				continue
+			}
+			if !s.noAdditional {
+				continue
+			}
+			reprs := make([]string, len(extras))
+			for i, x := range extras {
+				reprs[i] = pyRepr(x)
+			}
+			if len(s.patternProps) > 0 {
+				pats := make([]string, len(s.patternProps))
+				for i, pp := range s.patternProps {
+					pats[i] = pyRepr(pp.src)
+				}
+				sort.Strings(pats)
+				verb := "does"
+				if len(extras) > 1 {
+					verb = "do"
+				}
+				fail(k, "%s %s not match any of the regexes: %s", strings.Join(reprs, ", "), verb, strings.Join(pats, ", "))
+			} else {
+				verb := "was"
+				if len(extras) > 1 {
+					verb = "were"
+				}
+				fail(k, "Additional properties are not allowed (%s %s unexpected)", strings.Join(reprs, ", "), verb)
+			}
+		case "required":
+			obj, ok := inst.(map[string]any)
+			if !ok {
+				continue
+			}
+			for _, name := range s.required {
+				if _, ok := obj[name]; !ok {
+					fail(k, "%s is a required property", pyRepr(name))
+				}
+			}
+		case "minProperties":
+			if obj, ok := inst.(map[string]any); ok && len(obj) < *s.minProps {
+				fail(k, "%s does not have enough properties", pyRepr(inst))
+			}
+		case "maxProperties":
+			if obj, ok := inst.(map[string]any); ok && len(obj) > *s.maxProps {
+				fail(k, "%s has too many properties", pyRepr(inst))
+			}
+		case "items":
+			arr, ok := inst.([]any)
+			if !ok {
+				continue
+			}
+			for i, e := range arr {
+				errs = append(errs, s.items.validate(e, appendPath(path, i), appendPath(spath, k))...)
+			}
+		case "minItems":
+			if arr, ok := inst.([]any); ok && len(arr) < *s.minItems {
+				fail(k, "%s is too short", pyRepr(inst))
+			}
+		case "maxItems":
+			if arr, ok := inst.([]any); ok && len(arr) > *s.maxItems {
+				fail(k, "%s is too long", pyRepr(inst))
+			}
+		case "uniqueItems":
+			if arr, ok := inst.([]any); ok && s.uniqueItems && !allUnique(arr) {
+				fail(k, "%s has non-unique elements", pyRepr(inst))
+			}
+		case "minLength":
+			if str, ok := inst.(string); ok && len([]rune(str)) < *s.minLength {
+				fail(k, "%s is too short", pyRepr(inst))
+			}
+		case "maxLength":
+			if str, ok := inst.(string); ok && len([]rune(str)) > *s.maxLength {
+				fail(k, "%s is too long", pyRepr(inst))
+			}
+		case "pattern":
+			if str, ok := inst.(string); ok && !s.pattern.MatchString(str) {
+				fail(k, "%s does not match %s", pyRepr(inst), pyRepr(s.patternSrc))
+			}
+		case "format":
+			if str, ok := inst.(string); ok && !checkFormat(s.format, str) {
+				fail(k, "%s is not a %s", pyRepr(inst), pyRepr(s.format))
+			}
+		case "minimum":
+			if f, ok := number(inst); ok && f < *s.minimum {
+				fail(k, "%s is less than the minimum of %s", pyRepr(inst), pyRepr(s.minimumRaw))
+			}
+		case "maximum":
+			if f, ok := number(inst); ok && f > *s.maximum {
+				fail(k, "%s is greater than the maximum of %s", pyRepr(inst), pyRepr(s.maximumRaw))
+			}
+		case "exclusiveMinimum":
+			if f, ok := number(inst); ok && f <= *s.exclusiveMin {
+				fail(k, "%s is less than or equal to the minimum of %s", pyRepr(inst), pyRepr(s.exclusiveMinRw))
+			}
+		case "enum":
+			found := false
+			for _, e := range s.enum {
+				if jsonEqual(e, inst) {
+					found = true
+					break
+				}
+			}
+			if !found {
+				fail(k, "%s is not one of %s", pyRepr(inst), pyRepr(s.enum))
+			}
+		case "const":
+			if !jsonEqual(s.constValue, inst) {
+				fail(k, "%s was expected", pyRepr(s.constValue))
+			}
+		case "anyOf":
+			ok := false
+			for _, sub := range s.anyOf {
+				if len(sub.validate(inst, path, spath)) == 0 {
+					ok = true
+					break
+				}
+			}
+			if !ok {
+				fail(k, "%s is not valid under any of the given schemas", pyRepr(inst))
+			}
+		case "oneOf":
+			n := 0
+			for _, sub := range s.oneOf {
+				if len(sub.validate(inst, path, spath)) == 0 {
+					n++
+				}
+			}
+			if n == 0 {
+				fail(k, "%s is not valid under any of the given schemas", pyRepr(inst))
+			} else if n > 1 {
+				fail(k, "%s is valid under each of %s", pyRepr(inst), "the given schemas")
+			}
+		case "not":
+			if len(s.notSchema.validate(inst, path, spath)) == 0 {
+				fail(k, "%s should not be valid under %s", pyRepr(inst), pyRepr(s.notSchema.raw))
+			}
+		}
+	}
+	return errs
+}
+
+func sortedKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func isInteger(n json.Number) bool {
+	s := n.String()
+	if !strings.ContainsAny(s, ".eE") {
+		return true
+	}
+	f, err := n.Float64()
+	return err == nil && f == math.Trunc(f) && !math.IsInf(f, 0)
+}
+
+func matchesAnyType(inst any, types []string) bool {
+	for _, t := range types {
+		switch t {
+		case "object":
+			if _, ok := inst.(map[string]any); ok {
+				return true
+			}
+		case "array":
+			if _, ok := inst.([]any); ok {
+				return true
+			}
+		case "string":
+			if _, ok := inst.(string); ok {
+				return true
+			}
+		case "boolean":
+			if _, ok := inst.(bool); ok {
+				return true
+			}
+		case "null":
+			if inst == nil {
+				return true
+			}
+		case "number":
+			if _, ok := inst.(json.Number); ok {
+				return true
+			}
+		case "integer":
+			if n, ok := inst.(json.Number); ok && isInteger(n) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func number(inst any) (float64, bool) {
+	n, ok := inst.(json.Number)
+	if !ok {
+		return 0, false
+	}
+	f, err := strconv.ParseFloat(n.String(), 64)
+	if err != nil && !math.IsInf(f, 0) {
+		return 0, false
+	}
+	return f, true
+}
+
+var uuidPattern = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
+
+func checkFormat(format, s string) bool {
+	switch format {
+	case "uuid":
+		return uuidPattern.MatchString(s)
+	}
+	return true
+}
+
+func allUnique(arr []any) bool {
+	for i := range arr {
+		for j := i + 1; j < len(arr); j++ {
+			if jsonEqual(arr[i], arr[j]) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func jsonEqual(a, b any) bool {
+	an, aok := a.(json.Number)
+	bn, bok := b.(json.Number)
+	if aok && bok {
+		af, _ := an.Float64()
+		bf, _ := bn.Float64()
+		return af == bf
+	}
+	ab, _ := json.Marshal(canonical(a))
+	bb, _ := json.Marshal(canonical(b))
+	return bytes.Equal(ab, bb)
+}
+
+func canonical(v any) any {
+	if n, ok := v.(json.Number); ok {
+		f, _ := n.Float64()
+		return f
+	}
+	return v
+}
+
+// pyRepr renders a decoded JSON value the way Python's repr() renders the
+// value json.loads would have produced.
+func pyRepr(v any) string {
+	switch t := v.(type) {
+	case nil:
+		return "None"
+	case bool:
+		if t {
+			return "True"
+		}
+		return "False"
+	case json.Number:
+		s := t.String()
+		if !strings.ContainsAny(s, ".eE") {
+			return s
+		}
+		f, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			if math.IsInf(f, 1) {
+				return "inf"
+			}
+			return s
+		}
+		return pyFloat(f)
+	case float64:
+		return pyFloat(t)
+	case int:
+		return strconv.Itoa(t)
+	case string:
+		return pyString(t)
+	case []any:
+		parts := make([]string, len(t))
+		for i, e := range t {
+			parts[i] = pyRepr(e)
+		}
+		return "[" + strings.Join(parts, ", ") + "]"
+	case map[string]any:
+		parts := make([]string, 0, len(t))
+		for _, k := range sortedKeys(t) {
+			parts = append(parts, pyString(k)+": "+pyRepr(t[k]))
+		}
+		return "{" + strings.Join(parts, ", ") + "}"
+	}
+	return fmt.Sprint(v)
+}
+
+func pyFloat(f float64) string {
+	if math.IsInf(f, 1) {
+		return "inf"
+	}
+	if math.IsInf(f, -1) {
+		return "-inf"
+	}
+	s := strconv.FormatFloat(f, 'g', -1, 64)
+	if e := strings.IndexByte(s, 'e'); e >= 0 {
+		exp := s[e+1:]
+		sign := "+"
+		if exp[0] == '-' || exp[0] == '+' {
+			sign, exp = exp[:1], exp[1:]
+		}
+		if len(exp) < 2 {
+			exp = "0" + exp
+		}
+		return s[:e] + "e" + sign + exp
+	}
+	if !strings.Contains(s, ".") {
+		s += ".0"
+	}
+	return s
+}
+
+func pyString(s string) string {
+	quote := byte('\'')
+	if strings.Contains(s, "'") && !strings.Contains(s, `"`) {
+		quote = '"'
+	}
+	var b strings.Builder
+	b.WriteByte(quote)
+	for _, r := range s {
+		switch {
+		case r == '\\':
+			b.WriteString(`\\`)
+		case r == rune(quote):
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r < 0x20 || r == 0x7f:
+			fmt.Fprintf(&b, `\x%02x`, r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte(quote)
+	return b.String()
+}

@@ -1,0 +1,251 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/berthd/berth/ledger"
+)
+
+// Config configures the API server.
+type Config struct {
+	// Auth is AuthNoAuth2 (default) or AuthTokens.
+	Auth string
+	// Tokens maps static tokens to principals when Auth is AuthTokens.
+	Tokens map[string]Principal
+	// RandomizeCandidates shuffles allocation candidates instead of
+	// returning them in a deterministic order.
+	RandomizeCandidates bool
+	// MaxCandidates caps how many allocation candidates one request may
+	// generate before limit is applied; 0 means DefaultMaxCandidates.
+	MaxCandidates int
+	// MaxBodyBytes caps request bodies; 0 means 32 MiB.
+	MaxBodyBytes int64
+}
+
+// DefaultMaxCandidates is the candidate cap used when Config.MaxCandidates is 0.
+const DefaultMaxCandidates = 10000
+
+func (c *Config) setDefaults() error {
+	switch c.Auth {
+	case "":
+		c.Auth = AuthNoAuth2
+	case AuthNoAuth2, AuthTokens:
+	default:
+		return fmt.Errorf("httpapi: unknown auth strategy %q", c.Auth)
+	}
+	if c.MaxCandidates <= 0 {
+		c.MaxCandidates = DefaultMaxCandidates
+	}
+	if c.MaxBodyBytes <= 0 {
+		c.MaxBodyBytes = 32 << 20
+	}
+	return nil
+}
+
+// Server is the Placement API server. It implements http.Handler.
+type Server struct {
+	cfg     Config
+	store   *ledger.Store
+	log     *slog.Logger
+	e       *echo.Echo
+	started time.Time
+}
+
+// New builds the API server over store.
+func New(cfg Config, store *ledger.Store, logger *slog.Logger) (*Server, error) {
+	if err := cfg.setDefaults(); err != nil {
+		return nil, err
+	}
+	if logger == nil {
+		logger = slog.Default()
+	}
+	s := &Server{cfg: cfg, store: store, log: logger, e: echo.New(), started: time.Now().UTC()}
+	s.e.HideBanner = true
+	s.e.HidePort = true
+	s.e.HTTPErrorHandler = s.errorHandler
+	s.e.Pre(assignRequestID, s.observe, microversion)
+	s.e.Use(s.authenticate, rejectOptions, checkContentHeaders)
+	s.routes()
+	return s, nil
+}
+
+// ServeHTTP serves one request.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.e.ServeHTTP(w, r) }
+
+// routes registers every route. Each area of the API adds its own in its
+// register function.
+func (s *Server) routes() {
+	s.e.GET("/", s.root)
+	for _, register := range routeRegistrations {
+		register(s)
+	}
+}
+
+// routeRegistrations is filled by the init functions of the files that
+// implement each area of the API.
+var routeRegistrations []func(*Server)
+
+// handle registers a route that exists from microversion 1.minMinor on
+// (earlier versions get 404), needs policy rule, and answers JSON.
+func (s *Server) handle(method, path string, minMinor int, rule string, h echo.HandlerFunc) {
+	s.e.Add(method, path, h, versionGate(minMinor), authorize(rule), requireJSONAccept)
+}
+
+// rejectOptions answers OPTIONS on a known path with 405, as Placement
+// does, instead of echo's automatic 204.
+func rejectOptions(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if c.Request().Method == http.MethodOptions && c.Get(echo.ContextKeyHeaderAllow) != nil {
+			return echo.ErrMethodNotAllowed
+		}
+		return next(c)
+	}
+}
+
+// versionGate answers 404 to requests below microversion 1.minMinor, as
+// Placement does for routes that did not exist yet.
+func versionGate(minMinor int) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			if !version(c).AtLeast(minMinor) {
+				return notFound("")
+			}
+			return next(c)
+		}
+	}
+}
+
+// observe logs every request once it is answered and records its span and
+// metrics. Errors are rendered here so the status is known.
+func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		start := time.Now()
+		ctx, end := startSpan(c)
+		c.SetRequest(c.Request().WithContext(ctx))
+		if err := next(c); err != nil {
+			c.Error(err)
+		}
+		status := c.Response().Status
+		end(status, time.Since(start))
+		s.log.LogAttrs(ctx, slog.LevelInfo, "request",
+			slog.String("request_id", requestID(c)),
+			slog.String("method", c.Request().Method),
+			slog.String("path", c.Request().URL.Path),
+			slog.String("route", c.Path()),
+			slog.String("version", version(c).String()),
+			slog.Int("status", status),
+			slog.Duration("duration", time.Since(start)))
+		return nil
+	}
+}
+
+// writeJSON writes v as the JSON body of a response.
+func writeJSON(c echo.Context, status int, v any) error {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return fmt.Errorf("encode response: %w", err)
+	}
+	return c.Blob(status, echo.MIMEApplicationJSON, bytes.TrimRight(buf.Bytes(), "\n"))
+}
+
+// setCacheHeaders marks a GET response as not cacheable and gives its last
+// modification time, from microversion 1.15 on.
+func setCacheHeaders(c echo.Context, lastModified time.Time) {
+	if !version(c).AtLeast(15) {
+		return
+	}
+	if lastModified.IsZero() {
+		lastModified = time.Now()
+	}
+	h := c.Response().Header()
+	h.Set("Cache-Control", "no-cache")
+	h.Set("Last-Modified", lastModified.UTC().Format(http.TimeFormat))
+}
+
+// readBody reads the request body, which must be declared as JSON.
+func (s *Server) readBody(c echo.Context) ([]byte, error) {
+	if err := requireJSONBody(c); err != nil {
+		return nil, err
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(c.Response(), c.Request().Body, s.cfg.MaxBodyBytes))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, newError(http.StatusRequestEntityTooLarge, "", "Request body larger than %d bytes.", mbe.Limit)
+		}
+		return nil, badRequest("Could not read the request body: %v", err)
+	}
+	return body, nil
+}
+
+// decodeBody reads a JSON body, validates it against schema and decodes it
+// into dst. Errors read as Placement's: "Malformed JSON: ..." and
+// "JSON does not validate: ...".
+func (s *Server) decodeBody(c echo.Context, schema *Schema, dst any) error {
+	body, err := s.readBody(c)
+	if err != nil {
+		return err
+	}
+	return decodeJSON(body, schema, dst)
+}
+
+func decodeJSON(body []byte, schema *Schema, dst any) error {
+	doc, err := parseJSON(body)
+	if err != nil {
+		return badRequest("Malformed JSON: %v", err)
+	}
+	if schema != nil {
+		if err := schema.Validate(doc); err != nil {
+			return badRequest("JSON does not validate: %v", err)
+		}
+	}
+	if dst == nil {
+		return nil
+	}
+	if err := json.Unmarshal(body, dst); err != nil {
+		return badRequest("JSON does not validate: %v", err)
+	}
+	return nil
+}
+
+// parseJSON decodes one JSON document, keeping numbers as json.Number.
+func parseJSON(body []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	var doc any
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, errors.New("Expecting value: line 1 column 1 (char 0)")
+		}
+		return nil, err
+	}
+	if dec.More() {
+		return nil, errors.New("Extra data after the JSON document")
+	}
+	return doc, nil
+}
+
+// root serves the version document.
+func (s *Server) root(c echo.Context) error {
+	setCacheHeaders(c, time.Now())
+	return writeJSON(c, http.StatusOK, map[string]any{
+		"versions": []any{map[string]any{
+			"id":          "v1.0",
+			"max_version": MaxVersion.String(),
+			"min_version": MinVersion.String(),
+			"status":      "CURRENT",
+			"links":       []any{map[string]any{"rel": "self", "href": ""}},
+		}},
+	})
+}

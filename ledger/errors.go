@@ -1,0 +1,94 @@
+package ledger
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// Error kinds. Every error returned by this package for a rejected request
+// wraps exactly one of them; anything else is an outage or a bug.
+var (
+	// ErrNotFound: a named entity (provider, class, trait, consumer) does not exist.
+	ErrNotFound = errors.New("not found")
+	// ErrConflict: the request is well formed but the ledger's current state
+	// refuses it (duplicate name, stale generation, capacity, in use).
+	ErrConflict = errors.New("conflict")
+	// ErrInvalid: the request is semantically invalid (bad value detected by the ledger).
+	ErrInvalid = errors.New("invalid")
+)
+
+// Placement error codes carried in Error.Code (see the API reference, errors.inc).
+const (
+	CodeUndefined            = "placement.undefined_code"
+	CodeInventoryInUse       = "placement.inventory.inuse"
+	CodeConcurrentUpdate     = "placement.concurrent_update"
+	CodeDuplicateName        = "placement.duplicate_name"
+	CodeProviderInUse        = "placement.resource_provider.inuse"
+	CodeProviderCannotDelete = "placement.resource_provider.cannot_delete_parent"
+	CodeProviderNotFound     = "placement.resource_provider.not_found"
+	CodeQueryDuplicateKey    = "placement.query.duplicate_key"
+	CodeQueryBadValue        = "placement.query.bad_value"
+	CodeQueryMissingValue    = "placement.query.missing_value"
+)
+
+// Error is a rejection with a kind, a Placement error code and a message
+// meant for the API user.
+type Error struct {
+	Kind error  // ErrNotFound, ErrConflict or ErrInvalid
+	Code string // Placement error code; empty means CodeUndefined
+	Msg  string
+}
+
+func (e *Error) Error() string { return e.Msg }
+func (e *Error) Unwrap() error { return e.Kind }
+
+func notFound(format string, args ...any) error {
+	return &Error{Kind: ErrNotFound, Msg: fmt.Sprintf(format, args...)}
+}
+
+func conflict(code, format string, args ...any) error {
+	return &Error{Kind: ErrConflict, Code: code, Msg: fmt.Sprintf(format, args...)}
+}
+
+func invalid(code, format string, args ...any) error {
+	return &Error{Kind: ErrInvalid, Code: code, Msg: fmt.Sprintf(format, args...)}
+}
+
+// PostgreSQL SQLSTATE codes this package reacts to.
+const (
+	sqlstateUniqueViolation      = "23505"
+	sqlstateForeignKeyViolation  = "23503"
+	sqlstateSerializationFailure = "40001"
+	sqlstateDeadlockDetected     = "40P01"
+	sqlstateNumericOutOfRange    = "22003"
+)
+
+// pgCode returns the SQLSTATE of a PostgreSQL error, or "".
+func pgCode(err error) string {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return pgErr.Code
+	}
+	return ""
+}
+
+// uniqueViolation reports whether err is a unique violation and on which constraint.
+func uniqueViolation(err error) (constraint string, ok bool) {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == sqlstateUniqueViolation {
+		return pgErr.ConstraintName, true
+	}
+	return "", false
+}
+
+// retryable reports whether a transaction failed in a way that running it
+// again from the start may cure.
+func retryable(err error) bool {
+	switch pgCode(err) {
+	case sqlstateSerializationFailure, sqlstateDeadlockDetected:
+		return true
+	}
+	return false
+}

@@ -1,0 +1,141 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Config configures a Store.
+type Config struct {
+	// DatabaseURL is a libpq-style URL or DSN of a migrated database.
+	DatabaseURL string
+	// MaxConns caps the connection pool; 0 means 16.
+	MaxConns int32
+	// Logger receives the store's structured logs; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// Store is the ledger. It is safe for concurrent use.
+type Store struct {
+	pool *pgxpool.Pool
+	log  *slog.Logger
+
+	// changeHooks run after a transaction that changed providers commits,
+	// with the ids of the providers it touched (all=true: anything may have
+	// changed). They must not block.
+	changeHooks []func(providerIDs []int64, all bool)
+}
+
+// Open connects to the database in cfg, which must already be migrated, and
+// makes sure the standard resource classes and traits exist.
+func Open(ctx context.Context, cfg Config) (*Store, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	pcfg, err := pgxpool.ParseConfig(cfg.DatabaseURL)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: parse database url: %w", err)
+	}
+	pcfg.MaxConns = cfg.MaxConns
+	if pcfg.MaxConns <= 0 {
+		pcfg.MaxConns = 16
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: connect: %w", err)
+	}
+	s := &Store{pool: pool, log: cfg.Logger}
+	if err := s.syncStandard(ctx); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Close releases the connection pool.
+func (s *Store) Close() { s.pool.Close() }
+
+// Ping checks that the database answers.
+func (s *Store) Ping(ctx context.Context) error { return s.pool.Ping(ctx) }
+
+// OnChange registers fn to run after every committed transaction that
+// changed providers. fn must be quick and must not call back into the Store.
+func (s *Store) OnChange(fn func(providerIDs []int64, all bool)) {
+	s.changeHooks = append(s.changeHooks, fn)
+}
+
+// txn is a transaction plus the record of which providers it changed.
+type txn struct {
+	pgx.Tx
+	touched []int64
+	all     bool
+}
+
+// touch records that the providers with these ids changed (inventory,
+// usage, traits, aggregates, tree shape) so caches drop them after commit.
+func (t *txn) touch(ids ...int64) { t.touched = append(t.touched, ids...) }
+
+// touchAll records a change that may affect any provider.
+func (t *txn) touchAll() { t.all = true }
+
+// maxTxAttempts bounds how often withTx runs fn when PostgreSQL reports a
+// serialization failure or deadlock.
+const maxTxAttempts = 4
+
+// withTx runs fn in a READ COMMITTED transaction and commits it. fn may run
+// more than once: if PostgreSQL aborts the transaction with a serialization
+// failure or deadlock, withTx rolls back, waits briefly and runs fn again,
+// up to maxTxAttempts times. fn must therefore not keep state between runs.
+// Rollback uses context.WithoutCancel so a cancelled request still releases
+// its locks. After commit the change hooks learn what fn touched.
+func (s *Store) withTx(ctx context.Context, fn func(t *txn) error) error {
+	var err error
+	for attempt := 1; ; attempt++ {
+		var t *txn
+		t, err = s.runTx(ctx, fn)
+		if err == nil {
+			s.notify(t)
+			return nil
+		}
+		if !retryable(err) || attempt == maxTxAttempts {
+			return err
+		}
+		backoff := time.Duration(attempt*attempt) * 5 * time.Millisecond
+		select {
+		case <-ctx.Done():
+			return errors.Join(err, ctx.Err())
+		case <-time.After(backoff):
+		}
+	}
+}
+
+func (s *Store) runTx(ctx context.Context, fn func(t *txn) error) (*txn, error) {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: begin: %w", err)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	t := &txn{Tx: tx}
+	if err := fn(t); err != nil {
+		return nil, err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return nil, fmt.Errorf("ledger: commit: %w", err)
+	}
+	return t, nil
+}
+
+func (s *Store) notify(t *txn) {
+	if len(t.touched) == 0 && !t.all {
+		return
+	}
+	for _, fn := range s.changeHooks {
+		fn(t.touched, t.all)
+	}
+}

@@ -1,0 +1,79 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Provider is a resource provider: a compute node, a NUMA cell, a shared
+// storage pool, a NIC. Providers form trees through ParentUUID.
+type Provider struct {
+	ID         int64
+	UUID       string
+	Name       string
+	Generation int64
+	// ParentUUID is empty for a root provider.
+	ParentUUID string
+	RootUUID   string
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
+}
+
+// Inventory is the amount of one resource class a provider offers.
+type Inventory struct {
+	ResourceClass   string
+	Total           int64
+	Reserved        int64
+	MinUnit         int64
+	MaxUnit         int64
+	StepSize        int64
+	AllocationRatio float64
+	UpdatedAt       time.Time
+}
+
+// Capacity is what can be allocated in all: (total - reserved) * allocation_ratio.
+func (inv Inventory) Capacity() float64 {
+	return float64(inv.Total-inv.Reserved) * inv.AllocationRatio
+}
+
+// Fits reports whether used units plus amount more stay within capacity.
+func (inv Inventory) Fits(used, amount int64) bool {
+	return float64(used+amount) <= inv.Capacity()
+}
+
+// querier is what both a pool and a transaction offer.
+type querier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+// providerRef is a provider's row id and generation, as read for a write.
+type providerRef struct {
+	ID         int64
+	Generation int64
+}
+
+// lookupProvider finds a provider by uuid. A missing provider is reported as
+// ErrNotFound with Placement's wording.
+func lookupProvider(ctx context.Context, q querier, uuid string) (providerRef, error) {
+	var ref providerRef
+	err := q.QueryRow(ctx, `SELECT id, generation FROM resource_providers WHERE uuid = $1`, uuid).
+		Scan(&ref.ID, &ref.Generation)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return ref, notFound("No resource provider with uuid %s found", uuid)
+	}
+	return ref, err
+}
+
+// lookupClass finds a resource class id by name; ok is false when there is
+// no such class.
+func lookupClass(ctx context.Context, q querier, name string) (id int32, ok bool, err error) {
+	err = q.QueryRow(ctx, `SELECT id FROM resource_classes WHERE name = $1`, name).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, false, nil
+	}
+	return id, err == nil, err
+}
