@@ -52,6 +52,10 @@ func requireJSONAccept(next echo.HandlerFunc) echo.HandlerFunc {
 func checkContentHeaders(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		req := c.Request()
+		if req.Header.Get(headerInvalidContentLength) != "" {
+			c.Response().Header().Set(echo.HeaderConnection, "close")
+			return badRequest("content-length header must be an integer")
+		}
 		if cl := req.Header.Get(echo.HeaderContentLength); cl != "" {
 			n, err := strconv.ParseInt(strings.TrimSpace(cl), 10, 64)
 			if err != nil {

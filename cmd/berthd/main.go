@@ -5,6 +5,7 @@ package main
 import (
 	"context"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -34,9 +35,14 @@ func main() {
 		log.Error("api", "error", err)
 		os.Exit(1)
 	}
-	srv := &http.Server{Addr: "127.0.0.1:" + os.Getenv("PORT"), Handler: api}
+	srv := &http.Server{Handler: api}
+	l, err := net.Listen("tcp", "127.0.0.1:"+os.Getenv("PORT"))
+	if err != nil {
+		log.Error("listen", "error", err)
+		os.Exit(1)
+	}
 	go func() { <-ctx.Done(); _ = srv.Shutdown(context.Background()) }()
-	if err := srv.ListenAndServe(); err != http.ErrServerClosed {
+	if err := srv.Serve(httpapi.WrapListener(l)); err != http.ErrServerClosed {
 		log.Error("serve", "error", err)
 		os.Exit(1)
 	}
