@@ -83,8 +83,8 @@ func (n *nullableString) UnmarshalJSON(b []byte) error {
 // providerURL is the path of a provider, as used in links and Location.
 func providerURL(uuid string) string { return "/resource_providers/" + uuid }
 
-// link is one entry of a "links" list.
-func link(rel, href string) map[string]any { return map[string]any{"rel": rel, "href": href} }
+// relLink is one entry of a "links" list.
+func relLink(rel, href string) map[string]any { return map[string]any{"rel": rel, "href": href} }
 
 // providerJSON renders one resource provider the way Placement does at the
 // request's microversion: links grow with the microversion (aggregates
@@ -103,9 +103,9 @@ func providerJSON(c echo.Context, p ledger.Provider) map[string]any {
 	if v.AtLeast(11) {
 		rels = append(rels, "allocations")
 	}
-	links := []any{link("self", self)}
+	links := []any{relLink("self", self)}
 	for _, rel := range rels {
-		links = append(links, link(rel, self+"/"+rel))
+		links = append(links, relLink(rel, self+"/"+rel))
 	}
 	out := map[string]any{
 		"uuid":       p.UUID,

@@ -36,7 +36,7 @@ func resourceClassURL(name string) string { return "/resource_classes/" + name }
 func resourceClassJSON(rc ledger.ResourceClass) map[string]any {
 	return map[string]any{
 		"name":  rc.Name,
-		"links": []any{link("self", resourceClassURL(rc.Name))},
+		"links": []any{relLink("self", resourceClassURL(rc.Name))},
 	}
 }
 

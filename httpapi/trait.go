@@ -73,9 +73,9 @@ func traitsJSON(traits []ledger.Trait) ([]string, time.Time) {
 	return names, last
 }
 
-// lastQueryValue returns the last value of a query parameter, as webob's
+// queryLastValue returns the last value of a query parameter, as webob's
 // req.GET[key] does, and whether it was given at all.
-func lastQueryValue(c echo.Context, key string) (string, bool) {
+func queryLastValue(c echo.Context, key string) (string, bool) {
 	vs, ok := c.QueryParams()[key]
 	if !ok || len(vs) == 0 {
 		return "", false
@@ -90,7 +90,7 @@ func (s *Server) traitList(c echo.Context) error {
 		return err
 	}
 	var filter ledger.TraitFilter
-	if name, ok := lastQueryValue(c, "name"); ok {
+	if name, ok := queryLastValue(c, "name"); ok {
 		op, value, found := strings.Cut(name, ":")
 		if !found {
 			return badRequest(`Badly formatted name parameter. Expected name query string parameter in form: `+
@@ -104,7 +104,7 @@ func (s *Server) traitList(c echo.Context) error {
 		}
 		// Placement ignores any other operator.
 	}
-	if assoc, ok := lastQueryValue(c, "associated"); ok {
+	if assoc, ok := queryLastValue(c, "associated"); ok {
 		var b bool
 		switch strings.ToLower(assoc) {
 		case "true":

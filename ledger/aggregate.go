@@ -3,43 +3,47 @@ package ledger
 import (
 	"context"
 	"fmt"
-
-	"github.com/jackc/pgx/v5"
 )
 
 // ProviderAggregates returns the uuids of the aggregates the provider with
 // this uuid belongs to, in the order they were first used, and the
-// provider's generation read in the same snapshot.
+// provider's generation. One statement reads both, so they come from the
+// same snapshot.
 func (s *Store) ProviderAggregates(ctx context.Context, rpUUID string) (generation int64, aggregates []string, err error) {
-	err = s.withTx(ctx, func(t *txn) error {
-		ref, err := lookupProvider(ctx, t, rpUUID)
-		if err != nil {
-			return err
+	canon, ok := canonicalUUID(rpUUID)
+	if !ok {
+		return 0, nil, notFound("No resource provider with uuid %s found", rpUUID)
+	}
+	rows, err := s.pool.Query(ctx, `
+		SELECT rp.generation, pa.uuid::text
+		FROM resource_providers rp
+		LEFT JOIN resource_provider_aggregates rpa ON rpa.resource_provider_id = rp.id
+		LEFT JOIN placement_aggregates pa ON pa.id = rpa.aggregate_id
+		WHERE rp.uuid = $1
+		ORDER BY pa.id`, canon)
+	if err != nil {
+		return 0, nil, fmt.Errorf("ledger: read provider aggregates: %w", err)
+	}
+	defer rows.Close()
+	found := false
+	aggregates = []string{}
+	for rows.Next() {
+		found = true
+		var agg *string
+		if err := rows.Scan(&generation, &agg); err != nil {
+			return 0, nil, fmt.Errorf("ledger: read provider aggregates: %w", err)
 		}
-		generation = ref.Generation
-		aggregates, err = providerAggregates(ctx, t, ref.ID)
-		return err
-	})
-	return generation, aggregates, err
-}
-
-func providerAggregates(ctx context.Context, q querier, id int64) ([]string, error) {
-	rows, err := q.Query(ctx, `
-		SELECT pa.uuid::text FROM placement_aggregates pa
-		JOIN resource_provider_aggregates rpa ON rpa.aggregate_id = pa.id
-		WHERE rpa.resource_provider_id = $1
-		ORDER BY pa.id`, id)
-	if err != nil {
-		return nil, fmt.Errorf("ledger: read provider aggregates: %w", err)
+		if agg != nil {
+			aggregates = append(aggregates, *agg)
+		}
 	}
-	aggs, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return nil, fmt.Errorf("ledger: read provider aggregates: %w", err)
+	if err := rows.Err(); err != nil {
+		return 0, nil, fmt.Errorf("ledger: read provider aggregates: %w", err)
 	}
-	if aggs == nil {
-		aggs = []string{}
+	if !found {
+		return 0, nil, notFound("No resource provider with uuid %s found", rpUUID)
 	}
-	return aggs, nil
+	return generation, aggregates, nil
 }
 
 // AggregatesReplaceParams says how ProviderAggregatesReplace treats the

@@ -162,28 +162,48 @@ func (s *Store) TraitDelete(ctx context.Context, name string) error {
 }
 
 // ProviderTraits returns the traits of the provider with this uuid, ordered
-// by name, and the provider's generation read in the same snapshot.
+// by name, and the provider's generation. One statement reads both, so they
+// come from the same snapshot.
 func (s *Store) ProviderTraits(ctx context.Context, rpUUID string) (generation int64, traits []Trait, err error) {
-	err = s.withTx(ctx, func(t *txn) error {
-		ref, err := lookupProvider(ctx, t, rpUUID)
-		if err != nil {
-			return err
-		}
-		generation = ref.Generation
-		traits, err = providerTraits(ctx, t, ref.ID)
-		return err
-	})
-	return generation, traits, err
-}
-
-func providerTraits(ctx context.Context, q querier, id int64) ([]Trait, error) {
-	traits, err := collectTraits(q.Query(ctx, traitSelect+`
-		JOIN resource_provider_traits rpt ON rpt.trait_id = t.id
-		WHERE rpt.resource_provider_id = $1 ORDER BY t.name`, id))
-	if err != nil {
-		return nil, fmt.Errorf("ledger: read provider traits: %w", err)
+	canon, ok := canonicalUUID(rpUUID)
+	if !ok {
+		return 0, nil, notFound("No resource provider with uuid %s found", rpUUID)
 	}
-	return traits, nil
+	rows, err := s.pool.Query(ctx, `
+		SELECT rp.generation, t.id, t.name, t.created_at, t.updated_at
+		FROM resource_providers rp
+		LEFT JOIN resource_provider_traits rpt ON rpt.resource_provider_id = rp.id
+		LEFT JOIN traits t ON t.id = rpt.trait_id
+		WHERE rp.uuid = $1
+		ORDER BY t.name`, canon)
+	if err != nil {
+		return 0, nil, fmt.Errorf("ledger: read provider traits: %w", err)
+	}
+	defer rows.Close()
+	found := false
+	traits = []Trait{}
+	for rows.Next() {
+		found = true
+		var id *int32
+		var tr Trait
+		var name *string
+		var created, updated *time.Time
+		if err := rows.Scan(&generation, &id, &name, &created, &updated); err != nil {
+			return 0, nil, fmt.Errorf("ledger: read provider traits: %w", err)
+		}
+		if id == nil {
+			continue // the provider has no traits
+		}
+		tr.ID, tr.Name, tr.CreatedAt, tr.UpdatedAt = *id, *name, *created, *updated
+		traits = append(traits, tr)
+	}
+	if err := rows.Err(); err != nil {
+		return 0, nil, fmt.Errorf("ledger: read provider traits: %w", err)
+	}
+	if !found {
+		return 0, nil, notFound("No resource provider with uuid %s found", rpUUID)
+	}
+	return generation, traits, nil
 }
 
 // errGenerationConflict is Placement's answer to a stale provider generation.
