@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"math/big"
 	"regexp"
 	"sort"
 	"strconv"
@@ -612,42 +613,105 @@ func checkFormat(format, s string) bool {
 	return true
 }
 
+// allUnique reports whether no two elements of arr are equal. It keys each
+// element by its canonical form, so a long array costs linear time, not
+// one comparison per pair (a 32 MiB body holds millions of elements).
 func allUnique(arr []any) bool {
-	for i := range arr {
-		for j := i + 1; j < len(arr); j++ {
-			if jsonEqual(arr[i], arr[j]) {
-				return false
-			}
+	seen := make(map[string]struct{}, len(arr))
+	var b strings.Builder
+	for _, e := range arr {
+		b.Reset()
+		writeCanonical(&b, e)
+		k := b.String()
+		if _, dup := seen[k]; dup {
+			return false
 		}
+		seen[k] = struct{}{}
 	}
 	return true
 }
 
+// jsonEqual compares two decoded JSON values as Python compares the values
+// json.loads makes of them: numbers by value (1 == 1.0), objects by keys
+// and values.
 func jsonEqual(a, b any) bool {
-	an, aok := a.(json.Number)
-	bn, bok := b.(json.Number)
-	if aok && bok {
-		af, _ := an.Float64()
-		bf, _ := bn.Float64()
-		return af == bf
-	}
-	ab, _ := json.Marshal(canonical(a))
-	bb, _ := json.Marshal(canonical(b))
-	return bytes.Equal(ab, bb)
+	var ab, bb strings.Builder
+	writeCanonical(&ab, a)
+	writeCanonical(&bb, b)
+	return ab.String() == bb.String()
 }
 
-func canonical(v any) any {
-	if n, ok := v.(json.Number); ok {
-		f, _ := n.Float64()
-		return f
+// writeCanonical writes a key for a decoded JSON value such that two
+// values get the same key exactly when jsonEqual holds: integers exactly,
+// other numbers as float64 (an integral float as its integer), strings
+// quoted, object keys sorted.
+func writeCanonical(b *strings.Builder, v any) {
+	switch t := v.(type) {
+	case nil:
+		b.WriteString("null")
+	case bool:
+		b.WriteString(strconv.FormatBool(t))
+	case json.Number:
+		b.WriteString(canonicalNumber(t))
+	case string:
+		b.WriteString(strconv.Quote(t))
+	case []any:
+		b.WriteByte('[')
+		for i, e := range t {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			writeCanonical(b, e)
+		}
+		b.WriteByte(']')
+	case map[string]any:
+		b.WriteByte('{')
+		for i, k := range sortedKeys(t) {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString(strconv.Quote(k))
+			b.WriteByte(':')
+			writeCanonical(b, t[k])
+		}
+		b.WriteByte('}')
+	default:
+		fmt.Fprintf(b, "%T:%v", v, v)
 	}
-	return v
+}
+
+// canonicalNumber renders a JSON number so that equal values read the
+// same: an integer literal exactly, any other number as the float64 Python
+// would make of it, written as an integer when it is integral.
+func canonicalNumber(n json.Number) string {
+	s := n.String()
+	if !strings.ContainsAny(s, ".eE") {
+		if i, ok := new(big.Int).SetString(s, 10); ok {
+			return i.String()
+		}
+		return s
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil && !math.IsInf(f, 0) {
+		return s
+	}
+	if math.IsInf(f, 0) || f != math.Trunc(f) {
+		return strconv.FormatFloat(f, 'g', -1, 64)
+	}
+	i, _ := big.NewFloat(f).Int(nil)
+	return i.String()
 }
 
 // pyRepr renders a decoded JSON value the way Python's repr() renders the
 // value json.loads would have produced.
 func pyRepr(v any) string {
 	switch t := v.(type) {
+	case []any, map[string]any:
+		// Containers are written into one builder: joining the reprs of
+		// their elements would copy a deeply nested value once per level.
+		var b strings.Builder
+		writePyRepr(&b, t)
+		return b.String()
 	case nil:
 		return "None"
 	case bool:
@@ -662,8 +726,8 @@ func pyRepr(v any) string {
 		}
 		f, err := strconv.ParseFloat(s, 64)
 		if err != nil {
-			if math.IsInf(f, 1) {
-				return "inf"
+			if math.IsInf(f, 0) {
+				return pyFloat(f)
 			}
 			return s
 		}
@@ -674,20 +738,36 @@ func pyRepr(v any) string {
 		return strconv.Itoa(t)
 	case string:
 		return pyString(t)
-	case []any:
-		parts := make([]string, len(t))
-		for i, e := range t {
-			parts[i] = pyRepr(e)
-		}
-		return "[" + strings.Join(parts, ", ") + "]"
-	case map[string]any:
-		parts := make([]string, 0, len(t))
-		for _, k := range sortedKeys(t) {
-			parts = append(parts, pyString(k)+": "+pyRepr(t[k]))
-		}
-		return "{" + strings.Join(parts, ", ") + "}"
 	}
 	return fmt.Sprint(v)
+}
+
+// writePyRepr writes pyRepr(v) to b.
+func writePyRepr(b *strings.Builder, v any) {
+	switch t := v.(type) {
+	case []any:
+		b.WriteByte('[')
+		for i, e := range t {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			writePyRepr(b, e)
+		}
+		b.WriteByte(']')
+	case map[string]any:
+		b.WriteByte('{')
+		for i, k := range sortedKeys(t) {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString(pyString(k))
+			b.WriteString(": ")
+			writePyRepr(b, t[k])
+		}
+		b.WriteByte('}')
+	default:
+		b.WriteString(pyRepr(v))
+	}
 }
 
 func pyFloat(f float64) string {

@@ -86,14 +86,29 @@ func queryLastValue(c echo.Context, key string) (string, bool) {
 // traitList serves GET /traits, filtered by name=in:A,B or
 // name=startswith:PREFIX and by associated=true|false.
 func (s *Server) traitList(c echo.Context) error {
-	if err := validateQuery(c, traitListQuerySchema); err != nil {
+	filter, err := traitListFilter(c)
+	if err != nil {
 		return err
 	}
+	traits, err := s.store.TraitList(c.Request().Context(), filter)
+	if err != nil {
+		return err
+	}
+	names, last := traitsJSON(traits)
+	setCacheHeaders(c, last)
+	return writeJSON(c, http.StatusOK, map[string]any{"traits": names})
+}
+
+// traitListFilter validates and parses the query string of GET /traits.
+func traitListFilter(c echo.Context) (ledger.TraitFilter, error) {
 	var filter ledger.TraitFilter
+	if err := validateQuery(c, traitListQuerySchema); err != nil {
+		return filter, err
+	}
 	if name, ok := queryLastValue(c, "name"); ok {
 		op, value, found := strings.Cut(name, ":")
 		if !found {
-			return badRequest(`Badly formatted name parameter. Expected name query string parameter in form: `+
+			return filter, badRequest(`Badly formatted name parameter. Expected name query string parameter in form: `+
 				`?name=[in|startswith]:[name1,name2|prefix]. Got: "%s"`, name)
 		}
 		switch op {
@@ -111,17 +126,11 @@ func (s *Server) traitList(c echo.Context) error {
 			b = true
 		case "false":
 		default:
-			return badRequest(`The query parameter "associated" only accepts "true" or "false"`)
+			return filter, badRequest(`The query parameter "associated" only accepts "true" or "false"`)
 		}
 		filter.Associated = &b
 	}
-	traits, err := s.store.TraitList(c.Request().Context(), filter)
-	if err != nil {
-		return err
-	}
-	names, last := traitsJSON(traits)
-	setCacheHeaders(c, last)
-	return writeJSON(c, http.StatusOK, map[string]any{"traits": names})
+	return filter, nil
 }
 
 // traitShow serves GET /traits/{name}: 204 when the trait exists.
