@@ -1,0 +1,779 @@
+package ledger
+
+import (
+	"context"
+	"math/rand/v2"
+	"slices"
+	"sort"
+)
+
+// CandidatesParams is a request for allocation candidates
+// (GET /allocation_candidates), with names still as the user wrote them.
+type CandidatesParams struct {
+	// Groups in the order the request first named each suffix.
+	Groups []RequestGroup
+	// Isolate is group_policy=isolate: suffixed groups use distinct providers.
+	Isolate bool
+	// RootRequired and RootForbidden are root_required's traits: the root of
+	// each candidate's tree must have the first and lack the second.
+	RootRequired  []string
+	RootForbidden []string
+	// SameSubtrees lists groups of suffixes whose providers must all be in
+	// the subtree of one of them.
+	SameSubtrees [][]string
+	// Limit caps the candidates returned; 0 means no limit.
+	Limit int
+	// Max caps the candidates generated, whatever Limit is; 0 means
+	// DefaultMaxCandidates.
+	Max int
+	// MaxSteps bounds the search (nodes of the combination tree visited);
+	// 0 means DefaultMaxSearchSteps.
+	MaxSteps int
+	// NestedAware is false below microversion 1.29: a candidate may then
+	// use at most one provider per tree.
+	NestedAware bool
+	// Randomize shuffles the candidates instead of the deterministic order.
+	Randomize bool
+}
+
+// Defaults for CandidatesParams.
+const (
+	DefaultMaxCandidates  = 10000
+	DefaultMaxSearchSteps = 2_000_000
+)
+
+// Candidates is the answer to a CandidatesParams.
+type Candidates struct {
+	Requests []AllocationRequest
+	// Summaries describe the providers of the trees (below 1.29: the
+	// providers) the requests use.
+	Summaries []ProviderSummary
+	// Truncated is set when the search stopped at Max or MaxSteps before
+	// it had found every candidate.
+	Truncated bool
+}
+
+// AllocationRequest is one candidate: what to allocate from which provider,
+// and which providers satisfied which group.
+type AllocationRequest struct {
+	Allocations []CandidateAllocation
+	Mappings    []GroupMapping
+}
+
+// CandidateAllocation is what one candidate takes from one provider.
+type CandidateAllocation struct {
+	ProviderUUID string
+	Resources    []ResourceAmount
+}
+
+// GroupMapping names the providers that satisfied one request group.
+type GroupMapping struct {
+	Suffix        string
+	ProviderUUIDs []string
+}
+
+// ProviderSummary describes a provider of a candidate's tree.
+type ProviderSummary struct {
+	UUID       string
+	ParentUUID string // empty for a root
+	RootUUID   string
+	// Resources lists every inventory, in resource class id order.
+	Resources []SummaryResource
+	// Traits in trait id order.
+	Traits []string
+}
+
+// SummaryResource is the capacity and usage of one inventory.
+type SummaryResource struct {
+	Class    string
+	Capacity int64
+	Used     int64
+}
+
+// AllocationCandidates computes the allocation candidates for p from a
+// fresh snapshot. Unknown resource classes and traits are reported as
+// *UnknownNameError; anything else that cannot match (an unknown
+// aggregate, an in_tree provider that does not exist) yields no candidates.
+func (s *Store) AllocationCandidates(ctx context.Context, p CandidatesParams) (*Candidates, error) {
+	snap, err := s.snapshot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	traits := append(slices.Clone(p.RootRequired), p.RootForbidden...)
+	var classes []string
+	for i := range p.Groups {
+		c, t := groupNames(&p.Groups[i])
+		classes, traits = append(classes, c...), append(traits, t...)
+	}
+	if snap, err = s.knowNames(ctx, snap, classes, traits); err != nil {
+		return nil, err
+	}
+	return snap.candidates(ctx, &p)
+}
+
+// slot is one choice of the combination search: one resource class of the
+// unsuffixed group, or one suffixed group. Its options for anchor (root) r
+// are provs[i] for the i where anchors[i] == r; both lists are sorted by
+// anchor, then provider.
+type slot struct {
+	group    int  // index in engine.groups
+	granular bool // a suffixed group
+	res      []resAmount
+	anchors  []int32
+	provs    []int32
+}
+
+// options returns the providers slot s may use under anchor r.
+func (s *slot) options(r int32) []int32 {
+	lo := sort.Search(len(s.anchors), func(i int) bool { return s.anchors[i] >= r })
+	hi := lo
+	for hi < len(s.anchors) && s.anchors[hi] == r {
+		hi++
+	}
+	return s.provs[lo:hi]
+}
+
+// engine holds one request's search state.
+type engine struct {
+	ctx         context.Context
+	snap        *Snapshot
+	suffixes    []string // per group
+	slots       []slot
+	groupSlots  [][]int // per group: its slots
+	lastShared  int     // last slot of the unsuffixed group, -1 if none
+	sharedReq   [][]int32
+	isolate     bool
+	nestedAware bool
+	subtrees    [][]int // per same_subtree: its slots, ascending
+	slotTrees   [][]int // per slot: the same_subtrees it is in
+	seen        map[string]struct{}
+	steps       int
+	maxSteps    int
+	stopped     bool
+}
+
+// candidates runs the search. Groups are resolved and matched in request
+// order, and the first group that matches nothing ends the search, as in
+// Placement (whose errors for later groups are therefore not reported).
+func (s *Snapshot) candidates(ctx context.Context, p *CandidatesParams) (*Candidates, error) {
+	empty := &Candidates{Requests: []AllocationRequest{}, Summaries: []ProviderSummary{}}
+	rootReq, err := s.traitIDs(p.RootRequired)
+	if err != nil {
+		return nil, err
+	}
+	rootForbid, err := s.traitIDs(p.RootForbidden)
+	if err != nil {
+		return nil, err
+	}
+	anchorOK := func(r int32) bool { return true }
+	if len(rootReq) > 0 || len(rootForbid) > 0 {
+		anchorOK = func(r int32) bool {
+			rp := s.provs[r]
+			for _, t := range rootReq {
+				if !rp.hasTrait(t) {
+					return false
+				}
+			}
+			return !rp.hasAnyTrait(rootForbid)
+		}
+		any := false
+		for _, r := range s.idx.roots {
+			if anchorOK(r) {
+				any = true
+				break
+			}
+		}
+		if !any {
+			return empty, nil
+		}
+	}
+
+	e := &engine{
+		ctx: ctx, snap: s, lastShared: -1, isolate: p.Isolate, nestedAware: p.NestedAware,
+		maxSteps: p.MaxSteps,
+	}
+	if e.maxSteps <= 0 {
+		e.maxSteps = DefaultMaxSearchSteps
+	}
+	for gi := range p.Groups {
+		g := &p.Groups[gi]
+		e.suffixes = append(e.suffixes, g.Suffix)
+		e.groupSlots = append(e.groupSlots, nil)
+		ok, err := e.addGroup(gi, g, anchorOK)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return empty, nil
+		}
+	}
+	// The unsuffixed group's slots go first so its collective trait check
+	// prunes before the suffixed groups multiply the combinations.
+	e.orderSlots()
+	for _, st := range p.SameSubtrees {
+		var set []int
+		for _, suffix := range st {
+			for gi, sfx := range e.suffixes {
+				if sfx == suffix {
+					set = append(set, e.groupSlots[gi]...)
+				}
+			}
+		}
+		slices.Sort(set)
+		set = slices.Compact(set)
+		if len(set) > 1 {
+			e.subtrees = append(e.subtrees, set)
+		}
+	}
+	e.slotTrees = make([][]int, len(e.slots))
+	for ti, set := range e.subtrees {
+		for _, si := range set {
+			e.slotTrees[si] = append(e.slotTrees[si], ti)
+		}
+	}
+
+	anchors := e.commonAnchors()
+	if p.Randomize {
+		rand.Shuffle(len(anchors), func(i, j int) { anchors[i], anchors[j] = anchors[j], anchors[i] })
+	}
+	want := p.Max
+	if want <= 0 {
+		want = DefaultMaxCandidates
+	}
+	if p.Limit > 0 && p.Limit < want {
+		want = p.Limit
+	}
+	found, complete := e.roundRobin(anchors, want)
+	out := e.result(found)
+	out.Truncated = !complete
+	if p.Randomize {
+		rand.Shuffle(len(out.Requests), func(i, j int) {
+			out.Requests[i], out.Requests[j] = out.Requests[j], out.Requests[i]
+		})
+	}
+	return out, nil
+}
+
+// addGroup resolves group g and adds its slots. It reports false when the
+// group matches nothing, which means no candidate at all.
+func (e *engine) addGroup(gi int, g *RequestGroup, anchorOK func(int32) bool) (bool, error) {
+	s := e.snap
+	res, err := s.classIDs(g.Resources)
+	if err != nil {
+		return false, err
+	}
+	f := filter{res: res, inTree: -1, memberOf: s.memberOfIDs(g.MemberOf), forbidAggs: s.aggIDs(g.ForbiddenAggregates)}
+	for _, any := range f.memberOf {
+		if len(any) == 0 {
+			return false, nil
+		}
+	}
+	if f.required, err = s.requiredIDs(g.RequiredTraits); err != nil {
+		return false, err
+	}
+	if f.forbidden, err = s.traitIDs(g.ForbiddenTraits); err != nil {
+		return false, err
+	}
+	if g.InTree != "" {
+		r, ok := s.treeOf(g.InTree)
+		if !ok {
+			return false, nil
+		}
+		// Placement applies in_tree only where it looks for resources, so a
+		// resourceless group ignores it.
+		if len(res) > 0 {
+			f.inTree = r
+		}
+	}
+	if g.Suffix != "" {
+		sl := slot{group: gi, granular: true, res: res}
+		for _, i := range s.matching(&f) {
+			r := s.idx.root[i]
+			if anchorOK(r) {
+				sl.add(r, i)
+			}
+			if s.idx.sharing[i] {
+				for _, a := range s.idx.anchors[i] {
+					if a != r && anchorOK(a) {
+						sl.add(a, i)
+					}
+				}
+			}
+		}
+		if len(sl.provs) == 0 {
+			return false, nil
+		}
+		sl.sort()
+		e.groupSlots[gi] = append(e.groupSlots[gi], len(e.slots))
+		e.slots = append(e.slots, sl)
+		return true, nil
+	}
+
+	// The unsuffixed group: one slot per class, each class from any
+	// provider of the anchor's tree or a sharing provider it reaches.
+	e.sharedReq = f.required
+	ordered := slices.Clone(res)
+	slices.SortStableFunc(ordered, func(a, b resAmount) int { return int(a.class - b.class) })
+	for _, ra := range ordered {
+		sl := slot{group: gi, res: []resAmount{ra}}
+		for _, i := range s.idx.byClass[ra.class] {
+			p := s.provs[i]
+			if inv := p.inventory(ra.class); !inv.fits(ra.amount) || p.hasAnyTrait(f.forbidden) || p.inAnyAgg(f.forbidAggs) {
+				continue
+			}
+			r := s.idx.root[i]
+			rp := s.provs[r]
+			memberOK := len(f.memberOf) == 0 || inAllAggs(p, f.memberOf)
+			if (f.inTree < 0 || r == f.inTree) && anchorOK(r) && !rp.inAnyAgg(f.forbidAggs) &&
+				(memberOK || inAllAggs(rp, f.memberOf)) {
+				sl.add(r, i)
+			}
+			if s.idx.sharing[i] && f.inTree < 0 && memberOK {
+				for _, a := range s.idx.anchors[i] {
+					if a != r && anchorOK(a) && !s.provs[a].inAnyAgg(f.forbidAggs) {
+						sl.add(a, i)
+					}
+				}
+			}
+		}
+		if len(sl.provs) == 0 {
+			return false, nil
+		}
+		sl.sort()
+		e.groupSlots[gi] = append(e.groupSlots[gi], len(e.slots))
+		e.slots = append(e.slots, sl)
+	}
+	return len(ordered) > 0, nil
+}
+
+func (sl *slot) add(anchor, prov int32) {
+	sl.anchors = append(sl.anchors, anchor)
+	sl.provs = append(sl.provs, prov)
+}
+
+// sort orders the options by anchor, then provider.
+func (sl *slot) sort() {
+	sorted := true
+	for i := 1; i < len(sl.anchors); i++ {
+		if sl.anchors[i] < sl.anchors[i-1] || (sl.anchors[i] == sl.anchors[i-1] && sl.provs[i] < sl.provs[i-1]) {
+			sorted = false
+			break
+		}
+	}
+	if sorted {
+		return
+	}
+	idx := make([]int, len(sl.anchors))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortFunc(idx, func(a, b int) int {
+		if c := int(sl.anchors[a] - sl.anchors[b]); c != 0 {
+			return c
+		}
+		return int(sl.provs[a] - sl.provs[b])
+	})
+	an, pr := make([]int32, len(idx)), make([]int32, len(idx))
+	for k, i := range idx {
+		an[k], pr[k] = sl.anchors[i], sl.provs[i]
+	}
+	sl.anchors, sl.provs = an, pr
+}
+
+// orderSlots moves the unsuffixed group's slots to the front, keeping the
+// request order otherwise, and renumbers groupSlots accordingly.
+func (e *engine) orderSlots() {
+	order := make([]int, 0, len(e.slots))
+	for i, sl := range e.slots {
+		if !sl.granular {
+			order = append(order, i)
+		}
+	}
+	for i, sl := range e.slots {
+		if sl.granular {
+			order = append(order, i)
+		}
+	}
+	newIndex := make([]int, len(e.slots))
+	slots := make([]slot, len(e.slots))
+	for n, old := range order {
+		slots[n] = e.slots[old]
+		newIndex[old] = n
+		if !slots[n].granular {
+			e.lastShared = n
+		}
+	}
+	e.slots = slots
+	for gi := range e.groupSlots {
+		for k, old := range e.groupSlots[gi] {
+			e.groupSlots[gi][k] = newIndex[old]
+		}
+	}
+}
+
+// commonAnchors returns, ascending, the roots under which every slot has
+// an option.
+func (e *engine) commonAnchors() []int32 {
+	if len(e.slots) == 0 {
+		return nil
+	}
+	base := 0
+	for i := range e.slots {
+		if len(e.slots[i].anchors) < len(e.slots[base].anchors) {
+			base = i
+		}
+	}
+	var out []int32
+	prev := int32(-1)
+	for _, a := range e.slots[base].anchors {
+		if a == prev {
+			continue
+		}
+		prev = a
+		ok := true
+		for i := range e.slots {
+			if i != base && len(e.slots[i].options(a)) == 0 {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// gen enumerates the candidates of one anchor lazily, depth first.
+type gen struct {
+	anchor int32
+	opts   [][]int32 // per slot
+	pos    []int     // per slot: index in opts, -1 when unassigned
+	leaf   bool      // pos holds a complete candidate already returned
+}
+
+// prov is the provider slot i uses in g's current combination.
+func (g *gen) prov(i int) int32 { return g.opts[i][g.pos[i]] }
+
+// roundRobin takes one candidate from each anchor in turn, so a capped
+// answer is spread over many trees rather than being the first
+// combinations of one. It returns the candidates as provider vectors (one
+// provider per slot) and whether the search ran to completion.
+func (e *engine) roundRobin(anchors []int32, want int) ([][]int32, bool) {
+	var found [][]int32
+	n := len(e.slots)
+	arena := make([]int32, 0, min(want, 4096)*n)
+	take := func(g *gen) bool {
+		if !e.next(g) {
+			return false
+		}
+		if len(arena)+n > cap(arena) {
+			arena = make([]int32, 0, max(4096*n, 2*cap(arena)))
+		}
+		start := len(arena)
+		for i := 0; i < n; i++ {
+			arena = append(arena, g.prov(i))
+		}
+		found = append(found, arena[start:start+n:start+n])
+		return true
+	}
+	var ring []*gen
+	for _, a := range anchors {
+		if len(found) >= want || e.stopped {
+			return found, false
+		}
+		g := &gen{anchor: a, opts: make([][]int32, n), pos: make([]int, n)}
+		for i := range e.slots {
+			g.opts[i] = e.slots[i].options(a)
+			g.pos[i] = -1
+		}
+		if take(g) {
+			ring = append(ring, g)
+		}
+	}
+	for len(ring) > 0 {
+		next := ring[:0]
+		for _, g := range ring {
+			if len(found) >= want || e.stopped {
+				return found, false
+			}
+			if take(g) {
+				next = append(next, g)
+			}
+		}
+		ring = next
+	}
+	return found, !e.stopped
+}
+
+// next advances g to its next valid combination.
+func (e *engine) next(g *gen) bool {
+	n := len(e.slots)
+	d := 0
+	if g.leaf {
+		d = n - 1
+		g.leaf = false
+	} else if g.pos[0] >= 0 {
+		return false // exhausted earlier
+	}
+	for d >= 0 {
+		g.pos[d]++
+		if g.pos[d] >= len(g.opts[d]) {
+			g.pos[d] = -1
+			d--
+			continue
+		}
+		e.steps++
+		if e.steps >= e.maxSteps {
+			e.stopped = true
+			return false
+		}
+		if e.steps&0xffff == 0 && e.ctx.Err() != nil {
+			e.stopped = true
+			return false
+		}
+		if !e.accept(g, d) {
+			continue
+		}
+		if d < n-1 {
+			d++
+			continue
+		}
+		if e.duplicate(g) {
+			continue
+		}
+		g.leaf = true
+		return true
+	}
+	// Exhausted: leave pos[0] at len so later calls return false at once.
+	g.pos[0] = len(g.opts[0])
+	return false
+}
+
+// accept checks the constraints that slot d's choice can break, given
+// slots 0..d-1: consolidated capacity, group_policy=isolate, one provider
+// per tree below 1.29, the unsuffixed group's traits, same_subtree.
+func (e *engine) accept(g *gen, d int) bool {
+	s := e.snap
+	p := g.prov(d)
+	sd := &e.slots[d]
+	for i := 0; i < d; i++ {
+		q := g.prov(i)
+		si := &e.slots[i]
+		if q == p {
+			if e.isolate && sd.granular && si.granular {
+				return false
+			}
+			continue
+		}
+		if !e.nestedAware && len(sd.res) > 0 && len(si.res) > 0 && s.idx.root[q] == s.idx.root[p] {
+			return false
+		}
+	}
+	// Capacity of what this and earlier slots take from p together.
+	for _, r := range sd.res {
+		total := r.amount
+		shared := false
+		for i := 0; i < d; i++ {
+			if g.prov(i) != p {
+				continue
+			}
+			for _, r2 := range e.slots[i].res {
+				if r2.class == r.class {
+					total += r2.amount
+					shared = true
+				}
+			}
+		}
+		if shared && !s.provs[p].inventory(r.class).fitsTotal(total) {
+			return false
+		}
+	}
+	if d == e.lastShared && len(e.sharedReq) > 0 && !e.sharedTraitsOK(g) {
+		return false
+	}
+	for _, ti := range e.slotTrees[d] {
+		if !e.subtreeOK(g, d, e.subtrees[ti]) {
+			return false
+		}
+	}
+	return true
+}
+
+// sharedTraitsOK reports whether the providers of the unsuffixed group's
+// slots together have its required traits.
+func (e *engine) sharedTraitsOK(g *gen) bool {
+	for _, any := range e.sharedReq {
+		ok := false
+		for i := 0; i <= e.lastShared && !ok; i++ {
+			ok = e.snap.provs[g.prov(i)].hasAnyTrait(any)
+		}
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// subtreeOK checks a same_subtree set once slot d is chosen: the chosen
+// providers of the set must have a lowest common ancestor among them, or
+// (if slots of the set remain) one of the remaining slots must be able to
+// supply an ancestor of all of them.
+func (e *engine) subtreeOK(g *gen, d int, set []int) bool {
+	s := e.snap
+	lca := int32(-1)
+	assigned := 0
+	for _, si := range set {
+		if si > d {
+			break
+		}
+		p := g.prov(si)
+		if assigned == 0 {
+			lca = p
+		} else if lca = s.lca(lca, p); lca < 0 {
+			return false // different trees can never share a subtree
+		}
+		assigned++
+	}
+	for _, si := range set {
+		if si <= d && g.prov(si) == lca {
+			return true
+		}
+	}
+	for _, si := range set {
+		if si <= d {
+			continue
+		}
+		for _, q := range g.opts[si] {
+			if s.isAncestorOrSelf(q, lca) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// duplicate reports whether g's combination was already produced under
+// another anchor. Only combinations made of sharing providers alone can be:
+// any other provider belongs to exactly one anchor's tree.
+func (e *engine) duplicate(g *gen) bool {
+	s := e.snap
+	for i := range e.slots {
+		if !s.idx.sharing[g.prov(i)] {
+			return false
+		}
+	}
+	key := make([]byte, 0, 4*len(e.slots))
+	for i := range e.slots {
+		p := g.prov(i)
+		key = append(key, byte(p), byte(p>>8), byte(p>>16), byte(p>>24))
+	}
+	if e.seen == nil {
+		e.seen = map[string]struct{}{}
+	}
+	if _, dup := e.seen[string(key)]; dup {
+		return true
+	}
+	e.seen[string(key)] = struct{}{}
+	return false
+}
+
+// result turns provider vectors into allocation requests and summaries.
+func (e *engine) result(found [][]int32) *Candidates {
+	s := e.snap
+	out := &Candidates{Requests: make([]AllocationRequest, 0, len(found))}
+	type key struct {
+		prov  int32
+		class int32
+	}
+	var provOrder []int32
+	var amounts []int64 // parallel to keys
+	var keys []key
+	summarised := map[int32]bool{}
+	var summaryOrder []int32
+	for _, vec := range found {
+		provOrder, keys, amounts = provOrder[:0], keys[:0], amounts[:0]
+		for si, p := range vec {
+			for _, r := range e.slots[si].res {
+				k := key{p, r.class}
+				j := slices.Index(keys, k)
+				if j < 0 {
+					keys = append(keys, k)
+					amounts = append(amounts, r.amount)
+				} else {
+					amounts[j] += r.amount
+				}
+				if !slices.Contains(provOrder, p) {
+					provOrder = append(provOrder, p)
+				}
+			}
+		}
+		ar := AllocationRequest{Allocations: make([]CandidateAllocation, len(provOrder))}
+		res := make([]ResourceAmount, len(keys))
+		n := 0
+		for pi, p := range provOrder {
+			start := n
+			for j, k := range keys {
+				if k.prov == p {
+					res[n] = ResourceAmount{Class: s.names.className[k.class], Amount: amounts[j]}
+					n++
+				}
+			}
+			ar.Allocations[pi] = CandidateAllocation{ProviderUUID: s.provs[p].uuid, Resources: res[start:n:n]}
+			// Summaries cover whole trees from 1.29; before, only the
+			// providers that allocate.
+			unit := p
+			if e.nestedAware {
+				unit = s.idx.root[p]
+			}
+			if !summarised[unit] {
+				summarised[unit] = true
+				summaryOrder = append(summaryOrder, unit)
+			}
+		}
+		ar.Mappings = make([]GroupMapping, 0, len(e.groupSlots))
+		for gi, slotsOf := range e.groupSlots {
+			m := GroupMapping{Suffix: e.suffixes[gi]}
+			for _, si := range slotsOf {
+				u := s.provs[vec[si]].uuid
+				if !slices.Contains(m.ProviderUUIDs, u) {
+					m.ProviderUUIDs = append(m.ProviderUUIDs, u)
+				}
+			}
+			ar.Mappings = append(ar.Mappings, m)
+		}
+		out.Requests = append(out.Requests, ar)
+	}
+	for _, u := range summaryOrder {
+		if e.nestedAware {
+			for _, m := range s.idx.members[u] {
+				out.Summaries = append(out.Summaries, s.summary(m))
+			}
+		} else {
+			out.Summaries = append(out.Summaries, s.summary(u))
+		}
+	}
+	if out.Summaries == nil {
+		out.Summaries = []ProviderSummary{}
+	}
+	return out
+}
+
+// summary describes provider i.
+func (s *Snapshot) summary(i int32) ProviderSummary {
+	p := s.provs[i]
+	ps := ProviderSummary{UUID: p.uuid, RootUUID: s.provs[s.idx.root[i]].uuid}
+	if pi := s.idx.parent[i]; pi >= 0 {
+		ps.ParentUUID = s.provs[pi].uuid
+	}
+	ps.Resources = make([]SummaryResource, len(p.inv))
+	for k := range p.inv {
+		inv := &p.inv[k]
+		ps.Resources[k] = SummaryResource{Class: s.names.className[inv.class], Capacity: int64(inv.capacity()), Used: inv.used}
+	}
+	ps.Traits = make([]string, len(p.traits))
+	for k, t := range p.traits {
+		ps.Traits[k] = s.names.traitName[t]
+	}
+	return ps
+}
