@@ -159,11 +159,11 @@ const (
 		FROM resource_provider_aggregates rpa
 		JOIN placement_aggregates pa ON pa.id = rpa.aggregate_id
 		WHERE $1::bigint[] IS NULL OR rpa.resource_provider_id = ANY($1)`
-	sqlSnapClasses    = `SELECT id, name FROM resource_classes`
-	sqlSnapAllTraits  = `SELECT id, name FROM traits`
-	sqlSnapAllAggs    = `SELECT id, uuid::text FROM placement_aggregates`
-	sqlClassesByName  = `SELECT id, name FROM resource_classes WHERE name = ANY($1)`
-	sqlTraitsByName   = `SELECT id, name FROM traits WHERE name = ANY($1)`
+	sqlSnapClasses   = `SELECT id, name FROM resource_classes`
+	sqlSnapAllTraits = `SELECT id, name FROM traits`
+	sqlSnapAllAggs   = `SELECT id, uuid::text FROM placement_aggregates`
+	sqlClassesByName = `SELECT id, name FROM resource_classes WHERE name = ANY($1)`
+	sqlTraitsByName  = `SELECT id, name FROM traits WHERE name = ANY($1)`
 )
 
 // loadAll reads every provider and every name.
