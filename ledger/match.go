@@ -146,6 +146,9 @@ func (s *Snapshot) requiredIDs(req [][]string) ([][]int32, error) {
 func (s *Snapshot) aggIDs(uuids []string) []int32 {
 	out := make([]int32, 0, len(uuids))
 	for _, u := range uuids {
+		if c, ok := canonicalUUID(u); ok {
+			u = c
+		}
 		if id, ok := s.names.aggByUUID[u]; ok {
 			out = append(out, id)
 		}
@@ -164,11 +167,20 @@ func (s *Snapshot) memberOfIDs(memberOf [][]string) [][]int32 {
 
 // treeOf returns the root index of the provider with the given uuid.
 func (s *Snapshot) treeOf(uuid string) (int32, bool) {
-	i, ok := s.idx.byUUID[uuid]
+	i, ok := s.providerIndex(uuid)
 	if !ok {
 		return -1, false
 	}
 	return s.idx.root[i], true
+}
+
+// providerIndex finds a provider by uuid, in any form canonicalUUID accepts.
+func (s *Snapshot) providerIndex(uuid string) (int32, bool) {
+	if c, ok := canonicalUUID(uuid); ok {
+		uuid = c
+	}
+	i, ok := s.idx.byUUID[uuid]
+	return i, ok
 }
 
 // hasAllTraits reports whether p matches every any-of clause.
@@ -309,7 +321,7 @@ func (s *Snapshot) providersMatching(f *ProviderFilter) ([]Provider, error) {
 	var idx []int32
 	switch {
 	case f.UUID != "":
-		if i, ok := s.idx.byUUID[f.UUID]; ok && s.matches(i, &flt) {
+		if i, ok := s.providerIndex(f.UUID); ok && s.matches(i, &flt) {
 			idx = []int32{i}
 		}
 	case f.Name != "":
