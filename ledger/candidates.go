@@ -144,6 +144,10 @@ type engine struct {
 	sharedReq   [][]int32
 	isolate     bool
 	nestedAware bool
+	// anchorSets are further conditions on anchors: each lists, ascending,
+	// the only anchors that can satisfy one of the unsuffixed group's
+	// required trait clauses.
+	anchorSets  [][]int32
 	subtrees    [][]int // per same_subtree: its slots, ascending
 	slotTrees   [][]int // per slot: the same_subtrees it is in
 	seen        map[string]struct{}
@@ -312,6 +316,13 @@ func (e *engine) addGroup(gi int, g *RequestGroup, anchorOK func(int32) bool) (b
 	// The unsuffixed group: one slot per class, each class from any
 	// provider of the anchor's tree or a sharing provider it reaches.
 	e.sharedReq = f.required
+	for _, any := range f.required {
+		set := e.anchorsWithAnyTrait(any)
+		if len(set) == 0 {
+			return false, nil
+		}
+		e.anchorSets = append(e.anchorSets, set)
+	}
 	ordered := slices.Clone(res)
 	slices.SortStableFunc(ordered, func(a, b resAmount) int { return int(a.class - b.class) })
 	for _, ra := range ordered {
@@ -344,6 +355,24 @@ func (e *engine) addGroup(gi int, g *RequestGroup, anchorOK func(int32) bool) (b
 		e.slots = append(e.slots, sl)
 	}
 	return len(ordered) > 0, nil
+}
+
+// anchorsWithAnyTrait lists, ascending, the anchors under which some
+// provider has one of the traits: a necessary condition for the unsuffixed
+// group's collective trait check, cheap to compute from the trait index.
+func (e *engine) anchorsWithAnyTrait(traits []int32) []int32 {
+	s := e.snap
+	var out []int32
+	for _, t := range traits {
+		for _, i := range s.idx.byTrait[t] {
+			out = append(out, s.idx.root[i])
+			if s.idx.sharing[i] {
+				out = append(out, s.idx.anchors[i]...)
+			}
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 func (sl *slot) add(anchor, prov int32) {
@@ -417,22 +446,33 @@ func (e *engine) commonAnchors() []int32 {
 	if len(e.slots) == 0 {
 		return nil
 	}
-	base := 0
+	base := e.slots[0].anchors
 	for i := range e.slots {
-		if len(e.slots[i].anchors) < len(e.slots[base].anchors) {
-			base = i
+		if len(e.slots[i].anchors) < len(base) {
+			base = e.slots[i].anchors
+		}
+	}
+	for _, set := range e.anchorSets {
+		if len(set) < len(base) {
+			base = set
 		}
 	}
 	var out []int32
 	prev := int32(-1)
-	for _, a := range e.slots[base].anchors {
+	for _, a := range base {
 		if a == prev {
 			continue
 		}
 		prev = a
 		ok := true
 		for i := range e.slots {
-			if i != base && len(e.slots[i].options(a)) == 0 {
+			if len(e.slots[i].options(a)) == 0 {
+				ok = false
+				break
+			}
+		}
+		for _, set := range e.anchorSets {
+			if _, found := slices.BinarySearch(set, a); !found {
 				ok = false
 				break
 			}
@@ -478,11 +518,22 @@ func (e *engine) roundRobin(anchors []int32, want int) ([][]int32, bool) {
 		return true
 	}
 	var ring []*gen
+	// Generators are allocated in chunks: one per anchor adds up.
+	var gens []gen
+	var optsBuf [][]int32
+	var posBuf []int
 	for _, a := range anchors {
 		if len(found) >= want || e.stopped {
 			return found, false
 		}
-		g := &gen{anchor: a, opts: make([][]int32, n), pos: make([]int, n)}
+		if len(gens) == 0 {
+			chunk := min(len(anchors), 1024)
+			gens, optsBuf, posBuf = make([]gen, chunk), make([][]int32, chunk*n), make([]int, chunk*n)
+		}
+		g := &gens[0]
+		gens = gens[1:]
+		g.anchor, g.opts, g.pos = a, optsBuf[:n:n], posBuf[:n:n]
+		optsBuf, posBuf = optsBuf[n:], posBuf[n:]
 		for i := range e.slots {
 			g.opts[i] = e.slots[i].options(a)
 			g.pos[i] = -1
@@ -679,9 +730,12 @@ func (e *engine) duplicate(g *gen) bool {
 }
 
 // result turns provider vectors into allocation requests and summaries.
+// The many small slices of the answer are cut from a few shared backing
+// arrays: a response of ten thousand candidates would otherwise cost tens
+// of thousands of allocations.
 func (e *engine) result(found [][]int32) *Candidates {
 	s := e.snap
-	out := &Candidates{Requests: make([]AllocationRequest, 0, len(found))}
+	out := &Candidates{Requests: make([]AllocationRequest, len(found))}
 	type key struct {
 		prov  int32
 		class int32
@@ -691,7 +745,29 @@ func (e *engine) result(found [][]int32) *Candidates {
 	var keys []key
 	summarised := map[int32]bool{}
 	var summaryOrder []int32
-	for _, vec := range found {
+	var allocBuf []CandidateAllocation
+	var resBuf []ResourceAmount
+	var mapBuf []GroupMapping
+	var uuidBuf []string
+	take := func(nAlloc, nRes, nMap, nUUID int) ([]CandidateAllocation, []ResourceAmount, []GroupMapping, []string) {
+		const chunk = 1024
+		if len(allocBuf) < nAlloc {
+			allocBuf = make([]CandidateAllocation, max(chunk*nAlloc, nAlloc))
+		}
+		if len(resBuf) < nRes {
+			resBuf = make([]ResourceAmount, max(chunk*nRes, nRes))
+		}
+		if len(mapBuf) < nMap {
+			mapBuf = make([]GroupMapping, max(chunk*nMap, nMap))
+		}
+		if len(uuidBuf) < nUUID {
+			uuidBuf = make([]string, max(chunk*nUUID, nUUID))
+		}
+		a, r, m, u := allocBuf[:nAlloc:nAlloc], resBuf[:nRes:nRes], mapBuf[:nMap:nMap], uuidBuf[:0:nUUID]
+		allocBuf, resBuf, mapBuf, uuidBuf = allocBuf[nAlloc:], resBuf[nRes:], mapBuf[nMap:], uuidBuf[nUUID:]
+		return a, r, m, u
+	}
+	for ci, vec := range found {
 		provOrder, keys, amounts = provOrder[:0], keys[:0], amounts[:0]
 		for si, p := range vec {
 			for _, r := range e.slots[si].res {
@@ -708,8 +784,7 @@ func (e *engine) result(found [][]int32) *Candidates {
 				}
 			}
 		}
-		ar := AllocationRequest{Allocations: make([]CandidateAllocation, len(provOrder))}
-		res := make([]ResourceAmount, len(keys))
+		allocs, res, maps, uuids := take(len(provOrder), len(keys), len(e.groupSlots), len(vec))
 		n := 0
 		for pi, p := range provOrder {
 			start := n
@@ -719,7 +794,7 @@ func (e *engine) result(found [][]int32) *Candidates {
 					n++
 				}
 			}
-			ar.Allocations[pi] = CandidateAllocation{ProviderUUID: s.provs[p].uuid, Resources: res[start:n:n]}
+			allocs[pi] = CandidateAllocation{ProviderUUID: s.provs[p].uuid, Resources: res[start:n:n]}
 			// Summaries cover whole trees from 1.29; before, only the
 			// providers that allocate.
 			unit := p
@@ -731,49 +806,56 @@ func (e *engine) result(found [][]int32) *Candidates {
 				summaryOrder = append(summaryOrder, unit)
 			}
 		}
-		ar.Mappings = make([]GroupMapping, 0, len(e.groupSlots))
 		for gi, slotsOf := range e.groupSlots {
-			m := GroupMapping{Suffix: e.suffixes[gi]}
+			from := len(uuids)
 			for _, si := range slotsOf {
 				u := s.provs[vec[si]].uuid
-				if !slices.Contains(m.ProviderUUIDs, u) {
-					m.ProviderUUIDs = append(m.ProviderUUIDs, u)
+				if !slices.Contains(uuids[from:], u) {
+					uuids = append(uuids, u)
 				}
 			}
-			ar.Mappings = append(ar.Mappings, m)
+			maps[gi] = GroupMapping{Suffix: e.suffixes[gi], ProviderUUIDs: uuids[from:len(uuids):len(uuids)]}
 		}
-		out.Requests = append(out.Requests, ar)
+		out.Requests[ci] = AllocationRequest{Allocations: allocs, Mappings: maps}
 	}
+	var members []int32
 	for _, u := range summaryOrder {
 		if e.nestedAware {
-			for _, m := range s.idx.members[u] {
-				out.Summaries = append(out.Summaries, s.summary(m))
-			}
+			members = append(members, s.idx.members[u]...)
 		} else {
-			out.Summaries = append(out.Summaries, s.summary(u))
+			members = append(members, u)
 		}
 	}
-	if out.Summaries == nil {
-		out.Summaries = []ProviderSummary{}
-	}
+	out.Summaries = s.summaries(members)
 	return out
 }
 
-// summary describes provider i.
-func (s *Snapshot) summary(i int32) ProviderSummary {
-	p := s.provs[i]
-	ps := ProviderSummary{UUID: p.uuid, RootUUID: s.provs[s.idx.root[i]].uuid}
-	if pi := s.idx.parent[i]; pi >= 0 {
-		ps.ParentUUID = s.provs[pi].uuid
+// summaries describes the providers in list.
+func (s *Snapshot) summaries(list []int32) []ProviderSummary {
+	out := make([]ProviderSummary, len(list))
+	nRes, nTraits := 0, 0
+	for _, i := range list {
+		nRes += len(s.provs[i].inv)
+		nTraits += len(s.provs[i].traits)
 	}
-	ps.Resources = make([]SummaryResource, len(p.inv))
-	for k := range p.inv {
-		inv := &p.inv[k]
-		ps.Resources[k] = SummaryResource{Class: s.names.className[inv.class], Capacity: int64(inv.capacity()), Used: inv.used}
+	resBuf := make([]SummaryResource, nRes)
+	traitBuf := make([]string, nTraits)
+	for k, i := range list {
+		p := s.provs[i]
+		ps := &out[k]
+		ps.UUID, ps.RootUUID = p.uuid, s.provs[s.idx.root[i]].uuid
+		if pi := s.idx.parent[i]; pi >= 0 {
+			ps.ParentUUID = s.provs[pi].uuid
+		}
+		ps.Resources, resBuf = resBuf[:len(p.inv):len(p.inv)], resBuf[len(p.inv):]
+		for j := range p.inv {
+			inv := &p.inv[j]
+			ps.Resources[j] = SummaryResource{Class: s.names.className[inv.class], Capacity: int64(inv.capacity()), Used: inv.used}
+		}
+		ps.Traits, traitBuf = traitBuf[:len(p.traits):len(p.traits)], traitBuf[len(p.traits):]
+		for j, t := range p.traits {
+			ps.Traits[j] = s.names.traitName[t]
+		}
 	}
-	ps.Traits = make([]string, len(p.traits))
-	for k, t := range p.traits {
-		ps.Traits[k] = s.names.traitName[t]
-	}
-	return ps
+	return out
 }
