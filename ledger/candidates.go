@@ -147,13 +147,13 @@ type engine struct {
 	// anchorSets are further conditions on anchors: each lists, ascending,
 	// the only anchors that can satisfy one of the unsuffixed group's
 	// required trait clauses.
-	anchorSets  [][]int32
-	subtrees    [][]int // per same_subtree: its slots, ascending
-	slotTrees   [][]int // per slot: the same_subtrees it is in
-	seen        map[string]struct{}
-	steps       int
-	maxSteps    int
-	stopped     bool
+	anchorSets [][]int32
+	subtrees   [][]int // per same_subtree: its slots, ascending
+	slotTrees  [][]int // per slot: the same_subtrees it is in
+	seen       map[string]struct{}
+	steps      int
+	maxSteps   int
+	stopped    bool
 }
 
 // candidates runs the search. Groups are resolved and matched in request
