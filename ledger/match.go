@@ -71,25 +71,28 @@ func (s *Store) snapshot(ctx context.Context) (*Snapshot, error) {
 	return s.snap.get(ctx)
 }
 
-// knowNames makes sure the snapshot knows every existing class and trait
-// among the given names, asking the database about the ones it does not
-// know (they may be new). Names that still are unknown do not exist.
+// knowNames makes sure the snapshot's names are right for the given
+// classes and traits before they are resolved. Names it does not know are
+// looked up (they may have been created since it was loaded); names it
+// knows but that no provider uses are checked too, since such a class or
+// trait may have been deleted without any provider changing. A name in use
+// cannot be deleted, so the common case costs no query.
 func (s *Store) knowNames(ctx context.Context, snap *Snapshot, classes, traits []string) (*Snapshot, error) {
-	var missC, missT []string
+	var checkC, checkT []string
 	for _, c := range classes {
-		if _, ok := snap.names.classByName[c]; !ok {
-			missC = append(missC, c)
+		if id, ok := snap.names.classByName[c]; !ok || len(snap.idx.byClass[id]) == 0 {
+			checkC = append(checkC, c)
 		}
 	}
 	for _, t := range traits {
-		if _, ok := snap.names.traitByName[t]; !ok {
-			missT = append(missT, t)
+		if id, ok := snap.names.traitByName[t]; !ok || len(snap.idx.byTrait[id]) == 0 {
+			checkT = append(checkT, t)
 		}
 	}
-	if len(missC) == 0 && len(missT) == 0 {
+	if len(checkC) == 0 && len(checkT) == 0 {
 		return snap, nil
 	}
-	return s.snap.learnNames(ctx, snap, missC, missT)
+	return s.snap.learnNames(ctx, snap, checkC, checkT)
 }
 
 // groupNames lists the class and trait names a group mentions.

@@ -385,9 +385,10 @@ func scanPairs(ctx context.Context, q pgx.Tx, sql string, add func(int32, string
 	return rows.Err()
 }
 
-// learnNames looks up resource classes and traits the snapshot does not
-// know (they may have been created since it was loaded) and publishes a
-// snapshot that knows the ones that exist. It returns the snapshot to use.
+// learnNames asks the database about the given classes and traits and
+// publishes a snapshot whose names match it for them: the ones that exist
+// are added, the ones that do not are removed. It returns the snapshot to
+// use, which keeps the providers of s.
 func (c *snapshotCache) learnNames(ctx context.Context, s *Snapshot, classes, traits []string) (*Snapshot, error) {
 	c.reloadMu.Lock()
 	defer c.reloadMu.Unlock()
@@ -397,21 +398,54 @@ func (c *snapshotCache) learnNames(ctx context.Context, s *Snapshot, classes, tr
 	if cur == nil {
 		cur = s
 	}
-	nn := &lazyNames{base: cur.names}
+	foundC, foundT := map[string]int32{}, map[string]int32{}
 	if len(classes) > 0 {
-		if err := queryPairs(ctx, c.pool, sqlClassesByName, classes, nn.addClass); err != nil {
+		if err := queryPairs(ctx, c.pool, sqlClassesByName, classes, func(id int32, n string) { foundC[n] = id }); err != nil {
 			return nil, err
 		}
 	}
 	if len(traits) > 0 {
-		if err := queryPairs(ctx, c.pool, sqlTraitsByName, traits, nn.addTrait); err != nil {
+		if err := queryPairs(ctx, c.pool, sqlTraitsByName, traits, func(id int32, n string) { foundT[n] = id }); err != nil {
 			return nil, err
 		}
 	}
-	if nn.copy == nil {
+	n := cur.names
+	changed := false
+	for _, name := range classes {
+		id, ok := n.classByName[name]
+		if fid, found := foundC[name]; found != ok || fid != id {
+			changed = true
+		}
+	}
+	for _, name := range traits {
+		id, ok := n.traitByName[name]
+		if fid, found := foundT[name]; found != ok || fid != id {
+			changed = true
+		}
+	}
+	if !changed {
 		return s, nil
 	}
-	next := &Snapshot{names: nn.copy, provs: cur.provs, idx: cur.idx}
+	nn := n.clone()
+	for _, name := range classes {
+		if id, ok := nn.classByName[name]; ok {
+			delete(nn.classByName, name)
+			delete(nn.className, id)
+		}
+		if id, ok := foundC[name]; ok {
+			nn.addClass(id, name)
+		}
+	}
+	for _, name := range traits {
+		if id, ok := nn.traitByName[name]; ok {
+			delete(nn.traitByName, name)
+			delete(nn.traitName, id)
+		}
+		if id, ok := foundT[name]; ok {
+			nn.addTrait(id, name)
+		}
+	}
+	next := &Snapshot{names: nn, provs: cur.provs, idx: cur.idx}
 	c.mu.Lock()
 	if c.cur == cur {
 		c.cur = next
@@ -420,7 +454,7 @@ func (c *snapshotCache) learnNames(ctx context.Context, s *Snapshot, classes, tr
 	if s != cur {
 		// The caller's snapshot is older than the published one; give it
 		// the new names too, keeping its providers.
-		return &Snapshot{names: nn.copy, provs: s.provs, idx: s.idx}, nil
+		return &Snapshot{names: nn, provs: s.provs, idx: s.idx}, nil
 	}
 	return next, nil
 }
