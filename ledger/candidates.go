@@ -4,7 +4,6 @@ import (
 	"context"
 	"math/rand/v2"
 	"slices"
-	"sort"
 )
 
 // CandidatesParams is a request for allocation candidates
@@ -112,41 +111,37 @@ func (s *Store) AllocationCandidates(ctx context.Context, p CandidatesParams) (*
 }
 
 // slot is one choice of the combination search: one resource class of the
-// unsuffixed group, or one suffixed group. Its options for anchor (root) r
-// are provs[i] for the i where anchors[i] == r; both lists are sorted by
-// anchor, then provider.
+// unsuffixed group, or one suffixed group. Which providers it may use
+// under an anchor (the root of a tree) is worked out only when the search
+// reaches that anchor (see options), so a request that stops at a limit
+// looks at few trees.
 type slot struct {
 	group    int  // index in engine.groups
 	granular bool // a suffixed group
 	res      []resAmount
-	anchors  []int32
-	provs    []int32
-}
-
-// options returns the providers slot s may use under anchor r.
-func (s *slot) options(r int32) []int32 {
-	lo := sort.Search(len(s.anchors), func(i int) bool { return s.anchors[i] >= r })
-	hi := lo
-	for hi < len(s.anchors) && s.anchors[hi] == r {
-		hi++
-	}
-	return s.provs[lo:hi]
+	f        *filter // the group's criteria
+	// drive lists providers among which every option of the slot is, or is
+	// nil when any provider may be; it is only used to find anchors.
+	drive []int32
+	all   bool
 }
 
 // engine holds one request's search state.
 type engine struct {
 	ctx         context.Context
 	snap        *Snapshot
+	anchorOK    func(int32) bool
 	suffixes    []string // per group
 	slots       []slot
 	groupSlots  [][]int // per group: its slots
 	lastShared  int     // last slot of the unsuffixed group, -1 if none
 	sharedReq   [][]int32
+	sharedTree  int32 // in_tree of the unsuffixed group: the only anchor; -1 for none
 	isolate     bool
 	nestedAware bool
-	// anchorSets are further conditions on anchors: each lists, ascending,
-	// the only anchors that can satisfy one of the unsuffixed group's
-	// required trait clauses.
+	// anchorSets are necessary conditions on anchors from the unsuffixed
+	// group's traits and aggregates: each lists, ascending, the only
+	// anchors that can satisfy one clause.
 	anchorSets [][]int32
 	subtrees   [][]int // per same_subtree: its slots, ascending
 	slotTrees  [][]int // per slot: the same_subtrees it is in
@@ -156,9 +151,10 @@ type engine struct {
 	stopped    bool
 }
 
-// candidates runs the search. Groups are resolved and matched in request
-// order, and the first group that matches nothing ends the search, as in
-// Placement (whose errors for later groups are therefore not reported).
+// candidates runs the search. Groups are resolved in request order; as in
+// Placement, a group that can match nothing (an unknown aggregate or
+// in_tree provider) makes the answer empty, and an unknown name in a later
+// group is then not reported.
 func (s *Snapshot) candidates(ctx context.Context, p *CandidatesParams) (*Candidates, error) {
 	empty := &Candidates{Requests: []AllocationRequest{}, Summaries: []ProviderSummary{}}
 	rootReq, err := s.traitIDs(p.RootRequired)
@@ -169,9 +165,12 @@ func (s *Snapshot) candidates(ctx context.Context, p *CandidatesParams) (*Candid
 	if err != nil {
 		return nil, err
 	}
-	anchorOK := func(r int32) bool { return true }
+	e := &engine{
+		ctx: ctx, snap: s, lastShared: -1, sharedTree: -1, isolate: p.Isolate, nestedAware: p.NestedAware,
+		maxSteps: p.MaxSteps, anchorOK: func(int32) bool { return true },
+	}
 	if len(rootReq) > 0 || len(rootForbid) > 0 {
-		anchorOK = func(r int32) bool {
+		e.anchorOK = func(r int32) bool {
 			rp := s.provs[r]
 			for _, t := range rootReq {
 				if !rp.hasTrait(t) {
@@ -180,21 +179,6 @@ func (s *Snapshot) candidates(ctx context.Context, p *CandidatesParams) (*Candid
 			}
 			return !rp.hasAnyTrait(rootForbid)
 		}
-		any := false
-		for _, r := range s.idx.roots {
-			if anchorOK(r) {
-				any = true
-				break
-			}
-		}
-		if !any {
-			return empty, nil
-		}
-	}
-
-	e := &engine{
-		ctx: ctx, snap: s, lastShared: -1, isolate: p.Isolate, nestedAware: p.NestedAware,
-		maxSteps: p.MaxSteps,
 	}
 	if e.maxSteps <= 0 {
 		e.maxSteps = DefaultMaxSearchSteps
@@ -203,8 +187,11 @@ func (s *Snapshot) candidates(ctx context.Context, p *CandidatesParams) (*Candid
 		g := &p.Groups[gi]
 		e.suffixes = append(e.suffixes, g.Suffix)
 		e.groupSlots = append(e.groupSlots, nil)
-		ok, err := e.addGroup(gi, g, anchorOK)
+		ok, err := e.addGroup(gi, g)
 		if err != nil {
+			if e.someGroupEmpty() {
+				return empty, nil
+			}
 			return nil, err
 		}
 		if !ok {
@@ -236,7 +223,7 @@ func (s *Snapshot) candidates(ctx context.Context, p *CandidatesParams) (*Candid
 		}
 	}
 
-	anchors := e.commonAnchors()
+	anchors := e.candidateAnchors()
 	if p.Randomize {
 		rand.Shuffle(len(anchors), func(i, j int) { anchors[i], anchors[j] = anchors[j], anchors[i] })
 	}
@@ -258,15 +245,41 @@ func (s *Snapshot) candidates(ctx context.Context, p *CandidatesParams) (*Candid
 	return out, nil
 }
 
+// someGroupEmpty reports whether a group resolved so far matches no
+// provider at all, ignoring trees: Placement would have stopped there
+// before resolving the names of later groups.
+func (e *engine) someGroupEmpty() bool {
+	for i := range e.slots {
+		sl := &e.slots[i]
+		if sl.granular {
+			if len(e.snap.matching(sl.f)) == 0 {
+				return true
+			}
+			continue
+		}
+		any := false
+		for _, p := range e.snap.idx.byClass[sl.res[0].class] {
+			if e.snap.provs[p].inventory(sl.res[0].class).fits(sl.res[0].amount) {
+				any = true
+				break
+			}
+		}
+		if !any {
+			return true
+		}
+	}
+	return false
+}
+
 // addGroup resolves group g and adds its slots. It reports false when the
-// group matches nothing, which means no candidate at all.
-func (e *engine) addGroup(gi int, g *RequestGroup, anchorOK func(int32) bool) (bool, error) {
+// group cannot match anything, which means no candidate at all.
+func (e *engine) addGroup(gi int, g *RequestGroup) (bool, error) {
 	s := e.snap
 	res, err := s.classIDs(g.Resources)
 	if err != nil {
 		return false, err
 	}
-	f := filter{res: res, inTree: -1, memberOf: s.memberOfIDs(g.MemberOf), forbidAggs: s.aggIDs(g.ForbiddenAggregates)}
+	f := &filter{res: res, inTree: -1, memberOf: s.memberOfIDs(g.MemberOf), forbidAggs: s.aggIDs(g.ForbiddenAggregates)}
 	for _, any := range f.memberOf {
 		if len(any) == 0 {
 			return false, nil
@@ -290,24 +303,8 @@ func (e *engine) addGroup(gi int, g *RequestGroup, anchorOK func(int32) bool) (b
 		}
 	}
 	if g.Suffix != "" {
-		sl := slot{group: gi, granular: true, res: res}
-		for _, i := range s.matching(&f) {
-			r := s.idx.root[i]
-			if anchorOK(r) {
-				sl.add(r, i)
-			}
-			if s.idx.sharing[i] {
-				for _, a := range s.idx.anchors[i] {
-					if a != r && anchorOK(a) {
-						sl.add(a, i)
-					}
-				}
-			}
-		}
-		if len(sl.provs) == 0 {
-			return false, nil
-		}
-		sl.sort()
+		sl := slot{group: gi, granular: true, res: res, f: f}
+		sl.drive, sl.all = s.driver(f)
 		e.groupSlots[gi] = append(e.groupSlots[gi], len(e.slots))
 		e.slots = append(e.slots, sl)
 		return true, nil
@@ -315,9 +312,22 @@ func (e *engine) addGroup(gi int, g *RequestGroup, anchorOK func(int32) bool) (b
 
 	// The unsuffixed group: one slot per class, each class from any
 	// provider of the anchor's tree or a sharing provider it reaches.
+	if len(res) == 0 {
+		return false, nil
+	}
 	e.sharedReq = f.required
+	e.sharedTree = f.inTree
 	for _, any := range f.required {
 		set := e.anchorsWithAnyTrait(any)
+		if len(set) == 0 {
+			return false, nil
+		}
+		e.anchorSets = append(e.anchorSets, set)
+	}
+	if len(f.memberOf) > 0 {
+		// Every option is in the aggregates, or its root is: either way the
+		// anchor is reached by a provider in the aggregates.
+		set := e.anchorsOf(s.matching(&filter{inTree: -1, memberOf: f.memberOf}))
 		if len(set) == 0 {
 			return false, nil
 		}
@@ -326,87 +336,64 @@ func (e *engine) addGroup(gi int, g *RequestGroup, anchorOK func(int32) bool) (b
 	ordered := slices.Clone(res)
 	slices.SortStableFunc(ordered, func(a, b resAmount) int { return int(a.class - b.class) })
 	for _, ra := range ordered {
-		sl := slot{group: gi, res: []resAmount{ra}}
-		for _, i := range s.idx.byClass[ra.class] {
-			p := s.provs[i]
-			if inv := p.inventory(ra.class); !inv.fits(ra.amount) || p.hasAnyTrait(f.forbidden) || p.inAnyAgg(f.forbidAggs) {
-				continue
-			}
-			r := s.idx.root[i]
-			rp := s.provs[r]
-			memberOK := len(f.memberOf) == 0 || inAllAggs(p, f.memberOf)
-			if (f.inTree < 0 || r == f.inTree) && anchorOK(r) && !rp.inAnyAgg(f.forbidAggs) &&
-				(memberOK || inAllAggs(rp, f.memberOf)) {
-				sl.add(r, i)
-			}
-			if s.idx.sharing[i] && f.inTree < 0 && memberOK {
-				for _, a := range s.idx.anchors[i] {
-					if a != r && anchorOK(a) && !s.provs[a].inAnyAgg(f.forbidAggs) {
-						sl.add(a, i)
-					}
-				}
-			}
-		}
-		if len(sl.provs) == 0 {
-			return false, nil
-		}
-		sl.sort()
+		sl := slot{group: gi, res: []resAmount{ra}, f: f, drive: s.idx.byClass[ra.class]}
 		e.groupSlots[gi] = append(e.groupSlots[gi], len(e.slots))
 		e.slots = append(e.slots, sl)
 	}
-	return len(ordered) > 0, nil
+	return true, nil
+}
+
+// driver picks, for a single-provider filter, the shortest index list that
+// every match must be on (all=true: none applies).
+func (s *Snapshot) driver(f *filter) (drive []int32, all bool) {
+	all = true
+	consider := func(l []int32) {
+		if all || len(l) < len(drive) {
+			drive, all = l, false
+		}
+	}
+	for _, r := range f.res {
+		consider(s.idx.byClass[r.class])
+	}
+	for _, any := range f.required {
+		if len(any) == 1 {
+			consider(s.idx.byTrait[any[0]])
+		}
+	}
+	for _, any := range f.memberOf {
+		if len(any) == 1 {
+			consider(s.idx.byAgg[any[0]])
+		}
+	}
+	return drive, all
 }
 
 // anchorsWithAnyTrait lists, ascending, the anchors under which some
 // provider has one of the traits: a necessary condition for the unsuffixed
 // group's collective trait check, cheap to compute from the trait index.
 func (e *engine) anchorsWithAnyTrait(traits []int32) []int32 {
-	s := e.snap
-	var out []int32
+	var provs []int32
 	for _, t := range traits {
-		for _, i := range s.idx.byTrait[t] {
-			out = append(out, s.idx.root[i])
-			if s.idx.sharing[i] {
-				out = append(out, s.idx.anchors[i]...)
-			}
+		provs = append(provs, e.snap.idx.byTrait[t]...)
+	}
+	return e.anchorsOf(provs)
+}
+
+// anchorsOf lists, ascending, the anchors the providers reach: their roots
+// and, for sharing providers, the roots they share with.
+func (e *engine) anchorsOf(provs []int32) []int32 {
+	s := e.snap
+	out := make([]int32, 0, len(provs))
+	for _, i := range provs {
+		out = append(out, s.idx.root[i])
+		if s.idx.sharing[i] {
+			out = append(out, s.idx.anchors[i]...)
 		}
 	}
-	slices.Sort(out)
+	if !slices.IsSorted(out) {
+		slices.Sort(out)
+	}
 	return slices.Compact(out)
-}
-
-func (sl *slot) add(anchor, prov int32) {
-	sl.anchors = append(sl.anchors, anchor)
-	sl.provs = append(sl.provs, prov)
-}
-
-// sort orders the options by anchor, then provider.
-func (sl *slot) sort() {
-	sorted := true
-	for i := 1; i < len(sl.anchors); i++ {
-		if sl.anchors[i] < sl.anchors[i-1] || (sl.anchors[i] == sl.anchors[i-1] && sl.provs[i] < sl.provs[i-1]) {
-			sorted = false
-			break
-		}
-	}
-	if sorted {
-		return
-	}
-	idx := make([]int, len(sl.anchors))
-	for i := range idx {
-		idx[i] = i
-	}
-	slices.SortFunc(idx, func(a, b int) int {
-		if c := int(sl.anchors[a] - sl.anchors[b]); c != 0 {
-			return c
-		}
-		return int(sl.provs[a] - sl.provs[b])
-	})
-	an, pr := make([]int32, len(idx)), make([]int32, len(idx))
-	for k, i := range idx {
-		an[k], pr[k] = sl.anchors[i], sl.provs[i]
-	}
-	sl.anchors, sl.provs = an, pr
 }
 
 // orderSlots moves the unsuffixed group's slots to the front, keeping the
@@ -440,48 +427,89 @@ func (e *engine) orderSlots() {
 	}
 }
 
-// commonAnchors returns, ascending, the roots under which every slot has
-// an option.
-func (e *engine) commonAnchors() []int32 {
-	if len(e.slots) == 0 {
-		return nil
+// candidateAnchors returns, ascending, the roots that may anchor a
+// candidate: those reached by the providers of the slot (or anchor
+// condition) with the shortest driving list. Each is checked in full
+// when the search gets to it.
+func (e *engine) candidateAnchors() []int32 {
+	s := e.snap
+	if e.sharedTree >= 0 {
+		return []int32{e.sharedTree}
 	}
-	base := e.slots[0].anchors
-	for i := range e.slots {
-		if len(e.slots[i].anchors) < len(base) {
-			base = e.slots[i].anchors
-		}
-	}
+	var best []int32
+	bestSet := false
 	for _, set := range e.anchorSets {
-		if len(set) < len(base) {
-			base = set
+		if !bestSet || len(set) < len(best) {
+			best, bestSet = set, true
 		}
 	}
-	var out []int32
-	prev := int32(-1)
-	for _, a := range base {
-		if a == prev {
-			continue
-		}
-		prev = a
-		ok := true
-		for i := range e.slots {
-			if len(e.slots[i].options(a)) == 0 {
-				ok = false
-				break
-			}
-		}
-		for _, set := range e.anchorSets {
-			if _, found := slices.BinarySearch(set, a); !found {
-				ok = false
-				break
-			}
-		}
-		if ok {
-			out = append(out, a)
+	var drive []int32
+	driveSet := false
+	for i := range e.slots {
+		sl := &e.slots[i]
+		if !sl.all && (!driveSet || len(sl.drive) < len(drive)) {
+			drive, driveSet = sl.drive, true
 		}
 	}
-	return out
+	if driveSet && (!bestSet || len(drive) < len(best)) {
+		return e.anchorsOf(drive)
+	}
+	if bestSet {
+		return best
+	}
+	return slices.Clone(s.idx.roots)
+}
+
+// options appends to buf the providers slot sl may use under anchor r,
+// ascending: providers of r's tree, then sharing providers of other trees
+// that r reaches.
+func (e *engine) options(sl *slot, r int32, buf []int32) []int32 {
+	s := e.snap
+	start := len(buf)
+	if sl.granular {
+		for _, m := range s.idx.members[r] {
+			if s.matches(m, sl.f) {
+				buf = append(buf, m)
+			}
+		}
+		for _, m := range s.idx.sharedTo[r] {
+			if s.matches(m, sl.f) {
+				buf = append(buf, m)
+			}
+		}
+	} else {
+		f, ra := sl.f, sl.res[0]
+		rp := s.provs[r]
+		if (f.inTree < 0 || f.inTree == r) && !rp.inAnyAgg(f.forbidAggs) {
+			rootMember := len(f.memberOf) == 0 || inAllAggs(rp, f.memberOf)
+			for _, m := range s.idx.members[r] {
+				p := s.provs[m]
+				if e.sharedOK(p, ra) && (rootMember || inAllAggs(p, f.memberOf)) {
+					buf = append(buf, m)
+				}
+			}
+			if f.inTree < 0 {
+				for _, m := range s.idx.sharedTo[r] {
+					p := s.provs[m]
+					if e.sharedOK(p, ra) && inAllAggs(p, f.memberOf) {
+						buf = append(buf, m)
+					}
+				}
+			}
+		}
+	}
+	if opts := buf[start:]; !slices.IsSorted(opts) {
+		slices.Sort(opts)
+	}
+	return buf
+}
+
+// sharedOK checks a provider for one class of the unsuffixed group: the
+// amount fits, and it has no forbidden trait or aggregate.
+func (e *engine) sharedOK(p *snapProvider, ra resAmount) bool {
+	f := e.slots[e.lastShared].f
+	inv := p.inventory(ra.class)
+	return inv != nil && inv.fits(ra.amount) && !p.hasAnyTrait(f.forbidden) && !p.inAnyAgg(f.forbidAggs)
 }
 
 // gen enumerates the candidates of one anchor lazily, depth first.
@@ -518,26 +546,43 @@ func (e *engine) roundRobin(anchors []int32, want int) ([][]int32, bool) {
 		return true
 	}
 	var ring []*gen
-	// Generators are allocated in chunks: one per anchor adds up.
+	// Generators and their option lists are allocated in chunks: one
+	// allocation per anchor adds up.
 	var gens []gen
 	var optsBuf [][]int32
 	var posBuf []int
+	var provBuf []int32
 	for _, a := range anchors {
 		if len(found) >= want || e.stopped {
 			return found, false
+		}
+		if !e.anchorOK(a) || !e.inAnchorSets(a) {
+			continue
 		}
 		if len(gens) == 0 {
 			chunk := min(len(anchors), 1024)
 			gens, optsBuf, posBuf = make([]gen, chunk), make([][]int32, chunk*n), make([]int, chunk*n)
 		}
 		g := &gens[0]
-		gens = gens[1:]
 		g.anchor, g.opts, g.pos = a, optsBuf[:n:n], posBuf[:n:n]
-		optsBuf, posBuf = optsBuf[n:], posBuf[n:]
+		ok := true
 		for i := range e.slots {
-			g.opts[i] = e.slots[i].options(a)
+			if cap(provBuf)-len(provBuf) < 64 {
+				provBuf = make([]int32, 0, 16384)
+			}
+			start := len(provBuf)
+			provBuf = e.options(&e.slots[i], a, provBuf)
+			g.opts[i] = provBuf[start:len(provBuf):len(provBuf)]
 			g.pos[i] = -1
+			if len(g.opts[i]) == 0 {
+				ok = false
+				break
+			}
 		}
+		if !ok {
+			continue // g's storage is reused for the next anchor
+		}
+		gens, optsBuf, posBuf = gens[1:], optsBuf[n:], posBuf[n:]
 		if take(g) {
 			ring = append(ring, g)
 		}
@@ -555,6 +600,16 @@ func (e *engine) roundRobin(anchors []int32, want int) ([][]int32, bool) {
 		ring = next
 	}
 	return found, !e.stopped
+}
+
+// inAnchorSets reports whether anchor a is in every anchor set.
+func (e *engine) inAnchorSets(a int32) bool {
+	for _, set := range e.anchorSets {
+		if _, ok := slices.BinarySearch(set, a); !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // next advances g to its next valid combination.

@@ -207,24 +207,26 @@ type snapIndex struct {
 	byAgg    map[int32][]int32
 	sharing  []bool    // has MISC_SHARES_VIA_AGGREGATE
 	anchors  [][]int32 // for a sharing provider: roots of the trees it shares with, ascending
+	sharedTo [][]int32 // for a root: sharing providers of other trees it may use, ascending
 	hasTrees bool
 }
 
 // buildIndex derives a snapIndex from provs, which must not contain nil.
 func buildIndex(provs []*snapProvider, n *names) *snapIndex {
 	ix := &snapIndex{
-		byID:    make(map[int64]int32, len(provs)),
-		byUUID:  make(map[string]int32, len(provs)),
-		byName:  make(map[string]int32, len(provs)),
-		parent:  make([]int32, len(provs)),
-		root:    make([]int32, len(provs)),
-		depth:   make([]int32, len(provs)),
-		members: make([][]int32, len(provs)),
-		byClass: map[int32][]int32{},
-		byTrait: map[int32][]int32{},
-		byAgg:   map[int32][]int32{},
-		sharing: make([]bool, len(provs)),
-		anchors: make([][]int32, len(provs)),
+		byID:     make(map[int64]int32, len(provs)),
+		byUUID:   make(map[string]int32, len(provs)),
+		byName:   make(map[string]int32, len(provs)),
+		parent:   make([]int32, len(provs)),
+		root:     make([]int32, len(provs)),
+		depth:    make([]int32, len(provs)),
+		members:  make([][]int32, len(provs)),
+		byClass:  map[int32][]int32{},
+		byTrait:  map[int32][]int32{},
+		byAgg:    map[int32][]int32{},
+		sharing:  make([]bool, len(provs)),
+		anchors:  make([][]int32, len(provs)),
+		sharedTo: make([][]int32, len(provs)),
 	}
 	for i, p := range provs {
 		ix.byID[p.id] = int32(i)
@@ -286,6 +288,11 @@ func buildIndex(provs []*snapProvider, n *names) *snapIndex {
 		}
 		slices.Sort(as)
 		ix.anchors[i] = slices.Compact(as)
+		for _, a := range ix.anchors[i] {
+			if a != ix.root[i] {
+				ix.sharedTo[a] = append(ix.sharedTo[a], int32(i))
+			}
+		}
 	}
 	return ix
 }
