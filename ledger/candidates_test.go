@@ -314,3 +314,30 @@ func TestCandidatesSpreadAcrossRoots(t *testing.T) {
 		t.Fatalf("10 candidates came from %d roots, want 10", len(roots))
 	}
 }
+
+func TestCandidatesRandomize(t *testing.T) {
+	s := benchComputes(200)
+	p := CandidatesParams{NestedAware: true, Groups: []RequestGroup{{Resources: res("VCPU:1")}}}
+	ordered := mustCandidates(t, s, p)
+	p.Randomize = true
+	shuffled := mustCandidates(t, s, p)
+	a, b := render(ordered), render(shuffled)
+	if !slices.Equal(a, b) {
+		t.Fatal("randomized candidates differ from the ordered ones as a set")
+	}
+	same := true
+	for i := range ordered.Requests {
+		if ordered.Requests[i].Allocations[0].ProviderUUID != shuffled.Requests[i].Allocations[0].ProviderUUID {
+			same = false
+		}
+	}
+	if same {
+		t.Fatal("randomized candidates came in the deterministic order")
+	}
+	// Deterministic order: roots in creation order.
+	for i := 1; i < len(ordered.Requests); i++ {
+		if ordered.Requests[i].Allocations[0].ProviderUUID < ordered.Requests[i-1].Allocations[0].ProviderUUID {
+			t.Fatal("ordered candidates are not in root order")
+		}
+	}
+}
