@@ -343,31 +343,6 @@ func (e *engine) addGroup(gi int, g *RequestGroup) (bool, error) {
 	return true, nil
 }
 
-// driver picks, for a single-provider filter, the shortest index list that
-// every match must be on (all=true: none applies).
-func (s *Snapshot) driver(f *filter) (drive []int32, all bool) {
-	all = true
-	consider := func(l []int32) {
-		if all || len(l) < len(drive) {
-			drive, all = l, false
-		}
-	}
-	for _, r := range f.res {
-		consider(s.idx.byClass[r.class])
-	}
-	for _, any := range f.required {
-		if len(any) == 1 {
-			consider(s.idx.byTrait[any[0]])
-		}
-	}
-	for _, any := range f.memberOf {
-		if len(any) == 1 {
-			consider(s.idx.byAgg[any[0]])
-		}
-	}
-	return drive, all
-}
-
 // anchorsWithAnyTrait lists, ascending, the anchors under which some
 // provider has one of the traits: a necessary condition for the unsuffixed
 // group's collective trait check, cheap to compute from the trait index.

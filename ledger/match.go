@@ -222,20 +222,14 @@ func (s *Snapshot) matches(i int32, f *filter) bool {
 		inAllAggs(p, f.memberOf) && !p.inAnyAgg(f.forbidAggs)
 }
 
-// matching returns, ascending, the providers that alone satisfy f. It
-// walks the shortest of the index lists that any match must be on (a
-// tree, a class, a single trait, a single aggregate) and checks the rest
-// of f on each provider of it.
-func (s *Snapshot) matching(f *filter) []int32 {
-	var drive []int32
-	all := true
+// driver picks, for a single-provider filter, the shortest index list that
+// every match must be on (all=true: none applies).
+func (s *Snapshot) driver(f *filter) (drive []int32, all bool) {
+	all = true
 	consider := func(l []int32) {
 		if all || len(l) < len(drive) {
 			drive, all = l, false
 		}
-	}
-	if f.inTree >= 0 {
-		consider(s.idx.members[f.inTree])
 	}
 	for _, r := range f.res {
 		consider(s.idx.byClass[r.class])
@@ -246,12 +240,26 @@ func (s *Snapshot) matching(f *filter) []int32 {
 		}
 	}
 	for _, any := range f.memberOf {
-		if len(any) == 0 {
-			return nil
-		}
 		if len(any) == 1 {
 			consider(s.idx.byAgg[any[0]])
 		}
+	}
+	return drive, all
+}
+
+// matching returns, ascending, the providers that alone satisfy f. It
+// walks the shortest of the index lists that any match must be on (a
+// tree, a class, a single trait, a single aggregate) and checks the rest
+// of f on each provider of it.
+func (s *Snapshot) matching(f *filter) []int32 {
+	for _, any := range f.memberOf {
+		if len(any) == 0 {
+			return nil
+		}
+	}
+	drive, all := s.driver(f)
+	if f.inTree >= 0 && (all || len(s.idx.members[f.inTree]) < len(drive)) {
+		drive, all = s.idx.members[f.inTree], false
 	}
 	var out []int32
 	if all {
@@ -267,7 +275,7 @@ func (s *Snapshot) matching(f *filter) []int32 {
 			out = append(out, i)
 		}
 	}
-	if f.inTree >= 0 {
+	if !slices.IsSorted(out) {
 		slices.Sort(out) // tree members are in depth order
 	}
 	return out

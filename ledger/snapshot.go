@@ -297,9 +297,6 @@ func buildIndex(provs []*snapProvider, n *names) *snapIndex {
 	return ix
 }
 
-// inTree reports whether provider i belongs to the tree rooted at root r.
-func (s *Snapshot) inTree(i, r int32) bool { return s.idx.root[i] == r }
-
 // isAncestorOrSelf reports whether a is b or one of b's ancestors.
 func (s *Snapshot) isAncestorOrSelf(a, b int32) bool {
 	for j := b; j >= 0; j = s.idx.parent[j] {
