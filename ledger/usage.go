@@ -63,6 +63,7 @@ const AllConsumerTypes = "all"
 // UsageGroup is the total of one group of consumers' allocations.
 type UsageGroup struct {
 	// ConsumerType names the group; empty when not grouping by type.
+	// ConsumerCount is the number of consumers in the group.
 	ConsumerType  string
 	ConsumerCount int64
 	Usages        map[string]int64
