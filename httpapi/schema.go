@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/google/uuid"
 )
 
 // Schema is a JSON Schema (the subset Placement's request schemas use),
@@ -598,12 +600,14 @@ func number(inst any) (float64, bool) {
 	return f, true
 }
 
-var uuidPattern = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
-
+// checkFormat implements the formats Placement's schemas use. "uuid" is
+// Placement's own checker (oslo's is_uuid_like), which also accepts the
+// dashless, braced and urn:uuid: forms.
 func checkFormat(format, s string) bool {
 	switch format {
 	case "uuid":
-		return uuidPattern.MatchString(s)
+		_, err := uuid.Parse(s)
+		return err == nil
 	}
 	return true
 }

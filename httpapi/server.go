@@ -95,9 +95,16 @@ func (s *Server) routes() {
 var routeRegistrations []func(*Server)
 
 // handle registers a route that exists from microversion 1.minMinor on
-// (earlier versions get 404), needs policy rule, and answers JSON.
+// (earlier versions get 404) and needs policy rule. GET routes answer JSON
+// and refuse an Accept header that rules it out; as in Placement, other
+// methods do not look at Accept (their errors are rendered in whatever
+// type the client prefers).
 func (s *Server) handle(method, path string, minMinor int, rule string, h echo.HandlerFunc) {
-	s.e.Add(method, path, h, versionGate(minMinor), authorize(rule), requireJSONAccept)
+	mw := []echo.MiddlewareFunc{versionGate(minMinor), authorize(rule)}
+	if method == http.MethodGet {
+		mw = append(mw, requireJSONAccept)
+	}
+	s.e.Add(method, path, h, mw...)
 }
 
 // rejectOptions answers OPTIONS on a known path with 405, as Placement

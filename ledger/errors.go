@@ -83,6 +83,16 @@ func uniqueViolation(err error) (constraint string, ok bool) {
 	return "", false
 }
 
+// foreignKeyViolation reports whether err is a foreign key violation and on
+// which constraint.
+func foreignKeyViolation(err error) (constraint string, ok bool) {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == sqlstateForeignKeyViolation {
+		return pgErr.ConstraintName, true
+	}
+	return "", false
+}
+
 // retryable reports whether a transaction failed in a way that running it
 // again from the start may cure.
 func retryable(err error) bool {

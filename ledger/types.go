@@ -56,11 +56,16 @@ type providerRef struct {
 	Generation int64
 }
 
-// lookupProvider finds a provider by uuid. A missing provider is reported as
-// ErrNotFound with Placement's wording.
+// lookupProvider finds a provider by uuid. A missing provider, or a uuid
+// that is not a UUID at all, is reported as ErrNotFound with Placement's
+// wording.
 func lookupProvider(ctx context.Context, q querier, uuid string) (providerRef, error) {
 	var ref providerRef
-	err := q.QueryRow(ctx, `SELECT id, generation FROM resource_providers WHERE uuid = $1`, uuid).
+	canon, ok := canonicalUUID(uuid)
+	if !ok {
+		return ref, notFound("No resource provider with uuid %s found", uuid)
+	}
+	err := q.QueryRow(ctx, `SELECT id, generation FROM resource_providers WHERE uuid = $1`, canon).
 		Scan(&ref.ID, &ref.Generation)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return ref, notFound("No resource provider with uuid %s found", uuid)

@@ -1,0 +1,105 @@
+package httpapi
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/berthd/berth/ledger"
+)
+
+func init() {
+	routeRegistrations = append(routeRegistrations, func(s *Server) {
+		s.handle(http.MethodGet, "/resource_providers/:uuid/aggregates", 1,
+			"placement:resource_providers:aggregates:list", s.providerAggregatesShow)
+		s.handle(http.MethodPut, "/resource_providers/:uuid/aggregates", 1,
+			"placement:resource_providers:aggregates:update", s.providerAggregatesReplace)
+	})
+}
+
+// aggregatesGenerationVersion (1.19) is the microversion from which
+// aggregate bodies carry the provider generation, and a PUT checks and
+// increments it.
+const aggregatesGenerationVersion = 19
+
+// Placement's PUT /resource_providers/{uuid}/aggregates schemas: a bare
+// list of uuids before microversion 1.19, an object with the provider
+// generation from 1.19 on.
+var (
+	aggregatesSchemaV1_1 = MustSchema(`{
+		"type": "array",
+		"items": {"type": "string", "format": "uuid"},
+		"uniqueItems": true
+	}`)
+	aggregatesSchemaV1_19 = MustSchema(`{
+		"type": "object",
+		"properties": {
+			"aggregates": {
+				"type": "array",
+				"items": {"type": "string", "format": "uuid"},
+				"uniqueItems": true
+			},
+			"resource_provider_generation": {"type": "integer"}
+		},
+		"required": ["aggregates", "resource_provider_generation"],
+		"additionalProperties": false
+	}`)
+)
+
+// aggregatesJSON writes a provider's aggregates. Placement records no time
+// for aggregate associations, so Last-Modified is now.
+func aggregatesJSON(c echo.Context, generation int64, aggregates []string) error {
+	out := map[string]any{"aggregates": aggregates}
+	if version(c).AtLeast(aggregatesGenerationVersion) {
+		out["resource_provider_generation"] = generation
+	}
+	setCacheHeaders(c, time.Now())
+	return writeJSON(c, http.StatusOK, out)
+}
+
+// providerAggregatesShow serves GET /resource_providers/{uuid}/aggregates.
+func (s *Server) providerAggregatesShow(c echo.Context) error {
+	gen, aggs, err := s.store.ProviderAggregates(c.Request().Context(), c.Param("uuid"))
+	if err != nil {
+		return err
+	}
+	return aggregatesJSON(c, gen, aggs)
+}
+
+// providerAggregatesReplace serves PUT /resource_providers/{uuid}/aggregates.
+// As in Placement, a missing provider is reported before a bad body, and
+// the answer echoes the aggregates as the request gave them.
+func (s *Server) providerAggregatesReplace(c echo.Context) error {
+	raw, err := s.readBody(c)
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	rpUUID := c.Param("uuid")
+	if _, err := s.store.ProviderGet(ctx, rpUUID); err != nil {
+		return err
+	}
+	var aggs []string
+	var params ledger.AggregatesReplaceParams
+	if version(c).AtLeast(aggregatesGenerationVersion) {
+		var body struct {
+			Aggregates []string `json:"aggregates"`
+			Generation int64    `json:"resource_provider_generation"`
+		}
+		if err := decodeJSON(raw, aggregatesSchemaV1_19, &body); err != nil {
+			return err
+		}
+		aggs, params.Generation = body.Aggregates, &body.Generation
+	} else if err := decodeJSON(raw, aggregatesSchemaV1_1, &aggs); err != nil {
+		return err
+	}
+	if aggs == nil {
+		aggs = []string{}
+	}
+	gen, err := s.store.ProviderAggregatesReplace(ctx, rpUUID, aggs, params)
+	if err != nil {
+		return err
+	}
+	return aggregatesJSON(c, gen, aggs)
+}

@@ -1,0 +1,221 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/berthd/berth/ledger"
+)
+
+func init() {
+	routeRegistrations = append(routeRegistrations, func(s *Server) {
+		s.handle(http.MethodPost, "/resource_providers", 0, "placement:resource_providers:create", s.providerCreate)
+		s.handle(http.MethodGet, "/resource_providers/:uuid", 0, "placement:resource_providers:show", s.providerShow)
+		s.handle(http.MethodPut, "/resource_providers/:uuid", 0, "placement:resource_providers:update", s.providerUpdate)
+		s.handle(http.MethodDelete, "/resource_providers/:uuid", 0, "placement:resource_providers:delete", s.providerDelete)
+	})
+}
+
+// Placement's resource provider schemas: POST and PUT, before and from
+// microversion 1.14, which added parent_provider_uuid. PUT cannot set the
+// uuid.
+var (
+	providerPostSchema = MustSchema(`{
+		"type": "object",
+		"properties": {
+			"name": {"type": "string", "maxLength": 200},
+			"uuid": {"type": "string", "format": "uuid"}
+		},
+		"required": ["name"],
+		"additionalProperties": false
+	}`)
+	providerPostSchemaV1_14 = MustSchema(`{
+		"type": "object",
+		"properties": {
+			"name": {"type": "string", "maxLength": 200},
+			"uuid": {"type": "string", "format": "uuid"},
+			"parent_provider_uuid": {
+				"anyOf": [{"type": "string", "format": "uuid"}, {"type": "null"}]
+			}
+		},
+		"required": ["name"],
+		"additionalProperties": false
+	}`)
+	providerPutSchema = MustSchema(`{
+		"type": "object",
+		"properties": {
+			"name": {"type": "string", "maxLength": 200}
+		},
+		"required": ["name"],
+		"additionalProperties": false
+	}`)
+	providerPutSchemaV1_14 = MustSchema(`{
+		"type": "object",
+		"properties": {
+			"name": {"type": "string", "maxLength": 200},
+			"parent_provider_uuid": {
+				"anyOf": [{"type": "string", "format": "uuid"}, {"type": "null"}]
+			}
+		},
+		"required": ["name"],
+		"additionalProperties": false
+	}`)
+)
+
+// nullableString is a JSON string property that may be absent, null or set.
+type nullableString struct {
+	Set   bool // the property was present (null included)
+	Value string
+}
+
+func (n *nullableString) UnmarshalJSON(b []byte) error {
+	n.Set = true
+	if string(b) == "null" {
+		n.Value = ""
+		return nil
+	}
+	return json.Unmarshal(b, &n.Value)
+}
+
+// providerURL is the path of a provider, as used in links and Location.
+func providerURL(uuid string) string { return "/resource_providers/" + uuid }
+
+// relLink is one entry of a "links" list.
+func relLink(rel, href string) map[string]any { return map[string]any{"rel": rel, "href": href} }
+
+// providerJSON renders one resource provider the way Placement does at the
+// request's microversion: links grow with the microversion (aggregates
+// from 1.1, traits from 1.6, allocations from 1.11) and the tree fields
+// appear from 1.14. The provider list renders each of its entries with it.
+func providerJSON(c echo.Context, p ledger.Provider) map[string]any {
+	v := version(c)
+	self := providerURL(p.UUID)
+	rels := []string{"inventories", "usages"}
+	if v.AtLeast(1) {
+		rels = append(rels, "aggregates")
+	}
+	if v.AtLeast(6) {
+		rels = append(rels, "traits")
+	}
+	if v.AtLeast(11) {
+		rels = append(rels, "allocations")
+	}
+	links := []any{relLink("self", self)}
+	for _, rel := range rels {
+		links = append(links, relLink(rel, self+"/"+rel))
+	}
+	out := map[string]any{
+		"uuid":       p.UUID,
+		"name":       p.Name,
+		"generation": p.Generation,
+		"links":      links,
+	}
+	if v.AtLeast(14) {
+		var parent any
+		if p.ParentUUID != "" {
+			parent = p.ParentUUID
+		}
+		out["parent_provider_uuid"] = parent
+		out["root_provider_uuid"] = p.RootUUID
+	}
+	return out
+}
+
+// providerLastModified is the Last-Modified time of a provider.
+func providerLastModified(p ledger.Provider) time.Time {
+	if p.UpdatedAt.IsZero() {
+		return p.CreatedAt
+	}
+	return p.UpdatedAt
+}
+
+// providerCreate serves POST /resource_providers: 201 with an empty body
+// before microversion 1.20, 200 with the provider from 1.20 on, both with
+// the provider's Location.
+func (s *Server) providerCreate(c echo.Context) error {
+	schema := providerPostSchema
+	if version(c).AtLeast(14) {
+		schema = providerPostSchemaV1_14
+	}
+	var body struct {
+		Name       string         `json:"name"`
+		UUID       string         `json:"uuid"`
+		ParentUUID nullableString `json:"parent_provider_uuid"`
+	}
+	if err := s.decodeBody(c, schema, &body); err != nil {
+		return err
+	}
+	p, err := s.store.ProviderCreate(c.Request().Context(), ledger.ProviderCreateParams{
+		UUID:       body.UUID,
+		Name:       body.Name,
+		ParentUUID: body.ParentUUID.Value,
+	})
+	if err != nil {
+		return err
+	}
+	c.Response().Header().Set(echo.HeaderLocation, providerURL(p.UUID))
+	if !version(c).AtLeast(20) {
+		return c.NoContent(http.StatusCreated)
+	}
+	setCacheHeaders(c, providerLastModified(p))
+	return writeJSON(c, http.StatusOK, providerJSON(c, p))
+}
+
+// providerShow serves GET /resource_providers/{uuid}.
+func (s *Server) providerShow(c echo.Context) error {
+	p, err := s.store.ProviderGet(c.Request().Context(), c.Param("uuid"))
+	if err != nil {
+		return err
+	}
+	setCacheHeaders(c, providerLastModified(p))
+	return writeJSON(c, http.StatusOK, providerJSON(c, p))
+}
+
+// providerUpdate serves PUT /resource_providers/{uuid}: rename, and from
+// microversion 1.14 set the parent (from 1.37 also change or remove it).
+// As in Placement, a missing provider is reported before a bad body.
+func (s *Server) providerUpdate(c echo.Context) error {
+	raw, err := s.readBody(c)
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	rpUUID := c.Param("uuid")
+	if _, err := s.store.ProviderGet(ctx, rpUUID); err != nil {
+		return err
+	}
+	v := version(c)
+	schema := providerPutSchema
+	if v.AtLeast(14) {
+		schema = providerPutSchemaV1_14
+	}
+	var body struct {
+		Name       string         `json:"name"`
+		ParentUUID nullableString `json:"parent_provider_uuid"`
+	}
+	if err := decodeJSON(raw, schema, &body); err != nil {
+		return err
+	}
+	p, err := s.store.ProviderUpdate(ctx, rpUUID, ledger.ProviderUpdateParams{
+		Name:          &body.Name,
+		SetParent:     body.ParentUUID.Set,
+		ParentUUID:    body.ParentUUID.Value,
+		AllowReparent: v.AtLeast(37),
+	})
+	if err != nil {
+		return err
+	}
+	setCacheHeaders(c, providerLastModified(p))
+	return writeJSON(c, http.StatusOK, providerJSON(c, p))
+}
+
+// providerDelete serves DELETE /resource_providers/{uuid}.
+func (s *Server) providerDelete(c echo.Context) error {
+	if err := s.store.ProviderDelete(c.Request().Context(), c.Param("uuid")); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
+}

@@ -1,0 +1,211 @@
+package httpapi
+
+import (
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/berthd/berth/ledger"
+)
+
+func init() {
+	routeRegistrations = append(routeRegistrations, func(s *Server) {
+		s.handle(http.MethodGet, "/traits", 6, "placement:traits:list", s.traitList)
+		// Placement's GET /traits/{name} answers 204 without a body and
+		// does not look at Accept, so it skips handle's Accept check.
+		s.e.GET("/traits/:name", s.traitShow, versionGate(6), authorize("placement:traits:show"))
+		s.handle(http.MethodPut, "/traits/:name", 6, "placement:traits:update", s.traitPut)
+		s.handle(http.MethodDelete, "/traits/:name", 6, "placement:traits:delete", s.traitDelete)
+
+		s.handle(http.MethodGet, "/resource_providers/:uuid/traits", 6,
+			"placement:resource_providers:traits:list", s.providerTraitsShow)
+		s.handle(http.MethodPut, "/resource_providers/:uuid/traits", 6,
+			"placement:resource_providers:traits:update", s.providerTraitsReplace)
+		s.handle(http.MethodDelete, "/resource_providers/:uuid/traits", 6,
+			"placement:resource_providers:traits:delete", s.providerTraitsDelete)
+	})
+}
+
+var (
+	// customTraitSchema is Placement's schema for the name of a custom trait.
+	customTraitSchema = MustSchema(`{
+		"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^CUSTOM_[A-Z0-9_]+$"
+	}`)
+	traitListQuerySchema = MustSchema(`{
+		"type": "object",
+		"properties": {
+			"name": {"type": "string"},
+			"associated": {"type": "string"}
+		},
+		"additionalProperties": false
+	}`)
+	providerTraitsSchema = MustSchema(`{
+		"type": "object",
+		"properties": {
+			"traits": {
+				"type": "array",
+				"items": {"type": "string", "minLength": 1, "maxLength": 255}
+			},
+			"resource_provider_generation": {"type": "integer"}
+		},
+		"required": ["traits", "resource_provider_generation"],
+		"additionalProperties": false
+	}`)
+)
+
+func traitURL(name string) string { return "/traits/" + name }
+
+// traitsJSON lists trait names and gives the latest change among them
+// (zero when there are none).
+func traitsJSON(traits []ledger.Trait) ([]string, time.Time) {
+	names := make([]string, len(traits))
+	var last time.Time
+	for i, tr := range traits {
+		names[i] = tr.Name
+		for _, m := range []time.Time{tr.CreatedAt, tr.UpdatedAt} {
+			if m.After(last) {
+				last = m
+			}
+		}
+	}
+	return names, last
+}
+
+// queryLastValue returns the last value of a query parameter, as webob's
+// req.GET[key] does, and whether it was given at all.
+func queryLastValue(c echo.Context, key string) (string, bool) {
+	vs, ok := c.QueryParams()[key]
+	if !ok || len(vs) == 0 {
+		return "", false
+	}
+	return vs[len(vs)-1], true
+}
+
+// traitList serves GET /traits, filtered by name=in:A,B or
+// name=startswith:PREFIX and by associated=true|false.
+func (s *Server) traitList(c echo.Context) error {
+	if err := validateQuery(c, traitListQuerySchema); err != nil {
+		return err
+	}
+	var filter ledger.TraitFilter
+	if name, ok := queryLastValue(c, "name"); ok {
+		op, value, found := strings.Cut(name, ":")
+		if !found {
+			return badRequest(`Badly formatted name parameter. Expected name query string parameter in form: `+
+				`?name=[in|startswith]:[name1,name2|prefix]. Got: "%s"`, name)
+		}
+		switch op {
+		case "in":
+			filter.NameIn = strings.Split(value, ",")
+		case "startswith":
+			filter.Prefix = value
+		}
+		// Placement ignores any other operator.
+	}
+	if assoc, ok := queryLastValue(c, "associated"); ok {
+		var b bool
+		switch strings.ToLower(assoc) {
+		case "true":
+			b = true
+		case "false":
+		default:
+			return badRequest(`The query parameter "associated" only accepts "true" or "false"`)
+		}
+		filter.Associated = &b
+	}
+	traits, err := s.store.TraitList(c.Request().Context(), filter)
+	if err != nil {
+		return err
+	}
+	names, last := traitsJSON(traits)
+	setCacheHeaders(c, last)
+	return writeJSON(c, http.StatusOK, map[string]any{"traits": names})
+}
+
+// traitShow serves GET /traits/{name}: 204 when the trait exists.
+func (s *Server) traitShow(c echo.Context) error {
+	tr, err := s.store.TraitGet(c.Request().Context(), c.Param("name"))
+	if err != nil {
+		return err
+	}
+	setCacheHeaders(c, tr.CreatedAt)
+	return c.NoContent(http.StatusNoContent)
+}
+
+// traitPut serves PUT /traits/{name}: 201 when it created the custom trait,
+// 204 when it already existed.
+func (s *Server) traitPut(c echo.Context) error {
+	name := c.Param("name")
+	if err := customTraitSchema.Validate(name); err != nil {
+		return badRequest(`The trait is invalid. A valid trait must be no longer than 255 characters, ` +
+			`start with the prefix "CUSTOM_" and use following characters: "A"-"Z", "0"-"9" and "_"`)
+	}
+	tr, created, err := s.store.TraitEnsure(c.Request().Context(), name)
+	if err != nil {
+		return err
+	}
+	c.Response().Header().Set(echo.HeaderLocation, traitURL(tr.Name))
+	setCacheHeaders(c, tr.CreatedAt)
+	if created {
+		return c.NoContent(http.StatusCreated)
+	}
+	return c.NoContent(http.StatusNoContent)
+}
+
+// traitDelete serves DELETE /traits/{name}.
+func (s *Server) traitDelete(c echo.Context) error {
+	if err := s.store.TraitDelete(c.Request().Context(), c.Param("name")); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
+}
+
+// providerTraitsJSON is the body of GET and PUT /resource_providers/{uuid}/traits.
+func providerTraitsJSON(c echo.Context, generation int64, traits []ledger.Trait) error {
+	names, last := traitsJSON(traits)
+	setCacheHeaders(c, last)
+	return writeJSON(c, http.StatusOK, map[string]any{
+		"traits":                       names,
+		"resource_provider_generation": generation,
+	})
+}
+
+// providerTraitsShow serves GET /resource_providers/{uuid}/traits.
+func (s *Server) providerTraitsShow(c echo.Context) error {
+	gen, traits, err := s.store.ProviderTraits(c.Request().Context(), c.Param("uuid"))
+	if err != nil {
+		return err
+	}
+	return providerTraitsJSON(c, gen, traits)
+}
+
+// providerTraitsReplace serves PUT /resource_providers/{uuid}/traits: the
+// body's traits become the provider's, if its generation is still the
+// body's, and the generation is incremented.
+func (s *Server) providerTraitsReplace(c echo.Context) error {
+	var body struct {
+		Traits     []string `json:"traits"`
+		Generation int64    `json:"resource_provider_generation"`
+	}
+	if err := s.decodeBody(c, providerTraitsSchema, &body); err != nil {
+		return err
+	}
+	if body.Traits == nil {
+		body.Traits = []string{}
+	}
+	gen, traits, err := s.store.ProviderTraitsReplace(c.Request().Context(), c.Param("uuid"), body.Generation, body.Traits)
+	if err != nil {
+		return err
+	}
+	return providerTraitsJSON(c, gen, traits)
+}
+
+// providerTraitsDelete serves DELETE /resource_providers/{uuid}/traits.
+func (s *Server) providerTraitsDelete(c echo.Context) error {
+	if err := s.store.ProviderTraitsDelete(c.Request().Context(), c.Param("uuid")); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
+}

@@ -1,0 +1,60 @@
+package ledger_test
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	"github.com/berthd/berth/ledger"
+)
+
+func TestProviderAggregates(t *testing.T) {
+	s, _ := newTestStore(t)
+	ctx := context.Background()
+	mustCreate(t, s, "rp1", uuidA, "")
+	mustCreate(t, s, "rp2", uuidB, "")
+	agg1, agg2 := "f918801a-5e54-4bee-9095-09a9d0c786b8", "a893eb5c-e2a0-4251-ab26-f71d3b0cfc0b"
+
+	gen, aggs, err := s.ProviderAggregates(ctx, uuidA)
+	if err != nil || gen != 0 || aggs == nil || len(aggs) != 0 {
+		t.Fatalf("empty: %d %#v %v", gen, aggs, err)
+	}
+
+	// From 1.19: the generation is checked and incremented.
+	stale := int64(3)
+	_, err = s.ProviderAggregatesReplace(ctx, uuidA, []string{agg1}, ledger.AggregatesReplaceParams{Generation: &stale})
+	wantError(t, err, ledger.ErrConflict, ledger.CodeConcurrentUpdate, "generation already changed")
+	zero := int64(0)
+	gen, err = s.ProviderAggregatesReplace(ctx, uuidA, []string{agg1, agg2}, ledger.AggregatesReplaceParams{Generation: &zero})
+	if err != nil || gen != 1 {
+		t.Fatalf("replace: %d %v", gen, err)
+	}
+	_, aggs, _ = s.ProviderAggregates(ctx, uuidA)
+	if !slices.Equal(aggs, []string{agg1, agg2}) {
+		t.Errorf("aggregates %v", aggs)
+	}
+
+	// Before 1.19: no check, no increment; dashless uuids are canonicalised.
+	dashless := "a893eb5ce2a04251ab26f71d3b0cfc0b"
+	gen, err = s.ProviderAggregatesReplace(ctx, uuidB, []string{dashless}, ledger.AggregatesReplaceParams{})
+	if err != nil || gen != 0 {
+		t.Fatalf("legacy replace: %d %v", gen, err)
+	}
+	_, aggs, _ = s.ProviderAggregates(ctx, uuidB)
+	if !slices.Equal(aggs, []string{agg2}) {
+		t.Errorf("aggregates %v", aggs)
+	}
+
+	gen, err = s.ProviderAggregatesReplace(ctx, uuidA, []string{}, ledger.AggregatesReplaceParams{})
+	if err != nil || gen != 1 {
+		t.Fatalf("clear: %d %v", gen, err)
+	}
+	if _, aggs, _ = s.ProviderAggregates(ctx, uuidA); len(aggs) != 0 {
+		t.Errorf("aggregates after clear %v", aggs)
+	}
+
+	_, err = s.ProviderAggregatesReplace(ctx, uuidD, nil, ledger.AggregatesReplaceParams{})
+	wantError(t, err, ledger.ErrNotFound, "", "No resource provider with uuid")
+	_, err = s.ProviderAggregatesReplace(ctx, uuidA, []string{"harry"}, ledger.AggregatesReplaceParams{})
+	wantError(t, err, ledger.ErrInvalid, "", "harry")
+}

@@ -1,0 +1,465 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+)
+
+// providerSelect reads resource providers in the column order scanProvider
+// expects. Callers append a WHERE and ORDER BY clause written against the
+// alias rp; the list endpoint reuses it with its own filters.
+const providerSelect = `
+SELECT rp.id, rp.uuid::text, rp.name, rp.generation,
+       COALESCE(parent.uuid::text, ''), root.uuid::text,
+       rp.created_at, rp.updated_at
+FROM resource_providers rp
+JOIN resource_providers root ON root.id = rp.root_provider_id
+LEFT JOIN resource_providers parent ON parent.id = rp.parent_provider_id`
+
+// scanProvider scans one row read with providerSelect.
+func scanProvider(row pgx.Row) (Provider, error) {
+	var p Provider
+	err := row.Scan(&p.ID, &p.UUID, &p.Name, &p.Generation, &p.ParentUUID, &p.RootUUID, &p.CreatedAt, &p.UpdatedAt)
+	return p, err
+}
+
+// collectProviders scans every row read with providerSelect and closes rows.
+func collectProviders(rows pgx.Rows) ([]Provider, error) {
+	defer rows.Close()
+	var out []Provider
+	for rows.Next() {
+		p, err := scanProvider(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, rows.Err()
+}
+
+// ProviderGet returns the provider with this uuid, or ErrNotFound.
+func (s *Store) ProviderGet(ctx context.Context, uuid string) (Provider, error) {
+	return providerGet(ctx, s.pool, uuid)
+}
+
+func providerGet(ctx context.Context, q querier, uuid string) (Provider, error) {
+	canon, ok := canonicalUUID(uuid)
+	if !ok {
+		return Provider{}, notFound("No resource provider with uuid %s found", uuid)
+	}
+	p, err := scanProvider(q.QueryRow(ctx, providerSelect+` WHERE rp.uuid = $1`, canon))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Provider{}, notFound("No resource provider with uuid %s found", uuid)
+	}
+	if err != nil {
+		return Provider{}, fmt.Errorf("ledger: get provider: %w", err)
+	}
+	return p, nil
+}
+
+// ProvidersByID returns the providers with these row ids, ordered by id.
+// Ids that do not exist (any more) are left out.
+func (s *Store) ProvidersByID(ctx context.Context, ids []int64) ([]Provider, error) {
+	rows, err := s.pool.Query(ctx, providerSelect+` WHERE rp.id = ANY($1) ORDER BY rp.id`, ids)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: get providers: %w", err)
+	}
+	ps, err := collectProviders(rows)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: get providers: %w", err)
+	}
+	return ps, nil
+}
+
+// ProviderCreateParams describes a new resource provider.
+type ProviderCreateParams struct {
+	// UUID is the provider's uuid in any form Placement accepts; empty
+	// means a new random uuid.
+	UUID string
+	Name string
+	// ParentUUID makes the provider a child of an existing provider; empty
+	// means a new root provider.
+	ParentUUID string
+}
+
+// ProviderCreate creates a resource provider with generation 0 and returns
+// it. A duplicate uuid or name is ErrConflict (CodeDuplicateName); a parent
+// that is the provider itself or does not exist is ErrInvalid.
+func (s *Store) ProviderCreate(ctx context.Context, params ProviderCreateParams) (Provider, error) {
+	rpUUID := uuid.NewString()
+	if params.UUID != "" {
+		var ok bool
+		if rpUUID, ok = canonicalUUID(params.UUID); !ok {
+			return Provider{}, invalid("", "Invalid resource provider uuid %s", params.UUID)
+		}
+	}
+	refuse := func(reason string) error {
+		return invalid("", `Unable to create resource provider "%s", %s: Object action create failed because: %s`,
+			params.Name, rpUUID, reason)
+	}
+	var parentUUID string
+	if params.ParentUUID != "" {
+		var ok bool
+		parentUUID, ok = canonicalUUID(params.ParentUUID)
+		if !ok {
+			return Provider{}, refuse("parent provider UUID does not exist.")
+		}
+		if parentUUID == rpUUID {
+			return Provider{}, refuse("parent provider UUID cannot be same as UUID. " +
+				"Please set parent provider UUID to None if there is no parent.")
+		}
+	}
+
+	var p Provider
+	err := s.withTx(ctx, func(t *txn) error {
+		var parentID, rootID *int64
+		if parentUUID != "" {
+			id, ok, err := providerID(ctx, t, parentUUID)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				return refuse("parent provider UUID does not exist.")
+			}
+			roots, err := lockTrees(ctx, t, id)
+			if errors.Is(err, errProviderGone) {
+				return refuse("parent provider UUID does not exist.")
+			}
+			if err != nil {
+				return err
+			}
+			parentID, rootID = &id, &roots[0]
+		}
+		var id int64
+		err := t.QueryRow(ctx, `
+			INSERT INTO resource_providers (id, uuid, name, parent_provider_id, root_provider_id)
+			SELECT n.id, $1, $2, $3, COALESCE($4, n.id)
+			FROM (SELECT nextval(pg_get_serial_sequence('resource_providers', 'id')) AS id) n
+			RETURNING id`, rpUUID, params.Name, parentID, rootID).Scan(&id)
+		if constraint, ok := uniqueViolation(err); ok {
+			if constraint == "resource_providers_uuid_key" {
+				return conflict(CodeDuplicateName, "Conflicting resource provider uuid: %s already exists.", rpUUID)
+			}
+			return conflict(CodeDuplicateName, "Conflicting resource provider name: %s already exists.", params.Name)
+		}
+		if _, ok := foreignKeyViolation(err); ok {
+			// The parent was deleted after we locked its tree's root.
+			return refuse("parent provider UUID does not exist.")
+		}
+		if err != nil {
+			return fmt.Errorf("ledger: create provider: %w", err)
+		}
+		if p, err = scanProvider(t.QueryRow(ctx, providerSelect+` WHERE rp.id = $1`, id)); err != nil {
+			return fmt.Errorf("ledger: read new provider: %w", err)
+		}
+		t.touch(id)
+		if parentID != nil {
+			t.touch(*parentID)
+		}
+		return nil
+	})
+	return p, err
+}
+
+// ProviderUpdateParams describes a change to a resource provider. Fields
+// left at their zero value are not changed.
+type ProviderUpdateParams struct {
+	// Name, when not nil, renames the provider.
+	Name *string
+	// SetParent says the request names the parent: ParentUUID, or no parent
+	// at all when ParentUUID is empty.
+	SetParent  bool
+	ParentUUID string
+	// AllowReparent permits moving a provider that has a parent to another
+	// parent, or making it a root (microversion 1.37). Giving a root
+	// provider a parent is always allowed.
+	AllowReparent bool
+}
+
+// ProviderUpdate renames and/or re-parents the provider with this uuid and
+// returns it. It does not change the provider's generation, as Placement
+// does not. Moving a provider moves its whole subtree: every descendant
+// gets the new root. A duplicate name is ErrConflict (CodeDuplicateName);
+// a missing parent, a forbidden re-parent and a loop are ErrInvalid.
+func (s *Store) ProviderUpdate(ctx context.Context, rpUUID string, params ProviderUpdateParams) (Provider, error) {
+	refuse := func(action, reason string) error {
+		return invalid("", "Unable to save resource provider %s: Object action %s failed because: %s",
+			rpUUID, action, reason)
+	}
+	var parentUUID string
+	if params.SetParent && params.ParentUUID != "" {
+		var ok bool
+		if parentUUID, ok = canonicalUUID(params.ParentUUID); !ok {
+			return Provider{}, refuse("create", "parent provider UUID does not exist.")
+		}
+	}
+
+	var p Provider
+	err := s.withTx(ctx, func(t *txn) error {
+		ref, err := lookupProvider(ctx, t, rpUUID)
+		if err != nil {
+			return err
+		}
+		if params.SetParent {
+			if err := reparent(ctx, t, ref.ID, parentUUID, params.AllowReparent, refuse); err != nil {
+				return err
+			}
+		}
+		if params.Name != nil {
+			_, err := t.Exec(ctx, `UPDATE resource_providers SET name = $2 WHERE id = $1`, ref.ID, *params.Name)
+			if _, ok := uniqueViolation(err); ok {
+				return conflict(CodeDuplicateName, "Conflicting resource provider name: %s already exists.", *params.Name)
+			}
+			if err != nil {
+				return fmt.Errorf("ledger: rename provider: %w", err)
+			}
+		}
+		if _, err := t.Exec(ctx, `UPDATE resource_providers SET updated_at = now() WHERE id = $1`, ref.ID); err != nil {
+			return fmt.Errorf("ledger: update provider: %w", err)
+		}
+		if p, err = scanProvider(t.QueryRow(ctx, providerSelect+` WHERE rp.id = $1`, ref.ID)); err != nil {
+			return fmt.Errorf("ledger: read updated provider: %w", err)
+		}
+		t.touch(ref.ID)
+		return nil
+	})
+	return p, err
+}
+
+// reparent makes parentUUID (empty: none) the parent of provider id, with
+// Placement's rules: before microversion 1.37 an existing parent cannot be
+// changed or removed; the new parent must exist and must not be the
+// provider or one of its descendants. It locks the trees involved and
+// moves the provider's subtree to the new parent's root.
+func reparent(ctx context.Context, t *txn, id int64, parentUUID string, allow bool,
+	refuse func(action, reason string) error) error {
+	var oldParent *int64
+	if err := t.QueryRow(ctx, `SELECT parent_provider_id FROM resource_providers WHERE id = $1`, id).
+		Scan(&oldParent); err != nil {
+		return fmt.Errorf("ledger: read provider parent: %w", err)
+	}
+	var newParent *int64
+	if parentUUID != "" {
+		pid, ok, err := providerID(ctx, t, parentUUID)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return refuse("create", "parent provider UUID does not exist.")
+		}
+		newParent = &pid
+	}
+	// checkChange applies the rules that depend only on the old and new
+	// parent; it runs once unlocked, so that the common no-change case
+	// takes no lock, and again once the trees are locked.
+	checkChange := func() (change bool, err error) {
+		switch {
+		case newParent == nil && oldParent == nil,
+			newParent != nil && oldParent != nil && *newParent == *oldParent:
+			return false, nil
+		case newParent == nil && !allow:
+			return false, refuse("update", "un-parenting a provider is not currently allowed.")
+		case oldParent != nil && !allow:
+			return false, refuse("update", "re-parenting a provider is not currently allowed.")
+		}
+		return true, nil
+	}
+	if change, err := checkChange(); !change || err != nil {
+		return err
+	}
+
+	lockIDs := []int64{id}
+	if newParent != nil {
+		lockIDs = append(lockIDs, *newParent)
+	}
+	roots, err := lockTrees(ctx, t, lockIDs...)
+	if errors.Is(err, errProviderGone) {
+		return refuse("create", "parent provider UUID does not exist.")
+	}
+	if err != nil {
+		return err
+	}
+	// Reread the parent now that the trees are locked: it may have changed
+	// while we waited.
+	if err := t.QueryRow(ctx, `SELECT parent_provider_id FROM resource_providers WHERE id = $1`, id).
+		Scan(&oldParent); err != nil {
+		return fmt.Errorf("ledger: read provider parent: %w", err)
+	}
+	if change, err := checkChange(); !change || err != nil {
+		return err
+	}
+	subtree, err := descendants(ctx, t, id)
+	if err != nil {
+		return err
+	}
+	newRoot := id
+	if newParent != nil {
+		if slices.Contains(subtree, *newParent) {
+			return refuse("update", "creating loop in the provider tree is not allowed.")
+		}
+		newRoot = roots[1]
+	}
+	if _, err := t.Exec(ctx, `UPDATE resource_providers SET parent_provider_id = $2 WHERE id = $1`,
+		id, newParent); err != nil {
+		return fmt.Errorf("ledger: set provider parent: %w", err)
+	}
+	if _, err := t.Exec(ctx, `UPDATE resource_providers SET root_provider_id = $2 WHERE id = ANY($1)`,
+		subtree, newRoot); err != nil {
+		return fmt.Errorf("ledger: set subtree root: %w", err)
+	}
+	t.touch(subtree...)
+	if oldParent != nil {
+		t.touch(*oldParent)
+	}
+	if newParent != nil {
+		t.touch(*newParent)
+	}
+	return nil
+}
+
+// ProviderDelete deletes the provider with this uuid, with its inventories,
+// traits and aggregate links. A provider that has allocations
+// (CodeProviderInUse) or children (CodeProviderCannotDelete) is ErrConflict.
+func (s *Store) ProviderDelete(ctx context.Context, rpUUID string) error {
+	inUse := func() error {
+		return conflict(CodeProviderInUse, "Unable to delete resource provider %s: Resource provider has allocations.", rpUUID)
+	}
+	hasChildren := func() error {
+		return conflict(CodeProviderCannotDelete,
+			"Unable to delete parent resource provider %s: It has child resource providers.", rpUUID)
+	}
+	return s.withTx(ctx, func(t *txn) error {
+		ref, err := lookupProvider(ctx, t, rpUUID)
+		if errors.Is(err, ErrNotFound) {
+			return notFound("No resource provider with uuid %s found for delete", rpUUID)
+		}
+		if err != nil {
+			return err
+		}
+		var parent *int64
+		var allocated, parenting bool
+		err = t.QueryRow(ctx, `
+			SELECT parent_provider_id,
+			       EXISTS (SELECT 1 FROM allocations WHERE resource_provider_id = $1),
+			       EXISTS (SELECT 1 FROM resource_providers WHERE parent_provider_id = $1)
+			FROM resource_providers WHERE id = $1 FOR UPDATE`, ref.ID).Scan(&parent, &allocated, &parenting)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return notFound("No resource provider with uuid %s found for delete", rpUUID)
+		}
+		if err != nil {
+			return fmt.Errorf("ledger: check provider before delete: %w", err)
+		}
+		if allocated {
+			return inUse()
+		}
+		if parenting {
+			return hasChildren()
+		}
+		// Inventories, trait and aggregate links go with the provider
+		// (ON DELETE CASCADE). Allocations or children that appeared since
+		// the checks above make the delete fail on their foreign keys.
+		_, err = t.Exec(ctx, `DELETE FROM resource_providers WHERE id = $1`, ref.ID)
+		if constraint, ok := foreignKeyViolation(err); ok {
+			if constraint == "allocations_resource_provider_id_fkey" {
+				return inUse()
+			}
+			return hasChildren()
+		}
+		if err != nil {
+			return fmt.Errorf("ledger: delete provider: %w", err)
+		}
+		t.touch(ref.ID)
+		if parent != nil {
+			t.touch(*parent)
+		}
+		return nil
+	})
+}
+
+// providerID returns the row id of the provider with this canonical uuid.
+func providerID(ctx context.Context, q querier, canonUUID string) (id int64, ok bool, err error) {
+	err = q.QueryRow(ctx, `SELECT id FROM resource_providers WHERE uuid = $1`, canonUUID).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("ledger: look up provider: %w", err)
+	}
+	return id, true, nil
+}
+
+// errProviderGone: a provider vanished while lockTrees worked.
+var errProviderGone = errors.New("ledger: provider deleted concurrently")
+
+// maxTreeLockAttempts bounds how often lockTrees rereads roots that moved.
+const maxTreeLockAttempts = 5
+
+// lockTrees locks the root rows (FOR UPDATE) of the trees the providers
+// with these ids belong to, and returns each provider's root id in the
+// same order. Every change of a tree's shape (a new child, a re-parent)
+// takes this lock first, so such changes are serialised per tree and the
+// root ids returned stay true until the transaction ends. Roots are locked
+// in id order so that two transactions locking the same trees cannot
+// deadlock. A provider that no longer exists yields errProviderGone.
+func lockTrees(ctx context.Context, t *txn, ids ...int64) ([]int64, error) {
+	readRoots := func() ([]int64, error) {
+		roots := make([]int64, len(ids))
+		for i, id := range ids {
+			err := t.QueryRow(ctx, `SELECT root_provider_id FROM resource_providers WHERE id = $1`, id).Scan(&roots[i])
+			if errors.Is(err, pgx.ErrNoRows) {
+				return nil, errProviderGone
+			}
+			if err != nil {
+				return nil, fmt.Errorf("ledger: read provider root: %w", err)
+			}
+		}
+		return roots, nil
+	}
+	roots, err := readRoots()
+	if err != nil {
+		return nil, err
+	}
+	for attempt := 1; ; attempt++ {
+		sorted := slices.Clone(roots)
+		slices.Sort(sorted)
+		if _, err := t.Exec(ctx, `
+			SELECT id FROM resource_providers WHERE id = ANY($1) ORDER BY id FOR UPDATE`, sorted); err != nil {
+			return nil, fmt.Errorf("ledger: lock provider trees: %w", err)
+		}
+		again, err := readRoots()
+		if err != nil {
+			return nil, err
+		}
+		if slices.Equal(again, roots) {
+			return roots, nil
+		}
+		if attempt == maxTreeLockAttempts {
+			return nil, conflict(CodeConcurrentUpdate, "Provider tree changed concurrently, please retry.")
+		}
+		roots = again
+	}
+}
+
+// descendants returns the id of provider id and of all its descendants.
+func descendants(ctx context.Context, q querier, id int64) ([]int64, error) {
+	rows, err := q.Query(ctx, `
+		WITH RECURSIVE sub(id) AS (
+			SELECT id FROM resource_providers WHERE id = $1
+			UNION
+			SELECT rp.id FROM resource_providers rp JOIN sub ON rp.parent_provider_id = sub.id
+		)
+		SELECT id FROM sub`, id)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: read subtree: %w", err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, fmt.Errorf("ledger: read subtree: %w", err)
+	}
+	return ids, nil
+}

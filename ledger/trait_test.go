@@ -1,0 +1,146 @@
+package ledger_test
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/berthd/berth/ledger"
+)
+
+func traitNames(traits []ledger.Trait) []string {
+	out := make([]string, len(traits))
+	for i, tr := range traits {
+		out[i] = tr.Name
+	}
+	return out
+}
+
+func TestTraits(t *testing.T) {
+	s, _ := newTestStore(t)
+	ctx := context.Background()
+
+	for _, name := range []string{"CUSTOM_B", "CUSTOM_A"} {
+		if _, created, err := s.TraitEnsure(ctx, name); err != nil || !created {
+			t.Fatalf("ensure %s: %v %v", name, created, err)
+		}
+	}
+	if _, created, err := s.TraitEnsure(ctx, "CUSTOM_A"); err != nil || created {
+		t.Errorf("ensure existing: %v %v", created, err)
+	}
+	if _, err := s.TraitGet(ctx, "CUSTOM_A"); err != nil {
+		t.Error(err)
+	}
+	_, err := s.TraitGet(ctx, "CUSTOM_NONE")
+	wantError(t, err, ledger.ErrNotFound, "", "No such trait(s): CUSTOM_NONE.")
+
+	yes, no := true, false
+	tests := []struct {
+		name   string
+		filter ledger.TraitFilter
+		want   []string
+	}{
+		{"in", ledger.TraitFilter{NameIn: []string{"CUSTOM_B", "CUSTOM_A", "CUSTOM_X"}}, []string{"CUSTOM_A", "CUSTOM_B"}},
+		{"prefix", ledger.TraitFilter{Prefix: "CUSTOM_"}, []string{"CUSTOM_A", "CUSTOM_B"}},
+		{"associated", ledger.TraitFilter{Associated: &yes}, []string{"CUSTOM_B"}},
+		{"prefix not associated", ledger.TraitFilter{Prefix: "CUSTOM_", Associated: &no}, []string{"CUSTOM_A"}},
+	}
+	mustCreate(t, s, "rp", uuidA, "")
+	gen, traits, err := s.ProviderTraitsReplace(ctx, uuidA, 0, []string{"CUSTOM_B"})
+	if err != nil || gen != 1 || !slices.Equal(traitNames(traits), []string{"CUSTOM_B"}) {
+		t.Fatalf("set provider traits: %d %v %v", gen, traits, err)
+	}
+	for _, tt := range tests {
+		got, err := s.TraitList(ctx, tt.filter)
+		if err != nil || !slices.Equal(traitNames(got), tt.want) {
+			t.Errorf("%s: %v %v, want %v", tt.name, traitNames(got), err, tt.want)
+		}
+	}
+	all, err := s.TraitList(ctx, ledger.TraitFilter{})
+	if err != nil || len(all) != len(ledger.StandardTraits)+2 {
+		t.Errorf("all traits: %d %v", len(all), err)
+	}
+
+	err = s.TraitDelete(ctx, "CUSTOM_B")
+	wantError(t, err, ledger.ErrConflict, "", "The trait CUSTOM_B is in use by a resource provider.")
+	err = s.TraitDelete(ctx, "HW_CPU_X86_SSE")
+	wantError(t, err, ledger.ErrInvalid, "", "Cannot delete standard trait HW_CPU_X86_SSE.")
+	err = s.TraitDelete(ctx, "CUSTOM_NONE")
+	wantError(t, err, ledger.ErrNotFound, "", "No such trait(s): CUSTOM_NONE.")
+	if err := s.TraitDelete(ctx, "CUSTOM_A"); err != nil {
+		t.Errorf("delete: %v", err)
+	}
+}
+
+func TestProviderTraits(t *testing.T) {
+	s, _ := newTestStore(t)
+	ctx := context.Background()
+	mustCreate(t, s, "rp", uuidA, "")
+
+	gen, traits, err := s.ProviderTraits(ctx, uuidA)
+	if err != nil || gen != 0 || len(traits) != 0 {
+		t.Fatalf("empty: %d %v %v", gen, traits, err)
+	}
+	_, _, err = s.ProviderTraitsReplace(ctx, uuidA, 5, []string{"HW_CPU_X86_AVX"})
+	wantError(t, err, ledger.ErrConflict, ledger.CodeConcurrentUpdate, "Resource provider's generation already changed.")
+	_, _, err = s.ProviderTraitsReplace(ctx, uuidA, 0, []string{"CUSTOM_Y", "HW_CPU_X86_AVX", "CUSTOM_X"})
+	wantError(t, err, ledger.ErrInvalid, "", "No such trait CUSTOM_X, CUSTOM_Y")
+	_, _, err = s.ProviderTraitsReplace(ctx, uuidD, 0, nil)
+	wantError(t, err, ledger.ErrNotFound, "", "No resource provider with uuid "+uuidD+" found")
+
+	// The failed attempts changed nothing.
+	gen, _, _ = s.ProviderTraits(ctx, uuidA)
+	if gen != 0 {
+		t.Errorf("generation %d after failed writes", gen)
+	}
+	gen, traits, err = s.ProviderTraitsReplace(ctx, uuidA, 0, []string{"HW_CPU_X86_SSE", "HW_CPU_X86_AVX"})
+	if err != nil || gen != 1 || !slices.Equal(traitNames(traits), []string{"HW_CPU_X86_AVX", "HW_CPU_X86_SSE"}) {
+		t.Fatalf("replace: %d %v %v", gen, traitNames(traits), err)
+	}
+	gen, traits, err = s.ProviderTraitsReplace(ctx, uuidA, 1, []string{"HW_CPU_X86_SSE"})
+	if err != nil || gen != 2 || !slices.Equal(traitNames(traits), []string{"HW_CPU_X86_SSE"}) {
+		t.Fatalf("replace again: %d %v %v", gen, traitNames(traits), err)
+	}
+	if err := s.ProviderTraitsDelete(ctx, uuidA); err != nil {
+		t.Fatal(err)
+	}
+	gen, traits, _ = s.ProviderTraits(ctx, uuidA)
+	if gen != 3 || len(traits) != 0 {
+		t.Errorf("after delete: %d %v", gen, traitNames(traits))
+	}
+}
+
+// TestProviderTraitsRace has many writers replace a provider's traits with
+// the same generation: exactly one wins, the others see a conflict.
+func TestProviderTraitsRace(t *testing.T) {
+	s, _ := newTestStore(t)
+	ctx := context.Background()
+	mustCreate(t, s, "rp", uuidA, "")
+	const writers = 8
+	var wg sync.WaitGroup
+	results := make(chan error, writers)
+	for i := 0; i < writers; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, _, err := s.ProviderTraitsReplace(ctx, uuidA, 0, []string{ledger.StandardTraits[i]})
+			results <- err
+		}()
+	}
+	wg.Wait()
+	close(results)
+	won := 0
+	for err := range results {
+		switch {
+		case err == nil:
+			won++
+		default:
+			wantError(t, err, ledger.ErrConflict, ledger.CodeConcurrentUpdate, "generation")
+		}
+	}
+	gen, traits, _ := s.ProviderTraits(ctx, uuidA)
+	if won != 1 || gen != 1 || len(traits) != 1 {
+		t.Errorf("%d writers won, generation %d, traits %v", won, gen, traitNames(traits))
+	}
+}

@@ -1,0 +1,30 @@
+package ledger
+
+import "github.com/google/uuid"
+
+// canonicalUUID returns s in the canonical lowercase, dashed form, or ok
+// false when s is not a UUID. It accepts what Placement's uuid format
+// accepts: dashed or dashless hex, optionally in braces or with a urn:uuid:
+// prefix. Every uuid is canonicalised before it reaches a query, so a
+// malformed one is a plain "not found" rather than a driver error.
+func canonicalUUID(s string) (string, bool) {
+	u, err := uuid.Parse(s)
+	if err != nil {
+		return "", false
+	}
+	return u.String(), true
+}
+
+// canonicalUUIDs canonicalises every element of in; ok is false if any
+// element is not a UUID.
+func canonicalUUIDs(in []string) ([]string, bool) {
+	out := make([]string, len(in))
+	for i, s := range in {
+		c, ok := canonicalUUID(s)
+		if !ok {
+			return nil, false
+		}
+		out[i] = c
+	}
+	return out, true
+}
