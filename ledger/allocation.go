@@ -134,7 +134,7 @@ func (s *Store) AllocationsByProvider(ctx context.Context, providerUUID string) 
 	var gen int64
 	var out []Allocation
 	err := s.withTx(ctx, func(t *txn) error {
-		ref, err := findProvider(ctx, t, providerUUID)
+		ref, err := lookupProvider(ctx, t, providerUUID)
 		if err != nil {
 			return err
 		}
@@ -298,7 +298,7 @@ func planAllocations(ctx context.Context, t *txn, ws []ConsumerAllocations, rows
 			ref, ok := resolved[pr.ProviderUUID]
 			if !ok {
 				var err error
-				ref, err = findProvider(ctx, t, pr.ProviderUUID)
+				ref, err = lookupProvider(ctx, t, pr.ProviderUUID)
 				if errors.Is(err, ErrNotFound) {
 					return nil, invalid("", "Allocation for resource provider '%s' that does not exist.", pr.ProviderUUID)
 				}

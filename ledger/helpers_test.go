@@ -2,62 +2,16 @@ package ledger_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"net/url"
-	"os"
 	"sort"
 	"strings"
 	"testing"
 
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/berthd/berth/ledger"
 )
-
-// TODO: switch to ledgertest.NewDB once it lands on main.
-
-// newDB creates a fresh, migrated database for one test on the server at
-// BERTH_TEST_DATABASE_URL and drops it when the test ends.
-func newDB(t *testing.T) string {
-	t.Helper()
-	base := os.Getenv("BERTH_TEST_DATABASE_URL")
-	if base == "" {
-		base = "postgres://postgres@127.0.0.1:5432/postgres"
-	}
-	ctx := context.Background()
-	admin, err := pgx.Connect(ctx, base)
-	if err != nil {
-		t.Skipf("no PostgreSQL at %s: %v", base, err)
-	}
-	defer admin.Close(ctx)
-	b := make([]byte, 6)
-	_, _ = rand.Read(b)
-	name := "berth_test_" + hex.EncodeToString(b)
-	if _, err := admin.Exec(ctx, "CREATE DATABASE "+name); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		c, err := pgx.Connect(context.Background(), base)
-		if err != nil {
-			return
-		}
-		defer c.Close(context.Background())
-		_, _ = c.Exec(context.Background(), "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
-	})
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u.Path = "/" + name
-	if err := ledger.Migrate(ctx, u.String()); err != nil {
-		t.Fatal(err)
-	}
-	return u.String()
-}
 
 // fixture is a store over a fresh database plus a direct connection for
 // setting up providers and inspecting state.
@@ -70,7 +24,7 @@ type fixture struct {
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	dbURL := newDB(t)
+	dbURL := newTestDB(t)
 	ctx := context.Background()
 	store, err := ledger.Open(ctx, ledger.Config{DatabaseURL: dbURL, MaxConns: 8})
 	if err != nil {
@@ -89,12 +43,11 @@ func newFixture(t *testing.T) *fixture {
 // through the ledger so generations are as the API would make them.
 func (f *fixture) provider(name string, invs ...ledger.Inventory) string {
 	f.t.Helper()
-	id := uuid.NewString()
-	if _, err := f.db.Exec(f.ctx, `
-		INSERT INTO resource_providers (uuid, name, root_provider_id)
-		VALUES ($1, $2, currval('resource_providers_id_seq'))`, id, name); err != nil {
+	p, err := f.store.ProviderCreate(f.ctx, ledger.ProviderCreateParams{Name: name})
+	if err != nil {
 		f.t.Fatal(err)
 	}
+	id := p.UUID
 	if len(invs) > 0 {
 		gen := int64(0)
 		if _, err := f.store.InventoriesReplace(f.ctx, ledger.InventoryParams{ProviderUUID: id, Generation: &gen}, invs); err != nil {

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -92,27 +91,6 @@ type InventoryParams struct {
 	ZeroCapacityOK bool
 }
 
-// canonicalUUID returns s in canonical form (lower case, dashed), or false
-// when s is not a UUID. Strings that are not UUIDs never reach a uuid
-// column, where PostgreSQL would reject them with an error.
-func canonicalUUID(s string) (string, bool) {
-	u, err := uuid.Parse(s)
-	if err != nil {
-		return "", false
-	}
-	return u.String(), true
-}
-
-// findProvider is lookupProvider for any string: one that is not a UUID is
-// a provider that does not exist.
-func findProvider(ctx context.Context, q querier, providerUUID string) (providerRef, error) {
-	id, ok := canonicalUUID(providerUUID)
-	if !ok {
-		return providerRef{}, notFound("No resource provider with uuid %s found", providerUUID)
-	}
-	return lookupProvider(ctx, q, id)
-}
-
 // lockProvider finds a provider and locks its row for the rest of the
 // transaction. Every write that changes a provider's inventory or usage
 // holds this lock, so capacity checks made under it cannot race.
@@ -152,8 +130,10 @@ func lockProviders(ctx context.Context, t *txn, ids []int64) (map[int64]int64, e
 	return gens, err
 }
 
-// bumpGeneration increments a provider's generation and returns the new one.
-func bumpGeneration(ctx context.Context, t *txn, providerID int64) (int64, error) {
+// bumpLockedGeneration increments the generation of a provider whose row
+// the caller has locked (lockProvider, lockProviders), so no check against
+// an expected generation is needed, and returns the new one.
+func bumpLockedGeneration(ctx context.Context, t *txn, providerID int64) (int64, error) {
 	var gen int64
 	err := t.QueryRow(ctx, `
 		UPDATE resource_providers SET generation = generation + 1, updated_at = now()
@@ -211,7 +191,7 @@ func readInventories(ctx context.Context, q querier, providerID int64) ([]Invent
 func (s *Store) InventoryList(ctx context.Context, providerUUID string) (ProviderInventories, error) {
 	var out ProviderInventories
 	err := s.withTx(ctx, func(t *txn) error {
-		ref, err := findProvider(ctx, t, providerUUID)
+		ref, err := lookupProvider(ctx, t, providerUUID)
 		if err != nil {
 			return err
 		}
@@ -225,7 +205,7 @@ func (s *Store) InventoryList(ctx context.Context, providerUUID string) (Provide
 // inventoryChange is the outcome of an inventory write: the provider's new
 // generation and inventories.
 func (t *txn) inventoryResult(ctx context.Context, providerID int64) (ProviderInventories, error) {
-	gen, err := bumpGeneration(ctx, t, providerID)
+	gen, err := bumpLockedGeneration(ctx, t, providerID)
 	if err != nil {
 		return ProviderInventories{}, err
 	}

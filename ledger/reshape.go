@@ -41,7 +41,7 @@ func (s *Store) Reshape(ctx context.Context, p ReshapeParams) error {
 		// their generations...
 		refs := make([]providerRef, len(p.Inventories))
 		for i, iw := range p.Inventories {
-			ref, err := findProvider(ctx, t, iw.ProviderUUID)
+			ref, err := lookupProvider(ctx, t, iw.ProviderUUID)
 			if errors.Is(err, ErrNotFound) {
 				return invalid(CodeProviderNotFound, "Resource provider %s in inventories not found: %s",
 					iw.ProviderUUID, err.Error())
@@ -117,7 +117,7 @@ func (s *Store) Reshape(ctx context.Context, p ReshapeParams) error {
 			if err := setInventory(ctx, t, refs[i].ID, iw.ProviderUUID, classed[i], false, false); err != nil {
 				return err
 			}
-			if _, err := bumpGeneration(ctx, t, refs[i].ID); err != nil {
+			if _, err := bumpLockedGeneration(ctx, t, refs[i].ID); err != nil {
 				return err
 			}
 		}
@@ -138,7 +138,7 @@ func (s *Store) Reshape(ctx context.Context, p ReshapeParams) error {
 			if err := inventoryWriteError(err, "update conflict: ", "update conflict: "); err != nil {
 				return err
 			}
-			if _, err := bumpGeneration(ctx, t, refs[i].ID); err != nil {
+			if _, err := bumpLockedGeneration(ctx, t, refs[i].ID); err != nil {
 				return err
 			}
 			t.touch(refs[i].ID)

@@ -18,7 +18,7 @@ type ProviderUsages struct {
 func (s *Store) ProviderUsagesGet(ctx context.Context, providerUUID string) (ProviderUsages, error) {
 	var out ProviderUsages
 	err := s.withTx(ctx, func(t *txn) error {
-		ref, err := findProvider(ctx, t, providerUUID)
+		ref, err := lookupProvider(ctx, t, providerUUID)
 		if err != nil {
 			return err
 		}
