@@ -156,9 +156,7 @@ func (s *Server) sendInventory(c echo.Context, status int, pi ledger.ProviderInv
 	if !ok {
 		return fmt.Errorf("inventory of %s missing after write", class)
 	}
-	if status == http.StatusOK {
-		setCacheHeaders(c, inv.UpdatedAt)
-	}
+	setCacheHeaders(c, inv.UpdatedAt)
 	gen := pi.Generation
 	return writeJSON(c, status, renderInventory(inv, &gen))
 }

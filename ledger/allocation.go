@@ -433,17 +433,26 @@ func (p *allocPlan) apply(ctx context.Context, t *txn) error {
 			return err
 		}
 	}
+	// Consumers take what the request says about them; those the writes
+	// name get a new generation.
+	var cIDs, cInc []int64
+	var cProj, cUser []int32
+	var cType []*int32
 	for i, c := range p.consumers {
-		inc := 0
+		inc := int64(0)
 		if visited[i] {
 			inc = 1
 		}
-		if _, err := t.Exec(ctx, `
-			UPDATE consumers SET generation = generation + $2, project_id = $3, user_id = $4,
-			       consumer_type_id = $5, updated_at = now()
-			WHERE id = $1`, c.id, inc, c.projectID, c.userID, c.typeID); err != nil {
-			return err
-		}
+		cIDs, cInc = append(cIDs, c.id), append(cInc, inc)
+		cProj, cUser, cType = append(cProj, c.projectID), append(cUser, c.userID), append(cType, c.typeID)
+	}
+	if _, err := t.Exec(ctx, `
+		UPDATE consumers c SET generation = c.generation + v.inc, project_id = v.project_id,
+		       user_id = v.user_id, consumer_type_id = v.type_id, updated_at = now()
+		FROM unnest($1::bigint[], $2::bigint[], $3::int[], $4::int[], $5::int[])
+		     AS v(id, inc, project_id, user_id, type_id)
+		WHERE c.id = v.id`, cIDs, cInc, cProj, cUser, cType); err != nil {
+		return err
 	}
 	// Consumers left with nothing are deleted, as in Placement.
 	if _, err := t.Exec(ctx, `

@@ -40,42 +40,50 @@ type consumerRow struct {
 }
 
 // externalIDs gets or creates the rows of the given external ids in table
-// (projects or users), in sorted order so that concurrent writers wait for
-// each other instead of deadlocking.
+// (projects or users, never user input). Rows are inserted in sorted order
+// so that concurrent writers wait for each other instead of deadlocking.
 func externalIDs(ctx context.Context, t *txn, table string, names []string) (map[string]int32, error) {
-	names = slices.Clone(names)
-	sort.Strings(names)
-	names = slices.Compact(names)
-	ids := make(map[string]int32, len(names))
-	for _, n := range names {
-		// The table name is one of two constants, never user input.
-		if _, err := t.Exec(ctx, `INSERT INTO `+table+` (external_id) VALUES ($1) ON CONFLICT DO NOTHING`, n); err != nil {
-			return nil, err
-		}
-		var id int32
-		if err := t.QueryRow(ctx, `SELECT id FROM `+table+` WHERE external_id = $1`, n).Scan(&id); err != nil {
-			return nil, err
-		}
-		ids[n] = id
-	}
-	return ids, nil
+	return namedIDs(ctx, t, table, "external_id", names)
 }
 
 // consumerTypeIDs gets or creates consumer types by name.
 func consumerTypeIDs(ctx context.Context, t *txn, names []string) (map[string]int32, error) {
+	return namedIDs(ctx, t, "consumer_types", "name", names)
+}
+
+// namedIDs gets or creates rows of table by a unique text column, in two
+// statements whatever the number of names. table and column are constants
+// of this package.
+func namedIDs(ctx context.Context, t *txn, table, column string, names []string) (map[string]int32, error) {
 	names = slices.Clone(names)
 	sort.Strings(names)
 	names = slices.Compact(names)
 	ids := make(map[string]int32, len(names))
-	for _, n := range names {
-		if _, err := t.Exec(ctx, `INSERT INTO consumer_types (name) VALUES ($1) ON CONFLICT DO NOTHING`, n); err != nil {
-			return nil, err
-		}
-		var id int32
-		if err := t.QueryRow(ctx, `SELECT id FROM consumer_types WHERE name = $1`, n).Scan(&id); err != nil {
-			return nil, err
-		}
-		ids[n] = id
+	if len(names) == 0 {
+		return ids, nil
+	}
+	if _, err := t.Exec(ctx, `
+		INSERT INTO `+table+` (`+column+`)
+		SELECT n FROM unnest($1::text[]) AS n ORDER BY n
+		ON CONFLICT DO NOTHING`, names); err != nil {
+		return nil, err
+	}
+	// A separate statement: it sees rows that concurrent writers committed
+	// while the insert waited for them.
+	rows, err := t.Query(ctx, `SELECT `+column+`, id FROM `+table+` WHERE `+column+` = ANY($1)`, names)
+	if err != nil {
+		return nil, err
+	}
+	var name string
+	var id int32
+	if _, err := pgx.ForEachRow(rows, []any{&name, &id}, func() error {
+		ids[name] = id
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	if len(ids) != len(names) {
+		return nil, fmt.Errorf("ledger: %s: %d of %d rows after insert", table, len(ids), len(names))
 	}
 	return ids, nil
 }
