@@ -202,8 +202,9 @@ func (s *Store) InventoryList(ctx context.Context, providerUUID string) (Provide
 	return out, err
 }
 
-// inventoryChange is the outcome of an inventory write: the provider's new
-// generation and inventories.
+// inventoryResult finishes an inventory write: it bumps the provider's
+// generation (the caller holds its row lock), records the change for the
+// caches, and returns the new generation and inventories.
 func (t *txn) inventoryResult(ctx context.Context, providerID int64) (ProviderInventories, error) {
 	gen, err := bumpLockedGeneration(ctx, t, providerID)
 	if err != nil {
