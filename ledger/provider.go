@@ -254,14 +254,23 @@ func reparent(ctx context.Context, t *txn, id int64, parentUUID string, allow bo
 		}
 		newParent = &pid
 	}
-	switch {
-	case newParent == nil && oldParent == nil,
-		newParent != nil && oldParent != nil && *newParent == *oldParent:
-		return nil // no change
-	case newParent == nil && !allow:
-		return refuse("update", "un-parenting a provider is not currently allowed.")
-	case oldParent != nil && !allow:
-		return refuse("update", "re-parenting a provider is not currently allowed.")
+	// checkChange applies the rules that depend only on the old and new
+	// parent; it runs once unlocked, so that the common no-change case
+	// takes no lock, and again once the trees are locked.
+	checkChange := func() (change bool, err error) {
+		switch {
+		case newParent == nil && oldParent == nil,
+			newParent != nil && oldParent != nil && *newParent == *oldParent:
+			return false, nil
+		case newParent == nil && !allow:
+			return false, refuse("update", "un-parenting a provider is not currently allowed.")
+		case oldParent != nil && !allow:
+			return false, refuse("update", "re-parenting a provider is not currently allowed.")
+		}
+		return true, nil
+	}
+	if change, err := checkChange(); !change || err != nil {
+		return err
 	}
 
 	lockIDs := []int64{id}
@@ -275,11 +284,14 @@ func reparent(ctx context.Context, t *txn, id int64, parentUUID string, allow bo
 	if err != nil {
 		return err
 	}
-	// Reread the parent now that the tree is locked: it may have changed
+	// Reread the parent now that the trees are locked: it may have changed
 	// while we waited.
 	if err := t.QueryRow(ctx, `SELECT parent_provider_id FROM resource_providers WHERE id = $1`, id).
 		Scan(&oldParent); err != nil {
 		return fmt.Errorf("ledger: read provider parent: %w", err)
+	}
+	if change, err := checkChange(); !change || err != nil {
+		return err
 	}
 	subtree, err := descendants(ctx, t, id)
 	if err != nil {

@@ -1,0 +1,46 @@
+# Berth: `make run` builds and starts berthd on its embedded PostgreSQL;
+# `make test` runs the whole suite (vet, Go tests with -race, conformance).
+
+GO      ?= go
+SHARED  ?= ../shared
+BIN     := bin
+VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -X main.version=$(VERSION)
+
+export PATH := $(PATH):/usr/local/go/bin
+
+.PHONY: all build run test vet gotest conformance bench fmt clean
+
+all: build
+
+## build: compile bin/berthd
+build:
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/berthd ./cmd/berthd
+
+## run: build, then serve on 127.0.0.1:8778 with the embedded PostgreSQL
+run: build
+	$(BIN)/berthd
+
+## test: the whole suite: go vet, go test -race, then the conformance run
+test: vet gotest conformance
+
+vet:
+	$(GO) vet ./...
+
+gotest:
+	$(GO) test -race ./...
+
+## conformance: play shared/conformance against bin/berthd
+##   (CONFORMANCE_ARGS="--only 'inventory*'" to pick files)
+conformance: build
+	SHARED='$(abspath $(SHARED))' BERTHD='$(CURDIR)/$(BIN)/berthd' scripts/conformance.sh
+
+## bench: run the Go benchmarks
+bench:
+	$(GO) test -run '^$$' -bench . ./...
+
+fmt:
+	gofmt -l -w .
+
+clean:
+	rm -rf $(BIN)

@@ -1,0 +1,117 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"runtime"
+	"runtime/debug"
+	"syscall"
+
+	"github.com/berthd/berth/internal/daemon"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = ""
+
+// Exit statuses.
+const (
+	exitOK    = 0
+	exitError = 1
+	exitUsage = 2
+)
+
+// run executes the command in args and returns the exit status.
+func run(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	command := "serve"
+	if len(args) > 0 && args[0] != "" && args[0][0] != '-' {
+		command, args = args[0], args[1:]
+	}
+	switch command {
+	case "serve", "migrate":
+		cfg, err := parseConfig(args, getenv, stdout)
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "berthd: %v\nRun 'berthd --help' for usage.\n", err)
+			return exitUsage
+		}
+		log := cfg.NewLogger(stderr)
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		if command == "migrate" {
+			err = daemon.Migrate(ctx, cfg, log)
+		} else {
+			err = serve(ctx, cfg, log)
+		}
+		if err != nil {
+			log.Error("berthd failed", "command", command, "error", err)
+			return exitError
+		}
+		return exitOK
+	case "devdb":
+		return devdb(args, stdout, stderr)
+	case "version":
+		fmt.Fprintf(stdout, "berthd %s (%s)\n", versionString(), runtime.Version())
+		return exitOK
+	case "help":
+		printUsage(stdout)
+		return exitOK
+	default:
+		fmt.Fprintf(stderr, "berthd: unknown command %q\nRun 'berthd --help' for usage.\n", command)
+		return exitUsage
+	}
+}
+
+// serve builds the daemon and runs it until ctx ends.
+func serve(ctx context.Context, cfg daemon.Config, log *slog.Logger) error {
+	d, err := daemon.New(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	return d.Run(ctx)
+}
+
+// devdb runs the hidden `berthd devdb` command: a throwaway PostgreSQL
+// cluster for scripts and tests, whose URL it prints on standard output.
+func devdb(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("berthd devdb", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	dataDir := fs.String("data-dir", "", "directory for the cluster (default: a new temporary directory, removed on exit)")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: berthd devdb [--data-dir DIR]\n\n"+
+			"Starts a throwaway PostgreSQL cluster (fsync off, unix socket only), prints the\n"+
+			"superuser URL of its postgres database and runs until SIGINT or SIGTERM.")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
+	}
+	log := slog.New(slog.NewTextHandler(stderr, nil))
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := daemon.DevDB(ctx, *dataDir, stdout, log); err != nil {
+		log.Error("devdb failed", "error", err)
+		return exitError
+	}
+	return exitOK
+}
+
+func versionString() string {
+	if version != "" {
+		return version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		return bi.Main.Version
+	}
+	return "(devel)"
+}

@@ -1,0 +1,151 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/berthd/berth/internal/daemon"
+)
+
+// option is one configuration setting as a flag plus the environment
+// variables that set it when the flag is absent, in order of precedence.
+type option struct {
+	flag string
+	arg  string // placeholder in the usage text; "" for a boolean
+	envs []string
+	help string
+	// noDefault hides the default in the usage text (it depends on the
+	// machine, or is empty).
+	noDefault bool
+}
+
+// options lists berthd's settings in the order the usage text shows them.
+func options() []option {
+	return []option{
+		{flag: "listen", arg: "ADDR", envs: []string{"BERTH_LISTEN"},
+			help: "TCP host:port to serve the Placement API on. When neither the flag nor\n" +
+				"BERTH_LISTEN is set but PORT is, 127.0.0.1:$PORT."},
+		{flag: "database-url", arg: "URL", envs: []string{"BERTH_DATABASE_URL", "DATABASE_URL"}, noDefault: true,
+			help: "postgres:// URL of an existing database, migrated on start. Empty: run the\n" +
+				"embedded PostgreSQL cluster in <data-dir>/pg and use its database \"berth\"."},
+		{flag: "data-dir", arg: "DIR", envs: []string{"BERTH_DATA_DIR"}, noDefault: true,
+			help: "Directory for the embedded cluster (pg/ data, run/ socket). Default\n" +
+				"$XDG_DATA_HOME/berth, else ~/.local/share/berth."},
+		{flag: "log-level", arg: "LEVEL", envs: []string{"BERTH_LOG_LEVEL"},
+			help: "Least severe level logged: debug, info, warn or error."},
+		{flag: "log-format", arg: "FORMAT", envs: []string{"BERTH_LOG_FORMAT"},
+			help: "Log format on standard error: text or json."},
+		{flag: "auth", arg: "STRATEGY", envs: []string{"BERTH_AUTH"},
+			help: "Authentication: noauth2 (trust X-Auth-Token as user[:project]; \"admin\" is\n" +
+				"admin; development only) or tokens (static tokens from --token-file)."},
+		{flag: "token-file", arg: "FILE", envs: []string{"BERTH_TOKEN_FILE"}, noDefault: true,
+			help: "Static tokens for --auth tokens, one per line:\n" +
+				"TOKEN ROLE[,ROLE...] [PROJECT_ID [USER_ID]]; # starts a comment line."},
+		{flag: "randomize-candidates", envs: []string{"BERTH_RANDOMIZE_CANDIDATES"},
+			help: "Shuffle allocation candidates instead of returning them in a stable order."},
+		{flag: "max-candidates", arg: "N", envs: []string{"BERTH_MAX_CANDIDATES"},
+			help: "Most allocation candidates one request may generate before its limit applies."},
+		{flag: "otel-exporter", arg: "NAME", envs: []string{"BERTH_OTEL_EXPORTER"},
+			help: "Traces and metrics: none, stdout (JSON lines) or otlp (traces over OTLP/HTTP\n" +
+				"to $OTEL_EXPORTER_OTLP_ENDPOINT, default http://localhost:4318)."},
+	}
+}
+
+// newFlagSet returns flags bound to the fields of cfg, with cfg's values
+// as defaults.
+func newFlagSet(cfg *daemon.Config) *flag.FlagSet {
+	fs := flag.NewFlagSet("berthd", flag.ContinueOnError)
+	fs.StringVar(&cfg.Listen, "listen", cfg.Listen, "")
+	fs.StringVar(&cfg.DatabaseURL, "database-url", cfg.DatabaseURL, "")
+	fs.StringVar(&cfg.DataDir, "data-dir", cfg.DataDir, "")
+	fs.StringVar(&cfg.LogLevel, "log-level", cfg.LogLevel, "")
+	fs.StringVar(&cfg.LogFormat, "log-format", cfg.LogFormat, "")
+	fs.StringVar(&cfg.Auth, "auth", cfg.Auth, "")
+	fs.StringVar(&cfg.TokenFile, "token-file", cfg.TokenFile, "")
+	fs.BoolVar(&cfg.RandomizeCandidates, "randomize-candidates", cfg.RandomizeCandidates, "")
+	fs.IntVar(&cfg.MaxCandidates, "max-candidates", cfg.MaxCandidates, "")
+	fs.StringVar(&cfg.OTelExporter, "otel-exporter", cfg.OTelExporter, "")
+	return fs
+}
+
+// parseConfig builds the configuration from defaults, then environment
+// variables, then flags (each overriding the one before), and validates
+// it. It prints the usage to stdout and returns flag.ErrHelp for --help.
+func parseConfig(args []string, getenv func(string) string, stdout io.Writer) (daemon.Config, error) {
+	cfg := daemon.Default()
+	fs := newFlagSet(&cfg)
+	fs.SetOutput(io.Discard)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			printUsage(stdout)
+		}
+		return cfg, err
+	}
+	if fs.NArg() > 0 {
+		return cfg, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	for _, o := range options() {
+		if given[o.flag] {
+			continue
+		}
+		for _, env := range o.envs {
+			if v := getenv(env); v != "" {
+				if err := fs.Set(o.flag, v); err != nil {
+					return cfg, fmt.Errorf("$%s: %w", env, err)
+				}
+				given[o.flag] = true
+				break
+			}
+		}
+	}
+	if port := getenv("PORT"); port != "" && !given["listen"] {
+		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+			return cfg, fmt.Errorf("$PORT %q is not a port number", port)
+		}
+		cfg.Listen = "127.0.0.1:" + port
+	}
+	return cfg, cfg.Validate()
+}
+
+// printUsage writes the help text: commands, then every flag with its
+// environment variables and default.
+func printUsage(w io.Writer) {
+	def := daemon.Default()
+	fs := newFlagSet(&def)
+	var b strings.Builder
+	b.WriteString(`Usage:
+  berthd [serve] [flags]   serve the OpenStack Placement API (the default command)
+  berthd migrate [flags]   apply database migrations and exit
+  berthd version           print the version and exit
+
+With no database URL, berthd runs its own PostgreSQL cluster in <data-dir>/pg
+(as root on Debian or Ubuntu it first installs PostgreSQL with apt-get if it is
+missing) and stops it on exit. SIGINT or SIGTERM shuts berthd down gracefully.
+
+Flags (a flag overrides its environment variables, which override the default):
+`)
+	for _, o := range options() {
+		name := "--" + o.flag
+		if o.arg != "" {
+			name += " " + o.arg
+		}
+		envs := make([]string, len(o.envs))
+		for i, e := range o.envs {
+			envs[i] = "$" + e
+		}
+		fmt.Fprintf(&b, "  %-32s %s\n", name, strings.Join(envs, ", "))
+		for _, line := range strings.Split(o.help, "\n") {
+			fmt.Fprintf(&b, "      %s\n", line)
+		}
+		if f := fs.Lookup(o.flag); !o.noDefault && f != nil {
+			fmt.Fprintf(&b, "      Default: %s\n", f.DefValue)
+		}
+	}
+	fmt.Fprint(w, b.String())
+}

@@ -1,0 +1,151 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"strings"
+	"testing"
+
+	"github.com/berthd/berth/internal/daemon"
+)
+
+func env(kv ...string) func(string) string {
+	m := map[string]string{}
+	for i := 0; i < len(kv); i += 2 {
+		m[kv[i]] = kv[i+1]
+	}
+	return func(k string) string { return m[k] }
+}
+
+func TestParseConfig(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		args  []string
+		env   func(string) string
+		check func(t *testing.T, c daemon.Config)
+	}{
+		{"defaults", nil, env(), func(t *testing.T, c daemon.Config) {
+			if c.Listen != "127.0.0.1:8778" || c.Auth != "noauth2" || c.MaxCandidates != 10000 ||
+				c.RandomizeCandidates || c.OTelExporter != "none" || c.LogLevel != "info" || c.DatabaseURL != "" {
+				t.Errorf("defaults: %+v", c)
+			}
+		}},
+		{"env", nil, env(
+			"BERTH_LISTEN", "0.0.0.0:9000",
+			"BERTH_DATABASE_URL", "postgres://a@/b",
+			"DATABASE_URL", "postgres://ignored@/x",
+			"BERTH_RANDOMIZE_CANDIDATES", "true",
+			"BERTH_MAX_CANDIDATES", "42",
+			"BERTH_LOG_LEVEL", "debug",
+			"BERTH_LOG_FORMAT", "json",
+			"BERTH_OTEL_EXPORTER", "stdout",
+			"BERTH_DATA_DIR", "/srv/berth",
+		), func(t *testing.T, c daemon.Config) {
+			if c.Listen != "0.0.0.0:9000" || c.DatabaseURL != "postgres://a@/b" || !c.RandomizeCandidates ||
+				c.MaxCandidates != 42 || c.LogLevel != "debug" || c.LogFormat != "json" ||
+				c.OTelExporter != "stdout" || c.DataDir != "/srv/berth" {
+				t.Errorf("from env: %+v", c)
+			}
+		}},
+		{"flags beat env", []string{"--listen", "127.0.0.1:1", "--max-candidates=7", "--randomize-candidates=false"},
+			env("BERTH_LISTEN", "0.0.0.0:9000", "BERTH_MAX_CANDIDATES", "42", "BERTH_RANDOMIZE_CANDIDATES", "1"),
+			func(t *testing.T, c daemon.Config) {
+				if c.Listen != "127.0.0.1:1" || c.MaxCandidates != 7 || c.RandomizeCandidates {
+					t.Errorf("flags: %+v", c)
+				}
+			}},
+		{"DATABASE_URL and PORT for the conformance harness", nil,
+			env("DATABASE_URL", "postgres://postgres@/gabbi?host=/tmp&port=5432", "PORT", "40001"),
+			func(t *testing.T, c daemon.Config) {
+				if c.Listen != "127.0.0.1:40001" || c.DatabaseURL != "postgres://postgres@/gabbi?host=/tmp&port=5432" {
+					t.Errorf("harness env: %+v", c)
+				}
+			}},
+		{"PORT loses to BERTH_LISTEN", nil, env("PORT", "40001", "BERTH_LISTEN", "127.0.0.1:2"),
+			func(t *testing.T, c daemon.Config) {
+				if c.Listen != "127.0.0.1:2" {
+					t.Errorf("Listen = %s", c.Listen)
+				}
+			}},
+		{"PORT loses to --listen", []string{"-listen=127.0.0.1:3"}, env("PORT", "40001"),
+			func(t *testing.T, c daemon.Config) {
+				if c.Listen != "127.0.0.1:3" {
+					t.Errorf("Listen = %s", c.Listen)
+				}
+			}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := parseConfig(tc.args, tc.env, new(bytes.Buffer))
+			if err != nil {
+				t.Fatalf("parseConfig: %v", err)
+			}
+			tc.check(t, c)
+		})
+	}
+}
+
+func TestParseConfigErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		env  func(string) string
+		want string
+	}{
+		{"bad env bool", nil, env("BERTH_RANDOMIZE_CANDIDATES", "maybe"), "$BERTH_RANDOMIZE_CANDIDATES"},
+		{"bad env int", nil, env("BERTH_MAX_CANDIDATES", "lots"), "$BERTH_MAX_CANDIDATES"},
+		{"bad PORT", nil, env("PORT", "http"), "$PORT"},
+		{"tokens without file", []string{"--auth", "tokens"}, env(), "needs a token file"},
+		{"unknown auth", []string{"--auth", "keystone"}, env(), "want noauth2 or tokens"},
+		{"bad exporter", []string{"--otel-exporter", "jaeger"}, env(), "otel exporter"},
+		{"stray argument", []string{"serve"}, env(), "unexpected argument"},
+		{"not a postgres url", []string{"--database-url", "mysql://x"}, env(), "postgres://"},
+		{"unknown flag", []string{"--colour"}, env(), "colour"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := parseConfig(tc.args, tc.env, new(bytes.Buffer))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want it to mention %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestHelpDocumentsEveryFlagAndEnv(t *testing.T) {
+	var out bytes.Buffer
+	if _, err := parseConfig([]string{"--help"}, env(), &out); !errors.Is(err, flag.ErrHelp) {
+		t.Fatalf("--help: err = %v", err)
+	}
+	cfg := daemon.Default()
+	newFlagSet(&cfg).VisitAll(func(f *flag.Flag) {
+		if !strings.Contains(out.String(), "--"+f.Name) {
+			t.Errorf("help lacks --%s", f.Name)
+		}
+	})
+	for _, o := range options() {
+		for _, e := range o.envs {
+			if !strings.Contains(out.String(), "$"+e) {
+				t.Errorf("help lacks $%s", e)
+			}
+		}
+		if newFlagSet(&cfg).Lookup(o.flag) == nil {
+			t.Errorf("option %s has no flag", o.flag)
+		}
+	}
+}
+
+func TestRunCommands(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"version"}, env(), &stdout, &stderr); code != exitOK || !strings.HasPrefix(stdout.String(), "berthd ") {
+		t.Errorf("version: code %d, out %q", code, stdout.String())
+	}
+	if code := run([]string{"frobnicate"}, env(), &stdout, &stderr); code != exitUsage {
+		t.Errorf("unknown command: code %d", code)
+	}
+	if code := run([]string{"serve", "--help"}, env(), &stdout, &stderr); code != exitOK {
+		t.Errorf("serve --help: code %d", code)
+	}
+	if code := run([]string{"--log-level", "loud"}, env(), &stdout, &stderr); code != exitUsage {
+		t.Errorf("bad flag value: code %d", code)
+	}
+}

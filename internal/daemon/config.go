@@ -1,0 +1,149 @@
+package daemon
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/berthd/berth/httpapi"
+	"github.com/berthd/berth/internal/telemetry"
+)
+
+// Config is berthd's whole configuration. Default returns it filled with
+// defaults; cmd/berthd overrides fields from flags and environment
+// variables; Validate checks it.
+type Config struct {
+	// Listen is the TCP host:port the Placement API is served on.
+	// Default "127.0.0.1:8778".
+	Listen string
+	// DatabaseURL is the postgres:// URL (libpq/pgx form) of the database
+	// to use. It must exist; berthd migrates it on start. Empty means the
+	// embedded cluster: berthd starts PostgreSQL in DataDir/pg and uses its
+	// database "berth".
+	DatabaseURL string
+	// DataDir holds berthd's local state: the embedded cluster's data
+	// directory (pg/) and socket directory (run/). Unused when DatabaseURL
+	// is set. Default $XDG_DATA_HOME/berth, else ~/.local/share/berth.
+	DataDir string
+	// LogLevel is the least severe level logged: debug, info, warn or
+	// error. Default "info".
+	LogLevel string
+	// LogFormat is "text" (logfmt-like, default) or "json"; logs go to
+	// standard error.
+	LogFormat string
+	// Auth is how requests are authenticated: "noauth2" (default; trusts
+	// the X-Auth-Token header, for development) or "tokens" (static tokens
+	// from TokenFile).
+	Auth string
+	// TokenFile is the static token file used when Auth is "tokens"; see
+	// LoadTokens for its format.
+	TokenFile string
+	// RandomizeCandidates shuffles allocation candidates instead of
+	// returning them in a deterministic order, like Placement's
+	// [placement]randomize_allocation_candidates. Default false.
+	RandomizeCandidates bool
+	// MaxCandidates caps how many allocation candidates one request may
+	// generate before its limit is applied. Default 10000.
+	MaxCandidates int
+	// OTelExporter selects where traces and metrics go: "none" (default),
+	// "stdout" or "otlp" (OTLP/HTTP to $OTEL_EXPORTER_OTLP_ENDPOINT).
+	OTelExporter string
+}
+
+// Values for Config fields.
+const (
+	DefaultListen        = "127.0.0.1:8778"
+	DefaultMaxCandidates = httpapi.DefaultMaxCandidates
+
+	LogFormatText = "text"
+	LogFormatJSON = "json"
+
+	// EmbeddedDatabase is the database berthd uses in its embedded cluster.
+	EmbeddedDatabase = "berth"
+)
+
+var logLevels = map[string]slog.Level{
+	"debug": slog.LevelDebug,
+	"info":  slog.LevelInfo,
+	"warn":  slog.LevelWarn,
+	"error": slog.LevelError,
+}
+
+// Default returns the default configuration. DataDir is empty if neither
+// $XDG_DATA_HOME nor the home directory is known.
+func Default() Config {
+	return Config{
+		Listen:        DefaultListen,
+		DataDir:       defaultDataDir(),
+		LogLevel:      "info",
+		LogFormat:     LogFormatText,
+		Auth:          httpapi.AuthNoAuth2,
+		MaxCandidates: DefaultMaxCandidates,
+		OTelExporter:  telemetry.ExporterNone,
+	}
+}
+
+func defaultDataDir() string {
+	if xdg := os.Getenv("XDG_DATA_HOME"); filepath.IsAbs(xdg) {
+		return filepath.Join(xdg, "berth")
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(home, ".local", "share", "berth")
+	}
+	return ""
+}
+
+// Validate reports every problem with c at once.
+func (c Config) Validate() error {
+	var errs []error
+	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
+		errs = append(errs, fmt.Errorf("listen address %q: want host:port", c.Listen))
+	}
+	if c.DatabaseURL != "" && !strings.HasPrefix(c.DatabaseURL, "postgres://") &&
+		!strings.HasPrefix(c.DatabaseURL, "postgresql://") {
+		errs = append(errs, errors.New("database URL must start with postgres:// or postgresql://"))
+	}
+	if c.DatabaseURL == "" && c.DataDir == "" {
+		errs = append(errs, errors.New("no database URL and no data directory for the embedded database"))
+	}
+	if _, ok := logLevels[c.LogLevel]; !ok {
+		errs = append(errs, fmt.Errorf("log level %q: want debug, info, warn or error", c.LogLevel))
+	}
+	if c.LogFormat != LogFormatText && c.LogFormat != LogFormatJSON {
+		errs = append(errs, fmt.Errorf("log format %q: want text or json", c.LogFormat))
+	}
+	switch c.Auth {
+	case httpapi.AuthNoAuth2:
+		if c.TokenFile != "" {
+			errs = append(errs, errors.New("a token file is only used with auth \"tokens\""))
+		}
+	case httpapi.AuthTokens:
+		if c.TokenFile == "" {
+			errs = append(errs, errors.New("auth \"tokens\" needs a token file"))
+		}
+	default:
+		errs = append(errs, fmt.Errorf("auth %q: want noauth2 or tokens", c.Auth))
+	}
+	if c.MaxCandidates < 1 {
+		errs = append(errs, fmt.Errorf("max candidates %d: want at least 1", c.MaxCandidates))
+	}
+	if !slices.Contains(telemetry.Exporters(), c.OTelExporter) {
+		errs = append(errs, fmt.Errorf("otel exporter %q: want one of %v", c.OTelExporter, telemetry.Exporters()))
+	}
+	return errors.Join(errs...)
+}
+
+// NewLogger returns the logger c asks for, writing to w. c must be valid.
+func (c Config) NewLogger(w io.Writer) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: logLevels[c.LogLevel]}
+	if c.LogFormat == LogFormatJSON {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}

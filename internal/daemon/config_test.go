@@ -1,0 +1,87 @@
+package daemon
+
+import (
+	"log/slog"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/berthd/berth/httpapi"
+)
+
+func TestDefaultIsValid(t *testing.T) {
+	if err := Default().Validate(); err != nil {
+		t.Fatalf("Default().Validate() = %v", err)
+	}
+}
+
+func TestDefaultDataDir(t *testing.T) {
+	t.Setenv("XDG_DATA_HOME", "/xdg")
+	if got := Default().DataDir; got != "/xdg/berth" {
+		t.Errorf("with XDG_DATA_HOME: %s", got)
+	}
+	t.Setenv("XDG_DATA_HOME", "")
+	t.Setenv("HOME", "/home/ops")
+	if got := Default().DataDir; got != "/home/ops/.local/share/berth" {
+		t.Errorf("with HOME: %s", got)
+	}
+}
+
+func TestValidateReportsEveryProblem(t *testing.T) {
+	c := Config{Listen: "nope", LogLevel: "loud", LogFormat: "xml", Auth: "tokens", OTelExporter: "x"}
+	err := c.Validate()
+	for _, want := range []string{"listen address", "no database URL", "log level", "log format",
+		"needs a token file", "max candidates", "otel exporter"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q: %v", want, err)
+		}
+	}
+}
+
+func TestLoadTokens(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tokens")
+	content := `# token  roles  project  user
+admin-secret   admin
+svc-nova       service,reader  proj-1  nova
+
+reader-x       reader          proj-2
+`
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got, err := LoadTokens(path, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]httpapi.Principal{
+		"admin-secret": {Roles: []string{"admin"}},
+		"svc-nova":     {Roles: []string{"service", "reader"}, ProjectID: "proj-1", UserID: "nova"},
+		"reader-x":     {Roles: []string{"reader"}, ProjectID: "proj-2"},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("LoadTokens = %+v\nwant %+v", got, want)
+	}
+}
+
+func TestLoadTokensErrors(t *testing.T) {
+	for _, tc := range []struct{ name, content, want string }{
+		{"empty", "# nothing\n", "no tokens"},
+		{"no roles", "lonely\n", ":1: want TOKEN"},
+		{"too many fields", "t admin p u extra\n", ":1: want TOKEN"},
+		{"empty role", "t admin,,reader\n", "empty role"},
+		{"duplicate", "t admin\nt reader\n", ":2: token repeated"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "tokens")
+			if err := os.WriteFile(path, []byte(tc.content), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			_, err := LoadTokens(path, slog.New(slog.DiscardHandler))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
