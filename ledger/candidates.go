@@ -303,6 +303,12 @@ func (e *engine) addGroup(gi int, g *RequestGroup) (bool, error) {
 		}
 	}
 	if g.Suffix != "" {
+		if len(res) == 0 && len(f.required) == 0 && len(f.memberOf) == 0 {
+			// Placement finds the providers of a resourceless group among
+			// those its required traits and aggregates select; with
+			// neither, that is none.
+			return false, nil
+		}
 		sl := slot{group: gi, granular: true, res: res, f: f}
 		sl.drive, sl.all = s.driver(f)
 		e.groupSlots[gi] = append(e.groupSlots[gi], len(e.slots))
