@@ -240,6 +240,12 @@ func TestCandidates(t *testing.T) {
 				Groups: []RequestGroup{withReq(g("_NUMA", ""), []string{"HW_NUMA_ROOT"}), g("_ACCEL", "FPGA:1")}},
 			want: []string{"fpga0:FPGA=1", "fpga1_0:FPGA=1", "fpga1_1:FPGA=1"},
 		},
+		{
+			name: "resourceless group with only forbidden traits matches nothing", snap: numaNetwork(),
+			params: CandidatesParams{NestedAware: true, SameSubtrees: [][]string{{"_N", "_ACCEL"}},
+				Groups: []RequestGroup{withForbid(g("_N", ""), "CUSTOM_FOO"), g("_ACCEL", "FPGA:1")}},
+			want: nil, count: 0,
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
