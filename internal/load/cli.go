@@ -23,6 +23,7 @@ Commands:
   claims      concurrent two-step claims (--clients, --duration or --claims), then an overcommit check
   verify      only the overcommit check, over every provider
   memory      sample a server's memory (--pid) for --duration
+  wait        wait until the endpoint answers GET / (up to --timeout, default 120s)
   compare     print report files or directories side by side: compare LABEL=PATH ...
 
 Every command but compare takes --url, --token, --microversion, --timeout, --json FILE,
@@ -37,6 +38,7 @@ type common struct {
 	pid                                       int
 	resetPeak                                 bool
 	quiet                                     bool
+	keepAlive                                 string
 }
 
 func (c *common) register(fs *flag.FlagSet, timeout time.Duration) {
@@ -49,10 +51,22 @@ func (c *common) register(fs *flag.FlagSet, timeout time.Duration) {
 	fs.IntVar(&c.pid, "pid", 0, "server process to sample /proc/PID/status of (with its children) around the run")
 	fs.BoolVar(&c.resetPeak, "reset-peak", false, "with --pid: reset the processes' VmHWM first (writes /proc/PID/clear_refs)")
 	fs.BoolVar(&c.quiet, "q", false, "no progress lines on stderr")
+	fs.StringVar(&c.keepAlive, "keepalive", "auto", "reuse connections: on, off, or auto (on for sequential timing, off for concurrent\n"+
+		"seeding, claims and checks, because a synchronous server such as uwsgi serves one kept-alive\n"+
+		"connection per process until it idles and starves the other clients)")
 }
 
+// client returns a client for conns concurrent users; with --keepalive
+// auto, connections are reused only when conns is 1.
 func (c *common) client(conns int) *Client {
-	return NewClient(ClientConfig{URL: c.url, Token: c.token, Microversion: c.microversion, Timeout: c.timeout, Conns: conns})
+	noKeepAlive := conns > 1
+	switch c.keepAlive {
+	case "on":
+		noKeepAlive = false
+	case "off":
+		noKeepAlive = true
+	}
+	return NewClient(ClientConfig{URL: c.url, Token: c.token, Microversion: c.microversion, Timeout: c.timeout, Conns: conns, NoKeepAlive: noKeepAlive})
 }
 
 func envOr(k, def string) string {
@@ -119,13 +133,12 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			q.NoWarmup = q.Warmup == 0
 			q.StopAfterTimeout = true
 			r.Params = map[string]any{"trees": p.Trees, "iterations": q.Iterations, "warmup": q.Warmup}
-			cl := c.client(p.Workers)
 			if !*noSeed {
-				if r.Seed, err = SeedNested(ctx, cl, p, log); err != nil {
+				if r.Seed, err = SeedNested(ctx, c.client(p.Workers), p, log); err != nil {
 					return err
 				}
 			}
-			r.Results = RunQueries(ctx, cl, NestedQueries(), q, log)
+			r.Results = RunQueries(ctx, c.client(1), NestedQueries(), q, log)
 			return failedErr(r.Results)
 		}
 	case "wide":
@@ -142,15 +155,14 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			q.NoWarmup = q.Warmup == 0
 			q.StopAfterTimeout = true
 			r.Params = p
-			cl := c.client(8)
-			_, seed, err := SeedWide(ctx, cl, p)
+			_, seed, err := SeedWide(ctx, c.client(8), p)
 			if err != nil {
 				return err
 			}
 			r.Seed = seed
 			// A timeout is this benchmark's expected outcome on Placement:
 			// it is reported, not treated as a failure of the run.
-			r.Results = RunQueries(ctx, cl, []Query{WideQuery(p)}, q, log)
+			r.Results = RunQueries(ctx, c.client(1), []Query{WideQuery(p)}, q, log)
 			if res := r.Results[0]; res.Failed() && res.Timeouts == 0 {
 				return errors.New(res.Error)
 			}
@@ -184,6 +196,9 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			}
 			return nil
 		}
+	case "wait":
+		timeout = 120 * time.Second
+		run = func(ctx context.Context, r *Report, log io.Writer) error { return nil }
 	case "memory":
 		d := fs.Duration("duration", 10*time.Second, "how long to sample")
 		run = func(ctx context.Context, r *Report, log io.Writer) error {
@@ -243,6 +258,18 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		log = io.Discard
 	}
 	r := &Report{Command: cmd, Label: c.label, URL: c.url, Microversion: c.microversion, Started: time.Now().UTC(), Timeout: c.timeout}
+	if cmd == "wait" {
+		// The one command whose --timeout bounds the whole wait, not a request.
+		if err := waitUp(ctx, c.client(1), c.timeout); err != nil {
+			fmt.Fprintf(stderr, "berth-load wait: %v\n", err)
+			return 1
+		}
+		return 0
+	}
+	if c.keepAlive != "auto" && c.keepAlive != "on" && c.keepAlive != "off" {
+		fmt.Fprintf(stderr, "berth-load %s: --keepalive must be on, off or auto\n", cmd)
+		return 2
+	}
 	if cmd != "memory" {
 		if err := checkUp(ctx, c.client(1)); err != nil {
 			fmt.Fprintf(stderr, "berth-load %s: %v\n", cmd, err)

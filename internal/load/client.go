@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -46,7 +47,11 @@ type Client struct {
 	token        string
 	microversion string
 	http         *http.Client
+	requests     atomic.Int64
 }
+
+// Requests is the number of requests the client has sent.
+func (c *Client) Requests() int { return int(c.requests.Load()) }
 
 // ClientConfig configures a Client.
 type ClientConfig struct {
@@ -55,6 +60,11 @@ type ClientConfig struct {
 	Microversion string        // OpenStack-API-Version: placement <this>; default DefaultMicroversion
 	Timeout      time.Duration // per request, including reading the body; 0 means none
 	Conns        int           // kept-alive connections per host; default 16
+	// NoKeepAlive opens a connection per request. A synchronous server
+	// with fewer processes than clients (uwsgi, Placement's reference
+	// setup) serves a kept-alive connection until it goes idle, so the
+	// other clients wait behind it; see the README of scripts/bench.sh.
+	NoKeepAlive bool
 }
 
 // NewClient returns a client for cfg.URL.
@@ -71,6 +81,7 @@ func NewClient(cfg ClientConfig) *Client {
 		MaxIdleConns:        cfg.Conns * 2,
 		MaxIdleConnsPerHost: cfg.Conns * 2,
 		IdleConnTimeout:     90 * time.Second,
+		DisableKeepAlives:   cfg.NoKeepAlive,
 	}
 	return &Client{
 		base:         strings.TrimRight(cfg.URL, "/"),
@@ -111,6 +122,7 @@ func (c *Client) Do(ctx context.Context, method, path string, in any, want ...in
 	if in != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
+	c.requests.Add(1)
 	start := time.Now()
 	resp, err := c.http.Do(req)
 	if err != nil {

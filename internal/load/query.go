@@ -152,3 +152,24 @@ func checkUp(ctx context.Context, c *Client) error {
 	}
 	return nil
 }
+
+// waitUp polls GET / every 200ms until it answers 2xx or timeout passes.
+func waitUp(ctx context.Context, c *Client, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	t := time.NewTicker(200 * time.Millisecond)
+	defer t.Stop()
+	for {
+		rctx, rcancel := context.WithTimeout(ctx, 2*time.Second)
+		_, err := c.Do(rctx, http.MethodGet, "/", nil)
+		rcancel()
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("no answer within %s: %w", timeout, err)
+		case <-t.C:
+		}
+	}
+}

@@ -197,6 +197,10 @@ func LoadColumn(label, path string) (*Column, error) {
 		col.Reports[key] = r
 		col.Order = append(col.Order, key)
 	}
+	// Rows follow the order the reports were made in, not their names.
+	slices.SortStableFunc(col.Order, func(a, b string) int {
+		return col.Reports[a].Started.Compare(col.Reports[b].Started)
+	})
 	return col, nil
 }
 

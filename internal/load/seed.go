@@ -57,12 +57,11 @@ func Seed(ctx context.Context, c *Client, p SeedParams, log io.Writer) (*SeedRes
 	if err := p.defaults(); err != nil {
 		return nil, err
 	}
-	start := time.Now()
+	start, sent := time.Now(), c.Requests()
 	if err := c.EnsureTrait(ctx, BenchTrait); err != nil {
 		return nil, err
 	}
 	inv := ComputeNodeInventory()
-	var requests int64
 	err := forEach(ctx, p.Nodes, p.Workers, func(ctx context.Context, i int) error {
 		rp := NodeUUID(i)
 		gen, err := c.EnsureProvider(ctx, ProviderBody{UUID: rp, Name: NodeName(i)})
@@ -87,6 +86,5 @@ func Seed(ctx context.Context, c *Client, p SeedParams, log io.Writer) (*SeedRes
 	if err != nil {
 		return nil, fmt.Errorf("seed: %w", err)
 	}
-	requests = int64(1 + 3*p.Nodes + (p.Nodes+p.TraitEvery-1)/p.TraitEvery)
-	return newSeedResult(p.Nodes, int(requests), time.Since(start)), nil
+	return newSeedResult(p.Nodes, c.Requests()-sent, time.Since(start)), nil
 }

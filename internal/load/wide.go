@@ -53,7 +53,7 @@ func SeedWide(ctx context.Context, c *Client, p WideParams) (string, *SeedResult
 	if err := p.defaults(); err != nil {
 		return "", nil, err
 	}
-	start := time.Now()
+	start, sent := time.Now(), c.Requests()
 	for k := 0; k < p.Classes; k++ {
 		if err := c.EnsureResourceClass(ctx, WideClass(k)); err != nil {
 			return "", nil, err
@@ -77,7 +77,7 @@ func SeedWide(ctx context.Context, c *Client, p WideParams) (string, *SeedResult
 	if err != nil {
 		return "", nil, fmt.Errorf("wide: %w", err)
 	}
-	return root, newSeedResult(p.Children+1, p.Classes+1+2*p.Children, time.Since(start)), nil
+	return root, newSeedResult(p.Children+1, c.Requests()-sent, time.Since(start)), nil
 }
 
 // WideQuery is the granular query over the wide tree.
