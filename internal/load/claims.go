@@ -132,6 +132,10 @@ func (s *claimStats) fail(err error) {
 // this flavor, so every client stops.
 var errNoFit = errors.New("no allocation candidates")
 
+// errGaveUp means a claim still conflicted after all its retries; it is
+// counted apart from errors.
+var errGaveUp = errors.New("claim gave up after retries")
+
 // RunClaims runs the claims loop and then, if p.Verify, the overcommit
 // check. It stops by itself: no claim starts after p.Duration or once
 // p.Claims have started, and each claim makes at most 1+p.Retries attempts.
@@ -172,6 +176,7 @@ func RunClaims(ctx context.Context, c *Client, p ClaimsParams, log io.Writer) (*
 					succeeded.Add(1)
 				case errors.Is(err, errNoFit):
 					full.Store(true)
+				case errors.Is(err, errGaveUp):
 				case ctx.Err() != nil:
 				default:
 					st.fail(err)
@@ -212,7 +217,8 @@ func RunClaims(ctx context.Context, c *Client, p ClaimsParams, log io.Writer) (*
 }
 
 // claimOne makes one claim: up to 1+p.Retries rounds of GET candidates,
-// pick, PUT allocations. It returns nil once claimed.
+// pick, PUT allocations. It returns nil once claimed, errGaveUp when every
+// attempt conflicted, errNoFit when there was no candidate.
 func claimOne(ctx context.Context, c *Client, path string, p ClaimsParams, rng *rand.Rand, st *claimStats) error {
 	consumer := RandomUUID()
 	start := time.Now()
@@ -261,7 +267,7 @@ func claimOne(ctx context.Context, c *Client, path string, p ClaimsParams, rng *
 	st.mu.Lock()
 	st.gaveUp++
 	st.mu.Unlock()
-	return nil // counted as given up, not as an error
+	return errGaveUp
 }
 
 // Verify reads the inventories and usages of every provider and reports

@@ -188,6 +188,9 @@ func LoadColumn(label, path string) (*Column, error) {
 		files, _ = filepath.Glob(filepath.Join(path, "*.json"))
 		slices.Sort(files)
 	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("%s: no *.json reports", path)
+	}
 	for _, f := range files {
 		r, err := ReadReport(f)
 		if err != nil {
