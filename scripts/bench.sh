@@ -26,19 +26,21 @@
 # Environment:
 #   BENCH_PG     admin URL of the PostgreSQL server
 #                (default postgres://postgres@127.0.0.1:5432/postgres)
-#   BENCH_PORT   port the targets listen on, one at a time (default 18778)
+#   BENCH_PORT   port the targets listen on, one at a time (default: the first free
+#                port from 28778 up)
 #   BENCH_LOAD   a berth-load binary (default: built from this repository)
 #
 # Every target runs alone, one phase at a time, on loopback; each phase starts
 # the target on a new database, runs, stops it (SIGTERM to its process group,
 # SIGKILL after 15s) and drops the database. A phase that fails is reported and
-# the run goes on. Server memory is sampled from /proc around each phase.
+# the run goes on (the exit status is then 1). Server memory is sampled from
+# /proc around each phase. Reports (JSON and text) and server logs stay in --out;
+# "berth-load compare NAME=DIR ..." prints them side by side again.
 set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
 BENCH_PG=${BENCH_PG:-postgres://postgres@127.0.0.1:5432/postgres}
-BENCH_PORT=${BENCH_PORT:-18778}
 sizes=${BENCH_SIZES:-"1000 10000"}
 iterations=${BENCH_ITERATIONS:-10}
 trees=${BENCH_TREES:-1000}
@@ -98,6 +100,11 @@ export PGHOST=${pg_hostport%%:*}; PGHOST=${PGHOST:-127.0.0.1}
 export PGPORT=5432; case "$pg_hostport" in *:*) PGPORT=${pg_hostport##*:} ;; esac
 pg_prefix=${BENCH_PG%%://*}://${pg_auth:+$pg_auth@}$pg_hostport
 
+listening() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+if [ -z "${BENCH_PORT:-}" ]; then
+  BENCH_PORT=28778
+  while listening "$BENCH_PORT"; do BENCH_PORT=$((BENCH_PORT + 1)); done
+fi
 export PGOPTIONS="${PGOPTIONS:-} -c client_min_messages=warning"
 url="http://127.0.0.1:$BENCH_PORT"
 pid=""
@@ -125,8 +132,8 @@ start_target() {
   local name=$1 cmd=$2 phase=$3
   db="bench_${name//[^a-zA-Z0-9]/_}_${phase}_$$"
   psql "$BENCH_PG" -qX -c "DROP DATABASE IF EXISTS \"$db\" WITH (FORCE)" -c "CREATE DATABASE \"$db\"" >/dev/null || return 1
-  if "$load" wait --url "$url" --timeout 1s 2>/dev/null; then
-    echo "bench.sh: something already answers on $url; set BENCH_PORT" >&2; return 1
+  if listening "$BENCH_PORT"; then
+    echo "bench.sh: port $BENCH_PORT is taken; set BENCH_PORT" >&2; return 1
   fi
   PORT=$BENCH_PORT PGDATABASE=$db DATABASE_URL="$pg_prefix/$db$pg_params" \
     setsid sh -c "$cmd" >"$out/$name/$phase.server.log" 2>&1 </dev/null &
@@ -144,8 +151,11 @@ run() {
   echo "== $name: berth-load $*"
   "$load" "$@" --url "$url" --label "$name" --pid "$pid" --reset-peak --json "$out/$name/$file.json" 2>&1 |
     tee "$out/$name/$file.txt"
-  return "${PIPESTATUS[0]}"
+  local rc=${PIPESTATUS[0]}
+  [ "$rc" = 0 ] || failed=1
+  return "$rc"
 }
+failed=0
 
 for i in "${!names[@]}"; do
   name=${names[$i]} cmd=${cmds[$i]}
@@ -153,7 +163,9 @@ for i in "${!names[@]}"; do
   first=1
   for n in $sizes; do
     phase=n$n
-    if start_target "$name" "$cmd" "$phase"; then
+    if ! start_target "$name" "$cmd" "$phase"; then
+      failed=1
+    else
       if run "$name" "$phase-seed" seed --nodes "$n"; then
         run "$name" "$phase-candidates" candidates --iterations "$iterations"
         if [ "$first" = 1 ] && [ "$claims" != 0 ]; then
@@ -164,14 +176,23 @@ for i in "${!names[@]}"; do
     fi
     first=0
   done
-  if [ "$trees" != 0 ] && start_target "$name" "$cmd" nested; then
-    run "$name" nested nested --trees "$trees" --iterations "$iterations"
-    stop_target; drop_db
+  if [ "$trees" != 0 ]; then
+    if start_target "$name" "$cmd" nested; then
+      run "$name" nested nested --trees "$trees" --iterations "$iterations"
+      stop_target; drop_db
+    else
+      failed=1
+    fi
   fi
-  if [ -n "$wide" ] && start_target "$name" "$cmd" wide; then
-    set -- $wide
-    run "$name" wide wide --children "$1" --groups "$2" --timeout "$wide_timeout"
-    stop_target; drop_db
+  if [ -n "$wide" ]; then
+    if start_target "$name" "$cmd" wide; then
+      set -- $wide
+      # A timeout here is a result (reported as such), not a failure.
+      run "$name" wide wide --children "$1" --groups "$2" --timeout "$wide_timeout"
+      stop_target; drop_db
+    else
+      failed=1
+    fi
   fi
 done
 
@@ -179,4 +200,8 @@ echo
 echo "== side by side (reports in $out)"
 cols=()
 for name in "${names[@]}"; do cols+=("$name=$out/$name"); done
-"$load" compare "${cols[@]}"
+"$load" compare "${cols[@]}" || failed=1
+if [ "$failed" != 0 ]; then
+  echo "bench.sh: some phases failed; see the logs in $out" >&2
+  exit 1
+fi

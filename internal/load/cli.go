@@ -288,6 +288,9 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if sampler != nil {
 		r.Memory = sampler.Stop()
 	}
+	if runErr != nil {
+		r.Error = runErr.Error()
+	}
 	r.Print(stdout)
 	if c.jsonPath != "" {
 		if err := r.WriteJSON(c.jsonPath); err != nil {

@@ -27,6 +27,7 @@ type Report struct {
 	Claims       *ClaimsResult `json:"claims,omitempty"`
 	Verify       *VerifyResult `json:"verify,omitempty"`
 	Memory       *MemReport    `json:"memory,omitempty"`
+	Error        string        `json:"error,omitempty"` // why the run failed, if it did
 }
 
 // WriteJSON writes r, indented, to path.
@@ -237,6 +238,13 @@ func Compare(w io.Writer, cols []*Column, stat string) error {
 	for _, c := range cols {
 		for _, file := range c.Order {
 			r := c.Reports[file]
+			if r.Error != "" {
+				msg := r.Error
+				if len(msg) > 60 {
+					msg = msg[:57] + "..."
+				}
+				add(c.Label, file+"/error", file+": FAILED", msg)
+			}
 			if s := r.Seed; s != nil {
 				add(c.Label, file+"/seed", file+": seed", fmt.Sprintf("%d in %.0fs (%.0f/s)", s.Providers, s.Elapsed.Seconds(), s.PerSecond))
 			}
