@@ -63,7 +63,7 @@ type ClientConfig struct {
 	// NoKeepAlive opens a connection per request. A synchronous server
 	// with fewer processes than clients (uwsgi, Placement's reference
 	// setup) serves a kept-alive connection until it goes idle, so the
-	// other clients wait behind it; see the README of scripts/bench.sh.
+	// other clients wait behind it; see docs/benchmarks.md.
 	NoKeepAlive bool
 }
 
