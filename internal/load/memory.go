@@ -55,6 +55,9 @@ func startMemSampler(proc string, pid int, interval time.Duration, resetPeak boo
 	if interval <= 0 {
 		interval = 100 * time.Millisecond
 	}
+	if pid <= 1 {
+		return nil, fmt.Errorf("memory: pid %d is not a server process", pid)
+	}
 	s := &MemSampler{proc: proc, pid: pid, interval: interval, stop: make(chan struct{}), done: make(chan struct{})}
 	s.rep.PID = pid
 	if _, err := os.Stat(filepath.Join(proc, strconv.Itoa(pid), "status")); err != nil {
