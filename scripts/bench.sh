@@ -130,11 +130,11 @@ trap 'exit 130' INT TERM
 # start NAME CMD PHASE: a fresh database and the target on it; sets pid.
 start_target() {
   local name=$1 cmd=$2 phase=$3
-  db="bench_${name//[^a-zA-Z0-9]/_}_${phase}_$$"
-  psql "$BENCH_PG" -qX -c "DROP DATABASE IF EXISTS \"$db\" WITH (FORCE)" -c "CREATE DATABASE \"$db\"" >/dev/null || return 1
   if listening "$BENCH_PORT"; then
     echo "bench.sh: port $BENCH_PORT is taken; set BENCH_PORT" >&2; return 1
   fi
+  db="bench_${name//[^a-zA-Z0-9]/_}_${phase}_$$"
+  psql "$BENCH_PG" -qX -c "DROP DATABASE IF EXISTS \"$db\" WITH (FORCE)" -c "CREATE DATABASE \"$db\"" >/dev/null || { db=""; return 1; }
   PORT=$BENCH_PORT PGDATABASE=$db DATABASE_URL="$pg_prefix/$db$pg_params" \
     setsid sh -c "$cmd" >"$out/$name/$phase.server.log" 2>&1 </dev/null &
   pid=$!
