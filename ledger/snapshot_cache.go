@@ -328,36 +328,21 @@ func loadProviders(ctx context.Context, tx pgx.Tx, ids []int64, n nameSink) (map
 	}
 
 	rows, _ = br.Query()
-	for rows.Next() {
-		var id int64
-		var tid int32
-		var name string
-		if err := rows.Scan(&id, &tid, &name); err != nil {
-			return nil, err
-		}
+	if err := scanProviderLinks(rows, func(id int64, tid int32, name string) {
 		n.addTrait(tid, name)
 		if p := provs[id]; p != nil {
 			p.traits = append(p.traits, tid)
 		}
-	}
-	if err := rows.Err(); err != nil {
+	}); err != nil {
 		return nil, err
 	}
-
 	rows, _ = br.Query()
-	for rows.Next() {
-		var id int64
-		var aid int32
-		var uuid string
-		if err := rows.Scan(&id, &aid, &uuid); err != nil {
-			return nil, err
-		}
+	if err := scanProviderLinks(rows, func(id int64, aid int32, uuid string) {
 		n.addAgg(aid, uuid)
 		if p := provs[id]; p != nil {
 			p.aggs = append(p.aggs, aid)
 		}
-	}
-	if err := rows.Err(); err != nil {
+	}); err != nil {
 		return nil, err
 	}
 	for _, p := range provs {
@@ -585,4 +570,20 @@ func (c *snapshotCache) refreshEvery(ctx context.Context, interval time.Duration
 			c.log.Warn("ledger: periodic snapshot refresh failed", "error", err)
 		}
 	}
+}
+
+// scanProviderLinks reads rows of (provider id, linked id, linked name), the
+// shape of the trait and aggregate queries of a load, and closes rows.
+func scanProviderLinks(rows pgx.Rows, add func(provider int64, id int32, name string)) error {
+	defer rows.Close()
+	for rows.Next() {
+		var provider int64
+		var id int32
+		var name string
+		if err := rows.Scan(&provider, &id, &name); err != nil {
+			return err
+		}
+		add(provider, id, name)
+	}
+	return rows.Err()
 }
