@@ -96,7 +96,7 @@ func TestParseConfigErrors(t *testing.T) {
 		{"bad env int", nil, env("BERTH_MAX_CANDIDATES", "lots"), "$BERTH_MAX_CANDIDATES"},
 		{"bad PORT", nil, env("PORT", "http"), "$PORT"},
 		{"tokens without file", []string{"--auth", "tokens"}, env(), "needs a token file"},
-		{"unknown auth", []string{"--auth", "keystone"}, env(), "want noauth2 or tokens"},
+		{"unknown auth", []string{"--auth", "keystone"}, env(), "want one of noauth2, tokens, keystone-headers"},
 		{"bad exporter", []string{"--otel-exporter", "jaeger"}, env(), "otel exporter"},
 		{"stray argument", []string{"serve"}, env(), "unexpected argument"},
 		{"not a postgres url", []string{"--database-url", "mysql://x"}, env(), "postgres://"},
