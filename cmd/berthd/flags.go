@@ -63,6 +63,10 @@ func options() []option {
 			help: "Shuffle allocation candidates instead of returning them in a stable order."},
 		{flag: "max-candidates", arg: "N", envs: []string{"BERTH_MAX_CANDIDATES"},
 			help: "Most allocation candidates one request may generate before its limit applies."},
+		{flag: "snapshot-refresh", arg: "DURATION", envs: []string{"BERTH_SNAPSHOT_REFRESH"},
+			help: "Full reload interval of the in-memory ledger snapshot (e.g. 5m); negative disables."},
+		{flag: "db-max-conns", arg: "N", envs: []string{"BERTH_DB_MAX_CONNS"},
+			help: "Most PostgreSQL connections berthd opens."},
 		{flag: "otel-exporter", arg: "NAME", envs: []string{"BERTH_OTEL_EXPORTER"},
 			help: "Traces and metrics: none, stdout (JSON lines) or otlp (traces over OTLP/HTTP\n" +
 				"to $OTEL_EXPORTER_OTLP_ENDPOINT, default http://localhost:4318)."},
@@ -85,6 +89,8 @@ func newFlagSet(cfg *daemon.Config) *flag.FlagSet {
 	fs.Var((*listFlag)(&cfg.CORSAllowedOrigins), "cors-allowed-origin", "")
 	fs.BoolVar(&cfg.RandomizeCandidates, "randomize-candidates", cfg.RandomizeCandidates, "")
 	fs.IntVar(&cfg.MaxCandidates, "max-candidates", cfg.MaxCandidates, "")
+	fs.DurationVar(&cfg.SnapshotRefresh, "snapshot-refresh", cfg.SnapshotRefresh, "")
+	fs.IntVar(&cfg.DBMaxConns, "db-max-conns", cfg.DBMaxConns, "")
 	fs.StringVar(&cfg.OTelExporter, "otel-exporter", cfg.OTelExporter, "")
 	return fs
 }

@@ -10,9 +10,11 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/berthd/berth/httpapi"
 	"github.com/berthd/berth/internal/telemetry"
+	"github.com/berthd/berth/ledger"
 	"github.com/berthd/berth/policy"
 )
 
@@ -66,6 +68,13 @@ type Config struct {
 	// MaxCandidates caps how many allocation candidates one request may
 	// generate before its limit is applied. Default 10000.
 	MaxCandidates int
+	// SnapshotRefresh is how often the in-memory ledger snapshot behind
+	// allocation candidates and provider lists is reloaded in full, as a
+	// safety net behind change notifications. Default 5m; negative
+	// disables the periodic reload.
+	SnapshotRefresh time.Duration
+	// DBMaxConns caps the PostgreSQL connection pool. Default 16.
+	DBMaxConns int
 	// OTelExporter selects where traces and metrics go: "none" (default),
 	// "stdout" or "otlp" (OTLP/HTTP to $OTEL_EXPORTER_OTLP_ENDPOINT).
 	OTelExporter string
@@ -75,6 +84,7 @@ type Config struct {
 const (
 	DefaultListen        = "127.0.0.1:8778"
 	DefaultMaxCandidates = httpapi.DefaultMaxCandidates
+	DefaultDBMaxConns    = 16
 
 	LogFormatText = "text"
 	LogFormatJSON = "json"
@@ -94,14 +104,16 @@ var logLevels = map[string]slog.Level{
 // $XDG_DATA_HOME nor the home directory is known.
 func Default() Config {
 	return Config{
-		Listen:        DefaultListen,
-		DataDir:       defaultDataDir(),
-		LogLevel:      "info",
-		LogFormat:     LogFormatText,
-		Auth:          httpapi.AuthNoAuth2,
-		Policy:        policy.SetAdmin,
-		MaxCandidates: DefaultMaxCandidates,
-		OTelExporter:  telemetry.ExporterNone,
+		Listen:          DefaultListen,
+		DataDir:         defaultDataDir(),
+		LogLevel:        "info",
+		LogFormat:       LogFormatText,
+		Auth:            httpapi.AuthNoAuth2,
+		Policy:          policy.SetAdmin,
+		MaxCandidates:   DefaultMaxCandidates,
+		SnapshotRefresh: ledger.DefaultSnapshotRefresh,
+		DBMaxConns:      DefaultDBMaxConns,
+		OTelExporter:    telemetry.ExporterNone,
 	}
 }
 
@@ -153,6 +165,12 @@ func (c Config) Validate() error {
 		if err := httpapi.ValidateOrigin(o); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if c.DBMaxConns < 1 || c.DBMaxConns > 10000 {
+		errs = append(errs, fmt.Errorf("db max conns %d: want 1 to 10000", c.DBMaxConns))
+	}
+	if c.SnapshotRefresh == 0 {
+		errs = append(errs, fmt.Errorf("snapshot refresh: want a positive duration, or negative to disable"))
 	}
 	if c.MaxCandidates < 1 {
 		errs = append(errs, fmt.Errorf("max candidates %d: want at least 1", c.MaxCandidates))

@@ -77,7 +77,12 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err erro
 	if err = ledger.Migrate(ctx, d.db.url); err != nil {
 		return nil, err
 	}
-	if d.store, err = ledger.Open(ctx, ledger.Config{DatabaseURL: d.db.url, Logger: log}); err != nil {
+	if d.store, err = ledger.Open(ctx, ledger.Config{
+		DatabaseURL:     d.db.url,
+		MaxConns:        int32(cfg.DBMaxConns),
+		SnapshotRefresh: cfg.SnapshotRefresh,
+		Logger:          log,
+	}); err != nil {
 		return nil, err
 	}
 	handler, err := httpapi.New(api, d.store, log)
