@@ -19,9 +19,6 @@ type Principal struct {
 	SystemScope string
 }
 
-// IsAdmin reports whether the principal holds the admin role.
-func (p Principal) IsAdmin() bool { return slices.Contains(p.Roles, "admin") }
-
 func (p Principal) credentials() policy.Credentials {
 	return policy.Credentials{Roles: p.Roles, ProjectID: p.ProjectID, UserID: p.UserID, SystemScope: p.SystemScope}
 }
