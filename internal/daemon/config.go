@@ -15,6 +15,7 @@ import (
 	"github.com/berthd/berth/httpapi"
 	"github.com/berthd/berth/internal/telemetry"
 	"github.com/berthd/berth/ledger"
+	"github.com/berthd/berth/policy"
 )
 
 // Config is berthd's whole configuration. Default returns it filled with
@@ -40,12 +41,26 @@ type Config struct {
 	// standard error.
 	LogFormat string
 	// Auth is how requests are authenticated: "noauth2" (default; trusts
-	// the X-Auth-Token header, for development) or "tokens" (static tokens
-	// from TokenFile).
+	// X-Auth-Token and the identity headers as Placement's noauth2 does,
+	// for development and tests), "tokens" (static tokens from TokenFile)
+	// or "keystone-headers" (trusts the identity headers an authenticating
+	// proxy such as keystonemiddleware sets; only safe behind one). See
+	// the httpapi.Auth* constants.
 	Auth string
 	// TokenFile is the static token file used when Auth is "tokens"; see
 	// LoadTokens for its format.
 	TokenFile string
+	// Policy is the built-in policy rule set: "admin" (default; every
+	// operation needs the admin role), "secure" (Placement's defaults,
+	// scope enforced), "legacy" (Placement's deprecated defaults) or
+	// "open" (everything allowed to every authenticated user).
+	Policy string
+	// PolicyFile, if set, is a YAML or JSON mapping of rule names to check
+	// strings (oslo.policy's policy.yaml) overriding rules of Policy.
+	PolicyFile string
+	// CORSAllowedOrigins are the origins allowed to call the API from a
+	// browser (scheme://host[:port], or "*"). Empty (default) disables CORS.
+	CORSAllowedOrigins []string
 	// RandomizeCandidates shuffles allocation candidates instead of
 	// returning them in a deterministic order, like Placement's
 	// [placement]randomize_allocation_candidates. Default false.
@@ -94,6 +109,7 @@ func Default() Config {
 		LogLevel:        "info",
 		LogFormat:       LogFormatText,
 		Auth:            httpapi.AuthNoAuth2,
+		Policy:          policy.SetAdmin,
 		MaxCandidates:   DefaultMaxCandidates,
 		SnapshotRefresh: ledger.DefaultSnapshotRefresh,
 		DBMaxConns:      DefaultDBMaxConns,
@@ -131,7 +147,7 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("log format %q: want text or json", c.LogFormat))
 	}
 	switch c.Auth {
-	case httpapi.AuthNoAuth2:
+	case httpapi.AuthNoAuth2, httpapi.AuthKeystoneHeaders:
 		if c.TokenFile != "" {
 			errs = append(errs, errors.New("a token file is only used with auth \"tokens\""))
 		}
@@ -140,7 +156,15 @@ func (c Config) Validate() error {
 			errs = append(errs, errors.New("auth \"tokens\" needs a token file"))
 		}
 	default:
-		errs = append(errs, fmt.Errorf("auth %q: want noauth2 or tokens", c.Auth))
+		errs = append(errs, fmt.Errorf("auth %q: want one of %s", c.Auth, strings.Join(httpapi.AuthStrategies(), ", ")))
+	}
+	if !slices.Contains(policy.Sets(), c.Policy) {
+		errs = append(errs, fmt.Errorf("policy %q: want one of %s", c.Policy, strings.Join(policy.Sets(), ", ")))
+	}
+	for _, o := range c.CORSAllowedOrigins {
+		if err := httpapi.ValidateOrigin(o); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if c.DBMaxConns < 1 || c.DBMaxConns > 10000 {
 		errs = append(errs, fmt.Errorf("db max conns %d: want 1 to 10000", c.DBMaxConns))

@@ -30,10 +30,11 @@ func TestDefaultDataDir(t *testing.T) {
 }
 
 func TestValidateReportsEveryProblem(t *testing.T) {
-	c := Config{Listen: "nope", LogLevel: "loud", LogFormat: "xml", Auth: "tokens", OTelExporter: "x"}
+	c := Config{Listen: "nope", LogLevel: "loud", LogFormat: "xml", Auth: "tokens", OTelExporter: "x",
+		Policy: "strict", CORSAllowedOrigins: []string{"http://ok.example", "ok.example"}}
 	err := c.Validate()
 	for _, want := range []string{"listen address", "no database URL", "log level", "log format",
-		"needs a token file", "max candidates", "otel exporter"} {
+		"needs a token file", "max candidates", "otel exporter", `policy "strict"`, `CORS origin "ok.example"`} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q: %v", want, err)
 		}
@@ -83,5 +84,38 @@ func TestLoadTokensErrors(t *testing.T) {
 				t.Fatalf("err = %v, want %q", err, tc.want)
 			}
 		})
+	}
+}
+
+func TestLoadPolicy(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "policy.yaml")
+	content := `# looser usages, and a typo
+"placement:usages": "role:reader"
+"placement:usage": "@"
+`
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var logs strings.Builder
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	e, err := LoadPolicy(Config{Policy: "secure", PolicyFile: path}, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := e.CheckString("placement:usages"); got != "role:reader" || e.Set() != "secure" {
+		t.Errorf("set %s, placement:usages = %q", e.Set(), got)
+	}
+	if !strings.Contains(logs.String(), "rule=placement:usage ") {
+		t.Errorf("no warning about the typo: %s", logs.String())
+	}
+
+	if err := os.WriteFile(path, []byte(`"placement:usages": "role:reader or"`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadPolicy(Config{Policy: "secure", PolicyFile: path}, log); err == nil {
+		t.Error("a bad check string was accepted")
+	}
+	if e, err := LoadPolicy(Default(), log); err != nil || e.Set() != "admin" {
+		t.Errorf("default: %v, %v", e, err)
 	}
 }

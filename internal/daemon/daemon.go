@@ -44,6 +44,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err erro
 	}
 	api := httpapi.Config{
 		Auth:                cfg.Auth,
+		CORSAllowedOrigins:  cfg.CORSAllowedOrigins,
 		RandomizeCandidates: cfg.RandomizeCandidates,
 		MaxCandidates:       cfg.MaxCandidates,
 	}
@@ -51,6 +52,9 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err erro
 		if api.Tokens, err = LoadTokens(cfg.TokenFile, log); err != nil {
 			return nil, err
 		}
+	}
+	if api.Policy, err = LoadPolicy(cfg, log); err != nil {
+		return nil, err
 	}
 
 	d := &Daemon{cfg: cfg, log: log}
@@ -104,7 +108,12 @@ func (d *Daemon) Addr() net.Addr { return d.ln.Addr() }
 func (d *Daemon) Run(ctx context.Context) error {
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- d.srv.Serve(httpapi.WrapListener(d.ln)) }()
-	d.log.Info("berthd serving the Placement API", "addr", d.ln.Addr().String(), "auth", d.cfg.Auth)
+	d.log.Info("berthd serving the Placement API", "addr", d.ln.Addr().String(), "auth", d.cfg.Auth,
+		"policy", d.cfg.Policy, "policy_file", d.cfg.PolicyFile, "cors_allowed_origins", d.cfg.CORSAllowedOrigins)
+	if d.cfg.Auth == httpapi.AuthKeystoneHeaders {
+		d.log.Warn("auth keystone-headers trusts X-Roles, X-Project-Id, X-User-Id and OpenStack-System-Scope: " +
+			"only an authenticating proxy (keystonemiddleware) may be able to reach berthd")
+	}
 
 	var err error
 	select {
