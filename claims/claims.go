@@ -240,6 +240,9 @@ func (c *Claimer) Claim(ctx context.Context, p Params) (*Result, error) {
 	case ranking.Considered == 0:
 		np.Reason = NoCandidates
 		return nil, np
+	case len(ranking.Ranked) == 0 && ranking.Chosen:
+		np.Reason, np.Refusal = Refused, "choose returned no candidates"
+		return nil, np
 	case len(ranking.Ranked) == 0:
 		np.Reason = AllFiltered
 		return nil, np

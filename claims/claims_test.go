@@ -180,6 +180,10 @@ func TestClaimNotPlaced(t *testing.T) {
 		t.Fatal("refused claim wrote a consumer")
 	}
 
+	empty := f.claimer(`{}`, "def choose(request, candidates):\n    return []\n")
+	_, err = empty.Claim(f.ctx, params(1))
+	notPlaced(t, err, claims.Refused)
+
 	failing := f.claimer(`{}`, "def choose(request, candidates):\n    return 1 // 0\n")
 	_, err = failing.Claim(f.ctx, params(1))
 	var pe *scheduler.PluginError
