@@ -79,6 +79,10 @@ type Params struct {
 	// MaxAttempts bounds the writes tried; 0 or more than the configured
 	// bound means the configured bound.
 	MaxAttempts int
+	// With are other consumers' allocations written in the same
+	// transaction as the claim (Move: the migration consumer holding the
+	// source), with their own generation checks.
+	With []ledger.ConsumerAllocations
 }
 
 // Result is a successful claim.
@@ -96,6 +100,8 @@ type Result struct {
 	// Considered and Rejections describe the ranking.
 	Considered int
 	Rejections []scheduler.FilterCount
+	// With are the other consumers written along (Params.With).
+	With []ledger.ConsumerAllocations
 }
 
 // Attempt is one write tried.
@@ -270,7 +276,7 @@ func (c *Claimer) Claim(ctx context.Context, p Params) (*Result, error) {
 		for _, pr := range allocs {
 			a.Providers = append(a.Providers, pr.ProviderUUID)
 		}
-		err := c.store.AllocationsReplace(ctx, []ledger.ConsumerAllocations{{
+		write := append([]ledger.ConsumerAllocations{{
 			ConsumerUUID:    p.ConsumerUUID,
 			ProjectID:       p.ProjectID,
 			UserID:          p.UserID,
@@ -278,7 +284,8 @@ func (c *Claimer) Claim(ctx context.Context, p Params) (*Result, error) {
 			CheckGeneration: true,
 			Generation:      p.ConsumerGeneration,
 			Allocations:     allocs,
-		}})
+		}}, p.With...)
+		err := c.store.AllocationsReplace(ctx, write)
 		if err == nil {
 			attempts = append(attempts, a)
 			return &Result{
@@ -290,6 +297,7 @@ func (c *Claimer) Claim(ctx context.Context, p Params) (*Result, error) {
 				Attempts:     attempts,
 				Considered:   ranking.Considered,
 				Rejections:   ranking.Rejections,
+				With:         p.With,
 			}, nil
 		}
 		if !retryable(err) {
@@ -397,6 +405,43 @@ func Convert(c *ledger.Candidates) []*scheduler.Candidate {
 // the consumer as read now; empty ProjectID, UserID and ConsumerType keep
 // the consumer's. A consumer without allocations is ErrNotFound.
 func (c *Claimer) Reschedule(ctx context.Context, p Params) (*Result, error) {
+	if _, err := c.prepareMove(ctx, &p); err != nil {
+		return nil, err
+	}
+	return c.Claim(ctx, p)
+}
+
+// MigrationConsumerType is the consumer type Move gives the consumer that
+// holds the source allocations.
+const MigrationConsumerType = "MIGRATION"
+
+// Move is a migration claim, as Nova does it with POST /allocations: in
+// one transaction the migration consumer (a new consumer, of type
+// MIGRATION, owned like the instance) takes over the instance's current
+// allocations on the source, and the instance gets the destination's.
+// The destination is chosen as for Reschedule (not on the instance's
+// current roots). Nothing changes if no destination fits. The caller
+// later deletes the migration consumer (confirm) or swaps back (revert)
+// with the Placement API.
+func (c *Claimer) Move(ctx context.Context, p Params, migrationUUID string) (*Result, error) {
+	held, err := c.prepareMove(ctx, &p)
+	if err != nil {
+		return nil, err
+	}
+	p.With = append(p.With, ledger.ConsumerAllocations{
+		ConsumerUUID:    migrationUUID,
+		ProjectID:       p.ProjectID,
+		UserID:          p.UserID,
+		ConsumerType:    MigrationConsumerType,
+		CheckGeneration: true, // must be new
+		Allocations:     held,
+	})
+	return c.Claim(ctx, p)
+}
+
+// prepareMove reads the consumer of p, fills p's defaults from it, adds
+// its current roots to p.Avoid and returns what it holds now.
+func (c *Claimer) prepareMove(ctx context.Context, p *Params) ([]ledger.ProviderResources, error) {
 	cur, err := c.store.AllocationsByConsumer(ctx, p.ConsumerUUID)
 	if err != nil {
 		return nil, err
@@ -418,19 +463,22 @@ func (c *Claimer) Reschedule(ctx context.Context, p Params) (*Result, error) {
 		p.ConsumerType = cur.Consumer.Type
 	}
 	p.Avoid = slices.Clone(p.Avoid)
+	var held []ledger.ProviderResources
 	for _, a := range cur.Allocations {
-		prov, err := c.store.ProviderGet(ctx, a.ProviderUUID)
-		if errors.Is(err, ledger.ErrNotFound) {
-			continue
+		if n := len(held); n == 0 || held[n-1].ProviderUUID != a.ProviderUUID {
+			held = append(held, ledger.ProviderResources{ProviderUUID: a.ProviderUUID})
+			prov, err := c.store.ProviderGet(ctx, a.ProviderUUID)
+			if err != nil {
+				return nil, err
+			}
+			if !slices.Contains(p.Avoid, prov.RootUUID) && !c.sharing(ctx, prov) {
+				p.Avoid = append(p.Avoid, prov.RootUUID)
+			}
 		}
-		if err != nil {
-			return nil, err
-		}
-		if !slices.Contains(p.Avoid, prov.RootUUID) && !c.sharing(ctx, prov) {
-			p.Avoid = append(p.Avoid, prov.RootUUID)
-		}
+		h := &held[len(held)-1]
+		h.Resources = append(h.Resources, ledger.Resource{Class: a.ResourceClass, Amount: a.Used})
 	}
-	return c.Claim(ctx, p)
+	return held, nil
 }
 
 // sharing reports whether prov shares its inventory via aggregates; a

@@ -349,3 +349,39 @@ func TestConcurrentClaimsNeverOvercommit(t *testing.T) {
 	}
 	t.Logf("%d placed, %d after retries", placed, retried)
 }
+
+func TestClaimMove(t *testing.T) {
+	f := newFixture(t)
+	a, b := f.provider("a", 8), f.provider("b", 8)
+	c := f.claimer(`{}`, "")
+	p := params(3)
+	if r, err := c.Claim(f.ctx, p); err != nil || r.Root != a {
+		t.Fatalf("claim: %+v %v", r, err)
+	}
+	migration := uuid.NewString()
+	r, err := c.Move(f.ctx, claims.Params{ConsumerUUID: p.ConsumerUUID, Candidates: vcpus(3)}, migration)
+	if err != nil || r.Root != b || len(r.With) != 1 {
+		t.Fatalf("move: %+v %v", r, err)
+	}
+	// Source held by the migration, destination by the instance.
+	if f.used(a) != 3 || f.used(b) != 3 {
+		t.Fatalf("after move a %d b %d", f.used(a), f.used(b))
+	}
+	mig, _ := f.store.AllocationsByConsumer(f.ctx, migration)
+	if mig.Consumer == nil || mig.Consumer.Type != claims.MigrationConsumerType || mig.Consumer.ProjectID != "p" ||
+		len(mig.Allocations) != 1 || mig.Allocations[0].ProviderUUID != a || mig.Allocations[0].Used != 3 {
+		t.Fatalf("migration consumer: %+v", mig)
+	}
+	inst, _ := f.store.AllocationsByConsumer(f.ctx, p.ConsumerUUID)
+	if len(inst.Allocations) != 1 || inst.Allocations[0].ProviderUUID != b {
+		t.Fatalf("instance: %+v", inst)
+	}
+	// A second move with the same migration uuid: the migration consumer
+	// exists, so the write is a generation conflict and nothing changes.
+	if _, err := c.Move(f.ctx, claims.Params{ConsumerUUID: p.ConsumerUUID, Candidates: vcpus(3)}, migration); !errors.Is(err, ledger.ErrConflict) {
+		t.Fatalf("second move: %v", err)
+	}
+	if f.used(a) != 3 || f.used(b) != 3 {
+		t.Fatalf("after refused move a %d b %d", f.used(a), f.used(b))
+	}
+}

@@ -19,6 +19,7 @@ func init() {
 	routeRegistrations = append(routeRegistrations, func(s *Server) {
 		s.handle(http.MethodPost, "/claims", 0, "berth:claims:create", s.claimCreate)
 		s.handle(http.MethodPost, "/claims/reschedule", 0, "berth:claims:reschedule", s.claimReschedule)
+		s.handle(http.MethodPost, "/claims/move", 0, "berth:claims:move", s.claimMove)
 		s.handle(http.MethodPost, "/claims/explain", 0, "berth:claims:explain", s.claimExplain)
 	})
 }
@@ -27,17 +28,36 @@ func init() {
 // rules the "query" of a claim follows: always the latest.
 var claimsQueryVersion = MaxVersion
 
-// claimSchemaText is the body of POST /claims and /claims/reschedule;
-// /claims/explain makes the consumer fields optional.
-func claimSchemaText(explain bool) string {
+// Kinds of claim bodies.
+const (
+	claimKind = iota
+	rescheduleKind
+	moveKind
+	explainKind
+)
+
+// claimSchemaText is the body of a POST /claims route: /claims needs the
+// consumer's owner, /claims/reschedule and /claims/move take it from the
+// consumer, /claims/move also needs migration_uuid, and /claims/explain
+// needs only the query.
+func claimSchemaText(kind int) string {
 	required := `"consumer_uuid", "project_id", "user_id", "query"`
-	if explain {
+	switch kind {
+	case rescheduleKind:
+		required = `"consumer_uuid", "query"`
+	case moveKind:
+		required = `"consumer_uuid", "migration_uuid", "query"`
+	case explainKind:
 		required = `"query"`
+	}
+	migration := ""
+	if kind == moveKind {
+		migration = `"migration_uuid": {"type": "string", "format": "uuid"},`
 	}
 	return `{
 	"type": "object",
 	"properties": {
-		"consumer_uuid": {"type": "string", "format": "uuid"},
+		"consumer_uuid": {"type": "string", "format": "uuid"},` + migration + `
 		"project_id": {"type": "string", "minLength": 1, "maxLength": 255},
 		"user_id": {"type": "string", "minLength": 1, "maxLength": 255},
 		"consumer_type": {"type": "string", "pattern": "` + consumerTypePattern + `", "minLength": 1, "maxLength": 255},
@@ -56,18 +76,21 @@ func claimSchemaText(explain bool) string {
 }
 
 var (
-	claimSchema   = MustSchema(claimSchemaText(false))
-	explainSchema = MustSchema(claimSchemaText(true))
+	claimSchema      = MustSchema(claimSchemaText(claimKind))
+	rescheduleSchema = MustSchema(claimSchemaText(rescheduleKind))
+	moveSchema       = MustSchema(claimSchemaText(moveKind))
+	explainSchema    = MustSchema(claimSchemaText(explainKind))
 )
 
 // claimBody is a claim request. Query mirrors the query parameters of GET
 // /allocation_candidates: a string per key, or a list of strings for a
 // repeated key (required, member_of).
 type claimBody struct {
-	ConsumerUUID string `json:"consumer_uuid"`
-	ProjectID    string `json:"project_id"`
-	UserID       string `json:"user_id"`
-	ConsumerType string `json:"consumer_type"`
+	ConsumerUUID  string `json:"consumer_uuid"`
+	MigrationUUID string `json:"migration_uuid"`
+	ProjectID     string `json:"project_id"`
+	UserID        string `json:"user_id"`
+	ConsumerType  string `json:"consumer_type"`
 	// ConsumerGeneration is present-and-null (a new consumer) unless set.
 	ConsumerGeneration *int64                      `json:"consumer_generation"`
 	Query              orderedMap[json.RawMessage] `json:"query"`
@@ -138,11 +161,27 @@ func (s *Server) claimCreate(c echo.Context) error {
 // existing consumer, away from the roots it is on now, replacing its
 // allocations atomically. consumer_generation, if given, must match.
 func (s *Server) claimReschedule(c echo.Context) error {
-	_, p, err := s.claimParams(c, claimSchema)
+	_, p, err := s.claimParams(c, rescheduleSchema)
 	if err != nil {
 		return err
 	}
 	r, err := s.claims.Reschedule(c.Request().Context(), p)
+	if err != nil {
+		return candidatesError(err)
+	}
+	return writeJSON(c, http.StatusOK, claimResponse(r))
+}
+
+// claimMove serves POST /claims/move: a migration claim. The new consumer
+// migration_uuid takes over the consumer's current allocations and the
+// consumer gets a destination away from its current roots, in one
+// transaction. The response's "held" shows the migration consumer's.
+func (s *Server) claimMove(c echo.Context) error {
+	b, p, err := s.claimParams(c, moveSchema)
+	if err != nil {
+		return err
+	}
+	r, err := s.claims.Move(c.Request().Context(), p, b.MigrationUUID)
 	if err != nil {
 		return candidatesError(err)
 	}
@@ -202,7 +241,7 @@ func claimResponse(r *claims.Result) map[string]any {
 		}
 		attempts[i] = map[string]any{"root_provider_uuid": a.Root, "providers": a.Providers, "error": e}
 	}
-	return map[string]any{
+	out := map[string]any{
 		"consumer_uuid":         r.ConsumerUUID,
 		"allocations":           allocationsJSON(r.Allocations),
 		"mappings":              r.Mappings,
@@ -212,6 +251,14 @@ func claimResponse(r *claims.Result) map[string]any {
 		"candidates_considered": r.Considered,
 		"rejections":            rejectionsJSON(r.Rejections),
 	}
+	if len(r.With) > 0 {
+		held := map[string]any{}
+		for _, w := range r.With {
+			held[w.ConsumerUUID] = map[string]any{"allocations": allocationsJSON(w.Allocations)}
+		}
+		out["held"] = held
+	}
+	return out
 }
 
 // allocationsJSON renders allocations as PUT /allocations takes them:

@@ -125,6 +125,18 @@ func TestClaimsAPI(t *testing.T) {
 		t.Fatalf("reschedule: %d %v", code, body)
 	}
 
+	// Move it back: a migration consumer holds the current provider.
+	const migration = "99999999-2222-3333-4444-555555555555"
+	code, body = call(t, s, http.MethodPost, "/claims/move", "admin",
+		`{"consumer_uuid": "`+consumer+`", "migration_uuid": "`+migration+`", "query": {"resources": "VCPU:4,MEMORY_MB:1024"}}`)
+	if code != http.StatusOK || body["root_provider_uuid"] != root || body["held"].(map[string]any)[migration] == nil {
+		t.Fatalf("move: %d %v", code, body)
+	}
+	if code, _ := call(t, s, http.MethodPost, "/claims/move", "admin",
+		`{"consumer_uuid": "`+consumer+`", "query": {"resources": "VCPU:1"}}`); code != http.StatusBadRequest {
+		t.Errorf("move without migration_uuid: %d", code)
+	}
+
 	// Bad requests: the query follows GET /allocation_candidates' rules.
 	for _, tt := range []struct{ body, want string }{
 		{`{"consumer_uuid": "x", "project_id": "p", "user_id": "u", "query": {"resources": "VCPU:1"}}`, "is not a 'uuid'"},
