@@ -187,7 +187,7 @@ type Explanation struct {
 
 // Explain ranks the candidates for p as Claim would, without writing.
 func (c *Claimer) Explain(ctx context.Context, p Params) (*Explanation, error) {
-	_, r, err := c.rank(ctx, &p)
+	r, err := c.rank(ctx, &p)
 	var refused *scheduler.RefusedError
 	if errors.As(err, &refused) {
 		return &Explanation{Ranking: r, Refusal: refused.Reason}, nil
@@ -199,13 +199,13 @@ func (c *Claimer) Explain(ctx context.Context, p Params) (*Explanation, error) {
 }
 
 // rank gets the candidates and ranks them.
-func (c *Claimer) rank(ctx context.Context, p *Params) (*scheduler.Request, *scheduler.Ranking, error) {
+func (c *Claimer) rank(ctx context.Context, p *Params) (*scheduler.Ranking, error) {
 	cp := p.Candidates
 	cp.Limit = 0
 	cp.Max = c.cfg.MaxCandidates
 	cands, err := c.store.AllocationCandidates(ctx, cp)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	req := &scheduler.Request{
 		ConsumerUUID: p.ConsumerUUID,
@@ -220,8 +220,7 @@ func (c *Claimer) rank(ctx context.Context, p *Params) (*scheduler.Request, *sch
 			req.Resources[r.Class] += r.Amount
 		}
 	}
-	r, err := c.policy.Rank(ctx, req, Convert(cands))
-	return req, r, err
+	return c.policy.Rank(ctx, req, Convert(cands))
 }
 
 // Claim places p: it ranks the candidates and writes the best one's
@@ -232,7 +231,7 @@ func (c *Claimer) rank(ctx context.Context, p *Params) (*scheduler.Request, *sch
 // (placement.concurrent_update) at once, since another candidate cannot
 // cure it. Nothing is written unless the claim succeeds.
 func (c *Claimer) Claim(ctx context.Context, p Params) (*Result, error) {
-	_, ranking, err := c.rank(ctx, &p)
+	ranking, err := c.rank(ctx, &p)
 	var refused *scheduler.RefusedError
 	if errors.As(err, &refused) {
 		return nil, &NotPlacedError{Reason: Refused, Considered: ranking.Considered,
