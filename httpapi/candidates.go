@@ -83,17 +83,35 @@ func (s *Server) allocationCandidates(c echo.Context) error {
 		return err
 	}
 	q := parseOrderedQuery(c.Request().URL.RawQuery)
+	params, err := s.candidatesParams(q, v)
+	if err != nil {
+		return err
+	}
+	cands, err := s.store.AllocationCandidates(c.Request().Context(), params)
+	if err != nil {
+		return candidatesError(err)
+	}
+	setCacheHeaders(c, time.Now())
+	buf := jsonBufs.Get().(*[]byte)
+	defer jsonBufs.Put(buf)
+	*buf = appendCandidates((*buf)[:0], cands, params.Groups, v)
+	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, *buf)
+}
+
+// candidatesParams reads an allocation candidates request from q, the
+// query parameters of GET /allocation_candidates, at microversion v.
+func (s *Server) candidatesParams(q orderedQuery, v Version) (ledger.CandidatesParams, error) {
 	params := ledger.CandidatesParams{
 		NestedAware: v.AtLeast(29),
 		Randomize:   s.cfg.RandomizeCandidates,
 		Max:         s.cfg.MaxCandidates,
 	}
 	if err := parseRequestWide(q, &params); err != nil {
-		return err
+		return params, err
 	}
 	groups, err := parseRequestGroups(q, v, params.SameSubtrees)
 	if err != nil {
-		return err
+		return params, err
 	}
 	params.Groups = groups
 	if policy := q.all("group_policy"); len(policy) > 0 {
@@ -106,26 +124,23 @@ func (s *Server) allocationCandidates(c echo.Context) error {
 			}
 		}
 		if suffixed > 1 {
-			return badRequest(`The "group_policy" parameter is required when specifying more than one "resources{N}" parameter.`)
+			return params, badRequest(`The "group_policy" parameter is required when specifying more than one "resources{N}" parameter.`)
 		}
 	}
+	return params, nil
+}
 
-	cands, err := s.store.AllocationCandidates(c.Request().Context(), params)
-	if err != nil {
-		var ue *ledger.UnknownNameError
-		if errors.As(err, &ue) {
-			if ue.Trait {
-				return badRequest("%s", ue.Error())
-			}
-			return badRequest("Invalid resource class in resources parameter: %s", ue.Error())
+// candidatesError words the ledger's unknown-name errors as Placement
+// does for allocation candidates.
+func candidatesError(err error) error {
+	var ue *ledger.UnknownNameError
+	if errors.As(err, &ue) {
+		if ue.Trait {
+			return badRequest("%s", ue.Error())
 		}
-		return err
+		return badRequest("Invalid resource class in resources parameter: %s", ue.Error())
 	}
-	setCacheHeaders(c, time.Now())
-	buf := jsonBufs.Get().(*[]byte)
-	defer jsonBufs.Put(buf)
-	*buf = appendCandidates((*buf)[:0], cands, groups, v)
-	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, *buf)
+	return err
 }
 
 // parseRequestWide reads the parameters that apply to the whole request:

@@ -12,8 +12,10 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/berthd/berth/claims"
 	"github.com/berthd/berth/ledger"
 	"github.com/berthd/berth/policy"
+	"github.com/berthd/berth/scheduler"
 )
 
 // Config configures the API server.
@@ -37,6 +39,12 @@ type Config struct {
 	MaxCandidates int
 	// MaxBodyBytes caps request bodies; 0 means 32 MiB.
 	MaxBodyBytes int64
+	// SchedulerPolicy ranks candidates for POST /claims; nil means no
+	// filters or weighers (the ledger's candidate order).
+	SchedulerPolicy *scheduler.Policy
+	// ClaimMaxAttempts bounds the writes one claim tries; 0 means
+	// claims.DefaultMaxAttempts.
+	ClaimMaxAttempts int
 }
 
 // DefaultMaxCandidates is the candidate cap used when Config.MaxCandidates is 0.
@@ -78,6 +86,7 @@ type Server struct {
 	log     *slog.Logger
 	e       *echo.Echo
 	started time.Time
+	claims  *claims.Claimer
 }
 
 // New builds the API server over store.
@@ -89,6 +98,11 @@ func New(cfg Config, store *ledger.Store, logger *slog.Logger) (*Server, error) 
 		logger = slog.Default()
 	}
 	s := &Server{cfg: cfg, policy: cfg.Policy, store: store, log: logger, e: echo.New(), started: time.Now().UTC()}
+	var err error
+	if s.claims, err = claims.New(store, cfg.SchedulerPolicy,
+		claims.Config{MaxAttempts: cfg.ClaimMaxAttempts, MaxCandidates: cfg.MaxCandidates}, logger); err != nil {
+		return nil, err
+	}
 	s.e.HideBanner = true
 	s.e.HidePort = true
 	s.e.HTTPErrorHandler = s.errorHandler

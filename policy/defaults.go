@@ -104,6 +104,13 @@ var operationRules = []Rule{
 	op("placement:allocation_candidates:list", adminOrService, "GET /allocation_candidates"),
 
 	op("placement:reshaper:reshape", service, "POST /reshaper"),
+
+	// Berth's own operations: select and claim in one step. They write
+	// allocations, so they default like the allocation rules.
+	op("berth:claims:create", adminOrService, "POST /claims"),
+	op("berth:claims:reschedule", adminOrService, "POST /claims/reschedule"),
+	op("berth:claims:move", adminOrService, "POST /claims/move"),
+	op("berth:claims:explain", adminOrService, "POST /claims/explain"),
 }
 
 func op(name, check, operation string) Rule {

@@ -70,6 +70,12 @@ func options() []option {
 		{flag: "otel-exporter", arg: "NAME", envs: []string{"BERTH_OTEL_EXPORTER"},
 			help: "Traces and metrics: none, stdout (JSON lines) or otlp (traces over OTLP/HTTP\n" +
 				"to $OTEL_EXPORTER_OTLP_ENDPOINT, default http://localhost:4318)."},
+		{flag: "scheduler-policy", arg: "FILE", envs: []string{"BERTH_SCHEDULER_POLICY"}, noDefault: true,
+			help: "JSON policy for POST /claims: filters, weighers, factors (docs/scheduling.md).\n" +
+				"Empty: claims try candidates in the ledger's order."},
+		{flag: "scriptlet", arg: "FILE", envs: []string{"BERTH_SCRIPTLET"}, noDefault: true,
+			help: "Starlark scriptlet for POST /claims: filter, weigh and choose functions\n" +
+				"(docs/scheduling.md)."},
 	}
 }
 
@@ -92,6 +98,8 @@ func newFlagSet(cfg *daemon.Config) *flag.FlagSet {
 	fs.DurationVar(&cfg.SnapshotRefresh, "snapshot-refresh", cfg.SnapshotRefresh, "")
 	fs.IntVar(&cfg.DBMaxConns, "db-max-conns", cfg.DBMaxConns, "")
 	fs.StringVar(&cfg.OTelExporter, "otel-exporter", cfg.OTelExporter, "")
+	fs.StringVar(&cfg.SchedulerPolicy, "scheduler-policy", cfg.SchedulerPolicy, "")
+	fs.StringVar(&cfg.Scriptlet, "scriptlet", cfg.Scriptlet, "")
 	return fs
 }
 

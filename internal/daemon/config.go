@@ -16,6 +16,7 @@ import (
 	"github.com/berthd/berth/internal/telemetry"
 	"github.com/berthd/berth/ledger"
 	"github.com/berthd/berth/policy"
+	"github.com/berthd/berth/scheduler"
 )
 
 // Config is berthd's whole configuration. Default returns it filled with
@@ -78,6 +79,13 @@ type Config struct {
 	// OTelExporter selects where traces and metrics go: "none" (default),
 	// "stdout" or "otlp" (OTLP/HTTP to $OTEL_EXPORTER_OTLP_ENDPOINT).
 	OTelExporter string
+	// SchedulerPolicy is the JSON policy file for POST /claims: filters,
+	// weighers and factors, scriptlet bounds (docs/scheduling.md). Empty:
+	// no filters or weighers, claims try candidates in the ledger's order.
+	SchedulerPolicy string
+	// Scriptlet is a Starlark file whose filter, weigh and choose
+	// functions take part in claims (docs/scheduling.md). Empty: none.
+	Scriptlet string
 }
 
 // Values for Config fields.
@@ -175,6 +183,16 @@ func (c Config) Validate() error {
 	if c.MaxCandidates < 1 {
 		errs = append(errs, fmt.Errorf("max candidates %d: want at least 1", c.MaxCandidates))
 	}
+	for _, f := range []struct{ what, path string }{{"scheduler policy", c.SchedulerPolicy}, {"scriptlet", c.Scriptlet}} {
+		if f.path == "" {
+			continue
+		}
+		if st, err := os.Stat(f.path); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", f.what, err))
+		} else if st.IsDir() {
+			errs = append(errs, fmt.Errorf("%s: %s is a directory", f.what, f.path))
+		}
+	}
 	if !slices.Contains(telemetry.Exporters(), c.OTelExporter) {
 		errs = append(errs, fmt.Errorf("otel exporter %q: want one of %v", c.OTelExporter, telemetry.Exporters()))
 	}
@@ -188,4 +206,37 @@ func (c Config) NewLogger(w io.Writer) *slog.Logger {
 		return slog.New(slog.NewJSONHandler(w, opts))
 	}
 	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// LoadSchedulerPolicy builds the claims policy from the SchedulerPolicy
+// and Scriptlet files; nil when neither is set.
+func (c Config) LoadSchedulerPolicy(log *slog.Logger) (*scheduler.Policy, error) {
+	if c.SchedulerPolicy == "" && c.Scriptlet == "" {
+		return nil, nil
+	}
+	var pc scheduler.PolicyConfig
+	if c.SchedulerPolicy != "" {
+		data, err := os.ReadFile(c.SchedulerPolicy)
+		if err != nil {
+			return nil, err
+		}
+		if pc, err = scheduler.ParsePolicyConfig(data); err != nil {
+			return nil, fmt.Errorf("%s: %w", c.SchedulerPolicy, err)
+		}
+	}
+	var script *scheduler.Scriptlet
+	if c.Scriptlet != "" {
+		src, err := os.ReadFile(c.Scriptlet)
+		if err != nil {
+			return nil, err
+		}
+		var sc scheduler.ScriptletConfig
+		if pc.Scriptlet != nil {
+			sc = *pc.Scriptlet
+		}
+		if script, err = scheduler.NewScriptlet(c.Scriptlet, src, sc, log); err != nil {
+			return nil, err
+		}
+	}
+	return scheduler.NewPolicy(pc, nil, script)
 }

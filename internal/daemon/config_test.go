@@ -119,3 +119,35 @@ func TestLoadPolicy(t *testing.T) {
 		t.Errorf("default: %v, %v", e, err)
 	}
 }
+
+func TestLoadSchedulerPolicy(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	cfg := Default()
+	if p, err := cfg.LoadSchedulerPolicy(nil); p != nil || err != nil {
+		t.Fatalf("no files: %v %v", p, err)
+	}
+	cfg.SchedulerPolicy = write("policy.json", `{"weighers": [{"name": "spread", "factor": 2}], "scriptlet": {"max_steps": 1000}}`)
+	cfg.Scriptlet = write("s.star", "def weigh(request, candidate):\n    return 1\n")
+	p, err := cfg.LoadSchedulerPolicy(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, weighers := p.Describe(); weighers["spread"] != 2 || weighers["scriptlet"] != 1 {
+		t.Errorf("weighers %v", weighers)
+	}
+	cfg.SchedulerPolicy = write("bad.json", `{"filters": [{"name": "nope"}]}`)
+	if _, err := cfg.LoadSchedulerPolicy(nil); err == nil || !strings.Contains(err.Error(), `unknown filter "nope"`) {
+		t.Errorf("bad policy: %v", err)
+	}
+	cfg.Scriptlet = filepath.Join(dir, "missing.star")
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "scriptlet") {
+		t.Errorf("missing scriptlet passes validation: %v", err)
+	}
+}

@@ -48,6 +48,9 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err erro
 		RandomizeCandidates: cfg.RandomizeCandidates,
 		MaxCandidates:       cfg.MaxCandidates,
 	}
+	if api.SchedulerPolicy, err = cfg.LoadSchedulerPolicy(log); err != nil {
+		return nil, err
+	}
 	if cfg.Auth == httpapi.AuthTokens {
 		if api.Tokens, err = LoadTokens(cfg.TokenFile, log); err != nil {
 			return nil, err
