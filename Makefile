@@ -30,8 +30,11 @@ vet:
 gotest:
 	$(GO) test -race ./...
 
-## conformance: play shared/conformance against bin/berthd
-##   (CONFORMANCE_ARGS="--only 'inventory*'" to pick files)
+## conformance: play shared/conformance against bin/berthd, in groups: the
+##   defaults, then the policy, RBAC and CORS files against berthd started
+##   with --policy open|legacy|secure and --cors-allowed-origin
+##   (CONFORMANCE_GROUPS="default secure" to pick groups;
+##   CONFORMANCE_GROUPS=default CONFORMANCE_ARGS="--only 'inventory*'" to pick files)
 conformance: build
 	SHARED='$(abspath $(SHARED))' BERTHD='$(CURDIR)/$(BIN)/berthd' scripts/conformance.sh
 

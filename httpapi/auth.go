@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/berthd/berth/policy"
 )
 
 // Principal is who a request acts for.
@@ -13,65 +15,159 @@ type Principal struct {
 	Roles     []string
 	ProjectID string
 	UserID    string
+	// SystemScope is "all" for a system-scoped token, else empty.
+	SystemScope string
 }
 
-// IsAdmin reports whether the principal holds the admin role.
-func (p Principal) IsAdmin() bool { return slices.Contains(p.Roles, "admin") }
+func (p Principal) credentials() policy.Credentials {
+	return policy.Credentials{Roles: p.Roles, ProjectID: p.ProjectID, UserID: p.UserID, SystemScope: p.SystemScope}
+}
 
 // Authentication strategies.
 const (
-	// AuthNoAuth2 trusts X-Auth-Token as "user[:project]", like Placement's
-	// noauth2 strategy: user "admin" gets the admin role. For development only.
+	// AuthNoAuth2 is Placement's noauth2 strategy, for development and
+	// tests: X-Auth-Token "user[:project]" is required and trusted as is;
+	// the roles are X-Roles when the request has that header, else admin
+	// for user "admin" and none for anyone else; X-Project-Id, when
+	// present, overrides the token's project; OpenStack-System-Scope makes
+	// the token system-scoped (with no project unless X-Project-Id names
+	// one). Anyone who can reach berthd can claim any identity.
 	AuthNoAuth2 = "noauth2"
-	// AuthTokens accepts only the static tokens of Config.Tokens.
+	// AuthTokens accepts only the static tokens of Config.Tokens; identity
+	// headers are ignored.
 	AuthTokens = "tokens"
+	// AuthKeystoneHeaders trusts the identity headers that an
+	// authenticating proxy in front of berthd, such as keystonemiddleware's
+	// auth_token, sets after validating the caller's token: it requires
+	// X-Identity-Status: Confirmed and takes X-Roles, X-Project-Id,
+	// X-User-Id and OpenStack-System-Scope as they are. Safe only when
+	// nothing but that proxy can reach berthd, and the proxy strips these
+	// headers from what clients send (keystonemiddleware does).
+	AuthKeystoneHeaders = "keystone-headers"
 )
 
+// AuthStrategies lists the authentication strategies.
+func AuthStrategies() []string { return []string{AuthNoAuth2, AuthTokens, AuthKeystoneHeaders} }
+
+// Request headers carrying identity.
 const (
-	headerAuthToken = "X-Auth-Token"
-	ctxPrincipal    = "berth.principal"
+	headerAuthToken      = "X-Auth-Token"
+	headerRoles          = "X-Roles"
+	headerProjectID      = "X-Project-Id"
+	headerUserID         = "X-User-Id"
+	headerSystemScope    = "OpenStack-System-Scope"
+	headerIdentityStatus = "X-Identity-Status"
+	ctxPrincipal         = "berth.principal"
 )
 
-// authenticate resolves X-Auth-Token to a Principal. The version document
-// at / needs no token.
+// authenticate resolves the request's identity to a Principal according to
+// Config.Auth. The version document at / needs none.
 func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		if c.Request().URL.Path == "/" {
 			return next(c)
 		}
-		token := c.Request().Header.Get(headerAuthToken)
-		if token == "" {
-			return newError(http.StatusUnauthorized, "", "No X-Auth-Token header was supplied.")
-		}
+		h := c.Request().Header
 		var p Principal
 		switch s.cfg.Auth {
+		case AuthKeystoneHeaders:
+			// keystonemiddleware sets Invalid (with delay_auth_decision) or
+			// answers 401 itself; no header at all means no proxy vouched
+			// for the request.
+			if h.Get(headerIdentityStatus) != "Confirmed" {
+				return newError(http.StatusUnauthorized, "", "The request was not authenticated by the identity proxy (no X-Identity-Status: Confirmed).")
+			}
+			p = Principal{
+				Roles:       splitRoles(h.Get(headerRoles)),
+				ProjectID:   h.Get(headerProjectID),
+				UserID:      h.Get(headerUserID),
+				SystemScope: h.Get(headerSystemScope),
+			}
 		case AuthTokens:
+			token := h.Get(headerAuthToken)
+			if token == "" {
+				return newError(http.StatusUnauthorized, "", "No X-Auth-Token header was supplied.")
+			}
 			var ok bool
 			if p, ok = s.cfg.Tokens[token]; !ok {
 				return newError(http.StatusUnauthorized, "", "The X-Auth-Token is not valid.")
 			}
 		default:
-			user, project, _ := strings.Cut(token, ":")
-			if project == "" {
-				project = user
+			token := h.Get(headerAuthToken)
+			if token == "" {
+				return newError(http.StatusUnauthorized, "", "No X-Auth-Token header was supplied.")
 			}
-			p = Principal{UserID: user, ProjectID: project}
-			if user == "admin" {
-				p.Roles = []string{"admin"}
-			}
+			p = noAuth2Principal(token, h)
 		}
 		c.Set(ctxPrincipal, p)
 		return next(c)
 	}
 }
 
-// authorize enforces the policy named rule. Every Placement operation is
-// admin-only by default, as in Placement's legacy default policy.
-func authorize(rule string) echo.MiddlewareFunc {
+// noAuth2Principal is the identity Placement's NoAuthMiddleware and
+// oslo.context make of a request: see AuthNoAuth2.
+func noAuth2Principal(token string, h http.Header) Principal {
+	user, project, _ := strings.Cut(token, ":")
+	if project == "" {
+		project = user
+	}
+	p := Principal{UserID: user, SystemScope: h.Get(headerSystemScope)}
+	if _, ok := h[http.CanonicalHeaderKey(headerRoles)]; ok {
+		p.Roles = splitRoles(h.Get(headerRoles))
+	} else if user == "admin" {
+		p.Roles = []string{"admin"}
+	}
+	switch {
+	case h.Get(headerProjectID) != "":
+		p.ProjectID = h.Get(headerProjectID)
+	case p.SystemScope == "":
+		p.ProjectID = project
+	}
+	return p
+}
+
+// splitRoles splits a comma-separated role list, dropping blanks.
+func splitRoles(v string) []string {
+	var roles []string
+	for _, r := range strings.Split(v, ",") {
+		if r = strings.TrimSpace(r); r != "" {
+			roles = append(roles, r)
+		}
+	}
+	return roles
+}
+
+// ruleTargets builds the policy target of the rules whose target is not
+// the caller's own project and user (Placement's default target). GET
+// /usages is checked against the project asked about, so that a project
+// reader may see only its own project's usages.
+var ruleTargets = map[string]func(c echo.Context) policy.Target{
+	"placement:usages": func(c echo.Context) policy.Target {
+		t := policy.Target{}
+		if q := c.QueryParams(); q.Has("project_id") {
+			t["project_id"] = q.Get("project_id")
+		}
+		return t
+	},
+}
+
+// authorize enforces the policy rule named rule (one of Placement's rule
+// names, see package policy; anything else panics) with the server's
+// enforcer, answering 403 in Placement's words when it refuses.
+func (s *Server) authorize(rule string) echo.MiddlewareFunc {
+	if !slices.Contains(policy.OperationRules(), rule) {
+		panic("httpapi: route guarded by unknown policy rule " + rule)
+	}
+	target := func(c echo.Context, p Principal) policy.Target {
+		return policy.Target{"project_id": p.ProjectID, "user_id": p.UserID}
+	}
+	if f, ok := ruleTargets[rule]; ok {
+		target = func(c echo.Context, _ Principal) policy.Target { return f(c) }
+	}
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			p, _ := c.Get(ctxPrincipal).(Principal)
-			if !p.IsAdmin() {
+			if !s.policy.Allowed(rule, p.credentials(), target(c, p)) {
 				return newError(http.StatusForbidden, "", "Policy does not allow %s to be performed.", rule)
 			}
 			return next(c)

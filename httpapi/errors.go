@@ -9,6 +9,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/berthd/berth/claims"
 	"github.com/berthd/berth/ledger"
 )
 
@@ -40,6 +41,10 @@ func conflictError(code, format string, args ...any) *Error {
 	return newError(http.StatusConflict, code, format, args...)
 }
 
+// CodeClaimNotPlaced is the error code of a claim that placed nothing
+// (Berth's extension; Placement has no claims).
+const CodeClaimNotPlaced = "berth.claims.not_placed"
+
 // errorCodeVersion is the first microversion whose error bodies carry "code".
 const errorCodeVersion = 23
 
@@ -63,6 +68,10 @@ func toError(c echo.Context, err error) *Error {
 	var e *Error
 	if errors.As(err, &e) {
 		return e
+	}
+	var np *claims.NotPlacedError
+	if errors.As(err, &np) {
+		return &Error{Status: http.StatusConflict, Code: CodeClaimNotPlaced, Msg: np.Error()}
 	}
 	var le *ledger.Error
 	if errors.As(err, &le) {

@@ -6,7 +6,9 @@ import (
 
 // validateQuery checks the request's query string against schema, the way
 // Placement does: as an object of strings, the last value winning for a
-// repeated key. Violations read "Invalid query string parameters: ...".
+// repeated key. Violations read "Invalid query string parameters: ..."
+// followed, as str() of a jsonschema error does, by the "Failed
+// validating ..." trailer that clients match on.
 func validateQuery(c echo.Context, schema *Schema) error {
 	q := c.QueryParams()
 	doc := make(map[string]any, len(q))
@@ -14,7 +16,7 @@ func validateQuery(c echo.Context, schema *Schema) error {
 		doc[k] = vs[len(vs)-1]
 	}
 	if err := schema.Validate(doc); err != nil {
-		return badRequest("Invalid query string parameters: %s", err.(*ValidationError).Message)
+		return badRequest("Invalid query string parameters: %s", err)
 	}
 	return nil
 }

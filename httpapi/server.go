@@ -12,15 +12,25 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/berthd/berth/claims"
 	"github.com/berthd/berth/ledger"
+	"github.com/berthd/berth/policy"
+	"github.com/berthd/berth/scheduler"
 )
 
 // Config configures the API server.
 type Config struct {
-	// Auth is AuthNoAuth2 (default) or AuthTokens.
+	// Auth is AuthNoAuth2 (default), AuthTokens or AuthKeystoneHeaders.
 	Auth string
 	// Tokens maps static tokens to principals when Auth is AuthTokens.
 	Tokens map[string]Principal
+	// Policy decides who may do what; nil means policy.SetAdmin without
+	// overrides (every operation needs the admin role).
+	Policy *policy.Enforcer
+	// CORSAllowedOrigins are the origins (scheme://host[:port], or "*")
+	// whose browsers may call the API across origins; empty disables CORS,
+	// and OPTIONS is answered 405 as by Placement without CORS.
+	CORSAllowedOrigins []string
 	// RandomizeCandidates shuffles allocation candidates instead of
 	// returning them in a deterministic order.
 	RandomizeCandidates bool
@@ -29,6 +39,12 @@ type Config struct {
 	MaxCandidates int
 	// MaxBodyBytes caps request bodies; 0 means 32 MiB.
 	MaxBodyBytes int64
+	// SchedulerPolicy ranks candidates for POST /claims; nil means no
+	// filters or weighers (the ledger's candidate order).
+	SchedulerPolicy *scheduler.Policy
+	// ClaimMaxAttempts bounds the writes one claim tries; 0 means
+	// claims.DefaultMaxAttempts.
+	ClaimMaxAttempts int
 }
 
 // DefaultMaxCandidates is the candidate cap used when Config.MaxCandidates is 0.
@@ -38,9 +54,20 @@ func (c *Config) setDefaults() error {
 	switch c.Auth {
 	case "":
 		c.Auth = AuthNoAuth2
-	case AuthNoAuth2, AuthTokens:
+	case AuthNoAuth2, AuthTokens, AuthKeystoneHeaders:
 	default:
 		return fmt.Errorf("httpapi: unknown auth strategy %q", c.Auth)
+	}
+	if c.Policy == nil {
+		var err error
+		if c.Policy, err = policy.New(policy.SetAdmin, nil); err != nil {
+			return err
+		}
+	}
+	for _, o := range c.CORSAllowedOrigins {
+		if err := ValidateOrigin(o); err != nil {
+			return fmt.Errorf("httpapi: %w", err)
+		}
 	}
 	if c.MaxCandidates <= 0 {
 		c.MaxCandidates = DefaultMaxCandidates
@@ -54,10 +81,12 @@ func (c *Config) setDefaults() error {
 // Server is the Placement API server. It implements http.Handler.
 type Server struct {
 	cfg     Config
+	policy  *policy.Enforcer
 	store   *ledger.Store
 	log     *slog.Logger
 	e       *echo.Echo
 	started time.Time
+	claims  *claims.Claimer
 }
 
 // New builds the API server over store.
@@ -68,11 +97,21 @@ func New(cfg Config, store *ledger.Store, logger *slog.Logger) (*Server, error) 
 	if logger == nil {
 		logger = slog.Default()
 	}
-	s := &Server{cfg: cfg, store: store, log: logger, e: echo.New(), started: time.Now().UTC()}
+	s := &Server{cfg: cfg, policy: cfg.Policy, store: store, log: logger, e: echo.New(), started: time.Now().UTC()}
+	var err error
+	if s.claims, err = claims.New(store, cfg.SchedulerPolicy,
+		claims.Config{MaxAttempts: cfg.ClaimMaxAttempts, MaxCandidates: cfg.MaxCandidates}, logger); err != nil {
+		return nil, err
+	}
 	s.e.HideBanner = true
 	s.e.HidePort = true
 	s.e.HTTPErrorHandler = s.errorHandler
 	s.e.Pre(assignRequestID, s.observe, microversion)
+	if len(cfg.CORSAllowedOrigins) > 0 {
+		// After microversion, as in Placement's pipeline, where a bad
+		// OpenStack-API-Version header is refused before CORS sees it.
+		s.e.Pre(newCORS(cfg.CORSAllowedOrigins).middleware)
+	}
 	s.e.Use(s.authenticate, rejectOptions, checkContentHeaders)
 	s.routes()
 	return s, nil
@@ -95,12 +134,13 @@ func (s *Server) routes() {
 var routeRegistrations []func(*Server)
 
 // handle registers a route that exists from microversion 1.minMinor on
-// (earlier versions get 404) and needs policy rule. GET routes answer JSON
+// (earlier versions get 404) and needs policy rule (one of
+// policy.OperationRules; anything else panics). GET routes answer JSON
 // and refuse an Accept header that rules it out; as in Placement, other
 // methods do not look at Accept (their errors are rendered in whatever
 // type the client prefers).
 func (s *Server) handle(method, path string, minMinor int, rule string, h echo.HandlerFunc) {
-	mw := []echo.MiddlewareFunc{versionGate(minMinor), authorize(rule)}
+	mw := []echo.MiddlewareFunc{versionGate(minMinor), s.authorize(rule)}
 	if method == http.MethodGet {
 		mw = append(mw, requireJSONAccept)
 	}

@@ -15,7 +15,7 @@ func init() {
 		s.handle(http.MethodGet, "/traits", 6, "placement:traits:list", s.traitList)
 		// Placement's GET /traits/{name} answers 204 without a body and
 		// does not look at Accept, so it skips handle's Accept check.
-		s.e.GET("/traits/:name", s.traitShow, versionGate(6), authorize("placement:traits:show"))
+		s.e.GET("/traits/:name", s.traitShow, versionGate(6), s.authorize("placement:traits:show"))
 		s.handle(http.MethodPut, "/traits/:name", 6, "placement:traits:update", s.traitPut)
 		s.handle(http.MethodDelete, "/traits/:name", 6, "placement:traits:delete", s.traitDelete)
 

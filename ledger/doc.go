@@ -7,4 +7,11 @@
 // applies whole or not at all. Errors leave this package as *Error values
 // whose Kind is one of ErrNotFound, ErrConflict or ErrInvalid, so callers
 // map them to HTTP statuses with errors.Is and never inspect driver errors.
+//
+// Capacity is guarded by row locks: every write that changes a provider's
+// inventory or usage locks the provider's row (SELECT ... FOR UPDATE)
+// before it reads capacity and usage, so checks and writes cannot
+// interleave. Writes take their locks in one order — projects, users and
+// consumer types (by name), consumers (by uuid), then providers (by id) —
+// so concurrent writers queue instead of deadlocking.
 package ledger

@@ -2,9 +2,12 @@ package ledger
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -19,7 +22,16 @@ type Config struct {
 	MaxConns int32
 	// Logger receives the store's structured logs; nil means slog.Default().
 	Logger *slog.Logger
+	// SnapshotRefresh is how often the in-memory snapshot that allocation
+	// candidates are computed from is fully reloaded, as a safety net
+	// behind change notifications; 0 means DefaultSnapshotRefresh and a
+	// negative value disables it.
+	SnapshotRefresh time.Duration
 }
+
+// DefaultSnapshotRefresh is the snapshot reload interval used when
+// Config.SnapshotRefresh is 0.
+const DefaultSnapshotRefresh = 5 * time.Minute
 
 // Store is the ledger. It is safe for concurrent use.
 type Store struct {
@@ -30,6 +42,15 @@ type Store struct {
 	// with the ids of the providers it touched (all=true: anything may have
 	// changed). They must not block.
 	changeHooks []func(providerIDs []int64, all bool)
+
+	// snap is the in-memory snapshot of providers (snapshot_cache.go).
+	snap *snapshotCache
+	// sender tags this process's change notifications so its own listener
+	// can skip them.
+	sender string
+	// stop ends the background goroutines (listener, periodic refresh).
+	stop context.CancelFunc
+	bg   sync.WaitGroup
 }
 
 // Open connects to the database in cfg, which must already be migrated, and
@@ -50,16 +71,42 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ledger: connect: %w", err)
 	}
-	s := &Store{pool: pool, log: cfg.Logger}
+	s := &Store{pool: pool, log: cfg.Logger, sender: randomSender()}
 	if err := s.syncStandard(ctx); err != nil {
 		pool.Close()
 		return nil, err
 	}
+	s.snap = newSnapshotCache(pool, cfg.Logger)
+	s.OnChange(s.snap.invalidate)
+	bg, stop := context.WithCancel(context.WithoutCancel(ctx))
+	s.stop = stop
+	s.bg.Add(1)
+	go func() { defer s.bg.Done(); s.snap.listen(bg, pcfg.ConnConfig, s.sender) }()
+	if cfg.SnapshotRefresh == 0 {
+		cfg.SnapshotRefresh = DefaultSnapshotRefresh
+	}
+	if cfg.SnapshotRefresh > 0 {
+		s.bg.Add(1)
+		go func() { defer s.bg.Done(); s.snap.refreshEvery(bg, cfg.SnapshotRefresh) }()
+	}
 	return s, nil
 }
 
-// Close releases the connection pool.
-func (s *Store) Close() { s.pool.Close() }
+// Close stops the background work and releases the connection pool.
+func (s *Store) Close() {
+	if s.stop != nil {
+		s.stop()
+		s.bg.Wait()
+	}
+	s.pool.Close()
+}
+
+// randomSender returns a process-unique tag for change notifications.
+func randomSender() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
 
 // Ping checks that the database answers.
 func (s *Store) Ping(ctx context.Context) error { return s.pool.Ping(ctx) }
@@ -124,6 +171,15 @@ func (s *Store) runTx(ctx context.Context, fn func(t *txn) error) (*txn, error) 
 	t := &txn{Tx: tx}
 	if err := fn(t); err != nil {
 		return nil, err
+	}
+	if len(t.touched) > 0 || t.all {
+		// Tell the other processes sharing this database which providers
+		// changed; PostgreSQL delivers the notification only if the
+		// transaction commits.
+		payload := notifyPayload(s.sender, t.touched, t.all)
+		if _, err := tx.Exec(ctx, `SELECT pg_notify($1, $2)`, notifyChannel, payload); err != nil {
+			return nil, fmt.Errorf("ledger: notify change: %w", err)
+		}
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return nil, fmt.Errorf("ledger: commit: %w", err)

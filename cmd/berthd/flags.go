@@ -40,18 +40,42 @@ func options() []option {
 		{flag: "log-format", arg: "FORMAT", envs: []string{"BERTH_LOG_FORMAT"},
 			help: "Log format on standard error: text or json."},
 		{flag: "auth", arg: "STRATEGY", envs: []string{"BERTH_AUTH"},
-			help: "Authentication: noauth2 (trust X-Auth-Token as user[:project]; \"admin\" is\n" +
-				"admin; development only) or tokens (static tokens from --token-file)."},
+			help: "Authentication: noauth2 (development and tests only: trust X-Auth-Token as\n" +
+				"user[:project], \"admin\" being admin, and X-Roles, X-Project-Id and\n" +
+				"OpenStack-System-Scope when sent), tokens (static tokens from --token-file) or\n" +
+				"keystone-headers (trust the identity headers set by an authenticating proxy\n" +
+				"such as keystonemiddleware; UNSAFE unless only that proxy can reach berthd)."},
 		{flag: "token-file", arg: "FILE", envs: []string{"BERTH_TOKEN_FILE"}, noDefault: true,
 			help: "Static tokens for --auth tokens, one per line:\n" +
 				"TOKEN ROLE[,ROLE...] [PROJECT_ID [USER_ID]]; # starts a comment line."},
+		{flag: "policy", arg: "SET", envs: []string{"BERTH_POLICY"},
+			help: "Policy rules: admin (every operation needs the admin role), secure\n" +
+				"(Placement's defaults: admin or service, project readers see their own\n" +
+				"usages, system-scoped tokens refused), legacy (Placement's deprecated\n" +
+				"defaults) or open (everything allowed to every authenticated user)."},
+		{flag: "policy-file", arg: "FILE", envs: []string{"BERTH_POLICY_FILE"}, noDefault: true,
+			help: "YAML or JSON mapping of Placement policy rule names to oslo.policy check\n" +
+				"strings (like Placement's policy.yaml), overriding rules of --policy."},
+		{flag: "cors-allowed-origin", arg: "ORIGIN", envs: []string{"BERTH_CORS_ALLOWED_ORIGINS"}, noDefault: true,
+			help: "Enable CORS for these origins (scheme://host[:port], or *); comma-separated,\n" +
+				"and the flag may be repeated. Unset: no CORS, OPTIONS answers 405."},
 		{flag: "randomize-candidates", envs: []string{"BERTH_RANDOMIZE_CANDIDATES"},
 			help: "Shuffle allocation candidates instead of returning them in a stable order."},
 		{flag: "max-candidates", arg: "N", envs: []string{"BERTH_MAX_CANDIDATES"},
 			help: "Most allocation candidates one request may generate before its limit applies."},
+		{flag: "snapshot-refresh", arg: "DURATION", envs: []string{"BERTH_SNAPSHOT_REFRESH"},
+			help: "Full reload interval of the in-memory ledger snapshot (e.g. 5m); negative disables."},
+		{flag: "db-max-conns", arg: "N", envs: []string{"BERTH_DB_MAX_CONNS"},
+			help: "Most PostgreSQL connections berthd opens."},
 		{flag: "otel-exporter", arg: "NAME", envs: []string{"BERTH_OTEL_EXPORTER"},
 			help: "Traces and metrics: none, stdout (JSON lines) or otlp (traces over OTLP/HTTP\n" +
 				"to $OTEL_EXPORTER_OTLP_ENDPOINT, default http://localhost:4318)."},
+		{flag: "scheduler-policy", arg: "FILE", envs: []string{"BERTH_SCHEDULER_POLICY"}, noDefault: true,
+			help: "JSON policy for POST /claims: filters, weighers, factors (docs/scheduling.md).\n" +
+				"Empty: claims try candidates in the ledger's order."},
+		{flag: "scriptlet", arg: "FILE", envs: []string{"BERTH_SCRIPTLET"}, noDefault: true,
+			help: "Starlark scriptlet for POST /claims: filter, weigh and choose functions\n" +
+				"(docs/scheduling.md)."},
 	}
 }
 
@@ -66,10 +90,32 @@ func newFlagSet(cfg *daemon.Config) *flag.FlagSet {
 	fs.StringVar(&cfg.LogFormat, "log-format", cfg.LogFormat, "")
 	fs.StringVar(&cfg.Auth, "auth", cfg.Auth, "")
 	fs.StringVar(&cfg.TokenFile, "token-file", cfg.TokenFile, "")
+	fs.StringVar(&cfg.Policy, "policy", cfg.Policy, "")
+	fs.StringVar(&cfg.PolicyFile, "policy-file", cfg.PolicyFile, "")
+	fs.Var((*listFlag)(&cfg.CORSAllowedOrigins), "cors-allowed-origin", "")
 	fs.BoolVar(&cfg.RandomizeCandidates, "randomize-candidates", cfg.RandomizeCandidates, "")
 	fs.IntVar(&cfg.MaxCandidates, "max-candidates", cfg.MaxCandidates, "")
+	fs.DurationVar(&cfg.SnapshotRefresh, "snapshot-refresh", cfg.SnapshotRefresh, "")
+	fs.IntVar(&cfg.DBMaxConns, "db-max-conns", cfg.DBMaxConns, "")
 	fs.StringVar(&cfg.OTelExporter, "otel-exporter", cfg.OTelExporter, "")
+	fs.StringVar(&cfg.SchedulerPolicy, "scheduler-policy", cfg.SchedulerPolicy, "")
+	fs.StringVar(&cfg.Scriptlet, "scriptlet", cfg.Scriptlet, "")
 	return fs
+}
+
+// listFlag is a repeatable flag whose values are comma-separated lists;
+// every value is appended, blanks dropped.
+type listFlag []string
+
+func (l *listFlag) String() string { return strings.Join(*l, ",") }
+
+func (l *listFlag) Set(v string) error {
+	for _, item := range strings.Split(v, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			*l = append(*l, item)
+		}
+	}
+	return nil
 }
 
 // parseConfig builds the configuration from defaults, then environment

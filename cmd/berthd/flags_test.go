@@ -26,7 +26,8 @@ func TestParseConfig(t *testing.T) {
 		check func(t *testing.T, c daemon.Config)
 	}{
 		{"defaults", nil, env(), func(t *testing.T, c daemon.Config) {
-			if c.Listen != "127.0.0.1:8778" || c.Auth != "noauth2" || c.MaxCandidates != 10000 ||
+			if c.Listen != "127.0.0.1:8778" || c.Auth != "noauth2" || c.Policy != "admin" || c.PolicyFile != "" ||
+				len(c.CORSAllowedOrigins) != 0 || c.MaxCandidates != 10000 ||
 				c.RandomizeCandidates || c.OTelExporter != "none" || c.LogLevel != "info" || c.DatabaseURL != "" {
 				t.Errorf("defaults: %+v", c)
 			}
@@ -60,6 +61,25 @@ func TestParseConfig(t *testing.T) {
 			func(t *testing.T, c daemon.Config) {
 				if c.Listen != "127.0.0.1:40001" || c.DatabaseURL != "postgres://postgres@/gabbi?host=/tmp&port=5432" {
 					t.Errorf("harness env: %+v", c)
+				}
+			}},
+		{"policy and CORS from env", nil, env(
+			"BERTH_POLICY", "secure",
+			"BERTH_POLICY_FILE", "/etc/berth/policy.yaml",
+			"BERTH_CORS_ALLOWED_ORIGINS", "http://a.example, https://b.example",
+			"BERTH_AUTH", "keystone-headers",
+		), func(t *testing.T, c daemon.Config) {
+			if c.Policy != "secure" || c.PolicyFile != "/etc/berth/policy.yaml" || c.Auth != "keystone-headers" ||
+				strings.Join(c.CORSAllowedOrigins, " ") != "http://a.example https://b.example" {
+				t.Errorf("from env: %+v", c)
+			}
+		}},
+		{"repeated CORS flag beats env", []string{"--cors-allowed-origin", "http://a.example",
+			"--cors-allowed-origin=http://b.example,http://c.example", "--policy", "open"},
+			env("BERTH_CORS_ALLOWED_ORIGINS", "http://env.example", "BERTH_POLICY", "legacy"),
+			func(t *testing.T, c daemon.Config) {
+				if c.Policy != "open" || strings.Join(c.CORSAllowedOrigins, " ") != "http://a.example http://b.example http://c.example" {
+					t.Errorf("flags: %+v", c)
 				}
 			}},
 		{"PORT loses to BERTH_LISTEN", nil, env("PORT", "40001", "BERTH_LISTEN", "127.0.0.1:2"),
@@ -96,7 +116,10 @@ func TestParseConfigErrors(t *testing.T) {
 		{"bad env int", nil, env("BERTH_MAX_CANDIDATES", "lots"), "$BERTH_MAX_CANDIDATES"},
 		{"bad PORT", nil, env("PORT", "http"), "$PORT"},
 		{"tokens without file", []string{"--auth", "tokens"}, env(), "needs a token file"},
-		{"unknown auth", []string{"--auth", "keystone"}, env(), "want noauth2 or tokens"},
+		{"unknown policy", []string{"--policy", "strict"}, env(), `policy "strict"`},
+		{"bad origin", []string{"--cors-allowed-origin", "http://a.example/"}, env(), "CORS origin"},
+		{"token file without tokens", []string{"--auth", "keystone-headers", "--token-file", "x"}, env(), "only used with"},
+		{"unknown auth", []string{"--auth", "keystone"}, env(), "want one of noauth2, tokens, keystone-headers"},
 		{"bad exporter", []string{"--otel-exporter", "jaeger"}, env(), "otel exporter"},
 		{"stray argument", []string{"serve"}, env(), "unexpected argument"},
 		{"not a postgres url", []string{"--database-url", "mysql://x"}, env(), "postgres://"},

@@ -10,9 +10,13 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/berthd/berth/httpapi"
 	"github.com/berthd/berth/internal/telemetry"
+	"github.com/berthd/berth/ledger"
+	"github.com/berthd/berth/policy"
+	"github.com/berthd/berth/scheduler"
 )
 
 // Config is berthd's whole configuration. Default returns it filled with
@@ -38,12 +42,26 @@ type Config struct {
 	// standard error.
 	LogFormat string
 	// Auth is how requests are authenticated: "noauth2" (default; trusts
-	// the X-Auth-Token header, for development) or "tokens" (static tokens
-	// from TokenFile).
+	// X-Auth-Token and the identity headers as Placement's noauth2 does,
+	// for development and tests), "tokens" (static tokens from TokenFile)
+	// or "keystone-headers" (trusts the identity headers an authenticating
+	// proxy such as keystonemiddleware sets; only safe behind one). See
+	// the httpapi.Auth* constants.
 	Auth string
 	// TokenFile is the static token file used when Auth is "tokens"; see
 	// LoadTokens for its format.
 	TokenFile string
+	// Policy is the built-in policy rule set: "admin" (default; every
+	// operation needs the admin role), "secure" (Placement's defaults,
+	// scope enforced), "legacy" (Placement's deprecated defaults) or
+	// "open" (everything allowed to every authenticated user).
+	Policy string
+	// PolicyFile, if set, is a YAML or JSON mapping of rule names to check
+	// strings (oslo.policy's policy.yaml) overriding rules of Policy.
+	PolicyFile string
+	// CORSAllowedOrigins are the origins allowed to call the API from a
+	// browser (scheme://host[:port], or "*"). Empty (default) disables CORS.
+	CORSAllowedOrigins []string
 	// RandomizeCandidates shuffles allocation candidates instead of
 	// returning them in a deterministic order, like Placement's
 	// [placement]randomize_allocation_candidates. Default false.
@@ -51,15 +69,30 @@ type Config struct {
 	// MaxCandidates caps how many allocation candidates one request may
 	// generate before its limit is applied. Default 10000.
 	MaxCandidates int
+	// SnapshotRefresh is how often the in-memory ledger snapshot behind
+	// allocation candidates and provider lists is reloaded in full, as a
+	// safety net behind change notifications. Default 5m; negative
+	// disables the periodic reload.
+	SnapshotRefresh time.Duration
+	// DBMaxConns caps the PostgreSQL connection pool. Default 16.
+	DBMaxConns int
 	// OTelExporter selects where traces and metrics go: "none" (default),
 	// "stdout" or "otlp" (OTLP/HTTP to $OTEL_EXPORTER_OTLP_ENDPOINT).
 	OTelExporter string
+	// SchedulerPolicy is the JSON policy file for POST /claims: filters,
+	// weighers and factors, scriptlet bounds (docs/scheduling.md). Empty:
+	// no filters or weighers, claims try candidates in the ledger's order.
+	SchedulerPolicy string
+	// Scriptlet is a Starlark file whose filter, weigh and choose
+	// functions take part in claims (docs/scheduling.md). Empty: none.
+	Scriptlet string
 }
 
 // Values for Config fields.
 const (
 	DefaultListen        = "127.0.0.1:8778"
 	DefaultMaxCandidates = httpapi.DefaultMaxCandidates
+	DefaultDBMaxConns    = 16
 
 	LogFormatText = "text"
 	LogFormatJSON = "json"
@@ -79,13 +112,16 @@ var logLevels = map[string]slog.Level{
 // $XDG_DATA_HOME nor the home directory is known.
 func Default() Config {
 	return Config{
-		Listen:        DefaultListen,
-		DataDir:       defaultDataDir(),
-		LogLevel:      "info",
-		LogFormat:     LogFormatText,
-		Auth:          httpapi.AuthNoAuth2,
-		MaxCandidates: DefaultMaxCandidates,
-		OTelExporter:  telemetry.ExporterNone,
+		Listen:          DefaultListen,
+		DataDir:         defaultDataDir(),
+		LogLevel:        "info",
+		LogFormat:       LogFormatText,
+		Auth:            httpapi.AuthNoAuth2,
+		Policy:          policy.SetAdmin,
+		MaxCandidates:   DefaultMaxCandidates,
+		SnapshotRefresh: ledger.DefaultSnapshotRefresh,
+		DBMaxConns:      DefaultDBMaxConns,
+		OTelExporter:    telemetry.ExporterNone,
 	}
 }
 
@@ -119,7 +155,7 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("log format %q: want text or json", c.LogFormat))
 	}
 	switch c.Auth {
-	case httpapi.AuthNoAuth2:
+	case httpapi.AuthNoAuth2, httpapi.AuthKeystoneHeaders:
 		if c.TokenFile != "" {
 			errs = append(errs, errors.New("a token file is only used with auth \"tokens\""))
 		}
@@ -128,10 +164,34 @@ func (c Config) Validate() error {
 			errs = append(errs, errors.New("auth \"tokens\" needs a token file"))
 		}
 	default:
-		errs = append(errs, fmt.Errorf("auth %q: want noauth2 or tokens", c.Auth))
+		errs = append(errs, fmt.Errorf("auth %q: want one of %s", c.Auth, strings.Join(httpapi.AuthStrategies(), ", ")))
+	}
+	if !slices.Contains(policy.Sets(), c.Policy) {
+		errs = append(errs, fmt.Errorf("policy %q: want one of %s", c.Policy, strings.Join(policy.Sets(), ", ")))
+	}
+	for _, o := range c.CORSAllowedOrigins {
+		if err := httpapi.ValidateOrigin(o); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if c.DBMaxConns < 1 || c.DBMaxConns > 10000 {
+		errs = append(errs, fmt.Errorf("db max conns %d: want 1 to 10000", c.DBMaxConns))
+	}
+	if c.SnapshotRefresh == 0 {
+		errs = append(errs, fmt.Errorf("snapshot refresh: want a positive duration, or negative to disable"))
 	}
 	if c.MaxCandidates < 1 {
 		errs = append(errs, fmt.Errorf("max candidates %d: want at least 1", c.MaxCandidates))
+	}
+	for _, f := range []struct{ what, path string }{{"scheduler policy", c.SchedulerPolicy}, {"scriptlet", c.Scriptlet}} {
+		if f.path == "" {
+			continue
+		}
+		if st, err := os.Stat(f.path); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", f.what, err))
+		} else if st.IsDir() {
+			errs = append(errs, fmt.Errorf("%s: %s is a directory", f.what, f.path))
+		}
 	}
 	if !slices.Contains(telemetry.Exporters(), c.OTelExporter) {
 		errs = append(errs, fmt.Errorf("otel exporter %q: want one of %v", c.OTelExporter, telemetry.Exporters()))
@@ -146,4 +206,37 @@ func (c Config) NewLogger(w io.Writer) *slog.Logger {
 		return slog.New(slog.NewJSONHandler(w, opts))
 	}
 	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// LoadSchedulerPolicy builds the claims policy from the SchedulerPolicy
+// and Scriptlet files; nil when neither is set.
+func (c Config) LoadSchedulerPolicy(log *slog.Logger) (*scheduler.Policy, error) {
+	if c.SchedulerPolicy == "" && c.Scriptlet == "" {
+		return nil, nil
+	}
+	var pc scheduler.PolicyConfig
+	if c.SchedulerPolicy != "" {
+		data, err := os.ReadFile(c.SchedulerPolicy)
+		if err != nil {
+			return nil, err
+		}
+		if pc, err = scheduler.ParsePolicyConfig(data); err != nil {
+			return nil, fmt.Errorf("%s: %w", c.SchedulerPolicy, err)
+		}
+	}
+	var script *scheduler.Scriptlet
+	if c.Scriptlet != "" {
+		src, err := os.ReadFile(c.Scriptlet)
+		if err != nil {
+			return nil, err
+		}
+		var sc scheduler.ScriptletConfig
+		if pc.Scriptlet != nil {
+			sc = *pc.Scriptlet
+		}
+		if script, err = scheduler.NewScriptlet(c.Scriptlet, src, sc, log); err != nil {
+			return nil, err
+		}
+	}
+	return scheduler.NewPolicy(pc, nil, script)
 }

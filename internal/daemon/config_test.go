@@ -30,10 +30,11 @@ func TestDefaultDataDir(t *testing.T) {
 }
 
 func TestValidateReportsEveryProblem(t *testing.T) {
-	c := Config{Listen: "nope", LogLevel: "loud", LogFormat: "xml", Auth: "tokens", OTelExporter: "x"}
+	c := Config{Listen: "nope", LogLevel: "loud", LogFormat: "xml", Auth: "tokens", OTelExporter: "x",
+		Policy: "strict", CORSAllowedOrigins: []string{"http://ok.example", "ok.example"}}
 	err := c.Validate()
 	for _, want := range []string{"listen address", "no database URL", "log level", "log format",
-		"needs a token file", "max candidates", "otel exporter"} {
+		"needs a token file", "max candidates", "otel exporter", `policy "strict"`, `CORS origin "ok.example"`} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q: %v", want, err)
 		}
@@ -83,5 +84,70 @@ func TestLoadTokensErrors(t *testing.T) {
 				t.Fatalf("err = %v, want %q", err, tc.want)
 			}
 		})
+	}
+}
+
+func TestLoadPolicy(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "policy.yaml")
+	content := `# looser usages, and a typo
+"placement:usages": "role:reader"
+"placement:usage": "@"
+`
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var logs strings.Builder
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	e, err := LoadPolicy(Config{Policy: "secure", PolicyFile: path}, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := e.CheckString("placement:usages"); got != "role:reader" || e.Set() != "secure" {
+		t.Errorf("set %s, placement:usages = %q", e.Set(), got)
+	}
+	if !strings.Contains(logs.String(), "rule=placement:usage ") {
+		t.Errorf("no warning about the typo: %s", logs.String())
+	}
+
+	if err := os.WriteFile(path, []byte(`"placement:usages": "role:reader or"`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadPolicy(Config{Policy: "secure", PolicyFile: path}, log); err == nil {
+		t.Error("a bad check string was accepted")
+	}
+	if e, err := LoadPolicy(Default(), log); err != nil || e.Set() != "admin" {
+		t.Errorf("default: %v, %v", e, err)
+	}
+}
+
+func TestLoadSchedulerPolicy(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	cfg := Default()
+	if p, err := cfg.LoadSchedulerPolicy(nil); p != nil || err != nil {
+		t.Fatalf("no files: %v %v", p, err)
+	}
+	cfg.SchedulerPolicy = write("policy.json", `{"weighers": [{"name": "spread", "factor": 2}], "scriptlet": {"max_steps": 1000}}`)
+	cfg.Scriptlet = write("s.star", "def weigh(request, candidate):\n    return 1\n")
+	p, err := cfg.LoadSchedulerPolicy(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, weighers := p.Describe(); weighers["spread"] != 2 || weighers["scriptlet"] != 1 {
+		t.Errorf("weighers %v", weighers)
+	}
+	cfg.SchedulerPolicy = write("bad.json", `{"filters": [{"name": "nope"}]}`)
+	if _, err := cfg.LoadSchedulerPolicy(nil); err == nil || !strings.Contains(err.Error(), `unknown filter "nope"`) {
+		t.Errorf("bad policy: %v", err)
+	}
+	cfg.Scriptlet = filepath.Join(dir, "missing.star")
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "scriptlet") {
+		t.Errorf("missing scriptlet passes validation: %v", err)
 	}
 }

@@ -44,13 +44,20 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err erro
 	}
 	api := httpapi.Config{
 		Auth:                cfg.Auth,
+		CORSAllowedOrigins:  cfg.CORSAllowedOrigins,
 		RandomizeCandidates: cfg.RandomizeCandidates,
 		MaxCandidates:       cfg.MaxCandidates,
+	}
+	if api.SchedulerPolicy, err = cfg.LoadSchedulerPolicy(log); err != nil {
+		return nil, err
 	}
 	if cfg.Auth == httpapi.AuthTokens {
 		if api.Tokens, err = LoadTokens(cfg.TokenFile, log); err != nil {
 			return nil, err
 		}
+	}
+	if api.Policy, err = LoadPolicy(cfg, log); err != nil {
+		return nil, err
 	}
 
 	d := &Daemon{cfg: cfg, log: log}
@@ -73,7 +80,12 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err erro
 	if err = ledger.Migrate(ctx, d.db.url); err != nil {
 		return nil, err
 	}
-	if d.store, err = ledger.Open(ctx, ledger.Config{DatabaseURL: d.db.url, Logger: log}); err != nil {
+	if d.store, err = ledger.Open(ctx, ledger.Config{
+		DatabaseURL:     d.db.url,
+		MaxConns:        int32(cfg.DBMaxConns),
+		SnapshotRefresh: cfg.SnapshotRefresh,
+		Logger:          log,
+	}); err != nil {
 		return nil, err
 	}
 	handler, err := httpapi.New(api, d.store, log)
@@ -99,7 +111,12 @@ func (d *Daemon) Addr() net.Addr { return d.ln.Addr() }
 func (d *Daemon) Run(ctx context.Context) error {
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- d.srv.Serve(httpapi.WrapListener(d.ln)) }()
-	d.log.Info("berthd serving the Placement API", "addr", d.ln.Addr().String(), "auth", d.cfg.Auth)
+	d.log.Info("berthd serving the Placement API", "addr", d.ln.Addr().String(), "auth", d.cfg.Auth,
+		"policy", d.cfg.Policy, "policy_file", d.cfg.PolicyFile, "cors_allowed_origins", d.cfg.CORSAllowedOrigins)
+	if d.cfg.Auth == httpapi.AuthKeystoneHeaders {
+		d.log.Warn("auth keystone-headers trusts X-Roles, X-Project-Id, X-User-Id and OpenStack-System-Scope: " +
+			"only an authenticating proxy (keystonemiddleware) may be able to reach berthd")
+	}
 
 	var err error
 	select {

@@ -1,0 +1,355 @@
+package httpapi
+
+import (
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/berthd/berth/ledger"
+)
+
+func init() {
+	routeRegistrations = append(routeRegistrations, func(s *Server) {
+		s.handle(http.MethodGet, "/allocation_candidates", 10, "placement:allocation_candidates:list", s.allocationCandidates)
+	})
+}
+
+// candidatesSchemas are Placement's query schemas for GET
+// /allocation_candidates, newest first: the first whose microversion the
+// request reaches applies.
+var candidatesSchemas = func() []struct {
+	minor  int
+	schema *Schema
+} {
+	group := func(pat string) string {
+		var b strings.Builder
+		for i, p := range []string{"resources", "required", "member_of", "in_tree"} {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString(`"^` + p + `(` + pat + `)?$": {"type": "string"}`)
+		}
+		return b.String()
+	}
+	const limit = `"limit": {"type": ["integer", "string"], "pattern": "^[1-9][0-9]*$", "minimum": 1, "minLength": 1}`
+	const policy = `"group_policy": {"type": "string", "enum": ["none", "isolate"]}`
+	numbered, named := `[1-9][0-9]*`, `[a-zA-Z0-9_-]{1,64}`
+	// Before 1.31 the suffixed keys exclude in_tree.
+	noInTree := strings.Replace(group(numbered), `, "^in_tree(`+numbered+`)?$": {"type": "string"}`, "", 1)
+	obj := func(props, patterns, required string) string {
+		s := `{"type": "object", "properties": {` + props + `}`
+		if patterns != "" {
+			s += `, "patternProperties": {` + patterns + `}`
+		}
+		if required != "" {
+			s += `, "required": [` + required + `]`
+		}
+		return s + `, "additionalProperties": false}`
+	}
+	return []struct {
+		minor  int
+		schema *Schema
+	}{
+		{36, MustSchema(obj(limit+", "+policy+`, "root_required": {"type": ["string"]}, "same_subtree": {"type": ["string"]}`, group(named), ""))},
+		{35, MustSchema(obj(limit+", "+policy+`, "root_required": {"type": ["string"]}`, group(named), ""))},
+		{33, MustSchema(obj(limit+", "+policy, group(named), ""))},
+		{31, MustSchema(obj(limit+", "+policy, group(numbered), ""))},
+		{25, MustSchema(obj(limit+", "+policy, noInTree, ""))},
+		{21, MustSchema(obj(`"resources": {"type": "string"}, `+limit+`, "required": {"type": ["string"]}, "member_of": {"type": ["string"]}`, "", `"resources"`))},
+		{17, MustSchema(obj(`"resources": {"type": "string"}, `+limit+`, "required": {"type": ["string"]}`, "", `"resources"`))},
+		{16, MustSchema(obj(`"resources": {"type": "string"}, `+limit, "", `"resources"`))},
+		{10, MustSchema(obj(`"resources": {"type": "string"}`, "", `"resources"`))},
+	}
+}()
+
+func candidatesSchema(v Version) *Schema {
+	for _, s := range candidatesSchemas {
+		if v.AtLeast(s.minor) {
+			return s.schema
+		}
+	}
+	return candidatesSchemas[len(candidatesSchemas)-1].schema
+}
+
+// allocationCandidates serves GET /allocation_candidates.
+func (s *Server) allocationCandidates(c echo.Context) error {
+	v := version(c)
+	if err := validateQuery(c, candidatesSchema(v)); err != nil {
+		return err
+	}
+	q := parseOrderedQuery(c.Request().URL.RawQuery)
+	params, err := s.candidatesParams(q, v)
+	if err != nil {
+		return err
+	}
+	cands, err := s.store.AllocationCandidates(c.Request().Context(), params)
+	if err != nil {
+		return candidatesError(err)
+	}
+	setCacheHeaders(c, time.Now())
+	buf := jsonBufs.Get().(*[]byte)
+	defer jsonBufs.Put(buf)
+	*buf = appendCandidates((*buf)[:0], cands, params.Groups, v)
+	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, *buf)
+}
+
+// candidatesParams reads an allocation candidates request from q, the
+// query parameters of GET /allocation_candidates, at microversion v.
+func (s *Server) candidatesParams(q orderedQuery, v Version) (ledger.CandidatesParams, error) {
+	params := ledger.CandidatesParams{
+		NestedAware: v.AtLeast(29),
+		Randomize:   s.cfg.RandomizeCandidates,
+		Max:         s.cfg.MaxCandidates,
+	}
+	if err := parseRequestWide(q, &params); err != nil {
+		return params, err
+	}
+	groups, err := parseRequestGroups(q, v, params.SameSubtrees)
+	if err != nil {
+		return params, err
+	}
+	params.Groups = groups
+	if policy := q.all("group_policy"); len(policy) > 0 {
+		params.Isolate = policy[0] == "isolate"
+	} else {
+		suffixed := 0
+		for _, g := range groups {
+			if g.Suffix != "" {
+				suffixed++
+			}
+		}
+		if suffixed > 1 {
+			return params, badRequest(`The "group_policy" parameter is required when specifying more than one "resources{N}" parameter.`)
+		}
+	}
+	return params, nil
+}
+
+// candidatesError words the ledger's unknown-name errors as Placement
+// does for allocation candidates.
+func candidatesError(err error) error {
+	var ue *ledger.UnknownNameError
+	if errors.As(err, &ue) {
+		if ue.Trait {
+			return badRequest("%s", ue.Error())
+		}
+		return badRequest("Invalid resource class in resources parameter: %s", ue.Error())
+	}
+	return err
+}
+
+// parseRequestWide reads the parameters that apply to the whole request:
+// limit, root_required and same_subtree (Placement's
+// RequestWideParams.from_request). Repeated limit and group_policy keep
+// their first value, as in Placement.
+func parseRequestWide(q orderedQuery, p *ledger.CandidatesParams) error {
+	if limits := q.all("limit"); len(limits) > 0 {
+		n, err := strconv.Atoi(strings.TrimSpace(limits[0]))
+		if err != nil || n < 1 {
+			return badRequest("Invalid query string parameters: %q is not a valid limit", limits[0])
+		}
+		p.Limit = n
+	}
+	if rr := q.all("root_required"); len(rr) > 0 {
+		if len(rr) > 1 {
+			return newError(http.StatusBadRequest, ledger.CodeQueryDuplicateKey,
+				"Query parameter 'root_required' may be specified only once.")
+		}
+		required, forbidden, err := parseTraits(rr[0], true, false)
+		if err != nil {
+			return err
+		}
+		var conflicts []string
+		for _, any := range required {
+			p.RootRequired = appendUnique(p.RootRequired, any[0])
+			if contains(forbidden, any[0]) {
+				conflicts = appendUnique(conflicts, any[0])
+			}
+		}
+		if len(conflicts) > 0 {
+			return newError(http.StatusBadRequest, ledger.CodeQueryBadValue,
+				"Conflicting required and forbidden traits found in root_required: %s", strings.Join(conflicts, ", "))
+		}
+		p.RootForbidden = forbidden
+	}
+	for _, val := range q.all("same_subtree") {
+		var set []string
+		for _, s := range strings.Split(val, ",") {
+			s = strings.TrimSpace(s)
+			if s == "" {
+				return newError(http.StatusBadRequest, ledger.CodeQueryBadValue,
+					"Empty string (unsuffixed group) can not be specified in `same_subtree` ")
+			}
+			set = appendUnique(set, s)
+		}
+		p.SameSubtrees = append(p.SameSubtrees, set)
+	}
+	return nil
+}
+
+// jsonBufs recycles response buffers: a candidates response for thousands
+// of providers runs to megabytes.
+var jsonBufs = sync.Pool{New: func() any { b := make([]byte, 0, 64<<10); return &b }}
+
+// appendCandidates writes the response body for microversion v directly as
+// JSON: allocation_requests as a list of lists before 1.12 and of dicts
+// after, with mappings from 1.34; provider_summaries with traits from 1.17,
+// every inventory (not just the requested classes) from 1.27 and the tree
+// from 1.29.
+func appendCandidates(b []byte, c *ledger.Candidates, groups []ledger.RequestGroup, v Version) []byte {
+	b = append(b, `{"allocation_requests": [`...)
+	for i, ar := range c.Requests {
+		if i > 0 {
+			b = append(b, ", "...)
+		}
+		if v.AtLeast(12) {
+			b = append(b, `{"allocations": {`...)
+			for j, a := range ar.Allocations {
+				if j > 0 {
+					b = append(b, ", "...)
+				}
+				b = appendString(b, a.ProviderUUID)
+				b = append(b, `: {"resources": `...)
+				b = appendAmounts(b, a.Resources)
+				b = append(b, '}')
+			}
+			b = append(b, '}')
+			if v.AtLeast(34) {
+				b = append(b, `, "mappings": {`...)
+				for j, m := range ar.Mappings {
+					if j > 0 {
+						b = append(b, ", "...)
+					}
+					b = appendString(b, m.Suffix)
+					b = append(b, ": ["...)
+					for k, u := range m.ProviderUUIDs {
+						if k > 0 {
+							b = append(b, ", "...)
+						}
+						b = appendString(b, u)
+					}
+					b = append(b, ']')
+				}
+				b = append(b, '}')
+			}
+			b = append(b, '}')
+			continue
+		}
+		b = append(b, `{"allocations": [`...)
+		for j, a := range ar.Allocations {
+			if j > 0 {
+				b = append(b, ", "...)
+			}
+			b = append(b, `{"resource_provider": {"uuid": `...)
+			b = appendString(b, a.ProviderUUID)
+			b = append(b, `}, "resources": `...)
+			b = appendAmounts(b, a.Resources)
+			b = append(b, '}')
+		}
+		b = append(b, "]}"...)
+	}
+	b = append(b, `], "provider_summaries": {`...)
+	var requested map[string]bool
+	if !v.AtLeast(27) {
+		requested = map[string]bool{}
+		for _, g := range groups {
+			for _, r := range g.Resources {
+				requested[r.Class] = true
+			}
+		}
+	}
+	for i, ps := range c.Summaries {
+		if i > 0 {
+			b = append(b, ", "...)
+		}
+		b = appendString(b, ps.UUID)
+		b = append(b, `: {"resources": {`...)
+		n := 0
+		for _, r := range ps.Resources {
+			if requested != nil && !requested[r.Class] {
+				continue
+			}
+			if n > 0 {
+				b = append(b, ", "...)
+			}
+			n++
+			b = appendString(b, r.Class)
+			b = append(b, `: {"capacity": `...)
+			b = strconv.AppendInt(b, r.Capacity, 10)
+			b = append(b, `, "used": `...)
+			b = strconv.AppendInt(b, r.Used, 10)
+			b = append(b, '}')
+		}
+		b = append(b, '}')
+		if v.AtLeast(17) {
+			b = append(b, `, "traits": [`...)
+			for k, t := range ps.Traits {
+				if k > 0 {
+					b = append(b, ", "...)
+				}
+				b = appendString(b, t)
+			}
+			b = append(b, ']')
+		}
+		if v.AtLeast(29) {
+			b = append(b, `, "parent_provider_uuid": `...)
+			if ps.ParentUUID == "" {
+				b = append(b, "null"...)
+			} else {
+				b = appendString(b, ps.ParentUUID)
+			}
+			b = append(b, `, "root_provider_uuid": `...)
+			b = appendString(b, ps.RootUUID)
+		}
+		b = append(b, '}')
+	}
+	return append(b, "}}"...)
+}
+
+// appendAmounts writes {"CLASS": n, ...}.
+func appendAmounts(b []byte, rs []ledger.ResourceAmount) []byte {
+	b = append(b, '{')
+	for i, r := range rs {
+		if i > 0 {
+			b = append(b, ", "...)
+		}
+		b = appendString(b, r.Class)
+		b = append(b, ": "...)
+		b = strconv.AppendInt(b, r.Amount, 10)
+	}
+	return append(b, '}')
+}
+
+// appendString writes s as a JSON string.
+func appendString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' {
+			continue
+		}
+		b = append(b, s[start:i]...)
+		switch c {
+		case '"', '\\':
+			b = append(b, '\\', c)
+		case '\n':
+			b = append(b, '\\', 'n')
+		case '\t':
+			b = append(b, '\\', 't')
+		case '\r':
+			b = append(b, '\\', 'r')
+		default:
+			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+		}
+		start = i + 1
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}

@@ -1,0 +1,262 @@
+package httpapi
+
+import (
+	"fmt"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/berthd/berth/ledger"
+)
+
+func init() {
+	routeRegistrations = append(routeRegistrations, func(s *Server) {
+		const base = "/resource_providers/:uuid/inventories"
+		s.handle(http.MethodGet, base, 0, "placement:resource_providers:inventories:list", s.inventoriesList)
+		s.handle(http.MethodPost, base, 0, "placement:resource_providers:inventories:create", s.inventoryCreate)
+		s.handle(http.MethodPut, base, 0, "placement:resource_providers:inventories:update", s.inventoriesReplace)
+		s.handle(http.MethodDelete, base, 0, "placement:resource_providers:inventories:delete", s.inventoriesDelete)
+		s.handle(http.MethodGet, base+"/:resource_class", 0, "placement:resource_providers:inventories:show", s.inventoryShow)
+		s.handle(http.MethodPut, base+"/:resource_class", 0, "placement:resource_providers:inventories:update", s.inventoryUpdate)
+		s.handle(http.MethodDelete, base+"/:resource_class", 0, "placement:resource_providers:inventories:delete", s.inventoryDelete)
+	})
+}
+
+// The inventory schemas, as Placement's placement/schemas/inventory.py.
+const (
+	rcPattern       = `^[A-Z0-9_]+$`
+	inventoryFields = `
+		"resource_provider_generation": {"type": "integer"},
+		"total": {"type": "integer", "maximum": 2147483647, "minimum": 1},
+		"reserved": {"type": "integer", "maximum": 2147483647, "minimum": 0},
+		"min_unit": {"type": "integer", "maximum": 2147483647, "minimum": 1},
+		"max_unit": {"type": "integer", "maximum": 2147483647, "minimum": 1},
+		"step_size": {"type": "integer", "maximum": 2147483647, "minimum": 1},
+		"allocation_ratio": {"type": "number", "maximum": 3.40282e+38}`
+	// inventoryRecordSchema is one inventory inside PUT .../inventories.
+	inventoryRecordSchema = `{
+		"type": "object",
+		"properties": {` + inventoryFields + `},
+		"required": ["total"],
+		"additionalProperties": false
+	}`
+	// putInventoriesSchema is the body of PUT .../inventories (and of each
+	// provider in a reshape).
+	putInventoriesSchema = `{
+		"type": "object",
+		"properties": {
+			"resource_provider_generation": {"type": "integer"},
+			"inventories": {
+				"type": "object",
+				"patternProperties": {"` + rcPattern + `": ` + inventoryRecordSchema + `}
+			}
+		},
+		"required": ["resource_provider_generation", "inventories"],
+		"additionalProperties": false
+	}`
+)
+
+var (
+	putInventorySchema = MustSchema(`{
+		"type": "object",
+		"properties": {` + inventoryFields + `},
+		"required": ["total", "resource_provider_generation"],
+		"additionalProperties": false
+	}`)
+	postInventorySchema = MustSchema(`{
+		"type": "object",
+		"properties": {` + inventoryFields + `,
+			"resource_class": {"type": "string", "pattern": "` + rcPattern + `"}
+		},
+		"required": ["total", "resource_class"],
+		"additionalProperties": false
+	}`)
+	putInventoriesSchemaCompiled = MustSchema(putInventoriesSchema)
+)
+
+// inventoryBody is one inventory as sent by a client; absent fields take
+// Placement's defaults.
+type inventoryBody struct {
+	ResourceClass   string   `json:"resource_class"`
+	Generation      *int64   `json:"resource_provider_generation"`
+	Total           int64    `json:"total"`
+	Reserved        *int64   `json:"reserved"`
+	MinUnit         *int64   `json:"min_unit"`
+	MaxUnit         *int64   `json:"max_unit"`
+	StepSize        *int64   `json:"step_size"`
+	AllocationRatio *float64 `json:"allocation_ratio"`
+}
+
+func (b inventoryBody) inventory(class string) ledger.Inventory {
+	inv := ledger.DefaultInventory(class, b.Total)
+	set := func(dst *int64, src *int64) {
+		if src != nil {
+			*dst = *src
+		}
+	}
+	set(&inv.Reserved, b.Reserved)
+	set(&inv.MinUnit, b.MinUnit)
+	set(&inv.MaxUnit, b.MaxUnit)
+	set(&inv.StepSize, b.StepSize)
+	if b.AllocationRatio != nil {
+		inv.AllocationRatio = *b.AllocationRatio
+	}
+	return inv
+}
+
+// inventoriesBody is the body of PUT .../inventories.
+type inventoriesBody struct {
+	Generation  int64                     `json:"resource_provider_generation"`
+	Inventories orderedMap[inventoryBody] `json:"inventories"`
+}
+
+func (b inventoriesBody) inventories() []ledger.Inventory {
+	out := make([]ledger.Inventory, 0, len(b.Inventories.Keys))
+	for _, class := range b.Inventories.Keys {
+		out = append(out, b.Inventories.Values[class].inventory(class))
+	}
+	return out
+}
+
+// inventoryJSON is an inventory as Placement renders it.
+type inventoryJSON struct {
+	Generation      *int64    `json:"resource_provider_generation,omitempty"`
+	Total           int64     `json:"total"`
+	Reserved        int64     `json:"reserved"`
+	MinUnit         int64     `json:"min_unit"`
+	MaxUnit         int64     `json:"max_unit"`
+	StepSize        int64     `json:"step_size"`
+	AllocationRatio pyFloat64 `json:"allocation_ratio"`
+}
+
+func renderInventory(inv ledger.Inventory, generation *int64) inventoryJSON {
+	return inventoryJSON{
+		Generation: generation,
+		Total:      inv.Total, Reserved: inv.Reserved,
+		MinUnit: inv.MinUnit, MaxUnit: inv.MaxUnit, StepSize: inv.StepSize,
+		AllocationRatio: pyFloat64(inv.AllocationRatio),
+	}
+}
+
+func (s *Server) sendInventories(c echo.Context, pi ledger.ProviderInventories) error {
+	out := make(map[string]inventoryJSON, len(pi.Inventories))
+	for _, inv := range pi.Inventories {
+		out[inv.ResourceClass] = renderInventory(inv, nil)
+	}
+	setCacheHeaders(c, pi.LastModified())
+	return writeJSON(c, http.StatusOK, map[string]any{
+		"resource_provider_generation": pi.Generation,
+		"inventories":                  out,
+	})
+}
+
+// sendInventory answers with the inventory of class from pi.
+func (s *Server) sendInventory(c echo.Context, status int, pi ledger.ProviderInventories, class string) error {
+	inv, ok := pi.Find(class)
+	if !ok {
+		return fmt.Errorf("inventory of %s missing after write", class)
+	}
+	setCacheHeaders(c, inv.UpdatedAt)
+	gen := pi.Generation
+	return writeJSON(c, status, renderInventory(inv, &gen))
+}
+
+// inventoryParams reads the provider and microversion-dependent checks of
+// an inventory write.
+func inventoryParams(c echo.Context, generation *int64) ledger.InventoryParams {
+	return ledger.InventoryParams{
+		ProviderUUID:   c.Param("uuid"),
+		Generation:     generation,
+		ZeroCapacityOK: version(c).AtLeast(26),
+	}
+}
+
+// GET /resource_providers/{uuid}/inventories
+func (s *Server) inventoriesList(c echo.Context) error {
+	pi, err := s.store.InventoryList(c.Request().Context(), c.Param("uuid"))
+	if err != nil {
+		return err
+	}
+	return s.sendInventories(c, pi)
+}
+
+// GET /resource_providers/{uuid}/inventories/{resource_class}
+func (s *Server) inventoryShow(c echo.Context) error {
+	pi, err := s.store.InventoryList(c.Request().Context(), c.Param("uuid"))
+	if err != nil {
+		return err
+	}
+	class := c.Param("resource_class")
+	if _, ok := pi.Find(class); !ok {
+		return notFound("No inventory of class %s for %s", class, c.Param("uuid"))
+	}
+	return s.sendInventory(c, http.StatusOK, pi, class)
+}
+
+// POST /resource_providers/{uuid}/inventories
+func (s *Server) inventoryCreate(c echo.Context) error {
+	var body inventoryBody
+	if err := s.decodeBody(c, postInventorySchema, &body); err != nil {
+		return err
+	}
+	pi, err := s.store.InventoryCreate(c.Request().Context(), inventoryParams(c, nil), body.inventory(body.ResourceClass))
+	if err != nil {
+		return err
+	}
+	c.Response().Header().Set(echo.HeaderLocation, absoluteURL(c,
+		"/resource_providers/"+c.Param("uuid")+"/inventories/"+body.ResourceClass))
+	return s.sendInventory(c, http.StatusCreated, pi, body.ResourceClass)
+}
+
+// PUT /resource_providers/{uuid}/inventories/{resource_class}
+func (s *Server) inventoryUpdate(c echo.Context) error {
+	var body inventoryBody
+	if err := s.decodeBody(c, putInventorySchema, &body); err != nil {
+		return err
+	}
+	class := c.Param("resource_class")
+	pi, err := s.store.InventoryUpdate(c.Request().Context(), inventoryParams(c, body.Generation), body.inventory(class))
+	if err != nil {
+		return err
+	}
+	return s.sendInventory(c, http.StatusOK, pi, class)
+}
+
+// PUT /resource_providers/{uuid}/inventories
+func (s *Server) inventoriesReplace(c echo.Context) error {
+	var body inventoriesBody
+	if err := s.decodeBody(c, putInventoriesSchemaCompiled, &body); err != nil {
+		return err
+	}
+	pi, err := s.store.InventoriesReplace(c.Request().Context(), inventoryParams(c, &body.Generation), body.inventories())
+	if err != nil {
+		return err
+	}
+	return s.sendInventories(c, pi)
+}
+
+// DELETE /resource_providers/{uuid}/inventories/{resource_class}
+func (s *Server) inventoryDelete(c echo.Context) error {
+	if err := s.store.InventoryDelete(c.Request().Context(), c.Param("uuid"), c.Param("resource_class")); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
+}
+
+// DELETE /resource_providers/{uuid}/inventories, from microversion 1.5;
+// earlier versions answer 405, as Placement does.
+func (s *Server) inventoriesDelete(c echo.Context) error {
+	if !version(c).AtLeast(5) {
+		return newError(http.StatusMethodNotAllowed, "", "")
+	}
+	if err := s.store.InventoriesDelete(c.Request().Context(), c.Param("uuid")); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
+}
+
+// absoluteURL turns a path of this API into the absolute URL Placement
+// puts in Location headers.
+func absoluteURL(c echo.Context, path string) string {
+	return c.Scheme() + "://" + c.Request().Host + path
+}

@@ -1,0 +1,95 @@
+package httpapi
+
+import (
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/berthd/berth/ledger"
+)
+
+func init() {
+	routeRegistrations = append(routeRegistrations, func(s *Server) {
+		s.handle(http.MethodGet, "/resource_providers", 0, "placement:resource_providers:list", s.providerList)
+	})
+}
+
+// providerListSchemas are Placement's query schemas for GET
+// /resource_providers, newest first.
+var providerListSchemas = func() []struct {
+	minor  int
+	schema *Schema
+} {
+	props := `"name": {"type": "string"}, "uuid": {"type": "string", "format": "uuid"}`
+	obj := func(p string) *Schema {
+		return MustSchema(`{"type": "object", "properties": {` + p + `}, "additionalProperties": false}`)
+	}
+	p3 := props + `, "member_of": {"type": "string"}`
+	p4 := p3 + `, "resources": {"type": "string"}`
+	p14 := p4 + `, "in_tree": {"type": "string", "format": "uuid"}`
+	p18 := p14 + `, "required": {"type": "string"}`
+	return []struct {
+		minor  int
+		schema *Schema
+	}{{18, obj(p18)}, {14, obj(p14)}, {4, obj(p4)}, {3, obj(p3)}, {0, obj(props)}}
+}()
+
+// providerList serves GET /resource_providers, filtered by name, uuid,
+// member_of (1.3), resources (1.4), in_tree (1.14) and required (1.18), all
+// of which a provider must satisfy alone. It reads the ledger snapshot, the
+// same one allocation candidates are computed from.
+func (s *Server) providerList(c echo.Context) error {
+	v := version(c)
+	for _, ls := range providerListSchemas {
+		if v.AtLeast(ls.minor) {
+			if err := validateQuery(c, ls.schema); err != nil {
+				return err
+			}
+			break
+		}
+	}
+	q := parseOrderedQuery(c.Request().URL.RawQuery)
+	var f ledger.ProviderFilter
+	var err error
+	if _, ok := q.last("member_of"); ok {
+		if f.Group.MemberOf, f.Group.ForbiddenAggregates, err = parseMemberOf(q, "", v); err != nil {
+			return err
+		}
+	}
+	if _, ok := q.last("required"); ok {
+		if f.Group.RequiredTraits, f.Group.ForbiddenTraits, err = parseRequired(q, "required", v); err != nil {
+			return err
+		}
+	}
+	f.UUID, _ = q.last("uuid")
+	f.Name, _ = q.last("name")
+	f.InTree, _ = q.last("in_tree")
+	if r, ok := q.last("resources"); ok {
+		if f.Group.Resources, err = parseResources(r); err != nil {
+			return err
+		}
+	}
+	providers, err := s.store.ProvidersMatching(c.Request().Context(), f)
+	if err != nil {
+		var ue *ledger.UnknownNameError
+		if errors.As(err, &ue) {
+			if ue.Trait {
+				return badRequest(`Invalid trait(s) in "required" parameter: %s`, ue.Error())
+			}
+			return badRequest("Invalid resource class in resources parameter: %s", ue.Error())
+		}
+		return err
+	}
+	var lastModified time.Time
+	list := make([]any, len(providers))
+	for i, p := range providers {
+		list[i] = providerJSON(c, p)
+		if t := providerLastModified(p); t.After(lastModified) {
+			lastModified = t
+		}
+	}
+	setCacheHeaders(c, lastModified)
+	return writeJSON(c, http.StatusOK, map[string]any{"resource_providers": list})
+}

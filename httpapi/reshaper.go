@@ -1,0 +1,80 @@
+package httpapi
+
+import (
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/berthd/berth/ledger"
+)
+
+func init() {
+	routeRegistrations = append(routeRegistrations, func(s *Server) {
+		s.handle(http.MethodPost, "/reshaper", 30, "placement:reshaper:reshape", s.reshape)
+	})
+}
+
+// reshaperSchemaText is POST /reshaper, as Placement's
+// placement/schemas/reshaper.py: inventories as PUT .../inventories for
+// each provider, allocations as POST /allocations (possibly none).
+func reshaperSchemaText(minor int) string {
+	return `{
+		"type": "object",
+		"properties": {
+			"inventories": {
+				"type": "object",
+				"patternProperties": {"` + uuidKeyPattern + `": ` + putInventoriesSchema + `},
+				"minProperties": 1,
+				"additionalProperties": false
+			},
+			"allocations": ` + postAllocationsSchemaText(minor, "0") + `
+		},
+		"required": ["inventories", "allocations"],
+		"additionalProperties": false
+	}`
+}
+
+var (
+	reshaperSchemaV1_30 = MustSchema(reshaperSchemaText(30))
+	reshaperSchemaV1_34 = MustSchema(reshaperSchemaText(34))
+	reshaperSchemaV1_38 = MustSchema(reshaperSchemaText(38))
+)
+
+type reshaperBody struct {
+	Inventories orderedMap[inventoriesBody] `json:"inventories"`
+	Allocations orderedMap[consumerBody]    `json:"allocations"`
+}
+
+// POST /reshaper (1.30 on)
+func (s *Server) reshape(c echo.Context) error {
+	v := version(c)
+	schema := reshaperSchemaV1_30
+	switch {
+	case v.AtLeast(38):
+		schema = reshaperSchemaV1_38
+	case v.AtLeast(34):
+		schema = reshaperSchemaV1_34
+	}
+	var body reshaperBody
+	if err := s.decodeBody(c, schema, &body); err != nil {
+		return err
+	}
+	var p ledger.ReshapeParams
+	for _, rp := range body.Inventories.Keys {
+		ib := body.Inventories.Values[rp]
+		p.Inventories = append(p.Inventories, ledger.ProviderInventoryWrite{
+			ProviderUUID: rp,
+			Generation:   ib.Generation,
+			Inventories:  ib.inventories(),
+		})
+	}
+	ws, err := consumerWrites(body.Allocations, v)
+	if err != nil {
+		return err
+	}
+	p.Allocations = ws
+	if err := s.store.Reshape(c.Request().Context(), p); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
+}

@@ -1,0 +1,93 @@
+package httpapi
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/berthd/berth/ledger"
+)
+
+func init() {
+	routeRegistrations = append(routeRegistrations, func(s *Server) {
+		s.handle(http.MethodGet, "/resource_providers/:uuid/usages", 0, "placement:resource_providers:usages", s.providerUsagesGet)
+		s.handle(http.MethodGet, "/usages", 9, "placement:usages", s.usagesGet)
+	})
+}
+
+// The query schemas of GET /usages, as Placement's placement/schemas/usage.py.
+const usagesQueryFields = `
+	"project_id": {"type": "string", "minLength": 1, "maxLength": 255},
+	"user_id": {"type": "string", "minLength": 1, "maxLength": 255}`
+
+var (
+	usagesQuerySchemaV1_9 = MustSchema(`{
+		"type": "object",
+		"properties": {` + usagesQueryFields + `},
+		"required": ["project_id"],
+		"additionalProperties": false
+	}`)
+	usagesQuerySchemaV1_38 = MustSchema(`{
+		"type": "object",
+		"properties": {` + usagesQueryFields + `,
+			"consumer_type": {"type": "string", "pattern": "^([A-Z0-9_]+|all|unknown)$",
+			                  "minLength": 1, "maxLength": 255}
+		},
+		"required": ["project_id"],
+		"additionalProperties": false
+	}`)
+)
+
+// GET /resource_providers/{uuid}/usages
+func (s *Server) providerUsagesGet(c echo.Context) error {
+	u, err := s.store.ProviderUsagesGet(c.Request().Context(), c.Param("uuid"))
+	if err != nil {
+		return err
+	}
+	// Usage is a question about now, so Placement answers with now.
+	setCacheHeaders(c, time.Now())
+	return writeJSON(c, http.StatusOK, map[string]any{
+		"resource_provider_generation": u.Generation,
+		"usages":                       u.Usages,
+	})
+}
+
+// GET /usages?project_id=&user_id= (1.9 on); grouped by consumer type,
+// optionally narrowed with consumer_type=, from 1.38 on.
+func (s *Server) usagesGet(c echo.Context) error {
+	byType := version(c).AtLeast(38)
+	schema := usagesQuerySchemaV1_9
+	if byType {
+		schema = usagesQuerySchemaV1_38
+	}
+	if err := validateQuery(c, schema); err != nil {
+		return err
+	}
+	q := c.QueryParams()
+	groups, err := s.store.Usages(c.Request().Context(), ledger.UsagesParams{
+		ProjectID:    q.Get("project_id"),
+		UserID:       q.Get("user_id"),
+		ByType:       byType,
+		ConsumerType: q.Get("consumer_type"),
+	})
+	if err != nil {
+		return err
+	}
+	var usages any
+	if byType {
+		out := map[string]map[string]int64{}
+		for _, g := range groups {
+			m := map[string]int64{"consumer_count": g.ConsumerCount}
+			for class, n := range g.Usages {
+				m[class] = n
+			}
+			out[g.ConsumerType] = m
+		}
+		usages = out
+	} else {
+		usages = groups[0].Usages
+	}
+	setCacheHeaders(c, time.Now())
+	return writeJSON(c, http.StatusOK, map[string]any{"usages": usages})
+}

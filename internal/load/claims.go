@@ -1,0 +1,325 @@
+package load
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// ClaimsParams describes a claims run: Clients concurrent schedulers, each
+// looping "GET candidates, pick one, PUT /allocations/{new consumer}" and
+// retrying the whole step on 409, until Duration has passed or Claims
+// claims have been attempted, whichever comes first.
+type ClaimsParams struct {
+	Clients      int           // default 16
+	Duration     time.Duration // no new claim starts after this; default 60s unless Claims is set
+	Claims       int           // bound on claims attempted; 0 for none (Duration then bounds)
+	Resources    string        // flavor; default VCPU:4,MEMORY_MB:16384,DISK_GB:100
+	Limit        int           // limit parameter of the candidates GET; default 20
+	Pick         string        // "first" (default) or "random" among the answer
+	Retries      int           // attempts after the first on 409; default 10
+	ProjectID    string        // default a fixed benchmark project
+	UserID       string        // default a fixed benchmark user
+	ConsumerType string        // default INSTANCE
+	Seed         uint64        // random pick seed; 0 means time-based
+	Verify       bool          // check usages against capacity on every provider afterwards
+	VerifyConns  int           // concurrent GETs of the check; default 8
+}
+
+func (p *ClaimsParams) defaults() error {
+	if p.Clients <= 0 {
+		p.Clients = 16
+	}
+	if p.Duration <= 0 && p.Claims <= 0 {
+		p.Duration = 60 * time.Second
+	}
+	if p.Resources == "" {
+		p.Resources = "VCPU:4,MEMORY_MB:16384,DISK_GB:100"
+	}
+	if p.Limit <= 0 {
+		p.Limit = 20
+	}
+	switch p.Pick {
+	case "":
+		p.Pick = "first"
+	case "first", "random":
+	default:
+		return fmt.Errorf("claims: --pick must be first or random")
+	}
+	if p.Retries < 0 {
+		p.Retries = 0
+	} else if p.Retries == 0 {
+		p.Retries = 10
+	}
+	if p.ProjectID == "" {
+		p.ProjectID = NameUUID("bench-project")
+	}
+	if p.UserID == "" {
+		p.UserID = NameUUID("bench-user")
+	}
+	if p.ConsumerType == "" {
+		p.ConsumerType = "INSTANCE"
+	}
+	if p.Seed == 0 {
+		p.Seed = uint64(time.Now().UnixNano())
+	}
+	if p.VerifyConns <= 0 {
+		p.VerifyConns = 8
+	}
+	return nil
+}
+
+// ClaimsResult reports a claims run.
+type ClaimsResult struct {
+	Clients   int           `json:"clients"`
+	Pick      string        `json:"pick"`
+	Elapsed   time.Duration `json:"elapsed_ns"`
+	Claims    int           `json:"claims"` // successful
+	PerSecond float64       `json:"claims_per_second"`
+	Conflicts int           `json:"conflicts"`        // 409 answers to PUT /allocations
+	GaveUp    int           `json:"gave_up"`          // claims still conflicting after all retries
+	NoFit     int           `json:"no_candidates"`    // claims that found no candidate (cloud full)
+	Errors    int           `json:"errors"`           // other failures
+	Error     string        `json:"error,omitempty"`  // the first of them
+	Latency   Stats         `json:"claim_latency"`    // first GET to successful PUT, retries included
+	GetTime   Stats         `json:"candidates_get"`   // every candidates GET
+	PutTime   Stats         `json:"allocations_put"`  // every allocations PUT
+	Verify    *VerifyResult `json:"verify,omitempty"` // the overcommit check
+}
+
+// VerifyResult is the overcommit check over every provider.
+type VerifyResult struct {
+	Providers    int            `json:"providers"`
+	Overcommits  []Overcommit   `json:"overcommits"`
+	Used         map[string]int `json:"used"`     // total usage per class over all providers
+	Expected     map[string]int `json:"expected"` // successful claims times the flavor
+	Elapsed      time.Duration  `json:"elapsed_ns"`
+	Error        string         `json:"error,omitempty"`
+	OK           bool           `json:"ok"` // checked, nothing overcommitted
+	UsageMatches bool           `json:"usage_matches"`
+}
+
+type claimStats struct {
+	mu        sync.Mutex
+	latency   []time.Duration
+	gets      []time.Duration
+	puts      []time.Duration
+	conflicts int
+	gaveUp    int
+	noFit     int
+	errors    int
+	firstErr  string
+}
+
+func (s *claimStats) fail(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.errors++
+	if s.firstErr == "" {
+		s.firstErr = err.Error()
+	}
+}
+
+// errNoFit means the candidates answer was empty: the cloud is full for
+// this flavor, so every client stops.
+var errNoFit = errors.New("no allocation candidates")
+
+// errGaveUp means a claim still conflicted after all its retries; it is
+// counted apart from errors.
+var errGaveUp = errors.New("claim gave up after retries")
+
+// RunClaims runs the claims loop and then, if p.Verify, the overcommit
+// check. It stops by itself: no claim starts after p.Duration or once
+// p.Claims have started, and each claim makes at most 1+p.Retries attempts.
+// A client stops early when the cloud has no candidate left.
+func RunClaims(ctx context.Context, c *Client, p ClaimsParams, log io.Writer) (*ClaimsResult, error) {
+	if err := p.defaults(); err != nil {
+		return nil, err
+	}
+	flavor, err := ParseResources(p.Resources)
+	if err != nil {
+		return nil, err
+	}
+	path := CandidatesQuery{Groups: []Group{{Resources: flavor}}, Limit: p.Limit}.Path()
+	var st claimStats
+	var started, succeeded atomic.Int64
+	var full atomic.Bool
+	start := time.Now()
+	var deadline time.Time
+	if p.Duration > 0 {
+		deadline = start.Add(p.Duration)
+	}
+	var wg sync.WaitGroup
+	for w := 0; w < p.Clients; w++ {
+		wg.Add(1)
+		rng := rand.New(rand.NewPCG(p.Seed, uint64(w)))
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil && !full.Load() {
+				if !deadline.IsZero() && time.Now().After(deadline) {
+					return
+				}
+				if p.Claims > 0 && started.Add(1) > int64(p.Claims) {
+					return
+				}
+				err := claimOne(ctx, c, path, p, rng, &st)
+				switch {
+				case err == nil:
+					succeeded.Add(1)
+				case errors.Is(err, errNoFit):
+					full.Store(true)
+				case errors.Is(err, errGaveUp):
+				case ctx.Err() != nil:
+				default:
+					st.fail(err)
+				}
+			}
+		}()
+	}
+	stop := make(chan struct{})
+	go func() {
+		t := time.NewTicker(10 * time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				fmt.Fprintf(log, "claims: %d claimed in %s\n", succeeded.Load(), time.Since(start).Round(time.Second))
+			}
+		}
+	}()
+	wg.Wait()
+	close(stop)
+	elapsed := time.Since(start)
+	res := &ClaimsResult{
+		Clients: p.Clients, Pick: p.Pick, Elapsed: elapsed,
+		Claims: int(succeeded.Load()), PerSecond: float64(succeeded.Load()) / elapsed.Seconds(),
+		Conflicts: st.conflicts, GaveUp: st.gaveUp, NoFit: st.noFit, Errors: st.errors, Error: st.firstErr,
+		Latency: Summarize(st.latency), GetTime: Summarize(st.gets), PutTime: Summarize(st.puts),
+	}
+	if p.Verify && ctx.Err() == nil {
+		expected := map[string]int{}
+		for _, a := range flavor {
+			expected[a.Class] = a.Units * res.Claims
+		}
+		res.Verify = Verify(ctx, c, p.VerifyConns, expected)
+	}
+	return res, ctx.Err()
+}
+
+// claimOne makes one claim: up to 1+p.Retries rounds of GET candidates,
+// pick, PUT allocations. It returns nil once claimed, errGaveUp when every
+// attempt conflicted, errNoFit when there was no candidate.
+func claimOne(ctx context.Context, c *Client, path string, p ClaimsParams, rng *rand.Rand, st *claimStats) error {
+	consumer := RandomUUID()
+	start := time.Now()
+	for attempt := 0; attempt <= p.Retries; attempt++ {
+		resp, err := c.Do(ctx, http.MethodGet, path, nil)
+		if err != nil {
+			return err
+		}
+		var ans CandidatesAnswer
+		if err := json.Unmarshal(resp.Body, &ans); err != nil {
+			return fmt.Errorf("GET %s: decoding answer: %w", path, err)
+		}
+		st.mu.Lock()
+		st.gets = append(st.gets, resp.Elapsed)
+		st.mu.Unlock()
+		if len(ans.AllocationRequests) == 0 {
+			st.mu.Lock()
+			st.noFit++
+			st.mu.Unlock()
+			return errNoFit
+		}
+		choice := ans.AllocationRequests[0]
+		if p.Pick == "random" {
+			choice = ans.AllocationRequests[rng.IntN(len(ans.AllocationRequests))]
+		}
+		body := NewClaimBody(choice, p.ProjectID, p.UserID, p.ConsumerType)
+		resp, err = c.Do(ctx, http.MethodPut, "/allocations/"+consumer, body, http.StatusNoContent)
+		if resp != nil {
+			st.mu.Lock()
+			st.puts = append(st.puts, resp.Elapsed)
+			st.mu.Unlock()
+		}
+		if err == nil {
+			st.mu.Lock()
+			st.latency = append(st.latency, time.Since(start))
+			st.mu.Unlock()
+			return nil
+		}
+		if !IsStatus(err, http.StatusConflict) {
+			return err
+		}
+		st.mu.Lock()
+		st.conflicts++
+		st.mu.Unlock()
+	}
+	st.mu.Lock()
+	st.gaveUp++
+	st.mu.Unlock()
+	return errGaveUp
+}
+
+// Verify reads the inventories and usages of every provider and reports
+// any usage above (total - reserved) * allocation_ratio, and whether the
+// total usage per class equals expected (when expected is non-nil; it only
+// can on a server with no allocations but the run's).
+func Verify(ctx context.Context, c *Client, conns int, expected map[string]int) *VerifyResult {
+	start := time.Now()
+	v := &VerifyResult{Used: map[string]int{}, Expected: expected, Overcommits: []Overcommit{}}
+	rps, err := c.ListProviders(ctx)
+	if err != nil {
+		v.Error = err.Error()
+		return v
+	}
+	var mu sync.Mutex
+	err = forEach(ctx, len(rps), conns, func(ctx context.Context, i int) error {
+		rp := rps[i].UUID
+		var inv InventoriesBody
+		if _, err := c.JSON(ctx, http.MethodGet, "/resource_providers/"+rp+"/inventories", nil, &inv); err != nil {
+			return err
+		}
+		var use UsagesBody
+		if _, err := c.JSON(ctx, http.MethodGet, "/resource_providers/"+rp+"/usages", nil, &use); err != nil {
+			return err
+		}
+		over := Overcommits(rp, inv.Inventories, use.Usages)
+		mu.Lock()
+		defer mu.Unlock()
+		for class, n := range use.Usages {
+			v.Used[class] += n
+		}
+		v.Overcommits = append(v.Overcommits, over...)
+		return nil
+	}, nil)
+	v.Elapsed = time.Since(start)
+	if err != nil {
+		v.Error = err.Error()
+		return v
+	}
+	sort.Slice(v.Overcommits, func(i, j int) bool {
+		a, b := v.Overcommits[i], v.Overcommits[j]
+		return a.Provider < b.Provider || a.Provider == b.Provider && a.Class < b.Class
+	})
+	v.Providers = len(rps)
+	v.OK = len(v.Overcommits) == 0
+	if expected != nil {
+		v.UsageMatches = true
+		for class, n := range expected {
+			if v.Used[class] != n {
+				v.UsageMatches = false
+			}
+		}
+	}
+	return v
+}

@@ -1,0 +1,340 @@
+package load
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+)
+
+const usage = `berth-load drives the OpenStack Placement HTTP API of any endpoint.
+
+Usage: berth-load COMMAND [flags]
+
+Commands:
+  seed        create N flat compute nodes (--nodes), 1 in 10 with CUSTOM_BENCH_TRAIT, 10 aggregates
+  candidates  time the flat query suite (--iterations K each, after warm-up)
+  nested      seed Placement's perfload nested trees (--trees) and time granular same_subtree queries
+  wide        seed one root with --children one-unit children and time a --groups granular query
+  claims      concurrent two-step claims (--clients, --duration or --claims), then an overcommit check
+  verify      only the overcommit check, over every provider
+  memory      sample a server's memory (--pid) for --duration
+  wait        wait until the endpoint answers GET / (up to --timeout, default 120s)
+  compare     print report files or directories side by side: compare LABEL=PATH ...
+
+Every command but compare takes --url, --token, --microversion, --timeout, --json FILE,
+--label, and --pid PID (--reset-peak) to report the server's memory around the run.
+Run "berth-load COMMAND -h" for a command's flags.
+`
+
+// common are the flags every command that talks to a server takes.
+type common struct {
+	url, token, microversion, jsonPath, label string
+	timeout                                   time.Duration
+	pid                                       int
+	resetPeak                                 bool
+	quiet                                     bool
+	keepAlive                                 string
+}
+
+func (c *common) register(fs *flag.FlagSet, timeout time.Duration) {
+	fs.StringVar(&c.url, "url", envOr("BERTH_LOAD_URL", "http://127.0.0.1:8778"), "Placement endpoint (loopback only is sensible)")
+	fs.StringVar(&c.token, "token", envOr("BERTH_LOAD_TOKEN", "admin"), "X-Auth-Token value")
+	fs.StringVar(&c.microversion, "microversion", DefaultMicroversion, "placement microversion sent with every request")
+	fs.DurationVar(&c.timeout, "timeout", timeout, "client timeout per request")
+	fs.StringVar(&c.jsonPath, "json", "", "also write the report as JSON to this file")
+	fs.StringVar(&c.label, "label", "", "label stored in the JSON report (e.g. berth, reference)")
+	fs.IntVar(&c.pid, "pid", 0, "server process to sample /proc/PID/status of (with its children) around the run")
+	fs.BoolVar(&c.resetPeak, "reset-peak", false, "with --pid: reset the processes' VmHWM first (writes /proc/PID/clear_refs)")
+	fs.BoolVar(&c.quiet, "q", false, "no progress lines on stderr")
+	fs.StringVar(&c.keepAlive, "keepalive", "auto", "reuse connections: on, off, or auto (on for sequential timing, off for concurrent\n"+
+		"seeding, claims and checks, because a synchronous server such as uwsgi serves one kept-alive\n"+
+		"connection per process until it idles and starves the other clients)")
+}
+
+// client returns a client for conns concurrent users; with --keepalive
+// auto, connections are reused only when conns is 1.
+func (c *common) client(conns int) *Client {
+	noKeepAlive := conns > 1
+	switch c.keepAlive {
+	case "on":
+		noKeepAlive = false
+	case "off":
+		noKeepAlive = true
+	}
+	return NewClient(ClientConfig{URL: c.url, Token: c.token, Microversion: c.microversion, Timeout: c.timeout, Conns: conns, NoKeepAlive: noKeepAlive})
+}
+
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}
+
+// Main runs the command line args (without the program name) and returns
+// the process exit code: 0 on success, 1 when the run failed or a check
+// (overcommit) failed, 2 on bad usage.
+func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprint(stderr, usage)
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	cmd, args := args[0], args[1:]
+	fs := flag.NewFlagSet("berth-load "+cmd, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var c common
+	var run func(context.Context, *Report, io.Writer) error
+	timeout := 60 * time.Second
+	switch cmd {
+	case "seed":
+		var p SeedParams
+		fs.IntVar(&p.Nodes, "nodes", 1000, "compute nodes to create")
+		fs.IntVar(&p.Workers, "workers", 8, "concurrent HTTP workers")
+		fs.IntVar(&p.Aggregates, "aggregates", 10, "aggregates; node i joins aggregate i % this")
+		fs.IntVar(&p.TraitEvery, "trait-every", 10, "node i gets CUSTOM_BENCH_TRAIT when i % this == 0")
+		run = func(ctx context.Context, r *Report, log io.Writer) (err error) {
+			r.Params = p
+			r.Seed, err = Seed(ctx, c.client(p.Workers), p, log)
+			return err
+		}
+	case "candidates":
+		var p QueryParams
+		fs.IntVar(&p.Iterations, "iterations", 10, "timed runs of each query")
+		fs.IntVar(&p.Warmup, "warmup", 1, "untimed runs of each query first")
+		only := fs.String("only", "", "comma-separated query names (a-flavor, b-flavor-limit1000, c-required-trait, d-member-of, e-providers)")
+		run = func(ctx context.Context, r *Report, log io.Writer) error {
+			p.NoWarmup = p.Warmup == 0
+			p.StopAfterTimeout = true
+			qs, err := selectQueries(CandidateQueries(), *only)
+			if err != nil {
+				return err
+			}
+			r.Params = p
+			r.Results = RunQueries(ctx, c.client(1), qs, p, log)
+			return failedErr(r.Results)
+		}
+	case "nested":
+		var p NestedParams
+		var q QueryParams
+		fs.IntVar(&p.Trees, "trees", 1000, "trees of 7 providers")
+		fs.IntVar(&p.Workers, "workers", 8, "concurrent HTTP workers while seeding")
+		noSeed := fs.Bool("no-seed", false, "do not seed; the trees exist")
+		fs.IntVar(&q.Iterations, "iterations", 10, "timed runs of each query")
+		fs.IntVar(&q.Warmup, "warmup", 1, "untimed runs of each query first")
+		run = func(ctx context.Context, r *Report, log io.Writer) (err error) {
+			q.NoWarmup = q.Warmup == 0
+			q.StopAfterTimeout = true
+			r.Params = map[string]any{"trees": p.Trees, "iterations": q.Iterations, "warmup": q.Warmup}
+			if !*noSeed {
+				if r.Seed, err = SeedNested(ctx, c.client(p.Workers), p, log); err != nil {
+					return err
+				}
+			}
+			r.Results = RunQueries(ctx, c.client(1), NestedQueries(), q, log)
+			return failedErr(r.Results)
+		}
+	case "wide":
+		var p WideParams
+		var q QueryParams
+		fs.IntVar(&p.Children, "children", 21, "children of the root, one unit each")
+		fs.IntVar(&p.Groups, "groups", 8, "granular request groups, one unit each")
+		fs.IntVar(&p.Classes, "classes", 1, "custom resource classes spread over children and groups")
+		fs.StringVar(&p.GroupPolicy, "group-policy", "none", "none or isolate")
+		fs.IntVar(&p.Limit, "limit", 0, "limit parameter (0: none)")
+		fs.IntVar(&q.Iterations, "iterations", 1, "timed runs of the query")
+		fs.IntVar(&q.Warmup, "warmup", 0, "untimed runs first")
+		run = func(ctx context.Context, r *Report, log io.Writer) error {
+			q.NoWarmup = q.Warmup == 0
+			q.StopAfterTimeout = true
+			r.Params = p
+			_, seed, err := SeedWide(ctx, c.client(8), p)
+			if err != nil {
+				return err
+			}
+			r.Seed = seed
+			// A timeout is this benchmark's expected outcome on Placement:
+			// it is reported, not treated as a failure of the run.
+			r.Results = RunQueries(ctx, c.client(1), []Query{WideQuery(p)}, q, log)
+			if res := r.Results[0]; res.Failed() && res.Timeouts == 0 {
+				return errors.New(res.Error)
+			}
+			return nil
+		}
+	case "claims":
+		var p ClaimsParams
+		fs.IntVar(&p.Clients, "clients", 16, "concurrent scheduler clients")
+		fs.DurationVar(&p.Duration, "duration", 60*time.Second, "no claim starts after this")
+		fs.IntVar(&p.Claims, "claims", 0, "stop after this many claims attempted (0: duration only)")
+		fs.StringVar(&p.Resources, "resources", "VCPU:4,MEMORY_MB:16384,DISK_GB:100", "flavor")
+		fs.IntVar(&p.Limit, "limit", 20, "limit parameter of the candidates GET")
+		fs.StringVar(&p.Pick, "pick", "first", "first, or random (among the --limit candidates)")
+		fs.IntVar(&p.Retries, "retries", 10, "retries of a claim after a 409")
+		fs.Uint64Var(&p.Seed, "seed", 0, "random seed for --pick random (0: from the clock)")
+		verify := fs.Bool("verify", true, "check usages against capacity on every provider afterwards")
+		run = func(ctx context.Context, r *Report, log io.Writer) (err error) {
+			p.Verify = *verify
+			r.Params = p
+			r.Claims, err = RunClaims(ctx, c.client(p.Clients), p, log)
+			if err == nil && r.Claims.Verify != nil && !r.Claims.Verify.OK {
+				err = errors.New("overcommit check failed")
+			}
+			return err
+		}
+	case "verify":
+		run = func(ctx context.Context, r *Report, log io.Writer) error {
+			r.Verify = Verify(ctx, c.client(8), 8, nil)
+			if !r.Verify.OK {
+				return errors.New("overcommit check failed")
+			}
+			return nil
+		}
+	case "wait":
+		timeout = 120 * time.Second
+		run = func(ctx context.Context, r *Report, log io.Writer) error { return nil }
+	case "memory":
+		d := fs.Duration("duration", 10*time.Second, "how long to sample")
+		run = func(ctx context.Context, r *Report, log io.Writer) error {
+			if c.pid == 0 {
+				return errors.New("memory: --pid is required")
+			}
+			select {
+			case <-time.After(*d):
+			case <-ctx.Done():
+			}
+			return nil
+		}
+	case "compare":
+		stat := fs.String("stat", "median", "statistic of query latency: median, p95, p99, min, max, mean")
+		if err := fs.Parse(args); err != nil {
+			return 2
+		}
+		var cols []*Column
+		for _, a := range fs.Args() {
+			label, path, ok := strings.Cut(a, "=")
+			if !ok {
+				label, path = a, a
+			}
+			col, err := LoadColumn(label, path)
+			if err != nil {
+				fmt.Fprintln(stderr, "compare:", err)
+				return 1
+			}
+			cols = append(cols, col)
+		}
+		if len(cols) == 0 {
+			fmt.Fprintln(stderr, "compare: give LABEL=PATH arguments (a report file or a directory of them)")
+			return 2
+		}
+		if err := Compare(stdout, cols, *stat); err != nil {
+			fmt.Fprintln(stderr, err)
+			return 2
+		}
+		return 0
+	default:
+		fmt.Fprintf(stderr, "berth-load: unknown command %q\n\n%s", cmd, usage)
+		return 2
+	}
+	c.register(fs, timeout)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "berth-load %s: unexpected arguments %q\n", cmd, fs.Args())
+		return 2
+	}
+	log := stderr
+	if c.quiet {
+		log = io.Discard
+	}
+	r := &Report{Command: cmd, Label: c.label, URL: c.url, Microversion: c.microversion, Started: time.Now().UTC(), Timeout: c.timeout}
+	if cmd == "wait" {
+		// The one command whose --timeout bounds the whole wait, not a request.
+		if err := waitUp(ctx, c.client(1), c.timeout); err != nil {
+			fmt.Fprintf(stderr, "berth-load wait: %v\n", err)
+			return 1
+		}
+		return 0
+	}
+	if c.keepAlive != "auto" && c.keepAlive != "on" && c.keepAlive != "off" {
+		fmt.Fprintf(stderr, "berth-load %s: --keepalive must be on, off or auto\n", cmd)
+		return 2
+	}
+	if cmd != "memory" {
+		if err := checkUp(ctx, c.client(1)); err != nil {
+			fmt.Fprintf(stderr, "berth-load %s: %v\n", cmd, err)
+			return 1
+		}
+	}
+	var sampler *MemSampler
+	if c.pid != 0 {
+		var err error
+		if sampler, err = StartMemSampler(c.pid, 100*time.Millisecond, c.resetPeak); err != nil {
+			fmt.Fprintf(stderr, "berth-load %s: %v\n", cmd, err)
+			return 1
+		}
+	}
+	runErr := run(ctx, r, log)
+	if sampler != nil {
+		r.Memory = sampler.Stop()
+	}
+	if runErr != nil {
+		r.Error = runErr.Error()
+	}
+	r.Print(stdout)
+	if c.jsonPath != "" {
+		if err := r.WriteJSON(c.jsonPath); err != nil {
+			fmt.Fprintf(stderr, "berth-load %s: %v\n", cmd, err)
+			return 1
+		}
+	}
+	if runErr != nil {
+		fmt.Fprintf(stderr, "berth-load %s: %v\n", cmd, runErr)
+		return 1
+	}
+	return 0
+}
+
+func selectQueries(all []Query, only string) ([]Query, error) {
+	if only == "" {
+		return all, nil
+	}
+	var out []Query
+	for _, name := range strings.Split(only, ",") {
+		found := false
+		for _, q := range all {
+			if q.Name == strings.TrimSpace(name) {
+				out = append(out, q)
+				found = true
+			}
+		}
+		if !found {
+			return nil, fmt.Errorf("no query named %q", name)
+		}
+	}
+	return out, nil
+}
+
+// failedErr reports queries that never answered; their rows still print.
+func failedErr(results []Result) error {
+	var bad []string
+	for _, r := range results {
+		if r.Failed() {
+			bad = append(bad, r.Name)
+		}
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("no successful answer to %s", strings.Join(bad, ", "))
+	}
+	return nil
+}

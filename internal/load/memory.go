@@ -1,0 +1,194 @@
+package load
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// MemReport is the memory of a server process and its descendants (uwsgi
+// workers, for Placement) around a run, from /proc/PID/status. Sizes are
+// in KiB.
+type MemReport struct {
+	PID       int `json:"pid"`
+	Processes int `json:"processes"` // in the tree at the last sample
+	// PeakRSS is the highest sum of VmRSS over the tree seen in one sample.
+	PeakRSS int `json:"peak_rss_kib"`
+	// HWM is the sum over the tree of each process's VmHWM (its own peak
+	// RSS) at the end: an upper bound of the tree's true peak that misses
+	// nothing between samples. It covers the process's whole life unless
+	// the peak was reset at the start (ResetPeak).
+	HWM      int    `json:"hwm_kib"`
+	StartRSS int    `json:"start_rss_kib"`
+	EndRSS   int    `json:"end_rss_kib"`
+	Samples  int    `json:"samples"`
+	Reset    bool   `json:"peak_reset"` // VmHWM was reset at the start
+	Error    string `json:"error,omitempty"`
+}
+
+// MemSampler samples a process tree's memory until stopped.
+type MemSampler struct {
+	proc     string // /proc, replaced in tests
+	pid      int
+	interval time.Duration
+	stop     chan struct{}
+	done     chan struct{}
+	mu       sync.Mutex
+	rep      MemReport
+}
+
+// StartMemSampler starts sampling pid and its descendants every interval
+// (default 100ms). With resetPeak it first writes "5" to each process's
+// clear_refs, which resets VmHWM to the current RSS (Linux 4.0+, needs
+// permission over the process), so HWM covers only the run.
+func StartMemSampler(pid int, interval time.Duration, resetPeak bool) (*MemSampler, error) {
+	return startMemSampler("/proc", pid, interval, resetPeak)
+}
+
+func startMemSampler(proc string, pid int, interval time.Duration, resetPeak bool) (*MemSampler, error) {
+	if interval <= 0 {
+		interval = 100 * time.Millisecond
+	}
+	if pid <= 1 {
+		return nil, fmt.Errorf("memory: pid %d is not a server process", pid)
+	}
+	s := &MemSampler{proc: proc, pid: pid, interval: interval, stop: make(chan struct{}), done: make(chan struct{})}
+	s.rep.PID = pid
+	if _, err := os.Stat(filepath.Join(proc, strconv.Itoa(pid), "status")); err != nil {
+		return nil, fmt.Errorf("memory: no process %d: %w", pid, err)
+	}
+	if resetPeak {
+		s.rep.Reset = true
+		for _, p := range s.tree() {
+			if err := os.WriteFile(filepath.Join(proc, strconv.Itoa(p), "clear_refs"), []byte("5"), 0); err != nil {
+				s.rep.Reset = false
+				s.rep.Error = "resetting peak: " + err.Error()
+			}
+		}
+	}
+	rss, _, n := s.sample()
+	s.rep.StartRSS, s.rep.PeakRSS, s.rep.Processes, s.rep.Samples = rss, rss, n, 1
+	go s.loop()
+	return s, nil
+}
+
+func (s *MemSampler) loop() {
+	defer close(s.done)
+	t := time.NewTicker(s.interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+			rss, _, n := s.sample()
+			s.mu.Lock()
+			if n > 0 {
+				s.rep.Samples++
+				s.rep.PeakRSS = max(s.rep.PeakRSS, rss)
+			}
+			s.mu.Unlock()
+		}
+	}
+}
+
+// Stop ends sampling and returns the report.
+func (s *MemSampler) Stop() *MemReport {
+	close(s.stop)
+	<-s.done
+	rss, hwm, n := s.sample()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.rep
+	if n > 0 {
+		r.EndRSS, r.HWM, r.Processes = rss, hwm, n
+		r.PeakRSS = max(r.PeakRSS, rss)
+	} else if r.Error == "" {
+		r.Error = "process gone before the end"
+	}
+	return &r
+}
+
+// sample sums VmRSS and VmHWM over the tree.
+func (s *MemSampler) sample() (rss, hwm, n int) {
+	for _, p := range s.tree() {
+		b, err := os.ReadFile(filepath.Join(s.proc, strconv.Itoa(p), "status"))
+		if err != nil {
+			continue // exited between listing and reading
+		}
+		r, h := statusKiB(b, "VmRSS:"), statusKiB(b, "VmHWM:")
+		rss += r
+		hwm += h
+		n++
+	}
+	return rss, hwm, n
+}
+
+// statusKiB reads a "Key:   123 kB" line of /proc/PID/status.
+func statusKiB(status []byte, key string) int {
+	sc := bufio.NewScanner(bytes.NewReader(status))
+	for sc.Scan() {
+		line := sc.Text()
+		if rest, ok := strings.CutPrefix(line, key); ok {
+			f := strings.Fields(rest)
+			if len(f) > 0 {
+				v, _ := strconv.Atoi(f[0])
+				return v
+			}
+		}
+	}
+	return 0
+}
+
+// tree lists s.pid and its descendants by reading every process's parent
+// from /proc/*/stat.
+func (s *MemSampler) tree() []int {
+	entries, err := os.ReadDir(s.proc)
+	if err != nil {
+		return nil
+	}
+	children := map[int][]int{}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(s.proc, e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		if ppid, ok := statPPID(b); ok {
+			children[ppid] = append(children[ppid], pid)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(s.proc, strconv.Itoa(s.pid))); err != nil {
+		return nil
+	}
+	out := []int{s.pid}
+	for i := 0; i < len(out); i++ {
+		out = append(out, children[out[i]]...)
+	}
+	return out
+}
+
+// statPPID parses the parent pid out of /proc/PID/stat ("pid (comm) state
+// ppid ..."; comm may contain spaces and parentheses, so parse after the
+// last ')').
+func statPPID(stat []byte) (int, bool) {
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 {
+		return 0, false
+	}
+	f := strings.Fields(string(stat[i+1:]))
+	if len(f) < 2 {
+		return 0, false
+	}
+	ppid, err := strconv.Atoi(f[1])
+	return ppid, err == nil
+}

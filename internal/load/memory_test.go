@@ -1,0 +1,76 @@
+package load
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+)
+
+func TestStatPPID(t *testing.T) {
+	for stat, want := range map[string]int{
+		"42 (uwsgi) S 7 42 42 0 -1":      7,
+		"43 (a b) c (d)) R 1 43 43 0 -1": 1,
+		"44 (x) S":                       -1,
+		"garbage":                        -1,
+	} {
+		got, ok := statPPID([]byte(stat))
+		if (want == -1) == ok || (ok && got != want) {
+			t.Errorf("statPPID(%q) = %d, %v; want %d", stat, got, ok, want)
+		}
+	}
+}
+
+// fakeProc writes a /proc-like tree: pid -> (ppid, rss KiB, hwm KiB).
+func fakeProc(t *testing.T, procs map[int][3]int) string {
+	dir := t.TempDir()
+	for pid, p := range procs {
+		d := filepath.Join(dir, strconv.Itoa(pid))
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		stat := strconv.Itoa(pid) + " (proc " + strconv.Itoa(pid) + ") S " + strconv.Itoa(p[0]) + " 1 1 0\n"
+		status := "Name:\tx\nVmPeak:\t 999 kB\nVmHWM:\t " + strconv.Itoa(p[2]) + " kB\nVmRSS:\t " + strconv.Itoa(p[1]) + " kB\n"
+		os.WriteFile(filepath.Join(d, "stat"), []byte(stat), 0o644)
+		os.WriteFile(filepath.Join(d, "status"), []byte(status), 0o644)
+	}
+	os.MkdirAll(filepath.Join(dir, "self"), 0o755) // non-numeric entries are skipped
+	return dir
+}
+
+func TestMemSamplerSumsTheTree(t *testing.T) {
+	proc := fakeProc(t, map[int][3]int{
+		100: {1, 1000, 1500}, // the server
+		101: {100, 200, 300}, // its workers
+		102: {100, 300, 400},
+		103: {101, 50, 60},   // a grandchild
+		200: {1, 9999, 9999}, // unrelated
+	})
+	s, err := startMemSampler(proc, 100, 10*time.Millisecond, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(30 * time.Millisecond)
+	r := s.Stop()
+	if r.Processes != 4 || r.StartRSS != 1550 || r.EndRSS != 1550 || r.PeakRSS != 1550 || r.HWM != 2260 || r.Samples < 2 {
+		t.Errorf("report %+v", r)
+	}
+	if !r.Reset { // clear_refs is a plain file here, so the write succeeds
+		t.Errorf("peak not reset: %s", r.Error)
+	}
+	if _, err := startMemSampler(proc, 999, 0, false); err == nil {
+		t.Error("sampling a missing process succeeded")
+	}
+}
+
+func TestMemSamplerSelf(t *testing.T) {
+	s, err := StartMemSampler(os.Getpid(), 5*time.Millisecond, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := s.Stop()
+	if r.PeakRSS <= 0 || r.HWM < r.EndRSS || r.Processes < 1 {
+		t.Errorf("own memory %+v", r)
+	}
+}

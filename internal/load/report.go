@@ -1,0 +1,307 @@
+package load
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// Report is what one subcommand run measured; --json writes it and
+// compare reads it back.
+type Report struct {
+	Command      string        `json:"command"`
+	Label        string        `json:"label,omitempty"`
+	URL          string        `json:"url"`
+	Microversion string        `json:"microversion"`
+	Started      time.Time     `json:"started"`
+	Timeout      time.Duration `json:"client_timeout_ns"`
+	Params       any           `json:"params,omitempty"`
+	Seed         *SeedResult   `json:"seed,omitempty"`
+	Results      []Result      `json:"results,omitempty"`
+	Claims       *ClaimsResult `json:"claims,omitempty"`
+	Verify       *VerifyResult `json:"verify,omitempty"`
+	Memory       *MemReport    `json:"memory,omitempty"`
+	Error        string        `json:"error,omitempty"` // why the run failed, if it did
+}
+
+// WriteJSON writes r, indented, to path.
+func (r *Report) WriteJSON(path string) error {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// ReadReport reads a report written by WriteJSON.
+func ReadReport(path string) (*Report, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var r Report
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return &r, nil
+}
+
+// Print writes r as human-readable tables.
+func (r *Report) Print(w io.Writer) {
+	if r.Seed != nil {
+		s := r.Seed
+		fmt.Fprintf(w, "seeded %d providers in %s (%.1f providers/s, %d requests, %.0f requests/s)\n",
+			s.Providers, s.Elapsed.Round(time.Millisecond), s.PerSecond, s.Requests, s.RequestRate)
+	}
+	if len(r.Results) > 0 {
+		PrintResults(w, r.Results, r.Timeout)
+	}
+	if r.Claims != nil {
+		PrintClaims(w, r.Claims)
+	}
+	if r.Verify != nil {
+		PrintVerify(w, r.Verify)
+	}
+	if r.Memory != nil {
+		m := r.Memory
+		fmt.Fprintf(w, "server memory (pid %d, %d processes): peak RSS %s (sampled), VmHWM sum %s%s, RSS %s -> %s\n",
+			m.PID, m.Processes, mib(m.PeakRSS), mib(m.HWM), map[bool]string{true: " since reset", false: " (lifetime)"}[m.Reset],
+			mib(m.StartRSS), mib(m.EndRSS))
+		if m.Error != "" {
+			fmt.Fprintf(w, "  memory: %s\n", m.Error)
+		}
+	}
+}
+
+func mib(kib int) string { return fmt.Sprintf("%.1f MiB", float64(kib)/1024) }
+
+func msf(d time.Duration) string { return fmt.Sprintf("%.1f", float64(d)/1e6) }
+
+// PrintResults writes one row per query: latency in milliseconds, what
+// the answer counted and its size, then the request paths.
+func PrintResults(w io.Writer, results []Result, timeout time.Duration) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "query\tn\tmedian ms\tp95 ms\tp99 ms\tmin ms\tmax ms\tcount\tbytes\t")
+	for _, r := range results {
+		if r.Failed() {
+			what := "error"
+			if r.Timeouts > 0 {
+				what = fmt.Sprintf("timeout (>%s)", timeout)
+			}
+			fmt.Fprintf(tw, "%s\t0\t%s\t\t\t\t\t\t\t\n", r.Name, what)
+			continue
+		}
+		s := r.Stats
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%d %s\t%d\t\n", r.Name, s.N, msf(s.Median), msf(s.P95), msf(s.P99),
+			msf(s.Min), msf(s.Max), r.Count, r.CountOf, r.Bytes)
+	}
+	tw.Flush()
+	for _, r := range results {
+		fmt.Fprintf(w, "  %s: GET %s\n", r.Name, r.Path)
+		if r.Errors+r.Timeouts > 0 {
+			fmt.Fprintf(w, "    %d errors, %d timeouts; first: %s\n", r.Errors, r.Timeouts, r.Error)
+		}
+	}
+}
+
+// PrintClaims writes a claims run's summary.
+func PrintClaims(w io.Writer, c *ClaimsResult) {
+	fmt.Fprintf(w, "claims: %d clients, pick %s, %s: %d claimed, %.2f claims/s, %d conflicts (409), %d gave up after retries, %d found no candidate, %d errors\n",
+		c.Clients, c.Pick, c.Elapsed.Round(time.Millisecond), c.Claims, c.PerSecond, c.Conflicts, c.GaveUp, c.NoFit, c.Errors)
+	if c.Error != "" {
+		fmt.Fprintf(w, "  first error: %s\n", c.Error)
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "latency\tn\tp50 ms\tp95 ms\tp99 ms\tmin ms\tmax ms\t")
+	for _, row := range []struct {
+		name string
+		s    Stats
+	}{{"claim (GET..PUT, retries)", c.Latency}, {"GET candidates", c.GetTime}, {"PUT allocations", c.PutTime}} {
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t\n", row.name, row.s.N, msf(row.s.Median), msf(row.s.P95), msf(row.s.P99), msf(row.s.Min), msf(row.s.Max))
+	}
+	tw.Flush()
+	if c.Verify != nil {
+		PrintVerify(w, c.Verify)
+	}
+}
+
+// PrintVerify writes the overcommit check's verdict.
+func PrintVerify(w io.Writer, v *VerifyResult) {
+	switch {
+	case v.Error != "":
+		fmt.Fprintf(w, "overcommit check: FAILED TO RUN: %s\n", v.Error)
+		return
+	case v.OK:
+		fmt.Fprintf(w, "overcommit check: OK, %d providers, none over (total-reserved)*ratio (%s)\n", v.Providers, v.Elapsed.Round(time.Millisecond))
+	default:
+		fmt.Fprintf(w, "overcommit check: OVERCOMMITTED, %d classes on %d providers:\n", len(v.Overcommits), v.Providers)
+		for i, o := range v.Overcommits {
+			if i == 10 {
+				fmt.Fprintf(w, "  ... %d more\n", len(v.Overcommits)-10)
+				break
+			}
+			fmt.Fprintf(w, "  %s %s used %d > capacity %g\n", o.Provider, o.Class, o.Used, o.Capacity)
+		}
+	}
+	if v.Expected != nil {
+		verdict := "matches"
+		if !v.UsageMatches {
+			verdict = "DIFFERS from"
+		}
+		fmt.Fprintf(w, "  total usage %s %s claims x flavor %s\n", classes(v.Used, v.Expected), verdict, classes(v.Expected, v.Expected))
+	}
+}
+
+func classes(m, keys map[string]int) string {
+	var ks []string
+	for k := range keys {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	parts := make([]string, len(ks))
+	for i, k := range ks {
+		parts[i] = fmt.Sprintf("%s=%d", k, m[k])
+	}
+	return strings.Join(parts, ",")
+}
+
+// Column is one side of a comparison: a label and the reports of a
+// directory (or one file), keyed by file name.
+type Column struct {
+	Label   string
+	Reports map[string]*Report
+	Order   []string
+}
+
+// LoadColumn reads path, a report file or a directory of them (*.json).
+func LoadColumn(label, path string) (*Column, error) {
+	col := &Column{Label: label, Reports: map[string]*Report{}}
+	files := []string{path}
+	if st, err := os.Stat(path); err != nil {
+		return nil, err
+	} else if st.IsDir() {
+		files, _ = filepath.Glob(filepath.Join(path, "*.json"))
+		slices.Sort(files)
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("%s: no *.json reports", path)
+	}
+	for _, f := range files {
+		r, err := ReadReport(f)
+		if err != nil {
+			return nil, err
+		}
+		key := strings.TrimSuffix(filepath.Base(f), ".json")
+		col.Reports[key] = r
+		col.Order = append(col.Order, key)
+	}
+	// Rows follow the order the reports were made in, not their names.
+	slices.SortStableFunc(col.Order, func(a, b string) int {
+		return col.Reports[a].Started.Compare(col.Reports[b].Started)
+	})
+	return col, nil
+}
+
+// Compare prints one row per measurement found in any column and one
+// column per label, side by side: query latency (the chosen statistic,
+// ms), seeding rate, claims rate and checks, server memory.
+func Compare(w io.Writer, cols []*Column, stat string) error {
+	pick := map[string]func(Stats) time.Duration{
+		"median": func(s Stats) time.Duration { return s.Median },
+		"p95":    func(s Stats) time.Duration { return s.P95 },
+		"p99":    func(s Stats) time.Duration { return s.P99 },
+		"min":    func(s Stats) time.Duration { return s.Min },
+		"max":    func(s Stats) time.Duration { return s.Max },
+		"mean":   func(s Stats) time.Duration { return s.Mean },
+	}[stat]
+	if pick == nil {
+		return fmt.Errorf("compare: unknown statistic %q (median, p95, p99, min, max, mean)", stat)
+	}
+	type row struct{ key, label string }
+	var rows []row
+	seen := map[string]bool{}
+	cells := map[string]map[string]string{} // row key -> column label -> cell
+	add := func(col, key, label, cell string) {
+		if !seen[key] {
+			seen[key] = true
+			rows = append(rows, row{key, label})
+			cells[key] = map[string]string{}
+		}
+		cells[key][col] = cell
+	}
+	for _, c := range cols {
+		for _, file := range c.Order {
+			r := c.Reports[file]
+			if r.Error != "" {
+				msg := r.Error
+				if len(msg) > 60 {
+					msg = msg[:57] + "..."
+				}
+				add(c.Label, file+"/error", file+": FAILED", msg)
+			}
+			if s := r.Seed; s != nil {
+				add(c.Label, file+"/seed", file+": seed", fmt.Sprintf("%d in %.0fs (%.0f/s)", s.Providers, s.Elapsed.Seconds(), s.PerSecond))
+			}
+			for _, res := range r.Results {
+				cell := msf(pick(res.Stats)) + " ms"
+				if res.Failed() {
+					cell = "error"
+					if res.Timeouts > 0 {
+						cell = fmt.Sprintf("timeout >%s", r.Timeout)
+					}
+				} else {
+					cell += fmt.Sprintf(" (%d)", res.Count)
+				}
+				add(c.Label, file+"/"+res.Name, file+": "+res.Name+" "+stat, cell)
+			}
+			if cl := r.Claims; cl != nil {
+				add(c.Label, file+"/claims", file+": claims/s", fmt.Sprintf("%.2f (%d, %d conflicts)", cl.PerSecond, cl.Claims, cl.Conflicts))
+				add(c.Label, file+"/claimp99", file+": claim p50/p99", fmt.Sprintf("%s/%s ms", msf(cl.Latency.Median), msf(cl.Latency.P99)))
+				if v := cl.Verify; v != nil {
+					add(c.Label, file+"/verify", file+": overcommit check", verdict(v))
+				}
+			}
+			if v := r.Verify; v != nil {
+				add(c.Label, file+"/verify", file+": overcommit check", verdict(v))
+			}
+			if m := r.Memory; m != nil {
+				add(c.Label, file+"/mem", file+": server peak RSS", mib(max(m.PeakRSS, m.HWM)))
+			}
+		}
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprint(tw, "measurement")
+	for _, c := range cols {
+		fmt.Fprintf(tw, "\t%s", c.Label)
+	}
+	fmt.Fprintln(tw, "\t")
+	for _, r := range rows {
+		fmt.Fprint(tw, r.label)
+		for _, c := range cols {
+			cell := cells[r.key][c.Label]
+			if cell == "" {
+				cell = "-"
+			}
+			fmt.Fprintf(tw, "\t%s", cell)
+		}
+		fmt.Fprintln(tw, "\t")
+	}
+	return tw.Flush()
+}
+
+func verdict(v *VerifyResult) string {
+	switch {
+	case v.Error != "":
+		return "not run"
+	case v.OK:
+		return "ok"
+	default:
+		return fmt.Sprintf("OVERCOMMITTED (%d)", len(v.Overcommits))
+	}
+}

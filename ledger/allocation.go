@@ -1,0 +1,552 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Resource is an amount of one resource class.
+type Resource struct {
+	Class  string
+	Amount int64
+}
+
+// ProviderResources are resources held, or to be held, on one provider.
+type ProviderResources struct {
+	ProviderUUID string
+	Resources    []Resource
+}
+
+// ConsumerAllocations is what one consumer should hold after a write.
+type ConsumerAllocations struct {
+	ConsumerUUID string
+	// ProjectID and UserID are external ids; empty means
+	// IncompleteConsumerID. They replace what the consumer had.
+	ProjectID string
+	UserID    string
+	// ConsumerType, when not empty, becomes the consumer's type.
+	ConsumerType string
+	// CheckGeneration makes the write conditional on Generation: the
+	// consumer's current generation, or nil for a consumer that must not
+	// exist yet (microversion 1.28 on).
+	CheckGeneration bool
+	Generation      *int64
+	// Allocations replace all of the consumer's allocations; none removes
+	// them all (and with them the consumer).
+	Allocations []ProviderResources
+}
+
+// Allocation is an amount of one class a consumer holds on one provider.
+type Allocation struct {
+	ProviderUUID       string
+	ProviderGeneration int64
+	ConsumerUUID       string
+	ConsumerGeneration int64
+	ResourceClass      string
+	Used               int64
+	// UpdatedAt is when the allocation was written.
+	UpdatedAt time.Time
+}
+
+// ConsumerAllocationList is a consumer and what it holds, provider by
+// provider, in the order of provider uuid and class name.
+type ConsumerAllocationList struct {
+	// Consumer is nil when no such consumer exists.
+	Consumer    *Consumer
+	Allocations []Allocation
+}
+
+// LastModified is the latest write among allocations, zero if none.
+func LastModified(allocs []Allocation) time.Time {
+	var t time.Time
+	for _, a := range allocs {
+		if a.UpdatedAt.After(t) {
+			t = a.UpdatedAt
+		}
+	}
+	return t
+}
+
+const selectAllocations = `
+	SELECT rp.uuid::text, rp.generation, c.uuid::text, c.generation, rc.name, a.used, a.updated_at
+	FROM allocations a
+	JOIN resource_providers rp ON rp.id = a.resource_provider_id
+	JOIN consumers c ON c.id = a.consumer_id
+	JOIN resource_classes rc ON rc.id = a.resource_class_id
+`
+
+func scanAllocations(rows pgx.Rows) ([]Allocation, error) {
+	var out []Allocation
+	var a Allocation
+	_, err := pgx.ForEachRow(rows, []any{&a.ProviderUUID, &a.ProviderGeneration, &a.ConsumerUUID,
+		&a.ConsumerGeneration, &a.ResourceClass, &a.Used, &a.UpdatedAt}, func() error {
+		out = append(out, a)
+		return nil
+	})
+	return out, err
+}
+
+// AllocationsByConsumer returns a consumer and its allocations. A consumer
+// that does not exist (or a string that is not a UUID) has none.
+func (s *Store) AllocationsByConsumer(ctx context.Context, consumerUUID string) (ConsumerAllocationList, error) {
+	var out ConsumerAllocationList
+	id, ok := canonicalUUID(consumerUUID)
+	if !ok {
+		return out, nil
+	}
+	err := s.withTx(ctx, func(t *txn) error {
+		out = ConsumerAllocationList{}
+		var c Consumer
+		err := t.QueryRow(ctx, `
+			SELECT c.uuid::text, p.external_id, u.external_id, c.generation, COALESCE(ct.name, $2)
+			FROM consumers c
+			JOIN projects p ON p.id = c.project_id
+			JOIN users u ON u.id = c.user_id
+			LEFT JOIN consumer_types ct ON ct.id = c.consumer_type_id
+			WHERE c.uuid = $1`, id, UnknownConsumerType).
+			Scan(&c.UUID, &c.ProjectID, &c.UserID, &c.Generation, &c.Type)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		out.Consumer = &c
+		rows, err := t.Query(ctx, selectAllocations+`WHERE c.uuid = $1 ORDER BY rp.uuid, rc.name`, id)
+		if err != nil {
+			return err
+		}
+		out.Allocations, err = scanAllocations(rows)
+		return err
+	})
+	return out, err
+}
+
+// AllocationsByProvider returns a provider's generation and the
+// allocations held on it, in the order of consumer uuid and class name.
+func (s *Store) AllocationsByProvider(ctx context.Context, providerUUID string) (int64, []Allocation, error) {
+	var gen int64
+	var out []Allocation
+	err := s.withTx(ctx, func(t *txn) error {
+		ref, err := lookupProvider(ctx, t, providerUUID)
+		if err != nil {
+			return err
+		}
+		gen = ref.Generation
+		rows, err := t.Query(ctx, selectAllocations+`WHERE a.resource_provider_id = $1 ORDER BY c.uuid, rc.name`, ref.ID)
+		if err != nil {
+			return err
+		}
+		out, err = scanAllocations(rows)
+		return err
+	})
+	return gen, out, err
+}
+
+// AllocationsReplace replaces the allocations of one or more consumers in
+// one transaction (PUT /allocations/{consumer_uuid}, POST /allocations):
+// either every consumer gets exactly what it asks for or nothing changes.
+// A consumer left without allocations is deleted. Every provider named in
+// the request has its generation bumped, as do the providers of a consumer
+// whose allocations are emptied, as in Placement.
+//
+// Rejections, in the order they are checked: a consumer generation
+// mismatch (ErrConflict, placement.concurrent_update); a provider that does
+// not exist (ErrInvalid); a resource class that does not exist
+// (ErrInvalid); a provider without inventory of a class, an amount outside
+// min_unit/max_unit/step_size, or more than the capacity left (ErrConflict).
+func (s *Store) AllocationsReplace(ctx context.Context, consumers []ConsumerAllocations) error {
+	return s.withTx(ctx, func(t *txn) error {
+		ws := slices.Clone(consumers)
+		rows, err := prepareConsumers(ctx, t, ws)
+		if err != nil {
+			return err
+		}
+		plan, err := planAllocations(ctx, t, ws, rows)
+		if err != nil {
+			return err
+		}
+		if err := plan.lock(ctx, t); err != nil {
+			return err
+		}
+		err = plan.apply(ctx, t)
+		var uc *unknownClassError
+		if errors.As(err, &uc) {
+			return invalid("", "Unable to allocate inventory for consumer %s: No such resource class %s.", uc.consumer, uc.class)
+		}
+		return err
+	})
+}
+
+// AllocationsDelete removes all of a consumer's allocations and the
+// consumer. As in Placement, provider generations do not change.
+func (s *Store) AllocationsDelete(ctx context.Context, consumerUUID string) error {
+	return s.withTx(ctx, func(t *txn) error {
+		noAllocs := notFound("No allocations for consumer '%s'", consumerUUID)
+		id, ok := canonicalUUID(consumerUUID)
+		if !ok {
+			return noAllocs
+		}
+		locked, err := lockConsumers(ctx, t, []string{id})
+		if err != nil {
+			return err
+		}
+		c := locked[id]
+		if c == nil {
+			return noAllocs
+		}
+		var providers []int64
+		rows, err := t.Query(ctx, `SELECT DISTINCT resource_provider_id FROM allocations WHERE consumer_id = $1`, c.id)
+		if err != nil {
+			return err
+		}
+		if providers, err = pgx.CollectRows(rows, pgx.RowTo[int64]); err != nil {
+			return err
+		}
+		if len(providers) == 0 {
+			return noAllocs
+		}
+		if _, err := lockProviders(ctx, t, providers); err != nil {
+			return err
+		}
+		if _, err := t.Exec(ctx, `DELETE FROM consumers WHERE id = $1`, c.id); err != nil {
+			return err
+		}
+		t.touch(providers...)
+		return nil
+	})
+}
+
+// allocWrite is one allocation to write: used 0 marks a class of a
+// consumer's current allocations that is being removed.
+type allocWrite struct {
+	consumer     int // index into allocPlan.consumers
+	providerID   int64
+	providerUUID string
+	class        string
+	classID      int32
+	used         int64
+}
+
+// allocPlan is a resolved allocation write, built before any allocation
+// changes so that every rejection leaves the ledger as it was.
+type allocPlan struct {
+	requests  []ConsumerAllocations
+	consumers []*consumerRow
+	writes    []allocWrite
+	// oldProviders hold the consumers' current allocations.
+	oldProviders []int64
+	// gens are the providers' generations once locked.
+	gens map[int64]int64
+}
+
+// planAllocations resolves the providers named by each consumer's new
+// allocations, in request order, and reads what the consumers hold now.
+func planAllocations(ctx context.Context, t *txn, ws []ConsumerAllocations, rows []*consumerRow) (*allocPlan, error) {
+	p := &allocPlan{requests: ws, consumers: rows}
+	ids := make([]int64, len(rows))
+	for i, r := range rows {
+		ids[i] = r.id
+	}
+	type held struct {
+		consumerID, providerID int64
+		providerUUID           string
+		class                  string
+		classID                int32
+	}
+	rs, err := t.Query(ctx, `
+		SELECT a.consumer_id, a.resource_provider_id, rp.uuid::text, rc.name, a.resource_class_id
+		FROM allocations a
+		JOIN resource_providers rp ON rp.id = a.resource_provider_id
+		JOIN resource_classes rc ON rc.id = a.resource_class_id
+		WHERE a.consumer_id = ANY($1)
+		ORDER BY a.id`, ids)
+	if err != nil {
+		return nil, err
+	}
+	var current []held
+	var h held
+	if _, err := pgx.ForEachRow(rs, []any{&h.consumerID, &h.providerID, &h.providerUUID, &h.class, &h.classID}, func() error {
+		current = append(current, h)
+		p.oldProviders = append(p.oldProviders, h.providerID)
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+
+	resolved := map[string]providerRef{}
+	for i, w := range ws {
+		if len(w.Allocations) == 0 {
+			// Emptied: its current allocations are written with used 0,
+			// which removes them and still counts their providers as
+			// changed.
+			for _, h := range current {
+				if h.consumerID == rows[i].id {
+					p.writes = append(p.writes, allocWrite{consumer: i, providerID: h.providerID,
+						providerUUID: h.providerUUID, class: h.class, classID: h.classID})
+				}
+			}
+			continue
+		}
+		for _, pr := range w.Allocations {
+			ref, ok := resolved[pr.ProviderUUID]
+			if !ok {
+				var err error
+				ref, err = lookupProvider(ctx, t, pr.ProviderUUID)
+				if errors.Is(err, ErrNotFound) {
+					return nil, invalid("", "Allocation for resource provider '%s' that does not exist.", pr.ProviderUUID)
+				}
+				if err != nil {
+					return nil, err
+				}
+				resolved[pr.ProviderUUID] = ref
+			}
+			for _, r := range pr.Resources {
+				p.writes = append(p.writes, allocWrite{consumer: i, providerID: ref.ID,
+					providerUUID: pr.ProviderUUID, class: r.Class, used: r.Amount})
+			}
+		}
+	}
+	return p, nil
+}
+
+// providerIDs lists every provider the plan changes: those written to and
+// those the consumers held allocations on.
+func (p *allocPlan) providerIDs() []int64 {
+	ids := slices.Clone(p.oldProviders)
+	for _, w := range p.writes {
+		ids = append(ids, w.providerID)
+	}
+	return ids
+}
+
+// lock takes the row locks of every provider the plan changes.
+func (p *allocPlan) lock(ctx context.Context, t *txn) error {
+	gens, err := lockProviders(ctx, t, p.providerIDs())
+	if err != nil {
+		return err
+	}
+	p.gens = gens
+	for _, w := range p.writes {
+		if _, ok := gens[w.providerID]; !ok {
+			// Deleted since it was resolved.
+			return invalid("", "Allocation for resource provider '%s' that does not exist.", w.providerUUID)
+		}
+	}
+	return nil
+}
+
+// unknownClassError: an allocation names a class that does not exist.
+// Callers word it per operation.
+type unknownClassError struct {
+	consumer string
+	class    string
+}
+
+func (e *unknownClassError) Error() string { return "No such resource class " + e.class + "." }
+
+// invKey identifies an inventory.
+type invKey struct {
+	provider int64
+	class    int32
+}
+
+// apply writes the plan. The caller holds the row locks of every provider
+// involved (lock), so the capacity seen here cannot change before commit.
+func (p *allocPlan) apply(ctx context.Context, t *txn) error {
+	// Resolve classes, in request order.
+	var names []string
+	for _, w := range p.writes {
+		if w.used > 0 {
+			names = append(names, w.class)
+		}
+	}
+	ids, unknown, err := classIDs(ctx, t, names)
+	if err != nil {
+		return err
+	}
+	if unknown != "" {
+		for _, w := range p.writes {
+			if w.class == unknown {
+				return &unknownClassError{consumer: p.requests[w.consumer].ConsumerUUID, class: unknown}
+			}
+		}
+	}
+	for i := range p.writes {
+		if w := &p.writes[i]; w.used > 0 {
+			w.classID = ids[w.class]
+		}
+	}
+
+	consumerIDs := make([]int64, len(p.consumers))
+	for i, c := range p.consumers {
+		consumerIDs[i] = c.id
+	}
+	if _, err := t.Exec(ctx, `DELETE FROM allocations WHERE consumer_id = ANY($1)`, consumerIDs); err != nil {
+		return err
+	}
+	if err := p.checkCapacity(ctx, t); err != nil {
+		return err
+	}
+
+	var insC, insP []int64
+	var insRC []int32
+	var insUsed []int64
+	for _, w := range p.writes {
+		if w.used == 0 {
+			continue
+		}
+		insC = append(insC, p.consumers[w.consumer].id)
+		insP = append(insP, w.providerID)
+		insRC = append(insRC, w.classID)
+		insUsed = append(insUsed, w.used)
+	}
+	if len(insC) > 0 {
+		if _, err := t.Exec(ctx, `
+			INSERT INTO allocations (consumer_id, resource_provider_id, resource_class_id, used)
+			SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::int[], $4::bigint[])`,
+			insC, insP, insRC, insUsed); err != nil {
+			return err
+		}
+	}
+
+	// Generations: every provider and consumer the writes name, once.
+	var bumped []int64
+	visited := map[int]bool{}
+	for _, w := range p.writes {
+		visited[w.consumer] = true
+		if !slices.Contains(bumped, w.providerID) {
+			bumped = append(bumped, w.providerID)
+		}
+	}
+	slices.Sort(bumped)
+	if len(bumped) > 0 {
+		if _, err := t.Exec(ctx, `
+			UPDATE resource_providers SET generation = generation + 1, updated_at = now()
+			WHERE id = ANY($1)`, bumped); err != nil {
+			return err
+		}
+	}
+	// Consumers take what the request says about them; those the writes
+	// name get a new generation.
+	var cIDs, cInc []int64
+	var cProj, cUser []int32
+	var cType []*int32
+	for i, c := range p.consumers {
+		inc := int64(0)
+		if visited[i] {
+			inc = 1
+		}
+		cIDs, cInc = append(cIDs, c.id), append(cInc, inc)
+		cProj, cUser, cType = append(cProj, c.projectID), append(cUser, c.userID), append(cType, c.typeID)
+	}
+	if _, err := t.Exec(ctx, `
+		UPDATE consumers c SET generation = c.generation + v.inc, project_id = v.project_id,
+		       user_id = v.user_id, consumer_type_id = v.type_id, updated_at = now()
+		FROM unnest($1::bigint[], $2::bigint[], $3::int[], $4::int[], $5::int[])
+		     AS v(id, inc, project_id, user_id, type_id)
+		WHERE c.id = v.id`, cIDs, cInc, cProj, cUser, cType); err != nil {
+		return err
+	}
+	// Consumers left with nothing are deleted, as in Placement.
+	if _, err := t.Exec(ctx, `
+		DELETE FROM consumers c WHERE c.id = ANY($1)
+		AND NOT EXISTS (SELECT 1 FROM allocations a WHERE a.consumer_id = c.id)`, consumerIDs); err != nil {
+		return err
+	}
+	t.touch(p.providerIDs()...)
+	return nil
+}
+
+// checkCapacity refuses writes that a provider's inventory cannot take,
+// with Placement's wording and in its order: a provider with no inventory
+// of any class asked for; then, allocation by allocation, a class the
+// provider has no inventory of, an amount outside min_unit, max_unit or
+// step_size, or more than the capacity left (counting what the same
+// request already takes). The consumers' old allocations are already
+// deleted, so they do not count against the new ones.
+func (p *allocPlan) checkCapacity(ctx context.Context, t *txn) error {
+	var providers []int64
+	var classes []int32
+	var classNames []string
+	for _, w := range p.writes {
+		providers = append(providers, w.providerID)
+		if !slices.Contains(classes, w.classID) {
+			classes = append(classes, w.classID)
+			classNames = append(classNames, w.class)
+		}
+	}
+	if len(providers) == 0 {
+		return nil
+	}
+	type inv struct {
+		Inventory
+		used int64
+	}
+	rows, err := t.Query(ctx, `
+		SELECT i.resource_provider_id, i.resource_class_id, i.total, i.reserved, i.min_unit,
+		       i.max_unit, i.step_size, i.allocation_ratio,
+		       COALESCE((SELECT sum(a.used) FROM allocations a
+		                 WHERE a.resource_provider_id = i.resource_provider_id
+		                   AND a.resource_class_id = i.resource_class_id), 0)::bigint
+		FROM inventories i
+		WHERE i.resource_provider_id = ANY($1) AND i.resource_class_id = ANY($2)`, providers, classes)
+	if err != nil {
+		return err
+	}
+	invs := map[invKey]*inv{}
+	withInv := map[int64]bool{}
+	var k invKey
+	var v inv
+	if _, err := pgx.ForEachRow(rows, []any{&k.provider, &k.class, &v.Total, &v.Reserved, &v.MinUnit,
+		&v.MaxUnit, &v.StepSize, &v.AllocationRatio, &v.used}, func() error {
+		row := v
+		invs[k] = &row
+		withInv[k.provider] = true
+		return nil
+	}); err != nil {
+		return err
+	}
+
+	var missing []string
+	for _, w := range p.writes {
+		if !withInv[w.providerID] && !slices.Contains(missing, w.providerUUID) {
+			missing = append(missing, w.providerUUID)
+		}
+	}
+	if len(missing) > 0 {
+		return cannotAllocate("Inventory for '%s' on resource provider '%s' invalid.",
+			strings.Join(classNames, ", "), strings.Join(missing, ", "))
+	}
+	taken := map[invKey]int64{}
+	for _, w := range p.writes {
+		if w.used == 0 {
+			continue
+		}
+		key := invKey{w.providerID, w.classID}
+		in, ok := invs[key]
+		if !ok {
+			return cannotAllocate("Inventory for '%s' on resource provider '%s' invalid.", w.class, w.providerUUID)
+		}
+		if w.used < in.MinUnit || w.used > in.MaxUnit || w.used%in.StepSize != 0 {
+			return cannotAllocate("Unable to create allocation for '%s' on resource provider '%s'. "+
+				"The requested amount would violate inventory constraints.", w.class, w.providerUUID)
+		}
+		taken[key] += w.used
+		if float64(in.used)+float64(taken[key]) > in.Capacity() {
+			return cannotAllocate("Unable to create allocation for '%s' on resource provider '%s'. "+
+				"The requested amount would exceed the capacity.", w.class, w.providerUUID)
+		}
+	}
+	return nil
+}
+
+func cannotAllocate(format string, args ...any) error {
+	return conflict("", "Unable to allocate inventory: %s", fmt.Sprintf(format, args...))
+}

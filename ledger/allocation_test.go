@@ -1,0 +1,288 @@
+package ledger_test
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/google/uuid"
+
+	"github.com/berthd/berth/ledger"
+)
+
+// TestRefusedWritesChangeNothing makes every kind of refusal happen, each
+// in a write that would also have changed other things first, and checks
+// that the ledger is byte for byte as before.
+func TestRefusedWritesChangeNothing(t *testing.T) {
+	f := newFixture(t)
+	disk := inv("DISK_GB", 100)
+	disk.StepSize = 10
+	disk.MinUnit = 10
+	disk.MaxUnit = 50
+	rp1 := f.provider("rp1", inv("VCPU", 8), disk)
+	rp2 := f.provider("rp2", inv("VCPU", 4))
+	c1, c2, c3 := uuid.NewString(), uuid.NewString(), uuid.NewString()
+	if err := f.store.AllocationsReplace(f.ctx, []ledger.ConsumerAllocations{
+		alloc(c1, rp1, res("VCPU", 4), res("DISK_GB", 50)),
+		alloc(c2, rp2, res("VCPU", 2)),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	two := func(a, b ledger.ConsumerAllocations) []ledger.ConsumerAllocations {
+		return []ledger.ConsumerAllocations{a, b}
+	}
+	withGen := func(w ledger.ConsumerAllocations, g *int64) ledger.ConsumerAllocations {
+		w.CheckGeneration, w.Generation = true, g
+		return w
+	}
+	typed := func(w ledger.ConsumerAllocations) ledger.ConsumerAllocations {
+		w.ConsumerType, w.ProjectID, w.UserID = "NEWTYPE", "newproject", "newuser"
+		return w
+	}
+	tests := []struct {
+		name   string
+		write  func() error
+		kind   error
+		code   string
+		detail string
+	}{
+		{"over capacity after a move", func() error {
+			return f.store.AllocationsReplace(f.ctx, two(
+				alloc(c2, rp1, res("VCPU", 1)), // would free rp2, take rp1
+				typed(alloc(c3, rp1, res("VCPU", 4))),
+			))
+		}, ledger.ErrConflict, "", "would exceed the capacity"},
+		{"max_unit", func() error {
+			return f.store.AllocationsReplace(f.ctx, two(typed(alloc(c3, rp2, res("VCPU", 1))), alloc(c1, rp1, res("DISK_GB", 60))))
+		}, ledger.ErrConflict, "", "violate inventory constraints"},
+		{"step_size", func() error {
+			return f.store.AllocationsReplace(f.ctx, []ledger.ConsumerAllocations{alloc(c1, rp1, res("DISK_GB", 15))})
+		}, ledger.ErrConflict, "", "violate inventory constraints"},
+		{"class without inventory", func() error {
+			return f.store.AllocationsReplace(f.ctx, []ledger.ConsumerAllocations{alloc(c1, rp2, res("VCPU", 1), res("DISK_GB", 10))})
+		}, ledger.ErrConflict, "", "Inventory for 'DISK_GB' on resource provider '" + rp2 + "' invalid"},
+		{"unknown class", func() error {
+			return f.store.AllocationsReplace(f.ctx, two(typed(alloc(c3, rp2, res("VCPU", 1))), alloc(c1, rp1, res("CUSTOM_NOPE", 1))))
+		}, ledger.ErrInvalid, "", "No such resource class CUSTOM_NOPE"},
+		{"unknown provider", func() error {
+			return f.store.AllocationsReplace(f.ctx, two(typed(alloc(c3, rp2, res("VCPU", 1))), alloc(c1, uuid.NewString(), res("VCPU", 1))))
+		}, ledger.ErrInvalid, "", "that does not exist"},
+		{"stale consumer generation", func() error {
+			return f.store.AllocationsReplace(f.ctx, two(
+				withGen(typed(alloc(c3, rp2, res("VCPU", 1))), nil),
+				withGen(alloc(c1, rp1, res("VCPU", 1)), gen(0)),
+			))
+		}, ledger.ErrConflict, ledger.CodeConcurrentUpdate, "expected 1 but got 0"},
+		{"new consumer with a generation", func() error {
+			return f.store.AllocationsReplace(f.ctx, []ledger.ConsumerAllocations{withGen(alloc(c3, rp2, res("VCPU", 1)), gen(3))})
+		}, ledger.ErrConflict, ledger.CodeConcurrentUpdate, "expected null but got 3"},
+		{"existing consumer without a generation", func() error {
+			return f.store.AllocationsReplace(f.ctx, []ledger.ConsumerAllocations{withGen(alloc(c1, rp1, res("VCPU", 1)), nil)})
+		}, ledger.ErrConflict, ledger.CodeConcurrentUpdate, "expected 1 but got None"},
+		{"inventory below usage", func() error {
+			_, err := f.store.InventoryUpdate(f.ctx, ledger.InventoryParams{ProviderUUID: rp1}, inv("VCPU", 3))
+			return err
+		}, ledger.ErrConflict, ledger.CodeInventoryInUse, "below the 4 allocated"},
+		{"replace removes a class in use", func() error {
+			_, err := f.store.InventoriesReplace(f.ctx, ledger.InventoryParams{ProviderUUID: rp1, Generation: gen(2)},
+				[]ledger.Inventory{inv("VCPU", 100), inv("MEMORY_MB", 10)})
+			return err
+		}, ledger.ErrConflict, ledger.CodeInventoryInUse, "Inventory for 'DISK_GB' on resource provider '" + rp1 + "' in use"},
+		{"replace with a stale generation", func() error {
+			_, err := f.store.InventoriesReplace(f.ctx, ledger.InventoryParams{ProviderUUID: rp1, Generation: gen(1)},
+				[]ledger.Inventory{inv("VCPU", 100), disk})
+			return err
+		}, ledger.ErrConflict, ledger.CodeConcurrentUpdate, "generation conflict"},
+		{"replace with an unknown class", func() error {
+			_, err := f.store.InventoriesReplace(f.ctx, ledger.InventoryParams{ProviderUUID: rp1, Generation: gen(2)},
+				[]ledger.Inventory{inv("VCPU", 100), disk, inv("CUSTOM_NOPE", 1)})
+			return err
+		}, ledger.ErrInvalid, "", "No such resource class CUSTOM_NOPE"},
+		{"reserved above total", func() error {
+			bad := inv("VCPU", 8)
+			bad.Reserved = 9
+			_, err := f.store.InventoryUpdate(f.ctx, ledger.InventoryParams{ProviderUUID: rp1, ZeroCapacityOK: true}, bad)
+			return err
+		}, ledger.ErrInvalid, "", "reserved value is greater than total"},
+		{"delete inventory in use", func() error {
+			return f.store.InventoryDelete(f.ctx, rp2, "VCPU")
+		}, ledger.ErrConflict, ledger.CodeInventoryInUse, "in use"},
+		{"delete all inventory in use", func() error {
+			return f.store.InventoriesDelete(f.ctx, rp1)
+		}, ledger.ErrConflict, ledger.CodeInventoryInUse, "Inventory for 'DISK_GB, VCPU'"},
+		{"reshape over capacity at the end", func() error {
+			return f.store.Reshape(f.ctx, ledger.ReshapeParams{
+				Inventories: []ledger.ProviderInventoryWrite{{ProviderUUID: rp2, Generation: 2, Inventories: []ledger.Inventory{inv("VCPU", 1)}}},
+				Allocations: []ledger.ConsumerAllocations{withGen(typed(alloc(c3, rp1, res("VCPU", 1))), nil)},
+			})
+		}, ledger.ErrConflict, ledger.CodeInventoryInUse, "update conflict"},
+		{"reshape with a stale provider generation", func() error {
+			return f.store.Reshape(f.ctx, ledger.ReshapeParams{
+				Inventories: []ledger.ProviderInventoryWrite{{ProviderUUID: rp2, Generation: 1, Inventories: []ledger.Inventory{inv("VCPU", 10)}}},
+				Allocations: []ledger.ConsumerAllocations{withGen(typed(alloc(c3, rp1, res("VCPU", 1))), nil)},
+			})
+		}, ledger.ErrConflict, ledger.CodeConcurrentUpdate, "actual: 2, given: 1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := f.dump()
+			le := rejection(t, tt.write(), tt.kind)
+			if le.Code != tt.code {
+				t.Errorf("code %q, want %q", le.Code, tt.code)
+			}
+			if !strings.Contains(le.Msg, tt.detail) {
+				t.Errorf("message %q lacks %q", le.Msg, tt.detail)
+			}
+			if after := f.dump(); after != before {
+				t.Errorf("refused write changed the ledger:\nbefore:\n%s\nafter:\n%s", before, after)
+			}
+		})
+	}
+}
+
+// TestAllocationGenerations checks the generation rules tests and clients
+// rely on: a write bumps each provider it names and each consumer once;
+// emptying a consumer counts its old providers and deletes it; DELETE
+// bumps nothing.
+func TestAllocationGenerations(t *testing.T) {
+	f := newFixture(t)
+	rp1 := f.provider("rp1", inv("VCPU", 8))
+	rp2 := f.provider("rp2", inv("VCPU", 8))
+	c1, c2 := uuid.NewString(), uuid.NewString()
+	put := func(ws ...ledger.ConsumerAllocations) {
+		t.Helper()
+		if err := f.store.AllocationsReplace(f.ctx, ws); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gens := func() (int64, int64) {
+		return f.usages(rp1).Generation, f.usages(rp2).Generation
+	}
+	put(alloc(c1, rp1, res("VCPU", 2)))
+	if g1, g2 := gens(); g1 != 2 || g2 != 1 {
+		t.Fatalf("after first write: %d %d", g1, g2)
+	}
+	// A move: rp2 is named, rp1 (left behind) is not bumped, as in Placement.
+	put(alloc(c1, rp2, res("VCPU", 2)))
+	if g1, g2 := gens(); g1 != 2 || g2 != 2 {
+		t.Fatalf("after move: %d %d", g1, g2)
+	}
+	got, _ := f.store.AllocationsByConsumer(f.ctx, c1)
+	if got.Consumer.Generation != 2 {
+		t.Fatalf("consumer generation %d", got.Consumer.Generation)
+	}
+	// Emptying c1 (while c2 takes rp1) bumps rp2 through c1's old
+	// allocations, rp1 through c2's new one, and deletes c1.
+	put(ledger.ConsumerAllocations{ConsumerUUID: c1}, alloc(c2, rp1, res("VCPU", 8)))
+	if g1, g2 := gens(); g1 != 3 || g2 != 3 {
+		t.Fatalf("after emptying: %d %d", g1, g2)
+	}
+	if got, _ := f.store.AllocationsByConsumer(f.ctx, c1); got.Consumer != nil {
+		t.Fatalf("emptied consumer still exists: %+v", got.Consumer)
+	}
+	if err := f.store.AllocationsDelete(f.ctx, c2); err != nil {
+		t.Fatal(err)
+	}
+	if g1, g2 := gens(); g1 != 3 || g2 != 3 {
+		t.Fatalf("after delete: %d %d", g1, g2)
+	}
+	rejection(t, f.store.AllocationsDelete(f.ctx, c2), ledger.ErrNotFound)
+	if u := f.usages(rp1); u.Usages["VCPU"] != 0 {
+		t.Fatalf("usage after delete: %v", u.Usages)
+	}
+}
+
+// TestUsagesByConsumerType covers GET /usages at 1.38, which upstream
+// Placement cannot answer on PostgreSQL.
+func TestUsagesByConsumerType(t *testing.T) {
+	f := newFixture(t)
+	rp := f.provider("rp", inv("VCPU", 64), inv("DISK_GB", 1000))
+	typed := func(w ledger.ConsumerAllocations, typ string) ledger.ConsumerAllocations {
+		w.ConsumerType = typ
+		return w
+	}
+	other := alloc(uuid.NewString(), rp, res("VCPU", 5))
+	other.ProjectID = "other"
+	if err := f.store.AllocationsReplace(f.ctx, []ledger.ConsumerAllocations{
+		typed(alloc(uuid.NewString(), rp, res("VCPU", 1), res("DISK_GB", 10)), "INSTANCE"),
+		typed(alloc(uuid.NewString(), rp, res("VCPU", 2)), "INSTANCE"),
+		typed(alloc(uuid.NewString(), rp, res("DISK_GB", 20)), "MIGRATION"),
+		alloc(uuid.NewString(), rp, res("VCPU", 4)),
+		other,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	render := func(gs []ledger.UsageGroup) string {
+		var parts []string
+		for _, g := range gs {
+			parts = append(parts, g.ConsumerType+":"+itoa(g.ConsumerCount)+":"+
+				"VCPU="+itoa(g.Usages["VCPU"])+",DISK_GB="+itoa(g.Usages["DISK_GB"]))
+		}
+		return strings.Join(parts, " ")
+	}
+	tests := []struct {
+		p    ledger.UsagesParams
+		want string
+	}{
+		{ledger.UsagesParams{ProjectID: "proj"}, ":4:VCPU=7,DISK_GB=30"},
+		{ledger.UsagesParams{ProjectID: "proj", UserID: "nobody"}, ":0:VCPU=0,DISK_GB=0"},
+		{ledger.UsagesParams{ProjectID: "proj", ByType: true}, "INSTANCE:2:VCPU=3,DISK_GB=10 MIGRATION:1:VCPU=0,DISK_GB=20 unknown:1:VCPU=4,DISK_GB=0"},
+		{ledger.UsagesParams{ProjectID: "proj", ByType: true, ConsumerType: "all"}, "all:4:VCPU=7,DISK_GB=30"},
+		{ledger.UsagesParams{ProjectID: "proj", ByType: true, ConsumerType: "unknown"}, "unknown:1:VCPU=4,DISK_GB=0"},
+		{ledger.UsagesParams{ProjectID: "proj", ByType: true, ConsumerType: "INSTANCE"}, "INSTANCE:2:VCPU=3,DISK_GB=10"},
+		{ledger.UsagesParams{ProjectID: "proj", ByType: true, ConsumerType: "ALL"}, ""},
+		{ledger.UsagesParams{ProjectID: "other", ByType: true}, "unknown:1:VCPU=5,DISK_GB=0"},
+	}
+	for _, tt := range tests {
+		gs, err := f.store.Usages(f.ctx, tt.p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := render(gs); got != tt.want {
+			t.Errorf("%+v: got %q, want %q", tt.p, got, tt.want)
+		}
+	}
+}
+
+// TestReshapeMovesToChild moves inventory and allocations from a root to a
+// child in one reshape, as a virt driver does when it starts modelling
+// NUMA nodes.
+func TestReshapeMovesToChild(t *testing.T) {
+	f := newFixture(t)
+	root := f.provider("root", inv("VCPU", 8), inv("DISK_GB", 100))
+	child := f.provider("child")
+	c1 := uuid.NewString()
+	w := alloc(c1, root, res("VCPU", 6), res("DISK_GB", 10))
+	if err := f.store.AllocationsReplace(f.ctx, []ledger.ConsumerAllocations{w}); err != nil {
+		t.Fatal(err)
+	}
+	moved := ledger.ConsumerAllocations{
+		ConsumerUUID: c1, ProjectID: "proj", UserID: "user", CheckGeneration: true, Generation: gen(1),
+		Allocations: []ledger.ProviderResources{
+			{ProviderUUID: root, Resources: []ledger.Resource{res("DISK_GB", 10)}},
+			{ProviderUUID: child, Resources: []ledger.Resource{res("VCPU", 6)}},
+		},
+	}
+	if err := f.store.Reshape(f.ctx, ledger.ReshapeParams{
+		Inventories: []ledger.ProviderInventoryWrite{
+			{ProviderUUID: root, Generation: 2, Inventories: []ledger.Inventory{inv("DISK_GB", 100)}},
+			{ProviderUUID: child, Generation: 0, Inventories: []ledger.Inventory{inv("VCPU", 8)}},
+		},
+		Allocations: []ledger.ConsumerAllocations{moved},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	ur, uc := f.usages(root), f.usages(child)
+	if len(ur.Usages) != 1 || ur.Usages["DISK_GB"] != 10 || ur.Generation != 5 {
+		t.Errorf("root: %+v", ur)
+	}
+	if len(uc.Usages) != 1 || uc.Usages["VCPU"] != 6 || uc.Generation != 3 {
+		t.Errorf("child: %+v", uc)
+	}
+	got, _ := f.store.AllocationsByConsumer(f.ctx, c1)
+	if got.Consumer.Generation != 2 || len(got.Allocations) != 2 {
+		t.Errorf("consumer after reshape: %+v %+v", got.Consumer, got.Allocations)
+	}
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }

@@ -1,0 +1,98 @@
+package ledger
+
+import (
+	"context"
+	"fmt"
+	"testing"
+)
+
+// benchComputes builds the benchmark's flat cloud: n compute nodes with
+// VCPU 64 (ratio 4), MEMORY_MB 262144 (4096 reserved) and DISK_GB 4000
+// (100 reserved); one node in ten has CUSTOM_BENCH; nodes are spread over
+// ten aggregates.
+func benchComputes(n int) *Snapshot {
+	b := newSnapBuilder()
+	for i := 0; i < n; i++ {
+		name := fmt.Sprintf("%08d-0000-0000-0000-000000000000", i)
+		b.rp(name, "").inv(name, "VCPU", 64, 0, 1, 64, 1, 400).
+			inv(name, "MEMORY_MB", 262144, 4096).inv(name, "DISK_GB", 4000, 100).
+			aggs(name, fmt.Sprintf("agg%d", i%10))
+		if i%10 == 0 {
+			b.traits(name, "CUSTOM_BENCH")
+		}
+	}
+	return b.build()
+}
+
+// benchPerfload builds Placement's perfload nested shape: n trees of a
+// compute node with DISK_GB, two NUMA children with VCPU and MEMORY_MB,
+// and an FPGA and a VGPU provider under each NUMA node.
+func benchPerfload(n int) *Snapshot {
+	b := newSnapBuilder()
+	for i := 0; i < n; i++ {
+		cn := fmt.Sprintf("cn%d", i)
+		b.rp(cn, "").inv(cn, "DISK_GB", 4000)
+		for k := 0; k < 2; k++ {
+			numa := fmt.Sprintf("%s_numa%d", cn, k)
+			b.rp(numa, cn).inv(numa, "VCPU", 32).inv(numa, "MEMORY_MB", 131072).traits(numa, "HW_NUMA_ROOT")
+			b.rp(numa+"_fpga", numa).inv(numa+"_fpga", "FPGA", 2)
+			b.rp(numa+"_vgpu", numa).inv(numa+"_vgpu", "VGPU", 8)
+		}
+	}
+	return b.build()
+}
+
+func benchRun(b *testing.B, s *Snapshot, p CandidatesParams, wantAtLeast int) {
+	b.Helper()
+	b.ReportAllocs()
+	ctx := context.Background()
+	var c *Candidates
+	var err error
+	for b.Loop() {
+		if c, err = s.candidates(ctx, &p); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if len(c.Requests) < wantAtLeast {
+		b.Fatalf("got %d candidates, want at least %d", len(c.Requests), wantAtLeast)
+	}
+	b.ReportMetric(float64(len(c.Requests)), "candidates")
+}
+
+func BenchmarkCandidates(b *testing.B) {
+	for _, n := range []int{1000, 10000} {
+		s := benchComputes(n)
+		flavor := func() []RequestGroup {
+			return []RequestGroup{{Resources: res("VCPU:2,MEMORY_MB:4096,DISK_GB:20")}}
+		}
+		b.Run(fmt.Sprintf("N=%d/unlimited", n), func(b *testing.B) {
+			benchRun(b, s, CandidatesParams{NestedAware: true, Groups: flavor()}, min(n, DefaultMaxCandidates))
+		})
+		b.Run(fmt.Sprintf("N=%d/limit=1000", n), func(b *testing.B) {
+			benchRun(b, s, CandidatesParams{NestedAware: true, Limit: 1000, Groups: flavor()}, 1000)
+		})
+		b.Run(fmt.Sprintf("N=%d/trait", n), func(b *testing.B) {
+			g := []RequestGroup{{Resources: res("VCPU:2,MEMORY_MB:4096"), RequiredTraits: [][]string{{"CUSTOM_BENCH"}}}}
+			benchRun(b, s, CandidatesParams{NestedAware: true, Groups: g}, n/10)
+		})
+		b.Run(fmt.Sprintf("N=%d/member_of", n), func(b *testing.B) {
+			g := []RequestGroup{{Resources: res("VCPU:2"), MemberOf: [][]string{{"agg3"}}}}
+			benchRun(b, s, CandidatesParams{NestedAware: true, Groups: g}, n/10)
+		})
+	}
+	b.Run("perfload=1000x7/same_subtree", func(b *testing.B) {
+		s := benchPerfload(1000)
+		g := []RequestGroup{
+			{Resources: res("DISK_GB:10")},
+			{Suffix: "_COMPUTE", Resources: res("VCPU:2,MEMORY_MB:4096")},
+			{Suffix: "_ACCEL", Resources: res("FPGA:1")},
+		}
+		benchRun(b, s, CandidatesParams{NestedAware: true, Groups: g, SameSubtrees: [][]string{{"_COMPUTE", "_ACCEL"}}}, 2000)
+	})
+	b.Run("wide=21x1/groups=8", func(b *testing.B) {
+		benchRun(b, wideTree(21), CandidatesParams{NestedAware: true, Groups: wideGroups(8)}, DefaultMaxCandidates)
+	})
+	b.Run("wide=21x1/groups=8/isolate", func(b *testing.B) {
+		benchRun(b, wideTree(21), CandidatesParams{NestedAware: true, Isolate: true, Groups: wideGroups(8)}, DefaultMaxCandidates)
+	})
+}

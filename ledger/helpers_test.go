@@ -1,0 +1,139 @@
+package ledger_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/berthd/berth/ledger"
+)
+
+// fixture is a store over a fresh database plus a direct connection for
+// setting up providers and inspecting state.
+type fixture struct {
+	t     *testing.T
+	ctx   context.Context
+	store *ledger.Store
+	db    *pgx.Conn
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	dbURL := newTestDB(t)
+	ctx := context.Background()
+	store, err := ledger.Open(ctx, ledger.Config{DatabaseURL: dbURL, MaxConns: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(store.Close)
+	db, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close(context.Background()) })
+	return &fixture{t: t, ctx: ctx, store: store, db: db}
+}
+
+// provider creates a root provider with the given inventories, written
+// through the ledger so generations are as the API would make them.
+func (f *fixture) provider(name string, invs ...ledger.Inventory) string {
+	f.t.Helper()
+	p, err := f.store.ProviderCreate(f.ctx, ledger.ProviderCreateParams{Name: name})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	id := p.UUID
+	if len(invs) > 0 {
+		gen := int64(0)
+		if _, err := f.store.InventoriesReplace(f.ctx, ledger.InventoryParams{ProviderUUID: id, Generation: &gen}, invs); err != nil {
+			f.t.Fatal(err)
+		}
+	}
+	return id
+}
+
+func inv(class string, total int64) ledger.Inventory { return ledger.DefaultInventory(class, total) }
+
+// dump renders everything a write could change, for before/after
+// comparisons.
+func (f *fixture) dump() string {
+	f.t.Helper()
+	queries := []string{
+		`SELECT uuid::text, generation FROM resource_providers`,
+		`SELECT rp.uuid::text, rc.name, total, reserved, min_unit, max_unit, step_size, allocation_ratio, i.updated_at
+		 FROM inventories i JOIN resource_providers rp ON rp.id = i.resource_provider_id
+		 JOIN resource_classes rc ON rc.id = i.resource_class_id`,
+		`SELECT c.uuid::text, c.generation, p.external_id, u.external_id, COALESCE(ct.name, '-'), c.updated_at
+		 FROM consumers c JOIN projects p ON p.id = c.project_id JOIN users u ON u.id = c.user_id
+		 LEFT JOIN consumer_types ct ON ct.id = c.consumer_type_id`,
+		`SELECT c.uuid::text, rp.uuid::text, rc.name, a.used, a.id
+		 FROM allocations a JOIN consumers c ON c.id = a.consumer_id
+		 JOIN resource_providers rp ON rp.id = a.resource_provider_id
+		 JOIN resource_classes rc ON rc.id = a.resource_class_id`,
+		`SELECT external_id FROM projects`,
+		`SELECT external_id FROM users`,
+		`SELECT name FROM consumer_types`,
+		`SELECT id, name FROM resource_classes WHERE id >= 10000`,
+	}
+	var out []string
+	for _, q := range queries {
+		rows, err := f.db.Query(f.ctx, q)
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		var lines []string
+		for rows.Next() {
+			vals, err := rows.Values()
+			if err != nil {
+				f.t.Fatal(err)
+			}
+			lines = append(lines, fmt.Sprint(vals...))
+		}
+		if err := rows.Err(); err != nil {
+			f.t.Fatal(err)
+		}
+		sort.Strings(lines)
+		out = append(out, strings.Join(lines, "\n"))
+	}
+	return strings.Join(out, "\n--\n")
+}
+
+// usages returns a provider's usages.
+func (f *fixture) usages(rp string) ledger.ProviderUsages {
+	f.t.Helper()
+	u, err := f.store.ProviderUsagesGet(f.ctx, rp)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return u
+}
+
+// rejection asserts err is a ledger rejection of kind and returns it.
+func rejection(t *testing.T, err error, kind error) *ledger.Error {
+	t.Helper()
+	var le *ledger.Error
+	if !errors.As(err, &le) {
+		t.Fatalf("got %v (%T), want a *ledger.Error", err, err)
+	}
+	if !errors.Is(err, kind) {
+		t.Fatalf("got %v (kind %v), want kind %v", err, le.Kind, kind)
+	}
+	return le
+}
+
+func gen(n int64) *int64 { return &n }
+
+// alloc builds a consumer write against one provider.
+func alloc(consumer, rp string, res ...ledger.Resource) ledger.ConsumerAllocations {
+	return ledger.ConsumerAllocations{
+		ConsumerUUID: consumer, ProjectID: "proj", UserID: "user",
+		Allocations: []ledger.ProviderResources{{ProviderUUID: rp, Resources: res}},
+	}
+}
+
+func res(class string, n int64) ledger.Resource { return ledger.Resource{Class: class, Amount: n} }

@@ -1,0 +1,354 @@
+package ledger
+
+import (
+	"context"
+	"fmt"
+	"slices"
+)
+
+// ResourceAmount is an amount of one resource class.
+type ResourceAmount struct {
+	Class  string
+	Amount int64
+}
+
+// RequestGroup is one group of a request for resources: Placement's
+// `resources`, `required`, `member_of` and `in_tree` query parameters with
+// one suffix. The unsuffixed group (Suffix "") may be satisfied by several
+// providers of one tree plus sharing providers; a suffixed (granular)
+// group must be satisfied by a single provider.
+type RequestGroup struct {
+	Suffix    string
+	Resources []ResourceAmount
+	// RequiredTraits: every inner list must be matched by at least one of
+	// its traits (all-of any-of).
+	RequiredTraits  [][]string
+	ForbiddenTraits []string
+	// MemberOf: every inner list of aggregate uuids must be matched by at
+	// least one of its aggregates.
+	MemberOf            [][]string
+	ForbiddenAggregates []string
+	// InTree is a provider uuid; the group must be satisfied within its tree.
+	InTree string
+}
+
+// UnknownNameError reports a resource class or trait that does not exist.
+// Its message is Placement's ("No such trait(s): X.").
+type UnknownNameError struct {
+	Trait bool // a trait; otherwise a resource class
+	Name  string
+}
+
+func (e *UnknownNameError) Error() string {
+	if e.Trait {
+		return fmt.Sprintf("No such trait(s): %s.", e.Name)
+	}
+	return fmt.Sprintf("No such resource class %s.", e.Name)
+}
+
+// Unwrap makes an UnknownNameError an ErrInvalid.
+func (e *UnknownNameError) Unwrap() error { return ErrInvalid }
+
+// resAmount is a ResourceAmount with its class resolved.
+type resAmount struct {
+	class  int32
+	amount int64
+}
+
+// filter is a request group with names resolved to ids: the predicate a
+// single provider must satisfy.
+type filter struct {
+	res        []resAmount
+	required   [][]int32 // all-of any-of
+	forbidden  []int32
+	memberOf   [][]int32 // all-of any-of; an empty inner list matches nothing
+	forbidAggs []int32
+	inTree     int32 // root index; -1 for none
+}
+
+// snapshot returns a snapshot reflecting every write this process committed.
+func (s *Store) snapshot(ctx context.Context) (*Snapshot, error) {
+	return s.snap.get(ctx)
+}
+
+// knowNames makes sure the snapshot's names are right for the given
+// classes and traits before they are resolved. Names it does not know are
+// looked up (they may have been created since it was loaded); names it
+// knows but that no provider uses are checked too, since such a class or
+// trait may have been deleted without any provider changing. A name in use
+// cannot be deleted, so the common case costs no query.
+func (s *Store) knowNames(ctx context.Context, snap *Snapshot, classes, traits []string) (*Snapshot, error) {
+	var checkC, checkT []string
+	for _, c := range classes {
+		if id, ok := snap.names.classByName[c]; !ok || len(snap.idx.byClass[id]) == 0 {
+			checkC = append(checkC, c)
+		}
+	}
+	for _, t := range traits {
+		if id, ok := snap.names.traitByName[t]; !ok || len(snap.idx.byTrait[id]) == 0 {
+			checkT = append(checkT, t)
+		}
+	}
+	if len(checkC) == 0 && len(checkT) == 0 {
+		return snap, nil
+	}
+	return s.snap.learnNames(ctx, snap, checkC, checkT)
+}
+
+// groupNames lists the class and trait names a group mentions.
+func groupNames(g *RequestGroup) (classes, traits []string) {
+	for _, r := range g.Resources {
+		classes = append(classes, r.Class)
+	}
+	for _, any := range g.RequiredTraits {
+		traits = append(traits, any...)
+	}
+	traits = append(traits, g.ForbiddenTraits...)
+	return classes, traits
+}
+
+func (s *Snapshot) classIDs(res []ResourceAmount) ([]resAmount, error) {
+	out := make([]resAmount, 0, len(res))
+	for _, r := range res {
+		id, ok := s.names.classByName[r.Class]
+		if !ok {
+			return nil, &UnknownNameError{Name: r.Class}
+		}
+		out = append(out, resAmount{class: id, amount: r.Amount})
+	}
+	return out, nil
+}
+
+func (s *Snapshot) traitIDs(names []string) ([]int32, error) {
+	out := make([]int32, 0, len(names))
+	for _, n := range names {
+		id, ok := s.names.traitByName[n]
+		if !ok {
+			return nil, &UnknownNameError{Trait: true, Name: n}
+		}
+		out = append(out, id)
+	}
+	slices.Sort(out)
+	return slices.Compact(out), nil
+}
+
+func (s *Snapshot) requiredIDs(req [][]string) ([][]int32, error) {
+	out := make([][]int32, 0, len(req))
+	for _, any := range req {
+		ids, err := s.traitIDs(any)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ids)
+	}
+	return out, nil
+}
+
+// aggIDs resolves aggregate uuids, dropping unknown ones: an aggregate no
+// provider belongs to matches nothing.
+func (s *Snapshot) aggIDs(uuids []string) []int32 {
+	out := make([]int32, 0, len(uuids))
+	for _, u := range uuids {
+		if c, ok := canonicalUUID(u); ok {
+			u = c
+		}
+		if id, ok := s.names.aggByUUID[u]; ok {
+			out = append(out, id)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+func (s *Snapshot) memberOfIDs(memberOf [][]string) [][]int32 {
+	out := make([][]int32, 0, len(memberOf))
+	for _, any := range memberOf {
+		out = append(out, s.aggIDs(any))
+	}
+	return out
+}
+
+// treeOf returns the root index of the provider with the given uuid.
+func (s *Snapshot) treeOf(uuid string) (int32, bool) {
+	i, ok := s.providerIndex(uuid)
+	if !ok {
+		return -1, false
+	}
+	return s.idx.root[i], true
+}
+
+// providerIndex finds a provider by uuid, in any form canonicalUUID accepts.
+func (s *Snapshot) providerIndex(uuid string) (int32, bool) {
+	if c, ok := canonicalUUID(uuid); ok {
+		uuid = c
+	}
+	i, ok := s.idx.byUUID[uuid]
+	return i, ok
+}
+
+// hasAllTraits reports whether p matches every any-of clause.
+func hasAllTraits(p *snapProvider, required [][]int32) bool {
+	for _, any := range required {
+		if !p.hasAnyTrait(any) {
+			return false
+		}
+	}
+	return true
+}
+
+// inAllAggs reports whether p matches every any-of aggregate clause.
+func inAllAggs(p *snapProvider, memberOf [][]int32) bool {
+	for _, any := range memberOf {
+		if !p.inAnyAgg(any) {
+			return false
+		}
+	}
+	return true
+}
+
+// matches reports whether provider i alone satisfies f.
+func (s *Snapshot) matches(i int32, f *filter) bool {
+	p := s.provs[i]
+	if f.inTree >= 0 && s.idx.root[i] != f.inTree {
+		return false
+	}
+	for _, r := range f.res {
+		inv := p.inventory(r.class)
+		if inv == nil || !inv.fits(r.amount) {
+			return false
+		}
+	}
+	return hasAllTraits(p, f.required) && !p.hasAnyTrait(f.forbidden) &&
+		inAllAggs(p, f.memberOf) && !p.inAnyAgg(f.forbidAggs)
+}
+
+// driver picks, for a single-provider filter, the shortest index list that
+// every match must be on (all=true: none applies).
+func (s *Snapshot) driver(f *filter) (drive []int32, all bool) {
+	all = true
+	consider := func(l []int32) {
+		if all || len(l) < len(drive) {
+			drive, all = l, false
+		}
+	}
+	for _, r := range f.res {
+		consider(s.idx.byClass[r.class])
+	}
+	for _, any := range f.required {
+		if len(any) == 1 {
+			consider(s.idx.byTrait[any[0]])
+		}
+	}
+	for _, any := range f.memberOf {
+		if len(any) == 1 {
+			consider(s.idx.byAgg[any[0]])
+		}
+	}
+	return drive, all
+}
+
+// matching returns, ascending, the providers that alone satisfy f. It
+// walks the shortest of the index lists that any match must be on (a
+// tree, a class, a single trait, a single aggregate) and checks the rest
+// of f on each provider of it.
+func (s *Snapshot) matching(f *filter) []int32 {
+	for _, any := range f.memberOf {
+		if len(any) == 0 {
+			return nil
+		}
+	}
+	drive, all := s.driver(f)
+	if f.inTree >= 0 && (all || len(s.idx.members[f.inTree]) < len(drive)) {
+		drive, all = s.idx.members[f.inTree], false
+	}
+	var out []int32
+	if all {
+		for i := range s.provs {
+			if s.matches(int32(i), f) {
+				out = append(out, int32(i))
+			}
+		}
+		return out
+	}
+	for _, i := range drive {
+		if s.matches(i, f) {
+			out = append(out, i)
+		}
+	}
+	if !slices.IsSorted(out) {
+		slices.Sort(out) // tree members are in depth order
+	}
+	return out
+}
+
+// ProviderFilter selects providers for GET /resource_providers. Empty
+// strings mean "no filter"; Group's Suffix is ignored and its criteria
+// apply to each provider alone.
+type ProviderFilter struct {
+	Name   string
+	UUID   string
+	InTree string
+	Group  RequestGroup
+}
+
+// ProvidersMatching lists, in creation order, the providers that satisfy f.
+// An unknown trait or resource class is an *UnknownNameError; an unknown
+// in_tree provider or aggregate simply matches nothing.
+func (s *Store) ProvidersMatching(ctx context.Context, f ProviderFilter) ([]Provider, error) {
+	snap, err := s.snapshot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	classes, traits := groupNames(&f.Group)
+	if snap, err = s.knowNames(ctx, snap, classes, traits); err != nil {
+		return nil, err
+	}
+	return snap.providersMatching(&f)
+}
+
+func (s *Snapshot) providersMatching(f *ProviderFilter) ([]Provider, error) {
+	flt := filter{inTree: -1}
+	if f.InTree != "" {
+		r, ok := s.treeOf(f.InTree)
+		if !ok {
+			return []Provider{}, nil
+		}
+		flt.inTree = r
+	}
+	var err error
+	// Placement resolves traits before aggregates and classes; keep its
+	// order so the same request fails the same way.
+	if flt.required, err = s.requiredIDs(f.Group.RequiredTraits); err != nil {
+		return nil, err
+	}
+	if flt.forbidden, err = s.traitIDs(f.Group.ForbiddenTraits); err != nil {
+		return nil, err
+	}
+	flt.memberOf = s.memberOfIDs(f.Group.MemberOf)
+	flt.forbidAggs = s.aggIDs(f.Group.ForbiddenAggregates)
+	if flt.res, err = s.classIDs(f.Group.Resources); err != nil {
+		return nil, err
+	}
+	var idx []int32
+	switch {
+	case f.UUID != "":
+		if i, ok := s.providerIndex(f.UUID); ok && s.matches(i, &flt) {
+			idx = []int32{i}
+		}
+	case f.Name != "":
+		if i, ok := s.idx.byName[f.Name]; ok && s.matches(i, &flt) {
+			idx = []int32{i}
+		}
+	default:
+		idx = s.matching(&flt)
+	}
+	out := make([]Provider, 0, len(idx))
+	for _, i := range idx {
+		p := s.provider(i)
+		if f.Name != "" && p.Name != f.Name {
+			continue
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}

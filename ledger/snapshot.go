@@ -1,0 +1,404 @@
+package ledger
+
+import (
+	"slices"
+	"time"
+)
+
+// The snapshot is an immutable, in-memory copy of everything allocation
+// candidates and provider listings are computed from: providers and their
+// trees, inventories with current usage, traits and aggregates. A Snapshot
+// is never modified once published; a refresh builds a new one that shares
+// whatever did not change (see snapshotCache in snapshot_cache.go).
+//
+// Providers are addressed by a dense index (int32) into Snapshot.provs, so
+// the engine works on small integers and slices instead of maps.
+
+// sharingTraitName marks providers whose inventory other trees in the same
+// aggregate may consume.
+const sharingTraitName = "MISC_SHARES_VIA_AGGREGATE"
+
+// snapInventory is one inventory record plus what is allocated against it.
+type snapInventory struct {
+	class    int32
+	total    int64
+	reserved int64
+	minUnit  int64
+	maxUnit  int64
+	stepSize int64
+	ratio    float64
+	used     int64
+}
+
+// capacity is (total - reserved) * allocation_ratio, as PostgreSQL and
+// Placement compute it (in floating point).
+func (inv *snapInventory) capacity() float64 {
+	return float64(inv.total-inv.reserved) * inv.ratio
+}
+
+// fits reports whether amount more units, requested in one piece by one
+// request group, can be allocated: within min_unit, max_unit and
+// step_size, and within capacity once what is already used is counted.
+func (inv *snapInventory) fits(amount int64) bool {
+	return amount >= inv.minUnit && amount <= inv.maxUnit &&
+		(inv.stepSize <= 0 || amount%inv.stepSize == 0) &&
+		float64(inv.used+amount) <= inv.capacity()
+}
+
+// fitsTotal reports whether a consolidated amount (the sum of what several
+// request groups take from this inventory) stays within capacity and
+// max_unit, the checks Placement applies after merging groups.
+func (inv *snapInventory) fitsTotal(amount int64) bool {
+	return amount <= inv.maxUnit && float64(inv.used+amount) <= inv.capacity()
+}
+
+// snapProvider is one provider as loaded from the database. It is immutable.
+type snapProvider struct {
+	id         int64
+	uuid       string
+	name       string
+	generation int64
+	parentID   int64 // 0 for a root
+	rootID     int64
+	createdAt  time.Time
+	updatedAt  time.Time
+	inv        []snapInventory // sorted by class id
+	traits     []int32         // sorted trait ids
+	aggs       []int32         // sorted aggregate ids
+}
+
+func (p *snapProvider) inventory(class int32) *snapInventory {
+	for i := range p.inv {
+		if p.inv[i].class == class {
+			return &p.inv[i]
+		}
+	}
+	return nil
+}
+
+func (p *snapProvider) hasTrait(t int32) bool {
+	_, ok := slices.BinarySearch(p.traits, t)
+	return ok
+}
+
+func (p *snapProvider) hasAnyTrait(ts []int32) bool {
+	for _, t := range ts {
+		if p.hasTrait(t) {
+			return true
+		}
+	}
+	return false
+}
+
+func (p *snapProvider) inAnyAgg(aggs []int32) bool {
+	for _, a := range aggs {
+		if _, ok := slices.BinarySearch(p.aggs, a); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// sameShape reports whether q differs from p only in amounts (inventory
+// totals, usage, generation, timestamps), so the snapshot's indexes built
+// from p stay valid for q.
+func (p *snapProvider) sameShape(q *snapProvider) bool {
+	if p.id != q.id || p.uuid != q.uuid || p.name != q.name || p.parentID != q.parentID ||
+		p.rootID != q.rootID || len(p.inv) != len(q.inv) ||
+		!slices.Equal(p.traits, q.traits) || !slices.Equal(p.aggs, q.aggs) {
+		return false
+	}
+	for i := range p.inv {
+		if p.inv[i].class != q.inv[i].class {
+			return false
+		}
+	}
+	return true
+}
+
+// names maps resource class, trait and aggregate names to ids and back. It
+// is immutable; lookups that miss are retried after a refresh from the
+// database (see snapshotCache.resolve).
+type names struct {
+	classByName map[string]int32
+	className   map[int32]string
+	traitByName map[string]int32
+	traitName   map[int32]string
+	aggByUUID   map[string]int32
+	aggUUID     map[int32]string
+}
+
+func newNames() *names {
+	return &names{
+		classByName: map[string]int32{}, className: map[int32]string{},
+		traitByName: map[string]int32{}, traitName: map[int32]string{},
+		aggByUUID: map[string]int32{}, aggUUID: map[int32]string{},
+	}
+}
+
+// clone returns a copy that may be modified.
+func (n *names) clone() *names {
+	c := &names{
+		classByName: make(map[string]int32, len(n.classByName)),
+		className:   make(map[int32]string, len(n.className)),
+		traitByName: make(map[string]int32, len(n.traitByName)),
+		traitName:   make(map[int32]string, len(n.traitName)),
+		aggByUUID:   make(map[string]int32, len(n.aggByUUID)),
+		aggUUID:     make(map[int32]string, len(n.aggUUID)),
+	}
+	for k, v := range n.classByName {
+		c.classByName[k] = v
+	}
+	for k, v := range n.className {
+		c.className[k] = v
+	}
+	for k, v := range n.traitByName {
+		c.traitByName[k] = v
+	}
+	for k, v := range n.traitName {
+		c.traitName[k] = v
+	}
+	for k, v := range n.aggByUUID {
+		c.aggByUUID[k] = v
+	}
+	for k, v := range n.aggUUID {
+		c.aggUUID[k] = v
+	}
+	return c
+}
+
+func (n *names) addClass(id int32, name string) {
+	n.classByName[name] = id
+	n.className[id] = name
+}
+
+func (n *names) addTrait(id int32, name string) {
+	n.traitByName[name] = id
+	n.traitName[id] = name
+}
+
+func (n *names) addAgg(id int32, uuid string) {
+	n.aggByUUID[uuid] = id
+	n.aggUUID[id] = uuid
+}
+
+// Snapshot is a consistent, immutable view of the providers. Its methods
+// are safe for concurrent use.
+type Snapshot struct {
+	names *names
+	provs []*snapProvider // by dense index
+	idx   *snapIndex      // derived from provs; shared while the shape is unchanged
+}
+
+// snapIndex holds everything derived from the providers' shape (tree links,
+// names, which classes, traits and aggregates each has). It is rebuilt when
+// that shape changes and shared between snapshots otherwise.
+type snapIndex struct {
+	byID     map[int64]int32
+	byUUID   map[string]int32
+	byName   map[string]int32
+	parent   []int32 // -1 for a root
+	root     []int32
+	depth    []int32   // 0 for a root
+	members  [][]int32 // for a root index: every provider of its tree, root first
+	roots    []int32   // every root, ascending
+	byClass  map[int32][]int32
+	byTrait  map[int32][]int32
+	byAgg    map[int32][]int32
+	sharing  []bool    // has MISC_SHARES_VIA_AGGREGATE
+	anchors  [][]int32 // for a sharing provider: roots of the trees it shares with, ascending
+	sharedTo [][]int32 // for a root: sharing providers of other trees it may use, ascending
+	hasTrees bool
+}
+
+// buildIndex derives a snapIndex from provs, which must not contain nil.
+func buildIndex(provs []*snapProvider, n *names) *snapIndex {
+	ix := &snapIndex{
+		byID:     make(map[int64]int32, len(provs)),
+		byUUID:   make(map[string]int32, len(provs)),
+		byName:   make(map[string]int32, len(provs)),
+		parent:   make([]int32, len(provs)),
+		root:     make([]int32, len(provs)),
+		depth:    make([]int32, len(provs)),
+		members:  make([][]int32, len(provs)),
+		byClass:  map[int32][]int32{},
+		byTrait:  map[int32][]int32{},
+		byAgg:    map[int32][]int32{},
+		sharing:  make([]bool, len(provs)),
+		anchors:  make([][]int32, len(provs)),
+		sharedTo: make([][]int32, len(provs)),
+	}
+	for i, p := range provs {
+		ix.byID[p.id] = int32(i)
+		ix.byUUID[p.uuid] = int32(i)
+		ix.byName[p.name] = int32(i)
+	}
+	sharingTrait, hasSharingTrait := n.traitByName[sharingTraitName]
+	for i, p := range provs {
+		i32 := int32(i)
+		ix.parent[i] = -1
+		if p.parentID != 0 {
+			if pi, ok := ix.byID[p.parentID]; ok {
+				ix.parent[i] = pi
+				ix.hasTrees = true
+			}
+		}
+		ix.root[i] = i32
+		if ri, ok := ix.byID[p.rootID]; ok {
+			ix.root[i] = ri
+		}
+		for _, inv := range p.inv {
+			ix.byClass[inv.class] = append(ix.byClass[inv.class], i32)
+		}
+		for _, t := range p.traits {
+			ix.byTrait[t] = append(ix.byTrait[t], i32)
+		}
+		for _, a := range p.aggs {
+			ix.byAgg[a] = append(ix.byAgg[a], i32)
+		}
+		ix.sharing[i] = hasSharingTrait && p.hasTrait(sharingTrait)
+	}
+	for i := range provs {
+		d := int32(0)
+		for j := ix.parent[i]; j >= 0 && d < int32(len(provs)); j = ix.parent[j] {
+			d++
+		}
+		ix.depth[i] = d
+		r := ix.root[i]
+		if r == int32(i) {
+			ix.roots = append(ix.roots, r)
+		}
+		ix.members[r] = append(ix.members[r], int32(i))
+	}
+	// Members of a tree: root first, then by depth, then by index, which is
+	// the providers' creation order.
+	for _, r := range ix.roots {
+		m := ix.members[r]
+		slices.SortStableFunc(m, func(a, b int32) int { return int(ix.depth[a] - ix.depth[b]) })
+	}
+	for i, p := range provs {
+		if !ix.sharing[i] {
+			continue
+		}
+		var as []int32
+		for _, a := range p.aggs {
+			for _, m := range ix.byAgg[a] {
+				as = append(as, ix.root[m])
+			}
+		}
+		slices.Sort(as)
+		ix.anchors[i] = slices.Compact(as)
+		for _, a := range ix.anchors[i] {
+			if a != ix.root[i] {
+				ix.sharedTo[a] = append(ix.sharedTo[a], int32(i))
+			}
+		}
+	}
+	return ix
+}
+
+// isAncestorOrSelf reports whether a is b or one of b's ancestors.
+func (s *Snapshot) isAncestorOrSelf(a, b int32) bool {
+	for j := b; j >= 0; j = s.idx.parent[j] {
+		if j == a {
+			return true
+		}
+	}
+	return false
+}
+
+// lca returns the lowest common ancestor of a and b, or -1 when they are in
+// different trees.
+func (s *Snapshot) lca(a, b int32) int32 {
+	ix := s.idx
+	if ix.root[a] != ix.root[b] {
+		return -1
+	}
+	for ix.depth[a] > ix.depth[b] {
+		a = ix.parent[a]
+	}
+	for ix.depth[b] > ix.depth[a] {
+		b = ix.parent[b]
+	}
+	for a != b {
+		a, b = ix.parent[a], ix.parent[b]
+	}
+	return a
+}
+
+// Len is the number of providers in the snapshot.
+func (s *Snapshot) Len() int { return len(s.provs) }
+
+// provider converts provider i to the package's public Provider type.
+func (s *Snapshot) provider(i int32) Provider {
+	p := s.provs[i]
+	out := Provider{
+		ID: p.id, UUID: p.uuid, Name: p.name, Generation: p.generation,
+		RootUUID: s.provs[s.idx.root[i]].uuid, CreatedAt: p.createdAt, UpdatedAt: p.updatedAt,
+	}
+	if pi := s.idx.parent[i]; pi >= 0 {
+		out.ParentUUID = s.provs[pi].uuid
+	}
+	return out
+}
+
+// withProviders returns a snapshot in which the providers in changed
+// replace or join those of s and the ids in deleted are gone. Indexes are
+// shared with s when no provider changed shape.
+func (s *Snapshot) withProviders(changed map[int64]*snapProvider, deleted map[int64]bool, n *names) *Snapshot {
+	shapeChanged := false
+	provs := make([]*snapProvider, len(s.provs), len(s.provs)+len(changed))
+	copy(provs, s.provs)
+	seen := make(map[int64]bool, len(changed))
+	for i, p := range provs {
+		if deleted[p.id] {
+			shapeChanged = true
+			continue
+		}
+		if q, ok := changed[p.id]; ok {
+			seen[p.id] = true
+			if !p.sameShape(q) {
+				shapeChanged = true
+			}
+			provs[i] = q
+		}
+	}
+	var added []*snapProvider
+	for id, q := range changed {
+		if !seen[id] {
+			added = append(added, q)
+		}
+	}
+	if len(added) > 0 {
+		shapeChanged = true
+		slices.SortFunc(added, func(a, b *snapProvider) int { return cmpInt64(a.id, b.id) })
+		provs = append(provs, added...)
+	}
+	if !shapeChanged {
+		return &Snapshot{names: n, provs: provs, idx: s.idx}
+	}
+	if len(deleted) > 0 {
+		provs = slices.DeleteFunc(provs, func(p *snapProvider) bool { return deleted[p.id] })
+	}
+	// Keep id order so dense indexes follow creation order.
+	if !slices.IsSortedFunc(provs, func(a, b *snapProvider) int { return cmpInt64(a.id, b.id) }) {
+		slices.SortFunc(provs, func(a, b *snapProvider) int { return cmpInt64(a.id, b.id) })
+	}
+	return &Snapshot{names: n, provs: provs, idx: buildIndex(provs, n)}
+}
+
+func cmpInt64(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// newSnapshot builds a snapshot from a complete set of providers.
+func newSnapshot(provs []*snapProvider, n *names) *Snapshot {
+	slices.SortFunc(provs, func(a, b *snapProvider) int { return cmpInt64(a.id, b.id) })
+	return &Snapshot{names: n, provs: provs, idx: buildIndex(provs, n)}
+}

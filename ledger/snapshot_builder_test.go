@@ -1,0 +1,162 @@
+package ledger
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// snapBuilder builds snapshots by hand for engine tests. Providers are
+// named; a provider's uuid is its name, which keeps expectations readable.
+type snapBuilder struct {
+	provs  map[string]*snapProvider
+	order  []string
+	n      *names
+	nextID int64
+}
+
+func newSnapBuilder() *snapBuilder {
+	n := newNames()
+	for i, c := range StandardClasses {
+		n.addClass(int32(i), c)
+	}
+	for i, t := range StandardTraits {
+		n.addTrait(int32(i+1), t)
+	}
+	return &snapBuilder{provs: map[string]*snapProvider{}, n: n}
+}
+
+// rp creates a provider; parent is "" for a root.
+func (b *snapBuilder) rp(name, parent string) *snapBuilder {
+	b.nextID++
+	p := &snapProvider{id: b.nextID, uuid: name, name: name, rootID: b.nextID}
+	if parent != "" {
+		pp := b.provs[parent]
+		p.parentID, p.rootID = pp.id, pp.rootID
+	}
+	b.provs[name] = p
+	b.order = append(b.order, name)
+	return b
+}
+
+func (b *snapBuilder) classID(name string) int32 {
+	if id, ok := b.n.classByName[name]; ok {
+		return id
+	}
+	id := int32(CustomClassMinID + len(b.n.classByName))
+	b.n.addClass(id, name)
+	return id
+}
+
+func (b *snapBuilder) traitID(name string) int32 {
+	if id, ok := b.n.traitByName[name]; ok {
+		return id
+	}
+	id := int32(100000 + len(b.n.traitByName))
+	b.n.addTrait(id, name)
+	return id
+}
+
+// inv adds inventory: total, then optional reserved, min, max, step,
+// ratio*100 (defaults 0, 1, total, 1, 100).
+func (b *snapBuilder) inv(name, class string, total int64, opt ...int64) *snapBuilder {
+	o := []int64{0, 1, total, 1, 100}
+	copy(o, opt)
+	p := b.provs[name]
+	p.inv = append(p.inv, snapInventory{class: b.classID(class), total: total, reserved: o[0],
+		minUnit: o[1], maxUnit: o[2], stepSize: o[3], ratio: float64(o[4]) / 100})
+	slices.SortFunc(p.inv, func(x, y snapInventory) int { return int(x.class - y.class) })
+	return b
+}
+
+func (b *snapBuilder) used(name, class string, used int64) *snapBuilder {
+	b.provs[name].inventory(b.classID(class)).used = used
+	return b
+}
+
+func (b *snapBuilder) traits(name string, traits ...string) *snapBuilder {
+	p := b.provs[name]
+	for _, t := range traits {
+		p.traits = append(p.traits, b.traitID(t))
+	}
+	slices.Sort(p.traits)
+	return b
+}
+
+func (b *snapBuilder) aggs(name string, aggs ...string) *snapBuilder {
+	p := b.provs[name]
+	for _, a := range aggs {
+		id, ok := b.n.aggByUUID[a]
+		if !ok {
+			id = int32(len(b.n.aggByUUID) + 1)
+			b.n.addAgg(id, a)
+		}
+		p.aggs = append(p.aggs, id)
+	}
+	slices.Sort(p.aggs)
+	return b
+}
+
+func (b *snapBuilder) build() *Snapshot {
+	list := make([]*snapProvider, 0, len(b.provs))
+	for _, name := range b.order {
+		list = append(list, b.provs[name])
+	}
+	return newSnapshot(list, b.n)
+}
+
+// res parses "VCPU:1,MEMORY_MB:1024".
+func res(s string) []ResourceAmount {
+	var out []ResourceAmount
+	for _, f := range strings.Split(s, ",") {
+		var a ResourceAmount
+		c, n, _ := strings.Cut(f, ":")
+		a.Class = c
+		fmt.Sscan(n, &a.Amount)
+		out = append(out, a)
+	}
+	return out
+}
+
+// render describes candidates canonically: one string per candidate,
+// "prov:CLASS=n+CLASS=n prov:..." with providers and classes sorted, the
+// whole list sorted.
+func render(c *Candidates) []string {
+	var out []string
+	for _, ar := range c.Requests {
+		var parts []string
+		for _, a := range ar.Allocations {
+			var rs []string
+			for _, r := range a.Resources {
+				rs = append(rs, fmt.Sprintf("%s=%d", r.Class, r.Amount))
+			}
+			sort.Strings(rs)
+			parts = append(parts, a.ProviderUUID+":"+strings.Join(rs, "+"))
+		}
+		sort.Strings(parts)
+		out = append(out, strings.Join(parts, " "))
+	}
+	sort.Strings(out)
+	return out
+}
+
+func summaryNames(c *Candidates) []string {
+	var out []string
+	for _, s := range c.Summaries {
+		out = append(out, s.UUID)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func mustCandidates(t *testing.T, s *Snapshot, p CandidatesParams) *Candidates {
+	t.Helper()
+	c, err := s.candidates(context.Background(), &p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}

@@ -1,0 +1,589 @@
+package ledger
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// snapshotCache keeps the current Snapshot fresh.
+//
+// Freshness contract: a reader that starts after a write transaction of
+// this process committed sees that write (read-your-writes), because the
+// Store's change hook marks the touched providers dirty before the write
+// returns and the next reader reloads them before computing. Writes made by
+// other processes on the same database arrive through PostgreSQL
+// notifications on channel notifyChannel, usually within milliseconds; a
+// periodic full reload repairs anything missed (a dropped listener
+// connection, a write made outside Berth).
+//
+// Candidates computed from a snapshot are advisory: every allocation write
+// re-checks capacity in the database, so a slightly stale snapshot can
+// cause a failed claim but never an overcommit.
+type snapshotCache struct {
+	pool *pgxpool.Pool
+	log  *slog.Logger
+
+	// reloadMu serialises reloads so that one reader reloads while the
+	// others wait for its result instead of querying the same rows.
+	reloadMu sync.Mutex
+
+	mu    sync.Mutex
+	cur   *Snapshot          // nil until the first load
+	dirty map[int64]struct{} // providers changed since cur was built
+	all   bool               // anything may have changed since cur was built
+}
+
+// notifyChannel is the PostgreSQL channel write transactions notify with
+// the ids of the providers they touched.
+const notifyChannel = "berth_ledger"
+
+// partialReloadMax is the number of dirty providers above which a reload
+// reads every provider instead of just the dirty ones.
+const partialReloadMax = 2000
+
+func newSnapshotCache(pool *pgxpool.Pool, log *slog.Logger) *snapshotCache {
+	return &snapshotCache{pool: pool, log: log, dirty: map[int64]struct{}{}}
+}
+
+// invalidate marks providers dirty (all=true: everything). It never blocks
+// on a reload, so it is safe to call from the Store's change hooks.
+func (c *snapshotCache) invalidate(ids []int64, all bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if all {
+		c.all = true
+		return
+	}
+	for _, id := range ids {
+		c.dirty[id] = struct{}{}
+	}
+}
+
+// stale reports whether the current snapshot must be reloaded before use.
+func (c *snapshotCache) stale() (*Snapshot, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.cur, c.cur == nil || c.all || len(c.dirty) > 0
+}
+
+// get returns a snapshot that reflects every write this process committed
+// before the call.
+func (c *snapshotCache) get(ctx context.Context) (*Snapshot, error) {
+	if s, stale := c.stale(); !stale {
+		return s, nil
+	}
+	return c.reload(ctx, false)
+}
+
+// reload brings the snapshot up to date: the dirty providers only, or
+// everything when full is set, nothing was loaded yet, a change touched
+// everything, or many providers are dirty. Dirty marks are taken before the
+// database is read, so a write that commits during the reload stays marked
+// for the next reader.
+func (c *snapshotCache) reload(ctx context.Context, full bool) (*Snapshot, error) {
+	c.reloadMu.Lock()
+	defer c.reloadMu.Unlock()
+
+	c.mu.Lock()
+	cur, dirty, all := c.cur, c.dirty, c.all
+	if cur != nil && !all && len(dirty) == 0 && !full {
+		c.mu.Unlock()
+		return cur, nil // another reader reloaded while we waited
+	}
+	c.dirty, c.all = map[int64]struct{}{}, false
+	c.mu.Unlock()
+
+	full = full || cur == nil || all || len(dirty) > partialReloadMax
+	var next *Snapshot
+	var err error
+	if full {
+		next, err = c.loadAll(ctx)
+	} else {
+		ids := make([]int64, 0, len(dirty))
+		for id := range dirty {
+			ids = append(ids, id)
+		}
+		next, err = c.loadSome(ctx, cur, ids)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err != nil {
+		// Put the marks back so the next reader tries again.
+		c.all = c.all || all
+		for id := range dirty {
+			c.dirty[id] = struct{}{}
+		}
+		return nil, err
+	}
+	c.cur = next
+	return next, nil
+}
+
+// SQL that loads the snapshot. Each statement takes $1, an array of provider
+// ids, or NULL for every provider.
+const (
+	sqlSnapProviders = `
+		SELECT id, uuid::text, name, generation, COALESCE(parent_provider_id, 0),
+		       root_provider_id, created_at, updated_at
+		FROM resource_providers
+		WHERE $1::bigint[] IS NULL OR id = ANY($1)`
+	sqlSnapInventories = `
+		SELECT i.resource_provider_id, i.resource_class_id, rc.name, i.total, i.reserved,
+		       i.min_unit, i.max_unit, i.step_size, i.allocation_ratio, COALESCE(u.used, 0)
+		FROM inventories i
+		JOIN resource_classes rc ON rc.id = i.resource_class_id
+		LEFT JOIN (
+			SELECT resource_provider_id, resource_class_id, SUM(used) AS used
+			FROM allocations
+			WHERE $1::bigint[] IS NULL OR resource_provider_id = ANY($1)
+			GROUP BY resource_provider_id, resource_class_id
+		) u ON u.resource_provider_id = i.resource_provider_id
+		   AND u.resource_class_id = i.resource_class_id
+		WHERE $1::bigint[] IS NULL OR i.resource_provider_id = ANY($1)`
+	sqlSnapTraits = `
+		SELECT rpt.resource_provider_id, t.id, t.name
+		FROM resource_provider_traits rpt
+		JOIN traits t ON t.id = rpt.trait_id
+		WHERE $1::bigint[] IS NULL OR rpt.resource_provider_id = ANY($1)`
+	sqlSnapAggregates = `
+		SELECT rpa.resource_provider_id, pa.id, pa.uuid::text
+		FROM resource_provider_aggregates rpa
+		JOIN placement_aggregates pa ON pa.id = rpa.aggregate_id
+		WHERE $1::bigint[] IS NULL OR rpa.resource_provider_id = ANY($1)`
+	sqlSnapClasses   = `SELECT id, name FROM resource_classes`
+	sqlSnapAllTraits = `SELECT id, name FROM traits`
+	sqlSnapAllAggs   = `SELECT id, uuid::text FROM placement_aggregates`
+	sqlClassesByName = `SELECT id, name FROM resource_classes WHERE name = ANY($1)`
+	sqlTraitsByName  = `SELECT id, name FROM traits WHERE name = ANY($1)`
+)
+
+// loadAll reads every provider and every name.
+func (c *snapshotCache) loadAll(ctx context.Context) (*Snapshot, error) {
+	start := time.Now()
+	n := newNames()
+	var provs map[int64]*snapProvider
+	err := c.readTx(ctx, func(tx pgx.Tx) error {
+		if err := scanPairs(ctx, tx, sqlSnapClasses, n.addClass); err != nil {
+			return err
+		}
+		if err := scanPairs(ctx, tx, sqlSnapAllTraits, n.addTrait); err != nil {
+			return err
+		}
+		if err := scanPairs(ctx, tx, sqlSnapAllAggs, n.addAgg); err != nil {
+			return err
+		}
+		var err error
+		provs, err = loadProviders(ctx, tx, nil, n)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	list := make([]*snapProvider, 0, len(provs))
+	for _, p := range provs {
+		list = append(list, p)
+	}
+	s := newSnapshot(list, n)
+	c.log.Debug("ledger snapshot loaded", "providers", len(list), "duration", time.Since(start))
+	return s, nil
+}
+
+// loadSome reloads the providers with the given ids into a copy of cur.
+func (c *snapshotCache) loadSome(ctx context.Context, cur *Snapshot, ids []int64) (*Snapshot, error) {
+	n := cur.names
+	var provs map[int64]*snapProvider
+	err := c.readTx(ctx, func(tx pgx.Tx) error {
+		var err error
+		// Names met while loading are added to a copy of the current names,
+		// made only if one is new.
+		nn := &lazyNames{base: n}
+		provs, err = loadProviders(ctx, tx, ids, nn)
+		n = nn.result()
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	deleted := map[int64]bool{}
+	for _, id := range ids {
+		if _, ok := provs[id]; !ok {
+			deleted[id] = true
+		}
+	}
+	return cur.withProviders(provs, deleted, n), nil
+}
+
+// readTx runs fn in a read-only REPEATABLE READ transaction, so the
+// statements of one load see one state of the database.
+func (c *snapshotCache) readTx(ctx context.Context, fn func(pgx.Tx) error) error {
+	tx, err := c.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return fmt.Errorf("ledger: snapshot: begin: %w", err)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	if err := fn(tx); err != nil {
+		return fmt.Errorf("ledger: snapshot: %w", err)
+	}
+	return tx.Commit(ctx)
+}
+
+// nameSink receives the names met while loading providers.
+type nameSink interface {
+	addClass(id int32, name string)
+	addTrait(id int32, name string)
+	addAgg(id int32, uuid string)
+}
+
+// lazyNames copies base on the first name it does not already hold.
+type lazyNames struct {
+	base *names
+	copy *names
+}
+
+func (l *lazyNames) target() *names {
+	if l.copy == nil {
+		l.copy = l.base.clone()
+	}
+	return l.copy
+}
+
+func (l *lazyNames) addClass(id int32, name string) {
+	if l.base.className[id] != name {
+		l.target().addClass(id, name)
+	}
+}
+
+func (l *lazyNames) addTrait(id int32, name string) {
+	if l.base.traitName[id] != name {
+		l.target().addTrait(id, name)
+	}
+}
+
+func (l *lazyNames) addAgg(id int32, uuid string) {
+	if l.base.aggUUID[id] != uuid {
+		l.target().addAgg(id, uuid)
+	}
+}
+
+func (l *lazyNames) result() *names {
+	if l.copy != nil {
+		return l.copy
+	}
+	return l.base
+}
+
+// loadProviders reads the providers with the given ids (nil: all) with
+// their inventories, usage, traits and aggregates, in one round trip.
+func loadProviders(ctx context.Context, tx pgx.Tx, ids []int64, n nameSink) (map[int64]*snapProvider, error) {
+	var arg any // NULL selects every provider
+	if ids != nil {
+		arg = ids
+	}
+	b := &pgx.Batch{}
+	b.Queue(sqlSnapProviders, arg)
+	b.Queue(sqlSnapInventories, arg)
+	b.Queue(sqlSnapTraits, arg)
+	b.Queue(sqlSnapAggregates, arg)
+	br := tx.SendBatch(ctx, b)
+	defer br.Close()
+
+	provs := map[int64]*snapProvider{}
+	rows, _ := br.Query()
+	for rows.Next() {
+		p := &snapProvider{}
+		if err := rows.Scan(&p.id, &p.uuid, &p.name, &p.generation, &p.parentID, &p.rootID, &p.createdAt, &p.updatedAt); err != nil {
+			return nil, err
+		}
+		provs[p.id] = p
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+
+	rows, _ = br.Query()
+	for rows.Next() {
+		var id int64
+		var className string
+		var inv snapInventory
+		if err := rows.Scan(&id, &inv.class, &className, &inv.total, &inv.reserved, &inv.minUnit,
+			&inv.maxUnit, &inv.stepSize, &inv.ratio, &inv.used); err != nil {
+			return nil, err
+		}
+		n.addClass(inv.class, className)
+		if p := provs[id]; p != nil {
+			p.inv = append(p.inv, inv)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+
+	rows, _ = br.Query()
+	if err := scanProviderLinks(rows, func(id int64, tid int32, name string) {
+		n.addTrait(tid, name)
+		if p := provs[id]; p != nil {
+			p.traits = append(p.traits, tid)
+		}
+	}); err != nil {
+		return nil, err
+	}
+	rows, _ = br.Query()
+	if err := scanProviderLinks(rows, func(id int64, aid int32, uuid string) {
+		n.addAgg(aid, uuid)
+		if p := provs[id]; p != nil {
+			p.aggs = append(p.aggs, aid)
+		}
+	}); err != nil {
+		return nil, err
+	}
+	for _, p := range provs {
+		slices.SortFunc(p.inv, func(a, b snapInventory) int { return int(a.class - b.class) })
+		slices.Sort(p.traits)
+		slices.Sort(p.aggs)
+	}
+	return provs, br.Close()
+}
+
+func scanPairs(ctx context.Context, q pgx.Tx, sql string, add func(int32, string)) error {
+	rows, err := q.Query(ctx, sql)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id int32
+		var name string
+		if err := rows.Scan(&id, &name); err != nil {
+			return err
+		}
+		add(id, name)
+	}
+	return rows.Err()
+}
+
+// learnNames asks the database about the given classes and traits and
+// publishes a snapshot whose names match it for them: the ones that exist
+// are added, the ones that do not are removed. It returns the snapshot to
+// use, which keeps the providers of s.
+func (c *snapshotCache) learnNames(ctx context.Context, s *Snapshot, classes, traits []string) (*Snapshot, error) {
+	c.reloadMu.Lock()
+	defer c.reloadMu.Unlock()
+	c.mu.Lock()
+	cur := c.cur
+	c.mu.Unlock()
+	if cur == nil {
+		cur = s
+	}
+	foundC, foundT := map[string]int32{}, map[string]int32{}
+	if len(classes) > 0 {
+		if err := queryPairs(ctx, c.pool, sqlClassesByName, classes, func(id int32, n string) { foundC[n] = id }); err != nil {
+			return nil, err
+		}
+	}
+	if len(traits) > 0 {
+		if err := queryPairs(ctx, c.pool, sqlTraitsByName, traits, func(id int32, n string) { foundT[n] = id }); err != nil {
+			return nil, err
+		}
+	}
+	n := cur.names
+	changed := false
+	for _, name := range classes {
+		id, ok := n.classByName[name]
+		if fid, found := foundC[name]; found != ok || fid != id {
+			changed = true
+		}
+	}
+	for _, name := range traits {
+		id, ok := n.traitByName[name]
+		if fid, found := foundT[name]; found != ok || fid != id {
+			changed = true
+		}
+	}
+	if !changed {
+		return s, nil
+	}
+	nn := n.clone()
+	for _, name := range classes {
+		if id, ok := nn.classByName[name]; ok {
+			delete(nn.classByName, name)
+			delete(nn.className, id)
+		}
+		if id, ok := foundC[name]; ok {
+			nn.addClass(id, name)
+		}
+	}
+	for _, name := range traits {
+		if id, ok := nn.traitByName[name]; ok {
+			delete(nn.traitByName, name)
+			delete(nn.traitName, id)
+		}
+		if id, ok := foundT[name]; ok {
+			nn.addTrait(id, name)
+		}
+	}
+	next := &Snapshot{names: nn, provs: cur.provs, idx: cur.idx}
+	c.mu.Lock()
+	if c.cur == cur {
+		c.cur = next
+	}
+	c.mu.Unlock()
+	if s != cur {
+		// The caller's snapshot is older than the published one; give it
+		// the new names too, keeping its providers.
+		return &Snapshot{names: nn, provs: s.provs, idx: s.idx}, nil
+	}
+	return next, nil
+}
+
+func queryPairs(ctx context.Context, pool *pgxpool.Pool, sql string, arg []string, add func(int32, string)) error {
+	rows, err := pool.Query(ctx, sql, arg)
+	if err != nil {
+		return fmt.Errorf("ledger: look up names: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id int32
+		var name string
+		if err := rows.Scan(&id, &name); err != nil {
+			return err
+		}
+		add(id, name)
+	}
+	return rows.Err()
+}
+
+// notifyPayload encodes a change for notifyChannel: the sender's id, a
+// colon, then "*" or the comma-separated provider ids. Payloads are capped
+// well below PostgreSQL's 8000-byte limit by degrading to "*".
+func notifyPayload(sender string, ids []int64, all bool) string {
+	var b strings.Builder
+	b.WriteString(sender)
+	b.WriteByte(':')
+	if all {
+		b.WriteByte('*')
+		return b.String()
+	}
+	for i, id := range ids {
+		if b.Len() > 7000 {
+			return sender + ":*"
+		}
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(strconv.FormatInt(id, 10))
+	}
+	return b.String()
+}
+
+// parseNotifyPayload decodes notifyPayload's format.
+func parseNotifyPayload(payload string) (sender string, ids []int64, all bool, ok bool) {
+	sender, rest, ok := strings.Cut(payload, ":")
+	if !ok {
+		return "", nil, false, false
+	}
+	if rest == "*" {
+		return sender, nil, true, true
+	}
+	for _, f := range strings.Split(rest, ",") {
+		id, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
+			return sender, nil, true, true // unreadable: assume the worst
+		}
+		ids = append(ids, id)
+	}
+	return sender, ids, false, true
+}
+
+// listen receives other processes' change notifications until ctx ends,
+// reconnecting with a bounded backoff. After each (re)connection it marks
+// everything dirty, since notifications sent while it was away are lost.
+func (c *snapshotCache) listen(ctx context.Context, cfg *pgx.ConnConfig, self string) {
+	backoff := 100 * time.Millisecond
+	for ctx.Err() == nil {
+		conn, err := pgx.ConnectConfig(ctx, cfg.Copy())
+		if err == nil {
+			_, err = conn.Exec(ctx, "LISTEN "+notifyChannel)
+		}
+		if err == nil {
+			backoff = 100 * time.Millisecond
+			c.mu.Lock()
+			if c.cur != nil {
+				c.all = true
+			}
+			c.mu.Unlock()
+			for {
+				note, werr := conn.WaitForNotification(ctx)
+				if werr != nil {
+					err = werr
+					break
+				}
+				sender, ids, all, ok := parseNotifyPayload(note.Payload)
+				if !ok || sender == self {
+					continue
+				}
+				c.invalidate(ids, all)
+			}
+		}
+		if conn != nil {
+			_ = conn.Close(context.WithoutCancel(ctx))
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		c.log.Warn("ledger: change listener disconnected; retrying", "error", err, "backoff", backoff)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 10*time.Second)
+	}
+}
+
+// refreshEvery fully reloads the snapshot at each interval, in the
+// background, so readers keep using the previous one meanwhile.
+func (c *snapshotCache) refreshEvery(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		c.mu.Lock()
+		loaded := c.cur != nil
+		c.mu.Unlock()
+		if !loaded {
+			continue // nobody has asked for a snapshot yet
+		}
+		if _, err := c.reload(ctx, true); err != nil && ctx.Err() == nil {
+			c.log.Warn("ledger: periodic snapshot refresh failed", "error", err)
+		}
+	}
+}
+
+// scanProviderLinks reads rows of (provider id, linked id, linked name), the
+// shape of the trait and aggregate queries of a load, and closes rows.
+func scanProviderLinks(rows pgx.Rows, add func(provider int64, id int32, name string)) error {
+	defer rows.Close()
+	for rows.Next() {
+		var provider int64
+		var id int32
+		var name string
+		if err := rows.Scan(&provider, &id, &name); err != nil {
+			return err
+		}
+		add(provider, id, name)
+	}
+	return rows.Err()
+}

@@ -1,0 +1,207 @@
+#!/usr/bin/env bash
+# bench.sh: run the same Placement workload against Berth and, optionally, the
+# reference OpenStack Placement, each on a fresh PostgreSQL database, and print
+# the results side by side.
+#
+# Usage:
+#   scripts/bench.sh --berth BIN [--reference [SCRIPT]] [--target NAME=CMD]... [options]
+#
+# Targets (at least one):
+#   --berth BIN          a berthd binary (started with DATABASE_URL and PORT)
+#   --reference [SCRIPT] OpenStack Placement via SCRIPT
+#                        (default /work/shared/reference/placement-server)
+#   --target NAME=CMD    any command that serves Placement on 127.0.0.1:$PORT; it
+#                        gets PORT, DATABASE_URL and PGHOST/PGPORT/PGUSER/PGDATABASE
+#                        (PGPASSWORD) in its environment, like ../conformance/run
+# Options:
+#   --sizes "1000 10000"  flat node counts (BENCH_SIZES); one fresh database each
+#   --iterations K        timed runs of each query (BENCH_ITERATIONS, default 10)
+#   --trees T             nested perfload trees (BENCH_TREES, default 1000; 0 skips)
+#   --wide "C G"          wide tree children and groups (BENCH_WIDE, default "21 8";
+#                         "" skips); --wide-timeout (BENCH_WIDE_TIMEOUT, default 60s)
+#   --claims DURATION     claims run at the first size (BENCH_CLAIMS, default 60s;
+#                         0 skips), --clients (BENCH_CLIENTS, default 16),
+#                         --pick first|random (BENCH_PICK, default first)
+#   --out DIR             where reports and server logs go (default a new temp dir)
+# Environment:
+#   BENCH_PG     admin URL of the PostgreSQL server
+#                (default postgres://postgres@127.0.0.1:5432/postgres)
+#   BENCH_PORT   port the targets listen on, one at a time (default: the first free
+#                port from 28778 up)
+#   BENCH_LOAD   a berth-load binary (default: built from this repository)
+#
+# Every target runs alone, one phase at a time, on loopback; each phase starts
+# the target on a new database, runs, stops it (SIGTERM to its process group,
+# SIGKILL after 15s) and drops the database. A phase that fails is reported and
+# the run goes on (the exit status is then 1). Server memory is sampled from
+# /proc around each phase. Reports (JSON and text) and server logs stay in --out;
+# "berth-load compare NAME=DIR ..." prints them side by side again.
+set -uo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/.." && pwd)
+BENCH_PG=${BENCH_PG:-postgres://postgres@127.0.0.1:5432/postgres}
+sizes=${BENCH_SIZES:-"1000 10000"}
+iterations=${BENCH_ITERATIONS:-10}
+trees=${BENCH_TREES:-1000}
+wide=${BENCH_WIDE-"21 8"}
+wide_timeout=${BENCH_WIDE_TIMEOUT:-60s}
+claims=${BENCH_CLAIMS:-60s}
+clients=${BENCH_CLIENTS:-16}
+pick=${BENCH_PICK:-first}
+out=""
+names=()
+cmds=()
+
+die() { echo "bench.sh: $*" >&2; exit 2; }
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --berth) [ -x "${2:-}" ] || die "--berth needs an executable"; names+=(berth); cmds+=("exec $(realpath "$2")"); shift 2 ;;
+    --reference)
+      script=/work/shared/reference/placement-server
+      if [ $# -gt 1 ] && [ "${2#--}" = "$2" ]; then script=$2; shift; fi
+      [ -x "$script" ] || die "reference script $script not executable"
+      names+=(reference); cmds+=("exec $(realpath "$script")"); shift ;;
+    --target) [ "${2:-}" != "${2#*=}" ] || die "--target needs NAME=CMD"; names+=("${2%%=*}"); cmds+=("${2#*=}"); shift 2 ;;
+    --sizes) sizes=$2; shift 2 ;;
+    --iterations) iterations=$2; shift 2 ;;
+    --trees) trees=$2; shift 2 ;;
+    --wide) wide=$2; shift 2 ;;
+    --wide-timeout) wide_timeout=$2; shift 2 ;;
+    --claims) claims=$2; shift 2 ;;
+    --clients) clients=$2; shift 2 ;;
+    --pick) pick=$2; shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    -h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    *) die "unknown argument $1 (see --help)" ;;
+  esac
+done
+[ ${#names[@]} -gt 0 ] || die "no target: give --berth BIN and/or --reference (see --help)"
+command -v psql >/dev/null || die "psql is needed"
+out=${out:-$(mktemp -d "${TMPDIR:-/tmp}/berth-bench.XXXXXX")}
+mkdir -p "$out"
+out=$(realpath "$out")
+
+load=${BENCH_LOAD:-}
+if [ -z "$load" ]; then
+  load="$out/berth-load"
+  (cd "$repo" && go build -o "$load" ./cmd/berth-load) || die "building berth-load failed"
+fi
+
+# Split BENCH_PG (postgres://user[:pass]@host[:port]/db[?params]) for libpq-style
+# variables; DATABASE_URL for a target is BENCH_PG with its database replaced.
+pg_rest=${BENCH_PG#*://}
+pg_auth=""; case "$pg_rest" in *@*) pg_auth=${pg_rest%%@*}; pg_rest=${pg_rest#*@} ;; esac
+pg_hostport=${pg_rest%%/*}
+pg_params=""; case "$pg_rest" in *\?*) pg_params="?${pg_rest#*\?}" ;; esac
+export PGUSER=${pg_auth%%:*}; PGUSER=${PGUSER:-postgres}
+case "$pg_auth" in *:*) export PGPASSWORD=${pg_auth#*:} ;; esac
+export PGHOST=${pg_hostport%%:*}; PGHOST=${PGHOST:-127.0.0.1}
+export PGPORT=5432; case "$pg_hostport" in *:*) PGPORT=${pg_hostport##*:} ;; esac
+pg_prefix=${BENCH_PG%%://*}://${pg_auth:+$pg_auth@}$pg_hostport
+
+listening() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+if [ -z "${BENCH_PORT:-}" ]; then
+  BENCH_PORT=28778
+  while listening "$BENCH_PORT"; do BENCH_PORT=$((BENCH_PORT + 1)); done
+fi
+export PGOPTIONS="${PGOPTIONS:-} -c client_min_messages=warning"
+url="http://127.0.0.1:$BENCH_PORT"
+pid=""
+
+stop_target() {
+  [ -n "$pid" ] || return 0
+  kill -TERM -- "-$pid" 2>/dev/null
+  for _ in $(seq 30); do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
+  kill -KILL -- "-$pid" 2>/dev/null
+  wait "$pid" 2>/dev/null
+  pid=""
+}
+db=""
+drop_db() {
+  [ -n "$db" ] || return 0
+  psql "$BENCH_PG" -qX -c "DROP DATABASE IF EXISTS \"$db\" WITH (FORCE)" >/dev/null 2>&1 ||
+    echo "bench.sh: could not drop database $db" >&2
+  db=""
+}
+trap 'stop_target; drop_db' EXIT
+trap 'exit 130' INT TERM
+
+# start NAME CMD PHASE: a fresh database and the target on it; sets pid.
+start_target() {
+  local name=$1 cmd=$2 phase=$3
+  if listening "$BENCH_PORT"; then
+    echo "bench.sh: port $BENCH_PORT is taken; set BENCH_PORT" >&2; return 1
+  fi
+  db="bench_${name//[^a-zA-Z0-9]/_}_${phase}_$$"
+  psql "$BENCH_PG" -qX -c "DROP DATABASE IF EXISTS \"$db\" WITH (FORCE)" -c "CREATE DATABASE \"$db\"" >/dev/null || { db=""; return 1; }
+  PORT=$BENCH_PORT PGDATABASE=$db DATABASE_URL="$pg_prefix/$db$pg_params" \
+    setsid sh -c "$cmd" >"$out/$name/$phase.server.log" 2>&1 </dev/null &
+  pid=$!
+  if ! "$load" wait --url "$url" --timeout 180s; then
+    echo "bench.sh: $name did not start for $phase; see $out/$name/$phase.server.log" >&2
+    stop_target; drop_db; return 1
+  fi
+}
+
+# run NAME PHASE FILE ARGS...: berth-load ARGS with the report to FILE.json,
+# its output to FILE.txt (and the terminal).
+run() {
+  local name=$1 file=$2; shift 2
+  echo "== $name: berth-load $*"
+  "$load" "$@" --url "$url" --label "$name" --pid "$pid" --reset-peak --json "$out/$name/$file.json" 2>&1 |
+    tee "$out/$name/$file.txt"
+  local rc=${PIPESTATUS[0]}
+  [ "$rc" = 0 ] || failed=1
+  return "$rc"
+}
+failed=0
+
+for i in "${!names[@]}"; do
+  name=${names[$i]} cmd=${cmds[$i]}
+  mkdir -p "$out/$name"
+  first=1
+  for n in $sizes; do
+    phase=n$n
+    if ! start_target "$name" "$cmd" "$phase"; then
+      failed=1
+    else
+      if run "$name" "$phase-seed" seed --nodes "$n"; then
+        run "$name" "$phase-candidates" candidates --iterations "$iterations"
+        if [ "$first" = 1 ] && [ "$claims" != 0 ]; then
+          run "$name" "$phase-claims" claims --clients "$clients" --duration "$claims" --pick "$pick"
+        fi
+      fi
+      stop_target; drop_db
+    fi
+    first=0
+  done
+  if [ "$trees" != 0 ]; then
+    if start_target "$name" "$cmd" nested; then
+      run "$name" nested nested --trees "$trees" --iterations "$iterations"
+      stop_target; drop_db
+    else
+      failed=1
+    fi
+  fi
+  if [ -n "$wide" ]; then
+    if start_target "$name" "$cmd" wide; then
+      set -- $wide
+      # A timeout here is a result (reported as such), not a failure.
+      run "$name" wide wide --children "$1" --groups "$2" --timeout "$wide_timeout"
+      stop_target; drop_db
+    else
+      failed=1
+    fi
+  fi
+done
+
+echo
+echo "== side by side (reports in $out)"
+cols=()
+for name in "${names[@]}"; do cols+=("$name=$out/$name"); done
+"$load" compare "${cols[@]}" || failed=1
+if [ "$failed" != 0 ]; then
+  echo "bench.sh: some phases failed; see the logs in $out" >&2
+  exit 1
+fi
