@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -19,16 +20,22 @@ import (
 //
 // The end-to-end target, FuzzAPI, is in package integration.
 
-// bodyTarget is a request body schema and a fresh value of the type its
-// handler decodes the body into.
+// bodyTarget is one request body parser: the schema and the decoding a
+// handler does before it calls the ledger.
 type bodyTarget struct {
-	name   string
-	schema *Schema
-	dst    func() any
+	name  string
+	parse func(body []byte) error
 }
 
-// bodyTargets lists every request body schema the API uses, each with a
-// decode target shaped like its handler's.
+// decodeInto is a bodyTarget parse function for handlers that decode the
+// body into a fresh T with schema.
+func decodeInto[T any](schema *Schema) func([]byte) error {
+	return func(body []byte) error { return decodeJSON(body, schema, new(T)) }
+}
+
+// bodyTargets lists every request body the API parses, each with the
+// parsing its handler does. Append new ones: the seed corpus refers to
+// them by index.
 func bodyTargets() []bodyTarget {
 	type providerPost struct {
 		Name       string         `json:"name"`
@@ -50,17 +57,87 @@ func bodyTargets() []bodyTarget {
 	type resourceClass struct {
 		Name string `json:"name"`
 	}
-	return []bodyTarget{
-		{"provider POST", providerPostSchema, func() any { return new(providerPost) }},
-		{"provider POST 1.14", providerPostSchemaV1_14, func() any { return new(providerPost) }},
-		{"provider PUT", providerPutSchema, func() any { return new(providerPut) }},
-		{"provider PUT 1.14", providerPutSchemaV1_14, func() any { return new(providerPut) }},
-		{"provider traits PUT", providerTraitsSchema, func() any { return new(providerTraits) }},
-		{"aggregates PUT 1.1", aggregatesSchemaV1_1, func() any { return new([]string) }},
-		{"aggregates PUT 1.19", aggregatesSchemaV1_19, func() any { return new(aggregatesV1_19) }},
-		{"resource class POST/PUT", resourceClassSchema, func() any { return new(resourceClass) }},
-		{"custom trait name", customTraitSchema, nil},
+	targets := []bodyTarget{
+		{"provider POST", decodeInto[providerPost](providerPostSchema)},
+		{"provider POST 1.14", decodeInto[providerPost](providerPostSchemaV1_14)},
+		{"provider PUT", decodeInto[providerPut](providerPutSchema)},
+		{"provider PUT 1.14", decodeInto[providerPut](providerPutSchemaV1_14)},
+		{"provider traits PUT", decodeInto[providerTraits](providerTraitsSchema)},
+		{"aggregates PUT 1.1", decodeInto[[]string](aggregatesSchemaV1_1)},
+		{"aggregates PUT 1.19", decodeInto[aggregatesV1_19](aggregatesSchemaV1_19)},
+		{"resource class POST/PUT", decodeInto[resourceClass](resourceClassSchema)},
+		{"custom trait name", func(body []byte) error {
+			// The name in the path of PUT /traits/{name}; a refusal is a
+			// schema error, which traitPut rewords.
+			_ = customTraitSchema.Validate(string(body))
+			return nil
+		}},
+		{"inventory POST", decodeInto[inventoryBody](postInventorySchema)},
+		{"inventory PUT", decodeInto[inventoryBody](putInventorySchema)},
+		{"inventories PUT", func(body []byte) error {
+			var b inventoriesBody
+			if err := decodeJSON(body, putInventoriesSchemaCompiled, &b); err != nil {
+				return err
+			}
+			_ = b.inventories()
+			return nil
+		}},
 	}
+	for _, minor := range []int{0, 8, 12, 28, 34, 38} {
+		v := Version{1, minor}
+		targets = append(targets, bodyTarget{"allocations PUT " + v.String(), func(body []byte) error {
+			var b consumerBody
+			if err := decodeJSON(body, putAllocationsSchema(v), &b); err != nil {
+				return err
+			}
+			_, err := b.toLedger("8b9b3c4e-3a8b-4d6e-9f3b-1c2d3e4f5a6b", v)
+			return err
+		}})
+	}
+	for _, minor := range []int{13, 28, 34, 38} {
+		v := Version{1, minor}
+		targets = append(targets, bodyTarget{"allocations POST " + v.String(), func(body []byte) error {
+			var b orderedMap[consumerBody]
+			if err := decodeJSON(body, postAllocationsSchema(v), &b); err != nil {
+				return err
+			}
+			_, err := consumerWrites(b, v)
+			return err
+		}})
+	}
+	for _, rs := range []struct {
+		minor  int
+		schema *Schema
+	}{{30, reshaperSchemaV1_30}, {34, reshaperSchemaV1_34}, {38, reshaperSchemaV1_38}} {
+		v := Version{1, rs.minor}
+		targets = append(targets, bodyTarget{"reshaper " + v.String(), func(body []byte) error {
+			var b reshaperBody
+			if err := decodeJSON(body, rs.schema, &b); err != nil {
+				return err
+			}
+			for _, rp := range b.Inventories.Keys {
+				_ = b.Inventories.Values[rp].inventories()
+			}
+			_, err := consumerWrites(b.Allocations, v)
+			return err
+		}})
+	}
+	for _, cs := range []struct {
+		name   string
+		schema *Schema
+	}{{"claims POST", claimSchema}, {"claims reschedule", rescheduleSchema}, {"claims move", moveSchema}, {"claims explain", explainSchema}} {
+		targets = append(targets, bodyTarget{cs.name, func(body []byte) error {
+			s := &Server{}
+			if err := s.cfg.setDefaults(); err != nil {
+				return err
+			}
+			req := httptest.NewRequest(http.MethodPost, "/claims", bytes.NewReader(body))
+			req.Header.Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
+			_, _, err := s.claimParams(echo.New().NewContext(req, httptest.NewRecorder()), cs.schema)
+			return err
+		}})
+	}
+	return targets
 }
 
 // checkBadRequest fails t unless err is nil or an *Error with status 400
@@ -89,14 +166,7 @@ func FuzzDecodeJSON(f *testing.F) {
 	f.Add(uint8(4), []byte(`{"traits": ["HW_CPU_X86_AVX"], "resource_provider_generation": 0}`))
 	f.Fuzz(func(t *testing.T, which uint8, body []byte) {
 		target := targets[int(which)%len(targets)]
-		if target.dst == nil {
-			// A schema for a string from the path, as traitPut uses it.
-			checkBadRequest(t, target.name, decodeJSON(body, target.schema, nil))
-			_ = target.schema.Validate(string(body))
-			return
-		}
-		dst := target.dst()
-		err := decodeJSON(body, target.schema, dst)
+		err := target.parse(body)
 		checkBadRequest(t, target.name, err)
 		if err != nil {
 			// The message is rendered into a JSON error body.
@@ -121,19 +191,55 @@ func newQueryContext(rawQuery string) echo.Context {
 func FuzzQueryParsers(f *testing.F) {
 	f.Add("name=in:HW_CPU_X86_AVX,CUSTOM_A&associated=true", "placement 1.6", uint8(6))
 	f.Add("name=startswith:CUSTOM_", "compute 2.1, placement latest", uint8(39))
+	s := &Server{}
+	if err := s.cfg.setDefaults(); err != nil {
+		f.Fatal(err)
+	}
 	f.Fuzz(func(t *testing.T, rawQuery, versionHeader string, minor uint8) {
 		_, err := parseVersionHeader(versionHeader)
 		checkBadRequest(t, "version header", err)
 		// The version the other parsers run at.
 		v := Version{1, int(minor) % (MaxVersion.Minor + 1)}
-		_ = v
+		ctx := func() echo.Context {
+			c := newQueryContext(rawQuery)
+			c.Set(ctxVersion, v)
+			return c
+		}
 
-		filter, err := traitListFilter(newQueryContext(rawQuery))
+		filter, err := traitListFilter(ctx())
 		checkBadRequest(t, "GET /traits", err)
 		if err == nil && filter.Associated != nil {
-			if a, _ := queryLastValue(newQueryContext(rawQuery), "associated"); !strings.EqualFold(a, "true") && !strings.EqualFold(a, "false") {
+			if a, _ := queryLastValue(ctx(), "associated"); !strings.EqualFold(a, "true") && !strings.EqualFold(a, "false") {
 				t.Fatalf("associated=%q accepted", a)
 			}
+		}
+
+		_, err = providerListFilter(ctx())
+		checkBadRequest(t, "GET /resource_providers", err)
+
+		if v.AtLeast(10) {
+			err := validateQuery(ctx(), candidatesSchema(v))
+			checkBadRequest(t, "GET /allocation_candidates schema", err)
+			if err == nil {
+				p, err := s.candidatesParams(parseOrderedQuery(rawQuery), v)
+				checkBadRequest(t, "GET /allocation_candidates", err)
+				if err == nil {
+					for _, g := range p.Groups {
+						for _, r := range g.Resources {
+							if r.Amount < 1 {
+								t.Fatalf("resource %s amount %d accepted", r.Class, r.Amount)
+							}
+						}
+					}
+					if p.Limit < 0 {
+						t.Fatalf("limit %d accepted", p.Limit)
+					}
+				}
+			}
+		}
+
+		for _, schema := range []*Schema{usagesQuerySchemaV1_9, usagesQuerySchemaV1_38} {
+			checkBadRequest(t, "GET /usages", validateQuery(ctx(), schema))
 		}
 	})
 }

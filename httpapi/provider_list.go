@@ -41,35 +41,9 @@ var providerListSchemas = func() []struct {
 // of which a provider must satisfy alone. It reads the ledger snapshot, the
 // same one allocation candidates are computed from.
 func (s *Server) providerList(c echo.Context) error {
-	v := version(c)
-	for _, ls := range providerListSchemas {
-		if v.AtLeast(ls.minor) {
-			if err := validateQuery(c, ls.schema); err != nil {
-				return err
-			}
-			break
-		}
-	}
-	q := parseOrderedQuery(c.Request().URL.RawQuery)
-	var f ledger.ProviderFilter
-	var err error
-	if _, ok := q.last("member_of"); ok {
-		if f.Group.MemberOf, f.Group.ForbiddenAggregates, err = parseMemberOf(q, "", v); err != nil {
-			return err
-		}
-	}
-	if _, ok := q.last("required"); ok {
-		if f.Group.RequiredTraits, f.Group.ForbiddenTraits, err = parseRequired(q, "required", v); err != nil {
-			return err
-		}
-	}
-	f.UUID, _ = q.last("uuid")
-	f.Name, _ = q.last("name")
-	f.InTree, _ = q.last("in_tree")
-	if r, ok := q.last("resources"); ok {
-		if f.Group.Resources, err = parseResources(r); err != nil {
-			return err
-		}
+	f, err := providerListFilter(c)
+	if err != nil {
+		return err
 	}
 	providers, err := s.store.ProvidersMatching(c.Request().Context(), f)
 	if err != nil {
@@ -92,4 +66,40 @@ func (s *Server) providerList(c echo.Context) error {
 	}
 	setCacheHeaders(c, lastModified)
 	return writeJSON(c, http.StatusOK, map[string]any{"resource_providers": list})
+}
+
+// providerListFilter validates and parses the query string of GET
+// /resource_providers at the request's microversion.
+func providerListFilter(c echo.Context) (ledger.ProviderFilter, error) {
+	v := version(c)
+	var f ledger.ProviderFilter
+	for _, ls := range providerListSchemas {
+		if v.AtLeast(ls.minor) {
+			if err := validateQuery(c, ls.schema); err != nil {
+				return f, err
+			}
+			break
+		}
+	}
+	q := parseOrderedQuery(c.Request().URL.RawQuery)
+	var err error
+	if _, ok := q.last("member_of"); ok {
+		if f.Group.MemberOf, f.Group.ForbiddenAggregates, err = parseMemberOf(q, "", v); err != nil {
+			return f, err
+		}
+	}
+	if _, ok := q.last("required"); ok {
+		if f.Group.RequiredTraits, f.Group.ForbiddenTraits, err = parseRequired(q, "required", v); err != nil {
+			return f, err
+		}
+	}
+	f.UUID, _ = q.last("uuid")
+	f.Name, _ = q.last("name")
+	f.InTree, _ = q.last("in_tree")
+	if r, ok := q.last("resources"); ok {
+		if f.Group.Resources, err = parseResources(r); err != nil {
+			return f, err
+		}
+	}
+	return f, nil
 }

@@ -50,7 +50,7 @@ func TestJSONEqual(t *testing.T) {
 func TestUniqueItemsLongArray(t *testing.T) {
 	var b strings.Builder
 	b.WriteByte('[')
-	for i := range 300000 {
+	for i := range 100000 {
 		if i > 0 {
 			b.WriteByte(',')
 		}
@@ -66,7 +66,7 @@ func TestUniqueItemsLongArray(t *testing.T) {
 	if !allUnique(doc.([]any)) {
 		t.Error("distinct numbers reported as duplicates")
 	}
-	if allUnique(append(doc.([]any), json.Number("299999.0"))) {
+	if allUnique(append(doc.([]any), json.Number("99999.0"))) {
 		t.Error("a duplicate went unnoticed")
 	}
 }
