@@ -73,8 +73,7 @@ func toError(c echo.Context, err error) *Error {
 	if errors.As(err, &np) {
 		return &Error{Status: http.StatusConflict, Code: CodeClaimNotPlaced, Msg: np.Error()}
 	}
-	var le *ledger.Error
-	if errors.As(err, &le) {
+	if le, ok := ledger.AsError(err); ok {
 		status := http.StatusInternalServerError
 		switch {
 		case errors.Is(le, ledger.ErrNotFound):

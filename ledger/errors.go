@@ -56,6 +56,26 @@ func invalid(code, format string, args ...any) error {
 	return &Error{Kind: ErrInvalid, Code: code, Msg: fmt.Sprintf(format, args...)}
 }
 
+// AsError returns the *Error that err is or wraps. A PostgreSQL error
+// that only a value sent by the client can cause becomes an ErrInvalid
+// *Error as well: a string holding a NUL byte or invalid UTF-8 (in a path,
+// a query or a body), which PostgreSQL can neither store nor compare. The
+// transaction it happened in was rolled back, so nothing changed. Any
+// other error gives ok false: an outage or a bug.
+func AsError(err error) (e *Error, ok bool) {
+	if errors.As(err, &e) {
+		return e, true
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch pgErr.Code {
+		case sqlstateCharacterNotInRepertoire, sqlstateUntranslatableCharacter:
+			return &Error{Kind: ErrInvalid, Msg: "Invalid input: " + pgErr.Message + "."}, true
+		}
+	}
+	return nil, false
+}
+
 // PostgreSQL SQLSTATE codes this package reacts to.
 const (
 	sqlstateUniqueViolation      = "23505"
@@ -63,6 +83,9 @@ const (
 	sqlstateSerializationFailure = "40001"
 	sqlstateDeadlockDetected     = "40P01"
 	sqlstateNumericOutOfRange    = "22003"
+	// A string PostgreSQL cannot hold: a NUL byte or invalid UTF-8.
+	sqlstateCharacterNotInRepertoire = "22021"
+	sqlstateUntranslatableCharacter  = "22P05"
 )
 
 // pgCode returns the SQLSTATE of a PostgreSQL error, or "".
