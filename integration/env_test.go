@@ -243,8 +243,8 @@ type errorLog struct {
 }
 
 func (l *errorLog) Enabled(_ context.Context, level slog.Level) bool { return level >= slog.LevelError }
-func (l *errorLog) WithAttrs([]slog.Attr) slog.Handler                { return l }
-func (l *errorLog) WithGroup(string) slog.Handler                     { return l }
+func (l *errorLog) WithAttrs([]slog.Attr) slog.Handler               { return l }
+func (l *errorLog) WithGroup(string) slog.Handler                    { return l }
 func (l *errorLog) Handle(_ context.Context, r slog.Record) error {
 	var b strings.Builder
 	b.WriteString(r.Message)
