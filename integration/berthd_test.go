@@ -1,0 +1,221 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/berthd/berth/ledger/ledgertest"
+)
+
+// Bounds that only a hung process reaches; nothing asserts on time.
+const (
+	startTimeout   = 2 * time.Minute
+	stopTimeout    = 30 * time.Second
+	requestTimeout = 2 * time.Minute
+)
+
+// buildBerthd builds cmd/berthd into the test's temporary directory (the
+// build cache makes every build after the first a link).
+func buildBerthd(t *testing.T) string {
+	t.Helper()
+	goTool := filepath.Join(runtime.GOROOT(), "bin", "go")
+	if _, err := os.Stat(goTool); err != nil {
+		goTool = "go"
+	}
+	bin := filepath.Join(t.TempDir(), "berthd")
+	cmd := exec.Command(goTool, "build", "-o", bin, "github.com/berthd/berth/cmd/berthd")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build berthd: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// berthd is a running berthd process.
+type berthd struct {
+	url    string
+	client *http.Client
+	stderr *syncBuffer
+}
+
+// startBerthd runs the berthd binary on a fresh ledgertest database and a
+// free loopback port, waits until GET / answers, and stops it (SIGTERM)
+// when the test ends.
+func startBerthd(t *testing.T) *berthd {
+	t.Helper()
+	bin := buildBerthd(t)
+	dbURL := ledgertest.NewDB(t)
+	for attempt := 1; ; attempt++ {
+		b, err := tryStartBerthd(t, bin, dbURL)
+		if err == nil {
+			return b
+		}
+		// Another process may have taken the port between our probe and
+		// berthd's bind; try another one.
+		if attempt == 3 || !strings.Contains(err.Error(), "address already in use") {
+			t.Fatal(err)
+		}
+	}
+}
+
+func tryStartBerthd(t *testing.T, bin, dbURL string) (*berthd, error) {
+	addr, err := freeLoopbackAddr()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin, "serve", "--listen", addr, "--database-url", dbURL, "--log-level", "warn")
+	// The test's environment must not configure berthd.
+	for _, kv := range os.Environ() {
+		if k, _, _ := strings.Cut(kv, "="); !strings.HasPrefix(k, "BERTH_") && k != "DATABASE_URL" && k != "PORT" {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
+	cmd.Stdout = stderr
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	stop := func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(stopTimeout):
+			_ = cmd.Process.Kill()
+			<-exited
+			t.Errorf("berthd did not stop within %v of SIGTERM; killed\n%s", stopTimeout, stderr)
+		}
+	}
+	b := &berthd{url: "http://" + addr, client: &http.Client{Timeout: requestTimeout}, stderr: stderr}
+	deadline := time.Now().Add(startTimeout)
+	for {
+		resp, err := b.client.Get(b.url + "/")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				break
+			}
+		}
+		select {
+		case err := <-exited:
+			return nil, fmt.Errorf("berthd exited before serving (%v):\n%s", err, stderr)
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			stop()
+			return nil, fmt.Errorf("berthd did not answer GET / within %v:\n%s", startTimeout, stderr)
+		}
+	}
+	t.Cleanup(func() {
+		stop()
+		if t.Failed() {
+			t.Logf("berthd's log:\n%s", stderr)
+		}
+	})
+	return b, nil
+}
+
+// freeLoopbackAddr returns a 127.0.0.1 address with a port free right now.
+func freeLoopbackAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+// call sends one request to berthd as the admin at microversion version
+// (latest if empty) with body marshalled as JSON unless nil, and returns
+// the status and the body.
+func (b *berthd) call(t *testing.T, method, path, version string, body any) (int, []byte) {
+	t.Helper()
+	var rd io.Reader
+	if body != nil {
+		raw, ok := body.(string)
+		if !ok {
+			buf, err := json.Marshal(body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			raw = string(buf)
+		}
+		rd = strings.NewReader(raw)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, method, b.url+path, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("X-Auth-Token", "admin")
+	req.Header.Set("Accept", "application/json")
+	if version == "" {
+		version = "1.39"
+	}
+	req.Header.Set("OpenStack-API-Version", "placement "+version)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := b.client.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	out, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("%s %s: read body: %v", method, path, err)
+	}
+	if resp.StatusCode >= 500 {
+		t.Errorf("%s %s: %d %s", method, path, resp.StatusCode, out)
+	}
+	return resp.StatusCode, out
+}
+
+// must sends a request that must answer want, and decodes a JSON answer
+// into out unless out is nil.
+func (b *berthd) must(t *testing.T, want int, method, path, version string, body, out any) {
+	t.Helper()
+	status, raw := b.call(t, method, path, version, body)
+	if status != want {
+		t.Fatalf("%s %s: status %d, want %d: %s", method, path, status, want, raw)
+	}
+	if out != nil {
+		if err := json.Unmarshal(raw, out); err != nil {
+			t.Fatalf("%s %s: %v: %s", method, path, err, raw)
+		}
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a process writing while a test reads.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.buf.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.buf.String()
+}
