@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"net"
 	"strconv"
@@ -60,7 +61,12 @@ func (c *contentLengthConn) Read(p []byte) (int, error) {
 			break
 		}
 		if err != nil {
-			if len(c.header) > 0 {
+			// A timeout does not end the stream: net/http aborts its
+			// read-ahead on a kept-alive connection with a past deadline,
+			// and reads on later. Keep collecting the header block then;
+			// passing it on half-inspected would miss its Content-Length.
+			var ne net.Error
+			if len(c.header) > 0 && !(errors.As(err, &ne) && ne.Timeout()) {
 				c.pending, c.header = c.header, nil
 				break
 			}

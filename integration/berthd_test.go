@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -49,6 +50,22 @@ type berthd struct {
 	url    string
 	client *http.Client
 	stderr *syncBuffer
+	proc   *os.Process
+	exited chan struct{} // closed when the process has exited
+
+	dumpOnce sync.Once
+}
+
+// dumpGoroutines makes berthd print its goroutines and exit (SIGQUIT), so
+// that the log of a test that hung shows where. It waits for the exit.
+func (b *berthd) dumpGoroutines() {
+	b.dumpOnce.Do(func() {
+		_ = b.proc.Signal(syscall.SIGQUIT)
+		select {
+		case <-b.exited:
+		case <-time.After(stopTimeout):
+		}
+	})
 }
 
 // startBerthd runs the berthd binary on a fresh ledgertest database and a
@@ -89,8 +106,12 @@ func tryStartBerthd(t *testing.T, bin, dbURL string) (*berthd, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
+	var waitErr error
+	exited := make(chan struct{})
+	go func() {
+		waitErr = cmd.Wait()
+		close(exited)
+	}()
 	stop := func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		select {
@@ -101,7 +122,7 @@ func tryStartBerthd(t *testing.T, bin, dbURL string) (*berthd, error) {
 			t.Errorf("berthd did not stop within %v of SIGTERM; killed\n%s", stopTimeout, stderr)
 		}
 	}
-	b := &berthd{url: "http://" + addr, client: &http.Client{Timeout: requestTimeout}, stderr: stderr}
+	b := &berthd{url: "http://" + addr, client: &http.Client{Timeout: requestTimeout}, stderr: stderr, proc: cmd.Process, exited: exited}
 	deadline := time.Now().Add(startTimeout)
 	for {
 		resp, err := b.client.Get(b.url + "/")
@@ -112,8 +133,8 @@ func tryStartBerthd(t *testing.T, bin, dbURL string) (*berthd, error) {
 			}
 		}
 		select {
-		case err := <-exited:
-			return nil, fmt.Errorf("berthd exited before serving (%v):\n%s", err, stderr)
+		case <-exited:
+			return nil, fmt.Errorf("berthd exited before serving (%v):\n%s", waitErr, stderr)
 		case <-time.After(50 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
@@ -142,7 +163,8 @@ func freeLoopbackAddr() (string, error) {
 
 // call sends one request to berthd as the admin at microversion version
 // (latest if empty) with body marshalled as JSON unless nil, and returns
-// the status and the body.
+// the status and the body; status 0 when the request failed (reported
+// with t.Errorf, so call is safe from any goroutine).
 func (b *berthd) call(t *testing.T, method, path, version string, body any) (int, []byte) {
 	t.Helper()
 	var rd io.Reader
@@ -151,7 +173,8 @@ func (b *berthd) call(t *testing.T, method, path, version string, body any) (int
 		if !ok {
 			buf, err := json.Marshal(body)
 			if err != nil {
-				t.Fatal(err)
+				t.Errorf("%s %s: %v", method, path, err)
+				return 0, nil
 			}
 			raw = string(buf)
 		}
@@ -161,7 +184,8 @@ func (b *berthd) call(t *testing.T, method, path, version string, body any) (int
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, method, b.url+path, rd)
 	if err != nil {
-		t.Fatal(err)
+		t.Errorf("%s %s: %v", method, path, err)
+		return 0, nil
 	}
 	req.Header.Set("X-Auth-Token", "admin")
 	req.Header.Set("Accept", "application/json")
@@ -174,12 +198,17 @@ func (b *berthd) call(t *testing.T, method, path, version string, body any) (int
 	}
 	resp, err := b.client.Do(req)
 	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
+		if ne := net.Error(nil); errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
+			b.dumpGoroutines()
+		}
+		t.Errorf("%s %s: %v", method, path, err)
+		return 0, nil
 	}
 	defer resp.Body.Close()
 	out, err := io.ReadAll(resp.Body)
 	if err != nil {
-		t.Fatalf("%s %s: read body: %v", method, path, err)
+		t.Errorf("%s %s: read body: %v", method, path, err)
+		return 0, nil
 	}
 	if resp.StatusCode >= 500 {
 		t.Errorf("%s %s: %d %s", method, path, resp.StatusCode, out)
@@ -188,7 +217,8 @@ func (b *berthd) call(t *testing.T, method, path, version string, body any) (int
 }
 
 // must sends a request that must answer want, and decodes a JSON answer
-// into out unless out is nil.
+// into out unless out is nil. It stops the test otherwise, so only the
+// test's goroutine may call it.
 func (b *berthd) must(t *testing.T, want int, method, path, version string, body, out any) {
 	t.Helper()
 	status, raw := b.call(t, method, path, version, body)
