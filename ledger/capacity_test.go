@@ -295,4 +295,19 @@ func BenchmarkCapacity(b *testing.B) {
 			}
 		})
 	}
+	// The expensive shape: a small flavor, 256 instances per node.
+	b.Run("N=10000/VCPU:1", func(b *testing.B) {
+		s := benchComputes(10000)
+		p := CapacityParams{Request: CandidatesParams{NestedAware: true, Groups: []RequestGroup{{Resources: res("VCPU:1")}}}}
+		var c *Capacity
+		for b.Loop() {
+			var err error
+			if c, err = s.capacity(context.Background(), &p); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if c.Truncated || c.Total != 256*10000 {
+			b.Fatalf("total %d truncated %v", c.Total, c.Truncated)
+		}
+	})
 }
