@@ -157,6 +157,31 @@ func TestCapacityTable(t *testing.T) {
 		p:    CapacityParams{Request: CandidatesParams{NestedAware: true, Groups: unsuffixed("VCPU:1,DISK_GB:30")}},
 		want: "cn1=2/VCPU cn2=1/DISK_GB", total: 3,
 	}, {
+		name: "nested: same_subtree pairs VCPU with an accelerator under it",
+		snap: func() *Snapshot {
+			b := newSnapBuilder()
+			b.rp("cn", "").inv("cn", "DISK_GB", 100)
+			b.rp("numa0", "cn").inv("numa0", "VCPU", 4).rp("fpga0", "numa0").inv("fpga0", "FPGA", 1)
+			b.rp("numa1", "cn").inv("numa1", "VCPU", 4).rp("fpga1", "numa1").inv("fpga1", "FPGA", 2)
+			return b.build()
+		},
+		p: CapacityParams{Request: CandidatesParams{NestedAware: true, Isolate: true, Groups: []RequestGroup{
+			{Resources: res("DISK_GB:10")},
+			{Suffix: "_C", Resources: res("VCPU:2")},
+			{Suffix: "_A", Resources: res("FPGA:1")},
+		}, SameSubtrees: [][]string{{"_C", "_A"}}}},
+		want: "cn=3/FPGA", total: 3, // numa0 1 (one FPGA), numa1 2
+	}, {
+		name: "member_of",
+		snap: func() *Snapshot {
+			b := newSnapBuilder()
+			b.rp("a", "").inv("a", "VCPU", 2).aggs("a", "az1").rp("b", "").inv("b", "VCPU", 5).aggs("b", "az2")
+			return b.build()
+		},
+		p: CapacityParams{Request: CandidatesParams{NestedAware: true, Groups: []RequestGroup{
+			{Resources: res("VCPU:1"), MemberOf: [][]string{{"az2"}}}}}},
+		want: "b=5/VCPU", total: 5,
+	}, {
 		name: "root_required",
 		snap: func() *Snapshot {
 			b := newSnapBuilder()
