@@ -148,7 +148,7 @@ func (s *Snapshot) capacity(ctx context.Context, p *CapacityParams) (*Capacity, 
 				}
 			}
 			clear(e.seen) // a placement may repeat an earlier one
-			ok := false
+			var ok bool
 			if buf, ok = e.open(g, a, buf[:0]); !ok || !e.next(g) {
 				exhausted = !e.stopped
 				break
