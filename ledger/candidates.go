@@ -94,6 +94,15 @@ type SummaryResource struct {
 // *UnknownNameError; anything else that cannot match (an unknown
 // aggregate, an in_tree provider that does not exist) yields no candidates.
 func (s *Store) AllocationCandidates(ctx context.Context, p CandidatesParams) (*Candidates, error) {
+	snap, err := s.candidateSnapshot(ctx, &p)
+	if err != nil {
+		return nil, err
+	}
+	return snap.candidates(ctx, &p)
+}
+
+// candidateSnapshot returns a fresh snapshot that knows the names p uses.
+func (s *Store) candidateSnapshot(ctx context.Context, p *CandidatesParams) (*Snapshot, error) {
 	snap, err := s.snapshot(ctx)
 	if err != nil {
 		return nil, err
@@ -104,10 +113,7 @@ func (s *Store) AllocationCandidates(ctx context.Context, p CandidatesParams) (*
 		c, t := groupNames(&p.Groups[i])
 		classes, traits = append(classes, c...), append(traits, t...)
 	}
-	if snap, err = s.knowNames(ctx, snap, classes, traits); err != nil {
-		return nil, err
-	}
-	return snap.candidates(ctx, &p)
+	return s.knowNames(ctx, snap, classes, traits)
 }
 
 // slot is one choice of the combination search: one resource class of the
@@ -156,7 +162,42 @@ type engine struct {
 // in_tree provider) makes the answer empty, and an unknown name in a later
 // group is then not reported.
 func (s *Snapshot) candidates(ctx context.Context, p *CandidatesParams) (*Candidates, error) {
-	empty := &Candidates{Requests: []AllocationRequest{}, Summaries: []ProviderSummary{}}
+	e, err := s.newEngine(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	if e == nil {
+		return &Candidates{Requests: []AllocationRequest{}, Summaries: []ProviderSummary{}}, nil
+	}
+	anchors := e.candidateAnchors()
+	if p.Randomize {
+		rand.Shuffle(len(anchors), func(i, j int) { anchors[i], anchors[j] = anchors[j], anchors[i] })
+	}
+	want := p.Max
+	if want <= 0 {
+		want = DefaultMaxCandidates
+	}
+	if p.Limit > 0 && p.Limit < want {
+		want = p.Limit
+	}
+	found, complete := e.roundRobin(anchors, want)
+	out := e.result(found)
+	out.Truncated = !complete
+	if p.Randomize {
+		rand.Shuffle(len(out.Requests), func(i, j int) {
+			out.Requests[i], out.Requests[j] = out.Requests[j], out.Requests[i]
+		})
+	}
+	return out, nil
+}
+
+// newEngine resolves p against s and prepares the search: the slots, the
+// anchor conditions and same_subtree sets. It returns a nil engine (and no
+// error) when some group can match nothing, which means no candidate. The
+// engine reads capacity and usage through e.snap whenever it searches, so
+// the snapshot may be swapped for one with the same providers' shape
+// (see capacity.go).
+func (s *Snapshot) newEngine(ctx context.Context, p *CandidatesParams) (*engine, error) {
 	rootReq, err := s.traitIDs(p.RootRequired)
 	if err != nil {
 		return nil, err
@@ -190,12 +231,12 @@ func (s *Snapshot) candidates(ctx context.Context, p *CandidatesParams) (*Candid
 		ok, err := e.addGroup(gi, g)
 		if err != nil {
 			if e.someGroupEmpty() {
-				return empty, nil
+				return nil, nil
 			}
 			return nil, err
 		}
 		if !ok {
-			return empty, nil
+			return nil, nil
 		}
 	}
 	// The unsuffixed group's slots go first so its collective trait check
@@ -222,27 +263,7 @@ func (s *Snapshot) candidates(ctx context.Context, p *CandidatesParams) (*Candid
 			e.slotTrees[si] = append(e.slotTrees[si], ti)
 		}
 	}
-
-	anchors := e.candidateAnchors()
-	if p.Randomize {
-		rand.Shuffle(len(anchors), func(i, j int) { anchors[i], anchors[j] = anchors[j], anchors[i] })
-	}
-	want := p.Max
-	if want <= 0 {
-		want = DefaultMaxCandidates
-	}
-	if p.Limit > 0 && p.Limit < want {
-		want = p.Limit
-	}
-	found, complete := e.roundRobin(anchors, want)
-	out := e.result(found)
-	out.Truncated = !complete
-	if p.Randomize {
-		rand.Shuffle(len(out.Requests), func(i, j int) {
-			out.Requests[i], out.Requests[j] = out.Requests[j], out.Requests[i]
-		})
-	}
-	return out, nil
+	return e, nil
 }
 
 // someGroupEmpty reports whether a group resolved so far matches no
@@ -545,22 +566,9 @@ func (e *engine) roundRobin(anchors []int32, want int) ([][]int32, bool) {
 			gens, optsBuf, posBuf = make([]gen, chunk), make([][]int32, chunk*n), make([]int, chunk*n)
 		}
 		g := &gens[0]
-		g.anchor, g.opts, g.pos = a, optsBuf[:n:n], posBuf[:n:n]
-		ok := true
-		for i := range e.slots {
-			if cap(provBuf)-len(provBuf) < 64 {
-				provBuf = make([]int32, 0, 16384)
-			}
-			start := len(provBuf)
-			provBuf = e.options(&e.slots[i], a, provBuf)
-			g.opts[i] = provBuf[start:len(provBuf):len(provBuf)]
-			g.pos[i] = -1
-			if len(g.opts[i]) == 0 {
-				ok = false
-				break
-			}
-		}
-		if !ok {
+		g.opts, g.pos = optsBuf[:n:n], posBuf[:n:n]
+		var ok bool
+		if provBuf, ok = e.open(g, a, provBuf); !ok {
 			continue // g's storage is reused for the next anchor
 		}
 		gens, optsBuf, posBuf = gens[1:], optsBuf[n:], posBuf[n:]
@@ -581,6 +589,27 @@ func (e *engine) roundRobin(anchors []int32, want int) ([][]int32, bool) {
 		ring = next
 	}
 	return found, !e.stopped
+}
+
+// open points g, whose opts and pos have one entry per slot, at anchor a:
+// it works out each slot's options under a, cutting them from buf (grown
+// in chunks as needed), and returns buf. It reports false, leaving g
+// unusable, when some slot has no option.
+func (e *engine) open(g *gen, a int32, buf []int32) ([]int32, bool) {
+	g.anchor, g.leaf = a, false
+	for i := range e.slots {
+		if cap(buf)-len(buf) < 64 {
+			buf = make([]int32, 0, 16384)
+		}
+		start := len(buf)
+		buf = e.options(&e.slots[i], a, buf)
+		g.opts[i] = buf[start:len(buf):len(buf)]
+		g.pos[i] = -1
+		if len(g.opts[i]) == 0 {
+			return buf, false
+		}
+	}
+	return buf, true
 }
 
 // inAnchorSets reports whether anchor a is in every anchor set.

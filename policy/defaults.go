@@ -111,6 +111,9 @@ var operationRules = []Rule{
 	op("berth:claims:reschedule", adminOrService, "POST /claims/reschedule"),
 	op("berth:claims:move", adminOrService, "POST /claims/move"),
 	op("berth:claims:explain", adminOrService, "POST /claims/explain"),
+	// Read-only, but it shows the whole cloud's free capacity: admin or
+	// service, like GET /allocation_candidates.
+	op("berth:capacity:show", adminOrService, "GET /capacity"),
 }
 
 func op(name, check, operation string) Rule {

@@ -1,0 +1,88 @@
+package httpapi
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/berthd/berth/ledger"
+)
+
+// Berth's capacity extension: how many more instances of one request fit,
+// and on which root providers. The route exists at every microversion
+// (Placement has no equivalent); error bodies carry a "code" from 1.23 on,
+// as for every route.
+func init() {
+	routeRegistrations = append(routeRegistrations, func(s *Server) {
+		s.handle(http.MethodGet, "/capacity", 0, "berth:capacity:show", s.capacityShow)
+	})
+}
+
+// capacityQueryVersion is the microversion whose GET
+// /allocation_candidates rules the query of GET /capacity follows: always
+// the latest, whatever the request negotiated.
+var capacityQueryVersion = MaxVersion
+
+// maxCapacityPerRoot bounds the "max" parameter.
+const maxCapacityPerRoot = 100_000
+
+// capacityShow serves GET /capacity. The query is GET
+// /allocation_candidates' (read at capacityQueryVersion) plus "max", the
+// cap on the count per root (default ledger.DefaultCapacityMaxPerRoot);
+// "limit" caps the roots listed, not the count.
+func (s *Server) capacityShow(c echo.Context) error {
+	q := c.QueryParams()
+	doc := make(map[string]any, len(q))
+	for k, vs := range q {
+		if k != "max" {
+			doc[k] = vs[len(vs)-1]
+		}
+	}
+	if err := candidatesSchema(capacityQueryVersion).Validate(doc); err != nil {
+		return badRequest("Invalid query string parameters: %s", err)
+	}
+	p := ledger.CapacityParams{}
+	if vs := q["max"]; len(vs) > 0 {
+		n, err := strconv.Atoi(strings.TrimSpace(vs[0]))
+		if err != nil || n < 1 || n > maxCapacityPerRoot {
+			return badRequest("Invalid query string parameters: %q is not a valid max (an integer from 1 to %d)", vs[0], maxCapacityPerRoot)
+		}
+		p.MaxPerRoot = n
+	}
+	req, err := s.candidatesParams(parseOrderedQuery(c.Request().URL.RawQuery), capacityQueryVersion)
+	if err != nil {
+		return err
+	}
+	limit := req.Limit
+	p.Request = req
+	capa, err := s.store.Capacity(c.Request().Context(), p)
+	if err != nil {
+		return candidatesError(err)
+	}
+	roots := capa.Roots
+	if limit > 0 && len(roots) > limit {
+		roots = roots[:limit]
+	}
+	list := make([]any, len(roots))
+	for i, r := range roots {
+		limiting := r.Limiting
+		if limiting == nil {
+			limiting = []string{}
+		}
+		list[i] = map[string]any{
+			"root_provider_uuid": r.UUID,
+			"name":               r.Name,
+			"fits":               r.Fits,
+			"capped":             r.Capped,
+			"limiting":           limiting,
+		}
+	}
+	return writeJSON(c, http.StatusOK, map[string]any{
+		"total":     capa.Total,
+		"capped":    capa.Capped,
+		"truncated": capa.Truncated,
+		"roots":     list,
+	})
+}

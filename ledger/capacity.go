@@ -1,0 +1,216 @@
+package ledger
+
+import (
+	"context"
+	"slices"
+	"time"
+)
+
+// The capacity question, "how many more of this flavor fit, and where", is
+// answered by simulation with the candidate engine itself, so it can never
+// disagree with GET /allocation_candidates about what one instance needs:
+// for each root provider, take the first candidate the engine gives for
+// that tree, add its amounts to a private scratch copy of the usage, and
+// repeat until nothing fits or the per-root cap is reached.
+//
+// The scratch usage lives in a scratch Snapshot that shares the real
+// snapshot's names and indexes (the providers' shape does not change) and
+// starts with the same provider pointers; a provider is copied the first
+// time a simulated placement takes from it (copy on write), so the real
+// snapshot is never modified and the cost is proportional to the providers
+// touched. The scratch is shared across the whole computation: a sharing
+// provider's capacity taken by one tree is gone for the trees that come
+// after it, in the engine's deterministic order (roots in creation order).
+
+// CapacityParams asks how many more instances of one request fit.
+type CapacityParams struct {
+	// Request is the request for one instance, as for allocation
+	// candidates. Its Limit, Max and Randomize are ignored; its MaxSteps,
+	// if set, overrides MaxSteps below.
+	Request CandidatesParams
+	// MaxPerRoot caps the count per root provider; 0 means
+	// DefaultCapacityMaxPerRoot.
+	MaxPerRoot int
+	// MaxSteps bounds the whole computation in engine search steps (as
+	// CandidatesParams.MaxSteps, summed over every simulated placement);
+	// 0 means DefaultCapacitySteps.
+	MaxSteps int
+	// MaxDuration bounds the computation in time; 0 means
+	// DefaultCapacityDuration.
+	MaxDuration time.Duration
+}
+
+// Defaults for CapacityParams.
+const (
+	DefaultCapacityMaxPerRoot = 1000
+	DefaultCapacitySteps      = 50_000_000
+	DefaultCapacityDuration   = 10 * time.Second
+)
+
+// Capacity is the answer to a CapacityParams.
+type Capacity struct {
+	// Total is the sum of Fits over Roots.
+	Total int64
+	// Capped is set when some root's count stopped at MaxPerRoot.
+	Capped bool
+	// Truncated is set when the step or time budget ran out: the root being
+	// counted then has a lower bound, and the roots after it in the
+	// engine's order were not counted (they are missing from Roots).
+	Truncated bool
+	// Roots lists the root providers where at least one more instance
+	// fits, most instances first, then in the engine's order.
+	Roots []RootCapacity
+}
+
+// RootCapacity is how many more instances fit in one tree.
+type RootCapacity struct {
+	UUID string
+	Name string
+	// Fits is the number of instances that fit, one after the other.
+	Fits int
+	// Capped is set when Fits stopped at MaxPerRoot.
+	Capped bool
+	// Limiting names the resource classes that ran out: for some request
+	// group (one class of the unsuffixed group), every provider that could
+	// serve it before the simulation no longer has the capacity for it. It
+	// is empty when the count was capped or truncated, or when the tree
+	// stopped fitting for another reason (capacity taken by several groups
+	// together, group_policy=isolate, same_subtree).
+	Limiting []string
+}
+
+// Capacity answers p from a fresh snapshot. It reads nothing else and
+// writes nothing. Unknown resource classes and traits are
+// *UnknownNameError, as for AllocationCandidates.
+func (s *Store) Capacity(ctx context.Context, p CapacityParams) (*Capacity, error) {
+	snap, err := s.candidateSnapshot(ctx, &p.Request)
+	if err != nil {
+		return nil, err
+	}
+	return snap.capacity(ctx, &p)
+}
+
+// capacity runs the simulation described at the top of this file. Its
+// error is ctx's when ctx ends; running out of budget is not an error.
+func (s *Snapshot) capacity(ctx context.Context, p *CapacityParams) (*Capacity, error) {
+	out := &Capacity{Roots: []RootCapacity{}}
+	maxPer := p.MaxPerRoot
+	if maxPer <= 0 {
+		maxPer = DefaultCapacityMaxPerRoot
+	}
+	req := p.Request
+	req.Limit, req.Max, req.Randomize = 0, 0, false
+	if req.MaxSteps <= 0 {
+		req.MaxSteps = p.MaxSteps
+	}
+	if req.MaxSteps <= 0 {
+		req.MaxSteps = DefaultCapacitySteps
+	}
+	budget := p.MaxDuration
+	if budget <= 0 {
+		budget = DefaultCapacityDuration
+	}
+	deadline := time.Now().Add(budget)
+
+	scratch := &Snapshot{names: s.names, provs: slices.Clone(s.provs), idx: s.idx}
+	e, err := scratch.newEngine(ctx, &req)
+	if err != nil || e == nil {
+		return out, err
+	}
+	copied := make([]bool, len(s.provs))
+	take := func(i int32, class int32, amount int64) {
+		if !copied[i] {
+			c := *scratch.provs[i]
+			c.inv = slices.Clone(c.inv)
+			scratch.provs[i], copied[i] = &c, true
+		}
+		scratch.provs[i].inventory(class).used += amount
+	}
+
+	n := len(e.slots)
+	g := &gen{opts: make([][]int32, n), pos: make([]int, n)}
+	var buf []int32
+	placements := 0
+	for _, a := range e.candidateAnchors() {
+		if !e.anchorOK(a) || !e.inAnchorSets(a) {
+			continue
+		}
+		rc := RootCapacity{UUID: s.provs[a].uuid, Name: s.provs[a].name}
+		exhausted := false
+		for rc.Fits < maxPer {
+			if placements++; placements&255 == 0 {
+				if err := ctx.Err(); err != nil {
+					return nil, err
+				}
+				if time.Now().After(deadline) {
+					e.stopped = true
+					break
+				}
+			}
+			clear(e.seen) // a placement may repeat an earlier one
+			var ok bool
+			if buf, ok = e.open(g, a, buf[:0]); !ok || !e.next(g) {
+				exhausted = !e.stopped
+				break
+			}
+			for si := range e.slots {
+				for _, r := range e.slots[si].res {
+					take(g.prov(si), r.class, r.amount)
+				}
+			}
+			rc.Fits++
+		}
+		if e.stopped {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			out.Truncated = true
+		}
+		rc.Capped = rc.Fits >= maxPer
+		out.Capped = out.Capped || rc.Capped
+		if exhausted && rc.Fits > 0 {
+			rc.Limiting = e.limiting(s, a, buf[:0])
+		}
+		if rc.Fits > 0 {
+			out.Total += int64(rc.Fits)
+			out.Roots = append(out.Roots, rc)
+		}
+		if e.stopped {
+			break
+		}
+	}
+	slices.SortStableFunc(out.Roots, func(x, y RootCapacity) int { return y.Fits - x.Fits })
+	return out, nil
+}
+
+// limiting names the classes that ran out under anchor a: a class of a
+// slot is limiting when the slot had options under a in base (the
+// snapshot before the simulation) and none of them has the capacity for
+// the slot's amount of it any more in e.snap (the scratch).
+func (e *engine) limiting(base *Snapshot, a int32, buf []int32) []string {
+	scratch := e.snap
+	e.snap = base
+	defer func() { e.snap = scratch }()
+	var out []string
+	for i := range e.slots {
+		sl := &e.slots[i]
+		buf = e.options(sl, a, buf[:0])
+		if len(buf) == 0 {
+			continue
+		}
+		for _, r := range sl.res {
+			full := true
+			for _, q := range buf {
+				inv := scratch.provs[q].inventory(r.class)
+				if float64(inv.used+r.amount) <= inv.capacity() {
+					full = false
+					break
+				}
+			}
+			if name := scratch.names.className[r.class]; full && !slices.Contains(out, name) {
+				out = append(out, name)
+			}
+		}
+	}
+	return out
+}
