@@ -39,6 +39,7 @@ var (
 		"/claims/move",
 		"/claims/explain",
 		"{id}", // id is the whole path
+		"/capacity",
 	}
 	// fuzzSymbols name the fixture's entities in the id and name inputs.
 	fuzzSymbols = map[string]string{
