@@ -9,7 +9,7 @@ LDFLAGS := -X main.version=$(VERSION)
 
 export PATH := $(PATH):/usr/local/go/bin
 
-.PHONY: all build run test vet gotest conformance bench fmt clean
+.PHONY: all build run test vet gotest conformance bench fuzz fmt clean
 
 all: build
 
@@ -41,6 +41,14 @@ conformance: build
 ## bench: run the Go benchmarks
 bench:
 	$(GO) test -run '^$$' -bench . ./...
+
+## fuzz: run each fuzz target for FUZZTIME (default 60s) on one worker;
+##   what they find lands in testdata/fuzz and is replayed by go test
+FUZZTIME ?= 60s
+fuzz:
+	$(GO) test ./httpapi -run '^$$' -fuzz '^FuzzDecodeJSON$$' -fuzztime $(FUZZTIME) -parallel 1
+	$(GO) test ./httpapi -run '^$$' -fuzz '^FuzzQueryParsers$$' -fuzztime $(FUZZTIME) -parallel 1
+	$(GO) test ./integration -run '^$$' -fuzz '^FuzzAPI$$' -fuzztime $(FUZZTIME) -parallel 1
 
 fmt:
 	gofmt -l -w .

@@ -16,7 +16,7 @@ import (
 // headers through the query parsers. `go test` replays their seeds in
 // testdata/fuzz as regression tests; run one for longer with e.g.
 //
-//	go test ./httpapi -run '^$' -fuzz FuzzDecodeJSON -fuzztime 60s
+//	go test ./httpapi -run '^$' -fuzz FuzzDecodeJSON -fuzztime 60s -parallel 1
 //
 // The end-to-end target, FuzzAPI, is in package integration.
 
@@ -156,10 +156,11 @@ func checkBadRequest(t *testing.T, what string, err error) {
 	}
 }
 
-// FuzzDecodeJSON feeds arbitrary bytes to decodeJSON against each request
-// schema: it must not panic, and must either accept the body or refuse it
-// with a 400. A body the schema accepts must decode into the handler's type
-// or be refused the same way.
+// FuzzDecodeJSON feeds arbitrary bytes to every request body parser (the
+// schema, the decoding into the handler's type, and what the handler makes
+// of it before calling the ledger): none may panic, and each must accept
+// the body or refuse it with a 400 whose message encodes as JSON. The
+// first input picks the parser (bodyTargets, by index).
 func FuzzDecodeJSON(f *testing.F) {
 	targets := bodyTargets()
 	f.Add(uint8(0), []byte(`{"name": "cn1", "uuid": "8b9b3c4e-3a8b-4d6e-9f3b-1c2d3e4f5a6b"}`))
