@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -385,6 +386,60 @@ func TestBadInputChangesNothing(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestBadHeadersChangeNothing sends valid writes with headers that make
+// them invalid: they must be refused in Placement's format, changing
+// nothing.
+func TestBadHeadersChangeNothing(t *testing.T) {
+	e := newEnv(t)
+	fp := e.fingerprint(t)
+	view := e.apiView(t)
+	good := `{"traits": ["HW_CPU_X86_SSE"], "resource_provider_generation": 4}`
+	path := "/resource_providers/" + rootUUID + "/traits"
+	hdr := func(kv ...string) http.Header {
+		h := http.Header{"Openstack-Api-Version": {latest}, "Content-Type": {"application/json"}}
+		for i := 0; i < len(kv); i += 2 {
+			h[http.CanonicalHeaderKey(kv[i])] = []string{kv[i+1]}
+		}
+		return h
+	}
+	for _, c := range []struct {
+		name string
+		h    http.Header
+		body string
+		want int
+	}{
+		{"no token", hdr("X-Auth-Token", ""), good, 401},
+		{"not admin", hdr("X-Auth-Token", "alice"), good, 403},
+		{"text/plain body", hdr("Content-Type", "text/plain"), good, 415},
+		{"no content type", hdr("Content-Type", ""), good, 400},
+		{"bad content type", hdr("Content-Type", "application/json; charset"), good, 415},
+		{"bad version", hdr("OpenStack-API-Version", "placement one"), good, 400},
+		{"version too new", hdr("OpenStack-API-Version", "placement 1.40"), good, 406},
+		{"version huge", hdr("OpenStack-API-Version", "placement 1.99999999999999999999"), good, 400},
+		{"version before traits", hdr("OpenStack-API-Version", "placement 1.5"), good, 404},
+		{"body over 32 MiB", hdr(), `{"traits": ["` + strings.Repeat("A", 33<<20) + `"], "resource_provider_generation": 4}`, 413},
+	} {
+		r := e.doHeaders("PUT", path, c.h, []byte(c.body))
+		if r.status != c.want {
+			t.Errorf("%s: status %d, want %d: %.300s", c.name, r.status, c.want, r.body)
+		}
+		if err := checkErrorBody("PUT", r); err != nil {
+			t.Errorf("%s: %v", c.name, err)
+		}
+		if diff := fp.Diff(e.fingerprint(t)); len(diff) > 0 {
+			t.Fatalf("%s: answered %d and changed %v", c.name, r.status, diff)
+		}
+		if v := e.apiView(t); v != view {
+			t.Fatalf("%s: answered %d and the API shows a change:\n%s", c.name, r.status, lineDiff(view, v))
+		}
+	}
+	// The same request with good headers is accepted: the refusals above
+	// were the headers'.
+	if r := e.doHeaders("PUT", path, hdr(), []byte(good)); r.status != 200 {
+		t.Errorf("good request: %d %s", r.status, r.body)
 	}
 }
 

@@ -153,17 +153,32 @@ type response struct {
 // do sends one request as the admin, at microversion header version
 // (none if empty), with a JSON body unless body is nil.
 func (e *env) do(method, target, version string, body []byte) response {
+	h := http.Header{}
+	if version != "" {
+		h.Set("OpenStack-API-Version", version)
+	}
+	if body != nil {
+		h.Set("Content-Type", "application/json")
+	}
+	return e.doHeaders(method, target, h, body)
+}
+
+// doHeaders sends one request with these headers; X-Auth-Token (admin)
+// and Accept (JSON) unless h sets them (to "" for none).
+func (e *env) doHeaders(method, target string, h http.Header, body []byte) response {
 	req := httptest.NewRequest(method, target, bytes.NewReader(body))
 	if body == nil {
 		req = httptest.NewRequest(method, target, nil)
 	}
 	req.Header.Set("X-Auth-Token", "admin")
 	req.Header.Set("Accept", "application/json")
-	if version != "" {
-		req.Header.Set("OpenStack-API-Version", version)
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
+	for k, vs := range h {
+		req.Header.Del(k)
+		for _, v := range vs {
+			if v != "" {
+				req.Header.Add(k, v)
+			}
+		}
 	}
 	rec := httptest.NewRecorder()
 	e.api.ServeHTTP(rec, req)
