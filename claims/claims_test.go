@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/berthd/berth/claims"
 	"github.com/berthd/berth/ledger"
@@ -59,14 +58,7 @@ func (f *fixture) provider(name string, vcpu int64) string {
 // notification.
 func (f *fixture) sql(stmt string, args ...any) {
 	f.t.Helper()
-	conn, err := pgx.Connect(f.ctx, f.url)
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	defer conn.Close(f.ctx)
-	if _, err := conn.Exec(f.ctx, stmt, args...); err != nil {
-		f.t.Fatal(err)
-	}
+	ledgertest.Exec(f.t, f.url, stmt, args...)
 }
 
 func (f *fixture) claimer(policy string, script string) *claims.Claimer {

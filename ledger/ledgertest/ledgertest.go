@@ -282,3 +282,20 @@ func randomHex(n int) string {
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
 }
+
+// Exec runs one SQL statement on the database at dbURL on a connection of
+// its own, behind any Store's back: a Store's snapshot does not hear of it,
+// as with a write from a process that missed a change notification. It is
+// for tests outside the ledger package, which must not import pgx.
+func Exec(t testing.TB, dbURL, stmt string, args ...any) {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		t.Fatalf("ledgertest: connect: %v", err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, stmt, args...); err != nil {
+		t.Fatalf("ledgertest: exec %q: %v", stmt, err)
+	}
+}
