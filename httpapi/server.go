@@ -80,13 +80,13 @@ func (c *Config) setDefaults() error {
 
 // Server is the Placement API server. It implements http.Handler.
 type Server struct {
-	cfg     Config
-	policy  *policy.Enforcer
-	store   *ledger.Store
-	log     *slog.Logger
-	e       *echo.Echo
-	started time.Time
-	claims  *claims.Claimer
+	cfg    Config
+	policy *policy.Enforcer
+	store  *ledger.Store
+	log    *slog.Logger
+	e      *echo.Echo
+	claims *claims.Claimer
+	meters httpMeters
 }
 
 // New builds the API server over store.
@@ -97,7 +97,7 @@ func New(cfg Config, store *ledger.Store, logger *slog.Logger) (*Server, error) 
 	if logger == nil {
 		logger = slog.Default()
 	}
-	s := &Server{cfg: cfg, policy: cfg.Policy, store: store, log: logger, e: echo.New(), started: time.Now().UTC()}
+	s := &Server{cfg: cfg, policy: cfg.Policy, store: store, log: logger, e: echo.New(), meters: newMeters()}
 	var err error
 	if s.claims, err = claims.New(store, cfg.SchedulerPolicy,
 		claims.Config{MaxAttempts: cfg.ClaimMaxAttempts, MaxCandidates: cfg.MaxCandidates}, logger); err != nil {
@@ -176,7 +176,7 @@ func versionGate(minMinor int) echo.MiddlewareFunc {
 func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		start := time.Now()
-		ctx, end := startSpan(c)
+		ctx, end := startSpan(c, s.meters)
 		c.SetRequest(c.Request().WithContext(ctx))
 		if err := next(c); err != nil {
 			c.Error(err)

@@ -17,8 +17,8 @@ const instrumentationName = "github.com/berthd/berth/httpapi"
 
 // startSpan starts the server span of a request from the global tracer
 // provider (a no-op unless the process installed one) and returns a
-// function that ends it and records the request metrics.
-func startSpan(c echo.Context) (context.Context, func(status int, d time.Duration)) {
+// function that ends it and records the request metrics in m.
+func startSpan(c echo.Context, m httpMeters) (context.Context, func(status int, d time.Duration)) {
 	req := c.Request()
 	ctx := otel.GetTextMapPropagator().Extract(req.Context(), propagation.HeaderCarrier(req.Header))
 	ctx, span := otel.Tracer(instrumentationName).Start(ctx, "HTTP "+req.Method,
@@ -45,7 +45,6 @@ func startSpan(c echo.Context) (context.Context, func(status int, d time.Duratio
 			attribute.String("http.route", route),
 			attribute.Int("http.response.status_code", status),
 		)
-		m := meters()
 		m.requests.Add(ctx, 1, attrs)
 		m.duration.Record(ctx, d.Seconds(), attrs)
 	}
@@ -56,9 +55,9 @@ type httpMeters struct {
 	duration metric.Float64Histogram
 }
 
-// meters returns the request instruments of the current global meter
-// provider. Instruments are cheap to look up again; the provider caches them.
-func meters() httpMeters {
+// newMeters creates the request instruments from the global meter
+// provider, which the process must install before building the Server.
+func newMeters() httpMeters {
 	meter := otel.Meter(instrumentationName)
 	requests, _ := meter.Int64Counter("berth.http.requests", metric.WithDescription("HTTP requests served"))
 	duration, _ := meter.Float64Histogram("berth.http.duration", metric.WithUnit("s"),

@@ -1,10 +1,7 @@
 package ledger_test
 
 import (
-	"context"
 	"testing"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/berthd/berth/ledger"
 	"github.com/berthd/berth/ledger/ledgertest"
@@ -19,21 +16,10 @@ func newTestDB(t testing.TB) string { return ledgertest.NewDB(t) }
 // that database, for setting up rows owned by other parts of the ledger.
 func newTestStore(t *testing.T) (store *ledger.Store, exec func(sql string, args ...any)) {
 	t.Helper()
-	dbURL := newTestDB(t)
-	ctx := context.Background()
-	store, err := ledger.Open(ctx, ledger.Config{DatabaseURL: dbURL, MaxConns: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(store.Close)
-	conn, err := pgx.Connect(ctx, dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close(context.Background()) })
-	return store, func(sql string, args ...any) {
+	f := newFixture(t)
+	return f.store, func(sql string, args ...any) {
 		t.Helper()
-		if _, err := conn.Exec(ctx, sql, args...); err != nil {
+		if _, err := f.db.Exec(f.ctx, sql, args...); err != nil {
 			t.Fatalf("exec %q: %v", sql, err)
 		}
 	}
