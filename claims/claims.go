@@ -15,7 +15,7 @@ import (
 
 // Defaults and bounds of Config.
 const (
-	DefaultMaxAttempts = 5
+	DefaultMaxAttempts = 10
 	MaxMaxAttempts     = 50
 )
 
@@ -29,13 +29,43 @@ type Config struct {
 	MaxCandidates int
 }
 
+// PolicySource resolves a scheduling policy by name; the empty name is
+// the default policy. An unknown name is a *ledger.Error of kind
+// ErrNotFound (or ErrInvalid).
+type PolicySource interface {
+	Policy(ctx context.Context, name string) (*scheduler.Policy, error)
+}
+
+// StaticPolicy is a PolicySource of one policy, whatever the name asked.
+type StaticPolicy struct{ P *scheduler.Policy }
+
+// Policy implements PolicySource.
+func (s StaticPolicy) Policy(context.Context, string) (*scheduler.Policy, error) { return s.P, nil }
+
+// Enricher fills the costly provider fields (state, placement keys,
+// consumer counts) a policy needs, for the providers of one claim's
+// candidates.
+type Enricher interface {
+	Enrich(ctx context.Context, needs scheduler.Needs, provs map[string]*scheduler.Provider) error
+}
+
 // Claimer claims resources for consumers. It is safe for concurrent use.
 type Claimer struct {
-	store  *ledger.Store
-	policy *scheduler.Policy
-	cfg    Config
-	log    *slog.Logger
+	store    *ledger.Store
+	policy   *scheduler.Policy
+	policies PolicySource
+	enricher Enricher
+	cfg      Config
+	log      *slog.Logger
 }
+
+// SetPolicySource makes the Claimer resolve Params.Policy through src
+// instead of using its one policy. Call it before the first claim.
+func (c *Claimer) SetPolicySource(src PolicySource) { c.policies = src }
+
+// SetEnricher installs the source of costly provider fields. Call it
+// before the first claim.
+func (c *Claimer) SetEnricher(e Enricher) { c.enricher = e }
 
 // New returns a Claimer over store ranking with policy (nil: no filters
 // or weighers, so the ledger's candidate order).
@@ -83,6 +113,23 @@ type Params struct {
 	// transaction as the claim (Move: the migration consumer holding the
 	// source), with their own generation checks.
 	With []ledger.ConsumerAllocations
+
+	// Name is the instance's name, handed to filters and scriptlets.
+	Name string
+	// Reason is why the consumer is placed: new, evacuation, relocation
+	// or reschedule.
+	Reason string
+	// Properties is free-form, handed to filters and scriptlets.
+	Properties map[string]any
+	// Target pins the claim to one root provider (uuid).
+	Target string
+	// Policy names the scheduling policy; empty means the default.
+	Policy string
+	// Keys are the claim's placement keys.
+	Keys []scheduler.KeyRequest
+	// Alternates is how many further ranked candidates to return
+	// unclaimed.
+	Alternates int
 }
 
 // Result is a successful claim.
@@ -355,10 +402,11 @@ const sharesViaAggregate = "MISC_SHARES_VIA_AGGREGATE"
 func Convert(c *ledger.Candidates) []*scheduler.Candidate {
 	provs := make(map[string]*scheduler.Provider, len(c.Summaries))
 	for _, s := range c.Summaries {
-		p := &scheduler.Provider{UUID: s.UUID, ParentUUID: s.ParentUUID, RootUUID: s.RootUUID,
-			Traits: s.Traits, Resources: make(map[string]scheduler.Inventory, len(s.Resources))}
+		p := &scheduler.Provider{UUID: s.UUID, Name: s.Name, ParentUUID: s.ParentUUID, RootUUID: s.RootUUID,
+			Traits: s.Traits, Aggregates: s.Aggregates, Resources: make(map[string]scheduler.Inventory, len(s.Resources))}
 		for _, r := range s.Resources {
-			p.Resources[r.Class] = scheduler.Inventory{Capacity: r.Capacity, Used: r.Used}
+			p.Resources[r.Class] = scheduler.Inventory{Capacity: r.Capacity, Used: r.Used,
+				Total: r.Total, Reserved: r.Reserved, AllocationRatio: r.AllocationRatio}
 		}
 		provs[s.UUID] = p
 	}

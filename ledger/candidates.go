@@ -74,12 +74,16 @@ type GroupMapping struct {
 // ProviderSummary describes a provider of a candidate's tree.
 type ProviderSummary struct {
 	UUID       string
+	Name       string
+	Generation int64
 	ParentUUID string // empty for a root
 	RootUUID   string
 	// Resources lists every inventory, in resource class id order.
 	Resources []SummaryResource
 	// Traits in trait id order.
 	Traits []string
+	// Aggregates are the uuids of the provider's aggregates, in id order.
+	Aggregates []string
 }
 
 // SummaryResource is the capacity and usage of one inventory.
@@ -87,6 +91,13 @@ type SummaryResource struct {
 	Class    string
 	Capacity int64
 	Used     int64
+	// The inventory record.
+	Total           int64
+	Reserved        int64
+	MinUnit         int64
+	MaxUnit         int64
+	StepSize        int64
+	AllocationRatio float64
 }
 
 // AllocationCandidates computes the allocation candidates for p from a
@@ -898,24 +909,31 @@ func (e *engine) result(found [][]int32) *Candidates {
 // summaries describes the providers in list.
 func (s *Snapshot) summaries(list []int32) []ProviderSummary {
 	out := make([]ProviderSummary, len(list))
-	nRes, nTraits := 0, 0
+	nRes, nTraits, nAggs := 0, 0, 0
 	for _, i := range list {
 		nRes += len(s.provs[i].inv)
 		nTraits += len(s.provs[i].traits)
+		nAggs += len(s.provs[i].aggs)
 	}
 	resBuf := make([]SummaryResource, nRes)
 	traitBuf := make([]string, nTraits)
+	aggBuf := make([]string, nAggs)
 	for k, i := range list {
 		p := s.provs[i]
 		ps := &out[k]
-		ps.UUID, ps.RootUUID = p.uuid, s.provs[s.idx.root[i]].uuid
+		ps.UUID, ps.Name, ps.Generation, ps.RootUUID = p.uuid, p.name, p.generation, s.provs[s.idx.root[i]].uuid
 		if pi := s.idx.parent[i]; pi >= 0 {
 			ps.ParentUUID = s.provs[pi].uuid
 		}
 		ps.Resources, resBuf = resBuf[:len(p.inv):len(p.inv)], resBuf[len(p.inv):]
 		for j := range p.inv {
 			inv := &p.inv[j]
-			ps.Resources[j] = SummaryResource{Class: s.names.className[inv.class], Capacity: int64(inv.capacity()), Used: inv.used}
+			ps.Resources[j] = SummaryResource{Class: s.names.className[inv.class], Capacity: int64(inv.capacity()), Used: inv.used,
+				Total: inv.total, Reserved: inv.reserved, MinUnit: inv.minUnit, MaxUnit: inv.maxUnit, StepSize: inv.stepSize, AllocationRatio: inv.ratio}
+		}
+		ps.Aggregates, aggBuf = aggBuf[:len(p.aggs):len(p.aggs)], aggBuf[len(p.aggs):]
+		for j, a := range p.aggs {
+			ps.Aggregates[j] = s.names.aggUUID[a]
 		}
 		ps.Traits, traitBuf = traitBuf[:len(p.traits):len(p.traits)], traitBuf[len(p.traits):]
 		for j, t := range p.traits {

@@ -1,6 +1,9 @@
 package scheduler
 
-import "slices"
+import (
+	"slices"
+	"time"
+)
 
 // Request is what a claim asks for, as plugins see it.
 type Request struct {
@@ -16,6 +19,48 @@ type Request struct {
 	// one of them, is rejected (counted under AvoidFilterName). Used to
 	// reschedule away from a provider.
 	Avoid []string
+	// Name is the instance's name (the claim's "name"), Reason why it is
+	// placed: "new", "evacuation", "relocation" or "reschedule".
+	Name   string
+	Reason string
+	// Required and Forbidden are the traits the request asked for, over
+	// every group (forbidden without the "!").
+	Required  []string
+	Forbidden []string
+	// Properties is the claim's free-form "properties" object.
+	Properties map[string]any
+	// Target, when set, pins the claim to one root provider (uuid).
+	Target string
+	// Keys are the claim's affinity placement keys.
+	Keys []KeyRequest
+}
+
+// KeyRequest is one placement key a claim carries: the value it wants,
+// how much it matters, and whether the operator (System) or the project
+// set it.
+type KeyRequest struct {
+	Name   string  `json:"name"`
+	Value  float64 `json:"value"`
+	Weight float64 `json:"weight"`
+	System bool    `json:"system"`
+}
+
+// PlacementKey is a key a provider carries. Sticky keys are copied to the
+// consumers placed on the provider.
+type PlacementKey struct {
+	Name   string  `json:"name"`
+	Value  float64 `json:"value"`
+	Sticky bool    `json:"sticky"`
+}
+
+// ProviderState is what a provider's agent last reported.
+type ProviderState struct {
+	Load1      float64   `json:"load_1"`
+	Load5      float64   `json:"load_5"`
+	Load15     float64   `json:"load_15"`
+	MemFreeMB  int64     `json:"memory_free_mb"`
+	CPUUtil    float64   `json:"cpu_utilization"`
+	ReportedAt time.Time `json:"reported_at"`
 }
 
 // Candidate is one way to satisfy a request: what to allocate from which
@@ -47,11 +92,22 @@ type Allocation struct {
 // Provider is a snapshot of one provider.
 type Provider struct {
 	UUID       string
+	Name       string
 	ParentUUID string // empty for a root
 	RootUUID   string
 	// Resources is capacity and current usage per class of inventory.
-	Resources map[string]Inventory
-	Traits    []string
+	Resources  map[string]Inventory
+	Traits     []string
+	Aggregates []string
+	// The fields below are filled only when the policy's Needs asks for
+	// them (they cost a database read per claim).
+	//
+	// State is the agent's last report, nil if none.
+	State *ProviderState
+	// Keys are the provider's placement keys.
+	Keys []PlacementKey
+	// Consumers is how many consumers hold allocations on the provider.
+	Consumers int
 }
 
 // Inventory is a provider's capacity of one class and what is used of it.
@@ -59,6 +115,17 @@ type Provider struct {
 type Inventory struct {
 	Capacity int64
 	Used     int64
+	// Total, Reserved and AllocationRatio are the inventory record.
+	Total           int64
+	Reserved        int64
+	AllocationRatio float64
+}
+
+// Needs says which of a Provider's costly fields a policy reads.
+type Needs struct {
+	State     bool
+	Keys      bool
+	Consumers bool
 }
 
 // Root is the first of the candidate's roots.

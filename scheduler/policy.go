@@ -56,6 +56,7 @@ type Policy struct {
 	filters  []Filter
 	weighers []weighted
 	script   *Scriptlet
+	needs    Needs
 }
 
 // NewPolicy builds the plugins cfg names from reg. script may be nil; a
@@ -115,6 +116,12 @@ func NewPolicy(cfg PolicyConfig, reg *Registry, script *Scriptlet) (*Policy, err
 		return nil, fmt.Errorf("scheduler policy: %w", err)
 	}
 	return p, nil
+}
+
+// Needs reports which costly provider fields the policy's units read, so
+// the caller fetches only those.
+func (p *Policy) Needs() Needs {
+	return p.needs
 }
 
 // Describe lists the policy's filters and weighers (name and factor), in
