@@ -49,15 +49,33 @@ type Enricher interface {
 	Enrich(ctx context.Context, needs scheduler.Needs, provs map[string]*scheduler.Provider) error
 }
 
+// Enrichers runs several Enrichers in turn.
+type Enrichers []Enricher
+
+// Enrich implements Enricher.
+func (es Enrichers) Enrich(ctx context.Context, needs scheduler.Needs, provs map[string]*scheduler.Provider) error {
+	for _, e := range es {
+		if err := e.Enrich(ctx, needs, provs); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Claimer claims resources for consumers. It is safe for concurrent use.
 type Claimer struct {
 	store    *ledger.Store
 	policy   *scheduler.Policy
 	policies PolicySource
 	enricher Enricher
+	data     scheduler.ClusterData
 	cfg      Config
 	log      *slog.Logger
 }
+
+// SetClusterData installs what scriptlets query about the cluster (set
+// on every scheduler.Request). Call it before the first claim.
+func (c *Claimer) SetClusterData(d scheduler.ClusterData) { c.data = d }
 
 // SetPolicySource makes the Claimer resolve Params.Policy through src
 // instead of using its one policy. Call it before the first claim.
@@ -130,6 +148,9 @@ type Params struct {
 	// Alternates is how many further ranked candidates to return
 	// unclaimed.
 	Alternates int
+	// PolicyOverride, when set, ranks with this policy instead of the
+	// one Policy names (testing a scriptlet against live data).
+	PolicyOverride *scheduler.Policy
 }
 
 // Result is a successful claim.

@@ -40,6 +40,12 @@ type ConsumerAllocations struct {
 	// Allocations replace all of the consumer's allocations; none removes
 	// them all (and with them the consumer).
 	Allocations []ProviderResources
+	// Name, when not empty, is stored as the consumer's display name
+	// (claims carry the instance's name).
+	Name string
+	// CopyStickyKeys copies the sticky placement keys of the providers
+	// allocated from to the consumer, in the same transaction.
+	CopyStickyKeys bool
 }
 
 // Allocation is an amount of one class a consumer holds on one provider.

@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"context"
 	"slices"
 	"time"
 )
@@ -33,6 +34,33 @@ type Request struct {
 	Target string
 	// Keys are the claim's affinity placement keys.
 	Keys []KeyRequest
+	// Data answers a scriptlet's questions about the cluster (instances,
+	// members); nil when the caller offers none.
+	Data ClusterData
+}
+
+// ClusterData is the live view of the cluster a scriptlet may query.
+type ClusterData interface {
+	// Instances lists consumers, only those with allocations in the tree
+	// of location (a root provider's name or uuid) and of project when
+	// those are not empty.
+	Instances(ctx context.Context, location, project string) ([]Instance, error)
+	// Member returns a provider by name or uuid, nil if there is none.
+	Member(ctx context.Context, nameOrUUID string) (*Provider, error)
+	// Members lists the root providers, only those in aggregate (a uuid)
+	// when it is not empty.
+	Members(ctx context.Context, aggregate string) ([]*Provider, error)
+}
+
+// Instance is a consumer as a scriptlet sees it.
+type Instance struct {
+	UUID      string           `json:"uuid"`
+	Name      string           `json:"name"`
+	ProjectID string           `json:"project_id"`
+	UserID    string           `json:"user_id"`
+	Type      string           `json:"consumer_type"`
+	Location  string           `json:"location"` // root provider name
+	Resources map[string]int64 `json:"resources"`
 }
 
 // KeyRequest is one placement key a claim carries: the value it wants,
