@@ -41,8 +41,10 @@ type ConsumerAllocations struct {
 	// them all (and with them the consumer).
 	Allocations []ProviderResources
 	// Name, when not empty, is stored as the consumer's display name
-	// (claims carry the instance's name).
-	Name string
+	// (claims carry the instance's name); Properties, when not nil, as its
+	// free-form properties (affinity groups are read from them).
+	Name       string
+	Properties map[string]any
 	// CopyStickyKeys copies the sticky placement keys of the providers
 	// allocated from to the consumer, in the same transaction.
 	CopyStickyKeys bool
