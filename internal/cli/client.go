@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 )
@@ -132,6 +134,16 @@ func (c *Client) Do(ctx context.Context, method, path string, body []byte, conte
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			if ue.Timeout() && ctx.Err() == nil {
+				return nil, fmt.Errorf("%s %s: no answer within %s (--timeout)", method, path, c.http.Timeout)
+			}
+			err = ue.Err
+		}
+		if ctx.Err() == nil {
+			return nil, fmt.Errorf("cannot reach %s (set --url or BERTH_URL): %w", c.url, err)
+		}
 		return nil, err
 	}
 	defer resp.Body.Close()

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"sort"
 	"strconv"
+	"strings"
 )
 
 func usageCommand() *command {
@@ -143,7 +144,7 @@ func projectUsage(e *env, projects []string, user, ctype string) error {
 		t.Row(cells...)
 	}
 	if t.Len() == 0 {
-		fmt.Fprintln(e.io.Stdout, "No usage.")
+		fmt.Fprintf(e.io.Stdout, "No usage for project %s.\n", strings.Join(projects, ", "))
 		return nil
 	}
 	return t.Render(e.io.Stdout)
