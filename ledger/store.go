@@ -149,6 +149,9 @@ type txn struct {
 	pgx.Tx
 	touched []int64
 	all     bool
+	// notified: fn already queued the change notification for touched
+	// (the claim fast path does it in its own statement).
+	notified bool
 }
 
 // touch records that the providers with these ids changed (inventory,
@@ -236,7 +239,7 @@ func (s *Store) runTx(ctx context.Context, fn func(t *txn) error) (*txn, error) 
 	if err := fn(t); err != nil {
 		return nil, err
 	}
-	if len(t.touched) > 0 || t.all {
+	if (len(t.touched) > 0 || t.all) && !t.notified {
 		// Tell the other processes sharing this database which providers
 		// changed; PostgreSQL delivers the notification only if the
 		// transaction commits.
