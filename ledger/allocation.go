@@ -172,17 +172,9 @@ func (s *Store) AllocationsByProvider(ctx context.Context, providerUUID string) 
 func (s *Store) AllocationsReplace(ctx context.Context, consumers []ConsumerAllocations) error {
 	if fc, ok := fastClaimOf(consumers); ok {
 		// A new consumer: try the claim fast path (allocation_fast.go).
-		// If it refuses, it rolls back (releasing the providers' locks at
-		// once) and the general path below gives the answer, with its
-		// exact error.
-		err := s.withTx(ctx, func(t *txn) error {
-			done, err := s.writeFast(ctx, t, fc)
-			if err == nil && !done {
-				return errFastRefused
-			}
-			return err
-		})
-		if !errors.Is(err, errFastRefused) {
+		// If it refuses, the general path below gives the answer, with
+		// its exact error.
+		if done, err := s.claimFast(ctx, fc); done || err != nil {
 			return err
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -13,39 +14,33 @@ import (
 // two statements sent in one round trip, instead of the general path's
 // dozen statements each waiting for the one before.
 //
-//  1. fastLockSQL creates the project, user and consumer type if they
-//     are new, and locks the rows of the providers written to (FOR
+//  1. fastLockSQL locks the rows of the providers written to (FOR
 //     UPDATE, in id order, as lockProviders does).
 //  2. fastWriteSQL runs with a snapshot taken after those locks were
 //     granted, so it sees every allocation committed on those providers
 //     (every writer of allocations holds the provider's lock until it
 //     commits). It re-checks every allocation against the inventory
 //     (class present, min_unit, max_unit, step_size, capacity) and, only
-//     if all fit, creates the consumer (generation 1), inserts the
-//     allocations and bumps the providers' generations. It answers
-//     whether it wrote.
+//     if all fit, creates the project, user and consumer type if they are
+//     new, creates the consumer (generation 1), inserts the allocations
+//     and bumps the providers' generations. It answers whether it wrote.
+//
+// Both go in one pipeline with one Sync, so PostgreSQL runs them as one
+// implicit transaction: one round trip, no BEGIN or COMMIT.
 //
 // When the write statement refuses (no room, a provider or class that
-// does not exist, a consumer that exists after all), nothing of the
-// consumer or its allocations was written; the transaction is rolled back
-// and the general path runs in a new one: it either writes (if room was
-// made meanwhile) or refuses with Placement's exact error. So the fast
-// path changes the cost of a claim, never what a write may do.
+// does not exist, a consumer that exists after all), it wrote nothing and
+// the general path runs in a transaction of its own: it either writes (if
+// room was made meanwhile) or refuses with Placement's exact error. So the
+// fast path changes the cost of a claim, never what a write may do. One
+// race makes it refuse too: a project, user or type that a concurrent,
+// still uncommitted write is creating is not visible to this statement's
+// snapshot; the consumer is then not written (the guard on c) and the
+// general path, which reads names in a statement of their own, writes it.
+// If that race hits only one of the names, the other (new) name's row may
+// stay behind unreferenced, as after a write that was later deleted.
 const fastLockSQL = `
-WITH p AS (
-	INSERT INTO projects (external_id) SELECT $1::text
-	WHERE NOT EXISTS (SELECT 1 FROM projects WHERE external_id = $1::text)
-	ON CONFLICT DO NOTHING
-), u AS (
-	INSERT INTO users (external_id) SELECT $2::text
-	WHERE NOT EXISTS (SELECT 1 FROM users WHERE external_id = $2::text)
-	ON CONFLICT DO NOTHING
-), t AS (
-	INSERT INTO consumer_types (name) SELECT $3::text
-	WHERE $3::text <> '' AND NOT EXISTS (SELECT 1 FROM consumer_types WHERE name = $3::text)
-	ON CONFLICT DO NOTHING
-)
-SELECT id FROM resource_providers WHERE uuid = ANY($4::uuid[]) ORDER BY id FOR UPDATE`
+SELECT id FROM resource_providers WHERE uuid = ANY($1::uuid[]) ORDER BY id FOR UPDATE`
 
 const fastWriteSQL = `
 WITH req AS (
@@ -64,12 +59,27 @@ WITH req AS (
 	LEFT JOIN inventories i ON i.resource_provider_id = rp.id AND i.resource_class_id = rc.id
 ), ok AS (
 	SELECT bool_and(COALESCE(fits, false)) AS ok FROM chk
+), np AS (
+	INSERT INTO projects (external_id) SELECT $5::text FROM ok
+	WHERE ok.ok AND NOT EXISTS (SELECT 1 FROM projects WHERE external_id = $5::text)
+	ON CONFLICT DO NOTHING RETURNING id
+), nu AS (
+	INSERT INTO users (external_id) SELECT $6::text FROM ok
+	WHERE ok.ok AND NOT EXISTS (SELECT 1 FROM users WHERE external_id = $6::text)
+	ON CONFLICT DO NOTHING RETURNING id
+), nt AS (
+	INSERT INTO consumer_types (name) SELECT $7::text FROM ok
+	WHERE ok.ok AND $7::text <> '' AND NOT EXISTS (SELECT 1 FROM consumer_types WHERE name = $7::text)
+	ON CONFLICT DO NOTHING RETURNING id
+), owner AS (
+	SELECT COALESCE((SELECT id FROM np), (SELECT id FROM projects WHERE external_id = $5::text)) AS project_id,
+	       COALESCE((SELECT id FROM nu), (SELECT id FROM users WHERE external_id = $6::text)) AS user_id,
+	       COALESCE((SELECT id FROM nt), (SELECT id FROM consumer_types WHERE name = $7::text)) AS type_id
 ), c AS (
 	INSERT INTO consumers (uuid, project_id, user_id, consumer_type_id, generation)
-	SELECT $4::uuid, (SELECT id FROM projects WHERE external_id = $5::text),
-	       (SELECT id FROM users WHERE external_id = $6::text),
-	       (SELECT id FROM consumer_types WHERE name = $7::text), 1
-	FROM ok WHERE ok.ok
+	SELECT $4::uuid, owner.project_id, owner.user_id, owner.type_id, 1 FROM ok, owner
+	WHERE ok.ok AND owner.project_id IS NOT NULL AND owner.user_id IS NOT NULL
+	  AND ($7::text = '' OR owner.type_id IS NOT NULL)
 	ON CONFLICT (uuid) DO NOTHING
 	RETURNING id
 ), a AS (
@@ -138,39 +148,57 @@ func fastClaimOf(ws []ConsumerAllocations) (fc fastClaim, ok bool) {
 	return fc, true
 }
 
-// errFastRefused rolls back a fast-path transaction that refused.
-var errFastRefused = errors.New("ledger: claim fast path refused")
+// claimFast writes fc by the fast path: both statements in one round
+// trip, as one implicit transaction (one Sync for the pipeline), so
+// there is no BEGIN or COMMIT to wait for. done reports that the
+// allocations were written; when done is false and err is nil, nothing
+// was written and the caller runs the general path. A deadlock or serialization failure is
+// retried as withTx retries.
+func (s *Store) claimFast(ctx context.Context, fc fastClaim) (done bool, err error) {
+	for attempt := 1; ; attempt++ {
+		var locked []int64
+		locked, done, err = s.sendFast(ctx, fc)
+		if err == nil {
+			if done {
+				s.notify(&txn{touched: locked})
+			}
+			return done, nil
+		}
+		if !retryable(err) || attempt == maxTxAttempts {
+			return false, err
+		}
+		backoff := time.Duration(attempt*attempt) * 5 * time.Millisecond
+		select {
+		case <-ctx.Done():
+			return false, errors.Join(err, ctx.Err())
+		case <-time.After(backoff):
+		}
+	}
+}
 
-// writeFast tries the fast path in t. done reports that the allocations
-// were written; when done is false and err is nil, nothing but the
-// project, user and consumer type rows was written and the caller rolls
-// back.
-func (s *Store) writeFast(ctx context.Context, t *txn, fc fastClaim) (done bool, err error) {
+// sendFast sends the two statements and reads their answers: the ids of
+// the providers locked, and whether the write statement wrote.
+func (s *Store) sendFast(ctx context.Context, fc fastClaim) (locked []int64, done bool, err error) {
 	b := &pgx.Batch{}
-	b.Queue(fastLockSQL, fc.project, fc.user, fc.consumerType, fc.providers)
+	b.Queue(fastLockSQL, fc.providers)
 	b.Queue(fastWriteSQL, fc.allocProviders, fc.allocClasses, fc.amounts,
 		fc.consumer, fc.project, fc.user, fc.consumerType)
-	br := t.SendBatch(ctx, b)
+	br := s.pool.SendBatch(ctx, b)
 	defer br.Close()
 	rows, err := br.Query()
 	if err != nil {
-		return false, err
+		return nil, false, err
 	}
-	locked, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-	if err != nil {
-		return false, err
+	if locked, err = pgx.CollectRows(rows, pgx.RowTo[int64]); err != nil {
+		return nil, false, err
 	}
 	var consumerID *int64
 	var bumped int64
 	if err := br.QueryRow().Scan(&consumerID, &bumped); err != nil {
-		return false, err
+		return nil, false, err
 	}
 	if err := br.Close(); err != nil {
-		return false, err
+		return nil, false, err
 	}
-	if consumerID == nil {
-		return false, nil
-	}
-	t.touch(locked...)
-	return true, nil
+	return locked, consumerID != nil, nil
 }
