@@ -243,7 +243,6 @@ func (s *Store) readOnly(ctx context.Context, fn func(pgx.Tx) error) error {
 	return tx.Commit(ctx)
 }
 
-
 // uuidOrNil returns the canonical form of s, or nil (SQL NULL, which
 // matches nothing) when s is not a UUID.
 func uuidOrNil(s string) *string {
