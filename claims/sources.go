@@ -46,16 +46,6 @@ const (
 // without a change notification.
 const DefaultSourcesRefresh = time.Minute
 
-// PolicySpec is a scheduling policy's content as stored: which filters and
-// weighers run with which parameters and factors, the balancer and the
-// scriptlet (a stored scriptlet's name; empty: the default scriptlet).
-type PolicySpec struct {
-	Filters   []scheduler.PluginConfig `json:"filters"`
-	Weighers  []scheduler.PluginConfig `json:"weighers"`
-	Balancer  json.RawMessage          `json:"balancer,omitempty"`
-	Scriptlet string                   `json:"scriptlet,omitempty"`
-}
-
 // ScriptletError is Starlark source that does not compile, and where.
 // Line and Col are 1-based; 0 when the error has no position.
 type ScriptletError struct {
@@ -84,6 +74,10 @@ type Sources struct {
 	log     *slog.Logger
 	refresh time.Duration
 
+	// fallback, when set, replaces the built-in policy as the policy of
+	// claims when no stored policy is the default.
+	fallback atomic.Pointer[scheduler.Policy]
+
 	cur      atomic.Pointer[compiled]
 	reloadMu sync.Mutex
 	// generation counts reloads, for tests and metrics.
@@ -92,12 +86,12 @@ type Sources struct {
 
 // compiled is one load of the stored scheduling data. It never changes.
 type compiled struct {
-	limits        scriptletLimits
+	limits        scheduler.ScriptletLimits
 	scripts       map[string]*program
 	defaultScript *program
 	// specs are the stored policies' specs; policies those that built,
 	// broken why the others did not.
-	specs         map[string]PolicySpec
+	specs         map[string]scheduler.PolicyConfig
 	policies      map[string]*scheduler.Policy
 	broken        map[string]error
 	defaultPolicy string
@@ -119,6 +113,10 @@ func NewSources(store *ledger.Store, reg *scheduler.Registry, log *slog.Logger, 
 	}
 	return &Sources{store: store, reg: reg, log: log, refresh: refresh}
 }
+
+// SetFallback makes p the policy claims use when no stored policy is the
+// default (berthd's --scheduler-policy file). Call it before use.
+func (s *Sources) SetFallback(p *scheduler.Policy) { s.fallback.Store(p) }
 
 // Registry returns the plugins policies are built from.
 func (s *Sources) Registry() *scheduler.Registry { return s.reg }
@@ -175,22 +173,22 @@ func (s *Sources) Reload(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	c := &compiled{scripts: map[string]*program{}, specs: map[string]PolicySpec{},
+	c := &compiled{scripts: map[string]*program{}, specs: map[string]scheduler.PolicyConfig{},
 		policies: map[string]*scheduler.Policy{}, broken: map[string]error{}}
 	if c.limits, err = limitsOf(cfg); err != nil {
 		s.log.LogAttrs(ctx, slog.LevelError, "claims: stored scriptlet limits are invalid; using the defaults", slog.Any("error", err))
-		c.limits = scriptletLimits{}
+		c.limits = scheduler.ScriptletLimits{}
 	}
 	if raw, ok := cfg[ConfigDefaultScriptlet]; ok {
 		var src string
 		if err := json.Unmarshal(raw, &src); err == nil && strings.TrimSpace(src) != "" {
-			if c.defaultScript, err = compileScriptlet(ConfigDefaultScriptlet, []byte(src), c.limits, s.log); err != nil {
+			if c.defaultScript, err = compileScriptlet(ConfigDefaultScriptlet, []byte(src)); err != nil {
 				s.log.LogAttrs(ctx, slog.LevelError, "claims: the default scriptlet does not compile; ignored", slog.Any("error", err))
 			}
 		}
 	}
 	for _, sc := range scripts {
-		p, err := compileScriptlet(sc.Name, []byte(sc.Source), c.limits, s.log)
+		p, err := compileScriptlet(sc.Name, []byte(sc.Source))
 		if err != nil {
 			s.log.LogAttrs(ctx, slog.LevelError, "claims: stored scriptlet does not compile; ignored",
 				slog.String("scriptlet", sc.Name), slog.Any("error", err))
@@ -198,11 +196,11 @@ func (s *Sources) Reload(ctx context.Context) error {
 		}
 		c.scripts[sc.Name] = p
 	}
-	if c.builtin, err = buildPolicy(defaultPolicySpec(), c, s.reg); err != nil {
+	if c.builtin, err = buildPolicy(scheduler.DefaultPolicyConfig(), c, s.reg); err != nil {
 		return fmt.Errorf("claims: the built-in policy does not build: %w", err)
 	}
 	for _, p := range pols {
-		var spec PolicySpec
+		var spec scheduler.PolicyConfig
 		if err := json.Unmarshal(p.Spec, &spec); err != nil {
 			c.broken[p.Name] = err
 			continue
@@ -247,6 +245,9 @@ func (s *Sources) Policy(ctx context.Context, name string) (*scheduler.Policy, e
 	}
 	if name == "" {
 		if c.defaultPolicy == "" {
+			if p := s.fallback.Load(); p != nil {
+				return p, nil
+			}
 			return c.builtin, nil
 		}
 		name = c.defaultPolicy
@@ -271,7 +272,7 @@ func (s *Sources) PolicyWithScriptlet(ctx context.Context, policy, scriptlet str
 	if _, ok := c.scripts[scriptlet]; !ok {
 		return nil, &ledger.Error{Kind: ledger.ErrNotFound, Msg: fmt.Sprintf("No scriptlet named %s.", scriptlet)}
 	}
-	spec := defaultPolicySpec()
+	spec := scheduler.DefaultPolicyConfig()
 	if policy == "" {
 		policy = c.defaultPolicy
 	}
@@ -289,39 +290,35 @@ func (s *Sources) PolicyWithScriptlet(ctx context.Context, policy, scriptlet str
 	return p, nil
 }
 
-// CheckScriptlet compiles src as a scriptlet named name with the current
-// limits: nil or a *ScriptletError.
-func (s *Sources) CheckScriptlet(ctx context.Context, name string, src []byte) error {
-	c, err := s.current(ctx)
-	if err != nil {
-		return err
-	}
-	_, err = compileScriptlet(name, src, c.limits, s.log)
+// CheckScriptlet compiles src as a scriptlet named name: nil or a
+// *ScriptletError.
+func (s *Sources) CheckScriptlet(name string, src []byte) error {
+	_, err := compileScriptlet(name, src)
 	return err
 }
 
-// CheckPolicy builds spec against the registry and the stored scriptlets:
-// nil, or an ErrInvalid *ledger.Error naming the unit, parameter or
-// scriptlet at fault.
-func (s *Sources) CheckPolicy(ctx context.Context, spec PolicySpec) error {
+// CheckPolicy builds spec against the registry and the stored scriptlets
+// and returns it built, or an ErrInvalid *ledger.Error naming the unit,
+// parameter, balancer setting or scriptlet at fault.
+func (s *Sources) CheckPolicy(ctx context.Context, spec scheduler.PolicyConfig) (*scheduler.Policy, error) {
 	c, err := s.current(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if spec.Scriptlet != "" {
-		if _, ok := c.scripts[spec.Scriptlet]; !ok {
-			return &ledger.Error{Kind: ledger.ErrInvalid, Msg: fmt.Sprintf("Scheduling policy names scriptlet %s, which does not exist.", spec.Scriptlet)}
+	if spec.Balancer != nil {
+		if err := spec.Balancer.Validate(); err != nil {
+			return nil, &ledger.Error{Kind: ledger.ErrInvalid, Msg: "Invalid scheduling policy: " + err.Error()}
 		}
 	}
-	if _, err := buildPolicy(spec, c, s.reg); err != nil {
-		return &ledger.Error{Kind: ledger.ErrInvalid, Msg: "Invalid scheduling policy: " + err.Error()}
+	p, err := buildPolicy(spec, c, s.reg)
+	if err != nil {
+		return nil, &ledger.Error{Kind: ledger.ErrInvalid, Msg: "Invalid scheduling policy: " + err.Error()}
 	}
-	return nil
+	return p, nil
 }
 
 // CheckConfig validates a PATCH /config: known keys only, each value of
-// its type (null removes a key); the default scriptlet must compile, with
-// the limits as patched. It returns a *ScriptletError for a scriptlet that
+// its type (null removes a key); the default scriptlet must compile. It returns a *ScriptletError for a scriptlet that
 // does not compile and an ErrInvalid *ledger.Error otherwise.
 func (s *Sources) CheckConfig(ctx context.Context, changes map[string]json.RawMessage) error {
 	stored, err := s.store.Config(ctx)
@@ -338,8 +335,7 @@ func (s *Sources) CheckConfig(ctx context.Context, changes map[string]json.RawMe
 			stored[k] = v
 		}
 	}
-	limits, err := limitsOf(stored)
-	if err != nil {
+	if _, err := limitsOf(stored); err != nil {
 		return &ledger.Error{Kind: ledger.ErrInvalid, Msg: err.Error()}
 	}
 	if raw, ok := changes[ConfigDefaultScriptlet]; ok && raw != nil {
@@ -348,7 +344,7 @@ func (s *Sources) CheckConfig(ctx context.Context, changes map[string]json.RawMe
 			return &ledger.Error{Kind: ledger.ErrInvalid, Msg: ConfigDefaultScriptlet + " must be a string of Starlark source or null."}
 		}
 		if strings.TrimSpace(src) != "" {
-			if _, err := compileScriptlet(ConfigDefaultScriptlet, []byte(src), limits, s.log); err != nil {
+			if _, err := compileScriptlet(ConfigDefaultScriptlet, []byte(src)); err != nil {
 				return err
 			}
 		}
@@ -357,8 +353,8 @@ func (s *Sources) CheckConfig(ctx context.Context, changes map[string]json.RawMe
 }
 
 // limitsOf reads the scriptlet limits from config values.
-func limitsOf(cfg map[string]json.RawMessage) (scriptletLimits, error) {
-	var l scriptletLimits
+func limitsOf(cfg map[string]json.RawMessage) (scheduler.ScriptletLimits, error) {
+	var l scheduler.ScriptletLimits
 	if raw, ok := cfg[ConfigScriptletMaxSteps]; ok {
 		var n int64
 		if err := json.Unmarshal(raw, &n); err != nil || n < 1 || n > maxScriptletSteps {

@@ -2,12 +2,6 @@ package claims
 
 import (
 	"errors"
-	"fmt"
-	"log/slog"
-	"time"
-
-	"go.starlark.net/resolve"
-	"go.starlark.net/syntax"
 
 	"github.com/berthd/berth/scheduler"
 )
@@ -16,50 +10,52 @@ import (
 // and policies: compiling a scriptlet and building a policy.
 
 // program is a compiled scriptlet.
-type program = scheduler.Scriptlet
-
-// scriptletLimits bounds every run of a scriptlet; zero fields mean the
-// scheduler's defaults.
-type scriptletLimits struct {
-	MaxSteps uint64
-	Timeout  time.Duration
-}
+type program = scheduler.Program
 
 // compileScriptlet compiles src; a compile error is a *ScriptletError.
-func compileScriptlet(name string, src []byte, l scriptletLimits, log *slog.Logger) (*program, error) {
-	p, err := scheduler.NewScriptlet(name, src, scheduler.ScriptletConfig{MaxSteps: l.MaxSteps, Timeout: scheduler.Duration(l.Timeout)}, log)
+func compileScriptlet(name string, src []byte) (*program, error) {
+	p, err := scheduler.CompileScriptlet(name, src)
 	if err != nil {
-		return nil, scriptletError(name, err)
+		e := &ScriptletError{Name: name, Msg: err.Error()}
+		var ce *scheduler.CompileError
+		if errors.As(err, &ce) {
+			e.Line, e.Col, e.Msg = ce.Line, ce.Col, ce.Msg
+		}
+		return nil, e
 	}
 	return p, nil
 }
 
-// scriptletError finds the position of a Starlark error.
-func scriptletError(name string, err error) *ScriptletError {
-	e := &ScriptletError{Name: name, Msg: err.Error()}
-	var se syntax.Error
-	var rl resolve.ErrorList
-	switch {
-	case errors.As(err, &se):
-		e.Line, e.Col, e.Msg = int(se.Pos.Line), int(se.Pos.Col), se.Msg
-	case errors.As(err, &rl) && len(rl) > 0:
-		e.Line, e.Col, e.Msg = int(rl[0].Pos.Line), int(rl[0].Pos.Col), rl[0].Msg
-	}
-	return e
+// Scriptlet implements scheduler.ScriptletResolver over one load.
+func (c *compiled) Scriptlet(name string) (*scheduler.Program, bool) {
+	p, ok := c.scripts[name]
+	return p, ok
 }
 
-// defaultPolicySpec is the policy claims use when no stored policy is the
-// default.
-func defaultPolicySpec() PolicySpec { return PolicySpec{} }
+// DefaultScriptlet implements scheduler.ScriptletResolver: the source of
+// the config key instances.placement.scriptlet, compiled.
+func (c *compiled) DefaultScriptlet() *scheduler.Program { return c.defaultScript }
 
-// buildPolicy builds spec with the scriptlets of c.
-func buildPolicy(spec PolicySpec, c *compiled, reg *scheduler.Registry) (*scheduler.Policy, error) {
-	script := c.defaultScript
-	if spec.Scriptlet != "" {
-		var ok bool
-		if script, ok = c.scripts[spec.Scriptlet]; !ok {
-			return nil, fmt.Errorf("scriptlet %s: %w", spec.Scriptlet, errNoScriptlet)
+var _ scheduler.ScriptletResolver = (*compiled)(nil)
+
+// buildPolicy builds cfg with the scriptlets and limits of c. A scriptlet
+// the policy names that is not stored is an error.
+func buildPolicy(cfg scheduler.PolicyConfig, c *compiled, reg *scheduler.Registry) (*scheduler.Policy, error) {
+	p, err := scheduler.NewPolicy(cfg, reg, c, c.limits)
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range p.Scriptlets() {
+		if _, ok := c.scripts[name]; !ok {
+			return nil, &missingScriptletError{name}
 		}
 	}
-	return scheduler.NewPolicy(scheduler.PolicyConfig{Filters: spec.Filters, Weighers: spec.Weighers}, reg, script)
+	return p, nil
+}
+
+// missingScriptletError is a policy naming a scriptlet that is not stored.
+type missingScriptletError struct{ name string }
+
+func (e *missingScriptletError) Error() string {
+	return "scriptlet " + e.name + " does not exist"
 }

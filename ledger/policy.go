@@ -11,8 +11,8 @@ import (
 
 // SchedulingPolicy is a stored scheduling policy. The ledger keeps Spec
 // (filters, weighers, balancer, scriptlet) as the JSON it is given;
-// berthd validates it before writing. The ledger only reads its
-// "scriptlet" member, to keep references to stored scriptlets intact.
+// berthd validates it before writing and names the stored scriptlets it
+// uses in Scriptlets, which the ledger keeps from being deleted.
 type SchedulingPolicy struct {
 	Name        string
 	Description string
@@ -20,17 +20,19 @@ type SchedulingPolicy struct {
 	// one policy is the default.
 	Default bool
 	Spec    json.RawMessage
+	// Scriptlets are the stored scriptlets the policy uses.
+	Scriptlets []string
 	// Generation counts the policy's writes, from 1.
 	Generation int64
 	UpdatedAt  time.Time
 }
 
-const selectPolicies = `SELECT name, description, is_default, spec, generation, updated_at FROM scheduling_policies `
+const selectPolicies = `SELECT name, description, is_default, spec, scriptlets, generation, updated_at FROM scheduling_policies `
 
 func scanPolicies(rows pgx.Rows) ([]SchedulingPolicy, error) {
 	var out []SchedulingPolicy
 	var p SchedulingPolicy
-	_, err := pgx.ForEachRow(rows, []any{&p.Name, &p.Description, &p.Default, &p.Spec, &p.Generation, &p.UpdatedAt}, func() error {
+	_, err := pgx.ForEachRow(rows, []any{&p.Name, &p.Description, &p.Default, &p.Spec, &p.Scriptlets, &p.Generation, &p.UpdatedAt}, func() error {
 		out = append(out, p)
 		p = SchedulingPolicy{}
 		return nil
@@ -75,12 +77,16 @@ type SchedulingPolicyPutParams struct {
 
 // SchedulingPolicyPut creates or replaces p and returns what is stored
 // (created reports which). Making p the default takes the default mark
-// from whichever policy had it, in the same transaction. A spec naming a
-// scriptlet that is not stored is ErrInvalid. Every replica learns of the
+// from whichever policy had it, in the same transaction. Naming a
+// scriptlet (in p.Scriptlets) that is not stored is ErrInvalid. Every replica learns of the
 // change through a notification sent when the transaction commits.
 func (s *Store) SchedulingPolicyPut(ctx context.Context, p SchedulingPolicy, params SchedulingPolicyPutParams) (out SchedulingPolicy, created bool, err error) {
+	scriptlets := p.Scriptlets
+	if scriptlets == nil {
+		scriptlets = []string{}
+	}
 	err = s.withTx(ctx, func(t *txn) error {
-		if err := lockReferencedScriptlet(ctx, t, p.Spec); err != nil {
+		if err := lockScriptlets(ctx, t, p.Scriptlets); err != nil {
 			return err
 		}
 		if p.Default {
@@ -97,11 +103,12 @@ func (s *Store) SchedulingPolicyPut(ctx context.Context, p SchedulingPolicy, par
 			return conflict(CodeDuplicateName, "Scheduling policy %s already exists.", p.Name)
 		}
 		rows, err := t.Query(ctx, `
-			INSERT INTO scheduling_policies (name, description, is_default, spec) VALUES ($1, $2, $3, $4)
+			INSERT INTO scheduling_policies (name, description, is_default, spec, scriptlets) VALUES ($1, $2, $3, $4, $5)
 			ON CONFLICT (name) DO UPDATE SET description = EXCLUDED.description, is_default = EXCLUDED.is_default,
-				spec = EXCLUDED.spec, generation = scheduling_policies.generation + 1, updated_at = now()
-			RETURNING name, description, is_default, spec, generation, updated_at`,
-			p.Name, p.Description, p.Default, p.Spec)
+				spec = EXCLUDED.spec, scriptlets = EXCLUDED.scriptlets,
+				generation = scheduling_policies.generation + 1, updated_at = now()
+			RETURNING name, description, is_default, spec, scriptlets, generation, updated_at`,
+			p.Name, p.Description, p.Default, p.Spec, scriptlets)
 		if err != nil {
 			return err
 		}
@@ -137,23 +144,18 @@ func (s *Store) SchedulingPolicyDelete(ctx context.Context, name string) error {
 	})
 }
 
-// lockReferencedScriptlet checks that the scriptlet a policy spec names
-// (its "scriptlet" member, a string or null) is stored, and locks its row
-// against deletion until the transaction ends.
-func lockReferencedScriptlet(ctx context.Context, t *txn, spec json.RawMessage) error {
-	var ref struct {
-		Scriptlet *string `json:"scriptlet"`
+// lockScriptlets checks that the scriptlets named are stored and locks
+// their rows against deletion until the transaction ends.
+func lockScriptlets(ctx context.Context, t *txn, names []string) error {
+	for _, name := range names {
+		var one int
+		err := t.QueryRow(ctx, `SELECT 1 FROM scriptlets WHERE name = $1 FOR KEY SHARE`, name).Scan(&one)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return invalid("", "Scheduling policy names scriptlet %s, which does not exist.", name)
+		}
+		if err != nil {
+			return err
+		}
 	}
-	if err := json.Unmarshal(spec, &ref); err != nil {
-		return invalid("", "Scheduling policy is not a JSON object with a string scriptlet: %v", err)
-	}
-	if ref.Scriptlet == nil || *ref.Scriptlet == "" {
-		return nil
-	}
-	var one int
-	err := t.QueryRow(ctx, `SELECT 1 FROM scriptlets WHERE name = $1 FOR KEY SHARE`, *ref.Scriptlet).Scan(&one)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return invalid("", "Scheduling policy names scriptlet %s, which does not exist.", *ref.Scriptlet)
-	}
-	return err
+	return nil
 }

@@ -48,7 +48,7 @@ func TestSchedulingPolicyCRUD(t *testing.T) {
 	}
 
 	// A spec naming a scriptlet that does not exist is refused.
-	_, _, err = s.SchedulingPolicyPut(ctx, ledger.SchedulingPolicy{Name: "x", Spec: json.RawMessage(`{"scriptlet": "nope"}`)}, ledger.SchedulingPolicyPutParams{})
+	_, _, err = s.SchedulingPolicyPut(ctx, ledger.SchedulingPolicy{Name: "x", Spec: json.RawMessage(`{"scriptlet": "nope"}`), Scriptlets: []string{"nope"}}, ledger.SchedulingPolicyPutParams{})
 	rejection(t, err, ledger.ErrInvalid)
 	if _, err := s.SchedulingPolicyGet(ctx, "x"); !errors.Is(err, ledger.ErrNotFound) {
 		t.Errorf("refused policy stored: %v", err)
@@ -111,7 +111,7 @@ func TestScriptletCRUD(t *testing.T) {
 	rejection(t, err, ledger.ErrNotFound)
 
 	// In use by a policy: not deleted.
-	if _, _, err := s.SchedulingPolicyPut(ctx, ledger.SchedulingPolicy{Name: "p", Spec: json.RawMessage(`{"scriptlet": "s1"}`)}, ledger.SchedulingPolicyPutParams{}); err != nil {
+	if _, _, err := s.SchedulingPolicyPut(ctx, ledger.SchedulingPolicy{Name: "p", Spec: json.RawMessage(`{"weighers": [{"name": "starlark:s1"}]}`), Scriptlets: []string{"s1"}}, ledger.SchedulingPolicyPutParams{}); err != nil {
 		t.Fatal(err)
 	}
 	rejection(t, s.ScriptletDelete(ctx, "s1"), ledger.ErrConflict)

@@ -83,7 +83,7 @@ func (s *Store) ScriptletDelete(ctx context.Context, name string) error {
 			return err
 		}
 		var user string
-		err = t.QueryRow(ctx, `SELECT name FROM scheduling_policies WHERE spec->>'scriptlet' = $1 ORDER BY name LIMIT 1`, name).Scan(&user)
+		err = t.QueryRow(ctx, `SELECT name FROM scheduling_policies WHERE $1 = ANY(scriptlets) ORDER BY name LIMIT 1`, name).Scan(&user)
 		if err == nil {
 			return conflict("", "Scriptlet %s is used by scheduling policy %s.", name, user)
 		}

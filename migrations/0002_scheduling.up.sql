@@ -3,13 +3,16 @@
 -- properties claims give consumers.
 
 -- A scheduling policy: its filters, weighers, balancer and scriptlet as the
--- JSON the API takes (validated by berthd on write). At most one is the
--- default, which the partial unique index enforces.
+-- JSON the API takes (validated by berthd on write), and the names of the
+-- stored scriptlets it uses (its scriptlet and its starlark: units), which
+-- cannot be deleted while it does. At most one is the default, which the
+-- partial unique index enforces.
 CREATE TABLE scheduling_policies (
     name        text PRIMARY KEY,
     description text NOT NULL DEFAULT '',
     is_default  boolean NOT NULL DEFAULT false,
     spec        jsonb NOT NULL,
+    scriptlets  text[] NOT NULL DEFAULT '{}',
     generation  integer NOT NULL DEFAULT 1,
     created_at  timestamptz NOT NULL DEFAULT now(),
     updated_at  timestamptz NOT NULL DEFAULT now()

@@ -1,0 +1,122 @@
+package httpapi
+
+import (
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/berthd/berth/claims"
+)
+
+// Stored Starlark scriptlets (Berth's extension): PUT compiles the source
+// before storing it, so a stored scriptlet always compiled when written.
+// The source travels as text/plain; GET of one scriptlet answers text.
+func init() {
+	routeRegistrations = append(routeRegistrations, func(s *Server) {
+		s.handle(http.MethodGet, "/scriptlets", 0, "berth:scriptlets:list", s.scriptletList)
+		// Not s.handle: the answer is text/plain, not JSON.
+		s.e.GET("/scriptlets/:name", s.scriptletShow, versionGate(0), s.authorize("berth:scriptlets:show"))
+		s.handle(http.MethodPut, "/scriptlets/:name", 0, "berth:scriptlets:update", s.scriptletPut)
+		s.handle(http.MethodDelete, "/scriptlets/:name", 0, "berth:scriptlets:delete", s.scriptletDelete)
+		s.handle(http.MethodPost, "/scriptlets/:name/test", 0, "berth:scriptlets:test", s.scriptletTest)
+	})
+}
+
+// maxScriptletBytes caps a scriptlet's source.
+const maxScriptletBytes = 1 << 20
+
+var scriptletNameSchema = MustSchema(`{"type": "string", "pattern": "` + schedulingNamePattern + `"}`)
+
+func checkScriptletName(name string) error {
+	if err := scriptletNameSchema.Validate(name); err != nil {
+		return badRequest("Invalid scriptlet name %q: %v", name, err)
+	}
+	return nil
+}
+
+func (s *Server) scriptletList(c echo.Context) error {
+	list, err := s.store.Scriptlets(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	out := make([]any, len(list))
+	for i, sc := range list {
+		out[i] = map[string]any{"name": sc.Name, "size": len(sc.Source), "updated_at": sc.UpdatedAt.UTC().Format(time.RFC3339Nano)}
+	}
+	return writeJSON(c, http.StatusOK, map[string]any{"scriptlets": out})
+}
+
+// scriptletShow serves GET /scriptlets/{name}: the source, text/plain.
+func (s *Server) scriptletShow(c echo.Context) error {
+	sc, err := s.store.ScriptletGet(c.Request().Context(), c.Param("name"))
+	if err != nil {
+		return err
+	}
+	setCacheHeaders(c, sc.UpdatedAt)
+	return c.Blob(http.StatusOK, "text/plain; charset=utf-8", []byte(sc.Source))
+}
+
+// scriptletPut serves PUT /scriptlets/{name} with a text/plain body of
+// Starlark source: 400 with the line and column of a compile error; 201
+// when created, 204 when replaced (as PUT /traits/{name}).
+func (s *Server) scriptletPut(c echo.Context) error {
+	name := c.Param("name")
+	if err := checkScriptletName(name); err != nil {
+		return err
+	}
+	ct := c.Request().Header.Get(echo.HeaderContentType)
+	if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != echo.MIMETextPlain {
+		return newError(http.StatusUnsupportedMediaType, "", "The media type %s is not supported, use text/plain", ct)
+	}
+	src, err := io.ReadAll(http.MaxBytesReader(c.Response(), c.Request().Body, maxScriptletBytes))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return newError(http.StatusRequestEntityTooLarge, "", "Scriptlet larger than %d bytes.", mbe.Limit)
+		}
+		return badRequest("Could not read the request body: %v", err)
+	}
+	ctx := c.Request().Context()
+	if err := s.sources.CheckScriptlet(name, src); err != nil {
+		return scriptletBadRequest(err)
+	}
+	created, err := s.store.ScriptletPut(ctx, name, string(src))
+	if err != nil {
+		return err
+	}
+	s.reloadSources(ctx)
+	if created {
+		return c.NoContent(http.StatusCreated)
+	}
+	return c.NoContent(http.StatusNoContent)
+}
+
+// scriptletBadRequest turns a compile error into a 400 whose detail says
+// where: "Scriptlet x does not compile: line 3, column 5: ...".
+func scriptletBadRequest(err error) error {
+	var se *claims.ScriptletError
+	if errors.As(err, &se) {
+		return &Error{Status: http.StatusBadRequest, Code: CodeScriptletInvalid, Msg: se.Error()}
+	}
+	return err
+}
+
+// CodeScriptletInvalid is the error code of Starlark source that does not
+// compile.
+const CodeScriptletInvalid = "berth.scriptlet.invalid"
+
+// scriptletDelete serves DELETE /scriptlets/{name}: 204; 409 if a
+// scheduling policy names it.
+func (s *Server) scriptletDelete(c echo.Context) error {
+	ctx := c.Request().Context()
+	if err := s.store.ScriptletDelete(ctx, c.Param("name")); err != nil {
+		return err
+	}
+	s.reloadSources(ctx)
+	return c.NoContent(http.StatusNoContent)
+}
+
