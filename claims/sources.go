@@ -290,6 +290,43 @@ func (s *Sources) PolicyWithScriptlet(ctx context.Context, policy, scriptlet str
 	return p, nil
 }
 
+// PolicyConfig returns the stored policy of that name as configured:
+// ErrNotFound if there is none.
+func (s *Sources) PolicyConfig(ctx context.Context, name string) (scheduler.PolicyConfig, error) {
+	c, err := s.current(ctx)
+	if err != nil {
+		return scheduler.PolicyConfig{}, err
+	}
+	cfg, ok := c.specs[name]
+	if !ok {
+		return cfg, &ledger.Error{Kind: ledger.ErrNotFound, Msg: fmt.Sprintf("No scheduling policy named %s.", name)}
+	}
+	return cfg, nil
+}
+
+// StarlarkUnits lists the units the stored scriptlets offer: a
+// "starlark:<name>" filter for each that defines filter(request,
+// candidate), a weigher for each that defines weigh.
+func (s *Sources) StarlarkUnits(ctx context.Context) ([]scheduler.UnitInfo, error) {
+	c, err := s.current(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []scheduler.UnitInfo
+	for _, name := range slices.Sorted(maps.Keys(c.scripts)) {
+		p := c.scripts[name]
+		if p.HasFilter() {
+			out = append(out, scheduler.UnitInfo{Name: scheduler.StarlarkUnitPrefix + name, Kind: scheduler.KindFilter,
+				Description: "filter(request, candidate) of scriptlet " + name + ".", Parameters: []scheduler.ParamInfo{}})
+		}
+		if p.HasWeigh() {
+			out = append(out, scheduler.UnitInfo{Name: scheduler.StarlarkUnitPrefix + name, Kind: scheduler.KindWeigher,
+				Description: "weigh(request, candidate) of scriptlet " + name + ".", Parameters: []scheduler.ParamInfo{}})
+		}
+	}
+	return out, nil
+}
+
 // CheckScriptlet compiles src as a scriptlet named name: nil or a
 // *ScriptletError.
 func (s *Sources) CheckScriptlet(name string, src []byte) error {
