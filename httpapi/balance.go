@@ -51,4 +51,3 @@ func (s *Server) policyBalance(c echo.Context) error {
 
 // isUUID reports whether s is a uuid in a form Placement accepts.
 func isUUID(s string) bool { return checkFormat("uuid", s) }
-

@@ -69,13 +69,13 @@ var (
 
 // policyBody is a scheduling policy as the API shows and takes it.
 type policyBody struct {
-	Name        string                   `json:"name"`
-	Description string                   `json:"description"`
-	Default     bool                     `json:"default"`
-	Filters     []scheduler.PluginConfig `json:"filters"`
-	Weighers    []scheduler.PluginConfig `json:"weighers"`
+	Name        string                    `json:"name"`
+	Description string                    `json:"description"`
+	Default     bool                      `json:"default"`
+	Filters     []scheduler.PluginConfig  `json:"filters"`
+	Weighers    []scheduler.PluginConfig  `json:"weighers"`
 	Balancer    *scheduler.BalancerConfig `json:"balancer"`
-	Scriptlet   *string                  `json:"scriptlet"`
+	Scriptlet   *string                   `json:"scriptlet"`
 }
 
 func (b *policyBody) spec() scheduler.PolicyConfig {

@@ -125,7 +125,6 @@ func (s *Server) scriptletDelete(c echo.Context) error {
 	return c.NoContent(http.StatusNoContent)
 }
 
-
 // scriptletTestSchema is the body of POST /scriptlets/{name}/test: a POST
 // /claims body (the selection and request fields a scriptlet sees; the
 // consumer's owner is optional here, and nothing is written).
