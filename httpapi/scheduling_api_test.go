@@ -154,3 +154,13 @@ func secureServer(t *testing.T, store *ledger.Store) *Server {
 	}
 	return s
 }
+
+// errorCode returns the code of an error body.
+func errorCode(body map[string]any) string {
+	errs, _ := body["errors"].([]any)
+	if len(errs) == 0 {
+		return ""
+	}
+	code, _ := errs[0].(map[string]any)["code"].(string)
+	return code
+}
