@@ -324,7 +324,9 @@ func TestWeighers(t *testing.T) {
 	}
 	consumers := func(c *Candidate, n int) *Candidate { return with(c, func(p *Provider) { p.Consumers = n }) }
 	load := func(c *Candidate, l float64) *Candidate {
-		return with(c, func(p *Provider) { p.State = &ProviderState{Load1: l, Load5: l, Load15: l, CPUUtil: l * 10, MemFreeMB: int64(1000 - l)} })
+		return with(c, func(p *Provider) {
+			p.State = &ProviderState{Load1: l, Load5: l, Load15: l, CPUUtil: l * 10, MemFreeMB: int64(1000 - l)}
+		})
 	}
 	tests := []struct {
 		name  string

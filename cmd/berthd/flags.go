@@ -76,6 +76,9 @@ func options() []option {
 		{flag: "scriptlet", arg: "FILE", envs: []string{"BERTH_SCRIPTLET"}, noDefault: true,
 			help: "Starlark scriptlet for POST /claims: instance_placement(request, candidate_members)\n" +
 				"(docs/scheduling.md)."},
+		{flag: "pprof", arg: "ADDR", envs: []string{"BERTH_PPROF"}, noDefault: true,
+			help: "Serve Go's net/http/pprof profiles on this host:port (keep it on loopback).\n" +
+				"Empty: not served. See docs/performance.md."},
 	}
 }
 
@@ -100,6 +103,7 @@ func newFlagSet(cfg *daemon.Config) *flag.FlagSet {
 	fs.StringVar(&cfg.OTelExporter, "otel-exporter", cfg.OTelExporter, "")
 	fs.StringVar(&cfg.SchedulerPolicy, "scheduler-policy", cfg.SchedulerPolicy, "")
 	fs.StringVar(&cfg.Scriptlet, "scriptlet", cfg.Scriptlet, "")
+	fs.StringVar(&cfg.Pprof, "pprof", cfg.Pprof, "")
 	return fs
 }
 

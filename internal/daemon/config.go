@@ -86,6 +86,9 @@ type Config struct {
 	// Scriptlet is a Starlark file whose instance_placement runs as the
 	// default scriptlet of claims (docs/scheduling.md). Empty: none.
 	Scriptlet string
+	// Pprof, if set, is a host:port on which net/http/pprof is served
+	// (profiling; keep it on loopback). Empty (default): not served.
+	Pprof string
 }
 
 // Values for Config fields.
@@ -140,6 +143,9 @@ func (c Config) Validate() error {
 	var errs []error
 	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
 		errs = append(errs, fmt.Errorf("listen address %q: want host:port", c.Listen))
+	}
+	if _, _, err := net.SplitHostPort(c.Pprof); c.Pprof != "" && err != nil {
+		errs = append(errs, fmt.Errorf("pprof address %q: want host:port", c.Pprof))
 	}
 	if c.DatabaseURL != "" && !strings.HasPrefix(c.DatabaseURL, "postgres://") &&
 		!strings.HasPrefix(c.DatabaseURL, "postgresql://") {
