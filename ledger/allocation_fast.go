@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"context"
+	"errors"
 	"slices"
 
 	"github.com/jackc/pgx/v5"
@@ -21,15 +22,15 @@ import (
 //     commits). It re-checks every allocation against the inventory
 //     (class present, min_unit, max_unit, step_size, capacity) and, only
 //     if all fit, creates the consumer (generation 1), inserts the
-//     allocations, bumps the providers' generations and queues the change
-//     notification for other processes. It answers whether it wrote.
+//     allocations and bumps the providers' generations. It answers
+//     whether it wrote.
 //
 // When the write statement refuses (no room, a provider or class that
 // does not exist, a consumer that exists after all), nothing of the
-// consumer or its allocations was written, and the caller goes on with
-// the general path in the same transaction: it finds the same state under
-// the same locks and either writes or refuses with Placement's exact
-// error. So the fast path changes the cost of a claim, never its outcome.
+// consumer or its allocations was written; the transaction is rolled back
+// and the general path runs in a new one: it either writes (if room was
+// made meanwhile) or refuses with Placement's exact error. So the fast
+// path changes the cost of a claim, never what a write may do.
 const fastLockSQL = `
 WITH p AS (
 	INSERT INTO projects (external_id) SELECT $1::text
@@ -79,11 +80,8 @@ WITH req AS (
 	UPDATE resource_providers SET generation = generation + 1, updated_at = now()
 	WHERE id IN (SELECT resource_provider_id FROM a)
 	RETURNING id
-), n AS (
-	SELECT pg_notify($8::text, $9::text || ids) FROM (SELECT string_agg(id::text, ',' ORDER BY id) AS ids FROM g) x
-	WHERE ids IS NOT NULL
 )
-SELECT (SELECT id FROM c), (SELECT count(*) FROM n)`
+SELECT (SELECT id FROM c), (SELECT count(*) FROM g)`
 
 // fastClaim is a write the fast path can take: one new consumer with
 // allocations of positive amounts, each (provider, class) once.
@@ -140,16 +138,18 @@ func fastClaimOf(ws []ConsumerAllocations) (fc fastClaim, ok bool) {
 	return fc, true
 }
 
+// errFastRefused rolls back a fast-path transaction that refused.
+var errFastRefused = errors.New("ledger: claim fast path refused")
+
 // writeFast tries the fast path in t. done reports that the allocations
-// were written and the change notification queued; when done is false
-// and err is nil, nothing but the project, user and consumer type rows
-// was written, the providers' row locks are held, and the caller goes on
-// with the general path.
+// were written; when done is false and err is nil, nothing but the
+// project, user and consumer type rows was written and the caller rolls
+// back.
 func (s *Store) writeFast(ctx context.Context, t *txn, fc fastClaim) (done bool, err error) {
 	b := &pgx.Batch{}
 	b.Queue(fastLockSQL, fc.project, fc.user, fc.consumerType, fc.providers)
 	b.Queue(fastWriteSQL, fc.allocProviders, fc.allocClasses, fc.amounts,
-		fc.consumer, fc.project, fc.user, fc.consumerType, notifyChannel, s.sender+":")
+		fc.consumer, fc.project, fc.user, fc.consumerType)
 	br := t.SendBatch(ctx, b)
 	defer br.Close()
 	rows, err := br.Query()
@@ -161,8 +161,8 @@ func (s *Store) writeFast(ctx context.Context, t *txn, fc fastClaim) (done bool,
 		return false, err
 	}
 	var consumerID *int64
-	var notified int64
-	if err := br.QueryRow().Scan(&consumerID, &notified); err != nil {
+	var bumped int64
+	if err := br.QueryRow().Scan(&consumerID, &bumped); err != nil {
 		return false, err
 	}
 	if err := br.Close(); err != nil {
@@ -172,6 +172,5 @@ func (s *Store) writeFast(ctx context.Context, t *txn, fc fastClaim) (done bool,
 		return false, nil
 	}
 	t.touch(locked...)
-	t.notified = notified > 0
 	return true, nil
 }
