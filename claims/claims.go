@@ -90,7 +90,7 @@ func (c *Claimer) SetEnricher(e Enricher) { c.enricher = e }
 func New(store *ledger.Store, policy *scheduler.Policy, cfg Config, log *slog.Logger) (*Claimer, error) {
 	if policy == nil {
 		var err error
-		if policy, err = scheduler.NewPolicy(scheduler.PolicyConfig{}, nil, nil); err != nil {
+		if policy, err = scheduler.NewPolicy(scheduler.DefaultPolicyConfig(), nil, nil, scheduler.ScriptletLimits{}); err != nil {
 			return nil, err
 		}
 	}
@@ -230,7 +230,7 @@ func (e *NotPlacedError) Error() string {
 func FormatRejections(counts []scheduler.FilterCount) string {
 	var parts []string
 	for _, fc := range counts {
-		if fc.Rejected == 0 {
+		if fc.Removed == 0 {
 			continue
 		}
 		reasons := make([]string, 0, len(fc.Reasons))
@@ -241,7 +241,7 @@ func FormatRejections(counts []scheduler.FilterCount) string {
 		for i, r := range reasons {
 			reasons[i] = fmt.Sprintf("%s: %d", r, fc.Reasons[r])
 		}
-		parts = append(parts, fmt.Sprintf("%s rejected %d (%s)", fc.Filter, fc.Rejected, strings.Join(reasons, ", ")))
+		parts = append(parts, fmt.Sprintf("%s rejected %d (%s)", fc.Unit, fc.Removed, strings.Join(reasons, ", ")))
 	}
 	return strings.Join(parts, "; ")
 }
@@ -288,7 +288,25 @@ func (c *Claimer) rank(ctx context.Context, p *Params) (*scheduler.Ranking, erro
 			req.Resources[r.Class] += r.Amount
 		}
 	}
-	return c.policy.Rank(ctx, req, Convert(cands))
+	// Until the claims rewrite lands: the stored policies (PolicySource),
+	// a test's override, the request's fields scriptlets read.
+	policy := c.policy
+	switch {
+	case p.PolicyOverride != nil:
+		policy = p.PolicyOverride
+	case c.policies != nil:
+		if policy, err = c.policies.Policy(ctx, p.Policy); err != nil {
+			return nil, err
+		}
+	}
+	req.Name, req.Reason, req.Properties, req.Keys, req.Data = p.Name, p.Reason, p.Properties, p.Keys, c.data
+	sc := Convert(cands)
+	if c.enricher != nil && len(sc) > 0 {
+		if err := c.enricher.Enrich(ctx, policy.Needs(), sc[0].Providers); err != nil {
+			return nil, err
+		}
+	}
+	return policy.Rank(ctx, req, sc)
 }
 
 // Claim places p: it ranks the candidates and writes the best one's
@@ -427,7 +445,8 @@ func Convert(c *ledger.Candidates) []*scheduler.Candidate {
 			Traits: s.Traits, Aggregates: s.Aggregates, Resources: make(map[string]scheduler.Inventory, len(s.Resources))}
 		for _, r := range s.Resources {
 			p.Resources[r.Class] = scheduler.Inventory{Capacity: r.Capacity, Used: r.Used,
-				Total: r.Total, Reserved: r.Reserved, AllocationRatio: r.AllocationRatio}
+				Total: r.Total, Reserved: r.Reserved, AllocationRatio: r.AllocationRatio,
+				MinUnit: r.MinUnit, MaxUnit: r.MaxUnit, StepSize: r.StepSize}
 		}
 		provs[s.UUID] = p
 	}

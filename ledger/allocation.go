@@ -196,7 +196,10 @@ func (s *Store) AllocationsReplace(ctx context.Context, consumers []ConsumerAllo
 		if errors.As(err, &uc) {
 			return invalid("", "Unable to allocate inventory for consumer %s: No such resource class %s.", uc.consumer, uc.class)
 		}
-		return err
+		if err != nil {
+			return err
+		}
+		return writeConsumerDetails(ctx, t, ws, rows)
 	})
 }
 
