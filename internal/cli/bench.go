@@ -23,8 +23,6 @@ Examples:
   berth bench candidates --iterations 10 --json berth.json --label berth
   berth bench compare berth=berth.json placement=placement.json
 
-The load tool's own help follows; read "berth-load" as "berth bench".
-
 `
 
 func benchCommands() []*command {
@@ -38,7 +36,7 @@ func benchCommands() []*command {
 				return func(e *env, args []string) error {
 					if len(args) == 0 || isHelp(args[0]) {
 						fmt.Fprint(e.io.Stdout, benchHelp)
-						load.Main(e.ctx, []string{"-h"}, io.Discard, e.io.Stdout)
+						loadHelp(e, "-h")
 						if len(args) == 0 {
 							return exitCode(2)
 						}
@@ -60,7 +58,7 @@ func benchCommands() []*command {
 							"Creates --nodes flat compute nodes (VCPU, MEMORY_MB, DISK_GB), 1 in 10 with\n"+
 							"CUSTOM_BENCH_TRAIT, in --aggregates aggregates. Rerunning completes a partial seed.\n\n"+
 							"Example:\n  berth seed --nodes 1000\n\n")
-						load.Main(e.ctx, []string{"seed", "-h"}, io.Discard, e.io.Stdout)
+						loadHelp(e, "seed", "-h")
 						return nil
 					}
 					return runLoad(e, append([]string{"seed"}, args...))
@@ -68,6 +66,14 @@ func benchCommands() []*command {
 			},
 		},
 	}
+}
+
+// loadHelp prints the load tool's help for args, naming it as berth does.
+func loadHelp(e *env, args ...string) {
+	var b bytes.Buffer
+	load.Main(e.ctx, args, io.Discard, &b)
+	s := strings.ReplaceAll(b.String(), "berth-load seed", "berth seed")
+	io.WriteString(e.io.Stdout, strings.ReplaceAll(s, "berth-load", "berth bench"))
 }
 
 func isHelp(s string) bool { return s == "-h" || s == "--help" || s == "-help" || s == "help" }

@@ -111,10 +111,13 @@ func commands() []*command {
 }
 
 // groups are the commands that only hold subcommands.
-var groups = map[string]string{
-	"scriptlet": "Starlark scriptlets stored on the server",
-	"policy":    "Scheduling policies and the units they are built from",
-	"config":    "Server-wide settings (GET/PATCH /config)",
+var groups = map[string]struct{ summary, example string }{
+	"scriptlet": {"Starlark scriptlets stored on the server",
+		"berth scriptlet set refuse-foo refuse-foo.star\nberth scriptlet test refuse-foo --name foo"},
+	"policy": {"Scheduling policies and the units they are built from",
+		"berth policy units\nberth policy create spread.json\nberth explain --resources VCPU:2 --policy spread"},
+	"config": {"Server-wide settings (GET/PATCH /config)",
+		"berth config set instances.placement.scriptlet @default.star\nberth config get"},
 }
 
 const mainUsage = `berth is the operator's client of a Berth placement service.
@@ -146,7 +149,7 @@ func mainHelp(cs []*command) string {
 		if isSub {
 			if !seen[group] {
 				seen[group] = true
-				t.Row("  "+group, groups[group])
+				t.Row("  "+group, groups[group].summary)
 			}
 			t.Row("    "+sub, c.summary)
 			continue
@@ -278,19 +281,13 @@ func groupHelp(stdio IO, cs []*command, args []string) int {
 			fmt.Fprintf(w, "berth %s: unknown subcommand %q\n\n", group, args[1])
 		}
 	}
-	fmt.Fprintf(w, "berth %s: %s.\n\nUsage:\n", group, groups[group])
-	t := NewTable()
-	var example string
+	fmt.Fprintf(w, "berth %s: %s.\n\nUsage:\n", group, groups[group].summary)
 	for _, c := range cs {
 		if g, _, _ := strings.Cut(c.name, " "); g == group {
-			t.Row("  berth "+c.name+" "+c.args, c.summary)
-			if example == "" {
-				example = c.example
-			}
+			fmt.Fprintf(w, "  %s\n        %s.\n", strings.TrimSpace("berth "+c.name+" "+c.args), c.summary)
 		}
 	}
-	t.Render(w)
-	fmt.Fprintf(w, "\nExample:\n%s\nRun \"berth %s SUBCOMMAND --help\" for its flags.\n", indent(example), group)
+	fmt.Fprintf(w, "\nExample:\n%s\nRun \"berth %s SUBCOMMAND --help\" for its flags.\n", indent(groups[group].example), group)
 	if asked {
 		return 0
 	}
@@ -298,7 +295,7 @@ func groupHelp(stdio IO, cs []*command, args []string) int {
 }
 
 func printCommandHelp(w io.Writer, c *command, fs *flag.FlagSet) {
-	fmt.Fprintf(w, "Usage: berth %s %s\n\n%s.\n", c.name, c.args, c.summary)
+	fmt.Fprintf(w, "Usage: %s\n\n%s.\n", strings.TrimSpace("berth "+c.name+" "+c.args), c.summary)
 	if c.help != "" {
 		fmt.Fprintf(w, "\n%s\n", strings.TrimRight(c.help, "\n"))
 	}
@@ -313,7 +310,7 @@ func printCommandHelp(w io.Writer, c *command, fs *flag.FlagSet) {
 			line += " " + typ
 		}
 		line += "\n        " + usage
-		if f.DefValue != "" && f.DefValue != "0" && f.DefValue != "false" && f.DefValue != "[]" {
+		if f.DefValue != "" && f.DefValue != "0" && f.DefValue != "-1" && f.DefValue != "false" && f.DefValue != "[]" {
 			line += fmt.Sprintf(" (default %s)", f.DefValue)
 		}
 		flags = append(flags, line)

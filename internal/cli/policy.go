@@ -207,7 +207,7 @@ func policyCommands() []*command {
 			summary: "List the built-in filters and weighers a policy is made of, with their parameters",
 			example: "berth policy units",
 			setup: func(fs *flag.FlagSet) func(*env, []string) error {
-				kind := fs.String("kind", "", "only filter or weigher units")
+				kind := fs.String("kind", "", "only units of `KIND`: filter or weigher")
 				return func(e *env, args []string) error {
 					if err := argsN(args); err != nil {
 						return err

@@ -129,7 +129,7 @@ decision, the ranking it saw and its log. A refusal is a result: exit 0.`,
 			example: `berth scriptlet test refuse-foo --resources VCPU:1 --name foo`,
 			setup: func(fs *flag.FlagSet) func(*env, []string) error {
 				var c claimFlags
-				c.register(fs)
+				c.register(fs, true)
 				return func(e *env, args []string) error {
 					if err := argsN(args, "NAME"); err != nil {
 						return err
