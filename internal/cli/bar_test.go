@@ -89,23 +89,6 @@ func TestProgressLine(t *testing.T) {
 	}
 }
 
-func TestProgressWriter(t *testing.T) {
-	var b strings.Builder
-	pw := &progressWriter{w: &b}
-	pw.Write([]byte("seed: 100/200 nodes, 5"))
-	pw.Write([]byte("0/s\nseed: 200/200 nodes, 50/s\nseeded 200 providers\n"))
-	pw.Write([]byte("tail without newline"))
-	pw.Close()
-	got := b.String()
-	want := "\r\x1b[K" + ProgressLine("seed", 100, 200) + " nodes, 50/s" +
-		"\r\x1b[K" + ProgressLine("seed", 200, 200) + " nodes, 50/s" +
-		"\r\x1b[K" + "seeded 200 providers\n" +
-		"tail without newline"
-	if got != want {
-		t.Errorf("got %q\nwant %q", got, want)
-	}
-}
-
 func TestProgressOffWritesNothing(t *testing.T) {
 	var b strings.Builder
 	p := NewProgress(&b, false, "providers", 3)

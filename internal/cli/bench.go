@@ -15,11 +15,12 @@ const benchHelp = `Usage: berth bench COMMAND [flags]
 The load tool (also built as cmd/berth-load): seeds and times any Placement
 endpoint, Berth or OpenStack Placement. berth's --url and --token (or
 BERTH_URL, BERTH_TOKEN) are passed on; flags after COMMAND override them.
-On a terminal, progress lines become a progress bar.
+On a terminal the load tool draws a progress bar on standard error.
 
 Examples:
   berth seed --nodes 1000
   berth bench claims --clients 16 --duration 30s --resources VCPU:4,MEMORY_MB:16384
+  berth bench claims --mode claims --clients 64 --claims 5000      # POST /claims
   berth bench candidates --iterations 10 --json berth.json --label berth
   berth bench compare berth=berth.json placement=placement.json
 
@@ -79,22 +80,17 @@ func loadHelp(e *env, args ...string) {
 func isHelp(s string) bool { return s == "-h" || s == "--help" || s == "-help" || s == "help" }
 
 // runLoad runs the load tool with berth's endpoint and token put before
-// the command's own flags (so those win), and its progress lines drawn as
-// a bar on a terminal.
+// the command's own flags (so those win).
 func runLoad(e *env, args []string) error {
 	cmd := args[0]
 	if cmd != "compare" && !hasHelp(args[1:]) {
 		args = append([]string{cmd, "--url", e.g.url, "--token", e.g.token}, args[1:]...)
 	}
-	var stderr io.Writer = e.io.Stderr
-	if e.io.StderrTTY {
-		pw := &progressWriter{w: e.io.Stderr}
-		defer pw.Close()
-		stderr = pw
-	}
-	// The load tool names itself berth-load in its messages.
+	// The load tool draws its own progress bar when its log writer is a
+	// terminal (an *os.File), so standard error is handed over as is.
+	// It names itself berth-load in its report.
 	var out bytes.Buffer
-	code := load.Main(e.ctx, args, &out, stderr)
+	code := load.Main(e.ctx, args, &out, e.io.Stderr)
 	io.WriteString(e.io.Stdout, strings.ReplaceAll(out.String(), "berth-load ", "berth bench "))
 	if code != 0 {
 		return exitCode(code)
