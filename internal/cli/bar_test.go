@@ -45,6 +45,12 @@ func TestUsageBar(t *testing.T) {
 	if bar != "░░░░░" || pct != "-" || ratio != "3/0" {
 		t.Errorf("UsageBar(3, 0) = %q %q %q", bar, pct, ratio)
 	}
+	if _, pct, _ = UsageBar(1080, 3907600, 5); pct != "<1%" {
+		t.Errorf("a little usage shows %q", pct)
+	}
+	if _, pct, _ = UsageBar(0, 3907600, 5); pct != "0%" {
+		t.Errorf("no usage shows %q", pct)
+	}
 	// Capacity with an allocation ratio is fractional.
 	if _, _, ratio = UsageBar(1, 7.5, 5); ratio != "1/7.5" {
 		t.Errorf("ratio = %q", ratio)

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"flag"
 	"fmt"
 	"io"
@@ -35,12 +36,14 @@ func benchCommands() []*command {
 			example: "berth bench claims --clients 16 --duration 30s",
 			setup: func(fs *flag.FlagSet) func(*env, []string) error {
 				return func(e *env, args []string) error {
-					if len(args) == 0 || isHelp(args[0]) {
+					if len(args) == 0 {
+						fmt.Fprint(e.io.Stderr, benchHelp)
+						loadHelp(e.ctx, e.io.Stderr, "-h")
+						return exitCode(2)
+					}
+					if isHelp(args[0]) {
 						fmt.Fprint(e.io.Stdout, benchHelp)
-						loadHelp(e, "-h")
-						if len(args) == 0 {
-							return exitCode(2)
-						}
+						loadHelp(e.ctx, e.io.Stdout, "-h")
 						return nil
 					}
 					return runLoad(e, args)
@@ -59,7 +62,7 @@ func benchCommands() []*command {
 							"Creates --nodes flat compute nodes (VCPU, MEMORY_MB, DISK_GB), 1 in 10 with\n"+
 							"CUSTOM_BENCH_TRAIT, in --aggregates aggregates. Rerunning completes a partial seed.\n\n"+
 							"Example:\n  berth seed --nodes 1000\n\n")
-						loadHelp(e, "seed", "-h")
+						loadHelp(e.ctx, e.io.Stdout, "seed", "-h")
 						return nil
 					}
 					return runLoad(e, append([]string{"seed"}, args...))
@@ -70,11 +73,11 @@ func benchCommands() []*command {
 }
 
 // loadHelp prints the load tool's help for args, naming it as berth does.
-func loadHelp(e *env, args ...string) {
+func loadHelp(ctx context.Context, w io.Writer, args ...string) {
 	var b bytes.Buffer
-	load.Main(e.ctx, args, io.Discard, &b)
+	load.Main(ctx, args, io.Discard, &b)
 	s := strings.ReplaceAll(b.String(), "berth-load seed", "berth seed")
-	io.WriteString(e.io.Stdout, strings.ReplaceAll(s, "berth-load", "berth bench"))
+	io.WriteString(w, strings.ReplaceAll(s, "berth-load", "berth bench"))
 }
 
 func isHelp(s string) bool { return s == "-h" || s == "--help" || s == "-help" || s == "help" }

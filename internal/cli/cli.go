@@ -191,10 +191,11 @@ func Main(ctx context.Context, args []string, stdio IO) int {
 		if len(args) > 1 && args[0] == "help" {
 			return Main(ctx, append(args[1:], "--help"), stdio)
 		}
-		fmt.Fprint(stdio.Stdout, mainHelp(cs))
 		if len(args) == 0 && !*help {
+			fmt.Fprint(stdio.Stderr, mainHelp(cs))
 			return 2
 		}
+		fmt.Fprint(stdio.Stdout, mainHelp(cs))
 		return 0
 	}
 
