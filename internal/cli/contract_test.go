@@ -120,6 +120,15 @@ func (s *contractServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		n, _ := s.lastBody["name"].(string)
 		s.policies[n] = body
 		w.WriteHeader(201)
+	case r.Method == "GET" && strings.HasSuffix(path, "/balance"):
+		if r.URL.Query().Get("aggregate") == "empty" {
+			js(map[string]any{"suggestion": nil, "reason": "no provider above 80%"})
+			return
+		}
+		js(map[string]any{"mode": "even", "consumer_uuid": "c1",
+			"source":       map[string]any{"uuid": "r1", "name": "cn1", "utilisation": 0.92},
+			"destinations": []any{map[string]any{"uuid": "r2", "name": "cn2", "utilisation": 0.31}},
+			"reason":       "cn1 is above 80%"})
 	case strings.HasPrefix(path, "/scheduling_policies/"):
 		n := name("/scheduling_policies/")
 		switch r.Method {
@@ -344,6 +353,10 @@ func TestContractPoliciesAndConfig(t *testing.T) {
 		{[]string{"policy", "list"}, 0, "spread  no       state_freshness  free_ram×2, even_consumers×1  -         -          spread by free RAM"},
 		{[]string{"policy", "update", "spread", upd}, 0, "Policy spread updated.\n"},
 		{[]string{"policy", "show", "spread"}, 0, "Name:         spread\nDescription:\nDefault:      yes\nScriptlet:    -\nBalancer:     even (high 0.8, low 0.2)\n\nFilters:\n  (capacity only)\n\nWeighers:\n  NAME      FACTOR  PARAMS\n  free_ram       3  mode=pack\n"},
+		{[]string{"policy", "balance", "spread"}, 0, "Suggestion (even): move consumer c1 off cn1 (utilisation 92%).\n" +
+			"Reason: cn1 is above 80%\n\nDestinations:\nPROVIDER  UUID  UTILISATION\ncn2       r2            31%\n\n" +
+			"To carry it out: berth move c1 --migration new --target cn2\n"},
+		{[]string{"policy", "balance", "spread", "--aggregate", "empty"}, 0, "Nothing to move: no provider above 80%.\n"},
 		{[]string{"policy", "delete", "spread"}, 0, "Policy spread deleted.\n"},
 		{[]string{"policy", "show", "spread"}, 1, ""},
 		{[]string{"config", "get"}, 0, "Nothing set.\n"},
