@@ -208,12 +208,14 @@ func Main(ctx context.Context, args []string, stdio IO) int {
 		return 2
 	}
 	fs := flag.NewFlagSet("berth "+cmd.name, flag.ContinueOnError)
-	fs.SetOutput(stdio.Stderr)
+	fs.SetOutput(io.Discard) // parse errors are printed below, with the command's name
 	run := cmd.setup(fs)
 	if cmd.name != "bench" && cmd.name != "seed" {
 		g.register(fs)
 	}
-	fs.Usage = func() { printCommandHelp(stdio.Stdout, cmd, fs) }
+	// The flag package calls Usage on both a bad flag and -h; the help is
+	// printed only when asked for.
+	fs.Usage = func() {}
 	var pos []string
 	var err error
 	if cmd.name == "bench" || cmd.name == "seed" {
@@ -221,9 +223,10 @@ func Main(ctx context.Context, args []string, stdio IO) int {
 		pos = rest
 	} else if pos, err = parseInterspersed(fs, rest); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			printCommandHelp(stdio.Stdout, cmd, fs)
 			return 0
 		}
-		fmt.Fprintf(stdio.Stderr, "Run \"berth %s --help\" for usage.\n", cmd.name)
+		fmt.Fprintf(stdio.Stderr, "berth %s: %v\nRun \"berth %s --help\" for usage.\n", cmd.name, err, cmd.name)
 		return 2
 	}
 	if g.output != "table" && g.output != "json" {
