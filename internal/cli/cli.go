@@ -102,6 +102,7 @@ func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(fo
 func commands() []*command {
 	var cs []*command
 	cs = append(cs, capacityCommand(), usageCommand(), providersCommand())
+	cs = append(cs, providerExtraCommands()...)
 	cs = append(cs, claimCommands()...)
 	cs = append(cs, scriptletCommands()...)
 	cs = append(cs, policyCommands()...)
@@ -147,6 +148,11 @@ func mainHelp(cs []*command) string {
 	for _, c := range cs {
 		group, sub, isSub := strings.Cut(c.name, " ")
 		if isSub {
+			if _, isGroup := groups[group]; !isGroup {
+				// A subcommand of a command ("providers state").
+				t.Row("    "+sub, c.summary)
+				continue
+			}
 			if !seen[group] {
 				seen[group] = true
 				t.Row("  "+group, groups[group].summary)

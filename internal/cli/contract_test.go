@@ -25,7 +25,8 @@ type contractServer struct {
 	scriptlets map[string]string
 	policies   map[string]json.RawMessage
 	config     map[string]any
-	lastBody   map[string]any // the last JSON body received
+	keys       json.RawMessage // placement keys of every provider
+	lastBody   map[string]any  // the last JSON body received
 	lastQuery  string
 }
 
@@ -120,6 +121,22 @@ func (s *contractServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		n, _ := s.lastBody["name"].(string)
 		s.policies[n] = body
 		w.WriteHeader(201)
+	case r.Method == "GET" && strings.HasSuffix(path, "/state"):
+		if path != "/resource_providers/r1/state" {
+			placementError(w, 404, "placement.undefined_code", "No state reported for this provider.")
+			return
+		}
+		js(map[string]any{"load_1": 0.5, "load_5": 0.75, "load_15": 1, "memory_free_mb": 2048,
+			"cpu_utilization": 0.42, "reported_at": "2026-11-22T19:00:00Z"})
+	case strings.HasSuffix(path, "/placement_keys"):
+		if r.Method == "PUT" {
+			s.keys = body
+		}
+		if s.keys == nil {
+			js(map[string]any{"placement_keys": []any{}})
+			return
+		}
+		w.Write(s.keys)
 	case r.Method == "GET" && strings.HasSuffix(path, "/balance"):
 		if r.URL.Query().Get("aggregate") == "empty" {
 			js(map[string]any{"suggestion": nil, "reason": "no provider above 80%"})
@@ -371,6 +388,36 @@ func TestContractPoliciesAndConfig(t *testing.T) {
 		out, errs, code := run(t, env, "", st.args...)
 		if code != st.code || !strings.Contains(out, st.stdout) {
 			t.Errorf("berth %q: exit %d\nstdout %q\nstderr %q\nwant %d and %q", st.args, code, out, errs, st.code, st.stdout)
+		}
+	}
+}
+
+func TestContractProviderStateAndKeys(t *testing.T) {
+	s, url := newContractServer(t)
+	env := map[string]string{"BERTH_URL": url, "BERTH_TOKEN": "tok"}
+	steps := []struct {
+		args   []string
+		code   int
+		stdout string
+	}{
+		{[]string{"providers", "state", "r1"}, 0, "FIELD            VALUE\ncpu_utilization  0.42\nload_1           0.5\n" +
+			"load_15          1\nload_5           0.75\nmemory_free_mb   2048\nreported_at      2026-11-22T19:00:00Z\n"},
+		{[]string{"providers", "state", "r2"}, 1, ""},
+		{[]string{"providers", "keys", "r1"}, 0, "No placement keys.\n"},
+		{[]string{"providers", "keys", "r1", "--set", "rack=0.3", "--set", "_tier=1:sticky"}, 0,
+			"NAME   VALUE  STICKY\nrack     0.3  no\n_tier      1  yes\n"},
+		{[]string{"providers", "keys", "r1", "--set", "rack=x"}, 2, ""},
+		{[]string{"providers", "keys", "r1", "--set", "rack=1:glue"}, 2, ""},
+		{[]string{"providers", "keys", "r1", "--clear", "--set", "a=1"}, 2, ""},
+		{[]string{"providers", "keys", "r1", "--clear"}, 0, "No placement keys.\n"},
+	}
+	for _, st := range steps {
+		out, errs, code := run(t, env, "", st.args...)
+		if code != st.code || out != st.stdout {
+			t.Errorf("berth %q: exit %d\nstdout %q\nstderr %q\nwant %d and %q", st.args, code, out, errs, st.code, st.stdout)
+		}
+		if st.args[len(st.args)-1] == "_tier=1:sticky" && string(s.keys) != `{"placement_keys":[{"name":"rack","value":0.3,"sticky":false},{"name":"_tier","value":1,"sticky":true}]}` {
+			t.Errorf("PUT body %s", s.keys)
 		}
 	}
 }
