@@ -189,7 +189,7 @@ func Main(ctx context.Context, args []string, stdio IO) int {
 	help := top.Bool("help", false, "")
 	top.BoolVar(help, "h", false, "")
 	if err := top.Parse(args); err != nil {
-		fmt.Fprintf(stdio.Stderr, "berth: %v\n\n%s", err, mainHelp(cs))
+		fmt.Fprintf(stdio.Stderr, "berth: %v\nRun \"berth --help\" for usage.\n", err)
 		return 2
 	}
 	args = top.Args()
@@ -210,7 +210,7 @@ func Main(ctx context.Context, args []string, stdio IO) int {
 		if _, ok := groups[args[0]]; ok {
 			return groupHelp(stdio, cs, args)
 		}
-		fmt.Fprintf(stdio.Stderr, "berth: unknown command %q\n\n%s", args[0], mainHelp(cs))
+		fmt.Fprintf(stdio.Stderr, "berth: unknown command %q\nRun \"berth --help\" for the commands.\n", args[0])
 		return 2
 	}
 	fs := flag.NewFlagSet("berth "+cmd.name, flag.ContinueOnError)
