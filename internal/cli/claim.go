@@ -204,8 +204,11 @@ type logLine struct {
 	Message string `json:"message"`
 }
 
-// CodeNoValidHost is the error code of a claim nothing could take.
-const CodeNoValidHost = "berth.no_valid_host"
+// Error codes berth explains further.
+const (
+	CodeNoValidHost      = "berth.no_valid_host"         // nothing fits
+	CodeConcurrentUpdate = "placement.concurrent_update" // a consumer or provider generation moved
+)
 
 func claimCommands() []*command {
 	return []*command{
@@ -361,7 +364,7 @@ func moveEndCommand(name, op, summary string) *command {
 				if e.json() {
 					return e.printJSON(raw)
 				}
-				fmt.Fprintf(e.io.Stdout, "Move %sed: consumer %s, generation %s.\n", strings.TrimSuffix(op, "e"), ans.ConsumerUUID, gen(ans.ConsumerGeneration))
+				fmt.Fprintf(e.io.Stdout, "Move %sed: consumer %s, generation %s.\n\n", strings.TrimSuffix(op, "e"), ans.ConsumerUUID, gen(ans.ConsumerGeneration))
 				return renderAllocations(e.io.Stdout, ans.Allocations, nil)
 			}
 		},
@@ -386,6 +389,9 @@ func postClaim(e *env, path string, body map[string]any, top int) error {
 // lists each step's removals, separated by "; ") and returns exit status 1.
 func noValidHost(e *env, err error) error {
 	var ae *APIError
+	if errors.As(err, &ae) && ae.Code() == CodeConcurrentUpdate {
+		return fmt.Errorf("%w\n(the consumer exists, or changed meanwhile: give its current generation with --consumer-generation N to replace its allocations)", err)
+	}
 	if !errors.As(err, &ae) || ae.Code() != CodeNoValidHost {
 		return err
 	}

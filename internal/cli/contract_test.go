@@ -75,6 +75,10 @@ func (s *contractServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			},
 			"aggregates": []any{map[string]any{"uuid": "agg1", "fits": 7}}})
 	case r.Method == "POST" && path == "/claims":
+		if s.lastBody["consumer_generation"] == 7.0 {
+			placementError(w, 409, "placement.concurrent_update", "consumer generation conflict - expected 7 but got 8")
+			return
+		}
 		res, _ := s.lastBody["resources"].(map[string]any)
 		if v, _ := res["VCPU"].(float64); v > 64 {
 			placementError(w, 409, "berth.no_valid_host", "3 providers; 2 lacked VCPU 128; 1 removed by anti_affinity")
@@ -175,12 +179,17 @@ func (s *contractServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		js(map[string]any{"scriptlets": list})
 	case strings.HasSuffix(path, "/test") && strings.HasPrefix(path, "/scriptlets/"):
-		refused := any(nil)
-		if s.lastBody["name"] == "foo" {
+		refused, target, ranking := any(nil), any(nil), []any{}
+		switch s.lastBody["name"] {
+		case "foo":
 			refused = "Failed instance placement scriptlet: Invalid name"
+		case "pin":
+			target = "r2"
+			ranking = []any{map[string]any{"rank": 1, "root_provider_uuid": "r2", "root_provider_name": "cn2", "score": 1,
+				"weights": map[string]float64{"spread": 1}}}
 		}
-		js(map[string]any{"decision": map[string]any{"target": nil, "refused": refused},
-			"ranking": []any{}, "log": []any{map[string]any{"level": "warn", "message": "checked " + fmt.Sprint(s.lastBody["name"])}}})
+		js(map[string]any{"decision": map[string]any{"target": target, "refused": refused},
+			"ranking": ranking, "log": []any{map[string]any{"level": "warn", "message": "checked " + fmt.Sprint(s.lastBody["name"])}}})
 	case strings.HasPrefix(path, "/scriptlets/"):
 		n := name("/scriptlets/")
 		switch r.Method {
@@ -302,6 +311,11 @@ func TestContractExplainAndClaim(t *testing.T) {
 		t.Errorf("claim body %v", s.lastBody)
 	}
 
+	_, stderr, code = run(t, env, "", "claim", "--resources", "VCPU:2", "--project", "demo", "--user", "alice", "--consumer-generation", "7")
+	if code != 1 || !strings.Contains(stderr, "409 Conflict (placement.concurrent_update): consumer generation conflict - expected 7 but got 8\n(the consumer exists") {
+		t.Errorf("generation conflict: exit %d, %q", code, stderr)
+	}
+
 	out, _, code = run(t, env, "", "reschedule", "5b0d3c52-8f1e-4a8e-9a55-3a2f0c1d9e77", "--failed", "cn1")
 	if code != 0 || !strings.Contains(out, "Claimed on cn2 (r2)") || !strings.Contains(out, ", 2 attempts.") {
 		t.Errorf("reschedule: exit %d, %q", code, out)
@@ -334,6 +348,8 @@ func TestContractScriptlets(t *testing.T) {
 			"Refused: Failed instance placement scriptlet: Invalid name\n\nLog:\n  warn  checked foo\n", ""},
 		{[]string{"scriptlet", "test", "refuse-foo", "--name", "bar"}, "", 0,
 			"No target set: the ranked order stands.\n\nLog:\n  warn  checked bar\n", ""},
+		{[]string{"scriptlet", "test", "refuse-foo", "--name", "pin"}, "", 0,
+			"Would place on: cn2 (r2)\n\nRanking:\nRANK  PROVIDER  SCORE  spread\n   1  cn2       1.000   1.000\n\nLog:\n  warn  checked pin\n", ""},
 		{[]string{"scriptlet", "delete", "refuse-foo"}, "", 0, "Scriptlet refuse-foo deleted.\n", ""},
 		{[]string{"scriptlet", "show", "refuse-foo"}, "", 1, "",
 			"berth scriptlet show: 404 Not Found: No scriptlet refuse-foo\n"},

@@ -262,6 +262,8 @@ Carry a suggestion out with berth move CONSUMER --migration new --target P.`,
 							s := p.Name + ":" + p.Type
 							if p.Required {
 								s += "!"
+							} else if p.Default == "" {
+								s += `=""`
 							} else if p.Default != nil {
 								s += "=" + scalar(p.Default)
 							}

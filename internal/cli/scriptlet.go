@@ -172,7 +172,13 @@ func renderScriptletTest(w io.Writer, ans *scriptletTest) {
 	case ans.Decision.Refused != nil:
 		fmt.Fprintf(w, "Refused: %s\n", *ans.Decision.Refused)
 	case ans.Decision.Target != nil && *ans.Decision.Target != "":
-		fmt.Fprintf(w, "Target: %s (set_target)\n", *ans.Decision.Target)
+		target := *ans.Decision.Target
+		for _, r := range ans.Ranking {
+			if r.RootUUID == target && r.RootName != "" {
+				target = r.RootName + " (" + target + ")"
+			}
+		}
+		fmt.Fprintf(w, "Would place on: %s\n", target)
 	default:
 		fmt.Fprintln(w, "No target set: the ranked order stands.")
 	}
