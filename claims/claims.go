@@ -299,7 +299,7 @@ func (c *Claimer) rank(ctx context.Context, p *Params) (*scheduler.Ranking, erro
 			return nil, err
 		}
 	}
-	req.Name, req.Reason, req.Properties, req.Keys, req.Data = p.Name, p.Reason, p.Properties, p.Keys, c.data
+	req.Name, req.Reason, req.Properties, req.Keys, req.Target, req.Data = p.Name, p.Reason, p.Properties, p.Keys, p.Target, c.data
 	sc := Convert(cands)
 	if c.enricher != nil && len(sc) > 0 {
 		if err := c.enricher.Enrich(ctx, policy.Needs(), sc[0].Providers); err != nil {
