@@ -524,7 +524,11 @@ func (p *Policy) statusError(u any, st *Status, r *Ranking) error {
 // scriptlet deadline passed, ctx's error otherwise.
 func (p *Policy) ctxError(ctx context.Context, err error, r *Ranking) error {
 	if context.Cause(ctx) == errScriptletDeadline {
-		lim := &ScriptletLimitError{Scriptlet: r.Scriptlet, Limit: LimitDeadline}
+		name := r.Scriptlet
+		if name == "" {
+			name = strings.Join(p.Scriptlets(), ", ")
+		}
+		lim := &ScriptletLimitError{Scriptlet: name, Limit: LimitDeadline}
 		p.limits.Metrics.count(lim)
 		r.Log = append(r.Log, LogLine{Level: "error", Message: lim.Error()})
 		return &RefusedError{Reason: lim.Error(), Err: lim}
