@@ -128,6 +128,9 @@ type Policy struct {
 	// pin and exclude enforce Request.Target and Request.Avoid when the
 	// policy does not list those units.
 	pin, exclude Filter
+	// keys ranks by Request.Keys (factor 1) when the policy does not list
+	// affinity_keys: a claim that carries keys expects them to count.
+	keys Weigher
 }
 
 // NewPolicy builds the units cfg names from reg (nil: DefaultRegistry).
@@ -179,6 +182,9 @@ func NewPolicy(cfg PolicyConfig, reg *Registry, scripts ScriptletResolver, limit
 	}
 	if !hasCapacity {
 		p.filters = append(p.filters, filterEntry{&Capacity{}, capacityUnit.Cost})
+	}
+	if !slices.ContainsFunc(p.weighers, func(w weighted) bool { return w.w.Name() == AffinityKeysName }) {
+		p.keys = &AffinityKeys{Rounds: 10, Start: 80, End: -10}
 	}
 	if p.pin == nil {
 		p.pin = &Pin{}
@@ -262,6 +268,17 @@ func (p *Policy) Scriptlets() []string {
 // policy's units read, so the caller fetches only those. A policy that
 // may run a scriptlet needs placement keys (candidate_members shows them).
 func (p *Policy) Needs() Needs {
+	return p.needs
+}
+
+// NeedsFor is Needs for one request: a claim carrying placement keys
+// under a policy without affinity_keys is ranked by an implicit
+// affinity_keys weigher (factor 1), which reads keys, state and the
+// consumer's sticky keys.
+func (p *Policy) NeedsFor(req *Request) Needs {
+	if p.keys != nil && len(req.Keys) > 0 {
+		return p.needs.merge(affinityKeysUnit.Needs)
+	}
 	return p.needs
 }
 
@@ -368,11 +385,15 @@ func (p *Policy) Rank(ctx context.Context, req *Request, cands []*Candidate) (*R
 	for _, f := range p.filters {
 		filters = append(filters, f.f)
 	}
-	units := make([]any, 0, len(filters)+len(p.weighers))
+	weighers := p.weighers
+	if p.keys != nil && len(req.Keys) > 0 {
+		weighers = append(slices.Clone(weighers), weighted{p.keys, 1})
+	}
+	units := make([]any, 0, len(filters)+len(weighers))
 	for _, f := range filters {
 		units = append(units, f)
 	}
-	for _, w := range p.weighers {
+	for _, w := range weighers {
 		units = append(units, w.w)
 	}
 	for _, u := range units {
@@ -413,10 +434,10 @@ func (p *Policy) Rank(ctx context.Context, req *Request, cands []*Candidate) (*R
 
 	scored := make([]Scored, len(passed))
 	for i, c := range passed {
-		scored[i] = Scored{Cand: c, Weights: make(map[string]float64, len(p.weighers))}
+		scored[i] = Scored{Cand: c, Weights: make(map[string]float64, len(weighers))}
 	}
 	raw := make([]float64, len(passed))
-	for _, w := range p.weighers {
+	for _, w := range weighers {
 		if bw, ok := w.w.(BatchWeigher); ok {
 			clear(raw)
 			if err := p.statusError(w.w, bw.WeighAll(ctx, req, passed, raw), r); err != nil {

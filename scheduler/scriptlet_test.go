@@ -152,7 +152,7 @@ def instance_placement(request, candidate_members):
 		{"info", `resources {"VCPU": 1} ["HW_CPU_X86_AVX2"] ["CUSTOM_OLD"]`},
 		{"info", "properties web 3 zone 2.0"},
 		{"warn", `member 0 node1 uuid-1 ["agg-a"] 0.5 10 0`},
-		{"error", `second ["CUSTOM_SSD"] None 3 {"spread": 0.0}`},
+		{"error", `second ["CUSTOM_SSD"] None 3 {"affinity_keys": 0.0, "spread": 0.0}`}, // keys rank implicitly
 	}
 	if fmt.Sprint(r.Log) != fmt.Sprint(want) {
 		t.Errorf("log\n%v\nwant\n%v", r.Log, want)
