@@ -143,7 +143,7 @@ def instance_placement(request, candidate_members):
 	req := &Request{ConsumerUUID: "c1", Name: "vm", ProjectID: "p1", UserID: "u1", Reason: "new",
 		Resources: map[string]int64{"VCPU": 1}, Required: []string{"HW_CPU_X86_AVX2"}, Forbidden: []string{"CUSTOM_OLD"},
 		Properties: map[string]any{"group": "web", "n": float64(3)}, Keys: []KeyRequest{{Name: "zone", Value: 0.5, Weight: 2}}}
-	r, err := rankWith(t, `{"weighers": [{"name": "spread"}]}`, src, ScriptletLimits{}, req, threeCands())
+	r, err := rankWith(t, `{"weighers": [{"name": "spread"}, {"name": "affinity_keys", "params": {"seed": 1}}]}`, src, ScriptletLimits{}, req, threeCands())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +152,7 @@ def instance_placement(request, candidate_members):
 		{"info", `resources {"VCPU": 1} ["HW_CPU_X86_AVX2"] ["CUSTOM_OLD"]`},
 		{"info", "properties web 3 zone 2.0"},
 		{"warn", `member 0 node1 uuid-1 ["agg-a"] 0.5 10 0`},
-		{"error", `second ["CUSTOM_SSD"] None 3 {"affinity_keys": 0.0, "spread": 0.0}`}, // keys rank implicitly
+		{"error", `second ["CUSTOM_SSD"] None 3 {"affinity_keys": 0.0, "spread": 0.0}`},
 	}
 	if fmt.Sprint(r.Log) != fmt.Sprint(want) {
 		t.Errorf("log\n%v\nwant\n%v", r.Log, want)
