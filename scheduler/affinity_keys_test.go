@@ -164,4 +164,10 @@ func TestImplicitAffinityKeys(t *testing.T) {
 	if _, ok := r.Ranked[0].Weights[AffinityKeysName]; ok || roots(r) != "far,near" {
 		t.Errorf("without keys: %s %v", roots(r), r.Ranked[0].Weights)
 	}
+	// A policy that lists affinity_keys uses its own, and only that.
+	pc, _ := ParsePolicyConfig([]byte(`{"weighers": [{"name": "affinity_keys", "factor": 3}]}`))
+	p, _ = NewPolicy(pc, nil, nil, ScriptletLimits{})
+	if r, _ = p.Rank(context.Background(), req, cands); r.Ranked[0].Weights[AffinityKeysName] != 3 {
+		t.Errorf("listed: %v", r.Ranked[0].Weights)
+	}
 }

@@ -183,9 +183,6 @@ func NewPolicy(cfg PolicyConfig, reg *Registry, scripts ScriptletResolver, limit
 	if !hasCapacity {
 		p.filters = append(p.filters, filterEntry{&Capacity{}, capacityUnit.Cost})
 	}
-	if !slices.ContainsFunc(p.weighers, func(w weighted) bool { return w.w.Name() == AffinityKeysName }) {
-		p.keys = &AffinityKeys{Rounds: 10, Start: 80, End: -10}
-	}
 	if p.pin == nil {
 		p.pin = &Pin{}
 	} else {
@@ -228,6 +225,9 @@ func NewPolicy(cfg PolicyConfig, reg *Registry, scripts ScriptletResolver, limit
 		}
 		p.weighers = append(p.weighers, weighted{w, factor})
 		p.needs = p.needs.merge(u.Needs)
+	}
+	if !slices.ContainsFunc(p.weighers, func(w weighted) bool { return w.w.Name() == AffinityKeysName }) {
+		p.keys = &AffinityKeys{Rounds: 10, Start: 80, End: -10}
 	}
 	if cfg.Balancer != nil {
 		if err := cfg.Balancer.Validate(); err != nil {
