@@ -138,6 +138,7 @@ def instance_placement(request, candidate_members):
     log_info("properties", request.properties["group"], request.properties["n"], request.keys[0].name, request.keys[0].weight)
     m = candidate_members[0]
     log_warn("member", m.rank, m.name, m.uuid, m.aggregates, m.keys["zone"], m.inventories["VCPU"].capacity, m.usage["VCPU"])
+    print("printed")
     log_error("second", candidate_members[1].traits, candidate_members[1].state, len(candidate_members), candidate_members[2].weights)
 `
 	req := &Request{ConsumerUUID: "c1", Name: "vm", ProjectID: "p1", UserID: "u1", Reason: "new",
@@ -152,6 +153,7 @@ def instance_placement(request, candidate_members):
 		{"info", `resources {"VCPU": 1} ["HW_CPU_X86_AVX2"] ["CUSTOM_OLD"]`},
 		{"info", "properties web 3 zone 2.0"},
 		{"warn", `member 0 node1 uuid-1 ["agg-a"] 0.5 10 0`},
+		{"info", "printed"},
 		{"error", `second ["CUSTOM_SSD"] None 3 {"affinity_keys": 0.0, "spread": 0.0}`},
 	}
 	if fmt.Sprint(r.Log) != fmt.Sprint(want) {
