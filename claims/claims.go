@@ -85,8 +85,8 @@ func (c *Claimer) SetPolicySource(src PolicySource) { c.policies = src }
 // before the first claim.
 func (c *Claimer) SetEnricher(e Enricher) { c.enricher = e }
 
-// New returns a Claimer over store ranking with policy (nil: no filters
-// or weighers, so the ledger's candidate order).
+// New returns a Claimer over store ranking with policy (nil: the
+// scheduler's default policy, capacity then spread by free capacity).
 func New(store *ledger.Store, policy *scheduler.Policy, cfg Config, log *slog.Logger) (*Claimer, error) {
 	if policy == nil {
 		var err error
