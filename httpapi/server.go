@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -45,6 +46,9 @@ type Config struct {
 	// ClaimMaxAttempts bounds the writes one claim tries; 0 means
 	// claims.DefaultMaxAttempts.
 	ClaimMaxAttempts int
+	// MetricsHandler, if set, serves GET /metrics without authentication
+	// (see health.go); nil leaves /metrics unrouted.
+	MetricsHandler http.Handler
 }
 
 // DefaultMaxCandidates is the candidate cap used when Config.MaxCandidates is 0.
@@ -87,6 +91,8 @@ type Server struct {
 	e      *echo.Echo
 	claims *claims.Claimer
 	meters httpMeters
+	// draining is set by Drain: /readyz fails from then on.
+	draining atomic.Bool
 }
 
 // New builds the API server over store.
@@ -117,8 +123,14 @@ func New(cfg Config, store *ledger.Store, logger *slog.Logger) (*Server, error) 
 	return s, nil
 }
 
-// ServeHTTP serves one request.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.e.ServeHTTP(w, r) }
+// ServeHTTP serves one request. The probe and metrics paths are answered
+// before the API's middleware.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.serveOps(w, r) {
+		return
+	}
+	s.e.ServeHTTP(w, r)
+}
 
 // routes registers every route. Each area of the API adds its own in its
 // register function.

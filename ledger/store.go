@@ -20,6 +20,16 @@ type Config struct {
 	DatabaseURL string
 	// MaxConns caps the connection pool; 0 means 16.
 	MaxConns int32
+	// MinConns is how many connections the pool keeps open even when
+	// idle; 0 means none.
+	MinConns int32
+	// ConnectTimeout bounds each new connection (dial, TLS, startup);
+	// 0 keeps the URL's connect_timeout, or none.
+	ConnectTimeout time.Duration
+	// StatementTimeout is PostgreSQL's statement_timeout for every
+	// session of the pool: a statement running longer is cancelled and
+	// its transaction fails. 0 keeps the server's setting.
+	StatementTimeout time.Duration
 	// Logger receives the store's structured logs; nil means slog.Default().
 	Logger *slog.Logger
 	// SnapshotRefresh is how often the in-memory snapshot that allocation
@@ -67,6 +77,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if pcfg.MaxConns <= 0 {
 		pcfg.MaxConns = 16
 	}
+	applyPoolConfig(pcfg, cfg)
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
 		return nil, fmt.Errorf("ledger: connect: %w", err)
