@@ -253,7 +253,7 @@ func (c Config) Validate() error {
 	if c.MetricsListen != "" && c.MetricsListen != MetricsOff {
 		if _, _, err := net.SplitHostPort(c.MetricsListen); err != nil {
 			errs = append(errs, fmt.Errorf("metrics listen %q: want host:port, or off", c.MetricsListen))
-		} else if c.MetricsListen == c.Listen {
+		} else if c.MetricsListen == c.Listen && !strings.HasSuffix(c.Listen, ":0") {
 			errs = append(errs, fmt.Errorf("metrics listen %q: same as the API listener; leave it empty to serve /metrics there", c.MetricsListen))
 		}
 	}
