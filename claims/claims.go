@@ -90,7 +90,7 @@ func (c *Claimer) SetEnricher(e Enricher) { c.enricher = e }
 func New(store *ledger.Store, policy *scheduler.Policy, cfg Config, log *slog.Logger) (*Claimer, error) {
 	if policy == nil {
 		var err error
-		if policy, err = scheduler.NewPolicy(scheduler.PolicyConfig{}, nil, nil); err != nil {
+		if policy, err = scheduler.NewPolicy(scheduler.DefaultPolicyConfig(), nil, nil, scheduler.ScriptletLimits{}); err != nil {
 			return nil, err
 		}
 	}
@@ -230,7 +230,7 @@ func (e *NotPlacedError) Error() string {
 func FormatRejections(counts []scheduler.FilterCount) string {
 	var parts []string
 	for _, fc := range counts {
-		if fc.Rejected == 0 {
+		if fc.Removed == 0 {
 			continue
 		}
 		reasons := make([]string, 0, len(fc.Reasons))
@@ -241,7 +241,7 @@ func FormatRejections(counts []scheduler.FilterCount) string {
 		for i, r := range reasons {
 			reasons[i] = fmt.Sprintf("%s: %d", r, fc.Reasons[r])
 		}
-		parts = append(parts, fmt.Sprintf("%s rejected %d (%s)", fc.Filter, fc.Rejected, strings.Join(reasons, ", ")))
+		parts = append(parts, fmt.Sprintf("%s rejected %d (%s)", fc.Unit, fc.Removed, strings.Join(reasons, ", ")))
 	}
 	return strings.Join(parts, "; ")
 }
@@ -427,7 +427,8 @@ func Convert(c *ledger.Candidates) []*scheduler.Candidate {
 			Traits: s.Traits, Aggregates: s.Aggregates, Resources: make(map[string]scheduler.Inventory, len(s.Resources))}
 		for _, r := range s.Resources {
 			p.Resources[r.Class] = scheduler.Inventory{Capacity: r.Capacity, Used: r.Used,
-				Total: r.Total, Reserved: r.Reserved, AllocationRatio: r.AllocationRatio}
+				Total: r.Total, Reserved: r.Reserved, AllocationRatio: r.AllocationRatio,
+				MinUnit: r.MinUnit, MaxUnit: r.MaxUnit, StepSize: r.StepSize}
 		}
 		provs[s.UUID] = p
 	}

@@ -67,13 +67,15 @@ func (f *fixture) claimer(policy string, script string) *claims.Claimer {
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	var s *scheduler.Scriptlet
+	var scripts scheduler.ScriptletResolver
 	if script != "" {
-		if s, err = scheduler.NewScriptlet("test.star", []byte(script), scheduler.ScriptletConfig{}, nil); err != nil {
+		prog, err := scheduler.CompileScriptlet("test.star", []byte(script))
+		if err != nil {
 			f.t.Fatal(err)
 		}
+		scripts = scheduler.StaticScriptlets{Default: prog}
 	}
-	p, err := scheduler.NewPolicy(cfg, nil, s)
+	p, err := scheduler.NewPolicy(cfg, nil, scripts, scheduler.ScriptletLimits{})
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -150,7 +152,7 @@ func TestClaimNotPlaced(t *testing.T) {
 
 	_, err = c.Claim(f.ctx, params(5))
 	np := notPlaced(t, err, claims.AllFiltered)
-	if np.Considered != 2 || np.Rejections[0].Rejected != 2 ||
+	if np.Considered != 2 || np.Rejections[1].Removed != 2 ||
 		!strings.Contains(np.Error(), "max_usage_ratio rejected 2 (VCPU above 0.5 of capacity: 2)") {
 		t.Fatalf("explanation: %v %+v", np, np.Rejections)
 	}
@@ -162,7 +164,7 @@ func TestClaimNotPlaced(t *testing.T) {
 		t.Fatalf("avoid: %+v %v", r, err)
 	}
 
-	refusing := f.claimer(`{}`, "def choose(request, candidates):\n    refuse(\"frozen for upgrade\")\n")
+	refusing := f.claimer(`{}`, "def instance_placement(request, candidate_members):\n    fail(\"frozen for upgrade\")\n")
 	p = params(1)
 	_, err = refusing.Claim(f.ctx, p)
 	if np := notPlaced(t, err, claims.Refused); np.Refusal != "frozen for upgrade" {
@@ -172,14 +174,16 @@ func TestClaimNotPlaced(t *testing.T) {
 		t.Fatal("refused claim wrote a consumer")
 	}
 
-	empty := f.claimer(`{}`, "def choose(request, candidates):\n    return []\n")
-	_, err = empty.Claim(f.ctx, params(1))
-	notPlaced(t, err, claims.Refused)
+	returning := f.claimer(`{}`, "def instance_placement(request, candidate_members):\n    return \"Invalid name\"\n")
+	_, err = returning.Claim(f.ctx, params(1))
+	if np := notPlaced(t, err, claims.Refused); np.Refusal != "Invalid name" {
+		t.Fatalf("refusal %q", np.Refusal)
+	}
 
-	failing := f.claimer(`{}`, "def choose(request, candidates):\n    return 1 // 0\n")
+	failing := f.claimer(`{}`, "def instance_placement(request, candidate_members):\n    return 1 // 0\n")
 	_, err = failing.Claim(f.ctx, params(1))
-	var pe *scheduler.PluginError
-	if !errors.As(err, &pe) {
+	var se *scheduler.ScriptletError
+	if np := notPlaced(t, err, claims.Refused); !errors.As(err, &se) && !strings.Contains(np.Refusal, "division by zero") {
 		t.Fatalf("script error: got %v", err)
 	}
 }

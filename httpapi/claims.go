@@ -291,7 +291,7 @@ func candidateAllocations(c *scheduler.Candidate) []ledger.ProviderResources {
 func rejectionsJSON(counts []scheduler.FilterCount) []any {
 	out := make([]any, len(counts))
 	for i, fc := range counts {
-		out[i] = map[string]any{"filter": fc.Filter, "rejected": fc.Rejected, "reasons": fc.Reasons}
+		out[i] = map[string]any{"unit": fc.Unit, "kind": "filter", "removed": fc.Removed, "remaining": fc.Remaining, "reasons": fc.Reasons}
 	}
 	return out
 }

@@ -62,7 +62,7 @@ func TestClaimsAPI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	policy, err := scheduler.NewPolicy(pc, nil, nil)
+	policy, err := scheduler.NewPolicy(pc, nil, nil, scheduler.ScriptletLimits{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,13 +16,10 @@ import (
 	"github.com/berthd/berth/migrations"
 )
 
-// applyPoolConfig sets the pool options of cfg that go beyond MaxConns.
+// applyPoolConfig sets MinConns and StatementTimeout of cfg on the pool.
 func applyPoolConfig(pcfg *pgxpool.Config, cfg Config) {
 	if cfg.MinConns > 0 {
 		pcfg.MinConns = min(cfg.MinConns, pcfg.MaxConns)
-	}
-	if cfg.ConnectTimeout > 0 {
-		pcfg.ConnConfig.ConnectTimeout = cfg.ConnectTimeout
 	}
 	if cfg.StatementTimeout > 0 {
 		// In milliseconds, PostgreSQL's default unit for this setting.

@@ -70,7 +70,10 @@ func options() []option {
 		{flag: "db-min-conns", arg: "N", envs: []string{"BERTH_DB_MIN_CONNS"},
 			help: "PostgreSQL connections kept open while idle (at most --db-max-conns)."},
 		{flag: "db-connect-timeout", arg: "DURATION", envs: []string{"BERTH_DB_CONNECT_TIMEOUT"},
-			help: "Bound on opening one database connection; 0: none (or the URL's connect_timeout)."},
+			help: "Bound on opening one database connection; 0: the URL's connect_timeout, else 3s."},
+		{flag: "db-acquire-timeout", arg: "DURATION", envs: []string{"BERTH_DB_ACQUIRE_TIMEOUT"},
+			help: "Bound on waiting for a pool connection (and BEGIN) before a request fails\n" +
+				"with 503; 0: 5s."},
 		{flag: "db-statement-timeout", arg: "DURATION", envs: []string{"BERTH_DB_STATEMENT_TIMEOUT"},
 			help: "PostgreSQL statement_timeout of berthd's sessions; 0 keeps the server's setting."},
 		{flag: "migrate-on-start", envs: []string{"BERTH_MIGRATE_ON_START"},
@@ -103,8 +106,11 @@ func options() []option {
 			help: "JSON policy for POST /claims: filters, weighers, factors (docs/scheduling.md).\n" +
 				"Empty: claims try candidates in the ledger's order."},
 		{flag: "scriptlet", arg: "FILE", envs: []string{"BERTH_SCRIPTLET"}, noDefault: true,
-			help: "Starlark scriptlet for POST /claims: filter, weigh and choose functions\n" +
+			help: "Starlark scriptlet for POST /claims: instance_placement(request, candidate_members)\n" +
 				"(docs/scheduling.md)."},
+		{flag: "pprof", arg: "ADDR", envs: []string{"BERTH_PPROF"}, noDefault: true,
+			help: "Serve Go's net/http/pprof profiles on this host:port (keep it on loopback).\n" +
+				"Empty: not served. See docs/performance.md."},
 	}
 }
 
@@ -128,6 +134,7 @@ func newFlagSet(cfg *daemon.Config) *flag.FlagSet {
 	fs.IntVar(&cfg.DBMaxConns, "db-max-conns", cfg.DBMaxConns, "")
 	fs.IntVar(&cfg.DBMinConns, "db-min-conns", cfg.DBMinConns, "")
 	fs.DurationVar(&cfg.DBConnectTimeout, "db-connect-timeout", cfg.DBConnectTimeout, "")
+	fs.DurationVar(&cfg.DBAcquireTimeout, "db-acquire-timeout", cfg.DBAcquireTimeout, "")
 	fs.DurationVar(&cfg.DBStatementTimeout, "db-statement-timeout", cfg.DBStatementTimeout, "")
 	fs.BoolVar(&cfg.MigrateOnStart, "migrate-on-start", cfg.MigrateOnStart, "")
 	fs.DurationVar(&cfg.HTTPReadHeaderTimeout, "http-read-header-timeout", cfg.HTTPReadHeaderTimeout, "")
@@ -140,6 +147,7 @@ func newFlagSet(cfg *daemon.Config) *flag.FlagSet {
 	fs.StringVar(&cfg.MetricsListen, "metrics-listen", cfg.MetricsListen, "")
 	fs.StringVar(&cfg.SchedulerPolicy, "scheduler-policy", cfg.SchedulerPolicy, "")
 	fs.StringVar(&cfg.Scriptlet, "scriptlet", cfg.Scriptlet, "")
+	fs.StringVar(&cfg.Pprof, "pprof", cfg.Pprof, "")
 	return fs
 }
 

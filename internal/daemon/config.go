@@ -80,8 +80,12 @@ type Config struct {
 	// Default 0; at most DBMaxConns.
 	DBMinConns int
 	// DBConnectTimeout bounds opening one database connection. Default
-	// 10s; 0 means no bound (or the URL's connect_timeout).
+	// 0: the URL's connect_timeout, else ledger.DefaultConnectTimeout (3s).
 	DBConnectTimeout time.Duration
+	// DBAcquireTimeout bounds how long a request waits for a pool
+	// connection and its BEGIN before failing with 503. Default 0:
+	// ledger.DefaultAcquireTimeout (5s).
+	DBAcquireTimeout time.Duration
 	// DBStatementTimeout is PostgreSQL's statement_timeout for berthd's
 	// sessions: a statement running longer fails (the request answers
 	// 503). Default 60s; 0 keeps the server's setting.
@@ -114,12 +118,15 @@ type Config struct {
 	// and /readyz), keeping metrics off the API port; or "off".
 	MetricsListen string
 	// SchedulerPolicy is the JSON policy file for POST /claims: filters,
-	// weighers and factors, scriptlet bounds (docs/scheduling.md). Empty:
-	// no filters or weighers, claims try candidates in the ledger's order.
+	// weighers and factors (docs/scheduling.md). Empty: no filters or
+	// weighers, claims try candidates in the ledger's order.
 	SchedulerPolicy string
-	// Scriptlet is a Starlark file whose filter, weigh and choose
-	// functions take part in claims (docs/scheduling.md). Empty: none.
+	// Scriptlet is a Starlark file whose instance_placement runs as the
+	// default scriptlet of claims (docs/scheduling.md). Empty: none.
 	Scriptlet string
+	// Pprof, if set, is a host:port on which net/http/pprof is served
+	// (profiling; keep it on loopback). Empty (default): not served.
+	Pprof string
 }
 
 // Values for Config fields.
@@ -128,7 +135,6 @@ const (
 	DefaultMaxCandidates = httpapi.DefaultMaxCandidates
 	DefaultDBMaxConns    = 16
 
-	DefaultDBConnectTimeout      = 10 * time.Second
 	DefaultDBStatementTimeout    = 60 * time.Second
 	DefaultHTTPReadHeaderTimeout = 30 * time.Second
 	DefaultHTTPReadTimeout       = time.Minute
@@ -168,7 +174,6 @@ func Default() Config {
 		DBMaxConns:      DefaultDBMaxConns,
 		OTelExporter:    telemetry.ExporterNone,
 
-		DBConnectTimeout:      DefaultDBConnectTimeout,
 		DBStatementTimeout:    DefaultDBStatementTimeout,
 		MigrateOnStart:        true,
 		HTTPReadHeaderTimeout: DefaultHTTPReadHeaderTimeout,
@@ -194,6 +199,9 @@ func (c Config) Validate() error {
 	var errs []error
 	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
 		errs = append(errs, fmt.Errorf("listen address %q: want host:port", c.Listen))
+	}
+	if _, _, err := net.SplitHostPort(c.Pprof); c.Pprof != "" && err != nil {
+		errs = append(errs, fmt.Errorf("pprof address %q: want host:port", c.Pprof))
 	}
 	if c.DatabaseURL != "" && !strings.HasPrefix(c.DatabaseURL, "postgres://") &&
 		!strings.HasPrefix(c.DatabaseURL, "postgresql://") {
@@ -238,7 +246,8 @@ func (c Config) Validate() error {
 		what string
 		v    time.Duration
 	}{
-		{"db connect timeout", c.DBConnectTimeout}, {"db statement timeout", c.DBStatementTimeout},
+		{"db connect timeout", c.DBConnectTimeout}, {"db acquire timeout", c.DBAcquireTimeout},
+		{"db statement timeout", c.DBStatementTimeout},
 		{"http read header timeout", c.HTTPReadHeaderTimeout}, {"http read timeout", c.HTTPReadTimeout},
 		{"http write timeout", c.HTTPWriteTimeout}, {"http idle timeout", c.HTTPIdleTimeout},
 		{"shutdown delay", c.ShutdownDelay}, {"shutdown grace", c.ShutdownGrace},
@@ -306,19 +315,17 @@ func (c Config) LoadSchedulerPolicy(log *slog.Logger) (*scheduler.Policy, error)
 			return nil, fmt.Errorf("%s: %w", c.SchedulerPolicy, err)
 		}
 	}
-	var script *scheduler.Scriptlet
+	var scripts scheduler.ScriptletResolver
 	if c.Scriptlet != "" {
 		src, err := os.ReadFile(c.Scriptlet)
 		if err != nil {
 			return nil, err
 		}
-		var sc scheduler.ScriptletConfig
-		if pc.Scriptlet != nil {
-			sc = *pc.Scriptlet
+		prog, err := scheduler.CompileScriptlet(c.Scriptlet, src)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", c.Scriptlet, err)
 		}
-		if script, err = scheduler.NewScriptlet(c.Scriptlet, src, sc, log); err != nil {
-			return nil, err
-		}
+		scripts = scheduler.StaticScriptlets{Default: prog}
 	}
-	return scheduler.NewPolicy(pc, nil, script)
+	return scheduler.NewPolicy(pc, nil, scripts, scheduler.ScriptletLimits{})
 }

@@ -99,6 +99,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err erro
 		MaxConns:         int32(cfg.DBMaxConns),
 		MinConns:         int32(cfg.DBMinConns),
 		ConnectTimeout:   cfg.DBConnectTimeout,
+		AcquireTimeout:   cfg.DBAcquireTimeout,
 		StatementTimeout: cfg.DBStatementTimeout,
 		SnapshotRefresh:  cfg.SnapshotRefresh,
 		Logger:           log,
@@ -173,6 +174,13 @@ func (d *Daemon) MetricsAddr() net.Addr {
 // telemetry (flushing spans and metrics) are closed. It returns nil
 // after a shutdown asked for by ctx.
 func (d *Daemon) Run(ctx context.Context) error {
+	if d.cfg.Pprof != "" {
+		pctx, stop := context.WithCancel(ctx)
+		defer stop()
+		if err := servePprof(pctx, d.cfg.Pprof, d.log); err != nil {
+			d.log.Warn("pprof not served", "addr", d.cfg.Pprof, "error", err)
+		}
+	}
 	serveErr := make(chan error, 2)
 	go func() { serveErr <- d.srv.Serve(httpapi.WrapListener(d.ln)) }()
 	if d.metricsSrv != nil {
