@@ -41,6 +41,14 @@ func Start(ctx context.Context, scope, name string, attrs ...attribute.KeyValue)
 	return otel.Tracer(scope).Start(ctx, name, trace.WithAttributes(attrs...))
 }
 
+// Stage records a finished piece of work that began at start as a child
+// span of ctx's, ending now. Recording after the fact leaves no span open
+// when the work returns early; an error then belongs on the parent.
+func Stage(ctx context.Context, scope, name string, start time.Time, attrs ...attribute.KeyValue) {
+	_, span := otel.Tracer(scope).Start(ctx, name, trace.WithTimestamp(start), trace.WithAttributes(attrs...))
+	span.End()
+}
+
 // End ends span; a non-nil err marks it failed and is recorded on it.
 // Expected refusals (nothing fits, a conflict) are not errors of the
 // span: pass nil and set an outcome attribute instead.
@@ -95,12 +103,13 @@ func Candidates(ctx context.Context, operation string, n int) {
 // stepBuckets are the histogram boundaries for scriptlet steps.
 var stepBuckets = []float64{100, 1000, 10_000, 100_000, 1_000_000, 10_000_000, 100_000_000}
 
-// Scriptlet records one run of a scriptlet function (filter, weigh,
-// choose, or "rank" for all of one ranking): Starlark steps executed and
-// wall time.
-func Scriptlet(ctx context.Context, function string, steps uint64, d time.Duration) {
+// Scriptlet records one run of a scriptlet entry point (filter, weigh,
+// instance_placement, ...) with its outcome ("ok", "refused", "error",
+// "limit_steps", "limit_deadline"): Starlark steps executed and wall
+// time.
+func Scriptlet(ctx context.Context, entry, outcome string, steps uint64, d time.Duration) {
 	m := otel.Meter(ScopeScheduler)
-	attrs := metric.WithAttributes(attribute.String("function", function))
+	attrs := metric.WithAttributes(attribute.String("entry", entry), attribute.String("outcome", outcome))
 	if h, err := m.Int64Histogram("berth.scriptlet.steps", metric.WithUnit("{step}"),
 		metric.WithDescription("Starlark steps per scriptlet run"),
 		metric.WithExplicitBucketBoundaries(stepBuckets...)); err == nil {
