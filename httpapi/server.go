@@ -14,6 +14,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/berthd/berth/claims"
+	"github.com/berthd/berth/internal/telemetry/instrument"
 	"github.com/berthd/berth/ledger"
 	"github.com/berthd/berth/policy"
 	"github.com/berthd/berth/scheduler"
@@ -103,6 +104,8 @@ func New(cfg Config, store *ledger.Store, logger *slog.Logger) (*Server, error) 
 	if logger == nil {
 		logger = slog.Default()
 	}
+	// Log lines written with a request's context carry its request id.
+	logger = slog.New(instrument.LogHandler(logger.Handler()))
 	s := &Server{cfg: cfg, policy: cfg.Policy, store: store, log: logger, e: echo.New(), meters: newMeters()}
 	var err error
 	if s.claims, err = claims.New(store, cfg.SchedulerPolicy,
@@ -195,8 +198,8 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		status := c.Response().Status
 		end(status, time.Since(start))
+		// request_id (and trace_id) come from ctx: see instrument.LogHandler.
 		s.log.LogAttrs(ctx, slog.LevelInfo, "request",
-			slog.String("request_id", requestID(c)),
 			slog.String("method", c.Request().Method),
 			slog.String("path", c.Request().URL.Path),
 			slog.String("route", c.Path()),

@@ -14,6 +14,7 @@ import (
 
 	"github.com/berthd/berth/httpapi"
 	"github.com/berthd/berth/internal/telemetry"
+	"github.com/berthd/berth/internal/telemetry/instrument"
 	"github.com/berthd/berth/ledger"
 	"github.com/berthd/berth/policy"
 	"github.com/berthd/berth/scheduler"
@@ -294,9 +295,9 @@ func (c Config) Validate() error {
 func (c Config) NewLogger(w io.Writer) *slog.Logger {
 	opts := &slog.HandlerOptions{Level: logLevels[c.LogLevel]}
 	if c.LogFormat == LogFormatJSON {
-		return slog.New(telemetry.LogHandler(slog.NewJSONHandler(w, opts)))
+		return slog.New(instrument.LogHandler(slog.NewJSONHandler(w, opts)))
 	}
-	return slog.New(telemetry.LogHandler(slog.NewTextHandler(w, opts)))
+	return slog.New(instrument.LogHandler(slog.NewTextHandler(w, opts)))
 }
 
 // LoadSchedulerPolicy builds the claims policy from the SchedulerPolicy

@@ -3,7 +3,6 @@
 // (the HTTP middleware in httpapi, and the spans and metrics that claims,
 // scheduler and ledger record through the instrument subpackage). It owns
 // the choice of exporters (OTLP, stdout, Prometheus), the /metrics
-// handler, the database pool gauges, the log handler that stamps request
-// and trace IDs on log lines, and the flush on shutdown. It creates no
+// handler, the database pool gauges and the flush on shutdown. It creates no
 // spans itself.
 package telemetry

@@ -1,12 +1,10 @@
-package telemetry
+package instrument
 
 import (
 	"context"
 	"log/slog"
 
 	"go.opentelemetry.io/otel/trace"
-
-	"github.com/berthd/berth/internal/telemetry/instrument"
 )
 
 // LogHandler wraps h so that every record logged with a context carries
@@ -19,7 +17,7 @@ type logHandler struct{ slog.Handler }
 
 func (h logHandler) Handle(ctx context.Context, r slog.Record) error {
 	if ctx != nil {
-		if id := instrument.RequestID(ctx); id != "" {
+		if id := RequestID(ctx); id != "" {
 			r.AddAttrs(slog.String("request_id", id))
 		}
 		if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {

@@ -1,4 +1,4 @@
-package telemetry
+package instrument
 
 import (
 	"bytes"
@@ -8,8 +8,6 @@ import (
 	"testing"
 
 	"go.opentelemetry.io/otel/trace"
-
-	"github.com/berthd/berth/internal/telemetry/instrument"
 )
 
 func TestLogHandlerAddsRequestAndTraceIDs(t *testing.T) {
@@ -19,7 +17,7 @@ func TestLogHandlerAddsRequestAndTraceIDs(t *testing.T) {
 	spanID, _ := trace.SpanIDFromHex("00f067aa0ba902b7")
 	ctx := trace.ContextWithSpanContext(context.Background(), trace.NewSpanContext(trace.SpanContextConfig{
 		TraceID: traceID, SpanID: spanID, TraceFlags: trace.FlagsSampled}))
-	ctx = instrument.WithRequestID(ctx, "req-1")
+	ctx = WithRequestID(ctx, "req-1")
 	log.InfoContext(ctx, "hello")
 	log.Info("no context")
 
