@@ -87,6 +87,9 @@ func options() []option {
 			help: "Bound from the end of a request's header block to the end of its response; 0: none."},
 		{flag: "http-idle-timeout", arg: "DURATION", envs: []string{"BERTH_HTTP_IDLE_TIMEOUT"},
 			help: "How long a kept-alive connection may wait for its next request; 0: none."},
+		{flag: "request-timeout", arg: "DURATION", envs: []string{"BERTH_REQUEST_TIMEOUT"},
+			help: "Bound on the work of one API request; a database call still waiting then\n" +
+				"fails with 503. 0: 1m; negative: none."},
 		{flag: "shutdown-delay", arg: "DURATION", envs: []string{"BERTH_SHUTDOWN_DELAY"},
 			help: "After SIGTERM, keep serving this long with /readyz answering 503, so load\n" +
 				"balancers stop routing here first (e.g. 5s on Kubernetes)."},
@@ -141,6 +144,7 @@ func newFlagSet(cfg *daemon.Config) *flag.FlagSet {
 	fs.DurationVar(&cfg.HTTPReadTimeout, "http-read-timeout", cfg.HTTPReadTimeout, "")
 	fs.DurationVar(&cfg.HTTPWriteTimeout, "http-write-timeout", cfg.HTTPWriteTimeout, "")
 	fs.DurationVar(&cfg.HTTPIdleTimeout, "http-idle-timeout", cfg.HTTPIdleTimeout, "")
+	fs.DurationVar(&cfg.RequestTimeout, "request-timeout", cfg.RequestTimeout, "")
 	fs.DurationVar(&cfg.ShutdownDelay, "shutdown-delay", cfg.ShutdownDelay, "")
 	fs.DurationVar(&cfg.ShutdownGrace, "shutdown-grace", cfg.ShutdownGrace, "")
 	fs.StringVar(&cfg.OTelExporter, "otel-exporter", cfg.OTelExporter, "")

@@ -101,6 +101,10 @@ type Config struct {
 	// response; HTTPIdleTimeout how long a kept-alive connection waits
 	// for its next request. Defaults 30s, 1m, 2m, 2m; 0 means no bound.
 	HTTPReadHeaderTimeout, HTTPReadTimeout, HTTPWriteTimeout, HTTPIdleTimeout time.Duration
+	// RequestTimeout bounds the work of one API request: its context ends
+	// then and a database call still waiting fails with 503. Default 0:
+	// httpapi.DefaultRequestTimeout (1m); negative disables it.
+	RequestTimeout time.Duration
 	// ShutdownDelay is how long berthd keeps serving after SIGTERM with
 	// /readyz answering 503, so that load balancers stop routing to it
 	// before it stops accepting connections. Default 0.

@@ -51,6 +51,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err erro
 		CORSAllowedOrigins:  cfg.CORSAllowedOrigins,
 		RandomizeCandidates: cfg.RandomizeCandidates,
 		MaxCandidates:       cfg.MaxCandidates,
+		RequestTimeout:      cfg.RequestTimeout,
 	}
 	if api.SchedulerPolicy, err = cfg.LoadSchedulerPolicy(log); err != nil {
 		return nil, err
