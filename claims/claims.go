@@ -288,7 +288,25 @@ func (c *Claimer) rank(ctx context.Context, p *Params) (*scheduler.Ranking, erro
 			req.Resources[r.Class] += r.Amount
 		}
 	}
-	return c.policy.Rank(ctx, req, Convert(cands))
+	// Until the claims rewrite lands: the stored policies (PolicySource),
+	// a test's override, the request's fields scriptlets read.
+	policy := c.policy
+	switch {
+	case p.PolicyOverride != nil:
+		policy = p.PolicyOverride
+	case c.policies != nil:
+		if policy, err = c.policies.Policy(ctx, p.Policy); err != nil {
+			return nil, err
+		}
+	}
+	req.Name, req.Reason, req.Properties, req.Keys, req.Data = p.Name, p.Reason, p.Properties, p.Keys, c.data
+	sc := Convert(cands)
+	if c.enricher != nil && len(sc) > 0 {
+		if err := c.enricher.Enrich(ctx, policy.Needs(), sc[0].Providers); err != nil {
+			return nil, err
+		}
+	}
+	return policy.Rank(ctx, req, sc)
 }
 
 // Claim places p: it ranks the candidates and writes the best one's

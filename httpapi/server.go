@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -45,10 +46,23 @@ type Config struct {
 	// ClaimMaxAttempts bounds the writes one claim tries; 0 means
 	// claims.DefaultMaxAttempts.
 	ClaimMaxAttempts int
+	// RequestTimeout bounds the work of one request: its context ends
+	// then, so a database call that gets no answer (a silent network)
+	// fails with 503 berth.database_unavailable instead of holding the
+	// client. 0 means DefaultRequestTimeout; negative disables it.
+	RequestTimeout time.Duration
+	// Sources holds the stored scheduling policies, scriptlets and config,
+	// compiled; the caller runs it (Sources.Run). Nil means New makes one
+	// that is refreshed only by this server's own writes.
+	Sources *claims.Sources
 }
 
 // DefaultMaxCandidates is the candidate cap used when Config.MaxCandidates is 0.
 const DefaultMaxCandidates = 10000
+
+// DefaultRequestTimeout is the request deadline used when
+// Config.RequestTimeout is 0: far above any request's normal duration.
+const DefaultRequestTimeout = time.Minute
 
 func (c *Config) setDefaults() error {
 	switch c.Auth {
@@ -75,7 +89,24 @@ func (c *Config) setDefaults() error {
 	if c.MaxBodyBytes <= 0 {
 		c.MaxBodyBytes = 32 << 20
 	}
+	if c.RequestTimeout == 0 {
+		c.RequestTimeout = DefaultRequestTimeout
+	}
 	return nil
+}
+
+// deadline ends the request's context after cfg.RequestTimeout (see
+// Config.RequestTimeout).
+func (s *Server) deadline(next echo.HandlerFunc) echo.HandlerFunc {
+	if s.cfg.RequestTimeout < 0 {
+		return next
+	}
+	return func(c echo.Context) error {
+		ctx, cancel := context.WithTimeout(c.Request().Context(), s.cfg.RequestTimeout)
+		defer cancel()
+		c.SetRequest(c.Request().WithContext(ctx))
+		return next(c)
+	}
 }
 
 // Server is the Placement API server. It implements http.Handler.
@@ -87,6 +118,9 @@ type Server struct {
 	e      *echo.Echo
 	claims *claims.Claimer
 	meters httpMeters
+	// sources and data back the scheduling API and claims' policies.
+	sources *claims.Sources
+	data    *claims.LedgerData
 }
 
 // New builds the API server over store.
@@ -103,10 +137,11 @@ func New(cfg Config, store *ledger.Store, logger *slog.Logger) (*Server, error) 
 		claims.Config{MaxAttempts: cfg.ClaimMaxAttempts, MaxCandidates: cfg.MaxCandidates}, logger); err != nil {
 		return nil, err
 	}
+	s.wireScheduling()
 	s.e.HideBanner = true
 	s.e.HidePort = true
 	s.e.HTTPErrorHandler = s.errorHandler
-	s.e.Pre(assignRequestID, s.observe, microversion)
+	s.e.Pre(assignRequestID, s.observe, microversion, s.deadline)
 	if len(cfg.CORSAllowedOrigins) > 0 {
 		// After microversion, as in Placement's pipeline, where a bad
 		// OpenStack-API-Version header is refused before CORS sees it.
