@@ -86,8 +86,8 @@ func (c *Claimer) SetPolicySource(src PolicySource) { c.policies = src }
 // before the first claim.
 func (c *Claimer) SetEnricher(e Enricher) { c.enricher = e }
 
-// New returns a Claimer over store ranking with policy (nil: no filters
-// or weighers, so the ledger's candidate order).
+// New returns a Claimer over store ranking with policy (nil: the
+// scheduler's default policy, capacity then spread by free capacity).
 func New(store *ledger.Store, policy *scheduler.Policy, cfg Config, log *slog.Logger) (*Claimer, error) {
 	if policy == nil {
 		var err error
@@ -291,7 +291,25 @@ func (c *Claimer) rank(ctx context.Context, p *Params) (*scheduler.Ranking, erro
 			req.Resources[r.Class] += r.Amount
 		}
 	}
-	return c.policy.Rank(ctx, req, Convert(cands))
+	// Until the claims rewrite lands: the stored policies (PolicySource),
+	// a test's override, the request's fields scriptlets read.
+	policy := c.policy
+	switch {
+	case p.PolicyOverride != nil:
+		policy = p.PolicyOverride
+	case c.policies != nil:
+		if policy, err = c.policies.Policy(ctx, p.Policy); err != nil {
+			return nil, err
+		}
+	}
+	req.Name, req.Reason, req.Properties, req.Keys, req.Target, req.Data = p.Name, p.Reason, p.Properties, p.Keys, p.Target, c.data
+	sc := Convert(cands)
+	if c.enricher != nil && len(sc) > 0 {
+		if err := c.enricher.Enrich(ctx, policy.Needs(), sc[0].Providers); err != nil {
+			return nil, err
+		}
+	}
+	return policy.Rank(ctx, req, sc)
 }
 
 // Claim places p: it ranks the candidates and writes the best one's

@@ -56,6 +56,10 @@ type Config struct {
 	// fails with 503 berth.database_unavailable instead of holding the
 	// client. 0 means DefaultRequestTimeout; negative disables it.
 	RequestTimeout time.Duration
+	// Sources holds the stored scheduling policies, scriptlets and config,
+	// compiled; the caller runs it (Sources.Run). Nil means New makes one
+	// that is refreshed only by this server's own writes.
+	Sources *claims.Sources
 }
 
 // DefaultMaxCandidates is the candidate cap used when Config.MaxCandidates is 0.
@@ -119,6 +123,9 @@ type Server struct {
 	e      *echo.Echo
 	claims *claims.Claimer
 	meters httpMeters
+	// sources and data back the scheduling API and claims' policies.
+	sources *claims.Sources
+	data    *claims.LedgerData
 	// draining is set by Drain: /readyz fails from then on.
 	draining atomic.Bool
 }
@@ -139,6 +146,7 @@ func New(cfg Config, store *ledger.Store, logger *slog.Logger) (*Server, error) 
 		claims.Config{MaxAttempts: cfg.ClaimMaxAttempts, MaxCandidates: cfg.MaxCandidates}, logger); err != nil {
 		return nil, err
 	}
+	s.wireScheduling()
 	s.e.HideBanner = true
 	s.e.HidePort = true
 	s.e.HTTPErrorHandler = s.errorHandler

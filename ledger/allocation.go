@@ -170,16 +170,15 @@ func (s *Store) AllocationsByProvider(ctx context.Context, providerUUID string) 
 // (ErrInvalid); a provider without inventory of a class, an amount outside
 // min_unit/max_unit/step_size, or more than the capacity left (ErrConflict).
 func (s *Store) AllocationsReplace(ctx context.Context, consumers []ConsumerAllocations) error {
-	fc, fast := fastClaimOf(consumers)
-	return s.withTx(ctx, func(t *txn) error {
-		if fast {
-			// A new consumer: try the claim fast path (allocation_fast.go).
-			// If it refuses, the general path below runs in the same
-			// transaction and gives the answer, with its exact error.
-			if done, err := s.writeFast(ctx, t, fc); done || err != nil {
-				return err
-			}
+	if fc, ok := fastClaimOf(consumers); ok {
+		// A new consumer: try the claim fast path (allocation_fast.go).
+		// If it refuses, the general path below gives the answer, with
+		// its exact error.
+		if done, err := s.claimFast(ctx, fc); done || err != nil {
+			return err
 		}
+	}
+	return s.withTx(ctx, func(t *txn) error {
 		ws := slices.Clone(consumers)
 		rows, err := prepareConsumers(ctx, t, ws)
 		if err != nil {
@@ -197,7 +196,10 @@ func (s *Store) AllocationsReplace(ctx context.Context, consumers []ConsumerAllo
 		if errors.As(err, &uc) {
 			return invalid("", "Unable to allocate inventory for consumer %s: No such resource class %s.", uc.consumer, uc.class)
 		}
-		return err
+		if err != nil {
+			return err
+		}
+		return writeConsumerDetails(ctx, t, ws, rows)
 	})
 }
 

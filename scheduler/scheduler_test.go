@@ -116,6 +116,9 @@ func TestFilters(t *testing.T) {
 	reg := DefaultRegistry()
 	stepped := cand(0, "r", 100, 0, 3)
 	stepped.RootProvider().Resources["VCPU"] = Inventory{Capacity: 100, StepSize: 2, MinUnit: 2, MaxUnit: 8}
+	twoClasses := cand(0, "r", 10, 10, 1)
+	twoClasses.RootProvider().Resources["MEMORY_MB"] = Inventory{Capacity: 10, Used: 10}
+	twoClasses.Allocations[0].Resources["MEMORY_MB"] = 2
 	group := &fakeData{groups: map[string]map[string]int{"group=web": {"busy": 2, "one": 1}, "rack=r1": {"one": 1}}}
 	fresh := &ProviderState{ReportedAt: time.Now().Add(-time.Minute)}
 	stale := &ProviderState{ReportedAt: time.Now().Add(-time.Hour)}
@@ -150,6 +153,8 @@ func TestFilters(t *testing.T) {
 		{"pin by param, other", PinName, `{"provider": "s"}`, Request{}, cand(0, "r", 10, 0, 1), "not the target s"},
 		{"pin by request target", PinName, ``, Request{Target: "s"}, cand(0, "r", 10, 0, 1), "not the target s"},
 		{"pin nothing to pin", PinName, ``, Request{}, cand(0, "r", 10, 0, 1), ""},
+		{"pin by param and target", PinName, `{"provider": "r"}`, Request{Target: "s"}, cand(0, "r", 10, 0, 1), "not the target s"},
+		{"capacity reason in class order", CapacityName, ``, Request{}, twoClasses, "lacked MEMORY_MB 2"},
 		{"exclude by param", ExcludeName, `{"providers": ["r"]}`, Request{}, cand(0, "r", 10, 0, 1), "uses excluded provider r"},
 		{"exclude by request", ExcludeName, ``, Request{Avoid: []string{"r"}}, cand(0, "r", 10, 0, 1), "excluded"},
 		{"exclude other", AvoidProvidersName, `{"providers": ["s"]}`, Request{Avoid: []string{"t"}}, cand(0, "r", 10, 0, 1), ""},

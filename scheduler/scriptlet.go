@@ -56,7 +56,7 @@ func CompileScriptlet(name string, src []byte) (*Program, error) {
 	if err != nil {
 		return nil, compileError(err)
 	}
-	th := &starlark.Thread{Name: "scriptlet:" + name + ":load"}
+	th := &starlark.Thread{Name: "scriptlet:" + name + ":load", Print: func(*starlark.Thread, string) {}}
 	th.SetMaxExecutionSteps(DefaultScriptletSteps)
 	timer := time.AfterFunc(DefaultScriptletTimeout, func() { th.Cancel("deadline exceeded") })
 	globals, err := prog.Init(th, builtins)
@@ -246,7 +246,8 @@ const threadStateKey = "berth.call"
 func (run *scriptRun) call(ctx context.Context, prog *Program, entry string, fn *starlark.Function, st *callState,
 	check func(starlark.Value) error, args ...starlark.Value) (starlark.Value, error) {
 	name := prog.name
-	th := &starlark.Thread{Name: "scriptlet:" + name + ":" + entry}
+	th := &starlark.Thread{Name: "scriptlet:" + name + ":" + entry,
+		Print: func(_ *starlark.Thread, msg string) { run.log("info", msg) }}
 	th.SetMaxExecutionSteps(run.limits.MaxSteps)
 	th.SetLocal(threadStateKey, st)
 	start := time.Now()
