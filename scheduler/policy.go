@@ -367,6 +367,7 @@ func (p *Policy) Rank(ctx context.Context, req *Request, cands []*Candidate) (_ 
 		return nil, &PluginError{Plugin: ScriptletName, Err: err}
 	}
 	if placement != nil || p.usesStarlarkUnits() {
+		run.cacheKeys = true
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeoutCause(ctx, p.limits.Timeout, errScriptletDeadline)
 		defer cancel()
