@@ -217,7 +217,7 @@ type scriptRun struct {
 	ranking *Ranking
 	limits  ScriptletLimits
 	request starlark.Value
-	members map[*Candidate]starlark.StringDict
+	members map[*Candidate]*memberValue
 }
 
 func runOf(req *Request) *scriptRun {
@@ -317,17 +317,7 @@ func (run *scriptRun) placement(ctx context.Context, prog *Program, req *Request
 	r := run.ranking
 	list := make([]starlark.Value, len(r.Ranked))
 	for i, s := range r.Ranked {
-		d := run.member(s.Cand)
-		m := make(starlark.StringDict, len(d)+3)
-		for k, v := range d {
-			m[k] = v
-		}
-		weights := starlark.NewDict(len(s.Weights))
-		for _, k := range sortedKeys(s.Weights) {
-			_ = weights.SetKey(starlark.String(k), starlark.Float(s.Weights[k]))
-		}
-		m["rank"], m["score"], m["weights"] = starlark.MakeInt(i), starlark.Float(s.Score), weights
-		list[i] = frozenStruct("candidate_member", m)
+		list[i] = run.member(s.Cand).withRank(i, s)
 	}
 	members := starlark.NewList(list)
 	members.Freeze()
@@ -368,16 +358,17 @@ func (run *scriptRun) requestValue(req *Request) starlark.Value {
 	return run.request
 }
 
-// member is the candidate as a dict of member fields, built once per
-// Rank.
-func (run *scriptRun) member(c *Candidate) starlark.StringDict {
+// member is the candidate as a candidate member, made once per Rank so
+// the attributes a filter read are not built again for weigh or
+// instance_placement.
+func (run *scriptRun) member(c *Candidate) *memberValue {
 	if run.members == nil {
-		run.members = map[*Candidate]starlark.StringDict{}
+		run.members = map[*Candidate]*memberValue{}
 	}
-	d, ok := run.members[c]
+	m, ok := run.members[c]
 	if !ok {
-		d = candidateDict(c)
-		run.members[c] = d
+		m = candidateMember(c)
+		run.members[c] = m
 	}
-	return d
+	return m
 }
