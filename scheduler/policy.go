@@ -361,7 +361,6 @@ func (p *Policy) Rank(ctx context.Context, req *Request, cands []*Candidate) (*R
 		return nil, &PluginError{Plugin: ScriptletName, Err: err}
 	}
 	if placement != nil || p.usesStarlarkUnits() {
-		run.cacheKeys = true
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeoutCause(ctx, p.limits.Timeout, errScriptletDeadline)
 		defer cancel()
@@ -456,13 +455,7 @@ func (p *Policy) Rank(ctx context.Context, req *Request, cands []*Candidate) (*R
 			scored[i].Score += contrib
 		}
 	}
-	slices.SortStableFunc(scored, func(a, b Scored) int {
-		if c := cmp.Compare(b.Score, a.Score); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.Cand.Index, b.Cand.Index)
-	})
-	r.Ranked = scored
+	r.Ranked = sortScored(scored)
 
 	if placement != nil {
 		if err := run.placement(ctx, placement, req); err != nil {
@@ -470,6 +463,31 @@ func (p *Policy) Rank(ctx context.Context, req *Request, cands []*Candidate) (*R
 		}
 	}
 	return r, nil
+}
+
+// sortScored orders scored by score, highest first, then by
+// Candidate.Index, then by position in scored: a total order, so the
+// unstable (and much faster than stable) sort gives one answer.
+func sortScored(scored []Scored) []Scored {
+	order := make([]int, len(scored))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(i, j int) int {
+		a, b := &scored[i], &scored[j]
+		if c := cmp.Compare(b.Score, a.Score); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(a.Cand.Index, b.Cand.Index); c != 0 {
+			return c
+		}
+		return cmp.Compare(i, j)
+	})
+	out := make([]Scored, len(scored))
+	for k, i := range order {
+		out[k] = scored[i]
+	}
+	return out
 }
 
 // usesStarlarkUnits reports whether a filter or weigher is a scriptlet.

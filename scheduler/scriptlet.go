@@ -218,27 +218,6 @@ type scriptRun struct {
 	limits  ScriptletLimits
 	request starlark.Value
 	members map[*Candidate]*memberValue
-	// keys caches ProviderKeys when Starlark may read them too
-	// (cacheKeys), so affinity_keys and the members share the work.
-	keys      map[*Candidate]map[string]float64
-	cacheKeys bool
-}
-
-// providerKeys is ProviderKeys(c), computed once per Rank when run is
-// not nil.
-func (run *scriptRun) providerKeys(c *Candidate) map[string]float64 {
-	if run == nil || !run.cacheKeys {
-		return ProviderKeys(c)
-	}
-	if run.keys == nil {
-		run.keys = map[*Candidate]map[string]float64{}
-	}
-	k, ok := run.keys[c]
-	if !ok {
-		k = ProviderKeys(c)
-		run.keys[c] = k
-	}
-	return k
 }
 
 func runOf(req *Request) *scriptRun {
@@ -390,7 +369,6 @@ func (run *scriptRun) member(c *Candidate) *memberValue {
 	m, ok := run.members[c]
 	if !ok {
 		m = candidateMember(c)
-		m.run = run
 		run.members[c] = m
 	}
 	return m

@@ -16,7 +16,6 @@ type memberValue struct {
 	kind    string     // "cluster_member" or "candidate_member"
 	p       *Provider  // never nil
 	c       *Candidate // nil for a cluster member
-	run     *scriptRun // caches the candidate's keys; may be nil
 	ranked  bool       // rank, score and weights are set
 	rank    int
 	score   float64
@@ -158,7 +157,7 @@ func (m *memberValue) build(name string) starlark.Value {
 	case "keys":
 		var keys map[string]float64
 		if m.c != nil {
-			keys = m.run.providerKeys(m.c)
+			keys = ProviderKeys(m.c)
 		} else {
 			keys = make(map[string]float64, len(m.p.Keys))
 			for _, k := range m.p.Keys {
