@@ -228,8 +228,8 @@ func NewPolicy(cfg PolicyConfig, reg *Registry, scripts ScriptletResolver, limit
 	if scripts == nil && len(p.Scriptlets()) > 0 {
 		errs = append(errs, errors.New("scriptlets named but no scriptlet store"))
 	}
-	if scripts != nil {
-		p.needs = p.needs.merge(starlarkNeeds) // the default scriptlet may appear at any time
+	if cfg.Scriptlet != "" {
+		p.needs = p.needs.merge(starlarkNeeds)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("scheduler policy: %w", err)
@@ -259,6 +259,9 @@ func (p *Policy) Scriptlets() []string {
 // policy's units read, so the caller fetches only those. A policy that
 // may run a scriptlet needs placement keys (candidate_members shows them).
 func (p *Policy) Needs() Needs {
+	if p.cfg.Scriptlet == "" && p.scripts != nil && p.scripts.DefaultScriptlet() != nil {
+		return p.needs.merge(starlarkNeeds) // the default scriptlet, set now
+	}
 	return p.needs
 }
 
@@ -268,9 +271,9 @@ func (p *Policy) Needs() Needs {
 // consumer's sticky keys.
 func (p *Policy) NeedsFor(req *Request) Needs {
 	if p.keys != nil && len(req.Keys) > 0 {
-		return p.needs.merge(affinityKeysUnit.Needs)
+		return p.Needs().merge(affinityKeysUnit.Needs)
 	}
-	return p.needs
+	return p.Needs()
 }
 
 // Describe lists the policy's filters in the order they run and its
