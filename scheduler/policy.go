@@ -11,6 +11,10 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+
+	"github.com/berthd/berth/internal/telemetry/instrument"
 )
 
 // PolicyConfig is a scheduling policy: which filters and weighers run,
@@ -351,11 +355,13 @@ type LogLine struct {
 // unit failed (ClusterData unreachable). ctx bounds the work; scriptlets
 // also share one deadline (ScriptletLimits.Timeout) per Rank. Rank does
 // not change req or cands.
-func (p *Policy) Rank(ctx context.Context, req *Request, cands []*Candidate) (*Ranking, error) {
+func (p *Policy) Rank(ctx context.Context, req *Request, cands []*Candidate) (_ *Ranking, err error) {
 	rq := *req
 	rq.prepared = map[any]any{}
 	req = &rq
 	r := &Ranking{Considered: len(cands)}
+	ctx, span := startRank(ctx, len(cands))
+	defer func() { endRank(span, r, err) }()
 
 	run := &scriptRun{policy: p, ranking: r, limits: p.limits}
 	req.prepared[scriptRunKey{}] = run
@@ -402,6 +408,7 @@ func (p *Policy) Rank(ctx context.Context, req *Request, cands []*Candidate) (*R
 
 	passed := slices.Clone(cands)
 	for _, f := range filters {
+		start := time.Now()
 		rej := Rejection{Unit: f.Name(), Reasons: map[string]int{}}
 		kept := passed[:0]
 		for n, c := range passed {
@@ -424,6 +431,7 @@ func (p *Policy) Rank(ctx context.Context, req *Request, cands []*Candidate) (*R
 		passed = kept
 		rej.Remaining = len(passed)
 		r.Rejections = append(r.Rejections, rej)
+		stageSpan(ctx, "filter", rej.Unit, start, instrument.AttrRemaining.Int(rej.Remaining))
 	}
 
 	scored := make([]Scored, len(passed))
@@ -432,6 +440,7 @@ func (p *Policy) Rank(ctx context.Context, req *Request, cands []*Candidate) (*R
 	}
 	raw := make([]float64, len(passed))
 	for _, w := range weighers {
+		start := time.Now()
 		if bw, ok := w.w.(BatchWeigher); ok {
 			clear(raw)
 			if err := statusError(w.w, bw.WeighAll(ctx, req, passed, raw)); err != nil {
@@ -457,11 +466,15 @@ func (p *Policy) Rank(ctx context.Context, req *Request, cands []*Candidate) (*R
 			scored[i].Weights[w.w.Name()] += contrib
 			scored[i].Score += contrib
 		}
+		stageSpan(ctx, "weigher", w.w.Name(), start)
 	}
 	r.Ranked = sortScored(scored)
 
 	if placement != nil {
-		if err := run.placement(ctx, placement, req); err != nil {
+		start := time.Now()
+		err := run.placement(ctx, placement, req)
+		stageSpan(ctx, "scriptlet", r.Scriptlet, start, attribute.Bool("berth.scriptlet.chose", r.Chosen))
+		if err != nil {
 			return r, err
 		}
 	}

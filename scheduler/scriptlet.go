@@ -9,6 +9,8 @@ import (
 	"go.starlark.net/resolve"
 	"go.starlark.net/starlark"
 	"go.starlark.net/syntax"
+
+	"github.com/berthd/berth/internal/telemetry/instrument"
 )
 
 // ScriptletName is the plugin named in errors about the policy's
@@ -260,7 +262,10 @@ func (run *scriptRun) call(ctx context.Context, prog *Program, entry string, fn 
 		}
 	}
 	stats := ScriptletRunStats{Scriptlet: name, Entry: entry, Outcome: "ok", Steps: th.ExecutionSteps(), Duration: time.Since(start)}
-	defer func() { run.limits.Metrics.observe(stats) }()
+	defer func() {
+		run.limits.Metrics.observe(stats)
+		instrument.Scriptlet(ctx, entry, stats.Outcome, stats.Steps, stats.Duration)
+	}()
 	if err == nil {
 		return v, nil
 	}
