@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/berthd/berth/ledger"
 	"github.com/berthd/berth/scheduler"
@@ -271,10 +272,12 @@ func (c *Claimer) rank(ctx context.Context, p *Params) (*scheduler.Ranking, erro
 	cp := p.Candidates
 	cp.Limit = 0
 	cp.Max = c.cfg.MaxCandidates
+	start := time.Now()
 	cands, err := c.store.AllocationCandidates(ctx, cp)
 	if err != nil {
 		return nil, err
 	}
+	candidatesSpan(ctx, start, len(cands.Requests))
 	req := &scheduler.Request{
 		ConsumerUUID: p.ConsumerUUID,
 		ProjectID:    p.ProjectID,
@@ -316,7 +319,9 @@ func (c *Claimer) rank(ctx context.Context, p *Params) (*scheduler.Ranking, erro
 // consumer generation conflict is returned as the ledger's ErrConflict
 // (placement.concurrent_update) at once, since another candidate cannot
 // cure it. Nothing is written unless the claim succeeds.
-func (c *Claimer) Claim(ctx context.Context, p Params) (*Result, error) {
+func (c *Claimer) Claim(ctx context.Context, p Params) (_ *Result, err error) {
+	ctx, tr := startClaim(ctx, p.ConsumerUUID, false)
+	defer func() { tr.end(err) }()
 	ranking, err := c.rank(ctx, &p)
 	var refused *scheduler.RefusedError
 	if errors.As(err, &refused) {
@@ -370,7 +375,9 @@ func (c *Claimer) Claim(ctx context.Context, p Params) (*Result, error) {
 			Generation:      p.ConsumerGeneration,
 			Allocations:     allocs,
 		}}, p.With...)
+		start := time.Now()
 		err := c.store.AllocationsReplace(ctx, write)
+		tr.write(start, cand.Root(), err)
 		if err == nil {
 			attempts = append(attempts, a)
 			return &Result{

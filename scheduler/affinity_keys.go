@@ -108,8 +108,9 @@ func (w *AffinityKeys) WeighAll(ctx context.Context, req *Request, cands []*Cand
 		random uint64
 	}
 	es := make([]entry, len(cands))
+	run := runOf(req) // shares the keys with the scriptlet's members
 	for i, c := range cands {
-		keys := ProviderKeys(c)
+		keys := run.providerKeys(c)
 		s := SystemScore(sys, keys)
 		round := w.Rounds
 		for r := range w.Rounds {

@@ -11,6 +11,10 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+
+	"github.com/berthd/berth/internal/telemetry/instrument"
 )
 
 // PolicyConfig is a scheduling policy: which filters and weighers run,
@@ -348,11 +352,13 @@ type LogLine struct {
 // unit failed (ClusterData unreachable). ctx bounds the work; scriptlets
 // also share one deadline (ScriptletLimits.Timeout) per Rank. Rank does
 // not change req or cands.
-func (p *Policy) Rank(ctx context.Context, req *Request, cands []*Candidate) (*Ranking, error) {
+func (p *Policy) Rank(ctx context.Context, req *Request, cands []*Candidate) (_ *Ranking, err error) {
 	rq := *req
 	rq.prepared = map[any]any{}
 	req = &rq
 	r := &Ranking{Considered: len(cands)}
+	ctx, span := startRank(ctx, len(cands))
+	defer func() { endRank(span, r, err) }()
 
 	run := &scriptRun{policy: p, ranking: r, limits: p.limits}
 	req.prepared[scriptRunKey{}] = run
@@ -361,6 +367,7 @@ func (p *Policy) Rank(ctx context.Context, req *Request, cands []*Candidate) (*R
 		return nil, &PluginError{Plugin: ScriptletName, Err: err}
 	}
 	if placement != nil || p.usesStarlarkUnits() {
+		run.cacheKeys = true
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeoutCause(ctx, p.limits.Timeout, errScriptletDeadline)
 		defer cancel()
@@ -399,6 +406,7 @@ func (p *Policy) Rank(ctx context.Context, req *Request, cands []*Candidate) (*R
 
 	passed := slices.Clone(cands)
 	for _, f := range filters {
+		start := time.Now()
 		rej := Rejection{Unit: f.Name(), Reasons: map[string]int{}}
 		kept := passed[:0]
 		for n, c := range passed {
@@ -421,6 +429,7 @@ func (p *Policy) Rank(ctx context.Context, req *Request, cands []*Candidate) (*R
 		passed = kept
 		rej.Remaining = len(passed)
 		r.Rejections = append(r.Rejections, rej)
+		stageSpan(ctx, "filter", rej.Unit, start, instrument.AttrRemaining.Int(rej.Remaining))
 	}
 
 	scored := make([]Scored, len(passed))
@@ -429,6 +438,7 @@ func (p *Policy) Rank(ctx context.Context, req *Request, cands []*Candidate) (*R
 	}
 	raw := make([]float64, len(passed))
 	for _, w := range weighers {
+		start := time.Now()
 		if bw, ok := w.w.(BatchWeigher); ok {
 			clear(raw)
 			if err := statusError(w.w, bw.WeighAll(ctx, req, passed, raw)); err != nil {
@@ -454,6 +464,7 @@ func (p *Policy) Rank(ctx context.Context, req *Request, cands []*Candidate) (*R
 			scored[i].Weights[w.w.Name()] += contrib
 			scored[i].Score += contrib
 		}
+		stageSpan(ctx, "weigher", w.w.Name(), start)
 	}
 	slices.SortStableFunc(scored, func(a, b Scored) int {
 		if c := cmp.Compare(b.Score, a.Score); c != 0 {
@@ -464,7 +475,10 @@ func (p *Policy) Rank(ctx context.Context, req *Request, cands []*Candidate) (*R
 	r.Ranked = scored
 
 	if placement != nil {
-		if err := run.placement(ctx, placement, req); err != nil {
+		start := time.Now()
+		err := run.placement(ctx, placement, req)
+		stageSpan(ctx, "scriptlet", r.Scriptlet, start, attribute.Bool("berth.scriptlet.chose", r.Chosen))
+		if err != nil {
 			return r, err
 		}
 	}

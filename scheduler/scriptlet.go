@@ -9,6 +9,8 @@ import (
 	"go.starlark.net/resolve"
 	"go.starlark.net/starlark"
 	"go.starlark.net/syntax"
+
+	"github.com/berthd/berth/internal/telemetry/instrument"
 )
 
 // ScriptletName is the plugin named in errors about the policy's
@@ -218,6 +220,27 @@ type scriptRun struct {
 	limits  ScriptletLimits
 	request starlark.Value
 	members map[*Candidate]*memberValue
+	// keys caches ProviderKeys when Starlark may read them too
+	// (cacheKeys), so affinity_keys and the members share the work.
+	keys      map[*Candidate]map[string]float64
+	cacheKeys bool
+}
+
+// providerKeys is ProviderKeys(c), computed once per Rank when run is
+// not nil.
+func (run *scriptRun) providerKeys(c *Candidate) map[string]float64 {
+	if run == nil || !run.cacheKeys {
+		return ProviderKeys(c)
+	}
+	if run.keys == nil {
+		run.keys = map[*Candidate]map[string]float64{}
+	}
+	k, ok := run.keys[c]
+	if !ok {
+		k = ProviderKeys(c)
+		run.keys[c] = k
+	}
+	return k
 }
 
 func runOf(req *Request) *scriptRun {
@@ -260,7 +283,10 @@ func (run *scriptRun) call(ctx context.Context, prog *Program, entry string, fn 
 		}
 	}
 	stats := ScriptletRunStats{Scriptlet: name, Entry: entry, Outcome: "ok", Steps: th.ExecutionSteps(), Duration: time.Since(start)}
-	defer func() { run.limits.Metrics.observe(stats) }()
+	defer func() {
+		run.limits.Metrics.observe(stats)
+		instrument.Scriptlet(ctx, entry, stats.Outcome, stats.Steps, stats.Duration)
+	}()
 	if err == nil {
 		return v, nil
 	}
@@ -318,7 +344,7 @@ func (run *scriptRun) placement(ctx context.Context, prog *Program, req *Request
 	r := run.ranking
 	list := make([]starlark.Value, len(r.Ranked))
 	for i, s := range r.Ranked {
-		list[i] = run.member(s.Cand).withRank(i, s)
+		list[i] = run.member(s.Cand).setRank(i, s)
 	}
 	members := starlark.NewList(list)
 	members.Freeze()
@@ -369,6 +395,7 @@ func (run *scriptRun) member(c *Candidate) *memberValue {
 	m, ok := run.members[c]
 	if !ok {
 		m = candidateMember(c)
+		m.run = run
 		run.members[c] = m
 	}
 	return m
