@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/berthd/berth/ledger"
 	"github.com/berthd/berth/scheduler"
@@ -85,8 +86,8 @@ func (c *Claimer) SetPolicySource(src PolicySource) { c.policies = src }
 // before the first claim.
 func (c *Claimer) SetEnricher(e Enricher) { c.enricher = e }
 
-// New returns a Claimer over store ranking with policy (nil: no filters
-// or weighers, so the ledger's candidate order).
+// New returns a Claimer over store ranking with policy (nil: the
+// scheduler's default policy, capacity then spread by free capacity).
 func New(store *ledger.Store, policy *scheduler.Policy, cfg Config, log *slog.Logger) (*Claimer, error) {
 	if policy == nil {
 		var err error
@@ -271,10 +272,12 @@ func (c *Claimer) rank(ctx context.Context, p *Params) (*scheduler.Ranking, erro
 	cp := p.Candidates
 	cp.Limit = 0
 	cp.Max = c.cfg.MaxCandidates
+	start := time.Now()
 	cands, err := c.store.AllocationCandidates(ctx, cp)
 	if err != nil {
 		return nil, err
 	}
+	candidatesSpan(ctx, start, len(cands.Requests))
 	req := &scheduler.Request{
 		ConsumerUUID: p.ConsumerUUID,
 		ProjectID:    p.ProjectID,
@@ -299,10 +302,10 @@ func (c *Claimer) rank(ctx context.Context, p *Params) (*scheduler.Ranking, erro
 			return nil, err
 		}
 	}
-	req.Name, req.Reason, req.Properties, req.Keys, req.Data = p.Name, p.Reason, p.Properties, p.Keys, c.data
+	req.Name, req.Reason, req.Properties, req.Keys, req.Target, req.Data = p.Name, p.Reason, p.Properties, p.Keys, p.Target, c.data
 	sc := Convert(cands)
 	if c.enricher != nil && len(sc) > 0 {
-		if err := c.enricher.Enrich(ctx, policy.Needs(), sc[0].Providers); err != nil {
+		if err := c.enricher.Enrich(ctx, policy.NeedsFor(req), sc[0].Providers); err != nil {
 			return nil, err
 		}
 	}
@@ -316,7 +319,9 @@ func (c *Claimer) rank(ctx context.Context, p *Params) (*scheduler.Ranking, erro
 // consumer generation conflict is returned as the ledger's ErrConflict
 // (placement.concurrent_update) at once, since another candidate cannot
 // cure it. Nothing is written unless the claim succeeds.
-func (c *Claimer) Claim(ctx context.Context, p Params) (*Result, error) {
+func (c *Claimer) Claim(ctx context.Context, p Params) (_ *Result, err error) {
+	ctx, tr := startClaim(ctx, p.ConsumerUUID, false)
+	defer func() { tr.end(err) }()
 	ranking, err := c.rank(ctx, &p)
 	var refused *scheduler.RefusedError
 	if errors.As(err, &refused) {
@@ -370,7 +375,9 @@ func (c *Claimer) Claim(ctx context.Context, p Params) (*Result, error) {
 			Generation:      p.ConsumerGeneration,
 			Allocations:     allocs,
 		}}, p.With...)
+		start := time.Now()
 		err := c.store.AllocationsReplace(ctx, write)
+		tr.write(start, cand.Root(), err)
 		if err == nil {
 			attempts = append(attempts, a)
 			return &Result{

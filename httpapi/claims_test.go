@@ -99,8 +99,8 @@ func TestClaimsAPI(t *testing.T) {
 	if code != 200 || ex["candidates_considered"].(float64) != 2 || ex["candidates_ranked"].(float64) != 1 {
 		t.Fatalf("explain: %d %v", code, ex)
 	}
-	rej := ex["rejections"].([]any)[0].(map[string]any)
-	if rej["filter"] != "max_usage_ratio" || rej["rejected"].(float64) != 1 {
+	rej := ex["rejections"].([]any)[1].(map[string]any) // after capacity, always on
+	if rej["unit"] != "max_usage_ratio" || rej["removed"].(float64) != 1 || rej["remaining"].(float64) != 1 {
 		t.Fatalf("explain rejections %v", rej)
 	}
 

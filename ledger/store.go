@@ -21,6 +21,13 @@ type Config struct {
 	DatabaseURL string
 	// MaxConns caps the connection pool; 0 means 16.
 	MaxConns int32
+	// MinConns is how many connections the pool keeps open even when
+	// idle; 0 means none.
+	MinConns int32
+	// StatementTimeout is PostgreSQL's statement_timeout for every
+	// session of the pool: a statement running longer is cancelled and
+	// its transaction fails. 0 keeps the server's setting.
+	StatementTimeout time.Duration
 	// Logger receives the store's structured logs; nil means slog.Default().
 	Logger *slog.Logger
 	// SnapshotRefresh is how often the in-memory snapshot that allocation
@@ -88,6 +95,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if pcfg.MaxConns <= 0 {
 		pcfg.MaxConns = 16
 	}
+	applyPoolConfig(pcfg, cfg)
 	switch {
 	case cfg.ConnectTimeout > 0:
 		pcfg.ConnConfig.ConnectTimeout = cfg.ConnectTimeout
