@@ -305,7 +305,7 @@ func (c *Claimer) rank(ctx context.Context, p *Params) (*scheduler.Ranking, erro
 	req.Name, req.Reason, req.Properties, req.Keys, req.Target, req.Data = p.Name, p.Reason, p.Properties, p.Keys, p.Target, c.data
 	sc := Convert(cands)
 	if c.enricher != nil && len(sc) > 0 {
-		if err := c.enricher.Enrich(ctx, policy.Needs(), sc[0].Providers); err != nil {
+		if err := c.enricher.Enrich(ctx, policy.NeedsFor(req), sc[0].Providers); err != nil {
 			return nil, err
 		}
 	}

@@ -171,36 +171,40 @@ func (s *Store) AllocationsByProvider(ctx context.Context, providerUUID string) 
 // min_unit/max_unit/step_size, or more than the capacity left (ErrConflict).
 func (s *Store) AllocationsReplace(ctx context.Context, consumers []ConsumerAllocations) error {
 	if fc, ok := fastClaimOf(consumers); ok {
-		// A new consumer: try the claim fast path (allocation_fast.go).
-		// If it refuses, the general path below gives the answer, with
-		// its exact error.
+		// A new consumer: try the claim fast path (allocation_fast.go),
+		// one round trip. If it refuses, the general path gives the
+		// answer, with its exact error.
 		if done, err := s.claimFast(ctx, fc); done || err != nil {
 			return err
 		}
 	}
-	return s.withTx(ctx, func(t *txn) error {
-		ws := slices.Clone(consumers)
-		rows, err := prepareConsumers(ctx, t, ws)
-		if err != nil {
-			return err
-		}
-		plan, err := planAllocations(ctx, t, ws, rows)
-		if err != nil {
-			return err
-		}
-		if err := plan.lock(ctx, t); err != nil {
-			return err
-		}
-		err = plan.apply(ctx, t)
-		var uc *unknownClassError
-		if errors.As(err, &uc) {
-			return invalid("", "Unable to allocate inventory for consumer %s: No such resource class %s.", uc.consumer, uc.class)
-		}
-		if err != nil {
-			return err
-		}
-		return writeConsumerDetails(ctx, t, ws, rows)
-	})
+	return s.withTx(ctx, func(t *txn) error { return s.replaceAllocationsGeneral(ctx, t, consumers) })
+}
+
+// replaceAllocationsGeneral is the general path of AllocationsReplace,
+// in transaction t.
+func (s *Store) replaceAllocationsGeneral(ctx context.Context, t *txn, consumers []ConsumerAllocations) error {
+	ws := slices.Clone(consumers)
+	rows, err := prepareConsumers(ctx, t, ws)
+	if err != nil {
+		return err
+	}
+	plan, err := planAllocations(ctx, t, ws, rows)
+	if err != nil {
+		return err
+	}
+	if err := plan.lock(ctx, t); err != nil {
+		return err
+	}
+	err = plan.apply(ctx, t)
+	var uc *unknownClassError
+	if errors.As(err, &uc) {
+		return invalid("", "Unable to allocate inventory for consumer %s: No such resource class %s.", uc.consumer, uc.class)
+	}
+	if err != nil {
+		return err
+	}
+	return writeConsumerDetails(ctx, t, ws, rows)
 }
 
 // AllocationsDelete removes all of a consumer's allocations and the

@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"slices"
 	"time"
@@ -22,8 +23,11 @@ import (
 //     commits). It re-checks every allocation against the inventory
 //     (class present, min_unit, max_unit, step_size, capacity) and, only
 //     if all fit, creates the project, user and consumer type if they are
-//     new, creates the consumer (generation 1), inserts the allocations
-//     and bumps the providers' generations. It answers whether it wrote.
+//     new, creates the consumer (generation 1, with the claim's name and
+//     properties), inserts the allocations, copies the providers' sticky
+//     placement keys to the consumer when asked (as writeConsumerDetails
+//     does) and bumps the providers' generations. It answers whether it
+//     wrote.
 //
 // Both go in one pipeline with one Sync, so PostgreSQL runs them as one
 // implicit transaction: one round trip, no BEGIN or COMMIT.
@@ -76,12 +80,19 @@ WITH req AS (
 	       COALESCE((SELECT id FROM nu), (SELECT id FROM users WHERE external_id = $6::text)) AS user_id,
 	       COALESCE((SELECT id FROM nt), (SELECT id FROM consumer_types WHERE name = $7::text)) AS type_id
 ), c AS (
-	INSERT INTO consumers (uuid, project_id, user_id, consumer_type_id, generation)
-	SELECT $4::uuid, owner.project_id, owner.user_id, owner.type_id, 1 FROM ok, owner
+	INSERT INTO consumers (uuid, project_id, user_id, consumer_type_id, generation, name, properties)
+	SELECT $4::uuid, owner.project_id, owner.user_id, owner.type_id, 1, $8::text, $9::jsonb FROM ok, owner
 	WHERE ok.ok AND owner.project_id IS NOT NULL AND owner.user_id IS NOT NULL
 	  AND ($7::text = '' OR owner.type_id IS NOT NULL)
 	ON CONFLICT (uuid) DO NOTHING
 	RETURNING id
+), k AS (
+	INSERT INTO consumer_placement_keys (consumer_id, name, value)
+	SELECT DISTINCT ON (pk.name) c.id, pk.name, pk.value
+	FROM c, chk JOIN provider_placement_keys pk ON pk.resource_provider_id = chk.provider_id AND pk.sticky
+	WHERE $10::boolean
+	ORDER BY pk.name, chk.provider_id
+	RETURNING 1
 ), a AS (
 	INSERT INTO allocations (consumer_id, resource_provider_id, resource_class_id, used)
 	SELECT c.id, chk.provider_id, chk.class_id, chk.amount FROM c, chk
@@ -97,6 +108,9 @@ SELECT (SELECT id FROM c), (SELECT count(*) FROM g)`
 // allocations of positive amounts, each (provider, class) once.
 type fastClaim struct {
 	consumer, project, user, consumerType string
+	name                                  *string // nil: none
+	properties                            []byte  // JSON; nil: none
+	copySticky                            bool
 	providers                             []string // distinct, canonical
 	allocProviders, allocClasses          []string
 	amounts                               []int64
@@ -109,14 +123,22 @@ func fastClaimOf(ws []ConsumerAllocations) (fc fastClaim, ok bool) {
 		return fc, false
 	}
 	w := &ws[0]
-	// Name, Properties and sticky keys are written by the general path.
-	if !w.CheckGeneration || w.Generation != nil || len(w.Allocations) == 0 ||
-		w.Name != "" || w.Properties != nil || w.CopyStickyKeys {
+	if !w.CheckGeneration || w.Generation != nil || len(w.Allocations) == 0 {
 		return fc, false
 	}
 	if fc.consumer, ok = canonicalUUID(w.ConsumerUUID); !ok {
 		return fc, false
 	}
+	if w.Name != "" {
+		fc.name = &w.Name
+	}
+	if w.Properties != nil {
+		var err error
+		if fc.properties, err = json.Marshal(w.Properties); err != nil {
+			return fc, false // the general path words the error
+		}
+	}
+	fc.copySticky = w.CopyStickyKeys
 	fc.project, fc.user, fc.consumerType = w.ProjectID, w.UserID, w.ConsumerType
 	if fc.project == "" {
 		fc.project = IncompleteConsumerID
@@ -176,15 +198,26 @@ func (s *Store) claimFast(ctx context.Context, fc fastClaim) (done bool, err err
 	}
 }
 
-// sendFast sends the two statements and reads their answers: the ids of
-// the providers locked, and whether the write statement wrote.
+// sendFast sends the two statements as one implicit transaction and
+// reads their answers.
 func (s *Store) sendFast(ctx context.Context, fc fastClaim) (locked []int64, done bool, err error) {
+	br := s.pool.SendBatch(ctx, fastBatch(fc))
+	defer br.Close()
+	return readFast(br)
+}
+
+// fastBatch is the fast path's two statements.
+func fastBatch(fc fastClaim) *pgx.Batch {
 	b := &pgx.Batch{}
 	b.Queue(fastLockSQL, fc.providers)
 	b.Queue(fastWriteSQL, fc.allocProviders, fc.allocClasses, fc.amounts,
-		fc.consumer, fc.project, fc.user, fc.consumerType)
-	br := s.pool.SendBatch(ctx, b)
-	defer br.Close()
+		fc.consumer, fc.project, fc.user, fc.consumerType, fc.name, fc.properties, fc.copySticky)
+	return b
+}
+
+// readFast reads the fast path's answers: the ids of the providers
+// locked, and whether the write statement wrote.
+func readFast(br pgx.BatchResults) (locked []int64, done bool, err error) {
 	rows, err := br.Query()
 	if err != nil {
 		return nil, false, err

@@ -130,8 +130,8 @@ func TestAffinityKeysSticky(t *testing.T) {
 	if got := order(t, cfg, &Request{ConsumerUUID: "c1", Data: data}, cands); got != "home,other" {
 		t.Errorf("sticky: %s, want home first", got)
 	}
-	if data.calls != 1 {
-		t.Errorf("ConsumerKeys called %d times", data.calls)
+	if data.calls.Load() != 1 {
+		t.Errorf("ConsumerKeys called %d times", data.calls.Load())
 	}
 	// A new consumer has no sticky keys: the ledger's order stands.
 	if got := order(t, cfg, &Request{ConsumerUUID: "c2", Data: data}, cands); got != "other,home" {

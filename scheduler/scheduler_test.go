@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -37,7 +38,7 @@ type fakeData struct {
 	groups    map[string]map[string]int // "key=value" -> root -> count
 	keys      map[string][]PlacementKey
 	err       error
-	calls     int
+	calls     atomic.Int64
 }
 
 func (d *fakeData) Instances(_ context.Context, location, project string) ([]Instance, error) {
@@ -70,12 +71,12 @@ func (d *fakeData) Members(_ context.Context, aggregate string) ([]*Provider, er
 }
 
 func (d *fakeData) GroupMembers(_ context.Context, key, value string) (map[string]int, error) {
-	d.calls++
+	d.calls.Add(1)
 	return d.groups[key+"="+value], d.err
 }
 
 func (d *fakeData) ConsumerKeys(_ context.Context, consumer string) ([]PlacementKey, error) {
-	d.calls++
+	d.calls.Add(1)
 	return d.keys[consumer], d.err
 }
 
@@ -393,8 +394,8 @@ func TestRankFiltersCheapestFirst(t *testing.T) {
 	if strings.Join(got, " ") != want {
 		t.Errorf("rejections\n%s\nwant\n%s", strings.Join(got, " "), want)
 	}
-	if data.calls != 1 {
-		t.Errorf("GroupMembers called %d times, want once per Rank", data.calls)
+	if data.calls.Load() != 1 {
+		t.Errorf("GroupMembers called %d times, want once per Rank", data.calls.Load())
 	}
 	if req.prepared != nil {
 		t.Error("Rank changed the caller's request")

@@ -321,9 +321,12 @@ func (run *scriptRun) log(level, msg string) {
 // its decision to it.
 func (run *scriptRun) placement(ctx context.Context, prog *Program, req *Request) error {
 	r := run.ranking
+	if run.members == nil {
+		run.members = make(map[*Candidate]*memberValue, len(r.Ranked))
+	}
 	list := make([]starlark.Value, len(r.Ranked))
 	for i, s := range r.Ranked {
-		list[i] = run.member(s.Cand).withRank(i, s)
+		list[i] = run.member(s.Cand).setRank(i, s)
 	}
 	members := starlark.NewList(list)
 	members.Freeze()

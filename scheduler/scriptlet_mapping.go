@@ -15,7 +15,34 @@ import (
 // methods get, keys, values and items.
 type classMap struct {
 	keys []string // sorted
-	get  func(k string) starlark.Value
+	kind mapKind
+	p    *Provider          // mapUsage, mapInventories
+	f    map[string]float64 // mapFloat
+	c    *Candidate         // mapCandidateKeys
+}
+
+// mapKind says what a classMap maps to.
+type mapKind int
+
+const (
+	mapUsage         mapKind = iota // class -> used
+	mapInventories                  // class -> inventory
+	mapFloat                        // key -> value of f
+	mapCandidateKeys                // key -> candidateKey(c, key)
+)
+
+// get is the value of key k, which must be one of m.keys.
+func (m *classMap) get(k string) starlark.Value {
+	switch m.kind {
+	case mapUsage:
+		return starlark.MakeInt64(m.p.Resources[k].Used)
+	case mapInventories:
+		return inventoryValue(m.p.Resources[k])
+	case mapCandidateKeys:
+		v, _ := candidateKey(m.c, k)
+		return starlark.Float(v)
+	}
+	return starlark.Float(m.f[k])
 }
 
 var (
@@ -135,12 +162,10 @@ func (it *classMapIter) Done() {}
 
 // inventoriesMap is class -> inventory of p's inventories.
 func inventoriesMap(p *Provider) *classMap {
-	return &classMap{keys: sortedKeys(p.Resources), get: func(k string) starlark.Value {
-		return inventoryValue(p.Resources[k])
-	}}
+	return &classMap{keys: sortedKeys(p.Resources), p: p, kind: mapInventories}
 }
 
 // floatMap is a read-only mapping over m.
 func floatMap(m map[string]float64) *classMap {
-	return &classMap{keys: sortedKeys(m), get: func(k string) starlark.Value { return starlark.Float(m[k]) }}
+	return &classMap{keys: sortedKeys(m), f: m, kind: mapFloat}
 }

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"go.starlark.net/starlark"
@@ -20,11 +21,10 @@ type memberValue struct {
 	rank    int
 	score   float64
 	weights map[string]float64
-	attrs   *memberAttrCache
+	attrs   memberAttrCache
 }
 
-// memberAttrCache holds the attributes built so far, shared between a
-// candidate member and its ranked copy.
+// memberAttrCache holds the attributes built so far.
 type memberAttrCache struct {
 	traits, aggregates, inventories, state, usage, keys, allocations starlark.Value
 	classes                                                          []string // sorted, of p.Resources
@@ -55,13 +55,11 @@ func candidateMember(c *Candidate) *memberValue {
 	return &memberValue{kind: "candidate_member", p: p, c: c}
 }
 
-// ranked returns a copy of m with its place in the ranking; the
-// attributes built so far are shared.
-func (m *memberValue) withRank(rank int, s Scored) *memberValue {
-	if m.attrs == nil {
-		m.attrs = &memberAttrCache{}
-	}
-	return &memberValue{kind: m.kind, p: m.p, c: m.c, ranked: true, rank: rank, score: s.Score, weights: s.Weights, attrs: m.attrs}
+// setRank gives m its place in the ranking, in place: instance_placement
+// is the last use of a Rank's members, after every filter and weigher.
+func (m *memberValue) setRank(rank int, s Scored) *memberValue {
+	m.ranked, m.rank, m.score, m.weights = true, rank, s.Score, s.Weights
+	return m
 }
 
 func (m *memberValue) String() string        { return fmt.Sprintf("%s(%q)", m.kind, m.p.Name) }
@@ -111,9 +109,6 @@ func (m *memberValue) Attr(name string) (starlark.Value, error) {
 			return nil, nil
 		}
 	}
-	if m.attrs == nil {
-		m.attrs = &memberAttrCache{}
-	}
 	var slot *starlark.Value
 	switch name {
 	case "traits":
@@ -155,20 +150,28 @@ func (m *memberValue) build(name string) starlark.Value {
 	case "aggregates":
 		return stringList(m.p.Aggregates)
 	case "inventories":
-		return &classMap{keys: m.classes(), get: func(k string) starlark.Value { return inventoryValue(m.p.Resources[k]) }}
+		return &classMap{keys: m.classes(), p: m.p, kind: mapInventories}
 	case "state":
 		return stateValue(m.p.State)
 	case "usage":
-		return &classMap{keys: m.classes(), get: func(k string) starlark.Value { return starlark.MakeInt64(m.p.Resources[k].Used) }}
+		return &classMap{keys: m.classes(), p: m.p, kind: mapUsage}
 	case "keys":
-		var keys map[string]float64
 		if m.c != nil {
-			keys = ProviderKeys(m.c)
-		} else {
-			keys = make(map[string]float64, len(m.p.Keys))
+			names := make([]string, 0, len(m.p.Keys)+3)
 			for _, k := range m.p.Keys {
-				keys[k.Name] = k.Value
+				names = append(names, k.Name)
 			}
+			for _, n := range [...]string{KeyRAM, KeyCPU, KeyLOAD} {
+				if _, ok := candidateKey(m.c, n); ok && !slices.Contains(names, n) {
+					names = append(names, n)
+				}
+			}
+			slices.Sort(names)
+			return &classMap{keys: slices.Compact(names), c: m.c, kind: mapCandidateKeys}
+		}
+		keys := make(map[string]float64, len(m.p.Keys))
+		for _, k := range m.p.Keys {
+			keys[k.Name] = k.Value
 		}
 		return floatMap(keys)
 	}

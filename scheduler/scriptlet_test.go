@@ -344,11 +344,14 @@ func TestNamedAndDefaultScriptlet(t *testing.T) {
 			t.Errorf("%s: %v %+v", tt.cfg, err, r)
 		}
 	}
-	// Without a default, no scriptlet runs.
-	res.def = nil
+	// Without a default, no scriptlet runs, and keys are not needed.
 	p, _ := NewPolicy(PolicyConfig{}, nil, res, ScriptletLimits{})
-	if r, err := p.Rank(context.Background(), &Request{}, threeCands()); err != nil || r.Scriptlet != "" || r.Chosen {
-		t.Errorf("no default: %v %+v", err, r)
+	if !p.Needs().Keys {
+		t.Error("a default scriptlet reads keys")
+	}
+	res.def = nil
+	if r, err := p.Rank(context.Background(), &Request{}, threeCands()); err != nil || r.Scriptlet != "" || r.Chosen || p.Needs().Keys {
+		t.Errorf("no default: %v %+v %+v", err, r, p.Needs())
 	}
 }
 
@@ -408,5 +411,53 @@ def instance_placement(request, candidate_members):
 	if _, err := rankWith(t, cfg, src, ScriptletLimits{}, &Request{ProjectID: "batch", Resources: map[string]int64{"VCPU": 1}}, full); err == nil ||
 		err.Error() != "Failed instance placement scriptlet: no half-empty host for batch" {
 		t.Fatalf("full: %v", err)
+	}
+}
+
+// TestConcurrentRanks shares one policy, its scriptlets and its
+// candidates between goroutines (run with -race).
+func TestConcurrentRanks(t *testing.T) {
+	src := `
+def filter(request, candidate):
+    return candidate.usage["VCPU"] < 8
+def weigh(request, candidate):
+    return candidate.inventories["VCPU"].free
+def instance_placement(request, candidate_members):
+    log_info(request.name, len(candidate_members))
+    set_target(candidate_members[-1].uuid)
+`
+	prog := compile(t, src)
+	pc, _ := ParsePolicyConfig([]byte(`{"filters": [{"name": "starlark:s"}, {"name": "anti_affinity"}],
+		"weighers": [{"name": "starlark:s"}, {"name": "affinity_keys"}], "scriptlet": "s"}`))
+	p, err := NewPolicy(pc, nil, StaticScriptlets{Named: map[string]*Program{"s": prog}}, ScriptletLimits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cands := threeCands()
+	data := fixData()
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 20 {
+				req := &Request{Name: fmt.Sprintf("vm-%d-%d", g, i), Data: data, Properties: map[string]any{"group": "g"},
+					Keys: []KeyRequest{{Name: "zone", Value: 0.5, Weight: 1}}}
+				r, err := p.Rank(context.Background(), req, cands)
+				if err == nil && (len(r.Ranked) != 2 || r.Target != "node2" || len(r.Log) != 1 || r.Log[0].Message != req.Name+" 2") {
+					err = fmt.Errorf("ranking %s target %s log %v", roots(r), r.Target, r.Log)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
 	}
 }
