@@ -170,26 +170,29 @@ func (s *Store) AllocationsByProvider(ctx context.Context, providerUUID string) 
 // (ErrInvalid); a provider without inventory of a class, an amount outside
 // min_unit/max_unit/step_size, or more than the capacity left (ErrConflict).
 func (s *Store) AllocationsReplace(ctx context.Context, consumers []ConsumerAllocations) error {
-	return s.withTx(ctx, func(t *txn) error {
-		ws := slices.Clone(consumers)
-		rows, err := prepareConsumers(ctx, t, ws)
-		if err != nil {
-			return err
-		}
-		plan, err := planAllocations(ctx, t, ws, rows)
-		if err != nil {
-			return err
-		}
-		if err := plan.lock(ctx, t); err != nil {
-			return err
-		}
-		err = plan.apply(ctx, t)
-		var uc *unknownClassError
-		if errors.As(err, &uc) {
-			return invalid("", "Unable to allocate inventory for consumer %s: No such resource class %s.", uc.consumer, uc.class)
-		}
+	return s.withTx(ctx, func(t *txn) error { return replaceAllocations(ctx, t, consumers) })
+}
+
+// replaceAllocations is AllocationsReplace inside transaction t.
+func replaceAllocations(ctx context.Context, t *txn, consumers []ConsumerAllocations) error {
+	ws := slices.Clone(consumers)
+	rows, err := prepareConsumers(ctx, t, ws)
+	if err != nil {
 		return err
-	})
+	}
+	plan, err := planAllocations(ctx, t, ws, rows)
+	if err != nil {
+		return err
+	}
+	if err := plan.lock(ctx, t); err != nil {
+		return err
+	}
+	err = plan.apply(ctx, t)
+	var uc *unknownClassError
+	if errors.As(err, &uc) {
+		return invalid("", "Unable to allocate inventory for consumer %s: No such resource class %s.", uc.consumer, uc.class)
+	}
+	return err
 }
 
 // AllocationsDelete removes all of a consumer's allocations and the
