@@ -342,6 +342,7 @@ func (c *Claimer) Explain(ctx context.Context, p Params) (*Explanation, error) {
 // selection is the outcome of the selection pipeline.
 type selection struct {
 	roots   int // root providers the request saw
+	found   int // candidates the ledger found
 	cands   []*scheduler.Candidate
 	steps   []Step
 	ranking *scheduler.Ranking
@@ -394,7 +395,7 @@ func (c *Claimer) selectCandidates(ctx context.Context, p *Params) (*selection, 
 	if err != nil {
 		return nil, err
 	}
-	s := &selection{roots: lc.Roots, cands: Convert(lc), policy: policy}
+	s := &selection{roots: lc.Roots, found: len(lc.Requests), cands: Convert(lc), policy: policy}
 	fit := map[string]bool{}
 	for _, cand := range s.cands {
 		fit[cand.Root()] = true
@@ -538,7 +539,7 @@ func (c *Claimer) Claim(ctx context.Context, p Params) (*Result, error) {
 		if s.ranking.Chosen {
 			np.Reason, np.Refusal = Refused, "choose returned no candidates"
 		}
-		if len(s.cands) == 0 {
+		if s.found == 0 {
 			np.Reason = NoCandidates
 		}
 		c.explainCapacity(ctx, &p, np.Steps)
