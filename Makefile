@@ -13,9 +13,10 @@ export PATH := $(PATH):/usr/local/go/bin
 
 all: build
 
-## build: compile bin/berthd
+## build: compile bin/berthd and bin/berth (the operator CLI)
 build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/berthd ./cmd/berthd
+	$(GO) build -o $(BIN)/berth ./cmd/berth
 
 ## run: build, then serve on 127.0.0.1:8778 with the embedded PostgreSQL
 run: build

@@ -104,9 +104,7 @@ func (c *Claimer) SetEnricher(e Enricher) { c.enricher = e }
 // capacity check (the ledger's candidates only include what fits) and
 // spreading by free capacity.
 func DefaultPolicy() (*scheduler.Policy, error) {
-	return scheduler.NewPolicy(scheduler.PolicyConfig{
-		Weighers: []scheduler.PluginConfig{{Name: scheduler.SpreadName}},
-	}, nil, nil)
+	return scheduler.NewPolicy(scheduler.DefaultPolicyConfig(), nil, nil, scheduler.ScriptletLimits{})
 }
 
 // New returns a Claimer over store ranking with policy (nil:
@@ -223,8 +221,11 @@ type Option struct {
 }
 
 // Step is one selection step: how many candidates it removed, how many
-// remained, and why. The "capacity" step counts root providers (those
-// with no candidate at all); the others count candidates.
+// remained, and why. The first step, StepCandidates, counts root
+// providers (those with no candidate at all: removed) against candidates
+// (remaining); the scheduler's filters after it count candidates. The
+// scheduler's "pin" and "exclude" filters apply target and
+// exclude_providers.
 type Step struct {
 	Unit      string
 	Kind      string // "filter"
@@ -233,18 +234,13 @@ type Step struct {
 	Reasons   map[string]int
 }
 
-// Names of the steps the claims package runs itself.
-const (
-	StepCapacity = "capacity"
-	StepExclude  = "exclude_providers"
-	StepTarget   = "target"
-)
+// StepCandidates names the first step: the ledger's allocation
+// candidates, which leave out the roots that cannot hold the request.
+const StepCandidates = "allocation_candidates"
 
-// LogLine is one line a scriptlet logged.
-type LogLine struct {
-	Level   string // "info", "warn" or "error"
-	Message string
-}
+// LogLine is one line a scriptlet logged (level "info", "warn" or
+// "error").
+type LogLine = scheduler.LogLine
 
 // Reason says why a claim placed nothing.
 type Reason string
@@ -264,7 +260,7 @@ type NotPlacedError struct {
 	Reason Reason
 	// Roots is how many root providers the request saw.
 	Roots int
-	// Steps are the selection steps, the capacity step first.
+	// Steps are the selection steps, StepCandidates first.
 	Steps []Step
 	// Attempts is how many writes lost to concurrent claims.
 	Attempts int
@@ -295,7 +291,7 @@ func (e *NotPlacedError) Error() string {
 			}
 			return strings.Compare(a, b)
 		})
-		if st.Unit == StepCapacity {
+		if st.Unit == StepCandidates {
 			for _, r := range reasons {
 				parts = append(parts, fmt.Sprintf("%d %s", st.Reasons[r], r))
 			}
@@ -400,18 +396,8 @@ func (c *Claimer) selectCandidates(ctx context.Context, p *Params) (*selection, 
 	for _, cand := range s.cands {
 		fit[cand.Root()] = true
 	}
-	s.steps = append(s.steps, Step{Unit: StepCapacity, Kind: "filter", Removed: max(0, lc.Roots-len(fit)),
+	s.steps = append(s.steps, Step{Unit: StepCandidates, Kind: "filter", Removed: max(0, lc.Roots-len(fit)),
 		Remaining: len(s.cands), Reasons: map[string]int{}})
-	if len(exclude) > 0 {
-		s.cands, s.steps = filterStep(s.cands, s.steps, StepExclude, "excluded", func(cand *scheduler.Candidate) bool {
-			return !slices.ContainsFunc(exclude, cand.Uses)
-		})
-	}
-	if target != "" {
-		s.cands, s.steps = filterStep(s.cands, s.steps, StepTarget, "not the target", func(cand *scheduler.Candidate) bool {
-			return cand.Root() == target
-		})
-	}
 	req := &scheduler.Request{
 		ConsumerUUID: p.ConsumerUUID,
 		ProjectID:    p.ProjectID,
@@ -422,6 +408,7 @@ func (c *Claimer) selectCandidates(ctx context.Context, p *Params) (*selection, 
 		Reason:       p.Reason,
 		Properties:   p.Properties,
 		Target:       target,
+		Avoid:        exclude,
 		Keys:         p.Keys,
 		Data:         c.data,
 	}
@@ -451,29 +438,12 @@ func (c *Claimer) selectCandidates(ctx context.Context, p *Params) (*selection, 
 		return nil, s.rankErr
 	}
 	if s.ranking != nil {
-		remaining := len(s.cands)
-		for _, fc := range s.ranking.Rejections {
-			remaining -= fc.Rejected
-			s.steps = append(s.steps, Step{Unit: fc.Filter, Kind: "filter", Removed: fc.Rejected,
-				Remaining: remaining, Reasons: fc.Reasons})
+		for _, rj := range s.ranking.Rejections {
+			s.steps = append(s.steps, Step{Unit: rj.Unit, Kind: "filter", Removed: rj.Removed,
+				Remaining: rj.Remaining, Reasons: rj.Reasons})
 		}
 	}
 	return s, nil
-}
-
-// filterStep keeps the candidates keep accepts and records the step.
-func filterStep(cands []*scheduler.Candidate, steps []Step, unit, reason string, keep func(*scheduler.Candidate) bool) ([]*scheduler.Candidate, []Step) {
-	out := make([]*scheduler.Candidate, 0, len(cands))
-	for _, cand := range cands {
-		if keep(cand) {
-			out = append(out, cand)
-		}
-	}
-	st := Step{Unit: unit, Kind: "filter", Removed: len(cands) - len(out), Remaining: len(out), Reasons: map[string]int{}}
-	if st.Removed > 0 {
-		st.Reasons[reason] = st.Removed
-	}
-	return out, append(steps, st)
 }
 
 // resolvePolicy picks the policy p ranks with.
@@ -531,14 +501,15 @@ func (c *Claimer) Claim(ctx context.Context, p Params) (*Result, error) {
 	}
 	var refused *scheduler.RefusedError
 	if errors.As(s.rankErr, &refused) {
-		return nil, &NotPlacedError{Reason: Refused, Roots: s.roots, Steps: s.steps, Refusal: refused.Reason}
+		np := &NotPlacedError{Reason: Refused, Roots: s.roots, Steps: s.steps, Refusal: refused.Reason}
+		if s.ranking != nil {
+			np.ScriptletLog = s.ranking.Log
+		}
+		return nil, np
 	}
 	ranked := s.ranking.Ranked
 	if len(ranked) == 0 {
-		np := &NotPlacedError{Reason: AllFiltered, Roots: s.roots, Steps: s.steps}
-		if s.ranking.Chosen {
-			np.Reason, np.Refusal = Refused, "choose returned no candidates"
-		}
+		np := &NotPlacedError{Reason: AllFiltered, Roots: s.roots, Steps: s.steps, ScriptletLog: s.ranking.Log}
 		if s.found == 0 {
 			np.Reason = NoCandidates
 		}
@@ -644,7 +615,7 @@ func (c *Claimer) result(p *Params, s *selection, chosen, attempts int) *Result 
 		for i, sc := range ranked {
 			r.Ranking[i] = option(sc)
 		}
-		r.ScriptletLog = []LogLine{}
+		r.ScriptletLog = append([]LogLine{}, s.ranking.Log...)
 	}
 	for i := range p.with {
 		if p.with[i].ConsumerType == MigrationConsumerType {

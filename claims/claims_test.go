@@ -67,13 +67,15 @@ func (f *fixture) claimer(policy string, script string) *claims.Claimer {
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	var s *scheduler.Scriptlet
+	var scripts scheduler.ScriptletResolver
 	if script != "" {
-		if s, err = scheduler.NewScriptlet("test.star", []byte(script), scheduler.ScriptletConfig{}, nil); err != nil {
+		prog, err := scheduler.CompileScriptlet("test.star", []byte(script))
+		if err != nil {
 			f.t.Fatal(err)
 		}
+		scripts = scheduler.StaticScriptlets{Default: prog}
 	}
-	p, err := scheduler.NewPolicy(cfg, nil, s)
+	p, err := scheduler.NewPolicy(cfg, nil, scripts, scheduler.ScriptletLimits{})
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -165,24 +167,33 @@ func TestClaimNotPlaced(t *testing.T) {
 		t.Fatalf("avoid: %+v %v", r, err)
 	}
 
-	refusing := f.claimer(`{}`, "def choose(request, candidates):\n    refuse(\"frozen for upgrade\")\n")
+	refusing := f.claimer(`{}`, "def instance_placement(request, candidate_members):\n    log_warn(\"frozen\")\n    fail(\"frozen for upgrade\")\n")
 	p = params(1)
 	_, err = refusing.Claim(f.ctx, p)
-	if np := notPlaced(t, err, claims.Refused); np.Refusal != "frozen for upgrade" {
-		t.Fatalf("refusal %q", np.Refusal)
+	if np := notPlaced(t, err, claims.Refused); np.Refusal != "frozen for upgrade" || len(np.ScriptletLog) == 0 ||
+		np.Error() != "Failed instance placement scriptlet: frozen for upgrade" {
+		t.Fatalf("refusal %q %v", np.Refusal, np.ScriptletLog)
 	}
 	if got, _ := f.store.AllocationsByConsumer(f.ctx, p.ConsumerUUID); got.Consumer != nil {
 		t.Fatal("refused claim wrote a consumer")
 	}
 
-	empty := f.claimer(`{}`, "def choose(request, candidates):\n    return []\n")
-	_, err = empty.Claim(f.ctx, params(1))
-	notPlaced(t, err, claims.Refused)
+	returning := f.claimer(`{}`, "def instance_placement(request, candidate_members):\n    if request.name == \"foo\":\n        return \"Invalid name\"\n")
+	p = params(1)
+	p.Name = "foo"
+	_, err = returning.Claim(f.ctx, p)
+	if np := notPlaced(t, err, claims.Refused); np.Refusal != "Invalid name" {
+		t.Fatalf("refusal %q", np.Refusal)
+	}
+	p = params(1)
+	p.Name = "bar"
+	if _, err := returning.Claim(f.ctx, p); err != nil {
+		t.Fatalf("scriptlet refused another name: %v", err)
+	}
 
-	failing := f.claimer(`{}`, "def choose(request, candidates):\n    return 1 // 0\n")
+	failing := f.claimer(`{}`, "def instance_placement(request, candidate_members):\n    return 1 // 0\n")
 	_, err = failing.Claim(f.ctx, params(1))
-	var pe *scheduler.PluginError
-	if !errors.As(err, &pe) {
+	if np := notPlaced(t, err, claims.Refused); !strings.Contains(np.Refusal, "division by zero") {
 		t.Fatalf("script error: got %v", err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/berthd/berth/claims"
 	"github.com/berthd/berth/ledger"
+	"github.com/berthd/berth/scheduler"
 )
 
 func TestDryRunWritesNothing(t *testing.T) {
@@ -50,7 +51,7 @@ func TestDryRunWritesNothing(t *testing.T) {
 	p = params(7)
 	p.DryRun = true
 	r, err = c.Claim(f.ctx, p)
-	if err != nil || r.Steps[0].Unit != claims.StepCapacity || r.Steps[0].Removed != 1 || r.Steps[0].Reasons["lacked VCPU 7"] != 1 {
+	if err != nil || r.Steps[0].Unit != claims.StepCandidates || r.Steps[0].Removed != 1 || r.Steps[0].Reasons["lacked VCPU 7"] != 1 {
 		t.Fatalf("dry run steps: %+v %v", r, err)
 	}
 }
@@ -78,7 +79,7 @@ func TestRescheduleRemembersFailures(t *testing.T) {
 	}
 	// Failed on c: nowhere left; the consumer stays where it is.
 	_, err = c.Reschedule(f.ctx, again, c3)
-	if np := notPlaced(t, err, claims.AllFiltered); np.Steps[1].Unit != claims.StepExclude || np.Steps[1].Removed != 3 {
+	if np := notPlaced(t, err, claims.AllFiltered); np.Steps[1].Unit != scheduler.ExcludeName || np.Steps[1].Removed != 3 {
 		t.Fatalf("third reschedule: %+v", np)
 	}
 	if f.used(c3) != 2 {
@@ -190,7 +191,7 @@ func TestTargetAndExclude(t *testing.T) {
 	c := f.claimer(`{}`, "")
 	p := params(1)
 	p.Target = "b"
-	if r, err := c.Claim(f.ctx, p); err != nil || r.Root != b || r.Steps[1].Unit != claims.StepTarget || r.Steps[1].Removed != 1 {
+	if r, err := c.Claim(f.ctx, p); err != nil || r.Root != b || r.Steps[1].Unit != scheduler.PinName || r.Steps[1].Removed != 1 {
 		t.Fatalf("target by name: %+v %v", r, err)
 	}
 	p = params(1)
@@ -201,7 +202,7 @@ func TestTargetAndExclude(t *testing.T) {
 	p = params(1)
 	p.Target, p.Exclude = a, []string{"a"}
 	_, err := c.Claim(f.ctx, p)
-	if np := notPlaced(t, err, claims.AllFiltered); np.Error() != "2 providers; 1 removed by exclude_providers (excluded: 1); 1 removed by target (not the target: 1)" {
+	if np := notPlaced(t, err, claims.AllFiltered); np.Error() != "2 providers; 1 removed by pin (not the target "+a+": 1); 1 removed by exclude (uses excluded provider "+a+": 1)" {
 		t.Fatalf("excluded target: %q", np.Error())
 	}
 	for _, bad := range []claims.Params{{Target: "nosuch"}, {Exclude: []string{uuid.NewString()}}, {Reason: "whim"}} {

@@ -16,7 +16,12 @@ func TestCapacityAPI(t *testing.T) {
 	ctx := context.Background()
 	store := ledgertest.NewStore(t)
 	uuids := map[string]string{}
-	for name, vcpu := range map[string]int64{"cn1": 8, "cn2": 16} {
+	// Created in this order: the engine's order, which breaks ties.
+	for _, pv := range []struct {
+		name string
+		vcpu int64
+	}{{"cn1", 8}, {"cn2", 16}} {
+		name, vcpu := pv.name, pv.vcpu
 		p, err := store.ProviderCreate(ctx, ledger.ProviderCreateParams{Name: name})
 		if err != nil {
 			t.Fatal(err)

@@ -62,7 +62,7 @@ func TestClaimsAPI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	policy, err := scheduler.NewPolicy(pc, nil, nil)
+	policy, err := scheduler.NewPolicy(pc, nil, nil, scheduler.ScriptletLimits{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +105,7 @@ func TestClaimsAPI(t *testing.T) {
 		t.Fatalf("claim body %v", body)
 	}
 	steps := body["steps"].([]any)
-	if st := steps[0].(map[string]any); st["unit"] != "capacity" || st["remaining"].(float64) != 2 {
+	if st := steps[0].(map[string]any); st["unit"] != "allocation_candidates" || st["remaining"].(float64) != 2 {
 		t.Fatalf("steps %v", steps)
 	}
 	// The allocations are there, as GET /allocations shows them.

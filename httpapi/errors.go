@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"html"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/labstack/echo/v4"
@@ -21,6 +22,8 @@ type Error struct {
 	Msg    string
 	// Allow is sent as the Allow header of a 405.
 	Allow string
+	// RetryAfter, if positive, is sent as the Retry-After header (seconds).
+	RetryAfter int
 }
 
 func (e *Error) Error() string { return e.Msg }
@@ -40,6 +43,11 @@ func notFound(format string, args ...any) *Error {
 func conflictError(code, format string, args ...any) *Error {
 	return newError(http.StatusConflict, code, format, args...)
 }
+
+// retryAfterUnavailable is the Retry-After (seconds) of a 503 for a
+// database outage: long enough not to hammer a restarting server, short
+// enough that clients come back soon after it is up.
+const retryAfterUnavailable = 2
 
 // CodeNoValidHost is the error code of a claim that placed nothing
 // (Berth's extension; Placement has no claims).
@@ -82,6 +90,8 @@ func toError(c echo.Context, err error) *Error {
 			status = http.StatusConflict
 		case errors.Is(le, ledger.ErrInvalid):
 			status = http.StatusBadRequest
+		case errors.Is(le, ledger.ErrUnavailable):
+			return &Error{Status: http.StatusServiceUnavailable, Code: le.Code, Msg: le.Msg, RetryAfter: retryAfterUnavailable}
 		}
 		return &Error{Status: status, Code: le.Code, Msg: le.Msg}
 	}
@@ -128,6 +138,9 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 		log.Debug("request refused", "detail", e.Msg)
 	}
 
+	if e.RetryAfter > 0 {
+		c.Response().Header().Set("Retry-After", strconv.Itoa(e.RetryAfter))
+	}
 	explanation := explanations[e.Status]
 	switch e.Status {
 	case http.StatusMethodNotAllowed:

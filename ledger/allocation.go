@@ -170,11 +170,20 @@ func (s *Store) AllocationsByProvider(ctx context.Context, providerUUID string) 
 // (ErrInvalid); a provider without inventory of a class, an amount outside
 // min_unit/max_unit/step_size, or more than the capacity left (ErrConflict).
 func (s *Store) AllocationsReplace(ctx context.Context, consumers []ConsumerAllocations) error {
-	return s.withTx(ctx, func(t *txn) error { return replaceAllocations(ctx, t, consumers) })
+	return s.withTx(ctx, func(t *txn) error { return s.replaceAllocations(ctx, t, consumers) })
 }
 
-// replaceAllocations is AllocationsReplace inside transaction t.
-func replaceAllocations(ctx context.Context, t *txn, consumers []ConsumerAllocations) error {
+// replaceAllocations is AllocationsReplace inside transaction t (which
+// may run it more than once).
+func (s *Store) replaceAllocations(ctx context.Context, t *txn, consumers []ConsumerAllocations) error {
+	if fc, fast := fastClaimOf(consumers); fast {
+		// A new consumer: try the claim fast path (allocation_fast.go).
+		// If it refuses, the general path below runs in the same
+		// transaction and gives the answer, with its exact error.
+		if done, err := s.writeFast(ctx, t, fc); done || err != nil {
+			return err
+		}
+	}
 	ws := slices.Clone(consumers)
 	rows, err := prepareConsumers(ctx, t, ws)
 	if err != nil {

@@ -46,7 +46,7 @@ type MoveRecord struct {
 func (s *Store) ClaimWrite(ctx context.Context, p ClaimWriteParams) error {
 	return s.withTx(ctx, func(t *txn) error {
 		if len(p.Consumers) > 0 {
-			if err := replaceAllocations(ctx, t, p.Consumers); err != nil {
+			if err := s.replaceAllocations(ctx, t, p.Consumers); err != nil {
 				return err
 			}
 		}

@@ -1,8 +1,12 @@
 package ledger
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"strings"
 
 	"github.com/jackc/pgx/v5/pgconn"
 )
@@ -17,6 +21,13 @@ var (
 	ErrConflict = errors.New("conflict")
 	// ErrInvalid: the request is semantically invalid (bad value detected by the ledger).
 	ErrInvalid = errors.New("invalid")
+	// ErrUnavailable: the database could not be reached or went away
+	// during the request (connection refused or reset, server shutting
+	// down or starting up, no pooled connection within the acquire
+	// timeout). A write that failed this way may or may not have
+	// committed, if the connection broke during COMMIT; the caller should
+	// retry later and, for writes, read back what it wrote.
+	ErrUnavailable = errors.New("database unavailable")
 )
 
 // Placement error codes carried in Error.Code (see the API reference, errors.inc).
@@ -31,12 +42,15 @@ const (
 	CodeQueryDuplicateKey    = "placement.query.duplicate_key"
 	CodeQueryBadValue        = "placement.query.bad_value"
 	CodeQueryMissingValue    = "placement.query.missing_value"
+
+	// CodeDatabaseUnavailable is Berth's code for ErrUnavailable.
+	CodeDatabaseUnavailable = "berth.database_unavailable"
 )
 
 // Error is a rejection with a kind, a Placement error code and a message
 // meant for the API user.
 type Error struct {
-	Kind error  // ErrNotFound, ErrConflict or ErrInvalid
+	Kind error  // ErrNotFound, ErrConflict, ErrInvalid or ErrUnavailable
 	Code string // Placement error code; empty means CodeUndefined
 	Msg  string
 }
@@ -60,8 +74,9 @@ func invalid(code, format string, args ...any) error {
 // that only a value sent by the client can cause becomes an ErrInvalid
 // *Error as well: a string holding a NUL byte or invalid UTF-8 (in a path,
 // a query or a body), which PostgreSQL can neither store nor compare. The
-// transaction it happened in was rolled back, so nothing changed. Any
-// other error gives ok false: an outage or a bug.
+// transaction it happened in was rolled back, so nothing changed. An
+// error that says the database is out of reach (see unavailable) becomes
+// an ErrUnavailable *Error. Any other error gives ok false: a bug.
 func AsError(err error) (e *Error, ok bool) {
 	if errors.As(err, &e) {
 		return e, true
@@ -73,7 +88,42 @@ func AsError(err error) (e *Error, ok bool) {
 			return &Error{Kind: ErrInvalid, Msg: "Invalid input: " + pgErr.Message + "."}, true
 		}
 	}
+	if unavailable(err) {
+		return &Error{
+			Kind: ErrUnavailable,
+			Code: CodeDatabaseUnavailable,
+			Msg:  "The database is unavailable; try again later.",
+		}, true
+	}
 	return nil, false
+}
+
+// unavailable reports whether err says that the database is out of reach
+// rather than that a statement was wrong: a failed connection attempt, a
+// connection that broke (EOF, reset, closed), a server that is shutting
+// down, starting up or out of connection slots (SQLSTATE classes 08 and
+// 57, and 53300), a statement cancelled by statement_timeout, or a
+// deadline that ran out while waiting for any of these. A cancelled
+// context (the client went away) is not: nobody is left to answer.
+func unavailable(err error) bool {
+	if err == nil || errors.Is(err, context.Canceled) {
+		return false
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return strings.HasPrefix(pgErr.Code, "08") || // connection exception
+			strings.HasPrefix(pgErr.Code, "57") || // operator intervention: shutdown, starting up, query cancelled
+			pgErr.Code == sqlstateTooManyConnections
+	}
+	var connectErr *pgconn.ConnectError
+	var netErr net.Error
+	return errors.Is(err, context.DeadlineExceeded) ||
+		pgconn.Timeout(err) ||
+		errors.As(err, &connectErr) ||
+		errors.As(err, &netErr) ||
+		errors.Is(err, pgconn.ErrConnClosed) ||
+		errors.Is(err, io.EOF) ||
+		errors.Is(err, io.ErrUnexpectedEOF)
 }
 
 // PostgreSQL SQLSTATE codes this package reacts to.
@@ -83,6 +133,7 @@ const (
 	sqlstateSerializationFailure = "40001"
 	sqlstateDeadlockDetected     = "40P01"
 	sqlstateNumericOutOfRange    = "22003"
+	sqlstateTooManyConnections   = "53300"
 	// A string PostgreSQL cannot hold: a NUL byte or invalid UTF-8.
 	sqlstateCharacterNotInRepertoire = "22021"
 	sqlstateUntranslatableCharacter  = "22P05"

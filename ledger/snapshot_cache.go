@@ -21,16 +21,20 @@ import (
 // Store's change hook marks the touched providers dirty before the write
 // returns and the next reader reloads them before computing. Writes made by
 // other processes on the same database arrive through PostgreSQL
-// notifications on channel notifyChannel, usually within milliseconds; a
-// periodic full reload repairs anything missed (a dropped listener
-// connection, a write made outside Berth).
+// notifications on channel notifyChannel, usually within milliseconds.
+// While the listening connection is down (PostgreSQL restarting, say),
+// every reader reloads everything, and the first reload after it is back
+// is a full one, so no reader gets a snapshot that missed a notification.
+// A periodic full reload repairs anything else (a write made outside
+// Berth).
 //
 // Candidates computed from a snapshot are advisory: every allocation write
 // re-checks capacity in the database, so a slightly stale snapshot can
 // cause a failed claim but never an overcommit.
 type snapshotCache struct {
-	pool *pgxpool.Pool
-	log  *slog.Logger
+	pool           *pgxpool.Pool
+	log            *slog.Logger
+	acquireTimeout time.Duration // see Config.AcquireTimeout
 
 	// reloadMu serialises reloads so that one reader reloads while the
 	// others wait for its result instead of querying the same rows.
@@ -40,6 +44,12 @@ type snapshotCache struct {
 	cur   *Snapshot          // nil until the first load
 	dirty map[int64]struct{} // providers changed since cur was built
 	all   bool               // anything may have changed since cur was built
+	// listening is true while the change listener is connected and
+	// listening; while it is false other processes' changes go unheard.
+	listening bool
+	// fullStarted counts full loads begun; fullDone is the number of the
+	// last one that succeeded (see reload).
+	fullStarted, fullDone uint64
 }
 
 // notifyChannel is the PostgreSQL channel write transactions notify with
@@ -50,8 +60,8 @@ const notifyChannel = "berth_ledger"
 // reads every provider instead of just the dirty ones.
 const partialReloadMax = 2000
 
-func newSnapshotCache(pool *pgxpool.Pool, log *slog.Logger) *snapshotCache {
-	return &snapshotCache{pool: pool, log: log, dirty: map[int64]struct{}{}}
+func newSnapshotCache(pool *pgxpool.Pool, log *slog.Logger, acquireTimeout time.Duration) *snapshotCache {
+	return &snapshotCache{pool: pool, log: log, acquireTimeout: acquireTimeout, dirty: map[int64]struct{}{}}
 }
 
 // invalidate marks providers dirty (all=true: everything). It never blocks
@@ -68,41 +78,50 @@ func (c *snapshotCache) invalidate(ids []int64, all bool) {
 	}
 }
 
-// stale reports whether the current snapshot must be reloaded before use.
-func (c *snapshotCache) stale() (*Snapshot, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.cur, c.cur == nil || c.all || len(c.dirty) > 0
-}
-
 // get returns a snapshot that reflects every write this process committed
-// before the call.
+// before the call, and every write another process committed before the
+// call whose notification has arrived. While the change listener is not
+// connected, notifications are lost, so get then returns only a snapshot
+// fully loaded after the call began: a reader never silently gets data that
+// may be stale, it gets fresh data or the database's error.
 func (c *snapshotCache) get(ctx context.Context) (*Snapshot, error) {
-	if s, stale := c.stale(); !stale {
-		return s, nil
+	c.mu.Lock()
+	cur, stale := c.cur, c.cur == nil || c.all || len(c.dirty) > 0 || !c.listening
+	seen := c.fullStarted
+	c.mu.Unlock()
+	if !stale {
+		return cur, nil
 	}
-	return c.reload(ctx, false)
+	return c.reload(ctx, false, seen)
 }
 
 // reload brings the snapshot up to date: the dirty providers only, or
 // everything when full is set, nothing was loaded yet, a change touched
-// everything, or many providers are dirty. Dirty marks are taken before the
-// database is read, so a write that commits during the reload stays marked
-// for the next reader.
-func (c *snapshotCache) reload(ctx context.Context, full bool) (*Snapshot, error) {
+// everything, many providers are dirty, or the listener is disconnected.
+// Dirty marks are taken before the database is read, so a write that
+// commits during the reload stays marked for the next reader. seen is the
+// count of full loads started when the caller found the snapshot stale: a
+// full load started after that, completed while the caller waited, serves
+// it too.
+func (c *snapshotCache) reload(ctx context.Context, full bool, seen uint64) (*Snapshot, error) {
 	c.reloadMu.Lock()
 	defer c.reloadMu.Unlock()
 
 	c.mu.Lock()
-	cur, dirty, all := c.cur, c.dirty, c.all
-	if cur != nil && !all && len(dirty) == 0 && !full {
+	cur, dirty, all, deaf := c.cur, c.dirty, c.all, !c.listening
+	if cur != nil && !all && len(dirty) == 0 && !full && (!deaf || c.fullDone > seen) {
 		c.mu.Unlock()
 		return cur, nil // another reader reloaded while we waited
 	}
 	c.dirty, c.all = map[int64]struct{}{}, false
+	full = full || deaf || cur == nil || all || len(dirty) > partialReloadMax
+	var seq uint64
+	if full {
+		c.fullStarted++
+		seq = c.fullStarted
+	}
 	c.mu.Unlock()
 
-	full = full || cur == nil || all || len(dirty) > partialReloadMax
 	var next *Snapshot
 	var err error
 	if full {
@@ -125,6 +144,9 @@ func (c *snapshotCache) reload(ctx context.Context, full bool) (*Snapshot, error
 		return nil, err
 	}
 	c.cur = next
+	if full {
+		c.fullDone = seq
+	}
 	return next, nil
 }
 
@@ -225,9 +247,9 @@ func (c *snapshotCache) loadSome(ctx context.Context, cur *Snapshot, ids []int64
 // readTx runs fn in a read-only REPEATABLE READ transaction, so the
 // statements of one load see one state of the database.
 func (c *snapshotCache) readTx(ctx context.Context, fn func(pgx.Tx) error) error {
-	tx, err := c.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	tx, err := begin(ctx, c.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, c.acquireTimeout)
 	if err != nil {
-		return fmt.Errorf("ledger: snapshot: begin: %w", err)
+		return fmt.Errorf("ledger: snapshot: %w", err)
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 	if err := fn(tx); err != nil {
@@ -503,9 +525,14 @@ func parseNotifyPayload(payload string) (sender string, ids []int64, all bool, o
 	return sender, ids, false, true
 }
 
+// listenMaxBackoff caps the wait between attempts to reconnect the change
+// listener, so that it is back within about this long of the database.
+const listenMaxBackoff = 2 * time.Second
+
 // listen receives other processes' change notifications until ctx ends,
-// reconnecting with a bounded backoff. After each (re)connection it marks
-// everything dirty, since notifications sent while it was away are lost.
+// reconnecting with a bounded backoff. While it is disconnected, readers
+// reload fully (see get). After each (re)connection it marks everything
+// dirty, since notifications sent while it was away are lost.
 func (c *snapshotCache) listen(ctx context.Context, cfg *pgx.ConnConfig, self string) {
 	backoff := 100 * time.Millisecond
 	for ctx.Err() == nil {
@@ -519,6 +546,7 @@ func (c *snapshotCache) listen(ctx context.Context, cfg *pgx.ConnConfig, self st
 			if c.cur != nil {
 				c.all = true
 			}
+			c.listening = true
 			c.mu.Unlock()
 			for {
 				note, werr := conn.WaitForNotification(ctx)
@@ -532,6 +560,9 @@ func (c *snapshotCache) listen(ctx context.Context, cfg *pgx.ConnConfig, self st
 				}
 				c.invalidate(ids, all)
 			}
+			c.mu.Lock()
+			c.listening = false
+			c.mu.Unlock()
 		}
 		if conn != nil {
 			_ = conn.Close(context.WithoutCancel(ctx))
@@ -545,7 +576,7 @@ func (c *snapshotCache) listen(ctx context.Context, cfg *pgx.ConnConfig, self st
 			return
 		case <-time.After(backoff):
 		}
-		backoff = min(2*backoff, 10*time.Second)
+		backoff = min(2*backoff, listenMaxBackoff)
 	}
 }
 
@@ -566,7 +597,7 @@ func (c *snapshotCache) refreshEvery(ctx context.Context, interval time.Duration
 		if !loaded {
 			continue // nobody has asked for a snapshot yet
 		}
-		if _, err := c.reload(ctx, true); err != nil && ctx.Err() == nil {
+		if _, err := c.reload(ctx, true, 0); err != nil && ctx.Err() == nil {
 			c.log.Warn("ledger: periodic snapshot refresh failed", "error", err)
 		}
 	}

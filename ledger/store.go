@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -27,16 +28,33 @@ type Config struct {
 	// behind change notifications; 0 means DefaultSnapshotRefresh and a
 	// negative value disables it.
 	SnapshotRefresh time.Duration
+	// ConnectTimeout bounds opening one database connection (dial, TLS,
+	// startup); 0 means the URL's connect_timeout if it has one, else
+	// DefaultConnectTimeout. Without it a connection attempt to an
+	// unreachable host waits for the operating system's TCP timeout.
+	ConnectTimeout time.Duration
+	// AcquireTimeout bounds how long a transaction waits for a pooled
+	// connection (opening one if needed) and its BEGIN; past it the
+	// operation fails with ErrUnavailable. 0 means DefaultAcquireTimeout.
+	// It does not limit statements once the transaction has begun.
+	AcquireTimeout time.Duration
 }
 
-// DefaultSnapshotRefresh is the snapshot reload interval used when
-// Config.SnapshotRefresh is 0.
-const DefaultSnapshotRefresh = 5 * time.Minute
+// Defaults for Config.
+const (
+	// DefaultSnapshotRefresh is the snapshot reload interval used when
+	// Config.SnapshotRefresh is 0.
+	DefaultSnapshotRefresh = 5 * time.Minute
+	DefaultConnectTimeout  = 3 * time.Second
+	DefaultAcquireTimeout  = 5 * time.Second
+)
 
 // Store is the ledger. It is safe for concurrent use.
 type Store struct {
 	pool *pgxpool.Pool
 	log  *slog.Logger
+	// acquireTimeout bounds getting a connection and beginning a transaction.
+	acquireTimeout time.Duration
 
 	// changeHooks run after a transaction that changed providers commits,
 	// with the ids of the providers it touched (all=true: anything may have
@@ -67,16 +85,25 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if pcfg.MaxConns <= 0 {
 		pcfg.MaxConns = 16
 	}
+	switch {
+	case cfg.ConnectTimeout > 0:
+		pcfg.ConnConfig.ConnectTimeout = cfg.ConnectTimeout
+	case pcfg.ConnConfig.ConnectTimeout == 0: // the URL has no connect_timeout
+		pcfg.ConnConfig.ConnectTimeout = DefaultConnectTimeout
+	}
+	if cfg.AcquireTimeout <= 0 {
+		cfg.AcquireTimeout = DefaultAcquireTimeout
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
 		return nil, fmt.Errorf("ledger: connect: %w", err)
 	}
-	s := &Store{pool: pool, log: cfg.Logger, sender: randomSender()}
+	s := &Store{pool: pool, log: cfg.Logger, acquireTimeout: cfg.AcquireTimeout, sender: randomSender()}
 	if err := s.syncStandard(ctx); err != nil {
 		pool.Close()
 		return nil, err
 	}
-	s.snap = newSnapshotCache(pool, cfg.Logger)
+	s.snap = newSnapshotCache(pool, cfg.Logger, cfg.AcquireTimeout)
 	s.OnChange(s.snap.invalidate)
 	bg, stop := context.WithCancel(context.WithoutCancel(ctx))
 	s.stop = stop
@@ -122,6 +149,9 @@ type txn struct {
 	pgx.Tx
 	touched []int64
 	all     bool
+	// notified: fn already queued the change notification for touched
+	// (the claim fast path does it in its own statement).
+	notified bool
 }
 
 // touch records that the providers with these ids changed (inventory,
@@ -132,13 +162,17 @@ func (t *txn) touch(ids ...int64) { t.touched = append(t.touched, ids...) }
 func (t *txn) touchAll() { t.all = true }
 
 // maxTxAttempts bounds how often withTx runs fn when PostgreSQL reports a
-// serialization failure or deadlock.
+// serialization failure or deadlock, or BEGIN fails on a broken connection.
 const maxTxAttempts = 4
 
 // withTx runs fn in a READ COMMITTED transaction and commits it. fn may run
 // more than once: if PostgreSQL aborts the transaction with a serialization
 // failure or deadlock, withTx rolls back, waits briefly and runs fn again,
 // up to maxTxAttempts times. fn must therefore not keep state between runs.
+// A BEGIN that fails because the database is out of reach is tried again
+// the same way (after a restart of PostgreSQL the pool may still hold
+// connections to the old server, each good for one failure); an outage
+// during fn or COMMIT is not, since the transaction may have committed.
 // Rollback uses context.WithoutCancel so a cancelled request still releases
 // its locks. After commit the change hooks learn what fn touched.
 func (s *Store) withTx(ctx context.Context, fn func(t *txn) error) error {
@@ -150,7 +184,7 @@ func (s *Store) withTx(ctx context.Context, fn func(t *txn) error) error {
 			s.notify(t)
 			return nil
 		}
-		if !retryable(err) || attempt == maxTxAttempts {
+		if !(retryable(err) || brokenPooledConn(err)) || attempt == maxTxAttempts {
 			return err
 		}
 		backoff := time.Duration(attempt*attempt) * 5 * time.Millisecond
@@ -162,17 +196,50 @@ func (s *Store) withTx(ctx context.Context, fn func(t *txn) error) error {
 	}
 }
 
-func (s *Store) runTx(ctx context.Context, fn func(t *txn) error) (*txn, error) {
-	tx, err := s.pool.Begin(ctx)
+// beginError is a failure to get a connection or begin a transaction:
+// nothing of the transaction reached the database.
+type beginError struct{ err error }
+
+func (e *beginError) Error() string { return "ledger: begin: " + e.err.Error() }
+func (e *beginError) Unwrap() error { return e.err }
+
+// begin starts a transaction on a pooled connection, waiting at most the
+// acquire timeout for the connection and the BEGIN. The transaction itself
+// is bound to ctx only: pgx watches a context during each call, not after.
+func begin(ctx context.Context, pool *pgxpool.Pool, opts pgx.TxOptions, timeout time.Duration) (pgx.Tx, error) {
+	bctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	tx, err := pool.BeginTx(bctx, opts)
 	if err != nil {
-		return nil, fmt.Errorf("ledger: begin: %w", err)
+		return nil, &beginError{err: err}
+	}
+	return tx, nil
+}
+
+// brokenPooledConn reports whether err is a BEGIN that failed on a pooled
+// connection the server had closed (after a restart of PostgreSQL, say).
+// Trying again takes another connection. A failure to open a connection or
+// a timeout is not such a failure: the database is down, and retrying would
+// only make the caller wait longer for its 503.
+func brokenPooledConn(err error) bool {
+	var be *beginError
+	var connectErr *pgconn.ConnectError
+	return errors.As(err, &be) && unavailable(be.err) &&
+		!errors.As(be.err, &connectErr) &&
+		!errors.Is(be.err, context.DeadlineExceeded) && !pgconn.Timeout(be.err)
+}
+
+func (s *Store) runTx(ctx context.Context, fn func(t *txn) error) (*txn, error) {
+	tx, err := begin(ctx, s.pool, pgx.TxOptions{}, s.acquireTimeout)
+	if err != nil {
+		return nil, err
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 	t := &txn{Tx: tx}
 	if err := fn(t); err != nil {
 		return nil, err
 	}
-	if len(t.touched) > 0 || t.all {
+	if (len(t.touched) > 0 || t.all) && !t.notified {
 		// Tell the other processes sharing this database which providers
 		// changed; PostgreSQL delivers the notification only if the
 		// transaction commits.

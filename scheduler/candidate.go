@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -37,7 +38,14 @@ type Request struct {
 	// Data answers a scriptlet's questions about the cluster (instances,
 	// members); nil when the caller offers none.
 	Data ClusterData
+
+	// prepared holds what units computed once per Rank (Preparer), keyed
+	// by unit. Rank works on a copy of the caller's Request.
+	prepared map[any]any
 }
+
+// Prepared returns what unit u's Prepare returned in this Rank, or nil.
+func (r *Request) Prepared(u any) any { return r.prepared[u] }
 
 // ClusterData is the live view of the cluster a scriptlet may query.
 type ClusterData interface {
@@ -50,6 +58,14 @@ type ClusterData interface {
 	// Members lists the root providers, only those in aggregate (a uuid)
 	// when it is not empty.
 	Members(ctx context.Context, aggregate string) ([]*Provider, error)
+	// GroupMembers counts, per root provider uuid, the consumers whose
+	// properties[key] equals value (as a string). Providers with none are
+	// absent. The affinity filters call it once per Rank.
+	GroupMembers(ctx context.Context, key, value string) (map[string]int, error)
+	// ConsumerKeys returns the placement keys consumerUUID kept from the
+	// sticky keys of a provider it was placed on; none for a new consumer.
+	// The affinity_keys weigher calls it once per Rank.
+	ConsumerKeys(ctx context.Context, consumerUUID string) ([]PlacementKey, error)
 }
 
 // Instance is a consumer as a scriptlet sees it.
@@ -147,6 +163,11 @@ type Inventory struct {
 	Total           int64
 	Reserved        int64
 	AllocationRatio float64
+	// MinUnit, MaxUnit and StepSize bound one allocation of the class;
+	// zero means unbounded (the caller did not fill them).
+	MinUnit  int64
+	MaxUnit  int64
+	StepSize int64
 }
 
 // Needs says which of a Provider's costly fields a policy reads.
@@ -154,6 +175,16 @@ type Needs struct {
 	State     bool
 	Keys      bool
 	Consumers bool
+	// GroupMembers and ConsumerKeys say the policy calls those methods
+	// of Request.Data (the affinity filters, the affinity_keys weigher).
+	GroupMembers bool
+	ConsumerKeys bool
+}
+
+// merge returns the union of n and o.
+func (n Needs) merge(o Needs) Needs {
+	return Needs{State: n.State || o.State, Keys: n.Keys || o.Keys, Consumers: n.Consumers || o.Consumers,
+		GroupMembers: n.GroupMembers || o.GroupMembers, ConsumerKeys: n.ConsumerKeys || o.ConsumerKeys}
 }
 
 // Root is the first of the candidate's roots.
@@ -199,4 +230,15 @@ func (c *Candidate) usage(fn func(provider, class string, inv Inventory, amount 
 			}
 		}
 	}
+}
+
+// RootProvider is the summary of the candidate's first root, nil if the
+// summaries lack it.
+func (c *Candidate) RootProvider() *Provider {
+	return c.Providers[c.Root()]
+}
+
+// matches reports whether p is named or has uuid nameOrUUID.
+func (p *Provider) matches(nameOrUUID string) bool {
+	return p != nil && (strings.EqualFold(p.UUID, nameOrUUID) || (p.Name != "" && p.Name == nameOrUUID))
 }

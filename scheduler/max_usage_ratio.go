@@ -10,6 +10,17 @@ import (
 // MaxUsageRatioName names the max_usage_ratio filter.
 const MaxUsageRatioName = "max_usage_ratio"
 
+var maxUsageRatioUnit = Unit{
+	Info: UnitInfo{Name: MaxUsageRatioName, Kind: KindFilter,
+		Description: "Removes candidates that would leave a provider with more than max of a class's capacity used.",
+		Parameters: []ParamInfo{
+			{Name: "max", Type: "number", Required: true, Description: "largest used/capacity after the claim, in (0, 1]"},
+			{Name: "classes", Type: "[]string", Default: []string{}, Description: "classes checked; empty: every class allocated"},
+		}},
+	Cost:      costUsage,
+	NewFilter: NewMaxUsageRatio,
+}
+
 // MaxUsageRatio rejects a candidate that would leave one of its providers
 // with more than Max of a class's capacity used, counting what the
 // candidate itself takes. It keeps headroom on providers below the

@@ -9,31 +9,50 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
+	"time"
 )
 
-// PolicyConfig is the operator's policy file (JSON): which filters and
-// weighers run, in order, with their parameters and factors.
+// PolicyConfig is a scheduling policy: which filters and weighers run,
+// with their parameters and factors, an optional balancer and an
+// optional scriptlet.
 //
-//	{"filters":  [{"name": "max_usage_ratio", "params": {"max": 0.9}}],
-//	 "weighers": [{"name": "pack", "factor": 2}, {"name": "prefer_traits", "params": {"traits": ["CUSTOM_GOLD"]}}],
-//	 "scriptlet": {"max_steps": 100000, "timeout": "200ms", "weigh_factor": 1, "choose_window": 50}}
+//	{"filters":  [{"name": "required_traits", "params": {"traits": ["CUSTOM_GOLD"]}},
+//	              {"name": "anti_affinity", "params": {"key": "group"}}],
+//	 "weighers": [{"name": "spread", "factor": 2, "params": {"class": "MEMORY_MB"}},
+//	              {"name": "starlark:prefer-rack-a"}],
+//	 "balancer": {"mode": "even", "high": 0.8, "low": 0.2},
+//	 "scriptlet": "placement"}
 type PolicyConfig struct {
-	Filters   []PluginConfig   `json:"filters"`
-	Weighers  []PluginConfig   `json:"weighers"`
-	Scriptlet *ScriptletConfig `json:"scriptlet"`
+	Filters  []PluginConfig  `json:"filters"`
+	Weighers []PluginConfig  `json:"weighers"`
+	Balancer *BalancerConfig `json:"balancer"`
+	// Scriptlet names the stored scriptlet whose instance_placement runs
+	// after ranking; "" means the server's default scriptlet (the config
+	// key instances.placement.scriptlet), if any.
+	Scriptlet string `json:"scriptlet"`
 }
 
-// PluginConfig names one plugin and its parameters.
+// PluginConfig names one unit and its parameters.
 type PluginConfig struct {
 	Name   string          `json:"name"`
-	Params json.RawMessage `json:"params"`
+	Params json.RawMessage `json:"params,omitempty"`
 	// Factor multiplies a weigher's normalised score; default 1; may be
-	// negative to invert a weigher. Unused for filters.
-	Factor *float64 `json:"factor"`
+	// negative to invert a weigher. Not allowed on filters.
+	Factor *float64 `json:"factor,omitempty"`
 }
 
-// ParsePolicyConfig decodes a policy file strictly: unknown fields are
-// errors.
+// DefaultPolicyConfig is the policy of a server with none configured: the
+// capacity filter, and spread by free capacity (the mean fraction of
+// capacity left free over the classes a candidate takes).
+func DefaultPolicyConfig() PolicyConfig {
+	return PolicyConfig{
+		Filters:  []PluginConfig{{Name: CapacityName}},
+		Weighers: []PluginConfig{{Name: SpreadName}},
+	}
+}
+
+// ParsePolicyConfig decodes a policy strictly: unknown fields are errors.
 func ParsePolicyConfig(data []byte) (PolicyConfig, error) {
 	var cfg PolicyConfig
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -44,52 +63,136 @@ func ParsePolicyConfig(data []byte) (PolicyConfig, error) {
 	return cfg, nil
 }
 
+// ScriptletResolver finds compiled scriptlets by name. Policy.Rank asks
+// it on every call, since scriptlets change while the server runs. It
+// must be safe for concurrent use.
+type ScriptletResolver interface {
+	// Scriptlet returns the stored scriptlet name, false if none.
+	Scriptlet(name string) (*Program, bool)
+	// DefaultScriptlet returns the server's default scriptlet, nil if
+	// none is set.
+	DefaultScriptlet() *Program
+}
+
+// Scriptlet limit defaults.
+const (
+	DefaultScriptletSteps   = 1_000_000
+	DefaultScriptletTimeout = time.Second
+)
+
+// ScriptletLimits bound the Starlark of one Rank.
+type ScriptletLimits struct {
+	// MaxSteps is the step budget of one call (instance_placement once,
+	// or one filter/weigh call per candidate). 0 means
+	// DefaultScriptletSteps.
+	MaxSteps uint64
+	// Timeout is the deadline of all the scriptlet work of one Rank.
+	// 0 means DefaultScriptletTimeout.
+	Timeout time.Duration
+	// Metrics, when set, counts scriptlet runs (shared by every policy
+	// built with it).
+	Metrics *ScriptletMetrics
+}
+
+func (l ScriptletLimits) withDefaults() ScriptletLimits {
+	if l.MaxSteps == 0 {
+		l.MaxSteps = DefaultScriptletSteps
+	}
+	if l.Timeout <= 0 {
+		l.Timeout = DefaultScriptletTimeout
+	}
+	return l
+}
+
 // weighted is a weigher with its factor.
 type weighted struct {
 	w      Weigher
 	factor float64
 }
 
-// Policy is a built chain: filters, weighers and an optional scriptlet.
-// It is safe for concurrent use.
-type Policy struct {
-	filters  []Filter
-	weighers []weighted
-	script   *Scriptlet
-	needs    Needs
+// filterEntry is a filter with its cost.
+type filterEntry struct {
+	f    Filter
+	cost int
 }
 
-// NewPolicy builds the plugins cfg names from reg. script may be nil; a
-// scriptlet's filter runs after the configured filters and its weigh
-// function is one more weigher (factor cfg.Scriptlet.WeighFactor).
-func NewPolicy(cfg PolicyConfig, reg *Registry, script *Scriptlet) (*Policy, error) {
+// Policy is a built policy: filters in cost order, weighers with
+// factors, the scriptlet's name. It is safe for concurrent use.
+type Policy struct {
+	cfg      PolicyConfig
+	filters  []filterEntry
+	weighers []weighted
+	scripts  ScriptletResolver
+	limits   ScriptletLimits
+	needs    Needs
+	// pin and exclude enforce Request.Target and Request.Avoid when the
+	// policy does not list those units.
+	pin, exclude Filter
+}
+
+// NewPolicy builds the units cfg names from reg (nil: DefaultRegistry).
+// The capacity filter is always on: it is added when cfg does not list
+// it. Filters are ordered by cost, cheapest first, keeping cfg's order
+// among equals. Units named "starlark:<scriptlet>" and the policy's
+// scriptlet are looked up through scripts when Rank runs; scripts may be
+// nil only when cfg uses neither (and then no default scriptlet runs).
+func NewPolicy(cfg PolicyConfig, reg *Registry, scripts ScriptletResolver, limits ScriptletLimits) (*Policy, error) {
 	if reg == nil {
 		reg = DefaultRegistry()
 	}
-	p := &Policy{script: script}
+	p := &Policy{cfg: cfg, scripts: scripts, limits: limits.withDefaults()}
 	var errs []error
+	hasCapacity := false
 	for _, fc := range cfg.Filters {
-		mk, ok := reg.Filters[fc.Name]
-		if !ok {
-			errs = append(errs, fmt.Errorf("unknown filter %q", fc.Name))
-			continue
-		}
 		if fc.Factor != nil {
 			errs = append(errs, fmt.Errorf("filter %q: factor only applies to weighers", fc.Name))
 		}
-		f, err := mk(fc.Params)
+		if name, ok := strings.CutPrefix(fc.Name, StarlarkUnitPrefix); ok {
+			f, err := newStarlarkFilter(name, fc.Params, p)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			p.filters = append(p.filters, filterEntry{f, costScriptlet})
+			p.needs = p.needs.merge(starlarkNeeds)
+			continue
+		}
+		u, ok := reg.Lookup(fc.Name)
+		if !ok || u.Info.Kind != KindFilter {
+			errs = append(errs, fmt.Errorf("unknown filter %q", fc.Name))
+			continue
+		}
+		f, err := u.NewFilter(fc.Params)
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		p.filters = append(p.filters, f)
-	}
-	for _, wc := range cfg.Weighers {
-		mk, ok := reg.Weighers[wc.Name]
-		if !ok {
-			errs = append(errs, fmt.Errorf("unknown weigher %q", wc.Name))
-			continue
+		hasCapacity = hasCapacity || u.Info.Name == CapacityName
+		p.filters = append(p.filters, filterEntry{f, u.Cost})
+		p.needs = p.needs.merge(u.Needs)
+		switch u.Info.Name {
+		case PinName:
+			p.pin = f
+		case ExcludeName:
+			p.exclude = f
 		}
+	}
+	if !hasCapacity {
+		p.filters = append(p.filters, filterEntry{&Capacity{}, capacityUnit.Cost})
+	}
+	if p.pin == nil {
+		p.pin = &Pin{}
+	} else {
+		p.pin = nil // listed: it runs in its place and reads Request.Target itself
+	}
+	if p.exclude == nil {
+		p.exclude = &Exclude{}
+	} else {
+		p.exclude = nil
+	}
+	slices.SortStableFunc(p.filters, func(a, b filterEntry) int { return cmp.Compare(a.cost, b.cost) })
+
+	for _, wc := range cfg.Weighers {
 		factor := 1.0
 		if wc.Factor != nil {
 			factor = *wc.Factor
@@ -97,20 +200,39 @@ func NewPolicy(cfg PolicyConfig, reg *Registry, script *Scriptlet) (*Policy, err
 		if math.IsNaN(factor) || math.IsInf(factor, 0) {
 			errs = append(errs, fmt.Errorf("weigher %q: factor must be finite", wc.Name))
 		}
-		w, err := mk(wc.Params)
+		if name, ok := strings.CutPrefix(wc.Name, StarlarkUnitPrefix); ok {
+			w, err := newStarlarkWeigher(name, wc.Params, p)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			p.weighers = append(p.weighers, weighted{w, factor})
+			p.needs = p.needs.merge(starlarkNeeds)
+			continue
+		}
+		u, ok := reg.Lookup(wc.Name)
+		if !ok || u.Info.Kind != KindWeigher {
+			errs = append(errs, fmt.Errorf("unknown weigher %q", wc.Name))
+			continue
+		}
+		w, err := u.NewWeigher(wc.Params)
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
 		p.weighers = append(p.weighers, weighted{w, factor})
+		p.needs = p.needs.merge(u.Needs)
 	}
-	if script != nil {
-		if script.filter != nil {
-			p.filters = append(p.filters, scriptFilter{script})
+	if cfg.Balancer != nil {
+		if err := cfg.Balancer.Validate(); err != nil {
+			errs = append(errs, err)
 		}
-		if script.weigh != nil {
-			p.weighers = append(p.weighers, weighted{scriptWeigher{script}, script.cfg.WeighFactor})
-		}
+	}
+	if scripts == nil && len(p.Scriptlets()) > 0 {
+		errs = append(errs, errors.New("scriptlets named but no scriptlet store"))
+	}
+	if scripts != nil {
+		p.needs = p.needs.merge(starlarkNeeds) // the default scriptlet may appear at any time
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("scheduler policy: %w", err)
@@ -118,18 +240,37 @@ func NewPolicy(cfg PolicyConfig, reg *Registry, script *Scriptlet) (*Policy, err
 	return p, nil
 }
 
-// Needs reports which costly provider fields the policy's units read, so
-// the caller fetches only those.
+// Config returns the configuration the policy was built from.
+func (p *Policy) Config() PolicyConfig { return p.cfg }
+
+// Scriptlets lists the stored scriptlets the policy names (its scriptlet
+// and its starlark: units), so a store can refuse to delete one in use.
+func (p *Policy) Scriptlets() []string {
+	var names []string
+	if p.cfg.Scriptlet != "" {
+		names = append(names, p.cfg.Scriptlet)
+	}
+	for _, u := range slices.Concat(p.cfg.Filters, p.cfg.Weighers) {
+		if n, ok := strings.CutPrefix(u.Name, StarlarkUnitPrefix); ok && !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
+	return names
+}
+
+// Needs reports which costly provider fields and ClusterData calls the
+// policy's units read, so the caller fetches only those. A policy that
+// may run a scriptlet needs placement keys (candidate_members shows them).
 func (p *Policy) Needs() Needs {
 	return p.needs
 }
 
-// Describe lists the policy's filters and weighers (name and factor), in
-// the order they run.
+// Describe lists the policy's filters in the order they run and its
+// weighers' factors by name.
 func (p *Policy) Describe() (filters []string, weighers map[string]float64) {
 	weighers = map[string]float64{}
 	for _, f := range p.filters {
-		filters = append(filters, f.Name())
+		filters = append(filters, f.f.Name())
 	}
 	for _, w := range p.weighers {
 		weighers[w.w.Name()] += w.factor
@@ -142,15 +283,24 @@ type Ranking struct {
 	// Considered is how many candidates were handed in.
 	Considered int
 	// Ranked are the candidates that passed every filter, best first:
-	// by score, then by Candidate.Index. When the scriptlet chose, its
-	// choice comes first (or only its list, in its order).
+	// by score, then by Candidate.Index. When the scriptlet chose a
+	// target, that candidate comes first and the rest keep their order.
 	Ranked []Scored
-	// Rejections has one entry per filter that ran, in chain order, with
-	// how many candidates it removed and why. A candidate is counted by
-	// the first filter that rejects it.
-	Rejections []FilterCount
-	// Chosen is set when the scriptlet's choose changed the order.
+	// Rejections has one entry per filter that ran, in the order they
+	// ran, with how many candidates it removed and why, and how many
+	// remained after it.
+	Rejections []Rejection
+	// Scriptlet is the name of the scriptlet whose instance_placement ran
+	// ("" for none; "(default)" for the server's default scriptlet).
+	Scriptlet string
+	// Target is the root provider uuid the scriptlet chose with
+	// set_target, "" when it did not.
+	Target string
+	// Chosen reports whether the scriptlet chose (Target is set).
 	Chosen bool
+	// Log is what the scriptlets logged (log_info, log_warn, log_error),
+	// and an error line when a scriptlet failed or exceeded a limit.
+	Log []LogLine
 }
 
 // Scored is a candidate with its score.
@@ -162,60 +312,104 @@ type Scored struct {
 	Weights map[string]float64
 }
 
-// FilterCount is what one filter rejected.
-type FilterCount struct {
-	Filter   string
-	Rejected int
-	// Reasons counts rejections by reason.
+// Rejection is what one filter removed.
+type Rejection struct {
+	Unit string
+	// Removed is how many candidates the filter removed; Remaining how
+	// many were left after it.
+	Removed   int
+	Remaining int
+	// Reasons counts removals by reason.
 	Reasons map[string]int
 }
 
-// Rank filters, scores and orders cands for req. It returns a
-// *PluginError when a plugin or the scriptlet failed, and a
-// *RefusedError (with the ranking so far) when the scriptlet refused the
-// request. ctx bounds the work; with a scriptlet, so does the
-// scriptlet's timeout, for the whole ranking.
+// FilterCount is the former name of Rejection.
+type FilterCount = Rejection
+
+// LogLine is one line a scriptlet logged. Level is "info", "warn" or
+// "error".
+type LogLine struct {
+	Level   string `json:"level"`
+	Message string `json:"message"`
+}
+
+// Rank filters, scores and orders cands for req, then runs the
+// scriptlet's instance_placement over the ranked candidates. It returns
+// a *RefusedError (with the ranking so far) when a scriptlet refused the
+// request, failed or exceeded a limit; a *PluginError when a built-in
+// unit failed (ClusterData unreachable). ctx bounds the work; scriptlets
+// also share one deadline (ScriptletLimits.Timeout) per Rank. Rank does
+// not change req or cands.
 func (p *Policy) Rank(ctx context.Context, req *Request, cands []*Candidate) (*Ranking, error) {
-	if p.script != nil {
+	rq := *req
+	rq.prepared = map[any]any{}
+	req = &rq
+	r := &Ranking{Considered: len(cands)}
+
+	run := &scriptRun{policy: p, ranking: r, limits: p.limits}
+	req.prepared[scriptRunKey{}] = run
+	placement, err := p.placementScriptlet(r)
+	if err != nil {
+		return nil, &PluginError{Plugin: ScriptletName, Err: err}
+	}
+	if placement != nil || p.usesStarlarkUnits() {
 		var cancel context.CancelFunc
-		ctx, cancel = p.script.withDeadline(ctx)
+		ctx, cancel = context.WithTimeoutCause(ctx, p.limits.Timeout, errScriptletDeadline)
 		defer cancel()
 	}
-	filters := p.filters
-	if len(req.Avoid) > 0 {
-		filters = append([]Filter{requestAvoid(req)}, filters...)
+
+	filters := make([]Filter, 0, len(p.filters)+2)
+	if p.pin != nil && req.Target != "" {
+		filters = append(filters, p.pin)
 	}
-	r := &Ranking{Considered: len(cands)}
-	counts := make([]FilterCount, len(filters))
-	for i, f := range filters {
-		counts[i] = FilterCount{Filter: f.Name(), Reasons: map[string]int{}}
+	if p.exclude != nil && len(req.Avoid) > 0 {
+		filters = append(filters, p.exclude)
 	}
-	var passed []*Candidate
-	for n, c := range cands {
-		if n%256 == 0 {
-			if err := ctx.Err(); err != nil {
-				return nil, err
+	for _, f := range p.filters {
+		filters = append(filters, f.f)
+	}
+	units := make([]any, 0, len(filters)+len(p.weighers))
+	for _, f := range filters {
+		units = append(units, f)
+	}
+	for _, w := range p.weighers {
+		units = append(units, w.w)
+	}
+	for _, u := range units {
+		if pr, ok := u.(Preparer); ok {
+			v, st := pr.Prepare(ctx, req)
+			if err := p.statusError(u, st, r); err != nil {
+				return r, err
 			}
+			req.prepared[u] = v
 		}
-		ok := true
-		for i, f := range filters {
+	}
+
+	passed := slices.Clone(cands)
+	for _, f := range filters {
+		rej := Rejection{Unit: f.Name(), Reasons: map[string]int{}}
+		kept := passed[:0]
+		for n, c := range passed {
+			if n%256 == 0 {
+				if err := ctx.Err(); err != nil {
+					return r, p.ctxError(ctx, err, r)
+				}
+			}
 			st := f.Filter(ctx, req, c)
 			if st.IsSuccess() {
+				kept = append(kept, c)
 				continue
 			}
 			if !st.IsRejected() {
-				return nil, &PluginError{Plugin: f.Name(), Err: statusErr(st)}
+				return r, p.statusError(f, st, r)
 			}
-			counts[i].Rejected++
-			counts[i].Reasons[st.Reason()]++
-			ok = false
-			break
+			rej.Removed++
+			rej.Reasons[st.Reason()]++
 		}
-		if ok {
-			passed = append(passed, c)
-		}
+		passed = kept
+		rej.Remaining = len(passed)
+		r.Rejections = append(r.Rejections, rej)
 	}
-	r.Rejections = counts
 
 	scored := make([]Scored, len(passed))
 	for i, c := range passed {
@@ -223,15 +417,24 @@ func (p *Policy) Rank(ctx context.Context, req *Request, cands []*Candidate) (*R
 	}
 	raw := make([]float64, len(passed))
 	for _, w := range p.weighers {
-		for i, c := range passed {
-			v, st := w.w.Weigh(ctx, req, c)
-			if !st.IsSuccess() {
-				return nil, &PluginError{Plugin: w.w.Name(), Err: statusErr(st)}
+		if bw, ok := w.w.(BatchWeigher); ok {
+			clear(raw)
+			if err := p.statusError(w.w, bw.WeighAll(ctx, req, passed, raw), r); err != nil {
+				return r, err
 			}
+		} else {
+			for i, c := range passed {
+				v, st := w.w.Weigh(ctx, req, c)
+				if err := p.statusError(w.w, st, r); err != nil {
+					return r, err
+				}
+				raw[i] = v
+			}
+		}
+		for _, v := range raw {
 			if math.IsNaN(v) || math.IsInf(v, 0) {
-				return nil, &PluginError{Plugin: w.w.Name(), Err: fmt.Errorf("weight %v is not finite", v)}
+				return r, &PluginError{Plugin: w.w.Name(), Err: fmt.Errorf("weight %v is not finite", v)}
 			}
-			raw[i] = v
 		}
 		norm := Normalize(raw)
 		for i := range scored {
@@ -248,37 +451,90 @@ func (p *Policy) Rank(ctx context.Context, req *Request, cands []*Candidate) (*R
 	})
 	r.Ranked = scored
 
-	if p.script != nil && p.script.choose != nil && len(scored) > 0 {
-		order, err := p.script.callChoose(ctx, req, scored)
-		if err != nil {
-			var refused *RefusedError
-			if errors.As(err, &refused) {
-				return r, refused
-			}
-			return nil, &PluginError{Plugin: ScriptletName, Err: err}
-		}
-		if order != nil {
-			r.Ranked, r.Chosen = reorder(scored, order), true
+	if placement != nil {
+		if err := run.placement(ctx, placement, req); err != nil {
+			return r, err
 		}
 	}
 	return r, nil
 }
 
-// reorder applies a scriptlet's choice: one index moves that candidate to
-// the front; a list keeps exactly those candidates, in that order.
-func reorder(scored []Scored, ch *choice) []Scored {
-	if ch.list == nil {
-		out := make([]Scored, 0, len(scored))
-		out = append(out, scored[ch.first])
-		out = append(out, scored[:ch.first]...)
-		return append(out, scored[ch.first+1:]...)
+// usesStarlarkUnits reports whether a filter or weigher is a scriptlet.
+func (p *Policy) usesStarlarkUnits() bool {
+	for _, f := range p.filters {
+		if _, ok := f.f.(*starlarkFilter); ok {
+			return true
+		}
 	}
-	out := make([]Scored, 0, len(ch.list))
-	for _, i := range ch.list {
-		out = append(out, scored[i])
+	for _, w := range p.weighers {
+		if _, ok := w.w.(*starlarkWeigher); ok {
+			return true
+		}
 	}
-	return out
+	return false
 }
+
+// placementScriptlet resolves the scriptlet whose instance_placement runs
+// (nil for none) and records its name in r.
+func (p *Policy) placementScriptlet(r *Ranking) (*Program, error) {
+	if p.scripts == nil {
+		return nil, nil
+	}
+	if p.cfg.Scriptlet == "" {
+		prog := p.scripts.DefaultScriptlet()
+		if prog == nil {
+			return nil, nil
+		}
+		if !prog.HasPlacement() {
+			return nil, errors.New("the default scriptlet does not define instance_placement(request, candidate_members)")
+		}
+		r.Scriptlet = DefaultScriptletName
+		return prog, nil
+	}
+	prog, ok := p.scripts.Scriptlet(p.cfg.Scriptlet)
+	if !ok {
+		return nil, fmt.Errorf("scriptlet %q does not exist", p.cfg.Scriptlet)
+	}
+	if !prog.HasPlacement() {
+		return nil, fmt.Errorf("scriptlet %q does not define instance_placement(request, candidate_members)", p.cfg.Scriptlet)
+	}
+	r.Scriptlet = p.cfg.Scriptlet
+	return prog, nil
+}
+
+// statusError turns a unit's failed status into Rank's error: a refusal
+// for a scriptlet unit's error (it carries a *RefusedError), a
+// *PluginError otherwise. nil for success and rejection.
+func (p *Policy) statusError(u any, st *Status, r *Ranking) error {
+	if st.IsSuccess() || st.IsRejected() {
+		return nil
+	}
+	var refused *RefusedError
+	if errors.As(st.Err, &refused) {
+		return refused
+	}
+	name := fmt.Sprint(u)
+	if n, ok := u.(interface{ Name() string }); ok {
+		name = n.Name()
+	}
+	return &PluginError{Plugin: name, Err: statusErr(st)}
+}
+
+// ctxError is Rank's error when ctx ended: a deadline refusal when the
+// scriptlet deadline passed, ctx's error otherwise.
+func (p *Policy) ctxError(ctx context.Context, err error, r *Ranking) error {
+	if context.Cause(ctx) == errScriptletDeadline {
+		lim := &ScriptletLimitError{Scriptlet: r.Scriptlet, Limit: LimitDeadline}
+		p.limits.Metrics.count(lim)
+		r.Log = append(r.Log, LogLine{Level: "error", Message: lim.Error()})
+		return &RefusedError{Reason: lim.Error(), Err: lim}
+	}
+	return err
+}
+
+// errScriptletDeadline is the cause of a Rank's context ending at the
+// scriptlet deadline.
+var errScriptletDeadline = errors.New("scriptlet deadline exceeded")
 
 // Normalize maps raw values linearly onto [0, 1], the smallest to 0 and
 // the largest to 1. When all values are equal every result is 0: a

@@ -10,6 +10,13 @@ import (
 // PreferTraitsName names the prefer_traits weigher.
 const PreferTraitsName = "prefer_traits"
 
+var preferTraitsUnit = Unit{
+	Info: UnitInfo{Name: PreferTraitsName, Kind: KindWeigher,
+		Description: "Prefers candidates with more of the listed traits (on the root or a provider allocated from).",
+		Parameters:  []ParamInfo{{Name: "traits", Type: "[]string", Required: true, Description: "trait names"}}},
+	NewWeigher: NewPreferTraits,
+}
+
 // PreferTraits is a soft trait preference: a candidate scores the number
 // of listed traits that some provider it allocates from, or its root,
 // has. Required traits belong in the request; this is for "nice to have".

@@ -2,398 +2,382 @@ package scheduler
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
-	"log/slog"
-	"slices"
+	"sync/atomic"
 	"time"
 
+	"go.starlark.net/resolve"
 	"go.starlark.net/starlark"
-	"go.starlark.net/starlarkstruct"
 	"go.starlark.net/syntax"
 )
 
-// ScriptletName is the name the scriptlet's filter and weigher run under,
-// and the plugin named in its errors.
-const ScriptletName = "scriptlet"
-
-// Scriptlet defaults.
+// ScriptletName is the plugin named in errors about the policy's
+// scriptlet; DefaultScriptletName is how Ranking.Scriptlet names the
+// server's default scriptlet.
 const (
-	DefaultScriptSteps   = 1_000_000
-	DefaultScriptTimeout = time.Second
-	DefaultChooseWindow  = 100
+	ScriptletName        = "scriptlet"
+	DefaultScriptletName = "(default)"
 )
 
-// ScriptletConfig bounds the operator's scriptlet.
-type ScriptletConfig struct {
-	// MaxSteps is the Starlark step budget of one call of filter, weigh
-	// or choose (and of loading the script). Default 1,000,000.
-	MaxSteps uint64 `json:"max_steps"`
-	// Timeout bounds the whole scriptlet work of one request (every call
-	// of filter, weigh and choose together). Default 1s.
-	Timeout Duration `json:"timeout"`
-	// WeighFactor is the factor of the scriptlet's weigh. Default 1.
-	WeighFactor float64 `json:"weigh_factor"`
-	// ChooseWindow is how many of the best ranked candidates choose sees.
-	// Default 100.
-	ChooseWindow int `json:"choose_window"`
-}
+// Entry points a scriptlet may define.
+const (
+	entryPlacement = "instance_placement"
+	entryFilter    = "filter"
+	entryWeigh     = "weigh"
+)
 
-// Duration is a time.Duration written as a Go duration string ("200ms").
-type Duration time.Duration
-
-// UnmarshalJSON implements json.Unmarshaler.
-func (d *Duration) UnmarshalJSON(b []byte) error {
-	var s string
-	if err := json.Unmarshal(b, &s); err != nil {
-		return fmt.Errorf("duration: want a string such as \"200ms\"")
-	}
-	v, err := time.ParseDuration(s)
-	if err != nil {
-		return err
-	}
-	*d = Duration(v)
-	return nil
-}
-
-func (c *ScriptletConfig) setDefaults() error {
-	if c.MaxSteps == 0 {
-		c.MaxSteps = DefaultScriptSteps
-	}
-	if c.Timeout < 0 {
-		return errors.New("scriptlet: timeout must be positive")
-	}
-	if c.Timeout == 0 {
-		c.Timeout = Duration(DefaultScriptTimeout)
-	}
-	if c.WeighFactor == 0 {
-		c.WeighFactor = 1
-	}
-	if c.ChooseWindow < 0 {
-		return errors.New("scriptlet: choose_window must be positive")
-	}
-	if c.ChooseWindow == 0 {
-		c.ChooseWindow = DefaultChooseWindow
-	}
-	return nil
-}
-
-// Scriptlet is the operator's Starlark script, loaded once and frozen. It
-// may define any of:
+// Program is a compiled scriptlet: Starlark source whose top level has
+// run once (under the default step budget) and whose globals are frozen.
+// It defines any of
 //
-//	filter(request, candidate) -> None or True to keep the candidate,
-//	    False or a reason string to reject it
-//	weigh(request, candidate)  -> a number, higher is better (normalised
-//	    and multiplied by weigh_factor like any weigher)
-//	choose(request, candidates) -> None to keep the ranking, an index into
-//	    candidates to try that one first, or a list of indexes to try
-//	    exactly those in that order
+//	instance_placement(request, candidate_members)  the policy's scriptlet
+//	filter(request, candidate)                      a "starlark:<name>" filter
+//	weigh(request, candidate)                       a "starlark:<name>" weigher
 //
-// and may call refuse(reason) in choose to refuse the whole request. Each
-// call runs on its own thread with a step budget; the request's scriptlet
-// calls together have a deadline. A Scriptlet is safe for concurrent use.
-type Scriptlet struct {
-	cfg    ScriptletConfig
-	log    *slog.Logger
-	filter *starlark.Function
-	weigh  *starlark.Function
-	choose *starlark.Function
+// A Program is immutable and safe for concurrent use; every run gets its
+// own thread, budget and deadline.
+type Program struct {
+	name      string
+	src       []byte
+	placement *starlark.Function
+	filter    *starlark.Function
+	weigh     *starlark.Function
 }
 
-// refusal is the error refuse() raises.
-type refusal struct{ reason string }
-
-func (r *refusal) Error() string { return "refused: " + r.reason }
-
-var refuseBuiltin = starlark.NewBuiltin("refuse", func(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
-	var reason string
-	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "reason", &reason); err != nil {
-		return nil, err
-	}
-	return nil, &refusal{reason}
-})
-
-// NewScriptlet compiles and runs the script's top level (under the step
-// budget and timeout) and freezes its globals. log receives print().
-func NewScriptlet(filename string, src []byte, cfg ScriptletConfig, log *slog.Logger) (*Scriptlet, error) {
-	if err := cfg.setDefaults(); err != nil {
-		return nil, err
-	}
-	if log == nil {
-		log = slog.Default()
-	}
-	s := &Scriptlet{cfg: cfg, log: log}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(cfg.Timeout))
-	defer cancel()
-	thread, done := s.thread(ctx, "load")
-	defer done()
-	predeclared := starlark.StringDict{"refuse": refuseBuiltin, "struct": starlark.NewBuiltin("struct", starlarkstruct.Make)}
-	globals, err := starlark.ExecFileOptions(&syntax.FileOptions{}, thread, filename, src, predeclared)
+// CompileScriptlet compiles src and runs its top level. Errors are a
+// *CompileError with the line and column: syntax errors, undefined names,
+// a failing top level, an entry point that is not a function of two
+// parameters, or none of the entry points defined.
+func CompileScriptlet(name string, src []byte) (*Program, error) {
+	isPredeclared := func(n string) bool { _, ok := builtins[n]; return ok }
+	_, prog, err := starlark.SourceProgramOptions(&syntax.FileOptions{}, name, src, isPredeclared)
 	if err != nil {
-		return nil, fmt.Errorf("scriptlet %s: %w", filename, err)
+		return nil, compileError(err)
+	}
+	th := &starlark.Thread{Name: "scriptlet:" + name + ":load"}
+	th.SetMaxExecutionSteps(DefaultScriptletSteps)
+	timer := time.AfterFunc(DefaultScriptletTimeout, func() { th.Cancel("deadline exceeded") })
+	globals, err := prog.Init(th, builtins)
+	timer.Stop()
+	if err != nil {
+		return nil, compileError(err)
 	}
 	globals.Freeze()
-	for name, dst := range map[string]**starlark.Function{"filter": &s.filter, "weigh": &s.weigh, "choose": &s.choose} {
-		v, ok := globals[name]
+	p := &Program{name: name, src: append([]byte(nil), src...)}
+	for entry, dst := range map[string]**starlark.Function{entryPlacement: &p.placement, entryFilter: &p.filter, entryWeigh: &p.weigh} {
+		v, ok := globals[entry]
 		if !ok {
 			continue
 		}
 		fn, ok := v.(*starlark.Function)
 		if !ok || fn.NumParams() != 2 {
-			return nil, fmt.Errorf("scriptlet %s: %s must be a function of two parameters", filename, name)
+			line, col := 0, 0
+			if ok {
+				line, col = int(fn.Position().Line), int(fn.Position().Col)
+			}
+			return nil, &CompileError{Line: line, Col: col, Msg: entry + " must be a function of two parameters"}
 		}
 		*dst = fn
 	}
-	if s.filter == nil && s.weigh == nil && s.choose == nil {
-		return nil, fmt.Errorf("scriptlet %s: defines none of filter, weigh, choose", filename)
+	if p.placement == nil && p.filter == nil && p.weigh == nil {
+		return nil, &CompileError{Line: 1, Col: 1, Msg: "defines none of instance_placement(request, candidate_members), " +
+			"filter(request, candidate), weigh(request, candidate)"}
 	}
-	return s, nil
+	return p, nil
 }
 
-// thread returns a Starlark thread with the step budget, cancelled when
-// ctx is done. Call done when finished with it.
-func (s *Scriptlet) thread(ctx context.Context, name string) (*starlark.Thread, func() bool) {
-	th := &starlark.Thread{
-		Name: "scriptlet:" + name,
-		Print: func(_ *starlark.Thread, msg string) {
-			s.log.Debug("scriptlet print", "msg", msg)
-		},
-	}
-	th.SetMaxExecutionSteps(s.cfg.MaxSteps)
-	return th, context.AfterFunc(ctx, func() { th.Cancel("deadline exceeded") })
-}
-
-// call runs fn(args...) with the budget.
-func (s *Scriptlet) call(ctx context.Context, fn *starlark.Function, args ...starlark.Value) (starlark.Value, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("scriptlet %s: %w", fn.Name(), err)
-	}
-	th, done := s.thread(ctx, fn.Name())
-	defer done()
-	v, err := starlark.Call(th, fn, args, nil)
-	if err != nil {
-		var r *refusal
-		if errors.As(err, &r) {
-			return nil, r
-		}
-		var ee *starlark.EvalError
-		if errors.As(err, &ee) {
-			return nil, fmt.Errorf("%s", ee.Backtrace())
-		}
-		return nil, err
-	}
-	return v, nil
-}
-
-// withDeadline bounds ctx by the scriptlet timeout. Policy.Rank calls it
-// once per request, so all of a request's calls share one deadline.
-func (s *Scriptlet) withDeadline(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ctx, time.Duration(s.cfg.Timeout))
-}
-
-// scriptFilter adapts the scriptlet's filter to Filter.
-type scriptFilter struct{ s *Scriptlet }
-
-var _ Filter = scriptFilter{}
-
-func (f scriptFilter) Name() string { return ScriptletName }
-
-func (f scriptFilter) Filter(ctx context.Context, req *Request, c *Candidate) *Status {
-	v, err := f.s.call(ctx, f.s.filter, requestValue(req), candidateValue(c, c.Index, 0, nil))
-	var r *refusal
+func compileError(err error) *CompileError {
+	var se syntax.Error
+	var rl resolve.ErrorList
+	var ee *starlark.EvalError
 	switch {
-	case errors.As(err, &r):
-		return Reject(r.reason)
-	case err != nil:
-		return AsError(err)
+	case errors.As(err, &se):
+		return &CompileError{Line: int(se.Pos.Line), Col: int(se.Pos.Col), Msg: se.Msg}
+	case errors.As(err, &rl):
+		return &CompileError{Line: int(rl[0].Pos.Line), Col: int(rl[0].Pos.Col), Msg: rl[0].Msg}
+	case errors.As(err, &ee):
+		line, col := evalPos(ee)
+		return &CompileError{Line: line, Col: col, Msg: ee.Msg}
 	}
-	switch v := v.(type) {
-	case starlark.NoneType:
-		return nil
-	case starlark.Bool:
-		if v {
+	return &CompileError{Msg: err.Error()}
+}
+
+// evalPos is the innermost Starlark (not builtin) position of ee.
+func evalPos(ee *starlark.EvalError) (int, int) {
+	for i := range ee.CallStack {
+		if pos := ee.CallStack.At(i).Pos; pos.Line > 0 {
+			return int(pos.Line), int(pos.Col)
+		}
+	}
+	return 0, 0
+}
+
+// Name is the name the program was compiled under.
+func (p *Program) Name() string { return p.name }
+
+// Source is the program's source.
+func (p *Program) Source() []byte { return p.src }
+
+// HasPlacement, HasFilter and HasWeigh report which entry points the
+// program defines.
+func (p *Program) HasPlacement() bool { return p.placement != nil }
+func (p *Program) HasFilter() bool    { return p.filter != nil }
+func (p *Program) HasWeigh() bool     { return p.weigh != nil }
+
+// StaticScriptlets is a ScriptletResolver over a fixed set of programs,
+// for tests and file-configured servers.
+type StaticScriptlets struct {
+	Default *Program
+	Named   map[string]*Program
+}
+
+var _ ScriptletResolver = StaticScriptlets{}
+
+// Scriptlet implements ScriptletResolver.
+func (s StaticScriptlets) Scriptlet(name string) (*Program, bool) {
+	p, ok := s.Named[name]
+	return p, ok
+}
+
+// DefaultScriptlet implements ScriptletResolver.
+func (s StaticScriptlets) DefaultScriptlet() *Program { return s.Default }
+
+// ScriptletMetrics counts scriptlet runs; one value may be shared by
+// every policy (ScriptletLimits.Metrics). The counters are safe to read
+// at any time; OnRun, when set, is called after every run (it must be
+// safe for concurrent use and quick).
+type ScriptletMetrics struct {
+	Runs          atomic.Uint64
+	Refused       atomic.Uint64 // returned a value or called fail()
+	Errors        atomic.Uint64 // runtime errors
+	StepLimit     atomic.Uint64
+	DeadlineLimit atomic.Uint64
+	Steps         atomic.Uint64
+	Nanoseconds   atomic.Uint64
+	OnRun         func(ScriptletRunStats)
+}
+
+// ScriptletRunStats describes one run. Outcome is "ok", "refused",
+// "error", "limit_steps" or "limit_deadline".
+type ScriptletRunStats struct {
+	Scriptlet string
+	Entry     string
+	Outcome   string
+	Steps     uint64
+	Duration  time.Duration
+}
+
+func (m *ScriptletMetrics) observe(s ScriptletRunStats) {
+	if m == nil {
+		return
+	}
+	m.Runs.Add(1)
+	m.Steps.Add(s.Steps)
+	m.Nanoseconds.Add(uint64(s.Duration))
+	switch s.Outcome {
+	case "refused":
+		m.Refused.Add(1)
+	case "error":
+		m.Errors.Add(1)
+	case "limit_steps":
+		m.StepLimit.Add(1)
+	case "limit_deadline":
+		m.DeadlineLimit.Add(1)
+	}
+	if m.OnRun != nil {
+		m.OnRun(s)
+	}
+}
+
+// count records a limit hit outside a run (the deadline passing between
+// calls).
+func (m *ScriptletMetrics) count(lim *ScriptletLimitError) {
+	if m == nil {
+		return
+	}
+	if lim.Limit == LimitSteps {
+		m.StepLimit.Add(1)
+	} else {
+		m.DeadlineLimit.Add(1)
+	}
+}
+
+// failError is what fail(message) raises.
+type failError struct{ msg string }
+
+func (e *failError) Error() string { return e.msg }
+
+// scriptRunKey keys the Rank's *scriptRun in Request.prepared.
+type scriptRunKey struct{}
+
+// scriptRun is the scriptlet state of one Rank: where log lines go, the
+// limits, and the Starlark values built so far (built once per Rank).
+type scriptRun struct {
+	policy  *Policy
+	ranking *Ranking
+	limits  ScriptletLimits
+	request starlark.Value
+	members map[*Candidate]starlark.StringDict
+}
+
+func runOf(req *Request) *scriptRun {
+	run, _ := req.Prepared(scriptRunKey{}).(*scriptRun)
+	return run
+}
+
+// callState is what builtins see of one call, through the thread.
+type callState struct {
+	ctx    context.Context
+	run    *scriptRun
+	req    *Request
+	ranked []Scored // instance_placement only: the candidates
+	target *Candidate
+}
+
+const threadStateKey = "berth.call"
+
+// call runs fn(args...) of prog on a fresh thread with the step budget,
+// cancelled when ctx ends, and classifies its error: a *failError (from
+// fail, or from check, which judges the returned value), a
+// *ScriptletLimitError, a *ScriptletError, or ctx's error when the
+// caller's context ended. Every run is counted in the metrics.
+func (run *scriptRun) call(ctx context.Context, prog *Program, entry string, fn *starlark.Function, st *callState,
+	check func(starlark.Value) error, args ...starlark.Value) (starlark.Value, error) {
+	name := prog.name
+	th := &starlark.Thread{Name: "scriptlet:" + name + ":" + entry}
+	th.SetMaxExecutionSteps(run.limits.MaxSteps)
+	th.SetLocal(threadStateKey, st)
+	start := time.Now()
+	var v starlark.Value
+	var err error
+	if err = ctx.Err(); err == nil {
+		stop := context.AfterFunc(ctx, func() { th.Cancel("deadline exceeded") })
+		v, err = starlark.Call(th, fn, args, nil)
+		stop()
+		if err == nil && check != nil {
+			err = check(v)
+		}
+	}
+	stats := ScriptletRunStats{Scriptlet: name, Entry: entry, Outcome: "ok", Steps: th.ExecutionSteps(), Duration: time.Since(start)}
+	defer func() { run.limits.Metrics.observe(stats) }()
+	if err == nil {
+		return v, nil
+	}
+	var fe *failError
+	switch {
+	case errors.As(err, &fe):
+		stats.Outcome = "refused"
+		return nil, fe
+	case context.Cause(ctx) == errScriptletDeadline:
+		stats.Outcome = "limit_deadline"
+		return nil, &ScriptletLimitError{Scriptlet: name, Limit: LimitDeadline, Steps: stats.Steps}
+	case ctx.Err() != nil:
+		stats.Outcome = "error"
+		return nil, ctx.Err()
+	case stats.Steps >= run.limits.MaxSteps:
+		stats.Outcome = "limit_steps"
+		return nil, &ScriptletLimitError{Scriptlet: name, Limit: LimitSteps, Steps: stats.Steps}
+	}
+	stats.Outcome = "error"
+	se := &ScriptletError{Scriptlet: name, Msg: err.Error()}
+	var ee *starlark.EvalError
+	if errors.As(err, &ee) {
+		se.Line, se.Col = evalPos(ee)
+		se.Msg, se.Backtrace = ee.Msg, ee.Backtrace()
+	}
+	return nil, se
+}
+
+// refusal turns a run's error into Rank's: a *RefusedError (logged in the
+// ranking) for everything the scriptlet caused, err itself otherwise.
+func (run *scriptRun) refusal(err error) error {
+	var fe *failError
+	var lim *ScriptletLimitError
+	var se *ScriptletError
+	switch {
+	case errors.As(err, &fe):
+		return &RefusedError{Reason: fe.msg}
+	case errors.As(err, &lim):
+		run.log("error", lim.Error())
+		return &RefusedError{Reason: lim.Error(), Err: lim}
+	case errors.As(err, &se):
+		run.log("error", se.Error())
+		return &RefusedError{Reason: se.Error(), Err: se}
+	}
+	return err
+}
+
+func (run *scriptRun) log(level, msg string) {
+	run.ranking.Log = append(run.ranking.Log, LogLine{Level: level, Message: msg})
+}
+
+// placement runs prog's instance_placement over the ranking and applies
+// its decision to it.
+func (run *scriptRun) placement(ctx context.Context, prog *Program, req *Request) error {
+	r := run.ranking
+	list := make([]starlark.Value, len(r.Ranked))
+	for i, s := range r.Ranked {
+		d := run.member(s.Cand)
+		m := make(starlark.StringDict, len(d)+3)
+		for k, v := range d {
+			m[k] = v
+		}
+		weights := starlark.NewDict(len(s.Weights))
+		for _, k := range sortedKeys(s.Weights) {
+			_ = weights.SetKey(starlark.String(k), starlark.Float(s.Weights[k]))
+		}
+		m["rank"], m["score"], m["weights"] = starlark.MakeInt(i), starlark.Float(s.Score), weights
+		list[i] = frozenStruct("candidate_member", m)
+	}
+	members := starlark.NewList(list)
+	members.Freeze()
+	st := &callState{ctx: ctx, run: run, req: req, ranked: r.Ranked}
+	refuseOnValue := func(v starlark.Value) error {
+		if v == starlark.None {
 			return nil
 		}
-		return Reject("rejected by scriptlet")
-	case starlark.String:
-		return Reject(string(v))
+		if s, ok := starlark.AsString(v); ok {
+			return &failError{s}
+		}
+		return &failError{v.String()}
 	}
-	return AsError(fmt.Errorf("filter returned %s; want None, bool or string", v.Type()))
+	_, err := run.call(ctx, prog, entryPlacement, prog.placement, st, refuseOnValue, run.requestValue(req), members)
+	if err != nil {
+		return run.refusal(err)
+	}
+	if st.target != nil {
+		out := make([]Scored, 0, len(r.Ranked))
+		var first Scored
+		for _, s := range r.Ranked {
+			if s.Cand == st.target {
+				first = s
+			} else {
+				out = append(out, s)
+			}
+		}
+		r.Ranked = append([]Scored{first}, out...)
+		r.Target, r.Chosen = st.target.Root(), true
+	}
+	return nil
 }
 
-// scriptWeigher adapts the scriptlet's weigh to Weigher.
-type scriptWeigher struct{ s *Scriptlet }
-
-var _ Weigher = scriptWeigher{}
-
-func (w scriptWeigher) Name() string { return ScriptletName }
-
-func (w scriptWeigher) Weigh(ctx context.Context, req *Request, c *Candidate) (float64, *Status) {
-	v, err := w.s.call(ctx, w.s.weigh, requestValue(req), candidateValue(c, c.Index, 0, nil))
-	if err != nil {
-		return 0, AsError(err)
+func (run *scriptRun) requestValue(req *Request) starlark.Value {
+	if run.request == nil {
+		run.request = requestValue(req)
 	}
-	f, ok := starlark.AsFloat(v)
+	return run.request
+}
+
+// member is the candidate as a dict of member fields, built once per
+// Rank.
+func (run *scriptRun) member(c *Candidate) starlark.StringDict {
+	if run.members == nil {
+		run.members = map[*Candidate]starlark.StringDict{}
+	}
+	d, ok := run.members[c]
 	if !ok {
-		return 0, AsError(fmt.Errorf("weigh returned %s; want a number", v.Type()))
+		d = candidateDict(c)
+		run.members[c] = d
 	}
-	return f, nil
-}
-
-// choice is what choose returned: first alone, or list.
-type choice struct {
-	first int
-	list  []int
-}
-
-// callChoose runs choose over the best ChooseWindow candidates.
-func (s *Scriptlet) callChoose(ctx context.Context, req *Request, scored []Scored) (*choice, error) {
-	n := min(len(scored), s.cfg.ChooseWindow)
-	provs := map[*Provider]starlark.Value{}
-	list := make([]starlark.Value, n)
-	for i := range n {
-		list[i] = candidateValue(scored[i].Cand, i, scored[i].Score, provs)
-	}
-	cands := starlark.NewList(list)
-	cands.Freeze()
-	v, err := s.call(ctx, s.choose, requestValue(req), cands)
-	var r *refusal
-	if errors.As(err, &r) {
-		return nil, &RefusedError{Reason: r.reason}
-	}
-	if err != nil {
-		return nil, err
-	}
-	index := func(x starlark.Value) (int, error) {
-		i, err := starlark.AsInt32(x)
-		if err != nil || i < 0 || i >= n {
-			return 0, fmt.Errorf("choose returned %s; want an index in [0, %d)", x.String(), n)
-		}
-		return i, nil
-	}
-	switch v := v.(type) {
-	case starlark.NoneType:
-		return nil, nil
-	case starlark.Int:
-		i, err := index(v)
-		if err != nil {
-			return nil, err
-		}
-		return &choice{first: i}, nil
-	case *starlark.List, starlark.Tuple:
-		ch := &choice{list: []int{}}
-		iter := starlark.Iterate(v)
-		defer iter.Done()
-		var x starlark.Value
-		for iter.Next(&x) {
-			i, err := index(x)
-			if err != nil {
-				return nil, err
-			}
-			if !slices.Contains(ch.list, i) {
-				ch.list = append(ch.list, i)
-			}
-		}
-		return ch, nil
-	}
-	return nil, fmt.Errorf("choose returned %s; want None, an int or a list of ints", v.Type())
-}
-
-// requestValue is req as a frozen struct: consumer_uuid, project_id,
-// user_id, consumer_type, resources (dict class -> amount), avoid (tuple).
-func requestValue(req *Request) starlark.Value {
-	res := starlark.NewDict(len(req.Resources))
-	for _, k := range sortedKeys(req.Resources) {
-		_ = res.SetKey(starlark.String(k), starlark.MakeInt64(req.Resources[k]))
-	}
-	avoid := make(starlark.Tuple, len(req.Avoid))
-	for i, a := range req.Avoid {
-		avoid[i] = starlark.String(a)
-	}
-	v := starlarkstruct.FromStringDict(starlark.String("request"), starlark.StringDict{
-		"consumer_uuid": starlark.String(req.ConsumerUUID),
-		"project_id":    starlark.String(req.ProjectID),
-		"user_id":       starlark.String(req.UserID),
-		"consumer_type": starlark.String(req.ConsumerType),
-		"resources":     res,
-		"avoid":         avoid,
-	})
-	v.Freeze()
-	return v
-}
-
-// candidateValue is c as a frozen struct: index, score, root, roots,
-// allocations (dict provider -> dict class -> amount) and providers (dict
-// uuid -> struct uuid, parent, root, traits, resources: dict class ->
-// struct capacity, used). provs caches provider structs across
-// candidates; nil for none.
-func candidateValue(c *Candidate, index int, score float64, provs map[*Provider]starlark.Value) starlark.Value {
-	allocs := starlark.NewDict(len(c.Allocations))
-	for _, a := range c.Allocations {
-		res := starlark.NewDict(len(a.Resources))
-		for _, k := range sortedKeys(a.Resources) {
-			_ = res.SetKey(starlark.String(k), starlark.MakeInt64(a.Resources[k]))
-		}
-		_ = allocs.SetKey(starlark.String(a.ProviderUUID), res)
-	}
-	providers := starlark.NewDict(len(c.Providers))
-	for _, uuid := range sortedKeys(c.Providers) {
-		p := c.Providers[uuid]
-		pv, ok := provs[p]
-		if !ok {
-			pv = providerValue(p)
-			if provs != nil {
-				provs[p] = pv
-			}
-		}
-		_ = providers.SetKey(starlark.String(uuid), pv)
-	}
-	roots := make(starlark.Tuple, len(c.Roots))
-	for i, r := range c.Roots {
-		roots[i] = starlark.String(r)
-	}
-	v := starlarkstruct.FromStringDict(starlark.String("candidate"), starlark.StringDict{
-		"index":       starlark.MakeInt(index),
-		"score":       starlark.Float(score),
-		"root":        starlark.String(c.Root()),
-		"roots":       roots,
-		"allocations": allocs,
-		"providers":   providers,
-	})
-	v.Freeze()
-	return v
-}
-
-func providerValue(p *Provider) starlark.Value {
-	res := starlark.NewDict(len(p.Resources))
-	for _, k := range sortedKeys(p.Resources) {
-		inv := p.Resources[k]
-		_ = res.SetKey(starlark.String(k), starlarkstruct.FromStringDict(starlark.String("inventory"), starlark.StringDict{
-			"capacity": starlark.MakeInt64(inv.Capacity),
-			"used":     starlark.MakeInt64(inv.Used),
-		}))
-	}
-	traits := make(starlark.Tuple, len(p.Traits))
-	for i, t := range p.Traits {
-		traits[i] = starlark.String(t)
-	}
-	v := starlarkstruct.FromStringDict(starlark.String("provider"), starlark.StringDict{
-		"uuid":      starlark.String(p.UUID),
-		"parent":    starlark.String(p.ParentUUID),
-		"root":      starlark.String(p.RootUUID),
-		"traits":    traits,
-		"resources": res,
-	})
-	v.Freeze()
-	return v
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
+	return d
 }

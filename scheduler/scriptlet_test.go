@@ -3,127 +3,349 @@ package scheduler
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
 
-func rankWith(t *testing.T, src string, cfg ScriptletConfig) (*Ranking, error) {
+func compile(t *testing.T, src string) *Program {
 	t.Helper()
-	s, err := NewScriptlet("test.star", []byte(src), cfg, nil)
+	p, err := CompileScriptlet("test.star", []byte(src))
 	if err != nil {
-		return nil, err
+		t.Fatalf("compile: %v", err)
 	}
-	p, err := NewPolicy(PolicyConfig{Weighers: []PluginConfig{{Name: PackName}}}, nil, s)
+	return p
+}
+
+// scripts is a ScriptletResolver whose programs tests change between
+// ranks.
+type scripts struct {
+	mu    sync.Mutex
+	def   *Program
+	named map[string]*Program
+}
+
+func (s *scripts) Scriptlet(name string) (*Program, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, ok := s.named[name]
+	return p, ok
+}
+
+func (s *scripts) DefaultScriptlet() *Program {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.def
+}
+
+// rankWith ranks cands under a policy cfg whose default scriptlet is src.
+func rankWith(t *testing.T, cfg string, src string, limits ScriptletLimits, req *Request, cands []*Candidate) (*Ranking, error) {
+	t.Helper()
+	pc, err := ParsePolicyConfig([]byte(cfg))
 	if err != nil {
 		t.Fatal(err)
 	}
-	cands := []*Candidate{
-		cand(0, "a", 10, 0, 1),
-		cand(1, "b", 10, 5, 1, "CUSTOM_SSD"),
-		cand(2, "c", 10, 8, 1),
+	res := &scripts{named: map[string]*Program{}}
+	if src != "" {
+		res.def = compile(t, src)
+		res.named["s"] = res.def
 	}
-	return p.Rank(context.Background(), &Request{ConsumerUUID: "c1", Resources: map[string]int64{"VCPU": 1}}, cands)
+	p, err := NewPolicy(pc, nil, res, limits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p.Rank(context.Background(), req, cands)
 }
 
-func order(r *Ranking) string {
-	var out []string
-	for _, s := range r.Ranked {
-		out = append(out, s.Cand.Root())
+func threeCands() []*Candidate {
+	return []*Candidate{
+		with(cand(0, "uuid-1", 10, 0, 1), func(p *Provider) {
+			p.Name, p.Aggregates, p.Keys = "node1", []string{"agg-a"}, []PlacementKey{{Name: "zone", Value: 0.5}}
+		}),
+		cand(1, "node2", 10, 5, 1, "CUSTOM_SSD"),
+		cand(2, "node3", 10, 8, 1),
 	}
-	return strings.Join(out, ",")
 }
 
-func TestScriptlet(t *testing.T) {
+func fixData() *fakeData {
+	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	return &fakeData{
+		members: []*Provider{
+			{UUID: "uuid-1", Name: "node1", Aggregates: []string{"agg-a"}, State: &ProviderState{Load1: 0.5, MemFreeMB: 2048, ReportedAt: now},
+				Resources: map[string]Inventory{"VCPU": {Total: 8, Capacity: 16, Used: 4, AllocationRatio: 2}}},
+			{UUID: "node2", Name: "node2", Resources: map[string]Inventory{"VCPU": {Total: 10, Capacity: 10, Used: 5}}},
+		},
+		instances: []Instance{
+			{UUID: "i1", Name: "web1", ProjectID: "p1", Location: "node1", Resources: map[string]int64{"VCPU": 2}},
+			{UUID: "i2", Name: "web2", ProjectID: "p2", Location: "node1", Resources: map[string]int64{"VCPU": 2}},
+			{UUID: "i3", Name: "db1", ProjectID: "p1", Location: "node2", Resources: map[string]int64{"VCPU": 5}},
+		},
+	}
+}
+
+func TestCompileErrors(t *testing.T) {
 	tests := []struct {
-		name    string
-		src     string
-		cfg     ScriptletConfig
-		want    string // ranked roots
-		refused string
-		errLike string // load or rank error
+		name, src string
+		line, col int
+		msg       string
 	}{
-		{name: "choose none keeps ranking", src: "def choose(request, candidates):\n    return None\n", want: "c,b,a"},
-		{name: "choose index", src: `
-def choose(request, candidates):
-    for i, c in enumerate(candidates):
-        for p in c.providers.values():
-            if "CUSTOM_SSD" in p.traits:
-                return i
-    return None
-`, want: "b,c,a"},
-		{name: "choose list", src: "def choose(request, candidates):\n    return [2, 0]\n", want: "a,c"},
-		{name: "choose sees request and scores", src: `
-def choose(request, candidates):
-    if request.resources["VCPU"] != 1 or request.consumer_uuid != "c1":
-        fail("bad request")
-    if candidates[0].score < candidates[1].score:
-        fail("not ranked")
-    return None
-`, want: "c,b,a"},
-		{name: "refuse", src: "def choose(request, candidates):\n    refuse(\"maintenance window\")\n", refused: "maintenance window"},
-		{name: "filter", src: `
-def filter(request, candidate):
-    if candidate.root == "c":
-        return "too hot"
-    return candidate.providers[candidate.root].resources["VCPU"].used < 8
-`, want: "b,a"},
-		{name: "weigh overrides pack with a bigger factor", src: `
-def weigh(request, candidate):
-    return -candidate.providers[candidate.root].resources["VCPU"].used
-`, cfg: ScriptletConfig{WeighFactor: 3}, want: "a,b,c"},
-		{name: "step budget", src: `
-def choose(request, candidates):
-    n = 0
-    for i in range(100000000):
-        n += i
-    return None
-`, cfg: ScriptletConfig{MaxSteps: 10000}, errLike: "too many steps"},
-		{name: "deadline", src: `
-def choose(request, candidates):
-    n = 0
-    for i in range(1000000000):
-        n += i
-    return None
-`, cfg: ScriptletConfig{MaxSteps: 1 << 62, Timeout: Duration(50 * time.Millisecond)}, errLike: "deadline exceeded"},
-		{name: "syntax error", src: "def choose(request, candidates)\n    return None\n", errLike: "test.star:2:1"},
-		{name: "no entry point", src: "x = 1\n", errLike: "defines none of"},
-		{name: "bad return", src: "def choose(request, candidates):\n    return 7\n", errLike: "want an index"},
-		{name: "runtime error", src: "def choose(request, candidates):\n    return candidates[0].nope\n", errLike: "has no .nope attribute"},
-		{name: "frozen values", src: "def choose(request, candidates):\n    candidates.append(1)\n", errLike: "frozen"},
+		{"syntax", "def instance_placement(request, candidate_members):\n    return (\n", 3, 1, "got outdent"},
+		{"undefined name", "def instance_placement(request, candidate_members):\n    return nope\n", 2, 12, "undefined: nope"},
+		{"top level fails", "x = 1\ny = x // 0\ndef filter(request, candidate):\n    return True\n", 2, 7, "division by zero"},
+		{"builtin at top level", "log_info(\"hi\")\ndef filter(request, candidate):\n    return True\n", 1, 9, "only callable while placing"},
+		{"wrong arity", "def instance_placement(request):\n    return None\n", 1, 1, "function of two parameters"},
+		{"not a function", "weigh = 3\n", 0, 0, "function of two parameters"},
+		{"nothing defined", "x = 1\n", 1, 1, "defines none of"},
 	}
 	for _, tt := range tests {
-		r, err := rankWith(t, tt.src, tt.cfg)
-		switch {
-		case tt.errLike != "":
-			if err == nil || !strings.Contains(err.Error(), tt.errLike) {
-				t.Errorf("%s: err %v, want %q", tt.name, err, tt.errLike)
-			}
-			var refused *RefusedError
-			if errors.As(err, &refused) {
-				t.Errorf("%s: an error became a refusal", tt.name)
-			}
-		case tt.refused != "":
-			var refused *RefusedError
-			if !errors.As(err, &refused) || refused.Reason != tt.refused {
-				t.Errorf("%s: err %v, want refusal %q", tt.name, err, tt.refused)
-			}
-		case err != nil:
-			t.Errorf("%s: %v", tt.name, err)
-		default:
-			if got := order(r); got != tt.want {
-				t.Errorf("%s: ranked %s, want %s", tt.name, got, tt.want)
-			}
+		_, err := CompileScriptlet("t.star", []byte(tt.src))
+		var ce *CompileError
+		if !errors.As(err, &ce) {
+			t.Errorf("%s: %v, want a CompileError", tt.name, err)
+			continue
 		}
+		if ce.Line != tt.line || ce.Col != tt.col || !strings.Contains(ce.Msg, tt.msg) {
+			t.Errorf("%s: %d:%d %q, want %d:%d %q", tt.name, ce.Line, ce.Col, ce.Msg, tt.line, tt.col, tt.msg)
+		}
+	}
+	p := compile(t, "def filter(request, candidate):\n    return True\n")
+	if p.HasPlacement() || !p.HasFilter() || p.HasWeigh() || p.Name() != "test.star" || !strings.Contains(string(p.Source()), "def filter") {
+		t.Errorf("program %+v", p)
 	}
 }
 
-func TestScriptletFilterCounts(t *testing.T) {
-	r, err := rankWith(t, "def filter(request, candidate):\n    return candidate.root == \"a\" or \"not a\"\n", ScriptletConfig{})
+// TestSeedExample is the issue's example: a scriptlet refusing by name.
+func TestSeedExample(t *testing.T) {
+	src := "def instance_placement(request, candidate_members):\n    if request.name == \"foo\":\n        return \"Invalid name\"\n"
+	_, err := rankWith(t, `{}`, src, ScriptletLimits{}, &Request{Name: "foo"}, threeCands())
+	var refused *RefusedError
+	if !errors.As(err, &refused) || refused.Reason != "Invalid name" || err.Error() != "Failed instance placement scriptlet: Invalid name" {
+		t.Fatalf("foo: %v", err)
+	}
+	r, err := rankWith(t, `{}`, src, ScriptletLimits{}, &Request{Name: "bar"}, threeCands())
+	if err != nil || roots(r) != "uuid-1,node2,node3" || r.Chosen || r.Scriptlet != DefaultScriptletName {
+		t.Fatalf("bar: %v %+v", err, r)
+	}
+}
+
+func TestScriptletRequestAndMembers(t *testing.T) {
+	src := `
+def instance_placement(request, candidate_members):
+    log_info("request", request.consumer_uuid, request.name, request.project, request.user, request.reason)
+    log_info("resources", request.resources, request.traits.required, request.traits.forbidden)
+    log_info("properties", request.properties["group"], request.properties["n"], request.keys[0].name, request.keys[0].weight)
+    m = candidate_members[0]
+    log_warn("member", m.rank, m.name, m.uuid, m.aggregates, m.keys["zone"], m.inventories["VCPU"].capacity, m.usage["VCPU"])
+    log_error("second", candidate_members[1].traits, candidate_members[1].state, len(candidate_members), candidate_members[2].weights)
+`
+	req := &Request{ConsumerUUID: "c1", Name: "vm", ProjectID: "p1", UserID: "u1", Reason: "new",
+		Resources: map[string]int64{"VCPU": 1}, Required: []string{"HW_CPU_X86_AVX2"}, Forbidden: []string{"CUSTOM_OLD"},
+		Properties: map[string]any{"group": "web", "n": float64(3)}, Keys: []KeyRequest{{Name: "zone", Value: 0.5, Weight: 2}}}
+	r, err := rankWith(t, `{"weighers": [{"name": "spread"}]}`, src, ScriptletLimits{}, req, threeCands())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(r.Rejections) != 1 || r.Rejections[0].Filter != ScriptletName || r.Rejections[0].Reasons["not a"] != 2 {
-		t.Errorf("rejections %+v", r.Rejections)
+	want := []LogLine{
+		{"info", "request c1 vm p1 u1 new"},
+		{"info", `resources {"VCPU": 1} ["HW_CPU_X86_AVX2"] ["CUSTOM_OLD"]`},
+		{"info", "properties web 3 zone 2.0"},
+		{"warn", `member 0 node1 uuid-1 ["agg-a"] 0.5 10 0`},
+		{"error", `second ["CUSTOM_SSD"] None 3 {"spread": 0.0}`},
+	}
+	if fmt.Sprint(r.Log) != fmt.Sprint(want) {
+		t.Errorf("log\n%v\nwant\n%v", r.Log, want)
+	}
+}
+
+func TestScriptletBuiltins(t *testing.T) {
+	tests := []struct {
+		name, body string
+		log        string // the lines logged, "|"-joined
+		err        string // a substring of the refusal
+		order      string
+	}{
+		{"set_target by name", `set_target("node3")`, "", "", "node3,uuid-1,node2"},
+		{"set_target by uuid", `set_target("uuid-1")`, "", "", "uuid-1,node2,node3"},
+		{"set_target not a candidate", `set_target("node9")`, "", `"node9" is not a candidate member`, ""},
+		{"get_cluster_member_state", `s = get_cluster_member_state("node1")
+    log_info(s.load_1, s.memory_free_mb, s.reported_at, get_cluster_member_state("node2"))`,
+			"0.5 2048 2026-11-22T12:00:00Z None", "", "uuid-1,node2,node3"},
+		{"get_cluster_member_state unknown", `get_cluster_member_state("nope")`, "", `no cluster member "nope"`, ""},
+		{"get_cluster_member_resources", `r = get_cluster_member_resources("node1")["VCPU"]
+    log_info(r.total, r.capacity, r.used, r.free, r.allocation_ratio)`, "8 16 4 12 2.0", "", "uuid-1,node2,node3"},
+		{"get_instance_resources", `log_info(get_instance_resources())`, `{"VCPU": 1}`, "", "uuid-1,node2,node3"},
+		{"get_instances", `log_info([i.name for i in get_instances()])
+    log_info([i.name for i in get_instances(location="node1")])
+    log_info([i.name for i in get_instances(project="p1")])
+    log_info([i.uuid for i in get_instances("node1", "p1")], get_instances(location=None)[2].resources)`,
+			`["web1", "web2", "db1"]|["web1", "web2"]|["web1", "db1"]|["i1"] {"VCPU": 5}`, "", "uuid-1,node2,node3"},
+		{"get_instances bad argument", `get_instances(location=3)`, "", "location must be a string or None", ""},
+		{"get_instances_count", `log_info(get_instances_count(), get_instances_count(location="node2"), get_instances_count(project="p2"))`,
+			"3 1 1", "", "uuid-1,node2,node3"},
+		{"get_cluster_members", `log_info([m.name for m in get_cluster_members()], [m.uuid for m in get_cluster_members(aggregate="agg-a")])`,
+			`["node1", "node2"] ["uuid-1"]`, "", "uuid-1,node2,node3"},
+		{"fail", `fail("no capacity in " + "zone a")`, "", "no capacity in zone a", ""},
+		{"return a non-string", `return 42`, "", "42", ""},
+		{"runtime error", `x = {}["missing"]`, "", `line 3:11: key "missing" not in dict`, ""},
+	}
+	for _, tt := range tests {
+		src := "def instance_placement(request, candidate_members):\n    pass\n    " + tt.body + "\n"
+		r, err := rankWith(t, `{}`, src, ScriptletLimits{}, &Request{Data: fixData(), Resources: map[string]int64{"VCPU": 1}}, threeCands())
+		if tt.err != "" {
+			var refused *RefusedError
+			if !errors.As(err, &refused) || !strings.Contains(err.Error(), tt.err) {
+				t.Errorf("%s: %v, want a refusal with %q", tt.name, err, tt.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: %v", tt.name, err)
+			continue
+		}
+		var lines []string
+		for _, l := range r.Log {
+			lines = append(lines, l.Message)
+		}
+		if got := strings.Join(lines, "|"); got != tt.log {
+			t.Errorf("%s: log %q, want %q", tt.name, got, tt.log)
+		}
+		if got := roots(r); got != tt.order {
+			t.Errorf("%s: order %s, want %s", tt.name, got, tt.order)
+		}
+		if strings.HasPrefix(tt.name, "set_target") && (!r.Chosen || r.Target != r.Ranked[0].Cand.Root()) {
+			t.Errorf("%s: target %q chosen %v", tt.name, r.Target, r.Chosen)
+		}
+	}
+	// Without cluster data the data builtins fail clearly.
+	_, err := rankWith(t, `{}`, "def instance_placement(request, candidate_members):\n    get_instances()\n", ScriptletLimits{}, &Request{}, threeCands())
+	if err == nil || !strings.Contains(err.Error(), "no cluster data available") {
+		t.Errorf("no data: %v", err)
+	}
+}
+
+func TestScriptletLimits(t *testing.T) {
+	loop := "def instance_placement(request, candidate_members):\n    n = 0\n    for i in range(1000000000):\n        n += i\n"
+	var m ScriptletMetrics
+	var runs []ScriptletRunStats
+	var mu sync.Mutex
+	m.OnRun = func(s ScriptletRunStats) { mu.Lock(); runs = append(runs, s); mu.Unlock() }
+
+	r, err := rankWith(t, `{}`, loop, ScriptletLimits{MaxSteps: 10000, Metrics: &m}, &Request{}, threeCands())
+	var lim *ScriptletLimitError
+	var refused *RefusedError
+	if !errors.As(err, &refused) || !errors.As(err, &lim) || lim.Limit != LimitSteps || lim.Steps < 10000 {
+		t.Fatalf("steps: %v", err)
+	}
+	if len(r.Log) != 1 || r.Log[0].Level != "error" || !strings.Contains(r.Log[0].Message, "exceeded its step budget") {
+		t.Errorf("steps log %v", r.Log)
+	}
+
+	// A budget too large to reach: the deadline stops it.
+	_, err = rankWith(t, `{}`, loop, ScriptletLimits{MaxSteps: 1 << 62, Timeout: 20 * time.Millisecond, Metrics: &m}, &Request{}, threeCands())
+	if !errors.As(err, &lim) || lim.Limit != LimitDeadline || !strings.Contains(err.Error(), "exceeded its deadline") {
+		t.Fatalf("deadline: %v", err)
+	}
+	if m.Runs.Load() != 2 || m.StepLimit.Load() != 1 || m.DeadlineLimit.Load() != 1 || m.Steps.Load() < 10000 {
+		t.Errorf("metrics runs %d steps %d deadline %d", m.Runs.Load(), m.StepLimit.Load(), m.DeadlineLimit.Load())
+	}
+	if len(runs) != 2 || runs[0].Outcome != "limit_steps" || runs[1].Outcome != "limit_deadline" || runs[0].Entry != "instance_placement" {
+		t.Errorf("runs %+v", runs)
+	}
+
+	// A refusal and an error are counted too.
+	_, _ = rankWith(t, `{}`, "def instance_placement(request, candidate_members):\n    return 'no'\n", ScriptletLimits{Metrics: &m}, &Request{}, threeCands())
+	_, _ = rankWith(t, `{}`, "def instance_placement(request, candidate_members):\n    return 1 // 0\n", ScriptletLimits{Metrics: &m}, &Request{}, threeCands())
+	if m.Refused.Load() != 1 || m.Errors.Load() != 1 {
+		t.Errorf("refused %d errors %d", m.Refused.Load(), m.Errors.Load())
+	}
+}
+
+func TestStarlarkUnits(t *testing.T) {
+	src := `
+def filter(request, candidate):
+    if candidate.name == "node3":
+        return "too full"
+    return candidate.name != "node2" or request.name == "keep2"
+
+def weigh(request, candidate):
+    return {"node1": 1, "node2": 5, "node3": 3}[candidate.name]
+`
+	res := &scripts{named: map[string]*Program{"units": compile(t, src)}}
+	build := func(cfg string) *Policy {
+		pc, err := ParsePolicyConfig([]byte(cfg))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := NewPolicy(pc, nil, res, ScriptletLimits{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	p := build(`{"filters": [{"name": "starlark:units"}], "weighers": [{"name": "starlark:units", "factor": 2}]}`)
+	if got := p.Scriptlets(); fmt.Sprint(got) != "[units]" {
+		t.Errorf("scriptlets %v", got)
+	}
+	r, err := p.Rank(context.Background(), &Request{Name: "keep2"}, threeCands())
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := r.Rejections[len(r.Rejections)-1]
+	if roots(r) != "node2,uuid-1" || last.Unit != "starlark:units" || last.Reasons["too full"] != 1 || r.Ranked[0].Weights["starlark:units"] != 2 {
+		t.Errorf("ranked %s, rejections %+v, weights %v", roots(r), r.Rejections, r.Ranked[0].Weights)
+	}
+	r, _ = p.Rank(context.Background(), &Request{}, threeCands())
+	if roots(r) != "uuid-1" || r.Rejections[len(r.Rejections)-1].Reasons["removed by starlark:units"] != 1 {
+		t.Errorf("ranked %s, rejections %+v", roots(r), r.Rejections)
+	}
+
+	// Scriptlets are resolved at every Rank: a change shows at once.
+	res.mu.Lock()
+	res.named["units"] = compile(t, "def filter(request, candidate):\n    return True\n")
+	res.mu.Unlock()
+	if r, err := build(`{"filters": [{"name": "starlark:units"}]}`).Rank(context.Background(), &Request{}, threeCands()); err != nil || len(r.Ranked) != 3 {
+		t.Errorf("after change: %v %v", err, r)
+	}
+	// The weigher is gone from the new program; a missing scriptlet fails.
+	var pe *PluginError
+	if _, err := p.Rank(context.Background(), &Request{}, threeCands()); !errors.As(err, &pe) || !strings.Contains(err.Error(), "does not define weigh") {
+		t.Errorf("no weigh: %v", err)
+	}
+	if _, err := build(`{"filters": [{"name": "starlark:gone"}]}`).Rank(context.Background(), &Request{}, threeCands()); !errors.As(err, &pe) {
+		t.Errorf("missing: %v", err)
+	}
+	if _, err := build(`{"scriptlet": "gone"}`).Rank(context.Background(), &Request{}, threeCands()); !errors.As(err, &pe) {
+		t.Errorf("missing policy scriptlet: %v", err)
+	}
+	// A bad return value refuses, naming the scriptlet.
+	res.named["bad"] = compile(t, "def weigh(request, candidate):\n    return \"high\"\n")
+	var se *ScriptletError
+	if _, err := build(`{"weighers": [{"name": "starlark:bad"}]}`).Rank(context.Background(), &Request{}, threeCands()); !errors.As(err, &se) ||
+		!strings.Contains(err.Error(), "weigh returned string; want a number") {
+		t.Errorf("bad weigh: %v", err)
+	}
+}
+
+func TestNamedAndDefaultScriptlet(t *testing.T) {
+	res := &scripts{def: compile(t, "def instance_placement(request, candidate_members):\n    set_target(\"node3\")\n"),
+		named: map[string]*Program{"last2": compile(t, "def instance_placement(request, candidate_members):\n    set_target(\"node2\")\n")}}
+	for _, tt := range []struct{ cfg, first, name string }{{`{}`, "node3", DefaultScriptletName}, {`{"scriptlet": "last2"}`, "node2", "last2"}} {
+		pc, _ := ParsePolicyConfig([]byte(tt.cfg))
+		p, err := NewPolicy(pc, nil, res, ScriptletLimits{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := p.Rank(context.Background(), &Request{}, threeCands())
+		if err != nil || r.Target != tt.first || r.Scriptlet != tt.name {
+			t.Errorf("%s: %v %+v", tt.cfg, err, r)
+		}
+	}
+	// Without a default, no scriptlet runs.
+	res.def = nil
+	p, _ := NewPolicy(PolicyConfig{}, nil, res, ScriptletLimits{})
+	if r, err := p.Rank(context.Background(), &Request{}, threeCands()); err != nil || r.Scriptlet != "" || r.Chosen {
+		t.Errorf("no default: %v %+v", err, r)
 	}
 }

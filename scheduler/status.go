@@ -47,15 +47,69 @@ func (s *Status) Reason() string {
 }
 
 // RefusedError is returned by Policy.Rank when the scriptlet refused the
-// whole request (refuse("...")): an expected answer, not a failure.
+// whole request: instance_placement returned a value other than None,
+// called fail(message), raised a runtime error or exceeded its limits.
+// It is an expected answer (the claim is not placed), not a server fault.
+// Err, when set, is the *ScriptletLimitError or *ScriptletError behind it.
 type RefusedError struct {
 	Reason string
+	Err    error
 }
 
-func (e *RefusedError) Error() string { return "refused by scriptlet: " + e.Reason }
+func (e *RefusedError) Error() string { return "Failed instance placement scriptlet: " + e.Reason }
+func (e *RefusedError) Unwrap() error { return e.Err }
 
-// PluginError is returned by Policy.Rank when a plugin or the scriptlet
-// failed (a Failed status): a bug or outage, not a rejection.
+// Limits a scriptlet run can exceed.
+const (
+	LimitSteps    = "steps"
+	LimitDeadline = "deadline"
+)
+
+// ScriptletLimitError is a scriptlet run that exceeded its step budget
+// (Limit LimitSteps) or deadline (LimitDeadline). Rank returns it inside
+// a *RefusedError.
+type ScriptletLimitError struct {
+	Scriptlet string
+	Limit     string
+	Steps     uint64
+}
+
+func (e *ScriptletLimitError) Error() string {
+	if e.Limit == LimitSteps {
+		return fmt.Sprintf("scriptlet %q exceeded its step budget (%d steps)", e.Scriptlet, e.Steps)
+	}
+	return fmt.Sprintf("scriptlet %q exceeded its deadline (after %d steps)", e.Scriptlet, e.Steps)
+}
+
+// ScriptletError is a runtime error in a scriptlet (an exception, a bad
+// return value, a builtin called wrongly), with where it happened. Rank
+// returns it inside a *RefusedError.
+type ScriptletError struct {
+	Scriptlet string
+	Line, Col int
+	Msg       string
+	// Backtrace is Starlark's traceback, for logs.
+	Backtrace string
+}
+
+func (e *ScriptletError) Error() string {
+	return fmt.Sprintf("scriptlet %q: line %d:%d: %s", e.Scriptlet, e.Line, e.Col, e.Msg)
+}
+
+// CompileError is a scriptlet that does not compile: a syntax or
+// resolution error, or a failure of its top level. Line and Col are
+// 1-based; 0 when unknown.
+type CompileError struct {
+	Line, Col int
+	Msg       string
+}
+
+func (e *CompileError) Error() string {
+	return fmt.Sprintf("line %d, column %d: %s", e.Line, e.Col, e.Msg)
+}
+
+// PluginError is returned by Policy.Rank when a built-in unit failed (a
+// Failed status: a ClusterData outage, a bug), not a rejection.
 type PluginError struct {
 	Plugin string
 	Err    error

@@ -74,8 +74,11 @@ func options() []option {
 			help: "JSON policy for POST /claims: filters, weighers, factors (docs/scheduling.md).\n" +
 				"Empty: claims try candidates in the ledger's order."},
 		{flag: "scriptlet", arg: "FILE", envs: []string{"BERTH_SCRIPTLET"}, noDefault: true,
-			help: "Starlark scriptlet for POST /claims: filter, weigh and choose functions\n" +
+			help: "Starlark scriptlet for POST /claims: instance_placement(request, candidate_members)\n" +
 				"(docs/scheduling.md)."},
+		{flag: "pprof", arg: "ADDR", envs: []string{"BERTH_PPROF"}, noDefault: true,
+			help: "Serve Go's net/http/pprof profiles on this host:port (keep it on loopback).\n" +
+				"Empty: not served. See docs/performance.md."},
 	}
 }
 
@@ -100,6 +103,7 @@ func newFlagSet(cfg *daemon.Config) *flag.FlagSet {
 	fs.StringVar(&cfg.OTelExporter, "otel-exporter", cfg.OTelExporter, "")
 	fs.StringVar(&cfg.SchedulerPolicy, "scheduler-policy", cfg.SchedulerPolicy, "")
 	fs.StringVar(&cfg.Scriptlet, "scriptlet", cfg.Scriptlet, "")
+	fs.StringVar(&cfg.Pprof, "pprof", cfg.Pprof, "")
 	return fs
 }
 

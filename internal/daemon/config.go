@@ -80,12 +80,15 @@ type Config struct {
 	// "stdout" or "otlp" (OTLP/HTTP to $OTEL_EXPORTER_OTLP_ENDPOINT).
 	OTelExporter string
 	// SchedulerPolicy is the JSON policy file for POST /claims: filters,
-	// weighers and factors, scriptlet bounds (docs/scheduling.md). Empty:
-	// no filters or weighers, claims try candidates in the ledger's order.
+	// weighers and factors (docs/scheduling.md). Empty: no filters or
+	// weighers, claims try candidates in the ledger's order.
 	SchedulerPolicy string
-	// Scriptlet is a Starlark file whose filter, weigh and choose
-	// functions take part in claims (docs/scheduling.md). Empty: none.
+	// Scriptlet is a Starlark file whose instance_placement runs as the
+	// default scriptlet of claims (docs/scheduling.md). Empty: none.
 	Scriptlet string
+	// Pprof, if set, is a host:port on which net/http/pprof is served
+	// (profiling; keep it on loopback). Empty (default): not served.
+	Pprof string
 }
 
 // Values for Config fields.
@@ -140,6 +143,9 @@ func (c Config) Validate() error {
 	var errs []error
 	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
 		errs = append(errs, fmt.Errorf("listen address %q: want host:port", c.Listen))
+	}
+	if _, _, err := net.SplitHostPort(c.Pprof); c.Pprof != "" && err != nil {
+		errs = append(errs, fmt.Errorf("pprof address %q: want host:port", c.Pprof))
 	}
 	if c.DatabaseURL != "" && !strings.HasPrefix(c.DatabaseURL, "postgres://") &&
 		!strings.HasPrefix(c.DatabaseURL, "postgresql://") {
@@ -224,19 +230,17 @@ func (c Config) LoadSchedulerPolicy(log *slog.Logger) (*scheduler.Policy, error)
 			return nil, fmt.Errorf("%s: %w", c.SchedulerPolicy, err)
 		}
 	}
-	var script *scheduler.Scriptlet
+	var scripts scheduler.ScriptletResolver
 	if c.Scriptlet != "" {
 		src, err := os.ReadFile(c.Scriptlet)
 		if err != nil {
 			return nil, err
 		}
-		var sc scheduler.ScriptletConfig
-		if pc.Scriptlet != nil {
-			sc = *pc.Scriptlet
+		prog, err := scheduler.CompileScriptlet(c.Scriptlet, src)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", c.Scriptlet, err)
 		}
-		if script, err = scheduler.NewScriptlet(c.Scriptlet, src, sc, log); err != nil {
-			return nil, err
-		}
+		scripts = scheduler.StaticScriptlets{Default: prog}
 	}
-	return scheduler.NewPolicy(pc, nil, script)
+	return scheduler.NewPolicy(pc, nil, scripts, scheduler.ScriptletLimits{})
 }

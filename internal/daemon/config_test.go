@@ -133,13 +133,13 @@ func TestLoadSchedulerPolicy(t *testing.T) {
 	if p, err := cfg.LoadSchedulerPolicy(nil); p != nil || err != nil {
 		t.Fatalf("no files: %v %v", p, err)
 	}
-	cfg.SchedulerPolicy = write("policy.json", `{"weighers": [{"name": "spread", "factor": 2}], "scriptlet": {"max_steps": 1000}}`)
-	cfg.Scriptlet = write("s.star", "def weigh(request, candidate):\n    return 1\n")
+	cfg.SchedulerPolicy = write("policy.json", `{"weighers": [{"name": "spread", "factor": 2}]}`)
+	cfg.Scriptlet = write("s.star", "def instance_placement(request, candidate_members):\n    return None\n")
 	p, err := cfg.LoadSchedulerPolicy(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, weighers := p.Describe(); weighers["spread"] != 2 || weighers["scriptlet"] != 1 {
+	if _, weighers := p.Describe(); weighers["spread"] != 2 {
 		t.Errorf("weighers %v", weighers)
 	}
 	cfg.SchedulerPolicy = write("bad.json", `{"filters": [{"name": "nope"}]}`)

@@ -109,6 +109,13 @@ func (d *Daemon) Addr() net.Addr { return d.ln.Addr() }
 // (finishing in-flight requests for up to five seconds), store, embedded
 // cluster, telemetry. It returns nil after a shutdown asked for by ctx.
 func (d *Daemon) Run(ctx context.Context) error {
+	if d.cfg.Pprof != "" {
+		pctx, stop := context.WithCancel(ctx)
+		defer stop()
+		if err := servePprof(pctx, d.cfg.Pprof, d.log); err != nil {
+			d.log.Warn("pprof not served", "addr", d.cfg.Pprof, "error", err)
+		}
+	}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- d.srv.Serve(httpapi.WrapListener(d.ln)) }()
 	d.log.Info("berthd serving the Placement API", "addr", d.ln.Addr().String(), "auth", d.cfg.Auth,

@@ -14,18 +14,30 @@ import (
 	"time"
 )
 
+// Claim modes: how a client claims.
+const (
+	// ModeTwoStep is Nova's way, for any Placement: GET
+	// /allocation_candidates, pick one, PUT /allocations/{new consumer},
+	// and start over on 409.
+	ModeTwoStep = "two-step"
+	// ModeClaims is Berth's POST /claims: the server picks and writes in
+	// one request, retrying other candidates itself.
+	ModeClaims = "claims"
+)
+
 // ClaimsParams describes a claims run: Clients concurrent schedulers, each
-// looping "GET candidates, pick one, PUT /allocations/{new consumer}" and
-// retrying the whole step on 409, until Duration has passed or Claims
-// claims have been attempted, whichever comes first.
+// claiming for new consumers in Mode, one after another, until Duration
+// has passed or Claims claims have been attempted, whichever comes first.
 type ClaimsParams struct {
+	Mode         string        // ModeTwoStep (default) or ModeClaims
 	Clients      int           // default 16
 	Duration     time.Duration // no new claim starts after this; default 60s unless Claims is set
 	Claims       int           // bound on claims attempted; 0 for none (Duration then bounds)
 	Resources    string        // flavor; default VCPU:4,MEMORY_MB:16384,DISK_GB:100
-	Limit        int           // limit parameter of the candidates GET; default 20
-	Pick         string        // "first" (default) or "random" among the answer
+	Limit        int           // two-step: limit parameter of the candidates GET; default 20
+	Pick         string        // two-step: "first" (default) or "random" among the answer
 	Retries      int           // attempts after the first on 409; default 10
+	Alternates   int           // claims: "alternates" sent in the body; negative leaves it out (the server's default, 2)
 	ProjectID    string        // default a fixed benchmark project
 	UserID       string        // default a fixed benchmark user
 	ConsumerType string        // default INSTANCE
@@ -35,6 +47,13 @@ type ClaimsParams struct {
 }
 
 func (p *ClaimsParams) defaults() error {
+	switch p.Mode {
+	case "":
+		p.Mode = ModeTwoStep
+	case ModeTwoStep, ModeClaims:
+	default:
+		return fmt.Errorf("claims: --mode must be %s or %s", ModeTwoStep, ModeClaims)
+	}
 	if p.Clients <= 0 {
 		p.Clients = 16
 	}
@@ -79,20 +98,26 @@ func (p *ClaimsParams) defaults() error {
 
 // ClaimsResult reports a claims run.
 type ClaimsResult struct {
+	Mode      string        `json:"mode"`
 	Clients   int           `json:"clients"`
 	Pick      string        `json:"pick"`
 	Elapsed   time.Duration `json:"elapsed_ns"`
 	Claims    int           `json:"claims"` // successful
 	PerSecond float64       `json:"claims_per_second"`
-	Conflicts int           `json:"conflicts"`        // 409 answers to PUT /allocations
-	GaveUp    int           `json:"gave_up"`          // claims still conflicting after all retries
-	NoFit     int           `json:"no_candidates"`    // claims that found no candidate (cloud full)
-	Errors    int           `json:"errors"`           // other failures
-	Error     string        `json:"error,omitempty"`  // the first of them
-	Latency   Stats         `json:"claim_latency"`    // first GET to successful PUT, retries included
-	GetTime   Stats         `json:"candidates_get"`   // every candidates GET
-	PutTime   Stats         `json:"allocations_put"`  // every allocations PUT
-	Verify    *VerifyResult `json:"verify,omitempty"` // the overcommit check
+	Conflicts int           `json:"conflicts"`     // 409 answers other than "nothing fits": retried
+	GaveUp    int           `json:"gave_up"`       // claims still conflicting after all retries
+	NoFit     int           `json:"no_candidates"` // claims that found no candidate (cloud full)
+	// ServerAttempts (claims mode) adds up the "attempts" of successful
+	// claims: writes the server tried, so ServerAttempts - Claims is how
+	// many candidates it moved past after a conflict.
+	ServerAttempts int            `json:"server_attempts,omitempty"`
+	Errors         int            `json:"errors"`          // other failures
+	Error          string         `json:"error,omitempty"` // the first of them
+	FailedByStatus map[string]int `json:"failed_by_status,omitempty"`
+	Latency        Stats          `json:"claim_latency"`            // whole claim, retries included
+	GetTime        Stats          `json:"candidates_get,omitempty"` // two-step: every candidates GET
+	PutTime        Stats          `json:"allocations_put"`          // every write request (PUT, or POST /claims)
+	Verify         *VerifyResult  `json:"verify,omitempty"`         // the overcommit check
 }
 
 // VerifyResult is the overcommit check over every provider.
@@ -115,8 +140,10 @@ type claimStats struct {
 	conflicts int
 	gaveUp    int
 	noFit     int
+	attempts  int
 	errors    int
 	firstErr  string
+	byStatus  map[string]int
 }
 
 func (s *claimStats) fail(err error) {
@@ -126,6 +153,15 @@ func (s *claimStats) fail(err error) {
 	if s.firstErr == "" {
 		s.firstErr = err.Error()
 	}
+	key := "no answer"
+	var se *StatusError
+	if errors.As(err, &se) {
+		key = fmt.Sprintf("%s %d", se.Method, se.Code)
+	}
+	if s.byStatus == nil {
+		s.byStatus = map[string]int{}
+	}
+	s.byStatus[key]++
 }
 
 // errNoFit means the candidates answer was empty: the cloud is full for
@@ -139,7 +175,8 @@ var errGaveUp = errors.New("claim gave up after retries")
 // RunClaims runs the claims loop and then, if p.Verify, the overcommit
 // check. It stops by itself: no claim starts after p.Duration or once
 // p.Claims have started, and each claim makes at most 1+p.Retries attempts.
-// A client stops early when the cloud has no candidate left.
+// A client stops early when the cloud has no candidate left. Progress
+// goes to log.
 func RunClaims(ctx context.Context, c *Client, p ClaimsParams, log io.Writer) (*ClaimsResult, error) {
 	if err := p.defaults(); err != nil {
 		return nil, err
@@ -148,7 +185,28 @@ func RunClaims(ctx context.Context, c *Client, p ClaimsParams, log io.Writer) (*
 	if err != nil {
 		return nil, err
 	}
-	path := CandidatesQuery{Groups: []Group{{Resources: flavor}}, Limit: p.Limit}.Path()
+	// The check compares usage growth with the claims made, so it needs
+	// the usage before the run (zero on a fresh cloud).
+	var before map[string]int
+	if p.Verify {
+		v := Verify(ctx, c, p.VerifyConns, nil)
+		if v.Error != "" {
+			return nil, fmt.Errorf("claims: reading usages before the run: %s", v.Error)
+		}
+		before = v.Used
+	}
+	one := func(ctx context.Context, rng *rand.Rand, st *claimStats) error {
+		return claimOne(ctx, c, CandidatesQuery{Groups: []Group{{Resources: flavor}}, Limit: p.Limit}.Path(), p, rng, st)
+	}
+	if p.Mode == ModeClaims {
+		res := map[string]int{}
+		for _, a := range flavor {
+			res[a.Class] += a.Units
+		}
+		one = func(ctx context.Context, _ *rand.Rand, st *claimStats) error {
+			return postClaim(ctx, c, res, p, st)
+		}
+	}
 	var st claimStats
 	var started, succeeded atomic.Int64
 	var full atomic.Bool
@@ -170,7 +228,7 @@ func RunClaims(ctx context.Context, c *Client, p ClaimsParams, log io.Writer) (*
 				if p.Claims > 0 && started.Add(1) > int64(p.Claims) {
 					return
 				}
-				err := claimOne(ctx, c, path, p, rng, &st)
+				err := one(ctx, rng, &st)
 				switch {
 				case err == nil:
 					succeeded.Add(1)
@@ -184,36 +242,112 @@ func RunClaims(ctx context.Context, c *Client, p ClaimsParams, log io.Writer) (*
 			}
 		}()
 	}
-	stop := make(chan struct{})
-	go func() {
-		t := time.NewTicker(10 * time.Second)
-		defer t.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-t.C:
-				fmt.Fprintf(log, "claims: %d claimed in %s\n", succeeded.Load(), time.Since(start).Round(time.Second))
-			}
-		}
-	}()
+	meter := NewMeter(log, "claims ("+p.Mode+")", "claimed", p.Claims, p.Duration)
+	stop := meter.tick(func() {
+		st.mu.Lock()
+		extra := fmt.Sprintf("%d conflicts, %d errors", st.conflicts, st.errors)
+		st.mu.Unlock()
+		meter.Show(int(succeeded.Load()), extra)
+	})
 	wg.Wait()
-	close(stop)
+	stop()
 	elapsed := time.Since(start)
 	res := &ClaimsResult{
-		Clients: p.Clients, Pick: p.Pick, Elapsed: elapsed,
+		Mode: p.Mode, Clients: p.Clients, Pick: p.Pick, Elapsed: elapsed,
 		Claims: int(succeeded.Load()), PerSecond: float64(succeeded.Load()) / elapsed.Seconds(),
-		Conflicts: st.conflicts, GaveUp: st.gaveUp, NoFit: st.noFit, Errors: st.errors, Error: st.firstErr,
+		Conflicts: st.conflicts, GaveUp: st.gaveUp, NoFit: st.noFit, ServerAttempts: st.attempts,
+		Errors: st.errors, Error: st.firstErr, FailedByStatus: st.byStatus,
 		Latency: Summarize(st.latency), GetTime: Summarize(st.gets), PutTime: Summarize(st.puts),
+	}
+	if p.Mode == ModeClaims {
+		res.Pick = "server"
 	}
 	if p.Verify && ctx.Err() == nil {
 		expected := map[string]int{}
+		for class, n := range before {
+			expected[class] = n
+		}
 		for _, a := range flavor {
-			expected[a.Class] = a.Units * res.Claims
+			expected[a.Class] += a.Units * res.Claims
 		}
 		res.Verify = Verify(ctx, c, p.VerifyConns, expected)
 	}
 	return res, ctx.Err()
+}
+
+// ClaimRequest is a POST /claims body for a new consumer (Berth's API).
+type ClaimRequest struct {
+	ConsumerUUID       string         `json:"consumer_uuid"`
+	ProjectID          string         `json:"project_id"`
+	UserID             string         `json:"user_id"`
+	ConsumerType       string         `json:"consumer_type,omitempty"`
+	ConsumerGeneration *int           `json:"consumer_generation"`
+	Resources          map[string]int `json:"resources"`
+	Alternates         *int           `json:"alternates,omitempty"`
+}
+
+// claimAnswer is what the tool reads of a POST /claims answer.
+type claimAnswer struct {
+	Attempts int `json:"attempts"`
+}
+
+// errorAnswer is Placement's error body.
+type errorAnswer struct {
+	Errors []struct {
+		Code string `json:"code"`
+	} `json:"errors"`
+}
+
+// codeNoValidHost is the error code of a claim that nothing fits.
+const codeNoValidHost = "berth.no_valid_host"
+
+// postClaim makes one claim with POST /claims. A 409 "no valid host"
+// means the cloud is full (errNoFit); any other 409 is retried, up to
+// p.Retries times, with the same consumer.
+func postClaim(ctx context.Context, c *Client, resources map[string]int, p ClaimsParams, st *claimStats) error {
+	body := ClaimRequest{ConsumerUUID: RandomUUID(), ProjectID: p.ProjectID, UserID: p.UserID,
+		ConsumerType: p.ConsumerType, Resources: resources}
+	if p.Alternates >= 0 {
+		body.Alternates = &p.Alternates
+	}
+	start := time.Now()
+	for attempt := 0; attempt <= p.Retries; attempt++ {
+		resp, err := c.Do(ctx, http.MethodPost, "/claims", body, http.StatusOK)
+		if resp != nil {
+			st.mu.Lock()
+			st.puts = append(st.puts, resp.Elapsed)
+			st.mu.Unlock()
+		}
+		if err == nil {
+			var ans claimAnswer
+			if err := json.Unmarshal(resp.Body, &ans); err != nil {
+				return fmt.Errorf("POST /claims: decoding answer: %w", err)
+			}
+			st.mu.Lock()
+			st.latency = append(st.latency, time.Since(start))
+			st.attempts += ans.Attempts
+			st.mu.Unlock()
+			return nil
+		}
+		if !IsStatus(err, http.StatusConflict) {
+			return err
+		}
+		var ea errorAnswer
+		_ = json.Unmarshal(resp.Body, &ea)
+		if len(ea.Errors) > 0 && ea.Errors[0].Code == codeNoValidHost {
+			st.mu.Lock()
+			st.noFit++
+			st.mu.Unlock()
+			return errNoFit
+		}
+		st.mu.Lock()
+		st.conflicts++
+		st.mu.Unlock()
+	}
+	st.mu.Lock()
+	st.gaveUp++
+	st.mu.Unlock()
+	return errGaveUp
 }
 
 // claimOne makes one claim: up to 1+p.Retries rounds of GET candidates,

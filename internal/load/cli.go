@@ -20,7 +20,9 @@ Commands:
   candidates  time the flat query suite (--iterations K each, after warm-up)
   nested      seed Placement's perfload nested trees (--trees) and time granular same_subtree queries
   wide        seed one root with --children one-unit children and time a --groups granular query
-  claims      concurrent two-step claims (--clients, --duration or --claims), then an overcommit check
+  claims      concurrent claims (--clients, --duration or --claims), then an overcommit check:
+              --mode two-step (GET candidates, PUT allocations, retry on 409; any Placement)
+              or --mode claims (Berth's POST /claims)
   verify      only the overcommit check, over every provider
   memory      sample a server's memory (--pid) for --duration
   wait        wait until the endpoint answers GET / (up to --timeout, default 120s)
@@ -97,7 +99,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case "seed":
 		var p SeedParams
 		fs.IntVar(&p.Nodes, "nodes", 1000, "compute nodes to create")
-		fs.IntVar(&p.Workers, "workers", 8, "concurrent HTTP workers")
+		fs.IntVar(&p.Workers, "workers", 16, "concurrent HTTP workers")
 		fs.IntVar(&p.Aggregates, "aggregates", 10, "aggregates; node i joins aggregate i % this")
 		fs.IntVar(&p.TraitEvery, "trait-every", 10, "node i gets CUSTOM_BENCH_TRAIT when i % this == 0")
 		run = func(ctx context.Context, r *Report, log io.Writer) (err error) {
@@ -170,6 +172,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	case "claims":
 		var p ClaimsParams
+		fs.StringVar(&p.Mode, "mode", ModeTwoStep, "two-step (GET /allocation_candidates, PUT /allocations, retry on 409) or claims (POST /claims)")
+		fs.IntVar(&p.Alternates, "alternates", -1, "claims mode: \"alternates\" in the body (negative: left out, the server's default)")
 		fs.IntVar(&p.Clients, "clients", 16, "concurrent scheduler clients")
 		fs.DurationVar(&p.Duration, "duration", 60*time.Second, "no claim starts after this")
 		fs.IntVar(&p.Claims, "claims", 0, "stop after this many claims attempted (0: duration only)")

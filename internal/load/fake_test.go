@@ -24,7 +24,8 @@ type fakePlacement struct {
 	classes   map[string]bool
 	consumers map[string]map[string]map[string]int // consumer -> rp -> class -> used
 
-	conflictPuts int // answer this many PUT /allocations with 409 first
+	conflictPuts int // answer this many PUT /allocations or POST /claims with 409 first
+	failClaims   int // answer this many POST /claims with 500 first
 	requests     int
 	badHeaders   int
 }
@@ -218,6 +219,44 @@ func (f *fakePlacement) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		f.consumers[parts[1]] = allocs
 		w.WriteHeader(204)
+	case "POST claims":
+		var b ClaimRequest
+		if !decode(&b) {
+			return
+		}
+		if b.ConsumerGeneration != nil || b.ProjectID == "" || b.UserID == "" || len(b.Resources) == 0 || f.consumers[b.ConsumerUUID] != nil {
+			writeJSON(w, 400, nil)
+			return
+		}
+		if f.failClaims > 0 {
+			f.failClaims--
+			writeJSON(w, 500, nil)
+			return
+		}
+		if f.conflictPuts > 0 {
+			f.conflictPuts--
+			writeJSON(w, 409, map[string]any{"errors": []any{map[string]string{"code": "placement.concurrent_update"}}})
+			return
+		}
+		// The emptiest provider that fits, as a spreading scheduler would.
+		best, bestFree := "", -1.0
+		for _, u := range f.order {
+			p, use, fits := f.providers[u], f.usage(u), true
+			for class, n := range b.Resources {
+				inv, ok := p.inv[class]
+				fits = fits && ok && float64(use[class]+n) <= inv.Capacity()
+			}
+			if free := p.inv["VCPU"].Capacity() - float64(use["VCPU"]); fits && free > bestFree {
+				best, bestFree = u, free
+			}
+		}
+		if best == "" {
+			writeJSON(w, 409, map[string]any{"errors": []any{map[string]string{"code": "berth.no_valid_host"}}})
+			return
+		}
+		f.consumers[b.ConsumerUUID] = map[string]map[string]int{best: b.Resources}
+		writeJSON(w, 200, map[string]any{"consumer_uuid": b.ConsumerUUID, "consumer_generation": 1, "attempts": 1,
+			"allocations": map[string]any{best: map[string]any{"resources": b.Resources}}})
 	default:
 		f.t.Errorf("fake placement: unexpected %s %s", r.Method, r.URL.Path)
 		writeJSON(w, 404, nil)

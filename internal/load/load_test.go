@@ -144,6 +144,44 @@ func TestRunClaimsGivesUp(t *testing.T) {
 	}
 }
 
+// TestRunClaimsPost drives POST /claims: retries on a 409 conflict,
+// counts failures by status, stops when nothing fits, and checks usage
+// growth against the claims made on a cloud that had usage before.
+func TestRunClaimsPost(t *testing.T) {
+	f, srv := newFake(t)
+	c := testClient(srv.URL)
+	if _, err := Seed(context.Background(), c, SeedParams{Nodes: 2}, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	// Usage from before the run: one two-step claim.
+	if _, err := RunClaims(context.Background(), c, ClaimsParams{Clients: 1, Claims: 1}, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	f.conflictPuts, f.failClaims = 2, 1
+	res, err := RunClaims(context.Background(), c, ClaimsParams{Mode: ModeClaims, Clients: 3, Duration: 20 * time.Second, Verify: true}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 30 of the flavor fit in two nodes; one was taken before, one claim
+	// failed with a 500, two conflicts were retried.
+	if res.Claims != 29 || res.NoFit == 0 || res.Conflicts != 2 || res.Errors != 1 || res.FailedByStatus["POST 500"] != 1 {
+		t.Errorf("claims result %+v", res)
+	}
+	if res.ServerAttempts != 29 || res.Pick != "server" || res.GetTime.N != 0 {
+		t.Errorf("server attempts %d, pick %q, %d GETs", res.ServerAttempts, res.Pick, res.GetTime.N)
+	}
+	if v := res.Verify; v == nil || !v.OK || !v.UsageMatches || v.Used["VCPU"] != 4*30 {
+		t.Errorf("verify %+v", v)
+	}
+	var out bytes.Buffer
+	PrintClaims(&out, res)
+	for _, want := range []string{"claims (claims): 3 clients", "failures: POST 500: 1", "overcommit check: OK"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
 func TestVerifyFindsOvercommit(t *testing.T) {
 	f, srv := newFake(t)
 	c := testClient(srv.URL)
@@ -258,5 +296,21 @@ func TestMainCandidatesAndCompare(t *testing.T) {
 	}
 	if code := run("candidates", "--url", srv.URL, "--only", "zzz", "-q"); code != 1 {
 		t.Errorf("unknown query: exit %d", code)
+	}
+}
+
+// TestMeterPlainLines: off a terminal the meter writes whole lines, no
+// carriage returns or escape codes.
+func TestMeterPlainLines(t *testing.T) {
+	var buf bytes.Buffer
+	m := NewMeter(&buf, "seed", "nodes", 10, 0)
+	if m.Every() != 5*time.Second {
+		t.Errorf("interval off a terminal: %s", m.Every())
+	}
+	m.Show(5, "1 conflicts")
+	m.Done()
+	got := buf.String()
+	if !strings.HasPrefix(got, "seed: 5/10 nodes, ") || !strings.HasSuffix(got, ", 1 conflicts\n") || strings.ContainsAny(got, "\r\033") {
+		t.Errorf("meter line %q", got)
 	}
 }

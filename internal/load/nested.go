@@ -87,9 +87,7 @@ func SeedNested(ctx context.Context, c *Client, p NestedParams, log io.Writer) (
 			}
 		}
 		return nil
-	}, func(done int) {
-		fmt.Fprintf(log, "nested: %d/%d trees, %.0f providers/s\n", done, p.Trees, 7*float64(done)/time.Since(start).Seconds())
-	})
+	}, NewMeter(log, "nested", "trees", p.Trees, 0))
 	if err != nil {
 		return nil, fmt.Errorf("nested: %w", err)
 	}

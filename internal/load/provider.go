@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"sync"
 	"sync/atomic"
-	"time"
 )
 
 // EnsureProvider creates provider p and returns its generation. If a
@@ -78,10 +77,9 @@ func (c *Client) ListProviders(ctx context.Context) ([]ProviderBody, error) {
 }
 
 // forEach calls fn(ctx, i) for i in [0, n) on workers goroutines. The first
-// error cancels the calls not yet started and is returned. progress, when
-// non-nil, is called with the number of finished calls at most every
-// interval.
-func forEach(ctx context.Context, n, workers int, fn func(context.Context, int) error, progress func(done int)) error {
+// error cancels the calls not yet started and is returned. meter, when
+// non-nil, is shown the number of finished calls every meter.Every().
+func forEach(ctx context.Context, n, workers int, fn func(context.Context, int) error, meter *Meter) error {
 	if workers < 1 {
 		workers = 1
 	}
@@ -106,27 +104,9 @@ func forEach(ctx context.Context, n, workers int, fn func(context.Context, int) 
 			}
 		}()
 	}
-	stop := make(chan struct{})
-	var pw sync.WaitGroup
-	if progress != nil {
-		pw.Add(1)
-		go func() {
-			defer pw.Done()
-			t := time.NewTicker(5 * time.Second)
-			defer t.Stop()
-			for {
-				select {
-				case <-stop:
-					return
-				case <-t.C:
-					progress(int(done.Load()))
-				}
-			}
-		}()
-	}
+	stop := meter.tick(func() { meter.Show(int(done.Load()), "") })
 	wg.Wait()
-	close(stop)
-	pw.Wait()
+	stop()
 	if err := context.Cause(ctx); err != nil && err != context.Canceled {
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -112,8 +113,27 @@ func PrintResults(w io.Writer, results []Result, timeout time.Duration) {
 
 // PrintClaims writes a claims run's summary.
 func PrintClaims(w io.Writer, c *ClaimsResult) {
-	fmt.Fprintf(w, "claims: %d clients, pick %s, %s: %d claimed, %.2f claims/s, %d conflicts (409), %d gave up after retries, %d found no candidate, %d errors\n",
-		c.Clients, c.Pick, c.Elapsed.Round(time.Millisecond), c.Claims, c.PerSecond, c.Conflicts, c.GaveUp, c.NoFit, c.Errors)
+	mode := c.Mode
+	if mode == "" {
+		mode = ModeTwoStep
+	}
+	fmt.Fprintf(w, "claims (%s): %d clients, pick %s, %s: %d claimed, %.2f claims/s, %d conflicts (409), %d gave up after retries, %d found no candidate, %d errors\n",
+		mode, c.Clients, c.Pick, c.Elapsed.Round(time.Millisecond), c.Claims, c.PerSecond, c.Conflicts, c.GaveUp, c.NoFit, c.Errors)
+	if c.ServerAttempts > 0 {
+		fmt.Fprintf(w, "  server-side: %d writes tried for %d claims (%d moved on to another candidate)\n",
+			c.ServerAttempts, c.Claims, c.ServerAttempts-c.Claims)
+	}
+	if len(c.FailedByStatus) > 0 {
+		keys := make([]string, 0, len(c.FailedByStatus))
+		for k := range c.FailedByStatus {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for i, k := range keys {
+			keys[i] = fmt.Sprintf("%s: %d", k, c.FailedByStatus[k])
+		}
+		fmt.Fprintf(w, "  failures: %s\n", strings.Join(keys, ", "))
+	}
 	if c.Error != "" {
 		fmt.Fprintf(w, "  first error: %s\n", c.Error)
 	}
@@ -122,7 +142,10 @@ func PrintClaims(w io.Writer, c *ClaimsResult) {
 	for _, row := range []struct {
 		name string
 		s    Stats
-	}{{"claim (GET..PUT, retries)", c.Latency}, {"GET candidates", c.GetTime}, {"PUT allocations", c.PutTime}} {
+	}{{"claim (whole, retries)", c.Latency}, {"GET candidates", c.GetTime}, {"write (PUT or POST /claims)", c.PutTime}} {
+		if row.s.N == 0 {
+			continue
+		}
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t\n", row.name, row.s.N, msf(row.s.Median), msf(row.s.P95), msf(row.s.P99), msf(row.s.Min), msf(row.s.Max))
 	}
 	tw.Flush()

@@ -13,7 +13,7 @@ const BenchTrait = "CUSTOM_BENCH_TRAIT"
 // SeedParams describes the flat compute nodes that Seed creates.
 type SeedParams struct {
 	Nodes      int // compute nodes to create, named NodeName(i), i in [0, Nodes)
-	Workers    int // concurrent HTTP workers; default 8
+	Workers    int // concurrent HTTP workers; default 16
 	Aggregates int // node i joins AggregateUUID(i % Aggregates); default 10
 	TraitEvery int // node i gets BenchTrait when i % TraitEvery == 0; default 10
 }
@@ -23,7 +23,7 @@ func (p *SeedParams) defaults() error {
 		return fmt.Errorf("seed: --nodes must be at least 1")
 	}
 	if p.Workers <= 0 {
-		p.Workers = 8
+		p.Workers = 16
 	}
 	if p.Aggregates <= 0 {
 		p.Aggregates = 10
@@ -80,9 +80,7 @@ func Seed(ctx context.Context, c *Client, p SeedParams, log io.Writer) (*SeedRes
 			}
 		}
 		return nil
-	}, func(done int) {
-		fmt.Fprintf(log, "seed: %d/%d nodes, %.0f/s\n", done, p.Nodes, float64(done)/time.Since(start).Seconds())
-	})
+	}, NewMeter(log, "seed", "nodes", p.Nodes, 0))
 	if err != nil {
 		return nil, fmt.Errorf("seed: %w", err)
 	}

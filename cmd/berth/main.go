@@ -1,0 +1,32 @@
+// Command berth is the operator's client of a Berth placement service:
+// capacity, usage, provider trees, dry-run claims, scriptlets, scheduling
+// policies and the load tool. See internal/cli and docs/cli.md.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/berthd/berth/internal/cli"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := cli.Main(ctx, os.Args[1:], cli.IO{
+		Stdin:     os.Stdin,
+		Stdout:    os.Stdout,
+		Stderr:    os.Stderr,
+		StderrTTY: isTerminal(os.Stderr),
+	})
+	stop()
+	os.Exit(code)
+}
+
+// isTerminal reports whether f is a character device (a terminal, not a
+// file or pipe).
+func isTerminal(f *os.File) bool {
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}

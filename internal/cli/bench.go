@@ -1,0 +1,106 @@
+package cli
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/berthd/berth/internal/load"
+)
+
+const benchHelp = `Usage: berth bench COMMAND [flags]
+
+The load tool (also built as cmd/berth-load): seeds and times any Placement
+endpoint, Berth or OpenStack Placement. berth's --url and --token (or
+BERTH_URL, BERTH_TOKEN) are passed on; flags after COMMAND override them.
+On a terminal, progress lines become a progress bar.
+
+Examples:
+  berth seed --nodes 1000
+  berth bench claims --clients 16 --duration 30s --resources VCPU:4,MEMORY_MB:16384
+  berth bench candidates --iterations 10 --json berth.json --label berth
+  berth bench compare berth=berth.json placement=placement.json
+
+The load tool's own help follows; read "berth-load" as "berth bench".
+
+`
+
+func benchCommands() []*command {
+	return []*command{
+		{
+			name:    "bench",
+			args:    "COMMAND [flags]",
+			summary: "The load tool: seed, time candidate queries, concurrent claims, overcommit check",
+			example: "berth bench claims --clients 16 --duration 30s",
+			setup: func(fs *flag.FlagSet) func(*env, []string) error {
+				return func(e *env, args []string) error {
+					if len(args) == 0 || isHelp(args[0]) {
+						fmt.Fprint(e.io.Stdout, benchHelp)
+						load.Main(e.ctx, []string{"-h"}, io.Discard, e.io.Stdout)
+						if len(args) == 0 {
+							return exitCode(2)
+						}
+						return nil
+					}
+					return runLoad(e, args)
+				}
+			},
+		},
+		{
+			name:    "seed",
+			args:    "[--nodes N] [flags]",
+			summary: "Create N benchmark compute nodes (berth bench seed)",
+			example: "berth seed --nodes 1000 --workers 8",
+			setup: func(fs *flag.FlagSet) func(*env, []string) error {
+				return func(e *env, args []string) error {
+					if len(args) > 0 && isHelp(args[0]) {
+						fmt.Fprint(e.io.Stdout, "Usage: berth seed [flags]\n\n"+
+							"Creates --nodes flat compute nodes (VCPU, MEMORY_MB, DISK_GB), 1 in 10 with\n"+
+							"CUSTOM_BENCH_TRAIT, in --aggregates aggregates. Rerunning completes a partial seed.\n\n"+
+							"Example:\n  berth seed --nodes 1000\n\n")
+						load.Main(e.ctx, []string{"seed", "-h"}, io.Discard, e.io.Stdout)
+						return nil
+					}
+					return runLoad(e, append([]string{"seed"}, args...))
+				}
+			},
+		},
+	}
+}
+
+func isHelp(s string) bool { return s == "-h" || s == "--help" || s == "-help" || s == "help" }
+
+// runLoad runs the load tool with berth's endpoint and token put before
+// the command's own flags (so those win), and its progress lines drawn as
+// a bar on a terminal.
+func runLoad(e *env, args []string) error {
+	cmd := args[0]
+	if cmd != "compare" && !hasHelp(args[1:]) {
+		args = append([]string{cmd, "--url", e.g.url, "--token", e.g.token}, args[1:]...)
+	}
+	var stderr io.Writer = e.io.Stderr
+	if e.io.StderrTTY {
+		pw := &progressWriter{w: e.io.Stderr}
+		defer pw.Close()
+		stderr = pw
+	}
+	// The load tool names itself berth-load in its messages.
+	var out bytes.Buffer
+	code := load.Main(e.ctx, args, &out, stderr)
+	io.WriteString(e.io.Stdout, strings.ReplaceAll(out.String(), "berth-load ", "berth bench "))
+	if code != 0 {
+		return exitCode(code)
+	}
+	return nil
+}
+
+func hasHelp(args []string) bool {
+	for _, a := range args {
+		if a == "-h" || a == "--help" || a == "-help" {
+			return true
+		}
+	}
+	return false
+}

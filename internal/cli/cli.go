@@ -1,0 +1,390 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Defaults of the global flags.
+const (
+	DefaultURL     = "http://127.0.0.1:8778"
+	DefaultToken   = "admin" // what noauth2, berthd's default, takes as the admin user
+	DefaultTimeout = 60 * time.Second
+)
+
+// IO is where a run reads and writes. StderrTTY says whether Stderr is a
+// terminal, which turns progress lines into a redrawn progress bar.
+type IO struct {
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+	StderrTTY      bool
+	// Getenv reads the environment (os.Getenv when nil).
+	Getenv func(string) string
+}
+
+// globals are the flags every command takes.
+type globals struct {
+	url, token, output string
+	timeout            time.Duration
+}
+
+var globalNames = map[string]bool{"url": true, "token": true, "o": true, "output": true, "timeout": true}
+
+func (g *globals) register(fs *flag.FlagSet) {
+	fs.StringVar(&g.url, "url", g.url, "Berth (Placement) endpoint; env BERTH_URL")
+	fs.StringVar(&g.token, "token", g.token, "X-Auth-Token to send; env BERTH_TOKEN or OS_TOKEN")
+	fs.StringVar(&g.output, "o", g.output, "output format: table or json")
+	fs.StringVar(&g.output, "output", g.output, "same as -o")
+	fs.DurationVar(&g.timeout, "timeout", g.timeout, "bound on each HTTP request (0: none)")
+}
+
+// env is what a command runs with.
+type env struct {
+	ctx    context.Context
+	io     IO
+	g      *globals
+	client *Client
+}
+
+func (e *env) json() bool { return e.g.output == "json" }
+
+// printJSON writes the server's JSON answer indented.
+func (e *env) printJSON(raw []byte) error {
+	var b bytes.Buffer
+	if err := json.Indent(&b, bytes.TrimSpace(raw), "", "  "); err != nil {
+		// Not JSON (a scriptlet's source): print as is.
+		_, err := e.io.Stdout.Write(raw)
+		return err
+	}
+	b.WriteByte('\n')
+	_, err := e.io.Stdout.Write(b.Bytes())
+	return err
+}
+
+// printValue writes v as indented JSON (for answers berth composes from
+// several requests).
+func (e *env) printValue(v any) error {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return e.printJSON(raw)
+}
+
+// command is one subcommand. setup registers its flags on fs and returns
+// the function that runs it with the positional arguments.
+type command struct {
+	name    string // "capacity", or "scriptlet set" for a subcommand of a group
+	args    string // synopsis of positional arguments and main flags
+	summary string
+	help    string // paragraphs after the summary (optional)
+	example string
+	setup   func(fs *flag.FlagSet) func(e *env, args []string) error
+}
+
+// usageError is bad command line use: exit code 2.
+type usageError struct{ msg string }
+
+func (u usageError) Error() string { return u.msg }
+
+func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
+
+// commands lists every subcommand in the order of berth --help.
+func commands() []*command {
+	var cs []*command
+	cs = append(cs, capacityCommand(), usageCommand(), providersCommand())
+	cs = append(cs, claimCommands()...)
+	cs = append(cs, scriptletCommands()...)
+	cs = append(cs, policyCommands()...)
+	cs = append(cs, configCommands()...)
+	cs = append(cs, benchCommands()...)
+	return cs
+}
+
+// groups are the commands that only hold subcommands.
+var groups = map[string]string{
+	"scriptlet": "Starlark scriptlets stored on the server",
+	"policy":    "Scheduling policies and the units they are built from",
+	"config":    "Server-wide settings (GET/PATCH /config)",
+}
+
+const mainUsage = `berth is the operator's client of a Berth placement service.
+
+Usage: berth [global flags] COMMAND [flags] [args]
+
+Commands:
+%s
+Global flags (anywhere on the line):
+  --url URL        endpoint (env BERTH_URL, default %s)
+  --token TOKEN    X-Auth-Token (env BERTH_TOKEN or OS_TOKEN, default %q: noauth2's admin)
+  -o FORMAT        table (default) or json: the server's JSON, for scripts
+  --timeout D      bound on each HTTP request (default %s)
+
+Every request carries "OpenStack-API-Version: placement latest".
+Exit status: 0 success, 1 the server refused or could not be reached, 2 bad usage.
+Run "berth COMMAND --help" for a command's flags and an example.
+
+Example:
+  berth capacity --resources VCPU:4,MEMORY_MB:16384
+`
+
+func mainHelp(cs []*command) string {
+	var b strings.Builder
+	t := NewTable()
+	seen := map[string]bool{}
+	for _, c := range cs {
+		group, sub, isSub := strings.Cut(c.name, " ")
+		if isSub {
+			if !seen[group] {
+				seen[group] = true
+				t.Row("  "+group, groups[group])
+			}
+			t.Row("    "+sub, c.summary)
+			continue
+		}
+		t.Row("  "+c.name, c.summary)
+	}
+	t.Render(&b)
+	return fmt.Sprintf(mainUsage, b.String(), DefaultURL, DefaultToken, DefaultTimeout)
+}
+
+// Main runs berth with args (without the program name) and returns the
+// exit status: 0 success, 1 failure (the server refused, or could not be
+// reached), 2 bad usage.
+func Main(ctx context.Context, args []string, stdio IO) int {
+	if stdio.Getenv == nil {
+		stdio.Getenv = os.Getenv
+	}
+	if stdio.Stdin == nil {
+		stdio.Stdin = strings.NewReader("")
+	}
+	g := &globals{
+		url:     firstNonEmpty(stdio.Getenv("BERTH_URL"), DefaultURL),
+		token:   firstNonEmpty(stdio.Getenv("BERTH_TOKEN"), stdio.Getenv("OS_TOKEN"), DefaultToken),
+		output:  "table",
+		timeout: DefaultTimeout,
+	}
+	cs := commands()
+	top := flag.NewFlagSet("berth", flag.ContinueOnError)
+	top.SetOutput(io.Discard)
+	g.register(top)
+	help := top.Bool("help", false, "")
+	top.BoolVar(help, "h", false, "")
+	if err := top.Parse(args); err != nil {
+		fmt.Fprintf(stdio.Stderr, "berth: %v\n\n%s", err, mainHelp(cs))
+		return 2
+	}
+	args = top.Args()
+	if *help || len(args) == 0 || args[0] == "help" {
+		if len(args) > 1 && args[0] == "help" {
+			return Main(ctx, append(args[1:], "--help"), stdio)
+		}
+		fmt.Fprint(stdio.Stdout, mainHelp(cs))
+		if len(args) == 0 && !*help {
+			return 2
+		}
+		return 0
+	}
+
+	cmd, rest := findCommand(cs, args)
+	if cmd == nil {
+		if _, ok := groups[args[0]]; ok {
+			return groupHelp(stdio, cs, args)
+		}
+		fmt.Fprintf(stdio.Stderr, "berth: unknown command %q\n\n%s", args[0], mainHelp(cs))
+		return 2
+	}
+	fs := flag.NewFlagSet("berth "+cmd.name, flag.ContinueOnError)
+	fs.SetOutput(stdio.Stderr)
+	run := cmd.setup(fs)
+	if cmd.name != "bench" && cmd.name != "seed" {
+		g.register(fs)
+	}
+	fs.Usage = func() { printCommandHelp(stdio.Stdout, cmd, fs) }
+	var pos []string
+	var err error
+	if cmd.name == "bench" || cmd.name == "seed" {
+		// The load tool parses its own flags.
+		pos = rest
+	} else if pos, err = parseInterspersed(fs, rest); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		fmt.Fprintf(stdio.Stderr, "Run \"berth %s --help\" for usage.\n", cmd.name)
+		return 2
+	}
+	if g.output != "table" && g.output != "json" {
+		fmt.Fprintf(stdio.Stderr, "berth %s: -o must be table or json, not %q\n", cmd.name, g.output)
+		return 2
+	}
+	e := &env{ctx: ctx, io: stdio, g: g, client: NewClient(g.url, g.token, g.timeout)}
+	if err := run(e, pos); err != nil {
+		var u usageError
+		if errors.As(err, &u) {
+			fmt.Fprintf(stdio.Stderr, "berth %s: %s\nRun \"berth %s --help\" for usage.\n", cmd.name, u.msg, cmd.name)
+			return 2
+		}
+		var ec exitCode
+		if errors.As(err, &ec) {
+			return int(ec)
+		}
+		fmt.Fprintf(stdio.Stderr, "berth %s: %v\n", cmd.name, err)
+		return 1
+	}
+	return 0
+}
+
+// exitCode is returned by commands that already reported their failure
+// (the load tool) and only need the status passed on.
+type exitCode int
+
+func (c exitCode) Error() string { return fmt.Sprintf("exit status %d", int(c)) }
+
+// findCommand matches the longest command name at the start of args.
+func findCommand(cs []*command, args []string) (*command, []string) {
+	if len(args) >= 2 {
+		for _, c := range cs {
+			if c.name == args[0]+" "+args[1] {
+				return c, args[2:]
+			}
+		}
+	}
+	for _, c := range cs {
+		if c.name == args[0] {
+			return c, args[1:]
+		}
+	}
+	return nil, nil
+}
+
+// groupHelp prints the subcommands of a group ("berth policy"): exit 0
+// when help was asked for, 2 otherwise.
+func groupHelp(stdio IO, cs []*command, args []string) int {
+	group := args[0]
+	asked := len(args) > 1 && (args[1] == "-h" || args[1] == "--help" || args[1] == "help")
+	w := stdio.Stdout
+	if !asked {
+		w = stdio.Stderr
+		if len(args) > 1 {
+			fmt.Fprintf(w, "berth %s: unknown subcommand %q\n\n", group, args[1])
+		}
+	}
+	fmt.Fprintf(w, "berth %s: %s.\n\nUsage:\n", group, groups[group])
+	t := NewTable()
+	var example string
+	for _, c := range cs {
+		if g, _, _ := strings.Cut(c.name, " "); g == group {
+			t.Row("  berth "+c.name+" "+c.args, c.summary)
+			if example == "" {
+				example = c.example
+			}
+		}
+	}
+	t.Render(w)
+	fmt.Fprintf(w, "\nExample:\n%s\nRun \"berth %s SUBCOMMAND --help\" for its flags.\n", indent(example), group)
+	if asked {
+		return 0
+	}
+	return 2
+}
+
+func printCommandHelp(w io.Writer, c *command, fs *flag.FlagSet) {
+	fmt.Fprintf(w, "Usage: berth %s %s\n\n%s.\n", c.name, c.args, c.summary)
+	if c.help != "" {
+		fmt.Fprintf(w, "\n%s\n", strings.TrimRight(c.help, "\n"))
+	}
+	var flags []string
+	fs.VisitAll(func(f *flag.Flag) {
+		if globalNames[f.Name] {
+			return
+		}
+		typ, usage := flag.UnquoteUsage(f)
+		line := "  --" + f.Name
+		if typ != "" {
+			line += " " + typ
+		}
+		line += "\n        " + usage
+		if f.DefValue != "" && f.DefValue != "0" && f.DefValue != "false" && f.DefValue != "[]" {
+			line += fmt.Sprintf(" (default %s)", f.DefValue)
+		}
+		flags = append(flags, line)
+	})
+	if len(flags) > 0 {
+		sort.Strings(flags)
+		fmt.Fprintf(w, "\nFlags:\n%s\n", strings.Join(flags, "\n"))
+	}
+	fmt.Fprintf(w, "\nGlobal flags: --url, --token, -o table|json, --timeout (see berth --help).\n")
+	fmt.Fprintf(w, "\nExample:\n%s", indent(c.example))
+}
+
+func indent(s string) string {
+	var b strings.Builder
+	for _, l := range strings.Split(strings.TrimRight(s, "\n"), "\n") {
+		b.WriteString("  " + l + "\n")
+	}
+	return b.String()
+}
+
+// parseInterspersed parses flags anywhere among the positional arguments
+// (the flag package stops at the first positional one) and returns the
+// positional arguments in order. Everything after "--" is positional.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		i := indexOf(args, "--")
+		head, tail := args, []string(nil)
+		if i >= 0 {
+			head, tail = args[:i], args[i+1:]
+		}
+		if err := fs.Parse(head); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return append(pos, tail...), nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+		if i >= 0 {
+			args = append(append(args, "--"), tail...)
+		}
+	}
+}
+
+func indexOf(ss []string, s string) int {
+	for i, x := range ss {
+		if x == s {
+			return i
+		}
+	}
+	return -1
+}
+
+func firstNonEmpty(ss ...string) string {
+	for _, s := range ss {
+		if s != "" {
+			return s
+		}
+	}
+	return ""
+}
+
+// argsN checks the number of positional arguments.
+func argsN(args []string, names ...string) error {
+	if len(args) != len(names) {
+		if len(args) < len(names) {
+			return usagef("missing %s", strings.Join(names[len(args):], " "))
+		}
+		return usagef("unexpected arguments %q", args[len(names):])
+	}
+	return nil
+}

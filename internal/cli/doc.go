@@ -1,0 +1,11 @@
+// Package cli is berth, the operator's command line client of a Berth (or
+// any Placement) server: capacity, usage, provider trees with usage bars,
+// dry-run claims that explain themselves, scriptlets, scheduling policies,
+// server configuration, and the load tool (internal/load) as "berth bench".
+//
+// It owns only the client side: it speaks HTTP with the standard library,
+// sends "OpenStack-API-Version: placement latest" and X-Auth-Token, renders
+// answers as tables (or the server's JSON with -o json) and Placement error
+// bodies as one readable line. Main is the whole program; cmd/berth only
+// calls it, and tests call it in process.
+package cli

@@ -1,0 +1,125 @@
+package ledger_test
+
+import (
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/uuid"
+
+	"github.com/berthd/berth/ledger"
+)
+
+// newClaim is a write the claim fast path takes: a new consumer
+// (consumer_generation null) with a type.
+func newClaim(consumer, rp string, res ...ledger.Resource) ledger.ConsumerAllocations {
+	w := alloc(consumer, rp, res...)
+	w.CheckGeneration, w.ConsumerType = true, "INSTANCE"
+	return w
+}
+
+// TestFastClaimWrites checks that a new consumer's write leaves what the
+// general path leaves: generations (provider +1, consumer 1), type,
+// owner, usage.
+func TestFastClaimWrites(t *testing.T) {
+	f := newFixture(t)
+	rp := f.provider("rp", inv("VCPU", 8), inv("MEMORY_MB", 1024))
+	c := uuid.NewString()
+	w := newClaim(c, rp, res("VCPU", 2), res("MEMORY_MB", 512))
+	w.ProjectID, w.UserID = "fresh-project", "fresh-user"
+	if err := f.store.AllocationsReplace(f.ctx, []ledger.ConsumerAllocations{w}); err != nil {
+		t.Fatal(err)
+	}
+	u := f.usages(rp)
+	if u.Generation != 2 || u.Usages["VCPU"] != 2 || u.Usages["MEMORY_MB"] != 512 {
+		t.Fatalf("provider after claim: %+v", u)
+	}
+	got, err := f.store.AllocationsByConsumer(f.ctx, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := ledger.Consumer{UUID: c, ProjectID: "fresh-project", UserID: "fresh-user", Generation: 1, Type: "INSTANCE"}
+	if got.Consumer == nil || *got.Consumer != want || len(got.Allocations) != 2 {
+		t.Fatalf("consumer %+v with %d allocations, want %+v with 2", got.Consumer, len(got.Allocations), want)
+	}
+	// The consumer exists now: the same write is a generation conflict.
+	le := rejection(t, f.store.AllocationsReplace(f.ctx, []ledger.ConsumerAllocations{w}), ledger.ErrConflict)
+	if le.Code != ledger.CodeConcurrentUpdate || !strings.Contains(le.Msg, "expected 1 but got None") {
+		t.Fatalf("second write: %v (%s)", le, le.Code)
+	}
+}
+
+// TestFastClaimRefusals makes the fast path refuse in each way it can and
+// checks that the answer is the general path's error and nothing changed.
+func TestFastClaimRefusals(t *testing.T) {
+	f := newFixture(t)
+	disk := inv("DISK_GB", 100)
+	disk.StepSize, disk.MinUnit, disk.MaxUnit = 10, 10, 50
+	rp := f.provider("rp", inv("VCPU", 4), disk)
+	other := f.provider("other", inv("MEMORY_MB", 64))
+	if err := f.store.AllocationsReplace(f.ctx, []ledger.ConsumerAllocations{newClaim(uuid.NewString(), rp, res("VCPU", 3))}); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name   string
+		w      ledger.ConsumerAllocations
+		kind   error
+		detail string
+	}{
+		{"over capacity", newClaim(uuid.NewString(), rp, res("VCPU", 2)), ledger.ErrConflict, "would exceed the capacity"},
+		{"step_size", newClaim(uuid.NewString(), rp, res("DISK_GB", 15)), ledger.ErrConflict, "violate inventory constraints"},
+		{"max_unit", newClaim(uuid.NewString(), rp, res("DISK_GB", 60)), ledger.ErrConflict, "violate inventory constraints"},
+		{"class without inventory", newClaim(uuid.NewString(), other, res("VCPU", 1)), ledger.ErrConflict, "Inventory for 'VCPU' on resource provider '" + other + "' invalid"},
+		{"unknown class", newClaim(uuid.NewString(), rp, res("CUSTOM_NOPE", 1)), ledger.ErrInvalid, "No such resource class CUSTOM_NOPE"},
+		{"unknown provider", newClaim(uuid.NewString(), uuid.NewString(), res("VCPU", 1)), ledger.ErrInvalid, "that does not exist"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.w.ProjectID, tt.w.UserID, tt.w.ConsumerType = "p-"+tt.name, "u-"+tt.name, "T_"+strings.ToUpper(strings.ReplaceAll(tt.name, " ", "_"))
+			before := f.dump()
+			le := rejection(t, f.store.AllocationsReplace(f.ctx, []ledger.ConsumerAllocations{tt.w}), tt.kind)
+			if !strings.Contains(le.Msg, tt.detail) {
+				t.Errorf("message %q lacks %q", le.Msg, tt.detail)
+			}
+			if after := f.dump(); after != before {
+				t.Errorf("refused write changed the ledger:\nbefore:\n%s\nafter:\n%s", before, after)
+			}
+		})
+	}
+}
+
+// TestFastClaimsConcurrent races many new-consumer claims on two small
+// providers: the ones accepted fill them exactly, none overcommits, and
+// usage is the sum of the accepted claims.
+func TestFastClaimsConcurrent(t *testing.T) {
+	f := newFixture(t)
+	rps := []string{f.provider("a", inv("VCPU", 10)), f.provider("b", inv("VCPU", 7))}
+	var mu sync.Mutex
+	accepted := map[string]int64{}
+	var wg sync.WaitGroup
+	for i := 0; i < 64; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			rp := rps[i%2]
+			err := f.store.AllocationsReplace(f.ctx, []ledger.ConsumerAllocations{newClaim(uuid.NewString(), rp, res("VCPU", 1))})
+			if err != nil {
+				rejection(t, err, ledger.ErrConflict)
+				return
+			}
+			mu.Lock()
+			accepted[rp]++
+			mu.Unlock()
+		}(i)
+	}
+	wg.Wait()
+	for i, capacity := range []int64{10, 7} {
+		u := f.usages(rps[i])
+		if accepted[rps[i]] != capacity || u.Usages["VCPU"] != capacity {
+			t.Errorf("provider %d: %d accepted, usage %d, capacity %d", i, accepted[rps[i]], u.Usages["VCPU"], capacity)
+		}
+		if u.Generation != 1+capacity {
+			t.Errorf("provider %d: generation %d, want %d", i, u.Generation, 1+capacity)
+		}
+	}
+}

@@ -1,0 +1,17 @@
+package ledger
+
+// SetListening tells s's snapshot cache that its change listener is
+// (dis)connected, as the listener does, so tests can put a Store in the
+// state it is in while PostgreSQL is away without stopping PostgreSQL.
+func SetListening(s *Store, on bool) {
+	s.snap.mu.Lock()
+	s.snap.listening = on
+	s.snap.mu.Unlock()
+}
+
+// Listening reports whether s's change listener is connected.
+func Listening(s *Store) bool {
+	s.snap.mu.Lock()
+	defer s.snap.mu.Unlock()
+	return s.snap.listening
+}

@@ -1,0 +1,450 @@
+package scheduler
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"go.starlark.net/starlark"
+	"go.starlark.net/starlarkstruct"
+)
+
+// builtins are the functions every scriptlet may call. They find the
+// run they serve through the thread; at top level (while compiling)
+// they fail.
+var builtins = starlark.StringDict{
+	"log_info":                     starlark.NewBuiltin("log_info", logBuiltin("info")),
+	"log_warn":                     starlark.NewBuiltin("log_warn", logBuiltin("warn")),
+	"log_error":                    starlark.NewBuiltin("log_error", logBuiltin("error")),
+	"set_target":                   starlark.NewBuiltin("set_target", setTarget),
+	"get_cluster_member_state":     starlark.NewBuiltin("get_cluster_member_state", getMemberState),
+	"get_cluster_member_resources": starlark.NewBuiltin("get_cluster_member_resources", getMemberResources),
+	"get_instance_resources":       starlark.NewBuiltin("get_instance_resources", getInstanceResources),
+	"get_instances":                starlark.NewBuiltin("get_instances", getInstances),
+	"get_instances_count":          starlark.NewBuiltin("get_instances_count", getInstancesCount),
+	"get_cluster_members":          starlark.NewBuiltin("get_cluster_members", getClusterMembers),
+	"fail":                         starlark.NewBuiltin("fail", failBuiltin),
+	"struct":                       starlark.NewBuiltin("struct", starlarkstruct.Make),
+}
+
+type builtinFn = func(*starlark.Thread, *starlark.Builtin, starlark.Tuple, []starlark.Tuple) (starlark.Value, error)
+
+// state is the call a builtin serves; an error outside a run.
+func state(th *starlark.Thread, b *starlark.Builtin) (*callState, error) {
+	st, _ := th.Local(threadStateKey).(*callState)
+	if st == nil {
+		return nil, fmt.Errorf("%s: only callable while placing (not at top level)", b.Name())
+	}
+	return st, nil
+}
+
+// data is the call's ClusterData, an error when the caller gave none.
+func (st *callState) data(b *starlark.Builtin) error {
+	if st.req.Data == nil {
+		return fmt.Errorf("%s: no cluster data available", b.Name())
+	}
+	return nil
+}
+
+func logBuiltin(level string) builtinFn {
+	return func(th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+		st, err := state(th, b)
+		if err != nil {
+			return nil, err
+		}
+		if len(kwargs) > 0 {
+			return nil, fmt.Errorf("%s: unexpected keyword arguments", b.Name())
+		}
+		parts := make([]string, len(args))
+		for i, a := range args {
+			if s, ok := starlark.AsString(a); ok {
+				parts[i] = s
+			} else {
+				parts[i] = a.String()
+			}
+		}
+		st.run.log(level, strings.Join(parts, " "))
+		return starlark.None, nil
+	}
+}
+
+func setTarget(th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	st, err := state(th, b)
+	if err != nil {
+		return nil, err
+	}
+	var target string
+	if err := starlark.UnpackPositionalArgs(b.Name(), args, kwargs, 1, &target); err != nil {
+		return nil, err
+	}
+	if st.ranked == nil {
+		return nil, fmt.Errorf("%s: only callable from instance_placement", b.Name())
+	}
+	for _, s := range st.ranked {
+		if s.Cand.RootProvider().matches(target) || s.Cand.Root() == target {
+			st.target = s.Cand
+			return starlark.None, nil
+		}
+	}
+	return nil, fmt.Errorf("%s: %q is not a candidate member", b.Name(), target)
+}
+
+func failBuiltin(th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	if _, err := state(th, b); err != nil {
+		return nil, err
+	}
+	var msg starlark.Value
+	if err := starlark.UnpackPositionalArgs(b.Name(), args, kwargs, 1, &msg); err != nil {
+		return nil, err
+	}
+	if s, ok := starlark.AsString(msg); ok {
+		return nil, &failError{s}
+	}
+	return nil, &failError{msg.String()}
+}
+
+// member looks up a cluster member, an error when there is none.
+func (st *callState) member(b *starlark.Builtin, name string) (*Provider, error) {
+	if err := st.data(b); err != nil {
+		return nil, err
+	}
+	p, err := st.req.Data.Member(st.ctx, name)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", b.Name(), err)
+	}
+	if p == nil {
+		return nil, fmt.Errorf("%s: no cluster member %q", b.Name(), name)
+	}
+	return p, nil
+}
+
+func getMemberState(th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	st, err := state(th, b)
+	if err != nil {
+		return nil, err
+	}
+	var name string
+	if err := starlark.UnpackPositionalArgs(b.Name(), args, kwargs, 1, &name); err != nil {
+		return nil, err
+	}
+	p, err := st.member(b, name)
+	if err != nil {
+		return nil, err
+	}
+	return stateValue(p.State), nil
+}
+
+func getMemberResources(th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	st, err := state(th, b)
+	if err != nil {
+		return nil, err
+	}
+	var name string
+	if err := starlark.UnpackPositionalArgs(b.Name(), args, kwargs, 1, &name); err != nil {
+		return nil, err
+	}
+	p, err := st.member(b, name)
+	if err != nil {
+		return nil, err
+	}
+	return inventoriesValue(p), nil
+}
+
+func getInstanceResources(th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	st, err := state(th, b)
+	if err != nil {
+		return nil, err
+	}
+	if err := starlark.UnpackPositionalArgs(b.Name(), args, kwargs, 0); err != nil {
+		return nil, err
+	}
+	return intDict(st.req.Resources), nil
+}
+
+// optString unpacks an optional string argument that may be None.
+func optString(v starlark.Value, what string) (string, error) {
+	if v == nil || v == starlark.None {
+		return "", nil
+	}
+	s, ok := starlark.AsString(v)
+	if !ok {
+		return "", fmt.Errorf("%s must be a string or None, not %s", what, v.Type())
+	}
+	return s, nil
+}
+
+func instances(th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) ([]Instance, error) {
+	st, err := state(th, b)
+	if err != nil {
+		return nil, err
+	}
+	var locV, projV starlark.Value
+	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "location?", &locV, "project?", &projV); err != nil {
+		return nil, err
+	}
+	loc, err := optString(locV, b.Name()+": location")
+	if err != nil {
+		return nil, err
+	}
+	proj, err := optString(projV, b.Name()+": project")
+	if err != nil {
+		return nil, err
+	}
+	if err := st.data(b); err != nil {
+		return nil, err
+	}
+	is, err := st.req.Data.Instances(st.ctx, loc, proj)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", b.Name(), err)
+	}
+	return is, nil
+}
+
+func getInstances(th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	is, err := instances(th, b, args, kwargs)
+	if err != nil {
+		return nil, err
+	}
+	list := make([]starlark.Value, len(is))
+	for i, in := range is {
+		list[i] = frozenStruct("instance", starlark.StringDict{
+			"uuid":          starlark.String(in.UUID),
+			"name":          starlark.String(in.Name),
+			"project":       starlark.String(in.ProjectID),
+			"user":          starlark.String(in.UserID),
+			"consumer_type": starlark.String(in.Type),
+			"location":      starlark.String(in.Location),
+			"resources":     intDict(in.Resources),
+		})
+	}
+	l := starlark.NewList(list)
+	l.Freeze()
+	return l, nil
+}
+
+func getInstancesCount(th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	is, err := instances(th, b, args, kwargs)
+	if err != nil {
+		return nil, err
+	}
+	return starlark.MakeInt(len(is)), nil
+}
+
+func getClusterMembers(th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	st, err := state(th, b)
+	if err != nil {
+		return nil, err
+	}
+	var aggV starlark.Value
+	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "aggregate?", &aggV); err != nil {
+		return nil, err
+	}
+	agg, err := optString(aggV, b.Name()+": aggregate")
+	if err != nil {
+		return nil, err
+	}
+	if err := st.data(b); err != nil {
+		return nil, err
+	}
+	ps, err := st.req.Data.Members(st.ctx, agg)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", b.Name(), err)
+	}
+	list := make([]starlark.Value, len(ps))
+	for i, p := range ps {
+		list[i] = frozenStruct("cluster_member", providerDict(p))
+	}
+	l := starlark.NewList(list)
+	l.Freeze()
+	return l, nil
+}
+
+// requestValue is req as a frozen struct; see docs/scheduling.md.
+func requestValue(req *Request) starlark.Value {
+	keys := make([]starlark.Value, len(req.Keys))
+	for i, k := range req.Keys {
+		keys[i] = frozenStruct("key", starlark.StringDict{"name": starlark.String(k.Name),
+			"value": starlark.Float(k.Value), "weight": starlark.Float(k.Weight), "system": starlark.Bool(k.System)})
+	}
+	return frozenStruct("request", starlark.StringDict{
+		"consumer_uuid": starlark.String(req.ConsumerUUID),
+		"name":          starlark.String(req.Name),
+		"project":       starlark.String(req.ProjectID),
+		"user":          starlark.String(req.UserID),
+		"consumer_type": starlark.String(req.ConsumerType),
+		"reason":        starlark.String(req.Reason),
+		"resources":     intDict(req.Resources),
+		"traits": frozenStruct("traits", starlark.StringDict{
+			"required": stringList(req.Required), "forbidden": stringList(req.Forbidden)}),
+		"properties": toStarlark(req.Properties),
+		"keys":       frozenList(keys),
+		"target":     starlark.String(req.Target),
+		"exclude":    stringList(req.Avoid),
+	})
+}
+
+// providerDict is p as member fields: name, uuid, traits, aggregates,
+// keys (dict name -> value, the stored keys only), inventories, usage,
+// state (None without a report) and consumers.
+func providerDict(p *Provider) starlark.StringDict {
+	keys := starlark.NewDict(len(p.Keys))
+	for _, k := range p.Keys {
+		_ = keys.SetKey(starlark.String(k.Name), starlark.Float(k.Value))
+	}
+	keys.Freeze()
+	usage := starlark.NewDict(len(p.Resources))
+	for _, c := range sortedKeys(p.Resources) {
+		_ = usage.SetKey(starlark.String(c), starlark.MakeInt64(p.Resources[c].Used))
+	}
+	usage.Freeze()
+	return starlark.StringDict{
+		"name":        starlark.String(p.Name),
+		"uuid":        starlark.String(p.UUID),
+		"traits":      stringList(p.Traits),
+		"aggregates":  stringList(p.Aggregates),
+		"keys":        keys,
+		"inventories": inventoriesValue(p),
+		"usage":       usage,
+		"state":       stateValue(p.State),
+		"consumers":   starlark.MakeInt(p.Consumers),
+	}
+}
+
+// candidateDict is a candidate as member fields: its root provider's
+// (providerDict, with keys including #RAM, #CPU and #LOAD as this
+// candidate would leave them), plus allocations (dict provider uuid ->
+// dict class -> amount).
+func candidateDict(c *Candidate) starlark.StringDict {
+	root := c.RootProvider()
+	if root == nil {
+		root = &Provider{UUID: c.Root()}
+	}
+	d := providerDict(root)
+	pk := ProviderKeys(c)
+	keys := starlark.NewDict(len(pk))
+	for _, k := range sortedKeys(pk) {
+		_ = keys.SetKey(starlark.String(k), starlark.Float(pk[k]))
+	}
+	keys.Freeze()
+	d["keys"] = keys
+	allocs := starlark.NewDict(len(c.Allocations))
+	for _, a := range c.Allocations {
+		_ = allocs.SetKey(starlark.String(a.ProviderUUID), intDict(a.Resources))
+	}
+	allocs.Freeze()
+	d["allocations"] = allocs
+	return d
+}
+
+func inventoriesValue(p *Provider) starlark.Value {
+	d := starlark.NewDict(len(p.Resources))
+	for _, c := range sortedKeys(p.Resources) {
+		inv := p.Resources[c]
+		_ = d.SetKey(starlark.String(c), frozenStruct("inventory", starlark.StringDict{
+			"total":            starlark.MakeInt64(inv.Total),
+			"reserved":         starlark.MakeInt64(inv.Reserved),
+			"allocation_ratio": starlark.Float(inv.AllocationRatio),
+			"capacity":         starlark.MakeInt64(inv.Capacity),
+			"used":             starlark.MakeInt64(inv.Used),
+			"free":             starlark.MakeInt64(inv.Capacity - inv.Used),
+			"min_unit":         starlark.MakeInt64(inv.MinUnit),
+			"max_unit":         starlark.MakeInt64(inv.MaxUnit),
+			"step_size":        starlark.MakeInt64(inv.StepSize),
+		}))
+	}
+	d.Freeze()
+	return d
+}
+
+func stateValue(s *ProviderState) starlark.Value {
+	if s == nil {
+		return starlark.None
+	}
+	return frozenStruct("state", starlark.StringDict{
+		"load_1":          starlark.Float(s.Load1),
+		"load_5":          starlark.Float(s.Load5),
+		"load_15":         starlark.Float(s.Load15),
+		"memory_free_mb":  starlark.MakeInt64(s.MemFreeMB),
+		"cpu_utilization": starlark.Float(s.CPUUtil),
+		"reported_at":     starlark.String(s.ReportedAt.UTC().Format(time.RFC3339)),
+	})
+}
+
+func frozenStruct(name string, d starlark.StringDict) starlark.Value {
+	v := starlarkstruct.FromStringDict(starlark.String(name), d)
+	v.Freeze()
+	return v
+}
+
+func frozenList(vs []starlark.Value) *starlark.List {
+	l := starlark.NewList(vs)
+	l.Freeze()
+	return l
+}
+
+func stringList(ss []string) *starlark.List {
+	vs := make([]starlark.Value, len(ss))
+	for i, s := range ss {
+		vs[i] = starlark.String(s)
+	}
+	return frozenList(vs)
+}
+
+func intDict(m map[string]int64) *starlark.Dict {
+	d := starlark.NewDict(len(m))
+	for _, k := range sortedKeys(m) {
+		_ = d.SetKey(starlark.String(k), starlark.MakeInt64(m[k]))
+	}
+	d.Freeze()
+	return d
+}
+
+// toStarlark converts a decoded JSON value (properties) to a frozen
+// Starlark value; integral numbers become ints.
+func toStarlark(v any) starlark.Value {
+	switch v := v.(type) {
+	case nil:
+		return starlark.None
+	case bool:
+		return starlark.Bool(v)
+	case string:
+		return starlark.String(v)
+	case float64:
+		if v == math.Trunc(v) && math.Abs(v) < 1<<53 {
+			return starlark.MakeInt64(int64(v))
+		}
+		return starlark.Float(v)
+	case int:
+		return starlark.MakeInt(v)
+	case int64:
+		return starlark.MakeInt64(v)
+	case []any:
+		vs := make([]starlark.Value, len(v))
+		for i, x := range v {
+			vs[i] = toStarlark(x)
+		}
+		return frozenList(vs)
+	case map[string]any:
+		d := starlark.NewDict(len(v))
+		for _, k := range sortedKeys(v) {
+			_ = d.SetKey(starlark.String(k), toStarlark(v[k]))
+		}
+		d.Freeze()
+		return d
+	}
+	return starlark.String(fmt.Sprint(v))
+}
+
+var errNotNumber = errors.New("not a number")
+
+// asNumber is v as a float64 (an int or a float).
+func asNumber(v starlark.Value) (float64, error) {
+	switch v.(type) {
+	case starlark.Int, starlark.Float:
+		f, _ := starlark.AsFloat(v)
+		return f, nil
+	}
+	return 0, errNotNumber
+}

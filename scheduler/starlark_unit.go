@@ -1,0 +1,188 @@
+package scheduler
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+
+	"go.starlark.net/starlark"
+)
+
+// StarlarkUnitPrefix starts the name of a unit that is a stored
+// scriptlet: "starlark:<scriptlet name>" uses the scriptlet's
+// filter(request, candidate) in a policy's filters, its
+// weigh(request, candidate) in its weighers.
+const StarlarkUnitPrefix = "starlark:"
+
+// starlarkNeeds are the fields a scriptlet may read: candidates show
+// their placement keys.
+var starlarkNeeds = Needs{Keys: true}
+
+// starlarkUnit is the scriptlet behind a starlark: unit, looked up at
+// every Rank.
+type starlarkUnit struct {
+	script string
+	policy *Policy
+}
+
+func newStarlarkUnit(script string, params json.RawMessage, p *Policy) (starlarkUnit, error) {
+	if script == "" {
+		return starlarkUnit{}, errors.New("starlark unit: the scriptlet name is empty")
+	}
+	if len(params) > 0 && string(params) != "null" && string(params) != "{}" {
+		return starlarkUnit{}, fmt.Errorf("%s%s: takes no params", StarlarkUnitPrefix, script)
+	}
+	return starlarkUnit{script: script, policy: p}, nil
+}
+
+func (u starlarkUnit) Name() string { return StarlarkUnitPrefix + u.script }
+
+// program resolves the scriptlet and the function entry picks from it.
+func (u starlarkUnit) program(entry string, pick func(*Program) *starlark.Function) (*Program, *starlark.Function, error) {
+	if u.policy.scripts == nil {
+		return nil, nil, errors.New("no scriptlet store")
+	}
+	prog, ok := u.policy.scripts.Scriptlet(u.script)
+	if !ok {
+		return nil, nil, fmt.Errorf("scriptlet %q does not exist", u.script)
+	}
+	fn := pick(prog)
+	if fn == nil {
+		return nil, nil, fmt.Errorf("scriptlet %q does not define %s(request, candidate)", u.script, entry)
+	}
+	return prog, fn, nil
+}
+
+// starlarkFilter is a scriptlet's filter as a Filter: True keeps the
+// candidate; False or None removes it; a string removes it with that
+// reason.
+type starlarkFilter struct{ starlarkUnit }
+
+var (
+	_ Filter   = (*starlarkFilter)(nil)
+	_ Preparer = (*starlarkFilter)(nil)
+)
+
+func newStarlarkFilter(script string, params json.RawMessage, p *Policy) (*starlarkFilter, error) {
+	u, err := newStarlarkUnit(script, params, p)
+	return &starlarkFilter{u}, err
+}
+
+// prepared is what Prepare resolved for one Rank.
+type preparedScript struct {
+	prog *Program
+	fn   *starlark.Function
+}
+
+// Prepare implements Preparer: the scriptlet is resolved once per Rank.
+func (f *starlarkFilter) Prepare(context.Context, *Request) (any, *Status) {
+	prog, fn, err := f.program(entryFilter, func(p *Program) *starlark.Function { return p.filter })
+	if err != nil {
+		return nil, AsError(err)
+	}
+	return preparedScript{prog, fn}, nil
+}
+
+// Filter implements Filter.
+func (f *starlarkFilter) Filter(ctx context.Context, req *Request, c *Candidate) *Status {
+	ps, _ := req.Prepared(f).(preparedScript)
+	run := runOf(req)
+	if ps.prog == nil || run == nil {
+		return AsError(errors.New("starlark filter run outside Policy.Rank"))
+	}
+	st := &callState{ctx: ctx, run: run, req: req}
+	var verdict *Status
+	check := func(v starlark.Value) error {
+		switch v := v.(type) {
+		case starlark.Bool:
+			if !v {
+				verdict = Reject("removed by " + f.Name())
+			}
+			return nil
+		case starlark.NoneType:
+			verdict = Reject("removed by " + f.Name())
+			return nil
+		case starlark.String:
+			verdict = Reject(string(v))
+			return nil
+		}
+		return fmt.Errorf("filter returned %s; want a bool or a reason string", v.Type())
+	}
+	_, err := run.call(ctx, ps.prog, entryFilter, ps.fn, st, check, run.requestValue(req), frozenStruct("candidate", run.member(c)))
+	if err != nil {
+		return AsError(unitError(run, err))
+	}
+	return verdict
+}
+
+// unitError is a starlark unit's run error as Rank returns it: a
+// refusal for what the scriptlet caused (wrapping a plain error from
+// check as a *ScriptletError).
+func unitError(run *scriptRun, err error) error {
+	var fe *failError
+	var lim *ScriptletLimitError
+	var se *ScriptletError
+	if errors.As(err, &fe) || errors.As(err, &lim) || errors.As(err, &se) || errors.Is(err, context.Canceled) ||
+		errors.Is(err, context.DeadlineExceeded) {
+		return run.refusal(err)
+	}
+	return run.refusal(&ScriptletError{Msg: err.Error()})
+}
+
+// starlarkWeigher is a scriptlet's weigh as a Weigher: it returns a
+// number, higher is better.
+type starlarkWeigher struct{ starlarkUnit }
+
+var (
+	_ Weigher  = (*starlarkWeigher)(nil)
+	_ Preparer = (*starlarkWeigher)(nil)
+)
+
+func newStarlarkWeigher(script string, params json.RawMessage, p *Policy) (*starlarkWeigher, error) {
+	u, err := newStarlarkUnit(script, params, p)
+	return &starlarkWeigher{u}, err
+}
+
+// Prepare implements Preparer.
+func (w *starlarkWeigher) Prepare(context.Context, *Request) (any, *Status) {
+	prog, fn, err := w.program(entryWeigh, func(p *Program) *starlark.Function { return p.weigh })
+	if err != nil {
+		return nil, AsError(err)
+	}
+	return preparedScript{prog, fn}, nil
+}
+
+// Weigh implements Weigher.
+func (w *starlarkWeigher) Weigh(ctx context.Context, req *Request, c *Candidate) (float64, *Status) {
+	ps, _ := req.Prepared(w).(preparedScript)
+	run := runOf(req)
+	if ps.prog == nil || run == nil {
+		return 0, AsError(errors.New("starlark weigher run outside Policy.Rank"))
+	}
+	st := &callState{ctx: ctx, run: run, req: req}
+	var out float64
+	check := func(v starlark.Value) error {
+		f, err := asNumber(v)
+		if err != nil {
+			return fmt.Errorf("weigh returned %s; want a number", v.Type())
+		}
+		out = f
+		return nil
+	}
+	_, err := run.call(ctx, ps.prog, entryWeigh, ps.fn, st, check, run.requestValue(req), frozenStruct("candidate", run.member(c)))
+	if err != nil {
+		return 0, AsError(unitError(run, err))
+	}
+	return out, nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
