@@ -45,6 +45,10 @@ type Config struct {
 	// ClaimMaxAttempts bounds the writes one claim tries; 0 means
 	// claims.DefaultMaxAttempts.
 	ClaimMaxAttempts int
+	// Sources holds the stored scheduling policies, scriptlets and config,
+	// compiled; the caller runs it (Sources.Run). Nil means New makes one
+	// that is refreshed only by this server's own writes.
+	Sources *claims.Sources
 }
 
 // DefaultMaxCandidates is the candidate cap used when Config.MaxCandidates is 0.
@@ -87,6 +91,9 @@ type Server struct {
 	e      *echo.Echo
 	claims *claims.Claimer
 	meters httpMeters
+	// sources and data back the scheduling API and claims' policies.
+	sources *claims.Sources
+	data    *claims.LedgerData
 }
 
 // New builds the API server over store.
@@ -103,6 +110,7 @@ func New(cfg Config, store *ledger.Store, logger *slog.Logger) (*Server, error) 
 		claims.Config{MaxAttempts: cfg.ClaimMaxAttempts, MaxCandidates: cfg.MaxCandidates}, logger); err != nil {
 		return nil, err
 	}
+	s.wireScheduling()
 	s.e.HideBanner = true
 	s.e.HidePort = true
 	s.e.HTTPErrorHandler = s.errorHandler

@@ -201,7 +201,10 @@ func (s *Store) replaceAllocations(ctx context.Context, t *txn, consumers []Cons
 	if errors.As(err, &uc) {
 		return invalid("", "Unable to allocate inventory for consumer %s: No such resource class %s.", uc.consumer, uc.class)
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	return writeConsumerDetails(ctx, t, ws, rows)
 }
 
 // AllocationsDelete removes all of a consumer's allocations and the

@@ -20,6 +20,9 @@ type Rule struct {
 	Scopes []string
 	// Operation says what the rule guards.
 	Operation string
+	// KeepInAdminSet keeps Check in the admin set, which otherwise makes
+	// every operation admin-only.
+	KeepInAdminSet bool
 }
 
 // Base rules that the operation rules refer to, as Placement's
@@ -113,6 +116,45 @@ var operationRules = []Rule{
 	// Read-only, but it shows the whole cloud's free capacity: admin or
 	// service, like GET /allocation_candidates.
 	op("berth:capacity:show", adminOrService, "GET /capacity"),
+
+	// Scheduling (docs/policies.md): policy units, scheduling policies,
+	// scriptlets and server config shape every claim, so they are the
+	// administrator's, reads included.
+	op("berth:policy_units:list", admin, "GET /policy_units"),
+	op("berth:scheduling_policies:list", admin, "GET /scheduling_policies"),
+	op("berth:scheduling_policies:create", admin, "POST /scheduling_policies"),
+	op("berth:scheduling_policies:show", admin, "GET /scheduling_policies/{name}"),
+	op("berth:scheduling_policies:update", admin, "PUT /scheduling_policies/{name}"),
+	op("berth:scheduling_policies:delete", admin, "DELETE /scheduling_policies/{name}"),
+	op("berth:scheduling_policies:balance", admin, "GET /scheduling_policies/{name}/balance"),
+	op("berth:scriptlets:list", admin, "GET /scriptlets"),
+	op("berth:scriptlets:show", admin, "GET /scriptlets/{name}"),
+	op("berth:scriptlets:update", admin, "PUT /scriptlets/{name}"),
+	op("berth:scriptlets:delete", admin, "DELETE /scriptlets/{name}"),
+	op("berth:scriptlets:test", admin, "POST /scriptlets/{name}/test"),
+	op("berth:config:show", admin, "GET /config"),
+	op("berth:config:update", admin, "PATCH /config"),
+	// Compute agents report their provider's state with the service
+	// role, even under the admin set.
+	agentOp("berth:resource_providers:state:show", adminOrService, "GET /resource_providers/{uuid}/state"),
+	agentOp("berth:resource_providers:state:update", adminOrService, "PUT /resource_providers/{uuid}/state"),
+	op("berth:resource_providers:placement_keys:list", adminOrService, "GET /resource_providers/{uuid}/placement_keys"),
+	op("berth:resource_providers:placement_keys:update", adminOrService, "PUT /resource_providers/{uuid}/placement_keys"),
+	// Checked by PUT /resource_providers/{uuid}/placement_keys when the
+	// write adds, changes or removes a reserved key (name starting "_").
+	op("berth:resource_providers:placement_keys:reserved", admin, "PUT /resource_providers/{uuid}/placement_keys with reserved keys"),
+}
+
+// admin is the check of Berth's administrator-only operations.
+const admin = "rule:" + RuleAdminAPI
+
+// agentOp is an operation rule that the admin set leaves at its default
+// check instead of admin-only: what agents running with the service role
+// must be able to do.
+func agentOp(name, check, operation string) Rule {
+	r := op(name, check, operation)
+	r.KeepInAdminSet = true
+	return r
 }
 
 func op(name, check, operation string) Rule {
@@ -162,7 +204,7 @@ type set struct {
 
 var sets = map[string]set{
 	SetAdmin: {check: func(r Rule, isOp bool) string {
-		if isOp {
+		if isOp && !r.KeepInAdminSet {
 			return deprecatedAdmin
 		}
 		return r.Check

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/berthd/berth/claims"
 	"github.com/berthd/berth/httpapi"
 	"github.com/berthd/berth/internal/telemetry"
 	"github.com/berthd/berth/ledger"
@@ -32,6 +33,9 @@ type Daemon struct {
 	srv      *http.Server
 	ln       net.Listener
 	closeTel func(context.Context) error
+	// stopSources ends the refresh of the compiled scheduling data and
+	// waits for it.
+	stopSources func()
 }
 
 // New builds a Daemon from cfg: it sets up telemetry, binds the listener,
@@ -87,6 +91,9 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err erro
 		SnapshotRefresh: cfg.SnapshotRefresh,
 		Logger:          log,
 	}); err != nil {
+		return nil, err
+	}
+	if err = d.startSources(ctx, &api); err != nil {
 		return nil, err
 	}
 	handler, err := httpapi.New(api, d.store, log)
@@ -151,6 +158,9 @@ func (d *Daemon) close(ctx context.Context) error {
 	if d.ln != nil {
 		_ = d.ln.Close()
 	}
+	if d.stopSources != nil {
+		d.stopSources()
+	}
 	if d.store != nil {
 		d.store.Close()
 	}
@@ -180,5 +190,21 @@ func Migrate(ctx context.Context, cfg Config, log *slog.Logger) (err error) {
 		return err
 	}
 	log.Info("migrations applied")
+	return nil
+}
+
+// startSources loads the stored scheduling policies, scriptlets and config
+// and keeps them fresh (change notifications from every replica, and a
+// reload every minute) until close.
+func (d *Daemon) startSources(ctx context.Context, api *httpapi.Config) error {
+	sources := claims.NewSources(d.store, nil, d.log, 0)
+	if err := sources.Reload(ctx); err != nil {
+		return fmt.Errorf("load scheduling policies: %w", err)
+	}
+	bg, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan struct{})
+	go func() { defer close(done); sources.Run(bg) }()
+	d.stopSources = func() { cancel(); <-done }
+	api.Sources = sources
 	return nil
 }

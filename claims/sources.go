@@ -1,0 +1,420 @@
+package claims
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/berthd/berth/ledger"
+	"github.com/berthd/berth/scheduler"
+)
+
+// Server-wide settings kept in the ledger's config (GET/PATCH /config).
+const (
+	// ConfigDefaultScriptlet holds the Starlark source of the default
+	// scriptlet (as LXD's instances.placement.scriptlet): it runs for
+	// policies that name no scriptlet.
+	ConfigDefaultScriptlet = "instances.placement.scriptlet"
+	// ConfigScriptletMaxSteps is the Starlark step budget of one
+	// scriptlet run (an integer).
+	ConfigScriptletMaxSteps = "scheduler.scriptlet.max_steps"
+	// ConfigScriptletTimeout is the deadline of one scriptlet run, a Go
+	// duration string such as "200ms".
+	ConfigScriptletTimeout = "scheduler.scriptlet.timeout"
+)
+
+// ConfigKeys lists the settings PATCH /config accepts.
+func ConfigKeys() []string {
+	return []string{ConfigDefaultScriptlet, ConfigScriptletMaxSteps, ConfigScriptletTimeout}
+}
+
+// Bounds of the scriptlet limits.
+const (
+	maxScriptletSteps   = 1_000_000_000
+	maxScriptletTimeout = time.Minute
+)
+
+// DefaultSourcesRefresh is how often Sources reloads everything even
+// without a change notification.
+const DefaultSourcesRefresh = time.Minute
+
+// ScriptletError is Starlark source that does not compile, and where.
+// Line and Col are 1-based; 0 when the error has no position.
+type ScriptletError struct {
+	Name      string
+	Line, Col int
+	Msg       string
+}
+
+func (e *ScriptletError) Error() string {
+	if e.Line > 0 {
+		return fmt.Sprintf("Scriptlet %s does not compile: line %d, column %d: %s", e.Name, e.Line, e.Col, e.Msg)
+	}
+	return fmt.Sprintf("Scriptlet %s does not compile: %s", e.Name, e.Msg)
+}
+
+// Sources is every replica's compiled view of the scheduling policies,
+// scriptlets and config stored in the ledger. It resolves policies by name
+// for claims (PolicySource) and scriptlets for policies, and validates
+// what the API is about to store. Run keeps it fresh: it reloads within
+// moments of a change committed by any replica (PostgreSQL LISTEN/NOTIFY)
+// and at least every refresh interval; a replica's own writes are seen
+// at once when the writer calls Reload. It is safe for concurrent use.
+type Sources struct {
+	store   *ledger.Store
+	reg     *scheduler.Registry
+	log     *slog.Logger
+	refresh time.Duration
+
+	// fallback, when set, replaces the built-in policy as the policy of
+	// claims when no stored policy is the default.
+	fallback atomic.Pointer[scheduler.Policy]
+
+	cur      atomic.Pointer[compiled]
+	reloadMu sync.Mutex
+	// generation counts reloads, for tests and metrics.
+	generation atomic.Int64
+}
+
+// compiled is one load of the stored scheduling data. It never changes.
+type compiled struct {
+	limits        scheduler.ScriptletLimits
+	scripts       map[string]*program
+	defaultScript *program
+	// specs are the stored policies' specs; policies those that built,
+	// broken why the others did not.
+	specs         map[string]scheduler.PolicyConfig
+	policies      map[string]*scheduler.Policy
+	broken        map[string]error
+	defaultPolicy string
+	builtin       *scheduler.Policy
+}
+
+// NewSources returns Sources over store with the plugins of reg (nil:
+// scheduler.DefaultRegistry()). refresh is the safety-net reload interval
+// (0: DefaultSourcesRefresh). Call Reload (or Run) before use.
+func NewSources(store *ledger.Store, reg *scheduler.Registry, log *slog.Logger, refresh time.Duration) *Sources {
+	if reg == nil {
+		reg = scheduler.DefaultRegistry()
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	if refresh <= 0 {
+		refresh = DefaultSourcesRefresh
+	}
+	return &Sources{store: store, reg: reg, log: log, refresh: refresh}
+}
+
+// SetFallback makes p the policy claims use when no stored policy is the
+// default (berthd's --scheduler-policy file). Call it before use.
+func (s *Sources) SetFallback(p *scheduler.Policy) { s.fallback.Store(p) }
+
+// Registry returns the plugins policies are built from.
+func (s *Sources) Registry() *scheduler.Registry { return s.reg }
+
+// Generation counts completed reloads.
+func (s *Sources) Generation() int64 { return s.generation.Load() }
+
+// Run keeps s fresh until ctx is done: it reloads on every change
+// notification and every refresh interval. Failed reloads are logged and
+// retried on the next signal; the last good load stays in use.
+func (s *Sources) Run(ctx context.Context) {
+	kick := make(chan struct{}, 1)
+	signal := func() {
+		select {
+		case kick <- struct{}{}:
+		default:
+		}
+	}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); s.store.ListenScheduling(ctx, signal) }()
+	defer wg.Wait()
+	tick := time.NewTicker(s.refresh)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-kick:
+		case <-tick.C:
+		}
+		if err := s.Reload(ctx); err != nil && ctx.Err() == nil {
+			s.log.LogAttrs(ctx, slog.LevelWarn, "claims: reload of scheduling policies failed", slog.Any("error", err))
+		}
+	}
+}
+
+// Reload reads the stored policies, scriptlets and config and compiles
+// them. A scriptlet or policy that no longer compiles (say, it names a unit
+// a newer berthd dropped) is logged and left out; asking for it is an
+// error. Only a failed read fails the reload.
+func (s *Sources) Reload(ctx context.Context) error {
+	s.reloadMu.Lock()
+	defer s.reloadMu.Unlock()
+	cfg, err := s.store.Config(ctx)
+	if err != nil {
+		return err
+	}
+	scripts, err := s.store.Scriptlets(ctx)
+	if err != nil {
+		return err
+	}
+	pols, err := s.store.SchedulingPolicies(ctx)
+	if err != nil {
+		return err
+	}
+	c := &compiled{scripts: map[string]*program{}, specs: map[string]scheduler.PolicyConfig{},
+		policies: map[string]*scheduler.Policy{}, broken: map[string]error{}}
+	if c.limits, err = limitsOf(cfg); err != nil {
+		s.log.LogAttrs(ctx, slog.LevelError, "claims: stored scriptlet limits are invalid; using the defaults", slog.Any("error", err))
+		c.limits = scheduler.ScriptletLimits{}
+	}
+	if raw, ok := cfg[ConfigDefaultScriptlet]; ok {
+		var src string
+		if err := json.Unmarshal(raw, &src); err == nil && strings.TrimSpace(src) != "" {
+			if c.defaultScript, err = compileScriptlet(ConfigDefaultScriptlet, []byte(src)); err != nil {
+				s.log.LogAttrs(ctx, slog.LevelError, "claims: the default scriptlet does not compile; ignored", slog.Any("error", err))
+			}
+		}
+	}
+	for _, sc := range scripts {
+		p, err := compileScriptlet(sc.Name, []byte(sc.Source))
+		if err != nil {
+			s.log.LogAttrs(ctx, slog.LevelError, "claims: stored scriptlet does not compile; ignored",
+				slog.String("scriptlet", sc.Name), slog.Any("error", err))
+			continue
+		}
+		c.scripts[sc.Name] = p
+	}
+	if c.builtin, err = buildPolicy(scheduler.DefaultPolicyConfig(), c, s.reg); err != nil {
+		return fmt.Errorf("claims: the built-in policy does not build: %w", err)
+	}
+	for _, p := range pols {
+		var spec scheduler.PolicyConfig
+		if err := json.Unmarshal(p.Spec, &spec); err != nil {
+			c.broken[p.Name] = err
+			continue
+		}
+		c.specs[p.Name] = spec
+		if p.Default {
+			c.defaultPolicy = p.Name
+		}
+		built, err := buildPolicy(spec, c, s.reg)
+		if err != nil {
+			s.log.LogAttrs(ctx, slog.LevelError, "claims: stored scheduling policy does not build",
+				slog.String("policy", p.Name), slog.Any("error", err))
+			c.broken[p.Name] = err
+			continue
+		}
+		c.policies[p.Name] = built
+	}
+	s.cur.Store(c)
+	s.generation.Add(1)
+	return nil
+}
+
+// current returns the last load, loading first if there is none.
+func (s *Sources) current(ctx context.Context) (*compiled, error) {
+	if c := s.cur.Load(); c != nil {
+		return c, nil
+	}
+	if err := s.Reload(ctx); err != nil {
+		return nil, err
+	}
+	return s.cur.Load(), nil
+}
+
+// Policy implements PolicySource: the stored policy of that name; for ""
+// the stored default, or the built-in policy when none is the default.
+// An unknown name is ErrNotFound; a stored policy that does not build
+// (now) is ErrInvalid.
+func (s *Sources) Policy(ctx context.Context, name string) (*scheduler.Policy, error) {
+	c, err := s.current(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if name == "" {
+		if c.defaultPolicy == "" {
+			if p := s.fallback.Load(); p != nil {
+				return p, nil
+			}
+			return c.builtin, nil
+		}
+		name = c.defaultPolicy
+	}
+	if p, ok := c.policies[name]; ok {
+		return p, nil
+	}
+	if err, ok := c.broken[name]; ok {
+		return nil, &ledger.Error{Kind: ledger.ErrInvalid, Msg: fmt.Sprintf("Scheduling policy %s cannot be used: %v", name, err)}
+	}
+	return nil, &ledger.Error{Kind: ledger.ErrNotFound, Msg: fmt.Sprintf("No scheduling policy named %s.", name)}
+}
+
+// PolicyWithScriptlet builds the policy of that name ("" the default) with
+// the stored scriptlet named instead of its own: what POST
+// /scriptlets/{name}/test runs. Unknown names are ErrNotFound.
+func (s *Sources) PolicyWithScriptlet(ctx context.Context, policy, scriptlet string) (*scheduler.Policy, error) {
+	c, err := s.current(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := c.scripts[scriptlet]; !ok {
+		return nil, &ledger.Error{Kind: ledger.ErrNotFound, Msg: fmt.Sprintf("No scriptlet named %s.", scriptlet)}
+	}
+	spec := scheduler.DefaultPolicyConfig()
+	if policy == "" {
+		policy = c.defaultPolicy
+	}
+	if policy != "" {
+		var ok bool
+		if spec, ok = c.specs[policy]; !ok {
+			return nil, &ledger.Error{Kind: ledger.ErrNotFound, Msg: fmt.Sprintf("No scheduling policy named %s.", policy)}
+		}
+	}
+	spec.Scriptlet = scriptlet
+	p, err := buildPolicy(spec, c, s.reg)
+	if err != nil {
+		return nil, &ledger.Error{Kind: ledger.ErrInvalid, Msg: err.Error()}
+	}
+	return p, nil
+}
+
+// PolicyConfig returns the stored policy of that name as configured:
+// ErrNotFound if there is none.
+func (s *Sources) PolicyConfig(ctx context.Context, name string) (scheduler.PolicyConfig, error) {
+	c, err := s.current(ctx)
+	if err != nil {
+		return scheduler.PolicyConfig{}, err
+	}
+	cfg, ok := c.specs[name]
+	if !ok {
+		return cfg, &ledger.Error{Kind: ledger.ErrNotFound, Msg: fmt.Sprintf("No scheduling policy named %s.", name)}
+	}
+	return cfg, nil
+}
+
+// StarlarkUnits lists the units the stored scriptlets offer: a
+// "starlark:<name>" filter for each that defines filter(request,
+// candidate), a weigher for each that defines weigh.
+func (s *Sources) StarlarkUnits(ctx context.Context) ([]scheduler.UnitInfo, error) {
+	c, err := s.current(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []scheduler.UnitInfo
+	for _, name := range slices.Sorted(maps.Keys(c.scripts)) {
+		p := c.scripts[name]
+		if p.HasFilter() {
+			out = append(out, scheduler.UnitInfo{Name: scheduler.StarlarkUnitPrefix + name, Kind: scheduler.KindFilter,
+				Description: "filter(request, candidate) of scriptlet " + name + ".", Parameters: []scheduler.ParamInfo{}})
+		}
+		if p.HasWeigh() {
+			out = append(out, scheduler.UnitInfo{Name: scheduler.StarlarkUnitPrefix + name, Kind: scheduler.KindWeigher,
+				Description: "weigh(request, candidate) of scriptlet " + name + ".", Parameters: []scheduler.ParamInfo{}})
+		}
+	}
+	return out, nil
+}
+
+// CheckScriptlet compiles src as a scriptlet named name: nil or a
+// *ScriptletError.
+func (s *Sources) CheckScriptlet(name string, src []byte) error {
+	_, err := compileScriptlet(name, src)
+	return err
+}
+
+// CheckPolicy builds spec against the registry and the stored scriptlets
+// and returns it built, or an ErrInvalid *ledger.Error naming the unit,
+// parameter, balancer setting or scriptlet at fault.
+func (s *Sources) CheckPolicy(ctx context.Context, spec scheduler.PolicyConfig) (*scheduler.Policy, error) {
+	c, err := s.current(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if spec.Balancer != nil {
+		if err := spec.Balancer.Validate(); err != nil {
+			return nil, &ledger.Error{Kind: ledger.ErrInvalid, Msg: "Invalid scheduling policy: " + err.Error()}
+		}
+	}
+	p, err := buildPolicy(spec, c, s.reg)
+	if err != nil {
+		return nil, &ledger.Error{Kind: ledger.ErrInvalid, Msg: "Invalid scheduling policy: " + err.Error()}
+	}
+	return p, nil
+}
+
+// CheckConfig validates a PATCH /config: known keys only, each value of
+// its type (null removes a key); the default scriptlet must compile. It returns a *ScriptletError for a scriptlet that
+// does not compile and an ErrInvalid *ledger.Error otherwise.
+func (s *Sources) CheckConfig(ctx context.Context, changes map[string]json.RawMessage) error {
+	stored, err := s.store.Config(ctx)
+	if err != nil {
+		return err
+	}
+	for _, k := range slices.Sorted(maps.Keys(changes)) {
+		if !slices.Contains(ConfigKeys(), k) {
+			return &ledger.Error{Kind: ledger.ErrInvalid, Msg: fmt.Sprintf("Unknown config key %s; known keys: %s.", k, strings.Join(ConfigKeys(), ", "))}
+		}
+		if v := changes[k]; v == nil {
+			delete(stored, k)
+		} else {
+			stored[k] = v
+		}
+	}
+	if _, err := limitsOf(stored); err != nil {
+		return &ledger.Error{Kind: ledger.ErrInvalid, Msg: err.Error()}
+	}
+	if raw, ok := changes[ConfigDefaultScriptlet]; ok && raw != nil {
+		var src string
+		if err := json.Unmarshal(raw, &src); err != nil {
+			return &ledger.Error{Kind: ledger.ErrInvalid, Msg: ConfigDefaultScriptlet + " must be a string of Starlark source or null."}
+		}
+		if strings.TrimSpace(src) != "" {
+			if _, err := compileScriptlet(ConfigDefaultScriptlet, []byte(src)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// limitsOf reads the scriptlet limits from config values.
+func limitsOf(cfg map[string]json.RawMessage) (scheduler.ScriptletLimits, error) {
+	var l scheduler.ScriptletLimits
+	if raw, ok := cfg[ConfigScriptletMaxSteps]; ok {
+		var n int64
+		if err := json.Unmarshal(raw, &n); err != nil || n < 1 || n > maxScriptletSteps {
+			return l, fmt.Errorf("%s must be an integer from 1 to %d", ConfigScriptletMaxSteps, maxScriptletSteps)
+		}
+		l.MaxSteps = uint64(n)
+	}
+	if raw, ok := cfg[ConfigScriptletTimeout]; ok {
+		var str string
+		d, err := time.Duration(0), json.Unmarshal(raw, &str)
+		if err == nil {
+			d, err = time.ParseDuration(str)
+		}
+		if err != nil || d < time.Millisecond || d > maxScriptletTimeout {
+			return l, fmt.Errorf("%s must be a duration such as \"200ms\", from 1ms to %s", ConfigScriptletTimeout, maxScriptletTimeout)
+		}
+		l.Timeout = d
+	}
+	return l, nil
+}
+
+var _ PolicySource = (*Sources)(nil)
+
+// errNoScriptlet is returned for a scriptlet a policy names but that is
+// not loaded.
+var errNoScriptlet = errors.New("no such scriptlet")

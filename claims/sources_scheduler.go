@@ -1,0 +1,61 @@
+package claims
+
+import (
+	"errors"
+
+	"github.com/berthd/berth/scheduler"
+)
+
+// This file adapts Sources to the scheduler package's API for scriptlets
+// and policies: compiling a scriptlet and building a policy.
+
+// program is a compiled scriptlet.
+type program = scheduler.Program
+
+// compileScriptlet compiles src; a compile error is a *ScriptletError.
+func compileScriptlet(name string, src []byte) (*program, error) {
+	p, err := scheduler.CompileScriptlet(name, src)
+	if err != nil {
+		e := &ScriptletError{Name: name, Msg: err.Error()}
+		var ce *scheduler.CompileError
+		if errors.As(err, &ce) {
+			e.Line, e.Col, e.Msg = ce.Line, ce.Col, ce.Msg
+		}
+		return nil, e
+	}
+	return p, nil
+}
+
+// Scriptlet implements scheduler.ScriptletResolver over one load.
+func (c *compiled) Scriptlet(name string) (*scheduler.Program, bool) {
+	p, ok := c.scripts[name]
+	return p, ok
+}
+
+// DefaultScriptlet implements scheduler.ScriptletResolver: the source of
+// the config key instances.placement.scriptlet, compiled.
+func (c *compiled) DefaultScriptlet() *scheduler.Program { return c.defaultScript }
+
+var _ scheduler.ScriptletResolver = (*compiled)(nil)
+
+// buildPolicy builds cfg with the scriptlets and limits of c. A scriptlet
+// the policy names that is not stored is an error.
+func buildPolicy(cfg scheduler.PolicyConfig, c *compiled, reg *scheduler.Registry) (*scheduler.Policy, error) {
+	p, err := scheduler.NewPolicy(cfg, reg, c, c.limits)
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range p.Scriptlets() {
+		if _, ok := c.scripts[name]; !ok {
+			return nil, &missingScriptletError{name}
+		}
+	}
+	return p, nil
+}
+
+// missingScriptletError is a policy naming a scriptlet that is not stored.
+type missingScriptletError struct{ name string }
+
+func (e *missingScriptletError) Error() string {
+	return "scriptlet " + e.name + " does not exist"
+}

@@ -1,0 +1,140 @@
+package claims_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/berthd/berth/claims"
+	"github.com/berthd/berth/ledger"
+	"github.com/berthd/berth/ledger/ledgertest"
+	"github.com/berthd/berth/scheduler"
+)
+
+func TestSourcesResolvePolicies(t *testing.T) {
+	ctx := context.Background()
+	store := ledgertest.NewStore(t)
+	src := claims.NewSources(store, nil, nil, 0)
+
+	// No stored default: the built-in policy, or the fallback when set.
+	builtin, err := src.Policy(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f, _ := builtin.Describe(); len(f) == 0 || f[0] != scheduler.CapacityName {
+		t.Errorf("built-in filters %v", f)
+	}
+	fallback, err := scheduler.NewPolicy(scheduler.PolicyConfig{Weighers: []scheduler.PluginConfig{{Name: scheduler.PackName}}}, nil, nil, scheduler.ScriptletLimits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src.SetFallback(fallback)
+	if p, _ := src.Policy(ctx, ""); p != fallback {
+		t.Error("fallback not used")
+	}
+	_, err = src.Policy(ctx, "gold")
+	if !errors.Is(err, ledger.ErrNotFound) {
+		t.Errorf("unknown policy: %v", err)
+	}
+
+	// A stored default replaces both; it uses a stored scriptlet.
+	if _, err := store.ScriptletPut(ctx, "s", "def instance_placement(request, candidate_members):\n    return None\n"); err != nil {
+		t.Fatal(err)
+	}
+	if err := src.Reload(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cfg := scheduler.PolicyConfig{Weighers: []scheduler.PluginConfig{{Name: scheduler.SpreadName}}, Scriptlet: "s"}
+	built, err := src.CheckPolicy(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, _ := json.Marshal(cfg)
+	if _, _, err := store.SchedulingPolicyPut(ctx, ledger.SchedulingPolicy{Name: "gold", Default: true, Spec: spec,
+		Scriptlets: built.Scriptlets()}, ledger.SchedulingPolicyPutParams{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := src.Reload(ctx); err != nil {
+		t.Fatal(err)
+	}
+	def, err := src.Policy(ctx, "")
+	if err != nil || def == fallback || def.Config().Scriptlet != "s" {
+		t.Fatalf("default: %v %v", def, err)
+	}
+	if named, _ := src.Policy(ctx, "gold"); named != def {
+		t.Error("by name and as default differ")
+	}
+
+	// A stored policy that no longer builds is an error when asked for,
+	// not a failed reload.
+	if _, _, err := store.SchedulingPolicyPut(ctx, ledger.SchedulingPolicy{Name: "old", Spec: json.RawMessage(`{"filters": [{"name": "retired_unit"}]}`)},
+		ledger.SchedulingPolicyPutParams{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := src.Reload(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := src.Policy(ctx, "old"); !errors.Is(err, ledger.ErrInvalid) {
+		t.Errorf("broken policy: %v", err)
+	}
+
+	// Invalid input is refused with the unit named.
+	_, err = src.CheckPolicy(ctx, scheduler.PolicyConfig{Filters: []scheduler.PluginConfig{{Name: "nope"}}})
+	if !errors.Is(err, ledger.ErrInvalid) {
+		t.Errorf("unknown unit: %v", err)
+	}
+	var se *claims.ScriptletError
+	if err := src.CheckScriptlet("x", []byte("def instance_placement(a, b):\n    return (\n")); !errors.As(err, &se) || se.Line != 3 {
+		t.Errorf("compile error: %v", err)
+	}
+}
+
+func TestSourcesRunFollowsNotifications(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	url := ledgertest.NewDB(t)
+	open := func() *ledger.Store {
+		s, err := ledger.Open(ctx, ledger.Config{DatabaseURL: url})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(s.Close)
+		return s
+	}
+	writer, reader := open(), open()
+	src := claims.NewSources(reader, nil, nil, time.Hour)
+	done := make(chan struct{})
+	go func() { defer close(done); src.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+
+	// A write through another store reaches src without a Reload call.
+	if err := writer.ConfigPatch(ctx, map[string]json.RawMessage{
+		claims.ConfigDefaultScriptlet: json.RawMessage(`"def instance_placement(request, candidate_members):\n    return 'no'\n"`)}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		p, err := src.Policy(ctx, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if hasDefaultScriptlet(p) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the default scriptlet written through another store never arrived")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// hasDefaultScriptlet reports whether p's ranking runs the server's
+// default scriptlet, by ranking one candidate.
+func hasDefaultScriptlet(p *scheduler.Policy) bool {
+	prov := &scheduler.Provider{UUID: "u", Name: "n", RootUUID: "u", Resources: map[string]scheduler.Inventory{"VCPU": {Capacity: 8}}}
+	cand := &scheduler.Candidate{Roots: []string{"u"}, Providers: map[string]*scheduler.Provider{"u": prov},
+		Allocations: []scheduler.Allocation{{ProviderUUID: "u", Resources: map[string]int64{"VCPU": 1}}}}
+	r, _ := p.Rank(context.Background(), &scheduler.Request{Resources: map[string]int64{"VCPU": 1}}, []*scheduler.Candidate{cand})
+	return r != nil && r.Scriptlet == scheduler.DefaultScriptletName
+}

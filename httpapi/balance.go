@@ -1,0 +1,53 @@
+package httpapi
+
+import (
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/berthd/berth/scheduler"
+)
+
+// GET /scheduling_policies/{name}/balance[?aggregate=uuid] (Berth's
+// extension): what the policy's balancer suggests now, over the root
+// providers (of the aggregate) and the consumers on them. It suggests; it
+// moves nothing (POST /claims/{consumer}/move does).
+func init() {
+	routeRegistrations = append(routeRegistrations, func(s *Server) {
+		s.handle(http.MethodGet, "/scheduling_policies/:name/balance", 0, "berth:scheduling_policies:balance", s.policyBalance)
+	})
+}
+
+func (s *Server) policyBalance(c echo.Context) error {
+	ctx := c.Request().Context()
+	name := c.Param("name")
+	cfg, err := s.sources.PolicyConfig(ctx, name)
+	if err != nil {
+		return err
+	}
+	if cfg.Balancer == nil {
+		return badRequest("Scheduling policy %s has no balancer.", name)
+	}
+	aggregate := c.QueryParam("aggregate")
+	if aggregate != "" {
+		if !isUUID(aggregate) {
+			return badRequest("Invalid aggregate %q: want a uuid.", aggregate)
+		}
+	}
+	members, err := s.data.Members(ctx, aggregate)
+	if err != nil {
+		return err
+	}
+	instances, err := s.data.Instances(ctx, "", "")
+	if err != nil {
+		return err
+	}
+	sug := scheduler.Balance(*cfg.Balancer, members, instances)
+	if sug == nil {
+		return writeJSON(c, http.StatusOK, map[string]any{"suggestion": nil, "mode": cfg.Balancer.Mode, "members": len(members)})
+	}
+	return writeJSON(c, http.StatusOK, sug)
+}
+
+// isUUID reports whether s is a uuid in a form Placement accepts.
+func isUUID(s string) bool { return checkFormat("uuid", s) }

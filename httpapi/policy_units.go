@@ -1,0 +1,33 @@
+package httpapi
+
+import (
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/berthd/berth/scheduler"
+)
+
+// GET /policy_units (Berth's extension): the built-in filters and
+// weighers a scheduling policy may name, with their parameters, then the
+// Starlark units of the stored scriptlets ("starlark:<name>").
+func init() {
+	routeRegistrations = append(routeRegistrations, func(s *Server) {
+		s.handle(http.MethodGet, "/policy_units", 0, "berth:policy_units:list", s.policyUnits)
+	})
+}
+
+func (s *Server) policyUnits(c echo.Context) error {
+	units := s.sources.Registry().Units()
+	starlark, err := s.sources.StarlarkUnits(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	units = append(units, starlark...)
+	for i := range units {
+		if units[i].Parameters == nil {
+			units[i].Parameters = []scheduler.ParamInfo{}
+		}
+	}
+	return writeJSON(c, http.StatusOK, map[string]any{"policy_units": units})
+}

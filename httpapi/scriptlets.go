@@ -1,0 +1,312 @@
+package httpapi
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"mime"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/berthd/berth/claims"
+	"github.com/berthd/berth/scheduler"
+)
+
+// Stored Starlark scriptlets (Berth's extension): PUT compiles the source
+// before storing it, so a stored scriptlet always compiled when written.
+// The source travels as text/plain; GET of one scriptlet answers text.
+func init() {
+	routeRegistrations = append(routeRegistrations, func(s *Server) {
+		s.handle(http.MethodGet, "/scriptlets", 0, "berth:scriptlets:list", s.scriptletList)
+		// Not s.handle: the answer is text/plain, not JSON.
+		s.e.GET("/scriptlets/:name", s.scriptletShow, versionGate(0), s.authorize("berth:scriptlets:show"))
+		s.handle(http.MethodPut, "/scriptlets/:name", 0, "berth:scriptlets:update", s.scriptletPut)
+		s.handle(http.MethodDelete, "/scriptlets/:name", 0, "berth:scriptlets:delete", s.scriptletDelete)
+		s.handle(http.MethodPost, "/scriptlets/:name/test", 0, "berth:scriptlets:test", s.scriptletTest)
+	})
+}
+
+// maxScriptletBytes caps a scriptlet's source.
+const maxScriptletBytes = 1 << 20
+
+var scriptletNameSchema = MustSchema(`{"type": "string", "pattern": "` + schedulingNamePattern + `"}`)
+
+func checkScriptletName(name string) error {
+	if err := scriptletNameSchema.Validate(name); err != nil {
+		return badRequest("Invalid scriptlet name %q: %v", name, err)
+	}
+	return nil
+}
+
+func (s *Server) scriptletList(c echo.Context) error {
+	list, err := s.store.Scriptlets(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	out := make([]any, len(list))
+	for i, sc := range list {
+		out[i] = map[string]any{"name": sc.Name, "size": len(sc.Source), "updated_at": sc.UpdatedAt.UTC().Format(time.RFC3339Nano)}
+	}
+	return writeJSON(c, http.StatusOK, map[string]any{"scriptlets": out})
+}
+
+// scriptletShow serves GET /scriptlets/{name}: the source, text/plain.
+func (s *Server) scriptletShow(c echo.Context) error {
+	sc, err := s.store.ScriptletGet(c.Request().Context(), c.Param("name"))
+	if err != nil {
+		return err
+	}
+	setCacheHeaders(c, sc.UpdatedAt)
+	return c.Blob(http.StatusOK, "text/plain; charset=utf-8", []byte(sc.Source))
+}
+
+// scriptletPut serves PUT /scriptlets/{name} with a text/plain body of
+// Starlark source: 400 with the line and column of a compile error; 201
+// when created, 204 when replaced (as PUT /traits/{name}).
+func (s *Server) scriptletPut(c echo.Context) error {
+	name := c.Param("name")
+	if err := checkScriptletName(name); err != nil {
+		return err
+	}
+	ct := c.Request().Header.Get(echo.HeaderContentType)
+	if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != echo.MIMETextPlain {
+		return newError(http.StatusUnsupportedMediaType, "", "The media type %s is not supported, use text/plain", ct)
+	}
+	src, err := io.ReadAll(http.MaxBytesReader(c.Response(), c.Request().Body, maxScriptletBytes))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return newError(http.StatusRequestEntityTooLarge, "", "Scriptlet larger than %d bytes.", mbe.Limit)
+		}
+		return badRequest("Could not read the request body: %v", err)
+	}
+	ctx := c.Request().Context()
+	if err := s.sources.CheckScriptlet(name, src); err != nil {
+		return scriptletBadRequest(err)
+	}
+	created, err := s.store.ScriptletPut(ctx, name, string(src))
+	if err != nil {
+		return err
+	}
+	s.reloadSources(ctx)
+	if created {
+		return c.NoContent(http.StatusCreated)
+	}
+	return c.NoContent(http.StatusNoContent)
+}
+
+// scriptletBadRequest turns a compile error into a 400 whose detail says
+// where: "Scriptlet x does not compile: line 3, column 5: ...".
+func scriptletBadRequest(err error) error {
+	var se *claims.ScriptletError
+	if errors.As(err, &se) {
+		return &Error{Status: http.StatusBadRequest, Code: CodeScriptletInvalid, Msg: se.Error()}
+	}
+	return err
+}
+
+// CodeScriptletInvalid is the error code of Starlark source that does not
+// compile.
+const CodeScriptletInvalid = "berth.scriptlet.invalid"
+
+// scriptletDelete serves DELETE /scriptlets/{name}: 204; 409 if a
+// scheduling policy names it.
+func (s *Server) scriptletDelete(c echo.Context) error {
+	ctx := c.Request().Context()
+	if err := s.store.ScriptletDelete(ctx, c.Param("name")); err != nil {
+		return err
+	}
+	s.reloadSources(ctx)
+	return c.NoContent(http.StatusNoContent)
+}
+
+// scriptletTestSchema is the body of POST /scriptlets/{name}/test: a POST
+// /claims body (the selection and request fields a scriptlet sees; the
+// consumer's owner is optional here, and nothing is written).
+var scriptletTestSchema = MustSchema(`{
+	"type": "object",
+	"properties": {
+		"consumer_uuid": {"type": "string", "format": "uuid"},
+		"project_id": {"type": "string", "maxLength": 255},
+		"user_id": {"type": "string", "maxLength": 255},
+		"consumer_type": {"type": "string", "maxLength": 255},
+		"consumer_generation": {"type": ["integer", "null"]},
+		"name": {"type": "string", "maxLength": 255},
+		"resources": {"type": "object", "minProperties": 1, "additionalProperties": {"type": "integer", "minimum": 1}},
+		"required": {"type": "array", "items": {"type": "string", "minLength": 1}},
+		"member_of": {"type": "array", "items": {"type": "string", "minLength": 1}},
+		"in_tree": {"type": "string", "format": "uuid"},
+		"root_required": {"type": "array", "items": {"type": "string", "minLength": 1}},
+		"same_subtree": {"type": "array", "items": {"type": "string", "minLength": 1}},
+		"group_policy": {"enum": ["none", "isolate"]},
+		"groups": {"type": "object", "patternProperties": {"^[a-zA-Z0-9_-]{1,64}$": {
+			"type": "object",
+			"properties": {
+				"resources": {"type": "object", "minProperties": 1, "additionalProperties": {"type": "integer", "minimum": 1}},
+				"required": {"type": "array", "items": {"type": "string", "minLength": 1}},
+				"member_of": {"type": "array", "items": {"type": "string", "minLength": 1}},
+				"in_tree": {"type": "string", "format": "uuid"}
+			},
+			"additionalProperties": false}},
+			"additionalProperties": false},
+		"target": {"type": "string", "minLength": 1},
+		"policy": {"type": "string", "minLength": 1},
+		"reason": {"enum": ["new", "evacuation", "relocation", "reschedule"]},
+		"properties": {"type": "object"},
+		"keys": {"type": "array", "items": {
+			"type": "object",
+			"properties": {"name": {"type": "string", "minLength": 1}, "value": {"type": "number"},
+				"weight": {"type": "number"}, "system": {"type": "boolean"}},
+			"required": ["name", "value"],
+			"additionalProperties": false}},
+		"alternates": {"type": "integer", "minimum": 0},
+		"max_attempts": {"type": "integer", "minimum": 1},
+		"dry_run": {"type": "boolean"}
+	},
+	"required": ["resources"],
+	"additionalProperties": false
+}`)
+
+// testGroup is a request group of a sample claim.
+type testGroup struct {
+	Resources map[string]int64 `json:"resources"`
+	Required  []string         `json:"required"`
+	MemberOf  []string         `json:"member_of"`
+	InTree    string           `json:"in_tree"`
+}
+
+// scriptletTestBody is a sample claim.
+type scriptletTestBody struct {
+	testGroup
+	ConsumerUUID string                 `json:"consumer_uuid"`
+	ProjectID    string                 `json:"project_id"`
+	UserID       string                 `json:"user_id"`
+	ConsumerType string                 `json:"consumer_type"`
+	Name         string                 `json:"name"`
+	RootRequired []string               `json:"root_required"`
+	SameSubtree  []string               `json:"same_subtree"`
+	GroupPolicy  string                 `json:"group_policy"`
+	Groups       map[string]testGroup   `json:"groups"`
+	Target       string                 `json:"target"`
+	Policy       string                 `json:"policy"`
+	Reason       string                 `json:"reason"`
+	Properties   map[string]any         `json:"properties"`
+	Keys         []scheduler.KeyRequest `json:"keys"`
+}
+
+// query renders the sample claim's selection as the query of GET
+// /allocation_candidates, so it is read by the same rules.
+func (b *scriptletTestBody) query() orderedQuery {
+	var q orderedQuery
+	group := func(suffix string, g testGroup) {
+		if len(g.Resources) > 0 {
+			var parts []string
+			for _, class := range slices.Sorted(maps.Keys(g.Resources)) {
+				parts = append(parts, fmt.Sprintf("%s:%d", class, g.Resources[class]))
+			}
+			q = append(q, queryParam{"resources" + suffix, strings.Join(parts, ",")})
+		}
+		for _, r := range g.Required {
+			q = append(q, queryParam{"required" + suffix, r})
+		}
+		for _, m := range g.MemberOf {
+			q = append(q, queryParam{"member_of" + suffix, m})
+		}
+		if g.InTree != "" {
+			q = append(q, queryParam{"in_tree" + suffix, g.InTree})
+		}
+	}
+	group("", b.testGroup)
+	for _, suffix := range slices.Sorted(maps.Keys(b.Groups)) {
+		group(suffix, b.Groups[suffix])
+	}
+	for _, r := range b.RootRequired {
+		q = append(q, queryParam{"root_required", r})
+	}
+	for _, s := range b.SameSubtree {
+		q = append(q, queryParam{"same_subtree", s})
+	}
+	if b.GroupPolicy != "" {
+		q = append(q, queryParam{"group_policy", b.GroupPolicy})
+	}
+	return q
+}
+
+// scriptletTest serves POST /scriptlets/{name}/test: a dry run of a
+// sample claim against live data, ranked by the policy it names (or the
+// default) with this scriptlet as its scriptlet. Nothing is written. 200
+// with the decision (the target the claim would try first, or the
+// scriptlet's refusal), the ranking and the scriptlet's log.
+func (s *Server) scriptletTest(c echo.Context) error {
+	var b scriptletTestBody
+	if err := s.decodeBody(c, scriptletTestSchema, &b); err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	cp, err := s.candidatesParams(b.query(), MaxVersion)
+	if err != nil {
+		return err
+	}
+	pol, err := s.sources.PolicyWithScriptlet(ctx, b.Policy, c.Param("name"))
+	if err != nil {
+		return err
+	}
+	for i := range b.Keys {
+		if b.Keys[i].Weight == 0 {
+			b.Keys[i].Weight = 1
+		}
+	}
+	ex, err := s.claims.Explain(ctx, claims.Params{
+		ConsumerUUID: b.ConsumerUUID, ProjectID: b.ProjectID, UserID: b.UserID, ConsumerType: b.ConsumerType,
+		Candidates: cp, Name: b.Name, Reason: b.Reason, Properties: b.Properties, Target: b.Target,
+		Policy: b.Policy, Keys: b.Keys, PolicyOverride: pol,
+	})
+	if err != nil {
+		return candidatesError(err)
+	}
+	return writeJSON(c, http.StatusOK, scriptletTestJSON(ex))
+}
+
+func scriptletTestJSON(ex *claims.Explanation) map[string]any {
+	decision := map[string]any{"target": nil, "target_name": nil, "refused": nil}
+	ranking := []any{}
+	logLines := []scheduler.LogLine{}
+	if r := ex.Ranking; r != nil {
+		for i, sc := range r.Ranked {
+			root := sc.Cand.Root()
+			entry := map[string]any{
+				"rank":               i,
+				"root_provider_uuid": root,
+				"root_provider_name": providerName(sc.Cand, root),
+				"score":              sc.Score,
+				"weights":            sc.Weights,
+				"allocations":        allocationsJSON(candidateAllocations(sc.Cand)),
+			}
+			ranking = append(ranking, entry)
+		}
+		if len(r.Ranked) > 0 && ex.Refusal == "" {
+			decision["target"], decision["target_name"] = ranking[0].(map[string]any)["root_provider_uuid"], ranking[0].(map[string]any)["root_provider_name"]
+		}
+		decision["chosen_by_scriptlet"] = r.Chosen
+		if r.Log != nil {
+			logLines = r.Log
+		}
+	}
+	if ex.Refusal != "" {
+		decision["refused"] = ex.Refusal
+	}
+	return map[string]any{"decision": decision, "ranking": ranking, "log": logLines}
+}
+
+// providerName is the name of provider uuid in a candidate's summaries.
+func providerName(c *scheduler.Candidate, uuid string) any {
+	if p := c.Providers[uuid]; p != nil {
+		return p.Name
+	}
+	return nil
+}

@@ -1,0 +1,329 @@
+package ledger_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"math"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/berthd/berth/ledger"
+)
+
+func TestSchedulingPolicyCRUD(t *testing.T) {
+	f := newFixture(t)
+	s, ctx := f.store, f.ctx
+
+	_, err := s.SchedulingPolicyGet(ctx, "gold")
+	rejection(t, err, ledger.ErrNotFound)
+
+	spec := json.RawMessage(`{"filters": [], "weighers": [{"name": "spread", "factor": 2}]}`)
+	p, created, err := s.SchedulingPolicyPut(ctx, ledger.SchedulingPolicy{Name: "gold", Description: "d", Default: true, Spec: spec},
+		ledger.SchedulingPolicyPutParams{Create: true})
+	if err != nil || !created || p.Generation != 1 || !p.Default {
+		t.Fatalf("create: %+v %v %v", p, created, err)
+	}
+	_, _, err = s.SchedulingPolicyPut(ctx, ledger.SchedulingPolicy{Name: "gold", Spec: spec}, ledger.SchedulingPolicyPutParams{Create: true})
+	if le := rejection(t, err, ledger.ErrConflict); le.Code != ledger.CodeDuplicateName {
+		t.Errorf("code %q", le.Code)
+	}
+
+	// A second default takes the mark from the first, in one transaction.
+	p2, created, err := s.SchedulingPolicyPut(ctx, ledger.SchedulingPolicy{Name: "silver", Default: true, Spec: spec}, ledger.SchedulingPolicyPutParams{})
+	if err != nil || !created || !p2.Default {
+		t.Fatalf("silver: %+v %v", p2, err)
+	}
+	all, err := s.SchedulingPolicies(ctx)
+	if err != nil || len(all) != 2 || all[0].Name != "gold" || all[0].Default || !all[1].Default {
+		t.Fatalf("list: %+v %v", all, err)
+	}
+
+	// Replace: generation moves on.
+	p, created, err = s.SchedulingPolicyPut(ctx, ledger.SchedulingPolicy{Name: "gold", Description: "new", Spec: spec}, ledger.SchedulingPolicyPutParams{})
+	if err != nil || created || p.Generation != 2 || p.Description != "new" {
+		t.Fatalf("replace: %+v %v %v", p, created, err)
+	}
+
+	// A spec naming a scriptlet that does not exist is refused.
+	_, _, err = s.SchedulingPolicyPut(ctx, ledger.SchedulingPolicy{Name: "x", Spec: json.RawMessage(`{"scriptlet": "nope"}`), Scriptlets: []string{"nope"}}, ledger.SchedulingPolicyPutParams{})
+	rejection(t, err, ledger.ErrInvalid)
+	if _, err := s.SchedulingPolicyGet(ctx, "x"); !errors.Is(err, ledger.ErrNotFound) {
+		t.Errorf("refused policy stored: %v", err)
+	}
+
+	if err := s.SchedulingPolicyDelete(ctx, "silver"); err != nil {
+		t.Fatal(err)
+	}
+	rejection(t, s.SchedulingPolicyDelete(ctx, "silver"), ledger.ErrNotFound)
+}
+
+func TestSchedulingPolicyOneDefaultUnderConcurrency(t *testing.T) {
+	f := newFixture(t)
+	s, ctx := f.store, f.ctx
+	spec := json.RawMessage(`{}`)
+	names := []string{"a", "b", "c", "d", "e", "f", "g", "h"}
+	errs := make(chan error, len(names))
+	for _, n := range names {
+		go func() {
+			_, _, err := s.SchedulingPolicyPut(ctx, ledger.SchedulingPolicy{Name: n, Default: true, Spec: spec}, ledger.SchedulingPolicyPutParams{})
+			errs <- err
+		}()
+	}
+	for range names {
+		if err := <-errs; err != nil && !errors.Is(err, ledger.ErrConflict) {
+			t.Fatalf("put: %v", err)
+		}
+	}
+	all, err := s.SchedulingPolicies(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defaults := 0
+	for _, p := range all {
+		if p.Default {
+			defaults++
+		}
+	}
+	if defaults != 1 {
+		t.Fatalf("%d defaults among %d policies", defaults, len(all))
+	}
+}
+
+func TestScriptletCRUD(t *testing.T) {
+	f := newFixture(t)
+	s, ctx := f.store, f.ctx
+
+	created, err := s.ScriptletPut(ctx, "s1", "def instance_placement(request, candidate_members):\n    return None\n")
+	if err != nil || !created {
+		t.Fatalf("put: %v %v", created, err)
+	}
+	if created, err = s.ScriptletPut(ctx, "s1", "x = 1\n"); err != nil || created {
+		t.Fatalf("replace: %v %v", created, err)
+	}
+	sc, err := s.ScriptletGet(ctx, "s1")
+	if err != nil || sc.Source != "x = 1\n" {
+		t.Fatalf("get: %+v %v", sc, err)
+	}
+	_, err = s.ScriptletGet(ctx, "nope")
+	rejection(t, err, ledger.ErrNotFound)
+
+	// In use by a policy: not deleted.
+	if _, _, err := s.SchedulingPolicyPut(ctx, ledger.SchedulingPolicy{Name: "p", Spec: json.RawMessage(`{"weighers": [{"name": "starlark:s1"}]}`), Scriptlets: []string{"s1"}}, ledger.SchedulingPolicyPutParams{}); err != nil {
+		t.Fatal(err)
+	}
+	rejection(t, s.ScriptletDelete(ctx, "s1"), ledger.ErrConflict)
+	if err := s.SchedulingPolicyDelete(ctx, "p"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.ScriptletDelete(ctx, "s1"); err != nil {
+		t.Fatal(err)
+	}
+	rejection(t, s.ScriptletDelete(ctx, "s1"), ledger.ErrNotFound)
+	list, err := s.Scriptlets(ctx)
+	if err != nil || len(list) != 0 {
+		t.Fatalf("list: %v %v", list, err)
+	}
+}
+
+func TestConfigPatch(t *testing.T) {
+	f := newFixture(t)
+	s, ctx := f.store, f.ctx
+	if err := s.ConfigPatch(ctx, map[string]json.RawMessage{"a": json.RawMessage(`"x"`), "b": json.RawMessage(`5`)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.ConfigPatch(ctx, map[string]json.RawMessage{"a": nil, "b": json.RawMessage(`6`)}); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := s.Config(ctx)
+	if err != nil || len(cfg) != 1 || string(cfg["b"]) != "6" {
+		t.Fatalf("config %v %v", cfg, err)
+	}
+}
+
+func TestListenSchedulingSeesCommittedChanges(t *testing.T) {
+	f := newFixture(t)
+	s := f.store
+	ctx, cancel := context.WithCancel(f.ctx)
+	var calls atomic.Int64
+	done := make(chan struct{})
+	go func() { defer close(done); s.ListenScheduling(ctx, func() { calls.Add(1) }) }()
+	defer func() { cancel(); <-done }()
+	waitFor(t, func() bool { return calls.Load() >= 1 }) // connected
+
+	// A refused write notifies nobody; a committed one does.
+	before := calls.Load()
+	rejection(t, s.ScriptletDelete(f.ctx, "nope"), ledger.ErrNotFound)
+	if _, err := s.ScriptletPut(f.ctx, "s", "x = 1\n"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { return calls.Load() > before })
+}
+
+// waitFor polls cond for up to 10 seconds.
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met within 10s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestProviderStateAndKeys(t *testing.T) {
+	f := newFixture(t)
+	s, ctx := f.store, f.ctx
+	rp := f.provider("cn1", inv("VCPU", 8))
+
+	_, err := s.ProviderStateGet(ctx, rp)
+	rejection(t, err, ledger.ErrNotFound)
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	st := ledger.ProviderState{Load1: 1.5, Load5: 1, Load15: 0.5, MemoryFreeMB: 1024, CPUUtilization: 0.25, ReportedAt: at}
+	if err := s.ProviderStatePut(ctx, rp, st); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.ProviderStateGet(ctx, rp)
+	if err != nil || got.Load1 != 1.5 || got.MemoryFreeMB != 1024 || !got.ReportedAt.Equal(at) {
+		t.Fatalf("state %+v %v", got, err)
+	}
+	rejection(t, s.ProviderStatePut(ctx, uuidD, st), ledger.ErrNotFound)
+	states, err := s.ProviderStates(ctx, []string{rp, uuidD, "junk"})
+	if err != nil || len(states) != 1 || states[rp].CPUUtilization != 0.25 {
+		t.Fatalf("states %v %v", states, err)
+	}
+
+	keys := []ledger.PlacementKey{{Name: "rack", Value: 0.3, Sticky: true}, {Name: "_tier", Value: 1}}
+	err = s.PlacementKeysReplace(ctx, rp, keys, ledger.PlacementKeysReplaceParams{})
+	var rk *ledger.ReservedKeyError
+	if !errors.As(err, &rk) || rk.Name != "_tier" {
+		t.Fatalf("reserved: %v", err)
+	}
+	if err := s.PlacementKeysReplace(ctx, rp, keys, ledger.PlacementKeysReplaceParams{Reserved: true}); err != nil {
+		t.Fatal(err)
+	}
+	// Without leave, the reserved key must be kept as it is.
+	if err := s.PlacementKeysReplace(ctx, rp, keys[:1], ledger.PlacementKeysReplaceParams{}); !errors.As(err, &rk) {
+		t.Fatalf("removing a reserved key: %v", err)
+	}
+	keys[0].Value = 0.4
+	if err := s.PlacementKeysReplace(ctx, rp, keys, ledger.PlacementKeysReplaceParams{}); err != nil {
+		t.Fatalf("unreserved change: %v", err)
+	}
+	got2, err := s.PlacementKeys(ctx, rp)
+	if err != nil || len(got2) != 2 || got2[0].Name != "_tier" || got2[1].Value != 0.4 {
+		t.Fatalf("keys %+v %v", got2, err)
+	}
+	rejection(t, s.PlacementKeysReplace(ctx, rp, []ledger.PlacementKey{{Name: "a"}, {Name: "a"}}, ledger.PlacementKeysReplaceParams{Reserved: true}), ledger.ErrInvalid)
+	rejection(t, s.PlacementKeysReplace(ctx, rp, []ledger.PlacementKey{{Name: "a", Value: math.Inf(1)}}, ledger.PlacementKeysReplaceParams{Reserved: true}), ledger.ErrInvalid)
+	_, err = s.PlacementKeys(ctx, uuidD)
+	rejection(t, err, ledger.ErrNotFound)
+
+	// Deleting the provider removes its state and keys.
+	if err := s.ProviderDelete(ctx, rp); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := f.db.QueryRow(ctx, `SELECT (SELECT count(*) FROM provider_state) + (SELECT count(*) FROM provider_placement_keys)`).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("left behind: %d %v", n, err)
+	}
+}
+
+func TestConsumerDetailsAndStickyKeys(t *testing.T) {
+	f := newFixture(t)
+	s, ctx := f.store, f.ctx
+	rp1 := f.provider("cn1", inv("VCPU", 8))
+	rp2 := f.provider("cn2", inv("VCPU", 8))
+	if err := s.PlacementKeysReplace(ctx, rp1, []ledger.PlacementKey{{Name: "rack", Value: 0.3, Sticky: true}, {Name: "row", Value: 7}},
+		ledger.PlacementKeysReplaceParams{}); err != nil {
+		t.Fatal(err)
+	}
+	c1, c2 := "cccccccc-0000-4000-8000-000000000001", "cccccccc-0000-4000-8000-000000000002"
+	w := alloc(c1, rp1, res("VCPU", 2))
+	w.Name, w.Properties, w.CopyStickyKeys = "web-1", map[string]any{"group": "web"}, true
+	if err := s.AllocationsReplace(ctx, []ledger.ConsumerAllocations{w}); err != nil {
+		t.Fatal(err)
+	}
+	w2 := alloc(c2, rp2, res("VCPU", 1))
+	w2.Properties = map[string]any{"group": "web"}
+	if err := s.AllocationsReplace(ctx, []ledger.ConsumerAllocations{w2}); err != nil {
+		t.Fatal(err)
+	}
+	keys, err := s.ConsumerKeys(ctx, c1)
+	if err != nil || len(keys) != 1 || keys[0].Name != "rack" || keys[0].Value != 0.3 {
+		t.Fatalf("consumer keys %+v %v", keys, err)
+	}
+	if keys, _ := s.ConsumerKeys(ctx, c2); len(keys) != 0 {
+		t.Errorf("c2 keys %+v", keys)
+	}
+
+	// Moved elsewhere, the consumer keeps its keys (and its name: a write
+	// without one leaves it).
+	w.Allocations[0].ProviderUUID, w.Generation, w.CheckGeneration = rp2, gen(1), true
+	w.Name = ""
+	if err := s.AllocationsReplace(ctx, []ledger.ConsumerAllocations{w}); err != nil {
+		t.Fatal(err)
+	}
+	if keys, _ := s.ConsumerKeys(ctx, c1); len(keys) != 1 {
+		t.Errorf("keys after move %+v", keys)
+	}
+	ins, err := s.Instances(ctx, ledger.InstancesParams{})
+	if err != nil || len(ins) != 2 || ins[0].Name != "web-1" || ins[0].RootName != "cn2" || ins[0].Resources["VCPU"] != 2 {
+		t.Fatalf("instances %+v %v", ins, err)
+	}
+	if ins, _ := s.Instances(ctx, ledger.InstancesParams{Location: "cn1"}); len(ins) != 0 {
+		t.Errorf("cn1 instances %+v", ins)
+	}
+	if ins, _ := s.Instances(ctx, ledger.InstancesParams{Location: rp2, Project: "proj"}); len(ins) != 2 {
+		t.Errorf("cn2 instances %+v", ins)
+	}
+	members, err := s.GroupMembers(ctx, "group", "web")
+	if err != nil || len(members) != 1 || members[rp2] != 2 {
+		t.Fatalf("group members %v %v", members, err)
+	}
+	counts, err := s.ConsumerCounts(ctx, []string{rp1, rp2})
+	if err != nil || counts[rp2] != 2 || counts[rp1] != 0 {
+		t.Fatalf("counts %v %v", counts, err)
+	}
+
+	// A refused write stores nothing of the details.
+	bad := alloc("cccccccc-0000-4000-8000-000000000003", rp1, res("VCPU", 100))
+	bad.Name, bad.CopyStickyKeys = "big", true
+	rejection(t, s.AllocationsReplace(ctx, []ledger.ConsumerAllocations{bad}), ledger.ErrConflict)
+	if ins, _ := s.Instances(ctx, ledger.InstancesParams{}); len(ins) != 2 {
+		t.Errorf("instances after refused write %+v", ins)
+	}
+}
+
+func TestClusterProviders(t *testing.T) {
+	f := newFixture(t)
+	s, ctx := f.store, f.ctx
+	rp1 := f.provider("cn1", inv("VCPU", 8), inv("MEMORY_MB", 1024))
+	rp2 := f.provider("cn2", inv("VCPU", 4))
+	agg := "f918801a-5e54-4bee-9095-09a9d0c786b8"
+	if _, err := s.ProviderAggregatesReplace(ctx, rp2, []string{agg}, ledger.AggregatesReplaceParams{}); err != nil {
+		t.Fatal(err)
+	}
+	all, err := s.ClusterProviders(ctx, ledger.ClusterProvidersParams{RootsOnly: true})
+	if err != nil || len(all) != 2 || all[0].UUID != rp1 || len(all[0].Resources) != 2 || all[0].Resources[0].Capacity != 8 {
+		t.Fatalf("all %+v %v", all, err)
+	}
+	one, err := s.ClusterProviders(ctx, ledger.ClusterProvidersParams{Ref: "cn2"})
+	if err != nil || len(one) != 1 || !slices.Equal(one[0].Aggregates, []string{agg}) {
+		t.Fatalf("by name %+v %v", one, err)
+	}
+	one, err = s.ClusterProviders(ctx, ledger.ClusterProvidersParams{Ref: rp1})
+	if err != nil || len(one) != 1 || one[0].Name != "cn1" {
+		t.Fatalf("by uuid %+v %v", one, err)
+	}
+	in, err := s.ClusterProviders(ctx, ledger.ClusterProvidersParams{Aggregate: agg})
+	if err != nil || len(in) != 1 || in[0].UUID != rp2 {
+		t.Fatalf("by aggregate %+v %v", in, err)
+	}
+	if none, err := s.ClusterProviders(ctx, ledger.ClusterProvidersParams{Aggregate: "junk"}); err != nil || len(none) != 0 {
+		t.Fatalf("junk aggregate %+v %v", none, err)
+	}
+}
