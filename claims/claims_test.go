@@ -20,13 +20,13 @@ import (
 func TestMain(m *testing.M) { ledgertest.Main(m) }
 
 type fixture struct {
-	t     *testing.T
+	t     testing.TB
 	ctx   context.Context
 	url   string
 	store *ledger.Store
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t testing.TB) *fixture {
 	t.Helper()
 	url := ledgertest.NewDB(t)
 	ctx := context.Background()
