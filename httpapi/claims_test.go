@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/berthd/berth/ledger"
 	"github.com/berthd/berth/ledger/ledgertest"
@@ -202,5 +203,68 @@ func TestClaimsAPI(t *testing.T) {
 		`{"consumer_uuid": "`+c2+`", "project_id": "p", "user_id": "u", "resources": {"VCPU": 1}, "exclude_providers": ["cn1"], "dry_run": true}`)
 	if code != http.StatusOK || body["root_provider_name"] != "cn2" || len(body["ranking"].([]any)) != 1 {
 		t.Fatalf("exclude: %d %v", code, body)
+	}
+}
+
+// TestClaimsScriptlet: the default scriptlet (config key
+// instances.placement.scriptlet) runs for POST /claims; a dry run shows
+// its log, and its refusal is a 409 berth.no_valid_host that writes
+// nothing.
+func TestClaimsScriptlet(t *testing.T) {
+	ctx := context.Background()
+	store := ledgertest.NewStore(t)
+	p, err := store.ProviderCreate(ctx, ledger.ProviderCreateParams{Name: "cn1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.InventoriesReplace(ctx, ledger.InventoryParams{ProviderUUID: p.UUID, Generation: new(int64)},
+		[]ledger.Inventory{ledger.DefaultInventory("VCPU", 8)}); err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(Config{}, store, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := "def instance_placement(request, candidate_members):\n" +
+		"    log_info(\"placing\", request.name, \"for\", request.reason)\n" +
+		"    if request.name == \"foo\":\n" +
+		"        return \"Invalid name\"\n"
+	patch, _ := json.Marshal(map[string]any{"instances.placement.scriptlet": script})
+	req := httptest.NewRequest(http.MethodPatch, "/config", strings.NewReader(string(patch)))
+	req.Header.Set("X-Auth-Token", "admin")
+	req.Header.Set("Content-Type", "application/json")
+	rec := httptest.NewRecorder()
+	s.ServeHTTP(rec, req)
+	if rec.Code != http.StatusOK {
+		t.Fatalf("PATCH /config: %d %s", rec.Code, rec.Body)
+	}
+	claim := func(name string, dry bool) (int, map[string]any) {
+		t.Helper()
+		body, _ := json.Marshal(map[string]any{"consumer_uuid": "33333333-2222-3333-4444-555555555555",
+			"project_id": "p", "user_id": "u", "name": name, "reason": "relocation",
+			"resources": map[string]int{"VCPU": 1}, "dry_run": dry})
+		// The change reaches the claimer's cache through a notification;
+		// wait for it (bounded by the test's own timeout, not a clock).
+		for {
+			code, out := call(t, s, http.MethodPost, "/claims", "admin", string(body))
+			if lines, _ := out["scriptlet_log"].([]any); code != http.StatusOK || !dry || len(lines) > 0 {
+				return code, out
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	code, body := claim("bar", true)
+	lines, _ := body["scriptlet_log"].([]any)
+	if code != http.StatusOK || len(lines) != 1 ||
+		lines[0].(map[string]any)["message"] != "placing bar for relocation" || lines[0].(map[string]any)["level"] != "info" {
+		t.Fatalf("dry run: %d %v", code, body)
+	}
+	code, body = claim("foo", false)
+	if ecode, detail := errorDetail(body); code != http.StatusConflict || ecode != CodeNoValidHost ||
+		!strings.Contains(detail, "Failed instance placement scriptlet: Invalid name") {
+		t.Fatalf("refused: %d %v", code, body)
+	}
+	if _, got := call(t, s, http.MethodGet, "/allocations/33333333-2222-3333-4444-555555555555", "admin", ""); len(got["allocations"].(map[string]any)) != 0 {
+		t.Fatalf("refused claim wrote %v", got)
 	}
 }
