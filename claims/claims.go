@@ -452,7 +452,13 @@ func (c *Claimer) resolvePolicy(ctx context.Context, p *Params) (*scheduler.Poli
 	case p.PolicyOverride != nil:
 		return p.PolicyOverride, nil
 	case c.policies != nil:
-		return c.policies.Policy(ctx, p.Policy)
+		pol, err := c.policies.Policy(ctx, p.Policy)
+		var le *ledger.Error
+		if errors.As(err, &le) && errors.Is(le, ledger.ErrNotFound) {
+			// A name in the body, not the resource of the URL: 400.
+			return nil, &ledger.Error{Kind: ledger.ErrInvalid, Code: le.Code, Msg: le.Msg}
+		}
+		return pol, err
 	case p.Policy != "":
 		return nil, invalid("Unknown scheduling policy %q: this server has no named policies.", p.Policy)
 	}

@@ -183,6 +183,7 @@ func TestClaimsAPI(t *testing.T) {
 		{`{` + own + `, "resources": {"VCPU": 1}, "exclude_providers": ["nosuch"]}`, `"nosuch"`},
 		{`{` + own + `, "resources": {"VCPU": 1}, "target": "nosuch"}`, `"nosuch"`},
 		{`{` + own + `, "resources": {"VCPU": 1}, "max_attempts": 51}`, "51"},
+		{`{` + own + `, "resources": {"VCPU": 1}, "policy": "nosuch"}`, "No scheduling policy named nosuch"},
 		{`{` + own + `, "groups": {"1": {"resources": {"VCPU": 1}}, "2": {"resources": {"VCPU": 1}}}}`, `"group_policy" parameter is required`},
 		{`{` + own + `}`, ""},
 	} {
