@@ -385,8 +385,12 @@ func (c *Claimer) selectCandidates(ctx context.Context, p *Params) (*selection, 
 		return nil, err
 	}
 
+	// Randomize (berthd --randomize-candidates) stays as the request
+	// says: shuffled candidates break ties between equal scores at random,
+	// so concurrent claims spread over equally good providers instead of
+	// queueing on the first one's row lock.
 	cp := p.Candidates
-	cp.Limit, cp.Max, cp.Randomize = 0, c.cfg.MaxCandidates, false
+	cp.Limit, cp.Max = 0, c.cfg.MaxCandidates
 	lc, err := c.store.AllocationCandidates(ctx, cp)
 	if err != nil {
 		return nil, err
