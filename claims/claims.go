@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/berthd/berth/ledger"
 	"github.com/berthd/berth/scheduler"
@@ -391,10 +392,12 @@ func (c *Claimer) selectCandidates(ctx context.Context, p *Params) (*selection, 
 	// queueing on the first one's row lock.
 	cp := p.Candidates
 	cp.Limit, cp.Max = 0, c.cfg.MaxCandidates
+	start := time.Now()
 	lc, err := c.store.AllocationCandidates(ctx, cp)
 	if err != nil {
 		return nil, err
 	}
+	candidatesSpan(ctx, start, len(lc.Requests))
 	s := &selection{roots: lc.Roots, found: len(lc.Requests), cands: Convert(lc), policy: policy}
 	fit := map[string]bool{}
 	for _, cand := range s.cands {
@@ -432,7 +435,7 @@ func (c *Claimer) selectCandidates(ctx context.Context, p *Params) (*selection, 
 		}
 	}
 	if c.enricher != nil && len(s.cands) > 0 {
-		if err := c.enricher.Enrich(ctx, policy.Needs(), s.cands[0].Providers); err != nil {
+		if err := c.enricher.Enrich(ctx, policy.NeedsFor(req), s.cands[0].Providers); err != nil {
 			return nil, err
 		}
 	}
@@ -504,7 +507,9 @@ func invalid(format string, args ...any) error {
 // the ledger's ErrConflict (placement.concurrent_update) at once, since
 // another candidate cannot cure it. Nothing is written unless the claim
 // succeeds, and nothing at all for a dry run.
-func (c *Claimer) Claim(ctx context.Context, p Params) (*Result, error) {
+func (c *Claimer) Claim(ctx context.Context, p Params) (_ *Result, err error) {
+	ctx, tr := startClaim(ctx, p.ConsumerUUID, p.DryRun)
+	defer func() { tr.end(err) }()
 	s, err := c.selectCandidates(ctx, &p)
 	if err != nil {
 		return nil, err
@@ -561,7 +566,9 @@ func (c *Claimer) Claim(ctx context.Context, p Params) (*Result, error) {
 			Properties:      p.Properties,
 			CopyStickyKeys:  true,
 		}}, p.with...), Move: p.move}
+		start := time.Now()
 		err := c.store.ClaimWrite(ctx, w)
+		tr.write(start, cand.Root(), err)
 		if err == nil {
 			return c.result(&p, s, i, attempts), nil
 		}

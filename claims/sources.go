@@ -78,6 +78,9 @@ type Sources struct {
 	// claims when no stored policy is the default.
 	fallback atomic.Pointer[scheduler.Policy]
 
+	// metrics counts the runs of every scriptlet of every policy built.
+	metrics *scheduler.ScriptletMetrics
+
 	cur      atomic.Pointer[compiled]
 	reloadMu sync.Mutex
 	// generation counts reloads, for tests and metrics.
@@ -111,7 +114,25 @@ func NewSources(store *ledger.Store, reg *scheduler.Registry, log *slog.Logger, 
 	if refresh <= 0 {
 		refresh = DefaultSourcesRefresh
 	}
-	return &Sources{store: store, reg: reg, log: log, refresh: refresh}
+	s := &Sources{store: store, reg: reg, log: log, refresh: refresh}
+	s.metrics = &scheduler.ScriptletMetrics{OnRun: s.logRun}
+	return s
+}
+
+// Metrics counts the scriptlet runs of every policy s builds: runs,
+// refusals, errors, limits exceeded, steps and time. Read its counters at
+// any time; its OnRun is Sources' own (it logs failed runs).
+func (s *Sources) Metrics() *scheduler.ScriptletMetrics { return s.metrics }
+
+// logRun logs a scriptlet run that failed or exceeded a limit; refusals
+// and successes are the claim's answer, not the operator's concern.
+func (s *Sources) logRun(st scheduler.ScriptletRunStats) {
+	if st.Outcome == "ok" || st.Outcome == "refused" {
+		return
+	}
+	s.log.LogAttrs(context.Background(), slog.LevelWarn, "scriptlet run failed",
+		slog.String("scriptlet", st.Scriptlet), slog.String("entry", st.Entry), slog.String("outcome", st.Outcome),
+		slog.Uint64("steps", st.Steps), slog.Duration("duration", st.Duration))
 }
 
 // SetFallback makes p the policy claims use when no stored policy is the
@@ -179,6 +200,7 @@ func (s *Sources) Reload(ctx context.Context) error {
 		s.log.LogAttrs(ctx, slog.LevelError, "claims: stored scriptlet limits are invalid; using the defaults", slog.Any("error", err))
 		c.limits = scheduler.ScriptletLimits{}
 	}
+	c.limits.Metrics = s.metrics
 	if raw, ok := cfg[ConfigDefaultScriptlet]; ok {
 		var src string
 		if err := json.Unmarshal(raw, &src); err == nil && strings.TrimSpace(src) != "" {

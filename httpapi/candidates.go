@@ -10,6 +10,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/berthd/berth/internal/telemetry/instrument"
 	"github.com/berthd/berth/ledger"
 )
 
@@ -91,6 +92,7 @@ func (s *Server) allocationCandidates(c echo.Context) error {
 	if err != nil {
 		return candidatesError(err)
 	}
+	instrument.Candidates(c.Request().Context(), "allocation_candidates", len(cands.Requests))
 	setCacheHeaders(c, time.Now())
 	buf := jsonBufs.Get().(*[]byte)
 	defer jsonBufs.Put(buf)

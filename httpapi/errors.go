@@ -131,11 +131,13 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 	}
 	e := toError(c, err)
 	req := c.Request()
-	log := s.log.With("request_id", requestID(c), "method", req.Method, "path", req.URL.Path, "status", e.Status)
+	// The request's context carries its request and trace ids into the
+	// log line (instrument.LogHandler).
+	log := s.log.With("method", req.Method, "path", req.URL.Path, "status", e.Status)
 	if e.Status >= 500 {
-		log.Error("request failed", "error", err)
+		log.ErrorContext(req.Context(), "request failed", "error", err)
 	} else {
-		log.Debug("request refused", "detail", e.Msg)
+		log.DebugContext(req.Context(), "request refused", "detail", e.Msg)
 	}
 
 	if e.RetryAfter > 0 {

@@ -2,17 +2,20 @@ package httpapi
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/berthd/berth/claims"
+	"github.com/berthd/berth/internal/telemetry/instrument"
 	"github.com/berthd/berth/ledger"
 	"github.com/berthd/berth/policy"
 	"github.com/berthd/berth/scheduler"
@@ -45,6 +48,14 @@ type Config struct {
 	// ClaimMaxAttempts bounds the writes one claim tries; 0 means
 	// claims.DefaultMaxAttempts.
 	ClaimMaxAttempts int
+	// MetricsHandler, if set, serves GET /metrics without authentication
+	// (see health.go); nil leaves /metrics unrouted.
+	MetricsHandler http.Handler
+	// RequestTimeout bounds the work of one request: its context ends
+	// then, so a database call that gets no answer (a silent network)
+	// fails with 503 berth.database_unavailable instead of holding the
+	// client. 0 means DefaultRequestTimeout; negative disables it.
+	RequestTimeout time.Duration
 	// Sources holds the stored scheduling policies, scriptlets and config,
 	// compiled; the caller runs it (Sources.Run). Nil means New makes one
 	// that is refreshed only by this server's own writes.
@@ -53,6 +64,10 @@ type Config struct {
 
 // DefaultMaxCandidates is the candidate cap used when Config.MaxCandidates is 0.
 const DefaultMaxCandidates = 10000
+
+// DefaultRequestTimeout is the request deadline used when
+// Config.RequestTimeout is 0: far above any request's normal duration.
+const DefaultRequestTimeout = time.Minute
 
 func (c *Config) setDefaults() error {
 	switch c.Auth {
@@ -79,7 +94,24 @@ func (c *Config) setDefaults() error {
 	if c.MaxBodyBytes <= 0 {
 		c.MaxBodyBytes = 32 << 20
 	}
+	if c.RequestTimeout == 0 {
+		c.RequestTimeout = DefaultRequestTimeout
+	}
 	return nil
+}
+
+// deadline ends the request's context after cfg.RequestTimeout (see
+// Config.RequestTimeout).
+func (s *Server) deadline(next echo.HandlerFunc) echo.HandlerFunc {
+	if s.cfg.RequestTimeout < 0 {
+		return next
+	}
+	return func(c echo.Context) error {
+		ctx, cancel := context.WithTimeout(c.Request().Context(), s.cfg.RequestTimeout)
+		defer cancel()
+		c.SetRequest(c.Request().WithContext(ctx))
+		return next(c)
+	}
 }
 
 // Server is the Placement API server. It implements http.Handler.
@@ -94,6 +126,8 @@ type Server struct {
 	// sources and data back the scheduling API and claims' policies.
 	sources *claims.Sources
 	data    *claims.LedgerData
+	// draining is set by Drain: /readyz fails from then on.
+	draining atomic.Bool
 }
 
 // New builds the API server over store.
@@ -104,6 +138,8 @@ func New(cfg Config, store *ledger.Store, logger *slog.Logger) (*Server, error) 
 	if logger == nil {
 		logger = slog.Default()
 	}
+	// Log lines written with a request's context carry its request id.
+	logger = slog.New(instrument.LogHandler(logger.Handler()))
 	s := &Server{cfg: cfg, policy: cfg.Policy, store: store, log: logger, e: echo.New(), meters: newMeters()}
 	var err error
 	if s.claims, err = claims.New(store, cfg.SchedulerPolicy,
@@ -114,7 +150,7 @@ func New(cfg Config, store *ledger.Store, logger *slog.Logger) (*Server, error) 
 	s.e.HideBanner = true
 	s.e.HidePort = true
 	s.e.HTTPErrorHandler = s.errorHandler
-	s.e.Pre(assignRequestID, s.observe, microversion)
+	s.e.Pre(assignRequestID, s.observe, microversion, s.deadline)
 	if len(cfg.CORSAllowedOrigins) > 0 {
 		// After microversion, as in Placement's pipeline, where a bad
 		// OpenStack-API-Version header is refused before CORS sees it.
@@ -125,8 +161,14 @@ func New(cfg Config, store *ledger.Store, logger *slog.Logger) (*Server, error) 
 	return s, nil
 }
 
-// ServeHTTP serves one request.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.e.ServeHTTP(w, r) }
+// ServeHTTP serves one request. The probe and metrics paths are answered
+// before the API's middleware.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.serveOps(w, r) {
+		return
+	}
+	s.e.ServeHTTP(w, r)
+}
 
 // routes registers every route. Each area of the API adds its own in its
 // register function.
@@ -191,8 +233,8 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		status := c.Response().Status
 		end(status, time.Since(start))
+		// request_id (and trace_id) come from ctx: see instrument.LogHandler.
 		s.log.LogAttrs(ctx, slog.LevelInfo, "request",
-			slog.String("request_id", requestID(c)),
 			slog.String("method", c.Request().Method),
 			slog.String("path", c.Request().URL.Path),
 			slog.String("route", c.Path()),

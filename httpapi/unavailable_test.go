@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -22,6 +21,8 @@ import (
 // dbProxy forwards TCP connections on a loopback port to a PostgreSQL
 // server; cut drops every connection and refuses new ones, resume
 // accepts again on the same port: a database outage as the client sees it.
+// stall stops forwarding bytes without closing anything, as a silent
+// network does, until flow.
 type dbProxy struct {
 	target func() (net.Conn, error)
 	addr   string
@@ -29,7 +30,51 @@ type dbProxy struct {
 	mu    sync.Mutex
 	ln    net.Listener
 	conns map[net.Conn]bool
+	gate  chan struct{} // non-nil while stalled; closed by flow
 	wg    sync.WaitGroup
+}
+
+// stall stops forwarding.
+func (p *dbProxy) stall() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.gate == nil {
+		p.gate = make(chan struct{})
+	}
+}
+
+// flow forwards again.
+func (p *dbProxy) flow() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.gate != nil {
+		close(p.gate)
+		p.gate = nil
+	}
+}
+
+// pipe copies src to dst, holding each chunk while the proxy is stalled.
+func (p *dbProxy) pipe(dst, src net.Conn) {
+	defer dst.Close()
+	defer src.Close()
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			p.mu.Lock()
+			gate := p.gate
+			p.mu.Unlock()
+			if gate != nil {
+				<-gate
+			}
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
 }
 
 // startDBProxy proxies the database at dbURL and returns the proxy and a
@@ -96,19 +141,21 @@ func (p *dbProxy) serve(ln net.Listener) {
 				p.wg.Add(1)
 				go func() {
 					defer p.wg.Done()
-					_, _ = io.Copy(pair[0], pair[1])
-					pair[0].Close()
-					pair[1].Close()
+					p.pipe(pair[0], pair[1])
 				}()
 			}
 		}
 	}()
 }
 
-// cut closes the listener and every proxied connection.
+// cut closes the listener and every proxied connection, and ends a stall.
 func (p *dbProxy) cut() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.gate != nil {
+		close(p.gate)
+		p.gate = nil
+	}
 	if p.ln != nil {
 		p.ln.Close()
 		p.ln = nil
@@ -127,6 +174,25 @@ func (p *dbProxy) resume(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.serve(ln)
+}
+
+// serveBounded serves one admin request in process and fails the test if
+// it takes longer than a bound only a hang reaches.
+func serveBounded(t *testing.T, s *Server, method, path, version, body string) *httptest.ResponseRecorder {
+	t.Helper()
+	req := httptest.NewRequest(method, path, strings.NewReader(body))
+	req.Header.Set("X-Auth-Token", "admin")
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("OpenStack-API-Version", "placement "+version)
+	rec := httptest.NewRecorder()
+	done := make(chan struct{})
+	go func() { defer close(done); s.ServeHTTP(rec, req) }()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		t.Fatalf("%s %s hangs while the database is away", method, path)
+	}
+	return rec
 }
 
 // TestDatabaseUnavailable: while the database is out of reach every
@@ -150,19 +216,7 @@ func TestDatabaseUnavailable(t *testing.T) {
 	const rp = "d0000000-0000-4000-8000-000000000001"
 	do := func(method, path, version, body string) *httptest.ResponseRecorder {
 		t.Helper()
-		req := httptest.NewRequest(method, path, strings.NewReader(body))
-		req.Header.Set("X-Auth-Token", "admin")
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("OpenStack-API-Version", "placement "+version)
-		rec := httptest.NewRecorder()
-		done := make(chan struct{})
-		go func() { defer close(done); s.ServeHTTP(rec, req) }()
-		select {
-		case <-done:
-		case <-time.After(time.Minute): // only a hang reaches this
-			t.Fatalf("%s %s hangs while the database is away", method, path)
-		}
-		return rec
+		return serveBounded(t, s, method, path, version, body)
 	}
 	if rec := do("POST", "/resource_providers", "1.39", `{"name": "cn1", "uuid": "`+rp+`"}`); rec.Code != 200 {
 		t.Fatalf("create provider: %d %s", rec.Code, rec.Body)
@@ -245,5 +299,52 @@ func TestDatabaseUnavailable(t *testing.T) {
 	}
 	if rec := do("POST", "/resource_providers", "1.39", `{"name": "cn2"}`); rec.Code != 200 {
 		t.Errorf("create after the outage: %d %s", rec.Code, rec.Body)
+	}
+}
+
+// TestRequestDeadline: when the database stops answering without closing
+// anything (a silent network), a request fails with a clean 503 once its
+// deadline passes instead of waiting for TCP to give up; when the network
+// flows again the server answers again.
+func TestRequestDeadline(t *testing.T) {
+	proxy, dbURL := startDBProxy(t, ledgertest.NewDB(t))
+	ctx := context.Background()
+	quiet := slog.New(slog.DiscardHandler)
+	// Only the request deadline may end the wait here.
+	store, err := ledger.Open(ctx, ledger.Config{DatabaseURL: dbURL, MaxConns: 4, Logger: quiet,
+		AcquireTimeout: 10 * time.Minute, ConnectTimeout: 10 * time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	s, err := New(Config{RequestTimeout: 500 * time.Millisecond}, store, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec := serveBounded(t, s, "POST", "/resource_providers", "1.39", `{"name": "cn1"}`); rec.Code != 200 {
+		t.Fatalf("create provider: %d %s", rec.Code, rec.Body)
+	}
+	proxy.stall()
+	rec := serveBounded(t, s, "POST", "/resource_providers", "1.39", `{"name": "cn2"}`)
+	var body struct {
+		Errors []struct {
+			Code string `json:"code"`
+		} `json:"errors"`
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &body); rec.Code != http.StatusServiceUnavailable || err != nil ||
+		len(body.Errors) != 1 || body.Errors[0].Code != ledger.CodeDatabaseUnavailable {
+		t.Fatalf("write on a silent network: %d %s", rec.Code, rec.Body)
+	}
+	proxy.flow()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		rec := serveBounded(t, s, "POST", "/resource_providers", "1.39", `{"name": "cn3"}`)
+		if rec.Code == 200 {
+			break
+		}
+		if rec.Code != http.StatusServiceUnavailable || time.Now().After(deadline) {
+			t.Fatalf("after the network flows again: %d %s", rec.Code, rec.Body)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }

@@ -93,6 +93,12 @@ func tryStartBerthd(t *testing.T, bin, dbURL string) (*berthd, error) {
 	if err != nil {
 		return nil, err
 	}
+	return startBerthdAt(t, bin, dbURL, addr)
+}
+
+// startBerthdAt runs the berthd binary on dbURL listening on addr, waits
+// until GET / answers, and stops it (SIGTERM) when the test ends.
+func startBerthdAt(t *testing.T, bin, dbURL, addr string) (*berthd, error) {
 	cmd := exec.Command(bin, "serve", "--listen", addr, "--database-url", dbURL, "--log-level", "warn")
 	// The test's environment must not configure berthd.
 	for _, kv := range os.Environ() {

@@ -170,20 +170,20 @@ func (s *Store) AllocationsByProvider(ctx context.Context, providerUUID string) 
 // (ErrInvalid); a provider without inventory of a class, an amount outside
 // min_unit/max_unit/step_size, or more than the capacity left (ErrConflict).
 func (s *Store) AllocationsReplace(ctx context.Context, consumers []ConsumerAllocations) error {
-	return s.withTx(ctx, func(t *txn) error { return s.replaceAllocations(ctx, t, consumers) })
-}
-
-// replaceAllocations is AllocationsReplace inside transaction t (which
-// may run it more than once).
-func (s *Store) replaceAllocations(ctx context.Context, t *txn, consumers []ConsumerAllocations) error {
-	if fc, fast := fastClaimOf(consumers); fast {
-		// A new consumer: try the claim fast path (allocation_fast.go).
-		// If it refuses, the general path below runs in the same
-		// transaction and gives the answer, with its exact error.
-		if done, err := s.writeFast(ctx, t, fc); done || err != nil {
+	if fc, ok := fastClaimOf(consumers); ok {
+		// A new consumer: try the claim fast path (allocation_fast.go),
+		// one round trip. If it refuses, the general path gives the
+		// answer, with its exact error.
+		if done, err := s.claimFast(ctx, fc); done || err != nil {
 			return err
 		}
 	}
+	return s.withTx(ctx, func(t *txn) error { return s.replaceAllocationsGeneral(ctx, t, consumers) })
+}
+
+// replaceAllocationsGeneral is the general path of AllocationsReplace,
+// in transaction t.
+func (s *Store) replaceAllocationsGeneral(ctx context.Context, t *txn, consumers []ConsumerAllocations) error {
 	ws := slices.Clone(consumers)
 	rows, err := prepareConsumers(ctx, t, ws)
 	if err != nil {

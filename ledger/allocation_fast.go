@@ -2,7 +2,10 @@ package ledger
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"slices"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -12,39 +15,36 @@ import (
 // two statements sent in one round trip, instead of the general path's
 // dozen statements each waiting for the one before.
 //
-//  1. fastLockSQL creates the project, user and consumer type if they
-//     are new, and locks the rows of the providers written to (FOR
+//  1. fastLockSQL locks the rows of the providers written to (FOR
 //     UPDATE, in id order, as lockProviders does).
 //  2. fastWriteSQL runs with a snapshot taken after those locks were
 //     granted, so it sees every allocation committed on those providers
 //     (every writer of allocations holds the provider's lock until it
 //     commits). It re-checks every allocation against the inventory
 //     (class present, min_unit, max_unit, step_size, capacity) and, only
-//     if all fit, creates the consumer (generation 1), inserts the
-//     allocations, bumps the providers' generations and queues the change
-//     notification for other processes. It answers whether it wrote.
+//     if all fit, creates the project, user and consumer type if they are
+//     new, creates the consumer (generation 1, with the claim's name and
+//     properties), inserts the allocations, copies the providers' sticky
+//     placement keys to the consumer when asked (as writeConsumerDetails
+//     does) and bumps the providers' generations. It answers whether it
+//     wrote.
+//
+// Both go in one pipeline with one Sync, so PostgreSQL runs them as one
+// implicit transaction: one round trip, no BEGIN or COMMIT.
 //
 // When the write statement refuses (no room, a provider or class that
-// does not exist, a consumer that exists after all), nothing of the
-// consumer or its allocations was written, and the caller goes on with
-// the general path in the same transaction: it finds the same state under
-// the same locks and either writes or refuses with Placement's exact
-// error. So the fast path changes the cost of a claim, never its outcome.
+// does not exist, a consumer that exists after all), it wrote nothing and
+// the general path runs in a transaction of its own: it either writes (if
+// room was made meanwhile) or refuses with Placement's exact error. So the
+// fast path changes the cost of a claim, never what a write may do. One
+// race makes it refuse too: a project, user or type that a concurrent,
+// still uncommitted write is creating is not visible to this statement's
+// snapshot; the consumer is then not written (the guard on c) and the
+// general path, which reads names in a statement of their own, writes it.
+// If that race hits only one of the names, the other (new) name's row may
+// stay behind unreferenced, as after a write that was later deleted.
 const fastLockSQL = `
-WITH p AS (
-	INSERT INTO projects (external_id) SELECT $1::text
-	WHERE NOT EXISTS (SELECT 1 FROM projects WHERE external_id = $1::text)
-	ON CONFLICT DO NOTHING
-), u AS (
-	INSERT INTO users (external_id) SELECT $2::text
-	WHERE NOT EXISTS (SELECT 1 FROM users WHERE external_id = $2::text)
-	ON CONFLICT DO NOTHING
-), t AS (
-	INSERT INTO consumer_types (name) SELECT $3::text
-	WHERE $3::text <> '' AND NOT EXISTS (SELECT 1 FROM consumer_types WHERE name = $3::text)
-	ON CONFLICT DO NOTHING
-)
-SELECT id FROM resource_providers WHERE uuid = ANY($4::uuid[]) ORDER BY id FOR UPDATE`
+SELECT id FROM resource_providers WHERE uuid = ANY($1::uuid[]) ORDER BY id FOR UPDATE`
 
 const fastWriteSQL = `
 WITH req AS (
@@ -63,14 +63,36 @@ WITH req AS (
 	LEFT JOIN inventories i ON i.resource_provider_id = rp.id AND i.resource_class_id = rc.id
 ), ok AS (
 	SELECT bool_and(COALESCE(fits, false)) AS ok FROM chk
+), np AS (
+	INSERT INTO projects (external_id) SELECT $5::text FROM ok
+	WHERE ok.ok AND NOT EXISTS (SELECT 1 FROM projects WHERE external_id = $5::text)
+	ON CONFLICT DO NOTHING RETURNING id
+), nu AS (
+	INSERT INTO users (external_id) SELECT $6::text FROM ok
+	WHERE ok.ok AND NOT EXISTS (SELECT 1 FROM users WHERE external_id = $6::text)
+	ON CONFLICT DO NOTHING RETURNING id
+), nt AS (
+	INSERT INTO consumer_types (name) SELECT $7::text FROM ok
+	WHERE ok.ok AND $7::text <> '' AND NOT EXISTS (SELECT 1 FROM consumer_types WHERE name = $7::text)
+	ON CONFLICT DO NOTHING RETURNING id
+), owner AS (
+	SELECT COALESCE((SELECT id FROM np), (SELECT id FROM projects WHERE external_id = $5::text)) AS project_id,
+	       COALESCE((SELECT id FROM nu), (SELECT id FROM users WHERE external_id = $6::text)) AS user_id,
+	       COALESCE((SELECT id FROM nt), (SELECT id FROM consumer_types WHERE name = $7::text)) AS type_id
 ), c AS (
-	INSERT INTO consumers (uuid, project_id, user_id, consumer_type_id, generation)
-	SELECT $4::uuid, (SELECT id FROM projects WHERE external_id = $5::text),
-	       (SELECT id FROM users WHERE external_id = $6::text),
-	       (SELECT id FROM consumer_types WHERE name = $7::text), 1
-	FROM ok WHERE ok.ok
+	INSERT INTO consumers (uuid, project_id, user_id, consumer_type_id, generation, name, properties)
+	SELECT $4::uuid, owner.project_id, owner.user_id, owner.type_id, 1, $8::text, $9::jsonb FROM ok, owner
+	WHERE ok.ok AND owner.project_id IS NOT NULL AND owner.user_id IS NOT NULL
+	  AND ($7::text = '' OR owner.type_id IS NOT NULL)
 	ON CONFLICT (uuid) DO NOTHING
 	RETURNING id
+), k AS (
+	INSERT INTO consumer_placement_keys (consumer_id, name, value)
+	SELECT DISTINCT ON (pk.name) c.id, pk.name, pk.value
+	FROM c, chk JOIN provider_placement_keys pk ON pk.resource_provider_id = chk.provider_id AND pk.sticky
+	WHERE $10::boolean
+	ORDER BY pk.name, chk.provider_id
+	RETURNING 1
 ), a AS (
 	INSERT INTO allocations (consumer_id, resource_provider_id, resource_class_id, used)
 	SELECT c.id, chk.provider_id, chk.class_id, chk.amount FROM c, chk
@@ -79,16 +101,16 @@ WITH req AS (
 	UPDATE resource_providers SET generation = generation + 1, updated_at = now()
 	WHERE id IN (SELECT resource_provider_id FROM a)
 	RETURNING id
-), n AS (
-	SELECT pg_notify($8::text, $9::text || ids) FROM (SELECT string_agg(id::text, ',' ORDER BY id) AS ids FROM g) x
-	WHERE ids IS NOT NULL
 )
-SELECT (SELECT id FROM c), (SELECT count(*) FROM n)`
+SELECT (SELECT id FROM c), (SELECT count(*) FROM g)`
 
 // fastClaim is a write the fast path can take: one new consumer with
 // allocations of positive amounts, each (provider, class) once.
 type fastClaim struct {
 	consumer, project, user, consumerType string
+	name                                  *string // nil: none
+	properties                            []byte  // JSON; nil: none
+	copySticky                            bool
 	providers                             []string // distinct, canonical
 	allocProviders, allocClasses          []string
 	amounts                               []int64
@@ -101,14 +123,22 @@ func fastClaimOf(ws []ConsumerAllocations) (fc fastClaim, ok bool) {
 		return fc, false
 	}
 	w := &ws[0]
-	// Name, Properties and sticky keys are written by the general path.
-	if !w.CheckGeneration || w.Generation != nil || len(w.Allocations) == 0 ||
-		w.Name != "" || w.Properties != nil || w.CopyStickyKeys {
+	if !w.CheckGeneration || w.Generation != nil || len(w.Allocations) == 0 {
 		return fc, false
 	}
 	if fc.consumer, ok = canonicalUUID(w.ConsumerUUID); !ok {
 		return fc, false
 	}
+	if w.Name != "" {
+		fc.name = &w.Name
+	}
+	if w.Properties != nil {
+		var err error
+		if fc.properties, err = json.Marshal(w.Properties); err != nil {
+			return fc, false // the general path words the error
+		}
+	}
+	fc.copySticky = w.CopyStickyKeys
 	fc.project, fc.user, fc.consumerType = w.ProjectID, w.UserID, w.ConsumerType
 	if fc.project == "" {
 		fc.project = IncompleteConsumerID
@@ -140,38 +170,68 @@ func fastClaimOf(ws []ConsumerAllocations) (fc fastClaim, ok bool) {
 	return fc, true
 }
 
-// writeFast tries the fast path in t. done reports that the allocations
-// were written and the change notification queued; when done is false
-// and err is nil, nothing but the project, user and consumer type rows
-// was written, the providers' row locks are held, and the caller goes on
-// with the general path.
-func (s *Store) writeFast(ctx context.Context, t *txn, fc fastClaim) (done bool, err error) {
-	b := &pgx.Batch{}
-	b.Queue(fastLockSQL, fc.project, fc.user, fc.consumerType, fc.providers)
-	b.Queue(fastWriteSQL, fc.allocProviders, fc.allocClasses, fc.amounts,
-		fc.consumer, fc.project, fc.user, fc.consumerType, notifyChannel, s.sender+":")
-	br := t.SendBatch(ctx, b)
+// claimFast writes fc by the fast path: both statements in one round
+// trip, as one implicit transaction (one Sync for the pipeline), so
+// there is no BEGIN or COMMIT to wait for. done reports that the
+// allocations were written; when done is false and err is nil, nothing
+// was written and the caller runs the general path. A deadlock or serialization failure is
+// retried as withTx retries.
+func (s *Store) claimFast(ctx context.Context, fc fastClaim) (done bool, err error) {
+	for attempt := 1; ; attempt++ {
+		var locked []int64
+		locked, done, err = s.sendFast(ctx, fc)
+		if err == nil {
+			if done {
+				s.notify(&txn{touched: locked})
+			}
+			return done, nil
+		}
+		if !retryable(err) || attempt == maxTxAttempts {
+			return false, err
+		}
+		backoff := time.Duration(attempt*attempt) * 5 * time.Millisecond
+		select {
+		case <-ctx.Done():
+			return false, errors.Join(err, ctx.Err())
+		case <-time.After(backoff):
+		}
+	}
+}
+
+// sendFast sends the two statements as one implicit transaction and
+// reads their answers.
+func (s *Store) sendFast(ctx context.Context, fc fastClaim) (locked []int64, done bool, err error) {
+	br := s.pool.SendBatch(ctx, fastBatch(fc))
 	defer br.Close()
+	return readFast(br)
+}
+
+// fastBatch is the fast path's two statements.
+func fastBatch(fc fastClaim) *pgx.Batch {
+	b := &pgx.Batch{}
+	b.Queue(fastLockSQL, fc.providers)
+	b.Queue(fastWriteSQL, fc.allocProviders, fc.allocClasses, fc.amounts,
+		fc.consumer, fc.project, fc.user, fc.consumerType, fc.name, fc.properties, fc.copySticky)
+	return b
+}
+
+// readFast reads the fast path's answers: the ids of the providers
+// locked, and whether the write statement wrote.
+func readFast(br pgx.BatchResults) (locked []int64, done bool, err error) {
 	rows, err := br.Query()
 	if err != nil {
-		return false, err
+		return nil, false, err
 	}
-	locked, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-	if err != nil {
-		return false, err
+	if locked, err = pgx.CollectRows(rows, pgx.RowTo[int64]); err != nil {
+		return nil, false, err
 	}
 	var consumerID *int64
-	var notified int64
-	if err := br.QueryRow().Scan(&consumerID, &notified); err != nil {
-		return false, err
+	var bumped int64
+	if err := br.QueryRow().Scan(&consumerID, &bumped); err != nil {
+		return nil, false, err
 	}
 	if err := br.Close(); err != nil {
-		return false, err
+		return nil, false, err
 	}
-	if consumerID == nil {
-		return false, nil
-	}
-	t.touch(locked...)
-	t.notified = notified > 0
-	return true, nil
+	return locked, consumerID != nil, nil
 }

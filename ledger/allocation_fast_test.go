@@ -123,3 +123,51 @@ func TestFastClaimsConcurrent(t *testing.T) {
 		}
 	}
 }
+
+// TestFastClaimDetails: a claim's name, properties and sticky keys are
+// written by the fast path as the general path writes them.
+func TestFastClaimDetails(t *testing.T) {
+	f := newFixture(t)
+	rp := f.provider("rp", inv("VCPU", 8))
+	if _, err := f.db.Exec(f.ctx, `INSERT INTO provider_placement_keys (resource_provider_id, name, value, sticky)
+		SELECT id, k, v, s FROM resource_providers, (VALUES ('rack', 0.5, true), ('row', 0.25, false)) AS x(k, v, s)
+		WHERE uuid = $1`, rp); err != nil {
+		t.Fatal(err)
+	}
+	details := func(c string) string {
+		t.Helper()
+		var out string
+		if err := f.db.QueryRow(f.ctx, `
+			SELECT c.generation || ' ' || COALESCE(c.name, '-') || ' ' || COALESCE(c.properties::text, '-') || ' ' ||
+			       COALESCE((SELECT string_agg(k.name || '=' || k.value, ',' ORDER BY k.name)
+			                 FROM consumer_placement_keys k WHERE k.consumer_id = c.id), '-')
+			FROM consumers c WHERE c.uuid = $1`, c).Scan(&out); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	fast, general := uuid.NewString(), uuid.NewString()
+	for _, c := range []string{fast, general} {
+		w := newClaim(c, rp, res("VCPU", 1))
+		w.Name, w.Properties, w.CopyStickyKeys = "vm-1", map[string]any{"group": "g1"}, true
+		w.CheckGeneration = c == fast // without a generation check, the general path
+		if err := f.store.AllocationsReplace(f.ctx, []ledger.ConsumerAllocations{w}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := `1 vm-1 {"group": "g1"} rack=0.5`
+	if got := details(fast); got != want {
+		t.Errorf("fast path wrote %q, want %q", got, want)
+	}
+	if got := details(general); got != want {
+		t.Errorf("general path wrote %q, want %q", got, want)
+	}
+	// Without details, neither writes any.
+	plain := uuid.NewString()
+	if err := f.store.AllocationsReplace(f.ctx, []ledger.ConsumerAllocations{newClaim(plain, rp, res("VCPU", 1))}); err != nil {
+		t.Fatal(err)
+	}
+	if got := details(plain); got != "1 - - -" {
+		t.Errorf("plain claim wrote %q", got)
+	}
+}

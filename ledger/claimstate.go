@@ -39,14 +39,20 @@ type MoveRecord struct {
 }
 
 // ClaimWrite runs p in one transaction: the allocation writes, checked
-// and rejected exactly as by AllocationsReplace, then the move record
-// changes. Either all of it commits or nothing does. Like every
-// transaction of the Store, it may run more than once on a serialization
-// failure.
+// and rejected exactly as by AllocationsReplace (and, without move
+// bookkeeping, by AllocationsReplace itself, fast path included), then
+// the move record changes. Either all of it commits or nothing does.
+// Like every transaction of the Store, it may run more than once on a
+// serialization failure.
 func (s *Store) ClaimWrite(ctx context.Context, p ClaimWriteParams) error {
+	if p.Move == nil && p.ForgetMove == "" {
+		// Allocations alone: AllocationsReplace, with its fast path for a
+		// new consumer.
+		return s.AllocationsReplace(ctx, p.Consumers)
+	}
 	return s.withTx(ctx, func(t *txn) error {
 		if len(p.Consumers) > 0 {
-			if err := s.replaceAllocations(ctx, t, p.Consumers); err != nil {
+			if err := s.replaceAllocationsGeneral(ctx, t, p.Consumers); err != nil {
 				return err
 			}
 		}

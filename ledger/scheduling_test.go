@@ -151,7 +151,7 @@ func TestListenSchedulingSeesCommittedChanges(t *testing.T) {
 	done := make(chan struct{})
 	go func() { defer close(done); s.ListenScheduling(ctx, func() { calls.Add(1) }) }()
 	defer func() { cancel(); <-done }()
-	waitFor(t, func() bool { return calls.Load() >= 1 }) // connected
+	waitUntil(t, func() bool { return calls.Load() >= 1 }) // connected
 
 	// A refused write notifies nobody; a committed one does.
 	before := calls.Load()
@@ -159,11 +159,11 @@ func TestListenSchedulingSeesCommittedChanges(t *testing.T) {
 	if _, err := s.ScriptletPut(f.ctx, "s", "x = 1\n"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, func() bool { return calls.Load() > before })
+	waitUntil(t, func() bool { return calls.Load() > before })
 }
 
-// waitFor polls cond for up to 10 seconds.
-func waitFor(t *testing.T, cond func() bool) {
+// waitUntil polls cond for up to 10 seconds.
+func waitUntil(t *testing.T, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for !cond() {
@@ -325,5 +325,40 @@ func TestClusterProviders(t *testing.T) {
 	}
 	if none, err := s.ClusterProviders(ctx, ledger.ClusterProvidersParams{Aggregate: "junk"}); err != nil || len(none) != 0 {
 		t.Fatalf("junk aggregate %+v %v", none, err)
+	}
+}
+
+// A scriptlet is never deleted while a policy naming it is stored, however
+// the two writes interleave.
+func TestScriptletDeleteRacesPolicyWrite(t *testing.T) {
+	f := newFixture(t)
+	s, ctx := f.store, f.ctx
+	for round := range 20 {
+		if _, err := s.ScriptletPut(ctx, "s", "x = 1\n"); err != nil {
+			t.Fatal(err)
+		}
+		errs := make(chan error, 2)
+		go func() {
+			_, _, err := s.SchedulingPolicyPut(ctx, ledger.SchedulingPolicy{Name: "p", Spec: json.RawMessage(`{}`), Scriptlets: []string{"s"}},
+				ledger.SchedulingPolicyPutParams{})
+			errs <- err
+		}()
+		go func() { errs <- s.ScriptletDelete(ctx, "s") }()
+		for range 2 {
+			if err := <-errs; err != nil && !errors.Is(err, ledger.ErrConflict) && !errors.Is(err, ledger.ErrInvalid) {
+				t.Fatalf("round %d: %v", round, err)
+			}
+		}
+		var dangling int
+		if err := f.db.QueryRow(ctx, `SELECT count(*) FROM scheduling_policies p
+			WHERE EXISTS (SELECT 1 FROM unnest(p.scriptlets) n WHERE NOT EXISTS (SELECT 1 FROM scriptlets s WHERE s.name = n))`).Scan(&dangling); err != nil {
+			t.Fatal(err)
+		}
+		if dangling != 0 {
+			t.Fatalf("round %d: a policy names a deleted scriptlet", round)
+		}
+		if _, err := f.db.Exec(ctx, `DELETE FROM scheduling_policies`); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

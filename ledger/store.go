@@ -21,6 +21,13 @@ type Config struct {
 	DatabaseURL string
 	// MaxConns caps the connection pool; 0 means 16.
 	MaxConns int32
+	// MinConns is how many connections the pool keeps open even when
+	// idle; 0 means none.
+	MinConns int32
+	// StatementTimeout is PostgreSQL's statement_timeout for every
+	// session of the pool: a statement running longer is cancelled and
+	// its transaction fails. 0 keeps the server's setting.
+	StatementTimeout time.Duration
 	// Logger receives the store's structured logs; nil means slog.Default().
 	Logger *slog.Logger
 	// SnapshotRefresh is how often the in-memory snapshot that allocation
@@ -66,7 +73,10 @@ type Store struct {
 	// sender tags this process's change notifications so its own listener
 	// can skip them.
 	sender string
-	// stop ends the background goroutines (listener, periodic refresh).
+	// notes sends change notifications after commit (notifier.go).
+	notes *notifier
+	// stop ends the background goroutines (listener, periodic refresh,
+	// notifier).
 	stop context.CancelFunc
 	bg   sync.WaitGroup
 }
@@ -85,6 +95,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if pcfg.MaxConns <= 0 {
 		pcfg.MaxConns = 16
 	}
+	applyPoolConfig(pcfg, cfg)
 	switch {
 	case cfg.ConnectTimeout > 0:
 		pcfg.ConnConfig.ConnectTimeout = cfg.ConnectTimeout
@@ -105,8 +116,11 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	s.snap = newSnapshotCache(pool, cfg.Logger, cfg.AcquireTimeout)
 	s.OnChange(s.snap.invalidate)
+	s.notes = newNotifier(s.sender, s.sendNotifications, cfg.Logger)
 	bg, stop := context.WithCancel(context.WithoutCancel(ctx))
 	s.stop = stop
+	s.bg.Add(1)
+	go func() { defer s.bg.Done(); s.notes.run(bg) }()
 	s.bg.Add(1)
 	go func() { defer s.bg.Done(); s.snap.listen(bg, pcfg.ConnConfig, s.sender) }()
 	if cfg.SnapshotRefresh == 0 {
@@ -149,9 +163,6 @@ type txn struct {
 	pgx.Tx
 	touched []int64
 	all     bool
-	// notified: fn already queued the change notification for touched
-	// (the claim fast path does it in its own statement).
-	notified bool
 }
 
 // touch records that the providers with these ids changed (inventory,
@@ -239,26 +250,27 @@ func (s *Store) runTx(ctx context.Context, fn func(t *txn) error) (*txn, error) 
 	if err := fn(t); err != nil {
 		return nil, err
 	}
-	if (len(t.touched) > 0 || t.all) && !t.notified {
-		// Tell the other processes sharing this database which providers
-		// changed; PostgreSQL delivers the notification only if the
-		// transaction commits.
-		payload := notifyPayload(s.sender, t.touched, t.all)
-		if _, err := tx.Exec(ctx, `SELECT pg_notify($1, $2)`, notifyChannel, payload); err != nil {
-			return nil, fmt.Errorf("ledger: notify change: %w", err)
-		}
-	}
 	if err := tx.Commit(ctx); err != nil {
 		return nil, fmt.Errorf("ledger: commit: %w", err)
 	}
 	return t, nil
 }
 
+// notify runs the change hooks after a commit and queues the change
+// notification for the other processes on the database (notifier.go).
 func (s *Store) notify(t *txn) {
 	if len(t.touched) == 0 && !t.all {
 		return
 	}
+	s.notes.add(t.touched, t.all)
 	for _, fn := range s.changeHooks {
 		fn(t.touched, t.all)
 	}
+}
+
+// sendNotifications sends change notifications, one statement for all
+// payloads, outside any write transaction.
+func (s *Store) sendNotifications(ctx context.Context, payloads []string) error {
+	_, err := s.pool.Exec(ctx, `SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p`, notifyChannel, payloads)
+	return err
 }

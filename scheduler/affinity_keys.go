@@ -108,8 +108,9 @@ func (w *AffinityKeys) WeighAll(ctx context.Context, req *Request, cands []*Cand
 		random uint64
 	}
 	es := make([]entry, len(cands))
+	run := runOf(req) // shares the keys with the scriptlet's members
 	for i, c := range cands {
-		keys := ProviderKeys(c)
+		keys := run.providerKeys(c)
 		s := SystemScore(sys, keys)
 		round := w.Rounds
 		for r := range w.Rounds {
@@ -186,31 +187,41 @@ func SystemScore(sys []KeyRequest, have map[string]float64) float64 {
 // from; #LOAD is the root's reported load_1 divided by its VCPU total
 // (absent without a report or VCPU inventory).
 func ProviderKeys(c *Candidate) map[string]float64 {
-	out := map[string]float64{}
 	root := c.RootProvider()
+	n := 3
+	if root != nil {
+		n += len(root.Keys)
+	}
+	out := make(map[string]float64, n)
 	if root != nil {
 		for _, k := range root.Keys {
 			out[k.Name] = k.Value
 		}
 	}
-	for key, class := range map[string]string{KeyRAM: "MEMORY_MB", KeyCPU: "VCPU"} {
+	for _, kc := range [...]struct{ key, class string }{{KeyRAM, "MEMORY_MB"}, {KeyCPU, "VCPU"}} {
 		var used, capacity, taken int64
-		c.usage(func(provider, cl string, inv Inventory, amount int64) {
-			if cl == class {
-				taken += amount
-				if root == nil || provider != root.UUID {
-					used += inv.Used
-					capacity += inv.Capacity
+		rootInv, onRoot := Inventory{}, false
+		if root != nil {
+			rootInv, onRoot = root.Resources[kc.class]
+		}
+		for _, a := range c.Allocations {
+			amount, ok := a.Resources[kc.class]
+			if !ok {
+				continue
+			}
+			taken += amount
+			if !onRoot {
+				if p := c.Providers[a.ProviderUUID]; p != nil {
+					inv := p.Resources[kc.class]
+					used, capacity = used+inv.Used, capacity+inv.Capacity
 				}
 			}
-		})
-		if root != nil {
-			if inv, ok := root.Resources[class]; ok {
-				used, capacity = inv.Used, inv.Capacity
-			}
+		}
+		if onRoot {
+			used, capacity = rootInv.Used, rootInv.Capacity
 		}
 		if capacity > 0 {
-			out[key] = float64(used+taken) / float64(capacity)
+			out[kc.key] = float64(used+taken) / float64(capacity)
 		}
 	}
 	if root != nil && root.State != nil {

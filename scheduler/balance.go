@@ -74,8 +74,8 @@ type Suggestion struct {
 // nil when there is nothing to suggest.
 //
 //   - even: the most utilised member above High sheds one consumer: the
-//     smallest whose departure brings it to High or below (else the
-//     largest), to members that stay at or below High with it, least
+//     smallest (by its dominant share of the member) whose departure
+//     brings it to High or below, else the largest, to members that stay at or below High with it, least
 //     utilised first.
 //   - power_saving: the least utilised member that holds consumers and is
 //     below Low sheds its smallest consumer to another member holding
@@ -118,14 +118,17 @@ func Balance(cfg BalancerConfig, members []*Provider, instances []Instance) *Sug
 	} else {
 		slices.SortStableFunc(sources, func(a, b *member) int { return cmp.Compare(a.util, b.util) })
 	}
-	size := func(in Instance) int64 {
-		var n int64
-		for _, v := range in.Resources {
-			n += v
-		}
-		return n
-	}
 	for _, src := range sources {
+		// A consumer's size is its dominant share of the source.
+		size := func(in Instance) float64 {
+			s := 0.0
+			for class, n := range in.Resources {
+				if inv := src.p.Resources[class]; inv.Capacity > 0 {
+					s = max(s, float64(n)/float64(inv.Capacity))
+				}
+			}
+			return s
+		}
 		order := slices.Clone(src.on)
 		slices.SortStableFunc(order, func(a, b Instance) int { return cmp.Compare(size(a), size(b)) })
 		if cfg.Mode == BalanceEven {

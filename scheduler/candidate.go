@@ -219,7 +219,8 @@ func (c *Candidate) usage(fn func(provider, class string, inv Inventory, amount 
 		if p == nil {
 			continue
 		}
-		classes := make([]string, 0, len(a.Resources))
+		var buf [8]string
+		classes := buf[:0]
 		for class := range a.Resources {
 			classes = append(classes, class)
 		}

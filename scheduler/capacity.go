@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 )
 
 // CapacityName names the capacity filter.
@@ -44,7 +45,16 @@ func (*Capacity) Name() string { return CapacityName }
 func (*Capacity) Filter(_ context.Context, _ *Request, c *Candidate) *Status {
 	for _, a := range c.Allocations {
 		p := c.Providers[a.ProviderUUID]
-		for class, amount := range a.Resources {
+		// Classes in name order, so the reason a candidate is counted
+		// under does not depend on map order.
+		var buf [8]string
+		classes := buf[:0]
+		for class := range a.Resources {
+			classes = append(classes, class)
+		}
+		slices.Sort(classes)
+		for _, class := range classes {
+			amount := a.Resources[class]
 			var inv Inventory
 			if p != nil {
 				inv = p.Resources[class]

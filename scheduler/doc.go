@@ -1,12 +1,22 @@
-// Package scheduler ranks allocation candidates. It owns the plugin
-// interfaces (Filter, Weigher), their registry, the policy that chains
-// them, and the operator's Starlark scriptlet. It is pure: it never
-// touches the database and works only on the Candidates it is handed,
-// which package claims builds from a ledger answer.
+// Package scheduler decides where a claim goes. It owns the policy units
+// (filters and weighers, each with a name, a kind, a description and a
+// typed parameter list, in one Registry), scheduling policies built from
+// them (NewPolicy, Policy.Rank), Starlark scriptlets (CompileScriptlet;
+// instance_placement and scriptlet units), affinity placement keys (the
+// affinity_keys weigher) and the balancer (Balance). It is pure: it never
+// touches the database and works only on the Candidates and Providers it
+// is handed, plus what it asks of Request.Data (ClusterData), which the
+// caller backs with the ledger.
 //
-// A Policy runs in the order Nomad's feasibility stack does: the request's
-// own exclusions first (cheapest, and they explain themselves), then the
-// configured filters in the order the operator listed them, then weighers,
-// then the scriptlet's choose. Every filter rejection is counted with its
-// reason, so "why was nothing placed" is answered with numbers.
+// Policy.Rank runs as Nomad's feasibility stack does: filters cheapest
+// first (by declared cost; pin and exclude, then capacity, then traits
+// and aggregates, then enriched fields, then group lookups, then
+// Starlark), each over the candidates the previous ones kept, counting
+// how many it removed and why; then every weigher's raw values are
+// normalised to [0, 1] across the survivors and multiplied by its factor;
+// then the scriptlet's instance_placement sees the ranked candidates and
+// may choose one (set_target) or refuse the claim. Scriptlets are looked
+// up through a ScriptletResolver at every Rank, so a changed scriptlet is
+// used by the next claim; each run has a step budget and the Rank's
+// Starlark work a deadline. See docs/scheduling.md.
 package scheduler

@@ -82,7 +82,7 @@ func (w *Load) Weigh(_ context.Context, _ *Request, c *Candidate) (float64, *Sta
 // WeighAll implements BatchWeigher: providers without state get the
 // worst reported value.
 func (w *Load) WeighAll(_ context.Context, _ *Request, cands []*Candidate, out []float64) *Status {
-	worst, any := 0.0, false
+	worst, seen := 0.0, false
 	missing := make([]bool, len(cands))
 	for i, c := range cands {
 		v, ok := w.value(rootState(c))
@@ -91,8 +91,8 @@ func (w *Load) WeighAll(_ context.Context, _ *Request, cands []*Candidate, out [
 			continue
 		}
 		out[i] = v
-		if !any || v < worst {
-			worst, any = v, true
+		if !seen || v < worst {
+			worst, seen = v, true
 		}
 	}
 	for i := range cands {

@@ -13,13 +13,13 @@ var pinUnit = Unit{
 		Description: "Keeps only candidates rooted at one provider: the parameter's, else the claim's target. " +
 			"Runs on its own whenever a claim names a target.",
 		Parameters: []ParamInfo{{Name: "provider", Type: "string", Default: "",
-			Description: "root provider uuid or name; empty: the claim's target"}}},
+			Description: "root provider uuid or name (the claim's target applies as well)"}}},
 	Cost:      costRequest,
 	NewFilter: NewPin,
 }
 
-// Pin keeps the candidates whose root is Provider (uuid or name), or the
-// request's Target when Provider is empty. With neither, it keeps all.
+// Pin keeps the candidates whose root is Provider (uuid or name) and the
+// request's Target, each when set. With neither, it keeps all.
 type Pin struct {
 	Provider string `json:"provider"`
 }
@@ -40,12 +40,10 @@ func (*Pin) Name() string { return PinName }
 
 // Filter implements Filter.
 func (f *Pin) Filter(_ context.Context, req *Request, c *Candidate) *Status {
-	target := f.Provider
-	if target == "" {
-		target = req.Target
+	for _, target := range [...]string{f.Provider, req.Target} {
+		if target != "" && !c.RootProvider().matches(target) && c.Root() != target {
+			return Reject("not the target " + target)
+		}
 	}
-	if target == "" || c.RootProvider().matches(target) || c.Root() == target {
-		return nil
-	}
-	return Reject("not the target " + target)
+	return nil
 }

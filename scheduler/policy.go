@@ -11,6 +11,10 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+
+	"github.com/berthd/berth/internal/telemetry/instrument"
 )
 
 // PolicyConfig is a scheduling policy: which filters and weighers run,
@@ -125,9 +129,13 @@ type Policy struct {
 	scripts  ScriptletResolver
 	limits   ScriptletLimits
 	needs    Needs
-	// pin and exclude enforce Request.Target and Request.Avoid when the
-	// policy does not list those units.
-	pin, exclude Filter
+	// implicitPin and implicitExclude enforce Request.Target and
+	// Request.Avoid when the policy does not list those units (a listed
+	// one reads them itself); nil when listed.
+	implicitPin, implicitExclude Filter
+	// keys ranks by Request.Keys (factor 1) when the policy does not list
+	// affinity_keys: a claim that carries keys expects them to count.
+	keys Weigher
 }
 
 // NewPolicy builds the units cfg names from reg (nil: DefaultRegistry).
@@ -142,7 +150,7 @@ func NewPolicy(cfg PolicyConfig, reg *Registry, scripts ScriptletResolver, limit
 	}
 	p := &Policy{cfg: cfg, scripts: scripts, limits: limits.withDefaults()}
 	var errs []error
-	hasCapacity := false
+	listed := map[string]bool{}
 	for _, fc := range cfg.Filters {
 		if fc.Factor != nil {
 			errs = append(errs, fmt.Errorf("filter %q: factor only applies to weighers", fc.Name))
@@ -167,28 +175,18 @@ func NewPolicy(cfg PolicyConfig, reg *Registry, scripts ScriptletResolver, limit
 			errs = append(errs, err)
 			continue
 		}
-		hasCapacity = hasCapacity || u.Info.Name == CapacityName
+		listed[u.Info.Name] = true
 		p.filters = append(p.filters, filterEntry{f, u.Cost})
 		p.needs = p.needs.merge(u.Needs)
-		switch u.Info.Name {
-		case PinName:
-			p.pin = f
-		case ExcludeName:
-			p.exclude = f
-		}
 	}
-	if !hasCapacity {
+	if !listed[CapacityName] {
 		p.filters = append(p.filters, filterEntry{&Capacity{}, capacityUnit.Cost})
 	}
-	if p.pin == nil {
-		p.pin = &Pin{}
-	} else {
-		p.pin = nil // listed: it runs in its place and reads Request.Target itself
+	if !listed[PinName] {
+		p.implicitPin = &Pin{}
 	}
-	if p.exclude == nil {
-		p.exclude = &Exclude{}
-	} else {
-		p.exclude = nil
+	if !listed[ExcludeName] {
+		p.implicitExclude = &Exclude{}
 	}
 	slices.SortStableFunc(p.filters, func(a, b filterEntry) int { return cmp.Compare(a.cost, b.cost) })
 
@@ -222,6 +220,9 @@ func NewPolicy(cfg PolicyConfig, reg *Registry, scripts ScriptletResolver, limit
 		}
 		p.weighers = append(p.weighers, weighted{w, factor})
 		p.needs = p.needs.merge(u.Needs)
+	}
+	if !slices.ContainsFunc(p.weighers, func(w weighted) bool { return w.w.Name() == AffinityKeysName }) {
+		p.keys = &AffinityKeys{Rounds: 10, Start: 80, End: -10}
 	}
 	if cfg.Balancer != nil {
 		if err := cfg.Balancer.Validate(); err != nil {
@@ -262,6 +263,17 @@ func (p *Policy) Scriptlets() []string {
 // policy's units read, so the caller fetches only those. A policy that
 // may run a scriptlet needs placement keys (candidate_members shows them).
 func (p *Policy) Needs() Needs {
+	return p.needs
+}
+
+// NeedsFor is Needs for one request: a claim carrying placement keys
+// under a policy without affinity_keys is ranked by an implicit
+// affinity_keys weigher (factor 1), which reads keys, state and the
+// consumer's sticky keys.
+func (p *Policy) NeedsFor(req *Request) Needs {
+	if p.keys != nil && len(req.Keys) > 0 {
+		return p.needs.merge(affinityKeysUnit.Needs)
+	}
 	return p.needs
 }
 
@@ -340,11 +352,13 @@ type LogLine struct {
 // unit failed (ClusterData unreachable). ctx bounds the work; scriptlets
 // also share one deadline (ScriptletLimits.Timeout) per Rank. Rank does
 // not change req or cands.
-func (p *Policy) Rank(ctx context.Context, req *Request, cands []*Candidate) (*Ranking, error) {
+func (p *Policy) Rank(ctx context.Context, req *Request, cands []*Candidate) (_ *Ranking, err error) {
 	rq := *req
 	rq.prepared = map[any]any{}
 	req = &rq
 	r := &Ranking{Considered: len(cands)}
+	ctx, span := startRank(ctx, len(cands))
+	defer func() { endRank(span, r, err) }()
 
 	run := &scriptRun{policy: p, ranking: r, limits: p.limits}
 	req.prepared[scriptRunKey{}] = run
@@ -353,32 +367,37 @@ func (p *Policy) Rank(ctx context.Context, req *Request, cands []*Candidate) (*R
 		return nil, &PluginError{Plugin: ScriptletName, Err: err}
 	}
 	if placement != nil || p.usesStarlarkUnits() {
+		run.cacheKeys = true
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeoutCause(ctx, p.limits.Timeout, errScriptletDeadline)
 		defer cancel()
 	}
 
 	filters := make([]Filter, 0, len(p.filters)+2)
-	if p.pin != nil && req.Target != "" {
-		filters = append(filters, p.pin)
+	if p.implicitPin != nil && req.Target != "" {
+		filters = append(filters, p.implicitPin)
 	}
-	if p.exclude != nil && len(req.Avoid) > 0 {
-		filters = append(filters, p.exclude)
+	if p.implicitExclude != nil && len(req.Avoid) > 0 {
+		filters = append(filters, p.implicitExclude)
 	}
 	for _, f := range p.filters {
 		filters = append(filters, f.f)
 	}
-	units := make([]any, 0, len(filters)+len(p.weighers))
+	weighers := p.weighers
+	if p.keys != nil && len(req.Keys) > 0 {
+		weighers = append(slices.Clone(weighers), weighted{p.keys, 1})
+	}
+	units := make([]any, 0, len(filters)+len(weighers))
 	for _, f := range filters {
 		units = append(units, f)
 	}
-	for _, w := range p.weighers {
+	for _, w := range weighers {
 		units = append(units, w.w)
 	}
 	for _, u := range units {
 		if pr, ok := u.(Preparer); ok {
 			v, st := pr.Prepare(ctx, req)
-			if err := p.statusError(u, st, r); err != nil {
+			if err := statusError(u, st); err != nil {
 				return r, err
 			}
 			req.prepared[u] = v
@@ -387,6 +406,7 @@ func (p *Policy) Rank(ctx context.Context, req *Request, cands []*Candidate) (*R
 
 	passed := slices.Clone(cands)
 	for _, f := range filters {
+		start := time.Now()
 		rej := Rejection{Unit: f.Name(), Reasons: map[string]int{}}
 		kept := passed[:0]
 		for n, c := range passed {
@@ -401,7 +421,7 @@ func (p *Policy) Rank(ctx context.Context, req *Request, cands []*Candidate) (*R
 				continue
 			}
 			if !st.IsRejected() {
-				return r, p.statusError(f, st, r)
+				return r, statusError(f, st)
 			}
 			rej.Removed++
 			rej.Reasons[st.Reason()]++
@@ -409,23 +429,25 @@ func (p *Policy) Rank(ctx context.Context, req *Request, cands []*Candidate) (*R
 		passed = kept
 		rej.Remaining = len(passed)
 		r.Rejections = append(r.Rejections, rej)
+		stageSpan(ctx, "filter", rej.Unit, start, instrument.AttrRemaining.Int(rej.Remaining))
 	}
 
 	scored := make([]Scored, len(passed))
 	for i, c := range passed {
-		scored[i] = Scored{Cand: c, Weights: make(map[string]float64, len(p.weighers))}
+		scored[i] = Scored{Cand: c, Weights: make(map[string]float64, len(weighers))}
 	}
 	raw := make([]float64, len(passed))
-	for _, w := range p.weighers {
+	for _, w := range weighers {
+		start := time.Now()
 		if bw, ok := w.w.(BatchWeigher); ok {
 			clear(raw)
-			if err := p.statusError(w.w, bw.WeighAll(ctx, req, passed, raw), r); err != nil {
+			if err := statusError(w.w, bw.WeighAll(ctx, req, passed, raw)); err != nil {
 				return r, err
 			}
 		} else {
 			for i, c := range passed {
 				v, st := w.w.Weigh(ctx, req, c)
-				if err := p.statusError(w.w, st, r); err != nil {
+				if err := statusError(w.w, st); err != nil {
 					return r, err
 				}
 				raw[i] = v
@@ -442,6 +464,7 @@ func (p *Policy) Rank(ctx context.Context, req *Request, cands []*Candidate) (*R
 			scored[i].Weights[w.w.Name()] += contrib
 			scored[i].Score += contrib
 		}
+		stageSpan(ctx, "weigher", w.w.Name(), start)
 	}
 	slices.SortStableFunc(scored, func(a, b Scored) int {
 		if c := cmp.Compare(b.Score, a.Score); c != 0 {
@@ -452,7 +475,10 @@ func (p *Policy) Rank(ctx context.Context, req *Request, cands []*Candidate) (*R
 	r.Ranked = scored
 
 	if placement != nil {
-		if err := run.placement(ctx, placement, req); err != nil {
+		start := time.Now()
+		err := run.placement(ctx, placement, req)
+		stageSpan(ctx, "scriptlet", r.Scriptlet, start, attribute.Bool("berth.scriptlet.chose", r.Chosen))
+		if err != nil {
 			return r, err
 		}
 	}
@@ -505,7 +531,7 @@ func (p *Policy) placementScriptlet(r *Ranking) (*Program, error) {
 // statusError turns a unit's failed status into Rank's error: a refusal
 // for a scriptlet unit's error (it carries a *RefusedError), a
 // *PluginError otherwise. nil for success and rejection.
-func (p *Policy) statusError(u any, st *Status, r *Ranking) error {
+func statusError(u any, st *Status) error {
 	if st.IsSuccess() || st.IsRejected() {
 		return nil
 	}
@@ -524,7 +550,11 @@ func (p *Policy) statusError(u any, st *Status, r *Ranking) error {
 // scriptlet deadline passed, ctx's error otherwise.
 func (p *Policy) ctxError(ctx context.Context, err error, r *Ranking) error {
 	if context.Cause(ctx) == errScriptletDeadline {
-		lim := &ScriptletLimitError{Scriptlet: r.Scriptlet, Limit: LimitDeadline}
+		name := r.Scriptlet
+		if name == "" {
+			name = strings.Join(p.Scriptlets(), ", ")
+		}
+		lim := &ScriptletLimitError{Scriptlet: name, Limit: LimitDeadline}
 		p.limits.Metrics.count(lim)
 		r.Log = append(r.Log, LogLine{Level: "error", Message: lim.Error()})
 		return &RefusedError{Reason: lim.Error(), Err: lim}

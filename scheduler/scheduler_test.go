@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -37,7 +38,7 @@ type fakeData struct {
 	groups    map[string]map[string]int // "key=value" -> root -> count
 	keys      map[string][]PlacementKey
 	err       error
-	calls     int
+	calls     atomic.Int64
 }
 
 func (d *fakeData) Instances(_ context.Context, location, project string) ([]Instance, error) {
@@ -70,12 +71,12 @@ func (d *fakeData) Members(_ context.Context, aggregate string) ([]*Provider, er
 }
 
 func (d *fakeData) GroupMembers(_ context.Context, key, value string) (map[string]int, error) {
-	d.calls++
+	d.calls.Add(1)
 	return d.groups[key+"="+value], d.err
 }
 
 func (d *fakeData) ConsumerKeys(_ context.Context, consumer string) ([]PlacementKey, error) {
-	d.calls++
+	d.calls.Add(1)
 	return d.keys[consumer], d.err
 }
 
@@ -116,6 +117,9 @@ func TestFilters(t *testing.T) {
 	reg := DefaultRegistry()
 	stepped := cand(0, "r", 100, 0, 3)
 	stepped.RootProvider().Resources["VCPU"] = Inventory{Capacity: 100, StepSize: 2, MinUnit: 2, MaxUnit: 8}
+	twoClasses := cand(0, "r", 10, 10, 1)
+	twoClasses.RootProvider().Resources["MEMORY_MB"] = Inventory{Capacity: 10, Used: 10}
+	twoClasses.Allocations[0].Resources["MEMORY_MB"] = 2
 	group := &fakeData{groups: map[string]map[string]int{"group=web": {"busy": 2, "one": 1}, "rack=r1": {"one": 1}}}
 	fresh := &ProviderState{ReportedAt: time.Now().Add(-time.Minute)}
 	stale := &ProviderState{ReportedAt: time.Now().Add(-time.Hour)}
@@ -150,6 +154,8 @@ func TestFilters(t *testing.T) {
 		{"pin by param, other", PinName, `{"provider": "s"}`, Request{}, cand(0, "r", 10, 0, 1), "not the target s"},
 		{"pin by request target", PinName, ``, Request{Target: "s"}, cand(0, "r", 10, 0, 1), "not the target s"},
 		{"pin nothing to pin", PinName, ``, Request{}, cand(0, "r", 10, 0, 1), ""},
+		{"pin by param and target", PinName, `{"provider": "r"}`, Request{Target: "s"}, cand(0, "r", 10, 0, 1), "not the target s"},
+		{"capacity reason in class order", CapacityName, ``, Request{}, twoClasses, "lacked MEMORY_MB 2"},
 		{"exclude by param", ExcludeName, `{"providers": ["r"]}`, Request{}, cand(0, "r", 10, 0, 1), "uses excluded provider r"},
 		{"exclude by request", ExcludeName, ``, Request{Avoid: []string{"r"}}, cand(0, "r", 10, 0, 1), "excluded"},
 		{"exclude other", AvoidProvidersName, `{"providers": ["s"]}`, Request{Avoid: []string{"t"}}, cand(0, "r", 10, 0, 1), ""},
@@ -388,8 +394,8 @@ func TestRankFiltersCheapestFirst(t *testing.T) {
 	if strings.Join(got, " ") != want {
 		t.Errorf("rejections\n%s\nwant\n%s", strings.Join(got, " "), want)
 	}
-	if data.calls != 1 {
-		t.Errorf("GroupMembers called %d times, want once per Rank", data.calls)
+	if data.calls.Load() != 1 {
+		t.Errorf("GroupMembers called %d times, want once per Rank", data.calls.Load())
 	}
 	if req.prepared != nil {
 		t.Error("Rank changed the caller's request")

@@ -9,6 +9,8 @@ import (
 	"go.starlark.net/resolve"
 	"go.starlark.net/starlark"
 	"go.starlark.net/syntax"
+
+	"github.com/berthd/berth/internal/telemetry/instrument"
 )
 
 // ScriptletName is the plugin named in errors about the policy's
@@ -54,7 +56,7 @@ func CompileScriptlet(name string, src []byte) (*Program, error) {
 	if err != nil {
 		return nil, compileError(err)
 	}
-	th := &starlark.Thread{Name: "scriptlet:" + name + ":load"}
+	th := &starlark.Thread{Name: "scriptlet:" + name + ":load", Print: func(*starlark.Thread, string) {}}
 	th.SetMaxExecutionSteps(DefaultScriptletSteps)
 	timer := time.AfterFunc(DefaultScriptletTimeout, func() { th.Cancel("deadline exceeded") })
 	globals, err := prog.Init(th, builtins)
@@ -217,7 +219,28 @@ type scriptRun struct {
 	ranking *Ranking
 	limits  ScriptletLimits
 	request starlark.Value
-	members map[*Candidate]starlark.StringDict
+	members map[*Candidate]*memberValue
+	// keys caches ProviderKeys when Starlark may read them too
+	// (cacheKeys), so affinity_keys and the members share the work.
+	keys      map[*Candidate]map[string]float64
+	cacheKeys bool
+}
+
+// providerKeys is ProviderKeys(c), computed once per Rank when run is
+// not nil.
+func (run *scriptRun) providerKeys(c *Candidate) map[string]float64 {
+	if run == nil || !run.cacheKeys {
+		return ProviderKeys(c)
+	}
+	if run.keys == nil {
+		run.keys = map[*Candidate]map[string]float64{}
+	}
+	k, ok := run.keys[c]
+	if !ok {
+		k = ProviderKeys(c)
+		run.keys[c] = k
+	}
+	return k
 }
 
 func runOf(req *Request) *scriptRun {
@@ -244,7 +267,8 @@ const threadStateKey = "berth.call"
 func (run *scriptRun) call(ctx context.Context, prog *Program, entry string, fn *starlark.Function, st *callState,
 	check func(starlark.Value) error, args ...starlark.Value) (starlark.Value, error) {
 	name := prog.name
-	th := &starlark.Thread{Name: "scriptlet:" + name + ":" + entry}
+	th := &starlark.Thread{Name: "scriptlet:" + name + ":" + entry,
+		Print: func(_ *starlark.Thread, msg string) { run.log("info", msg) }}
 	th.SetMaxExecutionSteps(run.limits.MaxSteps)
 	th.SetLocal(threadStateKey, st)
 	start := time.Now()
@@ -259,7 +283,10 @@ func (run *scriptRun) call(ctx context.Context, prog *Program, entry string, fn 
 		}
 	}
 	stats := ScriptletRunStats{Scriptlet: name, Entry: entry, Outcome: "ok", Steps: th.ExecutionSteps(), Duration: time.Since(start)}
-	defer func() { run.limits.Metrics.observe(stats) }()
+	defer func() {
+		run.limits.Metrics.observe(stats)
+		instrument.Scriptlet(ctx, entry, stats.Outcome, stats.Steps, stats.Duration)
+	}()
 	if err == nil {
 		return v, nil
 	}
@@ -317,17 +344,7 @@ func (run *scriptRun) placement(ctx context.Context, prog *Program, req *Request
 	r := run.ranking
 	list := make([]starlark.Value, len(r.Ranked))
 	for i, s := range r.Ranked {
-		d := run.member(s.Cand)
-		m := make(starlark.StringDict, len(d)+3)
-		for k, v := range d {
-			m[k] = v
-		}
-		weights := starlark.NewDict(len(s.Weights))
-		for _, k := range sortedKeys(s.Weights) {
-			_ = weights.SetKey(starlark.String(k), starlark.Float(s.Weights[k]))
-		}
-		m["rank"], m["score"], m["weights"] = starlark.MakeInt(i), starlark.Float(s.Score), weights
-		list[i] = frozenStruct("candidate_member", m)
+		list[i] = run.member(s.Cand).setRank(i, s)
 	}
 	members := starlark.NewList(list)
 	members.Freeze()
@@ -368,16 +385,18 @@ func (run *scriptRun) requestValue(req *Request) starlark.Value {
 	return run.request
 }
 
-// member is the candidate as a dict of member fields, built once per
-// Rank.
-func (run *scriptRun) member(c *Candidate) starlark.StringDict {
+// member is the candidate as a candidate member, made once per Rank so
+// the attributes a filter read are not built again for weigh or
+// instance_placement.
+func (run *scriptRun) member(c *Candidate) *memberValue {
 	if run.members == nil {
-		run.members = map[*Candidate]starlark.StringDict{}
+		run.members = map[*Candidate]*memberValue{}
 	}
-	d, ok := run.members[c]
+	m, ok := run.members[c]
 	if !ok {
-		d = candidateDict(c)
-		run.members[c] = d
+		m = candidateMember(c)
+		m.run = run
+		run.members[c] = m
 	}
-	return d
+	return m
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"strings"
-	"time"
 
 	"go.starlark.net/starlark"
 	"go.starlark.net/starlarkstruct"
@@ -149,7 +148,7 @@ func getMemberResources(th *starlark.Thread, b *starlark.Builtin, args starlark.
 	if err != nil {
 		return nil, err
 	}
-	return inventoriesValue(p), nil
+	return inventoriesMap(p), nil
 }
 
 func getInstanceResources(th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
@@ -254,7 +253,7 @@ func getClusterMembers(th *starlark.Thread, b *starlark.Builtin, args starlark.T
 	}
 	list := make([]starlark.Value, len(ps))
 	for i, p := range ps {
-		list[i] = frozenStruct("cluster_member", providerDict(p))
+		list[i] = clusterMember(p)
 	}
 	l := starlark.NewList(list)
 	l.Freeze()
@@ -285,91 +284,11 @@ func requestValue(req *Request) starlark.Value {
 	})
 }
 
-// providerDict is p as member fields: name, uuid, traits, aggregates,
-// keys (dict name -> value, the stored keys only), inventories, usage,
-// state (None without a report) and consumers.
-func providerDict(p *Provider) starlark.StringDict {
-	keys := starlark.NewDict(len(p.Keys))
-	for _, k := range p.Keys {
-		_ = keys.SetKey(starlark.String(k.Name), starlark.Float(k.Value))
-	}
-	keys.Freeze()
-	usage := starlark.NewDict(len(p.Resources))
-	for _, c := range sortedKeys(p.Resources) {
-		_ = usage.SetKey(starlark.String(c), starlark.MakeInt64(p.Resources[c].Used))
-	}
-	usage.Freeze()
-	return starlark.StringDict{
-		"name":        starlark.String(p.Name),
-		"uuid":        starlark.String(p.UUID),
-		"traits":      stringList(p.Traits),
-		"aggregates":  stringList(p.Aggregates),
-		"keys":        keys,
-		"inventories": inventoriesValue(p),
-		"usage":       usage,
-		"state":       stateValue(p.State),
-		"consumers":   starlark.MakeInt(p.Consumers),
-	}
-}
-
-// candidateDict is a candidate as member fields: its root provider's
-// (providerDict, with keys including #RAM, #CPU and #LOAD as this
-// candidate would leave them), plus allocations (dict provider uuid ->
-// dict class -> amount).
-func candidateDict(c *Candidate) starlark.StringDict {
-	root := c.RootProvider()
-	if root == nil {
-		root = &Provider{UUID: c.Root()}
-	}
-	d := providerDict(root)
-	pk := ProviderKeys(c)
-	keys := starlark.NewDict(len(pk))
-	for _, k := range sortedKeys(pk) {
-		_ = keys.SetKey(starlark.String(k), starlark.Float(pk[k]))
-	}
-	keys.Freeze()
-	d["keys"] = keys
-	allocs := starlark.NewDict(len(c.Allocations))
-	for _, a := range c.Allocations {
-		_ = allocs.SetKey(starlark.String(a.ProviderUUID), intDict(a.Resources))
-	}
-	allocs.Freeze()
-	d["allocations"] = allocs
-	return d
-}
-
-func inventoriesValue(p *Provider) starlark.Value {
-	d := starlark.NewDict(len(p.Resources))
-	for _, c := range sortedKeys(p.Resources) {
-		inv := p.Resources[c]
-		_ = d.SetKey(starlark.String(c), frozenStruct("inventory", starlark.StringDict{
-			"total":            starlark.MakeInt64(inv.Total),
-			"reserved":         starlark.MakeInt64(inv.Reserved),
-			"allocation_ratio": starlark.Float(inv.AllocationRatio),
-			"capacity":         starlark.MakeInt64(inv.Capacity),
-			"used":             starlark.MakeInt64(inv.Used),
-			"free":             starlark.MakeInt64(inv.Capacity - inv.Used),
-			"min_unit":         starlark.MakeInt64(inv.MinUnit),
-			"max_unit":         starlark.MakeInt64(inv.MaxUnit),
-			"step_size":        starlark.MakeInt64(inv.StepSize),
-		}))
-	}
-	d.Freeze()
-	return d
-}
-
 func stateValue(s *ProviderState) starlark.Value {
 	if s == nil {
 		return starlark.None
 	}
-	return frozenStruct("state", starlark.StringDict{
-		"load_1":          starlark.Float(s.Load1),
-		"load_5":          starlark.Float(s.Load5),
-		"load_15":         starlark.Float(s.Load15),
-		"memory_free_mb":  starlark.MakeInt64(s.MemFreeMB),
-		"cpu_utilization": starlark.Float(s.CPUUtil),
-		"reported_at":     starlark.String(s.ReportedAt.UTC().Format(time.RFC3339)),
-	})
+	return (*stateStruct)(s)
 }
 
 func frozenStruct(name string, d starlark.StringDict) starlark.Value {

@@ -138,12 +138,13 @@ def instance_placement(request, candidate_members):
     log_info("properties", request.properties["group"], request.properties["n"], request.keys[0].name, request.keys[0].weight)
     m = candidate_members[0]
     log_warn("member", m.rank, m.name, m.uuid, m.aggregates, m.keys["zone"], m.inventories["VCPU"].capacity, m.usage["VCPU"])
+    print("printed")
     log_error("second", candidate_members[1].traits, candidate_members[1].state, len(candidate_members), candidate_members[2].weights)
 `
 	req := &Request{ConsumerUUID: "c1", Name: "vm", ProjectID: "p1", UserID: "u1", Reason: "new",
 		Resources: map[string]int64{"VCPU": 1}, Required: []string{"HW_CPU_X86_AVX2"}, Forbidden: []string{"CUSTOM_OLD"},
 		Properties: map[string]any{"group": "web", "n": float64(3)}, Keys: []KeyRequest{{Name: "zone", Value: 0.5, Weight: 2}}}
-	r, err := rankWith(t, `{"weighers": [{"name": "spread"}]}`, src, ScriptletLimits{}, req, threeCands())
+	r, err := rankWith(t, `{"weighers": [{"name": "spread"}, {"name": "affinity_keys", "params": {"seed": 1}}]}`, src, ScriptletLimits{}, req, threeCands())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +153,8 @@ def instance_placement(request, candidate_members):
 		{"info", `resources {"VCPU": 1} ["HW_CPU_X86_AVX2"] ["CUSTOM_OLD"]`},
 		{"info", "properties web 3 zone 2.0"},
 		{"warn", `member 0 node1 uuid-1 ["agg-a"] 0.5 10 0`},
-		{"error", `second ["CUSTOM_SSD"] None 3 {"spread": 0.0}`},
+		{"info", "printed"},
+		{"error", `second ["CUSTOM_SSD"] None 3 {"affinity_keys": 0.0, "spread": 0.0}`},
 	}
 	if fmt.Sprint(r.Log) != fmt.Sprint(want) {
 		t.Errorf("log\n%v\nwant\n%v", r.Log, want)
@@ -347,5 +349,112 @@ func TestNamedAndDefaultScriptlet(t *testing.T) {
 	p, _ := NewPolicy(PolicyConfig{}, nil, res, ScriptletLimits{})
 	if r, err := p.Rank(context.Background(), &Request{}, threeCands()); err != nil || r.Scriptlet != "" || r.Chosen {
 		t.Errorf("no default: %v %+v", err, r)
+	}
+}
+
+// TestMappings checks the read-only mappings members use behave like
+// frozen dicts for reading.
+func TestMappings(t *testing.T) {
+	src := `
+def instance_placement(request, candidate_members):
+    m = candidate_members[1]
+    log_info("VCPU" in m.usage, "DISK_GB" in m.usage, len(m.inventories), [k for k in m.usage], m.usage.get("X", -1))
+    log_info(m.usage.items(), m.usage.keys(), m.usage.values(), m.inventories["VCPU"].free, m.usage)
+    log_info(type(m), m.allocations, hasattr(m, "rank"), getattr(m, "nope", "none"))
+`
+	r, err := rankWith(t, `{}`, src, ScriptletLimits{}, &Request{}, threeCands())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		`True False 1 ["VCPU"] -1`,
+		`[("VCPU", 5)] ["VCPU"] [5] 5 {"VCPU": 5}`,
+		`candidate_member {"node2": {"VCPU": 1}} True none`,
+	}
+	for i, l := range r.Log {
+		if i >= len(want) || l.Message != want[i] {
+			t.Errorf("line %d: %q, want %q", i, l.Message, want[min(i, len(want)-1)])
+		}
+	}
+	if len(r.Log) != len(want) {
+		t.Errorf("log %v", r.Log)
+	}
+}
+
+// TestDocExample runs the fuller example of docs/scheduling.md.
+func TestDocExample(t *testing.T) {
+	src := `
+def instance_placement(request, candidate_members):
+    if request.project != "batch":
+        return None
+    for m in candidate_members:            # best ranked first
+        vcpu = m.inventories["VCPU"]
+        if (vcpu.used + request.resources.get("VCPU", 0)) * 2 <= vcpu.capacity:
+            log_info("batch goes to", m.name, "score", m.score)
+            set_target(m.name)
+            return None
+    return "no half-empty host for batch"
+`
+	cfg := `{"weighers": [{"name": "pack"}]}` // node3 (8 of 10 used) first, then node2 (5), node1 (0)
+	r, err := rankWith(t, cfg, src, ScriptletLimits{}, &Request{ProjectID: "batch", Resources: map[string]int64{"VCPU": 1}}, threeCands())
+	if err != nil || r.Target != "uuid-1" || roots(r) != "uuid-1,node3,node2" || len(r.Log) != 1 || r.Log[0].Message != "batch goes to node1 score 0.0" {
+		t.Fatalf("batch: %v %+v", err, r)
+	}
+	r, err = rankWith(t, cfg, src, ScriptletLimits{}, &Request{ProjectID: "web"}, threeCands())
+	if err != nil || r.Chosen || roots(r) != "node3,node2,uuid-1" {
+		t.Fatalf("web: %v %+v", err, r)
+	}
+	full := []*Candidate{cand(0, "a", 10, 6, 1), cand(1, "b", 10, 9, 1)}
+	if _, err := rankWith(t, cfg, src, ScriptletLimits{}, &Request{ProjectID: "batch", Resources: map[string]int64{"VCPU": 1}}, full); err == nil ||
+		err.Error() != "Failed instance placement scriptlet: no half-empty host for batch" {
+		t.Fatalf("full: %v", err)
+	}
+}
+
+// TestConcurrentRanks shares one policy, its scriptlets and its
+// candidates between goroutines (run with -race).
+func TestConcurrentRanks(t *testing.T) {
+	src := `
+def filter(request, candidate):
+    return candidate.usage["VCPU"] < 8
+def weigh(request, candidate):
+    return candidate.inventories["VCPU"].free
+def instance_placement(request, candidate_members):
+    log_info(request.name, len(candidate_members))
+    set_target(candidate_members[-1].uuid)
+`
+	prog := compile(t, src)
+	pc, _ := ParsePolicyConfig([]byte(`{"filters": [{"name": "starlark:s"}, {"name": "anti_affinity"}],
+		"weighers": [{"name": "starlark:s"}, {"name": "affinity_keys"}], "scriptlet": "s"}`))
+	p, err := NewPolicy(pc, nil, StaticScriptlets{Named: map[string]*Program{"s": prog}}, ScriptletLimits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cands := threeCands()
+	data := fixData()
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 20 {
+				req := &Request{Name: fmt.Sprintf("vm-%d-%d", g, i), Data: data, Properties: map[string]any{"group": "g"},
+					Keys: []KeyRequest{{Name: "zone", Value: 0.5, Weight: 1}}}
+				r, err := p.Rank(context.Background(), req, cands)
+				if err == nil && (len(r.Ranked) != 2 || r.Target != "node2" || len(r.Log) != 1 || r.Log[0].Message != req.Name+" 2") {
+					err = fmt.Errorf("ranking %s target %s log %v", roots(r), r.Target, r.Log)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
 	}
 }

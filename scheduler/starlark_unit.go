@@ -110,7 +110,7 @@ func (f *starlarkFilter) Filter(ctx context.Context, req *Request, c *Candidate)
 		}
 		return fmt.Errorf("filter returned %s; want a bool or a reason string", v.Type())
 	}
-	_, err := run.call(ctx, ps.prog, entryFilter, ps.fn, st, check, run.requestValue(req), frozenStruct("candidate", run.member(c)))
+	_, err := run.call(ctx, ps.prog, entryFilter, ps.fn, st, check, run.requestValue(req), run.member(c))
 	if err != nil {
 		return AsError(unitError(run, err))
 	}
@@ -171,7 +171,7 @@ func (w *starlarkWeigher) Weigh(ctx context.Context, req *Request, c *Candidate)
 		out = f
 		return nil
 	}
-	_, err := run.call(ctx, ps.prog, entryWeigh, ps.fn, st, check, run.requestValue(req), frozenStruct("candidate", run.member(c)))
+	_, err := run.call(ctx, ps.prog, entryWeigh, ps.fn, st, check, run.requestValue(req), run.member(c))
 	if err != nil {
 		return 0, AsError(unitError(run, err))
 	}

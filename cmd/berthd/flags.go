@@ -69,9 +69,44 @@ func options() []option {
 			help: "Full reload interval of the in-memory ledger snapshot (e.g. 5m); negative disables."},
 		{flag: "db-max-conns", arg: "N", envs: []string{"BERTH_DB_MAX_CONNS"},
 			help: "Most PostgreSQL connections berthd opens."},
+		{flag: "db-min-conns", arg: "N", envs: []string{"BERTH_DB_MIN_CONNS"},
+			help: "PostgreSQL connections kept open while idle (at most --db-max-conns)."},
+		{flag: "db-connect-timeout", arg: "DURATION", envs: []string{"BERTH_DB_CONNECT_TIMEOUT"},
+			help: "Bound on opening one database connection; 0: the URL's connect_timeout, else 3s."},
+		{flag: "db-acquire-timeout", arg: "DURATION", envs: []string{"BERTH_DB_ACQUIRE_TIMEOUT"},
+			help: "Bound on waiting for a pool connection (and BEGIN) before a request fails\n" +
+				"with 503; 0: 5s."},
+		{flag: "db-statement-timeout", arg: "DURATION", envs: []string{"BERTH_DB_STATEMENT_TIMEOUT"},
+			help: "PostgreSQL statement_timeout of berthd's sessions; 0 keeps the server's setting."},
+		{flag: "migrate-on-start", envs: []string{"BERTH_MIGRATE_ON_START"},
+			help: "Apply pending migrations when serving starts. With false, run `berthd migrate`\n" +
+				"first (a Kubernetes Job, say): serve refuses to start on an older schema."},
+		{flag: "http-read-header-timeout", arg: "DURATION", envs: []string{"BERTH_HTTP_READ_HEADER_TIMEOUT"},
+			help: "Bound on reading a request's header block; 0: none."},
+		{flag: "http-read-timeout", arg: "DURATION", envs: []string{"BERTH_HTTP_READ_TIMEOUT"},
+			help: "Bound on reading a whole request, body included; 0: none."},
+		{flag: "http-write-timeout", arg: "DURATION", envs: []string{"BERTH_HTTP_WRITE_TIMEOUT"},
+			help: "Bound from the end of a request's header block to the end of its response; 0: none."},
+		{flag: "http-idle-timeout", arg: "DURATION", envs: []string{"BERTH_HTTP_IDLE_TIMEOUT"},
+			help: "How long a kept-alive connection may wait for its next request; 0: none."},
+		{flag: "request-timeout", arg: "DURATION", envs: []string{"BERTH_REQUEST_TIMEOUT"},
+			help: "Bound on the work of one API request; a database call still waiting then\n" +
+				"fails with 503. 0: 1m; negative: none."},
+		{flag: "shutdown-delay", arg: "DURATION", envs: []string{"BERTH_SHUTDOWN_DELAY"},
+			help: "After SIGTERM, keep serving this long with /readyz answering 503, so load\n" +
+				"balancers stop routing here first (e.g. 5s on Kubernetes)."},
+		{flag: "shutdown-grace", arg: "DURATION", envs: []string{"BERTH_SHUTDOWN_GRACE"},
+			help: "Then, with the listener closed, how long in-flight requests may run on before\n" +
+				"their connections are cut."},
 		{flag: "otel-exporter", arg: "NAME", envs: []string{"BERTH_OTEL_EXPORTER"},
-			help: "Traces and metrics: none, stdout (JSON lines) or otlp (traces over OTLP/HTTP\n" +
-				"to $OTEL_EXPORTER_OTLP_ENDPOINT, default http://localhost:4318)."},
+			help: "Where traces and metrics are pushed: none, stdout (JSON lines) or otlp\n" +
+				"(OTLP/HTTP to $OTEL_EXPORTER_OTLP_ENDPOINT, default http://localhost:4318).\n" +
+				"$OTEL_TRACES_EXPORTER and $OTEL_METRICS_EXPORTER (otlp, console, none)\n" +
+				"override it per signal; the other OTEL_* variables apply as usual."},
+		{flag: "metrics-listen", arg: "ADDR", envs: []string{"BERTH_METRICS_LISTEN"}, noDefault: true,
+			help: "Where GET /metrics (Prometheus text format) is served. Empty (default): on the\n" +
+				"API listener, without authentication; host:port: a listener of its own (with\n" +
+				"/healthz and /readyz too); off: nowhere."},
 		{flag: "scheduler-policy", arg: "FILE", envs: []string{"BERTH_SCHEDULER_POLICY"}, noDefault: true,
 			help: "JSON policy for POST /claims: filters, weighers, factors (docs/scheduling.md).\n" +
 				"Empty: claims try candidates in the ledger's order."},
@@ -103,7 +138,20 @@ func newFlagSet(cfg *daemon.Config) *flag.FlagSet {
 	fs.IntVar(&cfg.ClaimMaxAttempts, "claim-max-attempts", cfg.ClaimMaxAttempts, "")
 	fs.DurationVar(&cfg.SnapshotRefresh, "snapshot-refresh", cfg.SnapshotRefresh, "")
 	fs.IntVar(&cfg.DBMaxConns, "db-max-conns", cfg.DBMaxConns, "")
+	fs.IntVar(&cfg.DBMinConns, "db-min-conns", cfg.DBMinConns, "")
+	fs.DurationVar(&cfg.DBConnectTimeout, "db-connect-timeout", cfg.DBConnectTimeout, "")
+	fs.DurationVar(&cfg.DBAcquireTimeout, "db-acquire-timeout", cfg.DBAcquireTimeout, "")
+	fs.DurationVar(&cfg.DBStatementTimeout, "db-statement-timeout", cfg.DBStatementTimeout, "")
+	fs.BoolVar(&cfg.MigrateOnStart, "migrate-on-start", cfg.MigrateOnStart, "")
+	fs.DurationVar(&cfg.HTTPReadHeaderTimeout, "http-read-header-timeout", cfg.HTTPReadHeaderTimeout, "")
+	fs.DurationVar(&cfg.HTTPReadTimeout, "http-read-timeout", cfg.HTTPReadTimeout, "")
+	fs.DurationVar(&cfg.HTTPWriteTimeout, "http-write-timeout", cfg.HTTPWriteTimeout, "")
+	fs.DurationVar(&cfg.HTTPIdleTimeout, "http-idle-timeout", cfg.HTTPIdleTimeout, "")
+	fs.DurationVar(&cfg.RequestTimeout, "request-timeout", cfg.RequestTimeout, "")
+	fs.DurationVar(&cfg.ShutdownDelay, "shutdown-delay", cfg.ShutdownDelay, "")
+	fs.DurationVar(&cfg.ShutdownGrace, "shutdown-grace", cfg.ShutdownGrace, "")
 	fs.StringVar(&cfg.OTelExporter, "otel-exporter", cfg.OTelExporter, "")
+	fs.StringVar(&cfg.MetricsListen, "metrics-listen", cfg.MetricsListen, "")
 	fs.StringVar(&cfg.SchedulerPolicy, "scheduler-policy", cfg.SchedulerPolicy, "")
 	fs.StringVar(&cfg.Scriptlet, "scriptlet", cfg.Scriptlet, "")
 	fs.StringVar(&cfg.Pprof, "pprof", cfg.Pprof, "")
@@ -179,7 +227,11 @@ func printUsage(w io.Writer) {
 
 With no database URL, berthd runs its own PostgreSQL cluster in <data-dir>/pg
 (as root on Debian or Ubuntu it first installs PostgreSQL with apt-get if it is
-missing) and stops it on exit. SIGINT or SIGTERM shuts berthd down gracefully.
+missing) and stops it on exit.
+
+SIGINT or SIGTERM shuts berthd down gracefully: /readyz fails for
+--shutdown-delay, then in-flight requests get --shutdown-grace to finish.
+GET /healthz, /readyz and /metrics need no authentication (docs/operations.md).
 
 Flags (a flag overrides its environment variables, which override the default):
 `)

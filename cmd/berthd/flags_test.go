@@ -6,6 +6,7 @@ import (
 	"flag"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/berthd/berth/internal/daemon"
 )
@@ -82,6 +83,18 @@ func TestParseConfig(t *testing.T) {
 					t.Errorf("flags: %+v", c)
 				}
 			}},
+		{"pool, timeouts and shutdown from env and flags", []string{"--shutdown-grace", "20s", "--migrate-on-start=false"},
+			env("BERTH_DB_MIN_CONNS", "2", "BERTH_DB_CONNECT_TIMEOUT", "3s", "BERTH_DB_STATEMENT_TIMEOUT", "15s",
+				"BERTH_HTTP_READ_TIMEOUT", "10s", "BERTH_HTTP_WRITE_TIMEOUT", "0", "BERTH_SHUTDOWN_DELAY", "5s",
+				"BERTH_SHUTDOWN_GRACE", "1s", "BERTH_METRICS_LISTEN", "0.0.0.0:9090"),
+			func(t *testing.T, c daemon.Config) {
+				if c.DBMinConns != 2 || c.DBConnectTimeout != 3*time.Second || c.DBStatementTimeout != 15*time.Second ||
+					c.HTTPReadTimeout != 10*time.Second || c.HTTPWriteTimeout != 0 || c.ShutdownDelay != 5*time.Second ||
+					c.ShutdownGrace != 20*time.Second || c.MigrateOnStart || c.MetricsListen != "0.0.0.0:9090" ||
+					c.HTTPIdleTimeout != daemon.DefaultHTTPIdleTimeout {
+					t.Errorf("%+v", c)
+				}
+			}},
 		{"PORT loses to BERTH_LISTEN", nil, env("PORT", "40001", "BERTH_LISTEN", "127.0.0.1:2"),
 			func(t *testing.T, c daemon.Config) {
 				if c.Listen != "127.0.0.1:2" {
@@ -121,6 +134,10 @@ func TestParseConfigErrors(t *testing.T) {
 		{"token file without tokens", []string{"--auth", "keystone-headers", "--token-file", "x"}, env(), "only used with"},
 		{"unknown auth", []string{"--auth", "keystone"}, env(), "want one of noauth2, tokens, keystone-headers"},
 		{"bad exporter", []string{"--otel-exporter", "jaeger"}, env(), "otel exporter"},
+		{"negative grace", []string{"--shutdown-grace", "-1s"}, env(), "shutdown grace"},
+		{"min over max conns", []string{"--db-min-conns", "20", "--db-max-conns", "4"}, env(), "db min conns"},
+		{"bad metrics listen", []string{"--metrics-listen", "everywhere"}, env(), "metrics listen"},
+		{"bad env duration", nil, env("BERTH_DB_STATEMENT_TIMEOUT", "5"), "$BERTH_DB_STATEMENT_TIMEOUT"},
 		{"stray argument", []string{"serve"}, env(), "unexpected argument"},
 		{"not a postgres url", []string{"--database-url", "mysql://x"}, env(), "postgres://"},
 		{"unknown flag", []string{"--colour"}, env(), "colour"},

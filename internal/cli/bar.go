@@ -32,13 +32,17 @@ func Bar(fraction float64, width int) string {
 
 // UsageBar is one usage row's bar, percentage and "used/capacity"
 // column, e.g. ("███████░░░", "70%", "14/20"). Capacity 0 shows an empty
-// bar and "-".
+// bar and "-"; a usage under half a percent shows "<1%", not "0%".
 func UsageBar(used, capacity float64, width int) (bar, pct, ratio string) {
 	if capacity <= 0 {
 		return Bar(0, width), "-", fmt.Sprintf("%s/%s", num(used), num(capacity))
 	}
 	f := used / capacity
-	return Bar(f, width), fmt.Sprintf("%.0f%%", f*100), fmt.Sprintf("%s/%s", num(used), num(capacity))
+	pct = fmt.Sprintf("%.0f%%", f*100)
+	if used > 0 && f*100 < 0.5 {
+		pct = "<1%" // in use, however little
+	}
+	return Bar(f, width), pct, fmt.Sprintf("%s/%s", num(used), num(capacity))
 }
 
 // num prints a whole number without decimals and others with up to two.

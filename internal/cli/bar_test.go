@@ -45,6 +45,12 @@ func TestUsageBar(t *testing.T) {
 	if bar != "░░░░░" || pct != "-" || ratio != "3/0" {
 		t.Errorf("UsageBar(3, 0) = %q %q %q", bar, pct, ratio)
 	}
+	if _, pct, _ = UsageBar(1080, 3907600, 5); pct != "<1%" {
+		t.Errorf("a little usage shows %q", pct)
+	}
+	if _, pct, _ = UsageBar(0, 3907600, 5); pct != "0%" {
+		t.Errorf("no usage shows %q", pct)
+	}
 	// Capacity with an allocation ratio is fractional.
 	if _, _, ratio = UsageBar(1, 7.5, 5); ratio != "1/7.5" {
 		t.Errorf("ratio = %q", ratio)
@@ -86,23 +92,6 @@ func TestProgressLine(t *testing.T) {
 	}
 	if got := ProgressLine("x", 0, 0); !strings.Contains(got, "0/0") {
 		t.Errorf("got %q", got)
-	}
-}
-
-func TestProgressWriter(t *testing.T) {
-	var b strings.Builder
-	pw := &progressWriter{w: &b}
-	pw.Write([]byte("seed: 100/200 nodes, 5"))
-	pw.Write([]byte("0/s\nseed: 200/200 nodes, 50/s\nseeded 200 providers\n"))
-	pw.Write([]byte("tail without newline"))
-	pw.Close()
-	got := b.String()
-	want := "\r\x1b[K" + ProgressLine("seed", 100, 200) + " nodes, 50/s" +
-		"\r\x1b[K" + ProgressLine("seed", 200, 200) + " nodes, 50/s" +
-		"\r\x1b[K" + "seeded 200 providers\n" +
-		"tail without newline"
-	if got != want {
-		t.Errorf("got %q\nwant %q", got, want)
 	}
 }
 

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"flag"
 	"fmt"
 	"io"
@@ -15,15 +16,14 @@ const benchHelp = `Usage: berth bench COMMAND [flags]
 The load tool (also built as cmd/berth-load): seeds and times any Placement
 endpoint, Berth or OpenStack Placement. berth's --url and --token (or
 BERTH_URL, BERTH_TOKEN) are passed on; flags after COMMAND override them.
-On a terminal, progress lines become a progress bar.
+On a terminal the load tool draws a progress bar on standard error.
 
 Examples:
   berth seed --nodes 1000
   berth bench claims --clients 16 --duration 30s --resources VCPU:4,MEMORY_MB:16384
+  berth bench claims --mode claims --clients 64 --claims 5000      # POST /claims
   berth bench candidates --iterations 10 --json berth.json --label berth
   berth bench compare berth=berth.json placement=placement.json
-
-The load tool's own help follows; read "berth-load" as "berth bench".
 
 `
 
@@ -36,12 +36,14 @@ func benchCommands() []*command {
 			example: "berth bench claims --clients 16 --duration 30s",
 			setup: func(fs *flag.FlagSet) func(*env, []string) error {
 				return func(e *env, args []string) error {
-					if len(args) == 0 || isHelp(args[0]) {
+					if len(args) == 0 {
+						fmt.Fprint(e.io.Stderr, benchHelp)
+						loadHelp(e.ctx, e.io.Stderr, "-h")
+						return exitCode(2)
+					}
+					if isHelp(args[0]) {
 						fmt.Fprint(e.io.Stdout, benchHelp)
-						load.Main(e.ctx, []string{"-h"}, io.Discard, e.io.Stdout)
-						if len(args) == 0 {
-							return exitCode(2)
-						}
+						loadHelp(e.ctx, e.io.Stdout, "-h")
 						return nil
 					}
 					return runLoad(e, args)
@@ -60,7 +62,7 @@ func benchCommands() []*command {
 							"Creates --nodes flat compute nodes (VCPU, MEMORY_MB, DISK_GB), 1 in 10 with\n"+
 							"CUSTOM_BENCH_TRAIT, in --aggregates aggregates. Rerunning completes a partial seed.\n\n"+
 							"Example:\n  berth seed --nodes 1000\n\n")
-						load.Main(e.ctx, []string{"seed", "-h"}, io.Discard, e.io.Stdout)
+						loadHelp(e.ctx, e.io.Stdout, "seed", "-h")
 						return nil
 					}
 					return runLoad(e, append([]string{"seed"}, args...))
@@ -70,25 +72,28 @@ func benchCommands() []*command {
 	}
 }
 
+// loadHelp prints the load tool's help for args, naming it as berth does.
+func loadHelp(ctx context.Context, w io.Writer, args ...string) {
+	var b bytes.Buffer
+	load.Main(ctx, args, io.Discard, &b)
+	s := strings.ReplaceAll(b.String(), "berth-load seed", "berth seed")
+	io.WriteString(w, strings.ReplaceAll(s, "berth-load", "berth bench"))
+}
+
 func isHelp(s string) bool { return s == "-h" || s == "--help" || s == "-help" || s == "help" }
 
 // runLoad runs the load tool with berth's endpoint and token put before
-// the command's own flags (so those win), and its progress lines drawn as
-// a bar on a terminal.
+// the command's own flags (so those win).
 func runLoad(e *env, args []string) error {
 	cmd := args[0]
 	if cmd != "compare" && !hasHelp(args[1:]) {
 		args = append([]string{cmd, "--url", e.g.url, "--token", e.g.token}, args[1:]...)
 	}
-	var stderr io.Writer = e.io.Stderr
-	if e.io.StderrTTY {
-		pw := &progressWriter{w: e.io.Stderr}
-		defer pw.Close()
-		stderr = pw
-	}
-	// The load tool names itself berth-load in its messages.
+	// The load tool draws its own progress bar when its log writer is a
+	// terminal (an *os.File), so standard error is handed over as is.
+	// It names itself berth-load in its report.
 	var out bytes.Buffer
-	code := load.Main(e.ctx, args, &out, stderr)
+	code := load.Main(e.ctx, args, &out, e.io.Stderr)
 	io.WriteString(e.io.Stdout, strings.ReplaceAll(out.String(), "berth-load ", "berth bench "))
 	if code != 0 {
 		return exitCode(code)

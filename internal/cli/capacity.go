@@ -38,12 +38,12 @@ shown with "+" reached the server's cap per provider (--max).`,
 		example: `berth capacity --resources VCPU:4,MEMORY_MB:16384
 berth capacity --resources VCPU:2 --required HW_CPU_X86_AVX2 --member-of 7b1e...`,
 		setup: func(fs *flag.FlagSet) func(*env, []string) error {
-			resources := fs.String("resources", "", "the shape: CLASS:AMOUNT,... (required)")
+			resources := fs.String("resources", "", "the shape, `CLASS:N,...` (required)")
 			var required, memberOf multiFlag
-			fs.Var(&required, "required", "traits, as Placement's required parameter (repeatable), e.g. HW_CPU_X86_AVX2,!CUSTOM_SLOW")
-			fs.Var(&memberOf, "member-of", "aggregate uuids, as Placement's member_of (repeatable), e.g. in:AGG1,AGG2")
-			maxPer := fs.Int("max", 0, "cap on the count per provider (server default when 0)")
-			limit := fs.Int("limit", 0, "list at most this many providers (0: all)")
+			fs.Var(&required, "required", "`TRAITS` as Placement's required (repeatable), e.g. HW_CPU_X86_AVX2,!CUSTOM_SLOW")
+			fs.Var(&memberOf, "member-of", "`AGGS` as Placement's member_of (repeatable), e.g. in:AGG1,AGG2")
+			maxPer := fs.Int("max", 0, "cap the count per provider at `N` (server default when 0)")
+			limit := fs.Int("limit", 0, "list at most `N` providers (0: all)")
 			return func(e *env, args []string) error {
 				if err := argsN(args); err != nil {
 					return err

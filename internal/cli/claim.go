@@ -20,27 +20,33 @@ type claimFlags struct {
 	alternates, generation, maxAttempts                      int
 }
 
-func (c *claimFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&c.resources, "resources", "", "the shape: CLASS:AMOUNT,..., e.g. VCPU:4,MEMORY_MB:16384")
-	fs.Var(&c.required, "required", "traits, as Placement's required (repeatable), e.g. HW_CPU_X86_AVX2,!CUSTOM_SLOW")
-	fs.Var(&c.memberOf, "member-of", "aggregates, as Placement's member_of (repeatable), e.g. in:AGG1,AGG2")
-	fs.StringVar(&c.inTree, "in-tree", "", "only the tree of this provider uuid")
-	fs.StringVar(&c.groupPolicy, "group-policy", "", "none or isolate")
-	fs.StringVar(&c.policy, "policy", "", "scheduling policy name (server default when empty)")
-	fs.StringVar(&c.target, "target", "", "pin to this root provider (uuid or name)")
-	fs.Var(&c.exclude, "exclude", "avoid these root providers, uuids or names (repeatable or comma-separated)")
-	fs.StringVar(&c.name, "name", "", "the instance's name, seen by scriptlets")
-	fs.Var(&c.properties, "property", "KEY=VALUE handed to filters and scriptlets (repeatable; VALUE may be JSON)")
-	fs.Var(&c.keys, "key", "customer placement key NAME=VALUE[:WEIGHT] (repeatable)")
-	fs.Var(&c.sysKeys, "system-key", "system placement key NAME=VALUE[:WEIGHT] (repeatable)")
-	fs.StringVar(&c.project, "project", "", "project id of the consumer")
-	fs.StringVar(&c.user, "user", "", "user id of the consumer")
-	fs.StringVar(&c.consumer, "consumer", "", "consumer uuid (a new random one when empty)")
-	fs.StringVar(&c.consumerType, "consumer-type", "", "consumer type, e.g. INSTANCE")
-	fs.IntVar(&c.generation, "consumer-generation", -1, "replace the allocations of an existing consumer at this generation")
-	fs.StringVar(&c.reason, "reason", "", "new, evacuation, relocation or reschedule (server default: new)")
-	fs.IntVar(&c.alternates, "alternates", -1, "alternates to return unclaimed (server default: 2)")
-	fs.IntVar(&c.maxAttempts, "max-attempts", 0, "writes to try before giving up, 1..50 (server default)")
+// register adds the flags to fs; forNew adds the ones that only make sense
+// when the command names no existing consumer (--consumer,
+// --consumer-generation).
+func (c *claimFlags) register(fs *flag.FlagSet, forNew bool) {
+	c.generation = -1
+	fs.StringVar(&c.resources, "resources", "", "the shape, `CLASS:N,...`, e.g. VCPU:4,MEMORY_MB:16384")
+	fs.Var(&c.required, "required", "`TRAITS` as Placement's required (repeatable), e.g. HW_CPU_X86_AVX2,!CUSTOM_SLOW")
+	fs.Var(&c.memberOf, "member-of", "`AGGS` as Placement's member_of (repeatable), e.g. in:AGG1,AGG2")
+	fs.StringVar(&c.inTree, "in-tree", "", "only the tree of provider `UUID`")
+	fs.StringVar(&c.groupPolicy, "group-policy", "", "`POLICY`: none or isolate")
+	fs.StringVar(&c.policy, "policy", "", "scheduling policy `NAME` (server default when empty)")
+	fs.StringVar(&c.target, "target", "", "pin to this root `PROVIDER` (uuid or name)")
+	fs.Var(&c.exclude, "exclude", "avoid these root `PROVIDERS`, uuids or names (repeatable or comma-separated)")
+	fs.StringVar(&c.name, "name", "", "the instance's `NAME`, seen by scriptlets")
+	fs.Var(&c.properties, "property", "`KEY=VALUE` handed to filters and scriptlets (repeatable; VALUE may be JSON)")
+	fs.Var(&c.keys, "key", "customer placement key `NAME=VALUE[:WEIGHT]` (repeatable)")
+	fs.Var(&c.sysKeys, "system-key", "system placement key `NAME=VALUE[:WEIGHT]` (repeatable)")
+	fs.StringVar(&c.project, "project", "", "`PROJECT` id of the consumer")
+	fs.StringVar(&c.user, "user", "", "`USER` id of the consumer")
+	if forNew {
+		fs.StringVar(&c.consumer, "consumer", "", "consumer `UUID` (a new random one when empty)")
+		fs.IntVar(&c.generation, "consumer-generation", -1, "replace the allocations of an existing consumer at generation `N`")
+	}
+	fs.StringVar(&c.consumerType, "consumer-type", "", "consumer `TYPE`, e.g. INSTANCE")
+	fs.StringVar(&c.reason, "reason", "", "`REASON`: new, evacuation, relocation or reschedule (server default: new)")
+	fs.IntVar(&c.alternates, "alternates", -1, "`N` alternates to return unclaimed (server default: 2)")
+	fs.IntVar(&c.maxAttempts, "max-attempts", 0, "`N` writes to try before giving up, 1..50 (server default)")
 }
 
 // body builds the request. needResources: the shape is required (a new
@@ -198,8 +204,11 @@ type logLine struct {
 	Message string `json:"message"`
 }
 
-// CodeNoValidHost is the error code of a claim nothing could take.
-const CodeNoValidHost = "berth.no_valid_host"
+// Error codes berth explains further.
+const (
+	CodeNoValidHost      = "berth.no_valid_host"         // nothing fits
+	CodeConcurrentUpdate = "placement.concurrent_update" // a consumer or provider generation moved
+)
 
 func claimCommands() []*command {
 	return []*command{
@@ -216,8 +225,8 @@ removed and why; berth prints it one step per line and exits 1.`,
     --property group=web --exclude cn7`,
 			setup: func(fs *flag.FlagSet) func(*env, []string) error {
 				var c claimFlags
-				c.register(fs)
-				top := fs.Int("top", 10, "ranking rows to show (0: all)")
+				c.register(fs, true)
+				top := fs.Int("top", 10, "`N` ranking rows to show (0: all)")
 				return func(e *env, args []string) error {
 					if err := argsN(args); err != nil {
 						return err
@@ -238,7 +247,7 @@ removed and why; berth prints it one step per line and exits 1.`,
 			example: `berth claim --resources VCPU:2,MEMORY_MB:4096 --project demo --user alice --name web-1`,
 			setup: func(fs *flag.FlagSet) func(*env, []string) error {
 				var c claimFlags
-				c.register(fs)
+				c.register(fs, true)
 				dry := fs.Bool("dry-run", false, "write nothing (as berth explain)")
 				return func(e *env, args []string) error {
 					if err := argsN(args); err != nil {
@@ -262,8 +271,8 @@ removed and why; berth prints it one step per line and exits 1.`,
 			example: `berth reschedule 5b0d3c52-8f1e-4a8e-9a55-3a2f0c1d9e77 --failed cn3`,
 			setup: func(fs *flag.FlagSet) func(*env, []string) error {
 				var c claimFlags
-				c.register(fs)
-				failed := fs.String("failed", "", "the root provider it failed on, uuid or name (default: where it is now)")
+				c.register(fs, false)
+				failed := fs.String("failed", "", "the root `PROVIDER` it failed on, uuid or name (default: where it is now)")
 				return func(e *env, args []string) error {
 					if err := argsN(args, "CONSUMER"); err != nil {
 						return err
@@ -291,8 +300,8 @@ CONSUMER" gives the source back and drops the destination.`,
 			example: `berth move 5b0d3c52-8f1e-4a8e-9a55-3a2f0c1d9e77 --migration $(uuidgen) --target cn4`,
 			setup: func(fs *flag.FlagSet) func(*env, []string) error {
 				var c claimFlags
-				c.register(fs)
-				migration := fs.String("migration", "", "the migration consumer's uuid (required; a new random one with --migration new)")
+				c.register(fs, false)
+				migration := fs.String("migration", "", "the migration consumer's `UUID` (required; a new random one with --migration new)")
 				return func(e *env, args []string) error {
 					if err := argsN(args, "CONSUMER"); err != nil {
 						return err
@@ -338,7 +347,7 @@ func moveEndCommand(name, op, summary string) *command {
 		summary: summary,
 		example: "berth " + name + " 5b0d3c52-8f1e-4a8e-9a55-3a2f0c1d9e77",
 		setup: func(fs *flag.FlagSet) func(*env, []string) error {
-			migration := fs.String("migration", "", "the migration consumer's uuid (optional when Berth remembers the move)")
+			migration := fs.String("migration", "", "the migration consumer's `UUID` (optional when Berth remembers the move)")
 			return func(e *env, args []string) error {
 				if err := argsN(args, "CONSUMER"); err != nil {
 					return err
@@ -355,7 +364,7 @@ func moveEndCommand(name, op, summary string) *command {
 				if e.json() {
 					return e.printJSON(raw)
 				}
-				fmt.Fprintf(e.io.Stdout, "Move %sed: consumer %s, generation %s.\n", strings.TrimSuffix(op, "e"), ans.ConsumerUUID, gen(ans.ConsumerGeneration))
+				fmt.Fprintf(e.io.Stdout, "Move %sed: consumer %s, generation %s.\n\n", strings.TrimSuffix(op, "e"), ans.ConsumerUUID, gen(ans.ConsumerGeneration))
 				return renderAllocations(e.io.Stdout, ans.Allocations, nil)
 			}
 		},
@@ -380,6 +389,9 @@ func postClaim(e *env, path string, body map[string]any, top int) error {
 // lists each step's removals, separated by "; ") and returns exit status 1.
 func noValidHost(e *env, err error) error {
 	var ae *APIError
+	if errors.As(err, &ae) && ae.Code() == CodeConcurrentUpdate {
+		return fmt.Errorf("%w\n(the consumer exists, or changed meanwhile: give its current generation with --consumer-generation N to replace its allocations)", err)
+	}
 	if !errors.As(err, &ae) || ae.Code() != CodeNoValidHost {
 		return err
 	}

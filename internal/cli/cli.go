@@ -102,6 +102,7 @@ func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(fo
 func commands() []*command {
 	var cs []*command
 	cs = append(cs, capacityCommand(), usageCommand(), providersCommand())
+	cs = append(cs, providerExtraCommands()...)
 	cs = append(cs, claimCommands()...)
 	cs = append(cs, scriptletCommands()...)
 	cs = append(cs, policyCommands()...)
@@ -111,10 +112,13 @@ func commands() []*command {
 }
 
 // groups are the commands that only hold subcommands.
-var groups = map[string]string{
-	"scriptlet": "Starlark scriptlets stored on the server",
-	"policy":    "Scheduling policies and the units they are built from",
-	"config":    "Server-wide settings (GET/PATCH /config)",
+var groups = map[string]struct{ summary, example string }{
+	"scriptlet": {"Starlark scriptlets stored on the server",
+		"berth scriptlet set refuse-foo refuse-foo.star\nberth scriptlet test refuse-foo --name foo"},
+	"policy": {"Scheduling policies and the units they are built from",
+		"berth policy units\nberth policy create spread.json\nberth explain --resources VCPU:2 --policy spread"},
+	"config": {"Server-wide settings (GET/PATCH /config)",
+		"berth config set instances.placement.scriptlet @default.star\nberth config get"},
 }
 
 const mainUsage = `berth is the operator's client of a Berth placement service.
@@ -144,9 +148,14 @@ func mainHelp(cs []*command) string {
 	for _, c := range cs {
 		group, sub, isSub := strings.Cut(c.name, " ")
 		if isSub {
+			if _, isGroup := groups[group]; !isGroup {
+				// A subcommand of a command ("providers state").
+				t.Row("    "+sub, c.summary)
+				continue
+			}
 			if !seen[group] {
 				seen[group] = true
-				t.Row("  "+group, groups[group])
+				t.Row("  "+group, groups[group].summary)
 			}
 			t.Row("    "+sub, c.summary)
 			continue
@@ -180,7 +189,7 @@ func Main(ctx context.Context, args []string, stdio IO) int {
 	help := top.Bool("help", false, "")
 	top.BoolVar(help, "h", false, "")
 	if err := top.Parse(args); err != nil {
-		fmt.Fprintf(stdio.Stderr, "berth: %v\n\n%s", err, mainHelp(cs))
+		fmt.Fprintf(stdio.Stderr, "berth: %v\nRun \"berth --help\" for usage.\n", err)
 		return 2
 	}
 	args = top.Args()
@@ -188,10 +197,11 @@ func Main(ctx context.Context, args []string, stdio IO) int {
 		if len(args) > 1 && args[0] == "help" {
 			return Main(ctx, append(args[1:], "--help"), stdio)
 		}
-		fmt.Fprint(stdio.Stdout, mainHelp(cs))
 		if len(args) == 0 && !*help {
+			fmt.Fprint(stdio.Stderr, mainHelp(cs))
 			return 2
 		}
+		fmt.Fprint(stdio.Stdout, mainHelp(cs))
 		return 0
 	}
 
@@ -200,16 +210,18 @@ func Main(ctx context.Context, args []string, stdio IO) int {
 		if _, ok := groups[args[0]]; ok {
 			return groupHelp(stdio, cs, args)
 		}
-		fmt.Fprintf(stdio.Stderr, "berth: unknown command %q\n\n%s", args[0], mainHelp(cs))
+		fmt.Fprintf(stdio.Stderr, "berth: unknown command %q\nRun \"berth --help\" for the commands.\n", args[0])
 		return 2
 	}
 	fs := flag.NewFlagSet("berth "+cmd.name, flag.ContinueOnError)
-	fs.SetOutput(stdio.Stderr)
+	fs.SetOutput(io.Discard) // parse errors are printed below, with the command's name
 	run := cmd.setup(fs)
 	if cmd.name != "bench" && cmd.name != "seed" {
 		g.register(fs)
 	}
-	fs.Usage = func() { printCommandHelp(stdio.Stdout, cmd, fs) }
+	// The flag package calls Usage on both a bad flag and -h; the help is
+	// printed only when asked for.
+	fs.Usage = func() {}
 	var pos []string
 	var err error
 	if cmd.name == "bench" || cmd.name == "seed" {
@@ -217,9 +229,10 @@ func Main(ctx context.Context, args []string, stdio IO) int {
 		pos = rest
 	} else if pos, err = parseInterspersed(fs, rest); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			printCommandHelp(stdio.Stdout, cmd, fs)
 			return 0
 		}
-		fmt.Fprintf(stdio.Stderr, "Run \"berth %s --help\" for usage.\n", cmd.name)
+		fmt.Fprintf(stdio.Stderr, "berth %s: %v\nRun \"berth %s --help\" for usage.\n", cmd.name, err, cmd.name)
 		return 2
 	}
 	if g.output != "table" && g.output != "json" {
@@ -278,19 +291,13 @@ func groupHelp(stdio IO, cs []*command, args []string) int {
 			fmt.Fprintf(w, "berth %s: unknown subcommand %q\n\n", group, args[1])
 		}
 	}
-	fmt.Fprintf(w, "berth %s: %s.\n\nUsage:\n", group, groups[group])
-	t := NewTable()
-	var example string
+	fmt.Fprintf(w, "berth %s: %s.\n\nUsage:\n", group, groups[group].summary)
 	for _, c := range cs {
 		if g, _, _ := strings.Cut(c.name, " "); g == group {
-			t.Row("  berth "+c.name+" "+c.args, c.summary)
-			if example == "" {
-				example = c.example
-			}
+			fmt.Fprintf(w, "  %s\n        %s.\n", strings.TrimSpace("berth "+c.name+" "+c.args), c.summary)
 		}
 	}
-	t.Render(w)
-	fmt.Fprintf(w, "\nExample:\n%s\nRun \"berth %s SUBCOMMAND --help\" for its flags.\n", indent(example), group)
+	fmt.Fprintf(w, "\nExample:\n%s\nRun \"berth %s SUBCOMMAND --help\" for its flags.\n", indent(groups[group].example), group)
 	if asked {
 		return 0
 	}
@@ -298,7 +305,7 @@ func groupHelp(stdio IO, cs []*command, args []string) int {
 }
 
 func printCommandHelp(w io.Writer, c *command, fs *flag.FlagSet) {
-	fmt.Fprintf(w, "Usage: berth %s %s\n\n%s.\n", c.name, c.args, c.summary)
+	fmt.Fprintf(w, "Usage: %s\n\n%s.\n", strings.TrimSpace("berth "+c.name+" "+c.args), c.summary)
 	if c.help != "" {
 		fmt.Fprintf(w, "\n%s\n", strings.TrimRight(c.help, "\n"))
 	}
@@ -313,7 +320,7 @@ func printCommandHelp(w io.Writer, c *command, fs *flag.FlagSet) {
 			line += " " + typ
 		}
 		line += "\n        " + usage
-		if f.DefValue != "" && f.DefValue != "0" && f.DefValue != "false" && f.DefValue != "[]" {
+		if f.DefValue != "" && f.DefValue != "0" && f.DefValue != "-1" && f.DefValue != "false" && f.DefValue != "[]" {
 			line += fmt.Sprintf(" (default %s)", f.DefValue)
 		}
 		flags = append(flags, line)

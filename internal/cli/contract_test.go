@@ -25,7 +25,8 @@ type contractServer struct {
 	scriptlets map[string]string
 	policies   map[string]json.RawMessage
 	config     map[string]any
-	lastBody   map[string]any // the last JSON body received
+	keys       json.RawMessage // placement keys of every provider
+	lastBody   map[string]any  // the last JSON body received
 	lastQuery  string
 }
 
@@ -74,6 +75,10 @@ func (s *contractServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			},
 			"aggregates": []any{map[string]any{"uuid": "agg1", "fits": 7}}})
 	case r.Method == "POST" && path == "/claims":
+		if s.lastBody["consumer_generation"] == 7.0 {
+			placementError(w, 409, "placement.concurrent_update", "consumer generation conflict - expected 7 but got 8")
+			return
+		}
 		res, _ := s.lastBody["resources"].(map[string]any)
 		if v, _ := res["VCPU"].(float64); v > 64 {
 			placementError(w, 409, "berth.no_valid_host", "3 providers; 2 lacked VCPU 128; 1 removed by anti_affinity")
@@ -120,6 +125,31 @@ func (s *contractServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		n, _ := s.lastBody["name"].(string)
 		s.policies[n] = body
 		w.WriteHeader(201)
+	case r.Method == "GET" && strings.HasSuffix(path, "/state"):
+		if path != "/resource_providers/r1/state" {
+			placementError(w, 404, "placement.undefined_code", "No state reported for this provider.")
+			return
+		}
+		js(map[string]any{"load_1": 0.5, "load_5": 0.75, "load_15": 1, "memory_free_mb": 2048,
+			"cpu_utilization": 0.42, "reported_at": "2026-11-22T19:00:00Z"})
+	case strings.HasSuffix(path, "/placement_keys"):
+		if r.Method == "PUT" {
+			s.keys = body
+		}
+		if s.keys == nil {
+			js(map[string]any{"placement_keys": []any{}})
+			return
+		}
+		w.Write(s.keys)
+	case r.Method == "GET" && strings.HasSuffix(path, "/balance"):
+		if r.URL.Query().Get("aggregate") == "empty" {
+			js(map[string]any{"suggestion": nil, "reason": "no provider above 80%"})
+			return
+		}
+		js(map[string]any{"mode": "even", "consumer_uuid": "c1",
+			"source":       map[string]any{"uuid": "r1", "name": "cn1", "utilisation": 0.92},
+			"destinations": []any{map[string]any{"uuid": "r2", "name": "cn2", "utilisation": 0.31}},
+			"reason":       "cn1 is above 80%"})
 	case strings.HasPrefix(path, "/scheduling_policies/"):
 		n := name("/scheduling_policies/")
 		switch r.Method {
@@ -149,12 +179,17 @@ func (s *contractServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		js(map[string]any{"scriptlets": list})
 	case strings.HasSuffix(path, "/test") && strings.HasPrefix(path, "/scriptlets/"):
-		refused := any(nil)
-		if s.lastBody["name"] == "foo" {
+		refused, target, ranking := any(nil), any(nil), []any{}
+		switch s.lastBody["name"] {
+		case "foo":
 			refused = "Failed instance placement scriptlet: Invalid name"
+		case "pin":
+			target = "r2"
+			ranking = []any{map[string]any{"rank": 1, "root_provider_uuid": "r2", "root_provider_name": "cn2", "score": 1,
+				"weights": map[string]float64{"spread": 1}}}
 		}
-		js(map[string]any{"decision": map[string]any{"target": nil, "refused": refused},
-			"ranking": []any{}, "log": []any{map[string]any{"level": "warn", "message": "checked " + fmt.Sprint(s.lastBody["name"])}}})
+		js(map[string]any{"decision": map[string]any{"target": target, "refused": refused},
+			"ranking": ranking, "log": []any{map[string]any{"level": "warn", "message": "checked " + fmt.Sprint(s.lastBody["name"])}}})
 	case strings.HasPrefix(path, "/scriptlets/"):
 		n := name("/scriptlets/")
 		switch r.Method {
@@ -276,6 +311,11 @@ func TestContractExplainAndClaim(t *testing.T) {
 		t.Errorf("claim body %v", s.lastBody)
 	}
 
+	_, stderr, code = run(t, env, "", "claim", "--resources", "VCPU:2", "--project", "demo", "--user", "alice", "--consumer-generation", "7")
+	if code != 1 || !strings.Contains(stderr, "409 Conflict (placement.concurrent_update): consumer generation conflict - expected 7 but got 8\n(the consumer exists") {
+		t.Errorf("generation conflict: exit %d, %q", code, stderr)
+	}
+
 	out, _, code = run(t, env, "", "reschedule", "5b0d3c52-8f1e-4a8e-9a55-3a2f0c1d9e77", "--failed", "cn1")
 	if code != 0 || !strings.Contains(out, "Claimed on cn2 (r2)") || !strings.Contains(out, ", 2 attempts.") {
 		t.Errorf("reschedule: exit %d, %q", code, out)
@@ -308,6 +348,8 @@ func TestContractScriptlets(t *testing.T) {
 			"Refused: Failed instance placement scriptlet: Invalid name\n\nLog:\n  warn  checked foo\n", ""},
 		{[]string{"scriptlet", "test", "refuse-foo", "--name", "bar"}, "", 0,
 			"No target set: the ranked order stands.\n\nLog:\n  warn  checked bar\n", ""},
+		{[]string{"scriptlet", "test", "refuse-foo", "--name", "pin"}, "", 0,
+			"Would place on: cn2 (r2)\n\nRanking:\nRANK  PROVIDER  SCORE  spread\n   1  cn2       1.000   1.000\n\nLog:\n  warn  checked pin\n", ""},
 		{[]string{"scriptlet", "delete", "refuse-foo"}, "", 0, "Scriptlet refuse-foo deleted.\n", ""},
 		{[]string{"scriptlet", "show", "refuse-foo"}, "", 1, "",
 			"berth scriptlet show: 404 Not Found: No scriptlet refuse-foo\n"},
@@ -344,6 +386,10 @@ func TestContractPoliciesAndConfig(t *testing.T) {
 		{[]string{"policy", "list"}, 0, "spread  no       state_freshness  free_ram×2, even_consumers×1  -         -          spread by free RAM"},
 		{[]string{"policy", "update", "spread", upd}, 0, "Policy spread updated.\n"},
 		{[]string{"policy", "show", "spread"}, 0, "Name:         spread\nDescription:\nDefault:      yes\nScriptlet:    -\nBalancer:     even (high 0.8, low 0.2)\n\nFilters:\n  (capacity only)\n\nWeighers:\n  NAME      FACTOR  PARAMS\n  free_ram       3  mode=pack\n"},
+		{[]string{"policy", "balance", "spread"}, 0, "Suggestion (even): move consumer c1 off cn1 (utilisation 92%).\n" +
+			"Reason: cn1 is above 80%\n\nDestinations:\nPROVIDER  UUID  UTILISATION\ncn2       r2            31%\n\n" +
+			"To carry it out: berth move c1 --migration new --target cn2\n"},
+		{[]string{"policy", "balance", "spread", "--aggregate", "empty"}, 0, "Nothing to move: no provider above 80%.\n"},
 		{[]string{"policy", "delete", "spread"}, 0, "Policy spread deleted.\n"},
 		{[]string{"policy", "show", "spread"}, 1, ""},
 		{[]string{"config", "get"}, 0, "Nothing set.\n"},
@@ -358,6 +404,36 @@ func TestContractPoliciesAndConfig(t *testing.T) {
 		out, errs, code := run(t, env, "", st.args...)
 		if code != st.code || !strings.Contains(out, st.stdout) {
 			t.Errorf("berth %q: exit %d\nstdout %q\nstderr %q\nwant %d and %q", st.args, code, out, errs, st.code, st.stdout)
+		}
+	}
+}
+
+func TestContractProviderStateAndKeys(t *testing.T) {
+	s, url := newContractServer(t)
+	env := map[string]string{"BERTH_URL": url, "BERTH_TOKEN": "tok"}
+	steps := []struct {
+		args   []string
+		code   int
+		stdout string
+	}{
+		{[]string{"providers", "state", "r1"}, 0, "FIELD            VALUE\ncpu_utilization  0.42\nload_1           0.5\n" +
+			"load_15          1\nload_5           0.75\nmemory_free_mb   2048\nreported_at      2026-11-22T19:00:00Z\n"},
+		{[]string{"providers", "state", "r2"}, 1, ""},
+		{[]string{"providers", "keys", "r1"}, 0, "No placement keys.\n"},
+		{[]string{"providers", "keys", "r1", "--set", "rack=0.3", "--set", "_tier=1:sticky"}, 0,
+			"NAME   VALUE  STICKY\nrack     0.3  no\n_tier      1  yes\n"},
+		{[]string{"providers", "keys", "r1", "--set", "rack=x"}, 2, ""},
+		{[]string{"providers", "keys", "r1", "--set", "rack=1:glue"}, 2, ""},
+		{[]string{"providers", "keys", "r1", "--clear", "--set", "a=1"}, 2, ""},
+		{[]string{"providers", "keys", "r1", "--clear"}, 0, "No placement keys.\n"},
+	}
+	for _, st := range steps {
+		out, errs, code := run(t, env, "", st.args...)
+		if code != st.code || out != st.stdout {
+			t.Errorf("berth %q: exit %d\nstdout %q\nstderr %q\nwant %d and %q", st.args, code, out, errs, st.code, st.stdout)
+		}
+		if st.args[len(st.args)-1] == "_tier=1:sticky" && string(s.keys) != `{"placement_keys":[{"name":"rack","value":0.3,"sticky":false},{"name":"_tier","value":1,"sticky":true}]}` {
+			t.Errorf("PUT body %s", s.keys)
 		}
 	}
 }

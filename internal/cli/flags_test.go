@@ -54,7 +54,7 @@ func TestParseInterspersed(t *testing.T) {
 func TestClaimBody(t *testing.T) {
 	fs := flag.NewFlagSet("x", flag.ContinueOnError)
 	var c claimFlags
-	c.register(fs)
+	c.register(fs, true)
 	err := fs.Parse([]string{"--resources", "VCPU:2", "--required", "HW_CPU_X86_AVX2,!CUSTOM_SLOW",
 		"--member-of", "in:a,b", "--exclude", "cn1,cn2", "--exclude", "cn3", "--property", "group=web",
 		"--property", "n=3", "--key", "rack=0.5:2", "--system-key", "#RAM=0.2", "--name", "web-1",

@@ -203,11 +203,41 @@ func policyCommands() []*command {
 			},
 		},
 		{
+			name:    "policy balance",
+			args:    "NAME [--aggregate UUID]",
+			summary: "Ask a policy's balancer which consumer to move where (a suggestion; nothing moves)",
+			help: `GET /scheduling_policies/NAME/balance: for "even" a provider above the high
+utilisation threshold, for "power_saving" one below the low threshold to empty.
+Carry a suggestion out with berth move CONSUMER --migration new --target P.`,
+			example: "berth policy balance spread --aggregate 5e1f0a8e-0c2b-4f7e-9b8e-1a2b3c4d5e01",
+			setup: func(fs *flag.FlagSet) func(*env, []string) error {
+				agg := fs.String("aggregate", "", "only providers in aggregate `UUID`")
+				return func(e *env, args []string) error {
+					if err := argsN(args, "NAME"); err != nil {
+						return err
+					}
+					path := "/scheduling_policies/" + url.PathEscape(args[0]) + "/balance"
+					if *agg != "" {
+						path += "?" + url.Values{"aggregate": {*agg}}.Encode()
+					}
+					var doc map[string]json.RawMessage
+					raw, err := e.client.JSON(e.ctx, "GET", path, nil, &doc)
+					if err != nil {
+						return err
+					}
+					if e.json() {
+						return e.printJSON(raw)
+					}
+					return renderBalance(e.io.Stdout, doc)
+				}
+			},
+		},
+		{
 			name:    "policy units",
 			summary: "List the built-in filters and weighers a policy is made of, with their parameters",
 			example: "berth policy units",
 			setup: func(fs *flag.FlagSet) func(*env, []string) error {
-				kind := fs.String("kind", "", "only filter or weigher units")
+				kind := fs.String("kind", "", "only units of `KIND`: filter or weigher")
 				return func(e *env, args []string) error {
 					if err := argsN(args); err != nil {
 						return err
@@ -232,6 +262,8 @@ func policyCommands() []*command {
 							s := p.Name + ":" + p.Type
 							if p.Required {
 								s += "!"
+							} else if p.Default == "" {
+								s += `=""`
 							} else if p.Default != nil {
 								s += "=" + scalar(p.Default)
 							}
@@ -252,6 +284,73 @@ func policyCommands() []*command {
 			},
 		},
 	}
+}
+
+// balanceTarget is a provider in a balance suggestion.
+type balanceTarget struct {
+	UUID        string   `json:"uuid"`
+	Name        string   `json:"name"`
+	Utilisation *float64 `json:"utilisation"`
+}
+
+func (b balanceTarget) label() string {
+	if b.Name == "" {
+		return b.UUID
+	}
+	return b.Name
+}
+
+func utilisation(f *float64) string {
+	if f == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f%%", *f*100)
+}
+
+// renderBalance prints a suggestion, or why there is none. The answer is
+// either the suggestion itself or {"suggestion": null, ...}.
+func renderBalance(w io.Writer, doc map[string]json.RawMessage) error {
+	var reason string
+	json.Unmarshal(doc["reason"], &reason)
+	if s, ok := doc["suggestion"]; ok && string(s) == "null" {
+		if reason == "" {
+			reason = "the policy's thresholds hold"
+		}
+		fmt.Fprintf(w, "Nothing to move: %s.\n", strings.TrimSuffix(reason, "."))
+		return nil
+	} else if ok {
+		var inner map[string]json.RawMessage
+		if err := json.Unmarshal(s, &inner); err != nil {
+			return fmt.Errorf("balance: unexpected suggestion %s", s)
+		}
+		doc = inner
+		json.Unmarshal(doc["reason"], &reason)
+	}
+	var sug struct {
+		Mode         string          `json:"mode"`
+		Consumer     string          `json:"consumer_uuid"`
+		Source       balanceTarget   `json:"source"`
+		Destinations []balanceTarget `json:"destinations"`
+	}
+	b, _ := json.Marshal(doc)
+	if err := json.Unmarshal(b, &sug); err != nil {
+		return fmt.Errorf("balance: unexpected answer: %v", err)
+	}
+	fmt.Fprintf(w, "Suggestion (%s): move consumer %s off %s (utilisation %s).\n",
+		sug.Mode, sug.Consumer, sug.Source.label(), utilisation(sug.Source.Utilisation))
+	if reason != "" {
+		fmt.Fprintf(w, "Reason: %s\n", reason)
+	}
+	if len(sug.Destinations) > 0 {
+		fmt.Fprintln(w, "\nDestinations:")
+		t := NewTable("PROVIDER", "UUID", "UTILISATION").AlignRight(2)
+		for _, d := range sug.Destinations {
+			t.Row(d.label(), d.UUID, utilisation(d.Utilisation))
+		}
+		t.Render(w)
+		fmt.Fprintf(w, "\nTo carry it out: berth move %s --migration new --target %s\n", sug.Consumer, sug.Destinations[0].label())
+	}
+	return nil
 }
 
 func policyDone(e *env, raw []byte, what string, name any) error {

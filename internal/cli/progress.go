@@ -1,11 +1,8 @@
 package cli
 
 import (
-	"bytes"
 	"fmt"
 	"io"
-	"regexp"
-	"strconv"
 	"sync"
 	"time"
 )
@@ -70,55 +67,4 @@ func ProgressLine(label string, done, total int) string {
 		f = float64(done) / float64(total)
 	}
 	return fmt.Sprintf("%s %s %3.0f%% %d/%d", label, Bar(f, 20), f*100, done, total)
-}
-
-// progressLines matches the load tool's progress lines, e.g.
-// "seed: 200/1000 nodes, 850/s".
-var progressLines = regexp.MustCompile(`^([a-z-]+): (\d+)/(\d+) (.*)$`)
-
-// progressWriter turns the load tool's progress lines ("seed: 200/1000
-// nodes, 850/s") into a bar redrawn in place on a terminal; every other
-// line passes through, after the bar is cleared.
-type progressWriter struct {
-	w       io.Writer
-	partial []byte
-	bar     bool // a bar is on screen
-}
-
-func (p *progressWriter) Write(b []byte) (int, error) {
-	p.partial = append(p.partial, b...)
-	for {
-		i := bytes.IndexByte(p.partial, '\n')
-		if i < 0 {
-			return len(b), nil
-		}
-		line := string(p.partial[:i])
-		p.partial = p.partial[i+1:]
-		if m := progressLines.FindStringSubmatch(line); m != nil {
-			done, _ := strconv.Atoi(m[2])
-			total, _ := strconv.Atoi(m[3])
-			fmt.Fprintf(p.w, "\r\x1b[K%s %s", ProgressLine(m[1], done, total), m[4])
-			p.bar = true
-			continue
-		}
-		if p.bar {
-			fmt.Fprint(p.w, "\r\x1b[K")
-			p.bar = false
-		}
-		if _, err := fmt.Fprintln(p.w, line); err != nil {
-			return len(b), err
-		}
-	}
-}
-
-// Close ends a bar left on screen with a newline (the last state stays).
-func (p *progressWriter) Close() {
-	if p.bar {
-		fmt.Fprintln(p.w)
-		p.bar = false
-	}
-	if len(p.partial) > 0 {
-		p.w.Write(p.partial)
-		p.partial = nil
-	}
 }

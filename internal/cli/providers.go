@@ -124,9 +124,9 @@ usage over capacity, where capacity = (total - reserved) * allocation_ratio.`,
 berth providers --tree 11111111-1111-4111-8111-111111111111
 berth providers -o json | jq '.resource_providers[].name'`,
 		setup: func(fs *flag.FlagSet) func(*env, []string) error {
-			tree := fs.String("tree", "", "only the tree that contains this provider uuid")
-			name := fs.String("name", "", "only providers with this name (Placement's name filter)")
-			width := fs.Int("width", 10, "cells per usage bar")
+			tree := fs.String("tree", "", "only the tree that contains provider `UUID`")
+			name := fs.String("name", "", "only the provider named `NAME`")
+			width := fs.Int("width", 10, "`N` cells per usage bar")
 			return func(e *env, args []string) error {
 				if err := argsN(args); err != nil {
 					return err

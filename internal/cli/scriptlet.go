@@ -129,7 +129,7 @@ decision, the ranking it saw and its log. A refusal is a result: exit 0.`,
 			example: `berth scriptlet test refuse-foo --resources VCPU:1 --name foo`,
 			setup: func(fs *flag.FlagSet) func(*env, []string) error {
 				var c claimFlags
-				c.register(fs)
+				c.register(fs, true)
 				return func(e *env, args []string) error {
 					if err := argsN(args, "NAME"); err != nil {
 						return err
@@ -172,7 +172,13 @@ func renderScriptletTest(w io.Writer, ans *scriptletTest) {
 	case ans.Decision.Refused != nil:
 		fmt.Fprintf(w, "Refused: %s\n", *ans.Decision.Refused)
 	case ans.Decision.Target != nil && *ans.Decision.Target != "":
-		fmt.Fprintf(w, "Target: %s (set_target)\n", *ans.Decision.Target)
+		target := *ans.Decision.Target
+		for _, r := range ans.Ranking {
+			if r.RootUUID == target && r.RootName != "" {
+				target = r.RootName + " (" + target + ")"
+			}
+		}
+		fmt.Fprintf(w, "Would place on: %s\n", target)
 	default:
 		fmt.Fprintln(w, "No target set: the ranked order stands.")
 	}

@@ -27,10 +27,10 @@ berth usage --project demo --project admin --user alice
 berth usage`,
 		setup: func(fs *flag.FlagSet) func(*env, []string) error {
 			var projects multiFlag
-			fs.Var(&projects, "project", "project id (repeatable)")
-			user := fs.String("user", "", "only this user's consumers (with --project)")
-			ctype := fs.String("consumer-type", "", "only consumers of this type, e.g. INSTANCE or all, unknown (with --project)")
-			width := fs.Int("width", 20, "cells per usage bar (cloud totals)")
+			fs.Var(&projects, "project", "`PROJECT` id (repeatable)")
+			user := fs.String("user", "", "only consumers of `USER` (with --project)")
+			ctype := fs.String("consumer-type", "", "only consumers of `TYPE`, e.g. INSTANCE, or all, unknown (with --project)")
+			width := fs.Int("width", 20, "`N` cells per usage bar (cloud totals)")
 			return func(e *env, args []string) error {
 				if err := argsN(args); err != nil {
 					return err

@@ -15,6 +15,7 @@ import (
 	"github.com/berthd/berth/claims"
 	"github.com/berthd/berth/httpapi"
 	"github.com/berthd/berth/internal/telemetry"
+	"github.com/berthd/berth/internal/telemetry/instrument"
 	"github.com/berthd/berth/ledger"
 	"github.com/berthd/berth/policy"
 	"github.com/berthd/berth/scheduler"
@@ -81,9 +82,51 @@ type Config struct {
 	SnapshotRefresh time.Duration
 	// DBMaxConns caps the PostgreSQL connection pool. Default 16.
 	DBMaxConns int
-	// OTelExporter selects where traces and metrics go: "none" (default),
-	// "stdout" or "otlp" (OTLP/HTTP to $OTEL_EXPORTER_OTLP_ENDPOINT).
+	// DBMinConns is how many pool connections are kept open while idle.
+	// Default 0; at most DBMaxConns.
+	DBMinConns int
+	// DBConnectTimeout bounds opening one database connection. Default
+	// 0: the URL's connect_timeout, else ledger.DefaultConnectTimeout (3s).
+	DBConnectTimeout time.Duration
+	// DBAcquireTimeout bounds how long a request waits for a pool
+	// connection and its BEGIN before failing with 503. Default 0:
+	// ledger.DefaultAcquireTimeout (5s).
+	DBAcquireTimeout time.Duration
+	// DBStatementTimeout is PostgreSQL's statement_timeout for berthd's
+	// sessions: a statement running longer fails (the request answers
+	// 503). Default 60s; 0 keeps the server's setting.
+	DBStatementTimeout time.Duration
+	// MigrateOnStart applies pending migrations when the server starts.
+	// Default true. With false, `berthd migrate` (a Kubernetes Job, say)
+	// must have run: the server refuses to start on an older schema.
+	MigrateOnStart bool
+	// HTTPReadHeaderTimeout bounds reading a request's header block;
+	// HTTPReadTimeout the whole request, body included; HTTPWriteTimeout
+	// the time from the end of the header block to the end of the
+	// response; HTTPIdleTimeout how long a kept-alive connection waits
+	// for its next request. Defaults 30s, 1m, 2m, 2m; 0 means no bound.
+	HTTPReadHeaderTimeout, HTTPReadTimeout, HTTPWriteTimeout, HTTPIdleTimeout time.Duration
+	// RequestTimeout bounds the work of one API request: its context ends
+	// then and a database call still waiting fails with 503. Default 0:
+	// httpapi.DefaultRequestTimeout (1m); negative disables it.
+	RequestTimeout time.Duration
+	// ShutdownDelay is how long berthd keeps serving after SIGTERM with
+	// /readyz answering 503, so that load balancers stop routing to it
+	// before it stops accepting connections. Default 0.
+	ShutdownDelay time.Duration
+	// ShutdownGrace is how long in-flight requests may run on after the
+	// listener closes; connections still busy then are cut. Default 10s.
+	ShutdownGrace time.Duration
+	// OTelExporter selects where traces and metrics are pushed: "none"
+	// (default), "stdout" or "otlp" (OTLP/HTTP to
+	// $OTEL_EXPORTER_OTLP_ENDPOINT). The standard OTEL_TRACES_EXPORTER and
+	// OTEL_METRICS_EXPORTER variables override it per signal.
 	OTelExporter string
+	// MetricsListen is where GET /metrics (Prometheus text format) is
+	// served: "" (default) on the API listener, without authentication;
+	// a host:port for a listener of its own (which also answers /healthz
+	// and /readyz), keeping metrics off the API port; or "off".
+	MetricsListen string
 	// SchedulerPolicy is the JSON policy file for POST /claims: filters,
 	// weighers and factors (docs/scheduling.md). Empty: no filters or
 	// weighers, claims try candidates in the ledger's order.
@@ -101,6 +144,16 @@ const (
 	DefaultListen        = "127.0.0.1:8778"
 	DefaultMaxCandidates = httpapi.DefaultMaxCandidates
 	DefaultDBMaxConns    = 16
+
+	DefaultDBStatementTimeout    = 60 * time.Second
+	DefaultHTTPReadHeaderTimeout = 30 * time.Second
+	DefaultHTTPReadTimeout       = time.Minute
+	DefaultHTTPWriteTimeout      = 2 * time.Minute
+	DefaultHTTPIdleTimeout       = 2 * time.Minute
+	DefaultShutdownGrace         = 10 * time.Second
+
+	// MetricsOff is the MetricsListen value that disables /metrics.
+	MetricsOff = "off"
 
 	LogFormatText = "text"
 	LogFormatJSON = "json"
@@ -131,6 +184,14 @@ func Default() Config {
 		SnapshotRefresh:  ledger.DefaultSnapshotRefresh,
 		DBMaxConns:       DefaultDBMaxConns,
 		OTelExporter:     telemetry.ExporterNone,
+
+		DBStatementTimeout:    DefaultDBStatementTimeout,
+		MigrateOnStart:        true,
+		HTTPReadHeaderTimeout: DefaultHTTPReadHeaderTimeout,
+		HTTPReadTimeout:       DefaultHTTPReadTimeout,
+		HTTPWriteTimeout:      DefaultHTTPWriteTimeout,
+		HTTPIdleTimeout:       DefaultHTTPIdleTimeout,
+		ShutdownGrace:         DefaultShutdownGrace,
 	}
 }
 
@@ -189,6 +250,33 @@ func (c Config) Validate() error {
 	if c.DBMaxConns < 1 || c.DBMaxConns > 10000 {
 		errs = append(errs, fmt.Errorf("db max conns %d: want 1 to 10000", c.DBMaxConns))
 	}
+	if c.DBMinConns < 0 || c.DBMinConns > c.DBMaxConns {
+		errs = append(errs, fmt.Errorf("db min conns %d: want 0 to db max conns (%d)", c.DBMinConns, c.DBMaxConns))
+	}
+	for _, d := range []struct {
+		what string
+		v    time.Duration
+	}{
+		{"db connect timeout", c.DBConnectTimeout}, {"db acquire timeout", c.DBAcquireTimeout},
+		{"db statement timeout", c.DBStatementTimeout},
+		{"http read header timeout", c.HTTPReadHeaderTimeout}, {"http read timeout", c.HTTPReadTimeout},
+		{"http write timeout", c.HTTPWriteTimeout}, {"http idle timeout", c.HTTPIdleTimeout},
+		{"shutdown delay", c.ShutdownDelay}, {"shutdown grace", c.ShutdownGrace},
+	} {
+		if d.v < 0 {
+			errs = append(errs, fmt.Errorf("%s %v: want 0 or more", d.what, d.v))
+		}
+	}
+	if c.DBStatementTimeout > 0 && c.DBStatementTimeout < time.Millisecond {
+		errs = append(errs, fmt.Errorf("db statement timeout %v: want at least 1ms", c.DBStatementTimeout))
+	}
+	if c.MetricsListen != "" && c.MetricsListen != MetricsOff {
+		if _, _, err := net.SplitHostPort(c.MetricsListen); err != nil {
+			errs = append(errs, fmt.Errorf("metrics listen %q: want host:port, or off", c.MetricsListen))
+		} else if c.MetricsListen == c.Listen && !strings.HasSuffix(c.Listen, ":0") {
+			errs = append(errs, fmt.Errorf("metrics listen %q: same as the API listener; leave it empty to serve /metrics there", c.MetricsListen))
+		}
+	}
 	if c.SnapshotRefresh == 0 {
 		errs = append(errs, fmt.Errorf("snapshot refresh: want a positive duration, or negative to disable"))
 	}
@@ -214,13 +302,15 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-// NewLogger returns the logger c asks for, writing to w. c must be valid.
+// NewLogger returns the logger c asks for, writing to w. c must be
+// valid. Records logged with a request's context carry its request_id
+// and, when it is traced, trace_id and span_id.
 func (c Config) NewLogger(w io.Writer) *slog.Logger {
 	opts := &slog.HandlerOptions{Level: logLevels[c.LogLevel]}
 	if c.LogFormat == LogFormatJSON {
-		return slog.New(slog.NewJSONHandler(w, opts))
+		return slog.New(instrument.LogHandler(slog.NewJSONHandler(w, opts)))
 	}
-	return slog.New(slog.NewTextHandler(w, opts))
+	return slog.New(instrument.LogHandler(slog.NewTextHandler(w, opts)))
 }
 
 // LoadSchedulerPolicy builds the claims policy from the SchedulerPolicy

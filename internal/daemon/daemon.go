@@ -15,32 +15,36 @@ import (
 	"github.com/berthd/berth/ledger"
 )
 
-// Shutdown budgets. The conformance harness and most supervisors send
-// SIGKILL 10 to 30 seconds after SIGTERM, so the whole sequence stays
-// under ten seconds unless PostgreSQL is slow to checkpoint.
+// Shutdown budgets beyond Config.ShutdownGrace.
 const (
-	httpShutdownTimeout      = 5 * time.Second
 	telemetryShutdownTimeout = 2 * time.Second
 	clusterStopTimeout       = 30 * time.Second
 )
 
 // Daemon is a built berthd: database ready, store open, listener bound.
 type Daemon struct {
-	cfg      Config
-	log      *slog.Logger
-	db       *database
-	store    *ledger.Store
-	srv      *http.Server
-	ln       net.Listener
-	closeTel func(context.Context) error
+	cfg   Config
+	log   *slog.Logger
+	db    *database
+	store *ledger.Store
+	api   *httpapi.Server
+	srv   *http.Server
+	ln    net.Listener
+	// metricsSrv and metricsLn serve /metrics on Config.MetricsListen;
+	// nil when metrics share the API listener or are off.
+	metricsSrv    *http.Server
+	metricsLn     net.Listener
+	tel           *telemetry.Telemetry
+	unobservePool func() error
 	// stopSources ends the refresh of the compiled scheduling data and
 	// waits for it.
 	stopSources func()
 }
 
-// New builds a Daemon from cfg: it sets up telemetry, binds the listener,
-// starts the embedded cluster when cfg has no database URL, migrates the
-// database, opens the store and builds the API. On error everything
+// New builds a Daemon from cfg: it sets up telemetry, binds the
+// listeners, starts the embedded cluster when cfg has no database URL,
+// migrates the database (or, with MigrateOnStart off, checks that it is
+// migrated), opens the store and builds the API. On error everything
 // started so far is stopped again. Run serves it.
 func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err error) {
 	if err := cfg.Validate(); err != nil {
@@ -52,6 +56,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err erro
 		RandomizeCandidates: cfg.RandomizeCandidates,
 		MaxCandidates:       cfg.MaxCandidates,
 		ClaimMaxAttempts:    cfg.ClaimMaxAttempts,
+		RequestTimeout:      cfg.RequestTimeout,
 	}
 	if api.SchedulerPolicy, err = cfg.LoadSchedulerPolicy(log); err != nil {
 		return nil, err
@@ -71,7 +76,10 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err erro
 			d.close(context.WithoutCancel(ctx))
 		}
 	}()
-	if d.closeTel, err = telemetry.Setup(ctx, cfg.OTelExporter); err != nil {
+	if d.tel, err = telemetry.Setup(ctx, telemetry.Options{
+		Exporter:   cfg.OTelExporter,
+		Prometheus: cfg.MetricsListen != MetricsOff,
+	}); err != nil {
 		return nil, err
 	}
 	// Bind first: a port in use should fail before PostgreSQL starts.
@@ -79,43 +87,101 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err erro
 	if d.ln, err = net.Listen("tcp", cfg.Listen); err != nil {
 		return nil, err
 	}
+	if cfg.MetricsListen != "" && cfg.MetricsListen != MetricsOff {
+		if d.metricsLn, err = net.Listen("tcp", cfg.MetricsListen); err != nil {
+			return nil, fmt.Errorf("metrics listener: %w", err)
+		}
+	} else {
+		api.MetricsHandler = d.tel.MetricsHandler()
+	}
 	if d.db, err = openDatabase(ctx, cfg, log); err != nil {
 		return nil, err
 	}
-	if err = ledger.Migrate(ctx, d.db.url); err != nil {
+	if err = d.migrate(ctx); err != nil {
 		return nil, err
 	}
 	if d.store, err = ledger.Open(ctx, ledger.Config{
-		DatabaseURL:     d.db.url,
-		MaxConns:        int32(cfg.DBMaxConns),
-		SnapshotRefresh: cfg.SnapshotRefresh,
-		Logger:          log,
+		DatabaseURL:      d.db.url,
+		MaxConns:         int32(cfg.DBMaxConns),
+		MinConns:         int32(cfg.DBMinConns),
+		ConnectTimeout:   cfg.DBConnectTimeout,
+		AcquireTimeout:   cfg.DBAcquireTimeout,
+		StatementTimeout: cfg.DBStatementTimeout,
+		SnapshotRefresh:  cfg.SnapshotRefresh,
+		Logger:           log,
 	}); err != nil {
 		return nil, err
 	}
 	if err = d.startSources(ctx, &api); err != nil {
 		return nil, err
 	}
-	handler, err := httpapi.New(api, d.store, log)
-	if err != nil {
+	if cfg.MetricsListen != MetricsOff {
+		if d.unobservePool, err = telemetry.ObservePool(d.store.PoolStats); err != nil {
+			return nil, err
+		}
+	}
+	if d.api, err = httpapi.New(api, d.store, log); err != nil {
 		return nil, err
 	}
 	d.srv = &http.Server{
-		Handler:           handler,
-		ReadHeaderTimeout: 30 * time.Second,
-		IdleTimeout:       2 * time.Minute,
+		Handler:           d.api,
+		ReadHeaderTimeout: cfg.HTTPReadHeaderTimeout,
+		ReadTimeout:       cfg.HTTPReadTimeout,
+		WriteTimeout:      cfg.HTTPWriteTimeout,
+		IdleTimeout:       cfg.HTTPIdleTimeout,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
+	if d.metricsLn != nil {
+		// The probes answer here too, so that a metrics-only network
+		// path can also watch health.
+		mux := http.NewServeMux()
+		mux.Handle("GET "+httpapi.PathMetrics, d.tel.MetricsHandler())
+		mux.Handle("GET "+httpapi.PathHealthz, d.api)
+		mux.Handle("GET "+httpapi.PathReadyz, d.api)
+		d.metricsSrv = &http.Server{
+			Handler:           mux,
+			ReadHeaderTimeout: cfg.HTTPReadHeaderTimeout,
+			ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		}
+	}
 	return d, nil
+}
+
+// migrate applies pending migrations, or with MigrateOnStart off checks
+// that none of this binary's are missing.
+func (d *Daemon) migrate(ctx context.Context) error {
+	if d.cfg.MigrateOnStart {
+		return ledger.Migrate(ctx, d.db.url)
+	}
+	st, err := ledger.SchemaStatusAt(ctx, d.db.url)
+	if err != nil {
+		return err
+	}
+	if !st.Current() {
+		return fmt.Errorf("migrate on start is off and the %s", st)
+	}
+	d.log.Info("schema checked", "schema", st.String())
+	return nil
 }
 
 // Addr is the address the API listens on.
 func (d *Daemon) Addr() net.Addr { return d.ln.Addr() }
 
+// MetricsAddr is the address of the separate metrics listener, or nil.
+func (d *Daemon) MetricsAddr() net.Addr {
+	if d.metricsLn == nil {
+		return nil
+	}
+	return d.metricsLn.Addr()
+}
+
 // Run serves the API until ctx is cancelled, the server fails or the
-// embedded database dies, then shuts down in order: HTTP server
-// (finishing in-flight requests for up to five seconds), store, embedded
-// cluster, telemetry. It returns nil after a shutdown asked for by ctx.
+// embedded database dies, then shuts down in order: /readyz fails for
+// ShutdownDelay while requests are still served; the listener closes and
+// in-flight requests get ShutdownGrace to finish (then their connections
+// are cut); then the store (connection pool), the embedded cluster and
+// telemetry (flushing spans and metrics) are closed. It returns nil
+// after a shutdown asked for by ctx.
 func (d *Daemon) Run(ctx context.Context) error {
 	if d.cfg.Pprof != "" {
 		pctx, stop := context.WithCancel(ctx)
@@ -124,10 +190,15 @@ func (d *Daemon) Run(ctx context.Context) error {
 			d.log.Warn("pprof not served", "addr", d.cfg.Pprof, "error", err)
 		}
 	}
-	serveErr := make(chan error, 1)
+	serveErr := make(chan error, 2)
 	go func() { serveErr <- d.srv.Serve(httpapi.WrapListener(d.ln)) }()
+	if d.metricsSrv != nil {
+		go func() { serveErr <- fmt.Errorf("metrics: %w", d.metricsSrv.Serve(d.metricsLn)) }()
+		d.log.Info("serving /metrics", "addr", d.metricsLn.Addr().String())
+	}
 	d.log.Info("berthd serving the Placement API", "addr", d.ln.Addr().String(), "auth", d.cfg.Auth,
-		"policy", d.cfg.Policy, "policy_file", d.cfg.PolicyFile, "cors_allowed_origins", d.cfg.CORSAllowedOrigins)
+		"policy", d.cfg.Policy, "policy_file", d.cfg.PolicyFile, "cors_allowed_origins", d.cfg.CORSAllowedOrigins,
+		"traces", d.tel.Traces, "metrics", d.tel.Metrics)
 	if d.cfg.Auth == httpapi.AuthKeystoneHeaders {
 		d.log.Warn("auth keystone-headers trusts X-Roles, X-Project-Id, X-User-Id and OpenStack-System-Scope: " +
 			"only an authenticating proxy (keystonemiddleware) may be able to reach berthd")
@@ -136,16 +207,29 @@ func (d *Daemon) Run(ctx context.Context) error {
 	var err error
 	select {
 	case <-ctx.Done():
-		d.log.Info("shutting down")
+		d.log.Info("shutting down", "delay", d.cfg.ShutdownDelay, "grace", d.cfg.ShutdownGrace)
 	case err = <-serveErr:
 		err = fmt.Errorf("http server: %w", err)
 	case <-d.db.exited():
 		err = errors.New("embedded PostgreSQL exited unexpectedly; see " + d.db.cluster.LogFile())
 	}
-	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), httpShutdownTimeout)
+	d.api.Drain()
+	if err == nil && d.cfg.ShutdownDelay > 0 {
+		t := time.NewTimer(d.cfg.ShutdownDelay)
+		select {
+		case <-t.C:
+		case err = <-serveErr:
+			t.Stop()
+			err = fmt.Errorf("http server: %w", err)
+		}
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.cfg.ShutdownGrace)
 	defer cancel()
+	if d.metricsSrv != nil {
+		_ = d.metricsSrv.Close()
+	}
 	if shutErr := d.srv.Shutdown(shutdownCtx); shutErr != nil {
-		d.log.Warn("http shutdown incomplete", "error", shutErr)
+		d.log.Warn("in-flight requests cut off after the shutdown grace period", "grace", d.cfg.ShutdownGrace, "error", shutErr)
 		_ = d.srv.Close()
 	}
 	return errors.Join(err, d.close(context.WithoutCancel(ctx)))
@@ -161,16 +245,22 @@ func (d *Daemon) close(ctx context.Context) error {
 	if d.stopSources != nil {
 		d.stopSources()
 	}
+	if d.metricsLn != nil {
+		_ = d.metricsLn.Close()
+	}
+	if d.unobservePool != nil {
+		errs = append(errs, d.unobservePool())
+	}
 	if d.store != nil {
 		d.store.Close()
 	}
 	if d.db != nil {
 		errs = append(errs, d.db.close(ctx, d.log))
 	}
-	if d.closeTel != nil {
+	if d.tel != nil {
 		telCtx, cancel := context.WithTimeout(ctx, telemetryShutdownTimeout)
 		defer cancel()
-		errs = append(errs, d.closeTel(telCtx))
+		errs = append(errs, d.tel.Shutdown(telCtx))
 	}
 	return errors.Join(errs...)
 }

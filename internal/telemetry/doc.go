@@ -1,5 +1,8 @@
 // Package telemetry installs berthd's OpenTelemetry tracer and meter
-// providers as the process-wide globals that instrumented packages (the
-// HTTP middleware in httpapi) read. It owns the choice of exporter and the
-// flush on shutdown; it creates no spans or instruments itself.
+// providers as the process-wide globals that instrumented packages read
+// (the HTTP middleware in httpapi, and the spans and metrics that claims,
+// scheduler and ledger record through the instrument subpackage). It owns
+// the choice of exporters (OTLP, stdout, Prometheus), the /metrics
+// handler, the database pool gauges and the flush on shutdown. It creates no
+// spans itself.
 package telemetry

@@ -6,13 +6,19 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
+	"slices"
 	"sync"
-	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
 	"go.opentelemetry.io/otel/exporters/stdout/stdouttrace"
 	"go.opentelemetry.io/otel/propagation"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
@@ -21,17 +27,20 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 )
 
-// Exporter names accepted by Setup.
+// Exporter names accepted in Options.Exporter.
 const (
-	// ExporterNone installs nothing: the global providers stay no-ops.
+	// ExporterNone exports nothing (the Prometheus endpoint still works).
 	ExporterNone = "none"
-	// ExporterStdout writes spans and, every minute, metrics to standard
-	// output as JSON, one object per line.
+	// ExporterStdout writes spans and, every minute (or
+	// $OTEL_METRIC_EXPORT_INTERVAL ms), metrics to standard output as
+	// JSON, one object per line.
 	ExporterStdout = "stdout"
-	// ExporterOTLP sends spans over OTLP/HTTP to the endpoint named by the
-	// standard OTEL_EXPORTER_OTLP_ENDPOINT / OTEL_EXPORTER_OTLP_TRACES_ENDPOINT
-	// variables (default http://localhost:4318). Metrics are not exported
-	// over OTLP yet: that needs the otlpmetrichttp module.
+	// ExporterOTLP sends spans and metrics over OTLP/HTTP to the endpoint
+	// named by the standard OTEL_EXPORTER_OTLP_ENDPOINT (or the
+	// per-signal OTEL_EXPORTER_OTLP_TRACES_ENDPOINT and
+	// OTEL_EXPORTER_OTLP_METRICS_ENDPOINT) variables, default
+	// http://localhost:4318; headers, timeouts and TLS from the other
+	// OTEL_EXPORTER_OTLP_* variables.
 	ExporterOTLP = "otlp"
 )
 
@@ -42,22 +51,68 @@ func Exporters() []string { return []string{ExporterNone, ExporterStdout, Export
 // standard OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES override it.
 const ServiceName = "berthd"
 
-// metricInterval is how often the stdout exporter prints metrics.
-const metricInterval = time.Minute
-
-// Setup installs global tracer and meter providers and the W3C trace
-// context and baggage propagators for exporter, one of Exporters. The
-// returned shutdown flushes and stops the providers; call it once, on
-// exit, with a context that bounds how long flushing may take.
-func Setup(ctx context.Context, exporter string) (shutdown func(context.Context) error, err error) {
-	return setup(ctx, exporter, os.Stdout)
+// Options says what Setup installs.
+type Options struct {
+	// Exporter is where traces and metrics are pushed: one of Exporters;
+	// "" means none. The standard OTEL_TRACES_EXPORTER and
+	// OTEL_METRICS_EXPORTER variables ("otlp", "console", "none";
+	// "prometheus" for metrics means no push) override it per signal.
+	Exporter string
+	// Prometheus installs a pull reader whose text exposition
+	// Telemetry.MetricsHandler serves.
+	Prometheus bool
+	// Getenv reads the OTEL_* variables above; nil means os.Getenv.
+	// (The OTLP exporters and the SDK read their own variables from the
+	// process environment.)
+	Getenv func(string) string
+	// Stdout receives the stdout exporter's output; nil means os.Stdout.
+	Stdout io.Writer
 }
 
-func setup(ctx context.Context, exporter string, stdout io.Writer) (func(context.Context) error, error) {
-	noop := func(context.Context) error { return nil }
+// Telemetry is what Setup installed.
+type Telemetry struct {
+	// Traces and Metrics are the push exporters in use per signal.
+	Traces, Metrics string
+	metricsHandler  http.Handler
+	shutdown        []func(context.Context) error
+}
+
+// MetricsHandler serves the metrics in the Prometheus text format; nil
+// unless Options.Prometheus was set.
+func (t *Telemetry) MetricsHandler() http.Handler { return t.metricsHandler }
+
+// Shutdown flushes and stops the providers. Call it once, on exit, with a
+// context that bounds how long flushing may take.
+func (t *Telemetry) Shutdown(ctx context.Context) error {
+	var errs []error
+	for _, fn := range t.shutdown {
+		errs = append(errs, fn(ctx))
+	}
+	return errors.Join(errs...)
+}
+
+// Setup installs the global W3C trace-context and baggage propagators
+// and, as opts asks, global tracer and meter providers. Providers not
+// asked for stay as they were (no-ops in a fresh process).
+func Setup(ctx context.Context, opts Options) (*Telemetry, error) {
+	if opts.Getenv == nil {
+		opts.Getenv = os.Getenv
+	}
+	if opts.Stdout == nil {
+		opts.Stdout = os.Stdout
+	}
 	otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}))
-	if exporter == ExporterNone || exporter == "" {
-		return noop, nil
+	traces, err := signalExporter(opts, "OTEL_TRACES_EXPORTER", nil)
+	if err != nil {
+		return nil, err
+	}
+	metrics, err := signalExporter(opts, "OTEL_METRICS_EXPORTER", []string{"prometheus"})
+	if err != nil {
+		return nil, err
+	}
+	t := &Telemetry{Traces: traces, Metrics: metrics}
+	if traces == ExporterNone && metrics == ExporterNone && !opts.Prometheus {
+		return t, nil
 	}
 	res, err := resource.New(ctx,
 		resource.WithAttributes(attribute.String("service.name", ServiceName)),
@@ -68,28 +123,74 @@ func setup(ctx context.Context, exporter string, stdout io.Writer) (func(context
 		return nil, fmt.Errorf("telemetry: resource: %w", err)
 	}
 
-	var spanExporter sdktrace.SpanExporter
-	var readers []sdkmetric.Option
-	switch exporter {
+	if traces != ExporterNone {
+		var exp sdktrace.SpanExporter
+		if traces == ExporterStdout {
+			exp, err = stdouttrace.New(stdouttrace.WithWriter(opts.Stdout))
+		} else {
+			exp, err = otlptracehttp.New(ctx)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("telemetry: %s trace exporter: %w", traces, err)
+		}
+		// The sampler follows OTEL_TRACES_SAMPLER (default: parent-based,
+		// always on).
+		tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
+		otel.SetTracerProvider(tp)
+		t.shutdown = append(t.shutdown, tp.Shutdown)
+	}
+
+	mopts := []sdkmetric.Option{sdkmetric.WithResource(res)}
+	switch metrics {
 	case ExporterStdout:
-		spanExporter, err = stdouttrace.New(stdouttrace.WithWriter(stdout))
-		readers = append(readers, sdkmetric.WithReader(sdkmetric.NewPeriodicReader(
-			newJSONMetricExporter(stdout), sdkmetric.WithInterval(metricInterval))))
+		mopts = append(mopts, sdkmetric.WithReader(sdkmetric.NewPeriodicReader(newJSONMetricExporter(opts.Stdout))))
 	case ExporterOTLP:
-		spanExporter, err = otlptracehttp.New(ctx)
+		exp, err := otlpmetrichttp.New(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("telemetry: otlp metric exporter: %w", err)
+		}
+		mopts = append(mopts, sdkmetric.WithReader(sdkmetric.NewPeriodicReader(exp)))
+	}
+	if opts.Prometheus {
+		reg := prometheus.NewRegistry()
+		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		exp, err := otelprom.New(otelprom.WithRegisterer(reg), otelprom.WithoutScopeInfo())
+		if err != nil {
+			return nil, fmt.Errorf("telemetry: prometheus exporter: %w", err)
+		}
+		mopts = append(mopts, sdkmetric.WithReader(exp))
+		t.metricsHandler = promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
+	}
+	if metrics != ExporterNone || opts.Prometheus {
+		mp := sdkmetric.NewMeterProvider(mopts...)
+		otel.SetMeterProvider(mp)
+		t.shutdown = append(t.shutdown, mp.Shutdown)
+	}
+	return t, nil
+}
+
+// signalExporter is the push exporter for one signal: the standard
+// variable env if set, else opts.Exporter. noPush are values of env that
+// mean "no push exporter" for this signal.
+func signalExporter(opts Options, env string, noPush []string) (string, error) {
+	switch v := opts.Getenv(env); {
+	case v == "":
+	case v == "console":
+		return ExporterStdout, nil
+	case v == ExporterOTLP || v == ExporterNone:
+		return v, nil
+	case slices.Contains(noPush, v):
+		return ExporterNone, nil
 	default:
-		return nil, fmt.Errorf("telemetry: unknown exporter %q (want one of %v)", exporter, Exporters())
+		return "", fmt.Errorf("telemetry: $%s=%q: want otlp, console or none", env, v)
 	}
-	if err != nil {
-		return nil, fmt.Errorf("telemetry: %s exporter: %w", exporter, err)
+	switch opts.Exporter {
+	case "", ExporterNone:
+		return ExporterNone, nil
+	case ExporterStdout, ExporterOTLP:
+		return opts.Exporter, nil
 	}
-	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(spanExporter), sdktrace.WithResource(res))
-	mp := sdkmetric.NewMeterProvider(append(readers, sdkmetric.WithResource(res))...)
-	otel.SetTracerProvider(tp)
-	otel.SetMeterProvider(mp)
-	return func(ctx context.Context) error {
-		return errors.Join(tp.Shutdown(ctx), mp.Shutdown(ctx))
-	}, nil
+	return "", fmt.Errorf("telemetry: unknown exporter %q (want one of %v)", opts.Exporter, Exporters())
 }
 
 // jsonMetricExporter writes each collection as one JSON line. It stands

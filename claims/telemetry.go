@@ -1,0 +1,92 @@
+package claims
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/berthd/berth/internal/telemetry/instrument"
+	"github.com/berthd/berth/ledger"
+	"github.com/berthd/berth/scheduler"
+)
+
+// This file is the claims' tracing and metrics: a span per claim
+// (claims.claim) with the outcome and the number of write attempts, a
+// child span for candidate generation (claims.candidates) and one per
+// write attempt (claims.write), and the berth.claims counter by outcome.
+// Claim calls it in a handful of lines so that the claim logic reads on
+// its own.
+
+// claimTrace follows one claim.
+type claimTrace struct {
+	ctx      context.Context
+	span     trace.Span
+	dryRun   bool
+	attempts int
+}
+
+// startClaim starts the span of a claim for consumer.
+func startClaim(ctx context.Context, consumer string, dryRun bool) (context.Context, *claimTrace) {
+	ctx, span := instrument.Start(ctx, instrument.ScopeClaims, "claims.claim",
+		instrument.AttrConsumer.String(consumer), attribute.Bool("berth.claim.dry_run", dryRun))
+	return ctx, &claimTrace{ctx: ctx, span: span, dryRun: dryRun}
+}
+
+// write records one write attempt on root, begun at start, that ended
+// with err: a child span with the attempt's number.
+func (tr *claimTrace) write(start time.Time, root string, err error) {
+	tr.attempts++
+	outcome := instrument.OutcomeClaimed
+	if err != nil {
+		outcome = "conflict_retry"
+		if !retryable(err) {
+			outcome = instrument.OutcomeError
+		}
+	}
+	instrument.Stage(tr.ctx, instrument.ScopeClaims, "claims.write", start,
+		instrument.AttrAttempt.Int(tr.attempts), instrument.AttrRoot.String(root), instrument.AttrOutcome.String(outcome))
+}
+
+// end ends the claim's span with its outcome and counts the claim.
+func (tr *claimTrace) end(err error) {
+	outcome := claimOutcome(err)
+	retries := tr.attempts // every attempt but a successful last one lost a race
+	if err == nil && retries > 0 {
+		retries--
+	}
+	tr.span.SetAttributes(instrument.AttrOutcome.String(outcome), instrument.AttrAttempts.Int(tr.attempts))
+	instrument.ClaimDone(tr.ctx, outcome, tr.dryRun, retries)
+	if outcome == instrument.OutcomeError {
+		instrument.End(tr.span, err)
+		return
+	}
+	instrument.End(tr.span, nil) // an expected refusal is not a failed span
+}
+
+// claimOutcome classifies a claim's error for the berth.claims metric.
+func claimOutcome(err error) string {
+	var np *NotPlacedError
+	var refused *scheduler.RefusedError
+	var le *ledger.Error
+	switch {
+	case err == nil:
+		return instrument.OutcomeClaimed
+	case errors.As(err, &np) && np.Reason == Refused, errors.As(err, &refused):
+		return instrument.OutcomeScriptletRefused
+	case errors.As(err, &np):
+		return instrument.OutcomeNoValidHost
+	case errors.As(err, &le) && errors.Is(le, ledger.ErrConflict) && le.Code == ledger.CodeConcurrentUpdate:
+		return instrument.OutcomeConflict
+	}
+	return instrument.OutcomeError
+}
+
+// candidatesSpan records candidate generation, begun at start, that found
+// n candidates, and counts them in the berth.candidates histogram.
+func candidatesSpan(ctx context.Context, start time.Time, n int) {
+	instrument.Stage(ctx, instrument.ScopeClaims, "claims.candidates", start, instrument.AttrCandidates.Int(n))
+	instrument.Candidates(ctx, "claim", n)
+}

@@ -1,0 +1,211 @@
+package httpapi
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/berthd/berth/ledger"
+	"github.com/berthd/berth/ledger/ledgertest"
+)
+
+// get serves one unauthenticated GET without an OpenStack-API-Version
+// header, as a probe or a Prometheus scraper sends it.
+func get(t *testing.T, h http.Handler, path string) (int, string) {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+	body, _ := io.ReadAll(rec.Body)
+	return rec.Code, string(body)
+}
+
+func TestHealthz(t *testing.T) {
+	s, err := New(Config{Auth: AuthTokens}, nil, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// No token, no microversion header, no database: still alive.
+	if code, body := get(t, s, "/healthz"); code != http.StatusOK || body != "ok\n" {
+		t.Errorf("GET /healthz = %d %q", code, body)
+	}
+	rec := httptest.NewRecorder()
+	s.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/healthz", nil))
+	if rec.Code != http.StatusMethodNotAllowed {
+		t.Errorf("POST /healthz = %d", rec.Code)
+	}
+	// Without a metrics handler /metrics is an ordinary unknown path:
+	// the API's 401 before routing.
+	if code, _ := get(t, s, "/metrics"); code == http.StatusOK {
+		t.Errorf("GET /metrics without a handler = %d", code)
+	}
+}
+
+func TestReadyz(t *testing.T) {
+	dbURL := ledgertest.NewDB(t)
+	store := openStore(t, dbURL)
+	s, err := New(Config{Auth: AuthTokens}, store, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	latest, err := ledger.LatestMigration()
+	if err != nil || latest == 0 {
+		t.Fatalf("LatestMigration = %d, %v", latest, err)
+	}
+	check := func(wantCode int, wantBody string) {
+		t.Helper()
+		code, body := get(t, s, "/readyz")
+		if code != wantCode || !strings.Contains(body, wantBody) {
+			t.Errorf("GET /readyz = %d %q, want %d with %q", code, body, wantCode, wantBody)
+		}
+	}
+	check(http.StatusOK, "ok")
+
+	ledgertest.Exec(t, dbURL, `UPDATE schema_migrations SET version = version - 1`)
+	check(http.StatusServiceUnavailable, "berthd needs")
+	ledgertest.Exec(t, dbURL, `UPDATE schema_migrations SET version = version + 1, dirty = true`)
+	check(http.StatusServiceUnavailable, "dirty")
+	// A schema ahead of the binary (a newer release migrated) is usable.
+	ledgertest.Exec(t, dbURL, `UPDATE schema_migrations SET version = version + 1, dirty = false`)
+	check(http.StatusOK, "ahead")
+	ledgertest.Exec(t, dbURL, `UPDATE schema_migrations SET version = version - 1`)
+	check(http.StatusOK, "ok")
+
+	s.Drain()
+	check(http.StatusServiceUnavailable, "shutting down")
+	if code, _ := get(t, s, "/healthz"); code != http.StatusOK {
+		t.Errorf("GET /healthz while draining = %d", code)
+	}
+}
+
+func TestReadyzDatabaseUnreachable(t *testing.T) {
+	dbURL := ledgertest.NewDB(t)
+	proxy := newTCPProxy(t, dbURL)
+	store := openStore(t, proxy.url)
+	s, err := New(Config{}, store, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, body := get(t, s, "/readyz"); code != http.StatusOK {
+		t.Fatalf("GET /readyz through the proxy = %d %q", code, body)
+	}
+	proxy.cut()
+	code, body := get(t, s, "/readyz")
+	if code != http.StatusServiceUnavailable || !strings.Contains(body, "database unreachable") {
+		t.Errorf("GET /readyz with the database cut off = %d %q", code, body)
+	}
+	if code, _ := get(t, s, "/healthz"); code != http.StatusOK {
+		t.Errorf("GET /healthz with the database cut off = %d", code)
+	}
+}
+
+func openStore(t *testing.T, dbURL string) *ledger.Store {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	store, err := ledger.Open(ctx, ledger.Config{DatabaseURL: dbURL, MaxConns: 4,
+		ConnectTimeout: 5 * time.Second, SnapshotRefresh: -1, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(store.Close)
+	return store
+}
+
+// tcpProxy forwards TCP connections to a test database, so that a test
+// can cut the database off from a Store as a network failure would.
+type tcpProxy struct {
+	url      string // dbURL, pointing at the proxy
+	ln       net.Listener
+	upstream func() (net.Conn, error)
+	mu       sync.Mutex
+	conns    []net.Conn
+	closed   bool
+}
+
+func newTCPProxy(t *testing.T, dbURL string) *tcpProxy {
+	t.Helper()
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	host, port := q.Get("host"), q.Get("port")
+	if host == "" {
+		host = u.Hostname()
+	}
+	if port == "" {
+		port = u.Port()
+	}
+	if port == "" {
+		port = "5432"
+	}
+	p := &tcpProxy{}
+	if strings.HasPrefix(host, "/") {
+		sock := filepath.Join(host, ".s.PGSQL."+port)
+		p.upstream = func() (net.Conn, error) { return net.Dial("unix", sock) }
+	} else {
+		addr := net.JoinHostPort(host, port)
+		p.upstream = func() (net.Conn, error) { return net.Dial("tcp", addr) }
+	}
+	if p.ln, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	q.Del("host")
+	q.Del("port")
+	q.Set("sslmode", "disable")
+	u.Host = p.ln.Addr().String()
+	u.RawQuery = q.Encode()
+	p.url = u.String()
+	go p.serve()
+	t.Cleanup(p.cut)
+	return p
+}
+
+func (p *tcpProxy) serve() {
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		up, err := p.upstream()
+		if err != nil {
+			c.Close()
+			continue
+		}
+		p.mu.Lock()
+		if p.closed {
+			p.mu.Unlock()
+			c.Close()
+			up.Close()
+			return
+		}
+		p.conns = append(p.conns, c, up)
+		p.mu.Unlock()
+		go func() { _, _ = io.Copy(up, c); up.Close() }()
+		go func() { _, _ = io.Copy(c, up); c.Close() }()
+	}
+}
+
+// cut closes the listener and every forwarded connection: from now on
+// the database is unreachable through the proxy.
+func (p *tcpProxy) cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return
+	}
+	p.closed = true
+	p.ln.Close()
+	for _, c := range p.conns {
+		c.Close()
+	}
+}

@@ -1,0 +1,56 @@
+package telemetry
+
+import (
+	"context"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/berthd/berth/internal/telemetry/instrument"
+	"github.com/berthd/berth/ledger"
+)
+
+// ObservePool registers gauges and counters of the database connection
+// pool on the global meter provider, read from stats at each collection.
+// The returned function unregisters them; call it before the pool closes.
+func ObservePool(stats func() ledger.PoolStats) (unregister func() error, err error) {
+	m := otel.Meter(instrument.ScopeLedger)
+	conns, err := m.Int64ObservableGauge("berth.db.pool.connections", metric.WithUnit("{connection}"),
+		metric.WithDescription("Database pool connections by state (acquired, idle) and in total (total, max)"))
+	if err != nil {
+		return nil, err
+	}
+	acquires, err := m.Int64ObservableCounter("berth.db.pool.acquires", metric.WithUnit("{acquire}"),
+		metric.WithDescription("Connections handed out; result=waited had to wait for one, result=canceled gave up waiting"))
+	if err != nil {
+		return nil, err
+	}
+	wait, err := m.Float64ObservableCounter("berth.db.pool.acquire_wait", metric.WithUnit("s"),
+		metric.WithDescription("Total time spent waiting for a pool connection"))
+	if err != nil {
+		return nil, err
+	}
+	state := func(v string) metric.ObserveOption {
+		return metric.WithAttributes(attribute.String("state", v))
+	}
+	result := func(v string) metric.ObserveOption {
+		return metric.WithAttributes(attribute.String("result", v))
+	}
+	reg, err := m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		st := stats()
+		o.ObserveInt64(conns, int64(st.AcquiredConns), state("acquired"))
+		o.ObserveInt64(conns, int64(st.IdleConns), state("idle"))
+		o.ObserveInt64(conns, int64(st.TotalConns), state("total"))
+		o.ObserveInt64(conns, int64(st.MaxConns), state("max"))
+		o.ObserveInt64(acquires, st.AcquireCount-st.EmptyAcquireCount, result("immediate"))
+		o.ObserveInt64(acquires, st.EmptyAcquireCount, result("waited"))
+		o.ObserveInt64(acquires, st.CanceledAcquireCount, result("canceled"))
+		o.ObserveFloat64(wait, st.AcquireDuration.Seconds())
+		return nil
+	}, conns, acquires, wait)
+	if err != nil {
+		return nil, err
+	}
+	return reg.Unregister, nil
+}

@@ -1,0 +1,250 @@
+package scheduler
+
+import (
+	"fmt"
+	"time"
+
+	"go.starlark.net/starlark"
+)
+
+// memberValue is a cluster member (a root provider) or a candidate member
+// as Starlark sees it. Its attributes are built when first read and kept:
+// a scriptlet looping over 1,000 candidates reading two fields does not
+// pay for converting every inventory. It is immutable to Starlark and
+// used by one Rank (one goroutine) only.
+type memberValue struct {
+	kind    string     // "cluster_member" or "candidate_member"
+	p       *Provider  // never nil
+	c       *Candidate // nil for a cluster member
+	run     *scriptRun // caches the candidate's keys; may be nil
+	ranked  bool       // rank, score and weights are set
+	rank    int
+	score   float64
+	weights map[string]float64
+	attrs   memberAttrCache
+}
+
+// memberAttrCache holds the attributes built so far.
+type memberAttrCache struct {
+	traits, aggregates, inventories, state, usage, keys, allocations starlark.Value
+	classes                                                          []string // sorted, of p.Resources
+}
+
+var (
+	_ starlark.HasAttrs = (*memberValue)(nil)
+	_ starlark.HasAttrs = inventoryValue{}
+	_ starlark.HasAttrs = (*stateStruct)(nil)
+)
+
+var (
+	memberAttrs    = []string{"aggregates", "consumers", "inventories", "keys", "name", "state", "traits", "usage", "uuid"}
+	candidateAttrs = []string{"aggregates", "allocations", "consumers", "inventories", "keys", "name", "state", "traits", "usage", "uuid"}
+	rankedAttrs    = []string{"aggregates", "allocations", "consumers", "inventories", "keys", "name", "rank", "score", "state",
+		"traits", "usage", "uuid", "weights"}
+)
+
+func clusterMember(p *Provider) *memberValue { return &memberValue{kind: "cluster_member", p: p} }
+
+// candidateMember is c as a member: its root provider's fields, keys
+// with #RAM, #CPU and #LOAD as c would leave them, and allocations.
+func candidateMember(c *Candidate) *memberValue {
+	p := c.RootProvider()
+	if p == nil {
+		p = &Provider{UUID: c.Root()}
+	}
+	return &memberValue{kind: "candidate_member", p: p, c: c}
+}
+
+// setRank gives m its place in the ranking, in place: instance_placement
+// is the last use of a Rank's members, after every filter and weigher.
+func (m *memberValue) setRank(rank int, s Scored) *memberValue {
+	m.ranked, m.rank, m.score, m.weights = true, rank, s.Score, s.Weights
+	return m
+}
+
+func (m *memberValue) String() string        { return fmt.Sprintf("%s(%q)", m.kind, m.p.Name) }
+func (m *memberValue) Type() string          { return m.kind }
+func (m *memberValue) Freeze()               {}
+func (m *memberValue) Truth() starlark.Bool  { return true }
+func (m *memberValue) Hash() (uint32, error) { return 0, fmt.Errorf("unhashable: %s", m.kind) }
+
+// AttrNames implements starlark.HasAttrs.
+func (m *memberValue) AttrNames() []string {
+	switch {
+	case m.ranked:
+		return rankedAttrs
+	case m.c != nil:
+		return candidateAttrs
+	}
+	return memberAttrs
+}
+
+// Attr implements starlark.HasAttrs.
+func (m *memberValue) Attr(name string) (starlark.Value, error) {
+	switch name {
+	case "name":
+		return starlark.String(m.p.Name), nil
+	case "uuid":
+		return starlark.String(m.p.UUID), nil
+	case "consumers":
+		return starlark.MakeInt(m.p.Consumers), nil
+	case "rank", "score", "weights":
+		if !m.ranked {
+			return nil, nil
+		}
+		switch name {
+		case "rank":
+			return starlark.MakeInt(m.rank), nil
+		case "score":
+			return starlark.Float(m.score), nil
+		}
+		d := starlark.NewDict(len(m.weights))
+		for _, k := range sortedKeys(m.weights) {
+			_ = d.SetKey(starlark.String(k), starlark.Float(m.weights[k]))
+		}
+		d.Freeze()
+		return d, nil
+	case "allocations":
+		if m.c == nil {
+			return nil, nil
+		}
+	}
+	var slot *starlark.Value
+	switch name {
+	case "traits":
+		slot = &m.attrs.traits
+	case "aggregates":
+		slot = &m.attrs.aggregates
+	case "inventories":
+		slot = &m.attrs.inventories
+	case "state":
+		slot = &m.attrs.state
+	case "usage":
+		slot = &m.attrs.usage
+	case "keys":
+		slot = &m.attrs.keys
+	case "allocations":
+		slot = &m.attrs.allocations
+	default:
+		return nil, nil // Starlark reports "has no .x field"
+	}
+	if *slot == nil {
+		*slot = m.build(name)
+	}
+	return *slot, nil
+}
+
+// classes are p's resource classes, sorted, computed once.
+func (m *memberValue) classes() []string {
+	if m.attrs.classes == nil {
+		m.attrs.classes = sortedKeys(m.p.Resources)
+	}
+	return m.attrs.classes
+}
+
+// build makes attribute name.
+func (m *memberValue) build(name string) starlark.Value {
+	switch name {
+	case "traits":
+		return stringList(m.p.Traits)
+	case "aggregates":
+		return stringList(m.p.Aggregates)
+	case "inventories":
+		return &classMap{keys: m.classes(), p: m.p, kind: mapInventories}
+	case "state":
+		return stateValue(m.p.State)
+	case "usage":
+		return &classMap{keys: m.classes(), p: m.p, kind: mapUsage}
+	case "keys":
+		var keys map[string]float64
+		if m.c != nil {
+			keys = m.run.providerKeys(m.c)
+		} else {
+			keys = make(map[string]float64, len(m.p.Keys))
+			for _, k := range m.p.Keys {
+				keys[k.Name] = k.Value
+			}
+		}
+		return floatMap(keys)
+	}
+	// allocations
+	d := starlark.NewDict(len(m.c.Allocations))
+	for _, a := range m.c.Allocations {
+		_ = d.SetKey(starlark.String(a.ProviderUUID), intDict(a.Resources))
+	}
+	d.Freeze()
+	return d
+}
+
+// inventoryValue is an inventory as Starlark sees it: total, reserved,
+// allocation_ratio, capacity, used, free, min_unit, max_unit, step_size.
+type inventoryValue Inventory
+
+var inventoryAttrs = []string{"allocation_ratio", "capacity", "free", "max_unit", "min_unit", "reserved", "step_size", "total", "used"}
+
+func (v inventoryValue) String() string {
+	return fmt.Sprintf("inventory(total = %d, capacity = %d, used = %d)", v.Total, v.Capacity, v.Used)
+}
+func (v inventoryValue) Type() string          { return "inventory" }
+func (v inventoryValue) Freeze()               {}
+func (v inventoryValue) Truth() starlark.Bool  { return true }
+func (v inventoryValue) Hash() (uint32, error) { return 0, fmt.Errorf("unhashable: inventory") }
+func (v inventoryValue) AttrNames() []string   { return inventoryAttrs }
+
+// Attr implements starlark.HasAttrs.
+func (v inventoryValue) Attr(name string) (starlark.Value, error) {
+	switch name {
+	case "total":
+		return starlark.MakeInt64(v.Total), nil
+	case "reserved":
+		return starlark.MakeInt64(v.Reserved), nil
+	case "allocation_ratio":
+		return starlark.Float(v.AllocationRatio), nil
+	case "capacity":
+		return starlark.MakeInt64(v.Capacity), nil
+	case "used":
+		return starlark.MakeInt64(v.Used), nil
+	case "free":
+		return starlark.MakeInt64(v.Capacity - v.Used), nil
+	case "min_unit":
+		return starlark.MakeInt64(v.MinUnit), nil
+	case "max_unit":
+		return starlark.MakeInt64(v.MaxUnit), nil
+	case "step_size":
+		return starlark.MakeInt64(v.StepSize), nil
+	}
+	return nil, nil
+}
+
+// stateStruct is a provider's reported state as Starlark sees it.
+type stateStruct ProviderState
+
+var stateAttrs = []string{"cpu_utilization", "load_1", "load_15", "load_5", "memory_free_mb", "reported_at"}
+
+func (s *stateStruct) String() string {
+	return fmt.Sprintf("state(load_1 = %g, reported_at = %q)", s.Load1, s.ReportedAt.UTC().Format(time.RFC3339))
+}
+func (s *stateStruct) Type() string          { return "state" }
+func (s *stateStruct) Freeze()               {}
+func (s *stateStruct) Truth() starlark.Bool  { return true }
+func (s *stateStruct) Hash() (uint32, error) { return 0, fmt.Errorf("unhashable: state") }
+func (s *stateStruct) AttrNames() []string   { return stateAttrs }
+
+// Attr implements starlark.HasAttrs.
+func (s *stateStruct) Attr(name string) (starlark.Value, error) {
+	switch name {
+	case "load_1":
+		return starlark.Float(s.Load1), nil
+	case "load_5":
+		return starlark.Float(s.Load5), nil
+	case "load_15":
+		return starlark.Float(s.Load15), nil
+	case "memory_free_mb":
+		return starlark.MakeInt64(s.MemFreeMB), nil
+	case "cpu_utilization":
+		return starlark.Float(s.CPUUtil), nil
+	case "reported_at":
+		return starlark.String(s.ReportedAt.UTC().Format(time.RFC3339)), nil
+	}
+	return nil, nil
+}

@@ -1,0 +1,118 @@
+package scheduler
+
+import (
+	"context"
+	"testing"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+)
+
+// TestRankTrace installs recording tracer and meter providers and checks
+// that a Rank leaves one span with a child per stage, and scriptlet
+// metrics.
+func TestRankTrace(t *testing.T) {
+	spans := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	prevT, prevM := otel.GetTracerProvider(), otel.GetMeterProvider()
+	otel.SetTracerProvider(tp)
+	otel.SetMeterProvider(mp)
+	t.Cleanup(func() { otel.SetTracerProvider(prevT); otel.SetMeterProvider(prevM) })
+
+	ctx, parent := tp.Tracer("test").Start(context.Background(), "parent")
+	src := "def instance_placement(request, candidate_members):\n    set_target(\"node3\")\n"
+	pc, err := ParsePolicyConfig([]byte(`{"filters": [{"name": "forbidden_traits", "params": {"traits": ["CUSTOM_SSD"]}}],
+		"weighers": [{"name": "spread"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := NewPolicy(pc, nil, &scripts{def: compile(t, src)}, ScriptletLimits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Rank(ctx, &Request{}, threeCands()); err != nil {
+		t.Fatal(err)
+	}
+	parent.End()
+
+	byName := map[string]sdktrace.ReadOnlySpan{}
+	for _, s := range spans.Ended() {
+		byName[s.Name()] = s
+	}
+	rank := byName["scheduler.rank"]
+	if rank == nil {
+		t.Fatalf("no scheduler.rank span among %v", names(spans.Ended()))
+	}
+	if rank.Parent().SpanID() != parent.SpanContext().SpanID() {
+		t.Error("scheduler.rank is not a child of the caller's span")
+	}
+	if got := attr(rank, "berth.candidates"); got.AsInt64() != 3 {
+		t.Errorf("scheduler.rank berth.candidates = %v", got.Emit())
+	}
+	if got := attr(rank, "berth.candidates.remaining"); got.AsInt64() != 2 {
+		t.Errorf("scheduler.rank berth.candidates.remaining = %v", got.Emit())
+	}
+	for _, name := range []string{"scheduler.filter forbidden_traits", "scheduler.weigher spread", "scheduler.scriptlet (default)"} {
+		s := byName[name]
+		if s == nil {
+			t.Errorf("no %s span among %v", name, names(spans.Ended()))
+			continue
+		}
+		if s.Parent().SpanID() != rank.SpanContext().SpanID() {
+			t.Errorf("%s is not a child of scheduler.rank", name)
+		}
+		if s.StartTime().After(s.EndTime()) {
+			t.Errorf("%s ends before it starts", name)
+		}
+	}
+	if s := byName["scheduler.filter forbidden_traits"]; s != nil && attr(s, "berth.candidates.remaining").AsInt64() != 2 {
+		t.Errorf("forbidden_traits remaining = %v", attr(s, "berth.candidates.remaining").Emit())
+	}
+	if s := byName["scheduler.scriptlet (default)"]; s != nil && !attr(s, "berth.scriptlet.chose").AsBool() {
+		t.Error("the scriptlet span does not say the scriptlet chose")
+	}
+
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	var runs uint64
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if h, ok := m.Data.(metricdata.Histogram[int64]); ok && m.Name == "berth.scriptlet.steps" {
+				for _, dp := range h.DataPoints {
+					runs += dp.Count
+					if dp.Sum <= 0 {
+						t.Errorf("scriptlet steps sum %d", dp.Sum)
+					}
+				}
+			}
+		}
+	}
+	if runs != 1 {
+		t.Errorf("berth.scriptlet.steps counted %d runs, want 1", runs)
+	}
+}
+
+func names(spans []sdktrace.ReadOnlySpan) []string {
+	var out []string
+	for _, s := range spans {
+		out = append(out, s.Name())
+	}
+	return out
+}
+
+func attr(s sdktrace.ReadOnlySpan, key string) attribute.Value {
+	for _, kv := range s.Attributes() {
+		if string(kv.Key) == key {
+			return kv.Value
+		}
+	}
+	return attribute.Value{}
+}
