@@ -53,10 +53,19 @@ func TestEndToEndClaims(t *testing.T) {
 	if second == "cn1" {
 		want = map[string]string{"cn1": "2/16", "cn2": "2/4"}
 	}
-	for name, ratio := range want {
-		out = cli(t, base, 0, []string{"providers", "--name", name})
-		if !regexp.MustCompile(`VCPU .* ` + ratio + `\n`).MatchString(out) {
-			t.Errorf("after the move, %s:\n%s\nwant VCPU %s", name, out, ratio)
+	checkVCPU := func(when string) {
+		t.Helper()
+		for name, ratio := range want {
+			out := cli(t, base, 0, []string{"providers", "--name", name})
+			if !regexp.MustCompile(`VCPU .* ` + ratio + `\n`).MatchString(out) {
+				t.Errorf("%s, %s:\n%s\nwant VCPU %s", when, name, out, ratio)
+			}
 		}
 	}
+	checkVCPU("after the move")
+
+	// A move to the other root, reverted: back where it was.
+	cli(t, base, 0, []string{"move", c, "--migration", "new", "--target", second}, "Claimed on "+second+" ")
+	cli(t, base, 0, []string{"move-revert", c}, "Move reverted: consumer "+c)
+	checkVCPU("after a reverted move")
 }
