@@ -155,6 +155,7 @@ var scriptletTestSchema = MustSchema(`{
 			"additionalProperties": false}},
 			"additionalProperties": false},
 		"target": {"type": "string", "minLength": 1},
+		"exclude_providers": {"type": "array", "items": {"type": "string"}},
 		"policy": {"type": "string", "minLength": 1},
 		"reason": {"enum": ["new", "evacuation", "relocation", "reschedule"]},
 		"properties": {"type": "object"},
@@ -193,6 +194,7 @@ type scriptletTestBody struct {
 	GroupPolicy  string                 `json:"group_policy"`
 	Groups       map[string]testGroup   `json:"groups"`
 	Target       string                 `json:"target"`
+	Exclude      []string               `json:"exclude_providers"`
 	Policy       string                 `json:"policy"`
 	Reason       string                 `json:"reason"`
 	Properties   map[string]any         `json:"properties"`
@@ -246,6 +248,9 @@ func (s *Server) scriptletTest(c echo.Context) error {
 	var b scriptletTestBody
 	if err := s.decodeBody(c, scriptletTestSchema, &b); err != nil {
 		return err
+	}
+	if len(b.Exclude) > 0 {
+		return badRequest("exclude_providers is not supported by a scriptlet test: it dry-runs a new claim on every candidate.")
 	}
 	ctx := c.Request().Context()
 	cp, err := s.candidatesParams(b.query(), MaxVersion)
