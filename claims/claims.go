@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -14,16 +13,29 @@ import (
 	"github.com/berthd/berth/scheduler"
 )
 
-// Defaults and bounds of Config.
+// Defaults and bounds of Config and Params.
 const (
 	DefaultMaxAttempts = 10
 	MaxMaxAttempts     = 50
+	DefaultAlternates  = 2
 )
+
+// Reasons a consumer is placed (Params.Reason).
+const (
+	ReasonNew        = "new"
+	ReasonEvacuation = "evacuation"
+	ReasonRelocation = "relocation"
+	ReasonReschedule = "reschedule"
+)
+
+// Reasons lists the valid Params.Reason values.
+var Reasons = []string{ReasonNew, ReasonEvacuation, ReasonRelocation, ReasonReschedule}
 
 // Config configures a Claimer.
 type Config struct {
 	// MaxAttempts is how many candidates a claim tries to write before it
-	// gives up; a request may ask for fewer. Default DefaultMaxAttempts.
+	// gives up; a request may ask for fewer or, up to MaxMaxAttempts,
+	// more. Default DefaultMaxAttempts.
 	MaxAttempts int
 	// MaxCandidates caps the candidates the ledger generates per claim;
 	// 0 means ledger.DefaultMaxCandidates.
@@ -63,7 +75,10 @@ func (es Enrichers) Enrich(ctx context.Context, needs scheduler.Needs, provs map
 	return nil
 }
 
-// Claimer claims resources for consumers. It is safe for concurrent use.
+// Claimer claims resources for consumers. It is the only writer of claim
+// transactions, and it writes through ledger.Store.ClaimWrite (one
+// transaction per attempt, no lock held between the ranking and the
+// write, none across an HTTP round trip). It is safe for concurrent use.
 type Claimer struct {
 	store    *ledger.Store
 	policy   *scheduler.Policy
@@ -86,12 +101,20 @@ func (c *Claimer) SetPolicySource(src PolicySource) { c.policies = src }
 // before the first claim.
 func (c *Claimer) SetEnricher(e Enricher) { c.enricher = e }
 
-// New returns a Claimer over store ranking with policy (nil: the
-// scheduler's default policy, capacity then spread by free capacity).
+// DefaultPolicy is the policy of a Claimer built without one: the
+// capacity check (the ledger's candidates only include what fits) and
+// spreading by free capacity.
+func DefaultPolicy() (*scheduler.Policy, error) {
+	return scheduler.NewPolicy(scheduler.DefaultPolicyConfig(), nil, nil, scheduler.ScriptletLimits{})
+}
+
+// New returns a Claimer over store ranking with policy (nil:
+// DefaultPolicy) until SetPolicySource installs a source of named
+// policies.
 func New(store *ledger.Store, policy *scheduler.Policy, cfg Config, log *slog.Logger) (*Claimer, error) {
 	if policy == nil {
 		var err error
-		if policy, err = scheduler.NewPolicy(scheduler.DefaultPolicyConfig(), nil, nil, scheduler.ScriptletLimits{}); err != nil {
+		if policy, err = DefaultPolicy(); err != nil {
 			return nil, err
 		}
 	}
@@ -122,64 +145,103 @@ type Params struct {
 	// Candidates is the request, as for GET /allocation_candidates. Limit
 	// is ignored: every candidate (up to the configured cap) is ranked.
 	Candidates ledger.CandidatesParams
-	// Avoid lists provider uuids not to place on (nor in trees rooted at
-	// them).
-	Avoid []string
-	// MaxAttempts bounds the writes tried; 0 or more than the configured
-	// bound means the configured bound.
-	MaxAttempts int
-	// With are other consumers' allocations written in the same
-	// transaction as the claim (Move: the migration consumer holding the
-	// source), with their own generation checks.
-	With []ledger.ConsumerAllocations
-
-	// Name is the instance's name, handed to filters and scriptlets.
-	Name string
-	// Reason is why the consumer is placed: new, evacuation, relocation
-	// or reschedule.
-	Reason string
-	// Properties is free-form, handed to filters and scriptlets.
-	Properties map[string]any
-	// Target pins the claim to one root provider (uuid).
+	// Exclude lists root providers (uuid or name) not to place on: a
+	// candidate using one of them or a provider of its tree is removed.
+	Exclude []string
+	// Target pins the claim to one root provider (uuid or name).
 	Target string
+	// MaxAttempts bounds the writes tried; 0 means the configured bound.
+	MaxAttempts int
+	// Name is the instance's name, handed to filters and scriptlets and
+	// stored on the consumer.
+	Name string
+	// Reason is why the consumer is placed (Reasons); empty means new.
+	// A claim with reason reschedule also avoids every provider the
+	// consumer failed on before.
+	Reason string
+	// Properties is free-form, handed to filters and scriptlets and
+	// stored on the consumer.
+	Properties map[string]any
 	// Policy names the scheduling policy; empty means the default.
 	Policy string
 	// Keys are the claim's placement keys.
 	Keys []scheduler.KeyRequest
-	// Alternates is how many further ranked candidates to return
-	// unclaimed.
+	// Alternates is how many further ranked candidates (on other roots)
+	// to return unclaimed.
 	Alternates int
+	// DryRun does everything but the write and returns the full ranking.
+	DryRun bool
 	// PolicyOverride, when set, ranks with this policy instead of the
 	// one Policy names (testing a scriptlet against live data).
 	PolicyOverride *scheduler.Policy
+
+	// with are other consumers written in the same transaction (a move's
+	// migration consumer); move is the record written along.
+	with []ledger.ConsumerAllocations
+	move *ledger.MoveRecord
 }
 
-// Result is a successful claim.
+// Result is a successful claim, or a dry run's answer.
 type Result struct {
 	ConsumerUUID string
+	// ConsumerGeneration is the consumer's generation after the write
+	// (for a dry run: what it would be).
+	ConsumerGeneration int64
 	// Allocations are what was written, provider by provider.
 	Allocations []ledger.ProviderResources
 	// Mappings are request group suffix -> providers.
 	Mappings map[string][]string
-	// Root is the root provider of the chosen candidate.
-	Root  string
-	Score float64
-	// Attempts lists every write tried, the successful one last.
-	Attempts []Attempt
-	// Considered and Rejections describe the ranking.
-	Considered int
-	Rejections []scheduler.FilterCount
-	// With are the other consumers written along (Params.With).
-	With []ledger.ConsumerAllocations
+	// Root and RootName are the root provider of the chosen candidate.
+	Root     string
+	RootName string
+	Score    float64
+	// Alternates are further candidates, best first, one per root, not
+	// claimed.
+	Alternates []Option
+	// Attempts is how many writes were tried (0 for a dry run).
+	Attempts int
+	DryRun   bool
+	// Steps are the selection steps with what each removed.
+	Steps []Step
+	// Ranking is the full ranking (dry runs only).
+	Ranking []Option
+	// ScriptletLog are the scriptlet's log lines (dry runs only).
+	ScriptletLog []LogLine
+	// Migration is the migration consumer of a move and what it holds.
+	Migration *ledger.ConsumerAllocations
 }
 
-// Attempt is one write tried.
-type Attempt struct {
-	Root      string
-	Providers []string
-	// Error is why the write was refused; empty for the one that won.
-	Error string
+// Option is a ranked candidate.
+type Option struct {
+	Root        string
+	RootName    string
+	Score       float64
+	Weights     map[string]float64
+	Allocations []ledger.ProviderResources
+	Mappings    map[string][]string
 }
+
+// Step is one selection step: how many candidates it removed, how many
+// remained, and why. The first step, StepCandidates, counts root
+// providers (those with no candidate at all: removed) against candidates
+// (remaining); the scheduler's filters after it count candidates. The
+// scheduler's "pin" and "exclude" filters apply target and
+// exclude_providers.
+type Step struct {
+	Unit      string
+	Kind      string // "filter"
+	Removed   int
+	Remaining int
+	Reasons   map[string]int
+}
+
+// StepCandidates names the first step: the ledger's allocation
+// candidates, which leave out the roots that cannot hold the request.
+const StepCandidates = "allocation_candidates"
+
+// LogLine is one line a scriptlet logged (level "info", "warn" or
+// "error").
+type LogLine = scheduler.LogLine
 
 // Reason says why a claim placed nothing.
 type Reason string
@@ -192,57 +254,61 @@ const (
 	ConflictsExhausted Reason = "conflicts_exhausted"
 )
 
-// NotPlacedError is a claim that placed nothing, and why. It is an
-// expected outcome (409 over HTTP), not a failure. Nothing was written.
+// NotPlacedError is a claim that placed nothing, and why: the answer
+// "no valid host" (409 berth.no_valid_host over HTTP), an expected
+// outcome, not a failure. Nothing was written.
 type NotPlacedError struct {
-	Reason     Reason
-	Considered int
-	Rejections []scheduler.FilterCount
-	Attempts   []Attempt
+	Reason Reason
+	// Roots is how many root providers the request saw.
+	Roots int
+	// Steps are the selection steps, StepCandidates first.
+	Steps []Step
+	// Attempts is how many writes lost to concurrent claims.
+	Attempts int
 	// Refusal is the scriptlet's reason when Reason is Refused.
 	Refusal string
+	// ScriptletLog are the scriptlet's log lines.
+	ScriptletLog []LogLine
 }
 
+// Error words the steps, as "1000 providers; 612 lacked MEMORY_MB
+// 16384; 388 removed by anti_affinity".
 func (e *NotPlacedError) Error() string {
-	switch e.Reason {
-	case NoCandidates:
-		return "No allocation candidates match the request."
-	case AllFiltered:
-		return fmt.Sprintf("All %d allocation candidates were rejected by the scheduler policy: %s.",
-			e.Considered, FormatRejections(e.Rejections))
-	case Refused:
-		return "The scheduler scriptlet refused the request: " + e.Refusal
+	if e.Reason == Refused {
+		return "Failed instance placement scriptlet: " + e.Refusal
 	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "No claim succeeded after %d attempts on %d allocation candidates", len(e.Attempts), e.Considered)
-	if s := FormatRejections(e.Rejections); s != "" {
-		fmt.Fprintf(&b, " (rejected by the policy: %s)", s)
-	}
-	b.WriteString(":")
-	for _, a := range e.Attempts {
-		fmt.Fprintf(&b, " [%s: %s]", a.Root, a.Error)
-	}
-	return b.String()
-}
-
-// FormatRejections renders rejection counts as
-// "max_usage_ratio rejected 3 (VCPU above 0.9 of capacity: 3)", omitting
-// filters that rejected nothing.
-func FormatRejections(counts []scheduler.FilterCount) string {
-	var parts []string
-	for _, fc := range counts {
-		if fc.Removed == 0 {
+	parts := []string{fmt.Sprintf("%d providers", e.Roots)}
+	for _, st := range e.Steps {
+		if st.Removed == 0 {
 			continue
 		}
-		reasons := make([]string, 0, len(fc.Reasons))
-		for r := range fc.Reasons {
+		reasons := make([]string, 0, len(st.Reasons))
+		for r := range st.Reasons {
 			reasons = append(reasons, r)
 		}
-		sort.Strings(reasons)
-		for i, r := range reasons {
-			reasons[i] = fmt.Sprintf("%s: %d", r, fc.Reasons[r])
+		slices.SortFunc(reasons, func(a, b string) int {
+			if d := st.Reasons[b] - st.Reasons[a]; d != 0 {
+				return d
+			}
+			return strings.Compare(a, b)
+		})
+		if st.Unit == StepCandidates {
+			for _, r := range reasons {
+				parts = append(parts, fmt.Sprintf("%d %s", st.Reasons[r], r))
+			}
+			continue
 		}
-		parts = append(parts, fmt.Sprintf("%s rejected %d (%s)", fc.Unit, fc.Removed, strings.Join(reasons, ", ")))
+		s := fmt.Sprintf("%d removed by %s", st.Removed, st.Unit)
+		if len(reasons) > 0 && !(len(reasons) == 1 && reasons[0] == "rejected") {
+			for i, r := range reasons {
+				reasons[i] = fmt.Sprintf("%s: %d", r, st.Reasons[r])
+			}
+			s += " (" + strings.Join(reasons, ", ") + ")"
+		}
+		parts = append(parts, s)
+	}
+	if e.Reason == ConflictsExhausted {
+		parts = append(parts, fmt.Sprintf("%d attempts lost to concurrent claims", e.Attempts))
 	}
 	return strings.Join(parts, "; ")
 }
@@ -256,153 +322,337 @@ type Explanation struct {
 
 // Explain ranks the candidates for p as Claim would, without writing.
 func (c *Claimer) Explain(ctx context.Context, p Params) (*Explanation, error) {
-	r, err := c.rank(ctx, &p)
-	var refused *scheduler.RefusedError
-	if errors.As(err, &refused) {
-		return &Explanation{Ranking: r, Refusal: refused.Reason}, nil
-	}
+	s, err := c.selectCandidates(ctx, &p)
 	if err != nil {
 		return nil, err
 	}
-	return &Explanation{Ranking: r}, nil
+	var refused *scheduler.RefusedError
+	if errors.As(s.rankErr, &refused) {
+		return &Explanation{Ranking: s.ranking, Refusal: refused.Reason}, nil
+	}
+	if s.rankErr != nil {
+		return nil, s.rankErr
+	}
+	return &Explanation{Ranking: s.ranking}, nil
 }
 
-// rank gets the candidates and ranks them.
-func (c *Claimer) rank(ctx context.Context, p *Params) (*scheduler.Ranking, error) {
-	cp := p.Candidates
-	cp.Limit = 0
-	cp.Max = c.cfg.MaxCandidates
-	start := time.Now()
-	cands, err := c.store.AllocationCandidates(ctx, cp)
+// selection is the outcome of the selection pipeline.
+type selection struct {
+	roots   int // root providers the request saw
+	found   int // candidates the ledger found
+	cands   []*scheduler.Candidate
+	steps   []Step
+	ranking *scheduler.Ranking
+	rankErr error // a *scheduler.RefusedError, or a failure
+	policy  *scheduler.Policy
+}
+
+// selectCandidates runs the pipeline up to the ranking: resolve names,
+// get candidates from the ledger snapshot, apply exclude_providers and
+// target, enrich, rank. Errors in the request (unknown names, policy) and
+// outages are returned; a scriptlet refusal is in rankErr.
+func (c *Claimer) selectCandidates(ctx context.Context, p *Params) (*selection, error) {
+	if p.Reason == "" {
+		p.Reason = ReasonNew
+	}
+	if !slices.Contains(Reasons, p.Reason) {
+		return nil, invalid("Invalid reason %q: want one of %s", p.Reason, strings.Join(Reasons, ", "))
+	}
+	exclude := make([]string, 0, len(p.Exclude))
+	for _, x := range p.Exclude {
+		prov, err := c.resolve(ctx, x, "exclude_providers")
+		if err != nil {
+			return nil, err
+		}
+		exclude = append(exclude, prov.UUID)
+	}
+	if p.Reason == ReasonReschedule {
+		failed, err := c.store.ClaimFailures(ctx, p.ConsumerUUID)
+		if err != nil {
+			return nil, err
+		}
+		exclude = append(exclude, failed...)
+	}
+	target := ""
+	if p.Target != "" {
+		prov, err := c.resolve(ctx, p.Target, "target")
+		if err != nil {
+			return nil, err
+		}
+		target = prov.RootUUID
+	}
+	policy, err := c.resolvePolicy(ctx, p)
 	if err != nil {
 		return nil, err
 	}
-	candidatesSpan(ctx, start, len(cands.Requests))
+
+	// Randomize (berthd --randomize-candidates) stays as the request
+	// says: shuffled candidates break ties between equal scores at random,
+	// so concurrent claims spread over equally good providers instead of
+	// queueing on the first one's row lock.
+	cp := p.Candidates
+	cp.Limit, cp.Max = 0, c.cfg.MaxCandidates
+	start := time.Now()
+	lc, err := c.store.AllocationCandidates(ctx, cp)
+	if err != nil {
+		return nil, err
+	}
+	candidatesSpan(ctx, start, len(lc.Requests))
+	s := &selection{roots: lc.Roots, found: len(lc.Requests), cands: Convert(lc), policy: policy}
+	fit := map[string]bool{}
+	for _, cand := range s.cands {
+		fit[cand.Root()] = true
+	}
+	s.steps = append(s.steps, Step{Unit: StepCandidates, Kind: "filter", Removed: max(0, lc.Roots-len(fit)),
+		Remaining: len(s.cands), Reasons: map[string]int{}})
 	req := &scheduler.Request{
 		ConsumerUUID: p.ConsumerUUID,
 		ProjectID:    p.ProjectID,
 		UserID:       p.UserID,
 		ConsumerType: p.ConsumerType,
 		Resources:    map[string]int64{},
-		Avoid:        p.Avoid,
+		Name:         p.Name,
+		Reason:       p.Reason,
+		Properties:   p.Properties,
+		Target:       target,
+		Avoid:        exclude,
+		Keys:         p.Keys,
+		Data:         c.data,
 	}
 	for _, g := range cp.Groups {
 		for _, r := range g.Resources {
 			req.Resources[r.Class] += r.Amount
 		}
+		for _, any := range g.RequiredTraits {
+			if len(any) == 1 && !slices.Contains(req.Required, any[0]) {
+				req.Required = append(req.Required, any[0])
+			}
+		}
+		for _, t := range g.ForbiddenTraits {
+			if !slices.Contains(req.Forbidden, t) {
+				req.Forbidden = append(req.Forbidden, t)
+			}
+		}
 	}
-	// Until the claims rewrite lands: the stored policies (PolicySource),
-	// a test's override, the request's fields scriptlets read.
-	policy := c.policy
+	if c.enricher != nil && len(s.cands) > 0 {
+		if err := c.enricher.Enrich(ctx, policy.NeedsFor(req), s.cands[0].Providers); err != nil {
+			return nil, err
+		}
+	}
+	s.ranking, s.rankErr = policy.Rank(ctx, req, s.cands)
+	var refused *scheduler.RefusedError
+	if s.rankErr != nil && !errors.As(s.rankErr, &refused) {
+		return nil, s.rankErr
+	}
+	if s.ranking != nil {
+		for _, rj := range s.ranking.Rejections {
+			s.steps = append(s.steps, Step{Unit: rj.Unit, Kind: "filter", Removed: rj.Removed,
+				Remaining: rj.Remaining, Reasons: rj.Reasons})
+		}
+	}
+	return s, nil
+}
+
+// resolvePolicy picks the policy p ranks with.
+func (c *Claimer) resolvePolicy(ctx context.Context, p *Params) (*scheduler.Policy, error) {
 	switch {
 	case p.PolicyOverride != nil:
-		policy = p.PolicyOverride
+		return p.PolicyOverride, nil
 	case c.policies != nil:
-		if policy, err = c.policies.Policy(ctx, p.Policy); err != nil {
-			return nil, err
+		pol, err := c.policies.Policy(ctx, p.Policy)
+		var le *ledger.Error
+		if errors.As(err, &le) && errors.Is(le, ledger.ErrNotFound) {
+			// A name in the body, not the resource of the URL: 400.
+			return nil, &ledger.Error{Kind: ledger.ErrInvalid, Code: le.Code, Msg: le.Msg}
+		}
+		return pol, err
+	case p.Policy != "":
+		return nil, invalid("Unknown scheduling policy %q: this server has no named policies.", p.Policy)
+	}
+	return c.policy, nil
+}
+
+// resolve finds the provider a uuid or name designates; unknown is
+// ErrInvalid (a bad request, not a missing resource).
+func (c *Claimer) resolve(ctx context.Context, ref, field string) (ledger.Provider, error) {
+	f := ledger.ProviderFilter{Name: ref}
+	if isUUID(ref) {
+		f = ledger.ProviderFilter{UUID: ref}
+	}
+	provs, err := c.store.ProvidersMatching(ctx, f)
+	if err != nil {
+		return ledger.Provider{}, err
+	}
+	if len(provs) == 0 && f.UUID != "" {
+		// A provider may be named like a uuid.
+		if provs, err = c.store.ProvidersMatching(ctx, ledger.ProviderFilter{Name: ref}); err != nil {
+			return ledger.Provider{}, err
 		}
 	}
-	req.Name, req.Reason, req.Properties, req.Keys, req.Target, req.Data = p.Name, p.Reason, p.Properties, p.Keys, p.Target, c.data
-	sc := Convert(cands)
-	if c.enricher != nil && len(sc) > 0 {
-		if err := c.enricher.Enrich(ctx, policy.NeedsFor(req), sc[0].Providers); err != nil {
-			return nil, err
-		}
+	if len(provs) == 0 {
+		return ledger.Provider{}, invalid("No resource provider with uuid or name %q in %s.", ref, field)
 	}
-	return policy.Rank(ctx, req, sc)
+	return provs[0], nil
+}
+
+func invalid(format string, args ...any) error {
+	return &ledger.Error{Kind: ledger.ErrInvalid, Msg: fmt.Sprintf(format, args...)}
 }
 
 // Claim places p: it ranks the candidates and writes the best one's
 // allocations, moving on to the next ranked candidate on another root when
-// the write finds the capacity gone or a provider deleted. It returns a
-// *NotPlacedError when nothing was placed for an expected reason; a
-// consumer generation conflict is returned as the ledger's ErrConflict
-// (placement.concurrent_update) at once, since another candidate cannot
-// cure it. Nothing is written unless the claim succeeds.
+// the write finds the capacity gone or a provider deleted, at most
+// MaxAttempts times. It returns a *NotPlacedError when nothing was placed
+// for an expected reason; a consumer generation conflict is returned as
+// the ledger's ErrConflict (placement.concurrent_update) at once, since
+// another candidate cannot cure it. Nothing is written unless the claim
+// succeeds, and nothing at all for a dry run.
 func (c *Claimer) Claim(ctx context.Context, p Params) (_ *Result, err error) {
-	ctx, tr := startClaim(ctx, p.ConsumerUUID, false)
+	ctx, tr := startClaim(ctx, p.ConsumerUUID, p.DryRun)
 	defer func() { tr.end(err) }()
-	ranking, err := c.rank(ctx, &p)
-	var refused *scheduler.RefusedError
-	if errors.As(err, &refused) {
-		return nil, &NotPlacedError{Reason: Refused, Considered: ranking.Considered,
-			Rejections: ranking.Rejections, Refusal: refused.Reason}
-	}
+	s, err := c.selectCandidates(ctx, &p)
 	if err != nil {
 		return nil, err
 	}
-	np := &NotPlacedError{Considered: ranking.Considered, Rejections: ranking.Rejections}
-	switch {
-	case ranking.Considered == 0:
-		np.Reason = NoCandidates
+	var refused *scheduler.RefusedError
+	if errors.As(s.rankErr, &refused) {
+		np := &NotPlacedError{Reason: Refused, Roots: s.roots, Steps: s.steps, Refusal: refused.Reason}
+		if s.ranking != nil {
+			np.ScriptletLog = s.ranking.Log
+		}
 		return nil, np
-	case len(ranking.Ranked) == 0 && ranking.Chosen:
-		np.Reason, np.Refusal = Refused, "choose returned no candidates"
+	}
+	ranked := s.ranking.Ranked
+	if len(ranked) == 0 {
+		np := &NotPlacedError{Reason: AllFiltered, Roots: s.roots, Steps: s.steps, ScriptletLog: s.ranking.Log}
+		if s.found == 0 {
+			np.Reason = NoCandidates
+		}
+		c.explainCapacity(ctx, &p, np.Steps)
 		return nil, np
-	case len(ranking.Ranked) == 0:
-		np.Reason = AllFiltered
-		return nil, np
+	}
+	if p.DryRun {
+		c.explainCapacity(ctx, &p, s.steps)
+		return c.result(&p, s, 0, 0), nil
 	}
 
 	maxAttempts := c.cfg.MaxAttempts
-	if p.MaxAttempts > 0 && p.MaxAttempts < maxAttempts {
-		maxAttempts = p.MaxAttempts
+	if p.MaxAttempts > 0 {
+		maxAttempts = min(p.MaxAttempts, MaxMaxAttempts)
 	}
-	var attempts []Attempt
+	attempts := 0
 	var failedRoots []string
-	for _, s := range ranking.Ranked {
-		if len(attempts) >= maxAttempts {
+	for i, sc := range ranked {
+		if attempts >= maxAttempts {
 			break
 		}
-		cand := s.Cand
+		cand := sc.Cand
 		// A root whose write just failed is hot or stale in the snapshot;
 		// its other candidates are likely to fail too. (Only the anchor
 		// root counts: a sharing provider is common to many candidates.)
 		if slices.Contains(failedRoots, cand.Root()) {
 			continue
 		}
-		allocs := toLedger(cand)
-		a := Attempt{Root: cand.Root()}
-		for _, pr := range allocs {
-			a.Providers = append(a.Providers, pr.ProviderUUID)
-		}
-		write := append([]ledger.ConsumerAllocations{{
+		attempts++
+		w := ledger.ClaimWriteParams{Consumers: append([]ledger.ConsumerAllocations{{
 			ConsumerUUID:    p.ConsumerUUID,
 			ProjectID:       p.ProjectID,
 			UserID:          p.UserID,
 			ConsumerType:    p.ConsumerType,
 			CheckGeneration: true,
 			Generation:      p.ConsumerGeneration,
-			Allocations:     allocs,
-		}}, p.With...)
+			Allocations:     toLedger(cand),
+			Name:            p.Name,
+			Properties:      p.Properties,
+			CopyStickyKeys:  true,
+		}}, p.with...), Move: p.move}
 		start := time.Now()
-		err := c.store.AllocationsReplace(ctx, write)
+		err := c.store.ClaimWrite(ctx, w)
 		tr.write(start, cand.Root(), err)
 		if err == nil {
-			attempts = append(attempts, a)
-			return &Result{
-				ConsumerUUID: p.ConsumerUUID,
-				Allocations:  allocs,
-				Mappings:     cand.Mappings,
-				Root:         cand.Root(),
-				Score:        s.Score,
-				Attempts:     attempts,
-				Considered:   ranking.Considered,
-				Rejections:   ranking.Rejections,
-				With:         p.With,
-			}, nil
+			return c.result(&p, s, i, attempts), nil
 		}
 		if !retryable(err) {
 			return nil, err
 		}
-		c.log.DebugContext(ctx, "claim attempt conflicted", "consumer", p.ConsumerUUID, "root", a.Root, "error", err)
-		a.Error = err.Error()
-		attempts = append(attempts, a)
+		c.log.DebugContext(ctx, "claim attempt conflicted", "consumer", p.ConsumerUUID, "root", cand.Root(), "error", err)
 		failedRoots = append(failedRoots, cand.Root())
 	}
-	np.Reason = ConflictsExhausted
-	np.Attempts = attempts
-	return nil, np
+	return nil, &NotPlacedError{Reason: ConflictsExhausted, Roots: s.roots, Steps: s.steps, Attempts: attempts}
+}
+
+// explainCapacity fills the capacity step's reasons (steps[0]), which
+// cost a second pass over the snapshot: only for claims that placed
+// nothing and dry runs. A failure to explain is logged, not returned.
+func (c *Claimer) explainCapacity(ctx context.Context, p *Params, steps []Step) {
+	cp := p.Candidates
+	cp.Limit, cp.Max, cp.Randomize = 0, c.cfg.MaxCandidates, false
+	sf, err := c.store.CandidatesShortfall(ctx, cp)
+	if err != nil {
+		c.log.WarnContext(ctx, "claims: explaining the capacity step", "error", err)
+		return
+	}
+	steps[0].Reasons = sf.Reasons
+}
+
+// result builds the answer for the candidate ranked at chosen.
+func (c *Claimer) result(p *Params, s *selection, chosen, attempts int) *Result {
+	ranked := s.ranking.Ranked
+	best := option(ranked[chosen])
+	gen := int64(1)
+	if p.ConsumerGeneration != nil {
+		gen = *p.ConsumerGeneration + 1
+	}
+	r := &Result{
+		ConsumerUUID:       p.ConsumerUUID,
+		ConsumerGeneration: gen,
+		Allocations:        best.Allocations,
+		Mappings:           best.Mappings,
+		Root:               best.Root,
+		RootName:           best.RootName,
+		Score:              best.Score,
+		Attempts:           attempts,
+		DryRun:             p.DryRun,
+		Steps:              s.steps,
+		Alternates:         []Option{},
+	}
+	seen := []string{best.Root}
+	for _, sc := range ranked[chosen+1:] {
+		if len(r.Alternates) >= p.Alternates {
+			break
+		}
+		if slices.Contains(seen, sc.Cand.Root()) {
+			continue
+		}
+		seen = append(seen, sc.Cand.Root())
+		r.Alternates = append(r.Alternates, option(sc))
+	}
+	if p.DryRun {
+		r.Ranking = make([]Option, len(ranked))
+		for i, sc := range ranked {
+			r.Ranking[i] = option(sc)
+		}
+		r.ScriptletLog = append([]LogLine{}, s.ranking.Log...)
+	}
+	for i := range p.with {
+		if p.with[i].ConsumerType == MigrationConsumerType {
+			m := p.with[i]
+			r.Migration = &m
+		}
+	}
+	return r
+}
+
+func option(sc scheduler.Scored) Option {
+	o := Option{Root: sc.Cand.Root(), Score: sc.Score, Weights: sc.Weights,
+		Allocations: toLedger(sc.Cand), Mappings: sc.Cand.Mappings}
+	if prov := sc.Cand.Providers[o.Root]; prov != nil {
+		o.RootName = prov.Name
+	}
+	if o.Weights == nil {
+		o.Weights = map[string]float64{}
+	}
+	return o
 }
 
 // retryable reports whether a refused write may succeed on another
@@ -452,8 +702,7 @@ func Convert(c *ledger.Candidates) []*scheduler.Candidate {
 			Traits: s.Traits, Aggregates: s.Aggregates, Resources: make(map[string]scheduler.Inventory, len(s.Resources))}
 		for _, r := range s.Resources {
 			p.Resources[r.Class] = scheduler.Inventory{Capacity: r.Capacity, Used: r.Used,
-				Total: r.Total, Reserved: r.Reserved, AllocationRatio: r.AllocationRatio,
-				MinUnit: r.MinUnit, MaxUnit: r.MaxUnit, StepSize: r.StepSize}
+				Total: r.Total, Reserved: r.Reserved, AllocationRatio: r.AllocationRatio}
 		}
 		provs[s.UUID] = p
 	}
@@ -489,98 +738,4 @@ func Convert(c *ledger.Candidates) []*scheduler.Candidate {
 		out[i] = sc
 	}
 	return out
-}
-
-// Reschedule moves an existing consumer's allocations to other providers:
-// it claims p with the consumer's current root providers added to
-// p.Avoid, replacing the old allocations in the same transaction as the
-// new ones are written (so a reschedule that places nothing leaves the
-// consumer where it was). p.ConsumerGeneration, when nil, is taken from
-// the consumer as read now; empty ProjectID, UserID and ConsumerType keep
-// the consumer's. A consumer without allocations is ErrNotFound.
-func (c *Claimer) Reschedule(ctx context.Context, p Params) (*Result, error) {
-	if _, err := c.prepareMove(ctx, &p); err != nil {
-		return nil, err
-	}
-	return c.Claim(ctx, p)
-}
-
-// MigrationConsumerType is the consumer type Move gives the consumer that
-// holds the source allocations.
-const MigrationConsumerType = "MIGRATION"
-
-// Move is a migration claim, as Nova does it with POST /allocations: in
-// one transaction the migration consumer (a new consumer, of type
-// MIGRATION, owned like the instance) takes over the instance's current
-// allocations on the source, and the instance gets the destination's.
-// The destination is chosen as for Reschedule (not on the instance's
-// current roots). Nothing changes if no destination fits. The caller
-// later deletes the migration consumer (confirm) or swaps back (revert)
-// with the Placement API.
-func (c *Claimer) Move(ctx context.Context, p Params, migrationUUID string) (*Result, error) {
-	held, err := c.prepareMove(ctx, &p)
-	if err != nil {
-		return nil, err
-	}
-	p.With = append(p.With, ledger.ConsumerAllocations{
-		ConsumerUUID:    migrationUUID,
-		ProjectID:       p.ProjectID,
-		UserID:          p.UserID,
-		ConsumerType:    MigrationConsumerType,
-		CheckGeneration: true, // must be new
-		Allocations:     held,
-	})
-	return c.Claim(ctx, p)
-}
-
-// prepareMove reads the consumer of p, fills p's defaults from it, adds
-// its current roots to p.Avoid and returns what it holds now.
-func (c *Claimer) prepareMove(ctx context.Context, p *Params) ([]ledger.ProviderResources, error) {
-	cur, err := c.store.AllocationsByConsumer(ctx, p.ConsumerUUID)
-	if err != nil {
-		return nil, err
-	}
-	if cur.Consumer == nil || len(cur.Allocations) == 0 {
-		return nil, &ledger.Error{Kind: ledger.ErrNotFound, Msg: fmt.Sprintf("No allocations for consumer '%s'", p.ConsumerUUID)}
-	}
-	if p.ConsumerGeneration == nil {
-		gen := cur.Consumer.Generation
-		p.ConsumerGeneration = &gen
-	}
-	if p.ProjectID == "" {
-		p.ProjectID = cur.Consumer.ProjectID
-	}
-	if p.UserID == "" {
-		p.UserID = cur.Consumer.UserID
-	}
-	if p.ConsumerType == "" && cur.Consumer.Type != ledger.UnknownConsumerType {
-		p.ConsumerType = cur.Consumer.Type
-	}
-	p.Avoid = slices.Clone(p.Avoid)
-	var held []ledger.ProviderResources
-	for _, a := range cur.Allocations {
-		if n := len(held); n == 0 || held[n-1].ProviderUUID != a.ProviderUUID {
-			held = append(held, ledger.ProviderResources{ProviderUUID: a.ProviderUUID})
-			prov, err := c.store.ProviderGet(ctx, a.ProviderUUID)
-			if err != nil {
-				return nil, err
-			}
-			if !slices.Contains(p.Avoid, prov.RootUUID) && !c.sharing(ctx, prov) {
-				p.Avoid = append(p.Avoid, prov.RootUUID)
-			}
-		}
-		h := &held[len(held)-1]
-		h.Resources = append(h.Resources, ledger.Resource{Class: a.ResourceClass, Amount: a.Used})
-	}
-	return held, nil
-}
-
-// sharing reports whether prov shares its inventory via aggregates; a
-// reschedule does not avoid those (the new tree may need the same pool).
-func (c *Claimer) sharing(ctx context.Context, prov ledger.Provider) bool {
-	_, traits, err := c.store.ProviderTraits(ctx, prov.UUID)
-	if err != nil {
-		return false
-	}
-	return slices.ContainsFunc(traits, func(t ledger.Trait) bool { return t.Name == sharesViaAggregate })
 }

@@ -1,12 +1,19 @@
-// Package claims selects and claims resources in one step: it asks the
-// ledger for allocation candidates, has the scheduler policy filter, score
-// and order them, and writes the best candidate's allocations through the
-// ledger. Claims are optimistic: candidates come from the in-memory
-// snapshot, and the write re-checks capacity and the consumer generation
-// under row locks. When the write finds the capacity gone (another claim
-// won the race, or the snapshot was stale), the claim moves on to the next
-// ranked candidate on another root, a bounded number of times. A claim
-// that places nothing explains why with a *NotPlacedError: no candidates,
-// every candidate filtered out (with counts per filter), refused by the
-// scriptlet, or conflicts on every attempt.
+// Package claims selects and claims resources in one step (POST /claims):
+// it asks the ledger for allocation candidates from its in-memory
+// snapshot, removes those on excluded providers or off the target, has
+// the scheduling policy filter, score and order the rest, and writes the
+// best candidate's allocations through ledger.Store.ClaimWrite, one
+// transaction per attempt. Claims are optimistic: the write re-checks
+// capacity and the consumer generation under row locks in PostgreSQL, and
+// when it finds the capacity gone (another claim won the race, or the
+// snapshot was stale) the claim moves on to the next ranked candidate on
+// another root, a bounded number of times. No lock is held between the
+// ranking and the write. A claim that places nothing says why with a
+// *NotPlacedError whose steps count what each step removed.
+//
+// The package also reschedules (remembering, in PostgreSQL, every
+// provider a consumer failed on), and moves consumers the way Nova
+// migrates: the source allocations go to a migration consumer, the
+// destination is claimed for the instance, and the move is later
+// confirmed or reverted. It is the only writer of claim transactions.
 package claims

@@ -79,10 +79,15 @@ func (s *Server) capacityShow(c echo.Context) error {
 			"limiting":           limiting,
 		}
 	}
+	aggs := make([]any, len(capa.Aggregates))
+	for i, a := range capa.Aggregates {
+		aggs[i] = map[string]any{"uuid": a.UUID, "fits": a.Fits}
+	}
 	return writeJSON(c, http.StatusOK, map[string]any{
-		"total":     capa.Total,
-		"capped":    capa.Capped,
-		"truncated": capa.Truncated,
-		"roots":     list,
+		"total":      capa.Total,
+		"capped":     capa.Capped,
+		"truncated":  capa.Truncated,
+		"roots":      list,
+		"aggregates": aggs,
 	})
 }

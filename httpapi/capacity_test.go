@@ -16,7 +16,12 @@ func TestCapacityAPI(t *testing.T) {
 	ctx := context.Background()
 	store := ledgertest.NewStore(t)
 	uuids := map[string]string{}
-	for name, vcpu := range map[string]int64{"cn1": 8, "cn2": 16} {
+	// Created in this order: the engine's order, which breaks ties.
+	for _, pv := range []struct {
+		name string
+		vcpu int64
+	}{{"cn1", 8}, {"cn2", 16}} {
+		name, vcpu := pv.name, pv.vcpu
 		p, err := store.ProviderCreate(ctx, ledger.ProviderCreateParams{Name: name})
 		if err != nil {
 			t.Fatal(err)
@@ -26,6 +31,13 @@ func TestCapacityAPI(t *testing.T) {
 			t.Fatal(err)
 		}
 		uuids[name] = p.UUID
+	}
+	// Aggregates: cn1 in A, cn2 in A and B.
+	const aggA, aggB = "aaaaaaaa-0000-4000-8000-000000000001", "bbbbbbbb-0000-4000-8000-000000000002"
+	for name, aggs := range map[string][]string{"cn1": {aggA}, "cn2": {aggA, aggB}} {
+		if _, err := store.ProviderAggregatesReplace(ctx, uuids[name], aggs, ledger.AggregatesReplaceParams{}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	s, err := New(Config{}, store, slog.New(slog.DiscardHandler))
 	if err != nil {
@@ -44,7 +56,7 @@ func TestCapacityAPI(t *testing.T) {
 
 	// cn1: VCPU 8/4 = 2; cn2: MEMORY_MB 4096/1024 = 4 (VCPU 16/4 = 4 too).
 	code, body := get("admin", "resources=VCPU:4,MEMORY_MB:1024")
-	want := `{"capped":false,"roots":[` +
+	want := `{"aggregates":[{"fits":6,"uuid":"` + aggA + `"},{"fits":4,"uuid":"` + aggB + `"}],"capped":false,"roots":[` +
 		`{"capped":false,"fits":4,"limiting":["VCPU","MEMORY_MB"],"name":"cn2","root_provider_uuid":"` + uuids["cn2"] + `"},` +
 		`{"capped":false,"fits":2,"limiting":["VCPU"],"name":"cn1","root_provider_uuid":"` + uuids["cn1"] + `"}],` +
 		`"total":6,"truncated":false}`
@@ -54,7 +66,7 @@ func TestCapacityAPI(t *testing.T) {
 
 	// max caps each root's count; limit caps the roots listed, not the total.
 	code, body = get("admin", "resources=VCPU:1&max=3&limit=1")
-	want = `{"capped":true,"roots":[` +
+	want = `{"aggregates":[{"fits":6,"uuid":"` + aggA + `"},{"fits":3,"uuid":"` + aggB + `"}],"capped":true,"roots":[` +
 		`{"capped":true,"fits":3,"limiting":[],"name":"cn1","root_provider_uuid":"` + uuids["cn1"] + `"}],` +
 		`"total":6,"truncated":false}`
 	if code != http.StatusOK || body != want {

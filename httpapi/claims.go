@@ -1,9 +1,12 @@
 package httpapi
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 
@@ -12,20 +15,22 @@ import (
 	"github.com/berthd/berth/scheduler"
 )
 
-// Berth's claims extension: select and claim in one request. These routes
-// exist at every microversion (Placement has no equivalent); error bodies
-// carry a "code" from 1.23 on, as for every route.
+// Berth's claims extension: select and claim in one request, reschedule,
+// move, confirm and revert. These routes exist at every microversion
+// (Placement has no equivalent); error bodies carry a "code" from 1.23 on,
+// as for every route. The contract is in docs/claims.md.
 func init() {
 	routeRegistrations = append(routeRegistrations, func(s *Server) {
 		s.handle(http.MethodPost, "/claims", 0, "berth:claims:create", s.claimCreate)
-		s.handle(http.MethodPost, "/claims/reschedule", 0, "berth:claims:reschedule", s.claimReschedule)
-		s.handle(http.MethodPost, "/claims/move", 0, "berth:claims:move", s.claimMove)
-		s.handle(http.MethodPost, "/claims/explain", 0, "berth:claims:explain", s.claimExplain)
+		s.handle(http.MethodPost, "/claims/:consumer_uuid/reschedule", 0, "berth:claims:reschedule", s.claimReschedule)
+		s.handle(http.MethodPost, "/claims/:consumer_uuid/move", 0, "berth:claims:move", s.claimMove)
+		s.handle(http.MethodPost, "/claims/:consumer_uuid/move/confirm", 0, "berth:claims:move", s.claimConfirm)
+		s.handle(http.MethodPost, "/claims/:consumer_uuid/move/revert", 0, "berth:claims:move", s.claimRevert)
 	})
 }
 
 // claimsQueryVersion is the microversion whose GET /allocation_candidates
-// rules the "query" of a claim follows: always the latest.
+// rules the selection fields of a claim follow: always the latest.
 var claimsQueryVersion = MaxVersion
 
 // Kinds of claim bodies.
@@ -33,44 +38,71 @@ const (
 	claimKind = iota
 	rescheduleKind
 	moveKind
-	explainKind
 )
 
-// claimSchemaText is the body of a POST /claims route: /claims needs the
-// consumer's owner, /claims/reschedule and /claims/move take it from the
-// consumer, /claims/move also needs migration_uuid, and /claims/explain
-// needs only the query.
+// maxAlternates bounds "alternates".
+const maxAlternates = 1000
+
+// claimSchemaText is the body of a claim route. POST /claims needs the
+// consumer and its owner; reschedule and move take them from the path
+// and the consumer; move needs migration_uuid.
 func claimSchemaText(kind int) string {
-	required := `"consumer_uuid", "project_id", "user_id", "query"`
+	extra, required, reasons := `"consumer_uuid": {"type": "string", "format": "uuid"},`,
+		`"required": ["consumer_uuid", "project_id", "user_id"],`, `["new", "evacuation", "relocation", "reschedule"]`
 	switch kind {
 	case rescheduleKind:
-		required = `"consumer_uuid", "query"`
+		extra, required = `"failed_provider": {"type": "string", "minLength": 1, "maxLength": 255},`, ""
 	case moveKind:
-		required = `"consumer_uuid", "migration_uuid", "query"`
-	case explainKind:
-		required = `"query"`
+		extra, required = `"migration_uuid": {"type": "string", "format": "uuid"},`, `"required": ["migration_uuid"],`
+		reasons = `["evacuation", "relocation"]`
 	}
-	migration := ""
-	if kind == moveKind {
-		migration = `"migration_uuid": {"type": "string", "format": "uuid"},`
-	}
+	strs := `{"type": "array", "items": {"type": "string", "minLength": 1}}`
+	group := `"resources": {"type": "object", "minProperties": 1, "additionalProperties": {"type": "integer"}},
+		"required": ` + strs + `,
+		"member_of": ` + strs + `,
+		"in_tree": {"type": "string", "minLength": 1}`
 	return `{
 	"type": "object",
-	"properties": {
-		"consumer_uuid": {"type": "string", "format": "uuid"},` + migration + `
+	"properties": {` + extra + `
 		"project_id": {"type": "string", "minLength": 1, "maxLength": 255},
 		"user_id": {"type": "string", "minLength": 1, "maxLength": 255},
+		"name": {"type": "string", "maxLength": 255},
 		"consumer_type": {"type": "string", "pattern": "` + consumerTypePattern + `", "minLength": 1, "maxLength": 255},
 		"consumer_generation": {"type": ["integer", "null"]},
-		"query": {
+		` + group + `,
+		"root_required": ` + strs + `,
+		"same_subtree": ` + strs + `,
+		"group_policy": {"type": "string", "enum": ["none", "isolate"]},
+		"groups": {
 			"type": "object",
-			"additionalProperties": {"type": ["string", "array"], "items": {"type": "string"}, "minItems": 1}
+			"patternProperties": {"^[a-zA-Z0-9_-]{1,64}$": {
+				"type": "object",
+				"properties": {` + group + `},
+				"additionalProperties": false
+			}},
+			"additionalProperties": false
 		},
-		"avoid_providers": {"type": "array", "items": {"type": "string", "format": "uuid"}},
+		"exclude_providers": {"type": "array", "items": {"type": "string", "minLength": 1, "maxLength": 255}},
+		"target": {"type": "string", "minLength": 1, "maxLength": 255},
+		"policy": {"type": "string", "minLength": 1, "maxLength": 255},
+		"reason": {"type": "string", "enum": ` + reasons + `},
+		"properties": {"type": "object"},
+		"keys": {"type": "array", "items": {
+			"type": "object",
+			"properties": {
+				"name": {"type": "string", "minLength": 1, "maxLength": 255},
+				"value": {"type": "number"},
+				"weight": {"type": "number"},
+				"system": {"type": "boolean"}
+			},
+			"required": ["name", "value"],
+			"additionalProperties": false
+		}},
+		"alternates": {"type": "integer", "minimum": 0, "maximum": ` + fmt.Sprint(maxAlternates) + `},
 		"max_attempts": {"type": "integer", "minimum": 1, "maximum": ` + fmt.Sprint(claims.MaxMaxAttempts) + `},
-		"limit": {"type": "integer", "minimum": 1}
+		"dry_run": {"type": "boolean"}
 	},
-	"required": [` + required + `],
+	` + required + `
 	"additionalProperties": false
 }`
 }
@@ -79,74 +111,158 @@ var (
 	claimSchema      = MustSchema(claimSchemaText(claimKind))
 	rescheduleSchema = MustSchema(claimSchemaText(rescheduleKind))
 	moveSchema       = MustSchema(claimSchemaText(moveKind))
-	explainSchema    = MustSchema(claimSchemaText(explainKind))
+	moveEndSchema    = MustSchema(`{
+	"type": "object",
+	"properties": {"migration_uuid": {"type": "string", "format": "uuid"}},
+	"additionalProperties": false
+}`)
 )
 
-// claimBody is a claim request. Query mirrors the query parameters of GET
-// /allocation_candidates: a string per key, or a list of strings for a
-// repeated key (required, member_of).
-type claimBody struct {
-	ConsumerUUID  string `json:"consumer_uuid"`
-	MigrationUUID string `json:"migration_uuid"`
-	ProjectID     string `json:"project_id"`
-	UserID        string `json:"user_id"`
-	ConsumerType  string `json:"consumer_type"`
-	// ConsumerGeneration is present-and-null (a new consumer) unless set.
-	ConsumerGeneration *int64                      `json:"consumer_generation"`
-	Query              orderedMap[json.RawMessage] `json:"query"`
-	AvoidProviders     []string                    `json:"avoid_providers"`
-	MaxAttempts        int                         `json:"max_attempts"`
-	Limit              int                         `json:"limit"`
+// groupBody is one request group in JSON form.
+type groupBody struct {
+	Resources orderedMap[json.Number] `json:"resources"`
+	Required  []string                `json:"required"`
+	MemberOf  []string                `json:"member_of"`
+	InTree    string                  `json:"in_tree"`
 }
 
-// params turns the body into claims.Params, parsing the query with the
-// rules of GET /allocation_candidates at the latest microversion.
-func (s *Server) claimParams(c echo.Context, schema *Schema) (claimBody, claims.Params, error) {
+// claimBody is the body of a claim route (docs/claims.md).
+type claimBody struct {
+	ConsumerUUID   string `json:"consumer_uuid"`
+	MigrationUUID  string `json:"migration_uuid"`
+	FailedProvider string `json:"failed_provider"`
+	ProjectID      string `json:"project_id"`
+	UserID         string `json:"user_id"`
+	Name           string `json:"name"`
+	ConsumerType   string `json:"consumer_type"`
+	// ConsumerGeneration is nil for null or absent: a new consumer.
+	ConsumerGeneration *int64 `json:"consumer_generation"`
+	groupBody
+	RootRequired     []string              `json:"root_required"`
+	SameSubtree      []string              `json:"same_subtree"`
+	GroupPolicy      string                `json:"group_policy"`
+	Groups           orderedMap[groupBody] `json:"groups"`
+	ExcludeProviders []string              `json:"exclude_providers"`
+	Target           string                `json:"target"`
+	Policy           string                `json:"policy"`
+	Reason           string                `json:"reason"`
+	Properties       map[string]any        `json:"properties"`
+	Keys             []struct {
+		Name   string   `json:"name"`
+		Value  float64  `json:"value"`
+		Weight *float64 `json:"weight"`
+		System bool     `json:"system"`
+	} `json:"keys"`
+	Alternates  *int `json:"alternates"`
+	MaxAttempts int  `json:"max_attempts"`
+	DryRun      bool `json:"dry_run"`
+}
+
+// query writes the selection fields as the query string of GET
+// /allocation_candidates, so they are parsed and checked by the same
+// code, with the same messages.
+func (b *claimBody) query() (q orderedQuery, any bool) {
+	add := func(g *groupBody, suffix string) {
+		if len(g.Resources.Keys) > 0 {
+			parts := make([]string, len(g.Resources.Keys))
+			for i, k := range g.Resources.Keys {
+				parts[i] = k + ":" + g.Resources.Values[k].String()
+			}
+			q = append(q, queryParam{"resources" + suffix, strings.Join(parts, ",")})
+		}
+		for _, r := range g.Required {
+			q = append(q, queryParam{"required" + suffix, r})
+		}
+		for _, m := range g.MemberOf {
+			q = append(q, queryParam{"member_of" + suffix, m})
+		}
+		if g.InTree != "" {
+			q = append(q, queryParam{"in_tree" + suffix, g.InTree})
+		}
+	}
+	add(&b.groupBody, "")
+	for _, suffix := range b.Groups.Keys {
+		g := b.Groups.Values[suffix]
+		add(&g, suffix)
+	}
+	if len(b.RootRequired) > 0 {
+		q = append(q, queryParam{"root_required", strings.Join(b.RootRequired, ",")})
+	}
+	for _, s := range b.SameSubtree {
+		q = append(q, queryParam{"same_subtree", s})
+	}
+	if b.GroupPolicy != "" {
+		q = append(q, queryParam{"group_policy", b.GroupPolicy})
+	}
+	return q, len(q) > 0
+}
+
+// claimParams decodes the body of a claim route into claims.Params. The
+// selection fields are checked as GET /allocation_candidates checks its
+// query at the latest microversion; for reschedule and move they may be
+// left out (the consumer's current resources then).
+func (s *Server) claimParams(c echo.Context, schema *Schema, kind int) (claimBody, claims.Params, error) {
 	var b claimBody
 	if err := s.decodeBody(c, schema, &b); err != nil {
 		return b, claims.Params{}, err
 	}
-	var q orderedQuery
-	doc := map[string]any{}
-	for _, k := range b.Query.Keys {
-		raw := b.Query.Values[k]
-		var one string
-		var many []string
-		if err := json.Unmarshal(raw, &one); err == nil {
-			many = []string{one}
-		} else if err := json.Unmarshal(raw, &many); err != nil {
-			return b, claims.Params{}, badRequest("JSON does not validate: query %s: %v", k, err)
-		}
-		for _, v := range many {
-			q = append(q, queryParam{k, v})
-		}
-		doc[k] = many[len(many)-1]
-	}
-	if err := candidatesSchema(claimsQueryVersion).Validate(doc); err != nil {
-		return b, claims.Params{}, badRequest("Invalid query: %s", err)
-	}
-	cp, err := s.candidatesParams(q, claimsQueryVersion)
-	if err != nil {
-		return b, claims.Params{}, err
-	}
-	return b, claims.Params{
+	p := claims.Params{
 		ConsumerUUID:       b.ConsumerUUID,
 		ProjectID:          b.ProjectID,
 		UserID:             b.UserID,
 		ConsumerType:       b.ConsumerType,
 		ConsumerGeneration: b.ConsumerGeneration,
-		Candidates:         cp,
-		Avoid:              b.AvoidProviders,
+		Exclude:            b.ExcludeProviders,
+		Target:             b.Target,
 		MaxAttempts:        b.MaxAttempts,
-	}, nil
+		Name:               b.Name,
+		Reason:             b.Reason,
+		Properties:         b.Properties,
+		Policy:             b.Policy,
+		Alternates:         claims.DefaultAlternates,
+		DryRun:             b.DryRun,
+	}
+	if kind != claimKind {
+		p.ConsumerUUID = c.Param("consumer_uuid")
+		if !isUUIDLike(p.ConsumerUUID) {
+			return b, p, badRequest("Malformed consumer_uuid: %s", p.ConsumerUUID)
+		}
+	}
+	if b.Alternates != nil {
+		p.Alternates = *b.Alternates
+	}
+	for _, k := range b.Keys {
+		kr := scheduler.KeyRequest{Name: k.Name, Value: k.Value, Weight: 1, System: k.System}
+		if k.Weight != nil {
+			kr.Weight = *k.Weight
+		}
+		p.Keys = append(p.Keys, kr)
+	}
+	q, selected := b.query()
+	if !selected && kind != claimKind {
+		return b, p, nil // what the consumer holds now
+	}
+	doc := make(map[string]any, len(q))
+	for _, kv := range q {
+		doc[kv.key] = kv.value
+	}
+	if err := candidatesSchema(claimsQueryVersion).Validate(doc); err != nil {
+		return b, p, badRequest("Invalid query string parameters: %s", err)
+	}
+	cp, err := s.candidatesParams(q, claimsQueryVersion)
+	if err != nil {
+		return b, p, err
+	}
+	p.Candidates = cp
+	return b, p, nil
 }
 
 // claimCreate serves POST /claims: rank the candidates and claim the best
-// one that still fits. 200 with the allocations written; 409 with
-// berth.claims.not_placed and an explanation when nothing was placed, or
+// one that still fits. 200 with what was written (or, for a dry run,
+// would be); 409 berth.no_valid_host when nothing was placed, or
 // placement.concurrent_update for a consumer generation mismatch.
 func (s *Server) claimCreate(c echo.Context) error {
-	_, p, err := s.claimParams(c, claimSchema)
+	_, p, err := s.claimParams(c, claimSchema, claimKind)
 	if err != nil {
 		return err
 	}
@@ -157,27 +273,27 @@ func (s *Server) claimCreate(c echo.Context) error {
 	return writeJSON(c, http.StatusOK, claimResponse(r))
 }
 
-// claimReschedule serves POST /claims/reschedule: claim again for an
-// existing consumer, away from the roots it is on now, replacing its
-// allocations atomically. consumer_generation, if given, must match.
+// claimReschedule serves POST /claims/{consumer_uuid}/reschedule: claim
+// again, away from every provider the consumer failed on, replacing its
+// allocations atomically.
 func (s *Server) claimReschedule(c echo.Context) error {
-	_, p, err := s.claimParams(c, rescheduleSchema)
+	b, p, err := s.claimParams(c, rescheduleSchema, rescheduleKind)
 	if err != nil {
 		return err
 	}
-	r, err := s.claims.Reschedule(c.Request().Context(), p)
+	r, err := s.claims.Reschedule(c.Request().Context(), p, b.FailedProvider)
 	if err != nil {
 		return candidatesError(err)
 	}
 	return writeJSON(c, http.StatusOK, claimResponse(r))
 }
 
-// claimMove serves POST /claims/move: a migration claim. The new consumer
-// migration_uuid takes over the consumer's current allocations and the
-// consumer gets a destination away from its current roots, in one
-// transaction. The response's "held" shows the migration consumer's.
+// claimMove serves POST /claims/{consumer_uuid}/move: a migration claim.
+// The migration consumer takes over the consumer's current allocations
+// and the consumer gets a destination away from its current roots, in
+// one transaction.
 func (s *Server) claimMove(c echo.Context) error {
-	b, p, err := s.claimParams(c, moveSchema)
+	b, p, err := s.claimParams(c, moveSchema, moveKind)
 	if err != nil {
 		return err
 	}
@@ -188,75 +304,105 @@ func (s *Server) claimMove(c echo.Context) error {
 	return writeJSON(c, http.StatusOK, claimResponse(r))
 }
 
-// claimExplain serves POST /claims/explain: the ranking a claim would try,
-// with scores and rejection counts. Nothing is written.
-func (s *Server) claimExplain(c echo.Context) error {
-	b, p, err := s.claimParams(c, explainSchema)
+// claimConfirm serves POST /claims/{consumer_uuid}/move/confirm.
+func (s *Server) claimConfirm(c echo.Context) error {
+	return s.moveEnd(c, s.claims.Confirm)
+}
+
+// claimRevert serves POST /claims/{consumer_uuid}/move/revert.
+func (s *Server) claimRevert(c echo.Context) error {
+	return s.moveEnd(c, s.claims.Revert)
+}
+
+// moveEnd decodes the optional body of confirm and revert and runs end.
+func (s *Server) moveEnd(c echo.Context, end func(ctx context.Context, consumer, migration string) (*claims.Holding, error)) error {
+	consumer := c.Param("consumer_uuid")
+	if !isUUIDLike(consumer) {
+		return badRequest("Malformed consumer_uuid: %s", consumer)
+	}
+	body, err := s.readBody(c)
 	if err != nil {
 		return err
 	}
-	ex, err := s.claims.Explain(c.Request().Context(), p)
-	if err != nil {
-		return candidatesError(err)
+	var b struct {
+		MigrationUUID string `json:"migration_uuid"`
 	}
-	limit := b.Limit
-	if limit == 0 {
-		limit = 10
-	}
-	r := ex.Ranking
-	ranked := []any{}
-	for i, sc := range r.Ranked {
-		if i >= limit {
-			break
+	if len(strings.TrimSpace(string(body))) > 0 {
+		if err := decodeJSON(body, moveEndSchema, &b); err != nil {
+			return err
 		}
-		ranked = append(ranked, map[string]any{
-			"rank":               i,
-			"root_provider_uuid": sc.Cand.Root(),
-			"score":              sc.Score,
-			"weights":            sc.Weights,
-			"allocations":        allocationsJSON(candidateAllocations(sc.Cand)),
-			"mappings":           sc.Cand.Mappings,
-		})
 	}
-	out := map[string]any{
-		"candidates_considered": r.Considered,
-		"candidates_ranked":     len(r.Ranked),
-		"rejections":            rejectionsJSON(r.Rejections),
-		"chosen_by_scriptlet":   r.Chosen,
-		"ranked":                ranked,
-		"refused":               nil,
+	h, err := end(c.Request().Context(), consumer, b.MigrationUUID)
+	if err != nil {
+		return err
 	}
-	if ex.Refusal != "" {
-		out["refused"] = ex.Refusal
-	}
-	return writeJSON(c, http.StatusOK, out)
+	return writeJSON(c, http.StatusOK, map[string]any{
+		"consumer_uuid":       h.ConsumerUUID,
+		"consumer_generation": h.ConsumerGeneration,
+		"allocations":         allocationsJSON(h.Allocations),
+	})
 }
 
 func claimResponse(r *claims.Result) map[string]any {
-	attempts := make([]any, len(r.Attempts))
-	for i, a := range r.Attempts {
-		var e any
-		if a.Error != "" {
-			e = a.Error
+	alternates := make([]any, len(r.Alternates))
+	for i, o := range r.Alternates {
+		alternates[i] = map[string]any{
+			"root_provider_uuid": o.Root,
+			"root_provider_name": o.RootName,
+			"score":              o.Score,
+			"allocations":        allocationsJSON(o.Allocations),
+			"mappings":           o.Mappings,
 		}
-		attempts[i] = map[string]any{"root_provider_uuid": a.Root, "providers": a.Providers, "error": e}
 	}
 	out := map[string]any{
-		"consumer_uuid":         r.ConsumerUUID,
-		"allocations":           allocationsJSON(r.Allocations),
-		"mappings":              r.Mappings,
-		"root_provider_uuid":    r.Root,
-		"score":                 r.Score,
-		"attempts":              attempts,
-		"candidates_considered": r.Considered,
-		"rejections":            rejectionsJSON(r.Rejections),
+		"consumer_uuid":       r.ConsumerUUID,
+		"consumer_generation": r.ConsumerGeneration,
+		"allocations":         allocationsJSON(r.Allocations),
+		"mappings":            r.Mappings,
+		"root_provider_uuid":  r.Root,
+		"root_provider_name":  r.RootName,
+		"score":               r.Score,
+		"alternates":          alternates,
+		"attempts":            r.Attempts,
+		"dry_run":             r.DryRun,
+		"steps":               stepsJSON(r.Steps),
 	}
-	if len(r.With) > 0 {
-		held := map[string]any{}
-		for _, w := range r.With {
-			held[w.ConsumerUUID] = map[string]any{"allocations": allocationsJSON(w.Allocations)}
+	if r.DryRun {
+		ranking := make([]any, len(r.Ranking))
+		for i, o := range r.Ranking {
+			ranking[i] = map[string]any{
+				"rank":               i + 1,
+				"root_provider_uuid": o.Root,
+				"root_provider_name": o.RootName,
+				"score":              o.Score,
+				"weights":            o.Weights,
+				"allocations":        allocationsJSON(o.Allocations),
+			}
 		}
-		out["held"] = held
+		log := make([]any, len(r.ScriptletLog))
+		for i, l := range r.ScriptletLog {
+			log[i] = map[string]any{"level": l.Level, "message": l.Message}
+		}
+		out["ranking"], out["scriptlet_log"] = ranking, log
+	}
+	if r.Migration != nil {
+		out["migration"] = map[string]any{
+			"consumer_uuid": r.Migration.ConsumerUUID,
+			"allocations":   allocationsJSON(r.Migration.Allocations),
+		}
+	}
+	return out
+}
+
+func stepsJSON(steps []claims.Step) []any {
+	out := make([]any, len(steps))
+	for i, st := range steps {
+		reasons := st.Reasons
+		if reasons == nil {
+			reasons = map[string]int{}
+		}
+		out[i] = map[string]any{"unit": st.Unit, "kind": st.Kind, "removed": st.Removed,
+			"remaining": st.Remaining, "reasons": reasons}
 	}
 	return out
 }
@@ -275,6 +421,8 @@ func allocationsJSON(allocs []ledger.ProviderResources) map[string]any {
 	return out
 }
 
+// candidateAllocations is a ranked candidate's allocations, classes in
+// name order.
 func candidateAllocations(c *scheduler.Candidate) []ledger.ProviderResources {
 	out := make([]ledger.ProviderResources, 0, len(c.Allocations))
 	for _, a := range c.Allocations {
@@ -282,16 +430,8 @@ func candidateAllocations(c *scheduler.Candidate) []ledger.ProviderResources {
 		for class, n := range a.Resources {
 			pr.Resources = append(pr.Resources, ledger.Resource{Class: class, Amount: n})
 		}
+		slices.SortFunc(pr.Resources, func(x, y ledger.Resource) int { return strings.Compare(x.Class, y.Class) })
 		out = append(out, pr)
-	}
-	return out
-}
-
-// rejectionsJSON lists every filter that ran, in order, with its counts.
-func rejectionsJSON(counts []scheduler.FilterCount) []any {
-	out := make([]any, len(counts))
-	for i, fc := range counts {
-		out[i] = map[string]any{"unit": fc.Unit, "kind": "filter", "removed": fc.Removed, "remaining": fc.Remaining, "reasons": fc.Reasons}
 	}
 	return out
 }

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/berthd/berth/ledger"
 	"github.com/berthd/berth/ledger/ledgertest"
@@ -73,19 +74,40 @@ func TestClaimsAPI(t *testing.T) {
 
 	const consumer = "11111111-2222-3333-4444-555555555555"
 	claim := `{"consumer_uuid": "` + consumer + `", "project_id": "p", "user_id": "u", "consumer_type": "INSTANCE",
-		"query": {"resources": "VCPU:4,MEMORY_MB:1024"}}`
+		"name": "web-1", "resources": {"VCPU": 4, "MEMORY_MB": 1024}, "alternates": 1}`
 
 	if code, _ := call(t, s, http.MethodPost, "/claims", "user", claim); code != http.StatusForbidden {
 		t.Errorf("non-admin: %d", code)
 	}
-	code, body := call(t, s, http.MethodPost, "/claims", "admin", claim)
+	// A dry run answers with the full ranking and writes nothing.
+	dry := strings.Replace(claim, `"alternates": 1`, `"alternates": 1, "dry_run": true`, 1)
+	code, body := call(t, s, http.MethodPost, "/claims", "admin", dry)
+	if code != http.StatusOK || body["dry_run"] != true || len(body["ranking"].([]any)) != 2 ||
+		body["attempts"].(float64) != 0 || body["scriptlet_log"] == nil {
+		t.Fatalf("dry run: %d %v", code, body)
+	}
+	if w := body["ranking"].([]any)[0].(map[string]any)["weights"].(map[string]any); w["pack"] == nil {
+		t.Fatalf("dry run weights: %v", w)
+	}
+	if code, _ := call(t, s, http.MethodGet, "/allocations/"+consumer, "admin", ""); code != 200 {
+		t.Fatalf("GET allocations after dry run: %d", code)
+	} else if _, got := call(t, s, http.MethodGet, "/allocations/"+consumer, "admin", ""); len(got["allocations"].(map[string]any)) != 0 {
+		t.Fatalf("dry run wrote %v", got)
+	}
+
+	code, body = call(t, s, http.MethodPost, "/claims", "admin", claim)
 	if code != http.StatusOK {
 		t.Fatalf("claim: %d %v", code, body)
 	}
 	root := body["root_provider_uuid"].(string)
 	allocs := body["allocations"].(map[string]any)
-	if _, ok := allocs[root]; !ok || len(body["attempts"].([]any)) != 1 || body["candidates_considered"].(float64) != 2 {
+	if _, ok := allocs[root]; !ok || body["attempts"].(float64) != 1 || body["consumer_generation"].(float64) != 1 ||
+		len(body["alternates"].([]any)) != 1 || body["dry_run"] != false || body["root_provider_name"] == "" {
 		t.Fatalf("claim body %v", body)
+	}
+	steps := body["steps"].([]any)
+	if st := steps[0].(map[string]any); st["unit"] != "allocation_candidates" || st["remaining"].(float64) != 2 {
+		t.Fatalf("steps %v", steps)
 	}
 	// The allocations are there, as GET /allocations shows them.
 	code, got := call(t, s, http.MethodGet, "/allocations/"+consumer, "admin", "")
@@ -93,24 +115,21 @@ func TestClaimsAPI(t *testing.T) {
 		t.Fatalf("GET allocations: %d %v", code, got)
 	}
 
-	// Explain: the used provider now has 4 of 8 VCPU; another 4 would
-	// exceed 0.75, so only the other provider ranks.
-	code, ex := call(t, s, http.MethodPost, "/claims/explain", "admin", `{"query": {"resources": "VCPU:4"}}`)
-	if code != 200 || ex["candidates_considered"].(float64) != 2 || ex["candidates_ranked"].(float64) != 1 {
-		t.Fatalf("explain: %d %v", code, ex)
-	}
-	rej := ex["rejections"].([]any)[1].(map[string]any) // after capacity, always on
-	if rej["unit"] != "max_usage_ratio" || rej["removed"].(float64) != 1 || rej["remaining"].(float64) != 1 {
-		t.Fatalf("explain rejections %v", rej)
-	}
-
-	// Nothing fits: 409 with the reason and the counts.
+	// Nothing fits: 409 berth.no_valid_host with counts per step. The
+	// used provider has 4 of 8 VCPU left; on the other, 7 would be above
+	// 0.75 of its capacity; neither has 9.
 	code, body = call(t, s, http.MethodPost, "/claims", "admin",
-		`{"consumer_uuid": "`+rps[0]+`", "project_id": "p", "user_id": "u", "query": {"resources": "VCPU:7"}}`)
+		`{"consumer_uuid": "`+rps[0]+`", "project_id": "p", "user_id": "u", "resources": {"VCPU": 7}}`)
 	ecode, detail := errorDetail(body)
-	if code != http.StatusConflict || ecode != CodeClaimNotPlaced ||
-		!strings.Contains(detail, "max_usage_ratio rejected") {
+	if code != http.StatusConflict || ecode != CodeNoValidHost ||
+		!strings.Contains(detail, "2 providers; 1 lacked VCPU 7; 1 removed by max_usage_ratio (VCPU above 0.75 of capacity: 1)") {
 		t.Fatalf("not placed: %d %v", code, body)
+	}
+	code, body = call(t, s, http.MethodPost, "/claims", "admin",
+		`{"consumer_uuid": "`+rps[0]+`", "project_id": "p", "user_id": "u", "resources": {"VCPU": 9}}`)
+	if ecode, detail := errorDetail(body); code != http.StatusConflict || ecode != CodeNoValidHost ||
+		!strings.HasSuffix(strings.TrimSpace(detail), " 2 providers; 2 lacked VCPU 9") {
+		t.Fatalf("nothing fits: %d %v", code, body)
 	}
 
 	// The same consumer as new again: a generation conflict.
@@ -119,36 +138,134 @@ func TestClaimsAPI(t *testing.T) {
 		t.Fatalf("reclaim: %d %v", code, body)
 	}
 
-	// Reschedule moves it to the other provider.
-	code, body = call(t, s, http.MethodPost, "/claims/reschedule", "admin", claim)
-	if code != http.StatusOK || body["root_provider_uuid"] == root {
+	// Reschedule moves it to the other provider (its current one failed).
+	code, body = call(t, s, http.MethodPost, "/claims/"+consumer+"/reschedule", "admin", `{}`)
+	if code != http.StatusOK || body["root_provider_uuid"] == root || body["consumer_generation"].(float64) != 2 {
 		t.Fatalf("reschedule: %d %v", code, body)
+	}
+	other := body["root_provider_uuid"].(string)
+	// Failing there too leaves nowhere to go.
+	code, body = call(t, s, http.MethodPost, "/claims/"+consumer+"/reschedule", "admin", `{"failed_provider": "cn2"}`)
+	if ecode, _ := errorDetail(body); code != http.StatusConflict || ecode != CodeNoValidHost {
+		t.Fatalf("second reschedule: %d %v", code, body)
 	}
 
 	// Move it back: a migration consumer holds the current provider.
 	const migration = "99999999-2222-3333-4444-555555555555"
-	code, body = call(t, s, http.MethodPost, "/claims/move", "admin",
-		`{"consumer_uuid": "`+consumer+`", "migration_uuid": "`+migration+`", "query": {"resources": "VCPU:4,MEMORY_MB:1024"}}`)
-	if code != http.StatusOK || body["root_provider_uuid"] != root || body["held"].(map[string]any)[migration] == nil {
+	code, body = call(t, s, http.MethodPost, "/claims/"+consumer+"/move", "admin",
+		`{"migration_uuid": "`+migration+`", "reason": "evacuation"}`)
+	if code != http.StatusOK || body["root_provider_uuid"] != root ||
+		body["migration"].(map[string]any)["consumer_uuid"] != migration {
 		t.Fatalf("move: %d %v", code, body)
 	}
-	if code, _ := call(t, s, http.MethodPost, "/claims/move", "admin",
-		`{"consumer_uuid": "`+consumer+`", "query": {"resources": "VCPU:1"}}`); code != http.StatusBadRequest {
+	// Revert without naming the migration: Berth remembers it.
+	code, body = call(t, s, http.MethodPost, "/claims/"+consumer+"/move/revert", "admin", ``)
+	if code != http.StatusOK || body["allocations"].(map[string]any)[other] == nil {
+		t.Fatalf("revert: %d %v", code, body)
+	}
+	if code, _ := call(t, s, http.MethodPost, "/claims/"+consumer+"/move/confirm", "admin", `{}`); code != http.StatusNotFound {
+		t.Errorf("confirm after revert: %d", code)
+	}
+	if code, _ := call(t, s, http.MethodPost, "/claims/"+consumer+"/move", "admin", `{"reason": "relocation"}`); code != http.StatusBadRequest {
 		t.Errorf("move without migration_uuid: %d", code)
 	}
 
-	// Bad requests: the query follows GET /allocation_candidates' rules.
+	// Bad requests: the selection fields follow GET /allocation_candidates' rules.
+	own := `"consumer_uuid": "` + consumer + `", "project_id": "p", "user_id": "u"`
 	for _, tt := range []struct{ body, want string }{
-		{`{"consumer_uuid": "x", "project_id": "p", "user_id": "u", "query": {"resources": "VCPU:1"}}`, "is not a 'uuid'"},
-		{`{"project_id": "p", "user_id": "u", "query": {}}`, "'consumer_uuid' is a required property"},
-		{`{"consumer_uuid": "` + consumer + `", "project_id": "p", "user_id": "u", "query": {"resources": "VCPU:x"}}`, "expected positive integer amount"},
-		{`{"consumer_uuid": "` + consumer + `", "project_id": "p", "user_id": "u", "query": {"resources": "NOPE:1"}}`, "No such resource class NOPE"},
-		{`{"consumer_uuid": "` + consumer + `", "project_id": "p", "user_id": "u", "query": {"bogus": "1"}}`, "Invalid query"},
-		{`{"consumer_uuid": "` + consumer + `", "project_id": "p", "user_id": "u", "query": {"resources": "VCPU:1", "required": ["HW_CPU_X86_AVX", "!HW_CPU_X86_AVX"]}}`, "Conflicting required and forbidden traits"},
+		{`{"consumer_uuid": "x", "project_id": "p", "user_id": "u", "resources": {"VCPU": 1}}`, "is not a 'uuid'"},
+		{`{"project_id": "p", "user_id": "u", "resources": {"VCPU": 1}}`, "'consumer_uuid' is a required property"},
+		{`{` + own + `, "resources": {"VCPU": 0}}`, "requires amount >= 1. Got: 0"},
+		{`{` + own + `, "resources": {"NOPE": 1}}`, "No such resource class NOPE"},
+		{`{` + own + `, "query": {"resources": "VCPU:1"}}`, "Additional properties are not allowed"},
+		{`{` + own + `, "resources": {"VCPU": 1}, "required": ["HW_CPU_X86_AVX", "!HW_CPU_X86_AVX"]}`, "Conflicting required and forbidden traits"},
+		{`{` + own + `, "resources": {"VCPU": 1}, "reason": "whim"}`, "is not one of"},
+		{`{` + own + `, "resources": {"VCPU": 1}, "exclude_providers": ["nosuch"]}`, `"nosuch"`},
+		{`{` + own + `, "resources": {"VCPU": 1}, "target": "nosuch"}`, `"nosuch"`},
+		{`{` + own + `, "resources": {"VCPU": 1}, "max_attempts": 51}`, "51"},
+		{`{` + own + `, "resources": {"VCPU": 1}, "policy": "nosuch"}`, "No scheduling policy named nosuch"},
+		{`{` + own + `, "groups": {"1": {"resources": {"VCPU": 1}}, "2": {"resources": {"VCPU": 1}}}}`, `"group_policy" parameter is required`},
+		{`{` + own + `}`, ""},
 	} {
 		code, body := call(t, s, http.MethodPost, "/claims", "admin", tt.body)
 		if _, detail := errorDetail(body); code != http.StatusBadRequest || !strings.Contains(detail, tt.want) {
 			t.Errorf("%s: %d %q, want 400 %q", tt.body, code, detail, tt.want)
 		}
+	}
+
+	// target and exclude_providers by name.
+	const c2 = "22222222-2222-3333-4444-555555555555"
+	code, body = call(t, s, http.MethodPost, "/claims", "admin",
+		`{"consumer_uuid": "`+c2+`", "project_id": "p", "user_id": "u", "resources": {"VCPU": 1}, "target": "cn1", "dry_run": true}`)
+	if code != http.StatusOK || body["root_provider_name"] != "cn1" {
+		t.Fatalf("target: %d %v", code, body)
+	}
+	code, body = call(t, s, http.MethodPost, "/claims", "admin",
+		`{"consumer_uuid": "`+c2+`", "project_id": "p", "user_id": "u", "resources": {"VCPU": 1}, "exclude_providers": ["cn1"], "dry_run": true}`)
+	if code != http.StatusOK || body["root_provider_name"] != "cn2" || len(body["ranking"].([]any)) != 1 {
+		t.Fatalf("exclude: %d %v", code, body)
+	}
+}
+
+// TestClaimsScriptlet: the default scriptlet (config key
+// instances.placement.scriptlet) runs for POST /claims; a dry run shows
+// its log, and its refusal is a 409 berth.no_valid_host that writes
+// nothing.
+func TestClaimsScriptlet(t *testing.T) {
+	ctx := context.Background()
+	store := ledgertest.NewStore(t)
+	p, err := store.ProviderCreate(ctx, ledger.ProviderCreateParams{Name: "cn1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.InventoriesReplace(ctx, ledger.InventoryParams{ProviderUUID: p.UUID, Generation: new(int64)},
+		[]ledger.Inventory{ledger.DefaultInventory("VCPU", 8)}); err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(Config{}, store, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := "def instance_placement(request, candidate_members):\n" +
+		"    log_info(\"placing\", request.name, \"for\", request.reason)\n" +
+		"    if request.name == \"foo\":\n" +
+		"        return \"Invalid name\"\n"
+	patch, _ := json.Marshal(map[string]any{"instances.placement.scriptlet": script})
+	req := httptest.NewRequest(http.MethodPatch, "/config", strings.NewReader(string(patch)))
+	req.Header.Set("X-Auth-Token", "admin")
+	req.Header.Set("Content-Type", "application/json")
+	rec := httptest.NewRecorder()
+	s.ServeHTTP(rec, req)
+	if rec.Code != http.StatusOK {
+		t.Fatalf("PATCH /config: %d %s", rec.Code, rec.Body)
+	}
+	claim := func(name string, dry bool) (int, map[string]any) {
+		t.Helper()
+		body, _ := json.Marshal(map[string]any{"consumer_uuid": "33333333-2222-3333-4444-555555555555",
+			"project_id": "p", "user_id": "u", "name": name, "reason": "relocation",
+			"resources": map[string]int{"VCPU": 1}, "dry_run": dry})
+		// The change reaches the claimer's cache through a notification;
+		// wait for it (bounded by the test's own timeout, not a clock).
+		for {
+			code, out := call(t, s, http.MethodPost, "/claims", "admin", string(body))
+			if lines, _ := out["scriptlet_log"].([]any); code != http.StatusOK || !dry || len(lines) > 0 {
+				return code, out
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	code, body := claim("bar", true)
+	lines, _ := body["scriptlet_log"].([]any)
+	if code != http.StatusOK || len(lines) != 1 ||
+		lines[0].(map[string]any)["message"] != "placing bar for relocation" || lines[0].(map[string]any)["level"] != "info" {
+		t.Fatalf("dry run: %d %v", code, body)
+	}
+	code, body = claim("foo", false)
+	if ecode, detail := errorDetail(body); code != http.StatusConflict || ecode != CodeNoValidHost ||
+		!strings.Contains(detail, "Failed instance placement scriptlet: Invalid name") {
+		t.Fatalf("refused: %d %v", code, body)
+	}
+	if _, got := call(t, s, http.MethodGet, "/allocations/33333333-2222-3333-4444-555555555555", "admin", ""); len(got["allocations"].(map[string]any)) != 0 {
+		t.Fatalf("refused claim wrote %v", got)
 	}
 }

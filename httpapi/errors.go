@@ -49,9 +49,9 @@ func conflictError(code, format string, args ...any) *Error {
 // enough that clients come back soon after it is up.
 const retryAfterUnavailable = 2
 
-// CodeClaimNotPlaced is the error code of a claim that placed nothing
+// CodeNoValidHost is the error code of a claim that placed nothing
 // (Berth's extension; Placement has no claims).
-const CodeClaimNotPlaced = "berth.claims.not_placed"
+const CodeNoValidHost = "berth.no_valid_host"
 
 // errorCodeVersion is the first microversion whose error bodies carry "code".
 const errorCodeVersion = 23
@@ -79,7 +79,7 @@ func toError(c echo.Context, err error) *Error {
 	}
 	var np *claims.NotPlacedError
 	if errors.As(err, &np) {
-		return &Error{Status: http.StatusConflict, Code: CodeClaimNotPlaced, Msg: np.Error()}
+		return &Error{Status: http.StatusConflict, Code: CodeNoValidHost, Msg: np.Error()}
 	}
 	if le, ok := ledger.AsError(err); ok {
 		status := http.StatusInternalServerError

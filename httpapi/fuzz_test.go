@@ -125,7 +125,8 @@ func bodyTargets() []bodyTarget {
 	for _, cs := range []struct {
 		name   string
 		schema *Schema
-	}{{"claims POST", claimSchema}, {"claims reschedule", rescheduleSchema}, {"claims move", moveSchema}, {"claims explain", explainSchema}} {
+		kind   int
+	}{{"claims POST", claimSchema, claimKind}, {"claims reschedule", rescheduleSchema, rescheduleKind}, {"claims move", moveSchema, moveKind}} {
 		targets = append(targets, bodyTarget{cs.name, func(body []byte) error {
 			s := &Server{}
 			if err := s.cfg.setDefaults(); err != nil {
@@ -133,10 +134,19 @@ func bodyTargets() []bodyTarget {
 			}
 			req := httptest.NewRequest(http.MethodPost, "/claims", bytes.NewReader(body))
 			req.Header.Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
-			_, _, err := s.claimParams(echo.New().NewContext(req, httptest.NewRecorder()), cs.schema)
+			c := echo.New().NewContext(req, httptest.NewRecorder())
+			c.SetParamNames("consumer_uuid")
+			c.SetParamValues("c0a8e4e6-1d7b-4b0e-9c39-5f4b4fd1c1aa")
+			_, _, err := s.claimParams(c, cs.schema, cs.kind)
 			return err
 		}})
 	}
+	targets = append(targets, bodyTarget{"claims move confirm/revert", func(body []byte) error {
+		var b struct {
+			MigrationUUID string `json:"migration_uuid"`
+		}
+		return decodeJSON(body, moveEndSchema, &b)
+	}})
 	return targets
 }
 

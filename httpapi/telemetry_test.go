@@ -107,8 +107,13 @@ func TestRequestSpanAndLog(t *testing.T) {
 // claimJSON is a POST /claims body for consumer asking for resources
 // (a resources query value such as "VCPU:4,MEMORY_MB:1024").
 func claimJSON(consumer, resources string) string {
+	var amounts []string
+	for _, r := range strings.Split(resources, ",") {
+		class, n, _ := strings.Cut(r, ":")
+		amounts = append(amounts, `"`+class+`": `+n)
+	}
 	return `{"consumer_uuid": "` + consumer + `", "project_id": "p", "user_id": "u",
-		"query": {"resources": "` + resources + `"}}`
+		"resources": {` + strings.Join(amounts, ", ") + `}}`
 }
 
 // TestClaimTraceAndMetrics exports the trace of one claim to memory and

@@ -254,13 +254,16 @@ func badInputs() map[string][]badInput {
 			{name: "before 1.30", version: "placement 1.29", body: reshapeBody(4, 2, 1, `"VCPU": 2`), want: 404},
 		},
 		"POST /claims": {
-			{name: "over capacity", path: "/claims", body: `{"consumer_uuid": "` + newConsumer + `", "project_id": "p", "user_id": "u", "query": {"resources": "VCPU:100"}}`, want: 409},
-			{name: "unknown class", path: "/claims", body: `{"consumer_uuid": "` + newConsumer + `", "project_id": "p", "user_id": "u", "query": {"resources": "CUSTOM_NOPE:1"}}`, want: 400},
-			{name: "bad query", path: "/claims", body: `{"consumer_uuid": "` + newConsumer + `", "project_id": "p", "user_id": "u", "query": {"resources": "VCPU:-1"}}`, want: 400},
-			{name: "project with NUL", path: "/claims", body: `{"consumer_uuid": "` + newConsumer + `", "project_id": "\u0000", "user_id": "u", "query": {"resources": "VCPU:1"}}`, want: 400},
-			{name: "stale consumer", path: "/claims", body: `{"consumer_uuid": "` + consumerUUID + `", "project_id": "proj", "user_id": "user", "consumer_generation": 9, "query": {"resources": "VCPU:1"}}`, want: 409},
-			{name: "reschedule unknown consumer", path: "/claims/reschedule", body: `{"consumer_uuid": "` + unknownUUID + `", "query": {"resources": "VCPU:1"}}`, want: 404},
-			{name: "move unknown consumer", path: "/claims/move", body: `{"consumer_uuid": "` + unknownUUID + `", "migration_uuid": "` + newConsumer + `", "query": {"resources": "VCPU:1"}}`, want: 404},
+			{name: "over capacity", path: "/claims", body: `{"consumer_uuid": "` + newConsumer + `", "project_id": "p", "user_id": "u", "resources": {"VCPU": 100}}`, want: 409},
+			{name: "unknown class", path: "/claims", body: `{"consumer_uuid": "` + newConsumer + `", "project_id": "p", "user_id": "u", "resources": {"CUSTOM_NOPE": 1}}`, want: 400},
+			{name: "bad query", path: "/claims", body: `{"consumer_uuid": "` + newConsumer + `", "project_id": "p", "user_id": "u", "resources": {"VCPU": -1}}`, want: 400},
+			{name: "project with NUL", path: "/claims", body: `{"consumer_uuid": "` + newConsumer + `", "project_id": "\u0000", "user_id": "u", "resources": {"VCPU": 1}}`, want: 400},
+			{name: "stale consumer", path: "/claims", body: `{"consumer_uuid": "` + consumerUUID + `", "project_id": "proj", "user_id": "user", "consumer_generation": 9, "resources": {"VCPU": 1}}`, want: 409},
+			{name: "reschedule unknown consumer", path: "/claims/" + unknownUUID + "/reschedule", body: `{"resources": {"VCPU": 1}}`, want: 404},
+			{name: "move unknown consumer", path: "/claims/" + unknownUUID + "/move", body: `{"migration_uuid": "` + newConsumer + `", "resources": {"VCPU": 1}}`, want: 404},
+			{name: "confirm unknown consumer", path: "/claims/" + unknownUUID + "/move/confirm", body: `{}`, want: 404},
+			{name: "revert unknown migration", path: "/claims/" + consumerUUID + "/move/revert", body: `{"migration_uuid": "` + unknownUUID + `"}`, want: 404},
+			{name: "unknown target", path: "/claims", body: `{"consumer_uuid": "` + newConsumer + `", "project_id": "p", "user_id": "u", "resources": {"VCPU": 1}, "target": "nosuch"}`, want: 400},
 		},
 	}
 	// Every endpoint that takes a body refuses malformed ones.

@@ -35,9 +35,9 @@ var (
 		"/usages",
 		"/reshaper",
 		"/claims",
-		"/claims/reschedule",
-		"/claims/move",
-		"/claims/explain",
+		"/claims/{id}/reschedule",
+		"/claims/{id}/move",
+		"/claims/{id}/move/revert",
 		"{id}", // id is the whole path
 		"/capacity",
 	}

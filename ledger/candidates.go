@@ -50,6 +50,10 @@ type Candidates struct {
 	// Truncated is set when the search stopped at Max or MaxSteps before
 	// it had found every candidate.
 	Truncated bool
+	// Roots is how many root providers the request was matched against
+	// (every root of the snapshot); see CandidatesShortfall for why the
+	// roots without a candidate have none.
+	Roots int
 }
 
 // AllocationRequest is one candidate: what to allocate from which provider,
@@ -178,7 +182,7 @@ func (s *Snapshot) candidates(ctx context.Context, p *CandidatesParams) (*Candid
 		return nil, err
 	}
 	if e == nil {
-		return &Candidates{Requests: []AllocationRequest{}, Summaries: []ProviderSummary{}}, nil
+		return &Candidates{Requests: []AllocationRequest{}, Summaries: []ProviderSummary{}, Roots: len(s.idx.roots)}, nil
 	}
 	anchors := e.candidateAnchors()
 	if p.Randomize {
@@ -193,7 +197,7 @@ func (s *Snapshot) candidates(ctx context.Context, p *CandidatesParams) (*Candid
 	}
 	found, complete := e.roundRobin(anchors, want)
 	out := e.result(found)
-	out.Truncated = !complete
+	out.Truncated, out.Roots = !complete, len(s.idx.roots)
 	if p.Randomize {
 		rand.Shuffle(len(out.Requests), func(i, j int) {
 			out.Requests[i], out.Requests[j] = out.Requests[j], out.Requests[i]

@@ -1,8 +1,10 @@
 package ledger
 
 import (
+	"cmp"
 	"context"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -60,6 +62,18 @@ type Capacity struct {
 	// Roots lists the root providers where at least one more instance
 	// fits, most instances first, then in the engine's order.
 	Roots []RootCapacity
+	// Aggregates sums Fits per aggregate of the root providers (a root
+	// counts towards every aggregate it is a member of; aggregates of
+	// providers below the root are not looked at), most first, then by
+	// uuid. Aggregates where nothing fits are not listed.
+	Aggregates []AggregateCapacity
+}
+
+// AggregateCapacity is how many more instances fit in the trees whose
+// root is in one aggregate.
+type AggregateCapacity struct {
+	UUID string
+	Fits int64
 }
 
 // RootCapacity is how many more instances fit in one tree.
@@ -93,7 +107,8 @@ func (s *Store) Capacity(ctx context.Context, p CapacityParams) (*Capacity, erro
 // capacity runs the simulation described at the top of this file. Its
 // error is ctx's when ctx ends; running out of budget is not an error.
 func (s *Snapshot) capacity(ctx context.Context, p *CapacityParams) (*Capacity, error) {
-	out := &Capacity{Roots: []RootCapacity{}}
+	out := &Capacity{Roots: []RootCapacity{}, Aggregates: []AggregateCapacity{}}
+	perAgg := map[int32]int64{}
 	maxPer := p.MaxPerRoot
 	if maxPer <= 0 {
 		maxPer = DefaultCapacityMaxPerRoot
@@ -174,12 +189,24 @@ func (s *Snapshot) capacity(ctx context.Context, p *CapacityParams) (*Capacity, 
 		if rc.Fits > 0 {
 			out.Total += int64(rc.Fits)
 			out.Roots = append(out.Roots, rc)
+			for _, agg := range s.provs[a].aggs {
+				perAgg[agg] += int64(rc.Fits)
+			}
 		}
 		if e.stopped {
 			break
 		}
 	}
 	slices.SortStableFunc(out.Roots, func(x, y RootCapacity) int { return y.Fits - x.Fits })
+	for agg, fits := range perAgg {
+		out.Aggregates = append(out.Aggregates, AggregateCapacity{UUID: s.names.aggUUID[agg], Fits: fits})
+	}
+	slices.SortFunc(out.Aggregates, func(x, y AggregateCapacity) int {
+		if c := cmp.Compare(y.Fits, x.Fits); c != 0 {
+			return c
+		}
+		return strings.Compare(x.UUID, y.UUID)
+	})
 	return out, nil
 }
 

@@ -111,9 +111,8 @@ var operationRules = []Rule{
 	// Berth's own operations: select and claim in one step. They write
 	// allocations, so they default like the allocation rules.
 	op("berth:claims:create", adminOrService, "POST /claims"),
-	op("berth:claims:reschedule", adminOrService, "POST /claims/reschedule"),
-	op("berth:claims:move", adminOrService, "POST /claims/move"),
-	op("berth:claims:explain", adminOrService, "POST /claims/explain"),
+	op("berth:claims:reschedule", adminOrService, "POST /claims/{consumer_uuid}/reschedule"),
+	op("berth:claims:move", adminOrService, "POST /claims/{consumer_uuid}/move, .../move/confirm, .../move/revert"),
 	// Read-only, but it shows the whole cloud's free capacity: admin or
 	// service, like GET /allocation_candidates.
 	op("berth:capacity:show", adminOrService, "GET /capacity"),

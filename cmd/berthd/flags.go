@@ -63,6 +63,8 @@ func options() []option {
 			help: "Shuffle allocation candidates instead of returning them in a stable order."},
 		{flag: "max-candidates", arg: "N", envs: []string{"BERTH_MAX_CANDIDATES"},
 			help: "Most allocation candidates one request may generate before its limit applies."},
+		{flag: "claim-max-attempts", arg: "N", envs: []string{"BERTH_CLAIM_MAX_ATTEMPTS"},
+			help: "Most writes one POST /claims tries on successive candidates (1 to 50)."},
 		{flag: "snapshot-refresh", arg: "DURATION", envs: []string{"BERTH_SNAPSHOT_REFRESH"},
 			help: "Full reload interval of the in-memory ledger snapshot (e.g. 5m); negative disables."},
 		{flag: "db-max-conns", arg: "N", envs: []string{"BERTH_DB_MAX_CONNS"},
@@ -133,6 +135,7 @@ func newFlagSet(cfg *daemon.Config) *flag.FlagSet {
 	fs.Var((*listFlag)(&cfg.CORSAllowedOrigins), "cors-allowed-origin", "")
 	fs.BoolVar(&cfg.RandomizeCandidates, "randomize-candidates", cfg.RandomizeCandidates, "")
 	fs.IntVar(&cfg.MaxCandidates, "max-candidates", cfg.MaxCandidates, "")
+	fs.IntVar(&cfg.ClaimMaxAttempts, "claim-max-attempts", cfg.ClaimMaxAttempts, "")
 	fs.DurationVar(&cfg.SnapshotRefresh, "snapshot-refresh", cfg.SnapshotRefresh, "")
 	fs.IntVar(&cfg.DBMaxConns, "db-max-conns", cfg.DBMaxConns, "")
 	fs.IntVar(&cfg.DBMinConns, "db-min-conns", cfg.DBMinConns, "")

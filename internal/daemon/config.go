@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/berthd/berth/claims"
 	"github.com/berthd/berth/httpapi"
 	"github.com/berthd/berth/internal/telemetry"
 	"github.com/berthd/berth/internal/telemetry/instrument"
@@ -70,6 +71,10 @@ type Config struct {
 	// MaxCandidates caps how many allocation candidates one request may
 	// generate before its limit is applied. Default 10000.
 	MaxCandidates int
+	// ClaimMaxAttempts bounds the writes one POST /claims tries before it
+	// answers no valid host (a request may ask for up to
+	// claims.MaxMaxAttempts). Default claims.DefaultMaxAttempts (10).
+	ClaimMaxAttempts int
 	// SnapshotRefresh is how often the in-memory ledger snapshot behind
 	// allocation candidates and provider lists is reloaded in full, as a
 	// safety net behind change notifications. Default 5m; negative
@@ -168,16 +173,17 @@ var logLevels = map[string]slog.Level{
 // $XDG_DATA_HOME nor the home directory is known.
 func Default() Config {
 	return Config{
-		Listen:          DefaultListen,
-		DataDir:         defaultDataDir(),
-		LogLevel:        "info",
-		LogFormat:       LogFormatText,
-		Auth:            httpapi.AuthNoAuth2,
-		Policy:          policy.SetAdmin,
-		MaxCandidates:   DefaultMaxCandidates,
-		SnapshotRefresh: ledger.DefaultSnapshotRefresh,
-		DBMaxConns:      DefaultDBMaxConns,
-		OTelExporter:    telemetry.ExporterNone,
+		Listen:           DefaultListen,
+		DataDir:          defaultDataDir(),
+		LogLevel:         "info",
+		LogFormat:        LogFormatText,
+		Auth:             httpapi.AuthNoAuth2,
+		Policy:           policy.SetAdmin,
+		MaxCandidates:    DefaultMaxCandidates,
+		ClaimMaxAttempts: claims.DefaultMaxAttempts,
+		SnapshotRefresh:  ledger.DefaultSnapshotRefresh,
+		DBMaxConns:       DefaultDBMaxConns,
+		OTelExporter:     telemetry.ExporterNone,
 
 		DBStatementTimeout:    DefaultDBStatementTimeout,
 		MigrateOnStart:        true,
@@ -276,6 +282,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxCandidates < 1 {
 		errs = append(errs, fmt.Errorf("max candidates %d: want at least 1", c.MaxCandidates))
+	}
+	if c.ClaimMaxAttempts < 1 || c.ClaimMaxAttempts > claims.MaxMaxAttempts {
+		errs = append(errs, fmt.Errorf("claim max attempts %d: want 1 to %d", c.ClaimMaxAttempts, claims.MaxMaxAttempts))
 	}
 	for _, f := range []struct{ what, path string }{{"scheduler policy", c.SchedulerPolicy}, {"scriptlet", c.Scriptlet}} {
 		if f.path == "" {

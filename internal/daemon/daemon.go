@@ -57,6 +57,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err erro
 		CORSAllowedOrigins:  cfg.CORSAllowedOrigins,
 		RandomizeCandidates: cfg.RandomizeCandidates,
 		MaxCandidates:       cfg.MaxCandidates,
+		ClaimMaxAttempts:    cfg.ClaimMaxAttempts,
 		RequestTimeout:      cfg.RequestTimeout,
 	}
 	if api.SchedulerPolicy, err = cfg.LoadSchedulerPolicy(log); err != nil {

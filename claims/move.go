@@ -1,0 +1,297 @@
+package claims
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/google/uuid"
+
+	"github.com/berthd/berth/ledger"
+)
+
+// MigrationConsumerType is the consumer type Move gives the consumer that
+// holds the source allocations.
+const MigrationConsumerType = "MIGRATION"
+
+func isUUID(s string) bool {
+	_, err := uuid.Parse(s)
+	return err == nil
+}
+
+// holding is what a consumer holds now.
+type holding struct {
+	consumer *ledger.Consumer
+	allocs   []ledger.ProviderResources
+	// roots are the roots of the trees it holds on, sharing providers
+	// left out (a new tree may need the same pool).
+	roots []string
+}
+
+// hold reads what consumerUUID holds. A consumer without allocations is
+// ErrNotFound.
+func (c *Claimer) hold(ctx context.Context, consumerUUID string) (*holding, error) {
+	cur, err := c.store.AllocationsByConsumer(ctx, consumerUUID)
+	if err != nil {
+		return nil, err
+	}
+	if cur.Consumer == nil || len(cur.Allocations) == 0 {
+		return nil, &ledger.Error{Kind: ledger.ErrNotFound, Msg: fmt.Sprintf("No allocations for consumer '%s'", consumerUUID)}
+	}
+	h := &holding{consumer: cur.Consumer}
+	for _, a := range cur.Allocations {
+		if n := len(h.allocs); n == 0 || h.allocs[n-1].ProviderUUID != a.ProviderUUID {
+			h.allocs = append(h.allocs, ledger.ProviderResources{ProviderUUID: a.ProviderUUID})
+			sharing, err := c.store.ProvidersMatching(ctx, ledger.ProviderFilter{UUID: a.ProviderUUID,
+				Group: ledger.RequestGroup{RequiredTraits: [][]string{{sharesViaAggregate}}}})
+			if err != nil {
+				return nil, err
+			}
+			if len(sharing) == 0 {
+				prov, err := c.store.ProviderGet(ctx, a.ProviderUUID)
+				if err != nil {
+					return nil, err
+				}
+				if !slices.Contains(h.roots, prov.RootUUID) {
+					h.roots = append(h.roots, prov.RootUUID)
+				}
+			}
+		}
+		last := &h.allocs[len(h.allocs)-1]
+		last.Resources = append(last.Resources, ledger.Resource{Class: a.ResourceClass, Amount: a.Used})
+	}
+	return h, nil
+}
+
+// adopt fills p's defaults from what the consumer holds: its generation,
+// owner and type, and, when p asks for no resources, the same amounts
+// in one unnumbered group.
+func (h *holding) adopt(p *Params) {
+	if p.ConsumerGeneration == nil {
+		gen := h.consumer.Generation
+		p.ConsumerGeneration = &gen
+	}
+	if p.ProjectID == "" {
+		p.ProjectID = h.consumer.ProjectID
+	}
+	if p.UserID == "" {
+		p.UserID = h.consumer.UserID
+	}
+	if p.ConsumerType == "" && h.consumer.Type != ledger.UnknownConsumerType {
+		p.ConsumerType = h.consumer.Type
+	}
+	if len(p.Candidates.Groups) == 0 {
+		g := ledger.RequestGroup{}
+		for _, pr := range h.allocs {
+			for _, r := range pr.Resources {
+				i := slices.IndexFunc(g.Resources, func(ra ledger.ResourceAmount) bool { return ra.Class == r.Class })
+				if i < 0 {
+					g.Resources = append(g.Resources, ledger.ResourceAmount{Class: r.Class, Amount: r.Amount})
+				} else {
+					g.Resources[i].Amount += r.Amount
+				}
+			}
+		}
+		p.Candidates.Groups = []ledger.RequestGroup{g}
+		p.Candidates.NestedAware = true
+	}
+}
+
+// Reschedule claims again for a consumer that failed to start on
+// failedProvider (a root uuid or name; empty means the root it holds on
+// now): it remembers the failure, then, in one transaction, replaces the
+// consumer's allocations with the best candidate that is on none of the
+// providers it ever failed on. A reschedule that places nothing leaves
+// the consumer where it was (the failure stays remembered). p's empty
+// fields default to the consumer's (see adopt); its reason is
+// reschedule. A consumer without allocations is ErrNotFound.
+func (c *Claimer) Reschedule(ctx context.Context, p Params, failedProvider string) (*Result, error) {
+	h, err := c.hold(ctx, p.ConsumerUUID)
+	if err != nil {
+		return nil, err
+	}
+	failed := ""
+	if failedProvider != "" {
+		prov, err := c.resolve(ctx, failedProvider, "failed_provider")
+		if err != nil {
+			return nil, err
+		}
+		failed = prov.RootUUID
+	} else if len(h.roots) > 0 {
+		failed = h.roots[0]
+	}
+	h.adopt(&p)
+	p.Reason = ReasonReschedule
+	if failed != "" && !p.DryRun {
+		if err := c.store.ClaimFailureAdd(ctx, p.ConsumerUUID, failed); err != nil {
+			return nil, err
+		}
+	}
+	if failed != "" && p.DryRun {
+		p.Exclude = append(slices.Clone(p.Exclude), failed)
+	}
+	return c.Claim(ctx, p)
+}
+
+// Move is a migration claim, as Nova does it: in one transaction the
+// migration consumer migrationUUID (new, of type MIGRATION, owned like
+// the instance) takes over the instance's current allocations on the
+// source, and the instance gets the best destination that is not one of
+// its current roots. The move is remembered for Confirm and Revert.
+// Nothing changes if no destination fits. reason is relocation or
+// evacuation (an evacuation does not look at the source's state: the
+// source is simply excluded).
+func (c *Claimer) Move(ctx context.Context, p Params, migrationUUID string) (*Result, error) {
+	if p.Reason == "" {
+		p.Reason = ReasonRelocation
+	}
+	if p.Reason != ReasonRelocation && p.Reason != ReasonEvacuation {
+		return nil, invalid("Invalid reason %q for a move: want relocation or evacuation", p.Reason)
+	}
+	h, err := c.hold(ctx, p.ConsumerUUID)
+	if err != nil {
+		return nil, err
+	}
+	mig, ok := canonical(migrationUUID)
+	if !ok || mig == canonicalOr(p.ConsumerUUID) {
+		return nil, invalid("Invalid migration_uuid %q: want a uuid other than the consumer's", migrationUUID)
+	}
+	h.adopt(&p)
+	p.Exclude = append(slices.Clone(p.Exclude), h.roots...)
+	p.with = []ledger.ConsumerAllocations{{
+		ConsumerUUID:    mig,
+		ProjectID:       p.ProjectID,
+		UserID:          p.UserID,
+		ConsumerType:    MigrationConsumerType,
+		CheckGeneration: true, // must be new
+		Allocations:     h.allocs,
+	}}
+	src := ""
+	if len(h.roots) > 0 {
+		src = h.roots[0]
+	}
+	p.move = &ledger.MoveRecord{ConsumerUUID: p.ConsumerUUID, MigrationUUID: mig, Reason: p.Reason, SourceRoot: src}
+	return c.Claim(ctx, p)
+}
+
+// Holding is a consumer and what it holds after Confirm or Revert.
+type Holding struct {
+	ConsumerUUID       string
+	ConsumerGeneration int64
+	Allocations        []ledger.ProviderResources
+}
+
+// moveOf finds the migration consumer of consumerUUID's move: the one
+// given, or the one remembered.
+func (c *Claimer) moveOf(ctx context.Context, consumerUUID, migrationUUID string) (string, error) {
+	if migrationUUID != "" {
+		mig, ok := canonical(migrationUUID)
+		if !ok {
+			return "", invalid("Invalid migration_uuid %q", migrationUUID)
+		}
+		return mig, nil
+	}
+	m, err := c.store.ClaimMoveGet(ctx, consumerUUID)
+	if err != nil {
+		return "", err
+	}
+	if m == nil {
+		return "", &ledger.Error{Kind: ledger.ErrNotFound,
+			Msg: fmt.Sprintf("No move in progress for consumer '%s'; give its migration_uuid.", consumerUUID)}
+	}
+	return m.MigrationUUID, nil
+}
+
+// Confirm ends a move by dropping the migration consumer's (source)
+// allocations, in one transaction with forgetting the move. The instance
+// keeps its destination. A migration consumer that holds nothing is
+// ErrNotFound.
+func (c *Claimer) Confirm(ctx context.Context, consumerUUID, migrationUUID string) (*Holding, error) {
+	mig, err := c.moveOf(ctx, consumerUUID, migrationUUID)
+	if err != nil {
+		return nil, err
+	}
+	m, err := c.hold(ctx, mig)
+	if err != nil {
+		return nil, err
+	}
+	gen := m.consumer.Generation
+	if err := c.store.ClaimWrite(ctx, ledger.ClaimWriteParams{
+		Consumers: []ledger.ConsumerAllocations{{ConsumerUUID: mig, ProjectID: m.consumer.ProjectID,
+			UserID: m.consumer.UserID, CheckGeneration: true, Generation: &gen}},
+		ForgetMove: consumerUUID,
+	}); err != nil {
+		return nil, err
+	}
+	cur, err := c.store.AllocationsByConsumer(ctx, consumerUUID)
+	if err != nil {
+		return nil, err
+	}
+	out := &Holding{ConsumerUUID: canonicalOr(consumerUUID), Allocations: []ledger.ProviderResources{}}
+	if cur.Consumer != nil {
+		out.ConsumerGeneration = cur.Consumer.Generation
+		for _, a := range cur.Allocations {
+			if n := len(out.Allocations); n == 0 || out.Allocations[n-1].ProviderUUID != a.ProviderUUID {
+				out.Allocations = append(out.Allocations, ledger.ProviderResources{ProviderUUID: a.ProviderUUID})
+			}
+			last := &out.Allocations[len(out.Allocations)-1]
+			last.Resources = append(last.Resources, ledger.Resource{Class: a.ResourceClass, Amount: a.Used})
+		}
+	}
+	return out, nil
+}
+
+// Revert ends a move by giving the source back: in one transaction the
+// instance's (destination) allocations are replaced by the migration
+// consumer's, the migration consumer is emptied (and so deleted), and
+// the move is forgotten. Both consumers' generations are checked, so a
+// concurrent change makes it a placement.concurrent_update conflict.
+func (c *Claimer) Revert(ctx context.Context, consumerUUID, migrationUUID string) (*Holding, error) {
+	mig, err := c.moveOf(ctx, consumerUUID, migrationUUID)
+	if err != nil {
+		return nil, err
+	}
+	m, err := c.hold(ctx, mig)
+	if err != nil {
+		return nil, err
+	}
+	inst, err := c.store.AllocationsByConsumer(ctx, consumerUUID)
+	if err != nil {
+		return nil, err
+	}
+	w := ledger.ConsumerAllocations{ConsumerUUID: consumerUUID, ProjectID: m.consumer.ProjectID,
+		UserID: m.consumer.UserID, CheckGeneration: true, Allocations: m.allocs}
+	gen := int64(1)
+	if inst.Consumer != nil {
+		g := inst.Consumer.Generation
+		w.Generation, gen = &g, g+1
+		w.ProjectID, w.UserID = inst.Consumer.ProjectID, inst.Consumer.UserID
+		if inst.Consumer.Type != ledger.UnknownConsumerType {
+			w.ConsumerType = inst.Consumer.Type
+		}
+	}
+	mgen := m.consumer.Generation
+	if err := c.store.ClaimWrite(ctx, ledger.ClaimWriteParams{
+		Consumers: []ledger.ConsumerAllocations{w, {ConsumerUUID: mig, ProjectID: m.consumer.ProjectID,
+			UserID: m.consumer.UserID, CheckGeneration: true, Generation: &mgen}},
+		ForgetMove: consumerUUID,
+	}); err != nil {
+		return nil, err
+	}
+	return &Holding{ConsumerUUID: canonicalOr(consumerUUID), ConsumerGeneration: gen, Allocations: m.allocs}, nil
+}
+
+func canonical(s string) (string, bool) {
+	u, err := uuid.Parse(s)
+	if err != nil {
+		return "", false
+	}
+	return u.String(), true
+}
+
+func canonicalOr(s string) string {
+	if c, ok := canonical(s); ok {
+		return c
+	}
+	return s
+}

@@ -1,0 +1,66 @@
+package ledger_test
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/google/uuid"
+
+	"github.com/berthd/berth/ledger"
+)
+
+// TestClaimWriteAllOrNothing: the move record commits with the
+// allocations, and a refused write records nothing.
+func TestClaimWriteAllOrNothing(t *testing.T) {
+	f := newFixture(t)
+	rp := f.provider("cn1", inv("VCPU", 4))
+	inst, mig := uuid.NewString(), uuid.NewString()
+
+	over := alloc(inst, rp, res("VCPU", 5))
+	over.CheckGeneration = true
+	err := f.store.ClaimWrite(f.ctx, ledger.ClaimWriteParams{Consumers: []ledger.ConsumerAllocations{over},
+		Move: &ledger.MoveRecord{ConsumerUUID: inst, MigrationUUID: mig, Reason: "relocation", SourceRoot: rp}})
+	if !errors.Is(err, ledger.ErrConflict) {
+		t.Fatalf("over capacity: %v", err)
+	}
+	if m, err := f.store.ClaimMoveGet(f.ctx, inst); err != nil || m != nil {
+		t.Fatalf("refused write recorded a move: %+v %v", m, err)
+	}
+
+	ok := alloc(inst, rp, res("VCPU", 2))
+	ok.CheckGeneration = true
+	if err := f.store.ClaimWrite(f.ctx, ledger.ClaimWriteParams{Consumers: []ledger.ConsumerAllocations{ok},
+		Move: &ledger.MoveRecord{ConsumerUUID: inst, MigrationUUID: mig, Reason: "evacuation", SourceRoot: rp}}); err != nil {
+		t.Fatal(err)
+	}
+	m, err := f.store.ClaimMoveGet(f.ctx, inst)
+	if err != nil || m == nil || m.MigrationUUID != mig || m.Reason != "evacuation" || m.SourceRoot != rp {
+		t.Fatalf("move record %+v %v", m, err)
+	}
+	if u := f.usages(rp); u.Usages["VCPU"] != 2 {
+		t.Fatalf("usage %v", u.Usages)
+	}
+	// Forgetting alone, with no allocation write.
+	if err := f.store.ClaimWrite(f.ctx, ledger.ClaimWriteParams{ForgetMove: inst}); err != nil {
+		t.Fatal(err)
+	}
+	if m, _ := f.store.ClaimMoveGet(f.ctx, inst); m != nil {
+		t.Fatalf("forgotten move still there: %+v", m)
+	}
+
+	// Failures: idempotent, listed per consumer.
+	for range 2 {
+		if err := f.store.ClaimFailureAdd(f.ctx, inst, rp); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, err := f.store.ClaimFailures(f.ctx, inst); err != nil || len(got) != 1 || got[0] != rp {
+		t.Fatalf("failures %v %v", got, err)
+	}
+	if got, _ := f.store.ClaimFailures(f.ctx, mig); len(got) != 0 {
+		t.Fatalf("another consumer's failures %v", got)
+	}
+	if err := f.store.ClaimFailureAdd(f.ctx, "x", rp); !errors.Is(err, ledger.ErrInvalid) {
+		t.Fatalf("malformed consumer: %v", err)
+	}
+}

@@ -1,0 +1,2 @@
+DROP TABLE IF EXISTS claim_moves;
+DROP TABLE IF EXISTS claim_failures;
