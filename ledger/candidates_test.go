@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"slices"
 	"testing"
-	"time"
 )
 
 // sharedStorage mirrors Placement's SharedStorageFixture: cn1 and cn2 with
@@ -285,7 +284,6 @@ func wideGroups(n int) []RequestGroup {
 
 func TestWideTreeIsBounded(t *testing.T) {
 	s := wideTree(21)
-	start := time.Now()
 	c := mustCandidates(t, s, CandidatesParams{NestedAware: true, Groups: wideGroups(8), Max: 1000})
 	if len(c.Requests) != 1000 || !c.Truncated {
 		t.Fatalf("got %d candidates (truncated %v), want the cap of 1000", len(c.Requests), c.Truncated)
@@ -293,11 +291,10 @@ func TestWideTreeIsBounded(t *testing.T) {
 	// Infeasible: more groups than children; the search must give up
 	// within its step budget rather than enumerate 21! orderings.
 	c = mustCandidates(t, s, CandidatesParams{NestedAware: true, Groups: wideGroups(22), MaxSteps: 200000})
-	if len(c.Requests) != 0 {
-		t.Fatalf("got %d candidates, want none", len(c.Requests))
-	}
-	if d := time.Since(start); d > time.Second {
-		t.Fatalf("took %v", d)
+	// (Enumerating them would not end within the test's timeout; the
+	// step budget is what stops it, so the answer says it is incomplete.)
+	if len(c.Requests) != 0 || !c.Truncated {
+		t.Fatalf("got %d candidates (truncated %v), want none, truncated", len(c.Requests), c.Truncated)
 	}
 }
 

@@ -193,7 +193,7 @@ func (s *Store) ConsumerCounts(ctx context.Context, providerUUIDs []string) (map
 	rows, err := s.pool.Query(ctx, `
 		SELECT rp.uuid::text, COUNT(DISTINCT a.consumer_id)
 		FROM allocations a JOIN resource_providers rp ON rp.id = a.resource_provider_id
-		WHERE rp.uuid = ANY($1::uuid[]) GROUP BY rp.uuid`, validUUIDs(providerUUIDs))
+		WHERE rp.uuid = ANY($1::text[]::uuid[]) GROUP BY rp.uuid`, validUUIDs(providerUUIDs))
 	if err != nil {
 		return nil, err
 	}

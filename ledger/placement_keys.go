@@ -154,7 +154,7 @@ func (s *Store) PlacementKeysOf(ctx context.Context, providerUUIDs []string) (ma
 	rows, err := s.pool.Query(ctx, `
 		SELECT rp.uuid::text, k.name, k.value, k.sticky
 		FROM provider_placement_keys k JOIN resource_providers rp ON rp.id = k.resource_provider_id
-		WHERE rp.uuid = ANY($1::uuid[]) ORDER BY rp.uuid, k.name`, validUUIDs(providerUUIDs))
+		WHERE rp.uuid = ANY($1::text[]::uuid[]) ORDER BY rp.uuid, k.name`, validUUIDs(providerUUIDs))
 	if err != nil {
 		return nil, err
 	}

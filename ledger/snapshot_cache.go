@@ -222,19 +222,14 @@ func (c *snapshotCache) loadAll(ctx context.Context) (*Snapshot, error) {
 // loadSome reloads the providers with the given ids into a copy of cur.
 func (c *snapshotCache) loadSome(ctx context.Context, cur *Snapshot, ids []int64) (*Snapshot, error) {
 	n := cur.names
-	var provs map[int64]*snapProvider
-	err := c.readTx(ctx, func(tx pgx.Tx) error {
-		var err error
-		// Names met while loading are added to a copy of the current names,
-		// made only if one is new.
-		nn := &lazyNames{base: n}
-		provs, err = loadProviders(ctx, tx, ids, nn)
-		n = nn.result()
-		return err
-	})
+	// Names met while loading are added to a copy of the current names,
+	// made only if one is new.
+	nn := &lazyNames{base: n}
+	provs, err := c.loadProvidersOneTrip(ctx, ids, nn)
 	if err != nil {
 		return nil, err
 	}
+	n = nn.result()
 	deleted := map[int64]bool{}
 	for _, id := range ids {
 		if _, ok := provs[id]; !ok {
@@ -306,18 +301,60 @@ func (l *lazyNames) result() *names {
 // loadProviders reads the providers with the given ids (nil: all) with
 // their inventories, usage, traits and aggregates, in one round trip.
 func loadProviders(ctx context.Context, tx pgx.Tx, ids []int64, n nameSink) (map[int64]*snapProvider, error) {
+	b := &pgx.Batch{}
+	queueProviders(b, ids)
+	br := tx.SendBatch(ctx, b)
+	defer br.Close()
+	provs, err := readProviders(br, n)
+	if err != nil {
+		return nil, err
+	}
+	return provs, br.Close()
+}
+
+// sqlBeginSnapshot opens the transaction of a one-round-trip reload: one
+// snapshot for its four statements, as readTx gives.
+const sqlBeginSnapshot = `BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY`
+
+// loadProvidersOneTrip is loadProviders in a transaction of its own,
+// BEGIN and COMMIT sent in the same pipeline as the queries: one round
+// trip instead of three. Reloads after writes take it, on every read
+// that follows a write. (If a statement fails, the connection is left in
+// a failed transaction, and the pool closes it instead of reusing it.)
+func (c *snapshotCache) loadProvidersOneTrip(ctx context.Context, ids []int64, n nameSink) (map[int64]*snapProvider, error) {
+	b := &pgx.Batch{}
+	b.Queue(sqlBeginSnapshot)
+	queueProviders(b, ids)
+	b.Queue("COMMIT")
+	br := c.pool.SendBatch(ctx, b)
+	defer br.Close()
+	if _, err := br.Exec(); err != nil {
+		return nil, fmt.Errorf("ledger: snapshot: begin: %w", err)
+	}
+	provs, err := readProviders(br, n)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: snapshot: %w", err)
+	}
+	if _, err := br.Exec(); err != nil {
+		return nil, fmt.Errorf("ledger: snapshot: commit: %w", err)
+	}
+	return provs, br.Close()
+}
+
+// queueProviders queues loadProviders' four queries.
+func queueProviders(b *pgx.Batch, ids []int64) {
 	var arg any // NULL selects every provider
 	if ids != nil {
 		arg = ids
 	}
-	b := &pgx.Batch{}
 	b.Queue(sqlSnapProviders, arg)
 	b.Queue(sqlSnapInventories, arg)
 	b.Queue(sqlSnapTraits, arg)
 	b.Queue(sqlSnapAggregates, arg)
-	br := tx.SendBatch(ctx, b)
-	defer br.Close()
+}
 
+// readProviders reads the answers to queueProviders' queries.
+func readProviders(br pgx.BatchResults, n nameSink) (map[int64]*snapProvider, error) {
 	provs := map[int64]*snapProvider{}
 	rows, _ := br.Query()
 	for rows.Next() {
@@ -372,7 +409,7 @@ func loadProviders(ctx context.Context, tx pgx.Tx, ids []int64, n nameSink) (map
 		slices.Sort(p.traits)
 		slices.Sort(p.aggs)
 	}
-	return provs, br.Close()
+	return provs, nil
 }
 
 func scanPairs(ctx context.Context, q pgx.Tx, sql string, add func(int32, string)) error {

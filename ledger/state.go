@@ -65,7 +65,7 @@ func (s *Store) ProviderStates(ctx context.Context, providerUUIDs []string) (map
 	rows, err := s.pool.Query(ctx, `
 		SELECT rp.uuid::text, st.load_1, st.load_5, st.load_15, st.memory_free_mb, st.cpu_utilization, st.reported_at
 		FROM provider_state st JOIN resource_providers rp ON rp.id = st.resource_provider_id
-		WHERE rp.uuid = ANY($1::uuid[])`, validUUIDs(providerUUIDs))
+		WHERE rp.uuid = ANY($1::text[]::uuid[])`, validUUIDs(providerUUIDs))
 	if err != nil {
 		return nil, err
 	}

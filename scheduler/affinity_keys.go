@@ -107,11 +107,16 @@ func (w *AffinityKeys) WeighAll(ctx context.Context, req *Request, cands []*Cand
 		cust   float64
 		random uint64
 	}
+	sysWeight := 0.0
+	for _, k := range sys {
+		sysWeight += k.Weight
+	}
 	es := make([]entry, len(cands))
-	run := runOf(req) // shares the keys with the scriptlet's members
 	for i, c := range cands {
-		keys := run.providerKeys(c)
-		s := SystemScore(sys, keys)
+		s := 0.0
+		if sysWeight != 0 {
+			s = 100 * proximity(sys, c) / sysWeight
+		}
 		round := w.Rounds
 		for r := range w.Rounds {
 			if s >= w.Threshold(r) {
@@ -119,7 +124,7 @@ func (w *AffinityKeys) WeighAll(ctx context.Context, req *Request, cands []*Cand
 				break
 			}
 		}
-		es[i] = entry{i: i, round: round, cust: Proximity(cust, keys), random: rng.Uint64()}
+		es[i] = entry{i: i, round: round, cust: proximity(cust, c), random: rng.Uint64()}
 	}
 	slices.SortFunc(es, func(a, b entry) int {
 		if c := cmp.Compare(a.round, b.round); c != 0 {
@@ -167,6 +172,18 @@ func Proximity(keys []KeyRequest, have map[string]float64) float64 {
 	return sum
 }
 
+// proximity is Proximity(keys, ProviderKeys(c)) without building the
+// map: WeighAll runs it for every candidate.
+func proximity(keys []KeyRequest, c *Candidate) float64 {
+	sum := 0.0
+	for _, k := range keys {
+		if v, ok := candidateKey(c, k.Name); ok {
+			sum += max(0, 1-math.Abs(k.Value-v)) * k.Weight
+		}
+	}
+	return sum
+}
+
 // SystemScore is Proximity of the system keys as a percentage of their
 // total weight (0 to 100 for positive weights); 0 with no weight.
 func SystemScore(sys []KeyRequest, have map[string]float64) float64 {
@@ -188,46 +205,71 @@ func SystemScore(sys []KeyRequest, have map[string]float64) float64 {
 // (absent without a report or VCPU inventory).
 func ProviderKeys(c *Candidate) map[string]float64 {
 	root := c.RootProvider()
-	n := 3
-	if root != nil {
-		n += len(root.Keys)
-	}
-	out := make(map[string]float64, n)
+	out := map[string]float64{}
 	if root != nil {
 		for _, k := range root.Keys {
 			out[k.Name] = k.Value
 		}
 	}
-	for _, kc := range [...]struct{ key, class string }{{KeyRAM, "MEMORY_MB"}, {KeyCPU, "VCPU"}} {
-		var used, capacity, taken int64
-		rootInv, onRoot := Inventory{}, false
-		if root != nil {
-			rootInv, onRoot = root.Resources[kc.class]
-		}
-		for _, a := range c.Allocations {
-			amount, ok := a.Resources[kc.class]
-			if !ok {
-				continue
-			}
-			taken += amount
-			if !onRoot {
-				if p := c.Providers[a.ProviderUUID]; p != nil {
-					inv := p.Resources[kc.class]
-					used, capacity = used+inv.Used, capacity+inv.Capacity
-				}
-			}
-		}
-		if onRoot {
-			used, capacity = rootInv.Used, rootInv.Capacity
-		}
-		if capacity > 0 {
-			out[kc.key] = float64(used+taken) / float64(capacity)
-		}
-	}
-	if root != nil && root.State != nil {
-		if inv, ok := root.Resources["VCPU"]; ok && inv.Total > 0 {
-			out[KeyLOAD] = root.State.Load1 / float64(inv.Total)
+	for _, name := range [...]string{KeyRAM, KeyCPU, KeyLOAD} {
+		if v, ok := candidateKey(c, name); ok {
+			out[name] = v
 		}
 	}
 	return out
+}
+
+// candidateKey is the value of key name for c (see ProviderKeys).
+func candidateKey(c *Candidate, name string) (float64, bool) {
+	root := c.RootProvider()
+	switch name {
+	case KeyRAM:
+		return usageRatio(c, root, "MEMORY_MB")
+	case KeyCPU:
+		return usageRatio(c, root, "VCPU")
+	case KeyLOAD:
+		if root != nil && root.State != nil {
+			if inv, ok := root.Resources["VCPU"]; ok && inv.Total > 0 {
+				return root.State.Load1 / float64(inv.Total), true
+			}
+		}
+		return 0, false
+	}
+	if root != nil {
+		for _, k := range root.Keys {
+			if k.Name == name {
+				return k.Value, true
+			}
+		}
+	}
+	return 0, false
+}
+
+// usageRatio is (used + taken) / capacity of class for #RAM and #CPU.
+func usageRatio(c *Candidate, root *Provider, class string) (float64, bool) {
+	var used, capacity, taken int64
+	rootInv, onRoot := Inventory{}, false
+	if root != nil {
+		rootInv, onRoot = root.Resources[class]
+	}
+	for _, a := range c.Allocations {
+		amount, ok := a.Resources[class]
+		if !ok {
+			continue
+		}
+		taken += amount
+		if !onRoot {
+			if p := c.Providers[a.ProviderUUID]; p != nil {
+				inv := p.Resources[class]
+				used, capacity = used+inv.Used, capacity+inv.Capacity
+			}
+		}
+	}
+	if onRoot {
+		used, capacity = rootInv.Used, rootInv.Capacity
+	}
+	if capacity <= 0 {
+		return 0, false
+	}
+	return float64(used+taken) / float64(capacity), true
 }

@@ -232,8 +232,8 @@ func NewPolicy(cfg PolicyConfig, reg *Registry, scripts ScriptletResolver, limit
 	if scripts == nil && len(p.Scriptlets()) > 0 {
 		errs = append(errs, errors.New("scriptlets named but no scriptlet store"))
 	}
-	if scripts != nil {
-		p.needs = p.needs.merge(starlarkNeeds) // the default scriptlet may appear at any time
+	if cfg.Scriptlet != "" {
+		p.needs = p.needs.merge(starlarkNeeds)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("scheduler policy: %w", err)
@@ -263,6 +263,9 @@ func (p *Policy) Scriptlets() []string {
 // policy's units read, so the caller fetches only those. A policy that
 // may run a scriptlet needs placement keys (candidate_members shows them).
 func (p *Policy) Needs() Needs {
+	if p.cfg.Scriptlet == "" && p.scripts != nil && p.scripts.DefaultScriptlet() != nil {
+		return p.needs.merge(starlarkNeeds) // the default scriptlet, set now
+	}
 	return p.needs
 }
 
@@ -272,9 +275,9 @@ func (p *Policy) Needs() Needs {
 // consumer's sticky keys.
 func (p *Policy) NeedsFor(req *Request) Needs {
 	if p.keys != nil && len(req.Keys) > 0 {
-		return p.needs.merge(affinityKeysUnit.Needs)
+		return p.Needs().merge(affinityKeysUnit.Needs)
 	}
-	return p.needs
+	return p.Needs()
 }
 
 // Describe lists the policy's filters in the order they run and its
@@ -367,7 +370,6 @@ func (p *Policy) Rank(ctx context.Context, req *Request, cands []*Candidate) (_ 
 		return nil, &PluginError{Plugin: ScriptletName, Err: err}
 	}
 	if placement != nil || p.usesStarlarkUnits() {
-		run.cacheKeys = true
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeoutCause(ctx, p.limits.Timeout, errScriptletDeadline)
 		defer cancel()
@@ -466,13 +468,7 @@ func (p *Policy) Rank(ctx context.Context, req *Request, cands []*Candidate) (_ 
 		}
 		stageSpan(ctx, "weigher", w.w.Name(), start)
 	}
-	slices.SortStableFunc(scored, func(a, b Scored) int {
-		if c := cmp.Compare(b.Score, a.Score); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.Cand.Index, b.Cand.Index)
-	})
-	r.Ranked = scored
+	r.Ranked = sortScored(scored)
 
 	if placement != nil {
 		start := time.Now()
@@ -483,6 +479,31 @@ func (p *Policy) Rank(ctx context.Context, req *Request, cands []*Candidate) (_ 
 		}
 	}
 	return r, nil
+}
+
+// sortScored orders scored by score, highest first, then by
+// Candidate.Index, then by position in scored: a total order, so the
+// unstable (and much faster than stable) sort gives one answer.
+func sortScored(scored []Scored) []Scored {
+	order := make([]int, len(scored))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(i, j int) int {
+		a, b := &scored[i], &scored[j]
+		if c := cmp.Compare(b.Score, a.Score); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(a.Cand.Index, b.Cand.Index); c != 0 {
+			return c
+		}
+		return cmp.Compare(i, j)
+	})
+	out := make([]Scored, len(scored))
+	for k, i := range order {
+		out[k] = scored[i]
+	}
+	return out
 }
 
 // usesStarlarkUnits reports whether a filter or weigher is a scriptlet.

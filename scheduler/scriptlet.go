@@ -220,27 +220,6 @@ type scriptRun struct {
 	limits  ScriptletLimits
 	request starlark.Value
 	members map[*Candidate]*memberValue
-	// keys caches ProviderKeys when Starlark may read them too
-	// (cacheKeys), so affinity_keys and the members share the work.
-	keys      map[*Candidate]map[string]float64
-	cacheKeys bool
-}
-
-// providerKeys is ProviderKeys(c), computed once per Rank when run is
-// not nil.
-func (run *scriptRun) providerKeys(c *Candidate) map[string]float64 {
-	if run == nil || !run.cacheKeys {
-		return ProviderKeys(c)
-	}
-	if run.keys == nil {
-		run.keys = map[*Candidate]map[string]float64{}
-	}
-	k, ok := run.keys[c]
-	if !ok {
-		k = ProviderKeys(c)
-		run.keys[c] = k
-	}
-	return k
 }
 
 func runOf(req *Request) *scriptRun {
@@ -342,6 +321,9 @@ func (run *scriptRun) log(level, msg string) {
 // its decision to it.
 func (run *scriptRun) placement(ctx context.Context, prog *Program, req *Request) error {
 	r := run.ranking
+	if run.members == nil {
+		run.members = make(map[*Candidate]*memberValue, len(r.Ranked))
+	}
 	list := make([]starlark.Value, len(r.Ranked))
 	for i, s := range r.Ranked {
 		list[i] = run.member(s.Cand).setRank(i, s)
@@ -395,7 +377,6 @@ func (run *scriptRun) member(c *Candidate) *memberValue {
 	m, ok := run.members[c]
 	if !ok {
 		m = candidateMember(c)
-		m.run = run
 		run.members[c] = m
 	}
 	return m

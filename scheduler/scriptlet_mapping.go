@@ -18,15 +18,17 @@ type classMap struct {
 	kind mapKind
 	p    *Provider          // mapUsage, mapInventories
 	f    map[string]float64 // mapFloat
+	c    *Candidate         // mapCandidateKeys
 }
 
 // mapKind says what a classMap maps to.
 type mapKind int
 
 const (
-	mapUsage       mapKind = iota // class -> used
-	mapInventories                // class -> inventory
-	mapFloat                      // key -> value of f
+	mapUsage         mapKind = iota // class -> used
+	mapInventories                  // class -> inventory
+	mapFloat                        // key -> value of f
+	mapCandidateKeys                // key -> candidateKey(c, key)
 )
 
 // get is the value of key k, which must be one of m.keys.
@@ -36,6 +38,9 @@ func (m *classMap) get(k string) starlark.Value {
 		return starlark.MakeInt64(m.p.Resources[k].Used)
 	case mapInventories:
 		return inventoryValue(m.p.Resources[k])
+	case mapCandidateKeys:
+		v, _ := candidateKey(m.c, k)
+		return starlark.Float(v)
 	}
 	return starlark.Float(m.f[k])
 }

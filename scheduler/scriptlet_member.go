@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"go.starlark.net/starlark"
@@ -16,7 +17,6 @@ type memberValue struct {
 	kind    string     // "cluster_member" or "candidate_member"
 	p       *Provider  // never nil
 	c       *Candidate // nil for a cluster member
-	run     *scriptRun // caches the candidate's keys; may be nil
 	ranked  bool       // rank, score and weights are set
 	rank    int
 	score   float64
@@ -156,14 +156,22 @@ func (m *memberValue) build(name string) starlark.Value {
 	case "usage":
 		return &classMap{keys: m.classes(), p: m.p, kind: mapUsage}
 	case "keys":
-		var keys map[string]float64
 		if m.c != nil {
-			keys = m.run.providerKeys(m.c)
-		} else {
-			keys = make(map[string]float64, len(m.p.Keys))
+			names := make([]string, 0, len(m.p.Keys)+3)
 			for _, k := range m.p.Keys {
-				keys[k.Name] = k.Value
+				names = append(names, k.Name)
 			}
+			for _, n := range [...]string{KeyRAM, KeyCPU, KeyLOAD} {
+				if _, ok := candidateKey(m.c, n); ok && !slices.Contains(names, n) {
+					names = append(names, n)
+				}
+			}
+			slices.Sort(names)
+			return &classMap{keys: slices.Compact(names), c: m.c, kind: mapCandidateKeys}
+		}
+		keys := make(map[string]float64, len(m.p.Keys))
+		for _, k := range m.p.Keys {
+			keys[k.Name] = k.Value
 		}
 		return floatMap(keys)
 	}

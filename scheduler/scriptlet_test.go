@@ -344,11 +344,14 @@ func TestNamedAndDefaultScriptlet(t *testing.T) {
 			t.Errorf("%s: %v %+v", tt.cfg, err, r)
 		}
 	}
-	// Without a default, no scriptlet runs.
-	res.def = nil
+	// Without a default, no scriptlet runs, and keys are not needed.
 	p, _ := NewPolicy(PolicyConfig{}, nil, res, ScriptletLimits{})
-	if r, err := p.Rank(context.Background(), &Request{}, threeCands()); err != nil || r.Scriptlet != "" || r.Chosen {
-		t.Errorf("no default: %v %+v", err, r)
+	if !p.Needs().Keys {
+		t.Error("a default scriptlet reads keys")
+	}
+	res.def = nil
+	if r, err := p.Rank(context.Background(), &Request{}, threeCands()); err != nil || r.Scriptlet != "" || r.Chosen || p.Needs().Keys {
+		t.Errorf("no default: %v %+v %+v", err, r, p.Needs())
 	}
 }
 

@@ -19,9 +19,13 @@
 #   --trees T             nested perfload trees (BENCH_TREES, default 1000; 0 skips)
 #   --wide "C G"          wide tree children and groups (BENCH_WIDE, default "21 8";
 #                         "" skips); --wide-timeout (BENCH_WIDE_TIMEOUT, default 60s)
-#   --claims DURATION     claims run at the first size (BENCH_CLAIMS, default 60s;
-#                         0 skips), --clients (BENCH_CLIENTS, default 16),
-#                         --pick first|random (BENCH_PICK, default first)
+#   --claims DURATION     claims runs (BENCH_CLAIMS, default 60s; 0 skips), each on a
+#                         fresh database seeded with the first size's nodes, once per
+#                         client count in --clients (BENCH_CLIENTS, default "16 64")
+#                         and per mode: two-step (GET candidates, PUT allocations,
+#                         --pick first|random, BENCH_PICK, default first) for every
+#                         target, and claims (POST /claims) for targets other than
+#                         "reference" (BENCH_MODES overrides: "two-step claims")
 #   --out DIR             where reports and server logs go (default a new temp dir)
 # Environment:
 #   BENCH_PG     admin URL of the PostgreSQL server
@@ -29,6 +33,11 @@
 #   BENCH_PORT   port the targets listen on, one at a time (default: the first free
 #                port from 28778 up)
 #   BENCH_LOAD   a berth-load binary (default: built from this repository)
+#
+#   BENCH_KEEPALIVE  berth-load --keepalive for the claims runs of targets other
+#                "reference" (default on); the reference always gets auto (a
+#                connection per request when concurrent: uwsgi pins kept-alive
+#                connections to its 2 processes; see docs/benchmarks.md)
 #
 # Every target runs alone, one phase at a time, on loopback; each phase starts
 # the target on a new database, runs, stops it (SIGTERM to its process group,
@@ -47,7 +56,9 @@ trees=${BENCH_TREES:-1000}
 wide=${BENCH_WIDE-"21 8"}
 wide_timeout=${BENCH_WIDE_TIMEOUT:-60s}
 claims=${BENCH_CLAIMS:-60s}
-clients=${BENCH_CLIENTS:-16}
+clients=${BENCH_CLIENTS:-"16 64"}
+modes=${BENCH_MODES:-}
+keepalive=${BENCH_KEEPALIVE:-on}
 pick=${BENCH_PICK:-first}
 out=""
 names=()
@@ -160,7 +171,6 @@ failed=0
 for i in "${!names[@]}"; do
   name=${names[$i]} cmd=${cmds[$i]}
   mkdir -p "$out/$name"
-  first=1
   for n in $sizes; do
     phase=n$n
     if ! start_target "$name" "$cmd" "$phase"; then
@@ -168,14 +178,29 @@ for i in "${!names[@]}"; do
     else
       if run "$name" "$phase-seed" seed --nodes "$n"; then
         run "$name" "$phase-candidates" candidates --iterations "$iterations"
-        if [ "$first" = 1 ] && [ "$claims" != 0 ]; then
-          run "$name" "$phase-claims" claims --clients "$clients" --duration "$claims" --pick "$pick"
-        fi
       fi
       stop_target; drop_db
     fi
-    first=0
   done
+  if [ "$claims" != 0 ]; then
+    n=${sizes%% *}
+    name_modes=${modes:-"two-step claims"}
+    ka=$keepalive
+    if [ "$name" = reference ]; then name_modes=${modes:-two-step}; ka=auto; fi
+    for c in $clients; do
+      for mode in $name_modes; do
+        phase=claims-$mode-c$c
+        if start_target "$name" "$cmd" "${phase//-/_}"; then
+          if run "$name" "$phase-seed" seed --nodes "$n" --keepalive "$ka"; then
+            run "$name" "$phase" claims --mode "$mode" --clients "$c" --duration "$claims" --pick "$pick" --keepalive "$ka"
+          fi
+          stop_target; drop_db
+        else
+          failed=1
+        fi
+      done
+    done
+  fi
   if [ "$trees" != 0 ]; then
     if start_target "$name" "$cmd" nested; then
       run "$name" nested nested --trees "$trees" --iterations "$iterations"

@@ -228,11 +228,16 @@ func (d *Daemon) Run(ctx context.Context) error {
 	if d.metricsSrv != nil {
 		_ = d.metricsSrv.Close()
 	}
+	start := time.Now()
 	if shutErr := d.srv.Shutdown(shutdownCtx); shutErr != nil {
 		d.log.Warn("in-flight requests cut off after the shutdown grace period", "grace", d.cfg.ShutdownGrace, "error", shutErr)
 		_ = d.srv.Close()
 	}
-	return errors.Join(err, d.close(context.WithoutCancel(ctx)))
+	d.log.Debug("http server stopped", "took", time.Since(start))
+	start = time.Now()
+	err = errors.Join(err, d.close(context.WithoutCancel(ctx)))
+	d.log.Info("shut down", "closing_took", time.Since(start))
+	return err
 }
 
 // close releases what New built, in reverse order; fields that are still
@@ -252,7 +257,9 @@ func (d *Daemon) close(ctx context.Context) error {
 		errs = append(errs, d.unobservePool())
 	}
 	if d.store != nil {
+		start := time.Now()
 		d.store.Close()
+		d.log.Debug("database pool closed", "took", time.Since(start))
 	}
 	if d.db != nil {
 		errs = append(errs, d.db.close(ctx, d.log))

@@ -10,8 +10,15 @@ import (
 // LogHandler wraps h so that every record logged with a context carries
 // that context's request ID (request_id) and, when the context holds a
 // valid span, its trace and span IDs (trace_id, span_id), which join log
-// lines to traces.
-func LogHandler(h slog.Handler) slog.Handler { return logHandler{h} }
+// lines to traces. Given a handler LogHandler returned (or derived from
+// one with WithAttrs or WithGroup), it returns h unchanged, so wrapping
+// twice does not log the IDs twice.
+func LogHandler(h slog.Handler) slog.Handler {
+	if lh, ok := h.(logHandler); ok {
+		return lh
+	}
+	return logHandler{h}
+}
 
 type logHandler struct{ slog.Handler }
 
