@@ -107,6 +107,11 @@ type ClaimsResult struct {
 	Conflicts int           `json:"conflicts"`     // 409 answers other than "nothing fits": retried
 	GaveUp    int           `json:"gave_up"`       // claims still conflicting after all retries
 	NoFit     int           `json:"no_candidates"` // claims that found no candidate (cloud full)
+	// NoValidHost (claims mode) counts 409 berth.no_valid_host answers. A
+	// claim that gets one is retried like a conflict (the server also says
+	// so when its attempts all conflicted); only a claim answered so on
+	// every retry counts in NoFit and stops the run.
+	NoValidHost int `json:"no_valid_host,omitempty"`
 	// ServerAttempts (claims mode) adds up the "attempts" of successful
 	// claims: writes the server tried, so ServerAttempts - Claims is how
 	// many candidates it moved past after a conflict.
@@ -140,6 +145,7 @@ type claimStats struct {
 	conflicts int
 	gaveUp    int
 	noFit     int
+	noHost    int
 	attempts  int
 	errors    int
 	firstErr  string
@@ -255,7 +261,7 @@ func RunClaims(ctx context.Context, c *Client, p ClaimsParams, log io.Writer) (*
 	res := &ClaimsResult{
 		Mode: p.Mode, Clients: p.Clients, Pick: p.Pick, Elapsed: elapsed,
 		Claims: int(succeeded.Load()), PerSecond: float64(succeeded.Load()) / elapsed.Seconds(),
-		Conflicts: st.conflicts, GaveUp: st.gaveUp, NoFit: st.noFit, ServerAttempts: st.attempts,
+		Conflicts: st.conflicts, GaveUp: st.gaveUp, NoFit: st.noFit, NoValidHost: st.noHost, ServerAttempts: st.attempts,
 		Errors: st.errors, Error: st.firstErr, FailedByStatus: st.byStatus,
 		Latency: Summarize(st.latency), GetTime: Summarize(st.gets), PutTime: Summarize(st.puts),
 	}
@@ -301,9 +307,10 @@ type errorAnswer struct {
 // codeNoValidHost is the error code of a claim that nothing fits.
 const codeNoValidHost = "berth.no_valid_host"
 
-// postClaim makes one claim with POST /claims. A 409 "no valid host"
-// means the cloud is full (errNoFit); any other 409 is retried, up to
-// p.Retries times, with the same consumer.
+// postClaim makes one claim with POST /claims. A 409 is retried, up to
+// p.Retries times, with the same consumer. "No valid host" on every
+// attempt means the cloud is full (errNoFit); the server also answers so
+// when all its write attempts conflicted, which a retry cures.
 func postClaim(ctx context.Context, c *Client, resources map[string]int, p ClaimsParams, st *claimStats) error {
 	body := ClaimRequest{ConsumerUUID: RandomUUID(), ProjectID: p.ProjectID, UserID: p.UserID,
 		ConsumerType: p.ConsumerType, Resources: resources}
@@ -311,6 +318,7 @@ func postClaim(ctx context.Context, c *Client, resources map[string]int, p Claim
 		body.Alternates = &p.Alternates
 	}
 	start := time.Now()
+	allNoHost := true
 	for attempt := 0; attempt <= p.Retries; attempt++ {
 		resp, err := c.Do(ctx, http.MethodPost, "/claims", body, http.StatusOK)
 		if resp != nil {
@@ -334,19 +342,22 @@ func postClaim(ctx context.Context, c *Client, resources map[string]int, p Claim
 		}
 		var ea errorAnswer
 		_ = json.Unmarshal(resp.Body, &ea)
-		if len(ea.Errors) > 0 && ea.Errors[0].Code == codeNoValidHost {
-			st.mu.Lock()
-			st.noFit++
-			st.mu.Unlock()
-			return errNoFit
-		}
 		st.mu.Lock()
-		st.conflicts++
+		if len(ea.Errors) > 0 && ea.Errors[0].Code == codeNoValidHost {
+			st.noHost++
+		} else {
+			allNoHost = false
+			st.conflicts++
+		}
 		st.mu.Unlock()
 	}
 	st.mu.Lock()
+	defer st.mu.Unlock()
+	if allNoHost {
+		st.noFit++
+		return errNoFit
+	}
 	st.gaveUp++
-	st.mu.Unlock()
 	return errGaveUp
 }
 

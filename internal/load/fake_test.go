@@ -26,6 +26,7 @@ type fakePlacement struct {
 
 	conflictPuts int // answer this many PUT /allocations or POST /claims with 409 first
 	failClaims   int // answer this many POST /claims with 500 first
+	noHostClaims int // answer this many POST /claims with 409 berth.no_valid_host first
 	requests     int
 	badHeaders   int
 }
@@ -236,6 +237,11 @@ func (f *fakePlacement) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if f.conflictPuts > 0 {
 			f.conflictPuts--
 			writeJSON(w, 409, map[string]any{"errors": []any{map[string]string{"code": "placement.concurrent_update"}}})
+			return
+		}
+		if f.noHostClaims > 0 {
+			f.noHostClaims--
+			writeJSON(w, 409, map[string]any{"errors": []any{map[string]string{"code": "berth.no_valid_host"}}})
 			return
 		}
 		// The emptiest provider that fits, as a spreading scheduler would.

@@ -157,15 +157,20 @@ func TestRunClaimsPost(t *testing.T) {
 	if _, err := RunClaims(context.Background(), c, ClaimsParams{Clients: 1, Claims: 1}, io.Discard); err != nil {
 		t.Fatal(err)
 	}
-	f.conflictPuts, f.failClaims = 2, 1
+	f.conflictPuts, f.failClaims, f.noHostClaims = 2, 1, 3
 	res, err := RunClaims(context.Background(), c, ClaimsParams{Mode: ModeClaims, Clients: 3, Duration: 20 * time.Second, Verify: true}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// 30 of the flavor fit in two nodes; one was taken before, one claim
-	// failed with a 500, two conflicts were retried.
+	// failed with a 500, two conflicts and three spurious "no valid host"
+	// answers were retried; then a claim that met a full cloud was
+	// answered so 11 times before the run stopped.
 	if res.Claims != 29 || res.NoFit == 0 || res.Conflicts != 2 || res.Errors != 1 || res.FailedByStatus["POST 500"] != 1 {
 		t.Errorf("claims result %+v", res)
+	}
+	if res.NoValidHost < 3+11*res.NoFit {
+		t.Errorf("%d no_valid_host answers for %d full claims", res.NoValidHost, res.NoFit)
 	}
 	if res.ServerAttempts != 29 || res.Pick != "server" || res.GetTime.N != 0 {
 		t.Errorf("server attempts %d, pick %q, %d GETs", res.ServerAttempts, res.Pick, res.GetTime.N)

@@ -119,6 +119,9 @@ func PrintClaims(w io.Writer, c *ClaimsResult) {
 	}
 	fmt.Fprintf(w, "claims (%s): %d clients, pick %s, %s: %d claimed, %.2f claims/s, %d conflicts (409), %d gave up after retries, %d found no candidate, %d errors\n",
 		mode, c.Clients, c.Pick, c.Elapsed.Round(time.Millisecond), c.Claims, c.PerSecond, c.Conflicts, c.GaveUp, c.NoFit, c.Errors)
+	if c.NoValidHost > 0 {
+		fmt.Fprintf(w, "  %d answers 409 berth.no_valid_host (retried; %d claims got only those)\n", c.NoValidHost, c.NoFit)
+	}
 	if c.ServerAttempts > 0 {
 		fmt.Fprintf(w, "  server-side: %d writes tried for %d claims (%d moved on to another candidate)\n",
 			c.ServerAttempts, c.Claims, c.ServerAttempts-c.Claims)
