@@ -190,7 +190,13 @@ func TestScriptletTestAPI(t *testing.T) {
 	wantStatus(t, s, apiCall{method: "POST", path: path, body: `{"resources": {"VCPU": 1}, "policy": "nope"}`}, 404, "No scheduling policy named nope")
 	wantStatus(t, s, apiCall{method: "POST", path: path, body: `{"resources": {"NOPE": 1}}`}, 400, "NOPE")
 	wantStatus(t, s, apiCall{method: "POST", path: path, body: `{}`}, 400, "JSON does not validate")
-	wantStatus(t, s, apiCall{method: "POST", path: path, body: `{"resources": {"VCPU": 1}, "exclude_providers": ["cn1"]}`}, 400, "exclude_providers is not supported")
+	// The sample is a POST /claims body: exclude_providers and target
+	// (by name) narrow what the scriptlet sees.
+	got = wantStatus(t, s, apiCall{method: "POST", path: path, body: `{"name": "bar", "resources": {"VCPU": 1}, "exclude_providers": ["cn1"]}`}, 200, `"message":"placing bar among 1"`)
+	if d := got["decision"].(map[string]any); d["target"] != rps[1] || len(got["ranking"].([]any)) != 1 {
+		t.Errorf("excluded cn1: %v", got)
+	}
+	wantStatus(t, s, apiCall{method: "POST", path: path, body: `{"resources": {"VCPU": 1}, "target": "cn9"}`}, 400, "cn9")
 }
 
 func TestBalanceAPI(t *testing.T) {
