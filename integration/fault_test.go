@@ -350,13 +350,21 @@ func (r *faultRig) claimer(ci int, stop <-chan struct{}) []*claimRecord {
 		if len(live) >= faultHold || (refusedLast && len(live) > 0) {
 			old := live[0]
 			live = live[1:]
-			switch a := r.do(target(), "DELETE", "/allocations/"+old.consumer, nil); a.outcome {
-			case outOK:
+			switch a := r.do(target(), "DELETE", "/allocations/"+old.consumer, nil); {
+			case a.outcome == outOK:
 				old.state, old.freed = claimAbsent, "ok"
-			case outRefused:
+			case a.outcome == outRefused && a.status == http.StatusNotFound && old.freed == "unknown":
+				// An earlier DELETE whose answer was lost did commit.
+				old.state, old.freed = claimAbsent, "ok"
+			case a.outcome == outRefused:
 				r.failf("DELETE of held consumer %s refused: %d %s", old.consumer, a.status, a.body)
 			default:
-				old.state, old.freed = claimUnknown, "unknown" // freed or not: either way whole
+				// Freed or not: either way whole. Try again later, through
+				// another berthd, as a real client would: giving up would
+				// leak the instance, and with a berthd down for a while the
+				// leaks fill the cloud.
+				old.state, old.freed = claimUnknown, "unknown"
+				live = append(live, old)
 			}
 		}
 		rec := &claimRecord{consumer: fmt.Sprintf("f%07x-0000-4000-8000-%012d", ci, n), project: project, state: claimAbsent}
