@@ -702,20 +702,31 @@ func Convert(c *ledger.Candidates) []*scheduler.Candidate {
 			Traits: s.Traits, Aggregates: s.Aggregates, Resources: make(map[string]scheduler.Inventory, len(s.Resources))}
 		for _, r := range s.Resources {
 			p.Resources[r.Class] = scheduler.Inventory{Capacity: r.Capacity, Used: r.Used,
-				Total: r.Total, Reserved: r.Reserved, AllocationRatio: r.AllocationRatio}
+				Total: r.Total, Reserved: r.Reserved, AllocationRatio: r.AllocationRatio,
+				MinUnit: r.MinUnit, MaxUnit: r.MaxUnit, StepSize: r.StepSize}
 		}
 		provs[s.UUID] = p
 	}
+	// One backing array for the candidates and one for their allocations:
+	// a claim converts every candidate (thousands), so allocations add up.
 	out := make([]*scheduler.Candidate, len(c.Requests))
+	cands := make([]scheduler.Candidate, len(c.Requests))
+	nAllocs := 0
+	for _, ar := range c.Requests {
+		nAllocs += len(ar.Allocations)
+	}
+	allocBuf := make([]scheduler.Allocation, 0, nAllocs)
 	for i, ar := range c.Requests {
-		sc := &scheduler.Candidate{Index: i, Providers: provs, Mappings: map[string][]string{}}
+		sc := &cands[i]
+		sc.Index, sc.Providers, sc.Mappings = i, provs, make(map[string][]string, len(ar.Mappings))
+		start := len(allocBuf)
 		var shared []string
 		for _, a := range ar.Allocations {
 			alloc := scheduler.Allocation{ProviderUUID: a.ProviderUUID, Resources: make(map[string]int64, len(a.Resources))}
 			for _, r := range a.Resources {
 				alloc.Resources[r.Class] += r.Amount
 			}
-			sc.Allocations = append(sc.Allocations, alloc)
+			allocBuf = append(allocBuf, alloc)
 			root, sharing := a.ProviderUUID, false
 			if p := provs[a.ProviderUUID]; p != nil {
 				if p.RootUUID != "" {
@@ -731,6 +742,7 @@ func Convert(c *ledger.Candidates) []*scheduler.Candidate {
 				sc.Roots = append(sc.Roots, root)
 			}
 		}
+		sc.Allocations = allocBuf[start:len(allocBuf):len(allocBuf)]
 		sc.Roots = append(sc.Roots, shared...)
 		for _, m := range ar.Mappings {
 			sc.Mappings[m.Suffix] = m.ProviderUUIDs

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"fmt"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
@@ -44,10 +45,20 @@ func (s *Server) policyBalance(c echo.Context) error {
 	}
 	sug := scheduler.Balance(*cfg.Balancer, members, instances)
 	if sug == nil {
-		return writeJSON(c, http.StatusOK, map[string]any{"suggestion": nil, "mode": cfg.Balancer.Mode, "members": len(members)})
+		reason := fmt.Sprintf("no consumer of the %d providers can move under mode %s (high %g, low %g)",
+			len(members), cfg.Balancer.Mode, orDefault(cfg.Balancer.High, scheduler.DefaultBalanceHigh), orDefault(cfg.Balancer.Low, scheduler.DefaultBalanceLow))
+		return writeJSON(c, http.StatusOK, map[string]any{"suggestion": nil, "mode": cfg.Balancer.Mode, "members": len(members), "reason": reason})
 	}
 	return writeJSON(c, http.StatusOK, sug)
 }
 
 // isUUID reports whether s is a uuid in a form Placement accepts.
 func isUUID(s string) bool { return checkFormat("uuid", s) }
+
+// orDefault is v, or def when v is 0 (a balancer threshold left out).
+func orDefault(v, def float64) float64 {
+	if v == 0 {
+		return def
+	}
+	return v
+}

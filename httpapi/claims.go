@@ -38,6 +38,9 @@ const (
 	claimKind = iota
 	rescheduleKind
 	moveKind
+	// sampleKind is a sample claim for POST /scriptlets/{name}/test:
+	// only the selection is required, nothing is written.
+	sampleKind
 )
 
 // maxAlternates bounds "alternates".
@@ -55,6 +58,8 @@ func claimSchemaText(kind int) string {
 	case moveKind:
 		extra, required = `"migration_uuid": {"type": "string", "format": "uuid"},`, `"required": ["migration_uuid"],`
 		reasons = `["evacuation", "relocation"]`
+	case sampleKind:
+		required = `"required": ["resources"],`
 	}
 	strs := `{"type": "array", "items": {"type": "string", "minLength": 1}}`
 	group := `"resources": {"type": "object", "minProperties": 1, "additionalProperties": {"type": "integer"}},
@@ -111,6 +116,7 @@ var (
 	claimSchema      = MustSchema(claimSchemaText(claimKind))
 	rescheduleSchema = MustSchema(claimSchemaText(rescheduleKind))
 	moveSchema       = MustSchema(claimSchemaText(moveKind))
+	sampleSchema     = MustSchema(claimSchemaText(sampleKind))
 	moveEndSchema    = MustSchema(`{
 	"type": "object",
 	"properties": {"migration_uuid": {"type": "string", "format": "uuid"}},
@@ -222,7 +228,8 @@ func (s *Server) claimParams(c echo.Context, schema *Schema, kind int) (claimBod
 		Alternates:         claims.DefaultAlternates,
 		DryRun:             b.DryRun,
 	}
-	if kind != claimKind {
+	onConsumer := kind == rescheduleKind || kind == moveKind
+	if onConsumer {
 		p.ConsumerUUID = c.Param("consumer_uuid")
 		if !isUUIDLike(p.ConsumerUUID) {
 			return b, p, badRequest("Malformed consumer_uuid: %s", p.ConsumerUUID)
@@ -239,7 +246,7 @@ func (s *Server) claimParams(c echo.Context, schema *Schema, kind int) (claimBod
 		p.Keys = append(p.Keys, kr)
 	}
 	q, selected := b.query()
-	if !selected && kind != claimKind {
+	if !selected && onConsumer {
 		return b, p, nil // what the consumer holds now
 	}
 	doc := make(map[string]any, len(q))

@@ -190,6 +190,13 @@ func TestScriptletTestAPI(t *testing.T) {
 	wantStatus(t, s, apiCall{method: "POST", path: path, body: `{"resources": {"VCPU": 1}, "policy": "nope"}`}, 404, "No scheduling policy named nope")
 	wantStatus(t, s, apiCall{method: "POST", path: path, body: `{"resources": {"NOPE": 1}}`}, 400, "NOPE")
 	wantStatus(t, s, apiCall{method: "POST", path: path, body: `{}`}, 400, "JSON does not validate")
+	// The sample is a POST /claims body: exclude_providers and target
+	// (by name) narrow what the scriptlet sees.
+	got = wantStatus(t, s, apiCall{method: "POST", path: path, body: `{"name": "bar", "resources": {"VCPU": 1}, "exclude_providers": ["cn1"]}`}, 200, `"message":"placing bar among 1"`)
+	if d := got["decision"].(map[string]any); d["target"] != rps[1] || len(got["ranking"].([]any)) != 1 {
+		t.Errorf("excluded cn1: %v", got)
+	}
+	wantStatus(t, s, apiCall{method: "POST", path: path, body: `{"resources": {"VCPU": 1}, "target": "cn9"}`}, 400, "cn9")
 }
 
 func TestBalanceAPI(t *testing.T) {
@@ -217,7 +224,8 @@ func TestBalanceAPI(t *testing.T) {
 	if _, err := store.ProviderAggregatesReplace(ctx, rps[1], []string{agg}, ledger.AggregatesReplaceParams{}); err != nil {
 		t.Fatal(err)
 	}
-	wantStatus(t, s, apiCall{method: "GET", path: "/scheduling_policies/even/balance?aggregate=" + agg}, 200, `"suggestion":null`)
+	wantStatus(t, s, apiCall{method: "GET", path: "/scheduling_policies/even/balance?aggregate=" + agg}, 200,
+		`"reason":"no consumer of the 1 providers can move under mode even (high 0.8, low 0.2)","suggestion":null`)
 	wantStatus(t, s, apiCall{method: "GET", path: "/scheduling_policies/even/balance?aggregate=x"}, 400, "want a uuid")
 	wantStatus(t, s, apiCall{method: "GET", path: "/scheduling_policies/plain/balance"}, 400, "has no balancer")
 	wantStatus(t, s, apiCall{method: "GET", path: "/scheduling_policies/nope/balance"}, 404, "nope")

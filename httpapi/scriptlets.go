@@ -2,13 +2,9 @@ package httpapi
 
 import (
 	"errors"
-	"fmt"
 	"io"
-	"maps"
 	"mime"
 	"net/http"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -125,147 +121,21 @@ func (s *Server) scriptletDelete(c echo.Context) error {
 	return c.NoContent(http.StatusNoContent)
 }
 
-// scriptletTestSchema is the body of POST /scriptlets/{name}/test: a POST
-// /claims body (the selection and request fields a scriptlet sees; the
-// consumer's owner is optional here, and nothing is written).
-var scriptletTestSchema = MustSchema(`{
-	"type": "object",
-	"properties": {
-		"consumer_uuid": {"type": "string", "format": "uuid"},
-		"project_id": {"type": "string", "maxLength": 255},
-		"user_id": {"type": "string", "maxLength": 255},
-		"consumer_type": {"type": "string", "maxLength": 255},
-		"consumer_generation": {"type": ["integer", "null"]},
-		"name": {"type": "string", "maxLength": 255},
-		"resources": {"type": "object", "minProperties": 1, "additionalProperties": {"type": "integer", "minimum": 1}},
-		"required": {"type": "array", "items": {"type": "string", "minLength": 1}},
-		"member_of": {"type": "array", "items": {"type": "string", "minLength": 1}},
-		"in_tree": {"type": "string", "format": "uuid"},
-		"root_required": {"type": "array", "items": {"type": "string", "minLength": 1}},
-		"same_subtree": {"type": "array", "items": {"type": "string", "minLength": 1}},
-		"group_policy": {"enum": ["none", "isolate"]},
-		"groups": {"type": "object", "patternProperties": {"^[a-zA-Z0-9_-]{1,64}$": {
-			"type": "object",
-			"properties": {
-				"resources": {"type": "object", "minProperties": 1, "additionalProperties": {"type": "integer", "minimum": 1}},
-				"required": {"type": "array", "items": {"type": "string", "minLength": 1}},
-				"member_of": {"type": "array", "items": {"type": "string", "minLength": 1}},
-				"in_tree": {"type": "string", "format": "uuid"}
-			},
-			"additionalProperties": false}},
-			"additionalProperties": false},
-		"target": {"type": "string", "minLength": 1},
-		"policy": {"type": "string", "minLength": 1},
-		"reason": {"enum": ["new", "evacuation", "relocation", "reschedule"]},
-		"properties": {"type": "object"},
-		"keys": {"type": "array", "items": {
-			"type": "object",
-			"properties": {"name": {"type": "string", "minLength": 1}, "value": {"type": "number"},
-				"weight": {"type": "number"}, "system": {"type": "boolean"}},
-			"required": ["name", "value"],
-			"additionalProperties": false}},
-		"alternates": {"type": "integer", "minimum": 0},
-		"max_attempts": {"type": "integer", "minimum": 1},
-		"dry_run": {"type": "boolean"}
-	},
-	"required": ["resources"],
-	"additionalProperties": false
-}`)
-
-// testGroup is a request group of a sample claim.
-type testGroup struct {
-	Resources map[string]int64 `json:"resources"`
-	Required  []string         `json:"required"`
-	MemberOf  []string         `json:"member_of"`
-	InTree    string           `json:"in_tree"`
-}
-
-// scriptletTestBody is a sample claim.
-type scriptletTestBody struct {
-	testGroup
-	ConsumerUUID string                 `json:"consumer_uuid"`
-	ProjectID    string                 `json:"project_id"`
-	UserID       string                 `json:"user_id"`
-	ConsumerType string                 `json:"consumer_type"`
-	Name         string                 `json:"name"`
-	RootRequired []string               `json:"root_required"`
-	SameSubtree  []string               `json:"same_subtree"`
-	GroupPolicy  string                 `json:"group_policy"`
-	Groups       map[string]testGroup   `json:"groups"`
-	Target       string                 `json:"target"`
-	Policy       string                 `json:"policy"`
-	Reason       string                 `json:"reason"`
-	Properties   map[string]any         `json:"properties"`
-	Keys         []scheduler.KeyRequest `json:"keys"`
-}
-
-// query renders the sample claim's selection as the query of GET
-// /allocation_candidates, so it is read by the same rules.
-func (b *scriptletTestBody) query() orderedQuery {
-	var q orderedQuery
-	group := func(suffix string, g testGroup) {
-		if len(g.Resources) > 0 {
-			var parts []string
-			for _, class := range slices.Sorted(maps.Keys(g.Resources)) {
-				parts = append(parts, fmt.Sprintf("%s:%d", class, g.Resources[class]))
-			}
-			q = append(q, queryParam{"resources" + suffix, strings.Join(parts, ",")})
-		}
-		for _, r := range g.Required {
-			q = append(q, queryParam{"required" + suffix, r})
-		}
-		for _, m := range g.MemberOf {
-			q = append(q, queryParam{"member_of" + suffix, m})
-		}
-		if g.InTree != "" {
-			q = append(q, queryParam{"in_tree" + suffix, g.InTree})
-		}
-	}
-	group("", b.testGroup)
-	for _, suffix := range slices.Sorted(maps.Keys(b.Groups)) {
-		group(suffix, b.Groups[suffix])
-	}
-	for _, r := range b.RootRequired {
-		q = append(q, queryParam{"root_required", r})
-	}
-	for _, s := range b.SameSubtree {
-		q = append(q, queryParam{"same_subtree", s})
-	}
-	if b.GroupPolicy != "" {
-		q = append(q, queryParam{"group_policy", b.GroupPolicy})
-	}
-	return q
-}
-
 // scriptletTest serves POST /scriptlets/{name}/test: a dry run of a
 // sample claim against live data, ranked by the policy it names (or the
 // default) with this scriptlet as its scriptlet. Nothing is written. 200
 // with the decision (the target the claim would try first, or the
 // scriptlet's refusal), the ranking and the scriptlet's log.
 func (s *Server) scriptletTest(c echo.Context) error {
-	var b scriptletTestBody
-	if err := s.decodeBody(c, scriptletTestSchema, &b); err != nil {
+	_, p, err := s.claimParams(c, sampleSchema, sampleKind)
+	if err != nil {
 		return err
 	}
 	ctx := c.Request().Context()
-	cp, err := s.candidatesParams(b.query(), MaxVersion)
-	if err != nil {
+	if p.PolicyOverride, err = s.sources.PolicyWithScriptlet(ctx, p.Policy, c.Param("name")); err != nil {
 		return err
 	}
-	pol, err := s.sources.PolicyWithScriptlet(ctx, b.Policy, c.Param("name"))
-	if err != nil {
-		return err
-	}
-	for i := range b.Keys {
-		if b.Keys[i].Weight == 0 {
-			b.Keys[i].Weight = 1
-		}
-	}
-	ex, err := s.claims.Explain(ctx, claims.Params{
-		ConsumerUUID: b.ConsumerUUID, ProjectID: b.ProjectID, UserID: b.UserID, ConsumerType: b.ConsumerType,
-		Candidates: cp, Name: b.Name, Reason: b.Reason, Properties: b.Properties, Target: b.Target,
-		Policy: b.Policy, Keys: b.Keys, PolicyOverride: pol,
-	})
+	ex, err := s.claims.Explain(ctx, p)
 	if err != nil {
 		return candidatesError(err)
 	}
@@ -280,7 +150,7 @@ func scriptletTestJSON(ex *claims.Explanation) map[string]any {
 		for i, sc := range r.Ranked {
 			root := sc.Cand.Root()
 			entry := map[string]any{
-				"rank":               i,
+				"rank":               i + 1,
 				"root_provider_uuid": root,
 				"root_provider_name": providerName(sc.Cand, root),
 				"score":              sc.Score,

@@ -1,5 +1,7 @@
 package ledger
 
+import "context"
+
 // SetListening tells s's snapshot cache that its change listener is
 // (dis)connected, as the listener does, so tests can put a Store in the
 // state it is in while PostgreSQL is away without stopping PostgreSQL.
@@ -14,4 +16,11 @@ func Listening(s *Store) bool {
 	s.snap.mu.Lock()
 	defer s.snap.mu.Unlock()
 	return s.snap.listening
+}
+
+// PoolExec runs one statement on s's connection pool, so that tests can
+// see the pool's session settings (statement_timeout) at work.
+func PoolExec(ctx context.Context, s *Store, sql string) error {
+	_, err := s.pool.Exec(ctx, sql)
+	return err
 }

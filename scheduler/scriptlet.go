@@ -9,8 +9,6 @@ import (
 	"go.starlark.net/resolve"
 	"go.starlark.net/starlark"
 	"go.starlark.net/syntax"
-
-	"github.com/berthd/berth/internal/telemetry/instrument"
 )
 
 // ScriptletName is the plugin named in errors about the policy's
@@ -262,10 +260,7 @@ func (run *scriptRun) call(ctx context.Context, prog *Program, entry string, fn 
 		}
 	}
 	stats := ScriptletRunStats{Scriptlet: name, Entry: entry, Outcome: "ok", Steps: th.ExecutionSteps(), Duration: time.Since(start)}
-	defer func() {
-		run.limits.Metrics.observe(stats)
-		instrument.Scriptlet(ctx, entry, stats.Outcome, stats.Steps, stats.Duration)
-	}()
+	defer func() { run.limits.Metrics.observe(stats) }()
 	if err == nil {
 		return v, nil
 	}

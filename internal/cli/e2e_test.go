@@ -98,11 +98,10 @@ func seedTree(t *testing.T, base string) {
 		"project_id": "proj", "user_id": "user", "consumer_generation": null, "consumer_type": "INSTANCE"}`, 204)
 }
 
-// TestEndToEnd runs berth's subcommands against berthd, for the endpoints
-// berthd serves on this branch (main as last merged): capacity, usage,
-// providers, seed and bench. Claims, policies, scriptlets and config are
-// covered against the contract server (contract_test.go) until berthd
-// serves them.
+// TestEndToEnd runs berth's read-only subcommands and the load tool
+// against berthd: capacity, usage, providers, seed and bench. Claims are
+// in e2e_claims_test.go; scriptlets, policies, config, keys and state in
+// e2e_store_test.go.
 func TestEndToEnd(t *testing.T) {
 	base := startBerthd(t)
 	seedTree(t, base)
@@ -148,7 +147,8 @@ func TestEndToEnd(t *testing.T) {
 	}
 
 	// cn1 takes (16-2)/2 = 7 more of VCPU:2, cn2 4/2 = 2.
-	out = check([]string{"capacity", "--resources", "VCPU:2"}, 0, "Total: 9 more of VCPU:2 fit.")
+	out = check([]string{"capacity", "--resources", "VCPU:2"}, 0, "Total: 9 more of VCPU:2 fit.",
+		"AGGREGATE                             FITS\n"+e2eAgg+"     7\n")
 	if !strings.Contains(out, "cn1       "+e2eRoot+"     7  VCPU\n") || !strings.Contains(out, "cn2       "+e2eRoot2+"     2  VCPU\n") {
 		t.Errorf("capacity:\n%s", out)
 	}

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/berthd/berth/httpapi"
 )
@@ -149,5 +150,35 @@ func TestLoadSchedulerPolicy(t *testing.T) {
 	cfg.Scriptlet = filepath.Join(dir, "missing.star")
 	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "scriptlet") {
 		t.Errorf("missing scriptlet passes validation: %v", err)
+	}
+}
+
+func TestValidateOpsSettings(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		adjust func(*Config)
+		want   string // "" for valid
+	}{
+		{"metrics off", func(c *Config) { c.MetricsListen = MetricsOff }, ""},
+		{"metrics on its own port", func(c *Config) { c.MetricsListen = "0.0.0.0:9090" }, ""},
+		{"metrics on the API address", func(c *Config) { c.MetricsListen = c.Listen }, "same as the API listener"},
+		{"metrics not an address", func(c *Config) { c.MetricsListen = "9090" }, "metrics listen"},
+		{"negative idle timeout", func(c *Config) { c.HTTPIdleTimeout = -1 }, "http idle timeout"},
+		{"statement timeout under a millisecond", func(c *Config) { c.DBStatementTimeout = time.Microsecond }, "at least 1ms"},
+		{"min conns over max", func(c *Config) { c.DBMinConns = c.DBMaxConns + 1 }, "db min conns"},
+		{"no request timeout", func(c *Config) { c.RequestTimeout = -1 }, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := Default()
+			c.DataDir = "/tmp/x"
+			tc.adjust(&c)
+			err := c.Validate()
+			if tc.want == "" && err != nil {
+				t.Fatalf("valid settings refused: %v", err)
+			}
+			if tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+				t.Fatalf("err = %v, want %q", err, tc.want)
+			}
+		})
 	}
 }

@@ -36,6 +36,8 @@ type Daemon struct {
 	metricsLn     net.Listener
 	tel           *telemetry.Telemetry
 	unobservePool func() error
+	// unobserveScriptlets unregisters the scriptlet run counters.
+	unobserveScriptlets func() error
 	// stopSources ends the refresh of the compiled scheduling data and
 	// waits for it.
 	stopSources func()
@@ -117,6 +119,9 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err erro
 	}
 	if cfg.MetricsListen != MetricsOff {
 		if d.unobservePool, err = telemetry.ObservePool(d.store.PoolStats); err != nil {
+			return nil, err
+		}
+		if d.unobserveScriptlets, err = telemetry.ObserveScriptlets(api.Sources.Metrics()); err != nil {
 			return nil, err
 		}
 	}
@@ -255,6 +260,9 @@ func (d *Daemon) close(ctx context.Context) error {
 	}
 	if d.unobservePool != nil {
 		errs = append(errs, d.unobservePool())
+	}
+	if d.unobserveScriptlets != nil {
+		errs = append(errs, d.unobserveScriptlets())
 	}
 	if d.store != nil {
 		start := time.Now()

@@ -165,6 +165,9 @@ func TestMetricsListenerAndProbes(t *testing.T) {
 		if !strings.Contains(body, `berth_db_pool_connections{state="max"} 16`) {
 			t.Errorf("/metrics lacks the pool gauges:\n%s", body)
 		}
+		if !strings.Contains(body, "berth_scriptlet_runs_total ") {
+			t.Errorf("/metrics lacks the scriptlet counters:\n%s", body)
+		}
 		if strings.Contains(body, `http_route="/readyz"`) {
 			t.Error("/metrics counts probes") // they bypass the API, its log and metrics
 		}

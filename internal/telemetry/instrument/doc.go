@@ -1,12 +1,13 @@
 // Package instrument is the small API Berth's packages call to describe
 // their work to OpenTelemetry: child spans for the stages of a request
 // (candidate generation, scheduler filters, weighers and scriptlet, the
-// claim's writes), the claim, candidate and scriptlet metrics, and the
+// claim's writes), the claim and candidate metrics, and the
 // request ID that log lines carry (LogHandler stamps it, with the trace
 // and span IDs, on every record logged with a request's context).
 //
 // It depends on the OpenTelemetry API only. Spans and instruments come
-// from the global providers at the time of each call, so they are no-ops
-// until the process (internal/telemetry) installs real ones, and a test
-// may install its own. Callers hold no instrumentation state.
+// from the global providers current at each call (instruments are cached
+// per meter provider), so they are no-ops until the process
+// (internal/telemetry) installs real ones, and a test may install its
+// own. Callers hold no instrumentation state.
 package instrument

@@ -2,12 +2,14 @@ package instrument
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -73,52 +75,67 @@ const (
 // outcome, and the conflict retries it made: writes that found the
 // capacity gone and moved on to the next candidate.
 func ClaimDone(ctx context.Context, outcome string, dryRun bool, conflictRetries int) {
-	m := otel.Meter(ScopeClaims)
-	if c, err := m.Int64Counter("berth.claims", metric.WithUnit("{claim}"),
-		metric.WithDescription("Claims by outcome (claimed, no_valid_host, scriptlet_refused, consumer_conflict, error)")); err == nil {
-		c.Add(ctx, 1, metric.WithAttributes(attribute.String("outcome", outcome), attribute.Bool("dry_run", dryRun)))
-	}
+	m := current()
+	m.claims.Add(ctx, 1, metric.WithAttributes(attribute.String("outcome", outcome), attribute.Bool("dry_run", dryRun)))
 	if conflictRetries > 0 {
-		if c, err := m.Int64Counter("berth.claim.conflict_retries", metric.WithUnit("{retry}"),
-			metric.WithDescription("Claim writes that found capacity gone and moved on to the next candidate")); err == nil {
-			c.Add(ctx, int64(conflictRetries))
-		}
+		m.retries.Add(ctx, int64(conflictRetries))
 	}
+}
+
+// Candidates records how many allocation candidates one operation
+// ("claim", "allocation_candidates") generated.
+func Candidates(ctx context.Context, operation string, n int) {
+	current().candidates.Record(ctx, int64(n), metric.WithAttributes(attribute.String("operation", operation)))
 }
 
 // candidateBuckets are the histogram boundaries for candidate counts.
 var candidateBuckets = []float64{0, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000}
 
-// Candidates records how many allocation candidates one operation
-// ("claim", "allocation_candidates", "capacity") generated.
-func Candidates(ctx context.Context, operation string, n int) {
-	h, err := otel.Meter(ScopeClaims).Int64Histogram("berth.candidates", metric.WithUnit("{candidate}"),
-		metric.WithDescription("Allocation candidates generated per request"),
-		metric.WithExplicitBucketBoundaries(candidateBuckets...))
-	if err == nil {
-		h.Record(ctx, int64(n), metric.WithAttributes(attribute.String("operation", operation)))
-	}
+// meters are the instruments of this package, made from one meter
+// provider.
+type meters struct {
+	provider   metric.MeterProvider
+	claims     metric.Int64Counter
+	retries    metric.Int64Counter
+	candidates metric.Int64Histogram
 }
 
-// stepBuckets are the histogram boundaries for scriptlet steps.
-var stepBuckets = []float64{100, 1000, 10_000, 100_000, 1_000_000, 10_000_000, 100_000_000}
+// cached holds the instruments of the global meter provider last seen: a
+// cache, rebuilt whenever the process (or a test) installs another
+// provider, so that recording costs no instrument lookup.
+var cached atomic.Pointer[meters]
 
-// Scriptlet records one run of a scriptlet entry point (filter, weigh,
-// instance_placement, ...) with its outcome ("ok", "refused", "error",
-// "limit_steps", "limit_deadline"): Starlark steps executed and wall
-// time.
-func Scriptlet(ctx context.Context, entry, outcome string, steps uint64, d time.Duration) {
-	m := otel.Meter(ScopeScheduler)
-	attrs := metric.WithAttributes(attribute.String("entry", entry), attribute.String("outcome", outcome))
-	if h, err := m.Int64Histogram("berth.scriptlet.steps", metric.WithUnit("{step}"),
-		metric.WithDescription("Starlark steps per scriptlet run"),
-		metric.WithExplicitBucketBoundaries(stepBuckets...)); err == nil {
-		h.Record(ctx, int64(steps), attrs)
+// current returns the instruments of the global meter provider.
+func current() *meters {
+	mp := otel.GetMeterProvider()
+	if m := cached.Load(); m != nil && m.provider == mp {
+		return m
 	}
-	if h, err := m.Float64Histogram("berth.scriptlet.duration", metric.WithUnit("s"),
-		metric.WithDescription("Wall time per scriptlet run")); err == nil {
-		h.Record(ctx, d.Seconds(), attrs)
+	m := newMeters(mp)
+	cached.Store(m)
+	return m
+}
+
+// newMeters creates the instruments. Creation errors leave no-op
+// instruments: metrics must never fail a claim.
+func newMeters(mp metric.MeterProvider) *meters {
+	claims := mp.Meter(ScopeClaims)
+	m := &meters{provider: mp}
+	var err error
+	if m.claims, err = claims.Int64Counter("berth.claims", metric.WithUnit("{claim}"),
+		metric.WithDescription("Claims by outcome (claimed, no_valid_host, scriptlet_refused, consumer_conflict, error)")); err != nil {
+		m.claims = noop.Int64Counter{}
 	}
+	if m.retries, err = claims.Int64Counter("berth.claim.conflict_retries", metric.WithUnit("{retry}"),
+		metric.WithDescription("Claim writes that found capacity gone and moved on to the next candidate")); err != nil {
+		m.retries = noop.Int64Counter{}
+	}
+	if m.candidates, err = claims.Int64Histogram("berth.candidates", metric.WithUnit("{candidate}"),
+		metric.WithDescription("Allocation candidates generated per request"),
+		metric.WithExplicitBucketBoundaries(candidateBuckets...)); err != nil {
+		m.candidates = noop.Int64Histogram{}
+	}
+	return m
 }
 
 type requestIDKey struct{}

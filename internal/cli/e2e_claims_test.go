@@ -1,0 +1,71 @@
+package cli
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+)
+
+var claimedOn = regexp.MustCompile(`^Claimed on (cn[12]) `)
+
+// TestEndToEndClaims runs explain, claim, reschedule and move against
+// berthd, and checks the claims with berth usage and providers.
+func TestEndToEndClaims(t *testing.T) {
+	base := startBerthd(t)
+	seedTree(t, base)
+
+	// cn1 has 14 VCPU free, cn2 4: both can take VCPU:2.
+	out := cli(t, base, 0, []string{"explain", "--resources", "VCPU:2", "--name", "web-1"},
+		"Dry run, nothing written: would claim on ", "Steps:", "Ranking:")
+	if !strings.Contains(out, "  cn1 ") || !strings.Contains(out, "  cn2 ") {
+		t.Errorf("explain ranks both roots:\n%s", out)
+	}
+	cli(t, base, 0, []string{"usage", "--project", "web"}, "No usage for project web.") // a dry run writes nothing
+
+	cli(t, base, 1, []string{"explain", "--resources", "VCPU:64"}, "No valid host: nothing fits.", "VCPU")
+
+	const c = "5b0d3c52-8f1e-4a8e-9a55-3a2f0c1d9e77"
+	out = cli(t, base, 0, []string{"claim", "--resources", "VCPU:2", "--project", "web", "--user", "u", "--consumer", c, "--consumer-type", "INSTANCE"},
+		"for consumer "+c+" (generation ")
+	m := claimedOn.FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("claim:\n%s", out)
+	}
+	first := m[1]
+	cli(t, base, 0, []string{"usage", "--project", "web"}, "web      INSTANCE               1     2\n")
+	cli(t, base, 1, []string{"claim", "--resources", "VCPU:2", "--project", "web", "--user", "u", "--consumer", c},
+		"placement.concurrent_update", "--consumer-generation")
+
+	out = cli(t, base, 0, []string{"reschedule", c})
+	if m = claimedOn.FindStringSubmatch(out); m == nil || m[1] == first {
+		t.Fatalf("reschedule from %s:\n%s", first, out)
+	}
+	second := m[1]
+
+	const mig = "6b0d3c52-8f1e-4a8e-9a55-3a2f0c1d9e77"
+	cli(t, base, 0, []string{"move", c, "--migration", mig, "--target", first},
+		"Claimed on "+first+" ", "Source allocations now held by migration "+mig)
+	cli(t, base, 0, []string{"move-confirm", c, "--migration", mig}, "Move confirmed: consumer "+c)
+	cli(t, base, 0, []string{"usage", "--project", "web"}, "web      INSTANCE               1     2\n")
+	// The source was released on confirm: cn2 holds nothing again, cn1
+	// only the fixture's 2 VCPU (plus the consumer's if it is there).
+	want := map[string]string{"cn1": "4/16", "cn2": "0/4"}
+	if second == "cn1" {
+		want = map[string]string{"cn1": "2/16", "cn2": "2/4"}
+	}
+	checkVCPU := func(when string) {
+		t.Helper()
+		for name, ratio := range want {
+			out := cli(t, base, 0, []string{"providers", "--name", name})
+			if !regexp.MustCompile(`VCPU .* ` + ratio + `\n`).MatchString(out) {
+				t.Errorf("%s, %s:\n%s\nwant VCPU %s", when, name, out, ratio)
+			}
+		}
+	}
+	checkVCPU("after the move")
+
+	// A move to the other root, reverted: back where it was.
+	cli(t, base, 0, []string{"move", c, "--migration", "new", "--target", second}, "Claimed on "+second+" ")
+	cli(t, base, 0, []string{"move-revert", c}, "Move reverted: consumer "+c)
+	checkVCPU("after a reverted move")
+}
