@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"time"
@@ -18,6 +20,8 @@ const (
 	DefaultMaxAttempts = 10
 	MaxMaxAttempts     = 50
 	DefaultAlternates  = 2
+	// DefaultClaimCandidates is Config.ClaimCandidates when unset.
+	DefaultClaimCandidates = 100
 )
 
 // Reasons a consumer is placed (Params.Reason).
@@ -40,6 +44,19 @@ type Config struct {
 	// MaxCandidates caps the candidates the ledger generates per claim;
 	// 0 means ledger.DefaultMaxCandidates.
 	MaxCandidates int
+	// ClaimCandidates is the sample a claim ranks first: at most this many
+	// candidates, drawn at random across root providers. Only when nothing
+	// in the sample passes the filters, or every candidate of the sample
+	// was tried and lost to concurrent claims, does the claim rank the
+	// full set. Dry runs and claims with a target rank the full set. 0
+	// means DefaultClaimCandidates; negative disables sampling.
+	ClaimCandidates int
+	// SubsetSize spreads concurrent claims: each write attempt picks at
+	// random among the best SubsetSize untried candidates (on roots that
+	// have not failed); 1 picks at random among the candidates whose score
+	// ties the best one's. 0 takes them in rank order (ties in the
+	// ledger's order), deterministic; berthd defaults to 1.
+	SubsetSize int
 }
 
 // PolicySource resolves a scheduling policy by name; the empty name is
@@ -120,6 +137,9 @@ func New(store *ledger.Store, policy *scheduler.Policy, cfg Config, log *slog.Lo
 	}
 	if cfg.MaxAttempts == 0 {
 		cfg.MaxAttempts = DefaultMaxAttempts
+	}
+	if cfg.ClaimCandidates == 0 {
+		cfg.ClaimCandidates = DefaultClaimCandidates
 	}
 	if cfg.MaxAttempts < 1 || cfg.MaxAttempts > MaxMaxAttempts {
 		return nil, fmt.Errorf("claims: max attempts %d: want 1 to %d", cfg.MaxAttempts, MaxMaxAttempts)
@@ -235,6 +255,11 @@ type Step struct {
 	Reasons   map[string]int
 }
 
+// ReasonOutsideSample counts, in a sampled claim's StepCandidates step,
+// the roots that had no candidate in the sample (Config.ClaimCandidates):
+// not looked at, or lacking capacity.
+const ReasonOutsideSample = "outside the sample"
+
 // StepCandidates names the first step: the ledger's allocation
 // candidates, which leave out the roots that cannot hold the request.
 const StepCandidates = "allocation_candidates"
@@ -322,7 +347,7 @@ type Explanation struct {
 
 // Explain ranks the candidates for p as Claim would, without writing.
 func (c *Claimer) Explain(ctx context.Context, p Params) (*Explanation, error) {
-	s, err := c.selectCandidates(ctx, &p)
+	s, err := c.selectCandidates(ctx, &p, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -345,13 +370,17 @@ type selection struct {
 	ranking *scheduler.Ranking
 	rankErr error // a *scheduler.RefusedError, or a failure
 	policy  *scheduler.Policy
+	// sampled is set when the candidates are a sample of a larger set.
+	sampled bool
 }
 
 // selectCandidates runs the pipeline up to the ranking: resolve names,
 // get candidates from the ledger snapshot, apply exclude_providers and
-// target, enrich, rank. Errors in the request (unknown names, policy) and
-// outages are returned; a scriptlet refusal is in rankErr.
-func (c *Claimer) selectCandidates(ctx context.Context, p *Params) (*selection, error) {
+// target, enrich, rank. With sample > 0 it ranks at most sample
+// candidates drawn at random across roots (ledger CandidatesParams.Sample).
+// Errors in the request (unknown names, policy) and outages are returned;
+// a scriptlet refusal is in rankErr.
+func (c *Claimer) selectCandidates(ctx context.Context, p *Params, sample int) (*selection, error) {
 	if p.Reason == "" {
 		p.Reason = ReasonNew
 	}
@@ -392,19 +421,32 @@ func (c *Claimer) selectCandidates(ctx context.Context, p *Params) (*selection, 
 	// queueing on the first one's row lock.
 	cp := p.Candidates
 	cp.Limit, cp.Max = 0, c.cfg.MaxCandidates
+	if sample > 0 {
+		cp.Sample = true
+		if cp.Max <= 0 || sample < cp.Max {
+			cp.Max = sample
+		}
+	}
 	start := time.Now()
 	lc, err := c.store.AllocationCandidates(ctx, cp)
 	if err != nil {
 		return nil, err
 	}
 	candidatesSpan(ctx, start, len(lc.Requests))
-	s := &selection{roots: lc.Roots, found: len(lc.Requests), cands: Convert(lc), policy: policy}
+	s := &selection{roots: lc.Roots, found: len(lc.Requests), cands: Convert(lc), policy: policy,
+		sampled: sample > 0 && lc.Truncated}
 	fit := map[string]bool{}
 	for _, cand := range s.cands {
 		fit[cand.Root()] = true
 	}
-	s.steps = append(s.steps, Step{Unit: StepCandidates, Kind: "filter", Removed: max(0, lc.Roots-len(fit)),
-		Remaining: len(s.cands), Reasons: map[string]int{}})
+	first := Step{Unit: StepCandidates, Kind: "filter", Removed: max(0, lc.Roots-len(fit)),
+		Remaining: len(s.cands), Reasons: map[string]int{}}
+	if s.sampled {
+		// Roots outside the sample were not looked at: whether they fit
+		// is unknown, so they are counted as such, not as lacking capacity.
+		first.Reasons[ReasonOutsideSample] = first.Removed
+	}
+	s.steps = append(s.steps, first)
 	req := &scheduler.Request{
 		ConsumerUUID: p.ConsumerUUID,
 		ProjectID:    p.ProjectID,
@@ -510,51 +552,106 @@ func invalid(format string, args ...any) error {
 func (c *Claimer) Claim(ctx context.Context, p Params) (_ *Result, err error) {
 	ctx, tr := startClaim(ctx, p.ConsumerUUID, p.DryRun)
 	defer func() { tr.end(err) }()
-	s, err := c.selectCandidates(ctx, &p)
+	sample := c.cfg.ClaimCandidates
+	if p.DryRun || p.Target != "" {
+		sample = 0
+	}
+	s, err := c.selectCandidates(ctx, &p, sample)
 	if err != nil {
 		return nil, err
 	}
-	var refused *scheduler.RefusedError
-	if errors.As(s.rankErr, &refused) {
-		np := &NotPlacedError{Reason: Refused, Roots: s.roots, Steps: s.steps, Refusal: refused.Reason}
-		if s.ranking != nil {
-			np.ScriptletLog = s.ranking.Log
+	if s.sampled && (s.rankErr != nil || len(s.ranking.Ranked) == 0) {
+		// Nothing in the sample: the full set decides, and its steps
+		// are the ones the answer counts.
+		if s, err = c.selectCandidates(ctx, &p, 0); err != nil {
+			return nil, err
 		}
-		return nil, np
 	}
-	ranked := s.ranking.Ranked
-	if len(ranked) == 0 {
-		np := &NotPlacedError{Reason: AllFiltered, Roots: s.roots, Steps: s.steps, ScriptletLog: s.ranking.Log}
-		if s.found == 0 {
-			np.Reason = NoCandidates
-		}
-		c.explainCapacity(ctx, &p, np.Steps)
+	if np := c.notPlaced(ctx, &p, s); np != nil {
 		return nil, np
 	}
 	if p.DryRun {
 		c.explainCapacity(ctx, &p, s.steps)
-		return c.result(&p, s, 0, 0), nil
+		return c.result(&p, s, 0, 0, nil), nil
 	}
 
 	maxAttempts := c.cfg.MaxAttempts
 	if p.MaxAttempts > 0 {
 		maxAttempts = min(p.MaxAttempts, MaxMaxAttempts)
 	}
-	attempts := 0
-	var failedRoots []string
-	for i, sc := range ranked {
-		if attempts >= maxAttempts {
-			break
+	w := writer{c: c, p: &p, tr: tr, max: maxAttempts}
+	if res, err := w.run(ctx, s); res != nil || err != nil {
+		return res, err
+	}
+	if s.sampled {
+		// Every candidate of the sample lost to concurrent claims, or the
+		// attempts ran out: the full set, for its true steps and, with
+		// attempts left, for more candidates (not on the roots that
+		// failed).
+		if s, err = c.selectCandidates(ctx, &p, 0); err != nil {
+			return nil, err
 		}
-		cand := sc.Cand
-		// A root whose write just failed is hot or stale in the snapshot;
-		// its other candidates are likely to fail too. (Only the anchor
-		// root counts: a sharing provider is common to many candidates.)
-		if slices.Contains(failedRoots, cand.Root()) {
-			continue
+		if np := c.notPlaced(ctx, &p, s); np != nil {
+			return nil, np
 		}
-		attempts++
-		w := ledger.ClaimWriteParams{Consumers: append([]ledger.ConsumerAllocations{{
+		if res, err := w.run(ctx, s); res != nil || err != nil {
+			return res, err
+		}
+	}
+	return nil, &NotPlacedError{Reason: ConflictsExhausted, Roots: s.roots, Steps: s.steps, Attempts: w.attempts}
+}
+
+// notPlaced is the answer for a selection that left nothing to write (a
+// refusal, no candidate, all filtered), or nil.
+func (c *Claimer) notPlaced(ctx context.Context, p *Params, s *selection) *NotPlacedError {
+	var refused *scheduler.RefusedError
+	if errors.As(s.rankErr, &refused) {
+		np := &NotPlacedError{Reason: Refused, Roots: s.roots, Steps: s.steps, Refusal: refused.Reason}
+		if s.ranking != nil {
+			np.ScriptletLog = s.ranking.Log
+		}
+		return np
+	}
+	if len(s.ranking.Ranked) > 0 {
+		return nil
+	}
+	np := &NotPlacedError{Reason: AllFiltered, Roots: s.roots, Steps: s.steps, ScriptletLog: s.ranking.Log}
+	if s.found == 0 {
+		np.Reason = NoCandidates
+	}
+	c.explainCapacity(ctx, p, np.Steps)
+	return np
+}
+
+// writer is a claim's write loop, whose attempts and failed roots carry
+// over from the sample to the full set.
+type writer struct {
+	c           *Claimer
+	p           *Params
+	tr          *claimTrace
+	max         int
+	attempts    int
+	failedRoots []string
+}
+
+// run writes s's candidates in turn, each picked by pick, until one is
+// written, a write fails for a reason another candidate cannot cure, the
+// candidates run out or the attempts do; the last two return nil, nil.
+func (w *writer) run(ctx context.Context, s *selection) (*Result, error) {
+	p, ranked := w.p, s.ranking.Ranked
+	tried := make([]bool, len(ranked))
+	for w.attempts < w.max {
+		// A root whose write failed is hot or stale in the snapshot; its
+		// other candidates are likely to fail too. (Only the anchor root
+		// counts: a sharing provider is common to many candidates.)
+		i := w.c.pick(ranked, tried, w.failedRoots)
+		if i < 0 {
+			return nil, nil
+		}
+		tried[i] = true
+		cand := ranked[i].Cand
+		w.attempts++
+		cw := ledger.ClaimWriteParams{Consumers: append([]ledger.ConsumerAllocations{{
 			ConsumerUUID:    p.ConsumerUUID,
 			ProjectID:       p.ProjectID,
 			UserID:          p.UserID,
@@ -567,18 +664,57 @@ func (c *Claimer) Claim(ctx context.Context, p Params) (_ *Result, err error) {
 			CopyStickyKeys:  true,
 		}}, p.with...), Move: p.move}
 		start := time.Now()
-		err := c.store.ClaimWrite(ctx, w)
-		tr.write(start, cand.Root(), err)
+		err := w.c.store.ClaimWrite(ctx, cw)
+		w.tr.write(start, cand.Root(), err)
 		if err == nil {
-			return c.result(&p, s, i, attempts), nil
+			return w.c.result(p, s, i, w.attempts, w.failedRoots), nil
 		}
 		if !retryable(err) {
 			return nil, err
 		}
-		c.log.DebugContext(ctx, "claim attempt conflicted", "consumer", p.ConsumerUUID, "root", cand.Root(), "error", err)
-		failedRoots = append(failedRoots, cand.Root())
+		w.c.log.DebugContext(ctx, "claim attempt conflicted", "consumer", p.ConsumerUUID, "root", cand.Root(), "error", err)
+		w.failedRoots = append(w.failedRoots, cand.Root())
 	}
-	return nil, &NotPlacedError{Reason: ConflictsExhausted, Roots: s.roots, Steps: s.steps, Attempts: attempts}
+	return nil, nil
+}
+
+// pick returns the index in ranked of the next candidate to write, or -1
+// if none is left: at random among the best untried candidates on roots
+// that have not failed, the first Config.SubsetSize of them or, with a
+// subset size of 1, those whose score ties the best one's; with 0, the
+// best one. Claims
+// ranking the same snapshot at the same time so spread over equally good
+// providers instead of queueing on one provider's row lock.
+func (c *Claimer) pick(ranked []scheduler.Scored, tried []bool, failedRoots []string) int {
+	first, n := -1, 0
+	chosen := -1
+	for i, sc := range ranked {
+		if tried[i] || slices.Contains(failedRoots, sc.Cand.Root()) {
+			continue
+		}
+		if first < 0 {
+			first = i
+			if c.cfg.SubsetSize <= 0 {
+				return i
+			}
+		} else if c.cfg.SubsetSize > 1 && n >= c.cfg.SubsetSize {
+			break
+		} else if c.cfg.SubsetSize <= 1 && !tie(ranked[first].Score, sc.Score) {
+			break
+		}
+		// Reservoir sampling: each of the n+1 seen so far is kept with
+		// probability 1/(n+1).
+		n++
+		if rand.IntN(n) == 0 {
+			chosen = i
+		}
+	}
+	return chosen
+}
+
+// tie reports whether two scores are equal up to rounding.
+func tie(a, b float64) bool {
+	return math.Abs(a-b) <= 1e-9*max(1, math.Abs(a), math.Abs(b))
 }
 
 // explainCapacity fills the capacity step's reasons (steps[0]), which
@@ -595,8 +731,9 @@ func (c *Claimer) explainCapacity(ctx context.Context, p *Params, steps []Step) 
 	steps[0].Reasons = sf.Reasons
 }
 
-// result builds the answer for the candidate ranked at chosen.
-func (c *Claimer) result(p *Params, s *selection, chosen, attempts int) *Result {
+// result builds the answer for the candidate ranked at chosen; the
+// alternates are the best candidates on other roots, not on failed ones.
+func (c *Claimer) result(p *Params, s *selection, chosen, attempts int, failed []string) *Result {
 	ranked := s.ranking.Ranked
 	best := option(ranked[chosen])
 	gen := int64(1)
@@ -616,8 +753,8 @@ func (c *Claimer) result(p *Params, s *selection, chosen, attempts int) *Result 
 		Steps:              s.steps,
 		Alternates:         []Option{},
 	}
-	seen := []string{best.Root}
-	for _, sc := range ranked[chosen+1:] {
+	seen := append([]string{best.Root}, failed...)
+	for _, sc := range ranked {
 		if len(r.Alternates) >= p.Alternates {
 			break
 		}

@@ -53,6 +53,11 @@ const retryAfterUnavailable = 2
 // (Berth's extension; Placement has no claims).
 const CodeNoValidHost = "berth.no_valid_host"
 
+// CodeClaimConflict is the error code of a claim whose every write
+// attempt lost to concurrent claims: candidates fit, but each one tried
+// was taken first. Retrying may succeed.
+const CodeClaimConflict = "berth.claim_conflict"
+
 // errorCodeVersion is the first microversion whose error bodies carry "code".
 const errorCodeVersion = 23
 
@@ -79,7 +84,11 @@ func toError(c echo.Context, err error) *Error {
 	}
 	var np *claims.NotPlacedError
 	if errors.As(err, &np) {
-		return &Error{Status: http.StatusConflict, Code: CodeNoValidHost, Msg: np.Error()}
+		code := CodeNoValidHost
+		if np.Reason == claims.ConflictsExhausted {
+			code = CodeClaimConflict
+		}
+		return &Error{Status: http.StatusConflict, Code: code, Msg: np.Error()}
 	}
 	if le, ok := ledger.AsError(err); ok {
 		status := http.StatusInternalServerError

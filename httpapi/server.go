@@ -48,6 +48,10 @@ type Config struct {
 	// ClaimMaxAttempts bounds the writes one claim tries; 0 means
 	// claims.DefaultMaxAttempts.
 	ClaimMaxAttempts int
+	// ClaimCandidates and ClaimSubsetSize are claims.Config's
+	// ClaimCandidates and SubsetSize.
+	ClaimCandidates int
+	ClaimSubsetSize int
 	// MetricsHandler, if set, serves GET /metrics without authentication
 	// (see health.go); nil leaves /metrics unrouted.
 	MetricsHandler http.Handler
@@ -143,7 +147,8 @@ func New(cfg Config, store *ledger.Store, logger *slog.Logger) (*Server, error) 
 	s := &Server{cfg: cfg, policy: cfg.Policy, store: store, log: logger, e: echo.New(), meters: newMeters()}
 	var err error
 	if s.claims, err = claims.New(store, cfg.SchedulerPolicy,
-		claims.Config{MaxAttempts: cfg.ClaimMaxAttempts, MaxCandidates: cfg.MaxCandidates}, logger); err != nil {
+		claims.Config{MaxAttempts: cfg.ClaimMaxAttempts, MaxCandidates: cfg.MaxCandidates,
+			ClaimCandidates: cfg.ClaimCandidates, SubsetSize: cfg.ClaimSubsetSize}, logger); err != nil {
 		return nil, err
 	}
 	s.wireScheduling()

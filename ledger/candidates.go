@@ -33,6 +33,12 @@ type CandidatesParams struct {
 	NestedAware bool
 	// Randomize shuffles the candidates instead of the deterministic order.
 	Randomize bool
+	// Sample, when more than Max candidates exist, makes the answer a
+	// random Max of them drawn across root providers (the roots are taken
+	// in random order, one candidate per root in turn) instead of the
+	// first Max in the deterministic order. When all of them fit under
+	// Max the answer is the same as without Sample. Truncated tells which.
+	Sample bool
 }
 
 // Defaults for CandidatesParams.
@@ -196,6 +202,13 @@ func (s *Snapshot) candidates(ctx context.Context, p *CandidatesParams) (*Candid
 		want = p.Limit
 	}
 	found, complete := e.roundRobin(anchors, want)
+	if p.Sample && !p.Randomize && !complete && !e.stopped {
+		// More than want: draw them again from the roots in random order.
+		anchors = slices.Clone(anchors)
+		rand.Shuffle(len(anchors), func(i, j int) { anchors[i], anchors[j] = anchors[j], anchors[i] })
+		e.seen, e.steps = nil, 0
+		found, complete = e.roundRobin(anchors, want)
+	}
 	out := e.result(found)
 	out.Truncated, out.Roots = !complete, len(s.idx.roots)
 	if p.Randomize {

@@ -65,6 +65,14 @@ func options() []option {
 			help: "Most allocation candidates one request may generate before its limit applies."},
 		{flag: "claim-max-attempts", arg: "N", envs: []string{"BERTH_CLAIM_MAX_ATTEMPTS"},
 			help: "Most writes one POST /claims tries on successive candidates (1 to 50)."},
+		{flag: "claim-candidates", arg: "N", envs: []string{"BERTH_CLAIM_CANDIDATES"},
+			help: "Candidates a claim ranks first, drawn at random across root providers; it\n" +
+				"ranks all of them only when none of those fits or all lost to concurrent\n" +
+				"claims. Negative: always all."},
+		{flag: "claim-subset-size", arg: "N", envs: []string{"BERTH_CLAIM_SUBSET_SIZE"},
+			help: "A claim writes one of its best N candidates, picked at random, to spread\n" +
+				"concurrent claims; 1 picks at random among the ties with the best score,\n" +
+				"0 the best (ties in a stable order)."},
 		{flag: "snapshot-refresh", arg: "DURATION", envs: []string{"BERTH_SNAPSHOT_REFRESH"},
 			help: "Full reload interval of the in-memory ledger snapshot (e.g. 5m); negative disables."},
 		{flag: "db-max-conns", arg: "N", envs: []string{"BERTH_DB_MAX_CONNS"},
@@ -136,6 +144,8 @@ func newFlagSet(cfg *daemon.Config) *flag.FlagSet {
 	fs.BoolVar(&cfg.RandomizeCandidates, "randomize-candidates", cfg.RandomizeCandidates, "")
 	fs.IntVar(&cfg.MaxCandidates, "max-candidates", cfg.MaxCandidates, "")
 	fs.IntVar(&cfg.ClaimMaxAttempts, "claim-max-attempts", cfg.ClaimMaxAttempts, "")
+	fs.IntVar(&cfg.ClaimCandidates, "claim-candidates", cfg.ClaimCandidates, "")
+	fs.IntVar(&cfg.ClaimSubsetSize, "claim-subset-size", cfg.ClaimSubsetSize, "")
 	fs.DurationVar(&cfg.SnapshotRefresh, "snapshot-refresh", cfg.SnapshotRefresh, "")
 	fs.IntVar(&cfg.DBMaxConns, "db-max-conns", cfg.DBMaxConns, "")
 	fs.IntVar(&cfg.DBMinConns, "db-min-conns", cfg.DBMinConns, "")

@@ -75,6 +75,15 @@ type Config struct {
 	// answers no valid host (a request may ask for up to
 	// claims.MaxMaxAttempts). Default claims.DefaultMaxAttempts (10).
 	ClaimMaxAttempts int
+	// ClaimCandidates is how many candidates, drawn at random across
+	// roots, a claim ranks before it falls back to all of them (see
+	// claims.Config). Default claims.DefaultClaimCandidates; negative
+	// ranks every candidate.
+	ClaimCandidates int
+	// ClaimSubsetSize: a claim's write attempt picks at random among the
+	// best this many candidates; 1 (default) among the ties with the best;
+	// 0 takes the best, ties in the ledger's order.
+	ClaimSubsetSize int
 	// SnapshotRefresh is how often the in-memory ledger snapshot behind
 	// allocation candidates and provider lists is reloaded in full, as a
 	// safety net behind change notifications. Default 5m; negative
@@ -181,6 +190,8 @@ func Default() Config {
 		Policy:           policy.SetAdmin,
 		MaxCandidates:    DefaultMaxCandidates,
 		ClaimMaxAttempts: claims.DefaultMaxAttempts,
+		ClaimCandidates:  claims.DefaultClaimCandidates,
+		ClaimSubsetSize:  1,
 		SnapshotRefresh:  ledger.DefaultSnapshotRefresh,
 		DBMaxConns:       DefaultDBMaxConns,
 		OTelExporter:     telemetry.ExporterNone,
@@ -285,6 +296,12 @@ func (c Config) Validate() error {
 	}
 	if c.ClaimMaxAttempts < 1 || c.ClaimMaxAttempts > claims.MaxMaxAttempts {
 		errs = append(errs, fmt.Errorf("claim max attempts %d: want 1 to %d", c.ClaimMaxAttempts, claims.MaxMaxAttempts))
+	}
+	if c.ClaimCandidates == 0 {
+		errs = append(errs, fmt.Errorf("claim candidates: want a positive number, or negative to rank every candidate"))
+	}
+	if c.ClaimSubsetSize < 0 {
+		errs = append(errs, fmt.Errorf("claim subset size %d: want 0 or more", c.ClaimSubsetSize))
 	}
 	for _, f := range []struct{ what, path string }{{"scheduler policy", c.SchedulerPolicy}, {"scriptlet", c.Scriptlet}} {
 		if f.path == "" {

@@ -58,6 +58,8 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err erro
 		RandomizeCandidates: cfg.RandomizeCandidates,
 		MaxCandidates:       cfg.MaxCandidates,
 		ClaimMaxAttempts:    cfg.ClaimMaxAttempts,
+		ClaimCandidates:     cfg.ClaimCandidates,
+		ClaimSubsetSize:     cfg.ClaimSubsetSize,
 		RequestTimeout:      cfg.RequestTimeout,
 	}
 	if api.SchedulerPolicy, err = cfg.LoadSchedulerPolicy(log); err != nil {
