@@ -201,12 +201,20 @@ func (s *Snapshot) candidates(ctx context.Context, p *CandidatesParams) (*Candid
 	if p.Limit > 0 && p.Limit < want {
 		want = p.Limit
 	}
-	found, complete := e.roundRobin(anchors, want)
-	if p.Sample && !p.Randomize && !complete && !e.stopped {
-		// More than want: draw them again from the roots in random order.
-		anchors = slices.Clone(anchors)
-		rand.Shuffle(len(anchors), func(i, j int) { anchors[i], anchors[j] = anchors[j], anchors[i] })
-		e.seen, e.steps = nil, 0
+	var found [][]int32
+	var complete bool
+	if p.Sample && !p.Randomize {
+		// Draw from the roots in random order; if that finds every
+		// candidate, there were no more than want: take them again in the
+		// deterministic order (cheap, since there are few).
+		shuffled := slices.Clone(anchors)
+		rand.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
+		found, complete = e.roundRobin(shuffled, want)
+		if complete {
+			e.seen, e.steps = nil, 0
+			found, complete = e.roundRobin(anchors, want)
+		}
+	} else {
 		found, complete = e.roundRobin(anchors, want)
 	}
 	out := e.result(found)
@@ -590,7 +598,8 @@ func (e *engine) roundRobin(anchors []int32, want int) ([][]int32, bool) {
 			continue
 		}
 		if len(gens) == 0 {
-			chunk := min(len(anchors), 1024)
+			// At most want generators are kept by the first round.
+			chunk := min(len(anchors), want, 1024)
 			gens, optsBuf, posBuf = make([]gen, chunk), make([][]int32, chunk*n), make([]int, chunk*n)
 		}
 		g := &gens[0]
@@ -842,8 +851,12 @@ func (e *engine) result(found [][]int32) *Candidates {
 	var resBuf []ResourceAmount
 	var mapBuf []GroupMapping
 	var uuidBuf []string
+	// take cuts one candidate's slices; the backing arrays hold up to 1024
+	// candidates like this one, but no more than are left.
+	left := len(found)
 	take := func(nAlloc, nRes, nMap, nUUID int) ([]CandidateAllocation, []ResourceAmount, []GroupMapping, []string) {
-		const chunk = 1024
+		chunk := min(1024, max(left, 1))
+		left--
 		if len(allocBuf) < nAlloc {
 			allocBuf = make([]CandidateAllocation, max(chunk*nAlloc, nAlloc))
 		}
