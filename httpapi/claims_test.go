@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berthd/berth/claims"
 	"github.com/berthd/berth/ledger"
 	"github.com/berthd/berth/ledger/ledgertest"
 	"github.com/berthd/berth/scheduler"
@@ -267,5 +268,21 @@ func TestClaimsScriptlet(t *testing.T) {
 	}
 	if _, got := call(t, s, http.MethodGet, "/allocations/33333333-2222-3333-4444-555555555555", "admin", ""); len(got["allocations"].(map[string]any)) != 0 {
 		t.Fatalf("refused claim wrote %v", got)
+	}
+}
+
+func TestClaimConflictsExhaustedCode(t *testing.T) {
+	for _, tc := range []struct {
+		reason claims.Reason
+		code   string
+	}{
+		{claims.ConflictsExhausted, CodeClaimConflict},
+		{claims.AllFiltered, CodeNoValidHost},
+		{claims.NoCandidates, CodeNoValidHost},
+	} {
+		e := toError(nil, &claims.NotPlacedError{Reason: tc.reason, Roots: 3, Attempts: 3})
+		if e.Status != http.StatusConflict || e.Code != tc.code {
+			t.Errorf("%s: %d %s, want 409 %s", tc.reason, e.Status, e.Code, tc.code)
+		}
 	}
 }
