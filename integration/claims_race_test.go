@@ -97,7 +97,9 @@ func TestClaimsRace(t *testing.T) {
 						continue
 					}
 					o.code = e.Errors[0].Code
-					if o.code != "berth.no_valid_host" {
+					// berth.claim_conflict: every write tried lost to
+					// concurrent claims (possible on this crowded cloud).
+					if o.code != "berth.no_valid_host" && o.code != "berth.claim_conflict" {
 						t.Errorf("claim %d: 409 %s", i, raw)
 					}
 				default:
