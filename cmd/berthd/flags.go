@@ -116,8 +116,9 @@ func options() []option {
 				"API listener, without authentication; host:port: a listener of its own (with\n" +
 				"/healthz and /readyz too); off: nowhere."},
 		{flag: "scheduler-policy", arg: "FILE", envs: []string{"BERTH_SCHEDULER_POLICY"}, noDefault: true,
-			help: "JSON policy for POST /claims: filters, weighers, factors (docs/scheduling.md).\n" +
-				"Empty: claims try candidates in the ledger's order."},
+			help: "JSON policy for POST /claims when no stored scheduling policy is the default:\n" +
+				"filters, weighers, factors (docs/scheduling.md). Empty: the built-in default\n" +
+				"(capacity, then spread by free capacity)."},
 		{flag: "scriptlet", arg: "FILE", envs: []string{"BERTH_SCRIPTLET"}, noDefault: true,
 			help: "Starlark scriptlet for POST /claims: instance_placement(request, candidate_members)\n" +
 				"(docs/scheduling.md)."},

@@ -136,9 +136,10 @@ type Config struct {
 	// a host:port for a listener of its own (which also answers /healthz
 	// and /readyz), keeping metrics off the API port; or "off".
 	MetricsListen string
-	// SchedulerPolicy is the JSON policy file for POST /claims: filters,
-	// weighers and factors (docs/scheduling.md). Empty: no filters or
-	// weighers, claims try candidates in the ledger's order.
+	// SchedulerPolicy is the JSON policy file for POST /claims when no
+	// stored scheduling policy is the default: filters, weighers and
+	// factors (docs/scheduling.md). Empty: scheduler.DefaultPolicyConfig
+	// (capacity, then spread by free capacity).
 	SchedulerPolicy string
 	// Scriptlet is a Starlark file whose instance_placement runs as the
 	// default scriptlet of claims (docs/scheduling.md). Empty: none.
