@@ -96,13 +96,16 @@ WITH req AS (
 ), a AS (
 	INSERT INTO allocations (consumer_id, resource_provider_id, resource_class_id, used)
 	SELECT c.id, chk.provider_id, chk.class_id, chk.amount FROM c, chk
-	RETURNING resource_provider_id
+	RETURNING resource_provider_id, resource_class_id, used
 ), g AS (
 	UPDATE resource_providers SET generation = generation + 1, updated_at = now()
 	WHERE id IN (SELECT resource_provider_id FROM a)
-	RETURNING id
+	RETURNING id, generation, updated_at
 )
-SELECT (SELECT id FROM c), (SELECT count(*) FROM g)`
+SELECT (SELECT id FROM c), (SELECT count(*) FROM g),
+       (SELECT array_agg(id) FROM g), (SELECT array_agg(generation) FROM g), (SELECT array_agg(updated_at) FROM g),
+       (SELECT array_agg(resource_provider_id) FROM a), (SELECT array_agg(resource_class_id) FROM a),
+       (SELECT array_agg(used) FROM a)`
 
 // fastClaim is a write the fast path can take: one new consumer with
 // allocations of positive amounts, each (provider, class) once.
@@ -179,12 +182,13 @@ func fastClaimOf(ws []ConsumerAllocations) (fc fastClaim, ok bool) {
 func (s *Store) claimFast(ctx context.Context, fc fastClaim) (done bool, err error) {
 	for attempt := 1; ; attempt++ {
 		var locked []int64
-		locked, done, err = s.sendFast(ctx, fc)
+		var w *ownWrite
+		locked, w, err = s.sendFast(ctx, fc)
 		if err == nil {
-			if done {
-				s.notify(&txn{touched: locked})
+			if w != nil {
+				s.notify(&txn{touched: locked, write: w})
 			}
-			return done, nil
+			return w != nil, nil
 		}
 		if !retryable(err) || attempt == maxTxAttempts {
 			return false, err
@@ -199,8 +203,8 @@ func (s *Store) claimFast(ctx context.Context, fc fastClaim) (done bool, err err
 }
 
 // sendFast sends the two statements as one implicit transaction and
-// reads their answers.
-func (s *Store) sendFast(ctx context.Context, fc fastClaim) (locked []int64, done bool, err error) {
+// reads their answers: the providers locked and, if it wrote, what.
+func (s *Store) sendFast(ctx context.Context, fc fastClaim) (locked []int64, w *ownWrite, err error) {
 	br := s.pool.SendBatch(ctx, fastBatch(fc))
 	defer br.Close()
 	return readFast(br)
@@ -216,22 +220,27 @@ func fastBatch(fc fastClaim) *pgx.Batch {
 }
 
 // readFast reads the fast path's answers: the ids of the providers
-// locked, and whether the write statement wrote.
-func readFast(br pgx.BatchResults) (locked []int64, done bool, err error) {
+// locked, and what the write statement wrote (nil if it did not).
+func readFast(br pgx.BatchResults) (locked []int64, w *ownWrite, err error) {
 	rows, err := br.Query()
 	if err != nil {
-		return nil, false, err
+		return nil, nil, err
 	}
 	if locked, err = pgx.CollectRows(rows, pgx.RowTo[int64]); err != nil {
-		return nil, false, err
+		return nil, nil, err
 	}
 	var consumerID *int64
 	var bumped int64
-	if err := br.QueryRow().Scan(&consumerID, &bumped); err != nil {
-		return nil, false, err
+	var ow ownWrite
+	if err := br.QueryRow().Scan(&consumerID, &bumped, &ow.providers, &ow.generations, &ow.updatedAt,
+		&ow.allocProviders, &ow.allocClasses, &ow.amounts); err != nil {
+		return nil, nil, err
 	}
 	if err := br.Close(); err != nil {
-		return nil, false, err
+		return nil, nil, err
 	}
-	return locked, consumerID != nil, nil
+	if consumerID == nil {
+		return locked, nil, nil
+	}
+	return locked, &ow, nil
 }

@@ -24,3 +24,14 @@ func PoolExec(ctx context.Context, s *Store, sql string) error {
 	_, err := s.pool.Exec(ctx, sql)
 	return err
 }
+
+// SnapshotStale reports how many providers s's snapshot cache has marked
+// dirty (-1: everything).
+func SnapshotStale(s *Store) int {
+	s.snap.mu.Lock()
+	defer s.snap.mu.Unlock()
+	if s.snap.all {
+		return -1
+	}
+	return len(s.snap.dirty)
+}

@@ -655,3 +655,80 @@ func scanProviderLinks(rows pgx.Rows, add func(provider int64, id int32, name st
 	}
 	return rows.Err()
 }
+
+// ownWrite is what a claim's fast-path write changed, as the database
+// answered it: the providers' new generations and updated_at, and the
+// allocations added.
+type ownWrite struct {
+	providers      []int64
+	generations    []int64
+	updatedAt      []time.Time
+	allocProviders []int64
+	allocClasses   []int64
+	amounts        []int64
+}
+
+// applyOwnWrite brings the snapshot up to date with a write this process
+// committed that only added allocations (w), without a reload: a
+// provider whose generation in the snapshot is the one just before the
+// write's (the write held its row lock and bumped it by one, so nothing
+// else changed it in between) gets the allocations added to its usage
+// and the write's generation. Every other provider of ids is marked
+// dirty as invalidate does, as are all of them when a reload is under way
+// (it could replace the patched snapshot with one built before it) or
+// the snapshot is not trusted (not listening, all dirty). Like
+// invalidate, it never waits for a reload, and the snapshot reflects the
+// write before the write returns (read-your-writes).
+func (c *snapshotCache) applyOwnWrite(ids []int64, w *ownWrite) {
+	if !c.reloadMu.TryLock() {
+		c.invalidate(ids, false)
+		return
+	}
+	defer c.reloadMu.Unlock()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cur := c.cur
+	if cur == nil || c.all || !c.listening {
+		for _, id := range ids {
+			c.dirty[id] = struct{}{}
+		}
+		return
+	}
+	changed := make(map[int64]*snapProvider, len(w.providers))
+	for i, id := range w.providers {
+		pos, ok := cur.idx.byID[id]
+		if _, dirty := c.dirty[id]; !ok || dirty {
+			continue
+		}
+		old := cur.provs[pos]
+		if old.generation != w.generations[i]-1 {
+			continue
+		}
+		p := *old
+		p.generation, p.updatedAt = w.generations[i], w.updatedAt[i]
+		p.inv = slices.Clone(old.inv)
+		complete := true
+		for j, rp := range w.allocProviders {
+			if rp != id {
+				continue
+			}
+			inv := p.inventory(int32(w.allocClasses[j]))
+			if inv == nil {
+				complete = false
+				break
+			}
+			inv.used += w.amounts[j]
+		}
+		if complete {
+			changed[id] = &p
+		}
+	}
+	for _, id := range ids {
+		if changed[id] == nil {
+			c.dirty[id] = struct{}{}
+		}
+	}
+	if len(changed) > 0 {
+		c.cur = cur.withProviders(changed, nil, cur.names)
+	}
+}

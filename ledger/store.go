@@ -115,7 +115,6 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, err
 	}
 	s.snap = newSnapshotCache(pool, cfg.Logger, cfg.AcquireTimeout)
-	s.OnChange(s.snap.invalidate)
 	s.notes = newNotifier(s.sender, s.sendNotifications, cfg.Logger)
 	bg, stop := context.WithCancel(context.WithoutCancel(ctx))
 	s.stop = stop
@@ -163,6 +162,9 @@ type txn struct {
 	pgx.Tx
 	touched []int64
 	all     bool
+	// write, when set, is all the transaction changed: new allocations
+	// only, so the snapshot can apply it instead of reloading.
+	write *ownWrite
 }
 
 // touch records that the providers with these ids changed (inventory,
@@ -263,6 +265,11 @@ func (s *Store) notify(t *txn) {
 		return
 	}
 	s.notes.add(t.touched, t.all)
+	if t.write != nil && !t.all {
+		s.snap.applyOwnWrite(t.touched, t.write)
+	} else {
+		s.snap.invalidate(t.touched, t.all)
+	}
 	for _, fn := range s.changeHooks {
 		fn(t.touched, t.all)
 	}

@@ -1,0 +1,79 @@
+package ledger_test
+
+import (
+	"testing"
+
+	"github.com/google/uuid"
+
+	"github.com/berthd/berth/ledger"
+)
+
+// summary returns what the snapshot says of one provider.
+func (f *fixture) summary(rp string) ledger.ProviderSummary {
+	f.t.Helper()
+	c, err := f.store.AllocationCandidates(f.ctx, ledger.CandidatesParams{NestedAware: true,
+		Groups: []ledger.RequestGroup{{Resources: []ledger.ResourceAmount{{Class: "VCPU", Amount: 1}}}}})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	for _, s := range c.Summaries {
+		if s.UUID == rp {
+			return s
+		}
+	}
+	f.t.Fatalf("provider %s not in the candidates", rp)
+	return ledger.ProviderSummary{}
+}
+
+// A fast-path claim brings this process's snapshot up to date without a
+// reload: nothing is left dirty, and what the snapshot says is what the
+// database says.
+func TestFastClaimPatchesSnapshot(t *testing.T) {
+	f := newFixture(t)
+	waitFor(t, func() bool { return ledger.Listening(f.store) })
+	a := f.provider("a", inv("VCPU", 8), inv("MEMORY_MB", 1024))
+	b := f.provider("b", inv("VCPU", 8))
+	f.summary(a) // load the snapshot
+	for i, w := range []ledger.ConsumerAllocations{
+		newClaim(uuid.NewString(), a, res("VCPU", 2), res("MEMORY_MB", 512)),
+		newClaim(uuid.NewString(), a, res("VCPU", 3)),
+		{ConsumerUUID: uuid.NewString(), ProjectID: "p", UserID: "u", CheckGeneration: true, Allocations: []ledger.ProviderResources{
+			{ProviderUUID: a, Resources: []ledger.Resource{res("VCPU", 1)}},
+			{ProviderUUID: b, Resources: []ledger.Resource{res("VCPU", 4)}}}},
+	} {
+		if err := f.store.AllocationsReplace(f.ctx, []ledger.ConsumerAllocations{w}); err != nil {
+			t.Fatal(err)
+		}
+		if n := ledger.SnapshotStale(f.store); n != 0 {
+			t.Fatalf("claim %d: %d providers dirty, want the write applied", i, n)
+		}
+		for _, rp := range []string{a, b} {
+			s, u := f.summary(rp), f.usages(rp)
+			if s.Generation != u.Generation {
+				t.Fatalf("claim %d: snapshot generation %d, database %d", i, s.Generation, u.Generation)
+			}
+			for _, r := range s.Resources {
+				if r.Used != u.Usages[r.Class] {
+					t.Fatalf("claim %d: snapshot %s used %d, database %d", i, r.Class, r.Used, u.Usages[r.Class])
+				}
+			}
+		}
+	}
+	if u := f.usages(a); u.Usages["VCPU"] != 6 || u.Usages["MEMORY_MB"] != 512 {
+		t.Fatalf("usages of a: %+v", u)
+	}
+
+	// Without the listener the snapshot is not trusted: the write marks
+	// its providers dirty for a reload, as any other write does.
+	ledger.SetListening(f.store, false)
+	if err := f.store.AllocationsReplace(f.ctx, []ledger.ConsumerAllocations{newClaim(uuid.NewString(), b, res("VCPU", 1))}); err != nil {
+		t.Fatal(err)
+	}
+	if n := ledger.SnapshotStale(f.store); n == 0 {
+		t.Fatal("write while not listening: nothing marked dirty")
+	}
+	ledger.SetListening(f.store, true)
+	if s := f.summary(b); s.Resources[0].Used != 5 {
+		t.Fatalf("b after reload: %+v", s)
+	}
+}
