@@ -43,6 +43,17 @@ import (
 // general path, which reads names in a statement of their own, writes it.
 // If that race hits only one of the names, the other (new) name's row may
 // stay behind unreferenced, as after a write that was later deleted.
+// fastPlanSQL comes first in the pipeline: for the rest of the implicit
+// transaction, prepared statements run their generic plan. Left to
+// choose, PostgreSQL plans fastWriteSQL afresh at every execution (its
+// custom plans look cheaper than the generic one), and planning that
+// statement costs about twice its execution: measured with EXPLAIN
+// ANALYZE on 1,000 seeded nodes, 1.0 ms of planning for 0.5 ms of
+// execution, against 0.15 ms for the generic plan, which has the same
+// index scans. is_local true: the setting ends with the transaction, so
+// the connection's other statements plan as before.
+const fastPlanSQL = `SELECT set_config('plan_cache_mode', 'force_generic_plan', true)`
+
 const fastLockSQL = `
 SELECT id FROM resource_providers WHERE uuid = ANY($1::uuid[]) ORDER BY id FOR UPDATE`
 
@@ -213,6 +224,7 @@ func (s *Store) sendFast(ctx context.Context, fc fastClaim) (locked []int64, w *
 // fastBatch is the fast path's two statements.
 func fastBatch(fc fastClaim) *pgx.Batch {
 	b := &pgx.Batch{}
+	b.Queue(fastPlanSQL)
 	b.Queue(fastLockSQL, fc.providers)
 	b.Queue(fastWriteSQL, fc.allocProviders, fc.allocClasses, fc.amounts,
 		fc.consumer, fc.project, fc.user, fc.consumerType, fc.name, fc.properties, fc.copySticky)
@@ -222,6 +234,9 @@ func fastBatch(fc fastClaim) *pgx.Batch {
 // readFast reads the fast path's answers: the ids of the providers
 // locked, and what the write statement wrote (nil if it did not).
 func readFast(br pgx.BatchResults) (locked []int64, w *ownWrite, err error) {
+	if _, err := br.Exec(); err != nil {
+		return nil, nil, err
+	}
 	rows, err := br.Query()
 	if err != nil {
 		return nil, nil, err
