@@ -48,6 +48,7 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		if command == "migrate" {
 			err = daemon.Migrate(ctx, cfg, log)
 		} else {
+			setGCPercent(getenv)
 			err = serve(ctx, cfg, log)
 		}
 		if err != nil {
@@ -66,6 +67,22 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 	default:
 		fmt.Fprintf(stderr, "berthd: unknown command %q\nRun 'berthd --help' for usage.\n", command)
 		return exitUsage
+	}
+}
+
+// defaultGCPercent is the server's GOGC unless the environment sets
+// GOGC. berthd's live heap is small (the provider snapshot and the
+// requests in flight: tens of MiB at 1,000 nodes) and a claim allocates a
+// few hundred KiB that die with it, so at Go's default of 100 the garbage
+// collector ran about every few dozen claims and took 16% of berthd's CPU
+// under POST /claims at 64 clients. At 400 it runs a quarter as often,
+// for a heap that may grow to five times the live one.
+const defaultGCPercent = 400
+
+// setGCPercent applies defaultGCPercent when GOGC is not set.
+func setGCPercent(getenv func(string) string) {
+	if getenv("GOGC") == "" {
+		debug.SetGCPercent(defaultGCPercent)
 	}
 }
 
