@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -76,6 +77,35 @@ func TestScriptletChangeReachesEveryReplica(t *testing.T) {
 	waitFor(1, "cn1")
 	putScriptlet(t, a, "pick", version(2, "cn2"))
 	waitFor(2, "cn2")
+
+	// The default scriptlet (/config, as in LXD) changed through a: the
+	// next real claim through b runs it. Until b has learnt of it (the
+	// bound is only reached when it never does), b places "foo" like any
+	// other name, on a consumer of its own each time.
+	a.must(t, http.StatusOK, "PATCH", "/config", "", map[string]any{"instances.placement.scriptlet": "def instance_placement(request, candidate_members):\n" +
+		"    if request.name == \"foo\":\n" +
+		"        return \"Invalid name\"\n"}, nil)
+	claim := func(n int, name string) (int, string) {
+		status, raw := b.call(t, "POST", "/claims", "latest", map[string]any{
+			"consumer_uuid": fmt.Sprintf("c0000000-0000-4000-8000-%012d", n), "project_id": "p", "user_id": "u",
+			"name": name, "resources": map[string]int{"VCPU": 1}})
+		return status, string(raw)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for n := 1; ; n++ {
+		status, raw := claim(n, "foo")
+		if status == http.StatusConflict && strings.Contains(raw, "berth.no_valid_host") &&
+			strings.Contains(raw, "Failed instance placement scriptlet: Invalid name") {
+			break
+		}
+		if status != http.StatusOK || time.Now().After(deadline) {
+			t.Fatalf("claim %d of foo through b: %d %s", n, status, raw)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if status, raw := claim(1000, "bar"); status != http.StatusOK {
+		t.Errorf("claim of bar through b: %d %s", status, raw)
+	}
 
 	// A policy naming the scriptlet, written through b, is checked
 	// against b's cache; deleting the scriptlet through a is refused.

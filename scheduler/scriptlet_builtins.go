@@ -119,37 +119,30 @@ func (st *callState) member(b *starlark.Builtin, name string) (*Provider, error)
 	return p, nil
 }
 
-func getMemberState(th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
-	st, err := state(th, b)
-	if err != nil {
-		return nil, err
+// memberBuiltin is a builtin that takes one cluster member's name or
+// uuid and answers view of it.
+func memberBuiltin(view func(*Provider) starlark.Value) func(*starlark.Thread, *starlark.Builtin, starlark.Tuple, []starlark.Tuple) (starlark.Value, error) {
+	return func(th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+		st, err := state(th, b)
+		if err != nil {
+			return nil, err
+		}
+		var name string
+		if err := starlark.UnpackPositionalArgs(b.Name(), args, kwargs, 1, &name); err != nil {
+			return nil, err
+		}
+		p, err := st.member(b, name)
+		if err != nil {
+			return nil, err
+		}
+		return view(p), nil
 	}
-	var name string
-	if err := starlark.UnpackPositionalArgs(b.Name(), args, kwargs, 1, &name); err != nil {
-		return nil, err
-	}
-	p, err := st.member(b, name)
-	if err != nil {
-		return nil, err
-	}
-	return stateValue(p.State), nil
 }
 
-func getMemberResources(th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
-	st, err := state(th, b)
-	if err != nil {
-		return nil, err
-	}
-	var name string
-	if err := starlark.UnpackPositionalArgs(b.Name(), args, kwargs, 1, &name); err != nil {
-		return nil, err
-	}
-	p, err := st.member(b, name)
-	if err != nil {
-		return nil, err
-	}
-	return inventoriesMap(p), nil
-}
+var (
+	getMemberState     = memberBuiltin(func(p *Provider) starlark.Value { return stateValue(p.State) })
+	getMemberResources = memberBuiltin(func(p *Provider) starlark.Value { return inventoriesMap(p) })
+)
 
 func getInstanceResources(th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
 	st, err := state(th, b)
