@@ -76,6 +76,8 @@ func claimOutcome(err error) string {
 		return instrument.OutcomeClaimed
 	case errors.As(err, &np) && np.Reason == Refused, errors.As(err, &refused):
 		return instrument.OutcomeScriptletRefused
+	case errors.As(err, &np) && np.Reason == ConflictsExhausted:
+		return instrument.OutcomeClaimConflict
 	case errors.As(err, &np):
 		return instrument.OutcomeNoValidHost
 	case errors.As(err, &le) && errors.Is(le, ledger.ErrConflict) && le.Code == ledger.CodeConcurrentUpdate:

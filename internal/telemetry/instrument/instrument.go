@@ -66,6 +66,7 @@ func End(span trace.Span, err error) {
 const (
 	OutcomeClaimed          = "claimed"
 	OutcomeNoValidHost      = "no_valid_host"
+	OutcomeClaimConflict    = "claim_conflict" // every write attempt lost to concurrent claims
 	OutcomeScriptletRefused = "scriptlet_refused"
 	OutcomeConflict         = "consumer_conflict" // consumer generation mismatch
 	OutcomeError            = "error"
