@@ -277,13 +277,10 @@ removed and why; berth prints it one step per line and exits 1.`,
 					if err := argsN(args, "CONSUMER"); err != nil {
 						return err
 					}
-					c.consumer = args[0]
-					b, err := c.body(false, false)
+					b, err := c.existingBody()
 					if err != nil {
 						return err
 					}
-					stripOwner(b, &c)
-					delete(b, "consumer_uuid")
 					if *failed != "" {
 						b["failed_provider"] = *failed
 					}
@@ -312,13 +309,10 @@ CONSUMER" gives the source back and drops the destination.`,
 					if *migration == "new" {
 						*migration = NewUUID()
 					}
-					c.consumer = args[0]
-					b, err := c.body(false, false)
+					b, err := c.existingBody()
 					if err != nil {
 						return err
 					}
-					stripOwner(b, &c)
-					delete(b, "consumer_uuid")
 					b["migration_uuid"] = *migration
 					return postClaim(e, "/claims/"+args[0]+"/move", b, 10)
 				}
@@ -329,15 +323,22 @@ CONSUMER" gives the source back and drops the destination.`,
 	}
 }
 
-// stripOwner removes the placeholder project and user when the flags gave
-// none: reschedule and move take them from the consumer.
-func stripOwner(b map[string]any, c *claimFlags) {
+// existingBody builds the request of a command on an existing consumer
+// (reschedule, move): the consumer is in the path, not the body, and the
+// project and user, when the flags give none, come from the consumer.
+func (c *claimFlags) existingBody() (map[string]any, error) {
+	b, err := c.body(false, false)
+	if err != nil {
+		return nil, err
+	}
+	delete(b, "consumer_uuid")
 	if c.project == "" {
 		delete(b, "project_id")
 	}
 	if c.user == "" {
 		delete(b, "user_id")
 	}
+	return b, nil
 }
 
 func moveEndCommand(name, op, summary string) *command {
