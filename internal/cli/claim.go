@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"crypto/rand"
 	"errors"
 	"flag"
 	"fmt"
@@ -9,6 +8,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/berthd/berth/internal/load"
 )
 
 // claimFlags are the selection flags of explain, claim, reschedule, move
@@ -65,7 +66,7 @@ func (c *claimFlags) body(needResources, needOwner bool) (map[string]any, error)
 	}
 	consumer := c.consumer
 	if consumer == "" {
-		consumer = NewUUID()
+		consumer = load.RandomUUID()
 	}
 	b["consumer_uuid"] = consumer
 	project, user := c.project, c.user
@@ -142,17 +143,6 @@ func (c *claimFlags) body(needResources, needOwner bool) (map[string]any, error)
 		b["max_attempts"] = c.maxAttempts
 	}
 	return b, nil
-}
-
-// NewUUID returns a random (version 4) UUID.
-func NewUUID() string {
-	var b [16]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		panic(err) // crypto/rand does not fail on supported systems
-	}
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
 }
 
 // claimAnswer is the 200 body of POST /claims (and reschedule, move).
@@ -307,7 +297,7 @@ CONSUMER" gives the source back and drops the destination.`,
 						return usagef("--migration is required (a uuid, or \"new\")")
 					}
 					if *migration == "new" {
-						*migration = NewUUID()
+						*migration = load.RandomUUID()
 					}
 					b, err := c.existingBody()
 					if err != nil {
