@@ -33,9 +33,8 @@
 #   BENCH_PORT   port the targets listen on, one at a time (default: the first free
 #                port from 28778 up)
 #   BENCH_LOAD   a berth-load binary (default: built from this repository)
-#
 #   BENCH_KEEPALIVE  berth-load --keepalive for the claims runs of targets other
-#                "reference" (default on); the reference always gets auto (a
+#                than "reference" (default on); the reference always gets auto (a
 #                connection per request when concurrent: uwsgi pins kept-alive
 #                connections to its 2 processes; see docs/benchmarks.md)
 #

@@ -10,6 +10,7 @@ import (
 	"syscall"
 
 	"github.com/berthd/berth/internal/cli"
+	"github.com/berthd/berth/internal/load"
 )
 
 func main() {
@@ -18,15 +19,8 @@ func main() {
 		Stdin:     os.Stdin,
 		Stdout:    os.Stdout,
 		Stderr:    os.Stderr,
-		StderrTTY: isTerminal(os.Stderr),
+		StderrTTY: load.IsTerminal(os.Stderr),
 	})
 	stop()
 	os.Exit(code)
-}
-
-// isTerminal reports whether f is a character device (a terminal, not a
-// file or pipe).
-func isTerminal(f *os.File) bool {
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"crypto/rand"
 	"errors"
 	"flag"
 	"fmt"
@@ -9,6 +8,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/berthd/berth/internal/load"
 )
 
 // claimFlags are the selection flags of explain, claim, reschedule, move
@@ -65,7 +66,7 @@ func (c *claimFlags) body(needResources, needOwner bool) (map[string]any, error)
 	}
 	consumer := c.consumer
 	if consumer == "" {
-		consumer = NewUUID()
+		consumer = load.RandomUUID()
 	}
 	b["consumer_uuid"] = consumer
 	project, user := c.project, c.user
@@ -142,17 +143,6 @@ func (c *claimFlags) body(needResources, needOwner bool) (map[string]any, error)
 		b["max_attempts"] = c.maxAttempts
 	}
 	return b, nil
-}
-
-// NewUUID returns a random (version 4) UUID.
-func NewUUID() string {
-	var b [16]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		panic(err) // crypto/rand does not fail on supported systems
-	}
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
 }
 
 // claimAnswer is the 200 body of POST /claims (and reschedule, move).
@@ -277,13 +267,10 @@ removed and why; berth prints it one step per line and exits 1.`,
 					if err := argsN(args, "CONSUMER"); err != nil {
 						return err
 					}
-					c.consumer = args[0]
-					b, err := c.body(false, false)
+					b, err := c.existingBody()
 					if err != nil {
 						return err
 					}
-					stripOwner(b, &c)
-					delete(b, "consumer_uuid")
 					if *failed != "" {
 						b["failed_provider"] = *failed
 					}
@@ -310,15 +297,12 @@ CONSUMER" gives the source back and drops the destination.`,
 						return usagef("--migration is required (a uuid, or \"new\")")
 					}
 					if *migration == "new" {
-						*migration = NewUUID()
+						*migration = load.RandomUUID()
 					}
-					c.consumer = args[0]
-					b, err := c.body(false, false)
+					b, err := c.existingBody()
 					if err != nil {
 						return err
 					}
-					stripOwner(b, &c)
-					delete(b, "consumer_uuid")
 					b["migration_uuid"] = *migration
 					return postClaim(e, "/claims/"+args[0]+"/move", b, 10)
 				}
@@ -329,15 +313,22 @@ CONSUMER" gives the source back and drops the destination.`,
 	}
 }
 
-// stripOwner removes the placeholder project and user when the flags gave
-// none: reschedule and move take them from the consumer.
-func stripOwner(b map[string]any, c *claimFlags) {
+// existingBody builds the request of a command on an existing consumer
+// (reschedule, move): the consumer is in the path, not the body, and the
+// project and user, when the flags give none, come from the consumer.
+func (c *claimFlags) existingBody() (map[string]any, error) {
+	b, err := c.body(false, false)
+	if err != nil {
+		return nil, err
+	}
+	delete(b, "consumer_uuid")
 	if c.project == "" {
 		delete(b, "project_id")
 	}
 	if c.user == "" {
 		delete(b, "user_id")
 	}
+	return b, nil
 }
 
 func moveEndCommand(name, op, summary string) *command {

@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/berthd/berth/internal/load"
 )
 
 // run runs berth in process with the environment env (nil: empty) and
@@ -96,10 +98,12 @@ func TestClaimBody(t *testing.T) {
 	}
 }
 
+// The CLI makes its consumer and migration uuids with the load tool's
+// RandomUUID.
 func TestNewUUID(t *testing.T) {
-	a, b := NewUUID(), NewUUID()
+	a, b := load.RandomUUID(), load.RandomUUID()
 	if a == b || len(a) != 36 || a[14] != '4' || !strings.Contains("89ab", string(a[19])) {
-		t.Errorf("NewUUID = %s, %s", a, b)
+		t.Errorf("RandomUUID = %s, %s", a, b)
 	}
 }
 

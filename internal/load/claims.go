@@ -201,8 +201,9 @@ func RunClaims(ctx context.Context, c *Client, p ClaimsParams, log io.Writer) (*
 		}
 		before = v.Used
 	}
+	path := CandidatesQuery{Groups: []Group{{Resources: flavor}}, Limit: p.Limit}.Path()
 	one := func(ctx context.Context, rng *rand.Rand, st *claimStats) error {
-		return claimOne(ctx, c, CandidatesQuery{Groups: []Group{{Resources: flavor}}, Limit: p.Limit}.Path(), p, rng, st)
+		return claimOne(ctx, c, path, p, rng, st)
 	}
 	if p.Mode == ModeClaims {
 		res := map[string]int{}

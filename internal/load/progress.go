@@ -30,11 +30,11 @@ type Meter struct {
 // NewMeter returns a meter of total units (0 if unknown) on w. limit, for
 // a run bounded by time, fills the bar by elapsed time instead.
 func NewMeter(w io.Writer, label, unit string, total int, limit time.Duration) *Meter {
-	return &Meter{w: w, tty: isTerminal(w), label: label, unit: unit, total: total, limit: limit, start: time.Now()}
+	return &Meter{w: w, tty: IsTerminal(w), label: label, unit: unit, total: total, limit: limit, start: time.Now()}
 }
 
-// isTerminal reports whether w is a character device (a terminal).
-func isTerminal(w io.Writer) bool {
+// IsTerminal reports whether w is a character device (a terminal).
+func IsTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	if !ok {
 		return false

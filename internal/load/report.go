@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -131,7 +130,7 @@ func PrintClaims(w io.Writer, c *ClaimsResult) {
 		for k := range c.FailedByStatus {
 			keys = append(keys, k)
 		}
-		sort.Strings(keys)
+		slices.Sort(keys)
 		for i, k := range keys {
 			keys[i] = fmt.Sprintf("%s: %d", k, c.FailedByStatus[k])
 		}
