@@ -658,7 +658,7 @@ func (w *writer) run(ctx context.Context, s *selection) (*Result, error) {
 			ConsumerType:    p.ConsumerType,
 			CheckGeneration: true,
 			Generation:      p.ConsumerGeneration,
-			Allocations:     toLedger(cand),
+			Allocations:     CandidateAllocations(cand),
 			Name:            p.Name,
 			Properties:      p.Properties,
 			CopyStickyKeys:  true,
@@ -782,7 +782,7 @@ func (c *Claimer) result(p *Params, s *selection, chosen, attempts int, failed [
 
 func option(sc scheduler.Scored) Option {
 	o := Option{Root: sc.Cand.Root(), Score: sc.Score, Weights: sc.Weights,
-		Allocations: toLedger(sc.Cand), Mappings: sc.Cand.Mappings}
+		Allocations: CandidateAllocations(sc.Cand), Mappings: sc.Cand.Mappings}
 	if prov := sc.Cand.Providers[o.Root]; prov != nil {
 		o.RootName = prov.Name
 	}
@@ -809,9 +809,9 @@ func retryable(err error) bool {
 	return false
 }
 
-// toLedger is a candidate's allocations as a ledger write, classes in
-// name order.
-func toLedger(c *scheduler.Candidate) []ledger.ProviderResources {
+// CandidateAllocations is a candidate's allocations as a ledger write,
+// classes in name order.
+func CandidateAllocations(c *scheduler.Candidate) []ledger.ProviderResources {
 	out := make([]ledger.ProviderResources, 0, len(c.Allocations))
 	for _, a := range c.Allocations {
 		pr := ledger.ProviderResources{ProviderUUID: a.ProviderUUID}
