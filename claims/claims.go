@@ -347,7 +347,11 @@ type Explanation struct {
 
 // Explain ranks the candidates for p as Claim would, without writing.
 func (c *Claimer) Explain(ctx context.Context, p Params) (*Explanation, error) {
-	s, err := c.selectCandidates(ctx, &p, 0)
+	r, err := c.resolveParams(ctx, &p)
+	if err != nil {
+		return nil, err
+	}
+	s, err := c.selectCandidates(ctx, &p, r, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -374,46 +378,61 @@ type selection struct {
 	sampled bool
 }
 
-// selectCandidates runs the pipeline up to the ranking: resolve names,
-// get candidates from the ledger snapshot, apply exclude_providers and
-// target, enrich, rank. With sample > 0 it ranks at most sample
-// candidates drawn at random across roots (ledger CandidatesParams.Sample).
-// Errors in the request (unknown names, policy) and outages are returned;
-// a scriptlet refusal is in rankErr.
-func (c *Claimer) selectCandidates(ctx context.Context, p *Params, sample int) (*selection, error) {
+// resolved is what a claim's selections need from its Params beyond the
+// selection fields, looked up once per claim: the providers to avoid
+// (exclude_providers and, for a reschedule, the roots it failed on), the
+// target root and the policy.
+type resolved struct {
+	exclude []string
+	target  string
+	policy  *scheduler.Policy
+}
+
+// resolveParams checks p's reason (defaulting it) and resolves its names.
+// Errors in the request (unknown names, policy) and outages are returned.
+func (c *Claimer) resolveParams(ctx context.Context, p *Params) (*resolved, error) {
 	if p.Reason == "" {
 		p.Reason = ReasonNew
 	}
 	if !slices.Contains(Reasons, p.Reason) {
 		return nil, invalid("Invalid reason %q: want one of %s", p.Reason, strings.Join(Reasons, ", "))
 	}
-	exclude := make([]string, 0, len(p.Exclude))
+	r := &resolved{exclude: make([]string, 0, len(p.Exclude))}
 	for _, x := range p.Exclude {
 		prov, err := c.resolve(ctx, x, "exclude_providers")
 		if err != nil {
 			return nil, err
 		}
-		exclude = append(exclude, prov.UUID)
+		r.exclude = append(r.exclude, prov.UUID)
 	}
 	if p.Reason == ReasonReschedule {
 		failed, err := c.store.ClaimFailures(ctx, p.ConsumerUUID)
 		if err != nil {
 			return nil, err
 		}
-		exclude = append(exclude, failed...)
+		r.exclude = append(r.exclude, failed...)
 	}
-	target := ""
 	if p.Target != "" {
 		prov, err := c.resolve(ctx, p.Target, "target")
 		if err != nil {
 			return nil, err
 		}
-		target = prov.RootUUID
+		r.target = prov.RootUUID
 	}
-	policy, err := c.resolvePolicy(ctx, p)
-	if err != nil {
+	var err error
+	if r.policy, err = c.resolvePolicy(ctx, p); err != nil {
 		return nil, err
 	}
+	return r, nil
+}
+
+// selectCandidates runs the pipeline up to the ranking: get candidates
+// from the ledger snapshot, apply r's exclusions and target, enrich,
+// rank. With sample > 0 it ranks at most sample candidates drawn at
+// random across roots (ledger CandidatesParams.Sample). Outages and
+// policy failures are returned; a scriptlet refusal is in rankErr.
+func (c *Claimer) selectCandidates(ctx context.Context, p *Params, r *resolved, sample int) (*selection, error) {
+	policy, exclude, target := r.policy, r.exclude, r.target
 
 	// Randomize (berthd --randomize-candidates) stays as the request
 	// says: shuffled candidates break ties between equal scores at random,
@@ -556,14 +575,18 @@ func (c *Claimer) Claim(ctx context.Context, p Params) (_ *Result, err error) {
 	if p.DryRun || p.Target != "" {
 		sample = 0
 	}
-	s, err := c.selectCandidates(ctx, &p, sample)
+	r, err := c.resolveParams(ctx, &p)
+	if err != nil {
+		return nil, err
+	}
+	s, err := c.selectCandidates(ctx, &p, r, sample)
 	if err != nil {
 		return nil, err
 	}
 	if s.sampled && (s.rankErr != nil || len(s.ranking.Ranked) == 0) {
 		// Nothing in the sample: the full set decides, and its steps
 		// are the ones the answer counts.
-		if s, err = c.selectCandidates(ctx, &p, 0); err != nil {
+		if s, err = c.selectCandidates(ctx, &p, r, 0); err != nil {
 			return nil, err
 		}
 	}
@@ -588,7 +611,7 @@ func (c *Claimer) Claim(ctx context.Context, p Params) (_ *Result, err error) {
 		// attempts ran out: the full set, for its true steps and, with
 		// attempts left, for more candidates (not on the roots that
 		// failed).
-		if s, err = c.selectCandidates(ctx, &p, 0); err != nil {
+		if s, err = c.selectCandidates(ctx, &p, r, 0); err != nil {
 			return nil, err
 		}
 		if np := c.notPlaced(ctx, &p, s); np != nil {
@@ -658,7 +681,7 @@ func (w *writer) run(ctx context.Context, s *selection) (*Result, error) {
 			ConsumerType:    p.ConsumerType,
 			CheckGeneration: true,
 			Generation:      p.ConsumerGeneration,
-			Allocations:     toLedger(cand),
+			Allocations:     CandidateAllocations(cand),
 			Name:            p.Name,
 			Properties:      p.Properties,
 			CopyStickyKeys:  true,
@@ -782,7 +805,7 @@ func (c *Claimer) result(p *Params, s *selection, chosen, attempts int, failed [
 
 func option(sc scheduler.Scored) Option {
 	o := Option{Root: sc.Cand.Root(), Score: sc.Score, Weights: sc.Weights,
-		Allocations: toLedger(sc.Cand), Mappings: sc.Cand.Mappings}
+		Allocations: CandidateAllocations(sc.Cand), Mappings: sc.Cand.Mappings}
 	if prov := sc.Cand.Providers[o.Root]; prov != nil {
 		o.RootName = prov.Name
 	}
@@ -809,9 +832,9 @@ func retryable(err error) bool {
 	return false
 }
 
-// toLedger is a candidate's allocations as a ledger write, classes in
-// name order.
-func toLedger(c *scheduler.Candidate) []ledger.ProviderResources {
+// CandidateAllocations is a candidate's allocations as a ledger write,
+// classes in name order.
+func CandidateAllocations(c *scheduler.Candidate) []ledger.ProviderResources {
 	out := make([]ledger.ProviderResources, 0, len(c.Allocations))
 	for _, a := range c.Allocations {
 		pr := ledger.ProviderResources{ProviderUUID: a.ProviderUUID}

@@ -29,7 +29,7 @@ type holding struct {
 }
 
 // hold reads what consumerUUID holds. A consumer without allocations is
-// ErrNotFound.
+// ErrNotFound. Its roots are left empty; withRoots fills them.
 func (c *Claimer) hold(ctx context.Context, consumerUUID string) (*holding, error) {
 	cur, err := c.store.AllocationsByConsumer(ctx, consumerUUID)
 	if err != nil {
@@ -38,29 +38,48 @@ func (c *Claimer) hold(ctx context.Context, consumerUUID string) (*holding, erro
 	if cur.Consumer == nil || len(cur.Allocations) == 0 {
 		return nil, &ledger.Error{Kind: ledger.ErrNotFound, Msg: fmt.Sprintf("No allocations for consumer '%s'", consumerUUID)}
 	}
-	h := &holding{consumer: cur.Consumer}
-	for _, a := range cur.Allocations {
-		if n := len(h.allocs); n == 0 || h.allocs[n-1].ProviderUUID != a.ProviderUUID {
-			h.allocs = append(h.allocs, ledger.ProviderResources{ProviderUUID: a.ProviderUUID})
-			sharing, err := c.store.ProvidersMatching(ctx, ledger.ProviderFilter{UUID: a.ProviderUUID,
-				Group: ledger.RequestGroup{RequiredTraits: [][]string{{sharesViaAggregate}}}})
-			if err != nil {
-				return nil, err
-			}
-			if len(sharing) == 0 {
-				prov, err := c.store.ProviderGet(ctx, a.ProviderUUID)
-				if err != nil {
-					return nil, err
-				}
-				if !slices.Contains(h.roots, prov.RootUUID) {
-					h.roots = append(h.roots, prov.RootUUID)
-				}
-			}
+	return &holding{consumer: cur.Consumer, allocs: byProvider(cur.Allocations)}, nil
+}
+
+// withRoots is hold with the roots filled: one or two provider reads per
+// provider held, so only Reschedule and Move pay for them.
+func (c *Claimer) withRoots(ctx context.Context, consumerUUID string) (*holding, error) {
+	h, err := c.hold(ctx, consumerUUID)
+	if err != nil {
+		return nil, err
+	}
+	for _, pr := range h.allocs {
+		sharing, err := c.store.ProvidersMatching(ctx, ledger.ProviderFilter{UUID: pr.ProviderUUID,
+			Group: ledger.RequestGroup{RequiredTraits: [][]string{{sharesViaAggregate}}}})
+		if err != nil {
+			return nil, err
 		}
-		last := &h.allocs[len(h.allocs)-1]
-		last.Resources = append(last.Resources, ledger.Resource{Class: a.ResourceClass, Amount: a.Used})
+		if len(sharing) > 0 {
+			continue
+		}
+		prov, err := c.store.ProviderGet(ctx, pr.ProviderUUID)
+		if err != nil {
+			return nil, err
+		}
+		if !slices.Contains(h.roots, prov.RootUUID) {
+			h.roots = append(h.roots, prov.RootUUID)
+		}
 	}
 	return h, nil
+}
+
+// byProvider groups allocations ordered by provider into one
+// ProviderResources per provider.
+func byProvider(allocs []ledger.Allocation) []ledger.ProviderResources {
+	out := []ledger.ProviderResources{}
+	for _, a := range allocs {
+		if n := len(out); n == 0 || out[n-1].ProviderUUID != a.ProviderUUID {
+			out = append(out, ledger.ProviderResources{ProviderUUID: a.ProviderUUID})
+		}
+		last := &out[len(out)-1]
+		last.Resources = append(last.Resources, ledger.Resource{Class: a.ResourceClass, Amount: a.Used})
+	}
+	return out
 }
 
 // adopt fills p's defaults from what the consumer holds: its generation,
@@ -106,7 +125,7 @@ func (h *holding) adopt(p *Params) {
 // fields default to the consumer's (see adopt); its reason is
 // reschedule. A consumer without allocations is ErrNotFound.
 func (c *Claimer) Reschedule(ctx context.Context, p Params, failedProvider string) (*Result, error) {
-	h, err := c.hold(ctx, p.ConsumerUUID)
+	h, err := c.withRoots(ctx, p.ConsumerUUID)
 	if err != nil {
 		return nil, err
 	}
@@ -148,7 +167,7 @@ func (c *Claimer) Move(ctx context.Context, p Params, migrationUUID string) (*Re
 	if p.Reason != ReasonRelocation && p.Reason != ReasonEvacuation {
 		return nil, invalid("Invalid reason %q for a move: want relocation or evacuation", p.Reason)
 	}
-	h, err := c.hold(ctx, p.ConsumerUUID)
+	h, err := c.withRoots(ctx, p.ConsumerUUID)
 	if err != nil {
 		return nil, err
 	}
@@ -181,25 +200,27 @@ type Holding struct {
 	Allocations        []ledger.ProviderResources
 }
 
-// moveOf finds the migration consumer of consumerUUID's move: the one
-// given, or the one remembered.
-func (c *Claimer) moveOf(ctx context.Context, consumerUUID, migrationUUID string) (string, error) {
+// moveOf finds the migration consumer of consumerUUID's move (the one
+// given, or the one remembered) and reads what it holds.
+func (c *Claimer) moveOf(ctx context.Context, consumerUUID, migrationUUID string) (*holding, error) {
+	mig := ""
 	if migrationUUID != "" {
-		mig, ok := canonical(migrationUUID)
-		if !ok {
-			return "", invalid("Invalid migration_uuid %q", migrationUUID)
+		var ok bool
+		if mig, ok = canonical(migrationUUID); !ok {
+			return nil, invalid("Invalid migration_uuid %q", migrationUUID)
 		}
-		return mig, nil
+	} else {
+		m, err := c.store.ClaimMoveGet(ctx, consumerUUID)
+		if err != nil {
+			return nil, err
+		}
+		if m == nil {
+			return nil, &ledger.Error{Kind: ledger.ErrNotFound,
+				Msg: fmt.Sprintf("No move in progress for consumer '%s'; give its migration_uuid.", consumerUUID)}
+		}
+		mig = m.MigrationUUID
 	}
-	m, err := c.store.ClaimMoveGet(ctx, consumerUUID)
-	if err != nil {
-		return "", err
-	}
-	if m == nil {
-		return "", &ledger.Error{Kind: ledger.ErrNotFound,
-			Msg: fmt.Sprintf("No move in progress for consumer '%s'; give its migration_uuid.", consumerUUID)}
-	}
-	return m.MigrationUUID, nil
+	return c.hold(ctx, mig)
 }
 
 // Confirm ends a move by dropping the migration consumer's (source)
@@ -207,14 +228,11 @@ func (c *Claimer) moveOf(ctx context.Context, consumerUUID, migrationUUID string
 // keeps its destination. A migration consumer that holds nothing is
 // ErrNotFound.
 func (c *Claimer) Confirm(ctx context.Context, consumerUUID, migrationUUID string) (*Holding, error) {
-	mig, err := c.moveOf(ctx, consumerUUID, migrationUUID)
+	m, err := c.moveOf(ctx, consumerUUID, migrationUUID)
 	if err != nil {
 		return nil, err
 	}
-	m, err := c.hold(ctx, mig)
-	if err != nil {
-		return nil, err
-	}
+	mig := m.consumer.UUID
 	gen := m.consumer.Generation
 	if err := c.store.ClaimWrite(ctx, ledger.ClaimWriteParams{
 		Consumers: []ledger.ConsumerAllocations{{ConsumerUUID: mig, ProjectID: m.consumer.ProjectID,
@@ -227,16 +245,9 @@ func (c *Claimer) Confirm(ctx context.Context, consumerUUID, migrationUUID strin
 	if err != nil {
 		return nil, err
 	}
-	out := &Holding{ConsumerUUID: canonicalOr(consumerUUID), Allocations: []ledger.ProviderResources{}}
+	out := &Holding{ConsumerUUID: canonicalOr(consumerUUID), Allocations: byProvider(cur.Allocations)}
 	if cur.Consumer != nil {
 		out.ConsumerGeneration = cur.Consumer.Generation
-		for _, a := range cur.Allocations {
-			if n := len(out.Allocations); n == 0 || out.Allocations[n-1].ProviderUUID != a.ProviderUUID {
-				out.Allocations = append(out.Allocations, ledger.ProviderResources{ProviderUUID: a.ProviderUUID})
-			}
-			last := &out.Allocations[len(out.Allocations)-1]
-			last.Resources = append(last.Resources, ledger.Resource{Class: a.ResourceClass, Amount: a.Used})
-		}
 	}
 	return out, nil
 }
@@ -247,14 +258,11 @@ func (c *Claimer) Confirm(ctx context.Context, consumerUUID, migrationUUID strin
 // the move is forgotten. Both consumers' generations are checked, so a
 // concurrent change makes it a placement.concurrent_update conflict.
 func (c *Claimer) Revert(ctx context.Context, consumerUUID, migrationUUID string) (*Holding, error) {
-	mig, err := c.moveOf(ctx, consumerUUID, migrationUUID)
+	m, err := c.moveOf(ctx, consumerUUID, migrationUUID)
 	if err != nil {
 		return nil, err
 	}
-	m, err := c.hold(ctx, mig)
-	if err != nil {
-		return nil, err
-	}
+	mig := m.consumer.UUID
 	inst, err := c.store.AllocationsByConsumer(ctx, consumerUUID)
 	if err != nil {
 		return nil, err

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"slices"
 	"strings"
 
 	"github.com/labstack/echo/v4"
@@ -424,21 +423,6 @@ func allocationsJSON(allocs []ledger.ProviderResources) map[string]any {
 			res[r.Class] = r.Amount
 		}
 		out[pr.ProviderUUID] = map[string]any{"resources": res}
-	}
-	return out
-}
-
-// candidateAllocations is a ranked candidate's allocations, classes in
-// name order.
-func candidateAllocations(c *scheduler.Candidate) []ledger.ProviderResources {
-	out := make([]ledger.ProviderResources, 0, len(c.Allocations))
-	for _, a := range c.Allocations {
-		pr := ledger.ProviderResources{ProviderUUID: a.ProviderUUID}
-		for class, n := range a.Resources {
-			pr.Resources = append(pr.Resources, ledger.Resource{Class: class, Amount: n})
-		}
-		slices.SortFunc(pr.Resources, func(x, y ledger.Resource) int { return strings.Compare(x.Class, y.Class) })
-		out = append(out, pr)
 	}
 	return out
 }

@@ -155,7 +155,7 @@ func scriptletTestJSON(ex *claims.Explanation) map[string]any {
 				"root_provider_name": providerName(sc.Cand, root),
 				"score":              sc.Score,
 				"weights":            sc.Weights,
-				"allocations":        allocationsJSON(candidateAllocations(sc.Cand)),
+				"allocations":        allocationsJSON(claims.CandidateAllocations(sc.Cand)),
 			}
 			ranking = append(ranking, entry)
 		}
