@@ -3,9 +3,7 @@ package ledger
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"slices"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -204,11 +202,8 @@ func (s *Store) claimFast(ctx context.Context, fc fastClaim) (done bool, err err
 		if !retryable(err) || attempt == maxTxAttempts {
 			return false, err
 		}
-		backoff := time.Duration(attempt*attempt) * 5 * time.Millisecond
-		select {
-		case <-ctx.Done():
-			return false, errors.Join(err, ctx.Err())
-		case <-time.After(backoff):
+		if err := backoff(ctx, attempt, err); err != nil {
+			return false, err
 		}
 	}
 }

@@ -200,12 +200,21 @@ func (s *Store) withTx(ctx context.Context, fn func(t *txn) error) error {
 		if !(retryable(err) || brokenPooledConn(err)) || attempt == maxTxAttempts {
 			return err
 		}
-		backoff := time.Duration(attempt*attempt) * 5 * time.Millisecond
-		select {
-		case <-ctx.Done():
-			return errors.Join(err, ctx.Err())
-		case <-time.After(backoff):
+		if err := backoff(ctx, attempt, err); err != nil {
+			return err
 		}
+	}
+}
+
+// backoff waits before retry number attempt+1 of a transaction that
+// failed with err, growing quadratically (5 ms, 20 ms, 45 ms, ...). It
+// returns err joined with the context's error if ctx ends first.
+func backoff(ctx context.Context, attempt int, err error) error {
+	select {
+	case <-ctx.Done():
+		return errors.Join(err, ctx.Err())
+	case <-time.After(time.Duration(attempt*attempt) * 5 * time.Millisecond):
+		return nil
 	}
 }
 
