@@ -16,9 +16,9 @@ type Request struct {
 	// Resources is the total asked for per resource class, over every
 	// request group.
 	Resources map[string]int64
-	// Avoid lists provider uuids the request refuses: a candidate that
+	// Avoid lists providers (uuids or names) the request refuses: a candidate that
 	// allocates from one of them, or from a provider in a tree rooted at
-	// one of them, is rejected (counted under AvoidFilterName). Used to
+	// one of them, is rejected (counted under ExcludeName). Used to
 	// reschedule away from a provider.
 	Avoid []string
 	// Name is the instance's name (the claim's "name"), Reason why it is

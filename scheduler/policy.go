@@ -338,9 +338,6 @@ type Rejection struct {
 	Reasons map[string]int
 }
 
-// FilterCount is the former name of Rejection.
-type FilterCount = Rejection
-
 // LogLine is one line a scriptlet logged. Level is "info", "warn" or
 // "error".
 type LogLine struct {
