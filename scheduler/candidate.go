@@ -220,17 +220,23 @@ func (c *Candidate) usage(fn func(provider, class string, inv Inventory, amount 
 			continue
 		}
 		var buf [8]string
-		classes := buf[:0]
-		for class := range a.Resources {
-			classes = append(classes, class)
-		}
-		slices.Sort(classes)
-		for _, class := range classes {
+		for _, class := range sortedClasses(buf[:0], a.Resources) {
 			if inv, ok := p.Resources[class]; ok {
 				fn(a.ProviderUUID, class, inv, a.Resources[class])
 			}
 		}
 	}
+}
+
+// sortedClasses appends the classes of res to buf in name order, so a
+// caller's result does not depend on map order; a caller passes a small
+// array's slice to keep the common case off the heap.
+func sortedClasses(buf []string, res map[string]int64) []string {
+	for class := range res {
+		buf = append(buf, class)
+	}
+	slices.Sort(buf)
+	return buf
 }
 
 // RootProvider is the summary of the candidate's first root, nil if the
