@@ -170,6 +170,9 @@ type Inventory struct {
 	StepSize int64
 }
 
+// free is what is left of the capacity: Capacity - Used.
+func (inv Inventory) free() int64 { return inv.Capacity - inv.Used }
+
 // Needs says which of a Provider's costly fields a policy reads.
 type Needs struct {
 	State     bool
