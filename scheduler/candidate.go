@@ -248,6 +248,12 @@ func (c *Candidate) RootProvider() *Provider {
 	return c.Providers[c.Root()]
 }
 
+// rootIs reports whether the candidate's root is nameOrUUID: its uuid
+// (even without a summary) or its name.
+func (c *Candidate) rootIs(nameOrUUID string) bool {
+	return c.Root() == nameOrUUID || c.RootProvider().matches(nameOrUUID)
+}
+
 // matches reports whether p is named or has uuid nameOrUUID.
 func (p *Provider) matches(nameOrUUID string) bool {
 	return p != nil && (strings.EqualFold(p.UUID, nameOrUUID) || (p.Name != "" && p.Name == nameOrUUID))
