@@ -81,8 +81,15 @@ func (f *GroupFilter) groupValue(req *Request) string {
 	return fmt.Sprint(v)
 }
 
-// Prepare implements Preparer: the group's members per root provider, or
-// nil when the claim names no group.
+// groupMembers is what Prepare found: the claim's group and its members
+// per root provider.
+type groupMembers struct {
+	value   string
+	members map[string]int
+}
+
+// Prepare implements Preparer: the claim's group and its members per root
+// provider (a *groupMembers), or nil when the claim names no group.
 func (f *GroupFilter) Prepare(ctx context.Context, req *Request) (any, *Status) {
 	value := f.groupValue(req)
 	if value == "" {
@@ -95,24 +102,21 @@ func (f *GroupFilter) Prepare(ctx context.Context, req *Request) (any, *Status) 
 	if err != nil {
 		return nil, AsError(err)
 	}
-	if m == nil {
-		m = map[string]int{}
-	}
-	return m, nil
+	return &groupMembers{value: value, members: m}, nil
 }
 
 // Filter implements Filter.
 func (f *GroupFilter) Filter(_ context.Context, req *Request, c *Candidate) *Status {
-	members, _ := req.Prepared(f).(map[string]int)
-	if members == nil {
+	g, _ := req.Prepared(f).(*groupMembers)
+	if g == nil {
 		return nil
 	}
-	n := members[c.Root()]
+	n := g.members[c.Root()]
 	switch {
 	case f.anti && n >= f.Max:
-		return Reject(fmt.Sprintf("holds %d of group %s", n, f.groupValue(req)))
-	case !f.anti && len(members) > 0 && n == 0:
-		return Reject("holds none of group " + f.groupValue(req))
+		return Reject(fmt.Sprintf("holds %d of group %s", n, g.value))
+	case !f.anti && len(g.members) > 0 && n == 0:
+		return Reject("holds none of group " + g.value)
 	}
 	return nil
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 )
 
 // Balancer modes.
@@ -97,7 +96,7 @@ func Balance(cfg BalancerConfig, members []*Provider, instances []Instance) *Sug
 	for _, p := range members {
 		m := &member{p: p, util: Utilisation(p)}
 		for _, in := range instances {
-			if in.Location != "" && (in.Location == p.Name || strings.EqualFold(in.Location, p.UUID)) {
+			if in.Location != "" && p.matches(in.Location) {
 				m.on = append(m.on, in)
 			}
 		}

@@ -16,9 +16,9 @@ type Request struct {
 	// Resources is the total asked for per resource class, over every
 	// request group.
 	Resources map[string]int64
-	// Avoid lists provider uuids the request refuses: a candidate that
+	// Avoid lists providers (uuids or names) the request refuses: a candidate that
 	// allocates from one of them, or from a provider in a tree rooted at
-	// one of them, is rejected (counted under AvoidFilterName). Used to
+	// one of them, is rejected (counted under ExcludeName). Used to
 	// reschedule away from a provider.
 	Avoid []string
 	// Name is the instance's name (the claim's "name"), Reason why it is
@@ -170,6 +170,9 @@ type Inventory struct {
 	StepSize int64
 }
 
+// free is what is left of the capacity: Capacity - Used.
+func (inv Inventory) free() int64 { return inv.Capacity - inv.Used }
+
 // Needs says which of a Provider's costly fields a policy reads.
 type Needs struct {
 	State     bool
@@ -220,12 +223,7 @@ func (c *Candidate) usage(fn func(provider, class string, inv Inventory, amount 
 			continue
 		}
 		var buf [8]string
-		classes := buf[:0]
-		for class := range a.Resources {
-			classes = append(classes, class)
-		}
-		slices.Sort(classes)
-		for _, class := range classes {
+		for _, class := range sortedClasses(buf[:0], a.Resources) {
 			if inv, ok := p.Resources[class]; ok {
 				fn(a.ProviderUUID, class, inv, a.Resources[class])
 			}
@@ -233,10 +231,27 @@ func (c *Candidate) usage(fn func(provider, class string, inv Inventory, amount 
 	}
 }
 
+// sortedClasses appends the classes of res to buf in name order, so a
+// caller's result does not depend on map order; a caller passes a small
+// array's slice to keep the common case off the heap.
+func sortedClasses(buf []string, res map[string]int64) []string {
+	for class := range res {
+		buf = append(buf, class)
+	}
+	slices.Sort(buf)
+	return buf
+}
+
 // RootProvider is the summary of the candidate's first root, nil if the
 // summaries lack it.
 func (c *Candidate) RootProvider() *Provider {
 	return c.Providers[c.Root()]
+}
+
+// rootIs reports whether the candidate's root is nameOrUUID: its uuid
+// (even without a summary) or its name.
+func (c *Candidate) rootIs(nameOrUUID string) bool {
+	return c.Root() == nameOrUUID || c.RootProvider().matches(nameOrUUID)
 }
 
 // matches reports whether p is named or has uuid nameOrUUID.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
 )
 
 // CapacityName names the capacity filter.
@@ -48,12 +47,7 @@ func (*Capacity) Filter(_ context.Context, _ *Request, c *Candidate) *Status {
 		// Classes in name order, so the reason a candidate is counted
 		// under does not depend on map order.
 		var buf [8]string
-		classes := buf[:0]
-		for class := range a.Resources {
-			classes = append(classes, class)
-		}
-		slices.Sort(classes)
-		for _, class := range classes {
+		for _, class := range sortedClasses(buf[:0], a.Resources) {
 			amount := a.Resources[class]
 			var inv Inventory
 			if p != nil {

@@ -62,12 +62,4 @@ func (w *ConsumerWeigher) Weigh(_ context.Context, _ *Request, c *Candidate) (fl
 
 // Utilisation is p's largest used/capacity over its classes (the
 // dominant resource), 0 for a provider without inventory.
-func Utilisation(p *Provider) float64 {
-	u := 0.0
-	for _, inv := range p.Resources {
-		if inv.Capacity > 0 {
-			u = max(u, float64(inv.Used)/float64(inv.Capacity))
-		}
-	}
-	return u
-}
+func Utilisation(p *Provider) float64 { return utilAfter(p, Instance{}, 0) }

@@ -9,9 +9,9 @@
 // caller backs with the ledger.
 //
 // Policy.Rank runs as Nomad's feasibility stack does: filters cheapest
-// first (by declared cost; pin and exclude, then capacity, then traits
-// and aggregates, then enriched fields, then group lookups, then
-// Starlark), each over the candidates the previous ones kept, counting
+// first (by declared cost; pin and exclude, then capacity, then usage
+// ratios, then traits and aggregates, then enriched fields, then group
+// lookups, then Starlark), each over the candidates the previous ones kept, counting
 // how many it removed and why; then every weigher's raw values are
 // normalised to [0, 1] across the survivors and multiplied by its factor;
 // then the scriptlet's instance_placement sees the ranked candidates and

@@ -133,6 +133,9 @@ type Policy struct {
 	// Request.Avoid when the policy does not list those units (a listed
 	// one reads them itself); nil when listed.
 	implicitPin, implicitExclude Filter
+	// starlarkUnits is set when a filter or weigher is a scriptlet
+	// (starlark:<name>): Rank then sets the scriptlet deadline.
+	starlarkUnits bool
 	// keys ranks by Request.Keys (factor 1) when the policy does not list
 	// affinity_keys: a claim that carries keys expects them to count.
 	keys Weigher
@@ -163,6 +166,7 @@ func NewPolicy(cfg PolicyConfig, reg *Registry, scripts ScriptletResolver, limit
 			}
 			p.filters = append(p.filters, filterEntry{f, costScriptlet})
 			p.needs = p.needs.merge(starlarkNeeds)
+			p.starlarkUnits = true
 			continue
 		}
 		u, ok := reg.Lookup(fc.Name)
@@ -206,6 +210,7 @@ func NewPolicy(cfg PolicyConfig, reg *Registry, scripts ScriptletResolver, limit
 			}
 			p.weighers = append(p.weighers, weighted{w, factor})
 			p.needs = p.needs.merge(starlarkNeeds)
+			p.starlarkUnits = true
 			continue
 		}
 		u, ok := reg.Lookup(wc.Name)
@@ -338,9 +343,6 @@ type Rejection struct {
 	Reasons map[string]int
 }
 
-// FilterCount is the former name of Rejection.
-type FilterCount = Rejection
-
 // LogLine is one line a scriptlet logged. Level is "info", "warn" or
 // "error".
 type LogLine struct {
@@ -369,7 +371,7 @@ func (p *Policy) Rank(ctx context.Context, req *Request, cands []*Candidate) (_ 
 	if err != nil {
 		return nil, &PluginError{Plugin: ScriptletName, Err: err}
 	}
-	if placement != nil || p.usesStarlarkUnits() {
+	if placement != nil || p.starlarkUnits {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeoutCause(ctx, p.limits.Timeout, errScriptletDeadline)
 		defer cancel()
@@ -504,21 +506,6 @@ func sortScored(scored []Scored) []Scored {
 		out[k] = scored[i]
 	}
 	return out
-}
-
-// usesStarlarkUnits reports whether a filter or weigher is a scriptlet.
-func (p *Policy) usesStarlarkUnits() bool {
-	for _, f := range p.filters {
-		if _, ok := f.f.(*starlarkFilter); ok {
-			return true
-		}
-	}
-	for _, w := range p.weighers {
-		if _, ok := w.w.(*starlarkWeigher); ok {
-			return true
-		}
-	}
-	return false
 }
 
 // placementScriptlet resolves the scriptlet whose instance_placement runs

@@ -67,7 +67,7 @@ func (w *ResourceWeigher) Weigh(_ context.Context, _ *Request, c *Candidate) (fl
 		var free float64
 		c.usage(func(_, class string, inv Inventory, amount int64) {
 			if class == w.Class {
-				free += float64(inv.Capacity - inv.Used - amount)
+				free += float64(inv.free() - amount)
 			}
 		})
 		if w.spread {
@@ -81,7 +81,7 @@ func (w *ResourceWeigher) Weigh(_ context.Context, _ *Request, c *Candidate) (fl
 		if (len(w.Classes) > 0 && !slices.Contains(w.Classes, class)) || inv.Capacity <= 0 {
 			return
 		}
-		sum += float64(inv.Capacity-inv.Used-amount) / float64(inv.Capacity)
+		sum += float64(inv.free()-amount) / float64(inv.Capacity)
 		n++
 	})
 	if n == 0 {

@@ -82,7 +82,7 @@ func setTarget(th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw
 		return nil, fmt.Errorf("%s: only callable from instance_placement", b.Name())
 	}
 	for _, s := range st.ranked {
-		if s.Cand.RootProvider().matches(target) || s.Cand.Root() == target {
+		if s.Cand.rootIs(target) {
 			st.target = s.Cand
 			return starlark.None, nil
 		}
