@@ -40,10 +40,6 @@ func notFound(format string, args ...any) *Error {
 	return newError(http.StatusNotFound, "", format, args...)
 }
 
-func conflictError(code, format string, args ...any) *Error {
-	return newError(http.StatusConflict, code, format, args...)
-}
-
 // retryAfterUnavailable is the Retry-After (seconds) of a 503 for a
 // database outage: long enough not to hammer a restarting server, short
 // enough that clients come back soon after it is up.
