@@ -11,21 +11,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/berthd/berth/migrations"
 )
-
-// applyPoolConfig sets MinConns and StatementTimeout of cfg on the pool.
-func applyPoolConfig(pcfg *pgxpool.Config, cfg Config) {
-	if cfg.MinConns > 0 {
-		pcfg.MinConns = min(cfg.MinConns, pcfg.MaxConns)
-	}
-	if cfg.StatementTimeout > 0 {
-		// In milliseconds, PostgreSQL's default unit for this setting.
-		pcfg.ConnConfig.RuntimeParams["statement_timeout"] = strconv.FormatInt(cfg.StatementTimeout.Milliseconds(), 10)
-	}
-}
 
 // PoolStats is a snapshot of the connection pool, for metrics.
 type PoolStats struct {
