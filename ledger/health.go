@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/berthd/berth/migrations"
 )
@@ -133,16 +132,11 @@ func schemaStatus(ctx context.Context, db interface {
 	var version int64
 	err = db.QueryRow(ctx, `SELECT version, dirty FROM schema_migrations LIMIT 1`).Scan(&version, &st.Dirty)
 	switch {
-	case errors.Is(err, pgx.ErrNoRows), isUndefinedTable(err):
+	case errors.Is(err, pgx.ErrNoRows), pgCode(err) == sqlstateUndefinedTable:
 		return st, nil // never migrated
 	case err != nil:
 		return SchemaStatus{}, fmt.Errorf("ledger: schema version: %w", err)
 	}
 	st.Version = uint(version)
 	return st, nil
-}
-
-func isUndefinedTable(err error) bool {
-	var pe *pgconn.PgError
-	return errors.As(err, &pe) && pe.Code == "42P01"
 }
