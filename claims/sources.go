@@ -3,7 +3,6 @@ package claims
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -436,7 +435,3 @@ func limitsOf(cfg map[string]json.RawMessage) (scheduler.ScriptletLimits, error)
 }
 
 var _ PolicySource = (*Sources)(nil)
-
-// errNoScriptlet is returned for a scriptlet a policy names but that is
-// not loaded.
-var errNoScriptlet = errors.New("no such scriptlet")

@@ -2,6 +2,7 @@ package claims
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/berthd/berth/scheduler"
 )
@@ -47,15 +48,8 @@ func buildPolicy(cfg scheduler.PolicyConfig, c *compiled, reg *scheduler.Registr
 	}
 	for _, name := range p.Scriptlets() {
 		if _, ok := c.scripts[name]; !ok {
-			return nil, &missingScriptletError{name}
+			return nil, fmt.Errorf("scriptlet %s does not exist", name)
 		}
 	}
 	return p, nil
-}
-
-// missingScriptletError is a policy naming a scriptlet that is not stored.
-type missingScriptletError struct{ name string }
-
-func (e *missingScriptletError) Error() string {
-	return "scriptlet " + e.name + " does not exist"
 }

@@ -43,7 +43,7 @@ func (s *Server) configPatch(c echo.Context) error {
 	}
 	ctx := c.Request().Context()
 	if err := s.sources.CheckConfig(ctx, changes); err != nil {
-		return scriptletBadRequest(err)
+		return err
 	}
 	if err := s.store.ConfigPatch(ctx, changes); err != nil {
 		return err

@@ -40,10 +40,6 @@ func notFound(format string, args ...any) *Error {
 	return newError(http.StatusNotFound, "", format, args...)
 }
 
-func conflictError(code, format string, args ...any) *Error {
-	return newError(http.StatusConflict, code, format, args...)
-}
-
 // retryAfterUnavailable is the Retry-After (seconds) of a 503 for a
 // database outage: long enough not to hammer a restarting server, short
 // enough that clients come back soon after it is up.
@@ -57,6 +53,10 @@ const CodeNoValidHost = "berth.no_valid_host"
 // attempt lost to concurrent claims: candidates fit, but each one tried
 // was taken first. Retrying may succeed.
 const CodeClaimConflict = "berth.claim_conflict"
+
+// CodeScriptletInvalid is the error code of Starlark source that does not
+// compile.
+const CodeScriptletInvalid = "berth.scriptlet.invalid"
 
 // errorCodeVersion is the first microversion whose error bodies carry "code".
 const errorCodeVersion = 23
@@ -89,6 +89,12 @@ func toError(c echo.Context, err error) *Error {
 			code = CodeClaimConflict
 		}
 		return &Error{Status: http.StatusConflict, Code: code, Msg: np.Error()}
+	}
+	// A compile error's detail says where: "Scriptlet x does not compile:
+	// line 3, column 5: ...".
+	var se *claims.ScriptletError
+	if errors.As(err, &se) {
+		return &Error{Status: http.StatusBadRequest, Code: CodeScriptletInvalid, Msg: se.Error()}
 	}
 	if le, ok := ledger.AsError(err); ok {
 		status := http.StatusInternalServerError

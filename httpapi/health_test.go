@@ -4,13 +4,9 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -88,8 +84,8 @@ func TestReadyz(t *testing.T) {
 
 func TestReadyzDatabaseUnreachable(t *testing.T) {
 	dbURL := ledgertest.NewDB(t)
-	proxy := newTCPProxy(t, dbURL)
-	store := openStore(t, proxy.url)
+	proxy, proxyURL := startDBProxy(t, dbURL)
+	store := openStore(t, proxyURL)
 	s, err := New(Config{}, store, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
@@ -118,94 +114,4 @@ func openStore(t *testing.T, dbURL string) *ledger.Store {
 	}
 	t.Cleanup(store.Close)
 	return store
-}
-
-// tcpProxy forwards TCP connections to a test database, so that a test
-// can cut the database off from a Store as a network failure would.
-type tcpProxy struct {
-	url      string // dbURL, pointing at the proxy
-	ln       net.Listener
-	upstream func() (net.Conn, error)
-	mu       sync.Mutex
-	conns    []net.Conn
-	closed   bool
-}
-
-func newTCPProxy(t *testing.T, dbURL string) *tcpProxy {
-	t.Helper()
-	u, err := url.Parse(dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := u.Query()
-	host, port := q.Get("host"), q.Get("port")
-	if host == "" {
-		host = u.Hostname()
-	}
-	if port == "" {
-		port = u.Port()
-	}
-	if port == "" {
-		port = "5432"
-	}
-	p := &tcpProxy{}
-	if strings.HasPrefix(host, "/") {
-		sock := filepath.Join(host, ".s.PGSQL."+port)
-		p.upstream = func() (net.Conn, error) { return net.Dial("unix", sock) }
-	} else {
-		addr := net.JoinHostPort(host, port)
-		p.upstream = func() (net.Conn, error) { return net.Dial("tcp", addr) }
-	}
-	if p.ln, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
-		t.Fatal(err)
-	}
-	q.Del("host")
-	q.Del("port")
-	q.Set("sslmode", "disable")
-	u.Host = p.ln.Addr().String()
-	u.RawQuery = q.Encode()
-	p.url = u.String()
-	go p.serve()
-	t.Cleanup(p.cut)
-	return p
-}
-
-func (p *tcpProxy) serve() {
-	for {
-		c, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		up, err := p.upstream()
-		if err != nil {
-			c.Close()
-			continue
-		}
-		p.mu.Lock()
-		if p.closed {
-			p.mu.Unlock()
-			c.Close()
-			up.Close()
-			return
-		}
-		p.conns = append(p.conns, c, up)
-		p.mu.Unlock()
-		go func() { _, _ = io.Copy(up, c); up.Close() }()
-		go func() { _, _ = io.Copy(c, up); c.Close() }()
-	}
-}
-
-// cut closes the listener and every forwarded connection: from now on
-// the database is unreachable through the proxy.
-func (p *tcpProxy) cut() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closed {
-		return
-	}
-	p.closed = true
-	p.ln.Close()
-	for _, c := range p.conns {
-		c.Close()
-	}
 }

@@ -83,7 +83,7 @@ func (s *Server) scriptletPut(c echo.Context) error {
 	}
 	ctx := c.Request().Context()
 	if err := s.sources.CheckScriptlet(name, src); err != nil {
-		return scriptletBadRequest(err)
+		return err
 	}
 	created, err := s.store.ScriptletPut(ctx, name, string(src))
 	if err != nil {
@@ -95,20 +95,6 @@ func (s *Server) scriptletPut(c echo.Context) error {
 	}
 	return c.NoContent(http.StatusNoContent)
 }
-
-// scriptletBadRequest turns a compile error into a 400 whose detail says
-// where: "Scriptlet x does not compile: line 3, column 5: ...".
-func scriptletBadRequest(err error) error {
-	var se *claims.ScriptletError
-	if errors.As(err, &se) {
-		return &Error{Status: http.StatusBadRequest, Code: CodeScriptletInvalid, Msg: se.Error()}
-	}
-	return err
-}
-
-// CodeScriptletInvalid is the error code of Starlark source that does not
-// compile.
-const CodeScriptletInvalid = "berth.scriptlet.invalid"
 
 // scriptletDelete serves DELETE /scriptlets/{name}: 204; 409 if a
 // scheduling policy names it.

@@ -134,6 +134,7 @@ const (
 	sqlstateDeadlockDetected     = "40P01"
 	sqlstateNumericOutOfRange    = "22003"
 	sqlstateTooManyConnections   = "53300"
+	sqlstateUndefinedTable       = "42P01"
 	// A string PostgreSQL cannot hold: a NUL byte or invalid UTF-8.
 	sqlstateCharacterNotInRepertoire = "22021"
 	sqlstateUntranslatableCharacter  = "22P05"

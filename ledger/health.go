@@ -10,22 +10,9 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/berthd/berth/migrations"
 )
-
-// applyPoolConfig sets MinConns and StatementTimeout of cfg on the pool.
-func applyPoolConfig(pcfg *pgxpool.Config, cfg Config) {
-	if cfg.MinConns > 0 {
-		pcfg.MinConns = min(cfg.MinConns, pcfg.MaxConns)
-	}
-	if cfg.StatementTimeout > 0 {
-		// In milliseconds, PostgreSQL's default unit for this setting.
-		pcfg.ConnConfig.RuntimeParams["statement_timeout"] = strconv.FormatInt(cfg.StatementTimeout.Milliseconds(), 10)
-	}
-}
 
 // PoolStats is a snapshot of the connection pool, for metrics.
 type PoolStats struct {
@@ -145,16 +132,11 @@ func schemaStatus(ctx context.Context, db interface {
 	var version int64
 	err = db.QueryRow(ctx, `SELECT version, dirty FROM schema_migrations LIMIT 1`).Scan(&version, &st.Dirty)
 	switch {
-	case errors.Is(err, pgx.ErrNoRows), isUndefinedTable(err):
+	case errors.Is(err, pgx.ErrNoRows), pgCode(err) == sqlstateUndefinedTable:
 		return st, nil // never migrated
 	case err != nil:
 		return SchemaStatus{}, fmt.Errorf("ledger: schema version: %w", err)
 	}
 	st.Version = uint(version)
 	return st, nil
-}
-
-func isUndefinedTable(err error) bool {
-	var pe *pgconn.PgError
-	return errors.As(err, &pe) && pe.Code == "42P01"
 }

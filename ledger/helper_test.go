@@ -1,7 +1,9 @@
 package ledger_test
 
 import (
+	"context"
 	"testing"
+	"time"
 
 	"github.com/berthd/berth/ledger"
 	"github.com/berthd/berth/ledger/ledgertest"
@@ -22,5 +24,31 @@ func newTestStore(t *testing.T) (store *ledger.Store, exec func(sql string, args
 		if _, err := f.db.Exec(f.ctx, sql, args...); err != nil {
 			t.Fatalf("exec %q: %v", sql, err)
 		}
+	}
+}
+
+// openStore opens a Store over the database at dbURL with a small pool,
+// closed when the test ends. Two stores over one database act as two
+// berthd processes.
+func openStore(t *testing.T, dbURL string) *ledger.Store {
+	t.Helper()
+	s, err := ledger.Open(context.Background(), ledger.Config{DatabaseURL: dbURL, MaxConns: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+// waitFor polls cond until it holds, failing the test after a bound only a
+// broken implementation reaches.
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met within 30s")
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

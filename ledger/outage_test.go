@@ -137,11 +137,7 @@ func TestBrokenPoolConnections(t *testing.T) {
 func TestSnapshotWhileDeaf(t *testing.T) {
 	dbURL := newTestDB(t)
 	ctx := context.Background()
-	store, err := ledger.Open(ctx, ledger.Config{DatabaseURL: dbURL, MaxConns: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
+	store := openStore(t, dbURL)
 	mustCreate(t, store, "a", uuidA, "")
 	name := func() string {
 		t.Helper()
@@ -187,15 +183,7 @@ func TestSnapshotWhileDeaf(t *testing.T) {
 func TestListenerReconnects(t *testing.T) {
 	dbURL := newTestDB(t)
 	ctx := context.Background()
-	open := func() *ledger.Store {
-		s, err := ledger.Open(ctx, ledger.Config{DatabaseURL: dbURL, MaxConns: 4})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(s.Close)
-		return s
-	}
-	store, peer := open(), open()
+	store, peer := openStore(t, dbURL), openStore(t, dbURL)
 	mustCreate(t, store, "a", uuidA, "")
 	count := func(s *ledger.Store) int {
 		t.Helper()
@@ -215,17 +203,4 @@ func TestListenerReconnects(t *testing.T) {
 	// Listening again: notifications flow.
 	mustCreate(t, peer, "c", uuidC, "")
 	waitFor(t, func() bool { return count(store) == 3 })
-}
-
-// waitFor polls cond until it holds, failing the test after a bound only a
-// broken implementation reaches.
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met within 30s")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }

@@ -114,10 +114,10 @@ func (s *Store) SchedulingPolicyPut(ctx context.Context, p SchedulingPolicy, par
 		}
 		ps, err := scanPolicies(rows)
 		if err != nil {
-			if c, ok := uniqueViolation(err); ok && c == "scheduling_policies_one_default" {
+			switch c, _ := uniqueViolation(err); c {
+			case "scheduling_policies_one_default":
 				return conflict(CodeConcurrentUpdate, "Another scheduling policy was made the default at the same time; try again.")
-			}
-			if c, ok := uniqueViolation(err); ok && c == "scheduling_policies_pkey" {
+			case "scheduling_policies_pkey":
 				return conflict(CodeDuplicateName, "Scheduling policy %s already exists.", p.Name)
 			}
 			return err

@@ -151,7 +151,7 @@ func TestListenSchedulingSeesCommittedChanges(t *testing.T) {
 	done := make(chan struct{})
 	go func() { defer close(done); s.ListenScheduling(ctx, func() { calls.Add(1) }) }()
 	defer func() { cancel(); <-done }()
-	waitUntil(t, func() bool { return calls.Load() >= 1 }) // connected
+	waitFor(t, func() bool { return calls.Load() >= 1 }) // connected
 
 	// A refused write notifies nobody; a committed one does.
 	before := calls.Load()
@@ -159,19 +159,7 @@ func TestListenSchedulingSeesCommittedChanges(t *testing.T) {
 	if _, err := s.ScriptletPut(f.ctx, "s", "x = 1\n"); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, func() bool { return calls.Load() > before })
-}
-
-// waitUntil polls cond for up to 10 seconds.
-func waitUntil(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met within 10s")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitFor(t, func() bool { return calls.Load() > before })
 }
 
 func TestProviderStateAndKeys(t *testing.T) {

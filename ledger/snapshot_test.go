@@ -40,15 +40,7 @@ func candidateSet(c *ledger.Candidates) []string {
 func TestSnapshotFromDatabase(t *testing.T) {
 	dbURL := newTestDB(t)
 	ctx := context.Background()
-	open := func() *ledger.Store {
-		s, err := ledger.Open(ctx, ledger.Config{DatabaseURL: dbURL, MaxConns: 4})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(s.Close)
-		return s
-	}
-	store := open()
+	store := openStore(t, dbURL)
 	conn, err := pgx.Connect(ctx, dbURL)
 	if err != nil {
 		t.Fatal(err)
@@ -114,7 +106,7 @@ func TestSnapshotFromDatabase(t *testing.T) {
 
 	// A second process on the same database learns of writes through
 	// PostgreSQL notifications.
-	peer := open()
+	peer := openStore(t, dbURL)
 	if got := candidateSet(query(peer)); len(got) != 0 {
 		t.Fatalf("peer: %q, want none", got)
 	}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"sync"
 	"time"
 
@@ -95,7 +96,13 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if pcfg.MaxConns <= 0 {
 		pcfg.MaxConns = 16
 	}
-	applyPoolConfig(pcfg, cfg)
+	if cfg.MinConns > 0 {
+		pcfg.MinConns = min(cfg.MinConns, pcfg.MaxConns)
+	}
+	if cfg.StatementTimeout > 0 {
+		// In milliseconds, PostgreSQL's default unit for this setting.
+		pcfg.ConnConfig.RuntimeParams["statement_timeout"] = strconv.FormatInt(cfg.StatementTimeout.Milliseconds(), 10)
+	}
 	switch {
 	case cfg.ConnectTimeout > 0:
 		pcfg.ConnConfig.ConnectTimeout = cfg.ConnectTimeout
