@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/berthd/berth/ledger"
+	"github.com/berthd/berth/ledger/ledgertest"
 )
 
 // fixture is a store over a fresh database plus a direct connection for
@@ -26,7 +27,7 @@ func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	dbURL := newTestDB(t)
 	ctx := context.Background()
-	store, err := ledger.Open(ctx, ledger.Config{DatabaseURL: dbURL, MaxConns: 8})
+	store, err := ledger.Open(ctx, ledger.Config{DatabaseURL: dbURL, MaxConns: 8, AcquireTimeout: ledgertest.AcquireTimeout})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -95,6 +95,13 @@ func NewDB(t testing.TB) string {
 	return withDatabase(testServer.adminURL, name)
 }
 
+// AcquireTimeout is the pool acquire timeout of test stores: a bound only
+// a hung test reaches. Tests that run more writers than the pool has
+// connections must queue for them, not fail with ErrUnavailable because a
+// loaded machine was slow (ledger.DefaultAcquireTimeout is for servers,
+// which should answer 503 quickly instead).
+const AcquireTimeout = 2 * time.Minute
+
 // NewStore opens a ledger.Store on a database from NewDB and closes it
 // when the test ends.
 func NewStore(t testing.TB) *ledger.Store {
@@ -102,7 +109,7 @@ func NewStore(t testing.TB) *ledger.Store {
 	dbURL := NewDB(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	store, err := ledger.Open(ctx, ledger.Config{DatabaseURL: dbURL, MaxConns: 8})
+	store, err := ledger.Open(ctx, ledger.Config{DatabaseURL: dbURL, MaxConns: 8, AcquireTimeout: AcquireTimeout})
 	if err != nil {
 		t.Fatalf("ledgertest: open store: %v", err)
 	}
