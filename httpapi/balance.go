@@ -45,8 +45,9 @@ func (s *Server) policyBalance(c echo.Context) error {
 	}
 	sug := scheduler.Balance(*cfg.Balancer, members, instances)
 	if sug == nil {
+		bc := cfg.Balancer.WithDefaults()
 		reason := fmt.Sprintf("no consumer of the %d providers can move under mode %s (high %g, low %g)",
-			len(members), cfg.Balancer.Mode, orDefault(cfg.Balancer.High, scheduler.DefaultBalanceHigh), orDefault(cfg.Balancer.Low, scheduler.DefaultBalanceLow))
+			len(members), bc.Mode, bc.High, bc.Low)
 		return writeJSON(c, http.StatusOK, map[string]any{"suggestion": nil, "mode": cfg.Balancer.Mode, "members": len(members), "reason": reason})
 	}
 	return writeJSON(c, http.StatusOK, sug)
@@ -54,11 +55,3 @@ func (s *Server) policyBalance(c echo.Context) error {
 
 // isUUID reports whether s is a uuid in a form Placement accepts.
 func isUUID(s string) bool { return checkFormat("uuid", s) }
-
-// orDefault is v, or def when v is 0 (a balancer threshold left out).
-func orDefault(v, def float64) float64 {
-	if v == 0 {
-		return def
-	}
-	return v
-}

@@ -29,7 +29,7 @@ type BalancerConfig struct {
 
 // Validate checks the mode and thresholds (after defaults).
 func (c BalancerConfig) Validate() error {
-	c = c.withDefaults()
+	c = c.WithDefaults()
 	if c.Mode != BalanceEven && c.Mode != BalancePowerSaving {
 		return fmt.Errorf("balancer: mode must be %q or %q", BalanceEven, BalancePowerSaving)
 	}
@@ -39,7 +39,9 @@ func (c BalancerConfig) Validate() error {
 	return nil
 }
 
-func (c BalancerConfig) withDefaults() BalancerConfig {
+// WithDefaults is c with the thresholds it leaves out (0) set to
+// DefaultBalanceHigh and DefaultBalanceLow.
+func (c BalancerConfig) WithDefaults() BalancerConfig {
 	if c.High == 0 {
 		c.High = DefaultBalanceHigh
 	}
@@ -83,7 +85,7 @@ type Suggestion struct {
 //
 // A consumer with no destination is passed over for the next one.
 func Balance(cfg BalancerConfig, members []*Provider, instances []Instance) *Suggestion {
-	cfg = cfg.withDefaults()
+	cfg = cfg.WithDefaults()
 	if cfg.Validate() != nil {
 		return nil
 	}
