@@ -3,6 +3,7 @@ package ledger
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"slices"
 
 	"github.com/jackc/pgx/v5"
@@ -182,75 +183,90 @@ func fastClaimOf(ws []ConsumerAllocations) (fc fastClaim, ok bool) {
 	return fc, true
 }
 
-// claimFast writes fc by the fast path: both statements in one round
-// trip, as one implicit transaction (one Sync for the pipeline), so
-// there is no BEGIN or COMMIT to wait for. done reports that the
+// claimFast writes fc by the fast path, in a batch with other claims
+// when the writers are busy (claim_batch.go). done reports that the
 // allocations were written; when done is false and err is nil, nothing
-// was written and the caller runs the general path. A deadlock or serialization failure is
-// retried as withTx retries.
+// was written and the caller runs the general path. A deadlock or
+// serialization failure is retried as withTx retries, alone.
 func (s *Store) claimFast(ctx context.Context, fc fastClaim) (done bool, err error) {
+	var w *ownWrite
+	if s.claims != nil {
+		w, err = s.queueClaim(ctx, fc)
+	} else {
+		w, err = s.sendFastAndNotify(ctx, fc)
+	}
 	for attempt := 1; ; attempt++ {
-		var locked []int64
-		var w *ownWrite
-		locked, w, err = s.sendFast(ctx, fc)
 		if err == nil {
-			if w != nil {
-				s.notify(&txn{touched: locked, write: w})
-			}
 			return w != nil, nil
 		}
-		if !retryable(err) || attempt == maxTxAttempts {
-			return false, err
+		if !errors.Is(err, errAlone) {
+			if !retryable(err) || attempt == maxTxAttempts {
+				return false, err
+			}
+			if err := backoff(ctx, attempt, err); err != nil {
+				return false, err
+			}
 		}
-		if err := backoff(ctx, attempt, err); err != nil {
-			return false, err
-		}
+		w, err = s.sendFastAndNotify(ctx, fc)
 	}
 }
 
-// sendFast sends the two statements as one implicit transaction and
-// reads their answers: the providers locked and, if it wrote, what.
-func (s *Store) sendFast(ctx context.Context, fc fastClaim) (locked []int64, w *ownWrite, err error) {
-	br := s.pool.SendBatch(ctx, fastBatch(fc))
-	defer br.Close()
-	return readFast(br)
+// sendFastAndNotify writes fc alone and, if it wrote, tells the snapshot
+// and the other processes.
+func (s *Store) sendFastAndNotify(ctx context.Context, fc fastClaim) (*ownWrite, error) {
+	w, err := s.sendFast(ctx, fc)
+	if w != nil {
+		s.notifyOwnWrite(w)
+	}
+	return w, err
 }
 
-// fastBatch is the fast path's two statements.
-func fastBatch(fc fastClaim) *pgx.Batch {
+// notifyOwnWrite tells the snapshot and the other processes about a fast
+// write that committed.
+func (s *Store) notifyOwnWrite(w *ownWrite) {
+	s.notify(&txn{touched: w.providers, write: w})
+}
+
+// sendFast sends the fast path's statements as one implicit transaction
+// and reads what the write statement wrote (nil if it refused).
+func (s *Store) sendFast(ctx context.Context, fc fastClaim) (*ownWrite, error) {
 	b := &pgx.Batch{}
 	b.Queue(fastPlanSQL)
 	b.Queue(fastLockSQL, fc.providers)
-	b.Queue(fastWriteSQL, fc.allocProviders, fc.allocClasses, fc.amounts,
-		fc.consumer, fc.project, fc.user, fc.consumerType, fc.name, fc.properties, fc.copySticky)
-	return b
+	queueFastWrite(b, fc)
+	br := s.pool.SendBatch(ctx, b)
+	defer br.Close()
+	if _, err := br.Exec(); err != nil {
+		return nil, err
+	}
+	if _, err := br.Exec(); err != nil {
+		return nil, err
+	}
+	w, err := readFastWrite(br)
+	if err != nil {
+		return nil, err
+	}
+	return w, br.Close()
 }
 
-// readFast reads the fast path's answers: the ids of the providers
-// locked, and what the write statement wrote (nil if it did not).
-func readFast(br pgx.BatchResults) (locked []int64, w *ownWrite, err error) {
-	if _, err := br.Exec(); err != nil {
-		return nil, nil, err
-	}
-	rows, err := br.Query()
-	if err != nil {
-		return nil, nil, err
-	}
-	if locked, err = pgx.CollectRows(rows, pgx.RowTo[int64]); err != nil {
-		return nil, nil, err
-	}
+// queueFastWrite queues fc's write statement.
+func queueFastWrite(b *pgx.Batch, fc fastClaim) {
+	b.Queue(fastWriteSQL, fc.allocProviders, fc.allocClasses, fc.amounts,
+		fc.consumer, fc.project, fc.user, fc.consumerType, fc.name, fc.properties, fc.copySticky)
+}
+
+// readFastWrite reads the answer of one write statement: what it wrote,
+// or nil if it refused.
+func readFastWrite(br pgx.BatchResults) (*ownWrite, error) {
 	var consumerID *int64
 	var bumped int64
-	var ow ownWrite
-	if err := br.QueryRow().Scan(&consumerID, &bumped, &ow.providers, &ow.generations, &ow.updatedAt,
-		&ow.allocProviders, &ow.allocClasses, &ow.amounts); err != nil {
-		return nil, nil, err
-	}
-	if err := br.Close(); err != nil {
-		return nil, nil, err
+	var w ownWrite
+	if err := br.QueryRow().Scan(&consumerID, &bumped, &w.providers, &w.generations, &w.updatedAt,
+		&w.allocProviders, &w.allocClasses, &w.amounts); err != nil {
+		return nil, err
 	}
 	if consumerID == nil {
-		return locked, nil, nil
+		return nil, nil
 	}
-	return locked, &ow, nil
+	return &w, nil
 }

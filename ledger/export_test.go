@@ -35,3 +35,12 @@ func SnapshotStale(s *Store) int {
 	}
 	return len(s.snap.dirty)
 }
+
+// ClaimBatches reports how many transactions s's claim writers sent and
+// how many claims they held.
+func ClaimBatches(s *Store) (batches, claims int64) {
+	return s.claims.batches.Load(), s.claims.claims.Load()
+}
+
+// QueuedClaims reports how many claims wait for s's claim writers.
+func QueuedClaims(s *Store) int { return len(s.claims.queue) }

@@ -25,7 +25,12 @@ type fixture struct {
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	dbURL := newTestDB(t)
+	return newFixtureOn(t, newTestDB(t))
+}
+
+// newFixtureOn is newFixture over the database at dbURL.
+func newFixtureOn(t *testing.T, dbURL string) *fixture {
+	t.Helper()
 	ctx := context.Background()
 	store, err := ledger.Open(ctx, ledger.Config{DatabaseURL: dbURL, MaxConns: 8, AcquireTimeout: ledgertest.AcquireTimeout})
 	if err != nil {

@@ -46,6 +46,11 @@ type Config struct {
 	// operation fails with ErrUnavailable. 0 means DefaultAcquireTimeout.
 	// It does not limit statements once the transaction has begun.
 	AcquireTimeout time.Duration
+	// ClaimWriters is how many group-committed batches of new
+	// consumers' allocations (claim_batch.go) may be in flight at once;
+	// 0 means DefaultClaimWriters and a negative value sends every claim
+	// alone.
+	ClaimWriters int
 }
 
 // Defaults for Config.
@@ -76,6 +81,9 @@ type Store struct {
 	sender string
 	// notes sends change notifications after commit (notifier.go).
 	notes *notifier
+	// claims group-commits fast-path claims (claim_batch.go); nil when
+	// every claim goes alone.
+	claims *claimBatcher
 	// stop ends the background goroutines (listener, periodic refresh,
 	// notifier).
 	stop context.CancelFunc
@@ -127,6 +135,12 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	s.stop = stop
 	s.bg.Add(1)
 	go func() { defer s.bg.Done(); s.notes.run(bg) }()
+	if cfg.ClaimWriters == 0 {
+		cfg.ClaimWriters = DefaultClaimWriters
+	}
+	if cfg.ClaimWriters > 0 {
+		s.claims = s.startClaimBatcher(bg, cfg.ClaimWriters)
+	}
 	s.bg.Add(1)
 	go func() { defer s.bg.Done(); s.snap.listen(bg, pcfg.ConnConfig, s.sender) }()
 	if cfg.SnapshotRefresh == 0 {

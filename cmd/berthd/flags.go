@@ -73,6 +73,10 @@ func options() []option {
 			help: "A claim writes one of its best N candidates, picked at random, to spread\n" +
 				"concurrent claims; 1 picks at random among the ties with the best score,\n" +
 				"0 the best (ties in a stable order)."},
+		{flag: "claim-writers", arg: "N", envs: []string{"BERTH_CLAIM_WRITERS"},
+			help: "Batches of new consumers' allocations written at once: claims that arrive\n" +
+				"while all writers are busy are committed together, up to 16 per transaction.\n" +
+				"0: each claim in a transaction of its own."},
 		{flag: "snapshot-refresh", arg: "DURATION", envs: []string{"BERTH_SNAPSHOT_REFRESH"},
 			help: "Full reload interval of the in-memory ledger snapshot (e.g. 5m); negative disables."},
 		{flag: "db-max-conns", arg: "N", envs: []string{"BERTH_DB_MAX_CONNS"},
@@ -147,6 +151,7 @@ func newFlagSet(cfg *daemon.Config) *flag.FlagSet {
 	fs.IntVar(&cfg.ClaimMaxAttempts, "claim-max-attempts", cfg.ClaimMaxAttempts, "")
 	fs.IntVar(&cfg.ClaimCandidates, "claim-candidates", cfg.ClaimCandidates, "")
 	fs.IntVar(&cfg.ClaimSubsetSize, "claim-subset-size", cfg.ClaimSubsetSize, "")
+	fs.IntVar(&cfg.ClaimWriters, "claim-writers", cfg.ClaimWriters, "")
 	fs.DurationVar(&cfg.SnapshotRefresh, "snapshot-refresh", cfg.SnapshotRefresh, "")
 	fs.IntVar(&cfg.DBMaxConns, "db-max-conns", cfg.DBMaxConns, "")
 	fs.IntVar(&cfg.DBMinConns, "db-min-conns", cfg.DBMinConns, "")

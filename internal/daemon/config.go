@@ -84,6 +84,11 @@ type Config struct {
 	// best this many candidates; 1 (default) among the ties with the best;
 	// 0 takes the best, ties in the ledger's order.
 	ClaimSubsetSize int
+	// ClaimWriters is how many group-committed batches of new consumers'
+	// allocations may be in flight at once (ledger.Config.ClaimWriters).
+	// Default ledger.DefaultClaimWriters; 0 writes each claim in a
+	// transaction of its own.
+	ClaimWriters int
 	// SnapshotRefresh is how often the in-memory ledger snapshot behind
 	// allocation candidates and provider lists is reloaded in full, as a
 	// safety net behind change notifications. Default 5m; negative
@@ -193,6 +198,7 @@ func Default() Config {
 		ClaimMaxAttempts: claims.DefaultMaxAttempts,
 		ClaimCandidates:  claims.DefaultClaimCandidates,
 		ClaimSubsetSize:  1,
+		ClaimWriters:     ledger.DefaultClaimWriters,
 		SnapshotRefresh:  ledger.DefaultSnapshotRefresh,
 		DBMaxConns:       DefaultDBMaxConns,
 		OTelExporter:     telemetry.ExporterNone,
@@ -300,6 +306,9 @@ func (c Config) Validate() error {
 	}
 	if c.ClaimCandidates == 0 {
 		errs = append(errs, fmt.Errorf("claim candidates: want a positive number, or negative to rank every candidate"))
+	}
+	if c.ClaimWriters < 0 || c.ClaimWriters > 64 {
+		errs = append(errs, fmt.Errorf("claim writers %d: want 0 to 64", c.ClaimWriters))
 	}
 	if c.ClaimSubsetSize < 0 {
 		errs = append(errs, fmt.Errorf("claim subset size %d: want 0 or more", c.ClaimSubsetSize))

@@ -112,6 +112,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err erro
 		AcquireTimeout:   cfg.DBAcquireTimeout,
 		StatementTimeout: cfg.DBStatementTimeout,
 		SnapshotRefresh:  cfg.SnapshotRefresh,
+		ClaimWriters:     claimWriters(cfg.ClaimWriters),
 		Logger:           log,
 	}); err != nil {
 		return nil, err
@@ -314,4 +315,13 @@ func (d *Daemon) startSources(ctx context.Context, api *httpapi.Config) error {
 	d.stopSources = func() { cancel(); <-done }
 	api.Sources = sources
 	return nil
+}
+
+// claimWriters maps the daemon's setting (0: no batching) to the
+// ledger's (0: the default, negative: no batching).
+func claimWriters(n int) int {
+	if n == 0 {
+		return -1
+	}
+	return n
 }

@@ -1,0 +1,173 @@
+package ledger_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/berthd/berth/ledger"
+)
+
+// holdProvider locks provider rp's row in a transaction of its own, as a
+// writer of another process would, and returns the function that ends
+// that transaction.
+func holdProvider(t *testing.T, f *fixture, dbURL, rp string) (release func()) {
+	t.Helper()
+	conn, err := pgx.Connect(f.ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx, err := conn.Begin(f.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(f.ctx, `SELECT 1 FROM resource_providers WHERE uuid = $1 FOR UPDATE`, rp); err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	release = func() {
+		once.Do(func() {
+			_ = tx.Rollback(context.Background())
+			_ = conn.Close(context.Background())
+		})
+	}
+	t.Cleanup(release)
+	return release
+}
+
+// batchFixture is a store with one claim writer, whose first claim (on
+// held) waits behind another transaction's lock until release is
+// called, so that the claims sent meanwhile queue up and go out in the
+// next batch.
+type batchFixture struct {
+	*fixture
+	store   *ledger.Store
+	first   chan error
+	release func()
+}
+
+func newBatchFixture(t *testing.T) (bf *batchFixture, held string) {
+	t.Helper()
+	dbURL := newTestDB(t)
+	f := newFixtureOn(t, dbURL)
+	store, err := ledger.Open(f.ctx, ledger.Config{DatabaseURL: dbURL, MaxConns: 8, ClaimWriters: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(store.Close)
+	held = f.provider("held", inv("VCPU", 8))
+	bf = &batchFixture{fixture: f, store: store, first: make(chan error, 1)}
+	bf.release = holdProvider(t, f, dbURL, held)
+	go func() {
+		bf.first <- store.AllocationsReplace(f.ctx, []ledger.ConsumerAllocations{newClaim(uuid.NewString(), held, res("VCPU", 1))})
+	}()
+	// The writer has taken the first claim once the queue is empty
+	// and a batch was counted.
+	waitFor(t, func() bool { b, _ := ledger.ClaimBatches(store); return b == 1 })
+	return bf, held
+}
+
+// send sends ws concurrently, each alone, and waits until all are queued.
+func (bf *batchFixture) send(t *testing.T, ws []ledger.ConsumerAllocations) []chan error {
+	t.Helper()
+	out := make([]chan error, len(ws))
+	for i, w := range ws {
+		out[i] = make(chan error, 1)
+		go func() { out[i] <- bf.store.AllocationsReplace(bf.ctx, []ledger.ConsumerAllocations{w}) }()
+	}
+	waitFor(t, func() bool { return ledger.QueuedClaims(bf.store) == len(ws) })
+	return out
+}
+
+// TestClaimBatchCommitsQueuedClaimsTogether queues eight claims for five
+// free units while the writer is busy: they go out as one transaction,
+// whose statements see each other's rows, so exactly five are written and
+// three refused with the general path's capacity error.
+func TestClaimBatchCommitsQueuedClaimsTogether(t *testing.T) {
+	bf, held := newBatchFixture(t)
+	rp := bf.provider("rp", inv("VCPU", 5))
+	var ws []ledger.ConsumerAllocations
+	for range 8 {
+		w := newClaim(uuid.NewString(), rp, res("VCPU", 1))
+		w.ProjectID, w.UserID = "batch-project", "batch-user" // new, and shared by the batch
+		ws = append(ws, w)
+	}
+	answers := bf.send(t, ws)
+	bf.release()
+	if err := <-bf.first; err != nil {
+		t.Fatalf("first claim: %v", err)
+	}
+	written := 0
+	for _, a := range answers {
+		err := <-a
+		switch {
+		case err == nil:
+			written++
+		default:
+			if le := rejection(t, err, ledger.ErrConflict); !strings.Contains(le.Msg, "would exceed the capacity") {
+				t.Errorf("refused claim: %v", le)
+			}
+		}
+	}
+	if written != 5 {
+		t.Fatalf("%d claims written, want 5", written)
+	}
+	if u := bf.usages(rp); u.Usages["VCPU"] != 5 || u.Generation != 1+5 {
+		t.Fatalf("provider after the batch: %+v, want VCPU 5 at generation 6", u)
+	}
+	if u := bf.usages(held); u.Usages["VCPU"] != 1 {
+		t.Fatalf("held provider: %+v, want VCPU 1", u)
+	}
+	if batches, claims := ledger.ClaimBatches(bf.store); batches != 2 || claims != 9 {
+		t.Fatalf("writers sent %d transactions of %d claims, want 2 of 9 (the first alone, then eight together)", batches, claims)
+	}
+}
+
+// TestClaimBatchFailureSendsAlone puts a claim PostgreSQL rejects (a NUL
+// byte in its name) in a batch with good ones: the batch rolls back as a
+// whole, every claim is sent again alone, the good ones are written and
+// the bad one gets the error it gets alone, having written nothing.
+func TestClaimBatchFailureSendsAlone(t *testing.T) {
+	bf, _ := newBatchFixture(t)
+	rp := bf.provider("rp", inv("VCPU", 8))
+	var ws []ledger.ConsumerAllocations
+	for range 4 {
+		ws = append(ws, newClaim(uuid.NewString(), rp, res("VCPU", 1)))
+	}
+	bad := newClaim(uuid.NewString(), rp, res("VCPU", 1))
+	bad.Name = "bad\x00name"
+	ws = append(ws[:2], append([]ledger.ConsumerAllocations{bad}, ws[2:]...)...)
+	answers := bf.send(t, ws)
+	bf.release()
+	if err := <-bf.first; err != nil {
+		t.Fatalf("first claim: %v", err)
+	}
+	for i, a := range answers {
+		err := <-a
+		if i == 2 {
+			// As a lone fast write fails; AsError words it for clients.
+			if le, ok := ledger.AsError(err); !ok || !errors.Is(le, ledger.ErrInvalid) {
+				t.Errorf("claim with a NUL byte: %v, want ErrInvalid", err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("claim %d: %v", i, err)
+		}
+	}
+	if u := bf.usages(rp); u.Usages["VCPU"] != 4 {
+		t.Fatalf("provider after the batch: %+v, want VCPU 4", u)
+	}
+	got, err := bf.store.AllocationsByConsumer(bf.ctx, bad.ConsumerUUID)
+	if err != nil && !errors.Is(err, ledger.ErrNotFound) {
+		t.Fatal(err)
+	}
+	if err == nil && (got.Consumer != nil || len(got.Allocations) > 0) {
+		t.Fatalf("the rejected claim left %+v", got)
+	}
+}
