@@ -68,8 +68,8 @@ WITH req AS (
 	            + req.amount)::double precision <= (i.total - i.reserved)::double precision * i.allocation_ratio
 	       AS fits
 	FROM req
-	LEFT JOIN resource_providers rp ON rp.uuid = req.provider_uuid
-	LEFT JOIN resource_classes rc ON rc.name = req.class
+	LEFT JOIN LATERAL (SELECT id FROM resource_providers WHERE uuid = req.provider_uuid LIMIT 1) rp ON true
+	LEFT JOIN LATERAL (SELECT id FROM resource_classes WHERE name = req.class LIMIT 1) rc ON true
 	LEFT JOIN inventories i ON i.resource_provider_id = rp.id AND i.resource_class_id = rc.id
 ), ok AS (
 	SELECT bool_and(COALESCE(fits, false)) AS ok FROM chk
@@ -99,7 +99,9 @@ WITH req AS (
 ), k AS (
 	INSERT INTO consumer_placement_keys (consumer_id, name, value)
 	SELECT DISTINCT ON (pk.name) c.id, pk.name, pk.value
-	FROM c, chk JOIN provider_placement_keys pk ON pk.resource_provider_id = chk.provider_id AND pk.sticky
+	FROM c, chk CROSS JOIN LATERAL (
+		SELECT name, value FROM provider_placement_keys
+		WHERE resource_provider_id = chk.provider_id AND sticky OFFSET 0) pk
 	WHERE $10::boolean
 	ORDER BY pk.name, chk.provider_id
 	RETURNING 1
@@ -109,7 +111,7 @@ WITH req AS (
 	RETURNING resource_provider_id, resource_class_id, used
 ), g AS (
 	UPDATE resource_providers SET generation = generation + 1, updated_at = now()
-	WHERE id IN (SELECT resource_provider_id FROM a)
+	WHERE id = ANY (ARRAY(SELECT resource_provider_id FROM a))
 	RETURNING id, generation, updated_at
 )
 SELECT (SELECT id FROM c), (SELECT count(*) FROM g),
@@ -224,7 +226,7 @@ func (s *Store) sendFastAndNotify(ctx context.Context, fc fastClaim) (*ownWrite,
 // notifyOwnWrite tells the snapshot and the other processes about a fast
 // write that committed.
 func (s *Store) notifyOwnWrite(w *ownWrite) {
-	s.notify(&txn{touched: w.providers, write: w})
+	s.notify(&txn{touched: w.providers, writes: []*ownWrite{w}})
 }
 
 // sendFast sends the fast path's statements as one implicit transaction

@@ -175,14 +175,17 @@ func (s *Store) writeBatch(ctx context.Context, batch []*claimReq) {
 		}
 		return
 	}
-	// The snapshot applies the writes in commit order (two claims of
-	// the batch on one provider bump its generation twice), before any
-	// caller learns of its write (read-your-writes).
+	// The snapshot applies the writes at once, in commit order (two
+	// claims of the batch on one provider bump its generation twice),
+	// before any caller learns of its write (read-your-writes).
+	t := &txn{}
 	for _, w := range ws {
 		if w != nil {
-			s.notifyOwnWrite(w)
+			t.touched = append(t.touched, w.providers...)
+			t.writes = append(t.writes, w)
 		}
 	}
+	s.notify(t)
 	for i, r := range batch {
 		r.done <- claimAnswer{w: ws[i]}
 	}

@@ -60,6 +60,8 @@ func newBatchFixture(t *testing.T) (bf *batchFixture, held string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(store.Close)
+	f.store = store
+	waitFor(t, func() bool { return ledger.Listening(store) })
 	held = f.provider("held", inv("VCPU", 8))
 	bf = &batchFixture{fixture: f, store: store, first: make(chan error, 1)}
 	bf.release = holdProvider(t, f, dbURL, held)
@@ -87,10 +89,12 @@ func (bf *batchFixture) send(t *testing.T, ws []ledger.ConsumerAllocations) []ch
 // TestClaimBatchCommitsQueuedClaimsTogether queues eight claims for five
 // free units while the writer is busy: they go out as one transaction,
 // whose statements see each other's rows, so exactly five are written and
-// three refused with the general path's capacity error.
+// three refused with the general path's capacity error. The snapshot
+// applies the five writes in commit order, with no reload.
 func TestClaimBatchCommitsQueuedClaimsTogether(t *testing.T) {
 	bf, held := newBatchFixture(t)
-	rp := bf.provider("rp", inv("VCPU", 5))
+	rp := bf.provider("rp", inv("VCPU", 5), inv("MEMORY_MB", 64))
+	bf.summaryBy(rp, "MEMORY_MB") // load the snapshot
 	var ws []ledger.ConsumerAllocations
 	for range 8 {
 		w := newClaim(uuid.NewString(), rp, res("VCPU", 1))
@@ -119,6 +123,12 @@ func TestClaimBatchCommitsQueuedClaimsTogether(t *testing.T) {
 	}
 	if u := bf.usages(rp); u.Usages["VCPU"] != 5 || u.Generation != 1+5 {
 		t.Fatalf("provider after the batch: %+v, want VCPU 5 at generation 6", u)
+	}
+	if n := ledger.SnapshotStale(bf.store); n != 0 {
+		t.Fatalf("%d providers dirty after the batch, want its writes applied", n)
+	}
+	if s := bf.summaryBy(rp, "MEMORY_MB"); s.Generation != 6 || used(s, "VCPU") != 5 {
+		t.Fatalf("snapshot after the batch: %+v, want VCPU 5 used at generation 6", s)
 	}
 	if u := bf.usages(held); u.Usages["VCPU"] != 1 {
 		t.Fatalf("held provider: %+v, want VCPU 1", u)
@@ -170,4 +180,14 @@ func TestClaimBatchFailureSendsAlone(t *testing.T) {
 	if err == nil && (got.Consumer != nil || len(got.Allocations) > 0) {
 		t.Fatalf("the rejected claim left %+v", got)
 	}
+}
+
+// used is what summary s says is used of class.
+func used(s ledger.ProviderSummary, class string) int64 {
+	for _, r := range s.Resources {
+		if r.Class == class {
+			return r.Used
+		}
+	}
+	return -1
 }

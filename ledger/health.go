@@ -32,13 +32,23 @@ type PoolStats struct {
 	AcquireCount, EmptyAcquireCount, CanceledAcquireCount int64
 	// AcquireDuration is the total time spent waiting for connections.
 	AcquireDuration time.Duration
+	// ClaimBatches is how many transactions the claim writers sent
+	// (claim_batch.go), and BatchedClaims how many claims they held:
+	// their ratio is the mean batch size.
+	ClaimBatches, BatchedClaims int64
 }
 
 // PoolStats reports the connection pool's state. It takes no lock that
 // queries hold and does no I/O.
 func (s *Store) PoolStats() PoolStats {
 	st := s.pool.Stat()
+	var batches, claims int64
+	if s.claims != nil {
+		batches, claims = s.claims.batches.Load(), s.claims.claims.Load()
+	}
 	return PoolStats{
+		ClaimBatches:         batches,
+		BatchedClaims:        claims,
 		MaxConns:             st.MaxConns(),
 		TotalConns:           st.TotalConns(),
 		AcquiredConns:        st.AcquiredConns(),

@@ -668,18 +668,19 @@ type ownWrite struct {
 	amounts        []int64
 }
 
-// applyOwnWrite brings the snapshot up to date with a write this process
-// committed that only added allocations (w), without a reload: a
-// provider whose generation in the snapshot is the one just before the
-// write's (the write held its row lock and bumped it by one, so nothing
-// else changed it in between) gets the allocations added to its usage
-// and the write's generation. Every other provider of ids is marked
-// dirty as invalidate does, as are all of them when a reload is under way
-// (it could replace the patched snapshot with one built before it) or
-// the snapshot is not trusted (not listening, all dirty). Like
-// invalidate, it never waits for a reload, and the snapshot reflects the
-// write before the write returns (read-your-writes).
-func (c *snapshotCache) applyOwnWrite(ids []int64, w *ownWrite) {
+// applyOwnWrites brings the snapshot up to date with writes this
+// process committed that only added allocations (ws, in commit order),
+// without a reload: a provider whose generation in the snapshot is the
+// one just before a write's (the write held its row lock and bumped it
+// by one, so nothing else changed it in between) gets the allocations
+// added to its usage and the write's generation; a later write of ws on
+// the same provider then applies on top of it. Every other provider of
+// ids is marked dirty as invalidate does, as are all of them when a
+// reload is under way (it could replace the patched snapshot with one
+// built before it) or the snapshot is not trusted (not listening, all
+// dirty). Like invalidate, it never waits for a reload, and the snapshot
+// reflects the writes before they return (read-your-writes).
+func (c *snapshotCache) applyOwnWrites(ids []int64, ws []*ownWrite) {
 	if !c.reloadMu.TryLock() {
 		c.invalidate(ids, false)
 		return
@@ -694,38 +695,52 @@ func (c *snapshotCache) applyOwnWrite(ids []int64, w *ownWrite) {
 		}
 		return
 	}
-	changed := make(map[int64]*snapProvider, len(w.providers))
-	for i, id := range w.providers {
-		pos, ok := cur.idx.byID[id]
-		if _, dirty := c.dirty[id]; !ok || dirty {
-			continue
-		}
-		old := cur.provs[pos]
-		if old.generation != w.generations[i]-1 {
-			continue
-		}
-		p := *old
-		p.generation, p.updatedAt = w.generations[i], w.updatedAt[i]
-		p.inv = slices.Clone(old.inv)
-		complete := true
-		for j, rp := range w.allocProviders {
-			if rp != id {
+	changed := make(map[int64]*snapProvider, len(ids))
+	failed := make(map[int64]bool)
+	for _, w := range ws {
+		for i, id := range w.providers {
+			if failed[id] {
 				continue
 			}
-			inv := p.inventory(int32(w.allocClasses[j]))
-			if inv == nil {
-				complete = false
-				break
+			old := changed[id]
+			if old == nil {
+				pos, ok := cur.idx.byID[id]
+				if _, dirty := c.dirty[id]; !ok || dirty {
+					failed[id] = true
+					continue
+				}
+				old = cur.provs[pos]
 			}
-			inv.used += w.amounts[j]
-		}
-		if complete {
+			if old.generation != w.generations[i]-1 {
+				failed[id], changed[id] = true, nil
+				continue
+			}
+			p := *old
+			p.generation, p.updatedAt = w.generations[i], w.updatedAt[i]
+			p.inv = slices.Clone(old.inv)
+			complete := true
+			for j, rp := range w.allocProviders {
+				if rp != id {
+					continue
+				}
+				inv := p.inventory(int32(w.allocClasses[j]))
+				if inv == nil {
+					complete = false
+					break
+				}
+				inv.used += w.amounts[j]
+			}
+			if !complete {
+				failed[id], changed[id] = true, nil
+				continue
+			}
 			changed[id] = &p
 		}
 	}
 	for _, id := range ids {
 		if changed[id] == nil {
 			c.dirty[id] = struct{}{}
+			delete(changed, id)
 		}
 	}
 	if len(changed) > 0 {

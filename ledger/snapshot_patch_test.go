@@ -11,8 +11,15 @@ import (
 // summary returns what the snapshot says of one provider.
 func (f *fixture) summary(rp string) ledger.ProviderSummary {
 	f.t.Helper()
+	return f.summaryBy(rp, "VCPU")
+}
+
+// summaryBy returns what the snapshot says of one provider, found as a
+// candidate for one unit of class.
+func (f *fixture) summaryBy(rp, class string) ledger.ProviderSummary {
+	f.t.Helper()
 	c, err := f.store.AllocationCandidates(f.ctx, ledger.CandidatesParams{NestedAware: true,
-		Groups: []ledger.RequestGroup{{Resources: []ledger.ResourceAmount{{Class: "VCPU", Amount: 1}}}}})
+		Groups: []ledger.RequestGroup{{Resources: []ledger.ResourceAmount{{Class: class, Amount: 1}}}}})
 	if err != nil {
 		f.t.Fatal(err)
 	}

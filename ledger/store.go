@@ -183,9 +183,10 @@ type txn struct {
 	pgx.Tx
 	touched []int64
 	all     bool
-	// write, when set, is all the transaction changed: new allocations
-	// only, so the snapshot can apply it instead of reloading.
-	write *ownWrite
+	// writes, when set, are all the transaction changed, in commit
+	// order: new allocations only, so the snapshot can apply them
+	// instead of reloading.
+	writes []*ownWrite
 }
 
 // touch records that the providers with these ids changed (inventory,
@@ -295,8 +296,8 @@ func (s *Store) notify(t *txn) {
 		return
 	}
 	s.notes.add(t.touched, t.all)
-	if t.write != nil && !t.all {
-		s.snap.applyOwnWrite(t.touched, t.write)
+	if len(t.writes) > 0 && !t.all {
+		s.snap.applyOwnWrites(t.touched, t.writes)
 	} else {
 		s.snap.invalidate(t.touched, t.all)
 	}

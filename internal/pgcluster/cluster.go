@@ -138,6 +138,9 @@ type Cluster struct {
 	exited chan struct{} // closed when the postmaster has exited
 	err    error         // the postmaster's exit status; read after exited
 
+	// logStart is the size of the log file when this server started.
+	logStart int64
+
 	stopOnce sync.Once
 	stopErr  error
 }
@@ -180,9 +183,48 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		}
 	}
 
+	for attempt := 1; ; attempt++ {
+		c, err := launch(ctx, opts, own)
+		var old *oldServerError
+		if err == nil || !errors.As(err, &old) || attempt == oldServerAttempts {
+			return c, err
+		}
+		// The backends of a server killed a moment ago (SIGKILL of the
+		// postmaster) still hold its shared memory until they notice
+		// and exit, which takes them a moment.
+		log.Warn("processes of a killed PostgreSQL server still hold its shared memory; starting again shortly",
+			"data_dir", opts.DataDir, "attempt", attempt)
+		select {
+		case <-ctx.Done():
+			return nil, errors.Join(err, ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// oldServerAttempts bounds how often Start launches the server while the
+// processes of a killed one still hold its shared memory: 50 attempts,
+// 200 ms apart.
+const oldServerAttempts = 50
+
+// oldServerError is a start that failed because processes of an earlier
+// server on the data directory are still attached to its shared memory.
+type oldServerError struct{ err error }
+
+func (e *oldServerError) Error() string { return e.err.Error() }
+func (e *oldServerError) Unwrap() error { return e.err }
+
+// launch starts the server once and waits until it accepts connections.
+// On error no server is left running.
+func launch(ctx context.Context, opts Options, own *owner) (*Cluster, error) {
+	log := opts.Logger
 	logf, err := openLog(filepath.Join(opts.DataDir, logFileName))
 	if err != nil {
 		return nil, err
+	}
+	var logStart int64
+	if fi, err := logf.Stat(); err == nil {
+		logStart = fi.Size()
 	}
 	cmd := exec.Command(filepath.Join(opts.BinDir, "postgres"), serverArgs(opts)...)
 	cmd.Dir = opts.DataDir
@@ -193,7 +235,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		logf.Close()
 		return nil, fmt.Errorf("pgcluster: start postgres: %w", err)
 	}
-	c := &Cluster{opts: opts, cmd: cmd, exited: make(chan struct{})}
+	c := &Cluster{opts: opts, cmd: cmd, exited: make(chan struct{}), logStart: logStart}
 	go func() {
 		c.err = cmd.Wait()
 		logf.Close()
@@ -402,8 +444,13 @@ func (c *Cluster) waitReady(ctx context.Context) error {
 		}
 		select {
 		case <-c.exited:
-			return fmt.Errorf("pgcluster: postgres exited during startup (%v); log %s:\n%s",
-				c.err, c.LogFile(), c.logTail(20))
+			tail := c.logTail(20)
+			err := fmt.Errorf("pgcluster: postgres exited during startup (%v); log %s:\n%s",
+				c.err, c.LogFile(), tail)
+			if bytes.Contains(c.logSinceStart(), []byte("pre-existing shared memory block")) {
+				err = &oldServerError{err}
+			}
+			return err
 		case <-ctx.Done():
 			return fmt.Errorf("pgcluster: postgres not ready (%v): %w; log %s:\n%s",
 				last, ctx.Err(), c.LogFile(), c.logTail(20))
@@ -421,6 +468,15 @@ func (c *Cluster) ping(ctx context.Context) error {
 	}
 	w.close()
 	return nil
+}
+
+// logSinceStart is what this server wrote to the log file.
+func (c *Cluster) logSinceStart() []byte {
+	b, err := os.ReadFile(c.LogFile())
+	if err != nil || int64(len(b)) < c.logStart {
+		return nil
+	}
+	return b[c.logStart:]
 }
 
 func (c *Cluster) logTail(n int) []byte {

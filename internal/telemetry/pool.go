@@ -32,6 +32,16 @@ func ObservePool(stats func() ledger.PoolStats) (unregister func() error, err er
 	if err != nil {
 		return nil, err
 	}
+	batches, err := m.Int64ObservableCounter("berth.db.claim_batches", metric.WithUnit("{transaction}"),
+		metric.WithDescription("Transactions sent by the claim writers (group commit of new consumers' allocations)"))
+	if err != nil {
+		return nil, err
+	}
+	batched, err := m.Int64ObservableCounter("berth.db.claim_batch_claims", metric.WithUnit("{claim}"),
+		metric.WithDescription("Claims sent by the claim writers; divided by berth.db.claim_batches, the mean batch size"))
+	if err != nil {
+		return nil, err
+	}
 	state := func(v string) metric.ObserveOption {
 		return metric.WithAttributes(attribute.String("state", v))
 	}
@@ -48,8 +58,10 @@ func ObservePool(stats func() ledger.PoolStats) (unregister func() error, err er
 		o.ObserveInt64(acquires, st.EmptyAcquireCount, result("waited"))
 		o.ObserveInt64(acquires, st.CanceledAcquireCount, result("canceled"))
 		o.ObserveFloat64(wait, st.AcquireDuration.Seconds())
+		o.ObserveInt64(batches, st.ClaimBatches)
+		o.ObserveInt64(batched, st.BatchedClaims)
 		return nil
-	}, conns, acquires, wait)
+	}, conns, acquires, wait, batches, batched)
 	if err != nil {
 		return nil, err
 	}
