@@ -75,7 +75,7 @@ func options() []option {
 				"0 the best (ties in a stable order)."},
 		{flag: "claim-writers", arg: "N", envs: []string{"BERTH_CLAIM_WRITERS"},
 			help: "Batches of new consumers' allocations written at once: claims that arrive\n" +
-				"while all writers are busy are committed together, up to 16 per transaction.\n" +
+				"while all writers are busy are committed together, up to 64 per transaction.\n" +
 				"0: each claim in a transaction of its own."},
 		{flag: "snapshot-refresh", arg: "DURATION", envs: []string{"BERTH_SNAPSHOT_REFRESH"},
 			help: "Full reload interval of the in-memory ledger snapshot (e.g. 5m); negative disables."},
