@@ -94,7 +94,17 @@ type ProviderSummary struct {
 	Traits []string
 	// Aggregates are the uuids of the provider's aggregates, in id order.
 	Aggregates []string
+	// Version identifies what the summary was made from: two summaries
+	// of one provider with equal Versions are equal in every field, so a
+	// caller may keep what it derives from a summary until the Version
+	// changes.
+	Version ProviderVersion
 }
+
+// ProviderVersion is an opaque, comparable identity of one provider's
+// state in a snapshot (see ProviderSummary.Version). The zero value
+// matches no provider.
+type ProviderVersion struct{ p *snapProvider }
 
 // SummaryResource is the capacity and usage of one inventory.
 type SummaryResource struct {
@@ -952,6 +962,7 @@ func (s *Snapshot) summaries(list []int32) []ProviderSummary {
 		p := s.provs[i]
 		ps := &out[k]
 		ps.UUID, ps.Name, ps.Generation, ps.RootUUID = p.uuid, p.name, p.generation, s.provs[s.idx.root[i]].uuid
+		ps.Version = ProviderVersion{p}
 		if pi := s.idx.parent[i]; pi >= 0 {
 			ps.ParentUUID = s.provs[pi].uuid
 		}

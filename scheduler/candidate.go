@@ -115,15 +115,15 @@ type Candidate struct {
 	// tie-break of the ranking, so equal scores keep the ledger's order.
 	Index int
 	// Allocations are what the candidate takes, provider by provider.
+	// Candidates may share an Allocation's Resources map.
 	Allocations []Allocation
-	// Mappings are request group suffix -> providers that satisfied it.
-	Mappings map[string][]string
 	// Roots are the distinct roots of the allocated providers, the first
 	// allocation's first. A candidate using a sharing provider has more
 	// than one.
 	Roots []string
 	// Providers holds the summary of every provider of the candidate's
-	// trees, by uuid. It is shared between candidates.
+	// trees, by uuid. It is shared between candidates, and the Providers
+	// in it may be shared with other requests' candidates.
 	Providers map[string]*Provider
 }
 
