@@ -217,15 +217,13 @@ func (s *Snapshot) candidates(ctx context.Context, p *CandidatesParams) (*Candid
 		// Draw from the roots in random order; if that finds every
 		// candidate, there were no more than want: take them again in the
 		// deterministic order (cheap, since there are few).
-		shuffled := slices.Clone(anchors)
-		rand.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
-		found, complete = e.roundRobin(shuffled, want)
+		found, complete = e.roundRobin(slices.Clone(anchors), want, true)
 		if complete {
 			e.seen, e.steps = nil, 0
-			found, complete = e.roundRobin(anchors, want)
+			found, complete = e.roundRobin(anchors, want, false)
 		}
 	} else {
-		found, complete = e.roundRobin(anchors, want)
+		found, complete = e.roundRobin(anchors, want, false)
 	}
 	out := e.result(found)
 	out.Truncated, out.Roots = !complete, len(s.idx.roots)
@@ -574,8 +572,11 @@ func (g *gen) prov(i int) int32 { return g.opts[i][g.pos[i]] }
 // roundRobin takes one candidate from each anchor in turn, so a capped
 // answer is spread over many trees rather than being the first
 // combinations of one. It returns the candidates as provider vectors (one
-// provider per slot) and whether the search ran to completion.
-func (e *engine) roundRobin(anchors []int32, want int) ([][]int32, bool) {
+// provider per slot) and whether the search ran to completion. With
+// shuffle it visits the anchors in random order, shuffling anchors in
+// place only as far as it gets (a sample of a hundred candidates need
+// not shuffle ten thousand roots).
+func (e *engine) roundRobin(anchors []int32, want int, shuffle bool) ([][]int32, bool) {
 	var found [][]int32
 	n := len(e.slots)
 	arena := make([]int32, 0, min(want, 4096)*n)
@@ -600,10 +601,16 @@ func (e *engine) roundRobin(anchors []int32, want int) ([][]int32, bool) {
 	var optsBuf [][]int32
 	var posBuf []int
 	var provBuf []int32
-	for _, a := range anchors {
+	for k := range anchors {
 		if len(found) >= want || e.stopped {
 			return found, false
 		}
+		if shuffle {
+			// Fisher-Yates, one step per anchor visited.
+			j := k + rand.IntN(len(anchors)-k)
+			anchors[k], anchors[j] = anchors[j], anchors[k]
+		}
+		a := anchors[k]
 		if !e.anchorOK(a) || !e.inAnchorSets(a) {
 			continue
 		}
@@ -646,7 +653,9 @@ func (e *engine) open(g *gen, a int32, buf []int32) ([]int32, bool) {
 	g.anchor, g.leaf = a, false
 	for i := range e.slots {
 		if cap(buf)-len(buf) < 64 {
-			buf = make([]int32, 0, 16384)
+			// Chunks grow from 512 to 16,384 providers: a claim's sample
+			// opens about a hundred small trees, a full answer thousands.
+			buf = make([]int32, 0, min(max(2*cap(buf), 512), 16384))
 		}
 		start := len(buf)
 		buf = e.options(&e.slots[i], a, buf)
@@ -855,7 +864,29 @@ func (e *engine) result(found [][]int32) *Candidates {
 	var provOrder []int32
 	var amounts []int64 // parallel to keys
 	var keys []key
-	summarised := map[int32]bool{}
+	// The request's few class names, looked up once.
+	type classID struct {
+		id   int32
+		name string
+	}
+	var classes []classID
+	for i := range e.slots {
+		for _, r := range e.slots[i].res {
+			if !slices.ContainsFunc(classes, func(c classID) bool { return c.id == r.class }) {
+				classes = append(classes, classID{r.class, s.names.className[r.class]})
+			}
+		}
+	}
+	className := func(id int32) string {
+		for _, c := range classes {
+			if c.id == id {
+				return c.name
+			}
+		}
+		return s.names.className[id]
+	}
+	// summarised is a bit per provider of the snapshot.
+	summarised := make([]uint64, (len(s.provs)+63)/64)
 	var summaryOrder []int32
 	var allocBuf []CandidateAllocation
 	var resBuf []ResourceAmount
@@ -906,7 +937,7 @@ func (e *engine) result(found [][]int32) *Candidates {
 			start := n
 			for j, k := range keys {
 				if k.prov == p {
-					res[n] = ResourceAmount{Class: s.names.className[k.class], Amount: amounts[j]}
+					res[n] = ResourceAmount{Class: className(k.class), Amount: amounts[j]}
 					n++
 				}
 			}
@@ -917,8 +948,8 @@ func (e *engine) result(found [][]int32) *Candidates {
 			if e.nestedAware {
 				unit = s.idx.root[p]
 			}
-			if !summarised[unit] {
-				summarised[unit] = true
+			if w, bit := unit/64, uint64(1)<<(unit%64); summarised[w]&bit == 0 {
+				summarised[w] |= bit
 				summaryOrder = append(summaryOrder, unit)
 			}
 		}
