@@ -444,6 +444,7 @@ func (c *Claimer) selectCandidates(ctx context.Context, p *Params, r *resolved, 
 	// queueing on the first one's row lock.
 	cp := p.Candidates
 	cp.Limit, cp.Max = 0, c.cfg.MaxCandidates
+	cp.VersionsOnly = true // convert keeps the providers it saw (provCache)
 	if sample > 0 {
 		cp.Sample = true
 		if cp.Max <= 0 || sample < cp.Max {

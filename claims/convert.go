@@ -35,38 +35,41 @@ type cachedProvider struct {
 	prov    *scheduler.Provider
 }
 
-// lookup fills provs with the cached providers of sums that are still
-// current, and reports how many it found.
-func (pc *providerCache) lookup(sums []ledger.ProviderSummary, provs map[string]*scheduler.Provider) int {
+// lookup fills provs with the cached providers of versions that are still
+// current, and returns the indexes in versions of the others.
+func (pc *providerCache) lookup(versions []ledger.ProviderVersion, provs map[string]*scheduler.Provider) []int {
+	var missing []int
 	if pc == nil {
-		return 0
+		for i := range versions {
+			missing = append(missing, i)
+		}
+		return missing
 	}
-	n := 0
 	pc.mu.RLock()
 	defer pc.mu.RUnlock()
-	for i := range sums {
-		s := &sums[i]
-		if e, ok := pc.provs[s.UUID]; ok && s.Version != (ledger.ProviderVersion{}) && e.version == s.Version {
-			provs[s.UUID] = e.prov
-			n++
+	for i, v := range versions {
+		if e, ok := pc.provs[v.UUID()]; ok && v != (ledger.ProviderVersion{}) && e.version == v {
+			provs[e.prov.UUID] = e.prov
+			continue
 		}
+		missing = append(missing, i)
 	}
-	return n
+	return missing
 }
 
-// store caches the providers just built from fresh.
-func (pc *providerCache) store(fresh []ledger.ProviderSummary, built []*scheduler.Provider) {
-	if pc == nil || len(fresh) == 0 {
+// store caches the providers just built for versions.
+func (pc *providerCache) store(versions []ledger.ProviderVersion, built []*scheduler.Provider) {
+	if pc == nil || len(versions) == 0 {
 		return
 	}
 	pc.mu.Lock()
 	defer pc.mu.Unlock()
-	if pc.provs == nil || len(pc.provs)+len(fresh) > maxCachedProviders {
-		pc.provs = make(map[string]cachedProvider, len(fresh))
+	if pc.provs == nil || len(pc.provs)+len(versions) > maxCachedProviders {
+		pc.provs = make(map[string]cachedProvider, len(versions))
 	}
-	for i := range fresh {
-		if fresh[i].Version != (ledger.ProviderVersion{}) {
-			pc.provs[fresh[i].UUID] = cachedProvider{version: fresh[i].Version, prov: built[i]}
+	for i, v := range versions {
+		if v != (ledger.ProviderVersion{}) {
+			pc.provs[built[i].UUID] = cachedProvider{version: v, prov: built[i]}
 		}
 	}
 }
@@ -95,18 +98,27 @@ func Convert(c *ledger.Candidates) []*scheduler.Candidate {
 // leaving there those it builds. The Providers map is the caller's (one
 // per call); the Providers in it may be shared with other calls.
 func convert(c *ledger.Candidates, pc *providerCache) []*scheduler.Candidate {
-	provs := make(map[string]*scheduler.Provider, len(c.Summaries))
-	if pc.lookup(c.Summaries, provs) < len(c.Summaries) {
-		var fresh []ledger.ProviderSummary
-		var built []*scheduler.Provider
+	versions := c.Versions
+	if c.Summaries != nil {
+		versions = make([]ledger.ProviderVersion, len(c.Summaries))
 		for i := range c.Summaries {
-			s := &c.Summaries[i]
-			if _, ok := provs[s.UUID]; ok {
-				continue
+			versions[i] = c.Summaries[i].Version
+		}
+	}
+	provs := make(map[string]*scheduler.Provider, len(versions))
+	if missing := pc.lookup(versions, provs); len(missing) > 0 {
+		fresh := make([]ledger.ProviderVersion, len(missing))
+		built := make([]*scheduler.Provider, len(missing))
+		for k, i := range missing {
+			var p *scheduler.Provider
+			if c.Summaries != nil {
+				p = newProvider(&c.Summaries[i])
+			} else {
+				s := c.Summary(i)
+				p = newProvider(&s)
 			}
-			p := newProvider(s)
-			provs[s.UUID] = p
-			fresh, built = append(fresh, *s), append(built, p)
+			provs[p.UUID] = p
+			fresh[k], built[k] = versions[i], p
 		}
 		pc.store(fresh, built)
 	}

@@ -39,6 +39,11 @@ type CandidatesParams struct {
 	// first Max in the deterministic order. When all of them fit under
 	// Max the answer is the same as without Sample. Truncated tells which.
 	Sample bool
+	// VersionsOnly leaves Candidates.Summaries nil and lists instead, in
+	// Candidates.Versions, the providers they would describe: for a
+	// caller that keeps what it made of earlier summaries until their
+	// Version changes. Candidates.Summary describes one of them.
+	VersionsOnly bool
 }
 
 // Defaults for CandidatesParams.
@@ -60,6 +65,18 @@ type Candidates struct {
 	// (every root of the snapshot); see CandidatesShortfall for why the
 	// roots without a candidate have none.
 	Roots int
+	// Versions, with CandidatesParams.VersionsOnly, stand for the
+	// providers Summaries would describe, in the same order.
+	Versions []ProviderVersion
+
+	// snap and summaryList are what Summary describes.
+	snap        *Snapshot
+	summaryList []int32
+}
+
+// Summary describes the provider Versions[i] (or Summaries[i]) stands for.
+func (c *Candidates) Summary(i int) ProviderSummary {
+	return c.snap.summaries(c.summaryList[i : i+1])[0]
 }
 
 // AllocationRequest is one candidate: what to allocate from which provider,
@@ -105,6 +122,15 @@ type ProviderSummary struct {
 // state in a snapshot (see ProviderSummary.Version). The zero value
 // matches no provider.
 type ProviderVersion struct{ p *snapProvider }
+
+// UUID is the uuid of the provider v is a version of ("" for the zero
+// value).
+func (v ProviderVersion) UUID() string {
+	if v.p == nil {
+		return ""
+	}
+	return v.p.uuid
+}
 
 // SummaryResource is the capacity and usage of one inventory.
 type SummaryResource struct {
@@ -225,7 +251,7 @@ func (s *Snapshot) candidates(ctx context.Context, p *CandidatesParams) (*Candid
 	} else {
 		found, complete = e.roundRobin(anchors, want, false)
 	}
-	out := e.result(found)
+	out := e.result(found, p.VersionsOnly)
 	out.Truncated, out.Roots = !complete, len(s.idx.roots)
 	if p.Randomize {
 		rand.Shuffle(len(out.Requests), func(i, j int) {
@@ -854,7 +880,7 @@ func (e *engine) duplicate(g *gen) bool {
 // The many small slices of the answer are cut from a few shared backing
 // arrays: a response of ten thousand candidates would otherwise cost tens
 // of thousands of allocations.
-func (e *engine) result(found [][]int32) *Candidates {
+func (e *engine) result(found [][]int32, versionsOnly bool) *Candidates {
 	s := e.snap
 	out := &Candidates{Requests: make([]AllocationRequest, len(found))}
 	type key struct {
@@ -972,6 +998,14 @@ func (e *engine) result(found [][]int32) *Candidates {
 		} else {
 			members = append(members, u)
 		}
+	}
+	out.snap, out.summaryList = s, members
+	if versionsOnly {
+		out.Versions = make([]ProviderVersion, len(members))
+		for k, i := range members {
+			out.Versions[k] = ProviderVersion{s.provs[i]}
+		}
+		return out
 	}
 	out.Summaries = s.summaries(members)
 	return out
