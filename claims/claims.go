@@ -817,13 +817,10 @@ func (c *Claimer) result(p *Params, s *selection, chosen, attempts int, failed [
 
 // option is the answer's view of a ranked candidate of s.
 func (s *selection) option(sc scheduler.Scored) Option {
-	o := Option{Root: sc.Cand.Root(), Score: sc.Score, Weights: sc.Weights,
+	o := Option{Root: sc.Cand.Root(), Score: sc.Score, Weights: sc.Weights(),
 		Allocations: CandidateAllocations(sc.Cand), Mappings: mappings(&s.reqs[sc.Cand.Index])}
 	if prov := sc.Cand.Providers[o.Root]; prov != nil {
 		o.RootName = prov.Name
-	}
-	if o.Weights == nil {
-		o.Weights = map[string]float64{}
 	}
 	return o
 }

@@ -134,11 +134,14 @@ func convert(c *ledger.Candidates, pc *providerCache) []*scheduler.Candidate {
 	// Allocations of the same amounts share one (read-only) map: most
 	// candidates of a request take the same from their providers.
 	var shapes []allocShape
+	// Most candidates have one root: their Roots are cut from one array.
+	rootBuf := make([]string, 0, len(c.Requests))
 	for i, ar := range c.Requests {
 		sc := &cands[i]
 		sc.Index, sc.Providers = i, provs
 		start := len(allocBuf)
-		var shared []string
+		var rootArr, sharedArr [4]string
+		roots, shared := rootArr[:0], sharedArr[:0]
 		for _, a := range ar.Allocations {
 			alloc := scheduler.Allocation{ProviderUUID: a.ProviderUUID}
 			if k := slices.IndexFunc(shapes, func(sh allocShape) bool { return slices.Equal(sh.res, a.Resources) }); k >= 0 {
@@ -161,15 +164,21 @@ func convert(c *ledger.Candidates, pc *providerCache) []*scheduler.Candidate {
 				sharing = slices.Contains(p.Traits, sharesViaAggregate)
 			}
 			switch {
-			case slices.Contains(sc.Roots, root) || slices.Contains(shared, root):
+			case slices.Contains(roots, root) || slices.Contains(shared, root):
 			case sharing:
 				shared = append(shared, root)
 			default:
-				sc.Roots = append(sc.Roots, root)
+				roots = append(roots, root)
 			}
 		}
 		sc.Allocations = allocBuf[start:len(allocBuf):len(allocBuf)]
-		sc.Roots = append(sc.Roots, shared...)
+		if n := len(roots) + len(shared); n > cap(rootBuf)-len(rootBuf) {
+			sc.Roots = slices.Concat(roots, shared)
+		} else if n > 0 {
+			from := len(rootBuf)
+			rootBuf = append(append(rootBuf, roots...), shared...)
+			sc.Roots = rootBuf[from:len(rootBuf):len(rootBuf)]
+		}
 		out[i] = sc
 	}
 	return out
