@@ -104,6 +104,8 @@ type Claimer struct {
 	data     scheduler.ClusterData
 	cfg      Config
 	log      *slog.Logger
+	// provCache keeps the scheduler's view of providers between claims.
+	provCache providerCache
 }
 
 // SetClusterData installs what scriptlets query about the cluster (set
@@ -367,9 +369,11 @@ func (c *Claimer) Explain(ctx context.Context, p Params) (*Explanation, error) {
 
 // selection is the outcome of the selection pipeline.
 type selection struct {
-	roots   int // root providers the request saw
-	found   int // candidates the ledger found
-	cands   []*scheduler.Candidate
+	roots int // root providers the request saw
+	found int // candidates the ledger found
+	cands []*scheduler.Candidate
+	// reqs are the ledger's candidates, cands[i] made from reqs[i].
+	reqs    []ledger.AllocationRequest
 	steps   []Step
 	ranking *scheduler.Ranking
 	rankErr error // a *scheduler.RefusedError, or a failure
@@ -440,6 +444,7 @@ func (c *Claimer) selectCandidates(ctx context.Context, p *Params, r *resolved, 
 	// queueing on the first one's row lock.
 	cp := p.Candidates
 	cp.Limit, cp.Max = 0, c.cfg.MaxCandidates
+	cp.VersionsOnly = true // convert keeps the providers it saw (provCache)
 	if sample > 0 {
 		cp.Sample = true
 		if cp.Max <= 0 || sample < cp.Max {
@@ -452,11 +457,11 @@ func (c *Claimer) selectCandidates(ctx context.Context, p *Params, r *resolved, 
 		return nil, err
 	}
 	candidatesSpan(ctx, start, len(lc.Requests))
-	s := &selection{roots: lc.Roots, found: len(lc.Requests), cands: Convert(lc), policy: policy,
-		sampled: sample > 0 && lc.Truncated}
-	fit := map[string]bool{}
+	s := &selection{roots: lc.Roots, found: len(lc.Requests), cands: convert(lc, &c.provCache), reqs: lc.Requests,
+		policy: policy, sampled: sample > 0 && lc.Truncated}
+	fit := make(map[string]struct{}, len(s.cands))
 	for _, cand := range s.cands {
-		fit[cand.Root()] = true
+		fit[cand.Root()] = struct{}{}
 	}
 	first := Step{Unit: StepCandidates, Kind: "filter", Removed: max(0, lc.Roots-len(fit)),
 		Remaining: len(s.cands), Reasons: map[string]int{}}
@@ -495,8 +500,15 @@ func (c *Claimer) selectCandidates(ctx context.Context, p *Params, r *resolved, 
 			}
 		}
 	}
-	if c.enricher != nil && len(s.cands) > 0 {
-		if err := c.enricher.Enrich(ctx, policy.NeedsFor(req), s.cands[0].Providers); err != nil {
+	if needs := policy.NeedsFor(req); c.enricher != nil && len(s.cands) > 0 && needs != (scheduler.Needs{}) {
+		// The Providers may be shared with other claims (providerCache):
+		// the enricher writes into copies of its own.
+		provs := s.cands[0].Providers
+		for u, prov := range provs {
+			cp := *prov
+			provs[u] = &cp
+		}
+		if err := c.enricher.Enrich(ctx, needs, provs); err != nil {
 			return nil, err
 		}
 	}
@@ -758,7 +770,7 @@ func (c *Claimer) explainCapacity(ctx context.Context, p *Params, steps []Step) 
 // alternates are the best candidates on other roots, not on failed ones.
 func (c *Claimer) result(p *Params, s *selection, chosen, attempts int, failed []string) *Result {
 	ranked := s.ranking.Ranked
-	best := option(ranked[chosen])
+	best := s.option(ranked[chosen])
 	gen := int64(1)
 	if p.ConsumerGeneration != nil {
 		gen = *p.ConsumerGeneration + 1
@@ -785,12 +797,12 @@ func (c *Claimer) result(p *Params, s *selection, chosen, attempts int, failed [
 			continue
 		}
 		seen = append(seen, sc.Cand.Root())
-		r.Alternates = append(r.Alternates, option(sc))
+		r.Alternates = append(r.Alternates, s.option(sc))
 	}
 	if p.DryRun {
 		r.Ranking = make([]Option, len(ranked))
 		for i, sc := range ranked {
-			r.Ranking[i] = option(sc)
+			r.Ranking[i] = s.option(sc)
 		}
 		r.ScriptletLog = append([]LogLine{}, s.ranking.Log...)
 	}
@@ -803,14 +815,12 @@ func (c *Claimer) result(p *Params, s *selection, chosen, attempts int, failed [
 	return r
 }
 
-func option(sc scheduler.Scored) Option {
-	o := Option{Root: sc.Cand.Root(), Score: sc.Score, Weights: sc.Weights,
-		Allocations: CandidateAllocations(sc.Cand), Mappings: sc.Cand.Mappings}
+// option is the answer's view of a ranked candidate of s.
+func (s *selection) option(sc scheduler.Scored) Option {
+	o := Option{Root: sc.Cand.Root(), Score: sc.Score, Weights: sc.Weights(),
+		Allocations: CandidateAllocations(sc.Cand), Mappings: mappings(&s.reqs[sc.Cand.Index])}
 	if prov := sc.Cand.Providers[o.Root]; prov != nil {
 		o.RootName = prov.Name
-	}
-	if o.Weights == nil {
-		o.Weights = map[string]float64{}
 	}
 	return o
 }
@@ -843,71 +853,6 @@ func CandidateAllocations(c *scheduler.Candidate) []ledger.ProviderResources {
 		}
 		slices.SortFunc(pr.Resources, func(x, y ledger.Resource) int { return strings.Compare(x.Class, y.Class) })
 		out = append(out, pr)
-	}
-	return out
-}
-
-// sharesViaAggregate marks a provider that shares its inventory with the
-// trees of its aggregates.
-const sharesViaAggregate = "MISC_SHARES_VIA_AGGREGATE"
-
-// Convert turns a ledger answer into the scheduler's view. Provider
-// summaries are shared between the candidates. A candidate's Roots list
-// the roots of its own tree(s) before those of sharing providers, so
-// Root() is the tree the candidate is anchored on.
-func Convert(c *ledger.Candidates) []*scheduler.Candidate {
-	provs := make(map[string]*scheduler.Provider, len(c.Summaries))
-	for _, s := range c.Summaries {
-		p := &scheduler.Provider{UUID: s.UUID, Name: s.Name, ParentUUID: s.ParentUUID, RootUUID: s.RootUUID,
-			Traits: s.Traits, Aggregates: s.Aggregates, Resources: make(map[string]scheduler.Inventory, len(s.Resources))}
-		for _, r := range s.Resources {
-			p.Resources[r.Class] = scheduler.Inventory{Capacity: r.Capacity, Used: r.Used,
-				Total: r.Total, Reserved: r.Reserved, AllocationRatio: r.AllocationRatio,
-				MinUnit: r.MinUnit, MaxUnit: r.MaxUnit, StepSize: r.StepSize}
-		}
-		provs[s.UUID] = p
-	}
-	// One backing array for the candidates and one for their allocations:
-	// a claim converts every candidate (thousands), so allocations add up.
-	out := make([]*scheduler.Candidate, len(c.Requests))
-	cands := make([]scheduler.Candidate, len(c.Requests))
-	nAllocs := 0
-	for _, ar := range c.Requests {
-		nAllocs += len(ar.Allocations)
-	}
-	allocBuf := make([]scheduler.Allocation, 0, nAllocs)
-	for i, ar := range c.Requests {
-		sc := &cands[i]
-		sc.Index, sc.Providers, sc.Mappings = i, provs, make(map[string][]string, len(ar.Mappings))
-		start := len(allocBuf)
-		var shared []string
-		for _, a := range ar.Allocations {
-			alloc := scheduler.Allocation{ProviderUUID: a.ProviderUUID, Resources: make(map[string]int64, len(a.Resources))}
-			for _, r := range a.Resources {
-				alloc.Resources[r.Class] += r.Amount
-			}
-			allocBuf = append(allocBuf, alloc)
-			root, sharing := a.ProviderUUID, false
-			if p := provs[a.ProviderUUID]; p != nil {
-				if p.RootUUID != "" {
-					root = p.RootUUID
-				}
-				sharing = slices.Contains(p.Traits, sharesViaAggregate)
-			}
-			switch {
-			case slices.Contains(sc.Roots, root) || slices.Contains(shared, root):
-			case sharing:
-				shared = append(shared, root)
-			default:
-				sc.Roots = append(sc.Roots, root)
-			}
-		}
-		sc.Allocations = allocBuf[start:len(allocBuf):len(allocBuf)]
-		sc.Roots = append(sc.Roots, shared...)
-		for _, m := range ar.Mappings {
-			sc.Mappings[m.Suffix] = m.ProviderUUIDs
-		}
-		out[i] = sc
 	}
 	return out
 }

@@ -276,7 +276,7 @@ func (s *Server) claimCreate(c echo.Context) error {
 	if err != nil {
 		return candidatesError(err)
 	}
-	return writeJSON(c, http.StatusOK, claimResponse(r))
+	return writeClaim(c, r)
 }
 
 // claimReschedule serves POST /claims/{consumer_uuid}/reschedule: claim
@@ -291,7 +291,7 @@ func (s *Server) claimReschedule(c echo.Context) error {
 	if err != nil {
 		return candidatesError(err)
 	}
-	return writeJSON(c, http.StatusOK, claimResponse(r))
+	return writeClaim(c, r)
 }
 
 // claimMove serves POST /claims/{consumer_uuid}/move: a migration claim.
@@ -307,7 +307,7 @@ func (s *Server) claimMove(c echo.Context) error {
 	if err != nil {
 		return candidatesError(err)
 	}
-	return writeJSON(c, http.StatusOK, claimResponse(r))
+	return writeClaim(c, r)
 }
 
 // claimConfirm serves POST /claims/{consumer_uuid}/move/confirm.
@@ -349,66 +349,122 @@ func (s *Server) moveEnd(c echo.Context, end func(ctx context.Context, consumer,
 	})
 }
 
-func claimResponse(r *claims.Result) map[string]any {
-	alternates := make([]any, len(r.Alternates))
+// claimAnswer is the answer to a claim. Its fields are in name order, the
+// order encoding/json gives a map's keys, so the answer reads as it did
+// when it was built from maps; structs cost fewer allocations.
+type claimAnswer struct {
+	Allocations        map[string]any      `json:"allocations"`
+	Alternates         []alternateJSON     `json:"alternates"`
+	Attempts           int                 `json:"attempts"`
+	ConsumerGeneration int64               `json:"consumer_generation"`
+	ConsumerUUID       string              `json:"consumer_uuid"`
+	DryRun             bool                `json:"dry_run"`
+	Mappings           map[string][]string `json:"mappings"`
+	Migration          *migrationJSON      `json:"migration,omitempty"`
+	// Ranking and ScriptletLog are set (possibly to empty slices) for dry
+	// runs only.
+	Ranking          any        `json:"ranking,omitempty"`
+	RootProviderName string     `json:"root_provider_name"`
+	RootProviderUUID string     `json:"root_provider_uuid"`
+	Score            float64    `json:"score"`
+	ScriptletLog     any        `json:"scriptlet_log,omitempty"`
+	Steps            []stepJSON `json:"steps"`
+}
+
+type alternateJSON struct {
+	Allocations      map[string]any      `json:"allocations"`
+	Mappings         map[string][]string `json:"mappings"`
+	RootProviderName string              `json:"root_provider_name"`
+	RootProviderUUID string              `json:"root_provider_uuid"`
+	Score            float64             `json:"score"`
+}
+
+type rankedJSON struct {
+	Allocations      map[string]any     `json:"allocations"`
+	Rank             int                `json:"rank"`
+	RootProviderName string             `json:"root_provider_name"`
+	RootProviderUUID string             `json:"root_provider_uuid"`
+	Score            float64            `json:"score"`
+	Weights          map[string]float64 `json:"weights"`
+}
+
+type logLineJSON struct {
+	Level   string `json:"level"`
+	Message string `json:"message"`
+}
+
+type migrationJSON struct {
+	Allocations  map[string]any `json:"allocations"`
+	ConsumerUUID string         `json:"consumer_uuid"`
+}
+
+type stepJSON struct {
+	Kind      string         `json:"kind"`
+	Reasons   map[string]int `json:"reasons"`
+	Remaining int            `json:"remaining"`
+	Removed   int            `json:"removed"`
+	Unit      string         `json:"unit"`
+}
+
+func claimResponse(r *claims.Result) *claimAnswer {
+	alternates := make([]alternateJSON, len(r.Alternates))
 	for i, o := range r.Alternates {
-		alternates[i] = map[string]any{
-			"root_provider_uuid": o.Root,
-			"root_provider_name": o.RootName,
-			"score":              o.Score,
-			"allocations":        allocationsJSON(o.Allocations),
-			"mappings":           o.Mappings,
+		alternates[i] = alternateJSON{
+			RootProviderUUID: o.Root,
+			RootProviderName: o.RootName,
+			Score:            o.Score,
+			Allocations:      allocationsJSON(o.Allocations),
+			Mappings:         o.Mappings,
 		}
 	}
-	out := map[string]any{
-		"consumer_uuid":       r.ConsumerUUID,
-		"consumer_generation": r.ConsumerGeneration,
-		"allocations":         allocationsJSON(r.Allocations),
-		"mappings":            r.Mappings,
-		"root_provider_uuid":  r.Root,
-		"root_provider_name":  r.RootName,
-		"score":               r.Score,
-		"alternates":          alternates,
-		"attempts":            r.Attempts,
-		"dry_run":             r.DryRun,
-		"steps":               stepsJSON(r.Steps),
+	out := &claimAnswer{
+		ConsumerUUID:       r.ConsumerUUID,
+		ConsumerGeneration: r.ConsumerGeneration,
+		Allocations:        allocationsJSON(r.Allocations),
+		Mappings:           r.Mappings,
+		RootProviderUUID:   r.Root,
+		RootProviderName:   r.RootName,
+		Score:              r.Score,
+		Alternates:         alternates,
+		Attempts:           r.Attempts,
+		DryRun:             r.DryRun,
+		Steps:              stepsJSON(r.Steps),
 	}
 	if r.DryRun {
-		ranking := make([]any, len(r.Ranking))
+		ranking := make([]rankedJSON, len(r.Ranking))
 		for i, o := range r.Ranking {
-			ranking[i] = map[string]any{
-				"rank":               i + 1,
-				"root_provider_uuid": o.Root,
-				"root_provider_name": o.RootName,
-				"score":              o.Score,
-				"weights":            o.Weights,
-				"allocations":        allocationsJSON(o.Allocations),
+			ranking[i] = rankedJSON{
+				Rank:             i + 1,
+				RootProviderUUID: o.Root,
+				RootProviderName: o.RootName,
+				Score:            o.Score,
+				Weights:          o.Weights,
+				Allocations:      allocationsJSON(o.Allocations),
 			}
 		}
-		log := make([]any, len(r.ScriptletLog))
+		log := make([]logLineJSON, len(r.ScriptletLog))
 		for i, l := range r.ScriptletLog {
-			log[i] = map[string]any{"level": l.Level, "message": l.Message}
+			log[i] = logLineJSON{Level: l.Level, Message: l.Message}
 		}
-		out["ranking"], out["scriptlet_log"] = ranking, log
+		out.Ranking, out.ScriptletLog = ranking, log
 	}
 	if r.Migration != nil {
-		out["migration"] = map[string]any{
-			"consumer_uuid": r.Migration.ConsumerUUID,
-			"allocations":   allocationsJSON(r.Migration.Allocations),
+		out.Migration = &migrationJSON{
+			ConsumerUUID: r.Migration.ConsumerUUID,
+			Allocations:  allocationsJSON(r.Migration.Allocations),
 		}
 	}
 	return out
 }
 
-func stepsJSON(steps []claims.Step) []any {
-	out := make([]any, len(steps))
+func stepsJSON(steps []claims.Step) []stepJSON {
+	out := make([]stepJSON, len(steps))
 	for i, st := range steps {
 		reasons := st.Reasons
 		if reasons == nil {
 			reasons = map[string]int{}
 		}
-		out[i] = map[string]any{"unit": st.Unit, "kind": st.Kind, "removed": st.Removed,
-			"remaining": st.Remaining, "reasons": reasons}
+		out[i] = stepJSON{Unit: st.Unit, Kind: st.Kind, Removed: st.Removed, Remaining: st.Remaining, Reasons: reasons}
 	}
 	return out
 }

@@ -45,6 +45,7 @@ type contentLengthConn struct {
 	bodyLeft    int64  // body bytes of the current request still to pass
 	passthrough bool   // stop inspecting
 	ended       bool   // the stream ends after pending (invalid length seen)
+	buf         []byte // what Read reads into, reused: consume copies out of it
 }
 
 func (c *contentLengthConn) Read(p []byte) (int, error) {
@@ -52,7 +53,10 @@ func (c *contentLengthConn) Read(p []byte) (int, error) {
 		if c.ended {
 			return 0, io.EOF
 		}
-		buf := make([]byte, len(p))
+		if cap(c.buf) < len(p) {
+			c.buf = make([]byte, len(p))
+		}
+		buf := c.buf[:len(p)]
 		n, err := c.Conn.Read(buf)
 		if n > 0 {
 			c.consume(buf[:n])
@@ -115,6 +119,44 @@ func (c *contentLengthConn) consume(b []byte) {
 // inspect examines one header block, sets up body framing, and rewrites a
 // non-integer Content-Length.
 func (c *contentLengthConn) inspect(block []byte) []byte {
+	// Most header blocks pass unchanged: look at the two headers that
+	// matter without splitting the block, and rewrite it only for an
+	// invalid Content-Length.
+	rewrite := false
+	for rest := block[:len(block)-4]; len(rest) > 0 && !rewrite; {
+		line := rest
+		if i := bytes.Index(rest, []byte("\r\n")); i >= 0 {
+			line, rest = rest[:i], rest[i+2:]
+		} else {
+			rest = nil
+		}
+		name, value, ok := bytes.Cut(line, []byte(":"))
+		if !ok {
+			continue
+		}
+		name = bytes.TrimSpace(name)
+		switch {
+		case bytes.EqualFold(name, []byte("transfer-encoding")):
+			c.passthrough = true
+		case bytes.EqualFold(name, []byte("content-length")):
+			n, err := strconv.ParseInt(string(bytes.TrimSpace(value)), 10, 64)
+			if err != nil || n < 0 {
+				rewrite = true
+				continue
+			}
+			c.bodyLeft = n
+		}
+	}
+	if !rewrite {
+		return block
+	}
+	return c.rewrite(block)
+}
+
+// rewrite is inspect for a block with an invalid Content-Length: each
+// line is checked again, and the invalid value moves to
+// headerInvalidContentLength.
+func (c *contentLengthConn) rewrite(block []byte) []byte {
 	lines := strings.Split(string(block[:len(block)-4]), "\r\n")
 	out := lines[:0:0]
 	for _, line := range lines {

@@ -304,7 +304,7 @@ func (e *ValidationError) Error() string {
 // the most relevant violation (the shallowest, first in schema order, as
 // jsonschema's best_match does), or nil.
 func (s *Schema) Validate(doc any) error {
-	errs := s.validate(doc, nil, nil)
+	errs := s.validate(doc, &walk{})
 	if len(errs) == 0 {
 		return nil
 	}
@@ -317,20 +317,60 @@ func (s *Schema) Validate(doc any) error {
 	return best
 }
 
-func appendPath(p []any, e any) []any {
-	out := make([]any, len(p), len(p)+1)
-	copy(out, p)
-	return append(out, e)
+// pathStep is one step of an instance or schema path: a property name
+// or keyword, or an array index.
+type pathStep struct {
+	key     string
+	index   int
+	isIndex bool
 }
 
-func (s *Schema) validate(inst any, path, spath []any) []*ValidationError {
+// walk holds the paths to where validate is: one stack each, pushed
+// before validate descends and popped after, and made into the slices a
+// ValidationError keeps only when a violation is recorded (most
+// documents have none).
+type walk struct {
+	path, spath []pathStep
+}
+
+// slice returns steps, then extra, as ValidationError keeps a path (nil
+// for an empty one).
+func slice(steps []pathStep, extra ...any) []any {
+	if len(steps)+len(extra) == 0 {
+		return nil
+	}
+	out := make([]any, len(steps), len(steps)+len(extra))
+	for i, st := range steps {
+		if st.isIndex {
+			out[i] = st.index
+		} else {
+			out[i] = st.key
+		}
+	}
+	return append(out, extra...)
+}
+
+// descend validates inst under sub with path and spath extended by the
+// given steps.
+func (w *walk) descend(sub *Schema, inst any, path pathStep, spath ...string) []*ValidationError {
+	n, sn := len(w.path), len(w.spath)
+	w.path = append(w.path, path)
+	for _, k := range spath {
+		w.spath = append(w.spath, pathStep{key: k})
+	}
+	errs := sub.validate(inst, w)
+	w.path, w.spath = w.path[:n], w.spath[:sn]
+	return errs
+}
+
+func (s *Schema) validate(inst any, w *walk) []*ValidationError {
 	var errs []*ValidationError
 	fail := func(keyword, format string, args ...any) {
 		errs = append(errs, &ValidationError{
 			Message:    fmt.Sprintf(format, args...),
 			Validator:  keyword,
-			schemaPath: appendPath(spath, keyword),
-			path:       path,
+			schemaPath: slice(w.spath, keyword),
+			path:       slice(w.path),
 			schema:     s.raw,
 			instance:   inst,
 		})
@@ -352,7 +392,7 @@ func (s *Schema) validate(inst any, path, spath []any) []*ValidationError {
 			}
 			for _, name := range s.propOrder {
 				if v, ok := obj[name]; ok {
-					errs = append(errs, s.properties[name].validate(v, appendPath(path, name), appendPath(appendPath(spath, k), name))...)
+					errs = append(errs, w.descend(s.properties[name], v, pathStep{key: name}, k, name)...)
 				}
 			}
 		case "patternProperties":
@@ -363,7 +403,7 @@ func (s *Schema) validate(inst any, path, spath []any) []*ValidationError {
 			for _, pp := range s.patternProps {
 				for _, name := range sortedKeys(obj) {
 					if pp.re.MatchString(name) {
-						errs = append(errs, pp.schema.validate(obj[name], appendPath(path, name), appendPath(appendPath(spath, k), pp.src))...)
+						errs = append(errs, w.descend(pp.schema, obj[name], pathStep{key: name}, k, pp.src)...)
 					}
 				}
 			}
@@ -393,7 +433,7 @@ func (s *Schema) validate(inst any, path, spath []any) []*ValidationError {
 			}
 			if s.additional != nil {
 				for _, name := range extras {
-					errs = append(errs, s.additional.validate(obj[name], appendPath(path, name), appendPath(spath, k))...)
+					errs = append(errs, w.descend(s.additional, obj[name], pathStep{key: name}, k)...)
 				}
 				continue
 			}
@@ -446,7 +486,7 @@ func (s *Schema) validate(inst any, path, spath []any) []*ValidationError {
 				continue
 			}
 			for i, e := range arr {
-				errs = append(errs, s.items.validate(e, appendPath(path, i), appendPath(spath, k))...)
+				errs = append(errs, w.descend(s.items, e, pathStep{index: i, isIndex: true}, k)...)
 			}
 		case "minItems":
 			if arr, ok := inst.([]any); ok && len(arr) < *s.minItems {
@@ -506,7 +546,7 @@ func (s *Schema) validate(inst any, path, spath []any) []*ValidationError {
 		case "anyOf":
 			ok := false
 			for _, sub := range s.anyOf {
-				if len(sub.validate(inst, path, spath)) == 0 {
+				if len(sub.validate(inst, w)) == 0 {
 					ok = true
 					break
 				}
@@ -517,7 +557,7 @@ func (s *Schema) validate(inst any, path, spath []any) []*ValidationError {
 		case "oneOf":
 			n := 0
 			for _, sub := range s.oneOf {
-				if len(sub.validate(inst, path, spath)) == 0 {
+				if len(sub.validate(inst, w)) == 0 {
 					n++
 				}
 			}
@@ -527,7 +567,7 @@ func (s *Schema) validate(inst any, path, spath []any) []*ValidationError {
 				fail(k, "%s is valid under each of %s", pyRepr(inst), "the given schemas")
 			}
 		case "not":
-			if len(s.notSchema.validate(inst, path, spath)) == 0 {
+			if len(s.notSchema.validate(inst, w)) == 0 {
 				fail(k, "%s should not be valid under %s", pyRepr(inst), pyRepr(s.notSchema.raw))
 			}
 		}

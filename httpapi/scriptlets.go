@@ -140,7 +140,7 @@ func scriptletTestJSON(ex *claims.Explanation) map[string]any {
 				"root_provider_uuid": root,
 				"root_provider_name": providerName(sc.Cand, root),
 				"score":              sc.Score,
-				"weights":            sc.Weights,
+				"weights":            sc.Weights(),
 				"allocations":        allocationsJSON(claims.CandidateAllocations(sc.Cand)),
 			}
 			ranking = append(ranking, entry)

@@ -39,6 +39,11 @@ type CandidatesParams struct {
 	// first Max in the deterministic order. When all of them fit under
 	// Max the answer is the same as without Sample. Truncated tells which.
 	Sample bool
+	// VersionsOnly leaves Candidates.Summaries nil and lists instead, in
+	// Candidates.Versions, the providers they would describe: for a
+	// caller that keeps what it made of earlier summaries until their
+	// Version changes. Candidates.Summary describes one of them.
+	VersionsOnly bool
 }
 
 // Defaults for CandidatesParams.
@@ -60,6 +65,18 @@ type Candidates struct {
 	// (every root of the snapshot); see CandidatesShortfall for why the
 	// roots without a candidate have none.
 	Roots int
+	// Versions, with CandidatesParams.VersionsOnly, stand for the
+	// providers Summaries would describe, in the same order.
+	Versions []ProviderVersion
+
+	// snap and summaryList are what Summary describes.
+	snap        *Snapshot
+	summaryList []int32
+}
+
+// Summary describes the provider Versions[i] (or Summaries[i]) stands for.
+func (c *Candidates) Summary(i int) ProviderSummary {
+	return c.snap.summaries(c.summaryList[i : i+1])[0]
 }
 
 // AllocationRequest is one candidate: what to allocate from which provider,
@@ -94,6 +111,25 @@ type ProviderSummary struct {
 	Traits []string
 	// Aggregates are the uuids of the provider's aggregates, in id order.
 	Aggregates []string
+	// Version identifies what the summary was made from: two summaries
+	// of one provider with equal Versions are equal in every field, so a
+	// caller may keep what it derives from a summary until the Version
+	// changes.
+	Version ProviderVersion
+}
+
+// ProviderVersion is an opaque, comparable identity of one provider's
+// state in a snapshot (see ProviderSummary.Version). The zero value
+// matches no provider.
+type ProviderVersion struct{ p *snapProvider }
+
+// UUID is the uuid of the provider v is a version of ("" for the zero
+// value).
+func (v ProviderVersion) UUID() string {
+	if v.p == nil {
+		return ""
+	}
+	return v.p.uuid
 }
 
 // SummaryResource is the capacity and usage of one inventory.
@@ -207,17 +243,15 @@ func (s *Snapshot) candidates(ctx context.Context, p *CandidatesParams) (*Candid
 		// Draw from the roots in random order; if that finds every
 		// candidate, there were no more than want: take them again in the
 		// deterministic order (cheap, since there are few).
-		shuffled := slices.Clone(anchors)
-		rand.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
-		found, complete = e.roundRobin(shuffled, want)
+		found, complete = e.roundRobin(slices.Clone(anchors), want, true)
 		if complete {
 			e.seen, e.steps = nil, 0
-			found, complete = e.roundRobin(anchors, want)
+			found, complete = e.roundRobin(anchors, want, false)
 		}
 	} else {
-		found, complete = e.roundRobin(anchors, want)
+		found, complete = e.roundRobin(anchors, want, false)
 	}
-	out := e.result(found)
+	out := e.result(found, p.VersionsOnly)
 	out.Truncated, out.Roots = !complete, len(s.idx.roots)
 	if p.Randomize {
 		rand.Shuffle(len(out.Requests), func(i, j int) {
@@ -564,8 +598,11 @@ func (g *gen) prov(i int) int32 { return g.opts[i][g.pos[i]] }
 // roundRobin takes one candidate from each anchor in turn, so a capped
 // answer is spread over many trees rather than being the first
 // combinations of one. It returns the candidates as provider vectors (one
-// provider per slot) and whether the search ran to completion.
-func (e *engine) roundRobin(anchors []int32, want int) ([][]int32, bool) {
+// provider per slot) and whether the search ran to completion. With
+// shuffle it visits the anchors in random order, shuffling anchors in
+// place only as far as it gets (a sample of a hundred candidates need
+// not shuffle ten thousand roots).
+func (e *engine) roundRobin(anchors []int32, want int, shuffle bool) ([][]int32, bool) {
 	var found [][]int32
 	n := len(e.slots)
 	arena := make([]int32, 0, min(want, 4096)*n)
@@ -590,10 +627,16 @@ func (e *engine) roundRobin(anchors []int32, want int) ([][]int32, bool) {
 	var optsBuf [][]int32
 	var posBuf []int
 	var provBuf []int32
-	for _, a := range anchors {
+	for k := range anchors {
 		if len(found) >= want || e.stopped {
 			return found, false
 		}
+		if shuffle {
+			// Fisher-Yates, one step per anchor visited.
+			j := k + rand.IntN(len(anchors)-k)
+			anchors[k], anchors[j] = anchors[j], anchors[k]
+		}
+		a := anchors[k]
 		if !e.anchorOK(a) || !e.inAnchorSets(a) {
 			continue
 		}
@@ -636,7 +679,9 @@ func (e *engine) open(g *gen, a int32, buf []int32) ([]int32, bool) {
 	g.anchor, g.leaf = a, false
 	for i := range e.slots {
 		if cap(buf)-len(buf) < 64 {
-			buf = make([]int32, 0, 16384)
+			// Chunks grow from 512 to 16,384 providers: a claim's sample
+			// opens about a hundred small trees, a full answer thousands.
+			buf = make([]int32, 0, min(max(2*cap(buf), 512), 16384))
 		}
 		start := len(buf)
 		buf = e.options(&e.slots[i], a, buf)
@@ -835,7 +880,7 @@ func (e *engine) duplicate(g *gen) bool {
 // The many small slices of the answer are cut from a few shared backing
 // arrays: a response of ten thousand candidates would otherwise cost tens
 // of thousands of allocations.
-func (e *engine) result(found [][]int32) *Candidates {
+func (e *engine) result(found [][]int32, versionsOnly bool) *Candidates {
 	s := e.snap
 	out := &Candidates{Requests: make([]AllocationRequest, len(found))}
 	type key struct {
@@ -845,7 +890,29 @@ func (e *engine) result(found [][]int32) *Candidates {
 	var provOrder []int32
 	var amounts []int64 // parallel to keys
 	var keys []key
-	summarised := map[int32]bool{}
+	// The request's few class names, looked up once.
+	type classID struct {
+		id   int32
+		name string
+	}
+	var classes []classID
+	for i := range e.slots {
+		for _, r := range e.slots[i].res {
+			if !slices.ContainsFunc(classes, func(c classID) bool { return c.id == r.class }) {
+				classes = append(classes, classID{r.class, s.names.className[r.class]})
+			}
+		}
+	}
+	className := func(id int32) string {
+		for _, c := range classes {
+			if c.id == id {
+				return c.name
+			}
+		}
+		return s.names.className[id]
+	}
+	// summarised is a bit per provider of the snapshot.
+	summarised := make([]uint64, (len(s.provs)+63)/64)
 	var summaryOrder []int32
 	var allocBuf []CandidateAllocation
 	var resBuf []ResourceAmount
@@ -896,7 +963,7 @@ func (e *engine) result(found [][]int32) *Candidates {
 			start := n
 			for j, k := range keys {
 				if k.prov == p {
-					res[n] = ResourceAmount{Class: s.names.className[k.class], Amount: amounts[j]}
+					res[n] = ResourceAmount{Class: className(k.class), Amount: amounts[j]}
 					n++
 				}
 			}
@@ -907,8 +974,8 @@ func (e *engine) result(found [][]int32) *Candidates {
 			if e.nestedAware {
 				unit = s.idx.root[p]
 			}
-			if !summarised[unit] {
-				summarised[unit] = true
+			if w, bit := unit/64, uint64(1)<<(unit%64); summarised[w]&bit == 0 {
+				summarised[w] |= bit
 				summaryOrder = append(summaryOrder, unit)
 			}
 		}
@@ -932,6 +999,14 @@ func (e *engine) result(found [][]int32) *Candidates {
 			members = append(members, u)
 		}
 	}
+	out.snap, out.summaryList = s, members
+	if versionsOnly {
+		out.Versions = make([]ProviderVersion, len(members))
+		for k, i := range members {
+			out.Versions[k] = ProviderVersion{s.provs[i]}
+		}
+		return out
+	}
 	out.Summaries = s.summaries(members)
 	return out
 }
@@ -952,6 +1027,7 @@ func (s *Snapshot) summaries(list []int32) []ProviderSummary {
 		p := s.provs[i]
 		ps := &out[k]
 		ps.UUID, ps.Name, ps.Generation, ps.RootUUID = p.uuid, p.name, p.generation, s.provs[s.idx.root[i]].uuid
+		ps.Version = ProviderVersion{p}
 		if pi := s.idx.parent[i]; pi >= 0 {
 			ps.ParentUUID = s.provs[pi].uuid
 		}

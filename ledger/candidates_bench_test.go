@@ -71,6 +71,10 @@ func BenchmarkCandidates(b *testing.B) {
 		b.Run(fmt.Sprintf("N=%d/limit=1000", n), func(b *testing.B) {
 			benchRun(b, s, CandidatesParams{NestedAware: true, Limit: 1000, Groups: flavor()}, 1000)
 		})
+		b.Run(fmt.Sprintf("N=%d/sample=100", n), func(b *testing.B) {
+			// What a claim asks (claims.Config.ClaimCandidates).
+			benchRun(b, s, CandidatesParams{NestedAware: true, Max: 100, Sample: true, Groups: flavor()}, 100)
+		})
 		b.Run(fmt.Sprintf("N=%d/trait", n), func(b *testing.B) {
 			g := []RequestGroup{{Resources: res("VCPU:2,MEMORY_MB:4096"), RequiredTraits: [][]string{{"CUSTOM_BENCH"}}}}
 			benchRun(b, s, CandidatesParams{NestedAware: true, Groups: g}, n/10)

@@ -154,20 +154,20 @@ func TestImplicitAffinityKeys(t *testing.T) {
 	}
 	req := &Request{Keys: []KeyRequest{{Name: "zone", Value: 1, Weight: 1, System: true}}}
 	r, err := p.Rank(context.Background(), req, cands)
-	if err != nil || roots(r) != "near,far" || r.Ranked[0].Weights[AffinityKeysName] != 1 {
-		t.Fatalf("%v %s %v", err, roots(r), r.Ranked[0].Weights)
+	if err != nil || roots(r) != "near,far" || r.Ranked[0].Weights()[AffinityKeysName] != 1 {
+		t.Fatalf("%v %s %v", err, roots(r), r.Ranked[0].Weights())
 	}
 	if n := p.NeedsFor(req); !n.Keys || !n.ConsumerKeys || p.Needs().Keys || p.NeedsFor(&Request{}).Keys {
 		t.Errorf("needs %+v", n)
 	}
 	r, _ = p.Rank(context.Background(), &Request{}, cands)
-	if _, ok := r.Ranked[0].Weights[AffinityKeysName]; ok || roots(r) != "far,near" {
-		t.Errorf("without keys: %s %v", roots(r), r.Ranked[0].Weights)
+	if _, ok := r.Ranked[0].Weights()[AffinityKeysName]; ok || roots(r) != "far,near" {
+		t.Errorf("without keys: %s %v", roots(r), r.Ranked[0].Weights())
 	}
 	// A policy that lists affinity_keys uses its own, and only that.
 	pc, _ := ParsePolicyConfig([]byte(`{"weighers": [{"name": "affinity_keys", "factor": 3}]}`))
 	p, _ = NewPolicy(pc, nil, nil, ScriptletLimits{})
-	if r, _ = p.Rank(context.Background(), req, cands); r.Ranked[0].Weights[AffinityKeysName] != 3 {
-		t.Errorf("listed: %v", r.Ranked[0].Weights)
+	if r, _ = p.Rank(context.Background(), req, cands); r.Ranked[0].Weights()[AffinityKeysName] != 3 {
+		t.Errorf("listed: %v", r.Ranked[0].Weights())
 	}
 }

@@ -115,15 +115,15 @@ type Candidate struct {
 	// tie-break of the ranking, so equal scores keep the ledger's order.
 	Index int
 	// Allocations are what the candidate takes, provider by provider.
+	// Candidates may share an Allocation's Resources map.
 	Allocations []Allocation
-	// Mappings are request group suffix -> providers that satisfied it.
-	Mappings map[string][]string
 	// Roots are the distinct roots of the allocated providers, the first
 	// allocation's first. A candidate using a sharing provider has more
 	// than one.
 	Roots []string
 	// Providers holds the summary of every provider of the candidate's
-	// trees, by uuid. It is shared between candidates.
+	// trees, by uuid. It is shared between candidates, and the Providers
+	// in it may be shared with other requests' candidates.
 	Providers map[string]*Provider
 }
 
@@ -222,23 +222,29 @@ func (c *Candidate) usage(fn func(provider, class string, inv Inventory, amount 
 		if p == nil {
 			continue
 		}
-		var buf [8]string
-		for _, class := range sortedClasses(buf[:0], a.Resources) {
-			if inv, ok := p.Resources[class]; ok {
-				fn(a.ProviderUUID, class, inv, a.Resources[class])
+		var buf [8]classAmount
+		for _, ca := range sortedAmounts(buf[:0], a.Resources) {
+			if inv, ok := p.Resources[ca.class]; ok {
+				fn(a.ProviderUUID, ca.class, inv, ca.amount)
 			}
 		}
 	}
 }
 
-// sortedClasses appends the classes of res to buf in name order, so a
-// caller's result does not depend on map order; a caller passes a small
-// array's slice to keep the common case off the heap.
-func sortedClasses(buf []string, res map[string]int64) []string {
-	for class := range res {
-		buf = append(buf, class)
+// classAmount is one entry of an Allocation's Resources.
+type classAmount struct {
+	class  string
+	amount int64
+}
+
+// sortedAmounts appends the entries of res to buf in class name order, so
+// a caller's result does not depend on map order; a caller passes a
+// small array's slice to keep the common case off the heap.
+func sortedAmounts(buf []classAmount, res map[string]int64) []classAmount {
+	for class, amount := range res {
+		buf = append(buf, classAmount{class, amount})
 	}
-	slices.Sort(buf)
+	slices.SortFunc(buf, func(a, b classAmount) int { return strings.Compare(a.class, b.class) })
 	return buf
 }
 

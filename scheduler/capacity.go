@@ -46,9 +46,9 @@ func (*Capacity) Filter(_ context.Context, _ *Request, c *Candidate) *Status {
 		p := c.Providers[a.ProviderUUID]
 		// Classes in name order, so the reason a candidate is counted
 		// under does not depend on map order.
-		var buf [8]string
-		for _, class := range sortedClasses(buf[:0], a.Resources) {
-			amount := a.Resources[class]
+		var buf [8]classAmount
+		for _, ca := range sortedAmounts(buf[:0], a.Resources) {
+			class, amount := ca.class, ca.amount
 			var inv Inventory
 			if p != nil {
 				inv = p.Resources[class]

@@ -326,10 +326,25 @@ type Ranking struct {
 // Scored is a candidate with its score.
 type Scored struct {
 	Cand *Candidate
-	// Score is the sum of Weights.
+	// Score is the sum of the weighers' contributions (Weights).
 	Score float64
-	// Weights is each weigher's contribution: factor * normalised raw.
-	Weights map[string]float64
+	// names are the weighers of the Rank, in the order they ran (shared
+	// by every Scored of a Ranking); contribs their contributions to
+	// Score. Kept as slices, not as a map per candidate: a claim ranks a
+	// hundred candidates and answers with two or three.
+	names    []string
+	contribs []float64
+}
+
+// Weights is each weigher's contribution to Score, factor * normalised
+// raw value, by weigher name (summed when two weighers share a name).
+// It is a new map on every call.
+func (s *Scored) Weights() map[string]float64 {
+	m := make(map[string]float64, len(s.names))
+	for i, name := range s.names {
+		m[name] += s.contribs[i]
+	}
+	return m
 }
 
 // Rejection is what one filter removed.
@@ -437,11 +452,16 @@ func (p *Policy) Rank(ctx context.Context, req *Request, cands []*Candidate) (_ 
 	}
 
 	scored := make([]Scored, len(passed))
+	names := make([]string, len(weighers))
+	for k, w := range weighers {
+		names[k] = w.w.Name()
+	}
+	contribs := make([]float64, len(passed)*len(weighers))
 	for i, c := range passed {
-		scored[i] = Scored{Cand: c, Weights: make(map[string]float64, len(weighers))}
+		scored[i] = Scored{Cand: c, names: names, contribs: contribs[i*len(weighers) : (i+1)*len(weighers) : (i+1)*len(weighers)]}
 	}
 	raw := make([]float64, len(passed))
-	for _, w := range weighers {
+	for k, w := range weighers {
 		start := time.Now()
 		if bw, ok := w.w.(BatchWeigher); ok {
 			clear(raw)
@@ -465,7 +485,7 @@ func (p *Policy) Rank(ctx context.Context, req *Request, cands []*Candidate) (_ 
 		norm := Normalize(raw)
 		for i := range scored {
 			contrib := w.factor * norm[i]
-			scored[i].Weights[w.w.Name()] += contrib
+			scored[i].contribs[k] = contrib
 			scored[i].Score += contrib
 		}
 		stageSpan(ctx, "weigher", w.w.Name(), start)

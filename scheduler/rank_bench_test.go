@@ -124,3 +124,20 @@ def instance_placement(request, candidate_members):
 		})
 	}
 }
+
+// BenchmarkRankClaim ranks what a claim ranks: a hundred candidates, the
+// default policy (capacity, spread).
+func BenchmarkRankClaim(b *testing.B) {
+	cands := benchCands(100)
+	req := &Request{ConsumerUUID: "c", Resources: map[string]int64{"VCPU": 2, "MEMORY_MB": 4096, "DISK_GB": 20}}
+	p, err := NewPolicy(DefaultPolicyConfig(), nil, nil, ScriptletLimits{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := p.Rank(context.Background(), req, cands); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -455,7 +455,7 @@ func TestDefaultPolicy(t *testing.T) {
 	if roots(r) != "empty,half" || r.Rejections[0].Unit != CapacityName || r.Rejections[0].Removed != 1 {
 		t.Errorf("default policy: %s %+v", roots(r), r.Rejections)
 	}
-	if w := r.Ranked[0].Weights[SpreadName]; w != 1 {
-		t.Errorf("weights %v", r.Ranked[0].Weights)
+	if w := r.Ranked[0].Weights()[SpreadName]; w != 1 {
+		t.Errorf("weights %v", r.Ranked[0].Weights())
 	}
 }

@@ -58,7 +58,7 @@ func candidateMember(c *Candidate) *memberValue {
 // setRank gives m its place in the ranking, in place: instance_placement
 // is the last use of a Rank's members, after every filter and weigher.
 func (m *memberValue) setRank(rank int, s Scored) *memberValue {
-	m.ranked, m.rank, m.score, m.weights = true, rank, s.Score, s.Weights
+	m.ranked, m.rank, m.score, m.weights = true, rank, s.Score, s.Weights()
 	return m
 }
 

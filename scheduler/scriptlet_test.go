@@ -295,8 +295,8 @@ def weigh(request, candidate):
 		t.Fatal(err)
 	}
 	last := r.Rejections[len(r.Rejections)-1]
-	if roots(r) != "node2,uuid-1" || last.Unit != "starlark:units" || last.Reasons["too full"] != 1 || r.Ranked[0].Weights["starlark:units"] != 2 {
-		t.Errorf("ranked %s, rejections %+v, weights %v", roots(r), r.Rejections, r.Ranked[0].Weights)
+	if roots(r) != "node2,uuid-1" || last.Unit != "starlark:units" || last.Reasons["too full"] != 1 || r.Ranked[0].Weights()["starlark:units"] != 2 {
+		t.Errorf("ranked %s, rejections %+v, weights %v", roots(r), r.Rejections, r.Ranked[0].Weights())
 	}
 	r, _ = p.Rank(context.Background(), &Request{}, threeCands())
 	if roots(r) != "uuid-1" || r.Rejections[len(r.Rejections)-1].Reasons["removed by starlark:units"] != 1 {

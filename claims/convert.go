@@ -1,0 +1,204 @@
+package claims
+
+import (
+	"slices"
+	"sync"
+
+	"github.com/berthd/berth/ledger"
+	"github.com/berthd/berth/scheduler"
+)
+
+// sharesViaAggregate marks a provider that shares its inventory with the
+// trees of its aggregates.
+const sharesViaAggregate = "MISC_SHARES_VIA_AGGREGATE"
+
+// maxCachedProviders bounds a providerCache: past it, the cache starts
+// over (deleted providers would otherwise stay in it for good).
+const maxCachedProviders = 100_000
+
+// providerCache keeps the scheduler's view of providers from one claim to
+// the next. Building a scheduler.Provider costs a map per provider, and a
+// claim converts about a hundred of them; a provider's summary changes
+// only when the provider does (a claim on it, an inventory or trait
+// change), so most claims find most of theirs here. Entries are keyed by
+// uuid and valid while the ledger summary's Version is the same. The
+// cached Providers are shared by concurrent claims and must not be
+// changed: a claim that enriches providers copies them first (see
+// selectCandidates). It is safe for concurrent use.
+type providerCache struct {
+	mu    sync.RWMutex
+	provs map[string]cachedProvider
+}
+
+type cachedProvider struct {
+	version ledger.ProviderVersion
+	prov    *scheduler.Provider
+}
+
+// lookup fills provs with the cached providers of versions that are still
+// current, and returns the indexes in versions of the others.
+func (pc *providerCache) lookup(versions []ledger.ProviderVersion, provs map[string]*scheduler.Provider) []int {
+	var missing []int
+	if pc == nil {
+		for i := range versions {
+			missing = append(missing, i)
+		}
+		return missing
+	}
+	pc.mu.RLock()
+	defer pc.mu.RUnlock()
+	for i, v := range versions {
+		if e, ok := pc.provs[v.UUID()]; ok && v != (ledger.ProviderVersion{}) && e.version == v {
+			provs[e.prov.UUID] = e.prov
+			continue
+		}
+		missing = append(missing, i)
+	}
+	return missing
+}
+
+// store caches the providers just built for versions.
+func (pc *providerCache) store(versions []ledger.ProviderVersion, built []*scheduler.Provider) {
+	if pc == nil || len(versions) == 0 {
+		return
+	}
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	if pc.provs == nil || len(pc.provs)+len(versions) > maxCachedProviders {
+		pc.provs = make(map[string]cachedProvider, len(versions))
+	}
+	for i, v := range versions {
+		if v != (ledger.ProviderVersion{}) {
+			pc.provs[built[i].UUID] = cachedProvider{version: v, prov: built[i]}
+		}
+	}
+}
+
+// newProvider is the scheduler's view of one provider summary.
+func newProvider(s *ledger.ProviderSummary) *scheduler.Provider {
+	p := &scheduler.Provider{UUID: s.UUID, Name: s.Name, ParentUUID: s.ParentUUID, RootUUID: s.RootUUID,
+		Traits: s.Traits, Aggregates: s.Aggregates, Resources: make(map[string]scheduler.Inventory, len(s.Resources))}
+	for _, r := range s.Resources {
+		p.Resources[r.Class] = scheduler.Inventory{Capacity: r.Capacity, Used: r.Used,
+			Total: r.Total, Reserved: r.Reserved, AllocationRatio: r.AllocationRatio,
+			MinUnit: r.MinUnit, MaxUnit: r.MaxUnit, StepSize: r.StepSize}
+	}
+	return p
+}
+
+// Convert turns a ledger answer into the scheduler's view. Provider
+// summaries are shared between the candidates. A candidate's Roots list
+// the roots of its own tree(s) before those of sharing providers, so
+// Root() is the tree the candidate is anchored on.
+func Convert(c *ledger.Candidates) []*scheduler.Candidate {
+	return convert(c, nil)
+}
+
+// convert is Convert taking the providers it can from pc (nil: none) and
+// leaving there those it builds. The Providers map is the caller's (one
+// per call); the Providers in it may be shared with other calls.
+func convert(c *ledger.Candidates, pc *providerCache) []*scheduler.Candidate {
+	versions := c.Versions
+	if c.Summaries != nil {
+		versions = make([]ledger.ProviderVersion, len(c.Summaries))
+		for i := range c.Summaries {
+			versions[i] = c.Summaries[i].Version
+		}
+	}
+	provs := make(map[string]*scheduler.Provider, len(versions))
+	if missing := pc.lookup(versions, provs); len(missing) > 0 {
+		fresh := make([]ledger.ProviderVersion, len(missing))
+		built := make([]*scheduler.Provider, len(missing))
+		for k, i := range missing {
+			var p *scheduler.Provider
+			if c.Summaries != nil {
+				p = newProvider(&c.Summaries[i])
+			} else {
+				s := c.Summary(i)
+				p = newProvider(&s)
+			}
+			provs[p.UUID] = p
+			fresh[k], built[k] = versions[i], p
+		}
+		pc.store(fresh, built)
+	}
+	// One backing array for the candidates and one for their allocations:
+	// a claim converts every candidate (thousands), so allocations add up.
+	out := make([]*scheduler.Candidate, len(c.Requests))
+	cands := make([]scheduler.Candidate, len(c.Requests))
+	nAllocs := 0
+	for _, ar := range c.Requests {
+		nAllocs += len(ar.Allocations)
+	}
+	allocBuf := make([]scheduler.Allocation, 0, nAllocs)
+	// Allocations of the same amounts share one (read-only) map: most
+	// candidates of a request take the same from their providers.
+	var shapes []allocShape
+	// Most candidates have one root: their Roots are cut from one array.
+	rootBuf := make([]string, 0, len(c.Requests))
+	for i, ar := range c.Requests {
+		sc := &cands[i]
+		sc.Index, sc.Providers = i, provs
+		start := len(allocBuf)
+		var rootArr, sharedArr [4]string
+		roots, shared := rootArr[:0], sharedArr[:0]
+		for _, a := range ar.Allocations {
+			alloc := scheduler.Allocation{ProviderUUID: a.ProviderUUID}
+			if k := slices.IndexFunc(shapes, func(sh allocShape) bool { return slices.Equal(sh.res, a.Resources) }); k >= 0 {
+				alloc.Resources = shapes[k].m
+			} else {
+				alloc.Resources = make(map[string]int64, len(a.Resources))
+				for _, r := range a.Resources {
+					alloc.Resources[r.Class] += r.Amount
+				}
+				if len(shapes) < maxAllocShapes {
+					shapes = append(shapes, allocShape{a.Resources, alloc.Resources})
+				}
+			}
+			allocBuf = append(allocBuf, alloc)
+			root, sharing := a.ProviderUUID, false
+			if p := provs[a.ProviderUUID]; p != nil {
+				if p.RootUUID != "" {
+					root = p.RootUUID
+				}
+				sharing = slices.Contains(p.Traits, sharesViaAggregate)
+			}
+			switch {
+			case slices.Contains(roots, root) || slices.Contains(shared, root):
+			case sharing:
+				shared = append(shared, root)
+			default:
+				roots = append(roots, root)
+			}
+		}
+		sc.Allocations = allocBuf[start:len(allocBuf):len(allocBuf)]
+		if n := len(roots) + len(shared); n > cap(rootBuf)-len(rootBuf) {
+			sc.Roots = slices.Concat(roots, shared)
+		} else if n > 0 {
+			from := len(rootBuf)
+			rootBuf = append(append(rootBuf, roots...), shared...)
+			sc.Roots = rootBuf[from:len(rootBuf):len(rootBuf)]
+		}
+		out[i] = sc
+	}
+	return out
+}
+
+// maxAllocShapes bounds the distinct allocation amounts convert shares
+// maps for; past it, allocations get maps of their own.
+const maxAllocShapes = 8
+
+// allocShape is one distinct list of amounts and its map.
+type allocShape struct {
+	res []ledger.ResourceAmount
+	m   map[string]int64
+}
+
+// mappings is a ledger candidate's request group suffix -> providers.
+func mappings(ar *ledger.AllocationRequest) map[string][]string {
+	m := make(map[string][]string, len(ar.Mappings))
+	for _, g := range ar.Mappings {
+		m[g.Suffix] = g.ProviderUUIDs
+	}
+	return m
+}
