@@ -77,12 +77,13 @@ func newBatchFixture(t *testing.T) (bf *batchFixture, held string) {
 // send sends ws concurrently, each alone, and waits until all are queued.
 func (bf *batchFixture) send(t *testing.T, ws []ledger.ConsumerAllocations) []chan error {
 	t.Helper()
+	queued := ledger.QueuedClaims(bf.store)
 	out := make([]chan error, len(ws))
 	for i, w := range ws {
 		out[i] = make(chan error, 1)
 		go func() { out[i] <- bf.store.AllocationsReplace(bf.ctx, []ledger.ConsumerAllocations{w}) }()
 	}
-	waitFor(t, func() bool { return ledger.QueuedClaims(bf.store) == len(ws) })
+	waitFor(t, func() bool { return ledger.QueuedClaims(bf.store) == queued+len(ws) })
 	return out
 }
 
@@ -190,4 +191,32 @@ func used(s ledger.ProviderSummary, class string) int64 {
 		}
 	}
 	return -1
+}
+
+// TestClaimBatchSkipsAbandonedClaims queues a claim whose caller gives
+// up while the writer is busy: it is never sent, its caller gets its
+// context's error, and the claims queued with it are written.
+func TestClaimBatchSkipsAbandonedClaims(t *testing.T) {
+	bf, _ := newBatchFixture(t)
+	rp := bf.provider("rp", inv("VCPU", 8))
+	ctx, cancel := context.WithCancel(bf.ctx)
+	gone := newClaim(uuid.NewString(), rp, res("VCPU", 1))
+	abandoned := make(chan error, 1)
+	go func() { abandoned <- bf.store.AllocationsReplace(ctx, []ledger.ConsumerAllocations{gone}) }()
+	waitFor(t, func() bool { return ledger.QueuedClaims(bf.store) == 1 })
+	kept := bf.send(t, []ledger.ConsumerAllocations{newClaim(uuid.NewString(), rp, res("VCPU", 2))})
+	cancel()
+	bf.release()
+	if err := <-bf.first; err != nil {
+		t.Fatalf("first claim: %v", err)
+	}
+	if err := <-abandoned; !errors.Is(err, context.Canceled) {
+		t.Fatalf("abandoned claim: %v, want context.Canceled", err)
+	}
+	if err := <-kept[0]; err != nil {
+		t.Fatalf("claim queued with it: %v", err)
+	}
+	if u := bf.usages(rp); u.Usages["VCPU"] != 2 {
+		t.Fatalf("provider: %+v, want VCPU 2 (the abandoned claim not written)", u)
+	}
 }
