@@ -126,18 +126,47 @@ func (s *Store) ClaimFailureAdd(ctx context.Context, consumerUUID, providerUUID 
 	return err
 }
 
-// ClaimFailures lists the root providers consumerUUID failed on, oldest
-// first.
+// ClaimFailures lists the root providers consumerUUID failed on within
+// the failure TTL (Config.ClaimFailureTTL), oldest first.
 func (s *Store) ClaimFailures(ctx context.Context, consumerUUID string) ([]string, error) {
 	id, ok := canonicalUUID(consumerUUID)
 	if !ok {
 		return nil, nil
 	}
 	rows, err := s.pool.Query(ctx, `
-		SELECT provider_uuid::text FROM claim_failures WHERE consumer_uuid = $1
-		ORDER BY failed_at, provider_uuid`, id)
+		SELECT provider_uuid::text FROM claim_failures
+		WHERE consumer_uuid = $1 AND ($2::interval IS NULL OR failed_at > now() - $2::interval)
+		ORDER BY failed_at, provider_uuid`, id, s.failureInterval())
 	if err != nil {
 		return nil, err
 	}
 	return pgx.CollectRows(rows, pgx.RowTo[string])
+}
+
+// failureInterval is the failure TTL as an SQL interval argument, nil
+// (NULL) when failures are remembered for ever.
+func (s *Store) failureInterval() any {
+	if s.failureTTL <= 0 {
+		return nil
+	}
+	return s.failureTTL
+}
+
+// purgeClaimFailures deletes remembered failures older than the failure
+// TTL, at start and then every quarter of the TTL (at most hourly), until
+// ctx ends. ClaimFailures ignores them in between, so the purge only
+// keeps the table small.
+func (s *Store) purgeClaimFailures(ctx context.Context) {
+	every := min(s.failureTTL/4, time.Hour)
+	for {
+		if _, err := s.pool.Exec(ctx, `DELETE FROM claim_failures WHERE failed_at < now() - $1::interval`,
+			s.failureTTL); err != nil && ctx.Err() == nil {
+			s.log.Warn("ledger: purging expired claim failures", "error", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(every):
+		}
+	}
 }

@@ -3,6 +3,7 @@ package ledger_test
 import (
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -63,4 +64,45 @@ func TestClaimWriteAllOrNothing(t *testing.T) {
 	if err := f.store.ClaimFailureAdd(f.ctx, "x", rp); !errors.Is(err, ledger.ErrInvalid) {
 		t.Fatalf("malformed consumer: %v", err)
 	}
+}
+
+// TestClaimFailuresExpire checks that a failure older than the TTL is no
+// longer listed, and that a store purges such rows when it starts.
+func TestClaimFailuresExpire(t *testing.T) {
+	f := newFixture(t)
+	inst, old, recent := uuid.NewString(), uuid.NewString(), uuid.NewString()
+	for _, rp := range []string{old, recent} {
+		if err := f.store.ClaimFailureAdd(f.ctx, inst, rp); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := f.db.Exec(f.ctx, `UPDATE claim_failures SET failed_at = now() - interval '25 hours' WHERE provider_uuid = $1`, old); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := f.store.ClaimFailures(f.ctx, inst); err != nil || len(got) != 1 || got[0] != recent {
+		t.Fatalf("failures %v %v, want only %s (the other is past the default 24h)", got, err, recent)
+	}
+	var rows int
+	if err := f.db.QueryRow(f.ctx, `SELECT count(*) FROM claim_failures`).Scan(&rows); err != nil || rows != 2 {
+		t.Fatalf("%d rows (%v) before the purge, want 2", rows, err)
+	}
+	// Remembered for ever: both listed.
+	forever, err := ledger.Open(f.ctx, ledger.Config{DatabaseURL: f.db.Config().ConnString(), MaxConns: 2, ClaimFailureTTL: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(forever.Close)
+	if got, err := forever.ClaimFailures(f.ctx, inst); err != nil || len(got) != 2 {
+		t.Fatalf("failures with no TTL %v %v, want both", got, err)
+	}
+	// A store with a 1h TTL purges the 25-hour-old row when it starts.
+	short, err := ledger.Open(f.ctx, ledger.Config{DatabaseURL: f.db.Config().ConnString(), MaxConns: 2, ClaimFailureTTL: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(short.Close)
+	waitFor(t, func() bool {
+		err := f.db.QueryRow(f.ctx, `SELECT count(*) FROM claim_failures`).Scan(&rows)
+		return err == nil && rows == 1
+	})
 }

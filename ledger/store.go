@@ -46,6 +46,11 @@ type Config struct {
 	// operation fails with ErrUnavailable. 0 means DefaultAcquireTimeout.
 	// It does not limit statements once the transaction has begun.
 	AcquireTimeout time.Duration
+	// ClaimFailureTTL is how long a provider a consumer failed on
+	// (ClaimFailureAdd) keeps being avoided by its reschedules; older
+	// failures are forgotten and purged. 0 means DefaultClaimFailureTTL
+	// and a negative value remembers failures for ever.
+	ClaimFailureTTL time.Duration
 	// ClaimWriters is how many group-committed batches of new
 	// consumers' allocations (claim_batch.go) may be in flight at once;
 	// 0 means DefaultClaimWriters and a negative value sends every claim
@@ -60,6 +65,7 @@ const (
 	DefaultSnapshotRefresh = 5 * time.Minute
 	DefaultConnectTimeout  = 3 * time.Second
 	DefaultAcquireTimeout  = 5 * time.Second
+	DefaultClaimFailureTTL = 24 * time.Hour
 )
 
 // Store is the ledger. It is safe for concurrent use.
@@ -81,6 +87,8 @@ type Store struct {
 	sender string
 	// notes sends change notifications after commit (notifier.go).
 	notes *notifier
+	// failureTTL is Config.ClaimFailureTTL after defaults; <= 0: for ever.
+	failureTTL time.Duration
 	// claims group-commits fast-path claims (claim_batch.go); nil when
 	// every claim goes alone.
 	claims *claimBatcher
@@ -143,6 +151,14 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	s.bg.Add(1)
 	go func() { defer s.bg.Done(); s.snap.listen(bg, pcfg.ConnConfig, s.sender) }()
+	if cfg.ClaimFailureTTL == 0 {
+		cfg.ClaimFailureTTL = DefaultClaimFailureTTL
+	}
+	if cfg.ClaimFailureTTL > 0 {
+		s.failureTTL = cfg.ClaimFailureTTL
+		s.bg.Add(1)
+		go func() { defer s.bg.Done(); s.purgeClaimFailures(bg) }()
+	}
 	if cfg.SnapshotRefresh == 0 {
 		cfg.SnapshotRefresh = DefaultSnapshotRefresh
 	}

@@ -73,6 +73,9 @@ func options() []option {
 			help: "A claim writes one of its best N candidates, picked at random, to spread\n" +
 				"concurrent claims; 1 picks at random among the ties with the best score,\n" +
 				"0 the best (ties in a stable order)."},
+		{flag: "claim-failure-ttl", arg: "DURATION", envs: []string{"BERTH_CLAIM_FAILURE_TTL"},
+			help: "How long a reschedule keeps avoiding a provider the consumer failed on;\n" +
+				"older failures are forgotten. Negative: for ever."},
 		{flag: "claim-writers", arg: "N", envs: []string{"BERTH_CLAIM_WRITERS"},
 			help: "Batches of new consumers' allocations written at once: claims that arrive\n" +
 				"while all writers are busy are committed together, up to 64 per transaction.\n" +
@@ -151,6 +154,7 @@ func newFlagSet(cfg *daemon.Config) *flag.FlagSet {
 	fs.IntVar(&cfg.ClaimMaxAttempts, "claim-max-attempts", cfg.ClaimMaxAttempts, "")
 	fs.IntVar(&cfg.ClaimCandidates, "claim-candidates", cfg.ClaimCandidates, "")
 	fs.IntVar(&cfg.ClaimSubsetSize, "claim-subset-size", cfg.ClaimSubsetSize, "")
+	fs.DurationVar(&cfg.ClaimFailureTTL, "claim-failure-ttl", cfg.ClaimFailureTTL, "")
 	fs.IntVar(&cfg.ClaimWriters, "claim-writers", cfg.ClaimWriters, "")
 	fs.DurationVar(&cfg.SnapshotRefresh, "snapshot-refresh", cfg.SnapshotRefresh, "")
 	fs.IntVar(&cfg.DBMaxConns, "db-max-conns", cfg.DBMaxConns, "")

@@ -84,6 +84,10 @@ type Config struct {
 	// best this many candidates; 1 (default) among the ties with the best;
 	// 0 takes the best, ties in the ledger's order.
 	ClaimSubsetSize int
+	// ClaimFailureTTL is how long reschedules keep avoiding a provider a
+	// consumer failed on (ledger.Config.ClaimFailureTTL). Default 24h;
+	// negative: for ever.
+	ClaimFailureTTL time.Duration
 	// ClaimWriters is how many group-committed batches of new consumers'
 	// allocations may be in flight at once (ledger.Config.ClaimWriters).
 	// Default ledger.DefaultClaimWriters; 0 writes each claim in a
@@ -199,6 +203,7 @@ func Default() Config {
 		ClaimCandidates:  claims.DefaultClaimCandidates,
 		ClaimSubsetSize:  1,
 		ClaimWriters:     ledger.DefaultClaimWriters,
+		ClaimFailureTTL:  ledger.DefaultClaimFailureTTL,
 		SnapshotRefresh:  ledger.DefaultSnapshotRefresh,
 		DBMaxConns:       DefaultDBMaxConns,
 		OTelExporter:     telemetry.ExporterNone,
@@ -306,6 +311,9 @@ func (c Config) Validate() error {
 	}
 	if c.ClaimCandidates == 0 {
 		errs = append(errs, fmt.Errorf("claim candidates: want a positive number, or negative to rank every candidate"))
+	}
+	if c.ClaimFailureTTL == 0 {
+		errs = append(errs, fmt.Errorf("claim failure ttl: want a positive duration, or negative to remember for ever"))
 	}
 	if c.ClaimWriters < 0 || c.ClaimWriters > 64 {
 		errs = append(errs, fmt.Errorf("claim writers %d: want 0 to 64", c.ClaimWriters))

@@ -113,6 +113,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err erro
 		StatementTimeout: cfg.DBStatementTimeout,
 		SnapshotRefresh:  cfg.SnapshotRefresh,
 		ClaimWriters:     claimWriters(cfg.ClaimWriters),
+		ClaimFailureTTL:  cfg.ClaimFailureTTL,
 		Logger:           log,
 	}); err != nil {
 		return nil, err
