@@ -229,13 +229,39 @@ func (s *Store) notifyOwnWrite(w *ownWrite) {
 	s.notify(&txn{touched: w.providers, writes: []*ownWrite{w}})
 }
 
-// sendFast sends the fast path's statements as one implicit transaction
-// and reads what the write statement wrote (nil if it refused).
+// sendFast sends the fast path's statements for fc alone, as one
+// implicit transaction, and reads what the write statement wrote (nil if
+// it refused).
 func (s *Store) sendFast(ctx context.Context, fc fastClaim) (*ownWrite, error) {
+	ws, err := s.sendWrites(ctx, []fastClaim{fc})
+	if err != nil {
+		return nil, err
+	}
+	return ws[0], nil
+}
+
+// sendWrites sends the write statements of fcs in one pipeline, as one
+// implicit transaction after one lock statement over all their
+// providers, and returns, per claim, what its statement wrote (nil: it
+// refused). Any error rolls back every claim.
+func (s *Store) sendWrites(ctx context.Context, fcs []fastClaim) ([]*ownWrite, error) {
+	providers := fcs[0].providers
+	if len(fcs) > 1 {
+		providers = nil
+		for _, fc := range fcs {
+			for _, p := range fc.providers {
+				if !slices.Contains(providers, p) {
+					providers = append(providers, p)
+				}
+			}
+		}
+	}
 	b := &pgx.Batch{}
 	b.Queue(fastPlanSQL)
-	b.Queue(fastLockSQL, fc.providers)
-	queueFastWrite(b, fc)
+	b.Queue(fastLockSQL, providers)
+	for _, fc := range fcs {
+		queueFastWrite(b, fc)
+	}
 	br := s.pool.SendBatch(ctx, b)
 	defer br.Close()
 	if _, err := br.Exec(); err != nil {
@@ -244,11 +270,15 @@ func (s *Store) sendFast(ctx context.Context, fc fastClaim) (*ownWrite, error) {
 	if _, err := br.Exec(); err != nil {
 		return nil, err
 	}
-	w, err := readFastWrite(br)
-	if err != nil {
-		return nil, err
+	ws := make([]*ownWrite, len(fcs))
+	for i := range fcs {
+		w, err := readFastWrite(br)
+		if err != nil {
+			return nil, err
+		}
+		ws[i] = w
 	}
-	return w, br.Close()
+	return ws, br.Close()
 }
 
 // queueFastWrite queues fc's write statement.

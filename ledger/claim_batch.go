@@ -3,10 +3,7 @@ package ledger
 import (
 	"context"
 	"errors"
-	"slices"
 	"sync/atomic"
-
-	"github.com/jackc/pgx/v5"
 )
 
 // Group commit of fast-path claims.
@@ -168,7 +165,11 @@ func (s *Store) writeBatch(ctx context.Context, batch []*claimReq) {
 		r.done <- claimAnswer{w: w, err: err}
 		return
 	}
-	ws, err := s.sendBatch(ctx, batch)
+	fcs := make([]fastClaim, len(batch))
+	for i, r := range batch {
+		fcs[i] = r.fc
+	}
+	ws, err := s.sendWrites(ctx, fcs)
 	if err != nil {
 		for _, r := range batch {
 			r.done <- claimAnswer{err: errAlone}
@@ -189,42 +190,6 @@ func (s *Store) writeBatch(ctx context.Context, batch []*claimReq) {
 	for i, r := range batch {
 		r.done <- claimAnswer{w: ws[i]}
 	}
-}
-
-// sendBatch sends the claims of batch in one pipeline and returns, per
-// claim, what its statement wrote (nil: it refused).
-func (s *Store) sendBatch(ctx context.Context, batch []*claimReq) ([]*ownWrite, error) {
-	var providers []string
-	for _, r := range batch {
-		for _, p := range r.fc.providers {
-			if !slices.Contains(providers, p) {
-				providers = append(providers, p)
-			}
-		}
-	}
-	b := &pgx.Batch{}
-	b.Queue(fastPlanSQL)
-	b.Queue(fastLockSQL, providers)
-	for _, r := range batch {
-		queueFastWrite(b, r.fc)
-	}
-	br := s.pool.SendBatch(ctx, b)
-	defer br.Close()
-	if _, err := br.Exec(); err != nil {
-		return nil, err
-	}
-	if _, err := br.Exec(); err != nil {
-		return nil, err
-	}
-	ws := make([]*ownWrite, len(batch))
-	for i := range batch {
-		w, err := readFastWrite(br)
-		if err != nil {
-			return nil, err
-		}
-		ws[i] = w
-	}
-	return ws, br.Close()
 }
 
 // queueClaim hands fc to the writers and waits for its answer. Once
