@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -125,6 +126,17 @@ func TestClaimsAPI(t *testing.T) {
 	if code != http.StatusConflict || ecode != CodeNoValidHost ||
 		!strings.Contains(detail, "2 providers; 1 lacked VCPU 7; 1 removed by max_usage_ratio (VCPU above 0.75 of capacity: 1)") {
 		t.Fatalf("not placed: %d %v", code, body)
+	}
+	// The same counts as JSON, in the error object's "steps".
+	var removed []string
+	for _, st := range body["errors"].([]any)[0].(map[string]any)["steps"].([]any) {
+		st := st.(map[string]any)
+		if st["removed"].(float64) > 0 {
+			removed = append(removed, fmt.Sprintf("%s:%v:%v", st["unit"], st["removed"], st["remaining"]))
+		}
+	}
+	if strings.Join(removed, " ") != "allocation_candidates:1:1 max_usage_ratio:1:0" {
+		t.Fatalf("steps of the 409: %v (from %v)", removed, body)
 	}
 	code, body = call(t, s, http.MethodPost, "/claims", "admin",
 		`{"consumer_uuid": "`+rps[0]+`", "project_id": "p", "user_id": "u", "resources": {"VCPU": 9}}`)

@@ -24,6 +24,11 @@ type Error struct {
 	Allow string
 	// RetryAfter, if positive, is sent as the Retry-After header (seconds).
 	RetryAfter int
+	// Steps, when set, go in the JSON error object as "steps": the
+	// selection steps of a claim that placed nothing, the counts its
+	// detail words, for programs (a Berth extension; Placement clients
+	// ignore the member).
+	Steps []stepJSON
 }
 
 func (e *Error) Error() string { return e.Msg }
@@ -88,7 +93,7 @@ func toError(c echo.Context, err error) *Error {
 		if np.Reason == claims.ConflictsExhausted {
 			code = CodeClaimConflict
 		}
-		return &Error{Status: http.StatusConflict, Code: code, Msg: np.Error()}
+		return &Error{Status: http.StatusConflict, Code: code, Msg: np.Error(), Steps: stepsJSON(np.Steps)}
 	}
 	// A compile error's detail says where: "Scriptlet x does not compile:
 	// line 3, column 5: ...".
@@ -201,6 +206,9 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 	}
 	if id := requestID(c); id != "" {
 		item["request_id"] = id
+	}
+	if e.Steps != nil {
+		item["steps"] = e.Steps
 	}
 	if v, ok := c.Get(ctxVersion).(Version); ok && v.AtLeast(errorCodeVersion) {
 		code := e.Code
