@@ -24,12 +24,18 @@ type MemReport struct {
 	// RSS) at the end: an upper bound of the tree's true peak that misses
 	// nothing between samples. It covers the process's whole life unless
 	// the peak was reset at the start (ResetPeak).
-	HWM      int    `json:"hwm_kib"`
-	StartRSS int    `json:"start_rss_kib"`
-	EndRSS   int    `json:"end_rss_kib"`
-	Samples  int    `json:"samples"`
-	Reset    bool   `json:"peak_reset"` // VmHWM was reset at the start
-	Error    string `json:"error,omitempty"`
+	HWM      int  `json:"hwm_kib"`
+	StartRSS int  `json:"start_rss_kib"`
+	EndRSS   int  `json:"end_rss_kib"`
+	Samples  int  `json:"samples"`
+	Reset    bool `json:"peak_reset"` // VmHWM was reset at the start
+	// CPU is the CPU time (user and system) the tree used between start
+	// and stop, in seconds: the process itself (CPURoot) and in all
+	// (CPUTree, which counts descendants that exited meanwhile through
+	// their parents' reaped-children times).
+	CPURoot float64 `json:"cpu_root_s"`
+	CPUTree float64 `json:"cpu_tree_s"`
+	Error   string  `json:"error,omitempty"`
 }
 
 // MemSampler samples a process tree's memory until stopped.
@@ -41,6 +47,8 @@ type MemSampler struct {
 	done     chan struct{}
 	mu       sync.Mutex
 	rep      MemReport
+	// root0 and tree0 are the CPU ticks at the start (see cpu).
+	root0, tree0 int64
 }
 
 // StartMemSampler starts sampling pid and its descendants every interval
@@ -74,6 +82,7 @@ func startMemSampler(proc string, pid int, interval time.Duration, resetPeak boo
 	}
 	rss, _, n := s.sample()
 	s.rep.StartRSS, s.rep.PeakRSS, s.rep.Processes, s.rep.Samples = rss, rss, n, 1
+	s.root0, s.tree0 = s.cpu()
 	go s.loop()
 	return s, nil
 }
@@ -103,9 +112,12 @@ func (s *MemSampler) Stop() *MemReport {
 	close(s.stop)
 	<-s.done
 	rss, hwm, n := s.sample()
+	root, tree := s.cpu()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r := s.rep
+	r.CPURoot = float64(root-s.root0) / clockTicks
+	r.CPUTree = float64(tree-s.tree0) / clockTicks
 	if n > 0 {
 		r.EndRSS, r.HWM, r.Processes = rss, hwm, n
 		r.PeakRSS = max(r.PeakRSS, rss)
@@ -128,6 +140,53 @@ func (s *MemSampler) sample() (rss, hwm, n int) {
 		n++
 	}
 	return rss, hwm, n
+}
+
+// clockTicks is the unit of the times in /proc/PID/stat (USER_HZ), 100
+// on every Linux architecture Berth runs on.
+const clockTicks = 100
+
+// cpu returns the CPU ticks (user and system) of the process and of its
+// tree, where the tree also counts the children each process reaped
+// (cutime, cstime), so that descendants that exit stay counted.
+func (s *MemSampler) cpu() (root, tree int64) {
+	for _, p := range s.tree() {
+		b, err := os.ReadFile(filepath.Join(s.proc, strconv.Itoa(p), "stat"))
+		if err != nil {
+			continue
+		}
+		t, ok := statTimes(b)
+		if !ok {
+			continue
+		}
+		if p == s.pid {
+			root = t[0] + t[1]
+		}
+		tree += t[0] + t[1] + t[2] + t[3]
+	}
+	return root, tree
+}
+
+// statTimes parses utime, stime, cutime and cstime (fields 14 to 17) out
+// of /proc/PID/stat.
+func statTimes(stat []byte) (t [4]int64, ok bool) {
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 {
+		return t, false
+	}
+	f := strings.Fields(string(stat[i+1:]))
+	// f[0] is field 3 (state), so field n is f[n-3].
+	if len(f) < 15 {
+		return t, false
+	}
+	for k := range t {
+		v, err := strconv.ParseInt(f[11+k], 10, 64)
+		if err != nil {
+			return t, false
+		}
+		t[k] = v
+	}
+	return t, true
 }
 
 // statusKiB reads a "Key:   123 kB" line of /proc/PID/status.

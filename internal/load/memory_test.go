@@ -1,6 +1,7 @@
 package load
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -72,5 +73,47 @@ func TestMemSamplerSelf(t *testing.T) {
 	r := s.Stop()
 	if r.PeakRSS <= 0 || r.HWM < r.EndRSS || r.Processes < 1 {
 		t.Errorf("own memory %+v", r)
+	}
+}
+
+func TestStatTimes(t *testing.T) {
+	// pid (comm) state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime stime cutime cstime ...
+	stat := "7 (post gres) S 1 7 7 0 -1 4194560 100 0 0 0 250 50 30 20 20 0 1 0 99"
+	got, ok := statTimes([]byte(stat))
+	if !ok || got != [4]int64{250, 50, 30, 20} {
+		t.Errorf("statTimes = %v, %v; want [250 50 30 20]", got, ok)
+	}
+	if _, ok := statTimes([]byte("7 (x) S 1 7")); ok {
+		t.Error("statTimes of a short line succeeded")
+	}
+}
+
+// TestMemSamplerCPU checks the CPU of a tree between start and stop: the
+// root's own time, and the tree's, which keeps counting a child that
+// exited (its time moves into its parent's reaped-children fields).
+func TestMemSamplerCPU(t *testing.T) {
+	dir := t.TempDir()
+	write := func(pid, ppid int, utime, stime, cutime, cstime int) {
+		d := filepath.Join(dir, strconv.Itoa(pid))
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		stat := fmt.Sprintf("%d (p) S %d 1 1 0 -1 0 0 0 0 0 %d %d %d %d 20 0 1 0", pid, ppid, utime, stime, cutime, cstime)
+		os.WriteFile(filepath.Join(d, "stat"), []byte(stat), 0o644)
+		os.WriteFile(filepath.Join(d, "status"), []byte("VmRSS:\t 1 kB\nVmHWM:\t 1 kB\n"), 0o644)
+	}
+	write(100, 1, 1000, 100, 0, 0) // the server
+	write(101, 100, 500, 50, 0, 0) // its database
+	write(102, 101, 40, 10, 0, 0)  // a backend
+	s, err := startMemSampler(dir, 100, time.Hour, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(100, 1, 1100, 150, 0, 0)   // +150 ticks
+	write(101, 100, 600, 60, 70, 30) // +110 own; the backend (+50 more before it exited) reaped: +100
+	os.RemoveAll(filepath.Join(dir, "102"))
+	r := s.Stop()
+	if r.CPURoot != 1.5 || r.CPUTree != 1.5+1.1+1.0-0.5 {
+		t.Errorf("CPU root %v s, tree %v s; want 1.5 and 3.1", r.CPURoot, r.CPUTree)
 	}
 }

@@ -73,6 +73,11 @@ func (r *Report) Print(w io.Writer) {
 		fmt.Fprintf(w, "server memory (pid %d, %d processes): peak RSS %s (sampled), VmHWM sum %s%s, RSS %s -> %s\n",
 			m.PID, m.Processes, mib(m.PeakRSS), mib(m.HWM), map[bool]string{true: " since reset", false: " (lifetime)"}[m.Reset],
 			mib(m.StartRSS), mib(m.EndRSS))
+		if r.Claims != nil && r.Claims.Claims > 0 {
+			n := float64(r.Claims.Claims)
+			fmt.Fprintf(w, "server CPU per claim (the run and its end check): %.3f ms in pid %d, %.3f ms in its descendants, %.3f ms in all\n",
+				1000*m.CPURoot/n, m.PID, 1000*(m.CPUTree-m.CPURoot)/n, 1000*m.CPUTree/n)
+		}
 		if m.Error != "" {
 			fmt.Fprintf(w, "  memory: %s\n", m.Error)
 		}
