@@ -74,7 +74,8 @@ func (s StaticPolicy) Policy(context.Context, string) (*scheduler.Policy, error)
 
 // Enricher fills the costly provider fields (state, placement keys,
 // consumer counts) a policy needs, for the providers of one claim's
-// candidates.
+// candidates. It writes only those fields, and only those needs asks
+// for: the Providers may otherwise be shared with other claims.
 type Enricher interface {
 	Enrich(ctx context.Context, needs scheduler.Needs, provs map[string]*scheduler.Provider) error
 }
@@ -500,13 +501,15 @@ func (c *Claimer) selectCandidates(ctx context.Context, p *Params, r *resolved, 
 			}
 		}
 	}
-	if needs := policy.NeedsFor(req); c.enricher != nil && len(s.cands) > 0 && needs != (scheduler.Needs{}) {
-		// The Providers may be shared with other claims (providerCache):
-		// the enricher writes into copies of its own.
-		provs := s.cands[0].Providers
-		for u, prov := range provs {
-			cp := *prov
-			provs[u] = &cp
+	if c.enricher != nil && len(s.cands) > 0 {
+		needs, provs := policy.NeedsFor(req), s.cands[0].Providers
+		if needs.State || needs.Keys || needs.Consumers {
+			// The Providers may be shared with other claims
+			// (providerCache): the enricher fills copies of its own.
+			for u, prov := range provs {
+				cp := *prov
+				provs[u] = &cp
+			}
 		}
 		if err := c.enricher.Enrich(ctx, needs, provs); err != nil {
 			return nil, err

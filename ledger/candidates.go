@@ -4,6 +4,7 @@ import (
 	"context"
 	"math/rand/v2"
 	"slices"
+	"sync"
 )
 
 // CandidatesParams is a request for allocation candidates
@@ -212,6 +213,8 @@ type engine struct {
 	steps      int
 	maxSteps   int
 	stopped    bool
+	// scratch is roundRobin's working memory (searchScratches).
+	scratch *searchScratch
 }
 
 // candidates runs the search. Groups are resolved in request order; as in
@@ -227,6 +230,7 @@ func (s *Snapshot) candidates(ctx context.Context, p *CandidatesParams) (*Candid
 		return &Candidates{Requests: []AllocationRequest{}, Summaries: []ProviderSummary{}, Roots: len(s.idx.roots)}, nil
 	}
 	anchors := e.candidateAnchors()
+	e.scratch = searchScratches.Get().(*searchScratch)
 	if p.Randomize {
 		rand.Shuffle(len(anchors), func(i, j int) { anchors[i], anchors[j] = anchors[j], anchors[i] })
 	}
@@ -252,6 +256,7 @@ func (s *Snapshot) candidates(ctx context.Context, p *CandidatesParams) (*Candid
 		found, complete = e.roundRobin(anchors, want, false)
 	}
 	out := e.result(found, p.VersionsOnly)
+	e.releaseScratch()
 	out.Truncated, out.Roots = !complete, len(s.idx.roots)
 	if p.Randomize {
 		rand.Shuffle(len(out.Requests), func(i, j int) {
@@ -603,9 +608,18 @@ func (g *gen) prov(i int) int32 { return g.opts[i][g.pos[i]] }
 // place only as far as it gets (a sample of a hundred candidates need
 // not shuffle ten thousand roots).
 func (e *engine) roundRobin(anchors []int32, want int, shuffle bool) ([][]int32, bool) {
-	var found [][]int32
+	sc := e.scratch
+	if sc == nil {
+		sc = &searchScratch{}
+		e.scratch = sc
+	}
 	n := len(e.slots)
-	arena := make([]int32, 0, min(want, 4096)*n)
+	found := sc.found[:0]
+	arena := sc.arena[:0]
+	if c := min(want, 4096) * n; cap(arena) < c {
+		arena = make([]int32, 0, c)
+	}
+	defer func() { sc.found, sc.arena = found[:0], arena[:0] }()
 	take := func(g *gen) bool {
 		if !e.next(g) {
 			return false
@@ -620,13 +634,16 @@ func (e *engine) roundRobin(anchors []int32, want int, shuffle bool) ([][]int32,
 		found = append(found, arena[start:start+n:start+n])
 		return true
 	}
-	var ring []*gen
+	ring := sc.ring[:0]
+	defer func() { sc.ring = ring[:0] }()
 	// Generators and their option lists are allocated in chunks: one
-	// allocation per anchor adds up.
+	// allocation per anchor adds up. The first chunk is the scratch's.
 	var gens []gen
 	var optsBuf [][]int32
 	var posBuf []int
-	var provBuf []int32
+	provBuf := sc.provBuf[:0]
+	defer func() { sc.provBuf = provBuf[:0] }()
+	firstChunk := true
 	for k := range anchors {
 		if len(found) >= want || e.stopped {
 			return found, false
@@ -643,7 +660,15 @@ func (e *engine) roundRobin(anchors []int32, want int, shuffle bool) ([][]int32,
 		if len(gens) == 0 {
 			// At most want generators are kept by the first round.
 			chunk := min(len(anchors), want, 1024)
-			gens, optsBuf, posBuf = make([]gen, chunk), make([][]int32, chunk*n), make([]int, chunk*n)
+			if firstChunk && len(sc.gens) >= chunk && len(sc.optsBuf) >= chunk*n && len(sc.posBuf) >= chunk*n {
+				gens, optsBuf, posBuf = sc.gens[:chunk], sc.optsBuf[:chunk*n], sc.posBuf[:chunk*n]
+			} else {
+				gens, optsBuf, posBuf = make([]gen, chunk), make([][]int32, chunk*n), make([]int, chunk*n)
+				if firstChunk {
+					sc.gens, sc.optsBuf, sc.posBuf = gens, optsBuf, posBuf
+				}
+			}
+			firstChunk = false
 		}
 		g := &gens[0]
 		g.opts, g.pos = optsBuf[:n:n], posBuf[:n:n]
@@ -669,6 +694,40 @@ func (e *engine) roundRobin(anchors []int32, want int, shuffle bool) ([][]int32,
 		ring = next
 	}
 	return found, !e.stopped
+}
+
+// searchScratch is roundRobin's working memory: generators, option lists
+// and provider vectors, which die with the request. A claim's sample
+// needs some 30 KB of it; requests reuse it through searchScratches
+// instead of allocating (and clearing) it anew.
+type searchScratch struct {
+	gens    []gen
+	optsBuf [][]int32
+	posBuf  []int
+	provBuf []int32
+	arena   []int32
+	found   [][]int32
+	ring    []*gen
+}
+
+// searchScratches holds searchScratch values between requests.
+var searchScratches = sync.Pool{New: func() any { return new(searchScratch) }}
+
+// maxPooledScratch bounds, in elements, the buffers a searchScratch keeps
+// when it goes back to the pool: a large answer's buffers are left to
+// the garbage collector.
+const maxPooledScratch = 1 << 14
+
+// releaseScratch returns e's scratch to the pool, once nothing refers to
+// the provider vectors roundRobin returned.
+func (e *engine) releaseScratch() {
+	sc := e.scratch
+	e.scratch = nil
+	if sc == nil || cap(sc.arena) > maxPooledScratch || cap(sc.found) > maxPooledScratch ||
+		cap(sc.ring) > maxPooledScratch || len(sc.optsBuf) > maxPooledScratch || cap(sc.provBuf) > maxPooledScratch {
+		return
+	}
+	searchScratches.Put(sc)
 }
 
 // open points g, whose opts and pos have one entry per slot, at anchor a:
