@@ -215,7 +215,7 @@ func appendCandidates(b []byte, c *ledger.Candidates, groups []ledger.RequestGro
 				if j > 0 {
 					b = append(b, ", "...)
 				}
-				b = appendJSONString(b, a.ProviderUUID)
+				b = appendString(b, a.ProviderUUID)
 				b = append(b, `: {"resources": `...)
 				b = appendAmounts(b, a.Resources)
 				b = append(b, '}')
@@ -227,13 +227,13 @@ func appendCandidates(b []byte, c *ledger.Candidates, groups []ledger.RequestGro
 					if j > 0 {
 						b = append(b, ", "...)
 					}
-					b = appendJSONString(b, m.Suffix)
+					b = appendString(b, m.Suffix)
 					b = append(b, ": ["...)
 					for k, u := range m.ProviderUUIDs {
 						if k > 0 {
 							b = append(b, ", "...)
 						}
-						b = appendJSONString(b, u)
+						b = appendString(b, u)
 					}
 					b = append(b, ']')
 				}
@@ -248,7 +248,7 @@ func appendCandidates(b []byte, c *ledger.Candidates, groups []ledger.RequestGro
 				b = append(b, ", "...)
 			}
 			b = append(b, `{"resource_provider": {"uuid": `...)
-			b = appendJSONString(b, a.ProviderUUID)
+			b = appendString(b, a.ProviderUUID)
 			b = append(b, `}, "resources": `...)
 			b = appendAmounts(b, a.Resources)
 			b = append(b, '}')
@@ -269,7 +269,7 @@ func appendCandidates(b []byte, c *ledger.Candidates, groups []ledger.RequestGro
 		if i > 0 {
 			b = append(b, ", "...)
 		}
-		b = appendJSONString(b, ps.UUID)
+		b = appendString(b, ps.UUID)
 		b = append(b, `: {"resources": {`...)
 		n := 0
 		for _, r := range ps.Resources {
@@ -280,7 +280,7 @@ func appendCandidates(b []byte, c *ledger.Candidates, groups []ledger.RequestGro
 				b = append(b, ", "...)
 			}
 			n++
-			b = appendJSONString(b, r.Class)
+			b = appendString(b, r.Class)
 			b = append(b, `: {"capacity": `...)
 			b = strconv.AppendInt(b, r.Capacity, 10)
 			b = append(b, `, "used": `...)
@@ -294,7 +294,7 @@ func appendCandidates(b []byte, c *ledger.Candidates, groups []ledger.RequestGro
 				if k > 0 {
 					b = append(b, ", "...)
 				}
-				b = appendJSONString(b, t)
+				b = appendString(b, t)
 			}
 			b = append(b, ']')
 		}
@@ -303,10 +303,10 @@ func appendCandidates(b []byte, c *ledger.Candidates, groups []ledger.RequestGro
 			if ps.ParentUUID == "" {
 				b = append(b, "null"...)
 			} else {
-				b = appendJSONString(b, ps.ParentUUID)
+				b = appendString(b, ps.ParentUUID)
 			}
 			b = append(b, `, "root_provider_uuid": `...)
-			b = appendJSONString(b, ps.RootUUID)
+			b = appendString(b, ps.RootUUID)
 		}
 		b = append(b, '}')
 	}
@@ -320,9 +320,38 @@ func appendAmounts(b []byte, rs []ledger.ResourceAmount) []byte {
 		if i > 0 {
 			b = append(b, ", "...)
 		}
-		b = appendJSONString(b, r.Class)
+		b = appendString(b, r.Class)
 		b = append(b, ": "...)
 		b = strconv.AppendInt(b, r.Amount, 10)
 	}
 	return append(b, '}')
+}
+
+// appendString writes s as a JSON string.
+func appendString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' {
+			continue
+		}
+		b = append(b, s[start:i]...)
+		switch c {
+		case '"', '\\':
+			b = append(b, '\\', c)
+		case '\n':
+			b = append(b, '\\', 'n')
+		case '\t':
+			b = append(b, '\\', 't')
+		case '\r':
+			b = append(b, '\\', 'r')
+		default:
+			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+		}
+		start = i + 1
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
 }
