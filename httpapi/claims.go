@@ -276,7 +276,7 @@ func (s *Server) claimCreate(c echo.Context) error {
 	if err != nil {
 		return candidatesError(err)
 	}
-	return writeClaim(c, r)
+	return writeJSON(c, http.StatusOK, claimResponse(r))
 }
 
 // claimReschedule serves POST /claims/{consumer_uuid}/reschedule: claim
@@ -291,7 +291,7 @@ func (s *Server) claimReschedule(c echo.Context) error {
 	if err != nil {
 		return candidatesError(err)
 	}
-	return writeClaim(c, r)
+	return writeJSON(c, http.StatusOK, claimResponse(r))
 }
 
 // claimMove serves POST /claims/{consumer_uuid}/move: a migration claim.
@@ -307,7 +307,7 @@ func (s *Server) claimMove(c echo.Context) error {
 	if err != nil {
 		return candidatesError(err)
 	}
-	return writeClaim(c, r)
+	return writeJSON(c, http.StatusOK, claimResponse(r))
 }
 
 // claimConfirm serves POST /claims/{consumer_uuid}/move/confirm.
