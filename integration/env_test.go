@@ -232,8 +232,13 @@ func checkErrorBody(method string, r response) error {
 		return fmt.Errorf("error code %v at microversion 1.%d: %s", item["code"], negotiatedMinor(r), r.body)
 	}
 	for k := range item {
-		switch k {
-		case "status", "title", "detail", "request_id", "code":
+		switch {
+		case k == "status", k == "title", k == "detail", k == "request_id", k == "code":
+		case k == "steps" && (code == "berth.no_valid_host" || code == "berth.claim_conflict"):
+			// Berth's extension: a claim that placed nothing says why.
+			if _, ok := item[k].([]any); !ok {
+				return fmt.Errorf("error steps are not a list: %s", r.body)
+			}
 		default:
 			return fmt.Errorf("error item has an unknown key %q: %s", k, r.body)
 		}

@@ -3,6 +3,7 @@ package ledger
 import (
 	"context"
 	"errors"
+	"sync"
 	"sync/atomic"
 )
 
@@ -89,20 +90,20 @@ type claimBatcher struct {
 // startClaimBatcher starts n writers on s, which stop when ctx ends.
 func (s *Store) startClaimBatcher(ctx context.Context, n int) *claimBatcher {
 	b := &claimBatcher{queue: make(chan *claimReq, 1024), gone: make(chan struct{})}
-	left := make(chan struct{}, n)
+	var writers sync.WaitGroup
 	for range n {
-		s.bg.Add(1)
+		writers.Add(1)
 		go func() {
-			defer s.bg.Done()
-			defer func() {
-				left <- struct{}{}
-				if len(left) == n {
-					close(b.gone)
-				}
-			}()
+			defer writers.Done()
 			s.writeBatches(ctx, b.queue)
 		}()
 	}
+	s.bg.Add(1)
+	go func() {
+		defer s.bg.Done()
+		writers.Wait()
+		close(b.gone)
+	}()
 	return b
 }
 
@@ -113,8 +114,7 @@ func (s *Store) writeBatches(ctx context.Context, queue chan *claimReq) {
 	batch := make([]*claimReq, 0, claimBatchMax)
 	for {
 		batch = batch[:0]
-		select {
-		case <-ctx.Done():
+		if ctx.Err() != nil {
 			for {
 				select {
 				case r := <-queue:
@@ -123,6 +123,10 @@ func (s *Store) writeBatches(ctx context.Context, queue chan *claimReq) {
 					return
 				}
 			}
+		}
+		select {
+		case <-ctx.Done():
+			continue
 		case r := <-queue:
 			batch = appendLive(batch, r)
 		}
