@@ -3,6 +3,7 @@ package claims_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/berthd/berth/claims"
 	"github.com/berthd/berth/scheduler"
@@ -28,6 +29,13 @@ func TestClaimerProviderCache(t *testing.T) {
 	a, b := f.provider("a", 8), f.provider("b", 8)
 	c := f.claimer(`{}`, "")
 	c.SetEnricher(countingEnricher{n: 7})
+	// Until the listener is up every read reloads the snapshot, and
+	// every provider is new.
+	for deadline := time.Now().Add(30 * time.Second); !f.store.SnapshotListening(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("snapshot listener not connected within 30s")
+		}
+	}
 	providers := func(p claims.Params) map[string]*scheduler.Provider {
 		t.Helper()
 		ex, err := c.Explain(f.ctx, p)

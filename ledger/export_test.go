@@ -12,11 +12,7 @@ func SetListening(s *Store, on bool) {
 }
 
 // Listening reports whether s's change listener is connected.
-func Listening(s *Store) bool {
-	s.snap.mu.Lock()
-	defer s.snap.mu.Unlock()
-	return s.snap.listening
-}
+func Listening(s *Store) bool { return s.SnapshotListening() }
 
 // PoolExec runs one statement on s's connection pool, so that tests can
 // see the pool's session settings (statement_timeout) at work.

@@ -150,3 +150,13 @@ func schemaStatus(ctx context.Context, db interface {
 	st.Version = uint(version)
 	return st, nil
 }
+
+// SnapshotListening reports whether the store's change listener is
+// connected. Until it is (at start, and after the connection is lost),
+// every read of the snapshot reloads it in full from PostgreSQL, since
+// changes made by other processes could otherwise go unseen.
+func (s *Store) SnapshotListening() bool {
+	s.snap.mu.Lock()
+	defer s.snap.mu.Unlock()
+	return s.snap.listening
+}
