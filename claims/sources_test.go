@@ -138,15 +138,7 @@ func TestLedgerDataEnrich(t *testing.T) {
 	store := ledgertest.NewStore(t)
 	var uuids []string
 	for _, name := range []string{"cn1", "cn2"} {
-		p, err := store.ProviderCreate(ctx, ledger.ProviderCreateParams{Name: name})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := store.InventoriesReplace(ctx, ledger.InventoryParams{ProviderUUID: p.UUID, Generation: new(int64)},
-			[]ledger.Inventory{ledger.DefaultInventory("VCPU", 8)}); err != nil {
-			t.Fatal(err)
-		}
-		uuids = append(uuids, p.UUID)
+		uuids = append(uuids, ledgertest.Provider(t, store, name, ledger.DefaultInventory("VCPU", 8)))
 	}
 	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	if err := store.ProviderStatePut(ctx, uuids[0], ledger.ProviderState{Load1: 2, ReportedAt: at}); err != nil {

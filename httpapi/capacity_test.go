@@ -21,16 +21,8 @@ func TestCapacityAPI(t *testing.T) {
 		name string
 		vcpu int64
 	}{{"cn1", 8}, {"cn2", 16}} {
-		name, vcpu := pv.name, pv.vcpu
-		p, err := store.ProviderCreate(ctx, ledger.ProviderCreateParams{Name: name})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := store.InventoriesReplace(ctx, ledger.InventoryParams{ProviderUUID: p.UUID, Generation: new(int64)},
-			[]ledger.Inventory{ledger.DefaultInventory("VCPU", vcpu), ledger.DefaultInventory("MEMORY_MB", 4096)}); err != nil {
-			t.Fatal(err)
-		}
-		uuids[name] = p.UUID
+		uuids[pv.name] = ledgertest.Provider(t, store, pv.name,
+			ledger.DefaultInventory("VCPU", pv.vcpu), ledger.DefaultInventory("MEMORY_MB", 4096))
 	}
 	// Aggregates: cn1 in A, cn2 in A and B.
 	const aggA, aggB = "aaaaaaaa-0000-4000-8000-000000000001", "bbbbbbbb-0000-4000-8000-000000000002"

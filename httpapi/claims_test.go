@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -46,20 +45,11 @@ func errorDetail(body map[string]any) (code, detail string) {
 }
 
 func TestClaimsAPI(t *testing.T) {
-	ctx := context.Background()
 	store := ledgertest.NewStore(t)
 	var rps []string
 	for _, name := range []string{"cn1", "cn2"} {
-		p, err := store.ProviderCreate(ctx, ledger.ProviderCreateParams{Name: name})
-		if err != nil {
-			t.Fatal(err)
-		}
-		gen := int64(0)
-		if _, err := store.InventoriesReplace(ctx, ledger.InventoryParams{ProviderUUID: p.UUID, Generation: &gen},
-			[]ledger.Inventory{ledger.DefaultInventory("VCPU", 8), ledger.DefaultInventory("MEMORY_MB", 4096)}); err != nil {
-			t.Fatal(err)
-		}
-		rps = append(rps, p.UUID)
+		rps = append(rps, ledgertest.Provider(t, store, name,
+			ledger.DefaultInventory("VCPU", 8), ledger.DefaultInventory("MEMORY_MB", 4096)))
 	}
 	pc, err := scheduler.ParsePolicyConfig([]byte(`{"filters": [{"name": "max_usage_ratio", "params": {"max": 0.75}}], "weighers": [{"name": "pack"}]}`))
 	if err != nil {
@@ -225,16 +215,8 @@ func TestClaimsAPI(t *testing.T) {
 // its log, and its refusal is a 409 berth.no_valid_host that writes
 // nothing.
 func TestClaimsScriptlet(t *testing.T) {
-	ctx := context.Background()
 	store := ledgertest.NewStore(t)
-	p, err := store.ProviderCreate(ctx, ledger.ProviderCreateParams{Name: "cn1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := store.InventoriesReplace(ctx, ledger.InventoryParams{ProviderUUID: p.UUID, Generation: new(int64)},
-		[]ledger.Inventory{ledger.DefaultInventory("VCPU", 8)}); err != nil {
-		t.Fatal(err)
-	}
+	ledgertest.Provider(t, store, "cn1", ledger.DefaultInventory("VCPU", 8))
 	s, err := New(Config{}, store, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)

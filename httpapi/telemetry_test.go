@@ -129,18 +129,9 @@ func TestClaimTraceAndMetrics(t *testing.T) {
 	t.Cleanup(func() { _ = tel.Shutdown(context.Background()); otel.SetMeterProvider(prevMeter) })
 	otel.SetTextMapPropagator(propagation.TraceContext{}) // Setup installed its own
 
-	ctx := context.Background()
 	store := ledgertest.NewStore(t)
 	for _, name := range []string{"cn1", "cn2"} {
-		p, err := store.ProviderCreate(ctx, ledger.ProviderCreateParams{Name: name})
-		if err != nil {
-			t.Fatal(err)
-		}
-		gen := int64(0)
-		if _, err := store.InventoriesReplace(ctx, ledger.InventoryParams{ProviderUUID: p.UUID, Generation: &gen},
-			[]ledger.Inventory{ledger.DefaultInventory("VCPU", 8), ledger.DefaultInventory("MEMORY_MB", 4096)}); err != nil {
-			t.Fatal(err)
-		}
+		ledgertest.Provider(t, store, name, ledger.DefaultInventory("VCPU", 8), ledger.DefaultInventory("MEMORY_MB", 4096))
 	}
 	pc, err := scheduler.ParsePolicyConfig([]byte(`{"filters": [{"name": "max_usage_ratio", "params": {"max": 0.75}}],
 		"weighers": [{"name": "pack"}]}`))

@@ -118,6 +118,23 @@ func NewStore(t testing.TB) *ledger.Store {
 	return store
 }
 
+// Provider creates a root provider named name with invs through store,
+// as the API would (generations included), and returns its uuid.
+func Provider(t testing.TB, store *ledger.Store, name string, invs ...ledger.Inventory) string {
+	t.Helper()
+	ctx := context.Background()
+	p, err := store.ProviderCreate(ctx, ledger.ProviderCreateParams{Name: name})
+	if err != nil {
+		t.Fatalf("ledgertest: create provider %s: %v", name, err)
+	}
+	if len(invs) > 0 {
+		if _, err := store.InventoriesReplace(ctx, ledger.InventoryParams{ProviderUUID: p.UUID, Generation: new(int64)}, invs); err != nil {
+			t.Fatalf("ledgertest: inventories of %s: %v", name, err)
+		}
+	}
+	return p.UUID
+}
+
 // setup finds or starts the server and builds the template, once.
 func (s *server) setup() error {
 	s.once.Do(func() {
