@@ -52,7 +52,7 @@ var (
 )
 
 // claimBody is the body of POST /claims for one instance for a new
-// consumer, in the shape of the shared API contract.
+// consumer.
 func claimBody(consumer, project string, res resources) map[string]any {
 	return map[string]any{
 		"consumer_uuid":       consumer,
@@ -61,24 +61,6 @@ func claimBody(consumer, project string, res resources) map[string]any {
 		"consumer_generation": nil,
 		"consumer_type":       "INSTANCE",
 		"resources":           res,
-	}
-}
-
-// legacyClaimBody is claimBody in the shape POST /claims took before the
-// contract (a "query" of allocation candidate parameters), for a server
-// that does not know the contract's shape yet.
-func legacyClaimBody(consumer, project string, res resources) map[string]any {
-	var parts []string
-	for _, class := range slices.Sorted(maps.Keys(res)) {
-		parts = append(parts, fmt.Sprintf("%s:%d", class, res[class]))
-	}
-	return map[string]any{
-		"consumer_uuid":       consumer,
-		"project_id":          project,
-		"user_id":             "fault",
-		"consumer_generation": nil,
-		"consumer_type":       "INSTANCE",
-		"query":               map[string]any{"resources": strings.Join(parts, ",")},
 	}
 }
 
@@ -99,7 +81,6 @@ type faultRig struct {
 	t          *testing.T
 	bin, dbURL string
 	addrs      []string
-	legacy     bool // POST /claims takes legacyClaimBody
 	client     *http.Client
 
 	mu    sync.Mutex
@@ -158,22 +139,6 @@ func newFaultRig(t *testing.T, dbURL string) *faultRig {
 		}
 		b.must(t, 200, "PUT", "/resource_providers/"+rp+"/inventories", "", map[string]any{
 			"resource_provider_generation": 0, "inventories": inv}, nil)
-	}
-	// Which body does POST /claims take? A dry run in the contract's shape
-	// tells; an older server refuses its fields with a 400.
-	probe := claimBody("f1000000-0000-4000-8000-000000000000", "probe", faultInstance)
-	probe["dry_run"] = true
-	status, body := b.call(t, "POST", "/claims", "", probe)
-	switch status {
-	case 200, 409: // taken (409: nothing fits, which needs no write either)
-	case 400:
-		r.legacy = true
-		if len(body) > 160 {
-			body = body[:160]
-		}
-		t.Logf("POST /claims does not take the contract's body yet (%s...); the claims half uses the older body", body)
-	default:
-		t.Fatalf("POST /claims probe: %d %s", status, body)
 	}
 	return r
 }
@@ -428,9 +393,6 @@ func (r *faultRig) claimTwoStep(rec *claimRecord, target func() int, pick int) {
 // claimDirect claims with POST /claims through berthd i.
 func (r *faultRig) claimDirect(rec *claimRecord, i int) {
 	body := claimBody(rec.consumer, rec.project, faultInstance)
-	if r.legacy {
-		body = legacyClaimBody(rec.consumer, rec.project, faultInstance)
-	}
 	rec.where = i
 	a := r.do(i, "POST", "/claims", body)
 	switch a.outcome {

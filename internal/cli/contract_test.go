@@ -13,12 +13,14 @@ import (
 	"testing"
 )
 
-// contractServer serves the endpoints of the shared API contract
-// (COMMON.md) that berthd may not have yet: claims with dry runs, capacity
-// with aggregates, policy units, scheduling policies, scriptlets and
-// config. Stores are in memory so that CRUD round trips are real; claim
-// and capacity answers are built from the request. Every request is
-// checked for berth's headers.
+// contractServer answers the CLI's Berth endpoints (claims with dry runs,
+// capacity with aggregates, policy units, scheduling policies, scriptlets
+// and config) with fixed, hand-written answers in berthd's shapes, so
+// that these tests can check the CLI's rendering to the character and the
+// exact requests it sends. The e2e tests run the same commands against a
+// real berthd and PostgreSQL. Stores are in memory so that CRUD round
+// trips are real; claim and capacity answers are built from the request.
+// Every request is checked for berth's headers.
 type contractServer struct {
 	t          *testing.T
 	mu         sync.Mutex
