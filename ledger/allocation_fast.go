@@ -248,9 +248,11 @@ func (s *Store) sendWrites(ctx context.Context, fcs []fastClaim) ([]*ownWrite, e
 	providers := fcs[0].providers
 	if len(fcs) > 1 {
 		providers = nil
+		seen := make(map[string]bool, 2*len(fcs))
 		for _, fc := range fcs {
 			for _, p := range fc.providers {
-				if !slices.Contains(providers, p) {
+				if !seen[p] {
+					seen[p] = true
 					providers = append(providers, p)
 				}
 			}

@@ -153,11 +153,12 @@ func (s *Store) failureInterval() any {
 }
 
 // purgeClaimFailures deletes remembered failures older than the failure
-// TTL, at start and then every quarter of the TTL (at most hourly), until
-// ctx ends. ClaimFailures ignores them in between, so the purge only
-// keeps the table small.
+// TTL, at start and then every quarter of the TTL (but not more often
+// than once a minute, and at least hourly), until ctx ends.
+// ClaimFailures ignores them in between, so the purge only keeps the
+// table small.
 func (s *Store) purgeClaimFailures(ctx context.Context) {
-	every := min(s.failureTTL/4, time.Hour)
+	every := min(max(s.failureTTL/4, time.Minute), time.Hour)
 	for {
 		if _, err := s.pool.Exec(ctx, `DELETE FROM claim_failures WHERE failed_at < now() - $1::interval`,
 			s.failureTTL); err != nil && ctx.Err() == nil {
