@@ -122,7 +122,7 @@ type ProviderSummary struct {
 // ProviderVersion is an opaque, comparable identity of one provider's
 // state in a snapshot (see ProviderSummary.Version). The zero value
 // matches no provider.
-type ProviderVersion struct{ p *snapProvider }
+type ProviderVersion struct{ p *ProviderRecord }
 
 // UUID is the uuid of the provider v is a version of ("" for the zero
 // value).
@@ -130,7 +130,7 @@ func (v ProviderVersion) UUID() string {
 	if v.p == nil {
 		return ""
 	}
-	return v.p.uuid
+	return v.p.UUID
 }
 
 // SummaryResource is the capacity and usage of one inventory.
@@ -583,7 +583,7 @@ func (e *engine) options(sl *slot, r int32, buf []int32) []int32 {
 
 // sharedOK checks a provider for one class of the unsuffixed group: the
 // amount fits, and it has no forbidden trait or aggregate.
-func (e *engine) sharedOK(p *snapProvider, ra resAmount) bool {
+func (e *engine) sharedOK(p *ProviderRecord, ra resAmount) bool {
 	f := e.slots[e.lastShared].f
 	inv := p.inventory(ra.class)
 	return inv != nil && inv.fits(ra.amount) && !p.hasAnyTrait(f.forbidden) && !p.inAnyAgg(f.forbidAggs)
@@ -1026,7 +1026,7 @@ func (e *engine) result(found [][]int32, versionsOnly bool) *Candidates {
 					n++
 				}
 			}
-			allocs[pi] = CandidateAllocation{ProviderUUID: s.provs[p].uuid, Resources: res[start:n:n]}
+			allocs[pi] = CandidateAllocation{ProviderUUID: s.provs[p].UUID, Resources: res[start:n:n]}
 			// Summaries cover whole trees from 1.29; before, only the
 			// providers that allocate.
 			unit := p
@@ -1041,7 +1041,7 @@ func (e *engine) result(found [][]int32, versionsOnly bool) *Candidates {
 		for gi, slotsOf := range e.groupSlots {
 			from := len(uuids)
 			for _, si := range slotsOf {
-				u := s.provs[vec[si]].uuid
+				u := s.provs[vec[si]].UUID
 				if !slices.Contains(uuids[from:], u) {
 					uuids = append(uuids, u)
 				}
@@ -1075,9 +1075,9 @@ func (s *Snapshot) summaries(list []int32) []ProviderSummary {
 	out := make([]ProviderSummary, len(list))
 	nRes, nTraits, nAggs := 0, 0, 0
 	for _, i := range list {
-		nRes += len(s.provs[i].inv)
-		nTraits += len(s.provs[i].traits)
-		nAggs += len(s.provs[i].aggs)
+		nRes += len(s.provs[i].Inventories)
+		nTraits += len(s.provs[i].Traits)
+		nAggs += len(s.provs[i].Aggregates)
 	}
 	resBuf := make([]SummaryResource, nRes)
 	traitBuf := make([]string, nTraits)
@@ -1085,23 +1085,23 @@ func (s *Snapshot) summaries(list []int32) []ProviderSummary {
 	for k, i := range list {
 		p := s.provs[i]
 		ps := &out[k]
-		ps.UUID, ps.Name, ps.Generation, ps.RootUUID = p.uuid, p.name, p.generation, s.provs[s.idx.root[i]].uuid
+		ps.UUID, ps.Name, ps.Generation, ps.RootUUID = p.UUID, p.Name, p.Generation, s.provs[s.idx.root[i]].UUID
 		ps.Version = ProviderVersion{p}
 		if pi := s.idx.parent[i]; pi >= 0 {
-			ps.ParentUUID = s.provs[pi].uuid
+			ps.ParentUUID = s.provs[pi].UUID
 		}
-		ps.Resources, resBuf = resBuf[:len(p.inv):len(p.inv)], resBuf[len(p.inv):]
-		for j := range p.inv {
-			inv := &p.inv[j]
-			ps.Resources[j] = SummaryResource{Class: s.names.className[inv.class], Capacity: int64(inv.capacity()), Used: inv.used,
-				Total: inv.total, Reserved: inv.reserved, MinUnit: inv.minUnit, MaxUnit: inv.maxUnit, StepSize: inv.stepSize, AllocationRatio: inv.ratio}
+		ps.Resources, resBuf = resBuf[:len(p.Inventories):len(p.Inventories)], resBuf[len(p.Inventories):]
+		for j := range p.Inventories {
+			inv := &p.Inventories[j]
+			ps.Resources[j] = SummaryResource{Class: s.names.className[inv.Class], Capacity: int64(inv.capacity()), Used: inv.Used,
+				Total: inv.Total, Reserved: inv.Reserved, MinUnit: inv.MinUnit, MaxUnit: inv.MaxUnit, StepSize: inv.StepSize, AllocationRatio: inv.Ratio}
 		}
-		ps.Aggregates, aggBuf = aggBuf[:len(p.aggs):len(p.aggs)], aggBuf[len(p.aggs):]
-		for j, a := range p.aggs {
+		ps.Aggregates, aggBuf = aggBuf[:len(p.Aggregates):len(p.Aggregates)], aggBuf[len(p.Aggregates):]
+		for j, a := range p.Aggregates {
 			ps.Aggregates[j] = s.names.aggUUID[a]
 		}
-		ps.Traits, traitBuf = traitBuf[:len(p.traits):len(p.traits)], traitBuf[len(p.traits):]
-		for j, t := range p.traits {
+		ps.Traits, traitBuf = traitBuf[:len(p.Traits):len(p.Traits)], traitBuf[len(p.Traits):]
+		for j, t := range p.Traits {
 			ps.Traits[j] = s.names.traitName[t]
 		}
 	}

@@ -136,10 +136,10 @@ func (s *Snapshot) capacity(ctx context.Context, p *CapacityParams) (*Capacity, 
 	take := func(i int32, class int32, amount int64) {
 		if !copied[i] {
 			c := *scratch.provs[i]
-			c.inv = slices.Clone(c.inv)
+			c.Inventories = slices.Clone(c.Inventories)
 			scratch.provs[i], copied[i] = &c, true
 		}
-		scratch.provs[i].inventory(class).used += amount
+		scratch.provs[i].inventory(class).Used += amount
 	}
 
 	n := len(e.slots)
@@ -150,7 +150,7 @@ func (s *Snapshot) capacity(ctx context.Context, p *CapacityParams) (*Capacity, 
 		if !e.anchorOK(a) || !e.inAnchorSets(a) {
 			continue
 		}
-		rc := RootCapacity{UUID: s.provs[a].uuid, Name: s.provs[a].name}
+		rc := RootCapacity{UUID: s.provs[a].UUID, Name: s.provs[a].Name}
 		exhausted := false
 		for rc.Fits < maxPer {
 			if placements++; placements&255 == 0 {
@@ -189,7 +189,7 @@ func (s *Snapshot) capacity(ctx context.Context, p *CapacityParams) (*Capacity, 
 		if rc.Fits > 0 {
 			out.Total += int64(rc.Fits)
 			out.Roots = append(out.Roots, rc)
-			for _, agg := range s.provs[a].aggs {
+			for _, agg := range s.provs[a].Aggregates {
 				perAgg[agg] += int64(rc.Fits)
 			}
 		}
@@ -229,7 +229,7 @@ func (e *engine) limiting(base *Snapshot, a int32, buf []int32) []string {
 			full := true
 			for _, q := range buf {
 				inv := scratch.provs[q].inventory(r.class)
-				if float64(inv.used+r.amount) <= inv.capacity() {
+				if float64(inv.Used+r.amount) <= inv.capacity() {
 					full = false
 					break
 				}

@@ -187,7 +187,7 @@ func (s *Snapshot) providerIndex(uuid string) (int32, bool) {
 }
 
 // hasAllTraits reports whether p matches every any-of clause.
-func hasAllTraits(p *snapProvider, required [][]int32) bool {
+func hasAllTraits(p *ProviderRecord, required [][]int32) bool {
 	for _, any := range required {
 		if !p.hasAnyTrait(any) {
 			return false
@@ -197,7 +197,7 @@ func hasAllTraits(p *snapProvider, required [][]int32) bool {
 }
 
 // inAllAggs reports whether p matches every any-of aggregate clause.
-func inAllAggs(p *snapProvider, memberOf [][]int32) bool {
+func inAllAggs(p *ProviderRecord, memberOf [][]int32) bool {
 	for _, any := range memberOf {
 		if !p.inAnyAgg(any) {
 			return false

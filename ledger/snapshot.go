@@ -18,70 +18,70 @@ import (
 // aggregate may consume.
 const sharingTraitName = "MISC_SHARES_VIA_AGGREGATE"
 
-// snapInventory is one inventory record plus what is allocated against it.
-type snapInventory struct {
-	class    int32
-	total    int64
-	reserved int64
-	minUnit  int64
-	maxUnit  int64
-	stepSize int64
-	ratio    float64
-	used     int64
+// InventoryRecord is one inventory record plus what is allocated against it.
+type InventoryRecord struct {
+	Class    int32
+	Total    int64
+	Reserved int64
+	MinUnit  int64
+	MaxUnit  int64
+	StepSize int64
+	Ratio    float64
+	Used     int64
 }
 
 // capacity is (total - reserved) * allocation_ratio, as PostgreSQL and
 // Placement compute it (in floating point).
-func (inv *snapInventory) capacity() float64 {
-	return float64(inv.total-inv.reserved) * inv.ratio
+func (inv *InventoryRecord) capacity() float64 {
+	return float64(inv.Total-inv.Reserved) * inv.Ratio
 }
 
 // fits reports whether amount more units, requested in one piece by one
 // request group, can be allocated: within min_unit, max_unit and
 // step_size, and within capacity once what is already used is counted.
-func (inv *snapInventory) fits(amount int64) bool {
-	return amount >= inv.minUnit && amount <= inv.maxUnit &&
-		(inv.stepSize <= 0 || amount%inv.stepSize == 0) &&
-		float64(inv.used+amount) <= inv.capacity()
+func (inv *InventoryRecord) fits(amount int64) bool {
+	return amount >= inv.MinUnit && amount <= inv.MaxUnit &&
+		(inv.StepSize <= 0 || amount%inv.StepSize == 0) &&
+		float64(inv.Used+amount) <= inv.capacity()
 }
 
 // fitsTotal reports whether a consolidated amount (the sum of what several
 // request groups take from this inventory) stays within capacity and
 // max_unit, the checks Placement applies after merging groups.
-func (inv *snapInventory) fitsTotal(amount int64) bool {
-	return amount <= inv.maxUnit && float64(inv.used+amount) <= inv.capacity()
+func (inv *InventoryRecord) fitsTotal(amount int64) bool {
+	return amount <= inv.MaxUnit && float64(inv.Used+amount) <= inv.capacity()
 }
 
-// snapProvider is one provider as loaded from the database. It is immutable.
-type snapProvider struct {
-	id         int64
-	uuid       string
-	name       string
-	generation int64
-	parentID   int64 // 0 for a root
-	rootID     int64
-	createdAt  time.Time
-	updatedAt  time.Time
-	inv        []snapInventory // sorted by class id
-	traits     []int32         // sorted trait ids
-	aggs       []int32         // sorted aggregate ids
+// ProviderRecord is one provider as loaded from the database. It is immutable.
+type ProviderRecord struct {
+	ID          int64
+	UUID        string
+	Name        string
+	Generation  int64
+	ParentID    int64 // 0 for a root
+	RootID      int64
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+	Inventories []InventoryRecord // sorted by class id
+	Traits      []int32           // sorted trait ids
+	Aggregates  []int32           // sorted aggregate ids
 }
 
-func (p *snapProvider) inventory(class int32) *snapInventory {
-	for i := range p.inv {
-		if p.inv[i].class == class {
-			return &p.inv[i]
+func (p *ProviderRecord) inventory(class int32) *InventoryRecord {
+	for i := range p.Inventories {
+		if p.Inventories[i].Class == class {
+			return &p.Inventories[i]
 		}
 	}
 	return nil
 }
 
-func (p *snapProvider) hasTrait(t int32) bool {
-	_, ok := slices.BinarySearch(p.traits, t)
+func (p *ProviderRecord) hasTrait(t int32) bool {
+	_, ok := slices.BinarySearch(p.Traits, t)
 	return ok
 }
 
-func (p *snapProvider) hasAnyTrait(ts []int32) bool {
+func (p *ProviderRecord) hasAnyTrait(ts []int32) bool {
 	for _, t := range ts {
 		if p.hasTrait(t) {
 			return true
@@ -90,9 +90,9 @@ func (p *snapProvider) hasAnyTrait(ts []int32) bool {
 	return false
 }
 
-func (p *snapProvider) inAnyAgg(aggs []int32) bool {
+func (p *ProviderRecord) inAnyAgg(aggs []int32) bool {
 	for _, a := range aggs {
-		if _, ok := slices.BinarySearch(p.aggs, a); ok {
+		if _, ok := slices.BinarySearch(p.Aggregates, a); ok {
 			return true
 		}
 	}
@@ -102,14 +102,14 @@ func (p *snapProvider) inAnyAgg(aggs []int32) bool {
 // sameShape reports whether q differs from p only in amounts (inventory
 // totals, usage, generation, timestamps), so the snapshot's indexes built
 // from p stay valid for q.
-func (p *snapProvider) sameShape(q *snapProvider) bool {
-	if p.id != q.id || p.uuid != q.uuid || p.name != q.name || p.parentID != q.parentID ||
-		p.rootID != q.rootID || len(p.inv) != len(q.inv) ||
-		!slices.Equal(p.traits, q.traits) || !slices.Equal(p.aggs, q.aggs) {
+func (p *ProviderRecord) sameShape(q *ProviderRecord) bool {
+	if p.ID != q.ID || p.UUID != q.UUID || p.Name != q.Name || p.ParentID != q.ParentID ||
+		p.RootID != q.RootID || len(p.Inventories) != len(q.Inventories) ||
+		!slices.Equal(p.Traits, q.Traits) || !slices.Equal(p.Aggregates, q.Aggregates) {
 		return false
 	}
-	for i := range p.inv {
-		if p.inv[i].class != q.inv[i].class {
+	for i := range p.Inventories {
+		if p.Inventories[i].Class != q.Inventories[i].Class {
 			return false
 		}
 	}
@@ -186,8 +186,8 @@ func (n *names) addAgg(id int32, uuid string) {
 // are safe for concurrent use.
 type Snapshot struct {
 	names *names
-	provs []*snapProvider // by dense index
-	idx   *snapIndex      // derived from provs; shared while the shape is unchanged
+	provs []*ProviderRecord // by dense index
+	idx   *snapIndex        // derived from provs; shared while the shape is unchanged
 }
 
 // snapIndex holds everything derived from the providers' shape (tree links,
@@ -212,7 +212,7 @@ type snapIndex struct {
 }
 
 // buildIndex derives a snapIndex from provs, which must not contain nil.
-func buildIndex(provs []*snapProvider, n *names) *snapIndex {
+func buildIndex(provs []*ProviderRecord, n *names) *snapIndex {
 	ix := &snapIndex{
 		byID:     make(map[int64]int32, len(provs)),
 		byUUID:   make(map[string]int32, len(provs)),
@@ -229,31 +229,31 @@ func buildIndex(provs []*snapProvider, n *names) *snapIndex {
 		sharedTo: make([][]int32, len(provs)),
 	}
 	for i, p := range provs {
-		ix.byID[p.id] = int32(i)
-		ix.byUUID[p.uuid] = int32(i)
-		ix.byName[p.name] = int32(i)
+		ix.byID[p.ID] = int32(i)
+		ix.byUUID[p.UUID] = int32(i)
+		ix.byName[p.Name] = int32(i)
 	}
 	sharingTrait, hasSharingTrait := n.traitByName[sharingTraitName]
 	for i, p := range provs {
 		i32 := int32(i)
 		ix.parent[i] = -1
-		if p.parentID != 0 {
-			if pi, ok := ix.byID[p.parentID]; ok {
+		if p.ParentID != 0 {
+			if pi, ok := ix.byID[p.ParentID]; ok {
 				ix.parent[i] = pi
 				ix.hasTrees = true
 			}
 		}
 		ix.root[i] = i32
-		if ri, ok := ix.byID[p.rootID]; ok {
+		if ri, ok := ix.byID[p.RootID]; ok {
 			ix.root[i] = ri
 		}
-		for _, inv := range p.inv {
-			ix.byClass[inv.class] = append(ix.byClass[inv.class], i32)
+		for _, inv := range p.Inventories {
+			ix.byClass[inv.Class] = append(ix.byClass[inv.Class], i32)
 		}
-		for _, t := range p.traits {
+		for _, t := range p.Traits {
 			ix.byTrait[t] = append(ix.byTrait[t], i32)
 		}
-		for _, a := range p.aggs {
+		for _, a := range p.Aggregates {
 			ix.byAgg[a] = append(ix.byAgg[a], i32)
 		}
 		ix.sharing[i] = hasSharingTrait && p.hasTrait(sharingTrait)
@@ -281,7 +281,7 @@ func buildIndex(provs []*snapProvider, n *names) *snapIndex {
 			continue
 		}
 		var as []int32
-		for _, a := range p.aggs {
+		for _, a := range p.Aggregates {
 			for _, m := range ix.byAgg[a] {
 				as = append(as, ix.root[m])
 			}
@@ -333,11 +333,11 @@ func (s *Snapshot) Len() int { return len(s.provs) }
 func (s *Snapshot) provider(i int32) Provider {
 	p := s.provs[i]
 	out := Provider{
-		ID: p.id, UUID: p.uuid, Name: p.name, Generation: p.generation,
-		RootUUID: s.provs[s.idx.root[i]].uuid, CreatedAt: p.createdAt, UpdatedAt: p.updatedAt,
+		ID: p.ID, UUID: p.UUID, Name: p.Name, Generation: p.Generation,
+		RootUUID: s.provs[s.idx.root[i]].UUID, CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt,
 	}
 	if pi := s.idx.parent[i]; pi >= 0 {
-		out.ParentUUID = s.provs[pi].uuid
+		out.ParentUUID = s.provs[pi].UUID
 	}
 	return out
 }
@@ -345,25 +345,25 @@ func (s *Snapshot) provider(i int32) Provider {
 // withProviders returns a snapshot in which the providers in changed
 // replace or join those of s and the ids in deleted are gone. Indexes are
 // shared with s when no provider changed shape.
-func (s *Snapshot) withProviders(changed map[int64]*snapProvider, deleted map[int64]bool, n *names) *Snapshot {
+func (s *Snapshot) withProviders(changed map[int64]*ProviderRecord, deleted map[int64]bool, n *names) *Snapshot {
 	shapeChanged := false
-	provs := make([]*snapProvider, len(s.provs), len(s.provs)+len(changed))
+	provs := make([]*ProviderRecord, len(s.provs), len(s.provs)+len(changed))
 	copy(provs, s.provs)
 	seen := make(map[int64]bool, len(changed))
 	for i, p := range provs {
-		if deleted[p.id] {
+		if deleted[p.ID] {
 			shapeChanged = true
 			continue
 		}
-		if q, ok := changed[p.id]; ok {
-			seen[p.id] = true
+		if q, ok := changed[p.ID]; ok {
+			seen[p.ID] = true
 			if !p.sameShape(q) {
 				shapeChanged = true
 			}
 			provs[i] = q
 		}
 	}
-	var added []*snapProvider
+	var added []*ProviderRecord
 	for id, q := range changed {
 		if !seen[id] {
 			added = append(added, q)
@@ -371,18 +371,18 @@ func (s *Snapshot) withProviders(changed map[int64]*snapProvider, deleted map[in
 	}
 	if len(added) > 0 {
 		shapeChanged = true
-		slices.SortFunc(added, func(a, b *snapProvider) int { return cmpInt64(a.id, b.id) })
+		slices.SortFunc(added, func(a, b *ProviderRecord) int { return cmpInt64(a.ID, b.ID) })
 		provs = append(provs, added...)
 	}
 	if !shapeChanged {
 		return &Snapshot{names: n, provs: provs, idx: s.idx}
 	}
 	if len(deleted) > 0 {
-		provs = slices.DeleteFunc(provs, func(p *snapProvider) bool { return deleted[p.id] })
+		provs = slices.DeleteFunc(provs, func(p *ProviderRecord) bool { return deleted[p.ID] })
 	}
 	// Keep id order so dense indexes follow creation order.
-	if !slices.IsSortedFunc(provs, func(a, b *snapProvider) int { return cmpInt64(a.id, b.id) }) {
-		slices.SortFunc(provs, func(a, b *snapProvider) int { return cmpInt64(a.id, b.id) })
+	if !slices.IsSortedFunc(provs, func(a, b *ProviderRecord) int { return cmpInt64(a.ID, b.ID) }) {
+		slices.SortFunc(provs, func(a, b *ProviderRecord) int { return cmpInt64(a.ID, b.ID) })
 	}
 	return &Snapshot{names: n, provs: provs, idx: buildIndex(provs, n)}
 }
@@ -398,7 +398,7 @@ func cmpInt64(a, b int64) int {
 }
 
 // newSnapshot builds a snapshot from a complete set of providers.
-func newSnapshot(provs []*snapProvider, n *names) *Snapshot {
-	slices.SortFunc(provs, func(a, b *snapProvider) int { return cmpInt64(a.id, b.id) })
+func newSnapshot(provs []*ProviderRecord, n *names) *Snapshot {
+	slices.SortFunc(provs, func(a, b *ProviderRecord) int { return cmpInt64(a.ID, b.ID) })
 	return &Snapshot{names: n, provs: provs, idx: buildIndex(provs, n)}
 }

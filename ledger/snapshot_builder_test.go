@@ -12,7 +12,7 @@ import (
 // snapBuilder builds snapshots by hand for engine tests. Providers are
 // named; a provider's uuid is its name, which keeps expectations readable.
 type snapBuilder struct {
-	provs  map[string]*snapProvider
+	provs  map[string]*ProviderRecord
 	order  []string
 	n      *names
 	nextID int64
@@ -26,16 +26,16 @@ func newSnapBuilder() *snapBuilder {
 	for i, t := range StandardTraits {
 		n.addTrait(int32(i+1), t)
 	}
-	return &snapBuilder{provs: map[string]*snapProvider{}, n: n}
+	return &snapBuilder{provs: map[string]*ProviderRecord{}, n: n}
 }
 
 // rp creates a provider; parent is "" for a root.
 func (b *snapBuilder) rp(name, parent string) *snapBuilder {
 	b.nextID++
-	p := &snapProvider{id: b.nextID, uuid: name, name: name, rootID: b.nextID}
+	p := &ProviderRecord{ID: b.nextID, UUID: name, Name: name, RootID: b.nextID}
 	if parent != "" {
 		pp := b.provs[parent]
-		p.parentID, p.rootID = pp.id, pp.rootID
+		p.ParentID, p.RootID = pp.ID, pp.RootID
 	}
 	b.provs[name] = p
 	b.order = append(b.order, name)
@@ -66,23 +66,23 @@ func (b *snapBuilder) inv(name, class string, total int64, opt ...int64) *snapBu
 	o := []int64{0, 1, total, 1, 100}
 	copy(o, opt)
 	p := b.provs[name]
-	p.inv = append(p.inv, snapInventory{class: b.classID(class), total: total, reserved: o[0],
-		minUnit: o[1], maxUnit: o[2], stepSize: o[3], ratio: float64(o[4]) / 100})
-	slices.SortFunc(p.inv, func(x, y snapInventory) int { return int(x.class - y.class) })
+	p.Inventories = append(p.Inventories, InventoryRecord{Class: b.classID(class), Total: total, Reserved: o[0],
+		MinUnit: o[1], MaxUnit: o[2], StepSize: o[3], Ratio: float64(o[4]) / 100})
+	slices.SortFunc(p.Inventories, func(x, y InventoryRecord) int { return int(x.Class - y.Class) })
 	return b
 }
 
 func (b *snapBuilder) used(name, class string, used int64) *snapBuilder {
-	b.provs[name].inventory(b.classID(class)).used = used
+	b.provs[name].inventory(b.classID(class)).Used = used
 	return b
 }
 
 func (b *snapBuilder) traits(name string, traits ...string) *snapBuilder {
 	p := b.provs[name]
 	for _, t := range traits {
-		p.traits = append(p.traits, b.traitID(t))
+		p.Traits = append(p.Traits, b.traitID(t))
 	}
-	slices.Sort(p.traits)
+	slices.Sort(p.Traits)
 	return b
 }
 
@@ -94,14 +94,14 @@ func (b *snapBuilder) aggs(name string, aggs ...string) *snapBuilder {
 			id = int32(len(b.n.aggByUUID) + 1)
 			b.n.addAgg(id, a)
 		}
-		p.aggs = append(p.aggs, id)
+		p.Aggregates = append(p.Aggregates, id)
 	}
-	slices.Sort(p.aggs)
+	slices.Sort(p.Aggregates)
 	return b
 }
 
 func (b *snapBuilder) build() *Snapshot {
-	list := make([]*snapProvider, 0, len(b.provs))
+	list := make([]*ProviderRecord, 0, len(b.provs))
 	for _, name := range b.order {
 		list = append(list, b.provs[name])
 	}

@@ -192,7 +192,7 @@ const (
 func (c *snapshotCache) loadAll(ctx context.Context) (*Snapshot, error) {
 	start := time.Now()
 	n := newNames()
-	var provs map[int64]*snapProvider
+	var provs map[int64]*ProviderRecord
 	err := c.readTx(ctx, func(tx pgx.Tx) error {
 		if err := scanPairs(ctx, tx, sqlSnapClasses, n.addClass); err != nil {
 			return err
@@ -210,7 +210,7 @@ func (c *snapshotCache) loadAll(ctx context.Context) (*Snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	list := make([]*snapProvider, 0, len(provs))
+	list := make([]*ProviderRecord, 0, len(provs))
 	for _, p := range provs {
 		list = append(list, p)
 	}
@@ -300,7 +300,7 @@ func (l *lazyNames) result() *names {
 
 // loadProviders reads the providers with the given ids (nil: all) with
 // their inventories, usage, traits and aggregates, in one round trip.
-func loadProviders(ctx context.Context, tx pgx.Tx, ids []int64, n nameSink) (map[int64]*snapProvider, error) {
+func loadProviders(ctx context.Context, tx pgx.Tx, ids []int64, n nameSink) (map[int64]*ProviderRecord, error) {
 	b := &pgx.Batch{}
 	queueProviders(b, ids)
 	br := tx.SendBatch(ctx, b)
@@ -321,7 +321,7 @@ const sqlBeginSnapshot = `BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY`
 // trip instead of three. Reloads after writes take it, on every read
 // that follows a write. (If a statement fails, the connection is left in
 // a failed transaction, and the pool closes it instead of reusing it.)
-func (c *snapshotCache) loadProvidersOneTrip(ctx context.Context, ids []int64, n nameSink) (map[int64]*snapProvider, error) {
+func (c *snapshotCache) loadProvidersOneTrip(ctx context.Context, ids []int64, n nameSink) (map[int64]*ProviderRecord, error) {
 	b := &pgx.Batch{}
 	b.Queue(sqlBeginSnapshot)
 	queueProviders(b, ids)
@@ -354,15 +354,15 @@ func queueProviders(b *pgx.Batch, ids []int64) {
 }
 
 // readProviders reads the answers to queueProviders' queries.
-func readProviders(br pgx.BatchResults, n nameSink) (map[int64]*snapProvider, error) {
-	provs := map[int64]*snapProvider{}
+func readProviders(br pgx.BatchResults, n nameSink) (map[int64]*ProviderRecord, error) {
+	provs := map[int64]*ProviderRecord{}
 	rows, _ := br.Query()
 	for rows.Next() {
-		p := &snapProvider{}
-		if err := rows.Scan(&p.id, &p.uuid, &p.name, &p.generation, &p.parentID, &p.rootID, &p.createdAt, &p.updatedAt); err != nil {
+		p := &ProviderRecord{}
+		if err := rows.Scan(&p.ID, &p.UUID, &p.Name, &p.Generation, &p.ParentID, &p.RootID, &p.CreatedAt, &p.UpdatedAt); err != nil {
 			return nil, err
 		}
-		provs[p.id] = p
+		provs[p.ID] = p
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
@@ -372,14 +372,14 @@ func readProviders(br pgx.BatchResults, n nameSink) (map[int64]*snapProvider, er
 	for rows.Next() {
 		var id int64
 		var className string
-		var inv snapInventory
-		if err := rows.Scan(&id, &inv.class, &className, &inv.total, &inv.reserved, &inv.minUnit,
-			&inv.maxUnit, &inv.stepSize, &inv.ratio, &inv.used); err != nil {
+		var inv InventoryRecord
+		if err := rows.Scan(&id, &inv.Class, &className, &inv.Total, &inv.Reserved, &inv.MinUnit,
+			&inv.MaxUnit, &inv.StepSize, &inv.Ratio, &inv.Used); err != nil {
 			return nil, err
 		}
-		n.addClass(inv.class, className)
+		n.addClass(inv.Class, className)
 		if p := provs[id]; p != nil {
-			p.inv = append(p.inv, inv)
+			p.Inventories = append(p.Inventories, inv)
 		}
 	}
 	if err := rows.Err(); err != nil {
@@ -390,7 +390,7 @@ func readProviders(br pgx.BatchResults, n nameSink) (map[int64]*snapProvider, er
 	if err := scanProviderLinks(rows, func(id int64, tid int32, name string) {
 		n.addTrait(tid, name)
 		if p := provs[id]; p != nil {
-			p.traits = append(p.traits, tid)
+			p.Traits = append(p.Traits, tid)
 		}
 	}); err != nil {
 		return nil, err
@@ -399,15 +399,15 @@ func readProviders(br pgx.BatchResults, n nameSink) (map[int64]*snapProvider, er
 	if err := scanProviderLinks(rows, func(id int64, aid int32, uuid string) {
 		n.addAgg(aid, uuid)
 		if p := provs[id]; p != nil {
-			p.aggs = append(p.aggs, aid)
+			p.Aggregates = append(p.Aggregates, aid)
 		}
 	}); err != nil {
 		return nil, err
 	}
 	for _, p := range provs {
-		slices.SortFunc(p.inv, func(a, b snapInventory) int { return int(a.class - b.class) })
-		slices.Sort(p.traits)
-		slices.Sort(p.aggs)
+		slices.SortFunc(p.Inventories, func(a, b InventoryRecord) int { return int(a.Class - b.Class) })
+		slices.Sort(p.Traits)
+		slices.Sort(p.Aggregates)
 	}
 	return provs, nil
 }
@@ -695,7 +695,7 @@ func (c *snapshotCache) applyOwnWrites(ids []int64, ws []*ownWrite) {
 		}
 		return
 	}
-	changed := make(map[int64]*snapProvider, len(ids))
+	changed := make(map[int64]*ProviderRecord, len(ids))
 	failed := make(map[int64]bool)
 	for _, w := range ws {
 		for i, id := range w.providers {
@@ -711,13 +711,13 @@ func (c *snapshotCache) applyOwnWrites(ids []int64, ws []*ownWrite) {
 				}
 				old = cur.provs[pos]
 			}
-			if old.generation != w.generations[i]-1 {
+			if old.Generation != w.generations[i]-1 {
 				failed[id], changed[id] = true, nil
 				continue
 			}
 			p := *old
-			p.generation, p.updatedAt = w.generations[i], w.updatedAt[i]
-			p.inv = slices.Clone(old.inv)
+			p.Generation, p.UpdatedAt = w.generations[i], w.updatedAt[i]
+			p.Inventories = slices.Clone(old.Inventories)
 			complete := true
 			for j, rp := range w.allocProviders {
 				if rp != id {
@@ -728,7 +728,7 @@ func (c *snapshotCache) applyOwnWrites(ids []int64, ws []*ownWrite) {
 					complete = false
 					break
 				}
-				inv.used += w.amounts[j]
+				inv.Used += w.amounts[j]
 			}
 			if !complete {
 				failed[id], changed[id] = true, nil
