@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/berthd/berth/ledger"
+	"github.com/berthd/berth/ledger/engine"
 	"github.com/berthd/berth/scheduler"
 )
 
@@ -41,8 +42,8 @@ type Config struct {
 	// gives up; a request may ask for fewer or, up to MaxMaxAttempts,
 	// more. Default DefaultMaxAttempts.
 	MaxAttempts int
-	// MaxCandidates caps the candidates the ledger generates per claim;
-	// 0 means ledger.DefaultMaxCandidates.
+	// MaxCandidates caps the candidates the engine generates per claim;
+	// 0 means engine.DefaultMaxCandidates.
 	MaxCandidates int
 	// ClaimCandidates is the sample a claim ranks first: at most this many
 	// candidates, drawn at random across root providers. Only when nothing
@@ -167,7 +168,7 @@ type Params struct {
 	ConsumerGeneration *int64
 	// Candidates is the request, as for GET /allocation_candidates. Limit
 	// is ignored: every candidate (up to the configured cap) is ranked.
-	Candidates ledger.CandidatesParams
+	Candidates engine.CandidatesParams
 	// Exclude lists root providers (uuid or name) not to place on: a
 	// candidate using one of them or a provider of its tree is removed.
 	Exclude []string
@@ -374,7 +375,7 @@ type selection struct {
 	found int // candidates the ledger found
 	cands []*scheduler.Candidate
 	// reqs are the ledger's candidates, cands[i] made from reqs[i].
-	reqs    []ledger.AllocationRequest
+	reqs    []engine.AllocationRequest
 	steps   []Step
 	ranking *scheduler.Ranking
 	rankErr error // a *scheduler.RefusedError, or a failure
@@ -384,17 +385,26 @@ type selection struct {
 }
 
 // resolved is what a claim's selections need from its Params beyond the
-// selection fields, looked up once per claim: the providers to avoid
-// (exclude_providers and, for a reschedule, the roots it failed on), the
-// target root and the policy.
+// selection fields, looked up once per claim: the snapshot every question
+// is asked of, the providers to avoid (exclude_providers and, for a
+// reschedule, the roots it failed on), the target root and the policy.
 type resolved struct {
+	snap    *engine.Snapshot
 	exclude []string
 	target  string
 	policy  *scheduler.Policy
 }
 
-// resolveParams checks p's reason (defaulting it) and resolves its names.
-// Errors in the request (unknown names, policy) and outages are returned.
+// snapshot reads the ledger's snapshot for p: the one read a claim's
+// selection makes of the ledger (see Claim).
+func (c *Claimer) snapshot(ctx context.Context, p *Params) (*engine.Snapshot, error) {
+	classes, traits := engine.ParamsNames(&p.Candidates)
+	return c.store.Snapshot(ctx, classes, traits)
+}
+
+// resolveParams checks p's reason (defaulting it), takes the snapshot
+// and resolves p's names. Errors in the request (unknown names, policy)
+// and outages are returned.
 func (c *Claimer) resolveParams(ctx context.Context, p *Params) (*resolved, error) {
 	if p.Reason == "" {
 		p.Reason = ReasonNew
@@ -402,9 +412,13 @@ func (c *Claimer) resolveParams(ctx context.Context, p *Params) (*resolved, erro
 	if !slices.Contains(Reasons, p.Reason) {
 		return nil, invalid("Invalid reason %q: want one of %s", p.Reason, strings.Join(Reasons, ", "))
 	}
-	r := &resolved{exclude: make([]string, 0, len(p.Exclude))}
+	snap, err := c.snapshot(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	r := &resolved{snap: snap, exclude: make([]string, 0, len(p.Exclude))}
 	for _, x := range p.Exclude {
-		prov, err := c.resolve(ctx, x, "exclude_providers")
+		prov, err := resolve(snap, x, "exclude_providers")
 		if err != nil {
 			return nil, err
 		}
@@ -418,13 +432,12 @@ func (c *Claimer) resolveParams(ctx context.Context, p *Params) (*resolved, erro
 		r.exclude = append(r.exclude, failed...)
 	}
 	if p.Target != "" {
-		prov, err := c.resolve(ctx, p.Target, "target")
+		prov, err := resolve(snap, p.Target, "target")
 		if err != nil {
 			return nil, err
 		}
 		r.target = prov.RootUUID
 	}
-	var err error
 	if r.policy, err = c.resolvePolicy(ctx, p); err != nil {
 		return nil, err
 	}
@@ -432,10 +445,10 @@ func (c *Claimer) resolveParams(ctx context.Context, p *Params) (*resolved, erro
 }
 
 // selectCandidates runs the pipeline up to the ranking: get candidates
-// from the ledger snapshot, apply r's exclusions and target, enrich,
-// rank. With sample > 0 it ranks at most sample candidates drawn at
-// random across roots (ledger CandidatesParams.Sample). Outages and
-// policy failures are returned; a scriptlet refusal is in rankErr.
+// from r's snapshot, apply r's exclusions and target, enrich, rank. With
+// sample > 0 it ranks at most sample candidates drawn at random across
+// roots (engine CandidatesParams.Sample). Outages and policy failures are
+// returned; a scriptlet refusal is in rankErr.
 func (c *Claimer) selectCandidates(ctx context.Context, p *Params, r *resolved, sample int) (*selection, error) {
 	policy, exclude, target := r.policy, r.exclude, r.target
 
@@ -453,7 +466,7 @@ func (c *Claimer) selectCandidates(ctx context.Context, p *Params, r *resolved, 
 		}
 	}
 	start := time.Now()
-	lc, err := c.store.AllocationCandidates(ctx, cp)
+	lc, err := r.snap.Candidates(ctx, &cp)
 	if err != nil {
 		return nil, err
 	}
@@ -548,25 +561,25 @@ func (c *Claimer) resolvePolicy(ctx context.Context, p *Params) (*scheduler.Poli
 	return c.policy, nil
 }
 
-// resolve finds the provider a uuid or name designates; unknown is
-// ErrInvalid (a bad request, not a missing resource).
-func (c *Claimer) resolve(ctx context.Context, ref, field string) (ledger.Provider, error) {
-	f := ledger.ProviderFilter{Name: ref}
+// resolve finds the provider of snap a uuid or name designates; unknown
+// is ErrInvalid (a bad request, not a missing resource).
+func resolve(snap *engine.Snapshot, ref, field string) (engine.Provider, error) {
+	f := engine.ProviderFilter{Name: ref}
 	if isUUID(ref) {
-		f = ledger.ProviderFilter{UUID: ref}
+		f = engine.ProviderFilter{UUID: ref}
 	}
-	provs, err := c.store.ProvidersMatching(ctx, f)
+	provs, err := snap.ProvidersMatching(&f)
 	if err != nil {
-		return ledger.Provider{}, err
+		return engine.Provider{}, err
 	}
 	if len(provs) == 0 && f.UUID != "" {
 		// A provider may be named like a uuid.
-		if provs, err = c.store.ProvidersMatching(ctx, ledger.ProviderFilter{Name: ref}); err != nil {
-			return ledger.Provider{}, err
+		if provs, err = snap.ProvidersMatching(&engine.ProviderFilter{Name: ref}); err != nil {
+			return engine.Provider{}, err
 		}
 	}
 	if len(provs) == 0 {
-		return ledger.Provider{}, invalid("No resource provider with uuid or name %q in %s.", ref, field)
+		return engine.Provider{}, invalid("No resource provider with uuid or name %q in %s.", ref, field)
 	}
 	return provs[0], nil
 }
@@ -578,7 +591,10 @@ func invalid(format string, args ...any) error {
 // Claim places p: it ranks the candidates and writes the best one's
 // allocations, moving on to the next ranked candidate on another root when
 // the write finds the capacity gone or a provider deleted, at most
-// MaxAttempts times. It returns a *NotPlacedError when nothing was placed
+// MaxAttempts times. It reads the ledger's snapshot once and asks the
+// engine every question of it (names, candidates, shortfall); the ledger
+// is then only asked to write (and, for a sample that lost every write to
+// concurrent claims, for a fresh snapshot that has their writes). It returns a *NotPlacedError when nothing was placed
 // for an expected reason; a consumer generation conflict is returned as
 // the ledger's ErrConflict (placement.concurrent_update) at once, since
 // another candidate cannot cure it. Nothing is written unless the claim
@@ -605,11 +621,11 @@ func (c *Claimer) Claim(ctx context.Context, p Params) (_ *Result, err error) {
 			return nil, err
 		}
 	}
-	if np := c.notPlaced(ctx, &p, s); np != nil {
+	if np := c.notPlaced(ctx, &p, r, s); np != nil {
 		return nil, np
 	}
 	if p.DryRun {
-		c.explainCapacity(ctx, &p, s.steps)
+		c.explainCapacity(ctx, &p, r, s.steps)
 		return c.result(&p, s, 0, 0, nil), nil
 	}
 
@@ -625,11 +641,14 @@ func (c *Claimer) Claim(ctx context.Context, p Params) (_ *Result, err error) {
 		// Every candidate of the sample lost to concurrent claims, or the
 		// attempts ran out: the full set, for its true steps and, with
 		// attempts left, for more candidates (not on the roots that
-		// failed).
+		// failed), from a snapshot that has the writes that won.
+		if r.snap, err = c.snapshot(ctx, &p); err != nil {
+			return nil, err
+		}
 		if s, err = c.selectCandidates(ctx, &p, r, 0); err != nil {
 			return nil, err
 		}
-		if np := c.notPlaced(ctx, &p, s); np != nil {
+		if np := c.notPlaced(ctx, &p, r, s); np != nil {
 			return nil, np
 		}
 		if res, err := w.run(ctx, s); res != nil || err != nil {
@@ -641,7 +660,7 @@ func (c *Claimer) Claim(ctx context.Context, p Params) (_ *Result, err error) {
 
 // notPlaced is the answer for a selection that left nothing to write (a
 // refusal, no candidate, all filtered), or nil.
-func (c *Claimer) notPlaced(ctx context.Context, p *Params, s *selection) *NotPlacedError {
+func (c *Claimer) notPlaced(ctx context.Context, p *Params, r *resolved, s *selection) *NotPlacedError {
 	var refused *scheduler.RefusedError
 	if errors.As(s.rankErr, &refused) {
 		np := &NotPlacedError{Reason: Refused, Roots: s.roots, Steps: s.steps, Refusal: refused.Reason}
@@ -657,7 +676,7 @@ func (c *Claimer) notPlaced(ctx context.Context, p *Params, s *selection) *NotPl
 	if s.found == 0 {
 		np.Reason = NoCandidates
 	}
-	c.explainCapacity(ctx, p, np.Steps)
+	c.explainCapacity(ctx, p, r, np.Steps)
 	return np
 }
 
@@ -756,12 +775,12 @@ func tie(a, b float64) bool {
 }
 
 // explainCapacity fills the capacity step's reasons (steps[0]), which
-// cost a second pass over the snapshot: only for claims that placed
+// cost a second pass over r's snapshot: only for claims that placed
 // nothing and dry runs. A failure to explain is logged, not returned.
-func (c *Claimer) explainCapacity(ctx context.Context, p *Params, steps []Step) {
+func (c *Claimer) explainCapacity(ctx context.Context, p *Params, r *resolved, steps []Step) {
 	cp := p.Candidates
 	cp.Limit, cp.Max, cp.Randomize = 0, c.cfg.MaxCandidates, false
-	sf, err := c.store.CandidatesShortfall(ctx, cp)
+	sf, err := r.snap.Shortfall(ctx, &cp)
 	if err != nil {
 		c.log.WarnContext(ctx, "claims: explaining the capacity step", "error", err)
 		return

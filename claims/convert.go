@@ -4,7 +4,7 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/berthd/berth/ledger"
+	"github.com/berthd/berth/ledger/engine"
 	"github.com/berthd/berth/scheduler"
 )
 
@@ -31,13 +31,13 @@ type providerCache struct {
 }
 
 type cachedProvider struct {
-	version ledger.ProviderVersion
+	version engine.ProviderVersion
 	prov    *scheduler.Provider
 }
 
 // lookup fills provs with the cached providers of versions that are still
 // current, and returns the indexes in versions of the others.
-func (pc *providerCache) lookup(versions []ledger.ProviderVersion, provs map[string]*scheduler.Provider) []int {
+func (pc *providerCache) lookup(versions []engine.ProviderVersion, provs map[string]*scheduler.Provider) []int {
 	var missing []int
 	if pc == nil {
 		for i := range versions {
@@ -48,7 +48,7 @@ func (pc *providerCache) lookup(versions []ledger.ProviderVersion, provs map[str
 	pc.mu.RLock()
 	defer pc.mu.RUnlock()
 	for i, v := range versions {
-		if e, ok := pc.provs[v.UUID()]; ok && v != (ledger.ProviderVersion{}) && e.version == v {
+		if e, ok := pc.provs[v.UUID()]; ok && v != (engine.ProviderVersion{}) && e.version == v {
 			provs[e.prov.UUID] = e.prov
 			continue
 		}
@@ -58,7 +58,7 @@ func (pc *providerCache) lookup(versions []ledger.ProviderVersion, provs map[str
 }
 
 // store caches the providers just built for versions.
-func (pc *providerCache) store(versions []ledger.ProviderVersion, built []*scheduler.Provider) {
+func (pc *providerCache) store(versions []engine.ProviderVersion, built []*scheduler.Provider) {
 	if pc == nil || len(versions) == 0 {
 		return
 	}
@@ -68,14 +68,14 @@ func (pc *providerCache) store(versions []ledger.ProviderVersion, built []*sched
 		pc.provs = make(map[string]cachedProvider, len(versions))
 	}
 	for i, v := range versions {
-		if v != (ledger.ProviderVersion{}) {
+		if v != (engine.ProviderVersion{}) {
 			pc.provs[built[i].UUID] = cachedProvider{version: v, prov: built[i]}
 		}
 	}
 }
 
 // newProvider is the scheduler's view of one provider summary.
-func newProvider(s *ledger.ProviderSummary) *scheduler.Provider {
+func newProvider(s *engine.ProviderSummary) *scheduler.Provider {
 	p := &scheduler.Provider{UUID: s.UUID, Name: s.Name, ParentUUID: s.ParentUUID, RootUUID: s.RootUUID,
 		Traits: s.Traits, Aggregates: s.Aggregates, Resources: make(map[string]scheduler.Inventory, len(s.Resources))}
 	for _, r := range s.Resources {
@@ -90,24 +90,24 @@ func newProvider(s *ledger.ProviderSummary) *scheduler.Provider {
 // summaries are shared between the candidates. A candidate's Roots list
 // the roots of its own tree(s) before those of sharing providers, so
 // Root() is the tree the candidate is anchored on.
-func Convert(c *ledger.Candidates) []*scheduler.Candidate {
+func Convert(c *engine.Candidates) []*scheduler.Candidate {
 	return convert(c, nil)
 }
 
 // convert is Convert taking the providers it can from pc (nil: none) and
 // leaving there those it builds. The Providers map is the caller's (one
 // per call); the Providers in it may be shared with other calls.
-func convert(c *ledger.Candidates, pc *providerCache) []*scheduler.Candidate {
+func convert(c *engine.Candidates, pc *providerCache) []*scheduler.Candidate {
 	versions := c.Versions
 	if c.Summaries != nil {
-		versions = make([]ledger.ProviderVersion, len(c.Summaries))
+		versions = make([]engine.ProviderVersion, len(c.Summaries))
 		for i := range c.Summaries {
 			versions[i] = c.Summaries[i].Version
 		}
 	}
 	provs := make(map[string]*scheduler.Provider, len(versions))
 	if missing := pc.lookup(versions, provs); len(missing) > 0 {
-		fresh := make([]ledger.ProviderVersion, len(missing))
+		fresh := make([]engine.ProviderVersion, len(missing))
 		built := make([]*scheduler.Provider, len(missing))
 		for k, i := range missing {
 			var p *scheduler.Provider
@@ -190,12 +190,12 @@ const maxAllocShapes = 8
 
 // allocShape is one distinct list of amounts and its map.
 type allocShape struct {
-	res []ledger.ResourceAmount
+	res []engine.ResourceAmount
 	m   map[string]int64
 }
 
 // mappings is a ledger candidate's request group suffix -> providers.
-func mappings(ar *ledger.AllocationRequest) map[string][]string {
+func mappings(ar *engine.AllocationRequest) map[string][]string {
 	m := make(map[string][]string, len(ar.Mappings))
 	for _, g := range ar.Mappings {
 		m[g.Suffix] = g.ProviderUUIDs

@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/berthd/berth/ledger"
+	"github.com/berthd/berth/ledger/engine"
 )
 
 // MigrationConsumerType is the consumer type Move gives the consumer that
@@ -49,8 +50,8 @@ func (c *Claimer) withRoots(ctx context.Context, consumerUUID string) (*holding,
 		return nil, err
 	}
 	for _, pr := range h.allocs {
-		sharing, err := c.store.ProvidersMatching(ctx, ledger.ProviderFilter{UUID: pr.ProviderUUID,
-			Group: ledger.RequestGroup{RequiredTraits: [][]string{{sharesViaAggregate}}}})
+		sharing, err := c.store.ProvidersMatching(ctx, engine.ProviderFilter{UUID: pr.ProviderUUID,
+			Group: engine.RequestGroup{RequiredTraits: [][]string{{sharesViaAggregate}}}})
 		if err != nil {
 			return nil, err
 		}
@@ -100,18 +101,18 @@ func (h *holding) adopt(p *Params) {
 		p.ConsumerType = h.consumer.Type
 	}
 	if len(p.Candidates.Groups) == 0 {
-		g := ledger.RequestGroup{}
+		g := engine.RequestGroup{}
 		for _, pr := range h.allocs {
 			for _, r := range pr.Resources {
-				i := slices.IndexFunc(g.Resources, func(ra ledger.ResourceAmount) bool { return ra.Class == r.Class })
+				i := slices.IndexFunc(g.Resources, func(ra engine.ResourceAmount) bool { return ra.Class == r.Class })
 				if i < 0 {
-					g.Resources = append(g.Resources, ledger.ResourceAmount{Class: r.Class, Amount: r.Amount})
+					g.Resources = append(g.Resources, engine.ResourceAmount{Class: r.Class, Amount: r.Amount})
 				} else {
 					g.Resources[i].Amount += r.Amount
 				}
 			}
 		}
-		p.Candidates.Groups = []ledger.RequestGroup{g}
+		p.Candidates.Groups = []engine.RequestGroup{g}
 		p.Candidates.NestedAware = true
 	}
 }
@@ -131,7 +132,11 @@ func (c *Claimer) Reschedule(ctx context.Context, p Params, failedProvider strin
 	}
 	failed := ""
 	if failedProvider != "" {
-		prov, err := c.resolve(ctx, failedProvider, "failed_provider")
+		snap, err := c.store.Snapshot(ctx, nil, nil)
+		if err != nil {
+			return nil, err
+		}
+		prov, err := resolve(snap, failedProvider, "failed_provider")
 		if err != nil {
 			return nil, err
 		}

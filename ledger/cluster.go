@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/berthd/berth/ledger/engine"
 )
 
 // The queries in this file answer what scheduling policies and scriptlets
@@ -76,7 +78,7 @@ func (s *Store) ClusterProviders(ctx context.Context, p ClusterProvidersParams) 
 		if err != nil {
 			return err
 		}
-		var r SummaryResource
+		var r engine.SummaryResource
 		if _, err := pgx.ForEachRow(rows, []any{&id, &r.Class, &r.Total, &r.Reserved, &r.MinUnit, &r.MaxUnit, &r.StepSize,
 			&r.AllocationRatio, &r.Used}, func() error {
 			r.Capacity = int64(float64(r.Total-r.Reserved) * r.AllocationRatio)

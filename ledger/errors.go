@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/berthd/berth/ledger/engine"
 )
 
 // Error kinds. Every error returned by this package for a rejected request
@@ -19,8 +21,10 @@ var (
 	// ErrConflict: the request is well formed but the ledger's current state
 	// refuses it (duplicate name, stale generation, capacity, in use).
 	ErrConflict = errors.New("conflict")
-	// ErrInvalid: the request is semantically invalid (bad value detected by the ledger).
-	ErrInvalid = errors.New("invalid")
+	// ErrInvalid: the request is semantically invalid (bad value detected
+	// by the ledger or its engine). It is engine.ErrInvalid, so the
+	// engine's rejections are of this kind too.
+	ErrInvalid = engine.ErrInvalid
 	// ErrUnavailable: the database could not be reached or went away
 	// during the request (connection refused or reset, server shutting
 	// down or starting up, no pooled connection within the acquire

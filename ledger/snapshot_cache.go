@@ -12,6 +12,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/berthd/berth/ledger/engine"
 )
 
 // snapshotCache keeps the current Snapshot fresh.
@@ -41,7 +43,7 @@ type snapshotCache struct {
 	reloadMu sync.Mutex
 
 	mu    sync.Mutex
-	cur   *Snapshot          // nil until the first load
+	cur   *engine.Snapshot   // nil until the first load
 	dirty map[int64]struct{} // providers changed since cur was built
 	all   bool               // anything may have changed since cur was built
 	// listening is true while the change listener is connected and
@@ -84,7 +86,7 @@ func (c *snapshotCache) invalidate(ids []int64, all bool) {
 // connected, notifications are lost, so get then returns only a snapshot
 // fully loaded after the call began: a reader never silently gets data that
 // may be stale, it gets fresh data or the database's error.
-func (c *snapshotCache) get(ctx context.Context) (*Snapshot, error) {
+func (c *snapshotCache) get(ctx context.Context) (*engine.Snapshot, error) {
 	c.mu.Lock()
 	cur, stale := c.cur, c.cur == nil || c.all || len(c.dirty) > 0 || !c.listening
 	seen := c.fullStarted
@@ -103,7 +105,7 @@ func (c *snapshotCache) get(ctx context.Context) (*Snapshot, error) {
 // count of full loads started when the caller found the snapshot stale: a
 // full load started after that, completed while the caller waited, serves
 // it too.
-func (c *snapshotCache) reload(ctx context.Context, full bool, seen uint64) (*Snapshot, error) {
+func (c *snapshotCache) reload(ctx context.Context, full bool, seen uint64) (*engine.Snapshot, error) {
 	c.reloadMu.Lock()
 	defer c.reloadMu.Unlock()
 
@@ -122,7 +124,7 @@ func (c *snapshotCache) reload(ctx context.Context, full bool, seen uint64) (*Sn
 	}
 	c.mu.Unlock()
 
-	var next *Snapshot
+	var next *engine.Snapshot
 	var err error
 	if full {
 		next, err = c.loadAll(ctx)
@@ -189,18 +191,18 @@ const (
 )
 
 // loadAll reads every provider and every name.
-func (c *snapshotCache) loadAll(ctx context.Context) (*Snapshot, error) {
+func (c *snapshotCache) loadAll(ctx context.Context) (*engine.Snapshot, error) {
 	start := time.Now()
-	n := newNames()
-	var provs map[int64]*ProviderRecord
+	n := engine.NewNames()
+	var provs map[int64]*engine.ProviderRecord
 	err := c.readTx(ctx, func(tx pgx.Tx) error {
-		if err := scanPairs(ctx, tx, sqlSnapClasses, n.addClass); err != nil {
+		if err := scanPairs(ctx, tx, sqlSnapClasses, n.AddClass); err != nil {
 			return err
 		}
-		if err := scanPairs(ctx, tx, sqlSnapAllTraits, n.addTrait); err != nil {
+		if err := scanPairs(ctx, tx, sqlSnapAllTraits, n.AddTrait); err != nil {
 			return err
 		}
-		if err := scanPairs(ctx, tx, sqlSnapAllAggs, n.addAgg); err != nil {
+		if err := scanPairs(ctx, tx, sqlSnapAllAggs, n.AddAggregate); err != nil {
 			return err
 		}
 		var err error
@@ -210,18 +212,18 @@ func (c *snapshotCache) loadAll(ctx context.Context) (*Snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	list := make([]*ProviderRecord, 0, len(provs))
+	list := make([]*engine.ProviderRecord, 0, len(provs))
 	for _, p := range provs {
 		list = append(list, p)
 	}
-	s := newSnapshot(list, n)
+	s := engine.New(list, n)
 	c.log.Debug("ledger snapshot loaded", "providers", len(list), "duration", time.Since(start))
 	return s, nil
 }
 
 // loadSome reloads the providers with the given ids into a copy of cur.
-func (c *snapshotCache) loadSome(ctx context.Context, cur *Snapshot, ids []int64) (*Snapshot, error) {
-	n := cur.names
+func (c *snapshotCache) loadSome(ctx context.Context, cur *engine.Snapshot, ids []int64) (*engine.Snapshot, error) {
+	n := cur.Names()
 	// Names met while loading are added to a copy of the current names,
 	// made only if one is new.
 	nn := &lazyNames{base: n}
@@ -236,7 +238,7 @@ func (c *snapshotCache) loadSome(ctx context.Context, cur *Snapshot, ids []int64
 			deleted[id] = true
 		}
 	}
-	return cur.withProviders(provs, deleted, n), nil
+	return cur.WithProviders(provs, deleted, n), nil
 }
 
 // readTx runs fn in a read-only REPEATABLE READ transaction, so the
@@ -255,43 +257,43 @@ func (c *snapshotCache) readTx(ctx context.Context, fn func(pgx.Tx) error) error
 
 // nameSink receives the names met while loading providers.
 type nameSink interface {
-	addClass(id int32, name string)
-	addTrait(id int32, name string)
-	addAgg(id int32, uuid string)
+	AddClass(id int32, name string)
+	AddTrait(id int32, name string)
+	AddAggregate(id int32, uuid string)
 }
 
 // lazyNames copies base on the first name it does not already hold.
 type lazyNames struct {
-	base *names
-	copy *names
+	base *engine.Names
+	copy *engine.Names
 }
 
-func (l *lazyNames) target() *names {
+func (l *lazyNames) target() *engine.Names {
 	if l.copy == nil {
-		l.copy = l.base.clone()
+		l.copy = l.base.Clone()
 	}
 	return l.copy
 }
 
-func (l *lazyNames) addClass(id int32, name string) {
-	if l.base.className[id] != name {
-		l.target().addClass(id, name)
+func (l *lazyNames) AddClass(id int32, name string) {
+	if l.base.ClassName(id) != name {
+		l.target().AddClass(id, name)
 	}
 }
 
-func (l *lazyNames) addTrait(id int32, name string) {
-	if l.base.traitName[id] != name {
-		l.target().addTrait(id, name)
+func (l *lazyNames) AddTrait(id int32, name string) {
+	if l.base.TraitName(id) != name {
+		l.target().AddTrait(id, name)
 	}
 }
 
-func (l *lazyNames) addAgg(id int32, uuid string) {
-	if l.base.aggUUID[id] != uuid {
-		l.target().addAgg(id, uuid)
+func (l *lazyNames) AddAggregate(id int32, uuid string) {
+	if l.base.AggregateUUID(id) != uuid {
+		l.target().AddAggregate(id, uuid)
 	}
 }
 
-func (l *lazyNames) result() *names {
+func (l *lazyNames) result() *engine.Names {
 	if l.copy != nil {
 		return l.copy
 	}
@@ -300,7 +302,7 @@ func (l *lazyNames) result() *names {
 
 // loadProviders reads the providers with the given ids (nil: all) with
 // their inventories, usage, traits and aggregates, in one round trip.
-func loadProviders(ctx context.Context, tx pgx.Tx, ids []int64, n nameSink) (map[int64]*ProviderRecord, error) {
+func loadProviders(ctx context.Context, tx pgx.Tx, ids []int64, n nameSink) (map[int64]*engine.ProviderRecord, error) {
 	b := &pgx.Batch{}
 	queueProviders(b, ids)
 	br := tx.SendBatch(ctx, b)
@@ -321,7 +323,7 @@ const sqlBeginSnapshot = `BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY`
 // trip instead of three. Reloads after writes take it, on every read
 // that follows a write. (If a statement fails, the connection is left in
 // a failed transaction, and the pool closes it instead of reusing it.)
-func (c *snapshotCache) loadProvidersOneTrip(ctx context.Context, ids []int64, n nameSink) (map[int64]*ProviderRecord, error) {
+func (c *snapshotCache) loadProvidersOneTrip(ctx context.Context, ids []int64, n nameSink) (map[int64]*engine.ProviderRecord, error) {
 	b := &pgx.Batch{}
 	b.Queue(sqlBeginSnapshot)
 	queueProviders(b, ids)
@@ -354,11 +356,11 @@ func queueProviders(b *pgx.Batch, ids []int64) {
 }
 
 // readProviders reads the answers to queueProviders' queries.
-func readProviders(br pgx.BatchResults, n nameSink) (map[int64]*ProviderRecord, error) {
-	provs := map[int64]*ProviderRecord{}
+func readProviders(br pgx.BatchResults, n nameSink) (map[int64]*engine.ProviderRecord, error) {
+	provs := map[int64]*engine.ProviderRecord{}
 	rows, _ := br.Query()
 	for rows.Next() {
-		p := &ProviderRecord{}
+		p := &engine.ProviderRecord{}
 		if err := rows.Scan(&p.ID, &p.UUID, &p.Name, &p.Generation, &p.ParentID, &p.RootID, &p.CreatedAt, &p.UpdatedAt); err != nil {
 			return nil, err
 		}
@@ -372,12 +374,12 @@ func readProviders(br pgx.BatchResults, n nameSink) (map[int64]*ProviderRecord, 
 	for rows.Next() {
 		var id int64
 		var className string
-		var inv InventoryRecord
+		var inv engine.InventoryRecord
 		if err := rows.Scan(&id, &inv.Class, &className, &inv.Total, &inv.Reserved, &inv.MinUnit,
 			&inv.MaxUnit, &inv.StepSize, &inv.Ratio, &inv.Used); err != nil {
 			return nil, err
 		}
-		n.addClass(inv.Class, className)
+		n.AddClass(inv.Class, className)
 		if p := provs[id]; p != nil {
 			p.Inventories = append(p.Inventories, inv)
 		}
@@ -388,7 +390,7 @@ func readProviders(br pgx.BatchResults, n nameSink) (map[int64]*ProviderRecord, 
 
 	rows, _ = br.Query()
 	if err := scanProviderLinks(rows, func(id int64, tid int32, name string) {
-		n.addTrait(tid, name)
+		n.AddTrait(tid, name)
 		if p := provs[id]; p != nil {
 			p.Traits = append(p.Traits, tid)
 		}
@@ -397,7 +399,7 @@ func readProviders(br pgx.BatchResults, n nameSink) (map[int64]*ProviderRecord, 
 	}
 	rows, _ = br.Query()
 	if err := scanProviderLinks(rows, func(id int64, aid int32, uuid string) {
-		n.addAgg(aid, uuid)
+		n.AddAggregate(aid, uuid)
 		if p := provs[id]; p != nil {
 			p.Aggregates = append(p.Aggregates, aid)
 		}
@@ -405,7 +407,7 @@ func readProviders(br pgx.BatchResults, n nameSink) (map[int64]*ProviderRecord, 
 		return nil, err
 	}
 	for _, p := range provs {
-		slices.SortFunc(p.Inventories, func(a, b InventoryRecord) int { return int(a.Class - b.Class) })
+		slices.SortFunc(p.Inventories, func(a, b engine.InventoryRecord) int { return int(a.Class - b.Class) })
 		slices.Sort(p.Traits)
 		slices.Sort(p.Aggregates)
 	}
@@ -433,7 +435,7 @@ func scanPairs(ctx context.Context, q pgx.Tx, sql string, add func(int32, string
 // publishes a snapshot whose names match it for them: the ones that exist
 // are added, the ones that do not are removed. It returns the snapshot to
 // use, which keeps the providers of s.
-func (c *snapshotCache) learnNames(ctx context.Context, s *Snapshot, classes, traits []string) (*Snapshot, error) {
+func (c *snapshotCache) learnNames(ctx context.Context, s *engine.Snapshot, classes, traits []string) (*engine.Snapshot, error) {
 	c.reloadMu.Lock()
 	defer c.reloadMu.Unlock()
 	c.mu.Lock()
@@ -453,16 +455,16 @@ func (c *snapshotCache) learnNames(ctx context.Context, s *Snapshot, classes, tr
 			return nil, err
 		}
 	}
-	n := cur.names
+	n := cur.Names()
 	changed := false
 	for _, name := range classes {
-		id, ok := n.classByName[name]
+		id, ok := n.ClassID(name)
 		if fid, found := foundC[name]; found != ok || fid != id {
 			changed = true
 		}
 	}
 	for _, name := range traits {
-		id, ok := n.traitByName[name]
+		id, ok := n.TraitID(name)
 		if fid, found := foundT[name]; found != ok || fid != id {
 			changed = true
 		}
@@ -470,26 +472,20 @@ func (c *snapshotCache) learnNames(ctx context.Context, s *Snapshot, classes, tr
 	if !changed {
 		return s, nil
 	}
-	nn := n.clone()
+	nn := n.Clone()
 	for _, name := range classes {
-		if id, ok := nn.classByName[name]; ok {
-			delete(nn.classByName, name)
-			delete(nn.className, id)
-		}
+		nn.DeleteClass(name)
 		if id, ok := foundC[name]; ok {
-			nn.addClass(id, name)
+			nn.AddClass(id, name)
 		}
 	}
 	for _, name := range traits {
-		if id, ok := nn.traitByName[name]; ok {
-			delete(nn.traitByName, name)
-			delete(nn.traitName, id)
-		}
+		nn.DeleteTrait(name)
 		if id, ok := foundT[name]; ok {
-			nn.addTrait(id, name)
+			nn.AddTrait(id, name)
 		}
 	}
-	next := &Snapshot{names: nn, provs: cur.provs, idx: cur.idx}
+	next := cur.WithNames(nn)
 	c.mu.Lock()
 	if c.cur == cur {
 		c.cur = next
@@ -498,7 +494,7 @@ func (c *snapshotCache) learnNames(ctx context.Context, s *Snapshot, classes, tr
 	if s != cur {
 		// The caller's snapshot is older than the published one; give it
 		// the new names too, keeping its providers.
-		return &Snapshot{names: nn, provs: s.provs, idx: s.idx}, nil
+		return s.WithNames(nn), nil
 	}
 	return next, nil
 }
@@ -695,7 +691,7 @@ func (c *snapshotCache) applyOwnWrites(ids []int64, ws []*ownWrite) {
 		}
 		return
 	}
-	changed := make(map[int64]*ProviderRecord, len(ids))
+	changed := make(map[int64]*engine.ProviderRecord, len(ids))
 	failed := make(map[int64]bool)
 	for _, w := range ws {
 		for i, id := range w.providers {
@@ -704,12 +700,12 @@ func (c *snapshotCache) applyOwnWrites(ids []int64, ws []*ownWrite) {
 			}
 			old := changed[id]
 			if old == nil {
-				pos, ok := cur.idx.byID[id]
+				var ok bool
+				old, ok = cur.ProviderByID(id)
 				if _, dirty := c.dirty[id]; !ok || dirty {
 					failed[id] = true
 					continue
 				}
-				old = cur.provs[pos]
 			}
 			if old.Generation != w.generations[i]-1 {
 				failed[id], changed[id] = true, nil
@@ -723,7 +719,7 @@ func (c *snapshotCache) applyOwnWrites(ids []int64, ws []*ownWrite) {
 				if rp != id {
 					continue
 				}
-				inv := p.inventory(int32(w.allocClasses[j]))
+				inv := p.Inventory(int32(w.allocClasses[j]))
 				if inv == nil {
 					complete = false
 					break
@@ -744,6 +740,6 @@ func (c *snapshotCache) applyOwnWrites(ids []int64, ws []*ownWrite) {
 		}
 	}
 	if len(changed) > 0 {
-		c.cur = cur.withProviders(changed, nil, cur.names)
+		c.cur = cur.WithProviders(changed, nil, cur.Names())
 	}
 }

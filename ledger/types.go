@@ -8,20 +8,6 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// Provider is a resource provider: a compute node, a NUMA cell, a shared
-// storage pool, a NIC. Providers form trees through ParentUUID.
-type Provider struct {
-	ID         int64
-	UUID       string
-	Name       string
-	Generation int64
-	// ParentUUID is empty for a root provider.
-	ParentUUID string
-	RootUUID   string
-	CreatedAt  time.Time
-	UpdatedAt  time.Time
-}
-
 // Inventory is the amount of one resource class a provider offers.
 type Inventory struct {
 	ResourceClass   string

@@ -1,4 +1,4 @@
-package ledger
+package engine
 
 import (
 	"slices"
@@ -8,8 +8,10 @@ import (
 // The snapshot is an immutable, in-memory copy of everything allocation
 // candidates and provider listings are computed from: providers and their
 // trees, inventories with current usage, traits and aggregates. A Snapshot
-// is never modified once published; a refresh builds a new one that shares
-// whatever did not change (see snapshotCache in snapshot_cache.go).
+// is never modified once published; a change makes a new one that shares
+// whatever did not change (WithProviders, WithNames). The ledger loads
+// snapshots from PostgreSQL and keeps them fresh; tests and benchmarks
+// build them in memory with New.
 //
 // Providers are addressed by a dense index (int32) into Snapshot.provs, so
 // the engine works on small integers and slices instead of maps.
@@ -52,7 +54,24 @@ func (inv *InventoryRecord) fitsTotal(amount int64) bool {
 	return amount <= inv.MaxUnit && float64(inv.Used+amount) <= inv.capacity()
 }
 
-// ProviderRecord is one provider as loaded from the database. It is immutable.
+// Provider is a resource provider: a compute node, a NUMA cell, a shared
+// storage pool, a NIC. Providers form trees through ParentUUID.
+type Provider struct {
+	ID         int64
+	UUID       string
+	Name       string
+	Generation int64
+	// ParentUUID is empty for a root provider.
+	ParentUUID string
+	RootUUID   string
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
+}
+
+// ProviderRecord is one provider as the snapshot holds it: its row,
+// inventories with usage, traits and aggregates as ids of the snapshot's
+// Names. Once in a snapshot it is immutable; a change is a new record
+// (see WithProviders).
 type ProviderRecord struct {
 	ID          int64
 	UUID        string
@@ -67,7 +86,8 @@ type ProviderRecord struct {
 	Aggregates  []int32           // sorted aggregate ids
 }
 
-func (p *ProviderRecord) inventory(class int32) *InventoryRecord {
+// Inventory returns p's inventory of class, or nil.
+func (p *ProviderRecord) Inventory(class int32) *InventoryRecord {
 	for i := range p.Inventories {
 		if p.Inventories[i].Class == class {
 			return &p.Inventories[i]
@@ -116,10 +136,11 @@ func (p *ProviderRecord) sameShape(q *ProviderRecord) bool {
 	return true
 }
 
-// names maps resource class, trait and aggregate names to ids and back. It
-// is immutable; lookups that miss are retried after a refresh from the
-// database (see snapshotCache.resolve).
-type names struct {
+// Names maps resource class, trait and aggregate names to ids and back.
+// Once in a snapshot it is immutable: a change is made on a Clone. The
+// ledger refreshes names a request uses before the request is resolved
+// (see Snapshot.UnsureNames).
+type Names struct {
 	classByName map[string]int32
 	className   map[int32]string
 	traitByName map[string]int32
@@ -128,17 +149,18 @@ type names struct {
 	aggUUID     map[int32]string
 }
 
-func newNames() *names {
-	return &names{
+// NewNames returns an empty Names.
+func NewNames() *Names {
+	return &Names{
 		classByName: map[string]int32{}, className: map[int32]string{},
 		traitByName: map[string]int32{}, traitName: map[int32]string{},
 		aggByUUID: map[string]int32{}, aggUUID: map[int32]string{},
 	}
 }
 
-// clone returns a copy that may be modified.
-func (n *names) clone() *names {
-	c := &names{
+// Clone returns a copy that may be modified.
+func (n *Names) Clone() *Names {
+	c := &Names{
 		classByName: make(map[string]int32, len(n.classByName)),
 		className:   make(map[int32]string, len(n.className)),
 		traitByName: make(map[string]int32, len(n.traitByName)),
@@ -167,25 +189,66 @@ func (n *names) clone() *names {
 	return c
 }
 
-func (n *names) addClass(id int32, name string) {
+// AddClass records resource class id's name.
+func (n *Names) AddClass(id int32, name string) {
 	n.classByName[name] = id
 	n.className[id] = name
 }
 
-func (n *names) addTrait(id int32, name string) {
+// AddTrait records trait id's name.
+func (n *Names) AddTrait(id int32, name string) {
 	n.traitByName[name] = id
 	n.traitName[id] = name
 }
 
-func (n *names) addAgg(id int32, uuid string) {
+// AddAggregate records aggregate id's uuid.
+func (n *Names) AddAggregate(id int32, uuid string) {
 	n.aggByUUID[uuid] = id
 	n.aggUUID[id] = uuid
+}
+
+// ClassID returns the id of the resource class named name.
+func (n *Names) ClassID(name string) (int32, bool) {
+	id, ok := n.classByName[name]
+	return id, ok
+}
+
+// TraitID returns the id of the trait named name.
+func (n *Names) TraitID(name string) (int32, bool) {
+	id, ok := n.traitByName[name]
+	return id, ok
+}
+
+// ClassName, TraitName and AggregateUUID return what id stands for, or
+// "" when it is not known.
+func (n *Names) ClassName(id int32) string { return n.className[id] }
+
+// TraitName: see ClassName.
+func (n *Names) TraitName(id int32) string { return n.traitName[id] }
+
+// AggregateUUID: see ClassName.
+func (n *Names) AggregateUUID(id int32) string { return n.aggUUID[id] }
+
+// DeleteClass forgets the resource class named name.
+func (n *Names) DeleteClass(name string) {
+	if id, ok := n.classByName[name]; ok {
+		delete(n.classByName, name)
+		delete(n.className, id)
+	}
+}
+
+// DeleteTrait forgets the trait named name.
+func (n *Names) DeleteTrait(name string) {
+	if id, ok := n.traitByName[name]; ok {
+		delete(n.traitByName, name)
+		delete(n.traitName, id)
+	}
 }
 
 // Snapshot is a consistent, immutable view of the providers. Its methods
 // are safe for concurrent use.
 type Snapshot struct {
-	names *names
+	names *Names
 	provs []*ProviderRecord // by dense index
 	idx   *snapIndex        // derived from provs; shared while the shape is unchanged
 }
@@ -212,7 +275,7 @@ type snapIndex struct {
 }
 
 // buildIndex derives a snapIndex from provs, which must not contain nil.
-func buildIndex(provs []*ProviderRecord, n *names) *snapIndex {
+func buildIndex(provs []*ProviderRecord, n *Names) *snapIndex {
 	ix := &snapIndex{
 		byID:     make(map[int64]int32, len(provs)),
 		byUUID:   make(map[string]int32, len(provs)),
@@ -329,7 +392,46 @@ func (s *Snapshot) lca(a, b int32) int32 {
 // Len is the number of providers in the snapshot.
 func (s *Snapshot) Len() int { return len(s.provs) }
 
-// provider converts provider i to the package's public Provider type.
+// Names returns the snapshot's names. They must not be changed.
+func (s *Snapshot) Names() *Names { return s.names }
+
+// WithNames returns a snapshot of s's providers with the names n, which
+// must hold every id s's providers use.
+func (s *Snapshot) WithNames(n *Names) *Snapshot {
+	return &Snapshot{names: n, provs: s.provs, idx: s.idx}
+}
+
+// ProviderByID returns the record of the provider with row id id. It must
+// not be changed.
+func (s *Snapshot) ProviderByID(id int64) (*ProviderRecord, bool) {
+	i, ok := s.idx.byID[id]
+	if !ok {
+		return nil, false
+	}
+	return s.provs[i], true
+}
+
+// UnsureNames lists, of the given resource class and trait names, those
+// the snapshot's names may have wrong: names it does not know (they may
+// have been created since it was loaded) and names it knows but that no
+// provider uses (such a class or trait may have been deleted without any
+// provider changing). A name in use cannot be deleted, so the common case
+// lists none.
+func (s *Snapshot) UnsureNames(classes, traits []string) (unsureClasses, unsureTraits []string) {
+	for _, c := range classes {
+		if id, ok := s.names.classByName[c]; !ok || len(s.idx.byClass[id]) == 0 {
+			unsureClasses = append(unsureClasses, c)
+		}
+	}
+	for _, t := range traits {
+		if id, ok := s.names.traitByName[t]; !ok || len(s.idx.byTrait[id]) == 0 {
+			unsureTraits = append(unsureTraits, t)
+		}
+	}
+	return unsureClasses, unsureTraits
+}
+
+// provider converts provider i to the public Provider type.
 func (s *Snapshot) provider(i int32) Provider {
 	p := s.provs[i]
 	out := Provider{
@@ -342,10 +444,10 @@ func (s *Snapshot) provider(i int32) Provider {
 	return out
 }
 
-// withProviders returns a snapshot in which the providers in changed
+// WithProviders returns a snapshot in which the providers in changed
 // replace or join those of s and the ids in deleted are gone. Indexes are
 // shared with s when no provider changed shape.
-func (s *Snapshot) withProviders(changed map[int64]*ProviderRecord, deleted map[int64]bool, n *names) *Snapshot {
+func (s *Snapshot) WithProviders(changed map[int64]*ProviderRecord, deleted map[int64]bool, n *Names) *Snapshot {
 	shapeChanged := false
 	provs := make([]*ProviderRecord, len(s.provs), len(s.provs)+len(changed))
 	copy(provs, s.provs)
@@ -397,8 +499,10 @@ func cmpInt64(a, b int64) int {
 	return 0
 }
 
-// newSnapshot builds a snapshot from a complete set of providers.
-func newSnapshot(provs []*ProviderRecord, n *names) *Snapshot {
+// New builds a snapshot from a complete set of providers, whose
+// inventories, traits and aggregates are sorted by id and whose ids n
+// names. It takes provs over: the records must not be changed afterwards.
+func New(provs []*ProviderRecord, n *Names) *Snapshot {
 	slices.SortFunc(provs, func(a, b *ProviderRecord) int { return cmpInt64(a.ID, b.ID) })
 	return &Snapshot{names: n, provs: provs, idx: buildIndex(provs, n)}
 }

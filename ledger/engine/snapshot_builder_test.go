@@ -1,8 +1,9 @@
-package ledger
+package engine
 
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"sort"
 	"strings"
@@ -14,17 +15,34 @@ import (
 type snapBuilder struct {
 	provs  map[string]*ProviderRecord
 	order  []string
-	n      *names
+	n      *Names
 	nextID int64
 }
 
-func newSnapBuilder() *snapBuilder {
-	n := newNames()
-	for i, c := range StandardClasses {
-		n.addClass(int32(i), c)
+// customClassMinID is the first id the ledger gives a custom resource
+// class (ledger.CustomClassMinID).
+const customClassMinID = 10000
+
+// standardClasses and standardTraits are the ledger's standard resource classes and traits,
+// read from its lists, with the ids the database gives them: a class's
+// position in its list, a trait's position plus one.
+var standardClasses, standardTraits = readNames("../standard/resource-classes.txt"), readNames("../standard/traits.txt")
+
+func readNames(path string) []string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		panic(err)
 	}
-	for i, t := range StandardTraits {
-		n.addTrait(int32(i+1), t)
+	return strings.Fields(string(b))
+}
+
+func newSnapBuilder() *snapBuilder {
+	n := NewNames()
+	for i, c := range standardClasses {
+		n.AddClass(int32(i), c)
+	}
+	for i, t := range standardTraits {
+		n.AddTrait(int32(i+1), t)
 	}
 	return &snapBuilder{provs: map[string]*ProviderRecord{}, n: n}
 }
@@ -46,8 +64,8 @@ func (b *snapBuilder) classID(name string) int32 {
 	if id, ok := b.n.classByName[name]; ok {
 		return id
 	}
-	id := int32(CustomClassMinID + len(b.n.classByName))
-	b.n.addClass(id, name)
+	id := int32(customClassMinID + len(b.n.classByName))
+	b.n.AddClass(id, name)
 	return id
 }
 
@@ -56,7 +74,7 @@ func (b *snapBuilder) traitID(name string) int32 {
 		return id
 	}
 	id := int32(100000 + len(b.n.traitByName))
-	b.n.addTrait(id, name)
+	b.n.AddTrait(id, name)
 	return id
 }
 
@@ -73,7 +91,7 @@ func (b *snapBuilder) inv(name, class string, total int64, opt ...int64) *snapBu
 }
 
 func (b *snapBuilder) used(name, class string, used int64) *snapBuilder {
-	b.provs[name].inventory(b.classID(class)).Used = used
+	b.provs[name].Inventory(b.classID(class)).Used = used
 	return b
 }
 
@@ -92,7 +110,7 @@ func (b *snapBuilder) aggs(name string, aggs ...string) *snapBuilder {
 		id, ok := b.n.aggByUUID[a]
 		if !ok {
 			id = int32(len(b.n.aggByUUID) + 1)
-			b.n.addAgg(id, a)
+			b.n.AddAggregate(id, a)
 		}
 		p.Aggregates = append(p.Aggregates, id)
 	}
@@ -105,7 +123,7 @@ func (b *snapBuilder) build() *Snapshot {
 	for _, name := range b.order {
 		list = append(list, b.provs[name])
 	}
-	return newSnapshot(list, b.n)
+	return New(list, b.n)
 }
 
 // res parses "VCPU:1,MEMORY_MB:1024".
@@ -154,7 +172,7 @@ func summaryNames(c *Candidates) []string {
 
 func mustCandidates(t *testing.T, s *Snapshot, p CandidatesParams) *Candidates {
 	t.Helper()
-	c, err := s.candidates(context.Background(), &p)
+	c, err := s.Candidates(context.Background(), &p)
 	if err != nil {
 		t.Fatal(err)
 	}

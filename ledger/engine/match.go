@@ -1,10 +1,6 @@
-package ledger
+package engine
 
-import (
-	"context"
-	"fmt"
-	"slices"
-)
+import "slices"
 
 // ResourceAmount is an amount of one resource class.
 type ResourceAmount struct {
@@ -32,23 +28,6 @@ type RequestGroup struct {
 	InTree string
 }
 
-// UnknownNameError reports a resource class or trait that does not exist.
-// Its message is Placement's ("No such trait(s): X.").
-type UnknownNameError struct {
-	Trait bool // a trait; otherwise a resource class
-	Name  string
-}
-
-func (e *UnknownNameError) Error() string {
-	if e.Trait {
-		return fmt.Sprintf("No such trait(s): %s.", e.Name)
-	}
-	return fmt.Sprintf("No such resource class %s.", e.Name)
-}
-
-// Unwrap makes an UnknownNameError an ErrInvalid.
-func (e *UnknownNameError) Unwrap() error { return ErrInvalid }
-
 // resAmount is a ResourceAmount with its class resolved.
 type resAmount struct {
 	class  int32
@@ -66,37 +45,10 @@ type filter struct {
 	inTree     int32 // root index; -1 for none
 }
 
-// snapshot returns a snapshot reflecting every write this process committed.
-func (s *Store) snapshot(ctx context.Context) (*Snapshot, error) {
-	return s.snap.get(ctx)
-}
-
-// knowNames makes sure the snapshot's names are right for the given
-// classes and traits before they are resolved. Names it does not know are
-// looked up (they may have been created since it was loaded); names it
-// knows but that no provider uses are checked too, since such a class or
-// trait may have been deleted without any provider changing. A name in use
-// cannot be deleted, so the common case costs no query.
-func (s *Store) knowNames(ctx context.Context, snap *Snapshot, classes, traits []string) (*Snapshot, error) {
-	var checkC, checkT []string
-	for _, c := range classes {
-		if id, ok := snap.names.classByName[c]; !ok || len(snap.idx.byClass[id]) == 0 {
-			checkC = append(checkC, c)
-		}
-	}
-	for _, t := range traits {
-		if id, ok := snap.names.traitByName[t]; !ok || len(snap.idx.byTrait[id]) == 0 {
-			checkT = append(checkT, t)
-		}
-	}
-	if len(checkC) == 0 && len(checkT) == 0 {
-		return snap, nil
-	}
-	return s.snap.learnNames(ctx, snap, checkC, checkT)
-}
-
-// groupNames lists the class and trait names a group mentions.
-func groupNames(g *RequestGroup) (classes, traits []string) {
+// GroupNames lists the class and trait names a group mentions.
+// A snapshot must have these names right before it resolves the group
+// (see Snapshot.UnsureNames).
+func GroupNames(g *RequestGroup) (classes, traits []string) {
 	for _, r := range g.Resources {
 		classes = append(classes, r.Class)
 	}
@@ -213,7 +165,7 @@ func (s *Snapshot) matches(i int32, f *filter) bool {
 		return false
 	}
 	for _, r := range f.res {
-		inv := p.inventory(r.class)
+		inv := p.Inventory(r.class)
 		if inv == nil || !inv.fits(r.amount) {
 			return false
 		}
@@ -293,20 +245,9 @@ type ProviderFilter struct {
 
 // ProvidersMatching lists, in creation order, the providers that satisfy f.
 // An unknown trait or resource class is an *UnknownNameError; an unknown
-// in_tree provider or aggregate simply matches nothing.
-func (s *Store) ProvidersMatching(ctx context.Context, f ProviderFilter) ([]Provider, error) {
-	snap, err := s.snapshot(ctx)
-	if err != nil {
-		return nil, err
-	}
-	classes, traits := groupNames(&f.Group)
-	if snap, err = s.knowNames(ctx, snap, classes, traits); err != nil {
-		return nil, err
-	}
-	return snap.providersMatching(&f)
-}
-
-func (s *Snapshot) providersMatching(f *ProviderFilter) ([]Provider, error) {
+// in_tree provider or aggregate simply matches nothing. The snapshot's
+// names must be right for the names f uses (see GroupNames).
+func (s *Snapshot) ProvidersMatching(f *ProviderFilter) ([]Provider, error) {
 	flt := filter{inTree: -1}
 	if f.InTree != "" {
 		r, ok := s.treeOf(f.InTree)

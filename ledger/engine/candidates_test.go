@@ -1,4 +1,4 @@
-package ledger
+package engine
 
 import (
 	"fmt"

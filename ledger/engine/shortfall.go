@@ -1,4 +1,4 @@
-package ledger
+package engine
 
 import (
 	"context"
@@ -32,19 +32,10 @@ const (
 	shortGroupForSuffix = "lacked group %s (%s)"
 )
 
-// CandidatesShortfall explains p against a fresh snapshot, as
-// AllocationCandidates would see it. It writes nothing.
-func (s *Store) CandidatesShortfall(ctx context.Context, p CandidatesParams) (*Shortfall, error) {
-	snap, err := s.candidateSnapshot(ctx, &p)
-	if err != nil {
-		return nil, err
-	}
-	return snap.shortfall(ctx, &p)
-}
-
-func (s *Snapshot) shortfall(ctx context.Context, p *CandidatesParams) (*Shortfall, error) {
+// Shortfall explains p, root by root, as Candidates would see it.
+func (s *Snapshot) Shortfall(ctx context.Context, p *CandidatesParams) (*Shortfall, error) {
 	out := &Shortfall{Roots: len(s.idx.roots), Reasons: map[string]int{}}
-	e, err := s.newEngine(ctx, p)
+	e, err := s.newSearch(ctx, p)
 	if err != nil {
 		return nil, err
 	}
@@ -99,7 +90,7 @@ func (s *Snapshot) shortfall(ctx context.Context, p *CandidatesParams) (*Shortfa
 }
 
 // lack words why slot sl has no provider under a root.
-func (s *Snapshot) lack(e *engine, sl *slot) string {
+func (s *Snapshot) lack(e *search, sl *slot) string {
 	parts := make([]string, len(sl.res))
 	for i, r := range sl.res {
 		parts[i] = fmt.Sprintf("%s %d", s.names.className[r.class], r.amount)

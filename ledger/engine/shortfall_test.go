@@ -1,4 +1,4 @@
-package ledger
+package engine
 
 import (
 	"context"
@@ -64,7 +64,7 @@ func TestShortfall(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := tt.snap()
-			sf, err := s.shortfall(context.Background(), &tt.p)
+			sf, err := s.Shortfall(context.Background(), &tt.p)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -80,7 +80,7 @@ func TestShortfall(t *testing.T) {
 				t.Fatalf("%d roots counted, %d in the snapshot", n, sf.Roots)
 			}
 			// The roots that fit are exactly those with candidates.
-			cands, err := s.candidates(context.Background(), &tt.p)
+			cands, err := s.Candidates(context.Background(), &tt.p)
 			if err != nil {
 				t.Fatal(err)
 			}

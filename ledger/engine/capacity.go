@@ -1,4 +1,4 @@
-package ledger
+package engine
 
 import (
 	"cmp"
@@ -93,20 +93,11 @@ type RootCapacity struct {
 	Limiting []string
 }
 
-// Capacity answers p from a fresh snapshot. It reads nothing else and
-// writes nothing. Unknown resource classes and traits are
-// *UnknownNameError, as for AllocationCandidates.
-func (s *Store) Capacity(ctx context.Context, p CapacityParams) (*Capacity, error) {
-	snap, err := s.candidateSnapshot(ctx, &p.Request)
-	if err != nil {
-		return nil, err
-	}
-	return snap.capacity(ctx, &p)
-}
-
-// capacity runs the simulation described at the top of this file. Its
-// error is ctx's when ctx ends; running out of budget is not an error.
-func (s *Snapshot) capacity(ctx context.Context, p *CapacityParams) (*Capacity, error) {
+// Capacity answers p by the simulation described at the top of this file.
+// It writes nothing. Unknown resource classes and traits are
+// *UnknownNameError, as for Candidates. Its error is otherwise ctx's when
+// ctx ends; running out of budget is not an error.
+func (s *Snapshot) Capacity(ctx context.Context, p *CapacityParams) (*Capacity, error) {
 	out := &Capacity{Roots: []RootCapacity{}, Aggregates: []AggregateCapacity{}}
 	perAgg := map[int32]int64{}
 	maxPer := p.MaxPerRoot
@@ -128,7 +119,7 @@ func (s *Snapshot) capacity(ctx context.Context, p *CapacityParams) (*Capacity, 
 	deadline := time.Now().Add(budget)
 
 	scratch := &Snapshot{names: s.names, provs: slices.Clone(s.provs), idx: s.idx}
-	e, err := scratch.newEngine(ctx, &req)
+	e, err := scratch.newSearch(ctx, &req)
 	if err != nil || e == nil {
 		return out, err
 	}
@@ -139,7 +130,7 @@ func (s *Snapshot) capacity(ctx context.Context, p *CapacityParams) (*Capacity, 
 			c.Inventories = slices.Clone(c.Inventories)
 			scratch.provs[i], copied[i] = &c, true
 		}
-		scratch.provs[i].inventory(class).Used += amount
+		scratch.provs[i].Inventory(class).Used += amount
 	}
 
 	n := len(e.slots)
@@ -214,7 +205,7 @@ func (s *Snapshot) capacity(ctx context.Context, p *CapacityParams) (*Capacity, 
 // slot is limiting when the slot had options under a in base (the
 // snapshot before the simulation) and none of them has the capacity for
 // the slot's amount of it any more in e.snap (the scratch).
-func (e *engine) limiting(base *Snapshot, a int32, buf []int32) []string {
+func (e *search) limiting(base *Snapshot, a int32, buf []int32) []string {
 	scratch := e.snap
 	e.snap = base
 	defer func() { e.snap = scratch }()
@@ -228,7 +219,7 @@ func (e *engine) limiting(base *Snapshot, a int32, buf []int32) []string {
 		for _, r := range sl.res {
 			full := true
 			for _, q := range buf {
-				inv := scratch.provs[q].inventory(r.class)
+				inv := scratch.provs[q].Inventory(r.class)
 				if float64(inv.Used+r.amount) <= inv.capacity() {
 					full = false
 					break

@@ -1,4 +1,4 @@
-package ledger
+package engine
 
 import (
 	"context"
@@ -49,7 +49,7 @@ func benchRun(b *testing.B, s *Snapshot, p CandidatesParams, wantAtLeast int) {
 	var c *Candidates
 	var err error
 	for b.Loop() {
-		if c, err = s.candidates(ctx, &p); err != nil {
+		if c, err = s.Candidates(ctx, &p); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -1,4 +1,4 @@
-package ledger
+package engine
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 
 func mustCapacity(t *testing.T, s *Snapshot, p CapacityParams) *Capacity {
 	t.Helper()
-	c, err := s.capacity(context.Background(), &p)
+	c, err := s.Capacity(context.Background(), &p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -284,7 +284,7 @@ func TestCapacityBudget(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := s.capacity(ctx, &CapacityParams{Request: req}); !errors.Is(err, context.Canceled) {
+	if _, err := s.Capacity(ctx, &CapacityParams{Request: req}); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled: got %v", err)
 	}
 }
@@ -292,7 +292,7 @@ func TestCapacityBudget(t *testing.T) {
 func TestCapacityUnknownNames(t *testing.T) {
 	s := numaPair()
 	var ue *UnknownNameError
-	_, err := s.capacity(context.Background(), &CapacityParams{Request: CandidatesParams{NestedAware: true,
+	_, err := s.Capacity(context.Background(), &CapacityParams{Request: CandidatesParams{NestedAware: true,
 		Groups: []RequestGroup{{Resources: res("CUSTOM_NOPE:1")}}}})
 	if !errors.As(err, &ue) || ue.Name != "CUSTOM_NOPE" {
 		t.Errorf("got %v", err)
@@ -311,7 +311,7 @@ func BenchmarkCapacity(b *testing.B) {
 			var c *Capacity
 			for b.Loop() {
 				var err error
-				if c, err = s.capacity(context.Background(), &p); err != nil {
+				if c, err = s.Capacity(context.Background(), &p); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -327,7 +327,7 @@ func BenchmarkCapacity(b *testing.B) {
 		var c *Capacity
 		for b.Loop() {
 			var err error
-			if c, err = s.capacity(context.Background(), &p); err != nil {
+			if c, err = s.Capacity(context.Background(), &p); err != nil {
 				b.Fatal(err)
 			}
 		}
