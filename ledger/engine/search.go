@@ -1,0 +1,727 @@
+package engine
+
+import (
+	"context"
+	"math/rand/v2"
+	"slices"
+	"sync"
+)
+
+// The combination search: a request's groups become slots, the anchors
+// (roots) that may hold a candidate are found from the index lists, and
+// each anchor's combinations are enumerated lazily, depth first, pruned as
+// soon as a partial combination cannot work. Candidates (candidates.go)
+// takes one combination per anchor in turn; result.go turns them into the
+// answer.
+
+// slot is one choice of the combination search: one resource class of the
+// unsuffixed group, or one suffixed group. Which providers it may use
+// under an anchor (the root of a tree) is worked out only when the search
+// reaches that anchor (see options), so a request that stops at a limit
+// looks at few trees.
+type slot struct {
+	group    int  // index in search.groups
+	granular bool // a suffixed group
+	res      []resAmount
+	f        *filter // the group's criteria
+	// drive lists providers among which every option of the slot is, or is
+	// nil when any provider may be; it is only used to find anchors.
+	drive []int32
+	all   bool
+}
+
+// search holds one request's search state.
+type search struct {
+	ctx         context.Context
+	snap        *Snapshot
+	anchorOK    func(int32) bool
+	suffixes    []string // per group
+	slots       []slot
+	groupSlots  [][]int // per group: its slots
+	lastShared  int     // last slot of the unsuffixed group, -1 if none
+	sharedReq   [][]int32
+	sharedTree  int32 // in_tree of the unsuffixed group: the only anchor; -1 for none
+	isolate     bool
+	nestedAware bool
+	// anchorSets are necessary conditions on anchors from the unsuffixed
+	// group's traits and aggregates: each lists, ascending, the only
+	// anchors that can satisfy one clause.
+	anchorSets [][]int32
+	subtrees   [][]int // per same_subtree: its slots, ascending
+	slotTrees  [][]int // per slot: the same_subtrees it is in
+	seen       map[string]struct{}
+	steps      int
+	maxSteps   int
+	stopped    bool
+	// scratch is roundRobin's working memory (searchScratches).
+	scratch *searchScratch
+}
+
+// newSearch resolves p against s and prepares the search: the slots, the
+// anchor conditions and same_subtree sets. It returns a nil engine (and no
+// error) when some group can match nothing, which means no candidate. The
+// engine reads capacity and usage through e.snap whenever it searches, so
+// the snapshot may be swapped for one with the same providers' shape
+// (see capacity.go).
+func (s *Snapshot) newSearch(ctx context.Context, p *CandidatesParams) (*search, error) {
+	rootReq, err := s.traitIDs(p.RootRequired)
+	if err != nil {
+		return nil, err
+	}
+	rootForbid, err := s.traitIDs(p.RootForbidden)
+	if err != nil {
+		return nil, err
+	}
+	e := &search{
+		ctx: ctx, snap: s, lastShared: -1, sharedTree: -1, isolate: p.Isolate, nestedAware: p.NestedAware,
+		maxSteps: p.MaxSteps, anchorOK: func(int32) bool { return true },
+	}
+	if len(rootReq) > 0 || len(rootForbid) > 0 {
+		e.anchorOK = func(r int32) bool {
+			rp := s.provs[r]
+			for _, t := range rootReq {
+				if !rp.hasTrait(t) {
+					return false
+				}
+			}
+			return !rp.hasAnyTrait(rootForbid)
+		}
+	}
+	if e.maxSteps <= 0 {
+		e.maxSteps = DefaultMaxSearchSteps
+	}
+	for gi := range p.Groups {
+		g := &p.Groups[gi]
+		e.suffixes = append(e.suffixes, g.Suffix)
+		e.groupSlots = append(e.groupSlots, nil)
+		ok, err := e.addGroup(gi, g)
+		if err != nil {
+			if e.someGroupEmpty() {
+				return nil, nil
+			}
+			return nil, err
+		}
+		if !ok {
+			return nil, nil
+		}
+	}
+	// The unsuffixed group's slots go first so its collective trait check
+	// prunes before the suffixed groups multiply the combinations.
+	e.orderSlots()
+	for _, st := range p.SameSubtrees {
+		var set []int
+		for _, suffix := range st {
+			for gi, sfx := range e.suffixes {
+				if sfx == suffix {
+					set = append(set, e.groupSlots[gi]...)
+				}
+			}
+		}
+		slices.Sort(set)
+		set = slices.Compact(set)
+		if len(set) > 1 {
+			e.subtrees = append(e.subtrees, set)
+		}
+	}
+	e.slotTrees = make([][]int, len(e.slots))
+	for ti, set := range e.subtrees {
+		for _, si := range set {
+			e.slotTrees[si] = append(e.slotTrees[si], ti)
+		}
+	}
+	return e, nil
+}
+
+// someGroupEmpty reports whether a group resolved so far matches no
+// provider at all, ignoring trees: Placement would have stopped there
+// before resolving the names of later groups.
+func (e *search) someGroupEmpty() bool {
+	for i := range e.slots {
+		sl := &e.slots[i]
+		if sl.granular {
+			if len(e.snap.matching(sl.f)) == 0 {
+				return true
+			}
+			continue
+		}
+		any := false
+		for _, p := range e.snap.idx.byClass[sl.res[0].class] {
+			if e.snap.provs[p].Inventory(sl.res[0].class).fits(sl.res[0].amount) {
+				any = true
+				break
+			}
+		}
+		if !any {
+			return true
+		}
+	}
+	return false
+}
+
+// addGroup resolves group g and adds its slots. It reports false when the
+// group cannot match anything, which means no candidate at all.
+func (e *search) addGroup(gi int, g *RequestGroup) (bool, error) {
+	s := e.snap
+	res, err := s.classIDs(g.Resources)
+	if err != nil {
+		return false, err
+	}
+	f := &filter{res: res, inTree: -1, memberOf: s.memberOfIDs(g.MemberOf), forbidAggs: s.aggIDs(g.ForbiddenAggregates)}
+	for _, any := range f.memberOf {
+		if len(any) == 0 {
+			return false, nil
+		}
+	}
+	if f.required, err = s.requiredIDs(g.RequiredTraits); err != nil {
+		return false, err
+	}
+	if f.forbidden, err = s.traitIDs(g.ForbiddenTraits); err != nil {
+		return false, err
+	}
+	if g.InTree != "" {
+		r, ok := s.treeOf(g.InTree)
+		if !ok {
+			return false, nil
+		}
+		// Placement applies in_tree only where it looks for resources, so a
+		// resourceless group ignores it.
+		if len(res) > 0 {
+			f.inTree = r
+		}
+	}
+	if g.Suffix != "" {
+		if len(res) == 0 && len(f.required) == 0 && len(f.memberOf) == 0 {
+			// Placement finds the providers of a resourceless group among
+			// those its required traits and aggregates select; with
+			// neither, that is none.
+			return false, nil
+		}
+		sl := slot{group: gi, granular: true, res: res, f: f}
+		sl.drive, sl.all = s.driver(f)
+		e.groupSlots[gi] = append(e.groupSlots[gi], len(e.slots))
+		e.slots = append(e.slots, sl)
+		return true, nil
+	}
+
+	// The unsuffixed group: one slot per class, each class from any
+	// provider of the anchor's tree or a sharing provider it reaches.
+	if len(res) == 0 {
+		return false, nil
+	}
+	e.sharedReq = f.required
+	e.sharedTree = f.inTree
+	for _, any := range f.required {
+		set := e.anchorsWithAnyTrait(any)
+		if len(set) == 0 {
+			return false, nil
+		}
+		e.anchorSets = append(e.anchorSets, set)
+	}
+	if len(f.memberOf) > 0 {
+		// Every option is in the aggregates, or its root is: either way the
+		// anchor is reached by a provider in the aggregates.
+		set := e.anchorsOf(s.matching(&filter{inTree: -1, memberOf: f.memberOf}))
+		if len(set) == 0 {
+			return false, nil
+		}
+		e.anchorSets = append(e.anchorSets, set)
+	}
+	ordered := slices.Clone(res)
+	slices.SortStableFunc(ordered, func(a, b resAmount) int { return int(a.class - b.class) })
+	for _, ra := range ordered {
+		sl := slot{group: gi, res: []resAmount{ra}, f: f, drive: s.idx.byClass[ra.class]}
+		e.groupSlots[gi] = append(e.groupSlots[gi], len(e.slots))
+		e.slots = append(e.slots, sl)
+	}
+	return true, nil
+}
+
+// anchorsWithAnyTrait lists, ascending, the anchors under which some
+// provider has one of the traits: a necessary condition for the unsuffixed
+// group's collective trait check, cheap to compute from the trait index.
+func (e *search) anchorsWithAnyTrait(traits []int32) []int32 {
+	var provs []int32
+	for _, t := range traits {
+		provs = append(provs, e.snap.idx.byTrait[t]...)
+	}
+	return e.anchorsOf(provs)
+}
+
+// anchorsOf lists, ascending, the anchors the providers reach: their roots
+// and, for sharing providers, the roots they share with.
+func (e *search) anchorsOf(provs []int32) []int32 {
+	s := e.snap
+	out := make([]int32, 0, len(provs))
+	for _, i := range provs {
+		out = append(out, s.idx.root[i])
+		if s.idx.sharing[i] {
+			out = append(out, s.idx.anchors[i]...)
+		}
+	}
+	if !slices.IsSorted(out) {
+		slices.Sort(out)
+	}
+	return slices.Compact(out)
+}
+
+// orderSlots moves the unsuffixed group's slots to the front, keeping the
+// request order otherwise, and renumbers groupSlots accordingly.
+func (e *search) orderSlots() {
+	order := make([]int, 0, len(e.slots))
+	for i, sl := range e.slots {
+		if !sl.granular {
+			order = append(order, i)
+		}
+	}
+	for i, sl := range e.slots {
+		if sl.granular {
+			order = append(order, i)
+		}
+	}
+	newIndex := make([]int, len(e.slots))
+	slots := make([]slot, len(e.slots))
+	for n, old := range order {
+		slots[n] = e.slots[old]
+		newIndex[old] = n
+		if !slots[n].granular {
+			e.lastShared = n
+		}
+	}
+	e.slots = slots
+	for gi := range e.groupSlots {
+		for k, old := range e.groupSlots[gi] {
+			e.groupSlots[gi][k] = newIndex[old]
+		}
+	}
+}
+
+// candidateAnchors returns, ascending, the roots that may anchor a
+// candidate: those reached by the providers of the slot (or anchor
+// condition) with the shortest driving list. Each is checked in full
+// when the search gets to it.
+func (e *search) candidateAnchors() []int32 {
+	s := e.snap
+	if e.sharedTree >= 0 {
+		return []int32{e.sharedTree}
+	}
+	var best []int32
+	bestSet := false
+	for _, set := range e.anchorSets {
+		if !bestSet || len(set) < len(best) {
+			best, bestSet = set, true
+		}
+	}
+	var drive []int32
+	driveSet := false
+	for i := range e.slots {
+		sl := &e.slots[i]
+		if !sl.all && (!driveSet || len(sl.drive) < len(drive)) {
+			drive, driveSet = sl.drive, true
+		}
+	}
+	if driveSet && (!bestSet || len(drive) < len(best)) {
+		return e.anchorsOf(drive)
+	}
+	if bestSet {
+		return best
+	}
+	return slices.Clone(s.idx.roots)
+}
+
+// options appends to buf the providers slot sl may use under anchor r,
+// ascending: providers of r's tree, then sharing providers of other trees
+// that r reaches.
+func (e *search) options(sl *slot, r int32, buf []int32) []int32 {
+	s := e.snap
+	start := len(buf)
+	if sl.granular {
+		for _, m := range s.idx.members[r] {
+			if s.matches(m, sl.f) {
+				buf = append(buf, m)
+			}
+		}
+		for _, m := range s.idx.sharedTo[r] {
+			if s.matches(m, sl.f) {
+				buf = append(buf, m)
+			}
+		}
+	} else {
+		f, ra := sl.f, sl.res[0]
+		rp := s.provs[r]
+		if (f.inTree < 0 || f.inTree == r) && !rp.inAnyAgg(f.forbidAggs) {
+			rootMember := len(f.memberOf) == 0 || inAllAggs(rp, f.memberOf)
+			for _, m := range s.idx.members[r] {
+				p := s.provs[m]
+				if e.sharedOK(p, ra) && (rootMember || inAllAggs(p, f.memberOf)) {
+					buf = append(buf, m)
+				}
+			}
+			if f.inTree < 0 {
+				for _, m := range s.idx.sharedTo[r] {
+					p := s.provs[m]
+					if e.sharedOK(p, ra) && inAllAggs(p, f.memberOf) {
+						buf = append(buf, m)
+					}
+				}
+			}
+		}
+	}
+	if opts := buf[start:]; !slices.IsSorted(opts) {
+		slices.Sort(opts)
+	}
+	return buf
+}
+
+// sharedOK checks a provider for one class of the unsuffixed group: the
+// amount fits, and it has no forbidden trait or aggregate.
+func (e *search) sharedOK(p *ProviderRecord, ra resAmount) bool {
+	f := e.slots[e.lastShared].f
+	inv := p.Inventory(ra.class)
+	return inv != nil && inv.fits(ra.amount) && !p.hasAnyTrait(f.forbidden) && !p.inAnyAgg(f.forbidAggs)
+}
+
+// gen enumerates the candidates of one anchor lazily, depth first.
+type gen struct {
+	anchor int32
+	opts   [][]int32 // per slot
+	pos    []int     // per slot: index in opts, -1 when unassigned
+	leaf   bool      // pos holds a complete candidate already returned
+}
+
+// prov is the provider slot i uses in g's current combination.
+func (g *gen) prov(i int) int32 { return g.opts[i][g.pos[i]] }
+
+// roundRobin takes one candidate from each anchor in turn, so a capped
+// answer is spread over many trees rather than being the first
+// combinations of one. It returns the candidates as provider vectors (one
+// provider per slot) and whether the search ran to completion. With
+// shuffle it visits the anchors in random order, shuffling anchors in
+// place only as far as it gets (a sample of a hundred candidates need
+// not shuffle ten thousand roots).
+func (e *search) roundRobin(anchors []int32, want int, shuffle bool) ([][]int32, bool) {
+	sc := e.scratch
+	if sc == nil {
+		sc = &searchScratch{}
+		e.scratch = sc
+	}
+	n := len(e.slots)
+	found := sc.found[:0]
+	arena := sc.arena[:0]
+	if c := min(want, 4096) * n; cap(arena) < c {
+		arena = make([]int32, 0, c)
+	}
+	defer func() { sc.found, sc.arena = found[:0], arena[:0] }()
+	take := func(g *gen) bool {
+		if !e.next(g) {
+			return false
+		}
+		if len(arena)+n > cap(arena) {
+			arena = make([]int32, 0, max(4096*n, 2*cap(arena)))
+		}
+		start := len(arena)
+		for i := 0; i < n; i++ {
+			arena = append(arena, g.prov(i))
+		}
+		found = append(found, arena[start:start+n:start+n])
+		return true
+	}
+	ring := sc.ring[:0]
+	defer func() { sc.ring = ring[:0] }()
+	// Generators and their option lists are allocated in chunks: one
+	// allocation per anchor adds up. The first chunk is the scratch's.
+	var gens []gen
+	var optsBuf [][]int32
+	var posBuf []int
+	provBuf := sc.provBuf[:0]
+	defer func() { sc.provBuf = provBuf[:0] }()
+	firstChunk := true
+	for k := range anchors {
+		if len(found) >= want || e.stopped {
+			return found, false
+		}
+		if shuffle {
+			// Fisher-Yates, one step per anchor visited.
+			j := k + rand.IntN(len(anchors)-k)
+			anchors[k], anchors[j] = anchors[j], anchors[k]
+		}
+		a := anchors[k]
+		if !e.anchorOK(a) || !e.inAnchorSets(a) {
+			continue
+		}
+		if len(gens) == 0 {
+			// At most want generators are kept by the first round.
+			chunk := min(len(anchors), want, 1024)
+			if firstChunk && len(sc.gens) >= chunk && len(sc.optsBuf) >= chunk*n && len(sc.posBuf) >= chunk*n {
+				gens, optsBuf, posBuf = sc.gens[:chunk], sc.optsBuf[:chunk*n], sc.posBuf[:chunk*n]
+			} else {
+				gens, optsBuf, posBuf = make([]gen, chunk), make([][]int32, chunk*n), make([]int, chunk*n)
+				if firstChunk {
+					sc.gens, sc.optsBuf, sc.posBuf = gens, optsBuf, posBuf
+				}
+			}
+			firstChunk = false
+		}
+		g := &gens[0]
+		g.opts, g.pos = optsBuf[:n:n], posBuf[:n:n]
+		var ok bool
+		if provBuf, ok = e.open(g, a, provBuf); !ok {
+			continue // g's storage is reused for the next anchor
+		}
+		gens, optsBuf, posBuf = gens[1:], optsBuf[n:], posBuf[n:]
+		if take(g) {
+			ring = append(ring, g)
+		}
+	}
+	for len(ring) > 0 {
+		next := ring[:0]
+		for _, g := range ring {
+			if len(found) >= want || e.stopped {
+				return found, false
+			}
+			if take(g) {
+				next = append(next, g)
+			}
+		}
+		ring = next
+	}
+	return found, !e.stopped
+}
+
+// searchScratch is roundRobin's working memory: generators, option lists
+// and provider vectors, which die with the request. A claim's sample
+// needs some 30 KB of it; requests reuse it through searchScratches
+// instead of allocating (and clearing) it anew.
+type searchScratch struct {
+	gens    []gen
+	optsBuf [][]int32
+	posBuf  []int
+	provBuf []int32
+	arena   []int32
+	found   [][]int32
+	ring    []*gen
+}
+
+// searchScratches holds searchScratch values between requests.
+var searchScratches = sync.Pool{New: func() any { return new(searchScratch) }}
+
+// maxPooledScratch bounds, in elements, the buffers a searchScratch keeps
+// when it goes back to the pool: a large answer's buffers are left to
+// the garbage collector.
+const maxPooledScratch = 1 << 14
+
+// releaseScratch returns e's scratch to the pool, once nothing refers to
+// the provider vectors roundRobin returned.
+func (e *search) releaseScratch() {
+	sc := e.scratch
+	e.scratch = nil
+	if sc == nil || cap(sc.arena) > maxPooledScratch || cap(sc.found) > maxPooledScratch ||
+		cap(sc.ring) > maxPooledScratch || len(sc.optsBuf) > maxPooledScratch || cap(sc.provBuf) > maxPooledScratch {
+		return
+	}
+	searchScratches.Put(sc)
+}
+
+// open points g, whose opts and pos have one entry per slot, at anchor a:
+// it works out each slot's options under a, cutting them from buf (grown
+// in chunks as needed), and returns buf. It reports false, leaving g
+// unusable, when some slot has no option.
+func (e *search) open(g *gen, a int32, buf []int32) ([]int32, bool) {
+	g.anchor, g.leaf = a, false
+	for i := range e.slots {
+		if cap(buf)-len(buf) < 64 {
+			// Chunks grow from 512 to 16,384 providers: a claim's sample
+			// opens about a hundred small trees, a full answer thousands.
+			buf = make([]int32, 0, min(max(2*cap(buf), 512), 16384))
+		}
+		start := len(buf)
+		buf = e.options(&e.slots[i], a, buf)
+		g.opts[i] = buf[start:len(buf):len(buf)]
+		g.pos[i] = -1
+		if len(g.opts[i]) == 0 {
+			return buf, false
+		}
+	}
+	return buf, true
+}
+
+// inAnchorSets reports whether anchor a is in every anchor set.
+func (e *search) inAnchorSets(a int32) bool {
+	for _, set := range e.anchorSets {
+		if _, ok := slices.BinarySearch(set, a); !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// next advances g to its next valid combination.
+func (e *search) next(g *gen) bool {
+	n := len(e.slots)
+	d := 0
+	if g.leaf {
+		d = n - 1
+		g.leaf = false
+	} else if g.pos[0] >= 0 {
+		return false // exhausted earlier
+	}
+	for d >= 0 {
+		g.pos[d]++
+		if g.pos[d] >= len(g.opts[d]) {
+			g.pos[d] = -1
+			d--
+			continue
+		}
+		e.steps++
+		if e.steps >= e.maxSteps {
+			e.stopped = true
+			return false
+		}
+		if e.steps&0xffff == 0 && e.ctx.Err() != nil {
+			e.stopped = true
+			return false
+		}
+		if !e.accept(g, d) {
+			continue
+		}
+		if d < n-1 {
+			d++
+			continue
+		}
+		if e.duplicate(g) {
+			continue
+		}
+		g.leaf = true
+		return true
+	}
+	// Exhausted: leave pos[0] at len so later calls return false at once.
+	g.pos[0] = len(g.opts[0])
+	return false
+}
+
+// accept checks the constraints that slot d's choice can break, given
+// slots 0..d-1: consolidated capacity, group_policy=isolate, one provider
+// per tree below 1.29, the unsuffixed group's traits, same_subtree.
+func (e *search) accept(g *gen, d int) bool {
+	s := e.snap
+	p := g.prov(d)
+	sd := &e.slots[d]
+	for i := 0; i < d; i++ {
+		q := g.prov(i)
+		si := &e.slots[i]
+		if q == p {
+			if e.isolate && sd.granular && si.granular {
+				return false
+			}
+			continue
+		}
+		if !e.nestedAware && len(sd.res) > 0 && len(si.res) > 0 && s.idx.root[q] == s.idx.root[p] {
+			return false
+		}
+	}
+	// Capacity of what this and earlier slots take from p together.
+	for _, r := range sd.res {
+		total := r.amount
+		shared := false
+		for i := 0; i < d; i++ {
+			if g.prov(i) != p {
+				continue
+			}
+			for _, r2 := range e.slots[i].res {
+				if r2.class == r.class {
+					total += r2.amount
+					shared = true
+				}
+			}
+		}
+		if shared && !s.provs[p].Inventory(r.class).fitsTotal(total) {
+			return false
+		}
+	}
+	if d == e.lastShared && len(e.sharedReq) > 0 && !e.sharedTraitsOK(g) {
+		return false
+	}
+	for _, ti := range e.slotTrees[d] {
+		if !e.subtreeOK(g, d, e.subtrees[ti]) {
+			return false
+		}
+	}
+	return true
+}
+
+// sharedTraitsOK reports whether the providers of the unsuffixed group's
+// slots together have its required traits.
+func (e *search) sharedTraitsOK(g *gen) bool {
+	for _, any := range e.sharedReq {
+		ok := false
+		for i := 0; i <= e.lastShared && !ok; i++ {
+			ok = e.snap.provs[g.prov(i)].hasAnyTrait(any)
+		}
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// subtreeOK checks a same_subtree set once slot d is chosen: the chosen
+// providers of the set must have a lowest common ancestor among them, or
+// (if slots of the set remain) one of the remaining slots must be able to
+// supply an ancestor of all of them.
+func (e *search) subtreeOK(g *gen, d int, set []int) bool {
+	s := e.snap
+	lca := int32(-1)
+	assigned := 0
+	for _, si := range set {
+		if si > d {
+			break
+		}
+		p := g.prov(si)
+		if assigned == 0 {
+			lca = p
+		} else if lca = s.lca(lca, p); lca < 0 {
+			return false // different trees can never share a subtree
+		}
+		assigned++
+	}
+	for _, si := range set {
+		if si <= d && g.prov(si) == lca {
+			return true
+		}
+	}
+	for _, si := range set {
+		if si <= d {
+			continue
+		}
+		for _, q := range g.opts[si] {
+			if s.isAncestorOrSelf(q, lca) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// duplicate reports whether g's combination was already produced under
+// another anchor. Only combinations made of sharing providers alone can be:
+// any other provider belongs to exactly one anchor's tree.
+func (e *search) duplicate(g *gen) bool {
+	s := e.snap
+	for i := range e.slots {
+		if !s.idx.sharing[g.prov(i)] {
+			return false
+		}
+	}
+	key := make([]byte, 0, 4*len(e.slots))
+	for i := range e.slots {
+		p := g.prov(i)
+		key = append(key, byte(p), byte(p>>8), byte(p>>16), byte(p>>24))
+	}
+	if e.seen == nil {
+		e.seen = map[string]struct{}{}
+	}
+	if _, dup := e.seen[string(key)]; dup {
+		return true
+	}
+	e.seen[string(key)] = struct{}{}
+	return false
+}
