@@ -86,17 +86,13 @@ func newProvider(s *engine.ProviderSummary) *scheduler.Provider {
 	return p
 }
 
-// Convert turns a ledger answer into the scheduler's view. Provider
-// summaries are shared between the candidates. A candidate's Roots list
-// the roots of its own tree(s) before those of sharing providers, so
-// Root() is the tree the candidate is anchored on.
-func Convert(c *engine.Candidates) []*scheduler.Candidate {
-	return convert(c, nil)
-}
-
-// convert is Convert taking the providers it can from pc (nil: none) and
-// leaving there those it builds. The Providers map is the caller's (one
-// per call); the Providers in it may be shared with other calls.
+// convert turns an engine answer into the scheduler's view, taking the
+// providers it can from pc (nil: none) and leaving there those it builds.
+// Provider summaries are shared between the candidates. A candidate's
+// Roots list the roots of its own tree(s) before those of sharing
+// providers, so Root() is the tree the candidate is anchored on. The
+// Providers map is the caller's (one per call); the Providers in it may be
+// shared with other calls.
 func convert(c *engine.Candidates, pc *providerCache) []*scheduler.Candidate {
 	versions := c.Versions
 	if c.Summaries != nil {

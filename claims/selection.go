@@ -1,0 +1,246 @@
+package claims
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/berthd/berth/ledger"
+	"github.com/berthd/berth/ledger/engine"
+	"github.com/berthd/berth/scheduler"
+)
+
+// Selection: a claim reads the ledger's snapshot once (resolveParams),
+// then asks the engine for its candidates and the scheduler for their
+// ranking (selectCandidates); nothing here writes.
+
+// selection is the outcome of the selection pipeline.
+type selection struct {
+	roots int // root providers the request saw
+	found int // candidates the ledger found
+	cands []*scheduler.Candidate
+	// reqs are the ledger's candidates, cands[i] made from reqs[i].
+	reqs    []engine.AllocationRequest
+	steps   []Step
+	ranking *scheduler.Ranking
+	rankErr error // a *scheduler.RefusedError, or a failure
+	policy  *scheduler.Policy
+	// sampled is set when the candidates are a sample of a larger set.
+	sampled bool
+}
+
+// resolved is what a claim's selections need from its Params beyond the
+// selection fields, looked up once per claim: the snapshot every question
+// is asked of, the providers to avoid (exclude_providers and, for a
+// reschedule, the roots it failed on), the target root and the policy.
+type resolved struct {
+	snap    *engine.Snapshot
+	exclude []string
+	target  string
+	policy  *scheduler.Policy
+}
+
+// resolveParams checks p's reason (defaulting it), takes the snapshot
+// and resolves p's names. Errors in the request (unknown names, policy)
+// and outages are returned.
+func (c *Claimer) resolveParams(ctx context.Context, p *Params) (*resolved, error) {
+	if p.Reason == "" {
+		p.Reason = ReasonNew
+	}
+	if !slices.Contains(Reasons, p.Reason) {
+		return nil, invalid("Invalid reason %q: want one of %s", p.Reason, strings.Join(Reasons, ", "))
+	}
+	snap, err := c.snapshot(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	r := &resolved{snap: snap, exclude: make([]string, 0, len(p.Exclude))}
+	for _, x := range p.Exclude {
+		prov, err := resolve(snap, x, "exclude_providers")
+		if err != nil {
+			return nil, err
+		}
+		r.exclude = append(r.exclude, prov.UUID)
+	}
+	if p.Reason == ReasonReschedule {
+		failed, err := c.store.ClaimFailures(ctx, p.ConsumerUUID)
+		if err != nil {
+			return nil, err
+		}
+		r.exclude = append(r.exclude, failed...)
+	}
+	if p.Target != "" {
+		prov, err := resolve(snap, p.Target, "target")
+		if err != nil {
+			return nil, err
+		}
+		r.target = prov.RootUUID
+	}
+	if r.policy, err = c.resolvePolicy(ctx, p); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// snapshot reads the ledger's snapshot for p: the one read a claim's
+// selection makes of the ledger (see Claim).
+func (c *Claimer) snapshot(ctx context.Context, p *Params) (*engine.Snapshot, error) {
+	classes, traits := engine.ParamsNames(&p.Candidates)
+	return c.store.Snapshot(ctx, classes, traits)
+}
+
+// resolve finds the provider of snap a uuid or name designates; unknown
+// is ErrInvalid (a bad request, not a missing resource).
+func resolve(snap *engine.Snapshot, ref, field string) (engine.Provider, error) {
+	f := engine.ProviderFilter{Name: ref}
+	if isUUID(ref) {
+		f = engine.ProviderFilter{UUID: ref}
+	}
+	provs, err := snap.ProvidersMatching(&f)
+	if err != nil {
+		return engine.Provider{}, err
+	}
+	if len(provs) == 0 && f.UUID != "" {
+		// A provider may be named like a uuid.
+		if provs, err = snap.ProvidersMatching(&engine.ProviderFilter{Name: ref}); err != nil {
+			return engine.Provider{}, err
+		}
+	}
+	if len(provs) == 0 {
+		return engine.Provider{}, invalid("No resource provider with uuid or name %q in %s.", ref, field)
+	}
+	return provs[0], nil
+}
+
+// resolvePolicy picks the policy p ranks with.
+func (c *Claimer) resolvePolicy(ctx context.Context, p *Params) (*scheduler.Policy, error) {
+	switch {
+	case p.PolicyOverride != nil:
+		return p.PolicyOverride, nil
+	case c.policies != nil:
+		pol, err := c.policies.Policy(ctx, p.Policy)
+		var le *ledger.Error
+		if errors.As(err, &le) && errors.Is(le, ledger.ErrNotFound) {
+			// A name in the body, not the resource of the URL: 400.
+			return nil, &ledger.Error{Kind: ledger.ErrInvalid, Code: le.Code, Msg: le.Msg}
+		}
+		return pol, err
+	case p.Policy != "":
+		return nil, invalid("Unknown scheduling policy %q: this server has no named policies.", p.Policy)
+	}
+	return c.policy, nil
+}
+
+// selectCandidates runs the pipeline up to the ranking: get candidates
+// from r's snapshot, apply r's exclusions and target, enrich, rank. With
+// sample > 0 it ranks at most sample candidates drawn at random across
+// roots (engine CandidatesParams.Sample). Outages and policy failures are
+// returned; a scriptlet refusal is in rankErr.
+func (c *Claimer) selectCandidates(ctx context.Context, p *Params, r *resolved, sample int) (*selection, error) {
+	policy, exclude, target := r.policy, r.exclude, r.target
+
+	// Randomize (berthd --randomize-candidates) stays as the request
+	// says: shuffled candidates break ties between equal scores at random,
+	// so concurrent claims spread over equally good providers instead of
+	// queueing on the first one's row lock.
+	cp := p.Candidates
+	cp.Limit, cp.Max = 0, c.cfg.MaxCandidates
+	cp.VersionsOnly = true // convert keeps the providers it saw (provCache)
+	if sample > 0 {
+		cp.Sample = true
+		if cp.Max <= 0 || sample < cp.Max {
+			cp.Max = sample
+		}
+	}
+	start := time.Now()
+	lc, err := r.snap.Candidates(ctx, &cp)
+	if err != nil {
+		return nil, err
+	}
+	candidatesSpan(ctx, start, len(lc.Requests))
+	s := &selection{roots: lc.Roots, found: len(lc.Requests), cands: convert(lc, &c.provCache), reqs: lc.Requests,
+		policy: policy, sampled: sample > 0 && lc.Truncated}
+	fit := make(map[string]struct{}, len(s.cands))
+	for _, cand := range s.cands {
+		fit[cand.Root()] = struct{}{}
+	}
+	first := Step{Unit: StepCandidates, Kind: "filter", Removed: max(0, lc.Roots-len(fit)),
+		Remaining: len(s.cands), Reasons: map[string]int{}}
+	if s.sampled {
+		// Roots outside the sample were not looked at: whether they fit
+		// is unknown, so they are counted as such, not as lacking capacity.
+		first.Reasons[ReasonOutsideSample] = first.Removed
+	}
+	s.steps = append(s.steps, first)
+	req := &scheduler.Request{
+		ConsumerUUID: p.ConsumerUUID,
+		ProjectID:    p.ProjectID,
+		UserID:       p.UserID,
+		ConsumerType: p.ConsumerType,
+		Resources:    map[string]int64{},
+		Name:         p.Name,
+		Reason:       p.Reason,
+		Properties:   p.Properties,
+		Target:       target,
+		Avoid:        exclude,
+		Keys:         p.Keys,
+		Data:         c.data,
+	}
+	for _, g := range cp.Groups {
+		for _, r := range g.Resources {
+			req.Resources[r.Class] += r.Amount
+		}
+		for _, any := range g.RequiredTraits {
+			if len(any) == 1 && !slices.Contains(req.Required, any[0]) {
+				req.Required = append(req.Required, any[0])
+			}
+		}
+		for _, t := range g.ForbiddenTraits {
+			if !slices.Contains(req.Forbidden, t) {
+				req.Forbidden = append(req.Forbidden, t)
+			}
+		}
+	}
+	if c.enricher != nil && len(s.cands) > 0 {
+		needs, provs := policy.NeedsFor(req), s.cands[0].Providers
+		if needs.State || needs.Keys || needs.Consumers {
+			// The Providers may be shared with other claims
+			// (providerCache): the enricher fills copies of its own.
+			for u, prov := range provs {
+				cp := *prov
+				provs[u] = &cp
+			}
+		}
+		if err := c.enricher.Enrich(ctx, needs, provs); err != nil {
+			return nil, err
+		}
+	}
+	s.ranking, s.rankErr = policy.Rank(ctx, req, s.cands)
+	var refused *scheduler.RefusedError
+	if s.rankErr != nil && !errors.As(s.rankErr, &refused) {
+		return nil, s.rankErr
+	}
+	if s.ranking != nil {
+		for _, rj := range s.ranking.Rejections {
+			s.steps = append(s.steps, Step{Unit: rj.Unit, Kind: "filter", Removed: rj.Removed,
+				Remaining: rj.Remaining, Reasons: rj.Reasons})
+		}
+	}
+	return s, nil
+}
+
+// explainCapacity fills the capacity step's reasons (steps[0]), which
+// cost a second pass over r's snapshot: only for claims that placed
+// nothing and dry runs. A failure to explain is logged, not returned.
+func (c *Claimer) explainCapacity(ctx context.Context, p *Params, r *resolved, steps []Step) {
+	cp := p.Candidates
+	cp.Limit, cp.Max, cp.Randomize = 0, c.cfg.MaxCandidates, false
+	sf, err := r.snap.Shortfall(ctx, &cp)
+	if err != nil {
+		c.log.WarnContext(ctx, "claims: explaining the capacity step", "error", err)
+		return
+	}
+	steps[0].Reasons = sf.Reasons
+}

@@ -1,0 +1,145 @@
+package claims
+
+import (
+	"github.com/berthd/berth/ledger"
+	"github.com/berthd/berth/ledger/engine"
+	"github.com/berthd/berth/scheduler"
+)
+
+// A claim's request and answer.
+
+// Params is one claim.
+type Params struct {
+	ConsumerUUID string
+	// ProjectID and UserID own the consumer; ConsumerType, when set,
+	// becomes its type.
+	ProjectID    string
+	UserID       string
+	ConsumerType string
+	// ConsumerGeneration is the generation of an existing consumer whose
+	// allocations the claim replaces, or nil for a consumer that must not
+	// exist yet (microversion 1.28 semantics).
+	ConsumerGeneration *int64
+	// Candidates is the request, as for GET /allocation_candidates. Limit
+	// is ignored: every candidate (up to the configured cap) is ranked.
+	Candidates engine.CandidatesParams
+	// Exclude lists root providers (uuid or name) not to place on: a
+	// candidate using one of them or a provider of its tree is removed.
+	Exclude []string
+	// Target pins the claim to one root provider (uuid or name).
+	Target string
+	// MaxAttempts bounds the writes tried; 0 means the configured bound.
+	MaxAttempts int
+	// Name is the instance's name, handed to filters and scriptlets and
+	// stored on the consumer.
+	Name string
+	// Reason is why the consumer is placed (Reasons); empty means new.
+	// A claim with reason reschedule also avoids every provider the
+	// consumer failed on before.
+	Reason string
+	// Properties is free-form, handed to filters and scriptlets and
+	// stored on the consumer.
+	Properties map[string]any
+	// Policy names the scheduling policy; empty means the default.
+	Policy string
+	// Keys are the claim's placement keys.
+	Keys []scheduler.KeyRequest
+	// Alternates is how many further ranked candidates (on other roots)
+	// to return unclaimed.
+	Alternates int
+	// DryRun does everything but the write and returns the full ranking.
+	DryRun bool
+	// PolicyOverride, when set, ranks with this policy instead of the
+	// one Policy names (testing a scriptlet against live data).
+	PolicyOverride *scheduler.Policy
+
+	// with are other consumers written in the same transaction (a move's
+	// migration consumer); move is the record written along.
+	with []ledger.ConsumerAllocations
+	move *ledger.MoveRecord
+}
+
+// Reasons a consumer is placed (Params.Reason).
+const (
+	ReasonNew        = "new"
+	ReasonEvacuation = "evacuation"
+	ReasonRelocation = "relocation"
+	ReasonReschedule = "reschedule"
+)
+
+// Reasons lists the valid Params.Reason values.
+var Reasons = []string{ReasonNew, ReasonEvacuation, ReasonRelocation, ReasonReschedule}
+
+// Result is a successful claim, or a dry run's answer.
+type Result struct {
+	ConsumerUUID string
+	// ConsumerGeneration is the consumer's generation after the write
+	// (for a dry run: what it would be).
+	ConsumerGeneration int64
+	// Allocations are what was written, provider by provider.
+	Allocations []ledger.ProviderResources
+	// Mappings are request group suffix -> providers.
+	Mappings map[string][]string
+	// Root and RootName are the root provider of the chosen candidate.
+	Root     string
+	RootName string
+	Score    float64
+	// Alternates are further candidates, best first, one per root, not
+	// claimed.
+	Alternates []Option
+	// Attempts is how many writes were tried (0 for a dry run).
+	Attempts int
+	DryRun   bool
+	// Steps are the selection steps with what each removed.
+	Steps []Step
+	// Ranking is the full ranking (dry runs only).
+	Ranking []Option
+	// ScriptletLog are the scriptlet's log lines (dry runs only).
+	ScriptletLog []LogLine
+	// Migration is the migration consumer of a move and what it holds.
+	Migration *ledger.ConsumerAllocations
+}
+
+// Option is a ranked candidate.
+type Option struct {
+	Root        string
+	RootName    string
+	Score       float64
+	Weights     map[string]float64
+	Allocations []ledger.ProviderResources
+	Mappings    map[string][]string
+}
+
+// Step is one selection step: how many candidates it removed, how many
+// remained, and why. The first step, StepCandidates, counts root
+// providers (those with no candidate at all: removed) against candidates
+// (remaining); the scheduler's filters after it count candidates. The
+// scheduler's "pin" and "exclude" filters apply target and
+// exclude_providers.
+type Step struct {
+	Unit      string
+	Kind      string // "filter"
+	Removed   int
+	Remaining int
+	Reasons   map[string]int
+}
+
+// StepCandidates names the first step: the ledger's allocation
+// candidates, which leave out the roots that cannot hold the request.
+const StepCandidates = "allocation_candidates"
+
+// ReasonOutsideSample counts, in a sampled claim's StepCandidates step,
+// the roots that had no candidate in the sample (Config.ClaimCandidates):
+// not looked at, or lacking capacity.
+const ReasonOutsideSample = "outside the sample"
+
+// LogLine is one line a scriptlet logged (level "info", "warn" or
+// "error").
+type LogLine = scheduler.LogLine
+
+// Explanation is a dry run: the ranking a claim would try, nothing written.
+type Explanation struct {
+	Ranking *scheduler.Ranking
+	// Refusal is the scriptlet's refusal, if it refused.
+	Refusal string
+}

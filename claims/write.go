@@ -1,0 +1,203 @@
+package claims
+
+import (
+	"context"
+	"errors"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/berthd/berth/ledger"
+	"github.com/berthd/berth/scheduler"
+)
+
+// Writing: the ranked candidates are written in turn through the ledger
+// (writer.run), each attempt one transaction, until one is written or the
+// attempts run out; the answer is built from the one written.
+
+// writer is a claim's write loop, whose attempts and failed roots carry
+// over from the sample to the full set.
+type writer struct {
+	c           *Claimer
+	p           *Params
+	tr          *claimTrace
+	max         int
+	attempts    int
+	failedRoots []string
+}
+
+// run writes s's candidates in turn, each picked by pick, until one is
+// written, a write fails for a reason another candidate cannot cure, the
+// candidates run out or the attempts do; the last two return nil, nil.
+func (w *writer) run(ctx context.Context, s *selection) (*Result, error) {
+	p, ranked := w.p, s.ranking.Ranked
+	tried := make([]bool, len(ranked))
+	for w.attempts < w.max {
+		// A root whose write failed is hot or stale in the snapshot; its
+		// other candidates are likely to fail too. (Only the anchor root
+		// counts: a sharing provider is common to many candidates.)
+		i := w.c.pick(ranked, tried, w.failedRoots)
+		if i < 0 {
+			return nil, nil
+		}
+		tried[i] = true
+		cand := ranked[i].Cand
+		w.attempts++
+		cw := ledger.ClaimWriteParams{Consumers: append([]ledger.ConsumerAllocations{{
+			ConsumerUUID:    p.ConsumerUUID,
+			ProjectID:       p.ProjectID,
+			UserID:          p.UserID,
+			ConsumerType:    p.ConsumerType,
+			CheckGeneration: true,
+			Generation:      p.ConsumerGeneration,
+			Allocations:     CandidateAllocations(cand),
+			Name:            p.Name,
+			Properties:      p.Properties,
+			CopyStickyKeys:  true,
+		}}, p.with...), Move: p.move}
+		start := time.Now()
+		err := w.c.store.ClaimWrite(ctx, cw)
+		w.tr.write(start, cand.Root(), err)
+		if err == nil {
+			return w.c.result(p, s, i, w.attempts, w.failedRoots), nil
+		}
+		if !retryable(err) {
+			return nil, err
+		}
+		w.c.log.DebugContext(ctx, "claim attempt conflicted", "consumer", p.ConsumerUUID, "root", cand.Root(), "error", err)
+		w.failedRoots = append(w.failedRoots, cand.Root())
+	}
+	return nil, nil
+}
+
+// pick returns the index in ranked of the next candidate to write, or -1
+// if none is left: at random among the best untried candidates on roots
+// that have not failed, the first Config.SubsetSize of them or, with a
+// subset size of 1, those whose score ties the best one's; with 0, the
+// best one. Claims
+// ranking the same snapshot at the same time so spread over equally good
+// providers instead of queueing on one provider's row lock.
+func (c *Claimer) pick(ranked []scheduler.Scored, tried []bool, failedRoots []string) int {
+	first, n := -1, 0
+	chosen := -1
+	for i, sc := range ranked {
+		if tried[i] || slices.Contains(failedRoots, sc.Cand.Root()) {
+			continue
+		}
+		if first < 0 {
+			first = i
+			if c.cfg.SubsetSize <= 0 {
+				return i
+			}
+		} else if c.cfg.SubsetSize > 1 && n >= c.cfg.SubsetSize {
+			break
+		} else if c.cfg.SubsetSize <= 1 && !tie(ranked[first].Score, sc.Score) {
+			break
+		}
+		// Reservoir sampling: each of the n+1 seen so far is kept with
+		// probability 1/(n+1).
+		n++
+		if rand.IntN(n) == 0 {
+			chosen = i
+		}
+	}
+	return chosen
+}
+
+// tie reports whether two scores are equal up to rounding.
+func tie(a, b float64) bool {
+	return math.Abs(a-b) <= 1e-9*max(1, math.Abs(a), math.Abs(b))
+}
+
+// retryable reports whether a refused write may succeed on another
+// candidate: capacity gone (ErrConflict other than a consumer generation
+// conflict) or a provider that no longer exists (ErrInvalid).
+func retryable(err error) bool {
+	var le *ledger.Error
+	if !errors.As(err, &le) {
+		return false
+	}
+	switch {
+	case errors.Is(le, ledger.ErrConflict):
+		return le.Code != ledger.CodeConcurrentUpdate
+	case errors.Is(le, ledger.ErrInvalid):
+		return true
+	}
+	return false
+}
+
+// result builds the answer for the candidate ranked at chosen; the
+// alternates are the best candidates on other roots, not on failed ones.
+func (c *Claimer) result(p *Params, s *selection, chosen, attempts int, failed []string) *Result {
+	ranked := s.ranking.Ranked
+	best := s.option(ranked[chosen])
+	gen := int64(1)
+	if p.ConsumerGeneration != nil {
+		gen = *p.ConsumerGeneration + 1
+	}
+	r := &Result{
+		ConsumerUUID:       p.ConsumerUUID,
+		ConsumerGeneration: gen,
+		Allocations:        best.Allocations,
+		Mappings:           best.Mappings,
+		Root:               best.Root,
+		RootName:           best.RootName,
+		Score:              best.Score,
+		Attempts:           attempts,
+		DryRun:             p.DryRun,
+		Steps:              s.steps,
+		Alternates:         []Option{},
+	}
+	seen := append([]string{best.Root}, failed...)
+	for _, sc := range ranked {
+		if len(r.Alternates) >= p.Alternates {
+			break
+		}
+		if slices.Contains(seen, sc.Cand.Root()) {
+			continue
+		}
+		seen = append(seen, sc.Cand.Root())
+		r.Alternates = append(r.Alternates, s.option(sc))
+	}
+	if p.DryRun {
+		r.Ranking = make([]Option, len(ranked))
+		for i, sc := range ranked {
+			r.Ranking[i] = s.option(sc)
+		}
+		r.ScriptletLog = append([]LogLine{}, s.ranking.Log...)
+	}
+	for i := range p.with {
+		if p.with[i].ConsumerType == MigrationConsumerType {
+			m := p.with[i]
+			r.Migration = &m
+		}
+	}
+	return r
+}
+
+// option is the answer's view of a ranked candidate of s.
+func (s *selection) option(sc scheduler.Scored) Option {
+	o := Option{Root: sc.Cand.Root(), Score: sc.Score, Weights: sc.Weights(),
+		Allocations: CandidateAllocations(sc.Cand), Mappings: mappings(&s.reqs[sc.Cand.Index])}
+	if prov := sc.Cand.Providers[o.Root]; prov != nil {
+		o.RootName = prov.Name
+	}
+	return o
+}
+
+// CandidateAllocations is a candidate's allocations as a ledger write,
+// classes in name order.
+func CandidateAllocations(c *scheduler.Candidate) []ledger.ProviderResources {
+	out := make([]ledger.ProviderResources, 0, len(c.Allocations))
+	for _, a := range c.Allocations {
+		pr := ledger.ProviderResources{ProviderUUID: a.ProviderUUID}
+		for class, amount := range a.Resources {
+			pr.Resources = append(pr.Resources, ledger.Resource{Class: class, Amount: amount})
+		}
+		slices.SortFunc(pr.Resources, func(x, y ledger.Resource) int { return strings.Compare(x.Class, y.Class) })
+		out = append(out, pr)
+	}
+	return out
+}
