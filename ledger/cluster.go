@@ -39,6 +39,7 @@ func (s *Store) ClusterProviders(ctx context.Context, p ClusterProvidersParams) 
 	}
 	var out []ProviderSummary
 	err := s.readOnly(ctx, func(tx pgx.Tx) error {
+		out = nil // afresh if the transaction is run again
 		rows, err := tx.Query(ctx, `
 			SELECT rp.id, rp.uuid::text, rp.name, rp.generation, COALESCE(parent.uuid::text, ''), root.uuid::text
 			FROM resource_providers rp
@@ -229,20 +230,6 @@ func collectCounts(rows pgx.Rows) (map[string]int, error) {
 		return nil
 	})
 	return out, err
-}
-
-// readOnly runs fn in a read-only REPEATABLE READ transaction, so its
-// queries see one consistent state.
-func (s *Store) readOnly(ctx context.Context, fn func(pgx.Tx) error) error {
-	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
-	if err != nil {
-		return err
-	}
-	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	if err := fn(tx); err != nil {
-		return err
-	}
-	return tx.Commit(ctx)
 }
 
 // uuidOrNil returns the canonical form of s, or nil (SQL NULL, which

@@ -34,9 +34,9 @@ import (
 // re-checks capacity in the database, so a slightly stale snapshot can
 // cause a failed claim but never an overcommit.
 type snapshotCache struct {
-	pool           *pgxpool.Pool
-	log            *slog.Logger
-	acquireTimeout time.Duration // see Config.AcquireTimeout
+	// txs begins its loads' transactions; txs.pool serves its other reads.
+	txs txBeginner
+	log *slog.Logger
 
 	// reloadMu serialises reloads so that one reader reloads while the
 	// others wait for its result instead of querying the same rows.
@@ -62,8 +62,8 @@ const notifyChannel = "berth_ledger"
 // reads every provider instead of just the dirty ones.
 const partialReloadMax = 2000
 
-func newSnapshotCache(pool *pgxpool.Pool, log *slog.Logger, acquireTimeout time.Duration) *snapshotCache {
-	return &snapshotCache{pool: pool, log: log, acquireTimeout: acquireTimeout, dirty: map[int64]struct{}{}}
+func newSnapshotCache(txs txBeginner, log *slog.Logger) *snapshotCache {
+	return &snapshotCache{txs: txs, log: log, dirty: map[int64]struct{}{}}
 }
 
 // invalidate marks providers dirty (all=true: everything). It never blocks
@@ -193,9 +193,10 @@ const (
 // loadAll reads every provider and every name.
 func (c *snapshotCache) loadAll(ctx context.Context) (*engine.Snapshot, error) {
 	start := time.Now()
-	n := engine.NewNames()
+	var n *engine.Names
 	var provs map[int64]*engine.ProviderRecord
 	err := c.readTx(ctx, func(tx pgx.Tx) error {
+		n = engine.NewNames() // afresh if the transaction is run again
 		if err := scanPairs(ctx, tx, sqlSnapClasses, n.AddClass); err != nil {
 			return err
 		}
@@ -241,18 +242,14 @@ func (c *snapshotCache) loadSome(ctx context.Context, cur *engine.Snapshot, ids 
 	return cur.WithProviders(provs, deleted, n), nil
 }
 
-// readTx runs fn in a read-only REPEATABLE READ transaction, so the
-// statements of one load see one state of the database.
+// readTx runs fn in a read-only transaction (txBeginner.withTx, so fn
+// may run more than once), so the statements of one load see one state
+// of the database.
 func (c *snapshotCache) readTx(ctx context.Context, fn func(pgx.Tx) error) error {
-	tx, err := begin(ctx, c.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, c.acquireTimeout)
-	if err != nil {
+	if _, err := c.txs.withTx(ctx, txReadOnly, func(t *txn) error { return fn(t.Tx) }); err != nil {
 		return fmt.Errorf("ledger: snapshot: %w", err)
 	}
-	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	if err := fn(tx); err != nil {
-		return fmt.Errorf("ledger: snapshot: %w", err)
-	}
-	return tx.Commit(ctx)
+	return nil
 }
 
 // nameSink receives the names met while loading providers.
@@ -328,7 +325,7 @@ func (c *snapshotCache) loadProvidersOneTrip(ctx context.Context, ids []int64, n
 	b.Queue(sqlBeginSnapshot)
 	queueProviders(b, ids)
 	b.Queue("COMMIT")
-	br := c.pool.SendBatch(ctx, b)
+	br := c.txs.pool.SendBatch(ctx, b)
 	defer br.Close()
 	if _, err := br.Exec(); err != nil {
 		return nil, fmt.Errorf("ledger: snapshot: begin: %w", err)
@@ -446,12 +443,12 @@ func (c *snapshotCache) learnNames(ctx context.Context, s *engine.Snapshot, clas
 	}
 	foundC, foundT := map[string]int32{}, map[string]int32{}
 	if len(classes) > 0 {
-		if err := queryPairs(ctx, c.pool, sqlClassesByName, classes, func(id int32, n string) { foundC[n] = id }); err != nil {
+		if err := queryPairs(ctx, c.txs.pool, sqlClassesByName, classes, func(id int32, n string) { foundC[n] = id }); err != nil {
 			return nil, err
 		}
 	}
 	if len(traits) > 0 {
-		if err := queryPairs(ctx, c.pool, sqlTraitsByName, traits, func(id int32, n string) { foundT[n] = id }); err != nil {
+		if err := queryPairs(ctx, c.txs.pool, sqlTraitsByName, traits, func(id int32, n string) { foundT[n] = id }); err != nil {
 			return nil, err
 		}
 	}

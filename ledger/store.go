@@ -72,8 +72,8 @@ const (
 type Store struct {
 	pool *pgxpool.Pool
 	log  *slog.Logger
-	// acquireTimeout bounds getting a connection and beginning a transaction.
-	acquireTimeout time.Duration
+	// txs begins the Store's transactions (withTx).
+	txs txBeginner
 
 	// changeHooks run after a transaction that changed providers commits,
 	// with the ids of the providers it touched (all=true: anything may have
@@ -132,12 +132,12 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ledger: connect: %w", err)
 	}
-	s := &Store{pool: pool, log: cfg.Logger, acquireTimeout: cfg.AcquireTimeout, sender: randomSender()}
+	s := &Store{pool: pool, log: cfg.Logger, txs: txBeginner{pool: pool, acquireTimeout: cfg.AcquireTimeout}, sender: randomSender()}
 	if err := s.syncStandard(ctx); err != nil {
 		pool.Close()
 		return nil, err
 	}
-	s.snap = newSnapshotCache(pool, cfg.Logger, cfg.AcquireTimeout)
+	s.snap = newSnapshotCache(s.txs, cfg.Logger)
 	s.notes = newNotifier(s.sender, s.sendNotifications, cfg.Logger)
 	bg, stop := context.WithCancel(context.WithoutCancel(ctx))
 	s.stop = stop
@@ -216,32 +216,97 @@ func (t *txn) touchAll() { t.all = true }
 // serialization failure or deadlock, or BEGIN fails on a broken connection.
 const maxTxAttempts = 4
 
-// withTx runs fn in a READ COMMITTED transaction and commits it. fn may run
-// more than once: if PostgreSQL aborts the transaction with a serialization
-// failure or deadlock, withTx rolls back, waits briefly and runs fn again,
-// up to maxTxAttempts times. fn must therefore not keep state between runs.
-// A BEGIN that fails because the database is out of reach is tried again
-// the same way (after a restart of PostgreSQL the pool may still hold
-// connections to the old server, each good for one failure); an outage
-// during fn or COMMIT is not, since the transaction may have committed.
-// Rollback uses context.WithoutCancel so a cancelled request still releases
-// its locks. After commit the change hooks learn what fn touched.
-func (s *Store) withTx(ctx context.Context, fn func(t *txn) error) error {
-	var err error
+// txMode is the kind of transaction withTx runs.
+type txMode int
+
+const (
+	// txWrite is a READ COMMITTED transaction: every mutation runs in one.
+	txWrite txMode = iota
+	// txReadOnly is a REPEATABLE READ READ ONLY transaction, for reads
+	// whose statements must see one state of the database (a snapshot
+	// load, the cluster data of a scriptlet).
+	txReadOnly
+)
+
+// txBeginner begins transactions on a pool: what withTx needs, shared by
+// the Store and its snapshot cache.
+type txBeginner struct {
+	pool *pgxpool.Pool
+	// acquireTimeout bounds getting a connection and beginning a
+	// transaction (Config.AcquireTimeout).
+	acquireTimeout time.Duration
+}
+
+// withTx is the ledger's one transaction helper: it runs fn in a
+// transaction of the given mode and commits it. fn may run more than once:
+// if PostgreSQL aborts the transaction with a serialization failure or
+// deadlock, withTx rolls back, waits briefly (in a select on ctx) and runs
+// fn again, up to maxTxAttempts times. fn must therefore not keep state
+// between runs. A BEGIN that fails because the database is out of reach is
+// tried again the same way (after a restart of PostgreSQL the pool may
+// still hold connections to the old server, each good for one failure); an
+// outage during fn or COMMIT is not, since the transaction may have
+// committed. Rollback uses context.WithoutCancel so a cancelled request
+// still releases its locks. It returns the committed transaction's record
+// of what fn touched; Store.withTx hands it to the change hooks.
+//
+// Two writes bypass it, each for one round trip: the claim fast path and
+// its batches send their statements as one implicit transaction
+// (allocation_fast.go, claim_batch.go), and a partial snapshot reload
+// pipelines its own BEGIN and COMMIT (loadProvidersOneTrip).
+func (b txBeginner) withTx(ctx context.Context, mode txMode, fn func(t *txn) error) (*txn, error) {
 	for attempt := 1; ; attempt++ {
-		var t *txn
-		t, err = s.runTx(ctx, fn)
+		t, err := b.runTx(ctx, mode, fn)
 		if err == nil {
-			s.notify(t)
-			return nil
+			return t, nil
 		}
 		if !(retryable(err) || brokenPooledConn(err)) || attempt == maxTxAttempts {
-			return err
+			return nil, err
 		}
 		if err := backoff(ctx, attempt, err); err != nil {
-			return err
+			return nil, err
 		}
 	}
+}
+
+// runTx is one attempt of withTx.
+func (b txBeginner) runTx(ctx context.Context, mode txMode, fn func(t *txn) error) (*txn, error) {
+	var opts pgx.TxOptions
+	if mode == txReadOnly {
+		opts = pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}
+	}
+	tx, err := begin(ctx, b.pool, opts, b.acquireTimeout)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	t := &txn{Tx: tx}
+	if err := fn(t); err != nil {
+		return nil, err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return nil, fmt.Errorf("ledger: commit: %w", err)
+	}
+	return t, nil
+}
+
+// withTx runs fn in a write transaction (txBeginner.withTx: fn may run
+// more than once) and, after commit, tells the change hooks what it
+// touched.
+func (s *Store) withTx(ctx context.Context, fn func(t *txn) error) error {
+	t, err := s.txs.withTx(ctx, txWrite, fn)
+	if err != nil {
+		return err
+	}
+	s.notify(t)
+	return nil
+}
+
+// readOnly runs fn in a read-only transaction (txBeginner.withTx: fn may
+// run more than once), so its queries see one consistent state.
+func (s *Store) readOnly(ctx context.Context, fn func(pgx.Tx) error) error {
+	_, err := s.txs.withTx(ctx, txReadOnly, func(t *txn) error { return fn(t.Tx) })
+	return err
 }
 
 // backoff waits before retry number attempt+1 of a transaction that
@@ -287,22 +352,6 @@ func brokenPooledConn(err error) bool {
 	return errors.As(err, &be) && unavailable(be.err) &&
 		!errors.As(be.err, &connectErr) &&
 		!errors.Is(be.err, context.DeadlineExceeded) && !pgconn.Timeout(be.err)
-}
-
-func (s *Store) runTx(ctx context.Context, fn func(t *txn) error) (*txn, error) {
-	tx, err := begin(ctx, s.pool, pgx.TxOptions{}, s.acquireTimeout)
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	t := &txn{Tx: tx}
-	if err := fn(t); err != nil {
-		return nil, err
-	}
-	if err := tx.Commit(ctx); err != nil {
-		return nil, fmt.Errorf("ledger: commit: %w", err)
-	}
-	return t, nil
 }
 
 // notify runs the change hooks after a commit and queues the change
