@@ -59,9 +59,22 @@ func benchRun(b *testing.B, s *Snapshot, p CandidatesParams, wantAtLeast int) {
 	b.ReportMetric(float64(len(c.Requests)), "candidates")
 }
 
+// benchSizes are the flat clouds the benchmarks run on, in providers.
+var benchSizes = []int{1000, 10000, 100000}
+
+// benchCloud builds each size once for all the benchmarks of a run.
+var benchCloud = map[int]*Snapshot{}
+
+func cloud(n int) *Snapshot {
+	if benchCloud[n] == nil {
+		benchCloud[n] = benchComputes(n)
+	}
+	return benchCloud[n]
+}
+
 func BenchmarkCandidates(b *testing.B) {
-	for _, n := range []int{1000, 10000} {
-		s := benchComputes(n)
+	for _, n := range benchSizes {
+		s := cloud(n)
 		flavor := func() []RequestGroup {
 			return []RequestGroup{{Resources: res("VCPU:2,MEMORY_MB:4096,DISK_GB:20")}}
 		}
@@ -99,4 +112,44 @@ func BenchmarkCandidates(b *testing.B) {
 	b.Run("wide=21x1/groups=8/isolate", func(b *testing.B) {
 		benchRun(b, wideTree(21), CandidatesParams{NestedAware: true, Isolate: true, Groups: wideGroups(8)}, DefaultMaxCandidates)
 	})
+}
+
+// BenchmarkClaimInput is what a claim asks of the engine before it ranks
+// (claims.selectCandidates): a sample of 100 candidates drawn across the
+// roots, as provider versions, and the summaries of the providers the
+// claim's provider cache does not hold. "versions" is a claim whose
+// providers are all cached; "summaries" one that summarises every
+// provider of its sample (a cold cache).
+func BenchmarkClaimInput(b *testing.B) {
+	flavor := []RequestGroup{{Resources: res("VCPU:2,MEMORY_MB:4096,DISK_GB:20")}}
+	for _, n := range benchSizes {
+		s := cloud(n)
+		p := CandidatesParams{NestedAware: true, Max: 100, Sample: true, VersionsOnly: true, Groups: flavor}
+		for _, summarise := range []bool{false, true} {
+			name := fmt.Sprintf("N=%d/versions", n)
+			if summarise {
+				name = fmt.Sprintf("N=%d/summaries", n)
+			}
+			b.Run(name, func(b *testing.B) {
+				b.ReportAllocs()
+				ctx := context.Background()
+				var c *Candidates
+				var err error
+				for b.Loop() {
+					if c, err = s.Candidates(ctx, &p); err != nil {
+						b.Fatal(err)
+					}
+					if summarise {
+						for i := range c.Versions {
+							_ = c.Summary(i)
+						}
+					}
+				}
+				if len(c.Requests) != 100 || len(c.Versions) != 100 {
+					b.Fatalf("%d candidates, %d versions, want 100 of each", len(c.Requests), len(c.Versions))
+				}
+				b.ReportMetric(float64(len(c.Requests)), "candidates")
+			})
+		}
+	}
 }

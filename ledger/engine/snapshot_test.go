@@ -1,0 +1,131 @@
+package engine
+
+import (
+	"errors"
+	"slices"
+	"testing"
+)
+
+// providerNames lists the names of provs in order.
+func providerNames(provs []Provider) []string {
+	out := make([]string, len(provs))
+	for i, p := range provs {
+		out[i] = p.Name
+	}
+	return out
+}
+
+func TestProvidersMatching(t *testing.T) {
+	s := sharedStorage()
+	tests := []struct {
+		name string
+		f    ProviderFilter
+		want []string
+	}{
+		{"all", ProviderFilter{}, []string{"cn1", "cn2", "ss", "ss2", "numa1_1", "pf1_1", "numa1_2", "pf1_2", "numa2_1", "pf2_1", "numa2_2", "pf2_2"}},
+		{"in_tree", ProviderFilter{InTree: "numa1_2"}, []string{"cn1", "numa1_1", "pf1_1", "numa1_2", "pf1_2"}},
+		{"unknown in_tree", ProviderFilter{InTree: "nope"}, []string{}},
+		{"name", ProviderFilter{Name: "ss2"}, []string{"ss2"}},
+		{"uuid", ProviderFilter{UUID: "cn2"}, []string{"cn2"}},
+		{"resources", ProviderFilter{Group: RequestGroup{Resources: res("DISK_GB:1000")}}, []string{"cn2", "ss", "ss2"}},
+		{"too much", ProviderFilter{Group: RequestGroup{Resources: res("DISK_GB:2000")}}, []string{}},
+		{"required", ProviderFilter{Group: RequestGroup{RequiredTraits: [][]string{{"HW_CPU_X86_SSE"}}}}, []string{"cn1"}},
+		{"any of", ProviderFilter{Group: RequestGroup{RequiredTraits: [][]string{{"HW_CPU_X86_SSE", "MISC_SHARES_VIA_AGGREGATE"}}}}, []string{"cn1", "ss", "ss2"}},
+		{"forbidden", ProviderFilter{Group: RequestGroup{Resources: res("DISK_GB:10"), ForbiddenTraits: []string{"MISC_SHARES_VIA_AGGREGATE"}}}, []string{"cn2"}},
+		{"member_of", ProviderFilter{Group: RequestGroup{MemberOf: [][]string{{"agg"}}}}, []string{"cn1", "cn2", "ss", "ss2"}},
+		{"unknown aggregate", ProviderFilter{Group: RequestGroup{MemberOf: [][]string{{"nope"}}}}, []string{}},
+		{"name and resources", ProviderFilter{Name: "cn1", Group: RequestGroup{Resources: res("DISK_GB:1")}}, []string{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := s.ProvidersMatching(&tt.f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Creation order is the order the builder made them in.
+			if names := providerNames(got); !slices.Equal(names, tt.want) {
+				t.Errorf("got %v, want %v", names, tt.want)
+			}
+		})
+	}
+	// The tree links of a listed provider.
+	got, _ := s.ProvidersMatching(&ProviderFilter{Name: "pf2_1"})
+	if got[0].ParentUUID != "numa2_1" || got[0].RootUUID != "cn2" {
+		t.Errorf("pf2_1: parent %q root %q", got[0].ParentUUID, got[0].RootUUID)
+	}
+	var ue *UnknownNameError
+	if _, err := s.ProvidersMatching(&ProviderFilter{Group: RequestGroup{RequiredTraits: [][]string{{"CUSTOM_NOPE"}}}}); !errors.As(err, &ue) || !ue.Trait || !errors.Is(err, ErrInvalid) {
+		t.Errorf("unknown trait: %v", err)
+	}
+	if _, err := s.ProvidersMatching(&ProviderFilter{Group: RequestGroup{Resources: res("CUSTOM_NOPE:1")}}); !errors.As(err, &ue) || ue.Trait {
+		t.Errorf("unknown class: %v", err)
+	}
+}
+
+// WithProviders replaces and adds providers without changing s; the
+// indexes are shared while no provider changes shape.
+func TestWithProviders(t *testing.T) {
+	b := newSnapBuilder()
+	b.rp("cn1", "").inv("cn1", "VCPU", 8)
+	b.rp("cn2", "").inv("cn2", "VCPU", 8)
+	s := b.build()
+	four := func(s *Snapshot) []string {
+		t.Helper()
+		got, err := s.ProvidersMatching(&ProviderFilter{Group: RequestGroup{Resources: res("VCPU:4")}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return providerNames(got)
+	}
+	old, _ := s.ProviderByID(1)
+	used := *old
+	used.Inventories = slices.Clone(old.Inventories)
+	used.Inventory(0).Used = 6
+	used.Generation++
+	next := s.WithProviders(map[int64]*ProviderRecord{1: &used}, nil, s.Names())
+	if next.idx != s.idx {
+		t.Error("usage change rebuilt the indexes")
+	}
+	if got := four(next); !slices.Equal(got, []string{"cn2"}) {
+		t.Errorf("after the usage change: %v", got)
+	}
+	if got := four(s); !slices.Equal(got, []string{"cn1", "cn2"}) {
+		t.Errorf("the old snapshot changed: %v", got)
+	}
+	added := &ProviderRecord{ID: 3, UUID: "cn3", Name: "cn3", RootID: 3,
+		Inventories: []InventoryRecord{{Class: 0, Total: 8, MinUnit: 1, MaxUnit: 8, StepSize: 1, Ratio: 1}}}
+	gone := next.WithProviders(map[int64]*ProviderRecord{3: added}, map[int64]bool{2: true}, s.Names())
+	if got := four(gone); !slices.Equal(got, []string{"cn3"}) {
+		t.Errorf("after adding cn3 and deleting cn2: %v", got)
+	}
+	if gone.Len() != 2 {
+		t.Errorf("%d providers, want 2", gone.Len())
+	}
+}
+
+// UnsureNames lists the names a snapshot may have wrong, and WithNames
+// puts right ones in.
+func TestUnsureNames(t *testing.T) {
+	b := newSnapBuilder()
+	b.rp("cn1", "").inv("cn1", "VCPU", 8).traits("cn1", "HW_CPU_X86_SSE")
+	s := b.build()
+	c, tr := s.UnsureNames([]string{"VCPU", "MEMORY_MB", "CUSTOM_NEW"}, []string{"HW_CPU_X86_SSE", "CUSTOM_T"})
+	// MEMORY_MB is known but unused: it may have been deleted.
+	if !slices.Equal(c, []string{"MEMORY_MB", "CUSTOM_NEW"}) || !slices.Equal(tr, []string{"CUSTOM_T"}) {
+		t.Errorf("unsure: %v %v", c, tr)
+	}
+	p := CandidatesParams{Groups: []RequestGroup{{Resources: res("CUSTOM_NEW:1")}}}
+	var ue *UnknownNameError
+	if _, err := s.Candidates(t.Context(), &p); !errors.As(err, &ue) {
+		t.Fatalf("before: %v", err)
+	}
+	n := s.Names().Clone()
+	n.AddClass(20000, "CUSTOM_NEW")
+	if _, ok := s.Names().ClassID("CUSTOM_NEW"); ok {
+		t.Error("Clone shares its maps")
+	}
+	c2, err := s.WithNames(n).Candidates(t.Context(), &p)
+	if err != nil || len(c2.Requests) != 0 {
+		t.Errorf("after: %v, %v", c2, err)
+	}
+}
