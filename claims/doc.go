@@ -1,9 +1,12 @@
 // Package claims selects and claims resources in one step (POST /claims):
-// it asks the ledger for allocation candidates from its in-memory
-// snapshot, removes those on excluded providers or off the target, has
-// the scheduling policy filter, score and order the rest, and writes the
-// best candidate's allocations through ledger.Store.ClaimWrite, one
-// transaction per attempt. Claims are optimistic: the write re-checks
+// it takes one snapshot from the ledger (ledger.Store.Snapshot), asks the
+// engine (ledger/engine) for the allocation candidates in it, removes
+// those on excluded providers or off the target, has the scheduling
+// policy filter, score and order the rest, and writes the best
+// candidate's allocations through ledger.Store.ClaimWrite, one
+// transaction per attempt. The files follow a claim's stages: claims.go
+// (the Claimer and its entry points), types.go, selection.go, write.go,
+// errors.go. Claims are optimistic: the write re-checks
 // capacity and the consumer generation under row locks in PostgreSQL, and
 // when it finds the capacity gone (another claim won the race, or the
 // snapshot was stale) the claim moves on to the next ranked candidate on

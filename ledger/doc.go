@@ -1,10 +1,12 @@
 // Package ledger is Berth's PostgreSQL store. It owns every SQL statement and
 // the only import of pgx: resource providers and their trees, inventories,
-// resource classes, traits, aggregates, consumers, allocations and usages,
-// and the in-memory snapshot that allocation candidates are computed from.
+// resource classes, traits, aggregates, consumers, allocations and usages.
+// It loads the in-memory snapshot that allocation candidates are computed
+// from and keeps it fresh (Store.Snapshot); the computing is package
+// ledger/engine's, which knows nothing of the database.
 //
-// Every mutation runs in one transaction (see Store.withTx) and either
-// applies whole or not at all. Errors leave this package as *Error values
+// Every mutation runs in one transaction (see withTx, the one transaction
+// helper) and either applies whole or not at all. Errors leave this package as *Error values
 // whose Kind is one of ErrNotFound, ErrConflict or ErrInvalid, so callers
 // map them to HTTP statuses with errors.Is and never inspect driver errors.
 //
