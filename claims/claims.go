@@ -39,7 +39,7 @@ type Config struct {
 	// random among the best SubsetSize untried candidates (on roots that
 	// have not failed); 1 picks at random among the candidates whose score
 	// ties the best one's. 0 takes them in rank order (ties in the
-	// ledger's order), deterministic; berthd defaults to 1.
+	// engine's order), deterministic; berthd defaults to 1.
 	SubsetSize int
 }
 
@@ -87,7 +87,7 @@ func (c *Claimer) SetPolicySource(src PolicySource) { c.policies = src }
 func (c *Claimer) SetEnricher(e Enricher) { c.enricher = e }
 
 // DefaultPolicy is the policy of a Claimer built without one: the
-// capacity check (the ledger's candidates only include what fits) and
+// capacity check (the engine's candidates only include what fits) and
 // spreading by free capacity.
 func DefaultPolicy() (*scheduler.Policy, error) {
 	return scheduler.NewPolicy(scheduler.DefaultPolicyConfig(), nil, nil, scheduler.ScriptletLimits{})
@@ -121,14 +121,18 @@ func New(store *ledger.Store, policy *scheduler.Policy, cfg Config, log *slog.Lo
 // Claim places p: it ranks the candidates and writes the best one's
 // allocations, moving on to the next ranked candidate on another root when
 // the write finds the capacity gone or a provider deleted, at most
-// MaxAttempts times. It reads the ledger's snapshot once and asks the
-// engine every question of it (names, candidates, shortfall); the ledger
-// is then only asked to write (and, for a sample that lost every write to
-// concurrent claims, for a fresh snapshot that has their writes). It returns a *NotPlacedError when nothing was placed
-// for an expected reason; a consumer generation conflict is returned as
-// the ledger's ErrConflict (placement.concurrent_update) at once, since
-// another candidate cannot cure it. Nothing is written unless the claim
-// succeeds, and nothing at all for a dry run.
+// MaxAttempts times. It returns a *NotPlacedError when nothing was
+// placed for an expected reason; a consumer generation conflict is
+// returned as the ledger's ErrConflict (placement.concurrent_update) at
+// once, since another candidate cannot cure it. Nothing is written unless
+// the claim succeeds, and nothing at all for a dry run.
+//
+// It reads the ledger's snapshot once (resolveParams) and asks the engine
+// every question of it: the excluded and target providers, the candidates
+// (of the sample and, if nothing in the sample passes, of the full set)
+// and why roots have none. The ledger is then asked only to write, and,
+// for a sample whose every candidate lost to concurrent claims, for a
+// fresh snapshot that has the writes that won.
 func (c *Claimer) Claim(ctx context.Context, p Params) (_ *Result, err error) {
 	ctx, tr := startClaim(ctx, p.ConsumerUUID, p.DryRun)
 	defer func() { tr.end(err) }()

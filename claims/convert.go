@@ -21,7 +21,7 @@ const maxCachedProviders = 100_000
 // claim converts about a hundred of them; a provider's summary changes
 // only when the provider does (a claim on it, an inventory or trait
 // change), so most claims find most of theirs here. Entries are keyed by
-// uuid and valid while the ledger summary's Version is the same. The
+// uuid and valid while the engine summary's Version is the same. The
 // cached Providers are shared by concurrent claims and must not be
 // changed: a claim that enriches providers copies them first (see
 // selectCandidates). It is safe for concurrent use.
@@ -190,7 +190,7 @@ type allocShape struct {
 	m   map[string]int64
 }
 
-// mappings is a ledger candidate's request group suffix -> providers.
+// mappings is an engine candidate's request group suffix -> providers.
 func mappings(ar *engine.AllocationRequest) map[string][]string {
 	m := make(map[string][]string, len(ar.Mappings))
 	for _, g := range ar.Mappings {

@@ -19,9 +19,9 @@ import (
 // selection is the outcome of the selection pipeline.
 type selection struct {
 	roots int // root providers the request saw
-	found int // candidates the ledger found
+	found int // candidates the engine found
 	cands []*scheduler.Candidate
-	// reqs are the ledger's candidates, cands[i] made from reqs[i].
+	// reqs are the engine's candidates, cands[i] made from reqs[i].
 	reqs    []engine.AllocationRequest
 	steps   []Step
 	ranking *scheduler.Ranking

@@ -124,7 +124,7 @@ type Step struct {
 	Reasons   map[string]int
 }
 
-// StepCandidates names the first step: the ledger's allocation
+// StepCandidates names the first step: the engine's allocation
 // candidates, which leave out the roots that cannot hold the request.
 const StepCandidates = "allocation_candidates"
 
