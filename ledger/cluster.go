@@ -38,7 +38,9 @@ func (s *Store) ClusterProviders(ctx context.Context, p ClusterProvidersParams) 
 		agg = &a
 	}
 	var out []ProviderSummary
-	err := s.readOnly(ctx, func(tx pgx.Tx) error {
+	// One read-only transaction, so its queries see one state; fn may run
+	// more than once (withTx).
+	_, err := s.txs.withTx(ctx, txReadOnly, func(tx *txn) error {
 		out = nil // afresh if the transaction is run again
 		rows, err := tx.Query(ctx, `
 			SELECT rp.id, rp.uuid::text, rp.name, rp.generation, COALESCE(parent.uuid::text, ''), root.uuid::text

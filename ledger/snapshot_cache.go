@@ -195,7 +195,9 @@ func (c *snapshotCache) loadAll(ctx context.Context) (*engine.Snapshot, error) {
 	start := time.Now()
 	var n *engine.Names
 	var provs map[int64]*engine.ProviderRecord
-	err := c.readTx(ctx, func(tx pgx.Tx) error {
+	// One read-only transaction, so the statements of the load see one
+	// state of the database; fn may run more than once (withTx).
+	_, err := c.txs.withTx(ctx, txReadOnly, func(tx *txn) error {
 		n = engine.NewNames() // afresh if the transaction is run again
 		if err := scanPairs(ctx, tx, sqlSnapClasses, n.AddClass); err != nil {
 			return err
@@ -211,7 +213,7 @@ func (c *snapshotCache) loadAll(ctx context.Context) (*engine.Snapshot, error) {
 		return err
 	})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("ledger: snapshot: %w", err)
 	}
 	list := make([]*engine.ProviderRecord, 0, len(provs))
 	for _, p := range provs {
@@ -240,16 +242,6 @@ func (c *snapshotCache) loadSome(ctx context.Context, cur *engine.Snapshot, ids 
 		}
 	}
 	return cur.WithProviders(provs, deleted, n), nil
-}
-
-// readTx runs fn in a read-only transaction (txBeginner.withTx, so fn
-// may run more than once), so the statements of one load see one state
-// of the database.
-func (c *snapshotCache) readTx(ctx context.Context, fn func(pgx.Tx) error) error {
-	if _, err := c.txs.withTx(ctx, txReadOnly, func(t *txn) error { return fn(t.Tx) }); err != nil {
-		return fmt.Errorf("ledger: snapshot: %w", err)
-	}
-	return nil
 }
 
 // nameSink receives the names met while loading providers.
@@ -312,7 +304,7 @@ func loadProviders(ctx context.Context, tx pgx.Tx, ids []int64, n nameSink) (map
 }
 
 // sqlBeginSnapshot opens the transaction of a one-round-trip reload: one
-// snapshot for its four statements, as readTx gives.
+// snapshot for its four statements, as loadAll's read-only transaction gives.
 const sqlBeginSnapshot = `BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY`
 
 // loadProvidersOneTrip is loadProviders in a transaction of its own,

@@ -302,13 +302,6 @@ func (s *Store) withTx(ctx context.Context, fn func(t *txn) error) error {
 	return nil
 }
 
-// readOnly runs fn in a read-only transaction (txBeginner.withTx: fn may
-// run more than once), so its queries see one consistent state.
-func (s *Store) readOnly(ctx context.Context, fn func(pgx.Tx) error) error {
-	_, err := s.txs.withTx(ctx, txReadOnly, func(t *txn) error { return fn(t.Tx) })
-	return err
-}
-
 // backoff waits before retry number attempt+1 of a transaction that
 // failed with err, growing quadratically (5 ms, 20 ms, 45 ms, ...). It
 // returns err joined with the context's error if ctx ends first.
