@@ -6,8 +6,8 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/berthd/berth/authz"
 	"github.com/berthd/berth/ledger"
-	"github.com/berthd/berth/policy"
 )
 
 // Affinity placement keys of providers (Berth's extension). Names
@@ -75,7 +75,7 @@ func (s *Server) placementKeysPut(c echo.Context) error {
 		keys[i] = ledger.PlacementKey{Name: k.Name, Value: k.Value, Sticky: k.Sticky}
 	}
 	p, _ := c.Get(ctxPrincipal).(Principal)
-	reserved := s.policy.Allowed(reservedKeysRule, p.credentials(), policyTarget(p))
+	reserved := s.authz.Allowed(reservedKeysRule, p.credentials(), policyTarget(p))
 	ctx := c.Request().Context()
 	err := s.store.PlacementKeysReplace(ctx, c.Param("uuid"), keys, ledger.PlacementKeysReplaceParams{Reserved: reserved})
 	var rk *ledger.ReservedKeyError
@@ -102,6 +102,6 @@ func placementKeysJSON(keys []ledger.PlacementKey) map[string]any {
 
 // policyTarget is the default policy target: the caller's own project and
 // user, as authorize uses for route rules.
-func policyTarget(p Principal) policy.Target {
-	return policy.Target{"project_id": p.ProjectID, "user_id": p.UserID}
+func policyTarget(p Principal) authz.Target {
+	return authz.Target{"project_id": p.ProjectID, "user_id": p.UserID}
 }

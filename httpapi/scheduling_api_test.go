@@ -9,9 +9,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/berthd/berth/authz"
 	"github.com/berthd/berth/ledger"
 	"github.com/berthd/berth/ledger/ledgertest"
-	"github.com/berthd/berth/policy"
 )
 
 // apiCall is one request to s for the scheduling API tests.
@@ -144,7 +144,7 @@ func TestPlacementKeysAPI(t *testing.T) {
 // secureServer is an API server over store with Placement's secure policy set.
 func secureServer(t *testing.T, store *ledger.Store) *Server {
 	t.Helper()
-	e, err := policy.New(policy.SetSecure, nil)
+	e, err := authz.New(authz.SetSecure, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

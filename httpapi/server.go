@@ -14,10 +14,10 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/berthd/berth/authz"
 	"github.com/berthd/berth/claims"
 	"github.com/berthd/berth/internal/telemetry/instrument"
 	"github.com/berthd/berth/ledger"
-	"github.com/berthd/berth/policy"
 	"github.com/berthd/berth/scheduler"
 )
 
@@ -27,9 +27,9 @@ type Config struct {
 	Auth string
 	// Tokens maps static tokens to principals when Auth is AuthTokens.
 	Tokens map[string]Principal
-	// Policy decides who may do what; nil means policy.SetAdmin without
+	// Policy decides who may do what; nil means authz.SetAdmin without
 	// overrides (every operation needs the admin role).
-	Policy *policy.Enforcer
+	Policy *authz.Enforcer
 	// CORSAllowedOrigins are the origins (scheme://host[:port], or "*")
 	// whose browsers may call the API across origins; empty disables CORS,
 	// and OPTIONS is answered 405 as by Placement without CORS.
@@ -83,7 +83,7 @@ func (c *Config) setDefaults() error {
 	}
 	if c.Policy == nil {
 		var err error
-		if c.Policy, err = policy.New(policy.SetAdmin, nil); err != nil {
+		if c.Policy, err = authz.New(authz.SetAdmin, nil); err != nil {
 			return err
 		}
 	}
@@ -121,7 +121,7 @@ func (s *Server) deadline(next echo.HandlerFunc) echo.HandlerFunc {
 // Server is the Placement API server. It implements http.Handler.
 type Server struct {
 	cfg    Config
-	policy *policy.Enforcer
+	authz  *authz.Enforcer
 	store  *ledger.Store
 	log    *slog.Logger
 	e      *echo.Echo
@@ -144,7 +144,7 @@ func New(cfg Config, store *ledger.Store, logger *slog.Logger) (*Server, error) 
 	}
 	// Log lines written with a request's context carry its request id.
 	logger = slog.New(instrument.LogHandler(logger.Handler()))
-	s := &Server{cfg: cfg, policy: cfg.Policy, store: store, log: logger, e: echo.New(), meters: newMeters()}
+	s := &Server{cfg: cfg, authz: cfg.Policy, store: store, log: logger, e: echo.New(), meters: newMeters()}
 	var err error
 	if s.claims, err = claims.New(store, cfg.SchedulerPolicy,
 		claims.Config{MaxAttempts: cfg.ClaimMaxAttempts, MaxCandidates: cfg.MaxCandidates,
@@ -190,7 +190,7 @@ var routeRegistrations []func(*Server)
 
 // handle registers a route that exists from microversion 1.minMinor on
 // (earlier versions get 404) and needs policy rule (one of
-// policy.OperationRules; anything else panics). GET routes answer JSON
+// authz.OperationRules; anything else panics). GET routes answer JSON
 // and refuse an Accept header that rules it out; as in Placement, other
 // methods do not look at Accept (their errors are rendered in whatever
 // type the client prefers).
