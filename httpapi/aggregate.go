@@ -6,6 +6,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/berthd/berth/internal/jsonschema"
 	"github.com/berthd/berth/ledger"
 )
 
@@ -27,12 +28,12 @@ const aggregatesGenerationVersion = 19
 // list of uuids before microversion 1.19, an object with the provider
 // generation from 1.19 on.
 var (
-	aggregatesSchemaV1_1 = MustSchema(`{
+	aggregatesSchemaV1_1 = jsonschema.Must(`{
 		"type": "array",
 		"items": {"type": "string", "format": "uuid"},
 		"uniqueItems": true
 	}`)
-	aggregatesSchemaV1_19 = MustSchema(`{
+	aggregatesSchemaV1_19 = jsonschema.Must(`{
 		"type": "object",
 		"properties": {
 			"aggregates": {

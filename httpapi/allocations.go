@@ -4,9 +4,9 @@ import (
 	"encoding/json"
 	"net/http"
 
-	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
+	"github.com/berthd/berth/internal/uuid"
 	"github.com/berthd/berth/ledger"
 )
 
@@ -150,8 +150,8 @@ func (s *Server) providerAllocationsGet(c echo.Context) error {
 // PUT /allocations/{consumer_uuid}
 func (s *Server) allocationsPut(c echo.Context) error {
 	raw := c.Param("consumer_uuid")
-	id, err := uuid.Parse(raw)
-	if err != nil {
+	id, ok := uuid.Canonical(raw)
+	if !ok {
 		return badRequest("Malformed consumer_uuid: %s", raw)
 	}
 	v := version(c)
@@ -159,7 +159,7 @@ func (s *Server) allocationsPut(c echo.Context) error {
 	if err := s.decodeBody(c, putAllocationsSchema(v), &body); err != nil {
 		return err
 	}
-	w, err := body.toLedger(id.String(), v)
+	w, err := body.toLedger(id, v)
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/berthd/berth/internal/uuid"
 	"github.com/berthd/berth/scheduler"
 )
 
@@ -31,7 +32,7 @@ func (s *Server) policyBalance(c echo.Context) error {
 	}
 	aggregate := c.QueryParam("aggregate")
 	if aggregate != "" {
-		if !isUUID(aggregate) {
+		if !uuid.Valid(aggregate) {
 			return badRequest("Invalid aggregate %q: want a uuid.", aggregate)
 		}
 	}
@@ -52,6 +53,3 @@ func (s *Server) policyBalance(c echo.Context) error {
 	}
 	return writeJSON(c, http.StatusOK, sug)
 }
-
-// isUUID reports whether s is a uuid in a form Placement accepts.
-func isUUID(s string) bool { return checkFormat("uuid", s) }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/berthd/berth/internal/jsonschema"
 	"github.com/berthd/berth/internal/telemetry/instrument"
 	"github.com/berthd/berth/ledger"
 )
@@ -25,7 +26,7 @@ func init() {
 // request reaches applies.
 var candidatesSchemas = func() []struct {
 	minor  int
-	schema *Schema
+	schema *jsonschema.Schema
 } {
 	group := func(pat string) string {
 		var b strings.Builder
@@ -54,21 +55,21 @@ var candidatesSchemas = func() []struct {
 	}
 	return []struct {
 		minor  int
-		schema *Schema
+		schema *jsonschema.Schema
 	}{
-		{36, MustSchema(obj(limit+", "+policy+`, "root_required": {"type": ["string"]}, "same_subtree": {"type": ["string"]}`, group(named), ""))},
-		{35, MustSchema(obj(limit+", "+policy+`, "root_required": {"type": ["string"]}`, group(named), ""))},
-		{33, MustSchema(obj(limit+", "+policy, group(named), ""))},
-		{31, MustSchema(obj(limit+", "+policy, group(numbered), ""))},
-		{25, MustSchema(obj(limit+", "+policy, noInTree, ""))},
-		{21, MustSchema(obj(`"resources": {"type": "string"}, `+limit+`, "required": {"type": ["string"]}, "member_of": {"type": ["string"]}`, "", `"resources"`))},
-		{17, MustSchema(obj(`"resources": {"type": "string"}, `+limit+`, "required": {"type": ["string"]}`, "", `"resources"`))},
-		{16, MustSchema(obj(`"resources": {"type": "string"}, `+limit, "", `"resources"`))},
-		{10, MustSchema(obj(`"resources": {"type": "string"}`, "", `"resources"`))},
+		{36, jsonschema.Must(obj(limit+", "+policy+`, "root_required": {"type": ["string"]}, "same_subtree": {"type": ["string"]}`, group(named), ""))},
+		{35, jsonschema.Must(obj(limit+", "+policy+`, "root_required": {"type": ["string"]}`, group(named), ""))},
+		{33, jsonschema.Must(obj(limit+", "+policy, group(named), ""))},
+		{31, jsonschema.Must(obj(limit+", "+policy, group(numbered), ""))},
+		{25, jsonschema.Must(obj(limit+", "+policy, noInTree, ""))},
+		{21, jsonschema.Must(obj(`"resources": {"type": "string"}, `+limit+`, "required": {"type": ["string"]}, "member_of": {"type": ["string"]}`, "", `"resources"`))},
+		{17, jsonschema.Must(obj(`"resources": {"type": "string"}, `+limit+`, "required": {"type": ["string"]}`, "", `"resources"`))},
+		{16, jsonschema.Must(obj(`"resources": {"type": "string"}, `+limit, "", `"resources"`))},
+		{10, jsonschema.Must(obj(`"resources": {"type": "string"}`, "", `"resources"`))},
 	}
 }()
 
-func candidatesSchema(v Version) *Schema {
+func candidatesSchema(v Version) *jsonschema.Schema {
 	for _, s := range candidatesSchemas {
 		if v.AtLeast(s.minor) {
 			return s.schema

@@ -10,6 +10,8 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/berthd/berth/claims"
+	"github.com/berthd/berth/internal/jsonschema"
+	"github.com/berthd/berth/internal/uuid"
 	"github.com/berthd/berth/ledger"
 	"github.com/berthd/berth/scheduler"
 )
@@ -112,11 +114,11 @@ func claimSchemaText(kind int) string {
 }
 
 var (
-	claimSchema      = MustSchema(claimSchemaText(claimKind))
-	rescheduleSchema = MustSchema(claimSchemaText(rescheduleKind))
-	moveSchema       = MustSchema(claimSchemaText(moveKind))
-	sampleSchema     = MustSchema(claimSchemaText(sampleKind))
-	moveEndSchema    = MustSchema(`{
+	claimSchema      = jsonschema.Must(claimSchemaText(claimKind))
+	rescheduleSchema = jsonschema.Must(claimSchemaText(rescheduleKind))
+	moveSchema       = jsonschema.Must(claimSchemaText(moveKind))
+	sampleSchema     = jsonschema.Must(claimSchemaText(sampleKind))
+	moveEndSchema    = jsonschema.Must(`{
 	"type": "object",
 	"properties": {"migration_uuid": {"type": "string", "format": "uuid"}},
 	"additionalProperties": false
@@ -206,7 +208,7 @@ func (b *claimBody) query() (q orderedQuery, any bool) {
 // selection fields are checked as GET /allocation_candidates checks its
 // query at the latest microversion; for reschedule and move they may be
 // left out (the consumer's current resources then).
-func (s *Server) claimParams(c echo.Context, schema *Schema, kind int) (claimBody, claims.Params, error) {
+func (s *Server) claimParams(c echo.Context, schema *jsonschema.Schema, kind int) (claimBody, claims.Params, error) {
 	var b claimBody
 	if err := s.decodeBody(c, schema, &b); err != nil {
 		return b, claims.Params{}, err
@@ -230,7 +232,7 @@ func (s *Server) claimParams(c echo.Context, schema *Schema, kind int) (claimBod
 	onConsumer := kind == rescheduleKind || kind == moveKind
 	if onConsumer {
 		p.ConsumerUUID = c.Param("consumer_uuid")
-		if !isUUIDLike(p.ConsumerUUID) {
+		if !uuid.Valid(p.ConsumerUUID) {
 			return b, p, badRequest("Malformed consumer_uuid: %s", p.ConsumerUUID)
 		}
 	}
@@ -323,7 +325,7 @@ func (s *Server) claimRevert(c echo.Context) error {
 // moveEnd decodes the optional body of confirm and revert and runs end.
 func (s *Server) moveEnd(c echo.Context, end func(ctx context.Context, consumer, migration string) (*claims.Holding, error)) error {
 	consumer := c.Param("consumer_uuid")
-	if !isUUIDLike(consumer) {
+	if !uuid.Valid(consumer) {
 		return badRequest("Malformed consumer_uuid: %s", consumer)
 	}
 	body, err := s.readBody(c)

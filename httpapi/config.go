@@ -5,6 +5,8 @@ import (
 	"net/http"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/berthd/berth/internal/jsonschema"
 )
 
 // Server-wide settings (Berth's extension), as LXD's /1.0 config: GET
@@ -17,7 +19,7 @@ func init() {
 	})
 }
 
-var configPatchSchema = MustSchema(`{"type": "object", "maxProperties": 100}`)
+var configPatchSchema = jsonschema.Must(`{"type": "object", "maxProperties": 100}`)
 
 func (s *Server) configShow(c echo.Context) error {
 	cfg, err := s.store.Config(c.Request().Context())

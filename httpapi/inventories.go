@@ -6,6 +6,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/berthd/berth/internal/jsonschema"
 	"github.com/berthd/berth/ledger"
 )
 
@@ -57,13 +58,13 @@ const (
 )
 
 var (
-	putInventorySchema = MustSchema(`{
+	putInventorySchema = jsonschema.Must(`{
 		"type": "object",
 		"properties": {` + inventoryFields + `},
 		"required": ["total", "resource_provider_generation"],
 		"additionalProperties": false
 	}`)
-	postInventorySchema = MustSchema(`{
+	postInventorySchema = jsonschema.Must(`{
 		"type": "object",
 		"properties": {` + inventoryFields + `,
 			"resource_class": {"type": "string", "pattern": "` + rcPattern + `"}
@@ -71,7 +72,7 @@ var (
 		"required": ["total", "resource_class"],
 		"additionalProperties": false
 	}`)
-	putInventoriesSchemaCompiled = MustSchema(putInventoriesSchema)
+	putInventoriesSchemaCompiled = jsonschema.Must(putInventoriesSchema)
 )
 
 // inventoryBody is one inventory as sent by a client; absent fields take

@@ -7,6 +7,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/berthd/berth/authz"
+	"github.com/berthd/berth/internal/jsonschema"
 	"github.com/berthd/berth/ledger"
 )
 
@@ -25,7 +26,7 @@ func init() {
 // reservedKeysRule guards writes of reserved placement keys.
 const reservedKeysRule = "berth:resource_providers:placement_keys:reserved"
 
-var placementKeysSchema = MustSchema(`{
+var placementKeysSchema = jsonschema.Must(`{
 	"type": "object",
 	"properties": {
 		"placement_keys": {

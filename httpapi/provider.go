@@ -7,6 +7,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/berthd/berth/internal/jsonschema"
 	"github.com/berthd/berth/ledger"
 )
 
@@ -23,7 +24,7 @@ func init() {
 // microversion 1.14, which added parent_provider_uuid. PUT cannot set the
 // uuid.
 var (
-	providerPostSchema = MustSchema(`{
+	providerPostSchema = jsonschema.Must(`{
 		"type": "object",
 		"properties": {
 			"name": {"type": "string", "maxLength": 200},
@@ -32,7 +33,7 @@ var (
 		"required": ["name"],
 		"additionalProperties": false
 	}`)
-	providerPostSchemaV1_14 = MustSchema(`{
+	providerPostSchemaV1_14 = jsonschema.Must(`{
 		"type": "object",
 		"properties": {
 			"name": {"type": "string", "maxLength": 200},
@@ -44,7 +45,7 @@ var (
 		"required": ["name"],
 		"additionalProperties": false
 	}`)
-	providerPutSchema = MustSchema(`{
+	providerPutSchema = jsonschema.Must(`{
 		"type": "object",
 		"properties": {
 			"name": {"type": "string", "maxLength": 200}
@@ -52,7 +53,7 @@ var (
 		"required": ["name"],
 		"additionalProperties": false
 	}`)
-	providerPutSchemaV1_14 = MustSchema(`{
+	providerPutSchemaV1_14 = jsonschema.Must(`{
 		"type": "object",
 		"properties": {
 			"name": {"type": "string", "maxLength": 200},

@@ -6,6 +6,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/berthd/berth/internal/jsonschema"
 	"github.com/berthd/berth/ledger"
 )
 
@@ -19,7 +20,7 @@ func init() {
 	})
 }
 
-var providerStateSchema = MustSchema(`{
+var providerStateSchema = jsonschema.Must(`{
 	"type": "object",
 	"properties": {
 		"load_1": {"type": "number", "minimum": 0},

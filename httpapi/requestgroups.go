@@ -8,8 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/google/uuid"
-
+	"github.com/berthd/berth/internal/uuid"
 	"github.com/berthd/berth/ledger"
 )
 
@@ -64,12 +63,6 @@ func (q orderedQuery) last(key string) (string, bool) {
 		}
 	}
 	return "", false
-}
-
-// isUUIDLike reports whether s is a UUID in any form Placement accepts.
-func isUUIDLike(s string) bool {
-	_, err := uuid.Parse(s)
-	return err == nil
 }
 
 // parseResources parses "VCPU:2,MEMORY_MB:1024" (Placement's
@@ -212,7 +205,7 @@ func parseMemberOf(q orderedQuery, suffix string, v Version) (required [][]strin
 			req = []string{val}
 		}
 		for _, u := range append(append([]string{}, req...), forb...) {
-			if !isUUIDLike(u) {
+			if !uuid.Valid(u) {
 				return nil, nil, badRequest("Invalid query string parameters: Expected 'member_of' parameter to "+
 					"contain valid UUID(s). Got: %s", u)
 			}
@@ -235,7 +228,7 @@ func parseMemberOf(q orderedQuery, suffix string, v Version) (required [][]strin
 // parseInTree checks an in_tree value.
 func parseInTree(val string) (string, error) {
 	t := strings.TrimSpace(val)
-	if !isUUIDLike(t) {
+	if !uuid.Valid(t) {
 		return "", badRequest("Invalid query string parameters: Expected 'in_tree' parameter to be a format of uuid. Got: %s", val)
 	}
 	return t, nil

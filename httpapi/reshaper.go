@@ -5,6 +5,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/berthd/berth/internal/jsonschema"
 	"github.com/berthd/berth/ledger"
 )
 
@@ -35,9 +36,9 @@ func reshaperSchemaText(minor int) string {
 }
 
 var (
-	reshaperSchemaV1_30 = MustSchema(reshaperSchemaText(30))
-	reshaperSchemaV1_34 = MustSchema(reshaperSchemaText(34))
-	reshaperSchemaV1_38 = MustSchema(reshaperSchemaText(38))
+	reshaperSchemaV1_30 = jsonschema.Must(reshaperSchemaText(30))
+	reshaperSchemaV1_34 = jsonschema.Must(reshaperSchemaText(34))
+	reshaperSchemaV1_38 = jsonschema.Must(reshaperSchemaText(38))
 )
 
 type reshaperBody struct {

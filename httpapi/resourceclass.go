@@ -6,6 +6,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/berthd/berth/internal/jsonschema"
 	"github.com/berthd/berth/ledger"
 )
 
@@ -22,7 +23,7 @@ func init() {
 // resourceClassSchema is Placement's schema for a custom resource class
 // name, used for POST and PUT bodies and, from microversion 1.7, for the
 // name in the path of a PUT.
-var resourceClassSchema = MustSchema(`{
+var resourceClassSchema = jsonschema.Must(`{
 	"type": "object",
 	"properties": {
 		"name": {"type": "string", "pattern": "^CUSTOM_[A-Z0-9_]+$", "maxLength": 255}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/berthd/berth/internal/jsonschema"
 	"github.com/berthd/berth/ledger"
 	"github.com/berthd/berth/scheduler"
 )
@@ -63,8 +64,8 @@ func policySchemaText(nameRequired bool) string {
 }
 
 var (
-	policyPostSchema = MustSchema(policySchemaText(true))
-	policyPutSchema  = MustSchema(policySchemaText(false))
+	policyPostSchema = jsonschema.Must(policySchemaText(true))
+	policyPutSchema  = jsonschema.Must(policySchemaText(false))
 )
 
 // policyBody is a scheduling policy as the API shows and takes it.

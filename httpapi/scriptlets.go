@@ -10,6 +10,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/berthd/berth/claims"
+	"github.com/berthd/berth/internal/jsonschema"
 	"github.com/berthd/berth/scheduler"
 )
 
@@ -30,7 +31,7 @@ func init() {
 // maxScriptletBytes caps a scriptlet's source.
 const maxScriptletBytes = 1 << 20
 
-var scriptletNameSchema = MustSchema(`{"type": "string", "pattern": "` + schedulingNamePattern + `"}`)
+var scriptletNameSchema = jsonschema.Must(`{"type": "string", "pattern": "` + schedulingNamePattern + `"}`)
 
 func checkScriptletName(name string) error {
 	if err := scriptletNameSchema.Validate(name); err != nil {

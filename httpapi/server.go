@@ -16,6 +16,7 @@ import (
 
 	"github.com/berthd/berth/authz"
 	"github.com/berthd/berth/claims"
+	"github.com/berthd/berth/internal/jsonschema"
 	"github.com/berthd/berth/internal/telemetry/instrument"
 	"github.com/berthd/berth/ledger"
 	"github.com/berthd/berth/scheduler"
@@ -294,7 +295,7 @@ func (s *Server) readBody(c echo.Context) ([]byte, error) {
 // decodeBody reads a JSON body, validates it against schema and decodes it
 // into dst. Errors read as Placement's: "Malformed JSON: ..." and
 // "JSON does not validate: ...".
-func (s *Server) decodeBody(c echo.Context, schema *Schema, dst any) error {
+func (s *Server) decodeBody(c echo.Context, schema *jsonschema.Schema, dst any) error {
 	body, err := s.readBody(c)
 	if err != nil {
 		return err
@@ -302,7 +303,7 @@ func (s *Server) decodeBody(c echo.Context, schema *Schema, dst any) error {
 	return decodeJSON(body, schema, dst)
 }
 
-func decodeJSON(body []byte, schema *Schema, dst any) error {
+func decodeJSON(body []byte, schema *jsonschema.Schema, dst any) error {
 	doc, err := parseJSON(body)
 	if err != nil {
 		return badRequest("Malformed JSON: %v", err)

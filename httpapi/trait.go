@@ -7,6 +7,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/berthd/berth/internal/jsonschema"
 	"github.com/berthd/berth/ledger"
 )
 
@@ -30,10 +31,10 @@ func init() {
 
 var (
 	// customTraitSchema is Placement's schema for the name of a custom trait.
-	customTraitSchema = MustSchema(`{
+	customTraitSchema = jsonschema.Must(`{
 		"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^CUSTOM_[A-Z0-9_]+$"
 	}`)
-	traitListQuerySchema = MustSchema(`{
+	traitListQuerySchema = jsonschema.Must(`{
 		"type": "object",
 		"properties": {
 			"name": {"type": "string"},
@@ -41,7 +42,7 @@ var (
 		},
 		"additionalProperties": false
 	}`)
-	providerTraitsSchema = MustSchema(`{
+	providerTraitsSchema = jsonschema.Must(`{
 		"type": "object",
 		"properties": {
 			"traits": {

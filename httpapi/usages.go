@@ -6,6 +6,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/berthd/berth/internal/jsonschema"
 	"github.com/berthd/berth/ledger"
 )
 
@@ -22,13 +23,13 @@ const usagesQueryFields = `
 	"user_id": {"type": "string", "minLength": 1, "maxLength": 255}`
 
 var (
-	usagesQuerySchemaV1_9 = MustSchema(`{
+	usagesQuerySchemaV1_9 = jsonschema.Must(`{
 		"type": "object",
 		"properties": {` + usagesQueryFields + `},
 		"required": ["project_id"],
 		"additionalProperties": false
 	}`)
-	usagesQuerySchemaV1_38 = MustSchema(`{
+	usagesQuerySchemaV1_38 = jsonschema.Must(`{
 		"type": "object",
 		"properties": {` + usagesQueryFields + `,
 			"consumer_type": {"type": "string", "pattern": "^([A-Z0-9_]+|all|unknown)$",
