@@ -10,15 +10,6 @@ import (
 	"github.com/berthd/berth/ledger"
 )
 
-func init() {
-	routeRegistrations = append(routeRegistrations, func(s *Server) {
-		s.handle(http.MethodGet, "/resource_providers/:uuid/aggregates", 1,
-			"placement:resource_providers:aggregates:list", s.providerAggregatesShow)
-		s.handle(http.MethodPut, "/resource_providers/:uuid/aggregates", 1,
-			"placement:resource_providers:aggregates:update", s.providerAggregatesReplace)
-	})
-}
-
 // aggregatesGenerationVersion (1.19) is the microversion from which
 // aggregate bodies carry the provider generation, and a PUT checks and
 // increments it.

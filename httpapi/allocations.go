@@ -10,17 +10,6 @@ import (
 	"github.com/berthd/berth/ledger"
 )
 
-func init() {
-	routeRegistrations = append(routeRegistrations, func(s *Server) {
-		s.handle(http.MethodGet, "/allocations/:consumer_uuid", 0, "placement:allocations:list", s.allocationsGet)
-		s.handle(http.MethodPut, "/allocations/:consumer_uuid", 0, "placement:allocations:update", s.allocationsPut)
-		s.handle(http.MethodDelete, "/allocations/:consumer_uuid", 0, "placement:allocations:delete", s.allocationsDelete)
-		s.handle(http.MethodPost, "/allocations", 13, "placement:allocations:manage", s.allocationsPost)
-		s.handle(http.MethodGet, "/resource_providers/:uuid/allocations", 0,
-			"placement:resource_providers:allocations:list", s.providerAllocationsGet)
-	})
-}
-
 // resourcesBody is resource class -> amount, in the client's order.
 type resourcesBody = orderedMap[int64]
 

@@ -14,11 +14,6 @@ import (
 // extension): what the policy's balancer suggests now, over the root
 // providers (of the aggregate) and the consumers on them. It suggests; it
 // moves nothing (POST /claims/{consumer}/move does).
-func init() {
-	routeRegistrations = append(routeRegistrations, func(s *Server) {
-		s.handle(http.MethodGet, "/scheduling_policies/:name/balance", 0, "berth:scheduling_policies:balance", s.policyBalance)
-	})
-}
 
 func (s *Server) policyBalance(c echo.Context) error {
 	ctx := c.Request().Context()

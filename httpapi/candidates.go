@@ -15,12 +15,6 @@ import (
 	"github.com/berthd/berth/ledger"
 )
 
-func init() {
-	routeRegistrations = append(routeRegistrations, func(s *Server) {
-		s.handle(http.MethodGet, "/allocation_candidates", 10, "placement:allocation_candidates:list", s.allocationCandidates)
-	})
-}
-
 // candidatesSchemas are Placement's query schemas for GET
 // /allocation_candidates, newest first: the first whose microversion the
 // request reaches applies.

@@ -20,15 +20,6 @@ import (
 // move, confirm and revert. These routes exist at every microversion
 // (Placement has no equivalent); error bodies carry a "code" from 1.23 on,
 // as for every route. The contract is in docs/claims.md.
-func init() {
-	routeRegistrations = append(routeRegistrations, func(s *Server) {
-		s.handle(http.MethodPost, "/claims", 0, "berth:claims:create", s.claimCreate)
-		s.handle(http.MethodPost, "/claims/:consumer_uuid/reschedule", 0, "berth:claims:reschedule", s.claimReschedule)
-		s.handle(http.MethodPost, "/claims/:consumer_uuid/move", 0, "berth:claims:move", s.claimMove)
-		s.handle(http.MethodPost, "/claims/:consumer_uuid/move/confirm", 0, "berth:claims:move", s.claimConfirm)
-		s.handle(http.MethodPost, "/claims/:consumer_uuid/move/revert", 0, "berth:claims:move", s.claimRevert)
-	})
-}
 
 // claimsQueryVersion is the microversion whose GET /allocation_candidates
 // rules the selection fields of a claim follow: always the latest.

@@ -12,12 +12,6 @@ import (
 // Server-wide settings (Berth's extension), as LXD's /1.0 config: GET
 // answers the stored keys as a JSON object; PATCH takes an object of key
 // -> value, null removing a key. The keys are claims.ConfigKeys.
-func init() {
-	routeRegistrations = append(routeRegistrations, func(s *Server) {
-		s.handle(http.MethodGet, "/config", 0, "berth:config:show", s.configShow)
-		s.handle(http.MethodPatch, "/config", 0, "berth:config:update", s.configPatch)
-	})
-}
 
 var configPatchSchema = jsonschema.Must(`{"type": "object", "maxProperties": 100}`)
 

@@ -10,19 +10,6 @@ import (
 	"github.com/berthd/berth/ledger"
 )
 
-func init() {
-	routeRegistrations = append(routeRegistrations, func(s *Server) {
-		const base = "/resource_providers/:uuid/inventories"
-		s.handle(http.MethodGet, base, 0, "placement:resource_providers:inventories:list", s.inventoriesList)
-		s.handle(http.MethodPost, base, 0, "placement:resource_providers:inventories:create", s.inventoryCreate)
-		s.handle(http.MethodPut, base, 0, "placement:resource_providers:inventories:update", s.inventoriesReplace)
-		s.handle(http.MethodDelete, base, 0, "placement:resource_providers:inventories:delete", s.inventoriesDelete)
-		s.handle(http.MethodGet, base+"/:resource_class", 0, "placement:resource_providers:inventories:show", s.inventoryShow)
-		s.handle(http.MethodPut, base+"/:resource_class", 0, "placement:resource_providers:inventories:update", s.inventoryUpdate)
-		s.handle(http.MethodDelete, base+"/:resource_class", 0, "placement:resource_providers:inventories:delete", s.inventoryDelete)
-	})
-}
-
 // The inventory schemas, as Placement's placement/schemas/inventory.py.
 const (
 	rcPattern       = `^[A-Z0-9_]+$`

@@ -14,14 +14,6 @@ import (
 // Affinity placement keys of providers (Berth's extension). Names
 // starting "_" are reserved: writing them (adding, changing or removing
 // one) also needs the rule berth:resource_providers:placement_keys:reserved.
-func init() {
-	routeRegistrations = append(routeRegistrations, func(s *Server) {
-		s.handle(http.MethodGet, "/resource_providers/:uuid/placement_keys", 0,
-			"berth:resource_providers:placement_keys:list", s.placementKeysList)
-		s.handle(http.MethodPut, "/resource_providers/:uuid/placement_keys", 0,
-			"berth:resource_providers:placement_keys:update", s.placementKeysPut)
-	})
-}
 
 // reservedKeysRule guards writes of reserved placement keys.
 const reservedKeysRule = "berth:resource_providers:placement_keys:reserved"

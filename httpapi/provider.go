@@ -11,15 +11,6 @@ import (
 	"github.com/berthd/berth/ledger"
 )
 
-func init() {
-	routeRegistrations = append(routeRegistrations, func(s *Server) {
-		s.handle(http.MethodPost, "/resource_providers", 0, "placement:resource_providers:create", s.providerCreate)
-		s.handle(http.MethodGet, "/resource_providers/:uuid", 0, "placement:resource_providers:show", s.providerShow)
-		s.handle(http.MethodPut, "/resource_providers/:uuid", 0, "placement:resource_providers:update", s.providerUpdate)
-		s.handle(http.MethodDelete, "/resource_providers/:uuid", 0, "placement:resource_providers:delete", s.providerDelete)
-	})
-}
-
 // Placement's resource provider schemas: POST and PUT, before and from
 // microversion 1.14, which added parent_provider_uuid. PUT cannot set the
 // uuid.

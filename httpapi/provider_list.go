@@ -11,12 +11,6 @@ import (
 	"github.com/berthd/berth/ledger"
 )
 
-func init() {
-	routeRegistrations = append(routeRegistrations, func(s *Server) {
-		s.handle(http.MethodGet, "/resource_providers", 0, "placement:resource_providers:list", s.providerList)
-	})
-}
-
 // providerListSchemas are Placement's query schemas for GET
 // /resource_providers, newest first.
 var providerListSchemas = func() []struct {

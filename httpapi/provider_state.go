@@ -13,12 +13,6 @@ import (
 // What a provider's agent reports (Berth's extension): load averages,
 // free memory and CPU utilisation, used by the load weigher, the state
 // freshness filter and scriptlets.
-func init() {
-	routeRegistrations = append(routeRegistrations, func(s *Server) {
-		s.handle(http.MethodGet, "/resource_providers/:uuid/state", 0, "berth:resource_providers:state:show", s.providerStateShow)
-		s.handle(http.MethodPut, "/resource_providers/:uuid/state", 0, "berth:resource_providers:state:update", s.providerStatePut)
-	})
-}
 
 var providerStateSchema = jsonschema.Must(`{
 	"type": "object",

@@ -9,12 +9,6 @@ import (
 	"github.com/berthd/berth/ledger"
 )
 
-func init() {
-	routeRegistrations = append(routeRegistrations, func(s *Server) {
-		s.handle(http.MethodPost, "/reshaper", 30, "placement:reshaper:reshape", s.reshape)
-	})
-}
-
 // reshaperSchemaText is POST /reshaper, as Placement's
 // placement/schemas/reshaper.py: inventories as PUT .../inventories for
 // each provider, allocations as POST /allocations (possibly none).

@@ -15,15 +15,6 @@ import (
 // Scheduling policies (Berth's extension): named sets of filters,
 // weighers, a balancer and a scriptlet, stored in the ledger; one may be
 // the default. Every replica sees a change within moments (claims.Sources).
-func init() {
-	routeRegistrations = append(routeRegistrations, func(s *Server) {
-		s.handle(http.MethodGet, "/scheduling_policies", 0, "berth:scheduling_policies:list", s.policyList)
-		s.handle(http.MethodPost, "/scheduling_policies", 0, "berth:scheduling_policies:create", s.policyCreate)
-		s.handle(http.MethodGet, "/scheduling_policies/:name", 0, "berth:scheduling_policies:show", s.policyShow)
-		s.handle(http.MethodPut, "/scheduling_policies/:name", 0, "berth:scheduling_policies:update", s.policyPut)
-		s.handle(http.MethodDelete, "/scheduling_policies/:name", 0, "berth:scheduling_policies:delete", s.policyDelete)
-	})
-}
 
 // schedulingNamePattern is what names of policies and scriptlets may be:
 // safe in a URL path and a log line.

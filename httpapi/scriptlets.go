@@ -17,16 +17,6 @@ import (
 // Stored Starlark scriptlets (Berth's extension): PUT compiles the source
 // before storing it, so a stored scriptlet always compiled when written.
 // The source travels as text/plain; GET of one scriptlet answers text.
-func init() {
-	routeRegistrations = append(routeRegistrations, func(s *Server) {
-		s.handle(http.MethodGet, "/scriptlets", 0, "berth:scriptlets:list", s.scriptletList)
-		// Not s.handle: the answer is text/plain, not JSON.
-		s.e.GET("/scriptlets/:name", s.scriptletShow, versionGate(0), s.authorize("berth:scriptlets:show"))
-		s.handle(http.MethodPut, "/scriptlets/:name", 0, "berth:scriptlets:update", s.scriptletPut)
-		s.handle(http.MethodDelete, "/scriptlets/:name", 0, "berth:scriptlets:delete", s.scriptletDelete)
-		s.handle(http.MethodPost, "/scriptlets/:name/test", 0, "berth:scriptlets:test", s.scriptletTest)
-	})
-}
 
 // maxScriptletBytes caps a scriptlet's source.
 const maxScriptletBytes = 1 << 20

@@ -163,7 +163,7 @@ func New(cfg Config, store *ledger.Store, logger *slog.Logger) (*Server, error) 
 		s.e.Pre(newCORS(cfg.CORSAllowedOrigins).middleware)
 	}
 	s.e.Use(s.authenticate, rejectOptions, checkContentHeaders)
-	s.routes()
+	s.addRoutes()
 	return s, nil
 }
 
@@ -176,33 +176,6 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.e.ServeHTTP(w, r)
 }
 
-// routes registers every route. Each area of the API adds its own in its
-// register function.
-func (s *Server) routes() {
-	s.e.GET("/", s.root)
-	for _, register := range routeRegistrations {
-		register(s)
-	}
-}
-
-// routeRegistrations is filled by the init functions of the files that
-// implement each area of the API.
-var routeRegistrations []func(*Server)
-
-// handle registers a route that exists from microversion 1.minMinor on
-// (earlier versions get 404) and needs policy rule (one of
-// authz.OperationRules; anything else panics). GET routes answer JSON
-// and refuse an Accept header that rules it out; as in Placement, other
-// methods do not look at Accept (their errors are rendered in whatever
-// type the client prefers).
-func (s *Server) handle(method, path string, minMinor int, rule string, h echo.HandlerFunc) {
-	mw := []echo.MiddlewareFunc{versionGate(minMinor), s.authorize(rule)}
-	if method == http.MethodGet {
-		mw = append(mw, requireJSONAccept)
-	}
-	s.e.Add(method, path, h, mw...)
-}
-
 // rejectOptions answers OPTIONS on a known path with 405, as Placement
 // does, instead of echo's automatic 204.
 func rejectOptions(next echo.HandlerFunc) echo.HandlerFunc {
@@ -211,19 +184,6 @@ func rejectOptions(next echo.HandlerFunc) echo.HandlerFunc {
 			return echo.ErrMethodNotAllowed
 		}
 		return next(c)
-	}
-}
-
-// versionGate answers 404 to requests below microversion 1.minMinor, as
-// Placement does for routes that did not exist yet.
-func versionGate(minMinor int) echo.MiddlewareFunc {
-	return func(next echo.HandlerFunc) echo.HandlerFunc {
-		return func(c echo.Context) error {
-			if !version(c).AtLeast(minMinor) {
-				return notFound("")
-			}
-			return next(c)
-		}
 	}
 }
 

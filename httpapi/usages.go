@@ -10,13 +10,6 @@ import (
 	"github.com/berthd/berth/ledger"
 )
 
-func init() {
-	routeRegistrations = append(routeRegistrations, func(s *Server) {
-		s.handle(http.MethodGet, "/resource_providers/:uuid/usages", 0, "placement:resource_providers:usages", s.providerUsagesGet)
-		s.handle(http.MethodGet, "/usages", 9, "placement:usages", s.usagesGet)
-	})
-}
-
 // The query schemas of GET /usages, as Placement's placement/schemas/usage.py.
 const usagesQueryFields = `
 	"project_id": {"type": "string", "minLength": 1, "maxLength": 255},
