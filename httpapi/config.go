@@ -37,13 +37,8 @@ func (s *Server) configPatch(c echo.Context) error {
 			changes[k] = nil
 		}
 	}
-	ctx := c.Request().Context()
-	if err := s.sources.CheckConfig(ctx, changes); err != nil {
+	if err := s.sources.ConfigPatch(c.Request().Context(), changes); err != nil {
 		return err
 	}
-	if err := s.store.ConfigPatch(ctx, changes); err != nil {
-		return err
-	}
-	s.reloadSources(ctx)
 	return s.configShow(c)
 }

@@ -62,7 +62,7 @@ func wantStatus(t *testing.T, s http.Handler, r apiCall, status int, substr stri
 func newSchedulingServer(t *testing.T) (*Server, *ledger.Store) {
 	t.Helper()
 	store := ledgertest.NewStore(t)
-	s, err := New(Config{}, store, slog.New(slog.DiscardHandler))
+	s, err := build(Config{}, store, nil, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +148,7 @@ func secureServer(t *testing.T, store *ledger.Store) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := New(Config{Policy: e}, store, slog.New(slog.DiscardHandler))
+	s, err := build(Config{Authz: e}, store, nil, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

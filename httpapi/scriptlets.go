@@ -72,15 +72,10 @@ func (s *Server) scriptletPut(c echo.Context) error {
 		}
 		return badRequest("Could not read the request body: %v", err)
 	}
-	ctx := c.Request().Context()
-	if err := s.sources.CheckScriptlet(name, src); err != nil {
-		return err
-	}
-	created, err := s.store.ScriptletPut(ctx, name, string(src))
+	created, err := s.sources.ScriptletPut(c.Request().Context(), name, src)
 	if err != nil {
 		return err
 	}
-	s.reloadSources(ctx)
 	if created {
 		return c.NoContent(http.StatusCreated)
 	}
@@ -90,11 +85,9 @@ func (s *Server) scriptletPut(c echo.Context) error {
 // scriptletDelete serves DELETE /scriptlets/{name}: 204; 409 if a
 // scheduling policy names it.
 func (s *Server) scriptletDelete(c echo.Context) error {
-	ctx := c.Request().Context()
-	if err := s.store.ScriptletDelete(ctx, c.Param("name")); err != nil {
+	if err := s.sources.ScriptletDelete(c.Request().Context(), c.Param("name")); err != nil {
 		return err
 	}
-	s.reloadSources(ctx)
 	return c.NoContent(http.StatusNoContent)
 }
 

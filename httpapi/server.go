@@ -19,18 +19,28 @@ import (
 	"github.com/berthd/berth/internal/jsonschema"
 	"github.com/berthd/berth/internal/telemetry/instrument"
 	"github.com/berthd/berth/ledger"
-	"github.com/berthd/berth/scheduler"
 )
 
-// Config configures the API server.
+// Config configures the API server: the HTTP settings, and the
+// components it serves, built by the caller (internal/daemon/compose).
 type Config struct {
+	// Store is the ledger the handlers read and write.
+	Store *ledger.Store
+	// Claimer serves POST /claims and the claim moves.
+	Claimer *claims.Claimer
+	// Sources holds the stored scheduling policies, scriptlets and config,
+	// compiled, and writes them (checked, then reloaded). The caller
+	// keeps it fresh (Sources.Run).
+	Sources *claims.Sources
+	// Cluster is the cluster data of the balance suggestions.
+	Cluster *claims.LedgerData
+	// Authz decides who may do what.
+	Authz *authz.Enforcer
+
 	// Auth is AuthNoAuth2 (default), AuthTokens or AuthKeystoneHeaders.
 	Auth string
 	// Tokens maps static tokens to principals when Auth is AuthTokens.
 	Tokens map[string]Principal
-	// Policy decides who may do what; nil means authz.SetAdmin without
-	// overrides (every operation needs the admin role).
-	Policy *authz.Enforcer
 	// CORSAllowedOrigins are the origins (scheme://host[:port], or "*")
 	// whose browsers may call the API across origins; empty disables CORS,
 	// and OPTIONS is answered 405 as by Placement without CORS.
@@ -43,16 +53,6 @@ type Config struct {
 	MaxCandidates int
 	// MaxBodyBytes caps request bodies; 0 means 32 MiB.
 	MaxBodyBytes int64
-	// SchedulerPolicy ranks candidates for POST /claims; nil means no
-	// filters or weighers (the ledger's candidate order).
-	SchedulerPolicy *scheduler.Policy
-	// ClaimMaxAttempts bounds the writes one claim tries; 0 means
-	// claims.DefaultMaxAttempts.
-	ClaimMaxAttempts int
-	// ClaimCandidates and ClaimSubsetSize are claims.Config's
-	// ClaimCandidates and SubsetSize.
-	ClaimCandidates int
-	ClaimSubsetSize int
 	// MetricsHandler, if set, serves GET /metrics without authentication
 	// (see health.go); nil leaves /metrics unrouted.
 	MetricsHandler http.Handler
@@ -61,10 +61,6 @@ type Config struct {
 	// fails with 503 berth.database_unavailable instead of holding the
 	// client. 0 means DefaultRequestTimeout; negative disables it.
 	RequestTimeout time.Duration
-	// Sources holds the stored scheduling policies, scriptlets and config,
-	// compiled; the caller runs it (Sources.Run). Nil means New makes one
-	// that is refreshed only by this server's own writes.
-	Sources *claims.Sources
 }
 
 // DefaultMaxCandidates is the candidate cap used when Config.MaxCandidates is 0.
@@ -81,12 +77,6 @@ func (c *Config) setDefaults() error {
 	case AuthNoAuth2, AuthTokens, AuthKeystoneHeaders:
 	default:
 		return fmt.Errorf("httpapi: unknown auth strategy %q", c.Auth)
-	}
-	if c.Policy == nil {
-		var err error
-		if c.Policy, err = authz.New(authz.SetAdmin, nil); err != nil {
-			return err
-		}
 	}
 	for _, o := range c.CORSAllowedOrigins {
 		if err := ValidateOrigin(o); err != nil {
@@ -121,22 +111,25 @@ func (s *Server) deadline(next echo.HandlerFunc) echo.HandlerFunc {
 
 // Server is the Placement API server. It implements http.Handler.
 type Server struct {
-	cfg    Config
-	authz  *authz.Enforcer
-	store  *ledger.Store
-	log    *slog.Logger
-	e      *echo.Echo
-	claims *claims.Claimer
-	meters httpMeters
-	// sources and data back the scheduling API and claims' policies.
+	cfg     Config
+	authz   *authz.Enforcer
+	store   *ledger.Store
+	claims  *claims.Claimer
 	sources *claims.Sources
 	data    *claims.LedgerData
+	log     *slog.Logger
+	e       *echo.Echo
+	meters  httpMeters
 	// draining is set by Drain: /readyz fails from then on.
 	draining atomic.Bool
 }
 
-// New builds the API server over store.
-func New(cfg Config, store *ledger.Store, logger *slog.Logger) (*Server, error) {
+// New builds the API server over the components of cfg. It builds none
+// of them: internal/daemon/compose does.
+func New(cfg Config, logger *slog.Logger) (*Server, error) {
+	if cfg.Claimer == nil || cfg.Sources == nil || cfg.Cluster == nil || cfg.Authz == nil {
+		return nil, errors.New("httpapi: Config needs the Claimer, Sources, Cluster and Authz components (see internal/daemon/compose)")
+	}
 	if err := cfg.setDefaults(); err != nil {
 		return nil, err
 	}
@@ -145,14 +138,8 @@ func New(cfg Config, store *ledger.Store, logger *slog.Logger) (*Server, error) 
 	}
 	// Log lines written with a request's context carry its request id.
 	logger = slog.New(instrument.LogHandler(logger.Handler()))
-	s := &Server{cfg: cfg, authz: cfg.Policy, store: store, log: logger, e: echo.New(), meters: newMeters()}
-	var err error
-	if s.claims, err = claims.New(store, cfg.SchedulerPolicy,
-		claims.Config{MaxAttempts: cfg.ClaimMaxAttempts, MaxCandidates: cfg.MaxCandidates,
-			ClaimCandidates: cfg.ClaimCandidates, SubsetSize: cfg.ClaimSubsetSize}, logger); err != nil {
-		return nil, err
-	}
-	s.wireScheduling()
+	s := &Server{cfg: cfg, authz: cfg.Authz, store: cfg.Store, claims: cfg.Claimer, sources: cfg.Sources, data: cfg.Cluster,
+		log: logger, e: echo.New(), meters: newMeters()}
 	s.e.HideBanner = true
 	s.e.HidePort = true
 	s.e.HTTPErrorHandler = s.errorHandler
