@@ -14,6 +14,7 @@ import (
 	"github.com/berthd/berth/internal/daemon/compose"
 	"github.com/berthd/berth/internal/telemetry"
 	"github.com/berthd/berth/ledger"
+	"github.com/berthd/berth/scheduler"
 )
 
 // Shutdown budgets beyond Config.ShutdownGrace.
@@ -132,10 +133,10 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err erro
 		return nil, err
 	}
 	if cfg.MetricsListen != MetricsOff {
-		if d.unobservePool, err = telemetry.ObservePool(d.store.PoolStats); err != nil {
+		if d.unobservePool, err = ledger.ObservePool(d.store.PoolStats); err != nil {
 			return nil, err
 		}
-		if d.unobserveScriptlets, err = telemetry.ObserveScriptlets(c.Sources.Metrics()); err != nil {
+		if d.unobserveScriptlets, err = scheduler.ObserveScriptlets(c.Sources.Metrics()); err != nil {
 			return nil, err
 		}
 	}
