@@ -98,11 +98,7 @@ func (s *Server) allocationCandidates(c echo.Context) error {
 // candidatesParams reads an allocation candidates request from q, the
 // query parameters of GET /allocation_candidates, at microversion v.
 func (s *Server) candidatesParams(q orderedQuery, v Version) (ledger.CandidatesParams, error) {
-	params := ledger.CandidatesParams{
-		NestedAware: v.AtLeast(29),
-		Randomize:   s.cfg.RandomizeCandidates,
-		Max:         s.cfg.MaxCandidates,
-	}
+	params := s.newCandidatesParams(v)
 	if err := parseRequestWide(q, &params); err != nil {
 		return params, err
 	}
@@ -111,20 +107,37 @@ func (s *Server) candidatesParams(q orderedQuery, v Version) (ledger.CandidatesP
 		return params, err
 	}
 	params.Groups = groups
-	if policy := q.all("group_policy"); len(policy) > 0 {
-		params.Isolate = policy[0] == "isolate"
-	} else {
-		suffixed := 0
-		for _, g := range groups {
-			if g.Suffix != "" {
-				suffixed++
-			}
-		}
-		if suffixed > 1 {
-			return params, badRequest(`The "group_policy" parameter is required when specifying more than one "resources{N}" parameter.`)
+	return params, applyGroupPolicy(&params, q.all("group_policy"))
+}
+
+// newCandidatesParams is a candidate search at microversion v with the
+// server's settings, before the request's own parameters.
+func (s *Server) newCandidatesParams(v Version) ledger.CandidatesParams {
+	return ledger.CandidatesParams{
+		NestedAware: v.AtLeast(29),
+		Randomize:   s.cfg.RandomizeCandidates,
+		Max:         s.cfg.MaxCandidates,
+	}
+}
+
+// applyGroupPolicy sets p's group policy from the values of group_policy
+// (the first counts, as in Placement); without one, a request of several
+// suffixed groups is refused.
+func applyGroupPolicy(p *ledger.CandidatesParams, values []string) error {
+	if len(values) > 0 {
+		p.Isolate = values[0] == "isolate"
+		return nil
+	}
+	suffixed := 0
+	for _, g := range p.Groups {
+		if g.Suffix != "" {
+			suffixed++
 		}
 	}
-	return params, nil
+	if suffixed > 1 {
+		return badRequest(`The "group_policy" parameter is required when specifying more than one "resources{N}" parameter.`)
+	}
+	return nil
 }
 
 // candidatesError words the ledger's unknown-name errors as Placement
@@ -157,24 +170,39 @@ func parseRequestWide(q orderedQuery, p *ledger.CandidatesParams) error {
 			return newError(http.StatusBadRequest, ledger.CodeQueryDuplicateKey,
 				"Query parameter 'root_required' may be specified only once.")
 		}
-		required, forbidden, err := parseTraits(rr[0], true, false)
-		if err != nil {
+		if err := parseRootRequired(rr[0], p); err != nil {
 			return err
 		}
-		var conflicts []string
-		for _, any := range required {
-			p.RootRequired = appendUnique(p.RootRequired, any[0])
-			if contains(forbidden, any[0]) {
-				conflicts = appendUnique(conflicts, any[0])
-			}
-		}
-		if len(conflicts) > 0 {
-			return newError(http.StatusBadRequest, ledger.CodeQueryBadValue,
-				"Conflicting required and forbidden traits found in root_required: %s", strings.Join(conflicts, ", "))
-		}
-		p.RootForbidden = forbidden
 	}
-	for _, val := range q.all("same_subtree") {
+	return parseSameSubtrees(q.all("same_subtree"), p)
+}
+
+// parseRootRequired reads the value of root_required, a comma-separated
+// list of traits, "!" forbidding one.
+func parseRootRequired(val string, p *ledger.CandidatesParams) error {
+	required, forbidden, err := parseTraits(val, true, false)
+	if err != nil {
+		return err
+	}
+	var conflicts []string
+	for _, any := range required {
+		p.RootRequired = appendUnique(p.RootRequired, any[0])
+		if contains(forbidden, any[0]) {
+			conflicts = appendUnique(conflicts, any[0])
+		}
+	}
+	if len(conflicts) > 0 {
+		return newError(http.StatusBadRequest, ledger.CodeQueryBadValue,
+			"Conflicting required and forbidden traits found in root_required: %s", strings.Join(conflicts, ", "))
+	}
+	p.RootForbidden = forbidden
+	return nil
+}
+
+// parseSameSubtrees reads the values of same_subtree, each a
+// comma-separated set of group suffixes.
+func parseSameSubtrees(values []string, p *ledger.CandidatesParams) error {
+	for _, val := range values {
 		var set []string
 		for _, s := range strings.Split(val, ",") {
 			s = strings.TrimSpace(s)
