@@ -184,3 +184,44 @@ func FuzzClaimCandidates(f *testing.F) {
 		compareClaimCandidates(t, body)
 	})
 }
+
+// BenchmarkClaimCandidates reads a claim's selection directly (direct) and
+// as it used to be read, through a query string (query).
+func BenchmarkClaimCandidates(b *testing.B) {
+	body := `{"consumer_uuid": "c0a8e4e6-1d7b-4b0e-9c39-5f4b4fd1c1aa", "project_id": "p", "user_id": "u",
+		"resources": {"VCPU": 4, "MEMORY_MB": 8192, "DISK_GB": 40}, "required": ["HW_CPU_X86_AVX2", "!CUSTOM_SLOW"],
+		"member_of": ["in:` + aggA + `,` + aggB + `"],
+		"groups": {"nic": {"resources": {"SRIOV_NET_VF": 1}, "required": ["CUSTOM_PHYSNET_A"]}}, "group_policy": "none"}`
+	var cb claimBody
+	if err := decodeJSON([]byte(body), claimSchema, &cb); err != nil {
+		b.Fatal(err)
+	}
+	s := &Server{}
+	if err := s.cfg.setDefaults(); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("direct", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, _, err := s.claimCandidates(&cb, claimsQueryVersion); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("query", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			q, _ := claimQuery(&cb)
+			doc := make(map[string]any, len(q))
+			for _, kv := range q {
+				doc[kv.key] = kv.value
+			}
+			if err := candidatesSchema(claimsQueryVersion).Validate(doc); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := s.candidatesParams(q, claimsQueryVersion); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

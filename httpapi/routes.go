@@ -30,9 +30,6 @@ type minors struct{ first, last int }
 // since is the range from 1.first to the latest.
 func since(first int) minors { return minors{first: first} }
 
-// every is every microversion.
-var every = since(0)
-
 // acceptRule is how a route treats the Accept header.
 type acceptRule bool
 
@@ -55,6 +52,7 @@ func (s *Server) routes() []route {
 	const (
 		get, put, post, del, patch = http.MethodGet, http.MethodPut, http.MethodPost, http.MethodDelete, http.MethodPatch
 	)
+	every := since(0) // every microversion
 	return []route{
 		// Resource providers.
 		{get, "/resource_providers", every, "placement:resource_providers:list", s.providerList, acceptJSON},

@@ -14,7 +14,7 @@ func TestVersionGate(t *testing.T) {
 		minor int
 		open  bool
 	}{
-		{every, 0, true},
+		{since(0), 0, true},
 		{since(6), 5, false},
 		{since(6), 6, true},
 		{since(6), 39, true},
