@@ -410,6 +410,93 @@ func (s *Sources) CheckConfig(ctx context.Context, changes map[string]json.RawMe
 	return nil
 }
 
+// ScriptletPut compiles src as the scriptlet name and stores it (created
+// reports a new name), then reloads so that this replica uses it at once.
+// Source that does not compile is a *ScriptletError and nothing is
+// stored.
+func (s *Sources) ScriptletPut(ctx context.Context, name string, src []byte) (created bool, err error) {
+	if err := s.CheckScriptlet(name, src); err != nil {
+		return false, err
+	}
+	if created, err = s.store.ScriptletPut(ctx, name, string(src)); err != nil {
+		return false, err
+	}
+	s.reloadAfterWrite(ctx)
+	return created, nil
+}
+
+// ScriptletDelete deletes the stored scriptlet name (ErrConflict while a
+// scheduling policy names it), then reloads.
+func (s *Sources) ScriptletDelete(ctx context.Context, name string) error {
+	if err := s.store.ScriptletDelete(ctx, name); err != nil {
+		return err
+	}
+	s.reloadAfterWrite(ctx)
+	return nil
+}
+
+// PolicyPutParams is a scheduling policy to store.
+type PolicyPutParams struct {
+	Name, Description string
+	// Default makes it the policy of claims that name none.
+	Default bool
+	Spec    scheduler.PolicyConfig
+	// Create refuses to replace a stored policy of that name (ErrConflict).
+	Create bool
+}
+
+// PolicyPut checks p's spec (as CheckPolicy) and stores it, then reloads.
+// It returns the policy as stored, and whether it is new.
+func (s *Sources) PolicyPut(ctx context.Context, p PolicyPutParams) (_ ledger.SchedulingPolicy, created bool, err error) {
+	built, err := s.CheckPolicy(ctx, p.Spec)
+	if err != nil {
+		return ledger.SchedulingPolicy{}, false, err
+	}
+	raw, err := json.Marshal(p.Spec)
+	if err != nil {
+		return ledger.SchedulingPolicy{}, false, err
+	}
+	stored, created, err := s.store.SchedulingPolicyPut(ctx, ledger.SchedulingPolicy{Name: p.Name, Description: p.Description,
+		Default: p.Default, Spec: raw, Scriptlets: built.Scriptlets()}, ledger.SchedulingPolicyPutParams{Create: p.Create})
+	if err != nil {
+		return ledger.SchedulingPolicy{}, false, err
+	}
+	s.reloadAfterWrite(ctx)
+	return stored, created, nil
+}
+
+// PolicyDelete deletes the stored scheduling policy name, then reloads.
+func (s *Sources) PolicyDelete(ctx context.Context, name string) error {
+	if err := s.store.SchedulingPolicyDelete(ctx, name); err != nil {
+		return err
+	}
+	s.reloadAfterWrite(ctx)
+	return nil
+}
+
+// ConfigPatch checks changes (as CheckConfig; a nil value removes the key)
+// and stores them, all or none, then reloads.
+func (s *Sources) ConfigPatch(ctx context.Context, changes map[string]json.RawMessage) error {
+	if err := s.CheckConfig(ctx, changes); err != nil {
+		return err
+	}
+	if err := s.store.ConfigPatch(ctx, changes); err != nil {
+		return err
+	}
+	s.reloadAfterWrite(ctx)
+	return nil
+}
+
+// reloadAfterWrite makes this replica see a write it just committed (other
+// replicas learn of it through the ledger's notification). A failure is
+// logged, not returned: the write is done, and the next reload (Run) will
+// catch up.
+func (s *Sources) reloadAfterWrite(ctx context.Context) {
+	if err := s.Reload(context.WithoutCancel(ctx)); err != nil {
+		s.log.LogAttrs(ctx, slog.LevelWarn, "reload of scheduling data failed after a write", slog.Any("error", err))
+	}
+}
+
 // limitsOf reads the scriptlet limits from config values.
 func limitsOf(cfg map[string]json.RawMessage) (scheduler.ScriptletLimits, error) {
 	var l scheduler.ScriptletLimits

@@ -206,3 +206,74 @@ func hasDefaultScriptlet(p *scheduler.Policy) bool {
 	r, _ := p.Rank(context.Background(), &scheduler.Request{Resources: map[string]int64{"VCPU": 1}}, []*scheduler.Candidate{cand})
 	return r != nil && r.Scriptlet == scheduler.DefaultScriptletName
 }
+
+// The writes check first (nothing is stored when the check fails), store,
+// and reload, so the writing replica sees its write at once, without Run.
+func TestSourcesWritesCheckStoreReload(t *testing.T) {
+	ctx := context.Background()
+	store := ledgertest.NewStore(t)
+	src := claims.NewSources(store, nil, nil, 0)
+
+	var se *claims.ScriptletError
+	if _, err := src.ScriptletPut(ctx, "bad", []byte("def weigh(r, c):\n    return (\n")); !errors.As(err, &se) {
+		t.Fatalf("bad scriptlet: %v", err)
+	}
+	if _, err := store.ScriptletGet(ctx, "bad"); !errors.Is(err, ledger.ErrNotFound) {
+		t.Errorf("a scriptlet that does not compile was stored: %v", err)
+	}
+	created, err := src.ScriptletPut(ctx, "w", []byte("def weigh(request, candidate):\n    return 1.0\n"))
+	if err != nil || !created {
+		t.Fatalf("ScriptletPut: %v %v", created, err)
+	}
+	if created, err := src.ScriptletPut(ctx, "w", []byte("def weigh(request, candidate):\n    return 2.0\n")); err != nil || created {
+		t.Fatalf("ScriptletPut again: %v %v", created, err)
+	}
+	units, err := src.StarlarkUnits(ctx)
+	if err != nil || len(units) != 1 || units[0].Name != scheduler.StarlarkUnitPrefix+"w" {
+		t.Fatalf("units after ScriptletPut: %v %v", units, err)
+	}
+
+	if _, _, err := src.PolicyPut(ctx, claims.PolicyPutParams{Name: "x",
+		Spec: scheduler.PolicyConfig{Filters: []scheduler.PluginConfig{{Name: "nope"}}}}); !errors.Is(err, ledger.ErrInvalid) {
+		t.Fatalf("invalid policy: %v", err)
+	}
+	if _, err := store.SchedulingPolicyGet(ctx, "x"); !errors.Is(err, ledger.ErrNotFound) {
+		t.Errorf("an invalid policy was stored: %v", err)
+	}
+	spec := scheduler.PolicyConfig{Weighers: []scheduler.PluginConfig{{Name: scheduler.StarlarkUnitPrefix + "w"}}}
+	p, created, err := src.PolicyPut(ctx, claims.PolicyPutParams{Name: "gold", Default: true, Spec: spec, Create: true})
+	if err != nil || !created || p.Name != "gold" || len(p.Scriptlets) != 1 {
+		t.Fatalf("PolicyPut: %+v %v %v", p, created, err)
+	}
+	if _, _, err := src.PolicyPut(ctx, claims.PolicyPutParams{Name: "gold", Spec: spec, Create: true}); !errors.Is(err, ledger.ErrConflict) {
+		t.Errorf("PolicyPut create over a stored policy: %v", err)
+	}
+	if def, err := src.Policy(ctx, ""); err != nil || def.Config().Weighers[0].Name != scheduler.StarlarkUnitPrefix+"w" {
+		t.Fatalf("default after PolicyPut: %v", err)
+	}
+	if err := src.ScriptletDelete(ctx, "w"); !errors.Is(err, ledger.ErrConflict) {
+		t.Errorf("deleting a scriptlet a policy names: %v", err)
+	}
+	if err := src.PolicyDelete(ctx, "gold"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := src.Policy(ctx, "gold"); !errors.Is(err, ledger.ErrNotFound) {
+		t.Errorf("policy after PolicyDelete: %v", err)
+	}
+	if err := src.ScriptletDelete(ctx, "w"); err != nil {
+		t.Fatal(err)
+	}
+	if units, _ := src.StarlarkUnits(ctx); len(units) != 0 {
+		t.Errorf("units after ScriptletDelete: %v", units)
+	}
+
+	if err := src.ConfigPatch(ctx, map[string]json.RawMessage{"no.such.key": json.RawMessage(`1`)}); !errors.Is(err, ledger.ErrInvalid) {
+		t.Errorf("unknown config key: %v", err)
+	}
+	if err := src.ConfigPatch(ctx, map[string]json.RawMessage{claims.ConfigScriptletMaxSteps: json.RawMessage(`1000`)}); err != nil {
+		t.Fatal(err)
+	}
+	if cfg, err := store.Config(ctx); err != nil || string(cfg[claims.ConfigScriptletMaxSteps]) != "1000" {
+		t.Errorf("config after ConfigPatch: %s %v", cfg, err)
+	}
+}

@@ -6,17 +6,9 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/berthd/berth/internal/jsonschema"
 	"github.com/berthd/berth/ledger"
 )
-
-func init() {
-	routeRegistrations = append(routeRegistrations, func(s *Server) {
-		s.handle(http.MethodGet, "/resource_providers/:uuid/aggregates", 1,
-			"placement:resource_providers:aggregates:list", s.providerAggregatesShow)
-		s.handle(http.MethodPut, "/resource_providers/:uuid/aggregates", 1,
-			"placement:resource_providers:aggregates:update", s.providerAggregatesReplace)
-	})
-}
 
 // aggregatesGenerationVersion (1.19) is the microversion from which
 // aggregate bodies carry the provider generation, and a PUT checks and
@@ -27,12 +19,12 @@ const aggregatesGenerationVersion = 19
 // list of uuids before microversion 1.19, an object with the provider
 // generation from 1.19 on.
 var (
-	aggregatesSchemaV1_1 = MustSchema(`{
+	aggregatesSchemaV1_1 = jsonschema.Must(`{
 		"type": "array",
 		"items": {"type": "string", "format": "uuid"},
 		"uniqueItems": true
 	}`)
-	aggregatesSchemaV1_19 = MustSchema(`{
+	aggregatesSchemaV1_19 = jsonschema.Must(`{
 		"type": "object",
 		"properties": {
 			"aggregates": {

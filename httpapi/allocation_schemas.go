@@ -1,6 +1,10 @@
 package httpapi
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/berthd/berth/internal/jsonschema"
+)
 
 // The allocation schemas, as Placement's placement/schemas/allocation.py,
 // one per microversion range. They are written out rather than derived,
@@ -139,22 +143,22 @@ func postAllocationsSchemaText(minor int, minConsumers string) string {
 }
 
 var (
-	allocationSchemaV1_0Compiled = MustSchema(fill(allocationSchemaV1_0, "", "", ""))
-	allocationSchemaV1_8Compiled = MustSchema(fill(allocationSchemaV1_0, "",
+	allocationSchemaV1_0Compiled = jsonschema.Must(fill(allocationSchemaV1_0, "", "", ""))
+	allocationSchemaV1_8Compiled = jsonschema.Must(fill(allocationSchemaV1_0, "",
 		`, "project_id": `+idSchema+`, "user_id": `+idSchema, `, "project_id", "user_id"`))
-	allocationSchemaV1_12Compiled = MustSchema(consumerSchemaText(12, "1"))
-	allocationSchemaV1_28Compiled = MustSchema(consumerSchemaText(28, "1"))
-	allocationSchemaV1_34Compiled = MustSchema(consumerSchemaText(34, "1"))
-	allocationSchemaV1_38Compiled = MustSchema(consumerSchemaText(38, "1"))
+	allocationSchemaV1_12Compiled = jsonschema.Must(consumerSchemaText(12, "1"))
+	allocationSchemaV1_28Compiled = jsonschema.Must(consumerSchemaText(28, "1"))
+	allocationSchemaV1_34Compiled = jsonschema.Must(consumerSchemaText(34, "1"))
+	allocationSchemaV1_38Compiled = jsonschema.Must(consumerSchemaText(38, "1"))
 
-	postAllocationsSchemaV1_13 = MustSchema(postAllocationsSchemaText(13, "1"))
-	postAllocationsSchemaV1_28 = MustSchema(postAllocationsSchemaText(28, "1"))
-	postAllocationsSchemaV1_34 = MustSchema(postAllocationsSchemaText(34, "1"))
-	postAllocationsSchemaV1_38 = MustSchema(postAllocationsSchemaText(38, "1"))
+	postAllocationsSchemaV1_13 = jsonschema.Must(postAllocationsSchemaText(13, "1"))
+	postAllocationsSchemaV1_28 = jsonschema.Must(postAllocationsSchemaText(28, "1"))
+	postAllocationsSchemaV1_34 = jsonschema.Must(postAllocationsSchemaText(34, "1"))
+	postAllocationsSchemaV1_38 = jsonschema.Must(postAllocationsSchemaText(38, "1"))
 )
 
 // putAllocationsSchema is the schema of PUT /allocations/{consumer_uuid}.
-func putAllocationsSchema(v Version) *Schema {
+func putAllocationsSchema(v Version) *jsonschema.Schema {
 	switch {
 	case v.AtLeast(38):
 		return allocationSchemaV1_38Compiled
@@ -171,7 +175,7 @@ func putAllocationsSchema(v Version) *Schema {
 }
 
 // postAllocationsSchema is the schema of POST /allocations.
-func postAllocationsSchema(v Version) *Schema {
+func postAllocationsSchema(v Version) *jsonschema.Schema {
 	switch {
 	case v.AtLeast(38):
 		return postAllocationsSchemaV1_38

@@ -4,22 +4,11 @@ import (
 	"encoding/json"
 	"net/http"
 
-	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
+	"github.com/berthd/berth/internal/uuid"
 	"github.com/berthd/berth/ledger"
 )
-
-func init() {
-	routeRegistrations = append(routeRegistrations, func(s *Server) {
-		s.handle(http.MethodGet, "/allocations/:consumer_uuid", 0, "placement:allocations:list", s.allocationsGet)
-		s.handle(http.MethodPut, "/allocations/:consumer_uuid", 0, "placement:allocations:update", s.allocationsPut)
-		s.handle(http.MethodDelete, "/allocations/:consumer_uuid", 0, "placement:allocations:delete", s.allocationsDelete)
-		s.handle(http.MethodPost, "/allocations", 13, "placement:allocations:manage", s.allocationsPost)
-		s.handle(http.MethodGet, "/resource_providers/:uuid/allocations", 0,
-			"placement:resource_providers:allocations:list", s.providerAllocationsGet)
-	})
-}
 
 // resourcesBody is resource class -> amount, in the client's order.
 type resourcesBody = orderedMap[int64]
@@ -150,8 +139,8 @@ func (s *Server) providerAllocationsGet(c echo.Context) error {
 // PUT /allocations/{consumer_uuid}
 func (s *Server) allocationsPut(c echo.Context) error {
 	raw := c.Param("consumer_uuid")
-	id, err := uuid.Parse(raw)
-	if err != nil {
+	id, ok := uuid.Canonical(raw)
+	if !ok {
 		return badRequest("Malformed consumer_uuid: %s", raw)
 	}
 	v := version(c)
@@ -159,7 +148,7 @@ func (s *Server) allocationsPut(c echo.Context) error {
 	if err := s.decodeBody(c, putAllocationsSchema(v), &body); err != nil {
 		return err
 	}
-	w, err := body.toLedger(id.String(), v)
+	w, err := body.toLedger(id, v)
 	if err != nil {
 		return err
 	}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/berthd/berth/policy"
+	"github.com/berthd/berth/authz"
 )
 
 // Principal is who a request acts for.
@@ -19,8 +19,8 @@ type Principal struct {
 	SystemScope string
 }
 
-func (p Principal) credentials() policy.Credentials {
-	return policy.Credentials{Roles: p.Roles, ProjectID: p.ProjectID, UserID: p.UserID, SystemScope: p.SystemScope}
+func (p Principal) credentials() authz.Credentials {
+	return authz.Credentials{Roles: p.Roles, ProjectID: p.ProjectID, UserID: p.UserID, SystemScope: p.SystemScope}
 }
 
 // Authentication strategies.
@@ -141,9 +141,9 @@ func splitRoles(v string) []string {
 // the caller's own project and user (Placement's default target). GET
 // /usages is checked against the project asked about, so that a project
 // reader may see only its own project's usages.
-var ruleTargets = map[string]func(c echo.Context) policy.Target{
-	"placement:usages": func(c echo.Context) policy.Target {
-		t := policy.Target{}
+var ruleTargets = map[string]func(c echo.Context) authz.Target{
+	"placement:usages": func(c echo.Context) authz.Target {
+		t := authz.Target{}
 		if q := c.QueryParams(); q.Has("project_id") {
 			t["project_id"] = q.Get("project_id")
 		}
@@ -152,22 +152,22 @@ var ruleTargets = map[string]func(c echo.Context) policy.Target{
 }
 
 // authorize enforces the policy rule named rule (one of Placement's rule
-// names, see package policy; anything else panics) with the server's
+// names, see package authz; anything else panics) with the server's
 // enforcer, answering 403 in Placement's words when it refuses.
 func (s *Server) authorize(rule string) echo.MiddlewareFunc {
-	if !slices.Contains(policy.OperationRules(), rule) {
+	if !slices.Contains(authz.OperationRules(), rule) {
 		panic("httpapi: route guarded by unknown policy rule " + rule)
 	}
-	target := func(c echo.Context, p Principal) policy.Target {
-		return policy.Target{"project_id": p.ProjectID, "user_id": p.UserID}
+	target := func(c echo.Context, p Principal) authz.Target {
+		return authz.Target{"project_id": p.ProjectID, "user_id": p.UserID}
 	}
 	if f, ok := ruleTargets[rule]; ok {
-		target = func(c echo.Context, _ Principal) policy.Target { return f(c) }
+		target = func(c echo.Context, _ Principal) authz.Target { return f(c) }
 	}
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			p, _ := c.Get(ctxPrincipal).(Principal)
-			if !s.policy.Allowed(rule, p.credentials(), target(c, p)) {
+			if !s.authz.Allowed(rule, p.credentials(), target(c, p)) {
 				return newError(http.StatusForbidden, "", "Policy does not allow %s to be performed.", rule)
 			}
 			return next(c)

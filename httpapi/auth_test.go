@@ -7,21 +7,21 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/berthd/berth/policy"
+	"github.com/berthd/berth/authz"
 )
 
 func newServer(t *testing.T, cfg Config) *Server {
 	t.Helper()
-	s, err := New(cfg, nil, nil)
+	s, err := build(cfg, nil, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return s
 }
 
-func mustPolicy(t *testing.T, set string) *policy.Enforcer {
+func mustPolicy(t *testing.T, set string) *authz.Enforcer {
 	t.Helper()
-	e, err := policy.New(set, nil)
+	e, err := authz.New(set, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +77,7 @@ func TestNoAuth2Principal(t *testing.T) {
 const usagesProbe = "/usages?project_id=p1&probe=1"
 
 func TestAuthorizeNoAuth2Secure(t *testing.T) {
-	s := newServer(t, Config{Policy: mustPolicy(t, policy.SetSecure)})
+	s := newServer(t, Config{Authz: mustPolicy(t, authz.SetSecure)})
 	v := map[string]string{"OpenStack-API-Version": "placement 1.9"}
 	for _, tc := range []struct {
 		name    string
@@ -127,7 +127,7 @@ func TestAuthorizeDefaultIsAdminOnly(t *testing.T) {
 }
 
 func TestKeystoneHeaders(t *testing.T) {
-	s := newServer(t, Config{Auth: AuthKeystoneHeaders, Policy: mustPolicy(t, policy.SetSecure)})
+	s := newServer(t, Config{Auth: AuthKeystoneHeaders, Authz: mustPolicy(t, authz.SetSecure)})
 	reader := map[string]string{"OpenStack-API-Version": "placement 1.9", "X-Roles": "reader", "X-Project-Id": "p1", "X-User-Id": "u1"}
 	if rec := serve(s, http.MethodGet, usagesProbe, reader); rec.Code != 401 {
 		t.Errorf("without X-Identity-Status: status %d, want 401", rec.Code)

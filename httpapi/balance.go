@@ -6,6 +6,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/berthd/berth/internal/uuid"
 	"github.com/berthd/berth/scheduler"
 )
 
@@ -13,11 +14,6 @@ import (
 // extension): what the policy's balancer suggests now, over the root
 // providers (of the aggregate) and the consumers on them. It suggests; it
 // moves nothing (POST /claims/{consumer}/move does).
-func init() {
-	routeRegistrations = append(routeRegistrations, func(s *Server) {
-		s.handle(http.MethodGet, "/scheduling_policies/:name/balance", 0, "berth:scheduling_policies:balance", s.policyBalance)
-	})
-}
 
 func (s *Server) policyBalance(c echo.Context) error {
 	ctx := c.Request().Context()
@@ -31,7 +27,7 @@ func (s *Server) policyBalance(c echo.Context) error {
 	}
 	aggregate := c.QueryParam("aggregate")
 	if aggregate != "" {
-		if !isUUID(aggregate) {
+		if !uuid.Valid(aggregate) {
 			return badRequest("Invalid aggregate %q: want a uuid.", aggregate)
 		}
 	}
@@ -52,6 +48,3 @@ func (s *Server) policyBalance(c echo.Context) error {
 	}
 	return writeJSON(c, http.StatusOK, sug)
 }
-
-// isUUID reports whether s is a uuid in a form Placement accepts.
-func isUUID(s string) bool { return checkFormat("uuid", s) }

@@ -10,22 +10,17 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/berthd/berth/internal/jsonschema"
 	"github.com/berthd/berth/internal/telemetry/instrument"
 	"github.com/berthd/berth/ledger"
 )
-
-func init() {
-	routeRegistrations = append(routeRegistrations, func(s *Server) {
-		s.handle(http.MethodGet, "/allocation_candidates", 10, "placement:allocation_candidates:list", s.allocationCandidates)
-	})
-}
 
 // candidatesSchemas are Placement's query schemas for GET
 // /allocation_candidates, newest first: the first whose microversion the
 // request reaches applies.
 var candidatesSchemas = func() []struct {
 	minor  int
-	schema *Schema
+	schema *jsonschema.Schema
 } {
 	group := func(pat string) string {
 		var b strings.Builder
@@ -54,21 +49,21 @@ var candidatesSchemas = func() []struct {
 	}
 	return []struct {
 		minor  int
-		schema *Schema
+		schema *jsonschema.Schema
 	}{
-		{36, MustSchema(obj(limit+", "+policy+`, "root_required": {"type": ["string"]}, "same_subtree": {"type": ["string"]}`, group(named), ""))},
-		{35, MustSchema(obj(limit+", "+policy+`, "root_required": {"type": ["string"]}`, group(named), ""))},
-		{33, MustSchema(obj(limit+", "+policy, group(named), ""))},
-		{31, MustSchema(obj(limit+", "+policy, group(numbered), ""))},
-		{25, MustSchema(obj(limit+", "+policy, noInTree, ""))},
-		{21, MustSchema(obj(`"resources": {"type": "string"}, `+limit+`, "required": {"type": ["string"]}, "member_of": {"type": ["string"]}`, "", `"resources"`))},
-		{17, MustSchema(obj(`"resources": {"type": "string"}, `+limit+`, "required": {"type": ["string"]}`, "", `"resources"`))},
-		{16, MustSchema(obj(`"resources": {"type": "string"}, `+limit, "", `"resources"`))},
-		{10, MustSchema(obj(`"resources": {"type": "string"}`, "", `"resources"`))},
+		{36, jsonschema.Must(obj(limit+", "+policy+`, "root_required": {"type": ["string"]}, "same_subtree": {"type": ["string"]}`, group(named), ""))},
+		{35, jsonschema.Must(obj(limit+", "+policy+`, "root_required": {"type": ["string"]}`, group(named), ""))},
+		{33, jsonschema.Must(obj(limit+", "+policy, group(named), ""))},
+		{31, jsonschema.Must(obj(limit+", "+policy, group(numbered), ""))},
+		{25, jsonschema.Must(obj(limit+", "+policy, noInTree, ""))},
+		{21, jsonschema.Must(obj(`"resources": {"type": "string"}, `+limit+`, "required": {"type": ["string"]}, "member_of": {"type": ["string"]}`, "", `"resources"`))},
+		{17, jsonschema.Must(obj(`"resources": {"type": "string"}, `+limit+`, "required": {"type": ["string"]}`, "", `"resources"`))},
+		{16, jsonschema.Must(obj(`"resources": {"type": "string"}, `+limit, "", `"resources"`))},
+		{10, jsonschema.Must(obj(`"resources": {"type": "string"}`, "", `"resources"`))},
 	}
 }()
 
-func candidatesSchema(v Version) *Schema {
+func candidatesSchema(v Version) *jsonschema.Schema {
 	for _, s := range candidatesSchemas {
 		if v.AtLeast(s.minor) {
 			return s.schema
@@ -103,11 +98,7 @@ func (s *Server) allocationCandidates(c echo.Context) error {
 // candidatesParams reads an allocation candidates request from q, the
 // query parameters of GET /allocation_candidates, at microversion v.
 func (s *Server) candidatesParams(q orderedQuery, v Version) (ledger.CandidatesParams, error) {
-	params := ledger.CandidatesParams{
-		NestedAware: v.AtLeast(29),
-		Randomize:   s.cfg.RandomizeCandidates,
-		Max:         s.cfg.MaxCandidates,
-	}
+	params := s.newCandidatesParams(v)
 	if err := parseRequestWide(q, &params); err != nil {
 		return params, err
 	}
@@ -116,20 +107,37 @@ func (s *Server) candidatesParams(q orderedQuery, v Version) (ledger.CandidatesP
 		return params, err
 	}
 	params.Groups = groups
-	if policy := q.all("group_policy"); len(policy) > 0 {
-		params.Isolate = policy[0] == "isolate"
-	} else {
-		suffixed := 0
-		for _, g := range groups {
-			if g.Suffix != "" {
-				suffixed++
-			}
-		}
-		if suffixed > 1 {
-			return params, badRequest(`The "group_policy" parameter is required when specifying more than one "resources{N}" parameter.`)
+	return params, applyGroupPolicy(&params, q.all("group_policy"))
+}
+
+// newCandidatesParams is a candidate search at microversion v with the
+// server's settings, before the request's own parameters.
+func (s *Server) newCandidatesParams(v Version) ledger.CandidatesParams {
+	return ledger.CandidatesParams{
+		NestedAware: v.AtLeast(29),
+		Randomize:   s.cfg.RandomizeCandidates,
+		Max:         s.cfg.MaxCandidates,
+	}
+}
+
+// applyGroupPolicy sets p's group policy from the values of group_policy
+// (the first counts, as in Placement); without one, a request of several
+// suffixed groups is refused.
+func applyGroupPolicy(p *ledger.CandidatesParams, values []string) error {
+	if len(values) > 0 {
+		p.Isolate = values[0] == "isolate"
+		return nil
+	}
+	suffixed := 0
+	for _, g := range p.Groups {
+		if g.Suffix != "" {
+			suffixed++
 		}
 	}
-	return params, nil
+	if suffixed > 1 {
+		return badRequest(`The "group_policy" parameter is required when specifying more than one "resources{N}" parameter.`)
+	}
+	return nil
 }
 
 // candidatesError words the ledger's unknown-name errors as Placement
@@ -162,24 +170,39 @@ func parseRequestWide(q orderedQuery, p *ledger.CandidatesParams) error {
 			return newError(http.StatusBadRequest, ledger.CodeQueryDuplicateKey,
 				"Query parameter 'root_required' may be specified only once.")
 		}
-		required, forbidden, err := parseTraits(rr[0], true, false)
-		if err != nil {
+		if err := parseRootRequired(rr[0], p); err != nil {
 			return err
 		}
-		var conflicts []string
-		for _, any := range required {
-			p.RootRequired = appendUnique(p.RootRequired, any[0])
-			if contains(forbidden, any[0]) {
-				conflicts = appendUnique(conflicts, any[0])
-			}
-		}
-		if len(conflicts) > 0 {
-			return newError(http.StatusBadRequest, ledger.CodeQueryBadValue,
-				"Conflicting required and forbidden traits found in root_required: %s", strings.Join(conflicts, ", "))
-		}
-		p.RootForbidden = forbidden
 	}
-	for _, val := range q.all("same_subtree") {
+	return parseSameSubtrees(q.all("same_subtree"), p)
+}
+
+// parseRootRequired reads the value of root_required, a comma-separated
+// list of traits, "!" forbidding one.
+func parseRootRequired(val string, p *ledger.CandidatesParams) error {
+	required, forbidden, err := parseTraits(val, true, false)
+	if err != nil {
+		return err
+	}
+	var conflicts []string
+	for _, any := range required {
+		p.RootRequired = appendUnique(p.RootRequired, any[0])
+		if contains(forbidden, any[0]) {
+			conflicts = appendUnique(conflicts, any[0])
+		}
+	}
+	if len(conflicts) > 0 {
+		return newError(http.StatusBadRequest, ledger.CodeQueryBadValue,
+			"Conflicting required and forbidden traits found in root_required: %s", strings.Join(conflicts, ", "))
+	}
+	p.RootForbidden = forbidden
+	return nil
+}
+
+// parseSameSubtrees reads the values of same_subtree, each a
+// comma-separated set of group suffixes.
+func parseSameSubtrees(values []string, p *ledger.CandidatesParams) error {
+	for _, val := range values {
 		var set []string
 		for _, s := range strings.Split(val, ",") {
 			s = strings.TrimSpace(s)

@@ -14,11 +14,6 @@ import (
 // and on which root providers. The route exists at every microversion
 // (Placement has no equivalent); error bodies carry a "code" from 1.23 on,
 // as for every route.
-func init() {
-	routeRegistrations = append(routeRegistrations, func(s *Server) {
-		s.handle(http.MethodGet, "/capacity", 0, "berth:capacity:show", s.capacityShow)
-	})
-}
 
 // capacityQueryVersion is the microversion whose GET
 // /allocation_candidates rules the query of GET /capacity follows: always

@@ -31,7 +31,7 @@ func TestCapacityAPI(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	s, err := New(Config{}, store, slog.New(slog.DiscardHandler))
+	s, err := build(Config{}, store, nil, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,8 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/berthd/berth/claims"
+	"github.com/berthd/berth/internal/jsonschema"
+	"github.com/berthd/berth/internal/uuid"
 	"github.com/berthd/berth/ledger"
 	"github.com/berthd/berth/scheduler"
 )
@@ -18,15 +20,6 @@ import (
 // move, confirm and revert. These routes exist at every microversion
 // (Placement has no equivalent); error bodies carry a "code" from 1.23 on,
 // as for every route. The contract is in docs/claims.md.
-func init() {
-	routeRegistrations = append(routeRegistrations, func(s *Server) {
-		s.handle(http.MethodPost, "/claims", 0, "berth:claims:create", s.claimCreate)
-		s.handle(http.MethodPost, "/claims/:consumer_uuid/reschedule", 0, "berth:claims:reschedule", s.claimReschedule)
-		s.handle(http.MethodPost, "/claims/:consumer_uuid/move", 0, "berth:claims:move", s.claimMove)
-		s.handle(http.MethodPost, "/claims/:consumer_uuid/move/confirm", 0, "berth:claims:move", s.claimConfirm)
-		s.handle(http.MethodPost, "/claims/:consumer_uuid/move/revert", 0, "berth:claims:move", s.claimRevert)
-	})
-}
 
 // claimsQueryVersion is the microversion whose GET /allocation_candidates
 // rules the selection fields of a claim follow: always the latest.
@@ -112,11 +105,11 @@ func claimSchemaText(kind int) string {
 }
 
 var (
-	claimSchema      = MustSchema(claimSchemaText(claimKind))
-	rescheduleSchema = MustSchema(claimSchemaText(rescheduleKind))
-	moveSchema       = MustSchema(claimSchemaText(moveKind))
-	sampleSchema     = MustSchema(claimSchemaText(sampleKind))
-	moveEndSchema    = MustSchema(`{
+	claimSchema      = jsonschema.Must(claimSchemaText(claimKind))
+	rescheduleSchema = jsonschema.Must(claimSchemaText(rescheduleKind))
+	moveSchema       = jsonschema.Must(claimSchemaText(moveKind))
+	sampleSchema     = jsonschema.Must(claimSchemaText(sampleKind))
+	moveEndSchema    = jsonschema.Must(`{
 	"type": "object",
 	"properties": {"migration_uuid": {"type": "string", "format": "uuid"}},
 	"additionalProperties": false
@@ -163,50 +156,104 @@ type claimBody struct {
 	DryRun      bool `json:"dry_run"`
 }
 
-// query writes the selection fields as the query string of GET
-// /allocation_candidates, so they are parsed and checked by the same
-// code, with the same messages.
-func (b *claimBody) query() (q orderedQuery, any bool) {
-	add := func(g *groupBody, suffix string) {
-		if len(g.Resources.Keys) > 0 {
-			parts := make([]string, len(g.Resources.Keys))
-			for i, k := range g.Resources.Keys {
-				parts[i] = k + ":" + g.Resources.Values[k].String()
-			}
-			q = append(q, queryParam{"resources" + suffix, strings.Join(parts, ",")})
+// selects reports whether g has any selection field.
+func (g *groupBody) selects() bool {
+	return len(g.Resources.Keys) > 0 || len(g.Required) > 0 || len(g.MemberOf) > 0 || g.InTree != ""
+}
+
+// parse reads g as the request group suffix: each field's values as GET
+// /allocation_candidates reads the parameter of that name at microversion
+// v, with the same messages, in the same order (resources, required,
+// member_of, in_tree).
+func (g *groupBody) parse(suffix string, v Version) (*parsedGroup, error) {
+	pg := &parsedGroup{RequestGroup: ledger.RequestGroup{Suffix: suffix}}
+	var err error
+	for _, class := range g.Resources.Keys {
+		amount := g.Resources.Values[class].String()
+		if strings.ContainsAny(class, ",:") {
+			// The query syntax's separators: never in a class name.
+			return nil, badlyFormedResources(class + ":" + amount)
 		}
-		for _, r := range g.Required {
-			q = append(q, queryParam{"required" + suffix, r})
-		}
-		for _, m := range g.MemberOf {
-			q = append(q, queryParam{"member_of" + suffix, m})
-		}
-		if g.InTree != "" {
-			q = append(q, queryParam{"in_tree" + suffix, g.InTree})
+		if pg.Resources, err = addResource(pg.Resources, class, amount); err != nil {
+			return nil, err
 		}
 	}
-	add(&b.groupBody, "")
+	if len(g.Required) > 0 {
+		if pg.RequiredTraits, pg.ForbiddenTraits, err = requiredTraits(g.Required, v); err != nil {
+			return nil, err
+		}
+		pg.hasRequired = len(pg.RequiredTraits) > 0
+	}
+	if len(g.MemberOf) > 0 {
+		if pg.MemberOf, pg.ForbiddenAggregates, err = memberOf(g.MemberOf, suffix, v); err != nil {
+			return nil, err
+		}
+		pg.hasMemberOf = len(pg.MemberOf) > 0 || len(pg.ForbiddenAggregates) > 0
+	}
+	if g.InTree != "" {
+		if pg.InTree, err = parseInTree(g.InTree); err != nil {
+			return nil, err
+		}
+	}
+	return pg, nil
+}
+
+// candidates builds the candidate search of the claim's selection fields,
+// checked as GET /allocation_candidates checks its query at microversion
+// v, with the same messages: request-wide fields first, then the groups
+// (the unsuffixed one, then "groups" in the order written), then the
+// checks across groups. selected is false when b has no selection field.
+func (s *Server) claimCandidates(b *claimBody, v Version) (p ledger.CandidatesParams, selected bool, err error) {
+	p = s.newCandidatesParams(v)
+	selected = len(b.RootRequired) > 0 || len(b.SameSubtree) > 0 || b.GroupPolicy != "" || b.groupBody.selects()
 	for _, suffix := range b.Groups.Keys {
 		g := b.Groups.Values[suffix]
-		add(&g, suffix)
+		selected = selected || g.selects()
 	}
 	if len(b.RootRequired) > 0 {
-		q = append(q, queryParam{"root_required", strings.Join(b.RootRequired, ",")})
+		// One comma-separated list, as in the query: messages quote it whole.
+		if err := parseRootRequired(strings.Join(b.RootRequired, ","), &p); err != nil {
+			return p, selected, err
+		}
 	}
-	for _, s := range b.SameSubtree {
-		q = append(q, queryParam{"same_subtree", s})
+	if err := parseSameSubtrees(b.SameSubtree, &p); err != nil {
+		return p, selected, err
 	}
+	var groups []*parsedGroup
+	add := func(g *groupBody, suffix string) error {
+		if !g.selects() {
+			return nil
+		}
+		pg, err := g.parse(suffix, v)
+		if err == nil {
+			groups = append(groups, pg)
+		}
+		return err
+	}
+	if err := add(&b.groupBody, ""); err != nil {
+		return p, selected, err
+	}
+	for _, suffix := range b.Groups.Keys {
+		g := b.Groups.Values[suffix]
+		if err := add(&g, suffix); err != nil {
+			return p, selected, err
+		}
+	}
+	if p.Groups, err = checkGroups(groups, v, p.SameSubtrees); err != nil {
+		return p, selected, err
+	}
+	var policy []string
 	if b.GroupPolicy != "" {
-		q = append(q, queryParam{"group_policy", b.GroupPolicy})
+		policy = []string{b.GroupPolicy}
 	}
-	return q, len(q) > 0
+	return p, selected, applyGroupPolicy(&p, policy)
 }
 
 // claimParams decodes the body of a claim route into claims.Params. The
 // selection fields are checked as GET /allocation_candidates checks its
 // query at the latest microversion; for reschedule and move they may be
 // left out (the consumer's current resources then).
-func (s *Server) claimParams(c echo.Context, schema *Schema, kind int) (claimBody, claims.Params, error) {
+func (s *Server) claimParams(c echo.Context, schema *jsonschema.Schema, kind int) (claimBody, claims.Params, error) {
 	var b claimBody
 	if err := s.decodeBody(c, schema, &b); err != nil {
 		return b, claims.Params{}, err
@@ -230,7 +277,7 @@ func (s *Server) claimParams(c echo.Context, schema *Schema, kind int) (claimBod
 	onConsumer := kind == rescheduleKind || kind == moveKind
 	if onConsumer {
 		p.ConsumerUUID = c.Param("consumer_uuid")
-		if !isUUIDLike(p.ConsumerUUID) {
+		if !uuid.Valid(p.ConsumerUUID) {
 			return b, p, badRequest("Malformed consumer_uuid: %s", p.ConsumerUUID)
 		}
 	}
@@ -244,18 +291,10 @@ func (s *Server) claimParams(c echo.Context, schema *Schema, kind int) (claimBod
 		}
 		p.Keys = append(p.Keys, kr)
 	}
-	q, selected := b.query()
+	cp, selected, err := s.claimCandidates(&b, claimsQueryVersion)
 	if !selected && onConsumer {
 		return b, p, nil // what the consumer holds now
 	}
-	doc := make(map[string]any, len(q))
-	for _, kv := range q {
-		doc[kv.key] = kv.value
-	}
-	if err := candidatesSchema(claimsQueryVersion).Validate(doc); err != nil {
-		return b, p, badRequest("Invalid query string parameters: %s", err)
-	}
-	cp, err := s.candidatesParams(q, claimsQueryVersion)
 	if err != nil {
 		return b, p, err
 	}
@@ -323,7 +362,7 @@ func (s *Server) claimRevert(c echo.Context) error {
 // moveEnd decodes the optional body of confirm and revert and runs end.
 func (s *Server) moveEnd(c echo.Context, end func(ctx context.Context, consumer, migration string) (*claims.Holding, error)) error {
 	consumer := c.Param("consumer_uuid")
-	if !isUUIDLike(consumer) {
+	if !uuid.Valid(consumer) {
 		return badRequest("Malformed consumer_uuid: %s", consumer)
 	}
 	body, err := s.readBody(c)

@@ -59,7 +59,7 @@ func TestClaimsAPI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := New(Config{SchedulerPolicy: policy}, store, slog.New(slog.DiscardHandler))
+	s, err := build(Config{}, store, policy, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,7 +217,7 @@ func TestClaimsAPI(t *testing.T) {
 func TestClaimsScriptlet(t *testing.T) {
 	store := ledgertest.NewStore(t)
 	ledgertest.Provider(t, store, "cn1", ledger.DefaultInventory("VCPU", 8))
-	s, err := New(Config{}, store, slog.New(slog.DiscardHandler))
+	s, err := build(Config{}, store, nil, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

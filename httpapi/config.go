@@ -5,19 +5,15 @@ import (
 	"net/http"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/berthd/berth/internal/jsonschema"
 )
 
 // Server-wide settings (Berth's extension), as LXD's /1.0 config: GET
 // answers the stored keys as a JSON object; PATCH takes an object of key
 // -> value, null removing a key. The keys are claims.ConfigKeys.
-func init() {
-	routeRegistrations = append(routeRegistrations, func(s *Server) {
-		s.handle(http.MethodGet, "/config", 0, "berth:config:show", s.configShow)
-		s.handle(http.MethodPatch, "/config", 0, "berth:config:update", s.configPatch)
-	})
-}
 
-var configPatchSchema = MustSchema(`{"type": "object", "maxProperties": 100}`)
+var configPatchSchema = jsonschema.Must(`{"type": "object", "maxProperties": 100}`)
 
 func (s *Server) configShow(c echo.Context) error {
 	cfg, err := s.store.Config(c.Request().Context())
@@ -41,13 +37,8 @@ func (s *Server) configPatch(c echo.Context) error {
 			changes[k] = nil
 		}
 	}
-	ctx := c.Request().Context()
-	if err := s.sources.CheckConfig(ctx, changes); err != nil {
+	if err := s.sources.ConfigPatch(c.Request().Context(), changes); err != nil {
 		return err
 	}
-	if err := s.store.ConfigPatch(ctx, changes); err != nil {
-		return err
-	}
-	s.reloadSources(ctx)
 	return s.configShow(c)
 }

@@ -94,7 +94,7 @@ func TestValidateOrigin(t *testing.T) {
 			t.Errorf("%q: no error", o)
 		}
 	}
-	if _, err := New(Config{CORSAllowedOrigins: []string{"http://a/"}}, nil, nil); err == nil {
+	if _, err := build(Config{CORSAllowedOrigins: []string{"http://a/"}}, nil, nil, nil); err == nil {
 		t.Error("New accepted a bad origin")
 	}
 }

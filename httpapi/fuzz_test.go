@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/berthd/berth/internal/jsonschema"
 )
 
 // This file holds the fuzz targets for the request parsers: bodies through
@@ -29,7 +31,7 @@ type bodyTarget struct {
 
 // decodeInto is a bodyTarget parse function for handlers that decode the
 // body into a fresh T with schema.
-func decodeInto[T any](schema *Schema) func([]byte) error {
+func decodeInto[T any](schema *jsonschema.Schema) func([]byte) error {
 	return func(body []byte) error { return decodeJSON(body, schema, new(T)) }
 }
 
@@ -107,7 +109,7 @@ func bodyTargets() []bodyTarget {
 	}
 	for _, rs := range []struct {
 		minor  int
-		schema *Schema
+		schema *jsonschema.Schema
 	}{{30, reshaperSchemaV1_30}, {34, reshaperSchemaV1_34}, {38, reshaperSchemaV1_38}} {
 		v := Version{1, rs.minor}
 		targets = append(targets, bodyTarget{"reshaper " + v.String(), func(body []byte) error {
@@ -124,7 +126,7 @@ func bodyTargets() []bodyTarget {
 	}
 	for _, cs := range []struct {
 		name   string
-		schema *Schema
+		schema *jsonschema.Schema
 		kind   int
 	}{{"claims POST", claimSchema, claimKind}, {"claims reschedule", rescheduleSchema, rescheduleKind}, {"claims move", moveSchema, moveKind}} {
 		targets = append(targets, bodyTarget{cs.name, func(body []byte) error {
@@ -249,7 +251,7 @@ func FuzzQueryParsers(f *testing.F) {
 			}
 		}
 
-		for _, schema := range []*Schema{usagesQuerySchemaV1_9, usagesQuerySchemaV1_38} {
+		for _, schema := range []*jsonschema.Schema{usagesQuerySchemaV1_9, usagesQuerySchemaV1_38} {
 			checkBadRequest(t, "GET /usages", validateQuery(ctx(), schema))
 		}
 	})

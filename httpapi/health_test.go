@@ -25,7 +25,7 @@ func get(t *testing.T, h http.Handler, path string) (int, string) {
 }
 
 func TestHealthz(t *testing.T) {
-	s, err := New(Config{Auth: AuthTokens}, nil, slog.New(slog.DiscardHandler))
+	s, err := build(Config{Auth: AuthTokens}, nil, nil, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +48,7 @@ func TestHealthz(t *testing.T) {
 func TestReadyz(t *testing.T) {
 	dbURL := ledgertest.NewDB(t)
 	store := openStore(t, dbURL)
-	s, err := New(Config{Auth: AuthTokens}, store, slog.New(slog.DiscardHandler))
+	s, err := build(Config{Auth: AuthTokens}, store, nil, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +86,7 @@ func TestReadyzDatabaseUnreachable(t *testing.T) {
 	dbURL := ledgertest.NewDB(t)
 	proxy, proxyURL := startDBProxy(t, dbURL)
 	store := openStore(t, proxyURL)
-	s, err := New(Config{}, store, slog.New(slog.DiscardHandler))
+	s, err := build(Config{}, store, nil, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,21 +6,9 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/berthd/berth/internal/jsonschema"
 	"github.com/berthd/berth/ledger"
 )
-
-func init() {
-	routeRegistrations = append(routeRegistrations, func(s *Server) {
-		const base = "/resource_providers/:uuid/inventories"
-		s.handle(http.MethodGet, base, 0, "placement:resource_providers:inventories:list", s.inventoriesList)
-		s.handle(http.MethodPost, base, 0, "placement:resource_providers:inventories:create", s.inventoryCreate)
-		s.handle(http.MethodPut, base, 0, "placement:resource_providers:inventories:update", s.inventoriesReplace)
-		s.handle(http.MethodDelete, base, 0, "placement:resource_providers:inventories:delete", s.inventoriesDelete)
-		s.handle(http.MethodGet, base+"/:resource_class", 0, "placement:resource_providers:inventories:show", s.inventoryShow)
-		s.handle(http.MethodPut, base+"/:resource_class", 0, "placement:resource_providers:inventories:update", s.inventoryUpdate)
-		s.handle(http.MethodDelete, base+"/:resource_class", 0, "placement:resource_providers:inventories:delete", s.inventoryDelete)
-	})
-}
 
 // The inventory schemas, as Placement's placement/schemas/inventory.py.
 const (
@@ -57,13 +45,13 @@ const (
 )
 
 var (
-	putInventorySchema = MustSchema(`{
+	putInventorySchema = jsonschema.Must(`{
 		"type": "object",
 		"properties": {` + inventoryFields + `},
 		"required": ["total", "resource_provider_generation"],
 		"additionalProperties": false
 	}`)
-	postInventorySchema = MustSchema(`{
+	postInventorySchema = jsonschema.Must(`{
 		"type": "object",
 		"properties": {` + inventoryFields + `,
 			"resource_class": {"type": "string", "pattern": "` + rcPattern + `"}
@@ -71,7 +59,7 @@ var (
 		"required": ["total", "resource_class"],
 		"additionalProperties": false
 	}`)
-	putInventoriesSchemaCompiled = MustSchema(putInventoriesSchema)
+	putInventoriesSchemaCompiled = jsonschema.Must(putInventoriesSchema)
 )
 
 // inventoryBody is one inventory as sent by a client; absent fields take

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
+
+	"github.com/berthd/berth/internal/jsonschema"
 )
 
 // orderedMap decodes a JSON object keeping the order of its keys, so that
@@ -53,7 +55,7 @@ func (m *orderedMap[V]) UnmarshalJSON(b []byte) error {
 type pyFloat64 float64
 
 func (f pyFloat64) MarshalJSON() ([]byte, error) {
-	s := pyFloat(float64(f))
+	s := jsonschema.PyFloat(float64(f))
 	if _, err := strconv.ParseFloat(s, 64); err != nil {
 		// inf or nan have no JSON form; never stored, but do not emit junk.
 		return nil, errors.New("float out of JSON range")

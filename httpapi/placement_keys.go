@@ -6,26 +6,19 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/berthd/berth/authz"
+	"github.com/berthd/berth/internal/jsonschema"
 	"github.com/berthd/berth/ledger"
-	"github.com/berthd/berth/policy"
 )
 
 // Affinity placement keys of providers (Berth's extension). Names
 // starting "_" are reserved: writing them (adding, changing or removing
 // one) also needs the rule berth:resource_providers:placement_keys:reserved.
-func init() {
-	routeRegistrations = append(routeRegistrations, func(s *Server) {
-		s.handle(http.MethodGet, "/resource_providers/:uuid/placement_keys", 0,
-			"berth:resource_providers:placement_keys:list", s.placementKeysList)
-		s.handle(http.MethodPut, "/resource_providers/:uuid/placement_keys", 0,
-			"berth:resource_providers:placement_keys:update", s.placementKeysPut)
-	})
-}
 
 // reservedKeysRule guards writes of reserved placement keys.
 const reservedKeysRule = "berth:resource_providers:placement_keys:reserved"
 
-var placementKeysSchema = MustSchema(`{
+var placementKeysSchema = jsonschema.Must(`{
 	"type": "object",
 	"properties": {
 		"placement_keys": {
@@ -75,7 +68,7 @@ func (s *Server) placementKeysPut(c echo.Context) error {
 		keys[i] = ledger.PlacementKey{Name: k.Name, Value: k.Value, Sticky: k.Sticky}
 	}
 	p, _ := c.Get(ctxPrincipal).(Principal)
-	reserved := s.policy.Allowed(reservedKeysRule, p.credentials(), policyTarget(p))
+	reserved := s.authz.Allowed(reservedKeysRule, p.credentials(), policyTarget(p))
 	ctx := c.Request().Context()
 	err := s.store.PlacementKeysReplace(ctx, c.Param("uuid"), keys, ledger.PlacementKeysReplaceParams{Reserved: reserved})
 	var rk *ledger.ReservedKeyError
@@ -102,6 +95,6 @@ func placementKeysJSON(keys []ledger.PlacementKey) map[string]any {
 
 // policyTarget is the default policy target: the caller's own project and
 // user, as authorize uses for route rules.
-func policyTarget(p Principal) policy.Target {
-	return policy.Target{"project_id": p.ProjectID, "user_id": p.UserID}
+func policyTarget(p Principal) authz.Target {
+	return authz.Target{"project_id": p.ProjectID, "user_id": p.UserID}
 }

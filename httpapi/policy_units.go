@@ -11,11 +11,6 @@ import (
 // GET /policy_units (Berth's extension): the built-in filters and
 // weighers a scheduling policy may name, with their parameters, then the
 // Starlark units of the stored scriptlets ("starlark:<name>").
-func init() {
-	routeRegistrations = append(routeRegistrations, func(s *Server) {
-		s.handle(http.MethodGet, "/policy_units", 0, "berth:policy_units:list", s.policyUnits)
-	})
-}
 
 func (s *Server) policyUnits(c echo.Context) error {
 	units := s.sources.Registry().Units()

@@ -7,23 +7,15 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/berthd/berth/internal/jsonschema"
 	"github.com/berthd/berth/ledger"
 )
-
-func init() {
-	routeRegistrations = append(routeRegistrations, func(s *Server) {
-		s.handle(http.MethodPost, "/resource_providers", 0, "placement:resource_providers:create", s.providerCreate)
-		s.handle(http.MethodGet, "/resource_providers/:uuid", 0, "placement:resource_providers:show", s.providerShow)
-		s.handle(http.MethodPut, "/resource_providers/:uuid", 0, "placement:resource_providers:update", s.providerUpdate)
-		s.handle(http.MethodDelete, "/resource_providers/:uuid", 0, "placement:resource_providers:delete", s.providerDelete)
-	})
-}
 
 // Placement's resource provider schemas: POST and PUT, before and from
 // microversion 1.14, which added parent_provider_uuid. PUT cannot set the
 // uuid.
 var (
-	providerPostSchema = MustSchema(`{
+	providerPostSchema = jsonschema.Must(`{
 		"type": "object",
 		"properties": {
 			"name": {"type": "string", "maxLength": 200},
@@ -32,7 +24,7 @@ var (
 		"required": ["name"],
 		"additionalProperties": false
 	}`)
-	providerPostSchemaV1_14 = MustSchema(`{
+	providerPostSchemaV1_14 = jsonschema.Must(`{
 		"type": "object",
 		"properties": {
 			"name": {"type": "string", "maxLength": 200},
@@ -44,7 +36,7 @@ var (
 		"required": ["name"],
 		"additionalProperties": false
 	}`)
-	providerPutSchema = MustSchema(`{
+	providerPutSchema = jsonschema.Must(`{
 		"type": "object",
 		"properties": {
 			"name": {"type": "string", "maxLength": 200}
@@ -52,7 +44,7 @@ var (
 		"required": ["name"],
 		"additionalProperties": false
 	}`)
-	providerPutSchemaV1_14 = MustSchema(`{
+	providerPutSchemaV1_14 = jsonschema.Must(`{
 		"type": "object",
 		"properties": {
 			"name": {"type": "string", "maxLength": 200},

@@ -7,24 +7,19 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/berthd/berth/internal/jsonschema"
 	"github.com/berthd/berth/ledger"
 )
-
-func init() {
-	routeRegistrations = append(routeRegistrations, func(s *Server) {
-		s.handle(http.MethodGet, "/resource_providers", 0, "placement:resource_providers:list", s.providerList)
-	})
-}
 
 // providerListSchemas are Placement's query schemas for GET
 // /resource_providers, newest first.
 var providerListSchemas = func() []struct {
 	minor  int
-	schema *Schema
+	schema *jsonschema.Schema
 } {
 	props := `"name": {"type": "string"}, "uuid": {"type": "string", "format": "uuid"}`
-	obj := func(p string) *Schema {
-		return MustSchema(`{"type": "object", "properties": {` + p + `}, "additionalProperties": false}`)
+	obj := func(p string) *jsonschema.Schema {
+		return jsonschema.Must(`{"type": "object", "properties": {` + p + `}, "additionalProperties": false}`)
 	}
 	p3 := props + `, "member_of": {"type": "string"}`
 	p4 := p3 + `, "resources": {"type": "string"}`
@@ -32,7 +27,7 @@ var providerListSchemas = func() []struct {
 	p18 := p14 + `, "required": {"type": "string"}`
 	return []struct {
 		minor  int
-		schema *Schema
+		schema *jsonschema.Schema
 	}{{18, obj(p18)}, {14, obj(p14)}, {4, obj(p4)}, {3, obj(p3)}, {0, obj(props)}}
 }()
 

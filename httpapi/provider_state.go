@@ -6,20 +6,15 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/berthd/berth/internal/jsonschema"
 	"github.com/berthd/berth/ledger"
 )
 
 // What a provider's agent reports (Berth's extension): load averages,
 // free memory and CPU utilisation, used by the load weigher, the state
 // freshness filter and scriptlets.
-func init() {
-	routeRegistrations = append(routeRegistrations, func(s *Server) {
-		s.handle(http.MethodGet, "/resource_providers/:uuid/state", 0, "berth:resource_providers:state:show", s.providerStateShow)
-		s.handle(http.MethodPut, "/resource_providers/:uuid/state", 0, "berth:resource_providers:state:update", s.providerStatePut)
-	})
-}
 
-var providerStateSchema = MustSchema(`{
+var providerStateSchema = jsonschema.Must(`{
 	"type": "object",
 	"properties": {
 		"load_1": {"type": "number", "minimum": 0},

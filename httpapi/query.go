@@ -2,6 +2,8 @@ package httpapi
 
 import (
 	"github.com/labstack/echo/v4"
+
+	"github.com/berthd/berth/internal/jsonschema"
 )
 
 // validateQuery checks the request's query string against schema, the way
@@ -9,7 +11,7 @@ import (
 // repeated key. Violations read "Invalid query string parameters: ..."
 // followed, as str() of a jsonschema error does, by the "Failed
 // validating ..." trailer that clients match on.
-func validateQuery(c echo.Context, schema *Schema) error {
+func validateQuery(c echo.Context, schema *jsonschema.Schema) error {
 	q := c.QueryParams()
 	doc := make(map[string]any, len(q))
 	for k, vs := range q {

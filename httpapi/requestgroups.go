@@ -8,8 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/google/uuid"
-
+	"github.com/berthd/berth/internal/uuid"
 	"github.com/berthd/berth/ledger"
 )
 
@@ -66,12 +65,6 @@ func (q orderedQuery) last(key string) (string, bool) {
 	return "", false
 }
 
-// isUUIDLike reports whether s is a UUID in any form Placement accepts.
-func isUUIDLike(s string) bool {
-	_, err := uuid.Parse(s)
-	return err == nil
-}
-
 // parseResources parses "VCPU:2,MEMORY_MB:1024" (Placement's
 // normalize_resources_qs_param). A class named twice keeps the last amount.
 func parseResources(val string) ([]ledger.ResourceAmount, error) {
@@ -83,28 +76,38 @@ func parseResources(val string) ([]ledger.ResourceAmount, error) {
 	for _, rt := range strings.Split(val, ",") {
 		parts := strings.Split(rt, ":")
 		if len(parts) != 2 {
-			return nil, badRequest("Badly formed resources parameter. Expected resources query string "+
-				"parameter in form: ?resources=VCPU:2,MEMORY_MB:1024. Got: %s.", rt)
+			return nil, badlyFormedResources(rt)
 		}
-		name, amountText := parts[0], parts[1]
-		amount, err := strconv.ParseInt(strings.TrimSpace(amountText), 10, 64)
-		if err != nil {
-			return nil, badRequest("Requested resource %s expected positive integer amount. Got: %s.", name, amountText)
-		}
-		if amount < 1 {
-			return nil, badRequest("Requested resource %s requires amount >= 1. Got: %d.", name, amount)
-		}
-		replaced := false
-		for i := range out {
-			if out[i].Class == name {
-				out[i].Amount, replaced = amount, true
-			}
-		}
-		if !replaced {
-			out = append(out, ledger.ResourceAmount{Class: name, Amount: amount})
+		var err error
+		if out, err = addResource(out, parts[0], parts[1]); err != nil {
+			return nil, err
 		}
 	}
 	return out, nil
+}
+
+func badlyFormedResources(got string) error {
+	return badRequest("Badly formed resources parameter. Expected resources query string "+
+		"parameter in form: ?resources=VCPU:2,MEMORY_MB:1024. Got: %s.", got)
+}
+
+// addResource adds amountText of class name to out, replacing an amount
+// of the same class. The amount must be a positive integer.
+func addResource(out []ledger.ResourceAmount, name, amountText string) ([]ledger.ResourceAmount, error) {
+	amount, err := strconv.ParseInt(strings.TrimSpace(amountText), 10, 64)
+	if err != nil {
+		return nil, badRequest("Requested resource %s expected positive integer amount. Got: %s.", name, amountText)
+	}
+	if amount < 1 {
+		return nil, badRequest("Requested resource %s requires amount >= 1. Got: %d.", name, amount)
+	}
+	for i := range out {
+		if out[i].Class == name {
+			out[i].Amount = amount
+			return out, nil
+		}
+	}
+	return append(out, ledger.ResourceAmount{Class: name, Amount: amount}), nil
 }
 
 // parseTraits parses one value of a required parameter (Placement's
@@ -166,10 +169,15 @@ func appendUnique(list []string, s string) []string {
 }
 
 // parseRequired reads every required<suffix> value (Placement's
-// normalize_traits_qs_params): forbidden traits from 1.22, any-of and
-// repeated keys from 1.39 (before, the last value alone counts).
+// normalize_traits_qs_params): see requiredTraits.
 func parseRequired(q orderedQuery, key string, v Version) (required [][]string, forbidden []string, err error) {
-	values := q.all(key)
+	return requiredTraits(q.all(key), v)
+}
+
+// requiredTraits reads the values of one group's required parameter:
+// forbidden traits from 1.22, any-of and repeated values from 1.39
+// (before, the last value alone counts).
+func requiredTraits(values []string, v Version) (required [][]string, forbidden []string, err error) {
 	if !v.AtLeast(39) && len(values) > 1 {
 		values = values[len(values)-1:]
 	}
@@ -187,11 +195,15 @@ func parseRequired(q orderedQuery, key string, v Version) (required [][]string, 
 }
 
 // parseMemberOf reads every member_of<suffix> value (Placement's
-// normalize_member_of_qs_params): repeated keys from 1.24, forbidden
-// aggregates ("!" and "!in:") from 1.32.
+// normalize_member_of_qs_params): see memberOf.
 func parseMemberOf(q orderedQuery, suffix string, v Version) (required [][]string, forbidden []string, err error) {
-	key := "member_of" + suffix
-	values := q.all(key)
+	return memberOf(q.all("member_of"+suffix), suffix, v)
+}
+
+// memberOf reads the values of the group suffix's member_of parameter:
+// several values from 1.24, forbidden aggregates ("!" and "!in:") from
+// 1.32.
+func memberOf(values []string, suffix string, v Version) (required [][]string, forbidden []string, err error) {
 	if !v.AtLeast(24) && len(values) > 1 {
 		return nil, nil, badRequest("Multiple member_of%s parameters are not supported", suffix)
 	}
@@ -212,7 +224,7 @@ func parseMemberOf(q orderedQuery, suffix string, v Version) (required [][]strin
 			req = []string{val}
 		}
 		for _, u := range append(append([]string{}, req...), forb...) {
-			if !isUUIDLike(u) {
+			if !uuid.Valid(u) {
 				return nil, nil, badRequest("Invalid query string parameters: Expected 'member_of' parameter to "+
 					"contain valid UUID(s). Got: %s", u)
 			}
@@ -235,7 +247,7 @@ func parseMemberOf(q orderedQuery, suffix string, v Version) (required [][]strin
 // parseInTree checks an in_tree value.
 func parseInTree(val string) (string, error) {
 	t := strings.TrimSpace(val)
-	if !isUUIDLike(t) {
+	if !uuid.Valid(t) {
 		return "", badRequest("Invalid query string parameters: Expected 'in_tree' parameter to be a format of uuid. Got: %s", val)
 	}
 	return t, nil
@@ -295,7 +307,12 @@ func parseRequestGroups(q orderedQuery, v Version, sameSubtrees [][]string) ([]l
 			return nil, err
 		}
 	}
+	return checkGroups(groups, v, sameSubtrees)
+}
 
+// checkGroups applies Placement's consistency checks for the
+// microversion to the parsed groups of one request.
+func checkGroups(groups []*parsedGroup, v Version, sameSubtrees [][]string) ([]ledger.RequestGroup, error) {
 	if v.AtLeast(36) {
 		if err := checkResourceless(groups, sameSubtrees); err != nil {
 			return nil, err

@@ -1,8 +1,9 @@
 package httpapi
 
 import (
-	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
+
+	"github.com/berthd/berth/internal/uuid"
 )
 
 const (
@@ -14,7 +15,7 @@ const (
 // in X-Openstack-Request-Id and carried in error bodies and logs.
 func assignRequestID(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		id := "req-" + uuid.NewString()
+		id := "req-" + uuid.New()
 		c.Set(ctxRequestID, id)
 		c.Response().Header().Set(headerRequestID, id)
 		return next(c)

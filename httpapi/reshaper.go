@@ -5,14 +5,9 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/berthd/berth/internal/jsonschema"
 	"github.com/berthd/berth/ledger"
 )
-
-func init() {
-	routeRegistrations = append(routeRegistrations, func(s *Server) {
-		s.handle(http.MethodPost, "/reshaper", 30, "placement:reshaper:reshape", s.reshape)
-	})
-}
 
 // reshaperSchemaText is POST /reshaper, as Placement's
 // placement/schemas/reshaper.py: inventories as PUT .../inventories for
@@ -35,9 +30,9 @@ func reshaperSchemaText(minor int) string {
 }
 
 var (
-	reshaperSchemaV1_30 = MustSchema(reshaperSchemaText(30))
-	reshaperSchemaV1_34 = MustSchema(reshaperSchemaText(34))
-	reshaperSchemaV1_38 = MustSchema(reshaperSchemaText(38))
+	reshaperSchemaV1_30 = jsonschema.Must(reshaperSchemaText(30))
+	reshaperSchemaV1_34 = jsonschema.Must(reshaperSchemaText(34))
+	reshaperSchemaV1_38 = jsonschema.Must(reshaperSchemaText(38))
 )
 
 type reshaperBody struct {

@@ -6,23 +6,14 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/berthd/berth/internal/jsonschema"
 	"github.com/berthd/berth/ledger"
 )
-
-func init() {
-	routeRegistrations = append(routeRegistrations, func(s *Server) {
-		s.handle(http.MethodGet, "/resource_classes", 2, "placement:resource_classes:list", s.resourceClassList)
-		s.handle(http.MethodPost, "/resource_classes", 2, "placement:resource_classes:create", s.resourceClassCreate)
-		s.handle(http.MethodGet, "/resource_classes/:name", 2, "placement:resource_classes:show", s.resourceClassShow)
-		s.handle(http.MethodPut, "/resource_classes/:name", 2, "placement:resource_classes:update", s.resourceClassUpdate)
-		s.handle(http.MethodDelete, "/resource_classes/:name", 2, "placement:resource_classes:delete", s.resourceClassDelete)
-	})
-}
 
 // resourceClassSchema is Placement's schema for a custom resource class
 // name, used for POST and PUT bodies and, from microversion 1.7, for the
 // name in the path of a PUT.
-var resourceClassSchema = MustSchema(`{
+var resourceClassSchema = jsonschema.Must(`{
 	"type": "object",
 	"properties": {
 		"name": {"type": "string", "pattern": "^CUSTOM_[A-Z0-9_]+$", "maxLength": 255}

@@ -9,9 +9,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/berthd/berth/authz"
 	"github.com/berthd/berth/ledger"
 	"github.com/berthd/berth/ledger/ledgertest"
-	"github.com/berthd/berth/policy"
 )
 
 // apiCall is one request to s for the scheduling API tests.
@@ -62,7 +62,7 @@ func wantStatus(t *testing.T, s http.Handler, r apiCall, status int, substr stri
 func newSchedulingServer(t *testing.T) (*Server, *ledger.Store) {
 	t.Helper()
 	store := ledgertest.NewStore(t)
-	s, err := New(Config{}, store, slog.New(slog.DiscardHandler))
+	s, err := build(Config{}, store, nil, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,11 +144,11 @@ func TestPlacementKeysAPI(t *testing.T) {
 // secureServer is an API server over store with Placement's secure policy set.
 func secureServer(t *testing.T, store *ledger.Store) *Server {
 	t.Helper()
-	e, err := policy.New(policy.SetSecure, nil)
+	e, err := authz.New(authz.SetSecure, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := New(Config{Policy: e}, store, slog.New(slog.DiscardHandler))
+	s, err := build(Config{Authz: e}, store, nil, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

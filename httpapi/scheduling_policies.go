@@ -7,6 +7,8 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/berthd/berth/claims"
+	"github.com/berthd/berth/internal/jsonschema"
 	"github.com/berthd/berth/ledger"
 	"github.com/berthd/berth/scheduler"
 )
@@ -14,15 +16,6 @@ import (
 // Scheduling policies (Berth's extension): named sets of filters,
 // weighers, a balancer and a scriptlet, stored in the ledger; one may be
 // the default. Every replica sees a change within moments (claims.Sources).
-func init() {
-	routeRegistrations = append(routeRegistrations, func(s *Server) {
-		s.handle(http.MethodGet, "/scheduling_policies", 0, "berth:scheduling_policies:list", s.policyList)
-		s.handle(http.MethodPost, "/scheduling_policies", 0, "berth:scheduling_policies:create", s.policyCreate)
-		s.handle(http.MethodGet, "/scheduling_policies/:name", 0, "berth:scheduling_policies:show", s.policyShow)
-		s.handle(http.MethodPut, "/scheduling_policies/:name", 0, "berth:scheduling_policies:update", s.policyPut)
-		s.handle(http.MethodDelete, "/scheduling_policies/:name", 0, "berth:scheduling_policies:delete", s.policyDelete)
-	})
-}
 
 // schedulingNamePattern is what names of policies and scriptlets may be:
 // safe in a URL path and a log line.
@@ -63,8 +56,8 @@ func policySchemaText(nameRequired bool) string {
 }
 
 var (
-	policyPostSchema = MustSchema(policySchemaText(true))
-	policyPutSchema  = MustSchema(policySchemaText(false))
+	policyPostSchema = jsonschema.Must(policySchemaText(true))
+	policyPutSchema  = jsonschema.Must(policySchemaText(false))
 )
 
 // policyBody is a scheduling policy as the API shows and takes it.
@@ -193,25 +186,14 @@ func (s *Server) policyPut(c echo.Context) error {
 	return s.policyWrite(c, b, false)
 }
 
-// policyWrite validates b (every unit and parameter, the scriptlet) and
-// stores it.
+// policyWrite stores b; claims.Sources checks it first (every unit and
+// parameter, the scriptlet).
 func (s *Server) policyWrite(c echo.Context, b policyBody, create bool) error {
-	ctx := c.Request().Context()
-	spec := b.spec()
-	built, err := s.sources.CheckPolicy(ctx, spec)
+	p, created, err := s.sources.PolicyPut(c.Request().Context(), claims.PolicyPutParams{Name: b.Name,
+		Description: b.Description, Default: b.Default, Spec: b.spec(), Create: create})
 	if err != nil {
 		return err
 	}
-	raw, err := json.Marshal(spec)
-	if err != nil {
-		return err
-	}
-	p, created, err := s.store.SchedulingPolicyPut(ctx, ledger.SchedulingPolicy{Name: b.Name, Description: b.Description,
-		Default: b.Default, Spec: raw, Scriptlets: built.Scriptlets()}, ledger.SchedulingPolicyPutParams{Create: create})
-	if err != nil {
-		return err
-	}
-	s.reloadSources(ctx)
 	j, err := policyJSON(p)
 	if err != nil {
 		return err
@@ -225,10 +207,8 @@ func (s *Server) policyWrite(c echo.Context, b policyBody, create bool) error {
 
 // policyDelete serves DELETE /scheduling_policies/{name}: 204.
 func (s *Server) policyDelete(c echo.Context) error {
-	ctx := c.Request().Context()
-	if err := s.store.SchedulingPolicyDelete(ctx, c.Param("name")); err != nil {
+	if err := s.sources.PolicyDelete(c.Request().Context(), c.Param("name")); err != nil {
 		return err
 	}
-	s.reloadSources(ctx)
 	return c.NoContent(http.StatusNoContent)
 }

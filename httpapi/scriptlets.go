@@ -10,27 +10,18 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/berthd/berth/claims"
+	"github.com/berthd/berth/internal/jsonschema"
 	"github.com/berthd/berth/scheduler"
 )
 
 // Stored Starlark scriptlets (Berth's extension): PUT compiles the source
 // before storing it, so a stored scriptlet always compiled when written.
 // The source travels as text/plain; GET of one scriptlet answers text.
-func init() {
-	routeRegistrations = append(routeRegistrations, func(s *Server) {
-		s.handle(http.MethodGet, "/scriptlets", 0, "berth:scriptlets:list", s.scriptletList)
-		// Not s.handle: the answer is text/plain, not JSON.
-		s.e.GET("/scriptlets/:name", s.scriptletShow, versionGate(0), s.authorize("berth:scriptlets:show"))
-		s.handle(http.MethodPut, "/scriptlets/:name", 0, "berth:scriptlets:update", s.scriptletPut)
-		s.handle(http.MethodDelete, "/scriptlets/:name", 0, "berth:scriptlets:delete", s.scriptletDelete)
-		s.handle(http.MethodPost, "/scriptlets/:name/test", 0, "berth:scriptlets:test", s.scriptletTest)
-	})
-}
 
 // maxScriptletBytes caps a scriptlet's source.
 const maxScriptletBytes = 1 << 20
 
-var scriptletNameSchema = MustSchema(`{"type": "string", "pattern": "` + schedulingNamePattern + `"}`)
+var scriptletNameSchema = jsonschema.Must(`{"type": "string", "pattern": "` + schedulingNamePattern + `"}`)
 
 func checkScriptletName(name string) error {
 	if err := scriptletNameSchema.Validate(name); err != nil {
@@ -81,15 +72,10 @@ func (s *Server) scriptletPut(c echo.Context) error {
 		}
 		return badRequest("Could not read the request body: %v", err)
 	}
-	ctx := c.Request().Context()
-	if err := s.sources.CheckScriptlet(name, src); err != nil {
-		return err
-	}
-	created, err := s.store.ScriptletPut(ctx, name, string(src))
+	created, err := s.sources.ScriptletPut(c.Request().Context(), name, src)
 	if err != nil {
 		return err
 	}
-	s.reloadSources(ctx)
 	if created {
 		return c.NoContent(http.StatusCreated)
 	}
@@ -99,11 +85,9 @@ func (s *Server) scriptletPut(c echo.Context) error {
 // scriptletDelete serves DELETE /scriptlets/{name}: 204; 409 if a
 // scheduling policy names it.
 func (s *Server) scriptletDelete(c echo.Context) error {
-	ctx := c.Request().Context()
-	if err := s.store.ScriptletDelete(ctx, c.Param("name")); err != nil {
+	if err := s.sources.ScriptletDelete(c.Request().Context(), c.Param("name")); err != nil {
 		return err
 	}
-	s.reloadSources(ctx)
 	return c.NoContent(http.StatusNoContent)
 }
 

@@ -14,22 +14,33 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/berthd/berth/authz"
 	"github.com/berthd/berth/claims"
+	"github.com/berthd/berth/internal/jsonschema"
 	"github.com/berthd/berth/internal/telemetry/instrument"
 	"github.com/berthd/berth/ledger"
-	"github.com/berthd/berth/policy"
-	"github.com/berthd/berth/scheduler"
 )
 
-// Config configures the API server.
+// Config configures the API server: the HTTP settings, and the
+// components it serves, built by the caller (internal/daemon/compose).
 type Config struct {
+	// Store is the ledger the handlers read and write.
+	Store *ledger.Store
+	// Claimer serves POST /claims and the claim moves.
+	Claimer *claims.Claimer
+	// Sources holds the stored scheduling policies, scriptlets and config,
+	// compiled, and writes them (checked, then reloaded). The caller
+	// keeps it fresh (Sources.Run).
+	Sources *claims.Sources
+	// Cluster is the cluster data of the balance suggestions.
+	Cluster *claims.LedgerData
+	// Authz decides who may do what.
+	Authz *authz.Enforcer
+
 	// Auth is AuthNoAuth2 (default), AuthTokens or AuthKeystoneHeaders.
 	Auth string
 	// Tokens maps static tokens to principals when Auth is AuthTokens.
 	Tokens map[string]Principal
-	// Policy decides who may do what; nil means policy.SetAdmin without
-	// overrides (every operation needs the admin role).
-	Policy *policy.Enforcer
 	// CORSAllowedOrigins are the origins (scheme://host[:port], or "*")
 	// whose browsers may call the API across origins; empty disables CORS,
 	// and OPTIONS is answered 405 as by Placement without CORS.
@@ -42,16 +53,6 @@ type Config struct {
 	MaxCandidates int
 	// MaxBodyBytes caps request bodies; 0 means 32 MiB.
 	MaxBodyBytes int64
-	// SchedulerPolicy ranks candidates for POST /claims; nil means no
-	// filters or weighers (the ledger's candidate order).
-	SchedulerPolicy *scheduler.Policy
-	// ClaimMaxAttempts bounds the writes one claim tries; 0 means
-	// claims.DefaultMaxAttempts.
-	ClaimMaxAttempts int
-	// ClaimCandidates and ClaimSubsetSize are claims.Config's
-	// ClaimCandidates and SubsetSize.
-	ClaimCandidates int
-	ClaimSubsetSize int
 	// MetricsHandler, if set, serves GET /metrics without authentication
 	// (see health.go); nil leaves /metrics unrouted.
 	MetricsHandler http.Handler
@@ -60,10 +61,6 @@ type Config struct {
 	// fails with 503 berth.database_unavailable instead of holding the
 	// client. 0 means DefaultRequestTimeout; negative disables it.
 	RequestTimeout time.Duration
-	// Sources holds the stored scheduling policies, scriptlets and config,
-	// compiled; the caller runs it (Sources.Run). Nil means New makes one
-	// that is refreshed only by this server's own writes.
-	Sources *claims.Sources
 }
 
 // DefaultMaxCandidates is the candidate cap used when Config.MaxCandidates is 0.
@@ -80,12 +77,6 @@ func (c *Config) setDefaults() error {
 	case AuthNoAuth2, AuthTokens, AuthKeystoneHeaders:
 	default:
 		return fmt.Errorf("httpapi: unknown auth strategy %q", c.Auth)
-	}
-	if c.Policy == nil {
-		var err error
-		if c.Policy, err = policy.New(policy.SetAdmin, nil); err != nil {
-			return err
-		}
 	}
 	for _, o := range c.CORSAllowedOrigins {
 		if err := ValidateOrigin(o); err != nil {
@@ -120,22 +111,25 @@ func (s *Server) deadline(next echo.HandlerFunc) echo.HandlerFunc {
 
 // Server is the Placement API server. It implements http.Handler.
 type Server struct {
-	cfg    Config
-	policy *policy.Enforcer
-	store  *ledger.Store
-	log    *slog.Logger
-	e      *echo.Echo
-	claims *claims.Claimer
-	meters httpMeters
-	// sources and data back the scheduling API and claims' policies.
+	cfg     Config
+	authz   *authz.Enforcer
+	store   *ledger.Store
+	claims  *claims.Claimer
 	sources *claims.Sources
 	data    *claims.LedgerData
+	log     *slog.Logger
+	e       *echo.Echo
+	meters  httpMeters
 	// draining is set by Drain: /readyz fails from then on.
 	draining atomic.Bool
 }
 
-// New builds the API server over store.
-func New(cfg Config, store *ledger.Store, logger *slog.Logger) (*Server, error) {
+// New builds the API server over the components of cfg. It builds none
+// of them: internal/daemon/compose does.
+func New(cfg Config, logger *slog.Logger) (*Server, error) {
+	if cfg.Claimer == nil || cfg.Sources == nil || cfg.Cluster == nil || cfg.Authz == nil {
+		return nil, errors.New("httpapi: Config needs the Claimer, Sources, Cluster and Authz components (see internal/daemon/compose)")
+	}
 	if err := cfg.setDefaults(); err != nil {
 		return nil, err
 	}
@@ -144,14 +138,8 @@ func New(cfg Config, store *ledger.Store, logger *slog.Logger) (*Server, error) 
 	}
 	// Log lines written with a request's context carry its request id.
 	logger = slog.New(instrument.LogHandler(logger.Handler()))
-	s := &Server{cfg: cfg, policy: cfg.Policy, store: store, log: logger, e: echo.New(), meters: newMeters()}
-	var err error
-	if s.claims, err = claims.New(store, cfg.SchedulerPolicy,
-		claims.Config{MaxAttempts: cfg.ClaimMaxAttempts, MaxCandidates: cfg.MaxCandidates,
-			ClaimCandidates: cfg.ClaimCandidates, SubsetSize: cfg.ClaimSubsetSize}, logger); err != nil {
-		return nil, err
-	}
-	s.wireScheduling()
+	s := &Server{cfg: cfg, authz: cfg.Authz, store: cfg.Store, claims: cfg.Claimer, sources: cfg.Sources, data: cfg.Cluster,
+		log: logger, e: echo.New(), meters: newMeters()}
 	s.e.HideBanner = true
 	s.e.HidePort = true
 	s.e.HTTPErrorHandler = s.errorHandler
@@ -162,7 +150,7 @@ func New(cfg Config, store *ledger.Store, logger *slog.Logger) (*Server, error) 
 		s.e.Pre(newCORS(cfg.CORSAllowedOrigins).middleware)
 	}
 	s.e.Use(s.authenticate, rejectOptions, checkContentHeaders)
-	s.routes()
+	s.addRoutes()
 	return s, nil
 }
 
@@ -175,33 +163,6 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.e.ServeHTTP(w, r)
 }
 
-// routes registers every route. Each area of the API adds its own in its
-// register function.
-func (s *Server) routes() {
-	s.e.GET("/", s.root)
-	for _, register := range routeRegistrations {
-		register(s)
-	}
-}
-
-// routeRegistrations is filled by the init functions of the files that
-// implement each area of the API.
-var routeRegistrations []func(*Server)
-
-// handle registers a route that exists from microversion 1.minMinor on
-// (earlier versions get 404) and needs policy rule (one of
-// policy.OperationRules; anything else panics). GET routes answer JSON
-// and refuse an Accept header that rules it out; as in Placement, other
-// methods do not look at Accept (their errors are rendered in whatever
-// type the client prefers).
-func (s *Server) handle(method, path string, minMinor int, rule string, h echo.HandlerFunc) {
-	mw := []echo.MiddlewareFunc{versionGate(minMinor), s.authorize(rule)}
-	if method == http.MethodGet {
-		mw = append(mw, requireJSONAccept)
-	}
-	s.e.Add(method, path, h, mw...)
-}
-
 // rejectOptions answers OPTIONS on a known path with 405, as Placement
 // does, instead of echo's automatic 204.
 func rejectOptions(next echo.HandlerFunc) echo.HandlerFunc {
@@ -210,19 +171,6 @@ func rejectOptions(next echo.HandlerFunc) echo.HandlerFunc {
 			return echo.ErrMethodNotAllowed
 		}
 		return next(c)
-	}
-}
-
-// versionGate answers 404 to requests below microversion 1.minMinor, as
-// Placement does for routes that did not exist yet.
-func versionGate(minMinor int) echo.MiddlewareFunc {
-	return func(next echo.HandlerFunc) echo.HandlerFunc {
-		return func(c echo.Context) error {
-			if !version(c).AtLeast(minMinor) {
-				return notFound("")
-			}
-			return next(c)
-		}
 	}
 }
 
@@ -294,7 +242,7 @@ func (s *Server) readBody(c echo.Context) ([]byte, error) {
 // decodeBody reads a JSON body, validates it against schema and decodes it
 // into dst. Errors read as Placement's: "Malformed JSON: ..." and
 // "JSON does not validate: ...".
-func (s *Server) decodeBody(c echo.Context, schema *Schema, dst any) error {
+func (s *Server) decodeBody(c echo.Context, schema *jsonschema.Schema, dst any) error {
 	body, err := s.readBody(c)
 	if err != nil {
 		return err
@@ -302,7 +250,7 @@ func (s *Server) decodeBody(c echo.Context, schema *Schema, dst any) error {
 	return decodeJSON(body, schema, dst)
 }
 
-func decodeJSON(body []byte, schema *Schema, dst any) error {
+func decodeJSON(body []byte, schema *jsonschema.Schema, dst any) error {
 	doc, err := parseJSON(body)
 	if err != nil {
 		return badRequest("Malformed JSON: %v", err)

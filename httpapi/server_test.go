@@ -2,17 +2,44 @@ package httpapi
 
 import (
 	"encoding/json"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/berthd/berth/claims"
+	"github.com/berthd/berth/internal/daemon/compose"
+	"github.com/berthd/berth/ledger"
+	"github.com/berthd/berth/scheduler"
 )
+
+// build builds a server as berthd does: compose.Build makes the
+// components over store (sched is the --scheduler-policy fallback, nil
+// for none; cfg.Authz, if set, is kept), and New serves them with the
+// HTTP settings of cfg.
+func build(cfg Config, store *ledger.Store, sched *scheduler.Policy, log *slog.Logger) (*Server, error) {
+	c, err := compose.Build(compose.Config{Store: store, Logger: log, SchedulerPolicy: sched, Authz: cfg.Authz,
+		Claims: claims.Config{MaxCandidates: cfg.MaxCandidates}})
+	if err != nil {
+		return nil, err
+	}
+	cfg.Store, cfg.Claimer, cfg.Sources, cfg.Cluster, cfg.Authz = c.Store, c.Claimer, c.Sources, c.Cluster, c.Authz
+	return New(cfg, log)
+}
+
+// New builds no component: a Config without them is refused.
+func TestNewNeedsComponents(t *testing.T) {
+	if _, err := New(Config{}, nil); err == nil || !strings.Contains(err.Error(), "components") {
+		t.Errorf("New without components: err = %v", err)
+	}
+}
 
 // newBareServer builds a server without a store, enough for the parts of the
 // API that never reach the ledger.
 func newBareServer(t *testing.T) *Server {
 	t.Helper()
-	s, err := New(Config{}, nil, nil)
+	s, err := build(Config{}, nil, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -55,7 +55,7 @@ func spanAttr(s tracetest.SpanStub, key string) attribute.Value {
 func TestRequestSpanAndLog(t *testing.T) {
 	spans := recordSpans(t)
 	var logs bytes.Buffer
-	s, err := New(Config{}, ledgertest.NewStore(t), slog.New(slog.NewJSONHandler(&logs, nil)))
+	s, err := build(Config{}, ledgertest.NewStore(t), nil, slog.New(slog.NewJSONHandler(&logs, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +142,7 @@ func TestClaimTraceAndMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := New(Config{SchedulerPolicy: policy, MetricsHandler: tel.MetricsHandler()}, store, slog.New(slog.DiscardHandler))
+	s, err := build(Config{MetricsHandler: tel.MetricsHandler()}, store, policy, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,33 +7,16 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/berthd/berth/internal/jsonschema"
 	"github.com/berthd/berth/ledger"
 )
 
-func init() {
-	routeRegistrations = append(routeRegistrations, func(s *Server) {
-		s.handle(http.MethodGet, "/traits", 6, "placement:traits:list", s.traitList)
-		// Placement's GET /traits/{name} answers 204 without a body and
-		// does not look at Accept, so it skips handle's Accept check.
-		s.e.GET("/traits/:name", s.traitShow, versionGate(6), s.authorize("placement:traits:show"))
-		s.handle(http.MethodPut, "/traits/:name", 6, "placement:traits:update", s.traitPut)
-		s.handle(http.MethodDelete, "/traits/:name", 6, "placement:traits:delete", s.traitDelete)
-
-		s.handle(http.MethodGet, "/resource_providers/:uuid/traits", 6,
-			"placement:resource_providers:traits:list", s.providerTraitsShow)
-		s.handle(http.MethodPut, "/resource_providers/:uuid/traits", 6,
-			"placement:resource_providers:traits:update", s.providerTraitsReplace)
-		s.handle(http.MethodDelete, "/resource_providers/:uuid/traits", 6,
-			"placement:resource_providers:traits:delete", s.providerTraitsDelete)
-	})
-}
-
 var (
 	// customTraitSchema is Placement's schema for the name of a custom trait.
-	customTraitSchema = MustSchema(`{
+	customTraitSchema = jsonschema.Must(`{
 		"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^CUSTOM_[A-Z0-9_]+$"
 	}`)
-	traitListQuerySchema = MustSchema(`{
+	traitListQuerySchema = jsonschema.Must(`{
 		"type": "object",
 		"properties": {
 			"name": {"type": "string"},
@@ -41,7 +24,7 @@ var (
 		},
 		"additionalProperties": false
 	}`)
-	providerTraitsSchema = MustSchema(`{
+	providerTraitsSchema = jsonschema.Must(`{
 		"type": "object",
 		"properties": {
 			"traits": {

@@ -209,7 +209,7 @@ func TestDatabaseUnavailable(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	s, err := New(Config{}, store, quiet)
+	s, err := build(Config{}, store, nil, quiet)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -317,7 +317,7 @@ func TestRequestDeadline(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	s, err := New(Config{RequestTimeout: 500 * time.Millisecond}, store, quiet)
+	s, err := build(Config{RequestTimeout: 500 * time.Millisecond}, store, nil, quiet)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,15 +6,9 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/berthd/berth/internal/jsonschema"
 	"github.com/berthd/berth/ledger"
 )
-
-func init() {
-	routeRegistrations = append(routeRegistrations, func(s *Server) {
-		s.handle(http.MethodGet, "/resource_providers/:uuid/usages", 0, "placement:resource_providers:usages", s.providerUsagesGet)
-		s.handle(http.MethodGet, "/usages", 9, "placement:usages", s.usagesGet)
-	})
-}
 
 // The query schemas of GET /usages, as Placement's placement/schemas/usage.py.
 const usagesQueryFields = `
@@ -22,13 +16,13 @@ const usagesQueryFields = `
 	"user_id": {"type": "string", "minLength": 1, "maxLength": 255}`
 
 var (
-	usagesQuerySchemaV1_9 = MustSchema(`{
+	usagesQuerySchemaV1_9 = jsonschema.Must(`{
 		"type": "object",
 		"properties": {` + usagesQueryFields + `},
 		"required": ["project_id"],
 		"additionalProperties": false
 	}`)
-	usagesQuerySchemaV1_38 = MustSchema(`{
+	usagesQuerySchemaV1_38 = jsonschema.Must(`{
 		"type": "object",
 		"properties": {` + usagesQueryFields + `,
 			"consumer_type": {"type": "string", "pattern": "^([A-Z0-9_]+|all|unknown)$",

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/berthd/berth/httpapi"
+	"github.com/berthd/berth/internal/daemon"
+	"github.com/berthd/berth/internal/daemon/compose"
 	"github.com/berthd/berth/ledger"
 	"github.com/berthd/berth/ledger/ledgertest"
 )
@@ -81,7 +83,7 @@ func openEnv(ctx context.Context, dbURL string, fp *ledgertest.Fingerprinter) (*
 		return nil, err
 	}
 	log := &errorLog{}
-	api, err := httpapi.New(httpapi.Config{}, store, slog.New(log))
+	api, _, err := daemon.NewAPI(httpapi.Config{}, compose.Config{Store: store, Logger: slog.New(log)})
 	if err != nil {
 		store.Close()
 		return nil, err

@@ -1,19 +1,13 @@
 package ledger
 
-import "github.com/google/uuid"
+import "github.com/berthd/berth/internal/uuid"
 
 // canonicalUUID returns s in the canonical lowercase, dashed form, or ok
 // false when s is not a UUID. It accepts what Placement's uuid format
 // accepts: dashed or dashless hex, optionally in braces or with a urn:uuid:
 // prefix. Every uuid is canonicalised before it reaches a query, so a
 // malformed one is a plain "not found" rather than a driver error.
-func canonicalUUID(s string) (string, bool) {
-	u, err := uuid.Parse(s)
-	if err != nil {
-		return "", false
-	}
-	return u.String(), true
-}
+func canonicalUUID(s string) (string, bool) { return uuid.Canonical(s) }
 
 // canonicalUUIDs canonicalises every element of in; ok is false if any
 // element is not a UUID.

@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/berthd/berth/internal/load"
+	"github.com/berthd/berth/internal/uuid"
 )
 
 // claimFlags are the selection flags of explain, claim, reschedule, move
@@ -66,7 +66,7 @@ func (c *claimFlags) body(needResources, needOwner bool) (map[string]any, error)
 	}
 	consumer := c.consumer
 	if consumer == "" {
-		consumer = load.RandomUUID()
+		consumer = uuid.New()
 	}
 	b["consumer_uuid"] = consumer
 	project, user := c.project, c.user
@@ -297,7 +297,7 @@ CONSUMER" gives the source back and drops the destination.`,
 						return usagef("--migration is required (a uuid, or \"new\")")
 					}
 					if *migration == "new" {
-						*migration = load.RandomUUID()
+						*migration = uuid.New()
 					}
 					b, err := c.existingBody()
 					if err != nil {

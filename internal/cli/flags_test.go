@@ -7,8 +7,6 @@ import (
 	"reflect"
 	"strings"
 	"testing"
-
-	"github.com/berthd/berth/internal/load"
 )
 
 // run runs berth in process with the environment env (nil: empty) and
@@ -95,15 +93,6 @@ func TestClaimBody(t *testing.T) {
 	}
 	if b, err := empty.body(false, false); err != nil || len(b["consumer_uuid"].(string)) != 36 {
 		t.Errorf("body without resources = %v, %v", b, err)
-	}
-}
-
-// The CLI makes its consumer and migration uuids with the load tool's
-// RandomUUID.
-func TestNewUUID(t *testing.T) {
-	a, b := load.RandomUUID(), load.RandomUUID()
-	if a == b || len(a) != 36 || a[14] != '4' || !strings.Contains("89ab", string(a[19])) {
-		t.Errorf("RandomUUID = %s, %s", a, b)
 	}
 }
 

@@ -12,12 +12,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/berthd/berth/authz"
 	"github.com/berthd/berth/claims"
 	"github.com/berthd/berth/httpapi"
 	"github.com/berthd/berth/internal/telemetry"
 	"github.com/berthd/berth/internal/telemetry/instrument"
 	"github.com/berthd/berth/ledger"
-	"github.com/berthd/berth/policy"
 	"github.com/berthd/berth/scheduler"
 )
 
@@ -197,7 +197,7 @@ func Default() Config {
 		LogLevel:         "info",
 		LogFormat:        LogFormatText,
 		Auth:             httpapi.AuthNoAuth2,
-		Policy:           policy.SetAdmin,
+		Policy:           authz.SetAdmin,
 		MaxCandidates:    DefaultMaxCandidates,
 		ClaimMaxAttempts: claims.DefaultMaxAttempts,
 		ClaimCandidates:  claims.DefaultClaimCandidates,
@@ -262,8 +262,8 @@ func (c Config) Validate() error {
 	default:
 		errs = append(errs, fmt.Errorf("auth %q: want one of %s", c.Auth, strings.Join(httpapi.AuthStrategies(), ", ")))
 	}
-	if !slices.Contains(policy.Sets(), c.Policy) {
-		errs = append(errs, fmt.Errorf("policy %q: want one of %s", c.Policy, strings.Join(policy.Sets(), ", ")))
+	if !slices.Contains(authz.Sets(), c.Policy) {
+		errs = append(errs, fmt.Errorf("policy %q: want one of %s", c.Policy, strings.Join(authz.Sets(), ", ")))
 	}
 	for _, o := range c.CORSAllowedOrigins {
 		if err := httpapi.ValidateOrigin(o); err != nil {

@@ -11,8 +11,10 @@ import (
 
 	"github.com/berthd/berth/claims"
 	"github.com/berthd/berth/httpapi"
+	"github.com/berthd/berth/internal/daemon/compose"
 	"github.com/berthd/berth/internal/telemetry"
 	"github.com/berthd/berth/ledger"
+	"github.com/berthd/berth/scheduler"
 )
 
 // Shutdown budgets beyond Config.ShutdownGrace.
@@ -52,25 +54,29 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err erro
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	// What the components are built with; read before anything starts, so
+	// that a bad file fails fast.
+	parts := compose.Config{
+		Logger: log,
+		Claims: claims.Config{MaxAttempts: cfg.ClaimMaxAttempts, MaxCandidates: cfg.MaxCandidates,
+			ClaimCandidates: cfg.ClaimCandidates, SubsetSize: cfg.ClaimSubsetSize},
+	}
+	if parts.SchedulerPolicy, err = cfg.LoadSchedulerPolicy(log); err != nil {
+		return nil, err
+	}
 	api := httpapi.Config{
 		Auth:                cfg.Auth,
 		CORSAllowedOrigins:  cfg.CORSAllowedOrigins,
 		RandomizeCandidates: cfg.RandomizeCandidates,
 		MaxCandidates:       cfg.MaxCandidates,
-		ClaimMaxAttempts:    cfg.ClaimMaxAttempts,
-		ClaimCandidates:     cfg.ClaimCandidates,
-		ClaimSubsetSize:     cfg.ClaimSubsetSize,
 		RequestTimeout:      cfg.RequestTimeout,
-	}
-	if api.SchedulerPolicy, err = cfg.LoadSchedulerPolicy(log); err != nil {
-		return nil, err
 	}
 	if cfg.Auth == httpapi.AuthTokens {
 		if api.Tokens, err = LoadTokens(cfg.TokenFile, log); err != nil {
 			return nil, err
 		}
 	}
-	if api.Policy, err = LoadPolicy(cfg, log); err != nil {
+	if parts.Authz, err = LoadPolicy(cfg, log); err != nil {
 		return nil, err
 	}
 
@@ -118,19 +124,21 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err erro
 	}); err != nil {
 		return nil, err
 	}
-	if err = d.startSources(ctx, &api); err != nil {
+	parts.Store = d.store
+	var c *compose.Components
+	if d.api, c, err = NewAPI(api, parts); err != nil {
+		return nil, err
+	}
+	if err = d.startSources(ctx, c.Sources); err != nil {
 		return nil, err
 	}
 	if cfg.MetricsListen != MetricsOff {
-		if d.unobservePool, err = telemetry.ObservePool(d.store.PoolStats); err != nil {
+		if d.unobservePool, err = ledger.ObservePool(d.store.PoolStats); err != nil {
 			return nil, err
 		}
-		if d.unobserveScriptlets, err = telemetry.ObserveScriptlets(api.Sources.Metrics()); err != nil {
+		if d.unobserveScriptlets, err = scheduler.ObserveScriptlets(c.Sources.Metrics()); err != nil {
 			return nil, err
 		}
-	}
-	if d.api, err = httpapi.New(api, d.store, log); err != nil {
-		return nil, err
 	}
 	d.srv = &http.Server{
 		Handler:           d.api,
@@ -154,6 +162,23 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err erro
 		}
 	}
 	return d, nil
+}
+
+// NewAPI builds the components of parts (compose.Build) and the API server
+// that serves them with the HTTP settings of api. It starts nothing; the
+// caller runs the returned Sources (Components.Sources.Run) to see other
+// replicas' changes. berthd's New calls it, and so can tests.
+func NewAPI(api httpapi.Config, parts compose.Config) (*httpapi.Server, *compose.Components, error) {
+	c, err := compose.Build(parts)
+	if err != nil {
+		return nil, nil, err
+	}
+	api.Store, api.Claimer, api.Sources, api.Cluster, api.Authz = c.Store, c.Claimer, c.Sources, c.Cluster, c.Authz
+	s, err := httpapi.New(api, parts.Logger)
+	if err != nil {
+		return nil, nil, err
+	}
+	return s, c, nil
 }
 
 // migrate applies pending migrations, or with MigrateOnStart off checks
@@ -305,8 +330,7 @@ func Migrate(ctx context.Context, cfg Config, log *slog.Logger) (err error) {
 // startSources loads the stored scheduling policies, scriptlets and config
 // and keeps them fresh (change notifications from every replica, and a
 // reload every minute) until close.
-func (d *Daemon) startSources(ctx context.Context, api *httpapi.Config) error {
-	sources := claims.NewSources(d.store, nil, d.log, 0)
+func (d *Daemon) startSources(ctx context.Context, sources *claims.Sources) error {
 	if err := sources.Reload(ctx); err != nil {
 		return fmt.Errorf("load scheduling policies: %w", err)
 	}
@@ -314,7 +338,6 @@ func (d *Daemon) startSources(ctx context.Context, api *httpapi.Config) error {
 	done := make(chan struct{})
 	go func() { defer close(done); sources.Run(bg) }()
 	d.stopSources = func() { cancel(); <-done }
-	api.Sources = sources
 	return nil
 }
 

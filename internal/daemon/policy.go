@@ -3,7 +3,7 @@ package daemon
 import (
 	"log/slog"
 
-	"github.com/berthd/berth/policy"
+	"github.com/berthd/berth/authz"
 )
 
 // LoadPolicy builds the policy enforcer cfg asks for: the built-in set
@@ -11,15 +11,15 @@ import (
 // warning for each override that names neither a Placement rule nor a rule
 // that another rule refers to (a typo leaves the default in force). The
 // file is read once, at start.
-func LoadPolicy(cfg Config, log *slog.Logger) (*policy.Enforcer, error) {
+func LoadPolicy(cfg Config, log *slog.Logger) (*authz.Enforcer, error) {
 	var overrides map[string]string
 	if cfg.PolicyFile != "" {
 		var err error
-		if overrides, err = policy.LoadFile(cfg.PolicyFile); err != nil {
+		if overrides, err = authz.LoadFile(cfg.PolicyFile); err != nil {
 			return nil, err
 		}
 	}
-	e, err := policy.New(cfg.Policy, overrides)
+	e, err := authz.New(cfg.Policy, overrides)
 	if err != nil {
 		return nil, err
 	}

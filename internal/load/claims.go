@@ -12,6 +12,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/berthd/berth/internal/uuid"
 )
 
 // Claim modes: how a client claims.
@@ -313,7 +315,7 @@ const codeNoValidHost = "berth.no_valid_host"
 // attempt means the cloud is full (errNoFit); the server also answers so
 // when all its write attempts conflicted, which a retry cures.
 func postClaim(ctx context.Context, c *Client, resources map[string]int, p ClaimsParams, st *claimStats) error {
-	body := ClaimRequest{ConsumerUUID: RandomUUID(), ProjectID: p.ProjectID, UserID: p.UserID,
+	body := ClaimRequest{ConsumerUUID: uuid.New(), ProjectID: p.ProjectID, UserID: p.UserID,
 		ConsumerType: p.ConsumerType, Resources: resources}
 	if p.Alternates >= 0 {
 		body.Alternates = &p.Alternates
@@ -366,7 +368,7 @@ func postClaim(ctx context.Context, c *Client, resources map[string]int, p Claim
 // pick, PUT allocations. It returns nil once claimed, errGaveUp when every
 // attempt conflicted, errNoFit when there was no candidate.
 func claimOne(ctx context.Context, c *Client, path string, p ClaimsParams, rng *rand.Rand, st *claimStats) error {
-	consumer := RandomUUID()
+	consumer := uuid.New()
 	start := time.Now()
 	for attempt := 0; attempt <= p.Retries; attempt++ {
 		resp, err := c.Do(ctx, http.MethodGet, path, nil)

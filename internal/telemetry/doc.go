@@ -3,6 +3,7 @@
 // (the HTTP middleware in httpapi, and the spans and metrics that claims,
 // scheduler and ledger record through the instrument subpackage). It owns
 // the choice of exporters (OTLP, stdout, Prometheus), the /metrics
-// handler, the database pool gauges and the flush on shutdown. It creates no
-// spans itself.
+// handler and the flush on shutdown. It imports no package of Berth's
+// domain: those register their own instruments (ledger.ObservePool,
+// scheduler.ObserveScriptlets), and it creates no spans itself.
 package telemetry

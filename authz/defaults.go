@@ -1,4 +1,4 @@
-package policy
+package authz
 
 // Token scopes, as oslo.policy's scope_types.
 const (

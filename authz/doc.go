@@ -1,4 +1,4 @@
-// Package policy decides whether a principal may perform a Placement
+// Package authz decides whether a principal may perform a Placement
 // operation. It owns Placement's policy rule names and their default check
 // strings (placement/policies/*.py), a parser and evaluator for the subset
 // of oslo.policy's check language those defaults and ordinary overrides
@@ -18,4 +18,4 @@
 // rules of a set. The package knows nothing about HTTP: httpapi turns a
 // request into Credentials and a Target and asks an Enforcer; the daemon
 // builds the Enforcer from configuration.
-package policy
+package authz

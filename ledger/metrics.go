@@ -1,4 +1,4 @@
-package telemetry
+package ledger
 
 import (
 	"context"
@@ -8,14 +8,12 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/berthd/berth/internal/telemetry/instrument"
-	"github.com/berthd/berth/ledger"
-	"github.com/berthd/berth/scheduler"
 )
 
 // ObservePool registers gauges and counters of the database connection
-// pool on the global meter provider, read from stats at each collection.
+// pool and the claim writers on the global meter provider, read from stats at each collection.
 // The returned function unregisters them; call it before the pool closes.
-func ObservePool(stats func() ledger.PoolStats) (unregister func() error, err error) {
+func ObservePool(stats func() PoolStats) (unregister func() error, err error) {
 	m := otel.Meter(instrument.ScopeLedger)
 	conns, err := m.Int64ObservableGauge("berth.db.pool.connections", metric.WithUnit("{connection}"),
 		metric.WithDescription("Database pool connections by state (acquired, idle) and in total (total, max)"))
@@ -62,51 +60,6 @@ func ObservePool(stats func() ledger.PoolStats) (unregister func() error, err er
 		o.ObserveInt64(batched, st.BatchedClaims)
 		return nil
 	}, conns, acquires, wait, batches, batched)
-	if err != nil {
-		return nil, err
-	}
-	return reg.Unregister, nil
-}
-
-// ObserveScriptlets registers counters of scriptlet runs, read from m's
-// running totals at each collection, so that a Starlark unit called once
-// per candidate costs no metric work on the claim path. The returned
-// function unregisters them.
-func ObserveScriptlets(m *scheduler.ScriptletMetrics) (unregister func() error, err error) {
-	meter := otel.Meter(instrument.ScopeScheduler)
-	runs, err := meter.Int64ObservableCounter("berth.scriptlet.runs", metric.WithUnit("{run}"),
-		metric.WithDescription("Scriptlet calls (instance_placement once per claim; Starlark filters and weighers once per candidate)"))
-	if err != nil {
-		return nil, err
-	}
-	failed, err := meter.Int64ObservableCounter("berth.scriptlet.failures", metric.WithUnit("{run}"),
-		metric.WithDescription("Scriptlet calls that refused the request (refused), failed (error) or hit a limit (limit_steps, limit_deadline)"))
-	if err != nil {
-		return nil, err
-	}
-	steps, err := meter.Int64ObservableCounter("berth.scriptlet.steps", metric.WithUnit("{step}"),
-		metric.WithDescription("Starlark steps executed by scriptlets"))
-	if err != nil {
-		return nil, err
-	}
-	busy, err := meter.Float64ObservableCounter("berth.scriptlet.time", metric.WithUnit("s"),
-		metric.WithDescription("Wall time spent running scriptlets"))
-	if err != nil {
-		return nil, err
-	}
-	outcome := func(v string) metric.ObserveOption {
-		return metric.WithAttributes(attribute.String("outcome", v))
-	}
-	reg, err := meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
-		o.ObserveInt64(runs, int64(m.Runs.Load()))
-		o.ObserveInt64(failed, int64(m.Refused.Load()), outcome("refused"))
-		o.ObserveInt64(failed, int64(m.Errors.Load()), outcome("error"))
-		o.ObserveInt64(failed, int64(m.StepLimit.Load()), outcome("limit_steps"))
-		o.ObserveInt64(failed, int64(m.DeadlineLimit.Load()), outcome("limit_deadline"))
-		o.ObserveInt64(steps, int64(m.Steps.Load()))
-		o.ObserveFloat64(busy, float64(m.Nanoseconds.Load())/1e9)
-		return nil
-	}, runs, failed, steps, busy)
 	if err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package httpapi
+package jsonschema
 
 import (
 	"bytes"
@@ -11,7 +11,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/google/uuid"
+	"github.com/berthd/berth/internal/uuid"
 )
 
 // Schema is a JSON Schema (the subset Placement's request schemas use),
@@ -61,16 +61,16 @@ type patternProp struct {
 	schema *Schema
 }
 
-// MustSchema compiles a schema written as JSON; it panics on a bad schema,
+// Must compiles a schema written as JSON; it panics on a bad schema,
 // since schemas are constants of the program.
-func MustSchema(text string) *Schema {
+func Must(text string) *Schema {
 	doc, err := decodeOrdered([]byte(text))
 	if err != nil {
-		panic(fmt.Sprintf("httpapi: bad schema: %v\n%s", err, text))
+		panic(fmt.Sprintf("jsonschema: bad schema: %v\n%s", err, text))
 	}
 	s, err := compileSchema(doc)
 	if err != nil {
-		panic(fmt.Sprintf("httpapi: bad schema: %v\n%s", err, text))
+		panic(fmt.Sprintf("jsonschema: bad schema: %v\n%s", err, text))
 	}
 	return s
 }
@@ -647,8 +647,7 @@ func number(inst any) (float64, bool) {
 func checkFormat(format, s string) bool {
 	switch format {
 	case "uuid":
-		_, err := uuid.Parse(s)
-		return err == nil
+		return uuid.Valid(s)
 	}
 	return true
 }
@@ -767,13 +766,13 @@ func pyRepr(v any) string {
 		f, err := strconv.ParseFloat(s, 64)
 		if err != nil {
 			if math.IsInf(f, 0) {
-				return pyFloat(f)
+				return PyFloat(f)
 			}
 			return s
 		}
-		return pyFloat(f)
+		return PyFloat(f)
 	case float64:
-		return pyFloat(t)
+		return PyFloat(t)
 	case int:
 		return strconv.Itoa(t)
 	case string:
@@ -810,7 +809,9 @@ func writePyRepr(b *strings.Builder, v any) {
 	}
 }
 
-func pyFloat(f float64) string {
+// PyFloat formats f as Python's repr of a float does: "1.0", "1e+16",
+// "inf".
+func PyFloat(f float64) string {
 	if math.IsInf(f, 1) {
 		return "inf"
 	}

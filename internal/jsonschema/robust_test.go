@@ -1,4 +1,4 @@
-package httpapi
+package jsonschema
 
 import (
 	"encoding/json"
@@ -27,11 +27,11 @@ func TestJSONEqual(t *testing.T) {
 		{`"a\u0000"`, `"a"`, false},
 	}
 	for _, tt := range tests {
-		a, err := parseJSON([]byte(tt.a))
+		a, err := parse([]byte(tt.a))
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, err := parseJSON([]byte(tt.b))
+		b, err := parse([]byte(tt.b))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -57,12 +57,13 @@ func TestUniqueItemsLongArray(t *testing.T) {
 		fmt.Fprintf(&b, "%d", i)
 	}
 	b.WriteByte(']')
-	var aggs []string
-	err := decodeJSON([]byte(b.String()), aggregatesSchemaV1_1, &aggs)
+	// The schema of PUT /resource_providers/{uuid}/aggregates from 1.1.
+	aggregates := Must(`{"type": "array", "items": {"type": "string", "format": "uuid"}, "uniqueItems": true}`)
+	doc, _ := parse([]byte(b.String()))
+	err := aggregates.Validate(doc)
 	if err == nil || !strings.Contains(err.Error(), "is not of type 'string'") {
 		t.Fatalf("err = %.200v", err)
 	}
-	doc, _ := parseJSON([]byte(b.String()))
 	if !allUnique(doc.([]any)) {
 		t.Error("distinct numbers reported as duplicates")
 	}
@@ -81,7 +82,7 @@ func TestPyReprNumbersAndNesting(t *testing.T) {
 		{strings.Repeat(`[`, 3000) + strings.Repeat(`]`, 3000), strings.Repeat(`[`, 3000) + strings.Repeat(`]`, 3000)},
 	}
 	for _, tt := range tests {
-		doc, err := parseJSON([]byte(tt.doc))
+		doc, err := parse([]byte(tt.doc))
 		if err != nil {
 			t.Fatal(err)
 		}

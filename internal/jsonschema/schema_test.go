@@ -1,12 +1,14 @@
-package httpapi
+package jsonschema
 
 import (
+	"bytes"
+	"encoding/json"
 	"strings"
 	"testing"
 )
 
 func TestSchemaMessages(t *testing.T) {
-	s := MustSchema(`{
+	s := Must(`{
 		"type": "object",
 		"properties": {
 			"name": {"type": "string", "maxLength": 5, "pattern": "^[A-Z]+$"},
@@ -32,7 +34,7 @@ func TestSchemaMessages(t *testing.T) {
 		{`{"name": 5, "bad": 1}`, "Additional properties are not allowed ('bad' was unexpected)"},
 	}
 	for _, tt := range tests {
-		doc, err := parseJSON([]byte(tt.doc))
+		doc, err := parse([]byte(tt.doc))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -47,10 +49,19 @@ func TestSchemaMessages(t *testing.T) {
 }
 
 func TestPatternPropertiesMessage(t *testing.T) {
-	s := MustSchema(`{"type": "object", "patternProperties": {"^[A-Z0-9_]+$": {"type": "integer"}}, "additionalProperties": false}`)
-	doc, _ := parseJSON([]byte(`{"bad-key": 1}`))
+	s := Must(`{"type": "object", "patternProperties": {"^[A-Z0-9_]+$": {"type": "integer"}}, "additionalProperties": false}`)
+	doc, _ := parse([]byte(`{"bad-key": 1}`))
 	err := s.Validate(doc)
 	if err == nil || !strings.Contains(err.Error(), "'bad-key' does not match any of the regexes: '^[A-Z0-9_]+$'") {
 		t.Fatalf("got %v", err)
 	}
+}
+
+// parse decodes one JSON document as the API does: numbers as json.Number.
+func parse(body []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	var doc any
+	err := dec.Decode(&doc)
+	return doc, err
 }

@@ -1,0 +1,180 @@
+package httpapi
+
+import (
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+)
+
+// route is one row of the route table.
+type route struct {
+	method string
+	path   string
+	// versions is the microversion range the route exists in; outside it
+	// the route answers 404, as Placement does for routes that did not
+	// exist yet.
+	versions minors
+	// rule is the policy rule the caller must pass (one of
+	// authz.OperationRules).
+	rule    string
+	handler echo.HandlerFunc
+	// accept says whether the route refuses an Accept header that rules
+	// out JSON (406).
+	accept acceptRule
+}
+
+// minors is the range of microversions 1.first to 1.last; last 0 means
+// up to the latest.
+type minors struct{ first, last int }
+
+// since is the range from 1.first to the latest.
+func since(first int) minors { return minors{first: first} }
+
+// acceptRule is how a route treats the Accept header.
+type acceptRule bool
+
+const (
+	// acceptJSON: the answer is JSON, and an Accept header that rules it
+	// out is 406. Placement's GET routes do this.
+	acceptJSON acceptRule = true
+	// acceptAny: Accept is not looked at. As in Placement, the routes
+	// that change things do not look at it (their errors are rendered in
+	// whatever type the client prefers); nor do the GET routes that answer
+	// no JSON.
+	acceptAny acceptRule = false
+)
+
+// routes is the API: every route, the microversions it exists in, the
+// policy rule that guards it and its handler. The version document (GET
+// /) is public and is not in the table; the probes and /metrics are
+// answered before routing (health.go).
+func (s *Server) routes() []route {
+	const (
+		get, put, post, del, patch = http.MethodGet, http.MethodPut, http.MethodPost, http.MethodDelete, http.MethodPatch
+	)
+	every := since(0) // every microversion
+	return []route{
+		// Resource providers.
+		{get, "/resource_providers", every, "placement:resource_providers:list", s.providerList, acceptJSON},
+		{post, "/resource_providers", every, "placement:resource_providers:create", s.providerCreate, acceptAny},
+		{get, "/resource_providers/:uuid", every, "placement:resource_providers:show", s.providerShow, acceptJSON},
+		{put, "/resource_providers/:uuid", every, "placement:resource_providers:update", s.providerUpdate, acceptAny},
+		{del, "/resource_providers/:uuid", every, "placement:resource_providers:delete", s.providerDelete, acceptAny},
+
+		// Inventories.
+		{get, "/resource_providers/:uuid/inventories", every, "placement:resource_providers:inventories:list", s.inventoriesList, acceptJSON},
+		{post, "/resource_providers/:uuid/inventories", every, "placement:resource_providers:inventories:create", s.inventoryCreate, acceptAny},
+		{put, "/resource_providers/:uuid/inventories", every, "placement:resource_providers:inventories:update", s.inventoriesReplace, acceptAny},
+		{del, "/resource_providers/:uuid/inventories", every, "placement:resource_providers:inventories:delete", s.inventoriesDelete, acceptAny},
+		{get, "/resource_providers/:uuid/inventories/:resource_class", every, "placement:resource_providers:inventories:show", s.inventoryShow, acceptJSON},
+		{put, "/resource_providers/:uuid/inventories/:resource_class", every, "placement:resource_providers:inventories:update", s.inventoryUpdate, acceptAny},
+		{del, "/resource_providers/:uuid/inventories/:resource_class", every, "placement:resource_providers:inventories:delete", s.inventoryDelete, acceptAny},
+
+		// Usages.
+		{get, "/resource_providers/:uuid/usages", every, "placement:resource_providers:usages", s.providerUsagesGet, acceptJSON},
+		{get, "/usages", since(9), "placement:usages", s.usagesGet, acceptJSON},
+
+		// Resource classes.
+		{get, "/resource_classes", since(2), "placement:resource_classes:list", s.resourceClassList, acceptJSON},
+		{post, "/resource_classes", since(2), "placement:resource_classes:create", s.resourceClassCreate, acceptAny},
+		{get, "/resource_classes/:name", since(2), "placement:resource_classes:show", s.resourceClassShow, acceptJSON},
+		{put, "/resource_classes/:name", since(2), "placement:resource_classes:update", s.resourceClassUpdate, acceptAny},
+		{del, "/resource_classes/:name", since(2), "placement:resource_classes:delete", s.resourceClassDelete, acceptAny},
+
+		// Aggregates.
+		{get, "/resource_providers/:uuid/aggregates", since(1), "placement:resource_providers:aggregates:list", s.providerAggregatesShow, acceptJSON},
+		{put, "/resource_providers/:uuid/aggregates", since(1), "placement:resource_providers:aggregates:update", s.providerAggregatesReplace, acceptAny},
+
+		// Traits. GET /traits/{name} answers 204 without a body and, as in
+		// Placement, does not look at Accept.
+		{get, "/traits", since(6), "placement:traits:list", s.traitList, acceptJSON},
+		{get, "/traits/:name", since(6), "placement:traits:show", s.traitShow, acceptAny},
+		{put, "/traits/:name", since(6), "placement:traits:update", s.traitPut, acceptAny},
+		{del, "/traits/:name", since(6), "placement:traits:delete", s.traitDelete, acceptAny},
+		{get, "/resource_providers/:uuid/traits", since(6), "placement:resource_providers:traits:list", s.providerTraitsShow, acceptJSON},
+		{put, "/resource_providers/:uuid/traits", since(6), "placement:resource_providers:traits:update", s.providerTraitsReplace, acceptAny},
+		{del, "/resource_providers/:uuid/traits", since(6), "placement:resource_providers:traits:delete", s.providerTraitsDelete, acceptAny},
+
+		// Allocations.
+		{get, "/allocations/:consumer_uuid", every, "placement:allocations:list", s.allocationsGet, acceptJSON},
+		{put, "/allocations/:consumer_uuid", every, "placement:allocations:update", s.allocationsPut, acceptAny},
+		{del, "/allocations/:consumer_uuid", every, "placement:allocations:delete", s.allocationsDelete, acceptAny},
+		{post, "/allocations", since(13), "placement:allocations:manage", s.allocationsPost, acceptAny},
+		{get, "/resource_providers/:uuid/allocations", every, "placement:resource_providers:allocations:list", s.providerAllocationsGet, acceptJSON},
+
+		// Allocation candidates and reshapes.
+		{get, "/allocation_candidates", since(10), "placement:allocation_candidates:list", s.allocationCandidates, acceptJSON},
+		{post, "/reshaper", since(30), "placement:reshaper:reshape", s.reshape, acceptAny},
+
+		// Berth's extensions exist at every microversion (Placement has no
+		// equivalent); their error bodies carry a "code" from 1.23 on, as
+		// for every route.
+
+		// Claims: select and claim in one request, reschedule, move,
+		// confirm and revert (docs/claims.md).
+		{post, "/claims", every, "berth:claims:create", s.claimCreate, acceptAny},
+		{post, "/claims/:consumer_uuid/reschedule", every, "berth:claims:reschedule", s.claimReschedule, acceptAny},
+		{post, "/claims/:consumer_uuid/move", every, "berth:claims:move", s.claimMove, acceptAny},
+		{post, "/claims/:consumer_uuid/move/confirm", every, "berth:claims:move", s.claimConfirm, acceptAny},
+		{post, "/claims/:consumer_uuid/move/revert", every, "berth:claims:move", s.claimRevert, acceptAny},
+
+		// Capacity: how many more instances of one request fit, and where.
+		{get, "/capacity", every, "berth:capacity:show", s.capacityShow, acceptJSON},
+
+		// Provider state reported by agents, and affinity placement keys.
+		{get, "/resource_providers/:uuid/state", every, "berth:resource_providers:state:show", s.providerStateShow, acceptJSON},
+		{put, "/resource_providers/:uuid/state", every, "berth:resource_providers:state:update", s.providerStatePut, acceptAny},
+		{get, "/resource_providers/:uuid/placement_keys", every, "berth:resource_providers:placement_keys:list", s.placementKeysList, acceptJSON},
+		{put, "/resource_providers/:uuid/placement_keys", every, "berth:resource_providers:placement_keys:update", s.placementKeysPut, acceptAny},
+
+		// Scheduling policies, the units they may name, and a policy's
+		// balancer suggestions.
+		{get, "/scheduling_policies", every, "berth:scheduling_policies:list", s.policyList, acceptJSON},
+		{post, "/scheduling_policies", every, "berth:scheduling_policies:create", s.policyCreate, acceptAny},
+		{get, "/scheduling_policies/:name", every, "berth:scheduling_policies:show", s.policyShow, acceptJSON},
+		{put, "/scheduling_policies/:name", every, "berth:scheduling_policies:update", s.policyPut, acceptAny},
+		{del, "/scheduling_policies/:name", every, "berth:scheduling_policies:delete", s.policyDelete, acceptAny},
+		{get, "/scheduling_policies/:name/balance", every, "berth:scheduling_policies:balance", s.policyBalance, acceptJSON},
+		{get, "/policy_units", every, "berth:policy_units:list", s.policyUnits, acceptJSON},
+
+		// Stored Starlark scriptlets. GET of one answers its source as
+		// text/plain, so it does not insist on JSON.
+		{get, "/scriptlets", every, "berth:scriptlets:list", s.scriptletList, acceptJSON},
+		{get, "/scriptlets/:name", every, "berth:scriptlets:show", s.scriptletShow, acceptAny},
+		{put, "/scriptlets/:name", every, "berth:scriptlets:update", s.scriptletPut, acceptAny},
+		{del, "/scriptlets/:name", every, "berth:scriptlets:delete", s.scriptletDelete, acceptAny},
+		{post, "/scriptlets/:name/test", every, "berth:scriptlets:test", s.scriptletTest, acceptAny},
+
+		// Server-wide settings.
+		{get, "/config", every, "berth:config:show", s.configShow, acceptJSON},
+		{patch, "/config", every, "berth:config:update", s.configPatch, acceptAny},
+	}
+}
+
+// addRoutes registers the version document and every route of the table.
+// A route's rule must be one of authz.OperationRules: authorize panics on
+// anything else, since the table is a constant of the program.
+func (s *Server) addRoutes() {
+	s.e.GET("/", s.root)
+	for _, r := range s.routes() {
+		mw := []echo.MiddlewareFunc{versionGate(r.versions), s.authorize(r.rule)}
+		if r.accept == acceptJSON {
+			mw = append(mw, requireJSONAccept)
+		}
+		s.e.Add(r.method, r.path, r.handler, mw...)
+	}
+}
+
+// versionGate answers 404 to requests outside the route's microversions,
+// as Placement does for routes that did not exist yet.
+func versionGate(v minors) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			ver := version(c)
+			if !ver.AtLeast(v.first) || (v.last > 0 && ver.AtLeast(v.last+1)) {
+				return notFound("")
+			}
+			return next(c)
+		}
+	}
+}

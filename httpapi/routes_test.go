@@ -1,0 +1,34 @@
+package httpapi
+
+import (
+	"net/http/httptest"
+	"testing"
+
+	"github.com/labstack/echo/v4"
+)
+
+func TestVersionGate(t *testing.T) {
+	ok := func(echo.Context) error { return nil }
+	tests := []struct {
+		v     minors
+		minor int
+		open  bool
+	}{
+		{since(0), 0, true},
+		{since(6), 5, false},
+		{since(6), 6, true},
+		{since(6), 39, true},
+		{minors{2, 5}, 1, false},
+		{minors{2, 5}, 2, true},
+		{minors{2, 5}, 5, true},
+		{minors{2, 5}, 6, false},
+	}
+	for _, tt := range tests {
+		c := echo.New().NewContext(httptest.NewRequest("GET", "/", nil), httptest.NewRecorder())
+		c.Set(ctxVersion, Version{Major: 1, Minor: tt.minor})
+		err := versionGate(tt.v)(ok)(c)
+		if (err == nil) != tt.open {
+			t.Errorf("versionGate(%v) at 1.%d: err %v, want open %v", tt.v, tt.minor, err, tt.open)
+		}
+	}
+}

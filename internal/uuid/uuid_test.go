@@ -1,0 +1,45 @@
+package uuid
+
+import "testing"
+
+func TestValidAndCanonical(t *testing.T) {
+	const want = "7d2a6c1e-3b4f-4a5e-9c8d-0123456789ab"
+	for _, in := range []string{
+		want,
+		"7D2A6C1E-3B4F-4A5E-9C8D-0123456789AB",
+		"7d2a6c1e3b4f4a5e9c8d0123456789ab",
+		"{7d2a6c1e-3b4f-4a5e-9c8d-0123456789ab}",
+		"urn:uuid:7d2a6c1e-3b4f-4a5e-9c8d-0123456789ab",
+	} {
+		if !Valid(in) {
+			t.Errorf("Valid(%q) = false", in)
+		}
+		if got, ok := Canonical(in); !ok || got != want {
+			t.Errorf("Canonical(%q) = %q, %v; want %q", in, got, ok, want)
+		}
+	}
+	for _, in := range []string{"", "x", "7d2a6c1e-3b4f-4a5e-9c8d-0123456789a", "7d2a6c1e-3b4f-4a5e-9c8d-0123456789abc"} {
+		if Valid(in) {
+			t.Errorf("Valid(%q) = true", in)
+		}
+		if _, ok := Canonical(in); ok {
+			t.Errorf("Canonical(%q) ok", in)
+		}
+	}
+}
+
+func TestNewAndFromName(t *testing.T) {
+	a, b := New(), New()
+	if a == b || !Valid(a) || a[14] != '4' {
+		t.Errorf("New() = %q, %q: want two different version 4 UUIDs", a, b)
+	}
+	// RFC 4122 appendix B's example, corrected by its errata: the DNS
+	// namespace and "www.example.com".
+	dns := [16]byte{0x6b, 0xa7, 0xb8, 0x10, 0x9d, 0xad, 0x11, 0xd1, 0x80, 0xb4, 0x00, 0xc0, 0x4f, 0xd4, 0x30, 0xc8}
+	if got, want := FromName(dns, "www.example.com"), "2ed6657d-e927-568b-95e1-2665a8aea6a2"; got != want {
+		t.Errorf("FromName = %q, want %q", got, want)
+	}
+	if FromName(dns, "a") != FromName(dns, "a") || FromName(dns, "a") == FromName(dns, "b") {
+		t.Error("FromName is not a function of the name")
+	}
+}
