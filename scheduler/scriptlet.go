@@ -486,9 +486,13 @@ func (run *scriptRun) ignore(unit string, err error) {
 		}
 	}
 	f.calls++
-	msg := fmt.Sprintf("%s failed and was ignored (%s): %s", unit, f.what, f.first)
+	label := unit
+	if unit == ScriptletName {
+		label = fmt.Sprintf("scriptlet %q", run.ranking.Scriptlet)
+	}
+	msg := fmt.Sprintf("%s failed and was ignored (%s): %s", label, f.what, f.first)
 	if f.calls > 1 {
-		msg = fmt.Sprintf("%s failed on %d calls and was ignored (%s); the first: %s", unit, f.calls, f.what, f.first)
+		msg = fmt.Sprintf("%s failed on %d calls and was ignored (%s); the first: %s", label, f.calls, f.what, f.first)
 	}
 	if f.logLine >= 0 && f.logLine < len(run.ranking.Log) {
 		run.ranking.Log[f.logLine].Message = msg

@@ -200,7 +200,7 @@ func TestScriptletFailOpen(t *testing.T) {
 	for i := range 5 {
 		r, err := rankWith(t, `{}`, oom, ScriptletLimits{Metrics: &m}, &Request{}, threeCands())
 		if err != nil || roots(r) != "uuid-1,node2,node3" || r.Chosen || len(r.Log) != 1 ||
-			!strings.Contains(r.Log[0].Message, "scriptlet failed and was ignored") || !strings.Contains(r.Log[0].Message, "memory budget") {
+			!strings.Contains(r.Log[0].Message, "scriptlet \"(default)\" failed and was ignored") || !strings.Contains(r.Log[0].Message, "memory budget") {
 			t.Fatalf("run %d: %v %+v", i, err, r)
 		}
 	}
@@ -250,8 +250,8 @@ func TestCheckScriptlet(t *testing.T) {
 		}
 	}
 	bad := map[string]string{
-		placementBody("x = [None] * 100000000"):                                   LimitMemory,
-		placementBody("for i in range(1 << 40):\n    pass"):                                    LimitSteps,
+		placementBody("x = [None] * 100000000"):                                    LimitMemory,
+		placementBody("for i in range(1 << 40):\n    pass"):                        LimitSteps,
 		"def weigh(request, candidate):\n    return len(sorted(range(3000000)))\n": LimitSteps,
 	}
 	for src, limit := range bad {

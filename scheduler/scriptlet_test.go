@@ -208,7 +208,7 @@ func TestScriptletBuiltins(t *testing.T) {
 			// ranking stands, the log says why.
 			r, err = rankWith(t, `{}`, src, ScriptletLimits{}, req, threeCands())
 			if err != nil || roots(r) != "uuid-1,node2,node3" || r.Chosen || len(r.Log) != 1 ||
-				!strings.Contains(r.Log[0].Message, "scriptlet failed and was ignored (the ranking stands as the policy made it)") ||
+				!strings.Contains(r.Log[0].Message, "scriptlet \"(default)\" failed and was ignored (the ranking stands as the policy made it)") ||
 				!strings.Contains(r.Log[0].Message, tt.err) {
 				t.Errorf("%s ignored: %v %+v", tt.name, err, r)
 			}
