@@ -306,7 +306,7 @@ func (sb *sandbox) binop(th *starlark.Thread, op syntax.Token, x, y starlark.Val
 		}
 	case syntax.EQL, syntax.NEQ, syntax.LT, syntax.GT, syntax.LE, syntax.GE:
 		if isContainer(x) || isContainer(y) {
-			w := sb.walker(th, false)
+			w := sb.comparer(th)
 			w.walk(x, 0)
 			w.walk(y, 0)
 			return sb.chargeWalk(th, &w, what)
@@ -318,7 +318,7 @@ func (sb *sandbox) binop(th *starlark.Thread, op syntax.Token, x, y starlark.Val
 		case starlark.Bytes:
 			return sb.steps(th, uint64(len(y))/64, what)
 		case *starlark.List, starlark.Tuple:
-			w := sb.walker(th, false)
+			w := sb.comparer(th)
 			w.walk(x, 0)
 			w.walk(y, 0)
 			return sb.chargeWalk(th, &w, what)
@@ -366,7 +366,10 @@ func (sb *sandbox) tupleNodes(th *starlark.Thread, what string, vs ...starlark.V
 // follow lists, dicts and sets too. Cycles are visited once. The walk
 // stops when nodes passes limit (over).
 type walker struct {
-	hash  bool
+	hash bool
+	// compare: a value that contains itself is over (comparing it
+	// recurses to Starlark's depth limit, exponentially).
+	compare bool
 	limit uint64
 	nodes uint64
 	bytes uint64
@@ -376,6 +379,11 @@ type walker struct {
 
 func (sb *sandbox) walker(th *starlark.Thread, hash bool) walker {
 	return walker{hash: hash, limit: sb.remaining(th)}
+}
+
+// comparer is a walker for operations that compare their operands.
+func (sb *sandbox) comparer(th *starlark.Thread) walker {
+	return walker{compare: true, limit: sb.remaining(th)}
 }
 
 // chargeWalk charges the walk's nodes as steps.
@@ -402,6 +410,9 @@ func (w *walker) enter(v starlark.Value) bool {
 		w.path = map[starlark.Value]bool{}
 	}
 	if w.path[v] {
+		if w.compare {
+			w.over = true
+		}
 		return false
 	}
 	w.path[v] = true
@@ -729,7 +740,8 @@ func (sb *sandbox) chargeBuiltin(th *starlark.Thread, b *starlark.Builtin, args 
 	}
 	steps := total
 	if cost.walk {
-		w := sb.walker(th, name == "set" || name == "dict")
+		w := sb.comparer(th)
+		w.hash = name == "set" || name == "dict"
 		for _, a := range args {
 			w.walk(a, 0)
 		}
@@ -840,7 +852,7 @@ func (sb *sandbox) chargeMethod(th *starlark.Thread, recv starlark.Value, name s
 		case "insert", "pop":
 			return sb.steps(th, uint64(r.Len()), what)
 		case "index", "remove":
-			w := sb.walker(th, false)
+			w := sb.comparer(th)
 			w.walk(r, 0)
 			for _, a := range args {
 				w.walk(a, 0)

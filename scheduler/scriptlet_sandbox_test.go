@@ -272,3 +272,18 @@ func TestCheckScriptlet(t *testing.T) {
 		t.Errorf("syntax: %v", err)
 	}
 }
+
+// TestSandboxCycles: comparing a list that contains itself is refused
+// (Starlark would recurse to its depth limit, exponentially).
+func TestSandboxCycles(t *testing.T) {
+	err, _, _ := runProbe(t, placementBody("l = [1]\nl.append(l)\nl = [l] * 100\nx = l == l"), ScriptletLimits{})
+	var lim *ScriptletLimitError
+	if !errors.As(err, &lim) || lim.Limit != LimitSteps {
+		t.Fatalf("got %v", err)
+	}
+	// Printing one is fine.
+	r, err := rankWith(t, `{}`, placementBody("l = [1]\nl.append(l)\nlog_info(l)"), ScriptletLimits{OnError: OnErrorRefuse}, &Request{}, threeCands())
+	if err != nil || r.Log[0].Message != "[1, [...]]" {
+		t.Fatalf("%v %v", err, r.Log)
+	}
+}
