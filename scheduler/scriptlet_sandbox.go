@@ -370,11 +370,11 @@ type walker struct {
 	// compare: a value that contains itself is over (comparing it
 	// recurses to Starlark's depth limit, exponentially).
 	compare bool
-	limit uint64
-	nodes uint64
-	bytes uint64
-	over  bool
-	path  map[starlark.Value]bool
+	limit   uint64
+	nodes   uint64
+	bytes   uint64
+	over    bool
+	path    map[starlark.Value]bool
 }
 
 func (sb *sandbox) walker(th *starlark.Thread, hash bool) walker {
