@@ -65,7 +65,7 @@ func CompileScriptlet(name string, src []byte) (*Program, error) {
 		return nil, compileError(err)
 	}
 	th := newSandboxThread("scriptlet:"+name+":load", DefaultScriptletSteps, DefaultScriptletMaxAlloc,
-		func(*starlark.Thread, string) {})
+		func(*starlark.Thread, string) {}, nil)
 	timer := time.AfterFunc(DefaultScriptletTimeout, func() { th.Cancel("deadline exceeded") })
 	globals, err := prog.Init(th, predeclared)
 	timer.Stop()
@@ -340,8 +340,10 @@ func runOf(req *Request) *scriptRun {
 	return run
 }
 
-// callState is what builtins see of one call, through the thread.
+// callState is what builtins see of one call, through the thread, and
+// the call's sandbox. At top level (compiling) only sb is set.
 type callState struct {
+	sb     sandbox
 	ctx    context.Context
 	run    *scriptRun
 	req    *Request
@@ -370,8 +372,7 @@ func (run *scriptRun) call(prog *Program, entry string, fn *starlark.Function, s
 	}
 	st.ctx = ctx
 	th := newSandboxThread("scriptlet:"+name+":"+entry, run.limits.MaxSteps, run.limits.MaxAlloc,
-		func(_ *starlark.Thread, msg string) { run.log("info", msg) })
-	th.SetLocal(threadStateKey, st)
+		func(_ *starlark.Thread, msg string) { run.log("info", msg) }, st)
 	start := time.Now()
 	stop := context.AfterFunc(ctx, func() { th.Cancel("deadline exceeded") })
 	v, err := starlark.Call(th, fn, args, nil)

@@ -33,7 +33,7 @@ type builtinFn = func(*starlark.Thread, *starlark.Builtin, starlark.Tuple, []sta
 // state is the call a builtin serves; an error outside a run.
 func state(th *starlark.Thread, b *starlark.Builtin) (*callState, error) {
 	st, _ := th.Local(threadStateKey).(*callState)
-	if st == nil {
+	if st == nil || st.run == nil {
 		return nil, fmt.Errorf("%s: only callable while placing (not at top level)", b.Name())
 	}
 	return st, nil
@@ -77,10 +77,11 @@ func logBuiltin(level string) builtinFn {
 // bytes each: a step and its bytes per value.
 func chargeResult(th *starlark.Thread, b *starlark.Builtin, n int, size uint64) error {
 	sb := sandboxOf(th)
-	if err := sb.steps(th, uint64(n), b.Name()+"()"); err != nil {
+	what := func() string { return b.Name() + "()" }
+	if err := sb.steps(th, uint64(n), what); err != nil {
 		return err
 	}
-	return sb.alloc(mul(uint64(n), size), b.Name()+"()")
+	return sb.alloc(mul(uint64(n), size), what)
 }
 
 func setTarget(th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {

@@ -46,25 +46,29 @@ type sandbox struct {
 	maxAllocs uint64
 }
 
-const sandboxKey = "berth.sandbox"
-
 // newSandboxThread is a thread bounded by steps and allocation bytes.
-func newSandboxThread(name string, maxSteps, maxAllocs uint64, print func(*starlark.Thread, string)) *starlark.Thread {
+// st is what builtins see of the call (nil at top level); the sandbox
+// lives in it, so that a thread has one local.
+func newSandboxThread(name string, maxSteps, maxAllocs uint64, print func(*starlark.Thread, string), st *callState) *starlark.Thread {
 	th := &starlark.Thread{Name: name, Print: print}
 	th.SetMaxExecutionSteps(maxSteps)
-	th.SetLocal(sandboxKey, &sandbox{maxSteps: maxSteps, maxAllocs: maxAllocs})
+	if st == nil {
+		st = &callState{}
+	}
+	st.sb = sandbox{maxSteps: maxSteps, maxAllocs: maxAllocs}
+	th.SetLocal(threadStateKey, st)
 	return th
 }
 
 func sandboxOf(th *starlark.Thread) *sandbox {
-	if sb, ok := th.Local(sandboxKey).(*sandbox); ok {
-		return sb
+	if st, ok := th.Local(threadStateKey).(*callState); ok {
+		return &st.sb
 	}
 	// A thread the sandbox did not make (cannot happen for scriptlets):
 	// the default budgets.
-	sb := &sandbox{maxSteps: DefaultScriptletSteps, maxAllocs: DefaultScriptletMaxAlloc}
-	th.SetLocal(sandboxKey, sb)
-	return sb
+	st := &callState{sb: sandbox{maxSteps: DefaultScriptletSteps, maxAllocs: DefaultScriptletMaxAlloc}}
+	th.SetLocal(threadStateKey, st)
+	return &st.sb
 }
 
 // budgetError is an operation refused because it would exceed a budget.
@@ -84,20 +88,20 @@ func (sb *sandbox) remaining(th *starlark.Thread) uint64 {
 }
 
 // steps charges n steps of work about to be done by what.
-func (sb *sandbox) steps(th *starlark.Thread, n uint64, what string) error {
+func (sb *sandbox) steps(th *starlark.Thread, n uint64, what func() string) error {
 	if n >= sb.remaining(th) {
 		th.Steps = sb.maxSteps
-		return &budgetError{limit: LimitSteps, msg: fmt.Sprintf("%s: needs %d more steps than the step budget (%d) allows", what, n, sb.maxSteps)}
+		return &budgetError{limit: LimitSteps, msg: fmt.Sprintf("%s: needs %d more steps than the step budget (%d) allows", what(), n, sb.maxSteps)}
 	}
 	th.Steps += n
 	return nil
 }
 
 // alloc charges n bytes about to be allocated by what.
-func (sb *sandbox) alloc(n uint64, what string) error {
+func (sb *sandbox) alloc(n uint64, what func() string) error {
 	if n > sb.maxAllocs-min(sb.allocs, sb.maxAllocs) {
 		return &budgetError{limit: LimitMemory, msg: fmt.Sprintf("%s: needs %d bytes, over the memory budget of %d bytes (%d used)",
-			what, n, sb.maxAllocs, sb.allocs)}
+			what(), n, sb.maxAllocs, sb.allocs)}
 	}
 	sb.allocs += n
 	return nil
@@ -222,7 +226,7 @@ func isContainer(v starlark.Value) bool {
 
 // binop charges x op y before it is computed.
 func (sb *sandbox) binop(th *starlark.Thread, op syntax.Token, x, y starlark.Value) error {
-	what := fmt.Sprintf("%s %s %s", x.Type(), op, y.Type())
+	what := func() string { return fmt.Sprintf("%s %s %s", x.Type(), op, y.Type()) }
 	switch op {
 	case syntax.PLUS:
 		nx, sx, okx := seqLen(x)
@@ -271,7 +275,7 @@ func (sb *sandbox) binop(th *starlark.Thread, op syntax.Token, x, y starlark.Val
 		}
 		if xi, ok := x.(starlark.Int); ok && kok {
 			if intBits(xi)+intBits(ki) > maxIntBits+1 {
-				return &budgetError{limit: LimitMemory, msg: fmt.Sprintf("%s: integer result longer than %d bits", what, maxIntBits)}
+				return &budgetError{limit: LimitMemory, msg: fmt.Sprintf("%s: integer result longer than %d bits", what(), maxIntBits)}
 			}
 		}
 	case syntax.PERCENT:
@@ -292,7 +296,7 @@ func (sb *sandbox) binop(th *starlark.Thread, op syntax.Token, x, y starlark.Val
 		yi, oky := y.(starlark.Int)
 		if okx && oky {
 			if s, small := yi.Int64(); small && s >= 0 && intBits(xi)+int(min(s, maxIntBits+1)) > maxIntBits {
-				return &budgetError{limit: LimitMemory, msg: fmt.Sprintf("%s: integer result longer than %d bits", what, maxIntBits)}
+				return &budgetError{limit: LimitMemory, msg: fmt.Sprintf("%s: integer result longer than %d bits", what(), maxIntBits)}
 			}
 		}
 	case syntax.PIPE, syntax.AMP, syntax.CIRCUMFLEX, syntax.MINUS:
@@ -342,13 +346,13 @@ func stepDivisor(size uint64) uint64 {
 	return 1
 }
 
-func tupleTooBig(what string) error {
-	return &budgetError{limit: LimitMemory, msg: fmt.Sprintf("%s: a tuple holding more than %d values (counted through nested tuples)", what, maxTupleNodes)}
+func tupleTooBig(what func() string) error {
+	return &budgetError{limit: LimitMemory, msg: fmt.Sprintf("%s: a tuple holding more than %d values (counted through nested tuples)", what(), maxTupleNodes)}
 }
 
 // tupleNodes refuses a tuple made of vs when it would hold too many
 // values.
-func (sb *sandbox) tupleNodes(th *starlark.Thread, what string, vs ...starlark.Value) error {
+func (sb *sandbox) tupleNodes(th *starlark.Thread, what func() string, vs ...starlark.Value) error {
 	w := walker{hash: true, limit: min(maxTupleNodes, sb.remaining(th))}
 	for _, v := range vs {
 		w.walk(v, 0)
@@ -387,10 +391,10 @@ func (sb *sandbox) comparer(th *starlark.Thread) walker {
 }
 
 // chargeWalk charges the walk's nodes as steps.
-func (sb *sandbox) chargeWalk(th *starlark.Thread, w *walker, what string) error {
+func (sb *sandbox) chargeWalk(th *starlark.Thread, w *walker, what func() string) error {
 	if w.over {
 		th.Steps = sb.maxSteps
-		return &budgetError{limit: LimitSteps, msg: fmt.Sprintf("%s: its operands are larger (or nested deeper) than the step budget (%d) lets it visit", what, sb.maxSteps)}
+		return &budgetError{limit: LimitSteps, msg: fmt.Sprintf("%s: its operands are larger (or nested deeper) than the step budget (%d) lets it visit", what(), sb.maxSteps)}
 	}
 	return sb.steps(th, w.nodes, what)
 }
@@ -573,7 +577,7 @@ func sandboxSlice(th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple,
 		size = 0 // a substring shares the string's bytes
 	}
 	sb := sandboxOf(th)
-	what := x.Type() + " slice"
+	what := func() string { return x.Type() + " slice" }
 	if err := sb.alloc(mul(uint64(count), size), what); err != nil {
 		return nil, err
 	}
@@ -583,18 +587,20 @@ func sandboxSlice(th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple,
 	return s.Slice(start, end, step), nil
 }
 
+func whatTuple() string { return "tuple" }
+
 // sandboxTuple is a tuple literal.
 func sandboxTuple(th *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, _ []starlark.Tuple) (starlark.Value, error) {
 	sb := sandboxOf(th)
 	for _, a := range args {
 		if isContainer(a) {
-			if err := sb.tupleNodes(th, "tuple", args...); err != nil {
+			if err := sb.tupleNodes(th, whatTuple, args...); err != nil {
 				return nil, err
 			}
 			break
 		}
 	}
-	if err := sb.alloc(uint64(len(args))*sizeValue+24, "tuple"); err != nil {
+	if err := sb.alloc(uint64(len(args))*sizeValue+24, whatTuple); err != nil {
 		return nil, err
 	}
 	return append(starlark.Tuple(nil), args...), nil
@@ -604,8 +610,21 @@ func sandboxTuple(th *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple,
 // (see chargeBuiltin); a Starlark function's varargs tuple is bounded
 // like any tuple.
 func sandboxCall(th *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
-	fn, args := args[0], append(starlark.Tuple(nil), args[1:]...)
+	// args is the interpreter's copy (it copies the arguments of every
+	// builtin call), so the callee may have the rest of it.
+	fn, args := args[0], args[1:]
 	sb := sandboxOf(th)
+	if n := uint64(len(args) + len(kwargs)); n > 16 {
+		// f(*l) and f(**d) copied l and d: charge it (after the fact,
+		// but bounded by values that exist).
+		what := func() string { return "call with *args or **kwargs" }
+		if err := sb.alloc(mul(n, sizeValue), what); err != nil {
+			return nil, err
+		}
+		if err := sb.steps(th, n, what); err != nil {
+			return nil, err
+		}
+	}
 	switch f := fn.(type) {
 	case *starlark.Builtin:
 		var err error
@@ -614,7 +633,7 @@ func sandboxCall(th *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, 
 		}
 	case *starlark.Function:
 		if f.HasVarargs() && len(args) > f.NumParams() {
-			if err := sb.tupleNodes(th, "arguments of "+f.Name(), args...); err != nil {
+			if err := sb.tupleNodes(th, func() string { return "arguments of " + f.Name() }, args...); err != nil {
 				return nil, err
 			}
 		}
@@ -633,7 +652,7 @@ func guardedBuiltin(b *starlark.Builtin) *starlark.Builtin {
 // lengthOf is the number of elements iterating v gives; for an iterable
 // without a length (none of Starlark's own) it materialises v as a list,
 // charging each element, and returns the list in its place.
-func (sb *sandbox) lengthOf(th *starlark.Thread, v starlark.Value, what string) (starlark.Value, uint64, error) {
+func (sb *sandbox) lengthOf(th *starlark.Thread, v starlark.Value, what func() string) (starlark.Value, uint64, error) {
 	if n := starlark.Len(v); n >= 0 {
 		return v, uint64(n), nil
 	}
@@ -687,7 +706,7 @@ func (sb *sandbox) chargeBuiltin(th *starlark.Thread, b *starlark.Builtin, args 
 	if recv := b.Receiver(); recv != nil {
 		return args, kwargs, sb.chargeMethod(th, recv, name, args, kwargs)
 	}
-	what := name + "()"
+	what := func() string { return name + "()" }
 	switch name {
 	case "str", "repr", "print", "fail", "log_info", "log_warn", "log_error":
 		w := sb.walker(th, false)
@@ -766,7 +785,7 @@ func (sb *sandbox) chargeBuiltin(th *starlark.Thread, b *starlark.Builtin, args 
 
 // chargeMethod charges a method of a built-in type.
 func (sb *sandbox) chargeMethod(th *starlark.Thread, recv starlark.Value, name string, args starlark.Tuple, kwargs []starlark.Tuple) error {
-	what := recv.Type() + "." + name + "()"
+	what := func() string { return recv.Type() + "." + name + "()" }
 	argLen := func() (uint64, error) {
 		var n uint64
 		for _, a := range args {
