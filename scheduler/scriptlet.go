@@ -391,6 +391,19 @@ func (run *scriptRun) call(prog *Program, entry string, fn *starlark.Function, s
 	case errors.As(err, &fe):
 		stats.Outcome = "refused"
 		return nil, &failError{truncate(fe.msg, maxMessageBytes)}
+	case errors.As(err, &be) && be.limit == LimitMemory:
+		stats.Outcome = "limit_memory"
+		lim := &ScriptletLimitError{Scriptlet: name, Limit: LimitMemory, Steps: stats.Steps, Detail: truncate(be.msg, maxMessageBytes)}
+		stats.Error = lim.Error()
+		return nil, lim
+	case be != nil || (stats.Steps >= run.limits.MaxSteps && ctx.Err() == nil):
+		stats.Outcome = "limit_steps"
+		lim := &ScriptletLimitError{Scriptlet: name, Limit: LimitSteps, Steps: stats.Steps}
+		if be != nil {
+			lim.Detail = truncate(be.msg, maxMessageBytes)
+		}
+		stats.Error = lim.Error()
+		return nil, lim
 	case context.Cause(ctx) == errScriptletDeadline:
 		stats.Outcome = "limit_deadline"
 		lim := &ScriptletLimitError{Scriptlet: name, Limit: LimitDeadline, Steps: stats.Steps}
@@ -400,19 +413,6 @@ func (run *scriptRun) call(prog *Program, entry string, fn *starlark.Function, s
 		stats.Outcome = "error"
 		stats.Error = ctx.Err().Error()
 		return nil, ctx.Err()
-	case errors.As(err, &be) && be.limit == LimitMemory:
-		stats.Outcome = "limit_memory"
-		lim := &ScriptletLimitError{Scriptlet: name, Limit: LimitMemory, Steps: stats.Steps, Detail: truncate(be.msg, maxMessageBytes)}
-		stats.Error = lim.Error()
-		return nil, lim
-	case stats.Steps >= run.limits.MaxSteps || errors.As(err, &be):
-		stats.Outcome = "limit_steps"
-		lim := &ScriptletLimitError{Scriptlet: name, Limit: LimitSteps, Steps: stats.Steps}
-		if be != nil {
-			lim.Detail = truncate(be.msg, maxMessageBytes)
-		}
-		stats.Error = lim.Error()
-		return nil, lim
 	}
 	stats.Outcome = "error"
 	se := &ScriptletError{Scriptlet: name, Msg: truncate(err.Error(), maxMessageBytes)}
