@@ -44,6 +44,18 @@ func TestScriptletSandboxAPI(t *testing.T) {
 		t.Errorf("took %s", took)
 	}
 
+	// on_error "refuse": the same dry run refuses, naming the limit.
+	wantStatus(t, s, apiCall{method: "PATCH", path: "/config", body: `{"scheduler.scriptlet.on_error": "refuse", "scheduler.scriptlet.max_memory": 8388608}`}, 200,
+		`"scheduler.scriptlet.on_error":"refuse"`)
+	got = wantStatus(t, s, apiCall{method: "POST", path: "/scriptlets/late/test", body: `{"resources": {"VCPU": 1}}`}, 200, "")
+	if d := got["decision"].(map[string]any); d["refused"] == nil || !strings.Contains(d["refused"].(string), "over the memory budget of 8388608 bytes") {
+		t.Errorf("refuse: %v", d)
+	}
+	for _, bad := range []string{`{"scheduler.scriptlet.on_error": "maybe"}`, `{"scheduler.scriptlet.max_memory": 10}`, `{"scheduler.scriptlet.max_memory": "lots"}`} {
+		wantStatus(t, s, apiCall{method: "PATCH", path: "/config", body: bad}, 400, "scheduler.scriptlet.")
+	}
+	wantStatus(t, s, apiCall{method: "PATCH", path: "/config", body: `{"scheduler.scriptlet.on_error": null, "scheduler.scriptlet.max_memory": null}`}, 200, "")
+
 	// A log_info loop: the answer is bounded.
 	wantStatus(t, s, put("chatty", place("for i in range(50000):\n    log_info(\"x\" * 100)")), 201, "")
 	code, raw, _ := do(t, s, apiCall{method: "POST", path: "/scriptlets/chatty/test", body: `{"resources": {"VCPU": 1}}`})
