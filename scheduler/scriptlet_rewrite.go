@@ -18,6 +18,7 @@ import (
 //	f(a, *b, k=c)                   $call(f, a, *b, k=c)
 //	x[lo:hi:step]                   $slice(x, lo, hi, step)
 //	(a, b)                          $tuple(a, b)
+//	f(*x, **y)                      $call(f, *$spread(x), **$spreadkw(y))
 //
 // Short-circuit `and`/`or`, `not`, unary minus and indexing are left as
 // they are: they allocate nothing that grows.
@@ -27,6 +28,9 @@ const (
 	hiddenCall  = "$call"
 	hiddenSlice = "$slice"
 	hiddenTuple = "$tuple"
+	// f(*x), f(**x)           f(*$spread(x)), f(**$spreadkw(x))
+	hiddenSpread   = "$spread"
+	hiddenSpreadKw = "$spreadkw"
 )
 
 func hiddenBinop(op syntax.Token) string { return "$binop_" + op.String() }
@@ -170,8 +174,14 @@ func (rw *rewriter) expr(e syntax.Expr) syntax.Expr {
 					continue
 				}
 			case *syntax.UnaryExpr:
-				if a.Op == syntax.STAR || a.Op == syntax.STARSTAR {
-					a.X = rw.expr(a.X)
+				// f(*x) and f(**x): the interpreter copies x before
+				// the call, so x is charged first.
+				if a.Op == syntax.STAR {
+					a.X = callOf(hiddenSpread, a.OpPos, rw.expr(a.X))
+					continue
+				}
+				if a.Op == syntax.STARSTAR {
+					a.X = callOf(hiddenSpreadKw, a.OpPos, rw.expr(a.X))
 					continue
 				}
 			}

@@ -119,9 +119,11 @@ func mul(a, b uint64) uint64 {
 // hidden are the builtins the rewrite calls (see scriptlet_rewrite.go).
 var hidden = func() starlark.StringDict {
 	d := starlark.StringDict{
-		hiddenCall:  starlark.NewBuiltin(hiddenCall, sandboxCall),
-		hiddenSlice: starlark.NewBuiltin(hiddenSlice, sandboxSlice),
-		hiddenTuple: starlark.NewBuiltin(hiddenTuple, sandboxTuple),
+		hiddenCall:     starlark.NewBuiltin(hiddenCall, sandboxCall),
+		hiddenSlice:    starlark.NewBuiltin(hiddenSlice, sandboxSlice),
+		hiddenTuple:    starlark.NewBuiltin(hiddenTuple, sandboxTuple),
+		hiddenSpread:   starlark.NewBuiltin(hiddenSpread, spreadBuiltin(sizeValue, func() string { return "*args" })),
+		hiddenSpreadKw: starlark.NewBuiltin(hiddenSpreadKw, spreadBuiltin(sizePair, func() string { return "**kwargs" })),
 	}
 	for _, op := range guardedOps {
 		d[hiddenBinop(op)] = starlark.NewBuiltin(hiddenBinop(op), binopBuiltin(op))
@@ -159,7 +161,21 @@ func binopBuiltin(op syntax.Token) builtinFn {
 func augBuiltin(op syntax.Token) builtinFn {
 	return func(th *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, _ []starlark.Tuple) (starlark.Value, error) {
 		x, y := args[0], args[1]
-		if err := sandboxOf(th).binop(th, op, x, y); err != nil {
+		sb := sandboxOf(th)
+		if _, isList := x.(*starlark.List); isList && op == syntax.PLUS {
+			// list += iterable extends the list in place, from any
+			// iterable (list += range(n) included).
+			what := func() string { return "list += " + y.Type() }
+			y, n, err := sb.lengthOf(th, y, what)
+			if err != nil {
+				return nil, err
+			}
+			if err := sb.alloc(mul(n, 2*sizeValue), what); err != nil {
+				return nil, err
+			}
+			return y, sb.steps(th, n, what)
+		}
+		if err := sb.binop(th, op, x, y); err != nil {
 			return nil, err
 		}
 		if op != syntax.PLUS && op != syntax.PIPE {
@@ -606,6 +622,22 @@ func sandboxTuple(th *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple,
 	return append(starlark.Tuple(nil), args...), nil
 }
 
+// spreadBuiltin charges the copy f(*x) or f(**x) makes of x (size bytes
+// per element) and returns x (materialised, if it had no length).
+func spreadBuiltin(size uint64, what func() string) builtinFn {
+	return func(th *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, _ []starlark.Tuple) (starlark.Value, error) {
+		sb := sandboxOf(th)
+		v, n, err := sb.lengthOf(th, args[0], what)
+		if err != nil {
+			return nil, err
+		}
+		if err := sb.alloc(mul(n, size), what); err != nil {
+			return nil, err
+		}
+		return v, sb.steps(th, n, what)
+	}
+}
+
 // sandboxCall is f(args...): a builtin's work is charged before it runs
 // (see chargeBuiltin); a Starlark function's varargs tuple is bounded
 // like any tuple.
@@ -614,17 +646,6 @@ func sandboxCall(th *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, 
 	// builtin call), so the callee may have the rest of it.
 	fn, args := args[0], args[1:]
 	sb := sandboxOf(th)
-	if n := uint64(len(args) + len(kwargs)); n > 16 {
-		// f(*l) and f(**d) copied l and d: charge it (after the fact,
-		// but bounded by values that exist).
-		what := func() string { return "call with *args or **kwargs" }
-		if err := sb.alloc(mul(n, sizeValue), what); err != nil {
-			return nil, err
-		}
-		if err := sb.steps(th, n, what); err != nil {
-			return nil, err
-		}
-	}
 	switch f := fn.(type) {
 	case *starlark.Builtin:
 		var err error
