@@ -28,17 +28,24 @@ const (
 	// ConfigScriptletTimeout is the deadline of one scriptlet run, a Go
 	// duration string such as "200ms".
 	ConfigScriptletTimeout = "scheduler.scriptlet.timeout"
+	// ConfigScriptletMaxMemory is the memory budget of one scriptlet
+	// run, in bytes (an integer).
+	ConfigScriptletMaxMemory = "scheduler.scriptlet.max_memory"
+	// ConfigScriptletOnError is what a claim does when its scriptlet
+	// fails: "ignore" (rank without it) or "refuse".
+	ConfigScriptletOnError = "scheduler.scriptlet.on_error"
 )
 
 // ConfigKeys lists the settings PATCH /config accepts.
 func ConfigKeys() []string {
-	return []string{ConfigDefaultScriptlet, ConfigScriptletMaxSteps, ConfigScriptletTimeout}
+	return []string{ConfigDefaultScriptlet, ConfigScriptletMaxSteps, ConfigScriptletTimeout, ConfigScriptletMaxMemory, ConfigScriptletOnError}
 }
 
 // Bounds of the scriptlet limits.
 const (
 	maxScriptletSteps   = 1_000_000_000
 	maxScriptletTimeout = time.Minute
+	maxScriptletMemory  = 1 << 30
 )
 
 // DefaultSourcesRefresh is how often Sources reloads everything even
@@ -114,24 +121,24 @@ func NewSources(store *ledger.Store, reg *scheduler.Registry, log *slog.Logger, 
 		refresh = DefaultSourcesRefresh
 	}
 	s := &Sources{store: store, reg: reg, log: log, refresh: refresh}
-	s.metrics = &scheduler.ScriptletMetrics{OnRun: s.logRun}
+	s.metrics = &scheduler.ScriptletMetrics{OnFailure: s.logRun}
 	return s
 }
 
 // Metrics counts the scriptlet runs of every policy s builds: runs,
 // refusals, errors, limits exceeded, steps and time. Read its counters at
-// any time; its OnRun is Sources' own (it logs failed runs).
+// any time; its OnFailure is Sources' own (it logs failed runs, rate-limited).
 func (s *Sources) Metrics() *scheduler.ScriptletMetrics { return s.metrics }
 
-// logRun logs a scriptlet run that failed or exceeded a limit; refusals
-// and successes are the claim's answer, not the operator's concern.
-func (s *Sources) logRun(st scheduler.ScriptletRunStats) {
-	if st.Outcome == "ok" || st.Outcome == "refused" {
-		return
-	}
+// logRun logs a scriptlet run that failed or exceeded a limit, at most
+// once a second per scriptlet (ScriptletMetrics.OnFailure), with how many
+// were not logged since; refusals and successes are the claim's answer,
+// not the operator's concern.
+func (s *Sources) logRun(st scheduler.ScriptletRunStats, suppressed uint64) {
 	s.log.LogAttrs(context.Background(), slog.LevelWarn, "scriptlet run failed",
 		slog.String("scriptlet", st.Scriptlet), slog.String("entry", st.Entry), slog.String("outcome", st.Outcome),
-		slog.Uint64("steps", st.Steps), slog.Duration("duration", st.Duration))
+		slog.Uint64("steps", st.Steps), slog.Duration("duration", st.Duration), slog.String("error", st.Error),
+		slog.Uint64("failures_not_logged", suppressed))
 }
 
 // SetFallback makes p the policy claims use when no stored policy is the
@@ -351,8 +358,16 @@ func (s *Sources) StarlarkUnits(ctx context.Context) ([]scheduler.UnitInfo, erro
 // CheckScriptlet compiles src as a scriptlet named name: nil or a
 // *ScriptletError.
 func (s *Sources) CheckScriptlet(name string, src []byte) error {
-	_, err := compileScriptlet(name, src)
-	return err
+	return checkScriptlet(name, src, s.limits())
+}
+
+// limits are the scriptlet limits of the last load (the defaults before
+// the first).
+func (s *Sources) limits() scheduler.ScriptletLimits {
+	if c := s.cur.Load(); c != nil {
+		return c.limits
+	}
+	return scheduler.ScriptletLimits{}
 }
 
 // CheckPolicy builds spec against the registry and the stored scriptlets
@@ -393,7 +408,8 @@ func (s *Sources) CheckConfig(ctx context.Context, changes map[string]json.RawMe
 			stored[k] = v
 		}
 	}
-	if _, err := limitsOf(stored); err != nil {
+	limits, err := limitsOf(stored)
+	if err != nil {
 		return &ledger.Error{Kind: ledger.ErrInvalid, Msg: err.Error()}
 	}
 	if raw, ok := changes[ConfigDefaultScriptlet]; ok && raw != nil {
@@ -402,7 +418,7 @@ func (s *Sources) CheckConfig(ctx context.Context, changes map[string]json.RawMe
 			return &ledger.Error{Kind: ledger.ErrInvalid, Msg: ConfigDefaultScriptlet + " must be a string of Starlark source or null."}
 		}
 		if strings.TrimSpace(src) != "" {
-			if _, err := compileScriptlet(ConfigDefaultScriptlet, []byte(src)); err != nil {
+			if err := checkScriptlet(ConfigDefaultScriptlet, []byte(src), limits); err != nil {
 				return err
 			}
 		}
@@ -517,6 +533,18 @@ func limitsOf(cfg map[string]json.RawMessage) (scheduler.ScriptletLimits, error)
 			return l, fmt.Errorf("%s must be a duration such as \"200ms\", from 1ms to %s", ConfigScriptletTimeout, maxScriptletTimeout)
 		}
 		l.Timeout = d
+	}
+	if raw, ok := cfg[ConfigScriptletMaxMemory]; ok {
+		var n int64
+		if err := json.Unmarshal(raw, &n); err != nil || n < 1<<20 || n > maxScriptletMemory {
+			return l, fmt.Errorf("%s must be an integer number of bytes from %d to %d", ConfigScriptletMaxMemory, 1<<20, maxScriptletMemory)
+		}
+		l.MaxAlloc = uint64(n)
+	}
+	if raw, ok := cfg[ConfigScriptletOnError]; ok {
+		if err := json.Unmarshal(raw, &l.OnError); err != nil || l.Validate() != nil {
+			return l, fmt.Errorf("%s must be %q or %q", ConfigScriptletOnError, scheduler.OnErrorIgnore, scheduler.OnErrorRefuse)
+		}
 	}
 	return l, nil
 }

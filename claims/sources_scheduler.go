@@ -27,6 +27,19 @@ func compileScriptlet(name string, src []byte) (*program, error) {
 	return p, nil
 }
 
+// checkScriptlet is what storing a scriptlet checks: it compiles, and a
+// run on synthetic data stays within limits (scheduler.CheckScriptlet).
+// The error is a *ScriptletError.
+func checkScriptlet(name string, src []byte, limits scheduler.ScriptletLimits) error {
+	if _, err := compileScriptlet(name, src); err != nil {
+		return err
+	}
+	if err := scheduler.CheckScriptlet(name, src, limits); err != nil {
+		return &ScriptletError{Name: name, Msg: "a trial run on a synthetic claim failed: " + err.Error()}
+	}
+	return nil
+}
+
 // Scriptlet implements scheduler.ScriptletResolver over one load.
 func (c *compiled) Scriptlet(name string) (*scheduler.Program, bool) {
 	p, ok := c.scripts[name]

@@ -17,6 +17,12 @@
 // then the scriptlet's instance_placement sees the ranked candidates and
 // may choose one (set_target) or refuse the claim. Scriptlets are looked
 // up through a ScriptletResolver at every Rank, so a changed scriptlet is
-// used by the next claim; each run has a step budget and the Rank's
-// Starlark work a deadline. See docs/scheduling.md.
+// used by the next claim; each run has a step budget and a memory budget,
+// and the Rank's Starlark work a deadline. Scriptlets run in a sandbox
+// (scriptlet_rewrite.go, scriptlet_sandbox.go): compiled programs are
+// rewritten so that every operator and call whose work grows with its
+// operands is charged to those budgets before it runs; a scriptlet that
+// fails is ignored unless ScriptletLimits.OnError says refuse;
+// CheckScriptlet is the check of a scriptlet about to be stored. See
+// docs/scheduling.md and docs/security.md.
 package scheduler

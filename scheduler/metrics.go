@@ -22,7 +22,7 @@ func ObserveScriptlets(m *ScriptletMetrics) (unregister func() error, err error)
 		return nil, err
 	}
 	failed, err := meter.Int64ObservableCounter("berth.scriptlet.failures", metric.WithUnit("{run}"),
-		metric.WithDescription("Scriptlet calls that refused the request (refused), failed (error) or hit a limit (limit_steps, limit_deadline)"))
+		metric.WithDescription("Scriptlet calls that refused the request (refused), failed (error) or hit a limit (limit_steps, limit_deadline, limit_memory); ignored counts the failures claims went on without, once per claim and scriptlet unit"))
 	if err != nil {
 		return nil, err
 	}
@@ -45,6 +45,8 @@ func ObserveScriptlets(m *ScriptletMetrics) (unregister func() error, err error)
 		o.ObserveInt64(failed, int64(m.Errors.Load()), outcome("error"))
 		o.ObserveInt64(failed, int64(m.StepLimit.Load()), outcome("limit_steps"))
 		o.ObserveInt64(failed, int64(m.DeadlineLimit.Load()), outcome("limit_deadline"))
+		o.ObserveInt64(failed, int64(m.MemoryLimit.Load()), outcome("limit_memory"))
+		o.ObserveInt64(failed, int64(m.Ignored.Load()), outcome("ignored"))
 		o.ObserveInt64(steps, int64(m.Steps.Load()))
 		o.ObserveFloat64(busy, float64(m.Nanoseconds.Load())/1e9)
 		return nil

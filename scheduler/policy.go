@@ -80,19 +80,51 @@ type ScriptletResolver interface {
 
 // Scriptlet limit defaults.
 const (
-	DefaultScriptletSteps   = 1_000_000
-	DefaultScriptletTimeout = time.Second
+	DefaultScriptletSteps       = 1_000_000
+	DefaultScriptletTimeout     = time.Second
+	DefaultScriptletMaxAlloc    = 64 << 20
+	DefaultScriptletMaxLogLines = 1000
+	DefaultScriptletMaxLogBytes = 64 << 10
+)
+
+// What a claim does when its scriptlet fails (ScriptletLimits.OnError).
+const (
+	// OnErrorIgnore (the default) ranks the claim as if the failing
+	// scriptlet were not there: instance_placement leaves the policy's
+	// ranking as it is, a starlark: filter keeps the candidate its call
+	// failed on, a starlark: weigher contributes nothing to the claim.
+	OnErrorIgnore = "ignore"
+	// OnErrorRefuse refuses the claim, as an explicit refusal does.
+	OnErrorRefuse = "refuse"
 )
 
 // ScriptletLimits bound the Starlark of one Rank.
 type ScriptletLimits struct {
 	// MaxSteps is the step budget of one call (instance_placement once,
-	// or one filter/weigh call per candidate). 0 means
+	// or one filter/weigh call per candidate). Builtins and operators
+	// whose work grows with their operands (sorted, list(range(n)),
+	// comparing lists, repeating a string) count it too. 0 means
 	// DefaultScriptletSteps.
 	MaxSteps uint64
+	// MaxAlloc is the memory budget of one call, in bytes: what the
+	// operations that build values of any size (repeat, concatenation,
+	// list(), sorted(), str(), format, slices, joins) may allocate in
+	// total. An operation over the budget fails before it allocates.
+	// Values built one element per step (append, comprehensions) cost
+	// at most a few dozen bytes per step on top. 0 means
+	// DefaultScriptletMaxAlloc.
+	MaxAlloc uint64
 	// Timeout is the deadline of all the scriptlet work of one Rank.
 	// 0 means DefaultScriptletTimeout.
 	Timeout time.Duration
+	// MaxLogLines and MaxLogBytes bound the scriptlet log of one Rank;
+	// what is over is dropped and counted in a last line. 0 means
+	// DefaultScriptletMaxLogLines and DefaultScriptletMaxLogBytes.
+	MaxLogLines int
+	MaxLogBytes int
+	// OnError is what a claim does when a scriptlet fails (a runtime
+	// error or a limit): OnErrorIgnore ("" means it) or OnErrorRefuse.
+	OnError string
 	// Metrics, when set, counts scriptlet runs (shared by every policy
 	// built with it).
 	Metrics *ScriptletMetrics
@@ -102,10 +134,30 @@ func (l ScriptletLimits) withDefaults() ScriptletLimits {
 	if l.MaxSteps == 0 {
 		l.MaxSteps = DefaultScriptletSteps
 	}
+	if l.MaxAlloc == 0 {
+		l.MaxAlloc = DefaultScriptletMaxAlloc
+	}
 	if l.Timeout <= 0 {
 		l.Timeout = DefaultScriptletTimeout
 	}
+	if l.MaxLogLines <= 0 {
+		l.MaxLogLines = DefaultScriptletMaxLogLines
+	}
+	if l.MaxLogBytes <= 0 {
+		l.MaxLogBytes = DefaultScriptletMaxLogBytes
+	}
+	if l.OnError == "" {
+		l.OnError = OnErrorIgnore
+	}
 	return l
+}
+
+// Validate reports a limit out of its range.
+func (l ScriptletLimits) Validate() error {
+	if l.OnError != "" && l.OnError != OnErrorIgnore && l.OnError != OnErrorRefuse {
+		return fmt.Errorf("on_error must be %q or %q", OnErrorIgnore, OnErrorRefuse)
+	}
+	return nil
 }
 
 // weighted is a weigher with its factor.
@@ -386,9 +438,13 @@ func (p *Policy) Rank(ctx context.Context, req *Request, cands []*Candidate) (_ 
 	if err != nil {
 		return nil, &PluginError{Plugin: ScriptletName, Err: err}
 	}
+	// Scriptlets run under their own deadline; built-in units under
+	// ctx, so that a scriptlet that ran out of time (and is ignored)
+	// leaves them theirs.
+	run.ctx = ctx
 	if placement != nil || p.starlarkUnits {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeoutCause(ctx, p.limits.Timeout, errScriptletDeadline)
+		run.ctx, cancel = context.WithTimeoutCause(ctx, p.limits.Timeout, errScriptletDeadline)
 		defer cancel()
 	}
 
@@ -477,6 +533,9 @@ func (p *Policy) Rank(ctx context.Context, req *Request, cands []*Candidate) (_ 
 				raw[i] = v
 			}
 		}
+		if run.failed(w.w.Name()) {
+			clear(raw) // a starlark weigher that failed weighs nothing
+		}
 		for _, v := range raw {
 			if math.IsNaN(v) || math.IsInf(v, 0) {
 				return r, &PluginError{Plugin: w.w.Name(), Err: fmt.Errorf("weight %v is not finite", v)}
@@ -494,7 +553,7 @@ func (p *Policy) Rank(ctx context.Context, req *Request, cands []*Candidate) (_ 
 
 	if placement != nil {
 		start := time.Now()
-		err := run.placement(ctx, placement, req)
+		err := run.placement(placement, req)
 		stageSpan(ctx, "scriptlet", r.Scriptlet, start, attribute.Bool("berth.scriptlet.chose", r.Chosen))
 		if err != nil {
 			return r, err

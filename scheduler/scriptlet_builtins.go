@@ -33,7 +33,7 @@ type builtinFn = func(*starlark.Thread, *starlark.Builtin, starlark.Tuple, []sta
 // state is the call a builtin serves; an error outside a run.
 func state(th *starlark.Thread, b *starlark.Builtin) (*callState, error) {
 	st, _ := th.Local(threadStateKey).(*callState)
-	if st == nil {
+	if st == nil || st.run == nil {
 		return nil, fmt.Errorf("%s: only callable while placing (not at top level)", b.Name())
 	}
 	return st, nil
@@ -56,6 +56,10 @@ func logBuiltin(level string) builtinFn {
 		if len(kwargs) > 0 {
 			return nil, fmt.Errorf("%s: unexpected keyword arguments", b.Name())
 		}
+		if st.run.dropped > 0 { // the log is full: count the line only
+			st.run.log(level, "")
+			return starlark.None, nil
+		}
 		parts := make([]string, len(args))
 		for i, a := range args {
 			if s, ok := starlark.AsString(a); ok {
@@ -67,6 +71,17 @@ func logBuiltin(level string) builtinFn {
 		st.run.log(level, strings.Join(parts, " "))
 		return starlark.None, nil
 	}
+}
+
+// chargeResult charges a builtin's result of n values of about size
+// bytes each: a step and its bytes per value.
+func chargeResult(th *starlark.Thread, b *starlark.Builtin, n int, size uint64) error {
+	sb := sandboxOf(th)
+	what := func() string { return b.Name() + "()" }
+	if err := sb.steps(th, uint64(n), what); err != nil {
+		return err
+	}
+	return sb.alloc(mul(uint64(n), size), what)
 }
 
 func setTarget(th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
@@ -199,6 +214,9 @@ func getInstances(th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple,
 	if err != nil {
 		return nil, err
 	}
+	if err := chargeResult(th, b, len(is), 512); err != nil {
+		return nil, err
+	}
 	list := make([]starlark.Value, len(is))
 	for i, in := range is {
 		list[i] = frozenStruct("instance", starlark.StringDict{
@@ -243,6 +261,9 @@ func getClusterMembers(th *starlark.Thread, b *starlark.Builtin, args starlark.T
 	ps, err := st.req.Data.Members(st.ctx, agg)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", b.Name(), err)
+	}
+	if err := chargeResult(th, b, len(ps), 256); err != nil {
+		return nil, err
 	}
 	list := make([]starlark.Value, len(ps))
 	for i, p := range ps {

@@ -194,11 +194,23 @@ func TestScriptletBuiltins(t *testing.T) {
 	}
 	for _, tt := range tests {
 		src := "def instance_placement(request, candidate_members):\n    pass\n    " + tt.body + "\n"
-		r, err := rankWith(t, `{}`, src, ScriptletLimits{}, &Request{Data: fixData(), Resources: map[string]int64{"VCPU": 1}}, threeCands())
+		req := &Request{Data: fixData(), Resources: map[string]int64{"VCPU": 1}}
+		r, err := rankWith(t, `{}`, src, ScriptletLimits{OnError: OnErrorRefuse}, req, threeCands())
 		if tt.err != "" {
 			var refused *RefusedError
 			if !errors.As(err, &refused) || !strings.Contains(err.Error(), tt.err) {
 				t.Errorf("%s: %v, want a refusal with %q", tt.name, err, tt.err)
+			}
+			if tt.name == "fail" || tt.name == "return a non-string" {
+				continue
+			}
+			// By default a failing scriptlet is ignored: the policy's
+			// ranking stands, the log says why.
+			r, err = rankWith(t, `{}`, src, ScriptletLimits{}, req, threeCands())
+			if err != nil || roots(r) != "uuid-1,node2,node3" || r.Chosen || len(r.Log) != 1 ||
+				!strings.Contains(r.Log[0].Message, "scriptlet \"(default)\" failed and was ignored (the ranking stands as the policy made it)") ||
+				!strings.Contains(r.Log[0].Message, tt.err) {
+				t.Errorf("%s ignored: %v %+v", tt.name, err, r)
 			}
 			continue
 		}
@@ -221,7 +233,7 @@ func TestScriptletBuiltins(t *testing.T) {
 		}
 	}
 	// Without cluster data the data builtins fail clearly.
-	_, err := rankWith(t, `{}`, "def instance_placement(request, candidate_members):\n    get_instances()\n", ScriptletLimits{}, &Request{}, threeCands())
+	_, err := rankWith(t, `{}`, "def instance_placement(request, candidate_members):\n    get_instances()\n", ScriptletLimits{OnError: OnErrorRefuse}, &Request{}, threeCands())
 	if err == nil || !strings.Contains(err.Error(), "no cluster data available") {
 		t.Errorf("no data: %v", err)
 	}
@@ -234,7 +246,7 @@ func TestScriptletLimits(t *testing.T) {
 	var mu sync.Mutex
 	m.OnRun = func(s ScriptletRunStats) { mu.Lock(); runs = append(runs, s); mu.Unlock() }
 
-	r, err := rankWith(t, `{}`, loop, ScriptletLimits{MaxSteps: 10000, Metrics: &m}, &Request{}, threeCands())
+	r, err := rankWith(t, `{}`, loop, ScriptletLimits{MaxSteps: 10000, Metrics: &m, OnError: OnErrorRefuse}, &Request{}, threeCands())
 	var lim *ScriptletLimitError
 	var refused *RefusedError
 	if !errors.As(err, &refused) || !errors.As(err, &lim) || lim.Limit != LimitSteps || lim.Steps < 10000 {
@@ -245,7 +257,8 @@ func TestScriptletLimits(t *testing.T) {
 	}
 
 	// A budget too large to reach: the deadline stops it.
-	_, err = rankWith(t, `{}`, loop, ScriptletLimits{MaxSteps: 1 << 62, Timeout: 20 * time.Millisecond, Metrics: &m}, &Request{}, threeCands())
+	_, err = rankWith(t, `{}`, loop, ScriptletLimits{MaxSteps: 1 << 62, Timeout: 20 * time.Millisecond, Metrics: &m, OnError: OnErrorRefuse},
+		&Request{}, threeCands())
 	if !errors.As(err, &lim) || lim.Limit != LimitDeadline || !strings.Contains(err.Error(), "exceeded its deadline") {
 		t.Fatalf("deadline: %v", err)
 	}
@@ -324,9 +337,26 @@ def weigh(request, candidate):
 	// A bad return value refuses, naming the scriptlet.
 	res.named["bad"] = compile(t, "def weigh(request, candidate):\n    return \"high\"\n")
 	var se *ScriptletError
-	if _, err := build(`{"weighers": [{"name": "starlark:bad"}]}`).Rank(context.Background(), &Request{}, threeCands()); !errors.As(err, &se) ||
+	refusing := func(cfg string) *Policy {
+		pc, err := ParsePolicyConfig([]byte(cfg))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := NewPolicy(pc, nil, res, ScriptletLimits{OnError: OnErrorRefuse})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	if _, err := refusing(`{"weighers": [{"name": "starlark:bad"}]}`).Rank(context.Background(), &Request{}, threeCands()); !errors.As(err, &se) ||
 		!strings.Contains(err.Error(), "weigh returned string; want a number") {
 		t.Errorf("bad weigh: %v", err)
+	}
+	// By default it weighs nothing, and the log says so once.
+	r, err = build(`{"weighers": [{"name": "starlark:bad", "factor": 5}, {"name": "spread"}]}`).Rank(context.Background(), &Request{}, threeCands())
+	if err != nil || len(r.Log) != 1 || !strings.Contains(r.Log[0].Message, "starlark:bad failed and was ignored (it weighs nothing in this claim)") ||
+		r.Ranked[0].Weights()["starlark:bad"] != 0 {
+		t.Errorf("bad weigh ignored: %v %+v", err, r)
 	}
 }
 

@@ -85,14 +85,15 @@ func (f *starlarkFilter) Prepare(context.Context, *Request) (any, *Status) {
 	return preparedScript{prog, fn}, nil
 }
 
-// Filter implements Filter.
-func (f *starlarkFilter) Filter(ctx context.Context, req *Request, c *Candidate) *Status {
+// Filter implements Filter. A call that fails keeps the candidate
+// unless the limits say to refuse (ScriptletLimits.OnError).
+func (f *starlarkFilter) Filter(_ context.Context, req *Request, c *Candidate) *Status {
 	ps, _ := req.Prepared(f).(preparedScript)
 	run := runOf(req)
 	if ps.prog == nil || run == nil {
 		return AsError(errors.New("starlark filter run outside Policy.Rank"))
 	}
-	st := &callState{ctx: ctx, run: run, req: req}
+	st := &callState{run: run, req: req}
 	var verdict *Status
 	check := func(v starlark.Value) error {
 		switch v := v.(type) {
@@ -105,30 +106,33 @@ func (f *starlarkFilter) Filter(ctx context.Context, req *Request, c *Candidate)
 			verdict = Reject("removed by " + f.Name())
 			return nil
 		case starlark.String:
-			verdict = Reject(string(v))
+			verdict = Reject(truncate(string(v), maxMessageBytes))
 			return nil
 		}
 		return fmt.Errorf("filter returned %s; want a bool or a reason string", v.Type())
 	}
-	_, err := run.call(ctx, ps.prog, entryFilter, ps.fn, st, check, run.requestValue(req), run.member(c))
+	_, err := run.call(ps.prog, entryFilter, ps.fn, st, check, run.requestValue(req), run.member(c))
 	if err != nil {
-		return AsError(unitError(run, err))
+		if err := unitError(run, f.Name(), err); err != nil {
+			return AsError(err)
+		}
+		return nil
 	}
 	return verdict
 }
 
 // unitError is a starlark unit's run error as Rank returns it: a
 // refusal for what the scriptlet caused (wrapping a plain error from
-// check as a *ScriptletError).
-func unitError(run *scriptRun, err error) error {
+// check as a *ScriptletError), nil for a failure Rank goes on without.
+func unitError(run *scriptRun, unit string, err error) error {
 	var fe *failError
 	var lim *ScriptletLimitError
 	var se *ScriptletError
 	if errors.As(err, &fe) || errors.As(err, &lim) || errors.As(err, &se) || errors.Is(err, context.Canceled) ||
 		errors.Is(err, context.DeadlineExceeded) {
-		return run.refusal(err)
+		return run.refusal(unit, err)
 	}
-	return run.refusal(&ScriptletError{Msg: err.Error()})
+	return run.refusal(unit, &ScriptletError{Msg: truncate(err.Error(), maxMessageBytes)})
 }
 
 // starlarkWeigher is a scriptlet's weigh as a Weigher: it returns a
@@ -154,14 +158,19 @@ func (w *starlarkWeigher) Prepare(context.Context, *Request) (any, *Status) {
 	return preparedScript{prog, fn}, nil
 }
 
-// Weigh implements Weigher.
-func (w *starlarkWeigher) Weigh(ctx context.Context, req *Request, c *Candidate) (float64, *Status) {
+// Weigh implements Weigher. Once a call failed, and the limits say to go
+// on (ScriptletLimits.OnError), the weigher is not called again in this
+// Rank, which zeroes what it weighed (Policy.Rank).
+func (w *starlarkWeigher) Weigh(_ context.Context, req *Request, c *Candidate) (float64, *Status) {
 	ps, _ := req.Prepared(w).(preparedScript)
 	run := runOf(req)
 	if ps.prog == nil || run == nil {
 		return 0, AsError(errors.New("starlark weigher run outside Policy.Rank"))
 	}
-	st := &callState{ctx: ctx, run: run, req: req}
+	if run.failed(w.Name()) {
+		return 0, nil
+	}
+	st := &callState{run: run, req: req}
 	var out float64
 	check := func(v starlark.Value) error {
 		f, err := asNumber(v)
@@ -171,9 +180,12 @@ func (w *starlarkWeigher) Weigh(ctx context.Context, req *Request, c *Candidate)
 		out = f
 		return nil
 	}
-	_, err := run.call(ctx, ps.prog, entryWeigh, ps.fn, st, check, run.requestValue(req), run.member(c))
+	_, err := run.call(ps.prog, entryWeigh, ps.fn, st, check, run.requestValue(req), run.member(c))
 	if err != nil {
-		return 0, AsError(unitError(run, err))
+		if err := unitError(run, w.Name(), err); err != nil {
+			return 0, AsError(err)
+		}
+		return 0, nil
 	}
 	return out, nil
 }

@@ -63,6 +63,7 @@ func (e *RefusedError) Unwrap() error { return e.Err }
 const (
 	LimitSteps    = "steps"
 	LimitDeadline = "deadline"
+	LimitMemory   = "memory"
 )
 
 // ScriptletLimitError is a scriptlet run that exceeded its step budget
@@ -72,13 +73,24 @@ type ScriptletLimitError struct {
 	Scriptlet string
 	Limit     string
 	Steps     uint64
+	// Detail says what went over, when known.
+	Detail string
 }
 
 func (e *ScriptletLimitError) Error() string {
-	if e.Limit == LimitSteps {
-		return fmt.Sprintf("scriptlet %q exceeded its step budget (%d steps)", e.Scriptlet, e.Steps)
+	var s string
+	switch e.Limit {
+	case LimitSteps:
+		s = fmt.Sprintf("scriptlet %q exceeded its step budget (%d steps)", e.Scriptlet, e.Steps)
+	case LimitMemory:
+		s = fmt.Sprintf("scriptlet %q exceeded its memory budget", e.Scriptlet)
+	default:
+		s = fmt.Sprintf("scriptlet %q exceeded its deadline (after %d steps)", e.Scriptlet, e.Steps)
 	}
-	return fmt.Sprintf("scriptlet %q exceeded its deadline (after %d steps)", e.Scriptlet, e.Steps)
+	if e.Detail != "" {
+		s += ": " + e.Detail
+	}
+	return s
 }
 
 // ScriptletError is a runtime error in a scriptlet (an exception, a bad
