@@ -278,5 +278,8 @@ func (f *fakePlacement) withTrait(trait string) []string {
 			out = append(out, f.providers[u].Name)
 		}
 	}
+	// Seeding creates providers from several workers at once, so their
+	// creation order varies; the names are compared as a sorted set.
+	slices.Sort(out)
 	return out
 }
