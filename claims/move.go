@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/google/uuid"
+	"github.com/berthd/berth/internal/uuid"
 
 	"github.com/berthd/berth/ledger"
 	"github.com/berthd/berth/ledger/engine"
@@ -14,11 +14,6 @@ import (
 // MigrationConsumerType is the consumer type Move gives the consumer that
 // holds the source allocations.
 const MigrationConsumerType = "MIGRATION"
-
-func isUUID(s string) bool {
-	_, err := uuid.Parse(s)
-	return err == nil
-}
 
 // holding is what a consumer holds now.
 type holding struct {
@@ -176,7 +171,7 @@ func (c *Claimer) Move(ctx context.Context, p Params, migrationUUID string) (*Re
 	if err != nil {
 		return nil, err
 	}
-	mig, ok := canonical(migrationUUID)
+	mig, ok := uuid.Canonical(migrationUUID)
 	if !ok || mig == canonicalOr(p.ConsumerUUID) {
 		return nil, invalid("Invalid migration_uuid %q: want a uuid other than the consumer's", migrationUUID)
 	}
@@ -211,7 +206,7 @@ func (c *Claimer) moveOf(ctx context.Context, consumerUUID, migrationUUID string
 	mig := ""
 	if migrationUUID != "" {
 		var ok bool
-		if mig, ok = canonical(migrationUUID); !ok {
+		if mig, ok = uuid.Canonical(migrationUUID); !ok {
 			return nil, invalid("Invalid migration_uuid %q", migrationUUID)
 		}
 	} else {
@@ -294,16 +289,8 @@ func (c *Claimer) Revert(ctx context.Context, consumerUUID, migrationUUID string
 	return &Holding{ConsumerUUID: canonicalOr(consumerUUID), ConsumerGeneration: gen, Allocations: m.allocs}, nil
 }
 
-func canonical(s string) (string, bool) {
-	u, err := uuid.Parse(s)
-	if err != nil {
-		return "", false
-	}
-	return u.String(), true
-}
-
 func canonicalOr(s string) string {
-	if c, ok := canonical(s); ok {
+	if c, ok := uuid.Canonical(s); ok {
 		return c
 	}
 	return s

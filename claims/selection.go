@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/berthd/berth/internal/uuid"
 	"github.com/berthd/berth/ledger"
 	"github.com/berthd/berth/ledger/engine"
 	"github.com/berthd/berth/scheduler"
@@ -95,7 +96,7 @@ func (c *Claimer) snapshot(ctx context.Context, p *Params) (*engine.Snapshot, er
 // is ErrInvalid (a bad request, not a missing resource).
 func resolve(snap *engine.Snapshot, ref, field string) (engine.Provider, error) {
 	f := engine.ProviderFilter{Name: ref}
-	if isUUID(ref) {
+	if uuid.Valid(ref) {
 		f = engine.ProviderFilter{UUID: ref}
 	}
 	provs, err := snap.ProvidersMatching(&f)

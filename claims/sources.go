@@ -68,12 +68,14 @@ func (e *ScriptletError) Error() string {
 }
 
 // Sources is every replica's compiled view of the scheduling policies,
-// scriptlets and config stored in the ledger. It resolves policies by name
-// for claims (PolicySource) and scriptlets for policies, and validates
-// what the API is about to store. Run keeps it fresh: it reloads within
-// moments of a change committed by any replica (PostgreSQL LISTEN/NOTIFY)
-// and at least every refresh interval; a replica's own writes are seen
-// at once when the writer calls Reload. It is safe for concurrent use.
+// scriptlets and config stored in the ledger, and their one writer. It
+// resolves policies by name for claims (PolicySource) and scriptlets for
+// policies; its writes (ScriptletPut, PolicyPut, ConfigPatch and the
+// deletes) check what they are given, store it, and reload, so that a
+// replica sees its own writes at once. Run keeps it fresh otherwise: it
+// reloads within moments of a change committed by any replica
+// (PostgreSQL LISTEN/NOTIFY) and at least every refresh interval. It is
+// safe for concurrent use.
 type Sources struct {
 	store   *ledger.Store
 	reg     *scheduler.Registry

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/google/uuid"
+	"github.com/berthd/berth/internal/uuid"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -91,7 +91,7 @@ type ProviderCreateParams struct {
 // it. A duplicate uuid or name is ErrConflict (CodeDuplicateName); a parent
 // that is the provider itself or does not exist is ErrInvalid.
 func (s *Store) ProviderCreate(ctx context.Context, params ProviderCreateParams) (Provider, error) {
-	rpUUID := uuid.NewString()
+	rpUUID := uuid.New()
 	if params.UUID != "" {
 		var ok bool
 		if rpUUID, ok = canonicalUUID(params.UUID); !ok {
