@@ -60,6 +60,13 @@ type Config struct {
 	// fails with 503 berth.database_unavailable instead of holding the
 	// client. 0 means DefaultRequestTimeout; negative disables it.
 	RequestTimeout time.Duration
+	// MaxInflightExpensive bounds the expensive requests (candidates,
+	// claims, lists; see admission.go) running at once; 0 means
+	// DefaultMaxInflightExpensive(), negative no bound.
+	// AdmissionQueueTimeout is how long one waits for its turn before a
+	// 503 berth.overloaded; 0 means DefaultAdmissionQueueTimeout.
+	MaxInflightExpensive  int
+	AdmissionQueueTimeout time.Duration
 	// Sources holds the stored scheduling policies, scriptlets and config,
 	// compiled; the caller runs it (Sources.Run). Nil means New makes one
 	// that is refreshed only by this server's own writes.
@@ -132,6 +139,8 @@ type Server struct {
 	data    *claims.LedgerData
 	// draining is set by Drain: /readyz fails from then on.
 	draining atomic.Bool
+	// admission bounds the expensive requests in flight (admission.go).
+	admission *admission
 }
 
 // New builds the API server over store.
@@ -161,7 +170,8 @@ func New(cfg Config, store *ledger.Store, logger *slog.Logger) (*Server, error) 
 		// OpenStack-API-Version header is refused before CORS sees it.
 		s.e.Pre(newCORS(cfg.CORSAllowedOrigins).middleware)
 	}
-	s.e.Use(s.authenticate, rejectOptions, checkContentHeaders)
+	s.admission = newAdmission(cfg)
+	s.e.Use(s.authenticate, rejectOptions, checkContentHeaders, s.admission.middleware)
 	s.routes()
 	return s, nil
 }
