@@ -298,6 +298,9 @@ func (s *Server) readBody(c echo.Context) ([]byte, error) {
 		}
 		return nil, badRequest("Could not read the request body: %v", err)
 	}
+	if err := checkJSONBody(c, body); err != nil {
+		return nil, err
+	}
 	return body, nil
 }
 
