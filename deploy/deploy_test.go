@@ -408,8 +408,9 @@ func checkRealAuth(t *testing.T, where string, env map[string]string) {
 	}
 }
 
-// TestDocsDockerRunHasAuth: every `docker run` of berthd in the docs
-// gives the container its token file (the image selects --auth tokens).
+// TestDocsDockerRunHasAuth: every `docker run` command in the docs' code
+// blocks gives the container its token file (the image selects --auth
+// tokens).
 func TestDocsDockerRunHasAuth(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("..", "docs", "*.md"))
 	if err != nil {
@@ -423,8 +424,12 @@ func TestDocsDockerRunHasAuth(t *testing.T) {
 			t.Fatal(err)
 		}
 		lines := strings.Split(string(data), "\n")
+		inCode := false
 		for i, line := range lines {
-			if !strings.Contains(line, "docker run") {
+			if strings.HasPrefix(strings.TrimSpace(line), "```") {
+				inCode = !inCode
+			}
+			if !inCode || !strings.HasPrefix(strings.TrimSpace(line), "docker run") {
 				continue
 			}
 			cmd := line
