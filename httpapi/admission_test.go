@@ -127,3 +127,18 @@ func TestAdmissionUnbounded(t *testing.T) {
 		t.Fatal("admission control with MaxInflightExpensive -1")
 	}
 }
+
+// TestExpensiveRoutesExist: every route admission control bounds is one
+// the server serves (a renamed route would silently escape the bound).
+func TestExpensiveRoutesExist(t *testing.T) {
+	s := newBareServer(t)
+	served := map[string]bool{}
+	for _, r := range s.e.Routes() {
+		served[r.Method+" "+r.Path] = true
+	}
+	for route := range expensiveRoutes {
+		if !served[route] {
+			t.Errorf("admission control bounds %s, which is not a route", route)
+		}
+	}
+}
