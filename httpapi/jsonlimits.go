@@ -1,7 +1,9 @@
 package httpapi
 
 import (
+	"bytes"
 	"fmt"
+	"io"
 	"mime"
 	"net/http"
 	"strings"
@@ -25,6 +27,15 @@ const (
 	// are left to its error.
 	maxJSONDepth = 10_000
 )
+
+// readAll is io.ReadAll with a buffer that doubles as it fills: io.ReadAll
+// grows a large buffer by a quarter at a time, which allocates about five
+// times a 32 MiB body in all, this about twice.
+func readAll(r io.Reader) ([]byte, error) {
+	var b bytes.Buffer
+	_, err := b.ReadFrom(r)
+	return b.Bytes(), err
+}
 
 // checkJSONBody refuses, before the body is decoded: a charset other
 // than UTF-8; bytes that are not UTF-8 (with the message Placement gives,

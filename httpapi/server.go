@@ -290,7 +290,7 @@ func (s *Server) readBody(c echo.Context) ([]byte, error) {
 	if err := requireJSONBody(c); err != nil {
 		return nil, err
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(c.Response(), c.Request().Body, s.cfg.MaxBodyBytes))
+	body, err := readAll(http.MaxBytesReader(c.Response(), c.Request().Body, s.cfg.MaxBodyBytes))
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
