@@ -203,6 +203,11 @@ func TestKubernetesManifests(t *testing.T) {
 	if data["BERTH_MIGRATE_ON_START"] != "false" {
 		t.Error("replicas migrate on start; the Job should")
 	}
+	cmEnv := map[string]string{}
+	for k, v := range data {
+		cmEnv[k] = fmt.Sprint(v)
+	}
+	checkRealAuth(t, "ConfigMap", cmEnv)
 	delay, grace := duration(t, data["BERTH_SHUTDOWN_DELAY"]), duration(t, data["BERTH_SHUTDOWN_GRACE"])
 	if term := time.Duration(dep.int("spec.template.spec.terminationGracePeriodSeconds")) * time.Second; delay+grace >= term {
 		t.Errorf("shutdown delay %v + grace %v does not fit terminationGracePeriodSeconds %v", delay, grace, term)
@@ -382,6 +387,64 @@ func TestDockerfile(t *testing.T) {
 	if !strings.HasPrefix(env["BERTH_LISTEN"], "0.0.0.0:") {
 		t.Errorf("BERTH_LISTEN %q: a container must listen beyond loopback", env["BERTH_LISTEN"])
 	}
+	checkRealAuth(t, "Dockerfile", env)
+}
+
+// checkRealAuth fails unless env, the settings of a deployment that
+// listens beyond loopback, selects real authentication: noauth2 (also
+// berthd's default when BERTH_AUTH is unset) lets anyone be admin.
+func checkRealAuth(t *testing.T, where string, env map[string]string) {
+	t.Helper()
+	switch auth := env["BERTH_AUTH"]; auth {
+	case "", "noauth2":
+		t.Errorf("%s: BERTH_AUTH %q; a deployment beyond loopback needs real authentication", where, auth)
+	case "tokens":
+		if env["BERTH_TOKEN_FILE"] == "" {
+			t.Errorf("%s: BERTH_AUTH tokens without BERTH_TOKEN_FILE", where)
+		}
+	}
+	if v := env["BERTH_INSECURE_ALLOW_NOAUTH_ON_NETWORK"]; v != "" && v != "false" && v != "0" {
+		t.Errorf("%s: BERTH_INSECURE_ALLOW_NOAUTH_ON_NETWORK=%s", where, v)
+	}
+}
+
+// TestDocsDockerRunHasAuth: every `docker run` command in the docs' code
+// blocks gives the container its token file (the image selects --auth
+// tokens).
+func TestDocsDockerRunHasAuth(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("..", "docs", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files = append(files, filepath.Join("..", "README.md"))
+	runs := 0
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(string(data), "\n")
+		inCode := false
+		for i, line := range lines {
+			if strings.HasPrefix(strings.TrimSpace(line), "```") {
+				inCode = !inCode
+			}
+			if !inCode || !strings.HasPrefix(strings.TrimSpace(line), "docker run") {
+				continue
+			}
+			cmd := line
+			for j := i; strings.HasSuffix(strings.TrimSpace(lines[j]), "\\") && j+1 < len(lines); j++ {
+				cmd += "\n" + lines[j+1]
+			}
+			runs++
+			if !strings.Contains(cmd, "/etc/berth/tokens") || strings.Contains(cmd, "noauth2") {
+				t.Errorf("%s:%d: docker run without a token file mounted at /etc/berth/tokens:\n%s", f, i+1, cmd)
+			}
+		}
+	}
+	if runs == 0 {
+		t.Error("no docker run example found in the docs")
+	}
 }
 
 // readUnit parses a systemd unit into section -> key -> values.
@@ -445,12 +508,14 @@ func TestSystemdUnit(t *testing.T) {
 		t.Fatal(err)
 	}
 	var grace time.Duration = 10 * time.Second // the default
+	fileEnv := map[string]string{}
 	for _, line := range strings.Split(string(f), "\n") {
 		line = strings.TrimSpace(line)
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
 		k, v, _ := strings.Cut(line, "=")
+		fileEnv[k] = v
 		if strings.HasPrefix(k, "BERTH_") && !known[k] {
 			t.Errorf("berthd.env sets %s, which berthd does not read", k)
 		}
@@ -464,6 +529,7 @@ func TestSystemdUnit(t *testing.T) {
 	if grace >= stop {
 		t.Errorf("shutdown grace %v does not fit TimeoutStopSec %v", grace, stop)
 	}
+	checkRealAuth(t, "berthd.env", fileEnv)
 	for _, e := range svc["Environment"] {
 		if k, _, _ := strings.Cut(e, "="); strings.HasPrefix(k, "BERTH_") && !known[k] {
 			t.Errorf("Environment %s: berthd does not read it", k)

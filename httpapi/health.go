@@ -53,7 +53,9 @@ func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
 // readyz answers 200 when this replica should get traffic: the database
 // answers and its schema is one this binary can use, and the process is
 // not draining for shutdown. Otherwise 503 with the reason. It costs one
-// short query.
+// short query. The probe needs no credentials, so a database error is
+// answered only as "database unreachable": its text (user, database
+// name, address) goes to the log.
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	if s.draining.Load() {
 		writeProbe(w, http.StatusServiceUnavailable, "shutting down")
@@ -64,7 +66,8 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	st, err := s.store.SchemaStatus(ctx)
 	switch {
 	case err != nil:
-		writeProbe(w, http.StatusServiceUnavailable, fmt.Sprintf("database unreachable: %v", err))
+		s.log.WarnContext(r.Context(), "readiness probe: database unreachable", "error", err)
+		writeProbe(w, http.StatusServiceUnavailable, "database unreachable")
 	case !st.Current():
 		writeProbe(w, http.StatusServiceUnavailable, st.String())
 	default:

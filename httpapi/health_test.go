@@ -1,12 +1,15 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -86,7 +89,8 @@ func TestReadyzDatabaseUnreachable(t *testing.T) {
 	dbURL := ledgertest.NewDB(t)
 	proxy, proxyURL := startDBProxy(t, dbURL)
 	store := openStore(t, proxyURL)
-	s, err := build(Config{}, store, nil, slog.New(slog.DiscardHandler))
+	var logs syncBuffer
+	s, err := build(Config{}, store, nil, slog.New(slog.NewTextHandler(&logs, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,9 +98,26 @@ func TestReadyzDatabaseUnreachable(t *testing.T) {
 		t.Fatalf("GET /readyz through the proxy = %d %q", code, body)
 	}
 	proxy.cut()
+	// The first probe loses its connection; the next one fails to open a
+	// new one, whose error names the user, database and address.
+	get(t, s, "/readyz")
 	code, body := get(t, s, "/readyz")
-	if code != http.StatusServiceUnavailable || !strings.Contains(body, "database unreachable") {
+	if code != http.StatusServiceUnavailable || strings.TrimSpace(body) != "database unreachable" {
 		t.Errorf("GET /readyz with the database cut off = %d %q", code, body)
+	}
+	// The probe needs no credentials: it must not tell who berthd
+	// connects as, to which database, where. The log does.
+	u, err := url.Parse(proxyURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, secret := range []string{u.User.Username(), strings.TrimPrefix(u.Path, "/"), u.Host, u.Port()} {
+		if secret != "" && strings.Contains(body, secret) {
+			t.Errorf("GET /readyz answers %q, which tells %q", body, secret)
+		}
+	}
+	if !strings.Contains(logs.String(), "readiness probe: database unreachable") {
+		t.Errorf("the log lacks the probe's failure: %s", logs.String())
 	}
 	if code, _ := get(t, s, "/healthz"); code != http.StatusOK {
 		t.Errorf("GET /healthz with the database cut off = %d", code)
@@ -114,4 +135,23 @@ func openStore(t *testing.T, dbURL string) *ledger.Store {
 	}
 	t.Cleanup(store.Close)
 	return store
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent writes (a logger's
+// handler) and reads (the test).
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
 }

@@ -6,7 +6,6 @@ import (
 	"io"
 	"net"
 	"strconv"
-	"strings"
 )
 
 // headerInvalidContentLength carries a Content-Length value that was not an
@@ -15,15 +14,22 @@ import (
 // "400 Bad Request", which is written before any handler runs.
 const headerInvalidContentLength = "X-Berth-Invalid-Content-Length"
 
-// WrapListener returns a listener whose connections rewrite a request's
-// non-integer Content-Length header into headerInvalidContentLength (with
-// Content-Length: 0). Such a request's body cannot be delimited, so the
-// connection ends after its header block and the response closes it.
+// WrapListener returns a listener whose connections rename a request's
+// non-integer Content-Length header to headerInvalidContentLength. Such a
+// request's body cannot be delimited, so the connection ends after its
+// header block and the response closes it.
 //
-// The wrapper follows HTTP/1.1 framing: it holds back each header block
-// until it is complete, then passes Content-Length bytes of body through.
-// A connection that uses Transfer-Encoding or an oversized header block is
-// passed through untouched from then on.
+// The wrapper frames requests as net/http does, line by line: a line ends
+// at LF (a CR before it is optional), the header block at the first empty
+// line, a header line starting with a space or tab continues the one
+// before, and the body is Content-Length bytes. Every byte is passed on as
+// soon as its line is complete, unchanged, except Content-Length lines:
+// each is held until the next line shows whether it continues, then
+// passed on unchanged if its value is a valid length. A connection that
+// uses Transfer-Encoding, or sends a line longer than maxInspectedLine,
+// is passed through untouched from then on (net/http refuses such a line
+// anyway, see MaxHeaderBytes). So the wrapper holds at most one line per
+// connection, and a body is never inspected.
 func WrapListener(l net.Listener) net.Listener { return &contentLengthListener{l} }
 
 type contentLengthListener struct{ net.Listener }
@@ -36,16 +42,32 @@ func (l *contentLengthListener) Accept() (net.Conn, error) {
 	return &contentLengthConn{Conn: c}, nil
 }
 
-const maxInspectedHeader = 1 << 20
+// maxInspectedLine bounds one header line the wrapper holds: net/http's
+// default header limit in berthd (64 KiB) plus its 4 KiB of slack.
+const maxInspectedLine = 68 << 10
+
+// framing states of a contentLengthConn.
+const (
+	stateRequestLine = iota // before a request line
+	stateHeader             // in a header block
+	stateBody               // passing bodyLeft bytes
+)
 
 type contentLengthConn struct {
 	net.Conn
-	pending     []byte // bytes ready to hand to the reader
-	header      []byte // an incomplete header block being collected
-	bodyLeft    int64  // body bytes of the current request still to pass
-	passthrough bool   // stop inspecting
-	ended       bool   // the stream ends after pending (invalid length seen)
-	buf         []byte // what Read reads into, reused: consume copies out of it
+	pending []byte // bytes ready to hand to the reader
+	line    []byte // an incomplete line being collected
+	// held is a complete Content-Length line and its continuation lines,
+	// waiting for the next line to show that no continuation follows.
+	held        []byte
+	state       int
+	bodyLeft    int64 // body bytes of the current request still to pass
+	validLength bool  // a valid Content-Length was passed on in this block
+	invalid     []byte
+	chunked     bool // this block has Transfer-Encoding: pass through after it
+	passthrough bool // stop inspecting
+	ended       bool // the stream ends after pending (invalid length seen)
+	buf         []byte
 }
 
 func (c *contentLengthConn) Read(p []byte) (int, error) {
@@ -67,11 +89,12 @@ func (c *contentLengthConn) Read(p []byte) (int, error) {
 		if err != nil {
 			// A timeout does not end the stream: net/http aborts its
 			// read-ahead on a kept-alive connection with a past deadline,
-			// and reads on later. Keep collecting the header block then;
-			// passing it on half-inspected would miss its Content-Length.
+			// and reads on later. Keep the incomplete line then; passing
+			// it on half-inspected could miss a Content-Length.
 			var ne net.Error
-			if len(c.header) > 0 && !(errors.As(err, &ne) && ne.Timeout()) {
-				c.pending, c.header = c.header, nil
+			if !(errors.As(err, &ne) && ne.Timeout()) && len(c.held)+len(c.line) > 0 {
+				c.pending = append(append(c.pending, c.held...), c.line...)
+				c.held, c.line, c.passthrough = nil, nil, true
 				break
 			}
 			return 0, err
@@ -79,6 +102,9 @@ func (c *contentLengthConn) Read(p []byte) (int, error) {
 	}
 	n := copy(p, c.pending)
 	c.pending = c.pending[n:]
+	if len(c.pending) == 0 {
+		c.pending = nil // let a large read's buffer go
+	}
 	return n, nil
 }
 
@@ -89,96 +115,146 @@ func (c *contentLengthConn) consume(b []byte) {
 		case c.passthrough:
 			c.pending = append(c.pending, b...)
 			return
-		case c.bodyLeft > 0:
-			n := int64(len(b))
-			if n > c.bodyLeft {
-				n = c.bodyLeft
-			}
+		case c.state == stateBody:
+			n := min(int64(len(b)), c.bodyLeft)
 			c.pending = append(c.pending, b[:n]...)
 			c.bodyLeft -= n
 			b = b[n:]
+			if c.bodyLeft == 0 {
+				c.state = stateRequestLine
+			}
 		default:
-			c.header = append(c.header, b...)
-			b = nil
-			end := bytes.Index(c.header, []byte("\r\n\r\n"))
-			if end < 0 {
-				if len(c.header) > maxInspectedHeader {
-					c.pending = append(c.pending, c.header...)
-					c.header, c.passthrough = nil, true
+			i := bytes.IndexByte(b, '\n')
+			if i < 0 {
+				c.line = append(c.line, b...)
+				if len(c.line) > maxInspectedLine {
+					c.giveUp()
 				}
 				return
 			}
-			block, rest := c.header[:end+4], c.header[end+4:]
-			c.header = nil
-			c.pending = append(c.pending, c.inspect(block)...)
-			b = append([]byte(nil), rest...)
+			c.line = append(c.line, b[:i+1]...)
+			b = b[i+1:]
+			line := c.line
+			c.line = nil
+			if len(line) > maxInspectedLine {
+				c.pending = append(c.pending, line...)
+				c.giveUp()
+				continue
+			}
+			c.endLine(line)
 		}
 	}
 }
 
-// inspect examines one header block, sets up body framing, and rewrites a
-// non-integer Content-Length.
-func (c *contentLengthConn) inspect(block []byte) []byte {
-	// Most header blocks pass unchanged: look at the two headers that
-	// matter without splitting the block, and rewrite it only for an
-	// invalid Content-Length.
-	rewrite := false
-	for rest := block[:len(block)-4]; len(rest) > 0 && !rewrite; {
-		line := rest
-		if i := bytes.Index(rest, []byte("\r\n")); i >= 0 {
-			line, rest = rest[:i], rest[i+2:]
-		} else {
-			rest = nil
-		}
-		name, value, ok := bytes.Cut(line, []byte(":"))
-		if !ok {
-			continue
-		}
-		name = bytes.TrimSpace(name)
-		switch {
-		case bytes.EqualFold(name, []byte("transfer-encoding")):
-			c.passthrough = true
-		case bytes.EqualFold(name, []byte("content-length")):
-			n, err := strconv.ParseInt(string(bytes.TrimSpace(value)), 10, 64)
-			if err != nil || n < 0 {
-				rewrite = true
-				continue
-			}
-			c.bodyLeft = n
-		}
-	}
-	if !rewrite {
-		return block
-	}
-	return c.rewrite(block)
+// giveUp passes on whatever is held and stops inspecting the connection.
+func (c *contentLengthConn) giveUp() {
+	c.pending = append(append(c.pending, c.held...), c.line...)
+	c.held, c.line, c.passthrough = nil, nil, true
 }
 
-// rewrite is inspect for a block with an invalid Content-Length: each
-// line is checked again, and the invalid value moves to
-// headerInvalidContentLength.
-func (c *contentLengthConn) rewrite(block []byte) []byte {
-	lines := strings.Split(string(block[:len(block)-4]), "\r\n")
-	out := lines[:0:0]
-	for _, line := range lines {
-		name, value, ok := strings.Cut(line, ":")
-		if !ok {
-			out = append(out, line)
+// endLine handles one complete line, LF included.
+func (c *contentLengthConn) endLine(line []byte) {
+	text := bytes.TrimSuffix(bytes.TrimSuffix(line, []byte("\n")), []byte("\r"))
+	if c.state == stateRequestLine {
+		// Empty lines before a request line are passed on: net/http
+		// skips a few after a POST and refuses them otherwise.
+		c.pending = append(c.pending, line...)
+		if len(text) > 0 {
+			c.state = stateHeader
+			c.validLength, c.invalid, c.chunked, c.bodyLeft = false, nil, false, 0
+		}
+		return
+	}
+	if len(text) > 0 && (text[0] == ' ' || text[0] == '\t') && c.held != nil {
+		c.held = append(c.held, line...)
+		if len(c.held) > maxInspectedLine {
+			c.giveUp()
+		}
+		return
+	}
+	c.release()
+	if len(text) == 0 {
+		c.endHeader(line)
+		return
+	}
+	name, _, _ := bytes.Cut(text, []byte(":"))
+	switch {
+	case bytes.EqualFold(name, []byte("content-length")):
+		c.held = append(c.held, line...)
+		return
+	case bytes.EqualFold(name, []byte("transfer-encoding")):
+		c.chunked = true
+	}
+	c.pending = append(c.pending, line...)
+}
+
+// release decides on a held Content-Length line, now that no
+// continuation follows: its value is parsed as net/http does (continuation
+// lines joined by a space, spaces and tabs trimmed, a decimal integer).
+func (c *contentLengthConn) release() {
+	if c.held == nil {
+		return
+	}
+	held := c.held
+	c.held = nil
+	var value []byte
+	for i, l := range bytes.SplitAfter(held, []byte("\n")) {
+		l = bytes.TrimSuffix(bytes.TrimSuffix(l, []byte("\n")), []byte("\r"))
+		if i == 0 {
+			_, l, _ = bytes.Cut(l, []byte(":"))
+		} else if len(l) == 0 {
 			continue
 		}
-		switch strings.ToLower(strings.TrimSpace(name)) {
-		case "transfer-encoding":
-			c.passthrough = true
-		case "content-length":
-			v := strings.TrimSpace(value)
-			n, err := strconv.ParseInt(v, 10, 64)
-			if err != nil || n < 0 {
-				c.ended = true
-				out = append(out, headerInvalidContentLength+": "+v, "Content-Length: 0")
-				continue
+		if t := bytes.Trim(l, " \t"); len(t) > 0 {
+			if len(value) > 0 {
+				value = append(value, ' ')
 			}
-			c.bodyLeft = n
+			value = append(value, t...)
 		}
-		out = append(out, line)
 	}
-	return []byte(strings.Join(out, "\r\n") + "\r\n\r\n")
+	n, err := strconv.ParseUint(string(value), 10, 63)
+	if err != nil {
+		if c.invalid == nil {
+			c.invalid = value
+			if c.invalid == nil {
+				c.invalid = []byte{}
+			}
+		}
+		return
+	}
+	c.pending = append(c.pending, held...)
+	c.validLength = true
+	c.bodyLeft = int64(n)
+}
+
+// endHeader handles the empty line that ends a header block.
+func (c *contentLengthConn) endHeader(line []byte) {
+	switch {
+	case c.invalid != nil:
+		// The request is answered 400 without reading a body, and its
+		// connection closed: nothing after this block is read.
+		v := bytes.Map(func(r rune) rune {
+			if r < ' ' || r == 0x7f {
+				return -1
+			}
+			return r
+		}, c.invalid)
+		if len(v) == 0 {
+			v = []byte("(empty)")
+		}
+		c.pending = append(c.pending, headerInvalidContentLength+": "...)
+		c.pending = append(c.pending, v...)
+		c.pending = append(c.pending, "\r\n"...)
+		c.pending = append(c.pending, line...)
+		c.ended = true
+	case c.chunked:
+		c.pending = append(c.pending, line...)
+		c.passthrough = true
+	default:
+		c.pending = append(c.pending, line...)
+		c.state = stateRequestLine
+		if c.bodyLeft > 0 {
+			c.state = stateBody
+		}
+	}
 }

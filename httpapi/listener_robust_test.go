@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"strings"
 	"testing"
 	"time"
 )
@@ -47,10 +48,10 @@ func TestContentLengthConnKeepsHeaderAcrossTimeout(t *testing.T) {
 			break
 		}
 	}
-	// An incomplete header block is not passed on: it has not been
-	// inspected yet.
-	if len(got) != 0 {
-		t.Fatalf("the read-ahead passed on %q before the header block was complete", got)
+	// Complete lines may be passed on, but not the Content-Length line:
+	// whether a continuation line follows is not known yet.
+	if !strings.HasPrefix("PUT /x HTTP/1.1\r\n", string(got)) {
+		t.Fatalf("the read-ahead passed on %q before the Content-Length line was complete", got)
 	}
 	go func() {
 		<-wrote

@@ -18,9 +18,9 @@ type route struct {
 	// authz.OperationRules).
 	rule    string
 	handler echo.HandlerFunc
-	// accept says whether the route refuses an Accept header that rules
-	// out JSON (406).
-	accept acceptRule
+	// flags say whether the route refuses an Accept header that rules
+	// out JSON (406) and whether admission control bounds it.
+	flags routeFlags
 }
 
 // minors is the range of microversions 1.first to 1.last; last 0 means
@@ -30,18 +30,24 @@ type minors struct{ first, last int }
 // since is the range from 1.first to the latest.
 func since(first int) minors { return minors{first: first} }
 
-// acceptRule is how a route treats the Accept header.
-type acceptRule bool
+// routeFlags say how a route treats the Accept header and whether it is
+// expensive.
+type routeFlags uint8
 
 const (
-	// acceptJSON: the answer is JSON, and an Accept header that rules it
-	// out is 406. Placement's GET routes do this.
-	acceptJSON acceptRule = true
 	// acceptAny: Accept is not looked at. As in Placement, the routes
 	// that change things do not look at it (their errors are rendered in
 	// whatever type the client prefers); nor do the GET routes that answer
 	// no JSON.
-	acceptAny acceptRule = false
+	acceptAny routeFlags = 0
+	// acceptJSON: the answer is JSON, and an Accept header that rules it
+	// out is 406. Placement's GET routes do this.
+	acceptJSON routeFlags = 1 << iota
+	// bounded: the route's work grows with the cloud (candidates, claims,
+	// lists), so admission control bounds how many run at once
+	// (admission.go). One provider's allocations, usages or inventories
+	// are not bounded: their size does not.
+	bounded
 )
 
 // routes is the API: every route, the microversions it exists in, the
@@ -55,7 +61,7 @@ func (s *Server) routes() []route {
 	every := since(0) // every microversion
 	return []route{
 		// Resource providers.
-		{get, "/resource_providers", every, "placement:resource_providers:list", s.providerList, acceptJSON},
+		{get, "/resource_providers", every, "placement:resource_providers:list", s.providerList, acceptJSON | bounded},
 		{post, "/resource_providers", every, "placement:resource_providers:create", s.providerCreate, acceptAny},
 		{get, "/resource_providers/:uuid", every, "placement:resource_providers:show", s.providerShow, acceptJSON},
 		{put, "/resource_providers/:uuid", every, "placement:resource_providers:update", s.providerUpdate, acceptAny},
@@ -72,7 +78,7 @@ func (s *Server) routes() []route {
 
 		// Usages.
 		{get, "/resource_providers/:uuid/usages", every, "placement:resource_providers:usages", s.providerUsagesGet, acceptJSON},
-		{get, "/usages", since(9), "placement:usages", s.usagesGet, acceptJSON},
+		{get, "/usages", since(9), "placement:usages", s.usagesGet, acceptJSON | bounded},
 
 		// Resource classes.
 		{get, "/resource_classes", since(2), "placement:resource_classes:list", s.resourceClassList, acceptJSON},
@@ -103,7 +109,7 @@ func (s *Server) routes() []route {
 		{get, "/resource_providers/:uuid/allocations", every, "placement:resource_providers:allocations:list", s.providerAllocationsGet, acceptJSON},
 
 		// Allocation candidates and reshapes.
-		{get, "/allocation_candidates", since(10), "placement:allocation_candidates:list", s.allocationCandidates, acceptJSON},
+		{get, "/allocation_candidates", since(10), "placement:allocation_candidates:list", s.allocationCandidates, acceptJSON | bounded},
 		{post, "/reshaper", since(30), "placement:reshaper:reshape", s.reshape, acceptAny},
 
 		// Berth's extensions exist at every microversion (Placement has no
@@ -112,14 +118,14 @@ func (s *Server) routes() []route {
 
 		// Claims: select and claim in one request, reschedule, move,
 		// confirm and revert (docs/claims.md).
-		{post, "/claims", every, "berth:claims:create", s.claimCreate, acceptAny},
-		{post, "/claims/:consumer_uuid/reschedule", every, "berth:claims:reschedule", s.claimReschedule, acceptAny},
-		{post, "/claims/:consumer_uuid/move", every, "berth:claims:move", s.claimMove, acceptAny},
-		{post, "/claims/:consumer_uuid/move/confirm", every, "berth:claims:move", s.claimConfirm, acceptAny},
-		{post, "/claims/:consumer_uuid/move/revert", every, "berth:claims:move", s.claimRevert, acceptAny},
+		{post, "/claims", every, "berth:claims:create", s.claimCreate, bounded},
+		{post, "/claims/:consumer_uuid/reschedule", every, "berth:claims:reschedule", s.claimReschedule, bounded},
+		{post, "/claims/:consumer_uuid/move", every, "berth:claims:move", s.claimMove, bounded},
+		{post, "/claims/:consumer_uuid/move/confirm", every, "berth:claims:move", s.claimConfirm, bounded},
+		{post, "/claims/:consumer_uuid/move/revert", every, "berth:claims:move", s.claimRevert, bounded},
 
 		// Capacity: how many more instances of one request fit, and where.
-		{get, "/capacity", every, "berth:capacity:show", s.capacityShow, acceptJSON},
+		{get, "/capacity", every, "berth:capacity:show", s.capacityShow, acceptJSON | bounded},
 
 		// Provider state reported by agents, and affinity placement keys.
 		{get, "/resource_providers/:uuid/state", every, "berth:resource_providers:state:show", s.providerStateShow, acceptJSON},
@@ -134,7 +140,7 @@ func (s *Server) routes() []route {
 		{get, "/scheduling_policies/:name", every, "berth:scheduling_policies:show", s.policyShow, acceptJSON},
 		{put, "/scheduling_policies/:name", every, "berth:scheduling_policies:update", s.policyPut, acceptAny},
 		{del, "/scheduling_policies/:name", every, "berth:scheduling_policies:delete", s.policyDelete, acceptAny},
-		{get, "/scheduling_policies/:name/balance", every, "berth:scheduling_policies:balance", s.policyBalance, acceptJSON},
+		{get, "/scheduling_policies/:name/balance", every, "berth:scheduling_policies:balance", s.policyBalance, acceptJSON | bounded},
 		{get, "/policy_units", every, "berth:policy_units:list", s.policyUnits, acceptJSON},
 
 		// Stored Starlark scriptlets. GET of one answers its source as
@@ -143,7 +149,7 @@ func (s *Server) routes() []route {
 		{get, "/scriptlets/:name", every, "berth:scriptlets:show", s.scriptletShow, acceptAny},
 		{put, "/scriptlets/:name", every, "berth:scriptlets:update", s.scriptletPut, acceptAny},
 		{del, "/scriptlets/:name", every, "berth:scriptlets:delete", s.scriptletDelete, acceptAny},
-		{post, "/scriptlets/:name/test", every, "berth:scriptlets:test", s.scriptletTest, acceptAny},
+		{post, "/scriptlets/:name/test", every, "berth:scriptlets:test", s.scriptletTest, bounded},
 
 		// Server-wide settings.
 		{get, "/config", every, "berth:config:show", s.configShow, acceptJSON},
@@ -158,8 +164,13 @@ func (s *Server) addRoutes() {
 	s.e.GET("/", s.root)
 	for _, r := range s.routes() {
 		mw := []echo.MiddlewareFunc{versionGate(r.versions), s.authorize(r.rule)}
-		if r.accept == acceptJSON {
+		if r.flags&acceptJSON != 0 {
 			mw = append(mw, requireJSONAccept)
+		}
+		if r.flags&bounded != 0 {
+			// After authorisation, so that a caller who may not run the
+			// request never takes or waits for a slot.
+			mw = append(mw, s.admission.middleware)
 		}
 		s.e.Add(r.method, r.path, r.handler, mw...)
 	}

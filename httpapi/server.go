@@ -61,6 +61,13 @@ type Config struct {
 	// fails with 503 berth.database_unavailable instead of holding the
 	// client. 0 means DefaultRequestTimeout; negative disables it.
 	RequestTimeout time.Duration
+	// MaxInflightExpensive bounds the expensive requests (candidates,
+	// claims, lists; see admission.go) running at once; 0 means
+	// DefaultMaxInflightExpensive(), negative no bound.
+	// AdmissionQueueTimeout is how long one waits for its turn before a
+	// 503 berth.overloaded; 0 means DefaultAdmissionQueueTimeout.
+	MaxInflightExpensive  int
+	AdmissionQueueTimeout time.Duration
 }
 
 // DefaultMaxCandidates is the candidate cap used when Config.MaxCandidates is 0.
@@ -122,6 +129,8 @@ type Server struct {
 	meters  httpMeters
 	// draining is set by Drain: /readyz fails from then on.
 	draining atomic.Bool
+	// admission bounds the expensive requests in flight (admission.go).
+	admission *admission
 }
 
 // New builds the API server over the components of cfg. It builds none
@@ -149,6 +158,7 @@ func New(cfg Config, logger *slog.Logger) (*Server, error) {
 		// OpenStack-API-Version header is refused before CORS sees it.
 		s.e.Pre(newCORS(cfg.CORSAllowedOrigins).middleware)
 	}
+	s.admission = newAdmission(cfg)
 	s.e.Use(s.authenticate, rejectOptions, checkContentHeaders)
 	s.addRoutes()
 	return s, nil
@@ -228,13 +238,16 @@ func (s *Server) readBody(c echo.Context) ([]byte, error) {
 	if err := requireJSONBody(c); err != nil {
 		return nil, err
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(c.Response(), c.Request().Body, s.cfg.MaxBodyBytes))
+	body, err := readAll(http.MaxBytesReader(c.Response(), c.Request().Body, s.cfg.MaxBodyBytes))
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
 			return nil, newError(http.StatusRequestEntityTooLarge, "", "Request body larger than %d bytes.", mbe.Limit)
 		}
 		return nil, badRequest("Could not read the request body: %v", err)
+	}
+	if err := checkJSONBody(c, body); err != nil {
+		return nil, err
 	}
 	return body, nil
 }

@@ -45,6 +45,9 @@ func options() []option {
 				"OpenStack-System-Scope when sent), tokens (static tokens from --token-file) or\n" +
 				"keystone-headers (trust the identity headers set by an authenticating proxy\n" +
 				"such as keystonemiddleware; UNSAFE unless only that proxy can reach berthd)."},
+		{flag: "insecure-allow-noauth-on-network", envs: []string{"BERTH_INSECURE_ALLOW_NOAUTH_ON_NETWORK"},
+			help: "Let --auth noauth2 serve on an address beyond loopback, where anyone who can\n" +
+				"reach it is admin. Without it berthd refuses to start so."},
 		{flag: "token-file", arg: "FILE", envs: []string{"BERTH_TOKEN_FILE"}, noDefault: true,
 			help: "Static tokens for --auth tokens, one per line:\n" +
 				"TOKEN ROLE[,ROLE...] [PROJECT_ID [USER_ID]]; # starts a comment line."},
@@ -104,6 +107,17 @@ func options() []option {
 			help: "Bound from the end of a request's header block to the end of its response; 0: none."},
 		{flag: "http-idle-timeout", arg: "DURATION", envs: []string{"BERTH_HTTP_IDLE_TIMEOUT"},
 			help: "How long a kept-alive connection may wait for its next request; 0: none."},
+		{flag: "max-header-bytes", arg: "N", envs: []string{"BERTH_MAX_HEADER_BYTES"},
+			help: "Largest request header block accepted (431 beyond)."},
+		{flag: "max-connections", arg: "N", envs: []string{"BERTH_MAX_CONNECTIONS"},
+			help: "Most open connections to the API listener; more wait to be accepted. 0: no limit."},
+		{flag: "max-inflight-expensive", arg: "N", envs: []string{"BERTH_MAX_INFLIGHT_EXPENSIVE"},
+			help: "Most expensive requests (allocation candidates, claims, provider lists,\n" +
+				"capacity, usages) running at once; more wait in line. 0: 4 per CPU, at least\n" +
+				"16; negative: no limit."},
+		{flag: "admission-queue-timeout", arg: "DURATION", envs: []string{"BERTH_ADMISSION_QUEUE_TIMEOUT"},
+			help: "How long an expensive request waits for its turn before it is refused with\n" +
+				"503 berth.overloaded and Retry-After. 0: 10s."},
 		{flag: "request-timeout", arg: "DURATION", envs: []string{"BERTH_REQUEST_TIMEOUT"},
 			help: "Bound on the work of one API request; a database call still waiting then\n" +
 				"fails with 503. 0: 1m; negative: none."},
@@ -145,6 +159,7 @@ func newFlagSet(cfg *daemon.Config) *flag.FlagSet {
 	fs.StringVar(&cfg.LogLevel, "log-level", cfg.LogLevel, "")
 	fs.StringVar(&cfg.LogFormat, "log-format", cfg.LogFormat, "")
 	fs.StringVar(&cfg.Auth, "auth", cfg.Auth, "")
+	fs.BoolVar(&cfg.InsecureAllowNoAuthOnNetwork, "insecure-allow-noauth-on-network", cfg.InsecureAllowNoAuthOnNetwork, "")
 	fs.StringVar(&cfg.TokenFile, "token-file", cfg.TokenFile, "")
 	fs.StringVar(&cfg.Policy, "policy", cfg.Policy, "")
 	fs.StringVar(&cfg.PolicyFile, "policy-file", cfg.PolicyFile, "")
@@ -167,6 +182,10 @@ func newFlagSet(cfg *daemon.Config) *flag.FlagSet {
 	fs.DurationVar(&cfg.HTTPReadTimeout, "http-read-timeout", cfg.HTTPReadTimeout, "")
 	fs.DurationVar(&cfg.HTTPWriteTimeout, "http-write-timeout", cfg.HTTPWriteTimeout, "")
 	fs.DurationVar(&cfg.HTTPIdleTimeout, "http-idle-timeout", cfg.HTTPIdleTimeout, "")
+	fs.IntVar(&cfg.MaxHeaderBytes, "max-header-bytes", cfg.MaxHeaderBytes, "")
+	fs.IntVar(&cfg.MaxConnections, "max-connections", cfg.MaxConnections, "")
+	fs.IntVar(&cfg.MaxInflightExpensive, "max-inflight-expensive", cfg.MaxInflightExpensive, "")
+	fs.DurationVar(&cfg.AdmissionQueueTimeout, "admission-queue-timeout", cfg.AdmissionQueueTimeout, "")
 	fs.DurationVar(&cfg.RequestTimeout, "request-timeout", cfg.RequestTimeout, "")
 	fs.DurationVar(&cfg.ShutdownDelay, "shutdown-delay", cfg.ShutdownDelay, "")
 	fs.DurationVar(&cfg.ShutdownGrace, "shutdown-grace", cfg.ShutdownGrace, "")

@@ -43,8 +43,10 @@ func TestParseConfig(t *testing.T) {
 			"BERTH_LOG_FORMAT", "json",
 			"BERTH_OTEL_EXPORTER", "stdout",
 			"BERTH_DATA_DIR", "/srv/berth",
+			"BERTH_INSECURE_ALLOW_NOAUTH_ON_NETWORK", "true",
 		), func(t *testing.T, c daemon.Config) {
 			if c.Listen != "0.0.0.0:9000" || c.DatabaseURL != "postgres://a@/b" || !c.RandomizeCandidates ||
+				!c.InsecureAllowNoAuthOnNetwork ||
 				c.MaxCandidates != 42 || c.LogLevel != "debug" || c.LogFormat != "json" ||
 				c.OTelExporter != "stdout" || c.DataDir != "/srv/berth" {
 				t.Errorf("from env: %+v", c)
@@ -141,6 +143,11 @@ func TestParseConfigErrors(t *testing.T) {
 		{"stray argument", []string{"serve"}, env(), "unexpected argument"},
 		{"not a postgres url", []string{"--database-url", "mysql://x"}, env(), "postgres://"},
 		{"unknown flag", []string{"--colour"}, env(), "colour"},
+		{"noauth2 on every interface", []string{"--listen", "0.0.0.0:8778"}, env(), "refusing --auth noauth2 on 0.0.0.0:8778"},
+		{"noauth2 on a host name", nil, env("BERTH_LISTEN", "berth.example:8778", "BERTH_INSECURE_ALLOW_NOAUTH_ON_NETWORK", "false"),
+			"--insecure-allow-noauth-on-network"},
+		{"tiny header limit", []string{"--max-header-bytes", "100"}, env(), "max header bytes"},
+		{"negative connection limit", []string{"--max-connections", "-1"}, env(), "max connections"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := parseConfig(tc.args, tc.env, new(bytes.Buffer))

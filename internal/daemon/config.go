@@ -156,6 +156,23 @@ type Config struct {
 	// Pprof, if set, is a host:port on which net/http/pprof is served
 	// (profiling; keep it on loopback). Empty (default): not served.
 	Pprof string
+	// InsecureAllowNoAuthOnNetwork lets Auth "noauth2" serve on an
+	// address beyond loopback; without it Validate refuses (guard.go).
+	InsecureAllowNoAuthOnNetwork bool
+	// MaxHeaderBytes bounds a request's header block (431 beyond).
+	// Default (and 0) DefaultMaxHeaderBytes (64 KiB).
+	MaxHeaderBytes int
+	// MaxConnections bounds the API listener's open connections; more
+	// wait to be accepted. Default DefaultMaxConnections; 0: no bound.
+	MaxConnections int
+	// MaxInflightExpensive bounds the expensive requests (candidates,
+	// claims, lists) running at once; AdmissionQueueTimeout is how long
+	// one waits for its turn before a 503 (httpapi/admission.go).
+	// Defaults 0: httpapi.DefaultMaxInflightExpensive() and
+	// httpapi.DefaultAdmissionQueueTimeout (10s); a negative bound
+	// turns admission control off.
+	MaxInflightExpensive  int
+	AdmissionQueueTimeout time.Duration
 }
 
 // Values for Config fields.
@@ -215,6 +232,8 @@ func Default() Config {
 		HTTPWriteTimeout:      DefaultHTTPWriteTimeout,
 		HTTPIdleTimeout:       DefaultHTTPIdleTimeout,
 		ShutdownGrace:         DefaultShutdownGrace,
+		MaxHeaderBytes:        DefaultMaxHeaderBytes,
+		MaxConnections:        DefaultMaxConnections,
 	}
 }
 
@@ -334,6 +353,7 @@ func (c Config) Validate() error {
 	if !slices.Contains(telemetry.Exporters(), c.OTelExporter) {
 		errs = append(errs, fmt.Errorf("otel exporter %q: want one of %v", c.OTelExporter, telemetry.Exporters()))
 	}
+	errs = append(errs, c.validateGuards()...)
 	return errors.Join(errs...)
 }
 

@@ -70,6 +70,9 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err erro
 		RandomizeCandidates: cfg.RandomizeCandidates,
 		MaxCandidates:       cfg.MaxCandidates,
 		RequestTimeout:      cfg.RequestTimeout,
+
+		MaxInflightExpensive:  cfg.MaxInflightExpensive,
+		AdmissionQueueTimeout: cfg.AdmissionQueueTimeout,
 	}
 	if cfg.Auth == httpapi.AuthTokens {
 		if api.Tokens, err = LoadTokens(cfg.TokenFile, log); err != nil {
@@ -140,14 +143,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err erro
 			return nil, err
 		}
 	}
-	d.srv = &http.Server{
-		Handler:           d.api,
-		ReadHeaderTimeout: cfg.HTTPReadHeaderTimeout,
-		ReadTimeout:       cfg.HTTPReadTimeout,
-		WriteTimeout:      cfg.HTTPWriteTimeout,
-		IdleTimeout:       cfg.HTTPIdleTimeout,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
+	d.srv = apiServer(cfg, d.api, log)
 	if d.metricsLn != nil {
 		// The probes answer here too, so that a metrics-only network
 		// path can also watch health.
@@ -155,11 +151,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err erro
 		mux.Handle("GET "+httpapi.PathMetrics, d.tel.MetricsHandler())
 		mux.Handle("GET "+httpapi.PathHealthz, d.api)
 		mux.Handle("GET "+httpapi.PathReadyz, d.api)
-		d.metricsSrv = &http.Server{
-			Handler:           mux,
-			ReadHeaderTimeout: cfg.HTTPReadHeaderTimeout,
-			ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-		}
+		d.metricsSrv = metricsServer(cfg, mux, log)
 	}
 	return d, nil
 }
@@ -225,7 +217,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		}
 	}
 	serveErr := make(chan error, 2)
-	go func() { serveErr <- d.srv.Serve(httpapi.WrapListener(d.ln)) }()
+	go func() { serveErr <- d.srv.Serve(apiListener(d.cfg, d.ln)) }()
 	if d.metricsSrv != nil {
 		go func() { serveErr <- fmt.Errorf("metrics: %w", d.metricsSrv.Serve(d.metricsLn)) }()
 		d.log.Info("serving /metrics", "addr", d.metricsLn.Addr().String())

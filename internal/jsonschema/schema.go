@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/berthd/berth/internal/uuid"
 )
@@ -294,10 +295,10 @@ func (e *ValidationError) Error() string {
 	var ip strings.Builder
 	ip.WriteString("instance")
 	for _, p := range e.path {
-		ip.WriteString("[" + pyRepr(p) + "]")
+		ip.WriteString("[" + instanceRepr(p) + "]")
 	}
 	return fmt.Sprintf("%s\n\nFailed validating %s in %s:\n    %s\n\nOn %s:\n    %s",
-		e.Message, pyRepr(e.Validator), sp.String(), pyRepr(e.schema), ip.String(), pyRepr(e.instance))
+		e.Message, pyRepr(e.Validator), sp.String(), pyRepr(e.schema), ip.String(), instanceRepr(e.instance))
 }
 
 // Validate checks a document decoded with json.Number numbers. It returns
@@ -383,7 +384,7 @@ func (s *Schema) validate(inst any, w *walk) []*ValidationError {
 				for i, t := range s.types {
 					quoted[i] = pyRepr(t)
 				}
-				fail(k, "%s is not of type %s", pyRepr(inst), strings.Join(quoted, ", "))
+				fail(k, "%s is not of type %s", instanceRepr(inst), strings.Join(quoted, ", "))
 			}
 		case "properties":
 			obj, ok := inst.(map[string]any)
@@ -442,7 +443,7 @@ func (s *Schema) validate(inst any, w *walk) []*ValidationError {
 			}
 			reprs := make([]string, len(extras))
 			for i, x := range extras {
-				reprs[i] = pyRepr(x)
+				reprs[i] = instanceRepr(x)
 			}
 			if len(s.patternProps) > 0 {
 				pats := make([]string, len(s.patternProps))
@@ -454,7 +455,7 @@ func (s *Schema) validate(inst any, w *walk) []*ValidationError {
 				if len(extras) > 1 {
 					verb = "do"
 				}
-				fail(k, "%s %s not match any of the regexes: %s", strings.Join(reprs, ", "), verb, strings.Join(pats, ", "))
+				fail(k, "%s %s not match any of the regexes: %s", shortRepr(strings.Join(reprs, ", ")), verb, strings.Join(pats, ", "))
 			} else {
 				verb := "was"
 				if len(extras) > 1 {
@@ -474,11 +475,11 @@ func (s *Schema) validate(inst any, w *walk) []*ValidationError {
 			}
 		case "minProperties":
 			if obj, ok := inst.(map[string]any); ok && len(obj) < *s.minProps {
-				fail(k, "%s does not have enough properties", pyRepr(inst))
+				fail(k, "%s does not have enough properties", instanceRepr(inst))
 			}
 		case "maxProperties":
 			if obj, ok := inst.(map[string]any); ok && len(obj) > *s.maxProps {
-				fail(k, "%s has too many properties", pyRepr(inst))
+				fail(k, "%s has too many properties", instanceRepr(inst))
 			}
 		case "items":
 			arr, ok := inst.([]any)
@@ -490,43 +491,43 @@ func (s *Schema) validate(inst any, w *walk) []*ValidationError {
 			}
 		case "minItems":
 			if arr, ok := inst.([]any); ok && len(arr) < *s.minItems {
-				fail(k, "%s is too short", pyRepr(inst))
+				fail(k, "%s is too short", instanceRepr(inst))
 			}
 		case "maxItems":
 			if arr, ok := inst.([]any); ok && len(arr) > *s.maxItems {
-				fail(k, "%s is too long", pyRepr(inst))
+				fail(k, "%s is too long", instanceRepr(inst))
 			}
 		case "uniqueItems":
 			if arr, ok := inst.([]any); ok && s.uniqueItems && !allUnique(arr) {
-				fail(k, "%s has non-unique elements", pyRepr(inst))
+				fail(k, "%s has non-unique elements", instanceRepr(inst))
 			}
 		case "minLength":
 			if str, ok := inst.(string); ok && len([]rune(str)) < *s.minLength {
-				fail(k, "%s is too short", pyRepr(inst))
+				fail(k, "%s is too short", instanceRepr(inst))
 			}
 		case "maxLength":
 			if str, ok := inst.(string); ok && len([]rune(str)) > *s.maxLength {
-				fail(k, "%s is too long", pyRepr(inst))
+				fail(k, "%s is too long", instanceRepr(inst))
 			}
 		case "pattern":
 			if str, ok := inst.(string); ok && !s.pattern.MatchString(str) {
-				fail(k, "%s does not match %s", pyRepr(inst), pyRepr(s.patternSrc))
+				fail(k, "%s does not match %s", instanceRepr(inst), pyRepr(s.patternSrc))
 			}
 		case "format":
 			if str, ok := inst.(string); ok && !checkFormat(s.format, str) {
-				fail(k, "%s is not a %s", pyRepr(inst), pyRepr(s.format))
+				fail(k, "%s is not a %s", instanceRepr(inst), pyRepr(s.format))
 			}
 		case "minimum":
 			if f, ok := number(inst); ok && f < *s.minimum {
-				fail(k, "%s is less than the minimum of %s", pyRepr(inst), pyRepr(s.minimumRaw))
+				fail(k, "%s is less than the minimum of %s", instanceRepr(inst), pyRepr(s.minimumRaw))
 			}
 		case "maximum":
 			if f, ok := number(inst); ok && f > *s.maximum {
-				fail(k, "%s is greater than the maximum of %s", pyRepr(inst), pyRepr(s.maximumRaw))
+				fail(k, "%s is greater than the maximum of %s", instanceRepr(inst), pyRepr(s.maximumRaw))
 			}
 		case "exclusiveMinimum":
 			if f, ok := number(inst); ok && f <= *s.exclusiveMin {
-				fail(k, "%s is less than or equal to the minimum of %s", pyRepr(inst), pyRepr(s.exclusiveMinRw))
+				fail(k, "%s is less than or equal to the minimum of %s", instanceRepr(inst), pyRepr(s.exclusiveMinRw))
 			}
 		case "enum":
 			found := false
@@ -537,7 +538,7 @@ func (s *Schema) validate(inst any, w *walk) []*ValidationError {
 				}
 			}
 			if !found {
-				fail(k, "%s is not one of %s", pyRepr(inst), pyRepr(s.enum))
+				fail(k, "%s is not one of %s", instanceRepr(inst), pyRepr(s.enum))
 			}
 		case "const":
 			if !jsonEqual(s.constValue, inst) {
@@ -552,7 +553,7 @@ func (s *Schema) validate(inst any, w *walk) []*ValidationError {
 				}
 			}
 			if !ok {
-				fail(k, "%s is not valid under any of the given schemas", pyRepr(inst))
+				fail(k, "%s is not valid under any of the given schemas", instanceRepr(inst))
 			}
 		case "oneOf":
 			n := 0
@@ -562,13 +563,13 @@ func (s *Schema) validate(inst any, w *walk) []*ValidationError {
 				}
 			}
 			if n == 0 {
-				fail(k, "%s is not valid under any of the given schemas", pyRepr(inst))
+				fail(k, "%s is not valid under any of the given schemas", instanceRepr(inst))
 			} else if n > 1 {
-				fail(k, "%s is valid under each of %s", pyRepr(inst), "the given schemas")
+				fail(k, "%s is valid under each of %s", instanceRepr(inst), "the given schemas")
 			}
 		case "not":
 			if len(s.notSchema.validate(inst, w)) == 0 {
-				fail(k, "%s should not be valid under %s", pyRepr(inst), pyRepr(s.notSchema.raw))
+				fail(k, "%s should not be valid under %s", instanceRepr(inst), pyRepr(s.notSchema.raw))
 			}
 		}
 	}
@@ -739,6 +740,27 @@ func canonicalNumber(n json.Number) string {
 	}
 	i, _ := big.NewFloat(f).Int(nil)
 	return i.String()
+}
+
+// maxInstanceRepr is how much of a client's value an error message
+// repeats (jsonschema repeats all of it: megabytes for a large body).
+const maxInstanceRepr = 256
+
+// instanceRepr is pyRepr for a value that came from the client: at most
+// maxInstanceRepr bytes of it (see shortRepr).
+func instanceRepr(v any) string { return shortRepr(pyRepr(v)) }
+
+// shortRepr cuts r to maxInstanceRepr bytes (on a UTF-8 boundary) and
+// marks the cut with "...".
+func shortRepr(r string) string {
+	if len(r) <= maxInstanceRepr {
+		return r
+	}
+	cut := maxInstanceRepr
+	for cut > 0 && !utf8.RuneStart(r[cut]) {
+		cut--
+	}
+	return r[:cut] + "..."
 }
 
 // pyRepr renders a decoded JSON value the way Python's repr() renders the

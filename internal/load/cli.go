@@ -24,6 +24,8 @@ Commands:
               --mode two-step (GET candidates, PUT allocations, retry on 409; any Placement)
               or --mode claims (Berth's POST /claims)
   verify      only the overcommit check, over every provider
+  flood       --clients repeat an expensive GET (--path, default unlimited candidates) for
+              --duration while one client times small requests (GET /, one provider)
   memory      sample a server's memory (--pid) for --duration
   wait        wait until the endpoint answers GET / (up to --timeout, default 120s)
   compare     print report files or directories side by side: compare LABEL=PATH ...
@@ -191,6 +193,18 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 				err = errors.New("overcommit check failed")
 			}
 			return err
+		}
+	case "flood":
+		var p FloodParams
+		fs.IntVar(&p.Clients, "clients", 500, "concurrent clients repeating the expensive GET")
+		fs.DurationVar(&p.Duration, "duration", 30*time.Second, "how long the flood lasts")
+		fs.StringVar(&p.Path, "path", DefaultFloodPath, "the expensive GET")
+		fs.DurationVar(&p.ProbeInterval, "probe-interval", 50*time.Millisecond, "pause between two small requests")
+		run = func(ctx context.Context, r *Report, log io.Writer) error {
+			r.Params = p
+			probe := NewClient(ClientConfig{URL: c.url, Token: c.token, Microversion: c.microversion, Timeout: c.timeout, Conns: 1})
+			r.Results = RunFlood(ctx, c.client(p.Clients), probe, p, log)
+			return nil
 		}
 	case "verify":
 		run = func(ctx context.Context, r *Report, log io.Writer) error {

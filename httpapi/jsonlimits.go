@@ -1,0 +1,261 @@
+package httpapi
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/labstack/echo/v4"
+)
+
+// Bounds on what a JSON request body may decode to. A body is read whole
+// (up to Config.MaxBodyBytes) and then decoded into generic values for
+// schema validation, which costs far more memory than the body: 31 MiB
+// of small array items took 1.8 GB. checkJSONBody counts before anything
+// is built. The bounds are far above any Placement or Berth request (a
+// reshaper body for a large tree has a few tens of thousands of values;
+// a scriptlet's source is at most 1 MiB).
+const (
+	maxJSONValues = 250_000 // values of every kind, object keys included
+	maxJSONItems  = 100_000 // items of one array or members of one object
+	maxJSONString = 2 << 20 // bytes of one decoded string
+	// maxJSONDepth is encoding/json's own nesting limit: deeper bodies
+	// are left to its error.
+	maxJSONDepth = 10_000
+)
+
+// readAll is io.ReadAll with a buffer that doubles as it fills: io.ReadAll
+// grows a large buffer by a quarter at a time, which allocates about five
+// times a 32 MiB body in all, this about twice.
+func readAll(r io.Reader) ([]byte, error) {
+	var b bytes.Buffer
+	_, err := b.ReadFrom(r)
+	return b.Bytes(), err
+}
+
+// checkJSONBody refuses, before the body is decoded: a charset other
+// than UTF-8; bytes that are not UTF-8 (with the message Placement gives,
+// Python's UnicodeDecodeError); \u escapes of lone UTF-16 surrogates
+// (encoding/json would store U+FFFD for them, so different invalid names
+// would collide); and bodies past the bounds above (413). Malformed JSON
+// is left to the decoder, which words its errors.
+func checkJSONBody(c echo.Context, body []byte) error {
+	if ct := c.Request().Header.Get(echo.HeaderContentType); ct != "" {
+		if _, params, err := mime.ParseMediaType(ct); err == nil {
+			if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") && !strings.EqualFold(cs, "utf8") {
+				return badRequest("The request body must be JSON in UTF-8, not charset %s.", truncateEcho(cs))
+			}
+		}
+	}
+	if err := checkUTF8(body); err != nil {
+		return badRequest("Malformed JSON: %v", err)
+	}
+	return scanJSON(body)
+}
+
+// checkUTF8 reports the first invalid UTF-8 sequence in b as Python's
+// strict UTF-8 decoder does: "'utf-8' codec can't decode byte 0xff in
+// position 10: invalid start byte".
+func checkUTF8(b []byte) error {
+	if utf8.Valid(b) {
+		return nil
+	}
+	for i := 0; i < len(b); {
+		if b[i] < utf8.RuneSelf {
+			i++
+			continue
+		}
+		if r, n := utf8.DecodeRune(b[i:]); r != utf8.RuneError || n > 1 {
+			i += n
+			continue
+		}
+		// The longest prefix of a valid sequence that starts at i, as
+		// CPython reports it.
+		lo, hi, need := byte(0x80), byte(0xBF), 0
+		switch c := b[i]; {
+		case c >= 0xC2 && c <= 0xDF:
+			need = 1
+		case c == 0xE0:
+			lo, need = 0xA0, 2
+		case c == 0xED:
+			hi, need = 0x9F, 2
+		case c >= 0xE1 && c <= 0xEF:
+			need = 2
+		case c == 0xF0:
+			lo, need = 0x90, 3
+		case c == 0xF4:
+			hi, need = 0x8F, 3
+		case c >= 0xF1 && c <= 0xF3:
+			need = 3
+		default:
+			return utf8Error(b, i, i, "invalid start byte")
+		}
+		end := i // last byte of the valid prefix
+		for k := 1; k <= need; k++ {
+			if i+k >= len(b) {
+				return utf8Error(b, i, len(b)-1, "unexpected end of data")
+			}
+			if c := b[i+k]; c < lo || c > hi {
+				return utf8Error(b, i, end, "invalid continuation byte")
+			}
+			lo, hi, end = 0x80, 0xBF, i+k
+		}
+		i += need + 1 // not reached for an invalid sequence
+	}
+	return nil
+}
+
+func utf8Error(b []byte, start, end int, reason string) error {
+	if start == end {
+		return fmt.Errorf("'utf-8' codec can't decode byte 0x%02x in position %d: %s", b[start], start, reason)
+	}
+	return fmt.Errorf("'utf-8' codec can't decode bytes in position %d-%d: %s", start, end, reason)
+}
+
+// tooLarge is the answer to a body past a decoding bound.
+func tooLarge(format string, args ...any) *Error {
+	return newError(http.StatusRequestEntityTooLarge, "", "JSON body too large to decode: "+format, args...)
+}
+
+// scanJSON counts the values, container items and string lengths of a
+// JSON text without building anything, and checks \u escapes. It stops at
+// the first syntax it does not expect, leaving the error to the decoder.
+func scanJSON(b []byte) error {
+	var items []int // per open container, the commas seen
+	values := 0
+	for i := 0; i < len(b); i++ {
+		switch c := b[i]; c {
+		case ' ', '\t', '\n', '\r', ':':
+			continue
+		case '[', '{':
+			if len(items) >= maxJSONDepth {
+				return nil
+			}
+			items = append(items, 0)
+		case ']', '}':
+			if len(items) == 0 {
+				return nil
+			}
+			items = items[:len(items)-1]
+			continue
+		case ',':
+			if len(items) == 0 {
+				return nil
+			}
+			if items[len(items)-1]++; items[len(items)-1] >= maxJSONItems {
+				return tooLarge("an array or object has more than %d items.", maxJSONItems)
+			}
+			continue
+		case '"':
+			end, err := scanString(b, i+1)
+			if err != nil {
+				return err
+			}
+			if end < 0 {
+				return nil
+			}
+			i = end
+		default:
+			// A number or literal: up to the next delimiter.
+			for i+1 < len(b) && !strings.ContainsRune(" \t\n\r,:]}[{\"", rune(b[i+1])) {
+				i++
+			}
+		}
+		if values++; values > maxJSONValues {
+			return tooLarge("more than %d values.", maxJSONValues)
+		}
+	}
+	return nil
+}
+
+// scanString checks the string whose contents start at b[start] and
+// returns the index of its closing quote, or -1 if it has none or a
+// malformed escape (the decoder's error then).
+func scanString(b []byte, start int) (int, error) {
+	n := 0 // decoded bytes
+	for i := start; i < len(b); i++ {
+		if n > maxJSONString {
+			return 0, tooLarge("a string is longer than %d bytes.", maxJSONString)
+		}
+		switch b[i] {
+		case '"':
+			return i, nil
+		case '\\':
+			if i+1 >= len(b) {
+				return -1, nil
+			}
+			if b[i+1] != 'u' {
+				i++
+				n++
+				continue
+			}
+			r, ok := hex4(b, i+2)
+			if !ok {
+				return -1, nil
+			}
+			switch {
+			case r >= 0xD800 && r <= 0xDBFF:
+				if low, ok := hex4(b, i+8); ok && b[i+6] == '\\' && b[i+7] == 'u' && low >= 0xDC00 && low <= 0xDFFF {
+					i += 11
+					n += 4
+					continue
+				}
+				return 0, loneSurrogate(b, i, r)
+			case r >= 0xDC00 && r <= 0xDFFF:
+				return 0, loneSurrogate(b, i, r)
+			}
+			i += 5
+			n += utf8.RuneLen(r)
+		default:
+			n++
+		}
+	}
+	return -1, nil
+}
+
+func loneSurrogate(b []byte, i int, r rune) error {
+	return badRequest("Malformed JSON: invalid \\u%04x escape at char %d: a lone UTF-16 surrogate is not a character",
+		r, utf8.RuneCount(b[:i]))
+}
+
+// hex4 decodes the four hex digits at b[i:i+4].
+func hex4(b []byte, i int) (rune, bool) {
+	if i < 0 || i+4 > len(b) {
+		return 0, false
+	}
+	var r rune
+	for _, c := range b[i : i+4] {
+		switch {
+		case c >= '0' && c <= '9':
+			r = r<<4 | rune(c-'0')
+		case c >= 'a' && c <= 'f':
+			r = r<<4 | rune(c-'a'+10)
+		case c >= 'A' && c <= 'F':
+			r = r<<4 | rune(c-'A'+10)
+		default:
+			return 0, false
+		}
+	}
+	return r, true
+}
+
+// maxEcho is how much of a client's value an error message or log line
+// repeats.
+const maxEcho = 256
+
+// truncateEcho shortens s to maxEcho bytes (on a UTF-8 boundary) plus
+// "...", so that an error never repeats megabytes of a bad value.
+func truncateEcho(s string) string {
+	if len(s) <= maxEcho {
+		return s
+	}
+	cut := maxEcho
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "..."
+}
