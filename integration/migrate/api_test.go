@@ -2,11 +2,14 @@ package migrate
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"testing"
+
+	"github.com/berthd/berth/ledger/placementdb"
 )
 
 // api is a Placement API client for the tests, admin through noauth2.
@@ -76,4 +79,14 @@ func (a api) generation(uuid string) int {
 
 func uuidN(kind, n int) string {
 	return fmt.Sprintf("%08x-0000-4000-8000-%012x", kind, n)
+}
+
+// readBerth reads the Berth database at dbURL as export would.
+func readBerth(t *testing.T, dbURL string) *placementdb.Dump {
+	t.Helper()
+	d, _, err := placementdb.ReadBerth(context.Background(), dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
 }

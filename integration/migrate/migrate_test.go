@@ -112,18 +112,25 @@ func compare(t *testing.T, oldName, oldURL, newName, newURL string) *placementdi
 	return res
 }
 
-// TestPlacementToBerthAndBack moves a Placement on MariaDB, populated
-// through its own API, to Berth; checks that every read answers the same;
-// continues writing against Berth with the generations clients held;
-// exports Berth's state into a fresh Placement database and checks that
-// the new Placement answers what Berth does.
-func TestPlacementToBerthAndBack(t *testing.T) {
+// TestMigration shares one MariaDB (slow to start) among its subtests,
+// each with its own databases.
+func TestMigration(t *testing.T) {
+	maria := startMariaDB(t)
+	t.Run("RoundTrip", func(t *testing.T) { testRoundTrip(t, maria) })
+	t.Run("ImportRefusals", func(t *testing.T) { testImportRefusals(t, maria) })
+	t.Run("Orphans", func(t *testing.T) { testOrphans(t, maria) })
+	t.Run("ExportRefusals", func(t *testing.T) { testExportRefusals(t, maria) })
+}
+
+// testRoundTrip moves a Placement on MariaDB, populated through its own
+// API, to Berth; checks that every read answers the same; continues
+// writing against Berth with the generations clients held; exports
+// Berth's state into a fresh Placement database and checks that the new
+// Placement answers what Berth does.
+func testRoundTrip(t *testing.T, maria *mariadbtest.Server) {
 	start := time.Now()
 	step := func(what string) { t.Logf("%6.1fs %s", time.Since(start).Seconds(), what) }
-	t.Cleanup(func() { step("cleanup done") })
-	maria := startMariaDB(t)
 	ctx := context.Background()
-	step("mariadb started")
 	srcURL, err := maria.CreateDB(ctx, "placement", "s3cret-pw")
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/berthd/berth/ledger"
 )
 
 // ReadPlacement reads the Placement database at src into a Dump after
@@ -111,6 +113,19 @@ func (r *reader) readAll(ctx context.Context) error {
 	var err error
 	if d.Classes, err = r.named(ctx, "resource_classes"); err != nil {
 		return err
+	}
+	// Placement gives standard classes fixed ids (their index in
+	// os-resource-classes, the list Berth's is) and adds them to the table
+	// when it first starts: a database `placement-manage db sync` made but
+	// no Placement served yet lacks them, and its rows may still use them.
+	have := map[int64]bool{}
+	for _, c := range d.Classes {
+		have[c.ID] = true
+	}
+	for i, name := range ledger.StandardClasses {
+		if !have[int64(i)] {
+			d.Classes = append(d.Classes, Named{ID: int64(i), Name: name, Stamps: Stamps{Created: r.now, Updated: r.now}})
+		}
 	}
 	if d.Traits, err = r.named(ctx, "traits"); err != nil {
 		return err

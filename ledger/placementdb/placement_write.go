@@ -176,7 +176,7 @@ func (p *placementDB) checkMySQLNames(ctx context.Context, conn *sql.Conn, d *Du
 				return fmt.Errorf("%s: checking names: %v", p.src, oneLine(err))
 			}
 		}
-		rows, err := conn.QueryContext(ctx, `SELECT GROUP_CONCAT(CONCAT('"', name, '"') ORDER BY name SEPARATOR ', ') FROM `+tmp+` GROUP BY name HAVING COUNT(*) > 1`)
+		rows, err := conn.QueryContext(ctx, `SELECT GROUP_CONCAT(CONCAT('"', name, '"') ORDER BY BINARY name SEPARATOR ', ') FROM `+tmp+` GROUP BY name HAVING COUNT(*) > 1`)
 		if err != nil {
 			return fmt.Errorf("%s: checking names: %v", p.src, oneLine(err))
 		}
