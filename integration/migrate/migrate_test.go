@@ -60,7 +60,9 @@ func startPlacement(t *testing.T, dbURL string) *placementtest.Server {
 }
 
 // startBerthd serves berthd on dbURL in this process and returns its URL.
-func startBerthd(t *testing.T, dbURL string) string {
+func startBerthd(t *testing.T, dbURL string) string { return startBerthdB(t, dbURL) }
+
+func startBerthdB(t testing.TB, dbURL string) string {
 	t.Helper()
 	cfg := daemon.Default()
 	cfg.Listen = "127.0.0.1:0"

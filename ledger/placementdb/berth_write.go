@@ -241,10 +241,21 @@ func writeBerth(ctx context.Context, tx pgx.Tx, d *Dump) error {
 				return []any{a.ID, a.ProviderID, a.ConsumerID, classMap[a.ClassID], a.Used, a.Created, a.Updated}, nil
 			})},
 	}
+	tables := make([]string, len(copies))
+	for i, c := range copies {
+		tables[i] = c.table
+	}
+	fks, err := dropForeignKeys(ctx, tx, tables)
+	if err != nil {
+		return err
+	}
 	for _, c := range copies {
 		if _, err := tx.CopyFrom(ctx, pgx.Identifier{c.table}, c.cols, c.rows); err != nil {
 			return fmt.Errorf("writing %s: %w", c.table, err)
 		}
+	}
+	if err := restoreForeignKeys(ctx, tx, fks); err != nil {
+		return err
 	}
 	// Sequences continue after the imported ids, so that rows Berth
 	// creates next do not collide with them.
@@ -259,6 +270,52 @@ func writeBerth(ctx context.Context, tx pgx.Tx, d *Dump) error {
 	// berthd processes already running reload their snapshots on commit.
 	if _, err := tx.Exec(ctx, `SELECT pg_notify('berth_ledger', 'import:*')`); err != nil {
 		return fmt.Errorf("notify: %w", err)
+	}
+	return nil
+}
+
+// foreignKey is a constraint dropped for the bulk load.
+type foreignKey struct{ table, name, def string }
+
+// dropForeignKeys drops the foreign keys of tables (inside the import's
+// transaction, so a failure restores them with everything else).
+// PostgreSQL checks a foreign key row by row, one query per row and
+// constraint, which made loading a million allocations take minutes;
+// adding the constraint back checks every row in one join. The
+// definitions are read from the catalog, so they come back exactly as
+// the migrations made them.
+func dropForeignKeys(ctx context.Context, tx pgx.Tx, tables []string) ([]foreignKey, error) {
+	rows, err := tx.Query(ctx, `
+		SELECT c.conrelid::regclass::text, c.conname, pg_get_constraintdef(c.oid)
+		FROM pg_constraint c
+		WHERE c.contype = 'f' AND c.conrelid::regclass::text = ANY($1)
+		ORDER BY 1, 2`, tables)
+	if err != nil {
+		return nil, fmt.Errorf("reading foreign keys: %w", err)
+	}
+	var fks []foreignKey
+	var fk foreignKey
+	if _, err := pgx.ForEachRow(rows, []any{&fk.table, &fk.name, &fk.def}, func() error {
+		fks = append(fks, fk)
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("reading foreign keys: %w", err)
+	}
+	for _, fk := range fks {
+		if _, err := tx.Exec(ctx, `ALTER TABLE `+pgx.Identifier{fk.table}.Sanitize()+` DROP CONSTRAINT `+pgx.Identifier{fk.name}.Sanitize()); err != nil {
+			return nil, fmt.Errorf("dropping %s: %w", fk.name, err)
+		}
+	}
+	return fks, nil
+}
+
+// restoreForeignKeys adds back what dropForeignKeys dropped, which checks
+// every loaded row.
+func restoreForeignKeys(ctx context.Context, tx pgx.Tx, fks []foreignKey) error {
+	for _, fk := range fks {
+		if _, err := tx.Exec(ctx, `ALTER TABLE `+pgx.Identifier{fk.table}.Sanitize()+` ADD CONSTRAINT `+pgx.Identifier{fk.name}.Sanitize()+` `+fk.def); err != nil {
+			return fmt.Errorf("checking %s: %w", fk.name, err)
+		}
 	}
 	return nil
 }
