@@ -122,6 +122,7 @@ func TestMigration(t *testing.T) {
 	t.Run("ImportRefusals", func(t *testing.T) { testImportRefusals(t, maria) })
 	t.Run("Orphans", func(t *testing.T) { testOrphans(t, maria) })
 	t.Run("ExportRefusals", func(t *testing.T) { testExportRefusals(t, maria) })
+	t.Run("Postgres", testPostgres)
 }
 
 // testRoundTrip moves a Placement on MariaDB, populated through its own

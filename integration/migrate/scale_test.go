@@ -24,7 +24,8 @@ import (
 //	BERTH_IMPORT_PROVIDERS=100000 BERTH_IMPORT_ALLOCATIONS=1000000 \
 //	    go test ./integration/migrate -run '^$' -bench ImportPlacement -benchtime 1x -timeout 30m
 //
-// (defaults 1,000 and 10,000). With BERTH_IMPORT_VERIFY=1 it also serves
+// (defaults 1,000 and 10,000). It then times `berth export placement`
+// into a fresh database. With BERTH_IMPORT_VERIFY=1 it also serves
 // the source with Placement and Berth and times `--verify`. It is not
 // part of `go test ./...`: benchmarks run only with -bench.
 func BenchmarkImportPlacement(b *testing.B) {
@@ -67,6 +68,20 @@ func BenchmarkImportPlacement(b *testing.B) {
 		}
 	}
 	b.StopTimer()
+	// The way back: export into a fresh Placement database.
+	dst, err := maria.CreateDB(ctx, "placement_back", "bench-pw")
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := placementtest.Sync(ctx, dst); err != nil {
+		b.Fatal(err)
+	}
+	t0 = time.Now()
+	code, out, errs := berth("export", "placement", "--target", dst, "--database-url", berthDB)
+	if code != 0 {
+		b.Fatalf("export: %d %s%s", code, out, errs)
+	}
+	b.Logf("%s(export took %s)", out, time.Since(t0).Round(10*time.Millisecond))
 	if os.Getenv("BERTH_IMPORT_VERIFY") == "" {
 		return
 	}
@@ -77,7 +92,7 @@ func BenchmarkImportPlacement(b *testing.B) {
 	defer p.Stop()
 	berthURL := startBerthdB(b, berthDB)
 	t0 = time.Now()
-	code, out, errs := berth("import", "placement", "--verify", "--source-api", p.URL, "--url", berthURL, "--workers", "2")
+	code, out, errs = berth("import", "placement", "--verify", "--source-api", p.URL, "--url", berthURL, "--workers", "2")
 	if code != 0 {
 		b.Fatalf("verify: %d %.2000s%.2000s", code, out, errs)
 	}
