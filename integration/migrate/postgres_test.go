@@ -4,6 +4,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/berthd/berth/internal/placementtest"
 	"github.com/berthd/berth/ledger/ledgertest"
@@ -33,14 +34,19 @@ func pgUsagesBug(d string) bool {
 
 // testPostgres is the round trip with Placement on PostgreSQL.
 func testPostgres(t *testing.T) {
+	start := time.Now()
+	step := func(what string) { t.Logf("%6.1fs %s", time.Since(start).Seconds(), what) }
 	src := emptyPGDB(t, "placement_src")
 	old := startPlacement(t, src)
+	step("placement started")
 	populate(api{t: t, base: old.URL})
+	step("placement populated")
 
 	berthDB := ledgertest.NewDB(t)
 	if code, out, errs := berth("import", "placement", "--source", src, "--database-url", berthDB); code != 0 {
 		t.Fatalf("import: exit %d: %s%s", code, out, errs)
 	}
+	step("imported")
 	berthURL := startBerthd(t, berthDB)
 	res := compare(t, "placement", old.URL, "berth", berthURL)
 	known := 0
@@ -56,6 +62,7 @@ func testPostgres(t *testing.T) {
 	}
 	t.Logf("import from PostgreSQL: %d reads, %d differ only by Placement's known /usages 500", res.Reads, known)
 
+	step("verified")
 	ba := api{t: t, base: berthURL}
 	ba.must(204, "DELETE", "/allocations/"+migration1, nil, nil)
 
@@ -66,13 +73,16 @@ func testPostgres(t *testing.T) {
 	if code, out, errs := berth("export", "placement", "--target", dst, "--database-url", berthDB); code != 0 {
 		t.Fatalf("export: exit %d: %s%s", code, out, errs)
 	}
+	step("exported")
 	back := startPlacement(t, dst)
+	step("second placement started")
 	res = compare(t, "placement", back.URL, "berth", berthURL)
 	for _, d := range res.Differences {
 		if !pgUsagesBug(d) {
 			t.Errorf("after export: %s", d)
 		}
 	}
+	step("compared")
 	// Ids Placement assigns next follow the exported ones.
 	api{t: t, base: back.URL}.must(200, "POST", "/resource_providers", map[string]any{"name": "after-rollback"}, nil)
 }

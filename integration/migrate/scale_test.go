@@ -117,21 +117,21 @@ func generate(ctx context.Context, maria *mariadbtest.Server, providers, consume
 	n, c := strconv.Itoa(providers), strconv.Itoa(consumers)
 	stmts := []string{
 		`INSERT INTO traits (id, name, created_at) SELECT seq, CONCAT('CUSTOM_BENCH_', seq), NOW() FROM seq_1_to_10`,
-		`INSERT INTO placement_aggregates (id, uuid, created_at) SELECT seq, CONCAT(LPAD(HEX(seq), 8, '0'), '-0000-4000-8000-00000000a99a'), NOW() FROM seq_1_to_100`,
+		`INSERT INTO placement_aggregates (id, uuid, created_at) SELECT seq, CONCAT(LPAD(LOWER(HEX(seq)), 8, '0'), '-0000-4000-8000-00000000a99a'), NOW() FROM seq_1_to_100`,
 		`INSERT INTO projects (id, external_id, created_at) SELECT seq, CONCAT('project-', seq), NOW() FROM seq_1_to_100`,
 		`INSERT INTO users (id, external_id, created_at) SELECT seq, CONCAT('user-', seq), NOW() FROM seq_1_to_1000`,
 		`INSERT INTO consumer_types (id, name, created_at) VALUES (1, 'INSTANCE', NOW())`,
 		`INSERT INTO resource_providers (id, uuid, name, generation, root_provider_id, created_at, updated_at)
-			SELECT seq, CONCAT(LPAD(HEX(seq), 8, '0'), '-0000-4000-8000-0000000000c0'), CONCAT('compute-', seq), 5, seq, NOW(), NOW() FROM seq_1_to_` + n,
+			SELECT seq, CONCAT(LPAD(LOWER(HEX(seq)), 8, '0'), '-0000-4000-8000-0000000000c0'), CONCAT('compute-', seq), 5, seq, NOW(), NOW() FROM seq_1_to_` + n,
 		`INSERT INTO inventories (resource_provider_id, resource_class_id, total, reserved, min_unit, max_unit, step_size, allocation_ratio, created_at)
 			SELECT p.seq, k.seq, ELT(k.seq + 1, 64, 262144, 2000), ELT(k.seq + 1, 0, 2048, 10), 1, ELT(k.seq + 1, 64, 262144, 2000), 1, ELT(k.seq + 1, 4.0, 1.1, 1.0), NOW()
 			FROM seq_1_to_` + n + ` p CROSS JOIN seq_0_to_2 k`,
 		`INSERT INTO resource_provider_traits (resource_provider_id, trait_id, created_at) SELECT seq, seq % 10 + 1, NOW() FROM seq_1_to_` + n,
 		`INSERT INTO resource_provider_aggregates (resource_provider_id, aggregate_id, created_at) SELECT seq, seq % 100 + 1, NOW() FROM seq_1_to_` + n,
 		`INSERT INTO consumers (id, uuid, project_id, user_id, generation, consumer_type_id, created_at, updated_at)
-			SELECT seq, CONCAT(LPAD(HEX(seq), 8, '0'), '-0000-4000-8000-00000000c0c0'), seq % 100 + 1, seq % 1000 + 1, 1, 1, NOW(), NOW() FROM seq_1_to_` + c,
+			SELECT seq, CONCAT(LPAD(LOWER(HEX(seq)), 8, '0'), '-0000-4000-8000-00000000c0c0'), seq % 100 + 1, seq % 1000 + 1, 1, 1, NOW(), NOW() FROM seq_1_to_` + c,
 		`INSERT INTO allocations (resource_provider_id, consumer_id, resource_class_id, used, created_at, updated_at)
-			SELECT (s.seq - 1) % ` + n + ` + 1, CONCAT(LPAD(HEX(s.seq), 8, '0'), '-0000-4000-8000-00000000c0c0'), k.seq, ELT(k.seq + 1, 2, 4096, 20), NOW(), NOW()
+			SELECT (s.seq - 1) % ` + n + ` + 1, CONCAT(LPAD(LOWER(HEX(s.seq)), 8, '0'), '-0000-4000-8000-00000000c0c0'), k.seq, ELT(k.seq + 1, 2, 4096, 20), NOW(), NOW()
 			FROM seq_1_to_` + c + ` s CROSS JOIN seq_0_to_2 k`,
 	}
 	for _, s := range stmts {
