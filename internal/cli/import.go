@@ -56,6 +56,7 @@ berth import placement --verify --source-api http://placement:8778 --berth-api h
 			sourceAPI := fs.String("source-api", "", "Placement API `URL` (with --verify)")
 			sourceToken := fs.String("source-token", "", "X-Auth-Token for --source-api (default: --token)")
 			berthAPI := fs.String("berth-api", "", "Berth API `URL` (with --verify; default: --url)")
+			sample := fs.Int("sample", 0, "with --verify, read the answers of `N` providers picked at random (and their consumers) instead of all")
 			workers := fs.Int("workers", 4, "`N` requests in flight per API (with --verify; at most the Placement API's processes)")
 			return func(e *env, args []string) error {
 				if err := argsN(args); err != nil {
@@ -65,7 +66,7 @@ berth import placement --verify --source-api http://placement:8778 --berth-api h
 					if *sourceAPI == "" {
 						return usagef("--verify needs --source-api")
 					}
-					return runVerify(e, *sourceAPI, firstNonEmpty(*sourceToken, e.g.token), firstNonEmpty(*berthAPI, e.g.url), *workers)
+					return runVerify(e, *sourceAPI, firstNonEmpty(*sourceToken, e.g.token), firstNonEmpty(*berthAPI, e.g.url), *workers, *sample)
 				}
 				if *source == "" {
 					return usagef("--source is required (or --verify)")
@@ -107,12 +108,13 @@ func runImport(e *env, source, target string, p placementdb.ImportParams, skipOr
 	return nil
 }
 
-func runVerify(e *env, sourceAPI, sourceToken, berthAPI string, workers int) error {
+func runVerify(e *env, sourceAPI, sourceToken, berthAPI string, workers, sample int) error {
 	res, err := placementdiff.Compare(e.ctx, placementdiff.Params{
 		Old:     placementdiff.Endpoint{Name: "placement", URL: sourceAPI, Token: sourceToken},
 		New:     placementdiff.Endpoint{Name: "berth", URL: berthAPI, Token: e.g.token},
 		Timeout: e.g.timeout,
 		Workers: workers,
+		Sample:  sample,
 	})
 	if err != nil {
 		return err

@@ -66,6 +66,10 @@ func TestCompare(t *testing.T) {
 			t.Errorf("missing %q in:\n%s", want, got)
 		}
 	}
+	res, err = Compare(context.Background(), Params{Old: Endpoint{Name: "placement", URL: a.URL}, New: Endpoint{Name: "berth", URL: b.URL}, Sample: 1})
+	if err != nil || res.Reads != 12 {
+		t.Errorf("a sample of the only provider: %v, %+v", err, res)
+	}
 	if _, err := Compare(context.Background(), Params{Old: Endpoint{Name: "placement", URL: "http://127.0.0.1:1"}, New: Endpoint{Name: "berth", URL: c.URL}}); err == nil {
 		t.Error("an unreachable side is not an error")
 	}
