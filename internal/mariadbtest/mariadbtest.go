@@ -4,6 +4,10 @@
 // tests run as root. Its character set is utf8mb3 with utf8mb3_general_ci,
 // what OpenStack deployments create Placement's database with (names
 // compare case- and trailing-space-insensitively, no 4-byte characters).
+//
+// Debian's MariaDB ships an empty AppArmor profile; a machine that still
+// enforces an old mysqld profile denies a data directory under /tmp, and
+// Start's error then quotes the server log saying so.
 package mariadbtest
 
 import (
