@@ -108,6 +108,7 @@ func commands() []*command {
 	cs = append(cs, policyCommands()...)
 	cs = append(cs, configCommands()...)
 	cs = append(cs, benchCommands()...)
+	cs = append(cs, importCommands()...)
 	return cs
 }
 
@@ -117,6 +118,8 @@ var groups = map[string]struct{ summary, example string }{
 		"berth scriptlet set refuse-foo refuse-foo.star\nberth scriptlet test refuse-foo --name foo"},
 	"policy": {"Scheduling policies and the units they are built from",
 		"berth policy units\nberth policy create spread.json\nberth explain --resources VCPU:2 --policy spread"},
+	"import": {"Bring state over from OpenStack Placement", "berth import placement --source mysql+pymysql://placement:secret@db/placement --database-url postgres://berth@db/berth"},
+	"export": {"Write Berth's state back to OpenStack Placement", "berth export placement --target mysql+pymysql://placement:secret@db/placement --database-url postgres://berth@db/berth"},
 	"config": {"Server-wide settings (GET/PATCH /config)",
 		"berth config set instances.placement.scriptlet @default.star\nberth config get"},
 }
