@@ -108,4 +108,12 @@ func TestSampleLeavesIndexAlone(t *testing.T) {
 	if !slices.Equal(roots, s.idx.roots) || !slices.Equal(byClass, s.idx.byClass[vcpu]) {
 		t.Fatal("a search reordered the snapshot's index")
 	}
+	// candidateAnchors relies on the index lists being strictly ascending.
+	for _, ix := range []map[int32][]int32{s.idx.byClass, s.idx.byTrait, s.idx.byAgg} {
+		for id, l := range ix {
+			if !strictlyAscending(l) {
+				t.Fatalf("index list %d is not strictly ascending", id)
+			}
+		}
+	}
 }

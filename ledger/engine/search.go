@@ -336,6 +336,13 @@ func (e *search) candidateAnchors() []int32 {
 		}
 	}
 	if driveSet && (!bestSet || len(drive) < len(best)) {
+		if s.idx.flat {
+			// A slot's driving list is one of the index lists (driver,
+			// byClass), strictly ascending by construction (buildIndex
+			// appends each provider once, in index order), so in a flat
+			// cloud it is its own list of anchors: no pass over it.
+			return drive
+		}
 		return e.anchorsOf(drive)
 	}
 	if bestSet {
