@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"errors"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -91,8 +92,27 @@ func (s *Server) allocationCandidates(c echo.Context) error {
 	setCacheHeaders(c, time.Now())
 	buf := jsonBufs.Get().(*[]byte)
 	defer jsonBufs.Put(buf)
-	*buf = appendCandidates((*buf)[:0], cands, params.Groups, v)
-	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, *buf)
+	return streamJSON(c, func(w io.Writer) error {
+		var err error
+		*buf, err = writeCandidates(w, (*buf)[:0], cands, params.Groups, v)
+		return err
+	})
+}
+
+// writeCandidates writes appendCandidates' answer to w, streaming: the
+// body goes out in pieces of about streamFlushBytes, through buf, instead
+// of being held whole. It returns buf for reuse.
+func writeCandidates(w io.Writer, buf []byte, c *ledger.Candidates, groups []ledger.RequestGroup, v Version) ([]byte, error) {
+	var err error
+	spill := func(b []byte) []byte {
+		if err == nil {
+			_, err = w.Write(b)
+		}
+		return b[:0]
+	}
+	buf = encodeCandidates(buf, c, groups, v, spill)
+	buf = spill(buf)
+	return buf, err
 }
 
 // candidatesParams reads an allocation candidates request from q, the
@@ -227,8 +247,18 @@ var jsonBufs = sync.Pool{New: func() any { b := make([]byte, 0, 64<<10); return 
 // every inventory (not just the requested classes) from 1.27 and the tree
 // from 1.29.
 func appendCandidates(b []byte, c *ledger.Candidates, groups []ledger.RequestGroup, v Version) []byte {
+	return encodeCandidates(b, c, groups, v, nil)
+}
+
+// encodeCandidates is appendCandidates; between elements, when spill is
+// not nil and b holds streamFlushBytes or more, it hands b to spill and
+// goes on with what spill returns.
+func encodeCandidates(b []byte, c *ledger.Candidates, groups []ledger.RequestGroup, v Version, spill func([]byte) []byte) []byte {
 	b = append(b, `{"allocation_requests": [`...)
 	for i, ar := range c.Requests {
+		if spill != nil && len(b) >= streamFlushBytes {
+			b = spill(b)
+		}
 		if i > 0 {
 			b = append(b, ", "...)
 		}
@@ -289,6 +319,9 @@ func appendCandidates(b []byte, c *ledger.Candidates, groups []ledger.RequestGro
 		}
 	}
 	for i, ps := range c.Summaries {
+		if spill != nil && len(b) >= streamFlushBytes {
+			b = spill(b)
+		}
 		if i > 0 {
 			b = append(b, ", "...)
 		}

@@ -2,7 +2,7 @@ package httpapi
 
 import (
 	"errors"
-	"net/http"
+	"io"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -52,15 +52,14 @@ func (s *Server) providerList(c echo.Context) error {
 		return err
 	}
 	var lastModified time.Time
-	list := make([]any, len(providers))
-	for i, p := range providers {
-		list[i] = providerJSON(c, p)
+	for _, p := range providers {
 		if t := providerLastModified(p); t.After(lastModified) {
 			lastModified = t
 		}
 	}
 	setCacheHeaders(c, lastModified)
-	return writeJSON(c, http.StatusOK, map[string]any{"resource_providers": list})
+	v := version(c)
+	return streamJSON(c, func(w io.Writer) error { return writeProviderList(w, v, providers) })
 }
 
 // providerListFilter validates and parses the query string of GET

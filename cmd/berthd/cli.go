@@ -49,6 +49,7 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 			err = daemon.Migrate(ctx, cfg, log)
 		} else {
 			setGCPercent(getenv)
+			daemon.ApplyMemoryLimit(daemon.MemoryLimitParams{Getenv: getenv}, log)
 			err = serve(ctx, cfg, log)
 		}
 		if err != nil {
@@ -76,7 +77,12 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 // few hundred KiB that die with it, so at Go's default of 100 the garbage
 // collector ran about every few dozen claims and took 16% of berthd's CPU
 // under POST /claims at 64 clients. At 400 it runs a quarter as often,
-// for a heap that may grow to five times the live one.
+// for a heap that may grow to five times the live one. That growth is
+// bounded by the soft memory limit daemon.ApplyMemoryLimit sets
+// (GOMEMLIMIT, or 90% of the cgroup's limit): near it the collector runs
+// as often as needed, so GOGC 400 only costs memory that is there to use.
+// At 100,000 providers the live heap is larger (docs/performance.md), and
+// collections are rarer for the same allocation rate anyway.
 const defaultGCPercent = 400
 
 // setGCPercent applies defaultGCPercent when GOGC is not set.

@@ -176,6 +176,7 @@ func (s *Snapshot) Candidates(ctx context.Context, p *CandidatesParams) (*Candid
 	anchors := e.candidateAnchors()
 	e.scratch = searchScratches.Get().(*searchScratch)
 	if p.Randomize {
+		anchors = slices.Clone(anchors) // may be the snapshot's
 		rand.Shuffle(len(anchors), func(i, j int) { anchors[i], anchors[j] = anchors[j], anchors[i] })
 	}
 	want := p.Max
@@ -191,7 +192,7 @@ func (s *Snapshot) Candidates(ctx context.Context, p *CandidatesParams) (*Candid
 		// Draw from the roots in random order; if that finds every
 		// candidate, there were no more than want: take them again in the
 		// deterministic order (cheap, since there are few).
-		found, complete = e.roundRobin(slices.Clone(anchors), want, true)
+		found, complete = e.roundRobin(anchors, want, true)
 		if complete {
 			e.seen, e.steps = nil, 0
 			found, complete = e.roundRobin(anchors, want, false)

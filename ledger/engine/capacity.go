@@ -118,19 +118,20 @@ func (s *Snapshot) Capacity(ctx context.Context, p *CapacityParams) (*Capacity, 
 	}
 	deadline := time.Now().Add(budget)
 
-	scratch := &Snapshot{names: s.names, provs: slices.Clone(s.provs), idx: s.idx}
+	scratch := &Snapshot{names: s.names, provs: s.provs.clone(), idx: s.idx}
 	e, err := scratch.newSearch(ctx, &req)
 	if err != nil || e == nil {
 		return out, err
 	}
-	copied := make([]bool, len(s.provs))
+	copied := make([]bool, s.provs.len())
 	take := func(i int32, class int32, amount int64) {
 		if !copied[i] {
-			c := *scratch.provs[i]
+			c := *scratch.provs.at(i)
 			c.Inventories = slices.Clone(c.Inventories)
-			scratch.provs[i], copied[i] = &c, true
+			scratch.provs.set(i, &c)
+			copied[i] = true
 		}
-		scratch.provs[i].Inventory(class).Used += amount
+		scratch.provs.at(i).Inventory(class).Used += amount
 	}
 
 	n := len(e.slots)
@@ -141,7 +142,7 @@ func (s *Snapshot) Capacity(ctx context.Context, p *CapacityParams) (*Capacity, 
 		if !e.anchorOK(a) || !e.inAnchorSets(a) {
 			continue
 		}
-		rc := RootCapacity{UUID: s.provs[a].UUID, Name: s.provs[a].Name}
+		rc := RootCapacity{UUID: s.provs.at(a).UUID, Name: s.provs.at(a).Name}
 		exhausted := false
 		for rc.Fits < maxPer {
 			if placements++; placements&255 == 0 {
@@ -180,7 +181,7 @@ func (s *Snapshot) Capacity(ctx context.Context, p *CapacityParams) (*Capacity, 
 		if rc.Fits > 0 {
 			out.Total += int64(rc.Fits)
 			out.Roots = append(out.Roots, rc)
-			for _, agg := range s.provs[a].Aggregates {
+			for _, agg := range s.provs.at(a).Aggregates {
 				perAgg[agg] += int64(rc.Fits)
 			}
 		}
@@ -219,7 +220,7 @@ func (e *search) limiting(base *Snapshot, a int32, buf []int32) []string {
 		for _, r := range sl.res {
 			full := true
 			for _, q := range buf {
-				inv := scratch.provs[q].Inventory(r.class)
+				inv := scratch.provs.at(q).Inventory(r.class)
 				if float64(inv.Used+r.amount) <= inv.capacity() {
 					full = false
 					break

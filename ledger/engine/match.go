@@ -160,7 +160,7 @@ func inAllAggs(p *ProviderRecord, memberOf [][]int32) bool {
 
 // matches reports whether provider i alone satisfies f.
 func (s *Snapshot) matches(i int32, f *filter) bool {
-	p := s.provs[i]
+	p := s.provs.at(i)
 	if f.inTree >= 0 && s.idx.root[i] != f.inTree {
 		return false
 	}
@@ -215,7 +215,7 @@ func (s *Snapshot) matching(f *filter) []int32 {
 	}
 	var out []int32
 	if all {
-		for i := range s.provs {
+		for i := range s.provs.len() {
 			if s.matches(int32(i), f) {
 				out = append(out, int32(i))
 			}

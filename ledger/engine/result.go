@@ -37,8 +37,32 @@ func (e *search) result(found [][]int32, versionsOnly bool) *Candidates {
 		}
 		return s.names.className[id]
 	}
-	// summarised is a bit per provider of the snapshot.
-	summarised := make([]uint64, (len(s.provs)+63)/64)
+	// summarised records the providers (or trees) already listed: a bit
+	// per provider of the snapshot for a large answer, a set of those
+	// listed for a small one, such as a claim's sample, whose cost must
+	// not grow with the snapshot.
+	var summarisedBits []uint64
+	var summarisedSet map[int32]struct{}
+	if len(found)*len(e.slots) < s.provs.len()/64 {
+		summarisedSet = make(map[int32]struct{}, len(found))
+	} else {
+		summarisedBits = make([]uint64, (s.provs.len()+63)/64)
+	}
+	firstSummary := func(unit int32) bool {
+		if summarisedSet != nil {
+			if _, ok := summarisedSet[unit]; ok {
+				return false
+			}
+			summarisedSet[unit] = struct{}{}
+			return true
+		}
+		w, bit := unit/64, uint64(1)<<(unit%64)
+		if summarisedBits[w]&bit != 0 {
+			return false
+		}
+		summarisedBits[w] |= bit
+		return true
+	}
 	var summaryOrder []int32
 	var allocBuf []CandidateAllocation
 	var resBuf []ResourceAmount
@@ -93,22 +117,21 @@ func (e *search) result(found [][]int32, versionsOnly bool) *Candidates {
 					n++
 				}
 			}
-			allocs[pi] = CandidateAllocation{ProviderUUID: s.provs[p].UUID, Resources: res[start:n:n]}
+			allocs[pi] = CandidateAllocation{ProviderUUID: s.provs.at(p).UUID, Resources: res[start:n:n]}
 			// Summaries cover whole trees from 1.29; before, only the
 			// providers that allocate.
 			unit := p
 			if e.nestedAware {
 				unit = s.idx.root[p]
 			}
-			if w, bit := unit/64, uint64(1)<<(unit%64); summarised[w]&bit == 0 {
-				summarised[w] |= bit
+			if firstSummary(unit) {
 				summaryOrder = append(summaryOrder, unit)
 			}
 		}
 		for gi, slotsOf := range e.groupSlots {
 			from := len(uuids)
 			for _, si := range slotsOf {
-				u := s.provs[vec[si]].UUID
+				u := s.provs.at(vec[si]).UUID
 				if !slices.Contains(uuids[from:], u) {
 					uuids = append(uuids, u)
 				}
@@ -129,7 +152,7 @@ func (e *search) result(found [][]int32, versionsOnly bool) *Candidates {
 	if versionsOnly {
 		out.Versions = make([]ProviderVersion, len(members))
 		for k, i := range members {
-			out.Versions[k] = ProviderVersion{s.provs[i]}
+			out.Versions[k] = ProviderVersion{s.provs.at(i)}
 		}
 		return out
 	}
@@ -142,20 +165,20 @@ func (s *Snapshot) summaries(list []int32) []ProviderSummary {
 	out := make([]ProviderSummary, len(list))
 	nRes, nTraits, nAggs := 0, 0, 0
 	for _, i := range list {
-		nRes += len(s.provs[i].Inventories)
-		nTraits += len(s.provs[i].Traits)
-		nAggs += len(s.provs[i].Aggregates)
+		nRes += len(s.provs.at(i).Inventories)
+		nTraits += len(s.provs.at(i).Traits)
+		nAggs += len(s.provs.at(i).Aggregates)
 	}
 	resBuf := make([]SummaryResource, nRes)
 	traitBuf := make([]string, nTraits)
 	aggBuf := make([]string, nAggs)
 	for k, i := range list {
-		p := s.provs[i]
+		p := s.provs.at(i)
 		ps := &out[k]
-		ps.UUID, ps.Name, ps.Generation, ps.RootUUID = p.UUID, p.Name, p.Generation, s.provs[s.idx.root[i]].UUID
+		ps.UUID, ps.Name, ps.Generation, ps.RootUUID = p.UUID, p.Name, p.Generation, s.provs.at(s.idx.root[i]).UUID
 		ps.Version = ProviderVersion{p}
 		if pi := s.idx.parent[i]; pi >= 0 {
-			ps.ParentUUID = s.provs[pi].UUID
+			ps.ParentUUID = s.provs.at(pi).UUID
 		}
 		ps.Resources, resBuf = resBuf[:len(p.Inventories):len(p.Inventories)], resBuf[len(p.Inventories):]
 		for j := range p.Inventories {

@@ -78,7 +78,7 @@ func (s *Snapshot) newSearch(ctx context.Context, p *CandidatesParams) (*search,
 	}
 	if len(rootReq) > 0 || len(rootForbid) > 0 {
 		e.anchorOK = func(r int32) bool {
-			rp := s.provs[r]
+			rp := s.provs.at(r)
 			for _, t := range rootReq {
 				if !rp.hasTrait(t) {
 					return false
@@ -146,7 +146,7 @@ func (e *search) someGroupEmpty() bool {
 		}
 		any := false
 		for _, p := range e.snap.idx.byClass[sl.res[0].class] {
-			if e.snap.provs[p].Inventory(sl.res[0].class).fits(sl.res[0].amount) {
+			if e.snap.provs.at(p).Inventory(sl.res[0].class).fits(sl.res[0].amount) {
 				any = true
 				break
 			}
@@ -248,9 +248,15 @@ func (e *search) anchorsWithAnyTrait(traits []int32) []int32 {
 }
 
 // anchorsOf lists, ascending, the anchors the providers reach: their roots
-// and, for sharing providers, the roots they share with.
+// and, for sharing providers, the roots they share with. The answer must
+// not be changed: in a cloud of root providers that share nothing it is
+// provs itself, when provs is strictly ascending (an index list, say), so
+// that a claim's search does not copy the list of every compute node.
 func (e *search) anchorsOf(provs []int32) []int32 {
 	s := e.snap
+	if s.idx.flat && strictlyAscending(provs) {
+		return provs
+	}
 	out := make([]int32, 0, len(provs))
 	for _, i := range provs {
 		out = append(out, s.idx.root[i])
@@ -262,6 +268,15 @@ func (e *search) anchorsOf(provs []int32) []int32 {
 		slices.Sort(out)
 	}
 	return slices.Compact(out)
+}
+
+func strictlyAscending(xs []int32) bool {
+	for i := 1; i < len(xs); i++ {
+		if xs[i] <= xs[i-1] {
+			return false
+		}
+	}
+	return true
 }
 
 // orderSlots moves the unsuffixed group's slots to the front, keeping the
@@ -298,7 +313,8 @@ func (e *search) orderSlots() {
 // candidateAnchors returns, ascending, the roots that may anchor a
 // candidate: those reached by the providers of the slot (or anchor
 // condition) with the shortest driving list. Each is checked in full
-// when the search gets to it.
+// when the search gets to it. The answer may be shared with the
+// snapshot's index: it must not be changed.
 func (e *search) candidateAnchors() []int32 {
 	s := e.snap
 	if e.sharedTree >= 0 {
@@ -320,12 +336,19 @@ func (e *search) candidateAnchors() []int32 {
 		}
 	}
 	if driveSet && (!bestSet || len(drive) < len(best)) {
+		if s.idx.flat {
+			// A slot's driving list is one of the index lists (driver,
+			// byClass), strictly ascending by construction (buildIndex
+			// appends each provider once, in index order), so in a flat
+			// cloud it is its own list of anchors: no pass over it.
+			return drive
+		}
 		return e.anchorsOf(drive)
 	}
 	if bestSet {
 		return best
 	}
-	return slices.Clone(s.idx.roots)
+	return s.idx.roots
 }
 
 // options appends to buf the providers slot sl may use under anchor r,
@@ -347,18 +370,18 @@ func (e *search) options(sl *slot, r int32, buf []int32) []int32 {
 		}
 	} else {
 		f, ra := sl.f, sl.res[0]
-		rp := s.provs[r]
+		rp := s.provs.at(r)
 		if (f.inTree < 0 || f.inTree == r) && !rp.inAnyAgg(f.forbidAggs) {
 			rootMember := len(f.memberOf) == 0 || inAllAggs(rp, f.memberOf)
 			for _, m := range s.idx.members[r] {
-				p := s.provs[m]
+				p := s.provs.at(m)
 				if e.sharedOK(p, ra) && (rootMember || inAllAggs(p, f.memberOf)) {
 					buf = append(buf, m)
 				}
 			}
 			if f.inTree < 0 {
 				for _, m := range s.idx.sharedTo[r] {
-					p := s.provs[m]
+					p := s.provs.at(m)
 					if e.sharedOK(p, ra) && inAllAggs(p, f.memberOf) {
 						buf = append(buf, m)
 					}
@@ -435,16 +458,26 @@ func (e *search) roundRobin(anchors []int32, want int, shuffle bool) ([][]int32,
 	provBuf := sc.provBuf[:0]
 	defer func() { sc.provBuf = provBuf[:0] }()
 	firstChunk := true
+	var draw sparseShuffle
+	if shuffle {
+		draw = sparseShuffle{list: anchors, moved: sc.moved}
+		clear(draw.moved)
+		defer func() {
+			if len(draw.moved) > maxPooledScratch {
+				draw.moved = nil // a large draw's map is left to the collector
+			}
+			clear(draw.moved)
+			sc.moved = draw.moved
+		}()
+	}
 	for k := range anchors {
 		if len(found) >= want || e.stopped {
 			return found, false
 		}
-		if shuffle {
-			// Fisher-Yates, one step per anchor visited.
-			j := k + rand.IntN(len(anchors)-k)
-			anchors[k], anchors[j] = anchors[j], anchors[k]
-		}
 		a := anchors[k]
+		if shuffle {
+			a = draw.next(k)
+		}
 		if !e.anchorOK(a) || !e.inAnchorSets(a) {
 			continue
 		}
@@ -499,6 +532,39 @@ type searchScratch struct {
 	arena   []int32
 	found   [][]int32
 	ring    []*gen
+	moved   map[int]int32 // sparseShuffle's
+}
+
+// sparseShuffle draws the elements of list in uniformly random order
+// (Fisher-Yates) without changing list: moved holds, by position, the
+// elements a step swapped in, so k draws cost O(k) time and memory
+// whatever the length of list.
+type sparseShuffle struct {
+	list  []int32
+	moved map[int]int32
+}
+
+// at is the element now at position i.
+func (d *sparseShuffle) at(i int) int32 {
+	if v, ok := d.moved[i]; ok {
+		return v
+	}
+	return d.list[i]
+}
+
+// next returns the k-th element of the shuffled order; calls must ask for
+// k = 0, 1, 2, ... in turn.
+func (d *sparseShuffle) next(k int) int32 {
+	j := k + rand.IntN(len(d.list)-k)
+	a := d.at(j)
+	if j != k {
+		if d.moved == nil {
+			d.moved = map[int]int32{}
+		}
+		d.moved[j] = d.at(k)
+	}
+	delete(d.moved, k) // position k is never read again
+	return a
 }
 
 // searchScratches holds searchScratch values between requests.
@@ -633,7 +699,7 @@ func (e *search) accept(g *gen, d int) bool {
 				}
 			}
 		}
-		if shared && !s.provs[p].Inventory(r.class).fitsTotal(total) {
+		if shared && !s.provs.at(p).Inventory(r.class).fitsTotal(total) {
 			return false
 		}
 	}
@@ -654,7 +720,7 @@ func (e *search) sharedTraitsOK(g *gen) bool {
 	for _, any := range e.sharedReq {
 		ok := false
 		for i := 0; i <= e.lastShared && !ok; i++ {
-			ok = e.snap.provs[g.prov(i)].hasAnyTrait(any)
+			ok = e.snap.provs.at(g.prov(i)).hasAnyTrait(any)
 		}
 		if !ok {
 			return false

@@ -88,7 +88,7 @@ func TestShortfall(t *testing.T) {
 			for _, ar := range cands.Requests {
 				for _, a := range ar.Allocations {
 					i, _ := s.providerIndex(a.ProviderUUID)
-					roots[s.provs[s.idx.root[i]].UUID] = true
+					roots[s.provs.at(s.idx.root[i]).UUID] = true
 				}
 			}
 			if len(roots) != sf.Fit {

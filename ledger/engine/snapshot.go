@@ -249,8 +249,8 @@ func (n *Names) DeleteTrait(name string) {
 // are safe for concurrent use.
 type Snapshot struct {
 	names *Names
-	provs []*ProviderRecord // by dense index
-	idx   *snapIndex        // derived from provs; shared while the shape is unchanged
+	provs provTable  // by dense index
+	idx   *snapIndex // derived from provs; shared while the shape is unchanged
 }
 
 // snapIndex holds everything derived from the providers' shape (tree links,
@@ -272,6 +272,9 @@ type snapIndex struct {
 	anchors  [][]int32 // for a sharing provider: roots of the trees it shares with, ascending
 	sharedTo [][]int32 // for a root: sharing providers of other trees it may use, ascending
 	hasTrees bool
+	// flat is set when every provider is the root of its own tree and none
+	// shares: every provider is then an anchor, and only of itself.
+	flat bool
 }
 
 // buildIndex derives a snapIndex from provs, which must not contain nil.
@@ -339,6 +342,13 @@ func buildIndex(provs []*ProviderRecord, n *Names) *snapIndex {
 		m := ix.members[r]
 		slices.SortStableFunc(m, func(a, b int32) int { return int(ix.depth[a] - ix.depth[b]) })
 	}
+	ix.flat = true
+	for i := range provs {
+		if ix.root[i] != int32(i) || ix.sharing[i] {
+			ix.flat = false
+			break
+		}
+	}
 	for i, p := range provs {
 		if !ix.sharing[i] {
 			continue
@@ -390,7 +400,7 @@ func (s *Snapshot) lca(a, b int32) int32 {
 }
 
 // Len is the number of providers in the snapshot.
-func (s *Snapshot) Len() int { return len(s.provs) }
+func (s *Snapshot) Len() int { return s.provs.len() }
 
 // Names returns the snapshot's names. They must not be changed.
 func (s *Snapshot) Names() *Names { return s.names }
@@ -408,7 +418,7 @@ func (s *Snapshot) ProviderByID(id int64) (*ProviderRecord, bool) {
 	if !ok {
 		return nil, false
 	}
-	return s.provs[i], true
+	return s.provs.at(i), true
 }
 
 // UnsureNames lists, of the given resource class and trait names, those
@@ -433,35 +443,53 @@ func (s *Snapshot) UnsureNames(classes, traits []string) (unsureClasses, unsureT
 
 // provider converts provider i to the public Provider type.
 func (s *Snapshot) provider(i int32) Provider {
-	p := s.provs[i]
+	p := s.provs.at(i)
 	out := Provider{
 		ID: p.ID, UUID: p.UUID, Name: p.Name, Generation: p.Generation,
-		RootUUID: s.provs[s.idx.root[i]].UUID, CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt,
+		RootUUID: s.provs.at(s.idx.root[i]).UUID, CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt,
 	}
 	if pi := s.idx.parent[i]; pi >= 0 {
-		out.ParentUUID = s.provs[pi].UUID
+		out.ParentUUID = s.provs.at(pi).UUID
 	}
 	return out
 }
 
 // WithProviders returns a snapshot in which the providers in changed
 // replace or join those of s and the ids in deleted are gone. Indexes are
-// shared with s when no provider changed shape.
+// shared with s when no provider changed shape, and then the cost is
+// proportional to the number of changed providers, not to the snapshot's
+// size (see provTable).
 func (s *Snapshot) WithProviders(changed map[int64]*ProviderRecord, deleted map[int64]bool, n *Names) *Snapshot {
-	shapeChanged := false
-	provs := make([]*ProviderRecord, len(s.provs), len(s.provs)+len(changed))
-	copy(provs, s.provs)
+	gone := 0
+	for id := range deleted {
+		if _, ok := s.idx.byID[id]; ok {
+			gone++
+		}
+	}
+	if gone == 0 {
+		// The common case, a claim batch's patch: every changed provider
+		// is already known and keeps its shape.
+		at := make(map[int32]*ProviderRecord, len(changed))
+		for id, q := range changed {
+			i, ok := s.idx.byID[id]
+			if !ok || !s.provs.at(i).sameShape(q) {
+				at = nil
+				break
+			}
+			at[i] = q
+		}
+		if at != nil {
+			return &Snapshot{names: n, provs: s.provs.with(at), idx: s.idx}
+		}
+	}
+	provs := s.provs.list()
 	seen := make(map[int64]bool, len(changed))
 	for i, p := range provs {
 		if deleted[p.ID] {
-			shapeChanged = true
 			continue
 		}
 		if q, ok := changed[p.ID]; ok {
 			seen[p.ID] = true
-			if !p.sameShape(q) {
-				shapeChanged = true
-			}
 			provs[i] = q
 		}
 	}
@@ -472,21 +500,17 @@ func (s *Snapshot) WithProviders(changed map[int64]*ProviderRecord, deleted map[
 		}
 	}
 	if len(added) > 0 {
-		shapeChanged = true
 		slices.SortFunc(added, func(a, b *ProviderRecord) int { return cmpInt64(a.ID, b.ID) })
 		provs = append(provs, added...)
 	}
-	if !shapeChanged {
-		return &Snapshot{names: n, provs: provs, idx: s.idx}
-	}
-	if len(deleted) > 0 {
+	if gone > 0 {
 		provs = slices.DeleteFunc(provs, func(p *ProviderRecord) bool { return deleted[p.ID] })
 	}
 	// Keep id order so dense indexes follow creation order.
 	if !slices.IsSortedFunc(provs, func(a, b *ProviderRecord) int { return cmpInt64(a.ID, b.ID) }) {
 		slices.SortFunc(provs, func(a, b *ProviderRecord) int { return cmpInt64(a.ID, b.ID) })
 	}
-	return &Snapshot{names: n, provs: provs, idx: buildIndex(provs, n)}
+	return &Snapshot{names: n, provs: newProvTable(provs), idx: buildIndex(provs, n)}
 }
 
 func cmpInt64(a, b int64) int {
@@ -504,5 +528,5 @@ func cmpInt64(a, b int64) int {
 // names. It takes provs over: the records must not be changed afterwards.
 func New(provs []*ProviderRecord, n *Names) *Snapshot {
 	slices.SortFunc(provs, func(a, b *ProviderRecord) int { return cmpInt64(a.ID, b.ID) })
-	return &Snapshot{names: n, provs: provs, idx: buildIndex(provs, n)}
+	return &Snapshot{names: n, provs: newProvTable(provs), idx: buildIndex(provs, n)}
 }

@@ -1,0 +1,119 @@
+package engine
+
+import (
+	"context"
+	"slices"
+	"testing"
+)
+
+// TestPatchSharesUntouched checks that a same-shape patch of a large
+// snapshot leaves the old snapshot as it was, shows the new records in the
+// new one, and shares every chunk it did not touch.
+func TestPatchSharesUntouched(t *testing.T) {
+	const n = 3*provChunk + 17
+	s := benchComputes(n)
+	touched := []int32{0, provChunk + 5, n - 1}
+	changed := map[int64]*ProviderRecord{}
+	for _, i := range touched {
+		p := *s.provs.at(i)
+		p.Generation += 7
+		changed[p.ID] = &p
+	}
+	next := s.WithProviders(changed, nil, s.Names())
+	if next.idx != s.idx {
+		t.Fatal("a same-shape patch rebuilt the index")
+	}
+	for i := int32(0); i < n; i++ {
+		old, now := s.provs.at(i), next.provs.at(i)
+		if slices.Contains(touched, i) {
+			if now != changed[old.ID] || old.Generation+7 != now.Generation {
+				t.Fatalf("provider %d: patch not applied", i)
+			}
+		} else if old != now {
+			t.Fatalf("provider %d changed", i)
+		}
+	}
+	shared := 0
+	for c := range s.provs.chunks {
+		if &s.provs.chunks[c][0] == &next.provs.chunks[c][0] {
+			shared++
+		}
+	}
+	if want := len(s.provs.chunks) - 3; shared != want {
+		t.Fatalf("%d chunks shared, want %d", shared, want)
+	}
+	// Deleting an unknown id is no shape change.
+	if again := next.WithProviders(nil, map[int64]bool{-5: true}, next.Names()); again.idx != next.idx || again.Len() != n {
+		t.Fatal("deleting an unknown provider rebuilt the snapshot")
+	}
+	// Deleting a known one is.
+	if gone := next.WithProviders(nil, map[int64]bool{s.provs.at(3).ID: true}, next.Names()); gone.Len() != n-1 {
+		t.Fatalf("%d providers after a delete, want %d", gone.Len(), n-1)
+	}
+}
+
+// TestSparseShuffle checks that the draw is a permutation of the list,
+// leaves the list unchanged, and reaches every position first.
+func TestSparseShuffle(t *testing.T) {
+	list := []int32{10, 11, 12, 13, 14, 15, 16}
+	orig := slices.Clone(list)
+	firsts := map[int32]bool{}
+	for round := 0; round < 500; round++ {
+		d := sparseShuffle{list: list}
+		var got []int32
+		for k := range list {
+			got = append(got, d.next(k))
+		}
+		firsts[got[0]] = true
+		slices.Sort(got)
+		if !slices.Equal(got, orig) {
+			t.Fatalf("draw %v is not a permutation of %v", got, orig)
+		}
+		if len(d.moved) != 0 {
+			t.Fatalf("%d positions left moved after a full draw", len(d.moved))
+		}
+	}
+	if !slices.Equal(list, orig) {
+		t.Fatalf("list changed to %v", list)
+	}
+	if len(firsts) != len(list) {
+		t.Fatalf("only %d of %d elements were ever drawn first", len(firsts), len(list))
+	}
+}
+
+// TestSampleLeavesIndexAlone checks that sampled and randomized searches
+// do not reorder the snapshot's shared lists (roots, class index), which
+// they use without copying.
+func TestSampleLeavesIndexAlone(t *testing.T) {
+	s := benchComputes(500)
+	roots := slices.Clone(s.idx.roots)
+	vcpu, _ := s.names.ClassID("VCPU")
+	byClass := slices.Clone(s.idx.byClass[vcpu])
+	ctx := context.Background()
+	for _, p := range []CandidatesParams{
+		{NestedAware: true, Max: 10, Sample: true, Groups: []RequestGroup{{Resources: res("VCPU:2")}}},
+		{NestedAware: true, Max: 10, Randomize: true, Groups: []RequestGroup{{Resources: res("VCPU:2")}}},
+		{NestedAware: true, Max: 10, Sample: true, Groups: []RequestGroup{{Resources: res("VCPU:2"), RequiredTraits: [][]string{{"CUSTOM_BENCH"}}}}},
+	} {
+		for range 20 {
+			c, err := s.Candidates(ctx, &p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(c.Requests) != 10 {
+				t.Fatalf("%d candidates, want 10", len(c.Requests))
+			}
+		}
+	}
+	if !slices.Equal(roots, s.idx.roots) || !slices.Equal(byClass, s.idx.byClass[vcpu]) {
+		t.Fatal("a search reordered the snapshot's index")
+	}
+	// candidateAnchors relies on the index lists being strictly ascending.
+	for _, ix := range []map[int32][]int32{s.idx.byClass, s.idx.byTrait, s.idx.byAgg} {
+		for id, l := range ix {
+			if !strictlyAscending(l) {
+				t.Fatalf("index list %d is not strictly ascending", id)
+			}
+		}
+	}
+}
