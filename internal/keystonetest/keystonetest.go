@@ -95,18 +95,29 @@ var shared struct {
 
 // Main runs the tests, stops every server started and removes their files,
 // then exits with the tests' status. Call it from TestMain.
-func Main(m *testing.M) {
+func Main(m *testing.M) { os.Exit(Run(m, nil)) }
+
+// Run is Main without the exit, for a package whose TestMain has another
+// helper's run to wrap (run, such as ledgertest.Run, runs the tests; nil
+// means m.Run). It returns the tests' status.
+func Run(m *testing.M, run func(*testing.M) int) int {
 	shared.inMain = true
-	code := m.Run()
+	if run == nil {
+		run = func(m *testing.M) int { return m.Run() }
+	}
+	code := run(m)
 	shared.mu.Lock()
-	for _, k := range shared.all {
+	all := shared.all
+	shared.mu.Unlock()
+	for _, k := range all {
 		k.Stop()
 	}
+	shared.mu.Lock()
 	for _, d := range shared.dirs {
 		_ = os.RemoveAll(d)
 	}
 	shared.mu.Unlock()
-	os.Exit(code)
+	return code
 }
 
 // unavailable fails t when CI is set, else skips it.
@@ -667,4 +678,24 @@ func (k *Keystone) Port() int {
 	_, p, _ := net.SplitHostPort(k.addr)
 	n, _ := strconv.Atoi(p)
 	return n
+}
+
+// ApplicationCredential creates an application credential of user (for
+// the project its token is scoped to) and returns its id and secret.
+func (k *Keystone) ApplicationCredential(t testing.TB, user string) (id, secret string) {
+	t.Helper()
+	ctx := context.Background()
+	tok, _, err := k.login(ctx, user)
+	if err != nil {
+		t.Fatalf("keystonetest: %v", err)
+	}
+	var out struct {
+		Cred struct{ ID, Secret string } `json:"application_credential"`
+	}
+	name := fmt.Sprintf("berth-test-%d", time.Now().UnixNano())
+	if _, err := k.call(ctx, tok, http.MethodPost, "/users/"+k.UserIDs[user]+"/application_credentials",
+		map[string]any{"application_credential": map[string]any{"name": name}}, &out, http.StatusCreated); err != nil {
+		t.Fatalf("keystonetest: application credential: %v", err)
+	}
+	return out.Cred.ID, out.Cred.Secret
 }
