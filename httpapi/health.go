@@ -51,9 +51,10 @@ func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
 }
 
 // readyz answers 200 when this replica should get traffic: the database
-// answers and its schema is one this binary can use, and the process is
-// not draining for shutdown. Otherwise 503 with the reason. It costs one
-// short query.
+// answers and its schema is one this binary can use, Keystone answers
+// (with AuthKeystone), and the process is not draining for shutdown.
+// Otherwise 503 with the reason. It costs one short query (and one
+// request to Keystone).
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	if s.draining.Load() {
 		writeProbe(w, http.StatusServiceUnavailable, "shutting down")
@@ -62,11 +63,14 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
 	defer cancel()
 	st, err := s.store.SchemaStatus(ctx)
+	kerr := s.keystoneReady(ctx)
 	switch {
 	case err != nil:
 		writeProbe(w, http.StatusServiceUnavailable, fmt.Sprintf("database unreachable: %v", err))
 	case !st.Current():
 		writeProbe(w, http.StatusServiceUnavailable, st.String())
+	case kerr != nil:
+		writeProbe(w, http.StatusServiceUnavailable, fmt.Sprintf("keystone unreachable: %v", kerr))
 	default:
 		writeProbe(w, http.StatusOK, "ok: "+st.String())
 	}

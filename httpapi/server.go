@@ -27,6 +27,8 @@ type Config struct {
 	Auth string
 	// Tokens maps static tokens to principals when Auth is AuthTokens.
 	Tokens map[string]Principal
+	// Keystone validates tokens when Auth is AuthKeystone (required then).
+	Keystone KeystoneAuthenticator
 	// Policy decides who may do what; nil means policy.SetAdmin without
 	// overrides (every operation needs the admin role).
 	Policy *policy.Enforcer
@@ -78,6 +80,10 @@ func (c *Config) setDefaults() error {
 	case "":
 		c.Auth = AuthNoAuth2
 	case AuthNoAuth2, AuthTokens, AuthKeystoneHeaders:
+	case AuthKeystone:
+		if c.Keystone == nil {
+			return errors.New("httpapi: auth keystone needs Config.Keystone")
+		}
 	default:
 		return fmt.Errorf("httpapi: unknown auth strategy %q", c.Auth)
 	}

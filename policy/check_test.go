@@ -85,7 +85,7 @@ func TestParseErrors(t *testing.T) {
 		{"role:admin role:reader", `unexpected "role:reader"`},
 		{"admin", "is not KIND:MATCH"},
 		{"http://example.com/check", "not supported"},
-		{"domain_id:%(domain_id)s", "unknown credential"},
+		{"is_admin_project:True", "unknown credential"},
 		{"not", "unexpected end"},
 	} {
 		_, err := Parse(tc.check)
