@@ -28,9 +28,20 @@ type proxy struct {
 	URL string
 	// validations counts GET /v3/auth/tokens requests passed on.
 	validations atomic.Int64
-	// fail, when not 0, is the status every request is answered with.
+	// fail, when not 0, is the status every request is answered with, or
+	// down: every connection is dropped.
 	fail atomic.Int32
 }
+
+// down is the proxy.fail value that drops connections.
+const down = -1
+
+// Validations counts the token validations the proxy passed to Keystone.
+func (p *proxy) Validations() int64 { return p.validations.Load() }
+
+// Fail makes the proxy answer every request with status (down: drop the
+// connection; 0: pass requests on again).
+func (p *proxy) Fail(status int32) { p.fail.Store(status) }
 
 func newProxy(t testing.TB, keystoneURL string) *proxy {
 	t.Helper()
@@ -41,7 +52,14 @@ func newProxy(t testing.TB, keystoneURL string) *proxy {
 	p := &proxy{}
 	rp := httputil.NewSingleHostReverseProxy(target)
 	p.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if code := p.fail.Load(); code != 0 {
+		switch code := p.fail.Load(); {
+		case code == down:
+			// As a Keystone whose host went away: the connection drops.
+			if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
+				conn.Close()
+			}
+			return
+		case code != 0:
 			http.Error(w, "proxy says no", int(code))
 			return
 		}

@@ -298,6 +298,9 @@ key_repository = %[1]s/credential-keys
 expiration = %[3]d
 [cache]
 enabled = false
+[identity]
+# bcrypt's cheapest cost: every login checks a password, and tests log in a lot.
+password_hash_rounds = 4
 `, base.dir, dir, secs)
 	return os.WriteFile(path, []byte(conf), 0o600)
 }
