@@ -162,10 +162,13 @@ func New(t testing.TB, opts Options) *Keystone {
 
 // Available reports why Keystone cannot run here, or nil.
 func Available() error {
-	for _, bin := range []string{"keystone-manage", "uwsgi", "python3"} {
+	for _, bin := range []string{"keystone-manage", "uwsgi", "/usr/bin/python3"} {
 		if _, err := exec.LookPath(bin); err != nil {
 			return fmt.Errorf("%s not found (apt-get install python3-keystone uwsgi uwsgi-plugin-python3)", bin)
 		}
+	}
+	if _, err := os.Stat("/usr/lib/uwsgi/plugins/python3_plugin.so"); err != nil {
+		return errors.New("uwsgi's python3 plugin not found (apt-get install uwsgi-plugin-python3)")
 	}
 	if _, err := os.Stat("/usr/bin/keystone-wsgi-public"); err != nil {
 		return errors.New("/usr/bin/keystone-wsgi-public not found (apt-get install python3-keystone)")
@@ -235,7 +238,7 @@ func bootstrap() (*Keystone, error) {
 		return nil, err
 	}
 	// WAL lets several servers (and their threads) read while one writes.
-	if out, err := exec.CommandContext(ctx, "python3", "-c",
+	if out, err := exec.CommandContext(ctx, "/usr/bin/python3", "-c",
 		"import sqlite3,sys; sqlite3.connect(sys.argv[1]).execute('PRAGMA journal_mode=WAL')",
 		filepath.Join(dir, "keystone.db")).CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("sqlite WAL: %v: %s", err, out)
