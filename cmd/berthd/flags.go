@@ -42,7 +42,7 @@ func options() []option {
 		{flag: "auth", arg: "STRATEGY", envs: []string{"BERTH_AUTH"},
 			help: "Authentication: noauth2 (development and tests only: trust X-Auth-Token as\n" +
 				"user[:project], \"admin\" being admin, and X-Roles, X-Project-Id and\n" +
-				"OpenStack-System-Scope when sent), tokens (static tokens from --token-file) or\n" +
+				"OpenStack-System-Scope when sent), tokens (static tokens from --token-file),\n" +
 				"keystone-headers (trust the identity headers set by an authenticating proxy\n" +
 				"such as keystonemiddleware; UNSAFE unless only that proxy can reach berthd) or\n" +
 				"keystone (validate X-Auth-Token with Keystone as Berth's service user:\n" +
