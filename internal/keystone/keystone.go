@@ -48,6 +48,10 @@ const (
 	DefaultServiceRole = "service"
 )
 
+// loginRetryInterval: after a failed login, requests fail at once for
+// this long rather than each trying again.
+const loginRetryInterval = time.Second
+
 // maxTokenLen bounds what is sent to Keystone as a token; fernet tokens
 // are about 200 bytes, JWS tokens under 1 KiB.
 const maxTokenLen = 8192
@@ -172,6 +176,10 @@ type Client struct {
 	// re-authenticate by itself).
 	loginMu  sync.Mutex
 	loggedIn atomic.Bool
+	// loginFailed is when the last login failed (unix nanoseconds), so
+	// that requests during an outage at start fail fast instead of
+	// queueing behind one login attempt each.
+	loginFailed atomic.Int64
 	// session is the service token's issue and expiry time.
 	session atomic.Pointer[sessionTimes]
 
@@ -301,6 +309,7 @@ func (c *Client) login(ctx context.Context) error {
 	}
 	start := time.Now()
 	if err := openstack.AuthenticateV3(ctx, c.pc, c.opts, gophercloud.EndpointOpts{}); err != nil {
+		c.loginFailed.Store(time.Now().UnixNano())
 		var code gophercloud.ErrUnexpectedResponseCode
 		if errors.As(err, &code) && code.Actual >= 400 && code.Actual < 500 {
 			return fmt.Errorf("keystone: %w: %s answered %d for %s", ErrCredentials, c.cfg.AuthURL, code.Actual, c.who())
@@ -479,7 +488,8 @@ func (c *Client) cached(key [sha256.Size]byte) (*Identity, bool) {
 		return nil, false
 	}
 	if !time.Now().Before(e.until) {
-		c.cache.Remove(key)
+		// Left in place (a concurrent validation may be replacing it
+		// right now); the next store overwrites it, or it ages out.
 		return nil, false
 	}
 	c.hits.Add(1)
@@ -504,6 +514,10 @@ func (c *Client) store(key [sha256.Size]byte, id *Identity, allowExpired bool) {
 // fetch asks Keystone about token.
 func (c *Client) fetch(ctx context.Context, token string, allowExpired bool) (*Identity, error) {
 	if !c.loggedIn.Load() {
+		if failed := c.loginFailed.Load(); failed != 0 && time.Since(time.Unix(0, failed)) < loginRetryInterval {
+			return nil, fmt.Errorf("%w: Berth has no service session yet (the last login failed %v ago)",
+				ErrUnavailable, time.Since(time.Unix(0, failed)).Round(time.Millisecond))
+		}
 		if err := c.login(ctx); err != nil {
 			if errors.Is(err, ErrCredentials) {
 				c.log.Error("keystone: Berth's service credentials are refused", "error", err)

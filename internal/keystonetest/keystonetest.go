@@ -51,7 +51,7 @@ func Password(user string) string { return "pw-" + user + "-Berth1" }
 
 // startTimeout bounds one server's start; only a broken installation
 // reaches it.
-const startTimeout = 2 * time.Minute
+const startTimeout = 5 * time.Minute
 
 // Options configure a server started by New.
 type Options struct {
@@ -215,7 +215,7 @@ func bootstrap() (*Keystone, error) {
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	// The schema and the two key repositories are independent: build them
 	// at once (each keystone-manage run is seconds of Python start-up).
