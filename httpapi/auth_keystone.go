@@ -56,6 +56,8 @@ func (s *Server) keystonePrincipal(c echo.Context) (Principal, error) {
 		}
 		return Principal{}, newError(http.StatusUnauthorized, "", "%s", msg)
 	default:
+		// The cause names the token by its hash only (keystone.TokenHash).
+		s.log.WarnContext(c.Request().Context(), "token not validated: keystone unavailable", "error", err)
 		return Principal{}, &Error{Status: http.StatusServiceUnavailable, Code: CodeIdentityUnavailable,
 			Msg: "The identity service could not validate the token; try again later.", RetryAfter: retryAfterIdentity}
 	}

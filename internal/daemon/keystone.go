@@ -31,6 +31,9 @@ type KeystoneConfig struct {
 	CacheTTL time.Duration
 	// CacheSize bounds the token cache in entries. Default 10000.
 	CacheSize int
+	// Timeout bounds one request to Keystone (no flag). Default 0:
+	// keystone.DefaultTimeout (10s).
+	Timeout time.Duration
 }
 
 // defaultKeystone is KeystoneConfig's defaults.
@@ -67,7 +70,7 @@ func (k KeystoneConfig) keystone() keystone.Config {
 		AuthURL: k.AuthURL, Username: k.Username, Password: k.Password, ProjectName: k.ProjectName,
 		UserDomainName: k.UserDomainName, ProjectDomainName: k.ProjectDomainName,
 		ApplicationCredentialID: k.ApplicationCredentialID, ApplicationCredentialSecret: k.ApplicationCredentialSecret,
-		CacheTTL: k.CacheTTL, CacheSize: k.CacheSize,
+		CacheTTL: k.CacheTTL, CacheSize: k.CacheSize, Timeout: k.Timeout,
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/berthd/berth/internal/daemon"
 	"github.com/berthd/berth/internal/keystone"
@@ -58,6 +59,7 @@ func keystoneConfig(t *testing.T, authURL string) daemon.Config {
 	cfg.Keystone.Username = keystonetest.Placement
 	cfg.Keystone.Password = keystonetest.Password(keystonetest.Placement)
 	cfg.Keystone.ProjectName = keystonetest.ServiceProject
+	cfg.Keystone.Timeout = time.Minute // a loaded machine's Keystone can be slow
 	return cfg
 }
 
@@ -70,6 +72,12 @@ func startBerthd(t *testing.T, cfg daemon.Config) *berthd {
 	if err != nil {
 		t.Fatalf("daemon.New: %v", err)
 	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			out := logs.String()
+			t.Logf("berthd's log (the end):\n%s", out[max(0, len(out)-6000):])
+		}
+	})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- d.Run(ctx) }()

@@ -276,10 +276,11 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 	return c, nil
 }
 
-// Close stops renewing the service token.
+// Close stops renewing the service token and closes idle connections.
 func (c *Client) Close() {
 	c.stop()
 	<-c.done
+	c.pc.HTTPClient.CloseIdleConnections()
 }
 
 // AuthURL is the configured Identity endpoint.

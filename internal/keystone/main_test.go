@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/berthd/berth/internal/keystonetest"
 	"github.com/berthd/berth/ledger/ledgertest"
@@ -51,6 +52,8 @@ func newProxy(t testing.TB, keystoneURL string) *proxy {
 	}
 	p := &proxy{}
 	rp := httputil.NewSingleHostReverseProxy(target)
+	// No idle connections to Keystone: uwsgi would keep a thread each.
+	rp.Transport = &http.Transport{DisableKeepAlives: true}
 	p.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch code := p.fail.Load(); {
 		case code == down:
@@ -79,6 +82,8 @@ func serviceConfig(authURL string) Config {
 		AuthURL:  authURL,
 		Username: keystonetest.Placement, Password: keystonetest.Password(keystonetest.Placement),
 		ProjectName: keystonetest.ServiceProject,
+		// Far above a validation's time, even on a loaded machine.
+		Timeout: time.Minute,
 	}
 }
 

@@ -354,8 +354,13 @@ func (k *Keystone) Start() error {
 		return err
 	}
 	defer logf.Close()
+	// --http11-socket pins a kept-alive connection to one worker thread
+	// until it closes: hence many threads, and clients that close their
+	// idle connections (this package's own keep none). --http-socket
+	// closes connections without saying so, and a client reusing one
+	// loses its POST.
 	cmd := exec.Command("uwsgi", "--plugin", "python3", "--http11-socket", k.addr,
-		"--wsgi-file", "/usr/bin/keystone-wsgi-public", "--master", "--processes", "1", "--threads", "8",
+		"--wsgi-file", "/usr/bin/keystone-wsgi-public", "--master", "--processes", "1", "--threads", "32",
 		"--die-on-term", "--need-app", "--lazy-apps",
 		"--env", "OS_KEYSTONE_CONFIG_DIR="+k.dir, "--env", "OS_KEYSTONE_CONFIG_FILES=keystone.conf")
 	cmd.Stdout, cmd.Stderr = logf, logf
@@ -370,7 +375,7 @@ func (k *Keystone) Start() error {
 	k.cmd, k.done = cmd, done
 	deadline := time.Now().Add(startTimeout)
 	for {
-		resp, err := http.Get(k.URL)
+		resp, err := client.Get(k.URL)
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
@@ -659,7 +664,7 @@ func (k *Keystone) callHeaders(ctx context.Context, token, method, path string, 
 	for h, v := range hdr {
 		req.Header.Set(h, v)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		return nil, err
 	}
@@ -675,6 +680,9 @@ func (k *Keystone) callHeaders(ctx context.Context, token, method, path string, 
 	}
 	return resp.Header, nil
 }
+
+// client keeps no idle connection to a server (see Start).
+var client = &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
 
 // Addr is the server's host:port.
 func (k *Keystone) Addr() string { return k.addr }
