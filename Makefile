@@ -29,7 +29,7 @@ vet:
 	$(GO) vet ./...
 
 gotest:
-	$(GO) test -race -timeout 20m ./... # integration/migrate starts MariaDB and four Placements: minutes on a loaded machine
+	$(GO) test -race -timeout 30m ./... # integration/migrate starts MariaDB and Placements, internal/keystone real Keystones: minutes on a loaded machine
 
 ## conformance: play shared/conformance against bin/berthd, in groups: the
 ##   defaults, then the policy, RBAC and CORS files against berthd started

@@ -20,6 +20,13 @@ type Credentials struct {
 	UserID    string
 	// SystemScope is "all" for a system-scoped token, else empty.
 	SystemScope string
+	// DomainID is the domain of a domain-scoped token; UserDomainID and
+	// ProjectDomainID are the user's and the project's domains.
+	DomainID, UserDomainID, ProjectDomainID string
+	// ServiceRoles, ServiceUserID and ServiceProjectID describe the
+	// X-Service-Token of a service acting for the user (empty without).
+	ServiceRoles                    []string
+	ServiceUserID, ServiceProjectID string
 }
 
 // scope is the token scope oslo.policy derives from the credentials.
@@ -122,6 +129,18 @@ func (g genericCheck) eval(_ map[string]Check, t Target, c Credentials) bool {
 		return c.SystemScope != "" && c.SystemScope == want
 	case "roles":
 		return slices.Contains(c.Roles, want)
+	case "service_roles":
+		return slices.Contains(c.ServiceRoles, want)
+	case "domain_id":
+		return c.DomainID != "" && c.DomainID == want
+	case "user_domain_id":
+		return c.UserDomainID != "" && c.UserDomainID == want
+	case "project_domain_id":
+		return c.ProjectDomainID != "" && c.ProjectDomainID == want
+	case "service_user_id":
+		return c.ServiceUserID != "" && c.ServiceUserID == want
+	case "service_project_id":
+		return c.ServiceProjectID != "" && c.ServiceProjectID == want
 	}
 	return false
 }
@@ -174,7 +193,8 @@ func substitute(s string, t Target) (string, bool) {
 }
 
 // credentialKinds are the left-hand sides a generic check may name.
-var credentialKinds = []string{"project_id", "user_id", "system_scope", "roles"}
+var credentialKinds = []string{"project_id", "user_id", "system_scope", "roles",
+	"domain_id", "user_domain_id", "project_domain_id", "service_roles", "service_user_id", "service_project_id"}
 
 // Parse parses an oslo.policy check string: checks ("@", "!",
 // "rule:NAME", "role:NAME", "project_id:%(project_id)s", "user_id:...",

@@ -14,6 +14,10 @@ var (
 	systemAdmin   = Credentials{Roles: []string{"admin", "member", "reader"}, SystemScope: "all", UserID: "u5"}
 	systemReader  = Credentials{Roles: []string{"reader"}, SystemScope: "all", UserID: "u6"}
 	nobody        = Credentials{UserID: "u7", ProjectID: "p1"}
+	// A user's token with a service's X-Service-Token, in domain d1.
+	novaForUser = Credentials{Roles: []string{"member", "reader"}, ProjectID: "p1", UserID: "u8",
+		UserDomainID: "d1", ProjectDomainID: "d1", ServiceRoles: []string{"service"}, ServiceUserID: "nova", ServiceProjectID: "svc"}
+	domainAdmin = Credentials{Roles: []string{"admin"}, DomainID: "d1", UserID: "u9"}
 )
 
 func TestCheckStrings(t *testing.T) {
@@ -45,6 +49,13 @@ func TestCheckStrings(t *testing.T) {
 		{"user_id:%(user_id)s", projectAdmin, own, true},
 		{"user_id:%(user_id)s", projectMember, own, false},
 		{"roles:service", serviceUser, own, true},
+		{"service_roles:service", novaForUser, own, true},
+		{"service_roles:service", serviceUser, own, false},
+		{"role:service", novaForUser, own, false},
+		{"service_user_id:nova and service_project_id:svc", novaForUser, own, true},
+		{"project_domain_id:d1 and user_domain_id:d1", novaForUser, own, true},
+		{"domain_id:%(domain_id)s", domainAdmin, Target{"domain_id": "d1"}, true},
+		{"domain_id:%(domain_id)s", novaForUser, Target{"domain_id": "d1"}, false},
 		{"(role:member and project_id:%(project_id)s)", projectMember, own, true},
 		{"(role:member and project_id:%(project_id)s)", altReader, own, false},
 		{"role:admin or role:service", serviceUser, own, true},
@@ -85,7 +96,7 @@ func TestParseErrors(t *testing.T) {
 		{"role:admin role:reader", `unexpected "role:reader"`},
 		{"admin", "is not KIND:MATCH"},
 		{"http://example.com/check", "not supported"},
-		{"domain_id:%(domain_id)s", "unknown credential"},
+		{"is_admin_project:True", "unknown credential"},
 		{"not", "unexpected end"},
 	} {
 		_, err := Parse(tc.check)

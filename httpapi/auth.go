@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -17,10 +18,18 @@ type Principal struct {
 	UserID    string
 	// SystemScope is "all" for a system-scoped token, else empty.
 	SystemScope string
+	// Keystone, with AuthKeystone: the domains, the X-Service-Token's
+	// identity, and the token's expiry (see keystonePrincipal).
+	DomainID, UserDomainID, ProjectDomainID string
+	ServiceRoles                            []string
+	ServiceUserID, ServiceProjectID         string
+	ExpiresAt                               time.Time
 }
 
 func (p Principal) credentials() authz.Credentials {
-	return authz.Credentials{Roles: p.Roles, ProjectID: p.ProjectID, UserID: p.UserID, SystemScope: p.SystemScope}
+	return authz.Credentials{Roles: p.Roles, ProjectID: p.ProjectID, UserID: p.UserID, SystemScope: p.SystemScope,
+		DomainID: p.DomainID, UserDomainID: p.UserDomainID, ProjectDomainID: p.ProjectDomainID,
+		ServiceRoles: p.ServiceRoles, ServiceUserID: p.ServiceUserID, ServiceProjectID: p.ServiceProjectID}
 }
 
 // Authentication strategies.
@@ -44,10 +53,16 @@ const (
 	// nothing but that proxy can reach berthd, and the proxy strips these
 	// headers from what clients send (keystonemiddleware does).
 	AuthKeystoneHeaders = "keystone-headers"
+	// AuthKeystone validates X-Auth-Token (and X-Service-Token) with
+	// Keystone itself, as keystonemiddleware's auth_token does for
+	// Placement: see auth_keystone.go and Config.Keystone.
+	AuthKeystone = "keystone"
 )
 
 // AuthStrategies lists the authentication strategies.
-func AuthStrategies() []string { return []string{AuthNoAuth2, AuthTokens, AuthKeystoneHeaders} }
+func AuthStrategies() []string {
+	return []string{AuthNoAuth2, AuthTokens, AuthKeystoneHeaders, AuthKeystone}
+}
 
 // Request headers carrying identity.
 const (
@@ -70,6 +85,11 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 		h := c.Request().Header
 		var p Principal
 		switch s.cfg.Auth {
+		case AuthKeystone:
+			var err error
+			if p, err = s.keystonePrincipal(c); err != nil {
+				return err
+			}
 		case AuthKeystoneHeaders:
 			// keystonemiddleware sets Invalid (with delay_auth_decision) or
 			// answers 401 itself; no header at all means no proxy vouched

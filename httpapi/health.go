@@ -51,11 +51,12 @@ func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
 }
 
 // readyz answers 200 when this replica should get traffic: the database
-// answers and its schema is one this binary can use, and the process is
-// not draining for shutdown. Otherwise 503 with the reason. It costs one
-// short query. The probe needs no credentials, so a database error is
-// answered only as "database unreachable": its text (user, database
-// name, address) goes to the log.
+// answers and its schema is one this binary can use, Keystone answers
+// (with AuthKeystone), and the process is not draining for shutdown.
+// Otherwise 503 with the reason. It costs one short query (and one
+// request to Keystone). The probe needs no credentials, so a database or
+// Keystone error is answered only as "database unreachable" or "keystone
+// unreachable": its text (user, database name, address) goes to the log.
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	if s.draining.Load() {
 		writeProbe(w, http.StatusServiceUnavailable, "shutting down")
@@ -64,12 +65,16 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
 	defer cancel()
 	st, err := s.store.SchemaStatus(ctx)
+	kerr := s.keystoneReady(ctx)
 	switch {
 	case err != nil:
 		s.log.WarnContext(r.Context(), "readiness probe: database unreachable", "error", err)
 		writeProbe(w, http.StatusServiceUnavailable, "database unreachable")
 	case !st.Current():
 		writeProbe(w, http.StatusServiceUnavailable, st.String())
+	case kerr != nil:
+		s.log.WarnContext(r.Context(), "readiness probe: keystone unreachable", "error", kerr)
+		writeProbe(w, http.StatusServiceUnavailable, "keystone unreachable")
 	default:
 		writeProbe(w, http.StatusOK, "ok: "+st.String())
 	}

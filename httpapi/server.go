@@ -41,6 +41,8 @@ type Config struct {
 	Auth string
 	// Tokens maps static tokens to principals when Auth is AuthTokens.
 	Tokens map[string]Principal
+	// Keystone validates tokens when Auth is AuthKeystone (required then).
+	Keystone KeystoneAuthenticator
 	// CORSAllowedOrigins are the origins (scheme://host[:port], or "*")
 	// whose browsers may call the API across origins; empty disables CORS,
 	// and OPTIONS is answered 405 as by Placement without CORS.
@@ -82,6 +84,10 @@ func (c *Config) setDefaults() error {
 	case "":
 		c.Auth = AuthNoAuth2
 	case AuthNoAuth2, AuthTokens, AuthKeystoneHeaders:
+	case AuthKeystone:
+		if c.Keystone == nil {
+			return errors.New("httpapi: auth keystone needs Config.Keystone")
+		}
 	default:
 		return fmt.Errorf("httpapi: unknown auth strategy %q", c.Auth)
 	}

@@ -42,9 +42,35 @@ func options() []option {
 		{flag: "auth", arg: "STRATEGY", envs: []string{"BERTH_AUTH"},
 			help: "Authentication: noauth2 (development and tests only: trust X-Auth-Token as\n" +
 				"user[:project], \"admin\" being admin, and X-Roles, X-Project-Id and\n" +
-				"OpenStack-System-Scope when sent), tokens (static tokens from --token-file) or\n" +
+				"OpenStack-System-Scope when sent), tokens (static tokens from --token-file),\n" +
 				"keystone-headers (trust the identity headers set by an authenticating proxy\n" +
-				"such as keystonemiddleware; UNSAFE unless only that proxy can reach berthd)."},
+				"such as keystonemiddleware; UNSAFE unless only that proxy can reach berthd) or\n" +
+				"keystone (validate X-Auth-Token with Keystone as Berth's service user:\n" +
+				"--keystone-*; docs/deploy.md#behind-keystone)."},
+		{flag: "keystone-auth-url", arg: "URL", envs: []string{"BERTH_KEYSTONE_AUTH_URL"}, noDefault: true,
+			help: "Keystone's Identity endpoint for --auth keystone, e.g. http://keystone:5000/v3;\n" +
+				"also the uri of 401 answers' WWW-Authenticate: Keystone challenge."},
+		{flag: "keystone-username", arg: "NAME", envs: []string{"BERTH_KEYSTONE_USERNAME"}, noDefault: true,
+			help: "Berth's service user (with the service role), e.g. placement."},
+		{flag: "keystone-password", arg: "PASSWORD", envs: []string{"BERTH_KEYSTONE_PASSWORD"}, noDefault: true,
+			help: "Its password (prefer the environment variable or --keystone-password-file)."},
+		{flag: "keystone-password-file", arg: "FILE", envs: []string{"BERTH_KEYSTONE_PASSWORD_FILE"}, noDefault: true,
+			help: "File whose first line is the password."},
+		{flag: "keystone-project-name", arg: "NAME", envs: []string{"BERTH_KEYSTONE_PROJECT_NAME"}, noDefault: true,
+			help: "Project of the service user's token, e.g. service."},
+		{flag: "keystone-user-domain-name", arg: "NAME", envs: []string{"BERTH_KEYSTONE_USER_DOMAIN_NAME"},
+			help: "Domain of the service user."},
+		{flag: "keystone-project-domain-name", arg: "NAME", envs: []string{"BERTH_KEYSTONE_PROJECT_DOMAIN_NAME"},
+			help: "Domain of the service user's project."},
+		{flag: "keystone-application-credential-id", arg: "ID", envs: []string{"BERTH_KEYSTONE_APPLICATION_CREDENTIAL_ID"}, noDefault: true,
+			help: "Log in with this application credential instead of a user and password."},
+		{flag: "keystone-application-credential-secret", arg: "SECRET", envs: []string{"BERTH_KEYSTONE_APPLICATION_CREDENTIAL_SECRET"}, noDefault: true,
+			help: "The application credential's secret."},
+		{flag: "keystone-cache-ttl", arg: "DURATION", envs: []string{"BERTH_KEYSTONE_CACHE_TTL"},
+			help: "Longest a validated token is trusted without asking Keystone again (never past\n" +
+				"its expiry): how long a revoked token may still work."},
+		{flag: "keystone-cache-size", arg: "N", envs: []string{"BERTH_KEYSTONE_CACHE_SIZE"},
+			help: "Most validated tokens cached (least recently used dropped first)."},
 		{flag: "insecure-allow-noauth-on-network", envs: []string{"BERTH_INSECURE_ALLOW_NOAUTH_ON_NETWORK"},
 			help: "Let --auth noauth2 serve on an address beyond loopback, where anyone who can\n" +
 				"reach it is admin. Without it berthd refuses to start so."},
@@ -160,6 +186,18 @@ func newFlagSet(cfg *daemon.Config) *flag.FlagSet {
 	fs.StringVar(&cfg.LogFormat, "log-format", cfg.LogFormat, "")
 	fs.StringVar(&cfg.Auth, "auth", cfg.Auth, "")
 	fs.BoolVar(&cfg.InsecureAllowNoAuthOnNetwork, "insecure-allow-noauth-on-network", cfg.InsecureAllowNoAuthOnNetwork, "")
+	k := &cfg.Keystone
+	fs.StringVar(&k.AuthURL, "keystone-auth-url", k.AuthURL, "")
+	fs.StringVar(&k.Username, "keystone-username", k.Username, "")
+	fs.StringVar(&k.Password, "keystone-password", k.Password, "")
+	fs.StringVar(&k.PasswordFile, "keystone-password-file", k.PasswordFile, "")
+	fs.StringVar(&k.ProjectName, "keystone-project-name", k.ProjectName, "")
+	fs.StringVar(&k.UserDomainName, "keystone-user-domain-name", k.UserDomainName, "")
+	fs.StringVar(&k.ProjectDomainName, "keystone-project-domain-name", k.ProjectDomainName, "")
+	fs.StringVar(&k.ApplicationCredentialID, "keystone-application-credential-id", k.ApplicationCredentialID, "")
+	fs.StringVar(&k.ApplicationCredentialSecret, "keystone-application-credential-secret", k.ApplicationCredentialSecret, "")
+	fs.DurationVar(&k.CacheTTL, "keystone-cache-ttl", k.CacheTTL, "")
+	fs.IntVar(&k.CacheSize, "keystone-cache-size", k.CacheSize, "")
 	fs.StringVar(&cfg.TokenFile, "token-file", cfg.TokenFile, "")
 	fs.StringVar(&cfg.Policy, "policy", cfg.Policy, "")
 	fs.StringVar(&cfg.PolicyFile, "policy-file", cfg.PolicyFile, "")

@@ -97,6 +97,19 @@ func TestParseConfig(t *testing.T) {
 					t.Errorf("%+v", c)
 				}
 			}},
+		{"keystone from env", []string{"--keystone-cache-ttl", "1m"}, env(
+			"BERTH_AUTH", "keystone", "BERTH_KEYSTONE_AUTH_URL", "http://keystone:5000/v3",
+			"BERTH_KEYSTONE_USERNAME", "placement", "BERTH_KEYSTONE_PASSWORD_FILE", "/run/secrets/pw",
+			"BERTH_KEYSTONE_PROJECT_NAME", "service", "BERTH_KEYSTONE_CACHE_SIZE", "500",
+			"BERTH_KEYSTONE_CACHE_TTL", "10m"),
+			func(t *testing.T, c daemon.Config) {
+				k := c.Keystone
+				if c.Auth != "keystone" || k.AuthURL != "http://keystone:5000/v3" || k.Username != "placement" ||
+					k.PasswordFile != "/run/secrets/pw" || k.ProjectName != "service" || k.UserDomainName != "Default" ||
+					k.ProjectDomainName != "Default" || k.CacheTTL != time.Minute || k.CacheSize != 500 {
+					t.Errorf("%+v", k)
+				}
+			}},
 		{"PORT loses to BERTH_LISTEN", nil, env("PORT", "40001", "BERTH_LISTEN", "127.0.0.1:2"),
 			func(t *testing.T, c daemon.Config) {
 				if c.Listen != "127.0.0.1:2" {
@@ -134,7 +147,18 @@ func TestParseConfigErrors(t *testing.T) {
 		{"unknown policy", []string{"--policy", "strict"}, env(), `policy "strict"`},
 		{"bad origin", []string{"--cors-allowed-origin", "http://a.example/"}, env(), "CORS origin"},
 		{"token file without tokens", []string{"--auth", "keystone-headers", "--token-file", "x"}, env(), "only used with"},
-		{"unknown auth", []string{"--auth", "keystone"}, env(), "want one of noauth2, tokens, keystone-headers"},
+		{"unknown auth", []string{"--auth", "kerberos"}, env(), "want one of noauth2, tokens, keystone-headers, keystone"},
+		{"keystone without url", []string{"--auth", "keystone", "--keystone-username", "placement",
+			"--keystone-password", "x", "--keystone-project-name", "service"}, env(), "keystone auth url: required"},
+		{"keystone without user", []string{"--auth", "keystone", "--keystone-auth-url", "http://k:5000/v3"}, env(), "needs a username"},
+		{"keystone password twice", []string{"--auth", "keystone", "--keystone-auth-url", "http://k:5000/v3",
+			"--keystone-username", "placement", "--keystone-password", "x", "--keystone-password-file", "f",
+			"--keystone-project-name", "service"}, env(), "not both"},
+		{"keystone half an app credential", []string{"--auth", "keystone", "--keystone-auth-url", "http://k:5000/v3",
+			"--keystone-application-credential-id", "abc"}, env(), "both its id and its secret"},
+		{"keystone cache ttl", []string{"--auth", "keystone", "--keystone-auth-url", "http://k:5000/v3",
+			"--keystone-application-credential-id", "abc", "--keystone-application-credential-secret", "s",
+			"--keystone-cache-ttl", "0s"}, env(), "keystone cache ttl"},
 		{"bad exporter", []string{"--otel-exporter", "jaeger"}, env(), "otel exporter"},
 		{"negative grace", []string{"--shutdown-grace", "-1s"}, env(), "shutdown grace"},
 		{"min over max conns", []string{"--db-min-conns", "20", "--db-max-conns", "4"}, env(), "db min conns"},

@@ -45,11 +45,15 @@ type Config struct {
 	LogFormat string
 	// Auth is how requests are authenticated: "noauth2" (default; trusts
 	// X-Auth-Token and the identity headers as Placement's noauth2 does,
-	// for development and tests), "tokens" (static tokens from TokenFile)
-	// or "keystone-headers" (trusts the identity headers an authenticating
-	// proxy such as keystonemiddleware sets; only safe behind one). See
+	// for development and tests), "tokens" (static tokens from TokenFile),
+	// "keystone-headers" (trusts the identity headers an authenticating
+	// proxy such as keystonemiddleware sets; only safe behind one) or
+	// "keystone" (validates tokens with Keystone, see Keystone). See
 	// the httpapi.Auth* constants.
 	Auth string
+	// Keystone is Berth's service identity and token cache when Auth is
+	// "keystone" (validate tokens with Keystone itself).
+	Keystone KeystoneConfig
 	// TokenFile is the static token file used when Auth is "tokens"; see
 	// LoadTokens for its format.
 	TokenFile string
@@ -214,6 +218,7 @@ func Default() Config {
 		LogLevel:         "info",
 		LogFormat:        LogFormatText,
 		Auth:             httpapi.AuthNoAuth2,
+		Keystone:         defaultKeystone(),
 		Policy:           authz.SetAdmin,
 		MaxCandidates:    DefaultMaxCandidates,
 		ClaimMaxAttempts: claims.DefaultMaxAttempts,
@@ -270,9 +275,12 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("log format %q: want text or json", c.LogFormat))
 	}
 	switch c.Auth {
-	case httpapi.AuthNoAuth2, httpapi.AuthKeystoneHeaders:
+	case httpapi.AuthNoAuth2, httpapi.AuthKeystoneHeaders, httpapi.AuthKeystone:
 		if c.TokenFile != "" {
 			errs = append(errs, errors.New("a token file is only used with auth \"tokens\""))
+		}
+		if c.Auth == httpapi.AuthKeystone {
+			errs = append(errs, c.Keystone.validate())
 		}
 	case httpapi.AuthTokens:
 		if c.TokenFile == "" {

@@ -12,6 +12,7 @@ import (
 	"github.com/berthd/berth/claims"
 	"github.com/berthd/berth/httpapi"
 	"github.com/berthd/berth/internal/daemon/compose"
+	"github.com/berthd/berth/internal/keystone"
 	"github.com/berthd/berth/internal/telemetry"
 	"github.com/berthd/berth/ledger"
 	"github.com/berthd/berth/scheduler"
@@ -43,6 +44,8 @@ type Daemon struct {
 	// stopSources ends the refresh of the compiled scheduling data and
 	// waits for it.
 	stopSources func()
+	// keystone validates tokens with auth keystone; nil otherwise.
+	keystone *keystone.Client
 }
 
 // New builds a Daemon from cfg: it sets up telemetry, binds the
@@ -106,6 +109,14 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err erro
 		}
 	} else {
 		api.MetricsHandler = d.tel.MetricsHandler()
+	}
+	if cfg.Auth == httpapi.AuthKeystone {
+		// Before the database: wrong credentials should stop berthd
+		// before anything else starts.
+		if d.keystone, err = cfg.Keystone.client(ctx, log); err != nil {
+			return nil, err
+		}
+		api.Keystone = d.keystone
 	}
 	if d.db, err = openDatabase(ctx, cfg, log); err != nil {
 		return nil, err
@@ -284,6 +295,9 @@ func (d *Daemon) close(ctx context.Context) error {
 	}
 	if d.unobserveScriptlets != nil {
 		errs = append(errs, d.unobserveScriptlets())
+	}
+	if d.keystone != nil {
+		d.keystone.Close()
 	}
 	if d.store != nil {
 		start := time.Now()

@@ -56,7 +56,11 @@ type server struct {
 // Main runs the tests, then stops the throwaway cluster (if one was
 // started) and removes its files, and exits with the tests' status. Call it
 // from TestMain in every package that uses NewDB.
-func Main(m *testing.M) {
+func Main(m *testing.M) { os.Exit(Run(m)) }
+
+// Run is Main without the exit: it returns the tests' status, for a
+// TestMain that has more to stop afterwards.
+func Run(m *testing.M) int {
 	testServer.mainRunning.Store(true)
 	code := m.Run()
 	if err := testServer.close(); err != nil {
@@ -65,7 +69,7 @@ func Main(m *testing.M) {
 			code = 1
 		}
 	}
-	os.Exit(code)
+	return code
 }
 
 // NewDB creates an empty, migrated database for the calling test, with the
