@@ -132,6 +132,9 @@ type Server struct {
 	data    *claims.LedgerData
 	// draining is set by Drain: /readyz fails from then on.
 	draining atomic.Bool
+	// outage rate-limits the log lines of 503s for an unavailable
+	// database (outage.go).
+	outage outageLog
 }
 
 // New builds the API server over store.

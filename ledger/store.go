@@ -56,6 +56,10 @@ type Config struct {
 	// 0 means DefaultClaimWriters and a negative value sends every claim
 	// alone.
 	ClaimWriters int
+	// ClaimRequestTTL is how long a claim's request and answer are kept
+	// to answer its retries (idempotency.go); older ones are purged. 0
+	// means DefaultClaimRequestTTL; negative keeps them for ever.
+	ClaimRequestTTL time.Duration
 }
 
 // Defaults for Config.
@@ -92,6 +96,13 @@ type Store struct {
 	// claims group-commits fast-path claims (claim_batch.go); nil when
 	// every claim goes alone.
 	claims *claimBatcher
+	// requestTTL is Config.ClaimRequestTTL after defaults; <= 0: for ever.
+	requestTTL time.Duration
+	// unsynced marks commits whose wait for the synchronous standby was
+	// cancelled (idempotency.go); primary remembers the primary of a
+	// multi-host URL (failover.go).
+	unsynced *unsyncedCommits
+	primary  *primaryTracker
 	// stop ends the background goroutines (listener, periodic refresh,
 	// notifier).
 	stop context.CancelFunc
@@ -128,11 +139,16 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if cfg.AcquireTimeout <= 0 {
 		cfg.AcquireTimeout = DefaultAcquireTimeout
 	}
+	unsynced, primary := &unsyncedCommits{}, &primaryTracker{log: cfg.Logger}
+	pcfg.ConnConfig.OnNotice = unsynced.onNotice
+	pcfg.BeforeClose = func(c *pgx.Conn) { unsynced.forget(c.PgConn()) }
+	pcfg.BeforeConnect, pcfg.AfterConnect = primary.beforeConnect, primary.afterConnect
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
 		return nil, fmt.Errorf("ledger: connect: %w", err)
 	}
-	s := &Store{pool: pool, log: cfg.Logger, acquireTimeout: cfg.AcquireTimeout, sender: randomSender()}
+	s := &Store{pool: pool, log: cfg.Logger, acquireTimeout: cfg.AcquireTimeout, sender: randomSender(),
+		unsynced: unsynced, primary: primary}
 	if err := s.syncStandard(ctx); err != nil {
 		pool.Close()
 		return nil, err
@@ -158,6 +174,14 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		s.failureTTL = cfg.ClaimFailureTTL
 		s.bg.Add(1)
 		go func() { defer s.bg.Done(); s.purgeClaimFailures(bg) }()
+	}
+	if cfg.ClaimRequestTTL == 0 {
+		cfg.ClaimRequestTTL = DefaultClaimRequestTTL
+	}
+	if cfg.ClaimRequestTTL > 0 {
+		s.requestTTL = cfg.ClaimRequestTTL
+		s.bg.Add(1)
+		go func() { defer s.bg.Done(); s.purgeClaimRequests(bg) }()
 	}
 	if cfg.SnapshotRefresh == 0 {
 		cfg.SnapshotRefresh = DefaultSnapshotRefresh
@@ -299,8 +323,13 @@ func (s *Store) runTx(ctx context.Context, fn func(t *txn) error) (*txn, error) 
 	if err := fn(t); err != nil {
 		return nil, err
 	}
+	pc := tx.Conn().PgConn() // Commit hands the connection back to the pool
 	if err := tx.Commit(ctx); err != nil {
 		return nil, fmt.Errorf("ledger: commit: %w", err)
+	}
+	if err := s.unsynced.replicated(pc); err != nil {
+		s.notify(t) // committed here all the same
+		return nil, err
 	}
 	return t, nil
 }

@@ -1,0 +1,279 @@
+package integration
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/berthd/berth/internal/patronitest"
+	"github.com/berthd/berth/ledger"
+)
+
+// The failover tests run three berthd processes on a Patroni cluster
+// (etcd, a primary and its synchronous standby, on loopback), connected
+// with the multi-host URL and target_session_attrs=read-write, with
+// clients claiming through POST /claims while the primary's postmaster
+// is killed (kill -9) or Patroni switches over. The clients retry a
+// claim or a delete whose outcome they did not learn (a 503, a cut
+// connection) with the same request, as a scheduler should; the test
+// then checks every claim against the database as the fault tests do,
+// and that every retry converged.
+const (
+	failoverClients = 12
+	retryPause      = 300 * time.Millisecond // between retries of one request
+	retryMax        = 60                     // retries of one request: 18 s and more
+)
+
+// startPatroni starts a Patroni cluster and a migrated database on it
+// and returns the cluster and the database's multi-host URL.
+func startPatroni(t *testing.T, opts patronitest.Options) (*patronitest.Cluster, string) {
+	c := patronitest.New(t, opts)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := c.CreateDatabase(ctx, "berth"); err != nil {
+		t.Fatal(err)
+	}
+	url := c.URL("berth")
+	if err := ledger.Migrate(ctx, url); err != nil {
+		t.Fatal(err)
+	}
+	return c, url
+}
+
+// retryingClaimer claims and frees instances through the berthd
+// processes in turn, retrying each request whose outcome it did not
+// learn, until stop is closed.
+func (r *faultRig) retryingClaimer(ci int, stop <-chan struct{}) []*claimRecord {
+	project := fmt.Sprintf("failover-%d", ci)
+	var records, live []*claimRecord
+	next := ci
+	target := func() int { next = (next + 1) % faultProcs; return next }
+	for n := 0; n < faultPerClient; n++ {
+		select {
+		case <-stop:
+			return records
+		default:
+		}
+		refusedLast := len(records) > 0 && records[len(records)-1].state == claimAbsent
+		if len(live) >= faultHold || (refusedLast && len(live) > 0) {
+			old := live[0]
+			live = live[1:]
+			r.freeRetrying(old, target)
+			if old.state != claimAbsent {
+				live = append(live, old)
+			}
+		}
+		rec := &claimRecord{consumer: fmt.Sprintf("e%07x-0000-4000-8000-%012d", ci, n), project: project,
+			state: claimAbsent, via: "claims"}
+		records = append(records, rec)
+		r.claimRetrying(rec, target)
+		if rec.state == claimPresent {
+			live = append(live, rec)
+		} else {
+			select {
+			case <-stop:
+				return records
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	}
+	return records
+}
+
+// claimRetrying sends POST /claims for rec, the same request again after
+// each unknown outcome, through the next berthd each time.
+func (r *faultRig) claimRetrying(rec *claimRecord, target func() int) {
+	body := claimBody(rec.consumer, rec.project, faultInstance)
+	for attempt := 0; attempt < retryMax; attempt++ {
+		rec.where = target()
+		a := r.do(rec.where, "POST", "/claims", body)
+		switch a.outcome {
+		case outOK:
+			var doc allocationsDoc
+			if err := json.Unmarshal(a.body, &doc); err != nil || len(doc.Allocations) == 0 {
+				r.failf("POST /claims answer: %v: %s", err, a.body)
+				rec.state, rec.result = claimUnknown, "unknown"
+				return
+			}
+			rec.state, rec.allocs, rec.result = claimPresent, doc.byProvider(), "ok"
+			if attempt > 0 {
+				rec.result = "ok-after-retry"
+			}
+			r.claimed(rec.where)
+			return
+		case outRefused:
+			// After an unknown outcome this must mean nothing was
+			// written: verify checks that the consumer holds nothing.
+			rec.state, rec.result = claimAbsent, "refused"
+			if attempt > 0 {
+				rec.result = "refused-after-retry"
+			}
+			return
+		}
+		rec.state, rec.result = claimUnknown, "unknown"
+		time.Sleep(retryPause)
+	}
+}
+
+// freeRetrying deletes rec's allocations, again after each unknown
+// outcome; a 404 after an unknown outcome means the earlier one did it.
+func (r *faultRig) freeRetrying(rec *claimRecord, target func() int) {
+	for attempt := 0; attempt < retryMax; attempt++ {
+		a := r.do(target(), "DELETE", "/allocations/"+rec.consumer, nil)
+		switch {
+		case a.outcome == outOK:
+			rec.state, rec.freed = claimAbsent, "ok"
+			return
+		case a.outcome == outRefused && a.status == http.StatusNotFound && attempt > 0:
+			rec.state, rec.freed = claimAbsent, "ok"
+			return
+		case a.outcome == outRefused:
+			r.failf("DELETE of held consumer %s refused: %d %s", rec.consumer, a.status, a.body)
+			rec.freed = "refused"
+			return
+		}
+		rec.freed = "unknown"
+		time.Sleep(retryPause)
+	}
+}
+
+// runRetrying is run with retrying clients.
+func (r *faultRig) runRetrying(fault func()) ([]*claimRecord, time.Duration) {
+	t := r.t
+	stop := make(chan struct{})
+	results := make([][]*claimRecord, failoverClients)
+	var wg sync.WaitGroup
+	for ci := range failoverClients {
+		wg.Add(1)
+		go func() { defer wg.Done(); results[ci] = r.retryingClaimer(ci, stop) }()
+	}
+	stopped := false
+	stopClients := func() {
+		if !stopped {
+			stopped = true
+			close(stop)
+			wg.Wait()
+		}
+	}
+	defer stopClients()
+	time.Sleep(faultWarmup)
+	r.phase.Store("fault")
+	fault()
+	deadline := time.Now().Add(faultRecovery)
+	for !r.recovered() {
+		if time.Now().After(deadline) {
+			stopClients()
+			t.Fatalf("not every berthd claimed again within %v of the fault (first successes %v); requests: %s; failures: %q",
+				faultRecovery, r.firstOK, r.countsLine(), r.failures)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	r.mu.Lock()
+	var recovery time.Duration
+	for _, at := range r.firstOK {
+		recovery = max(recovery, at.Sub(r.recoveryStart))
+	}
+	r.mu.Unlock()
+	r.phase.Store("after")
+	time.Sleep(faultAfter)
+	stopClients()
+	var all []*claimRecord
+	for _, rs := range results {
+		all = append(all, rs...)
+	}
+	return all, recovery
+}
+
+// verifyConverged is verify plus: no request is left with an unknown
+// outcome once the clients retried it.
+func (r *faultRig) verifyConverged(records []*claimRecord, recovery time.Duration, what string) {
+	r.verify(records, recovery, what)
+	retried := map[string]int{}
+	for _, rec := range records {
+		if rec.state == claimUnknown {
+			r.t.Errorf("consumer %s: outcome still unknown after %d retries (claim %s, free %s)", rec.consumer, retryMax, rec.result, rec.freed)
+		}
+		retried[rec.result]++
+	}
+	r.t.Logf("%s: claims by final answer: %v", what, retried)
+}
+
+// TestFailoverPrimaryKilled: kill -9 of the primary's postmaster under
+// load. Patroni promotes the synchronous standby; every berthd
+// reconnects to it by itself; every answer meanwhile is a success, a
+// clean refusal or a clean 503 with Retry-After; no request hangs; each
+// retried claim converges to exactly one allocation or none; the
+// database holds exactly what the clients were told, and no provider is
+// over capacity.
+func TestFailoverPrimaryKilled(t *testing.T) {
+	c, url := startPatroni(t, patronitest.Options{})
+	r := newFaultRig(t, url)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var promoted time.Duration
+	records, recovery := r.runRetrying(func() {
+		r.mu.Lock()
+		r.dbDown = true // 503s are expected from now on
+		r.mu.Unlock()
+		r.markRecovery()
+		start := time.Now()
+		old, err := c.KillPrimary(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.WaitPrimaryNot(ctx, old); err != nil {
+			t.Fatal(err)
+		}
+		promoted = time.Since(start)
+	})
+	t.Logf("primary killed -> standby promoted and writable: %v", promoted.Round(time.Millisecond))
+	r.verifyConverged(records, recovery, "primary kill -9")
+	r.checkSwitchLogged()
+}
+
+// TestFailoverSwitchover: patronictl switchover under load, with the
+// same assertions as TestFailoverPrimaryKilled.
+func TestFailoverSwitchover(t *testing.T) {
+	c, url := startPatroni(t, patronitest.Options{})
+	r := newFaultRig(t, url)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var took time.Duration
+	records, recovery := r.runRetrying(func() {
+		r.mu.Lock()
+		r.dbDown = true
+		r.mu.Unlock()
+		r.markRecovery()
+		start := time.Now()
+		if _, err := c.Switchover(ctx); err != nil {
+			t.Fatal(err)
+		}
+		took = time.Since(start)
+	})
+	t.Logf("switchover (patronictl to new primary writable): %v", took.Round(time.Millisecond))
+	r.verifyConverged(records, recovery, "switchover")
+	r.checkSwitchLogged()
+}
+
+// checkSwitchLogged checks that each berthd logged the switch of the
+// primary once, not once per connection or request.
+func (r *faultRig) checkSwitchLogged() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var errorLines atomic.Int64
+	for i, b := range r.procs {
+		log := b.stderr.String()
+		n := strings.Count(log, "the database primary changed")
+		if n != 1 {
+			r.t.Errorf("berthd %d logged the switch of the primary %d times, want 1", i, n)
+		}
+		errorLines.Add(int64(strings.Count(log, `"level":"ERROR"`) + strings.Count(log, "level=ERROR")))
+	}
+	r.t.Logf("ERROR lines logged by the berthd processes: %d", errorLines.Load())
+}
