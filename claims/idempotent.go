@@ -230,8 +230,10 @@ func (c *Claimer) stepOnce(ctx context.Context, o *once, p *Params, run func() (
 func (c *Claimer) settle(ctx context.Context, o *once, consumer string, err error) (*Result, error) {
 	var np *NotPlacedError
 	switch {
-	case unavailable(err):
+	case unavailable(err) && !ledger.RolledBack(err):
 		return c.settleUnknown(ctx, o, consumer, err)
+	case unavailable(err):
+		return nil, err // refused by the server: nothing was written
 	case errors.As(err, &np) || generationConflict(err):
 	default:
 		return nil, err

@@ -4,7 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
+	neturl "net/url"
+	"os/exec"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -13,6 +16,7 @@ import (
 
 	"github.com/berthd/berth/internal/patronitest"
 	"github.com/berthd/berth/ledger"
+	"github.com/berthd/berth/ledger/ledgertest"
 )
 
 // The failover tests run three berthd processes on a Patroni cluster
@@ -25,7 +29,7 @@ import (
 // then checks every claim against the database as the fault tests do,
 // and that every retry converged.
 const (
-	failoverClients = 12
+	failoverClients = 24
 	retryPause      = 300 * time.Millisecond // between retries of one request
 	retryMax        = 60                     // retries of one request: 18 s and more
 )
@@ -276,4 +280,163 @@ func (r *faultRig) checkSwitchLogged() {
 		errorLines.Add(int64(strings.Count(log, `"level":"ERROR"`) + strings.Count(log, "level=ERROR")))
 	}
 	r.t.Logf("ERROR lines logged by the berthd processes: %d", errorLines.Load())
+}
+
+// TestLostCommitAnswer: a loopback proxy between three berthd processes
+// and PostgreSQL drops the server's answer to committed claim writes (the
+// connection breaks after COMMIT). berthd settles each such write before
+// answering, or answers 503 and the client's retry converges: in the end
+// every claim is held exactly once, with nothing leaked or duplicated.
+func TestLostCommitAnswer(t *testing.T) {
+	proxy, url, err := startDropProxy(ledgertest.NewDB(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(proxy.Close)
+	r := newFaultRig(t, url)
+	const drops = 30
+	records, recovery := r.runRetrying(func() {
+		r.mu.Lock()
+		r.dbDown = true // a 503 is allowed (and must be clean)
+		r.mu.Unlock()
+		r.markRecovery()
+		proxy.armed.Store(drops)
+		deadline := time.Now().Add(faultRecovery)
+		for proxy.dropped.Load() < drops && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+		}
+		proxy.armed.Store(0)
+	})
+	if proxy.dropped.Load() == 0 {
+		t.Fatal("the proxy dropped no answer")
+	}
+	t.Logf("answers to committed writes dropped: %d", proxy.dropped.Load())
+	r.verifyConverged(records, recovery, "lost commit answers")
+}
+
+// TestReadOnlyPrimary: a primary that turns read-only
+// (default_transaction_read_only, as when a failover leaves berthd on a
+// demoted node) makes writes answer 503 with Retry-After, never 500,
+// and writes nothing; reads go on; writes succeed once it is writable.
+func TestReadOnlyPrimary(t *testing.T) {
+	dbURL := ledgertest.NewDB(t)
+	b, err := tryStartBerthd(t, buildBerthd(t), dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const rp = "f1000000-0000-4000-8000-000000000001"
+	b.must(t, 200, "POST", "/resource_providers", "", map[string]any{"name": "ro", "uuid": rp}, nil)
+	b.must(t, 200, "PUT", "/resource_providers/"+rp+"/inventories", "", map[string]any{
+		"resource_provider_generation": 0, "inventories": map[string]any{"VCPU": map[string]any{"total": 8}}}, nil)
+	u, err := neturl.Parse(dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := strings.TrimPrefix(u.Path, "/")
+	// The settings are changed from another database, which stays
+	// writable.
+	u.Path = "/postgres"
+	admin := u.String()
+	setReadOnly := func(on bool) {
+		stmt := `ALTER DATABASE "` + db + `" SET default_transaction_read_only = on`
+		if !on {
+			stmt = `ALTER DATABASE "` + db + `" RESET default_transaction_read_only`
+		}
+		ledgertest.Exec(t, admin, stmt)
+		// Sessions take the setting when they start: end berthd's.
+		ledgertest.Exec(t, admin, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1`, db)
+	}
+	setReadOnly(true)
+	const consumer = "f1000000-0000-4000-8000-0000000000c1"
+	for _, w := range []struct {
+		method, path string
+		body         any
+	}{
+		{"POST", "/claims", claimBody(consumer, "p", resources{"VCPU": 1})},
+		{"PUT", "/allocations/" + consumer, allocationsBody(map[string]resources{rp: {"VCPU": 1}}, "p", "u", nil, "INSTANCE")},
+		{"POST", "/resource_providers", map[string]any{"name": "ro2"}},
+	} {
+		// The first request after the sessions ended may meet a pooled
+		// connection that is gone (a clean 503 too); every answer must
+		// be a 503 with Retry-After.
+		for range 3 {
+			code, h, raw := rawCall(t, "POST", b.url, w.method, w.path, w.body)
+			if code != http.StatusServiceUnavailable || h.Get("Retry-After") == "" {
+				t.Fatalf("%s %s on a read-only primary: %d (Retry-After %q) %s", w.method, w.path, code, h.Get("Retry-After"), raw)
+			}
+			if msg := check503(w.method, h, raw); msg != "" {
+				t.Fatal(msg)
+			}
+		}
+	}
+	if got := b.allocations(t, consumer); len(got.Allocations) != 0 {
+		t.Fatalf("a refused write left %v", got)
+	}
+	setReadOnly(false)
+	deadline := time.Now().Add(time.Minute)
+	for {
+		code, _, raw := rawCall(t, "POST", b.url, "POST", "/claims", claimBody(consumer, "p", resources{"VCPU": 1}))
+		if code == http.StatusOK {
+			break
+		}
+		if code != http.StatusServiceUnavailable || time.Now().After(deadline) {
+			t.Fatalf("claim once writable again: %d %s", code, raw)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if strings.Contains(b.stderr.String(), `status=500`) {
+		t.Fatalf("berthd answered 500:\n%s", b.stderr)
+	}
+}
+
+// rawCall sends one request to the berthd at base and returns its
+// answer, whatever the status.
+func rawCall(t *testing.T, _ string, base, method, path string, body any) (int, http.Header, []byte) {
+	t.Helper()
+	raw, err := json.Marshal(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := http.NewRequest(method, base+path, strings.NewReader(string(raw)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("X-Auth-Token", "admin")
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("OpenStack-API-Version", "placement 1.39")
+	client := &http.Client{Timeout: requestTimeout}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	out, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, resp.Header, out
+}
+
+// TestStandbyOnlyURL: a database URL naming only standbys fails at start
+// with one clear line.
+func TestStandbyOnlyURL(t *testing.T) {
+	c, _ := startPatroni(t, patronitest.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	p, err := c.Primary(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	standby := c.NodeURL(1-p, "berth") + "&target_session_attrs=read-write"
+	cmd := exec.CommandContext(ctx, buildBerthd(t), "serve", "--listen", "127.0.0.1:0", "--database-url", standby, "--log-level", "warn")
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Fatalf("berthd started on a standby-only URL:\n%s", out)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(lines) != 1 || !strings.Contains(lines[0], "standby") {
+		t.Fatalf("berthd on a standby-only URL said (want one line naming the standby):\n%s", out)
+	}
+	t.Logf("berthd: %s", lines[0])
 }

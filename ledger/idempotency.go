@@ -209,3 +209,15 @@ func (u *unsyncedCommits) replicated(pc *pgconn.PgConn) error {
 
 // forget drops pc's mark when its connection closes.
 func (u *unsyncedCommits) forget(pc *pgconn.PgConn) { u.m.Delete(pc) }
+
+// RolledBack reports whether err, the failure of a write, proves that
+// nothing of it was committed: PostgreSQL itself answered with an error
+// (a read-only primary, a server shutting down, a statement refused), so
+// its transaction rolled back. Any other failure of a write that reached
+// the server (a connection that broke, a deadline that cut it, a commit
+// whose synchronous-replication wait was cancelled) leaves the outcome
+// to be learnt.
+func RolledBack(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr)
+}
