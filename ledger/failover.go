@@ -2,9 +2,12 @@ package ledger
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -85,4 +88,55 @@ func (p *primaryTracker) afterConnect(_ context.Context, conn *pgx.Conn) error {
 			"from", net.JoinHostPort(old, strconv.Itoa(int(oldPort))), "to", net.JoinHostPort(host, strconv.Itoa(int(port))))
 	}
 	return nil
+}
+
+// ErrNoPrimary is a database URL whose hosts answer, but none as a
+// primary: every one is a standby (or read-only).
+var ErrNoPrimary = errors.New("no primary")
+
+// checkPrimary explains a failure to reach a writable database at
+// databaseURL: when every host of the URL that answers is a standby, it
+// returns one clear error naming them (wrapping ErrNoPrimary and
+// cause); otherwise cause. It asks each host alone, without
+// target_session_attrs, with a short timeout.
+func checkPrimary(ctx context.Context, databaseURL string, cause error) error {
+	cfg, err := pgx.ParseConfig(databaseURL)
+	if err != nil {
+		return cause
+	}
+	hosts := []*pgconn.FallbackConfig{{Host: cfg.Host, Port: cfg.Port, TLSConfig: cfg.TLSConfig}}
+	hosts = append(hosts, cfg.Fallbacks...)
+	var standbys []string
+	for _, h := range hosts {
+		one := cfg.Copy()
+		one.Host, one.Port, one.TLSConfig, one.Fallbacks = h.Host, h.Port, h.TLSConfig, nil
+		one.ValidateConnect = nil
+		if one.ConnectTimeout == 0 || one.ConnectTimeout > DefaultConnectTimeout {
+			one.ConnectTimeout = DefaultConnectTimeout
+		}
+		cctx, cancel := context.WithTimeout(ctx, 2*DefaultConnectTimeout)
+		conn, err := pgx.ConnectConfig(cctx, one)
+		if err != nil {
+			cancel()
+			continue // out of reach: not a standby we know of
+		}
+		var recovery, readOnly bool
+		err = conn.QueryRow(cctx, `SELECT pg_is_in_recovery(), current_setting('transaction_read_only')::boolean`).
+			Scan(&recovery, &readOnly)
+		_ = conn.Close(cctx)
+		cancel()
+		if err != nil {
+			continue
+		}
+		if !recovery && !readOnly {
+			return cause // a primary answers: the failure was something else
+		}
+		standbys = append(standbys, net.JoinHostPort(h.Host, strconv.Itoa(int(h.Port))))
+	}
+	if len(standbys) == 0 {
+		return cause
+	}
+	return fmt.Errorf("%w: the database URL names only standbys or read-only servers (%s); "+
+		"name the primary, or every node of the cluster with target_session_attrs=read-write (%w)",
+		ErrNoPrimary, strings.Join(standbys, ", "), cause)
 }

@@ -151,7 +151,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		unsynced: unsynced, primary: primary}
 	if err := s.syncStandard(ctx); err != nil {
 		pool.Close()
-		return nil, err
+		return nil, checkPrimary(ctx, cfg.DatabaseURL, err)
 	}
 	s.snap = newSnapshotCache(pool, cfg.Logger, cfg.AcquireTimeout)
 	s.notes = newNotifier(s.sender, s.sendNotifications, cfg.Logger)
