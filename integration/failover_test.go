@@ -440,3 +440,78 @@ func TestStandbyOnlyURL(t *testing.T) {
 	}
 	t.Logf("berthd: %s", lines[0])
 }
+
+// TestCommitNotReplicated: with synchronous_mode_strict and the standby
+// stopped, every COMMIT waits for a standby that does not come; when
+// statement_timeout cancels that wait, PostgreSQL commits locally and
+// answers success with a WARNING. berthd must not answer 200 for such a
+// write: it answers 503 with Retry-After. Once the standby is back, the
+// client's retry of the same claim gets the write, exactly once.
+func TestCommitNotReplicated(t *testing.T) {
+	c, url := startPatroni(t, patronitest.Options{Strict: true})
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	addr, err := freeLoopbackAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := startBerthdArgs(t, buildBerthd(t), url, addr, "--db-statement-timeout", "1s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const rp = "f2000000-0000-4000-8000-000000000001"
+	b.must(t, 200, "POST", "/resource_providers", "", map[string]any{"name": "sync", "uuid": rp}, nil)
+	b.must(t, 200, "PUT", "/resource_providers/"+rp+"/inventories", "", map[string]any{
+		"resource_provider_generation": 0, "inventories": map[string]any{"VCPU": map[string]any{"total": 8}}}, nil)
+	p, err := c.Primary(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.StopNode(1 - p)
+	t.Logf("standby %s stopped", c.Name(1-p))
+
+	const consumer = "f2000000-0000-4000-8000-0000000000c1"
+	body := claimBody(consumer, "p", resources{"VCPU": 2})
+	code, h, raw := rawCall(t, "POST", b.url, "POST", "/claims", body)
+	if code != http.StatusServiceUnavailable {
+		t.Fatalf("claim with no synchronous standby: %d %s (want 503: the commit is not on a standby)", code, raw)
+	}
+	if msg := check503("POST", h, raw); msg != "" {
+		t.Fatal(msg)
+	}
+	if !strings.Contains(string(raw), "synchronous standby did not confirm") {
+		t.Errorf("the 503 does not say the standby did not confirm the write: %s", raw)
+	}
+	// The write is committed on the primary alone: visible there.
+	if out, err := c.Psql(ctx, p, "berth", `SELECT count(*) FROM claim_requests WHERE consumer_uuid = '`+consumer+`'`); err != nil || out != "1" {
+		t.Logf("claim_requests rows on the primary: %q %v", out, err)
+	}
+
+	if err := c.StartNode(1 - p); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.WaitSync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var answer allocationsDoc
+	deadline := time.Now().Add(time.Minute)
+	for {
+		code, _, raw = rawCall(t, "POST", b.url, "POST", "/claims", body)
+		if code == http.StatusOK {
+			if err := json.Unmarshal(raw, &answer); err != nil {
+				t.Fatal(err)
+			}
+			break
+		}
+		if code != http.StatusServiceUnavailable || time.Now().After(deadline) {
+			t.Fatalf("retry once the standby is back: %d %s", code, raw)
+		}
+		time.Sleep(retryPause)
+	}
+	if got := answer.byProvider(); len(got) != 1 || got[rp]["VCPU"] != 2 {
+		t.Fatalf("retry answered %v", got)
+	}
+	if u := b.usages(t, rp); u["VCPU"] != 2 {
+		t.Fatalf("usage %v after the retry, want VCPU 2 (one allocation)", u)
+	}
+}
