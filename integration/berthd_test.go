@@ -99,12 +99,7 @@ func tryStartBerthd(t *testing.T, bin, dbURL string) (*berthd, error) {
 // startBerthdAt runs the berthd binary on dbURL listening on addr, waits
 // until GET / answers, and stops it (SIGTERM) when the test ends.
 func startBerthdAt(t *testing.T, bin, dbURL, addr string) (*berthd, error) {
-	return startBerthdArgs(t, bin, dbURL, addr)
-}
-
-// startBerthdArgs is startBerthdAt with more command-line arguments.
-func startBerthdArgs(t *testing.T, bin, dbURL, addr string, args ...string) (*berthd, error) {
-	cmd := exec.Command(bin, append([]string{"serve", "--listen", addr, "--database-url", dbURL, "--log-level", "warn"}, args...)...)
+	cmd := exec.Command(bin, "serve", "--listen", addr, "--database-url", dbURL, "--log-level", "warn")
 	// The test's environment must not configure berthd.
 	for _, kv := range os.Environ() {
 		if k, _, _ := strings.Cut(kv, "="); !strings.HasPrefix(k, "BERTH_") && k != "DATABASE_URL" && k != "PORT" {

@@ -442,11 +442,13 @@ func TestStandbyOnlyURL(t *testing.T) {
 }
 
 // TestCommitNotReplicated: with synchronous_mode_strict and the standby
-// stopped, every COMMIT waits for a standby that does not come; when
-// statement_timeout cancels that wait, PostgreSQL commits locally and
-// answers success with a WARNING. berthd must not answer 200 for such a
-// write: it answers 503 with Retry-After. Once the standby is back, the
-// client's retry of the same claim gets the write, exactly once.
+// stopped, every COMMIT waits for a standby that does not come. When that
+// wait is cancelled (an operator's pg_cancel_backend here, or a
+// CancelRequest from any client; statement_timeout does not cover the
+// wait), PostgreSQL commits locally and answers success with a WARNING.
+// berthd must not answer 200 for such a write: it answers 503 with
+// Retry-After. Once the standby is back, the client's retry of the same
+// claim gets the write, exactly once.
 func TestCommitNotReplicated(t *testing.T) {
 	c, url := startPatroni(t, patronitest.Options{Strict: true})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -455,7 +457,7 @@ func TestCommitNotReplicated(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := startBerthdArgs(t, buildBerthd(t), url, addr, "--db-statement-timeout", "1s")
+	b, err := startBerthdAt(t, buildBerthd(t), url, addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -472,7 +474,30 @@ func TestCommitNotReplicated(t *testing.T) {
 
 	const consumer = "f2000000-0000-4000-8000-0000000000c1"
 	body := claimBody(consumer, "p", resources{"VCPU": 2})
-	code, h, raw := rawCall(t, "POST", b.url, "POST", "/claims", body)
+	type reply struct {
+		code int
+		h    http.Header
+		raw  []byte
+	}
+	done := make(chan reply, 1)
+	go func() {
+		code, h, raw := rawCall(t, "POST", b.url, "POST", "/claims", body)
+		done <- reply{code, h, raw}
+	}()
+	var rep reply
+	for waiting := true; waiting; {
+		select {
+		case rep = <-done:
+			waiting = false
+		case <-time.After(200 * time.Millisecond):
+			// Cancel every wait for the standby: the claim's COMMIT, and
+			// then the read that tries to confirm it.
+			if _, err := c.Psql(ctx, p, "berth", `SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE wait_event = 'SyncRep'`); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	code, h, raw := rep.code, rep.h, rep.raw
 	if code != http.StatusServiceUnavailable {
 		t.Fatalf("claim with no synchronous standby: %d %s (want 503: the commit is not on a standby)", code, raw)
 	}

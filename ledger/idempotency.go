@@ -101,33 +101,45 @@ func (s *Store) ClaimRequestGet(ctx context.Context, consumerUUID, op string) (*
 	return claimRequestGet(ctx, s.pool, consumerUUID, op, s.requestInterval())
 }
 
-// ClaimRequestConfirmed is ClaimRequestGet in a transaction that commits
-// with an assigned transaction id: with synchronous replication, that
-// COMMIT returns only when the synchronous standby has all the WAL up to
-// it, so the answer (the row, or its absence) is what the cluster keeps
-// across a failover. It is how the outcome of a commit whose connection
+// ClaimRequestConfirmed is ClaimRequestGet made durable: the row, if
+// there is one, is read by an UPDATE that rewrites it unchanged, so the
+// transaction writes WAL and, with synchronous replication, its COMMIT
+// returns only when the synchronous standby has all the WAL up to it,
+// the original write's included. (A transaction that writes no WAL does
+// not wait for the standby, even with a transaction id.) A row it
+// returns is therefore one the cluster keeps across a failover. Its
+// absence needs no such proof: the caller then answers "unknown" (503),
+// not "not written". It is how the outcome of a commit whose connection
 // broke is learnt. A commit whose wait for the standby was cancelled is
 // ErrUnavailable (see replicated): the answer is then not known.
 func (s *Store) ClaimRequestConfirmed(ctx context.Context, consumerUUID, op string) (*ClaimRequest, error) {
 	var r *ClaimRequest
 	err := s.withTx(ctx, func(t *txn) error {
-		if _, err := t.Exec(ctx, `SELECT pg_current_xact_id()`); err != nil {
-			return err
-		}
 		var err error
-		r, err = claimRequestGet(ctx, t, consumerUUID, op, s.requestInterval())
+		r, err = claimRequestScan(ctx, t, claimRequestConfirmSQL, consumerUUID, op, s.requestInterval())
 		return err
 	})
 	return r, err
 }
 
+const claimRequestConfirmSQL = `
+UPDATE claim_requests SET created_at = created_at
+WHERE consumer_uuid = $1 AND op = $2 AND ($3::interval IS NULL OR created_at > now() - $3::interval)
+RETURNING fingerprint, request, result, generation, created_at`
+
 func claimRequestGet(ctx context.Context, q querier, consumerUUID, op string, ttl any) (*ClaimRequest, error) {
+	return claimRequestScan(ctx, q, claimRequestGetSQL, consumerUUID, op, ttl)
+}
+
+// claimRequestScan runs sql (claimRequestGetSQL or claimRequestConfirmSQL)
+// and reads its row, nil if none.
+func claimRequestScan(ctx context.Context, q querier, sql, consumerUUID, op string, ttl any) (*ClaimRequest, error) {
 	id, ok := canonicalUUID(consumerUUID)
 	if !ok {
 		return nil, nil
 	}
 	r := &ClaimRequest{ConsumerUUID: id, Op: op}
-	err := q.QueryRow(ctx, claimRequestGetSQL, id, op, ttl).
+	err := q.QueryRow(ctx, sql, id, op, ttl).
 		Scan(&r.Fingerprint, &r.Request, &r.Result, &r.Generation, &r.CreatedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
@@ -167,8 +179,9 @@ func (s *Store) purgeClaimRequests(ctx context.Context) {
 // Synchronous replication and cancelled commits.
 //
 // With synchronous replication, COMMIT writes the commit record, then
-// waits for the synchronous standby. If that wait is cancelled
-// (statement_timeout, pg_cancel_backend, a shutdown), PostgreSQL keeps
+// waits for the synchronous standby. If that wait is cancelled (a cancel
+// request, pg_cancel_backend, a shutdown; not statement_timeout, which
+// PostgreSQL disables before committing), PostgreSQL keeps
 // the transaction committed locally and answers COMMIT with success and
 // only a WARNING ("canceling wait for synchronous replication ...
 // already committed locally"): the write may be lost if this primary is.
