@@ -46,21 +46,27 @@ func (p *primaryTracker) beforeConnect(_ context.Context, cfg *pgx.ConnConfig) e
 	p.mu.Lock()
 	host, port := p.host, p.port
 	p.mu.Unlock()
-	if host == "" || len(cfg.Fallbacks) == 0 || (cfg.Host == host && cfg.Port == port) {
+	if host == "" || len(cfg.Fallbacks) == 0 {
 		return nil
 	}
-	for i, fb := range cfg.Fallbacks {
+	// Every entry of that host moves up, in its order: with sslmode
+	// prefer, each host is listed twice (with TLS, then without).
+	all := append([]*pgconn.FallbackConfig{{Host: cfg.Host, Port: cfg.Port, TLSConfig: cfg.TLSConfig}}, cfg.Fallbacks...)
+	first := make([]*pgconn.FallbackConfig, 0, len(all))
+	var rest []*pgconn.FallbackConfig
+	for _, fb := range all {
 		if fb.Host == host && fb.Port == port {
-			first := &pgconn.FallbackConfig{Host: cfg.Host, Port: cfg.Port, TLSConfig: cfg.TLSConfig}
-			rest := make([]*pgconn.FallbackConfig, 0, len(cfg.Fallbacks))
-			rest = append(rest, first)
-			rest = append(rest, cfg.Fallbacks[:i]...)
-			rest = append(rest, cfg.Fallbacks[i+1:]...)
-			cfg.Host, cfg.Port, cfg.TLSConfig = fb.Host, fb.Port, fb.TLSConfig
-			cfg.Fallbacks = rest
-			return nil
+			first = append(first, fb)
+		} else {
+			rest = append(rest, fb)
 		}
 	}
+	if len(first) == 0 || all[0] == first[0] && len(first) == 1 {
+		return nil
+	}
+	all = append(first, rest...)
+	cfg.Host, cfg.Port, cfg.TLSConfig = all[0].Host, all[0].Port, all[0].TLSConfig
+	cfg.Fallbacks = all[1:]
 	return nil
 }
 
