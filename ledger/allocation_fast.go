@@ -279,6 +279,7 @@ func (s *Store) sendWrites(ctx context.Context, fcs []fastClaim) ([]*ownWrite, e
 		return nil, err
 	}
 	defer conn.Release()
+	s.unsynced.forget(conn.Conn().PgConn()) // a mark left by another statement's commit
 	br := conn.SendBatch(ctx, b)
 	defer br.Close()
 	if _, err := br.Exec(); err != nil {

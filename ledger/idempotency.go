@@ -220,7 +220,9 @@ func (u *unsyncedCommits) replicated(pc *pgconn.PgConn) error {
 	return nil
 }
 
-// forget drops pc's mark when its connection closes.
+// forget drops pc's mark: before a transaction starts on it (a commit
+// outside runTx and sendWrites, such as a change notification's, may
+// have left one) and when its connection closes.
 func (u *unsyncedCommits) forget(pc *pgconn.PgConn) { u.m.Delete(pc) }
 
 // RolledBack reports whether err, the failure of a write, proves that

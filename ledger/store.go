@@ -320,10 +320,11 @@ func (s *Store) runTx(ctx context.Context, fn func(t *txn) error) (*txn, error) 
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 	t := &txn{Tx: tx}
+	pc := tx.Conn().PgConn() // Commit hands the connection back to the pool
+	s.unsynced.forget(pc)    // a mark left by another statement's commit
 	if err := fn(t); err != nil {
 		return nil, err
 	}
-	pc := tx.Conn().PgConn() // Commit hands the connection back to the pool
 	if err := tx.Commit(ctx); err != nil {
 		return nil, fmt.Errorf("ledger: commit: %w", err)
 	}
