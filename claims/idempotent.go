@@ -36,7 +36,10 @@ import (
 //   - a reschedule or move arrives whose fingerprint is that of the
 //     consumer's last one, and the consumer still holds what it wrote:
 //     the step already happened and is answered as done, without a
-//     second move. (A different reschedule or move is a new step.)
+//     second move. (A different reschedule or move is a new step; so is
+//     a reschedule naming neither failed_provider nor
+//     consumer_generation that comes more than rescheduleRetryWindow
+//     after the last: its body means "it failed where it is now".)
 //
 // A write whose outcome Berth itself did not learn (the connection broke
 // during COMMIT) is settled before answering: Berth reads the record
@@ -54,6 +57,13 @@ const (
 	OpReschedule = "reschedule"
 	OpMove       = "move"
 )
+
+// rescheduleRetryWindow bounds how old the recorded reschedule may be for
+// a reschedule that names neither failed_provider nor
+// consumer_generation to count as its retry. Such a body ("it failed
+// where it is now") means a new step each time the consumer fails again;
+// only its own retry comes within moments of it.
+const rescheduleRetryWindow = 2 * time.Minute
 
 // settleTimeout bounds how long a request whose write had an unknown
 // outcome waits for the database to come back to learn it. A failover
@@ -84,6 +94,9 @@ type once struct {
 	op          string
 	fingerprint []byte
 	request     []byte // JSON object of the fields
+	// window, when set, is how recent a record must be to make the
+	// request its retry (rescheduleRetryWindow).
+	window time.Duration
 }
 
 // newOnce fingerprints p's request for op; failedProvider and migration
@@ -184,6 +197,9 @@ func (c *Claimer) RescheduleOnce(ctx context.Context, p Params, failedProvider s
 		return c.Reschedule(ctx, p, failedProvider)
 	}
 	o := newOnce(OpReschedule, &p, failedProvider, "")
+	if o != nil && failedProvider == "" && p.ConsumerGeneration == nil {
+		o.window = rescheduleRetryWindow
+	}
 	return c.stepOnce(ctx, o, &p, func() (*Result, error) { return c.Reschedule(ctx, p, failedProvider) })
 }
 
@@ -207,7 +223,7 @@ func (c *Claimer) stepOnce(ctx context.Context, o *once, p *Params, run func() (
 	if err != nil {
 		return nil, err
 	}
-	if rec != nil && bytes.Equal(rec.Fingerprint, o.fingerprint) {
+	if rec != nil && bytes.Equal(rec.Fingerprint, o.fingerprint) && (o.window == 0 || time.Since(rec.CreatedAt) < o.window) {
 		held, err := c.stillHeld(ctx, rec)
 		if err != nil {
 			return nil, err
