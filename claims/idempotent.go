@@ -157,6 +157,11 @@ func (o *once) record(p *Params, res *Result) *ledger.ClaimRequest {
 		Request: o.request, Result: raw, Generation: res.ConsumerGeneration}
 }
 
+// recent reports whether rec is recent enough to answer o (window).
+func (o *once) recent(rec *ledger.ClaimRequest) bool {
+	return o.window == 0 || time.Since(rec.CreatedAt) < o.window
+}
+
 // diff names the fields of o's request that differ from recorded.
 func (o *once) diff(recorded []byte) []string {
 	var a, b map[string]json.RawMessage
@@ -223,7 +228,7 @@ func (c *Claimer) stepOnce(ctx context.Context, o *once, p *Params, run func() (
 	if err != nil {
 		return nil, err
 	}
-	if rec != nil && bytes.Equal(rec.Fingerprint, o.fingerprint) && (o.window == 0 || time.Since(rec.CreatedAt) < o.window) {
+	if rec != nil && bytes.Equal(rec.Fingerprint, o.fingerprint) && o.recent(rec) {
 		held, err := c.stillHeld(ctx, rec)
 		if err != nil {
 			return nil, err
@@ -255,7 +260,7 @@ func (c *Claimer) settle(ctx context.Context, o *once, consumer string, err erro
 		return nil, err
 	}
 	rec, gerr := c.store.ClaimRequestGet(ctx, consumer, o.op)
-	if gerr != nil || rec == nil {
+	if gerr != nil || rec == nil || !o.recent(rec) {
 		return nil, err
 	}
 	held, herr := c.stillHeld(ctx, rec)

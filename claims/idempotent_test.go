@@ -85,7 +85,7 @@ func TestClaimOnceRetry(t *testing.T) {
 // is answered as done and moves nothing again.
 func TestRescheduleAndMoveOnce(t *testing.T) {
 	f := newFixture(t)
-	a, b, c3 := f.provider("a", 8), f.provider("b", 8), f.provider("c", 8)
+	a, b, c3, d := f.provider("a", 8), f.provider("b", 8), f.provider("c", 8), f.provider("d", 8)
 	c := f.claimer(`{}`, "")
 	p := params(3)
 	p.Target = a
@@ -101,9 +101,24 @@ func TestRescheduleAndMoveOnce(t *testing.T) {
 	if err != nil || again.Root != first.Root || again.ConsumerGeneration != first.ConsumerGeneration {
 		t.Fatalf("retried reschedule: %+v %v (first on %s)", again, err, first.Root)
 	}
-	if n := f.used(a) + f.used(b) + f.used(c3); n != 3 || f.used(first.Root) != 3 {
+	if n := f.used(a) + f.used(b) + f.used(c3) + f.used(d); n != 3 || f.used(first.Root) != 3 {
 		t.Fatalf("after the retried reschedule: a %d b %d c %d", f.used(a), f.used(b), f.used(c3))
 	}
+
+	// "It failed where it is now", twice: a retry moments later, a new
+	// step once the record is old.
+	here, err := c.RescheduleOnce(f.ctx, inst, "")
+	if err != nil || here.Root == first.Root {
+		t.Fatalf("reschedule from where it is: %+v %v", here, err)
+	}
+	if again, err = c.RescheduleOnce(f.ctx, inst, ""); err != nil || again.Root != here.Root || again.ConsumerGeneration != here.ConsumerGeneration {
+		t.Fatalf("its retry: %+v %v", again, err)
+	}
+	f.sql(`UPDATE claim_requests SET created_at = now() - interval '3 minutes'`)
+	if again, err = c.RescheduleOnce(f.ctx, inst, ""); err != nil || again.ConsumerGeneration != here.ConsumerGeneration+1 || again.Root == here.Root {
+		t.Fatalf("a new failure where it is: %+v %v (was on %s)", again, err, here.Root)
+	}
+	first = again
 
 	mig := uuid.NewString()
 	moved, err := c.MoveOnce(f.ctx, inst, mig)
@@ -115,6 +130,6 @@ func TestRescheduleAndMoveOnce(t *testing.T) {
 		t.Fatalf("retried move: %+v %v", again, err)
 	}
 	if f.used(moved.Root) != 3 || f.used(first.Root) != 3 {
-		t.Fatalf("after the retried move: a %d b %d c %d", f.used(a), f.used(b), f.used(c3))
+		t.Fatalf("after the retried move: a %d b %d c %d d %d", f.used(a), f.used(b), f.used(c3), f.used(d))
 	}
 }
