@@ -84,6 +84,12 @@ func New(t testing.TB, opts Options) *Cluster {
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
 	c, err := Start(ctx, opts)
+	if err != nil && ctx.Err() == nil {
+		// Ports are picked free and then bound by etcd and Patroni: one
+		// may have been taken in between by another test. Once more.
+		opts.Logf("patronitest: starting again after: %v", firstLine(err))
+		c, err = Start(ctx, opts)
+	}
 	if err != nil {
 		if os.Getenv("CI") != "" {
 			t.Fatalf("patronitest: %v", err)
@@ -679,6 +685,11 @@ func (c *Cluster) Logs() string {
 	}
 	fmt.Fprintf(&b, "--- etcd.log (tail)\n%s\n", tail(filepath.Join(c.dir, "etcd.log"), 1500))
 	return b.String()
+}
+
+func firstLine(err error) string {
+	line, _, _ := strings.Cut(err.Error(), "\n")
+	return line
 }
 
 func tail(path string, n int) string {
