@@ -153,6 +153,7 @@ type run struct {
 	logf   func(string, ...any)
 	client *http.Client
 	start  time.Time
+	logDir string // berthd logs
 
 	mu     sync.Mutex
 	procs  []*proc
@@ -176,7 +177,11 @@ func Run(ctx context.Context, cfg Config, logf func(string, ...any)) (*Report, e
 	if err := c.CreateDatabase(ctx, "berth"); err != nil {
 		return nil, err
 	}
-	r := &run{cfg: cfg, url: c.URL("berth"), logf: logf, errs: map[string]int64{},
+	logDir, err := os.MkdirTemp("", "berth-soak-")
+	if err != nil {
+		return nil, err
+	}
+	r := &run{cfg: cfg, url: c.URL("berth"), logf: logf, errs: map[string]int64{}, logDir: logDir,
 		client: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: cfg.Clients}}}
 	if err := ledger.Migrate(ctx, r.url); err != nil {
 		return nil, err
@@ -256,7 +261,13 @@ func Run(ctx context.Context, cfg Config, logf func(string, ...any)) (*Report, e
 		all = append(all, l...)
 	}
 	if err := r.audit(rps, all); err != nil {
+		logf("soak: berthd logs kept in %s", logDir)
 		return &r.report, err
+	}
+	if !r.report.Clean() {
+		logf("soak: berthd logs kept in %s", logDir)
+	} else {
+		_ = os.RemoveAll(logDir)
 	}
 	return &r.report, nil
 }
@@ -268,7 +279,7 @@ type held struct {
 
 func (r *run) startProc(ctx context.Context, addr string) (*proc, error) {
 	cmd := exec.Command(r.cfg.Berthd, "serve", "--listen", addr, "--database-url", r.url, "--log-level", "warn")
-	log, err := os.CreateTemp("", "berth-soak-*.log")
+	log, err := os.CreateTemp(r.logDir, "berthd-*.log")
 	if err != nil {
 		return nil, err
 	}
