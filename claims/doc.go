@@ -6,7 +6,8 @@
 // candidate's allocations through ledger.Store.ClaimWrite, one
 // transaction per attempt. The files follow a claim's stages: claims.go
 // (the Claimer and its entry points), types.go, selection.go, write.go,
-// errors.go. Claims are optimistic: the write re-checks
+// errors.go; idempotent.go makes claims, reschedules and moves safe to
+// retry after an unknown outcome. Claims are optimistic: the write re-checks
 // capacity and the consumer generation under row locks in PostgreSQL, and
 // when it finds the capacity gone (another claim won the race, or the
 // snapshot was stale) the claim moves on to the next ranked candidate on

@@ -57,11 +57,15 @@ func (w *writer) run(ctx context.Context, s *selection) (*Result, error) {
 			Properties:      p.Properties,
 			CopyStickyKeys:  true,
 		}}, p.with...), Move: p.move}
+		// The answer is known before the write, which records it for
+		// retries (idempotent.go).
+		res := w.c.result(p, s, i, w.attempts, w.failedRoots)
+		cw.Request = p.once.record(p, res)
 		start := time.Now()
 		err := w.c.store.ClaimWrite(ctx, cw)
 		w.tr.write(start, cand.Root(), err)
 		if err == nil {
-			return w.c.result(p, s, i, w.attempts, w.failedRoots), nil
+			return res, nil
 		}
 		if !retryable(err) {
 			return nil, err

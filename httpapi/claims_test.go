@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -135,10 +136,33 @@ func TestClaimsAPI(t *testing.T) {
 		t.Fatalf("nothing fits: %d %v", code, body)
 	}
 
-	// The same consumer as new again: a generation conflict.
+	// The same request again (a retry after a lost answer): the
+	// original answer, nothing written twice.
 	code, body = call(t, s, http.MethodPost, "/claims", "admin", claim)
+	if code != http.StatusOK || body["root_provider_uuid"] != root || body["consumer_generation"].(float64) != 1 ||
+		fmt.Sprint(body["allocations"]) != fmt.Sprint(allocs) {
+		t.Fatalf("retried claim: %d %v", code, body)
+	}
+	// The same consumer, another request: a mismatch, saying what differs.
+	code, body = call(t, s, http.MethodPost, "/claims", "admin", strings.Replace(claim, `"web-1"`, `"web-2"`, 1))
+	if ecode, detail := errorDetail(body); code != http.StatusConflict || ecode != CodeClaimMismatch ||
+		!strings.Contains(detail, "differs in: name") {
+		t.Fatalf("a different claim for the consumer: %d %v", code, body)
+	}
+	// The same consumer as new again, placed by PUT /allocations rather
+	// than a claim: a generation conflict.
+	const putConsumer = "22222222-3333-4444-5555-666666666666"
+	if err := store.AllocationsReplace(context.Background(), []ledger.ConsumerAllocations{{ConsumerUUID: putConsumer,
+		ProjectID: "p", UserID: "u", CheckGeneration: true, ConsumerType: "INSTANCE",
+		Allocations: []ledger.ProviderResources{{ProviderUUID: root, Resources: []ledger.Resource{{Class: "VCPU", Amount: 1}}}}}}); err != nil {
+		t.Fatal(err)
+	}
+	code, body = call(t, s, http.MethodPost, "/claims", "admin", strings.Replace(claim, consumer, putConsumer, 1))
 	if ecode, _ := errorDetail(body); code != http.StatusConflict || ecode != ledger.CodeConcurrentUpdate {
 		t.Fatalf("reclaim: %d %v", code, body)
+	}
+	if err := store.AllocationsDelete(context.Background(), putConsumer); err != nil {
+		t.Fatal(err)
 	}
 
 	// Reschedule moves it to the other provider (its current one failed).

@@ -59,6 +59,10 @@ const CodeNoValidHost = "berth.no_valid_host"
 // was taken first. Retrying may succeed.
 const CodeClaimConflict = "berth.claim_conflict"
 
+// CodeClaimMismatch is the error code of a claim for a consumer that an
+// earlier claim with a different request placed: not a retry of it.
+const CodeClaimMismatch = "berth.claim_mismatch"
+
 // CodeScriptletInvalid is the error code of Starlark source that does not
 // compile.
 const CodeScriptletInvalid = "berth.scriptlet.invalid"
@@ -94,6 +98,10 @@ func toError(c echo.Context, err error) *Error {
 			code = CodeClaimConflict
 		}
 		return &Error{Status: http.StatusConflict, Code: code, Msg: np.Error(), Steps: stepsJSON(np.Steps)}
+	}
+	var mm *claims.MismatchError
+	if errors.As(err, &mm) {
+		return &Error{Status: http.StatusConflict, Code: CodeClaimMismatch, Msg: mm.Error()}
 	}
 	// A compile error's detail says where: "Scriptlet x does not compile:
 	// line 3, column 5: ...".
@@ -154,9 +162,12 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 	// The request's context carries its request and trace ids into the
 	// log line (instrument.LogHandler).
 	log := s.log.With("method", req.Method, "path", req.URL.Path, "status", e.Status)
-	if e.Status >= 500 {
+	switch {
+	case e.Status == http.StatusServiceUnavailable && e.Code == ledger.CodeDatabaseUnavailable:
+		s.outage.log(req.Context(), log, err)
+	case e.Status >= 500:
 		log.ErrorContext(req.Context(), "request failed", "error", err)
-	} else {
+	default:
 		log.DebugContext(req.Context(), "request refused", "detail", e.Msg)
 	}
 

@@ -137,6 +137,9 @@ type Server struct {
 	draining atomic.Bool
 	// admission bounds the expensive requests in flight (admission.go).
 	admission *admission
+	// outage rate-limits the log lines of 503s for an unavailable
+	// database (outage.go).
+	outage outageLog
 }
 
 // New builds the API server over the components of cfg. It builds none

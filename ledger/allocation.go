@@ -170,15 +170,7 @@ func (s *Store) AllocationsByProvider(ctx context.Context, providerUUID string) 
 // (ErrInvalid); a provider without inventory of a class, an amount outside
 // min_unit/max_unit/step_size, or more than the capacity left (ErrConflict).
 func (s *Store) AllocationsReplace(ctx context.Context, consumers []ConsumerAllocations) error {
-	if fc, ok := fastClaimOf(consumers); ok {
-		// A new consumer: try the claim fast path (allocation_fast.go),
-		// one round trip. If it refuses, the general path gives the
-		// answer, with its exact error.
-		if done, err := s.claimFast(ctx, fc); done || err != nil {
-			return err
-		}
-	}
-	return s.withTx(ctx, func(t *txn) error { return s.replaceAllocationsGeneral(ctx, t, consumers) })
+	return s.allocationsReplace(ctx, consumers, nil) // idempotency.go
 }
 
 // replaceAllocationsGeneral is the general path of AllocationsReplace,

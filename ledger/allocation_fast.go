@@ -113,6 +113,13 @@ WITH req AS (
 	UPDATE resource_providers SET generation = generation + 1, updated_at = now()
 	WHERE id = ANY (ARRAY(SELECT resource_provider_id FROM a))
 	RETURNING id, generation, updated_at
+), q AS (
+	INSERT INTO claim_requests (consumer_uuid, op, fingerprint, request, result, generation)
+	SELECT $4::uuid, $11::text, $12::bytea, $13::jsonb, $14::jsonb, 1 FROM c WHERE $11::text IS NOT NULL
+	ON CONFLICT (consumer_uuid, op) DO UPDATE
+	SET fingerprint = EXCLUDED.fingerprint, request = EXCLUDED.request, result = EXCLUDED.result,
+	    generation = EXCLUDED.generation, created_at = now()
+	RETURNING 1
 )
 SELECT (SELECT id FROM c), (SELECT count(*) FROM g),
        (SELECT array_agg(id) FROM g), (SELECT array_agg(generation) FROM g), (SELECT array_agg(updated_at) FROM g),
@@ -129,6 +136,9 @@ type fastClaim struct {
 	providers                             []string // distinct, canonical
 	allocProviders, allocClasses          []string
 	amounts                               []int64
+	// request, when not nil, is recorded with the write (q in
+	// fastWriteSQL; idempotency.go).
+	request *ClaimRequest
 }
 
 // fastClaimOf returns the fast-path form of ws, or ok false when the
@@ -264,7 +274,13 @@ func (s *Store) sendWrites(ctx context.Context, fcs []fastClaim) ([]*ownWrite, e
 	for _, fc := range fcs {
 		queueFastWrite(b, fc)
 	}
-	br := s.pool.SendBatch(ctx, b)
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Release()
+	s.unsynced.forget(conn.Conn().PgConn()) // a mark left by another statement's commit
+	br := conn.SendBatch(ctx, b)
 	defer br.Close()
 	if _, err := br.Exec(); err != nil {
 		return nil, err
@@ -280,13 +296,36 @@ func (s *Store) sendWrites(ctx context.Context, fcs []fastClaim) ([]*ownWrite, e
 		}
 		ws[i] = w
 	}
-	return ws, br.Close()
+	if err := br.Close(); err != nil {
+		return nil, err
+	}
+	// The implicit transaction committed: on the standby too, unless
+	// PostgreSQL warned that it cancelled the wait (idempotency.go). Then
+	// the writes are visible here all the same: the snapshot reloads
+	// their providers.
+	if err := s.unsynced.replicated(conn.Conn().PgConn()); err != nil {
+		t := &txn{}
+		for _, w := range ws {
+			if w != nil {
+				t.touched = append(t.touched, w.providers...)
+			}
+		}
+		s.notify(t)
+		return nil, err
+	}
+	return ws, nil
 }
 
 // queueFastWrite queues fc's write statement.
 func queueFastWrite(b *pgx.Batch, fc fastClaim) {
+	var op *string
+	var fingerprint, request, result []byte
+	if r := fc.request; r != nil {
+		op, fingerprint, request, result = &r.Op, r.Fingerprint, r.Request, r.Result
+	}
 	b.Queue(fastWriteSQL, fc.allocProviders, fc.allocClasses, fc.amounts,
-		fc.consumer, fc.project, fc.user, fc.consumerType, fc.name, fc.properties, fc.copySticky)
+		fc.consumer, fc.project, fc.user, fc.consumerType, fc.name, fc.properties, fc.copySticky,
+		op, fingerprint, request, result)
 }
 
 // readFastWrite reads the answer of one write statement: what it wrote,

@@ -24,6 +24,8 @@ type ClaimWriteParams struct {
 	Move *MoveRecord
 	// ForgetMove, when not empty, drops the move record of that consumer.
 	ForgetMove string
+	// Request, when not nil, is recorded for retries (idempotency.go).
+	Request *ClaimRequest
 }
 
 // MoveRecord is a move in progress: the instance ConsumerUUID has its
@@ -48,7 +50,7 @@ func (s *Store) ClaimWrite(ctx context.Context, p ClaimWriteParams) error {
 	if p.Move == nil && p.ForgetMove == "" {
 		// Allocations alone: AllocationsReplace, with its fast path for a
 		// new consumer.
-		return s.AllocationsReplace(ctx, p.Consumers)
+		return s.allocationsReplace(ctx, p.Consumers, p.Request)
 	}
 	return s.withTx(ctx, func(t *txn) error {
 		if len(p.Consumers) > 0 {
@@ -83,7 +85,7 @@ func (s *Store) ClaimWrite(ctx context.Context, p ClaimWriteParams) error {
 				return err
 			}
 		}
-		return nil
+		return writeClaimRequest(ctx, t, p.Request)
 	})
 }
 

@@ -117,7 +117,11 @@ func unavailable(err error) bool {
 	if errors.As(err, &pgErr) {
 		return strings.HasPrefix(pgErr.Code, "08") || // connection exception
 			strings.HasPrefix(pgErr.Code, "57") || // operator intervention: shutdown, starting up, query cancelled
-			pgErr.Code == sqlstateTooManyConnections
+			pgErr.Code == sqlstateTooManyConnections ||
+			// A primary that became read-only (default_transaction_read_only,
+			// or a standby reached without target_session_attrs): writes
+			// come back once a primary accepts them.
+			pgErr.Code == sqlstateReadOnlyTransaction
 	}
 	var connectErr *pgconn.ConnectError
 	var netErr net.Error
@@ -138,6 +142,7 @@ const (
 	sqlstateDeadlockDetected     = "40P01"
 	sqlstateNumericOutOfRange    = "22003"
 	sqlstateTooManyConnections   = "53300"
+	sqlstateReadOnlyTransaction  = "25006"
 	sqlstateUndefinedTable       = "42P01"
 	// A string PostgreSQL cannot hold: a NUL byte or invalid UTF-8.
 	sqlstateCharacterNotInRepertoire = "22021"

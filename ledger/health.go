@@ -36,6 +36,10 @@ type PoolStats struct {
 	// (claim_batch.go), and BatchedClaims how many claims they held:
 	// their ratio is the mean batch size.
 	ClaimBatches, BatchedClaims int64
+	// PrimarySwitches counts the times new connections of a multi-host
+	// database URL landed on another host than before: failovers and
+	// switchovers seen (failover.go).
+	PrimarySwitches int64
 }
 
 // PoolStats reports the connection pool's state. It takes no lock that
@@ -57,6 +61,7 @@ func (s *Store) PoolStats() PoolStats {
 		EmptyAcquireCount:    st.EmptyAcquireCount(),
 		CanceledAcquireCount: st.CanceledAcquireCount(),
 		AcquireDuration:      st.AcquireDuration(),
+		PrimarySwitches:      s.primary.switches.Load(),
 	}
 }
 

@@ -40,6 +40,11 @@ func ObservePool(stats func() PoolStats) (unregister func() error, err error) {
 	if err != nil {
 		return nil, err
 	}
+	switches, err := m.Int64ObservableCounter("berth.db.primary_switches", metric.WithUnit("{switch}"),
+		metric.WithDescription("Times new connections of a multi-host database URL landed on another host than before (failovers, switchovers)"))
+	if err != nil {
+		return nil, err
+	}
 	state := func(v string) metric.ObserveOption {
 		return metric.WithAttributes(attribute.String("state", v))
 	}
@@ -58,8 +63,9 @@ func ObservePool(stats func() PoolStats) (unregister func() error, err error) {
 		o.ObserveFloat64(wait, st.AcquireDuration.Seconds())
 		o.ObserveInt64(batches, st.ClaimBatches)
 		o.ObserveInt64(batched, st.BatchedClaims)
+		o.ObserveInt64(switches, st.PrimarySwitches)
 		return nil
-	}, conns, acquires, wait, batches, batched)
+	}, conns, acquires, wait, batches, batched, switches)
 	if err != nil {
 		return nil, err
 	}

@@ -28,7 +28,7 @@ func Migrate(ctx context.Context, databaseURL string) error {
 	}
 	m, err := migrate.NewWithSourceInstance("iofs", src, dbURL)
 	if err != nil {
-		return fmt.Errorf("ledger: migrate: %w", err)
+		return fmt.Errorf("ledger: migrate: %w", checkPrimary(ctx, databaseURL, err))
 	}
 	defer m.Close()
 	done := make(chan error, 1)

@@ -56,6 +56,10 @@ type Config struct {
 	// 0 means DefaultClaimWriters and a negative value sends every claim
 	// alone.
 	ClaimWriters int
+	// ClaimRequestTTL is how long a claim's request and answer are kept
+	// to answer its retries (idempotency.go); older ones are purged. 0
+	// means DefaultClaimRequestTTL; negative keeps them for ever.
+	ClaimRequestTTL time.Duration
 }
 
 // Defaults for Config.
@@ -92,6 +96,13 @@ type Store struct {
 	// claims group-commits fast-path claims (claim_batch.go); nil when
 	// every claim goes alone.
 	claims *claimBatcher
+	// requestTTL is Config.ClaimRequestTTL after defaults; <= 0: for ever.
+	requestTTL time.Duration
+	// unsynced marks commits whose wait for the synchronous standby was
+	// cancelled (idempotency.go); primary remembers the primary of a
+	// multi-host URL (failover.go).
+	unsynced *unsyncedCommits
+	primary  *primaryTracker
 	// stop ends the background goroutines (listener, periodic refresh,
 	// notifier).
 	stop context.CancelFunc
@@ -128,14 +139,19 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if cfg.AcquireTimeout <= 0 {
 		cfg.AcquireTimeout = DefaultAcquireTimeout
 	}
+	unsynced, primary := &unsyncedCommits{}, &primaryTracker{log: cfg.Logger}
+	pcfg.ConnConfig.OnNotice = unsynced.onNotice
+	pcfg.BeforeClose = func(c *pgx.Conn) { unsynced.forget(c.PgConn()) }
+	pcfg.BeforeConnect, pcfg.AfterConnect = primary.beforeConnect, primary.afterConnect
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
 		return nil, fmt.Errorf("ledger: connect: %w", err)
 	}
-	s := &Store{pool: pool, log: cfg.Logger, txs: txBeginner{pool: pool, acquireTimeout: cfg.AcquireTimeout}, sender: randomSender()}
+	s := &Store{pool: pool, log: cfg.Logger, sender: randomSender(), unsynced: unsynced, primary: primary,
+		txs: txBeginner{pool: pool, acquireTimeout: cfg.AcquireTimeout, unsynced: unsynced}}
 	if err := s.syncStandard(ctx); err != nil {
 		pool.Close()
-		return nil, err
+		return nil, checkPrimary(ctx, cfg.DatabaseURL, err)
 	}
 	s.snap = newSnapshotCache(s.txs, cfg.Logger)
 	s.notes = newNotifier(s.sender, s.sendNotifications, cfg.Logger)
@@ -158,6 +174,14 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		s.failureTTL = cfg.ClaimFailureTTL
 		s.bg.Add(1)
 		go func() { defer s.bg.Done(); s.purgeClaimFailures(bg) }()
+	}
+	if cfg.ClaimRequestTTL == 0 {
+		cfg.ClaimRequestTTL = DefaultClaimRequestTTL
+	}
+	if cfg.ClaimRequestTTL > 0 {
+		s.requestTTL = cfg.ClaimRequestTTL
+		s.bg.Add(1)
+		go func() { defer s.bg.Done(); s.purgeClaimRequests(bg) }()
 	}
 	if cfg.SnapshotRefresh == 0 {
 		cfg.SnapshotRefresh = DefaultSnapshotRefresh
@@ -235,6 +259,9 @@ type txBeginner struct {
 	// acquireTimeout bounds getting a connection and beginning a
 	// transaction (Config.AcquireTimeout).
 	acquireTimeout time.Duration
+	// unsynced marks commits whose wait for the synchronous standby was
+	// cancelled (idempotency.go).
+	unsynced *unsyncedCommits
 }
 
 // withTx is the ledger's one transaction helper: it runs fn in a
@@ -246,19 +273,25 @@ type txBeginner struct {
 // tried again the same way (after a restart of PostgreSQL the pool may
 // still hold connections to the old server, each good for one failure); an
 // outage during fn or COMMIT is not, since the transaction may have
-// committed. Rollback uses context.WithoutCancel so a cancelled request
-// still releases its locks. It returns the committed transaction's record
-// of what fn touched; Store.withTx hands it to the change hooks.
+// committed; nor is a COMMIT whose wait for the synchronous standby was
+// cancelled (PostgreSQL's WARNING, idempotency.go): withTx then returns
+// the committed transaction together with errNotReplicated. Rollback uses
+// context.WithoutCancel so a cancelled request still releases its locks.
+// It returns the committed transaction's record of what fn touched;
+// Store.withTx hands it to the change hooks.
 //
 // Two writes bypass it, each for one round trip: the claim fast path and
 // its batches send their statements as one implicit transaction
-// (allocation_fast.go, claim_batch.go), and a partial snapshot reload
-// pipelines its own BEGIN and COMMIT (loadProvidersOneTrip).
+// (allocation_fast.go, claim_batch.go; sendWrites makes the same
+// replication check), and a partial snapshot reload pipelines its own
+// BEGIN and COMMIT (loadProvidersOneTrip, read only).
 func (b txBeginner) withTx(ctx context.Context, mode txMode, fn func(t *txn) error) (*txn, error) {
 	for attempt := 1; ; attempt++ {
 		t, err := b.runTx(ctx, mode, fn)
-		if err == nil {
-			return t, nil
+		if err == nil || t != nil {
+			// t with an error: committed, but the synchronous standby
+			// did not confirm it (runTx); never run again.
+			return t, err
 		}
 		if !(retryable(err) || brokenPooledConn(err)) || attempt == maxTxAttempts {
 			return nil, err
@@ -281,11 +314,18 @@ func (b txBeginner) runTx(ctx context.Context, mode txMode, fn func(t *txn) erro
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 	t := &txn{Tx: tx}
+	pc := tx.Conn().PgConn() // Commit hands the connection back to the pool
+	b.unsynced.forget(pc)    // a mark left by another statement's commit
 	if err := fn(t); err != nil {
 		return nil, err
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return nil, fmt.Errorf("ledger: commit: %w", err)
+	}
+	if err := b.unsynced.replicated(pc); err != nil {
+		// Committed on this primary all the same: t goes back with the
+		// error so the change hooks still run (Store.withTx).
+		return t, err
 	}
 	return t, nil
 }
@@ -295,11 +335,12 @@ func (b txBeginner) runTx(ctx context.Context, mode txMode, fn func(t *txn) erro
 // touched.
 func (s *Store) withTx(ctx context.Context, fn func(t *txn) error) error {
 	t, err := s.txs.withTx(ctx, txWrite, fn)
-	if err != nil {
-		return err
+	if t != nil {
+		// err may be errNotReplicated: committed here, not confirmed by
+		// the synchronous standby (idempotency.go).
+		s.notify(t)
 	}
-	s.notify(t)
-	return nil
+	return err
 }
 
 // backoff waits before retry number attempt+1 of a transaction that

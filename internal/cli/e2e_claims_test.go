@@ -33,8 +33,10 @@ func TestEndToEndClaims(t *testing.T) {
 	}
 	first := m[1]
 	cli(t, base, 0, []string{"usage", "--project", "web"}, "web      INSTANCE               1     2\n")
+	// The same consumer with another request (no consumer type): not a
+	// retry of the first claim.
 	cli(t, base, 1, []string{"claim", "--resources", "VCPU:2", "--project", "web", "--user", "u", "--consumer", c},
-		"placement.concurrent_update", "--consumer-generation")
+		"berth.claim_mismatch", "differs in: consumer_type")
 
 	out = cli(t, base, 0, []string{"reschedule", c})
 	if m = claimedOn.FindStringSubmatch(out); m == nil || m[1] == first {

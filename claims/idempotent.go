@@ -1,0 +1,383 @@
+package claims
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/berthd/berth/ledger"
+)
+
+// Idempotent claims.
+//
+// A client that sent POST /claims, reschedule or move and did not learn
+// the outcome (the answer was lost, berthd answered 503 because the
+// database failed over during the COMMIT, berthd itself was killed)
+// sends the same request again. Without help the retry would meet its
+// own first write: a conflict (the consumer exists), a "no valid host"
+// (its own claim took the room) or, for a reschedule, a second move.
+//
+// So every write records, in its own transaction (ledger.ClaimRequest),
+// the request's fingerprint and the answer. A retry is recognised when:
+//
+//   - a claim fails (consumer generation conflict, nothing placed) and
+//     the consumer's recorded claim has the same fingerprint and the
+//     consumer still holds what that claim wrote: the retry gets the
+//     original answer (200, the same allocations). A different request
+//     for a consumer so placed is a MismatchError (409
+//     berth.claim_mismatch) saying which fields differ;
+//   - a reschedule or move arrives whose fingerprint is that of the
+//     consumer's last one, and the consumer still holds what it wrote:
+//     the step already happened and is answered as done, without a
+//     second move. (A different reschedule or move is a new step; so is
+//     a reschedule naming neither failed_provider nor
+//     consumer_generation that comes more than rescheduleRetryWindow
+//     after the last: its body means "it failed where it is now".)
+//
+// A write whose outcome Berth itself did not learn (the connection broke
+// during COMMIT) is settled before answering: Berth reads the record
+// back, after reconnecting, for up to settleTimeout (bounded by the
+// request's deadline), with a read that the synchronous standby
+// confirms (ledger.Store.ClaimRequestConfirmed). Found: the answer is
+// the original result. Not found, or the database still out of reach:
+// 503 with Retry-After, and the client's retry converges as above.
+// Before answering with a recorded result, Berth always confirms it this
+// way, so it never answers 200 for a write a failover could still lose.
+
+// Operations recorded for retries.
+const (
+	OpClaim      = "claim"
+	OpReschedule = "reschedule"
+	OpMove       = "move"
+)
+
+// rescheduleRetryWindow bounds how old the recorded reschedule may be for
+// a reschedule that names neither failed_provider nor
+// consumer_generation to count as its retry. Such a body ("it failed
+// where it is now") means a new step each time the consumer fails again;
+// only its own retry comes within moments of it.
+const rescheduleRetryWindow = 2 * time.Minute
+
+// settleTimeout bounds how long a request whose write had an unknown
+// outcome waits for the database to come back to learn it. A failover
+// of the Patroni cluster in the tests takes 2 to 4 seconds.
+const settleTimeout = 10 * time.Second
+
+// settlePoll is the pause between attempts to read the outcome.
+const settlePoll = 200 * time.Millisecond
+
+// MismatchError is a claim for a consumer that an earlier claim, with a
+// different request, placed: not a retry of that claim (409
+// berth.claim_mismatch over HTTP). Nothing was written.
+type MismatchError struct {
+	ConsumerUUID string
+	// Fields are the request's fields that differ, by their names in
+	// the request body.
+	Fields []string
+}
+
+func (e *MismatchError) Error() string {
+	return fmt.Sprintf("Consumer %s was already placed by a claim with a different request (differs in: %s); "+
+		"a retry must repeat the request exactly, and a new claim needs a new consumer_uuid or its consumer_generation.",
+		e.ConsumerUUID, strings.Join(e.Fields, ", "))
+}
+
+// once is a request's identity, carried in Params to the write.
+type once struct {
+	op          string
+	fingerprint []byte
+	request     []byte // JSON object of the fields
+	// window, when set, is how recent a record must be to make the
+	// request its retry (rescheduleRetryWindow).
+	window time.Duration
+}
+
+// newOnce fingerprints p's request for op; failedProvider and migration
+// are the reschedule's and the move's own fields.
+func newOnce(op string, p *Params, failedProvider, migration string) *once {
+	groups := p.Candidates
+	// Only what the request asks for: not the server's limits.
+	groups.Limit, groups.Max, groups.MaxSteps = 0, 0, 0
+	groups.Randomize, groups.Sample, groups.VersionsOnly = false, false, false
+	doc := map[string]any{
+		"project_id":          p.ProjectID,
+		"user_id":             p.UserID,
+		"consumer_type":       p.ConsumerType,
+		"consumer_generation": p.ConsumerGeneration,
+		"resources":           groups,
+		"exclude_providers":   p.Exclude,
+		"target":              p.Target,
+		"name":                p.Name,
+		"reason":              p.Reason,
+		"properties":          p.Properties,
+		"policy":              p.Policy,
+		"keys":                p.Keys,
+	}
+	if op == OpReschedule {
+		doc["failed_provider"] = failedProvider
+	}
+	if op == OpMove {
+		doc["migration_uuid"] = canonicalOr(migration)
+	}
+	raw, err := json.Marshal(doc) // maps marshal with sorted keys
+	if err != nil {
+		// Properties that do not marshal are refused later by the
+		// write itself; a request that cannot be recorded is simply
+		// not recognised as a retry.
+		return nil
+	}
+	sum := sha256.Sum256(append([]byte(op+"\x00"), raw...))
+	return &once{op: op, fingerprint: sum[:], request: raw}
+}
+
+// record is what the write of p's result res records, nil if p is not
+// recorded.
+func (o *once) record(p *Params, res *Result) *ledger.ClaimRequest {
+	if o == nil {
+		return nil
+	}
+	raw, err := json.Marshal(res)
+	if err != nil {
+		// A score that JSON cannot carry (NaN, an infinity): the
+		// answer is kept without scores.
+		c := *res
+		c.Score, c.Alternates = 0, nil
+		if raw, err = json.Marshal(&c); err != nil {
+			return nil
+		}
+	}
+	return &ledger.ClaimRequest{ConsumerUUID: canonicalOr(p.ConsumerUUID), Op: o.op, Fingerprint: o.fingerprint,
+		Request: o.request, Result: raw, Generation: res.ConsumerGeneration}
+}
+
+// recent reports whether rec is recent enough to answer o (window).
+func (o *once) recent(rec *ledger.ClaimRequest) bool {
+	return o.window == 0 || time.Since(rec.CreatedAt) < o.window
+}
+
+// diff names the fields of o's request that differ from recorded.
+func (o *once) diff(recorded []byte) []string {
+	var a, b map[string]json.RawMessage
+	if json.Unmarshal(o.request, &a) != nil || json.Unmarshal(recorded, &b) != nil {
+		return []string{"request"}
+	}
+	var out []string
+	for _, k := range slices.Sorted(maps.Keys(a)) {
+		if !bytes.Equal(a[k], b[k]) {
+			out = append(out, k)
+		}
+	}
+	if len(out) == 0 {
+		out = []string{"request"}
+	}
+	return out
+}
+
+// ClaimOnce is Claim, safe to retry: a retry of a claim that was written
+// gets the original result (see the comment at the top of this file).
+func (c *Claimer) ClaimOnce(ctx context.Context, p Params) (*Result, error) {
+	if p.DryRun {
+		return c.Claim(ctx, p)
+	}
+	o := newOnce(OpClaim, &p, "", "")
+	p.once = o
+	res, err := c.Claim(ctx, p)
+	if err == nil || o == nil {
+		return res, err
+	}
+	return c.settle(ctx, o, p.ConsumerUUID, err)
+}
+
+// RescheduleOnce is Reschedule, safe to retry: a retry of the
+// consumer's last reschedule that already happened is answered as done.
+func (c *Claimer) RescheduleOnce(ctx context.Context, p Params, failedProvider string) (*Result, error) {
+	if p.DryRun {
+		return c.Reschedule(ctx, p, failedProvider)
+	}
+	o := newOnce(OpReschedule, &p, failedProvider, "")
+	if o != nil && failedProvider == "" && p.ConsumerGeneration == nil {
+		o.window = rescheduleRetryWindow
+	}
+	return c.stepOnce(ctx, o, &p, func() (*Result, error) { return c.Reschedule(ctx, p, failedProvider) })
+}
+
+// MoveOnce is Move, safe to retry: a retry of a move that already
+// happened (same migration_uuid) is answered as done.
+func (c *Claimer) MoveOnce(ctx context.Context, p Params, migrationUUID string) (*Result, error) {
+	if p.DryRun {
+		return c.Move(ctx, p, migrationUUID)
+	}
+	o := newOnce(OpMove, &p, "", migrationUUID)
+	return c.stepOnce(ctx, o, &p, func() (*Result, error) { return c.Move(ctx, p, migrationUUID) })
+}
+
+// stepOnce answers a retried step that already happened from its
+// record, or runs it (recording it) and settles an unknown outcome.
+func (c *Claimer) stepOnce(ctx context.Context, o *once, p *Params, run func() (*Result, error)) (*Result, error) {
+	if o == nil {
+		return run()
+	}
+	rec, err := c.store.ClaimRequestGet(ctx, p.ConsumerUUID, o.op)
+	if err != nil {
+		return nil, err
+	}
+	if rec != nil && bytes.Equal(rec.Fingerprint, o.fingerprint) && o.recent(rec) {
+		held, err := c.stillHeld(ctx, rec)
+		if err != nil {
+			return nil, err
+		}
+		if held {
+			return c.replay(ctx, o, p.ConsumerUUID)
+		}
+	}
+	p.once = o // run's closure holds p by reference through its caller
+	res, err := run()
+	if err == nil {
+		return res, nil
+	}
+	return c.settle(ctx, o, p.ConsumerUUID, err)
+}
+
+// settle turns err, the failure of o's write, into the original answer
+// when the write was in fact done (by this request, or by the one it
+// retries), or returns it. See the comment at the top of this file.
+func (c *Claimer) settle(ctx context.Context, o *once, consumer string, err error) (*Result, error) {
+	var np *NotPlacedError
+	switch {
+	case unavailable(err) && !ledger.RolledBack(err):
+		return c.settleUnknown(ctx, o, consumer, err)
+	case unavailable(err):
+		return nil, err // refused by the server: nothing was written
+	case errors.As(err, &np) || generationConflict(err):
+	default:
+		return nil, err
+	}
+	rec, gerr := c.store.ClaimRequestGet(ctx, consumer, o.op)
+	if gerr != nil || rec == nil || !o.recent(rec) {
+		return nil, err
+	}
+	held, herr := c.stillHeld(ctx, rec)
+	if herr != nil || !held {
+		return nil, err
+	}
+	if !bytes.Equal(rec.Fingerprint, o.fingerprint) {
+		fields := o.diff(rec.Request)
+		if o.op != OpClaim || slices.Contains(fields, "consumer_generation") {
+			// Not the same step asked again: its own answer stands.
+			return nil, err
+		}
+		return nil, &MismatchError{ConsumerUUID: canonicalOr(consumer), Fields: fields}
+	}
+	res, rerr := c.replay(ctx, o, consumer)
+	if rerr != nil && !unavailable(rerr) {
+		return nil, err
+	}
+	return res, rerr
+}
+
+// settleUnknown learns whether o's write, whose connection broke, was
+// committed: it reads the record back, waiting for the database to come
+// back, until settleTimeout or shortly before ctx's deadline.
+func (c *Claimer) settleUnknown(ctx context.Context, o *once, consumer string, err error) (*Result, error) {
+	deadline := time.Now().Add(settleTimeout)
+	if d, ok := ctx.Deadline(); ok && d.Add(-time.Second).Before(deadline) {
+		deadline = d.Add(-time.Second)
+	}
+	sctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	for {
+		res, rerr := c.replay(sctx, o, consumer)
+		switch {
+		case rerr == nil:
+			c.log.InfoContext(ctx, "claims: a write whose outcome was unknown had committed; answering its result",
+				"consumer", consumer, "op", o.op, "error", err)
+			return res, nil
+		case errors.Is(rerr, errNotRecorded):
+			// Not committed (or not yet visible): the client's retry
+			// converges.
+			return nil, err
+		case !unavailable(rerr):
+			return nil, err
+		}
+		select {
+		case <-sctx.Done():
+			return nil, err
+		case <-time.After(settlePoll):
+		}
+	}
+}
+
+// errNotRecorded: the database, asked with confirmation, holds no record
+// of the request.
+var errNotRecorded = errors.New("claims: request not recorded")
+
+// replay returns the recorded answer to o, read with confirmation from
+// the synchronous standby; errNotRecorded if there is none with o's
+// fingerprint; an ErrUnavailable error if the database cannot say.
+func (c *Claimer) replay(ctx context.Context, o *once, consumer string) (*Result, error) {
+	rec, err := c.store.ClaimRequestConfirmed(ctx, consumer, o.op)
+	if err != nil {
+		return nil, err
+	}
+	if rec == nil || !bytes.Equal(rec.Fingerprint, o.fingerprint) {
+		return nil, errNotRecorded
+	}
+	var res Result
+	if err := json.Unmarshal(rec.Result, &res); err != nil {
+		return nil, fmt.Errorf("claims: recorded result of %s: %w", consumer, err)
+	}
+	return &res, nil
+}
+
+// stillHeld reports whether rec's consumer holds what rec's write left:
+// the same generation and allocations. A consumer deleted or changed
+// since makes the record history, not an answer.
+func (c *Claimer) stillHeld(ctx context.Context, rec *ledger.ClaimRequest) (bool, error) {
+	var res Result
+	if err := json.Unmarshal(rec.Result, &res); err != nil {
+		return false, nil
+	}
+	cur, err := c.store.AllocationsByConsumer(ctx, rec.ConsumerUUID)
+	if err != nil {
+		return false, err
+	}
+	if cur.Consumer == nil || cur.Consumer.Generation != rec.Generation {
+		return false, nil
+	}
+	return sameResources(byProvider(cur.Allocations), res.Allocations), nil
+}
+
+// sameResources compares two sets of allocations, whatever their order.
+func sameResources(a, b []ledger.ProviderResources) bool {
+	flat := func(prs []ledger.ProviderResources) map[string]int64 {
+		m := map[string]int64{}
+		for _, pr := range prs {
+			for _, r := range pr.Resources {
+				m[strings.ToLower(pr.ProviderUUID)+" "+r.Class] += r.Amount
+			}
+		}
+		return m
+	}
+	return maps.Equal(flat(a), flat(b))
+}
+
+// unavailable reports whether err says the database was out of reach
+// (the outcome of a write may then be unknown).
+func unavailable(err error) bool {
+	le, ok := ledger.AsError(err)
+	return ok && errors.Is(le, ledger.ErrUnavailable)
+}
+
+// generationConflict reports whether err is a consumer generation
+// conflict: what a retried claim meets when its first write committed.
+func generationConflict(err error) bool {
+	var le *ledger.Error
+	return errors.As(err, &le) && errors.Is(le, ledger.ErrConflict) && le.Code == ledger.CodeConcurrentUpdate
+}
