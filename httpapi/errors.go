@@ -163,26 +163,10 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 	if e.RetryAfter > 0 {
 		c.Response().Header().Set("Retry-After", strconv.Itoa(e.RetryAfter))
 	}
-	explanation := explanations[e.Status]
-	switch e.Status {
-	case http.StatusMethodNotAllowed:
-		explanation = fmt.Sprintf("The method %s is not allowed for this resource.", req.Method)
-		if e.Allow != "" {
-			c.Response().Header().Set(echo.HeaderAllow, e.Allow)
-		}
-	case http.StatusNotAcceptable:
-		explanation = fmt.Sprintf(explanation, req.Header.Get(echo.HeaderAccept))
-	case http.StatusUnsupportedMediaType:
-		ct := req.Header.Get(echo.HeaderContentType)
-		if ct == "" {
-			ct = "None"
-		}
-		explanation = fmt.Sprintf(explanation, ct)
+	if e.Status == http.StatusMethodNotAllowed && e.Allow != "" {
+		c.Response().Header().Set(echo.HeaderAllow, e.Allow)
 	}
-	detail := explanation
-	if e.Msg != "" {
-		detail += "\n\n " + e.Msg + "  "
-	}
+	detail := webobDetail(e.Status, req, e.Msg)
 	title := http.StatusText(e.Status)
 
 	if req.Method == http.MethodHead {
@@ -216,6 +200,10 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 			code = ledger.CodeUndefined
 		}
 		item["code"] = code
+	}
+	if _, ok := c.Get(ctxVersion).(Version); !ok && e.Status == http.StatusNotAcceptable {
+		// The microversion was refused: say which ones exist.
+		item["max_version"], item["min_version"] = MaxVersion.String(), MinVersion.String()
 	}
 	_ = writeJSON(c, e.Status, map[string]any{"errors": []any{item}})
 }
