@@ -155,7 +155,8 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 	// log line (instrument.LogHandler).
 	log := s.log.With("method", req.Method, "path", req.URL.Path, "status", e.Status)
 	if e.Status >= 500 {
-		log.ErrorContext(req.Context(), "request failed", "error", err)
+		// One line: pgx joins a connect error's per-host causes with "\n\t".
+		log.ErrorContext(req.Context(), "request failed", "error", strings.Join(strings.Fields(err.Error()), " "))
 	} else {
 		log.DebugContext(req.Context(), "request refused", "detail", e.Msg)
 	}

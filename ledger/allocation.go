@@ -126,7 +126,7 @@ func (s *Store) AllocationsByConsumer(ctx context.Context, consumerUUID string) 
 			return err
 		}
 		out.Consumer = &c
-		rows, err := t.Query(ctx, selectAllocations+`WHERE c.uuid = $1 ORDER BY rp.uuid, rc.name`, id)
+		rows, err := t.Query(ctx, selectAllocations+`WHERE c.uuid = $1 ORDER BY a.id`, id)
 		if err != nil {
 			return err
 		}
