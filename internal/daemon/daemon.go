@@ -125,6 +125,12 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err erro
 		if d.unobservePool, err = telemetry.ObservePool(d.store.PoolStats); err != nil {
 			return nil, err
 		}
+		unobserveOver, err := telemetry.ObserveOverCapacity(d.store.OverCapacityCount)
+		if err != nil {
+			return nil, err
+		}
+		unobservePool := d.unobservePool
+		d.unobservePool = func() error { return errors.Join(unobserveOver(), unobservePool()) }
 		if d.unobserveScriptlets, err = telemetry.ObserveScriptlets(api.Sources.Metrics()); err != nil {
 			return nil, err
 		}
