@@ -108,6 +108,7 @@ func commands() []*command {
 	cs = append(cs, policyCommands()...)
 	cs = append(cs, configCommands()...)
 	cs = append(cs, benchCommands()...)
+	cs = append(cs, demoCommand())
 	return cs
 }
 
