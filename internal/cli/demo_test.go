@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"os"
 	"strconv"
 	"strings"
@@ -109,4 +110,35 @@ func docOutputMatches(got, want string) bool {
 		return gi < len(g) && g[gi] == w[wi] && match(gi+1, wi+1)
 	}
 	return match(0, 0)
+}
+
+// TestREADMEClaimExample posts the README's first POST /claims example,
+// as written, to a fresh berthd seeded by `berth demo`: it must claim on
+// compute-2, as the README says.
+func TestREADMEClaimExample(t *testing.T) {
+	raw, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(raw)
+	i := strings.Index(doc, "c -X POST 127.0.0.1:8778/claims -d '")
+	if i < 0 {
+		t.Fatal("README: no POST /claims example")
+	}
+	body := doc[i+len("c -X POST 127.0.0.1:8778/claims -d '"):]
+	body = body[:strings.Index(body, "'")]
+	base := startBerthd(t)
+	if out, errs, code := run(t, map[string]string{"BERTH_URL": base}, "", "demo"); code != 0 {
+		t.Fatalf("berth demo: exit %d: %s%s", code, out, errs)
+	}
+	c := NewClient(base, "admin", 0)
+	var ans struct {
+		RootName string `json:"root_provider_name"`
+		Steps    []any  `json:"steps"`
+	}
+	raw2, err := c.JSON(t.Context(), "POST", "/claims", json.RawMessage(body), &ans)
+	if err != nil || ans.RootName != "compute-2" {
+		t.Fatalf("the README's claim: %v, %s", err, raw2)
+	}
+	t.Logf("%s", raw2)
 }
