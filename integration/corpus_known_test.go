@@ -36,14 +36,6 @@ var knownDifferences = map[string][]string{
 	"errors/classes: no such class":           {"header vary"},
 	"operator/resource provider show deleted": {"header vary"},
 	"operator/aggregate list of deleted":      {"header vary"},
-	// Placement inserts new inventory rows, and names classes in
-	// "Inventory ... invalid", in the iteration order of a Python set of
-	// class ids (custom classes, ids from 10000, can come first); Berth
-	// uses class order (standard by id, then custom).
-	"errors/setup inventory":         {"body $.inventories: members in order"},
-	"operator/inventory set cn2":     {"body $.inventories: members in order"},
-	"operator/inventory list gpu":    {"body $.inventories: members in order"},
-	"nova/no such class on provider": {"body $.errors[0].detail"},
 }
 
 // knownDifference reports whether diff, found at step name of session, is

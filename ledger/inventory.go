@@ -165,7 +165,7 @@ func classIDs(ctx context.Context, q querier, names []string) (ids map[string]in
 }
 
 const selectInventories = `
-	SELECT rc.name, i.total, i.reserved, i.min_unit, i.max_unit, i.step_size,
+	SELECT rc.id, rc.name, i.total, i.reserved, i.min_unit, i.max_unit, i.step_size,
 	       i.allocation_ratio, i.updated_at
 	FROM inventories i JOIN resource_classes rc ON rc.id = i.resource_class_id
 	WHERE i.resource_provider_id = $1
@@ -177,13 +177,30 @@ func readInventories(ctx context.Context, q querier, providerID int64) ([]Invent
 		return nil, err
 	}
 	var invs []Inventory
+	var ids []int64
 	var inv Inventory
-	_, err = pgx.ForEachRow(rows, []any{&inv.ResourceClass, &inv.Total, &inv.Reserved, &inv.MinUnit,
+	var id int64
+	_, err = pgx.ForEachRow(rows, []any{&id, &inv.ResourceClass, &inv.Total, &inv.Reserved, &inv.MinUnit,
 		&inv.MaxUnit, &inv.StepSize, &inv.AllocationRatio, &inv.UpdatedAt}, func() error {
 		invs = append(invs, inv)
+		ids = append(ids, id)
 		return nil
 	})
-	return invs, err
+	if err != nil {
+		return nil, err
+	}
+	// Placement lists a provider's inventory in the order its rows were
+	// inserted, which for the classes one PUT adds is the iteration
+	// order of a Python set of their ids (pySetOrder).
+	pos := make(map[int64]int, len(ids))
+	for i, id := range pySetOrder(ids) {
+		pos[id] = i
+	}
+	out := make([]Inventory, len(invs))
+	for i := range invs {
+		out[pos[ids[i]]] = invs[i]
+	}
+	return out, nil
 }
 
 // InventoryList returns a provider's inventories and generation.
