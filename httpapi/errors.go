@@ -24,6 +24,10 @@ type Error struct {
 	Allow string
 	// RetryAfter, if positive, is sent as the Retry-After header (seconds).
 	RetryAfter int
+	// NoVary drops the Vary header: Placement sends none with an error
+	// raised outside its handlers' webob wrapper (routing, the
+	// Content-Type check), only with those its handlers return.
+	NoVary bool
 	// Steps, when set, go in the JSON error object as "steps": the
 	// selection steps of a claim that placed nothing, the counts its
 	// detail words, for programs (a Berth extension; Placement clients
@@ -121,7 +125,7 @@ func toError(c echo.Context, err error) *Error {
 		case http.StatusMethodNotAllowed:
 			return &Error{Status: he.Code, Msg: "", Allow: allowHeader(c)}
 		case http.StatusNotFound:
-			return &Error{Status: he.Code}
+			return &Error{Status: he.Code, NoVary: true}
 		case http.StatusRequestEntityTooLarge:
 			return &Error{Status: he.Code, Msg: "Request body too large."}
 		}
@@ -161,6 +165,9 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 		log.DebugContext(req.Context(), "request refused", "detail", e.Msg)
 	}
 
+	if e.NoVary {
+		c.Response().Header().Del(echo.HeaderVary)
+	}
 	if e.RetryAfter > 0 {
 		c.Response().Header().Set("Retry-After", strconv.Itoa(e.RetryAfter))
 	}
