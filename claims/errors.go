@@ -47,7 +47,11 @@ func (e *NotPlacedError) Error() string {
 	if e.Reason == Refused {
 		return "Failed instance placement scriptlet: " + e.Refusal
 	}
-	parts := []string{fmt.Sprintf("%d providers", e.Roots)}
+	noun := "providers"
+	if e.Roots == 1 {
+		noun = "provider"
+	}
+	parts := []string{fmt.Sprintf("%d %s", e.Roots, noun)}
 	for _, st := range e.Steps {
 		if st.Removed == 0 {
 			continue

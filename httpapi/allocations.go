@@ -86,14 +86,16 @@ func (s *Server) allocationsGet(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	allocs := map[string]map[string]any{}
+	// Providers, and classes within each, in the order they were written,
+	// as Placement lists them.
+	allocs := newJSONObject()
 	for _, a := range list.Allocations {
-		rp, ok := allocs[a.ProviderUUID]
+		rp, ok := allocs.get(a.ProviderUUID)
 		if !ok {
-			rp = map[string]any{"generation": a.ProviderGeneration, "resources": map[string]int64{}}
-			allocs[a.ProviderUUID] = rp
+			rp = map[string]any{"generation": a.ProviderGeneration, "resources": newJSONObject()}
+			allocs.set(a.ProviderUUID, rp)
 		}
-		rp["resources"].(map[string]int64)[a.ResourceClass] = a.Used
+		rp.(map[string]any)["resources"].(*jsonObject).set(a.ResourceClass, a.Used)
 	}
 	out := map[string]any{"allocations": allocs}
 	if len(list.Allocations) > 0 && v.AtLeast(12) {

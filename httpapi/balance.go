@@ -42,8 +42,12 @@ func (s *Server) policyBalance(c echo.Context) error {
 	sug := scheduler.Balance(*cfg.Balancer, members, instances)
 	if sug == nil {
 		bc := cfg.Balancer.WithDefaults()
-		reason := fmt.Sprintf("no consumer of the %d providers can move under mode %s (high %g, low %g)",
-			len(members), bc.Mode, bc.High, bc.Low)
+		noun := "providers"
+		if len(members) == 1 {
+			noun = "provider"
+		}
+		reason := fmt.Sprintf("no consumer of the %d %s can move under mode %s (high %g, low %g)",
+			len(members), noun, bc.Mode, bc.High, bc.Low)
 		return writeJSON(c, http.StatusOK, map[string]any{"suggestion": nil, "mode": cfg.Balancer.Mode, "members": len(members), "reason": reason})
 	}
 	return writeJSON(c, http.StatusOK, sug)

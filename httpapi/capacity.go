@@ -78,11 +78,23 @@ func (s *Server) capacityShow(c echo.Context) error {
 	for i, a := range capa.Aggregates {
 		aggs[i] = map[string]any{"uuid": a.UUID, "fits": a.Fits}
 	}
+	// Provider classes with more allocated than their capacity (an
+	// inventory lowered below usage): nothing more of them fits there.
+	overCap, err := s.store.OverCapacity(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	over := make([]any, len(overCap))
+	for i, o := range overCap {
+		over[i] = map[string]any{"resource_provider_uuid": o.ProviderUUID, "resource_class": o.ResourceClass,
+			"used": o.Used, "capacity": pyFloat64(o.Capacity)}
+	}
 	return writeJSON(c, http.StatusOK, map[string]any{
-		"total":      capa.Total,
-		"capped":     capa.Capped,
-		"truncated":  capa.Truncated,
-		"roots":      list,
-		"aggregates": aggs,
+		"total":         capa.Total,
+		"capped":        capa.Capped,
+		"truncated":     capa.Truncated,
+		"roots":         list,
+		"aggregates":    aggs,
+		"over_capacity": over,
 	})
 }

@@ -48,7 +48,7 @@ func TestCapacityAPI(t *testing.T) {
 
 	// cn1: VCPU 8/4 = 2; cn2: MEMORY_MB 4096/1024 = 4 (VCPU 16/4 = 4 too).
 	code, body := get("admin", "resources=VCPU:4,MEMORY_MB:1024")
-	want := `{"aggregates":[{"fits":6,"uuid":"` + aggA + `"},{"fits":4,"uuid":"` + aggB + `"}],"capped":false,"roots":[` +
+	want := `{"aggregates":[{"fits":6,"uuid":"` + aggA + `"},{"fits":4,"uuid":"` + aggB + `"}],"capped":false,"over_capacity":[],"roots":[` +
 		`{"capped":false,"fits":4,"limiting":["VCPU","MEMORY_MB"],"name":"cn2","root_provider_uuid":"` + uuids["cn2"] + `"},` +
 		`{"capped":false,"fits":2,"limiting":["VCPU"],"name":"cn1","root_provider_uuid":"` + uuids["cn1"] + `"}],` +
 		`"total":6,"truncated":false}`
@@ -58,7 +58,7 @@ func TestCapacityAPI(t *testing.T) {
 
 	// max caps each root's count; limit caps the roots listed, not the total.
 	code, body = get("admin", "resources=VCPU:1&max=3&limit=1")
-	want = `{"aggregates":[{"fits":6,"uuid":"` + aggA + `"},{"fits":3,"uuid":"` + aggB + `"}],"capped":true,"roots":[` +
+	want = `{"aggregates":[{"fits":6,"uuid":"` + aggA + `"},{"fits":3,"uuid":"` + aggB + `"}],"capped":true,"over_capacity":[],"roots":[` +
 		`{"capped":true,"fits":3,"limiting":[],"name":"cn1","root_provider_uuid":"` + uuids["cn1"] + `"}],` +
 		`"total":6,"truncated":false}`
 	if code != http.StatusOK || body != want {

@@ -24,6 +24,10 @@ type Error struct {
 	Allow string
 	// RetryAfter, if positive, is sent as the Retry-After header (seconds).
 	RetryAfter int
+	// NoVary drops the Vary header: Placement sends none with an error
+	// raised outside its handlers' webob wrapper (routing, the
+	// Content-Type check), only with those its handlers return.
+	NoVary bool
 	// Steps, when set, go in the JSON error object as "steps": the
 	// selection steps of a claim that placed nothing, the counts its
 	// detail words, for programs (a Berth extension; Placement clients
@@ -129,7 +133,7 @@ func toError(c echo.Context, err error) *Error {
 		case http.StatusMethodNotAllowed:
 			return &Error{Status: he.Code, Msg: "", Allow: allowHeader(c)}
 		case http.StatusNotFound:
-			return &Error{Status: he.Code}
+			return &Error{Status: he.Code, NoVary: true}
 		case http.StatusRequestEntityTooLarge:
 			return &Error{Status: he.Code, Msg: "Request body too large."}
 		}
@@ -166,34 +170,22 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 	case e.Status == http.StatusServiceUnavailable && e.Code == ledger.CodeDatabaseUnavailable:
 		s.outage.log(req.Context(), log, err)
 	case e.Status >= 500:
-		log.ErrorContext(req.Context(), "request failed", "error", err)
+		// One line: pgx joins a connect error's per-host causes with "\n\t".
+		log.ErrorContext(req.Context(), "request failed", "error", strings.Join(strings.Fields(err.Error()), " "))
 	default:
 		log.DebugContext(req.Context(), "request refused", "detail", e.Msg)
 	}
 
+	if e.NoVary {
+		c.Response().Header().Del(echo.HeaderVary)
+	}
 	if e.RetryAfter > 0 {
 		c.Response().Header().Set("Retry-After", strconv.Itoa(e.RetryAfter))
 	}
-	explanation := explanations[e.Status]
-	switch e.Status {
-	case http.StatusMethodNotAllowed:
-		explanation = fmt.Sprintf("The method %s is not allowed for this resource.", req.Method)
-		if e.Allow != "" {
-			c.Response().Header().Set(echo.HeaderAllow, e.Allow)
-		}
-	case http.StatusNotAcceptable:
-		explanation = fmt.Sprintf(explanation, req.Header.Get(echo.HeaderAccept))
-	case http.StatusUnsupportedMediaType:
-		ct := req.Header.Get(echo.HeaderContentType)
-		if ct == "" {
-			ct = "None"
-		}
-		explanation = fmt.Sprintf(explanation, ct)
+	if e.Status == http.StatusMethodNotAllowed && e.Allow != "" {
+		c.Response().Header().Set(echo.HeaderAllow, e.Allow)
 	}
-	detail := explanation
-	if e.Msg != "" {
-		detail += "\n\n " + e.Msg + "  "
-	}
+	detail := webobDetail(e.Status, req, e.Msg)
 	title := http.StatusText(e.Status)
 
 	if req.Method == http.MethodHead {
@@ -227,6 +219,10 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 			code = ledger.CodeUndefined
 		}
 		item["code"] = code
+	}
+	if _, ok := c.Get(ctxVersion).(Version); !ok && e.Status == http.StatusNotAcceptable {
+		// The microversion was refused: say which ones exist.
+		item["max_version"], item["min_version"] = MaxVersion.String(), MinVersion.String()
 	}
 	_ = writeJSON(c, e.Status, map[string]any{"errors": []any{item}})
 }

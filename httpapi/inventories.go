@@ -3,6 +3,7 @@ package httpapi
 import (
 	"fmt"
 	"net/http"
+	"slices"
 
 	"github.com/labstack/echo/v4"
 
@@ -127,9 +128,10 @@ func renderInventory(inv ledger.Inventory, generation *int64) inventoryJSON {
 }
 
 func (s *Server) sendInventories(c echo.Context, pi ledger.ProviderInventories) error {
-	out := make(map[string]inventoryJSON, len(pi.Inventories))
+	// In the ledger's order: Placement's class order.
+	out := newJSONObject()
 	for _, inv := range pi.Inventories {
-		out[inv.ResourceClass] = renderInventory(inv, nil)
+		out.set(inv.ResourceClass, renderInventory(inv, nil))
 	}
 	setCacheHeaders(c, pi.LastModified())
 	return writeJSON(c, http.StatusOK, map[string]any{
@@ -220,6 +222,12 @@ func (s *Server) inventoriesReplace(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	// Placement answers a PUT with the inventories in the request's order.
+	pos := make(map[string]int, len(body.Inventories.Keys))
+	for i, k := range body.Inventories.Keys {
+		pos[k] = i
+	}
+	slices.SortStableFunc(pi.Inventories, func(a, b ledger.Inventory) int { return pos[a.ResourceClass] - pos[b.ResourceClass] })
 	return s.sendInventories(c, pi)
 }
 

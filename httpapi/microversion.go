@@ -3,7 +3,6 @@ package httpapi
 import (
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 
 	"github.com/labstack/echo/v4"
@@ -47,11 +46,9 @@ func parseVersionHeader(value string) (Version, error) {
 		if strings.EqualFold(v, "latest") {
 			return MaxVersion, nil
 		}
-		major, minor, ok := strings.Cut(v, ".")
-		maj, err1 := strconv.Atoi(major)
-		min, err2 := strconv.Atoi(minor)
-		if !ok || err1 != nil || err2 != nil || maj < 0 || min < 0 {
-			return Version{}, newError(http.StatusBadRequest, "", "invalid version string: %s", v)
+		maj, min, err := parsePyVersion(v)
+		if err != nil {
+			return Version{}, newError(http.StatusBadRequest, "", "Invalid microversion: invalid version string: %s; %s", v, err)
 		}
 		return Version{maj, min}, nil
 	}
@@ -63,17 +60,17 @@ func parseVersionHeader(value string) (Version, error) {
 // errors included.
 func microversion(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		h := c.Response().Header()
-		h.Add(echo.HeaderVary, "openstack-api-version")
+		// Placement's microversion middleware refuses a bad header before
+		// the application runs: no version header, no Vary.
 		v, err := parseVersionHeader(c.Request().Header.Get(headerAPIVersion))
 		if err != nil {
-			h.Set(headerAPIVersion, serviceType+" "+MinVersion.String())
 			return err
 		}
 		if v.less(MinVersion) || MaxVersion.less(v) {
-			h.Set(headerAPIVersion, serviceType+" "+MinVersion.String())
-			return newError(http.StatusNotAcceptable, "", "Unacceptable version header: %s", v)
+			return newError(http.StatusNotAcceptable, "", "Invalid microversion: Unacceptable version header: %s", v)
 		}
+		h := c.Response().Header()
+		h.Add(echo.HeaderVary, "openstack-api-version")
 		h.Set(headerAPIVersion, serviceType+" "+v.String())
 		c.Set(ctxVersion, v)
 		return next(c)

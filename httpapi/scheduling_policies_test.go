@@ -225,7 +225,7 @@ func TestBalanceAPI(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantStatus(t, s, apiCall{method: "GET", path: "/scheduling_policies/even/balance?aggregate=" + agg}, 200,
-		`"reason":"no consumer of the 1 providers can move under mode even (high 0.8, low 0.2)","suggestion":null`)
+		`"reason":"no consumer of the 1 provider can move under mode even (high 0.8, low 0.2)","suggestion":null`)
 	wantStatus(t, s, apiCall{method: "GET", path: "/scheduling_policies/even/balance?aggregate=x"}, 400, "want a uuid")
 	wantStatus(t, s, apiCall{method: "GET", path: "/scheduling_policies/plain/balance"}, 400, "has no balancer")
 	wantStatus(t, s, apiCall{method: "GET", path: "/scheduling_policies/nope/balance"}, 404, "nope")

@@ -43,7 +43,7 @@ func (s *Server) providerUsagesGet(c echo.Context) error {
 	setCacheHeaders(c, time.Now())
 	return writeJSON(c, http.StatusOK, map[string]any{
 		"resource_provider_generation": u.Generation,
-		"usages":                       u.Usages,
+		"usages":                       orderedInt64s(u.Usages, u.Classes),
 	})
 }
 
@@ -70,17 +70,15 @@ func (s *Server) usagesGet(c echo.Context) error {
 	}
 	var usages any
 	if byType {
-		out := map[string]map[string]int64{}
+		out := map[string]*jsonObject{}
 		for _, g := range groups {
-			m := map[string]int64{"consumer_count": g.ConsumerCount}
-			for class, n := range g.Usages {
-				m[class] = n
-			}
+			m := orderedInt64s(g.Usages, g.Classes)
+			m.set("consumer_count", g.ConsumerCount)
 			out[g.ConsumerType] = m
 		}
 		usages = out
 	} else {
-		usages = groups[0].Usages
+		usages = orderedInt64s(groups[0].Usages, groups[0].Classes)
 	}
 	setCacheHeaders(c, time.Now())
 	return writeJSON(c, http.StatusOK, map[string]any{"usages": usages})

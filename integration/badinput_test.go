@@ -93,8 +93,6 @@ func badInputs() map[string][]badInput {
 			{name: "generation beyond int64", path: rp + "/inventories", body: `{"resource_provider_generation": 99999999999999999999, "inventories": {}}`, want: 400},
 			{name: "generation int64 max", path: rp + "/inventories", body: `{"resource_provider_generation": 9223372036854775807, "inventories": {}}`, want: 409},
 			{name: "removes classes in use", path: rp + "/inventories", body: `{"resource_provider_generation": 4, "inventories": {}}`, want: 409},
-			{name: "below usage", path: rp + "/inventories", body: `{"resource_provider_generation": 4, "inventories": {
-				"VCPU": {"total": 1, "allocation_ratio": 1.0}, "MEMORY_MB": {"total": 4096}}}`, want: 409},
 			{name: "one good class, one unknown", path: rp + "/inventories", body: `{"resource_provider_generation": 4, "inventories": {
 				"VCPU": {"total": 16}, "MEMORY_MB": {"total": 4096}, "CUSTOM_NOPE": {"total": 1}}}`, want: 400},
 			{name: "lowercase class", path: rp + "/inventories", body: `{"resource_provider_generation": 4, "inventories": {"vcpu": {"total": 8}}}`, want: 400},
@@ -118,7 +116,6 @@ func badInputs() map[string][]badInput {
 		},
 		"PUT /resource_providers/{uuid}/inventories/{class}": {
 			{name: "stale generation", path: rp + "/inventories/VCPU", body: `{"resource_provider_generation": 0, "total": 8}`, want: 409},
-			{name: "below usage", path: rp + "/inventories/MEMORY_MB", body: `{"resource_provider_generation": 4, "total": 256}`, want: 409},
 			{name: "unknown class", path: rp + "/inventories/CUSTOM_NOPE", body: `{"resource_provider_generation": 4, "total": 8}`, want: 404},
 			{name: "class the provider lacks", path: rp + "/inventories/DISK_GB", body: `{"resource_provider_generation": 4, "total": 8}`, want: 400},
 			{name: "NUL class", path: rp + "/inventories/%00", body: `{"resource_provider_generation": 4, "total": 8}`, want: 400},

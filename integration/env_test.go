@@ -236,6 +236,8 @@ func checkErrorBody(method string, r response) error {
 	for k := range item {
 		switch {
 		case k == "status", k == "title", k == "detail", k == "request_id", k == "code":
+		case (k == "max_version" || k == "min_version") && r.status == http.StatusNotAcceptable:
+			// As Placement: a refused microversion says which exist.
 		case k == "steps" && (code == "berth.no_valid_host" || code == "berth.claim_conflict"):
 			// Berth's extension: a claim that placed nothing says why.
 			if _, ok := item[k].([]any); !ok {

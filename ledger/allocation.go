@@ -126,7 +126,7 @@ func (s *Store) AllocationsByConsumer(ctx context.Context, consumerUUID string) 
 			return err
 		}
 		out.Consumer = &c
-		rows, err := t.Query(ctx, selectAllocations+`WHERE c.uuid = $1 ORDER BY rp.uuid, rc.name`, id)
+		rows, err := t.Query(ctx, selectAllocations+`WHERE c.uuid = $1 ORDER BY a.id`, id)
 		if err != nil {
 			return err
 		}
@@ -489,13 +489,21 @@ func (p *allocPlan) apply(ctx context.Context, t *txn) error {
 func (p *allocPlan) checkCapacity(ctx context.Context, t *txn) error {
 	var providers []int64
 	var classes []int32
-	var classNames []string
+	var askedIDs []int64
+	className := map[int64]string{}
 	for _, w := range p.writes {
 		providers = append(providers, w.providerID)
 		if !slices.Contains(classes, w.classID) {
 			classes = append(classes, w.classID)
-			classNames = append(classNames, w.class)
+			askedIDs = append(askedIDs, int64(w.classID))
+			className[int64(w.classID)] = w.class
 		}
+	}
+	// Placement names the classes of a provider without inventory in the
+	// iteration order of a Python set of their ids.
+	var classNames []string
+	for _, id := range pySetOrder(askedIDs) {
+		classNames = append(classNames, className[id])
 	}
 	if len(providers) == 0 {
 		return nil

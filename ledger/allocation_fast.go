@@ -58,9 +58,9 @@ SELECT id FROM resource_providers WHERE uuid = ANY($1::uuid[]) ORDER BY id FOR U
 
 const fastWriteSQL = `
 WITH req AS (
-	SELECT * FROM unnest($1::uuid[], $2::text[], $3::bigint[]) AS r(provider_uuid, class, amount)
+	SELECT * FROM unnest($1::uuid[], $2::text[], $3::bigint[]) WITH ORDINALITY AS r(provider_uuid, class, amount, ord)
 ), chk AS (
-	SELECT rp.id AS provider_id, rc.id AS class_id, req.amount,
+	SELECT req.ord, rp.id AS provider_id, rc.id AS class_id, req.amount,
 	       i.resource_provider_id IS NOT NULL
 	       AND req.amount >= i.min_unit AND req.amount <= i.max_unit AND req.amount % i.step_size = 0
 	       AND (COALESCE((SELECT sum(a.used) FROM allocations a
@@ -108,6 +108,7 @@ WITH req AS (
 ), a AS (
 	INSERT INTO allocations (consumer_id, resource_provider_id, resource_class_id, used)
 	SELECT c.id, chk.provider_id, chk.class_id, chk.amount FROM c, chk
+	ORDER BY chk.ord -- ids in request order: GET /allocations lists them so
 	RETURNING resource_provider_id, resource_class_id, used
 ), g AS (
 	UPDATE resource_providers SET generation = generation + 1, updated_at = now()

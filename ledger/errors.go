@@ -186,3 +186,12 @@ func retryable(err error) bool {
 	}
 	return false
 }
+
+// oneLine is err's message on one line, for logs: pgx joins a connect
+// error's per-host causes with "\n\t", which a text log quotes as such.
+func oneLine(err error) string {
+	if err == nil {
+		return ""
+	}
+	return strings.Join(strings.Fields(err.Error()), " ")
+}

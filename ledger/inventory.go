@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -166,11 +165,11 @@ func classIDs(ctx context.Context, q querier, names []string) (ids map[string]in
 }
 
 const selectInventories = `
-	SELECT rc.name, i.total, i.reserved, i.min_unit, i.max_unit, i.step_size,
+	SELECT rc.id, rc.name, i.total, i.reserved, i.min_unit, i.max_unit, i.step_size,
 	       i.allocation_ratio, i.updated_at
 	FROM inventories i JOIN resource_classes rc ON rc.id = i.resource_class_id
 	WHERE i.resource_provider_id = $1
-	ORDER BY rc.name`
+	ORDER BY rc.id`
 
 func readInventories(ctx context.Context, q querier, providerID int64) ([]Inventory, error) {
 	rows, err := q.Query(ctx, selectInventories, providerID)
@@ -178,13 +177,30 @@ func readInventories(ctx context.Context, q querier, providerID int64) ([]Invent
 		return nil, err
 	}
 	var invs []Inventory
+	var ids []int64
 	var inv Inventory
-	_, err = pgx.ForEachRow(rows, []any{&inv.ResourceClass, &inv.Total, &inv.Reserved, &inv.MinUnit,
+	var id int64
+	_, err = pgx.ForEachRow(rows, []any{&id, &inv.ResourceClass, &inv.Total, &inv.Reserved, &inv.MinUnit,
 		&inv.MaxUnit, &inv.StepSize, &inv.AllocationRatio, &inv.UpdatedAt}, func() error {
 		invs = append(invs, inv)
+		ids = append(ids, id)
 		return nil
 	})
-	return invs, err
+	if err != nil {
+		return nil, err
+	}
+	// Placement lists a provider's inventory in the order its rows were
+	// inserted, which for the classes one PUT adds is the iteration
+	// order of a Python set of their ids (pySetOrder).
+	pos := make(map[int64]int, len(ids))
+	for i, id := range pySetOrder(ids) {
+		pos[id] = i
+	}
+	out := make([]Inventory, len(invs))
+	for i := range invs {
+		out[pos[ids[i]]] = invs[i]
+	}
+	return out, nil
 }
 
 // InventoryList returns a provider's inventories and generation.
@@ -297,12 +313,10 @@ func (s *Store) InventoryUpdate(ctx context.Context, p InventoryParams, inv Inve
 			return invalid("", "No inventory record with resource class for resource provider %s: No inventory of class %s found.",
 				p.ProviderUUID, inv.ResourceClass)
 		}
-		err = setInventory(ctx, t, ref.ID, p.ProviderUUID, []classedInventory{{inv, ids[inv.ResourceClass]}}, false, true)
-		var over *overCapacityError
-		if errors.As(err, &over) {
-			return conflict(CodeInventoryInUse, "%s%s", prefix, over)
+		if err := setInventory(ctx, t, ref.ID, p.ProviderUUID, []classedInventory{{inv, ids[inv.ResourceClass]}}, false); err != nil {
+			return err
 		}
-		if err != nil {
+		if err := s.warnOverCapacity(ctx, t, ref.ID, p.ProviderUUID); err != nil {
 			return err
 		}
 		out, err = t.inventoryResult(ctx, ref.ID)
@@ -339,8 +353,11 @@ func (s *Store) InventoriesReplace(ctx context.Context, p InventoryParams, invs 
 			return invalid("", "Unknown resource class in inventory for resource provider %s: No such resource class %s.",
 				p.ProviderUUID, unknown)
 		}
-		err = setInventory(ctx, t, ref.ID, p.ProviderUUID, classed, true, true)
-		if err := inventoryWriteError(err, "update conflict: ", "Unable to update inventory for resource provider "+p.ProviderUUID+": "); err != nil {
+		err = setInventory(ctx, t, ref.ID, p.ProviderUUID, classed, true)
+		if err := inventoryWriteError(err, "update conflict: "); err != nil {
+			return err
+		}
+		if err := s.warnOverCapacity(ctx, t, ref.ID, p.ProviderUUID); err != nil {
 			return err
 		}
 		out, err = t.inventoryResult(ctx, ref.ID)
@@ -349,15 +366,11 @@ func (s *Store) InventoriesReplace(ctx context.Context, p InventoryParams, invs 
 	return out, err
 }
 
-// inventoryWriteError words the rejections of setInventory.
-func inventoryWriteError(err error, inUsePrefix, overPrefix string) error {
+// inventoryWriteError words the rejection of setInventory.
+func inventoryWriteError(err error, inUsePrefix string) error {
 	var inUse *inUseError
 	if errors.As(err, &inUse) {
 		return conflict(CodeInventoryInUse, "%s%s", inUsePrefix, inUse)
-	}
-	var over *overCapacityError
-	if errors.As(err, &over) {
-		return conflict(CodeInventoryInUse, "%s%s", overPrefix, over)
 	}
 	return err
 }
@@ -385,7 +398,9 @@ func (s *Store) InventoryDelete(ctx context.Context, providerUUID, class string)
 			return err
 		}
 		if inUse {
-			return conflict(CodeInventoryInUse, "Unable to delete inventory of class %s: %s", class,
+			// Placement's handler answers this with the code of a
+			// concurrent update.
+			return conflict(CodeConcurrentUpdate, "Unable to delete inventory of class %s: %s", class,
 				&inUseError{classes: []string{class}, provider: providerUUID})
 		}
 		tag, err := t.Exec(ctx, `DELETE FROM inventories WHERE resource_provider_id = $1 AND resource_class_id = $2`,
@@ -394,7 +409,9 @@ func (s *Store) InventoryDelete(ctx context.Context, providerUUID, class string)
 			return err
 		}
 		if tag.RowsAffected() == 0 {
-			return notFound("No inventory of class %s found for delete", class)
+			// Placement words it twice (its handler repeats the
+			// exception's message).
+			return notFound("No inventory of class %s found for delete: No inventory of class %s found for delete", class, class)
 		}
 		_, err = t.inventoryResult(ctx, ref.ID)
 		return err
@@ -410,8 +427,8 @@ func (s *Store) InventoriesDelete(ctx context.Context, providerUUID string) erro
 		if err != nil {
 			return err
 		}
-		err = setInventory(ctx, t, ref.ID, providerUUID, nil, true, false)
-		if err := inventoryWriteError(err, "", ""); err != nil {
+		err = setInventory(ctx, t, ref.ID, providerUUID, nil, true)
+		if err := inventoryWriteError(err, ""); err != nil {
 			return err
 		}
 		_, err = t.inventoryResult(ctx, ref.ID)
@@ -454,20 +471,6 @@ func (e *inUseError) Error() string {
 	return fmt.Sprintf("Inventory for '%s' on resource provider '%s' in use.", strings.Join(e.classes, ", "), e.provider)
 }
 
-// overCapacityError: a changed inventory would offer less than is
-// allocated from it.
-type overCapacityError struct {
-	class    string
-	provider string
-	used     int64
-	capacity float64
-}
-
-func (e *overCapacityError) Error() string {
-	return fmt.Sprintf("Inventory for '%s' on resource provider '%s' in use: its capacity would be %s, below the %d allocated.",
-		e.class, e.provider, formatCapacity(e.capacity), e.used)
-}
-
 func formatCapacity(c float64) string {
 	if c == math.Trunc(c) && math.Abs(c) < 1e15 {
 		return fmt.Sprintf("%d", int64(c))
@@ -477,11 +480,11 @@ func formatCapacity(c float64) string {
 
 // setInventory writes a provider's inventory. With exact, classes missing
 // from invs are removed (an *inUseError if any has allocations); otherwise
-// they are left alone. With checkUsage, an updated class whose capacity
-// would fall below its usage is an *overCapacityError. The caller holds the
+// they are left alone. Capacity may fall below usage, as in Placement
+// (callers log it: warnOverCapacity). The caller holds the
 // provider's row lock and bumps its generation.
 func setInventory(ctx context.Context, t *txn, providerID int64, providerUUID string,
-	invs []classedInventory, exact, checkUsage bool) error {
+	invs []classedInventory, exact bool) error {
 	type current struct {
 		name string
 		used int64
@@ -510,8 +513,7 @@ func setInventory(ctx context.Context, t *txn, providerID int64, providerUUID st
 	for _, inv := range invs {
 		wanted[inv.classID] = true
 	}
-	var remove []int32
-	var busy []string
+	var remove, busyIDs []int32
 	if exact {
 		for id, cur := range existing {
 			if wanted[id] {
@@ -519,20 +521,19 @@ func setInventory(ctx context.Context, t *txn, providerID int64, providerUUID st
 			}
 			remove = append(remove, id)
 			if cur.used > 0 {
-				busy = append(busy, cur.name)
+				busyIDs = append(busyIDs, id)
 			}
 		}
 	}
-	if len(busy) > 0 {
-		sort.Strings(busy)
+	if len(busyIDs) > 0 {
+		// In Placement's class order: standard classes by their
+		// os-resource-classes id, then custom ones by creation.
+		slices.Sort(busyIDs)
+		busy := make([]string, len(busyIDs))
+		for i, id := range busyIDs {
+			busy[i] = existing[id].name
+		}
 		return &inUseError{classes: busy, provider: providerUUID}
-	}
-	if checkUsage {
-		for _, inv := range invs {
-			if cur, ok := existing[inv.classID]; ok && float64(cur.used) > inv.Capacity() {
-				return &overCapacityError{class: inv.ResourceClass, provider: providerUUID, used: cur.used, capacity: inv.Capacity()}
-			}
-		}
 	}
 	if len(remove) > 0 {
 		if _, err := t.Exec(ctx, `
@@ -557,4 +558,56 @@ func setInventory(ctx context.Context, t *txn, providerID int64, providerUUID st
 		}
 	}
 	return nil
+}
+
+// OverCapacity is a class of a provider whose usage is above its capacity
+// ((total - reserved) * allocation_ratio): an inventory lowered below what
+// is allocated, which Placement accepts (a host whose disk shrank must be
+// able to report it). Nothing more of that class fits there until usage
+// falls.
+type OverCapacity struct {
+	ProviderUUID  string
+	ResourceClass string
+	Used          int64
+	Capacity      float64
+}
+
+// warnOverCapacity logs a warning for every class of the provider whose
+// usage is above its capacity after an inventory write, as Placement logs
+// one for an inventory set below its usage.
+func (s *Store) warnOverCapacity(ctx context.Context, t *txn, providerID int64, providerUUID string) error {
+	over, err := overCapacity(ctx, t, providerID)
+	if err != nil {
+		return err
+	}
+	for _, o := range over {
+		s.log.WarnContext(ctx, "inventory set below current usage: no new allocation of this class fits until usage falls",
+			"resource_provider", providerUUID, "resource_class", o.ResourceClass,
+			"used", o.Used, "capacity", formatCapacity(o.Capacity))
+	}
+	return nil
+}
+
+// overCapacity lists a provider's classes whose usage is above capacity,
+// in class order.
+func overCapacity(ctx context.Context, q querier, providerID int64) ([]OverCapacity, error) {
+	rows, err := q.Query(ctx, `
+		SELECT rc.name, u.used, (i.total - i.reserved) * i.allocation_ratio
+		FROM inventories i
+		JOIN resource_classes rc ON rc.id = i.resource_class_id
+		JOIN LATERAL (SELECT COALESCE(sum(a.used), 0)::bigint AS used FROM allocations a
+		              WHERE a.resource_provider_id = i.resource_provider_id
+		                AND a.resource_class_id = i.resource_class_id) u ON true
+		WHERE i.resource_provider_id = $1 AND u.used > (i.total - i.reserved) * i.allocation_ratio
+		ORDER BY rc.id`, providerID)
+	if err != nil {
+		return nil, err
+	}
+	var out []OverCapacity
+	var o OverCapacity
+	_, err = pgx.ForEachRow(rows, []any{&o.ResourceClass, &o.Used, &o.Capacity}, func() error {
+		out = append(out, o)
+		return nil
+	})
+	return out, err
 }

@@ -354,11 +354,12 @@ func (s *Store) ProviderDelete(ctx context.Context, rpUUID string) error {
 		if err != nil {
 			return fmt.Errorf("ledger: check provider before delete: %w", err)
 		}
-		if allocated {
-			return inUse()
-		}
+		// Children first, as Placement's ResourceProvider._delete checks.
 		if parenting {
 			return hasChildren()
+		}
+		if allocated {
+			return inUse()
 		}
 		// Inventories, trait and aggregate links go with the provider
 		// (ON DELETE CASCADE). Allocations or children that appeared since

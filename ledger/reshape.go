@@ -114,7 +114,7 @@ func (s *Store) Reshape(ctx context.Context, p ReshapeParams) error {
 			if len(classed[i]) == 0 {
 				continue
 			}
-			if err := setInventory(ctx, t, refs[i].ID, iw.ProviderUUID, classed[i], false, false); err != nil {
+			if err := setInventory(ctx, t, refs[i].ID, iw.ProviderUUID, classed[i], false); err != nil {
 				return err
 			}
 			if _, err := bumpLockedGeneration(ctx, t, refs[i].ID); err != nil {
@@ -134,8 +134,11 @@ func (s *Store) Reshape(ctx context.Context, p ReshapeParams) error {
 
 		// 3. Final inventories.
 		for i, iw := range p.Inventories {
-			err := setInventory(ctx, t, refs[i].ID, iw.ProviderUUID, classed[i], true, true)
-			if err := inventoryWriteError(err, "update conflict: ", "update conflict: "); err != nil {
+			err := setInventory(ctx, t, refs[i].ID, iw.ProviderUUID, classed[i], true)
+			if err := inventoryWriteError(err, "update conflict: "); err != nil {
+				return err
+			}
+			if err := s.warnOverCapacity(ctx, t, refs[i].ID, iw.ProviderUUID); err != nil {
 				return err
 			}
 			if _, err := bumpLockedGeneration(ctx, t, refs[i].ID); err != nil {

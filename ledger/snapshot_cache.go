@@ -592,7 +592,7 @@ func (c *snapshotCache) listen(ctx context.Context, cfg *pgx.ConnConfig, self st
 		if ctx.Err() != nil {
 			return
 		}
-		c.log.Warn("ledger: change listener disconnected; retrying", "error", err, "backoff", backoff)
+		c.log.Warn("ledger: change listener disconnected; retrying", "error", oneLine(err), "backoff", backoff)
 		select {
 		case <-ctx.Done():
 			return
@@ -620,7 +620,7 @@ func (c *snapshotCache) refreshEvery(ctx context.Context, interval time.Duration
 			continue // nobody has asked for a snapshot yet
 		}
 		if _, err := c.reload(ctx, true, 0); err != nil && ctx.Err() == nil {
-			c.log.Warn("ledger: periodic snapshot refresh failed", "error", err)
+			c.log.Warn("ledger: periodic snapshot refresh failed", "error", oneLine(err))
 		}
 	}
 }

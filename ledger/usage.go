@@ -12,6 +12,10 @@ type ProviderUsages struct {
 	// Usages has an entry, possibly 0, for every class the provider has
 	// inventory of.
 	Usages map[string]int64
+	// Classes are the keys of Usages in Placement's class order (standard
+	// classes by their os-resource-classes id, then custom ones by
+	// creation), the order Placement lists them in.
+	Classes []string
 }
 
 // ProviderUsagesGet returns a provider's usages.
@@ -28,7 +32,8 @@ func (s *Store) ProviderUsagesGet(ctx context.Context, providerUUID string) (Pro
 			                 WHERE a.resource_provider_id = i.resource_provider_id
 			                   AND a.resource_class_id = i.resource_class_id), 0)::bigint
 			FROM inventories i JOIN resource_classes rc ON rc.id = i.resource_class_id
-			WHERE i.resource_provider_id = $1`, ref.ID)
+			WHERE i.resource_provider_id = $1
+			ORDER BY rc.id`, ref.ID)
 		if err != nil {
 			return err
 		}
@@ -37,6 +42,7 @@ func (s *Store) ProviderUsagesGet(ctx context.Context, providerUUID string) (Pro
 		var used int64
 		_, err = pgx.ForEachRow(rows, []any{&name, &used}, func() error {
 			out.Usages[name] = used
+			out.Classes = append(out.Classes, name)
 			return nil
 		})
 		return err
@@ -67,6 +73,8 @@ type UsageGroup struct {
 	ConsumerType  string
 	ConsumerCount int64
 	Usages        map[string]int64
+	// Classes are the keys of Usages in Placement's class order.
+	Classes []string
 }
 
 // Usages sums the allocations of a project's (or a user's) consumers, by
@@ -102,8 +110,8 @@ func (s *Store) Usages(ctx context.Context, p UsagesParams) ([]UsageGroup, error
 			       (SELECT count(DISTINCT consumer_id) FROM picked p2 WHERE p2.grp = picked.grp)
 			FROM picked JOIN resource_classes rc ON rc.id = picked.resource_class_id
 			WHERE $3 = '' OR grp = $3
-			GROUP BY grp, rc.name
-			ORDER BY grp, rc.name`, p.ProjectID, p.UserID, keep)
+			GROUP BY grp, rc.id, rc.name
+			ORDER BY grp, rc.id`, p.ProjectID, p.UserID, keep)
 		if err != nil {
 			return err
 		}
@@ -118,6 +126,7 @@ func (s *Store) Usages(ctx context.Context, p UsagesParams) ([]UsageGroup, error
 				out = append(out, UsageGroup{ConsumerType: grp, ConsumerCount: count, Usages: map[string]int64{}})
 			}
 			out[i].Usages[class] = used
+			out[i].Classes = append(out[i].Classes, class)
 			return nil
 		})
 		if err == nil && !p.ByType && len(out) == 0 {

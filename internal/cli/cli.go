@@ -109,6 +109,7 @@ func commands() []*command {
 	cs = append(cs, configCommands()...)
 	cs = append(cs, benchCommands()...)
 	cs = append(cs, importCommands()...)
+	cs = append(cs, demoCommand())
 	return cs
 }
 

@@ -173,12 +173,20 @@ func cloudUsage(e *env, width int) error {
 		t.Row(c, bar, pct, ratio)
 	}
 	if t.Len() == 0 {
-		fmt.Fprintf(e.io.Stdout, "No inventory on %d providers.\n", len(ps))
+		fmt.Fprintf(e.io.Stdout, "No inventory on %s.\n", countProviders(len(ps)))
 		return nil
 	}
 	if err := t.Render(e.io.Stdout); err != nil {
 		return err
 	}
-	fmt.Fprintf(e.io.Stdout, "\nOver %d providers. Give --project for usage per project (Placement has no list of projects).\n", len(ps))
+	fmt.Fprintf(e.io.Stdout, "\nOver %s. Give --project for usage per project (Placement has no list of projects).\n", countProviders(len(ps)))
 	return nil
+}
+
+// countProviders is "1 provider" or "N providers".
+func countProviders(n int) string {
+	if n == 1 {
+		return "1 provider"
+	}
+	return fmt.Sprintf("%d providers", n)
 }

@@ -39,6 +39,8 @@ type Daemon struct {
 	metricsLn     net.Listener
 	tel           *telemetry.Telemetry
 	unobservePool func() error
+	// unobserveOver unregisters the over-capacity gauge.
+	unobserveOver func() error
 	// unobserveScriptlets unregisters the scriptlet run counters.
 	unobserveScriptlets func() error
 	// stopSources ends the refresh of the compiled scheduling data and
@@ -148,6 +150,9 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err erro
 	}
 	if cfg.MetricsListen != MetricsOff {
 		if d.unobservePool, err = ledger.ObservePool(d.store.PoolStats); err != nil {
+			return nil, err
+		}
+		if d.unobserveOver, err = ledger.ObserveOverCapacity(d.store.OverCapacityCount); err != nil {
 			return nil, err
 		}
 		if d.unobserveScriptlets, err = scheduler.ObserveScriptlets(c.Sources.Metrics()); err != nil {
@@ -292,6 +297,9 @@ func (d *Daemon) close(ctx context.Context) error {
 	}
 	if d.unobservePool != nil {
 		errs = append(errs, d.unobservePool())
+	}
+	if d.unobserveOver != nil {
+		errs = append(errs, d.unobserveOver())
 	}
 	if d.unobserveScriptlets != nil {
 		errs = append(errs, d.unobserveScriptlets())

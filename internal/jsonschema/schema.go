@@ -831,6 +831,11 @@ func writePyRepr(b *strings.Builder, v any) {
 	}
 }
 
+// PyRepr renders a decoded JSON value (as Validate takes it, or a Go
+// string) the way Python's repr() renders the value json.loads would have
+// produced: 'abc', None, True, [1, 2].
+func PyRepr(v any) string { return pyRepr(v) }
+
 // PyFloat formats f as Python's repr of a float does: "1.0", "1e+16",
 // "inf".
 func PyFloat(f float64) string {

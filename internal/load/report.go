@@ -56,8 +56,8 @@ func ReadReport(path string) (*Report, error) {
 func (r *Report) Print(w io.Writer) {
 	if r.Seed != nil {
 		s := r.Seed
-		fmt.Fprintf(w, "seeded %d providers in %s (%.1f providers/s, %d requests, %.0f requests/s)\n",
-			s.Providers, s.Elapsed.Round(time.Millisecond), s.PerSecond, s.Requests, s.RequestRate)
+		fmt.Fprintf(w, "seeded %s in %s (%.1f providers/s, %d requests, %.0f requests/s)\n",
+			count(s.Providers, "provider", "providers"), s.Elapsed.Round(time.Millisecond), s.PerSecond, s.Requests, s.RequestRate)
 	}
 	if len(r.Results) > 0 {
 		PrintResults(w, r.Results, r.Timeout)
@@ -168,9 +168,10 @@ func PrintVerify(w io.Writer, v *VerifyResult) {
 		fmt.Fprintf(w, "overcommit check: FAILED TO RUN: %s\n", v.Error)
 		return
 	case v.OK:
-		fmt.Fprintf(w, "overcommit check: OK, %d providers, none over (total-reserved)*ratio (%s)\n", v.Providers, v.Elapsed.Round(time.Millisecond))
+		fmt.Fprintf(w, "overcommit check: OK, %s, none over (total-reserved)*ratio (%s)\n", count(v.Providers, "provider", "providers"), v.Elapsed.Round(time.Millisecond))
 	default:
-		fmt.Fprintf(w, "overcommit check: OVERCOMMITTED, %d classes on %d providers:\n", len(v.Overcommits), v.Providers)
+		fmt.Fprintf(w, "overcommit check: OVERCOMMITTED, %s on %s:\n",
+			count(len(v.Overcommits), "class", "classes"), count(v.Providers, "provider", "providers"))
 		for i, o := range v.Overcommits {
 			if i == 10 {
 				fmt.Fprintf(w, "  ... %d more\n", len(v.Overcommits)-10)
@@ -334,4 +335,12 @@ func verdict(v *VerifyResult) string {
 	default:
 		return fmt.Sprintf("OVERCOMMITTED (%d)", len(v.Overcommits))
 	}
+}
+
+// count is "1 provider" or "N providers".
+func count[N int | int64](n N, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }

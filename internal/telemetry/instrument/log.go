@@ -3,6 +3,7 @@ package instrument
 import (
 	"context"
 	"log/slog"
+	"strings"
 
 	"go.opentelemetry.io/otel/trace"
 )
@@ -23,6 +24,7 @@ func LogHandler(h slog.Handler) slog.Handler {
 type logHandler struct{ slog.Handler }
 
 func (h logHandler) Handle(ctx context.Context, r slog.Record) error {
+	r = oneLineErrors(r)
 	if ctx != nil {
 		if id := RequestID(ctx); id != "" {
 			r.AddAttrs(slog.String("request_id", id))
@@ -39,3 +41,31 @@ func (h logHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
 }
 
 func (h logHandler) WithGroup(name string) slog.Handler { return logHandler{h.Handler.WithGroup(name)} }
+
+// oneLineErrors returns r with every error attribute whose message spans
+// lines (pgx joins a connect error's per-host causes with "\n\t") as one
+// line, its whitespace runs made single spaces: a text log would quote
+// the newlines and tabs as \n\t inside the one-line record. Records
+// without such an error are returned as they are.
+func oneLineErrors(r slog.Record) slog.Record {
+	multiline := false
+	r.Attrs(func(a slog.Attr) bool {
+		if err, ok := a.Value.Any().(error); ok && a.Value.Kind() == slog.KindAny && err != nil && strings.ContainsAny(err.Error(), "\n\t") {
+			multiline = true
+			return false
+		}
+		return true
+	})
+	if !multiline {
+		return r
+	}
+	out := slog.NewRecord(r.Time, r.Level, r.Message, r.PC)
+	r.Attrs(func(a slog.Attr) bool {
+		if err, ok := a.Value.Any().(error); ok && a.Value.Kind() == slog.KindAny && err != nil {
+			a = slog.String(a.Key, strings.Join(strings.Fields(err.Error()), " "))
+		}
+		out.AddAttrs(a)
+		return true
+	})
+	return out
+}
