@@ -75,17 +75,16 @@ const CodeScriptletInvalid = "berth.scriptlet.invalid"
 const errorCodeVersion = 23
 
 // explanations are the fixed first sentences Placement (through webob)
-// puts before the detail of an error.
+// puts before the detail of an error; 405, 406 and 415 have templates of
+// their own (webobDetail).
 var explanations = map[int]string{
-	http.StatusBadRequest:           "The server could not comply with the request since it is either malformed or otherwise incorrect.",
-	http.StatusUnauthorized:         "This server could not verify that you are authorized to access the document you requested. Either you supplied the wrong credentials (e.g., bad password), or your browser does not understand how to supply the credentials required.",
-	http.StatusForbidden:            "Access was denied to this resource.",
-	http.StatusNotFound:             "The resource could not be found.",
-	http.StatusNotAcceptable:        "The resource could not be generated that was acceptable to your browser (content of type %s).",
-	http.StatusConflict:             "There was a conflict when trying to complete your request.",
-	http.StatusUnsupportedMediaType: "The request media type %s is not supported by this server.",
-	http.StatusInternalServerError:  "The server has either erred or is incapable of performing the requested operation.",
-	http.StatusServiceUnavailable:   "The server is currently unavailable. Please try again at a later time.",
+	http.StatusBadRequest:          "The server could not comply with the request since it is either malformed or otherwise incorrect.",
+	http.StatusUnauthorized:        "This server could not verify that you are authorized to access the document you requested. Either you supplied the wrong credentials (e.g., bad password), or your browser does not understand how to supply the credentials required.",
+	http.StatusForbidden:           "Access was denied to this resource.",
+	http.StatusNotFound:            "The resource could not be found.",
+	http.StatusConflict:            "There was a conflict when trying to complete your request.",
+	http.StatusInternalServerError: "The server has either erred or is incapable of performing the requested operation.",
+	http.StatusServiceUnavailable:  "The server is currently unavailable. Please try again at a later time.",
 }
 
 // toError maps any error a handler returns to an *Error: the one table
