@@ -39,7 +39,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/berthd/berth/internal/placementref"
+	"github.com/berthd/berth/internal/placementtest"
 	"github.com/berthd/berth/ledger/ledgertest"
 )
 
@@ -201,7 +201,7 @@ func TestPlacementCorpus(t *testing.T) {
 }
 
 func recordPlacementCorpus(t *testing.T) {
-	if err := placementref.Available(); err != nil {
+	if err := placementtest.Available(); err != nil {
 		t.Fatal(err)
 	}
 	bin := buildBerthd(t)
@@ -211,7 +211,15 @@ func recordPlacementCorpus(t *testing.T) {
 	for _, sess := range corpusSessions() {
 		t.Run(sess.name, func(t *testing.T) {
 			pdb := emptyDatabase(t)
-			p := placementref.Start(t, pdb)
+			sqla, err := placementtest.SQLAlchemyURL(pdb)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := placementtest.Start(context.Background(), sqla)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(p.Stop)
 			var b *berthd
 			cf := corpusFile{Session: sess.name, About: sess.about,
 				Recorded: "OpenStack Placement 8.0.0 (python3-placement) on PostgreSQL, " + time.Now().UTC().Format("2006-01-02")}

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -39,6 +40,25 @@ func Available() error {
 		return fmt.Errorf("placementtest: uwsgi missing (apt-get install uwsgi-core uwsgi-plugin-python3)")
 	}
 	return nil
+}
+
+// SQLAlchemyURL turns a postgres:// URL (as ledgertest and pgcluster make
+// them, with the socket directory in a host query parameter or a TCP host
+// in the authority) into the psycopg2 URL placement.conf wants.
+func SQLAlchemyURL(dbURL string) (string, error) {
+	u, err := url.Parse(dbURL)
+	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+		return "", fmt.Errorf("placementtest: not a postgres:// URL: %q", dbURL)
+	}
+	out := url.URL{Scheme: "postgresql+psycopg2", User: u.User, Host: u.Host, Path: u.Path}
+	q := url.Values{}
+	for _, k := range []string{"host", "port", "sslmode"} {
+		if v := u.Query().Get(k); v != "" {
+			q.Set(k, v)
+		}
+	}
+	out.RawQuery = strings.ReplaceAll(q.Encode(), "%2F", "/")
+	return out.String(), nil
 }
 
 // python3 is the system interpreter Debian's packages are installed for
@@ -162,6 +182,12 @@ func (s *Server) waitReady(ctx context.Context) error {
 			return fmt.Errorf("placementtest: not answering after 90s: %s", tail(string(b)))
 		}
 	}
+}
+
+// Log returns the last lines Placement and uwsgi printed so far.
+func (s *Server) Log() string {
+	b, _ := os.ReadFile(s.log)
+	return tail(string(b))
 }
 
 // Stop ends uwsgi and removes the configuration directory.
