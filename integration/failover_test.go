@@ -9,7 +9,6 @@ import (
 	neturl "net/url"
 	"os/exec"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -149,49 +148,7 @@ func (r *faultRig) freeRetrying(rec *claimRecord, target func() int) {
 
 // runRetrying is run with retrying clients.
 func (r *faultRig) runRetrying(fault func()) ([]*claimRecord, time.Duration) {
-	t := r.t
-	stop := make(chan struct{})
-	results := make([][]*claimRecord, failoverClients)
-	var wg sync.WaitGroup
-	for ci := range failoverClients {
-		wg.Add(1)
-		go func() { defer wg.Done(); results[ci] = r.retryingClaimer(ci, stop) }()
-	}
-	stopped := false
-	stopClients := func() {
-		if !stopped {
-			stopped = true
-			close(stop)
-			wg.Wait()
-		}
-	}
-	defer stopClients()
-	time.Sleep(faultWarmup)
-	r.phase.Store("fault")
-	fault()
-	deadline := time.Now().Add(faultRecovery)
-	for !r.recovered() {
-		if time.Now().After(deadline) {
-			stopClients()
-			t.Fatalf("not every berthd claimed again within %v of the fault (first successes %v); requests: %s; failures: %q",
-				faultRecovery, r.firstOK, r.countsLine(), r.failures)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	r.mu.Lock()
-	var recovery time.Duration
-	for _, at := range r.firstOK {
-		recovery = max(recovery, at.Sub(r.recoveryStart))
-	}
-	r.mu.Unlock()
-	r.phase.Store("after")
-	time.Sleep(faultAfter)
-	stopClients()
-	var all []*claimRecord
-	for _, rs := range results {
-		all = append(all, rs...)
-	}
-	return all, recovery
+	return r.runClients(failoverClients, r.retryingClaimer, fault)
 }
 
 // verifyConverged is verify plus: no request is left with an unknown

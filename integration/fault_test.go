@@ -447,13 +447,20 @@ func (r *faultRig) recovered() bool {
 // (bounded) until every berthd has claimed again, lets the clients go on a
 // little, stops them and returns their records.
 func (r *faultRig) run(fault func()) ([]*claimRecord, time.Duration) {
+	return r.runClients(faultClients, r.claimer, fault)
+}
+
+// runClients is run with n clients, each claiming with claimer until
+// stop closes. The clock for recovery starts where fault calls
+// markRecovery, else when fault returns.
+func (r *faultRig) runClients(n int, claimer func(ci int, stop <-chan struct{}) []*claimRecord, fault func()) ([]*claimRecord, time.Duration) {
 	t := r.t
 	stop := make(chan struct{})
-	results := make([][]*claimRecord, faultClients)
+	results := make([][]*claimRecord, n)
 	var wg sync.WaitGroup
-	for ci := range faultClients {
+	for ci := range n {
 		wg.Add(1)
-		go func() { defer wg.Done(); results[ci] = r.claimer(ci, stop) }()
+		go func() { defer wg.Done(); results[ci] = claimer(ci, stop) }()
 	}
 	stopped := false
 	stopClients := func() {
