@@ -11,6 +11,7 @@ import (
 
 	"github.com/berthd/berth/internal/cli"
 	"github.com/berthd/berth/internal/daemon"
+	"github.com/berthd/berth/internal/daemon/daemontest"
 	"github.com/berthd/berth/internal/mariadbtest"
 	"github.com/berthd/berth/internal/placementdiff"
 	"github.com/berthd/berth/internal/placementtest"
@@ -69,27 +70,7 @@ func startBerthdB(t testing.TB, dbURL string) string {
 	cfg.DatabaseURL = dbURL
 	cfg.DataDir = ""
 	cfg.ShutdownGrace = time.Second
-	quiet := slog.New(slog.DiscardHandler)
-	ctx, cancel := context.WithCancel(context.Background())
-	d, err := daemon.New(ctx, cfg, quiet)
-	if err != nil {
-		cancel()
-		t.Fatalf("berthd: %v", err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- d.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("berthd: %v", err)
-			}
-		case <-time.After(time.Minute):
-			t.Error("berthd did not stop")
-		}
-	})
-	return "http://" + d.Addr().String()
+	return daemontest.Serve(t, cfg, slog.New(slog.DiscardHandler))
 }
 
 // berth runs the berth command line and returns its exit status, stdout

@@ -8,9 +8,9 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/berthd/berth/internal/daemon"
+	"github.com/berthd/berth/internal/daemon/daemontest"
 	"github.com/berthd/berth/ledger/ledgertest"
 )
 
@@ -24,28 +24,10 @@ func startBerthd(t *testing.T) string {
 	cfg.DatabaseURL = ledgertest.NewDB(t)
 	cfg.DataDir = ""
 	quiet := slog.New(slog.DiscardHandler)
-	ctx, cancel := context.WithCancel(context.Background())
-	if err := daemon.Migrate(ctx, cfg, quiet); err != nil {
+	if err := daemon.Migrate(context.Background(), cfg, quiet); err != nil {
 		t.Fatalf("migrate: %v", err)
 	}
-	d, err := daemon.New(ctx, cfg, quiet)
-	if err != nil {
-		t.Fatalf("berthd: %v", err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- d.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("berthd: %v", err)
-			}
-		case <-time.After(time.Minute):
-			t.Error("berthd did not stop")
-		}
-	})
-	return "http://" + d.Addr().String()
+	return daemontest.Serve(t, cfg, quiet)
 }
 
 // api sends one request with admin credentials and fails the test unless

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/berthd/berth/internal/daemon"
+	"github.com/berthd/berth/internal/daemon/daemontest"
 	"github.com/berthd/berth/internal/keystone"
 	"github.com/berthd/berth/internal/keystonetest"
 	"github.com/berthd/berth/ledger/ledgertest"
@@ -68,26 +69,13 @@ func startBerthd(t *testing.T, cfg daemon.Config) *berthd {
 	t.Helper()
 	logs := &syncBuffer{}
 	log := cfg.NewLogger(logs)
-	d, err := daemon.New(context.Background(), cfg, log)
-	if err != nil {
-		t.Fatalf("daemon.New: %v", err)
-	}
 	t.Cleanup(func() {
 		if t.Failed() {
 			out := logs.String()
 			t.Logf("berthd's log (the end):\n%s", out[max(0, len(out)-6000):])
 		}
 	})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- d.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("berthd Run: %v", err)
-		}
-	})
-	return &berthd{url: "http://" + d.Addr().String(), logs: logs}
+	return &berthd{url: daemontest.Serve(t, cfg, log), logs: logs}
 }
 
 type answer struct {
