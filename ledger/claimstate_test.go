@@ -1,11 +1,13 @@
 package ledger_test
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/berthd/berth/ledger"
 )
@@ -69,40 +71,53 @@ func TestClaimWriteAllOrNothing(t *testing.T) {
 // TestClaimFailuresExpire checks that a failure older than the TTL is no
 // longer listed, and that a store purges such rows when it starts.
 func TestClaimFailuresExpire(t *testing.T) {
-	f := newFixture(t)
+	ctx := context.Background()
+	dbURL := newTestDB(t)
+	open := func(ttl time.Duration) *ledger.Store {
+		s, err := ledger.Open(ctx, ledger.Config{DatabaseURL: dbURL, MaxConns: 2, ClaimFailureTTL: ttl})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(s.Close)
+		return s
+	}
+	db, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close(context.Background()) })
+	count := func() int {
+		var rows int
+		if err := db.QueryRow(ctx, `SELECT count(*) FROM claim_failures`).Scan(&rows); err != nil {
+			t.Fatal(err)
+		}
+		return rows
+	}
+	// Until the last step, only a store that never purges is open.
+	forever := open(-1)
 	inst, old, recent := uuid.NewString(), uuid.NewString(), uuid.NewString()
 	for _, rp := range []string{old, recent} {
-		if err := f.store.ClaimFailureAdd(f.ctx, inst, rp); err != nil {
+		if err := forever.ClaimFailureAdd(ctx, inst, rp); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := f.db.Exec(f.ctx, `UPDATE claim_failures SET failed_at = now() - interval '25 hours' WHERE provider_uuid = $1`, old); err != nil {
+	if _, err := db.Exec(ctx, `UPDATE claim_failures SET failed_at = now() - interval '25 hours' WHERE provider_uuid = $1`, old); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := f.store.ClaimFailures(f.ctx, inst); err != nil || len(got) != 1 || got[0] != recent {
-		t.Fatalf("failures %v %v, want only %s (the other is past the default 24h)", got, err, recent)
-	}
-	var rows int
-	if err := f.db.QueryRow(f.ctx, `SELECT count(*) FROM claim_failures`).Scan(&rows); err != nil || rows != 2 {
-		t.Fatalf("%d rows (%v) before the purge, want 2", rows, err)
-	}
-	// Remembered for ever: both listed.
-	forever, err := ledger.Open(f.ctx, ledger.Config{DatabaseURL: f.db.Config().ConnString(), MaxConns: 2, ClaimFailureTTL: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(forever.Close)
-	if got, err := forever.ClaimFailures(f.ctx, inst); err != nil || len(got) != 2 {
+	if got, err := forever.ClaimFailures(ctx, inst); err != nil || len(got) != 2 {
 		t.Fatalf("failures with no TTL %v %v, want both", got, err)
 	}
-	// A store with a 1h TTL purges the 25-hour-old row when it starts.
-	short, err := ledger.Open(f.ctx, ledger.Config{DatabaseURL: f.db.Config().ConnString(), MaxConns: 2, ClaimFailureTTL: time.Hour})
-	if err != nil {
-		t.Fatal(err)
+	if n := count(); n != 2 {
+		t.Fatalf("%d rows before any purge, want 2", n)
 	}
-	t.Cleanup(short.Close)
-	waitFor(t, func() bool {
-		err := f.db.QueryRow(f.ctx, `SELECT count(*) FROM claim_failures`).Scan(&rows)
-		return err == nil && rows == 1
-	})
+	// The default TTL (24h) no longer lists the old one, and its store
+	// purges it when it starts; the recent one stays.
+	def := open(0)
+	if got, err := def.ClaimFailures(ctx, inst); err != nil || len(got) != 1 || got[0] != recent {
+		t.Fatalf("failures %v %v, want only %s (the other is past the default 24h)", got, err, recent)
+	}
+	waitFor(t, func() bool { return count() == 1 })
+	if got, err := forever.ClaimFailures(ctx, inst); err != nil || len(got) != 1 || got[0] != recent {
+		t.Fatalf("after the purge %v %v, want only %s", got, err, recent)
+	}
 }
