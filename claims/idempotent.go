@@ -56,6 +56,8 @@ const (
 	OpClaim      = "claim"
 	OpReschedule = "reschedule"
 	OpMove       = "move"
+	// OpMoveEnd is a move's confirm or revert (move.go, moveEndRecord).
+	OpMoveEnd = "move_end"
 )
 
 // rescheduleRetryWindow bounds how old the recorded reschedule may be for

@@ -2,6 +2,9 @@ package claims
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -229,6 +232,9 @@ func (c *Claimer) moveOf(ctx context.Context, consumerUUID, migrationUUID string
 // ErrNotFound.
 func (c *Claimer) Confirm(ctx context.Context, consumerUUID, migrationUUID string) (*Holding, error) {
 	m, err := c.moveOf(ctx, consumerUUID, migrationUUID)
+	if errors.Is(err, ledger.ErrNotFound) {
+		return c.moveEnded(ctx, consumerUUID, migrationUUID, moveConfirmed, err)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -238,9 +244,15 @@ func (c *Claimer) Confirm(ctx context.Context, consumerUUID, migrationUUID strin
 		Consumers: []ledger.ConsumerAllocations{{ConsumerUUID: mig, ProjectID: m.consumer.ProjectID,
 			UserID: m.consumer.UserID, CheckGeneration: true, Generation: &gen}},
 		ForgetMove: consumerUUID,
+		Request:    moveEndRecord(consumerUUID, moveConfirmed, mig),
 	}); err != nil {
 		return nil, err
 	}
+	return c.holdingOf(ctx, consumerUUID)
+}
+
+// holdingOf reads what consumerUUID holds now, as Confirm answers it.
+func (c *Claimer) holdingOf(ctx context.Context, consumerUUID string) (*Holding, error) {
 	cur, err := c.store.AllocationsByConsumer(ctx, consumerUUID)
 	if err != nil {
 		return nil, err
@@ -252,6 +264,60 @@ func (c *Claimer) Confirm(ctx context.Context, consumerUUID, migrationUUID strin
 	return out, nil
 }
 
+// CodeMoveEnded is the error code of a confirm of a move that was
+// reverted, or a revert of one that was confirmed (409).
+const CodeMoveEnded = "berth.move_ended"
+
+// How a move ended, as recorded for retries (OpMoveEnd).
+const (
+	moveConfirmed = "confirm"
+	moveReverted  = "revert"
+)
+
+// moveEndRecord is what a confirm or revert records, in its own
+// transaction, so that its retry is answered as done (moveEnded).
+func moveEndRecord(consumerUUID, action, migrationUUID string) *ledger.ClaimRequest {
+	raw, err := json.Marshal(map[string]string{"action": action, "migration_uuid": canonicalOr(migrationUUID)})
+	if err != nil {
+		return nil
+	}
+	sum := sha256.Sum256(append([]byte(OpMoveEnd+"\x00"), raw...))
+	return &ledger.ClaimRequest{ConsumerUUID: canonicalOr(consumerUUID), Op: OpMoveEnd, Fingerprint: sum[:],
+		Request: raw, Result: []byte("{}")}
+}
+
+// moveEnded answers a confirm or revert that found no move in progress
+// (notFound): if the consumer's last move ended the same way (and with
+// the migration given, if one is), it is the retry of a request whose
+// answer was lost, answered with what the consumer holds now; if it
+// ended the other way, a conflict; otherwise notFound stands. The record
+// is read with confirmation, as every replayed answer is.
+func (c *Claimer) moveEnded(ctx context.Context, consumerUUID, migrationUUID, action string, notFound error) (*Holding, error) {
+	rec, err := c.store.ClaimRequestConfirmed(ctx, consumerUUID, OpMoveEnd)
+	if err != nil {
+		return nil, err
+	}
+	if rec == nil {
+		return nil, notFound
+	}
+	var ended struct {
+		Action        string `json:"action"`
+		MigrationUUID string `json:"migration_uuid"`
+	}
+	if json.Unmarshal(rec.Request, &ended) != nil {
+		return nil, notFound
+	}
+	if migrationUUID != "" && canonicalOr(migrationUUID) != ended.MigrationUUID {
+		return nil, notFound
+	}
+	if ended.Action != action {
+		return nil, &ledger.Error{Kind: ledger.ErrConflict, Code: CodeMoveEnded, Msg: fmt.Sprintf(
+			"The move of consumer '%s' (migration '%s') was already %sed; it cannot be %sed.",
+			canonicalOr(consumerUUID), ended.MigrationUUID, ended.Action, action)}
+	}
+	return c.holdingOf(ctx, consumerUUID)
+}
+
 // Revert ends a move by giving the source back: in one transaction the
 // instance's (destination) allocations are replaced by the migration
 // consumer's, the migration consumer is emptied (and so deleted), and
@@ -259,6 +325,9 @@ func (c *Claimer) Confirm(ctx context.Context, consumerUUID, migrationUUID strin
 // concurrent change makes it a placement.concurrent_update conflict.
 func (c *Claimer) Revert(ctx context.Context, consumerUUID, migrationUUID string) (*Holding, error) {
 	m, err := c.moveOf(ctx, consumerUUID, migrationUUID)
+	if errors.Is(err, ledger.ErrNotFound) {
+		return c.moveEnded(ctx, consumerUUID, migrationUUID, moveReverted, err)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -283,6 +352,7 @@ func (c *Claimer) Revert(ctx context.Context, consumerUUID, migrationUUID string
 		Consumers: []ledger.ConsumerAllocations{w, {ConsumerUUID: mig, ProjectID: m.consumer.ProjectID,
 			UserID: m.consumer.UserID, CheckGeneration: true, Generation: &mgen}},
 		ForgetMove: consumerUUID,
+		Request:    moveEndRecord(consumerUUID, moveReverted, mig),
 	}); err != nil {
 		return nil, err
 	}

@@ -137,8 +137,24 @@ func TestMoveConfirmRevert(t *testing.T) {
 	if m, _ := f.store.ClaimMoveGet(f.ctx, p.ConsumerUUID); m != nil {
 		t.Fatalf("confirm left the move record %+v", m)
 	}
-	if _, err := c.Confirm(f.ctx, p.ConsumerUUID, ""); !errors.Is(err, ledger.ErrNotFound) {
-		t.Fatalf("second confirm: %v", err)
+	// A retried confirm (its answer lost) is answered as done, with
+	// nothing written; a revert of the confirmed move is a conflict; a
+	// confirm of another migration finds no move.
+	if again, err := c.Confirm(f.ctx, p.ConsumerUUID, ""); err != nil || len(again.Allocations) != 1 ||
+		again.Allocations[0].ProviderUUID != b || again.ConsumerGeneration != h.ConsumerGeneration {
+		t.Fatalf("retried confirm: %+v %v, want %+v", again, err, h)
+	}
+	if _, err := c.Confirm(f.ctx, p.ConsumerUUID, mig); err != nil {
+		t.Fatalf("retried confirm naming its migration: %v", err)
+	}
+	if _, err := c.Revert(f.ctx, p.ConsumerUUID, ""); !errors.Is(err, ledger.ErrConflict) {
+		t.Fatalf("revert of a confirmed move: %v", err)
+	}
+	if _, err := c.Confirm(f.ctx, p.ConsumerUUID, uuid.NewString()); !errors.Is(err, ledger.ErrNotFound) {
+		t.Fatalf("confirm of another migration: %v", err)
+	}
+	if f.used(a) != 0 || f.used(b) != 3 {
+		t.Fatalf("after the retries a %d b %d", f.used(a), f.used(b))
 	}
 
 	// Evacuate back to a, then revert: the instance is on b again.
@@ -160,6 +176,16 @@ func TestMoveConfirmRevert(t *testing.T) {
 	}
 	if f.used(a) != 0 || f.used(b) != 3 {
 		t.Fatalf("after revert a %d b %d", f.used(a), f.used(b))
+	}
+	if again, err := c.Revert(f.ctx, p.ConsumerUUID, mig2); err != nil || again.ConsumerGeneration != h.ConsumerGeneration ||
+		len(again.Allocations) != 1 || again.Allocations[0].ProviderUUID != b {
+		t.Fatalf("retried revert: %+v %v, want %+v", again, err, h)
+	}
+	if _, err := c.Confirm(f.ctx, p.ConsumerUUID, mig2); !errors.Is(err, ledger.ErrConflict) {
+		t.Fatalf("confirm of a reverted move: %v", err)
+	}
+	if f.used(a) != 0 || f.used(b) != 3 {
+		t.Fatalf("after the retried revert a %d b %d", f.used(a), f.used(b))
 	}
 
 	// A move with nowhere to go writes nothing: no migration consumer,

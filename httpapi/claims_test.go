@@ -190,8 +190,19 @@ func TestClaimsAPI(t *testing.T) {
 	if code != http.StatusOK || body["allocations"].(map[string]any)[other] == nil {
 		t.Fatalf("revert: %d %v", code, body)
 	}
-	if code, _ := call(t, s, http.MethodPost, "/claims/"+consumer+"/move/confirm", "admin", `{}`); code != http.StatusNotFound {
-		t.Errorf("confirm after revert: %d", code)
+	// Its retry is answered as done; a confirm of the reverted move is a
+	// conflict saying so.
+	if code, again := call(t, s, http.MethodPost, "/claims/"+consumer+"/move/revert", "admin", ``); code != http.StatusOK ||
+		again["consumer_generation"] != body["consumer_generation"] {
+		t.Errorf("retried revert: %d %v, first %v", code, again, body)
+	}
+	if code, body := call(t, s, http.MethodPost, "/claims/"+consumer+"/move/confirm", "admin", `{}`); code != http.StatusConflict ||
+		!strings.Contains(fmt.Sprint(body), "berth.move_ended") {
+		t.Errorf("confirm after revert: %d %v", code, body)
+	}
+	if code, _ := call(t, s, http.MethodPost, "/claims/"+consumer+"/move/confirm", "admin",
+		`{"migration_uuid": "99999999-2222-3333-4444-000000000000"}`); code != http.StatusNotFound {
+		t.Errorf("confirm of a migration never started: %d", code)
 	}
 	if code, _ := call(t, s, http.MethodPost, "/claims/"+consumer+"/move", "admin", `{"reason": "relocation"}`); code != http.StatusBadRequest {
 		t.Errorf("move without migration_uuid: %d", code)
