@@ -71,6 +71,9 @@ func options() []option {
 				"its expiry): how long a revoked token may still work."},
 		{flag: "keystone-cache-size", arg: "N", envs: []string{"BERTH_KEYSTONE_CACHE_SIZE"},
 			help: "Most validated tokens cached (least recently used dropped first)."},
+		{flag: "keystone-timeout", arg: "DURATION", envs: []string{"BERTH_KEYSTONE_TIMEOUT"},
+			help: "Longest wait for one answer from Keystone. After a validation that waited it in\n" +
+				"vain, new tokens get 503 at once for 5s, then one request probes Keystone again."},
 		{flag: "insecure-allow-noauth-on-network", envs: []string{"BERTH_INSECURE_ALLOW_NOAUTH_ON_NETWORK"},
 			help: "Let --auth noauth2 serve on an address beyond loopback, where anyone who can\n" +
 				"reach it is admin. Without it berthd refuses to start so."},
@@ -198,6 +201,7 @@ func newFlagSet(cfg *daemon.Config) *flag.FlagSet {
 	fs.StringVar(&k.ApplicationCredentialSecret, "keystone-application-credential-secret", k.ApplicationCredentialSecret, "")
 	fs.DurationVar(&k.CacheTTL, "keystone-cache-ttl", k.CacheTTL, "")
 	fs.IntVar(&k.CacheSize, "keystone-cache-size", k.CacheSize, "")
+	fs.DurationVar(&k.Timeout, "keystone-timeout", k.Timeout, "")
 	fs.StringVar(&cfg.TokenFile, "token-file", cfg.TokenFile, "")
 	fs.StringVar(&cfg.Policy, "policy", cfg.Policy, "")
 	fs.StringVar(&cfg.PolicyFile, "policy-file", cfg.PolicyFile, "")

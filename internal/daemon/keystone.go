@@ -31,8 +31,7 @@ type KeystoneConfig struct {
 	CacheTTL time.Duration
 	// CacheSize bounds the token cache in entries. Default 10000.
 	CacheSize int
-	// Timeout bounds one request to Keystone (no flag). Default 0:
-	// keystone.DefaultTimeout (10s).
+	// Timeout bounds one request to Keystone. Default 10s.
 	Timeout time.Duration
 }
 
@@ -41,6 +40,7 @@ func defaultKeystone() KeystoneConfig {
 	return KeystoneConfig{
 		UserDomainName: keystone.DefaultDomainName, ProjectDomainName: keystone.DefaultDomainName,
 		CacheTTL: keystone.DefaultCacheTTL, CacheSize: keystone.DefaultCacheSize,
+		Timeout: keystone.DefaultTimeout,
 	}
 }
 
@@ -61,6 +61,9 @@ func (k KeystoneConfig) validate() error {
 	}
 	if k.CacheSize < 1 {
 		errs = append(errs, fmt.Errorf("keystone cache size %d: want at least 1", k.CacheSize))
+	}
+	if k.Timeout <= 0 {
+		errs = append(errs, fmt.Errorf("keystone timeout %v: want a positive duration", k.Timeout))
 	}
 	return errors.Join(errs...)
 }

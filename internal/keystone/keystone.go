@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -51,6 +52,16 @@ const (
 // loginRetryInterval: after a failed login, requests fail at once for
 // this long rather than each trying again.
 const loginRetryInterval = time.Second
+
+// silentRetryInterval: after a validation that Keystone did not answer
+// within the timeout (a Keystone that accepts connections and then says
+// nothing), new tokens fail at once for this long instead of each waiting
+// the whole timeout; then one request at a time probes Keystone again
+// while the others keep failing fast, until one gets an answer.
+const silentRetryInterval = 5 * time.Second
+
+// errSilent marks a request that Keystone did not answer in time.
+var errSilent = errors.New("no answer in time")
 
 // maxTokenLen bounds what is sent to Keystone as a token; fernet tokens
 // are about 200 bytes, JWS tokens under 1 KiB.
@@ -180,6 +191,11 @@ type Client struct {
 	// that requests during an outage at start fail fast instead of
 	// queueing behind one login attempt each.
 	loginFailed atomic.Int64
+	// silentSince is when a validation last timed out (unix nanoseconds;
+	// 0: Keystone answers), and probing is set while the one request
+	// allowed through after silentRetryInterval is on its way.
+	silentSince atomic.Int64
+	probing     atomic.Bool
 	// session is the service token's issue and expiry time.
 	session atomic.Pointer[sessionTimes]
 
@@ -438,9 +454,14 @@ func (c *Client) Validate(ctx context.Context, token string, allowExpired bool) 
 		}
 		// The flight serves every caller waiting on it: it must not end
 		// because the first one went away.
+		probe, err := c.silentGate()
+		if err != nil {
+			return nil, err
+		}
 		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.Timeout)
 		defer cancel()
 		id, err := c.fetch(fctx, token, allowExpired)
+		c.noteSilence(err, probe)
 		if err != nil {
 			return nil, err
 		}
@@ -451,6 +472,44 @@ func (c *Client) Validate(ctx context.Context, token string, allowExpired bool) 
 		return nil, err
 	}
 	return v.(*Identity), nil
+}
+
+// silentGate fails at once while Keystone is known to be silent (see
+// silentRetryInterval). Once the interval has passed it lets one request
+// through as a probe (probe true: the caller must report its outcome to
+// noteSilence) and keeps failing the others until that one ends.
+func (c *Client) silentGate() (probe bool, err error) {
+	since := c.silentSince.Load()
+	if since == 0 {
+		return false, nil
+	}
+	ago := time.Since(time.Unix(0, since))
+	if ago >= silentRetryInterval && c.probing.CompareAndSwap(false, true) {
+		return true, nil
+	}
+	return false, fmt.Errorf("%w: Keystone did not answer within %v, %v ago; retrying at most every %v",
+		ErrUnavailable, c.cfg.Timeout, ago.Round(time.Millisecond), silentRetryInterval)
+}
+
+// noteSilence records the outcome of a validation for silentGate: a
+// timeout makes Keystone silent (again), anything that Keystone answered
+// ends the silence, and other failures (a refused connection, which
+// fails fast by itself) leave it as it was.
+func (c *Client) noteSilence(err error, probe bool) {
+	switch {
+	case errors.Is(err, errSilent):
+		if c.silentSince.Swap(time.Now().UnixNano()) == 0 {
+			c.log.Warn("keystone: a token validation got no answer in time; new tokens fail at once for a while",
+				"timeout", c.cfg.Timeout, "retry_every", silentRetryInterval)
+		}
+	case err == nil || errors.Is(err, ErrInvalidToken):
+		if c.silentSince.Swap(0) != 0 {
+			c.log.Info("keystone: answering again")
+		}
+	}
+	if probe {
+		c.probing.Store(false)
+	}
 }
 
 // wellFormed rejects what cannot be a token without asking Keystone (and
@@ -543,6 +602,10 @@ func (c *Client) fetch(ctx context.Context, token string, allowExpired bool) (*I
 			// Berth's session. Not the caller's fault.
 			c.log.Error("keystone: token validation refused to Berth's service user (does it hold the service role?)",
 				"status", code.Actual, "token_hash", TokenHash(token))
+		}
+		var ne net.Error
+		if ctx.Err() != nil || (errors.As(err, &ne) && ne.Timeout()) {
+			return nil, fmt.Errorf("%w: validate token %s: %w: %v", ErrUnavailable, TokenHash(token), errSilent, err)
 		}
 		return nil, fmt.Errorf("%w: validate token %s: %v", ErrUnavailable, TokenHash(token), err)
 	}

@@ -259,3 +259,55 @@ func TestUnreachableAtStart(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// TestSilentKeystone: a Keystone that accepts connections and never
+// answers costs one request the whole timeout; the new tokens after it
+// fail at once without reaching Keystone, until a probe after
+// silentRetryInterval finds it answering again.
+func TestSilentKeystone(t *testing.T) {
+	k := keystonetest.Shared(t)
+	p := newProxy(t, k.URL)
+	cfg := serviceConfig(p.URL)
+	// Long enough for a loaded machine's Keystone; the silent request waits it once.
+	cfg.Timeout = 10 * time.Second
+	c := newClient(t, cfg)
+	ctx := context.Background()
+	// Log in first, so that only validations meet the silence.
+	if _, err := c.Authenticate(ctx, k.Token(t, keystonetest.Reader), ""); err != nil {
+		t.Fatal(err)
+	}
+	// Tokens are made beforehand: on a loaded machine making them could
+	// take longer than silentRetryInterval, and let a probe through.
+	var fresh []string
+	for range 6 {
+		fresh = append(fresh, k.Token(t, keystonetest.Member))
+	}
+	p.fail.Store(silent)
+	if _, err := c.Authenticate(ctx, fresh[0], ""); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("first new token while silent: %v, want ErrUnavailable", err)
+	}
+	// Counted by the client before it sends a validation (a count at the
+	// proxy could still see the first, timed-out request arrive late).
+	before := c.validations.Load()
+	for _, tok := range fresh[1:] {
+		if _, err := c.Authenticate(ctx, tok, ""); !errors.Is(err, ErrUnavailable) {
+			t.Fatalf("new token while known silent: %v, want ErrUnavailable", err)
+		}
+	}
+	if n := c.validations.Load() - before; n != 0 {
+		t.Fatalf("%d validations were sent to the silent Keystone after the first timeout, want 0", n)
+	}
+	p.fail.Store(0)
+	tok := fresh[1]
+	deadline := time.Now().Add(time.Minute)
+	for {
+		_, err := c.Authenticate(ctx, tok, "")
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, ErrUnavailable) || time.Now().After(deadline) {
+			t.Fatalf("once Keystone answers again: %v", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}

@@ -30,12 +30,16 @@ type proxy struct {
 	// validations counts GET /v3/auth/tokens requests passed on.
 	validations atomic.Int64
 	// fail, when not 0, is the status every request is answered with, or
-	// down: every connection is dropped.
+	// down: every connection is dropped, or silent: no answer at all.
 	fail atomic.Int32
 }
 
-// down is the proxy.fail value that drops connections.
-const down = -1
+// down is the proxy.fail value that drops connections; silent the one
+// that accepts them and never answers (until the client gives up).
+const (
+	down   = -1
+	silent = -2
+)
 
 // Validations counts the token validations the proxy passed to Keystone.
 func (p *proxy) Validations() int64 { return p.validations.Load() }
@@ -56,6 +60,9 @@ func newProxy(t testing.TB, keystoneURL string) *proxy {
 	rp.Transport = &http.Transport{DisableKeepAlives: true}
 	p.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch code := p.fail.Load(); {
+		case code == silent:
+			<-r.Context().Done()
+			return
 		case code == down:
 			// As a Keystone whose host went away: the connection drops.
 			if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
