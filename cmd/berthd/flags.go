@@ -82,8 +82,8 @@ func options() []option {
 				"TOKEN ROLE[,ROLE...] [PROJECT_ID [USER_ID]]; # starts a comment line."},
 		{flag: "policy", arg: "SET", envs: []string{"BERTH_POLICY"},
 			help: "Policy rules: admin (every operation needs the admin role), secure\n" +
-				"(Placement's defaults: admin or service, project readers see their own\n" +
-				"usages, system-scoped tokens refused), legacy (Placement's deprecated\n" +
+				"(Placement's defaults since 9.0: admin or service, project readers see their\n" +
+				"own usages, system-scoped tokens refused), legacy (Placement's deprecated\n" +
 				"defaults) or open (everything allowed to every authenticated user)."},
 		{flag: "policy-file", arg: "FILE", envs: []string{"BERTH_POLICY_FILE"}, noDefault: true,
 			help: "YAML or JSON mapping of Placement policy rule names to oslo.policy check\n" +
