@@ -178,7 +178,7 @@ func (w *opWork) totals() (stmts, buffers int64) {
 
 // dbWorkEnv is one seeded database and a Store over it.
 type dbWorkEnv struct {
-	t     *testing.T
+	t     testing.TB
 	ctx   context.Context
 	n     int
 	store *Store
@@ -239,7 +239,14 @@ func (e *dbWorkEnv) seededProvider(i int) (id int, uuid string) {
 
 // newDBWorkEnv creates a database on c, seeds n providers and opens a
 // Store over it with the probe attached.
-func newDBWorkEnv(t *testing.T, ctx context.Context, c *pgcluster.Cluster, n int) *dbWorkEnv {
+func newDBWorkEnv(t testing.TB, ctx context.Context, c *pgcluster.Cluster, n int) *dbWorkEnv {
+	return newDBWorkEnvProbed(t, ctx, c, n, true)
+}
+
+// newDBWorkEnvProbed is newDBWorkEnv, with the probe left out of the
+// Store's connections unless probed (a benchmark of PostgreSQL's CPU
+// must not pay for auto_explain).
+func newDBWorkEnvProbed(t testing.TB, ctx context.Context, c *pgcluster.Cluster, n int, probed bool) *dbWorkEnv {
 	t.Helper()
 	name := fmt.Sprintf("dbwork_%d", n)
 	if err := c.CreateDatabase(ctx, name); err != nil {
@@ -253,6 +260,9 @@ func newDBWorkEnv(t *testing.T, ctx context.Context, c *pgcluster.Cluster, n int
 	s, err := Open(ctx, Config{DatabaseURL: url, MaxConns: 1, ClaimWriters: 1,
 		SnapshotRefresh: -1, ClaimFailureTTL: -1, ClaimRequestTTL: -1,
 		poolHook: func(pc *pgxpool.Config) {
+			if !probed {
+				return
+			}
 			onNotice := pc.ConnConfig.OnNotice
 			pc.ConnConfig.OnNotice = func(c *pgconn.PgConn, n *pgconn.Notice) {
 				onNotice(c, n)
@@ -279,8 +289,10 @@ func newDBWorkEnv(t *testing.T, ctx context.Context, c *pgcluster.Cluster, n int
 	if _, err := admin.Exec(ctx, fmt.Sprintf(seedSQL, n)); err != nil {
 		t.Fatalf("seed %d providers: %v", n, err)
 	}
-	if _, err := admin.Exec(ctx, `CREATE EXTENSION IF NOT EXISTS pg_stat_statements; SET ROLE dbwork_probe`); err != nil {
-		t.Fatal(err)
+	if probed {
+		if _, err := admin.Exec(ctx, `CREATE EXTENSION IF NOT EXISTS pg_stat_statements; SET ROLE dbwork_probe`); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return &dbWorkEnv{t: t, ctx: ctx, n: n, store: s, admin: admin, url: url, probe: probe}
 }
@@ -455,7 +467,7 @@ func dbWorkOps() []dbWorkOp {
 
 // waitUntil polls cond, failing the test after a bound only a broken
 // implementation reaches.
-func waitUntil(t *testing.T, cond func() bool) {
+func waitUntil(t testing.TB, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for !cond() {
@@ -468,7 +480,13 @@ func waitUntil(t *testing.T, cond func() bool) {
 
 // startDBWorkCluster starts the throwaway cluster with the two
 // extensions loaded and the probe role created.
-func startDBWorkCluster(t *testing.T, ctx context.Context) *pgcluster.Cluster {
+func startDBWorkCluster(t testing.TB, ctx context.Context) *pgcluster.Cluster {
+	return startDBWorkClusterWith(t, ctx, true)
+}
+
+// startDBWorkClusterWith starts the cluster, with the two extensions only
+// if probed.
+func startDBWorkClusterWith(t testing.TB, ctx context.Context, probed bool) *pgcluster.Cluster {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "berth-dbwork-")
 	if err != nil {
@@ -482,13 +500,16 @@ func startDBWorkCluster(t *testing.T, ctx context.Context) *pgcluster.Cluster {
 		}
 		t.Cleanup(func() { _ = os.RemoveAll(socketDir) })
 	}
+	settings := map[string]string{
+		// Statistics come from the ANALYZE after seeding, and stay.
+		"autovacuum": "off",
+	}
+	if probed {
+		settings["shared_preload_libraries"] = "pg_stat_statements,auto_explain"
+	}
 	c, err := pgcluster.Start(ctx, pgcluster.Options{
 		DataDir: filepath.Join(dir, "pg"), SocketDir: socketDir, NoSync: true,
-		Settings: map[string]string{
-			"shared_preload_libraries": "pg_stat_statements,auto_explain",
-			// Statistics come from the ANALYZE after seeding, and stay.
-			"autovacuum": "off",
-		},
+		Settings: settings,
 	})
 	if err != nil {
 		t.Fatalf("start a PostgreSQL with pg_stat_statements and auto_explain: %v", err)
