@@ -257,7 +257,7 @@ func (s *Store) sendFast(ctx context.Context, fc fastClaim) (*ownWrite, error) {
 // refused). Any error rolls back every claim.
 func (s *Store) sendWrites(ctx context.Context, fcs []fastClaim) ([]*ownWrite, error) {
 	ws := make([]*ownWrite, len(fcs))
-	return ws, s.sendClaimPipeline(ctx, fcs, ws, func(b *pgx.Batch) {
+	err := s.sendClaimPipeline(ctx, fcs, ws, func(b *pgx.Batch) {
 		for _, fc := range fcs {
 			queueFastWrite(b, fc)
 		}
@@ -271,6 +271,10 @@ func (s *Store) sendWrites(ctx context.Context, fcs []fastClaim) ([]*ownWrite, e
 		}
 		return nil
 	})
+	if err != nil {
+		return nil, err
+	}
+	return ws, nil
 }
 
 // sendClaimPipeline sends fastPlanSQL, fastLockSQL over every provider

@@ -42,7 +42,7 @@ import (
 // runs the general path, as after a lone fast write that refused. So
 // every claim is checked against exactly the claims written before it;
 // a batch where all fit costs one statement, and PostgreSQL about a
-// third less CPU per claim than a statement per claim
+// quarter less CPU per claim than a statement per claim
 // (BenchmarkClaimBatchStatement, docs/performance.md).
 //
 // A batch is atomic as a whole only in failure: if any statement raises

@@ -593,6 +593,10 @@ func TestDatabaseWorkPerWrite(t *testing.T) {
 		var scannedS, scannedL int64
 		for q, p := range ws.plans {
 			scannedS += p.scanned
+			for table := range p.seq {
+				t.Logf("    at %d providers, a sequential scan of %s (%d rows in %d calls): %s",
+					dbWorkSizes[small], table, p.scanned, p.calls, label(q))
+			}
 			if lp := wl.plans[q]; lp != nil && lp.scanned > p.scanned+int64(p.calls) {
 				t.Errorf("%s: %s: scans read %d rows at %d providers, %d at %d",
 					op.name, label(q), p.scanned, dbWorkSizes[small], lp.scanned, dbWorkSizes[large])

@@ -290,7 +290,7 @@ type txBeginner struct {
 //
 // Two writes bypass it, each for one round trip: the claim fast path and
 // its batches send their statements as one implicit transaction
-// (allocation_fast.go, claim_batch.go; sendWrites makes the same
+// (allocation_fast.go, claim_batch.go; sendClaimPipeline makes the same
 // replication check), and a partial snapshot reload pipelines its own
 // BEGIN and COMMIT (loadProvidersOneTrip, read only).
 func (b txBeginner) withTx(ctx context.Context, mode txMode, fn func(t *txn) error) (*txn, error) {
