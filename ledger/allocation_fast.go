@@ -256,6 +256,35 @@ func (s *Store) sendFast(ctx context.Context, fc fastClaim) (*ownWrite, error) {
 // providers, and returns, per claim, what its statement wrote (nil: it
 // refused). Any error rolls back every claim.
 func (s *Store) sendWrites(ctx context.Context, fcs []fastClaim) ([]*ownWrite, error) {
+	ws := make([]*ownWrite, len(fcs))
+	err := s.sendClaimPipeline(ctx, fcs, ws, func(b *pgx.Batch) {
+		for _, fc := range fcs {
+			queueFastWrite(b, fc)
+		}
+	}, func(br pgx.BatchResults) error {
+		for i := range fcs {
+			w, err := readFastWrite(br)
+			if err != nil {
+				return err
+			}
+			ws[i] = w
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return ws, nil
+}
+
+// sendClaimPipeline sends fastPlanSQL, fastLockSQL over every provider
+// of fcs, then the write statements queue adds, as one pipeline and one
+// implicit transaction, and reads their answers with read, which fills
+// ws (per claim, what it wrote; nil: refused). On any error nothing was
+// written, except errNotReplicated: then ws committed on this primary,
+// and the snapshot reloads their providers.
+func (s *Store) sendClaimPipeline(ctx context.Context, fcs []fastClaim, ws []*ownWrite, queue func(*pgx.Batch),
+	read func(pgx.BatchResults) error) error {
 	providers := fcs[0].providers
 	if len(fcs) > 1 {
 		providers = nil
@@ -272,33 +301,25 @@ func (s *Store) sendWrites(ctx context.Context, fcs []fastClaim) ([]*ownWrite, e
 	b := &pgx.Batch{}
 	b.Queue(fastPlanSQL)
 	b.Queue(fastLockSQL, providers)
-	for _, fc := range fcs {
-		queueFastWrite(b, fc)
-	}
+	queue(b)
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer conn.Release()
 	s.unsynced.forget(conn.Conn().PgConn()) // a mark left by another statement's commit
 	br := conn.SendBatch(ctx, b)
 	defer br.Close()
-	if _, err := br.Exec(); err != nil {
-		return nil, err
-	}
-	if _, err := br.Exec(); err != nil {
-		return nil, err
-	}
-	ws := make([]*ownWrite, len(fcs))
-	for i := range fcs {
-		w, err := readFastWrite(br)
-		if err != nil {
-			return nil, err
+	for range 2 {
+		if _, err := br.Exec(); err != nil {
+			return err
 		}
-		ws[i] = w
+	}
+	if err := read(br); err != nil {
+		return err
 	}
 	if err := br.Close(); err != nil {
-		return nil, err
+		return err
 	}
 	// The implicit transaction committed: on the standby too, unless
 	// PostgreSQL warned that it cancelled the wait (idempotency.go). Then
@@ -312,9 +333,9 @@ func (s *Store) sendWrites(ctx context.Context, fcs []fastClaim) ([]*ownWrite, e
 			}
 		}
 		s.notify(t)
-		return nil, err
+		return err
 	}
-	return ws, nil
+	return nil
 }
 
 // queueFastWrite queues fc's write statement.

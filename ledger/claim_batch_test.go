@@ -139,6 +139,130 @@ func TestClaimBatchCommitsQueuedClaimsTogether(t *testing.T) {
 	}
 }
 
+// sendInOrder sends ws each alone, one after the other, each once the
+// one before is queued, so that the writer takes them in this order.
+func (bf *batchFixture) sendInOrder(t *testing.T, ws []ledger.ConsumerAllocations) []chan error {
+	t.Helper()
+	queued := ledger.QueuedClaims(bf.store)
+	out := make([]chan error, len(ws))
+	for i, w := range ws {
+		out[i] = make(chan error, 1)
+		go func() { out[i] <- bf.store.AllocationsReplace(bf.ctx, []ledger.ConsumerAllocations{w}) }()
+		waitFor(t, func() bool { return ledger.QueuedClaims(bf.store) == queued+i+1 })
+	}
+	return out
+}
+
+// TestClaimBatchRefusalsInTheMiddle queues, in this order, eight claims
+// on a provider with 5 free VCPU, one of them for a class that does not
+// exist and the last on another provider: 1, 2, 3 (no room left: 6 of
+// 5), 1, the unknown class, 2 (no room: 6 of 5), 1, and 1 elsewhere.
+// They go out as one batch; each is checked against exactly the claims
+// written before it in queue order, so claims 3, 5 and 6 are refused
+// with the general path's errors and the five others written, the
+// provider full, its generation bumped once per claim written.
+func TestClaimBatchRefusalsInTheMiddle(t *testing.T) {
+	bf, _ := newBatchFixture(t)
+	rp := bf.provider("rp", inv("VCPU", 5), inv("MEMORY_MB", 64))
+	other := bf.provider("other", inv("VCPU", 5))
+	bf.summaryBy(rp, "MEMORY_MB") // load the snapshot
+	claim := func(rp string, r ledger.Resource) ledger.ConsumerAllocations {
+		w := newClaim(uuid.NewString(), rp, r)
+		w.ProjectID, w.UserID = "batch-project", "batch-user" // new, and shared by the batch
+		return w
+	}
+	ws := []ledger.ConsumerAllocations{
+		claim(rp, res("VCPU", 1)), claim(rp, res("VCPU", 2)), claim(rp, res("VCPU", 3)),
+		claim(rp, res("VCPU", 1)), claim(rp, res("CUSTOM_NO_SUCH_CLASS", 1)), claim(rp, res("VCPU", 2)),
+		claim(rp, res("VCPU", 1)), claim(other, res("VCPU", 1)),
+	}
+	answers := bf.sendInOrder(t, ws)
+	bf.release()
+	if err := <-bf.first; err != nil {
+		t.Fatalf("first claim: %v", err)
+	}
+	for i, a := range answers {
+		err := <-a
+		switch i + 1 {
+		case 3, 6:
+			if le := rejection(t, err, ledger.ErrConflict); !strings.Contains(le.Msg, "would exceed the capacity") {
+				t.Errorf("claim %d: %v, want no room", i+1, le)
+			}
+		case 5:
+			if le := rejection(t, err, ledger.ErrInvalid); !strings.Contains(le.Msg, "No such resource class") {
+				t.Errorf("claim 5: %v, want an unknown class", le)
+			}
+		default:
+			if err != nil {
+				t.Errorf("claim %d: %v, want it written", i+1, err)
+			}
+		}
+	}
+	for i, w := range ws {
+		got, err := bf.store.AllocationsByConsumer(bf.ctx, w.ConsumerUUID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := 0
+		if n := i + 1; n != 3 && n != 5 && n != 6 {
+			want = 1
+		}
+		if len(got.Allocations) != want || (want == 1 && got.Allocations[0].Used != w.Allocations[0].Resources[0].Amount) {
+			t.Errorf("claim %d holds %+v, want %d allocation of %v", i+1, got.Allocations, want, w.Allocations[0].Resources)
+		}
+	}
+	if u := bf.usages(rp); u.Usages["VCPU"] != 5 || u.Generation != 1+4 {
+		t.Fatalf("provider after the batch: %+v, want VCPU 5 at generation 5", u)
+	}
+	if u := bf.usages(other); u.Usages["VCPU"] != 1 || u.Generation != 1+1 {
+		t.Fatalf("other provider after the batch: %+v, want VCPU 1 at generation 2", u)
+	}
+	if n := ledger.SnapshotStale(bf.store); n != 0 {
+		t.Fatalf("%d providers dirty after the batch, want its writes applied", n)
+	}
+	if s := bf.summaryBy(rp, "MEMORY_MB"); s.Generation != 5 || used(s, "VCPU") != 5 {
+		t.Fatalf("snapshot after the batch: %+v, want VCPU 5 used at generation 5", s)
+	}
+	if batches, claims := ledger.ClaimBatches(bf.store); batches != 2 || claims != 9 {
+		t.Fatalf("writers took %d batches of %d claims, want 2 of 9 (the first alone, then eight together)", batches, claims)
+	}
+}
+
+// TestClaimBatchSameConsumerTwice queues two claims for one new
+// consumer in one batch: the first is written, the second finds the
+// consumer written and is refused as after any claim for an existing
+// consumer, and the claim queued after them is written.
+func TestClaimBatchSameConsumerTwice(t *testing.T) {
+	bf, _ := newBatchFixture(t)
+	rp := bf.provider("rp", inv("VCPU", 8))
+	consumer := uuid.NewString()
+	ws := []ledger.ConsumerAllocations{
+		newClaim(consumer, rp, res("VCPU", 1)), newClaim(consumer, rp, res("VCPU", 2)), newClaim(uuid.NewString(), rp, res("VCPU", 4)),
+	}
+	answers := bf.sendInOrder(t, ws)
+	bf.release()
+	if err := <-bf.first; err != nil {
+		t.Fatalf("first claim: %v", err)
+	}
+	if err := <-answers[0]; err != nil {
+		t.Fatalf("first claim of the consumer: %v", err)
+	}
+	rejection(t, <-answers[1], ledger.ErrConflict)
+	if err := <-answers[2]; err != nil {
+		t.Fatalf("claim after them: %v", err)
+	}
+	got, err := bf.store.AllocationsByConsumer(bf.ctx, consumer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Allocations) != 1 || got.Allocations[0].Used != 1 {
+		t.Fatalf("consumer holds %+v, want VCPU 1", got.Allocations)
+	}
+	if u := bf.usages(rp); u.Usages["VCPU"] != 5 {
+		t.Fatalf("provider: %+v, want VCPU 5", u)
+	}
+}
+
 // TestClaimBatchFailureSendsAlone puts a claim PostgreSQL rejects (a NUL
 // byte in its name) in a batch with good ones: the batch rolls back as a
 // whole, every claim is sent again alone, the good ones are written and

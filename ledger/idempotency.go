@@ -187,7 +187,7 @@ func (s *Store) purgeClaimRequests(ctx context.Context) {
 // already committed locally"): the write may be lost if this primary is.
 // Berth must not answer 200 for it. Every connection's notices go
 // through onNotice, which marks the connection; the code that commits
-// (txBeginner.runTx under withTx, sendWrites) asks replicated afterwards and turns a marked
+// (txBeginner.runTx under withTx, sendClaimPipeline) asks replicated afterwards and turns a marked
 // commit into ErrUnavailable (503 with Retry-After): the client retries,
 // and the retry converges once the standby confirms (ClaimRequestConfirmed).
 //
@@ -221,7 +221,7 @@ func (u *unsyncedCommits) replicated(pc *pgconn.PgConn) error {
 }
 
 // forget drops pc's mark: before a transaction starts on it (a commit
-// outside withTx and sendWrites, such as a change notification's, may
+// outside withTx and sendClaimPipeline, such as a change notification's, may
 // have left one) and when its connection closes.
 func (u *unsyncedCommits) forget(pc *pgconn.PgConn) { u.m.Delete(pc) }
 

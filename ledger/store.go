@@ -60,6 +60,11 @@ type Config struct {
 	// to answer its retries (idempotency.go); older ones are purged. 0
 	// means DefaultClaimRequestTTL; negative keeps them for ever.
 	ClaimRequestTTL time.Duration
+
+	// poolHook, when set (by tests), adjusts the pool's configuration
+	// last, before the pool connects: tests add a tracer or a notice
+	// handler to every connection.
+	poolHook func(*pgxpool.Config)
 }
 
 // Defaults for Config.
@@ -143,6 +148,9 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	pcfg.ConnConfig.OnNotice = unsynced.onNotice
 	pcfg.BeforeClose = func(c *pgx.Conn) { unsynced.forget(c.PgConn()) }
 	pcfg.BeforeConnect, pcfg.AfterConnect = primary.beforeConnect, primary.afterConnect
+	if cfg.poolHook != nil {
+		cfg.poolHook(pcfg)
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
 		return nil, fmt.Errorf("ledger: connect: %w", err)
@@ -282,7 +290,7 @@ type txBeginner struct {
 //
 // Two writes bypass it, each for one round trip: the claim fast path and
 // its batches send their statements as one implicit transaction
-// (allocation_fast.go, claim_batch.go; sendWrites makes the same
+// (allocation_fast.go, claim_batch.go; sendClaimPipeline makes the same
 // replication check), and a partial snapshot reload pipelines its own
 // BEGIN and COMMIT (loadProvidersOneTrip, read only).
 func (b txBeginner) withTx(ctx context.Context, mode txMode, fn func(t *txn) error) (*txn, error) {

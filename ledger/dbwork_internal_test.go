@@ -1,0 +1,633 @@
+package ledger
+
+import (
+	"context"
+	"crypto/md5"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/berthd/berth/internal/pgcluster"
+)
+
+// The database work of a write, measured per statement at two cluster
+// sizes (TestDatabaseWorkPerWrite).
+//
+// A throwaway cluster of its own loads pg_stat_statements, which counts
+// every shared buffer a statement touches (hit or read), its triggers
+// (foreign-key checks) and its data-modifying CTEs included, and
+// auto_explain, whose plans (sent to the client as NOTICEs) show each
+// executed node: which tables are scanned sequentially and how many rows
+// every scan reads. The Store under test runs with one pooled connection,
+// so every statement runs on a connection that has run it before and
+// uses the plan PostgreSQL settled on (a generic one after five
+// executions, or at once under fastPlanSQL), as a server in steady state
+// does.
+
+// dbWorkSizes are the cluster sizes compared: the work of each write at
+// the larger must stay within a small constant of the smaller's. The
+// smaller is not tinier because PostgreSQL reads tables of a few pages
+// whole (a sequential scan is cheaper there than an index): at 200
+// providers the plans differ, and the comparison would be of plans, not
+// of sizes.
+var dbWorkSizes = []int{2000, 20000}
+
+// providerSized are the tables whose size grows with the number of
+// providers (or of consumers on them): no write may scan them in full.
+var providerSized = []string{
+	"resource_providers", "inventories", "allocations", "consumers",
+	"resource_provider_traits", "resource_provider_aggregates",
+	"provider_placement_keys", "consumer_placement_keys", "provider_state",
+	"claim_requests", "claim_failures", "claim_moves",
+}
+
+// dbProbe collects what the Store's connections report: auto_explain's
+// plans and the round trips they make.
+type dbProbe struct {
+	mu    sync.Mutex
+	plans map[string]*planWork // by query text
+	trips atomic.Int64
+	bad   []string // notices that could not be read
+}
+
+// planWork sums what auto_explain showed of one statement.
+type planWork struct {
+	calls   int64
+	scanned int64 // rows read by scans, filtered out ones included
+	seq     map[string]bool
+}
+
+func newDBProbe() *dbProbe { return &dbProbe{plans: map[string]*planWork{}} }
+
+func (p *dbProbe) reset() {
+	p.mu.Lock()
+	p.plans = map[string]*planWork{}
+	p.mu.Unlock()
+	p.trips.Store(0)
+}
+
+// ignored are statements the Store sends in the background (change
+// notifications after commit), not as part of a write.
+func ignored(sql string) bool { return strings.Contains(sql, "pg_notify") }
+
+func (p *dbProbe) onNotice(_ *pgconn.PgConn, n *pgconn.Notice) {
+	_, plan, ok := strings.Cut(n.Message, "plan:\n")
+	if n.Severity != "NOTICE" || !ok {
+		return
+	}
+	var doc struct {
+		Query string         `json:"Query Text"`
+		Plan  map[string]any `json:"Plan"`
+	}
+	if err := json.Unmarshal([]byte(plan), &doc); err != nil {
+		p.mu.Lock()
+		p.bad = append(p.bad, err.Error())
+		p.mu.Unlock()
+		return
+	}
+	if ignored(doc.Query) {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	w := p.plans[doc.Query]
+	if w == nil {
+		w = &planWork{seq: map[string]bool{}}
+		p.plans[doc.Query] = w
+	}
+	w.calls++
+	walkPlan(doc.Plan, w)
+}
+
+// walkPlan adds node's scans, and its children's, to w.
+func walkPlan(node map[string]any, w *planWork) {
+	num := func(k string) int64 { f, _ := node[k].(float64); return int64(f) }
+	loops := num("Actual Loops")
+	switch node["Node Type"] {
+	case "Seq Scan", "Index Scan", "Index Only Scan", "Bitmap Heap Scan", "Tid Scan":
+		w.scanned += loops * (num("Actual Rows") + num("Rows Removed by Filter") + num("Rows Removed by Index Recheck"))
+		if node["Node Type"] == "Seq Scan" && loops > 0 {
+			w.seq[fmt.Sprint(node["Relation Name"])] = true
+		}
+	}
+	children, _ := node["Plans"].([]any)
+	for _, c := range children {
+		if m, ok := c.(map[string]any); ok {
+			walkPlan(m, w)
+		}
+	}
+}
+
+// The tracer counts round trips: one per statement sent alone (BEGIN and
+// COMMIT included), one per pipeline.
+func (p *dbProbe) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
+	if !ignored(d.SQL) {
+		p.trips.Add(1)
+	}
+	return ctx
+}
+func (p *dbProbe) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+func (p *dbProbe) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	p.trips.Add(1)
+	return ctx
+}
+func (p *dbProbe) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
+func (p *dbProbe) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData)     {}
+func (p *dbProbe) TracePrepareStart(ctx context.Context, _ *pgx.Conn, _ pgx.TracePrepareStartData) context.Context {
+	return ctx
+}
+func (p *dbProbe) TracePrepareEnd(_ context.Context, _ *pgx.Conn, d pgx.TracePrepareEndData) {
+	if !d.AlreadyPrepared {
+		p.trips.Add(1) // a statement's first use on a connection
+	}
+}
+
+// stmtWork is what pg_stat_statements counted of one statement.
+type stmtWork struct {
+	calls, buffers, rows int64
+}
+
+// opWork is the database work of n runs of one kind of write.
+type opWork struct {
+	n     int
+	stmts map[string]stmtWork // by (normalised) query text
+	plans map[string]*planWork
+	trips int64
+}
+
+func (w *opWork) totals() (stmts, buffers int64) {
+	for _, s := range w.stmts {
+		stmts += s.calls
+		buffers += s.buffers
+	}
+	return stmts, buffers
+}
+
+// dbWorkEnv is one seeded database and a Store over it.
+type dbWorkEnv struct {
+	t     testing.TB
+	ctx   context.Context
+	n     int
+	store *Store
+	admin *pgx.Conn // as the probe role: not counted
+	url   string    // as the probe role
+	probe *dbProbe
+}
+
+// seedSQL seeds n compute nodes of the benchmark's shape (docs/performance.md)
+// with one consumer each, holding part of the node, so that every table a
+// write reads grows with n. Provider i has id i and uuid md5('rp'||i).
+const seedSQL = `
+INSERT INTO traits (name) VALUES ('CUSTOM_BENCH_TRAIT');
+INSERT INTO placement_aggregates (uuid) SELECT md5('agg' || g)::uuid FROM generate_series(0, 9) g;
+INSERT INTO resource_providers (id, uuid, name, generation, root_provider_id)
+SELECT g, md5('rp' || g)::uuid, 'node-' || g, 3, g FROM generate_series(1, %[1]d) g;
+SELECT setval(pg_get_serial_sequence('resource_providers', 'id'), %[1]d);
+INSERT INTO inventories (resource_provider_id, resource_class_id, total, reserved, min_unit, max_unit, step_size, allocation_ratio)
+SELECT g, rc.id, v.total, v.reserved, 1, v.total, 1, v.ratio
+FROM generate_series(1, %[1]d) g
+CROSS JOIN (VALUES ('VCPU', 64, 0, 4.0), ('MEMORY_MB', 262144, 4096, 1.0), ('DISK_GB', 4000, 100, 1.0)) v(name, total, reserved, ratio)
+JOIN resource_classes rc ON rc.name = v.name;
+INSERT INTO resource_provider_traits (resource_provider_id, trait_id)
+SELECT g, t.id FROM generate_series(10, %[1]d, 10) g, traits t WHERE t.name = 'CUSTOM_BENCH_TRAIT';
+INSERT INTO resource_provider_aggregates (resource_provider_id, aggregate_id)
+SELECT g, a.id FROM generate_series(1, %[1]d) g JOIN placement_aggregates a ON a.uuid = md5('agg' || g %% 10)::uuid;
+INSERT INTO provider_placement_keys (resource_provider_id, name, value, sticky)
+SELECT g, 'rack', g %% 40, true FROM generate_series(1, %[1]d) g;
+INSERT INTO projects (external_id) VALUES ('seed-project');
+INSERT INTO users (external_id) VALUES ('seed-user');
+INSERT INTO consumers (id, uuid, project_id, user_id, generation, name)
+SELECT g, md5('vm' || g)::uuid, p.id, u.id, 1, 'vm-' || g
+FROM generate_series(1, %[1]d) g, projects p, users u WHERE p.external_id = 'seed-project' AND u.external_id = 'seed-user';
+SELECT setval(pg_get_serial_sequence('consumers', 'id'), %[1]d);
+INSERT INTO allocations (consumer_id, resource_provider_id, resource_class_id, used)
+SELECT g, g, rc.id, v.used FROM generate_series(1, %[1]d) g
+CROSS JOIN (VALUES ('VCPU', 4), ('MEMORY_MB', 16384), ('DISK_GB', 100)) v(name, used)
+JOIN resource_classes rc ON rc.name = v.name;
+INSERT INTO consumer_placement_keys (consumer_id, name, value) SELECT g, 'rack', g %% 40 FROM generate_series(1, %[1]d) g;
+INSERT INTO claim_requests (consumer_uuid, op, fingerprint, request, result, generation)
+SELECT md5('vm' || g)::uuid, 'claim', '\x00', '{}', '{}', 1 FROM generate_series(1, %[1]d) g;
+ANALYZE;
+`
+
+// md5UUID is PostgreSQL's md5(s)::uuid as text.
+func md5UUID(s string) string {
+	h := md5.Sum([]byte(s))
+	x := hex.EncodeToString(h[:])
+	return x[0:8] + "-" + x[8:12] + "-" + x[12:16] + "-" + x[16:20] + "-" + x[20:]
+}
+
+// seededProvider is the uuid of the i-th seeded provider to write to:
+// a stride through the ids, so that writes land all over the tables.
+func (e *dbWorkEnv) seededProvider(i int) (id int, uuid string) {
+	id = 1 + (i*7919)%e.n
+	return id, md5UUID(fmt.Sprint("rp", id))
+}
+
+// newDBWorkEnv creates a database on c, seeds n providers and opens a
+// Store over it with the probe attached.
+func newDBWorkEnv(t testing.TB, ctx context.Context, c *pgcluster.Cluster, n int) *dbWorkEnv {
+	return newDBWorkEnvProbed(t, ctx, c, n, true)
+}
+
+// newDBWorkEnvProbed is newDBWorkEnv, with the probe left out of the
+// Store's connections unless probed (a benchmark of PostgreSQL's CPU
+// must not pay for auto_explain).
+func newDBWorkEnvProbed(t testing.TB, ctx context.Context, c *pgcluster.Cluster, n int, probed bool) *dbWorkEnv {
+	t.Helper()
+	name := fmt.Sprintf("dbwork_%d", n)
+	if err := c.CreateDatabase(ctx, name); err != nil {
+		t.Fatal(err)
+	}
+	url := c.URL(name)
+	if err := Migrate(ctx, url); err != nil {
+		t.Fatal(err)
+	}
+	probe := newDBProbe()
+	s, err := Open(ctx, Config{DatabaseURL: url, MaxConns: 1, ClaimWriters: 1,
+		SnapshotRefresh: -1, ClaimFailureTTL: -1, ClaimRequestTTL: -1,
+		poolHook: func(pc *pgxpool.Config) {
+			if !probed {
+				return
+			}
+			onNotice := pc.ConnConfig.OnNotice
+			pc.ConnConfig.OnNotice = func(c *pgconn.PgConn, n *pgconn.Notice) {
+				onNotice(c, n)
+				probe.onNotice(c, n)
+			}
+			pc.ConnConfig.Tracer = probe
+			for k, v := range map[string]string{
+				"auto_explain.log_min_duration": "0", "auto_explain.log_analyze": "on",
+				"auto_explain.log_buffers": "on", "auto_explain.log_timing": "off",
+				"auto_explain.log_format": "json", "auto_explain.log_level": "notice",
+			} {
+				pc.ConnConfig.RuntimeParams[k] = v
+			}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	admin, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = admin.Close(context.Background()) })
+	if _, err := admin.Exec(ctx, fmt.Sprintf(seedSQL, n)); err != nil {
+		t.Fatalf("seed %d providers: %v", n, err)
+	}
+	if probed {
+		if _, err := admin.Exec(ctx, `CREATE EXTENSION IF NOT EXISTS pg_stat_statements; SET ROLE dbwork_probe`); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return &dbWorkEnv{t: t, ctx: ctx, n: n, store: s, admin: admin, url: url, probe: probe}
+}
+
+// measure runs run(i) for i in [0, warm) unmeasured, to settle the
+// plans, then for i in [warm, warm+n) and returns the work counted.
+func (e *dbWorkEnv) measure(warm, n int, run func(i int)) *opWork {
+	e.t.Helper()
+	for i := range warm {
+		run(i)
+	}
+	if _, err := e.admin.Exec(e.ctx, `SELECT pg_stat_statements_reset()`); err != nil {
+		e.t.Fatal(err)
+	}
+	e.probe.reset()
+	for i := warm; i < warm+n; i++ {
+		run(i)
+	}
+	w := &opWork{n: n, stmts: map[string]stmtWork{}, trips: e.probe.trips.Load()}
+	e.probe.mu.Lock()
+	w.plans, e.probe.plans = e.probe.plans, map[string]*planWork{}
+	e.probe.mu.Unlock()
+	rows, err := e.admin.Query(e.ctx, `
+		SELECT query, calls, shared_blks_hit + shared_blks_read, rows FROM pg_stat_statements
+		WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
+		  AND userid <> 'dbwork_probe'::regrole AND query NOT LIKE '%pg_notify%'`)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var q string
+	var s stmtWork
+	if _, err := pgx.ForEachRow(rows, []any{&q, &s.calls, &s.buffers, &s.rows}, func() error {
+		w.stmts[q] = s
+		return nil
+	}); err != nil {
+		e.t.Fatal(err)
+	}
+	return w
+}
+
+// holdProvider locks provider uuid's row from a connection of its own
+// (as the probe role: not counted) and returns the function that ends
+// that transaction.
+func (e *dbWorkEnv) holdProvider(uuid string) (release func()) {
+	conn, err := pgx.Connect(e.ctx, e.url)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if _, err := conn.Exec(e.ctx, `SET ROLE dbwork_probe; BEGIN`); err != nil {
+		e.t.Fatal(err)
+	}
+	if _, err := conn.Exec(e.ctx, `SELECT 1 FROM resource_providers WHERE uuid = $1 FOR UPDATE`, uuid); err != nil {
+		e.t.Fatal(err)
+	}
+	return func() {
+		_, _ = conn.Exec(e.ctx, `ROLLBACK`)
+		_ = conn.Close(e.ctx)
+	}
+}
+
+// dbWorkOp is one kind of write measured: run(e, i) makes it once, on
+// different rows for every i.
+type dbWorkOp struct {
+	name       string
+	warm, runs int
+	// perRun is how many claims or writes one run makes (a batch: many);
+	// the figures are per claim or write.
+	perRun int
+	run    func(e *dbWorkEnv, i int)
+}
+
+func claimAt(consumer, provider string, vcpu int64) ClaimWriteParams {
+	return ClaimWriteParams{
+		Consumers: []ConsumerAllocations{{
+			ConsumerUUID: consumer, ProjectID: "claim-project", UserID: "claim-user",
+			CheckGeneration: true, Name: "vm", Properties: map[string]any{"group": "g1"}, CopyStickyKeys: true,
+			Allocations: []ProviderResources{{ProviderUUID: provider, Resources: []Resource{
+				{Class: "VCPU", Amount: vcpu}, {Class: "MEMORY_MB", Amount: 2048}, {Class: "DISK_GB", Amount: 20}}}},
+		}},
+		Request: &ClaimRequest{ConsumerUUID: consumer, Op: "claim", Fingerprint: []byte{1}, Request: []byte(`{}`), Result: []byte(`{}`), Generation: 1},
+	}
+}
+
+func dbWorkOps() []dbWorkOp {
+	newUUID := func(kind string, i int) string { return md5UUID(fmt.Sprint(kind, i)) }
+	const batch = 16
+	return []dbWorkOp{
+		{name: "claim (POST /claims, fast path, alone)", warm: 8, runs: 8, perRun: 1, run: func(e *dbWorkEnv, i int) {
+			_, rp := e.seededProvider(i)
+			if err := e.store.ClaimWrite(e.ctx, claimAt(newUUID("claim", i), rp, 2)); err != nil {
+				e.t.Fatal(err)
+			}
+		}},
+		{name: fmt.Sprintf("claim batch (%d claims queued behind one)", batch), warm: 1, runs: 2, perRun: batch + 1, run: func(e *dbWorkEnv, i int) {
+			_, held := e.seededProvider(100 + i)
+			release := e.holdProvider(held)
+			defer release()
+			errs := make(chan error, batch+1)
+			first := e.store.claims.batches.Load()
+			go func() { errs <- e.store.ClaimWrite(e.ctx, claimAt(newUUID("held", i), held, 2)) }()
+			// The writer took the held claim and waits for its lock.
+			waitUntil(e.t, func() bool { return e.store.claims.batches.Load() == first+1 && len(e.store.claims.queue) == 0 })
+			before := first + 1
+			for j := range batch {
+				_, rp := e.seededProvider(120 + i*batch + j)
+				go func() { errs <- e.store.ClaimWrite(e.ctx, claimAt(newUUID(fmt.Sprint("batch", i, "-"), j), rp, 2)) }()
+			}
+			waitUntil(e.t, func() bool { return len(e.store.claims.queue) == batch })
+			release()
+			for range batch + 1 {
+				if err := <-errs; err != nil {
+					e.t.Fatal(err)
+				}
+			}
+			if got := e.store.claims.batches.Load() - before; got != 1 {
+				e.t.Fatalf("the %d queued claims went out in %d transactions, want 1", batch, got)
+			}
+		}},
+		{name: "claim refused (no room; fast path, then the general path's error)", warm: 8, runs: 8, perRun: 1, run: func(e *dbWorkEnv, i int) {
+			_, rp := e.seededProvider(200 + i)
+			err := e.store.ClaimWrite(e.ctx, claimAt(newUUID("refused", i), rp, 1000))
+			if le, ok := AsError(err); !ok || !errors.Is(le.Kind, ErrConflict) {
+				e.t.Fatalf("claim for 1000 VCPU: %v, want a conflict", err)
+			}
+		}},
+		{name: "consumer update (PUT /allocations with a generation: general path)", warm: 8, runs: 8, perRun: 1, run: func(e *dbWorkEnv, i int) {
+			id, rp := e.seededProvider(300 + i)
+			gen := int64(1)
+			if err := e.store.AllocationsReplace(e.ctx, []ConsumerAllocations{{
+				ConsumerUUID: md5UUID(fmt.Sprint("vm", id)), ProjectID: "seed-project", UserID: "seed-user",
+				CheckGeneration: true, Generation: &gen,
+				Allocations: []ProviderResources{{ProviderUUID: rp, Resources: []Resource{
+					{Class: "VCPU", Amount: 8}, {Class: "MEMORY_MB", Amount: 16384}, {Class: "DISK_GB", Amount: 100}}}},
+			}}); err != nil {
+				e.t.Fatal(err)
+			}
+		}},
+		{name: "consumer delete (DELETE /allocations)", warm: 8, runs: 8, perRun: 1, run: func(e *dbWorkEnv, i int) {
+			id, _ := e.seededProvider(400 + i)
+			if err := e.store.AllocationsDelete(e.ctx, md5UUID(fmt.Sprint("vm", id))); err != nil {
+				e.t.Fatal(err)
+			}
+		}},
+		{name: "POST /resource_providers", warm: 8, runs: 8, perRun: 1, run: func(e *dbWorkEnv, i int) {
+			if _, err := e.store.ProviderCreate(e.ctx, ProviderCreateParams{UUID: newUUID("new", i), Name: fmt.Sprint("new-", i)}); err != nil {
+				e.t.Fatal(err)
+			}
+		}},
+		{name: "PUT inventories", warm: 8, runs: 8, perRun: 1, run: func(e *dbWorkEnv, i int) {
+			if _, err := e.store.InventoriesReplace(e.ctx, InventoryParams{ProviderUUID: newUUID("new", i), Generation: new(int64)}, []Inventory{
+				{ResourceClass: "VCPU", Total: 64, MinUnit: 1, MaxUnit: 64, StepSize: 1, AllocationRatio: 4},
+				{ResourceClass: "MEMORY_MB", Total: 262144, Reserved: 4096, MinUnit: 1, MaxUnit: 262144, StepSize: 1, AllocationRatio: 1},
+				{ResourceClass: "DISK_GB", Total: 4000, Reserved: 100, MinUnit: 1, MaxUnit: 4000, StepSize: 1, AllocationRatio: 1},
+			}); err != nil {
+				e.t.Fatal(err)
+			}
+		}},
+		{name: "PUT aggregates", warm: 8, runs: 8, perRun: 1, run: func(e *dbWorkEnv, i int) {
+			gen := int64(1)
+			if _, err := e.store.ProviderAggregatesReplace(e.ctx, newUUID("new", i), []string{md5UUID(fmt.Sprint("agg", i%10))},
+				AggregatesReplaceParams{Generation: &gen}); err != nil {
+				e.t.Fatal(err)
+			}
+		}},
+		{name: "PUT traits", warm: 8, runs: 8, perRun: 1, run: func(e *dbWorkEnv, i int) {
+			if _, _, err := e.store.ProviderTraitsReplace(e.ctx, newUUID("new", i), 2, []string{"CUSTOM_BENCH_TRAIT"}); err != nil {
+				e.t.Fatal(err)
+			}
+		}},
+	}
+}
+
+// waitUntil polls cond, failing the test after a bound only a broken
+// implementation reaches.
+func waitUntil(t testing.TB, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met within 30s")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// startDBWorkCluster starts the throwaway cluster with the two
+// extensions loaded and the probe role created.
+func startDBWorkCluster(t testing.TB, ctx context.Context) *pgcluster.Cluster {
+	return startDBWorkClusterWith(t, ctx, true)
+}
+
+// startDBWorkClusterWith starts the cluster, with the two extensions only
+// if probed.
+func startDBWorkClusterWith(t testing.TB, ctx context.Context, probed bool) *pgcluster.Cluster {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "berth-dbwork-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	socketDir := dir
+	if !pgcluster.SocketDirFits(socketDir, pgcluster.DefaultPort) {
+		if socketDir, err = os.MkdirTemp("/tmp", "berth-dbwork-"); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = os.RemoveAll(socketDir) })
+	}
+	settings := map[string]string{
+		// Statistics come from the ANALYZE after seeding, and stay.
+		"autovacuum": "off",
+	}
+	if probed {
+		settings["shared_preload_libraries"] = "pg_stat_statements,auto_explain"
+	}
+	c, err := pgcluster.Start(ctx, pgcluster.Options{
+		DataDir: filepath.Join(dir, "pg"), SocketDir: socketDir, NoSync: true,
+		Settings: settings,
+	})
+	if err != nil {
+		t.Fatalf("start a PostgreSQL with pg_stat_statements and auto_explain: %v", err)
+	}
+	t.Cleanup(func() { _ = c.Stop(context.Background()) })
+	conn, err := pgx.Connect(ctx, c.URL("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, `CREATE ROLE dbwork_probe SUPERUSER`); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// TestDatabaseWorkPerWrite measures, per statement, the shared buffers
+// and the rows scanned by each write a claim or the seeding of a cluster
+// makes (a claim alone, a claim batch, a refused claim, the general
+// path's update and delete, POST /resource_providers, PUT inventories,
+// aggregates and traits) in clusters of 2,000 and 20,000 providers, and
+// fails if any grows with the cluster: more than a small constant of
+// buffers (index descents get a level deeper), more rows scanned, a
+// different count of statements, or a sequential scan of a table that
+// grows with providers. Buffer counts are deterministic; no time is
+// measured. go test -v prints the table docs/performance.md quotes.
+func TestDatabaseWorkPerWrite(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	c := startDBWorkCluster(t, ctx)
+	ops := dbWorkOps()
+	work := make([][]*opWork, len(dbWorkSizes)) // [size][op]
+	for si, n := range dbWorkSizes {
+		e := newDBWorkEnv(t, ctx, c, n)
+		for _, op := range ops {
+			w := e.measure(op.warm, op.runs, func(i int) { op.run(e, i) })
+			work[si] = append(work[si], w)
+		}
+		if len(e.probe.bad) > 0 {
+			t.Errorf("unreadable auto_explain notices: %v", e.probe.bad)
+		}
+	}
+	small, large := 0, len(dbWorkSizes)-1
+	for oi, op := range ops {
+		ws, wl := work[small][oi], work[large][oi]
+		claims := int64(op.runs * op.perRun)
+		stmtsS, bufS := ws.totals()
+		stmtsL, bufL := wl.totals()
+		t.Logf("%s: per %s: %.1f statements, %.1f round trips, %.0f buffers at %d providers; %.1f, %.1f, %.0f at %d",
+			op.name, map[bool]string{true: "claim", false: "write"}[op.perRun > 1],
+			float64(stmtsS)/float64(claims), float64(ws.trips)/float64(claims), float64(bufS)/float64(claims), dbWorkSizes[small],
+			float64(stmtsL)/float64(claims), float64(wl.trips)/float64(claims), float64(bufL)/float64(claims), dbWorkSizes[large])
+		if stmtsS != stmtsL || ws.trips != wl.trips {
+			t.Errorf("%s: %d statements in %d round trips at %d providers, %d in %d at %d: the same writes should send the same statements",
+				op.name, stmtsS, ws.trips, dbWorkSizes[small], stmtsL, wl.trips, dbWorkSizes[large])
+		}
+		queries := slices.Sorted(func(yield func(string) bool) {
+			for q := range ws.stmts {
+				if !yield(q) {
+					return
+				}
+			}
+		})
+		for q := range wl.stmts {
+			if _, ok := ws.stmts[q]; !ok {
+				queries = append(queries, q)
+			}
+		}
+		for _, q := range queries {
+			s, l := ws.stmts[q], wl.stmts[q]
+			perS, perL := perCall(s.buffers, s.calls), perCall(l.buffers, l.calls)
+			t.Logf("    %5.1f calls  %6.1f -> %6.1f buffers/call  %s", float64(l.calls)/float64(op.runs), perS, perL, label(q))
+			// A descent into an index one level deeper costs one buffer
+			// more; a statement makes a handful. A scan of anything that
+			// grows with the cluster costs hundreds at 20,000.
+			if s.calls != l.calls || perL > perS*1.25+8 {
+				t.Errorf("%s: %s: %d calls, %.1f buffers per call at %d providers; %d calls, %.1f at %d",
+					op.name, label(q), s.calls, perS, dbWorkSizes[small], l.calls, perL, dbWorkSizes[large])
+			}
+		}
+		var scannedS, scannedL int64
+		for q, p := range ws.plans {
+			scannedS += p.scanned
+			for table := range p.seq {
+				t.Logf("    at %d providers, a sequential scan of %s (%d rows in %d calls): %s",
+					dbWorkSizes[small], table, p.scanned, p.calls, label(q))
+			}
+			if lp := wl.plans[q]; lp != nil && lp.scanned > p.scanned+int64(p.calls) {
+				t.Errorf("%s: %s: scans read %d rows at %d providers, %d at %d",
+					op.name, label(q), p.scanned, dbWorkSizes[small], lp.scanned, dbWorkSizes[large])
+			}
+		}
+		for q, p := range wl.plans {
+			scannedL += p.scanned
+			for _, table := range providerSized {
+				if p.seq[table] {
+					t.Errorf("%s: %s: a sequential scan of %s at %d providers", op.name, label(q), table, dbWorkSizes[large])
+				}
+			}
+		}
+		t.Logf("    rows scanned per %s: %.1f -> %.1f",
+			map[bool]string{true: "claim", false: "write"}[op.perRun > 1],
+			float64(scannedS)/float64(claims), float64(scannedL)/float64(claims))
+	}
+}
+
+func perCall(total, calls int64) float64 {
+	if calls == 0 {
+		return 0
+	}
+	return float64(total) / float64(calls)
+}
+
+// label is the first words of a statement, on one line.
+func label(q string) string {
+	q = strings.Join(strings.Fields(q), " ")
+	if len(q) > 90 {
+		q = q[:90] + "…"
+	}
+	return q
+}

@@ -1,0 +1,1 @@
+ALTER TABLE resource_providers RESET (fillfactor);
