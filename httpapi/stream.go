@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"iter"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
@@ -129,13 +130,12 @@ func providerRels(v Version) []string {
 // at microversion v to w, streaming (see listStream). It writes what
 // writeJSON(c, 200, {"resource_providers": [providerJSON(c, p)...]})
 // would.
-func writeProviderList(w io.Writer, v Version, providers []ledger.Provider) error {
+func writeProviderList(w io.Writer, v Version, providers iter.Seq[ledger.Provider]) error {
 	rels := providerRels(v)
 	links := make([]providerLink, 1+len(rels))
 	ls := newListStream(w, "resource_providers")
 	tree := v.AtLeast(14)
-	for i := range providers {
-		p := &providers[i]
+	for p := range providers {
 		self := providerURL(p.UUID)
 		links[0] = providerLink{Href: self, Rel: "self"}
 		for k, rel := range rels {
