@@ -18,7 +18,7 @@ import (
 // characters, quotes, backslashes, non-ASCII, control characters, roots
 // and children.
 func listSample() []ledger.Provider {
-	names := []string{"cn1", `<b>&"quoted"</b>`, `back\slash`, "ünïcødé ☃", "tab\tand\nnewline", "\u2028sep", ""}
+	names := []string{"cn1", `<b>&"quoted"</b>`, `back\slash`, "ünïcødé ☃", "tab\tand\nnewline", "\u2028sep", "\b\f\x01\x7f\xff\u2029 <>&", ""}
 	var out []ledger.Provider
 	for i, n := range names {
 		p := ledger.Provider{

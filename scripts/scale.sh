@@ -32,6 +32,9 @@
 #   --clients "16 64"    claim clients, one run each (SCALE_CLIENTS)
 #   --seed-workers W     concurrent seeding clients (SCALE_SEED_WORKERS, default 32)
 #   --iterations K       timed runs of each GET (SCALE_ITERATIONS, default 5)
+#   --memlimit SIZE      GOMEMLIMIT of berthd (SCALE_GOMEMLIMIT, default 450MiB: a 500 MiB
+#                        budget, as docs/performance.md advises; "" for none, which
+#                        leaves the heap to GOGC alone)
 #   --reload-every D     berthd's --snapshot-refresh in the cold-start phase, so
 #                        that a periodic full reload happens (default 10s)
 #   --out DIR            where reports, logs and table.txt go (default a new temp dir)
@@ -56,6 +59,7 @@ clients=${SCALE_CLIENTS:-"16 64"}
 seed_workers=${SCALE_SEED_WORKERS:-32}
 iterations=${SCALE_ITERATIONS:-5}
 reload_every=10s
+memlimit=${SCALE_GOMEMLIMIT-450MiB}
 verify=${SCALE_VERIFY:-1}
 berthd=""
 out=""
@@ -70,6 +74,7 @@ while [ $# -gt 0 ]; do
     --seed-workers) seed_workers=$2; shift 2 ;;
     --iterations) iterations=$2; shift 2 ;;
     --reload-every) reload_every=$2; shift 2 ;;
+    --memlimit) memlimit=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     -h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown argument $1 (see --help)" ;;
@@ -110,6 +115,8 @@ if [ -z "${BENCH_PG:-}" ]; then
   [ -n "$BENCH_PG" ] || die "PostgreSQL did not start in 60s; see $out/devdb.log"
 fi
 target_init
+berthd_cmd="exec $berthd"
+if [ -n "$memlimit" ]; then berthd_cmd="GOMEMLIMIT=$memlimit $berthd_cmd"; fi
 echo "scale.sh: PostgreSQL at $BENCH_PG, berthd on $url, reports in $out"
 
 # The postmaster: the parent of the checkpointer, a process every server has.
@@ -145,19 +152,21 @@ for n in $sizes; do
   mkdir -p "$dir"
   la_before=$(loadavg)
   create_db "scale_n${n}_$$" || { failed=1; continue; }
-  launch "exec $berthd" "$dir/server.log" && "$load" wait --url "$url" --timeout 180s ||
+  launch "$berthd_cmd" "$dir/server.log" && "$load" wait --url "$url" --timeout 180s ||
     { echo "scale.sh: berthd did not start; see $dir/server.log" >&2; failed=1; stop_target; drop_db; continue; }
 
   if ! measure seed seed --nodes "$n" --workers "$seed_workers" --keepalive on --db-pid "$pg_pid"; then
     stop_target; drop_db; continue
   fi
+  # The snapshot's first load is not the list's: load it first.
+  "$load" wait --url "$url" --path "$first_path" --timeout 600s || failed=1
   measure list candidates --only e-providers --iterations "$iterations" --reset-peak --timeout 300s
   measure candidates candidates --only a-flavor,b-flavor-limit1000 --iterations "$iterations" --reset-peak --timeout 300s
 
   # Cold start on the seeded database, with the snapshot's loads logged.
   stop_target
   t0=$(date +%s.%N)
-  launch "BERTH_LOG_LEVEL=debug BERTH_SNAPSHOT_REFRESH=$reload_every exec $berthd" "$dir/restart.log"
+  launch "BERTH_LOG_LEVEL=debug BERTH_SNAPSHOT_REFRESH=$reload_every $berthd_cmd" "$dir/restart.log"
   cold=""
   if "$load" wait --url "$url" --path "$first_path" --timeout 600s; then
     cold=$(echo "$(date +%s.%N) - $t0" | bc)
@@ -173,7 +182,8 @@ for n in $sizes; do
   first_load=$(echo "$loads" | sed -n 1p)
   reload=$(echo "$loads" | sed -n 2p)
   stop_target
-  launch "exec $berthd" "$dir/server.log.claims" && "$load" wait --url "$url" --timeout 600s ||
+  # Claims start on a loaded snapshot, as in a server that has been up.
+  launch "$berthd_cmd" "$dir/server.log.claims" && "$load" wait --url "$url" --path "$first_path" --timeout 600s ||
     { echo "scale.sh: berthd did not restart; see $dir/server.log.claims" >&2; failed=1; stop_target; drop_db; continue; }
 
   cap=$((n * 15 / 4))
@@ -190,6 +200,7 @@ for n in $sizes; do
     echo "first_load_s=$first_load"
     echo "reload_s=$reload"
     echo "loadavg=$la_before before, $(loadavg) after"
+    echo "gomemlimit=${memlimit:-none}"
   } >"$dir/start.txt"
 done
 

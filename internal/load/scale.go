@@ -301,6 +301,9 @@ func PrintScale(w io.Writer, dir string) error {
 		if la := s.start["loadavg"]; la != "" {
 			fmt.Fprintf(w, "load average (1, 5, 15 min) at %d providers: %s\n", s.n, la)
 		}
+		if ml := s.start["gomemlimit"]; ml != "" {
+			fmt.Fprintf(w, "berthd's GOMEMLIMIT at %d providers: %s\n", s.n, ml)
+		}
 	}
 	return nil
 }
