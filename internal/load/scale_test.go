@@ -75,4 +75,3 @@ func TestPrintScale(t *testing.T) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
-
