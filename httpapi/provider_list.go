@@ -34,13 +34,16 @@ var providerListSchemas = func() []struct {
 // providerList serves GET /resource_providers, filtered by name, uuid,
 // member_of (1.3), resources (1.4), in_tree (1.14) and required (1.18), all
 // of which a provider must satisfy alone. It reads the ledger snapshot, the
-// same one allocation candidates are computed from.
+// same one allocation candidates are computed from, and streams the
+// answer from it: the providers are read from the snapshot twice (once for
+// Last-Modified, once to write them), never collected, so a list of every
+// provider of a large cloud costs a buffer, not memory per provider.
 func (s *Server) providerList(c echo.Context) error {
 	f, err := providerListFilter(c)
 	if err != nil {
 		return err
 	}
-	providers, err := s.store.ProvidersMatching(c.Request().Context(), f)
+	providers, err := s.store.ProviderList(c.Request().Context(), f)
 	if err != nil {
 		var ue *ledger.UnknownNameError
 		if errors.As(err, &ue) {
@@ -52,14 +55,14 @@ func (s *Server) providerList(c echo.Context) error {
 		return err
 	}
 	var lastModified time.Time
-	for _, p := range providers {
+	for p := range providers.All() {
 		if t := providerLastModified(p); t.After(lastModified) {
 			lastModified = t
 		}
 	}
 	setCacheHeaders(c, lastModified)
 	v := version(c)
-	return streamJSON(c, func(w io.Writer) error { return writeProviderList(w, v, providers) })
+	return streamJSON(c, func(w io.Writer) error { return writeProviderList(w, v, providers.All()) })
 }
 
 // providerListFilter validates and parses the query string of GET

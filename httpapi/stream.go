@@ -2,10 +2,11 @@ package httpapi
 
 import (
 	"bytes"
-	"encoding/json"
-	"fmt"
 	"io"
+	"iter"
 	"net/http"
+	"strconv"
+	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
 
@@ -30,45 +31,17 @@ const streamFlushBytes = 32 << 10
 type listStream struct {
 	w   io.Writer
 	buf bytes.Buffer
-	enc *json.Encoder
 	n   int
 	err error
 }
 
 func newListStream(w io.Writer, key string) *listStream {
 	ls := &listStream{w: w}
-	ls.enc = json.NewEncoder(&ls.buf)
-	ls.enc.SetEscapeHTML(false)
+	ls.buf.Grow(streamFlushBytes + 1024)
 	ls.buf.WriteString(`{`)
-	_ = ls.enc.Encode(key) // a string always encodes
-	ls.trimNewline()
+	ls.buf.Write(appendGoString(ls.buf.AvailableBuffer(), key))
 	ls.buf.WriteString(`:[`)
 	return ls
-}
-
-func (ls *listStream) trimNewline() {
-	if b := ls.buf.Bytes(); len(b) > 0 && b[len(b)-1] == '\n' {
-		ls.buf.Truncate(len(b) - 1)
-	}
-}
-
-// add encodes one element.
-func (ls *listStream) add(v any) {
-	if ls.err != nil {
-		return
-	}
-	if ls.n > 0 {
-		ls.buf.WriteByte(',')
-	}
-	ls.n++
-	if err := ls.enc.Encode(v); err != nil {
-		ls.err = fmt.Errorf("encode response: %w", err)
-		return
-	}
-	ls.trimNewline()
-	if ls.buf.Len() >= streamFlushBytes {
-		ls.flush()
-	}
 }
 
 func (ls *listStream) flush() {
@@ -78,36 +51,27 @@ func (ls *listStream) flush() {
 	ls.buf.Reset()
 }
 
+// add appends one element's JSON with app, which must append exactly
+// one valid JSON value.
+func (ls *listStream) add(app func([]byte) []byte) {
+	if ls.err != nil {
+		return
+	}
+	if ls.n > 0 {
+		ls.buf.WriteByte(',')
+	}
+	ls.n++
+	ls.buf.Write(app(ls.buf.AvailableBuffer()))
+	if ls.buf.Len() >= streamFlushBytes {
+		ls.flush()
+	}
+}
+
 // close ends the list and writes what is left.
 func (ls *listStream) close() error {
 	ls.buf.WriteString(`]}`)
 	ls.flush()
 	return ls.err
-}
-
-// providerLink, providerOut and providerTreeOut are providerJSON's
-// shapes as structs, their fields in the order encoding/json writes a
-// map's keys (sorted), so that the output is byte for byte the same.
-type providerLink struct {
-	Href string `json:"href"`
-	Rel  string `json:"rel"`
-}
-
-type providerOut struct {
-	Generation int64          `json:"generation"`
-	Links      []providerLink `json:"links"`
-	Name       string         `json:"name"`
-	UUID       string         `json:"uuid"`
-}
-
-// providerTreeOut is a provider from microversion 1.14 on.
-type providerTreeOut struct {
-	Generation int64          `json:"generation"`
-	Links      []providerLink `json:"links"`
-	Name       string         `json:"name"`
-	Parent     *string        `json:"parent_provider_uuid"` // null for a root
-	Root       string         `json:"root_provider_uuid"`
-	UUID       string         `json:"uuid"`
 }
 
 // providerRels lists the links of a provider at microversion v, after self.
@@ -128,30 +92,105 @@ func providerRels(v Version) []string {
 // writeProviderList writes GET /resource_providers' answer for providers
 // at microversion v to w, streaming (see listStream). It writes what
 // writeJSON(c, 200, {"resource_providers": [providerJSON(c, p)...]})
-// would.
-func writeProviderList(w io.Writer, v Version, providers []ledger.Provider) error {
+// would: each provider is appended by hand, keys sorted as encoding/json
+// writes a map's, strings escaped as it escapes them, which costs a
+// fraction of a reflective encoding at 100,000 providers (the tests
+// compare the bytes with providerJSON's at every microversion).
+func writeProviderList(w io.Writer, v Version, providers iter.Seq[ledger.Provider]) error {
 	rels := providerRels(v)
-	links := make([]providerLink, 1+len(rels))
 	ls := newListStream(w, "resource_providers")
 	tree := v.AtLeast(14)
-	for i := range providers {
-		p := &providers[i]
-		self := providerURL(p.UUID)
-		links[0] = providerLink{Href: self, Rel: "self"}
-		for k, rel := range rels {
-			links[k+1] = providerLink{Href: self + "/" + rel, Rel: rel}
-		}
-		if tree {
-			out := providerTreeOut{Generation: p.Generation, Links: links, Name: p.Name, Root: p.RootUUID, UUID: p.UUID}
-			if p.ParentUUID != "" {
-				out.Parent = &p.ParentUUID
+	for p := range providers {
+		ls.add(func(b []byte) []byte {
+			b = append(b, `{"generation":`...)
+			b = strconv.AppendInt(b, p.Generation, 10)
+			b = append(b, `,"links":[{"href":`...)
+			self := len(b)
+			b = appendGoString(b, providerURL(p.UUID))
+			selfHref := b[self+1 : len(b)-1] // the escaped href, without quotes
+			b = append(b, `,"rel":"self"}`...)
+			for _, rel := range rels {
+				b = append(b, `,{"href":"`...)
+				b = append(b, selfHref...)
+				b = append(b, '/')
+				b = append(b, rel...) // rel names need no escaping
+				b = append(b, `","rel":"`...)
+				b = append(b, rel...)
+				b = append(b, `"}`...)
 			}
-			ls.add(&out)
-		} else {
-			ls.add(&providerOut{Generation: p.Generation, Links: links, Name: p.Name, UUID: p.UUID})
-		}
+			b = append(b, `],"name":`...)
+			b = appendGoString(b, p.Name)
+			if tree {
+				b = append(b, `,"parent_provider_uuid":`...)
+				if p.ParentUUID != "" {
+					b = appendGoString(b, p.ParentUUID)
+				} else {
+					b = append(b, "null"...)
+				}
+				b = append(b, `,"root_provider_uuid":`...)
+				b = appendGoString(b, p.RootUUID)
+			}
+			b = append(b, `,"uuid":`...)
+			b = appendGoString(b, p.UUID)
+			return append(b, '}')
+		})
 	}
 	return ls.close()
+}
+
+// appendGoString appends s as encoding/json encodes a string with HTML
+// escaping off (SetEscapeHTML(false)): quotes, backslashes and control
+// characters escaped (\b, \f, \n, \r and \t short, the others \u00XX),
+// invalid UTF-8 as \ufffd, and U+2028 and U+2029 as \u2028 and \u2029.
+func appendGoString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+		case r == '\u2028' || r == '\u2029':
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xf])
+		default:
+			i += size
+			continue
+		}
+		i += size
+		start = i
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
 }
 
 // streamJSON starts a 200 JSON answer whose body write writes.

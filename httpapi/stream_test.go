@@ -18,7 +18,7 @@ import (
 // characters, quotes, backslashes, non-ASCII, control characters, roots
 // and children.
 func listSample() []ledger.Provider {
-	names := []string{"cn1", `<b>&"quoted"</b>`, `back\slash`, "ünïcødé ☃", "tab\tand\nnewline", "\u2028sep", ""}
+	names := []string{"cn1", `<b>&"quoted"</b>`, `back\slash`, "ünïcødé ☃", "tab\tand\nnewline", "\u2028sep", "\b\f\x01\x7f\xff\u2029 <>&", ""}
 	var out []ledger.Provider
 	for i, n := range names {
 		p := ledger.Provider{
@@ -56,7 +56,7 @@ func TestProviderListStreamSameBytes(t *testing.T) {
 		for minor := MinVersion.Minor; minor <= MaxVersion.Minor; minor++ {
 			v := Version{1, minor}
 			var got bytes.Buffer
-			if err := writeProviderList(&got, v, providers); err != nil {
+			if err := writeProviderList(&got, v, slices.Values(providers)); err != nil {
 				t.Fatal(err)
 			}
 			if want := oldProviderList(t, v, providers); !bytes.Equal(got.Bytes(), want) {
@@ -70,7 +70,7 @@ func TestProviderListStreamSameBytes(t *testing.T) {
 		many = append(many, listSample()...)
 	}
 	var got bytes.Buffer
-	if err := writeProviderList(&got, MaxVersion, many); err != nil {
+	if err := writeProviderList(&got, MaxVersion, slices.Values(many)); err != nil {
 		t.Fatal(err)
 	}
 	if want := oldProviderList(t, MaxVersion, many); !bytes.Equal(got.Bytes(), want) {
@@ -103,7 +103,7 @@ func BenchmarkProviderList(b *testing.B) {
 					size = len(oldProviderList(b, MaxVersion, providers))
 				} else {
 					cw := &countingWriter{}
-					if err := writeProviderList(cw, MaxVersion, providers); err != nil {
+					if err := writeProviderList(cw, MaxVersion, slices.Values(providers)); err != nil {
 						b.Fatal(err)
 					}
 					size = cw.n

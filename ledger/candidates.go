@@ -11,6 +11,7 @@ import (
 type (
 	Provider         = engine.Provider
 	ProviderFilter   = engine.ProviderFilter
+	ProviderList     = engine.ProviderList
 	ProviderSummary  = engine.ProviderSummary
 	RequestGroup     = engine.RequestGroup
 	ResourceAmount   = engine.ResourceAmount
@@ -73,6 +74,19 @@ func (s *Store) ProvidersMatching(ctx context.Context, f ProviderFilter) ([]Prov
 		return nil, err
 	}
 	return snap.ProvidersMatching(&f)
+}
+
+// ProviderList resolves f against a fresh snapshot and returns the
+// matching providers unread (engine.Snapshot.ProviderList): walking the
+// list reads them from that snapshot one at a time, in creation order, so
+// listing every provider holds no memory per provider.
+func (s *Store) ProviderList(ctx context.Context, f ProviderFilter) (*ProviderList, error) {
+	classes, traits := engine.GroupNames(&f.Group)
+	snap, err := s.Snapshot(ctx, classes, traits)
+	if err != nil {
+		return nil, err
+	}
+	return snap.ProviderList(&f)
 }
 
 // Capacity answers p from a fresh snapshot (engine.Snapshot.Capacity).

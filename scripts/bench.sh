@@ -98,61 +98,15 @@ if [ -z "$load" ]; then
   (cd "$repo" && go build -o "$load" ./cmd/berth-load) || die "building berth-load failed"
 fi
 
-# Split BENCH_PG (postgres://user[:pass]@host[:port]/db[?params]) for libpq-style
-# variables; DATABASE_URL for a target is BENCH_PG with its database replaced.
-pg_rest=${BENCH_PG#*://}
-pg_auth=""; case "$pg_rest" in *@*) pg_auth=${pg_rest%%@*}; pg_rest=${pg_rest#*@} ;; esac
-pg_hostport=${pg_rest%%/*}
-pg_params=""; case "$pg_rest" in *\?*) pg_params="?${pg_rest#*\?}" ;; esac
-export PGUSER=${pg_auth%%:*}; PGUSER=${PGUSER:-postgres}
-case "$pg_auth" in *:*) export PGPASSWORD=${pg_auth#*:} ;; esac
-export PGHOST=${pg_hostport%%:*}; PGHOST=${PGHOST:-127.0.0.1}
-export PGPORT=5432; case "$pg_hostport" in *:*) PGPORT=${pg_hostport##*:} ;; esac
-pg_prefix=${BENCH_PG%%://*}://${pg_auth:+$pg_auth@}$pg_hostport
+# shellcheck source=lib/target.sh
+. "$here/lib/target.sh"
+target_init
 
-listening() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-if [ -z "${BENCH_PORT:-}" ]; then
-  BENCH_PORT=28778
-  while listening "$BENCH_PORT"; do BENCH_PORT=$((BENCH_PORT + 1)); done
-fi
-export PGOPTIONS="${PGOPTIONS:-} -c client_min_messages=warning"
-url="http://127.0.0.1:$BENCH_PORT"
-pid=""
-
-stop_target() {
-  [ -n "$pid" ] || return 0
-  kill -TERM -- "-$pid" 2>/dev/null
-  for _ in $(seq 30); do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
-  kill -KILL -- "-$pid" 2>/dev/null
-  wait "$pid" 2>/dev/null
-  pid=""
-}
-db=""
-drop_db() {
-  [ -n "$db" ] || return 0
-  psql "$BENCH_PG" -qX -c "DROP DATABASE IF EXISTS \"$db\" WITH (FORCE)" >/dev/null 2>&1 ||
-    echo "bench.sh: could not drop database $db" >&2
-  db=""
-}
 trap 'stop_target; drop_db' EXIT
 trap 'exit 130' INT TERM
 
 # start NAME CMD PHASE: a fresh database and the target on it; sets pid.
-start_target() {
-  local name=$1 cmd=$2 phase=$3
-  if listening "$BENCH_PORT"; then
-    echo "bench.sh: port $BENCH_PORT is taken; set BENCH_PORT" >&2; return 1
-  fi
-  db="bench_${name//[^a-zA-Z0-9]/_}_${phase}_$$"
-  psql "$BENCH_PG" -qX -c "DROP DATABASE IF EXISTS \"$db\" WITH (FORCE)" -c "CREATE DATABASE \"$db\"" >/dev/null || { db=""; return 1; }
-  PORT=$BENCH_PORT PGDATABASE=$db DATABASE_URL="$pg_prefix/$db$pg_params" \
-    setsid sh -c "$cmd" >"$out/$name/$phase.server.log" 2>&1 </dev/null &
-  pid=$!
-  if ! "$load" wait --url "$url" --timeout 180s; then
-    echo "bench.sh: $name did not start for $phase; see $out/$name/$phase.server.log" >&2
-    stop_target; drop_db; return 1
-  fi
-}
+start() { start_target "$1" "$2" "$3" "$out/$1/$3.server.log"; }
 
 # run NAME PHASE FILE ARGS...: berth-load ARGS with the report to FILE.json,
 # its output to FILE.txt (and the terminal).
@@ -172,7 +126,7 @@ for i in "${!names[@]}"; do
   mkdir -p "$out/$name"
   for n in $sizes; do
     phase=n$n
-    if ! start_target "$name" "$cmd" "$phase"; then
+    if ! start "$name" "$cmd" "$phase"; then
       failed=1
     else
       if run "$name" "$phase-seed" seed --nodes "$n"; then
@@ -189,7 +143,7 @@ for i in "${!names[@]}"; do
     for c in $clients; do
       for mode in $name_modes; do
         phase=claims-$mode-c$c
-        if start_target "$name" "$cmd" "${phase//-/_}"; then
+        if start "$name" "$cmd" "${phase//-/_}"; then
           if run "$name" "$phase-seed" seed --nodes "$n" --keepalive "$ka"; then
             run "$name" "$phase" claims --mode "$mode" --clients "$c" --duration "$claims" --pick "$pick" --keepalive "$ka"
           fi
@@ -201,7 +155,7 @@ for i in "${!names[@]}"; do
     done
   fi
   if [ "$trees" != 0 ]; then
-    if start_target "$name" "$cmd" nested; then
+    if start "$name" "$cmd" nested; then
       run "$name" nested nested --trees "$trees" --iterations "$iterations"
       stop_target; drop_db
     else
@@ -209,7 +163,7 @@ for i in "${!names[@]}"; do
     fi
   fi
   if [ -n "$wide" ]; then
-    if start_target "$name" "$cmd" wide; then
+    if start "$name" "$cmd" wide; then
       set -- $wide
       # A timeout here is a result (reported as such), not a failure.
       run "$name" wide wide --children "$1" --groups "$2" --timeout "$wide_timeout"

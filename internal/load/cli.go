@@ -27,10 +27,11 @@ Commands:
   flood       --clients repeat an expensive GET (--path, default unlimited candidates) for
               --duration while one client times small requests (GET /, one provider)
   memory      sample a server's memory (--pid) for --duration
-  wait        wait until the endpoint answers GET / (up to --timeout, default 120s)
+  wait        wait until the endpoint answers GET / or --path (up to --timeout, default 120s)
+  scale       print the scaling table of a scripts/scale.sh output directory against issue 18's targets
   compare     print report files or directories side by side: compare LABEL=PATH ...
 
-Every command but compare takes --url, --token, --microversion, --timeout, --json FILE,
+Every command but compare and scale takes --url, --token, --microversion, --timeout, --json FILE,
 --label, and --pid PID (--reset-peak) to report the server's memory around the run.
 Run "berth-load COMMAND -h" for a command's flags.
 `
@@ -39,7 +40,7 @@ Run "berth-load COMMAND -h" for a command's flags.
 type common struct {
 	url, token, microversion, jsonPath, label string
 	timeout                                   time.Duration
-	pid                                       int
+	pid, dbPid                                int
 	resetPeak                                 bool
 	quiet                                     bool
 	keepAlive                                 string
@@ -53,6 +54,7 @@ func (c *common) register(fs *flag.FlagSet, timeout time.Duration) {
 	fs.StringVar(&c.jsonPath, "json", "", "also write the report as JSON to this file")
 	fs.StringVar(&c.label, "label", "", "label stored in the JSON report (e.g. berth, reference)")
 	fs.IntVar(&c.pid, "pid", 0, "server process to sample /proc/PID/status of (with its children) around the run")
+	fs.IntVar(&c.dbPid, "db-pid", 0, "database server process (e.g. PostgreSQL's postmaster) whose tree's CPU and memory to sample around the run too")
 	fs.BoolVar(&c.resetPeak, "reset-peak", false, "with --pid: reset the processes' VmHWM first (writes /proc/PID/clear_refs)")
 	fs.BoolVar(&c.quiet, "q", false, "no progress lines on stderr")
 	fs.StringVar(&c.keepAlive, "keepalive", "auto", "reuse connections: on, off, or auto (on for sequential timing, off for concurrent\n"+
@@ -96,6 +98,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	var c common
 	var run func(context.Context, *Report, io.Writer) error
+	waitPath := "/"
 	timeout := 60 * time.Second
 	switch cmd {
 	case "seed":
@@ -216,6 +219,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	case "wait":
 		timeout = 120 * time.Second
+		fs.StringVar(&waitPath, "path", "/", "the GET that must answer 2xx (e.g. a candidates query: the first answer after a cold start)")
 		run = func(ctx context.Context, r *Report, log io.Writer) error { return nil }
 	case "memory":
 		d := fs.Duration("duration", 10*time.Second, "how long to sample")
@@ -229,6 +233,19 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			}
 			return nil
 		}
+	case "scale":
+		if err := fs.Parse(args); err != nil {
+			return 2
+		}
+		if fs.NArg() != 1 {
+			fmt.Fprintln(stderr, "scale: give the output directory of scripts/scale.sh")
+			return 2
+		}
+		if err := PrintScale(stdout, fs.Arg(0)); err != nil {
+			fmt.Fprintln(stderr, "scale:", err)
+			return 1
+		}
+		return 0
 	case "compare":
 		stat := fs.String("stat", "median", "statistic of query latency: median, p95, p99, min, max, mean")
 		if err := fs.Parse(args); err != nil {
@@ -278,7 +295,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	r := &Report{Command: cmd, Label: c.label, URL: c.url, Microversion: c.microversion, Started: time.Now().UTC(), Timeout: c.timeout}
 	if cmd == "wait" {
 		// The one command whose --timeout bounds the whole wait, not a request.
-		if err := waitUp(ctx, c.client(1), c.timeout); err != nil {
+		if err := waitUp(ctx, c.client(1), waitPath, c.timeout); err != nil {
 			fmt.Fprintf(stderr, "berth-load wait: %v\n", err)
 			return 1
 		}
@@ -302,9 +319,20 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 	}
+	var dbSampler *MemSampler
+	if c.dbPid != 0 {
+		var err error
+		if dbSampler, err = StartMemSampler(c.dbPid, time.Second, false); err != nil {
+			fmt.Fprintf(stderr, "berth-load %s: %v\n", cmd, err)
+			return 1
+		}
+	}
 	runErr := run(ctx, r, log)
 	if sampler != nil {
 		r.Memory = sampler.Stop()
+	}
+	if dbSampler != nil {
+		r.Database = dbSampler.Stop()
 	}
 	if runErr != nil {
 		r.Error = runErr.Error()

@@ -153,15 +153,16 @@ func checkUp(ctx context.Context, c *Client) error {
 	return nil
 }
 
-// waitUp polls GET / every 200ms until it answers 2xx or timeout passes.
-func waitUp(ctx context.Context, c *Client, timeout time.Duration) error {
+// waitUp polls GET path every 50ms until it answers 2xx or timeout
+// passes.
+func waitUp(ctx context.Context, c *Client, path string, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	t := time.NewTicker(200 * time.Millisecond)
+	t := time.NewTicker(50 * time.Millisecond)
 	defer t.Stop()
 	for {
-		rctx, rcancel := context.WithTimeout(ctx, 2*time.Second)
-		_, err := c.Do(rctx, http.MethodGet, "/", nil)
+		rctx, rcancel := context.WithTimeout(ctx, 30*time.Second)
+		_, err := c.Do(rctx, http.MethodGet, path, nil)
 		rcancel()
 		if err == nil {
 			return nil

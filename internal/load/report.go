@@ -27,7 +27,10 @@ type Report struct {
 	Claims       *ClaimsResult `json:"claims,omitempty"`
 	Verify       *VerifyResult `json:"verify,omitempty"`
 	Memory       *MemReport    `json:"memory,omitempty"`
-	Error        string        `json:"error,omitempty"` // why the run failed, if it did
+	// Database is the database server's process tree around the run
+	// (--db-pid): its CPU is the database's share of the work.
+	Database *MemReport `json:"database,omitempty"`
+	Error    string     `json:"error,omitempty"` // why the run failed, if it did
 }
 
 // WriteJSON writes r, indented, to path.
@@ -78,8 +81,23 @@ func (r *Report) Print(w io.Writer) {
 			fmt.Fprintf(w, "server CPU per claim (the run and its end check): %.3f ms in pid %d, %.3f ms in its descendants, %.3f ms in all\n",
 				1000*m.CPURoot/n, m.PID, 1000*(m.CPUTree-m.CPURoot)/n, 1000*m.CPUTree/n)
 		}
+		if r.Seed != nil && r.Seed.Requests > 0 {
+			fmt.Fprintf(w, "server CPU per write request: %.3f ms\n", 1000*m.CPUTree/float64(r.Seed.Requests))
+		}
 		if m.Error != "" {
 			fmt.Fprintf(w, "  memory: %s\n", m.Error)
+		}
+	}
+	if d := r.Database; d != nil {
+		fmt.Fprintf(w, "database (pid %d, %d processes): CPU %.2f s, RSS %s -> %s\n", d.PID, d.Processes, d.CPUTree, mib(d.StartRSS), mib(d.EndRSS))
+		if r.Claims != nil && r.Claims.Claims > 0 {
+			fmt.Fprintf(w, "database CPU per claim: %.3f ms\n", 1000*d.CPUTree/float64(r.Claims.Claims))
+		}
+		if r.Seed != nil && r.Seed.Requests > 0 {
+			fmt.Fprintf(w, "database CPU per write request: %.3f ms\n", 1000*d.CPUTree/float64(r.Seed.Requests))
+		}
+		if d.Error != "" {
+			fmt.Fprintf(w, "  database: %s\n", d.Error)
 		}
 	}
 }

@@ -1,6 +1,9 @@
 package engine
 
-import "slices"
+import (
+	"iter"
+	"slices"
+)
 
 // ResourceAmount is an amount of one resource class.
 type ResourceAmount struct {
@@ -199,38 +202,60 @@ func (s *Snapshot) driver(f *filter) (drive []int32, all bool) {
 	return drive, all
 }
 
-// matching returns, ascending, the providers that alone satisfy f. It
-// walks the shortest of the index lists that any match must be on (a
-// tree, a class, a single trait, a single aggregate) and checks the rest
-// of f on each provider of it.
+// matching returns, ascending, the providers that alone satisfy f.
 func (s *Snapshot) matching(f *filter) []int32 {
+	var out []int32
+	s.eachMatching(f, func(i int32) bool {
+		out = append(out, i)
+		return true
+	})
+	return out
+}
+
+// eachMatching calls yield, ascending, with each provider that alone
+// satisfies f, until yield returns false. It walks the shortest of the
+// index lists that any match must be on (a tree, a class, a single trait,
+// a single aggregate) and checks the rest of f on each provider of it.
+// It holds no memory per provider unless that list is out of order (a
+// tree's members, in depth order), whose matches it then sorts first.
+func (s *Snapshot) eachMatching(f *filter, yield func(int32) bool) {
 	for _, any := range f.memberOf {
 		if len(any) == 0 {
-			return nil
+			return
 		}
 	}
 	drive, all := s.driver(f)
 	if f.inTree >= 0 && (all || len(s.idx.members[f.inTree]) < len(drive)) {
 		drive, all = s.idx.members[f.inTree], false
 	}
-	var out []int32
 	if all {
 		for i := range s.provs.len() {
-			if s.matches(int32(i), f) {
-				out = append(out, int32(i))
+			if s.matches(int32(i), f) && !yield(int32(i)) {
+				return
 			}
 		}
-		return out
+		return
 	}
+	if slices.IsSorted(drive) {
+		for _, i := range drive {
+			if s.matches(i, f) && !yield(i) {
+				return
+			}
+		}
+		return
+	}
+	var out []int32
 	for _, i := range drive {
 		if s.matches(i, f) {
 			out = append(out, i)
 		}
 	}
-	if !slices.IsSorted(out) {
-		slices.Sort(out) // tree members are in depth order
+	slices.Sort(out)
+	for _, i := range out {
+		if !yield(i) {
+			return
+		}
 	}
-	return out
 }
 
 // ProviderFilter selects providers for GET /resource_providers. Empty
@@ -248,14 +273,42 @@ type ProviderFilter struct {
 // in_tree provider or aggregate simply matches nothing. The snapshot's
 // names must be right for the names f uses (see GroupNames).
 func (s *Snapshot) ProvidersMatching(f *ProviderFilter) ([]Provider, error) {
-	flt := filter{inTree: -1}
+	l, err := s.ProviderList(f)
+	if err != nil {
+		return nil, err
+	}
+	return slices.AppendSeq([]Provider{}, l.All()), nil
+}
+
+// ProviderList is the answer to a provider listing before it is read: the
+// snapshot and the resolved filter. Walking it (All) reads the providers
+// from the snapshot one at a time, so a listing of every provider of a
+// large cloud holds no memory per provider. The snapshot is immutable, so
+// every walk yields the same providers.
+type ProviderList struct {
+	s    *Snapshot
+	flt  filter
+	name string
+	// one is the only candidate when the filter names a provider by uuid
+	// or name (-1: none matches); unused when byKey is false.
+	one   int32
+	byKey bool
+}
+
+// ProviderList resolves f against the snapshot: the same providers, in
+// the same order and with the same errors, as ProvidersMatching, read
+// when the list is walked.
+func (s *Snapshot) ProviderList(f *ProviderFilter) (*ProviderList, error) {
+	l := &ProviderList{s: s, flt: filter{inTree: -1}, name: f.Name, one: -1}
 	if f.InTree != "" {
 		r, ok := s.treeOf(f.InTree)
 		if !ok {
-			return []Provider{}, nil
+			l.byKey = true // nothing
+			return l, nil
 		}
-		flt.inTree = r
+		l.flt.inTree = r
 	}
+	flt := &l.flt
 	var err error
 	// Placement resolves traits before aggregates and classes; keep its
 	// order so the same request fails the same way.
@@ -270,26 +323,38 @@ func (s *Snapshot) ProvidersMatching(f *ProviderFilter) ([]Provider, error) {
 	if flt.res, err = s.classIDs(f.Group.Resources); err != nil {
 		return nil, err
 	}
-	var idx []int32
 	switch {
 	case f.UUID != "":
-		if i, ok := s.providerIndex(f.UUID); ok && s.matches(i, &flt) {
-			idx = []int32{i}
+		l.byKey = true
+		if i, ok := s.providerIndex(f.UUID); ok && s.matches(i, flt) {
+			l.one = i
 		}
 	case f.Name != "":
-		if i, ok := s.idx.byName[f.Name]; ok && s.matches(i, &flt) {
-			idx = []int32{i}
+		l.byKey = true
+		if i, ok := s.idx.byName[f.Name]; ok && s.matches(i, flt) {
+			l.one = i
 		}
-	default:
-		idx = s.matching(&flt)
 	}
-	out := make([]Provider, 0, len(idx))
-	for _, i := range idx {
-		p := s.provider(i)
-		if f.Name != "" && p.Name != f.Name {
-			continue
+	return l, nil
+}
+
+// All yields the list's providers in creation order. It may be called
+// more than once (e.g. once for the newest change, once to write them).
+func (l *ProviderList) All() iter.Seq[Provider] {
+	return func(yield func(Provider) bool) {
+		emit := func(i int32) bool {
+			p := l.s.provider(i)
+			if l.name != "" && p.Name != l.name {
+				return true
+			}
+			return yield(p)
 		}
-		out = append(out, p)
+		if l.byKey {
+			if l.one >= 0 {
+				emit(l.one)
+			}
+			return
+		}
+		l.s.eachMatching(&l.flt, emit)
 	}
-	return out, nil
 }

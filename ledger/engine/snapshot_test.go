@@ -46,6 +46,23 @@ func TestProvidersMatching(t *testing.T) {
 			if names := providerNames(got); !slices.Equal(names, tt.want) {
 				t.Errorf("got %v, want %v", names, tt.want)
 			}
+			// The unread list yields the same on every walk, and a walk
+			// may stop early.
+			l, err := s.ProviderList(&tt.f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for walk := range 2 {
+				if names := providerNames(slices.Collect(l.All())); !slices.Equal(names, tt.want) {
+					t.Errorf("walk %d: got %v, want %v", walk, names, tt.want)
+				}
+			}
+			for p := range l.All() {
+				if p.Name != tt.want[0] {
+					t.Errorf("first of a stopped walk: %s, want %s", p.Name, tt.want[0])
+				}
+				break
+			}
 		})
 	}
 	// The tree links of a listed provider.

@@ -1,0 +1,309 @@
+package load
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// The scaling table: scripts/scale.sh leaves, for each size N, a
+// directory n<N> of reports (seed, list, candidates, claims-c<C>) and a
+// start.txt of key=value lines (cold start, snapshot load and reload
+// times, load averages); PrintScale reads them back and prints one row per
+// measurement, one column per size, and issue 18's verdict per row.
+
+// scaleSize is what one size's directory holds.
+type scaleSize struct {
+	n       int
+	reports map[string]*Report
+	start   map[string]string
+}
+
+func loadScale(dir string) ([]scaleSize, error) {
+	dirs, _ := filepath.Glob(filepath.Join(dir, "n*"))
+	var sizes []scaleSize
+	for _, d := range dirs {
+		n, err := strconv.Atoi(strings.TrimPrefix(filepath.Base(d), "n"))
+		if err != nil {
+			continue
+		}
+		sz := scaleSize{n: n, reports: map[string]*Report{}, start: map[string]string{}}
+		files, _ := filepath.Glob(filepath.Join(d, "*.json"))
+		for _, f := range files {
+			r, err := ReadReport(f)
+			if err != nil {
+				return nil, err
+			}
+			sz.reports[strings.TrimSuffix(filepath.Base(f), ".json")] = r
+		}
+		if f, err := os.Open(filepath.Join(d, "start.txt")); err == nil {
+			sc := bufio.NewScanner(f)
+			for sc.Scan() {
+				if k, v, ok := strings.Cut(sc.Text(), "="); ok {
+					sz.start[strings.TrimSpace(k)] = strings.TrimSpace(v)
+				}
+			}
+			f.Close()
+		}
+		sizes = append(sizes, sz)
+	}
+	if len(sizes) == 0 {
+		return nil, fmt.Errorf("%s: no n<SIZE> directories", dir)
+	}
+	slices.SortFunc(sizes, func(a, b scaleSize) int { return a.n - b.n })
+	return sizes, nil
+}
+
+// scaleRow is one measurement: its value per size (ok false: not
+// measured), how to print it, and the issue's target, if any, judged on
+// the largest size.
+type scaleRow struct {
+	name   string
+	value  func(s scaleSize) (float64, bool)
+	format func(float64) string
+	// target, when set, describes the target and judges it given every
+	// size's value (by size) and the largest size measured.
+	target string
+	judge  func(vals map[int]float64, largest int) (met, known bool)
+}
+
+func (s scaleSize) claims(c int) *ClaimsResult {
+	if r := s.reports[fmt.Sprintf("claims-c%d", c)]; r != nil && r.Claims != nil && r.Claims.Claims > 0 {
+		return r.Claims
+	}
+	return nil
+}
+
+func (s scaleSize) result(report, query string) *Result {
+	if r := s.reports[report]; r != nil {
+		for i := range r.Results {
+			if r.Results[i].Name == query && !r.Results[i].Failed() {
+				return &r.Results[i]
+			}
+		}
+	}
+	return nil
+}
+
+func durMs(d time.Duration) float64 { return float64(d) / 1e6 }
+
+func fmtMs(v float64) string {
+	if v >= 1000 {
+		return fmt.Sprintf("%.2f s", v/1000)
+	}
+	return fmt.Sprintf("%.1f ms", v)
+}
+
+func fmtMiB(v float64) string { return fmt.Sprintf("%.0f MiB", v) }
+
+// below judges "value at the largest size under limit"; at is the size
+// the target is about (100,000), judged only when measured.
+func below(at int, limit float64) func(map[int]float64, int) (bool, bool) {
+	return func(vals map[int]float64, _ int) (bool, bool) {
+		v, ok := vals[at]
+		return v < limit, ok
+	}
+}
+
+func scaleRows() []scaleRow {
+	var rows []scaleRow
+	rows = append(rows,
+		scaleRow{name: "seeding through the API", format: func(v float64) string { return fmt.Sprintf("%.1f s", v) },
+			value: func(s scaleSize) (float64, bool) {
+				if r := s.reports["seed"]; r != nil && r.Seed != nil {
+					return r.Seed.Elapsed.Seconds(), true
+				}
+				return 0, false
+			},
+			target: "100k: < 2 min", judge: below(100000, 120)},
+		scaleRow{name: "  write requests/s", format: func(v float64) string { return fmt.Sprintf("%.0f/s", v) },
+			value: func(s scaleSize) (float64, bool) {
+				if r := s.reports["seed"]; r != nil && r.Seed != nil {
+					return r.Seed.RequestRate, true
+				}
+				return 0, false
+			}},
+		scaleRow{name: "  berthd CPU per write", format: fmtMs,
+			value: func(s scaleSize) (float64, bool) {
+				if r := s.reports["seed"]; r != nil && r.Seed != nil && r.Memory != nil && r.Seed.Requests > 0 {
+					return 1000 * r.Memory.CPUTree / float64(r.Seed.Requests), true
+				}
+				return 0, false
+			}},
+		scaleRow{name: "  PostgreSQL CPU per write", format: fmtMs,
+			value: func(s scaleSize) (float64, bool) {
+				if r := s.reports["seed"]; r != nil && r.Seed != nil && r.Database != nil && r.Seed.Requests > 0 {
+					return 1000 * r.Database.CPUTree / float64(r.Seed.Requests), true
+				}
+				return 0, false
+			}},
+	)
+	for _, c := range []int{16, 64} {
+		rows = append(rows,
+			scaleRow{name: fmt.Sprintf("POST /claims, %d clients: claims/s", c), format: func(v float64) string { return fmt.Sprintf("%.0f/s", v) },
+				value: func(s scaleSize) (float64, bool) {
+					if cl := s.claims(c); cl != nil {
+						return cl.PerSecond, true
+					}
+					return 0, false
+				},
+				target: "100k >= 90% of 1k",
+				judge: func(vals map[int]float64, _ int) (bool, bool) {
+					big, ok1 := vals[100000]
+					small, ok2 := vals[1000]
+					return big >= 0.9*small, ok1 && ok2
+				}},
+			scaleRow{name: "  p50", format: fmtMs,
+				value: func(s scaleSize) (float64, bool) {
+					if cl := s.claims(c); cl != nil {
+						return durMs(cl.Latency.Median), true
+					}
+					return 0, false
+				}},
+			scaleRow{name: "  p99", format: fmtMs,
+				value: func(s scaleSize) (float64, bool) {
+					if cl := s.claims(c); cl != nil {
+						return durMs(cl.Latency.P99), true
+					}
+					return 0, false
+				}},
+			scaleRow{name: "  berthd CPU per claim", format: fmtMs,
+				value: func(s scaleSize) (float64, bool) {
+					if r := s.reports[fmt.Sprintf("claims-c%d", c)]; r != nil && r.Memory != nil && s.claims(c) != nil {
+						return 1000 * r.Memory.CPUTree / float64(r.Claims.Claims), true
+					}
+					return 0, false
+				}},
+			scaleRow{name: "  PostgreSQL CPU per claim", format: fmtMs,
+				value: func(s scaleSize) (float64, bool) {
+					if r := s.reports[fmt.Sprintf("claims-c%d", c)]; r != nil && r.Database != nil && s.claims(c) != nil {
+						return 1000 * r.Database.CPUTree / float64(r.Claims.Claims), true
+					}
+					return 0, false
+				}},
+		)
+		if c == 16 {
+			rows[len(rows)-3].target, rows[len(rows)-3].judge = "100k: < 50 ms", below(100000, 50)
+		}
+	}
+	rows = append(rows,
+		scaleRow{name: "berthd peak RSS during claims", format: fmtMiB,
+			value: func(s scaleSize) (float64, bool) {
+				peak, ok := 0, false
+				for _, c := range []int{16, 64} {
+					if r := s.reports[fmt.Sprintf("claims-c%d", c)]; r != nil && r.Memory != nil {
+						peak, ok = max(peak, r.Memory.PeakRSS, r.Memory.HWM), true
+					}
+				}
+				return float64(peak) / 1024, ok
+			},
+			target: "100k: < 500 MiB", judge: below(100000, 500)},
+		scaleRow{name: "GET /resource_providers (all), median", format: fmtMs,
+			value: func(s scaleSize) (float64, bool) {
+				if r := s.result("list", "e-providers"); r != nil {
+					return durMs(r.Stats.Median), true
+				}
+				return 0, false
+			},
+			target: "100k: < 1 s", judge: below(100000, 1000)},
+		scaleRow{name: "  berthd RSS growth while listing", format: fmtMiB,
+			value: func(s scaleSize) (float64, bool) {
+				if r := s.reports["list"]; r != nil && r.Memory != nil {
+					return float64(max(r.Memory.PeakRSS, r.Memory.HWM)-r.Memory.StartRSS) / 1024, true
+				}
+				return 0, false
+			},
+			target: "100k: < 100 MiB", judge: below(100000, 100)},
+		scaleRow{name: "GET /allocation_candidates, no limit, median", format: fmtMs,
+			value: func(s scaleSize) (float64, bool) {
+				if r := s.result("candidates", "a-flavor"); r != nil {
+					return durMs(r.Stats.Median), true
+				}
+				return 0, false
+			}},
+		scaleRow{name: "  answers (allocation requests)", format: func(v float64) string { return fmt.Sprintf("%.0f", v) },
+			value: func(s scaleSize) (float64, bool) {
+				if r := s.result("candidates", "a-flavor"); r != nil {
+					return float64(r.Count), true
+				}
+				return 0, false
+			}},
+		scaleRow{name: "GET /allocation_candidates, limit 1000, median", format: fmtMs,
+			value: func(s scaleSize) (float64, bool) {
+				if r := s.result("candidates", "b-flavor-limit1000"); r != nil {
+					return durMs(r.Stats.Median), true
+				}
+				return 0, false
+			}},
+	)
+	startRow := func(name, key string) scaleRow {
+		return scaleRow{name: name, format: fmtMs, value: func(s scaleSize) (float64, bool) {
+			v, err := strconv.ParseFloat(s.start[key], 64)
+			return v * 1000, err == nil
+		}}
+	}
+	rows = append(rows,
+		startRow("cold start to first candidates answer", "cold_start_s"),
+		startRow("  of which the snapshot's first load", "first_load_s"),
+		startRow("full snapshot reload (periodic refresh)", "reload_s"),
+	)
+	return rows
+}
+
+// PrintScale prints the scaling table of the scale.sh output in dir.
+func PrintScale(w io.Writer, dir string) error {
+	sizes, err := loadScale(dir)
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprint(tw, "measurement")
+	for _, s := range sizes {
+		fmt.Fprintf(tw, "\t%d providers", s.n)
+	}
+	fmt.Fprintln(tw, "\ttarget\tverdict")
+	largest := sizes[len(sizes)-1].n
+	for _, row := range scaleRows() {
+		fmt.Fprint(tw, row.name)
+		vals := map[int]float64{}
+		for _, s := range sizes {
+			if v, ok := row.value(s); ok {
+				vals[s.n] = v
+				fmt.Fprintf(tw, "\t%s", row.format(v))
+			} else {
+				fmt.Fprint(tw, "\t-")
+			}
+		}
+		verdict := ""
+		if row.judge != nil {
+			switch met, known := row.judge(vals, largest); {
+			case !known:
+				verdict = "not measured"
+			case met:
+				verdict = "target met"
+			default:
+				verdict = "target NOT met"
+			}
+		}
+		fmt.Fprintf(tw, "\t%s\t%s\n", row.target, verdict)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, s := range sizes {
+		if la := s.start["loadavg"]; la != "" {
+			fmt.Fprintf(w, "load average (1, 5, 15 min) at %d providers: %s\n", s.n, la)
+		}
+		if ml := s.start["gomemlimit"]; ml != "" {
+			fmt.Fprintf(w, "berthd's GOMEMLIMIT at %d providers: %s\n", s.n, ml)
+		}
+	}
+	return nil
+}

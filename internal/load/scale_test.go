@@ -1,0 +1,77 @@
+package load
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestPrintScale writes the reports scale.sh leaves for two sizes and
+// checks the table's values and verdicts.
+func TestPrintScale(t *testing.T) {
+	dir := t.TempDir()
+	write := func(n int, name string, r *Report) {
+		d := filepath.Join(dir, "n"+itoa(n))
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.WriteJSON(filepath.Join(d, name+".json")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	claims := func(rate float64, p99 time.Duration) *Report {
+		return &Report{Claims: &ClaimsResult{Claims: 1000, PerSecond: rate, Latency: Stats{N: 1000, Median: p99 / 2, P99: p99}},
+			Memory: &MemReport{PeakRSS: 300 << 10, CPUTree: 1}, Database: &MemReport{CPUTree: 2}}
+	}
+	write(1000, "claims-c16", claims(1000, 20*time.Millisecond))
+	write(100000, "claims-c16", claims(950, 60*time.Millisecond))
+	write(1000, "claims-c64", claims(1000, 20*time.Millisecond))
+	write(100000, "claims-c64", claims(500, 60*time.Millisecond))
+	write(100000, "seed", &Report{Seed: &SeedResult{Providers: 100000, Requests: 310000, Elapsed: 90 * time.Second, RequestRate: 3444}})
+	write(100000, "list", &Report{Results: []Result{{Name: "e-providers", Stats: Stats{N: 5, Median: 400 * time.Millisecond}}},
+		Memory: &MemReport{StartRSS: 100 << 10, PeakRSS: 150 << 10}})
+	if err := os.WriteFile(filepath.Join(dir, "n100000", "start.txt"), []byte("cold_start_s=1.5\nloadavg=1 2 3\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := PrintScale(&out, dir); err != nil {
+		t.Fatal(err)
+	}
+	got := out.String()
+	t.Log("\n" + got)
+	for _, want := range []string{
+		"seeding through the API", "90.0 s", "target met",
+		"1.50 s", "load average (1, 5, 15 min) at 100000 providers: 1 2 3",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("no %q in the table", want)
+		}
+	}
+	verdict := func(row string) string {
+		for _, line := range strings.Split(got, "\n") {
+			if strings.HasPrefix(line, row) {
+				f := strings.Fields(line)
+				return strings.Join(f[len(f)-2:], " ")
+			}
+		}
+		return ""
+	}
+	for row, want := range map[string]string{
+		"POST /claims, 16 clients: claims/s":    "target met",
+		"POST /claims, 64 clients: claims/s":    "NOT met",
+		"  p99":                                 "NOT met", // the first p99 row is 16 clients'
+		"GET /resource_providers (all), median": "target met",
+		"  berthd RSS growth while listing":     "target met",
+		"berthd peak RSS during claims":         "target met",
+	} {
+		if got := verdict(row); got != want {
+			t.Errorf("%s: verdict %q, want %q", row, got, want)
+		}
+	}
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }

@@ -1,0 +1,214 @@
+#!/usr/bin/env bash
+# scale.sh: reproduce issue 18's scaling table over HTTP. For each size it
+# starts berthd on a fresh database, and measures with berth-load:
+#
+#   seed        N compute nodes of the usual bench shape through the API with
+#               --seed-workers clients: time, write requests/s, berthd's and
+#               PostgreSQL's CPU per write request
+#   list        GET /resource_providers (every provider), --iterations times:
+#               latency, and berthd's RSS growth over the run (VmHWM reset first)
+#   candidates  GET /allocation_candidates, no limit and limit=1000
+#   cold start  berthd restarted on the seeded database: time from exec to the
+#               first answer of a candidates query, and the duration of the
+#               snapshot's first load and of a periodic full reload, read from
+#               berthd's debug log ("ledger snapshot loaded ... duration=")
+#   claims      POST /claims of VCPU:4,MEMORY_MB:16384,DISK_GB:100 at each
+#               --clients count for --claims (a duration), each run capped at a
+#               quarter of the cloud's capacity so that the cloud never fills
+#               (a node takes 15 such claims): claims/s, p50/p99, CPU per claim
+#               of berthd and of PostgreSQL, berthd's peak RSS
+#   verify      the overcommit check over every provider, at sizes up to 10,000
+#               (SCALE_VERIFY=all: every size, minutes at 100,000; 0: none)
+#
+# then prints the table ("berth-load scale DIR"), with "target met / not met"
+# per row against issue 18's targets (printed, never asserted). The claim-rate
+# target compares 100,000 providers with 1,000: run both sizes in one call, so
+# that they are measured back to back.
+#
+# Usage:
+#   scripts/scale.sh --berth BIN [options]
+# Options:
+#   --sizes "1000 10000 100000"  provider counts (SCALE_SIZES), one fresh database each
+#   --claims DURATION    length of each claims run (SCALE_CLAIMS, default 30s)
+#   --clients "16 64"    claim clients, one run each (SCALE_CLIENTS)
+#   --seed-workers W     concurrent seeding clients (SCALE_SEED_WORKERS, default 32)
+#   --iterations K       timed runs of each GET (SCALE_ITERATIONS, default 5)
+#   --memlimit SIZE      GOMEMLIMIT of berthd (SCALE_GOMEMLIMIT, default 450MiB: a 500 MiB
+#                        budget, as docs/performance.md advises; "" for none, which
+#                        leaves the heap to GOGC alone)
+#   --reload-every D     berthd's --snapshot-refresh in the cold-start phase, so
+#                        that a periodic full reload happens (default 10s)
+#   --out DIR            where reports, logs and table.txt go (default a new temp dir)
+# Environment:
+#   BENCH_PG    admin URL of a PostgreSQL server. Unset (the default), a throwaway
+#               cluster is started with "BIN devdb" (fsync off, unix socket), and
+#               PostgreSQL's CPU is that cluster's; with BENCH_PG it is the whole
+#               server's (its postmaster's process tree), other databases' too.
+#   BENCH_PORT  port berthd listens on (default: the first free one from 28778)
+#   BENCH_LOAD  a berth-load binary (default: built from this repository)
+#
+# The machine's load average is recorded before and after each size
+# (start.txt, and under the table): on a shared machine the figures measure the
+# neighbours' work too.
+set -uo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/.." && pwd)
+sizes=${SCALE_SIZES:-"1000 10000 100000"}
+claims=${SCALE_CLAIMS:-30s}
+clients=${SCALE_CLIENTS:-"16 64"}
+seed_workers=${SCALE_SEED_WORKERS:-32}
+iterations=${SCALE_ITERATIONS:-5}
+reload_every=10s
+memlimit=${SCALE_GOMEMLIMIT-450MiB}
+verify=${SCALE_VERIFY:-10000}
+berthd=""
+out=""
+
+die() { echo "scale.sh: $*" >&2; exit 2; }
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --berth) [ -x "${2:-}" ] || die "--berth needs an executable"; berthd=$(realpath "$2"); shift 2 ;;
+    --sizes) sizes=$2; shift 2 ;;
+    --claims) claims=$2; shift 2 ;;
+    --clients) clients=$2; shift 2 ;;
+    --seed-workers) seed_workers=$2; shift 2 ;;
+    --iterations) iterations=$2; shift 2 ;;
+    --reload-every) reload_every=$2; shift 2 ;;
+    --memlimit) memlimit=$2; shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    -h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    *) die "unknown argument $1 (see --help)" ;;
+  esac
+done
+[ -n "$berthd" ] || die "give --berth BIN (see --help)"
+command -v psql >/dev/null || die "psql is needed"
+out=${out:-$(mktemp -d "${TMPDIR:-/tmp}/berth-scale.XXXXXX")}
+mkdir -p "$out"
+out=$(realpath "$out")
+
+load=${BENCH_LOAD:-}
+if [ -z "$load" ]; then
+  load="$out/berth-load"
+  (cd "$repo" && go build -o "$load" ./cmd/berth-load) || die "building berth-load failed"
+fi
+
+devdb_pid=""
+cleanup() {
+  stop_target; drop_db
+  if [ -n "$devdb_pid" ]; then kill -TERM "$devdb_pid" 2>/dev/null; wait "$devdb_pid" 2>/dev/null; fi
+}
+# shellcheck source=lib/target.sh
+. "$here/lib/target.sh"
+pid="" db=""
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+if [ -z "${BENCH_PG:-}" ]; then
+  "$berthd" devdb >"$out/devdb.url" 2>"$out/devdb.log" &
+  devdb_pid=$!
+  for _ in $(seq 600); do
+    [ -s "$out/devdb.url" ] && break
+    kill -0 "$devdb_pid" 2>/dev/null || die "berthd devdb failed; see $out/devdb.log"
+    sleep 0.1
+  done
+  BENCH_PG=$(head -n1 "$out/devdb.url")
+  [ -n "$BENCH_PG" ] || die "PostgreSQL did not start in 60s; see $out/devdb.log"
+fi
+target_init
+berthd_cmd="exec $berthd"
+if [ -n "$memlimit" ]; then berthd_cmd="GOMEMLIMIT=$memlimit $berthd_cmd"; fi
+echo "scale.sh: PostgreSQL at $BENCH_PG, berthd on $url, reports in $out"
+
+# The postmaster: the parent of the checkpointer, a process every server has.
+ckpt=$(psql "$BENCH_PG" -AtX -c "SELECT pid FROM pg_stat_activity WHERE backend_type = 'checkpointer'") ||
+  die "cannot query $BENCH_PG"
+pg_pid=$(awk '{sub(/.*\) /, ""); print $2}' "/proc/$ckpt/stat" 2>/dev/null)
+[ -n "$pg_pid" ] || die "cannot find PostgreSQL's postmaster (is the server on this machine?)"
+
+loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
+# candidates query of the claims' flavor: what "first answer" waits for.
+first_path="/allocation_candidates?resources=VCPU:4,MEMORY_MB:16384,DISK_GB:100&limit=1"
+failed=0
+
+# measure FILE ARGS...: berth-load ARGS against berthd, report to FILE.json
+# and FILE.txt (and the terminal).
+measure() {
+  local file=$1; shift
+  echo "== n=$n: berth-load $*"
+  "$load" "$@" --url "$url" --pid "$pid" --json "$dir/$file.json" 2>&1 | tee "$dir/$file.txt"
+  local rc=${PIPESTATUS[0]}
+  [ "$rc" = 0 ] || failed=1
+  return "$rc"
+}
+
+# snapshot_loads LOG: the durations (s) of the "ledger snapshot loaded" lines.
+snapshot_loads() {
+  grep 'ledger snapshot loaded' "$1" | sed -n 's/.*duration=\([0-9.]*\)\(ms\|s\|µs\).*/\1 \2/p' |
+    awk '{v=$1; if ($2=="ms") v/=1000; if ($2=="µs") v/=1e6; print v}'
+}
+
+for n in $sizes; do
+  dir="$out/n$n"
+  mkdir -p "$dir"
+  la_before=$(loadavg)
+  create_db "scale_n${n}_$$" || { failed=1; continue; }
+  launch "$berthd_cmd" "$dir/server.log" && "$load" wait --url "$url" --timeout 180s ||
+    { echo "scale.sh: berthd did not start; see $dir/server.log" >&2; failed=1; stop_target; drop_db; continue; }
+
+  if ! measure seed seed --nodes "$n" --workers "$seed_workers" --keepalive on --db-pid "$pg_pid"; then
+    stop_target; drop_db; continue
+  fi
+  # The snapshot's first load is not the list's: load it first.
+  "$load" wait --url "$url" --path "$first_path" --timeout 600s || failed=1
+  measure list candidates --only e-providers --iterations "$iterations" --reset-peak --timeout 300s
+  measure candidates candidates --only a-flavor,b-flavor-limit1000 --iterations "$iterations" --reset-peak --timeout 300s
+
+  # Cold start on the seeded database, with the snapshot's loads logged.
+  stop_target
+  t0=$(date +%s.%N)
+  launch "BERTH_LOG_LEVEL=debug BERTH_SNAPSHOT_REFRESH=$reload_every $berthd_cmd" "$dir/restart.log"
+  cold=""
+  if "$load" wait --url "$url" --path "$first_path" --timeout 600s; then
+    cold=$(echo "$(date +%s.%N) - $t0" | bc)
+  else
+    failed=1
+  fi
+  # Wait for a periodic full reload (the second load logged).
+  for _ in $(seq 600); do
+    [ "$(snapshot_loads "$dir/restart.log" | wc -l)" -ge 2 ] && break
+    sleep 0.5
+  done
+  loads=$(snapshot_loads "$dir/restart.log")
+  first_load=$(echo "$loads" | sed -n 1p)
+  reload=$(echo "$loads" | sed -n 2p)
+  stop_target
+  # Claims start on a loaded snapshot, as in a server that has been up.
+  launch "$berthd_cmd" "$dir/server.log.claims" && "$load" wait --url "$url" --path "$first_path" --timeout 600s ||
+    { echo "scale.sh: berthd did not restart; see $dir/server.log.claims" >&2; failed=1; stop_target; drop_db; continue; }
+
+  cap=$((n * 15 / 4))
+  for c in $clients; do
+    measure "claims-c$c" claims --mode claims --clients "$c" --duration "$claims" --claims "$cap" \
+      --verify=false --keepalive on --reset-peak --db-pid "$pg_pid"
+  done
+  if [ "$verify" = all ] || [ "$n" -le "$verify" ]; then
+    measure verify verify --keepalive on
+  fi
+  stop_target; drop_db
+  {
+    echo "cold_start_s=$cold"
+    echo "first_load_s=$first_load"
+    echo "reload_s=$reload"
+    echo "loadavg=$la_before before, $(loadavg) after"
+    echo "gomemlimit=${memlimit:-none}"
+  } >"$dir/start.txt"
+done
+
+echo
+echo "== scaling table (reports in $out)"
+"$load" scale "$out" | tee "$out/table.txt"
+if [ "$failed" != 0 ]; then
+  echo "scale.sh: some phases failed; see the logs in $out" >&2
+  exit 1
+fi
