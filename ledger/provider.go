@@ -48,7 +48,7 @@ func (s *Store) ProviderGet(ctx context.Context, uuid string) (Provider, error) 
 }
 
 func providerGet(ctx context.Context, q querier, uuid string) (Provider, error) {
-	canon, ok := canonicalUUID(uuid)
+	canon, ok := storedUUID(uuid)
 	if !ok {
 		return Provider{}, notFound("No resource provider with uuid %s found", uuid)
 	}
@@ -213,7 +213,8 @@ func (s *Store) ProviderUpdate(ctx context.Context, rpUUID string, params Provid
 		if params.Name != nil {
 			_, err := t.Exec(ctx, `UPDATE resource_providers SET name = $2 WHERE id = $1`, ref.ID, *params.Name)
 			if _, ok := uniqueViolation(err); ok {
-				return conflict(CodeDuplicateName, "Conflicting resource provider name: %s already exists.", *params.Name)
+				// Placement's update words it differently from its create.
+				return conflict(CodeDuplicateName, "Conflicting resource provider %s already exists.", *params.Name)
 			}
 			if err != nil {
 				return fmt.Errorf("ledger: rename provider: %w", err)

@@ -69,6 +69,15 @@ func TestProviderCreateAndGet(t *testing.T) {
 		t.Errorf("generated uuid %q", gen.UUID)
 	}
 
+	// A lookup compares the uuid as it is, as Placement's does: another
+	// spelling of a stored uuid finds nothing.
+	for _, other := range []string{strings.ToUpper(uuidA), strings.ReplaceAll(uuidA, "-", "")} {
+		_, err = s.ProviderGet(ctx, other)
+		wantError(t, err, ledger.ErrNotFound, "", "No resource provider with uuid "+other+" found")
+		_, _, err = s.ProviderTraits(ctx, other)
+		wantError(t, err, ledger.ErrNotFound, "", "No resource provider with uuid "+other+" found")
+	}
+
 	_, err = s.ProviderGet(ctx, "random_sauce")
 	wantError(t, err, ledger.ErrNotFound, "", "No resource provider with uuid random_sauce found")
 	_, err = s.ProviderGet(ctx, uuidD)

@@ -165,7 +165,7 @@ func (s *Store) TraitDelete(ctx context.Context, name string) error {
 // by name, and the provider's generation. One statement reads both, so they
 // come from the same snapshot.
 func (s *Store) ProviderTraits(ctx context.Context, rpUUID string) (generation int64, traits []Trait, err error) {
-	canon, ok := canonicalUUID(rpUUID)
+	canon, ok := storedUUID(rpUUID)
 	if !ok {
 		return 0, nil, notFound("No resource provider with uuid %s found", rpUUID)
 	}
