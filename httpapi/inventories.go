@@ -165,7 +165,7 @@ func inventoryParams(c echo.Context, generation *int64) ledger.InventoryParams {
 func (s *Server) inventoriesList(c echo.Context) error {
 	pi, err := s.store.InventoryList(c.Request().Context(), c.Param("uuid"))
 	if err != nil {
-		return err
+		return providerNotFound(err, "No resource provider with uuid %s found : %s", c.Param("uuid"))
 	}
 	return s.sendInventories(c, pi)
 }
@@ -174,7 +174,7 @@ func (s *Server) inventoriesList(c echo.Context) error {
 func (s *Server) inventoryShow(c echo.Context) error {
 	pi, err := s.store.InventoryList(c.Request().Context(), c.Param("uuid"))
 	if err != nil {
-		return err
+		return providerNotFound(err, "No resource provider with uuid %s found : %s", c.Param("uuid"))
 	}
 	class := c.Param("resource_class")
 	if _, ok := pi.Find(class); !ok {
@@ -243,7 +243,9 @@ func (s *Server) inventoryDelete(c echo.Context) error {
 // earlier versions answer 405, as Placement does.
 func (s *Server) inventoriesDelete(c echo.Context) error {
 	if !version(c).AtLeast(5) {
-		return newError(http.StatusMethodNotAllowed, "", "")
+		// Placement's version_handler raises a 405 without a message
+		// (and with no Allow header).
+		return &Error{Status: http.StatusMethodNotAllowed, NoDetail: true}
 	}
 	if err := s.store.InventoriesDelete(c.Request().Context(), c.Param("uuid")); err != nil {
 		return err

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"time"
 
@@ -210,4 +211,15 @@ func (s *Server) providerDelete(c echo.Context) error {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)
+}
+
+// providerNotFound rewords the 404 of a provider that does not exist as
+// the Placement handler serving the route does: format gets the uuid from
+// the path and the ledger's message ("No resource provider with uuid %s
+// found"). It is for store calls whose only ErrNotFound is the provider's.
+func providerNotFound(err error, format, rpUUID string) error {
+	if le, ok := ledger.AsError(err); ok && errors.Is(le, ledger.ErrNotFound) {
+		return notFound(format, rpUUID, le.Msg)
+	}
+	return err
 }
