@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -174,6 +175,60 @@ func TestParseJSONPositions(t *testing.T) {
 	} {
 		if _, err := parseJSON([]byte(body)); err == nil || err.Error() != want {
 			t.Errorf("parseJSON(%q): %v, want %q", body, err, want)
+		}
+	}
+}
+
+func TestPyFloatRepr(t *testing.T) {
+	for f, want := range map[float64]string{
+		1: "1.0", 16: "16.0", 0: "0.0", 0.1: "0.1", 1.5: "1.5", 100000000.5: "100000000.5",
+		1234567: "1234567.0", 1e15: "1000000000000000.0", 1e16: "1e+16", 1e20: "1e+20",
+		3.40282e+38: "3.40282e+38", 0.0001: "0.0001", 0.00001: "1e-05", 2.5e-05: "2.5e-05",
+		-1.5: "-1.5", 3.3333333: "3.3333333", 0.9999999: "0.9999999",
+	} {
+		if got := pyFloatRepr(f); got != want {
+			t.Errorf("pyFloatRepr(%v) = %q, want %q", f, got, want)
+		}
+	}
+}
+
+// A write's answer echoes numbers as Placement's does: an integer ratio
+// stays an integer, an integral float total stays a float; a read prints
+// what is stored.
+func TestInventoryEcho(t *testing.T) {
+	var b inventoryBody
+	if err := json.Unmarshal([]byte(`{"total": 4.0, "reserved": 1, "allocation_ratio": 16}`), &b); err != nil {
+		t.Fatal(err)
+	}
+	inv := b.inventory("DISK_GB")
+	if inv.Total != 4 || inv.Reserved != 1 || inv.AllocationRatio != 16 {
+		t.Fatalf("inventory %+v", inv)
+	}
+	if got := mustJSON(t, renderInventory(inv, nil, b.literals())); !strings.Contains(got, `"total":4.0,"reserved":1,`) || !strings.Contains(got, `"allocation_ratio":16}`) {
+		t.Errorf("echo %s", got)
+	}
+	if got := mustJSON(t, renderInventory(inv, nil, nil)); !strings.Contains(got, `"total":4,"reserved":1,`) || !strings.Contains(got, `"allocation_ratio":16.0}`) {
+		t.Errorf("read %s", got)
+	}
+	if err := json.Unmarshal([]byte(`{"total": 4.5}`), &b); err == nil {
+		t.Error("4.5 taken for an integer")
+	}
+}
+
+func TestAppendCapacity(t *testing.T) {
+	for _, tt := range []struct {
+		total, reserved int64
+		ratio           float64
+		want            string
+	}{
+		{7, 1, 3.3333333, "19"},
+		{7, 1, 1e20, "600000000000000000000"},
+		{1000, 0, 1e20, "99999999999999991611392"},
+		{7, 1, 3.40282e+38, "2041692000000000085152435605657836584960"},
+		{10, 0, 0.0001, "0"},
+	} {
+		if got := string(appendCapacity(nil, tt.total, tt.reserved, tt.ratio)); got != tt.want {
+			t.Errorf("capacity(%d, %d, %v) = %s, want %s", tt.total, tt.reserved, tt.ratio, got, tt.want)
 		}
 	}
 }
