@@ -135,6 +135,15 @@ func (s *Store) ProviderCreate(ctx context.Context, params ProviderCreateParams)
 			}
 			parentID, rootID = &id, &roots[0]
 		}
+		// A name and a uuid both taken: Placement's insert trips over the
+		// name first (the order of its unique indexes), so check it first.
+		var nameTaken bool
+		if err := t.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM resource_providers WHERE name = $1)`, params.Name).Scan(&nameTaken); err != nil {
+			return fmt.Errorf("ledger: check provider name: %w", err)
+		}
+		if nameTaken {
+			return conflict(CodeDuplicateName, "Conflicting resource provider name: %s already exists.", params.Name)
+		}
 		var id int64
 		err := t.QueryRow(ctx, `
 			INSERT INTO resource_providers (id, uuid, name, parent_provider_id, root_provider_id)

@@ -61,6 +61,9 @@ func TestProviderCreateAndGet(t *testing.T) {
 
 	_, err = s.ProviderCreate(ctx, ledger.ProviderCreateParams{UUID: uuidB, Name: "a"})
 	wantError(t, err, ledger.ErrConflict, ledger.CodeDuplicateName, "Conflicting resource provider name: a already exists")
+	// Both taken: the name is reported, as Placement's insert does.
+	_, err = s.ProviderCreate(ctx, ledger.ProviderCreateParams{UUID: uuidA, Name: "a"})
+	wantError(t, err, ledger.ErrConflict, ledger.CodeDuplicateName, "Conflicting resource provider name: a already exists")
 	_, err = s.ProviderCreate(ctx, ledger.ProviderCreateParams{UUID: strings.ReplaceAll(uuidA, "-", ""), Name: "other"})
 	wantError(t, err, ledger.ErrConflict, ledger.CodeDuplicateName, "Conflicting resource provider uuid: "+uuidA+" already exists")
 
