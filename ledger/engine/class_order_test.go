@@ -35,3 +35,22 @@ func TestCandidateClassOrder(t *testing.T) {
 		t.Errorf("cloud with a sharing provider: %v, want class id order %v", got, want)
 	}
 }
+
+// The uuid= and in_tree= filters compare uuids as written, as Placement
+// does: another spelling of a provider's uuid matches nothing.
+func TestProviderFiltersTakeUUIDsAsWritten(t *testing.T) {
+	const id = "5a000000-0000-4000-8000-000000000001"
+	s := newSnapBuilder().rp(id, "").build()
+	for _, f := range []ProviderFilter{{UUID: id}, {InTree: id}} {
+		if got, err := s.ProvidersMatching(&f); err != nil || len(got) != 1 {
+			t.Errorf("%+v: %d providers, %v", f, len(got), err)
+		}
+	}
+	for _, other := range []string{"5A000000-0000-4000-8000-000000000001", "5a000000000040008000000000000001"} {
+		for _, f := range []ProviderFilter{{UUID: other}, {InTree: other}} {
+			if got, err := s.ProvidersMatching(&f); err != nil || len(got) != 0 {
+				t.Errorf("%+v: %d providers, %v; want none", f, len(got), err)
+			}
+		}
+	}
+}
