@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -229,6 +230,21 @@ func TestAppendCapacity(t *testing.T) {
 	} {
 		if got := string(appendCapacity(nil, tt.total, tt.reserved, tt.ratio)); got != tt.want {
 			t.Errorf("capacity(%d, %d, %v) = %s, want %s", tt.total, tt.reserved, tt.ratio, got, tt.want)
+		}
+	}
+}
+
+func TestCheckQueryUTF8(t *testing.T) {
+	for raw, want := range map[string]string{
+		"name=cn%201":         "",
+		"name=n%C3%BCmero":    "",
+		"name=n%FCmero":       "'utf-8' codec can't decode byte 0xfc in position 1: invalid start byte",
+		"a=1&n%FF=2":          "'utf-8' codec can't decode byte 0xff in position 1: invalid start byte",
+		"name=%zz&x=ok%E2%82": "'utf-8' codec can't decode bytes in position 2-3: unexpected end of data",
+	} {
+		err := checkQueryUTF8(raw)
+		if got := fmt.Sprint(err); (want == "" && err != nil) || (want != "" && got != want) {
+			t.Errorf("checkQueryUTF8(%q) = %v, want %q", raw, err, want)
 		}
 	}
 }
