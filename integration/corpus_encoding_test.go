@@ -62,6 +62,11 @@ func encodingSession() corpusSession {
 		st("rename to 200 characters", "PUT", rp(ceRP2), "1.39", `{"name": "`+strings.Repeat("é", 200)+`"}`),
 		st("rename to 201 characters", "PUT", rp(ceRP2), "1.39", `{"name": "`+strings.Repeat("é", 201)+`"}`),
 		st("rename to empty", "PUT", rp(ceRP2), "1.39", `{"name": ""}`),
+		withHeaders(st("content type with a bare charset", "POST", "/resource_classes", "1.39", j(`{"name": "CUSTOM_CT1"}`)), "Content-Type", "application/json; charset"),
+		withHeaders(st("content type latin-1", "POST", "/resource_classes", "1.39", j(`{"name": "CUSTOM_CT2"}`)), "Content-Type", "application/json; charset=latin-1"),
+		withHeaders(st("content type utf-16", "POST", "/resource_classes", "1.39", j(`{"name": "CUSTOM_CT3"}`)), "Content-Type", "application/json; charset=utf-16"),
+		withHeaders(st("content type with a bad parameter", "POST", "/resource_classes", "1.39", j(`{"name": "CUSTOM_CT4"}`)), "Content-Type", "application/json; ;;"),
+		withHeaders(st("content type with a space before", "POST", "/resource_classes", "1.39", j(`{"name": "CUSTOM_CT5"}`)), "Content-Type", " application/json"),
 	)
 	return corpusSession{name: "encoding", about: "query strings, escapes, names and uuid spellings", steps: steps}
 }
