@@ -59,7 +59,7 @@ const brokenUsages = "Placement 8.0.0 answers 500 on PostgreSQL: its consumer_ty
 
 // corpusSessions is the script the corpus is recorded from.
 func corpusSessions() []corpusSession {
-	return []corpusSession{operatorSession(), novaSession(), errorSession(), protocolSession(), candidatesSession(), listingsSession(), numbersSession(), checksSession(), encodingSession()}
+	return []corpusSession{operatorSession(), novaSession(), errorSession(), protocolSession(), candidatesSession(), listingsSession(), numbersSession(), checksSession(), encodingSession(), bandwidthSession()}
 }
 
 // operatorSession is what the `openstack` CLI with osc-placement sends
