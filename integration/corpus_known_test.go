@@ -126,9 +126,10 @@ var knownDifferences = map[string][]string{
 	"protocol/accept \"text/html\" on a 404":                         {"body"},
 	"protocol/accept \"text/html, application/json;q=0.5\" on a 404": {"body", "header vary"},
 	"protocol/accept \"text/plain, */*;q=0.1\" on a 404":             {"body", "header vary"},
-	// Which candidates a limit keeps: Placement takes the first N in its
-	// query's row order, which no ORDER BY defines (the candidates are
-	// compared as a set without a limit, and match).
+	// Which candidates a limit keeps: Placement takes the first N of a
+	// Python set of allocation requests (_merge_candidates), whose order
+	// comes from hashes and rows without ORDER BY: not defined (the
+	// candidates are compared as a set without a limit, and match).
 	"candidates/candidates limit 1":              {"body"},
 	"candidates/candidates limit 2":              {"body"},
 	"bandwidth/candidates port with limit":       {"body"},
