@@ -107,13 +107,13 @@ func TestInventoryDefaultsAndRendering(t *testing.T) {
 	if inv != want {
 		t.Errorf("got %+v, want %+v", inv, want)
 	}
-	got := mustJSON(t, renderInventory(inv, nil))
+	got := mustJSON(t, renderInventory(inv, nil, nil))
 	if !strings.Contains(got, `"allocation_ratio":1.0`) || strings.Contains(got, "generation") {
 		t.Errorf("rendered %s", got)
 	}
 	inv.AllocationRatio = 1.5
 	gen := int64(4)
-	if got := mustJSON(t, renderInventory(inv, &gen)); !strings.Contains(got, `"allocation_ratio":1.5`) ||
+	if got := mustJSON(t, renderInventory(inv, &gen, nil)); !strings.Contains(got, `"allocation_ratio":1.5`) ||
 		!strings.Contains(got, `"resource_provider_generation":4`) {
 		t.Errorf("rendered %s", got)
 	}

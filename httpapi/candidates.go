@@ -3,6 +3,8 @@ package httpapi
 import (
 	"errors"
 	"io"
+	"math"
+	"math/big"
 	"net/http"
 	"strconv"
 	"strings"
@@ -338,7 +340,7 @@ func encodeCandidates(b []byte, c *ledger.Candidates, groups []ledger.RequestGro
 			n++
 			b = appendString(b, r.Class)
 			b = append(b, `: {"capacity": `...)
-			b = strconv.AppendInt(b, r.Capacity, 10)
+			b = appendCapacity(b, r.Total, r.Reserved, r.AllocationRatio)
 			b = append(b, `, "used": `...)
 			b = strconv.AppendInt(b, r.Used, 10)
 			b = append(b, '}')
@@ -367,6 +369,19 @@ func encodeCandidates(b []byte, c *ledger.Candidates, groups []ledger.RequestGro
 		b = append(b, '}')
 	}
 	return append(b, "}}"...)
+}
+
+// appendCapacity writes a provider summary's capacity as Placement
+// computes it, int((total - reserved) * allocation_ratio): the float
+// product truncated, in full however large (a Python int has no bounds;
+// ratios go up to 3.4e38).
+func appendCapacity(b []byte, total, reserved int64, ratio float64) []byte {
+	c := math.Trunc(float64(total-reserved) * ratio)
+	if math.Abs(c) < 1<<62 {
+		return strconv.AppendInt(b, int64(c), 10)
+	}
+	i, _ := new(big.Float).SetFloat64(c).Int(nil)
+	return i.Append(b, 10)
 }
 
 // appendAmounts writes {"CLASS": n, ...}.

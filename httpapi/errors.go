@@ -24,6 +24,10 @@ type Error struct {
 	Allow string
 	// RetryAfter, if positive, is sent as the Retry-After header (seconds).
 	RetryAfter int
+	// NoDetail renders webob's template with an empty detail where a
+	// status has a default one (Placement's microversioned 405 raises
+	// HTTPMethodNotAllowed without a message).
+	NoDetail bool
 	// NoVary drops the Vary header: Placement sends none with an error
 	// raised outside its handlers' webob wrapper (routing, the
 	// Content-Type check), only with those its handlers return.
@@ -185,13 +189,21 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 		c.Response().Header().Set(echo.HeaderAllow, e.Allow)
 	}
 	detail := webobDetail(e.Status, req, e.Msg)
+	if e.NoDetail {
+		// An empty message would get the status's default one: lay out a
+		// marker instead and cut it off.
+		detail = strings.TrimSuffix(webobDetail(e.Status, req, "\x00"), "\x00")
+	}
 	title := http.StatusText(e.Status)
 
 	if req.Method == http.MethodHead {
+		// webob answers HEAD with no body and the exception's own
+		// content type, whatever the Accept header says.
+		c.Response().Header().Set(echo.HeaderContentType, "text/html; charset=UTF-8")
 		_ = c.NoContent(e.Status)
 		return
 	}
-	switch preferredErrorType(req.Header.Get(echo.HeaderAccept)) {
+	switch preferredErrorType(acceptHeader(req)) {
 	case "text/html":
 		body := "<html>\n <head>\n  <title>" + fmt.Sprintf("%d %s", e.Status, title) + "</title>\n </head>\n <body>\n  <h1>" +
 			fmt.Sprintf("%d %s", e.Status, title) + "</h1>\n  " + html.EscapeString(detail) + "\n </body>\n</html>"
@@ -226,14 +238,12 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 	_ = writeJSON(c, e.Status, map[string]any{"errors": []any{item}})
 }
 
-// preferredErrorType picks the media type of an error body: JSON unless the
-// client's Accept header rules JSON out.
+// preferredErrorType picks the media type of an error body as webob
+// does: the first of text/html and application/json the Accept header
+// admits (HTML on a tie), text/plain when it admits neither.
 func preferredErrorType(accept string) string {
-	if accept == "" || acceptable(accept, "application/json") {
-		return "application/json"
-	}
-	if acceptable(accept, "text/html") {
-		return "text/html"
+	if offers := acceptableOffers(accept, "text/html", echo.MIMEApplicationJSON); len(offers) > 0 {
+		return offers[0]
 	}
 	return "text/plain"
 }

@@ -209,7 +209,7 @@ func FuzzQueryParsers(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, rawQuery, versionHeader string, minor uint8) {
-		_, err := parseVersionHeader(versionHeader)
+		_, _, err := parseVersionHeader(versionHeader)
 		checkBadRequest(t, "version header", err)
 		// The version the other parsers run at.
 		v := Version{1, int(minor) % (MaxVersion.Minor + 1)}

@@ -1,9 +1,13 @@
 package httpapi
 
 import (
+	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 
@@ -66,21 +70,46 @@ var (
 // inventoryBody is one inventory as sent by a client; absent fields take
 // Placement's defaults.
 type inventoryBody struct {
-	ResourceClass   string   `json:"resource_class"`
-	Generation      *int64   `json:"resource_provider_generation"`
-	Total           int64    `json:"total"`
-	Reserved        *int64   `json:"reserved"`
-	MinUnit         *int64   `json:"min_unit"`
-	MaxUnit         *int64   `json:"max_unit"`
-	StepSize        *int64   `json:"step_size"`
-	AllocationRatio *float64 `json:"allocation_ratio"`
+	ResourceClass string   `json:"resource_class"`
+	Generation    *int64   `json:"resource_provider_generation"`
+	Total         jsonInt  `json:"total"`
+	Reserved      *jsonInt `json:"reserved"`
+	MinUnit       *jsonInt `json:"min_unit"`
+	MaxUnit       *jsonInt `json:"max_unit"`
+	StepSize      *jsonInt `json:"step_size"`
+	// AllocationRatio keeps the number as written: Placement's answer to
+	// a write echoes it (an integer stays an integer there).
+	AllocationRatio *json.Number `json:"allocation_ratio"`
+}
+
+// jsonInt is an integer field of a request body as Python's json and
+// jsonschema take it: an integer, or a float with an integral value
+// (4.0). Lit is the number as written, which Placement's answer to the
+// write echoes.
+type jsonInt struct {
+	V   int64
+	Lit string
+}
+
+func (n *jsonInt) UnmarshalJSON(b []byte) error {
+	lit := string(b)
+	if v, err := strconv.ParseInt(lit, 10, 64); err == nil {
+		*n = jsonInt{v, lit}
+		return nil
+	}
+	f, err := strconv.ParseFloat(lit, 64)
+	if err != nil || f != math.Trunc(f) || math.Abs(f) >= 1<<63 {
+		return fmt.Errorf("json: cannot unmarshal %s into an integer", lit)
+	}
+	*n = jsonInt{int64(f), lit}
+	return nil
 }
 
 func (b inventoryBody) inventory(class string) ledger.Inventory {
-	inv := ledger.DefaultInventory(class, b.Total)
-	set := func(dst *int64, src *int64) {
+	inv := ledger.DefaultInventory(class, b.Total.V)
+	set := func(dst *int64, src *jsonInt) {
 		if src != nil {
-			*dst = *src
+			*dst = src.V
 		}
 	}
 	set(&inv.Reserved, b.Reserved)
@@ -88,9 +117,26 @@ func (b inventoryBody) inventory(class string) ledger.Inventory {
 	set(&inv.MaxUnit, b.MaxUnit)
 	set(&inv.StepSize, b.StepSize)
 	if b.AllocationRatio != nil {
-		inv.AllocationRatio = *b.AllocationRatio
+		// The schema let only numbers through.
+		inv.AllocationRatio, _ = b.AllocationRatio.Float64()
 	}
 	return inv
+}
+
+// literals are the numbers of the body that Placement's answer to the
+// write echoes as written rather than as stored: the allocation ratio,
+// and integer fields written as floats (4.0). Keyed by field name.
+func (b inventoryBody) literals() map[string]string {
+	out := map[string]string{"total": b.Total.Lit}
+	for name, f := range map[string]*jsonInt{"reserved": b.Reserved, "min_unit": b.MinUnit, "max_unit": b.MaxUnit, "step_size": b.StepSize} {
+		if f != nil {
+			out[name] = f.Lit
+		}
+	}
+	if b.AllocationRatio != nil {
+		out["allocation_ratio"] = b.AllocationRatio.String()
+	}
+	return out
 }
 
 // inventoriesBody is the body of PUT .../inventories.
@@ -109,29 +155,44 @@ func (b inventoriesBody) inventories() []ledger.Inventory {
 
 // inventoryJSON is an inventory as Placement renders it.
 type inventoryJSON struct {
-	Generation      *int64    `json:"resource_provider_generation,omitempty"`
-	Total           int64     `json:"total"`
-	Reserved        int64     `json:"reserved"`
-	MinUnit         int64     `json:"min_unit"`
-	MaxUnit         int64     `json:"max_unit"`
-	StepSize        int64     `json:"step_size"`
-	AllocationRatio pyFloat64 `json:"allocation_ratio"`
+	Generation      *int64         `json:"resource_provider_generation,omitempty"`
+	Total           json.Marshaler `json:"total"`
+	Reserved        json.Marshaler `json:"reserved"`
+	MinUnit         json.Marshaler `json:"min_unit"`
+	MaxUnit         json.Marshaler `json:"max_unit"`
+	StepSize        json.Marshaler `json:"step_size"`
+	AllocationRatio json.Marshaler `json:"allocation_ratio"`
 }
 
-func renderInventory(inv ledger.Inventory, generation *int64) inventoryJSON {
-	return inventoryJSON{
+// renderInventory renders inv. lits, from a write's body, are the numbers
+// Placement's answer to the write echoes as written (nil for a read: a
+// stored ratio is a float, 1.0; the other fields are integers).
+func renderInventory(inv ledger.Inventory, generation *int64, lits map[string]string) inventoryJSON {
+	num := func(name string, v int64) json.Marshaler {
+		if lit := lits[name]; strings.ContainsAny(lit, ".eE") {
+			return pyNumber(lit)
+		}
+		return pyNumber(strconv.FormatInt(v, 10))
+	}
+	out := inventoryJSON{
 		Generation: generation,
-		Total:      inv.Total, Reserved: inv.Reserved,
-		MinUnit: inv.MinUnit, MaxUnit: inv.MaxUnit, StepSize: inv.StepSize,
+		Total:      num("total", inv.Total), Reserved: num("reserved", inv.Reserved),
+		MinUnit: num("min_unit", inv.MinUnit), MaxUnit: num("max_unit", inv.MaxUnit), StepSize: num("step_size", inv.StepSize),
 		AllocationRatio: pyFloat64(inv.AllocationRatio),
 	}
+	if lit := lits["allocation_ratio"]; lit != "" {
+		out.AllocationRatio = pyNumber(lit)
+	}
+	return out
 }
 
-func (s *Server) sendInventories(c echo.Context, pi ledger.ProviderInventories) error {
+// sendInventories answers with pi's inventories; lits are the literals of
+// a write's body, by class (nil for a read).
+func (s *Server) sendInventories(c echo.Context, pi ledger.ProviderInventories, lits map[string]map[string]string) error {
 	// In the ledger's order: Placement's class order.
 	out := newJSONObject()
 	for _, inv := range pi.Inventories {
-		out.set(inv.ResourceClass, renderInventory(inv, nil))
+		out.set(inv.ResourceClass, renderInventory(inv, nil, lits[inv.ResourceClass]))
 	}
 	setCacheHeaders(c, pi.LastModified())
 	return writeJSON(c, http.StatusOK, map[string]any{
@@ -141,14 +202,14 @@ func (s *Server) sendInventories(c echo.Context, pi ledger.ProviderInventories) 
 }
 
 // sendInventory answers with the inventory of class from pi.
-func (s *Server) sendInventory(c echo.Context, status int, pi ledger.ProviderInventories, class string) error {
+func (s *Server) sendInventory(c echo.Context, status int, pi ledger.ProviderInventories, class string, lits map[string]string) error {
 	inv, ok := pi.Find(class)
 	if !ok {
 		return fmt.Errorf("inventory of %s missing after write", class)
 	}
 	setCacheHeaders(c, inv.UpdatedAt)
 	gen := pi.Generation
-	return writeJSON(c, status, renderInventory(inv, &gen))
+	return writeJSON(c, status, renderInventory(inv, &gen, lits))
 }
 
 // inventoryParams reads the provider and microversion-dependent checks of
@@ -165,22 +226,22 @@ func inventoryParams(c echo.Context, generation *int64) ledger.InventoryParams {
 func (s *Server) inventoriesList(c echo.Context) error {
 	pi, err := s.store.InventoryList(c.Request().Context(), c.Param("uuid"))
 	if err != nil {
-		return err
+		return providerNotFound(err, "No resource provider with uuid %s found : %s", c.Param("uuid"))
 	}
-	return s.sendInventories(c, pi)
+	return s.sendInventories(c, pi, nil)
 }
 
 // GET /resource_providers/{uuid}/inventories/{resource_class}
 func (s *Server) inventoryShow(c echo.Context) error {
 	pi, err := s.store.InventoryList(c.Request().Context(), c.Param("uuid"))
 	if err != nil {
-		return err
+		return providerNotFound(err, "No resource provider with uuid %s found : %s", c.Param("uuid"))
 	}
 	class := c.Param("resource_class")
 	if _, ok := pi.Find(class); !ok {
 		return notFound("No inventory of class %s for %s", class, c.Param("uuid"))
 	}
-	return s.sendInventory(c, http.StatusOK, pi, class)
+	return s.sendInventory(c, http.StatusOK, pi, class, nil)
 }
 
 // POST /resource_providers/{uuid}/inventories
@@ -195,7 +256,7 @@ func (s *Server) inventoryCreate(c echo.Context) error {
 	}
 	c.Response().Header().Set(echo.HeaderLocation, absoluteURL(c,
 		"/resource_providers/"+c.Param("uuid")+"/inventories/"+body.ResourceClass))
-	return s.sendInventory(c, http.StatusCreated, pi, body.ResourceClass)
+	return s.sendInventory(c, http.StatusCreated, pi, body.ResourceClass, body.literals())
 }
 
 // PUT /resource_providers/{uuid}/inventories/{resource_class}
@@ -209,7 +270,7 @@ func (s *Server) inventoryUpdate(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return s.sendInventory(c, http.StatusOK, pi, class)
+	return s.sendInventory(c, http.StatusOK, pi, class, body.literals())
 }
 
 // PUT /resource_providers/{uuid}/inventories
@@ -228,7 +289,11 @@ func (s *Server) inventoriesReplace(c echo.Context) error {
 		pos[k] = i
 	}
 	slices.SortStableFunc(pi.Inventories, func(a, b ledger.Inventory) int { return pos[a.ResourceClass] - pos[b.ResourceClass] })
-	return s.sendInventories(c, pi)
+	lits := make(map[string]map[string]string, len(body.Inventories.Keys))
+	for class, inv := range body.Inventories.Values {
+		lits[class] = inv.literals()
+	}
+	return s.sendInventories(c, pi, lits)
 }
 
 // DELETE /resource_providers/{uuid}/inventories/{resource_class}
@@ -243,7 +308,9 @@ func (s *Server) inventoryDelete(c echo.Context) error {
 // earlier versions answer 405, as Placement does.
 func (s *Server) inventoriesDelete(c echo.Context) error {
 	if !version(c).AtLeast(5) {
-		return newError(http.StatusMethodNotAllowed, "", "")
+		// Placement's version_handler raises a 405 without a message
+		// (and with no Allow header).
+		return &Error{Status: http.StatusMethodNotAllowed, NoDetail: true}
 	}
 	if err := s.store.InventoriesDelete(c.Request().Context(), c.Param("uuid")); err != nil {
 		return err

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"mime"
 	"net/http"
 	"strings"
 	"unicode/utf8"
@@ -37,20 +36,15 @@ func readAll(r io.Reader) ([]byte, error) {
 	return b.Bytes(), err
 }
 
-// checkJSONBody refuses, before the body is decoded: a charset other
-// than UTF-8; bytes that are not UTF-8 (with the message Placement gives,
+// checkJSONBody refuses, before the body is decoded: bytes that are not
+// UTF-8 (with the message Placement gives,
 // Python's UnicodeDecodeError); \u escapes of lone UTF-16 surrogates
 // (encoding/json would store U+FFFD for them, so different invalid names
 // would collide); and bodies past the bounds above (413). Malformed JSON
 // is left to the decoder, which words its errors.
 func checkJSONBody(c echo.Context, body []byte) error {
-	if ct := c.Request().Header.Get(echo.HeaderContentType); ct != "" {
-		if _, params, err := mime.ParseMediaType(ct); err == nil {
-			if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") && !strings.EqualFold(cs, "utf8") {
-				return badRequest("The request body must be JSON in UTF-8, not charset %s.", truncateEcho(cs))
-			}
-		}
-	}
+	// The charset parameter is not looked at: Placement decodes the bytes
+	// as JSON whatever the Content-Type says, and so does this.
 	if err := checkUTF8(body); err != nil {
 		return badRequest("Malformed JSON: %v", err)
 	}

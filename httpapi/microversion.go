@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"unicode"
 
 	"github.com/labstack/echo/v4"
 )
@@ -35,24 +36,40 @@ const (
 
 // parseVersionHeader extracts the placement entry from an
 // OpenStack-API-Version header value such as "placement 1.20" or
-// "compute 2.1, placement latest". No entry means the minimum version.
-func parseVersionHeader(value string) (Version, error) {
-	for _, part := range strings.Split(value, ",") {
-		fields := strings.Fields(part)
-		if len(fields) != 2 || !strings.EqualFold(fields[0], serviceType) {
+// "compute 2.1, placement latest", as microversion_parse does: the last
+// entry naming the service (case-insensitively) wins; an entry is split at
+// its first run of whitespace, and the rest, trimmed, is the version;
+// only "latest", in lower case, means the newest. No entry means the
+// minimum version. The second result is the version as the client wrote
+// it, for messages.
+func parseVersionHeader(value string) (Version, string, error) {
+	parts := strings.Split(value, ",")
+	for i := len(parts) - 1; i >= 0; i-- {
+		service, rest, ok := cutAnySpace(strings.TrimSpace(parts[i]))
+		if !ok || !strings.EqualFold(service, serviceType) {
 			continue
 		}
-		v := fields[1]
-		if strings.EqualFold(v, "latest") {
-			return MaxVersion, nil
+		v := strings.TrimSpace(rest)
+		if v == "latest" {
+			return MaxVersion, v, nil
 		}
 		maj, min, err := parsePyVersion(v)
 		if err != nil {
-			return Version{}, newError(http.StatusBadRequest, "", "Invalid microversion: invalid version string: %s; %s", v, err)
+			return Version{}, v, newError(http.StatusBadRequest, "", "Invalid microversion: invalid version string: %s; %s", v, err)
 		}
-		return Version{maj, min}, nil
+		return Version{maj, min}, v, nil
 	}
-	return MinVersion, nil
+	return MinVersion, "", nil
+}
+
+// cutAnySpace splits s at its first whitespace character (Python's
+// str.split(None, 1) on a stripped string).
+func cutAnySpace(s string) (before, after string, found bool) {
+	i := strings.IndexFunc(s, unicode.IsSpace)
+	if i < 0 {
+		return s, "", false
+	}
+	return s[:i], strings.TrimLeftFunc(s[i:], unicode.IsSpace), true
 }
 
 // microversion negotiates the request's microversion, stores it in the
@@ -62,12 +79,14 @@ func microversion(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		// Placement's microversion middleware refuses a bad header before
 		// the application runs: no version header, no Vary.
-		v, err := parseVersionHeader(c.Request().Header.Get(headerAPIVersion))
+		// Repeated headers fold into one value, joined by commas, as WSGI
+		// does.
+		v, raw, err := parseVersionHeader(strings.Join(c.Request().Header.Values(headerAPIVersion), ","))
 		if err != nil {
 			return err
 		}
 		if v.less(MinVersion) || MaxVersion.less(v) {
-			return newError(http.StatusNotAcceptable, "", "Invalid microversion: Unacceptable version header: %s", v)
+			return newError(http.StatusNotAcceptable, "", "Invalid microversion: Unacceptable version header: %s", raw)
 		}
 		h := c.Response().Header()
 		h.Add(echo.HeaderVary, "openstack-api-version")

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"time"
 
@@ -176,7 +177,8 @@ func (s *Server) providerUpdate(c echo.Context) error {
 	}
 	ctx := c.Request().Context()
 	rpUUID := c.Param("uuid")
-	if _, err := s.store.ProviderGet(ctx, rpUUID); err != nil {
+	before, err := s.store.ProviderGet(ctx, rpUUID)
+	if err != nil {
 		return err
 	}
 	v := version(c)
@@ -200,7 +202,16 @@ func (s *Server) providerUpdate(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	setCacheHeaders(c, providerLastModified(p))
+	// Placement's Last-Modified here is the provider's updated_at as it
+	// read it before the update: none for a provider never changed since
+	// its creation (whose updated_at, here, is its created_at: both are
+	// the creating transaction's now()).
+	if v.AtLeast(15) {
+		c.Response().Header().Set("Cache-Control", "no-cache")
+		if !before.UpdatedAt.IsZero() && !before.UpdatedAt.Equal(before.CreatedAt) {
+			c.Response().Header().Set("Last-Modified", before.UpdatedAt.UTC().Format(http.TimeFormat))
+		}
+	}
 	return writeJSON(c, http.StatusOK, providerJSON(c, p))
 }
 
@@ -210,4 +221,15 @@ func (s *Server) providerDelete(c echo.Context) error {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)
+}
+
+// providerNotFound rewords the 404 of a provider that does not exist as
+// the Placement handler serving the route does: format gets the uuid from
+// the path and the ledger's message ("No resource provider with uuid %s
+// found"). It is for store calls whose only ErrNotFound is the provider's.
+func providerNotFound(err error, format, rpUUID string) error {
+	if le, ok := ledger.AsError(err); ok && errors.Is(le, ledger.ErrNotFound) {
+		return notFound(format, rpUUID, le.Msg)
+	}
+	return err
 }

@@ -1,6 +1,9 @@
 package httpapi
 
 import (
+	"net/url"
+	"strings"
+
 	"github.com/labstack/echo/v4"
 
 	"github.com/berthd/berth/internal/jsonschema"
@@ -12,6 +15,9 @@ import (
 // followed, as str() of a jsonschema error does, by the "Failed
 // validating ..." trailer that clients match on.
 func validateQuery(c echo.Context, schema *jsonschema.Schema) error {
+	if err := checkQueryUTF8(c.Request().URL.RawQuery); err != nil {
+		return badRequest("Invalid query string parameters: %v", err)
+	}
 	q := c.QueryParams()
 	doc := make(map[string]any, len(q))
 	for k, vs := range q {
@@ -19,6 +25,26 @@ func validateQuery(c echo.Context, schema *jsonschema.Schema) error {
 	}
 	if err := schema.Validate(doc); err != nil {
 		return badRequest("Invalid query string parameters: %s", err)
+	}
+	return nil
+}
+
+// checkQueryUTF8 reports the first name or value of a query string whose
+// percent-decoded bytes are not UTF-8, as webob's decoding of req.GET
+// fails on it (Python's UnicodeDecodeError, its position counted in that
+// name or value).
+func checkQueryUTF8(raw string) error {
+	for _, pair := range strings.Split(raw, "&") {
+		name, value, _ := strings.Cut(pair, "=")
+		for _, part := range []string{name, value} {
+			decoded, err := url.QueryUnescape(part)
+			if err != nil {
+				continue
+			}
+			if err := checkUTF8([]byte(decoded)); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }

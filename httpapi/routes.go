@@ -51,7 +51,9 @@ const (
 )
 
 // routes is the API: every route, the microversions it exists in, the
-// policy rule that guards it and its handler. The version document (GET
+// policy rule that guards it and its handler. A path's methods come in
+// the order Placement declares them, which is the order of a 405's Allow
+// header. The version document (GET
 // /) is public and is not in the table; the probes and /metrics are
 // answered before routing (health.go).
 func (s *Server) routes() []route {
@@ -64,8 +66,8 @@ func (s *Server) routes() []route {
 		{get, "/resource_providers", every, "placement:resource_providers:list", s.providerList, acceptJSON | bounded},
 		{post, "/resource_providers", every, "placement:resource_providers:create", s.providerCreate, acceptAny},
 		{get, "/resource_providers/:uuid", every, "placement:resource_providers:show", s.providerShow, acceptJSON},
-		{put, "/resource_providers/:uuid", every, "placement:resource_providers:update", s.providerUpdate, acceptAny},
 		{del, "/resource_providers/:uuid", every, "placement:resource_providers:delete", s.providerDelete, acceptAny},
+		{put, "/resource_providers/:uuid", every, "placement:resource_providers:update", s.providerUpdate, acceptAny},
 
 		// Inventories.
 		{get, "/resource_providers/:uuid/inventories", every, "placement:resource_providers:inventories:list", s.inventoriesList, acceptJSON},
@@ -162,7 +164,13 @@ func (s *Server) routes() []route {
 // anything else, since the table is a constant of the program.
 func (s *Server) addRoutes() {
 	s.e.GET("/", s.root)
+	s.allow = map[string]string{"/": http.MethodGet}
 	for _, r := range s.routes() {
+		if a := s.allow[r.path]; a != "" {
+			s.allow[r.path] = a + ", " + r.method
+		} else {
+			s.allow[r.path] = r.method
+		}
 		mw := []echo.MiddlewareFunc{versionGate(r.versions), s.authorize(r.rule)}
 		if r.flags&acceptJSON != 0 {
 			mw = append(mw, requireJSONAccept)

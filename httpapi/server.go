@@ -9,8 +9,10 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
 
@@ -140,6 +142,9 @@ type Server struct {
 	// outage rate-limits the log lines of 503s for an unavailable
 	// database (outage.go).
 	outage outageLog
+	// allow is the Allow header of a 405 for each route path, the
+	// methods in the route table's order (Placement's declaration order).
+	allow map[string]string
 }
 
 // New builds the API server over the components of cfg. It builds none
@@ -168,7 +173,7 @@ func New(cfg Config, logger *slog.Logger) (*Server, error) {
 		s.e.Pre(newCORS(cfg.CORSAllowedOrigins).middleware)
 	}
 	s.admission = newAdmission(cfg)
-	s.e.Use(s.authenticate, rejectOptions, checkContentHeaders)
+	s.e.Use(s.authenticate, s.rejectMethod, checkContentHeaders)
 	s.addRoutes()
 	return s, nil
 }
@@ -182,11 +187,19 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.e.ServeHTTP(w, r)
 }
 
-// rejectOptions answers OPTIONS on a known path with 405, as Placement
-// does, instead of echo's automatic 204.
-func rejectOptions(next echo.HandlerFunc) echo.HandlerFunc {
+// rejectMethod prepares the 405 of a method a known path does not have:
+// its Allow header lists the path's methods in Placement's order, and
+// OPTIONS is refused too, as Placement does, instead of echo's automatic
+// 204.
+func (s *Server) rejectMethod(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		if c.Request().Method == http.MethodOptions && c.Get(echo.ContextKeyHeaderAllow) != nil {
+		if c.Get(echo.ContextKeyHeaderAllow) == nil {
+			return next(c)
+		}
+		if allow, ok := s.allow[c.Path()]; ok {
+			c.Set(echo.ContextKeyHeaderAllow, allow)
+		}
+		if c.Request().Method == http.MethodOptions {
 			return echo.ErrMethodNotAllowed
 		}
 		return next(c)
@@ -292,20 +305,45 @@ func decodeJSON(body []byte, schema *jsonschema.Schema, dst any) error {
 }
 
 // parseJSON decodes one JSON document, keeping numbers as json.Number.
+// A body with no document, or with more after it, is refused in the
+// words of Python's json.loads, position included.
 func parseJSON(body []byte) (any, error) {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
 	var doc any
 	if err := dec.Decode(&doc); err != nil {
 		if errors.Is(err, io.EOF) {
-			return nil, errors.New("Expecting value: line 1 column 1 (char 0)")
+			return nil, pyJSONError("Expecting value", body, skipJSONSpace(body, 0))
 		}
 		return nil, err
 	}
 	if dec.More() {
-		return nil, errors.New("Extra data after the JSON document")
+		return nil, pyJSONError("Extra data", body, skipJSONSpace(body, int(dec.InputOffset())))
 	}
 	return doc, nil
+}
+
+// skipJSONSpace returns the offset of the first byte at or after i that is
+// not JSON whitespace.
+func skipJSONSpace(b []byte, i int) int {
+	for i < len(b) && strings.IndexByte(" \t\n\r", b[i]) >= 0 {
+		i++
+	}
+	return i
+}
+
+// pyJSONError words a decoding error at byte offset off of doc as
+// Python's json.JSONDecodeError: "msg: line L column C (char N)", counted
+// in characters.
+func pyJSONError(msg string, doc []byte, off int) error {
+	before := doc[:off]
+	pos := utf8.RuneCount(before)
+	line := bytes.Count(before, []byte("\n")) + 1
+	col := pos + 1
+	if nl := bytes.LastIndexByte(before, '\n'); nl >= 0 {
+		col = pos - utf8.RuneCount(doc[:nl])
+	}
+	return fmt.Errorf("%s: line %d column %d (char %d)", msg, line, col, pos)
 }
 
 // root serves the version document.

@@ -25,7 +25,7 @@ var (
 	usagesQuerySchemaV1_38 = jsonschema.Must(`{
 		"type": "object",
 		"properties": {` + usagesQueryFields + `,
-			"consumer_type": {"type": "string", "pattern": "^([A-Z0-9_]+|all|unknown)$",
+			"consumer_type": {"type": "string", "pattern": "^[A-Z0-9_]+$|^all|^unknown$",
 			                  "minLength": 1, "maxLength": 255}
 		},
 		"required": ["project_id"],
@@ -37,7 +37,7 @@ var (
 func (s *Server) providerUsagesGet(c echo.Context) error {
 	u, err := s.store.ProviderUsagesGet(c.Request().Context(), c.Param("uuid"))
 	if err != nil {
-		return err
+		return providerNotFound(err, "No resource provider with uuid %s found: %s", c.Param("uuid"))
 	}
 	// Usage is a question about now, so Placement answers with now.
 	setCacheHeaders(c, time.Now())
@@ -58,12 +58,15 @@ func (s *Server) usagesGet(c echo.Context) error {
 	if err := validateQuery(c, schema); err != nil {
 		return err
 	}
-	q := c.QueryParams()
+	// A repeated parameter's last value counts, as in Placement.
+	project, _ := queryLastValue(c, "project_id")
+	user, _ := queryLastValue(c, "user_id")
+	consumerType, _ := queryLastValue(c, "consumer_type")
 	groups, err := s.store.Usages(c.Request().Context(), ledger.UsagesParams{
-		ProjectID:    q.Get("project_id"),
-		UserID:       q.Get("user_id"),
+		ProjectID:    project,
+		UserID:       user,
 		ByType:       byType,
-		ConsumerType: q.Get("consumer_type"),
+		ConsumerType: consumerType,
 	})
 	if err != nil {
 		return err

@@ -52,9 +52,14 @@ func j(s string) string { return strings.Join(strings.Fields(s), " ") }
 // trait names, which MySQL casts and PostgreSQL refuses).
 const brokenForbidden = "Placement 8.0.0 answers 500 on PostgreSQL: a forbidden trait's name is compared with trait ids"
 
+// brokenUsages: Placement 8.0.0 answers 500 on PostgreSQL for GET /usages
+// from 1.38 when the project has allocations (its consumer_type query
+// selects a column it does not group by).
+const brokenUsages = "Placement 8.0.0 answers 500 on PostgreSQL: its consumer_type usage query has a GROUP BY error"
+
 // corpusSessions is the script the corpus is recorded from.
 func corpusSessions() []corpusSession {
-	return []corpusSession{operatorSession(), novaSession(), errorSession()}
+	return []corpusSession{operatorSession(), novaSession(), errorSession(), protocolSession(), candidatesSession(), listingsSession(), numbersSession(), checksSession(), encodingSession(), bandwidthSession()}
 }
 
 // operatorSession is what the `openstack` CLI with osc-placement sends

@@ -507,7 +507,7 @@ func diffOrdered(path string, want, got any) []string {
 var unorderedArrays = []*regexp.Regexp{
 	regexp.MustCompile(`^\$\.(resource_providers|traits|resource_classes|aggregates|allocation_requests)$`),
 	regexp.MustCompile(`\.traits$`),
-	regexp.MustCompile(`^\$\.allocation_requests\[\d+\]\.mappings\.[^.]+$`),
+	regexp.MustCompile(`^\$\.allocation_requests\[\d+\]\.mappings\.[^.]*$`),
 }
 
 // unorderedMemberPaths are the objects keyed by data whose member order

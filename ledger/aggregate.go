@@ -10,7 +10,7 @@ import (
 // provider's generation. One statement reads both, so they come from the
 // same snapshot.
 func (s *Store) ProviderAggregates(ctx context.Context, rpUUID string) (generation int64, aggregates []string, err error) {
-	canon, ok := canonicalUUID(rpUUID)
+	canon, ok := storedUUID(rpUUID)
 	if !ok {
 		return 0, nil, notFound("No resource provider with uuid %s found", rpUUID)
 	}

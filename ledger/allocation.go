@@ -104,7 +104,7 @@ func scanAllocations(rows pgx.Rows) ([]Allocation, error) {
 // that does not exist (or a string that is not a UUID) has none.
 func (s *Store) AllocationsByConsumer(ctx context.Context, consumerUUID string) (ConsumerAllocationList, error) {
 	var out ConsumerAllocationList
-	id, ok := canonicalUUID(consumerUUID)
+	id, ok := storedUUID(consumerUUID)
 	if !ok {
 		return out, nil
 	}

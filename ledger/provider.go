@@ -48,7 +48,7 @@ func (s *Store) ProviderGet(ctx context.Context, uuid string) (Provider, error) 
 }
 
 func providerGet(ctx context.Context, q querier, uuid string) (Provider, error) {
-	canon, ok := canonicalUUID(uuid)
+	canon, ok := storedUUID(uuid)
 	if !ok {
 		return Provider{}, notFound("No resource provider with uuid %s found", uuid)
 	}
@@ -135,6 +135,15 @@ func (s *Store) ProviderCreate(ctx context.Context, params ProviderCreateParams)
 			}
 			parentID, rootID = &id, &roots[0]
 		}
+		// A name and a uuid both taken: Placement's insert trips over the
+		// name first (the order of its unique indexes), so check it first.
+		var nameTaken bool
+		if err := t.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM resource_providers WHERE name = $1)`, params.Name).Scan(&nameTaken); err != nil {
+			return fmt.Errorf("ledger: check provider name: %w", err)
+		}
+		if nameTaken {
+			return conflict(CodeDuplicateName, "Conflicting resource provider name: %s already exists.", params.Name)
+		}
 		var id int64
 		err := t.QueryRow(ctx, `
 			INSERT INTO resource_providers (id, uuid, name, parent_provider_id, root_provider_id)
@@ -213,7 +222,8 @@ func (s *Store) ProviderUpdate(ctx context.Context, rpUUID string, params Provid
 		if params.Name != nil {
 			_, err := t.Exec(ctx, `UPDATE resource_providers SET name = $2 WHERE id = $1`, ref.ID, *params.Name)
 			if _, ok := uniqueViolation(err); ok {
-				return conflict(CodeDuplicateName, "Conflicting resource provider name: %s already exists.", *params.Name)
+				// Placement's update words it differently from its create.
+				return conflict(CodeDuplicateName, "Conflicting resource provider %s already exists.", *params.Name)
 			}
 			if err != nil {
 				return fmt.Errorf("ledger: rename provider: %w", err)

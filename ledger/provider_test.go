@@ -61,12 +61,24 @@ func TestProviderCreateAndGet(t *testing.T) {
 
 	_, err = s.ProviderCreate(ctx, ledger.ProviderCreateParams{UUID: uuidB, Name: "a"})
 	wantError(t, err, ledger.ErrConflict, ledger.CodeDuplicateName, "Conflicting resource provider name: a already exists")
+	// Both taken: the name is reported, as Placement's insert does.
+	_, err = s.ProviderCreate(ctx, ledger.ProviderCreateParams{UUID: uuidA, Name: "a"})
+	wantError(t, err, ledger.ErrConflict, ledger.CodeDuplicateName, "Conflicting resource provider name: a already exists")
 	_, err = s.ProviderCreate(ctx, ledger.ProviderCreateParams{UUID: strings.ReplaceAll(uuidA, "-", ""), Name: "other"})
 	wantError(t, err, ledger.ErrConflict, ledger.CodeDuplicateName, "Conflicting resource provider uuid: "+uuidA+" already exists")
 
 	gen := mustCreate(t, s, "generated", "", "")
 	if len(gen.UUID) != 36 {
 		t.Errorf("generated uuid %q", gen.UUID)
+	}
+
+	// A lookup compares the uuid as it is, as Placement's does: another
+	// spelling of a stored uuid finds nothing.
+	for _, other := range []string{strings.ToUpper(uuidA), strings.ReplaceAll(uuidA, "-", "")} {
+		_, err = s.ProviderGet(ctx, other)
+		wantError(t, err, ledger.ErrNotFound, "", "No resource provider with uuid "+other+" found")
+		_, _, err = s.ProviderTraits(ctx, other)
+		wantError(t, err, ledger.ErrNotFound, "", "No resource provider with uuid "+other+" found")
 	}
 
 	_, err = s.ProviderGet(ctx, "random_sauce")

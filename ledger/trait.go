@@ -165,7 +165,7 @@ func (s *Store) TraitDelete(ctx context.Context, name string) error {
 // by name, and the provider's generation. One statement reads both, so they
 // come from the same snapshot.
 func (s *Store) ProviderTraits(ctx context.Context, rpUUID string) (generation int64, traits []Trait, err error) {
-	canon, ok := canonicalUUID(rpUUID)
+	canon, ok := storedUUID(rpUUID)
 	if !ok {
 		return 0, nil, notFound("No resource provider with uuid %s found", rpUUID)
 	}
@@ -212,6 +212,22 @@ func errGenerationConflict() error {
 		"Resource provider's generation already changed. Please update the generation and try again.")
 }
 
+// lockGeneration locks the row of provider id until the transaction ends,
+// if its generation still is generation; a stale generation is ErrConflict
+// (CodeConcurrentUpdate). Writes that bump the generation only when they
+// change something take the lock first, as bumpGeneration would.
+func lockGeneration(ctx context.Context, t *txn, id, generation int64) error {
+	var current int64
+	err := t.QueryRow(ctx, `SELECT generation FROM resource_providers WHERE id = $1 FOR UPDATE`, id).Scan(&current)
+	if errors.Is(err, pgx.ErrNoRows) || (err == nil && current != generation) {
+		return errGenerationConflict()
+	}
+	if err != nil {
+		return fmt.Errorf("ledger: lock provider: %w", err)
+	}
+	return nil
+}
+
 // bumpGeneration increments the generation of provider id if it still is
 // generation, and returns the new one. A stale generation is ErrConflict
 // (CodeConcurrentUpdate). The update locks the provider row until the
@@ -234,8 +250,10 @@ func bumpGeneration(ctx context.Context, t *txn, id, generation int64) (int64, e
 
 // ProviderTraitsReplace makes names the exact set of traits of the provider
 // with this uuid, if its generation still is generation, and increments
-// the generation. It returns the new generation and the traits, ordered by
-// name. Names that are not traits are ErrInvalid.
+// the generation if the set changed (as Placement does: writing the same
+// set again leaves the generation as it is). It returns the generation
+// and the traits, ordered by name. Names that are not traits are
+// ErrInvalid.
 func (s *Store) ProviderTraitsReplace(ctx context.Context, rpUUID string, generation int64, names []string) (int64, []Trait, error) {
 	var next int64
 	var traits []Trait
@@ -244,10 +262,10 @@ func (s *Store) ProviderTraitsReplace(ctx context.Context, rpUUID string, genera
 		if err != nil {
 			return err
 		}
-		if ref.Generation != generation {
-			return errGenerationConflict()
-		}
-		if next, err = bumpGeneration(ctx, t, ref.ID, generation); err != nil {
+		// Lock the provider row first, so that concurrent writers queue
+		// up here and all but the first see a stale generation, whether
+		// or not their trait set changes anything.
+		if err := lockGeneration(ctx, t, ref.ID, generation); err != nil {
 			return err
 		}
 		traits, err = collectTraits(t.Query(ctx, traitSelect+` WHERE t.name = ANY($1) ORDER BY t.name`, names))
@@ -261,7 +279,13 @@ func (s *Store) ProviderTraitsReplace(ctx context.Context, rpUUID string, genera
 		for i, tr := range traits {
 			ids[i] = tr.ID
 		}
-		return setProviderTraits(ctx, t, ref.ID, ids)
+		changed, err := setProviderTraits(ctx, t, ref.ID, ids)
+		if err != nil || !changed {
+			next = generation
+			return err
+		}
+		next, err = bumpGeneration(ctx, t, ref.ID, generation)
+		return err
 	})
 	return next, traits, err
 }
@@ -280,41 +304,51 @@ func missingTraits(names []string, found []Trait) []string {
 }
 
 // ProviderTraitsDelete removes every trait from the provider with this uuid
-// and increments its generation.
+// and, if it had any, increments its generation.
 func (s *Store) ProviderTraitsDelete(ctx context.Context, rpUUID string) error {
 	return s.withTx(ctx, func(t *txn) error {
 		ref, err := lookupProvider(ctx, t, rpUUID)
 		if err != nil {
 			return err
 		}
-		if _, err := bumpGeneration(ctx, t, ref.ID, ref.Generation); err != nil {
+		if err := lockGeneration(ctx, t, ref.ID, ref.Generation); err != nil {
 			return err
 		}
-		return setProviderTraits(ctx, t, ref.ID, nil)
+		changed, err := setProviderTraits(ctx, t, ref.ID, nil)
+		if err != nil || !changed {
+			return err
+		}
+		_, err = bumpGeneration(ctx, t, ref.ID, ref.Generation)
+		return err
 	})
 }
 
-// setProviderTraits makes traitIDs the exact trait set of provider id.
-func setProviderTraits(ctx context.Context, t *txn, id int64, traitIDs []int32) error {
+// setProviderTraits makes traitIDs the exact trait set of provider id and
+// reports whether the set changed.
+func setProviderTraits(ctx context.Context, t *txn, id int64, traitIDs []int32) (bool, error) {
 	if traitIDs == nil {
 		traitIDs = []int32{}
 	}
-	if _, err := t.Exec(ctx, `
+	removed, err := t.Exec(ctx, `
 		DELETE FROM resource_provider_traits
-		WHERE resource_provider_id = $1 AND trait_id <> ALL($2)`, id, traitIDs); err != nil {
-		return fmt.Errorf("ledger: remove provider traits: %w", err)
+		WHERE resource_provider_id = $1 AND trait_id <> ALL($2)`, id, traitIDs)
+	if err != nil {
+		return false, fmt.Errorf("ledger: remove provider traits: %w", err)
 	}
-	_, err := t.Exec(ctx, `
+	added, err := t.Exec(ctx, `
 		INSERT INTO resource_provider_traits (resource_provider_id, trait_id)
 		SELECT $1, unnest($2::int[])
 		ON CONFLICT DO NOTHING`, id, traitIDs)
 	if _, ok := foreignKeyViolation(err); ok {
 		// A trait was deleted after we read it.
-		return conflict(CodeConcurrentUpdate, "A trait changed concurrently, please retry.")
+		return false, conflict(CodeConcurrentUpdate, "A trait changed concurrently, please retry.")
 	}
 	if err != nil {
-		return fmt.Errorf("ledger: add provider traits: %w", err)
+		return false, fmt.Errorf("ledger: add provider traits: %w", err)
+	}
+	if removed.RowsAffected() == 0 && added.RowsAffected() == 0 {
+		return false, nil
 	}
 	t.touch(id)
-	return nil
+	return true, nil
 }

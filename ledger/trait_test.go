@@ -102,12 +102,27 @@ func TestProviderTraits(t *testing.T) {
 	if err != nil || gen != 2 || !slices.Equal(traitNames(traits), []string{"HW_CPU_X86_SSE"}) {
 		t.Fatalf("replace again: %d %v %v", gen, traitNames(traits), err)
 	}
+	// Writing the same set again changes nothing, the generation included
+	// (Placement bumps it only when the set changes).
+	gen, traits, err = s.ProviderTraitsReplace(ctx, uuidA, 2, []string{"HW_CPU_X86_SSE", "HW_CPU_X86_SSE"})
+	if err != nil || gen != 2 || !slices.Equal(traitNames(traits), []string{"HW_CPU_X86_SSE"}) {
+		t.Fatalf("replace with the same set: %d %v %v", gen, traitNames(traits), err)
+	}
+	_, _, err = s.ProviderTraitsReplace(ctx, uuidA, 1, []string{"HW_CPU_X86_SSE"})
+	wantError(t, err, ledger.ErrConflict, ledger.CodeConcurrentUpdate, "Resource provider's generation already changed.")
 	if err := s.ProviderTraitsDelete(ctx, uuidA); err != nil {
 		t.Fatal(err)
 	}
 	gen, traits, _ = s.ProviderTraits(ctx, uuidA)
 	if gen != 3 || len(traits) != 0 {
 		t.Errorf("after delete: %d %v", gen, traitNames(traits))
+	}
+	// Deleting no traits leaves the generation alone.
+	if err := s.ProviderTraitsDelete(ctx, uuidA); err != nil {
+		t.Fatal(err)
+	}
+	if gen, _, _ = s.ProviderTraits(ctx, uuidA); gen != 3 {
+		t.Errorf("generation %d after deleting no traits, want 3", gen)
 	}
 }
 

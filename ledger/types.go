@@ -47,7 +47,7 @@ type providerRef struct {
 // wording.
 func lookupProvider(ctx context.Context, q querier, uuid string) (providerRef, error) {
 	var ref providerRef
-	canon, ok := canonicalUUID(uuid)
+	canon, ok := storedUUID(uuid)
 	if !ok {
 		return ref, notFound("No resource provider with uuid %s found", uuid)
 	}

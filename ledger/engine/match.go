@@ -132,11 +132,10 @@ func (s *Snapshot) treeOf(uuid string) (int32, bool) {
 	return s.idx.root[i], true
 }
 
-// providerIndex finds a provider by uuid, in any form canonicalUUID accepts.
+// providerIndex finds a provider by uuid as written: Placement compares
+// the uuid= and in_tree= filters with the stored (canonical) uuids as
+// strings, so an upper-case or dashless spelling finds nothing.
 func (s *Snapshot) providerIndex(uuid string) (int32, bool) {
-	if c, ok := canonicalUUID(uuid); ok {
-		uuid = c
-	}
 	i, ok := s.idx.byUUID[uuid]
 	return i, ok
 }

@@ -226,8 +226,15 @@ func (e *search) addGroup(gi int, g *RequestGroup) (bool, error) {
 		}
 		e.anchorSets = append(e.anchorSets, set)
 	}
+	// The slots' order is the order of the classes in the answer.
+	// Placement lists them by class id when it takes its multi-provider
+	// path, which it does as soon as the cloud has a nested tree or a
+	// sharing provider; otherwise one provider has them all, in the order
+	// the request named them.
 	ordered := slices.Clone(res)
-	slices.SortStableFunc(ordered, func(a, b resAmount) int { return int(a.class - b.class) })
+	if s.idx.hasTrees || s.idx.hasSharing {
+		slices.SortStableFunc(ordered, func(a, b resAmount) int { return int(a.class - b.class) })
+	}
 	for _, ra := range ordered {
 		sl := slot{group: gi, res: []resAmount{ra}, f: f, drive: s.idx.byClass[ra.class]}
 		e.groupSlots[gi] = append(e.groupSlots[gi], len(e.slots))

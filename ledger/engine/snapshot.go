@@ -272,6 +272,8 @@ type snapIndex struct {
 	anchors  [][]int32 // for a sharing provider: roots of the trees it shares with, ascending
 	sharedTo [][]int32 // for a root: sharing providers of other trees it may use, ascending
 	hasTrees bool
+	// hasSharing: some provider has MISC_SHARES_VIA_AGGREGATE.
+	hasSharing bool
 	// flat is set when every provider is the root of its own tree and none
 	// shares: every provider is then an anchor, and only of itself.
 	flat bool
@@ -323,6 +325,7 @@ func buildIndex(provs []*ProviderRecord, n *Names) *snapIndex {
 			ix.byAgg[a] = append(ix.byAgg[a], i32)
 		}
 		ix.sharing[i] = hasSharingTrait && p.hasTrait(sharingTrait)
+		ix.hasSharing = ix.hasSharing || ix.sharing[i]
 	}
 	for i := range provs {
 		d := int32(0)
