@@ -10,7 +10,10 @@ import (
 	"github.com/berthd/berth/ledger"
 )
 
-// The query schemas of GET /usages, as Placement's placement/schemas/usage.py.
+// The query schemas of GET /usages, as Placement's placement/schemas/usage.py
+// (consumer_type's pattern is Placement's CONSUMER_TYPE_GET_PATTERN, whose
+// "^all" branch is unanchored at the end: "allx" passes and, like any other
+// type name no consumer has, finds nothing).
 const usagesQueryFields = `
 	"project_id": {"type": "string", "minLength": 1, "maxLength": 255},
 	"user_id": {"type": "string", "minLength": 1, "maxLength": 255}`
@@ -25,7 +28,7 @@ var (
 	usagesQuerySchemaV1_38 = jsonschema.Must(`{
 		"type": "object",
 		"properties": {` + usagesQueryFields + `,
-			"consumer_type": {"type": "string", "pattern": "^([A-Z0-9_]+|all|unknown)$",
+			"consumer_type": {"type": "string", "pattern": "^[A-Z0-9_]+$|^all|^unknown$",
 			                  "minLength": 1, "maxLength": 255}
 		},
 		"required": ["project_id"],

@@ -8,21 +8,6 @@ import "strings"
 // fails the test. Keys are "<session>/<step name>"; values are substrings
 // of the accepted difference lines. Remove entries as they are fixed.
 var knownDifferences = map[string][]string{
-	// jsonschema's message ends with the schema, printed by Python's
-	// pprint (wrapped at 80 columns, so its line breaks become runs of
-	// spaces in webob's one-line detail). Berth prints the schema on one
-	// line; the first line of the message (the reason) is identical.
-	"errors/create: schema, extra member":               {"body $.errors[0].detail"},
-	"errors/create: schema, missing name":               {"body $.errors[0].detail"},
-	"errors/inventory: schema, missing total":           {"body $.errors[0].detail"},
-	"errors/allocations: schema, bad provider uuid":     {"body $.errors[0].detail"},
-	"errors/allocations: schema, missing consumer_type": {"body $.errors[0].detail"},
-	"errors/allocations: schema, missing generation":    {"body $.errors[0].detail"},
-	"errors/candidates: bad limit":                      {"body $.errors[0].detail"},
-	"errors/candidates: unknown parameter":              {"body $.errors[0].detail"},
-	"errors/providers: unknown parameter":               {"body $.errors[0].detail"},
-	"errors/usages: no project":                         {"body $.errors[0].detail"},
-	"errors/reshaper: schema":                           {"body $.errors[0].detail"},
 	// Python's json decoder words a syntax error differently from Go's.
 	"errors/create: not JSON": {"body $.errors[0].detail"},
 	// Placement sends no Vary when the error is raised outside its
