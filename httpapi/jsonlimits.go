@@ -42,7 +42,7 @@ func readAll(r io.Reader) ([]byte, error) {
 // Python's UnicodeDecodeError); \u escapes of lone UTF-16 surrogates
 // (encoding/json would store U+FFFD for them, so different invalid names
 // would collide); and bodies past the bounds above (413). Malformed JSON
-// is left to the decoder, which words its errors.
+// is left to parseJSON, which words its errors as Python does.
 func checkJSONBody(c echo.Context, body []byte) error {
 	if ct := c.Request().Header.Get(echo.HeaderContentType); ct != "" {
 		if _, params, err := mime.ParseMediaType(ct); err == nil {

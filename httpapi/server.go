@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"sync/atomic"
@@ -291,19 +290,20 @@ func decodeJSON(body []byte, schema *jsonschema.Schema, dst any) error {
 	return nil
 }
 
-// parseJSON decodes one JSON document, keeping numbers as json.Number.
+// parseJSON decodes one JSON document, keeping numbers as json.Number. A
+// body Python's json.loads refuses is refused with Python's words, as
+// Placement does (pyJSONError).
 func parseJSON(body []byte) (any, error) {
+	if err := pyJSONError(body); err != nil {
+		return nil, err
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
 	var doc any
 	if err := dec.Decode(&doc); err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil, errors.New("Expecting value: line 1 column 1 (char 0)")
-		}
+		// Python takes NaN, Infinity and -Infinity for numbers; Berth
+		// does not.
 		return nil, err
-	}
-	if dec.More() {
-		return nil, errors.New("Extra data after the JSON document")
 	}
 	return doc, nil
 }
