@@ -188,7 +188,11 @@ func (s *Server) authorize(rule string) echo.MiddlewareFunc {
 		return func(c echo.Context) error {
 			p, _ := c.Get(ctxPrincipal).(Principal)
 			if !s.authz.Allowed(rule, p.credentials(), target(c, p)) {
-				return newError(http.StatusForbidden, "", "Policy does not allow %s to be performed.", rule)
+				// Placement's PolicyNotAuthorized escapes the handler:
+				// its 403 has no Vary.
+				e := newError(http.StatusForbidden, "", "Policy does not allow %s to be performed.", rule)
+				e.NoVary = true
+				return e
 			}
 			return next(c)
 		}

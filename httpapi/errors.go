@@ -24,9 +24,13 @@ type Error struct {
 	Allow string
 	// RetryAfter, if positive, is sent as the Retry-After header (seconds).
 	RetryAfter int
-	// NoVary drops the Vary header: Placement sends none with an error
-	// raised outside its handlers' webob wrapper (routing, the
-	// Content-Type check), only with those its handlers return.
+	// NoVary drops the Vary header. Placement's microversion middleware
+	// adds Vary only to what its application returns; an error raised
+	// past the handlers' webob wrapper gets the version header alone:
+	// routing's 404, the Content-Type check, and the object layer's
+	// NotFound and the policy's refusal, which escape the handler and
+	// which PlacementHandler turns into a 404 or 403 (see toError and
+	// authorize).
 	NoVary bool
 	// Steps, when set, go in the JSON error object as "steps": the
 	// selection steps of a claim that placed nothing, the counts its
@@ -47,6 +51,26 @@ func badRequest(format string, args ...any) *Error {
 
 func notFound(format string, args ...any) *Error {
 	return newError(http.StatusNotFound, "", format, args...)
+}
+
+// caughtNotFound is the answer of a Placement handler that catches the
+// object layer's NotFound for the provider or class it looked up and
+// raises its own 404, worded by format with the NotFound's message as
+// the last argument; the answer has Vary, unlike the NotFound's own.
+// Any other err is returned as it is.
+func caughtNotFound(err error, format string, args ...any) error {
+	if le, ok := ledger.AsError(err); ok && escapesHandler(le) {
+		return notFound(format, append(args, le.Msg)...)
+	}
+	return err
+}
+
+// escapesHandler reports whether le is the object layer's NotFound for
+// a provider or class looked up by the uuid or name a request names,
+// which Placement's handlers let escape unless they catch it
+// (caughtNotFound).
+func escapesHandler(le *ledger.Error) bool {
+	return errors.Is(le, ledger.ErrProviderNotFound) || errors.Is(le, ledger.ErrClassNotFound)
 }
 
 // retryAfterUnavailable is the Retry-After (seconds) of a 503 for a
@@ -124,13 +148,16 @@ func toError(c echo.Context, err error) *Error {
 		case errors.Is(le, ledger.ErrUnavailable):
 			return &Error{Status: http.StatusServiceUnavailable, Code: le.Code, Msg: le.Msg, RetryAfter: retryAfterUnavailable}
 		}
-		return &Error{Status: status, Code: le.Code, Msg: le.Msg}
+		// A provider or class lookup's NotFound that a handler returns
+		// as it is escapes it, as in Placement: no Vary.
+		return &Error{Status: status, Code: le.Code, Msg: le.Msg, NoVary: escapesHandler(le)}
 	}
 	var he *echo.HTTPError
 	if errors.As(err, &he) {
 		switch he.Code {
 		case http.StatusMethodNotAllowed:
-			return &Error{Status: he.Code, Msg: "", Allow: allowHeader(c)}
+			// Placement's handle_405 names no method in its detail.
+			return &Error{Status: he.Code, Msg: "The method specified is not allowed for this resource.", Allow: allowHeader(c)}
 		case http.StatusNotFound:
 			return &Error{Status: he.Code, NoVary: true}
 		case http.StatusRequestEntityTooLarge:

@@ -161,11 +161,21 @@ func inventoryParams(c echo.Context, generation *int64) ledger.InventoryParams {
 	}
 }
 
+// providerFirst is the answer to an inventory write whose body err
+// refused: Placement's handler looks the provider up before it reads the
+// body, so a provider that does not exist is the answer instead.
+func (s *Server) providerFirst(c echo.Context, err error) error {
+	if _, perr := s.store.ProviderGet(c.Request().Context(), c.Param("uuid")); perr != nil {
+		return perr
+	}
+	return err
+}
+
 // GET /resource_providers/{uuid}/inventories
 func (s *Server) inventoriesList(c echo.Context) error {
 	pi, err := s.store.InventoryList(c.Request().Context(), c.Param("uuid"))
 	if err != nil {
-		return err
+		return caughtNotFound(err, "No resource provider with uuid %s found : %s", c.Param("uuid"))
 	}
 	return s.sendInventories(c, pi)
 }
@@ -174,7 +184,7 @@ func (s *Server) inventoriesList(c echo.Context) error {
 func (s *Server) inventoryShow(c echo.Context) error {
 	pi, err := s.store.InventoryList(c.Request().Context(), c.Param("uuid"))
 	if err != nil {
-		return err
+		return caughtNotFound(err, "No resource provider with uuid %s found : %s", c.Param("uuid"))
 	}
 	class := c.Param("resource_class")
 	if _, ok := pi.Find(class); !ok {
@@ -187,7 +197,7 @@ func (s *Server) inventoryShow(c echo.Context) error {
 func (s *Server) inventoryCreate(c echo.Context) error {
 	var body inventoryBody
 	if err := s.decodeBody(c, postInventorySchema, &body); err != nil {
-		return err
+		return s.providerFirst(c, err)
 	}
 	pi, err := s.store.InventoryCreate(c.Request().Context(), inventoryParams(c, nil), body.inventory(body.ResourceClass))
 	if err != nil {
@@ -202,7 +212,7 @@ func (s *Server) inventoryCreate(c echo.Context) error {
 func (s *Server) inventoryUpdate(c echo.Context) error {
 	var body inventoryBody
 	if err := s.decodeBody(c, putInventorySchema, &body); err != nil {
-		return err
+		return s.providerFirst(c, err)
 	}
 	class := c.Param("resource_class")
 	pi, err := s.store.InventoryUpdate(c.Request().Context(), inventoryParams(c, body.Generation), body.inventory(class))
@@ -216,7 +226,7 @@ func (s *Server) inventoryUpdate(c echo.Context) error {
 func (s *Server) inventoriesReplace(c echo.Context) error {
 	var body inventoriesBody
 	if err := s.decodeBody(c, putInventoriesSchemaCompiled, &body); err != nil {
-		return err
+		return s.providerFirst(c, err)
 	}
 	pi, err := s.store.InventoriesReplace(c.Request().Context(), inventoryParams(c, &body.Generation), body.inventories())
 	if err != nil {

@@ -40,7 +40,7 @@ var (
 func (s *Server) providerUsagesGet(c echo.Context) error {
 	u, err := s.store.ProviderUsagesGet(c.Request().Context(), c.Param("uuid"))
 	if err != nil {
-		return err
+		return caughtNotFound(err, "No resource provider with uuid %s found: %s", c.Param("uuid"))
 	}
 	// Usage is a question about now, so Placement answers with now.
 	setCacheHeaders(c, time.Now())
