@@ -54,7 +54,7 @@ func (s *Server) keystonePrincipal(c echo.Context) (Principal, error) {
 		if errors.Is(err, keystone.ErrInvalidToken) {
 			msg = "The token in X-Auth-Token or X-Service-Token is not valid (unknown, expired or revoked)."
 		}
-		return Principal{}, newError(http.StatusUnauthorized, "", "%s", msg)
+		return Principal{}, unauthenticated(msg)
 	default:
 		// The cause names the token by its hash only (keystone.TokenHash).
 		s.log.WarnContext(c.Request().Context(), "token not validated: keystone unavailable", "error", err)

@@ -32,6 +32,14 @@ type Error struct {
 	// which PlacementHandler turns into a 404 or 403 (see toError and
 	// authorize).
 	NoVary bool
+	// PreVersion drops the OpenStack-API-Version header and Vary: the
+	// error is raised by what runs before Placement's microversion
+	// middleware (authentication).
+	PreVersion bool
+	// WebobJSON writes a JSON body in webob's own format, {"message",
+	// "code", "title"}, as an error raised outside Placement's
+	// json_error_formatter has (noauth2's 401).
+	WebobJSON bool
 	// Steps, when set, go in the JSON error object as "steps": the
 	// selection steps of a claim that placed nothing, the counts its
 	// detail words, for programs (a Berth extension; Placement clients
@@ -202,8 +210,11 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 		log.DebugContext(req.Context(), "request refused", "detail", e.Msg)
 	}
 
-	if e.NoVary {
-		c.Response().Header().Del(echo.HeaderVary)
+	if e.NoVary || e.PreVersion {
+		dropVaryVersion(c.Response().Header())
+	}
+	if e.PreVersion {
+		c.Response().Header().Del(headerAPIVersion)
 	}
 	if e.RetryAfter > 0 {
 		c.Response().Header().Set("Retry-After", strconv.Itoa(e.RetryAfter))
@@ -226,6 +237,16 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 		return
 	case "text/plain":
 		_ = c.Blob(e.Status, "text/plain; charset=UTF-8", []byte(fmt.Sprintf("%d %s\n\n%s", e.Status, title, detail)))
+		return
+	}
+	if e.WebobJSON {
+		// webob's template, without strip_tags: explanation, "<br /><br />",
+		// then the detail and the (empty) comment on lines of their own.
+		body := newJSONObject()
+		body.set("message", explanations[e.Status]+"<br /><br />\n"+e.Msg+"\n\n")
+		body.set("code", fmt.Sprintf("%d %s", e.Status, title))
+		body.set("title", title)
+		_ = writeJSON(c, e.Status, body)
 		return
 	}
 	item := map[string]any{
@@ -251,6 +272,22 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 		item["max_version"], item["min_version"] = MaxVersion.String(), MinVersion.String()
 	}
 	_ = writeJSON(c, e.Status, map[string]any{"errors": []any{item}})
+}
+
+// dropVaryVersion removes the Vary the microversion middleware added,
+// keeping any other (CORS's Vary: Origin, which Placement's CORS
+// middleware adds outside it).
+func dropVaryVersion(h http.Header) {
+	var keep []string
+	for _, v := range h.Values(echo.HeaderVary) {
+		if !strings.EqualFold(v, "openstack-api-version") {
+			keep = append(keep, v)
+		}
+	}
+	h.Del(echo.HeaderVary)
+	for _, v := range keep {
+		h.Add(echo.HeaderVary, v)
+	}
 }
 
 // preferredErrorType picks the media type of an error body: JSON unless the

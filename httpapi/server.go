@@ -160,7 +160,7 @@ func New(cfg Config, logger *slog.Logger) (*Server, error) {
 	s.e.HideBanner = true
 	s.e.HidePort = true
 	s.e.HTTPErrorHandler = s.errorHandler
-	s.e.Pre(assignRequestID, s.observe, microversion, s.deadline)
+	s.e.Pre(assignRequestID, s.observe, s.microversion, s.deadline)
 	if len(cfg.CORSAllowedOrigins) > 0 {
 		// After microversion, as in Placement's pipeline, where a bad
 		// OpenStack-API-Version header is refused before CORS sees it.

@@ -418,5 +418,17 @@ func notFoundSession() corpusSession {
 	user("policy: usages", "GET", "/usages?project_id=p", "1.39", "")
 	user("policy: candidates", "GET", "/allocation_candidates?resources=VCPU:1", "1.39", "")
 	user("policy: root", "GET", "/", "1.39", "")
+	anon := func(name, method, path, version, body string) {
+		s := st(name, method, path, version, body)
+		s.headers = map[string]string{"X-Auth-Token": ""}
+		steps = append(steps, s)
+	}
+	anon("auth: no token", "GET", "/resource_providers", "1.39", "")
+	anon("auth: no token, missing provider", "GET", rp(cpNone), "1.39", "")
+	anon("auth: no token, bad version", "GET", "/resource_providers", "1.99", "")
+	anon("auth: no token, root", "GET", "/", "1.39", "")
+	empty := st("auth: empty token", "GET", "/resource_providers", "1.39", "")
+	empty.headers = map[string]string{"X-Auth-Token": " "} // sent as an empty value
+	steps = append(steps, empty)
 	return corpusSession{name: "notfound", about: "a provider, class, trait or consumer that does not exist, and policy refusals", steps: steps}
 }
