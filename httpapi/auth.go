@@ -127,7 +127,7 @@ func (s *Server) principal(c echo.Context) (Principal, error) {
 		// and refuses with a bare webob 401 in webob's own JSON.
 		if _, ok := h[http.CanonicalHeaderKey(headerAuthToken)]; !ok {
 			e := unauthenticated("")
-			e.WebobJSON = true
+			e.Body = webobBody
 			return Principal{}, e
 		}
 		return noAuth2Principal(h.Get(headerAuthToken), h), nil

@@ -36,10 +36,10 @@ type Error struct {
 	// error is raised by what runs before Placement's microversion
 	// middleware (authentication).
 	PreVersion bool
-	// WebobJSON writes a JSON body in webob's own format, {"message",
-	// "code", "title"}, as an error raised outside Placement's
-	// json_error_formatter has (noauth2's 401).
-	WebobJSON bool
+	// Body is the layout of a JSON body: Placement's {"errors": [...]}
+	// unless the error comes from a middleware outside Placement's
+	// error formatter.
+	Body errorBody
 	// Steps, when set, go in the JSON error object as "steps": the
 	// selection steps of a claim that placed nothing, the counts its
 	// detail words, for programs (a Berth extension; Placement clients
@@ -48,6 +48,21 @@ type Error struct {
 }
 
 func (e *Error) Error() string { return e.Msg }
+
+// errorBody is the layout of an error's JSON body.
+type errorBody uint8
+
+const (
+	// placementBody is Placement's {"errors": [{status, title, detail,
+	// code, request_id}]}.
+	placementBody errorBody = iota
+	// webobBody is webob's own {"message", "code", "title"}, the body of
+	// noauth2's 401.
+	webobBody
+	// keystoneBody is keystonemiddleware's {"error": {"code", "title",
+	// "message"}}, the body of its 401.
+	keystoneBody
+)
 
 func newError(status int, code, format string, args ...any) *Error {
 	return &Error{Status: status, Code: code, Msg: fmt.Sprintf(format, args...)}
@@ -239,13 +254,24 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 		_ = c.Blob(e.Status, "text/plain; charset=UTF-8", []byte(fmt.Sprintf("%d %s\n\n%s", e.Status, title, detail)))
 		return
 	}
-	if e.WebobJSON {
-		// webob's template, without strip_tags: explanation, "<br /><br />",
-		// then the detail and the (empty) comment on lines of their own.
+	switch e.Body {
+	case webobBody:
+		// webob's template, without strip_tags: the explanation,
+		// "<br /><br />", then the detail and the (empty) comment on
+		// lines of their own.
 		body := newJSONObject()
 		body.set("message", explanations[e.Status]+"<br /><br />\n"+e.Msg+"\n\n")
 		body.set("code", fmt.Sprintf("%d %s", e.Status, title))
 		body.set("title", title)
+		_ = writeJSON(c, e.Status, body)
+		return
+	case keystoneBody:
+		inner := newJSONObject()
+		inner.set("code", e.Status)
+		inner.set("title", title)
+		inner.set("message", e.Msg)
+		body := newJSONObject()
+		body.set("error", inner)
 		_ = writeJSON(c, e.Status, body)
 		return
 	}
