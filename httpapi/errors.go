@@ -244,6 +244,17 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 		_ = c.NoContent(e.Status)
 		return
 	}
+	if e.Body == keystoneBody {
+		// keystonemiddleware answers in JSON whatever the Accept header.
+		inner := newJSONObject()
+		inner.set("code", e.Status)
+		inner.set("title", title)
+		inner.set("message", e.Msg)
+		body := newJSONObject()
+		body.set("error", inner)
+		_ = writeJSON(c, e.Status, body)
+		return
+	}
 	switch preferredErrorType(req.Header.Get(echo.HeaderAccept)) {
 	case "text/html":
 		body := "<html>\n <head>\n  <title>" + fmt.Sprintf("%d %s", e.Status, title) + "</title>\n </head>\n <body>\n  <h1>" +
@@ -254,8 +265,7 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 		_ = c.Blob(e.Status, "text/plain; charset=UTF-8", []byte(fmt.Sprintf("%d %s\n\n%s", e.Status, title, detail)))
 		return
 	}
-	switch e.Body {
-	case webobBody:
+	if e.Body == webobBody {
 		// webob's template, without strip_tags: the explanation,
 		// "<br /><br />", then the detail and the (empty) comment on
 		// lines of their own.
@@ -263,15 +273,6 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 		body.set("message", explanations[e.Status]+"<br /><br />\n"+e.Msg+"\n\n")
 		body.set("code", fmt.Sprintf("%d %s", e.Status, title))
 		body.set("title", title)
-		_ = writeJSON(c, e.Status, body)
-		return
-	case keystoneBody:
-		inner := newJSONObject()
-		inner.set("code", e.Status)
-		inner.set("title", title)
-		inner.set("message", e.Msg)
-		body := newJSONObject()
-		body.set("error", inner)
 		_ = writeJSON(c, e.Status, body)
 		return
 	}
