@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"encoding/json"
 	"math/rand"
 	"strings"
 	"testing"
@@ -83,4 +84,21 @@ print(json.dumps(out))
 			t.Errorf("%.120q:\n got %q\nwant %q", body, got, want[i])
 		}
 	}
+}
+
+// FuzzPyJSONError: pyJSONError never panics, and refuses no body that
+// encoding/json accepts (Python's decoder accepts a superset of JSON),
+// save integers past Python's digit limit.
+func FuzzPyJSONError(f *testing.F) {
+	for _, b := range pyJSONBodies {
+		if len(b) < 1000 {
+			f.Add([]byte(b))
+		}
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		err := pyJSONError(body)
+		if err != nil && json.Valid(body) && !strings.Contains(err.Error(), "integer string conversion") {
+			t.Fatalf("%q: valid JSON refused: %v", body, err)
+		}
+	})
 }
