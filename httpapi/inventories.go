@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -161,10 +162,16 @@ func inventoryParams(c echo.Context, generation *int64) ledger.InventoryParams {
 	}
 }
 
-// providerFirst is the answer to an inventory write whose body err
-// refused: Placement's handler looks the provider up before it reads the
-// body, so a provider that does not exist is the answer instead.
+// providerFirst is the answer to an inventory write whose body was
+// refused with err: Placement's handler looks the provider up before it
+// decodes the body, so a provider that does not exist is the answer to a
+// malformed or invalid body (400) instead. The lookup is made only then,
+// not on every write.
 func (s *Server) providerFirst(c echo.Context, err error) error {
+	var e *Error
+	if !errors.As(err, &e) || e.Status != http.StatusBadRequest {
+		return err
+	}
 	if _, perr := s.store.ProviderGet(c.Request().Context(), c.Param("uuid")); perr != nil {
 		return perr
 	}
