@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"unicode/utf8"
 )
@@ -284,4 +285,92 @@ func pySyntaxError(b []byte, msg string, at int) error {
 		col = pos - utf8.RuneCount(b[:nl])
 	}
 	return &pyJSONSyntaxError{msg: msg, line: line, column: col, pos: pos}
+}
+
+// pyJSONDecode decodes b, which pyJSONError accepted, as json.loads does
+// for the values encoding/json refuses: NaN, Infinity and -Infinity, kept
+// as json.Number with that text (package jsonschema reads them as Python's
+// floats). Numbers are json.Number, objects map[string]any (the last of
+// a repeated key wins, as in Python).
+func pyJSONDecode(b []byte) (any, error) {
+	s := pyJSONScanner{b: b}
+	v, _, err := s.value(s.skipSpace(0), 0)
+	return v, err
+}
+
+// maxPyJSONDepth bounds pyJSONDecode's recursion (scanJSON lets deeper
+// bodies through to encoding/json, which refuses them).
+const maxPyJSONDepth = maxJSONDepth
+
+// value decodes the value at i and returns it with the index after it.
+func (s *pyJSONScanner) value(i, depth int) (any, int, error) {
+	b := s.b
+	if depth > maxPyJSONDepth {
+		return nil, 0, fmt.Errorf("nested too deeply")
+	}
+	switch b[i] {
+	case '"':
+		end, err := s.str(i + 1)
+		if err != nil {
+			return nil, 0, err
+		}
+		var str string
+		if err := json.Unmarshal(b[i:end], &str); err != nil {
+			return nil, 0, err
+		}
+		return str, end, nil
+	case '{':
+		obj := map[string]any{}
+		i = s.skipSpace(i + 1)
+		if b[i] == '}' {
+			return obj, i + 1, nil
+		}
+		for {
+			k, next, err := s.value(i, depth+1)
+			if err != nil {
+				return nil, 0, err
+			}
+			i = s.skipSpace(s.skipSpace(next) + 1) // past ':'
+			v, next, err := s.value(i, depth+1)
+			if err != nil {
+				return nil, 0, err
+			}
+			obj[k.(string)] = v
+			if i = s.skipSpace(next); b[i] == '}' {
+				return obj, i + 1, nil
+			}
+			i = s.skipSpace(i + 1) // past ','
+		}
+	case '[':
+		arr := []any{}
+		i = s.skipSpace(i + 1)
+		if b[i] == ']' {
+			return arr, i + 1, nil
+		}
+		for {
+			v, next, err := s.value(i, depth+1)
+			if err != nil {
+				return nil, 0, err
+			}
+			arr = append(arr, v)
+			if i = s.skipSpace(next); b[i] == ']' {
+				return arr, i + 1, nil
+			}
+			i = s.skipSpace(i + 1)
+		}
+	}
+	for _, lit := range []struct {
+		text string
+		v    any
+	}{{"null", nil}, {"true", true}, {"false", false},
+		{"NaN", json.Number("NaN")}, {"Infinity", json.Number("Infinity")}, {"-Infinity", json.Number("-Infinity")}} {
+		if bytes.HasPrefix(b[i:], []byte(lit.text)) {
+			return lit.v, i + len(lit.text), nil
+		}
+	}
+	end, err := s.number(i)
+	if err != nil {
+		return nil, 0, err
+	}
+	return json.Number(b[i:end]), end, nil
 }

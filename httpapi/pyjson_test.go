@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/berthd/berth/internal/jsonschema"
 	"github.com/berthd/berth/internal/pythontest"
 )
 
@@ -101,4 +102,54 @@ func FuzzPyJSONError(f *testing.F) {
 			t.Fatalf("%q: valid JSON refused: %v", body, err)
 		}
 	})
+}
+
+// TestNonFiniteNumbers: NaN, Infinity and -Infinity, which json.loads
+// reads, are judged by the schema as Placement judges them (checked
+// against jsonschema with python3-placement's schemas); where the schema
+// lets them through, Berth refuses them.
+func TestNonFiniteNumbers(t *testing.T) {
+	cases := []struct {
+		Schema string `json:"schema"` // module.NAME under placement.schemas
+		Body   string `json:"body"`
+		berth  *jsonschema.Schema
+	}{
+		{"resource_provider.POST_RP_SCHEMA_V1_14", `{"name": NaN}`, providerPostSchemaV1_14},
+		{"resource_provider.POST_RP_SCHEMA_V1_14", `{"name": "x", "uuid": -Infinity}`, providerPostSchemaV1_14},
+		{"inventory.POST_INVENTORY_SCHEMA", `{"resource_class": "VCPU", "total": Infinity}`, postInventorySchema},
+		{"inventory.POST_INVENTORY_SCHEMA", `{"resource_class": "VCPU", "total": 4, "allocation_ratio": Infinity}`, postInventorySchema},
+		{"inventory.POST_INVENTORY_SCHEMA", `{"resource_class": "VCPU", "total": 4, "allocation_ratio": NaN}`, postInventorySchema},
+		{"inventory.POST_INVENTORY_SCHEMA", `{"resource_class": "VCPU", "total": 4, "allocation_ratio": -Infinity}`, postInventorySchema},
+		{"inventory.POST_INVENTORY_SCHEMA", `{"resource_class": "VCPU", "total": 4, "reserved": NaN}`, postInventorySchema},
+		{"aggregate.PUT_AGGREGATES_SCHEMA_V1_1", `[NaN]`, aggregatesSchemaV1_1},
+	}
+	var want []string
+	pythontest.Run(t, `
+import importlib, json, sys, jsonschema
+import placement.util  # Placement's uuid format checker
+out = []
+for c in json.load(sys.stdin):
+    module, const = c["schema"].split(".")
+    schema = getattr(importlib.import_module("placement.schemas." + module), const)
+    try:
+        jsonschema.validate(json.loads(c["body"]), schema, format_checker=jsonschema.FormatChecker())
+        out.append("")
+    except jsonschema.ValidationError as e:
+        out.append("JSON does not validate: %s" % e)
+print(json.dumps(out))
+`, cases, &want)
+	for i, c := range cases {
+		var dst any
+		err := decodeJSON([]byte(c.Body), c.berth, &dst)
+		got := ""
+		if err != nil {
+			got = err.Error()
+		}
+		if want[i] == "" {
+			want[i] = "JSON does not validate: NaN, Infinity and -Infinity are not accepted."
+		}
+		if got != want[i] {
+			t.Errorf("%s against %s:\n got %s\nwant %s", c.Body, c.Schema, got, want[i])
+		}
+	}
 }

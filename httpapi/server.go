@@ -285,9 +285,36 @@ func decodeJSON(body []byte, schema *jsonschema.Schema, dst any) error {
 		return nil
 	}
 	if err := json.Unmarshal(body, dst); err != nil {
+		if nonFinite(doc) {
+			// Placement would store such a value where the schema lets
+			// a float through (an allocation ratio); Berth does not.
+			return badRequest("JSON does not validate: NaN, Infinity and -Infinity are not accepted.")
+		}
 		return badRequest("JSON does not validate: %v", err)
 	}
 	return nil
+}
+
+// nonFinite reports whether v holds NaN, Infinity or -Infinity.
+func nonFinite(v any) bool {
+	switch t := v.(type) {
+	case json.Number:
+		s := t.String()
+		return s == "NaN" || s == "Infinity" || s == "-Infinity"
+	case []any:
+		for _, e := range t {
+			if nonFinite(e) {
+				return true
+			}
+		}
+	case map[string]any:
+		for _, e := range t {
+			if nonFinite(e) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // parseJSON decodes one JSON document, keeping numbers as json.Number. A
@@ -301,9 +328,9 @@ func parseJSON(body []byte) (any, error) {
 	dec.UseNumber()
 	var doc any
 	if err := dec.Decode(&doc); err != nil {
-		// Python takes NaN, Infinity and -Infinity for numbers; Berth
-		// does not.
-		return nil, err
+		// What Python reads and encoding/json does not: NaN, Infinity
+		// and -Infinity, which the schema then judges as Python's floats.
+		return pyJSONDecode(body)
 	}
 	return doc, nil
 }

@@ -609,8 +609,17 @@ func sortedKeys(m map[string]any) []string {
 	return keys
 }
 
+// Python's json.loads reads NaN, Infinity and -Infinity as floats; a
+// decoder that accepts them stores them as json.Number with that text.
+func isNonFinite(s string) bool {
+	return s == "NaN" || s == "Infinity" || s == "-Infinity"
+}
+
 func isInteger(n json.Number) bool {
 	s := n.String()
+	if isNonFinite(s) {
+		return false
+	}
 	if !strings.ContainsAny(s, ".eE") {
 		return true
 	}
@@ -807,6 +816,10 @@ func pyRepr(v any) string {
 		return "False"
 	case json.Number:
 		s := t.String()
+		if isNonFinite(s) {
+			f, _ := strconv.ParseFloat(s, 64)
+			return PyFloat(f)
+		}
 		if !strings.ContainsAny(s, ".eE") {
 			return s
 		}
