@@ -48,6 +48,7 @@ bench:
 FUZZTIME ?= 60s
 fuzz:
 	$(GO) test ./httpapi -run '^$$' -fuzz '^FuzzDecodeJSON$$' -fuzztime $(FUZZTIME) -parallel 1
+	$(GO) test ./httpapi -run '^$$' -fuzz '^FuzzPyJSONError$$' -fuzztime $(FUZZTIME) -parallel 1
 	$(GO) test ./httpapi -run '^$$' -fuzz '^FuzzQueryParsers$$' -fuzztime $(FUZZTIME) -parallel 1
 	$(GO) test ./scheduler -run '^$$' -fuzz '^FuzzScriptlet$$' -fuzztime $(FUZZTIME) -parallel 1
 	$(GO) test ./integration -run '^$$' -fuzz '^FuzzAPI$$' -fuzztime $(FUZZTIME) -parallel 1

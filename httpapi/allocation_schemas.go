@@ -14,9 +14,11 @@ const (
 	uuidKeyPattern = `^[0-9a-fA-F-]{36}$`
 	// consumerTypePattern is a consumer type (1.38).
 	consumerTypePattern = `^[A-Z0-9_]+$`
-	// groupSuffixPattern is a request group suffix in mappings (1.34);
-	// the unsuffixed group is the empty string.
-	groupSuffixPattern = `^[a-zA-Z0-9_-]{0,64}$`
+	// groupSuffixPattern is Placement's GROUP_PAT_1_33, which its
+	// mappings schema (1.34) uses as is: unanchored, so a key with one
+	// such character is checked and a key without any (such as "", the
+	// unsuffixed group) is not.
+	groupSuffixPattern = `[a-zA-Z0-9_-]{1,64}`
 
 	resourcesSchema = `{
 		"type": "object",
@@ -93,10 +95,9 @@ const (
 				"` + groupSuffixPattern + `": {
 					"type": "array",
 					"minItems": 1,
-					"items": {"type": "string", "pattern": "` + uuidKeyPattern + `"}
+					"items": {"type": "string", "format": "uuid"}
 				}
-			},
-			"additionalProperties": false
+			}
 		}`
 	consumerTypeProperty = `,
 		"consumer_type": {"type": "string", "pattern": "` + consumerTypePattern + `", "minLength": 1, "maxLength": 255}`

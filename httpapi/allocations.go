@@ -117,7 +117,7 @@ func (s *Server) providerAllocationsGet(c echo.Context) error {
 	v := version(c)
 	gen, list, err := s.store.AllocationsByProvider(c.Request().Context(), c.Param("uuid"))
 	if err != nil {
-		return providerNotFound(err, "Resource provider '%s' not found: %s", c.Param("uuid"))
+		return caughtNotFound(err, "Resource provider '%s' not found: %s", c.Param("uuid"))
 	}
 	allocs := map[string]map[string]any{}
 	for _, a := range list {

@@ -40,6 +40,11 @@ func TestAllocationSchemasByMicroversion(t *testing.T) {
 		{33, `{` + dict + owner + `, "consumer_generation": null, "mappings": {"": ["` + rpA + `"]}}`, "'mappings' was unexpected"},
 		{34, `{` + dict + owner + `, "consumer_generation": null, "mappings": {"": ["` + rpA + `"]}}`, ""},
 		{34, `{` + dict + owner + `, "consumer_generation": null, "mappings": {"x": "y"}}`, "'y' is not of type 'array'"},
+		// Placement's group pattern is unanchored: a key without any group
+		// character is not checked, a longer one is.
+		{34, `{` + dict + owner + `, "consumer_generation": null, "mappings": {"!!": "y"}}`, ""},
+		{34, `{` + dict + owner + `, "consumer_generation": null, "mappings": {"` + strings.Repeat("x", 70) + `": "y"}}`, "'y' is not of type 'array'"},
+		{34, `{` + dict + owner + `, "consumer_generation": null, "mappings": {"g": ["nope"]}}`, "'nope' is not a 'uuid'"},
 		{37, `{` + dict + owner + `, "consumer_generation": null, "consumer_type": "INSTANCE"}`, "'consumer_type' was unexpected"},
 		{38, `{` + dict + owner + `, "consumer_generation": null}`, "'consumer_type' is a required property"},
 		{38, `{` + dict + owner + `, "consumer_generation": null, "consumer_type": "instance"}`, "'instance' does not match '^[A-Z0-9_]+$'"},

@@ -82,46 +82,63 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 		if c.Request().URL.Path == "/" {
 			return next(c)
 		}
-		h := c.Request().Header
-		var p Principal
-		switch s.cfg.Auth {
-		case AuthKeystone:
-			var err error
-			if p, err = s.keystonePrincipal(c); err != nil {
-				return err
-			}
-		case AuthKeystoneHeaders:
-			// keystonemiddleware sets Invalid (with delay_auth_decision) or
-			// answers 401 itself; no header at all means no proxy vouched
-			// for the request.
-			if h.Get(headerIdentityStatus) != "Confirmed" {
-				return newError(http.StatusUnauthorized, "", "The request was not authenticated by the identity proxy (no X-Identity-Status: Confirmed).")
-			}
-			p = Principal{
-				Roles:       splitRoles(h.Get(headerRoles)),
-				ProjectID:   h.Get(headerProjectID),
-				UserID:      h.Get(headerUserID),
-				SystemScope: h.Get(headerSystemScope),
-			}
-		case AuthTokens:
-			token := h.Get(headerAuthToken)
-			if token == "" {
-				return newError(http.StatusUnauthorized, "", "No X-Auth-Token header was supplied.")
-			}
-			var ok bool
-			if p, ok = s.cfg.Tokens[token]; !ok {
-				return newError(http.StatusUnauthorized, "", "The X-Auth-Token is not valid.")
-			}
-		default:
-			token := h.Get(headerAuthToken)
-			if token == "" {
-				return newError(http.StatusUnauthorized, "", "No X-Auth-Token header was supplied.")
-			}
-			p = noAuth2Principal(token, h)
+		p, err := s.principal(c)
+		if err != nil {
+			return err
 		}
 		c.Set(ctxPrincipal, p)
 		return next(c)
 	}
+}
+
+// principal is the identity of the request according to Config.Auth, or
+// its refusal. Placement's auth middleware sits outside its microversion
+// middleware, so a 401 carries no version header and no Vary (PreVersion).
+func (s *Server) principal(c echo.Context) (Principal, error) {
+	h := c.Request().Header
+	switch s.cfg.Auth {
+	case AuthKeystone:
+		return s.keystonePrincipal(c)
+	case AuthKeystoneHeaders:
+		// keystonemiddleware sets Invalid (with delay_auth_decision) or
+		// answers 401 itself; no header at all means no proxy vouched
+		// for the request.
+		if h.Get(headerIdentityStatus) != "Confirmed" {
+			return Principal{}, unauthenticated("The request was not authenticated by the identity proxy (no X-Identity-Status: Confirmed).")
+		}
+		return Principal{
+			Roles:       splitRoles(h.Get(headerRoles)),
+			ProjectID:   h.Get(headerProjectID),
+			UserID:      h.Get(headerUserID),
+			SystemScope: h.Get(headerSystemScope),
+		}, nil
+	case AuthTokens:
+		token := h.Get(headerAuthToken)
+		if token == "" {
+			return Principal{}, unauthenticated("No X-Auth-Token header was supplied.")
+		}
+		p, ok := s.cfg.Tokens[token]
+		if !ok {
+			return Principal{}, unauthenticated("The X-Auth-Token is not valid.")
+		}
+		return p, nil
+	default:
+		// Placement's NoAuthMiddleware wants the header, empty or not,
+		// and refuses with a bare webob 401 in webob's own JSON.
+		if _, ok := h[http.CanonicalHeaderKey(headerAuthToken)]; !ok {
+			e := unauthenticated("")
+			e.Body = webobBody
+			return Principal{}, e
+		}
+		return noAuth2Principal(h.Get(headerAuthToken), h), nil
+	}
+}
+
+// unauthenticated is a 401 from the authentication step.
+func unauthenticated(msg string) *Error {
+	e := newError(http.StatusUnauthorized, "", "%s", msg)
+	e.PreVersion = true
+	return e
 }
 
 // noAuth2Principal is the identity Placement's NoAuthMiddleware and
@@ -188,7 +205,11 @@ func (s *Server) authorize(rule string) echo.MiddlewareFunc {
 		return func(c echo.Context) error {
 			p, _ := c.Get(ctxPrincipal).(Principal)
 			if !s.authz.Allowed(rule, p.credentials(), target(c, p)) {
-				return newError(http.StatusForbidden, "", "Policy does not allow %s to be performed.", rule)
+				// Placement's PolicyNotAuthorized escapes the handler:
+				// its 403 has no Vary.
+				e := newError(http.StatusForbidden, "", "Policy does not allow %s to be performed.", rule)
+				e.NoVary = true
+				return e
 			}
 			return next(c)
 		}

@@ -49,12 +49,13 @@ func (s *Server) keystonePrincipal(c echo.Context) (Principal, error) {
 	switch {
 	case err == nil:
 	case errors.Is(err, keystone.ErrNoToken), errors.Is(err, keystone.ErrInvalidToken):
+		// keystonemiddleware's answer, whatever the reason (which goes
+		// to the debug log).
 		c.Response().Header().Set(headerWWWAuthenticate, `Keystone uri="`+s.cfg.Keystone.AuthURL()+`"`)
-		msg := "The request you have made requires authentication."
-		if errors.Is(err, keystone.ErrInvalidToken) {
-			msg = "The token in X-Auth-Token or X-Service-Token is not valid (unknown, expired or revoked)."
-		}
-		return Principal{}, newError(http.StatusUnauthorized, "", "%s", msg)
+		s.log.DebugContext(c.Request().Context(), "token refused", "invalid", errors.Is(err, keystone.ErrInvalidToken))
+		e := unauthenticated("The request you have made requires authentication.")
+		e.Body = keystoneBody
+		return Principal{}, e
 	default:
 		// The cause names the token by its hash only (keystone.TokenHash).
 		s.log.WarnContext(c.Request().Context(), "token not validated: keystone unavailable", "error", err)

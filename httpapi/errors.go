@@ -28,10 +28,22 @@ type Error struct {
 	// status has a default one (Placement's microversioned 405 raises
 	// HTTPMethodNotAllowed without a message).
 	NoDetail bool
-	// NoVary drops the Vary header: Placement sends none with an error
-	// raised outside its handlers' webob wrapper (routing, the
-	// Content-Type check), only with those its handlers return.
+	// NoVary drops the Vary header. Placement's microversion middleware
+	// adds Vary only to what its application returns; an error raised
+	// past the handlers' webob wrapper gets the version header alone:
+	// routing's 404, the Content-Type check, and the object layer's
+	// NotFound and the policy's refusal, which escape the handler and
+	// which PlacementHandler turns into a 404 or 403 (see toError and
+	// authorize).
 	NoVary bool
+	// PreVersion drops the OpenStack-API-Version header and Vary: the
+	// error is raised by what runs before Placement's microversion
+	// middleware (authentication).
+	PreVersion bool
+	// Body is the layout of a JSON body: Placement's {"errors": [...]}
+	// unless the error comes from a middleware outside Placement's
+	// error formatter.
+	Body errorBody
 	// Steps, when set, go in the JSON error object as "steps": the
 	// selection steps of a claim that placed nothing, the counts its
 	// detail words, for programs (a Berth extension; Placement clients
@@ -40,6 +52,21 @@ type Error struct {
 }
 
 func (e *Error) Error() string { return e.Msg }
+
+// errorBody is the layout of an error's JSON body.
+type errorBody uint8
+
+const (
+	// placementBody is Placement's {"errors": [{status, title, detail,
+	// code, request_id}]}.
+	placementBody errorBody = iota
+	// webobBody is webob's own {"message", "code", "title"}, the body of
+	// noauth2's 401.
+	webobBody
+	// keystoneBody is keystonemiddleware's {"error": {"code", "title",
+	// "message"}}, the body of its 401.
+	keystoneBody
+)
 
 func newError(status int, code, format string, args ...any) *Error {
 	return &Error{Status: status, Code: code, Msg: fmt.Sprintf(format, args...)}
@@ -51,6 +78,26 @@ func badRequest(format string, args ...any) *Error {
 
 func notFound(format string, args ...any) *Error {
 	return newError(http.StatusNotFound, "", format, args...)
+}
+
+// caughtNotFound is the answer of a Placement handler that catches the
+// object layer's NotFound for the provider or class it looked up and
+// raises its own 404, worded by format with the NotFound's message as
+// the last argument; the answer has Vary, unlike the NotFound's own.
+// Any other err is returned as it is.
+func caughtNotFound(err error, format string, args ...any) error {
+	if le, ok := ledger.AsError(err); ok && escapesHandler(le) {
+		return notFound(format, append(args, le.Msg)...)
+	}
+	return err
+}
+
+// escapesHandler reports whether le is the object layer's NotFound for
+// a provider or class looked up by the uuid or name a request names,
+// which Placement's handlers let escape unless they catch it
+// (caughtNotFound).
+func escapesHandler(le *ledger.Error) bool {
+	return errors.Is(le, ledger.ErrProviderNotFound) || errors.Is(le, ledger.ErrClassNotFound)
 }
 
 // retryAfterUnavailable is the Retry-After (seconds) of a 503 for a
@@ -128,13 +175,16 @@ func toError(c echo.Context, err error) *Error {
 		case errors.Is(le, ledger.ErrUnavailable):
 			return &Error{Status: http.StatusServiceUnavailable, Code: le.Code, Msg: le.Msg, RetryAfter: retryAfterUnavailable}
 		}
-		return &Error{Status: status, Code: le.Code, Msg: le.Msg}
+		// A provider or class lookup's NotFound that a handler returns
+		// as it is escapes it, as in Placement: no Vary.
+		return &Error{Status: status, Code: le.Code, Msg: le.Msg, NoVary: escapesHandler(le)}
 	}
 	var he *echo.HTTPError
 	if errors.As(err, &he) {
 		switch he.Code {
 		case http.StatusMethodNotAllowed:
-			return &Error{Status: he.Code, Msg: "", Allow: allowHeader(c)}
+			// Placement's handle_405 names no method in its detail.
+			return &Error{Status: he.Code, Msg: "The method specified is not allowed for this resource.", Allow: allowHeader(c)}
 		case http.StatusNotFound:
 			return &Error{Status: he.Code, NoVary: true}
 		case http.StatusRequestEntityTooLarge:
@@ -179,8 +229,11 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 		log.DebugContext(req.Context(), "request refused", "detail", e.Msg)
 	}
 
-	if e.NoVary {
-		c.Response().Header().Del(echo.HeaderVary)
+	if e.NoVary || e.PreVersion {
+		dropVaryVersion(c.Response().Header())
+	}
+	if e.PreVersion {
+		c.Response().Header().Del(headerAPIVersion)
 	}
 	if e.RetryAfter > 0 {
 		c.Response().Header().Set("Retry-After", strconv.Itoa(e.RetryAfter))
@@ -203,6 +256,17 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 		_ = c.NoContent(e.Status)
 		return
 	}
+	if e.Body == keystoneBody {
+		// keystonemiddleware answers in JSON whatever the Accept header.
+		inner := newJSONObject()
+		inner.set("code", e.Status)
+		inner.set("title", title)
+		inner.set("message", e.Msg)
+		body := newJSONObject()
+		body.set("error", inner)
+		_ = writeJSON(c, e.Status, body)
+		return
+	}
 	switch preferredErrorType(acceptHeader(req)) {
 	case "text/html":
 		body := "<html>\n <head>\n  <title>" + fmt.Sprintf("%d %s", e.Status, title) + "</title>\n </head>\n <body>\n  <h1>" +
@@ -211,6 +275,17 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 		return
 	case "text/plain":
 		_ = c.Blob(e.Status, "text/plain; charset=UTF-8", []byte(fmt.Sprintf("%d %s\n\n%s", e.Status, title, detail)))
+		return
+	}
+	if e.Body == webobBody {
+		// webob's template, without strip_tags: the explanation,
+		// "<br /><br />", then the detail and the (empty) comment on
+		// lines of their own.
+		body := newJSONObject()
+		body.set("message", explanations[e.Status]+"<br /><br />\n"+e.Msg+"\n\n")
+		body.set("code", fmt.Sprintf("%d %s", e.Status, title))
+		body.set("title", title)
+		_ = writeJSON(c, e.Status, body)
 		return
 	}
 	item := map[string]any{
@@ -236,6 +311,22 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 		item["max_version"], item["min_version"] = MaxVersion.String(), MinVersion.String()
 	}
 	_ = writeJSON(c, e.Status, map[string]any{"errors": []any{item}})
+}
+
+// dropVaryVersion removes the Vary the microversion middleware added,
+// keeping any other (CORS's Vary: Origin, which Placement's CORS
+// middleware adds outside it).
+func dropVaryVersion(h http.Header) {
+	var keep []string
+	for _, v := range h.Values(echo.HeaderVary) {
+		if !strings.EqualFold(v, "openstack-api-version") {
+			keep = append(keep, v)
+		}
+	}
+	h.Del(echo.HeaderVary)
+	for _, v := range keep {
+		h.Add(echo.HeaderVary, v)
+	}
 }
 
 // preferredErrorType picks the media type of an error body as webob

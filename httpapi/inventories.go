@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -222,11 +223,27 @@ func inventoryParams(c echo.Context, generation *int64) ledger.InventoryParams {
 	}
 }
 
+// providerFirst is the answer to an inventory write whose body was
+// refused with err: Placement's handler looks the provider up before it
+// decodes the body, so a provider that does not exist is the answer to a
+// malformed or invalid body (400) instead. The lookup is made only then,
+// not on every write.
+func (s *Server) providerFirst(c echo.Context, err error) error {
+	var e *Error
+	if !errors.As(err, &e) || e.Status != http.StatusBadRequest {
+		return err
+	}
+	if _, perr := s.store.ProviderGet(c.Request().Context(), c.Param("uuid")); perr != nil {
+		return perr
+	}
+	return err
+}
+
 // GET /resource_providers/{uuid}/inventories
 func (s *Server) inventoriesList(c echo.Context) error {
 	pi, err := s.store.InventoryList(c.Request().Context(), c.Param("uuid"))
 	if err != nil {
-		return providerNotFound(err, "No resource provider with uuid %s found : %s", c.Param("uuid"))
+		return caughtNotFound(err, "No resource provider with uuid %s found : %s", c.Param("uuid"))
 	}
 	return s.sendInventories(c, pi, nil)
 }
@@ -235,7 +252,7 @@ func (s *Server) inventoriesList(c echo.Context) error {
 func (s *Server) inventoryShow(c echo.Context) error {
 	pi, err := s.store.InventoryList(c.Request().Context(), c.Param("uuid"))
 	if err != nil {
-		return providerNotFound(err, "No resource provider with uuid %s found : %s", c.Param("uuid"))
+		return caughtNotFound(err, "No resource provider with uuid %s found : %s", c.Param("uuid"))
 	}
 	class := c.Param("resource_class")
 	if _, ok := pi.Find(class); !ok {
@@ -248,7 +265,7 @@ func (s *Server) inventoryShow(c echo.Context) error {
 func (s *Server) inventoryCreate(c echo.Context) error {
 	var body inventoryBody
 	if err := s.decodeBody(c, postInventorySchema, &body); err != nil {
-		return err
+		return s.providerFirst(c, err)
 	}
 	pi, err := s.store.InventoryCreate(c.Request().Context(), inventoryParams(c, nil), body.inventory(body.ResourceClass))
 	if err != nil {
@@ -263,7 +280,7 @@ func (s *Server) inventoryCreate(c echo.Context) error {
 func (s *Server) inventoryUpdate(c echo.Context) error {
 	var body inventoryBody
 	if err := s.decodeBody(c, putInventorySchema, &body); err != nil {
-		return err
+		return s.providerFirst(c, err)
 	}
 	class := c.Param("resource_class")
 	pi, err := s.store.InventoryUpdate(c.Request().Context(), inventoryParams(c, body.Generation), body.inventory(class))
@@ -277,7 +294,7 @@ func (s *Server) inventoryUpdate(c echo.Context) error {
 func (s *Server) inventoriesReplace(c echo.Context) error {
 	var body inventoriesBody
 	if err := s.decodeBody(c, putInventoriesSchemaCompiled, &body); err != nil {
-		return err
+		return s.providerFirst(c, err)
 	}
 	pi, err := s.store.InventoriesReplace(c.Request().Context(), inventoryParams(c, &body.Generation), body.inventories())
 	if err != nil {

@@ -41,7 +41,7 @@ func readAll(r io.Reader) ([]byte, error) {
 // Python's UnicodeDecodeError); \u escapes of lone UTF-16 surrogates
 // (encoding/json would store U+FFFD for them, so different invalid names
 // would collide); and bodies past the bounds above (413). Malformed JSON
-// is left to the decoder, which words its errors.
+// is left to parseJSON, which words its errors as Python does.
 func checkJSONBody(c echo.Context, body []byte) error {
 	// The charset parameter is not looked at: Placement decodes the bytes
 	// as JSON whatever the Content-Type says, and so does this.

@@ -75,18 +75,25 @@ func cutAnySpace(s string) (before, after string, found bool) {
 // microversion negotiates the request's microversion, stores it in the
 // context and sets the response headers, which every response carries,
 // errors included.
-func microversion(next echo.HandlerFunc) echo.HandlerFunc {
+func (s *Server) microversion(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		// Placement's microversion middleware refuses a bad header before
 		// the application runs: no version header, no Vary.
 		// Repeated headers fold into one value, joined by commas, as WSGI
 		// does.
 		v, raw, err := parseVersionHeader(strings.Join(c.Request().Header.Values(headerAPIVersion), ","))
-		if err != nil {
-			return err
+		if err == nil && (v.less(MinVersion) || MaxVersion.less(v)) {
+			err = newError(http.StatusNotAcceptable, "", "Invalid microversion: Unacceptable version header: %s", raw)
 		}
-		if v.less(MinVersion) || MaxVersion.less(v) {
-			return newError(http.StatusNotAcceptable, "", "Invalid microversion: Unacceptable version header: %s", raw)
+		if err != nil {
+			// Placement's auth middleware runs first: a request it
+			// refuses gets its 401 whatever the version header says.
+			if c.Request().URL.Path != "/" {
+				if _, aerr := s.principal(c); aerr != nil {
+					return aerr
+				}
+			}
+			return err
 		}
 		h := c.Response().Header()
 		h.Add(echo.HeaderVary, "openstack-api-version")

@@ -6,13 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
-	"strings"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
 
@@ -166,7 +163,7 @@ func New(cfg Config, logger *slog.Logger) (*Server, error) {
 	s.e.HideBanner = true
 	s.e.HidePort = true
 	s.e.HTTPErrorHandler = s.errorHandler
-	s.e.Pre(assignRequestID, s.observe, microversion, s.deadline)
+	s.e.Pre(assignRequestID, s.observe, s.microversion, s.deadline)
 	if len(cfg.CORSAllowedOrigins) > 0 {
 		// After microversion, as in Placement's pipeline, where a bad
 		// OpenStack-API-Version header is refused before CORS sees it.
@@ -299,51 +296,54 @@ func decodeJSON(body []byte, schema *jsonschema.Schema, dst any) error {
 		return nil
 	}
 	if err := json.Unmarshal(body, dst); err != nil {
+		if nonFinite(doc) {
+			// Placement would store such a value where the schema lets
+			// a float through (an allocation ratio); Berth does not.
+			return badRequest("JSON does not validate: NaN, Infinity and -Infinity are not accepted.")
+		}
 		return badRequest("JSON does not validate: %v", err)
 	}
 	return nil
 }
 
-// parseJSON decodes one JSON document, keeping numbers as json.Number.
-// A body with no document, or with more after it, is refused in the
-// words of Python's json.loads, position included.
+// nonFinite reports whether v holds NaN, Infinity or -Infinity.
+func nonFinite(v any) bool {
+	switch t := v.(type) {
+	case json.Number:
+		s := t.String()
+		return s == "NaN" || s == "Infinity" || s == "-Infinity"
+	case []any:
+		for _, e := range t {
+			if nonFinite(e) {
+				return true
+			}
+		}
+	case map[string]any:
+		for _, e := range t {
+			if nonFinite(e) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// parseJSON decodes one JSON document, keeping numbers as json.Number. A
+// body Python's json.loads refuses is refused with Python's words, as
+// Placement does (pyJSONError).
 func parseJSON(body []byte) (any, error) {
+	if err := pyJSONError(body); err != nil {
+		return nil, err
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
 	var doc any
 	if err := dec.Decode(&doc); err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil, pyJSONError("Expecting value", body, skipJSONSpace(body, 0))
-		}
-		return nil, err
-	}
-	if dec.More() {
-		return nil, pyJSONError("Extra data", body, skipJSONSpace(body, int(dec.InputOffset())))
+		// What Python reads and encoding/json does not: NaN, Infinity
+		// and -Infinity, which the schema then judges as Python's floats.
+		return pyJSONDecode(body)
 	}
 	return doc, nil
-}
-
-// skipJSONSpace returns the offset of the first byte at or after i that is
-// not JSON whitespace.
-func skipJSONSpace(b []byte, i int) int {
-	for i < len(b) && strings.IndexByte(" \t\n\r", b[i]) >= 0 {
-		i++
-	}
-	return i
-}
-
-// pyJSONError words a decoding error at byte offset off of doc as
-// Python's json.JSONDecodeError: "msg: line L column C (char N)", counted
-// in characters.
-func pyJSONError(msg string, doc []byte, off int) error {
-	before := doc[:off]
-	pos := utf8.RuneCount(before)
-	line := bytes.Count(before, []byte("\n")) + 1
-	col := pos + 1
-	if nl := bytes.LastIndexByte(before, '\n'); nl >= 0 {
-		col = pos - utf8.RuneCount(doc[:nl])
-	}
-	return fmt.Errorf("%s: line %d column %d (char %d)", msg, line, col, pos)
 }
 
 // root serves the version document.

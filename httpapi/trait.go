@@ -168,7 +168,7 @@ func providerTraitsJSON(c echo.Context, generation int64, traits []ledger.Trait)
 func (s *Server) providerTraitsShow(c echo.Context) error {
 	gen, traits, err := s.store.ProviderTraits(c.Request().Context(), c.Param("uuid"))
 	if err != nil {
-		return providerNotFound(err, "No resource provider with uuid %s found: %s", c.Param("uuid"))
+		return caughtNotFound(err, "No resource provider with uuid %s found: %s", c.Param("uuid"))
 	}
 	return providerTraitsJSON(c, gen, traits)
 }

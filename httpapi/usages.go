@@ -10,7 +10,10 @@ import (
 	"github.com/berthd/berth/ledger"
 )
 
-// The query schemas of GET /usages, as Placement's placement/schemas/usage.py.
+// The query schemas of GET /usages, as Placement's placement/schemas/usage.py
+// (consumer_type's pattern is Placement's CONSUMER_TYPE_GET_PATTERN, whose
+// "^all" branch is unanchored at the end: "allx" passes and, like any other
+// type name no consumer has, finds nothing).
 const usagesQueryFields = `
 	"project_id": {"type": "string", "minLength": 1, "maxLength": 255},
 	"user_id": {"type": "string", "minLength": 1, "maxLength": 255}`
@@ -37,7 +40,7 @@ var (
 func (s *Server) providerUsagesGet(c echo.Context) error {
 	u, err := s.store.ProviderUsagesGet(c.Request().Context(), c.Param("uuid"))
 	if err != nil {
-		return providerNotFound(err, "No resource provider with uuid %s found: %s", c.Param("uuid"))
+		return caughtNotFound(err, "No resource provider with uuid %s found: %s", c.Param("uuid"))
 	}
 	// Usage is a question about now, so Placement answers with now.
 	setCacheHeaders(c, time.Now())

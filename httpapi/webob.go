@@ -34,14 +34,12 @@ func webobStripTags(s string) string {
 // as Placement does. Most statuses use webob's default template
 // ("${explanation}<br /><br />\n${detail}\n${html_comment}\n"); 405, 406
 // and 415 have templates of their own that name the request's method,
-// Accept or Content-Type header and end right after the message.
+// Accept or Content-Type header and end right after the message (empty
+// for a 405 that a versioned handler raises with no detail).
 func webobDetail(status int, r *http.Request, msg string) string {
 	var tmpl string
 	switch status {
 	case http.StatusMethodNotAllowed:
-		if msg == "" {
-			msg = "The method specified is not allowed for this resource."
-		}
 		tmpl = fmt.Sprintf("The method %s is not allowed for this resource. <br /><br />\n%s", r.Method, msg)
 	case http.StatusNotAcceptable:
 		// webob's template really leaves the parenthesis open.

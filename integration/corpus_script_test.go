@@ -59,7 +59,7 @@ const brokenUsages = "Placement 8.0.0 answers 500 on PostgreSQL: its consumer_ty
 
 // corpusSessions is the script the corpus is recorded from.
 func corpusSessions() []corpusSession {
-	return []corpusSession{operatorSession(), novaSession(), errorSession(), protocolSession(), candidatesSession(), listingsSession(), numbersSession(), checksSession(), encodingSession(), bandwidthSession()}
+	return []corpusSession{operatorSession(), novaSession(), errorSession(), protocolSession(), candidatesSession(), listingsSession(), numbersSession(), checksSession(), encodingSession(), bandwidthSession(), notFoundSession()}
 }
 
 // operatorSession is what the `openstack` CLI with osc-placement sends
@@ -358,4 +358,82 @@ func errorSession() corpusSession {
 		st("delete provider with allocations at 1.0", "DELETE", rp(cpCN1), "1.0", ""),
 		st("delete no such provider", "DELETE", rp(cpNone), "1.39", ""),
 	}}
+}
+
+// notFoundSession asks every route that names a provider or a class for
+// one that does not exist (or is not a uuid), and for a policy refusal:
+// Placement answers some of these from its handlers (with Vary) and some
+// from the object layer's NotFound or the policy's refusal escaping them
+// (without Vary), and words each its own way.
+func notFoundSession() corpusSession {
+	var steps []corpusStep
+	add := func(name, method, path, version, body string) {
+		steps = append(steps, st(name, method, path, version, body))
+	}
+	add("setup cn1", "POST", "/resource_providers", "1.39", j(`{"name": "cn1", "uuid": "`+cpCN1+`"}`))
+	add("setup inventory", "PUT", rp(cpCN1)+"/inventories", "1.39", j(`{"resource_provider_generation": 0, "inventories": {"VCPU": {"total": 4}}}`))
+	for _, p := range []struct{ what, uuid string }{{"missing", cpNone}, {"not a uuid", "abc"}} {
+		u := rp(p.uuid)
+		add(p.what+": show", "GET", u, "1.39", "")
+		add(p.what+": update", "PUT", u, "1.39", j(`{"name": "x"}`))
+		add(p.what+": update, bad body", "PUT", u, "1.39", j(`{"color": "x"}`))
+		add(p.what+": delete", "DELETE", u, "1.39", "")
+		add(p.what+": aggregates", "GET", u+"/aggregates", "1.39", "")
+		add(p.what+": aggregates set", "PUT", u+"/aggregates", "1.39", j(`{"resource_provider_generation": 0, "aggregates": []}`))
+		add(p.what+": aggregates set 1.1", "PUT", u+"/aggregates", "1.1", `[]`)
+		add(p.what+": inventories", "GET", u+"/inventories", "1.39", "")
+		add(p.what+": inventory create", "POST", u+"/inventories", "1.39", j(`{"resource_class": "VCPU", "total": 1}`))
+		add(p.what+": inventory create, bad body", "POST", u+"/inventories", "1.39", j(`{"total": 1}`))
+		add(p.what+": inventories set", "PUT", u+"/inventories", "1.39", j(`{"resource_provider_generation": 0, "inventories": {}}`))
+		add(p.what+": inventories set, bad body", "PUT", u+"/inventories", "1.39", j(`{"inventories": {}}`))
+		add(p.what+": inventories delete", "DELETE", u+"/inventories", "1.39", "")
+		add(p.what+": inventories delete 1.4", "DELETE", u+"/inventories", "1.4", "")
+		add(p.what+": inventory", "GET", u+"/inventories/VCPU", "1.39", "")
+		add(p.what+": inventory update", "PUT", u+"/inventories/VCPU", "1.39", j(`{"resource_provider_generation": 0, "total": 1}`))
+		add(p.what+": inventory update, bad body", "PUT", u+"/inventories/VCPU", "1.39", j(`{"total": 1}`))
+		add(p.what+": inventory delete", "DELETE", u+"/inventories/VCPU", "1.39", "")
+		add(p.what+": traits", "GET", u+"/traits", "1.39", "")
+		add(p.what+": traits set", "PUT", u+"/traits", "1.39", j(`{"resource_provider_generation": 0, "traits": []}`))
+		add(p.what+": traits delete", "DELETE", u+"/traits", "1.39", "")
+		add(p.what+": usages", "GET", u+"/usages", "1.39", "")
+		add(p.what+": allocations", "GET", u+"/allocations", "1.39", "")
+	}
+	add("class: show", "GET", "/resource_classes/CUSTOM_NOPE", "1.39", "")
+	add("class: delete", "DELETE", "/resource_classes/CUSTOM_NOPE", "1.39", "")
+	add("class: update 1.2", "PUT", "/resource_classes/CUSTOM_NOPE", "1.2", j(`{"name": "CUSTOM_NEW"}`))
+	add("class: update 1.6", "PUT", "/resource_classes/CUSTOM_NOPE", "1.6", j(`{"name": "CUSTOM_NEW"}`))
+	add("class: inventory of it", "GET", rp(cpCN1)+"/inventories/CUSTOM_NOPE", "1.39", "")
+	add("class: inventory of it delete", "DELETE", rp(cpCN1)+"/inventories/CUSTOM_NOPE", "1.39", "")
+	add("class: inventory of it update", "PUT", rp(cpCN1)+"/inventories/CUSTOM_NOPE", "1.39", j(`{"resource_provider_generation": 1, "total": 1}`))
+	add("trait: show", "GET", "/traits/CUSTOM_NOPE", "1.39", "")
+	add("trait: delete", "DELETE", "/traits/CUSTOM_NOPE", "1.39", "")
+	add("consumer: allocations", "GET", "/allocations/"+cpNone, "1.39", "")
+	add("consumer: delete allocations", "DELETE", "/allocations/"+cpNone, "1.39", "")
+	user := func(name, method, path, version, body string) {
+		s := st(name, method, path, version, body)
+		s.headers = map[string]string{"X-Auth-Token": "user:p"}
+		steps = append(steps, s)
+	}
+	user("policy: list providers", "GET", "/resource_providers", "1.39", "")
+	user("policy: show missing provider", "GET", rp(cpNone), "1.39", "")
+	user("policy: create provider", "POST", "/resource_providers", "1.39", j(`{"name": "y"}`))
+	user("policy: set inventories", "PUT", rp(cpCN1)+"/inventories", "1.39", j(`{"resource_provider_generation": 1, "inventories": {}}`))
+	user("policy: classes", "GET", "/resource_classes", "1.39", "")
+	user("policy: create trait", "PUT", "/traits/CUSTOM_USER", "1.39", "")
+	user("policy: usages", "GET", "/usages?project_id=p", "1.39", "")
+	user("policy: candidates", "GET", "/allocation_candidates?resources=VCPU:1", "1.39", "")
+	user("policy: root", "GET", "/", "1.39", "")
+	anon := func(name, method, path, version, body string) {
+		s := st(name, method, path, version, body)
+		s.headers = map[string]string{"X-Auth-Token": ""}
+		steps = append(steps, s)
+	}
+	anon("auth: no token", "GET", "/resource_providers", "1.39", "")
+	anon("auth: no token, missing provider", "GET", rp(cpNone), "1.39", "")
+	anon("auth: no token, bad version", "GET", "/resource_providers", "1.99", "")
+	anon("auth: no token, root", "GET", "/", "1.39", "")
+	empty := st("auth: empty token", "GET", "/resource_providers", "1.39", "")
+	empty.headers = map[string]string{"X-Auth-Token": " "} // sent as an empty value
+	steps = append(steps, empty)
+	return corpusSession{name: "notfound", about: "a provider, class, trait or consumer that does not exist, and policy refusals", steps: steps}
 }

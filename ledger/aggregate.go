@@ -12,7 +12,7 @@ import (
 func (s *Store) ProviderAggregates(ctx context.Context, rpUUID string) (generation int64, aggregates []string, err error) {
 	canon, ok := storedUUID(rpUUID)
 	if !ok {
-		return 0, nil, notFound("No resource provider with uuid %s found", rpUUID)
+		return 0, nil, providerNotFound(rpUUID)
 	}
 	rows, err := s.pool.Query(ctx, `
 		SELECT rp.generation, pa.uuid::text
@@ -41,7 +41,7 @@ func (s *Store) ProviderAggregates(ctx context.Context, rpUUID string) (generati
 		return 0, nil, fmt.Errorf("ledger: read provider aggregates: %w", err)
 	}
 	if !found {
-		return 0, nil, notFound("No resource provider with uuid %s found", rpUUID)
+		return 0, nil, providerNotFound(rpUUID)
 	}
 	return generation, aggregates, nil
 }

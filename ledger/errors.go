@@ -32,6 +32,16 @@ var (
 	// committed, if the connection broke during COMMIT; the caller should
 	// retry later and, for writes, read back what it wrote.
 	ErrUnavailable = errors.New("database unavailable")
+
+	// ErrProviderNotFound and ErrClassNotFound are the ErrNotFound of
+	// looking up the provider or resource class a request names by uuid
+	// or name: Placement's ResourceProvider.get_by_uuid and
+	// ResourceClass.get_by_name raising NotFound. Placement's handlers
+	// let some of these escape and catch others, which a client can tell
+	// apart (httpapi's error table); errors.Is(err, ErrNotFound) holds
+	// for both.
+	ErrProviderNotFound = fmt.Errorf("resource provider %w", ErrNotFound)
+	ErrClassNotFound    = fmt.Errorf("resource class %w", ErrNotFound)
 )
 
 // Placement error codes carried in Error.Code (see the API reference, errors.inc).
@@ -64,6 +74,18 @@ func (e *Error) Unwrap() error { return e.Kind }
 
 func notFound(format string, args ...any) error {
 	return &Error{Kind: ErrNotFound, Msg: fmt.Sprintf(format, args...)}
+}
+
+// providerNotFound is the ErrProviderNotFound of the provider with this
+// uuid, in the object layer's words.
+func providerNotFound(uuid string) error {
+	return &Error{Kind: ErrProviderNotFound, Msg: fmt.Sprintf("No resource provider with uuid %s found", uuid)}
+}
+
+// resourceClassNotFound is the ErrClassNotFound of the class with this
+// name, in the object layer's words.
+func resourceClassNotFound(name string) error {
+	return &Error{Kind: ErrClassNotFound, Msg: fmt.Sprintf("No such resource class %s.", name)}
 }
 
 func conflict(code, format string, args ...any) error {

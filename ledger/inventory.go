@@ -96,13 +96,13 @@ type InventoryParams struct {
 func lockProvider(ctx context.Context, t *txn, providerUUID string) (providerRef, error) {
 	id, ok := canonicalUUID(providerUUID)
 	if !ok {
-		return providerRef{}, notFound("No resource provider with uuid %s found", providerUUID)
+		return providerRef{}, providerNotFound(providerUUID)
 	}
 	var ref providerRef
 	err := t.QueryRow(ctx, `SELECT id, generation FROM resource_providers WHERE uuid = $1 FOR UPDATE`, id).
 		Scan(&ref.ID, &ref.Generation)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return ref, notFound("No resource provider with uuid %s found", providerUUID)
+		return ref, providerNotFound(providerUUID)
 	}
 	return ref, err
 }
@@ -303,7 +303,7 @@ func (s *Store) InventoryUpdate(ctx context.Context, p InventoryParams, inv Inve
 			return err
 		}
 		if unknown != "" {
-			return notFound("No such resource class %s.", unknown)
+			return resourceClassNotFound(unknown)
 		}
 		cur, err := readInventories(ctx, t, ref.ID)
 		if err != nil {

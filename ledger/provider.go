@@ -50,11 +50,11 @@ func (s *Store) ProviderGet(ctx context.Context, uuid string) (Provider, error) 
 func providerGet(ctx context.Context, q querier, uuid string) (Provider, error) {
 	canon, ok := storedUUID(uuid)
 	if !ok {
-		return Provider{}, notFound("No resource provider with uuid %s found", uuid)
+		return Provider{}, providerNotFound(uuid)
 	}
 	p, err := scanProvider(q.QueryRow(ctx, providerSelect+` WHERE rp.uuid = $1`, canon))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return Provider{}, notFound("No resource provider with uuid %s found", uuid)
+		return Provider{}, providerNotFound(uuid)
 	}
 	if err != nil {
 		return Provider{}, fmt.Errorf("ledger: get provider: %w", err)

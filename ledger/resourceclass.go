@@ -30,10 +30,6 @@ func scanResourceClass(row pgx.Row) (ResourceClass, error) {
 	return rc, err
 }
 
-func resourceClassNotFound(name string) error {
-	return notFound("No such resource class %s.", name)
-}
-
 // ResourceClassList returns every resource class, standard ones first, in
 // id order.
 func (s *Store) ResourceClassList(ctx context.Context) ([]ResourceClass, error) {

@@ -34,7 +34,7 @@ func (s *Store) ProviderStatePut(ctx context.Context, providerUUID string, st Pr
 				cpu_utilization = EXCLUDED.cpu_utilization, reported_at = EXCLUDED.reported_at`,
 			ref.ID, st.Load1, st.Load5, st.Load15, st.MemoryFreeMB, st.CPUUtilization, st.ReportedAt)
 		if _, ok := foreignKeyViolation(err); ok {
-			return notFound("No resource provider with uuid %s found", providerUUID)
+			return providerNotFound(providerUUID)
 		}
 		return err
 	})

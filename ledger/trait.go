@@ -167,7 +167,7 @@ func (s *Store) TraitDelete(ctx context.Context, name string) error {
 func (s *Store) ProviderTraits(ctx context.Context, rpUUID string) (generation int64, traits []Trait, err error) {
 	canon, ok := storedUUID(rpUUID)
 	if !ok {
-		return 0, nil, notFound("No resource provider with uuid %s found", rpUUID)
+		return 0, nil, providerNotFound(rpUUID)
 	}
 	rows, err := s.pool.Query(ctx, `
 		SELECT rp.generation, t.id, t.name, t.created_at, t.updated_at
@@ -201,7 +201,7 @@ func (s *Store) ProviderTraits(ctx context.Context, rpUUID string) (generation i
 		return 0, nil, fmt.Errorf("ledger: read provider traits: %w", err)
 	}
 	if !found {
-		return 0, nil, notFound("No resource provider with uuid %s found", rpUUID)
+		return 0, nil, providerNotFound(rpUUID)
 	}
 	return generation, traits, nil
 }

@@ -49,12 +49,12 @@ func lookupProvider(ctx context.Context, q querier, uuid string) (providerRef, e
 	var ref providerRef
 	canon, ok := storedUUID(uuid)
 	if !ok {
-		return ref, notFound("No resource provider with uuid %s found", uuid)
+		return ref, providerNotFound(uuid)
 	}
 	err := q.QueryRow(ctx, `SELECT id, generation FROM resource_providers WHERE uuid = $1`, canon).
 		Scan(&ref.ID, &ref.Generation)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return ref, notFound("No resource provider with uuid %s found", uuid)
+		return ref, providerNotFound(uuid)
 	}
 	return ref, err
 }

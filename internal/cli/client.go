@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -158,9 +159,24 @@ func (c *Client) Do(ctx context.Context, method, path string, body []byte, conte
 	var doc struct {
 		Errors []APIErrorItem `json:"errors"`
 	}
-	if json.Unmarshal(out, &doc) == nil && len(doc.Errors) > 0 {
+	// webob's own format, {"message", "code", "title"}, is what a refusal
+	// raised outside Placement's error formatter has (noauth2's 401);
+	// keystonemiddleware's 401 is {"error": {"code", "title", "message"}}.
+	var webob struct{ Message, Code, Title string }
+	var km struct {
+		Error struct {
+			Code           int
+			Title, Message string
+		}
+	}
+	switch {
+	case json.Unmarshal(out, &doc) == nil && len(doc.Errors) > 0:
 		e.Errors = doc.Errors
-	} else {
+	case json.Unmarshal(out, &webob) == nil && webob.Title != "" && strings.HasPrefix(webob.Code, strconv.Itoa(resp.StatusCode)+" "):
+		e.Errors = []APIErrorItem{{Status: resp.StatusCode, Title: webob.Title, Detail: strings.ReplaceAll(webob.Message, "<br />", "\n")}}
+	case json.Unmarshal(out, &km) == nil && km.Error.Code == resp.StatusCode && km.Error.Title != "":
+		e.Errors = []APIErrorItem{{Status: resp.StatusCode, Title: km.Error.Title, Detail: km.Error.Title + "\n\n" + km.Error.Message}}
+	default:
 		e.Body = string(out)
 	}
 	return nil, e

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/berthd/berth/internal/uuid"
@@ -75,6 +76,10 @@ func Must(text string) *Schema {
 	}
 	return s
 }
+
+// Doc returns the schema as a decoded JSON value (objects as
+// map[string]any, numbers as json.Number): what error messages print.
+func (s *Schema) Doc() any { return s.raw }
 
 // orderedObject is a JSON object that remembers the order of its keys.
 type orderedObject struct {
@@ -298,8 +303,27 @@ func (e *ValidationError) Error() string {
 		ip.WriteString("[" + instanceRepr(p) + "]")
 	}
 	return fmt.Sprintf("%s\n\nFailed validating %s in %s:\n    %s\n\nOn %s:\n    %s",
-		e.Message, pyRepr(e.Validator), sp.String(), pyRepr(e.schema), ip.String(), instanceRepr(e.instance))
+		e.Message, pyRepr(e.Validator), sp.String(), indentTrailer(PFormat(e.schema, trailerWidth)), ip.String(), trailerInstance(e.instance))
 }
+
+// trailerWidth is the width jsonschema (4.10) pformats the schema and the
+// instance in, before it indents them by four spaces.
+const trailerWidth = 72
+
+// trailerInstance is the instance as str(ValidationError) prints it:
+// pformat at width 72. One whose repr is longer than maxInstanceRepr (a
+// client's large body) is printed on one line and cut as instanceRepr cuts
+// it.
+func trailerInstance(v any) string {
+	if r := pyRepr(v); len(r) > maxInstanceRepr {
+		return shortRepr(r)
+	}
+	return indentTrailer(PFormat(v, trailerWidth))
+}
+
+// indentTrailer indents every line after the first by four spaces, as
+// the trailer's layout does.
+func indentTrailer(s string) string { return strings.ReplaceAll(s, "\n", "\n    ") }
 
 // Validate checks a document decoded with json.Number numbers. It returns
 // the most relevant violation (the shallowest, first in schema order, as
@@ -585,8 +609,17 @@ func sortedKeys(m map[string]any) []string {
 	return keys
 }
 
+// Python's json.loads reads NaN, Infinity and -Infinity as floats; a
+// decoder that accepts them stores them as json.Number with that text.
+func isNonFinite(s string) bool {
+	return s == "NaN" || s == "Infinity" || s == "-Infinity"
+}
+
 func isInteger(n json.Number) bool {
 	s := n.String()
+	if isNonFinite(s) {
+		return false
+	}
 	if !strings.ContainsAny(s, ".eE") {
 		return true
 	}
@@ -743,8 +776,9 @@ func canonicalNumber(n json.Number) string {
 }
 
 // maxInstanceRepr is how much of a client's value an error message
-// repeats (jsonschema repeats all of it: megabytes for a large body).
-const maxInstanceRepr = 256
+// repeats, in bytes of its repr (jsonschema repeats all of it: megabytes
+// for a large body). Values up to this size read exactly as in Placement.
+const maxInstanceRepr = 2048
 
 // instanceRepr is pyRepr for a value that came from the client: at most
 // maxInstanceRepr bytes of it (see shortRepr).
@@ -782,6 +816,10 @@ func pyRepr(v any) string {
 		return "False"
 	case json.Number:
 		s := t.String()
+		if isNonFinite(s) {
+			f, _ := strconv.ParseFloat(s, 64)
+			return PyFloat(f)
+		}
 		if !strings.ContainsAny(s, ".eE") {
 			return s
 		}
@@ -836,8 +874,10 @@ func writePyRepr(b *strings.Builder, v any) {
 // produced: 'abc', None, True, [1, 2].
 func PyRepr(v any) string { return pyRepr(v) }
 
-// PyFloat formats f as Python's repr of a float does: "1.0", "1e+16",
-// "inf".
+// PyFloat formats f as Python's repr of a float does: the shortest digits
+// that read back as f, in positional notation ("1.0", "1084856.25",
+// "0.0001") unless the decimal exponent is below -4 or at least 16
+// ("1e+16", "1.5e-05"), and "inf" or "-inf".
 func PyFloat(f float64) string {
 	if math.IsInf(f, 1) {
 		return "inf"
@@ -845,18 +885,20 @@ func PyFloat(f float64) string {
 	if math.IsInf(f, -1) {
 		return "-inf"
 	}
-	s := strconv.FormatFloat(f, 'g', -1, 64)
-	if e := strings.IndexByte(s, 'e'); e >= 0 {
-		exp := s[e+1:]
-		sign := "+"
-		if exp[0] == '-' || exp[0] == '+' {
-			sign, exp = exp[:1], exp[1:]
-		}
-		if len(exp) < 2 {
-			exp = "0" + exp
-		}
-		return s[:e] + "e" + sign + exp
+	if math.IsNaN(f) {
+		return "nan"
 	}
+	s := strconv.FormatFloat(f, 'e', -1, 64)
+	e := strings.IndexByte(s, 'e')
+	exp, _ := strconv.Atoi(s[e+1:])
+	if exp < -4 || exp >= 16 {
+		sign := "+"
+		if exp < 0 {
+			sign, exp = "-", -exp
+		}
+		return fmt.Sprintf("%se%s%02d", s[:e], sign, exp)
+	}
+	s = strconv.FormatFloat(f, 'f', -1, 64)
 	if !strings.Contains(s, ".") {
 		s += ".0"
 	}
@@ -883,8 +925,17 @@ func pyString(s string) string {
 			b.WriteString(`\r`)
 		case r == '\t':
 			b.WriteString(`\t`)
-		case r < 0x20 || r == 0x7f:
-			fmt.Fprintf(&b, `\x%02x`, r)
+		case r < 0x20 || r == 0x7f || (r != ' ' && !unicode.IsPrint(r)):
+			// Python escapes what str.isprintable says is not printable:
+			// controls, format characters, separators other than ' '.
+			switch {
+			case r < 0x100:
+				fmt.Fprintf(&b, `\x%02x`, r)
+			case r < 0x10000:
+				fmt.Fprintf(&b, `\u%04x`, r)
+			default:
+				fmt.Fprintf(&b, `\U%08x`, r)
+			}
 		default:
 			b.WriteRune(r)
 		}

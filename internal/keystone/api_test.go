@@ -139,9 +139,18 @@ func TestAPI(t *testing.T) {
 	challenge := `Keystone uri="` + p.URL + `"`
 	for _, tok := range []string{"", "not-a-token", "gAAAAABbogus"} {
 		a := b.do(t, "GET", "/resource_providers", tok)
-		status, _ := errorCode(a.body)
-		if a.status != 401 || status != 401 || a.header.Get("WWW-Authenticate") != challenge {
-			t.Errorf("token %q: %d %q %s", tok, a.status, a.header.Get("WWW-Authenticate"), a.body)
+		// keystonemiddleware's body and headers: no version, no Vary.
+		var km struct {
+			Error struct {
+				Code           int
+				Title, Message string
+			}
+		}
+		_ = json.Unmarshal([]byte(a.body), &km)
+		if a.status != 401 || km.Error.Code != 401 || km.Error.Title != "Unauthorized" ||
+			km.Error.Message != "The request you have made requires authentication." ||
+			a.header.Get("WWW-Authenticate") != challenge || a.header.Get("OpenStack-API-Version") != "" || a.header.Get("Vary") != "" {
+			t.Errorf("token %q: %d %q %v %s", tok, a.status, a.header.Get("WWW-Authenticate"), a.header, a.body)
 		}
 	}
 
