@@ -4,10 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/berthd/berth/internal/jsonschema"
 )
 
 // orderedMap decodes a JSON object keeping the order of its keys, so that
@@ -60,42 +61,7 @@ func (f pyFloat64) MarshalJSON() ([]byte, error) {
 		// inf or nan have no JSON form; never stored, but do not emit junk.
 		return nil, errors.New("float out of JSON range")
 	}
-	return []byte(pyFloatRepr(float64(f))), nil
-}
-
-// pyFloatRepr is Python's repr of a finite float: the shortest digits
-// that read back the same, in positional notation when the decimal point
-// falls within 16 digits of them (1e16 and 0.00001 are the first to get
-// an exponent), always with a fractional part or an exponent of at least
-// two digits: 1.0, 100000000.5, 1e+20, 2.5e-05.
-func pyFloatRepr(f float64) string {
-	s := strconv.FormatFloat(f, 'e', -1, 64) // d.ddde±XX
-	sign := ""
-	if s[0] == '-' {
-		sign, s = "-", s[1:]
-	}
-	mant, exp, _ := strings.Cut(s, "e")
-	digits := strings.Replace(mant, ".", "", 1)
-	e, _ := strconv.Atoi(exp)
-	decpt := e + 1 // digits before the decimal point
-	switch {
-	case decpt > 16 || decpt <= -4:
-		m := digits[:1]
-		if len(digits) > 1 {
-			m += "." + digits[1:]
-		}
-		esign := "+"
-		if e < 0 {
-			esign, e = "-", -e
-		}
-		return fmt.Sprintf("%s%se%s%02d", sign, m, esign, e)
-	case decpt <= 0:
-		return sign + "0." + strings.Repeat("0", -decpt) + digits
-	case decpt >= len(digits):
-		return sign + digits + strings.Repeat("0", decpt-len(digits)) + ".0"
-	default:
-		return sign + digits[:decpt] + "." + digits[decpt:]
-	}
+	return []byte(jsonschema.PyFloat(float64(f))), nil
 }
 
 // pyNumber is a JSON number as Python's json module reads and writes it

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/berthd/berth/internal/jsonschema"
 )
 
 // The cases below are answers of the real Placement 8.0.0, recorded in
@@ -187,8 +189,8 @@ func TestPyFloatRepr(t *testing.T) {
 		3.40282e+38: "3.40282e+38", 0.0001: "0.0001", 0.00001: "1e-05", 2.5e-05: "2.5e-05",
 		-1.5: "-1.5", 3.3333333: "3.3333333", 0.9999999: "0.9999999",
 	} {
-		if got := pyFloatRepr(f); got != want {
-			t.Errorf("pyFloatRepr(%v) = %q, want %q", f, got, want)
+		if got := jsonschema.PyFloat(f); got != want {
+			t.Errorf("PyFloat(%v) = %q, want %q", f, got, want)
 		}
 	}
 }

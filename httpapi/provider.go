@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"encoding/json"
-	"errors"
 	"net/http"
 	"time"
 
@@ -223,13 +222,3 @@ func (s *Server) providerDelete(c echo.Context) error {
 	return c.NoContent(http.StatusNoContent)
 }
 
-// providerNotFound rewords the 404 of a provider that does not exist as
-// the Placement handler serving the route does: format gets the uuid from
-// the path and the ledger's message ("No resource provider with uuid %s
-// found"). It is for store calls whose only ErrNotFound is the provider's.
-func providerNotFound(err error, format, rpUUID string) error {
-	if le, ok := ledger.AsError(err); ok && errors.Is(le, ledger.ErrNotFound) {
-		return notFound(format, rpUUID, le.Msg)
-	}
-	return err
-}
