@@ -270,7 +270,7 @@ func encodeCandidates(b []byte, c *ledger.Candidates, groups []ledger.RequestGro
 				if j > 0 {
 					b = append(b, ", "...)
 				}
-				b = appendString(b, a.ProviderUUID)
+				b = appendGoString(b, a.ProviderUUID)
 				b = append(b, `: {"resources": `...)
 				b = appendAmounts(b, a.Resources)
 				b = append(b, '}')
@@ -282,13 +282,13 @@ func encodeCandidates(b []byte, c *ledger.Candidates, groups []ledger.RequestGro
 					if j > 0 {
 						b = append(b, ", "...)
 					}
-					b = appendString(b, m.Suffix)
+					b = appendGoString(b, m.Suffix)
 					b = append(b, ": ["...)
 					for k, u := range m.ProviderUUIDs {
 						if k > 0 {
 							b = append(b, ", "...)
 						}
-						b = appendString(b, u)
+						b = appendGoString(b, u)
 					}
 					b = append(b, ']')
 				}
@@ -303,7 +303,7 @@ func encodeCandidates(b []byte, c *ledger.Candidates, groups []ledger.RequestGro
 				b = append(b, ", "...)
 			}
 			b = append(b, `{"resource_provider": {"uuid": `...)
-			b = appendString(b, a.ProviderUUID)
+			b = appendGoString(b, a.ProviderUUID)
 			b = append(b, `}, "resources": `...)
 			b = appendAmounts(b, a.Resources)
 			b = append(b, '}')
@@ -327,7 +327,7 @@ func encodeCandidates(b []byte, c *ledger.Candidates, groups []ledger.RequestGro
 		if i > 0 {
 			b = append(b, ", "...)
 		}
-		b = appendString(b, ps.UUID)
+		b = appendGoString(b, ps.UUID)
 		b = append(b, `: {"resources": {`...)
 		n := 0
 		for _, r := range ps.Resources {
@@ -338,7 +338,7 @@ func encodeCandidates(b []byte, c *ledger.Candidates, groups []ledger.RequestGro
 				b = append(b, ", "...)
 			}
 			n++
-			b = appendString(b, r.Class)
+			b = appendGoString(b, r.Class)
 			b = append(b, `: {"capacity": `...)
 			b = appendCapacity(b, r.Total, r.Reserved, r.AllocationRatio)
 			b = append(b, `, "used": `...)
@@ -352,7 +352,7 @@ func encodeCandidates(b []byte, c *ledger.Candidates, groups []ledger.RequestGro
 				if k > 0 {
 					b = append(b, ", "...)
 				}
-				b = appendString(b, t)
+				b = appendGoString(b, t)
 			}
 			b = append(b, ']')
 		}
@@ -361,10 +361,10 @@ func encodeCandidates(b []byte, c *ledger.Candidates, groups []ledger.RequestGro
 			if ps.ParentUUID == "" {
 				b = append(b, "null"...)
 			} else {
-				b = appendString(b, ps.ParentUUID)
+				b = appendGoString(b, ps.ParentUUID)
 			}
 			b = append(b, `, "root_provider_uuid": `...)
-			b = appendString(b, ps.RootUUID)
+			b = appendGoString(b, ps.RootUUID)
 		}
 		b = append(b, '}')
 	}
@@ -391,38 +391,10 @@ func appendAmounts(b []byte, rs []ledger.ResourceAmount) []byte {
 		if i > 0 {
 			b = append(b, ", "...)
 		}
-		b = appendString(b, r.Class)
+		b = appendGoString(b, r.Class)
 		b = append(b, ": "...)
 		b = strconv.AppendInt(b, r.Amount, 10)
 	}
 	return append(b, '}')
 }
 
-// appendString writes s as a JSON string.
-func appendString(b []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' {
-			continue
-		}
-		b = append(b, s[start:i]...)
-		switch c {
-		case '"', '\\':
-			b = append(b, '\\', c)
-		case '\n':
-			b = append(b, '\\', 'n')
-		case '\t':
-			b = append(b, '\\', 't')
-		case '\r':
-			b = append(b, '\\', 'r')
-		default:
-			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-		}
-		start = i + 1
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
-}
