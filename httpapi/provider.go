@@ -202,12 +202,16 @@ func (s *Server) providerUpdate(c echo.Context) error {
 		return err
 	}
 	// Placement's Last-Modified here is the provider's updated_at as it
-	// read it before the update: none for a provider never changed since
-	// its creation (whose updated_at, here, is its created_at: both are
-	// the creating transaction's now()).
+	// read it before the update. Placement sets updated_at when it
+	// creates a root provider (a second UPDATE gives the row its own
+	// root id) and on every later change, so it is NULL, and the header
+	// absent, only for a provider created under a parent and never
+	// changed since. (Berth's updated_at is the creating transaction's
+	// now() for every new provider, equal to its created_at.)
 	if v.AtLeast(15) {
 		c.Response().Header().Set("Cache-Control", "no-cache")
-		if !before.UpdatedAt.IsZero() && !before.UpdatedAt.Equal(before.CreatedAt) {
+		neverSet := before.ParentUUID != "" && before.UpdatedAt.Equal(before.CreatedAt)
+		if !before.UpdatedAt.IsZero() && !neverSet {
 			c.Response().Header().Set("Last-Modified", before.UpdatedAt.UTC().Format(http.TimeFormat))
 		}
 	}
