@@ -132,6 +132,15 @@ func (v ProviderVersion) UUID() string {
 	return v.p.UUID
 }
 
+// ID is the ledger id of the provider v is a version of (0 for the zero
+// value): a cheaper key than its uuid for a caller's map of providers.
+func (v ProviderVersion) ID() int64 {
+	if v.p == nil {
+		return 0
+	}
+	return v.p.ID
+}
+
 // SummaryResource is the capacity and usage of one inventory.
 type SummaryResource struct {
 	Class    string

@@ -142,7 +142,8 @@ func (e *search) result(found [][]int32, versionsOnly bool) *Candidates {
 	}
 	var members []int32
 	for _, u := range summaryOrder {
-		if e.nestedAware {
+		if e.nestedAware && !s.idx.flat {
+			// (In a flat cloud a tree is its root alone.)
 			members = append(members, s.idx.members[u]...)
 		} else {
 			members = append(members, u)

@@ -371,6 +371,16 @@ func (e *search) options(sl *slot, r int32, buf []int32) []int32 {
 	} else {
 		f, ra := sl.f, sl.res[0]
 		rp := s.provs.at(r)
+		if s.idx.flat {
+			// In a flat cloud r's tree is r alone and nothing shares: the
+			// options are r or none, read from r's record without the
+			// members and sharedTo lists (two more cache misses per
+			// anchor in a large snapshot).
+			if (f.inTree < 0 || f.inTree == r) && !rp.inAnyAgg(f.forbidAggs) && e.sharedOK(rp, ra) && inAllAggs(rp, f.memberOf) {
+				buf = append(buf, r)
+			}
+			return buf
+		}
 		if (f.inTree < 0 || f.inTree == r) && !rp.inAnyAgg(f.forbidAggs) {
 			rootMember := len(f.memberOf) == 0 || inAllAggs(rp, f.memberOf)
 			for _, m := range s.idx.members[r] {
