@@ -12,8 +12,9 @@ import (
 // trees of its aggregates.
 const sharesViaAggregate = "MISC_SHARES_VIA_AGGREGATE"
 
-// maxCachedProviders bounds a providerCache: past it, the cache starts
-// over (deleted providers would otherwise stay in it for good).
+// maxCachedProviders bounds a providerCache: past it, arbitrary entries
+// make room for new ones (deleted providers would otherwise stay in it
+// for good).
 const maxCachedProviders = 100_000
 
 // providerCache keeps the scheduler's view of providers from one claim to
@@ -21,13 +22,18 @@ const maxCachedProviders = 100_000
 // claim converts about a hundred of them; a provider's summary changes
 // only when the provider does (a claim on it, an inventory or trait
 // change), so most claims find most of theirs here. Entries are keyed by
-// uuid and valid while the engine summary's Version is the same. The
+// the provider's ledger id (engine.ProviderVersion.ID: hashing an integer
+// reads nothing else, where a uuid key costs a hash of 36 bytes and a
+// cache miss for them in a large snapshot) and valid while the engine
+// summary's Version is the same. The
 // cached Providers are shared by concurrent claims and must not be
 // changed: a claim that enriches providers copies them first (see
 // selectCandidates). It is safe for concurrent use.
 type providerCache struct {
 	mu    sync.RWMutex
-	provs map[string]cachedProvider
+	provs map[int64]cachedProvider
+	// max bounds provs; 0 means maxCachedProviders.
+	max int
 }
 
 type cachedProvider struct {
@@ -45,31 +51,90 @@ func (pc *providerCache) lookup(versions []engine.ProviderVersion, provs map[str
 		}
 		return missing
 	}
+	// Two passes: the cache's entries first, then the map of the claim.
+	// In a large cloud the providers of a sample are scattered over a
+	// heap much larger than the CPU's caches; looked up in one pass, each
+	// provider's misses (the cache's slot, the Provider, its uuid's bytes
+	// to hash) wait for one another, while independent loads in a loop of
+	// their own overlap.
+	var hitsArr [128]*scheduler.Provider
+	hits := hitsArr[:0]
 	pc.mu.RLock()
-	defer pc.mu.RUnlock()
 	for i, v := range versions {
-		if e, ok := pc.provs[v.UUID()]; ok && v != (engine.ProviderVersion{}) && e.version == v {
-			provs[e.prov.UUID] = e.prov
+		if e, ok := pc.provs[v.ID()]; ok && v != (engine.ProviderVersion{}) && e.version == v {
+			hits = append(hits, e.prov)
 			continue
 		}
 		missing = append(missing, i)
 	}
+	pc.mu.RUnlock()
+	touchProviders(hits)
+	for _, p := range hits {
+		provs[p.UUID] = p
+	}
 	return missing
 }
 
-// store caches the providers just built for versions.
+// touchProviders reads, in loops of independent loads, what a claim
+// reads first of each cached provider: the Provider, then its uuid's
+// bytes and the header of its Resources map (the ranking's first reads).
+// It returns a sum only so that the loads are not optimised away.
+func touchProviders(provs []*scheduler.Provider) int {
+	n := 0
+	for _, p := range provs {
+		n += len(p.UUID)
+	}
+	for _, p := range provs {
+		if p.UUID != "" {
+			n += int(p.UUID[0])
+		}
+		n += len(p.Resources)
+	}
+	return n
+}
+
+// store caches the providers just built for versions. A provider already
+// cached (an older version) is replaced in place; new ones past the
+// bound evict as many arbitrary entries. (It used to start over when
+// full: in a cloud of as many providers as the bound, the cache filled,
+// and the next claim that changed a provider emptied it, so claims kept
+// rebuilding every provider of their samples.)
 func (pc *providerCache) store(versions []engine.ProviderVersion, built []*scheduler.Provider) {
 	if pc == nil || len(versions) == 0 {
 		return
 	}
 	pc.mu.Lock()
 	defer pc.mu.Unlock()
-	if pc.provs == nil || len(pc.provs)+len(versions) > maxCachedProviders {
-		pc.provs = make(map[string]cachedProvider, len(versions))
+	bound := pc.max
+	if bound <= 0 {
+		bound = maxCachedProviders
+	}
+	if pc.provs == nil {
+		pc.provs = make(map[int64]cachedProvider, len(versions))
+	}
+	added := 0
+	for _, v := range versions {
+		if _, ok := pc.provs[v.ID()]; !ok && v != (engine.ProviderVersion{}) {
+			added++
+		}
+	}
+	if evict := len(pc.provs) + added - bound; evict > 0 {
+		// Map iteration starts at a random place: the evicted are
+		// arbitrary, not the same ones each time.
+		for id := range pc.provs {
+			if evict == 0 {
+				break
+			}
+			delete(pc.provs, id)
+			evict--
+		}
 	}
 	for i, v := range versions {
-		if v != (engine.ProviderVersion{}) {
-			pc.provs[built[i].UUID] = cachedProvider{version: v, prov: built[i]}
+		if v == (engine.ProviderVersion{}) {
+			continue
+		}
+		if _, ok := pc.provs[v.ID()]; ok || len(pc.provs) < bound {
+			pc.provs[v.ID()] = cachedProvider{version: v, prov: built[i]}
 		}
 	}
 }

@@ -1,0 +1,96 @@
+package claims
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/berthd/berth/ledger/engine"
+	"github.com/berthd/berth/scheduler"
+)
+
+// versionsOf lists the versions of every provider of snap.
+func versionsOf(t *testing.T, snap *engine.Snapshot) []engine.ProviderVersion {
+	t.Helper()
+	c, err := snap.Candidates(context.Background(), &engine.CandidatesParams{NestedAware: true, Max: snap.Len(),
+		VersionsOnly: true, Groups: []engine.RequestGroup{{Resources: []engine.ResourceAmount{{Class: "VCPU", Amount: 1}}}}})
+	if err != nil || len(c.Versions) != snap.Len() {
+		t.Fatalf("%d versions, %v", len(c.Versions), err)
+	}
+	return c.Versions
+}
+
+func built(vs []engine.ProviderVersion) []*scheduler.Provider {
+	out := make([]*scheduler.Provider, len(vs))
+	for i, v := range vs {
+		out[i] = &scheduler.Provider{UUID: v.UUID()}
+	}
+	return out
+}
+
+// A full provider cache keeps what it holds when a provider it holds
+// changes, and makes room for new providers one for one: it never starts
+// over.
+func TestProviderCacheBound(t *testing.T) {
+	vs := versionsOf(t, pathSnapshot(12))
+	pc := &providerCache{max: 8}
+	pc.store(vs[:8], built(vs[:8]))
+	if len(pc.provs) != 8 {
+		t.Fatalf("%d cached, want 8", len(pc.provs))
+	}
+	// A newer version of a cached provider (here: the same one, rebuilt)
+	// replaces it in place.
+	again := built(vs[3:4])
+	pc.store(vs[3:4], again)
+	if len(pc.provs) != 8 || pc.provs[vs[3].ID()].prov != again[0] {
+		t.Fatalf("after replacing one: %d cached, replaced %v", len(pc.provs), pc.provs[vs[3].ID()].prov == again[0])
+	}
+	provs := map[string]*scheduler.Provider{}
+	if missing := pc.lookup(vs[:8], provs); len(missing) != 0 || len(provs) != 8 {
+		t.Fatalf("missing %v, found %d", missing, len(provs))
+	}
+	// Two new providers evict two others.
+	pc.store(vs[8:10], built(vs[8:10]))
+	if len(pc.provs) != 8 {
+		t.Fatalf("after two new: %d cached, want 8", len(pc.provs))
+	}
+	provs = map[string]*scheduler.Provider{}
+	if missing := pc.lookup(vs[:10], provs); len(missing) != 2 || len(provs) != 8 {
+		t.Fatalf("after two new: missing %v, found %d", missing, len(provs))
+	}
+	// More new providers than the bound: the cache holds the bound.
+	pc.store(vs, built(vs))
+	if len(pc.provs) != 8 {
+		t.Fatalf("after twelve: %d cached, want 8", len(pc.provs))
+	}
+}
+
+// BenchmarkProviderCacheLookup is a claim's lookup of its sample's
+// hundred providers in a warm cache of n, the sample drawn at random:
+// in a large cloud each provider is a few cache misses.
+func BenchmarkProviderCacheLookup(b *testing.B) {
+	for _, n := range []int{1000, 100000} {
+		b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) {
+			snap := pathSnapshot(n)
+			c, err := snap.Candidates(context.Background(), &engine.CandidatesParams{NestedAware: true, Max: n,
+				VersionsOnly: true, Groups: []engine.RequestGroup{{Resources: []engine.ResourceAmount{{Class: "VCPU", Amount: 1}}}}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			pc := &providerCache{}
+			convert(c, pc)
+			sample := make([]engine.ProviderVersion, 100)
+			b.ReportAllocs()
+			for b.Loop() {
+				for i := range sample {
+					sample[i] = c.Versions[rand.IntN(n)]
+				}
+				provs := make(map[string]*scheduler.Provider, len(sample))
+				if missing := pc.lookup(sample, provs); len(missing) != 0 {
+					b.Fatal(missing)
+				}
+			}
+		})
+	}
+}
