@@ -42,8 +42,10 @@ type cachedProvider struct {
 }
 
 // lookup fills provs with the cached providers of versions that are still
-// current, and returns the indexes in versions of the others.
-func (pc *providerCache) lookup(versions []engine.ProviderVersion, provs map[string]*scheduler.Provider) []int {
+// current, and returns the indexes in versions of the others. class, when
+// not empty, is a resource class the claim will read of every provider
+// (see touchProviders).
+func (pc *providerCache) lookup(versions []engine.ProviderVersion, provs map[string]*scheduler.Provider, class string) []int {
 	var missing []int
 	if pc == nil {
 		for i := range versions {
@@ -68,7 +70,7 @@ func (pc *providerCache) lookup(versions []engine.ProviderVersion, provs map[str
 		missing = append(missing, i)
 	}
 	pc.mu.RUnlock()
-	touchProviders(hits)
+	touchProviders(hits, class)
 	for _, p := range hits {
 		provs[p.UUID] = p
 	}
@@ -77,9 +79,10 @@ func (pc *providerCache) lookup(versions []engine.ProviderVersion, provs map[str
 
 // touchProviders reads, in loops of independent loads, what a claim
 // reads first of each cached provider: the Provider, then its uuid's
-// bytes and the header of its Resources map (the ranking's first reads).
-// It returns a sum only so that the loads are not optimised away.
-func touchProviders(provs []*scheduler.Provider) int {
+// bytes and the header of its Resources map, then the map's entry for
+// class (the ranking's first reads). It returns a sum only so that the
+// loads are not optimised away.
+func touchProviders(provs []*scheduler.Provider, class string) int {
 	n := 0
 	for _, p := range provs {
 		n += len(p.UUID)
@@ -89,6 +92,11 @@ func touchProviders(provs []*scheduler.Provider) int {
 			n += int(p.UUID[0])
 		}
 		n += len(p.Resources)
+	}
+	if class != "" {
+		for _, p := range provs {
+			n += int(p.Resources[class].Total)
+		}
 	}
 	return n
 }
@@ -167,7 +175,11 @@ func convert(c *engine.Candidates, pc *providerCache) []*scheduler.Candidate {
 		}
 	}
 	provs := make(map[string]*scheduler.Provider, len(versions))
-	if missing := pc.lookup(versions, provs); len(missing) > 0 {
+	class := ""
+	if len(c.Requests) > 0 && len(c.Requests[0].Allocations) > 0 && len(c.Requests[0].Allocations[0].Resources) > 0 {
+		class = c.Requests[0].Allocations[0].Resources[0].Class
+	}
+	if missing := pc.lookup(versions, provs, class); len(missing) > 0 {
 		fresh := make([]engine.ProviderVersion, len(missing))
 		built := make([]*scheduler.Provider, len(missing))
 		for k, i := range missing {
