@@ -12,33 +12,43 @@ import (
 // trees of its aggregates.
 const sharesViaAggregate = "MISC_SHARES_VIA_AGGREGATE"
 
-// maxCachedProviders bounds a providerCache: past it, arbitrary entries
-// make room for new ones (deleted providers would otherwise stay in it
-// for good).
+// maxCachedProviders bounds a providerCache's slots: providers whose
+// indexes are equal modulo it share a slot, the last one stored keeping
+// it (deleted providers would otherwise stay in it for good).
 const maxCachedProviders = 100_000
 
 // providerCache keeps the scheduler's view of providers from one claim to
 // the next. Building a scheduler.Provider costs a map per provider, and a
 // claim converts about a hundred of them; a provider's summary changes
 // only when the provider does (a claim on it, an inventory or trait
-// change), so most claims find most of theirs here. Entries are keyed by
-// the provider's ledger id (engine.ProviderVersion.ID: hashing an integer
-// reads nothing else, where a uuid key costs a hash of 36 bytes and a
-// cache miss for them in a large snapshot) and valid while the engine
-// summary's Version is the same. The
-// cached Providers are shared by concurrent claims and must not be
+// change), so most claims find most of theirs here. It is direct-mapped:
+// a provider's slot is its index in the snapshot
+// (engine.ProviderVersion.Index) modulo the bound, and an entry is valid
+// while the engine summary's Version is the same. (A map by uuid cost a
+// hash of 36 bytes, a probe of the map and a cache miss on the uuid's
+// bytes per provider: in a large cloud, most of a claim's cache lookup.)
+// The cached Providers are shared by concurrent claims and must not be
 // changed: a claim that enriches providers copies them first (see
 // selectCandidates). It is safe for concurrent use.
 type providerCache struct {
 	mu    sync.RWMutex
-	provs map[int64]cachedProvider
-	// max bounds provs; 0 means maxCachedProviders.
+	slots []cachedProvider
+	// max bounds slots; 0 means maxCachedProviders.
 	max int
 }
 
 type cachedProvider struct {
 	version engine.ProviderVersion
 	prov    *scheduler.Provider
+}
+
+// slot is v's slot in pc.
+func (pc *providerCache) slot(v engine.ProviderVersion) int {
+	bound := pc.max
+	if bound <= 0 {
+		bound = maxCachedProviders
+	}
+	return v.Index() % bound
 }
 
 // lookup fills provs with the cached providers of versions that are still
@@ -63,8 +73,8 @@ func (pc *providerCache) lookup(versions []engine.ProviderVersion, provs map[str
 	hits := hitsArr[:0]
 	pc.mu.RLock()
 	for i, v := range versions {
-		if e, ok := pc.provs[v.ID()]; ok && v != (engine.ProviderVersion{}) && e.version == v {
-			hits = append(hits, e.prov)
+		if k := pc.slot(v); k < len(pc.slots) && v != (engine.ProviderVersion{}) && pc.slots[k].version == v {
+			hits = append(hits, pc.slots[k].prov)
 			continue
 		}
 		missing = append(missing, i)
@@ -101,49 +111,26 @@ func touchProviders(provs []*scheduler.Provider, class string) int {
 	return n
 }
 
-// store caches the providers just built for versions. A provider already
-// cached (an older version) is replaced in place; new ones past the
-// bound evict as many arbitrary entries. (It used to start over when
-// full: in a cloud of as many providers as the bound, the cache filled,
-// and the next claim that changed a provider emptied it, so claims kept
-// rebuilding every provider of their samples.)
+// store caches the providers just built for versions, each in its slot.
+// (A map by uuid used to start over when full: in a cloud of as many
+// providers as the bound, the cache filled, and the next claim that
+// changed a provider emptied it, so claims kept rebuilding every provider
+// of their samples.)
 func (pc *providerCache) store(versions []engine.ProviderVersion, built []*scheduler.Provider) {
 	if pc == nil || len(versions) == 0 {
 		return
 	}
 	pc.mu.Lock()
 	defer pc.mu.Unlock()
-	bound := pc.max
-	if bound <= 0 {
-		bound = maxCachedProviders
-	}
-	if pc.provs == nil {
-		pc.provs = make(map[int64]cachedProvider, len(versions))
-	}
-	added := 0
-	for _, v := range versions {
-		if _, ok := pc.provs[v.ID()]; !ok && v != (engine.ProviderVersion{}) {
-			added++
-		}
-	}
-	if evict := len(pc.provs) + added - bound; evict > 0 {
-		// Map iteration starts at a random place: the evicted are
-		// arbitrary, not the same ones each time.
-		for id := range pc.provs {
-			if evict == 0 {
-				break
-			}
-			delete(pc.provs, id)
-			evict--
-		}
-	}
 	for i, v := range versions {
 		if v == (engine.ProviderVersion{}) {
 			continue
 		}
-		if _, ok := pc.provs[v.ID()]; ok || len(pc.provs) < bound {
-			pc.provs[v.ID()] = cachedProvider{version: v, prov: built[i]}
+		k := pc.slot(v)
+		if k >= len(pc.slots) {
+			pc.slots = append(pc.slots, make([]cachedProvider, k+1-len(pc.slots))...)
 		}
+		pc.slots[k] = cachedProvider{version: v, prov: built[i]}
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/berthd/berth/ledger/engine"
@@ -29,40 +30,50 @@ func built(vs []engine.ProviderVersion) []*scheduler.Provider {
 	return out
 }
 
+// cached counts the filled slots of pc.
+func cached(pc *providerCache) int {
+	n := 0
+	for _, e := range pc.slots {
+		if e.prov != nil {
+			n++
+		}
+	}
+	return n
+}
+
 // A full provider cache keeps what it holds when a provider it holds
-// changes, and makes room for new providers one for one: it never starts
-// over.
+// changes, and a new provider takes the slot of one other: it never
+// starts over, and never holds more than its bound.
 func TestProviderCacheBound(t *testing.T) {
 	vs := versionsOf(t, pathSnapshot(12))
 	pc := &providerCache{max: 8}
 	pc.store(vs[:8], built(vs[:8]))
-	if len(pc.provs) != 8 {
-		t.Fatalf("%d cached, want 8", len(pc.provs))
+	if n := cached(pc); n != 8 {
+		t.Fatalf("%d cached, want 8", n)
 	}
 	// A newer version of a cached provider (here: the same one, rebuilt)
 	// replaces it in place.
 	again := built(vs[3:4])
 	pc.store(vs[3:4], again)
-	if len(pc.provs) != 8 || pc.provs[vs[3].ID()].prov != again[0] {
-		t.Fatalf("after replacing one: %d cached, replaced %v", len(pc.provs), pc.provs[vs[3].ID()].prov == again[0])
-	}
 	provs := map[string]*scheduler.Provider{}
-	if missing := pc.lookup(vs[:8], provs, ""); len(missing) != 0 || len(provs) != 8 {
-		t.Fatalf("missing %v, found %d", missing, len(provs))
+	if missing := pc.lookup(vs[:8], provs, ""); len(missing) != 0 || len(provs) != 8 || provs[vs[3].UUID()] != again[0] {
+		t.Fatalf("after replacing one: missing %v, found %d, replaced %v", missing, len(provs), provs[vs[3].UUID()] == again[0])
 	}
-	// Two new providers evict two others.
+	// Two new providers take two slots (indexes 8 and 9 share those of
+	// 0 and 1).
 	pc.store(vs[8:10], built(vs[8:10]))
-	if len(pc.provs) != 8 {
-		t.Fatalf("after two new: %d cached, want 8", len(pc.provs))
-	}
 	provs = map[string]*scheduler.Provider{}
-	if missing := pc.lookup(vs[:10], provs, ""); len(missing) != 2 || len(provs) != 8 {
-		t.Fatalf("after two new: missing %v, found %d", missing, len(provs))
+	if missing := pc.lookup(vs[:10], provs, ""); cached(pc) != 8 || !slices.Equal(missing, []int{0, 1}) || len(provs) != 8 {
+		t.Fatalf("after two new: %d cached, missing %v, found %d", cached(pc), missing, len(provs))
 	}
 	// More new providers than the bound: the cache holds the bound.
 	pc.store(vs, built(vs))
-	if len(pc.provs) != 8 {
-		t.Fatalf("after twelve: %d cached, want 8", len(pc.provs))
+	if n := cached(pc); n != 8 || len(pc.slots) != 8 {
+		t.Fatalf("after twelve: %d cached in %d slots, want 8", n, len(pc.slots))
+	}
+	// The zero version is never found.
+	if missing := pc.lookup([]engine.ProviderVersion{{}}, map[string]*scheduler.Provider{}, ""); len(missing) != 1 {
+		t.Fatalf("zero version: missing %v", missing)
 	}
 }
 
