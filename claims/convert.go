@@ -91,7 +91,10 @@ func (pc *providerCache) lookup(versions []engine.ProviderVersion, provs map[str
 // reads first of each cached provider: the Provider, then its uuid's
 // bytes and the header of its Resources map, then the map's entry for
 // class (the ranking's first reads). It returns a sum only so that the
-// loads are not optimised away.
+// loads are not optimised away: it must not be inlined, or the compiler
+// drops the loads whose sum its caller ignores.
+//
+//go:noinline
 func touchProviders(provs []*scheduler.Provider, class string) int {
 	n := 0
 	for _, p := range provs {

@@ -551,7 +551,11 @@ const drawAhead = 16
 // the CPU's caches; read one anchor at a time, as the search does, each
 // anchor's misses (its record, then its inventories) wait for the
 // previous anchor's, while loads that do not depend on one another
-// overlap. It returns a sum only so that the loads are kept.
+// overlap. It returns a sum only so that the loads are kept: it must not
+// be inlined, or the compiler drops the loads whose sum its caller
+// ignores.
+//
+//go:noinline
 func (s *Snapshot) touch(list []int32) int {
 	n := 0
 	for _, i := range list {
