@@ -12,22 +12,29 @@ import (
 // trees of its aggregates.
 const sharesViaAggregate = "MISC_SHARES_VIA_AGGREGATE"
 
-// maxCachedProviders bounds a providerCache: past it, the cache starts
-// over (deleted providers would otherwise stay in it for good).
+// maxCachedProviders bounds a providerCache's slots: providers whose
+// indexes are equal modulo it share a slot, the last one stored keeping
+// it (deleted providers would otherwise stay in it for good).
 const maxCachedProviders = 100_000
 
 // providerCache keeps the scheduler's view of providers from one claim to
 // the next. Building a scheduler.Provider costs a map per provider, and a
 // claim converts about a hundred of them; a provider's summary changes
 // only when the provider does (a claim on it, an inventory or trait
-// change), so most claims find most of theirs here. Entries are keyed by
-// uuid and valid while the engine summary's Version is the same. The
-// cached Providers are shared by concurrent claims and must not be
+// change), so most claims find most of theirs here. It is direct-mapped:
+// a provider's slot is its index in the snapshot
+// (engine.ProviderVersion.Index) modulo the bound, and an entry is valid
+// while the engine summary's Version is the same. (A map by uuid cost a
+// hash of 36 bytes, a probe of the map and a cache miss on the uuid's
+// bytes per provider: in a large cloud, most of a claim's cache lookup.)
+// The cached Providers are shared by concurrent claims and must not be
 // changed: a claim that enriches providers copies them first (see
 // selectCandidates). It is safe for concurrent use.
 type providerCache struct {
 	mu    sync.RWMutex
-	provs map[string]cachedProvider
+	slots []cachedProvider
+	// max bounds slots; 0 means maxCachedProviders.
+	max int
 }
 
 type cachedProvider struct {
@@ -35,9 +42,20 @@ type cachedProvider struct {
 	prov    *scheduler.Provider
 }
 
+// slot is v's slot in pc.
+func (pc *providerCache) slot(v engine.ProviderVersion) int {
+	bound := pc.max
+	if bound <= 0 {
+		bound = maxCachedProviders
+	}
+	return v.Index() % bound
+}
+
 // lookup fills provs with the cached providers of versions that are still
-// current, and returns the indexes in versions of the others.
-func (pc *providerCache) lookup(versions []engine.ProviderVersion, provs map[string]*scheduler.Provider) []int {
+// current, and returns the indexes in versions of the others. class, when
+// not empty, is a resource class the claim will read of every provider
+// (see touchProviders).
+func (pc *providerCache) lookup(versions []engine.ProviderVersion, provs map[string]*scheduler.Provider, class string) []int {
 	var missing []int
 	if pc == nil {
 		for i := range versions {
@@ -45,32 +63,77 @@ func (pc *providerCache) lookup(versions []engine.ProviderVersion, provs map[str
 		}
 		return missing
 	}
+	// Two passes: the cache's entries first, then the map of the claim.
+	// In a large cloud the providers of a sample are scattered over a
+	// heap much larger than the CPU's caches; looked up in one pass, each
+	// provider's misses (the cache's slot, the Provider, its uuid's bytes
+	// to hash) wait for one another, while independent loads in a loop of
+	// their own overlap.
+	var hitsArr [128]*scheduler.Provider
+	hits := hitsArr[:0]
 	pc.mu.RLock()
-	defer pc.mu.RUnlock()
 	for i, v := range versions {
-		if e, ok := pc.provs[v.UUID()]; ok && v != (engine.ProviderVersion{}) && e.version == v {
-			provs[e.prov.UUID] = e.prov
+		if k := pc.slot(v); k < len(pc.slots) && v != (engine.ProviderVersion{}) && pc.slots[k].version == v {
+			hits = append(hits, pc.slots[k].prov)
 			continue
 		}
 		missing = append(missing, i)
 	}
+	pc.mu.RUnlock()
+	touchProviders(hits, class)
+	for _, p := range hits {
+		provs[p.UUID] = p
+	}
 	return missing
 }
 
-// store caches the providers just built for versions.
+// touchProviders reads, in loops of independent loads, what a claim
+// reads first of each cached provider: the Provider, then its uuid's
+// bytes and the header of its Resources map, then the map's entry for
+// class (the ranking's first reads). It returns a sum only so that the
+// loads are not optimised away: it must not be inlined, or the compiler
+// drops the loads whose sum its caller ignores.
+//
+//go:noinline
+func touchProviders(provs []*scheduler.Provider, class string) int {
+	n := 0
+	for _, p := range provs {
+		n += len(p.UUID)
+	}
+	for _, p := range provs {
+		if p.UUID != "" {
+			n += int(p.UUID[0])
+		}
+		n += len(p.Resources)
+	}
+	if class != "" {
+		for _, p := range provs {
+			n += int(p.Resources[class].Total)
+		}
+	}
+	return n
+}
+
+// store caches the providers just built for versions, each in its slot.
+// (A map by uuid used to start over when full: in a cloud of as many
+// providers as the bound, the cache filled, and the next claim that
+// changed a provider emptied it, so claims kept rebuilding every provider
+// of their samples.)
 func (pc *providerCache) store(versions []engine.ProviderVersion, built []*scheduler.Provider) {
 	if pc == nil || len(versions) == 0 {
 		return
 	}
 	pc.mu.Lock()
 	defer pc.mu.Unlock()
-	if pc.provs == nil || len(pc.provs)+len(versions) > maxCachedProviders {
-		pc.provs = make(map[string]cachedProvider, len(versions))
-	}
 	for i, v := range versions {
-		if v != (engine.ProviderVersion{}) {
-			pc.provs[built[i].UUID] = cachedProvider{version: v, prov: built[i]}
+		if v == (engine.ProviderVersion{}) {
+			continue
 		}
+		k := pc.slot(v)
+		if k >= len(pc.slots) {
+			pc.slots = append(pc.slots, make([]cachedProvider, k+1-len(pc.slots))...)
+		}
+		pc.slots[k] = cachedProvider{version: v, prov: built[i]}
 	}
 }
 
@@ -102,7 +165,11 @@ func convert(c *engine.Candidates, pc *providerCache) []*scheduler.Candidate {
 		}
 	}
 	provs := make(map[string]*scheduler.Provider, len(versions))
-	if missing := pc.lookup(versions, provs); len(missing) > 0 {
+	class := ""
+	if len(c.Requests) > 0 && len(c.Requests[0].Allocations) > 0 && len(c.Requests[0].Allocations[0].Resources) > 0 {
+		class = c.Requests[0].Allocations[0].Resources[0].Class
+	}
+	if missing := pc.lookup(versions, provs, class); len(missing) > 0 {
 		fresh := make([]engine.ProviderVersion, len(missing))
 		built := make([]*scheduler.Provider, len(missing))
 		for k, i := range missing {

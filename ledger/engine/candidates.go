@@ -121,7 +121,10 @@ type ProviderSummary struct {
 // ProviderVersion is an opaque, comparable identity of one provider's
 // state in a snapshot (see ProviderSummary.Version). The zero value
 // matches no provider.
-type ProviderVersion struct{ p *ProviderRecord }
+type ProviderVersion struct {
+	p *ProviderRecord
+	i int32 // the provider's index in its snapshot
+}
 
 // UUID is the uuid of the provider v is a version of ("" for the zero
 // value).
@@ -131,6 +134,12 @@ func (v ProviderVersion) UUID() string {
 	}
 	return v.p.UUID
 }
+
+// Index is the provider's position in the snapshot v comes from, in
+// [0, Snapshot.Len()): a dense key for a caller's cache of providers (an
+// array instead of a map), which v's equality still checks (a provider
+// found at another index, or changed, is another version).
+func (v ProviderVersion) Index() int { return int(v.i) }
 
 // SummaryResource is the capacity and usage of one inventory.
 type SummaryResource struct {

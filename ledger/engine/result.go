@@ -142,7 +142,8 @@ func (e *search) result(found [][]int32, versionsOnly bool) *Candidates {
 	}
 	var members []int32
 	for _, u := range summaryOrder {
-		if e.nestedAware {
+		if e.nestedAware && !s.idx.flat {
+			// (In a flat cloud a tree is its root alone.)
 			members = append(members, s.idx.members[u]...)
 		} else {
 			members = append(members, u)
@@ -152,7 +153,7 @@ func (e *search) result(found [][]int32, versionsOnly bool) *Candidates {
 	if versionsOnly {
 		out.Versions = make([]ProviderVersion, len(members))
 		for k, i := range members {
-			out.Versions[k] = ProviderVersion{s.provs.at(i)}
+			out.Versions[k] = ProviderVersion{s.provs.at(i), i}
 		}
 		return out
 	}
@@ -176,7 +177,7 @@ func (s *Snapshot) summaries(list []int32) []ProviderSummary {
 		p := s.provs.at(i)
 		ps := &out[k]
 		ps.UUID, ps.Name, ps.Generation, ps.RootUUID = p.UUID, p.Name, p.Generation, s.provs.at(s.idx.root[i]).UUID
-		ps.Version = ProviderVersion{p}
+		ps.Version = ProviderVersion{p, i}
 		if pi := s.idx.parent[i]; pi >= 0 {
 			ps.ParentUUID = s.provs.at(pi).UUID
 		}

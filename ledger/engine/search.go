@@ -378,6 +378,16 @@ func (e *search) options(sl *slot, r int32, buf []int32) []int32 {
 	} else {
 		f, ra := sl.f, sl.res[0]
 		rp := s.provs.at(r)
+		if s.idx.flat {
+			// In a flat cloud r's tree is r alone and nothing shares: the
+			// options are r or none, read from r's record without the
+			// members and sharedTo lists (two more cache misses per
+			// anchor in a large snapshot).
+			if (f.inTree < 0 || f.inTree == r) && !rp.inAnyAgg(f.forbidAggs) && e.sharedOK(rp, ra) && inAllAggs(rp, f.memberOf) {
+				buf = append(buf, r)
+			}
+			return buf
+		}
 		if (f.inTree < 0 || f.inTree == r) && !rp.inAnyAgg(f.forbidAggs) {
 			rootMember := len(f.memberOf) == 0 || inAllAggs(rp, f.memberOf)
 			for _, m := range s.idx.members[r] {
@@ -477,13 +487,22 @@ func (e *search) roundRobin(anchors []int32, want int, shuffle bool) ([][]int32,
 			sc.moved = draw.moved
 		}()
 	}
+	var aheadArr [drawAhead]int32
+	var ahead []int32 // anchors drawn, not yet visited
 	for k := range anchors {
 		if len(found) >= want || e.stopped {
 			return found, false
 		}
 		a := anchors[k]
 		if shuffle {
-			a = draw.next(k)
+			if len(ahead) == 0 {
+				ahead = aheadArr[:0]
+				for i := k; i < min(k+drawAhead, len(anchors)); i++ {
+					ahead = append(ahead, draw.next(i))
+				}
+				e.snap.touch(ahead)
+			}
+			a, ahead = ahead[0], ahead[1:]
 		}
 		if !e.anchorOK(a) || !e.inAnchorSets(a) {
 			continue
@@ -525,6 +544,40 @@ func (e *search) roundRobin(anchors []int32, want int, shuffle bool) ([][]int32,
 		ring = next
 	}
 	return found, !e.stopped
+}
+
+// drawAhead is how many shuffled anchors roundRobin draws at a time: their
+// records are read in a loop of their own (Snapshot.touch) before the
+// search visits them one by one. The order of the anchors is the same;
+// at most drawAhead-1 are drawn and not visited.
+const drawAhead = 16
+
+// touch reads the records of the providers in list (the lines a search
+// and its answer read), and their inventories, in loops of independent loads. In a large snapshot the
+// records of a random sample are scattered over a heap much larger than
+// the CPU's caches; read one anchor at a time, as the search does, each
+// anchor's misses (its record, then its inventories) wait for the
+// previous anchor's, while loads that do not depend on one another
+// overlap. It returns a sum only so that the loads are kept: it must not
+// be inlined, or the compiler drops the loads whose sum its caller
+// ignores.
+//
+//go:noinline
+func (s *Snapshot) touch(list []int32) int {
+	n := 0
+	for _, i := range list {
+		// A record spans three cache lines: the first holds its id and
+		// uuid (read by the answer and by callers' caches), the second
+		// its inventories' slice.
+		p := s.provs.at(i)
+		n += int(p.ID) + len(p.Inventories)
+	}
+	for _, i := range list {
+		if invs := s.provs.at(i).Inventories; len(invs) > 0 {
+			n += int(invs[0].Class)
+		}
+	}
+	return n
 }
 
 // searchScratch is roundRobin's working memory: generators, option lists

@@ -1,0 +1,115 @@
+package claims
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"testing"
+
+	"github.com/berthd/berth/ledger/engine"
+)
+
+// pathSnapshot builds, in memory, the bench shape's flat cloud of n
+// compute nodes: VCPU 64 (ratio 4), MEMORY_MB 262144 (4096 reserved),
+// DISK_GB 4000 (100 reserved).
+func pathSnapshot(n int) *engine.Snapshot {
+	names := engine.NewNames()
+	names.AddClass(0, "VCPU")
+	names.AddClass(1, "MEMORY_MB")
+	names.AddClass(2, "DISK_GB")
+	provs := make([]*engine.ProviderRecord, n)
+	for i := range provs {
+		id := int64(i + 1)
+		provs[i] = &engine.ProviderRecord{
+			ID: id, RootID: id, UUID: fmt.Sprintf("%08x-0000-4000-8000-000000000000", i), Name: fmt.Sprintf("cn%d", i),
+			Generation: 1,
+			Inventories: []engine.InventoryRecord{
+				{Class: 0, Total: 64, MinUnit: 1, MaxUnit: 64, StepSize: 1, Ratio: 4},
+				{Class: 1, Total: 262144, Reserved: 4096, MinUnit: 1, MaxUnit: 262144, StepSize: 1, Ratio: 1},
+				{Class: 2, Total: 4000, Reserved: 100, MinUnit: 1, MaxUnit: 4000, StepSize: 1, Ratio: 1},
+			},
+		}
+	}
+	return engine.New(provs, names)
+}
+
+// BenchmarkClaimPath is a claim's berthd-side work but the database
+// write, on an n-provider snapshot held in memory: the sampled
+// candidates (engine), their conversion through the provider cache, the
+// default policy's ranking, the pick, the answer and its JSON encoding.
+// Nothing in it should grow with n. "warm" runs with the provider cache
+// already holding every provider and a snapshot that does not change;
+// "cold" starts with an empty cache, as a restarted berthd does;
+// "writes" starts warm and, after each claim, patches the snapshot with
+// the claimed provider's new usage as a claim batch does
+// (ledger.applyOwnWrites), so that claims meet changed providers and the
+// cache stores their new views, as in berthd's steady state.
+func BenchmarkClaimPath(b *testing.B) {
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	for _, n := range []int{1000, 100000} {
+		snap := pathSnapshot(n)
+		names := snap.Names()
+		for _, mode := range []string{"warm", "cold", "writes"} {
+			warm := mode != "cold"
+			b.Run(fmt.Sprintf("N=%d/%s", n, mode), func(b *testing.B) {
+				snap := snap
+				c, err := New(nil, nil, Config{SubsetSize: 1}, log)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if warm {
+					// Fill the cache with every provider's view.
+					all, err := snap.Candidates(context.Background(), &engine.CandidatesParams{NestedAware: true,
+						Max: n, VersionsOnly: true,
+						Groups: []engine.RequestGroup{{Resources: []engine.ResourceAmount{{Class: "VCPU", Amount: 1}}}}})
+					if err != nil {
+						b.Fatal(err)
+					}
+					convert(all, &c.provCache)
+				}
+				ctx := context.Background()
+				b.ReportAllocs()
+				for b.Loop() {
+					p := Params{ConsumerUUID: "c0ffee00-0000-4000-8000-000000000000", ProjectID: "p", UserID: "u",
+						Alternates: 2, Candidates: engine.CandidatesParams{NestedAware: true,
+							Groups: []engine.RequestGroup{{Resources: []engine.ResourceAmount{
+								{Class: "VCPU", Amount: 4}, {Class: "MEMORY_MB", Amount: 16384}, {Class: "DISK_GB", Amount: 100}}}}}}
+					classes, traits := engine.ParamsNames(&p.Candidates)
+					snap.UnsureNames(classes, traits)
+					r := &resolved{snap: snap, exclude: []string{}, policy: c.policy}
+					s, err := c.selectCandidates(ctx, &p, r, c.cfg.ClaimCandidates)
+					if err != nil || s.rankErr != nil || len(s.ranking.Ranked) == 0 {
+						b.Fatal(err, s.rankErr)
+					}
+					i := c.pick(s.ranking.Ranked, make([]bool, len(s.ranking.Ranked)), nil)
+					_ = CandidateAllocations(s.ranking.Ranked[i].Cand)
+					res := c.result(&p, s, i, 1, nil)
+					if _, err := json.Marshal(res); err != nil {
+						b.Fatal(err)
+					}
+					if mode == "writes" {
+						snap = claimed(snap, s.ranking.Ranked[i].Cand.Allocations[0].ProviderUUID, names)
+					}
+				}
+			})
+		}
+	}
+}
+
+// claimed is snap after a claim of VCPU:4 on the provider of uuid u.
+func claimed(snap *engine.Snapshot, u string, names *engine.Names) *engine.Snapshot {
+	f := engine.ProviderFilter{UUID: u}
+	provs, err := snap.ProvidersMatching(&f)
+	if err != nil || len(provs) != 1 {
+		panic(fmt.Sprint(u, err))
+	}
+	old, _ := snap.ProviderByID(provs[0].ID)
+	rec := *old
+	rec.Generation++
+	rec.Inventories = slices.Clone(rec.Inventories)
+	rec.Inventories[0].Used += 4
+	return snap.WithProviders(map[int64]*engine.ProviderRecord{rec.ID: &rec}, nil, names)
+}
