@@ -10,31 +10,8 @@ import (
 	"testing"
 
 	"github.com/berthd/berth/ledger/engine"
+	"github.com/berthd/berth/ledger/engine/enginetest"
 )
-
-// pathSnapshot builds, in memory, the bench shape's flat cloud of n
-// compute nodes: VCPU 64 (ratio 4), MEMORY_MB 262144 (4096 reserved),
-// DISK_GB 4000 (100 reserved).
-func pathSnapshot(n int) *engine.Snapshot {
-	names := engine.NewNames()
-	names.AddClass(0, "VCPU")
-	names.AddClass(1, "MEMORY_MB")
-	names.AddClass(2, "DISK_GB")
-	provs := make([]*engine.ProviderRecord, n)
-	for i := range provs {
-		id := int64(i + 1)
-		provs[i] = &engine.ProviderRecord{
-			ID: id, RootID: id, UUID: fmt.Sprintf("%08x-0000-4000-8000-000000000000", i), Name: fmt.Sprintf("cn%d", i),
-			Generation: 1,
-			Inventories: []engine.InventoryRecord{
-				{Class: 0, Total: 64, MinUnit: 1, MaxUnit: 64, StepSize: 1, Ratio: 4},
-				{Class: 1, Total: 262144, Reserved: 4096, MinUnit: 1, MaxUnit: 262144, StepSize: 1, Ratio: 1},
-				{Class: 2, Total: 4000, Reserved: 100, MinUnit: 1, MaxUnit: 4000, StepSize: 1, Ratio: 1},
-			},
-		}
-	}
-	return engine.New(provs, names)
-}
 
 // BenchmarkClaimPath is a claim's berthd-side work but the database
 // write, on an n-provider snapshot held in memory: the sampled
@@ -50,7 +27,7 @@ func pathSnapshot(n int) *engine.Snapshot {
 func BenchmarkClaimPath(b *testing.B) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	for _, n := range []int{1000, 100000} {
-		snap := pathSnapshot(n)
+		snap := enginetest.FlatCloud(n)
 		names := snap.Names()
 		for _, mode := range []string{"warm", "cold", "writes"} {
 			warm := mode != "cold"

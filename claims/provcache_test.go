@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/berthd/berth/ledger/engine"
+	"github.com/berthd/berth/ledger/engine/enginetest"
 	"github.com/berthd/berth/scheduler"
 )
 
@@ -45,7 +46,7 @@ func cached(pc *providerCache) int {
 // changes, and a new provider takes the slot of one other: it never
 // starts over, and never holds more than its bound.
 func TestProviderCacheBound(t *testing.T) {
-	vs := versionsOf(t, pathSnapshot(12))
+	vs := versionsOf(t, enginetest.FlatCloud(12))
 	pc := &providerCache{max: 8}
 	pc.store(vs[:8], built(vs[:8]))
 	if n := cached(pc); n != 8 {
@@ -94,7 +95,7 @@ func BenchmarkProviderCacheLookup(b *testing.B) {
 			name = fmt.Sprintf("N=%d/touch", n)
 		}
 		b.Run(name, func(b *testing.B) {
-			snap := pathSnapshot(n)
+			snap := enginetest.FlatCloud(n)
 			c, err := snap.Candidates(context.Background(), &engine.CandidatesParams{NestedAware: true, Max: n,
 				VersionsOnly: true, Groups: []engine.RequestGroup{{Resources: []engine.ResourceAmount{{Class: "VCPU", Amount: 1}}}}})
 			if err != nil {

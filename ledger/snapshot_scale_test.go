@@ -7,31 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/berthd/berth/ledger/engine"
+	"github.com/berthd/berth/ledger/engine/enginetest"
 )
-
-// scaleSnapshot builds, in memory, a snapshot of n compute nodes with
-// VCPU (class 0), MEMORY_MB (1) and DISK_GB (2).
-func scaleSnapshot(n int) *engine.Snapshot {
-	names := engine.NewNames()
-	names.AddClass(0, "VCPU")
-	names.AddClass(1, "MEMORY_MB")
-	names.AddClass(2, "DISK_GB")
-	provs := make([]*engine.ProviderRecord, n)
-	for i := range provs {
-		id := int64(i + 1)
-		provs[i] = &engine.ProviderRecord{
-			ID: id, RootID: id, UUID: fmt.Sprintf("%08d-0000-0000-0000-000000000000", i), Name: fmt.Sprintf("cn%d", i),
-			Generation: 1,
-			Inventories: []engine.InventoryRecord{
-				{Class: 0, Total: 64, MinUnit: 1, MaxUnit: 64, StepSize: 1, Ratio: 4},
-				{Class: 1, Total: 262144, Reserved: 4096, MinUnit: 1, MaxUnit: 262144, StepSize: 1, Ratio: 1},
-				{Class: 2, Total: 4000, Reserved: 100, MinUnit: 1, MaxUnit: 4000, StepSize: 1, Ratio: 1},
-			},
-		}
-	}
-	return engine.New(provs, names)
-}
 
 // BenchmarkApplyOwnWrites is a claim batch's patch of the cached snapshot
 // (applyOwnWrites): 16 claims on 16 providers of an n-provider snapshot.
@@ -40,7 +17,7 @@ func BenchmarkApplyOwnWrites(b *testing.B) {
 	for _, n := range []int{1000, 100000} {
 		b.Run(fmt.Sprintf("N=%d/claims=16", n), func(b *testing.B) {
 			c := newSnapshotCache(txBeginner{}, slog.New(slog.NewTextHandler(io.Discard, nil)))
-			c.cur, c.listening = scaleSnapshot(n), true
+			c.cur, c.listening = enginetest.FlatCloud(n), true
 			b.ReportAllocs()
 			now := time.Now()
 			k := 0

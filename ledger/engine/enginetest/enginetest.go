@@ -1,0 +1,35 @@
+// Package enginetest builds engine snapshots in memory for tests and
+// benchmarks outside the engine package.
+package enginetest
+
+import (
+	"fmt"
+
+	"github.com/berthd/berth/ledger/engine"
+)
+
+// FlatCloud builds the benchmarks' flat cloud of n compute nodes, the
+// shape docs/performance.md measures: VCPU (class 0) 64 at ratio 4,
+// MEMORY_MB (1) 262144 with 4096 reserved, DISK_GB (2) 4000 with 100
+// reserved, nothing used. Provider i is named cn<i>, with id i+1 and a
+// uuid that encodes i.
+func FlatCloud(n int) *engine.Snapshot {
+	names := engine.NewNames()
+	names.AddClass(0, "VCPU")
+	names.AddClass(1, "MEMORY_MB")
+	names.AddClass(2, "DISK_GB")
+	provs := make([]*engine.ProviderRecord, n)
+	for i := range provs {
+		id := int64(i + 1)
+		provs[i] = &engine.ProviderRecord{
+			ID: id, RootID: id, UUID: fmt.Sprintf("%08x-0000-4000-8000-000000000000", i), Name: fmt.Sprintf("cn%d", i),
+			Generation: 1,
+			Inventories: []engine.InventoryRecord{
+				{Class: 0, Total: 64, MinUnit: 1, MaxUnit: 64, StepSize: 1, Ratio: 4},
+				{Class: 1, Total: 262144, Reserved: 4096, MinUnit: 1, MaxUnit: 262144, StepSize: 1, Ratio: 1},
+				{Class: 2, Total: 4000, Reserved: 100, MinUnit: 1, MaxUnit: 4000, StepSize: 1, Ratio: 1},
+			},
+		}
+	}
+	return engine.New(provs, names)
+}
