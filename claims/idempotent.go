@@ -135,8 +135,13 @@ func newOnce(op string, p *Params, failedProvider, migration string) *once {
 		// not recognised as a retry.
 		return nil
 	}
+	return &once{op: op, fingerprint: fingerprint(op, raw), request: raw}
+}
+
+// fingerprint identifies the request raw (its fields as JSON) for op.
+func fingerprint(op string, raw []byte) []byte {
 	sum := sha256.Sum256(append([]byte(op+"\x00"), raw...))
-	return &once{op: op, fingerprint: sum[:], request: raw}
+	return sum[:]
 }
 
 // record is what the write of p's result res records, nil if p is not

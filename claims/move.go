@@ -2,7 +2,6 @@ package claims
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -281,8 +280,7 @@ func moveEndRecord(consumerUUID, action, migrationUUID string) *ledger.ClaimRequ
 	if err != nil {
 		return nil
 	}
-	sum := sha256.Sum256(append([]byte(OpMoveEnd+"\x00"), raw...))
-	return &ledger.ClaimRequest{ConsumerUUID: canonicalOr(consumerUUID), Op: OpMoveEnd, Fingerprint: sum[:],
+	return &ledger.ClaimRequest{ConsumerUUID: canonicalOr(consumerUUID), Op: OpMoveEnd, Fingerprint: fingerprint(OpMoveEnd, raw),
 		Request: raw, Result: []byte("{}")}
 }
 

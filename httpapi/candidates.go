@@ -397,4 +397,3 @@ func appendAmounts(b []byte, rs []ledger.ResourceAmount) []byte {
 	}
 	return append(b, '}')
 }
-

@@ -225,4 +225,3 @@ func (s *Server) providerDelete(c echo.Context) error {
 	}
 	return c.NoContent(http.StatusNoContent)
 }
-

@@ -202,7 +202,9 @@ func listingsSession() corpusSession {
 	)
 
 	// The reshaper.
-	reshape := func(name, version, body string) corpusStep { return st("reshape "+name, "POST", "/reshaper", version, j(body)) }
+	reshape := func(name, version, body string) corpusStep {
+		return st("reshape "+name, "POST", "/reshaper", version, j(body))
+	}
 	steps = append(steps,
 		st("generations before reshaping", "GET", "/resource_providers?in_tree="+clCN1, "1.39", ""),
 		reshape("stale generation", "1.39", `{"inventories": {"`+clCN1+`": {"resource_provider_generation": 0, "inventories": {"VCPU": {"total": 16}}}}, "allocations": {}}`),

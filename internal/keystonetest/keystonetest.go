@@ -19,6 +19,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/berthd/berth/internal/proctest"
 )
 
 // The users Shared creates, each with Password(user). Their names are also
@@ -408,16 +410,7 @@ func (k *Keystone) stopLocked() {
 	if k.cmd == nil {
 		return
 	}
-	pgid := k.cmd.Process.Pid
-	_ = syscall.Kill(-pgid, syscall.SIGTERM)
-	select {
-	case <-k.done:
-	case <-time.After(15 * time.Second):
-		_ = syscall.Kill(-pgid, syscall.SIGKILL)
-		<-k.done
-	}
-	// Workers may outlive the master for a moment.
-	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	proctest.StopGroup(k.cmd.Process.Pid, k.done, 15*time.Second)
 	k.cmd = nil
 }
 

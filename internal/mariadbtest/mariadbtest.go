@@ -14,7 +14,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"os/user"
@@ -25,6 +24,8 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+
+	"github.com/berthd/berth/internal/proctest"
 )
 
 // Server is a running MariaDB.
@@ -99,10 +100,11 @@ func Start(ctx context.Context) (_ *Server, err error) {
 	if out, err := ic.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("mariadbtest: %s: %v: %s", install, err, lastLines(string(out), 5))
 	}
-	port, err := freePort()
+	ports, err := proctest.FreePorts(1)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("mariadbtest: %w", err)
 	}
+	port := ports[0]
 	s := &Server{Port: port, Socket: filepath.Join(dir, "mysqld.sock"), dir: dir, done: make(chan error, 1), log: filepath.Join(dir, "server.log")}
 	logf, err := os.Create(s.log)
 	if err != nil {
@@ -200,24 +202,9 @@ func (s *Server) CreateDB(ctx context.Context, name, password string) (string, e
 // Stop ends the server and removes its files.
 func (s *Server) Stop() {
 	if s.cmd != nil && s.cmd.Process != nil {
-		_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGTERM)
-		select {
-		case <-s.done:
-		case <-time.After(30 * time.Second):
-			_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
-			<-s.done
-		}
+		proctest.StopGroup(s.cmd.Process.Pid, s.done, 30*time.Second)
 	}
 	os.RemoveAll(s.dir)
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("mariadbtest: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 func lastLines(s string, n int) string {

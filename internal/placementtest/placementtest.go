@@ -9,7 +9,6 @@ package placementtest
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -18,6 +17,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/berthd/berth/internal/proctest"
 )
 
 // Server is a running Placement.
@@ -88,12 +89,11 @@ func Start(ctx context.Context, dbURL string) (_ *Server, err error) {
 	if err := syncConf(ctx, dir, conf); err != nil {
 		return nil, err
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	ports, err := proctest.FreePorts(1)
 	if err != nil {
 		return nil, fmt.Errorf("placementtest: %w", err)
 	}
-	addr := l.Addr().String()
-	l.Close()
+	addr := fmt.Sprintf("127.0.0.1:%d", ports[0])
 	s := &Server{URL: "http://" + addr, dir: dir, done: make(chan error, 1), log: filepath.Join(dir, "uwsgi.log")}
 	logf, err := os.Create(s.log)
 	if err != nil {
@@ -193,13 +193,7 @@ func (s *Server) Log() string {
 // Stop ends uwsgi and removes the configuration directory.
 func (s *Server) Stop() {
 	if s.cmd != nil && s.cmd.Process != nil {
-		_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGTERM)
-		select {
-		case <-s.done:
-		case <-time.After(30 * time.Second):
-			_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
-			<-s.done
-		}
+		proctest.StopGroup(s.cmd.Process.Pid, s.done, 30*time.Second)
 	}
 	os.RemoveAll(s.dir)
 }
