@@ -250,6 +250,7 @@ func scaleRows() []scaleRow {
 		}}
 	}
 	rows = append(rows,
+		startRow("VACUUM (ANALYZE) after seeding", "vacuum_s"),
 		startRow("cold start to first candidates answer", "cold_start_s"),
 		startRow("  of which the snapshot's first load", "first_load_s"),
 		startRow("full snapshot reload (periodic refresh)", "reload_s"),
