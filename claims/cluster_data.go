@@ -141,11 +141,12 @@ func (d *LedgerData) ConsumerKeys(ctx context.Context, consumerUUID string) ([]s
 func providerOf(s ledger.ProviderSummary) *scheduler.Provider {
 	p := &scheduler.Provider{UUID: s.UUID, Name: s.Name, ParentUUID: s.ParentUUID, RootUUID: s.RootUUID,
 		Traits: slices.Clone(s.Traits), Aggregates: slices.Clone(s.Aggregates),
-		Resources: make(map[string]scheduler.Inventory, len(s.Resources))}
-	for _, r := range s.Resources {
-		p.Resources[r.Class] = scheduler.Inventory{Capacity: r.Capacity, Used: r.Used,
-			Total: r.Total, Reserved: r.Reserved, AllocationRatio: r.AllocationRatio}
+		Resources: make(scheduler.Inventories, len(s.Resources))}
+	for i, r := range s.Resources {
+		p.Resources[i] = scheduler.ClassInventory{Class: r.Class, Inventory: scheduler.Inventory{Capacity: r.Capacity, Used: r.Used,
+			Total: r.Total, Reserved: r.Reserved, AllocationRatio: r.AllocationRatio}}
 	}
+	scheduler.SortInventories(p.Resources)
 	return p
 }
 

@@ -108,7 +108,7 @@ func touchProviders(provs []*scheduler.Provider, class string) int {
 	}
 	if class != "" {
 		for _, p := range provs {
-			n += int(p.Resources[class].Total)
+			n += int(p.Resources.Of(class).Total)
 		}
 	}
 	return n
@@ -140,12 +140,13 @@ func (pc *providerCache) store(versions []engine.ProviderVersion, built []*sched
 // newProvider is the scheduler's view of one provider summary.
 func newProvider(s *engine.ProviderSummary) *scheduler.Provider {
 	p := &scheduler.Provider{UUID: s.UUID, Name: s.Name, ParentUUID: s.ParentUUID, RootUUID: s.RootUUID,
-		Traits: s.Traits, Aggregates: s.Aggregates, Resources: make(map[string]scheduler.Inventory, len(s.Resources))}
-	for _, r := range s.Resources {
-		p.Resources[r.Class] = scheduler.Inventory{Capacity: r.Capacity, Used: r.Used,
+		Traits: s.Traits, Aggregates: s.Aggregates, Resources: make(scheduler.Inventories, len(s.Resources))}
+	for i, r := range s.Resources {
+		p.Resources[i] = scheduler.ClassInventory{Class: r.Class, Inventory: scheduler.Inventory{Capacity: r.Capacity, Used: r.Used,
 			Total: r.Total, Reserved: r.Reserved, AllocationRatio: r.AllocationRatio,
-			MinUnit: r.MinUnit, MaxUnit: r.MaxUnit, StepSize: r.StepSize}
+			MinUnit: r.MinUnit, MaxUnit: r.MaxUnit, StepSize: r.StepSize}}
 	}
+	scheduler.SortInventories(p.Resources)
 	return p
 }
 

@@ -74,8 +74,8 @@ func TestClaimerProviderCache(t *testing.T) {
 		t.Fatal(err)
 	}
 	after := providers(params(1))
-	if after[a] == first[a] || after[a].Resources["VCPU"].Used != 2 || after[b] != first[b] {
+	if after[a] == first[a] || after[a].Resources.Of("VCPU").Used != 2 || after[b] != first[b] {
 		t.Errorf("after a claim on a: a rebuilt %v (used %d), b kept %v",
-			after[a] != first[a], after[a].Resources["VCPU"].Used, after[b] == first[b])
+			after[a] != first[a], after[a].Resources.Of("VCPU").Used, after[b] == first[b])
 	}
 }

@@ -115,7 +115,7 @@ func BenchmarkProviderCacheLookup(b *testing.B) {
 				}
 				// What the ranking reads first of each.
 				for _, p := range provs {
-					sum += p.Resources["VCPU"].Capacity
+					sum += p.Resources.Of("VCPU").Capacity
 				}
 			}
 		})

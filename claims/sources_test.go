@@ -173,7 +173,7 @@ func TestLedgerDataEnrich(t *testing.T) {
 
 	// ClusterData.
 	m, err := d.Member(ctx, "cn2")
-	if err != nil || m == nil || m.UUID != uuids[1] || m.Resources["VCPU"].Used != 1 || m.Consumers != 1 {
+	if err != nil || m == nil || m.UUID != uuids[1] || m.Resources.Of("VCPU").Used != 1 || m.Consumers != 1 {
 		t.Fatalf("member %+v %v", m, err)
 	}
 	if m, err := d.Member(ctx, "nope"); m != nil || err != nil {
@@ -200,7 +200,7 @@ func TestLedgerDataEnrich(t *testing.T) {
 // hasDefaultScriptlet reports whether p's ranking runs the server's
 // default scriptlet, by ranking one candidate.
 func hasDefaultScriptlet(p *scheduler.Policy) bool {
-	prov := &scheduler.Provider{UUID: "u", Name: "n", RootUUID: "u", Resources: map[string]scheduler.Inventory{"VCPU": {Capacity: 8}}}
+	prov := &scheduler.Provider{UUID: "u", Name: "n", RootUUID: "u", Resources: scheduler.InventoriesOf(map[string]scheduler.Inventory{"VCPU": {Capacity: 8}})}
 	cand := &scheduler.Candidate{Roots: []string{"u"}, Providers: map[string]*scheduler.Provider{"u": prov},
 		Allocations: []scheduler.Allocation{{ProviderUUID: "u", Resources: map[string]int64{"VCPU": 1}}}}
 	r, _ := p.Rank(context.Background(), &scheduler.Request{Resources: map[string]int64{"VCPU": 1}}, []*scheduler.Candidate{cand})

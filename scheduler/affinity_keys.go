@@ -229,7 +229,7 @@ func candidateKey(c *Candidate, name string) (float64, bool) {
 		return usageRatio(c, root, "VCPU")
 	case KeyLOAD:
 		if root != nil && root.State != nil {
-			if inv, ok := root.Resources["VCPU"]; ok && inv.Total > 0 {
+			if inv, ok := root.Resources.Get("VCPU"); ok && inv.Total > 0 {
 				return root.State.Load1 / float64(inv.Total), true
 			}
 		}
@@ -250,7 +250,7 @@ func usageRatio(c *Candidate, root *Provider, class string) (float64, bool) {
 	var used, capacity, taken int64
 	rootInv, onRoot := Inventory{}, false
 	if root != nil {
-		rootInv, onRoot = root.Resources[class]
+		rootInv, onRoot = root.Resources.Get(class)
 	}
 	for _, a := range c.Allocations {
 		amount, ok := a.Resources[class]
@@ -260,7 +260,7 @@ func usageRatio(c *Candidate, root *Provider, class string) (float64, bool) {
 		taken += amount
 		if !onRoot {
 			if p := c.Providers[a.ProviderUUID]; p != nil {
-				inv := p.Resources[class]
+				inv := p.Resources.Of(class)
 				used, capacity = used+inv.Used, capacity+inv.Capacity
 			}
 		}

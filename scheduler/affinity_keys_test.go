@@ -47,8 +47,8 @@ func TestProviderKeys(t *testing.T) {
 	c := cand(0, "r", 16, 4, 4)
 	p := c.RootProvider()
 	p.Keys = []PlacementKey{{Name: "zone", Value: 0.3}}
-	p.Resources["VCPU"] = Inventory{Capacity: 16, Used: 4, Total: 8}
-	p.Resources["MEMORY_MB"] = Inventory{Capacity: 1000, Used: 250}
+	p.Resources = p.Resources.With("VCPU", Inventory{Capacity: 16, Used: 4, Total: 8})
+	p.Resources = p.Resources.With("MEMORY_MB", Inventory{Capacity: 1000, Used: 250})
 	c.Allocations[0].Resources["MEMORY_MB"] = 250
 	p.State = &ProviderState{Load1: 2}
 	got := ProviderKeys(c)

@@ -124,7 +124,7 @@ func Balance(cfg BalancerConfig, members []*Provider, instances []Instance) *Sug
 		size := func(in Instance) float64 {
 			s := 0.0
 			for class, n := range in.Resources {
-				if inv := src.p.Resources[class]; inv.Capacity > 0 {
+				if inv := src.p.Resources.Of(class); inv.Capacity > 0 {
 					s = max(s, float64(n)/float64(inv.Capacity))
 				}
 			}
@@ -183,7 +183,7 @@ func Balance(cfg BalancerConfig, members []*Provider, instances []Instance) *Sug
 // fits reports whether p has every class in holds, with room for it.
 func fits(p *Provider, in Instance) bool {
 	for class, n := range in.Resources {
-		inv, ok := p.Resources[class]
+		inv, ok := p.Resources.Get(class)
 		if !ok || inv.Used+n > inv.Capacity {
 			return false
 		}
@@ -195,9 +195,9 @@ func fits(p *Provider, in Instance) bool {
 // the instance's resources.
 func utilAfter(p *Provider, in Instance, sign int64) float64 {
 	u := 0.0
-	for class, inv := range p.Resources {
-		if inv.Capacity > 0 {
-			u = max(u, float64(inv.Used+sign*in.Resources[class])/float64(inv.Capacity))
+	for _, ci := range p.Resources {
+		if inv := ci.Inventory; inv.Capacity > 0 {
+			u = max(u, float64(inv.Used+sign*in.Resources[ci.Class])/float64(inv.Capacity))
 		}
 	}
 	return u

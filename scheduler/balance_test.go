@@ -6,8 +6,8 @@ import (
 )
 
 func member(name string, vcpuCap, vcpuUsed, memCap, memUsed int64) *Provider {
-	return &Provider{UUID: "uuid-" + name, Name: name, Resources: map[string]Inventory{
-		"VCPU": {Capacity: vcpuCap, Used: vcpuUsed}, "MEMORY_MB": {Capacity: memCap, Used: memUsed}}}
+	return &Provider{UUID: "uuid-" + name, Name: name, Resources: InventoriesOf(map[string]Inventory{
+		"VCPU": {Capacity: vcpuCap, Used: vcpuUsed}, "MEMORY_MB": {Capacity: memCap, Used: memUsed}})}
 }
 
 func inst(uuid, location string, vcpu, mem int64) Instance {

@@ -51,7 +51,7 @@ func (*Capacity) Filter(_ context.Context, _ *Request, c *Candidate) *Status {
 			class, amount := ca.class, ca.amount
 			var inv Inventory
 			if p != nil {
-				inv = p.Resources[class]
+				inv = p.Resources.Of(class)
 			}
 			switch {
 			case inv.Used+amount > inv.Capacity:

@@ -17,11 +17,11 @@ func benchCands(n int) []*Candidate {
 		r := fmt.Sprintf("rp%05d", i)
 		p := &Provider{UUID: r, Name: r, RootUUID: r, Consumers: i % 17,
 			Keys: []PlacementKey{{Name: "zone", Value: float64(i%10) / 10}},
-			Resources: map[string]Inventory{
+			Resources: InventoriesOf(map[string]Inventory{
 				"VCPU":      {Capacity: 64, Used: int64(i % 60), Total: 32},
 				"MEMORY_MB": {Capacity: 262144, Used: int64(i%200) * 1024, Total: 262144},
 				"DISK_GB":   {Capacity: 2000, Used: int64(i % 1500), Total: 2000},
-			}}
+			})}
 		if i%10 == 0 {
 			p.Traits = []string{"CUSTOM_OLD"}
 		}

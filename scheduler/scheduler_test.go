@@ -15,7 +15,7 @@ import (
 // with capacity cap and used in use.
 func cand(index int, r string, capacity, used, amount int64, traits ...string) *Candidate {
 	p := &Provider{UUID: r, Name: r, RootUUID: r, Traits: traits,
-		Resources: map[string]Inventory{"VCPU": {Capacity: capacity, Used: used, Total: capacity}}}
+		Resources: InventoriesOf(map[string]Inventory{"VCPU": {Capacity: capacity, Used: used, Total: capacity}})}
 	return &Candidate{
 		Index:       index,
 		Roots:       []string{r},
@@ -116,9 +116,9 @@ func runFilter(t *testing.T, f Filter, req *Request, c *Candidate) *Status {
 func TestFilters(t *testing.T) {
 	reg := DefaultRegistry()
 	stepped := cand(0, "r", 100, 0, 3)
-	stepped.RootProvider().Resources["VCPU"] = Inventory{Capacity: 100, StepSize: 2, MinUnit: 2, MaxUnit: 8}
+	stepped.RootProvider().Resources = stepped.RootProvider().Resources.With("VCPU", Inventory{Capacity: 100, StepSize: 2, MinUnit: 2, MaxUnit: 8})
 	twoClasses := cand(0, "r", 10, 10, 1)
-	twoClasses.RootProvider().Resources["MEMORY_MB"] = Inventory{Capacity: 10, Used: 10}
+	twoClasses.RootProvider().Resources = twoClasses.RootProvider().Resources.With("MEMORY_MB", Inventory{Capacity: 10, Used: 10})
 	twoClasses.Allocations[0].Resources["MEMORY_MB"] = 2
 	group := &fakeData{groups: map[string]map[string]int{"group=web": {"busy": 2, "one": 1}, "rack=r1": {"one": 1}}}
 	fresh := &ProviderState{ReportedAt: time.Now().Add(-time.Minute)}
@@ -135,10 +135,10 @@ func TestFilters(t *testing.T) {
 		{"capacity full", CapacityName, ``, Request{}, cand(0, "r", 10, 8, 3), "lacked VCPU 3"},
 		{"capacity step", CapacityName, ``, Request{}, stepped, "not a multiple of step_size 2"},
 		{"capacity min", CapacityName, ``, Request{}, with(cand(0, "r", 100, 0, 1), func(p *Provider) {
-			p.Resources["VCPU"] = Inventory{Capacity: 100, MinUnit: 2}
+			p.Resources = p.Resources.With("VCPU", Inventory{Capacity: 100, MinUnit: 2})
 		}), "below min_unit 2"},
 		{"capacity max", CapacityName, ``, Request{}, with(cand(0, "r", 100, 0, 9), func(p *Provider) {
-			p.Resources["VCPU"] = Inventory{Capacity: 100, MaxUnit: 8}
+			p.Resources = p.Resources.With("VCPU", Inventory{Capacity: 100, MaxUnit: 8})
 		}), "above max_unit 8"},
 		{"capacity missing class", CapacityName, ``, Request{}, with(cand(0, "r", 10, 0, 1), func(p *Provider) {
 			p.Resources = nil
@@ -324,7 +324,7 @@ func roots(r *Ranking) string {
 
 func TestWeighers(t *testing.T) {
 	mem := func(c *Candidate, capacity, used, amount int64) *Candidate {
-		c.RootProvider().Resources["MEMORY_MB"] = Inventory{Capacity: capacity, Used: used}
+		c.RootProvider().Resources = c.RootProvider().Resources.With("MEMORY_MB", Inventory{Capacity: capacity, Used: used})
 		c.Allocations[0].Resources["MEMORY_MB"] = amount
 		return c
 	}

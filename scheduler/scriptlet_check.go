@@ -55,10 +55,10 @@ func checkRequest() (*Request, []*Candidate) {
 		name := fmt.Sprintf("check-host-%d", i+1)
 		uuid := fmt.Sprintf("00000000-0000-4000-8000-00000000000%d", i+1)
 		hosts[i] = &Provider{UUID: uuid, Name: name, RootUUID: uuid, Traits: []string{"HW_CPU_X86_AVX2"},
-			Resources: map[string]Inventory{
+			Resources: InventoriesOf(map[string]Inventory{
 				"VCPU":      {Total: 16, Capacity: 64, Used: int64(8 * i), AllocationRatio: 4, MinUnit: 1, MaxUnit: 16, StepSize: 1},
 				"MEMORY_MB": {Total: 65536, Capacity: 65536, Used: int64(8192 * i), AllocationRatio: 1, MinUnit: 1, MaxUnit: 65536, StepSize: 1},
-			}}
+			})}
 		cands[i] = &Candidate{Index: i, Roots: []string{uuid},
 			Allocations: []Allocation{{ProviderUUID: uuid, Resources: map[string]int64{"VCPU": 1, "MEMORY_MB": 512}}},
 			Providers:   map[string]*Provider{uuid: hosts[i]}}

@@ -35,9 +35,9 @@ const (
 func (m *classMap) get(k string) starlark.Value {
 	switch m.kind {
 	case mapUsage:
-		return starlark.MakeInt64(m.p.Resources[k].Used)
+		return starlark.MakeInt64(m.p.Resources.Of(k).Used)
 	case mapInventories:
-		return inventoryValue(m.p.Resources[k])
+		return inventoryValue(m.p.Resources.Of(k))
 	case mapCandidateKeys:
 		v, _ := candidateKey(m.c, k)
 		return starlark.Float(v)
@@ -162,7 +162,7 @@ func (it *classMapIter) Done() {}
 
 // inventoriesMap is class -> inventory of p's inventories.
 func inventoriesMap(p *Provider) *classMap {
-	return &classMap{keys: sortedKeys(p.Resources), p: p, kind: mapInventories}
+	return &classMap{keys: p.Resources.Classes(), p: p, kind: mapInventories}
 }
 
 // floatMap is a read-only mapping over m.

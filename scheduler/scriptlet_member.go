@@ -137,7 +137,7 @@ func (m *memberValue) Attr(name string) (starlark.Value, error) {
 // classes are p's resource classes, sorted, computed once.
 func (m *memberValue) classes() []string {
 	if m.attrs.classes == nil {
-		m.attrs.classes = sortedKeys(m.p.Resources)
+		m.attrs.classes = m.p.Resources.Classes()
 	}
 	return m.attrs.classes
 }

@@ -74,8 +74,8 @@ func fixData() *fakeData {
 	return &fakeData{
 		members: []*Provider{
 			{UUID: "uuid-1", Name: "node1", Aggregates: []string{"agg-a"}, State: &ProviderState{Load1: 0.5, MemFreeMB: 2048, ReportedAt: now},
-				Resources: map[string]Inventory{"VCPU": {Total: 8, Capacity: 16, Used: 4, AllocationRatio: 2}}},
-			{UUID: "node2", Name: "node2", Resources: map[string]Inventory{"VCPU": {Total: 10, Capacity: 10, Used: 5}}},
+				Resources: InventoriesOf(map[string]Inventory{"VCPU": {Total: 8, Capacity: 16, Used: 4, AllocationRatio: 2}})},
+			{UUID: "node2", Name: "node2", Resources: InventoriesOf(map[string]Inventory{"VCPU": {Total: 10, Capacity: 10, Used: 5}})},
 		},
 		instances: []Instance{
 			{UUID: "i1", Name: "web1", ProjectID: "p1", Location: "node1", Resources: map[string]int64{"VCPU": 2}},
