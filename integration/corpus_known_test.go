@@ -8,13 +8,6 @@ import "strings"
 // fails the test. Keys are "<session>/<step name>"; values are substrings
 // of the accepted difference lines. Remove entries as they are fixed.
 var knownDifferences = map[string][]string{
-	// An HTML error body: webob does not strip the template's tags and
-	// newlines in text/html (Berth renders the stripped detail). Clients
-	// read JSON; the status and Content-Type already match.
-	"protocol/accept \"text/html\" on a list":                        {"body"},
-	"protocol/accept \"text/html\" on a 404":                         {"body"},
-	"protocol/accept \"text/html, application/json;q=0.5\" on a 404": {"body"},
-	"protocol/accept \"text/plain, */*;q=0.1\" on a 404":             {"body"},
 	// Which candidates a limit keeps: Placement takes the first N of a
 	// Python set of allocation requests (_merge_candidates), whose order
 	// comes from hashes and rows without ORDER BY: not defined (the
