@@ -3,7 +3,6 @@ package httpapi
 import (
 	"errors"
 	"fmt"
-	"html"
 	"net/http"
 	"strconv"
 	"strings"
@@ -24,8 +23,8 @@ type Error struct {
 	Allow string
 	// RetryAfter, if positive, is sent as the Retry-After header (seconds).
 	RetryAfter int
-	// NoDetail renders webob's template with an empty detail where a
-	// status has a default one (Placement's microversioned 405 raises
+	// NoDetail renders webob's template with an empty detail, whatever
+	// Msg says (Placement's microversioned 405 raises
 	// HTTPMethodNotAllowed without a message).
 	NoDetail bool
 	// NoVary drops the Vary header. Placement's microversion middleware
@@ -124,19 +123,6 @@ const CodeScriptletInvalid = "berth.scriptlet.invalid"
 
 // errorCodeVersion is the first microversion whose error bodies carry "code".
 const errorCodeVersion = 23
-
-// explanations are the fixed first sentences Placement (through webob)
-// puts before the detail of an error; 405, 406 and 415 have templates of
-// their own (webobDetail).
-var explanations = map[int]string{
-	http.StatusBadRequest:          "The server could not comply with the request since it is either malformed or otherwise incorrect.",
-	http.StatusUnauthorized:        "This server could not verify that you are authorized to access the document you requested. Either you supplied the wrong credentials (e.g., bad password), or your browser does not understand how to supply the credentials required.",
-	http.StatusForbidden:           "Access was denied to this resource.",
-	http.StatusNotFound:            "The resource could not be found.",
-	http.StatusConflict:            "There was a conflict when trying to complete your request.",
-	http.StatusInternalServerError: "The server has either erred or is incapable of performing the requested operation.",
-	http.StatusServiceUnavailable:  "The server is currently unavailable. Please try again at a later time.",
-}
 
 // toError maps any error a handler returns to an *Error: the one table
 // from error kinds to HTTP statuses.
@@ -241,13 +227,11 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 	if e.Status == http.StatusMethodNotAllowed && e.Allow != "" {
 		c.Response().Header().Set(echo.HeaderAllow, e.Allow)
 	}
-	detail := webobDetail(e.Status, req, e.Msg)
+	we := webobError{status: e.Status, detail: e.Msg, env: webobEnvOf(req)}
 	if e.NoDetail {
-		// An empty message would get the status's default one: lay out a
-		// marker instead and cut it off.
-		detail = strings.TrimSuffix(webobDetail(e.Status, req, "\x00"), "\x00")
+		we.detail = ""
 	}
-	title := http.StatusText(e.Status)
+	title := webobClassOf(e.Status).title
 
 	if req.Method == http.MethodHead {
 		// webob answers HEAD with no body and the exception's own
@@ -267,27 +251,26 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 		_ = writeJSON(c, e.Status, body)
 		return
 	}
+	// webob's generate_response: the error formatters (Placement's or
+	// webob's JSON) only apply when the client prefers JSON.
 	switch preferredErrorType(acceptHeader(req)) {
 	case "text/html":
-		body := "<html>\n <head>\n  <title>" + fmt.Sprintf("%d %s", e.Status, title) + "</title>\n </head>\n <body>\n  <h1>" +
-			fmt.Sprintf("%d %s", e.Status, title) + "</h1>\n  " + html.EscapeString(detail) + "\n </body>\n</html>"
-		_ = c.Blob(e.Status, "text/html; charset=UTF-8", []byte(body))
+		_ = c.Blob(e.Status, "text/html; charset=UTF-8", []byte(we.html()))
 		return
 	case "text/plain":
-		_ = c.Blob(e.Status, "text/plain; charset=UTF-8", []byte(fmt.Sprintf("%d %s\n\n%s", e.Status, title, detail)))
+		_ = c.Blob(e.Status, "text/plain; charset=UTF-8", []byte(we.plain()))
 		return
 	}
 	if e.Body == webobBody {
-		// webob's template, without strip_tags: the explanation,
-		// "<br /><br />", then the detail and the (empty) comment on
-		// lines of their own.
+		// webob's own JSON formatter: the body unstripped.
 		body := newJSONObject()
-		body.set("message", explanations[e.Status]+"<br /><br />\n"+e.Msg+"\n\n")
-		body.set("code", fmt.Sprintf("%d %s", e.Status, title))
+		body.set("message", we.message())
+		body.set("code", we.statusLine())
 		body.set("title", title)
 		_ = writeJSON(c, e.Status, body)
 		return
 	}
+	detail := we.detailText()
 	item := map[string]any{
 		"status": e.Status,
 		"title":  title,

@@ -57,13 +57,15 @@ type AggregatesReplaceParams struct {
 
 // ProviderAggregatesReplace makes aggregates (uuids, in any form Placement
 // accepts) the exact set of aggregates of the provider with this uuid,
-// creating aggregates not seen before. It returns the provider's
-// generation afterwards. A stale generation is ErrConflict
-// (CodeConcurrentUpdate); a malformed uuid is ErrInvalid.
+// creating aggregates not seen before. Each is kept as spelled, as
+// Placement keeps it: two spellings of one uuid are two aggregates (see
+// aggregateSpellings). It returns the provider's generation afterwards. A
+// stale generation is ErrConflict (CodeConcurrentUpdate); a malformed
+// uuid, or one spelled longer than Placement's column holds, is ErrInvalid.
 func (s *Store) ProviderAggregatesReplace(ctx context.Context, rpUUID string, aggregates []string, params AggregatesReplaceParams) (int64, error) {
-	canon, ok := canonicalUUIDs(aggregates)
-	if !ok {
-		return 0, invalid("", "Aggregates must be UUIDs: %v", aggregates)
+	canon, bad := aggregateSpellings(aggregates)
+	if bad != nil {
+		return 0, bad
 	}
 	var generation int64
 	err := s.withTx(ctx, func(t *txn) error {
@@ -89,7 +91,7 @@ func (s *Store) ProviderAggregatesReplace(ctx context.Context, rpUUID string, ag
 		// back in id order returns that order.
 		if _, err := t.Exec(ctx, `
 			INSERT INTO placement_aggregates (uuid)
-			SELECT u FROM unnest($1::uuid[]) WITH ORDINALITY AS a(u, i)
+			SELECT u FROM unnest($1::text[]) WITH ORDINALITY AS a(u, i)
 			WHERE NOT EXISTS (SELECT 1 FROM placement_aggregates WHERE uuid = u)
 			ORDER BY i
 			ON CONFLICT (uuid) DO NOTHING`, canon); err != nil {
@@ -99,12 +101,12 @@ func (s *Store) ProviderAggregatesReplace(ctx context.Context, rpUUID string, ag
 			DELETE FROM resource_provider_aggregates rpa
 			USING placement_aggregates pa
 			WHERE pa.id = rpa.aggregate_id AND rpa.resource_provider_id = $1
-			  AND pa.uuid <> ALL($2::uuid[])`, ref.ID, canon); err != nil {
+			  AND pa.uuid <> ALL($2::text[])`, ref.ID, canon); err != nil {
 			return fmt.Errorf("ledger: remove provider aggregates: %w", err)
 		}
 		if _, err := t.Exec(ctx, `
 			INSERT INTO resource_provider_aggregates (resource_provider_id, aggregate_id)
-			SELECT $1, id FROM placement_aggregates WHERE uuid = ANY($2::uuid[])
+			SELECT $1, id FROM placement_aggregates WHERE uuid = ANY($2::text[])
 			ON CONFLICT DO NOTHING`, ref.ID, canon); err != nil {
 			return fmt.Errorf("ledger: add provider aggregates: %w", err)
 		}

@@ -3,6 +3,7 @@ package ledger_test
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/berthd/berth/ledger"
@@ -34,15 +35,36 @@ func TestProviderAggregates(t *testing.T) {
 		t.Errorf("aggregates %v", aggs)
 	}
 
-	// Before 1.19: no check, no increment; dashless uuids are canonicalised.
-	dashless := "a893eb5ce2a04251ab26f71d3b0cfc0b"
-	gen, err = s.ProviderAggregatesReplace(ctx, uuidB, []string{dashless}, ledger.AggregatesReplaceParams{})
+	// Before 1.19: no check, no increment. Uuids are kept as spelled, as
+	// Placement keeps them: a dashless or upper-case spelling of agg2 is
+	// an aggregate of its own, and so is each spelling in one request.
+	dashless, upper := "a893eb5ce2a04251ab26f71d3b0cfc0b", strings.ToUpper(agg2)
+	gen, err = s.ProviderAggregatesReplace(ctx, uuidB, []string{dashless, upper, agg2}, ledger.AggregatesReplaceParams{})
 	if err != nil || gen != 0 {
 		t.Fatalf("legacy replace: %d %v", gen, err)
 	}
 	_, aggs, _ = s.ProviderAggregates(ctx, uuidB)
-	if !slices.Equal(aggs, []string{agg2}) {
+	if !slices.Equal(aggs, []string{agg2, dashless, upper}) {
 		t.Errorf("aggregates %v", aggs)
+	}
+	gen, err = s.ProviderAggregatesReplace(ctx, uuidB, []string{upper}, ledger.AggregatesReplaceParams{})
+	if err != nil || gen != 0 {
+		t.Fatalf("replace with one spelling: %d %v", gen, err)
+	}
+	if _, aggs, _ = s.ProviderAggregates(ctx, uuidB); !slices.Equal(aggs, []string{upper}) {
+		t.Errorf("aggregates %v, want only %s", aggs, upper)
+	}
+	// Longer than Placement's varchar(36): refused, not a database error.
+	_, err = s.ProviderAggregatesReplace(ctx, uuidB, []string{"{" + agg2 + "}"}, ledger.AggregatesReplaceParams{})
+	wantError(t, err, ledger.ErrInvalid, "", "longer than 36")
+	// Shorter odd spellings Placement accepts (oslo's is_uuid_like) are
+	// kept as they are.
+	odd := []string{"{a893eb5ce2a04251ab26f71d3b0cfc0b}", "a893eb5c-e2a04251-ab26-f71d3b0cfc0b"}
+	if _, err = s.ProviderAggregatesReplace(ctx, uuidB, odd, ledger.AggregatesReplaceParams{}); err != nil {
+		t.Errorf("odd spellings: %v", err)
+	}
+	if _, aggs, _ = s.ProviderAggregates(ctx, uuidB); !slices.Equal(aggs, odd) {
+		t.Errorf("aggregates %v, want %v", aggs, odd)
 	}
 
 	gen, err = s.ProviderAggregatesReplace(ctx, uuidA, []string{}, ledger.AggregatesReplaceParams{})

@@ -31,11 +31,11 @@ func (s *Store) ClusterProviders(ctx context.Context, p ClusterProvidersParams) 
 	refUUID := uuidOrNil(p.Ref)
 	var agg *string
 	if p.Aggregate != "" {
-		a, ok := canonicalUUID(p.Aggregate)
-		if !ok {
+		// As member_of: the aggregate as spelled.
+		if _, ok := canonicalUUID(p.Aggregate); !ok {
 			return []ProviderSummary{}, nil
 		}
-		agg = &a
+		agg = &p.Aggregate
 	}
 	var out []ProviderSummary
 	// One read-only transaction, so its queries see one state; fn may run
@@ -49,7 +49,7 @@ func (s *Store) ClusterProviders(ctx context.Context, p ClusterProvidersParams) 
 			LEFT JOIN resource_providers parent ON parent.id = rp.parent_provider_id
 			WHERE ($1 = '' OR rp.name = $1 OR rp.uuid = $2::uuid)
 			  AND (NOT $3 OR rp.parent_provider_id IS NULL)
-			  AND ($4::uuid IS NULL OR EXISTS (
+			  AND ($4::text IS NULL OR EXISTS (
 				SELECT 1 FROM resource_provider_aggregates rpa
 				JOIN placement_aggregates pa ON pa.id = rpa.aggregate_id
 				WHERE rpa.resource_provider_id = rp.id AND pa.uuid = $4))

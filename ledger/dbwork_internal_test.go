@@ -192,7 +192,7 @@ type dbWorkEnv struct {
 // write reads grows with n. Provider i has id i and uuid md5('rp'||i).
 const seedSQL = `
 INSERT INTO traits (name) VALUES ('CUSTOM_BENCH_TRAIT');
-INSERT INTO placement_aggregates (uuid) SELECT md5('agg' || g)::uuid FROM generate_series(0, 9) g;
+INSERT INTO placement_aggregates (uuid) SELECT md5('agg' || g)::uuid::text FROM generate_series(0, 9) g;
 INSERT INTO resource_providers (id, uuid, name, generation, root_provider_id)
 SELECT g, md5('rp' || g)::uuid, 'node-' || g, 3, g FROM generate_series(1, %[1]d) g;
 SELECT setval(pg_get_serial_sequence('resource_providers', 'id'), %[1]d);
@@ -204,7 +204,7 @@ JOIN resource_classes rc ON rc.name = v.name;
 INSERT INTO resource_provider_traits (resource_provider_id, trait_id)
 SELECT g, t.id FROM generate_series(10, %[1]d, 10) g, traits t WHERE t.name = 'CUSTOM_BENCH_TRAIT';
 INSERT INTO resource_provider_aggregates (resource_provider_id, aggregate_id)
-SELECT g, a.id FROM generate_series(1, %[1]d) g JOIN placement_aggregates a ON a.uuid = md5('agg' || g %% 10)::uuid;
+SELECT g, a.id FROM generate_series(1, %[1]d) g JOIN placement_aggregates a ON a.uuid = md5('agg' || g %% 10)::uuid::text;
 INSERT INTO provider_placement_keys (resource_provider_id, name, value, sticky)
 SELECT g, 'rack', g %% 40, true FROM generate_series(1, %[1]d) g;
 INSERT INTO projects (external_id) VALUES ('seed-project');

@@ -19,16 +19,26 @@ func storedUUID(s string) (string, bool) {
 	return c, ok && c == s
 }
 
-// canonicalUUIDs canonicalises every element of in; ok is false if any
-// element is not a UUID.
-func canonicalUUIDs(in []string) ([]string, bool) {
-	out := make([]string, len(in))
-	for i, s := range in {
-		c, ok := canonicalUUID(s)
-		if !ok {
-			return nil, false
+// aggregateUUIDMax is the length of Placement's aggregate uuid column
+// (varchar(36)), and of Berth's: the longest spellings (braced and dashed,
+// urn:uuid:) do not fit. Placement answers them with a database error (a
+// 500); Berth refuses them as invalid.
+const aggregateUUIDMax = 36
+
+// aggregateSpellings checks that every element of in is a uuid that
+// Placement could store, and returns in as it is: aggregates are kept and
+// compared as spelled (migrations/0006_aggregate_spelling.up.sql).
+func aggregateSpellings(in []string) ([]string, error) {
+	for _, s := range in {
+		if _, ok := canonicalUUID(s); !ok {
+			return nil, invalid("", "Aggregates must be UUIDs: %v", in)
 		}
-		out[i] = c
+		if len(s) > aggregateUUIDMax {
+			return nil, invalid("", "Aggregate uuid %s is longer than %d characters: spell it with or without dashes, without braces or urn:uuid:.", s, aggregateUUIDMax)
+		}
 	}
-	return out, true
+	if in == nil {
+		in = []string{}
+	}
+	return in, nil
 }

@@ -7,12 +7,15 @@ const (
 	storageUUID = "5702a6e0-0000-4000-8000-000000000001"
 	agg1        = "a991a991-0000-4000-8000-000000000001"
 	agg2        = "a991a991-0000-4000-8000-000000000002"
-	projectA    = "6f70656e-7374-6163-6b00-00000000000a"
-	projectB    = "6f70656e-7374-6163-6b00-00000000000b"
-	userA       = "75736572-0000-4000-8000-00000000000a"
-	userB       = "75736572-0000-4000-8000-00000000000b"
-	migration1  = "0191a710-0000-4000-8000-000000000001"
-	legacyInst  = "1e9ac700-0000-4000-8000-000000000001"
+	// aggUpper is spelled in upper case: Placement keeps the spelling, and
+	// so must the move to Berth and back.
+	aggUpper   = "A991A991-0000-4000-8000-00000000000C"
+	projectA   = "6f70656e-7374-6163-6b00-00000000000a"
+	projectB   = "6f70656e-7374-6163-6b00-00000000000b"
+	userA      = "75736572-0000-4000-8000-00000000000a"
+	userB      = "75736572-0000-4000-8000-00000000000b"
+	migration1 = "0191a710-0000-4000-8000-000000000001"
+	legacyInst = "1e9ac700-0000-4000-8000-000000000001"
 )
 
 // Provider uuids of compute node i: the root and its children.
@@ -77,6 +80,9 @@ func populate(a api) {
 		aggs := []string{agg1}
 		if i <= 2 {
 			aggs = append(aggs, agg2)
+		}
+		if i == 3 {
+			aggs = append(aggs, aggUpper)
 		}
 		a.must(200, "PUT", "/resource_providers/"+cn(i)+"/aggregates",
 			map[string]any{"resource_provider_generation": a.generation(cn(i)), "aggregates": aggs}, nil)

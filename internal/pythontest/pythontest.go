@@ -42,3 +42,18 @@ func Run(t testing.TB, script string, in, out any) {
 		t.Fatalf("%s printed no JSON: %v\n%s", Python, err, stdout)
 	}
 }
+
+// Need checks that Python can import each module (a Debian python3-*
+// package); without one the test is skipped, or fails when CI is set in
+// the environment.
+func Need(t testing.TB, modules ...string) {
+	t.Helper()
+	for _, m := range modules {
+		if err := exec.Command(Python, "-c", "import "+m).Run(); err != nil {
+			if os.Getenv("CI") != "" {
+				t.Fatalf("Python module %s is needed to check against Python: %v", m, err)
+			}
+			t.Skipf("Python module %s not importable: %v", m, err)
+		}
+	}
+}

@@ -4,24 +4,46 @@
 // is.
 package uuid
 
-import guuid "github.com/google/uuid"
+import (
+	"strings"
 
-// Valid reports whether s is a UUID in a form Placement accepts (oslo's
-// is_uuid_like): dashed or dashless hex in either case, optionally in
-// braces or with a urn:uuid: prefix.
+	guuid "github.com/google/uuid"
+)
+
+// Valid reports whether s is a UUID in a form Placement accepts: oslo's
+// is_uuid_like, which (as Python's uuid.UUID) removes every "urn:" and
+// then every "uuid:", strips braces from both ends and removes every dash,
+// and wants 32 hex digits in either case. Dashes may be anywhere.
 func Valid(s string) bool {
-	_, err := guuid.Parse(s)
-	return err == nil
+	_, ok := hexDigits(s)
+	return ok
 }
 
 // Canonical returns s in the canonical lowercase, dashed form, or ok false
 // when s is not Valid.
 func Canonical(s string) (string, bool) {
-	u, err := guuid.Parse(s)
-	if err != nil {
+	h, ok := hexDigits(s)
+	if !ok {
 		return "", false
 	}
-	return u.String(), true
+	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:], true
+}
+
+// hexDigits returns the 32 hex digits of s in lower case, as oslo's
+// is_uuid_like finds them, or ok false.
+func hexDigits(s string) (string, bool) {
+	s = strings.ReplaceAll(s, "urn:", "")
+	s = strings.ReplaceAll(s, "uuid:", "")
+	s = strings.ReplaceAll(strings.Trim(s, "{}"), "-", "")
+	if len(s) != 32 {
+		return "", false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+			return "", false
+		}
+	}
+	return strings.ToLower(s), true
 }
 
 // New returns a random (version 4) UUID in canonical form.

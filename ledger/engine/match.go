@@ -99,14 +99,13 @@ func (s *Snapshot) requiredIDs(req [][]string) ([][]int32, error) {
 	return out, nil
 }
 
-// aggIDs resolves aggregate uuids, dropping unknown ones: an aggregate no
-// provider belongs to matches nothing.
+// aggIDs resolves aggregate uuids as spelled (Placement compares them
+// with the stored spellings as strings: 5F..A1 does not find 5f..a1),
+// dropping unknown ones: an aggregate no provider belongs to matches
+// nothing.
 func (s *Snapshot) aggIDs(uuids []string) []int32 {
 	out := make([]int32, 0, len(uuids))
 	for _, u := range uuids {
-		if c, ok := canonicalUUID(u); ok {
-			u = c
-		}
 		if id, ok := s.names.aggByUUID[u]; ok {
 			out = append(out, id)
 		}

@@ -146,3 +146,29 @@ func TestUnsureNames(t *testing.T) {
 		t.Errorf("after: %v, %v", c2, err)
 	}
 }
+
+// TestMemberOfSpelling: aggregates are matched as spelled, as Placement
+// compares them (strings): an upper-case spelling is another aggregate.
+func TestMemberOfSpelling(t *testing.T) {
+	const lower, upper = "5f100000-0000-4000-8000-0000000000a1", "5F100000-0000-4000-8000-0000000000A1"
+	s := newSnapBuilder().rp("rp1", "").aggs("rp1", lower).rp("rp2", "").aggs("rp2", upper).build()
+	for _, tt := range []struct {
+		memberOf  [][]string
+		forbidden []string
+		want      []string
+	}{
+		{[][]string{{lower}}, nil, []string{"rp1"}},
+		{[][]string{{upper}}, nil, []string{"rp2"}},
+		{[][]string{{lower, upper}}, nil, []string{"rp1", "rp2"}},
+		{[][]string{{"5f1000000000400080000000000000a1"}}, nil, []string{}},
+		{nil, []string{upper}, []string{"rp1"}},
+	} {
+		got, err := s.ProvidersMatching(&ProviderFilter{Group: RequestGroup{MemberOf: tt.memberOf, ForbiddenAggregates: tt.forbidden}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if names := providerNames(got); !slices.Equal(names, tt.want) {
+			t.Errorf("member_of %v, forbidden %v: got %v, want %v", tt.memberOf, tt.forbidden, names, tt.want)
+		}
+	}
+}

@@ -114,9 +114,11 @@ func checkBerthConstraints(d *Dump) error {
 		cu[i] = strings.ToLower(c.UUID)
 	}
 	dup("consumer uuid", cu)
+	// Aggregates are kept as spelled, as in Placement: 5F..A1 and 5f..a1
+	// are two.
 	au := make([]string, len(d.Aggregates))
 	for i, a := range d.Aggregates {
-		au[i] = strings.ToLower(a.UUID)
+		au[i] = a.UUID
 	}
 	dup("aggregate uuid", au)
 	for _, ns := range []struct {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 
+	berthuuid "github.com/berthd/berth/internal/uuid"
 	"github.com/berthd/berth/ledger"
 )
 
@@ -227,7 +228,8 @@ func (r *reader) readAll(ctx context.Context) error {
 			return err
 		}
 		a.UUID = u.String
-		if _, err := uuid.Parse(a.UUID); err != nil {
+		// Kept as spelled; valid as Placement's own check has it.
+		if !berthuuid.Valid(a.UUID) {
 			bad = append(bad, fmt.Sprintf("aggregate id %d: uuid %q is not a UUID", a.ID, a.UUID))
 		}
 		d.Aggregates = append(d.Aggregates, a)
