@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"context"
+	"errors"
 	"fmt"
 )
 
@@ -62,14 +63,21 @@ type AggregatesReplaceParams struct {
 // (CodeConcurrentUpdate); a malformed uuid is ErrInvalid.
 func (s *Store) ProviderAggregatesReplace(ctx context.Context, rpUUID string, aggregates []string, params AggregatesReplaceParams) (int64, error) {
 	canon, ok := canonicalUUIDs(aggregates)
-	if !ok {
-		return 0, invalid("", "Aggregates must be UUIDs: %v", aggregates)
+	if ok {
+		gen, err := s.aggregatesReplaceFast(ctx, rpUUID, canon, params.Generation)
+		if !errors.Is(err, errFallBack) {
+			return gen, err
+		}
 	}
 	var generation int64
 	err := s.withTx(ctx, func(t *txn) error {
 		ref, err := lookupProvider(ctx, t, rpUUID)
 		if err != nil {
 			return err
+		}
+		if !ok {
+			// After the lookup: a missing provider is reported first.
+			return invalid("", "Aggregates must be UUIDs: %v", aggregates)
 		}
 		generation = ref.Generation
 		if params.Generation != nil {

@@ -115,6 +115,12 @@ func (s *Store) ProviderCreate(ctx context.Context, params ProviderCreateParams)
 		}
 	}
 
+	if parentUUID == "" {
+		p, err := s.providerCreateFast(ctx, rpUUID, params.Name)
+		if !errors.Is(err, errFallBack) {
+			return p, err
+		}
+	}
 	var p Provider
 	err := s.withTx(ctx, func(t *txn) error {
 		var parentID, rootID *int64

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -108,6 +109,11 @@ type Store struct {
 	// multi-host URL (failover.go).
 	unsynced *unsyncedCommits
 	primary  *primaryTracker
+	// generalWrites, set by tests only, sends every provider write by its
+	// general path (provider_fast.go), to compare the two.
+	generalWrites bool
+	// fastWrites counts the provider writes a fast path committed.
+	fastWrites atomic.Int64
 	// stop ends the background goroutines (listener, periodic refresh,
 	// notifier).
 	stop context.CancelFunc
