@@ -104,7 +104,7 @@ func fallBack(err error) bool {
 const providerCreateFastSQL = `
 INSERT INTO resource_providers (id, uuid, name, root_provider_id)
 SELECT n.id, $1, $2, n.id
-FROM (SELECT nextval(pg_get_serial_sequence('resource_providers', 'id')) AS id) n
+FROM (SELECT nextval('resource_providers_id_seq'::regclass) AS id) n
 RETURNING id, uuid::text, name, generation, created_at, updated_at`
 
 // providerCreateFast creates a root provider in one round trip.
@@ -131,10 +131,13 @@ func (s *Store) providerCreateFast(ctx context.Context, rpUUID, name string) (Pr
 // under the provider's row lock: it writes only if the provider exists at
 // the expected generation ($2, NULL: any), every class exists and no class
 // it removes has allocations. Then it removes the classes not given,
-// upserts the given ones in the order given, bumps the generation, and
-// answers one row per inventory (one row of NULLs if none) with the new
-// generation and each class's usage against its new capacity
-// (overCapacity's test); no row if it refused.
+// inserts the new ones in the order given and updates the others (an
+// insert, not an upsert: no other writer changes the provider's inventory
+// while we hold its lock, and one that did would make the insert fail
+// and the general path run), bumps the generation, and answers one row
+// per inventory (one row of NULLs if none) with the new generation and
+// each class's usage against its new capacity (overCapacity's test); no
+// row if it refused.
 const inventoriesReplaceFastSQL = `
 WITH rp AS (
 	SELECT id FROM resource_providers WHERE uuid = $1 AND ($2::bigint IS NULL OR generation = $2)
@@ -143,33 +146,40 @@ WITH rp AS (
 	FROM unnest($3::text[], $4::bigint[], $5::bigint[], $6::bigint[], $7::bigint[], $8::bigint[], $9::float8[])
 	     WITH ORDINALITY AS r(class, total, reserved, min_unit, max_unit, step_size, allocation_ratio, ord)
 	LEFT JOIN resource_classes rc ON rc.name = r.class
+), cur AS (
+	SELECT resource_provider_id, resource_class_id FROM inventories WHERE resource_provider_id = (SELECT id FROM rp)
 ), chk AS (
 	SELECT EXISTS (SELECT 1 FROM rp)
 	   AND NOT EXISTS (SELECT 1 FROM req WHERE class_id IS NULL)
 	   AND NOT EXISTS (
-		SELECT 1 FROM inventories i
-		WHERE i.resource_provider_id = (SELECT id FROM rp)
-		  AND i.resource_class_id <> ALL (ARRAY(SELECT class_id FROM req))
+		SELECT 1 FROM cur
+		WHERE cur.resource_class_id <> ALL (ARRAY(SELECT class_id FROM req))
 		  AND COALESCE((SELECT sum(a.used) FROM allocations a
-		                WHERE a.resource_provider_id = i.resource_provider_id
-		                  AND a.resource_class_id = i.resource_class_id), 0) > 0) AS ok
+		                WHERE a.resource_provider_id = cur.resource_provider_id
+		                  AND a.resource_class_id = cur.resource_class_id), 0) > 0) AS ok
 ), del AS (
 	DELETE FROM inventories i
 	WHERE (SELECT ok FROM chk) AND i.resource_provider_id = (SELECT id FROM rp)
 	  AND i.resource_class_id <> ALL (ARRAY(SELECT class_id FROM req))
-), up AS (
+), ins AS (
 	INSERT INTO inventories AS i (resource_provider_id, resource_class_id, total, reserved,
 	                              min_unit, max_unit, step_size, allocation_ratio)
 	SELECT rp.id, req.class_id, req.total, req.reserved, req.min_unit, req.max_unit, req.step_size, req.allocation_ratio
-	FROM rp, req WHERE (SELECT ok FROM chk)
+	FROM rp, req
+	WHERE (SELECT ok FROM chk) AND req.class_id NOT IN (SELECT resource_class_id FROM cur)
 	ORDER BY req.ord
-	ON CONFLICT (resource_provider_id, resource_class_id) DO UPDATE SET
-		total = EXCLUDED.total, reserved = EXCLUDED.reserved,
-		min_unit = EXCLUDED.min_unit, max_unit = EXCLUDED.max_unit,
-		step_size = EXCLUDED.step_size, allocation_ratio = EXCLUDED.allocation_ratio,
-		updated_at = now()
 	RETURNING i.resource_provider_id, i.resource_class_id, i.total, i.reserved, i.min_unit, i.max_unit,
 	          i.step_size, i.allocation_ratio, i.updated_at
+), upd AS (
+	UPDATE inventories AS i SET
+		total = req.total, reserved = req.reserved, min_unit = req.min_unit, max_unit = req.max_unit,
+		step_size = req.step_size, allocation_ratio = req.allocation_ratio, updated_at = now()
+	FROM req
+	WHERE (SELECT ok FROM chk) AND i.resource_provider_id = (SELECT id FROM rp) AND i.resource_class_id = req.class_id
+	RETURNING i.resource_provider_id, i.resource_class_id, i.total, i.reserved, i.min_unit, i.max_unit,
+	          i.step_size, i.allocation_ratio, i.updated_at
+), up AS (
+	SELECT * FROM ins UNION ALL SELECT * FROM upd
 ), g AS (
 	UPDATE resource_providers SET generation = generation + 1, updated_at = now()
 	WHERE (SELECT ok FROM chk) AND id = (SELECT id FROM rp)
