@@ -36,9 +36,12 @@ import (
 // a statement of its own (lockProviderSQL) so that the next statement's
 // snapshot, taken after the lock was granted, sees every such write.
 //
-// Each pipeline starts with fastPlanSQL (allocation_fast.go): its
-// statements then run their generic plans, which PostgreSQL would
-// otherwise replace by custom plans planned afresh at every execution.
+// The pipelines with statements whose plans depend on their parameters
+// start with fastPlanSQL (allocation_fast.go): those statements then run
+// their generic plans, which PostgreSQL might otherwise replace by custom
+// plans planned afresh at every execution (measured for the traits
+// statement: 0.75 ms of PostgreSQL's CPU per write with custom plans, 0.4
+// with the generic one).
 
 // errFallBack says a fast path wrote nothing and the general path must run.
 var errFallBack = errors.New("ledger: fast path refused; general path")
@@ -110,13 +113,12 @@ RETURNING id, uuid::text, name, generation, created_at, updated_at`
 // providerCreateFast creates a root provider in one round trip.
 func (s *Store) providerCreateFast(ctx context.Context, rpUUID, name string) (Provider, error) {
 	var p Provider
+	// No fastPlanSQL: this statement's plan depends on no parameter,
+	// so PostgreSQL settles on the generic plan after five executions
+	// by itself.
 	b := &pgx.Batch{}
-	b.Queue(fastPlanSQL)
 	b.Queue(providerCreateFastSQL, rpUUID, name)
 	err := s.sendOneTrip(ctx, b, func(br pgx.BatchResults, t *txn) error {
-		if _, err := br.Exec(); err != nil {
-			return err
-		}
 		if err := br.QueryRow().Scan(&p.ID, &p.UUID, &p.Name, &p.Generation, &p.CreatedAt, &p.UpdatedAt); err != nil {
 			return err
 		}
