@@ -114,6 +114,10 @@ type Store struct {
 	generalWrites bool
 	// fastWrites counts the provider writes a fast path committed.
 	fastWrites atomic.Int64
+	// knownAggregates holds the canonical uuids of the aggregates this
+	// Store has linked a provider to (provider_fast.go): a write that
+	// names only those need not create any. Aggregates are few.
+	knownAggregates sync.Map
 	// stop ends the background goroutines (listener, periodic refresh,
 	// notifier).
 	stop context.CancelFunc
