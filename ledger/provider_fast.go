@@ -60,10 +60,11 @@ FROM resource_providers WHERE uuid = $1 FOR UPDATE`
 // what the write touched. read returns errFallBack when a statement wrote
 // nothing. It returns nil when the pipeline committed, errFallBack when it
 // wrote nothing (a refusal, a statement error, a connection that failed
-// before anything was sent), and any other error as is (an outage: it may
-// have committed). A commit whose wait for the synchronous standby was
-// cancelled is errNotReplicated, as in withTx. After a commit the change
-// hooks run with t.
+// before anything was sent or that the server ended before the commit),
+// and any other error as is (an outage: it may have committed). A commit
+// whose wait for the synchronous standby was cancelled is
+// errNotReplicated, as in withTx. After a commit the change hooks run
+// with t.
 func (s *Store) sendOneTrip(ctx context.Context, b *pgx.Batch, read func(br pgx.BatchResults, t *txn) error) error {
 	if s.generalWrites {
 		return errFallBack
@@ -79,12 +80,20 @@ func (s *Store) sendOneTrip(ctx context.Context, b *pgx.Batch, read func(br pgx.
 	s.unsynced.forget(pc) // a mark left by another statement's commit
 	t := &txn{}
 	br := conn.SendBatch(ctx, b)
-	err = read(br, t)
-	if cerr := br.Close(); err == nil {
-		err = cerr
+	if err := read(br, t); err != nil {
+		_ = br.Close()
+		// The commit comes with the Sync, after every statement's
+		// answer: an error in place of an answer means none.
+		if errors.Is(err, errFallBack) || pgconn.SafeToRetry(err) || rolledBack(err) {
+			return errFallBack
+		}
+		return err
 	}
-	if err != nil {
-		if fallBack(err) {
+	if err := br.Close(); err != nil {
+		// An error at the commit itself (a deferred check): nothing
+		// written, unless the server went away, which may have been
+		// after the commit.
+		if pgconn.SafeToRetry(err) || statementError(err) {
 			return errFallBack
 		}
 		return err
@@ -95,14 +104,21 @@ func (s *Store) sendOneTrip(ctx context.Context, b *pgx.Batch, read func(br pgx.
 	return err
 }
 
-// fallBack reports whether a fast path that failed with err wrote nothing,
-// so that running the general path is safe: a refusal, a statement error
-// (the implicit transaction rolled back), or a failure before anything
-// was sent.
-func fallBack(err error) bool {
-	if errors.Is(err, errFallBack) || pgconn.SafeToRetry(err) {
-		return true
-	}
+// rolledBack reports whether err, received in place of a statement's
+// answer, means that PostgreSQL rolled the implicit transaction back and
+// that the general path may run: a statement's error, or a connection
+// the server terminated (FATAL, as after a restart: the general path's
+// BEGIN takes another connection). A statement cancelled by
+// statement_timeout, or refused by a read-only server, is an outage the
+// general path would only meet again: it is returned as is.
+func rolledBack(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && (pgErr.Severity == "FATAL" || !unavailable(err))
+}
+
+// statementError reports whether err is a statement's error from
+// PostgreSQL, not an outage.
+func statementError(err error) bool {
 	var pgErr *pgconn.PgError
 	return errors.As(err, &pgErr) && !unavailable(err)
 }
