@@ -298,11 +298,13 @@ type txBeginner struct {
 // It returns the committed transaction's record of what fn touched;
 // Store.withTx hands it to the change hooks.
 //
-// Two writes bypass it, each for one round trip: the claim fast path and
+// Three kinds of statements bypass it, each for one round trip: the claim fast path and
 // its batches send their statements as one implicit transaction
 // (allocation_fast.go, claim_batch.go; sendClaimPipeline makes the same
-// replication check), and a partial snapshot reload pipelines its own
-// BEGIN and COMMIT (loadProvidersOneTrip, read only).
+// replication check), so do the provider writes' fast paths
+// (provider_fast.go, sendOneTrip, which fall back to withTx whenever they
+// write nothing), and a partial snapshot reload pipelines its own BEGIN
+// and COMMIT (loadProvidersOneTrip, read only).
 func (b txBeginner) withTx(ctx context.Context, mode txMode, fn func(t *txn) error) (*txn, error) {
 	for attempt := 1; ; attempt++ {
 		t, err := b.runTx(ctx, mode, fn)
