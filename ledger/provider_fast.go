@@ -33,13 +33,12 @@ import (
 // Where a write depends on rows that concurrent writers change under the
 // provider's row lock (the allocations an inventory removal must not
 // orphan, the generation), the pipeline first locks the provider's row in
-// a statement of its own (lockProviderPlanSQL) so that the next statement's
+// a statement of its own (lockProviderSQL) so that the next statement's
 // snapshot, taken after the lock was granted, sees every such write.
 //
 // The pipelines with statements whose plans depend on their parameters
-// start with lockProviderPlanSQL, which sets what fastPlanSQL
-// (allocation_fast.go) sets as it locks: those statements then run their
-// generic plans, which PostgreSQL might otherwise replace by custom
+// start with fastPlanSQL (allocation_fast.go): those statements then run
+// their generic plans, which PostgreSQL might otherwise replace by custom
 // plans planned afresh at every execution (measured for the traits
 // statement: 0.75 ms of PostgreSQL's CPU per write with custom plans, 0.4
 // with the generic one).
@@ -47,13 +46,9 @@ import (
 // errFallBack says a fast path wrote nothing and the general path must run.
 var errFallBack = errors.New("ledger: fast path refused; general path")
 
-// lockProviderPlanSQL locks a provider's row by uuid and, if it exists,
-// makes the rest of the transaction run generic plans (fastPlanSQL's
-// setting, in the same statement: one statement less to execute). When
-// the provider does not exist, the statements after it refuse anyway.
-const lockProviderPlanSQL = `
-SELECT id, set_config('plan_cache_mode', 'force_generic_plan', true)
-FROM resource_providers WHERE uuid = $1 FOR UPDATE`
+// lockProviderSQL locks a provider's row by uuid (lockProvider's
+// statement, so they share the prepared statement).
+const lockProviderSQL = `SELECT id, generation FROM resource_providers WHERE uuid = $1 FOR UPDATE`
 
 // sendOneTrip sends b as one pipeline and one implicit transaction on a
 // pooled connection, and hands its results to read, which records in t
@@ -242,13 +237,16 @@ func (s *Store) inventoriesReplaceFast(ctx context.Context, p InventoryParams, i
 			inv.ResourceClass, inv.Total, inv.Reserved, inv.MinUnit, inv.MaxUnit, inv.StepSize, inv.AllocationRatio
 	}
 	b := &pgx.Batch{}
-	b.Queue(lockProviderPlanSQL, canon)
+	b.Queue(fastPlanSQL)
+	b.Queue(lockProviderSQL, canon)
 	b.Queue(inventoriesReplaceFastSQL, canon, p.Generation, classes, totals, reserved, minUnits, maxUnits, steps, ratios)
 	var out ProviderInventories
 	var over []OverCapacity
 	err := s.sendOneTrip(ctx, b, func(br pgx.BatchResults, t *txn) error {
-		if _, err := br.Exec(); err != nil {
-			return err
+		for range 2 {
+			if _, err := br.Exec(); err != nil {
+				return err
+			}
 		}
 		rows, err := br.Query()
 		if err != nil {
@@ -358,7 +356,8 @@ func (s *Store) aggregatesReplaceFast(ctx context.Context, rpUUID string, canon 
 		}
 	}
 	b := &pgx.Batch{}
-	b.Queue(lockProviderPlanSQL, stored)
+	b.Queue(fastPlanSQL)
+	b.Queue(lockProviderSQL, stored)
 	if create {
 		b.Queue(aggregatesCreateFastSQL, stored, generation, canon)
 	}
@@ -439,13 +438,16 @@ func (s *Store) traitsReplaceFast(ctx context.Context, rpUUID string, generation
 		}
 	}
 	b := &pgx.Batch{}
-	b.Queue(lockProviderPlanSQL, stored)
+	b.Queue(fastPlanSQL)
+	b.Queue(lockProviderSQL, stored)
 	b.Queue(traitsReplaceFastSQL, stored, generation, distinct)
 	var next int64
 	traits := []Trait{}
 	err := s.sendOneTrip(ctx, b, func(br pgx.BatchResults, t *txn) error {
-		if _, err := br.Exec(); err != nil {
-			return err
+		for range 2 {
+			if _, err := br.Exec(); err != nil {
+				return err
+			}
 		}
 		rows, err := br.Query()
 		if err != nil {
