@@ -3,11 +3,16 @@ package ledger_test
 import (
 	"bytes"
 	"context"
+	"crypto/md5"
+	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"regexp"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -240,3 +245,104 @@ func render(v any) string {
 }
 
 var stamp = regexp.MustCompile(`\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(\.\d+)? [+-]\d{4} \w+( m=[+-][\d.]+)?`)
+
+// TestInventoriesReplaceRacesClaims: while claims of VCPU and DISK_GB come
+// and go on a provider, another writer replaces its inventory over and
+// over, with and without DISK_GB, by the fast path (no generation, as
+// InventoriesReplace allows). The removal of DISK_GB must be refused
+// while any of it is allocated, and a claim of DISK_GB refused while the
+// provider has none: at no moment may an allocation lack its inventory,
+// nor usage exceed capacity.
+func TestInventoriesReplaceRacesClaims(t *testing.T) {
+	f := newFixture(t)
+	rp := f.provider("racy", inv("VCPU", 64), inv("DISK_GB", 64))
+	ctx, cancel := context.WithTimeout(f.ctx, 10*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	var removed, refused, claimed atomic.Int64
+	stop := make(chan struct{})
+	wg.Add(1)
+	go func() { // the inventory writer
+		defer wg.Done()
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			invs := []ledger.Inventory{inv("VCPU", 64)}
+			if i%2 == 1 {
+				invs = append(invs, inv("DISK_GB", 64))
+			}
+			_, err := f.store.InventoriesReplace(ctx, ledger.InventoryParams{ProviderUUID: rp}, invs)
+			switch {
+			case err == nil && len(invs) == 1:
+				removed.Add(1)
+			case err != nil:
+				if le, ok := ledger.AsError(err); !ok || le.Code != ledger.CodeInventoryInUse {
+					t.Errorf("replace: %v", err)
+					return
+				}
+				refused.Add(1)
+			}
+		}
+	}()
+	for w := range 4 { // claimers
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				consumer := md5Text(fmt.Sprint("racer", w, "-", i))
+				err := f.store.AllocationsReplace(ctx, []ledger.ConsumerAllocations{
+					alloc(consumer, rp, res("VCPU", 1), res("DISK_GB", 1))})
+				if err != nil {
+					continue // no DISK_GB at the moment
+				}
+				claimed.Add(1)
+				if err := f.store.AllocationsDelete(ctx, consumer); err != nil {
+					t.Errorf("delete: %v", err)
+					return
+				}
+			}
+		}()
+	}
+	deadline := time.Now().Add(3 * time.Second)
+	var broken error
+	for time.Now().Before(deadline) && broken == nil && !t.Failed() {
+		var orphans, over int
+		if err := f.db.QueryRow(f.ctx, `
+			SELECT
+			  (SELECT count(*) FROM allocations a WHERE NOT EXISTS (
+			     SELECT 1 FROM inventories i
+			     WHERE i.resource_provider_id = a.resource_provider_id AND i.resource_class_id = a.resource_class_id)),
+			  (SELECT count(*) FROM inventories i WHERE (SELECT COALESCE(sum(used), 0) FROM allocations a
+			     WHERE a.resource_provider_id = i.resource_provider_id AND a.resource_class_id = i.resource_class_id)
+			     > (i.total - i.reserved) * i.allocation_ratio)`).Scan(&orphans, &over); err != nil {
+			broken = err
+		} else if orphans != 0 || over != 0 {
+			broken = fmt.Errorf("%d allocations without inventory, %d classes over capacity", orphans, over)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	close(stop)
+	wg.Wait()
+	if broken != nil {
+		t.Fatal(broken)
+	}
+	t.Logf("%d removals of DISK_GB, %d refused as in use, %d claims", removed.Load(), refused.Load(), claimed.Load())
+	if removed.Load() == 0 || refused.Load() == 0 || claimed.Load() == 0 {
+		t.Errorf("the race did not happen: %d removals, %d refusals, %d claims", removed.Load(), refused.Load(), claimed.Load())
+	}
+}
+
+// md5Text is a name-derived uuid for tests.
+func md5Text(s string) string {
+	h := md5.Sum([]byte(s))
+	x := hex.EncodeToString(h[:])
+	return x[0:8] + "-" + x[8:12] + "-4" + x[13:16] + "-8" + x[17:20] + "-" + x[20:32]
+}
