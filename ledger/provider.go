@@ -349,6 +349,9 @@ func (s *Store) ProviderDelete(ctx context.Context, rpUUID string) error {
 		return conflict(CodeProviderCannotDelete,
 			"Unable to delete parent resource provider %s: It has child resource providers.", rpUUID)
 	}
+	if err := s.providerDeleteFast(ctx, rpUUID); !errors.Is(err, errFallBack) {
+		return err
+	}
 	return s.withTx(ctx, func(t *txn) error {
 		ref, err := lookupProvider(ctx, t, rpUUID)
 		if errors.Is(err, ErrNotFound) {

@@ -47,8 +47,8 @@ func TestProviderWritesFastAsGeneral(t *testing.T) {
 		}
 	}
 	// Every kind of write took its fast path where it could.
-	if n := ledger.FastWrites(fast); n < 16 {
-		t.Errorf("%d writes took a fast path, want 16 or more", n)
+	if n := ledger.FastWrites(fast); n < 18 {
+		t.Errorf("%d writes took a fast path, want 18 or more", n)
 	}
 	if n := ledger.FastWrites(general); n != 0 {
 		t.Errorf("%d writes took a fast path on the general store", n)
@@ -231,6 +231,18 @@ func runProviderScript(t *testing.T, s *ledger.Store, dbURL string) []string {
 	reads(a)
 	reads(b)
 	reads(child)
+
+	// Deletes.
+	del := func(rp string) { add(nil, s.ProviderDelete(ctx, rp)) }
+	del(a)                      // children first
+	del(strings.ToUpper(child)) // not the stored spelling
+	del(child)
+	del(a) // allocations
+	del(b)
+	del(b)
+	del(missing)
+	del("not-a-uuid")
+	reads(a)
 	return out
 }
 
