@@ -436,6 +436,11 @@ func (s *Store) InventoryDelete(ctx context.Context, providerUUID, class string)
 // any of it has allocations. The generation is bumped even when there was
 // nothing to remove, as in Placement.
 func (s *Store) InventoriesDelete(ctx context.Context, providerUUID string) error {
+	// The fast path of a replacement by nothing, with no generation to
+	// check: it writes exactly this (provider_fast.go).
+	if _, _, err := s.inventoriesReplaceFast(ctx, InventoryParams{ProviderUUID: providerUUID}, nil); !errors.Is(err, errFallBack) {
+		return err
+	}
 	return s.withTx(ctx, func(t *txn) error {
 		ref, err := lockProvider(ctx, t, providerUUID)
 		if err != nil {
