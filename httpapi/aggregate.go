@@ -60,8 +60,9 @@ func (s *Server) providerAggregatesShow(c echo.Context) error {
 }
 
 // providerAggregatesReplace serves PUT /resource_providers/{uuid}/aggregates.
-// As in Placement, a missing provider is reported before a bad body, and
-// the answer echoes the aggregates as the request gave them.
+// As in Placement, a missing provider is reported before a bad body
+// (providerFirst: the write reports it for a good one), and the answer
+// echoes the aggregates as the request gave them.
 func (s *Server) providerAggregatesReplace(c echo.Context) error {
 	raw, err := s.readBody(c)
 	if err != nil {
@@ -69,9 +70,6 @@ func (s *Server) providerAggregatesReplace(c echo.Context) error {
 	}
 	ctx := c.Request().Context()
 	rpUUID := c.Param("uuid")
-	if _, err := s.store.ProviderGet(ctx, rpUUID); err != nil {
-		return err
-	}
 	var aggs []string
 	var params ledger.AggregatesReplaceParams
 	if version(c).AtLeast(aggregatesGenerationVersion) {
@@ -80,11 +78,11 @@ func (s *Server) providerAggregatesReplace(c echo.Context) error {
 			Generation int64    `json:"resource_provider_generation"`
 		}
 		if err := decodeJSON(raw, aggregatesSchemaV1_19, &body); err != nil {
-			return err
+			return s.providerFirst(c, err)
 		}
 		aggs, params.Generation = body.Aggregates, &body.Generation
 	} else if err := decodeJSON(raw, aggregatesSchemaV1_1, &aggs); err != nil {
-		return err
+		return s.providerFirst(c, err)
 	}
 	if aggs == nil {
 		aggs = []string{}

@@ -223,7 +223,8 @@ func inventoryParams(c echo.Context, generation *int64) ledger.InventoryParams {
 	}
 }
 
-// providerFirst is the answer to an inventory write whose body was
+// providerFirst is the answer to a provider write (inventories,
+// aggregates) whose body was
 // refused with err: Placement's handler looks the provider up before it
 // decodes the body, so a provider that does not exist is the answer to a
 // malformed or invalid body (400) instead. The lookup is made only then,

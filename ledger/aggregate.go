@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"context"
+	"errors"
 	"fmt"
 )
 
@@ -64,14 +65,21 @@ type AggregatesReplaceParams struct {
 // uuid, or one spelled longer than Placement's column holds, is ErrInvalid.
 func (s *Store) ProviderAggregatesReplace(ctx context.Context, rpUUID string, aggregates []string, params AggregatesReplaceParams) (int64, error) {
 	canon, bad := aggregateSpellings(aggregates)
-	if bad != nil {
-		return 0, bad
+	if bad == nil {
+		gen, err := s.aggregatesReplaceFast(ctx, rpUUID, canon, params.Generation)
+		if !errors.Is(err, errFallBack) {
+			return gen, err
+		}
 	}
 	var generation int64
 	err := s.withTx(ctx, func(t *txn) error {
 		ref, err := lookupProvider(ctx, t, rpUUID)
 		if err != nil {
 			return err
+		}
+		if bad != nil {
+			// After the lookup: a missing provider is reported first.
+			return bad
 		}
 		generation = ref.Generation
 		if params.Generation != nil {

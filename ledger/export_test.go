@@ -40,3 +40,11 @@ func ClaimBatches(s *Store) (batches, claims int64) {
 
 // QueuedClaims reports how many claims wait for s's claim writers.
 func QueuedClaims(s *Store) int { return len(s.claims.queue) }
+
+// SetGeneralWrites makes s write providers, inventories, aggregates and
+// traits by the general path only (on) or fast path first (off), so that
+// tests can compare the two. Call it before s is used.
+func SetGeneralWrites(s *Store, on bool) { s.generalWrites = on }
+
+// FastWrites reports how many provider writes s's fast paths committed.
+func FastWrites(s *Store) int64 { return s.fastWrites.Load() }

@@ -189,9 +189,14 @@ func readInventories(ctx context.Context, q querier, providerID int64) ([]Invent
 	if err != nil {
 		return nil, err
 	}
-	// Placement lists a provider's inventory in the order its rows were
-	// inserted, which for the classes one PUT adds is the iteration
-	// order of a Python set of their ids (pySetOrder).
+	return pyOrderInventories(ids, invs), nil
+}
+
+// pyOrderInventories orders invs, whose class ids are ids, as Placement
+// lists a provider's inventory: in the order its rows were inserted, which
+// for the classes one PUT adds is the iteration order of a Python set of
+// their ids (pySetOrder).
+func pyOrderInventories(ids []int64, invs []Inventory) []Inventory {
 	pos := make(map[int64]int, len(ids))
 	for i, id := range pySetOrder(ids) {
 		pos[id] = i
@@ -200,7 +205,7 @@ func readInventories(ctx context.Context, q querier, providerID int64) ([]Invent
 	for i := range invs {
 		out[pos[ids[i]]] = invs[i]
 	}
-	return out, nil
+	return out
 }
 
 // InventoryList returns a provider's inventories and generation.
@@ -330,6 +335,15 @@ func (s *Store) InventoryUpdate(ctx context.Context, p InventoryParams, inv Inve
 // removed, which is refused while they have allocations, and capacity may
 // not fall below what is allocated.
 func (s *Store) InventoriesReplace(ctx context.Context, p InventoryParams, invs []Inventory) (ProviderInventories, error) {
+	if !slices.ContainsFunc(invs, func(inv Inventory) bool { return !inv.validCapacity(p.ZeroCapacityOK) }) {
+		out, over, err := s.inventoriesReplaceFast(ctx, p, invs)
+		if !errors.Is(err, errFallBack) {
+			if err == nil {
+				s.logOverCapacity(ctx, p.ProviderUUID, over)
+			}
+			return out, err
+		}
+	}
 	var out ProviderInventories
 	err := s.withTx(ctx, func(t *txn) error {
 		ref, err := lockProvider(ctx, t, p.ProviderUUID)
@@ -422,6 +436,11 @@ func (s *Store) InventoryDelete(ctx context.Context, providerUUID, class string)
 // any of it has allocations. The generation is bumped even when there was
 // nothing to remove, as in Placement.
 func (s *Store) InventoriesDelete(ctx context.Context, providerUUID string) error {
+	// The fast path of a replacement by nothing, with no generation to
+	// check: it writes exactly this (provider_fast.go).
+	if _, _, err := s.inventoriesReplaceFast(ctx, InventoryParams{ProviderUUID: providerUUID}, nil); !errors.Is(err, errFallBack) {
+		return err
+	}
 	return s.withTx(ctx, func(t *txn) error {
 		ref, err := lockProvider(ctx, t, providerUUID)
 		if err != nil {
@@ -580,12 +599,17 @@ func (s *Store) warnOverCapacity(ctx context.Context, t *txn, providerID int64, 
 	if err != nil {
 		return err
 	}
+	s.logOverCapacity(ctx, providerUUID, over)
+	return nil
+}
+
+// logOverCapacity logs warnOverCapacity's warnings for over.
+func (s *Store) logOverCapacity(ctx context.Context, providerUUID string, over []OverCapacity) {
 	for _, o := range over {
 		s.log.WarnContext(ctx, "inventory set below current usage: no new allocation of this class fits until usage falls",
 			"resource_provider", providerUUID, "resource_class", o.ResourceClass,
 			"used", o.Used, "capacity", formatCapacity(o.Capacity))
 	}
-	return nil
 }
 
 // overCapacity lists a provider's classes whose usage is above capacity,

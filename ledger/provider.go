@@ -115,6 +115,12 @@ func (s *Store) ProviderCreate(ctx context.Context, params ProviderCreateParams)
 		}
 	}
 
+	if parentUUID == "" {
+		p, err := s.providerCreateFast(ctx, rpUUID, params.Name)
+		if !errors.Is(err, errFallBack) {
+			return p, err
+		}
+	}
 	var p Provider
 	err := s.withTx(ctx, func(t *txn) error {
 		var parentID, rootID *int64
@@ -342,6 +348,9 @@ func (s *Store) ProviderDelete(ctx context.Context, rpUUID string) error {
 	hasChildren := func() error {
 		return conflict(CodeProviderCannotDelete,
 			"Unable to delete parent resource provider %s: It has child resource providers.", rpUUID)
+	}
+	if err := s.providerDeleteFast(ctx, rpUUID); !errors.Is(err, errFallBack) {
+		return err
 	}
 	return s.withTx(ctx, func(t *txn) error {
 		ref, err := lookupProvider(ctx, t, rpUUID)

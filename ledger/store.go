@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -108,6 +109,15 @@ type Store struct {
 	// multi-host URL (failover.go).
 	unsynced *unsyncedCommits
 	primary  *primaryTracker
+	// generalWrites, set by tests only, sends every provider write by its
+	// general path (provider_fast.go), to compare the two.
+	generalWrites bool
+	// fastWrites counts the provider writes a fast path committed.
+	fastWrites atomic.Int64
+	// knownAggregates holds the canonical uuids of the aggregates this
+	// Store has linked a provider to (provider_fast.go): a write that
+	// names only those need not create any. Aggregates are few.
+	knownAggregates sync.Map
 	// stop ends the background goroutines (listener, periodic refresh,
 	// notifier).
 	stop context.CancelFunc
@@ -288,11 +298,13 @@ type txBeginner struct {
 // It returns the committed transaction's record of what fn touched;
 // Store.withTx hands it to the change hooks.
 //
-// Two writes bypass it, each for one round trip: the claim fast path and
+// Three kinds of statements bypass it, each for one round trip: the claim fast path and
 // its batches send their statements as one implicit transaction
 // (allocation_fast.go, claim_batch.go; sendClaimPipeline makes the same
-// replication check), and a partial snapshot reload pipelines its own
-// BEGIN and COMMIT (loadProvidersOneTrip, read only).
+// replication check), so do the provider writes' fast paths
+// (provider_fast.go, sendOneTrip, which fall back to withTx whenever they
+// write nothing), and a partial snapshot reload pipelines its own BEGIN
+// and COMMIT (loadProvidersOneTrip, read only).
 func (b txBeginner) withTx(ctx context.Context, mode txMode, fn func(t *txn) error) (*txn, error) {
 	for attempt := 1; ; attempt++ {
 		t, err := b.runTx(ctx, mode, fn)

@@ -255,6 +255,9 @@ func bumpGeneration(ctx context.Context, t *txn, id, generation int64) (int64, e
 // and the traits, ordered by name. Names that are not traits are
 // ErrInvalid.
 func (s *Store) ProviderTraitsReplace(ctx context.Context, rpUUID string, generation int64, names []string) (int64, []Trait, error) {
+	if next, traits, err := s.traitsReplaceFast(ctx, rpUUID, generation, names); !errors.Is(err, errFallBack) {
+		return next, traits, err
+	}
 	var next int64
 	var traits []Trait
 	err := s.withTx(ctx, func(t *txn) error {

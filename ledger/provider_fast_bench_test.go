@@ -1,0 +1,125 @@
+package ledger
+
+import (
+	"context"
+	"fmt"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// processCPU is this process's CPU time (user and system).
+func processCPU(t testing.TB) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		t.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkProviderWrites measures the writes that seed a cloud, as
+// berth-load's seeding makes them (docs/performance.md): per compute
+// node, POST /resource_providers, PUT inventories (VCPU, MEMORY_MB,
+// DISK_GB), PUT aggregates and, on one node in ten, PUT traits, each
+// kind in a phase of its own over 200 new nodes, by the fast paths
+// (provider_fast.go) and by the general paths only, in alternating
+// rounds, on 2,000 seeded providers. It reports, per write of each kind,
+// PostgreSQL's CPU (the backend's, from /proc/<pid>/stat, in ticks of
+// 10 ms summed over the rounds) and the test process's CPU (the ledger
+// and pgx, without HTTP):
+//
+//	go test -run '^$' -bench ProviderWrites -benchtime 5x ./ledger/
+func BenchmarkProviderWrites(b *testing.B) {
+	ctx := context.Background()
+	c := startDBWorkClusterWith(b, ctx, false)
+	e := newDBWorkEnvProbed(b, ctx, c, 2000, false)
+	var pid int
+	if err := e.store.pool.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&pid); err != nil {
+		b.Fatal(err)
+	}
+	const nodes = 200
+	kinds := []string{"create", "inventories", "aggregates", "traits"}
+	invs := []Inventory{
+		{ResourceClass: "VCPU", Total: 64, MinUnit: 1, MaxUnit: 64, StepSize: 1, AllocationRatio: 4},
+		{ResourceClass: "MEMORY_MB", Total: 262144, Reserved: 4096, MinUnit: 1, MaxUnit: 262144, StepSize: 1, AllocationRatio: 1},
+		{ResourceClass: "DISK_GB", Total: 4000, Reserved: 100, MinUnit: 1, MaxUnit: 4000, StepSize: 1, AllocationRatio: 1},
+	}
+	seq := 0
+	// round seeds nodes new nodes, phase by phase, and adds each phase's
+	// CPU (PostgreSQL's in ticks, the process's) to pg[k] and own[k].
+	round := func(pg []int64, own []time.Duration, writes []int) {
+		base := seq
+		seq += nodes
+		uuid := func(i int) string { return md5UUID(fmt.Sprint("bench-node", base+i)) }
+		phases := []func(i int) (bool, error){
+			func(i int) (bool, error) {
+				_, err := e.store.ProviderCreate(ctx, ProviderCreateParams{UUID: uuid(i), Name: fmt.Sprint("bench-node-", base+i)})
+				return true, err
+			},
+			func(i int) (bool, error) {
+				_, err := e.store.InventoriesReplace(ctx, InventoryParams{ProviderUUID: uuid(i), Generation: new(int64)}, invs)
+				return true, err
+			},
+			func(i int) (bool, error) {
+				gen := int64(1)
+				_, err := e.store.ProviderAggregatesReplace(ctx, uuid(i), []string{md5UUID(fmt.Sprint("agg", i%10))},
+					AggregatesReplaceParams{Generation: &gen})
+				return true, err
+			},
+			func(i int) (bool, error) {
+				if i%10 != 0 {
+					return false, nil
+				}
+				_, _, err := e.store.ProviderTraitsReplace(ctx, uuid(i), 2, []string{"CUSTOM_BENCH_TRAIT"})
+				return true, err
+			},
+		}
+		for k, phase := range phases {
+			pgBefore, ownBefore := backendCPU(b, pid), processCPU(b)
+			for i := range nodes {
+				wrote, err := phase(i)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if wrote {
+					writes[k]++
+				}
+			}
+			pg[k] += backendCPU(b, pid) - pgBefore
+			own[k] += processCPU(b) - ownBefore
+		}
+	}
+	type mode struct {
+		name   string
+		pg     []int64
+		own    []time.Duration
+		writes []int
+	}
+	modes := []*mode{{name: "fast"}, {name: "general"}}
+	for _, m := range modes {
+		m.pg, m.own, m.writes = make([]int64, len(kinds)), make([]time.Duration, len(kinds)), make([]int, len(kinds))
+	}
+	run := func(m *mode) {
+		e.store.generalWrites = m.name == "general"
+		round(m.pg, m.own, m.writes)
+	}
+	// Warm both up (prepared statements, plans), unmeasured.
+	for _, m := range modes {
+		run(&mode{name: m.name, pg: make([]int64, len(kinds)), own: make([]time.Duration, len(kinds)), writes: make([]int, len(kinds))})
+	}
+	b.ResetTimer()
+	for i := range b.N {
+		for k := range modes {
+			run(modes[(i+k)%len(modes)])
+		}
+	}
+	b.StopTimer()
+	e.store.generalWrites = false
+	for _, m := range modes {
+		for k, kind := range kinds {
+			n := float64(m.writes[k])
+			b.ReportMetric(float64(m.pg[k])*10/n, fmt.Sprintf("pg-ms/%s-%s", kind, m.name))
+			b.ReportMetric(float64(m.own[k].Microseconds())/1000/n, fmt.Sprintf("go-ms/%s-%s", kind, m.name))
+		}
+	}
+}
