@@ -94,7 +94,7 @@ type InventoryParams struct {
 // transaction. Every write that changes a provider's inventory or usage
 // holds this lock, so capacity checks made under it cannot race.
 func lockProvider(ctx context.Context, t *txn, providerUUID string) (providerRef, error) {
-	id, ok := canonicalUUID(providerUUID)
+	id, ok := storedUUID(providerUUID) // a path's uuid, compared as written (as Placement does)
 	if !ok {
 		return providerRef{}, providerNotFound(providerUUID)
 	}

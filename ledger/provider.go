@@ -105,7 +105,9 @@ func (s *Store) ProviderCreate(ctx context.Context, params ProviderCreateParams)
 	var parentUUID string
 	if params.ParentUUID != "" {
 		var ok bool
-		parentUUID, ok = canonicalUUID(params.ParentUUID)
+		// Placement finds the parent by comparing the uuid as written:
+		// another spelling of an existing uuid finds nothing.
+		parentUUID, ok = storedUUID(params.ParentUUID)
 		if !ok {
 			return Provider{}, refuse("parent provider UUID does not exist.")
 		}
@@ -209,7 +211,7 @@ func (s *Store) ProviderUpdate(ctx context.Context, rpUUID string, params Provid
 	var parentUUID string
 	if params.SetParent && params.ParentUUID != "" {
 		var ok bool
-		if parentUUID, ok = canonicalUUID(params.ParentUUID); !ok {
+		if parentUUID, ok = storedUUID(params.ParentUUID); !ok { // compared as written, as on create
 			return Provider{}, refuse("create", "parent provider UUID does not exist.")
 		}
 	}

@@ -264,7 +264,7 @@ ORDER BY u.resource_class_id`
 // when it wrote nothing, and the classes left over capacity (in class
 // order) for the caller to log.
 func (s *Store) inventoriesReplaceFast(ctx context.Context, p InventoryParams, invs []Inventory) (ProviderInventories, []OverCapacity, error) {
-	canon, ok := canonicalUUID(p.ProviderUUID)
+	canon, ok := storedUUID(p.ProviderUUID) // a path's uuid, compared as written
 	if !ok {
 		return ProviderInventories{}, nil, errFallBack
 	}

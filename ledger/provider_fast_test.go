@@ -179,7 +179,8 @@ func runProviderScript(t *testing.T, s *ledger.Store, dbURL string) []string {
 	putInv(a, generation(a), false, ledger.Inventory{ResourceClass: "VCPU", Total: 4, Reserved: 4, MinUnit: 1, MaxUnit: 4, StepSize: 1, AllocationRatio: 1})
 	putInv(a, generation(a), true, ledger.Inventory{ResourceClass: "VCPU", Total: 4, Reserved: 4, MinUnit: 1, MaxUnit: 4, StepSize: 1, AllocationRatio: 1}, mem, disk)
 	putInv(missing, gen(0), false, vcpu(1))
-	putInv(strings.ToUpper(a), generation(a), false, vcpu(8), mem, disk) // lockProvider takes any spelling
+	putInv(strings.ToUpper(a), generation(a), false, vcpu(8), mem, disk) // not the stored spelling: not found, as in Placement
+	putInv(a, generation(a), false, vcpu(8), mem, disk)
 	putInv("not-a-uuid", gen(0), false, vcpu(1))
 	putInv(b, nil, false, disk, vcpu(2)) // no generation to check
 	if err := s.AllocationsReplace(ctx, []ledger.ConsumerAllocations{{
@@ -236,7 +237,7 @@ func runProviderScript(t *testing.T, s *ledger.Store, dbURL string) []string {
 	delInv := func(rp string) { add(nil, s.InventoriesDelete(ctx, rp)) }
 	delInv(a) // some in use
 	delInv(child)
-	delInv(strings.ToUpper(child)) // lockProvider takes any spelling
+	delInv(strings.ToUpper(child)) // not the stored spelling: not found
 	delInv(missing)
 	add(s.InventoryList(ctx, child))
 	del := func(rp string) { add(nil, s.ProviderDelete(ctx, rp)) }
