@@ -631,3 +631,35 @@ func label(q string) string {
 	}
 	return q
 }
+
+// TestClaimPlansAfterEmptyAnalyze analyses a cloud whose allocations and
+// consumers are empty, as a fresh cloud's are (and as scale.sh's VACUUM
+// (ANALYZE) after seeding left them), then claims: no claim statement may
+// read a table that grows with the cloud sequentially. The fast paths
+// plan each statement once per connection (force_generic_plan), so the
+// statistics of that moment decide the plan for as long as the
+// connection lives; with statistics of empty tables, PostgreSQL used to
+// choose sequential scans of allocations and consumers, whose cost then
+// grew with every claim until autovacuum analysed the tables again.
+func TestClaimPlansAfterEmptyAnalyze(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	c := startDBWorkCluster(t, ctx)
+	e := newDBWorkEnv(t, ctx, c, 2000)
+	if _, err := e.admin.Exec(ctx, `RESET ROLE; TRUNCATE allocations, consumers CASCADE; ANALYZE; SET ROLE dbwork_probe`); err != nil {
+		t.Fatal(err)
+	}
+	for _, op := range dbWorkOps()[:2] { // a claim alone, then a batch of claims
+		w := e.measure(0, op.warm+op.runs, func(i int) { op.run(e, i) })
+		if len(w.plans) == 0 {
+			t.Fatalf("%s: no plans recorded", op.name)
+		}
+		for q, p := range w.plans {
+			for _, table := range providerSized {
+				if p.seq[table] {
+					t.Errorf("%s: a sequential scan of %s after an ANALYZE of empty tables: %s", op.name, table, label(q))
+				}
+			}
+		}
+	}
+}
