@@ -299,7 +299,10 @@ WITH req AS (
 	SELECT COALESCE(min(claim), 2147483647) AS first FROM (
 		SELECT claim FROM chk GROUP BY claim HAVING NOT bool_and(COALESCE(fits, false))
 		UNION ALL
-		SELECT cl.claim FROM cl WHERE EXISTS (SELECT 1 FROM consumers WHERE uuid = cl.consumer)
+		-- The batch's consumers that exist, found by the index for the
+		-- batch's uuids: a correlated EXISTS here was planned, on the
+		-- statistics of an empty table, as a hash of every consumer.
+		SELECT cl.claim FROM cl WHERE cl.consumer IN (SELECT uuid FROM consumers WHERE uuid = ANY($5::uuid[]))
 		   OR EXISTS (SELECT 1 FROM cl c2 WHERE c2.consumer = cl.consumer AND c2.claim < cl.claim)
 	) bad
 ), ok AS (
