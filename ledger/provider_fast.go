@@ -51,6 +51,28 @@ var errFallBack = errors.New("ledger: fast path refused; general path")
 // statement, so they share the prepared statement).
 const lockProviderSQL = `SELECT id, generation FROM resource_providers WHERE uuid = $1 FOR UPDATE`
 
+// lockedBatch starts the pipeline of a fast path that writes under the
+// provider's row lock: fastPlanSQL, then lockProviderSQL on the provider
+// of stored uuid. The caller queues its statements after them and reads
+// past these two with skipResults.
+func lockedBatch(stored string) *pgx.Batch {
+	b := &pgx.Batch{}
+	b.Queue(fastPlanSQL)
+	b.Queue(lockProviderSQL, stored)
+	return b
+}
+
+// skipResults reads past the next n results of br, which change nothing
+// the caller needs to know (fastPlanSQL, the lock, an insert).
+func skipResults(br pgx.BatchResults, n int) error {
+	for range n {
+		if _, err := br.Exec(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // sendOneTrip sends b as one pipeline and one implicit transaction on a
 // pooled connection, and hands its results to read, which records in t
 // what the write touched. read returns errFallBack when a statement wrote
@@ -281,17 +303,13 @@ func (s *Store) inventoriesReplaceFast(ctx context.Context, p InventoryParams, i
 		classes[i], totals[i], reserved[i], minUnits[i], maxUnits[i], steps[i], ratios[i] =
 			inv.ResourceClass, inv.Total, inv.Reserved, inv.MinUnit, inv.MaxUnit, inv.StepSize, inv.AllocationRatio
 	}
-	b := &pgx.Batch{}
-	b.Queue(fastPlanSQL)
-	b.Queue(lockProviderSQL, canon)
+	b := lockedBatch(canon)
 	b.Queue(inventoriesReplaceFastSQL, canon, p.Generation, classes, totals, reserved, minUnits, maxUnits, steps, ratios)
 	var out ProviderInventories
 	var over []OverCapacity
 	err := s.sendOneTrip(ctx, b, func(br pgx.BatchResults, t *txn) error {
-		for range 2 {
-			if _, err := br.Exec(); err != nil {
-				return err
-			}
+		if err := skipResults(br, 2); err != nil {
+			return err
 		}
 		rows, err := br.Query()
 		if err != nil {
@@ -400,19 +418,15 @@ func (s *Store) aggregatesReplaceFast(ctx context.Context, rpUUID string, canon 
 			create = true
 		}
 	}
-	b := &pgx.Batch{}
-	b.Queue(fastPlanSQL)
-	b.Queue(lockProviderSQL, stored)
+	b := lockedBatch(stored)
 	if create {
 		b.Queue(aggregatesCreateFastSQL, stored, generation, canon)
 	}
 	b.Queue(aggregatesReplaceFastSQL, stored, generation, distinct)
 	var gen int64
 	err := s.sendOneTrip(ctx, b, func(br pgx.BatchResults, t *txn) error {
-		for range b.Len() - 1 {
-			if _, err := br.Exec(); err != nil {
-				return err
-			}
+		if err := skipResults(br, b.Len()-1); err != nil {
+			return err
 		}
 		var id int64
 		err := br.QueryRow().Scan(&id, &gen)
@@ -482,17 +496,13 @@ func (s *Store) traitsReplaceFast(ctx context.Context, rpUUID string, generation
 			distinct = append(distinct, n)
 		}
 	}
-	b := &pgx.Batch{}
-	b.Queue(fastPlanSQL)
-	b.Queue(lockProviderSQL, stored)
+	b := lockedBatch(stored)
 	b.Queue(traitsReplaceFastSQL, stored, generation, distinct)
 	var next int64
 	traits := []Trait{}
 	err := s.sendOneTrip(ctx, b, func(br pgx.BatchResults, t *txn) error {
-		for range 2 {
-			if _, err := br.Exec(); err != nil {
-				return err
-			}
+		if err := skipResults(br, 2); err != nil {
+			return err
 		}
 		rows, err := br.Query()
 		if err != nil {
