@@ -321,10 +321,8 @@ func (s *Store) sendClaimPipeline(ctx context.Context, fcs []fastClaim, ws []*ow
 	s.unsynced.forget(conn.Conn().PgConn()) // a mark left by another statement's commit
 	br := conn.SendBatch(ctx, b)
 	defer br.Close()
-	for range 2 {
-		if _, err := br.Exec(); err != nil {
-			return err
-		}
+	if err := skipResults(br, 2); err != nil { // fastPlanSQL, the lock
+		return err
 	}
 	if err := read(br); err != nil {
 		return err

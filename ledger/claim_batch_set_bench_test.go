@@ -22,6 +22,20 @@ func backendCPU(t testing.TB, pid int) int64 {
 	return u + s
 }
 
+// newBackendBench is a benchmark's unprobed dbWorkEnv on 2,000 seeded
+// providers, and the pid of the one backend its Store (MaxConns 1) uses,
+// for backendCPU.
+func newBackendBench(b *testing.B, ctx context.Context) (*dbWorkEnv, int) {
+	b.Helper()
+	c := startDBWorkClusterWith(b, ctx, false)
+	e := newDBWorkEnvProbed(b, ctx, c, 2000, false)
+	var pid int
+	if err := e.store.pool.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&pid); err != nil {
+		b.Fatal(err)
+	}
+	return e, pid
+}
+
 // BenchmarkClaimBatchStatement compares, in PostgreSQL's CPU per claim
 // (the backend's, from /proc/<pid>/stat, in clock ticks of 10 ms),
 // batches of 16 claims written with one statement per claim (sendWrites)
@@ -31,12 +45,7 @@ func backendCPU(t testing.TB, pid int) int64 {
 //	go test -run '^$' -bench ClaimBatchStatement -benchtime 20x -count 3 ./ledger/
 func BenchmarkClaimBatchStatement(b *testing.B) {
 	ctx := context.Background()
-	c := startDBWorkClusterWith(b, ctx, false)
-	e := newDBWorkEnvProbed(b, ctx, c, 2000, false)
-	var pid int
-	if err := e.store.pool.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&pid); err != nil {
-		b.Fatal(err)
-	}
+	e, pid := newBackendBench(b, ctx)
 	const batch, rounds = 16, 10
 	seq := 0
 	claims := func() []fastClaim {

@@ -99,7 +99,7 @@ func lockProvider(ctx context.Context, t *txn, providerUUID string) (providerRef
 		return providerRef{}, providerNotFound(providerUUID)
 	}
 	var ref providerRef
-	err := t.QueryRow(ctx, `SELECT id, generation FROM resource_providers WHERE uuid = $1 FOR UPDATE`, id).
+	err := t.QueryRow(ctx, lockProviderSQL, id).
 		Scan(&ref.ID, &ref.Generation)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return ref, providerNotFound(providerUUID)

@@ -73,6 +73,27 @@ func skipResults(br pgx.BatchResults, n int) error {
 	return nil
 }
 
+// distinctInOrder returns in without repeats, in first-seen order.
+func distinctInOrder(in []string) []string {
+	out := make([]string, 0, len(in))
+	for _, v := range in {
+		if !slices.Contains(out, v) {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// scanWritten scans row, a fast path's answer, into dest: no row means
+// the statement refused and wrote nothing (errFallBack).
+func scanWritten(row pgx.Row, dest ...any) error {
+	err := row.Scan(dest...)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return errFallBack
+	}
+	return err
+}
+
 // sendOneTrip sends b as one pipeline and one implicit transaction on a
 // pooled connection, and hands its results to read, which records in t
 // what the write touched. read returns errFallBack when a statement wrote
@@ -192,16 +213,12 @@ func (s *Store) providerDeleteFast(ctx context.Context, rpUUID string) error {
 	b.Queue(lockProviderSQL, stored)
 	b.Queue(providerDeleteFastSQL, stored)
 	return s.sendOneTrip(ctx, b, func(br pgx.BatchResults, t *txn) error {
-		if _, err := br.Exec(); err != nil {
+		if err := skipResults(br, 1); err != nil {
 			return err
 		}
 		var id int64
 		var parent *int64
-		err := br.QueryRow().Scan(&id, &parent)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return errFallBack
-		}
-		if err != nil {
+		if err := scanWritten(br.QueryRow(), &id, &parent); err != nil {
 			return err
 		}
 		t.touch(id)
@@ -397,30 +414,21 @@ WITH agg AS (
 SELECT rp.id, COALESCE((SELECT generation FROM g), rp.generation) FROM rp`
 
 // aggregatesReplaceFast is ProviderAggregatesReplace in one round trip,
-// for aggregate uuids as spelled (aggregateSpellings). It creates the aggregates only when one
-// is not among those its Store has seen written (knownAggregates): a
-// write of aggregates all seen is two statements. Should one have gone
+// for aggregate uuids as spelled (aggregateSpellings). It creates the
+// aggregates only when one is not among those its Store has seen written
+// (knownAggregates): a write of aggregates all seen is two statements. Should one have gone
 // since (berth import --replace empties the table), the write statement
 // refuses and the general path creates it. It returns errFallBack when
 // it wrote nothing.
-func (s *Store) aggregatesReplaceFast(ctx context.Context, rpUUID string, canon []string, generation *int64) (int64, error) {
+func (s *Store) aggregatesReplaceFast(ctx context.Context, rpUUID string, spelled []string, generation *int64) (int64, error) {
 	stored, ok := storedUUID(rpUUID)
 	if !ok {
 		return 0, errFallBack
 	}
-	distinct := make([]string, 0, len(canon))
-	create := false
-	for _, u := range canon {
-		if !slices.Contains(distinct, u) {
-			distinct = append(distinct, u)
-		}
-		if _, ok := s.knownAggregates.Load(u); !ok {
-			create = true
-		}
-	}
+	distinct := distinctInOrder(spelled)
 	b := lockedBatch(stored)
-	if create {
-		b.Queue(aggregatesCreateFastSQL, stored, generation, canon)
+	if slices.ContainsFunc(distinct, func(u string) bool { _, known := s.knownAggregates.Load(u); return !known }) {
+		b.Queue(aggregatesCreateFastSQL, stored, generation, spelled)
 	}
 	b.Queue(aggregatesReplaceFastSQL, stored, generation, distinct)
 	var gen int64
@@ -429,11 +437,7 @@ func (s *Store) aggregatesReplaceFast(ctx context.Context, rpUUID string, canon 
 			return err
 		}
 		var id int64
-		err := br.QueryRow().Scan(&id, &gen)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return errFallBack
-		}
-		if err != nil {
+		if err := scanWritten(br.QueryRow(), &id, &gen); err != nil {
 			return err
 		}
 		t.touch(id)
@@ -490,12 +494,7 @@ func (s *Store) traitsReplaceFast(ctx context.Context, rpUUID string, generation
 	if !ok {
 		return 0, nil, errFallBack
 	}
-	distinct := make([]string, 0, len(names))
-	for _, n := range names {
-		if !slices.Contains(distinct, n) {
-			distinct = append(distinct, n)
-		}
-	}
+	distinct := distinctInOrder(names)
 	b := lockedBatch(stored)
 	b.Queue(traitsReplaceFastSQL, stored, generation, distinct)
 	var next int64

@@ -31,12 +31,7 @@ func processCPU(t testing.TB) time.Duration {
 //	go test -run '^$' -bench ProviderWrites -benchtime 5x ./ledger/
 func BenchmarkProviderWrites(b *testing.B) {
 	ctx := context.Background()
-	c := startDBWorkClusterWith(b, ctx, false)
-	e := newDBWorkEnvProbed(b, ctx, c, 2000, false)
-	var pid int
-	if err := e.store.pool.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&pid); err != nil {
-		b.Fatal(err)
-	}
+	e, pid := newBackendBench(b, ctx)
 	const nodes = 200
 	kinds := []string{"create", "inventories", "aggregates", "traits"}
 	invs := []Inventory{
