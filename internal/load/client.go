@@ -46,6 +46,7 @@ type Client struct {
 	base         string
 	token        string
 	microversion string
+	timeout      time.Duration
 	http         *http.Client
 	requests     atomic.Int64
 }
@@ -59,7 +60,7 @@ type ClientConfig struct {
 	Token        string        // sent as X-Auth-Token
 	Microversion string        // OpenStack-API-Version: placement <this>; default DefaultMicroversion
 	Timeout      time.Duration // per request, including reading the body; 0 means none
-	Conns        int           // kept-alive connections per host; default 16
+	Conns        int           // kept-alive (idle) connections per host; default 16
 	// NoKeepAlive opens a connection per request. A synchronous server
 	// with fewer processes than clients (uwsgi, Placement's reference
 	// setup) serves a kept-alive connection until it goes idle, so the
@@ -67,7 +68,10 @@ type ClientConfig struct {
 	NoKeepAlive bool
 }
 
-// NewClient returns a client for cfg.URL.
+// NewClient returns a client for cfg.URL. With keep-alive it sends its
+// requests through keepAliveTransport, the tool's own cheap transport (see
+// there why); with NoKeepAlive through net/http's Transport, a connection
+// per request, where the connection's cost dwarfs the transport's.
 func NewClient(cfg ClientConfig) *Client {
 	if cfg.Microversion == "" {
 		cfg.Microversion = DefaultMicroversion
@@ -75,7 +79,7 @@ func NewClient(cfg ClientConfig) *Client {
 	if cfg.Conns <= 0 {
 		cfg.Conns = 16
 	}
-	tr := &http.Transport{
+	std := &http.Transport{
 		Proxy:               nil, // loopback benchmarks never go through a proxy
 		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
 		MaxIdleConns:        cfg.Conns * 2,
@@ -83,13 +87,24 @@ func NewClient(cfg ClientConfig) *Client {
 		IdleConnTimeout:     90 * time.Second,
 		DisableKeepAlives:   cfg.NoKeepAlive,
 	}
+	var rt http.RoundTripper = std
+	if !cfg.NoKeepAlive {
+		rt = newKeepAliveTransport(cfg.Conns, std) // std serves https:// only
+	}
+	// The timeout is applied by Do as a context deadline: http.Client's own
+	// Timeout would start a goroutine and a timer per request for a
+	// transport it does not know.
 	return &Client{
 		base:         strings.TrimRight(cfg.URL, "/"),
 		token:        cfg.Token,
 		microversion: cfg.Microversion,
-		http:         &http.Client{Transport: tr, Timeout: cfg.Timeout},
+		timeout:      cfg.Timeout,
+		http:         &http.Client{Transport: rt},
 	}
 }
+
+// CloseIdleConnections closes the client's idle kept-alive connections.
+func (c *Client) CloseIdleConnections() { c.http.CloseIdleConnections() }
 
 // Response is a completed request: its status, its body and how long it
 // took from sending to having read the whole body.
@@ -104,6 +119,11 @@ type Response struct {
 // (default: any 2xx) is returned as a *StatusError together with the
 // response. A client timeout is returned wrapping ErrTimeout.
 func (c *Client) Do(ctx context.Context, method, path string, in any, want ...int) (*Response, error) {
+	if c.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.timeout)
+		defer cancel()
+	}
 	var body io.Reader
 	if in != nil {
 		b, err := json.Marshal(in)
@@ -128,7 +148,7 @@ func (c *Client) Do(ctx context.Context, method, path string, in any, want ...in
 	if err != nil {
 		return nil, wrapTimeout(method, path, err)
 	}
-	b, err := io.ReadAll(resp.Body)
+	b, err := readBody(resp)
 	resp.Body.Close()
 	elapsed := time.Since(start)
 	if err != nil {
@@ -162,6 +182,30 @@ func (c *Client) JSON(ctx context.Context, method, path string, in, out any, wan
 		}
 	}
 	return r, nil
+}
+
+// readBody reads resp's body to its end (which gives a kept-alive
+// connection back), in one buffer sized from Content-Length when the
+// answer gives it.
+func readBody(resp *http.Response) ([]byte, error) {
+	size := 512
+	if n := resp.ContentLength; n >= 0 && n < 64<<20 {
+		size = int(n) + 1 // one byte more, so that the read finding EOF has room
+	}
+	b := make([]byte, 0, size)
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		n, err := resp.Body.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+	}
 }
 
 func wrapTimeout(method, path string, err error) error {
