@@ -54,27 +54,23 @@ import (
 //     again once, on a new connection, when it is safe: when writing it
 //     failed before any byte reached the socket, or when the connection
 //     ended before any byte of the answer and the method is idempotent
-//     (RFC 9110: GET, HEAD, OPTIONS, TRACE, PUT, DELETE). A connection that
-//     was idle for more than staleCheckAfter is probed (a non-blocking
-//     peek) before it is reused, so a server's idle timeout does not make
-//     a POST fail. Anything else is returned as an error.
+//     (RFC 9110: GET, HEAD, OPTIONS, TRACE, PUT, DELETE). Every idle
+//     connection is probed (a non-blocking peek, one system call) before
+//     it is reused, so that a server's idle timeout does not make a POST
+//     fail: http.Transport learns of such a close from its readLoop
+//     goroutine, which this transport does not have. Anything else is
+//     returned as an error.
 type keepAliveTransport struct {
 	dialer      net.Dialer
 	maxIdle     int           // idle connections kept per host
 	idleTimeout time.Duration // an idle connection older than this is closed, not reused
-	staleAfter  time.Duration // an idle connection older than this is probed before reuse
+	staleAfter  time.Duration // an idle connection older than this is probed before reuse; 0: always
 	other       http.RoundTripper
 	dials       atomic.Int64 // connections dialled
 
 	mu   sync.Mutex
 	idle map[string][]*persistConn // by host:port, most recently used last
 }
-
-// staleCheckAfter is how long a connection may sit idle before it is
-// probed for a close by the server before reuse. Servers' idle timeouts
-// are seconds to minutes; a connection back in the pool for less than this
-// is reused without the extra system call.
-const staleCheckAfter = time.Second
 
 func newKeepAliveTransport(maxIdle int, other http.RoundTripper) *keepAliveTransport {
 	if maxIdle < 1 {
@@ -84,7 +80,7 @@ func newKeepAliveTransport(maxIdle int, other http.RoundTripper) *keepAliveTrans
 		dialer:      net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second},
 		maxIdle:     maxIdle,
 		idleTimeout: 90 * time.Second,
-		staleAfter:  staleCheckAfter,
+		staleAfter:  0, // probe every reused connection (see connAlive)
 		other:       other,
 		idle:        map[string][]*persistConn{},
 	}
@@ -137,7 +133,9 @@ func (t *keepAliveTransport) RoundTrip(req *http.Request) (*http.Response, error
 		req, gzipAsked = &r2, true
 	}
 	for attempt := 0; ; attempt++ {
-		pc, err := t.conn(ctx, addr)
+		// A retry dials: the pool's other connections may be as stale as
+		// the one that failed.
+		pc, err := t.conn(ctx, addr, attempt == 0)
 		if err != nil {
 			closeReqBody(req)
 			return nil, err
@@ -294,9 +292,10 @@ func (b *connBody) finish(keep bool) {
 	}
 }
 
-// conn returns an idle connection to addr, or dials one.
-func (t *keepAliveTransport) conn(ctx context.Context, addr string) (*persistConn, error) {
-	for {
+// conn returns an idle connection to addr when pooled is set and there is
+// one, or dials one.
+func (t *keepAliveTransport) conn(ctx context.Context, addr string, pooled bool) (*persistConn, error) {
+	for pooled {
 		t.mu.Lock()
 		list := t.idle[addr]
 		if len(list) == 0 {
@@ -308,7 +307,7 @@ func (t *keepAliveTransport) conn(ctx context.Context, addr string) (*persistCon
 		t.idle[addr] = list[:len(list)-1]
 		t.mu.Unlock()
 		idleFor := time.Since(pc.idleAt)
-		if idleFor > t.idleTimeout || (idleFor > t.staleAfter && !connAlive(pc)) {
+		if idleFor > t.idleTimeout || (idleFor >= t.staleAfter && !connAlive(pc)) {
 			_ = pc.nc.Close()
 			continue
 		}

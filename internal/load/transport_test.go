@@ -265,9 +265,32 @@ func TestTransportServerClosedConnection(t *testing.T) {
 		t.Errorf("%d connections, want 4", n)
 	}
 
+	// With two stale connections in the pool, the retry dials rather than
+	// taking the other stale one.
+	var held []*http.Response
+	for i := 0; i < 2; i++ {
+		resp, err := c.http.Get(s.URL + "/hold")
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, resp)
+	}
+	for _, resp := range held {
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	if tr.idleCount() != 2 {
+		t.Fatalf("%d idle connections, want 2", tr.idleCount())
+	}
+	s.CloseClientConnections()
+	waitFor(t, "the server to close", func() bool { return s.closed.Load() == s.opened.Load() })
+	if err := get(http.MethodGet); err != nil {
+		t.Fatalf("GET with two stale connections pooled: %v", err)
+	}
+
 	// A POST is not retried: the server could have acted on it.
 	s.CloseClientConnections()
-	waitFor(t, "the server to close", func() bool { return s.closed.Load() == 4 })
+	waitFor(t, "the server to close", func() bool { return s.closed.Load() == s.opened.Load() })
 	before := s.requests.Load()
 	if err := get(http.MethodPost); err == nil {
 		t.Error("POST on a connection the server had closed succeeded without the probe")
@@ -275,6 +298,7 @@ func TestTransportServerClosedConnection(t *testing.T) {
 	if s.requests.Load() != before {
 		t.Errorf("the server saw the failed POST")
 	}
+	c.CloseIdleConnections() // the other stale one
 
 	// With the probe, a POST on a pooled connection the server closed
 	// (here by its idle timeout) goes on a new connection.
