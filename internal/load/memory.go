@@ -49,7 +49,18 @@ type MemSampler struct {
 	rep      MemReport
 	// root0 and tree0 are the CPU ticks at the start (see cpu).
 	root0, tree0 int64
+	// pids is the tree as last listed, at treeAt (see sample).
+	pids   []int
+	treeAt time.Time
 }
+
+// treeEvery is how often sampling lists the tree again. Listing it reads
+// the stat file of every process on the machine, which cost the load tool
+// about a tenth of its CPU when it listed it at every sample (two trees,
+// ten times a second); in between, only the known processes' status is
+// read. A process younger than this may miss a few samples; the first and
+// last samples always list the tree.
+const treeEvery = time.Second
 
 // StartMemSampler starts sampling pid and its descendants every interval
 // (default 100ms). With resetPeak it first writes "5" to each process's
@@ -80,7 +91,7 @@ func startMemSampler(proc string, pid int, interval time.Duration, resetPeak boo
 			}
 		}
 	}
-	rss, _, n := s.sample()
+	rss, _, n := s.sample(true)
 	s.rep.StartRSS, s.rep.PeakRSS, s.rep.Processes, s.rep.Samples = rss, rss, n, 1
 	s.root0, s.tree0 = s.cpu()
 	go s.loop()
@@ -96,7 +107,7 @@ func (s *MemSampler) loop() {
 		case <-s.stop:
 			return
 		case <-t.C:
-			rss, _, n := s.sample()
+			rss, _, n := s.sample(false)
 			s.mu.Lock()
 			if n > 0 {
 				s.rep.Samples++
@@ -111,7 +122,7 @@ func (s *MemSampler) loop() {
 func (s *MemSampler) Stop() *MemReport {
 	close(s.stop)
 	<-s.done
-	rss, hwm, n := s.sample()
+	rss, hwm, n := s.sample(true)
 	root, tree := s.cpu()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -127,9 +138,13 @@ func (s *MemSampler) Stop() *MemReport {
 	return &r
 }
 
-// sample sums VmRSS and VmHWM over the tree.
-func (s *MemSampler) sample() (rss, hwm, n int) {
-	for _, p := range s.tree() {
+// sample sums VmRSS and VmHWM over the tree, listed afresh when list is
+// set or the last listing is older than treeEvery.
+func (s *MemSampler) sample(list bool) (rss, hwm, n int) {
+	if list || s.pids == nil || time.Since(s.treeAt) >= treeEvery {
+		s.pids, s.treeAt = s.tree(), time.Now()
+	}
+	for _, p := range s.pids {
 		b, err := os.ReadFile(filepath.Join(s.proc, strconv.Itoa(p), "status"))
 		if err != nil {
 			continue // exited between listing and reading

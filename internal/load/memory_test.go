@@ -117,3 +117,32 @@ func TestMemSamplerCPU(t *testing.T) {
 		t.Errorf("CPU root %v s, tree %v s; want 1.5 and 3.1", r.CPURoot, r.CPUTree)
 	}
 }
+
+// TestMemSamplerListsTheTreeAgain: between listings only the known
+// processes are read; a process born after the start is counted once the
+// tree is listed again, and always by the last sample.
+func TestMemSamplerListsTheTreeAgain(t *testing.T) {
+	proc := fakeProc(t, map[int][3]int{100: {1, 1000, 1000}})
+	s, err := startMemSampler(proc, 100, time.Hour, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fakeChild := func(pid, rss int) {
+		d := filepath.Join(proc, strconv.Itoa(pid))
+		os.MkdirAll(d, 0o755)
+		os.WriteFile(filepath.Join(d, "stat"), []byte(fmt.Sprintf("%d (w) S 100 1 1 0\n", pid)), 0o644)
+		os.WriteFile(filepath.Join(d, "status"), []byte(fmt.Sprintf("VmHWM:\t %d kB\nVmRSS:\t %d kB\n", rss, rss)), 0o644)
+	}
+	fakeChild(101, 500)
+	if rss, _, n := s.sample(false); n != 1 || rss != 1000 {
+		t.Errorf("sample between listings: %d processes, %d KiB; want the known 1, 1000", n, rss)
+	}
+	s.treeAt = time.Now().Add(-treeEvery)
+	if rss, _, n := s.sample(false); n != 2 || rss != 1500 {
+		t.Errorf("sample after treeEvery: %d processes, %d KiB; want 2, 1500", n, rss)
+	}
+	fakeChild(102, 100)
+	if r := s.Stop(); r.Processes != 3 || r.EndRSS != 1600 || r.PeakRSS != 1600 {
+		t.Errorf("last sample: %+v", r)
+	}
+}
