@@ -8,6 +8,14 @@ import (
 	"sync/atomic"
 )
 
+// newGeneration is the part of a PUT's answer that the writers use: the
+// provider's new generation. Decoding only it (the decoder skips the rest)
+// spares the load tool building the echoed inventories, aggregates or
+// traits of every answer.
+type newGeneration struct {
+	ResourceProviderGeneration int `json:"resource_provider_generation"`
+}
+
 // EnsureProvider creates provider p and returns its generation. If a
 // provider with p's UUID already exists (a rerun), it returns that
 // provider's generation instead, so seeding can be resumed; a name taken by
@@ -30,7 +38,7 @@ func (c *Client) EnsureProvider(ctx context.Context, p ProviderBody) (int, error
 // PutInventories replaces the provider's inventories at generation gen and
 // returns the new generation.
 func (c *Client) PutInventories(ctx context.Context, rp string, gen int, inv map[string]Inventory) (int, error) {
-	var out InventoriesBody
+	var out newGeneration
 	_, err := c.JSON(ctx, http.MethodPut, "/resource_providers/"+rp+"/inventories",
 		InventoriesBody{ResourceProviderGeneration: gen, Inventories: inv}, &out)
 	return out.ResourceProviderGeneration, err
@@ -39,7 +47,7 @@ func (c *Client) PutInventories(ctx context.Context, rp string, gen int, inv map
 // PutAggregates replaces the provider's aggregates at generation gen (1.19+)
 // and returns the new generation.
 func (c *Client) PutAggregates(ctx context.Context, rp string, gen int, aggs []string) (int, error) {
-	var out AggregatesBody
+	var out newGeneration
 	_, err := c.JSON(ctx, http.MethodPut, "/resource_providers/"+rp+"/aggregates",
 		AggregatesBody{Aggregates: aggs, ResourceProviderGeneration: gen}, &out)
 	return out.ResourceProviderGeneration, err
@@ -48,7 +56,7 @@ func (c *Client) PutAggregates(ctx context.Context, rp string, gen int, aggs []s
 // PutTraits replaces the provider's traits at generation gen and returns
 // the new generation.
 func (c *Client) PutTraits(ctx context.Context, rp string, gen int, traits []string) (int, error) {
-	var out TraitsBody
+	var out newGeneration
 	_, err := c.JSON(ctx, http.MethodPut, "/resource_providers/"+rp+"/traits",
 		TraitsBody{Traits: traits, ResourceProviderGeneration: gen}, &out)
 	return out.ResourceProviderGeneration, err
