@@ -3,7 +3,9 @@ package load
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -52,14 +54,17 @@ type MemSampler struct {
 	// pids is the tree as last listed, at treeAt (see sample).
 	pids   []int
 	treeAt time.Time
+	// noChildren is set once the kernel was found without children
+	// files (see tree).
+	noChildren bool
 }
 
-// treeEvery is how often sampling lists the tree again. Listing it reads
-// the stat file of every process on the machine, which cost the load tool
-// about a tenth of its CPU when it listed it at every sample (two trees,
-// ten times a second); in between, only the known processes' status is
-// read. A process younger than this may miss a few samples; the first and
-// last samples always list the tree.
+// treeEvery is how often sampling lists the tree again; in between, only
+// the known processes' status is read. Listing it by reading every
+// process's stat cost the load tool about a tenth of its CPU when done at
+// every sample (two trees, ten times a second, on a machine of a few
+// hundred processes). A process younger than this may miss a few samples;
+// the first and last samples always list the tree.
 const treeEvery = time.Second
 
 // StartMemSampler starts sampling pid and its descendants every interval
@@ -220,9 +225,60 @@ func statusKiB(status []byte, key string) int {
 	return 0
 }
 
-// tree lists s.pid and its descendants by reading every process's parent
-// from /proc/*/stat.
+// tree lists s.pid and its descendants: from the kernel's lists of each
+// thread's children (/proc/PID/task/TID/children, Linux 3.5+ with
+// CONFIG_PROC_CHILDREN), which costs reads in proportion to the tree, or,
+// where those lists do not exist, by reading every process's parent from
+// /proc/*/stat.
 func (s *MemSampler) tree() []int {
+	if !s.noChildren {
+		out, ok := s.treeByChildren()
+		if ok {
+			return out
+		}
+		s.noChildren = true
+	}
+	return s.treeByScan()
+}
+
+// treeByChildren walks the tree down from s.pid through the children
+// files; ok is false when the kernel has none.
+func (s *MemSampler) treeByChildren() (out []int, ok bool) {
+	out = []int{s.pid}
+	for i := 0; i < len(out); i++ {
+		dir := filepath.Join(s.proc, strconv.Itoa(out[i]), "task")
+		tasks, err := os.ReadDir(dir)
+		if err != nil {
+			if i == 0 {
+				if _, serr := os.Stat(filepath.Join(s.proc, strconv.Itoa(s.pid))); serr != nil {
+					return nil, true // the process is gone
+				}
+				return nil, false
+			}
+			continue // exited since its parent listed it
+		}
+		for _, task := range tasks {
+			b, err := os.ReadFile(filepath.Join(dir, task.Name(), "children"))
+			if errors.Is(err, fs.ErrNotExist) && i == 0 {
+				if _, serr := os.Stat(filepath.Join(dir, task.Name())); serr == nil {
+					return nil, false // the task is there, its children file is not
+				}
+			}
+			if err != nil {
+				continue
+			}
+			for _, f := range strings.Fields(string(b)) {
+				if pid, err := strconv.Atoi(f); err == nil {
+					out = append(out, pid)
+				}
+			}
+		}
+	}
+	return out, true
+}
+
+// treeByScan lists the tree from every process's parent in /proc/*/stat.
+func (s *MemSampler) treeByScan() []int {
 	entries, err := os.ReadDir(s.proc)
 	if err != nil {
 		return nil

@@ -3,7 +3,9 @@ package load
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -144,5 +146,44 @@ func TestMemSamplerListsTheTreeAgain(t *testing.T) {
 	fakeChild(102, 100)
 	if r := s.Stop(); r.Processes != 3 || r.EndRSS != 1600 || r.PeakRSS != 1600 {
 		t.Errorf("last sample: %+v", r)
+	}
+}
+
+// TestMemSamplerTreeByChildren: the kernel's children lists give the same
+// tree as the scan of every process, here this test's process with a
+// child and a grandchild.
+func TestMemSamplerTreeByChildren(t *testing.T) {
+	self := os.Getpid()
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", self))
+	if len(tasks) == 0 {
+		t.Skip("no /proc/PID/task/TID/children on this kernel (the scan is tested with a fake /proc)")
+	}
+	cmd := exec.Command("sh", "-c", "sleep 30 & wait")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	s := &MemSampler{proc: "/proc", pid: self}
+	var byChildren []int
+	waitFor(t, "the grandchild", func() bool {
+		var ok bool
+		byChildren, ok = s.treeByChildren()
+		if !ok {
+			t.Fatal("children lists exist but were not used")
+		}
+		return len(byChildren) >= 3
+	})
+	byScan := s.treeByScan()
+	slices.Sort(byChildren)
+	slices.Sort(byScan)
+	if !slices.Equal(byChildren, byScan) || !slices.Contains(byChildren, cmd.Process.Pid) {
+		t.Errorf("tree by children %v, by scan %v (child %d)", byChildren, byScan, cmd.Process.Pid)
+	}
+	if got := s.tree(); len(got) != len(byChildren) || s.noChildren {
+		t.Errorf("tree() = %v, noChildren %v", got, s.noChildren)
+	}
+	s.pid = 1 << 30 // no such process
+	if out, ok := s.treeByChildren(); !ok || out != nil {
+		t.Errorf("tree of a missing process: %v, %v", out, ok)
 	}
 }
