@@ -4,9 +4,12 @@
 // trees, a wide tree that makes granular queries explode, and concurrent
 // two-step claims with an overcommit check afterwards.
 //
-// It owns nothing on the server: it only speaks HTTP with the standard
-// library client, so the same run can target both implementations. Every
-// loop it runs is bounded by a count or a duration and stops by itself.
+// It owns nothing on the server: it only speaks HTTP/1.1, so the same run
+// can target both implementations. Kept-alive requests go through a small
+// transport of its own (transport.go), because the tool shares the machine
+// it measures and net/http's Transport costs goroutine hand-offs per
+// request. Every loop it runs is bounded by a count or a duration and
+// stops by itself.
 // Provider and aggregate UUIDs are derived from fixed names (NameUUID) so
 // that reruns are idempotent and queries can name aggregates without a
 // lookup.
