@@ -48,7 +48,7 @@ func (s *Store) PoolStats() PoolStats {
 	st := s.pool.Stat()
 	var batches, claims int64
 	if s.claims != nil {
-		batches, claims = s.claims.batches.Load(), s.claims.claims.Load()
+		batches, claims = s.claims.groups.Load(), s.claims.items.Load()
 	}
 	return PoolStats{
 		ClaimBatches:         batches,
