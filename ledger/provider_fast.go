@@ -97,7 +97,8 @@ func scanWritten(row pgx.Row, dest ...any) error {
 // read their answers.
 type oneTrip struct {
 	// lock is the stored uuid of the provider whose row the write
-	// locks; "" for a create.
+	// locks, with lockProviderSQL as b's first statement; "" for a
+	// create, which locks nothing.
 	lock string
 	// plan says the statements need fastPlanSQL's settings.
 	plan bool

@@ -23,9 +23,9 @@ import (
 //     once, in id order, as every writer of allocations locks (claims
 //     lock their providers so), so that a group and a claim batch
 //     cannot deadlock on provider rows;
-//  3. each write's own statements, in the order of the providers'
-//     uuids (writes on one provider in the order they came), each
-//     under its provider's row lock as when alone.
+//  3. each write's own statements but its lock (lockProviderSQL, which
+//     fastLockSQL took already), in the order of the providers' uuids
+//     (writes on one provider in the order they came).
 //
 // Each write's statement checks what it checks alone and writes only
 // if every check passes, against the rows as the writes before it in
@@ -46,8 +46,12 @@ import (
 const providerGroupMax = 32
 
 // DefaultProviderWriters is how many groups of provider writes are in
-// flight at once when Config.ProviderWriters is 0.
-const DefaultProviderWriters = 2
+// flight at once when Config.ProviderWriters is 0. As for claims, one
+// writer makes the largest groups, which cost PostgreSQL the least CPU
+// per write (docs/performance.md); a group's writes take about a quarter
+// of a millisecond each of PostgreSQL's time, so one backend keeps up
+// with several thousand writes a second.
+const DefaultProviderWriters = 1
 
 // tripWriter group-commits the provider writes' fast paths.
 type tripWriter = groupWriter[oneTrip, struct{}]
@@ -103,7 +107,11 @@ func (s *Store) sendTrips(ctx context.Context, trips []oneTrip) ([]error, error)
 	}
 	b.Queue(fastLockSQL, locks)
 	for _, w := range trips {
-		b.QueuedQueries = append(b.QueuedQueries, w.b.QueuedQueries...)
+		qs := w.b.QueuedQueries
+		if w.lock != "" {
+			qs = qs[1:]
+		}
+		b.QueuedQueries = append(b.QueuedQueries, qs...)
 	}
 	actx, cancel := context.WithTimeout(ctx, s.txs.acquireTimeout)
 	conn, err := s.pool.Acquire(actx)
@@ -120,7 +128,11 @@ func (s *Store) sendTrips(ctx context.Context, trips []oneTrip) ([]error, error)
 	ts := make([]txn, len(trips))
 	err = skipResults(br, 2)
 	for i := 0; err == nil && i < len(trips); i++ {
-		if rerr := trips[i].read(br, &ts[i]); errors.Is(rerr, errFallBack) {
+		wbr := br
+		if trips[i].lock != "" {
+			wbr = &lockTaken{BatchResults: br}
+		}
+		if rerr := trips[i].read(wbr, &ts[i]); errors.Is(rerr, errFallBack) {
 			answers[i] = errFallBack
 		} else {
 			err = rerr
@@ -156,4 +168,20 @@ func (s *Store) sendTrips(ctx context.Context, trips []oneTrip) ([]error, error)
 		}
 	}
 	return answers, nil
+}
+
+// lockTaken hands a write's reader the answer of its lock statement,
+// which its group left out (fastLockSQL took the lock), without reading
+// from the pipeline: the reader skips it with Exec, as when alone.
+type lockTaken struct {
+	pgx.BatchResults
+	answered bool
+}
+
+func (r *lockTaken) Exec() (pgconn.CommandTag, error) {
+	if !r.answered {
+		r.answered = true
+		return pgconn.NewCommandTag("SELECT 1"), nil
+	}
+	return r.BatchResults.Exec()
 }
