@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"math"
-	"sync"
-	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -79,96 +77,16 @@ var errAlone = errors.New("ledger: claim batch failed; send alone")
 // errClosed answers claims queued when the store closes.
 var errClosed = errors.New("ledger: store closed")
 
-// claimReq is one claim queued for a writer, and where its answer goes.
-type claimReq struct {
-	ctx  context.Context
-	fc   fastClaim
-	done chan claimAnswer // capacity 1
-}
+// claimBatcher runs the claim writers: fast-path claims queued, and
+// each answered with its write (nil: the statement refused).
+type claimBatcher = groupWriter[fastClaim, *ownWrite]
 
-type claimAnswer struct {
-	w   *ownWrite // nil: the statement refused, nothing written
-	err error
-}
+// claimReq is one claim queued for a writer.
+type claimReq = groupItem[fastClaim, *ownWrite]
 
-// claimBatcher runs the writers.
-type claimBatcher struct {
-	queue chan *claimReq
-	// gone is closed when every writer has returned.
-	gone chan struct{}
-	// sent counts the transactions the writers sent and the claims in
-	// them.
-	batches, claims atomic.Int64
-}
-
-// startClaimBatcher starts n writers on s, which stop when ctx ends.
+// startClaimBatcher starts n claim writers on s, which stop when ctx ends.
 func (s *Store) startClaimBatcher(ctx context.Context, n int) *claimBatcher {
-	b := &claimBatcher{queue: make(chan *claimReq, 1024), gone: make(chan struct{})}
-	var writers sync.WaitGroup
-	for range n {
-		writers.Add(1)
-		go func() {
-			defer writers.Done()
-			s.writeBatches(ctx, b.queue)
-		}()
-	}
-	s.bg.Add(1)
-	go func() {
-		defer s.bg.Done()
-		writers.Wait()
-		close(b.gone)
-	}()
-	return b
-}
-
-// writeBatches is one writer: it takes a claim, then whatever else is
-// queued (up to claimBatchMax), and writes them as one batch, until ctx
-// ends. Claims still queued then are answered with errClosed.
-func (s *Store) writeBatches(ctx context.Context, queue chan *claimReq) {
-	batch := make([]*claimReq, 0, claimBatchMax)
-	for {
-		batch = batch[:0]
-		if ctx.Err() != nil {
-			for {
-				select {
-				case r := <-queue:
-					r.done <- claimAnswer{err: errClosed}
-				default:
-					return
-				}
-			}
-		}
-		select {
-		case <-ctx.Done():
-			continue
-		case r := <-queue:
-			batch = appendLive(batch, r)
-		}
-	fill:
-		for len(batch) < claimBatchMax {
-			select {
-			case r := <-queue:
-				batch = appendLive(batch, r)
-			default:
-				break fill
-			}
-		}
-		if len(batch) > 0 {
-			s.claims.batches.Add(1)
-			s.claims.claims.Add(int64(len(batch)))
-			s.writeBatch(ctx, batch)
-		}
-	}
-}
-
-// appendLive appends r to batch unless its caller has given up, in which
-// case r is answered with the caller's error and never sent.
-func appendLive(batch []*claimReq, r *claimReq) []*claimReq {
-	if err := r.ctx.Err(); err != nil {
-		r.done <- claimAnswer{err: err}
-		return batch
-	}
-	return append(batch, r)
+	return startGroupWriter(s, ctx, n, claimBatchMax, s.writeBatch)
 }
 
 // writeBatch sends batch as one implicit transaction and answers each
@@ -179,18 +97,17 @@ func (s *Store) writeBatch(ctx context.Context, batch []*claimReq) {
 		// The caller's context, as a lone claim always had: a caller
 		// that gives up cancels its statement.
 		r := batch[0]
-		w, err := s.sendFastAndNotify(r.ctx, r.fc)
-		r.done <- claimAnswer{w: w, err: err}
+		r.answer(s.sendFastAndNotify(r.ctx, r.req))
 		return
 	}
 	fcs := make([]fastClaim, len(batch))
 	for i, r := range batch {
-		fcs[i] = r.fc
+		fcs[i] = r.req
 	}
 	ws, first, err := s.sendBatchWrite(ctx, fcs)
 	if err != nil {
 		for _, r := range batch {
-			r.done <- claimAnswer{err: errAlone}
+			r.answer(nil, errAlone)
 		}
 		return
 	}
@@ -200,7 +117,7 @@ func (s *Store) writeBatch(ctx context.Context, batch []*claimReq) {
 		rest, err := s.sendWrites(ctx, fcs[first:])
 		if err != nil {
 			for _, r := range batch[first:] {
-				r.done <- claimAnswer{err: errAlone}
+				r.answer(nil, errAlone)
 			}
 			batch = batch[:first]
 		} else {
@@ -209,7 +126,7 @@ func (s *Store) writeBatch(ctx context.Context, batch []*claimReq) {
 		}
 	}
 	for i, r := range batch {
-		r.done <- claimAnswer{w: ws[i]}
+		r.answer(ws[i], nil)
 	}
 }
 
@@ -229,31 +146,10 @@ func (s *Store) notifyWrites(ws []*ownWrite) {
 	s.notify(t)
 }
 
-// queueClaim hands fc to the writers and waits for its answer. Once
-// queued, it waits even if ctx ends: the claim may be in a batch on its
-// way to a commit, and its caller must learn whether it was written. A
-// claim whose caller gave up before its batch formed is never sent.
+// queueClaim hands fc to the writers and waits for its answer
+// (groupWriter.send).
 func (s *Store) queueClaim(ctx context.Context, fc fastClaim) (*ownWrite, error) {
-	r := &claimReq{ctx: ctx, fc: fc, done: make(chan claimAnswer, 1)}
-	select {
-	case s.claims.queue <- r:
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	case <-s.claims.gone:
-		return nil, errClosed
-	}
-	select {
-	case a := <-r.done:
-		return a.w, a.err
-	case <-s.claims.gone:
-		// Every writer has returned; one may have answered just before.
-		select {
-		case a := <-r.done:
-			return a.w, a.err
-		default:
-			return nil, errClosed
-		}
-	}
+	return s.claims.send(ctx, fc)
 }
 
 // batchWriteSQL writes claims 1 to n (the ordinality of the per-claim

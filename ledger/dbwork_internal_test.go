@@ -400,10 +400,10 @@ func dbWorkOps() []dbWorkOp {
 			release := e.holdProvider(held)
 			defer release()
 			errs := make(chan error, batch+1)
-			first := e.store.claims.batches.Load()
+			first := e.store.claims.groups.Load()
 			go func() { errs <- e.store.ClaimWrite(e.ctx, claimAt(newUUID("held", i), held, 2)) }()
 			// The writer took the held claim and waits for its lock.
-			waitUntil(e.t, func() bool { return e.store.claims.batches.Load() == first+1 && len(e.store.claims.queue) == 0 })
+			waitUntil(e.t, func() bool { return e.store.claims.groups.Load() == first+1 && len(e.store.claims.queue) == 0 })
 			before := first + 1
 			for j := range batch {
 				_, rp := e.seededProvider(120 + i*batch + j)
@@ -416,7 +416,7 @@ func dbWorkOps() []dbWorkOp {
 					e.t.Fatal(err)
 				}
 			}
-			if got := e.store.claims.batches.Load() - before; got != 1 {
+			if got := e.store.claims.groups.Load() - before; got != 1 {
 				e.t.Fatalf("the %d queued claims went out in %d transactions, want 1", batch, got)
 			}
 		}},

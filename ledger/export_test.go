@@ -35,7 +35,7 @@ func SnapshotStale(s *Store) int {
 // ClaimBatches reports how many transactions s's claim writers sent and
 // how many claims they held.
 func ClaimBatches(s *Store) (batches, claims int64) {
-	return s.claims.batches.Load(), s.claims.claims.Load()
+	return s.claims.groups.Load(), s.claims.items.Load()
 }
 
 // QueuedClaims reports how many claims wait for s's claim writers.
@@ -48,3 +48,13 @@ func SetGeneralWrites(s *Store, on bool) { s.generalWrites = on }
 
 // FastWrites reports how many provider writes s's fast paths committed.
 func FastWrites(s *Store) int64 { return s.fastWrites.Load() }
+
+// ProviderGroups reports how many groups s's provider writers sent and
+// how many writes they held.
+func ProviderGroups(s *Store) (groups, writes int64) {
+	return s.trips.groups.Load(), s.trips.items.Load()
+}
+
+// QueuedProviderWrites reports how many provider writes wait for s's
+// provider writers.
+func QueuedProviderWrites(s *Store) int { return len(s.trips.queue) }

@@ -36,6 +36,10 @@ type PoolStats struct {
 	// (claim_batch.go), and BatchedClaims how many claims they held:
 	// their ratio is the mean batch size.
 	ClaimBatches, BatchedClaims int64
+	// ProviderWriteGroups is how many transactions the provider writers
+	// sent (provider_group.go), and GroupedProviderWrites how many
+	// provider writes they held.
+	ProviderWriteGroups, GroupedProviderWrites int64
 	// PrimarySwitches counts the times new connections of a multi-host
 	// database URL landed on another host than before: failovers and
 	// switchovers seen (failover.go).
@@ -48,20 +52,26 @@ func (s *Store) PoolStats() PoolStats {
 	st := s.pool.Stat()
 	var batches, claims int64
 	if s.claims != nil {
-		batches, claims = s.claims.batches.Load(), s.claims.claims.Load()
+		batches, claims = s.claims.groups.Load(), s.claims.items.Load()
+	}
+	var groups, writes int64
+	if s.trips != nil {
+		groups, writes = s.trips.groups.Load(), s.trips.items.Load()
 	}
 	return PoolStats{
-		ClaimBatches:         batches,
-		BatchedClaims:        claims,
-		MaxConns:             st.MaxConns(),
-		TotalConns:           st.TotalConns(),
-		AcquiredConns:        st.AcquiredConns(),
-		IdleConns:            st.IdleConns(),
-		AcquireCount:         st.AcquireCount(),
-		EmptyAcquireCount:    st.EmptyAcquireCount(),
-		CanceledAcquireCount: st.CanceledAcquireCount(),
-		AcquireDuration:      st.AcquireDuration(),
-		PrimarySwitches:      s.primary.switches.Load(),
+		ClaimBatches:          batches,
+		BatchedClaims:         claims,
+		ProviderWriteGroups:   groups,
+		GroupedProviderWrites: writes,
+		MaxConns:              st.MaxConns(),
+		TotalConns:            st.TotalConns(),
+		AcquiredConns:         st.AcquiredConns(),
+		IdleConns:             st.IdleConns(),
+		AcquireCount:          st.AcquireCount(),
+		EmptyAcquireCount:     st.EmptyAcquireCount(),
+		CanceledAcquireCount:  st.CanceledAcquireCount(),
+		AcquireDuration:       st.AcquireDuration(),
+		PrimarySwitches:       s.primary.switches.Load(),
 	}
 }
 

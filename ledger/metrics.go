@@ -11,7 +11,7 @@ import (
 )
 
 // ObservePool registers gauges and counters of the database connection
-// pool and the claim writers on the global meter provider, read from stats at each collection.
+// pool, the claim writers and the provider writers on the global meter provider, read from stats at each collection.
 // The returned function unregisters them; call it before the pool closes.
 func ObservePool(stats func() PoolStats) (unregister func() error, err error) {
 	m := otel.Meter(instrument.ScopeLedger)
@@ -40,6 +40,16 @@ func ObservePool(stats func() PoolStats) (unregister func() error, err error) {
 	if err != nil {
 		return nil, err
 	}
+	groups, err := m.Int64ObservableCounter("berth.db.provider_write_groups", metric.WithUnit("{transaction}"),
+		metric.WithDescription("Transactions sent by the provider writers (group commit of provider creates, inventories, aggregates, traits, deletes)"))
+	if err != nil {
+		return nil, err
+	}
+	grouped, err := m.Int64ObservableCounter("berth.db.provider_write_group_writes", metric.WithUnit("{write}"),
+		metric.WithDescription("Provider writes sent by the provider writers; divided by berth.db.provider_write_groups, the mean group size"))
+	if err != nil {
+		return nil, err
+	}
 	switches, err := m.Int64ObservableCounter("berth.db.primary_switches", metric.WithUnit("{switch}"),
 		metric.WithDescription("Times new connections of a multi-host database URL landed on another host than before (failovers, switchovers)"))
 	if err != nil {
@@ -63,9 +73,11 @@ func ObservePool(stats func() PoolStats) (unregister func() error, err error) {
 		o.ObserveFloat64(wait, st.AcquireDuration.Seconds())
 		o.ObserveInt64(batches, st.ClaimBatches)
 		o.ObserveInt64(batched, st.BatchedClaims)
+		o.ObserveInt64(groups, st.ProviderWriteGroups)
+		o.ObserveInt64(grouped, st.GroupedProviderWrites)
 		o.ObserveInt64(switches, st.PrimarySwitches)
 		return nil
-	}, conns, acquires, wait, batches, batched, switches)
+	}, conns, acquires, wait, batches, batched, groups, grouped, switches)
 	if err != nil {
 		return nil, err
 	}

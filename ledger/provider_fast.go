@@ -51,19 +51,18 @@ var errFallBack = errors.New("ledger: fast path refused; general path")
 // statement, so they share the prepared statement).
 const lockProviderSQL = `SELECT id, generation FROM resource_providers WHERE uuid = $1 FOR UPDATE`
 
-// lockedBatch starts the pipeline of a fast path that writes under the
-// provider's row lock: fastPlanSQL, then lockProviderSQL on the provider
-// of stored uuid. The caller queues its statements after them and reads
-// past these two with skipResults.
+// lockedBatch starts the statements of a fast path that writes under the
+// provider's row lock: lockProviderSQL on the provider of stored uuid.
+// The caller queues its statements after it and reads past it with
+// skipResults.
 func lockedBatch(stored string) *pgx.Batch {
 	b := &pgx.Batch{}
-	b.Queue(fastPlanSQL)
 	b.Queue(lockProviderSQL, stored)
 	return b
 }
 
 // skipResults reads past the next n results of br, which change nothing
-// the caller needs to know (fastPlanSQL, the lock, an insert).
+// the caller needs to know (fastPlanSQL, a lock, an insert).
 func skipResults(br pgx.BatchResults, n int) error {
 	for range n {
 		if _, err := br.Exec(); err != nil {
@@ -94,19 +93,54 @@ func scanWritten(row pgx.Row, dest ...any) error {
 	return err
 }
 
-// sendOneTrip sends b as one pipeline and one implicit transaction on a
-// pooled connection, and hands its results to read, which records in t
-// what the write touched. read returns errFallBack when a statement wrote
-// nothing. It returns nil when the pipeline committed, errFallBack when it
-// wrote nothing (a refusal, a statement error, a connection that failed
-// before anything was sent or that the server ended before the commit),
-// and any other error as is (an outage: it may have committed). A commit
-// whose wait for the synchronous standby was cancelled is
-// errNotReplicated, as in withTx. After a commit the change hooks run
-// with t.
-func (s *Store) sendOneTrip(ctx context.Context, b *pgx.Batch, read func(br pgx.BatchResults, t *txn) error) error {
+// oneTrip is a provider write's fast path: its statements and how to
+// read their answers.
+type oneTrip struct {
+	// lock is the stored uuid of the provider whose row the write
+	// locks, with lockProviderSQL as b's first statement; "" for a
+	// create, which locks nothing.
+	lock string
+	// plan says the statements need fastPlanSQL's settings.
+	plan bool
+	b    *pgx.Batch
+	// read reads the answers of b's statements, every one, and records
+	// in t what the write touched. It returns errFallBack when the
+	// write's statement refused and wrote nothing. It may run twice
+	// (provider_group.go), so it sets what it reports rather than
+	// appending to it.
+	read func(br pgx.BatchResults, t *txn) error
+}
+
+// sendOneTrip sends w's statements in one round trip and one implicit
+// transaction, grouped with other provider writes when the writers are
+// busy (provider_group.go). It returns nil when w committed, errFallBack
+// when it wrote nothing (a refusal, a statement error, a connection that
+// failed before anything was sent or that the server ended before the
+// commit), and any other error as is (an outage: it may have
+// committed). A commit whose wait for the synchronous standby was
+// cancelled is errNotReplicated, as in withTx. After a commit the change
+// hooks run with what w touched.
+func (s *Store) sendOneTrip(ctx context.Context, w oneTrip) error {
 	if s.generalWrites {
 		return errFallBack
+	}
+	if s.trips != nil {
+		_, err := s.trips.send(ctx, w)
+		if !errors.Is(err, errAlone) {
+			return err
+		}
+	}
+	return s.sendAlone(ctx, w)
+}
+
+// sendAlone is sendOneTrip for w alone: one implicit transaction on a
+// pooled connection.
+func (s *Store) sendAlone(ctx context.Context, w oneTrip) error {
+	b := w.b
+	if w.plan {
+		b = &pgx.Batch{}
+		b.Queue(fastPlanSQL)
+		b.QueuedQueries = append(b.QueuedQueries, w.b.QueuedQueries...)
 	}
 	actx, cancel := context.WithTimeout(ctx, s.txs.acquireTimeout)
 	conn, err := s.pool.Acquire(actx)
@@ -119,7 +153,11 @@ func (s *Store) sendOneTrip(ctx context.Context, b *pgx.Batch, read func(br pgx.
 	s.unsynced.forget(pc) // a mark left by another statement's commit
 	t := &txn{}
 	br := conn.SendBatch(ctx, b)
-	if err := read(br, t); err != nil {
+	err = skipResults(br, b.Len()-w.b.Len())
+	if err == nil {
+		err = w.read(br, t)
+	}
+	if err != nil {
 		_ = br.Close()
 		// The commit comes with the Sync, after every statement's
 		// answer: an error in place of an answer means none.
@@ -178,14 +216,14 @@ func (s *Store) providerCreateFast(ctx context.Context, rpUUID, name string) (Pr
 	// by itself.
 	b := &pgx.Batch{}
 	b.Queue(providerCreateFastSQL, rpUUID, name)
-	err := s.sendOneTrip(ctx, b, func(br pgx.BatchResults, t *txn) error {
+	err := s.sendOneTrip(ctx, oneTrip{b: b, read: func(br pgx.BatchResults, t *txn) error {
 		if err := br.QueryRow().Scan(&p.ID, &p.UUID, &p.Name, &p.Generation, &p.CreatedAt, &p.UpdatedAt); err != nil {
 			return err
 		}
 		p.RootUUID = p.UUID
 		t.touch(p.ID)
 		return nil
-	})
+	}})
 	return p, err
 }
 
@@ -212,7 +250,7 @@ func (s *Store) providerDeleteFast(ctx context.Context, rpUUID string) error {
 	b := &pgx.Batch{}
 	b.Queue(lockProviderSQL, stored)
 	b.Queue(providerDeleteFastSQL, stored)
-	return s.sendOneTrip(ctx, b, func(br pgx.BatchResults, t *txn) error {
+	return s.sendOneTrip(ctx, oneTrip{lock: stored, b: b, read: func(br pgx.BatchResults, t *txn) error {
 		if err := skipResults(br, 1); err != nil {
 			return err
 		}
@@ -226,7 +264,7 @@ func (s *Store) providerDeleteFast(ctx context.Context, rpUUID string) error {
 			t.touch(*parent)
 		}
 		return nil
-	})
+	}})
 }
 
 // inventoriesReplaceFastSQL is InventoriesReplace in one statement, run
@@ -324,8 +362,9 @@ func (s *Store) inventoriesReplaceFast(ctx context.Context, p InventoryParams, i
 	b.Queue(inventoriesReplaceFastSQL, canon, p.Generation, classes, totals, reserved, minUnits, maxUnits, steps, ratios)
 	var out ProviderInventories
 	var over []OverCapacity
-	err := s.sendOneTrip(ctx, b, func(br pgx.BatchResults, t *txn) error {
-		if err := skipResults(br, 2); err != nil {
+	err := s.sendOneTrip(ctx, oneTrip{lock: canon, plan: true, b: b, read: func(br pgx.BatchResults, t *txn) error {
+		over = nil
+		if err := skipResults(br, 1); err != nil {
 			return err
 		}
 		rows, err := br.Query()
@@ -371,7 +410,7 @@ func (s *Store) inventoriesReplaceFast(ctx context.Context, p InventoryParams, i
 		out.Inventories = pyOrderInventories(ids, invs)
 		t.touch(providerID)
 		return nil
-	})
+	}})
 	return out, over, err
 }
 
@@ -432,7 +471,7 @@ func (s *Store) aggregatesReplaceFast(ctx context.Context, rpUUID string, spelle
 	}
 	b.Queue(aggregatesReplaceFastSQL, stored, generation, distinct)
 	var gen int64
-	err := s.sendOneTrip(ctx, b, func(br pgx.BatchResults, t *txn) error {
+	err := s.sendOneTrip(ctx, oneTrip{lock: stored, plan: true, b: b, read: func(br pgx.BatchResults, t *txn) error {
 		if err := skipResults(br, b.Len()-1); err != nil {
 			return err
 		}
@@ -442,7 +481,7 @@ func (s *Store) aggregatesReplaceFast(ctx context.Context, rpUUID string, spelle
 		}
 		t.touch(id)
 		return nil
-	})
+	}})
 	if err == nil {
 		for _, u := range distinct {
 			s.knownAggregates.Store(u, struct{}{})
@@ -499,8 +538,9 @@ func (s *Store) traitsReplaceFast(ctx context.Context, rpUUID string, generation
 	b.Queue(traitsReplaceFastSQL, stored, generation, distinct)
 	var next int64
 	traits := []Trait{}
-	err := s.sendOneTrip(ctx, b, func(br pgx.BatchResults, t *txn) error {
-		if err := skipResults(br, 2); err != nil {
+	err := s.sendOneTrip(ctx, oneTrip{lock: stored, plan: true, b: b, read: func(br pgx.BatchResults, t *txn) error {
+		traits = traits[:0]
+		if err := skipResults(br, 1); err != nil {
 			return err
 		}
 		rows, err := br.Query()
@@ -532,6 +572,6 @@ func (s *Store) traitsReplaceFast(ctx context.Context, rpUUID string, generation
 			t.touch(providerID)
 		}
 		return nil
-	})
+	}})
 	return next, traits, err
 }

@@ -3,6 +3,8 @@ package ledger
 import (
 	"context"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -21,12 +23,20 @@ func processCPU(t testing.TB) time.Duration {
 // berth-load's seeding makes them (docs/performance.md): per compute
 // node, POST /resource_providers, PUT inventories (VCPU, MEMORY_MB,
 // DISK_GB), PUT aggregates and, on one node in ten, PUT traits, each
-// kind in a phase of its own over 200 new nodes, by the fast paths
-// (provider_fast.go) and by the general paths only, in alternating
-// rounds, on 2,000 seeded providers. It reports, per write of each kind,
-// PostgreSQL's CPU (the backend's, from /proc/<pid>/stat, in ticks of
-// 10 ms summed over the rounds) and the test process's CPU (the ledger
-// and pgx, without HTTP):
+// kind in a phase of its own over 200 new nodes, in alternating rounds
+// of four modes, on 2,000 seeded providers and one database connection:
+//
+//   - general: one write at a time, by the general paths only;
+//   - fast: one write at a time, by the fast paths (provider_fast.go);
+//   - alone: 32 writers at once, by the fast paths, each write in a
+//     transaction of its own (no group commit);
+//   - grouped: 32 writers at once, by the fast paths, group-committed
+//     (provider_group.go).
+//
+// It reports, per write of each kind, PostgreSQL's CPU (the backend's,
+// from /proc/<pid>/stat, in ticks of 10 ms summed over the rounds) and
+// the test process's CPU (the ledger and pgx, without HTTP), and for
+// grouped the mean group size:
 //
 //	go test -run '^$' -bench ProviderWrites -benchtime 5x ./ledger/
 func BenchmarkProviderWrites(b *testing.B) {
@@ -42,7 +52,7 @@ func BenchmarkProviderWrites(b *testing.B) {
 	seq := 0
 	// round seeds nodes new nodes, phase by phase, and adds each phase's
 	// CPU (PostgreSQL's in ticks, the process's) to pg[k] and own[k].
-	round := func(pg []int64, own []time.Duration, writes []int) {
+	round := func(pg []int64, own []time.Duration, writes []int, writers int) {
 		base := seq
 		seq += nodes
 		uuid := func(i int) string { return md5UUID(fmt.Sprint("bench-node", base+i)) }
@@ -71,15 +81,29 @@ func BenchmarkProviderWrites(b *testing.B) {
 		}
 		for k, phase := range phases {
 			pgBefore, ownBefore := backendCPU(b, pid), processCPU(b)
-			for i := range nodes {
-				wrote, err := phase(i)
-				if err != nil {
-					b.Fatal(err)
-				}
-				if wrote {
-					writes[k]++
-				}
+			var wrote atomic.Int64
+			var wg sync.WaitGroup
+			for w := range writers {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for i := w; i < nodes; i += writers {
+						ok, err := phase(i)
+						if err != nil {
+							b.Error(err)
+							return
+						}
+						if ok {
+							wrote.Add(1)
+						}
+					}
+				}()
 			}
+			wg.Wait()
+			if b.Failed() {
+				b.FailNow()
+			}
+			writes[k] += int(wrote.Load())
 			pg[k] += backendCPU(b, pid) - pgBefore
 			own[k] += processCPU(b) - ownBefore
 		}
@@ -90,13 +114,28 @@ func BenchmarkProviderWrites(b *testing.B) {
 		own    []time.Duration
 		writes []int
 	}
-	modes := []*mode{{name: "fast"}, {name: "general"}}
+	modes := []*mode{{name: "fast"}, {name: "general"}, {name: "alone"}, {name: "grouped"}}
 	for _, m := range modes {
 		m.pg, m.own, m.writes = make([]int64, len(kinds)), make([]time.Duration, len(kinds)), make([]int, len(kinds))
 	}
+	trips := e.store.trips
+	var groups, grouped int64
 	run := func(m *mode) {
 		e.store.generalWrites = m.name == "general"
-		round(m.pg, m.own, m.writes)
+		e.store.trips = trips
+		writers := 1
+		switch m.name {
+		case "alone":
+			e.store.trips, writers = nil, 32
+		case "grouped":
+			writers = 32
+		}
+		g0, w0 := trips.groups.Load(), trips.items.Load()
+		round(m.pg, m.own, m.writes, writers)
+		if m.name == "grouped" {
+			groups += trips.groups.Load() - g0
+			grouped += trips.items.Load() - w0
+		}
 	}
 	// Warm both up (prepared statements, plans), unmeasured.
 	for _, m := range modes {
@@ -109,7 +148,10 @@ func BenchmarkProviderWrites(b *testing.B) {
 		}
 	}
 	b.StopTimer()
-	e.store.generalWrites = false
+	e.store.generalWrites, e.store.trips = false, trips
+	if groups > 0 {
+		b.ReportMetric(float64(grouped)/float64(groups), "writes/group")
+	}
 	for _, m := range modes {
 		for k, kind := range kinds {
 			n := float64(m.writes[k])

@@ -57,6 +57,11 @@ type Config struct {
 	// 0 means DefaultClaimWriters and a negative value sends every claim
 	// alone.
 	ClaimWriters int
+	// ProviderWriters is how many group-committed groups of provider
+	// writes (provider_group.go) may be in flight at once; 0 means
+	// DefaultProviderWriters and a negative value sends every provider
+	// write alone.
+	ProviderWriters int
 	// ClaimRequestTTL is how long a claim's request and answer are kept
 	// to answer its retries (idempotency.go); older ones are purged. 0
 	// means DefaultClaimRequestTTL; negative keeps them for ever.
@@ -102,6 +107,9 @@ type Store struct {
 	// claims group-commits fast-path claims (claim_batch.go); nil when
 	// every claim goes alone.
 	claims *claimBatcher
+	// trips group-commits the provider writes' fast paths
+	// (provider_group.go); nil when every write goes alone.
+	trips *tripWriter
 	// requestTTL is Config.ClaimRequestTTL after defaults; <= 0: for ever.
 	requestTTL time.Duration
 	// unsynced marks commits whose wait for the synchronous standby was
@@ -182,6 +190,12 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	if cfg.ClaimWriters > 0 {
 		s.claims = s.startClaimBatcher(bg, cfg.ClaimWriters)
+	}
+	if cfg.ProviderWriters == 0 {
+		cfg.ProviderWriters = DefaultProviderWriters
+	}
+	if cfg.ProviderWriters > 0 {
+		s.trips = s.startTripWriter(bg, cfg.ProviderWriters)
 	}
 	s.bg.Add(1)
 	go func() { defer s.bg.Done(); s.snap.listen(bg, pcfg.ConnConfig, s.sender) }()

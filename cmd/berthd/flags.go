@@ -112,6 +112,10 @@ func options() []option {
 			help: "Batches of new consumers' allocations written at once: claims that arrive\n" +
 				"while all writers are busy are committed together, up to 64 per transaction.\n" +
 				"0: each claim in a transaction of its own."},
+		{flag: "provider-writers", arg: "N", envs: []string{"BERTH_PROVIDER_WRITERS"},
+			help: "Groups of provider writes (creates, inventories, aggregates, traits) written\n" +
+				"at once: writes that arrive while all writers are busy are committed together,\n" +
+				"up to 32 per transaction. 0: each write in a transaction of its own."},
 		{flag: "snapshot-refresh", arg: "DURATION", envs: []string{"BERTH_SNAPSHOT_REFRESH"},
 			help: "Full reload interval of the in-memory ledger snapshot (e.g. 5m); negative disables."},
 		{flag: "db-max-conns", arg: "N", envs: []string{"BERTH_DB_MAX_CONNS"},
@@ -213,6 +217,7 @@ func newFlagSet(cfg *daemon.Config) *flag.FlagSet {
 	fs.IntVar(&cfg.ClaimSubsetSize, "claim-subset-size", cfg.ClaimSubsetSize, "")
 	fs.DurationVar(&cfg.ClaimFailureTTL, "claim-failure-ttl", cfg.ClaimFailureTTL, "")
 	fs.IntVar(&cfg.ClaimWriters, "claim-writers", cfg.ClaimWriters, "")
+	fs.IntVar(&cfg.ProviderWriters, "provider-writers", cfg.ProviderWriters, "")
 	fs.DurationVar(&cfg.SnapshotRefresh, "snapshot-refresh", cfg.SnapshotRefresh, "")
 	fs.IntVar(&cfg.DBMaxConns, "db-max-conns", cfg.DBMaxConns, "")
 	fs.IntVar(&cfg.DBMinConns, "db-min-conns", cfg.DBMinConns, "")

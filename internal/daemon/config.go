@@ -97,6 +97,11 @@ type Config struct {
 	// Default ledger.DefaultClaimWriters; 0 writes each claim in a
 	// transaction of its own.
 	ClaimWriters int
+	// ProviderWriters is how many group-committed groups of provider
+	// writes may be in flight at once (ledger.Config.ProviderWriters).
+	// Default ledger.DefaultProviderWriters; 0 writes each in a
+	// transaction of its own.
+	ProviderWriters int
 	// SnapshotRefresh is how often the in-memory ledger snapshot behind
 	// allocation candidates and provider lists is reloaded in full, as a
 	// safety net behind change notifications. Default 5m; negative
@@ -225,6 +230,7 @@ func Default() Config {
 		ClaimCandidates:  claims.DefaultClaimCandidates,
 		ClaimSubsetSize:  1,
 		ClaimWriters:     ledger.DefaultClaimWriters,
+		ProviderWriters:  ledger.DefaultProviderWriters,
 		ClaimFailureTTL:  ledger.DefaultClaimFailureTTL,
 		SnapshotRefresh:  ledger.DefaultSnapshotRefresh,
 		DBMaxConns:       DefaultDBMaxConns,
@@ -344,6 +350,9 @@ func (c Config) Validate() error {
 	}
 	if c.ClaimWriters < 0 || c.ClaimWriters > 64 {
 		errs = append(errs, fmt.Errorf("claim writers %d: want 0 to 64", c.ClaimWriters))
+	}
+	if c.ProviderWriters < 0 || c.ProviderWriters > 64 {
+		errs = append(errs, fmt.Errorf("provider writers %d: want 0 to 64", c.ProviderWriters))
 	}
 	if c.ClaimSubsetSize < 0 {
 		errs = append(errs, fmt.Errorf("claim subset size %d: want 0 or more", c.ClaimSubsetSize))

@@ -134,7 +134,8 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err erro
 		AcquireTimeout:   cfg.DBAcquireTimeout,
 		StatementTimeout: cfg.DBStatementTimeout,
 		SnapshotRefresh:  cfg.SnapshotRefresh,
-		ClaimWriters:     claimWriters(cfg.ClaimWriters),
+		ClaimWriters:     groupWriters(cfg.ClaimWriters),
+		ProviderWriters:  groupWriters(cfg.ProviderWriters),
 		ClaimFailureTTL:  cfg.ClaimFailureTTL,
 		Logger:           log,
 	}); err != nil {
@@ -355,9 +356,9 @@ func (d *Daemon) startSources(ctx context.Context, sources *claims.Sources) erro
 	return nil
 }
 
-// claimWriters maps the daemon's setting (0: no batching) to the
+// groupWriters maps the daemon's setting (0: no batching) to the
 // ledger's (0: the default, negative: no batching).
-func claimWriters(n int) int {
+func groupWriters(n int) int {
 	if n == 0 {
 		return -1
 	}

@@ -1,0 +1,187 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// Group commit of the provider writes' fast paths (provider_fast.go):
+// the writes a cloud is seeded and kept up to date with (a compute
+// node's creation, inventories, aggregates and traits), which arrive
+// many at a time from many agents. Alone, each is one implicit
+// transaction; while a writer is busy, the writes that arrive are
+// queued and then sent together (group_commit.go), as one pipeline and
+// one implicit transaction:
+//
+//  1. fastPlanSQL, once;
+//  2. fastLockSQL over the providers every write of the group locks,
+//     once, in id order, as every writer of allocations locks (claims
+//     lock their providers so), so that a group and a claim batch
+//     cannot deadlock on provider rows;
+//  3. each write's own statements but its lock (lockProviderSQL, which
+//     fastLockSQL took already), in the order of the providers' uuids
+//     (writes on one provider in the order they came).
+//
+// Each write's statement checks what it checks alone and writes only
+// if every check passes, against the rows as the writes before it in
+// the group left them, as if each had run in a transaction of its own,
+// one after the other. A write whose statement refuses writes nothing
+// and does not stop the others; after the group commits, its caller
+// runs the general path, as after a lone fast path that refused.
+//
+// A group is atomic as a whole only in failure: if any statement raises
+// an error (a name taken by a concurrent create, a deadlock on a new
+// aggregate, a lost connection), the whole implicit transaction rolls
+// back and every write of the group is sent again alone, where it meets
+// its own error or succeeds. So a group never changes what a write may
+// do or the answer it gets, only what the writes cost.
+
+// providerGroupMax bounds the writes of one group: a group holds the row
+// locks of all its providers until it commits.
+const providerGroupMax = 32
+
+// DefaultProviderWriters is how many groups of provider writes are in
+// flight at once when Config.ProviderWriters is 0. As for claims, one
+// writer makes the largest groups, which cost PostgreSQL the least CPU
+// per write (docs/performance.md); a group's writes take about a quarter
+// of a millisecond each of PostgreSQL's time, so one backend keeps up
+// with several thousand writes a second.
+const DefaultProviderWriters = 1
+
+// tripWriter group-commits the provider writes' fast paths.
+type tripWriter = groupWriter[oneTrip, struct{}]
+
+// tripItem is one provider write queued for a writer.
+type tripItem = groupItem[oneTrip, struct{}]
+
+// startTripWriter starts n provider writers on s, which stop when ctx
+// ends.
+func (s *Store) startTripWriter(ctx context.Context, n int) *tripWriter {
+	return startGroupWriter(s, ctx, n, providerGroupMax, s.writeTrips)
+}
+
+// writeTrips sends group as one implicit transaction and answers each
+// write: nil (written), errFallBack (its statement refused), errAlone
+// (the group failed as a whole) or an outage. A group of one is sent
+// alone, with its caller's context.
+func (s *Store) writeTrips(ctx context.Context, group []*tripItem) {
+	if len(group) == 1 {
+		it := group[0]
+		it.answer(struct{}{}, s.sendAlone(it.ctx, it.req))
+		return
+	}
+	slices.SortStableFunc(group, func(a, b *tripItem) int { return strings.Compare(a.req.lock, b.req.lock) })
+	trips := make([]oneTrip, len(group))
+	for i, it := range group {
+		trips[i] = it.req
+	}
+	answers, err := s.sendTrips(ctx, trips)
+	for i, it := range group {
+		if err != nil {
+			it.answer(struct{}{}, err)
+		} else {
+			it.answer(struct{}{}, answers[i])
+		}
+	}
+}
+
+// sendTrips sends trips (two or more) as one pipeline and one implicit
+// transaction. It answers, per write, nil or errFallBack once the group
+// committed (errNotReplicated for the written ones if the commit's wait
+// for the synchronous standby was cancelled); errAlone when the group
+// wrote nothing because of an error that the writes sent alone may not
+// meet; any other error as is (an outage: it may have committed).
+func (s *Store) sendTrips(ctx context.Context, trips []oneTrip) ([]error, error) {
+	b := &pgx.Batch{}
+	b.Queue(fastPlanSQL)
+	var locks []string
+	for _, w := range trips {
+		if w.lock != "" {
+			locks = append(locks, w.lock)
+		}
+	}
+	b.Queue(fastLockSQL, locks)
+	for _, w := range trips {
+		qs := w.b.QueuedQueries
+		if w.lock != "" {
+			qs = qs[1:]
+		}
+		b.QueuedQueries = append(b.QueuedQueries, qs...)
+	}
+	actx, cancel := context.WithTimeout(ctx, s.txs.acquireTimeout)
+	conn, err := s.pool.Acquire(actx)
+	cancel()
+	if err != nil {
+		// No connection: each write meets that alone, or does not.
+		return nil, errAlone
+	}
+	defer conn.Release()
+	pc := conn.Conn().PgConn()
+	s.unsynced.forget(pc)
+	br := conn.SendBatch(ctx, b)
+	answers := make([]error, len(trips))
+	ts := make([]txn, len(trips))
+	err = skipResults(br, 2)
+	for i := 0; err == nil && i < len(trips); i++ {
+		wbr := br
+		if trips[i].lock != "" {
+			wbr = &lockTaken{BatchResults: br}
+		}
+		if rerr := trips[i].read(wbr, &ts[i]); errors.Is(rerr, errFallBack) {
+			answers[i] = errFallBack
+		} else {
+			err = rerr
+		}
+	}
+	if err != nil {
+		_ = br.Close()
+		if pgconn.SafeToRetry(err) || rolledBack(err) {
+			return nil, errAlone
+		}
+		return nil, err
+	}
+	if err := br.Close(); err != nil {
+		if pgconn.SafeToRetry(err) || statementError(err) {
+			return nil, errAlone
+		}
+		return nil, err
+	}
+	t := &txn{}
+	for i := range trips {
+		if answers[i] == nil {
+			s.fastWrites.Add(1)
+			t.touched = append(t.touched, ts[i].touched...)
+		}
+	}
+	rerr := s.unsynced.replicated(pc)
+	s.notify(t)
+	if rerr != nil {
+		for i := range answers {
+			if answers[i] == nil {
+				answers[i] = rerr
+			}
+		}
+	}
+	return answers, nil
+}
+
+// lockTaken hands a write's reader the answer of its lock statement,
+// which its group left out (fastLockSQL took the lock), without reading
+// from the pipeline: the reader skips it with Exec, as when alone.
+type lockTaken struct {
+	pgx.BatchResults
+	answered bool
+}
+
+func (r *lockTaken) Exec() (pgconn.CommandTag, error) {
+	if !r.answered {
+		r.answered = true
+		return pgconn.NewCommandTag("SELECT 1"), nil
+	}
+	return r.BatchResults.Exec()
+}
