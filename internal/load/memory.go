@@ -37,7 +37,12 @@ type MemReport struct {
 	// their parents' reaped-children times).
 	CPURoot float64 `json:"cpu_root_s"`
 	CPUTree float64 `json:"cpu_tree_s"`
-	Error   string  `json:"error,omitempty"`
+	// CPUCounted and CPUExcluded are set when the run paused the CPU
+	// count (Pause, Resume): the wall-clock seconds over which CPU was
+	// counted, and those left out. Both zero: CPU covers start to stop.
+	CPUCounted  float64 `json:"cpu_counted_s,omitempty"`
+	CPUExcluded float64 `json:"cpu_excluded_s,omitempty"`
+	Error       string  `json:"error,omitempty"`
 }
 
 // MemSampler samples a process tree's memory until stopped.
@@ -49,8 +54,19 @@ type MemSampler struct {
 	done     chan struct{}
 	mu       sync.Mutex
 	rep      MemReport
-	// root0 and tree0 are the CPU ticks at the start (see cpu).
-	root0, tree0 int64
+	// root0 and tree0 are the CPU ticks at the start of the current
+	// counting window (see cpu, Pause); rootSum and treeSum add up the
+	// windows already closed, counted and excluded their wall time.
+	root0, tree0     int64
+	rootSum, treeSum int64
+	windowAt         time.Time
+	counted          time.Duration
+	excluded         time.Duration
+	everPaused       bool
+	paused           bool
+	// procMu serialises the reads of the process tree (tree, sample, cpu),
+	// which the sampling loop and Pause or Resume may do at once.
+	procMu sync.Mutex
 	// pids is the tree as last listed, at treeAt (see sample).
 	pids   []int
 	treeAt time.Time
@@ -99,6 +115,7 @@ func startMemSampler(proc string, pid int, interval time.Duration, resetPeak boo
 	rss, _, n := s.sample(true)
 	s.rep.StartRSS, s.rep.PeakRSS, s.rep.Processes, s.rep.Samples = rss, rss, n, 1
 	s.root0, s.tree0 = s.cpu()
+	s.windowAt = time.Now()
 	go s.loop()
 	return s, nil
 }
@@ -123,17 +140,71 @@ func (s *MemSampler) loop() {
 	}
 }
 
+// Pause stops counting CPU time until Resume; memory sampling goes on.
+// It lets a run count only its measured phases (claims in rounds: not the
+// releases between rounds, nor the checks). Pausing a paused sampler, or
+// a nil one, does nothing. Safe to call while sampling.
+func (s *MemSampler) Pause() {
+	if s == nil {
+		return
+	}
+	root, tree := s.cpu()
+	now := time.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.paused {
+		return
+	}
+	s.paused, s.everPaused = true, true
+	s.rootSum += root - s.root0
+	s.treeSum += tree - s.tree0
+	s.counted += now.Sub(s.windowAt)
+	s.windowAt = now
+}
+
+// Resume counts CPU time again after Pause; resuming a sampler that is
+// not paused, or a nil one, does nothing.
+func (s *MemSampler) Resume() {
+	if s == nil {
+		return
+	}
+	root, tree := s.cpu()
+	now := time.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.paused {
+		return
+	}
+	s.paused = false
+	s.root0, s.tree0 = root, tree
+	s.excluded += now.Sub(s.windowAt)
+	s.windowAt = now
+}
+
 // Stop ends sampling and returns the report.
 func (s *MemSampler) Stop() *MemReport {
 	close(s.stop)
 	<-s.done
 	rss, hwm, n := s.sample(true)
 	root, tree := s.cpu()
+	now := time.Now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r := s.rep
-	r.CPURoot = float64(root-s.root0) / clockTicks
-	r.CPUTree = float64(tree-s.tree0) / clockTicks
+	rootSum, treeSum := s.rootSum, s.treeSum
+	counted, excluded := s.counted, s.excluded
+	if s.paused {
+		excluded += now.Sub(s.windowAt)
+	} else {
+		rootSum += root - s.root0
+		treeSum += tree - s.tree0
+		counted += now.Sub(s.windowAt)
+	}
+	r.CPURoot = float64(rootSum) / clockTicks
+	r.CPUTree = float64(treeSum) / clockTicks
+	if s.everPaused {
+		r.CPUCounted, r.CPUExcluded = counted.Seconds(), excluded.Seconds()
+	}
 	if n > 0 {
 		r.EndRSS, r.HWM, r.Processes = rss, hwm, n
 		r.PeakRSS = max(r.PeakRSS, rss)
@@ -146,6 +217,8 @@ func (s *MemSampler) Stop() *MemReport {
 // sample sums VmRSS and VmHWM over the tree, listed afresh when list is
 // set or the last listing is older than treeEvery.
 func (s *MemSampler) sample(list bool) (rss, hwm, n int) {
+	s.procMu.Lock()
+	defer s.procMu.Unlock()
 	if list || s.pids == nil || time.Since(s.treeAt) >= treeEvery {
 		s.pids, s.treeAt = s.tree(), time.Now()
 	}
@@ -170,6 +243,8 @@ const clockTicks = 100
 // tree, where the tree also counts the children each process reaped
 // (cutime, cstime), so that descendants that exit stay counted.
 func (s *MemSampler) cpu() (root, tree int64) {
+	s.procMu.Lock()
+	defer s.procMu.Unlock()
 	for _, p := range s.tree() {
 		b, err := os.ReadFile(filepath.Join(s.proc, strconv.Itoa(p), "stat"))
 		if err != nil {

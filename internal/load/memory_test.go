@@ -187,3 +187,54 @@ func TestMemSamplerTreeByChildren(t *testing.T) {
 		t.Errorf("tree of a missing process: %v, %v", out, ok)
 	}
 }
+
+// TestMemSamplerPause: CPU is counted only while the sampler is not
+// paused; the report says over how long, and how long was left out.
+func TestMemSamplerPause(t *testing.T) {
+	dir := t.TempDir()
+	ticks := func(root, child int) {
+		for pid, v := range map[int][2]int{100: {1, root}, 101: {100, child}} {
+			d := filepath.Join(dir, strconv.Itoa(pid))
+			os.MkdirAll(d, 0o755)
+			stat := fmt.Sprintf("%d (p) S %d 1 1 0 -1 0 0 0 0 0 %d 0 0 0 20 0 1 0", pid, v[0], v[1])
+			os.WriteFile(filepath.Join(d, "stat"), []byte(stat), 0o644)
+			os.WriteFile(filepath.Join(d, "status"), []byte("VmRSS:\t 1 kB\nVmHWM:\t 1 kB\n"), 0o644)
+		}
+	}
+	ticks(1000, 500)
+	s, err := startMemSampler(dir, 100, time.Hour, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Pause() // before any measured phase
+	ticks(1100, 600)
+	s.Resume()
+	ticks(1130, 610) // counted: 30 + 10
+	time.Sleep(20 * time.Millisecond)
+	s.Pause()
+	s.Pause() // no-op
+	ticks(1500, 900)
+	time.Sleep(20 * time.Millisecond)
+	s.Resume()
+	s.Resume() // no-op
+	ticks(1510, 905) // counted: 10 + 5
+	r := s.Stop()
+	if r.CPURoot != 0.4 || r.CPUTree != 0.55 {
+		t.Errorf("CPU root %v s, tree %v s; want 0.4 and 0.55 (the unpaused windows only)", r.CPURoot, r.CPUTree)
+	}
+	if r.CPUCounted < 0.02 || r.CPUExcluded < 0.02 {
+		t.Errorf("counted %v s, excluded %v s; want each at least the 20 ms slept", r.CPUCounted, r.CPUExcluded)
+	}
+	var nilSampler *MemSampler
+	nilSampler.Pause()
+	nilSampler.Resume()
+
+	// Never paused: the fields stay zero, as before.
+	s, err = startMemSampler(dir, 100, time.Hour, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := s.Stop(); r.CPUCounted != 0 || r.CPUExcluded != 0 {
+		t.Errorf("unpaused report %+v", r)
+	}
+}
