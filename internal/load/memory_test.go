@@ -216,7 +216,7 @@ func TestMemSamplerPause(t *testing.T) {
 	ticks(1500, 900)
 	time.Sleep(20 * time.Millisecond)
 	s.Resume()
-	s.Resume() // no-op
+	s.Resume()       // no-op
 	ticks(1510, 905) // counted: 10 + 5
 	r := s.Stop()
 	if r.CPURoot != 0.4 || r.CPUTree != 0.55 {
