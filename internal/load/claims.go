@@ -30,6 +30,13 @@ const (
 // ClaimsParams describes a claims run: Clients concurrent schedulers, each
 // claiming for new consumers in Mode, one after another, until Duration
 // has passed or Claims claims have been attempted, whichever comes first.
+//
+// With Rounds, Claims bounds a round instead of the run: a round that
+// reaches it before Duration of timed claiming has passed is followed by
+// the release of every consumer it claimed (untimed) and by another round,
+// until the rounds' timed claiming adds up to Duration. So a run lasts
+// Duration of claiming whatever the cloud's size, on a cloud never
+// fuller than Claims claims.
 type ClaimsParams struct {
 	Mode         string        // ModeTwoStep (default) or ModeClaims
 	Clients      int           // default 16
@@ -46,6 +53,27 @@ type ClaimsParams struct {
 	Seed         uint64        // random pick seed; 0 means time-based
 	Verify       bool          // check usages against capacity on every provider afterwards
 	VerifyConns  int           // concurrent GETs of the check; default 8
+	// Rounds repeats rounds of at most Claims claims, releasing each
+	// round's consumers in between, until Duration of timed claiming
+	// (see above); it needs Claims and Duration.
+	Rounds bool `json:"rounds,omitempty"`
+	// Release releases, at the end (after the check of Verify), every
+	// consumer the run left claimed, so that the next run starts on the
+	// cloud this one found.
+	Release bool `json:"release,omitempty"`
+	// Phases, when set and the run has Rounds or Release, is told when
+	// timed claiming starts and stops (see PhaseWatcher).
+	Phases PhaseWatcher `json:"-"`
+}
+
+// PhaseWatcher is told when a claims run's timed claiming starts and
+// stops, so that what is measured around the run (the server's and the
+// database's CPU, see MemSampler) can leave out the untimed phases: the
+// overcommit checks and the releases. RunClaims calls Pause when it
+// starts, Resume when a round's claiming starts and Pause when it ends.
+type PhaseWatcher interface {
+	Pause()
+	Resume()
 }
 
 func (p *ClaimsParams) defaults() error {
@@ -58,6 +86,9 @@ func (p *ClaimsParams) defaults() error {
 	}
 	if p.Clients <= 0 {
 		p.Clients = 16
+	}
+	if p.Rounds && (p.Duration <= 0 || p.Claims <= 0) {
+		return fmt.Errorf("claims: --rounds needs --claims (a round's bound) and --duration (the timed claiming)")
 	}
 	if p.Duration <= 0 && p.Claims <= 0 {
 		p.Duration = 60 * time.Second
@@ -100,15 +131,26 @@ func (p *ClaimsParams) defaults() error {
 
 // ClaimsResult reports a claims run.
 type ClaimsResult struct {
-	Mode      string        `json:"mode"`
-	Clients   int           `json:"clients"`
-	Pick      string        `json:"pick"`
+	Mode    string `json:"mode"`
+	Clients int    `json:"clients"`
+	Pick    string `json:"pick"`
+	// Elapsed is the time of claiming: from the first claim's start to
+	// the last one's answer, or with rounds the sum of the rounds' such
+	// times (the releases between rounds are not in it).
 	Elapsed   time.Duration `json:"elapsed_ns"`
-	Claims    int           `json:"claims"` // successful
-	PerSecond float64       `json:"claims_per_second"`
-	Conflicts int           `json:"conflicts"`     // 409 answers other than "nothing fits": retried
-	GaveUp    int           `json:"gave_up"`       // claims still conflicting after all retries
-	NoFit     int           `json:"no_candidates"` // claims that found no candidate (cloud full)
+	Claims    int           `json:"claims"`            // successful, in all rounds
+	PerSecond float64       `json:"claims_per_second"` // Claims / Elapsed
+	// Rounds is how many rounds of claiming ran (with Rounds or
+	// Release; 0 otherwise); Released how many consumers were released,
+	// between rounds and at the end, each answered 204, in ReleaseTime
+	// (untimed); Wall the run's whole time, first claim to last release.
+	Rounds      int           `json:"rounds,omitempty"`
+	Released    int           `json:"released,omitempty"`
+	ReleaseTime time.Duration `json:"release_ns,omitempty"`
+	Wall        time.Duration `json:"wall_ns,omitempty"`
+	Conflicts   int           `json:"conflicts"`     // 409 answers other than "nothing fits": retried
+	GaveUp      int           `json:"gave_up"`       // claims still conflicting after all retries
+	NoFit       int           `json:"no_candidates"` // claims that found no candidate (cloud full)
 	// NoValidHost (claims mode) counts 409 berth.no_valid_host answers. A
 	// claim that gets one is retried like a conflict (the server also says
 	// so when its attempts all conflicted); only a claim answered so on
@@ -125,6 +167,8 @@ type ClaimsResult struct {
 	GetTime        Stats          `json:"candidates_get,omitempty"` // two-step: every candidates GET
 	PutTime        Stats          `json:"allocations_put"`          // every write request (PUT, or POST /claims)
 	Verify         *VerifyResult  `json:"verify,omitempty"`         // the overcommit check
+	// released lists the consumers released, in order (for tests).
+	released []string
 }
 
 // VerifyResult is the overcommit check over every provider.
@@ -152,6 +196,27 @@ type claimStats struct {
 	errors    int
 	firstErr  string
 	byStatus  map[string]int
+	// track keeps the consumers of successful claims in consumers, to
+	// release them.
+	track     bool
+	consumers []string
+}
+
+// claimed records a successful claim for consumer; st.mu is held.
+func (s *claimStats) claimed(consumer string, latency time.Duration) {
+	s.latency = append(s.latency, latency)
+	if s.track {
+		s.consumers = append(s.consumers, consumer)
+	}
+}
+
+// take returns the consumers claimed since the last take.
+func (s *claimStats) take() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := s.consumers
+	s.consumers = nil
+	return out
 }
 
 func (s *claimStats) fail(err error) {
@@ -183,8 +248,12 @@ var errGaveUp = errors.New("claim gave up after retries")
 // RunClaims runs the claims loop and then, if p.Verify, the overcommit
 // check. It stops by itself: no claim starts after p.Duration or once
 // p.Claims have started, and each claim makes at most 1+p.Retries attempts.
-// A client stops early when the cloud has no candidate left. Progress
-// goes to log.
+// A client stops early when the cloud has no candidate left. With
+// p.Rounds, p.Claims bounds each round and the rounds go on until their
+// timed claiming adds up to p.Duration (see ClaimsParams); with p.Release
+// the run releases what it left claimed after the check. A release that
+// is not answered 204 ends the run with an error (and the result so far).
+// Progress goes to log.
 func RunClaims(ctx context.Context, c *Client, p ClaimsParams, log io.Writer) (*ClaimsResult, error) {
 	if err := p.defaults(); err != nil {
 		return nil, err
@@ -193,6 +262,11 @@ func RunClaims(ctx context.Context, c *Client, p ClaimsParams, log io.Writer) (*
 	if err != nil {
 		return nil, err
 	}
+	phases := p.Phases
+	if phases == nil || !p.Rounds && !p.Release {
+		phases = noPhases{}
+	}
+	phases.Pause()
 	// The check compares usage growth with the claims made, so it needs
 	// the usage before the run (zero on a fresh cloud).
 	var before map[string]int
@@ -216,72 +290,146 @@ func RunClaims(ctx context.Context, c *Client, p ClaimsParams, log io.Writer) (*
 			return postClaim(ctx, c, res, p, st)
 		}
 	}
-	var st claimStats
+	st := claimStats{track: p.Rounds || p.Release}
 	var started, succeeded atomic.Int64
 	var full atomic.Bool
-	start := time.Now()
-	var deadline time.Time
-	if p.Duration > 0 {
-		deadline = start.Add(p.Duration)
+	rngs := make([]*rand.Rand, p.Clients)
+	for w := range rngs {
+		rngs[w] = rand.New(rand.NewPCG(p.Seed, uint64(w)))
 	}
-	var wg sync.WaitGroup
-	for w := 0; w < p.Clients; w++ {
-		wg.Add(1)
-		rng := rand.New(rand.NewPCG(p.Seed, uint64(w)))
-		go func() {
-			defer wg.Done()
-			for ctx.Err() == nil && !full.Load() {
-				if !deadline.IsZero() && time.Now().After(deadline) {
-					return
+	// round runs the clients until the deadline (zero: none) or until
+	// p.Claims claims started, or the cloud is full.
+	round := func(deadline time.Time) {
+		started.Store(0)
+		var wg sync.WaitGroup
+		for _, rng := range rngs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for ctx.Err() == nil && !full.Load() {
+					if !deadline.IsZero() && time.Now().After(deadline) {
+						return
+					}
+					if p.Claims > 0 && started.Add(1) > int64(p.Claims) {
+						return
+					}
+					err := one(ctx, rng, &st)
+					switch {
+					case err == nil:
+						succeeded.Add(1)
+					case errors.Is(err, errNoFit):
+						full.Store(true)
+					case errors.Is(err, errGaveUp):
+					case ctx.Err() != nil:
+					default:
+						st.fail(err)
+					}
 				}
-				if p.Claims > 0 && started.Add(1) > int64(p.Claims) {
-					return
-				}
-				err := one(ctx, rng, &st)
-				switch {
-				case err == nil:
-					succeeded.Add(1)
-				case errors.Is(err, errNoFit):
-					full.Store(true)
-				case errors.Is(err, errGaveUp):
-				case ctx.Err() != nil:
-				default:
-					st.fail(err)
-				}
-			}
-		}()
+			}()
+		}
+		wg.Wait()
 	}
-	meter := NewMeter(log, "claims ("+p.Mode+")", "claimed", p.Claims, p.Duration)
+	total := p.Claims
+	if p.Rounds {
+		total = 0 // the bar follows the time
+	}
+	var rounds atomic.Int64
+	meter := NewMeter(log, "claims ("+p.Mode+")", "claimed", total, p.Duration)
 	stop := meter.tick(func() {
 		st.mu.Lock()
 		extra := fmt.Sprintf("%d conflicts, %d errors", st.conflicts, st.errors)
 		st.mu.Unlock()
+		if p.Rounds {
+			extra = fmt.Sprintf("round %d, %s", rounds.Load(), extra)
+		}
 		meter.Show(int(succeeded.Load()), extra)
 	})
-	wg.Wait()
+	res := &ClaimsResult{Mode: p.Mode, Clients: p.Clients, Pick: p.Pick}
+	start := time.Now()
+	var timed time.Duration
+	var lastRound int64 // successful claims of the last round
+	var runErr error
+	for {
+		rounds.Add(1)
+		was := succeeded.Load()
+		phases.Resume()
+		var deadline time.Time
+		roundStart := time.Now()
+		if p.Duration > 0 {
+			deadline = roundStart.Add(p.Duration - timed)
+		}
+		round(deadline)
+		timed += time.Since(roundStart)
+		phases.Pause()
+		lastRound = succeeded.Load() - was
+		capped := p.Claims > 0 && started.Load() >= int64(p.Claims)
+		if !p.Rounds || !capped || full.Load() || ctx.Err() != nil || timed >= p.Duration {
+			break
+		}
+		if runErr = res.release(ctx, c, st.take(), p.Clients); runErr != nil {
+			break
+		}
+	}
 	stop()
-	elapsed := time.Since(start)
-	res := &ClaimsResult{
-		Mode: p.Mode, Clients: p.Clients, Pick: p.Pick, Elapsed: elapsed,
-		Claims: int(succeeded.Load()), PerSecond: float64(succeeded.Load()) / elapsed.Seconds(),
-		Conflicts: st.conflicts, GaveUp: st.gaveUp, NoFit: st.noFit, NoValidHost: st.noHost, ServerAttempts: st.attempts,
-		Errors: st.errors, Error: st.firstErr, FailedByStatus: st.byStatus,
-		Latency: Summarize(st.latency), GetTime: Summarize(st.gets), PutTime: Summarize(st.puts),
+	res.Elapsed = timed
+	res.Claims = int(succeeded.Load())
+	res.PerSecond = float64(res.Claims) / timed.Seconds()
+	res.Conflicts, res.GaveUp, res.NoFit, res.NoValidHost, res.ServerAttempts = st.conflicts, st.gaveUp, st.noFit, st.noHost, st.attempts
+	res.Errors, res.Error, res.FailedByStatus = st.errors, st.firstErr, st.byStatus
+	res.Latency, res.GetTime, res.PutTime = Summarize(st.latency), Summarize(st.gets), Summarize(st.puts)
+	if p.Rounds || p.Release {
+		res.Rounds = int(rounds.Load())
 	}
 	if p.Mode == ModeClaims {
 		res.Pick = "server"
 	}
-	if p.Verify && ctx.Err() == nil {
+	if runErr == nil && p.Verify && ctx.Err() == nil {
+		// What the last round left: the earlier ones were released.
 		expected := map[string]int{}
 		for class, n := range before {
 			expected[class] = n
 		}
 		for _, a := range flavor {
-			expected[a.Class] += a.Units * res.Claims
+			expected[a.Class] += a.Units * int(lastRound)
 		}
 		res.Verify = Verify(ctx, c, p.VerifyConns, expected)
 	}
+	if runErr == nil && p.Release && ctx.Err() == nil {
+		runErr = res.release(ctx, c, st.take(), p.Clients)
+	}
+	if p.Rounds || p.Release {
+		res.Wall = time.Since(start)
+	}
+	if runErr != nil {
+		return res, runErr
+	}
 	return res, ctx.Err()
+}
+
+// noPhases is the PhaseWatcher of a run that tells nobody.
+type noPhases struct{}
+
+func (noPhases) Pause()  {}
+func (noPhases) Resume() {}
+
+// release deletes the allocations of consumers (DELETE
+// /allocations/{uuid}) with conns concurrent requests, and counts them in
+// r; every answer must be 204.
+func (r *ClaimsResult) release(ctx context.Context, c *Client, consumers []string, conns int) error {
+	start := time.Now()
+	var mu sync.Mutex
+	err := forEach(ctx, len(consumers), conns, func(ctx context.Context, i int) error {
+		if _, err := c.Do(ctx, http.MethodDelete, "/allocations/"+consumers[i], nil, http.StatusNoContent); err != nil {
+			return fmt.Errorf("releasing consumer %s: %w", consumers[i], err)
+		}
+		mu.Lock()
+		r.released = append(r.released, consumers[i])
+		mu.Unlock()
+		return nil
+	}, nil)
+	r.ReleaseTime += time.Since(start)
+	r.Released = len(r.released)
+	return err
 }
 
 // ClaimRequest is a POST /claims body for a new consumer (Berth's API).
@@ -335,7 +483,7 @@ func postClaim(ctx context.Context, c *Client, resources map[string]int, p Claim
 				return fmt.Errorf("POST /claims: decoding answer: %w", err)
 			}
 			st.mu.Lock()
-			st.latency = append(st.latency, time.Since(start))
+			st.claimed(body.ConsumerUUID, time.Since(start))
 			st.attempts += ans.Attempts
 			st.mu.Unlock()
 			return nil
@@ -401,7 +549,7 @@ func claimOne(ctx context.Context, c *Client, path string, p ClaimsParams, rng *
 		}
 		if err == nil {
 			st.mu.Lock()
-			st.latency = append(st.latency, time.Since(start))
+			st.claimed(consumer, time.Since(start))
 			st.mu.Unlock()
 			return nil
 		}

@@ -8,7 +8,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // fakePlacement is a small in-memory Placement, enough for the tool's
@@ -29,6 +31,11 @@ type fakePlacement struct {
 	noHostClaims int // answer this many POST /claims with 409 berth.no_valid_host first
 	requests     int
 	badHeaders   int
+	deletes      int // DELETE /allocations answered 204
+	failDeletes  int // answer this many DELETE /allocations with 500 first
+	// deleteDelay (ns) delays every DELETE before it takes the lock, so
+	// that slow releases run concurrently.
+	deleteDelay atomic.Int64
 }
 
 type fakeRP struct {
@@ -63,6 +70,9 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 }
 
 func (f *fakePlacement) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if d := f.deleteDelay.Load(); d > 0 && r.Method == http.MethodDelete {
+		time.Sleep(time.Duration(d))
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.requests++
@@ -220,6 +230,26 @@ func (f *fakePlacement) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		f.consumers[parts[1]] = allocs
 		w.WriteHeader(204)
+	case "DELETE allocations/*":
+		if f.failDeletes > 0 {
+			f.failDeletes--
+			writeJSON(w, 500, nil)
+			return
+		}
+		// Placement answers 404 for a consumer with no allocations.
+		if f.consumers[parts[1]] == nil {
+			writeJSON(w, 404, nil)
+			return
+		}
+		delete(f.consumers, parts[1])
+		f.deletes++
+		w.WriteHeader(204)
+	case "GET allocations/*":
+		out := map[string]any{}
+		for rp, res := range f.consumers[parts[1]] {
+			out[rp] = map[string]any{"resources": res}
+		}
+		writeJSON(w, 200, map[string]any{"allocations": out})
 	case "POST claims":
 		var b ClaimRequest
 		if !decode(&b) {
