@@ -22,7 +22,8 @@ Commands:
   wide        seed one root with --children one-unit children and time a --groups granular query
   claims      concurrent claims (--clients, --duration or --claims), then an overcommit check:
               --mode two-step (GET candidates, PUT allocations, retry on 409; any Placement)
-              or --mode claims (Berth's POST /claims)
+              or --mode claims (Berth's POST /claims); --rounds repeats rounds of --claims,
+              releasing each, for --duration of timed claiming; --release empties the cloud after
   verify      only the overcommit check, over every provider
   flood       --clients repeat an expensive GET (--path, default unlimited candidates) for
               --duration while one client times small requests (GET /, one provider)
@@ -98,6 +99,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	var c common
 	var run func(context.Context, *Report, io.Writer) error
+	var timed samplers // told a claims run's timed phases
 	waitPath := "/"
 	timeout := 60 * time.Second
 	switch cmd {
@@ -188,8 +190,15 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fs.IntVar(&p.Retries, "retries", 10, "retries of a claim after a 409")
 		fs.Uint64Var(&p.Seed, "seed", 0, "random seed for --pick random (0: from the clock)")
 		verify := fs.Bool("verify", true, "check usages against capacity on every provider afterwards")
+		fs.BoolVar(&p.Rounds, "rounds", false, "with --claims and --duration: a round that reaches --claims claims before --duration of claiming\n"+
+			"has passed is followed by the release of its consumers (DELETE /allocations, concurrently, untimed,\n"+
+			"each answered 204) and another round, until the rounds' timed claiming adds up to --duration;\n"+
+			"claims/s is over that time only, and the CPU of --pid and --db-pid too")
+		fs.BoolVar(&p.Release, "release", false, "at the end (after --verify's check) release every consumer the run left claimed,\n"+
+			"so that the next run starts on the cloud this one found (untimed)")
 		run = func(ctx context.Context, r *Report, log io.Writer) (err error) {
 			p.Verify = *verify
+			p.Phases = &timed
 			r.Params = p
 			r.Claims, err = RunClaims(ctx, c.client(p.Clients), p, log)
 			if err == nil && r.Claims.Verify != nil && !r.Claims.Verify.OK {
@@ -327,6 +336,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 	}
+	timed = samplers{sampler, dbSampler}
 	runErr := run(ctx, r, log)
 	if sampler != nil {
 		r.Memory = sampler.Stop()
@@ -349,6 +359,22 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// samplers are the memory samplers of a run (either may be nil), told a
+// claims run's timed phases so that they count only those phases' CPU.
+type samplers []*MemSampler
+
+func (s *samplers) Pause() {
+	for _, m := range *s {
+		m.Pause()
+	}
+}
+
+func (s *samplers) Resume() {
+	for _, m := range *s {
+		m.Resume()
+	}
 }
 
 func selectQueries(all []Query, only string) ([]Query, error) {

@@ -1,9 +1,13 @@
 package load
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -206,4 +210,51 @@ func TestRoundsAgainstBerthd(t *testing.T) {
 		}
 	}
 	checkPhases(t, &phases, res.Rounds)
+}
+
+// TestMainClaimsRounds: the command line's --rounds and --release, with
+// the CPU of --pid and --db-pid counted over the timed claiming only, and
+// the report saying so, in text and JSON.
+func TestMainClaimsRounds(t *testing.T) {
+	f, srv := newFake(t)
+	c := testClient(srv.URL)
+	if _, err := Seed(context.Background(), c, SeedParams{Nodes: 4}, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	f.deleteDelay.Store(int64(5 * time.Millisecond))
+	file := filepath.Join(t.TempDir(), "claims.json")
+	self := strconv.Itoa(os.Getpid()) // the fake server is this process
+	var out, errOut bytes.Buffer
+	code := Main(context.Background(), []string{"claims", "--url", srv.URL, "--mode", "claims", "--clients", "3",
+		"--claims", "12", "--duration", "200ms", "--rounds", "--release", "--pid", self, "--db-pid", self, "-q", "--json", file}, &out, &errOut)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	r, err := ReadReport(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := r.Claims
+	if cl == nil || cl.Rounds < 2 || cl.Released != cl.Claims || len(f.consumers) != 0 || cl.Verify == nil || !cl.Verify.OK {
+		t.Fatalf("report %+v, %d consumers left", cl, len(f.consumers))
+	}
+	for _, m := range []*MemReport{r.Memory, r.Database} {
+		if m == nil || m.CPUCounted < 0.2 || m.CPUExcluded <= 0 {
+			t.Errorf("CPU window: %+v", m)
+		}
+	}
+	params, _ := r.Params.(map[string]any)
+	if params["rounds"] != true || params["release"] != true {
+		t.Errorf("params %v", r.Params)
+	}
+	for _, want := range []string{" rounds, ", "consumers released (untimed", "server CPU per claim (timed claiming only: ",
+		"database CPU per claim (timed claiming only: "} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, out.String())
+		}
+	}
+	t.Log("\n" + out.String())
+	if code := Main(context.Background(), []string{"claims", "--url", srv.URL, "--rounds", "--duration", "1s", "-q"}, &out, &errOut); code != 1 {
+		t.Errorf("--rounds without --claims: exit %d", code)
+	}
 }
