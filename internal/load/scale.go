@@ -160,6 +160,13 @@ func scaleRows() []scaleRow {
 					small, ok2 := vals[1000]
 					return big >= 0.9*small, ok1 && ok2
 				}},
+			scaleRow{name: "  rounds (released between)", format: func(v float64) string { return fmt.Sprintf("%.0f", v) },
+				value: func(s scaleSize) (float64, bool) {
+					if cl := s.claims(c); cl != nil && cl.Rounds > 0 {
+						return float64(cl.Rounds), true
+					}
+					return 0, false
+				}},
 			scaleRow{name: "  p50", format: fmtMs,
 				value: func(s scaleSize) (float64, bool) {
 					if cl := s.claims(c); cl != nil {

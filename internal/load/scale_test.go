@@ -27,7 +27,9 @@ func TestPrintScale(t *testing.T) {
 		return &Report{Claims: &ClaimsResult{Claims: 1000, PerSecond: rate, Latency: Stats{N: 1000, Median: p99 / 2, P99: p99}},
 			Memory: &MemReport{PeakRSS: 300 << 10, CPUTree: 1}, Database: &MemReport{CPUTree: 2}}
 	}
-	write(1000, "claims-c16", claims(1000, 20*time.Millisecond))
+	rounds := claims(1000, 20*time.Millisecond)
+	rounds.Claims.Rounds = 8
+	write(1000, "claims-c16", rounds)
 	write(100000, "claims-c16", claims(950, 60*time.Millisecond))
 	write(1000, "claims-c64", claims(1000, 20*time.Millisecond))
 	write(100000, "claims-c64", claims(500, 60*time.Millisecond))
@@ -50,6 +52,16 @@ func TestPrintScale(t *testing.T) {
 		if !strings.Contains(got, want) {
 			t.Errorf("no %q in the table", want)
 		}
+	}
+	rounds16 := ""
+	for _, line := range strings.Split(got, "\n") {
+		if strings.HasPrefix(line, "  rounds (released between)") {
+			rounds16 = strings.Join(strings.Fields(strings.TrimPrefix(line, "  rounds (released between)")), " ")
+			break
+		}
+	}
+	if rounds16 != "8 -" {
+		t.Errorf("16 clients' rounds row %q, want 8 at 1,000 and none at 100,000", rounds16)
 	}
 	verdict := func(row string) string {
 		for _, line := range strings.Split(got, "\n") {
