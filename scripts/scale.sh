@@ -18,11 +18,19 @@
 #               snapshot's first load and of a periodic full reload, read from
 #               berthd's debug log ("ledger snapshot loaded ... duration=")
 #   claims      POST /claims of VCPU:4,MEMORY_MB:16384,DISK_GB:100 at each
-#               --clients count for --claims (a duration), each run capped at a
-#               quarter of the cloud's capacity so that the cloud never fills
-#               (a node takes 15 such claims): claims/s, p50/p99, CPU per claim
-#               of berthd and of PostgreSQL, berthd's peak RSS
-#   verify      the overcommit check over every provider, at sizes up to 10,000
+#               --clients count for --claims (a duration) of timed claiming, in
+#               rounds of at most a quarter of the cloud's capacity (a node
+#               takes 15 such claims): a round that reaches it before the
+#               duration is over is released (DELETE /allocations, untimed)
+#               and followed by another ("berth-load claims --rounds"), so every
+#               size claims for the same time on a cloud at most a quarter
+#               full; each run releases its last round too (--release), so
+#               the next starts on an empty cloud: claims/s over the timed
+#               claiming, p50/p99, CPU per claim of berthd and of PostgreSQL
+#               over the timed claiming only, berthd's peak RSS
+#   verify      in each claims run, before its last release, the overcommit
+#               check over every provider of what the last round left, untimed
+#               (berth-load claims --verify), at sizes up to 10,000
 #               (SCALE_VERIFY=all: every size, minutes at 100,000; 0: none)
 #
 # then prints the table ("berth-load scale DIR"), with "target met / not met"
@@ -210,14 +218,16 @@ for n in $sizes; do
   launch "$berthd_cmd" "$dir/server.log.claims" && "$load" wait --url "$url" --path "$first_path" --timeout 600s ||
     { echo "scale.sh: berthd did not restart; see $dir/server.log.claims" >&2; failed=1; stop_target; drop_db; continue; }
 
+  # Rounds of at most a quarter of the capacity, released between and
+  # after, for --claims of timed claiming: the same duration and fill at
+  # every size, and an empty cloud at each run's start.
   cap=$((n * 15 / 4))
+  check=false
+  if [ "$verify" = all ] || [ "$n" -le "$verify" ]; then check=true; fi
   for c in $clients; do
     measure "claims-c$c" claims --mode claims --clients "$c" --duration "$claims" --claims "$cap" \
-      --verify=false --keepalive on --reset-peak --db-pid "$pg_pid"
+      --rounds --release --verify="$check" --keepalive on --reset-peak --db-pid "$pg_pid"
   done
-  if [ "$verify" = all ] || [ "$n" -le "$verify" ]; then
-    measure verify verify --keepalive on
-  fi
   stop_target; drop_db
   {
     echo "vacuum_s=$vacuum_s"
