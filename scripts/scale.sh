@@ -42,7 +42,7 @@
 #   scripts/scale.sh --berth BIN [options]
 # Options:
 #   --sizes "1000 10000 100000"  provider counts (SCALE_SIZES), one fresh database each
-#   --claims DURATION    length of each claims run (SCALE_CLAIMS, default 30s)
+#   --claims DURATION    timed claiming of each claims run, its rounds added up (SCALE_CLAIMS, default 30s)
 #   --clients "16 64"    claim clients, one run each (SCALE_CLIENTS)
 #   --seed-workers W     concurrent seeding clients (SCALE_SEED_WORKERS, default 32)
 #   --iterations K       timed runs of each GET (SCALE_ITERATIONS, default 5)

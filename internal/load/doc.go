@@ -2,7 +2,8 @@
 // OpenStack Placement) to seed benchmark data and time it: allocation
 // candidate queries over flat compute nodes, Placement's perfload nested
 // trees, a wide tree that makes granular queries explode, and concurrent
-// two-step claims with an overcommit check afterwards.
+// claims (two-step, or Berth's POST /claims; optionally in rounds released
+// between, see ClaimsParams) with an overcommit check afterwards.
 //
 // It owns nothing on the server: it only speaks HTTP/1.1, so the same run
 // can target both implementations. Kept-alive requests go through a small
