@@ -334,6 +334,7 @@ func RunClaims(ctx context.Context, c *Client, p ClaimsParams, log io.Writer) (*
 		total = 0 // the bar follows the time
 	}
 	var rounds atomic.Int64
+	var releasing atomic.Bool // for the progress line
 	meter := NewMeter(log, "claims ("+p.Mode+")", "claimed", total, p.Duration)
 	stop := meter.tick(func() {
 		st.mu.Lock()
@@ -341,6 +342,9 @@ func RunClaims(ctx context.Context, c *Client, p ClaimsParams, log io.Writer) (*
 		st.mu.Unlock()
 		if p.Rounds {
 			extra = fmt.Sprintf("round %d, %s", rounds.Load(), extra)
+		}
+		if releasing.Load() {
+			extra += ", releasing (untimed)"
 		}
 		meter.Show(int(succeeded.Load()), extra)
 	})
@@ -366,7 +370,10 @@ func RunClaims(ctx context.Context, c *Client, p ClaimsParams, log io.Writer) (*
 		if !p.Rounds || !capped || full.Load() || ctx.Err() != nil || timed >= p.Duration {
 			break
 		}
-		if runErr = res.release(ctx, c, st.take(), p.Clients); runErr != nil {
+		releasing.Store(true)
+		runErr = res.release(ctx, c, st.take(), p.Clients)
+		releasing.Store(false)
+		if runErr != nil {
 			break
 		}
 	}
