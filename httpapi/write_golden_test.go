@@ -157,4 +157,3 @@ func TestWriteAnswersGolden(t *testing.T) {
 		t.Fatalf("answers differ from %s in length: %d lines, want %d", path, len(gl), len(wl))
 	}
 }
-
