@@ -19,7 +19,12 @@ var (
 	MaxVersion = Version{1, 39}
 )
 
-func (v Version) String() string { return fmt.Sprintf("%d.%d", v.Major, v.Minor) }
+func (v Version) String() string {
+	if v.Major == 1 && v.Minor >= 0 && v.Minor < len(versionStrings) {
+		return versionStrings[v.Minor]
+	}
+	return fmt.Sprintf("%d.%d", v.Major, v.Minor)
+}
 
 // AtLeast reports whether v is 1.minor or later.
 func (v Version) AtLeast(minor int) bool { return v.Major > 1 || (v.Major == 1 && v.Minor >= minor) }

@@ -131,7 +131,7 @@ type Server struct {
 	data    *claims.LedgerData
 	log     *slog.Logger
 	e       *echo.Echo
-	meters  httpMeters
+	meters  *httpMeters
 	// draining is set by Drain: /readyz fails from then on.
 	draining atomic.Bool
 	// admission bounds the expensive requests in flight (admission.go).
