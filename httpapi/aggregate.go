@@ -73,15 +73,25 @@ func (s *Server) providerAggregatesReplace(c echo.Context) error {
 	var aggs []string
 	var params ledger.AggregatesReplaceParams
 	if version(c).AtLeast(aggregatesGenerationVersion) {
+		// Not a named type: json.Unmarshal's messages name the struct.
 		var body struct {
 			Aggregates []string `json:"aggregates"`
 			Generation int64    `json:"resource_provider_generation"`
 		}
-		if err := decodeJSON(raw, aggregatesSchemaV1_19, &body); err != nil {
+		fromDoc := func(doc any, _ []byte) bool {
+			return docListAndGeneration(doc, "aggregates", &body.Aggregates, &body.Generation)
+		}
+		if err := decodeJSONDoc(raw, aggregatesSchemaV1_19, &body, fromDoc); err != nil {
 			return s.providerFirst(c, err)
 		}
 		aggs, params.Generation = body.Aggregates, &body.Generation
-	} else if err := decodeJSON(raw, aggregatesSchemaV1_1, &aggs); err != nil {
+	} else if err := decodeJSONDoc(raw, aggregatesSchemaV1_1, &aggs, func(doc any, _ []byte) bool {
+		list, ok := docStrings(doc)
+		if ok {
+			aggs = list
+		}
+		return ok
+	}); err != nil {
 		return s.providerFirst(c, err)
 	}
 	if aggs == nil {

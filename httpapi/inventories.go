@@ -93,17 +93,77 @@ type jsonInt struct {
 }
 
 func (n *jsonInt) UnmarshalJSON(b []byte) error {
-	lit := string(b)
+	v, err := parseJSONInt(string(b))
+	if err != nil {
+		return err
+	}
+	*n = v
+	return nil
+}
+
+// parseJSONInt reads the number literal lit as a jsonInt.
+func parseJSONInt(lit string) (jsonInt, error) {
 	if v, err := strconv.ParseInt(lit, 10, 64); err == nil {
-		*n = jsonInt{v, lit}
-		return nil
+		return jsonInt{v, lit}, nil
 	}
 	f, err := strconv.ParseFloat(lit, 64)
 	if err != nil || f != math.Trunc(f) || math.Abs(f) >= 1<<63 {
-		return fmt.Errorf("json: cannot unmarshal %s into an integer", lit)
+		return jsonInt{}, fmt.Errorf("json: cannot unmarshal %s into an integer", lit)
 	}
-	*n = jsonInt{int64(f), lit}
-	return nil
+	return jsonInt{int64(f), lit}, nil
+}
+
+// docJSONInt is v as json.Unmarshal decodes a number into a jsonInt.
+func docJSONInt(v any) (*jsonInt, bool) {
+	lit, ok := v.(json.Number)
+	if !ok {
+		return nil, false
+	}
+	n, err := parseJSONInt(string(lit))
+	return &n, err == nil
+}
+
+func (b *inventoryBody) decodeDoc(doc any, _ []byte) bool {
+	m, ok := doc.(map[string]any)
+	if !ok {
+		return false
+	}
+	var out inventoryBody
+	for k, v := range m {
+		switch k {
+		case "resource_class":
+			out.ResourceClass, ok = v.(string)
+		case "resource_provider_generation":
+			var g int64
+			g, ok = docInt64(v)
+			out.Generation = &g
+		case "total":
+			var n *jsonInt
+			if n, ok = docJSONInt(v); ok {
+				out.Total = *n
+			}
+		case "reserved":
+			out.Reserved, ok = docJSONInt(v)
+		case "min_unit":
+			out.MinUnit, ok = docJSONInt(v)
+		case "max_unit":
+			out.MaxUnit, ok = docJSONInt(v)
+		case "step_size":
+			out.StepSize, ok = docJSONInt(v)
+		case "allocation_ratio":
+			// buildDoc's numbers are all valid JSON numbers.
+			var r json.Number
+			r, ok = v.(json.Number)
+			out.AllocationRatio = &r
+		default:
+			ok = false
+		}
+		if !ok {
+			return false
+		}
+	}
+	*b = out
+	return true
 }
 
 func (b inventoryBody) inventory(class string) ledger.Inventory {
@@ -144,6 +204,45 @@ func (b inventoryBody) literals() map[string]string {
 type inventoriesBody struct {
 	Generation  int64                     `json:"resource_provider_generation"`
 	Inventories orderedMap[inventoryBody] `json:"inventories"`
+}
+
+func (b *inventoriesBody) decodeDoc(doc any, body []byte) bool {
+	m, ok := doc.(map[string]any)
+	if !ok {
+		return false
+	}
+	var out inventoriesBody
+	for k, v := range m {
+		switch k {
+		case "resource_provider_generation":
+			out.Generation, ok = docInt64(v)
+		case "inventories":
+			var invs map[string]any
+			if invs, ok = v.(map[string]any); !ok {
+				return false
+			}
+			// The classes in the body's order, which the map lost.
+			keys, found := memberKeys(body, "inventories")
+			if !found || len(keys) != len(invs) {
+				return false
+			}
+			out.Inventories = orderedMap[inventoryBody]{Keys: keys, Values: make(map[string]inventoryBody, len(keys))}
+			for _, class := range keys {
+				var inv inventoryBody
+				if rec, in := invs[class]; !in || !inv.decodeDoc(rec, nil) {
+					return false
+				}
+				out.Inventories.Values[class] = inv
+			}
+		default:
+			ok = false
+		}
+		if !ok {
+			return false
+		}
+	}
+	*b = out
+	return true
 }
 
 func (b inventoriesBody) inventories() []ledger.Inventory {
@@ -294,7 +393,7 @@ func (s *Server) inventoryUpdate(c echo.Context) error {
 // PUT /resource_providers/{uuid}/inventories
 func (s *Server) inventoriesReplace(c echo.Context) error {
 	var body inventoriesBody
-	if err := s.decodeBody(c, putInventoriesSchemaCompiled, &body); err != nil {
+	if err := s.decodeBodyDoc(c, putInventoriesSchemaCompiled, &body, body.decodeDoc); err != nil {
 		return s.providerFirst(c, err)
 	}
 	pi, err := s.store.InventoriesReplace(c.Request().Context(), inventoryParams(c, &body.Generation), body.inventories())

@@ -275,15 +275,29 @@ func (s *Server) readBody(c echo.Context) ([]byte, error) {
 // into dst. Errors read as Placement's: "Malformed JSON: ..." and
 // "JSON does not validate: ...".
 func (s *Server) decodeBody(c echo.Context, schema *jsonschema.Schema, dst any) error {
+	return s.decodeBodyDoc(c, schema, dst, nil)
+}
+
+// decodeBodyDoc is decodeBody with decodeJSONDoc's fast path.
+func (s *Server) decodeBodyDoc(c echo.Context, schema *jsonschema.Schema, dst any, fromDoc func(doc any, body []byte) bool) error {
 	body, err := s.readBody(c)
 	if err != nil {
 		return err
 	}
-	return decodeJSON(body, schema, dst)
+	return decodeJSONDoc(body, schema, dst, fromDoc)
 }
 
 func decodeJSON(body []byte, schema *jsonschema.Schema, dst any) error {
-	doc, err := parseJSON(body)
+	return decodeJSONDoc(body, schema, dst, nil)
+}
+
+// decodeJSONDoc is decodeJSON, but first tries fromDoc (if not nil),
+// which fills dst from the document the schema validated, without a
+// second parse (jsondoc.go): it must fill dst as json.Unmarshal(body,
+// dst) would, or report false having changed nothing, and is called only
+// with a document buildDoc made.
+func decodeJSONDoc(body []byte, schema *jsonschema.Schema, dst any, fromDoc func(doc any, body []byte) bool) error {
+	doc, built, err := parseJSONDoc(body)
 	if err != nil {
 		return badRequest("Malformed JSON: %v", err)
 	}
@@ -293,6 +307,9 @@ func decodeJSON(body []byte, schema *jsonschema.Schema, dst any) error {
 		}
 	}
 	if dst == nil {
+		return nil
+	}
+	if fromDoc != nil && built && fromDoc(doc, body) {
 		return nil
 	}
 	if err := json.Unmarshal(body, dst); err != nil {
@@ -332,9 +349,25 @@ func nonFinite(v any) bool {
 // body Python's json.loads refuses is refused with Python's words, as
 // Placement does (pyJSONError).
 func parseJSON(body []byte) (any, error) {
+	doc, _, err := parseJSONDoc(body)
+	return doc, err
+}
+
+// parseJSONDoc is parseJSON, and reports whether buildDoc built the
+// document (so that it holds no NaN or Infinity).
+func parseJSONDoc(body []byte) (any, bool, error) {
 	if err := pyJSONError(body); err != nil {
-		return nil, err
+		return nil, false, err
 	}
+	if doc, ok := buildDoc(body); ok {
+		return doc, true, nil
+	}
+	doc, err := parseJSONGeneral(body)
+	return doc, false, err
+}
+
+// parseJSONGeneral decodes a body pyJSONError accepted with encoding/json.
+func parseJSONGeneral(body []byte) (any, error) {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
 	var doc any
