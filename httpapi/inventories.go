@@ -286,19 +286,34 @@ func renderInventory(inv ledger.Inventory, generation *int64, lits map[string]st
 	return out
 }
 
-// sendInventories answers with pi's inventories; lits are the literals of
-// a write's body, by class (nil for a read).
-func (s *Server) sendInventories(c echo.Context, pi ledger.ProviderInventories, lits map[string]map[string]string) error {
+// sendInventories answers with pi's inventories; bodies are a write's
+// body by class, whose literals the answer echoes (nil for a read).
+func (s *Server) sendInventories(c echo.Context, pi ledger.ProviderInventories, bodies map[string]inventoryBody) error {
+	setCacheHeaders(c, pi.LastModified())
+	if ok, err := writeJSONFast(c, http.StatusOK, func(b []byte) ([]byte, bool) {
+		return appendInventories(b, pi, bodies)
+	}); ok {
+		return err
+	}
+	return writeJSON(c, http.StatusOK, inventoriesAnswer(pi, bodies))
+}
+
+// inventoriesAnswer is sendInventories' answer as generic values, which
+// appendInventories writes by hand.
+func inventoriesAnswer(pi ledger.ProviderInventories, bodies map[string]inventoryBody) map[string]any {
 	// In the ledger's order: Placement's class order.
 	out := newJSONObject()
 	for _, inv := range pi.Inventories {
-		out.set(inv.ResourceClass, renderInventory(inv, nil, lits[inv.ResourceClass]))
+		var lits map[string]string
+		if body, in := bodies[inv.ResourceClass]; in {
+			lits = body.literals()
+		}
+		out.set(inv.ResourceClass, renderInventory(inv, nil, lits))
 	}
-	setCacheHeaders(c, pi.LastModified())
-	return writeJSON(c, http.StatusOK, map[string]any{
+	return map[string]any{
 		"resource_provider_generation": pi.Generation,
 		"inventories":                  out,
-	})
+	}
 }
 
 // sendInventory answers with the inventory of class from pi.
@@ -406,11 +421,7 @@ func (s *Server) inventoriesReplace(c echo.Context) error {
 		pos[k] = i
 	}
 	slices.SortStableFunc(pi.Inventories, func(a, b ledger.Inventory) int { return pos[a.ResourceClass] - pos[b.ResourceClass] })
-	lits := make(map[string]map[string]string, len(body.Inventories.Keys))
-	for class, inv := range body.Inventories.Values {
-		lits[class] = inv.literals()
-	}
-	return s.sendInventories(c, pi, lits)
+	return s.sendInventories(c, pi, body.Inventories.Values)
 }
 
 // DELETE /resource_providers/{uuid}/inventories/{resource_class}

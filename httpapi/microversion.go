@@ -48,9 +48,16 @@ const (
 // minimum version. The second result is the version as the client wrote
 // it, for messages.
 func parseVersionHeader(value string) (Version, string, error) {
-	parts := strings.Split(value, ",")
-	for i := len(parts) - 1; i >= 0; i-- {
-		service, rest, ok := cutAnySpace(strings.TrimSpace(parts[i]))
+	// The entries from the last, without splitting the value into a
+	// slice first.
+	for more := true; more; {
+		var entry string
+		if i := strings.LastIndexByte(value, ','); i >= 0 {
+			entry, value = value[i+1:], value[:i]
+		} else {
+			entry, more = value, false
+		}
+		service, rest, ok := cutAnySpace(strings.TrimSpace(entry))
 		if !ok || !strings.EqualFold(service, serviceType) {
 			continue
 		}

@@ -185,7 +185,11 @@ func (s *Server) providerCreate(c echo.Context) error {
 		return c.NoContent(http.StatusCreated)
 	}
 	setCacheHeaders(c, providerLastModified(p))
-	return writeJSON(c, http.StatusOK, providerJSON(c, p))
+	v := version(c)
+	_, err = writeJSONFast(c, http.StatusOK, func(b []byte) ([]byte, bool) {
+		return appendProvider(b, p, providerRels(v), v.AtLeast(14)), true
+	})
+	return err
 }
 
 // providerShow serves GET /resource_providers/{uuid}.

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -229,13 +230,32 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 
 // writeJSON writes v as the JSON body of a response.
 func writeJSON(c echo.Context, status int, v any) error {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
+	buf := jsonBuffers.Get().(*bytes.Buffer)
+	defer func() {
+		if buf.Cap() <= maxPooledAnswer {
+			jsonBuffers.Put(buf)
+		}
+	}()
+	b, err := encodeJSON(buf, v)
+	if err != nil {
+		return err
+	}
+	return c.Blob(status, echo.MIMEApplicationJSON, b)
+}
+
+// jsonBuffers pools writeJSON's buffers.
+var jsonBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// encodeJSON encodes v into buf as writeJSON answers it: compact, HTML
+// characters not escaped, no trailing newline.
+func encodeJSON(buf *bytes.Buffer, v any) ([]byte, error) {
+	buf.Reset()
+	enc := json.NewEncoder(buf)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(v); err != nil {
-		return fmt.Errorf("encode response: %w", err)
+		return nil, fmt.Errorf("encode response: %w", err)
 	}
-	return c.Blob(status, echo.MIMEApplicationJSON, bytes.TrimRight(buf.Bytes(), "\n"))
+	return bytes.TrimRight(buf.Bytes(), "\n"), nil
 }
 
 // setCacheHeaders marks a GET response as not cacheable and gives its last
