@@ -113,14 +113,16 @@ func parseJSONInt(lit string) (jsonInt, error) {
 	return jsonInt{int64(f), lit}, nil
 }
 
-// docJSONInt is v as json.Unmarshal decodes a number into a jsonInt.
-func docJSONInt(v any) (*jsonInt, bool) {
+// docJSONInt is v as json.Unmarshal decodes a number into a jsonInt,
+// stored in *dst.
+func docJSONInt(v any, dst *jsonInt) (*jsonInt, bool) {
 	lit, ok := v.(json.Number)
 	if !ok {
 		return nil, false
 	}
 	n, err := parseJSONInt(string(lit))
-	return &n, err == nil
+	*dst = n
+	return dst, err == nil
 }
 
 func (b *inventoryBody) decodeDoc(doc any, _ []byte) bool {
@@ -128,33 +130,36 @@ func (b *inventoryBody) decodeDoc(doc any, _ []byte) bool {
 	if !ok {
 		return false
 	}
+	// What the optional fields point to, in one allocation.
+	fields := new(struct {
+		ints       [4]jsonInt
+		generation int64
+		ratio      json.Number
+	})
 	var out inventoryBody
 	for k, v := range m {
 		switch k {
 		case "resource_class":
 			out.ResourceClass, ok = v.(string)
 		case "resource_provider_generation":
-			var g int64
-			g, ok = docInt64(v)
-			out.Generation = &g
+			fields.generation, ok = docInt64(v)
+			out.Generation = &fields.generation
 		case "total":
-			var n *jsonInt
-			if n, ok = docJSONInt(v); ok {
-				out.Total = *n
-			}
+			var n jsonInt
+			_, ok = docJSONInt(v, &n)
+			out.Total = n
 		case "reserved":
-			out.Reserved, ok = docJSONInt(v)
+			out.Reserved, ok = docJSONInt(v, &fields.ints[0])
 		case "min_unit":
-			out.MinUnit, ok = docJSONInt(v)
+			out.MinUnit, ok = docJSONInt(v, &fields.ints[1])
 		case "max_unit":
-			out.MaxUnit, ok = docJSONInt(v)
+			out.MaxUnit, ok = docJSONInt(v, &fields.ints[2])
 		case "step_size":
-			out.StepSize, ok = docJSONInt(v)
+			out.StepSize, ok = docJSONInt(v, &fields.ints[3])
 		case "allocation_ratio":
 			// buildDoc's numbers are all valid JSON numbers.
-			var r json.Number
-			r, ok = v.(json.Number)
-			out.AllocationRatio = &r
+			fields.ratio, ok = v.(json.Number)
+			out.AllocationRatio = &fields.ratio
 		default:
 			ok = false
 		}

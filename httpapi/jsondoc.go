@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"encoding/json"
+	"slices"
 	"strconv"
 	"unicode/utf8"
 )
@@ -301,12 +302,24 @@ func memberKeys(body []byte, key string) ([]string, bool) {
 			return 0, false
 		}
 		found = true
-		seen := map[string]bool{}
+		var seen map[string]bool // past a handful of keys
 		if !s.members(at, func(name string, at int) (int, bool) {
-			if !seen[name] {
+			switch {
+			case seen != nil:
+				if seen[name] {
+					return s.skip(at)
+				}
 				seen[name] = true
-				keys = append(keys, name)
+			case slices.Contains(keys, name):
+				return s.skip(at)
+			case len(keys) == 16:
+				seen = make(map[string]bool, 2*len(keys))
+				for _, k := range keys {
+					seen[k] = true
+				}
+				seen[name] = true
 			}
+			keys = append(keys, name)
 			return s.skip(at)
 		}) {
 			return 0, false

@@ -143,6 +143,8 @@ func TestMemberKeys(t *testing.T) {
 		{`{"x": 1}`, nil, false},
 		{`{"inventories": {"A\u0041": 1}}`, nil, false},
 		{`{"inventories":{"A":1,"B":true,"C":null,"D":-1e5}}`, []string{"A", "B", "C", "D"}, true},
+		{`{"inventories":{"A":1,"B":1,"C":1,"D":1,"E":1,"F":1,"G":1,"H":1,"I":1,"J":1,"K":1,"L":1,"M":1,"N":1,"O":1,"P":1,"A":2,"Q":1,"R":1,"Q":1,"B":3}}`,
+			[]string{"A", "B", "C", "D", "E", "F", "G", "H", "I", "J", "K", "L", "M", "N", "O", "P", "Q", "R"}, true},
 	} {
 		got, ok := memberKeys([]byte(tc.body), "inventories")
 		if ok != tc.ok || !reflect.DeepEqual(got, tc.want) {

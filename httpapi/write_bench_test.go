@@ -194,3 +194,56 @@ func BenchmarkSeedWrites(b *testing.B) {
 	b.ReportMetric(float64(all.allocs)/n, "allocs/write")
 	b.ReportMetric(float64(all.bytes)/n, "B/write")
 }
+
+// BenchmarkSeedBodies measures the decoding of the seeding's request
+// bodies alone (parse, schema, typed body), without a database: the part
+// of BenchmarkSeedWrites that the machine's noise does not blur.
+func BenchmarkSeedBodies(b *testing.B) {
+	create := `{"uuid":"0000002a-0000-4000-8000-00000000002a","name":"compute-42"}`
+	aggregates := `{"aggregates":["00000002-aaaa-4000-8000-000000000000"],"resource_provider_generation":1}`
+	traits := `{"traits":["` + seedTrait + `"],"resource_provider_generation":2}`
+	for _, tc := range []struct {
+		name string
+		run  func(body []byte) error
+		body string
+	}{
+		{"create", func(body []byte) error {
+			var p providerCreateBody
+			return decodeJSONDoc(body, providerPostSchemaV1_14, &p, p.decodeDoc)
+		}, create},
+		{"inventories", func(body []byte) error {
+			var ib inventoriesBody
+			return decodeJSONDoc(body, putInventoriesSchemaCompiled, &ib, ib.decodeDoc)
+		}, seedInventories},
+		{"aggregates", func(body []byte) error {
+			var l []string
+			var g int64
+			return decodeJSONDoc(body, aggregatesSchemaV1_19, &l, func(doc any, _ []byte) bool {
+				return docListAndGeneration(doc, "aggregates", &l, &g)
+			})
+		}, aggregates},
+		{"traits", func(body []byte) error {
+			var l []string
+			var g int64
+			return decodeJSONDoc(body, providerTraitsSchema, &l, func(doc any, _ []byte) bool {
+				return docListAndGeneration(doc, "traits", &l, &g)
+			})
+		}, traits},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			body := []byte(tc.body)
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := checkUTF8(body); err != nil {
+					b.Fatal(err)
+				}
+				if err := scanJSON(body); err != nil {
+					b.Fatal(err)
+				}
+				if err := tc.run(body); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
