@@ -132,7 +132,10 @@ type Server struct {
 	data    *claims.LedgerData
 	log     *slog.Logger
 	e       *echo.Echo
-	meters  *httpMeters
+	// chain serves a request through the middleware and the routes
+	// (chainRouted).
+	chain  echo.HandlerFunc
+	meters *httpMeters
 	// draining is set by Drain: /readyz fails from then on.
 	draining atomic.Bool
 	// admission bounds the expensive requests in flight (admission.go).
@@ -164,25 +167,58 @@ func New(cfg Config, logger *slog.Logger) (*Server, error) {
 	s.e.HideBanner = true
 	s.e.HidePort = true
 	s.e.HTTPErrorHandler = s.errorHandler
-	s.e.Pre(assignRequestID, s.observe, s.microversion, s.deadline)
+	// Before routing.
+	pre := []echo.MiddlewareFunc{assignRequestID, s.observe, s.microversion, s.deadline}
 	if len(cfg.CORSAllowedOrigins) > 0 {
 		// After microversion, as in Placement's pipeline, where a bad
 		// OpenStack-API-Version header is refused before CORS sees it.
-		s.e.Pre(newCORS(cfg.CORSAllowedOrigins).middleware)
+		pre = append(pre, newCORS(cfg.CORSAllowedOrigins).middleware)
 	}
 	s.admission = newAdmission(cfg)
-	s.e.Use(s.authenticate, s.rejectMethod, checkContentHeaders)
 	s.addRoutes()
+	// After routing, before the handler the router chose (a route's, or
+	// echo's 404 or 405).
+	routed := []echo.MiddlewareFunc{s.authenticate, s.rejectMethod, checkContentHeaders}
+	s.chain = chainRouted(s.e, pre, routed)
 	return s, nil
 }
 
+// chainRouted is what echo's ServeHTTP runs for a request with e.Pre(pre)
+// and e.Use(routed): the pre middleware, routing, the routed middleware
+// and the handler the router chose. Echo composes these middleware (each
+// a closure) anew for every request; here they are composed once, and
+// the routed ones call the chosen handler when they reach it.
+func chainRouted(e *echo.Echo, pre, routed []echo.MiddlewareFunc) echo.HandlerFunc {
+	chosen := chainMiddleware(func(c echo.Context) error { return c.Handler()(c) }, routed)
+	return chainMiddleware(func(c echo.Context) error {
+		r := c.Request()
+		e.Router().Find(r.Method, echo.GetPath(r), c)
+		return chosen(c)
+	}, pre)
+}
+
+// chainMiddleware wraps h in mw, the first outermost, as echo applies a
+// list of middleware.
+func chainMiddleware(h echo.HandlerFunc, mw []echo.MiddlewareFunc) echo.HandlerFunc {
+	for i := len(mw) - 1; i >= 0; i-- {
+		h = mw[i](h)
+	}
+	return h
+}
+
 // ServeHTTP serves one request. The probe and metrics paths are answered
-// before the API's middleware.
+// before the API's middleware. The rest is echo's ServeHTTP, with the
+// middleware composed once (chainRouted).
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if s.serveOps(w, r) {
 		return
 	}
-	s.e.ServeHTTP(w, r)
+	c := s.e.AcquireContext()
+	c.Reset(r, w)
+	if err := s.chain(c); err != nil {
+		s.e.HTTPErrorHandler(err, c)
+	}
+	s.e.ReleaseContext(c)
 }
 
 // rejectMethod prepares the 405 of a method a known path does not have:
