@@ -135,6 +135,9 @@ func (d *docBuilder) value(i, depth int) (any, bool) {
 			return nil, false
 		}
 		d.end = j
+		if j == i+1 {
+			return docDigits[b[i]-'0'], true // no allocation for 0 to 9
+		}
 		return json.Number(b[i:j]), true
 	}
 	for _, lit := range [...]struct {
@@ -148,6 +151,26 @@ func (d *docBuilder) value(i, depth int) (any, bool) {
 	}
 	return nil, false // NaN, Infinity
 }
+
+// docWords are the member names of the busiest bodies (and the usual
+// resource classes), which buildDoc gives without allocating them.
+var docWords = func() map[string]string {
+	m := map[string]string{}
+	for _, w := range []string{
+		"name", "uuid", "parent_provider_uuid",
+		"resource_provider_generation", "inventories", "aggregates", "traits",
+		"total", "reserved", "min_unit", "max_unit", "step_size", "allocation_ratio",
+		"resource_class", "resources", "allocations", "consumer_uuid", "project_id", "user_id",
+		"consumer_generation", "consumer_type", "mappings",
+		"VCPU", "MEMORY_MB", "DISK_GB", "PCPU", "SRIOV_NET_VF",
+	} {
+		m[w] = w
+	}
+	return m
+}()
+
+// docDigits are the one-digit numbers.
+var docDigits = [10]json.Number{"0", "1", "2", "3", "4", "5", "6", "7", "8", "9"}
 
 // str decodes the string whose opening quote is at i.
 func (d *docBuilder) str(i int) (string, bool) {
@@ -176,6 +199,9 @@ func (d *docBuilder) str(i int) (string, bool) {
 	}
 	d.end = j + 1
 	if plain {
+		if s, ok := docWords[string(b[i+1:j])]; ok {
+			return s, true // no allocation for the usual names
+		}
 		return string(b[i+1 : j]), true
 	}
 	// Escapes and non-ASCII text: encoding/json's own decoding of the
@@ -369,7 +395,10 @@ func (s *keyScanner) members(i int, member func(name string, at int) (int, bool)
 		if j >= len(b) {
 			return false
 		}
-		name := string(b[i+1 : j])
+		name, known := docWords[string(b[i+1:j])]
+		if !known {
+			name = string(b[i+1 : j])
+		}
 		k := s.space(j + 1)
 		if k >= len(b) || b[k] != ':' {
 			return false
