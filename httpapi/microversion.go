@@ -35,8 +35,12 @@ func (v Version) less(o Version) bool {
 
 const (
 	headerAPIVersion = "OpenStack-API-Version"
-	serviceType      = "placement"
-	ctxVersion       = "berth.version"
+	// headerAPIVersionKey is headerAPIVersion as net/http keys it
+	// (canonical): Get, Values and Set canonicalise a key that is not,
+	// allocating every time.
+	headerAPIVersionKey = "Openstack-Api-Version"
+	serviceType         = "placement"
+	ctxVersion          = "berth.version"
 )
 
 // parseVersionHeader extracts the placement entry from an
@@ -93,7 +97,7 @@ func (s *Server) microversion(next echo.HandlerFunc) echo.HandlerFunc {
 		// the application runs: no version header, no Vary.
 		// Repeated headers fold into one value, joined by commas, as WSGI
 		// does.
-		v, raw, err := parseVersionHeader(strings.Join(c.Request().Header.Values(headerAPIVersion), ","))
+		v, raw, err := parseVersionHeader(strings.Join(c.Request().Header.Values(headerAPIVersionKey), ","))
 		if err == nil && (v.less(MinVersion) || MaxVersion.less(v)) {
 			err = newError(http.StatusNotAcceptable, "", "Invalid microversion: Unacceptable version header: %s", raw)
 		}
@@ -109,7 +113,7 @@ func (s *Server) microversion(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		h := c.Response().Header()
 		h.Add(echo.HeaderVary, "openstack-api-version")
-		h.Set(headerAPIVersion, serviceType+" "+v.String())
+		h.Set(headerAPIVersionKey, versionHeader(v))
 		c.Set(ctxVersion, v)
 		return next(c)
 	}
@@ -122,3 +126,21 @@ func version(c echo.Context) Version {
 	}
 	return MinVersion
 }
+
+// versionHeader is the OpenStack-API-Version value answering v.
+func versionHeader(v Version) string {
+	if v.Major == 1 && v.Minor >= 0 && v.Minor < len(versionHeaders) {
+		return versionHeaders[v.Minor]
+	}
+	return serviceType + " " + v.String()
+}
+
+// versionHeaders are versionHeader's values, "placement 1.0" to the
+// latest.
+var versionHeaders = func() []string {
+	out := make([]string, len(versionStrings))
+	for i, v := range versionStrings {
+		out[i] = serviceType + " " + v
+	}
+	return out
+}()

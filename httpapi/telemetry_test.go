@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -287,5 +288,24 @@ func TestMetricAttributeSets(t *testing.T) {
 	}
 	if n := m.setsLen.Load(); n != maxMetricSets {
 		t.Errorf("%d sets kept, want at most %d", n, maxMetricSets)
+	}
+}
+
+// The header keys spelled canonically for net/http are its spelling of
+// the names.
+func TestCanonicalHeaderKeys(t *testing.T) {
+	for key, name := range map[string]string{headerAPIVersionKey: headerAPIVersion, headerSystemScopeKey: headerSystemScope} {
+		if c := http.CanonicalHeaderKey(name); c != key {
+			t.Errorf("%s: canonical %s, spelled %s", name, c, key)
+		}
+	}
+	for minor := MinVersion.Minor; minor <= MaxVersion.Minor+1; minor++ {
+		v := Version{1, minor}
+		if got, want := versionHeader(v), "placement "+fmt.Sprintf("%d.%d", v.Major, v.Minor); got != want {
+			t.Errorf("versionHeader(%v) = %q, want %q", v, got, want)
+		}
+		if got, want := v.String(), fmt.Sprintf("%d.%d", v.Major, v.Minor); got != want {
+			t.Errorf("String(%v) = %q, want %q", v, got, want)
+		}
 	}
 }
