@@ -41,13 +41,14 @@ var (
 
 // aggregatesJSON writes a provider's aggregates. Placement records no time
 // for aggregate associations, so Last-Modified is now.
+// (The answer is written by hand: appendAggregates.)
 func aggregatesJSON(c echo.Context, generation int64, aggregates []string) error {
-	out := map[string]any{"aggregates": aggregates}
-	if version(c).AtLeast(aggregatesGenerationVersion) {
-		out["resource_provider_generation"] = generation
-	}
+	withGeneration := version(c).AtLeast(aggregatesGenerationVersion)
 	setCacheHeaders(c, time.Now())
-	return writeJSON(c, http.StatusOK, out)
+	_, err := writeJSONFast(c, http.StatusOK, func(b []byte) ([]byte, bool) {
+		return appendAggregates(b, generation, aggregates, withGeneration), true
+	})
+	return err
 }
 
 // providerAggregatesShow serves GET /resource_providers/{uuid}/aggregates.
@@ -73,15 +74,25 @@ func (s *Server) providerAggregatesReplace(c echo.Context) error {
 	var aggs []string
 	var params ledger.AggregatesReplaceParams
 	if version(c).AtLeast(aggregatesGenerationVersion) {
+		// Not a named type: json.Unmarshal's messages name the struct.
 		var body struct {
 			Aggregates []string `json:"aggregates"`
 			Generation int64    `json:"resource_provider_generation"`
 		}
-		if err := decodeJSON(raw, aggregatesSchemaV1_19, &body); err != nil {
+		fromDoc := func(doc any, _ []byte) bool {
+			return docListAndGeneration(doc, "aggregates", &body.Aggregates, &body.Generation)
+		}
+		if err := decodeJSONDoc(raw, aggregatesSchemaV1_19, &body, fromDoc); err != nil {
 			return s.providerFirst(c, err)
 		}
 		aggs, params.Generation = body.Aggregates, &body.Generation
-	} else if err := decodeJSON(raw, aggregatesSchemaV1_1, &aggs); err != nil {
+	} else if err := decodeJSONDoc(raw, aggregatesSchemaV1_1, &aggs, func(doc any, _ []byte) bool {
+		list, ok := docStrings(doc)
+		if ok {
+			aggs = list
+		}
+		return ok
+	}); err != nil {
 		return s.providerFirst(c, err)
 	}
 	if aggs == nil {

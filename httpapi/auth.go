@@ -71,6 +71,7 @@ const (
 	headerProjectID      = "X-Project-Id"
 	headerUserID         = "X-User-Id"
 	headerSystemScope    = "OpenStack-System-Scope"
+	headerSystemScopeKey = "Openstack-System-Scope" // canonical: see headerAPIVersionKey
 	headerIdentityStatus = "X-Identity-Status"
 	ctxPrincipal         = "berth.principal"
 )
@@ -110,7 +111,7 @@ func (s *Server) principal(c echo.Context) (Principal, error) {
 			Roles:       splitRoles(h.Get(headerRoles)),
 			ProjectID:   h.Get(headerProjectID),
 			UserID:      h.Get(headerUserID),
-			SystemScope: h.Get(headerSystemScope),
+			SystemScope: h.Get(headerSystemScopeKey),
 		}, nil
 	case AuthTokens:
 		token := h.Get(headerAuthToken)
@@ -148,7 +149,7 @@ func noAuth2Principal(token string, h http.Header) Principal {
 	if project == "" {
 		project = user
 	}
-	p := Principal{UserID: user, SystemScope: h.Get(headerSystemScope)}
+	p := Principal{UserID: user, SystemScope: h.Get(headerSystemScopeKey)}
 	if _, ok := h[http.CanonicalHeaderKey(headerRoles)]; ok {
 		p.Roles = splitRoles(h.Get(headerRoles))
 	} else if user == "admin" {

@@ -93,17 +93,82 @@ type jsonInt struct {
 }
 
 func (n *jsonInt) UnmarshalJSON(b []byte) error {
-	lit := string(b)
+	v, err := parseJSONInt(string(b))
+	if err != nil {
+		return err
+	}
+	*n = v
+	return nil
+}
+
+// parseJSONInt reads the number literal lit as a jsonInt.
+func parseJSONInt(lit string) (jsonInt, error) {
 	if v, err := strconv.ParseInt(lit, 10, 64); err == nil {
-		*n = jsonInt{v, lit}
-		return nil
+		return jsonInt{v, lit}, nil
 	}
 	f, err := strconv.ParseFloat(lit, 64)
 	if err != nil || f != math.Trunc(f) || math.Abs(f) >= 1<<63 {
-		return fmt.Errorf("json: cannot unmarshal %s into an integer", lit)
+		return jsonInt{}, fmt.Errorf("json: cannot unmarshal %s into an integer", lit)
 	}
-	*n = jsonInt{int64(f), lit}
-	return nil
+	return jsonInt{int64(f), lit}, nil
+}
+
+// docJSONInt is v as json.Unmarshal decodes a number into a jsonInt,
+// stored in *dst.
+func docJSONInt(v any, dst *jsonInt) (*jsonInt, bool) {
+	lit, ok := v.(json.Number)
+	if !ok {
+		return nil, false
+	}
+	n, err := parseJSONInt(string(lit))
+	*dst = n
+	return dst, err == nil
+}
+
+func (b *inventoryBody) decodeDoc(doc any, _ []byte) bool {
+	m, ok := doc.(map[string]any)
+	if !ok {
+		return false
+	}
+	// What the optional fields point to, in one allocation.
+	fields := new(struct {
+		ints       [4]jsonInt
+		generation int64
+		ratio      json.Number
+	})
+	var out inventoryBody
+	for k, v := range m {
+		switch k {
+		case "resource_class":
+			out.ResourceClass, ok = v.(string)
+		case "resource_provider_generation":
+			fields.generation, ok = docInt64(v)
+			out.Generation = &fields.generation
+		case "total":
+			var n jsonInt
+			_, ok = docJSONInt(v, &n)
+			out.Total = n
+		case "reserved":
+			out.Reserved, ok = docJSONInt(v, &fields.ints[0])
+		case "min_unit":
+			out.MinUnit, ok = docJSONInt(v, &fields.ints[1])
+		case "max_unit":
+			out.MaxUnit, ok = docJSONInt(v, &fields.ints[2])
+		case "step_size":
+			out.StepSize, ok = docJSONInt(v, &fields.ints[3])
+		case "allocation_ratio":
+			// buildDoc's numbers are all valid JSON numbers.
+			fields.ratio, ok = v.(json.Number)
+			out.AllocationRatio = &fields.ratio
+		default:
+			ok = false
+		}
+		if !ok {
+			return false
+		}
+	}
+	*b = out
+	return true
 }
 
 func (b inventoryBody) inventory(class string) ledger.Inventory {
@@ -144,6 +209,45 @@ func (b inventoryBody) literals() map[string]string {
 type inventoriesBody struct {
 	Generation  int64                     `json:"resource_provider_generation"`
 	Inventories orderedMap[inventoryBody] `json:"inventories"`
+}
+
+func (b *inventoriesBody) decodeDoc(doc any, body []byte) bool {
+	m, ok := doc.(map[string]any)
+	if !ok {
+		return false
+	}
+	var out inventoriesBody
+	for k, v := range m {
+		switch k {
+		case "resource_provider_generation":
+			out.Generation, ok = docInt64(v)
+		case "inventories":
+			var invs map[string]any
+			if invs, ok = v.(map[string]any); !ok {
+				return false
+			}
+			// The classes in the body's order, which the map lost.
+			keys, found := memberKeys(body, "inventories")
+			if !found || len(keys) != len(invs) {
+				return false
+			}
+			out.Inventories = orderedMap[inventoryBody]{Keys: keys, Values: make(map[string]inventoryBody, len(keys))}
+			for _, class := range keys {
+				var inv inventoryBody
+				if rec, in := invs[class]; !in || !inv.decodeDoc(rec, nil) {
+					return false
+				}
+				out.Inventories.Values[class] = inv
+			}
+		default:
+			ok = false
+		}
+		if !ok {
+			return false
+		}
+	}
+	*b = out
+	return true
 }
 
 func (b inventoriesBody) inventories() []ledger.Inventory {
@@ -187,19 +291,34 @@ func renderInventory(inv ledger.Inventory, generation *int64, lits map[string]st
 	return out
 }
 
-// sendInventories answers with pi's inventories; lits are the literals of
-// a write's body, by class (nil for a read).
-func (s *Server) sendInventories(c echo.Context, pi ledger.ProviderInventories, lits map[string]map[string]string) error {
+// sendInventories answers with pi's inventories; bodies are a write's
+// body by class, whose literals the answer echoes (nil for a read).
+func (s *Server) sendInventories(c echo.Context, pi ledger.ProviderInventories, bodies map[string]inventoryBody) error {
+	setCacheHeaders(c, pi.LastModified())
+	if ok, err := writeJSONFast(c, http.StatusOK, func(b []byte) ([]byte, bool) {
+		return appendInventories(b, pi, bodies)
+	}); ok {
+		return err
+	}
+	return writeJSON(c, http.StatusOK, inventoriesAnswer(pi, bodies))
+}
+
+// inventoriesAnswer is sendInventories' answer as generic values, which
+// appendInventories writes by hand.
+func inventoriesAnswer(pi ledger.ProviderInventories, bodies map[string]inventoryBody) map[string]any {
 	// In the ledger's order: Placement's class order.
 	out := newJSONObject()
 	for _, inv := range pi.Inventories {
-		out.set(inv.ResourceClass, renderInventory(inv, nil, lits[inv.ResourceClass]))
+		var lits map[string]string
+		if body, in := bodies[inv.ResourceClass]; in {
+			lits = body.literals()
+		}
+		out.set(inv.ResourceClass, renderInventory(inv, nil, lits))
 	}
-	setCacheHeaders(c, pi.LastModified())
-	return writeJSON(c, http.StatusOK, map[string]any{
+	return map[string]any{
 		"resource_provider_generation": pi.Generation,
 		"inventories":                  out,
-	})
+	}
 }
 
 // sendInventory answers with the inventory of class from pi.
@@ -294,7 +413,7 @@ func (s *Server) inventoryUpdate(c echo.Context) error {
 // PUT /resource_providers/{uuid}/inventories
 func (s *Server) inventoriesReplace(c echo.Context) error {
 	var body inventoriesBody
-	if err := s.decodeBody(c, putInventoriesSchemaCompiled, &body); err != nil {
+	if err := s.decodeBodyDoc(c, putInventoriesSchemaCompiled, &body, body.decodeDoc); err != nil {
 		return s.providerFirst(c, err)
 	}
 	pi, err := s.store.InventoriesReplace(c.Request().Context(), inventoryParams(c, &body.Generation), body.inventories())
@@ -307,11 +426,7 @@ func (s *Server) inventoriesReplace(c echo.Context) error {
 		pos[k] = i
 	}
 	slices.SortStableFunc(pi.Inventories, func(a, b ledger.Inventory) int { return pos[a.ResourceClass] - pos[b.ResourceClass] })
-	lits := make(map[string]map[string]string, len(body.Inventories.Keys))
-	for class, inv := range body.Inventories.Values {
-		lits[class] = inv.literals()
-	}
-	return s.sendInventories(c, pi, lits)
+	return s.sendInventories(c, pi, body.Inventories.Values)
 }
 
 // DELETE /resource_providers/{uuid}/inventories/{resource_class}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strings"
 	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
@@ -155,7 +154,7 @@ func scanJSON(b []byte) error {
 			i = end
 		default:
 			// A number or literal: up to the next delimiter.
-			for i+1 < len(b) && !strings.ContainsRune(" \t\n\r,:]}[{\"", rune(b[i+1])) {
+			for i+1 < len(b) && !jsonDelimiter[b[i+1]] {
 				i++
 			}
 		}
@@ -165,6 +164,14 @@ func scanJSON(b []byte) error {
 	}
 	return nil
 }
+
+// jsonDelimiter marks the bytes that end a number or literal in scanJSON.
+var jsonDelimiter = func() (d [256]bool) {
+	for _, c := range []byte(" \t\n\r,:]}[{\"") {
+		d[c] = true
+	}
+	return d
+}()
 
 // scanString checks the string whose contents start at b[start] and
 // returns the index of its closing quote, or -1 if it has none or a

@@ -68,6 +68,9 @@ type contentLengthConn struct {
 	passthrough bool // stop inspecting
 	ended       bool // the stream ends after pending (invalid length seen)
 	buf         []byte
+	// pendBuf is the array pending was last appended into from empty,
+	// reused once pending is drained.
+	pendBuf []byte
 }
 
 func (c *contentLengthConn) Read(p []byte) (int, error) {
@@ -82,6 +85,10 @@ func (c *contentLengthConn) Read(p []byte) (int, error) {
 		n, err := c.Conn.Read(buf)
 		if n > 0 {
 			c.consume(buf[:n])
+			if cap(c.pending) > 0 {
+				// pending was empty: this is its array's start.
+				c.pendBuf = c.pending[:0]
+			}
 		}
 		if len(c.pending) > 0 {
 			break
@@ -103,10 +110,19 @@ func (c *contentLengthConn) Read(p []byte) (int, error) {
 	n := copy(p, c.pending)
 	c.pending = c.pending[n:]
 	if len(c.pending) == 0 {
-		c.pending = nil // let a large read's buffer go
+		// Appended to again from its start, unless a large read grew
+		// it: then let that buffer go.
+		c.pending = nil
+		if cap(c.pendBuf) <= maxPendingReuse {
+			c.pending = c.pendBuf[:0]
+		}
 	}
 	return n, nil
 }
+
+// maxPendingReuse is the largest pending buffer a connection keeps for
+// its next reads.
+const maxPendingReuse = 16 << 10
 
 // consume runs the framing state machine over newly read bytes.
 func (c *contentLengthConn) consume(b []byte) {
@@ -132,9 +148,14 @@ func (c *contentLengthConn) consume(b []byte) {
 				}
 				return
 			}
-			c.line = append(c.line, b[:i+1]...)
+			// A line read whole is handled where it was read (endLine
+			// copies what it keeps); only a line split across reads is
+			// collected.
+			line := b[:i+1]
+			if len(c.line) > 0 {
+				line = append(c.line, line...)
+			}
 			b = b[i+1:]
-			line := c.line
 			c.line = nil
 			if len(line) > maxInspectedLine {
 				c.pending = append(c.pending, line...)

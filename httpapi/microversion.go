@@ -19,7 +19,12 @@ var (
 	MaxVersion = Version{1, 39}
 )
 
-func (v Version) String() string { return fmt.Sprintf("%d.%d", v.Major, v.Minor) }
+func (v Version) String() string {
+	if v.Major == 1 && v.Minor >= 0 && v.Minor < len(versionStrings) {
+		return versionStrings[v.Minor]
+	}
+	return fmt.Sprintf("%d.%d", v.Major, v.Minor)
+}
 
 // AtLeast reports whether v is 1.minor or later.
 func (v Version) AtLeast(minor int) bool { return v.Major > 1 || (v.Major == 1 && v.Minor >= minor) }
@@ -30,8 +35,12 @@ func (v Version) less(o Version) bool {
 
 const (
 	headerAPIVersion = "OpenStack-API-Version"
-	serviceType      = "placement"
-	ctxVersion       = "berth.version"
+	// headerAPIVersionKey is headerAPIVersion as net/http keys it
+	// (canonical): Get, Values and Set canonicalise a key that is not,
+	// allocating every time.
+	headerAPIVersionKey = "Openstack-Api-Version"
+	serviceType         = "placement"
+	ctxVersion          = "berth.version"
 )
 
 // parseVersionHeader extracts the placement entry from an
@@ -43,9 +52,16 @@ const (
 // minimum version. The second result is the version as the client wrote
 // it, for messages.
 func parseVersionHeader(value string) (Version, string, error) {
-	parts := strings.Split(value, ",")
-	for i := len(parts) - 1; i >= 0; i-- {
-		service, rest, ok := cutAnySpace(strings.TrimSpace(parts[i]))
+	// The entries from the last, without splitting the value into a
+	// slice first.
+	for more := true; more; {
+		var entry string
+		if i := strings.LastIndexByte(value, ','); i >= 0 {
+			entry, value = value[i+1:], value[:i]
+		} else {
+			entry, more = value, false
+		}
+		service, rest, ok := cutAnySpace(strings.TrimSpace(entry))
 		if !ok || !strings.EqualFold(service, serviceType) {
 			continue
 		}
@@ -81,7 +97,7 @@ func (s *Server) microversion(next echo.HandlerFunc) echo.HandlerFunc {
 		// the application runs: no version header, no Vary.
 		// Repeated headers fold into one value, joined by commas, as WSGI
 		// does.
-		v, raw, err := parseVersionHeader(strings.Join(c.Request().Header.Values(headerAPIVersion), ","))
+		v, raw, err := parseVersionHeader(strings.Join(c.Request().Header.Values(headerAPIVersionKey), ","))
 		if err == nil && (v.less(MinVersion) || MaxVersion.less(v)) {
 			err = newError(http.StatusNotAcceptable, "", "Invalid microversion: Unacceptable version header: %s", raw)
 		}
@@ -97,7 +113,7 @@ func (s *Server) microversion(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		h := c.Response().Header()
 		h.Add(echo.HeaderVary, "openstack-api-version")
-		h.Set(headerAPIVersion, serviceType+" "+v.String())
+		h.Set(headerAPIVersionKey, versionHeader(v))
 		c.Set(ctxVersion, v)
 		return next(c)
 	}
@@ -110,3 +126,21 @@ func version(c echo.Context) Version {
 	}
 	return MinVersion
 }
+
+// versionHeader is the OpenStack-API-Version value answering v.
+func versionHeader(v Version) string {
+	if v.Major == 1 && v.Minor >= 0 && v.Minor < len(versionHeaders) {
+		return versionHeaders[v.Minor]
+	}
+	return serviceType + " " + v.String()
+}
+
+// versionHeaders are versionHeader's values, "placement 1.0" to the
+// latest.
+var versionHeaders = func() []string {
+	out := make([]string, len(versionStrings))
+	for i, v := range versionStrings {
+		out[i] = serviceType + " " + v
+	}
+	return out
+}()

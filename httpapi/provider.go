@@ -72,6 +72,42 @@ func (n *nullableString) UnmarshalJSON(b []byte) error {
 	return json.Unmarshal(b, &n.Value)
 }
 
+// providerCreateBody is the body of POST /resource_providers.
+type providerCreateBody struct {
+	Name       string         `json:"name"`
+	UUID       string         `json:"uuid"`
+	ParentUUID nullableString `json:"parent_provider_uuid"`
+}
+
+func (b *providerCreateBody) decodeDoc(doc any, _ []byte) bool {
+	m, ok := doc.(map[string]any)
+	if !ok {
+		return false
+	}
+	var out providerCreateBody
+	for k, v := range m {
+		switch k {
+		case "name":
+			out.Name, ok = v.(string)
+		case "uuid":
+			out.UUID, ok = v.(string)
+		case "parent_provider_uuid":
+			out.ParentUUID.Set = true
+			if v != nil {
+				out.ParentUUID.Value, ok = v.(string)
+			}
+		default:
+			// json.Unmarshal matches names without case: leave it to it.
+			ok = false
+		}
+		if !ok {
+			return false
+		}
+	}
+	*b = out
+	return true
+}
+
 // providerURL is the path of a provider, as used in links and Location.
 func providerURL(uuid string) string { return "/resource_providers/" + uuid }
 
@@ -132,12 +168,8 @@ func (s *Server) providerCreate(c echo.Context) error {
 	if version(c).AtLeast(14) {
 		schema = providerPostSchemaV1_14
 	}
-	var body struct {
-		Name       string         `json:"name"`
-		UUID       string         `json:"uuid"`
-		ParentUUID nullableString `json:"parent_provider_uuid"`
-	}
-	if err := s.decodeBody(c, schema, &body); err != nil {
+	var body providerCreateBody
+	if err := s.decodeBodyDoc(c, schema, &body, body.decodeDoc); err != nil {
 		return err
 	}
 	p, err := s.store.ProviderCreate(c.Request().Context(), ledger.ProviderCreateParams{
@@ -153,7 +185,11 @@ func (s *Server) providerCreate(c echo.Context) error {
 		return c.NoContent(http.StatusCreated)
 	}
 	setCacheHeaders(c, providerLastModified(p))
-	return writeJSON(c, http.StatusOK, providerJSON(c, p))
+	v := version(c)
+	_, err = writeJSONFast(c, http.StatusOK, func(b []byte) ([]byte, bool) {
+		return appendProvider(b, p, providerRels(v), v.AtLeast(14)), true
+	})
+	return err
 }
 
 // providerShow serves GET /resource_providers/{uuid}.

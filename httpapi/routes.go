@@ -180,7 +180,9 @@ func (s *Server) addRoutes() {
 			// request never takes or waits for a slot.
 			mw = append(mw, s.admission.middleware)
 		}
-		s.e.Add(r.method, r.path, r.handler, mw...)
+		// Composed once here: echo would compose a route's middleware
+		// for every request.
+		s.e.Add(r.method, r.path, chainMiddleware(r.handler, mw))
 	}
 }
 

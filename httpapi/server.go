@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -131,7 +132,10 @@ type Server struct {
 	data    *claims.LedgerData
 	log     *slog.Logger
 	e       *echo.Echo
-	meters  httpMeters
+	// chain serves a request through the middleware and the routes
+	// (chainRouted).
+	chain  echo.HandlerFunc
+	meters *httpMeters
 	// draining is set by Drain: /readyz fails from then on.
 	draining atomic.Bool
 	// admission bounds the expensive requests in flight (admission.go).
@@ -163,25 +167,58 @@ func New(cfg Config, logger *slog.Logger) (*Server, error) {
 	s.e.HideBanner = true
 	s.e.HidePort = true
 	s.e.HTTPErrorHandler = s.errorHandler
-	s.e.Pre(assignRequestID, s.observe, s.microversion, s.deadline)
+	// Before routing.
+	pre := []echo.MiddlewareFunc{assignRequestID, s.observe, s.microversion, s.deadline}
 	if len(cfg.CORSAllowedOrigins) > 0 {
 		// After microversion, as in Placement's pipeline, where a bad
 		// OpenStack-API-Version header is refused before CORS sees it.
-		s.e.Pre(newCORS(cfg.CORSAllowedOrigins).middleware)
+		pre = append(pre, newCORS(cfg.CORSAllowedOrigins).middleware)
 	}
 	s.admission = newAdmission(cfg)
-	s.e.Use(s.authenticate, s.rejectMethod, checkContentHeaders)
 	s.addRoutes()
+	// After routing, before the handler the router chose (a route's, or
+	// echo's 404 or 405).
+	routed := []echo.MiddlewareFunc{s.authenticate, s.rejectMethod, checkContentHeaders}
+	s.chain = chainRouted(s.e, pre, routed)
 	return s, nil
 }
 
+// chainRouted is what echo's ServeHTTP runs for a request with e.Pre(pre)
+// and e.Use(routed): the pre middleware, routing, the routed middleware
+// and the handler the router chose. Echo composes these middleware (each
+// a closure) anew for every request; here they are composed once, and
+// the routed ones call the chosen handler when they reach it.
+func chainRouted(e *echo.Echo, pre, routed []echo.MiddlewareFunc) echo.HandlerFunc {
+	chosen := chainMiddleware(func(c echo.Context) error { return c.Handler()(c) }, routed)
+	return chainMiddleware(func(c echo.Context) error {
+		r := c.Request()
+		e.Router().Find(r.Method, echo.GetPath(r), c)
+		return chosen(c)
+	}, pre)
+}
+
+// chainMiddleware wraps h in mw, the first outermost, as echo applies a
+// list of middleware.
+func chainMiddleware(h echo.HandlerFunc, mw []echo.MiddlewareFunc) echo.HandlerFunc {
+	for i := len(mw) - 1; i >= 0; i-- {
+		h = mw[i](h)
+	}
+	return h
+}
+
 // ServeHTTP serves one request. The probe and metrics paths are answered
-// before the API's middleware.
+// before the API's middleware. The rest is echo's ServeHTTP, with the
+// middleware composed once (chainRouted).
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if s.serveOps(w, r) {
 		return
 	}
-	s.e.ServeHTTP(w, r)
+	c := s.e.AcquireContext()
+	c.Reset(r, w)
+	if err := s.chain(c); err != nil {
+		s.e.HTTPErrorHandler(err, c)
+	}
+	s.e.ReleaseContext(c)
 }
 
 // rejectMethod prepares the 405 of a method a known path does not have:
@@ -229,13 +266,32 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 
 // writeJSON writes v as the JSON body of a response.
 func writeJSON(c echo.Context, status int, v any) error {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
+	buf := jsonBuffers.Get().(*bytes.Buffer)
+	defer func() {
+		if buf.Cap() <= maxPooledAnswer {
+			jsonBuffers.Put(buf)
+		}
+	}()
+	b, err := encodeJSON(buf, v)
+	if err != nil {
+		return err
+	}
+	return c.Blob(status, echo.MIMEApplicationJSON, b)
+}
+
+// jsonBuffers pools writeJSON's buffers.
+var jsonBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// encodeJSON encodes v into buf as writeJSON answers it: compact, HTML
+// characters not escaped, no trailing newline.
+func encodeJSON(buf *bytes.Buffer, v any) ([]byte, error) {
+	buf.Reset()
+	enc := json.NewEncoder(buf)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(v); err != nil {
-		return fmt.Errorf("encode response: %w", err)
+		return nil, fmt.Errorf("encode response: %w", err)
 	}
-	return c.Blob(status, echo.MIMEApplicationJSON, bytes.TrimRight(buf.Bytes(), "\n"))
+	return bytes.TrimRight(buf.Bytes(), "\n"), nil
 }
 
 // setCacheHeaders marks a GET response as not cacheable and gives its last
@@ -275,15 +331,29 @@ func (s *Server) readBody(c echo.Context) ([]byte, error) {
 // into dst. Errors read as Placement's: "Malformed JSON: ..." and
 // "JSON does not validate: ...".
 func (s *Server) decodeBody(c echo.Context, schema *jsonschema.Schema, dst any) error {
+	return s.decodeBodyDoc(c, schema, dst, nil)
+}
+
+// decodeBodyDoc is decodeBody with decodeJSONDoc's fast path.
+func (s *Server) decodeBodyDoc(c echo.Context, schema *jsonschema.Schema, dst any, fromDoc func(doc any, body []byte) bool) error {
 	body, err := s.readBody(c)
 	if err != nil {
 		return err
 	}
-	return decodeJSON(body, schema, dst)
+	return decodeJSONDoc(body, schema, dst, fromDoc)
 }
 
 func decodeJSON(body []byte, schema *jsonschema.Schema, dst any) error {
-	doc, err := parseJSON(body)
+	return decodeJSONDoc(body, schema, dst, nil)
+}
+
+// decodeJSONDoc is decodeJSON, but first tries fromDoc (if not nil),
+// which fills dst from the document the schema validated, without a
+// second parse (jsondoc.go): it must fill dst as json.Unmarshal(body,
+// dst) would, or report false having changed nothing, and is called only
+// with a document buildDoc made.
+func decodeJSONDoc(body []byte, schema *jsonschema.Schema, dst any, fromDoc func(doc any, body []byte) bool) error {
+	doc, built, err := parseJSONDoc(body)
 	if err != nil {
 		return badRequest("Malformed JSON: %v", err)
 	}
@@ -293,6 +363,9 @@ func decodeJSON(body []byte, schema *jsonschema.Schema, dst any) error {
 		}
 	}
 	if dst == nil {
+		return nil
+	}
+	if fromDoc != nil && built && fromDoc(doc, body) {
 		return nil
 	}
 	if err := json.Unmarshal(body, dst); err != nil {
@@ -332,9 +405,25 @@ func nonFinite(v any) bool {
 // body Python's json.loads refuses is refused with Python's words, as
 // Placement does (pyJSONError).
 func parseJSON(body []byte) (any, error) {
+	doc, _, err := parseJSONDoc(body)
+	return doc, err
+}
+
+// parseJSONDoc is parseJSON, and reports whether buildDoc built the
+// document (so that it holds no NaN or Infinity).
+func parseJSONDoc(body []byte) (any, bool, error) {
 	if err := pyJSONError(body); err != nil {
-		return nil, err
+		return nil, false, err
 	}
+	if doc, ok := buildDoc(body); ok {
+		return doc, true, nil
+	}
+	doc, err := parseJSONGeneral(body)
+	return doc, false, err
+}
+
+// parseJSONGeneral decodes a body pyJSONError accepted with encoding/json.
+func parseJSONGeneral(body []byte) (any, error) {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
 	var doc any

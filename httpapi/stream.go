@@ -75,18 +75,26 @@ func (ls *listStream) close() error {
 }
 
 // providerRels lists the links of a provider at microversion v, after self.
+// The slice is shared: callers must not change it.
 func providerRels(v Version) []string {
-	rels := []string{"inventories", "usages"}
-	if v.AtLeast(1) {
-		rels = append(rels, "aggregates")
+	switch {
+	case v.AtLeast(11):
+		return providerRelsByVersion[3]
+	case v.AtLeast(6):
+		return providerRelsByVersion[2]
+	case v.AtLeast(1):
+		return providerRelsByVersion[1]
 	}
-	if v.AtLeast(6) {
-		rels = append(rels, "traits")
-	}
-	if v.AtLeast(11) {
-		rels = append(rels, "allocations")
-	}
-	return rels
+	return providerRelsByVersion[0]
+}
+
+// providerRelsByVersion are the links after self before 1.1, from 1.1
+// (aggregates), from 1.6 (traits) and from 1.11 (allocations).
+var providerRelsByVersion = [...][]string{
+	{"inventories", "usages"},
+	{"inventories", "usages", "aggregates"},
+	{"inventories", "usages", "aggregates", "traits"},
+	{"inventories", "usages", "aggregates", "traits", "allocations"},
 }
 
 // writeProviderList writes GET /resource_providers' answer for providers
@@ -101,41 +109,46 @@ func writeProviderList(w io.Writer, v Version, providers iter.Seq[ledger.Provide
 	ls := newListStream(w, "resource_providers")
 	tree := v.AtLeast(14)
 	for p := range providers {
-		ls.add(func(b []byte) []byte {
-			b = append(b, `{"generation":`...)
-			b = strconv.AppendInt(b, p.Generation, 10)
-			b = append(b, `,"links":[{"href":`...)
-			self := len(b)
-			b = appendGoString(b, providerURL(p.UUID))
-			selfHref := b[self+1 : len(b)-1] // the escaped href, without quotes
-			b = append(b, `,"rel":"self"}`...)
-			for _, rel := range rels {
-				b = append(b, `,{"href":"`...)
-				b = append(b, selfHref...)
-				b = append(b, '/')
-				b = append(b, rel...) // rel names need no escaping
-				b = append(b, `","rel":"`...)
-				b = append(b, rel...)
-				b = append(b, `"}`...)
-			}
-			b = append(b, `],"name":`...)
-			b = appendGoString(b, p.Name)
-			if tree {
-				b = append(b, `,"parent_provider_uuid":`...)
-				if p.ParentUUID != "" {
-					b = appendGoString(b, p.ParentUUID)
-				} else {
-					b = append(b, "null"...)
-				}
-				b = append(b, `,"root_provider_uuid":`...)
-				b = appendGoString(b, p.RootUUID)
-			}
-			b = append(b, `,"uuid":`...)
-			b = appendGoString(b, p.UUID)
-			return append(b, '}')
-		})
+		ls.add(func(b []byte) []byte { return appendProvider(b, p, rels, tree) })
 	}
 	return ls.close()
+}
+
+// appendProvider appends what writeJSON writes of providerJSON(c, p) at
+// a microversion whose links after self are rels (providerRels) and
+// that has the tree fields if tree (from 1.14).
+func appendProvider(b []byte, p ledger.Provider, rels []string, tree bool) []byte {
+	b = append(b, `{"generation":`...)
+	b = strconv.AppendInt(b, p.Generation, 10)
+	b = append(b, `,"links":[{"href":`...)
+	self := len(b)
+	b = appendGoString(b, providerURL(p.UUID))
+	selfHref := b[self+1 : len(b)-1] // the escaped href, without quotes
+	b = append(b, `,"rel":"self"}`...)
+	for _, rel := range rels {
+		b = append(b, `,{"href":"`...)
+		b = append(b, selfHref...)
+		b = append(b, '/')
+		b = append(b, rel...) // rel names need no escaping
+		b = append(b, `","rel":"`...)
+		b = append(b, rel...)
+		b = append(b, `"}`...)
+	}
+	b = append(b, `],"name":`...)
+	b = appendGoString(b, p.Name)
+	if tree {
+		b = append(b, `,"parent_provider_uuid":`...)
+		if p.ParentUUID != "" {
+			b = appendGoString(b, p.ParentUUID)
+		} else {
+			b = append(b, "null"...)
+		}
+		b = append(b, `,"root_provider_uuid":`...)
+		b = appendGoString(b, p.RootUUID)
+	}
+	b = append(b, `,"uuid":`...)
+	b = appendGoString(b, p.UUID)
+	return append(b, '}')
 }
 
 // appendGoString appends s as encoding/json encodes a string with HTML

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -256,4 +257,55 @@ func promValue(t *testing.T, exposition, metric string, labels ...string) float6
 		return v
 	}
 	return 0
+}
+
+// headerCarrier reads what propagation.HeaderCarrier reads.
+func TestHeaderCarrierAsOTel(t *testing.T) {
+	h := http.Header{}
+	h.Set("traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
+	h.Add("tracestate", "a=1")
+	h.Add("tracestate", "b=2")
+	h.Set("X-Other", "x")
+	for _, key := range []string{"traceparent", "tracestate", "baggage", "x-other", "X-Other", "missing"} {
+		if got, want := headerCarrier(h).Get(key), propagation.HeaderCarrier(h).Get(key); got != want {
+			t.Errorf("Get(%q) = %q, want %q", key, got, want)
+		}
+	}
+}
+
+// The metric attribute sets are built once per method, route and status,
+// up to maxMetricSets, and past it still given.
+func TestMetricAttributeSets(t *testing.T) {
+	m := newMeters()
+	a, b := m.attributes("PUT", "/traits/:name", 201), m.attributes("PUT", "/traits/:name", 201)
+	if a != b || m.setsLen.Load() != 1 {
+		t.Errorf("a method, route and status gave two sets (%d kept)", m.setsLen.Load())
+	}
+	for i := range maxMetricSets + 10 {
+		if m.attributes("M"+strconv.Itoa(i), "unmatched", 405) == nil {
+			t.Fatal("no option")
+		}
+	}
+	if n := m.setsLen.Load(); n != maxMetricSets {
+		t.Errorf("%d sets kept, want at most %d", n, maxMetricSets)
+	}
+}
+
+// The header keys spelled canonically for net/http are its spelling of
+// the names.
+func TestCanonicalHeaderKeys(t *testing.T) {
+	for key, name := range map[string]string{headerAPIVersionKey: headerAPIVersion, headerSystemScopeKey: headerSystemScope} {
+		if c := http.CanonicalHeaderKey(name); c != key {
+			t.Errorf("%s: canonical %s, spelled %s", name, c, key)
+		}
+	}
+	for minor := MinVersion.Minor; minor <= MaxVersion.Minor+1; minor++ {
+		v := Version{1, minor}
+		if got, want := versionHeader(v), "placement "+fmt.Sprintf("%d.%d", v.Major, v.Minor); got != want {
+			t.Errorf("versionHeader(%v) = %q, want %q", v, got, want)
+		}
+		if got, want := v.String(), fmt.Sprintf("%d.%d", v.Major, v.Minor); got != want {
+			t.Errorf("String(%v) = %q, want %q", v, got, want)
+		}
+	}
 }

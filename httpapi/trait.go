@@ -177,11 +177,15 @@ func (s *Server) providerTraitsShow(c echo.Context) error {
 // body's traits become the provider's, if its generation is still the
 // body's, and the generation is incremented.
 func (s *Server) providerTraitsReplace(c echo.Context) error {
+	// Not a named type: json.Unmarshal's messages name the struct.
 	var body struct {
 		Traits     []string `json:"traits"`
 		Generation int64    `json:"resource_provider_generation"`
 	}
-	if err := s.decodeBody(c, providerTraitsSchema, &body); err != nil {
+	fromDoc := func(doc any, _ []byte) bool {
+		return docListAndGeneration(doc, "traits", &body.Traits, &body.Generation)
+	}
+	if err := s.decodeBodyDoc(c, providerTraitsSchema, &body, fromDoc); err != nil {
 		return err
 	}
 	if body.Traits == nil {

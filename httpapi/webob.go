@@ -251,14 +251,14 @@ func parsePyVersion(v string) (major, minor int, err error) {
 // pyInt is Python's int(s) for the ASCII forms a header can carry:
 // surrounding whitespace, a sign, digits with single underscores between.
 func pyInt(s string) (int, error) {
-	bad := fmt.Errorf("invalid literal for int() with base 10: %s", jsonschema.PyRepr(s))
+	badErr := func() error { return fmt.Errorf("invalid literal for int() with base 10: %s", jsonschema.PyRepr(s)) }
 	t := strings.TrimSpace(s)
 	neg := false
 	if t != "" && (t[0] == '+' || t[0] == '-') {
 		neg, t = t[0] == '-', t[1:]
 	}
 	if t == "" || t[0] == '_' || t[len(t)-1] == '_' || strings.Contains(t, "__") {
-		return 0, bad
+		return 0, badErr()
 	}
 	n := 0
 	for _, r := range t {
@@ -266,7 +266,7 @@ func pyInt(s string) (int, error) {
 			continue
 		}
 		if r < '0' || r > '9' || n > 1e8 {
-			return 0, bad
+			return 0, badErr()
 		}
 		n = n*10 + int(r-'0')
 	}

@@ -329,7 +329,9 @@ func indentTrailer(s string) string { return strings.ReplaceAll(s, "\n", "\n    
 // the most relevant violation (the shallowest, first in schema order, as
 // jsonschema's best_match does), or nil.
 func (s *Schema) Validate(doc any) error {
-	errs := s.validate(doc, &walk{})
+	w := &walk{}
+	w.path, w.spath = w.pathBuf[:0], w.spathBuf[:0]
+	errs := s.validate(doc, w)
 	if len(errs) == 0 {
 		return nil
 	}
@@ -356,6 +358,11 @@ type pathStep struct {
 // documents have none).
 type walk struct {
 	path, spath []pathStep
+	// The stacks' first arrays, deep enough for Placement's schemas
+	// (they grow past them): one allocation per document, not one per
+	// step of growth.
+	pathBuf  [8]pathStep
+	spathBuf [16]pathStep
 }
 
 // slice returns steps, then extra, as ValidationError keeps a path (nil
@@ -425,6 +432,24 @@ func (s *Schema) validate(inst any, w *walk) []*ValidationError {
 			if !ok {
 				continue
 			}
+			// The members in map order first; only if one fails are they
+			// validated again in sorted order, the order of the errors.
+			var perrs []*ValidationError
+			for _, pp := range s.patternProps {
+				for name, v := range obj {
+					if pp.re.MatchString(name) {
+						if perrs = w.descend(pp.schema, v, pathStep{key: name}, k, pp.src); len(perrs) > 0 {
+							break
+						}
+					}
+				}
+				if len(perrs) > 0 {
+					break
+				}
+			}
+			if len(perrs) == 0 {
+				continue
+			}
 			for _, pp := range s.patternProps {
 				for _, name := range sortedKeys(obj) {
 					if pp.re.MatchString(name) {
@@ -438,7 +463,7 @@ func (s *Schema) validate(inst any, w *walk) []*ValidationError {
 				continue
 			}
 			var extras []string
-			for _, name := range sortedKeys(obj) {
+			for name := range obj { // sorted below
 				if _, ok := s.properties[name]; ok {
 					continue
 				}
@@ -456,6 +481,7 @@ func (s *Schema) validate(inst any, w *walk) []*ValidationError {
 			if len(extras) == 0 {
 				continue
 			}
+			sort.Strings(extras)
 			if s.additional != nil {
 				for _, name := range extras {
 					errs = append(errs, w.descend(s.additional, obj[name], pathStep{key: name}, k)...)
@@ -668,6 +694,13 @@ func number(inst any) (float64, bool) {
 	if !ok {
 		return 0, false
 	}
+	// A short integer is exactly its float (below 2^53); ParseInt is
+	// cheaper. "-0" is left to ParseFloat, whose answer is -0.
+	if len(n) <= 15 && n != "-0" {
+		if i, err := strconv.ParseInt(string(n), 10, 64); err == nil {
+			return float64(i), true
+		}
+	}
 	f, err := strconv.ParseFloat(n.String(), 64)
 	if err != nil && !math.IsInf(f, 0) {
 		return 0, false
@@ -690,6 +723,9 @@ func checkFormat(format, s string) bool {
 // element by its canonical form, so a long array costs linear time, not
 // one comparison per pair (a 32 MiB body holds millions of elements).
 func allUnique(arr []any) bool {
+	if len(arr) < 2 {
+		return true
+	}
 	seen := make(map[string]struct{}, len(arr))
 	var b strings.Builder
 	for _, e := range arr {

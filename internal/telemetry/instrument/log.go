@@ -50,7 +50,11 @@ func (h logHandler) WithGroup(name string) slog.Handler { return logHandler{h.Ha
 func oneLineErrors(r slog.Record) slog.Record {
 	multiline := false
 	r.Attrs(func(a slog.Attr) bool {
-		if err, ok := a.Value.Any().(error); ok && a.Value.Kind() == slog.KindAny && err != nil && strings.ContainsAny(err.Error(), "\n\t") {
+		// Kind first: Any boxes a string, number or duration value.
+		if a.Value.Kind() != slog.KindAny {
+			return true
+		}
+		if err, ok := a.Value.Any().(error); ok && err != nil && strings.ContainsAny(err.Error(), "\n\t") {
 			multiline = true
 			return false
 		}
@@ -61,7 +65,11 @@ func oneLineErrors(r slog.Record) slog.Record {
 	}
 	out := slog.NewRecord(r.Time, r.Level, r.Message, r.PC)
 	r.Attrs(func(a slog.Attr) bool {
-		if err, ok := a.Value.Any().(error); ok && a.Value.Kind() == slog.KindAny && err != nil {
+		if a.Value.Kind() != slog.KindAny {
+			out.AddAttrs(a)
+			return true
+		}
+		if err, ok := a.Value.Any().(error); ok && err != nil {
 			a = slog.String(a.Key, strings.Join(strings.Fields(err.Error()), " "))
 		}
 		out.AddAttrs(a)

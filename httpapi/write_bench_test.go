@@ -1,0 +1,249 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"runtime"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/berthd/berth/internal/telemetry"
+	"github.com/berthd/berth/ledger/ledgertest"
+)
+
+// processCPU is this process's CPU time (user and system).
+func processCPU(tb testing.TB) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		tb.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// benchWriter is a minimal http.ResponseWriter that keeps the status and
+// the body of the last answer.
+type benchWriter struct {
+	h      http.Header
+	status int
+	body   bytes.Buffer
+}
+
+func (w *benchWriter) Header() http.Header { return w.h }
+func (w *benchWriter) WriteHeader(s int)   { w.status = s }
+func (w *benchWriter) Write(p []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.body.Write(p)
+}
+
+// seedRequest is one request of the seeding, built before it is timed.
+func seedRequest(tb testing.TB, method, path, body string) *http.Request {
+	req, err := http.NewRequest(method, "http://berth.test"+path, bytes.NewReader([]byte(body)))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	req.RemoteAddr = "127.0.0.1:40000"
+	req.Header.Set("X-Auth-Token", "admin")
+	req.Header.Set("OpenStack-API-Version", "placement 1.39")
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("Content-Type", "application/json")
+	return req
+}
+
+// The bodies the load tool sends when it seeds (internal/load: Seed,
+// ComputeNodeInventory), as encoding/json writes them.
+const (
+	seedInventories = `{"resource_provider_generation":0,"inventories":{` +
+		`"DISK_GB":{"total":4000,"reserved":100,"min_unit":1,"max_unit":4000,"step_size":1,"allocation_ratio":1},` +
+		`"MEMORY_MB":{"total":262144,"reserved":4096,"min_unit":1,"max_unit":262144,"step_size":1,"allocation_ratio":1},` +
+		`"VCPU":{"total":64,"reserved":0,"min_unit":1,"max_unit":64,"step_size":1,"allocation_ratio":4}}}`
+	seedTrait = "CUSTOM_BENCH_TRAIT"
+)
+
+// BenchmarkSeedWrites measures berthd's own cost of the writes that seed
+// a cloud, as berth-load's seeding makes them (docs/performance.md):
+// per compute node POST /resource_providers, PUT .../inventories, PUT
+// .../aggregates and, on one node in ten, PUT .../traits, at microversion
+// 1.39, through the whole handler stack (Server.ServeHTTP: request id,
+// span, metrics, the "request" log line at info level into a text
+// handler, microversion, authentication, policy, schema, ledger) against
+// a real PostgreSQL, with the telemetry berthd installs by default
+// (Prometheus metrics, no trace exporter). Each round seeds 200 new
+// nodes, each kind of write in a phase of its own. It reports, per write
+// of each kind and over all writes, the test process's CPU (cpu-us: the
+// handler stack, the ledger and pgx; PostgreSQL's own CPU is not in it)
+// and its heap allocations (allocs, B), from getrusage and
+// runtime.MemStats around each phase:
+//
+//	go test -run '^$' -bench SeedWrites -benchtime 10x ./httpapi/
+//
+// The ledger's share is the same from one build of httpapi to the next,
+// so a change of cpu-us/write between two builds is the change of the
+// HTTP layer's cost. On a shared machine the CPU figures are noisy; the
+// allocation counts are not.
+func BenchmarkSeedWrites(b *testing.B) {
+	ctx := context.Background()
+	tel, err := telemetry.Setup(ctx, telemetry.Options{Prometheus: true, Getenv: func(string) string { return "" }})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = tel.Shutdown(ctx) })
+	store := ledgertest.NewStore(b)
+	log := slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	s, err := build(Config{}, store, nil, log)
+	if err != nil {
+		b.Fatal(err)
+	}
+	w := &benchWriter{h: http.Header{}}
+	send := func(req *http.Request, want int) {
+		clear(w.h)
+		w.status = 0
+		w.body.Reset()
+		s.ServeHTTP(w, req)
+		if w.status != want {
+			b.Fatalf("%s %s: %d %s", req.Method, req.URL.Path, w.status, w.body.Bytes())
+		}
+	}
+	send(seedRequest(b, http.MethodPut, "/traits/"+seedTrait, ""), http.StatusCreated)
+
+	const nodes = 200
+	kinds := []string{"create", "inventories", "aggregates", "traits"}
+	cpu := make([]time.Duration, len(kinds))
+	allocs, bytes := make([]uint64, len(kinds)), make([]uint64, len(kinds))
+	writes := make([]int, len(kinds))
+	seq := 0
+	// round seeds nodes new nodes, phase by phase; measured, it adds each
+	// phase's costs to the totals.
+	round := func(measured bool) {
+		base := seq
+		seq += nodes
+		node := func(i int) string { return fmt.Sprintf("%08x-0000-4000-8000-%012x", base+i, base+i) }
+		phases := []func(i int) *http.Request{
+			func(i int) *http.Request {
+				return seedRequest(b, http.MethodPost, "/resource_providers",
+					fmt.Sprintf(`{"uuid":%q,"name":"compute-%d"}`, node(i), base+i))
+			},
+			func(i int) *http.Request {
+				return seedRequest(b, http.MethodPut, "/resource_providers/"+node(i)+"/inventories", seedInventories)
+			},
+			func(i int) *http.Request {
+				return seedRequest(b, http.MethodPut, "/resource_providers/"+node(i)+"/aggregates",
+					fmt.Sprintf(`{"aggregates":["%08x-aaaa-4000-8000-000000000000"],"resource_provider_generation":1}`, i%10))
+			},
+			func(i int) *http.Request {
+				if i%10 != 0 {
+					return nil
+				}
+				return seedRequest(b, http.MethodPut, "/resource_providers/"+node(i)+"/traits",
+					`{"traits":["`+seedTrait+`"],"resource_provider_generation":2}`)
+			},
+		}
+		for k, phase := range phases {
+			var reqs []*http.Request
+			for i := range nodes {
+				if req := phase(i); req != nil {
+					reqs = append(reqs, req)
+				}
+			}
+			want := http.StatusOK
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			cpuBefore := processCPU(b)
+			for _, req := range reqs {
+				send(req, want)
+			}
+			cpuAfter := processCPU(b)
+			runtime.ReadMemStats(&after)
+			if measured {
+				cpu[k] += cpuAfter - cpuBefore
+				allocs[k] += after.Mallocs - before.Mallocs
+				bytes[k] += after.TotalAlloc - before.TotalAlloc
+				writes[k] += len(reqs)
+			}
+		}
+	}
+	round(false) // warm up: prepared statements, plans, pools
+	b.ResetTimer()
+	for range b.N {
+		round(true)
+	}
+	b.StopTimer()
+	var all struct {
+		cpu           time.Duration
+		allocs, bytes uint64
+		writes        int
+	}
+	for k, kind := range kinds {
+		n := float64(writes[k])
+		b.ReportMetric(float64(cpu[k].Microseconds())/n, "cpu-us/"+kind)
+		b.ReportMetric(float64(allocs[k])/n, "allocs/"+kind)
+		b.ReportMetric(float64(bytes[k])/n, "B/"+kind)
+		all.cpu += cpu[k]
+		all.allocs += allocs[k]
+		all.bytes += bytes[k]
+		all.writes += writes[k]
+	}
+	n := float64(all.writes)
+	b.ReportMetric(float64(all.cpu.Microseconds())/n, "cpu-us/write")
+	b.ReportMetric(float64(all.allocs)/n, "allocs/write")
+	b.ReportMetric(float64(all.bytes)/n, "B/write")
+}
+
+// BenchmarkSeedBodies measures the decoding of the seeding's request
+// bodies alone (parse, schema, typed body), without a database: the part
+// of BenchmarkSeedWrites that the machine's noise does not blur.
+func BenchmarkSeedBodies(b *testing.B) {
+	create := `{"uuid":"0000002a-0000-4000-8000-00000000002a","name":"compute-42"}`
+	aggregates := `{"aggregates":["00000002-aaaa-4000-8000-000000000000"],"resource_provider_generation":1}`
+	traits := `{"traits":["` + seedTrait + `"],"resource_provider_generation":2}`
+	for _, tc := range []struct {
+		name string
+		run  func(body []byte) error
+		body string
+	}{
+		{"create", func(body []byte) error {
+			var p providerCreateBody
+			return decodeJSONDoc(body, providerPostSchemaV1_14, &p, p.decodeDoc)
+		}, create},
+		{"inventories", func(body []byte) error {
+			var ib inventoriesBody
+			return decodeJSONDoc(body, putInventoriesSchemaCompiled, &ib, ib.decodeDoc)
+		}, seedInventories},
+		{"aggregates", func(body []byte) error {
+			var l []string
+			var g int64
+			return decodeJSONDoc(body, aggregatesSchemaV1_19, &l, func(doc any, _ []byte) bool {
+				return docListAndGeneration(doc, "aggregates", &l, &g)
+			})
+		}, aggregates},
+		{"traits", func(body []byte) error {
+			var l []string
+			var g int64
+			return decodeJSONDoc(body, providerTraitsSchema, &l, func(doc any, _ []byte) bool {
+				return docListAndGeneration(doc, "traits", &l, &g)
+			})
+		}, traits},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			body := []byte(tc.body)
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := checkUTF8(body); err != nil {
+					b.Fatal(err)
+				}
+				if err := scanJSON(body); err != nil {
+					b.Fatal(err)
+				}
+				if err := tc.run(body); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
