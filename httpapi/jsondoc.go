@@ -30,8 +30,8 @@ const maxDocDepth = 64
 // when it cannot be sure to: see above.
 func buildDoc(b []byte) (any, bool) {
 	d := docBuilder{b: b}
-	v, ok := d.value(d.space(0), 0)
-	if !ok || d.space(d.end) != len(b) {
+	v, ok := d.value(jsonSpace(d.b, 0), 0)
+	if !ok || jsonSpace(d.b, d.end) != len(b) {
 		return nil, false
 	}
 	return v, true
@@ -40,32 +40,44 @@ func buildDoc(b []byte) (any, bool) {
 type docBuilder struct {
 	b   []byte
 	end int // index after the last value decoded
+	// python allows what json.loads reads and encoding/json does not
+	// (NaN, Infinity, -Infinity, as json.Number) and nesting up to
+	// maxPyJSONDepth: pyJSONDecode.
+	python bool
+	// tooDeep reports that decoding stopped at the nesting bound.
+	tooDeep bool
 }
 
-func (d *docBuilder) space(i int) int {
-	for i < len(d.b) {
-		switch d.b[i] {
-		case ' ', '\t', '\n', '\r':
-			i++
-		default:
-			return i
-		}
-	}
-	return i
-}
+// pyLiterals are the values json.loads reads and encoding/json does not.
+var pyLiterals = [...]struct {
+	text string
+	v    json.Number
+}{{"NaN", "NaN"}, {"Infinity", "Infinity"}, {"-Infinity", "-Infinity"}}
 
 // value decodes the value at i; d.end is then the index after it.
 func (d *docBuilder) value(i, depth int) (any, bool) {
 	b := d.b
-	if i >= len(b) || depth > maxDocDepth {
+	if i >= len(b) {
 		return nil, false
+	}
+	if depth > maxDocDepth && !d.python || depth > maxPyJSONDepth {
+		d.tooDeep = true
+		return nil, false
+	}
+	if d.python {
+		for _, lit := range pyLiterals {
+			if len(b)-i >= len(lit.text) && string(b[i:i+len(lit.text)]) == lit.text {
+				d.end = i + len(lit.text)
+				return lit.v, true
+			}
+		}
 	}
 	switch c := b[i]; {
 	case c == '"':
 		return d.str(i)
 	case c == '{':
 		m := map[string]any{}
-		i = d.space(i + 1)
+		i = jsonSpace(d.b, i+1)
 		if i < len(b) && b[i] == '}' {
 			d.end = i + 1
 			return m, true
@@ -75,16 +87,16 @@ func (d *docBuilder) value(i, depth int) (any, bool) {
 			if !ok {
 				return nil, false
 			}
-			i = d.space(d.end)
+			i = jsonSpace(d.b, d.end)
 			if i >= len(b) || b[i] != ':' {
 				return nil, false
 			}
-			v, ok := d.value(d.space(i+1), depth+1)
+			v, ok := d.value(jsonSpace(d.b, i+1), depth+1)
 			if !ok {
 				return nil, false
 			}
 			m[k] = v // the last of a repeated key wins, as in encoding/json
-			i = d.space(d.end)
+			i = jsonSpace(d.b, d.end)
 			if i >= len(b) {
 				return nil, false
 			}
@@ -93,14 +105,14 @@ func (d *docBuilder) value(i, depth int) (any, bool) {
 				d.end = i + 1
 				return m, true
 			case ',':
-				i = d.space(i + 1)
+				i = jsonSpace(d.b, i+1)
 			default:
 				return nil, false
 			}
 		}
 	case c == '[':
 		a := []any{}
-		i = d.space(i + 1)
+		i = jsonSpace(d.b, i+1)
 		if i < len(b) && b[i] == ']' {
 			d.end = i + 1
 			return a, true
@@ -111,7 +123,7 @@ func (d *docBuilder) value(i, depth int) (any, bool) {
 				return nil, false
 			}
 			a = append(a, v)
-			i = d.space(d.end)
+			i = jsonSpace(d.b, d.end)
 			if i >= len(b) {
 				return nil, false
 			}
@@ -120,7 +132,7 @@ func (d *docBuilder) value(i, depth int) (any, bool) {
 				d.end = i + 1
 				return a, true
 			case ',':
-				i = d.space(i + 1)
+				i = jsonSpace(d.b, i+1)
 			default:
 				return nil, false
 			}
@@ -314,7 +326,7 @@ func docStrings(v any) ([]string, bool) {
 // object, or when a name it reads is escaped.
 func memberKeys(body []byte, key string) ([]string, bool) {
 	s := keyScanner{b: body}
-	i := s.space(0)
+	i := jsonSpace(s.b, 0)
 	if i >= len(body) || body[i] != '{' {
 		return nil, false
 	}
@@ -364,19 +376,12 @@ type keyScanner struct {
 	next int // index after the last object members walked
 }
 
-func (s *keyScanner) space(i int) int {
-	for i < len(s.b) && (s.b[i] == ' ' || s.b[i] == '\t' || s.b[i] == '\n' || s.b[i] == '\r') {
-		i++
-	}
-	return i
-}
-
 // members calls member with each member's unescaped name and the index
 // of its value, in order; member returns the index after the value.
 // s.next is then the index after the object.
 func (s *keyScanner) members(i int, member func(name string, at int) (int, bool)) bool {
 	b := s.b
-	i = s.space(i + 1) // past '{'
+	i = jsonSpace(s.b, i+1) // past '{'
 	if i < len(b) && b[i] == '}' {
 		s.next = i + 1
 		return true
@@ -399,15 +404,15 @@ func (s *keyScanner) members(i int, member func(name string, at int) (int, bool)
 		if !known {
 			name = string(b[i+1 : j])
 		}
-		k := s.space(j + 1)
+		k := jsonSpace(s.b, j+1)
 		if k >= len(b) || b[k] != ':' {
 			return false
 		}
-		end, ok := member(name, s.space(k+1))
+		end, ok := member(name, jsonSpace(s.b, k+1))
 		if !ok {
 			return false
 		}
-		i = s.space(end)
+		i = jsonSpace(s.b, end)
 		if i >= len(b) {
 			return false
 		}
@@ -416,7 +421,7 @@ func (s *keyScanner) members(i int, member func(name string, at int) (int, bool)
 			s.next = i + 1
 			return true
 		case ',':
-			i = s.space(i + 1)
+			i = jsonSpace(s.b, i+1)
 		default:
 			return false
 		}

@@ -2,7 +2,7 @@ package httpapi
 
 import (
 	"bytes"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"unicode/utf8"
 )
@@ -38,12 +38,12 @@ func pyJSONError(b []byte) error {
 		return pySyntaxError(b, "Unexpected UTF-8 BOM (decode using utf-8-sig)", 0)
 	}
 	s := pyJSONScanner{b: b}
-	i := s.skipSpace(0)
+	i := jsonSpace(s.b, 0)
 	i, err := s.document(i)
 	if err != nil {
 		return err
 	}
-	if i = s.skipSpace(i); i != len(b) {
+	if i = jsonSpace(s.b, i); i != len(b) {
 		return pySyntaxError(b, "Extra data", i)
 	}
 	return nil
@@ -53,11 +53,11 @@ type pyJSONScanner struct {
 	b []byte
 }
 
-// skipSpace returns the index of the first byte at or after i that is not
-// JSON white space.
-func (s *pyJSONScanner) skipSpace(i int) int {
-	for i < len(s.b) {
-		switch s.b[i] {
+// jsonSpace returns the index of the first byte of b at or after i that
+// is not JSON white space. Every scanner of request bodies uses it.
+func jsonSpace(b []byte, i int) int {
+	for i < len(b) {
+		switch b[i] {
 		case ' ', '\t', '\n', '\r':
 			i++
 		default:
@@ -85,14 +85,14 @@ value:
 		}
 		goto after
 	case '{':
-		if i = s.skipSpace(i + 1); i < len(b) && b[i] == '}' {
+		if i = jsonSpace(s.b, i+1); i < len(b) && b[i] == '}' {
 			i++
 			goto after
 		}
 		stack = append(stack, '{')
 		goto key
 	case '[':
-		if i = s.skipSpace(i + 1); i < len(b) && b[i] == ']' {
+		if i = jsonSpace(s.b, i+1); i < len(b) && b[i] == ']' {
 			i++
 			goto after
 		}
@@ -117,17 +117,17 @@ key:
 	if i, err = s.str(i + 1); err != nil {
 		return 0, err
 	}
-	if i = s.skipSpace(i); i >= len(b) || b[i] != ':' {
+	if i = jsonSpace(s.b, i); i >= len(b) || b[i] != ':' {
 		return 0, pySyntaxError(b, "Expecting ':' delimiter", i)
 	}
-	i = s.skipSpace(i + 1)
+	i = jsonSpace(s.b, i+1)
 	goto value
 
 after:
 	if len(stack) == 0 {
 		return i, nil
 	}
-	i = s.skipSpace(i)
+	i = jsonSpace(s.b, i)
 	if top := stack[len(stack)-1]; i < len(b) && b[i] == closing(top) {
 		stack = stack[:len(stack)-1]
 		i++
@@ -136,7 +136,7 @@ after:
 	if i >= len(b) || b[i] != ',' {
 		return 0, pySyntaxError(b, "Expecting ',' delimiter", i)
 	}
-	i = s.skipSpace(i + 1)
+	i = jsonSpace(s.b, i+1)
 	if stack[len(stack)-1] == '{' {
 		goto key
 	}
@@ -290,87 +290,20 @@ func pySyntaxError(b []byte, msg string, at int) error {
 // pyJSONDecode decodes b, which pyJSONError accepted, as json.loads does
 // for the values encoding/json refuses: NaN, Infinity and -Infinity, kept
 // as json.Number with that text (package jsonschema reads them as Python's
-// floats). Numbers are json.Number, objects map[string]any (the last of
-// a repeated key wins, as in Python).
+// floats). It is buildDoc's decoding with those literals allowed and
+// nesting bounded by maxPyJSONDepth (scanJSON lets deeper bodies through
+// to encoding/json, which refuses them).
 func pyJSONDecode(b []byte) (any, error) {
-	s := pyJSONScanner{b: b}
-	v, _, err := s.value(s.skipSpace(0), 0)
-	return v, err
+	d := docBuilder{b: b, python: true}
+	v, ok := d.value(jsonSpace(b, 0), 0)
+	if !ok {
+		if d.tooDeep {
+			return nil, errors.New("nested too deeply")
+		}
+		return nil, errors.New("invalid JSON")
+	}
+	return v, nil
 }
 
-// maxPyJSONDepth bounds pyJSONDecode's recursion (scanJSON lets deeper
-// bodies through to encoding/json, which refuses them).
+// maxPyJSONDepth bounds pyJSONDecode's recursion.
 const maxPyJSONDepth = maxJSONDepth
-
-// value decodes the value at i and returns it with the index after it.
-func (s *pyJSONScanner) value(i, depth int) (any, int, error) {
-	b := s.b
-	if depth > maxPyJSONDepth {
-		return nil, 0, fmt.Errorf("nested too deeply")
-	}
-	switch b[i] {
-	case '"':
-		end, err := s.str(i + 1)
-		if err != nil {
-			return nil, 0, err
-		}
-		var str string
-		if err := json.Unmarshal(b[i:end], &str); err != nil {
-			return nil, 0, err
-		}
-		return str, end, nil
-	case '{':
-		obj := map[string]any{}
-		i = s.skipSpace(i + 1)
-		if b[i] == '}' {
-			return obj, i + 1, nil
-		}
-		for {
-			k, next, err := s.value(i, depth+1)
-			if err != nil {
-				return nil, 0, err
-			}
-			i = s.skipSpace(s.skipSpace(next) + 1) // past ':'
-			v, next, err := s.value(i, depth+1)
-			if err != nil {
-				return nil, 0, err
-			}
-			obj[k.(string)] = v
-			if i = s.skipSpace(next); b[i] == '}' {
-				return obj, i + 1, nil
-			}
-			i = s.skipSpace(i + 1) // past ','
-		}
-	case '[':
-		arr := []any{}
-		i = s.skipSpace(i + 1)
-		if b[i] == ']' {
-			return arr, i + 1, nil
-		}
-		for {
-			v, next, err := s.value(i, depth+1)
-			if err != nil {
-				return nil, 0, err
-			}
-			arr = append(arr, v)
-			if i = s.skipSpace(next); b[i] == ']' {
-				return arr, i + 1, nil
-			}
-			i = s.skipSpace(i + 1)
-		}
-	}
-	for _, lit := range []struct {
-		text string
-		v    any
-	}{{"null", nil}, {"true", true}, {"false", false},
-		{"NaN", json.Number("NaN")}, {"Infinity", json.Number("Infinity")}, {"-Infinity", json.Number("-Infinity")}} {
-		if bytes.HasPrefix(b[i:], []byte(lit.text)) {
-			return lit.v, i + len(lit.text), nil
-		}
-	}
-	end, err := s.number(i)
-	if err != nil {
-		return nil, 0, err
-	}
-	return json.Number(b[i:end]), end, nil
-}

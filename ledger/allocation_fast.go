@@ -288,6 +288,17 @@ func (s *Store) sendWrites(ctx context.Context, fcs []fastClaim) ([]*ownWrite, e
 	return ws, nil
 }
 
+// planAndLock starts the pipeline of a group of writes (a claim batch, a
+// group of provider writes): fastPlanSQL, then fastLockSQL over the
+// providers (stored uuids), which locks them in id order. The caller
+// reads past both with skipResults.
+func planAndLock(providers []string) *pgx.Batch {
+	b := &pgx.Batch{}
+	b.Queue(fastPlanSQL)
+	b.Queue(fastLockSQL, providers)
+	return b
+}
+
 // sendClaimPipeline sends fastPlanSQL, fastLockSQL over every provider
 // of fcs, then the write statements queue adds, as one pipeline and one
 // implicit transaction, and reads their answers with read, which fills
@@ -309,9 +320,7 @@ func (s *Store) sendClaimPipeline(ctx context.Context, fcs []fastClaim, ws []*ow
 			}
 		}
 	}
-	b := &pgx.Batch{}
-	b.Queue(fastPlanSQL)
-	b.Queue(fastLockSQL, providers)
+	b := planAndLock(providers)
 	queue(b)
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {

@@ -133,8 +133,7 @@ func (s *Store) sendOneTrip(ctx context.Context, w oneTrip) error {
 	return s.sendAlone(ctx, w)
 }
 
-// sendAlone is sendOneTrip for w alone: one implicit transaction on a
-// pooled connection.
+// sendAlone is sendOneTrip for w alone: one implicit transaction.
 func (s *Store) sendAlone(ctx context.Context, w oneTrip) error {
 	b := w.b
 	if w.plan {
@@ -142,6 +141,32 @@ func (s *Store) sendAlone(ctx context.Context, w oneTrip) error {
 		b.Queue(fastPlanSQL)
 		b.QueuedQueries = append(b.QueuedQueries, w.b.QueuedQueries...)
 	}
+	t := &txn{}
+	err := s.sendPipeline(ctx, b, func(br pgx.BatchResults) error {
+		if err := skipResults(br, b.Len()-w.b.Len()); err != nil {
+			return err
+		}
+		return w.read(br, t)
+	})
+	if err != nil && !errors.Is(err, errNotReplicated) {
+		return err
+	}
+	s.fastWrites.Add(1)
+	s.notify(t)
+	return err
+}
+
+// sendPipeline sends b as one pipeline and one implicit transaction on a
+// pooled connection and hands its answers to read. It returns nil once
+// the transaction committed, errNotReplicated if it committed but the
+// wait for the synchronous standby was cancelled (as withTx), and
+// errFallBack when nothing was written: read returned errFallBack, a
+// statement failed, or the connection failed before anything was sent
+// or the server ended it before the commit (the commit comes with the
+// Sync, after every statement's answer, so an error in place of an
+// answer means none). Any other error is returned as is: an outage, and
+// the transaction may have committed.
+func (s *Store) sendPipeline(ctx context.Context, b *pgx.Batch, read func(pgx.BatchResults) error) error {
 	actx, cancel := context.WithTimeout(ctx, s.txs.acquireTimeout)
 	conn, err := s.pool.Acquire(actx)
 	cancel()
@@ -151,16 +176,9 @@ func (s *Store) sendAlone(ctx context.Context, w oneTrip) error {
 	defer conn.Release()
 	pc := conn.Conn().PgConn()
 	s.unsynced.forget(pc) // a mark left by another statement's commit
-	t := &txn{}
 	br := conn.SendBatch(ctx, b)
-	err = skipResults(br, b.Len()-w.b.Len())
-	if err == nil {
-		err = w.read(br, t)
-	}
-	if err != nil {
+	if err := read(br); err != nil {
 		_ = br.Close()
-		// The commit comes with the Sync, after every statement's
-		// answer: an error in place of an answer means none.
 		if errors.Is(err, errFallBack) || pgconn.SafeToRetry(err) || rolledBack(err) {
 			return errFallBack
 		}
@@ -175,10 +193,7 @@ func (s *Store) sendAlone(ctx context.Context, w oneTrip) error {
 		}
 		return err
 	}
-	s.fastWrites.Add(1)
-	err = s.unsynced.replicated(pc)
-	s.notify(t)
-	return err
+	return s.unsynced.replicated(pc)
 }
 
 // rolledBack reports whether err, received in place of a statement's

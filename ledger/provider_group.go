@@ -95,17 +95,16 @@ func (s *Store) writeTrips(ctx context.Context, group []*tripItem) {
 // committed (errNotReplicated for the written ones if the commit's wait
 // for the synchronous standby was cancelled); errAlone when the group
 // wrote nothing because of an error that the writes sent alone may not
-// meet; any other error as is (an outage: it may have committed).
+// meet; any other error as is (no connection to be had, or an outage
+// after which the group may have committed).
 func (s *Store) sendTrips(ctx context.Context, trips []oneTrip) ([]error, error) {
-	b := &pgx.Batch{}
-	b.Queue(fastPlanSQL)
 	var locks []string
 	for _, w := range trips {
 		if w.lock != "" {
 			locks = append(locks, w.lock)
 		}
 	}
-	b.Queue(fastLockSQL, locks)
+	b := planAndLock(locks)
 	for _, w := range trips {
 		qs := w.b.QueuedQueries
 		if w.lock != "" {
@@ -113,42 +112,31 @@ func (s *Store) sendTrips(ctx context.Context, trips []oneTrip) ([]error, error)
 		}
 		b.QueuedQueries = append(b.QueuedQueries, qs...)
 	}
-	actx, cancel := context.WithTimeout(ctx, s.txs.acquireTimeout)
-	conn, err := s.pool.Acquire(actx)
-	cancel()
-	if err != nil {
-		// No connection: each write meets that alone, or does not.
-		return nil, errAlone
-	}
-	defer conn.Release()
-	pc := conn.Conn().PgConn()
-	s.unsynced.forget(pc)
-	br := conn.SendBatch(ctx, b)
 	answers := make([]error, len(trips))
 	ts := make([]txn, len(trips))
-	err = skipResults(br, 2)
-	for i := 0; err == nil && i < len(trips); i++ {
-		wbr := br
-		if trips[i].lock != "" {
-			wbr = &lockTaken{BatchResults: br}
+	err := s.sendPipeline(ctx, b, func(br pgx.BatchResults) error {
+		if err := skipResults(br, 2); err != nil {
+			return err
 		}
-		if rerr := trips[i].read(wbr, &ts[i]); errors.Is(rerr, errFallBack) {
-			answers[i] = errFallBack
-		} else {
-			err = rerr
+		for i, w := range trips {
+			wbr := br
+			if w.lock != "" {
+				wbr = &lockTaken{BatchResults: br}
+			}
+			if err := w.read(wbr, &ts[i]); errors.Is(err, errFallBack) {
+				answers[i] = errFallBack // this write refused; the others go on
+			} else if err != nil {
+				return err
+			}
 		}
-	}
-	if err != nil {
-		_ = br.Close()
-		if pgconn.SafeToRetry(err) || rolledBack(err) {
-			return nil, errAlone
-		}
-		return nil, err
-	}
-	if err := br.Close(); err != nil {
-		if pgconn.SafeToRetry(err) || statementError(err) {
-			return nil, errAlone
-		}
+		return nil
+	})
+	switch {
+	case errors.Is(err, errFallBack):
+		// Nothing of the group was written: each write may meet
+		// alone what failed it, or not.
+		return nil, errAlone
+	case err != nil && !errors.Is(err, errNotReplicated):
 		return nil, err
 	}
 	t := &txn{}
@@ -156,17 +144,10 @@ func (s *Store) sendTrips(ctx context.Context, trips []oneTrip) ([]error, error)
 		if answers[i] == nil {
 			s.fastWrites.Add(1)
 			t.touched = append(t.touched, ts[i].touched...)
+			answers[i] = err // nil, or errNotReplicated
 		}
 	}
-	rerr := s.unsynced.replicated(pc)
 	s.notify(t)
-	if rerr != nil {
-		for i := range answers {
-			if answers[i] == nil {
-				answers[i] = rerr
-			}
-		}
-	}
 	return answers, nil
 }
 
