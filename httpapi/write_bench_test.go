@@ -8,22 +8,13 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/berthd/berth/internal/proctest"
 	"github.com/berthd/berth/internal/telemetry"
 	"github.com/berthd/berth/ledger/ledgertest"
 )
-
-// processCPU is this process's CPU time (user and system).
-func processCPU(tb testing.TB) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		tb.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
 
 // benchWriter is a minimal http.ResponseWriter that keeps the status and
 // the body of the last answer.
@@ -154,11 +145,11 @@ func BenchmarkSeedWrites(b *testing.B) {
 			want := http.StatusOK
 			var before, after runtime.MemStats
 			runtime.ReadMemStats(&before)
-			cpuBefore := processCPU(b)
+			cpuBefore := proctest.ProcessCPU(b)
 			for _, req := range reqs {
 				send(req, want)
 			}
-			cpuAfter := processCPU(b)
+			cpuAfter := proctest.ProcessCPU(b)
 			runtime.ReadMemStats(&after)
 			if measured {
 				cpu[k] += cpuAfter - cpuBefore

@@ -5,19 +5,11 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
-)
 
-// processCPU is this process's CPU time (user and system).
-func processCPU(t testing.TB) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		t.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
+	"github.com/berthd/berth/internal/proctest"
+)
 
 // BenchmarkProviderWrites measures the writes that seed a cloud, as
 // berth-load's seeding makes them (docs/performance.md): per compute
@@ -80,7 +72,7 @@ func BenchmarkProviderWrites(b *testing.B) {
 			},
 		}
 		for k, phase := range phases {
-			pgBefore, ownBefore := backendCPU(b, pid), processCPU(b)
+			pgBefore, ownBefore := backendCPU(b, pid), proctest.ProcessCPU(b)
 			var wrote atomic.Int64
 			var wg sync.WaitGroup
 			for w := range writers {
@@ -105,7 +97,7 @@ func BenchmarkProviderWrites(b *testing.B) {
 			}
 			writes[k] += int(wrote.Load())
 			pg[k] += backendCPU(b, pid) - pgBefore
-			own[k] += processCPU(b) - ownBefore
+			own[k] += proctest.ProcessCPU(b) - ownBefore
 		}
 	}
 	type mode struct {

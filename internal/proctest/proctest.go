@@ -1,11 +1,13 @@
 // Package proctest holds what the test harnesses that run real servers
 // (MariaDB, OpenStack Placement, Keystone, Patroni and etcd) share: free
-// loopback ports and stopping a server's whole process group.
+// loopback ports and stopping a server's whole process group; and the
+// process's CPU time, which benchmarks report per operation.
 package proctest
 
 import (
 	"net"
 	"syscall"
+	"testing"
 	"time"
 )
 
@@ -42,4 +44,14 @@ func StopGroup[T any](pgid int, done <-chan T, grace time.Duration) {
 		<-done
 	}
 	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+}
+
+// ProcessCPU is this process's CPU time so far (user and system), for
+// benchmarks that report CPU per operation.
+func ProcessCPU(tb testing.TB) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		tb.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
