@@ -221,11 +221,16 @@ func convert(c *engine.Candidates, pc *providerCache) []*scheduler.Candidate {
 			}
 			allocBuf = append(allocBuf, alloc)
 			root, sharing := a.ProviderUUID, false
-			if p := provs[a.ProviderUUID]; p != nil {
-				if p.RootUUID != "" {
-					root = p.RootUUID
+			// In a flat cloud a provider is its own root and none shares:
+			// no lookup of the provider (a hash of its uuid) nor read of
+			// its traits (a cache miss each in a large cloud).
+			if !c.Flat {
+				if p := provs[a.ProviderUUID]; p != nil {
+					if p.RootUUID != "" {
+						root = p.RootUUID
+					}
+					sharing = slices.Contains(p.Traits, sharesViaAggregate)
 				}
-				sharing = slices.Contains(p.Traits, sharesViaAggregate)
 			}
 			switch {
 			case slices.Contains(roots, root) || slices.Contains(shared, root):

@@ -68,6 +68,10 @@ type Candidates struct {
 	// Versions, with CandidatesParams.VersionsOnly, stand for the
 	// providers Summaries would describe, in the same order.
 	Versions []ProviderVersion
+	// Flat is set when every provider of the snapshot is the root of its
+	// own tree and none shares its inventory: each allocation's provider
+	// is then its candidate's root, and none is a sharing provider.
+	Flat bool
 
 	// snap and summaryList are what Summary describes.
 	snap        *Snapshot

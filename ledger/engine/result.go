@@ -121,7 +121,10 @@ func (e *search) result(found [][]int32, versionsOnly bool) *Candidates {
 			// Summaries cover whole trees from 1.29; before, only the
 			// providers that allocate.
 			unit := p
-			if e.nestedAware {
+			if e.nestedAware && !s.idx.flat {
+				// (In a flat cloud every provider is its own root: no
+				// read of the root index, a cache miss per candidate in a
+				// large snapshot.)
 				unit = s.idx.root[p]
 			}
 			if firstSummary(unit) {
@@ -149,7 +152,7 @@ func (e *search) result(found [][]int32, versionsOnly bool) *Candidates {
 			members = append(members, u)
 		}
 	}
-	out.snap, out.summaryList = s, members
+	out.snap, out.summaryList, out.Flat = s, members, s.idx.flat
 	if versionsOnly {
 		out.Versions = make([]ProviderVersion, len(members))
 		for k, i := range members {

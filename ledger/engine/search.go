@@ -496,10 +496,7 @@ func (e *search) roundRobin(anchors []int32, want int, shuffle bool) ([][]int32,
 		a := anchors[k]
 		if shuffle {
 			if len(ahead) == 0 {
-				ahead = aheadArr[:0]
-				for i := k; i < min(k+drawAhead, len(anchors)); i++ {
-					ahead = append(ahead, draw.next(i))
-				}
+				ahead = draw.nextN(k, min(drawAhead, len(anchors)-k), aheadArr[:0])
 				e.snap.touch(ahead)
 			}
 			a, ahead = ahead[0], ahead[1:]
@@ -612,10 +609,40 @@ func (d *sparseShuffle) at(i int) int32 {
 	return d.list[i]
 }
 
-// next returns the k-th element of the shuffled order; calls must ask for
-// k = 0, 1, 2, ... in turn.
-func (d *sparseShuffle) next(k int) int32 {
-	j := k + rand.IntN(len(d.list)-k)
+// nextN appends to out the elements k to k+m-1 of the shuffled order (m
+// at most drawAhead); calls must ask for k = 0, then the k after the last
+// call's elements, and so on. The random positions are
+// drawn first and the list read at them in a loop of independent loads
+// (readPositions): in a large list each is a cache miss, which would
+// otherwise wait for the previous step's map updates.
+func (d *sparseShuffle) nextN(k, m int, out []int32) []int32 {
+	var posArr [drawAhead]int
+	pos := posArr[:0]
+	for i := k; i < k+m; i++ {
+		pos = append(pos, i+rand.IntN(len(d.list)-i))
+	}
+	readPositions(d.list, pos)
+	for i, j := range pos {
+		out = append(out, d.step(k+i, j))
+	}
+	return out
+}
+
+// readPositions reads list at each of pos. It returns a sum only so that
+// the loads are kept: it must not be inlined (see Snapshot.touch).
+//
+//go:noinline
+func readPositions(list []int32, pos []int) int {
+	n := 0
+	for _, j := range pos {
+		n += int(list[j])
+	}
+	return n
+}
+
+// step swaps positions k and j of the shuffle (j >= k) and returns the
+// element that was at j: the k-th element of the shuffled order.
+func (d *sparseShuffle) step(k, j int) int32 {
 	a := d.at(j)
 	if j != k {
 		if d.moved == nil {
@@ -832,6 +859,11 @@ func (e *search) subtreeOK(g *gen, d int, set []int) bool {
 // any other provider belongs to exactly one anchor's tree.
 func (e *search) duplicate(g *gen) bool {
 	s := e.snap
+	if !s.idx.hasSharing {
+		// Nothing shares: not even one read of the sharing flags, which
+		// in a large snapshot is a cache miss per candidate.
+		return false
+	}
 	for i := range e.slots {
 		if !s.idx.sharing[g.prov(i)] {
 			return false
