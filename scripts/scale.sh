@@ -17,9 +17,15 @@
 #               first answer of a candidates query, and the duration of the
 #               snapshot's first load and of a periodic full reload, read from
 #               berthd's debug log ("ledger snapshot loaded ... duration=")
-#   claims      POST /claims of VCPU:4,MEMORY_MB:16384,DISK_GB:100 at each
-#               --clients count for --claims (a duration) of timed claiming, in
-#               rounds of at most a quarter of the cloud's capacity (a node
+#   claims      once every size is set up: POST /claims of
+#               VCPU:4,MEMORY_MB:16384,DISK_GB:100 at each --clients count for
+#               --claims (a duration) of timed claiming per size, in --slices
+#               slices that alternate between the sizes (1,000, 100,000,
+#               then 100,000, 1,000, ...: a change in the shared machine's
+#               speed weighs on every size alike), each on a freshly started
+#               berthd warmed up by 3 s of untimed claims (a server that has
+#               been up has its provider cache filled), in rounds of at most
+#               a quarter of the cloud's capacity (a node
 #               takes 15 such claims): a round that reaches it before the
 #               duration is over is released (DELETE /allocations, untimed)
 #               and followed by another ("berth-load claims --rounds"), so every
@@ -42,7 +48,9 @@
 #   scripts/scale.sh --berth BIN [options]
 # Options:
 #   --sizes "1000 10000 100000"  provider counts (SCALE_SIZES), one fresh database each
-#   --claims DURATION    timed claiming of each claims run, its rounds added up (SCALE_CLAIMS, default 30s)
+#   --claims DURATION    timed claiming of each claims run, its rounds added up (SCALE_CLAIMS, default 30s;
+#                        whole seconds: "30s" or "30")
+#   --slices K           slices each claims run is cut into, the sizes alternating (SCALE_SLICES, default 3)
 #   --clients "16 64"    claim clients, one run each (SCALE_CLIENTS)
 #   --seed-workers W     concurrent seeding clients (SCALE_SEED_WORKERS, default 32)
 #   --iterations K       timed runs of each GET (SCALE_ITERATIONS, default 5)
@@ -70,6 +78,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
 sizes=${SCALE_SIZES:-"1000 10000 100000"}
 claims=${SCALE_CLAIMS:-30s}
+slices=${SCALE_SLICES:-3}
 clients=${SCALE_CLIENTS:-"16 64"}
 seed_workers=${SCALE_SEED_WORKERS:-32}
 iterations=${SCALE_ITERATIONS:-5}
@@ -86,6 +95,7 @@ while [ $# -gt 0 ]; do
     --berth) [ -x "${2:-}" ] || die "--berth needs an executable"; berthd=$(realpath "$2"); shift 2 ;;
     --sizes) sizes=$2; shift 2 ;;
     --claims) claims=$2; shift 2 ;;
+    --slices) slices=$2; shift 2 ;;
     --clients) clients=$2; shift 2 ;;
     --seed-workers) seed_workers=$2; shift 2 ;;
     --iterations) iterations=$2; shift 2 ;;
@@ -98,6 +108,10 @@ while [ $# -gt 0 ]; do
   esac
 done
 [ -n "$berthd" ] || die "give --berth BIN (see --help)"
+claims_s=${claims%s}
+case "$claims_s" in ''|*[!0-9]*) die "--claims takes whole seconds (30s or 30), not $claims" ;; esac
+case "$slices" in ''|*[!0-9]*|0) die "--slices takes a positive count, not $slices" ;; esac
+[ "$claims_s" -ge "$slices" ] || die "--claims $claims is less than a second per slice"
 command -v psql >/dev/null || die "psql is needed"
 out=${out:-$(mktemp -d "${TMPDIR:-/tmp}/berth-scale.XXXXXX")}
 mkdir -p "$out"
@@ -110,8 +124,10 @@ if [ -z "$load" ]; then
 fi
 
 devdb_pid=""
+declare -A size_db # the database of each size set up, kept for the claims
 cleanup() {
   stop_target; drop_db
+  for db in "${size_db[@]}"; do drop_db; done
   if [ -n "$devdb_pid" ]; then kill -TERM "$devdb_pid" 2>/dev/null; wait "$devdb_pid" 2>/dev/null; fi
 }
 # shellcheck source=lib/target.sh
@@ -214,21 +230,8 @@ for n in $sizes; do
   first_load=$(echo "$loads" | sed -n 1p)
   reload=$(echo "$loads" | sed -n 2p)
   stop_target
-  # Claims start on a loaded snapshot, as in a server that has been up.
-  launch "$berthd_cmd" "$dir/server.log.claims" && "$load" wait --url "$url" --path "$first_path" --timeout 600s ||
-    { echo "scale.sh: berthd did not restart; see $dir/server.log.claims" >&2; failed=1; stop_target; drop_db; continue; }
-
-  # Rounds of at most a quarter of the capacity, released between and
-  # after, for --claims of timed claiming: the same duration and fill at
-  # every size, and an empty cloud at each run's start.
-  cap=$((n * 15 / 4))
-  check=false
-  if [ "$verify" = all ] || [ "$n" -le "$verify" ]; then check=true; fi
-  for c in $clients; do
-    measure "claims-c$c" claims --mode claims --clients "$c" --duration "$claims" --claims "$cap" \
-      --rounds --release --verify="$check" --keepalive on --reset-peak --db-pid "$pg_pid"
-  done
-  stop_target; drop_db
+  size_db[$n]=$db
+  db=""
   {
     echo "vacuum_s=$vacuum_s"
     echo "cold_start_s=$cold"
@@ -237,6 +240,45 @@ for n in $sizes; do
     echo "loadavg=$la_before before, $(loadavg) after"
     echo "gomemlimit=${memlimit:-none}"
   } >"$dir/start.txt"
+done
+
+# The claims: for each slice, each clients count, each size in turn, a
+# freshly started berthd (claims start on a loaded snapshot, as in a
+# server that has been up), 3 s of untimed claims to fill its provider
+# cache (released), then the slice's timed claiming: rounds of at most a
+# quarter of the capacity, released between and after, so every size
+# claims for the same time on a cloud at most a quarter full, and every
+# slice starts on an empty cloud.
+# The sizes' order turns around every slice (1,000 then 100,000, then
+# 100,000 then 1,000, ...), so that a drift in the machine's speed over
+# the run does not favour the size that comes first.
+slice_s=$((claims_s / slices))
+reversed=$(echo "$sizes" | tr ' ' '\n' | grep . | tac | tr '\n' ' ')
+for k in $(seq "$slices"); do
+  order=$sizes
+  if [ $((k % 2)) = 0 ]; then order=$reversed; fi
+  for c in $clients; do
+    for n in $order; do
+      [ -n "${size_db[$n]:-}" ] || continue
+      db=${size_db[$n]} dir="$out/n$n"
+      cap=$((n * 15 / 4))
+      check=false
+      if [ "$verify" = all ] || [ "$n" -le "$verify" ]; then check=true; fi
+      launch "$berthd_cmd" "$dir/server.log.claims-c$c-s$k" && "$load" wait --url "$url" --path "$first_path" --timeout 600s ||
+        { echo "scale.sh: berthd did not restart; see $dir/server.log.claims-c$c-s$k" >&2; failed=1; stop_target; db=""; continue; }
+      "$load" claims --url "$url" --mode claims --clients "$c" --duration 3s --claims "$cap" --release --verify=false \
+        --keepalive on -q >"$dir/warmup-c$c-s$k.txt" 2>&1 || failed=1
+      measure "claims-c$c-s$k" claims --mode claims --clients "$c" --duration "${slice_s}s" --claims "$cap" \
+        --rounds --release --verify="$check" --keepalive on --reset-peak --db-pid "$pg_pid"
+      stop_target
+      db=""
+    done
+  done
+done
+for n in "${!size_db[@]}"; do
+  db=${size_db[$n]}
+  drop_db
+  unset "size_db[$n]"
 done
 
 echo

@@ -87,3 +87,57 @@ func TestPrintScale(t *testing.T) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// TestPrintScaleSlices checks that the slices of a claims run add up to
+// one run: claims/s and CPU per claim over every slice, the worst slice's
+// p99, the highest peak, and the slices counted.
+func TestPrintScaleSlices(t *testing.T) {
+	dir := t.TempDir()
+	write := func(n int, name string, r *Report) {
+		d := filepath.Join(dir, "n"+itoa(n))
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.WriteJSON(filepath.Join(d, name+".json")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	slice := func(claims int, elapsed, p99 time.Duration, rss int, cpu float64) *Report {
+		return &Report{Claims: &ClaimsResult{Claims: claims, Elapsed: elapsed, PerSecond: float64(claims) / elapsed.Seconds(), Rounds: 2,
+			Latency: Stats{N: claims, Median: p99 / 4, P99: p99, Mean: p99 / 3}},
+			Memory: &MemReport{PeakRSS: rss << 10, CPUTree: cpu}, Database: &MemReport{CPUTree: cpu / 2}}
+	}
+	// 1,000: 12,000 claims in 10 s, then 10,000 in 10 s: 1,100/s.
+	write(1000, "claims-c16-s1", slice(12000, 10*time.Second, 20*time.Millisecond, 80, 8.4))
+	write(1000, "claims-c16-s2", slice(10000, 10*time.Second, 30*time.Millisecond, 90, 7))
+	// 100,000: 9,000 then 12,000 in 10 s each: 1,050/s, 95% of 1,100.
+	write(100000, "claims-c16-s1", slice(9000, 10*time.Second, 40*time.Millisecond, 440, 9))
+	write(100000, "claims-c16-s2", slice(12000, 10*time.Second, 25*time.Millisecond, 450, 12))
+	var out bytes.Buffer
+	if err := PrintScale(&out, dir); err != nil {
+		t.Fatal(err)
+	}
+	got := out.String()
+	t.Log("\n" + got)
+	row := func(prefix string) string {
+		for _, line := range strings.Split(got, "\n") {
+			if strings.HasPrefix(line, prefix) {
+				return strings.Join(strings.Fields(strings.TrimPrefix(line, prefix)), " ")
+			}
+		}
+		return ""
+	}
+	for prefix, want := range map[string]string{
+		"POST /claims, 16 clients: claims/s": "1100/s 1050/s 100k >= 90% of 1k target met",
+		"  slices (sizes alternating)":       "2 2",
+		"  rounds (released between)":        "4 4",
+		"  p99 (sliced: the worst slice's)":  "30.0 ms 40.0 ms 100k: < 50 ms target met",
+		"  berthd CPU per claim":             "0.7 ms 1.0 ms",
+		"  PostgreSQL CPU per claim":         "0.3 ms 0.5 ms",
+		"berthd peak RSS during claims":      "90 MiB 450 MiB 100k: < 500 MiB target met",
+	} {
+		if r := row(prefix); r != want {
+			t.Errorf("%s: %q, want %q", prefix, r, want)
+		}
+	}
+}
