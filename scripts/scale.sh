@@ -22,10 +22,11 @@
 #               --claims (a duration) of timed claiming per size, in --slices
 #               slices that alternate between the sizes (1,000, 100,000,
 #               then 100,000, 1,000, ...: a change in the shared machine's
-#               speed weighs on every size alike), each on a freshly started
-#               berthd warmed up by 3 s of untimed claims (a server that has
-#               been up has its provider cache filled), in rounds of at most
-#               a quarter of the cloud's capacity (a node
+#               speed weighs on every size alike), each size on one berthd
+#               for all its slices, warmed up by 3 s of untimed claims (a
+#               server that has been up has its provider cache filled) and
+#               stopped (SIGSTOP) while other sizes claim, in rounds of at
+#               most a quarter of the cloud's capacity (a node
 #               takes 15 such claims): a round that reaches it before the
 #               duration is over is released (DELETE /allocations, untimed)
 #               and followed by another ("berth-load claims --rounds"), so every
@@ -124,8 +125,20 @@ if [ -z "$load" ]; then
 fi
 
 devdb_pid=""
-declare -A size_db # the database of each size set up, kept for the claims
+declare -A size_db  # the database of each size set up, kept for the claims
+declare -A size_pid # the claims phase's server of each size (process group)
+declare -A size_url # and its URL
+# stop_claim_servers: resume and stop the claims phase's servers.
+stop_claim_servers() {
+  for n in "${!size_pid[@]}"; do
+    pid=${size_pid[$n]}
+    kill -CONT -- "-$pid" 2>/dev/null
+    stop_target
+    unset "size_pid[$n]"
+  done
+}
 cleanup() {
+  stop_claim_servers
   stop_target; drop_db
   for db in "${size_db[@]}"; do drop_db; done
   if [ -n "$devdb_pid" ]; then kill -TERM "$devdb_pid" 2>/dev/null; wait "$devdb_pid" 2>/dev/null; fi
@@ -242,16 +255,39 @@ for n in $sizes; do
   } >"$dir/start.txt"
 done
 
-# The claims: for each slice, each clients count, each size in turn, a
-# freshly started berthd (claims start on a loaded snapshot, as in a
-# server that has been up), 3 s of untimed claims to fill its provider
-# cache (released), then the slice's timed claiming: rounds of at most a
-# quarter of the capacity, released between and after, so every size
-# claims for the same time on a cloud at most a quarter full, and every
-# slice starts on an empty cloud.
-# The sizes' order turns around every slice (1,000 then 100,000, then
-# 100,000 then 1,000, ...), so that a drift in the machine's speed over
-# the run does not favour the size that comes first.
+# The claims. Each size gets one berthd for all its slices, started on
+# its database (claims start on a loaded snapshot) and warmed up by 3 s of
+# untimed claims, released, that fill its provider cache: a server that
+# has been up, as in a cloud. Then, for each slice, each clients count,
+# each size in turn: that size's server is resumed (SIGCONT) for the
+# slice's timed claiming and stopped (SIGSTOP) again after it, so that
+# nothing of the other sizes' servers runs (a periodic snapshot reload,
+# a collection) while one size is measured. A slice claims in rounds of
+# at most a quarter of the capacity, released between and after, so every
+# size claims for the same time on a cloud at most a quarter full, and
+# every slice starts on an empty cloud. The sizes' order turns around
+# every slice (1,000 then 100,000, then 100,000 then 1,000, ...), so that
+# a drift in the machine's speed over the run favours no size.
+port0=$BENCH_PORT
+i=0
+for n in $sizes; do
+  [ -n "${size_db[$n]:-}" ] || continue
+  BENCH_PORT=$((port0 + i)) url="http://127.0.0.1:$((port0 + i))"
+  i=$((i + 1))
+  db=${size_db[$n]} dir="$out/n$n"
+  if launch "$berthd_cmd" "$dir/server.log.claims" && "$load" wait --url "$url" --path "$first_path" --timeout 600s; then
+    "$load" claims --url "$url" --mode claims --clients 16 --duration 3s --claims $((n * 15 / 4)) --release --verify=false \
+      --keepalive on -q >"$dir/warmup.txt" 2>&1 || failed=1
+    kill -STOP -- "-$pid"
+    size_pid[$n]=$pid size_url[$n]=$url
+  else
+    echo "scale.sh: berthd did not restart; see $dir/server.log.claims" >&2
+    failed=1
+    stop_target
+  fi
+  pid="" db=""
+done
+BENCH_PORT=$port0
 slice_s=$((claims_s / slices))
 reversed=$(echo "$sizes" | tr ' ' '\n' | grep . | tac | tr '\n' ' ')
 for k in $(seq "$slices"); do
@@ -259,22 +295,19 @@ for k in $(seq "$slices"); do
   if [ $((k % 2)) = 0 ]; then order=$reversed; fi
   for c in $clients; do
     for n in $order; do
-      [ -n "${size_db[$n]:-}" ] || continue
-      db=${size_db[$n]} dir="$out/n$n"
+      [ -n "${size_pid[$n]:-}" ] || continue
+      pid=${size_pid[$n]} url=${size_url[$n]} dir="$out/n$n"
       cap=$((n * 15 / 4))
       check=false
       if [ "$verify" = all ] || [ "$n" -le "$verify" ]; then check=true; fi
-      launch "$berthd_cmd" "$dir/server.log.claims-c$c-s$k" && "$load" wait --url "$url" --path "$first_path" --timeout 600s ||
-        { echo "scale.sh: berthd did not restart; see $dir/server.log.claims-c$c-s$k" >&2; failed=1; stop_target; db=""; continue; }
-      "$load" claims --url "$url" --mode claims --clients "$c" --duration 3s --claims "$cap" --release --verify=false \
-        --keepalive on -q >"$dir/warmup-c$c-s$k.txt" 2>&1 || failed=1
+      kill -CONT -- "-$pid"
       measure "claims-c$c-s$k" claims --mode claims --clients "$c" --duration "${slice_s}s" --claims "$cap" \
         --rounds --release --verify="$check" --keepalive on --reset-peak --db-pid "$pg_pid"
-      stop_target
-      db=""
+      kill -STOP -- "-$pid"
     done
   done
 done
+stop_claim_servers
 for n in "${!size_db[@]}"; do
   db=${size_db[$n]}
   drop_db
