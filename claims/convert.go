@@ -137,10 +137,28 @@ func (pc *providerCache) store(versions []engine.ProviderVersion, built []*sched
 	}
 }
 
+// providerBox is a Provider and, in the same allocation, the inventories
+// of a provider of up to three classes (a compute node's VCPU, MEMORY_MB
+// and DISK_GB): the cache's views are then one object each for the
+// collector to mark, and a ranking that reads a Provider finds its
+// inventories next to it rather than elsewhere in a large heap.
+type providerBox struct {
+	p   scheduler.Provider
+	inv [3]scheduler.ClassInventory
+}
+
 // newProvider is the scheduler's view of one provider summary.
 func newProvider(s *engine.ProviderSummary) *scheduler.Provider {
-	p := &scheduler.Provider{UUID: s.UUID, Name: s.Name, ParentUUID: s.ParentUUID, RootUUID: s.RootUUID,
-		Traits: s.Traits, Aggregates: s.Aggregates, Resources: make(scheduler.Inventories, len(s.Resources))}
+	var p *scheduler.Provider
+	if n := len(s.Resources); n > 0 && n <= len(providerBox{}.inv) {
+		b := new(providerBox)
+		p = &b.p
+		p.Resources = b.inv[:n:n]
+	} else {
+		p = &scheduler.Provider{Resources: make(scheduler.Inventories, n)}
+	}
+	p.UUID, p.Name, p.ParentUUID, p.RootUUID = s.UUID, s.Name, s.ParentUUID, s.RootUUID
+	p.Traits, p.Aggregates = s.Traits, s.Aggregates
 	for i, r := range s.Resources {
 		p.Resources[i] = scheduler.ClassInventory{Class: r.Class, Inventory: scheduler.Inventory{Capacity: r.Capacity, Used: r.Used,
 			Total: r.Total, Reserved: r.Reserved, AllocationRatio: r.AllocationRatio,

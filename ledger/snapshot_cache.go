@@ -395,10 +395,11 @@ func readProviders(br pgx.BatchResults, n nameSink) (map[int64]*engine.ProviderR
 	}); err != nil {
 		return nil, err
 	}
-	for _, p := range provs {
+	for id, p := range provs {
 		slices.SortFunc(p.Inventories, func(a, b engine.InventoryRecord) int { return int(a.Class - b.Class) })
 		slices.Sort(p.Traits)
 		slices.Sort(p.Aggregates)
+		provs[id] = engine.NewRecord(p) // the inventories in the record's allocation
 	}
 	return provs, nil
 }
@@ -700,9 +701,8 @@ func (c *snapshotCache) applyOwnWrites(ids []int64, ws []*ownWrite) {
 				failed[id], changed[id] = true, nil
 				continue
 			}
-			p := *old
+			p := engine.NewRecord(old)
 			p.Generation, p.UpdatedAt = w.generations[i], w.updatedAt[i]
-			p.Inventories = slices.Clone(old.Inventories)
 			complete := true
 			for j, rp := range w.allocProviders {
 				if rp != id {
@@ -719,7 +719,7 @@ func (c *snapshotCache) applyOwnWrites(ids []int64, ws []*ownWrite) {
 				failed[id], changed[id] = true, nil
 				continue
 			}
-			changed[id] = &p
+			changed[id] = p
 		}
 	}
 	for _, id := range ids {

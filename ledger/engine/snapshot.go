@@ -86,6 +86,49 @@ type ProviderRecord struct {
 	Aggregates  []int32           // sorted aggregate ids
 }
 
+// NewRecord returns a copy of p, with a copy of its inventories. A few
+// inventories (a compute node's three or four) share the record's
+// allocation: a sampled search reads a record and then its inventories,
+// which are then one object for the collector to mark instead of two,
+// and one stretch of memory instead of two scattered over a large
+// snapshot's heap.
+func NewRecord(p *ProviderRecord) *ProviderRecord {
+	var rec *ProviderRecord
+	var invs []InventoryRecord
+	switch len(p.Inventories) {
+	case 1:
+		b := new(struct {
+			rec ProviderRecord
+			inv [1]InventoryRecord
+		})
+		rec, invs = &b.rec, b.inv[:]
+	case 2:
+		b := new(struct {
+			rec ProviderRecord
+			inv [2]InventoryRecord
+		})
+		rec, invs = &b.rec, b.inv[:]
+	case 3:
+		b := new(struct {
+			rec ProviderRecord
+			inv [3]InventoryRecord
+		})
+		rec, invs = &b.rec, b.inv[:]
+	case 4:
+		b := new(struct {
+			rec ProviderRecord
+			inv [4]InventoryRecord
+		})
+		rec, invs = &b.rec, b.inv[:]
+	default:
+		rec, invs = new(ProviderRecord), slices.Clone(p.Inventories)
+	}
+	*rec = *p
+	copy(invs, p.Inventories)
+	rec.Inventories = invs
+	return rec
+}
+
 // Inventory returns p's inventory of class, or nil.
 func (p *ProviderRecord) Inventory(class int32) *InventoryRecord {
 	for i := range p.Inventories {

@@ -172,3 +172,31 @@ func TestMemberOfSpelling(t *testing.T) {
 		}
 	}
 }
+
+// TestNewRecord checks that NewRecord copies a record and its
+// inventories, whatever their number, without sharing them with the
+// original.
+func TestNewRecord(t *testing.T) {
+	for n := 0; n <= 6; n++ {
+		orig := &ProviderRecord{ID: 7, UUID: "u", Name: "cn", Generation: 3, Traits: []int32{1}, Aggregates: []int32{2}}
+		for c := range n {
+			orig.Inventories = append(orig.Inventories, InventoryRecord{Class: int32(c), Total: int64(10 + c), Ratio: 1})
+		}
+		got := NewRecord(orig)
+		if got == orig || got.ID != 7 || got.UUID != "u" || got.Generation != 3 || len(got.Traits) != 1 || len(got.Aggregates) != 1 {
+			t.Fatalf("%d inventories: record not copied: %+v", n, got)
+		}
+		if len(got.Inventories) != n {
+			t.Fatalf("%d inventories: copy has %d", n, len(got.Inventories))
+		}
+		for c := range n {
+			if got.Inventories[c] != orig.Inventories[c] {
+				t.Fatalf("%d inventories: inventory %d is %+v, want %+v", n, c, got.Inventories[c], orig.Inventories[c])
+			}
+			got.Inventories[c].Used = 99
+			if orig.Inventories[c].Used != 0 {
+				t.Fatalf("%d inventories: the copy shares the original's inventories", n)
+			}
+		}
+	}
+}

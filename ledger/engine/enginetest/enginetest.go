@@ -21,7 +21,7 @@ func FlatCloud(n int) *engine.Snapshot {
 	provs := make([]*engine.ProviderRecord, n)
 	for i := range provs {
 		id := int64(i + 1)
-		provs[i] = &engine.ProviderRecord{
+		provs[i] = engine.NewRecord(&engine.ProviderRecord{
 			ID: id, RootID: id, UUID: fmt.Sprintf("%08x-0000-4000-8000-000000000000", i), Name: fmt.Sprintf("cn%d", i),
 			Generation: 1,
 			Inventories: []engine.InventoryRecord{
@@ -29,7 +29,7 @@ func FlatCloud(n int) *engine.Snapshot {
 				{Class: 1, Total: 262144, Reserved: 4096, MinUnit: 1, MaxUnit: 262144, StepSize: 1, Ratio: 1},
 				{Class: 2, Total: 4000, Reserved: 100, MinUnit: 1, MaxUnit: 4000, StepSize: 1, Ratio: 1},
 			},
-		}
+		}) // laid out as the ledger loads records
 	}
 	return engine.New(provs, names)
 }
