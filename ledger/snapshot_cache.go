@@ -58,9 +58,28 @@ type snapshotCache struct {
 // the ids of the providers they touched.
 const notifyChannel = "berth_ledger"
 
-// partialReloadMax is the number of dirty providers above which a reload
-// reads every provider instead of just the dirty ones.
-const partialReloadMax = 2000
+// A reload reads just the dirty providers unless they are more than
+// partialReloadMax, or than partialReloadShare of the snapshot's
+// providers if that is more; then it reads every provider. Reading
+// providers by id costs more per provider than reading them all, but a
+// full reload of a large cloud replaces every record, and so empties the
+// claims' provider cache too: after a burst of releases (a tenant's
+// instances deleted, or the benchmark's rounds) a cloud of 100,000
+// providers spent a second of CPU reloading all of them and as much
+// again rebuilding its cache, for a twelfth of them changed.
+const (
+	partialReloadMax   = 2000
+	partialReloadShare = 8 // up to 1/8 of the providers
+)
+
+// fullReloadAbove is the number of dirty providers above which a reload of
+// cur reads every provider.
+func fullReloadAbove(cur *engine.Snapshot) int {
+	if cur == nil {
+		return partialReloadMax
+	}
+	return max(partialReloadMax, cur.Len()/partialReloadShare)
+}
 
 func newSnapshotCache(txs txBeginner, log *slog.Logger) *snapshotCache {
 	return &snapshotCache{txs: txs, log: log, dirty: map[int64]struct{}{}}
@@ -116,7 +135,7 @@ func (c *snapshotCache) reload(ctx context.Context, full bool, seen uint64) (*en
 		return cur, nil // another reader reloaded while we waited
 	}
 	c.dirty, c.all = map[int64]struct{}{}, false
-	full = full || deaf || cur == nil || all || len(dirty) > partialReloadMax
+	full = full || deaf || cur == nil || all || len(dirty) > fullReloadAbove(cur)
 	var seq uint64
 	if full {
 		c.fullStarted++
