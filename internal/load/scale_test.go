@@ -14,15 +14,7 @@ import (
 // checks the table's values and verdicts.
 func TestPrintScale(t *testing.T) {
 	dir := t.TempDir()
-	write := func(n int, name string, r *Report) {
-		d := filepath.Join(dir, "n"+itoa(n))
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := r.WriteJSON(filepath.Join(d, name+".json")); err != nil {
-			t.Fatal(err)
-		}
-	}
+	write := func(n int, name string, r *Report) { writeScaleReport(t, dir, n, name, r) }
 	claims := func(rate float64, p99 time.Duration) *Report {
 		return &Report{Claims: &ClaimsResult{Claims: 1000, PerSecond: rate, Latency: Stats{N: 1000, Median: p99 / 2, P99: p99}},
 			Memory: &MemReport{PeakRSS: 300 << 10, CPUTree: 1}, Database: &MemReport{CPUTree: 2}}
@@ -88,20 +80,24 @@ func TestPrintScale(t *testing.T) {
 
 func itoa(n int) string { return strconv.Itoa(n) }
 
+// writeScaleReport writes r where scale.sh leaves size n's report name.
+func writeScaleReport(t *testing.T, dir string, n int, name string, r *Report) {
+	t.Helper()
+	d := filepath.Join(dir, "n"+itoa(n))
+	if err := os.MkdirAll(d, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.WriteJSON(filepath.Join(d, name+".json")); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestPrintScaleSlices checks that the slices of a claims run add up to
 // one run: claims/s and CPU per claim over every slice, the worst slice's
 // p99, the highest peak, and the slices counted.
 func TestPrintScaleSlices(t *testing.T) {
 	dir := t.TempDir()
-	write := func(n int, name string, r *Report) {
-		d := filepath.Join(dir, "n"+itoa(n))
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := r.WriteJSON(filepath.Join(d, name+".json")); err != nil {
-			t.Fatal(err)
-		}
-	}
+	write := func(n int, name string, r *Report) { writeScaleReport(t, dir, n, name, r) }
 	slice := func(claims int, elapsed, p99 time.Duration, rss int, cpu float64) *Report {
 		return &Report{Claims: &ClaimsResult{Claims: claims, Elapsed: elapsed, PerSecond: float64(claims) / elapsed.Seconds(), Rounds: 2,
 			Latency: Stats{N: claims, Median: p99 / 4, P99: p99, Mean: p99 / 3}},

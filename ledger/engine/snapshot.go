@@ -97,29 +97,13 @@ func NewRecord(p *ProviderRecord) *ProviderRecord {
 	var invs []InventoryRecord
 	switch len(p.Inventories) {
 	case 1:
-		b := new(struct {
-			rec ProviderRecord
-			inv [1]InventoryRecord
-		})
-		rec, invs = &b.rec, b.inv[:]
+		rec, invs = boxed(func(a *[1]InventoryRecord) []InventoryRecord { return a[:] })
 	case 2:
-		b := new(struct {
-			rec ProviderRecord
-			inv [2]InventoryRecord
-		})
-		rec, invs = &b.rec, b.inv[:]
+		rec, invs = boxed(func(a *[2]InventoryRecord) []InventoryRecord { return a[:] })
 	case 3:
-		b := new(struct {
-			rec ProviderRecord
-			inv [3]InventoryRecord
-		})
-		rec, invs = &b.rec, b.inv[:]
+		rec, invs = boxed(func(a *[3]InventoryRecord) []InventoryRecord { return a[:] })
 	case 4:
-		b := new(struct {
-			rec ProviderRecord
-			inv [4]InventoryRecord
-		})
-		rec, invs = &b.rec, b.inv[:]
+		rec, invs = boxed(func(a *[4]InventoryRecord) []InventoryRecord { return a[:] })
 	default:
 		rec, invs = new(ProviderRecord), slices.Clone(p.Inventories)
 	}
@@ -127,6 +111,16 @@ func NewRecord(p *ProviderRecord) *ProviderRecord {
 	copy(invs, p.Inventories)
 	rec.Inventories = invs
 	return rec
+}
+
+// boxed allocates a record and, after it in the same allocation, the
+// array of inventories A, which all returns as a slice.
+func boxed[A any](all func(*A) []InventoryRecord) (*ProviderRecord, []InventoryRecord) {
+	b := new(struct {
+		rec ProviderRecord
+		inv A
+	})
+	return &b.rec, all(&b.inv)
 }
 
 // Inventory returns p's inventory of class, or nil.

@@ -198,5 +198,13 @@ func TestNewRecord(t *testing.T) {
 				t.Fatalf("%d inventories: the copy shares the original's inventories", n)
 			}
 		}
+		// Up to four inventories share the record's allocation.
+		want := 1.0
+		if n > 4 {
+			want = 2
+		}
+		if allocs := testing.AllocsPerRun(10, func() { NewRecord(orig) }); n > 0 && allocs != want {
+			t.Errorf("%d inventories: %v allocations, want %v", n, allocs, want)
+		}
 	}
 }
