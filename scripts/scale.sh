@@ -67,7 +67,9 @@
 #               cluster is started with "BIN devdb" (fsync off, unix socket), and
 #               PostgreSQL's CPU is that cluster's; with BENCH_PG it is the whole
 #               server's (its postmaster's process tree), other databases' too.
-#   BENCH_PORT  port berthd listens on (default: the first free one from 28778)
+#   BENCH_PORT  port berthd listens on (default: the first free one from 28778); in
+#               the claims phase each size's berthd takes the next one (BENCH_PORT,
+#               BENCH_PORT+1, ...)
 #   BENCH_LOAD  a berth-load binary (default: built from this repository)
 #
 # The machine's load average is recorded before and after each size
@@ -128,6 +130,14 @@ devdb_pid=""
 declare -A size_db  # the database of each size set up, kept for the claims
 declare -A size_pid # the claims phase's server of each size (process group)
 declare -A size_url # and its URL
+# drop_size_dbs: drop the databases kept for the claims.
+drop_size_dbs() {
+  for n in "${!size_db[@]}"; do
+    db=${size_db[$n]}
+    drop_db
+    unset "size_db[$n]"
+  done
+}
 # stop_claim_servers: resume and stop the claims phase's servers.
 stop_claim_servers() {
   for n in "${!size_pid[@]}"; do
@@ -140,7 +150,7 @@ stop_claim_servers() {
 cleanup() {
   stop_claim_servers
   stop_target; drop_db
-  for db in "${size_db[@]}"; do drop_db; done
+  drop_size_dbs
   if [ -n "$devdb_pid" ]; then kill -TERM "$devdb_pid" 2>/dev/null; wait "$devdb_pid" 2>/dev/null; fi
 }
 # shellcheck source=lib/target.sh
@@ -308,11 +318,7 @@ for k in $(seq "$slices"); do
   done
 done
 stop_claim_servers
-for n in "${!size_db[@]}"; do
-  db=${size_db[$n]}
-  drop_db
-  unset "size_db[$n]"
-done
+drop_size_dbs
 
 echo
 echo "== scaling table (reports in $out)"

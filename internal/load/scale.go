@@ -37,16 +37,20 @@ type scaleSize struct {
 }
 
 // sliceOf reports whether name is a slice of a claims run
-// (claims-c<C>-s<K>), and that run's name (claims-c<C>).
-func sliceOf(name string) (string, bool) {
+// (claims-c<C>-s<K>), and that run's name (claims-c<C>) and clients count.
+func sliceOf(name string) (run string, clients int, ok bool) {
 	run, k, ok := strings.Cut(name, "-s")
-	if !ok || !strings.HasPrefix(run, "claims-c") {
-		return "", false
+	if !ok {
+		return "", 0, false
+	}
+	clients, err := strconv.Atoi(strings.TrimPrefix(run, "claims-c"))
+	if err != nil || !strings.HasPrefix(run, "claims-c") {
+		return "", 0, false
 	}
 	if _, err := strconv.Atoi(k); err != nil {
-		return "", false
+		return "", 0, false
 	}
-	return run, true
+	return run, clients, true
 }
 
 // mergeSlices adds up the slices of one claims run: claims, timed
@@ -162,18 +166,15 @@ func loadScale(dir string) ([]scaleSize, error) {
 				return nil, err
 			}
 			name := strings.TrimSuffix(filepath.Base(f), ".json")
-			if run, ok := sliceOf(name); ok {
+			if run, c, ok := sliceOf(name); ok {
 				sliced[run] = append(sliced[run], r)
+				sz.slices[c]++
 				continue
 			}
 			sz.reports[name] = r
 		}
 		for run, rs := range sliced {
 			sz.reports[run] = mergeSlices(rs)
-			var c int
-			if _, err := fmt.Sscanf(run, "claims-c%d", &c); err == nil {
-				sz.slices[c] = len(rs)
-			}
 		}
 		if f, err := os.Open(filepath.Join(d, "start.txt")); err == nil {
 			sc := bufio.NewScanner(f)
