@@ -15,37 +15,24 @@ import (
 
 // BenchmarkClaimPath is a claim's berthd-side work but the database
 // write, on an n-provider snapshot held in memory: the sampled
-// candidates (engine), their conversion through the provider cache, the
+// candidates (engine), the scheduler's views of their providers, the
 // default policy's ranking, the pick, the answer and its JSON encoding.
-// Nothing in it should grow with n. "warm" runs with the provider cache
-// already holding every provider and a snapshot that does not change;
-// "cold" starts with an empty cache, as a restarted berthd does;
-// "writes" starts warm and, after each claim, patches the snapshot with
-// the claimed provider's new usage as a claim batch does
-// (ledger.applyOwnWrites), so that claims meet changed providers and the
-// cache stores their new views, as in berthd's steady state.
+// Nothing in it should grow with n. "still" runs on a snapshot that does
+// not change; "writes" patches the snapshot after each claim with the
+// claimed provider's new usage, as a claim batch does
+// (ledger.applyOwnWrites), so that claims meet changed providers, as in
+// berthd's steady state.
 func BenchmarkClaimPath(b *testing.B) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	for _, n := range []int{1000, 100000} {
 		snap := enginetest.FlatCloud(n)
 		names := snap.Names()
-		for _, mode := range []string{"warm", "cold", "writes"} {
-			warm := mode != "cold"
+		for _, mode := range []string{"still", "writes"} {
 			b.Run(fmt.Sprintf("N=%d/%s", n, mode), func(b *testing.B) {
 				snap := snap
 				c, err := New(nil, nil, Config{SubsetSize: 1}, log)
 				if err != nil {
 					b.Fatal(err)
-				}
-				if warm {
-					// Fill the cache with every provider's view.
-					all, err := snap.Candidates(context.Background(), &engine.CandidatesParams{NestedAware: true,
-						Max: n, VersionsOnly: true,
-						Groups: []engine.RequestGroup{{Resources: []engine.ResourceAmount{{Class: "VCPU", Amount: 1}}}}})
-					if err != nil {
-						b.Fatal(err)
-					}
-					convert(all, &c.provCache)
 				}
 				ctx := context.Background()
 				b.ReportAllocs()

@@ -70,8 +70,6 @@ type Claimer struct {
 	data     scheduler.ClusterData
 	cfg      Config
 	log      *slog.Logger
-	// provCache keeps the scheduler's view of providers between claims.
-	provCache providerCache
 }
 
 // SetClusterData installs what scriptlets query about the cluster (set

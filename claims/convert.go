@@ -2,7 +2,6 @@ package claims
 
 import (
 	"slices"
-	"sync"
 
 	"github.com/berthd/berth/ledger/engine"
 	"github.com/berthd/berth/scheduler"
@@ -12,142 +11,16 @@ import (
 // trees of its aggregates.
 const sharesViaAggregate = "MISC_SHARES_VIA_AGGREGATE"
 
-// maxCachedProviders bounds a providerCache's slots: providers whose
-// indexes are equal modulo it share a slot, the last one stored keeping
-// it (deleted providers would otherwise stay in it for good).
-const maxCachedProviders = 100_000
-
-// providerCache keeps the scheduler's view of providers from one claim to
-// the next. Building a scheduler.Provider costs a map per provider, and a
-// claim converts about a hundred of them; a provider's summary changes
-// only when the provider does (a claim on it, an inventory or trait
-// change), so most claims find most of theirs here. It is direct-mapped:
-// a provider's slot is its index in the snapshot
-// (engine.ProviderVersion.Index) modulo the bound, and an entry is valid
-// while the engine summary's Version is the same. (A map by uuid cost a
-// hash of 36 bytes, a probe of the map and a cache miss on the uuid's
-// bytes per provider: in a large cloud, most of a claim's cache lookup.)
-// The cached Providers are shared by concurrent claims and must not be
-// changed: a claim that enriches providers copies them first (see
-// selectCandidates). It is safe for concurrent use.
-type providerCache struct {
-	mu    sync.RWMutex
-	slots []cachedProvider
-	// max bounds slots; 0 means maxCachedProviders.
-	max int
-}
-
-type cachedProvider struct {
-	version engine.ProviderVersion
-	prov    *scheduler.Provider
-}
-
-// slot is v's slot in pc.
-func (pc *providerCache) slot(v engine.ProviderVersion) int {
-	bound := pc.max
-	if bound <= 0 {
-		bound = maxCachedProviders
-	}
-	return v.Index() % bound
-}
-
-// lookup fills provs with the cached providers of versions that are still
-// current, and returns the indexes in versions of the others. class, when
-// not empty, is a resource class the claim will read of every provider
-// (see touchProviders).
-func (pc *providerCache) lookup(versions []engine.ProviderVersion, provs map[string]*scheduler.Provider, class string) []int {
-	var missing []int
-	if pc == nil {
-		for i := range versions {
-			missing = append(missing, i)
-		}
-		return missing
-	}
-	// Two passes: the cache's entries first, then the map of the claim.
-	// In a large cloud the providers of a sample are scattered over a
-	// heap much larger than the CPU's caches; looked up in one pass, each
-	// provider's misses (the cache's slot, the Provider, its uuid's bytes
-	// to hash) wait for one another, while independent loads in a loop of
-	// their own overlap.
-	var hitsArr [128]*scheduler.Provider
-	hits := hitsArr[:0]
-	pc.mu.RLock()
-	for i, v := range versions {
-		if k := pc.slot(v); k < len(pc.slots) && v != (engine.ProviderVersion{}) && pc.slots[k].version == v {
-			hits = append(hits, pc.slots[k].prov)
-			continue
-		}
-		missing = append(missing, i)
-	}
-	pc.mu.RUnlock()
-	touchProviders(hits, class)
-	for _, p := range hits {
-		provs[p.UUID] = p
-	}
-	return missing
-}
-
-// touchProviders reads, in loops of independent loads, what a claim
-// reads first of each cached provider: the Provider, then its uuid's
-// bytes and the header of its Resources map, then the map's entry for
-// class (the ranking's first reads). It returns a sum only so that the
-// loads are not optimised away: it must not be inlined, or the compiler
-// drops the loads whose sum its caller ignores.
-//
-//go:noinline
-func touchProviders(provs []*scheduler.Provider, class string) int {
-	n := 0
-	for _, p := range provs {
-		n += len(p.UUID)
-	}
-	for _, p := range provs {
-		if p.UUID != "" {
-			n += int(p.UUID[0])
-		}
-		n += len(p.Resources)
-	}
-	if class != "" {
-		for _, p := range provs {
-			n += int(p.Resources.Of(class).Total)
-		}
-	}
-	return n
-}
-
-// store caches the providers just built for versions, each in its slot.
-// (A map by uuid used to start over when full: in a cloud of as many
-// providers as the bound, the cache filled, and the next claim that
-// changed a provider emptied it, so claims kept rebuilding every provider
-// of their samples.)
-func (pc *providerCache) store(versions []engine.ProviderVersion, built []*scheduler.Provider) {
-	if pc == nil || len(versions) == 0 {
-		return
-	}
-	pc.mu.Lock()
-	defer pc.mu.Unlock()
-	for i, v := range versions {
-		if v == (engine.ProviderVersion{}) {
-			continue
-		}
-		k := pc.slot(v)
-		if k >= len(pc.slots) {
-			pc.slots = append(pc.slots, make([]cachedProvider, k+1-len(pc.slots))...)
-		}
-		pc.slots[k] = cachedProvider{version: v, prov: built[i]}
-	}
-}
-
 // providerBox is a Provider and, in the same allocation, the inventories
 // of a provider of up to three classes (a compute node's VCPU, MEMORY_MB
-// and DISK_GB): the cache's views are then one object each for the
-// collector to mark, and a ranking that reads a Provider finds its
-// inventories next to it rather than elsewhere in a large heap.
+// and DISK_GB): a ranking that reads a Provider finds its inventories
+// next to it.
 type providerBox struct {
 	p   scheduler.Provider
 	inv [3]scheduler.ClassInventory
 }
 
-// newProvider is the scheduler's view of one provider summary.
+// newProvider is the scheduler's view of the provider s describes.
 func newProvider(s *engine.ProviderSummary) *scheduler.Provider {
 	var p *scheduler.Provider
 	if n := len(s.Resources); n > 0 && n <= len(providerBox{}.inv) {
@@ -168,41 +41,86 @@ func newProvider(s *engine.ProviderSummary) *scheduler.Provider {
 	return p
 }
 
-// convert turns an engine answer into the scheduler's view, taking the
-// providers it can from pc (nil: none) and leaving there those it builds.
-// Provider summaries are shared between the candidates. A candidate's
-// Roots list the roots of its own tree(s) before those of sharing
-// providers, so Root() is the tree the candidate is anchored on. The
-// Providers map is the caller's (one per call); the Providers in it may be
-// shared with other calls.
-func convert(c *engine.Candidates, pc *providerCache) []*scheduler.Candidate {
-	versions := c.Versions
-	if c.Summaries != nil {
-		versions = make([]engine.ProviderVersion, len(c.Summaries))
-		for i := range c.Summaries {
-			versions[i] = c.Summaries[i].Version
-		}
+// views builds the scheduler's view of every provider c.Versions stands
+// for, into provs by uuid, straight from the snapshot's records: the
+// sampled search has just read each record and its inventories, so they
+// are in the CPU's caches, and a claim's hundred views are one allocation
+// with the inventories of compute nodes (one more for their trait and
+// aggregate names). Views are the claim's own: a cache of views kept
+// between claims (tried: a direct-mapped array of 100,000) cost a claim
+// in a large cloud more in cache misses on views scattered over the heap
+// than building them does, and doubled the memory held per provider.
+func views(c *engine.Candidates, provs map[string]*scheduler.Provider) {
+	names := c.Names()
+	boxes := make([]providerBox, len(c.Versions))
+	nNames := 0
+	for i := range c.Versions {
+		rec, _, _ := c.Record(i)
+		nNames += len(rec.Traits) + len(rec.Aggregates)
 	}
-	provs := make(map[string]*scheduler.Provider, len(versions))
-	class := ""
-	if len(c.Requests) > 0 && len(c.Requests[0].Allocations) > 0 && len(c.Requests[0].Allocations[0].Resources) > 0 {
-		class = c.Requests[0].Allocations[0].Resources[0].Class
+	strs := make([]string, nNames)
+	// The few classes of the sample's providers, named once.
+	type className struct {
+		id   int32
+		name string
 	}
-	if missing := pc.lookup(versions, provs, class); len(missing) > 0 {
-		fresh := make([]engine.ProviderVersion, len(missing))
-		built := make([]*scheduler.Provider, len(missing))
-		for k, i := range missing {
-			var p *scheduler.Provider
-			if c.Summaries != nil {
-				p = newProvider(&c.Summaries[i])
-			} else {
-				s := c.Summary(i)
-				p = newProvider(&s)
+	var classArr [8]className
+	classes := classArr[:0]
+	nameOf := func(id int32) string {
+		for _, c := range classes {
+			if c.id == id {
+				return c.name
 			}
-			provs[p.UUID] = p
-			fresh[k], built[k] = versions[i], p
 		}
-		pc.store(fresh, built)
+		n := names.ClassName(id)
+		classes = append(classes, className{id, n})
+		return n
+	}
+	for i := range c.Versions {
+		rec, parent, root := c.Record(i)
+		b := &boxes[i]
+		p := &b.p
+		if n := len(rec.Inventories); n <= len(b.inv) {
+			p.Resources = b.inv[:n:n]
+		} else {
+			p.Resources = make(scheduler.Inventories, n)
+		}
+		p.UUID, p.Name, p.ParentUUID, p.RootUUID = rec.UUID, rec.Name, parent, root
+		for j := range rec.Inventories {
+			inv := &rec.Inventories[j]
+			p.Resources[j] = scheduler.ClassInventory{Class: nameOf(inv.Class), Inventory: scheduler.Inventory{
+				Capacity: inv.Capacity(), Used: inv.Used, Total: inv.Total, Reserved: inv.Reserved, AllocationRatio: inv.Ratio,
+				MinUnit: inv.MinUnit, MaxUnit: inv.MaxUnit, StepSize: inv.StepSize}}
+		}
+		scheduler.SortInventories(p.Resources)
+		// (Empty, not nil, when there are none: as in a summary.)
+		p.Traits, strs = strs[:len(rec.Traits):len(rec.Traits)], strs[len(rec.Traits):]
+		for j, t := range rec.Traits {
+			p.Traits[j] = names.TraitName(t)
+		}
+		p.Aggregates, strs = strs[:len(rec.Aggregates):len(rec.Aggregates)], strs[len(rec.Aggregates):]
+		for j, a := range rec.Aggregates {
+			p.Aggregates[j] = names.AggregateUUID(a)
+		}
+		provs[p.UUID] = p
+	}
+}
+
+// convert turns an engine answer into the scheduler's view. Provider
+// views are shared between the candidates, and are the call's own. A
+// candidate's Roots list the roots of its own tree(s) before those of
+// sharing providers, so Root() is the tree the candidate is anchored on.
+func convert(c *engine.Candidates) []*scheduler.Candidate {
+	var provs map[string]*scheduler.Provider
+	if c.Summaries != nil {
+		provs = make(map[string]*scheduler.Provider, len(c.Summaries))
+		for i := range c.Summaries {
+			p := newProvider(&c.Summaries[i])
+			provs[p.UUID] = p
+		}
+	} else {
+		provs = make(map[string]*scheduler.Provider, len(c.Versions))
+		views(c, provs)
 	}
 	// One backing array for the candidates and one for their allocations:
 	// a claim converts every candidate (thousands), so allocations add up.

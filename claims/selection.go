@@ -148,7 +148,7 @@ func (c *Claimer) selectCandidates(ctx context.Context, p *Params, r *resolved, 
 	// queueing on the first one's row lock.
 	cp := p.Candidates
 	cp.Limit, cp.Max = 0, c.cfg.MaxCandidates
-	cp.VersionsOnly = true // convert keeps the providers it saw (provCache)
+	cp.VersionsOnly = true // convert builds its views from the records
 	if sample > 0 {
 		cp.Sample = true
 		if cp.Max <= 0 || sample < cp.Max {
@@ -161,7 +161,7 @@ func (c *Claimer) selectCandidates(ctx context.Context, p *Params, r *resolved, 
 		return nil, err
 	}
 	candidatesSpan(ctx, start, len(lc.Requests))
-	s := &selection{roots: lc.Roots, found: len(lc.Requests), cands: convert(lc, &c.provCache), reqs: lc.Requests,
+	s := &selection{roots: lc.Roots, found: len(lc.Requests), cands: convert(lc), reqs: lc.Requests,
 		policy: policy, sampled: sample > 0 && lc.Truncated}
 	fit := make(map[string]struct{}, len(s.cands))
 	for _, cand := range s.cands {
@@ -206,14 +206,6 @@ func (c *Claimer) selectCandidates(ctx context.Context, p *Params, r *resolved, 
 	}
 	if c.enricher != nil && len(s.cands) > 0 {
 		needs, provs := policy.NeedsFor(req), s.cands[0].Providers
-		if needs.State || needs.Keys || needs.Consumers {
-			// The Providers may be shared with other claims
-			// (providerCache): the enricher fills copies of its own.
-			for u, prov := range provs {
-				cp := *prov
-				provs[u] = &cp
-			}
-		}
 		if err := c.enricher.Enrich(ctx, needs, provs); err != nil {
 			return nil, err
 		}

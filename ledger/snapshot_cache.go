@@ -62,11 +62,10 @@ const notifyChannel = "berth_ledger"
 // partialReloadMax, or than partialReloadShare of the snapshot's
 // providers if that is more; then it reads every provider. Reading
 // providers by id costs more per provider than reading them all, but a
-// full reload of a large cloud replaces every record, and so empties the
-// claims' provider cache too: after a burst of releases (a tenant's
-// instances deleted, or the benchmark's rounds) a cloud of 100,000
-// providers spent a second of CPU reloading all of them and as much
-// again rebuilding its cache, for a twelfth of them changed.
+// full reload of a large cloud reads and replaces every record: after a
+// burst of releases (a tenant's instances deleted, or the benchmark's
+// rounds) a cloud of 100,000 providers spent a second of CPU reloading
+// all of them, for a twelfth of them changed.
 const (
 	partialReloadMax   = 2000
 	partialReloadShare = 8 // up to 1/8 of the providers

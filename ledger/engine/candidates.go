@@ -41,8 +41,9 @@ type CandidatesParams struct {
 	Sample bool
 	// VersionsOnly leaves Candidates.Summaries nil and lists instead, in
 	// Candidates.Versions, the providers they would describe: for a
-	// caller that keeps what it made of earlier summaries until their
-	// Version changes. Candidates.Summary describes one of them.
+	// caller that builds its own view of each provider from the
+	// snapshot's record (Candidates.Record), without the summaries'
+	// copies.
 	VersionsOnly bool
 }
 
@@ -73,15 +74,31 @@ type Candidates struct {
 	// is then its candidate's root, and none is a sharing provider.
 	Flat bool
 
-	// snap and summaryList are what Summary describes.
+	// snap and summaryList are what Record reads.
 	snap        *Snapshot
 	summaryList []int32
 }
 
-// Summary describes the provider Versions[i] (or Summaries[i]) stands for.
-func (c *Candidates) Summary(i int) ProviderSummary {
-	return c.snap.summaries(c.summaryList[i : i+1])[0]
+// Record returns the snapshot's record of the provider Versions[i] (or
+// Summaries[i]) stands for, which must not be changed, with the uuids of
+// its parent ("" for a root) and of its root: what Summary describes,
+// for a caller that builds its own view of the provider. In a flat
+// snapshot it reads nothing but the record.
+func (c *Candidates) Record(i int) (rec *ProviderRecord, parentUUID, rootUUID string) {
+	s, k := c.snap, c.summaryList[i]
+	rec = s.provs.at(k)
+	if c.Flat {
+		return rec, "", rec.UUID
+	}
+	if pi := s.idx.parent[k]; pi >= 0 {
+		parentUUID = s.provs.at(pi).UUID
+	}
+	return rec, parentUUID, s.provs.at(s.idx.root[k]).UUID
 }
+
+// Names are the names of the classes, traits and aggregates the records
+// of c's providers refer to by id.
+func (c *Candidates) Names() *Names { return c.snap.names }
 
 // AllocationRequest is one candidate: what to allocate from which provider,
 // and which providers satisfied which group.
@@ -139,11 +156,6 @@ func (v ProviderVersion) UUID() string {
 	return v.p.UUID
 }
 
-// Index is the provider's position in the snapshot v comes from, in
-// [0, Snapshot.Len()): a dense key for a caller's cache of providers (an
-// array instead of a map), which v's equality still checks (a provider
-// found at another index, or changed, is another version).
-func (v ProviderVersion) Index() int { return int(v.i) }
 
 // SummaryResource is the capacity and usage of one inventory.
 type SummaryResource struct {

@@ -116,37 +116,38 @@ func BenchmarkCandidates(b *testing.B) {
 
 // BenchmarkClaimInput is what a claim asks of the engine before it ranks
 // (claims.selectCandidates): a sample of 100 candidates drawn across the
-// roots, as provider versions, and the summaries of the providers the
-// claim's provider cache does not hold. "versions" is a claim whose
-// providers are all cached; "summaries" one that summarises every
-// provider of its sample (a cold cache).
+// roots, as provider versions. "versions" is the search alone;
+// "records" also reads every provider's record, as claims' views of the
+// providers do.
 func BenchmarkClaimInput(b *testing.B) {
 	flavor := []RequestGroup{{Resources: res("VCPU:2,MEMORY_MB:4096,DISK_GB:20")}}
 	for _, n := range benchSizes {
 		s := cloud(n)
 		p := CandidatesParams{NestedAware: true, Max: 100, Sample: true, VersionsOnly: true, Groups: flavor}
-		for _, summarise := range []bool{false, true} {
+		for _, records := range []bool{false, true} {
 			name := fmt.Sprintf("N=%d/versions", n)
-			if summarise {
-				name = fmt.Sprintf("N=%d/summaries", n)
+			if records {
+				name = fmt.Sprintf("N=%d/records", n)
 			}
 			b.Run(name, func(b *testing.B) {
 				b.ReportAllocs()
 				ctx := context.Background()
 				var c *Candidates
 				var err error
+				invs := 0
 				for b.Loop() {
 					if c, err = s.Candidates(ctx, &p); err != nil {
 						b.Fatal(err)
 					}
-					if summarise {
+					if records {
 						for i := range c.Versions {
-							_ = c.Summary(i)
+							rec, _, _ := c.Record(i)
+							invs += len(rec.Inventories)
 						}
 					}
 				}
-				if len(c.Requests) != 100 || len(c.Versions) != 100 {
-					b.Fatalf("%d candidates, %d versions, want 100 of each", len(c.Requests), len(c.Versions))
+				if len(c.Requests) != 100 || len(c.Versions) != 100 || records && invs == 0 {
+					b.Fatalf("%d candidates, %d versions, want 100 of each; %d inventories read", len(c.Requests), len(c.Versions), invs)
 				}
 				b.ReportMetric(float64(len(c.Requests)), "candidates")
 			})

@@ -187,7 +187,7 @@ func (s *Snapshot) summaries(list []int32) []ProviderSummary {
 		ps.Resources, resBuf = resBuf[:len(p.Inventories):len(p.Inventories)], resBuf[len(p.Inventories):]
 		for j := range p.Inventories {
 			inv := &p.Inventories[j]
-			ps.Resources[j] = SummaryResource{Class: s.names.className[inv.Class], Capacity: int64(inv.capacity()), Used: inv.Used,
+			ps.Resources[j] = SummaryResource{Class: s.names.className[inv.Class], Capacity: inv.Capacity(), Used: inv.Used,
 				Total: inv.Total, Reserved: inv.Reserved, MinUnit: inv.MinUnit, MaxUnit: inv.MaxUnit, StepSize: inv.StepSize, AllocationRatio: inv.Ratio}
 		}
 		ps.Aggregates, aggBuf = aggBuf[:len(p.Aggregates):len(p.Aggregates)], aggBuf[len(p.Aggregates):]

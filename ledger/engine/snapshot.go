@@ -38,6 +38,10 @@ func (inv *InventoryRecord) capacity() float64 {
 	return float64(inv.Total-inv.Reserved) * inv.Ratio
 }
 
+// Capacity is the inventory's capacity in whole units, as summaries
+// report it (SummaryResource.Capacity).
+func (inv *InventoryRecord) Capacity() int64 { return int64(inv.capacity()) }
+
 // fits reports whether amount more units, requested in one piece by one
 // request group, can be allocated: within min_unit, max_unit and
 // step_size, and within capacity once what is already used is counted.
