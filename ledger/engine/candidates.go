@@ -156,7 +156,6 @@ func (v ProviderVersion) UUID() string {
 	return v.p.UUID
 }
 
-
 // SummaryResource is the capacity and usage of one inventory.
 type SummaryResource struct {
 	Class    string

@@ -135,8 +135,7 @@ func (s *Snapshot) treeOf(uuid string) (int32, bool) {
 // the uuid= and in_tree= filters with the stored (canonical) uuids as
 // strings, so an upper-case or dashless spelling finds nothing.
 func (s *Snapshot) providerIndex(uuid string) (int32, bool) {
-	i, ok := s.idx.byUUID[uuid]
-	return i, ok
+	return s.idx.byUUID.find(uuid, func(i int32) string { return s.provs.at(i).UUID })
 }
 
 // hasAllTraits reports whether p matches every any-of clause.
@@ -223,8 +222,8 @@ func (s *Snapshot) eachMatching(f *filter, yield func(int32) bool) {
 		}
 	}
 	drive, all := s.driver(f)
-	if f.inTree >= 0 && (all || len(s.idx.members[f.inTree]) < len(drive)) {
-		drive, all = s.idx.members[f.inTree], false
+	if f.inTree >= 0 && (all || len(s.idx.members.of(f.inTree)) < len(drive)) {
+		drive, all = s.idx.members.of(f.inTree), false
 	}
 	if all {
 		for i := range s.provs.len() {
@@ -329,7 +328,7 @@ func (s *Snapshot) ProviderList(f *ProviderFilter) (*ProviderList, error) {
 		}
 	case f.Name != "":
 		l.byKey = true
-		if i, ok := s.idx.byName[f.Name]; ok && s.matches(i, flt) {
+		if i, ok := s.idx.byName.find(f.Name, func(i int32) string { return s.provs.at(i).Name }); ok && s.matches(i, flt) {
 			l.one = i
 		}
 	}

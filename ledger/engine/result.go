@@ -147,7 +147,7 @@ func (e *search) result(found [][]int32, versionsOnly bool) *Candidates {
 	for _, u := range summaryOrder {
 		if e.nestedAware && !s.idx.flat {
 			// (In a flat cloud a tree is its root alone.)
-			members = append(members, s.idx.members[u]...)
+			members = append(members, s.idx.members.of(u)...)
 		} else {
 			members = append(members, u)
 		}

@@ -268,7 +268,7 @@ func (e *search) anchorsOf(provs []int32) []int32 {
 	for _, i := range provs {
 		out = append(out, s.idx.root[i])
 		if s.idx.sharing[i] {
-			out = append(out, s.idx.anchors[i]...)
+			out = append(out, s.idx.anchors.of(i)...)
 		}
 	}
 	if !slices.IsSorted(out) {
@@ -365,12 +365,12 @@ func (e *search) options(sl *slot, r int32, buf []int32) []int32 {
 	s := e.snap
 	start := len(buf)
 	if sl.granular {
-		for _, m := range s.idx.members[r] {
+		for _, m := range s.idx.members.of(r) {
 			if s.matches(m, sl.f) {
 				buf = append(buf, m)
 			}
 		}
-		for _, m := range s.idx.sharedTo[r] {
+		for _, m := range s.idx.sharedTo.of(r) {
 			if s.matches(m, sl.f) {
 				buf = append(buf, m)
 			}
@@ -390,14 +390,14 @@ func (e *search) options(sl *slot, r int32, buf []int32) []int32 {
 		}
 		if (f.inTree < 0 || f.inTree == r) && !rp.inAnyAgg(f.forbidAggs) {
 			rootMember := len(f.memberOf) == 0 || inAllAggs(rp, f.memberOf)
-			for _, m := range s.idx.members[r] {
+			for _, m := range s.idx.members.of(r) {
 				p := s.provs.at(m)
 				if e.sharedOK(p, ra) && (rootMember || inAllAggs(p, f.memberOf)) {
 					buf = append(buf, m)
 				}
 			}
 			if f.inTree < 0 {
-				for _, m := range s.idx.sharedTo[r] {
+				for _, m := range s.idx.sharedTo.of(r) {
 					p := s.provs.at(m)
 					if e.sharedOK(p, ra) && inAllAggs(p, f.memberOf) {
 						buf = append(buf, m)

@@ -299,19 +299,19 @@ type Snapshot struct {
 // that shape changes and shared between snapshots otherwise.
 type snapIndex struct {
 	byID     map[int64]int32
-	byUUID   map[string]int32
-	byName   map[string]int32
+	byUUID   stringIndex
+	byName   stringIndex
 	parent   []int32 // -1 for a root
 	root     []int32
-	depth    []int32   // 0 for a root
-	members  [][]int32 // for a root index: every provider of its tree, root first
-	roots    []int32   // every root, ascending
+	depth    []int32 // 0 for a root
+	members  lists   // for a root index: every provider of its tree, root first
+	roots    []int32 // every root, ascending
 	byClass  map[int32][]int32
 	byTrait  map[int32][]int32
 	byAgg    map[int32][]int32
-	sharing  []bool    // has MISC_SHARES_VIA_AGGREGATE
-	anchors  [][]int32 // for a sharing provider: roots of the trees it shares with, ascending
-	sharedTo [][]int32 // for a root: sharing providers of other trees it may use, ascending
+	sharing  []bool // has MISC_SHARES_VIA_AGGREGATE
+	anchors  lists  // for a sharing provider: roots of the trees it shares with, ascending
+	sharedTo lists  // for a root: sharing providers of other trees it may use, ascending
 	hasTrees bool
 	// hasSharing: some provider has MISC_SHARES_VIA_AGGREGATE.
 	hasSharing bool
@@ -323,24 +323,23 @@ type snapIndex struct {
 // buildIndex derives a snapIndex from provs, which must not contain nil.
 func buildIndex(provs []*ProviderRecord, n *Names) *snapIndex {
 	ix := &snapIndex{
-		byID:     make(map[int64]int32, len(provs)),
-		byUUID:   make(map[string]int32, len(provs)),
-		byName:   make(map[string]int32, len(provs)),
-		parent:   make([]int32, len(provs)),
-		root:     make([]int32, len(provs)),
-		depth:    make([]int32, len(provs)),
-		members:  make([][]int32, len(provs)),
-		byClass:  map[int32][]int32{},
-		byTrait:  map[int32][]int32{},
-		byAgg:    map[int32][]int32{},
-		sharing:  make([]bool, len(provs)),
-		anchors:  make([][]int32, len(provs)),
-		sharedTo: make([][]int32, len(provs)),
+		byID:    make(map[int64]int32, len(provs)),
+		byUUID:  newStringIndex(len(provs)),
+		byName:  newStringIndex(len(provs)),
+		parent:  make([]int32, len(provs)),
+		root:    make([]int32, len(provs)),
+		depth:   make([]int32, len(provs)),
+		byClass: map[int32][]int32{},
+		byTrait: map[int32][]int32{},
+		byAgg:   map[int32][]int32{},
+		sharing: make([]bool, len(provs)),
 	}
+	uuidOf := func(i int32) string { return provs[i].UUID }
+	nameOf := func(i int32) string { return provs[i].Name }
 	for i, p := range provs {
 		ix.byID[p.ID] = int32(i)
-		ix.byUUID[p.UUID] = int32(i)
-		ix.byName[p.Name] = int32(i)
+		ix.byUUID.add(p.UUID, int32(i), uuidOf)
+		ix.byName.add(p.Name, int32(i), nameOf)
 	}
 	sharingTrait, hasSharingTrait := n.traitByName[sharingTraitName]
 	for i, p := range provs {
@@ -368,6 +367,7 @@ func buildIndex(provs []*ProviderRecord, n *Names) *snapIndex {
 		ix.sharing[i] = hasSharingTrait && p.hasTrait(sharingTrait)
 		ix.hasSharing = ix.hasSharing || ix.sharing[i]
 	}
+	members := make([]listEntry, len(provs))
 	for i := range provs {
 		d := int32(0)
 		for j := ix.parent[i]; j >= 0 && d < int32(len(provs)); j = ix.parent[j] {
@@ -378,12 +378,13 @@ func buildIndex(provs []*ProviderRecord, n *Names) *snapIndex {
 		if r == int32(i) {
 			ix.roots = append(ix.roots, r)
 		}
-		ix.members[r] = append(ix.members[r], int32(i))
+		members[i] = listEntry{r, int32(i)}
 	}
+	ix.members = newLists(len(provs), members)
 	// Members of a tree: root first, then by depth, then by index, which is
 	// the providers' creation order.
 	for _, r := range ix.roots {
-		m := ix.members[r]
+		m := ix.members.of(r)
 		slices.SortStableFunc(m, func(a, b int32) int { return int(ix.depth[a] - ix.depth[b]) })
 	}
 	ix.flat = true
@@ -393,6 +394,7 @@ func buildIndex(provs []*ProviderRecord, n *Names) *snapIndex {
 			break
 		}
 	}
+	var anchors, sharedTo []listEntry
 	for i, p := range provs {
 		if !ix.sharing[i] {
 			continue
@@ -404,13 +406,14 @@ func buildIndex(provs []*ProviderRecord, n *Names) *snapIndex {
 			}
 		}
 		slices.Sort(as)
-		ix.anchors[i] = slices.Compact(as)
-		for _, a := range ix.anchors[i] {
+		for _, a := range slices.Compact(as) {
+			anchors = append(anchors, listEntry{int32(i), a})
 			if a != ix.root[i] {
-				ix.sharedTo[a] = append(ix.sharedTo[a], int32(i))
+				sharedTo = append(sharedTo, listEntry{a, int32(i)})
 			}
 		}
 	}
+	ix.anchors, ix.sharedTo = newLists(len(provs), anchors), newLists(len(provs), sharedTo)
 	return ix
 }
 
