@@ -12,18 +12,27 @@ import (
 // shape docs/performance.md measures: VCPU (class 0) 64 at ratio 4,
 // MEMORY_MB (1) 262144 with 4096 reserved, DISK_GB (2) 4000 with 100
 // reserved, nothing used. Provider i is named cn<i>, with id i+1 and a
-// uuid that encodes i.
+// uuid that encodes i; as berth-load seeds them, it is in one of ten
+// aggregates, and one in ten has the trait CUSTOM_BENCH.
 func FlatCloud(n int) *engine.Snapshot {
 	names := engine.NewNames()
 	names.AddClass(0, "VCPU")
 	names.AddClass(1, "MEMORY_MB")
 	names.AddClass(2, "DISK_GB")
+	names.AddTrait(0, "CUSTOM_BENCH")
+	for a := range 10 {
+		names.AddAggregate(int32(a), fmt.Sprintf("a99a0000-0000-4000-8000-%012x", a))
+	}
 	provs := make([]*engine.ProviderRecord, n)
 	for i := range provs {
 		id := int64(i + 1)
+		var traits []int32
+		if i%10 == 0 {
+			traits = []int32{0}
+		}
 		provs[i] = engine.NewRecord(&engine.ProviderRecord{
 			ID: id, RootID: id, UUID: fmt.Sprintf("%08x-0000-4000-8000-000000000000", i), Name: fmt.Sprintf("cn%d", i),
-			Generation: 1,
+			Generation: 1, Traits: traits, Aggregates: []int32{int32(i % 10)},
 			Inventories: []engine.InventoryRecord{
 				{Class: 0, Total: 64, MinUnit: 1, MaxUnit: 64, StepSize: 1, Ratio: 4},
 				{Class: 1, Total: 262144, Reserved: 4096, MinUnit: 1, MaxUnit: 262144, StepSize: 1, Ratio: 1},
