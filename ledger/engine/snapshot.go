@@ -3,6 +3,7 @@ package engine
 import (
 	"slices"
 	"time"
+	"unsafe"
 )
 
 // The snapshot is an immutable, in-memory copy of everything allocation
@@ -92,39 +93,68 @@ type ProviderRecord struct {
 
 // NewRecord returns a copy of p, with a copy of its inventories. A few
 // inventories (a compute node's three or four) share the record's
-// allocation: a sampled search reads a record and then its inventories,
-// which are then one object for the collector to mark instead of two,
-// and one stretch of memory instead of two scattered over a large
-// snapshot's heap.
+// allocation, and so do its trait and aggregate ids when they are few
+// and its uuid's bytes: a claim reads a record, its inventories, its
+// aggregates and its uuid for each of the hundred providers it samples,
+// which are then one stretch of memory instead of four scattered over a
+// large snapshot's heap, and one object for the collector to mark
+// instead of four.
 func NewRecord(p *ProviderRecord) *ProviderRecord {
 	var rec *ProviderRecord
 	var invs []InventoryRecord
+	var tail *recordTail
 	switch len(p.Inventories) {
 	case 1:
-		rec, invs = boxed(func(a *[1]InventoryRecord) []InventoryRecord { return a[:] })
+		rec, invs, tail = boxed(func(a *[1]InventoryRecord) []InventoryRecord { return a[:] })
 	case 2:
-		rec, invs = boxed(func(a *[2]InventoryRecord) []InventoryRecord { return a[:] })
+		rec, invs, tail = boxed(func(a *[2]InventoryRecord) []InventoryRecord { return a[:] })
 	case 3:
-		rec, invs = boxed(func(a *[3]InventoryRecord) []InventoryRecord { return a[:] })
+		rec, invs, tail = boxed(func(a *[3]InventoryRecord) []InventoryRecord { return a[:] })
 	case 4:
-		rec, invs = boxed(func(a *[4]InventoryRecord) []InventoryRecord { return a[:] })
+		rec, invs, tail = boxed(func(a *[4]InventoryRecord) []InventoryRecord { return a[:] })
 	default:
 		rec, invs = new(ProviderRecord), slices.Clone(p.Inventories)
 	}
 	*rec = *p
 	copy(invs, p.Inventories)
 	rec.Inventories = invs
+	if tail != nil {
+		nt, na := len(p.Traits), len(p.Aggregates)
+		if nt+na <= len(tail.ids) {
+			copy(tail.ids[:], p.Traits)
+			copy(tail.ids[nt:], p.Aggregates)
+			if nt > 0 {
+				rec.Traits = tail.ids[:nt:nt]
+			}
+			if na > 0 {
+				rec.Aggregates = tail.ids[nt : nt+na : nt+na]
+			}
+		}
+		if len(p.UUID) == len(tail.uuid) {
+			copy(tail.uuid[:], p.UUID)
+			// The string's bytes are the box's, never written again.
+			rec.UUID = unsafe.String(&tail.uuid[0], len(tail.uuid))
+		}
+	}
 	return rec
 }
 
+// recordTail is what a record's allocation holds after its inventories:
+// room for a few trait and aggregate ids and for a uuid's 36 bytes.
+type recordTail struct {
+	ids  [4]int32
+	uuid [36]byte
+}
+
 // boxed allocates a record and, after it in the same allocation, the
-// array of inventories A, which all returns as a slice.
-func boxed[A any](all func(*A) []InventoryRecord) (*ProviderRecord, []InventoryRecord) {
+// array of inventories A, which all returns as a slice, and a tail.
+func boxed[A any](all func(*A) []InventoryRecord) (*ProviderRecord, []InventoryRecord, *recordTail) {
 	b := new(struct {
-		rec ProviderRecord
-		inv A
+		rec  ProviderRecord
+		inv  A
+		tail recordTail
 	})
-	return &b.rec, all(&b.inv)
+	return &b.rec, all(&b.inv), &b.tail
 }
 
 // Inventory returns p's inventory of class, or nil.

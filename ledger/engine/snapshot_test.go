@@ -4,6 +4,7 @@ import (
 	"errors"
 	"slices"
 	"testing"
+	"unsafe"
 )
 
 // providerNames lists the names of provs in order.
@@ -177,34 +178,55 @@ func TestMemberOfSpelling(t *testing.T) {
 // inventories, whatever their number, without sharing them with the
 // original.
 func TestNewRecord(t *testing.T) {
+	const uuid = "5f0c2a1e-0000-4000-8000-0000000000a1"
 	for n := 0; n <= 6; n++ {
-		orig := &ProviderRecord{ID: 7, UUID: "u", Name: "cn", Generation: 3, Traits: []int32{1}, Aggregates: []int32{2}}
-		for c := range n {
-			orig.Inventories = append(orig.Inventories, InventoryRecord{Class: int32(c), Total: int64(10 + c), Ratio: 1})
-		}
-		got := NewRecord(orig)
-		if got == orig || got.ID != 7 || got.UUID != "u" || got.Generation != 3 || len(got.Traits) != 1 || len(got.Aggregates) != 1 {
-			t.Fatalf("%d inventories: record not copied: %+v", n, got)
-		}
-		if len(got.Inventories) != n {
-			t.Fatalf("%d inventories: copy has %d", n, len(got.Inventories))
-		}
-		for c := range n {
-			if got.Inventories[c] != orig.Inventories[c] {
-				t.Fatalf("%d inventories: inventory %d is %+v, want %+v", n, c, got.Inventories[c], orig.Inventories[c])
+		for _, tc := range []struct {
+			uuid             string
+			traits, aggs     []int32
+			boxedIDs, uuid36 bool
+		}{
+			{"u", []int32{1}, []int32{2}, true, false},
+			{uuid, nil, []int32{2, 5, 9}, true, true},
+			{uuid, []int32{1, 3}, []int32{2, 5, 9}, false, true}, // five ids: more than the box holds
+		} {
+			orig := &ProviderRecord{ID: 7, UUID: tc.uuid, Name: "cn", Generation: 3, Traits: tc.traits, Aggregates: tc.aggs}
+			for c := range n {
+				orig.Inventories = append(orig.Inventories, InventoryRecord{Class: int32(c), Total: int64(10 + c), Ratio: 1})
 			}
-			got.Inventories[c].Used = 99
-			if orig.Inventories[c].Used != 0 {
-				t.Fatalf("%d inventories: the copy shares the original's inventories", n)
+			got := NewRecord(orig)
+			if got == orig || got.ID != 7 || got.UUID != tc.uuid || got.Name != "cn" || got.Generation != 3 ||
+				!slices.Equal(got.Traits, orig.Traits) || !slices.Equal(got.Aggregates, orig.Aggregates) ||
+				(got.Traits == nil) != (orig.Traits == nil) {
+				t.Fatalf("%d inventories: record not copied: %+v", n, got)
 			}
-		}
-		// Up to four inventories share the record's allocation.
-		want := 1.0
-		if n > 4 {
-			want = 2
-		}
-		if allocs := testing.AllocsPerRun(10, func() { NewRecord(orig) }); n > 0 && allocs != want {
-			t.Errorf("%d inventories: %v allocations, want %v", n, allocs, want)
+			if len(got.Inventories) != n {
+				t.Fatalf("%d inventories: copy has %d", n, len(got.Inventories))
+			}
+			for c := range n {
+				if got.Inventories[c] != orig.Inventories[c] {
+					t.Fatalf("%d inventories: inventory %d is %+v, want %+v", n, c, got.Inventories[c], orig.Inventories[c])
+				}
+				got.Inventories[c].Used = 99
+				if orig.Inventories[c].Used != 0 {
+					t.Fatalf("%d inventories: the copy shares the original's inventories", n)
+				}
+			}
+			// Up to four inventories share the record's allocation, and
+			// so do up to four trait and aggregate ids and a uuid.
+			boxed := n > 0 && n <= 4
+			if shared := &got.Aggregates[0] == &orig.Aggregates[0]; shared == (boxed && tc.boxedIDs) {
+				t.Errorf("%d inventories, %d ids: aggregates shared with the original: %v", n, len(tc.traits)+len(tc.aggs), shared)
+			}
+			if inBox := unsafe.StringData(got.UUID) != unsafe.StringData(orig.UUID); inBox != (boxed && tc.uuid36) {
+				t.Errorf("%d inventories, uuid %q: uuid in the record's allocation: %v", n, tc.uuid, inBox)
+			}
+			want := 1.0
+			if n > 4 {
+				want = 2
+			}
+			if allocs := testing.AllocsPerRun(10, func() { NewRecord(orig) }); n > 0 && allocs != want {
+				t.Errorf("%d inventories: %v allocations, want %v", n, allocs, want)
+			}
 		}
 	}
 }
