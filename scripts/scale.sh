@@ -24,7 +24,7 @@
 #               then 100,000, 1,000, ...: a change in the shared machine's
 #               speed weighs on every size alike), each size on one berthd
 #               for all its slices, warmed up by 3 s of untimed claims (a
-#               server that has been up has its provider cache filled) and
+#               server that has been up has made its first reloads) and
 #               stopped (SIGSTOP) while other sizes claim, in rounds of at
 #               most a quarter of the cloud's capacity (a node
 #               takes 15 such claims): a round that reaches it before the

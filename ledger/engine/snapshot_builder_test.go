@@ -121,7 +121,7 @@ func (b *snapBuilder) aggs(name string, aggs ...string) *snapBuilder {
 func (b *snapBuilder) build() *Snapshot {
 	list := make([]*ProviderRecord, 0, len(b.provs))
 	for _, name := range b.order {
-		list = append(list, b.provs[name])
+		list = append(list, NewRecord(b.provs[name])) // laid out as the ledger loads records
 	}
 	return New(list, b.n)
 }
