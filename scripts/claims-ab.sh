@@ -70,15 +70,7 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 if [ -z "${BENCH_PG:-}" ]; then
-  "$binA" devdb >"$out/devdb.url" 2>"$out/devdb.log" &
-  devdb_pid=$!
-  for _ in $(seq 600); do
-    [ -s "$out/devdb.url" ] && break
-    kill -0 "$devdb_pid" 2>/dev/null || die "berthd devdb failed; see $out/devdb.log"
-    sleep 0.1
-  done
-  BENCH_PG=$(head -n1 "$out/devdb.url")
-  [ -n "$BENCH_PG" ] || die "PostgreSQL did not start in 60s; see $out/devdb.log"
+  start_devdb "$binA" "$out" || exit 1
 fi
 target_init
 port0=$BENCH_PORT

@@ -160,15 +160,7 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 if [ -z "${BENCH_PG:-}" ]; then
-  "$berthd" devdb >"$out/devdb.url" 2>"$out/devdb.log" &
-  devdb_pid=$!
-  for _ in $(seq 600); do
-    [ -s "$out/devdb.url" ] && break
-    kill -0 "$devdb_pid" 2>/dev/null || die "berthd devdb failed; see $out/devdb.log"
-    sleep 0.1
-  done
-  BENCH_PG=$(head -n1 "$out/devdb.url")
-  [ -n "$BENCH_PG" ] || die "PostgreSQL did not start in 60s; see $out/devdb.log"
+  start_devdb "$berthd" "$out" || exit 1
 fi
 target_init
 berthd_cmd="exec $berthd"
@@ -267,8 +259,7 @@ done
 
 # The claims. Each size gets one berthd for all its slices, started on
 # its database (claims start on a loaded snapshot) and warmed up by 3 s of
-# untimed claims, released, that fill its provider cache: a server that
-# has been up, as in a cloud. Then, for each slice, each clients count,
+# untimed claims, released: a server that has been up, as in a cloud. Then, for each slice, each clients count,
 # each size in turn: that size's server is resumed (SIGCONT) for the
 # slice's timed claiming and stopped (SIGSTOP) again after it, so that
 # nothing of the other sizes' servers runs (a periodic snapshot reload,

@@ -33,6 +33,24 @@ target_init() {
   db=""
 }
 
+# start_devdb BIN DIR: a throwaway PostgreSQL cluster ("BIN devdb": fsync
+# off, unix socket), its URL written to DIR/devdb.url and its log to
+# DIR/devdb.log; sets BENCH_PG and devdb_pid (for the caller to stop).
+start_devdb() {
+  local bin=$1 dir=$2
+  "$bin" devdb >"$dir/devdb.url" 2>"$dir/devdb.log" &
+  devdb_pid=$!
+  for _ in $(seq 600); do
+    [ -s "$dir/devdb.url" ] && break
+    if ! kill -0 "$devdb_pid" 2>/dev/null; then
+      echo "$(basename "$0"): berthd devdb failed; see $dir/devdb.log" >&2; return 1
+    fi
+    sleep 0.1
+  done
+  BENCH_PG=$(head -n1 "$dir/devdb.url")
+  [ -n "$BENCH_PG" ] || { echo "$(basename "$0"): PostgreSQL did not start in 60s; see $dir/devdb.log" >&2; return 1; }
+}
+
 # stop_target: SIGTERM to the target's process group, SIGKILL after 15s.
 stop_target() {
   [ -n "$pid" ] || return 0
