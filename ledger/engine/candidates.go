@@ -81,7 +81,7 @@ type Candidates struct {
 
 // Record returns the snapshot's record of the provider Versions[i] (or
 // Summaries[i]) stands for, which must not be changed, with the uuids of
-// its parent ("" for a root) and of its root: what Summary describes,
+// its parent ("" for a root) and of its root: what a summary describes,
 // for a caller that builds its own view of the provider. In a flat
 // snapshot it reads nothing but the record.
 func (c *Candidates) Record(i int) (rec *ProviderRecord, parentUUID, rootUUID string) {
