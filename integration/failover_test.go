@@ -184,11 +184,7 @@ func TestFailoverPrimaryKilled(t *testing.T) {
 		r.mu.Unlock()
 		r.markRecovery()
 		start := time.Now()
-		old, err := c.KillPrimary(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := c.WaitPrimaryNot(ctx, old); err != nil {
+		if _, _, err := c.FailOver(ctx); err != nil {
 			t.Fatal(err)
 		}
 		promoted = time.Since(start)

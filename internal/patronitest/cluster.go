@@ -577,6 +577,42 @@ func (c *Cluster) WaitPrimaryNot(ctx context.Context, old int) (int, error) {
 	return c.index(leader(ms).Name), nil
 }
 
+// failOverWait is how long FailOver waits for another node to take over
+// after a kill before it kills again; failOverKills bounds the kills.
+const (
+	failOverWait  = 45 * time.Second
+	failOverKills = 3
+)
+
+// FailOver kills the primary's postmaster (KillPrimary) and waits until
+// another node is the writable primary (WaitPrimaryNot); it returns the
+// indexes of the old and the new primary. Patroni restarts a dead
+// primary in place instead of failing over when it finds a failover not
+// possible at that moment (the standby's REST API slow to answer on a
+// loaded machine, say: seen once in CI, where node0 was leader and
+// running again three minutes after the kill). So when no other node
+// has taken over within failOverWait and the old one leads again, its
+// new postmaster is killed too, up to failOverKills kills in all.
+func (c *Cluster) FailOver(ctx context.Context) (old, primary int, err error) {
+	for kill := 1; ; kill++ {
+		if old, err = c.KillPrimary(ctx); err != nil {
+			return -1, -1, err
+		}
+		wctx, cancel := context.WithTimeout(ctx, failOverWait)
+		primary, err = c.WaitPrimaryNot(wctx, old)
+		cancel()
+		if err == nil || kill == failOverKills || ctx.Err() != nil {
+			return old, primary, err
+		}
+		if p, perr := c.Primary(ctx); perr != nil || p != old {
+			// Not a restart in place: keep waiting for the failover.
+			primary, err = c.WaitPrimaryNot(ctx, old)
+			return old, primary, err
+		}
+		c.opts.Logf("patronitest: %s leads again: Patroni restarted it in place (kill %d); killing it again", c.nodes[old].name, kill)
+	}
+}
+
 // Switchover asks Patroni (patronictl switchover --force) to hand the
 // primary role to the synchronous standby, and waits until it has.
 // It returns the new primary's index.

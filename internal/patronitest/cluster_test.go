@@ -18,12 +18,8 @@ func TestClusterFailsOver(t *testing.T) {
 	if err := c.CreateDatabase(ctx, "t"); err != nil {
 		t.Fatal(err)
 	}
-	old, err := c.KillPrimary(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
 	start := time.Now()
-	p, err := c.WaitPrimaryNot(ctx, old)
+	old, p, err := c.FailOver(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

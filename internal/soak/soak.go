@@ -231,12 +231,7 @@ func Run(ctx context.Context, cfg Config, logf func(string, ...any)) (*Report, e
 		r.report.FailoverAt = time.Since(r.start)
 		logf("soak: killing the primary at %v", r.report.FailoverAt.Round(time.Second))
 		t0 := time.Now()
-		old, err := c.KillPrimary(ctx)
-		if err != nil {
-			logf("soak: kill primary: %v", err)
-			return
-		}
-		if _, err := c.WaitPrimaryNot(ctx, old); err != nil {
+		if _, _, err := c.FailOver(ctx); err != nil {
 			logf("soak: failover: %v", err)
 			return
 		}
