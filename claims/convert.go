@@ -20,27 +20,6 @@ type providerBox struct {
 	inv [3]scheduler.ClassInventory
 }
 
-// newProvider is the scheduler's view of the provider s describes.
-func newProvider(s *engine.ProviderSummary) *scheduler.Provider {
-	var p *scheduler.Provider
-	if n := len(s.Resources); n > 0 && n <= len(providerBox{}.inv) {
-		b := new(providerBox)
-		p = &b.p
-		p.Resources = b.inv[:n:n]
-	} else {
-		p = &scheduler.Provider{Resources: make(scheduler.Inventories, n)}
-	}
-	p.UUID, p.Name, p.ParentUUID, p.RootUUID = s.UUID, s.Name, s.ParentUUID, s.RootUUID
-	p.Traits, p.Aggregates = s.Traits, s.Aggregates
-	for i, r := range s.Resources {
-		p.Resources[i] = scheduler.ClassInventory{Class: r.Class, Inventory: scheduler.Inventory{Capacity: r.Capacity, Used: r.Used,
-			Total: r.Total, Reserved: r.Reserved, AllocationRatio: r.AllocationRatio,
-			MinUnit: r.MinUnit, MaxUnit: r.MaxUnit, StepSize: r.StepSize}}
-	}
-	scheduler.SortInventories(p.Resources)
-	return p
-}
-
 // views builds the scheduler's view of every provider c.Versions stands
 // for, into provs by uuid, straight from the snapshot's records: the
 // sampled search has just read each record and its inventories, so they
@@ -106,22 +85,14 @@ func views(c *engine.Candidates, provs map[string]*scheduler.Provider) {
 	}
 }
 
-// convert turns an engine answer into the scheduler's view. Provider
-// views are shared between the candidates, and are the call's own. A
-// candidate's Roots list the roots of its own tree(s) before those of
-// sharing providers, so Root() is the tree the candidate is anchored on.
+// convert turns an engine answer asked with VersionsOnly into the
+// scheduler's view. Provider views are shared between the candidates,
+// and are the call's own. A candidate's Roots list the roots of its own
+// tree(s) before those of sharing providers, so Root() is the tree the
+// candidate is anchored on.
 func convert(c *engine.Candidates) []*scheduler.Candidate {
-	var provs map[string]*scheduler.Provider
-	if c.Summaries != nil {
-		provs = make(map[string]*scheduler.Provider, len(c.Summaries))
-		for i := range c.Summaries {
-			p := newProvider(&c.Summaries[i])
-			provs[p.UUID] = p
-		}
-	} else {
-		provs = make(map[string]*scheduler.Provider, len(c.Versions))
-		views(c, provs)
-	}
+	provs := make(map[string]*scheduler.Provider, len(c.Versions))
+	views(c, provs)
 	// One backing array for the candidates and one for their allocations:
 	// a claim converts every candidate (thousands), so allocations add up.
 	out := make([]*scheduler.Candidate, len(c.Requests))

@@ -417,7 +417,7 @@ func readProviders(br pgx.BatchResults, n nameSink) (map[int64]*engine.ProviderR
 		slices.SortFunc(p.Inventories, func(a, b engine.InventoryRecord) int { return int(a.Class - b.Class) })
 		slices.Sort(p.Traits)
 		slices.Sort(p.Aggregates)
-		provs[id] = engine.NewRecord(p) // the inventories in the record's allocation
+		provs[id] = engine.NewRecord(p) // inventories, ids and uuid in the record's allocation
 	}
 	return provs, nil
 }

@@ -564,7 +564,7 @@ func (s *Snapshot) touch(list []int32) int {
 	n := 0
 	for _, i := range list {
 		// A record spans three cache lines: the first holds its id and
-		// uuid (read by the answer and by callers' caches), the second
+		// uuid (read by the answer and by claims' views), the second
 		// its inventories' slice.
 		p := s.provs.at(i)
 		n += int(p.ID) + len(p.Inventories)
