@@ -44,7 +44,7 @@ type Config struct {
 }
 
 // PolicySource resolves a scheduling policy by name; the empty name is
-// the default policy. An unknown name is a *ledger.Error of kind
+// the default policy. An unknown name is a *fault.Error of kind
 // ErrNotFound (or ErrInvalid).
 type PolicySource interface {
 	Policy(ctx context.Context, name string) (*scheduler.Policy, error)

@@ -12,7 +12,9 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/berthd/berth/claims"
+	"github.com/berthd/berth/internal/fault"
 	"github.com/berthd/berth/ledger"
+	"github.com/berthd/berth/ledger/engine"
 	"github.com/berthd/berth/ledger/ledgertest"
 	"github.com/berthd/berth/scheduler"
 )
@@ -95,9 +97,9 @@ func (f *fixture) used(rp string) int64 {
 	return u.Usages["VCPU"]
 }
 
-func vcpus(n int64) ledger.CandidatesParams {
-	return ledger.CandidatesParams{NestedAware: true,
-		Groups: []ledger.RequestGroup{{Resources: []ledger.ResourceAmount{{Class: "VCPU", Amount: n}}}}}
+func vcpus(n int64) engine.CandidatesParams {
+	return engine.CandidatesParams{NestedAware: true,
+		Groups: []engine.RequestGroup{{Resources: []engine.ResourceAmount{{Class: "VCPU", Amount: n}}}}}
 }
 
 func params(n int64) claims.Params {
@@ -253,8 +255,8 @@ func TestClaimConsumerGenerationAndReschedule(t *testing.T) {
 	}
 	// Same consumer again as if new: a generation conflict, not retried.
 	_, err := c.Claim(f.ctx, p)
-	var le *ledger.Error
-	if !errors.As(err, &le) || le.Code != ledger.CodeConcurrentUpdate {
+	var le *fault.Error
+	if !errors.As(err, &le) || le.Code != fault.CodeConcurrentUpdate {
 		t.Fatalf("reclaim: %v", err)
 	}
 	r, err := c.Reschedule(f.ctx, claims.Params{ConsumerUUID: p.ConsumerUUID, Candidates: vcpus(2)}, "")
@@ -278,7 +280,7 @@ func TestClaimConsumerGenerationAndReschedule(t *testing.T) {
 	if f.used(b) != 2 {
 		t.Fatal("failed reschedule moved the consumer")
 	}
-	if _, err := c.Reschedule(f.ctx, params(1), ""); !errors.Is(err, ledger.ErrNotFound) {
+	if _, err := c.Reschedule(f.ctx, params(1), ""); !errors.Is(err, fault.ErrNotFound) {
 		t.Fatalf("reschedule unknown consumer: %v", err)
 	}
 }
@@ -385,7 +387,7 @@ func TestClaimMove(t *testing.T) {
 	}
 	// A second move with the same migration uuid: the migration consumer
 	// exists, so the write is a generation conflict and nothing changes.
-	if _, err := c.Move(f.ctx, claims.Params{ConsumerUUID: p.ConsumerUUID, Candidates: vcpus(3)}, migration); !errors.Is(err, ledger.ErrConflict) {
+	if _, err := c.Move(f.ctx, claims.Params{ConsumerUUID: p.ConsumerUUID, Candidates: vcpus(3)}, migration); !errors.Is(err, fault.ErrConflict) {
 		t.Fatalf("second move: %v", err)
 	}
 	if f.used(a) != 3 || f.used(b) != 3 {

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/berthd/berth/ledger"
+	"github.com/berthd/berth/ledger/engine"
 	"github.com/berthd/berth/scheduler"
 )
 
@@ -138,7 +139,7 @@ func (d *LedgerData) ConsumerKeys(ctx context.Context, consumerUUID string) ([]s
 	return keysOf(ks), nil
 }
 
-func providerOf(s ledger.ProviderSummary) *scheduler.Provider {
+func providerOf(s engine.ProviderSummary) *scheduler.Provider {
 	p := &scheduler.Provider{UUID: s.UUID, Name: s.Name, ParentUUID: s.ParentUUID, RootUUID: s.RootUUID,
 		Traits: slices.Clone(s.Traits), Aggregates: slices.Clone(s.Aggregates),
 		Resources: make(scheduler.Inventories, len(s.Resources))}

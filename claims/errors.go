@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/berthd/berth/ledger"
+	"github.com/berthd/berth/internal/fault"
 	"github.com/berthd/berth/scheduler"
 )
 
@@ -38,7 +38,7 @@ type NotPlacedError struct {
 	// Refusal is the scriptlet's reason when Reason is Refused.
 	Refusal string
 	// ScriptletLog are the scriptlet's log lines.
-	ScriptletLog []LogLine
+	ScriptletLog []scheduler.LogLine
 }
 
 // Error words the steps, as "1000 providers; 612 lacked MEMORY_MB
@@ -110,5 +110,5 @@ func (c *Claimer) notPlaced(ctx context.Context, p *Params, r *resolved, s *sele
 }
 
 func invalid(format string, args ...any) error {
-	return &ledger.Error{Kind: ledger.ErrInvalid, Msg: fmt.Sprintf(format, args...)}
+	return &fault.Error{Kind: fault.ErrInvalid, Msg: fmt.Sprintf(format, args...)}
 }

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/berthd/berth/internal/fault"
 	"github.com/berthd/berth/ledger"
 )
 
@@ -377,14 +378,10 @@ func sameResources(a, b []ledger.ProviderResources) bool {
 
 // unavailable reports whether err says the database was out of reach
 // (the outcome of a write may then be unknown).
-func unavailable(err error) bool {
-	le, ok := ledger.AsError(err)
-	return ok && errors.Is(le, ledger.ErrUnavailable)
-}
+func unavailable(err error) bool { return errors.Is(err, fault.ErrUnavailable) }
 
 // generationConflict reports whether err is a consumer generation
 // conflict: what a retried claim meets when its first write committed.
 func generationConflict(err error) bool {
-	var le *ledger.Error
-	return errors.As(err, &le) && errors.Is(le, ledger.ErrConflict) && le.Code == ledger.CodeConcurrentUpdate
+	return fault.HasCode(err, fault.ErrConflict, fault.CodeConcurrentUpdate)
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/berthd/berth/internal/fault"
 	"github.com/berthd/berth/internal/uuid"
 
 	"github.com/berthd/berth/ledger"
@@ -34,7 +35,7 @@ func (c *Claimer) hold(ctx context.Context, consumerUUID string) (*holding, erro
 		return nil, err
 	}
 	if cur.Consumer == nil || len(cur.Allocations) == 0 {
-		return nil, &ledger.Error{Kind: ledger.ErrNotFound, Msg: fmt.Sprintf("No allocations for consumer '%s'", consumerUUID)}
+		return nil, &fault.Error{Kind: fault.ErrNotFound, Msg: fmt.Sprintf("No allocations for consumer '%s'", consumerUUID)}
 	}
 	return &holding{consumer: cur.Consumer, allocs: byProvider(cur.Allocations)}, nil
 }
@@ -217,7 +218,7 @@ func (c *Claimer) moveOf(ctx context.Context, consumerUUID, migrationUUID string
 			return nil, err
 		}
 		if m == nil {
-			return nil, &ledger.Error{Kind: ledger.ErrNotFound,
+			return nil, &fault.Error{Kind: fault.ErrNotFound,
 				Msg: fmt.Sprintf("No move in progress for consumer '%s'; give its migration_uuid.", consumerUUID)}
 		}
 		mig = m.MigrationUUID
@@ -231,7 +232,7 @@ func (c *Claimer) moveOf(ctx context.Context, consumerUUID, migrationUUID string
 // ErrNotFound.
 func (c *Claimer) Confirm(ctx context.Context, consumerUUID, migrationUUID string) (*Holding, error) {
 	m, err := c.moveOf(ctx, consumerUUID, migrationUUID)
-	if errors.Is(err, ledger.ErrNotFound) {
+	if errors.Is(err, fault.ErrNotFound) {
 		return c.moveEnded(ctx, consumerUUID, migrationUUID, moveConfirmed, err)
 	}
 	if err != nil {
@@ -262,10 +263,6 @@ func (c *Claimer) holdingOf(ctx context.Context, consumerUUID string) (*Holding,
 	}
 	return out, nil
 }
-
-// CodeMoveEnded is the error code of a confirm of a move that was
-// reverted, or a revert of one that was confirmed (409).
-const CodeMoveEnded = "berth.move_ended"
 
 // How a move ended, as recorded for retries (OpMoveEnd).
 const (
@@ -309,7 +306,7 @@ func (c *Claimer) moveEnded(ctx context.Context, consumerUUID, migrationUUID, ac
 		return nil, notFound
 	}
 	if ended.Action != action {
-		return nil, &ledger.Error{Kind: ledger.ErrConflict, Code: CodeMoveEnded, Msg: fmt.Sprintf(
+		return nil, &fault.Error{Kind: fault.ErrConflict, Code: fault.CodeMoveEnded, Msg: fmt.Sprintf(
 			"The move of consumer '%s' (migration '%s') was already %sed; it cannot be %sed.",
 			canonicalOr(consumerUUID), ended.MigrationUUID, ended.Action, action)}
 	}
@@ -323,7 +320,7 @@ func (c *Claimer) moveEnded(ctx context.Context, consumerUUID, migrationUUID, ac
 // concurrent change makes it a placement.concurrent_update conflict.
 func (c *Claimer) Revert(ctx context.Context, consumerUUID, migrationUUID string) (*Holding, error) {
 	m, err := c.moveOf(ctx, consumerUUID, migrationUUID)
-	if errors.Is(err, ledger.ErrNotFound) {
+	if errors.Is(err, fault.ErrNotFound) {
 		return c.moveEnded(ctx, consumerUUID, migrationUUID, moveReverted, err)
 	}
 	if err != nil {

@@ -8,7 +8,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/berthd/berth/claims"
-	"github.com/berthd/berth/ledger"
+	"github.com/berthd/berth/internal/fault"
 	"github.com/berthd/berth/scheduler"
 )
 
@@ -101,7 +101,7 @@ func TestRescheduleRemembersFailures(t *testing.T) {
 	if r, err := c.Claim(f.ctx, p); err != nil || r.Root != a {
 		t.Fatalf("claim after delete: %+v %v", r, err)
 	}
-	if _, err := c.Reschedule(f.ctx, again, "nosuch"); !errors.Is(err, ledger.ErrInvalid) {
+	if _, err := c.Reschedule(f.ctx, again, "nosuch"); !errors.Is(err, fault.ErrInvalid) {
 		t.Fatalf("unknown failed provider: %v", err)
 	}
 }
@@ -147,10 +147,10 @@ func TestMoveConfirmRevert(t *testing.T) {
 	if _, err := c.Confirm(f.ctx, p.ConsumerUUID, mig); err != nil {
 		t.Fatalf("retried confirm naming its migration: %v", err)
 	}
-	if _, err := c.Revert(f.ctx, p.ConsumerUUID, ""); !errors.Is(err, ledger.ErrConflict) {
+	if _, err := c.Revert(f.ctx, p.ConsumerUUID, ""); !errors.Is(err, fault.ErrConflict) {
 		t.Fatalf("revert of a confirmed move: %v", err)
 	}
-	if _, err := c.Confirm(f.ctx, p.ConsumerUUID, uuid.NewString()); !errors.Is(err, ledger.ErrNotFound) {
+	if _, err := c.Confirm(f.ctx, p.ConsumerUUID, uuid.NewString()); !errors.Is(err, fault.ErrNotFound) {
 		t.Fatalf("confirm of another migration: %v", err)
 	}
 	if f.used(a) != 0 || f.used(b) != 3 {
@@ -181,7 +181,7 @@ func TestMoveConfirmRevert(t *testing.T) {
 		len(again.Allocations) != 1 || again.Allocations[0].ProviderUUID != b {
 		t.Fatalf("retried revert: %+v %v, want %+v", again, err, h)
 	}
-	if _, err := c.Confirm(f.ctx, p.ConsumerUUID, mig2); !errors.Is(err, ledger.ErrConflict) {
+	if _, err := c.Confirm(f.ctx, p.ConsumerUUID, mig2); !errors.Is(err, fault.ErrConflict) {
 		t.Fatalf("confirm of a reverted move: %v", err)
 	}
 	if f.used(a) != 0 || f.used(b) != 3 {
@@ -206,7 +206,7 @@ func TestMoveConfirmRevert(t *testing.T) {
 	if f.used(b) != 3 {
 		t.Fatal("failed move changed the instance")
 	}
-	if _, err := c.Move(f.ctx, claims.Params{ConsumerUUID: p.ConsumerUUID}, p.ConsumerUUID); !errors.Is(err, ledger.ErrInvalid) {
+	if _, err := c.Move(f.ctx, claims.Params{ConsumerUUID: p.ConsumerUUID}, p.ConsumerUUID); !errors.Is(err, fault.ErrInvalid) {
 		t.Fatalf("migration uuid = consumer uuid: %v", err)
 	}
 }
@@ -234,7 +234,7 @@ func TestTargetAndExclude(t *testing.T) {
 	for _, bad := range []claims.Params{{Target: "nosuch"}, {Exclude: []string{uuid.NewString()}}, {Reason: "whim"}} {
 		q := params(1)
 		q.Target, q.Exclude, q.Reason = bad.Target, bad.Exclude, bad.Reason
-		if _, err := c.Claim(f.ctx, q); !errors.Is(err, ledger.ErrInvalid) {
+		if _, err := c.Claim(f.ctx, q); !errors.Is(err, fault.ErrInvalid) {
 			t.Errorf("%+v: %v, want ErrInvalid", bad, err)
 		}
 	}

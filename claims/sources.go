@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/berthd/berth/internal/fault"
 	"github.com/berthd/berth/ledger"
 	"github.com/berthd/berth/scheduler"
 )
@@ -98,8 +99,8 @@ type Sources struct {
 // compiled is one load of the stored scheduling data. It never changes.
 type compiled struct {
 	limits        scheduler.ScriptletLimits
-	scripts       map[string]*program
-	defaultScript *program
+	scripts       map[string]*scheduler.Program
+	defaultScript *scheduler.Program
 	// specs are the stored policies' specs; policies those that built,
 	// broken why the others did not.
 	specs         map[string]scheduler.PolicyConfig
@@ -202,7 +203,7 @@ func (s *Sources) Reload(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	c := &compiled{scripts: map[string]*program{}, specs: map[string]scheduler.PolicyConfig{},
+	c := &compiled{scripts: map[string]*scheduler.Program{}, specs: map[string]scheduler.PolicyConfig{},
 		policies: map[string]*scheduler.Policy{}, broken: map[string]error{}}
 	if c.limits, err = limitsOf(cfg); err != nil {
 		s.log.LogAttrs(ctx, slog.LevelError, "claims: stored scriptlet limits are invalid; using the defaults", slog.Any("error", err))
@@ -286,9 +287,9 @@ func (s *Sources) Policy(ctx context.Context, name string) (*scheduler.Policy, e
 		return p, nil
 	}
 	if err, ok := c.broken[name]; ok {
-		return nil, &ledger.Error{Kind: ledger.ErrInvalid, Msg: fmt.Sprintf("Scheduling policy %s cannot be used: %v", name, err)}
+		return nil, &fault.Error{Kind: fault.ErrInvalid, Msg: fmt.Sprintf("Scheduling policy %s cannot be used: %v", name, err)}
 	}
-	return nil, &ledger.Error{Kind: ledger.ErrNotFound, Msg: fmt.Sprintf("No scheduling policy named %s.", name)}
+	return nil, &fault.Error{Kind: fault.ErrNotFound, Msg: fmt.Sprintf("No scheduling policy named %s.", name)}
 }
 
 // PolicyWithScriptlet builds the policy of that name ("" the default) with
@@ -300,7 +301,7 @@ func (s *Sources) PolicyWithScriptlet(ctx context.Context, policy, scriptlet str
 		return nil, err
 	}
 	if _, ok := c.scripts[scriptlet]; !ok {
-		return nil, &ledger.Error{Kind: ledger.ErrNotFound, Msg: fmt.Sprintf("No scriptlet named %s.", scriptlet)}
+		return nil, &fault.Error{Kind: fault.ErrNotFound, Msg: fmt.Sprintf("No scriptlet named %s.", scriptlet)}
 	}
 	spec := scheduler.DefaultPolicyConfig()
 	if policy == "" {
@@ -309,13 +310,13 @@ func (s *Sources) PolicyWithScriptlet(ctx context.Context, policy, scriptlet str
 	if policy != "" {
 		var ok bool
 		if spec, ok = c.specs[policy]; !ok {
-			return nil, &ledger.Error{Kind: ledger.ErrNotFound, Msg: fmt.Sprintf("No scheduling policy named %s.", policy)}
+			return nil, &fault.Error{Kind: fault.ErrNotFound, Msg: fmt.Sprintf("No scheduling policy named %s.", policy)}
 		}
 	}
 	spec.Scriptlet = scriptlet
 	p, err := buildPolicy(spec, c, s.reg)
 	if err != nil {
-		return nil, &ledger.Error{Kind: ledger.ErrInvalid, Msg: err.Error()}
+		return nil, &fault.Error{Kind: fault.ErrInvalid, Msg: err.Error()}
 	}
 	return p, nil
 }
@@ -329,7 +330,7 @@ func (s *Sources) PolicyConfig(ctx context.Context, name string) (scheduler.Poli
 	}
 	cfg, ok := c.specs[name]
 	if !ok {
-		return cfg, &ledger.Error{Kind: ledger.ErrNotFound, Msg: fmt.Sprintf("No scheduling policy named %s.", name)}
+		return cfg, &fault.Error{Kind: fault.ErrNotFound, Msg: fmt.Sprintf("No scheduling policy named %s.", name)}
 	}
 	return cfg, nil
 }
@@ -373,7 +374,7 @@ func (s *Sources) limits() scheduler.ScriptletLimits {
 }
 
 // CheckPolicy builds spec against the registry and the stored scriptlets
-// and returns it built, or an ErrInvalid *ledger.Error naming the unit,
+// and returns it built, or an ErrInvalid *fault.Error naming the unit,
 // parameter, balancer setting or scriptlet at fault.
 func (s *Sources) CheckPolicy(ctx context.Context, spec scheduler.PolicyConfig) (*scheduler.Policy, error) {
 	c, err := s.current(ctx)
@@ -382,19 +383,19 @@ func (s *Sources) CheckPolicy(ctx context.Context, spec scheduler.PolicyConfig) 
 	}
 	if spec.Balancer != nil {
 		if err := spec.Balancer.Validate(); err != nil {
-			return nil, &ledger.Error{Kind: ledger.ErrInvalid, Msg: "Invalid scheduling policy: " + err.Error()}
+			return nil, &fault.Error{Kind: fault.ErrInvalid, Msg: "Invalid scheduling policy: " + err.Error()}
 		}
 	}
 	p, err := buildPolicy(spec, c, s.reg)
 	if err != nil {
-		return nil, &ledger.Error{Kind: ledger.ErrInvalid, Msg: "Invalid scheduling policy: " + err.Error()}
+		return nil, &fault.Error{Kind: fault.ErrInvalid, Msg: "Invalid scheduling policy: " + err.Error()}
 	}
 	return p, nil
 }
 
 // CheckConfig validates a PATCH /config: known keys only, each value of
 // its type (null removes a key); the default scriptlet must compile. It returns a *ScriptletError for a scriptlet that
-// does not compile and an ErrInvalid *ledger.Error otherwise.
+// does not compile and an ErrInvalid *fault.Error otherwise.
 func (s *Sources) CheckConfig(ctx context.Context, changes map[string]json.RawMessage) error {
 	stored, err := s.store.Config(ctx)
 	if err != nil {
@@ -402,7 +403,7 @@ func (s *Sources) CheckConfig(ctx context.Context, changes map[string]json.RawMe
 	}
 	for _, k := range slices.Sorted(maps.Keys(changes)) {
 		if !slices.Contains(ConfigKeys(), k) {
-			return &ledger.Error{Kind: ledger.ErrInvalid, Msg: fmt.Sprintf("Unknown config key %s; known keys: %s.", k, strings.Join(ConfigKeys(), ", "))}
+			return &fault.Error{Kind: fault.ErrInvalid, Msg: fmt.Sprintf("Unknown config key %s; known keys: %s.", k, strings.Join(ConfigKeys(), ", "))}
 		}
 		if v := changes[k]; v == nil {
 			delete(stored, k)
@@ -412,12 +413,12 @@ func (s *Sources) CheckConfig(ctx context.Context, changes map[string]json.RawMe
 	}
 	limits, err := limitsOf(stored)
 	if err != nil {
-		return &ledger.Error{Kind: ledger.ErrInvalid, Msg: err.Error()}
+		return &fault.Error{Kind: fault.ErrInvalid, Msg: err.Error()}
 	}
 	if raw, ok := changes[ConfigDefaultScriptlet]; ok && raw != nil {
 		var src string
 		if err := json.Unmarshal(raw, &src); err != nil {
-			return &ledger.Error{Kind: ledger.ErrInvalid, Msg: ConfigDefaultScriptlet + " must be a string of Starlark source or null."}
+			return &fault.Error{Kind: fault.ErrInvalid, Msg: ConfigDefaultScriptlet + " must be a string of Starlark source or null."}
 		}
 		if strings.TrimSpace(src) != "" {
 			if err := checkScriptlet(ConfigDefaultScriptlet, []byte(src), limits); err != nil {

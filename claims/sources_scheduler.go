@@ -10,11 +10,8 @@ import (
 // This file adapts Sources to the scheduler package's API for scriptlets
 // and policies: compiling a scriptlet and building a policy.
 
-// program is a compiled scriptlet.
-type program = scheduler.Program
-
 // compileScriptlet compiles src; a compile error is a *ScriptletError.
-func compileScriptlet(name string, src []byte) (*program, error) {
+func compileScriptlet(name string, src []byte) (*scheduler.Program, error) {
 	p, err := scheduler.CompileScriptlet(name, src)
 	if err != nil {
 		e := &ScriptletError{Name: name, Msg: err.Error()}

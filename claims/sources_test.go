@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/berthd/berth/claims"
+	"github.com/berthd/berth/internal/fault"
 	"github.com/berthd/berth/ledger"
 	"github.com/berthd/berth/ledger/ledgertest"
 	"github.com/berthd/berth/scheduler"
@@ -35,7 +36,7 @@ func TestSourcesResolvePolicies(t *testing.T) {
 		t.Error("fallback not used")
 	}
 	_, err = src.Policy(ctx, "gold")
-	if !errors.Is(err, ledger.ErrNotFound) {
+	if !errors.Is(err, fault.ErrNotFound) {
 		t.Errorf("unknown policy: %v", err)
 	}
 
@@ -76,13 +77,13 @@ func TestSourcesResolvePolicies(t *testing.T) {
 	if err := src.Reload(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := src.Policy(ctx, "old"); !errors.Is(err, ledger.ErrInvalid) {
+	if _, err := src.Policy(ctx, "old"); !errors.Is(err, fault.ErrInvalid) {
 		t.Errorf("broken policy: %v", err)
 	}
 
 	// Invalid input is refused with the unit named.
 	_, err = src.CheckPolicy(ctx, scheduler.PolicyConfig{Filters: []scheduler.PluginConfig{{Name: "nope"}}})
-	if !errors.Is(err, ledger.ErrInvalid) {
+	if !errors.Is(err, fault.ErrInvalid) {
 		t.Errorf("unknown unit: %v", err)
 	}
 	var se *claims.ScriptletError
@@ -218,7 +219,7 @@ func TestSourcesWritesCheckStoreReload(t *testing.T) {
 	if _, err := src.ScriptletPut(ctx, "bad", []byte("def weigh(r, c):\n    return (\n")); !errors.As(err, &se) {
 		t.Fatalf("bad scriptlet: %v", err)
 	}
-	if _, err := store.ScriptletGet(ctx, "bad"); !errors.Is(err, ledger.ErrNotFound) {
+	if _, err := store.ScriptletGet(ctx, "bad"); !errors.Is(err, fault.ErrNotFound) {
 		t.Errorf("a scriptlet that does not compile was stored: %v", err)
 	}
 	created, err := src.ScriptletPut(ctx, "w", []byte("def weigh(request, candidate):\n    return 1.0\n"))
@@ -234,10 +235,10 @@ func TestSourcesWritesCheckStoreReload(t *testing.T) {
 	}
 
 	if _, _, err := src.PolicyPut(ctx, claims.PolicyPutParams{Name: "x",
-		Spec: scheduler.PolicyConfig{Filters: []scheduler.PluginConfig{{Name: "nope"}}}}); !errors.Is(err, ledger.ErrInvalid) {
+		Spec: scheduler.PolicyConfig{Filters: []scheduler.PluginConfig{{Name: "nope"}}}}); !errors.Is(err, fault.ErrInvalid) {
 		t.Fatalf("invalid policy: %v", err)
 	}
-	if _, err := store.SchedulingPolicyGet(ctx, "x"); !errors.Is(err, ledger.ErrNotFound) {
+	if _, err := store.SchedulingPolicyGet(ctx, "x"); !errors.Is(err, fault.ErrNotFound) {
 		t.Errorf("an invalid policy was stored: %v", err)
 	}
 	spec := scheduler.PolicyConfig{Weighers: []scheduler.PluginConfig{{Name: scheduler.StarlarkUnitPrefix + "w"}}}
@@ -245,19 +246,19 @@ func TestSourcesWritesCheckStoreReload(t *testing.T) {
 	if err != nil || !created || p.Name != "gold" || len(p.Scriptlets) != 1 {
 		t.Fatalf("PolicyPut: %+v %v %v", p, created, err)
 	}
-	if _, _, err := src.PolicyPut(ctx, claims.PolicyPutParams{Name: "gold", Spec: spec, Create: true}); !errors.Is(err, ledger.ErrConflict) {
+	if _, _, err := src.PolicyPut(ctx, claims.PolicyPutParams{Name: "gold", Spec: spec, Create: true}); !errors.Is(err, fault.ErrConflict) {
 		t.Errorf("PolicyPut create over a stored policy: %v", err)
 	}
 	if def, err := src.Policy(ctx, ""); err != nil || def.Config().Weighers[0].Name != scheduler.StarlarkUnitPrefix+"w" {
 		t.Fatalf("default after PolicyPut: %v", err)
 	}
-	if err := src.ScriptletDelete(ctx, "w"); !errors.Is(err, ledger.ErrConflict) {
+	if err := src.ScriptletDelete(ctx, "w"); !errors.Is(err, fault.ErrConflict) {
 		t.Errorf("deleting a scriptlet a policy names: %v", err)
 	}
 	if err := src.PolicyDelete(ctx, "gold"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := src.Policy(ctx, "gold"); !errors.Is(err, ledger.ErrNotFound) {
+	if _, err := src.Policy(ctx, "gold"); !errors.Is(err, fault.ErrNotFound) {
 		t.Errorf("policy after PolicyDelete: %v", err)
 	}
 	if err := src.ScriptletDelete(ctx, "w"); err != nil {
@@ -267,7 +268,7 @@ func TestSourcesWritesCheckStoreReload(t *testing.T) {
 		t.Errorf("units after ScriptletDelete: %v", units)
 	}
 
-	if err := src.ConfigPatch(ctx, map[string]json.RawMessage{"no.such.key": json.RawMessage(`1`)}); !errors.Is(err, ledger.ErrInvalid) {
+	if err := src.ConfigPatch(ctx, map[string]json.RawMessage{"no.such.key": json.RawMessage(`1`)}); !errors.Is(err, fault.ErrInvalid) {
 		t.Errorf("unknown config key: %v", err)
 	}
 	if err := src.ConfigPatch(ctx, map[string]json.RawMessage{claims.ConfigScriptletMaxSteps: json.RawMessage(`1000`)}); err != nil {

@@ -8,8 +8,8 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/berthd/berth/internal/fault"
 	"github.com/berthd/berth/internal/telemetry/instrument"
-	"github.com/berthd/berth/ledger"
 	"github.com/berthd/berth/scheduler"
 )
 
@@ -70,7 +70,7 @@ func (tr *claimTrace) end(err error) {
 func claimOutcome(err error) string {
 	var np *NotPlacedError
 	var refused *scheduler.RefusedError
-	var le *ledger.Error
+	var le *fault.Error
 	switch {
 	case err == nil:
 		return instrument.OutcomeClaimed
@@ -80,7 +80,7 @@ func claimOutcome(err error) string {
 		return instrument.OutcomeClaimConflict
 	case errors.As(err, &np):
 		return instrument.OutcomeNoValidHost
-	case errors.As(err, &le) && errors.Is(le, ledger.ErrConflict) && le.Code == ledger.CodeConcurrentUpdate:
+	case errors.As(err, &le) && errors.Is(le, fault.ErrConflict) && le.Code == fault.CodeConcurrentUpdate:
 		return instrument.OutcomeConflict
 	}
 	return instrument.OutcomeError

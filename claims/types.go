@@ -98,7 +98,7 @@ type Result struct {
 	// Ranking is the full ranking (dry runs only).
 	Ranking []Option
 	// ScriptletLog are the scriptlet's log lines (dry runs only).
-	ScriptletLog []LogLine
+	ScriptletLog []scheduler.LogLine
 	// Migration is the migration consumer of a move and what it holds.
 	Migration *ledger.ConsumerAllocations
 }
@@ -135,10 +135,6 @@ const StepCandidates = "allocation_candidates"
 // the roots that had no candidate in the sample (Config.ClaimCandidates):
 // not looked at, or lacking capacity.
 const ReasonOutsideSample = "outside the sample"
-
-// LogLine is one line a scriptlet logged (level "info", "warn" or
-// "error").
-type LogLine = scheduler.LogLine
 
 // Explanation is a dry run: the ranking a claim would try, nothing written.
 type Explanation struct {

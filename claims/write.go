@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/berthd/berth/internal/fault"
 	"github.com/berthd/berth/ledger"
 	"github.com/berthd/berth/scheduler"
 )
@@ -119,14 +120,14 @@ func tie(a, b float64) bool {
 // candidate: capacity gone (ErrConflict other than a consumer generation
 // conflict) or a provider that no longer exists (ErrInvalid).
 func retryable(err error) bool {
-	var le *ledger.Error
+	var le *fault.Error
 	if !errors.As(err, &le) {
 		return false
 	}
 	switch {
-	case errors.Is(le, ledger.ErrConflict):
-		return le.Code != ledger.CodeConcurrentUpdate
-	case errors.Is(le, ledger.ErrInvalid):
+	case errors.Is(le, fault.ErrConflict):
+		return le.Code != fault.CodeConcurrentUpdate
+	case errors.Is(le, fault.ErrInvalid):
 		return true
 	}
 	return false
@@ -170,7 +171,7 @@ func (c *Claimer) result(p *Params, s *selection, chosen, attempts int, failed [
 		for i, sc := range ranked {
 			r.Ranking[i] = s.option(sc)
 		}
-		r.ScriptletLog = append([]LogLine{}, s.ranking.Log...)
+		r.ScriptletLog = append([]scheduler.LogLine{}, s.ranking.Log...)
 	}
 	for i := range p.with {
 		if p.with[i].ConsumerType == MigrationConsumerType {

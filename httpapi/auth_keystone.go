@@ -7,6 +7,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/berthd/berth/internal/fault"
 	"github.com/berthd/berth/internal/keystone"
 )
 
@@ -28,10 +29,6 @@ var _ KeystoneAuthenticator = (*keystone.Client)(nil)
 const (
 	headerServiceToken    = "X-Service-Token"
 	headerWWWAuthenticate = "WWW-Authenticate"
-	// CodeIdentityUnavailable is the error code of a 503 for a token that
-	// could not be validated because Keystone did not answer (Berth's
-	// extension; Placement behind keystonemiddleware answers 503 too).
-	CodeIdentityUnavailable = "berth.identity_unavailable"
 	// retryAfterIdentity is the Retry-After (seconds) of that 503.
 	retryAfterIdentity = 5
 )
@@ -59,7 +56,7 @@ func (s *Server) keystonePrincipal(c echo.Context) (Principal, error) {
 	default:
 		// The cause names the token by its hash only (keystone.TokenHash).
 		s.log.WarnContext(c.Request().Context(), "token not validated: keystone unavailable", "error", err)
-		return Principal{}, &Error{Status: http.StatusServiceUnavailable, Code: CodeIdentityUnavailable,
+		return Principal{}, &Error{Status: http.StatusServiceUnavailable, Code: fault.CodeIdentityUnavailable,
 			Msg: "The identity service could not validate the token; try again later.", RetryAfter: retryAfterIdentity}
 	}
 	u := a.User

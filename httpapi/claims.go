@@ -13,6 +13,7 @@ import (
 	"github.com/berthd/berth/internal/jsonschema"
 	"github.com/berthd/berth/internal/uuid"
 	"github.com/berthd/berth/ledger"
+	"github.com/berthd/berth/ledger/engine"
 	"github.com/berthd/berth/scheduler"
 )
 
@@ -166,7 +167,7 @@ func (g *groupBody) selects() bool {
 // v, with the same messages, in the same order (resources, required,
 // member_of, in_tree).
 func (g *groupBody) parse(suffix string, v Version) (*parsedGroup, error) {
-	pg := &parsedGroup{RequestGroup: ledger.RequestGroup{Suffix: suffix}}
+	pg := &parsedGroup{RequestGroup: engine.RequestGroup{Suffix: suffix}}
 	var err error
 	for _, class := range g.Resources.Keys {
 		amount := g.Resources.Values[class].String()
@@ -203,7 +204,7 @@ func (g *groupBody) parse(suffix string, v Version) (*parsedGroup, error) {
 // v, with the same messages: request-wide fields first, then the groups
 // (the unsuffixed one, then "groups" in the order written), then the
 // checks across groups. selected is false when b has no selection field.
-func (s *Server) claimCandidates(b *claimBody, v Version) (p ledger.CandidatesParams, selected bool, err error) {
+func (s *Server) claimCandidates(b *claimBody, v Version) (p engine.CandidatesParams, selected bool, err error) {
 	p = s.newCandidatesParams(v)
 	selected = len(b.RootRequired) > 0 || len(b.SameSubtree) > 0 || b.GroupPolicy != "" || b.groupBody.selects()
 	for _, suffix := range b.Groups.Keys {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/berthd/berth/claims"
+	"github.com/berthd/berth/internal/fault"
 	"github.com/berthd/berth/ledger"
 	"github.com/berthd/berth/ledger/ledgertest"
 	"github.com/berthd/berth/scheduler"
@@ -114,7 +115,7 @@ func TestClaimsAPI(t *testing.T) {
 	code, body = call(t, s, http.MethodPost, "/claims", "admin",
 		`{"consumer_uuid": "`+rps[0]+`", "project_id": "p", "user_id": "u", "resources": {"VCPU": 7}}`)
 	ecode, detail := errorDetail(body)
-	if code != http.StatusConflict || ecode != CodeNoValidHost ||
+	if code != http.StatusConflict || ecode != fault.CodeNoValidHost ||
 		!strings.Contains(detail, "2 providers; 1 lacked VCPU 7; 1 removed by max_usage_ratio (VCPU above 0.75 of capacity: 1)") {
 		t.Fatalf("not placed: %d %v", code, body)
 	}
@@ -131,7 +132,7 @@ func TestClaimsAPI(t *testing.T) {
 	}
 	code, body = call(t, s, http.MethodPost, "/claims", "admin",
 		`{"consumer_uuid": "`+rps[0]+`", "project_id": "p", "user_id": "u", "resources": {"VCPU": 9}}`)
-	if ecode, detail := errorDetail(body); code != http.StatusConflict || ecode != CodeNoValidHost ||
+	if ecode, detail := errorDetail(body); code != http.StatusConflict || ecode != fault.CodeNoValidHost ||
 		!strings.HasSuffix(strings.TrimSpace(detail), " 2 providers; 2 lacked VCPU 9") {
 		t.Fatalf("nothing fits: %d %v", code, body)
 	}
@@ -145,7 +146,7 @@ func TestClaimsAPI(t *testing.T) {
 	}
 	// The same consumer, another request: a mismatch, saying what differs.
 	code, body = call(t, s, http.MethodPost, "/claims", "admin", strings.Replace(claim, `"web-1"`, `"web-2"`, 1))
-	if ecode, detail := errorDetail(body); code != http.StatusConflict || ecode != CodeClaimMismatch ||
+	if ecode, detail := errorDetail(body); code != http.StatusConflict || ecode != fault.CodeClaimMismatch ||
 		!strings.Contains(detail, "differs in: name") {
 		t.Fatalf("a different claim for the consumer: %d %v", code, body)
 	}
@@ -158,7 +159,7 @@ func TestClaimsAPI(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, body = call(t, s, http.MethodPost, "/claims", "admin", strings.Replace(claim, consumer, putConsumer, 1))
-	if ecode, _ := errorDetail(body); code != http.StatusConflict || ecode != ledger.CodeConcurrentUpdate {
+	if ecode, _ := errorDetail(body); code != http.StatusConflict || ecode != fault.CodeConcurrentUpdate {
 		t.Fatalf("reclaim: %d %v", code, body)
 	}
 	if err := store.AllocationsDelete(context.Background(), putConsumer); err != nil {
@@ -173,7 +174,7 @@ func TestClaimsAPI(t *testing.T) {
 	other := body["root_provider_uuid"].(string)
 	// Failing there too leaves nowhere to go.
 	code, body = call(t, s, http.MethodPost, "/claims/"+consumer+"/reschedule", "admin", `{"failed_provider": "cn2"}`)
-	if ecode, _ := errorDetail(body); code != http.StatusConflict || ecode != CodeNoValidHost {
+	if ecode, _ := errorDetail(body); code != http.StatusConflict || ecode != fault.CodeNoValidHost {
 		t.Fatalf("second reschedule: %d %v", code, body)
 	}
 
@@ -291,7 +292,7 @@ func TestClaimsScriptlet(t *testing.T) {
 		t.Fatalf("dry run: %d %v", code, body)
 	}
 	code, body = claim("foo", false)
-	if ecode, detail := errorDetail(body); code != http.StatusConflict || ecode != CodeNoValidHost ||
+	if ecode, detail := errorDetail(body); code != http.StatusConflict || ecode != fault.CodeNoValidHost ||
 		!strings.Contains(detail, "Failed instance placement scriptlet: Invalid name") {
 		t.Fatalf("refused: %d %v", code, body)
 	}
@@ -305,9 +306,9 @@ func TestClaimConflictsExhaustedCode(t *testing.T) {
 		reason claims.Reason
 		code   string
 	}{
-		{claims.ConflictsExhausted, CodeClaimConflict},
-		{claims.AllFiltered, CodeNoValidHost},
-		{claims.NoCandidates, CodeNoValidHost},
+		{claims.ConflictsExhausted, fault.CodeClaimConflict},
+		{claims.AllFiltered, fault.CodeNoValidHost},
+		{claims.NoCandidates, fault.CodeNoValidHost},
 	} {
 		e := toError(nil, &claims.NotPlacedError{Reason: tc.reason, Roots: 3, Attempts: 3})
 		if e.Status != http.StatusConflict || e.Code != tc.code {

@@ -8,8 +8,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/berthd/berth/internal/fault"
 	"github.com/berthd/berth/internal/uuid"
-	"github.com/berthd/berth/ledger"
+	"github.com/berthd/berth/ledger/engine"
 )
 
 // This file parses the query parameters that describe request groups —
@@ -67,12 +68,12 @@ func (q orderedQuery) last(key string) (string, bool) {
 
 // parseResources parses "VCPU:2,MEMORY_MB:1024" (Placement's
 // normalize_resources_qs_param). A class named twice keeps the last amount.
-func parseResources(val string) ([]ledger.ResourceAmount, error) {
+func parseResources(val string) ([]engine.ResourceAmount, error) {
 	if strings.TrimSpace(val) == "" {
 		return nil, badRequest("Badly formed resources parameter. Expected resources query string " +
 			"parameter in form: ?resources=VCPU:2,MEMORY_MB:1024. Got: empty string.")
 	}
-	var out []ledger.ResourceAmount
+	var out []engine.ResourceAmount
 	for _, rt := range strings.Split(val, ",") {
 		parts := strings.Split(rt, ":")
 		if len(parts) != 2 {
@@ -93,7 +94,7 @@ func badlyFormedResources(got string) error {
 
 // addResource adds amountText of class name to out, replacing an amount
 // of the same class. The amount must be a positive integer.
-func addResource(out []ledger.ResourceAmount, name, amountText string) ([]ledger.ResourceAmount, error) {
+func addResource(out []engine.ResourceAmount, name, amountText string) ([]engine.ResourceAmount, error) {
 	amount, err := strconv.ParseInt(strings.TrimSpace(amountText), 10, 64)
 	if err != nil {
 		return nil, badRequest("Requested resource %s expected positive integer amount. Got: %s.", name, amountText)
@@ -107,7 +108,7 @@ func addResource(out []ledger.ResourceAmount, name, amountText string) ([]ledger
 			return out, nil
 		}
 	}
-	return append(out, ledger.ResourceAmount{Class: name, Amount: amount}), nil
+	return append(out, engine.ResourceAmount{Class: name, Amount: amount}), nil
 }
 
 // parseTraits parses one value of a required parameter (Placement's
@@ -262,7 +263,7 @@ var (
 
 // parsedGroup is a request group with the facts the checks need.
 type parsedGroup struct {
-	ledger.RequestGroup
+	engine.RequestGroup
 	hasRequired, hasMemberOf bool
 }
 
@@ -271,7 +272,7 @@ type parsedGroup struct {
 // RequestGroup.dict_from_request) and applies Placement's consistency
 // checks for the microversion. sameSubtrees are the suffix sets of
 // same_subtree.
-func parseRequestGroups(q orderedQuery, v Version, sameSubtrees [][]string) ([]ledger.RequestGroup, error) {
+func parseRequestGroups(q orderedQuery, v Version, sameSubtrees [][]string) ([]engine.RequestGroup, error) {
 	pattern := groupKeyPattern
 	if v.AtLeast(33) {
 		pattern = groupKeyPattern1_33
@@ -286,7 +287,7 @@ func parseRequestGroups(q orderedQuery, v Version, sameSubtrees [][]string) ([]l
 		prefix, suffix := m[1], m[2]
 		g := bySuffix[suffix]
 		if g == nil {
-			g = &parsedGroup{RequestGroup: ledger.RequestGroup{Suffix: suffix}}
+			g = &parsedGroup{RequestGroup: engine.RequestGroup{Suffix: suffix}}
 			bySuffix[suffix] = g
 			groups = append(groups, g)
 		}
@@ -312,7 +313,7 @@ func parseRequestGroups(q orderedQuery, v Version, sameSubtrees [][]string) ([]l
 
 // checkGroups applies Placement's consistency checks for the
 // microversion to the parsed groups of one request.
-func checkGroups(groups []*parsedGroup, v Version, sameSubtrees [][]string) ([]ledger.RequestGroup, error) {
+func checkGroups(groups []*parsedGroup, v Version, sameSubtrees [][]string) ([]engine.RequestGroup, error) {
 	if v.AtLeast(36) {
 		if err := checkResourceless(groups, sameSubtrees); err != nil {
 			return nil, err
@@ -325,7 +326,7 @@ func checkGroups(groups []*parsedGroup, v Version, sameSubtrees [][]string) ([]l
 			return nil, err
 		}
 	}
-	out := make([]ledger.RequestGroup, len(groups))
+	out := make([]engine.RequestGroup, len(groups))
 	for i, g := range groups {
 		out[i] = g.RequestGroup
 	}
@@ -349,7 +350,7 @@ func checkResourceless(groups []*parsedGroup, sameSubtrees [][]string) error {
 		}
 	}
 	if len(resourceless) == len(groups) {
-		return newError(400, ledger.CodeQueryMissingValue, "There must be at least one resources or resources[$S] parameter.")
+		return newError(400, fault.CodeQueryMissingValue, "There must be at least one resources or resources[$S] parameter.")
 	}
 	var bad []string
 	for _, s := range resourceless {
@@ -358,7 +359,7 @@ func checkResourceless(groups []*parsedGroup, sameSubtrees [][]string) error {
 		}
 	}
 	if len(bad) > 0 {
-		return newError(400, ledger.CodeQueryBadValue, "Resourceless suffixed group request should be specified in "+
+		return newError(400, fault.CodeQueryBadValue, "Resourceless suffixed group request should be specified in "+
 			"`same_subtree` query param: bad group(s) - %s.", pyList(bad))
 	}
 	known := map[string]bool{}
@@ -376,7 +377,7 @@ func checkResourceless(groups []*parsedGroup, sameSubtrees [][]string) error {
 		}
 	}
 	if len(bad) > 0 {
-		return newError(400, ledger.CodeQueryBadValue, "Real suffixes should be specified in `same_subtree`: "+
+		return newError(400, fault.CodeQueryBadValue, "Real suffixes should be specified in `same_subtree`: "+
 			"%s not found in %s.", pyList(bad), pyList(all))
 	}
 	return nil

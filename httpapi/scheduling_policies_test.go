@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/berthd/berth/internal/fault"
 	"github.com/berthd/berth/ledger"
 )
 
@@ -100,7 +101,7 @@ func TestScriptletsAPI(t *testing.T) {
 		{"x = 1\n", "defines none of"},
 	} {
 		body := wantStatus(t, s, put("broken", tc.src), 400, tc.detail)
-		if code := errorCode(body); code != CodeScriptletInvalid {
+		if code := errorCode(body); code != fault.CodeScriptletInvalid {
 			t.Errorf("code %q", code)
 		}
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/berthd/berth/internal/jsonschema"
 	"github.com/berthd/berth/internal/telemetry/instrument"
 	"github.com/berthd/berth/ledger"
+	"github.com/berthd/berth/ledger/engine"
 )
 
 // Config configures the API server: the HTTP settings, and the
@@ -51,7 +52,7 @@ type Config struct {
 	// returning them in a deterministic order.
 	RandomizeCandidates bool
 	// MaxCandidates caps how many allocation candidates one request may
-	// generate before limit is applied; 0 means DefaultMaxCandidates.
+	// generate before limit is applied; 0 means engine.DefaultMaxCandidates.
 	MaxCandidates int
 	// MaxBodyBytes caps request bodies; 0 means 32 MiB.
 	MaxBodyBytes int64
@@ -71,9 +72,6 @@ type Config struct {
 	MaxInflightExpensive  int
 	AdmissionQueueTimeout time.Duration
 }
-
-// DefaultMaxCandidates is the candidate cap used when Config.MaxCandidates is 0.
-const DefaultMaxCandidates = 10000
 
 // DefaultRequestTimeout is the request deadline used when
 // Config.RequestTimeout is 0: far above any request's normal duration.
@@ -97,7 +95,7 @@ func (c *Config) setDefaults() error {
 		}
 	}
 	if c.MaxCandidates <= 0 {
-		c.MaxCandidates = DefaultMaxCandidates
+		c.MaxCandidates = engine.DefaultMaxCandidates
 	}
 	if c.MaxBodyBytes <= 0 {
 		c.MaxBodyBytes = 32 << 20

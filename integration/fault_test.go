@@ -21,8 +21,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berthd/berth/internal/fault"
 	"github.com/berthd/berth/internal/pgcluster"
-	"github.com/berthd/berth/ledger"
 	"github.com/berthd/berth/ledger/ledgertest"
 )
 
@@ -260,8 +260,8 @@ func check503(method string, h http.Header, body []byte) string {
 			Code string `json:"code"`
 		} `json:"errors"`
 	}
-	if err := json.Unmarshal(body, &doc); err != nil || doc.Errors[0].Code != ledger.CodeDatabaseUnavailable {
-		return fmt.Sprintf("503 with code other than %s: %s", ledger.CodeDatabaseUnavailable, body)
+	if err := json.Unmarshal(body, &doc); err != nil || doc.Errors[0].Code != fault.CodeDatabaseUnavailable {
+		return fmt.Sprintf("503 with code other than %s: %s", fault.CodeDatabaseUnavailable, body)
 	}
 	if h.Get("Retry-After") == "" {
 		return "503 without Retry-After"

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/berthd/berth/internal/fault"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -165,10 +166,10 @@ func (s *Store) AllocationsByProvider(ctx context.Context, providerUUID string) 
 // whose allocations are emptied, as in Placement.
 //
 // Rejections, in the order they are checked: a consumer generation
-// mismatch (ErrConflict, placement.concurrent_update); a provider that does
-// not exist (ErrInvalid); a resource class that does not exist
-// (ErrInvalid); a provider without inventory of a class, an amount outside
-// min_unit/max_unit/step_size, or more than the capacity left (ErrConflict).
+// mismatch (fault.ErrConflict, placement.concurrent_update); a provider that does
+// not exist (fault.ErrInvalid); a resource class that does not exist
+// (fault.ErrInvalid); a provider without inventory of a class, an amount outside
+// min_unit/max_unit/step_size, or more than the capacity left (fault.ErrConflict).
 func (s *Store) AllocationsReplace(ctx context.Context, consumers []ConsumerAllocations) error {
 	return s.allocationsReplace(ctx, consumers, nil) // idempotency.go
 }
@@ -314,7 +315,7 @@ func planAllocations(ctx context.Context, t *txn, ws []ConsumerAllocations, rows
 			if !ok {
 				var err error
 				ref, err = lookupProvider(ctx, t, pr.ProviderUUID)
-				if errors.Is(err, ErrNotFound) {
+				if errors.Is(err, fault.ErrNotFound) {
 					return nil, invalid("", "Allocation for resource provider '%s' that does not exist.", pr.ProviderUUID)
 				}
 				if err != nil {

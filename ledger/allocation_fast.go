@@ -225,10 +225,10 @@ func (s *Store) claimFast(ctx context.Context, fc fastClaim) (done bool, err err
 		}
 		if !errors.Is(err, errAlone) {
 			if !retryable(err) || attempt == maxTxAttempts {
-				return false, err
+				return false, dbError(err)
 			}
 			if err := backoff(ctx, attempt, err); err != nil {
-				return false, err
+				return false, dbError(err)
 			}
 		}
 		w, err = s.sendFastAndNotify(ctx, fc)

@@ -98,7 +98,7 @@ func (s *Store) ClaimMoveGet(ctx context.Context, consumerUUID string) (*MoveRec
 	}
 	var m MoveRecord
 	var src *string
-	err := s.pool.QueryRow(ctx, `
+	err := s.db.QueryRow(ctx, `
 		SELECT consumer_uuid::text, migration_uuid::text, reason, source_root::text, created_at
 		FROM claim_moves WHERE consumer_uuid = $1`, id).
 		Scan(&m.ConsumerUUID, &m.MigrationUUID, &m.Reason, &src, &m.CreatedAt)
@@ -122,7 +122,7 @@ func (s *Store) ClaimFailureAdd(ctx context.Context, consumerUUID, providerUUID 
 	if !ok1 || !ok2 {
 		return invalid("", "Malformed consumer or provider uuid: %s, %s", consumerUUID, providerUUID)
 	}
-	_, err := s.pool.Exec(ctx, `
+	_, err := s.db.Exec(ctx, `
 		INSERT INTO claim_failures (consumer_uuid, provider_uuid) VALUES ($1, $2)
 		ON CONFLICT (consumer_uuid, provider_uuid) DO UPDATE SET failed_at = now()`, c, p)
 	return err
@@ -135,7 +135,7 @@ func (s *Store) ClaimFailures(ctx context.Context, consumerUUID string) ([]strin
 	if !ok {
 		return nil, nil
 	}
-	rows, err := s.pool.Query(ctx, `
+	rows, err := s.db.Query(ctx, `
 		SELECT provider_uuid::text FROM claim_failures
 		WHERE consumer_uuid = $1 AND ($2::interval IS NULL OR failed_at > now() - $2::interval)
 		ORDER BY failed_at, provider_uuid`, id, s.failureInterval())
@@ -162,7 +162,7 @@ func (s *Store) failureInterval() any {
 func (s *Store) purgeClaimFailures(ctx context.Context) {
 	every := min(max(s.failureTTL/4, time.Minute), time.Hour)
 	for {
-		if _, err := s.pool.Exec(ctx, `DELETE FROM claim_failures WHERE failed_at < now() - $1::interval`,
+		if _, err := s.db.Exec(ctx, `DELETE FROM claim_failures WHERE failed_at < now() - $1::interval`,
 			s.failureTTL); err != nil && ctx.Err() == nil {
 			s.log.Warn("ledger: purging expired claim failures", "error", err)
 		}

@@ -27,17 +27,17 @@ type ClusterProvidersParams struct {
 // ClusterProviders describes the providers p selects, by name, with their
 // inventories and usage, traits and aggregates. A malformed aggregate
 // uuid selects nothing.
-func (s *Store) ClusterProviders(ctx context.Context, p ClusterProvidersParams) ([]ProviderSummary, error) {
+func (s *Store) ClusterProviders(ctx context.Context, p ClusterProvidersParams) ([]engine.ProviderSummary, error) {
 	refUUID := uuidOrNil(p.Ref)
 	var agg *string
 	if p.Aggregate != "" {
 		// As member_of: the aggregate as spelled.
 		if _, ok := canonicalUUID(p.Aggregate); !ok {
-			return []ProviderSummary{}, nil
+			return []engine.ProviderSummary{}, nil
 		}
 		agg = &p.Aggregate
 	}
-	var out []ProviderSummary
+	var out []engine.ProviderSummary
 	// One read-only transaction, so its queries see one state; fn may run
 	// more than once (withTx).
 	_, err := s.txs.withTx(ctx, txReadOnly, func(tx *txn) error {
@@ -60,7 +60,7 @@ func (s *Store) ClusterProviders(ctx context.Context, p ClusterProvidersParams) 
 		var ids []int64
 		index := map[int64]int{}
 		var id int64
-		var ps ProviderSummary
+		var ps engine.ProviderSummary
 		if _, err := pgx.ForEachRow(rows, []any{&id, &ps.UUID, &ps.Name, &ps.Generation, &ps.ParentUUID, &ps.RootUUID}, func() error {
 			index[id] = len(out)
 			ids = append(ids, id)
@@ -120,7 +120,7 @@ func (s *Store) ClusterProviders(ctx context.Context, p ClusterProvidersParams) 
 		return err
 	})
 	if out == nil {
-		out = []ProviderSummary{}
+		out = []engine.ProviderSummary{}
 	}
 	return out, err
 }
@@ -154,7 +154,7 @@ type InstancesParams struct {
 // uuid.
 func (s *Store) Instances(ctx context.Context, p InstancesParams) ([]Instance, error) {
 	locUUID := uuidOrNil(p.Location)
-	rows, err := s.pool.Query(ctx, `
+	rows, err := s.db.Query(ctx, `
 		SELECT c.uuid::text, COALESCE(c.name, ''), pr.external_id, us.external_id, COALESCE(ct.name, $4),
 		       root.uuid::text, root.name, rc.name, SUM(a.used)
 		FROM allocations a
@@ -195,7 +195,7 @@ func (s *Store) Instances(ctx context.Context, p InstancesParams) ([]Instance, e
 // ConsumerCounts returns how many consumers hold allocations on each of
 // the providers named (uuids) that has any, in one query.
 func (s *Store) ConsumerCounts(ctx context.Context, providerUUIDs []string) (map[string]int, error) {
-	rows, err := s.pool.Query(ctx, `
+	rows, err := s.db.Query(ctx, `
 		SELECT rp.uuid::text, COUNT(DISTINCT a.consumer_id)
 		FROM allocations a JOIN resource_providers rp ON rp.id = a.resource_provider_id
 		WHERE rp.uuid = ANY($1::text[]::uuid[]) GROUP BY rp.uuid`, validUUIDs(providerUUIDs))
@@ -209,7 +209,7 @@ func (s *Store) ConsumerCounts(ctx context.Context, providerUUIDs []string) (map
 // properties hold key with the string value, among the consumers with
 // allocations: the members of a consumer group, for affinity.
 func (s *Store) GroupMembers(ctx context.Context, key, value string) (map[string]int, error) {
-	rows, err := s.pool.Query(ctx, `
+	rows, err := s.db.Query(ctx, `
 		SELECT root.uuid::text, COUNT(DISTINCT c.id)
 		FROM consumers c
 		JOIN allocations a ON a.consumer_id = c.id

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 
+	"github.com/berthd/berth/internal/fault"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -120,7 +121,7 @@ func consumerGenerationConflict(expected *int64, got *int64) error {
 	if expected != nil {
 		exp = fmt.Sprint(*expected)
 	}
-	return conflict(CodeConcurrentUpdate, "consumer generation conflict - expected %s but got %s", exp, show(got))
+	return conflict(fault.CodeConcurrentUpdate, "consumer generation conflict - expected %s but got %s", exp, show(got))
 }
 
 // checkConsumerGeneration applies the 1.28 rule: a client names the

@@ -20,6 +20,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/berthd/berth/internal/fault"
 	"github.com/berthd/berth/internal/pgcluster"
 )
 
@@ -423,7 +424,7 @@ func dbWorkOps() []dbWorkOp {
 		{name: "claim refused (no room; fast path, then the general path's error)", warm: 8, runs: 8, perRun: 1, run: func(e *dbWorkEnv, i int) {
 			_, rp := e.seededProvider(200 + i)
 			err := e.store.ClaimWrite(e.ctx, claimAt(newUUID("refused", i), rp, 1000))
-			if le, ok := AsError(err); !ok || !errors.Is(le.Kind, ErrConflict) {
+			if !errors.Is(err, fault.ErrConflict) {
 				e.t.Fatalf("claim for 1000 VCPU: %v, want a conflict", err)
 			}
 		}},

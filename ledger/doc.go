@@ -6,8 +6,8 @@
 // ledger/engine's, which knows nothing of the database.
 //
 // Every mutation runs in one transaction (see withTx, the one transaction
-// helper) and either applies whole or not at all. Errors leave this package as *Error values
-// whose Kind is one of ErrNotFound, ErrConflict or ErrInvalid, so callers
+// helper) and either applies whole or not at all. Errors leave this package as *fault.Error values
+// whose Kind is one of fault.ErrNotFound, fault.ErrConflict or fault.ErrInvalid, so callers
 // map them to HTTP statuses with errors.Is and never inspect driver errors.
 //
 // Capacity is guarded by row locks: every write that changes a provider's

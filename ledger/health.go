@@ -132,7 +132,7 @@ func LatestMigration() (uint, error) {
 // one short query, cheap enough for a readiness probe; an error means the
 // database did not answer.
 func (s *Store) SchemaStatus(ctx context.Context) (SchemaStatus, error) {
-	return schemaStatus(ctx, s.pool)
+	return schemaStatus(ctx, s.db)
 }
 
 // SchemaStatusAt is SchemaStatus for a database no Store is open on (yet),

@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/berthd/berth/internal/fault"
 	"github.com/berthd/berth/ledger"
 	"github.com/berthd/berth/ledger/ledgertest"
 )
@@ -120,11 +121,11 @@ func (f *fixture) usages(rp string) ledger.ProviderUsages {
 }
 
 // rejection asserts err is a ledger rejection of kind and returns it.
-func rejection(t *testing.T, err error, kind error) *ledger.Error {
+func rejection(t *testing.T, err error, kind error) *fault.Error {
 	t.Helper()
-	var le *ledger.Error
+	var le *fault.Error
 	if !errors.As(err, &le) {
-		t.Fatalf("got %v (%T), want a *ledger.Error", err, err)
+		t.Fatalf("got %v (%T), want a *fault.Error", err, err)
 	}
 	if !errors.Is(err, kind) {
 		t.Fatalf("got %v (kind %v), want kind %v", err, le.Kind, kind)

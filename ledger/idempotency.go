@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/berthd/berth/internal/fault"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
@@ -98,7 +99,7 @@ func (s *Store) allocationsReplace(ctx context.Context, consumers []ConsumerAllo
 // commit waits for its standby, not be durable yet. Before answering
 // with a recorded result, confirm it with ClaimRequestConfirmed.
 func (s *Store) ClaimRequestGet(ctx context.Context, consumerUUID, op string) (*ClaimRequest, error) {
-	return claimRequestGet(ctx, s.pool, consumerUUID, op, s.requestInterval())
+	return claimRequestGet(ctx, s.db, consumerUUID, op, s.requestInterval())
 }
 
 // ClaimRequestConfirmed is ClaimRequestGet made durable: the row, if
@@ -111,7 +112,7 @@ func (s *Store) ClaimRequestGet(ctx context.Context, consumerUUID, op string) (*
 // absence needs no such proof: the caller then answers "unknown" (503),
 // not "not written". It is how the outcome of a commit whose connection
 // broke is learnt. A commit whose wait for the standby was cancelled is
-// ErrUnavailable (see replicated): the answer is then not known.
+// fault.ErrUnavailable (see replicated): the answer is then not known.
 func (s *Store) ClaimRequestConfirmed(ctx context.Context, consumerUUID, op string) (*ClaimRequest, error) {
 	var r *ClaimRequest
 	err := s.withTx(ctx, func(t *txn) error {
@@ -164,7 +165,7 @@ func (s *Store) requestInterval() any {
 func (s *Store) purgeClaimRequests(ctx context.Context) {
 	every := min(max(s.requestTTL/4, time.Minute), time.Hour)
 	for {
-		if _, err := s.pool.Exec(ctx, `DELETE FROM claim_requests WHERE created_at < now() - $1::interval`,
+		if _, err := s.db.Exec(ctx, `DELETE FROM claim_requests WHERE created_at < now() - $1::interval`,
 			s.requestTTL); err != nil && ctx.Err() == nil {
 			s.log.Warn("ledger: purging expired claim requests", "error", err)
 		}
@@ -188,7 +189,7 @@ func (s *Store) purgeClaimRequests(ctx context.Context) {
 // Berth must not answer 200 for it. Every connection's notices go
 // through onNotice, which marks the connection; the code that commits
 // (txBeginner.runTx under withTx, sendClaimPipeline) asks replicated afterwards and turns a marked
-// commit into ErrUnavailable (503 with Retry-After): the client retries,
+// commit into fault.ErrUnavailable (503 with Retry-After): the client retries,
 // and the retry converges once the standby confirms (ClaimRequestConfirmed).
 //
 // A deadline (the request's context) does not cancel a COMMIT on the
@@ -207,7 +208,7 @@ func (u *unsyncedCommits) onNotice(pc *pgconn.PgConn, n *pgconn.Notice) {
 }
 
 // errNotReplicated is a commit the synchronous standby did not confirm.
-var errNotReplicated = &Error{Kind: ErrUnavailable, Code: CodeDatabaseUnavailable,
+var errNotReplicated = &fault.Error{Kind: fault.ErrUnavailable, Code: fault.CodeDatabaseUnavailable,
 	Msg: "The write committed on the primary, but its synchronous standby did not confirm it; retry the request later."}
 
 // replicated reports, for a commit that just succeeded on pc, nil, or

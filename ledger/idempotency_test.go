@@ -12,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/berthd/berth/internal/fault"
 	"github.com/berthd/berth/internal/pgcluster"
 	"github.com/berthd/berth/ledger"
 	"github.com/berthd/berth/ledger/ledgertest"
@@ -21,7 +22,7 @@ import (
 // synchronous standby that never comes, a cancel of the waiting backend
 // (pg_cancel_backend here; a CancelRequest from any client) ends the
 // wait and PostgreSQL commits locally with only a WARNING. The store
-// must report such a commit as ErrUnavailable, on the claim fast path
+// must report such a commit as fault.ErrUnavailable, on the claim fast path
 // and in a transaction alike, and a confirmed read of a claim record
 // cannot succeed either.
 func TestCommitNotReplicated(t *testing.T) {
@@ -107,9 +108,9 @@ func TestCommitNotReplicated(t *testing.T) {
 	}
 	unreplicated := func(what string, err error) {
 		t.Helper()
-		le, ok := ledger.AsError(err)
-		if !ok || !errors.Is(le, ledger.ErrUnavailable) || !strings.Contains(le.Msg, "synchronous standby did not confirm") {
-			t.Fatalf("%s: %v, want ErrUnavailable for a commit the standby did not confirm", what, err)
+		le, ok := fault.As(err)
+		if !ok || !errors.Is(le, fault.ErrUnavailable) || !strings.Contains(le.Msg, "synchronous standby did not confirm") {
+			t.Fatalf("%s: %v, want fault.ErrUnavailable for a commit the standby did not confirm", what, err)
 		}
 	}
 	alloc := func(consumer string, gen *int64) []ledger.ConsumerAllocations {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
+	"github.com/berthd/berth/internal/fault"
 )
 
 // ProviderInventoryWrite is the whole inventory one provider should have,
@@ -42,8 +44,8 @@ func (s *Store) Reshape(ctx context.Context, p ReshapeParams) error {
 		refs := make([]providerRef, len(p.Inventories))
 		for i, iw := range p.Inventories {
 			ref, err := lookupProvider(ctx, t, iw.ProviderUUID)
-			if errors.Is(err, ErrNotFound) {
-				return invalid(CodeProviderNotFound, "Resource provider %s in inventories not found: %s",
+			if errors.Is(err, fault.ErrNotFound) {
+				return invalid(fault.CodeProviderNotFound, "Resource provider %s in inventories not found: %s",
 					iw.ProviderUUID, err.Error())
 			}
 			if err != nil {
@@ -85,7 +87,7 @@ func (s *Store) Reshape(ctx context.Context, p ReshapeParams) error {
 		for i, iw := range p.Inventories {
 			gen, ok := gens[refs[i].ID]
 			if !ok {
-				return invalid(CodeProviderNotFound, "Resource provider %s in inventories not found: No resource provider with uuid %s found",
+				return invalid(fault.CodeProviderNotFound, "Resource provider %s in inventories not found: No resource provider with uuid %s found",
 					iw.ProviderUUID, iw.ProviderUUID)
 			}
 			if gen != iw.Generation {
@@ -151,7 +153,7 @@ func (s *Store) Reshape(ctx context.Context, p ReshapeParams) error {
 }
 
 func reshapeGenerationConflict(iw ProviderInventoryWrite, actual int64) error {
-	return conflict(CodeConcurrentUpdate, "%s", fmt.Sprintf(
+	return conflict(fault.CodeConcurrentUpdate, "%s", fmt.Sprintf(
 		"resource provider generation conflict for provider %s: actual: %d, given: %d",
 		iw.ProviderUUID, actual, iw.Generation))
 }

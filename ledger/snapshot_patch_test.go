@@ -6,20 +6,21 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/berthd/berth/ledger"
+	"github.com/berthd/berth/ledger/engine"
 )
 
 // summary returns what the snapshot says of one provider.
-func (f *fixture) summary(rp string) ledger.ProviderSummary {
+func (f *fixture) summary(rp string) engine.ProviderSummary {
 	f.t.Helper()
 	return f.summaryBy(rp, "VCPU")
 }
 
 // summaryBy returns what the snapshot says of one provider, found as a
 // candidate for one unit of class.
-func (f *fixture) summaryBy(rp, class string) ledger.ProviderSummary {
+func (f *fixture) summaryBy(rp, class string) engine.ProviderSummary {
 	f.t.Helper()
-	c, err := f.store.AllocationCandidates(f.ctx, ledger.CandidatesParams{NestedAware: true,
-		Groups: []ledger.RequestGroup{{Resources: []ledger.ResourceAmount{{Class: class, Amount: 1}}}}})
+	c, err := f.store.AllocationCandidates(f.ctx, engine.CandidatesParams{NestedAware: true,
+		Groups: []engine.RequestGroup{{Resources: []engine.ResourceAmount{{Class: class, Amount: 1}}}}})
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -29,7 +30,7 @@ func (f *fixture) summaryBy(rp, class string) ledger.ProviderSummary {
 		}
 	}
 	f.t.Fatalf("provider %s not in the candidates", rp)
-	return ledger.ProviderSummary{}
+	return engine.ProviderSummary{}
 }
 
 // A fast-path claim brings this process's snapshot up to date without a

@@ -44,7 +44,7 @@ type Config struct {
 	ConnectTimeout time.Duration
 	// AcquireTimeout bounds how long a transaction waits for a pooled
 	// connection (opening one if needed) and its BEGIN; past it the
-	// operation fails with ErrUnavailable. 0 means DefaultAcquireTimeout.
+	// operation fails with fault.ErrUnavailable. 0 means DefaultAcquireTimeout.
 	// It does not limit statements once the transaction has begun.
 	AcquireTimeout time.Duration
 	// ClaimFailureTTL is how long a provider a consumer failed on
@@ -86,7 +86,9 @@ const (
 // Store is the ledger. It is safe for concurrent use.
 type Store struct {
 	pool *pgxpool.Pool
-	log  *slog.Logger
+	// db runs reads outside transactions (db.go).
+	db  db
+	log *slog.Logger
 	// txs begins the Store's transactions (withTx).
 	txs txBeginner
 
@@ -173,11 +175,11 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ledger: connect: %w", err)
 	}
-	s := &Store{pool: pool, log: cfg.Logger, sender: randomSender(), unsynced: unsynced, primary: primary,
+	s := &Store{pool: pool, db: db{pool}, log: cfg.Logger, sender: randomSender(), unsynced: unsynced, primary: primary,
 		txs: txBeginner{pool: pool, acquireTimeout: cfg.AcquireTimeout, unsynced: unsynced}}
 	if err := s.syncStandard(ctx); err != nil {
 		pool.Close()
-		return nil, checkPrimary(ctx, cfg.DatabaseURL, err)
+		return nil, dbError(checkPrimary(ctx, cfg.DatabaseURL, err))
 	}
 	s.snap = newSnapshotCache(s.txs, cfg.Logger)
 	s.notes = newNotifier(s.sender, s.sendNotifications, cfg.Logger)
@@ -242,7 +244,7 @@ func randomSender() string {
 }
 
 // Ping checks that the database answers.
-func (s *Store) Ping(ctx context.Context) error { return s.pool.Ping(ctx) }
+func (s *Store) Ping(ctx context.Context) error { return dbError(s.pool.Ping(ctx)) }
 
 // OnChange registers fn to run after every committed transaction that
 // changed providers. fn must be quick and must not call back into the Store.
@@ -297,7 +299,8 @@ type txBeginner struct {
 }
 
 // withTx is the ledger's one transaction helper: it runs fn in a
-// transaction of the given mode and commits it. fn may run more than once:
+// transaction of the given mode and commits it; its errors have been
+// through dbError. fn may run more than once:
 // if PostgreSQL aborts the transaction with a serialization failure or
 // deadlock, withTx rolls back, waits briefly (in a select on ctx) and runs
 // fn again, up to maxTxAttempts times. fn must therefore not keep state
@@ -325,13 +328,13 @@ func (b txBeginner) withTx(ctx context.Context, mode txMode, fn func(t *txn) err
 		if err == nil || t != nil {
 			// t with an error: committed, but the synchronous standby
 			// did not confirm it (runTx); never run again.
-			return t, err
+			return t, dbError(err)
 		}
 		if !(retryable(err) || brokenPooledConn(err)) || attempt == maxTxAttempts {
-			return nil, err
+			return nil, dbError(err)
 		}
 		if err := backoff(ctx, attempt, err); err != nil {
-			return nil, err
+			return nil, dbError(err)
 		}
 	}
 }
@@ -442,6 +445,6 @@ func (s *Store) notify(t *txn) {
 // sendNotifications sends change notifications, one statement for all
 // payloads, outside any write transaction.
 func (s *Store) sendNotifications(ctx context.Context, payloads []string) error {
-	_, err := s.pool.Exec(ctx, `SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p`, notifyChannel, payloads)
+	_, err := s.db.Exec(ctx, `SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p`, notifyChannel, payloads)
 	return err
 }

@@ -43,7 +43,7 @@ type providerRef struct {
 }
 
 // lookupProvider finds a provider by uuid. A missing provider, or a uuid
-// that is not a UUID at all, is reported as ErrNotFound with Placement's
+// that is not a UUID at all, is reported as fault.ErrNotFound with Placement's
 // wording.
 func lookupProvider(ctx context.Context, q querier, uuid string) (providerRef, error) {
 	var ref providerRef

@@ -18,6 +18,7 @@ import (
 	"github.com/berthd/berth/internal/telemetry"
 	"github.com/berthd/berth/internal/telemetry/instrument"
 	"github.com/berthd/berth/ledger"
+	"github.com/berthd/berth/ledger/engine"
 	"github.com/berthd/berth/scheduler"
 )
 
@@ -186,9 +187,8 @@ type Config struct {
 
 // Values for Config fields.
 const (
-	DefaultListen        = "127.0.0.1:8778"
-	DefaultMaxCandidates = httpapi.DefaultMaxCandidates
-	DefaultDBMaxConns    = 16
+	DefaultListen     = "127.0.0.1:8778"
+	DefaultDBMaxConns = 16
 
 	DefaultDBStatementTimeout    = 60 * time.Second
 	DefaultHTTPReadHeaderTimeout = 30 * time.Second
@@ -225,7 +225,7 @@ func Default() Config {
 		Auth:             httpapi.AuthNoAuth2,
 		Keystone:         defaultKeystone(),
 		Policy:           authz.SetAdmin,
-		MaxCandidates:    DefaultMaxCandidates,
+		MaxCandidates:    engine.DefaultMaxCandidates,
 		ClaimMaxAttempts: claims.DefaultMaxAttempts,
 		ClaimCandidates:  claims.DefaultClaimCandidates,
 		ClaimSubsetSize:  1,
