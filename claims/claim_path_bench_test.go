@@ -49,7 +49,7 @@ func BenchmarkClaimPath(b *testing.B) {
 						b.Fatal(err, s.rankErr)
 					}
 					i := c.pick(s.ranking.Ranked, make([]bool, len(s.ranking.Ranked)), nil)
-					_ = CandidateAllocations(s.ranking.Ranked[i].Cand)
+					_ = s.ranking.Ranked[i].Cand.AllocationsByName()
 					res := c.result(&p, s, i, 1, nil)
 					if _, err := json.Marshal(res); err != nil {
 						b.Fatal(err)

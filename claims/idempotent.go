@@ -14,6 +14,7 @@ import (
 
 	"github.com/berthd/berth/internal/fault"
 	"github.com/berthd/berth/ledger"
+	"github.com/berthd/berth/ledger/engine"
 )
 
 // Idempotent claims.
@@ -363,8 +364,8 @@ func (c *Claimer) stillHeld(ctx context.Context, rec *ledger.ClaimRequest) (bool
 }
 
 // sameResources compares two sets of allocations, whatever their order.
-func sameResources(a, b []ledger.ProviderResources) bool {
-	flat := func(prs []ledger.ProviderResources) map[string]int64 {
+func sameResources(a, b []engine.Allocation) bool {
+	flat := func(prs []engine.Allocation) map[string]int64 {
 		m := map[string]int64{}
 		for _, pr := range prs {
 			for _, r := range pr.Resources {

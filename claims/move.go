@@ -21,7 +21,7 @@ const MigrationConsumerType = "MIGRATION"
 // holding is what a consumer holds now.
 type holding struct {
 	consumer *ledger.Consumer
-	allocs   []ledger.ProviderResources
+	allocs   []engine.Allocation
 	// roots are the roots of the trees it holds on, sharing providers
 	// left out (a new tree may need the same pool).
 	roots []string
@@ -69,14 +69,14 @@ func (c *Claimer) withRoots(ctx context.Context, consumerUUID string) (*holding,
 
 // byProvider groups allocations ordered by provider into one
 // ProviderResources per provider.
-func byProvider(allocs []ledger.Allocation) []ledger.ProviderResources {
-	out := []ledger.ProviderResources{}
+func byProvider(allocs []ledger.AllocationRecord) []engine.Allocation {
+	out := []engine.Allocation{}
 	for _, a := range allocs {
 		if n := len(out); n == 0 || out[n-1].ProviderUUID != a.ProviderUUID {
-			out = append(out, ledger.ProviderResources{ProviderUUID: a.ProviderUUID})
+			out = append(out, engine.Allocation{ProviderUUID: a.ProviderUUID})
 		}
 		last := &out[len(out)-1]
-		last.Resources = append(last.Resources, ledger.Resource{Class: a.ResourceClass, Amount: a.Used})
+		last.Resources = append(last.Resources, engine.ResourceAmount{Class: a.ResourceClass, Amount: a.Used})
 	}
 	return out
 }
@@ -200,7 +200,7 @@ func (c *Claimer) Move(ctx context.Context, p Params, migrationUUID string) (*Re
 type Holding struct {
 	ConsumerUUID       string
 	ConsumerGeneration int64
-	Allocations        []ledger.ProviderResources
+	Allocations        []engine.Allocation
 }
 
 // moveOf finds the migration consumer of consumerUUID's move (the one

@@ -10,6 +10,7 @@ import (
 	"github.com/berthd/berth/claims"
 	"github.com/berthd/berth/internal/fault"
 	"github.com/berthd/berth/ledger"
+	"github.com/berthd/berth/ledger/engine"
 	"github.com/berthd/berth/ledger/ledgertest"
 	"github.com/berthd/berth/scheduler"
 )
@@ -152,7 +153,7 @@ func TestLedgerDataEnrich(t *testing.T) {
 	consumer := "eeeeeeee-0000-4000-8000-000000000001"
 	if err := store.AllocationsReplace(ctx, []ledger.ConsumerAllocations{{ConsumerUUID: consumer, ProjectID: "p", UserID: "u",
 		Properties: map[string]any{"group": "db"}, CopyStickyKeys: true,
-		Allocations: []ledger.ProviderResources{{ProviderUUID: uuids[1], Resources: []ledger.Resource{{Class: "VCPU", Amount: 1}}}}}}); err != nil {
+		Allocations: []engine.Allocation{{ProviderUUID: uuids[1], Resources: []engine.ResourceAmount{{Class: "VCPU", Amount: 1}}}}}}); err != nil {
 		t.Fatal(err)
 	}
 	d := claims.NewLedgerData(store)
@@ -203,7 +204,7 @@ func TestLedgerDataEnrich(t *testing.T) {
 func hasDefaultScriptlet(p *scheduler.Policy) bool {
 	prov := &scheduler.Provider{UUID: "u", Name: "n", RootUUID: "u", Resources: scheduler.InventoriesOf(map[string]scheduler.Inventory{"VCPU": {Capacity: 8}})}
 	cand := &scheduler.Candidate{Roots: []string{"u"}, Providers: map[string]*scheduler.Provider{"u": prov},
-		Allocations: []scheduler.Allocation{{ProviderUUID: "u", Resources: map[string]int64{"VCPU": 1}}}}
+		Allocations: []engine.Allocation{{ProviderUUID: "u", Resources: []engine.ResourceAmount{{Class: "VCPU", Amount: 1}}}}}
 	r, _ := p.Rank(context.Background(), &scheduler.Request{Resources: map[string]int64{"VCPU": 1}}, []*scheduler.Candidate{cand})
 	return r != nil && r.Scriptlet == scheduler.DefaultScriptletName
 }

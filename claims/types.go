@@ -80,7 +80,7 @@ type Result struct {
 	// (for a dry run: what it would be).
 	ConsumerGeneration int64
 	// Allocations are what was written, provider by provider.
-	Allocations []ledger.ProviderResources
+	Allocations []engine.Allocation
 	// Mappings are request group suffix -> providers.
 	Mappings map[string][]string
 	// Root and RootName are the root provider of the chosen candidate.
@@ -109,7 +109,7 @@ type Option struct {
 	RootName    string
 	Score       float64
 	Weights     map[string]float64
-	Allocations []ledger.ProviderResources
+	Allocations []engine.Allocation
 	Mappings    map[string][]string
 }
 

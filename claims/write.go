@@ -6,7 +6,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/berthd/berth/internal/fault"
@@ -53,7 +52,7 @@ func (w *writer) run(ctx context.Context, s *selection) (*Result, error) {
 			ConsumerType:    p.ConsumerType,
 			CheckGeneration: true,
 			Generation:      p.ConsumerGeneration,
-			Allocations:     CandidateAllocations(cand),
+			Allocations:     cand.AllocationsByName(),
 			Name:            p.Name,
 			Properties:      p.Properties,
 			CopyStickyKeys:  true,
@@ -118,19 +117,16 @@ func tie(a, b float64) bool {
 
 // retryable reports whether a refused write may succeed on another
 // candidate: capacity gone (ErrConflict other than a consumer generation
-// conflict) or a provider that no longer exists (ErrInvalid).
+// conflict) or a provider that no longer exists (ErrUnknownProvider).
 func retryable(err error) bool {
-	var le *fault.Error
-	if !errors.As(err, &le) {
-		return false
-	}
+	le, ok := fault.As(err)
 	switch {
+	case !ok:
+		return false
 	case errors.Is(le, fault.ErrConflict):
 		return le.Code != fault.CodeConcurrentUpdate
-	case errors.Is(le, fault.ErrInvalid):
-		return true
 	}
-	return false
+	return errors.Is(le, fault.ErrUnknownProvider)
 }
 
 // result builds the answer for the candidate ranked at chosen; the
@@ -185,24 +181,9 @@ func (c *Claimer) result(p *Params, s *selection, chosen, attempts int, failed [
 // option is the answer's view of a ranked candidate of s.
 func (s *selection) option(sc scheduler.Scored) Option {
 	o := Option{Root: sc.Cand.Root(), Score: sc.Score, Weights: sc.Weights(),
-		Allocations: CandidateAllocations(sc.Cand), Mappings: mappings(&s.reqs[sc.Cand.Index])}
+		Allocations: sc.Cand.AllocationsByName(), Mappings: mappings(&s.reqs[sc.Cand.Index])}
 	if prov := sc.Cand.Providers[o.Root]; prov != nil {
 		o.RootName = prov.Name
 	}
 	return o
-}
-
-// CandidateAllocations is a candidate's allocations as a ledger write,
-// classes in name order.
-func CandidateAllocations(c *scheduler.Candidate) []ledger.ProviderResources {
-	out := make([]ledger.ProviderResources, 0, len(c.Allocations))
-	for _, a := range c.Allocations {
-		pr := ledger.ProviderResources{ProviderUUID: a.ProviderUUID}
-		for class, amount := range a.Resources {
-			pr.Resources = append(pr.Resources, ledger.Resource{Class: class, Amount: amount})
-		}
-		slices.SortFunc(pr.Resources, func(x, y ledger.Resource) int { return strings.Compare(x.Class, y.Class) })
-		out = append(out, pr)
-	}
-	return out
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/berthd/berth/ledger"
+	"github.com/berthd/berth/ledger/engine"
 )
 
 // BenchmarkClaimWrite compares the claim's write as claims make it
@@ -24,8 +25,8 @@ func BenchmarkClaimWrite(b *testing.B) {
 			b.ResetTimer()
 			for i := range b.N {
 				w := ledger.ConsumerAllocations{ConsumerUUID: uuid.NewString(), ProjectID: "p", UserID: "u",
-					CheckGeneration: true, Allocations: []ledger.ProviderResources{{ProviderUUID: provs[i%len(provs)],
-						Resources: []ledger.Resource{{Class: "VCPU", Amount: 1}}}}}
+					CheckGeneration: true, Allocations: []engine.Allocation{{ProviderUUID: provs[i%len(provs)],
+						Resources: []engine.ResourceAmount{{Class: "VCPU", Amount: 1}}}}}
 				if details {
 					w.Name, w.CopyStickyKeys = "vm", true
 				}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/berthd/berth/internal/uuid"
 	"github.com/berthd/berth/ledger"
+	"github.com/berthd/berth/ledger/engine"
 )
 
 // resourcesBody is resource class -> amount, in the client's order.
@@ -70,9 +71,9 @@ func (b consumerBody) toLedger(consumerUUID string, v Version) (ledger.ConsumerA
 	}
 	for _, rp := range byProvider.Keys {
 		res := byProvider.Values[rp].Resources
-		pr := ledger.ProviderResources{ProviderUUID: rp}
+		pr := engine.Allocation{ProviderUUID: rp}
 		for _, class := range res.Keys {
-			pr.Resources = append(pr.Resources, ledger.Resource{Class: class, Amount: res.Values[class]})
+			pr.Resources = append(pr.Resources, engine.ResourceAmount{Class: class, Amount: res.Values[class]})
 		}
 		w.Allocations = append(w.Allocations, pr)
 	}

@@ -12,7 +12,6 @@ import (
 	"github.com/berthd/berth/claims"
 	"github.com/berthd/berth/internal/jsonschema"
 	"github.com/berthd/berth/internal/uuid"
-	"github.com/berthd/berth/ledger"
 	"github.com/berthd/berth/ledger/engine"
 	"github.com/berthd/berth/scheduler"
 )
@@ -511,7 +510,7 @@ func stepsJSON(steps []claims.Step) []stepJSON {
 
 // allocationsJSON renders allocations as PUT /allocations takes them:
 // provider uuid -> {"resources": {class: amount}}.
-func allocationsJSON(allocs []ledger.ProviderResources) map[string]any {
+func allocationsJSON(allocs []engine.Allocation) map[string]any {
 	out := make(map[string]any, len(allocs))
 	for _, pr := range allocs {
 		res := make(map[string]int64, len(pr.Resources))

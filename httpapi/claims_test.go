@@ -14,6 +14,7 @@ import (
 	"github.com/berthd/berth/claims"
 	"github.com/berthd/berth/internal/fault"
 	"github.com/berthd/berth/ledger"
+	"github.com/berthd/berth/ledger/engine"
 	"github.com/berthd/berth/ledger/ledgertest"
 	"github.com/berthd/berth/scheduler"
 )
@@ -155,7 +156,7 @@ func TestClaimsAPI(t *testing.T) {
 	const putConsumer = "22222222-3333-4444-5555-666666666666"
 	if err := store.AllocationsReplace(context.Background(), []ledger.ConsumerAllocations{{ConsumerUUID: putConsumer,
 		ProjectID: "p", UserID: "u", CheckGeneration: true, ConsumerType: "INSTANCE",
-		Allocations: []ledger.ProviderResources{{ProviderUUID: root, Resources: []ledger.Resource{{Class: "VCPU", Amount: 1}}}}}}); err != nil {
+		Allocations: []engine.Allocation{{ProviderUUID: root, Resources: []engine.ResourceAmount{{Class: "VCPU", Amount: 1}}}}}}); err != nil {
 		t.Fatal(err)
 	}
 	code, body = call(t, s, http.MethodPost, "/claims", "admin", strings.Replace(claim, consumer, putConsumer, 1))

@@ -193,7 +193,7 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 		s.outage.log(req.Context(), log, err)
 	case e.Status >= 500:
 		// One line: pgx joins a connect error's per-host causes with "\n\t".
-		log.ErrorContext(req.Context(), "request failed", "error", strings.Join(strings.Fields(err.Error()), " "))
+		log.ErrorContext(req.Context(), "request failed", "error", fault.Detail(err))
 	default:
 		log.DebugContext(req.Context(), "request refused", "detail", e.Msg)
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/berthd/berth/internal/fault"
 	"github.com/berthd/berth/ledger"
+	"github.com/berthd/berth/ledger/engine"
 )
 
 func TestPolicyUnitsAPI(t *testing.T) {
@@ -208,7 +209,7 @@ func TestBalanceAPI(t *testing.T) {
 	for i, n := range []int64{4, 3} {
 		uuid := "dddddddd-0000-4000-8000-00000000000" + string(rune('1'+i))
 		if err := store.AllocationsReplace(ctx, []ledger.ConsumerAllocations{{ConsumerUUID: uuid, ProjectID: "p", UserID: "u",
-			Allocations: []ledger.ProviderResources{{ProviderUUID: rps[0], Resources: []ledger.Resource{{Class: "VCPU", Amount: n}}}}}}); err != nil {
+			Allocations: []engine.Allocation{{ProviderUUID: rps[0], Resources: []engine.ResourceAmount{{Class: "VCPU", Amount: n}}}}}}); err != nil {
 			t.Fatal(err)
 		}
 	}

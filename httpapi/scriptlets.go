@@ -125,7 +125,7 @@ func scriptletTestJSON(ex *claims.Explanation) map[string]any {
 				"root_provider_name": providerName(sc.Cand, root),
 				"score":              sc.Score,
 				"weights":            sc.Weights(),
-				"allocations":        allocationsJSON(claims.CandidateAllocations(sc.Cand)),
+				"allocations":        allocationsJSON(sc.Cand.AllocationsByName()),
 			}
 			ranking = append(ranking, entry)
 		}

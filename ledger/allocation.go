@@ -9,20 +9,9 @@ import (
 	"time"
 
 	"github.com/berthd/berth/internal/fault"
+	"github.com/berthd/berth/ledger/engine"
 	"github.com/jackc/pgx/v5"
 )
-
-// Resource is an amount of one resource class.
-type Resource struct {
-	Class  string
-	Amount int64
-}
-
-// ProviderResources are resources held, or to be held, on one provider.
-type ProviderResources struct {
-	ProviderUUID string
-	Resources    []Resource
-}
 
 // ConsumerAllocations is what one consumer should hold after a write.
 type ConsumerAllocations struct {
@@ -40,7 +29,7 @@ type ConsumerAllocations struct {
 	Generation      *int64
 	// Allocations replace all of the consumer's allocations; none removes
 	// them all (and with them the consumer).
-	Allocations []ProviderResources
+	Allocations []engine.Allocation
 	// Name, when not empty, is stored as the consumer's display name
 	// (claims carry the instance's name); Properties, when not nil, as its
 	// free-form properties (affinity groups are read from them).
@@ -51,8 +40,8 @@ type ConsumerAllocations struct {
 	CopyStickyKeys bool
 }
 
-// Allocation is an amount of one class a consumer holds on one provider.
-type Allocation struct {
+// AllocationRecord is an amount of one class a consumer holds on one provider.
+type AllocationRecord struct {
 	ProviderUUID       string
 	ProviderGeneration int64
 	ConsumerUUID       string
@@ -68,11 +57,11 @@ type Allocation struct {
 type ConsumerAllocationList struct {
 	// Consumer is nil when no such consumer exists.
 	Consumer    *Consumer
-	Allocations []Allocation
+	Allocations []AllocationRecord
 }
 
 // LastModified is the latest write among allocations, zero if none.
-func LastModified(allocs []Allocation) time.Time {
+func LastModified(allocs []AllocationRecord) time.Time {
 	var t time.Time
 	for _, a := range allocs {
 		if a.UpdatedAt.After(t) {
@@ -90,9 +79,9 @@ const selectAllocations = `
 	JOIN resource_classes rc ON rc.id = a.resource_class_id
 `
 
-func scanAllocations(rows pgx.Rows) ([]Allocation, error) {
-	var out []Allocation
-	var a Allocation
+func scanAllocations(rows pgx.Rows) ([]AllocationRecord, error) {
+	var out []AllocationRecord
+	var a AllocationRecord
 	_, err := pgx.ForEachRow(rows, []any{&a.ProviderUUID, &a.ProviderGeneration, &a.ConsumerUUID,
 		&a.ConsumerGeneration, &a.ResourceClass, &a.Used, &a.UpdatedAt}, func() error {
 		out = append(out, a)
@@ -139,9 +128,9 @@ func (s *Store) AllocationsByConsumer(ctx context.Context, consumerUUID string) 
 
 // AllocationsByProvider returns a provider's generation and the
 // allocations held on it, in the order of consumer uuid and class name.
-func (s *Store) AllocationsByProvider(ctx context.Context, providerUUID string) (int64, []Allocation, error) {
+func (s *Store) AllocationsByProvider(ctx context.Context, providerUUID string) (int64, []AllocationRecord, error) {
 	var gen int64
-	var out []Allocation
+	var out []AllocationRecord
 	err := s.withTx(ctx, func(t *txn) error {
 		ref, err := lookupProvider(ctx, t, providerUUID)
 		if err != nil {
@@ -316,7 +305,7 @@ func planAllocations(ctx context.Context, t *txn, ws []ConsumerAllocations, rows
 				var err error
 				ref, err = lookupProvider(ctx, t, pr.ProviderUUID)
 				if errors.Is(err, fault.ErrNotFound) {
-					return nil, invalid("", "Allocation for resource provider '%s' that does not exist.", pr.ProviderUUID)
+					return nil, fault.New(fault.ErrUnknownProvider, "", "Allocation for resource provider '%s' that does not exist.", pr.ProviderUUID)
 				}
 				if err != nil {
 					return nil, err
@@ -352,7 +341,7 @@ func (p *allocPlan) lock(ctx context.Context, t *txn) error {
 	for _, w := range p.writes {
 		if _, ok := gens[w.providerID]; !ok {
 			// Deleted since it was resolved.
-			return invalid("", "Allocation for resource provider '%s' that does not exist.", w.providerUUID)
+			return fault.New(fault.ErrUnknownProvider, "", "Allocation for resource provider '%s' that does not exist.", w.providerUUID)
 		}
 	}
 	return nil

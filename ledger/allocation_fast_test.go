@@ -9,11 +9,12 @@ import (
 
 	"github.com/berthd/berth/internal/fault"
 	"github.com/berthd/berth/ledger"
+	"github.com/berthd/berth/ledger/engine"
 )
 
 // newClaim is a write the claim fast path takes: a new consumer
 // (consumer_generation null) with a type.
-func newClaim(consumer, rp string, res ...ledger.Resource) ledger.ConsumerAllocations {
+func newClaim(consumer, rp string, res ...engine.ResourceAmount) ledger.ConsumerAllocations {
 	w := alloc(consumer, rp, res...)
 	w.CheckGeneration, w.ConsumerType = true, "INSTANCE"
 	return w

@@ -9,6 +9,7 @@ import (
 
 	"github.com/berthd/berth/internal/fault"
 	"github.com/berthd/berth/ledger"
+	"github.com/berthd/berth/ledger/engine"
 )
 
 // TestRefusedWritesChangeNothing makes every kind of refusal happen, each
@@ -249,9 +250,9 @@ func TestReshapeMovesToChild(t *testing.T) {
 	}
 	moved := ledger.ConsumerAllocations{
 		ConsumerUUID: c1, ProjectID: "proj", UserID: "user", CheckGeneration: true, Generation: gen(1),
-		Allocations: []ledger.ProviderResources{
-			{ProviderUUID: root, Resources: []ledger.Resource{res("DISK_GB", 10)}},
-			{ProviderUUID: child, Resources: []ledger.Resource{res("VCPU", 6)}},
+		Allocations: []engine.Allocation{
+			{ProviderUUID: root, Resources: []engine.ResourceAmount{res("DISK_GB", 10)}},
+			{ProviderUUID: child, Resources: []engine.ResourceAmount{res("VCPU", 6)}},
 		},
 	}
 	if err := f.store.Reshape(f.ctx, ledger.ReshapeParams{

@@ -16,7 +16,7 @@ import (
 // PostgreSQL's capacity checks, and the next one must be refused.
 
 // place writes allocs for a new consumer and returns the error.
-func (f *fixture) place(allocs []ledger.ProviderResources) error {
+func (f *fixture) place(allocs []engine.Allocation) error {
 	return f.store.AllocationsReplace(f.ctx, []ledger.ConsumerAllocations{{
 		ConsumerUUID: fmt.Sprintf("%08x-0000-4000-8000-%012x", rand.Uint32(), rand.Uint64()>>16),
 		ProjectID:    "proj", UserID: "user", CheckGeneration: true,
@@ -26,7 +26,7 @@ func (f *fixture) place(allocs []ledger.ProviderResources) error {
 
 // candidateOn returns the allocations of the first candidate for req that
 // uses the tree of root, or nil when there is none.
-func (f *fixture) candidateOn(req engine.CandidatesParams, root string) []ledger.ProviderResources {
+func (f *fixture) candidateOn(req engine.CandidatesParams, root string) []engine.Allocation {
 	f.t.Helper()
 	c, err := f.store.AllocationCandidates(f.ctx, req)
 	if err != nil {
@@ -37,13 +37,13 @@ func (f *fixture) candidateOn(req engine.CandidatesParams, root string) []ledger
 		rootOf[s.UUID] = s.RootUUID
 	}
 	for _, ar := range c.Requests {
-		var out []ledger.ProviderResources
+		var out []engine.Allocation
 		onRoot := false
 		for _, a := range ar.Allocations {
 			onRoot = onRoot || rootOf[a.ProviderUUID] == root
-			pr := ledger.ProviderResources{ProviderUUID: a.ProviderUUID}
+			pr := engine.Allocation{ProviderUUID: a.ProviderUUID}
 			for _, r := range a.Resources {
-				pr.Resources = append(pr.Resources, ledger.Resource{Class: r.Class, Amount: r.Amount})
+				pr.Resources = append(pr.Resources, engine.ResourceAmount{Class: r.Class, Amount: r.Amount})
 			}
 			out = append(out, pr)
 		}
@@ -77,7 +77,7 @@ func (f *fixture) checkCapacity(req engine.CandidatesParams, order []string, wan
 		f.t.Fatalf("capacity: got %v (total %d, capped %v, truncated %v), want %v", got, c.Total, c.Capped, c.Truncated, want)
 	}
 	for _, root := range order {
-		var last []ledger.ProviderResources
+		var last []engine.Allocation
 		for i := 0; i < want[root]; i++ {
 			allocs := f.candidateOn(req, root)
 			if allocs == nil {
@@ -112,7 +112,7 @@ func TestCapacityMatchesWritesSimple(t *testing.T) {
 	cn1 := f.provider("cn1", vcpu, mem, disk)
 	cn2 := f.provider("cn2", inv("VCPU", 5), inv("MEMORY_MB", 2048), inv("DISK_GB", 1000))
 	f.provider("cn3", inv("VCPU", 64)) // no memory, no disk: never listed
-	if err := f.place([]ledger.ProviderResources{{ProviderUUID: cn1, Resources: []ledger.Resource{
+	if err := f.place([]engine.Allocation{{ProviderUUID: cn1, Resources: []engine.ResourceAmount{
 		res("VCPU", 3), res("MEMORY_MB", 1000), res("DISK_GB", 30)}}}); err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +123,7 @@ func TestCapacityMatchesWritesSimple(t *testing.T) {
 	f.checkCapacity(req, []string{cn1, cn2}, map[string]int{cn1: 5, cn2: 1})
 
 	// The flavor written directly on the root, as a client would: refused.
-	err := f.place([]ledger.ProviderResources{{ProviderUUID: cn1, Resources: []ledger.Resource{
+	err := f.place([]engine.Allocation{{ProviderUUID: cn1, Resources: []engine.ResourceAmount{
 		res("VCPU", 4), res("MEMORY_MB", 1024), res("DISK_GB", 20)}}})
 	rejection(t, err, fault.ErrConflict)
 	c, err := f.store.Capacity(f.ctx, engine.CapacityParams{Request: req})

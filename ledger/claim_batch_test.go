@@ -168,7 +168,7 @@ func TestClaimBatchRefusalsInTheMiddle(t *testing.T) {
 	rp := bf.provider("rp", inv("VCPU", 5), inv("MEMORY_MB", 64))
 	other := bf.provider("other", inv("VCPU", 5))
 	bf.summaryBy(rp, "MEMORY_MB") // load the snapshot
-	claim := func(rp string, r ledger.Resource) ledger.ConsumerAllocations {
+	claim := func(rp string, r engine.ResourceAmount) ledger.ConsumerAllocations {
 		w := newClaim(uuid.NewString(), rp, r)
 		w.ProjectID, w.UserID = "batch-project", "batch-user" // new, and shared by the batch
 		return w

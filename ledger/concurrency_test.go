@@ -12,6 +12,7 @@ import (
 
 	"github.com/berthd/berth/internal/fault"
 	"github.com/berthd/berth/ledger"
+	"github.com/berthd/berth/ledger/engine"
 )
 
 // holding is what the test believes a consumer holds: provider -> class
@@ -90,9 +91,9 @@ func TestConcurrentAllocationsNeverOvercommit(t *testing.T) {
 		}
 		for _, rp := range providers { // a fixed order
 			if amounts, ok := allocs[rp]; ok {
-				pr := ledger.ProviderResources{ProviderUUID: rp}
+				pr := engine.Allocation{ProviderUUID: rp}
 				for _, class := range classes[rp] {
-					pr.Resources = append(pr.Resources, ledger.Resource{Class: class, Amount: amounts[class]})
+					pr.Resources = append(pr.Resources, engine.ResourceAmount{Class: class, Amount: amounts[class]})
 				}
 				w.Allocations = append(w.Allocations, pr)
 			}

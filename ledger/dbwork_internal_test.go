@@ -22,6 +22,7 @@ import (
 
 	"github.com/berthd/berth/internal/fault"
 	"github.com/berthd/berth/internal/pgcluster"
+	"github.com/berthd/berth/ledger/engine"
 )
 
 // The database work of a write, measured per statement at two cluster
@@ -379,7 +380,7 @@ func claimAt(consumer, provider string, vcpu int64) ClaimWriteParams {
 		Consumers: []ConsumerAllocations{{
 			ConsumerUUID: consumer, ProjectID: "claim-project", UserID: "claim-user",
 			CheckGeneration: true, Name: "vm", Properties: map[string]any{"group": "g1"}, CopyStickyKeys: true,
-			Allocations: []ProviderResources{{ProviderUUID: provider, Resources: []Resource{
+			Allocations: []engine.Allocation{{ProviderUUID: provider, Resources: []engine.ResourceAmount{
 				{Class: "VCPU", Amount: vcpu}, {Class: "MEMORY_MB", Amount: 2048}, {Class: "DISK_GB", Amount: 20}}}},
 		}},
 		Request: &ClaimRequest{ConsumerUUID: consumer, Op: "claim", Fingerprint: []byte{1}, Request: []byte(`{}`), Result: []byte(`{}`), Generation: 1},
@@ -434,7 +435,7 @@ func dbWorkOps() []dbWorkOp {
 			if err := e.store.AllocationsReplace(e.ctx, []ConsumerAllocations{{
 				ConsumerUUID: md5UUID(fmt.Sprint("vm", id)), ProjectID: "seed-project", UserID: "seed-user",
 				CheckGeneration: true, Generation: &gen,
-				Allocations: []ProviderResources{{ProviderUUID: rp, Resources: []Resource{
+				Allocations: []engine.Allocation{{ProviderUUID: rp, Resources: []engine.ResourceAmount{
 					{Class: "VCPU", Amount: 8}, {Class: "MEMORY_MB", Amount: 16384}, {Class: "DISK_GB", Amount: 100}}}},
 			}}); err != nil {
 				e.t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/berthd/berth/internal/fault"
 	"github.com/berthd/berth/ledger"
+	"github.com/berthd/berth/ledger/engine"
 	"github.com/berthd/berth/ledger/ledgertest"
 )
 
@@ -136,11 +137,13 @@ func rejection(t *testing.T, err error, kind error) *fault.Error {
 func gen(n int64) *int64 { return &n }
 
 // alloc builds a consumer write against one provider.
-func alloc(consumer, rp string, res ...ledger.Resource) ledger.ConsumerAllocations {
+func alloc(consumer, rp string, res ...engine.ResourceAmount) ledger.ConsumerAllocations {
 	return ledger.ConsumerAllocations{
 		ConsumerUUID: consumer, ProjectID: "proj", UserID: "user",
-		Allocations: []ledger.ProviderResources{{ProviderUUID: rp, Resources: res}},
+		Allocations: []engine.Allocation{{ProviderUUID: rp, Resources: res}},
 	}
 }
 
-func res(class string, n int64) ledger.Resource { return ledger.Resource{Class: class, Amount: n} }
+func res(class string, n int64) engine.ResourceAmount {
+	return engine.ResourceAmount{Class: class, Amount: n}
+}

@@ -15,6 +15,7 @@ import (
 	"github.com/berthd/berth/internal/fault"
 	"github.com/berthd/berth/internal/pgcluster"
 	"github.com/berthd/berth/ledger"
+	"github.com/berthd/berth/ledger/engine"
 	"github.com/berthd/berth/ledger/ledgertest"
 )
 
@@ -115,7 +116,7 @@ func TestCommitNotReplicated(t *testing.T) {
 	}
 	alloc := func(consumer string, gen *int64) []ledger.ConsumerAllocations {
 		return []ledger.ConsumerAllocations{{ConsumerUUID: consumer, ProjectID: "p", UserID: "u", CheckGeneration: true,
-			Generation: gen, Allocations: []ledger.ProviderResources{{ProviderUUID: rp, Resources: []ledger.Resource{{Class: "VCPU", Amount: 1}}}}}}
+			Generation: gen, Allocations: []engine.Allocation{{ProviderUUID: rp, Resources: []engine.ResourceAmount{{Class: "VCPU", Amount: 1}}}}}}
 	}
 	const c1 = "c1000000-0000-4000-8000-000000000001"
 	// The fast path (one implicit transaction).

@@ -187,7 +187,7 @@ func runProviderScript(t *testing.T, s *ledger.Store, dbURL string) []string {
 	putInv(b, nil, false, disk, vcpu(2)) // no generation to check
 	if err := s.AllocationsReplace(ctx, []ledger.ConsumerAllocations{{
 		ConsumerUUID: "e0000000-0000-4000-8000-00000000000e", ProjectID: "p", UserID: "u",
-		Allocations: []ledger.ProviderResources{{ProviderUUID: a, Resources: []ledger.Resource{
+		Allocations: []engine.Allocation{{ProviderUUID: a, Resources: []engine.ResourceAmount{
 			{Class: "VCPU", Amount: 6}, {Class: "MEMORY_MB", Amount: 1024}}}},
 	}}); err != nil {
 		t.Fatal(err)

@@ -45,9 +45,9 @@ func TestFastClaimPatchesSnapshot(t *testing.T) {
 	for i, w := range []ledger.ConsumerAllocations{
 		newClaim(uuid.NewString(), a, res("VCPU", 2), res("MEMORY_MB", 512)),
 		newClaim(uuid.NewString(), a, res("VCPU", 3)),
-		{ConsumerUUID: uuid.NewString(), ProjectID: "p", UserID: "u", CheckGeneration: true, Allocations: []ledger.ProviderResources{
-			{ProviderUUID: a, Resources: []ledger.Resource{res("VCPU", 1)}},
-			{ProviderUUID: b, Resources: []ledger.Resource{res("VCPU", 4)}}}},
+		{ConsumerUUID: uuid.NewString(), ProjectID: "p", UserID: "u", CheckGeneration: true, Allocations: []engine.Allocation{
+			{ProviderUUID: a, Resources: []engine.ResourceAmount{res("VCPU", 1)}},
+			{ProviderUUID: b, Resources: []engine.ResourceAmount{res("VCPU", 4)}}}},
 	} {
 		if err := f.store.AllocationsReplace(f.ctx, []ledger.ConsumerAllocations{w}); err != nil {
 			t.Fatal(err)

@@ -43,6 +43,12 @@ var (
 	// for both.
 	ErrProviderNotFound = fmt.Errorf("resource provider %w", ErrNotFound)
 	ErrClassNotFound    = fmt.Errorf("resource class %w", ErrNotFound)
+
+	// ErrUnknownProvider is the ErrInvalid of an allocation write that
+	// names a provider that does not exist (Placement answers 400): for a
+	// claim, a candidate whose provider was deleted since the snapshot,
+	// so another candidate may still fit.
+	ErrUnknownProvider = fmt.Errorf("%w: unknown resource provider", ErrInvalid)
 )
 
 // Error is a refusal with a kind, an error code and a message meant for the

@@ -64,18 +64,18 @@ func (e *search) result(found [][]int32, versionsOnly bool) *Candidates {
 		return true
 	}
 	var summaryOrder []int32
-	var allocBuf []CandidateAllocation
+	var allocBuf []Allocation
 	var resBuf []ResourceAmount
 	var mapBuf []GroupMapping
 	var uuidBuf []string
 	// take cuts one candidate's slices; the backing arrays hold up to 1024
 	// candidates like this one, but no more than are left.
 	left := len(found)
-	take := func(nAlloc, nRes, nMap, nUUID int) ([]CandidateAllocation, []ResourceAmount, []GroupMapping, []string) {
+	take := func(nAlloc, nRes, nMap, nUUID int) ([]Allocation, []ResourceAmount, []GroupMapping, []string) {
 		chunk := min(1024, max(left, 1))
 		left--
 		if len(allocBuf) < nAlloc {
-			allocBuf = make([]CandidateAllocation, max(chunk*nAlloc, nAlloc))
+			allocBuf = make([]Allocation, max(chunk*nAlloc, nAlloc))
 		}
 		if len(resBuf) < nRes {
 			resBuf = make([]ResourceAmount, max(chunk*nRes, nRes))
@@ -117,7 +117,7 @@ func (e *search) result(found [][]int32, versionsOnly bool) *Candidates {
 					n++
 				}
 			}
-			allocs[pi] = CandidateAllocation{ProviderUUID: s.provs.at(p).UUID, Resources: res[start:n:n]}
+			allocs[pi] = Allocation{ProviderUUID: s.provs.at(p).UUID, Resources: res[start:n:n]}
 			// Summaries cover whole trees from 1.29; before, only the
 			// providers that allocate.
 			unit := p
