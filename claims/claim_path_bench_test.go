@@ -30,7 +30,7 @@ func BenchmarkClaimPath(b *testing.B) {
 		for _, mode := range []string{"still", "writes"} {
 			b.Run(fmt.Sprintf("N=%d/%s", n, mode), func(b *testing.B) {
 				snap := snap
-				c, err := New(nil, nil, Config{SubsetSize: 1}, log)
+				c, err := New(Deps{Logger: log}, Config{SubsetSize: 1})
 				if err != nil {
 					b.Fatal(err)
 				}

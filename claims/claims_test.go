@@ -65,6 +65,12 @@ func (f *fixture) sql(stmt string, args ...any) {
 
 func (f *fixture) claimer(policy string, script string) *claims.Claimer {
 	f.t.Helper()
+	return f.claimerWith(policy, script, nil)
+}
+
+// claimerWith is claimer with cloud as the claimer's view of the cloud.
+func (f *fixture) claimerWith(policy, script string, cloud claims.Cloud) *claims.Claimer {
+	f.t.Helper()
 	cfg, err := scheduler.ParsePolicyConfig([]byte(policy))
 	if err != nil {
 		f.t.Fatal(err)
@@ -81,7 +87,7 @@ func (f *fixture) claimer(policy string, script string) *claims.Claimer {
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	c, err := claims.New(f.store, p, claims.Config{}, nil)
+	c, err := claims.New(claims.Deps{Store: f.store, Policy: p, Cloud: cloud}, claims.Config{})
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -120,19 +126,19 @@ func TestClaimPicksByPolicy(t *testing.T) {
 	f := newFixture(t)
 	a, b := f.provider("a", 8), f.provider("b", 8)
 	f.claimer(`{}`, "")
-	if _, err := f.claimer(`{}`, "").Claim(f.ctx, params(4)); err != nil {
+	if _, err := f.claimer(`{}`, "").ClaimUnrecorded(f.ctx, params(4)); err != nil {
 		t.Fatal(err)
 	}
 	if f.used(a) != 4 || f.used(b) != 0 {
 		t.Fatalf("first claim: a %d b %d", f.used(a), f.used(b))
 	}
 	// spread prefers the emptier b; pack the fuller a.
-	r, err := f.claimer(`{"weighers": [{"name": "spread"}]}`, "").Claim(f.ctx, params(1))
+	r, err := f.claimer(`{"weighers": [{"name": "spread"}]}`, "").ClaimUnrecorded(f.ctx, params(1))
 	if err != nil || r.Root != b || r.Attempts != 1 {
 		t.Fatalf("spread: %+v %v", r, err)
 	}
 	p := params(1)
-	r, err = f.claimer(`{"weighers": [{"name": "pack"}]}`, "").Claim(f.ctx, p)
+	r, err = f.claimer(`{"weighers": [{"name": "pack"}]}`, "").ClaimUnrecorded(f.ctx, p)
 	if err != nil || r.Root != a {
 		t.Fatalf("pack: %+v %v", r, err)
 	}
@@ -149,29 +155,29 @@ func TestClaimNotPlaced(t *testing.T) {
 	f.provider("b", 8)
 	c := f.claimer(`{"filters": [{"name": "max_usage_ratio", "params": {"max": 0.5}}]}`, "")
 
-	_, err := c.Claim(f.ctx, params(9))
+	_, err := c.ClaimUnrecorded(f.ctx, params(9))
 	notPlaced(t, err, claims.NoCandidates)
 
-	_, err = c.Claim(f.ctx, params(5))
+	_, err = c.ClaimUnrecorded(f.ctx, params(5))
 	np := notPlaced(t, err, claims.AllFiltered)
 	if np.Roots != 2 || np.Error() != "2 providers; 2 removed by max_usage_ratio (VCPU above 0.5 of capacity: 2)" {
 		t.Fatalf("explanation: %v %+v", np, np.Steps)
 	}
-	_, err = c.Claim(f.ctx, params(9))
+	_, err = c.ClaimUnrecorded(f.ctx, params(9))
 	if np := notPlaced(t, err, claims.NoCandidates); np.Error() != "2 providers; 2 lacked VCPU 9" {
 		t.Fatalf("explanation: %v", np)
 	}
 
 	p := params(1)
 	p.Exclude = []string{"a"}
-	r, err := c.Claim(f.ctx, p)
+	r, err := c.ClaimUnrecorded(f.ctx, p)
 	if err != nil || r.Root == a {
 		t.Fatalf("avoid: %+v %v", r, err)
 	}
 
 	refusing := f.claimer(`{}`, "def instance_placement(request, candidate_members):\n    log_warn(\"frozen\")\n    fail(\"frozen for upgrade\")\n")
 	p = params(1)
-	_, err = refusing.Claim(f.ctx, p)
+	_, err = refusing.ClaimUnrecorded(f.ctx, p)
 	if np := notPlaced(t, err, claims.Refused); np.Refusal != "frozen for upgrade" || len(np.ScriptletLog) == 0 ||
 		np.Error() != "Failed instance placement scriptlet: frozen for upgrade" {
 		t.Fatalf("refusal %q %v", np.Refusal, np.ScriptletLog)
@@ -183,20 +189,20 @@ func TestClaimNotPlaced(t *testing.T) {
 	returning := f.claimer(`{}`, "def instance_placement(request, candidate_members):\n    if request.name == \"foo\":\n        return \"Invalid name\"\n")
 	p = params(1)
 	p.Name = "foo"
-	_, err = returning.Claim(f.ctx, p)
+	_, err = returning.ClaimUnrecorded(f.ctx, p)
 	if np := notPlaced(t, err, claims.Refused); np.Refusal != "Invalid name" {
 		t.Fatalf("refusal %q", np.Refusal)
 	}
 	p = params(1)
 	p.Name = "bar"
-	if _, err := returning.Claim(f.ctx, p); err != nil {
+	if _, err := returning.ClaimUnrecorded(f.ctx, p); err != nil {
 		t.Fatalf("scriptlet refused another name: %v", err)
 	}
 
 	// A scriptlet that fails does not refuse: the claim is placed as if
 	// there were none (scheduler.OnErrorIgnore, the default).
 	failing := f.claimer(`{}`, "def instance_placement(request, candidate_members):\n    return 1 // 0\n")
-	if _, err = failing.Claim(f.ctx, params(1)); err != nil {
+	if _, err = failing.ClaimUnrecorded(f.ctx, params(1)); err != nil {
 		t.Fatalf("script error: got %v", err)
 	}
 }
@@ -218,7 +224,7 @@ func TestClaimRetriesOnStaleSnapshot(t *testing.T) {
 	}
 	f.sql(`UPDATE inventories SET reserved = total WHERE resource_provider_id IN
 		(SELECT id FROM resource_providers WHERE uuid = ANY($1))`, []string{a, b})
-	r, err := claimer.Claim(f.ctx, params(2))
+	r, err := claimer.ClaimUnrecorded(f.ctx, params(2))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,7 +241,7 @@ func TestClaimRetriesOnStaleSnapshot(t *testing.T) {
 	f.sql(`UPDATE inventories SET reserved = total`)
 	p := params(1)
 	p.MaxAttempts = 1
-	_, err = claimer.Claim(f.ctx, p)
+	_, err = claimer.ClaimUnrecorded(f.ctx, p)
 	np := notPlaced(t, err, claims.ConflictsExhausted)
 	if np.Attempts != 1 || !strings.HasSuffix(np.Error(), "; 1 attempts lost to concurrent claims") {
 		t.Fatalf("exhausted: %v", np)
@@ -250,16 +256,16 @@ func TestClaimConsumerGenerationAndReschedule(t *testing.T) {
 	a, b := f.provider("a", 8), f.provider("b", 8)
 	c := f.claimer(`{}`, "")
 	p := params(2)
-	if r, err := c.Claim(f.ctx, p); err != nil || r.Root != a {
+	if r, err := c.ClaimUnrecorded(f.ctx, p); err != nil || r.Root != a {
 		t.Fatalf("claim: %+v %v", r, err)
 	}
 	// Same consumer again as if new: a generation conflict, not retried.
-	_, err := c.Claim(f.ctx, p)
+	_, err := c.ClaimUnrecorded(f.ctx, p)
 	var le *fault.Error
 	if !errors.As(err, &le) || le.Code != fault.CodeConcurrentUpdate {
 		t.Fatalf("reclaim: %v", err)
 	}
-	r, err := c.Reschedule(f.ctx, claims.Params{ConsumerUUID: p.ConsumerUUID, Candidates: vcpus(2)}, "")
+	r, err := c.RescheduleUnrecorded(f.ctx, claims.Params{ConsumerUUID: p.ConsumerUUID, Candidates: vcpus(2)}, "")
 	if err != nil || r.Root != b {
 		t.Fatalf("reschedule: %+v %v", r, err)
 	}
@@ -272,7 +278,7 @@ func TestClaimConsumerGenerationAndReschedule(t *testing.T) {
 	}
 	// Nowhere else to go: b avoided, a too small. The consumer stays.
 	f.sql(`UPDATE inventories SET total = 1 WHERE resource_provider_id = (SELECT id FROM resource_providers WHERE uuid = $1)`, a)
-	_, err = c.Reschedule(f.ctx, claims.Params{ConsumerUUID: p.ConsumerUUID, Candidates: vcpus(2)}, "")
+	_, err = c.RescheduleUnrecorded(f.ctx, claims.Params{ConsumerUUID: p.ConsumerUUID, Candidates: vcpus(2)}, "")
 	var np *claims.NotPlacedError
 	if !errors.As(err, &np) {
 		t.Fatalf("reschedule nowhere: %v", err)
@@ -280,7 +286,7 @@ func TestClaimConsumerGenerationAndReschedule(t *testing.T) {
 	if f.used(b) != 2 {
 		t.Fatal("failed reschedule moved the consumer")
 	}
-	if _, err := c.Reschedule(f.ctx, params(1), ""); !errors.Is(err, fault.ErrNotFound) {
+	if _, err := c.RescheduleUnrecorded(f.ctx, params(1), ""); !errors.Is(err, fault.ErrNotFound) {
 		t.Fatalf("reschedule unknown consumer: %v", err)
 	}
 }
@@ -307,7 +313,7 @@ func TestConcurrentClaimsNeverOvercommit(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			results[i], errs[i] = c.Claim(f.ctx, ps[i])
+			results[i], errs[i] = c.ClaimUnrecorded(f.ctx, ps[i])
 		}()
 	}
 	wg.Wait()
@@ -364,11 +370,11 @@ func TestClaimMove(t *testing.T) {
 	a, b := f.provider("a", 8), f.provider("b", 8)
 	c := f.claimer(`{}`, "")
 	p := params(3)
-	if r, err := c.Claim(f.ctx, p); err != nil || r.Root != a {
+	if r, err := c.ClaimUnrecorded(f.ctx, p); err != nil || r.Root != a {
 		t.Fatalf("claim: %+v %v", r, err)
 	}
 	migration := uuid.NewString()
-	r, err := c.Move(f.ctx, claims.Params{ConsumerUUID: p.ConsumerUUID, Candidates: vcpus(3)}, migration)
+	r, err := c.MoveUnrecorded(f.ctx, claims.Params{ConsumerUUID: p.ConsumerUUID, Candidates: vcpus(3)}, migration)
 	if err != nil || r.Root != b || r.Migration == nil || r.Migration.ConsumerUUID != migration {
 		t.Fatalf("move: %+v %v", r, err)
 	}
@@ -387,7 +393,7 @@ func TestClaimMove(t *testing.T) {
 	}
 	// A second move with the same migration uuid: the migration consumer
 	// exists, so the write is a generation conflict and nothing changes.
-	if _, err := c.Move(f.ctx, claims.Params{ConsumerUUID: p.ConsumerUUID, Candidates: vcpus(3)}, migration); !errors.Is(err, fault.ErrConflict) {
+	if _, err := c.MoveUnrecorded(f.ctx, claims.Params{ConsumerUUID: p.ConsumerUUID, Candidates: vcpus(3)}, migration); !errors.Is(err, fault.ErrConflict) {
 		t.Fatalf("second move: %v", err)
 	}
 	if f.used(a) != 3 || f.used(b) != 3 {

@@ -115,7 +115,7 @@ func (h *holding) adopt(p *Params) {
 	}
 }
 
-// Reschedule claims again for a consumer that failed to start on
+// reschedule claims again for a consumer that failed to start on
 // failedProvider (a root uuid or name; empty means the root it holds on
 // now): it remembers the failure, then, in one transaction, replaces the
 // consumer's allocations with the best candidate that is on none of the
@@ -123,7 +123,7 @@ func (h *holding) adopt(p *Params) {
 // the consumer where it was (the failure stays remembered). p's empty
 // fields default to the consumer's (see adopt); its reason is
 // reschedule. A consumer without allocations is ErrNotFound.
-func (c *Claimer) Reschedule(ctx context.Context, p Params, failedProvider string) (*Result, error) {
+func (c *Claimer) reschedule(ctx context.Context, p Params, failedProvider string) (*Result, error) {
 	h, err := c.withRoots(ctx, p.ConsumerUUID)
 	if err != nil {
 		return nil, err
@@ -152,10 +152,10 @@ func (c *Claimer) Reschedule(ctx context.Context, p Params, failedProvider strin
 	if failed != "" && p.DryRun {
 		p.Exclude = append(slices.Clone(p.Exclude), failed)
 	}
-	return c.Claim(ctx, p)
+	return c.claim(ctx, p)
 }
 
-// Move is a migration claim, as Nova does it: in one transaction the
+// move is a migration claim, as Nova does it: in one transaction the
 // migration consumer migrationUUID (new, of type MIGRATION, owned like
 // the instance) takes over the instance's current allocations on the
 // source, and the instance gets the best destination that is not one of
@@ -163,7 +163,7 @@ func (c *Claimer) Reschedule(ctx context.Context, p Params, failedProvider strin
 // Nothing changes if no destination fits. reason is relocation or
 // evacuation (an evacuation does not look at the source's state: the
 // source is simply excluded).
-func (c *Claimer) Move(ctx context.Context, p Params, migrationUUID string) (*Result, error) {
+func (c *Claimer) move(ctx context.Context, p Params, migrationUUID string) (*Result, error) {
 	if p.Reason == "" {
 		p.Reason = ReasonRelocation
 	}
@@ -193,7 +193,7 @@ func (c *Claimer) Move(ctx context.Context, p Params, migrationUUID string) (*Re
 		src = h.roots[0]
 	}
 	p.move = &ledger.MoveRecord{ConsumerUUID: p.ConsumerUUID, MigrationUUID: mig, Reason: p.Reason, SourceRoot: src}
-	return c.Claim(ctx, p)
+	return c.claim(ctx, p)
 }
 
 // Holding is a consumer and what it holds after Confirm or Revert.

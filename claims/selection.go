@@ -187,7 +187,7 @@ func (c *Claimer) selectCandidates(ctx context.Context, p *Params, r *resolved, 
 		Target:       target,
 		Avoid:        exclude,
 		Keys:         p.Keys,
-		Data:         c.data,
+		Data:         c.cloudData(),
 	}
 	for _, g := range cp.Groups {
 		for _, r := range g.Resources {
@@ -204,9 +204,9 @@ func (c *Claimer) selectCandidates(ctx context.Context, p *Params, r *resolved, 
 			}
 		}
 	}
-	if c.enricher != nil && len(s.cands) > 0 {
+	if c.cloud != nil && len(s.cands) > 0 {
 		needs, provs := policy.NeedsFor(req), s.cands[0].Providers
-		if err := c.enricher.Enrich(ctx, needs, provs); err != nil {
+		if err := c.cloud.Enrich(ctx, needs, provs); err != nil {
 			return nil, err
 		}
 	}

@@ -57,9 +57,9 @@ type Params struct {
 	// migration consumer); move is the record written along.
 	with []ledger.ConsumerAllocations
 	move *ledger.MoveRecord
-	// once, when set, is recorded with the write for retries
+	// retryKey, when set, is recorded with the write for retries
 	// (idempotent.go).
-	once *once
+	retryKey *retryKey
 }
 
 // Reasons a consumer is placed (Params.Reason).

@@ -60,7 +60,7 @@ func (w *writer) run(ctx context.Context, s *selection) (*Result, error) {
 		// The answer is known before the write, which records it for
 		// retries (idempotent.go).
 		res := w.c.result(p, s, i, w.attempts, w.failedRoots)
-		cw.Request = p.once.record(p, res)
+		cw.Request = p.retryKey.record(p, res)
 		start := time.Now()
 		err := w.c.store.ClaimWrite(ctx, cw)
 		w.tr.write(start, cand.Root(), err)

@@ -311,7 +311,7 @@ func (s *Server) claimCreate(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	r, err := s.claims.ClaimOnce(c.Request().Context(), p)
+	r, err := s.claims.Claim(c.Request().Context(), p)
 	if err != nil {
 		return candidatesError(err)
 	}
@@ -326,7 +326,7 @@ func (s *Server) claimReschedule(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	r, err := s.claims.RescheduleOnce(c.Request().Context(), p, b.FailedProvider)
+	r, err := s.claims.Reschedule(c.Request().Context(), p, b.FailedProvider)
 	if err != nil {
 		return candidatesError(err)
 	}
@@ -342,7 +342,7 @@ func (s *Server) claimMove(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	r, err := s.claims.MoveOnce(c.Request().Context(), p, b.MigrationUUID)
+	r, err := s.claims.Move(c.Request().Context(), p, b.MigrationUUID)
 	if err != nil {
 		return candidatesError(err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/berthd/berth/claims"
 	"github.com/berthd/berth/internal/fault"
+	"github.com/berthd/berth/scheduler"
 )
 
 // Error is an HTTP error raised by this package: a status, a Placement error
@@ -128,7 +129,7 @@ func toError(c echo.Context, err error) *Error {
 	}
 	// A compile error's detail says where: "Scriptlet x does not compile:
 	// line 3, column 5: ...".
-	var se *claims.ScriptletError
+	var se *scheduler.CompileError
 	if errors.As(err, &se) {
 		return &Error{Status: http.StatusBadRequest, Code: fault.CodeScriptletInvalid, Msg: se.Error()}
 	}

@@ -72,7 +72,7 @@ func (s *Server) scriptletPut(c echo.Context) error {
 		}
 		return badRequest("Could not read the request body: %v", err)
 	}
-	created, err := s.sources.ScriptletPut(c.Request().Context(), name, src)
+	created, err := s.catalog.ScriptletPut(c.Request().Context(), name, src)
 	if err != nil {
 		return err
 	}
@@ -85,7 +85,7 @@ func (s *Server) scriptletPut(c echo.Context) error {
 // scriptletDelete serves DELETE /scriptlets/{name}: 204; 409 if a
 // scheduling policy names it.
 func (s *Server) scriptletDelete(c echo.Context) error {
-	if err := s.sources.ScriptletDelete(c.Request().Context(), c.Param("name")); err != nil {
+	if err := s.catalog.ScriptletDelete(c.Request().Context(), c.Param("name")); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)
@@ -102,7 +102,7 @@ func (s *Server) scriptletTest(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
-	if p.PolicyOverride, err = s.sources.PolicyWithScriptlet(ctx, p.Policy, c.Param("name")); err != nil {
+	if p.PolicyOverride, err = s.catalog.PolicyWithScriptlet(ctx, p.Policy, c.Param("name")); err != nil {
 		return err
 	}
 	ex, err := s.claims.Explain(ctx, p)

@@ -16,6 +16,8 @@ import (
 
 	"github.com/berthd/berth/authz"
 	"github.com/berthd/berth/claims"
+	"github.com/berthd/berth/claims/catalog"
+	"github.com/berthd/berth/claims/cloud"
 	"github.com/berthd/berth/internal/jsonschema"
 	"github.com/berthd/berth/internal/telemetry/instrument"
 	"github.com/berthd/berth/ledger"
@@ -29,12 +31,13 @@ type Config struct {
 	Store *ledger.Store
 	// Claimer serves POST /claims and the claim moves.
 	Claimer *claims.Claimer
-	// Sources holds the stored scheduling policies, scriptlets and config,
-	// compiled, and writes them (checked, then reloaded). The caller
-	// keeps it fresh (Sources.Run).
-	Sources *claims.Sources
-	// Cluster is the cluster data of the balance suggestions.
-	Cluster *claims.LedgerData
+	// Catalog holds the stored scheduling policies, scriptlets and
+	// config, compiled, and writes them (checked, then reloaded). The
+	// caller keeps it fresh (Catalog.Run).
+	Catalog *catalog.Catalog
+	// Cloud is the scheduler's view of the cloud, for the balance
+	// suggestions.
+	Cloud *cloud.View
 	// Authz decides who may do what.
 	Authz *authz.Enforcer
 
@@ -126,8 +129,8 @@ type Server struct {
 	authz   *authz.Enforcer
 	store   *ledger.Store
 	claims  *claims.Claimer
-	sources *claims.Sources
-	data    *claims.LedgerData
+	catalog *catalog.Catalog
+	cloud   *cloud.View
 	log     *slog.Logger
 	e       *echo.Echo
 	// chain serves a request through the middleware and the routes
@@ -149,8 +152,8 @@ type Server struct {
 // New builds the API server over the components of cfg. It builds none
 // of them: internal/daemon/compose does.
 func New(cfg Config, logger *slog.Logger) (*Server, error) {
-	if cfg.Claimer == nil || cfg.Sources == nil || cfg.Cluster == nil || cfg.Authz == nil {
-		return nil, errors.New("httpapi: Config needs the Claimer, Sources, Cluster and Authz components (see internal/daemon/compose)")
+	if cfg.Claimer == nil || cfg.Catalog == nil || cfg.Cloud == nil || cfg.Authz == nil {
+		return nil, errors.New("httpapi: Config needs the Claimer, Catalog, Cloud and Authz components (see internal/daemon/compose)")
 	}
 	if err := cfg.setDefaults(); err != nil {
 		return nil, err
@@ -160,7 +163,7 @@ func New(cfg Config, logger *slog.Logger) (*Server, error) {
 	}
 	// Log lines written with a request's context carry its request id.
 	logger = slog.New(instrument.LogHandler(logger.Handler()))
-	s := &Server{cfg: cfg, authz: cfg.Authz, store: cfg.Store, claims: cfg.Claimer, sources: cfg.Sources, data: cfg.Cluster,
+	s := &Server{cfg: cfg, authz: cfg.Authz, store: cfg.Store, claims: cfg.Claimer, catalog: cfg.Catalog, cloud: cfg.Cloud,
 		log: logger, e: echo.New(), meters: newMeters()}
 	s.e.HideBanner = true
 	s.e.HidePort = true

@@ -296,23 +296,23 @@ func TestClusterProviders(t *testing.T) {
 	if _, err := s.ProviderAggregatesReplace(ctx, rp2, []string{agg}, ledger.AggregatesReplaceParams{}); err != nil {
 		t.Fatal(err)
 	}
-	all, err := s.ClusterProviders(ctx, ledger.ClusterProvidersParams{RootsOnly: true})
+	all, err := s.ProviderSummaries(ctx, ledger.ProviderSummariesParams{RootsOnly: true})
 	if err != nil || len(all) != 2 || all[0].UUID != rp1 || len(all[0].Resources) != 2 || all[0].Resources[0].Capacity != 8 {
 		t.Fatalf("all %+v %v", all, err)
 	}
-	one, err := s.ClusterProviders(ctx, ledger.ClusterProvidersParams{Ref: "cn2"})
+	one, err := s.ProviderSummaries(ctx, ledger.ProviderSummariesParams{Ref: "cn2"})
 	if err != nil || len(one) != 1 || !slices.Equal(one[0].Aggregates, []string{agg}) {
 		t.Fatalf("by name %+v %v", one, err)
 	}
-	one, err = s.ClusterProviders(ctx, ledger.ClusterProvidersParams{Ref: rp1})
+	one, err = s.ProviderSummaries(ctx, ledger.ProviderSummariesParams{Ref: rp1})
 	if err != nil || len(one) != 1 || one[0].Name != "cn1" {
 		t.Fatalf("by uuid %+v %v", one, err)
 	}
-	in, err := s.ClusterProviders(ctx, ledger.ClusterProvidersParams{Aggregate: agg})
+	in, err := s.ProviderSummaries(ctx, ledger.ProviderSummariesParams{Aggregate: agg})
 	if err != nil || len(in) != 1 || in[0].UUID != rp2 {
 		t.Fatalf("by aggregate %+v %v", in, err)
 	}
-	if none, err := s.ClusterProviders(ctx, ledger.ClusterProvidersParams{Aggregate: "junk"}); err != nil || len(none) != 0 {
+	if none, err := s.ProviderSummaries(ctx, ledger.ProviderSummariesParams{Aggregate: "junk"}); err != nil || len(none) != 0 {
 		t.Fatalf("junk aggregate %+v %v", none, err)
 	}
 }

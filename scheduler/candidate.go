@@ -39,7 +39,7 @@ type Request struct {
 	Keys []KeyRequest
 	// Data answers a scriptlet's questions about the cluster (instances,
 	// members); nil when the caller offers none.
-	Data ClusterData
+	Data CloudData
 
 	// prepared holds what units computed once per Rank (Preparer), keyed
 	// by unit. Rank works on a copy of the caller's Request.
@@ -49,8 +49,8 @@ type Request struct {
 // Prepared returns what unit u's Prepare returned in this Rank, or nil.
 func (r *Request) Prepared(u any) any { return r.prepared[u] }
 
-// ClusterData is the live view of the cluster a scriptlet may query.
-type ClusterData interface {
+// CloudData is the live view of the cluster a scriptlet may query.
+type CloudData interface {
 	// Instances lists consumers, only those with allocations in the tree
 	// of location (a root provider's name or uuid) and of project when
 	// those are not empty.

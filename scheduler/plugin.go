@@ -94,7 +94,7 @@ const (
 	costUsage     = 10  // ratios per allocation
 	costTraits    = 20  // trait and aggregate lists
 	costState     = 30  // enriched fields
-	costGroup     = 40  // a ClusterData call per Rank
+	costGroup     = 40  // a CloudData call per Rank
 	costScriptlet = 100 // Starlark per candidate
 )
 

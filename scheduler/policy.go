@@ -316,7 +316,7 @@ func (p *Policy) Scriptlets() []string {
 	return names
 }
 
-// Needs reports which costly provider fields and ClusterData calls the
+// Needs reports which costly provider fields and CloudData calls the
 // policy's units read, so the caller fetches only those. A policy that
 // may run a scriptlet needs placement keys (candidate_members shows them).
 func (p *Policy) Needs() Needs {
@@ -421,7 +421,7 @@ type LogLine struct {
 // scriptlet's instance_placement over the ranked candidates. It returns
 // a *RefusedError (with the ranking so far) when a scriptlet refused the
 // request, failed or exceeded a limit; a *PluginError when a built-in
-// unit failed (ClusterData unreachable). ctx bounds the work; scriptlets
+// unit failed (CloudData unreachable). ctx bounds the work; scriptlets
 // also share one deadline (ScriptletLimits.Timeout) per Rank. Rank does
 // not change req or cands.
 func (p *Policy) Rank(ctx context.Context, req *Request, cands []*Candidate) (_ *Ranking, err error) {

@@ -32,7 +32,7 @@ func with(c *Candidate, fn func(p *Provider)) *Candidate {
 	return c
 }
 
-// fakeData is a ClusterData over fixed values; it counts GroupMembers
+// fakeData is a CloudData over fixed values; it counts GroupMembers
 // and ConsumerKeys calls.
 type fakeData struct {
 	members   []*Provider
@@ -435,7 +435,7 @@ func TestRankPluginError(t *testing.T) {
 	if !errors.As(err, &pe) || pe.Plugin != "failing" {
 		t.Fatalf("got %v, want a PluginError from failing", err)
 	}
-	// A ClusterData outage is a PluginError too.
+	// A CloudData outage is a PluginError too.
 	pc, _ := ParsePolicyConfig([]byte(`{"filters": [{"name": "affinity"}]}`))
 	p, _ = NewPolicy(pc, nil, nil, ScriptletLimits{})
 	_, err = p.Rank(context.Background(), &Request{Data: &fakeData{err: errors.New("db down")}, Properties: map[string]any{"group": "x"}},

@@ -40,7 +40,7 @@ func state(th *starlark.Thread, b *starlark.Builtin) (*callState, error) {
 	return st, nil
 }
 
-// data is the call's ClusterData, an error when the caller gave none.
+// data is the call's CloudData, an error when the caller gave none.
 func (st *callState) data(b *starlark.Builtin) error {
 	if st.req.Data == nil {
 		return fmt.Errorf("%s: no cluster data available", b.Name())

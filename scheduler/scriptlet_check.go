@@ -78,7 +78,7 @@ func checkRequest() (*Request, []*Candidate) {
 // instance on the first.
 type checkData struct{ hosts []*Provider }
 
-var _ ClusterData = checkData{}
+var _ CloudData = checkData{}
 
 func (d checkData) Instances(_ context.Context, location, project string) ([]Instance, error) {
 	in := Instance{UUID: "00000000-0000-4000-8000-0000000000bb", Name: "check-existing", ProjectID: "check-project",

@@ -409,7 +409,7 @@ func (c Config) LoadSchedulerPolicy(log *slog.Logger) (*scheduler.Policy, error)
 		}
 		prog, err := scheduler.CompileScriptlet(c.Scriptlet, src)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", c.Scriptlet, err)
+			return nil, err // names the file
 		}
 		scripts = scheduler.StaticScriptlets{Default: prog}
 	}

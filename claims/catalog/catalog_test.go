@@ -1,4 +1,4 @@
-package claims_test
+package catalog_test
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/berthd/berth/claims"
+	"github.com/berthd/berth/claims/catalog"
 	"github.com/berthd/berth/internal/fault"
 	"github.com/berthd/berth/ledger"
 	"github.com/berthd/berth/ledger/engine"
@@ -15,10 +15,10 @@ import (
 	"github.com/berthd/berth/scheduler"
 )
 
-func TestSourcesResolvePolicies(t *testing.T) {
+func TestCatalogResolvePolicies(t *testing.T) {
 	ctx := context.Background()
 	store := ledgertest.NewStore(t)
-	src := claims.NewSources(store, nil, nil, 0)
+	src := catalog.New(catalog.Options{Store: store})
 
 	// No stored default: the built-in policy, or the fallback when set.
 	builtin, err := src.Policy(ctx, "")
@@ -32,8 +32,8 @@ func TestSourcesResolvePolicies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	src.SetFallback(fallback)
-	if p, _ := src.Policy(ctx, ""); p != fallback {
+	withFallback := catalog.New(catalog.Options{Store: store, Fallback: fallback})
+	if p, _ := withFallback.Policy(ctx, ""); p != fallback {
 		t.Error("fallback not used")
 	}
 	_, err = src.Policy(ctx, "gold")
@@ -62,8 +62,14 @@ func TestSourcesResolvePolicies(t *testing.T) {
 		t.Fatal(err)
 	}
 	def, err := src.Policy(ctx, "")
-	if err != nil || def == fallback || def.Config().Scriptlet != "s" {
+	if err != nil || def.Config().Scriptlet != "s" {
 		t.Fatalf("default: %v %v", def, err)
+	}
+	if err := withFallback.Reload(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := withFallback.Policy(ctx, ""); err != nil || p == fallback || p.Config().Scriptlet != "s" {
+		t.Fatalf("default with a fallback: %v %v", p, err)
 	}
 	if named, _ := src.Policy(ctx, "gold"); named != def {
 		t.Error("by name and as default differ")
@@ -87,13 +93,13 @@ func TestSourcesResolvePolicies(t *testing.T) {
 	if !errors.Is(err, fault.ErrInvalid) {
 		t.Errorf("unknown unit: %v", err)
 	}
-	var se *claims.ScriptletError
+	var se *scheduler.CompileError
 	if err := src.CheckScriptlet("x", []byte("def instance_placement(a, b):\n    return (\n")); !errors.As(err, &se) || se.Line != 3 {
 		t.Errorf("compile error: %v", err)
 	}
 }
 
-func TestSourcesRunFollowsNotifications(t *testing.T) {
+func TestCatalogRunFollowsNotifications(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	url := ledgertest.NewDB(t)
 	open := func() *ledger.Store {
@@ -105,14 +111,14 @@ func TestSourcesRunFollowsNotifications(t *testing.T) {
 		return s
 	}
 	writer, reader := open(), open()
-	src := claims.NewSources(reader, nil, nil, time.Hour)
+	src := catalog.New(catalog.Options{Store: reader, Refresh: time.Hour})
 	done := make(chan struct{})
 	go func() { defer close(done); src.Run(ctx) }()
 	defer func() { cancel(); <-done }()
 
 	// A write through another store reaches src without a Reload call.
 	if err := writer.ConfigPatch(ctx, map[string]json.RawMessage{
-		claims.ConfigDefaultScriptlet: json.RawMessage(`"def instance_placement(request, candidate_members):\n    return 'no'\n"`)}); err != nil {
+		catalog.ConfigDefaultScriptlet: json.RawMessage(`"def instance_placement(request, candidate_members):\n    return 'no'\n"`)}); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(10 * time.Second)
@@ -135,70 +141,6 @@ func TestSourcesRunFollowsNotifications(t *testing.T) {
 	}
 }
 
-func TestLedgerDataEnrich(t *testing.T) {
-	ctx := context.Background()
-	store := ledgertest.NewStore(t)
-	var uuids []string
-	for _, name := range []string{"cn1", "cn2"} {
-		uuids = append(uuids, ledgertest.Provider(t, store, name, ledger.DefaultInventory("VCPU", 8)))
-	}
-	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	if err := store.ProviderStatePut(ctx, uuids[0], ledger.ProviderState{Load1: 2, ReportedAt: at}); err != nil {
-		t.Fatal(err)
-	}
-	if err := store.PlacementKeysReplace(ctx, uuids[1], []ledger.PlacementKey{{Name: "rack", Value: 0.5, Sticky: true}},
-		ledger.PlacementKeysReplaceParams{}); err != nil {
-		t.Fatal(err)
-	}
-	consumer := "eeeeeeee-0000-4000-8000-000000000001"
-	if err := store.AllocationsReplace(ctx, []ledger.ConsumerAllocations{{ConsumerUUID: consumer, ProjectID: "p", UserID: "u",
-		Properties: map[string]any{"group": "db"}, CopyStickyKeys: true,
-		Allocations: []engine.Allocation{{ProviderUUID: uuids[1], Resources: []engine.ResourceAmount{{Class: "VCPU", Amount: 1}}}}}}); err != nil {
-		t.Fatal(err)
-	}
-	d := claims.NewLedgerData(store)
-	provs := map[string]*scheduler.Provider{uuids[0]: {UUID: uuids[0]}, uuids[1]: {UUID: uuids[1]}}
-
-	// Only what needs asks for is filled.
-	if err := d.Enrich(ctx, scheduler.Needs{State: true}, provs); err != nil {
-		t.Fatal(err)
-	}
-	if provs[uuids[0]].State == nil || provs[uuids[0]].State.Load1 != 2 || provs[uuids[1]].State != nil || provs[uuids[1]].Keys != nil {
-		t.Fatalf("state only: %+v %+v", provs[uuids[0]], provs[uuids[1]])
-	}
-	if err := d.Enrich(ctx, scheduler.Needs{Keys: true, Consumers: true}, provs); err != nil {
-		t.Fatal(err)
-	}
-	if p := provs[uuids[1]]; len(p.Keys) != 1 || p.Keys[0].Name != "rack" || p.Consumers != 1 || provs[uuids[0]].Consumers != 0 {
-		t.Fatalf("keys and consumers: %+v", p)
-	}
-
-	// ClusterData.
-	m, err := d.Member(ctx, "cn2")
-	if err != nil || m == nil || m.UUID != uuids[1] || m.Resources.Of("VCPU").Used != 1 || m.Consumers != 1 {
-		t.Fatalf("member %+v %v", m, err)
-	}
-	if m, err := d.Member(ctx, "nope"); m != nil || err != nil {
-		t.Errorf("unknown member %+v %v", m, err)
-	}
-	members, err := d.Members(ctx, "")
-	if err != nil || len(members) != 2 || members[0].State == nil {
-		t.Fatalf("members %+v %v", members, err)
-	}
-	ins, err := d.Instances(ctx, "cn2", "p")
-	if err != nil || len(ins) != 1 || ins[0].Location != "cn2" || ins[0].Resources["VCPU"] != 1 {
-		t.Fatalf("instances %+v %v", ins, err)
-	}
-	groups, err := d.GroupMembers(ctx, "group", "db")
-	if err != nil || groups[uuids[1]] != 1 {
-		t.Fatalf("group members %v %v", groups, err)
-	}
-	keys, err := d.ConsumerKeys(ctx, consumer)
-	if err != nil || len(keys) != 1 || keys[0].Value != 0.5 {
-		t.Fatalf("consumer keys %+v %v", keys, err)
-	}
-}
-
 // hasDefaultScriptlet reports whether p's ranking runs the server's
 // default scriptlet, by ranking one candidate.
 func hasDefaultScriptlet(p *scheduler.Policy) bool {
@@ -211,12 +153,12 @@ func hasDefaultScriptlet(p *scheduler.Policy) bool {
 
 // The writes check first (nothing is stored when the check fails), store,
 // and reload, so the writing replica sees its write at once, without Run.
-func TestSourcesWritesCheckStoreReload(t *testing.T) {
+func TestCatalogWritesCheckStoreReload(t *testing.T) {
 	ctx := context.Background()
 	store := ledgertest.NewStore(t)
-	src := claims.NewSources(store, nil, nil, 0)
+	src := catalog.New(catalog.Options{Store: store})
 
-	var se *claims.ScriptletError
+	var se *scheduler.CompileError
 	if _, err := src.ScriptletPut(ctx, "bad", []byte("def weigh(r, c):\n    return (\n")); !errors.As(err, &se) {
 		t.Fatalf("bad scriptlet: %v", err)
 	}
@@ -235,7 +177,7 @@ func TestSourcesWritesCheckStoreReload(t *testing.T) {
 		t.Fatalf("units after ScriptletPut: %v %v", units, err)
 	}
 
-	if _, _, err := src.PolicyPut(ctx, claims.PolicyPutParams{Name: "x",
+	if _, _, err := src.PolicyPut(ctx, catalog.PolicyPutParams{Name: "x",
 		Spec: scheduler.PolicyConfig{Filters: []scheduler.PluginConfig{{Name: "nope"}}}}); !errors.Is(err, fault.ErrInvalid) {
 		t.Fatalf("invalid policy: %v", err)
 	}
@@ -243,11 +185,11 @@ func TestSourcesWritesCheckStoreReload(t *testing.T) {
 		t.Errorf("an invalid policy was stored: %v", err)
 	}
 	spec := scheduler.PolicyConfig{Weighers: []scheduler.PluginConfig{{Name: scheduler.StarlarkUnitPrefix + "w"}}}
-	p, created, err := src.PolicyPut(ctx, claims.PolicyPutParams{Name: "gold", Default: true, Spec: spec, Create: true})
+	p, created, err := src.PolicyPut(ctx, catalog.PolicyPutParams{Name: "gold", Default: true, Spec: spec, Create: true})
 	if err != nil || !created || p.Name != "gold" || len(p.Scriptlets) != 1 {
 		t.Fatalf("PolicyPut: %+v %v %v", p, created, err)
 	}
-	if _, _, err := src.PolicyPut(ctx, claims.PolicyPutParams{Name: "gold", Spec: spec, Create: true}); !errors.Is(err, fault.ErrConflict) {
+	if _, _, err := src.PolicyPut(ctx, catalog.PolicyPutParams{Name: "gold", Spec: spec, Create: true}); !errors.Is(err, fault.ErrConflict) {
 		t.Errorf("PolicyPut create over a stored policy: %v", err)
 	}
 	if def, err := src.Policy(ctx, ""); err != nil || def.Config().Weighers[0].Name != scheduler.StarlarkUnitPrefix+"w" {
@@ -272,10 +214,10 @@ func TestSourcesWritesCheckStoreReload(t *testing.T) {
 	if err := src.ConfigPatch(ctx, map[string]json.RawMessage{"no.such.key": json.RawMessage(`1`)}); !errors.Is(err, fault.ErrInvalid) {
 		t.Errorf("unknown config key: %v", err)
 	}
-	if err := src.ConfigPatch(ctx, map[string]json.RawMessage{claims.ConfigScriptletMaxSteps: json.RawMessage(`1000`)}); err != nil {
+	if err := src.ConfigPatch(ctx, map[string]json.RawMessage{catalog.ConfigScriptletMaxSteps: json.RawMessage(`1000`)}); err != nil {
 		t.Fatal(err)
 	}
-	if cfg, err := store.Config(ctx); err != nil || string(cfg[claims.ConfigScriptletMaxSteps]) != "1000" {
+	if cfg, err := store.Config(ctx); err != nil || string(cfg[catalog.ConfigScriptletMaxSteps]) != "1000" {
 		t.Errorf("config after ConfigPatch: %s %v", cfg, err)
 	}
 }

@@ -1,4 +1,4 @@
-package claims
+package catalog
 
 import (
 	"context"
@@ -49,26 +49,11 @@ const (
 	maxScriptletMemory  = 1 << 30
 )
 
-// DefaultSourcesRefresh is how often Sources reloads everything even
+// DefaultRefresh is how often Catalog reloads everything even
 // without a change notification.
-const DefaultSourcesRefresh = time.Minute
+const DefaultRefresh = time.Minute
 
-// ScriptletError is Starlark source that does not compile, and where.
-// Line and Col are 1-based; 0 when the error has no position.
-type ScriptletError struct {
-	Name      string
-	Line, Col int
-	Msg       string
-}
-
-func (e *ScriptletError) Error() string {
-	if e.Line > 0 {
-		return fmt.Sprintf("Scriptlet %s does not compile: line %d, column %d: %s", e.Name, e.Line, e.Col, e.Msg)
-	}
-	return fmt.Sprintf("Scriptlet %s does not compile: %s", e.Name, e.Msg)
-}
-
-// Sources is every replica's compiled view of the scheduling policies,
+// Catalog is every replica's compiled view of the scheduling policies,
 // scriptlets and config stored in the ledger, and their one writer. It
 // resolves policies by name for claims (PolicySource) and scriptlets for
 // policies; its writes (ScriptletPut, PolicyPut, ConfigPatch and the
@@ -77,7 +62,7 @@ func (e *ScriptletError) Error() string {
 // reloads within moments of a change committed by any replica
 // (PostgreSQL LISTEN/NOTIFY) and at least every refresh interval. It is
 // safe for concurrent use.
-type Sources struct {
+type Catalog struct {
 	store   *ledger.Store
 	reg     *scheduler.Registry
 	log     *slog.Logger
@@ -85,7 +70,7 @@ type Sources struct {
 
 	// fallback, when set, replaces the built-in policy as the policy of
 	// claims when no stored policy is the default.
-	fallback atomic.Pointer[scheduler.Policy]
+	fallback *scheduler.Policy
 
 	// metrics counts the runs of every scriptlet of every policy built.
 	metrics *scheduler.ScriptletMetrics
@@ -110,54 +95,66 @@ type compiled struct {
 	builtin       *scheduler.Policy
 }
 
-// NewSources returns Sources over store with the plugins of reg (nil:
-// scheduler.DefaultRegistry()). refresh is the safety-net reload interval
-// (0: DefaultSourcesRefresh). Call Reload (or Run) before use.
-func NewSources(store *ledger.Store, reg *scheduler.Registry, log *slog.Logger, refresh time.Duration) *Sources {
-	if reg == nil {
-		reg = scheduler.DefaultRegistry()
+// Options configure a Catalog.
+type Options struct {
+	// Store holds the policies, scriptlets and config. Required.
+	Store *ledger.Store
+	// Registry holds the plugins policies are built from; nil means
+	// scheduler.DefaultRegistry().
+	Registry *scheduler.Registry
+	// Logger receives failed scriptlet runs and reload errors; nil
+	// means slog.Default().
+	Logger *slog.Logger
+	// Refresh is the safety-net reload interval; 0 means DefaultRefresh.
+	Refresh time.Duration
+	// Fallback, when set, is the policy claims use when no stored policy
+	// is the default (berthd's --scheduler-policy file); nil means the
+	// built-in policy.
+	Fallback *scheduler.Policy
+}
+
+// New returns a Catalog as o says. Call Reload (or Run) before use.
+func New(o Options) *Catalog {
+	if o.Registry == nil {
+		o.Registry = scheduler.DefaultRegistry()
 	}
-	if log == nil {
-		log = slog.Default()
+	if o.Logger == nil {
+		o.Logger = slog.Default()
 	}
-	if refresh <= 0 {
-		refresh = DefaultSourcesRefresh
+	if o.Refresh <= 0 {
+		o.Refresh = DefaultRefresh
 	}
-	s := &Sources{store: store, reg: reg, log: log, refresh: refresh}
+	s := &Catalog{store: o.Store, reg: o.Registry, log: o.Logger, refresh: o.Refresh, fallback: o.Fallback}
 	s.metrics = &scheduler.ScriptletMetrics{OnFailure: s.logRun}
 	return s
 }
 
 // Metrics counts the scriptlet runs of every policy s builds: runs,
 // refusals, errors, limits exceeded, steps and time. Read its counters at
-// any time; its OnFailure is Sources' own (it logs failed runs, rate-limited).
-func (s *Sources) Metrics() *scheduler.ScriptletMetrics { return s.metrics }
+// any time; its OnFailure is Catalog' own (it logs failed runs, rate-limited).
+func (s *Catalog) Metrics() *scheduler.ScriptletMetrics { return s.metrics }
 
 // logRun logs a scriptlet run that failed or exceeded a limit, at most
 // once a second per scriptlet (ScriptletMetrics.OnFailure), with how many
 // were not logged since; refusals and successes are the claim's answer,
 // not the operator's concern.
-func (s *Sources) logRun(st scheduler.ScriptletRunStats, suppressed uint64) {
+func (s *Catalog) logRun(st scheduler.ScriptletRunStats, suppressed uint64) {
 	s.log.LogAttrs(context.Background(), slog.LevelWarn, "scriptlet run failed",
 		slog.String("scriptlet", st.Scriptlet), slog.String("entry", st.Entry), slog.String("outcome", st.Outcome),
 		slog.Uint64("steps", st.Steps), slog.Duration("duration", st.Duration), slog.String("error", st.Error),
 		slog.Uint64("failures_not_logged", suppressed))
 }
 
-// SetFallback makes p the policy claims use when no stored policy is the
-// default (berthd's --scheduler-policy file). Call it before use.
-func (s *Sources) SetFallback(p *scheduler.Policy) { s.fallback.Store(p) }
-
 // Registry returns the plugins policies are built from.
-func (s *Sources) Registry() *scheduler.Registry { return s.reg }
+func (s *Catalog) Registry() *scheduler.Registry { return s.reg }
 
 // Generation counts completed reloads.
-func (s *Sources) Generation() int64 { return s.generation.Load() }
+func (s *Catalog) Generation() int64 { return s.generation.Load() }
 
 // Run keeps s fresh until ctx is done: it reloads on every change
 // notification and every refresh interval. Failed reloads are logged and
 // retried on the next signal; the last good load stays in use.
-func (s *Sources) Run(ctx context.Context) {
+func (s *Catalog) Run(ctx context.Context) {
 	kick := make(chan struct{}, 1)
 	signal := func() {
 		select {
@@ -188,7 +185,7 @@ func (s *Sources) Run(ctx context.Context) {
 // them. A scriptlet or policy that no longer compiles (say, it names a unit
 // a newer berthd dropped) is logged and left out; asking for it is an
 // error. Only a failed read fails the reload.
-func (s *Sources) Reload(ctx context.Context) error {
+func (s *Catalog) Reload(ctx context.Context) error {
 	s.reloadMu.Lock()
 	defer s.reloadMu.Unlock()
 	cfg, err := s.store.Config(ctx)
@@ -213,13 +210,13 @@ func (s *Sources) Reload(ctx context.Context) error {
 	if raw, ok := cfg[ConfigDefaultScriptlet]; ok {
 		var src string
 		if err := json.Unmarshal(raw, &src); err == nil && strings.TrimSpace(src) != "" {
-			if c.defaultScript, err = compileScriptlet(ConfigDefaultScriptlet, []byte(src)); err != nil {
+			if c.defaultScript, err = scheduler.CompileScriptlet(ConfigDefaultScriptlet, []byte(src)); err != nil {
 				s.log.LogAttrs(ctx, slog.LevelError, "claims: the default scriptlet does not compile; ignored", slog.Any("error", err))
 			}
 		}
 	}
 	for _, sc := range scripts {
-		p, err := compileScriptlet(sc.Name, []byte(sc.Source))
+		p, err := scheduler.CompileScriptlet(sc.Name, []byte(sc.Source))
 		if err != nil {
 			s.log.LogAttrs(ctx, slog.LevelError, "claims: stored scriptlet does not compile; ignored",
 				slog.String("scriptlet", sc.Name), slog.Any("error", err))
@@ -255,7 +252,7 @@ func (s *Sources) Reload(ctx context.Context) error {
 }
 
 // current returns the last load, loading first if there is none.
-func (s *Sources) current(ctx context.Context) (*compiled, error) {
+func (s *Catalog) current(ctx context.Context) (*compiled, error) {
 	if c := s.cur.Load(); c != nil {
 		return c, nil
 	}
@@ -269,14 +266,14 @@ func (s *Sources) current(ctx context.Context) (*compiled, error) {
 // the stored default, or the built-in policy when none is the default.
 // An unknown name is ErrNotFound; a stored policy that does not build
 // (now) is ErrInvalid.
-func (s *Sources) Policy(ctx context.Context, name string) (*scheduler.Policy, error) {
+func (s *Catalog) Policy(ctx context.Context, name string) (*scheduler.Policy, error) {
 	c, err := s.current(ctx)
 	if err != nil {
 		return nil, err
 	}
 	if name == "" {
 		if c.defaultPolicy == "" {
-			if p := s.fallback.Load(); p != nil {
+			if p := s.fallback; p != nil {
 				return p, nil
 			}
 			return c.builtin, nil
@@ -295,7 +292,7 @@ func (s *Sources) Policy(ctx context.Context, name string) (*scheduler.Policy, e
 // PolicyWithScriptlet builds the policy of that name ("" the default) with
 // the stored scriptlet named instead of its own: what POST
 // /scriptlets/{name}/test runs. Unknown names are ErrNotFound.
-func (s *Sources) PolicyWithScriptlet(ctx context.Context, policy, scriptlet string) (*scheduler.Policy, error) {
+func (s *Catalog) PolicyWithScriptlet(ctx context.Context, policy, scriptlet string) (*scheduler.Policy, error) {
 	c, err := s.current(ctx)
 	if err != nil {
 		return nil, err
@@ -323,7 +320,7 @@ func (s *Sources) PolicyWithScriptlet(ctx context.Context, policy, scriptlet str
 
 // PolicyConfig returns the stored policy of that name as configured:
 // ErrNotFound if there is none.
-func (s *Sources) PolicyConfig(ctx context.Context, name string) (scheduler.PolicyConfig, error) {
+func (s *Catalog) PolicyConfig(ctx context.Context, name string) (scheduler.PolicyConfig, error) {
 	c, err := s.current(ctx)
 	if err != nil {
 		return scheduler.PolicyConfig{}, err
@@ -338,7 +335,7 @@ func (s *Sources) PolicyConfig(ctx context.Context, name string) (scheduler.Poli
 // StarlarkUnits lists the units the stored scriptlets offer: a
 // "starlark:<name>" filter for each that defines filter(request,
 // candidate), a weigher for each that defines weigh.
-func (s *Sources) StarlarkUnits(ctx context.Context) ([]scheduler.UnitInfo, error) {
+func (s *Catalog) StarlarkUnits(ctx context.Context) ([]scheduler.UnitInfo, error) {
 	c, err := s.current(ctx)
 	if err != nil {
 		return nil, err
@@ -359,14 +356,14 @@ func (s *Sources) StarlarkUnits(ctx context.Context) ([]scheduler.UnitInfo, erro
 }
 
 // CheckScriptlet compiles src as a scriptlet named name: nil or a
-// *ScriptletError.
-func (s *Sources) CheckScriptlet(name string, src []byte) error {
+// *scheduler.CompileError.
+func (s *Catalog) CheckScriptlet(name string, src []byte) error {
 	return checkScriptlet(name, src, s.limits())
 }
 
 // limits are the scriptlet limits of the last load (the defaults before
 // the first).
-func (s *Sources) limits() scheduler.ScriptletLimits {
+func (s *Catalog) limits() scheduler.ScriptletLimits {
 	if c := s.cur.Load(); c != nil {
 		return c.limits
 	}
@@ -376,7 +373,7 @@ func (s *Sources) limits() scheduler.ScriptletLimits {
 // CheckPolicy builds spec against the registry and the stored scriptlets
 // and returns it built, or an ErrInvalid *fault.Error naming the unit,
 // parameter, balancer setting or scriptlet at fault.
-func (s *Sources) CheckPolicy(ctx context.Context, spec scheduler.PolicyConfig) (*scheduler.Policy, error) {
+func (s *Catalog) CheckPolicy(ctx context.Context, spec scheduler.PolicyConfig) (*scheduler.Policy, error) {
 	c, err := s.current(ctx)
 	if err != nil {
 		return nil, err
@@ -394,9 +391,9 @@ func (s *Sources) CheckPolicy(ctx context.Context, spec scheduler.PolicyConfig) 
 }
 
 // CheckConfig validates a PATCH /config: known keys only, each value of
-// its type (null removes a key); the default scriptlet must compile. It returns a *ScriptletError for a scriptlet that
+// its type (null removes a key); the default scriptlet must compile. It returns a *scheduler.CompileError for a scriptlet that
 // does not compile and an ErrInvalid *fault.Error otherwise.
-func (s *Sources) CheckConfig(ctx context.Context, changes map[string]json.RawMessage) error {
+func (s *Catalog) CheckConfig(ctx context.Context, changes map[string]json.RawMessage) error {
 	stored, err := s.store.Config(ctx)
 	if err != nil {
 		return err
@@ -431,9 +428,9 @@ func (s *Sources) CheckConfig(ctx context.Context, changes map[string]json.RawMe
 
 // ScriptletPut compiles src as the scriptlet name and stores it (created
 // reports a new name), then reloads so that this replica uses it at once.
-// Source that does not compile is a *ScriptletError and nothing is
+// Source that does not compile is a *scheduler.CompileError and nothing is
 // stored.
-func (s *Sources) ScriptletPut(ctx context.Context, name string, src []byte) (created bool, err error) {
+func (s *Catalog) ScriptletPut(ctx context.Context, name string, src []byte) (created bool, err error) {
 	if err := s.CheckScriptlet(name, src); err != nil {
 		return false, err
 	}
@@ -446,7 +443,7 @@ func (s *Sources) ScriptletPut(ctx context.Context, name string, src []byte) (cr
 
 // ScriptletDelete deletes the stored scriptlet name (ErrConflict while a
 // scheduling policy names it), then reloads.
-func (s *Sources) ScriptletDelete(ctx context.Context, name string) error {
+func (s *Catalog) ScriptletDelete(ctx context.Context, name string) error {
 	if err := s.store.ScriptletDelete(ctx, name); err != nil {
 		return err
 	}
@@ -466,7 +463,7 @@ type PolicyPutParams struct {
 
 // PolicyPut checks p's spec (as CheckPolicy) and stores it, then reloads.
 // It returns the policy as stored, and whether it is new.
-func (s *Sources) PolicyPut(ctx context.Context, p PolicyPutParams) (_ ledger.SchedulingPolicy, created bool, err error) {
+func (s *Catalog) PolicyPut(ctx context.Context, p PolicyPutParams) (_ ledger.SchedulingPolicy, created bool, err error) {
 	built, err := s.CheckPolicy(ctx, p.Spec)
 	if err != nil {
 		return ledger.SchedulingPolicy{}, false, err
@@ -485,7 +482,7 @@ func (s *Sources) PolicyPut(ctx context.Context, p PolicyPutParams) (_ ledger.Sc
 }
 
 // PolicyDelete deletes the stored scheduling policy name, then reloads.
-func (s *Sources) PolicyDelete(ctx context.Context, name string) error {
+func (s *Catalog) PolicyDelete(ctx context.Context, name string) error {
 	if err := s.store.SchedulingPolicyDelete(ctx, name); err != nil {
 		return err
 	}
@@ -495,7 +492,7 @@ func (s *Sources) PolicyDelete(ctx context.Context, name string) error {
 
 // ConfigPatch checks changes (as CheckConfig; a nil value removes the key)
 // and stores them, all or none, then reloads.
-func (s *Sources) ConfigPatch(ctx context.Context, changes map[string]json.RawMessage) error {
+func (s *Catalog) ConfigPatch(ctx context.Context, changes map[string]json.RawMessage) error {
 	if err := s.CheckConfig(ctx, changes); err != nil {
 		return err
 	}
@@ -510,7 +507,7 @@ func (s *Sources) ConfigPatch(ctx context.Context, changes map[string]json.RawMe
 // replicas learn of it through the ledger's notification). A failure is
 // logged, not returned: the write is done, and the next reload (Run) will
 // catch up.
-func (s *Sources) reloadAfterWrite(ctx context.Context) {
+func (s *Catalog) reloadAfterWrite(ctx context.Context) {
 	if err := s.Reload(context.WithoutCancel(ctx)); err != nil {
 		s.log.LogAttrs(ctx, slog.LevelWarn, "reload of scheduling data failed after a write", slog.Any("error", err))
 	}
@@ -551,5 +548,3 @@ func limitsOf(cfg map[string]json.RawMessage) (scheduler.ScriptletLimits, error)
 	}
 	return l, nil
 }
-
-var _ PolicySource = (*Sources)(nil)

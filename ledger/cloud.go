@@ -14,8 +14,8 @@ import (
 // groups. They read committed data directly (not the snapshot), each in
 // one read-only transaction.
 
-// ClusterProvidersParams selects providers for ClusterProviders.
-type ClusterProvidersParams struct {
+// ProviderSummariesParams selects providers for ProviderSummaries.
+type ProviderSummariesParams struct {
 	// Ref, when not empty, selects the provider of that uuid or name.
 	Ref string
 	// Aggregate, when not empty, selects providers in that aggregate.
@@ -24,10 +24,10 @@ type ClusterProvidersParams struct {
 	RootsOnly bool
 }
 
-// ClusterProviders describes the providers p selects, by name, with their
+// ProviderSummaries describes the providers p selects, by name, with their
 // inventories and usage, traits and aggregates. A malformed aggregate
 // uuid selects nothing.
-func (s *Store) ClusterProviders(ctx context.Context, p ClusterProvidersParams) ([]engine.ProviderSummary, error) {
+func (s *Store) ProviderSummaries(ctx context.Context, p ProviderSummariesParams) ([]engine.ProviderSummary, error) {
 	refUUID := uuidOrNil(p.Ref)
 	var agg *string
 	if p.Aggregate != "" {

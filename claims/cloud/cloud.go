@@ -1,4 +1,4 @@
-package claims
+package cloud
 
 import (
 	"context"
@@ -9,26 +9,23 @@ import (
 	"github.com/berthd/berth/scheduler"
 )
 
-// LedgerData answers what policies and scriptlets ask about the cluster
+// View answers what policies and scriptlets ask about the cluster
 // from the ledger: it is the Claimer's Enricher (provider state, placement
 // keys and consumer counts for one claim's candidates, one query per kind
-// asked for) and the scheduler's ClusterData (instances, members, consumer
+// asked for) and the scheduler's CloudData (instances, members, consumer
 // groups, consumer keys). Every answer reads committed data at the time of
 // the call. It is safe for concurrent use.
-type LedgerData struct {
+type View struct {
 	store *ledger.Store
 }
 
-// NewLedgerData returns a LedgerData over store.
-func NewLedgerData(store *ledger.Store) *LedgerData { return &LedgerData{store: store} }
+// New returns a View over store.
+func New(store *ledger.Store) *View { return &View{store: store} }
 
-var (
-	_ Enricher              = (*LedgerData)(nil)
-	_ scheduler.ClusterData = (*LedgerData)(nil)
-)
+var _ scheduler.CloudData = (*View)(nil)
 
 // Enrich fills the fields needs asks for on every provider of provs.
-func (d *LedgerData) Enrich(ctx context.Context, needs scheduler.Needs, provs map[string]*scheduler.Provider) error {
+func (d *View) Enrich(ctx context.Context, needs scheduler.Needs, provs map[string]*scheduler.Provider) error {
 	if len(provs) == 0 || (!needs.State && !needs.Keys && !needs.Consumers) {
 		return nil
 	}
@@ -66,8 +63,8 @@ func (d *LedgerData) Enrich(ctx context.Context, needs scheduler.Needs, provs ma
 	return nil
 }
 
-// Instances implements scheduler.ClusterData.
-func (d *LedgerData) Instances(ctx context.Context, location, project string) ([]scheduler.Instance, error) {
+// Instances implements scheduler.CloudData.
+func (d *View) Instances(ctx context.Context, location, project string) ([]scheduler.Instance, error) {
 	ins, err := d.store.Instances(ctx, ledger.InstancesParams{Location: location, Project: project})
 	if err != nil {
 		return nil, err
@@ -80,13 +77,13 @@ func (d *LedgerData) Instances(ctx context.Context, location, project string) ([
 	return out, nil
 }
 
-// Member implements scheduler.ClusterData: the provider of that name or
+// Member implements scheduler.CloudData: the provider of that name or
 // uuid with its state, keys and consumer count; nil if there is none.
-func (d *LedgerData) Member(ctx context.Context, nameOrUUID string) (*scheduler.Provider, error) {
+func (d *View) Member(ctx context.Context, nameOrUUID string) (*scheduler.Provider, error) {
 	if nameOrUUID == "" {
 		return nil, nil
 	}
-	ps, err := d.members(ctx, ledger.ClusterProvidersParams{Ref: nameOrUUID})
+	ps, err := d.members(ctx, ledger.ProviderSummariesParams{Ref: nameOrUUID})
 	if err != nil || len(ps) == 0 {
 		return nil, err
 	}
@@ -99,15 +96,15 @@ func (d *LedgerData) Member(ctx context.Context, nameOrUUID string) (*scheduler.
 	return ps[0], nil
 }
 
-// Members implements scheduler.ClusterData: the root providers, those in
+// Members implements scheduler.CloudData: the root providers, those in
 // aggregate only when it is not empty, by name, with state, keys and
 // consumer counts.
-func (d *LedgerData) Members(ctx context.Context, aggregate string) ([]*scheduler.Provider, error) {
-	return d.members(ctx, ledger.ClusterProvidersParams{Aggregate: aggregate, RootsOnly: true})
+func (d *View) Members(ctx context.Context, aggregate string) ([]*scheduler.Provider, error) {
+	return d.members(ctx, ledger.ProviderSummariesParams{Aggregate: aggregate, RootsOnly: true})
 }
 
-func (d *LedgerData) members(ctx context.Context, p ledger.ClusterProvidersParams) ([]*scheduler.Provider, error) {
-	sums, err := d.store.ClusterProviders(ctx, p)
+func (d *View) members(ctx context.Context, p ledger.ProviderSummariesParams) ([]*scheduler.Provider, error) {
+	sums, err := d.store.ProviderSummaries(ctx, p)
 	if err != nil {
 		return nil, err
 	}
@@ -125,13 +122,13 @@ func (d *LedgerData) members(ctx context.Context, p ledger.ClusterProvidersParam
 
 // GroupMembers counts, per root provider uuid, the consumers with
 // allocations whose properties hold key with the string value.
-func (d *LedgerData) GroupMembers(ctx context.Context, key, value string) (map[string]int, error) {
+func (d *View) GroupMembers(ctx context.Context, key, value string) (map[string]int, error) {
 	return d.store.GroupMembers(ctx, key, value)
 }
 
 // ConsumerKeys returns the keys a consumer kept from sticky provider
 // keys (each Sticky).
-func (d *LedgerData) ConsumerKeys(ctx context.Context, consumerUUID string) ([]scheduler.PlacementKey, error) {
+func (d *View) ConsumerKeys(ctx context.Context, consumerUUID string) ([]scheduler.PlacementKey, error) {
 	ks, err := d.store.ConsumerKeys(ctx, consumerUUID)
 	if err != nil {
 		return nil, err

@@ -1,4 +1,4 @@
-package claims
+package catalog
 
 import (
 	"errors"
@@ -7,34 +7,19 @@ import (
 	"github.com/berthd/berth/scheduler"
 )
 
-// This file adapts Sources to the scheduler package's API for scriptlets
-// and policies: compiling a scriptlet and building a policy.
-
-// compileScriptlet compiles src; a compile error is a *ScriptletError.
-func compileScriptlet(name string, src []byte) (*scheduler.Program, error) {
-	p, err := scheduler.CompileScriptlet(name, src)
-	if err != nil {
-		e := &ScriptletError{Name: name, Msg: err.Error()}
-		var ce *scheduler.CompileError
-		if errors.As(err, &ce) {
-			e.Line, e.Col, e.Msg = ce.Line, ce.Col, ce.Msg
-		}
-		return nil, e
-	}
-	return p, nil
-}
+// This file adapts the Catalog to the scheduler package's API for
+// scriptlets and policies: checking a scriptlet and building a policy.
 
 // checkScriptlet is what storing a scriptlet checks: it compiles, and a
 // run on synthetic data stays within limits (scheduler.CheckScriptlet).
-// The error is a *ScriptletError.
+// The error is a *scheduler.CompileError.
 func checkScriptlet(name string, src []byte, limits scheduler.ScriptletLimits) error {
-	if _, err := compileScriptlet(name, src); err != nil {
+	err := scheduler.CheckScriptlet(name, src, limits)
+	var ce *scheduler.CompileError
+	if err == nil || errors.As(err, &ce) {
 		return err
 	}
-	if err := scheduler.CheckScriptlet(name, src, limits); err != nil {
-		return &ScriptletError{Name: name, Msg: "a trial run on a synthetic claim failed: " + err.Error()}
-	}
-	return nil
+	return &scheduler.CompileError{Scriptlet: name, Msg: "a trial run on a synthetic claim failed: " + err.Error()}
 }
 
 // Scriptlet implements scheduler.ScriptletResolver over one load.

@@ -1,20 +1,20 @@
-package claims_test
+package cloud_test
 
 import (
 	"context"
 	"fmt"
 	"testing"
 
-	"github.com/berthd/berth/claims"
+	"github.com/berthd/berth/claims/cloud"
 	"github.com/berthd/berth/ledger"
 	"github.com/berthd/berth/ledger/ledgertest"
 	"github.com/berthd/berth/scheduler"
 )
 
-// BenchmarkLedgerDataEnrich measures what a claim pays to enrich 1,000
+// BenchmarkViewEnrich measures what a claim pays to enrich 1,000
 // providers with state, placement keys and consumer counts: one query per
 // kind.
-func BenchmarkLedgerDataEnrich(b *testing.B) {
+func BenchmarkViewEnrich(b *testing.B) {
 	const n = 1000
 	url := ledgertest.NewDB(b)
 	ledgertest.Exec(b, url, fmt.Sprintf(`
@@ -30,11 +30,11 @@ func BenchmarkLedgerDataEnrich(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer store.Close()
-	sums, err := store.ClusterProviders(ctx, ledger.ClusterProvidersParams{})
+	sums, err := store.ProviderSummaries(ctx, ledger.ProviderSummariesParams{})
 	if err != nil || len(sums) != n {
 		b.Fatalf("%d providers, %v", len(sums), err)
 	}
-	d := claims.NewLedgerData(store)
+	d := cloud.New(store)
 	// A round trip, for scale on a shared machine.
 	b.Run("ping", func(b *testing.B) {
 		for range b.N {
