@@ -44,7 +44,7 @@ type Config struct {
 	// Auth is AuthNoAuth2 (default), AuthTokens or AuthKeystoneHeaders.
 	Auth string
 	// Tokens maps static tokens to principals when Auth is AuthTokens.
-	Tokens map[string]Principal
+	Tokens map[string]authz.Credentials
 	// Keystone validates tokens when Auth is AuthKeystone (required then).
 	Keystone KeystoneAuthenticator
 	// CORSAllowedOrigins are the origins (scheme://host[:port], or "*")

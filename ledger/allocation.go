@@ -160,7 +160,7 @@ func (s *Store) AllocationsByProvider(ctx context.Context, providerUUID string) 
 // (fault.ErrInvalid); a provider without inventory of a class, an amount outside
 // min_unit/max_unit/step_size, or more than the capacity left (fault.ErrConflict).
 func (s *Store) AllocationsReplace(ctx context.Context, consumers []ConsumerAllocations) error {
-	return s.allocationsReplace(ctx, consumers, nil) // idempotency.go
+	return s.allocationsReplace(ctx, consumers, nil) // claim_write.go
 }
 
 // replaceAllocationsGeneral is the general path of AllocationsReplace,
@@ -365,7 +365,38 @@ type invKey struct {
 // apply writes the plan. The caller holds the row locks of every provider
 // involved (lock), so the capacity seen here cannot change before commit.
 func (p *allocPlan) apply(ctx context.Context, t *txn) error {
-	// Resolve classes, in request order.
+	if err := p.resolveClasses(ctx, t); err != nil {
+		return err
+	}
+	consumerIDs := make([]int64, len(p.consumers))
+	for i, c := range p.consumers {
+		consumerIDs[i] = c.id
+	}
+	if _, err := t.Exec(ctx, `DELETE FROM allocations WHERE consumer_id = ANY($1)`, consumerIDs); err != nil {
+		return err
+	}
+	if err := p.checkCapacity(ctx, t); err != nil {
+		return err
+	}
+	if err := p.insert(ctx, t); err != nil {
+		return err
+	}
+	if err := p.bumpGenerations(ctx, t); err != nil {
+		return err
+	}
+	// Consumers left with nothing are deleted, as in Placement.
+	if _, err := t.Exec(ctx, `
+		DELETE FROM consumers c WHERE c.id = ANY($1)
+		AND NOT EXISTS (SELECT 1 FROM allocations a WHERE a.consumer_id = c.id)`, consumerIDs); err != nil {
+		return err
+	}
+	t.touch(p.providerIDs()...)
+	return nil
+}
+
+// resolveClasses sets the class id of every write, resolved in request
+// order; a class that does not exist is an *unknownClassError.
+func (p *allocPlan) resolveClasses(ctx context.Context, t *txn) error {
 	var names []string
 	for _, w := range p.writes {
 		if w.used > 0 {
@@ -388,18 +419,11 @@ func (p *allocPlan) apply(ctx context.Context, t *txn) error {
 			w.classID = ids[w.class]
 		}
 	}
+	return nil
+}
 
-	consumerIDs := make([]int64, len(p.consumers))
-	for i, c := range p.consumers {
-		consumerIDs[i] = c.id
-	}
-	if _, err := t.Exec(ctx, `DELETE FROM allocations WHERE consumer_id = ANY($1)`, consumerIDs); err != nil {
-		return err
-	}
-	if err := p.checkCapacity(ctx, t); err != nil {
-		return err
-	}
-
+// insert inserts the plan's allocations, in one statement.
+func (p *allocPlan) insert(ctx context.Context, t *txn) error {
 	var insC, insP []int64
 	var insRC []int32
 	var insUsed []int64
@@ -412,16 +436,20 @@ func (p *allocPlan) apply(ctx context.Context, t *txn) error {
 		insRC = append(insRC, w.classID)
 		insUsed = append(insUsed, w.used)
 	}
-	if len(insC) > 0 {
-		if _, err := t.Exec(ctx, `
-			INSERT INTO allocations (consumer_id, resource_provider_id, resource_class_id, used)
-			SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::int[], $4::bigint[])`,
-			insC, insP, insRC, insUsed); err != nil {
-			return err
-		}
+	if len(insC) == 0 {
+		return nil
 	}
+	_, err := t.Exec(ctx, `
+		INSERT INTO allocations (consumer_id, resource_provider_id, resource_class_id, used)
+		SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::int[], $4::bigint[])`,
+		insC, insP, insRC, insUsed)
+	return err
+}
 
-	// Generations: every provider and consumer the writes name, once.
+// bumpGenerations gives every provider the writes name a new generation,
+// once, and writes what the request says about its consumers (project,
+// user, type), with a new generation for those the writes name.
+func (p *allocPlan) bumpGenerations(ctx context.Context, t *txn) error {
 	var bumped []int64
 	visited := map[int]bool{}
 	for _, w := range p.writes {
@@ -438,8 +466,6 @@ func (p *allocPlan) apply(ctx context.Context, t *txn) error {
 			return err
 		}
 	}
-	// Consumers take what the request says about them; those the writes
-	// name get a new generation.
 	var cIDs, cInc []int64
 	var cProj, cUser []int32
 	var cType []*int32
@@ -451,22 +477,13 @@ func (p *allocPlan) apply(ctx context.Context, t *txn) error {
 		cIDs, cInc = append(cIDs, c.id), append(cInc, inc)
 		cProj, cUser, cType = append(cProj, c.projectID), append(cUser, c.userID), append(cType, c.typeID)
 	}
-	if _, err := t.Exec(ctx, `
+	_, err := t.Exec(ctx, `
 		UPDATE consumers c SET generation = c.generation + v.inc, project_id = v.project_id,
 		       user_id = v.user_id, consumer_type_id = v.type_id, updated_at = now()
 		FROM unnest($1::bigint[], $2::bigint[], $3::int[], $4::int[], $5::int[])
 		     AS v(id, inc, project_id, user_id, type_id)
-		WHERE c.id = v.id`, cIDs, cInc, cProj, cUser, cType); err != nil {
-		return err
-	}
-	// Consumers left with nothing are deleted, as in Placement.
-	if _, err := t.Exec(ctx, `
-		DELETE FROM consumers c WHERE c.id = ANY($1)
-		AND NOT EXISTS (SELECT 1 FROM allocations a WHERE a.consumer_id = c.id)`, consumerIDs); err != nil {
-		return err
-	}
-	t.touch(p.providerIDs()...)
-	return nil
+		WHERE c.id = v.id`, cIDs, cInc, cProj, cUser, cType)
+	return err
 }
 
 // checkCapacity refuses writes that a provider's inventory cannot take,

@@ -44,3 +44,9 @@ func (r boundaryRows) Scan(dest ...any) error { return dbError(r.Rows.Scan(dest.
 type boundaryRow struct{ pgx.Row }
 
 func (r boundaryRow) Scan(dest ...any) error { return dbError(r.Row.Scan(dest...)) }
+
+// querier is what both a pool and a transaction offer.
+type querier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}

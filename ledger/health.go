@@ -42,7 +42,7 @@ type PoolStats struct {
 	ProviderWriteGroups, GroupedProviderWrites int64
 	// PrimarySwitches counts the times new connections of a multi-host
 	// database URL landed on another host than before: failovers and
-	// switchovers seen (failover.go).
+	// switchovers seen (replication.go).
 	PrimarySwitches int64
 }
 

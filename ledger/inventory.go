@@ -636,3 +636,25 @@ func overCapacity(ctx context.Context, q querier, providerID int64) ([]OverCapac
 	})
 	return out, err
 }
+
+// Inventory is the amount of one resource class a provider offers.
+type Inventory struct {
+	ResourceClass   string
+	Total           int64
+	Reserved        int64
+	MinUnit         int64
+	MaxUnit         int64
+	StepSize        int64
+	AllocationRatio float64
+	UpdatedAt       time.Time
+}
+
+// Capacity is what can be allocated in all: (total - reserved) * allocation_ratio.
+func (inv Inventory) Capacity() float64 {
+	return float64(inv.Total-inv.Reserved) * inv.AllocationRatio
+}
+
+// Fits reports whether used units plus amount more stay within capacity.
+func (inv Inventory) Fits(used, amount int64) bool {
+	return float64(used+amount) <= inv.Capacity()
+}

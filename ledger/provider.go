@@ -487,3 +487,26 @@ func descendants(ctx context.Context, q querier, id int64) ([]int64, error) {
 	}
 	return ids, nil
 }
+
+// providerRef is a provider's row id and generation, as read for a write.
+type providerRef struct {
+	ID         int64
+	Generation int64
+}
+
+// lookupProvider finds a provider by uuid. A missing provider, or a uuid
+// that is not a UUID at all, is reported as fault.ErrNotFound with Placement's
+// wording.
+func lookupProvider(ctx context.Context, q querier, uuid string) (providerRef, error) {
+	var ref providerRef
+	canon, ok := storedUUID(uuid)
+	if !ok {
+		return ref, providerNotFound(uuid)
+	}
+	err := q.QueryRow(ctx, `SELECT id, generation FROM resource_providers WHERE uuid = $1`, canon).
+		Scan(&ref.ID, &ref.Generation)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return ref, providerNotFound(uuid)
+	}
+	return ref, err
+}

@@ -39,7 +39,7 @@ import (
 // snapshot, taken after the lock was granted, sees every such write.
 //
 // The pipelines with statements whose plans depend on their parameters
-// start with fastPlanSQL (allocation_fast.go): those statements then run
+// start with fastPlanSQL (claim_write.go): those statements then run
 // their generic plans, which PostgreSQL might otherwise replace by custom
 // plans planned afresh at every execution (measured for the traits
 // statement: 0.75 ms of PostgreSQL's CPU per write with custom plans, 0.4

@@ -185,3 +185,13 @@ func (s *Store) ResourceClassDelete(ctx context.Context, name string) error {
 		return nil
 	})
 }
+
+// lookupClass finds a resource class id by name; ok is false when there is
+// no such class.
+func lookupClass(ctx context.Context, q querier, name string) (id int32, ok bool, err error) {
+	err = q.QueryRow(ctx, `SELECT id FROM resource_classes WHERE name = $1`, name).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, false, nil
+	}
+	return id, err == nil, err
+}

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/berthd/berth/httpapi"
+	"github.com/berthd/berth/authz"
 )
 
 func TestDefaultIsValid(t *testing.T) {
@@ -57,7 +57,7 @@ reader-x       reader          proj-2
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]httpapi.Principal{
+	want := map[string]authz.Credentials{
 		"admin-secret": {Roles: []string{"admin"}},
 		"svc-nova":     {Roles: []string{"service", "reader"}, ProjectID: "proj-1", UserID: "nova"},
 		"reader-x":     {Roles: []string{"reader"}, ProjectID: "proj-2"},

@@ -3,16 +3,20 @@ package ledger
 import (
 	"context"
 	"errors"
-	"strings"
-	"sync"
 	"time"
 
-	"github.com/berthd/berth/internal/fault"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 )
 
-// Idempotent claims (migrations/0004_claim_requests.up.sql).
+// What the claims package remembers between calls, written in the claim
+// transactions (claim_write.go) and read by later ones: the requests and
+// answers of claims, for their retries; the move in progress per consumer,
+// so confirm and revert can find the migration consumer
+// (migrations/0003_claims.up.sql); the providers each consumer failed on,
+// so a reschedule avoids all of them. All are keyed by uuid and outlive
+// the consumer row.
+
+// Requests recorded for retries (migrations/0004_claim_requests.up.sql).
 //
 // A claim, reschedule or move writes, in the same transaction as its
 // allocations, one claim_requests row: a fingerprint of the request and
@@ -70,27 +74,6 @@ func writeClaimRequest(ctx context.Context, t *txn, r *ClaimRequest) error {
 	}
 	_, err := t.Exec(ctx, claimRequestUpsertSQL, id, r.Op, r.Fingerprint, r.Request, r.Result, r.Generation)
 	return err
-}
-
-// allocationsReplace is AllocationsReplace recording req (nil: nothing)
-// in the same transaction as the allocations, on the fast path as on the
-// general one.
-func (s *Store) allocationsReplace(ctx context.Context, consumers []ConsumerAllocations, req *ClaimRequest) error {
-	if fc, ok := fastClaimOf(consumers); ok {
-		// A new consumer: try the claim fast path (allocation_fast.go),
-		// one round trip. If it refuses, the general path gives the
-		// answer, with its exact error.
-		fc.request = req
-		if done, err := s.claimFast(ctx, fc); done || err != nil {
-			return err
-		}
-	}
-	return s.withTx(ctx, func(t *txn) error {
-		if err := s.replaceAllocationsGeneral(ctx, t, consumers); err != nil {
-			return err
-		}
-		return writeClaimRequest(ctx, t, req)
-	})
 }
 
 // ClaimRequestGet returns what was recorded for consumerUUID's last op
@@ -177,63 +160,99 @@ func (s *Store) purgeClaimRequests(ctx context.Context) {
 	}
 }
 
-// Synchronous replication and cancelled commits.
-//
-// With synchronous replication, COMMIT writes the commit record, then
-// waits for the synchronous standby. If that wait is cancelled (a cancel
-// request, pg_cancel_backend, a shutdown; not statement_timeout, which
-// PostgreSQL disables before committing), PostgreSQL keeps
-// the transaction committed locally and answers COMMIT with success and
-// only a WARNING ("canceling wait for synchronous replication ...
-// already committed locally"): the write may be lost if this primary is.
-// Berth must not answer 200 for it. Every connection's notices go
-// through onNotice, which marks the connection; the code that commits
-// (txBeginner.runTx under withTx, sendClaimPipeline) asks replicated afterwards and turns a marked
-// commit into fault.ErrUnavailable (503 with Retry-After): the client retries,
-// and the retry converges once the standby confirms (ClaimRequestConfirmed).
-//
-// A deadline (the request's context) does not cancel a COMMIT on the
-// server: pgx closes the connection instead, and the backend goes on
-// waiting for the standby; the caller sees a broken connection, an
-// unknown outcome, settled the same way.
-
-// unsyncedCommits marks connections that received the warning.
-type unsyncedCommits struct{ m sync.Map } // *pgconn.PgConn -> struct{}
-
-// onNotice is every connection's notice handler.
-func (u *unsyncedCommits) onNotice(pc *pgconn.PgConn, n *pgconn.Notice) {
-	if n.Severity == "WARNING" && strings.Contains(n.Message, "wait for synchronous replication") {
-		u.m.Store(pc, struct{}{})
-	}
+// MoveRecord is a move in progress: the instance ConsumerUUID has its
+// destination allocations, the consumer MigrationUUID holds the source.
+type MoveRecord struct {
+	ConsumerUUID  string
+	MigrationUUID string
+	// Reason is "relocation" or "evacuation".
+	Reason string
+	// SourceRoot is the root provider the instance moved away from.
+	SourceRoot string
+	CreatedAt  time.Time
 }
 
-// errNotReplicated is a commit the synchronous standby did not confirm.
-var errNotReplicated = &fault.Error{Kind: fault.ErrUnavailable, Code: fault.CodeDatabaseUnavailable,
-	Msg: "The write committed on the primary, but its synchronous standby did not confirm it; retry the request later."}
-
-// replicated reports, for a commit that just succeeded on pc, nil, or
-// errNotReplicated if PostgreSQL warned that it cancelled the wait for
-// the synchronous standby. It clears pc's mark.
-func (u *unsyncedCommits) replicated(pc *pgconn.PgConn) error {
-	if _, marked := u.m.LoadAndDelete(pc); marked {
-		return errNotReplicated
+// ClaimMoveGet returns the move in progress for consumerUUID, nil if
+// there is none.
+func (s *Store) ClaimMoveGet(ctx context.Context, consumerUUID string) (*MoveRecord, error) {
+	id, ok := canonicalUUID(consumerUUID)
+	if !ok {
+		return nil, nil
 	}
-	return nil
+	var m MoveRecord
+	var src *string
+	err := s.db.QueryRow(ctx, `
+		SELECT consumer_uuid::text, migration_uuid::text, reason, source_root::text, created_at
+		FROM claim_moves WHERE consumer_uuid = $1`, id).
+		Scan(&m.ConsumerUUID, &m.MigrationUUID, &m.Reason, &src, &m.CreatedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if src != nil {
+		m.SourceRoot = *src
+	}
+	return &m, nil
 }
 
-// forget drops pc's mark: before a transaction starts on it (a commit
-// outside withTx and sendClaimPipeline, such as a change notification's, may
-// have left one) and when its connection closes.
-func (u *unsyncedCommits) forget(pc *pgconn.PgConn) { u.m.Delete(pc) }
+// ClaimFailureAdd remembers that consumerUUID failed on the root provider
+// providerUUID (idempotent).
+func (s *Store) ClaimFailureAdd(ctx context.Context, consumerUUID, providerUUID string) error {
+	c, ok1 := canonicalUUID(consumerUUID)
+	p, ok2 := canonicalUUID(providerUUID)
+	if !ok1 || !ok2 {
+		return invalid("", "Malformed consumer or provider uuid: %s, %s", consumerUUID, providerUUID)
+	}
+	_, err := s.db.Exec(ctx, `
+		INSERT INTO claim_failures (consumer_uuid, provider_uuid) VALUES ($1, $2)
+		ON CONFLICT (consumer_uuid, provider_uuid) DO UPDATE SET failed_at = now()`, c, p)
+	return err
+}
 
-// RolledBack reports whether err, the failure of a write, proves that
-// nothing of it was committed: PostgreSQL itself answered with an error
-// (a read-only primary, a server shutting down, a statement refused), so
-// its transaction rolled back. Any other failure of a write that reached
-// the server (a connection that broke, a deadline that cut it, a commit
-// whose synchronous-replication wait was cancelled) leaves the outcome
-// to be learnt.
-func RolledBack(err error) bool {
-	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr)
+// ClaimFailures lists the root providers consumerUUID failed on within
+// the failure TTL (Config.ClaimFailureTTL), oldest first.
+func (s *Store) ClaimFailures(ctx context.Context, consumerUUID string) ([]string, error) {
+	id, ok := canonicalUUID(consumerUUID)
+	if !ok {
+		return nil, nil
+	}
+	rows, err := s.db.Query(ctx, `
+		SELECT provider_uuid::text FROM claim_failures
+		WHERE consumer_uuid = $1 AND ($2::interval IS NULL OR failed_at > now() - $2::interval)
+		ORDER BY failed_at, provider_uuid`, id, s.failureInterval())
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[string])
+}
+
+// failureInterval is the failure TTL as an SQL interval argument, nil
+// (NULL) when failures are remembered for ever.
+func (s *Store) failureInterval() any {
+	if s.failureTTL <= 0 {
+		return nil
+	}
+	return s.failureTTL
+}
+
+// purgeClaimFailures deletes remembered failures older than the failure
+// TTL, at start and then every quarter of the TTL (but not more often
+// than once a minute, and at least hourly), until ctx ends.
+// ClaimFailures ignores them in between, so the purge only keeps the
+// table small.
+func (s *Store) purgeClaimFailures(ctx context.Context) {
+	every := min(max(s.failureTTL/4, time.Minute), time.Hour)
+	for {
+		if _, err := s.db.Exec(ctx, `DELETE FROM claim_failures WHERE failed_at < now() - $1::interval`,
+			s.failureTTL); err != nil && ctx.Err() == nil {
+			s.log.Warn("ledger: purging expired claim failures", "error", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(every):
+		}
+	}
 }

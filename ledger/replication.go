@@ -11,9 +11,75 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/berthd/berth/internal/fault"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
+
+// This file holds what the ledger does about replication and failover:
+// commits the synchronous standby did not confirm, and the primary of a
+// multi-host database URL.
+
+// Synchronous replication and cancelled commits.
+//
+// With synchronous replication, COMMIT writes the commit record, then
+// waits for the synchronous standby. If that wait is cancelled (a cancel
+// request, pg_cancel_backend, a shutdown; not statement_timeout, which
+// PostgreSQL disables before committing), PostgreSQL keeps
+// the transaction committed locally and answers COMMIT with success and
+// only a WARNING ("canceling wait for synchronous replication ...
+// already committed locally"): the write may be lost if this primary is.
+// Berth must not answer 200 for it. Every connection's notices go
+// through onNotice, which marks the connection; the code that commits
+// (txBeginner.runTx under withTx, sendClaimPipeline) asks replicated afterwards and turns a marked
+// commit into fault.ErrUnavailable (503 with Retry-After): the client retries,
+// and the retry converges once the standby confirms (ClaimRequestConfirmed).
+//
+// A deadline (the request's context) does not cancel a COMMIT on the
+// server: pgx closes the connection instead, and the backend goes on
+// waiting for the standby; the caller sees a broken connection, an
+// unknown outcome, settled the same way.
+
+// unsyncedCommits marks connections that received the warning.
+type unsyncedCommits struct{ m sync.Map } // *pgconn.PgConn -> struct{}
+
+// onNotice is every connection's notice handler.
+func (u *unsyncedCommits) onNotice(pc *pgconn.PgConn, n *pgconn.Notice) {
+	if n.Severity == "WARNING" && strings.Contains(n.Message, "wait for synchronous replication") {
+		u.m.Store(pc, struct{}{})
+	}
+}
+
+// errNotReplicated is a commit the synchronous standby did not confirm.
+var errNotReplicated = &fault.Error{Kind: fault.ErrUnavailable, Code: fault.CodeDatabaseUnavailable,
+	Msg: "The write committed on the primary, but its synchronous standby did not confirm it; retry the request later."}
+
+// replicated reports, for a commit that just succeeded on pc, nil, or
+// errNotReplicated if PostgreSQL warned that it cancelled the wait for
+// the synchronous standby. It clears pc's mark.
+func (u *unsyncedCommits) replicated(pc *pgconn.PgConn) error {
+	if _, marked := u.m.LoadAndDelete(pc); marked {
+		return errNotReplicated
+	}
+	return nil
+}
+
+// forget drops pc's mark: before a transaction starts on it (a commit
+// outside withTx and sendClaimPipeline, such as a change notification's, may
+// have left one) and when its connection closes.
+func (u *unsyncedCommits) forget(pc *pgconn.PgConn) { u.m.Delete(pc) }
+
+// RolledBack reports whether err, the failure of a write, proves that
+// nothing of it was committed: PostgreSQL itself answered with an error
+// (a read-only primary, a server shutting down, a statement refused), so
+// its transaction rolled back. Any other failure of a write that reached
+// the server (a connection that broke, a deadline that cut it, a commit
+// whose synchronous-replication wait was cancelled) leaves the outcome
+// to be learnt.
+func RolledBack(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr)
+}
 
 // Failover of a multi-host database URL.
 //

@@ -9,6 +9,99 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
+// The claim write: ClaimWrite is where every claim, reschedule and move of
+// package claims commits, in one transaction with what it records
+// (claim_records.go). A new consumer's allocations take the one-round-trip
+// path below (claimFast), grouped with other claims when the writers are
+// busy (claim_batch.go, on the group writer of group_commit.go); a commit
+// the synchronous standby did not confirm is caught as replication.go
+// says; after the commit the snapshot and the other processes hear of it
+// (Store.notify, notifier.go, snapshot_cache.go).
+
+// ClaimWriteParams is one claim transaction: allocation writes as for
+// AllocationsReplace, plus the claims bookkeeping that must commit or
+// roll back with them.
+type ClaimWriteParams struct {
+	Consumers []ConsumerAllocations
+	// Move, when not nil, records a move in progress for its consumer,
+	// replacing any earlier record.
+	Move *MoveRecord
+	// ForgetMove, when not empty, drops the move record of that consumer.
+	ForgetMove string
+	// Request, when not nil, is recorded for retries (claim_records.go).
+	Request *ClaimRequest
+}
+
+// ClaimWrite runs p in one transaction: the allocation writes, checked
+// and rejected exactly as by AllocationsReplace (and, without move
+// bookkeeping, by AllocationsReplace itself, fast path included), then
+// the move record changes. Either all of it commits or nothing does.
+// Like every transaction of the Store, it may run more than once on a
+// serialization failure.
+func (s *Store) ClaimWrite(ctx context.Context, p ClaimWriteParams) error {
+	if p.Move == nil && p.ForgetMove == "" {
+		// Allocations alone: AllocationsReplace, with its fast path for a
+		// new consumer.
+		return s.allocationsReplace(ctx, p.Consumers, p.Request)
+	}
+	return s.withTx(ctx, func(t *txn) error {
+		if len(p.Consumers) > 0 {
+			if err := s.replaceAllocationsGeneral(ctx, t, p.Consumers); err != nil {
+				return err
+			}
+		}
+		if p.ForgetMove != "" {
+			if id, ok := canonicalUUID(p.ForgetMove); ok {
+				if _, err := t.Exec(ctx, `DELETE FROM claim_moves WHERE consumer_uuid = $1`, id); err != nil {
+					return err
+				}
+			}
+		}
+		if m := p.Move; m != nil {
+			c, ok1 := canonicalUUID(m.ConsumerUUID)
+			mig, ok2 := canonicalUUID(m.MigrationUUID)
+			if !ok1 || !ok2 {
+				return invalid("", "Malformed consumer or migration uuid: %s, %s", m.ConsumerUUID, m.MigrationUUID)
+			}
+			var src *string
+			if r, ok := canonicalUUID(m.SourceRoot); ok {
+				src = &r
+			}
+			if _, err := t.Exec(ctx, `
+				INSERT INTO claim_moves (consumer_uuid, migration_uuid, reason, source_root)
+				VALUES ($1, $2, $3, $4)
+				ON CONFLICT (consumer_uuid) DO UPDATE
+				SET migration_uuid = EXCLUDED.migration_uuid, reason = EXCLUDED.reason,
+				    source_root = EXCLUDED.source_root, created_at = now()`,
+				c, mig, m.Reason, src); err != nil {
+				return err
+			}
+		}
+		return writeClaimRequest(ctx, t, p.Request)
+	})
+}
+
+// allocationsReplace is AllocationsReplace recording req (nil: nothing)
+// in the same transaction as the allocations, on the fast path as on the
+// general one.
+func (s *Store) allocationsReplace(ctx context.Context, consumers []ConsumerAllocations, req *ClaimRequest) error {
+	if fc, ok := fastClaimOf(consumers); ok {
+		// A new consumer: try the claim fast path (below),
+		// one round trip. If it refuses, the general path gives the
+		// answer, with its exact error.
+		fc.request = req
+		if done, err := s.claimFast(ctx, fc); done || err != nil {
+			return err
+		}
+	}
+	return s.withTx(ctx, func(t *txn) error {
+		if err := s.replaceAllocationsGeneral(ctx, t, consumers); err != nil {
+			return err
+		}
+		return writeClaimRequest(ctx, t, req)
+	})
+}
+
 // The claim fast path: the write of a new consumer's allocations (a
 // claim, or PUT /allocations/{uuid} with "consumer_generation": null) as
 // two statements sent in one round trip, instead of the general path's
@@ -149,7 +242,7 @@ type fastClaim struct {
 	allocProviders, allocClasses          []string
 	amounts                               []int64
 	// request, when not nil, is recorded with the write (q in
-	// fastWriteSQL; idempotency.go).
+	// fastWriteSQL; claim_records.go).
 	request *ClaimRequest
 }
 
@@ -340,7 +433,7 @@ func (s *Store) sendClaimPipeline(ctx context.Context, fcs []fastClaim, ws []*ow
 		return err
 	}
 	// The implicit transaction committed: on the standby too, unless
-	// PostgreSQL warned that it cancelled the wait (idempotency.go). Then
+	// PostgreSQL warned that it cancelled the wait (replication.go). Then
 	// the writes are visible here all the same: the snapshot reloads
 	// their providers.
 	if err := s.unsynced.replicated(conn.Conn().PgConn()); err != nil {
