@@ -1,6 +1,6 @@
 // Package soak is a long failover benchmark, not a test: claims and
 // deletes through three berthd processes on a Patroni cluster
-// (internal/patronitest), one berthd killed (SIGKILL) and restarted
+// (internal/testing/patronitest), one berthd killed (SIGKILL) and restarted
 // every KillEvery, one failover of the primary (kill -9 of its
 // postmaster) in the middle. Clients retry a request whose outcome they
 // did not learn with the same request, as a scheduler should. It
@@ -31,7 +31,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/berthd/berth/internal/patronitest"
+	"github.com/berthd/berth/internal/testing/patronitest"
 	"github.com/berthd/berth/ledger"
 )
 

@@ -25,7 +25,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
-	"github.com/berthd/berth/internal/proctest"
+	"github.com/berthd/berth/internal/testing/proctest"
 )
 
 // Server is a running MariaDB.

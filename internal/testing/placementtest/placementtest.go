@@ -18,7 +18,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/berthd/berth/internal/proctest"
+	"github.com/berthd/berth/internal/testing/proctest"
 )
 
 // Server is a running Placement.
