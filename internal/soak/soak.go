@@ -1,13 +1,3 @@
-// Package soak is a long failover benchmark, not a test: claims and
-// deletes through three berthd processes on a Patroni cluster
-// (internal/testing/patronitest), one berthd killed (SIGKILL) and restarted
-// every KillEvery, one failover of the primary (kill -9 of its
-// postmaster) in the middle. Clients retry a request whose outcome they
-// did not learn with the same request, as a scheduler should. It
-// reports claims per second over time, errors by kind, the time without
-// service, and a final audit through the API: every claim a client holds
-// is there exactly as it was told, nothing else is allocated, no
-// provider is over capacity.
 package soak
 
 import (
