@@ -62,7 +62,7 @@ var importRules = []importRule{
 		// postgres as processes and imports no driver: it needs no row.
 		except: map[string]string{
 			"internal/testing/mariadbtest": "starts MariaDB for integration/migrate's tests and connects with " +
-				"go-sql-driver/mysql to create Placement's database; a harness, imported by tests only",
+				"go-sql-driver/mysql to see it answer and to run the tests' statements (Exec); a harness, imported by tests only",
 		},
 	},
 	{
