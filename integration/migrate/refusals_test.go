@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/berthd/berth/internal/mariadbtest"
-	"github.com/berthd/berth/internal/placementtest"
+	"github.com/berthd/berth/internal/testing/mariadbtest"
+	"github.com/berthd/berth/internal/testing/placementtest"
 	"github.com/berthd/berth/ledger/ledgertest"
 )
 

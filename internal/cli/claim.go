@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/berthd/berth/internal/apiclient"
 	"github.com/berthd/berth/internal/uuid"
 )
 
@@ -379,7 +380,7 @@ func postClaim(e *env, path string, body map[string]any, top int) error {
 // noValidHost prints a berth.no_valid_host refusal readably (its detail
 // lists each step's removals, separated by "; ") and returns exit status 1.
 func noValidHost(e *env, err error) error {
-	var ae *APIError
+	var ae *apiclient.Error
 	if errors.As(err, &ae) && ae.Code() == CodeConcurrentUpdate {
 		return fmt.Errorf("%w\n(the consumer exists, or changed meanwhile: give its current generation with --consumer-generation N to replace its allocations)", err)
 	}
@@ -390,7 +391,7 @@ func noValidHost(e *env, err error) error {
 		return err
 	}
 	fmt.Fprintln(e.io.Stderr, "No valid host: nothing fits.")
-	for _, part := range strings.Split(Detail(ae.Errors[0].Detail), "; ") {
+	for _, part := range strings.Split(apiclient.Detail(ae.Items()[0].Detail), "; ") {
 		fmt.Fprintf(e.io.Stderr, "  %s\n", part)
 	}
 	return exitCode(1)

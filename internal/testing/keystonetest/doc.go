@@ -13,4 +13,8 @@
 //
 // A test that needs Keystone and cannot start it fails when the CI
 // environment variable is set, and is skipped otherwise.
+//
+// It lives under internal/testing/ with Berth's other harnesses that start
+// real components, apart from the product's packages: only _test.go files
+// import it (imports_test.go at the module's root checks).
 package keystonetest

@@ -1,6 +1,3 @@
-// Package pythontest runs the system's Python 3 for tests that check
-// Berth's emulation of a Python behaviour (pprint's layout, json's error
-// messages) against the real thing.
 package pythontest
 
 import (

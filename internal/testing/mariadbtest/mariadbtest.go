@@ -1,13 +1,3 @@
-// Package mariadbtest starts a throwaway MariaDB server for tests: its own
-// data directory in a temporary directory, listening on 127.0.0.1 on a free
-// port and on a unix socket, run as the unprivileged mysql user when the
-// tests run as root. Its character set is utf8mb3 with utf8mb3_general_ci,
-// what OpenStack deployments create Placement's database with (names
-// compare case- and trailing-space-insensitively, no 4-byte characters).
-//
-// Debian's MariaDB ships an empty AppArmor profile; a machine that still
-// enforces an old mysqld profile denies a data directory under /tmp, and
-// Start's error then quotes the server log saying so.
 package mariadbtest
 
 import (
@@ -25,7 +15,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
-	"github.com/berthd/berth/internal/proctest"
+	"github.com/berthd/berth/internal/testing/proctest"
 )
 
 // Server is a running MariaDB.

@@ -1,9 +1,3 @@
-// Package placementtest starts the real OpenStack Placement 8.0.0
-// (Debian's python3-placement) for tests: uwsgi on a free port of
-// 127.0.0.1, with its own placement.conf naming the database (a MySQL or
-// PostgreSQL SQLAlchemy URL), the schema created by
-// `placement-manage db sync`, and the noauth2 auth strategy (send
-// X-Auth-Token: admin).
 package placementtest
 
 import (
@@ -18,7 +12,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/berthd/berth/internal/proctest"
+	"github.com/berthd/berth/internal/testing/proctest"
 )
 
 // Server is a running Placement.

@@ -20,7 +20,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/berthd/berth/internal/proctest"
+	"github.com/berthd/berth/internal/testing/proctest"
 )
 
 // The users Shared creates, each with Password(user). Their names are also

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/berthd/berth/internal/patronitest"
+	"github.com/berthd/berth/internal/testing/patronitest"
 )
 
 // TestClusterFailsOver starts a cluster, kills the primary and checks

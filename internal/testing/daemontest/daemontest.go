@@ -1,6 +1,3 @@
-// Package daemontest serves berthd inside a test's own process, for tests
-// that talk to it over HTTP (the CLI's end-to-end tests, the Keystone API
-// tests, the Placement migration tests).
 package daemontest
 
 import (

@@ -1,7 +1,3 @@
-// Package proctest holds what the test harnesses that run real servers
-// (MariaDB, OpenStack Placement, Keystone, Patroni and etcd) share: free
-// loopback ports and stopping a server's whole process group; and the
-// process's CPU time, which benchmarks report per operation.
 package proctest
 
 import (

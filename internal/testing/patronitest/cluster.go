@@ -20,7 +20,7 @@ import (
 
 	"github.com/berthd/berth/internal/pgcluster"
 
-	"github.com/berthd/berth/internal/proctest"
+	"github.com/berthd/berth/internal/testing/proctest"
 )
 
 // Options configure a cluster.
