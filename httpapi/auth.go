@@ -51,7 +51,7 @@ const (
 	headerSystemScope    = "OpenStack-System-Scope"
 	headerSystemScopeKey = "Openstack-System-Scope" // canonical: see headerAPIVersionKey
 	headerIdentityStatus = "X-Identity-Status"
-	ctxCredentials         = "berth.credentials"
+	ctxCredentials       = "berth.credentials"
 )
 
 // authenticate resolves the request's identity to a authz.Credentials according to
