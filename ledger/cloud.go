@@ -9,7 +9,7 @@ import (
 )
 
 // The queries in this file answer what scheduling policies and scriptlets
-// ask about the cluster beyond one claim's candidates: providers by name,
+// ask about the cloud beyond one claim's candidates: providers by name,
 // the members of an aggregate, the consumers placed and where, consumer
 // groups. They read committed data directly (not the snapshot), each in
 // one read-only transaction.

@@ -45,7 +45,7 @@ const (
 	txWrite txMode = iota
 	// txReadOnly is a REPEATABLE READ READ ONLY transaction, for reads
 	// whose statements must see one state of the database (a snapshot
-	// load, the cluster data of a scriptlet).
+	// load, the cloud data of a scriptlet).
 	txReadOnly
 )
 

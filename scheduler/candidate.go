@@ -37,7 +37,7 @@ type Request struct {
 	Target string
 	// Keys are the claim's affinity placement keys.
 	Keys []KeyRequest
-	// Data answers a scriptlet's questions about the cluster (instances,
+	// Data answers a scriptlet's questions about the cloud (instances,
 	// members); nil when the caller offers none.
 	Data CloudData
 
@@ -49,7 +49,7 @@ type Request struct {
 // Prepared returns what unit u's Prepare returned in this Rank, or nil.
 func (r *Request) Prepared(u any) any { return r.prepared[u] }
 
-// CloudData is the live view of the cluster a scriptlet may query.
+// CloudData is the live view of the cloud a scriptlet may query.
 type CloudData interface {
 	// Instances lists consumers, only those with allocations in the tree
 	// of location (a root provider's name or uuid) and of project when

@@ -36,7 +36,7 @@ type BatchWeigher interface {
 }
 
 // Preparer is a unit that reads something once per Rank before it runs
-// (the affinity filters ask the cluster for a group's members). What
+// (the affinity filters ask the cloud for a group's members). What
 // Prepare returns is handed back by req.Prepared(unit).
 type Preparer interface {
 	Prepare(ctx context.Context, req *Request) (any, *Status)

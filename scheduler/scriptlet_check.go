@@ -74,7 +74,7 @@ func checkRequest() (*Request, []*Candidate) {
 	return req, cands
 }
 
-// checkData is the synthetic cluster of CheckScriptlet: the hosts, one
+// checkData is the synthetic cloud of CheckScriptlet: the hosts, one
 // instance on the first.
 type checkData struct{ hosts []*Provider }
 

@@ -9,8 +9,8 @@ import (
 	"github.com/berthd/berth/scheduler"
 )
 
-// View answers what policies and scriptlets ask about the cluster
-// from the ledger: it is the Claimer's Enricher (provider state, placement
+// View answers what policies and scriptlets ask about the cloud from the
+// ledger: it is the Claimer's claims.Cloud (Enrich: provider state, placement
 // keys and consumer counts for one claim's candidates, one query per kind
 // asked for) and the scheduler's CloudData (instances, members, consumer
 // groups, consumer keys). Every answer reads committed data at the time of
