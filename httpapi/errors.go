@@ -142,6 +142,8 @@ func toError(c echo.Context, err error) *Error {
 			status = http.StatusConflict
 		case errors.Is(le, fault.ErrInvalid):
 			status = http.StatusBadRequest
+		case errors.Is(le, fault.ErrForbidden):
+			status = http.StatusForbidden
 		case errors.Is(le, fault.ErrUnavailable):
 			return &Error{Status: http.StatusServiceUnavailable, Code: le.Code, Msg: le.Msg, RetryAfter: retryAfterUnavailable}
 		}

@@ -160,12 +160,20 @@ func (s *Store) AllocationsByProvider(ctx context.Context, providerUUID string) 
 // (fault.ErrInvalid); a provider without inventory of a class, an amount outside
 // min_unit/max_unit/step_size, or more than the capacity left (fault.ErrConflict).
 func (s *Store) AllocationsReplace(ctx context.Context, consumers []ConsumerAllocations) error {
-	return s.allocationsReplace(ctx, consumers, nil) // claim_write.go
+	return s.allocationsReplace(ctx, consumers, nil, nil) // claim_write.go
+}
+
+// AllocationsReplaceChecked is AllocationsReplace checked against q
+// (quota.go): a write that would take a project past one of its limits
+// is refused (fault.ErrForbidden, fault.CodeOverQuota) after the checks
+// above, with nothing written.
+func (s *Store) AllocationsReplaceChecked(ctx context.Context, consumers []ConsumerAllocations, q *Quota) error {
+	return s.allocationsReplace(ctx, consumers, nil, q)
 }
 
 // replaceAllocationsGeneral is the general path of AllocationsReplace,
-// in transaction t.
-func (s *Store) replaceAllocationsGeneral(ctx context.Context, t *txn, consumers []ConsumerAllocations) error {
+// in transaction t, checked against q (nil: no limits).
+func (s *Store) replaceAllocationsGeneral(ctx context.Context, t *txn, consumers []ConsumerAllocations, q *Quota) error {
 	ws := slices.Clone(consumers)
 	rows, err := prepareConsumers(ctx, t, ws)
 	if err != nil {
@@ -178,12 +186,19 @@ func (s *Store) replaceAllocationsGeneral(ctx context.Context, t *txn, consumers
 	if err := plan.lock(ctx, t); err != nil {
 		return err
 	}
+	guard, err := lockQuota(ctx, t, q, projectsOf(ws, rows))
+	if err != nil {
+		return err
+	}
 	err = plan.apply(ctx, t)
 	var uc *unknownClassError
 	if errors.As(err, &uc) {
 		return invalid("", "Unable to allocate inventory for consumer %s: No such resource class %s.", uc.consumer, uc.class)
 	}
 	if err != nil {
+		return err
+	}
+	if err := guard.check(ctx, t); err != nil {
 		return err
 	}
 	return writeConsumerDetails(ctx, t, ws, rows)

@@ -153,12 +153,15 @@ func (s *Store) queueClaim(ctx context.Context, fc fastClaim) (*ownWrite, error)
 }
 
 // batchWriteSQL writes claims 1 to n (the ordinality of the per-claim
-// arrays $5 to $15; the allocations $1 to $4 name their claim) in queue
-// order, up to the first it cannot write, "first": a claim with an
-// allocation that does not fit (chk: the inventory's bounds, and its
-// capacity against the committed allocations plus this claim's and every
-// earlier claim's of the batch on that provider and class), or whose
-// consumer exists or is an earlier claim's. Claims before it are written
+// arrays $5 to $16; the allocations $1 to $4 and the given limits $17 to
+// $19 name their claim) in queue order, up to the first it cannot write,
+// "first": a claim with an allocation that does not fit (chk: the
+// inventory's bounds, and its capacity against the committed allocations
+// plus this claim's and every earlier claim's of the batch on that
+// provider and class), that would take its project past a limit (over:
+// its project's usage counters, locked, plus what it and every earlier
+// claim of the batch add; quota.go), or whose consumer exists or is an
+// earlier claim's. Claims before it are written
 // as fastWriteSQL writes one: projects, users and types created if new,
 // the consumer, its sticky keys, its allocations (ids in request order),
 // the providers' generations (once per claim), the claim's request. A
@@ -176,8 +179,9 @@ WITH req AS (
 	       WITH ORDINALITY AS r(claim, provider_uuid, class, amount, ord)
 ), cl AS (
 	SELECT * FROM unnest($5::uuid[], $6::text[], $7::text[], $8::text[], $9::text[], $10::jsonb[], $11::boolean[],
-	                     $12::text[], $13::bytea[], $14::jsonb[], $15::jsonb[])
-	       WITH ORDINALITY AS c(consumer, project, usr, ctype, name, properties, copy_sticky, op, fingerprint, request, result, claim)
+	                     $12::text[], $13::bytea[], $14::jsonb[], $15::jsonb[], $16::boolean[])
+	       WITH ORDINALITY AS c(consumer, project, usr, ctype, name, properties, copy_sticky, op, fingerprint, request, result,
+	                            stored_limits, claim)
 ), chk AS (
 	SELECT req.claim, req.ord, rp.id AS provider_id, rc.id AS class_id, req.amount,
 	       i.resource_provider_id IS NOT NULL
@@ -191,9 +195,49 @@ WITH req AS (
 	LEFT JOIN LATERAL (SELECT id FROM resource_providers WHERE uuid = req.provider_uuid LIMIT 1) rp ON true
 	LEFT JOIN LATERAL (SELECT id FROM resource_classes WHERE name = req.class LIMIT 1) rc ON true
 	LEFT JOIN inventories i ON i.resource_provider_id = rp.id AND i.resource_class_id = rc.id
+), lim AS (
+	-- Each claim's limits (quota.go): those given ($17 to $19: claim,
+	-- resource, limit), or the stored ones of the claims whose limits are
+	-- stored ($16).
+	SELECT * FROM unnest($17::int[], $18::text[], $19::bigint[]) AS g(claim, resource, resource_limit)
+	UNION ALL
+	SELECT cl.claim, l.resource, l.resource_limit FROM cl CROSS JOIN LATERAL limits_of(cl.project) l WHERE cl.stored_limits
+), adds AS (
+	-- What each claim adds to its project's usage: its amounts by class and
+	-- one consumer (a migration consumer adds nothing).
+	SELECT x.claim, cl.project, x.resource, x.amount FROM (
+		SELECT claim, class AS resource, sum(amount)::bigint AS amount FROM req GROUP BY claim, class
+		UNION ALL
+		SELECT claim, 'consumers', 1 FROM cl
+	) x JOIN cl ON cl.claim = x.claim WHERE cl.ctype <> 'MIGRATION'
+), qlock AS (
+	-- When a claim has a limit, the counters of everything the batch adds
+	-- to, in the projects that exist, locked in one step in the global
+	-- order (created at 0 when missing); ON CONFLICT DO UPDATE returns the
+	-- newest version of each, as in fastWriteSQL.
+	INSERT INTO project_usages AS u (project_id, resource, used)
+	SELECT DISTINCT p.id, adds.resource, 0 FROM adds JOIN projects p ON p.external_id = adds.project
+	WHERE EXISTS (SELECT 1 FROM adds JOIN lim USING (claim, resource))
+	ORDER BY 1, 2
+	ON CONFLICT (project_id, resource) DO UPDATE SET used = u.used
+	RETURNING u.project_id, u.resource, u.used
+), over AS (
+	-- Claims that would take a limited counter past its limit, counting
+	-- what the claims before them in the batch add (or whose project is
+	-- new: sent again alone, they are checked against nothing held).
+	SELECT x.claim FROM (
+		SELECT adds.*, sum(adds.amount) OVER (PARTITION BY adds.project, adds.resource ORDER BY adds.claim) AS upto
+		FROM adds
+	) x
+	JOIN lim ON lim.claim = x.claim AND lim.resource = x.resource
+	LEFT JOIN projects p ON p.external_id = x.project
+	LEFT JOIN qlock ON qlock.project_id = p.id AND qlock.resource = x.resource
+	WHERE qlock.used IS NULL OR qlock.used + x.upto > lim.resource_limit
 ), cut AS (
 	SELECT COALESCE(min(claim), 2147483647) AS first FROM (
 		SELECT claim FROM chk GROUP BY claim HAVING NOT bool_and(COALESCE(fits, false))
+		UNION ALL
+		SELECT claim FROM over
 		UNION ALL
 		-- The batch's consumers that exist, found by the index for the
 		-- batch's uuids: a correlated EXISTS here was planned, on the
@@ -294,8 +338,13 @@ func (s *Store) sendBatchWrite(ctx context.Context, fcs []fastClaim) (ws []*ownW
 	consumers, projects, users, types := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	names, ops := make([]*string, n), make([]*string, n)
 	props, fingerprints, requests, results := make([][]byte, n), make([][]byte, n), make([][]byte, n), make([][]byte, n)
-	sticky := make([]bool, n)
+	sticky, stored := make([]bool, n), make([]bool, n)
+	limClaim, limResources, limits := []int32{}, []string{}, []int64{}
 	for i, fc := range fcs {
+		stored[i] = fc.quota.stored()
+		for j, r := range fc.quota.resources {
+			limClaim, limResources, limits = append(limClaim, int32(i+1)), append(limResources, r), append(limits, fc.quota.limits[j])
+		}
 		for j := range fc.amounts {
 			claim = append(claim, int32(i+1))
 			rps, classes, amounts = append(rps, fc.allocProviders[j]), append(classes, fc.allocClasses[j]), append(amounts, fc.amounts[j])
@@ -309,7 +358,7 @@ func (s *Store) sendBatchWrite(ctx context.Context, fcs []fastClaim) (ws []*ownW
 	ws, first = make([]*ownWrite, n), n
 	err = s.sendClaimPipeline(ctx, fcs, ws, func(b *pgx.Batch) {
 		b.Queue(batchWriteSQL, claim, rps, classes, amounts, consumers, projects, users, types, names, props, sticky,
-			ops, fingerprints, requests, results)
+			ops, fingerprints, requests, results, stored, limClaim, limResources, limits)
 	}, func(br pgx.BatchResults) error {
 		rows, err := br.Query()
 		if err != nil {

@@ -30,23 +30,29 @@ type ClaimWriteParams struct {
 	ForgetMove string
 	// Request, when not nil, is recorded for retries (claim_records.go).
 	Request *ClaimRequest
+	// Quota, when not nil, are the limits the allocation writes are
+	// checked against (quota.go): a write that would take a project past
+	// one is refused with nothing written.
+	Quota *Quota
 }
 
 // ClaimWrite runs p in one transaction: the allocation writes, checked
 // and rejected exactly as by AllocationsReplace (and, without move
 // bookkeeping, by AllocationsReplace itself, fast path included), then
 // the move record changes. Either all of it commits or nothing does.
+// With p.Quota, a write over a project's limit is refused
+// (fault.ErrForbidden, fault.CodeOverQuota).
 // Like every transaction of the Store, it may run more than once on a
 // serialization failure.
 func (s *Store) ClaimWrite(ctx context.Context, p ClaimWriteParams) error {
 	if p.Move == nil && p.ForgetMove == "" {
 		// Allocations alone: AllocationsReplace, with its fast path for a
 		// new consumer.
-		return s.allocationsReplace(ctx, p.Consumers, p.Request)
+		return s.allocationsReplace(ctx, p.Consumers, p.Request, p.Quota)
 	}
 	return s.withTx(ctx, func(t *txn) error {
 		if len(p.Consumers) > 0 {
-			if err := s.replaceAllocationsGeneral(ctx, t, p.Consumers); err != nil {
+			if err := s.replaceAllocationsGeneral(ctx, t, p.Consumers, p.Quota); err != nil {
 				return err
 			}
 		}
@@ -82,20 +88,21 @@ func (s *Store) ClaimWrite(ctx context.Context, p ClaimWriteParams) error {
 }
 
 // allocationsReplace is AllocationsReplace recording req (nil: nothing)
-// in the same transaction as the allocations, on the fast path as on the
-// general one.
-func (s *Store) allocationsReplace(ctx context.Context, consumers []ConsumerAllocations, req *ClaimRequest) error {
+// in the same transaction as the allocations and checked against q (nil:
+// no limits), on the fast path as on the general one.
+func (s *Store) allocationsReplace(ctx context.Context, consumers []ConsumerAllocations, req *ClaimRequest, q *Quota) error {
 	if fc, ok := fastClaimOf(consumers); ok {
 		// A new consumer: try the claim fast path (below),
 		// one round trip. If it refuses, the general path gives the
 		// answer, with its exact error.
 		fc.request = req
+		fc.quota = q.argsFor(fc.project)
 		if done, err := s.claimFast(ctx, fc); done || err != nil {
 			return err
 		}
 	}
 	return s.withTx(ctx, func(t *txn) error {
-		if err := s.replaceAllocationsGeneral(ctx, t, consumers); err != nil {
+		if err := s.replaceAllocationsGeneral(ctx, t, consumers, q); err != nil {
 			return err
 		}
 		return writeClaimRequest(ctx, t, req)
@@ -119,7 +126,9 @@ func (s *Store) allocationsReplace(ctx context.Context, consumers []ConsumerAllo
 //     properties), inserts the allocations, copies the providers' sticky
 //     placement keys to the consumer when asked (as writeConsumerDetails
 //     does) and bumps the providers' generations. It answers whether it
-//     wrote.
+//     wrote. With limits (quota.go), it writes only if the claim keeps its
+//     project within them, checked against the project's usage counters,
+//     which it locks (after the providers', as every writer does).
 //
 // Both go in one pipeline with one Sync, so PostgreSQL runs them as one
 // implicit transaction: one round trip, no BEGIN or COMMIT.
@@ -193,11 +202,40 @@ WITH req AS (
 	SELECT COALESCE((SELECT id FROM np), (SELECT id FROM projects WHERE external_id = $5::text)) AS project_id,
 	       COALESCE((SELECT id FROM nu), (SELECT id FROM users WHERE external_id = $6::text)) AS user_id,
 	       COALESCE((SELECT id FROM nt), (SELECT id FROM consumer_types WHERE name = $7::text)) AS type_id
+), lim AS (
+	-- The project's limits (quota.go): those given ($15, $16; empty: none)
+	-- or, when NULL, the stored ones.
+	SELECT g.resource, g.resource_limit FROM unnest($15::text[], $16::bigint[]) AS g(resource, resource_limit)
+	UNION ALL
+	SELECT l.resource, l.resource_limit FROM limits_of($5::text) l WHERE $15::text[] IS NULL
+), adds AS (
+	-- What the claim adds to its project's usage: its amounts by class and
+	-- one consumer (a migration consumer adds nothing).
+	SELECT class AS resource, sum(amount)::bigint AS amount FROM req WHERE $7::text <> 'MIGRATION' GROUP BY class
+	UNION ALL
+	SELECT 'consumers', 1 WHERE $7::text <> 'MIGRATION'
+), qlock AS (
+	-- When one of them is limited, the project's counters of all of them,
+	-- locked in one step (created at 0 when missing): ON CONFLICT DO UPDATE
+	-- locks the newest version of a row and returns it, committed after this
+	-- statement's snapshot or not, so qok counts every write that committed
+	-- before, and none can commit before this one does.
+	INSERT INTO project_usages AS u (project_id, resource, used)
+	SELECT owner.project_id, adds.resource, 0 FROM ok, owner, adds
+	WHERE ok.ok AND owner.project_id IS NOT NULL AND EXISTS (SELECT 1 FROM adds JOIN lim USING (resource))
+	ORDER BY adds.resource
+	ON CONFLICT (project_id, resource) DO UPDATE SET used = u.used
+	RETURNING u.resource, u.used
+), qok AS (
+	-- Whether the claim keeps every limited counter within its limit
+	-- (NULL: nothing limited).
+	SELECT bool_and(qlock.used IS NOT NULL AND qlock.used + adds.amount <= lim.resource_limit) AS ok
+	FROM adds JOIN lim USING (resource) LEFT JOIN qlock USING (resource)
 ), c AS (
 	INSERT INTO consumers (uuid, project_id, user_id, consumer_type_id, generation, name, properties)
-	SELECT $4::uuid, owner.project_id, owner.user_id, owner.type_id, 1, $8::text, $9::jsonb FROM ok, owner
+	SELECT $4::uuid, owner.project_id, owner.user_id, owner.type_id, 1, $8::text, $9::jsonb FROM ok, owner, qok
 	WHERE ok.ok AND owner.project_id IS NOT NULL AND owner.user_id IS NOT NULL
-	  AND ($7::text = '' OR owner.type_id IS NOT NULL)
+	  AND ($7::text = '' OR owner.type_id IS NOT NULL) AND qok.ok IS NOT FALSE
 	ON CONFLICT (uuid) DO NOTHING
 	RETURNING id
 ), k AS (
@@ -244,6 +282,8 @@ type fastClaim struct {
 	// request, when not nil, is recorded with the write (q in
 	// fastWriteSQL; claim_records.go).
 	request *ClaimRequest
+	// quota are the limits the write is checked against (quota.go).
+	quota quotaArgs
 }
 
 // fastClaimOf returns the fast-path form of ws, or ok false when the
@@ -361,11 +401,28 @@ func (s *Store) sendFast(ctx context.Context, fc fastClaim) (*ownWrite, error) {
 // refused). Any error rolls back every claim.
 func (s *Store) sendWrites(ctx context.Context, fcs []fastClaim) ([]*ownWrite, error) {
 	ws := make([]*ownWrite, len(fcs))
+	var projects []string
+	if len(fcs) > 1 {
+		for _, fc := range fcs {
+			projects = append(projects, fc.project)
+		}
+	}
 	err := s.sendClaimPipeline(ctx, fcs, ws, func(b *pgx.Batch) {
+		if projects != nil {
+			// Several write statements, each locking its own project's
+			// counters: lock them all first, in one step in the global
+			// order (quota.go).
+			b.Queue(usageLockSQL, projects)
+		}
 		for _, fc := range fcs {
 			queueFastWrite(b, fc)
 		}
 	}, func(br pgx.BatchResults) error {
+		if projects != nil {
+			if err := skipResults(br, 1); err != nil {
+				return err
+			}
+		}
 		for i := range fcs {
 			w, err := readFastWrite(br)
 			if err != nil {
@@ -449,6 +506,12 @@ func (s *Store) sendClaimPipeline(ctx context.Context, fcs []fastClaim, ws []*ow
 	return nil
 }
 
+// usageLockSQL locks the usage counters of the projects $1 (external
+// ids) in the global order (quota.go).
+const usageLockSQL = `
+SELECT 1 FROM project_usages u JOIN projects p ON p.id = u.project_id WHERE p.external_id = ANY($1::text[])
+ORDER BY u.project_id, u.resource FOR UPDATE OF u`
+
 // queueFastWrite queues fc's write statement.
 func queueFastWrite(b *pgx.Batch, fc fastClaim) {
 	var op *string
@@ -458,7 +521,7 @@ func queueFastWrite(b *pgx.Batch, fc fastClaim) {
 	}
 	b.Queue(fastWriteSQL, fc.allocProviders, fc.allocClasses, fc.amounts,
 		fc.consumer, fc.project, fc.user, fc.consumerType, fc.name, fc.properties, fc.copySticky,
-		op, fingerprint, request, result)
+		op, fingerprint, request, result, fc.quota.resources, fc.quota.limits)
 }
 
 // readFastWrite reads the answer of one write statement: what it wrote,

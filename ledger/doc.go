@@ -17,8 +17,15 @@
 // inventory or usage locks the provider's row (SELECT ... FOR UPDATE)
 // before it reads capacity and usage, so checks and writes cannot
 // interleave. Writes take their locks in one order — projects, users and
-// consumer types (by name), consumers (by uuid), then providers (by id) —
-// so concurrent writers queue instead of deadlocking.
+// consumer types (by name), consumers (by uuid), providers (by id), then
+// the projects' usage counters (by project and resource) — so concurrent
+// writers queue instead of deadlocking.
+//
+// Quotas: triggers count every project's usage as allocations are written
+// (migration 0007), and a write with a Quota checks its projects' limits
+// under the lock of the counters it adds to, in its own transaction
+// (quota.go), so a limit holds whatever else is written at the same
+// moment, from any process.
 //
 // The files, by job:
 //
@@ -32,6 +39,8 @@
 //     plan, lock, check, apply), usage.go, reshape.go, overcapacity.go,
 //     placement_keys.go, state.go (reported provider state), and what the
 //     scheduling catalogue stores: policy.go, scriptlet.go, config.go;
+//   - quotas: quota.go (the check of a write against its projects'
+//     limits, the usage counters), limits.go (the limits Berth keeps);
 //   - a claim's write, in the order it goes: claim_write.go (ClaimWrite, and
 //     the one-round-trip write of a new consumer's allocations), then
 //     claim_batch.go (claims queued together), group_commit.go (the group

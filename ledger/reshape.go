@@ -21,6 +21,9 @@ type ProviderInventoryWrite struct {
 type ReshapeParams struct {
 	Inventories []ProviderInventoryWrite
 	Allocations []ConsumerAllocations
+	// Quota, when not nil, are the limits the allocations are checked
+	// against (quota.go), after every other check.
+	Quota *Quota
 }
 
 // Reshape moves inventory and allocations between providers in one
@@ -57,6 +60,10 @@ func (s *Store) Reshape(ctx context.Context, p ReshapeParams) error {
 			}
 		}
 		// 2. Allocations.
+		guard, err := lockQuota(ctx, t, p.Quota, projectsOf(r.plan.requests, r.plan.consumers))
+		if err != nil {
+			return err
+		}
 		err = r.plan.apply(ctx, t)
 		if uc := (*unknownClassError)(nil); errors.As(err, &uc) {
 			return invalid("", "malformed reshaper data: %s", uc)
@@ -70,7 +77,7 @@ func (s *Store) Reshape(ctx context.Context, p ReshapeParams) error {
 				return err
 			}
 		}
-		return nil
+		return guard.check(ctx, t)
 	})
 }
 

@@ -33,6 +33,9 @@ var (
 	// committed, if the connection broke during COMMIT; the caller should
 	// retry later and, for writes, read back what it wrote.
 	ErrUnavailable = errors.New("database unavailable")
+	// ErrForbidden: the request is well formed and the state allows it,
+	// but a limit the caller is held to refuses it (a project's quota).
+	ErrForbidden = errors.New("forbidden")
 
 	// ErrProviderNotFound and ErrClassNotFound are the ErrNotFound of
 	// looking up the provider or resource class a request names by uuid
@@ -150,4 +153,13 @@ const (
 	// CodeIdentityUnavailable: Keystone could not be asked who the
 	// caller is.
 	CodeIdentityUnavailable = "berth.identity_unavailable"
+	// CodeOverQuota: a write would take a project past one of its limits
+	// (docs/quotas.md); nothing was written.
+	CodeOverQuota = "berth.over_quota"
+	// CodeLimitsUnavailable: the limits of a project that were never read
+	// could not be read from Keystone.
+	CodeLimitsUnavailable = "berth.limits_unavailable"
+	// CodeLimitsReadOnly: a change of limits that Berth does not keep
+	// (they are Keystone's).
+	CodeLimitsReadOnly = "berth.limits_read_only"
 )

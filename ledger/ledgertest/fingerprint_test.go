@@ -66,6 +66,12 @@ func TestSaveRestoreRows(t *testing.T) {
 	exec(`INSERT INTO resource_providers (id, uuid, name, root_provider_id, parent_provider_id) VALUES (2, gen_random_uuid(), 'child', 1, 1)`)
 	exec(`INSERT INTO inventories (resource_provider_id, resource_class_id, total, reserved, min_unit, max_unit, step_size, allocation_ratio)
 		VALUES (2, 0, 8, 0, 1, 8, 1, 1)`)
+	// An allocation, which the usage counters' triggers count: restored,
+	// it must not be counted twice.
+	exec(`INSERT INTO projects (id, external_id) VALUES (1, 'p')`)
+	exec(`INSERT INTO users (id, external_id) VALUES (1, 'u')`)
+	exec(`INSERT INTO consumers (id, uuid, project_id, user_id) VALUES (1, gen_random_uuid(), 1, 1)`)
+	exec(`INSERT INTO allocations (consumer_id, resource_provider_id, resource_class_id, used) VALUES (1, 2, 0, 3)`)
 	fp := ledgertest.NewFingerprinter(t, u)
 	saved := fp.MustTake(t)
 	saver, err := ledgertest.SaveRows(ctx, u)
@@ -73,6 +79,7 @@ func TestSaveRestoreRows(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer saver.Close()
+	exec(`DELETE FROM consumers`)
 	exec(`DELETE FROM inventories`)
 	exec(`DELETE FROM resource_providers WHERE id = 2`)
 	exec(`UPDATE resource_providers SET generation = 7`)
