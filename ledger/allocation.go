@@ -186,7 +186,7 @@ func (s *Store) replaceAllocationsGeneral(ctx context.Context, t *txn, consumers
 	if err := plan.lock(ctx, t); err != nil {
 		return err
 	}
-	guard, err := lockQuota(ctx, t, q, projectsOf(ws, rows))
+	guard, err := s.lockQuota(ctx, t, q, plan)
 	if err != nil {
 		return err
 	}
@@ -198,7 +198,7 @@ func (s *Store) replaceAllocationsGeneral(ctx context.Context, t *txn, consumers
 	if err != nil {
 		return err
 	}
-	if err := guard.check(ctx, t); err != nil {
+	if err := guard.check(plan.usageDeltas()); err != nil {
 		return err
 	}
 	return writeConsumerDetails(ctx, t, ws, rows)
@@ -235,6 +235,9 @@ func (s *Store) AllocationsDelete(ctx context.Context, consumerUUID string) erro
 		if _, err := lockProviders(ctx, t, providers); err != nil {
 			return err
 		}
+		if _, err := t.Exec(ctx, releaseUsageSQL, c.id); err != nil {
+			return err
+		}
 		if _, err := t.Exec(ctx, `DELETE FROM consumers WHERE id = $1`, c.id); err != nil {
 			return err
 		}
@@ -254,13 +257,25 @@ type allocWrite struct {
 	used         int64
 }
 
+// heldAlloc is an allocation a consumer of a plan holds before the write.
+type heldAlloc struct {
+	consumer     int // index into allocPlan.consumers
+	providerID   int64
+	providerUUID string
+	class        string
+	classID      int32
+	used         int64
+}
+
 // allocPlan is a resolved allocation write, built before any allocation
 // changes so that every rejection leaves the ledger as it was.
 type allocPlan struct {
 	requests  []ConsumerAllocations
 	consumers []*consumerRow
 	writes    []allocWrite
-	// oldProviders hold the consumers' current allocations.
+	// held are the consumers' current allocations, and oldProviders the
+	// providers they are on.
+	held         []heldAlloc
 	oldProviders []int64
 	// gens are the providers' generations once locked.
 	gens map[int64]int64
@@ -274,14 +289,12 @@ func planAllocations(ctx context.Context, t *txn, ws []ConsumerAllocations, rows
 	for i, r := range rows {
 		ids[i] = r.id
 	}
-	type held struct {
-		consumerID, providerID int64
-		providerUUID           string
-		class                  string
-		classID                int32
+	index := make(map[int64]int, len(rows))
+	for i, r := range rows {
+		index[r.id] = i
 	}
 	rs, err := t.Query(ctx, `
-		SELECT a.consumer_id, a.resource_provider_id, rp.uuid::text, rc.name, a.resource_class_id
+		SELECT a.consumer_id, a.resource_provider_id, rp.uuid::text, rc.name, a.resource_class_id, a.used
 		FROM allocations a
 		JOIN resource_providers rp ON rp.id = a.resource_provider_id
 		JOIN resource_classes rc ON rc.id = a.resource_class_id
@@ -290,15 +303,17 @@ func planAllocations(ctx context.Context, t *txn, ws []ConsumerAllocations, rows
 	if err != nil {
 		return nil, err
 	}
-	var current []held
-	var h held
-	if _, err := pgx.ForEachRow(rs, []any{&h.consumerID, &h.providerID, &h.providerUUID, &h.class, &h.classID}, func() error {
-		current = append(current, h)
+	var h heldAlloc
+	var consumerID int64
+	if _, err := pgx.ForEachRow(rs, []any{&consumerID, &h.providerID, &h.providerUUID, &h.class, &h.classID, &h.used}, func() error {
+		h.consumer = index[consumerID]
+		p.held = append(p.held, h)
 		p.oldProviders = append(p.oldProviders, h.providerID)
 		return nil
 	}); err != nil {
 		return nil, err
 	}
+	current := p.held
 
 	resolved := map[string]providerRef{}
 	for i, w := range ws {
@@ -307,7 +322,7 @@ func planAllocations(ctx context.Context, t *txn, ws []ConsumerAllocations, rows
 			// which removes them and still counts their providers as
 			// changed.
 			for _, h := range current {
-				if h.consumerID == rows[i].id {
+				if h.consumer == i {
 					p.writes = append(p.writes, allocWrite{consumer: i, providerID: h.providerID,
 						providerUUID: h.providerUUID, class: h.class, classID: h.classID})
 				}
@@ -377,8 +392,10 @@ type invKey struct {
 	class    int32
 }
 
-// apply writes the plan. The caller holds the row locks of every provider
-// involved (lock), so the capacity seen here cannot change before commit.
+// apply writes the plan, and what it changes in its projects' usage
+// counters (quota.go). The caller holds the row locks of every provider
+// involved (lock), so the capacity seen here cannot change before commit,
+// and of every counter (lockQuota).
 func (p *allocPlan) apply(ctx context.Context, t *txn) error {
 	if err := p.resolveClasses(ctx, t); err != nil {
 		return err
@@ -397,6 +414,9 @@ func (p *allocPlan) apply(ctx context.Context, t *txn) error {
 		return err
 	}
 	if err := p.bumpGenerations(ctx, t); err != nil {
+		return err
+	}
+	if err := countUsage(ctx, t, p.usageDeltas()); err != nil {
 		return err
 	}
 	// Consumers left with nothing are deleted, as in Placement.

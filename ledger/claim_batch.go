@@ -159,12 +159,13 @@ func (s *Store) queueClaim(ctx context.Context, fc fastClaim) (*ownWrite, error)
 // inventory's bounds, and its capacity against the committed allocations
 // plus this claim's and every earlier claim's of the batch on that
 // provider and class), that would take its project past a limit (over:
-// its project's usage counters, locked, plus what it and every earlier
-// claim of the batch add; quota.go), or whose consumer exists or is an
-// earlier claim's. Claims before it are written
+// its project's usage counters, locked by usageLockSQL, plus what it and
+// every earlier claim of the batch add; quota.go), or whose consumer
+// exists or is an earlier claim's. Claims before it are written
 // as fastWriteSQL writes one: projects, users and types created if new,
 // the consumer, its sticky keys, its allocations (ids in request order),
-// the providers' generations (once per claim), the claim's request. A
+// the providers' generations (once per claim), the projects' usage
+// counters (once per project and resource), the claim's request. A
 // claim before "first" whose project, user or type a concurrent write is
 // still creating is not written (as in fastWriteSQL); later claims counted
 // it all the same, which can only make them refuse, never overcommit.
@@ -210,29 +211,19 @@ WITH req AS (
 		UNION ALL
 		SELECT claim, 'consumers', 1 FROM cl
 	) x JOIN cl ON cl.claim = x.claim WHERE cl.ctype <> 'MIGRATION'
-), qlock AS (
-	-- When a claim has a limit, the counters of everything the batch adds
-	-- to, in the projects that exist, locked in one step in the global
-	-- order (created at 0 when missing); ON CONFLICT DO UPDATE returns the
-	-- newest version of each, as in fastWriteSQL.
-	INSERT INTO project_usages AS u (project_id, resource, used)
-	SELECT DISTINCT p.id, adds.resource, 0 FROM adds JOIN projects p ON p.external_id = adds.project
-	WHERE EXISTS (SELECT 1 FROM adds JOIN lim USING (claim, resource))
-	ORDER BY 1, 2
-	ON CONFLICT (project_id, resource) DO UPDATE SET used = u.used
-	RETURNING u.project_id, u.resource, u.used
 ), over AS (
-	-- Claims that would take a limited counter past its limit, counting
-	-- what the claims before them in the batch add (or whose project is
-	-- new: sent again alone, they are checked against nothing held).
+	-- Claims that would take a limited counter of their project past its
+	-- limit, counting what the claims before them in the batch add, or
+	-- whose limited counter this transaction did not lock (usageLockSQL;
+	-- as in fastWriteSQL's qok).
 	SELECT x.claim FROM (
 		SELECT adds.*, sum(adds.amount) OVER (PARTITION BY adds.project, adds.resource ORDER BY adds.claim) AS upto
 		FROM adds
 	) x
 	JOIN lim ON lim.claim = x.claim AND lim.resource = x.resource
 	LEFT JOIN projects p ON p.external_id = x.project
-	LEFT JOIN qlock ON qlock.project_id = p.id AND qlock.resource = x.resource
-	WHERE qlock.used IS NULL OR qlock.used + x.upto > lim.resource_limit
+	LEFT JOIN project_usages u ON u.project_id = p.id AND u.resource = x.resource
+	WHERE NOT COALESCE(u.xmin = pg_current_xact_id()::xid AND u.used + x.upto <= lim.resource_limit, false)
 ), cut AS (
 	SELECT COALESCE(min(claim), 2147483647) AS first FROM (
 		SELECT claim FROM chk GROUP BY claim HAVING NOT bool_and(COALESCE(fits, false))
@@ -273,9 +264,9 @@ WITH req AS (
 	  AND (ok.ctype = '' OR COALESCE(nt.id, t.id) IS NOT NULL)
 	ORDER BY ok.claim -- ids in queue order: the generations below rely on it
 	ON CONFLICT (uuid) DO NOTHING
-	RETURNING id, uuid
+	RETURNING id, uuid, project_id
 ), cc AS (
-	SELECT c.id, ok.* FROM c JOIN ok ON ok.consumer = c.uuid
+	SELECT c.id, c.project_id, ok.* FROM c JOIN ok ON ok.consumer = c.uuid
 ), k AS (
 	INSERT INTO consumer_placement_keys (consumer_id, name, value)
 	SELECT DISTINCT ON (cc.id, pk.name) cc.id, pk.name, pk.value
@@ -298,6 +289,13 @@ WITH req AS (
 	    updated_at = now()
 	WHERE rp.id = ANY (ARRAY(SELECT resource_provider_id FROM cp))
 	RETURNING rp.id, rp.generation, rp.updated_at
+), cnt AS (
+	-- The projects' usage counters: what the claims written add.
+	INSERT INTO project_usages AS u (project_id, resource, used)
+	SELECT cc.project_id, adds.resource, sum(adds.amount)::bigint FROM cc JOIN adds ON adds.claim = cc.claim
+	GROUP BY 1, 2 ORDER BY 1, 2
+	ON CONFLICT (project_id, resource) DO UPDATE SET used = u.used + EXCLUDED.used
+	RETURNING 1
 ), q AS (
 	INSERT INTO claim_requests (consumer_uuid, op, fingerprint, request, result, generation)
 	SELECT cc.consumer, cc.op, cc.fingerprint, cc.request, cc.result, 1 FROM cc WHERE cc.op IS NOT NULL

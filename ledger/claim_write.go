@@ -126,9 +126,14 @@ func (s *Store) allocationsReplace(ctx context.Context, consumers []ConsumerAllo
 //     properties), inserts the allocations, copies the providers' sticky
 //     placement keys to the consumer when asked (as writeConsumerDetails
 //     does) and bumps the providers' generations. It answers whether it
-//     wrote. With limits (quota.go), it writes only if the claim keeps its
-//     project within them, checked against the project's usage counters,
-//     which it locks (after the providers', as every writer does).
+//     wrote. It adds what it wrote to the project's usage counters, and
+//     with limits (quota.go) writes only if the claim keeps its project
+//     within them.
+//
+// With limits, usageLockSQL takes fastLockSQL's place: it locks the
+// providers, then the project's usage counters (after the providers', as
+// every writer does), so that the write statement's snapshot has their
+// newest state.
 //
 // Both go in one pipeline with one Sync, so PostgreSQL runs them as one
 // implicit transaction: one round trip, no BEGIN or COMMIT.
@@ -214,23 +219,17 @@ WITH req AS (
 	SELECT class AS resource, sum(amount)::bigint AS amount FROM req WHERE $7::text <> 'MIGRATION' GROUP BY class
 	UNION ALL
 	SELECT 'consumers', 1 WHERE $7::text <> 'MIGRATION'
-), qlock AS (
-	-- When one of them is limited, the project's counters of all of them,
-	-- locked in one step (created at 0 when missing): ON CONFLICT DO UPDATE
-	-- locks the newest version of a row and returns it, committed after this
-	-- statement's snapshot or not, so qok counts every write that committed
-	-- before, and none can commit before this one does.
-	INSERT INTO project_usages AS u (project_id, resource, used)
-	SELECT owner.project_id, adds.resource, 0 FROM ok, owner, adds
-	WHERE ok.ok AND owner.project_id IS NOT NULL AND EXISTS (SELECT 1 FROM adds JOIN lim USING (resource))
-	ORDER BY adds.resource
-	ON CONFLICT (project_id, resource) DO UPDATE SET used = u.used
-	RETURNING u.resource, u.used
 ), qok AS (
-	-- Whether the claim keeps every limited counter within its limit
-	-- (NULL: nothing limited).
-	SELECT bool_and(qlock.used IS NOT NULL AND qlock.used + adds.amount <= lim.resource_limit) AS ok
-	FROM adds JOIN lim USING (resource) LEFT JOIN qlock USING (resource)
+	-- Whether the claim keeps every limited counter of its project within
+	-- its limit (NULL: nothing limited). The counters are read as this
+	-- statement's snapshot has them, which is their newest state only for
+	-- a counter this transaction locked (usageLockSQL, before it: no other
+	-- write can have changed it since): a limited counter it did not lock
+	-- (its row version is not this transaction's) refuses, and the general
+	-- path decides.
+	SELECT bool_and(COALESCE(u.xmin = pg_current_xact_id()::xid AND u.used + adds.amount <= lim.resource_limit, false)) AS ok
+	FROM adds JOIN lim USING (resource) CROSS JOIN owner
+	LEFT JOIN project_usages u ON u.project_id = owner.project_id AND u.resource = adds.resource
 ), c AS (
 	INSERT INTO consumers (uuid, project_id, user_id, consumer_type_id, generation, name, properties)
 	SELECT $4::uuid, owner.project_id, owner.user_id, owner.type_id, 1, $8::text, $9::jsonb FROM ok, owner, qok
@@ -256,6 +255,13 @@ WITH req AS (
 	UPDATE resource_providers SET generation = generation + 1, updated_at = now()
 	WHERE id = ANY (ARRAY(SELECT resource_provider_id FROM a))
 	RETURNING id, generation, updated_at
+), cnt AS (
+	-- The project's usage counters: what the claim adds, if written.
+	INSERT INTO project_usages AS u (project_id, resource, used)
+	SELECT owner.project_id, adds.resource, adds.amount FROM c, owner, adds
+	ORDER BY adds.resource
+	ON CONFLICT (project_id, resource) DO UPDATE SET used = u.used + EXCLUDED.used
+	RETURNING 1
 ), q AS (
 	INSERT INTO claim_requests (consumer_uuid, op, fingerprint, request, result, generation)
 	SELECT $4::uuid, $11::text, $12::bytea, $13::jsonb, $14::jsonb, 1 FROM c WHERE $11::text IS NOT NULL
@@ -401,28 +407,11 @@ func (s *Store) sendFast(ctx context.Context, fc fastClaim) (*ownWrite, error) {
 // refused). Any error rolls back every claim.
 func (s *Store) sendWrites(ctx context.Context, fcs []fastClaim) ([]*ownWrite, error) {
 	ws := make([]*ownWrite, len(fcs))
-	var projects []string
-	if len(fcs) > 1 {
-		for _, fc := range fcs {
-			projects = append(projects, fc.project)
-		}
-	}
 	err := s.sendClaimPipeline(ctx, fcs, ws, func(b *pgx.Batch) {
-		if projects != nil {
-			// Several write statements, each locking its own project's
-			// counters: lock them all first, in one step in the global
-			// order (quota.go).
-			b.Queue(usageLockSQL, projects)
-		}
 		for _, fc := range fcs {
 			queueFastWrite(b, fc)
 		}
 	}, func(br pgx.BatchResults) error {
-		if projects != nil {
-			if err := skipResults(br, 1); err != nil {
-				return err
-			}
-		}
 		for i := range fcs {
 			w, err := readFastWrite(br)
 			if err != nil {
@@ -450,11 +439,13 @@ func planAndLock(providers []string) *pgx.Batch {
 }
 
 // sendClaimPipeline sends fastPlanSQL, fastLockSQL over every provider
-// of fcs, then the write statements queue adds, as one pipeline and one
-// implicit transaction, and reads their answers with read, which fills
-// ws (per claim, what it wrote; nil: refused). On any error nothing was
-// written, except errNotReplicated: then ws committed on this primary,
-// and the snapshot reloads their providers.
+// of fcs (usageLockSQL, which also locks their projects' usage counters,
+// when a claim has limits: quota.go), then the write statements queue
+// adds, as one pipeline and one implicit transaction, and reads their
+// answers with read, which fills ws (per claim, what it wrote; nil:
+// refused). On any error nothing was written, except errNotReplicated:
+// then ws committed on this primary, and the snapshot reloads their
+// providers.
 func (s *Store) sendClaimPipeline(ctx context.Context, fcs []fastClaim, ws []*ownWrite, queue func(*pgx.Batch),
 	read func(pgx.BatchResults) error) error {
 	providers := fcs[0].providers
@@ -470,7 +461,14 @@ func (s *Store) sendClaimPipeline(ctx context.Context, fcs []fastClaim, ws []*ow
 			}
 		}
 	}
-	b := planAndLock(providers)
+	b := &pgx.Batch{}
+	b.Queue(fastPlanSQL)
+	if locks := usageLockArgsOf(fcs, s.limitsSeen.Load()); locks != nil {
+		// The providers' lock, then the usage counters' (quota.go).
+		b.Queue(usageLockSQL, providers, locks.projects, locks.resources, locks.modes)
+	} else {
+		b.Queue(fastLockSQL, providers)
+	}
 	queue(b)
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
@@ -505,12 +503,6 @@ func (s *Store) sendClaimPipeline(ctx context.Context, fcs []fastClaim, ws []*ow
 	}
 	return nil
 }
-
-// usageLockSQL locks the usage counters of the projects $1 (external
-// ids) in the global order (quota.go).
-const usageLockSQL = `
-SELECT 1 FROM project_usages u JOIN projects p ON p.id = u.project_id WHERE p.external_id = ANY($1::text[])
-ORDER BY u.project_id, u.resource FOR UPDATE OF u`
 
 // queueFastWrite queues fc's write statement.
 func queueFastWrite(b *pgx.Batch, fc fastClaim) {

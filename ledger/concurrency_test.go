@@ -29,7 +29,7 @@ type holding struct {
 // At the end, and all along, nothing is over capacity; usages are exactly
 // the sum of the accepted writes (so refused writes left nothing);
 // consumer and provider generations moved exactly as Placement's rules
-// say.
+// say; the project's usage counters (quota.go) are exact.
 func TestConcurrentAllocationsNeverOvercommit(t *testing.T) {
 	f := newFixture(t)
 	mem := inv("MEMORY_MB", 8192)
@@ -342,6 +342,8 @@ func TestConcurrentAllocationsNeverOvercommit(t *testing.T) {
 			}
 		}
 	}
+	// The project's usage counters are what the allocations add up to.
+	f.checkUsages()
 }
 
 func countAllocs(m map[string]map[string]int64) int {

@@ -30,7 +30,9 @@ type Consumer struct {
 	Type string
 }
 
-// consumerRow is a consumer as locked for a write.
+// consumerRow is a consumer as locked for a write: projectID, userID and
+// typeID as the write leaves them (prepareConsumers), oldProjectID as it
+// was (0 for a consumer the write creates).
 type consumerRow struct {
 	id         int64
 	uuid       string
@@ -38,6 +40,14 @@ type consumerRow struct {
 	projectID  int32
 	userID     int32
 	typeID     *int32
+	// migration: its type is MIGRATION (as locked). oldProjectID,
+	// oldCounts and counts say what its allocations counted toward before
+	// the write and count toward after it (quota.go: a migration
+	// consumer's count toward nothing).
+	migration    bool
+	oldProjectID int32
+	oldCounts    bool
+	counts       bool
 }
 
 // externalIDs gets or creates the rows of the given external ids in table
@@ -93,14 +103,15 @@ func namedIDs(ctx context.Context, t *txn, table, column string, names []string)
 // uuid order) and returns them by uuid.
 func lockConsumers(ctx context.Context, t *txn, uuids []string) (map[string]*consumerRow, error) {
 	rows, err := t.Query(ctx, `
-		SELECT id, uuid::text, generation, project_id, user_id, consumer_type_id
-		FROM consumers WHERE uuid = ANY($1::uuid[]) ORDER BY uuid FOR UPDATE`, uuids)
+		SELECT c.id, c.uuid::text, c.generation, c.project_id, c.user_id, c.consumer_type_id, COALESCE(ct.name = $2, false)
+		FROM consumers c LEFT JOIN consumer_types ct ON ct.id = c.consumer_type_id
+		WHERE c.uuid = ANY($1::uuid[]) ORDER BY c.uuid FOR UPDATE OF c`, uuids, migrationType)
 	if err != nil {
 		return nil, err
 	}
 	out := make(map[string]*consumerRow, len(uuids))
 	var c consumerRow
-	_, err = pgx.ForEachRow(rows, []any{&c.id, &c.uuid, &c.generation, &c.projectID, &c.userID, &c.typeID}, func() error {
+	_, err = pgx.ForEachRow(rows, []any{&c.id, &c.uuid, &c.generation, &c.projectID, &c.userID, &c.typeID, &c.migration}, func() error {
 		row := c
 		out[row.uuid] = &row
 		return nil
@@ -234,6 +245,14 @@ func prepareConsumers(ctx context.Context, t *txn, ws []ConsumerAllocations) ([]
 	out := make([]*consumerRow, len(ws))
 	for i, w := range ws {
 		row := locked[w.ConsumerUUID]
+		if row.oldProjectID == 0 {
+			row.oldProjectID = row.projectID // what it holds counts toward it
+		}
+		row.oldCounts = !row.migration
+		row.counts = row.oldCounts
+		if w.ConsumerType != "" {
+			row.counts = w.ConsumerType != migrationType
+		}
 		// What the request says about the consumer wins, as in Placement.
 		row.projectID = projectIDs[w.ProjectID]
 		row.userID = userIDs[w.UserID]

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -13,15 +14,30 @@ import (
 )
 
 // Quotas (docs/quotas.md). Every project's usage is counted in
-// project_usages, per resource class and in consumers, by triggers on
-// every write of allocations and consumers (migrations/0007_quotas.up.sql),
-// so the count is exact whatever path wrote. A write with a Quota is
-// checked against the limits of the projects it adds to in its own
-// transaction: it locks the counters it adds to (after its providers'
-// locks, as every writer of allocations takes them) and reads their
-// newest committed values, so no other write to those counters can
-// commit between its check and its commit, from any process; a write
-// that would take a counter past its limit is refused
+// project_usages (migrations/0007_quotas.up.sql), per resource class and
+// in consumers, by every statement that changes allocations or a
+// consumer's project or type, in the same transaction:
+//
+//   - the claim fast path and its batches add what they write (cnt in
+//     fastWriteSQL and batchWriteSQL);
+//   - the general path (AllocationsReplace, ClaimWrite, Reshape) adds
+//     what its plan changes, old allocations out and new ones in, with
+//     the consumers' old and new projects and types (allocPlan.apply,
+//     usageDeltas, countUsage);
+//   - AllocationsDelete takes the consumer's allocations out
+//     (releaseUsageSQL);
+//   - an import recounts everything (RecountUsage).
+//
+// Nothing else changes allocations (an update of one in place is refused
+// by the database), and TestProjectUsagesFollowEveryWrite recounts the
+// counters from the allocations after every kind of write.
+//
+// A write with a Quota is checked against the limits of the projects it
+// adds to in its own transaction: it locks their counters (after its
+// providers' locks, as every writer of allocations takes them) and checks
+// against their newest committed values, so no other write to those
+// counters can commit between its check and its commit, from any
+// process; a write that would take a counter past its limit is refused
 // (fault.ErrForbidden, fault.CodeOverQuota) and writes nothing.
 //
 // Only a write that adds to a limited resource is refused: one that
@@ -29,7 +45,8 @@ import (
 // limit lowered below what a project holds stops it growing, it does not
 // take anything away), as oslo.limit checks only the deltas it is given.
 //
-// The fast paths check in their write statement (fastWriteSQL,
+// The fast paths lock the counters in a statement of their pipeline
+// (usageLockSQL) and check in their write statement (fastWriteSQL,
 // batchWriteSQL): a claim over its limit is not written there and goes
 // down the general path, whose check (quotaGuard) words the refusal.
 
@@ -90,13 +107,101 @@ func sortedResources(l Limits) []string {
 	return out
 }
 
-// quotaCounter is one locked counter of a general-path write: a project's
-// usage of a resource and, when the resource is limited, its limit.
+// usageLockSQL is fastLockSQL for a pipeline of fast writes that one of
+// whose claims is held to a limit (mode 2: given; mode 1: stored, if
+// limits_of has any): it locks the providers $1 (as fastLockSQL), then
+// the usage counters of every (project $2, resource $3) pair of every
+// claim of the pipeline whose project exists (creating them at 0 when
+// missing), in the global order, for the write statements after it to
+// check them with their snapshot; a limited claim whose project is new
+// goes down the general path. All the pipeline's counters are locked
+// here, in one step, so that its statements take no counter lock out of
+// that order after it. The counters' rows are inserted only once the
+// InitPlan that counts the providers' rows has run, so after every
+// provider's lock; ON CONFLICT DO UPDATE locks the newest version of a
+// counter's row, committed after this statement's snapshot or not.
+const usageLockSQL = `
+WITH rp AS (
+	SELECT id FROM resource_providers WHERE uuid = ANY($1::uuid[]) ORDER BY id FOR UPDATE
+), k AS (
+	SELECT * FROM unnest($2::text[], $3::text[], $4::smallint[]) AS k(project, resource, mode)
+), u AS (
+	INSERT INTO project_usages AS u (project_id, resource, used)
+	SELECT DISTINCT p.id, k.resource, 0 FROM k JOIN projects p ON p.external_id = k.project
+	WHERE (SELECT count(*) FROM rp) >= 0
+	  AND EXISTS (SELECT 1 FROM k l WHERE l.mode = 2 OR (l.mode = 1 AND EXISTS (SELECT 1 FROM limits_of(l.project))))
+	ORDER BY 1, 2
+	ON CONFLICT (project_id, resource) DO UPDATE SET used = u.used
+	RETURNING 1
+)
+SELECT (SELECT count(*) FROM rp), (SELECT count(*) FROM u)`
+
+// Stored limits seen. A pipeline of fast writes whose limits are the
+// stored ones needs usageLockSQL only when some limits are stored, which
+// is rare until an operator sets some, and then for good: so each Store
+// remembers whether it has seen any (limitsSeen: read at Open, set when it
+// stores limits or when a general-path write reads some), and sends
+// fastLockSQL instead while it has not. That is a matter of cost, not of
+// correctness: a write statement that finds a limit whose counter this
+// transaction did not lock refuses (qok, over), and its general path,
+// which locks every counter itself, checks it and sets limitsSeen.
+
+// noteStoredLimits sets s.limitsSeen when limits are stored (or when it
+// cannot tell).
+func (s *Store) noteStoredLimits(ctx context.Context) {
+	var any bool
+	err := s.db.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM project_limits) OR EXISTS (SELECT 1 FROM registered_limits)`).Scan(&any)
+	if err != nil || any {
+		s.limitsSeen.Store(true)
+	}
+}
+
+// usageLocks are usageLockSQL's parameters.
+type usageLocks struct {
+	projects, resources []string
+	modes               []int16
+}
+
+// usageLockArgsOf returns usageLockSQL's parameters for the claims fcs,
+// or nil when none of them has limits (the statement is not sent): given
+// limits, or stored ones when storedSeen (see limitsSeen).
+func usageLockArgsOf(fcs []fastClaim, storedSeen bool) *usageLocks {
+	l := &usageLocks{}
+	limited := false
+	for _, fc := range fcs {
+		var mode int16
+		switch {
+		case fc.quota.stored() && storedSeen:
+			mode = 1
+		case len(fc.quota.resources) > 0:
+			mode = 2
+		}
+		limited = limited || mode > 0
+		if fc.consumerType == migrationType {
+			continue
+		}
+		for _, r := range append(distinctInOrder(fc.allocClasses), ResourceConsumers) {
+			l.projects, l.resources, l.modes = append(l.projects, fc.project), append(l.resources, r), append(l.modes, mode)
+		}
+	}
+	if !limited {
+		return nil
+	}
+	return l
+}
+
+// migrationType is the consumer type that counts toward no project's
+// usage (migration 0007).
+const migrationType = "MIGRATION"
+
+// quotaCounter is one locked counter of a general-path write that is
+// limited: a project's usage of a resource, what it held when locked, and
+// its limit.
 type quotaCounter struct {
 	projectID int32
 	resource  string
 	before    int64
-	limit     *int64
+	limit     int64
 }
 
 // quotaGuard checks a general-path write (AllocationsReplace, ClaimWrite,
@@ -127,22 +232,33 @@ SELECT p.id, l.resource, l.resource_limit FROM projects p CROSS JOIN LATERAL lim
 WHERE p.id = ANY($1::int[])`
 
 // lockQuota locks, in t and after the providers' locks, the usage
-// counters of projects (id -> external id: the projects a general-path
-// write adds to): every counter they have, in the global order, so that
-// the write's statements, whatever they change, take no counter lock out
-// of that order; and, with q, the counters of their limited resources,
-// created at 0 when missing. It returns the guard whose check the write
-// runs after its allocations changed.
-func lockQuota(ctx context.Context, t *txn, q *Quota, projects map[int32]string) (*quotaGuard, error) {
-	g := &quotaGuard{projects: projects}
-	ids := make([]int32, 0, len(projects))
-	for id := range projects {
-		ids = append(ids, id)
+// counters of the projects plan changes (its consumers' new and old
+// projects): every counter they have, in the global order, so that the
+// plan's counting takes no counter lock out of that order; and, with q,
+// first creates the missing counters of the limited resources of the
+// projects the plan adds to. It returns the guard whose check the write
+// runs once its allocations changed.
+func (s *Store) lockQuota(ctx context.Context, t *txn, q *Quota, plan *allocPlan) (*quotaGuard, error) {
+	g := &quotaGuard{projects: map[int32]string{}}
+	var adding []int32
+	ids := map[int32]bool{}
+	for i, c := range plan.consumers {
+		if _, ok := g.projects[c.projectID]; !ok {
+			adding = append(adding, c.projectID)
+		}
+		g.projects[c.projectID] = plan.requests[i].ProjectID
+		ids[c.projectID] = true
+		if c.oldProjectID != 0 {
+			ids[c.oldProjectID] = true
+		}
 	}
-	slices.Sort(ids)
-	limits, err := quotaLimits(ctx, t, q, g.projects, ids)
+	slices.Sort(adding)
+	limits, err := quotaLimits(ctx, t, q, g.projects, adding)
 	if err != nil {
 		return nil, err
+	}
+	if len(limits) > 0 && q.Given == nil {
+		s.limitsSeen.Store(true)
 	}
 	if len(limits) > 0 {
 		var cp []int32
@@ -154,7 +270,11 @@ func lockQuota(ctx context.Context, t *txn, q *Quota, projects map[int32]string)
 			return nil, err
 		}
 	}
-	rows, err := t.Query(ctx, quotaLockSQL, ids)
+	all := make([]int32, 0, len(ids))
+	for id := range ids {
+		all = append(all, id)
+	}
+	rows, err := t.Query(ctx, quotaLockSQL, all)
 	if err != nil {
 		return nil, err
 	}
@@ -181,7 +301,7 @@ type quotaKey struct {
 }
 
 // quotaLimits lists the limited counters of the projects ids under q, in
-// the global order (the limit set; before still 0).
+// the global order.
 func quotaLimits(ctx context.Context, t *txn, q *Quota, projects map[int32]string, ids []int32) ([]quotaCounter, error) {
 	var out []quotaCounter
 	switch {
@@ -191,8 +311,7 @@ func quotaLimits(ctx context.Context, t *txn, q *Quota, projects map[int32]strin
 		for _, id := range ids {
 			l := q.Given[projects[id]]
 			for _, r := range sortedResources(l) {
-				v := l[r]
-				out = append(out, quotaCounter{projectID: id, resource: r, limit: &v})
+				out = append(out, quotaCounter{projectID: id, resource: r, limit: l[r]})
 			}
 		}
 		return out, nil
@@ -202,12 +321,8 @@ func quotaLimits(ctx context.Context, t *txn, q *Quota, projects map[int32]strin
 		return nil, err
 	}
 	var c quotaCounter
-	var v int64
-	if _, err := pgx.ForEachRow(rows, []any{&c.projectID, &c.resource, &v}, func() error {
-		row := c
-		lim := v
-		row.limit = &lim
-		out = append(out, row)
+	if _, err := pgx.ForEachRow(rows, []any{&c.projectID, &c.resource, &c.limit}, func() error {
+		out = append(out, c)
 		return nil
 	}); err != nil {
 		return nil, err
@@ -218,40 +333,17 @@ func quotaLimits(ctx context.Context, t *txn, q *Quota, projects map[int32]strin
 	return out, nil
 }
 
-// check refuses the write when it took a limited counter past its limit:
-// a counter that grew and now holds more than the limit. The counters are
-// locked since lockQuota, so what they hold now is what they held then
-// plus this write. Refusals name every such counter, project by project
-// in the global order.
-func (g *quotaGuard) check(ctx context.Context, t *txn) error {
-	if g == nil || len(g.counters) == 0 {
-		return nil
-	}
-	var ids []int32
-	var res []string
-	for _, c := range g.counters {
-		ids, res = append(ids, c.projectID), append(res, c.resource)
-	}
-	rows, err := t.Query(ctx, `
-		SELECT u.project_id, u.resource, u.used FROM project_usages u
-		JOIN unnest($1::int[], $2::text[]) AS k(project_id, resource) USING (project_id, resource)`, ids, res)
-	if err != nil {
-		return err
-	}
-	after := map[quotaKey]int64{}
-	var k quotaKey
-	var used int64
-	if _, err := pgx.ForEachRow(rows, []any{&k.project, &k.resource, &used}, func() error {
-		after[k] = used
-		return nil
-	}); err != nil {
-		return err
-	}
+// check refuses the write when it takes a limited counter past its
+// limit: one that it grows (deltas, as countUsage added them) to more
+// than the limit. The counters are locked since lockQuota, so what they
+// hold now is what they held then plus deltas. Refusals name every such
+// counter, project by project in the global order.
+func (g *quotaGuard) check(deltas map[quotaKey]int64) error {
 	var over []string
 	project := ""
 	for _, c := range g.counters {
-		now := after[quotaKey{c.projectID, c.resource}]
-		if now <= c.before || now <= *c.limit {
+		delta := deltas[quotaKey{c.projectID, c.resource}]
+		if delta <= 0 || c.before+delta <= c.limit {
 			continue
 		}
 		if p := g.projects[c.projectID]; p != project {
@@ -260,7 +352,7 @@ func (g *quotaGuard) check(ctx context.Context, t *txn) error {
 		} else {
 			over[len(over)-1] += ", "
 		}
-		over[len(over)-1] += fmt.Sprintf("%s %d requested, %d of %d used", c.resource, now-c.before, c.before, *c.limit)
+		over[len(over)-1] += fmt.Sprintf("%s %d requested, %d of %d used", c.resource, delta, c.before, c.limit)
 	}
 	if len(over) == 0 {
 		return nil
@@ -268,14 +360,96 @@ func (g *quotaGuard) check(ctx context.Context, t *txn) error {
 	return fault.New(fault.ErrForbidden, fault.CodeOverQuota, "Quota exceeded: %s.", strings.Join(over, "; "))
 }
 
-// projectsOf maps the project ids of a general-path write's consumers
-// (rows, as prepareConsumers returned them for ws) to their external ids.
-func projectsOf(ws []ConsumerAllocations, rows []*consumerRow) map[int32]string {
-	out := make(map[int32]string, len(rows))
-	for i, r := range rows {
-		out[r.projectID] = ws[i].ProjectID
+// usageDeltas is what p changes in its projects' usage counters: each
+// consumer's old allocations out of its old project and its new ones into
+// its new project (a migration consumer's count toward nothing), one
+// consumer out where it held allocations and in where it holds them.
+func (p *allocPlan) usageDeltas() map[quotaKey]int64 {
+	d := map[quotaKey]int64{}
+	for i, c := range p.consumers {
+		had, has := false, false
+		for _, h := range p.held {
+			if h.consumer == i && c.oldCounts {
+				d[quotaKey{c.oldProjectID, h.class}] -= h.used
+				had = true
+			}
+		}
+		for _, w := range p.writes {
+			if w.consumer == i && w.used > 0 && c.counts {
+				d[quotaKey{c.projectID, w.class}] += w.used
+				has = true
+			}
+		}
+		if had {
+			d[quotaKey{c.oldProjectID, ResourceConsumers}]--
+		}
+		if has {
+			d[quotaKey{c.projectID, ResourceConsumers}]++
+		}
 	}
-	return out
+	maps.DeleteFunc(d, func(_ quotaKey, v int64) bool { return v == 0 })
+	return d
+}
+
+// countUsage adds deltas to the usage counters, in one statement in the
+// global order.
+func countUsage(ctx context.Context, t *txn, deltas map[quotaKey]int64) error {
+	if len(deltas) == 0 {
+		return nil
+	}
+	keys := slices.SortedFunc(maps.Keys(deltas), func(a, b quotaKey) int {
+		return cmp.Or(cmp.Compare(a.project, b.project), strings.Compare(a.resource, b.resource))
+	})
+	ids, res, vals := make([]int32, len(keys)), make([]string, len(keys)), make([]int64, len(keys))
+	for i, k := range keys {
+		ids[i], res[i], vals[i] = k.project, k.resource, deltas[k]
+	}
+	_, err := t.Exec(ctx, `
+		INSERT INTO project_usages AS u (project_id, resource, used)
+		SELECT * FROM unnest($1::int[], $2::text[], $3::bigint[])
+		ON CONFLICT (project_id, resource) DO UPDATE SET used = u.used + EXCLUDED.used`, ids, res, vals)
+	return err
+}
+
+// releaseUsageSQL takes what consumer $1 holds out of its project's usage
+// counters, before the consumer is deleted (AllocationsDelete).
+const releaseUsageSQL = `
+WITH gone AS (
+	SELECT c.project_id FROM consumers c LEFT JOIN consumer_types t ON t.id = c.consumer_type_id
+	WHERE c.id = $1 AND t.name IS DISTINCT FROM 'MIGRATION'
+), held AS (
+	SELECT rc.name AS resource, sum(a.used)::bigint AS used
+	FROM allocations a JOIN resource_classes rc ON rc.id = a.resource_class_id
+	WHERE a.consumer_id = $1 GROUP BY rc.name
+	UNION ALL
+	SELECT 'consumers', 1 WHERE EXISTS (SELECT 1 FROM allocations WHERE consumer_id = $1)
+)
+INSERT INTO project_usages AS u (project_id, resource, used)
+SELECT gone.project_id, held.resource, -held.used FROM gone, held ORDER BY held.resource
+ON CONFLICT (project_id, resource) DO UPDATE SET used = u.used + EXCLUDED.used`
+
+// recountUsageSQL counts every project's usage afresh from the
+// allocations (as migration 0007 first did).
+const recountUsageSQL = `
+DELETE FROM project_usages;
+INSERT INTO project_usages (project_id, resource, used)
+SELECT c.project_id, rc.name, sum(a.used)::bigint
+FROM allocations a JOIN consumers c ON c.id = a.consumer_id JOIN resource_classes rc ON rc.id = a.resource_class_id
+LEFT JOIN consumer_types t ON t.id = c.consumer_type_id
+WHERE t.name IS DISTINCT FROM 'MIGRATION'
+GROUP BY c.project_id, rc.name
+UNION ALL
+SELECT c.project_id, 'consumers', count(*)
+FROM consumers c LEFT JOIN consumer_types t ON t.id = c.consumer_type_id
+WHERE t.name IS DISTINCT FROM 'MIGRATION' AND EXISTS (SELECT 1 FROM allocations a WHERE a.consumer_id = c.id)
+GROUP BY c.project_id`
+
+// RecountUsage counts every project's usage afresh from the allocations,
+// in tx: for a writer of allocations outside the Store (an import,
+// ledger/placementdb), after its writes.
+func RecountUsage(ctx context.Context, tx pgx.Tx) error {
+	_, err := tx.Exec(ctx, recountUsageSQL)
+	return err
 }
 
 // ProjectUsage returns what project's consumers hold, per resource

@@ -73,7 +73,8 @@ func (f *fixture) projectUsage(project string) map[string]int64 {
 // ledger can (the claim fast path, the general path with several
 // consumers, a consumer changing project and type, a move's migration
 // consumer, a reshape, deletes, a consumer emptied) and checks after
-// each that the counters are exactly what the allocations add up to.
+// each that the counters are exactly what the allocations add up to; an
+// update of an allocation in place is refused.
 func TestProjectUsagesFollowEveryWrite(t *testing.T) {
 	f := newFixture(t)
 	a := f.provider("a", inv("VCPU", 64), inv("MEMORY_MB", 65536), inv("DISK_GB", 1000))
@@ -265,7 +266,10 @@ func TestQuotaGivenLimits(t *testing.T) {
 // of one size, from two stores (two berthd processes) and many
 // goroutines, through the fast path, batches and the general path
 // (consumers written two at a time): exactly as many claims as the limit
-// holds are written, and every other is refused over quota.
+// holds are written, and every other is refused over quota. The second
+// store was opened before the limit was stored, so it has not seen any
+// (limitsSeen): its fast writes meet the limit unlocked and leave it to
+// the general path.
 func TestQuotaNeverExceededConcurrently(t *testing.T) {
 	for _, source := range []string{"stored", "given"} {
 		t.Run(source, func(t *testing.T) {

@@ -60,7 +60,7 @@ func (s *Store) Reshape(ctx context.Context, p ReshapeParams) error {
 			}
 		}
 		// 2. Allocations.
-		guard, err := lockQuota(ctx, t, p.Quota, projectsOf(r.plan.requests, r.plan.consumers))
+		guard, err := s.lockQuota(ctx, t, p.Quota, r.plan)
 		if err != nil {
 			return err
 		}
@@ -77,7 +77,7 @@ func (s *Store) Reshape(ctx context.Context, p ReshapeParams) error {
 				return err
 			}
 		}
-		return guard.check(ctx, t)
+		return guard.check(r.plan.usageDeltas())
 	})
 }
 

@@ -126,6 +126,9 @@ type Store struct {
 	// Store has linked a provider to (provider_fast.go): a write that
 	// names only those need not create any. Aggregates are few.
 	knownAggregates sync.Map
+	// limitsSeen: limits are stored (some project's, or registered ones),
+	// as far as this Store knows (quota.go, storedLimitsSeen).
+	limitsSeen atomic.Bool
 	// stop ends the background goroutines (listener, periodic refresh,
 	// notifier).
 	stop context.CancelFunc
@@ -179,6 +182,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		pool.Close()
 		return nil, dbError(checkPrimary(ctx, cfg.DatabaseURL, err))
 	}
+	s.noteStoredLimits(ctx)
 	s.snap = newSnapshotCache(s.txs, cfg.Logger)
 	s.notes = newNotifier(s.sender, s.sendNotifications, cfg.Logger)
 	bg, stop := context.WithCancel(context.WithoutCancel(ctx))

@@ -1,14 +1,5 @@
-DROP TRIGGER project_usages_consumer_update ON consumers;
-DROP TRIGGER project_usages_consumer_delete ON consumers;
 DROP TRIGGER allocations_not_updated ON allocations;
-DROP TRIGGER project_usages_delete ON allocations;
-DROP TRIGGER project_usages_insert ON allocations;
 DROP FUNCTION allocations_not_updated();
-DROP FUNCTION project_usages_consumer_update();
-DROP FUNCTION project_usages_consumer_delete();
-DROP FUNCTION project_usages_delete();
-DROP FUNCTION project_usages_insert();
-DROP FUNCTION usage_counts(integer);
 DROP TABLE project_usages;
 DROP FUNCTION limits_of(text);
 DROP TABLE project_limits;

@@ -57,6 +57,10 @@ func WriteBerth(ctx context.Context, databaseURL string, d *Dump, p ImportParams
 	if err := writeBerth(ctx, tx, d); err != nil {
 		return translateBerth(err)
 	}
+	// The projects' usage counters, which the ledger's own writes keep.
+	if err := ledger.RecountUsage(ctx, tx); err != nil {
+		return fmt.Errorf("berth database %s: counting usage: %v", red, oneLine(err))
+	}
 	if err := tx.Commit(ctx); err != nil {
 		return fmt.Errorf("berth database %s: commit: %v", red, oneLine(err))
 	}
