@@ -106,6 +106,14 @@ var importRules = []importRule{
 		tests:  true,
 	},
 	{
+		// Claims and the API ask a quota.Source for the limits; the
+		// ledger checks them.
+		rule:   "imports go one way: quota never imports claims, httpapi or internal/daemon",
+		from:   []string{mod + "quota/..."},
+		banned: []string{mod + "claims/...", mod + "httpapi/...", mod + "internal/daemon/..."},
+		tests:  true,
+	},
+	{
 		rule:   "imports go one way: claims never imports httpapi",
 		from:   []string{mod + "claims/..."},
 		banned: []string{mod + "httpapi/..."},

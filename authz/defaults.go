@@ -134,6 +134,13 @@ var operationRules = []Rule{
 	op("berth:scriptlets:test", admin, "POST /scriptlets/{name}/test"),
 	op("berth:config:show", admin, "GET /config"),
 	op("berth:config:update", admin, "PATCH /config"),
+	// Quotas (docs/quotas.md): a project's readers may see its own
+	// limits and usage, as GET /usages; every project's, and the
+	// registered limits, are the administrator's (and the service's), and
+	// so are changes.
+	op("berth:limits:show", projectReaderOrMore, "GET /limits/{project_id} (target: that project)"),
+	op("berth:limits:list", adminOrService, "GET /limits, GET /registered_limits"),
+	op("berth:limits:update", admin, "PUT /limits/{project_id}, DELETE /limits/{project_id}, PUT /registered_limits"),
 	// Compute agents report their provider's state with the service
 	// role, even under the admin set.
 	agentOp("berth:resource_providers:state:show", adminOrService, "GET /resource_providers/{uuid}/state"),

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 
 	"github.com/berthd/berth/ledger"
+	"github.com/berthd/berth/quota"
 	"github.com/berthd/berth/scheduler"
 )
 
@@ -77,6 +78,10 @@ type Deps struct {
 	// policies that need provider state, keys or counts see none, and
 	// scriptlets that query the cloud get no data.
 	Cloud Cloud
+	// Limits are the projects' limits (quota.Source): every claim,
+	// reschedule, move and revert is checked against them in its write's
+	// transaction. Nil: none.
+	Limits quota.Source
 	// Logger receives the Claimer's logs; nil means slog.Default().
 	Logger *slog.Logger
 }
@@ -90,6 +95,7 @@ type Claimer struct {
 	policy   *scheduler.Policy
 	policies PolicySource
 	cloud    Cloud
+	limits   quota.Source
 	cfg      Config
 	log      *slog.Logger
 }
@@ -131,7 +137,7 @@ func New(d Deps, cfg Config) (*Claimer, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Claimer{store: d.Store, policy: policy, policies: d.Policies, cloud: d.Cloud, cfg: cfg, log: log}, nil
+	return &Claimer{store: d.Store, policy: policy, policies: d.Policies, cloud: d.Cloud, limits: d.Limits, cfg: cfg, log: log}, nil
 }
 
 // claim places p: it ranks the candidates and writes the best one's
@@ -140,8 +146,10 @@ func New(d Deps, cfg Config) (*Claimer, error) {
 // MaxAttempts times. It returns a *NotPlacedError when nothing was
 // placed for an expected reason; a consumer generation conflict is
 // returned as the ledger's ErrConflict (placement.concurrent_update) at
-// once, since another candidate cannot cure it. Nothing is written unless
-// the claim succeeds, and nothing at all for a dry run.
+// once, since another candidate cannot cure it, and so is a write over
+// the project's limits (fault.ErrForbidden, berth.over_quota). Nothing is
+// written unless the claim succeeds, and nothing at all for a dry run,
+// whose answer says whether the limits would have let it through.
 //
 // It reads the ledger's snapshot once (resolveParams) and asks the engine
 // every question of it: the excluded and target providers, the candidates
@@ -176,14 +184,22 @@ func (c *Claimer) claim(ctx context.Context, p Params) (_ *Result, err error) {
 	}
 	if p.DryRun {
 		c.explainCapacity(ctx, &p, r, s.steps)
-		return c.result(&p, s, 0, 0, nil), nil
+		res := c.result(&p, s, 0, 0, nil)
+		if res.Quota, err = c.quotaReport(ctx, &p, res.Allocations); err != nil {
+			return nil, err
+		}
+		return res, nil
+	}
+	q, err := c.quotaOf(ctx, p.ProjectID)
+	if err != nil {
+		return nil, err
 	}
 
 	maxAttempts := c.cfg.MaxAttempts
 	if p.MaxAttempts > 0 {
 		maxAttempts = min(p.MaxAttempts, MaxMaxAttempts)
 	}
-	w := writer{c: c, p: &p, tr: tr, max: maxAttempts}
+	w := writer{c: c, p: &p, tr: tr, max: maxAttempts, quota: q}
 	if res, err := w.run(ctx, s); res != nil || err != nil {
 		return res, err
 	}

@@ -85,6 +85,7 @@ func byProvider(allocs []ledger.AllocationRecord) []engine.Allocation {
 // owner and type, and, when p asks for no resources, the same amounts
 // in one unnumbered group.
 func (h *holding) adopt(p *Params) {
+	p.held = h.allocs
 	if p.ConsumerGeneration == nil {
 		gen := h.consumer.Generation
 		p.ConsumerGeneration = &gen
@@ -317,7 +318,9 @@ func (c *Claimer) moveEnded(ctx context.Context, consumerUUID, migrationUUID, ac
 // instance's (destination) allocations are replaced by the migration
 // consumer's, the migration consumer is emptied (and so deleted), and
 // the move is forgotten. Both consumers' generations are checked, so a
-// concurrent change makes it a placement.concurrent_update conflict.
+// concurrent change makes it a placement.concurrent_update conflict; a
+// revert that gives the instance more than it holds (of a resize down)
+// is checked against its project's limits.
 func (c *Claimer) Revert(ctx context.Context, consumerUUID, migrationUUID string) (*Holding, error) {
 	m, err := c.moveOf(ctx, consumerUUID, migrationUUID)
 	if errors.Is(err, fault.ErrNotFound) {
@@ -343,11 +346,18 @@ func (c *Claimer) Revert(ctx context.Context, consumerUUID, migrationUUID string
 		}
 	}
 	mgen := m.consumer.Generation
+	// The instance gets its source back: checked against its project's
+	// limits, as Nova checks a revert of a resize down.
+	q, err := c.quotaOf(ctx, w.ProjectID)
+	if err != nil {
+		return nil, err
+	}
 	if err := c.store.ClaimWrite(ctx, ledger.ClaimWriteParams{
 		Consumers: []ledger.ConsumerAllocations{w, {ConsumerUUID: mig, ProjectID: m.consumer.ProjectID,
 			UserID: m.consumer.UserID, CheckGeneration: true, Generation: &mgen}},
 		ForgetMove: consumerUUID,
 		Request:    moveEndRecord(consumerUUID, moveReverted, mig),
+		Quota:      q,
 	}); err != nil {
 		return nil, err
 	}

@@ -60,6 +60,9 @@ type Params struct {
 	// retryKey, when set, is recorded with the write for retries
 	// (idempotent.go).
 	retryKey *retryKey
+	// held is what the consumer holds before the claim (a reschedule or a
+	// move), for a dry run's quota report.
+	held []engine.Allocation
 }
 
 // Reasons a consumer is placed (Params.Reason).
@@ -101,6 +104,26 @@ type Result struct {
 	ScriptletLog []scheduler.LogLine
 	// Migration is the migration consumer of a move and what it holds.
 	Migration *ledger.ConsumerAllocations
+	// Quota is a dry run's quota check (nil without limits, and for a
+	// claim that wrote: it passed).
+	Quota *QuotaReport
+}
+
+// QuotaReport is a dry run's quota check (quota.go): what the claim would
+// add to its project's usage, what the project holds and its limits,
+// resource by resource for the limited ones.
+type QuotaReport struct {
+	ProjectID string
+	// Fits: the claim would pass the check (it adds to no resource more
+	// than its limit leaves).
+	Fits      bool
+	Resources map[string]QuotaResource
+}
+
+// QuotaResource is one limited resource of a QuotaReport: what the claim
+// would add (negative: free), what the project holds, and the limit.
+type QuotaResource struct {
+	Requested, Used, Limit int64
 }
 
 // Option is a ranked candidate.

@@ -26,6 +26,8 @@ type writer struct {
 	max         int
 	attempts    int
 	failedRoots []string
+	// quota is what every write is checked against (nil: nothing).
+	quota *ledger.Quota
 }
 
 // run writes s's candidates in turn, each picked by pick, until one is
@@ -56,7 +58,7 @@ func (w *writer) run(ctx context.Context, s *selection) (*Result, error) {
 			Name:            p.Name,
 			Properties:      p.Properties,
 			CopyStickyKeys:  true,
-		}}, p.with...), Move: p.move}
+		}}, p.with...), Move: p.move, Quota: w.quota}
 		// The answer is known before the write, which records it for
 		// retries (idempotent.go).
 		res := w.c.result(p, s, i, w.attempts, w.failedRoots)

@@ -155,7 +155,12 @@ func (s *Server) allocationsPut(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := s.store.AllocationsReplace(c.Request().Context(), []ledger.ConsumerAllocations{w}); err != nil {
+	ws := []ledger.ConsumerAllocations{w}
+	q, err := s.placementQuota(c, ws)
+	if err != nil {
+		return err
+	}
+	if err := s.store.AllocationsReplaceChecked(c.Request().Context(), ws, q); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)
@@ -173,7 +178,11 @@ func (s *Server) allocationsPost(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := s.store.AllocationsReplace(c.Request().Context(), ws); err != nil {
+	q, err := s.placementQuota(c, ws)
+	if err != nil {
+		return err
+	}
+	if err := s.store.AllocationsReplaceChecked(c.Request().Context(), ws, q); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)

@@ -156,7 +156,9 @@ func splitRoles(v string) []string {
 // ruleTargets builds the policy target of the rules whose target is not
 // the caller's own project and user (Placement's default target). GET
 // /usages is checked against the project asked about, so that a project
-// reader may see only its own project's usages.
+// reader may see only its own project's usages; so is GET
+// /limits/{project_id}, its limits; GET /limits and the registered limits
+// name no project.
 var ruleTargets = map[string]func(c echo.Context) authz.Target{
 	"placement:usages": func(c echo.Context) authz.Target {
 		t := authz.Target{}
@@ -165,6 +167,10 @@ var ruleTargets = map[string]func(c echo.Context) authz.Target{
 		}
 		return t
 	},
+	"berth:limits:show": func(c echo.Context) authz.Target {
+		return authz.Target{"project_id": c.Param("project_id")}
+	},
+	"berth:limits:list": func(echo.Context) authz.Target { return authz.Target{} },
 }
 
 // authorize enforces the policy rule named rule (one of Placement's rule

@@ -400,6 +400,8 @@ type claimAnswer struct {
 	DryRun             bool                `json:"dry_run"`
 	Mappings           map[string][]string `json:"mappings"`
 	Migration          *migrationJSON      `json:"migration,omitempty"`
+	// Quota is a dry run's quota check (docs/quotas.md).
+	Quota *quotaJSON `json:"quota,omitempty"`
 	// Ranking and ScriptletLog are set (possibly to empty slices) for dry
 	// runs only.
 	Ranking          any        `json:"ranking,omitempty"`
@@ -430,6 +432,21 @@ type rankedJSON struct {
 type logLineJSON struct {
 	Level   string `json:"level"`
 	Message string `json:"message"`
+}
+
+// quotaJSON is a dry run's quota check: whether the claim would pass,
+// and per limited resource of its project what it would add, what the
+// project holds and the limit.
+type quotaJSON struct {
+	Fits      bool                         `json:"fits"`
+	ProjectID string                       `json:"project_id"`
+	Resources map[string]quotaResourceJSON `json:"resources"`
+}
+
+type quotaResourceJSON struct {
+	Limit     int64 `json:"limit"`
+	Requested int64 `json:"requested"`
+	Used      int64 `json:"used"`
 }
 
 type migrationJSON struct {
@@ -486,6 +503,12 @@ func claimResponse(r *claims.Result) *claimAnswer {
 			log[i] = logLineJSON{Level: l.Level, Message: l.Message}
 		}
 		out.Ranking, out.ScriptletLog = ranking, log
+	}
+	if q := r.Quota; q != nil {
+		out.Quota = &quotaJSON{Fits: q.Fits, ProjectID: q.ProjectID, Resources: map[string]quotaResourceJSON{}}
+		for name, rq := range q.Resources {
+			out.Quota.Resources[name] = quotaResourceJSON{Limit: rq.Limit, Requested: rq.Requested, Used: rq.Used}
+		}
 	}
 	if r.Migration != nil {
 		out.Migration = &migrationJSON{

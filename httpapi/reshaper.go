@@ -68,6 +68,9 @@ func (s *Server) reshape(c echo.Context) error {
 		return err
 	}
 	p.Allocations = ws
+	if p.Quota, err = s.placementQuota(c, ws); err != nil {
+		return err
+	}
 	if err := s.store.Reshape(c.Request().Context(), p); err != nil {
 		return err
 	}

@@ -156,6 +156,14 @@ func (s *Server) routes() []route {
 		// Server-wide settings.
 		{get, "/config", every, "berth:config:show", s.configShow, acceptJSON},
 		{patch, "/config", every, "berth:config:update", s.configPatch, acceptAny},
+
+		// Quotas: the projects' limits (docs/quotas.md).
+		{get, "/limits", every, "berth:limits:list", s.limitsList, acceptJSON},
+		{get, "/limits/:project_id", every, "berth:limits:show", s.limitsShow, acceptJSON},
+		{put, "/limits/:project_id", every, "berth:limits:update", s.limitsPut, acceptAny},
+		{del, "/limits/:project_id", every, "berth:limits:update", s.limitsDelete, acceptAny},
+		{get, "/registered_limits", every, "berth:limits:list", s.registeredLimitsShow, acceptJSON},
+		{put, "/registered_limits", every, "berth:limits:update", s.registeredLimitsPut, acceptAny},
 	}
 }
 

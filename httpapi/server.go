@@ -22,6 +22,7 @@ import (
 	"github.com/berthd/berth/internal/telemetry/instrument"
 	"github.com/berthd/berth/ledger"
 	"github.com/berthd/berth/ledger/engine"
+	"github.com/berthd/berth/quota"
 )
 
 // Config configures the API server: the HTTP settings, and the
@@ -40,6 +41,14 @@ type Config struct {
 	Cloud *cloud.View
 	// Authz decides who may do what.
 	Authz *authz.Enforcer
+	// Limits are the projects' limits (docs/quotas.md), which the limits
+	// routes show (and change, when Berth keeps them); nil means the
+	// limits Berth keeps in Store (quota.Stored).
+	Limits quota.Source
+	// LimitsEnforcePlacementAPI checks the Placement API's allocation
+	// writes (PUT and POST /allocations, POST /reshaper) against Limits
+	// too (--limits-enforce placement-api); claims always are.
+	LimitsEnforcePlacementAPI bool
 
 	// Auth is AuthNoAuth2 (default), AuthTokens or AuthKeystoneHeaders.
 	Auth string
@@ -131,6 +140,7 @@ type Server struct {
 	claims  *claims.Claimer
 	catalog *catalog.Catalog
 	cloud   *cloud.View
+	limits  quota.Source
 	log     *slog.Logger
 	e       *echo.Echo
 	// chain serves a request through the middleware and the routes
@@ -163,8 +173,11 @@ func New(cfg Config, logger *slog.Logger) (*Server, error) {
 	}
 	// Log lines written with a request's context carry its request id.
 	logger = slog.New(instrument.LogHandler(logger.Handler()))
+	if cfg.Limits == nil {
+		cfg.Limits = quota.Stored{Store: cfg.Store}
+	}
 	s := &Server{cfg: cfg, authz: cfg.Authz, store: cfg.Store, claims: cfg.Claimer, catalog: cfg.Catalog, cloud: cfg.Cloud,
-		log: logger, e: echo.New(), meters: newMeters()}
+		limits: cfg.Limits, log: logger, e: echo.New(), meters: newMeters()}
 	s.e.HideBanner = true
 	s.e.HidePort = true
 	s.e.HTTPErrorHandler = s.errorHandler

@@ -74,6 +74,24 @@ func options() []option {
 		{flag: "keystone-timeout", arg: "DURATION", envs: []string{"BERTH_KEYSTONE_TIMEOUT"},
 			help: "Longest wait for one answer from Keystone. After a validation that waited it in\n" +
 				"vain, new tokens get 503 at once for 5s, then one request probes Keystone again."},
+		{flag: "limits-source", arg: "SOURCE", envs: []string{"BERTH_LIMITS_SOURCE"},
+			help: "Where projects' limits come from (docs/quotas.md): berth (set with PUT\n" +
+				"/limits/{project_id} and /registered_limits, kept in the database) or keystone\n" +
+				"(Keystone's unified limits, read with a system-scoped token of Berth's service\n" +
+				"user, which needs the reader role on the system; needs --auth keystone)."},
+		{flag: "keystone-limits-service", arg: "NAME", envs: []string{"BERTH_KEYSTONE_LIMITS_SERVICE"},
+			help: "Service (name, else type) whose limits are read from Keystone."},
+		{flag: "keystone-limits-region", arg: "REGION", envs: []string{"BERTH_KEYSTONE_LIMITS_REGION"}, noDefault: true,
+			help: "Read only the limits of this region. Unset: every region's (of one resource\n" +
+				"limited in several, the smallest)."},
+		{flag: "limits-cache-ttl", arg: "DURATION", envs: []string{"BERTH_LIMITS_CACHE_TTL"},
+			help: "How long limits read from Keystone are used before they are read again: a\n" +
+				"limit changed in Keystone applies within it. While Keystone cannot be read,\n" +
+				"the limits last read stay in force."},
+		{flag: "limits-enforce", arg: "WHERE", envs: []string{"BERTH_LIMITS_ENFORCE"}, noDefault: true,
+			help: "Where limits apply besides claims (which always are checked): placement-api\n" +
+				"checks PUT and POST /allocations and POST /reshaper too. Unset: claims only\n" +
+				"(Nova does its own accounting)."},
 		{flag: "insecure-allow-noauth-on-network", envs: []string{"BERTH_INSECURE_ALLOW_NOAUTH_ON_NETWORK"},
 			help: "Let --auth noauth2 serve on an address beyond loopback, where anyone who can\n" +
 				"reach it is admin. Without it berthd refuses to start so."},
@@ -206,6 +224,12 @@ func newFlagSet(cfg *daemon.Config) *flag.FlagSet {
 	fs.DurationVar(&k.CacheTTL, "keystone-cache-ttl", k.CacheTTL, "")
 	fs.IntVar(&k.CacheSize, "keystone-cache-size", k.CacheSize, "")
 	fs.DurationVar(&k.Timeout, "keystone-timeout", k.Timeout, "")
+	l := &cfg.Limits
+	fs.StringVar(&l.Source, "limits-source", l.Source, "")
+	fs.StringVar(&l.KeystoneService, "keystone-limits-service", l.KeystoneService, "")
+	fs.StringVar(&l.KeystoneRegion, "keystone-limits-region", l.KeystoneRegion, "")
+	fs.DurationVar(&l.CacheTTL, "limits-cache-ttl", l.CacheTTL, "")
+	fs.Var((*listFlag)(&l.Enforce), "limits-enforce", "")
 	fs.StringVar(&cfg.TokenFile, "token-file", cfg.TokenFile, "")
 	fs.StringVar(&cfg.Policy, "policy", cfg.Policy, "")
 	fs.StringVar(&cfg.PolicyFile, "policy-file", cfg.PolicyFile, "")

@@ -107,6 +107,7 @@ func commands() []*command {
 	cs = append(cs, scriptletCommands()...)
 	cs = append(cs, policyCommands()...)
 	cs = append(cs, configCommands()...)
+	cs = append(cs, limitsCommands()...)
 	cs = append(cs, benchCommands()...)
 	cs = append(cs, importCommands()...)
 	cs = append(cs, demoCommand())
@@ -123,6 +124,8 @@ var groups = map[string]struct{ summary, example string }{
 	"export": {"Write Berth's state back to OpenStack Placement", "berth export placement --target mysql+pymysql://placement:secret@db/placement --database-url postgres://berth@db/berth"},
 	"config": {"Server-wide settings (GET/PATCH /config)",
 		"berth config set instances.placement.scriptlet @default.star\nberth config get"},
+	"limits": {"Projects' limits (quotas): shown with their usage, set, deleted; the defaults",
+		"berth limits set demo VCPU=40 MEMORY_MB=102400 consumers=10\nberth limits show demo"},
 }
 
 const mainUsage = `berth is the operator's client of a Berth placement service.

@@ -55,6 +55,10 @@ type Config struct {
 	// Keystone is Berth's service identity and token cache when Auth is
 	// "keystone" (validate tokens with Keystone itself).
 	Keystone KeystoneConfig
+	// Limits says where the projects' limits come from (Berth's own API,
+	// or Keystone's unified limits) and where they apply beyond claims
+	// (docs/quotas.md).
+	Limits LimitsConfig
 	// TokenFile is the static token file used when Auth is "tokens"; see
 	// LoadTokens for its format.
 	TokenFile string
@@ -224,6 +228,7 @@ func Default() Config {
 		LogFormat:        LogFormatText,
 		Auth:             httpapi.AuthNoAuth2,
 		Keystone:         defaultKeystone(),
+		Limits:           defaultLimits(),
 		Policy:           authz.SetAdmin,
 		MaxCandidates:    engine.DefaultMaxCandidates,
 		ClaimMaxAttempts: claims.DefaultMaxAttempts,
@@ -295,6 +300,7 @@ func (c Config) Validate() error {
 	default:
 		errs = append(errs, fmt.Errorf("auth %q: want one of %s", c.Auth, strings.Join(httpapi.AuthStrategies(), ", ")))
 	}
+	errs = append(errs, c.Limits.validate(c.Auth))
 	if !slices.Contains(authz.Sets(), c.Policy) {
 		errs = append(errs, fmt.Errorf("policy %q: want one of %s", c.Policy, strings.Join(authz.Sets(), ", ")))
 	}

@@ -121,6 +121,10 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err erro
 		}
 		api.Keystone = d.keystone
 	}
+	if parts.Limits, err = cfg.Limits.source(d.keystone, log); err != nil {
+		return nil, err
+	}
+	api.LimitsEnforcePlacementAPI = cfg.Limits.enforcePlacementAPI()
 	if d.db, err = openDatabase(ctx, cfg, log); err != nil {
 		return nil, err
 	}
@@ -183,7 +187,7 @@ func NewAPI(api httpapi.Config, parts compose.Config) (*httpapi.Server, *compose
 	if err != nil {
 		return nil, nil, err
 	}
-	api.Store, api.Claimer, api.Catalog, api.Cloud, api.Authz = c.Store, c.Claimer, c.Catalog, c.Cloud, c.Authz
+	api.Store, api.Claimer, api.Catalog, api.Cloud, api.Authz, api.Limits = c.Store, c.Claimer, c.Catalog, c.Cloud, c.Authz, c.Limits
 	s, err := httpapi.New(api, parts.Logger)
 	if err != nil {
 		return nil, nil, err

@@ -1,8 +1,9 @@
 // Package compose builds the components berthd serves over one ledger
 // store: the catalogue of stored scheduling policies, scriptlets and config
 // (claims/catalog), the scheduler's view of the cloud read through the
-// ledger (claims/cloud), the claimer (claims.Claimer) built with both, and
-// the policy enforcer (authz.Enforcer). It is berthd's composition root:
+// ledger (claims/cloud), the projects' limits (quota.Source: Berth's own
+// unless given Keystone's), the claimer (claims.Claimer) built with them,
+// and the policy enforcer (authz.Enforcer). It is berthd's composition root:
 // internal/daemon calls Build with what its configuration says and hands
 // the components to httpapi.New; tests that need an API server call Build
 // too. It starts nothing: the caller runs the catalogue
@@ -19,6 +20,7 @@ import (
 	"github.com/berthd/berth/claims/cloud"
 	"github.com/berthd/berth/internal/telemetry/instrument"
 	"github.com/berthd/berth/ledger"
+	"github.com/berthd/berth/quota"
 	"github.com/berthd/berth/scheduler"
 )
 
@@ -40,6 +42,10 @@ type Config struct {
 	// Authz decides who may do what; nil means the authz.SetAdmin rules
 	// without overrides (every operation needs the admin role).
 	Authz *authz.Enforcer
+	// Limits are the projects' limits every claim is checked against
+	// (docs/quotas.md); nil means the limits Berth keeps in Store
+	// (quota.Stored).
+	Limits quota.Source
 }
 
 // Components are what the API serves.
@@ -49,6 +55,7 @@ type Components struct {
 	Catalog *catalog.Catalog
 	Cloud   *cloud.View
 	Authz   *authz.Enforcer
+	Limits  quota.Source
 	// Logger is Config.Logger as wrapped for the components.
 	Logger *slog.Logger
 }
@@ -67,7 +74,10 @@ func Build(cfg Config) (*Components, error) {
 		log = slog.Default()
 	}
 	log = slog.New(instrument.LogHandler(log.Handler()))
-	c := &Components{Store: cfg.Store, Authz: cfg.Authz, Logger: log}
+	c := &Components{Store: cfg.Store, Authz: cfg.Authz, Limits: cfg.Limits, Logger: log}
+	if c.Limits == nil {
+		c.Limits = quota.Stored{Store: cfg.Store}
+	}
 	if c.Authz == nil {
 		var err error
 		if c.Authz, err = authz.New(authz.SetAdmin, nil); err != nil {
@@ -78,7 +88,7 @@ func Build(cfg Config) (*Components, error) {
 	c.Cloud = cloud.New(cfg.Store)
 	var err error
 	c.Claimer, err = claims.New(claims.Deps{Store: cfg.Store, Policies: c.Catalog, Policy: cfg.SchedulerPolicy,
-		Cloud: c.Cloud, Logger: log}, cfg.Claims)
+		Cloud: c.Cloud, Limits: c.Limits, Logger: log}, cfg.Claims)
 	if err != nil {
 		return nil, err
 	}

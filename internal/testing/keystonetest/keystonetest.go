@@ -542,6 +542,37 @@ func (k *Keystone) RegisterPlacement(t testing.TB, url string) {
 	}
 }
 
+// Admin sends one Identity API request as the admin (project-scoped),
+// decodes a want answer into out (when not nil) and returns the answer's
+// headers; any other answer fails t. path is under /v3, e.g. "/services".
+func (k *Keystone) Admin(t testing.TB, method, path string, in, out any, want int) http.Header {
+	t.Helper()
+	ctx := context.Background()
+	admin, _, err := k.login(ctx, Admin)
+	if err != nil {
+		t.Fatalf("keystonetest: %v", err)
+	}
+	h, err := k.call(ctx, admin, method, path, in, out, want)
+	if err != nil {
+		t.Fatalf("keystonetest: %v", err)
+	}
+	return h
+}
+
+// GrantSystemReader gives user the reader role on the system, as Nova's
+// unified-limits guide asks of the user that reads limits.
+func (k *Keystone) GrantSystemReader(t testing.TB, user string) {
+	t.Helper()
+	var rl struct {
+		Roles []struct{ ID string } `json:"roles"`
+	}
+	k.Admin(t, http.MethodGet, "/roles?name=reader", nil, &rl, http.StatusOK)
+	if len(rl.Roles) != 1 {
+		t.Fatalf("keystonetest: %d roles named reader", len(rl.Roles))
+	}
+	k.Admin(t, http.MethodPut, "/system/users/"+k.UserIDs[user]+"/roles/"+rl.Roles[0].ID, nil, nil, http.StatusNoContent)
+}
+
 // populate creates the projects, the service role, the users and their
 // role assignments.
 func (k *Keystone) populate(ctx context.Context) error {
