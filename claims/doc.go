@@ -19,8 +19,10 @@
 // confirmed or reverted. It is the only writer of claim transactions.
 //
 // The Claimer is built by New with its dependencies (Deps): the ledger,
-// the catalogue of stored policies (claims/catalog, through PolicySource)
-// and the scheduler's view of the cloud (claims/cloud, through Cloud);
+// the catalogue of stored policies (claims/catalog, through PolicySource),
+// the scheduler's view of the cloud (claims/cloud, through Cloud) and the
+// projects' limits (quota.Source: every write is checked against them by
+// the ledger, in its own transaction, docs/quotas.md);
 // internal/daemon/compose wires them.
 //
 // The files follow a claim's path: idempotent.go (Claim, Reschedule and
@@ -30,5 +32,6 @@
 // candidates, the ranking), convert.go (the engine's answer as the
 // scheduler's candidates), write.go (the write attempts, the answer),
 // errors.go (a claim that placed nothing), move.go (reschedule, move,
-// confirm, revert), telemetry.go (spans and metrics).
+// confirm, revert), quota.go (the limits a write is checked against, and
+// a dry run's report of the check), telemetry.go (spans and metrics).
 package claims

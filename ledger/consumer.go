@@ -243,24 +243,28 @@ func prepareConsumers(ctx context.Context, t *txn, ws []ConsumerAllocations) ([]
 	}
 
 	out := make([]*consumerRow, len(ws))
-	for i, w := range ws {
-		row := locked[w.ConsumerUUID]
-		if row.oldProjectID == 0 {
-			row.oldProjectID = row.projectID // what it holds counts toward it
-		}
-		row.oldCounts = !row.migration
-		row.counts = row.oldCounts
-		if w.ConsumerType != "" {
-			row.counts = w.ConsumerType != migrationType
-		}
-		// What the request says about the consumer wins, as in Placement.
-		row.projectID = projectIDs[w.ProjectID]
-		row.userID = userIDs[w.UserID]
-		if w.ConsumerType != "" {
-			id := typeIDs[w.ConsumerType]
-			row.typeID = &id
-		}
-		out[i] = row
+	for i := range ws {
+		w := &ws[i]
+		out[i] = locked[w.ConsumerUUID]
+		out[i].take(w, projectIDs[w.ProjectID], userIDs[w.UserID], typeIDs)
 	}
 	return out, nil
+}
+
+// take gives row what the request w says about its consumer, which wins,
+// as in Placement: its project (projectID), user (userID) and, when w
+// names one, its type (by typeIDs); it keeps what the consumer counted
+// toward before (quota.go).
+func (row *consumerRow) take(w *ConsumerAllocations, projectID, userID int32, typeIDs map[string]int32) {
+	if row.oldProjectID == 0 {
+		row.oldProjectID = row.projectID // what it holds counts toward it
+	}
+	row.oldCounts = !row.migration
+	row.counts = row.oldCounts
+	row.projectID, row.userID = projectID, userID
+	if w.ConsumerType != "" {
+		row.counts = w.ConsumerType != migrationType
+		id := typeIDs[w.ConsumerType]
+		row.typeID = &id
+	}
 }

@@ -21,11 +21,13 @@
 // the projects' usage counters (by project and resource) — so concurrent
 // writers queue instead of deadlocking.
 //
-// Quotas: triggers count every project's usage as allocations are written
-// (migration 0007), and a write with a Quota checks its projects' limits
-// under the lock of the counters it adds to, in its own transaction
-// (quota.go), so a limit holds whatever else is written at the same
-// moment, from any process.
+// Quotas: every statement that writes allocations also counts what it
+// changes in its projects' usage counters (migration 0007), and a write
+// with a Quota checks its projects' limits under the lock of the counters
+// it adds to, in its own transaction (quota.go), so a limit holds
+// whatever else is written at the same moment, from any process. A new
+// way of writing allocations must count them too (quota.go lists the
+// ways; TestProjectUsagesFollowEveryWrite recounts after each).
 //
 // The files, by job:
 //

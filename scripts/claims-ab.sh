@@ -14,7 +14,13 @@
 # Usage:
 #   scripts/claims-ab.sh --a BIN [--b BIN] [--sizes "N" | --sizes "NA NB"] [options]
 # Options:
-#   --a BIN, --b BIN  the two berthd builds (--b defaults to --a: then give two sizes)
+#   --a BIN, --b BIN  the two berthd builds (--b defaults to --a: then give two
+#                     sizes, or a setup command to one side)
+#   --a-setup CMD, --b-setup CMD
+#                     a shell command run against that side once its berthd
+#                     answers, before the warm-up, with $URL its endpoint: to
+#                     compare one build with a feature configured and without
+#                     (e.g. a limit for the load's project: docs/quotas.md)
 #   --sizes "NA NB"   providers of side A and of side B (one N: both; default 100000)
 #   --clients C       claim clients per side (default 32)
 #   --duration D      timed claiming per run (default 20s)
@@ -29,11 +35,13 @@ here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
 die() { echo "claims-ab.sh: $*" >&2; exit 1; }
 
-binA="" binB="" sizes=100000 clients=32 duration=20s runs=4 memlimit=450MiB out=""
+binA="" binB="" sizes=100000 clients=32 duration=20s runs=4 memlimit=450MiB out="" setupA="" setupB=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --a) binA=$2; shift 2 ;;
     --b) binB=$2; shift 2 ;;
+    --a-setup) setupA=$2; shift 2 ;;
+    --b-setup) setupB=$2; shift 2 ;;
     --sizes) sizes=$2; shift 2 ;;
     --clients) clients=$2; shift 2 ;;
     --duration) duration=$2; shift 2 ;;
@@ -46,7 +54,8 @@ done
 [ -n "$binA" ] || die "--a BIN is required"
 binA=$(realpath "$binA"); binB=$(realpath "${binB:-$binA}")
 read -r nA nB <<<"$sizes"; nB=${nB:-$nA}
-[ "$binA" != "$binB" ] || [ "$nA" != "$nB" ] || die "the two sides are the same: give --b or two sizes"
+[ "$binA" != "$binB" ] || [ "$nA" != "$nB" ] || [ "$setupA" != "$setupB" ] ||
+  die "the two sides are the same: give --b, two sizes or a setup command"
 [ -n "$out" ] || out=$(mktemp -d /tmp/berth-ab.XXXXXX)
 mkdir -p "$out"; out=$(realpath "$out")
 
@@ -99,7 +108,8 @@ field() {
   echo "${rate:-?} ${cpu:-?}"
 }
 
-echo "claims-ab.sh: A = $binA at $nA providers, B = $binB at $nB; $clients clients each, $duration, $runs runs; reports in $out"
+echo "claims-ab.sh: A = $binA at $nA providers${setupA:+ (setup: $setupA)}, B = $binB at $nB${setupB:+ (setup: $setupB)};" \
+  "$clients clients each, $duration, $runs runs; reports in $out"
 : >"$out/runs.txt"
 for r in $(seq "$runs"); do
   order=(A B); [ $((r % 2)) = 0 ] && order=(B A)
@@ -119,6 +129,10 @@ for r in $(seq "$runs"); do
   done
   for s in "${order[@]}"; do
     "$load" wait --url "${url_of[$s]}" --path "$first_path" --timeout 600s >/dev/null || die "side $s did not answer; see $out/server-$r-$s.log"
+    setup=$setupA; [ "$s" = B ] && setup=$setupB
+    if [ -n "$setup" ]; then
+      URL=${url_of[$s]} bash -c "$setup" >"$out/setup-$r-$s.log" 2>&1 || die "side $s's setup failed; see $out/setup-$r-$s.log"
+    fi
   done
   waits=()
   for s in "${order[@]}"; do

@@ -168,6 +168,14 @@ type claimAnswer struct {
 		ConsumerUUID string                `json:"consumer_uuid"`
 		Allocations  map[string]allocation `json:"allocations"`
 	} `json:"migration"`
+	// Quota is a dry run's quota check (docs/quotas.md).
+	Quota *struct {
+		Fits      bool   `json:"fits"`
+		ProjectID string `json:"project_id"`
+		Resources map[string]struct {
+			Limit, Requested, Used int64
+		} `json:"resources"`
+	} `json:"quota"`
 }
 
 type allocation struct {
@@ -412,8 +420,8 @@ func score(s *float64) string {
 }
 
 // renderClaim prints a claim answer: the outcome, the allocations, the
-// alternates, and for a dry run the steps, the ranking (top rows, 0: all)
-// and the scriptlet log.
+// alternates, and for a dry run the quota check, the steps, the ranking
+// (top rows, 0: all) and the scriptlet log.
 func renderClaim(w io.Writer, a *claimAnswer, top int) error {
 	where := a.RootName
 	if where == "" {
@@ -453,6 +461,19 @@ func renderClaim(w io.Writer, a *claimAnswer, top int) error {
 			alts = append(alts, fmt.Sprintf("%s (%s)", n, score(alt.Score)))
 		}
 		fmt.Fprintf(w, "\nAlternates: %s\n", strings.Join(alts, ", "))
+	}
+	if q := a.Quota; q != nil && len(q.Resources) > 0 {
+		verdict := "within"
+		if !q.Fits {
+			verdict = "over"
+		}
+		fmt.Fprintf(w, "\nQuota of project %s: the claim is %s its limits.\n", q.ProjectID, verdict)
+		t := NewTable("RESOURCE", "REQUESTED", "USED", "LIMIT").AlignRight(1, 2, 3)
+		for _, r := range sortedKeys(q.Resources) {
+			v := q.Resources[r]
+			t.Row(r, strconv.FormatInt(v.Requested, 10), strconv.FormatInt(v.Used, 10), strconv.FormatInt(v.Limit, 10))
+		}
+		t.Render(w)
 	}
 	if len(a.Steps) > 0 {
 		fmt.Fprintln(w, "\nSteps:")

@@ -3,9 +3,10 @@
 // data directory), migrations, the ledger store, the components the API
 // serves (built by the compose subpackage, the one composition root: the
 // claimer, the scheduling sources, the cluster data, the policy
-// enforcer), the HTTP API, logging and telemetry, and it tears them down
-// in order on shutdown. cmd/berthd only maps flags and environment
-// variables onto a Config and calls New and Run (or Migrate); tests call
-// the same functions, and NewAPI for an API server over a store of their
-// own.
+// enforcer, the projects' limits: Berth's, or Keystone's with
+// --limits-source keystone, limits.go), the HTTP API, logging and
+// telemetry, and it tears them down in order on shutdown. cmd/berthd only
+// maps flags and environment variables onto a Config and calls New and
+// Run (or Migrate); tests call the same functions, and NewAPI for an API
+// server over a store of their own.
 package daemon

@@ -12,6 +12,11 @@
 // and the one-validation rule: concurrent requests with one unknown token
 // share one Keystone round trip (singleflight).
 //
+// With --limits-source keystone it also reads Keystone's unified limits
+// of one service (limits.go: LimitsReader, the registered limits and the
+// project limits, with a system-scoped token of the same service user,
+// as oslo.limit reads them); package quota caches them.
+//
 // Libraries: gophercloud v2 for the service session (password and
 // application-credential authentication, re-authentication on a 401, the
 // token's expiry) and for sending the validation request with that
