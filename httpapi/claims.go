@@ -167,17 +167,19 @@ func (g *groupBody) selects() bool {
 // member_of, in_tree).
 func (g *groupBody) parse(suffix string, v Version) (*parsedGroup, error) {
 	pg := &parsedGroup{RequestGroup: ledger.RequestGroup{Suffix: suffix}}
-	var err error
+	var resources resourceList
 	for _, class := range g.Resources.Keys {
 		amount := g.Resources.Values[class].String()
 		if strings.ContainsAny(class, ",:") {
 			// The query syntax's separators: never in a class name.
 			return nil, badlyFormedResources(class + ":" + amount)
 		}
-		if pg.Resources, err = addResource(pg.Resources, class, amount); err != nil {
+		if err := resources.add(class, amount); err != nil {
 			return nil, err
 		}
 	}
+	pg.Resources = resources.list
+	var err error
 	if len(g.Required) > 0 {
 		if pg.RequiredTraits, pg.ForbiddenTraits, err = requiredTraits(g.Required, v); err != nil {
 			return nil, err
