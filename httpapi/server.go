@@ -319,7 +319,7 @@ func (s *Server) readBody(c echo.Context) ([]byte, error) {
 		if errors.As(err, &mbe) {
 			return nil, newError(http.StatusRequestEntityTooLarge, "", "Request body larger than %d bytes.", mbe.Limit)
 		}
-		return nil, badRequest("Could not read the request body: %v", err)
+		return nil, badRequest("Could not read the request body.")
 	}
 	if err := checkJSONBody(c, body); err != nil {
 		return nil, err
@@ -374,7 +374,7 @@ func decodeJSONDoc(body []byte, schema *jsonschema.Schema, dst any, fromDoc func
 			// a float through (an allocation ratio); Berth does not.
 			return badRequest("JSON does not validate: NaN, Infinity and -Infinity are not accepted.")
 		}
-		return badRequest("JSON does not validate: %v", err)
+		return decodeError(err)
 	}
 	return nil
 }
