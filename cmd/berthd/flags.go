@@ -34,7 +34,7 @@ func options() []option {
 				"embedded PostgreSQL cluster in <data-dir>/pg and use its database \"berth\"."},
 		{flag: "data-dir", arg: "DIR", envs: []string{"BERTH_DATA_DIR"}, noDefault: true,
 			help: "Directory for the embedded cluster (pg/ data, run/ socket). Default\n" +
-				"$XDG_DATA_HOME/berth, else ~/.local/share/berth."},
+				"/var/lib/berth as root, else $XDG_DATA_HOME/berth, else ~/.local/share/berth."},
 		{flag: "log-level", arg: "LEVEL", envs: []string{"BERTH_LOG_LEVEL"},
 			help: "Least severe level logged: debug, info, warn or error."},
 		{flag: "log-format", arg: "FORMAT", envs: []string{"BERTH_LOG_FORMAT"},
