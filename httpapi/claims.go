@@ -124,6 +124,10 @@ type groupBody struct {
 	InTree    string                  `json:"in_tree"`
 }
 
+// DefaultClaimConsumerType is the type of the consumer a claim creates
+// when its body names none.
+const DefaultClaimConsumerType = "INSTANCE"
+
 // claimBody is the body of a claim route (docs/claims.md).
 type claimBody struct {
 	ConsumerUUID   string `json:"consumer_uuid"`
@@ -275,6 +279,12 @@ func (s *Server) claimParams(c echo.Context, schema *jsonschema.Schema, kind int
 		Policy:             b.Policy,
 		Alternates:         claims.DefaultAlternates,
 		DryRun:             b.DryRun,
+	}
+	if kind == claimKind && p.ConsumerType == "" && p.ConsumerGeneration == nil {
+		// A new consumer is an instance unless the claim says otherwise;
+		// an existing one keeps its type (a migration consumer stays
+		// MIGRATION).
+		p.ConsumerType = DefaultClaimConsumerType
 	}
 	onConsumer := kind == rescheduleKind || kind == moveKind
 	if onConsumer {

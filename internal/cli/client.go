@@ -22,9 +22,28 @@ type Client struct {
 }
 
 // NewClient returns a client for the endpoint at url that sends token as
-// X-Auth-Token; every request is bounded by timeout (0: none).
+// X-Auth-Token; every request is bounded by timeout (0: none). url is
+// taken as EndpointURL takes it.
 func NewClient(url, token string, timeout time.Duration) *Client {
+	if u, err := EndpointURL(url); err == nil {
+		url = u
+	}
 	return &Client{url: strings.TrimRight(url, "/"), token: token, http: &http.Client{Timeout: timeout}}
+}
+
+// EndpointURL reads an endpoint as --url and BERTH_URL give it: an
+// http:// or https:// URL, or a bare HOST:PORT (the form curl takes,
+// "127.0.0.1:8778"), which means http://HOST:PORT.
+func EndpointURL(s string) (string, error) {
+	s = strings.TrimSpace(s)
+	if !strings.Contains(s, "://") {
+		s = "http://" + s
+	}
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return "", fmt.Errorf("want http://HOST:PORT, https://HOST:PORT or HOST:PORT")
+	}
+	return s, nil
 }
 
 // APIError is a non-2xx answer, with Placement's error body decoded when
