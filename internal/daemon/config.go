@@ -25,6 +25,10 @@ import (
 // defaults; cmd/berthd overrides fields from flags and environment
 // variables; Validate checks it.
 type Config struct {
+	// ConfigFiles are the OpenStack Placement configuration files
+	// (placement.conf) whose options were applied (ApplyPlacementConf)
+	// before environment variables and flags; kept for the log.
+	ConfigFiles []string
 	// Listen is the TCP host:port the Placement API is served on.
 	// Default "127.0.0.1:8778".
 	Listen string
