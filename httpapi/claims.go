@@ -124,6 +124,10 @@ type groupBody struct {
 	InTree    string                  `json:"in_tree"`
 }
 
+// DefaultClaimConsumerType is the type of the consumer a claim creates
+// when its body names none.
+const DefaultClaimConsumerType = "INSTANCE"
+
 // claimBody is the body of a claim route (docs/claims.md).
 type claimBody struct {
 	ConsumerUUID   string `json:"consumer_uuid"`
@@ -167,17 +171,19 @@ func (g *groupBody) selects() bool {
 // member_of, in_tree).
 func (g *groupBody) parse(suffix string, v Version) (*parsedGroup, error) {
 	pg := &parsedGroup{RequestGroup: engine.RequestGroup{Suffix: suffix}}
-	var err error
+	var resources resourceList
 	for _, class := range g.Resources.Keys {
 		amount := g.Resources.Values[class].String()
 		if strings.ContainsAny(class, ",:") {
 			// The query syntax's separators: never in a class name.
 			return nil, badlyFormedResources(class + ":" + amount)
 		}
-		if pg.Resources, err = addResource(pg.Resources, class, amount); err != nil {
+		if err := resources.add(class, amount); err != nil {
 			return nil, err
 		}
 	}
+	pg.Resources = resources.list
+	var err error
 	if len(g.Required) > 0 {
 		if pg.RequiredTraits, pg.ForbiddenTraits, err = requiredTraits(g.Required, v); err != nil {
 			return nil, err
@@ -273,6 +279,12 @@ func (s *Server) claimParams(c echo.Context, schema *jsonschema.Schema, kind int
 		Policy:             b.Policy,
 		Alternates:         claims.DefaultAlternates,
 		DryRun:             b.DryRun,
+	}
+	if kind == claimKind && p.ConsumerType == "" && p.ConsumerGeneration == nil {
+		// A new consumer is an instance unless the claim says otherwise;
+		// an existing one keeps its type (a migration consumer stays
+		// MIGRATION).
+		p.ConsumerType = DefaultClaimConsumerType
 	}
 	onConsumer := kind == rescheduleKind || kind == moveKind
 	if onConsumer {

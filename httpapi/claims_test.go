@@ -317,3 +317,49 @@ func TestClaimConflictsExhaustedCode(t *testing.T) {
 		}
 	}
 }
+
+// TestClaimConsumerTypeDefault: a claim that creates a consumer without a
+// consumer_type makes it an INSTANCE (it was stored as "unknown"); a claim
+// for an existing consumer without one keeps its type.
+func TestClaimConsumerTypeDefault(t *testing.T) {
+	store := ledgertest.NewStore(t)
+	rp := ledgertest.Provider(t, store, "cn1", ledger.DefaultInventory("VCPU", 8))
+	s, err := build(Config{}, store, nil, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	consumerType := func(consumer string) (string, float64) {
+		_, got := call(t, s, http.MethodGet, "/allocations/"+consumer, "admin", "")
+		gen, _ := got["consumer_generation"].(float64)
+		return fmt.Sprint(got["consumer_type"]), gen
+	}
+	const fresh = "11111111-2222-3333-4444-000000000001"
+	if code, body := call(t, s, http.MethodPost, "/claims", "admin", `{"consumer_uuid": "`+fresh+`",
+		"project_id": "p", "user_id": "u", "resources": {"VCPU": 1}}`); code != http.StatusOK {
+		t.Fatalf("claim: %d %v", code, body)
+	}
+	if typ, _ := consumerType(fresh); typ != "INSTANCE" {
+		t.Errorf("a new consumer claimed without a type: %q, want INSTANCE", typ)
+	}
+
+	const migration = "11111111-2222-3333-4444-000000000002"
+	req := httptest.NewRequest(http.MethodPut, "/allocations/"+migration, strings.NewReader(`{"allocations": {"`+rp+
+		`": {"resources": {"VCPU": 1}}}, "project_id": "p", "user_id": "u", "consumer_generation": null,
+		"consumer_type": "MIGRATION"}`))
+	req.Header.Set("X-Auth-Token", "admin")
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("OpenStack-API-Version", "placement latest")
+	rec := httptest.NewRecorder()
+	s.ServeHTTP(rec, req)
+	if rec.Code != http.StatusNoContent {
+		t.Fatalf("PUT allocations: %d %s", rec.Code, rec.Body)
+	}
+	_, gen := consumerType(migration)
+	if code, body := call(t, s, http.MethodPost, "/claims", "admin", fmt.Sprintf(`{"consumer_uuid": "%s",
+		"project_id": "p", "user_id": "u", "consumer_generation": %d, "resources": {"VCPU": 2}}`, migration, int(gen))); code != http.StatusOK {
+		t.Fatalf("claim for the existing consumer: %d %v", code, body)
+	}
+	if typ, _ := consumerType(migration); typ != "MIGRATION" {
+		t.Errorf("an existing MIGRATION consumer claimed without a type: %q", typ)
+	}
+}

@@ -519,7 +519,7 @@ func startDBWorkClusterWith(t testing.TB, ctx context.Context, probed bool) *pgc
 		settings["shared_preload_libraries"] = "pg_stat_statements,auto_explain"
 	}
 	c, err := pgcluster.Start(ctx, pgcluster.Options{
-		DataDir: filepath.Join(dir, "pg"), SocketDir: socketDir, NoSync: true,
+		DataDir: filepath.Join(dir, "pg"), SocketDir: socketDir, NoSync: true, LoosenParents: true,
 		Settings: settings,
 	})
 	if err != nil {

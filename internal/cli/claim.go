@@ -388,13 +388,13 @@ func noValidHost(e *env, err error) error {
 		return err
 	}
 	if e.json() {
-		return err
+		return nothingFound{err}
 	}
 	fmt.Fprintln(e.io.Stderr, "No valid host: nothing fits.")
 	for _, part := range strings.Split(apiclient.Detail(ae.Items()[0].Detail), "; ") {
-		fmt.Fprintf(e.io.Stderr, "  %s\n", part)
+		fmt.Fprintf(e.io.Stderr, "  %s\n", Printable(part))
 	}
-	return exitCode(1)
+	return errNothing
 }
 
 func gen(g *int64) string {

@@ -20,7 +20,7 @@ func TestEndToEndClaims(t *testing.T) {
 	if !strings.Contains(out, "  cn1 ") || !strings.Contains(out, "  cn2 ") {
 		t.Errorf("explain ranks both roots:\n%s", out)
 	}
-	cli(t, base, 0, []string{"usage", "--project", "web"}, "No usage for project web.") // a dry run writes nothing
+	cli(t, base, 1, []string{"usage", "--project", "web"}, "No usage for project web.") // a dry run writes nothing
 
 	cli(t, base, 1, []string{"explain", "--resources", "VCPU:64"}, "No valid host: nothing fits.", "VCPU")
 
@@ -33,10 +33,11 @@ func TestEndToEndClaims(t *testing.T) {
 	}
 	first := m[1]
 	cli(t, base, 0, []string{"usage", "--project", "web"}, "web      INSTANCE               1     2\n")
-	// The same consumer with another request (no consumer type): not a
-	// retry of the first claim.
-	cli(t, base, 1, []string{"claim", "--resources", "VCPU:2", "--project", "web", "--user", "u", "--consumer", c},
-		"berth.claim_mismatch", "differs in: consumer_type")
+	// The same consumer with another request (another consumer type): not
+	// a retry of the first claim. (Without a type the claim is an
+	// INSTANCE's, as the first: a retry.)
+	cli(t, base, 3, []string{"claim", "--resources", "VCPU:2", "--project", "web", "--user", "u", "--consumer", c,
+		"--consumer-type", "MIGRATION"}, "berth.claim_mismatch", "differs in: consumer_type")
 
 	out = cli(t, base, 0, []string{"reschedule", c})
 	if m = claimedOn.FindStringSubmatch(out); m == nil || m[1] == first {

@@ -26,6 +26,10 @@ import (
 // defaults; cmd/berthd overrides fields from flags and environment
 // variables; Validate checks it.
 type Config struct {
+	// ConfigFiles are the OpenStack Placement configuration files
+	// (placement.conf) whose options were applied (ApplyPlacementConf)
+	// before environment variables and flags; kept for the log.
+	ConfigFiles []string
 	// Listen is the TCP host:port the Placement API is served on.
 	// Default "127.0.0.1:8778".
 	Listen string
@@ -36,7 +40,9 @@ type Config struct {
 	DatabaseURL string
 	// DataDir holds berthd's local state: the embedded cluster's data
 	// directory (pg/) and socket directory (run/). Unused when DatabaseURL
-	// is set. Default $XDG_DATA_HOME/berth, else ~/.local/share/berth.
+	// is set. Default RootDataDir when berthd runs as root (see
+	// openDatabase for a cluster an older berthd left in the user's
+	// default), else $XDG_DATA_HOME/berth, else ~/.local/share/berth.
 	DataDir string
 	// LogLevel is the least severe level logged: debug, info, warn or
 	// error. Default "info".
@@ -248,7 +254,23 @@ func Default() Config {
 	}
 }
 
+// RootDataDir is the default data directory when berthd runs as root. The
+// embedded cluster then runs as the postgres user, who must reach its
+// directories: under /var/lib the data directory is postgres's own
+// (pgcluster.MakeHome), and no home directory is opened to it.
+const RootDataDir = "/var/lib/berth"
+
 func defaultDataDir() string {
+	if os.Geteuid() == 0 {
+		return RootDataDir
+	}
+	return userDataDir()
+}
+
+// userDataDir is the data directory of an ordinary user:
+// $XDG_DATA_HOME/berth, else ~/.local/share/berth ("" if neither is
+// known). berthd used it as root too before RootDataDir.
+func userDataDir() string {
 	if xdg := os.Getenv("XDG_DATA_HOME"); filepath.IsAbs(xdg) {
 		return filepath.Join(xdg, "berth")
 	}

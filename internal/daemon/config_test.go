@@ -20,13 +20,21 @@ func TestDefaultIsValid(t *testing.T) {
 
 func TestDefaultDataDir(t *testing.T) {
 	t.Setenv("XDG_DATA_HOME", "/xdg")
-	if got := Default().DataDir; got != "/xdg/berth" {
+	if got := userDataDir(); got != "/xdg/berth" {
 		t.Errorf("with XDG_DATA_HOME: %s", got)
 	}
 	t.Setenv("XDG_DATA_HOME", "")
 	t.Setenv("HOME", "/home/ops")
-	if got := Default().DataDir; got != "/home/ops/.local/share/berth" {
+	if got := userDataDir(); got != "/home/ops/.local/share/berth" {
 		t.Errorf("with HOME: %s", got)
+	}
+	// As root, never a home directory: the cluster's account owns it.
+	want := userDataDir()
+	if os.Geteuid() == 0 {
+		want = RootDataDir
+	}
+	if got := Default().DataDir; got != want {
+		t.Errorf("default: %s, want %s", got, want)
 	}
 }
 
