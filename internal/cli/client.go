@@ -85,10 +85,13 @@ func (c *Client) noAnswer(ctx context.Context, method, path string, na *apiclien
 // "127.0.0.1:8778"), which means http://HOST:PORT. It returns the URL
 // requests are built on (apiclient.BaseURL).
 func EndpointURL(s string) (string, error) {
-	s = apiclient.BaseURL(strings.TrimSpace(s))
+	s = strings.TrimSpace(s)
+	if !strings.Contains(s, "://") {
+		s = "http://" + s
+	}
 	u, err := url.Parse(s)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return "", fmt.Errorf("want http://HOST:PORT, https://HOST:PORT or HOST:PORT")
 	}
-	return s, nil
+	return apiclient.BaseURL(s), nil
 }

@@ -8,8 +8,9 @@ import (
 	"testing"
 
 	"github.com/berthd/berth/httpapi"
-	"github.com/berthd/berth/internal/keystonetest"
-	"github.com/berthd/berth/internal/placementtest"
+	"github.com/berthd/berth/internal/testing/keystonetest"
+	"github.com/berthd/berth/internal/testing/placementtest"
+	"github.com/berthd/berth/ledger/engine"
 )
 
 func writeConf(t *testing.T, dir, name, text string) string {
@@ -152,7 +153,7 @@ func TestPlacementConfValues(t *testing.T) {
 		}
 	}
 	cfg, pc, err := apply("[placement]\nmax_allocation_candidates = -1\n[oslo_policy]\npolicy_file = missing.yaml\n")
-	if err != nil || cfg.MaxCandidates != DefaultMaxCandidates || cfg.PolicyFile != "" || len(pc.Notes) != 2 {
+	if err != nil || cfg.MaxCandidates != engine.DefaultMaxCandidates || cfg.PolicyFile != "" || len(pc.Notes) != 2 {
 		t.Errorf("-1 and a missing policy file: %d %q %v %v", cfg.MaxCandidates, cfg.PolicyFile, pc.Notes, err)
 	}
 
