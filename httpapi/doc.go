@@ -9,6 +9,5 @@
 // format. Its handlers only translate HTTP: they decode and check the
 // request, call one method of a component they are given (the ledger, the
 // claimer, the catalogue, the cloud view; internal/daemon/compose builds
-// them)
-// and render the answer. It holds no state of its own.
+// them) and render the answer. It holds no state of its own.
 package httpapi
