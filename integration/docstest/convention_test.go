@@ -169,6 +169,10 @@ func TestComplete(t *testing.T) {
 		"cat <<< 'x'":                true,
 		"curl -d '{\n  \"a\": 1}'":   true,
 		"printf 'a' | berth x -":     true,
+		"printf 'a' |":               false,
+		"printf 'a' |\n  berth x -":  true,
+		"true &&  # then":            false,
+		"echo '|'":                   true,
 		"echo \"a\\\"\"":             true,
 		"c -d \"{\\\"a\\\": \\\"b":   false,
 	} {

@@ -243,8 +243,9 @@ func fenceMarker(line string) string {
 }
 
 // complete reports whether a shell command line is complete: no quote
-// ('...', "...", $'...') or here-document left open and no trailing
-// backslash. A # starting a word begins a comment to the end of its line.
+// ('...', "...", $'...') or here-document left open, and no trailing
+// backslash, | or &&. A # starting a word begins a comment to the end of
+// its line.
 // Braces and parentheses are not counted: write a function on one line,
 // or in a script block.
 func complete(cmd string) bool {
@@ -256,6 +257,7 @@ func complete(cmd string) bool {
 	)
 	state := normal
 	var heredocs []string
+	var code string // the last line's code outside quotes, comment left out
 	lines := strings.Split(cmd, "\n")
 	for li := 0; li < len(lines); li++ {
 		l := lines[li]
@@ -263,8 +265,10 @@ func complete(cmd string) bool {
 			if strings.TrimLeft(l, "\t") == heredocs[0] {
 				heredocs = heredocs[1:]
 			}
+			code = ""
 			continue
 		}
+		code = l
 		for i := 0; i < len(l); i++ {
 			c := l[i]
 			switch state {
@@ -295,7 +299,7 @@ func complete(cmd string) bool {
 				case c == '$' && i+1 < len(l) && l[i+1] == '\'':
 					state, i = ansi, i+1
 				case c == '#' && (i == 0 || strings.ContainsRune(" \t;|&(", rune(l[i-1]))):
-					i = len(l)
+					code, i = l[:i], len(l)
 				case strings.HasPrefix(l[i:], "<<<"):
 					i += 2
 				case strings.HasPrefix(l[i:], "<<"):
@@ -308,7 +312,8 @@ func complete(cmd string) bool {
 			}
 		}
 	}
-	return state == normal && len(heredocs) == 0
+	code = strings.TrimSpace(code)
+	return state == normal && len(heredocs) == 0 && !strings.HasSuffix(code, "|") && !strings.HasSuffix(code, "&&")
 }
 
 // heredocWord reads the delimiter after "<<" (an optional -, blanks, the
