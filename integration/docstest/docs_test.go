@@ -1,8 +1,6 @@
 package docstest
 
 import (
-	"context"
-	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,8 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/berthd/berth/internal/daemon"
-	"github.com/berthd/berth/internal/testing/daemontest"
 	"github.com/berthd/berth/ledger/ledgertest"
 )
 
@@ -25,18 +21,12 @@ const root = "../.."
 // --listen); the runner puts its own server's address in its place.
 const docAddr = "127.0.0.1:8778"
 
-// pending lists documents whose examples are not run yet, with why. An
-// entry must go as soon as its document runs.
-var pending = map[string]string{
-	"docs/operations.md": "issue 27: examples being made to run on the demo cloud",
-}
-
 // errorBodyRE finds an error in Placement's format in a command's output.
 var errorBodyRE = regexp.MustCompile(`\{\s*"errors"\s*:\s*\[`)
 
 // TestDocs runs the examples of README.md and docs/*.md as written, each
-// file in order against a berthd of its own on a fresh database seeded
-// with `berth demo`, and compares what each command prints with what the
+// file in order against a berthd process of its own (its defaults) on a
+// fresh database seeded with `berth demo`, and compares what each command prints with what the
 // document shows (see doc.go and docs/examples.md for the convention).
 func TestDocs(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
@@ -60,9 +50,6 @@ func TestDocs(t *testing.T) {
 			for _, s := range doc.skipped {
 				t.Logf("%s:%d: not run: %s", name, s.line, s.reason)
 			}
-			if why, ok := pending[name]; ok {
-				t.Skipf("%s: %d steps not run yet: %s", name, len(doc.steps), why)
-			}
 			if len(doc.steps) > 0 {
 				runDocument(t, doc, tools)
 			}
@@ -72,7 +59,7 @@ func TestDocs(t *testing.T) {
 
 // runDocument runs a document's steps against a berthd of its own.
 func runDocument(t *testing.T, doc *document, tools string) {
-	base := startBerthd(t)
+	base := startBerthd(t, filepath.Join(tools, "berthd"))
 	addr := strings.TrimPrefix(base, "http://")
 	work := t.TempDir()
 	if err := os.Symlink(tools, filepath.Join(work, "bin")); err != nil {
@@ -131,19 +118,4 @@ func buildTools(t *testing.T) string {
 		}
 	}
 	return dir
-}
-
-// startBerthd serves berthd, with its defaults, in the test's process on a
-// fresh database and a free port, and returns its base URL.
-func startBerthd(t *testing.T) string {
-	t.Helper()
-	cfg := daemon.Default()
-	cfg.Listen = "127.0.0.1:0"
-	cfg.DatabaseURL = ledgertest.NewDB(t)
-	cfg.DataDir = ""
-	quiet := slog.New(slog.DiscardHandler)
-	if err := daemon.Migrate(context.Background(), cfg, quiet); err != nil {
-		t.Fatalf("migrate: %v", err)
-	}
-	return daemontest.Serve(t, cfg, quiet)
 }
