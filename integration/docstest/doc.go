@@ -32,4 +32,11 @@
 //     its address in output reads 127.0.0.1:8778. BERTH_URL points to it.
 //   - Any other block is prose, but one holding a transcript ("$ " lines)
 //     must be tagged or marked no-run.
+//
+// Files, in the order a document goes through them: docs_test.go
+// (TestDocs: one subtest per file, the tools built once), markdown_test.go
+// (Markdown to steps: fences, directives, transcripts), server_test.go
+// (the berthd process), shell_test.go (the bash session), match_test.go
+// (output against what the document shows); convention_test.go tests the
+// reader and the comparison on small documents.
 package docstest
