@@ -26,8 +26,10 @@ var errorBodyRE = regexp.MustCompile(`\{\s*"errors"\s*:\s*\[`)
 
 // TestDocs runs the examples of README.md and docs/*.md as written, each
 // file in order against a berthd process of its own (its defaults) on a
-// fresh database seeded with `berth demo`, and compares what each command prints with what the
-// document shows (see doc.go and docs/examples.md for the convention).
+// fresh database seeded with `berth demo`, and compares what each command
+// prints with what the document shows (see doc.go and docs/examples.md
+// for the convention). Files run in parallel; the blocks a document marks
+// no-run are listed with their reasons (go test -v).
 func TestDocs(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
 	if err != nil {
@@ -57,7 +59,9 @@ func TestDocs(t *testing.T) {
 	}
 }
 
-// runDocument runs a document's steps against a berthd of its own.
+// runDocument runs a document's steps in order against a berthd of its
+// own, in one bash session whose working directory holds bin/ (berth and
+// berthd) and the files the document writes.
 func runDocument(t *testing.T, doc *document, tools string) {
 	base := startBerthd(t, filepath.Join(tools, "berthd"))
 	addr := strings.TrimPrefix(base, "http://")
