@@ -211,7 +211,8 @@ func claimCommands() []*command {
 filter, weigher and scriptlet of the policy, and writes nothing. --project
 and --user default to "berth-explain" (scriptlets may look at them).
 When nothing fits, the refusal says per step how many candidates were
-removed and why; berth prints it one step per line and exits 1.`,
+removed and why, and last the scriptlet's reason if it refused what the
+steps left; berth prints it one step per line and exits 1.`,
 			example: `berth explain --resources VCPU:4,MEMORY_MB:16384 --policy spread --name web-1 \
     --property group=web --exclude cn7`,
 			setup: func(fs *flag.FlagSet) func(*env, []string) error {
@@ -378,7 +379,8 @@ func postClaim(e *env, path string, body map[string]any, top int) error {
 }
 
 // noValidHost prints a berth.no_valid_host refusal readably (its detail
-// lists each step's removals, separated by "; ") and returns exit status 1.
+// lists each step's removals, separated by "; ", and last the scriptlet's
+// refusal, if it refused) and returns exit status 1.
 func noValidHost(e *env, err error) error {
 	var ae *apiclient.Error
 	if errors.As(err, &ae) && ae.Code() == CodeConcurrentUpdate {
@@ -390,8 +392,13 @@ func noValidHost(e *env, err error) error {
 	if e.json() {
 		return nothingFound{err}
 	}
-	fmt.Fprintln(e.io.Stderr, "No valid host: nothing fits.")
-	for _, part := range strings.Split(apiclient.Detail(ae.Items()[0].Detail), "; ") {
+	item := ae.Items()[0]
+	if item.Refusal != "" {
+		fmt.Fprintln(e.io.Stderr, "No valid host: the scriptlet refused.")
+	} else {
+		fmt.Fprintln(e.io.Stderr, "No valid host: nothing fits.")
+	}
+	for _, part := range strings.Split(apiclient.Detail(item.Detail), "; ") {
 		fmt.Fprintf(e.io.Stderr, "  %s\n", Printable(part))
 	}
 	return errNothing

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"os"
 	"strconv"
 	"strings"
@@ -46,14 +45,15 @@ func docSessionBlock(t *testing.T, path, heading string) []docCommand {
 	return cmds
 }
 
-// TestDemoSession runs, each against a fresh berthd, the first session
-// block of docs/cli.md and the README's short session: `berth demo` seeds
-// the cloud, and every command must print exactly what the document shows
-// ("..." in a document stands for output left out).
+// TestDemoSession runs, against a fresh berthd, the first session block
+// of docs/cli.md: `berth demo` seeds the cloud, and every command must
+// print exactly what the document shows ("..." in a document stands for
+// output left out). integration/docstest runs every example of every
+// document (the README's session and claim among them); this one runs in
+// this package's own tests, and checks that a second `berth demo` refuses.
 func TestDemoSession(t *testing.T) {
 	for _, doc := range []struct{ path, heading string }{
 		{"../../docs/cli.md", "## A session"},
-		{"../../README.md", "A short session"},
 	} {
 		t.Run(doc.path, func(t *testing.T) {
 			base := startBerthd(t)
@@ -110,35 +110,4 @@ func docOutputMatches(got, want string) bool {
 		return gi < len(g) && g[gi] == w[wi] && match(gi+1, wi+1)
 	}
 	return match(0, 0)
-}
-
-// TestREADMEClaimExample posts the README's first POST /claims example,
-// as written, to a fresh berthd seeded by `berth demo`: it must claim on
-// compute-2, as the README says.
-func TestREADMEClaimExample(t *testing.T) {
-	raw, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc := string(raw)
-	i := strings.Index(doc, "c -X POST 127.0.0.1:8778/claims -d '")
-	if i < 0 {
-		t.Fatal("README: no POST /claims example")
-	}
-	body := doc[i+len("c -X POST 127.0.0.1:8778/claims -d '"):]
-	body = body[:strings.Index(body, "'")]
-	base := startBerthd(t)
-	if out, errs, code := run(t, map[string]string{"BERTH_URL": base}, "", "demo"); code != 0 {
-		t.Fatalf("berth demo: exit %d: %s%s", code, out, errs)
-	}
-	c := NewClient(base, "admin", 0)
-	var ans struct {
-		RootName string `json:"root_provider_name"`
-		Steps    []any  `json:"steps"`
-	}
-	raw2, err := c.JSON(t.Context(), "POST", "/claims", json.RawMessage(body), &ans)
-	if err != nil || ans.RootName != "compute-2" {
-		t.Fatalf("the README's claim: %v, %s", err, raw2)
-	}
-	t.Logf("%s", raw2)
 }

@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -71,4 +73,35 @@ func TestEndToEndClaims(t *testing.T) {
 	cli(t, base, 0, []string{"move", c, "--migration", "new", "--target", second}, "Claimed on "+second+" ")
 	cli(t, base, 0, []string{"move-revert", c}, "Move reverted: consumer "+c)
 	checkVCPU("after a reverted move")
+}
+
+// TestExplainRefusalAfterFilters: when state_freshness has removed every
+// host and the scriptlet, handed nothing, refuses, explain says both: the
+// refusal does not hide the cause (issue 27).
+func TestExplainRefusalAfterFilters(t *testing.T) {
+	base := startBerthd(t)
+	seedTree(t, base)
+	dir := t.TempDir()
+	star := filepath.Join(dir, "batch.star")
+	if err := os.WriteFile(star, []byte(`def instance_placement(request, candidate_members):
+    for m in candidate_members:
+        set_target(m.name)
+        return None
+    return "no half-empty host for batch"
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	policy := filepath.Join(dir, "fresh.json")
+	if err := os.WriteFile(policy, []byte(`{"name": "fresh", "scriptlet": "batch",
+		"filters": [{"name": "state_freshness", "params": {"max_age": "2m"}}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cli(t, base, 0, []string{"scriptlet", "set", "batch", star})
+	cli(t, base, 0, []string{"policy", "create", policy})
+	_, errs, code := run(t, map[string]string{"BERTH_URL": base}, "", "explain", "--resources", "VCPU:1", "--policy", "fresh")
+	want := "No valid host: the scriptlet refused.\n  2 providers\n  2 removed by state_freshness (no state reported: 2)\n" +
+		"  then Failed instance placement scriptlet: no half-empty host for batch\n"
+	if code != 1 || errs != want {
+		t.Fatalf("explain: exit %d\n%s\nwant\n%s", code, errs, want)
+	}
 }
