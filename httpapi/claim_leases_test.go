@@ -188,8 +188,8 @@ func TestClaimLeaseAPI(t *testing.T) {
 		t.Fatalf("renew: %d %v", code, st)
 	}
 	for _, bad := range []struct {
-		body string
-		code int
+		body  string
+		code  int
 		ecode string
 	}{
 		{`{}`, 400, fault.CodeUndefined},

@@ -386,6 +386,11 @@ func claimAt(consumer, provider string, vcpu int64) ClaimWriteParams {
 				{Class: "VCPU", Amount: vcpu}, {Class: "MEMORY_MB", Amount: 2048}, {Class: "DISK_GB", Amount: 20}}}},
 		}},
 		Request: &ClaimRequest{ConsumerUUID: consumer, Op: "claim", Fingerprint: []byte{1}, Request: []byte(`{}`), Result: []byte(`{}`), Generation: 1},
+		// The stored claim every claim writes: a request body of the
+		// benchmark's size, no lease.
+		State: &ClaimStateWrite{Op: "claim", RootUUID: provider, Request: []byte(`{"consumer_uuid": "` + consumer +
+			`", "project_id": "claim-project", "user_id": "claim-user", "name": "vm", "consumer_type": "INSTANCE", ` +
+			`"resources": {"VCPU": 4, "MEMORY_MB": 16384, "DISK_GB": 100}, "properties": {"group": "g1"}}`)},
 	}
 }
 

@@ -246,12 +246,11 @@ func Default() Config {
 		ProviderWriters:  ledger.DefaultProviderWriters,
 		ClaimFailureTTL:  ledger.DefaultClaimFailureTTL,
 		ClaimLeaseMax:    claims.DefaultLeaseMax,
-
-		ClaimLeaseInterval: DefaultClaimLeaseInterval,
 		SnapshotRefresh:  ledger.DefaultSnapshotRefresh,
 		DBMaxConns:       DefaultDBMaxConns,
 		OTelExporter:     telemetry.ExporterNone,
 
+		ClaimLeaseInterval:    DefaultClaimLeaseInterval,
 		DBStatementTimeout:    DefaultDBStatementTimeout,
 		MigrateOnStart:        true,
 		HTTPReadHeaderTimeout: DefaultHTTPReadHeaderTimeout,
