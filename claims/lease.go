@@ -212,7 +212,7 @@ func (c *Claimer) expireClaim(ctx context.Context, st *ledger.ClaimState) (strin
 		return "", err
 	}
 	c.log.InfoContext(ctx, "claims: lease expired; allocations released", "consumer", st.ConsumerUUID,
-		"lease_expires_at", st.LeaseExpiresAt, "root", st.RootUUID, "allocations", allocationsLine(h.allocs))
+		"lease_expires_at", expiry(st), "root", st.RootUUID, "allocations", allocationsLine(h.allocs))
 	return leaseReleased, nil
 }
 
@@ -239,7 +239,7 @@ func (c *Claimer) expireMove(ctx context.Context, st *ledger.ClaimState) (string
 		return "", leaseStays(err)
 	}
 	c.log.InfoContext(ctx, "claims: lease of a move expired; move reverted", "consumer", st.ConsumerUUID,
-		"migration", m.consumer.UUID, "lease_expires_at", st.LeaseExpiresAt, "allocations", allocationsLine(m.allocs))
+		"migration", m.consumer.UUID, "lease_expires_at", expiry(st), "allocations", allocationsLine(m.allocs))
 	return leaseReverted, nil
 }
 
@@ -251,6 +251,14 @@ func leaseStays(err error) error {
 		return errLeaseStays
 	}
 	return err
+}
+
+// expiry is when st's lease ran out, for a log line (zero: none).
+func expiry(st *ledger.ClaimState) time.Time {
+	if st.LeaseExpiresAt == nil {
+		return time.Time{}
+	}
+	return st.LeaseExpiresAt.UTC()
 }
 
 // allocationsLine is allocs for a log line: "provider:CLASS=n,...".
