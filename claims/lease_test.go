@@ -3,11 +3,18 @@ package claims_test
 import (
 	"context"
 	"errors"
+	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
+	"go.opentelemetry.io/otel"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/berthd/berth/claims"
 	"github.com/berthd/berth/internal/fault"
@@ -354,3 +361,91 @@ func TestLeaseRace(t *testing.T) {
 }
 
 func gen(n int64) *int64 { return &n }
+
+// TestLeaseReaperTelemetry: a release is traced (claims.leases.reap with
+// a claims.lease.expire child naming the consumer), counted
+// (berth.claim.leases.expired, action released) and logged, one line
+// naming the consumer.
+func TestLeaseReaperTelemetry(t *testing.T) {
+	spans := tracetest.NewSpanRecorder()
+	prevTracer, prevMeter := otel.GetTracerProvider(), otel.GetMeterProvider()
+	otel.SetTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans)))
+	reader := sdkmetric.NewManualReader()
+	otel.SetMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)))
+	t.Cleanup(func() { otel.SetTracerProvider(prevTracer); otel.SetMeterProvider(prevMeter) })
+
+	f := newFixture(t)
+	f.provider("cn1", 8)
+	var logs strings.Builder
+	var mu sync.Mutex
+	log := slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return logs.Write(p)
+	}), nil))
+	c, err := claims.New(claims.Deps{Store: f.store, Logger: log}, claims.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := params(1)
+	p.LeaseSeconds = lease(30)
+	if _, err := c.Claim(f.ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	f.expireLease(p.ConsumerUUID)
+	if n, err := c.ReapLeases(f.ctx); err != nil || n != 1 {
+		t.Fatalf("reaped %d, %v", n, err)
+	}
+
+	var reap, expire sdktrace.ReadOnlySpan
+	for _, s := range spans.Ended() {
+		switch s.Name() {
+		case "claims.leases.reap":
+			reap = s
+		case "claims.lease.expire":
+			expire = s
+		}
+	}
+	if reap == nil || expire == nil || expire.Parent().SpanID() != reap.SpanContext().SpanID() {
+		t.Fatalf("spans: reap %v, expire %v", reap, expire)
+	}
+	var consumer string
+	for _, a := range expire.Attributes() {
+		if a.Key == "berth.consumer_uuid" {
+			consumer = a.Value.AsString()
+		}
+	}
+	if consumer != p.ConsumerUUID {
+		t.Errorf("claims.lease.expire names consumer %q, want %s", consumer, p.ConsumerUUID)
+	}
+
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(f.ctx, &rm); err != nil {
+		t.Fatal(err)
+	}
+	var released int64
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if sum, ok := m.Data.(metricdata.Sum[int64]); ok && m.Name == "berth.claim.leases.expired" {
+				for _, dp := range sum.DataPoints {
+					if v, _ := dp.Attributes.Value("action"); v.AsString() == "released" {
+						released += dp.Value
+					}
+				}
+			}
+		}
+	}
+	if released != 1 {
+		t.Errorf("berth.claim.leases.expired{action=released} = %d, want 1", released)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if n := strings.Count(logs.String(), `msg="claims: lease expired; allocations released" consumer=`+p.ConsumerUUID); n != 1 {
+		t.Errorf("%d release lines for the consumer in:\n%s", n, logs.String())
+	}
+}
+
+// writerFunc is an io.Writer of a function.
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
