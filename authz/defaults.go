@@ -113,6 +113,8 @@ var operationRules = []Rule{
 	op("berth:claims:create", adminOrService, "POST /claims"),
 	op("berth:claims:reschedule", adminOrService, "POST /claims/{consumer_uuid}/reschedule"),
 	op("berth:claims:move", adminOrService, "POST /claims/{consumer_uuid}/move, .../move/confirm, .../move/revert"),
+	op("berth:claims:show", adminOrService, "GET /claims/{consumer_uuid}"),
+	op("berth:claims:update", adminOrService, "PATCH /claims/{consumer_uuid}"),
 	// Read-only, but it shows the whole cloud's free capacity: admin or
 	// service, like GET /allocation_candidates.
 	op("berth:capacity:show", adminOrService, "GET /capacity"),

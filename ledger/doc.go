@@ -38,7 +38,10 @@
 //     writer that batches claims and provider writes alike), replication.go
 //     (commits the synchronous standby did not confirm; the primary of a
 //     multi-host URL), and claim_records.go (what claims remember: retry
-//     records, moves in progress, failed providers);
+//     records, moves in progress, failed providers, and each consumer's
+//     stored claim with its lease), claim_leases.go (stored claims outside
+//     a claim's transaction: read, renew or confirm, the expired leases,
+//     the advisory lock of the lease reaper);
 //   - provider writes in one round trip: provider_fast.go, grouped by
 //     provider_group.go;
 //   - the snapshot: candidates.go (the engine's reads through a fresh

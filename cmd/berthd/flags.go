@@ -114,6 +114,12 @@ func options() []option {
 		{flag: "claim-failure-ttl", arg: "DURATION", envs: []string{"BERTH_CLAIM_FAILURE_TTL"},
 			help: "How long a reschedule keeps avoiding a provider the consumer failed on;\n" +
 				"older failures are forgotten. Negative: for ever."},
+		{flag: "claim-lease-max", arg: "DURATION", envs: []string{"BERTH_CLAIM_LEASE_MAX"},
+			help: "Longest lease a claim may ask for (lease_seconds); whole seconds."},
+		{flag: "claim-lease-interval", arg: "DURATION", envs: []string{"BERTH_CLAIM_LEASE_INTERVAL"},
+			help: "How often this berthd looks for claim leases that ran out and releases them\n" +
+				"(one berthd at a time does, under a PostgreSQL advisory lock). Negative: never\n" +
+				"here."},
 		{flag: "claim-writers", arg: "N", envs: []string{"BERTH_CLAIM_WRITERS"},
 			help: "Batches of new consumers' allocations written at once: claims that arrive\n" +
 				"while all writers are busy are committed together, up to 64 per transaction.\n" +
@@ -223,6 +229,8 @@ func newFlagSet(cfg *daemon.Config) *flag.FlagSet {
 	fs.IntVar(&cfg.ClaimCandidates, "claim-candidates", cfg.ClaimCandidates, "")
 	fs.IntVar(&cfg.ClaimSubsetSize, "claim-subset-size", cfg.ClaimSubsetSize, "")
 	fs.DurationVar(&cfg.ClaimFailureTTL, "claim-failure-ttl", cfg.ClaimFailureTTL, "")
+	fs.DurationVar(&cfg.ClaimLeaseMax, "claim-lease-max", cfg.ClaimLeaseMax, "")
+	fs.DurationVar(&cfg.ClaimLeaseInterval, "claim-lease-interval", cfg.ClaimLeaseInterval, "")
 	fs.IntVar(&cfg.ClaimWriters, "claim-writers", cfg.ClaimWriters, "")
 	fs.IntVar(&cfg.ProviderWriters, "provider-writers", cfg.ProviderWriters, "")
 	fs.DurationVar(&cfg.SnapshotRefresh, "snapshot-refresh", cfg.SnapshotRefresh, "")

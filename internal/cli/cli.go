@@ -382,7 +382,7 @@ func printCommandHelp(w io.Writer, c *command, fs *flag.FlagSet) {
 			line += " " + typ
 		}
 		line += "\n        " + usage
-		if f.DefValue != "" && f.DefValue != "0" && f.DefValue != "-1" && f.DefValue != "false" && f.DefValue != "[]" {
+		if f.DefValue != "" && f.DefValue != "0" && f.DefValue != "-1" && f.DefValue != "false" && f.DefValue != "[]" && f.DefValue != "0s" {
 			line += fmt.Sprintf(" (default %s)", f.DefValue)
 		}
 		flags = append(flags, line)

@@ -105,3 +105,33 @@ func TestExplainRefusalAfterFilters(t *testing.T) {
 		t.Fatalf("explain: exit %d\n%s\nwant\n%s", code, errs, want)
 	}
 }
+
+// TestEndToEndClaimLeases runs claim --lease, claim show, renew and
+// confirm against berthd, and their refusals.
+func TestEndToEndClaimLeases(t *testing.T) {
+	base := startBerthd(t)
+	seedTree(t, base)
+	const c = "7b0d3c52-8f1e-4a8e-9a55-3a2f0c1d9e77"
+	cli(t, base, 2, []string{"claim", "--resources", "VCPU:1", "--project", "web", "--user", "u", "--consumer", c, "--lease", "1500ms"},
+		"--lease 1.5s: want whole seconds")
+	cli(t, base, 3, []string{"claim", "--resources", "VCPU:1", "--project", "web", "--user", "u", "--consumer", c, "--lease", "48h"},
+		"berth.invalid_lease")
+	cli(t, base, 0, []string{"claim", "--resources", "VCPU:1", "--project", "web", "--user", "u", "--consumer", c, "--lease", "5m"},
+		"for consumer "+c+" (generation 1)")
+	cli(t, base, 0, []string{"claim", "show", c}, "Claim of consumer "+c+" (generation 1): provisional, lease of 300s, expires at ",
+		"Last written by claim, on root provider ", `"lease_seconds":300`, "VCPU")
+	cli(t, base, 2, []string{"claim", "renew", c}, "--lease is required")
+	cli(t, base, 0, []string{"claim", "renew", c, "--lease", "10m"}, "provisional, lease of 600s", "Last written by renew")
+	out := cli(t, base, 0, []string{"claim", "show", c, "-o", "json"}, `"state": "provisional"`)
+	if !strings.Contains(out, `"lease_expires_at": "`) {
+		t.Errorf("claim show -o json:\n%s", out)
+	}
+	out = cli(t, base, 0, []string{"reschedule", c}, "Reused from the consumer's stored claim: resources.")
+	if !strings.Contains(out, "(generation 2)") {
+		t.Errorf("reschedule:\n%s", out)
+	}
+	cli(t, base, 0, []string{"claim", "show", c}, "provisional, lease of 600s", "Last written by reschedule")
+	cli(t, base, 0, []string{"claim", "confirm", c}, "Claim of consumer "+c+" (generation 2): permanent.", "Last written by confirm")
+	cli(t, base, 3, []string{"claim", "renew", c, "--lease", "1m"}, "berth.lease_on_permanent")
+	cli(t, base, 3, []string{"claim", "show", "8b0d3c52-8f1e-4a8e-9a55-3a2f0c1d9e77"}, "berth.no_claim")
+}
