@@ -152,7 +152,7 @@ func TestREADMEClaimExample(t *testing.T) {
 
 // readmeCommand matches one "c ..." command of the README's claims block:
 // its method (none: GET), path and body (-d '...', over several lines).
-var readmeCommand = regexp.MustCompile(`(?m)^c (?:-X (\w+) )?127\.0\.0\.1:8778(\S+)(?:(?: *\\\n\s*| +)-d '([^']*)')?`)
+var readmeCommand = regexp.MustCompile(`(?m)^(?:\$ )?c (?:-X (\w+) )?127\.0\.0\.1:8778(\S+)(?:(?: *\\\n\s*| +)-d '([^']*)')?`)
 
 // readmeClaimSequence runs, in order, the commands that follow the
 // README's first claim (doc starts with that claim) up to the paragraph
@@ -184,6 +184,7 @@ func readmeClaimSequence(t *testing.T, c *Client, doc string) {
 		{200, "", nil},
 		{200, "", func(a map[string]any) bool { return a["state"] == "provisional" && a["lease_expires_at"] != nil }},
 		{200, "", func(a map[string]any) bool { return a["state"] == "permanent" && a["lease_expires_at"] == nil }},
+		{200, "", nil},
 	}
 	if len(cmds) != len(wants) {
 		t.Fatalf("the README's claims block has %d commands after the claim, this test knows %d", len(cmds), len(wants))
