@@ -2,9 +2,10 @@ package ledger
 
 import (
 	"context"
-	"encoding/hex"
 	"fmt"
+	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -22,13 +23,19 @@ import (
 // database. These findings need only the ledger's.
 //
 // Each kind has a page query that walks its keys (consumer or provider
-// uuids) in uuid order through the key's unique index, from a uuid on,
-// and stops at the page's limit: a page costs what it reads, and a whole
-// audit reads each table once, whatever the page size. Nothing is held
-// between pages; a page is read in one read-only transaction. The page
-// queries also decide a finding when its fix re-checks it (from = through
-// = its key), so the listing and the fix cannot disagree on what a
-// finding is.
+// ids, the order they were created in) from a key on, in key order, and
+// stops at the page's limit. The consumer kinds walk the consumers'
+// primary key and the allocations' (consumer, provider, class) index
+// side by side, so a page costs what it reads and a whole audit reads
+// them once, whatever the page size. over_capacity asks the snapshot,
+// which holds every provider's usage, for its candidates (one look at
+// every inventory in memory), and the database confirms each: summing
+// every provider's allocations in the database would read the whole
+// table, and reading them provider by provider costs a random read each,
+// as a provider's allocations are spread over the table. Nothing is held
+// between pages; a page is read in one read-only transaction. The page queries also decide a finding when
+// its fix re-checks it (from = through = its key), so the listing and
+// the fix cannot disagree on what a finding is.
 //
 // Extension point: expired_lease. Once claims keep a stored claim per
 // consumer with a lease (claim_records.go), a provisional claim whose
@@ -175,6 +182,9 @@ type AuditFinding struct {
 	Age    time.Duration
 	Detail string
 	Fix    AuditFix
+	// key orders the finding within its kind: its consumer's or
+	// provider's id.
+	key int64
 }
 
 // AuditConsumer is the consumer of a finding.
@@ -202,14 +212,6 @@ type AuditProvider struct {
 type AuditFix struct {
 	Action string
 	Detail string
-}
-
-// key is the uuid a finding is ordered by within its kind.
-func (f *AuditFinding) key() string {
-	if f.Consumer != nil {
-		return f.Consumer.UUID
-	}
-	return f.Provider.UUID
 }
 
 // auditKind is one kind of finding.
@@ -245,17 +247,17 @@ func auditKindNamed(name string) (auditKind, error) {
 
 // auditArgs is what a page query is asked.
 type auditArgs struct {
-	from, through string // the key range, inclusive
+	from, through int64 // the key range, inclusive
 	limit         int
 	th            AuditThresholds
 	now           time.Time // the database's clock
+	// overCapacity are the providers the snapshot says are over
+	// capacity, ascending (over_capacity's candidates).
+	overCapacity []int64
 }
 
-// The key range of a whole kind.
-const (
-	firstUUID = "00000000-0000-0000-0000-000000000000"
-	lastUUID  = "ffffffff-ffff-ffff-ffff-ffffffffffff"
-)
+// lastKey ends the key range of a whole kind.
+const lastKey = math.MaxInt64
 
 // Audit answers one page of findings: the kinds asked for in AuditKinds'
 // order, each in its key's order, from where p.Marker left off. It
@@ -282,10 +284,18 @@ func (s *Store) Audit(ctx context.Context, p AuditParams) (AuditPage, error) {
 	if err != nil {
 		return AuditPage{}, err
 	}
+	var over []int64
+	if slices.ContainsFunc(kinds[start:], func(k auditKind) bool { return k.name == AuditOverCapacity }) {
+		snap, err := s.snap.get(ctx)
+		if err != nil {
+			return AuditPage{}, dbError(err)
+		}
+		over = snap.OverCapacity()
+	}
 	var page AuditPage
 	_, err = s.txs.withTx(ctx, txReadOnly, func(t *txn) error {
 		page = AuditPage{} // afresh if run again
-		a := auditArgs{from: from, through: lastUUID, th: p.Thresholds}
+		a := auditArgs{from: from, through: lastKey, th: p.Thresholds, overCapacity: over}
 		if err := t.QueryRow(ctx, `SELECT now()`).Scan(&a.now); err != nil {
 			return err
 		}
@@ -297,10 +307,10 @@ func (s *Store) Audit(ctx context.Context, p AuditParams) (AuditPage, error) {
 			}
 			page.Findings = append(page.Findings, found...)
 			if len(found) == a.limit {
-				page.NextMarker = nextAuditMarker(kinds, i, found[len(found)-1].key())
+				page.NextMarker = nextAuditMarker(kinds, i, found[len(found)-1].key)
 				return nil
 			}
-			a.from = firstUUID
+			a.from = 0
 		}
 		return nil
 	})
@@ -326,54 +336,31 @@ func auditKindsOf(names []string) ([]auditKind, error) {
 	return out, nil
 }
 
-// A marker is "kind:uuid": the page after it starts at that uuid of that
+// A marker is "kind:key": the page after it starts at that key of that
 // kind. Clients treat it as opaque.
 
 // nextAuditMarker is the marker after a full page whose last finding,
-// of kinds[i], has key last; empty when nothing can follow.
-func nextAuditMarker(kinds []auditKind, i int, last string) string {
-	if next, ok := uuidAfter(last); ok {
-		return kinds[i].name + ":" + next
-	}
-	if i+1 < len(kinds) {
-		return kinds[i+1].name + ":" + firstUUID
-	}
-	return ""
+// of kinds[i], has key last.
+func nextAuditMarker(kinds []auditKind, i int, last int64) string {
+	return kinds[i].name + ":" + strconv.FormatInt(last+1, 10)
 }
 
 // parseAuditMarker returns where the page of marker starts: the index in
-// kinds and the first uuid.
-func parseAuditMarker(marker string, kinds []auditKind) (int, string, error) {
+// kinds and the first key.
+func parseAuditMarker(marker string, kinds []auditKind) (int, int64, error) {
 	if marker == "" {
-		return 0, firstUUID, nil
+		return 0, 0, nil
 	}
-	name, from, _ := strings.Cut(marker, ":")
-	if from, ok := storedUUID(from); ok {
+	name, key, _ := strings.Cut(marker, ":")
+	if from, err := strconv.ParseInt(key, 10, 64); err == nil && from >= 0 {
 		for i, k := range kinds {
 			if k.name == name {
 				return i, from, nil
 			}
 		}
 	}
-	return 0, "", invalid(fault.CodeAuditInvalid,
+	return 0, 0, invalid(fault.CodeAuditInvalid,
 		"Invalid marker %q: not the marker of an audit of these kinds; start again without one.", marker)
-}
-
-// uuidAfter is the uuid following u (canonical) in PostgreSQL's uuid
-// order; false after the last one.
-func uuidAfter(u string) (string, bool) {
-	b, err := hex.DecodeString(strings.ReplaceAll(u, "-", ""))
-	if err != nil || len(b) != 16 {
-		return "", false
-	}
-	for i := len(b) - 1; i >= 0; i-- {
-		b[i]++
-		if b[i] != 0 {
-			h := hex.EncodeToString(b)
-			return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:], true
-		}
-	}
-	return "", false
 }
 
 // isSharing is true for the provider rp when it shares its inventory
@@ -382,39 +369,41 @@ const isSharing = `EXISTS (SELECT 1 FROM resource_provider_traits rt
 	WHERE rt.resource_provider_id = rp.id
 	  AND rt.trait_id = (SELECT id FROM traits WHERE name = 'MISC_SHARES_VIA_AGGREGATE'))`
 
-// The consumer kinds' page queries answer consumer ids, in uuid order:
-// $1 the limit, $2 and $3 the uuid range, then the kind's own arguments.
+// The consumer kinds' page queries answer consumer ids in id order: $1
+// the limit, $2 and $3 the id range, then the kind's own arguments.
 
-// splitConsumersSQL: a consumer's allocations on more than one provider
-// (a cheap look at the consumer's allocation index), then on more than
-// one root, sharing providers left out. CASE keeps that order.
+// splitConsumersSQL walks the allocations' (consumer, provider, class)
+// index for the consumers on more than one provider (the index alone
+// answers), then keeps those on more than one root, sharing providers
+// left out, that are no MIGRATION consumer and no half of a move.
 const splitConsumersSQL = `
-SELECT c.id FROM consumers c
-WHERE c.uuid BETWEEN $2 AND $3
-  AND c.consumer_type_id IS DISTINCT FROM (SELECT id FROM consumer_types WHERE name = '` + MigrationConsumerType + `')
+SELECT c.id FROM (
+	SELECT a.consumer_id FROM allocations a
+	WHERE a.consumer_id BETWEEN $2 AND $3
+	GROUP BY a.consumer_id
+	HAVING min(a.resource_provider_id) <> max(a.resource_provider_id)) m
+JOIN consumers c ON c.id = m.consumer_id
+WHERE c.consumer_type_id IS DISTINCT FROM (SELECT id FROM consumer_types WHERE name = '` + MigrationConsumerType + `')
   AND c.uuid NOT IN (SELECT consumer_uuid FROM claim_moves UNION ALL SELECT migration_uuid FROM claim_moves)
-  AND CASE WHEN (SELECT min(a.resource_provider_id) <> max(a.resource_provider_id)
-                 FROM allocations a WHERE a.consumer_id = c.id)
-      THEN (SELECT min(rp.root_provider_id) <> max(rp.root_provider_id)
-            FROM allocations a JOIN resource_providers rp ON rp.id = a.resource_provider_id
-            WHERE a.consumer_id = c.id AND NOT ` + isSharing + `)
-      ELSE false END
-ORDER BY c.uuid LIMIT $1`
+  AND (SELECT min(rp.root_provider_id) <> max(rp.root_provider_id)
+       FROM allocations a JOIN resource_providers rp ON rp.id = a.resource_provider_id
+       WHERE a.consumer_id = c.id AND NOT ` + isSharing + `)
+ORDER BY c.id LIMIT $1`
 
 // staleMigrationsSQL: $4 is the migration age.
 const staleMigrationsSQL = `
 SELECT c.id FROM consumers c
-WHERE c.uuid BETWEEN $2 AND $3
+WHERE c.id BETWEEN $2 AND $3
   AND c.consumer_type_id = (SELECT id FROM consumer_types WHERE name = '` + MigrationConsumerType + `')
   AND c.created_at < now() - $4::interval
   AND EXISTS (SELECT 1 FROM allocations a WHERE a.consumer_id = c.id)
-ORDER BY c.uuid LIMIT $1`
+ORDER BY c.id LIMIT $1`
 
 const emptyConsumersSQL = `
 SELECT c.id FROM consumers c
-WHERE c.uuid BETWEEN $2 AND $3
+WHERE c.id BETWEEN $2 AND $3
   AND NOT EXISTS (SELECT 1 FROM allocations a WHERE a.consumer_id = c.id)
-ORDER BY c.uuid LIMIT $1`
+ORDER BY c.id LIMIT $1`
 
 // auditConsumer is a consumer of a page, with its allocations.
 type auditConsumer struct {
@@ -439,7 +428,7 @@ FROM consumers c
 JOIN projects p ON p.id = c.project_id
 JOIN users u ON u.id = c.user_id
 LEFT JOIN consumer_types ct ON ct.id = c.consumer_type_id
-WHERE c.id = ANY($1) ORDER BY c.uuid`
+WHERE c.id = ANY($1) ORDER BY c.id`
 
 const auditHoldingsSQL = `
 SELECT a.consumer_id, rp.uuid::text, rp.name, root.uuid::text, root.name, ` + isSharing + `, rc.name, a.used
@@ -464,7 +453,7 @@ func consumerKindPage(ctx context.Context, q querier, sql string, a auditArgs, a
 	return auditConsumers(ctx, q, ids)
 }
 
-// auditConsumers reads consumers by id, in uuid order, with their
+// auditConsumers reads consumers by id, in id order, with their
 // allocations; those deleted meanwhile are left out.
 func auditConsumers(ctx context.Context, q querier, ids []int64) ([]*auditConsumer, error) {
 	if len(ids) == 0 {
@@ -505,7 +494,7 @@ func auditConsumers(ctx context.Context, q querier, ids []int64) ([]*auditConsum
 // since.
 func (c *auditConsumer) finding(kind string, since time.Time, a auditArgs) AuditFinding {
 	cons := c.AuditConsumer
-	return AuditFinding{Kind: kind, Consumer: &cons, Providers: c.providers(), Since: since, Age: max(a.now.Sub(since), 0)}
+	return AuditFinding{Kind: kind, Consumer: &cons, Providers: c.providers(), Since: since, Age: max(a.now.Sub(since), 0), key: c.id}
 }
 
 // providers groups the consumer's allocations by provider.
@@ -673,15 +662,15 @@ func movesOfMigrations(ctx context.Context, q querier, migrations []string) (map
 }
 
 // The provider kinds' page queries answer provider ids and when their
-// condition began, in uuid order: $1 the limit, $2 and $3 the uuid
-// range, then the kind's own arguments.
+// condition began, in id order: $1 the limit, $2 and $3 the id range,
+// then the kind's own arguments.
 
 // staleProvidersSQL: $4 is the state age. The subtree is walked from
 // the provider down its parent index.
 const staleProvidersSQL = `
-SELECT rp.id, st.reported_at FROM resource_providers rp
-JOIN provider_state st ON st.resource_provider_id = rp.id
-WHERE rp.uuid BETWEEN $2 AND $3
+SELECT rp.id, st.reported_at FROM provider_state st
+JOIN resource_providers rp ON rp.id = st.resource_provider_id
+WHERE st.resource_provider_id BETWEEN $2 AND $3
   AND st.reported_at < now() - $4::interval
   AND EXISTS (
 	WITH RECURSIVE sub(id) AS (
@@ -689,21 +678,21 @@ WHERE rp.uuid BETWEEN $2 AND $3
 		UNION ALL
 		SELECT d.id FROM resource_providers d JOIN sub ON d.parent_provider_id = sub.id)
 	SELECT 1 FROM sub JOIN allocations a ON a.resource_provider_id = sub.id)
-ORDER BY rp.uuid LIMIT $1`
+ORDER BY st.resource_provider_id LIMIT $1`
 
-// overCapacitySQL: a provider with a class whose allocations sum to more
-// than its capacity; since its last inventory change.
+// overCapacitySQL: of the candidates $4, the providers with a class
+// whose allocations sum to more than its capacity, since the last change
+// of those inventories.
 const overCapacitySQL = `
-SELECT rp.id, (SELECT max(i.updated_at) FROM inventories i WHERE i.resource_provider_id = rp.id)
-FROM resource_providers rp
-WHERE rp.uuid BETWEEN $2 AND $3
-  AND EXISTS (
-	SELECT 1 FROM inventories i
-	WHERE i.resource_provider_id = rp.id
-	  AND (SELECT sum(a.used) FROM allocations a
-	       WHERE a.resource_provider_id = i.resource_provider_id AND a.resource_class_id = i.resource_class_id)
-	      > (i.total - i.reserved) * i.allocation_ratio)
-ORDER BY rp.uuid LIMIT $1`
+SELECT u.resource_provider_id, max(i.updated_at) FROM (
+	SELECT a.resource_provider_id, a.resource_class_id, sum(a.used) AS used
+	FROM allocations a
+	WHERE a.resource_provider_id = ANY($4) AND a.resource_provider_id BETWEEN $2 AND $3
+	GROUP BY a.resource_provider_id, a.resource_class_id) u
+JOIN inventories i ON i.resource_provider_id = u.resource_provider_id AND i.resource_class_id = u.resource_class_id
+WHERE u.used > (i.total - i.reserved) * i.allocation_ratio
+GROUP BY u.resource_provider_id
+ORDER BY u.resource_provider_id LIMIT $1`
 
 // overCapacityClassesSQL: the classes over capacity of the providers $1.
 const overCapacityClassesSQL = `
@@ -753,7 +742,7 @@ type auditProviderRow struct {
 	f     AuditFinding
 }
 
-// providerPage is a provider kind's page: its providers in uuid order,
+// providerPage is a provider kind's page: its providers in id order,
 // their ids, and the same by id.
 type providerPage struct {
 	rows []*auditProviderRow
@@ -791,7 +780,7 @@ func providerKindPage(ctx context.Context, q querier, kind, sql string, subtree 
 	if _, err := pgx.ForEachRow(rows, []any{&id, &pv.UUID, &pv.Name, &pv.RootUUID}, func() error {
 		row := p.byID[id]
 		prov := pv
-		row.f = AuditFinding{Kind: kind, Provider: &prov, Since: row.since, Age: max(a.now.Sub(row.since), 0)}
+		row.f = AuditFinding{Kind: kind, Provider: &prov, Since: row.since, Age: max(a.now.Sub(row.since), 0), key: id}
 		return nil
 	}); err != nil {
 		return nil, err
@@ -862,7 +851,16 @@ func staleProviders(ctx context.Context, q querier, a auditArgs) ([]AuditFinding
 }
 
 func overCapacityProviders(ctx context.Context, q querier, a auditArgs) ([]AuditFinding, error) {
-	p, err := providerKindPage(ctx, q, AuditOverCapacity, overCapacitySQL, false, a)
+	var candidates []int64
+	for _, id := range a.overCapacity {
+		if id >= a.from && id <= a.through {
+			candidates = append(candidates, id)
+		}
+	}
+	if len(candidates) == 0 {
+		return nil, nil
+	}
+	p, err := providerKindPage(ctx, q, AuditOverCapacity, overCapacitySQL, false, a, candidates)
 	if err != nil || len(p.rows) == 0 {
 		return nil, err
 	}

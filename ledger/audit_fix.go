@@ -80,7 +80,7 @@ func recheckConsumer(ctx context.Context, t *txn, k auditKind, id string, p Audi
 	if row.generation != p.ConsumerGeneration {
 		return AuditFinding{}, nil, consumerGenerationConflict(&row.generation, &p.ConsumerGeneration)
 	}
-	a := auditArgs{from: id, through: id, limit: 1, th: p.Thresholds}
+	a := auditArgs{from: row.id, through: row.id, limit: 1, th: p.Thresholds}
 	if err := t.QueryRow(ctx, `SELECT now()`).Scan(&a.now); err != nil {
 		return AuditFinding{}, nil, err
 	}

@@ -163,8 +163,8 @@ func TestAuditFindings(t *testing.T) {
 	all := ledger.AuditThresholds{} // every migration and report is stale
 	want := []string{
 		"split_consumer c3 [cn1:VCPU=1 cn2:DISK_GB=10] () report_only",
-		"stale_migration c5 [cn1:VCPU=2] () confirm_move",
 		"stale_migration c6 [cn2:VCPU=2] () report_only",
+		"stale_migration c5 [cn1:VCPU=2] () confirm_move",
 		"stale_provider cn1 [cn1:MEMORY_MB=512 cn1:VCPU=5] (c1 c2 c3 c5) report_only",
 		"stale_provider cn2 [cn2:DISK_GB=10 cn2:VCPU=4] (c3 c4 c6) report_only",
 		"stale_provider cn3 [cn3-numa0:VCPU=2] (c8) report_only",
@@ -193,11 +193,11 @@ func TestAuditFindings(t *testing.T) {
 	}
 
 	// What a finding says.
-	page, err := f.store.Audit(f.ctx, ledger.AuditParams{Kinds: []string{ledger.AuditStaleMigration}, Limit: 1, Thresholds: all})
-	if err != nil || len(page.Findings) != 1 {
+	page, err := f.store.Audit(f.ctx, ledger.AuditParams{Kinds: []string{ledger.AuditStaleMigration}, Limit: 2, Thresholds: all})
+	if err != nil || len(page.Findings) != 2 {
 		t.Fatal(page, err)
 	}
-	m := page.Findings[0]
+	m := page.Findings[1]
 	if m.Consumer.UUID != auditMigrate || m.Consumer.Type != ledger.MigrationConsumerType || m.Consumer.Generation != 1 ||
 		m.Consumer.ProjectID != "proj" || m.Move == nil || m.Move.ConsumerUUID != auditInstance ||
 		m.Age < 0 || m.Age > time.Minute || m.Since.IsZero() ||
@@ -223,8 +223,10 @@ func TestAuditRefusals(t *testing.T) {
 		{ledger.AuditParams{Limit: -1}, fault.CodeAuditInvalid},
 		{ledger.AuditParams{Limit: ledger.MaxAuditLimit + 1}, fault.CodeAuditInvalid},
 		{ledger.AuditParams{Marker: "split_consumer"}, fault.CodeAuditInvalid},
-		{ledger.AuditParams{Marker: "nope:" + auditFine}, fault.CodeAuditInvalid},
-		{ledger.AuditParams{Kinds: []string{ledger.AuditEmptyConsumer}, Marker: "split_consumer:" + auditFine}, fault.CodeAuditInvalid},
+		{ledger.AuditParams{Marker: "split_consumer:-1"}, fault.CodeAuditInvalid},
+		{ledger.AuditParams{Marker: "split_consumer:" + auditFine}, fault.CodeAuditInvalid},
+		{ledger.AuditParams{Marker: "nope:1"}, fault.CodeAuditInvalid},
+		{ledger.AuditParams{Kinds: []string{ledger.AuditEmptyConsumer}, Marker: "split_consumer:5"}, fault.CodeAuditInvalid},
 		{ledger.AuditParams{Thresholds: ledger.AuditThresholds{StateAge: -time.Second}}, fault.CodeAuditInvalid},
 	} {
 		_, err := f.store.Audit(f.ctx, tc.p)
@@ -321,8 +323,9 @@ func TestAuditFixUnsettled(t *testing.T) {
 	if err := f.store.AllocationsReplace(f.ctx, []ledger.ConsumerAllocations{back}); err != nil {
 		t.Fatal(err)
 	}
-	page, err := f.store.Audit(f.ctx, ledger.AuditParams{Kinds: []string{ledger.AuditStaleMigration}, Limit: 1})
-	if err != nil || len(page.Findings) != 1 || page.Findings[0].Fix.Action != ledger.AuditFixReportOnly {
+	page, err := f.store.Audit(f.ctx, ledger.AuditParams{Kinds: []string{ledger.AuditStaleMigration}, Limit: 2})
+	if err != nil || len(page.Findings) != 2 || page.Findings[1].Consumer.UUID != auditMigrate ||
+		page.Findings[1].Fix.Action != ledger.AuditFixReportOnly {
 		t.Fatalf("%+v %v", page, err)
 	}
 	_, err = f.store.AuditFix(f.ctx, ledger.AuditFixParams{Kind: ledger.AuditStaleMigration, ConsumerUUID: auditMigrate, ConsumerGeneration: 1})
