@@ -93,6 +93,12 @@ type Config struct {
 	// consumer failed on (ledger.Config.ClaimFailureTTL). Default 24h;
 	// negative: for ever.
 	ClaimFailureTTL time.Duration
+	// AuditMigrationAge and AuditStateAge are the thresholds of GET
+	// /audit when a request names none: a MIGRATION consumer older than
+	// the first is stale, as is a provider whose last state report is
+	// older than the second. Defaults ledger.DefaultAuditMigrationAge
+	// (24h) and ledger.DefaultAuditStateAge (1h); 0 means the default.
+	AuditMigrationAge, AuditStateAge time.Duration
 	// ClaimWriters is how many group-committed batches of new consumers'
 	// allocations may be in flight at once (ledger.Config.ClaimWriters).
 	// Default ledger.DefaultClaimWriters; 0 writes each claim in a
@@ -232,6 +238,9 @@ func Default() Config {
 		ClaimWriters:     ledger.DefaultClaimWriters,
 		ProviderWriters:  ledger.DefaultProviderWriters,
 		ClaimFailureTTL:  ledger.DefaultClaimFailureTTL,
+
+		AuditMigrationAge: ledger.DefaultAuditMigrationAge,
+		AuditStateAge:     ledger.DefaultAuditStateAge,
 		SnapshotRefresh:  ledger.DefaultSnapshotRefresh,
 		DBMaxConns:       DefaultDBMaxConns,
 		OTelExporter:     telemetry.ExporterNone,
@@ -347,6 +356,9 @@ func (c Config) Validate() error {
 	}
 	if c.ClaimFailureTTL == 0 {
 		errs = append(errs, fmt.Errorf("claim failure ttl: want a positive duration, or negative to remember for ever"))
+	}
+	if c.AuditMigrationAge < 0 || c.AuditStateAge < 0 {
+		errs = append(errs, fmt.Errorf("audit ages %s, %s: want positive durations (0: the default)", c.AuditMigrationAge, c.AuditStateAge))
 	}
 	if c.ClaimWriters < 0 || c.ClaimWriters > 64 {
 		errs = append(errs, fmt.Errorf("claim writers %d: want 0 to 64", c.ClaimWriters))
