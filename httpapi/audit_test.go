@@ -63,7 +63,7 @@ func TestAuditAPI(t *testing.T) {
 	}
 	code, body := get("admin", "?kind=split_consumer")
 	want := `{"findings":[{"age_seconds":AGE,"consumer":{"consumer_type":"INSTANCE","generation":1,"project_id":"p","user_id":"u","uuid":"` + split + `"},` +
-		`"detail":"Consumer ` + split + ` holds allocations on 2 root providers (cn1, cn2) and is no part of a move.",` +
+		`"detail":"Consumer ` + split + ` holds allocations on 2 root providers (cn1, cn2) and is not part of a move.",` +
 		`"fix":{"action":"report_only","detail":"Which root provider the consumer runs on is not recorded: once known, rewrite its allocations without the others (PUT /allocations/{consumer_uuid})."},` +
 		`"kind":"split_consumer","provider":null,"providers":[PROVIDERS],"since":"SINCE"}],` +
 		`"next_marker":null,"thresholds":{"migration_age":"24h0m0s","state_age":"1h0m0s"}}`

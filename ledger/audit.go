@@ -538,7 +538,7 @@ func splitConsumers(ctx context.Context, q querier, a auditArgs) ([]AuditFinding
 	for _, c := range cs {
 		f := c.finding(AuditSplitConsumer, c.updated, a)
 		_, names := c.roots()
-		f.Detail = fmt.Sprintf("Consumer %s holds allocations on %d root providers (%s) and is no part of a move.",
+		f.Detail = fmt.Sprintf("Consumer %s holds allocations on %d root providers (%s) and is not part of a move.",
 			c.UUID, len(names), strings.Join(names, ", "))
 		f.Fix = AuditFix{Action: AuditFixReportOnly, Detail: "Which root provider the consumer runs on is not " +
 			"recorded: once known, rewrite its allocations without the others (PUT /allocations/{consumer_uuid})."}

@@ -107,6 +107,7 @@ func commands() []*command {
 	cs = append(cs, scriptletCommands()...)
 	cs = append(cs, policyCommands()...)
 	cs = append(cs, configCommands()...)
+	cs = append(cs, auditCommand())
 	cs = append(cs, benchCommands()...)
 	cs = append(cs, importCommands()...)
 	cs = append(cs, demoCommand())
