@@ -241,9 +241,9 @@ func Default() Config {
 
 		AuditMigrationAge: ledger.DefaultAuditMigrationAge,
 		AuditStateAge:     ledger.DefaultAuditStateAge,
-		SnapshotRefresh:  ledger.DefaultSnapshotRefresh,
-		DBMaxConns:       DefaultDBMaxConns,
-		OTelExporter:     telemetry.ExporterNone,
+		SnapshotRefresh:   ledger.DefaultSnapshotRefresh,
+		DBMaxConns:        DefaultDBMaxConns,
+		OTelExporter:      telemetry.ExporterNone,
 
 		DBStatementTimeout:    DefaultDBStatementTimeout,
 		MigrateOnStart:        true,
