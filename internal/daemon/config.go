@@ -238,12 +238,12 @@ func Default() Config {
 		ClaimWriters:     ledger.DefaultClaimWriters,
 		ProviderWriters:  ledger.DefaultProviderWriters,
 		ClaimFailureTTL:  ledger.DefaultClaimFailureTTL,
+		SnapshotRefresh:  ledger.DefaultSnapshotRefresh,
+		DBMaxConns:       DefaultDBMaxConns,
+		OTelExporter:     telemetry.ExporterNone,
 
 		AuditMigrationAge: ledger.DefaultAuditMigrationAge,
 		AuditStateAge:     ledger.DefaultAuditStateAge,
-		SnapshotRefresh:   ledger.DefaultSnapshotRefresh,
-		DBMaxConns:        DefaultDBMaxConns,
-		OTelExporter:      telemetry.ExporterNone,
 
 		DBStatementTimeout:    DefaultDBStatementTimeout,
 		MigrateOnStart:        true,
