@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -67,6 +68,13 @@ func BenchmarkAudit(b *testing.B) {
 				p.Kinds = []string{kind}
 			}
 			var findings, pages int
+			// The heap the audit holds beyond what the process held
+			// before (its snapshot included), at the end of each page:
+			// pages are bounded, the audit's whole is not held.
+			runtime.GC()
+			var ms runtime.MemStats
+			runtime.ReadMemStats(&ms)
+			base, peak := ms.HeapInuse, uint64(0)
 			db0, self0 := dbCPU(), selfCPU()
 			for range b.N {
 				findings, pages = 0, 0
@@ -78,6 +86,8 @@ func BenchmarkAudit(b *testing.B) {
 					}
 					findings += len(page.Findings)
 					pages++
+					runtime.ReadMemStats(&ms)
+					peak = max(peak, ms.HeapInuse)
 					if page.NextMarker == "" {
 						break
 					}
@@ -91,6 +101,7 @@ func BenchmarkAudit(b *testing.B) {
 			// cluster) and this process's.
 			b.ReportMetric((dbCPU()-db0).Seconds()/float64(b.N), "db-cpu-s/op")
 			b.ReportMetric((selfCPU()-self0).Seconds()/float64(b.N), "go-cpu-s/op")
+			b.ReportMetric(float64(peak-min(peak, base))/(1<<20), "heap-MB-over-base")
 		})
 	}
 }
