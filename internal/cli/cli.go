@@ -139,7 +139,8 @@ Global flags (anywhere on the line):
   --timeout D      bound on each HTTP request (default %s)
 
 Every request carries "OpenStack-API-Version: placement latest".
-Exit status: 0 success, 1 the server refused or could not be reached, 2 bad usage.
+Exit status: 0 success, 1 the server refused or could not be reached, 2 bad usage;
+berth audit: 3 findings remain.
 Run "berth COMMAND --help" for a command's flags and an example.
 
 Example:
