@@ -63,17 +63,19 @@ func TestAuditAPI(t *testing.T) {
 	}
 	code, body := get("admin", "?kind=split_consumer")
 	want := `{"findings":[{"age_seconds":AGE,"consumer":{"consumer_type":"INSTANCE","generation":1,"project_id":"p","user_id":"u","uuid":"` + split + `"},` +
-		`"detail":"Consumer ` + split + ` holds allocations on 2 root providers (cn1, cn2) and is not part of a move.",` +
+		`"detail":"Consumer ` + split + ` holds allocations on 2 root providers (NAMES) and is not part of a move.",` +
 		`"fix":{"action":"report_only","detail":"Which root provider the consumer runs on is not recorded: once known, rewrite its allocations without the others (PUT /allocations/{consumer_uuid})."},` +
 		`"kind":"split_consumer","provider":null,"providers":[PROVIDERS],"since":"SINCE"}],` +
 		`"next_marker":null,"thresholds":{"migration_age":"24h0m0s","state_age":"1h0m0s"}}`
-	// Providers come in uuid order.
+	// Providers and roots come in uuid order.
 	providers := []string{`{"name":"cn1","resources":{"VCPU":1},"root_provider_uuid":"` + cn1 + `","uuid":"` + cn1 + `"}`,
 		`{"name":"cn2","resources":{"VCPU":2},"root_provider_uuid":"` + cn2 + `","uuid":"` + cn2 + `"}`}
+	names := "cn1, cn2"
 	if cn2 < cn1 {
-		providers[0], providers[1] = providers[1], providers[0]
+		providers[0], providers[1], names = providers[1], providers[0], "cn2, cn1"
 	}
 	want = strings.Replace(want, "PROVIDERS", strings.Join(providers, ","), 1)
+	want = strings.Replace(want, "NAMES", names, 1)
 	// Since and age are the clock's.
 	want = strings.Replace(want, "SINCE", between(body, `"since":"`, `"`), 1)
 	want = strings.Replace(want, "AGE", between(body, `"age_seconds":`, `,`), 1)
