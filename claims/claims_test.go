@@ -414,7 +414,7 @@ func TestClaimMove(t *testing.T) {
 		t.Fatalf("after move a %d b %d", f.used(a), f.used(b))
 	}
 	mig, _ := f.store.AllocationsByConsumer(f.ctx, migration)
-	if mig.Consumer == nil || mig.Consumer.Type != claims.MigrationConsumerType || mig.Consumer.ProjectID != "p" ||
+	if mig.Consumer == nil || mig.Consumer.Type != ledger.MigrationConsumerType || mig.Consumer.ProjectID != "p" ||
 		len(mig.Allocations) != 1 || mig.Allocations[0].ProviderUUID != a || mig.Allocations[0].Used != 3 {
 		t.Fatalf("migration consumer: %+v", mig)
 	}

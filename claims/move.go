@@ -14,10 +14,6 @@ import (
 	"github.com/berthd/berth/ledger/engine"
 )
 
-// MigrationConsumerType is the consumer type Move gives the consumer that
-// holds the source allocations.
-const MigrationConsumerType = "MIGRATION"
-
 // holding is what a consumer holds now.
 type holding struct {
 	consumer *ledger.Consumer
@@ -189,7 +185,7 @@ func (c *Claimer) move(ctx context.Context, p Params, migrationUUID string) (*Re
 		ConsumerUUID:    mig,
 		ProjectID:       p.ProjectID,
 		UserID:          p.UserID,
-		ConsumerType:    MigrationConsumerType,
+		ConsumerType:    ledger.MigrationConsumerType,
 		CheckGeneration: true, // must be new
 		Allocations:     h.allocs,
 	}}

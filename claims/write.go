@@ -186,7 +186,7 @@ func (c *Claimer) result(p *Params, s *selection, chosen, attempts int, failed [
 		r.ScriptletLog = append([]scheduler.LogLine{}, s.ranking.Log...)
 	}
 	for i := range p.with {
-		if p.with[i].ConsumerType == MigrationConsumerType {
+		if p.with[i].ConsumerType == ledger.MigrationConsumerType {
 			m := p.with[i]
 			r.Migration = &m
 		}

@@ -156,6 +156,10 @@ func (s *Server) routes() []route {
 		{del, "/scriptlets/:name", every, "berth:scriptlets:delete", s.scriptletDelete, acceptAny},
 		{post, "/scriptlets/:name/test", every, "berth:scriptlets:test", s.scriptletTest, bounded},
 
+		// The allocation audit: findings, and the fix of one.
+		{get, "/audit", every, "berth:audit:read", s.auditList, acceptJSON | bounded},
+		{post, "/audit/fix", every, "berth:audit:fix", s.auditFix, acceptAny},
+
 		// Server-wide settings.
 		{get, "/config", every, "berth:config:show", s.configShow, acceptJSON},
 		{patch, "/config", every, "berth:config:update", s.configPatch, acceptAny},

@@ -32,6 +32,9 @@
 //     plan, lock, check, apply), usage.go, reshape.go, overcapacity.go,
 //     placement_keys.go, state.go (reported provider state), and what the
 //     scheduling catalogue stores: policy.go, scriptlet.go, config.go;
+//   - the allocation audit: audit.go (the kinds of finding and their page
+//     queries), audit_fix.go (a finding's fix, re-checked in one
+//     transaction);
 //   - a claim's write, in the order it goes: claim_write.go (ClaimWrite, and
 //     the one-round-trip write of a new consumer's allocations), then
 //     claim_batch.go (claims queued together), group_commit.go (the group

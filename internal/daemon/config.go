@@ -109,6 +109,12 @@ type Config struct {
 	// a pass takes). Default DefaultClaimLeaseInterval; negative: this
 	// berthd never reaps (another must).
 	ClaimLeaseInterval time.Duration
+	// AuditMigrationAge and AuditStateAge are the thresholds of GET
+	// /audit when a request names none: a MIGRATION consumer older than
+	// the first is stale, as is a provider whose last state report is
+	// older than the second. Defaults ledger.DefaultAuditMigrationAge
+	// (24h) and ledger.DefaultAuditStateAge (1h); 0 means the default.
+	AuditMigrationAge, AuditStateAge time.Duration
 	// ClaimWriters is how many group-committed batches of new consumers'
 	// allocations may be in flight at once (ledger.Config.ClaimWriters).
 	// Default ledger.DefaultClaimWriters; 0 writes each claim in a
@@ -257,6 +263,8 @@ func Default() Config {
 		OTelExporter:     telemetry.ExporterNone,
 
 		ClaimLeaseInterval:    DefaultClaimLeaseInterval,
+		AuditMigrationAge:     ledger.DefaultAuditMigrationAge,
+		AuditStateAge:         ledger.DefaultAuditStateAge,
 		DBStatementTimeout:    DefaultDBStatementTimeout,
 		MigrateOnStart:        true,
 		HTTPReadHeaderTimeout: DefaultHTTPReadHeaderTimeout,
@@ -390,6 +398,9 @@ func (c Config) Validate() error {
 	}
 	if c.ClaimLeaseInterval == 0 {
 		errs = append(errs, fmt.Errorf("claim lease interval: want a positive duration, or negative to never reap here"))
+	}
+	if c.AuditMigrationAge < 0 || c.AuditStateAge < 0 {
+		errs = append(errs, fmt.Errorf("audit ages %s, %s: want positive durations (0: the default)", c.AuditMigrationAge, c.AuditStateAge))
 	}
 	if c.ClaimWriters < 0 || c.ClaimWriters > 64 {
 		errs = append(errs, fmt.Errorf("claim writers %d: want 0 to 64", c.ClaimWriters))

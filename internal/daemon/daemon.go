@@ -82,6 +82,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err erro
 
 		MaxInflightExpensive:  cfg.MaxInflightExpensive,
 		AdmissionQueueTimeout: cfg.AdmissionQueueTimeout,
+		AuditThresholds:       ledger.AuditThresholds{MigrationAge: cfg.AuditMigrationAge, StateAge: cfg.AuditStateAge},
 	}
 	if cfg.Auth == httpapi.AuthTokens {
 		if api.Tokens, err = LoadTokens(cfg.TokenFile, log); err != nil {

@@ -168,4 +168,14 @@ const (
 	// CodeIdentityUnavailable: Keystone could not be asked who the
 	// caller is.
 	CodeIdentityUnavailable = "berth.identity_unavailable"
+	// CodeAuditUnknownKind: an audit kind that does not exist.
+	CodeAuditUnknownKind = "berth.audit.unknown_kind"
+	// CodeAuditInvalid: a bad audit request (limit, marker, threshold,
+	// fix body).
+	CodeAuditInvalid = "berth.audit.invalid"
+	// CodeAuditFindingGone: the fix of a finding that no longer holds
+	// (something changed it since it was listed); nothing was changed.
+	CodeAuditFindingGone = "berth.audit.finding_gone"
+	// CodeAuditNotFixable: the fix of a finding that is reported only.
+	CodeAuditNotFixable = "berth.audit.not_fixable"
 )
