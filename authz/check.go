@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Credentials are what a request's principal brings to a check, as
@@ -27,6 +28,9 @@ type Credentials struct {
 	// X-Service-Token of a service acting for the user (empty without).
 	ServiceRoles                    []string
 	ServiceUserID, ServiceProjectID string
+	// ExpiresAt is when the token expires, if known (Keystone's tokens);
+	// rules do not look at it.
+	ExpiresAt time.Time
 }
 
 // scope is the token scope oslo.policy derives from the credentials.

@@ -30,7 +30,7 @@ func BenchmarkClaimPath(b *testing.B) {
 		for _, mode := range []string{"still", "writes"} {
 			b.Run(fmt.Sprintf("N=%d/%s", n, mode), func(b *testing.B) {
 				snap := snap
-				c, err := New(nil, nil, Config{SubsetSize: 1}, log)
+				c, err := New(Deps{Logger: log}, Config{SubsetSize: 1})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -49,7 +49,7 @@ func BenchmarkClaimPath(b *testing.B) {
 						b.Fatal(err, s.rankErr)
 					}
 					i := c.pick(s.ranking.Ranked, make([]bool, len(s.ranking.Ranked)), nil)
-					_ = CandidateAllocations(s.ranking.Ranked[i].Cand)
+					_ = s.ranking.Ranked[i].Cand.AllocationsByName()
 					res := c.result(&p, s, i, 1, nil)
 					if _, err := json.Marshal(res); err != nil {
 						b.Fatal(err)

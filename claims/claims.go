@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/berthd/berth/ledger"
 	"github.com/berthd/berth/scheduler"
@@ -17,6 +18,8 @@ const (
 	DefaultAlternates  = 2
 	// DefaultClaimCandidates is Config.ClaimCandidates when unset.
 	DefaultClaimCandidates = 100
+	// DefaultLeaseMax is Config.LeaseMax when unset.
+	DefaultLeaseMax = 24 * time.Hour
 )
 
 // Config configures a Claimer.
@@ -41,21 +44,47 @@ type Config struct {
 	// ties the best one's. 0 takes them in rank order (ties in the
 	// engine's order), deterministic; berthd defaults to 1.
 	SubsetSize int
+	// LeaseMax is the longest lease a claim may ask for (whole seconds);
+	// 0 means DefaultLeaseMax.
+	LeaseMax time.Duration
 }
 
 // PolicySource resolves a scheduling policy by name; the empty name is
-// the default policy. An unknown name is a *ledger.Error of kind
+// the default policy. An unknown name is a *fault.Error of kind
 // ErrNotFound (or ErrInvalid).
 type PolicySource interface {
 	Policy(ctx context.Context, name string) (*scheduler.Policy, error)
 }
 
-// Enricher fills the costly provider fields (state, placement keys,
-// consumer counts) a policy needs, for the providers of one claim's
-// candidates. It writes only those fields, and only those needs asks
-// for: the Providers may otherwise be shared with other claims.
-type Enricher interface {
+// Cloud is what a claim asks of the cloud beyond its candidates: the
+// costly provider fields a policy needs (Enrich: state, placement keys,
+// consumer counts, for the providers of one claim's candidates; it writes
+// only those fields, and only those needs asks for, since the Providers
+// may otherwise be shared with other claims), and what scriptlets and
+// units query (scheduler.CloudData). claims/cloud reads it from the
+// ledger.
+type Cloud interface {
 	Enrich(ctx context.Context, needs scheduler.Needs, provs map[string]*scheduler.Provider) error
+	scheduler.CloudData
+}
+
+// Deps are the components a Claimer works with.
+type Deps struct {
+	// Store is the ledger claims read and write (a Claimer without one
+	// serves only benchmarks of its ranking).
+	Store *ledger.Store
+	// Policies resolves Params.Policy by name (claims/catalog). Nil:
+	// every claim ranks with Policy.
+	Policies PolicySource
+	// Policy ranks the claims when Policies is nil; nil means
+	// DefaultPolicy.
+	Policy *scheduler.Policy
+	// Cloud answers what policies and scriptlets ask of the cloud. Nil:
+	// policies that need provider state, keys or counts see none, and
+	// scriptlets that query the cloud get no data.
+	Cloud Cloud
+	// Logger receives the Claimer's logs; nil means slog.Default().
+	Logger *slog.Logger
 }
 
 // Claimer claims resources for consumers. It is the only writer of claim
@@ -66,23 +95,18 @@ type Claimer struct {
 	store    *ledger.Store
 	policy   *scheduler.Policy
 	policies PolicySource
-	enricher Enricher
-	data     scheduler.ClusterData
+	cloud    Cloud
 	cfg      Config
 	log      *slog.Logger
 }
 
-// SetClusterData installs what scriptlets query about the cluster (set
-// on every scheduler.Request). Call it before the first claim.
-func (c *Claimer) SetClusterData(d scheduler.ClusterData) { c.data = d }
-
-// SetPolicySource makes the Claimer resolve Params.Policy through src
-// instead of using its one policy. Call it before the first claim.
-func (c *Claimer) SetPolicySource(src PolicySource) { c.policies = src }
-
-// SetEnricher installs the source of costly provider fields. Call it
-// before the first claim.
-func (c *Claimer) SetEnricher(e Enricher) { c.enricher = e }
+// cloudData is what scriptlets and units query, nil without a Cloud.
+func (c *Claimer) cloudData() scheduler.CloudData {
+	if c.cloud == nil {
+		return nil
+	}
+	return c.cloud
+}
 
 // DefaultPolicy is the policy of a Claimer built without one: the
 // capacity check (the engine's candidates only include what fits) and
@@ -91,10 +115,9 @@ func DefaultPolicy() (*scheduler.Policy, error) {
 	return scheduler.NewPolicy(scheduler.DefaultPolicyConfig(), nil, nil, scheduler.ScriptletLimits{})
 }
 
-// New returns a Claimer over store ranking with policy (nil:
-// DefaultPolicy) until SetPolicySource installs a source of named
-// policies.
-func New(store *ledger.Store, policy *scheduler.Policy, cfg Config, log *slog.Logger) (*Claimer, error) {
+// New returns a Claimer over the components of d, configured by cfg.
+func New(d Deps, cfg Config) (*Claimer, error) {
+	policy := d.Policy
 	if policy == nil {
 		var err error
 		if policy, err = DefaultPolicy(); err != nil {
@@ -107,16 +130,23 @@ func New(store *ledger.Store, policy *scheduler.Policy, cfg Config, log *slog.Lo
 	if cfg.ClaimCandidates == 0 {
 		cfg.ClaimCandidates = DefaultClaimCandidates
 	}
+	if cfg.LeaseMax == 0 {
+		cfg.LeaseMax = DefaultLeaseMax
+	}
+	if cfg.LeaseMax < time.Second {
+		return nil, fmt.Errorf("claims: lease maximum %v: want 1s or more", cfg.LeaseMax)
+	}
 	if cfg.MaxAttempts < 1 || cfg.MaxAttempts > MaxMaxAttempts {
 		return nil, fmt.Errorf("claims: max attempts %d: want 1 to %d", cfg.MaxAttempts, MaxMaxAttempts)
 	}
+	log := d.Logger
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Claimer{store: store, policy: policy, cfg: cfg, log: log}, nil
+	return &Claimer{store: d.Store, policy: policy, policies: d.Policies, cloud: d.Cloud, cfg: cfg, log: log}, nil
 }
 
-// Claim places p: it ranks the candidates and writes the best one's
+// claim places p: it ranks the candidates and writes the best one's
 // allocations, moving on to the next ranked candidate on another root when
 // the write finds the capacity gone or a provider deleted, at most
 // MaxAttempts times. It returns a *NotPlacedError when nothing was
@@ -131,7 +161,7 @@ func New(store *ledger.Store, policy *scheduler.Policy, cfg Config, log *slog.Lo
 // and why roots have none. The ledger is then asked only to write, and,
 // for a sample whose every candidate lost to concurrent claims, for a
 // fresh snapshot that has the writes that won.
-func (c *Claimer) Claim(ctx context.Context, p Params) (_ *Result, err error) {
+func (c *Claimer) claim(ctx context.Context, p Params) (_ *Result, err error) {
 	ctx, tr := startClaim(ctx, p.ConsumerUUID, p.DryRun)
 	defer func() { tr.end(err) }()
 	sample := c.cfg.ClaimCandidates

@@ -12,7 +12,9 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/berthd/berth/claims"
+	"github.com/berthd/berth/internal/fault"
 	"github.com/berthd/berth/ledger"
+	"github.com/berthd/berth/ledger/engine"
 	"github.com/berthd/berth/ledger/ledgertest"
 	"github.com/berthd/berth/scheduler"
 )
@@ -63,6 +65,12 @@ func (f *fixture) sql(stmt string, args ...any) {
 
 func (f *fixture) claimer(policy string, script string) *claims.Claimer {
 	f.t.Helper()
+	return f.claimerWith(policy, script, nil)
+}
+
+// claimerWith is claimer with cloud as the claimer's view of the cloud.
+func (f *fixture) claimerWith(policy, script string, cloud claims.Cloud) *claims.Claimer {
+	f.t.Helper()
 	cfg, err := scheduler.ParsePolicyConfig([]byte(policy))
 	if err != nil {
 		f.t.Fatal(err)
@@ -79,7 +87,7 @@ func (f *fixture) claimer(policy string, script string) *claims.Claimer {
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	c, err := claims.New(f.store, p, claims.Config{}, nil)
+	c, err := claims.New(claims.Deps{Store: f.store, Policy: p, Cloud: cloud}, claims.Config{})
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -95,9 +103,9 @@ func (f *fixture) used(rp string) int64 {
 	return u.Usages["VCPU"]
 }
 
-func vcpus(n int64) ledger.CandidatesParams {
-	return ledger.CandidatesParams{NestedAware: true,
-		Groups: []ledger.RequestGroup{{Resources: []ledger.ResourceAmount{{Class: "VCPU", Amount: n}}}}}
+func vcpus(n int64) engine.CandidatesParams {
+	return engine.CandidatesParams{NestedAware: true,
+		Groups: []engine.RequestGroup{{Resources: []engine.ResourceAmount{{Class: "VCPU", Amount: n}}}}}
 }
 
 func params(n int64) claims.Params {
@@ -118,19 +126,19 @@ func TestClaimPicksByPolicy(t *testing.T) {
 	f := newFixture(t)
 	a, b := f.provider("a", 8), f.provider("b", 8)
 	f.claimer(`{}`, "")
-	if _, err := f.claimer(`{}`, "").Claim(f.ctx, params(4)); err != nil {
+	if _, err := f.claimer(`{}`, "").ClaimUnrecorded(f.ctx, params(4)); err != nil {
 		t.Fatal(err)
 	}
 	if f.used(a) != 4 || f.used(b) != 0 {
 		t.Fatalf("first claim: a %d b %d", f.used(a), f.used(b))
 	}
 	// spread prefers the emptier b; pack the fuller a.
-	r, err := f.claimer(`{"weighers": [{"name": "spread"}]}`, "").Claim(f.ctx, params(1))
+	r, err := f.claimer(`{"weighers": [{"name": "spread"}]}`, "").ClaimUnrecorded(f.ctx, params(1))
 	if err != nil || r.Root != b || r.Attempts != 1 {
 		t.Fatalf("spread: %+v %v", r, err)
 	}
 	p := params(1)
-	r, err = f.claimer(`{"weighers": [{"name": "pack"}]}`, "").Claim(f.ctx, p)
+	r, err = f.claimer(`{"weighers": [{"name": "pack"}]}`, "").ClaimUnrecorded(f.ctx, p)
 	if err != nil || r.Root != a {
 		t.Fatalf("pack: %+v %v", r, err)
 	}
@@ -147,32 +155,32 @@ func TestClaimNotPlaced(t *testing.T) {
 	f.provider("b", 8)
 	c := f.claimer(`{"filters": [{"name": "max_usage_ratio", "params": {"max": 0.5}}]}`, "")
 
-	_, err := c.Claim(f.ctx, params(9))
+	_, err := c.ClaimUnrecorded(f.ctx, params(9))
 	notPlaced(t, err, claims.NoCandidates)
 
-	_, err = c.Claim(f.ctx, params(5))
+	_, err = c.ClaimUnrecorded(f.ctx, params(5))
 	np := notPlaced(t, err, claims.AllFiltered)
 	if np.Roots != 2 || np.Error() != "2 providers; 2 removed by max_usage_ratio (VCPU above 0.5 of capacity: 2)" {
 		t.Fatalf("explanation: %v %+v", np, np.Steps)
 	}
-	_, err = c.Claim(f.ctx, params(9))
+	_, err = c.ClaimUnrecorded(f.ctx, params(9))
 	if np := notPlaced(t, err, claims.NoCandidates); np.Error() != "2 providers; 2 lacked VCPU 9" {
 		t.Fatalf("explanation: %v", np)
 	}
 
 	p := params(1)
 	p.Exclude = []string{"a"}
-	r, err := c.Claim(f.ctx, p)
+	r, err := c.ClaimUnrecorded(f.ctx, p)
 	if err != nil || r.Root == a {
 		t.Fatalf("avoid: %+v %v", r, err)
 	}
 
 	refusing := f.claimer(`{}`, "def instance_placement(request, candidate_members):\n    log_warn(\"frozen\")\n    fail(\"frozen for upgrade\")\n")
 	p = params(1)
-	_, err = refusing.Claim(f.ctx, p)
+	_, err = refusing.ClaimUnrecorded(f.ctx, p)
 	if np := notPlaced(t, err, claims.Refused); np.Refusal != "frozen for upgrade" || len(np.ScriptletLog) == 0 ||
-		np.Error() != "Failed instance placement scriptlet: frozen for upgrade" {
-		t.Fatalf("refusal %q %v", np.Refusal, np.ScriptletLog)
+		np.Error() != "2 providers; then Failed instance placement scriptlet: frozen for upgrade" {
+		t.Fatalf("refusal %q %v: %s", np.Refusal, np.ScriptletLog, np.Error())
 	}
 	if got, _ := f.store.AllocationsByConsumer(f.ctx, p.ConsumerUUID); got.Consumer != nil {
 		t.Fatal("refused claim wrote a consumer")
@@ -181,20 +189,20 @@ func TestClaimNotPlaced(t *testing.T) {
 	returning := f.claimer(`{}`, "def instance_placement(request, candidate_members):\n    if request.name == \"foo\":\n        return \"Invalid name\"\n")
 	p = params(1)
 	p.Name = "foo"
-	_, err = returning.Claim(f.ctx, p)
+	_, err = returning.ClaimUnrecorded(f.ctx, p)
 	if np := notPlaced(t, err, claims.Refused); np.Refusal != "Invalid name" {
 		t.Fatalf("refusal %q", np.Refusal)
 	}
 	p = params(1)
 	p.Name = "bar"
-	if _, err := returning.Claim(f.ctx, p); err != nil {
+	if _, err := returning.ClaimUnrecorded(f.ctx, p); err != nil {
 		t.Fatalf("scriptlet refused another name: %v", err)
 	}
 
 	// A scriptlet that fails does not refuse: the claim is placed as if
 	// there were none (scheduler.OnErrorIgnore, the default).
 	failing := f.claimer(`{}`, "def instance_placement(request, candidate_members):\n    return 1 // 0\n")
-	if _, err = failing.Claim(f.ctx, params(1)); err != nil {
+	if _, err = failing.ClaimUnrecorded(f.ctx, params(1)); err != nil {
 		t.Fatalf("script error: got %v", err)
 	}
 }
@@ -202,6 +210,37 @@ func TestClaimNotPlaced(t *testing.T) {
 // TestClaimRetriesOnStaleSnapshot makes the preferred provider full behind
 // the snapshot's back: the write finds the capacity gone and the claim
 // moves on to the next candidate.
+// TestRefusalSaysWhatRanBefore: a scriptlet handed nothing, because
+// state_freshness had removed every host, refuses; the answer words the
+// steps before the refusal, so that the refusal does not hide the cause
+// (issue 27), and counts the candidate step's shortfall as a 409 does.
+func TestRefusalSaysWhatRanBefore(t *testing.T) {
+	f := newFixture(t)
+	f.provider("a", 8)
+	f.provider("b", 8)
+	f.provider("small", 2)
+	batch := `def instance_placement(request, candidate_members):
+    for m in candidate_members:
+        vcpu = m.inventories["VCPU"]
+        if (vcpu.used + request.resources.get("VCPU", 0)) * 2 <= vcpu.capacity:
+            set_target(m.name)
+            return None
+    return "no half-empty host for batch"
+`
+	c := f.claimer(`{"filters": [{"name": "state_freshness", "params": {"max_age": "2m"}}]}`, batch)
+	p := params(4)
+	_, err := c.ClaimUnrecorded(f.ctx, p)
+	np := notPlaced(t, err, claims.Refused)
+	want := "3 providers; 1 lacked VCPU 4; 2 removed by state_freshness (no state reported: 2); " +
+		"then Failed instance placement scriptlet: no half-empty host for batch"
+	if np.Refusal != "no half-empty host for batch" || np.Error() != want {
+		t.Fatalf("refusal %q:\n got %s\nwant %s", np.Refusal, np.Error(), want)
+	}
+	if len(np.Steps) != 3 || np.Steps[2].Unit != "state_freshness" || np.Steps[2].Remaining != 0 {
+		t.Fatalf("steps %+v", np.Steps)
+	}
+}
+
 func TestClaimRetriesOnStaleSnapshot(t *testing.T) {
 	f := newFixture(t)
 	a, b, c := f.provider("a", 8), f.provider("b", 8), f.provider("c", 8)
@@ -216,7 +255,7 @@ func TestClaimRetriesOnStaleSnapshot(t *testing.T) {
 	}
 	f.sql(`UPDATE inventories SET reserved = total WHERE resource_provider_id IN
 		(SELECT id FROM resource_providers WHERE uuid = ANY($1))`, []string{a, b})
-	r, err := claimer.Claim(f.ctx, params(2))
+	r, err := claimer.ClaimUnrecorded(f.ctx, params(2))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,7 +272,7 @@ func TestClaimRetriesOnStaleSnapshot(t *testing.T) {
 	f.sql(`UPDATE inventories SET reserved = total`)
 	p := params(1)
 	p.MaxAttempts = 1
-	_, err = claimer.Claim(f.ctx, p)
+	_, err = claimer.ClaimUnrecorded(f.ctx, p)
 	np := notPlaced(t, err, claims.ConflictsExhausted)
 	if np.Attempts != 1 || !strings.HasSuffix(np.Error(), "; 1 attempts lost to concurrent claims") {
 		t.Fatalf("exhausted: %v", np)
@@ -248,16 +287,16 @@ func TestClaimConsumerGenerationAndReschedule(t *testing.T) {
 	a, b := f.provider("a", 8), f.provider("b", 8)
 	c := f.claimer(`{}`, "")
 	p := params(2)
-	if r, err := c.Claim(f.ctx, p); err != nil || r.Root != a {
+	if r, err := c.ClaimUnrecorded(f.ctx, p); err != nil || r.Root != a {
 		t.Fatalf("claim: %+v %v", r, err)
 	}
 	// Same consumer again as if new: a generation conflict, not retried.
-	_, err := c.Claim(f.ctx, p)
-	var le *ledger.Error
-	if !errors.As(err, &le) || le.Code != ledger.CodeConcurrentUpdate {
+	_, err := c.ClaimUnrecorded(f.ctx, p)
+	var le *fault.Error
+	if !errors.As(err, &le) || le.Code != fault.CodeConcurrentUpdate {
 		t.Fatalf("reclaim: %v", err)
 	}
-	r, err := c.Reschedule(f.ctx, claims.Params{ConsumerUUID: p.ConsumerUUID, Candidates: vcpus(2)}, "")
+	r, err := c.RescheduleUnrecorded(f.ctx, claims.Params{ConsumerUUID: p.ConsumerUUID, Candidates: vcpus(2)}, "")
 	if err != nil || r.Root != b {
 		t.Fatalf("reschedule: %+v %v", r, err)
 	}
@@ -270,7 +309,7 @@ func TestClaimConsumerGenerationAndReschedule(t *testing.T) {
 	}
 	// Nowhere else to go: b avoided, a too small. The consumer stays.
 	f.sql(`UPDATE inventories SET total = 1 WHERE resource_provider_id = (SELECT id FROM resource_providers WHERE uuid = $1)`, a)
-	_, err = c.Reschedule(f.ctx, claims.Params{ConsumerUUID: p.ConsumerUUID, Candidates: vcpus(2)}, "")
+	_, err = c.RescheduleUnrecorded(f.ctx, claims.Params{ConsumerUUID: p.ConsumerUUID, Candidates: vcpus(2)}, "")
 	var np *claims.NotPlacedError
 	if !errors.As(err, &np) {
 		t.Fatalf("reschedule nowhere: %v", err)
@@ -278,7 +317,7 @@ func TestClaimConsumerGenerationAndReschedule(t *testing.T) {
 	if f.used(b) != 2 {
 		t.Fatal("failed reschedule moved the consumer")
 	}
-	if _, err := c.Reschedule(f.ctx, params(1), ""); !errors.Is(err, ledger.ErrNotFound) {
+	if _, err := c.RescheduleUnrecorded(f.ctx, params(1), ""); !errors.Is(err, fault.ErrNotFound) {
 		t.Fatalf("reschedule unknown consumer: %v", err)
 	}
 }
@@ -305,7 +344,7 @@ func TestConcurrentClaimsNeverOvercommit(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			results[i], errs[i] = c.Claim(f.ctx, ps[i])
+			results[i], errs[i] = c.ClaimUnrecorded(f.ctx, ps[i])
 		}()
 	}
 	wg.Wait()
@@ -362,11 +401,11 @@ func TestClaimMove(t *testing.T) {
 	a, b := f.provider("a", 8), f.provider("b", 8)
 	c := f.claimer(`{}`, "")
 	p := params(3)
-	if r, err := c.Claim(f.ctx, p); err != nil || r.Root != a {
+	if r, err := c.ClaimUnrecorded(f.ctx, p); err != nil || r.Root != a {
 		t.Fatalf("claim: %+v %v", r, err)
 	}
 	migration := uuid.NewString()
-	r, err := c.Move(f.ctx, claims.Params{ConsumerUUID: p.ConsumerUUID, Candidates: vcpus(3)}, migration)
+	r, err := c.MoveUnrecorded(f.ctx, claims.Params{ConsumerUUID: p.ConsumerUUID, Candidates: vcpus(3)}, migration)
 	if err != nil || r.Root != b || r.Migration == nil || r.Migration.ConsumerUUID != migration {
 		t.Fatalf("move: %+v %v", r, err)
 	}
@@ -375,7 +414,7 @@ func TestClaimMove(t *testing.T) {
 		t.Fatalf("after move a %d b %d", f.used(a), f.used(b))
 	}
 	mig, _ := f.store.AllocationsByConsumer(f.ctx, migration)
-	if mig.Consumer == nil || mig.Consumer.Type != claims.MigrationConsumerType || mig.Consumer.ProjectID != "p" ||
+	if mig.Consumer == nil || mig.Consumer.Type != ledger.MigrationConsumerType || mig.Consumer.ProjectID != "p" ||
 		len(mig.Allocations) != 1 || mig.Allocations[0].ProviderUUID != a || mig.Allocations[0].Used != 3 {
 		t.Fatalf("migration consumer: %+v", mig)
 	}
@@ -385,7 +424,7 @@ func TestClaimMove(t *testing.T) {
 	}
 	// A second move with the same migration uuid: the migration consumer
 	// exists, so the write is a generation conflict and nothing changes.
-	if _, err := c.Move(f.ctx, claims.Params{ConsumerUUID: p.ConsumerUUID, Candidates: vcpus(3)}, migration); !errors.Is(err, ledger.ErrConflict) {
+	if _, err := c.MoveUnrecorded(f.ctx, claims.Params{ConsumerUUID: p.ConsumerUUID, Candidates: vcpus(3)}, migration); !errors.Is(err, fault.ErrConflict) {
 		t.Fatalf("second move: %v", err)
 	}
 	if f.used(a) != 3 || f.used(b) != 3 {

@@ -93,40 +93,19 @@ func views(c *engine.Candidates, provs map[string]*scheduler.Provider) {
 func convert(c *engine.Candidates) []*scheduler.Candidate {
 	provs := make(map[string]*scheduler.Provider, len(c.Versions))
 	views(c, provs)
-	// One backing array for the candidates and one for their allocations:
-	// a claim converts every candidate (thousands), so allocations add up.
+	// One backing array for the candidates. Their allocations are the
+	// engine's own (read-only): the scheduler sees the answer's type.
 	out := make([]*scheduler.Candidate, len(c.Requests))
 	cands := make([]scheduler.Candidate, len(c.Requests))
-	nAllocs := 0
-	for _, ar := range c.Requests {
-		nAllocs += len(ar.Allocations)
-	}
-	allocBuf := make([]scheduler.Allocation, 0, nAllocs)
-	// Allocations of the same amounts share one (read-only) map: most
-	// candidates of a request take the same from their providers.
-	var shapes []allocShape
 	// Most candidates have one root: their Roots are cut from one array.
 	rootBuf := make([]string, 0, len(c.Requests))
 	for i, ar := range c.Requests {
 		sc := &cands[i]
 		sc.Index, sc.Providers = i, provs
-		start := len(allocBuf)
+		sc.Allocations = ar.Allocations
 		var rootArr, sharedArr [4]string
 		roots, shared := rootArr[:0], sharedArr[:0]
 		for _, a := range ar.Allocations {
-			alloc := scheduler.Allocation{ProviderUUID: a.ProviderUUID}
-			if k := slices.IndexFunc(shapes, func(sh allocShape) bool { return slices.Equal(sh.res, a.Resources) }); k >= 0 {
-				alloc.Resources = shapes[k].m
-			} else {
-				alloc.Resources = make(map[string]int64, len(a.Resources))
-				for _, r := range a.Resources {
-					alloc.Resources[r.Class] += r.Amount
-				}
-				if len(shapes) < maxAllocShapes {
-					shapes = append(shapes, allocShape{a.Resources, alloc.Resources})
-				}
-			}
-			allocBuf = append(allocBuf, alloc)
 			root, sharing := a.ProviderUUID, false
 			// In a flat cloud a provider is its own root and none shares:
 			// no lookup of the provider (a hash of its uuid) nor read of
@@ -147,7 +126,6 @@ func convert(c *engine.Candidates) []*scheduler.Candidate {
 				roots = append(roots, root)
 			}
 		}
-		sc.Allocations = allocBuf[start:len(allocBuf):len(allocBuf)]
 		if n := len(roots) + len(shared); n > cap(rootBuf)-len(rootBuf) {
 			sc.Roots = slices.Concat(roots, shared)
 		} else if n > 0 {
@@ -158,16 +136,6 @@ func convert(c *engine.Candidates) []*scheduler.Candidate {
 		out[i] = sc
 	}
 	return out
-}
-
-// maxAllocShapes bounds the distinct allocation amounts convert shares
-// maps for; past it, allocations get maps of their own.
-const maxAllocShapes = 8
-
-// allocShape is one distinct list of amounts and its map.
-type allocShape struct {
-	res []engine.ResourceAmount
-	m   map[string]int64
 }
 
 // mappings is an engine candidate's request group suffix -> providers.

@@ -8,10 +8,14 @@ import (
 	"github.com/berthd/berth/scheduler"
 )
 
-// countingEnricher sets every provider's consumer count to n when asked.
-type countingEnricher struct{ n int }
+// countingCloud sets every provider's consumer count to n when asked; it
+// answers no scriptlet.
+type countingCloud struct {
+	scheduler.CloudData
+	n int
+}
 
-func (e countingEnricher) Enrich(_ context.Context, needs scheduler.Needs, provs map[string]*scheduler.Provider) error {
+func (e countingCloud) Enrich(_ context.Context, needs scheduler.Needs, provs map[string]*scheduler.Provider) error {
 	if needs.Consumers {
 		for _, p := range provs {
 			p.Consumers = e.n
@@ -26,8 +30,7 @@ func (e countingEnricher) Enrich(_ context.Context, needs scheduler.Needs, provs
 func TestClaimerViews(t *testing.T) {
 	f := newFixture(t)
 	a, b := f.provider("a", 8), f.provider("b", 8)
-	c := f.claimer(`{}`, "")
-	c.SetEnricher(countingEnricher{n: 7})
+	c := f.claimerWith(`{}`, "", countingCloud{n: 7})
 	providers := func(p claims.Params) map[string]*scheduler.Provider {
 		t.Helper()
 		ex, err := c.Explain(f.ctx, p)
@@ -62,7 +65,7 @@ func TestClaimerViews(t *testing.T) {
 	// A claim on a shows in the next claim's view of a, not of b.
 	p = params(2)
 	p.Target = "a"
-	if _, err := c.Claim(f.ctx, p); err != nil {
+	if _, err := c.ClaimUnrecorded(f.ctx, p); err != nil {
 		t.Fatal(err)
 	}
 	after := providers(params(1))

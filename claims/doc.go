@@ -4,10 +4,7 @@
 // those on excluded providers or off the target, has the scheduling
 // policy filter, score and order the rest, and writes the best
 // candidate's allocations through ledger.Store.ClaimWrite, one
-// transaction per attempt. The files follow a claim's stages: claims.go
-// (the Claimer and its entry points), types.go, selection.go, write.go,
-// errors.go; idempotent.go makes claims, reschedules and moves safe to
-// retry after an unknown outcome. Claims are optimistic: the write re-checks
+// transaction per attempt. Claims are optimistic: the write re-checks
 // capacity and the consumer generation under row locks in PostgreSQL, and
 // when it finds the capacity gone (another claim won the race, or the
 // snapshot was stale) the claim moves on to the next ranked candidate on
@@ -19,5 +16,24 @@
 // provider a consumer failed on), and moves consumers the way Nova
 // migrates: the source allocations go to a migration consumer, the
 // destination is claimed for the instance, and the move is later
-// confirmed or reverted. It is the only writer of claim transactions.
+// confirmed or reverted. Every claim stores, with its allocations, its
+// request and lease (the stored claim a reschedule or move redoes); a
+// claim with a lease is provisional until confirmed, and the lease reaper
+// releases it (or reverts its move) when the lease runs out. It is the
+// only writer of claim transactions.
+//
+// The Claimer is built by New with its dependencies (Deps): the ledger,
+// the catalogue of stored policies (claims/catalog, through PolicySource)
+// and the scheduler's view of the cloud (claims/cloud, through Cloud);
+// internal/daemon/compose wires them.
+//
+// The files follow a claim's path: idempotent.go (Claim, Reschedule and
+// Move, the entry points, which make each safe to retry after an unknown
+// outcome), claims.go (the Claimer, its dependencies and the claim
+// itself), types.go (Params, Result), selection.go (the snapshot, the
+// candidates, the ranking), convert.go (the engine's answer as the
+// scheduler's candidates), write.go (the write attempts, the answer),
+// errors.go (a claim that placed nothing), move.go (reschedule, move,
+// confirm, revert), lease.go (stored claims, leases and their reaper),
+// telemetry.go (spans and metrics).
 package claims

@@ -12,7 +12,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/berthd/berth/internal/fault"
 	"github.com/berthd/berth/ledger"
+	"github.com/berthd/berth/ledger/engine"
 )
 
 // Idempotent claims.
@@ -91,8 +93,9 @@ func (e *MismatchError) Error() string {
 		e.ConsumerUUID, strings.Join(e.Fields, ", "))
 }
 
-// once is a request's identity, carried in Params to the write.
-type once struct {
+// retryKey is what identifies a request among its retries (its operation
+// and fingerprint), carried in Params to the write, which records it.
+type retryKey struct {
 	op          string
 	fingerprint []byte
 	request     []byte // JSON object of the fields
@@ -101,9 +104,9 @@ type once struct {
 	window time.Duration
 }
 
-// newOnce fingerprints p's request for op; failedProvider and migration
+// newRetryKey fingerprints p's request for op; failedProvider and migration
 // are the reschedule's and the move's own fields.
-func newOnce(op string, p *Params, failedProvider, migration string) *once {
+func newRetryKey(op string, p *Params, failedProvider, migration string) *retryKey {
 	groups := p.Candidates
 	// Only what the request asks for: not the server's limits.
 	groups.Limit, groups.Max, groups.MaxSteps = 0, 0, 0
@@ -128,6 +131,11 @@ func newOnce(op string, p *Params, failedProvider, migration string) *once {
 	if op == OpMove {
 		doc["migration_uuid"] = canonicalOr(migration)
 	}
+	if p.LeaseSeconds != nil {
+		// Only when asked for: the fingerprints of requests without a
+		// lease stay what they were before leases existed.
+		doc["lease_seconds"] = *p.LeaseSeconds
+	}
 	raw, err := json.Marshal(doc) // maps marshal with sorted keys
 	if err != nil {
 		// Properties that do not marshal are refused later by the
@@ -135,7 +143,7 @@ func newOnce(op string, p *Params, failedProvider, migration string) *once {
 		// not recognised as a retry.
 		return nil
 	}
-	return &once{op: op, fingerprint: fingerprint(op, raw), request: raw}
+	return &retryKey{op: op, fingerprint: fingerprint(op, raw), request: raw}
 }
 
 // fingerprint identifies the request raw (its fields as JSON) for op.
@@ -146,7 +154,7 @@ func fingerprint(op string, raw []byte) []byte {
 
 // record is what the write of p's result res records, nil if p is not
 // recorded.
-func (o *once) record(p *Params, res *Result) *ledger.ClaimRequest {
+func (o *retryKey) record(p *Params, res *Result) *ledger.ClaimRequest {
 	if o == nil {
 		return nil
 	}
@@ -165,12 +173,12 @@ func (o *once) record(p *Params, res *Result) *ledger.ClaimRequest {
 }
 
 // recent reports whether rec is recent enough to answer o (window).
-func (o *once) recent(rec *ledger.ClaimRequest) bool {
+func (o *retryKey) recent(rec *ledger.ClaimRequest) bool {
 	return o.window == 0 || time.Since(rec.CreatedAt) < o.window
 }
 
 // diff names the fields of o's request that differ from recorded.
-func (o *once) diff(recorded []byte) []string {
+func (o *retryKey) diff(recorded []byte) []string {
 	var a, b map[string]json.RawMessage
 	if json.Unmarshal(o.request, &a) != nil || json.Unmarshal(recorded, &b) != nil {
 		return []string{"request"}
@@ -187,47 +195,60 @@ func (o *once) diff(recorded []byte) []string {
 	return out
 }
 
-// ClaimOnce is Claim, safe to retry: a retry of a claim that was written
-// gets the original result (see the comment at the top of this file).
-func (c *Claimer) ClaimOnce(ctx context.Context, p Params) (*Result, error) {
-	if p.DryRun {
-		return c.Claim(ctx, p)
+// Claim places p (see claim), safe to retry: a retry of a claim that was
+// written gets the original result (see the comment at the top of this
+// file).
+func (c *Claimer) Claim(ctx context.Context, p Params) (*Result, error) {
+	if err := c.checkLease(p.LeaseSeconds); err != nil {
+		return nil, err
 	}
-	o := newOnce(OpClaim, &p, "", "")
-	p.once = o
-	res, err := c.Claim(ctx, p)
+	p.op, p.leaseMode = OpClaim, ledger.LeaseSet
+	if p.DryRun {
+		return c.claim(ctx, p)
+	}
+	o := newRetryKey(OpClaim, &p, "", "")
+	p.retryKey = o
+	res, err := c.claim(ctx, p)
 	if err == nil || o == nil {
 		return res, err
 	}
 	return c.settle(ctx, o, p.ConsumerUUID, err)
 }
 
-// RescheduleOnce is Reschedule, safe to retry: a retry of the
+// Reschedule claims again for a consumer that failed to start on
+// failedProvider (see reschedule), safe to retry: a retry of the
 // consumer's last reschedule that already happened is answered as done.
-func (c *Claimer) RescheduleOnce(ctx context.Context, p Params, failedProvider string) (*Result, error) {
-	if p.DryRun {
-		return c.Reschedule(ctx, p, failedProvider)
+func (c *Claimer) Reschedule(ctx context.Context, p Params, failedProvider string) (*Result, error) {
+	if err := c.checkLease(p.LeaseSeconds); err != nil {
+		return nil, err
 	}
-	o := newOnce(OpReschedule, &p, failedProvider, "")
+	if p.DryRun {
+		return c.reschedule(ctx, p, failedProvider)
+	}
+	o := newRetryKey(OpReschedule, &p, failedProvider, "")
 	if o != nil && failedProvider == "" && p.ConsumerGeneration == nil {
 		o.window = rescheduleRetryWindow
 	}
-	return c.stepOnce(ctx, o, &p, func() (*Result, error) { return c.Reschedule(ctx, p, failedProvider) })
+	return c.idempotentStep(ctx, o, &p, func() (*Result, error) { return c.reschedule(ctx, p, failedProvider) })
 }
 
-// MoveOnce is Move, safe to retry: a retry of a move that already
-// happened (same migration_uuid) is answered as done.
-func (c *Claimer) MoveOnce(ctx context.Context, p Params, migrationUUID string) (*Result, error) {
-	if p.DryRun {
-		return c.Move(ctx, p, migrationUUID)
+// Move moves a consumer as Nova migrates it (see move), safe to retry: a
+// retry of a move that already happened (same migration_uuid) is
+// answered as done.
+func (c *Claimer) Move(ctx context.Context, p Params, migrationUUID string) (*Result, error) {
+	if err := c.checkLease(p.LeaseSeconds); err != nil {
+		return nil, err
 	}
-	o := newOnce(OpMove, &p, "", migrationUUID)
-	return c.stepOnce(ctx, o, &p, func() (*Result, error) { return c.Move(ctx, p, migrationUUID) })
+	if p.DryRun {
+		return c.move(ctx, p, migrationUUID)
+	}
+	o := newRetryKey(OpMove, &p, "", migrationUUID)
+	return c.idempotentStep(ctx, o, &p, func() (*Result, error) { return c.move(ctx, p, migrationUUID) })
 }
 
-// stepOnce answers a retried step that already happened from its
+// idempotentStep answers a retried step that already happened from its
 // record, or runs it (recording it) and settles an unknown outcome.
-func (c *Claimer) stepOnce(ctx context.Context, o *once, p *Params, run func() (*Result, error)) (*Result, error) {
+func (c *Claimer) idempotentStep(ctx context.Context, o *retryKey, p *Params, run func() (*Result, error)) (*Result, error) {
 	if o == nil {
 		return run()
 	}
@@ -244,7 +265,7 @@ func (c *Claimer) stepOnce(ctx context.Context, o *once, p *Params, run func() (
 			return c.replay(ctx, o, p.ConsumerUUID)
 		}
 	}
-	p.once = o // run's closure holds p by reference through its caller
+	p.retryKey = o // run's closure holds p by reference through its caller
 	res, err := run()
 	if err == nil {
 		return res, nil
@@ -255,7 +276,7 @@ func (c *Claimer) stepOnce(ctx context.Context, o *once, p *Params, run func() (
 // settle turns err, the failure of o's write, into the original answer
 // when the write was in fact done (by this request, or by the one it
 // retries), or returns it. See the comment at the top of this file.
-func (c *Claimer) settle(ctx context.Context, o *once, consumer string, err error) (*Result, error) {
+func (c *Claimer) settle(ctx context.Context, o *retryKey, consumer string, err error) (*Result, error) {
 	var np *NotPlacedError
 	switch {
 	case unavailable(err) && !ledger.RolledBack(err):
@@ -292,7 +313,7 @@ func (c *Claimer) settle(ctx context.Context, o *once, consumer string, err erro
 // settleUnknown learns whether o's write, whose connection broke, was
 // committed: it reads the record back, waiting for the database to come
 // back, until settleTimeout or shortly before ctx's deadline.
-func (c *Claimer) settleUnknown(ctx context.Context, o *once, consumer string, err error) (*Result, error) {
+func (c *Claimer) settleUnknown(ctx context.Context, o *retryKey, consumer string, err error) (*Result, error) {
 	deadline := time.Now().Add(settleTimeout)
 	if d, ok := ctx.Deadline(); ok && d.Add(-time.Second).Before(deadline) {
 		deadline = d.Add(-time.Second)
@@ -328,7 +349,7 @@ var errNotRecorded = errors.New("claims: request not recorded")
 // replay returns the recorded answer to o, read with confirmation from
 // the synchronous standby; errNotRecorded if there is none with o's
 // fingerprint; an ErrUnavailable error if the database cannot say.
-func (c *Claimer) replay(ctx context.Context, o *once, consumer string) (*Result, error) {
+func (c *Claimer) replay(ctx context.Context, o *retryKey, consumer string) (*Result, error) {
 	rec, err := c.store.ClaimRequestConfirmed(ctx, consumer, o.op)
 	if err != nil {
 		return nil, err
@@ -362,8 +383,8 @@ func (c *Claimer) stillHeld(ctx context.Context, rec *ledger.ClaimRequest) (bool
 }
 
 // sameResources compares two sets of allocations, whatever their order.
-func sameResources(a, b []ledger.ProviderResources) bool {
-	flat := func(prs []ledger.ProviderResources) map[string]int64 {
+func sameResources(a, b []engine.Allocation) bool {
+	flat := func(prs []engine.Allocation) map[string]int64 {
 		m := map[string]int64{}
 		for _, pr := range prs {
 			for _, r := range pr.Resources {
@@ -377,14 +398,10 @@ func sameResources(a, b []ledger.ProviderResources) bool {
 
 // unavailable reports whether err says the database was out of reach
 // (the outcome of a write may then be unknown).
-func unavailable(err error) bool {
-	le, ok := ledger.AsError(err)
-	return ok && errors.Is(le, ledger.ErrUnavailable)
-}
+func unavailable(err error) bool { return errors.Is(err, fault.ErrUnavailable) }
 
 // generationConflict reports whether err is a consumer generation
 // conflict: what a retried claim meets when its first write committed.
 func generationConflict(err error) bool {
-	var le *ledger.Error
-	return errors.As(err, &le) && errors.Is(le, ledger.ErrConflict) && le.Code == ledger.CodeConcurrentUpdate
+	return fault.HasCode(err, fault.ErrConflict, fault.CodeConcurrentUpdate)
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/berthd/berth/ledger"
+	"github.com/berthd/berth/ledger/engine"
 )
 
 // BenchmarkClaimWriteRecorded is the fast-path claim write with and
@@ -27,8 +28,8 @@ func BenchmarkClaimWriteRecorded(b *testing.B) {
 			for i := range b.N {
 				consumer := uuid.NewString()
 				p := ledger.ClaimWriteParams{Consumers: []ledger.ConsumerAllocations{{ConsumerUUID: consumer, ProjectID: "p",
-					UserID: "u", CheckGeneration: true, Allocations: []ledger.ProviderResources{{ProviderUUID: provs[i%len(provs)],
-						Resources: []ledger.Resource{{Class: "VCPU", Amount: 1}}}}}}}
+					UserID: "u", CheckGeneration: true, Allocations: []engine.Allocation{{ProviderUUID: provs[i%len(provs)],
+						Resources: []engine.ResourceAmount{{Class: "VCPU", Amount: 1}}}}}}}
 				if recorded {
 					p.Request = &ledger.ClaimRequest{ConsumerUUID: consumer, Op: "claim", Fingerprint: make([]byte, 32),
 						Request: []byte(`{"resources":{"VCPU":1}}`), Result: result, Generation: 1}

@@ -12,11 +12,11 @@ import (
 	"github.com/berthd/berth/ledger"
 )
 
-// TestClaimOnceRetry: a retried claim gets its original answer, whether
+// TestClaimRetry: a retried claim gets its original answer, whether
 // the room it took is still free or not; a different request for the
 // same consumer is a MismatchError naming what differs; after the
 // consumer is deleted the same request claims anew.
-func TestClaimOnceRetry(t *testing.T) {
+func TestClaimRetry(t *testing.T) {
 	for _, writers := range []int{0, -1} { // group commit, and every claim alone
 		f := newFixture(t)
 		if writers < 0 {
@@ -30,13 +30,13 @@ func TestClaimOnceRetry(t *testing.T) {
 		a := f.provider("a", 4)
 		c := f.claimer(`{}`, "")
 		p := params(3)
-		first, err := c.ClaimOnce(f.ctx, p)
+		first, err := c.Claim(f.ctx, p)
 		if err != nil {
 			t.Fatal(err)
 		}
 		// The retry: a was left with 1 VCPU, so the retry's own ranking
 		// finds nothing; it is answered from the record.
-		again, err := c.ClaimOnce(f.ctx, p)
+		again, err := c.Claim(f.ctx, p)
 		if err != nil {
 			t.Fatalf("retry: %v", err)
 		}
@@ -50,7 +50,7 @@ func TestClaimOnceRetry(t *testing.T) {
 		// With room for a second allocation, the retry still gets the
 		// first (the write meets the consumer and stops).
 		b := f.provider("b", 8)
-		if again, err = c.ClaimOnce(f.ctx, p); err != nil || again.Root != a {
+		if again, err = c.Claim(f.ctx, p); err != nil || again.Root != a {
 			t.Fatalf("retry with room: %+v %v", again, err)
 		}
 		if f.used(a) != 3 || f.used(b) != 0 {
@@ -61,7 +61,7 @@ func TestClaimOnceRetry(t *testing.T) {
 		other := p
 		other.Candidates = vcpus(2)
 		other.Name = "renamed"
-		_, err = c.ClaimOnce(f.ctx, other)
+		_, err = c.Claim(f.ctx, other)
 		var mm *claims.MismatchError
 		if !errors.As(err, &mm) || !reflect.DeepEqual(mm.Fields, []string{"name", "resources"}) ||
 			!strings.Contains(err.Error(), "name, resources") {
@@ -72,7 +72,7 @@ func TestClaimOnceRetry(t *testing.T) {
 		if err := f.store.AllocationsDelete(f.ctx, p.ConsumerUUID); err != nil {
 			t.Fatal(err)
 		}
-		if again, err = c.ClaimOnce(f.ctx, p); err != nil || again.ConsumerGeneration != 1 {
+		if again, err = c.Claim(f.ctx, p); err != nil || again.ConsumerGeneration != 1 {
 			t.Fatalf("claim after delete: %+v %v", again, err)
 		}
 		if f.used(a)+f.used(b) != 3 {
@@ -81,23 +81,23 @@ func TestClaimOnceRetry(t *testing.T) {
 	}
 }
 
-// TestRescheduleAndMoveOnce: a retried reschedule or move that happened
+// TestRescheduleAndMoveRetry: a retried reschedule or move that happened
 // is answered as done and moves nothing again.
-func TestRescheduleAndMoveOnce(t *testing.T) {
+func TestRescheduleAndMoveRetry(t *testing.T) {
 	f := newFixture(t)
 	a, b, c3, d := f.provider("a", 8), f.provider("b", 8), f.provider("c", 8), f.provider("d", 8)
 	c := f.claimer(`{}`, "")
 	p := params(3)
 	p.Target = a
-	if _, err := c.ClaimOnce(f.ctx, p); err != nil {
+	if _, err := c.Claim(f.ctx, p); err != nil {
 		t.Fatal(err)
 	}
 	inst := claims.Params{ConsumerUUID: p.ConsumerUUID}
-	first, err := c.RescheduleOnce(f.ctx, inst, a)
+	first, err := c.Reschedule(f.ctx, inst, a)
 	if err != nil || first.Root == a {
 		t.Fatalf("reschedule: %+v %v", first, err)
 	}
-	again, err := c.RescheduleOnce(f.ctx, inst, a)
+	again, err := c.Reschedule(f.ctx, inst, a)
 	if err != nil || again.Root != first.Root || again.ConsumerGeneration != first.ConsumerGeneration {
 		t.Fatalf("retried reschedule: %+v %v (first on %s)", again, err, first.Root)
 	}
@@ -107,25 +107,25 @@ func TestRescheduleAndMoveOnce(t *testing.T) {
 
 	// "It failed where it is now", twice: a retry moments later, a new
 	// step once the record is old.
-	here, err := c.RescheduleOnce(f.ctx, inst, "")
+	here, err := c.Reschedule(f.ctx, inst, "")
 	if err != nil || here.Root == first.Root {
 		t.Fatalf("reschedule from where it is: %+v %v", here, err)
 	}
-	if again, err = c.RescheduleOnce(f.ctx, inst, ""); err != nil || again.Root != here.Root || again.ConsumerGeneration != here.ConsumerGeneration {
+	if again, err = c.Reschedule(f.ctx, inst, ""); err != nil || again.Root != here.Root || again.ConsumerGeneration != here.ConsumerGeneration {
 		t.Fatalf("its retry: %+v %v", again, err)
 	}
 	f.sql(`UPDATE claim_requests SET created_at = now() - interval '3 minutes'`)
-	if again, err = c.RescheduleOnce(f.ctx, inst, ""); err != nil || again.ConsumerGeneration != here.ConsumerGeneration+1 || again.Root == here.Root {
+	if again, err = c.Reschedule(f.ctx, inst, ""); err != nil || again.ConsumerGeneration != here.ConsumerGeneration+1 || again.Root == here.Root {
 		t.Fatalf("a new failure where it is: %+v %v (was on %s)", again, err, here.Root)
 	}
 	first = again
 
 	mig := uuid.NewString()
-	moved, err := c.MoveOnce(f.ctx, inst, mig)
+	moved, err := c.Move(f.ctx, inst, mig)
 	if err != nil || moved.Root == first.Root {
 		t.Fatalf("move: %+v %v", moved, err)
 	}
-	again, err = c.MoveOnce(f.ctx, inst, mig)
+	again, err = c.Move(f.ctx, inst, mig)
 	if err != nil || again.Root != moved.Root || again.Migration == nil || again.Migration.ConsumerUUID != mig {
 		t.Fatalf("retried move: %+v %v", again, err)
 	}

@@ -7,20 +7,17 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/berthd/berth/internal/fault"
 	"github.com/berthd/berth/internal/uuid"
 
 	"github.com/berthd/berth/ledger"
 	"github.com/berthd/berth/ledger/engine"
 )
 
-// MigrationConsumerType is the consumer type Move gives the consumer that
-// holds the source allocations.
-const MigrationConsumerType = "MIGRATION"
-
 // holding is what a consumer holds now.
 type holding struct {
 	consumer *ledger.Consumer
-	allocs   []ledger.ProviderResources
+	allocs   []engine.Allocation
 	// roots are the roots of the trees it holds on, sharing providers
 	// left out (a new tree may need the same pool).
 	roots []string
@@ -34,7 +31,7 @@ func (c *Claimer) hold(ctx context.Context, consumerUUID string) (*holding, erro
 		return nil, err
 	}
 	if cur.Consumer == nil || len(cur.Allocations) == 0 {
-		return nil, &ledger.Error{Kind: ledger.ErrNotFound, Msg: fmt.Sprintf("No allocations for consumer '%s'", consumerUUID)}
+		return nil, &fault.Error{Kind: fault.ErrNotFound, Msg: fmt.Sprintf("No allocations for consumer '%s'", consumerUUID)}
 	}
 	return &holding{consumer: cur.Consumer, allocs: byProvider(cur.Allocations)}, nil
 }
@@ -68,14 +65,14 @@ func (c *Claimer) withRoots(ctx context.Context, consumerUUID string) (*holding,
 
 // byProvider groups allocations ordered by provider into one
 // ProviderResources per provider.
-func byProvider(allocs []ledger.Allocation) []ledger.ProviderResources {
-	out := []ledger.ProviderResources{}
+func byProvider(allocs []ledger.AllocationRecord) []engine.Allocation {
+	out := []engine.Allocation{}
 	for _, a := range allocs {
 		if n := len(out); n == 0 || out[n-1].ProviderUUID != a.ProviderUUID {
-			out = append(out, ledger.ProviderResources{ProviderUUID: a.ProviderUUID})
+			out = append(out, engine.Allocation{ProviderUUID: a.ProviderUUID})
 		}
 		last := &out[len(out)-1]
-		last.Resources = append(last.Resources, ledger.Resource{Class: a.ResourceClass, Amount: a.Used})
+		last.Resources = append(last.Resources, engine.ResourceAmount{Class: a.ResourceClass, Amount: a.Used})
 	}
 	return out
 }
@@ -114,7 +111,7 @@ func (h *holding) adopt(p *Params) {
 	}
 }
 
-// Reschedule claims again for a consumer that failed to start on
+// reschedule claims again for a consumer that failed to start on
 // failedProvider (a root uuid or name; empty means the root it holds on
 // now): it remembers the failure, then, in one transaction, replaces the
 // consumer's allocations with the best candidate that is on none of the
@@ -122,7 +119,7 @@ func (h *holding) adopt(p *Params) {
 // the consumer where it was (the failure stays remembered). p's empty
 // fields default to the consumer's (see adopt); its reason is
 // reschedule. A consumer without allocations is ErrNotFound.
-func (c *Claimer) Reschedule(ctx context.Context, p Params, failedProvider string) (*Result, error) {
+func (c *Claimer) reschedule(ctx context.Context, p Params, failedProvider string) (*Result, error) {
 	h, err := c.withRoots(ctx, p.ConsumerUUID)
 	if err != nil {
 		return nil, err
@@ -143,6 +140,10 @@ func (c *Claimer) Reschedule(ctx context.Context, p Params, failedProvider strin
 	}
 	h.adopt(&p)
 	p.Reason = ReasonReschedule
+	p.op, p.leaseMode = OpReschedule, ledger.LeaseKeep
+	if p.LeaseSeconds != nil {
+		p.leaseMode = ledger.LeaseSet
+	}
 	if failed != "" && !p.DryRun {
 		if err := c.store.ClaimFailureAdd(ctx, p.ConsumerUUID, failed); err != nil {
 			return nil, err
@@ -151,10 +152,10 @@ func (c *Claimer) Reschedule(ctx context.Context, p Params, failedProvider strin
 	if failed != "" && p.DryRun {
 		p.Exclude = append(slices.Clone(p.Exclude), failed)
 	}
-	return c.Claim(ctx, p)
+	return c.claim(ctx, p)
 }
 
-// Move is a migration claim, as Nova does it: in one transaction the
+// move is a migration claim, as Nova does it: in one transaction the
 // migration consumer migrationUUID (new, of type MIGRATION, owned like
 // the instance) takes over the instance's current allocations on the
 // source, and the instance gets the best destination that is not one of
@@ -162,7 +163,7 @@ func (c *Claimer) Reschedule(ctx context.Context, p Params, failedProvider strin
 // Nothing changes if no destination fits. reason is relocation or
 // evacuation (an evacuation does not look at the source's state: the
 // source is simply excluded).
-func (c *Claimer) Move(ctx context.Context, p Params, migrationUUID string) (*Result, error) {
+func (c *Claimer) move(ctx context.Context, p Params, migrationUUID string) (*Result, error) {
 	if p.Reason == "" {
 		p.Reason = ReasonRelocation
 	}
@@ -178,12 +179,13 @@ func (c *Claimer) Move(ctx context.Context, p Params, migrationUUID string) (*Re
 		return nil, invalid("Invalid migration_uuid %q: want a uuid other than the consumer's", migrationUUID)
 	}
 	h.adopt(&p)
+	p.op, p.leaseMode = OpMove, ledger.LeaseMove
 	p.Exclude = append(slices.Clone(p.Exclude), h.roots...)
 	p.with = []ledger.ConsumerAllocations{{
 		ConsumerUUID:    mig,
 		ProjectID:       p.ProjectID,
 		UserID:          p.UserID,
-		ConsumerType:    MigrationConsumerType,
+		ConsumerType:    ledger.MigrationConsumerType,
 		CheckGeneration: true, // must be new
 		Allocations:     h.allocs,
 	}}
@@ -192,14 +194,14 @@ func (c *Claimer) Move(ctx context.Context, p Params, migrationUUID string) (*Re
 		src = h.roots[0]
 	}
 	p.move = &ledger.MoveRecord{ConsumerUUID: p.ConsumerUUID, MigrationUUID: mig, Reason: p.Reason, SourceRoot: src}
-	return c.Claim(ctx, p)
+	return c.claim(ctx, p)
 }
 
 // Holding is a consumer and what it holds after Confirm or Revert.
 type Holding struct {
 	ConsumerUUID       string
 	ConsumerGeneration int64
-	Allocations        []ledger.ProviderResources
+	Allocations        []engine.Allocation
 }
 
 // moveOf finds the migration consumer of consumerUUID's move (the one
@@ -217,7 +219,7 @@ func (c *Claimer) moveOf(ctx context.Context, consumerUUID, migrationUUID string
 			return nil, err
 		}
 		if m == nil {
-			return nil, &ledger.Error{Kind: ledger.ErrNotFound,
+			return nil, &fault.Error{Kind: fault.ErrNotFound,
 				Msg: fmt.Sprintf("No move in progress for consumer '%s'; give its migration_uuid.", consumerUUID)}
 		}
 		mig = m.MigrationUUID
@@ -231,7 +233,7 @@ func (c *Claimer) moveOf(ctx context.Context, consumerUUID, migrationUUID string
 // ErrNotFound.
 func (c *Claimer) Confirm(ctx context.Context, consumerUUID, migrationUUID string) (*Holding, error) {
 	m, err := c.moveOf(ctx, consumerUUID, migrationUUID)
-	if errors.Is(err, ledger.ErrNotFound) {
+	if errors.Is(err, fault.ErrNotFound) {
 		return c.moveEnded(ctx, consumerUUID, migrationUUID, moveConfirmed, err)
 	}
 	if err != nil {
@@ -243,6 +245,7 @@ func (c *Claimer) Confirm(ctx context.Context, consumerUUID, migrationUUID strin
 		Consumers: []ledger.ConsumerAllocations{{ConsumerUUID: mig, ProjectID: m.consumer.ProjectID,
 			UserID: m.consumer.UserID, CheckGeneration: true, Generation: &gen}},
 		ForgetMove: consumerUUID,
+		MoveEnd:    ledger.MoveConfirmed,
 		Request:    moveEndRecord(consumerUUID, moveConfirmed, mig),
 	}); err != nil {
 		return nil, err
@@ -262,10 +265,6 @@ func (c *Claimer) holdingOf(ctx context.Context, consumerUUID string) (*Holding,
 	}
 	return out, nil
 }
-
-// CodeMoveEnded is the error code of a confirm of a move that was
-// reverted, or a revert of one that was confirmed (409).
-const CodeMoveEnded = "berth.move_ended"
 
 // How a move ended, as recorded for retries (OpMoveEnd).
 const (
@@ -309,7 +308,7 @@ func (c *Claimer) moveEnded(ctx context.Context, consumerUUID, migrationUUID, ac
 		return nil, notFound
 	}
 	if ended.Action != action {
-		return nil, &ledger.Error{Kind: ledger.ErrConflict, Code: CodeMoveEnded, Msg: fmt.Sprintf(
+		return nil, &fault.Error{Kind: fault.ErrConflict, Code: fault.CodeMoveEnded, Msg: fmt.Sprintf(
 			"The move of consumer '%s' (migration '%s') was already %sed; it cannot be %sed.",
 			canonicalOr(consumerUUID), ended.MigrationUUID, ended.Action, action)}
 	}
@@ -319,16 +318,24 @@ func (c *Claimer) moveEnded(ctx context.Context, consumerUUID, migrationUUID, ac
 // Revert ends a move by giving the source back: in one transaction the
 // instance's (destination) allocations are replaced by the migration
 // consumer's, the migration consumer is emptied (and so deleted), and
-// the move is forgotten. Both consumers' generations are checked, so a
-// concurrent change makes it a placement.concurrent_update conflict.
+// the move is forgotten; the stored claim is as it was before the move.
+// Both consumers' generations are checked, so a concurrent change makes
+// it a placement.concurrent_update conflict.
 func (c *Claimer) Revert(ctx context.Context, consumerUUID, migrationUUID string) (*Holding, error) {
 	m, err := c.moveOf(ctx, consumerUUID, migrationUUID)
-	if errors.Is(err, ledger.ErrNotFound) {
+	if errors.Is(err, fault.ErrNotFound) {
 		return c.moveEnded(ctx, consumerUUID, migrationUUID, moveReverted, err)
 	}
 	if err != nil {
 		return nil, err
 	}
+	return c.revert(ctx, consumerUUID, m, false)
+}
+
+// revert writes the revert of consumerUUID's move, whose migration
+// consumer holds m; ifExpired makes it the lease reaper's, written only
+// if the move's lease has run out (ledger.ClaimWriteParams.IfLeaseExpired).
+func (c *Claimer) revert(ctx context.Context, consumerUUID string, m *holding, ifExpired bool) (*Holding, error) {
 	mig := m.consumer.UUID
 	inst, err := c.store.AllocationsByConsumer(ctx, consumerUUID)
 	if err != nil {
@@ -346,12 +353,17 @@ func (c *Claimer) Revert(ctx context.Context, consumerUUID, migrationUUID string
 		}
 	}
 	mgen := m.consumer.Generation
-	if err := c.store.ClaimWrite(ctx, ledger.ClaimWriteParams{
+	cw := ledger.ClaimWriteParams{
 		Consumers: []ledger.ConsumerAllocations{w, {ConsumerUUID: mig, ProjectID: m.consumer.ProjectID,
 			UserID: m.consumer.UserID, CheckGeneration: true, Generation: &mgen}},
 		ForgetMove: consumerUUID,
+		MoveEnd:    ledger.MoveReverted,
 		Request:    moveEndRecord(consumerUUID, moveReverted, mig),
-	}); err != nil {
+	}
+	if ifExpired {
+		cw.IfLeaseExpired = consumerUUID
+	}
+	if err := c.store.ClaimWrite(ctx, cw); err != nil {
 		return nil, err
 	}
 	return &Holding{ConsumerUUID: canonicalOr(consumerUUID), ConsumerGeneration: gen, Allocations: m.allocs}, nil

@@ -8,7 +8,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/berthd/berth/claims"
-	"github.com/berthd/berth/ledger"
+	"github.com/berthd/berth/internal/fault"
 	"github.com/berthd/berth/scheduler"
 )
 
@@ -16,7 +16,7 @@ func TestDryRunWritesNothing(t *testing.T) {
 	f := newFixture(t)
 	a, b := f.provider("a", 8), f.provider("b", 8)
 	c := f.claimer(`{"weighers": [{"name": "spread"}]}`, "")
-	if _, err := c.Claim(f.ctx, params(2)); err != nil {
+	if _, err := c.ClaimUnrecorded(f.ctx, params(2)); err != nil {
 		t.Fatal(err)
 	}
 	before := map[string]int64{}
@@ -26,7 +26,7 @@ func TestDryRunWritesNothing(t *testing.T) {
 	}
 	p := params(1)
 	p.DryRun, p.Alternates = true, 1
-	r, err := c.Claim(f.ctx, p)
+	r, err := c.ClaimUnrecorded(f.ctx, p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +50,7 @@ func TestDryRunWritesNothing(t *testing.T) {
 	// candidate.
 	p = params(7)
 	p.DryRun = true
-	r, err = c.Claim(f.ctx, p)
+	r, err = c.ClaimUnrecorded(f.ctx, p)
 	if err != nil || r.Steps[0].Unit != claims.StepCandidates || r.Steps[0].Removed != 1 || r.Steps[0].Reasons["lacked VCPU 7"] != 1 {
 		t.Fatalf("dry run steps: %+v %v", r, err)
 	}
@@ -61,24 +61,24 @@ func TestRescheduleRemembersFailures(t *testing.T) {
 	a, b, c3 := f.provider("a", 8), f.provider("b", 8), f.provider("c", 8)
 	c := f.claimer(`{}`, "") // ledger order: a, b, c
 	p := params(2)
-	if r, err := c.Claim(f.ctx, p); err != nil || r.Root != a {
+	if r, err := c.ClaimUnrecorded(f.ctx, p); err != nil || r.Root != a {
 		t.Fatalf("claim: %+v %v", r, err)
 	}
 	again := claims.Params{ConsumerUUID: p.ConsumerUUID}
 	// Failed on a (the default: where it is now): b.
-	r, err := c.Reschedule(f.ctx, again, "")
+	r, err := c.RescheduleUnrecorded(f.ctx, again, "")
 	if err != nil || r.Root != b {
 		t.Fatalf("first reschedule: %+v %v", r, err)
 	}
 	// Failed on b, named: not a either, though a is free and first.
-	if r, err = c.Reschedule(f.ctx, again, "b"); err != nil || r.Root != c3 {
+	if r, err = c.RescheduleUnrecorded(f.ctx, again, "b"); err != nil || r.Root != c3 {
 		t.Fatalf("second reschedule: %+v %v", r, err)
 	}
 	if f.used(a) != 0 || f.used(b) != 0 || f.used(c3) != 2 {
 		t.Fatalf("usage a %d b %d c %d", f.used(a), f.used(b), f.used(c3))
 	}
 	// Failed on c: nowhere left; the consumer stays where it is.
-	_, err = c.Reschedule(f.ctx, again, c3)
+	_, err = c.RescheduleUnrecorded(f.ctx, again, c3)
 	if np := notPlaced(t, err, claims.AllFiltered); np.Steps[1].Unit != scheduler.ExcludeName || np.Steps[1].Removed != 3 {
 		t.Fatalf("third reschedule: %+v", np)
 	}
@@ -95,13 +95,13 @@ func TestRescheduleRemembersFailures(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.Reason = claims.ReasonReschedule
-	_, err = c.Claim(f.ctx, p)
+	_, err = c.ClaimUnrecorded(f.ctx, p)
 	notPlaced(t, err, claims.AllFiltered)
 	p.Reason = claims.ReasonNew
-	if r, err := c.Claim(f.ctx, p); err != nil || r.Root != a {
+	if r, err := c.ClaimUnrecorded(f.ctx, p); err != nil || r.Root != a {
 		t.Fatalf("claim after delete: %+v %v", r, err)
 	}
-	if _, err := c.Reschedule(f.ctx, again, "nosuch"); !errors.Is(err, ledger.ErrInvalid) {
+	if _, err := c.RescheduleUnrecorded(f.ctx, again, "nosuch"); !errors.Is(err, fault.ErrInvalid) {
 		t.Fatalf("unknown failed provider: %v", err)
 	}
 }
@@ -111,14 +111,14 @@ func TestMoveConfirmRevert(t *testing.T) {
 	a, b := f.provider("a", 8), f.provider("b", 8)
 	c := f.claimer(`{}`, "")
 	p := params(3)
-	if r, err := c.Claim(f.ctx, p); err != nil || r.Root != a {
+	if r, err := c.ClaimUnrecorded(f.ctx, p); err != nil || r.Root != a {
 		t.Fatalf("claim: %+v %v", r, err)
 	}
 	inst := claims.Params{ConsumerUUID: p.ConsumerUUID}
 
 	// Move and confirm (the migration uuid remembered): the source is freed.
 	mig := uuid.NewString()
-	if r, err := c.Move(f.ctx, inst, mig); err != nil || r.Root != b || r.Migration.ConsumerUUID != mig {
+	if r, err := c.MoveUnrecorded(f.ctx, inst, mig); err != nil || r.Root != b || r.Migration.ConsumerUUID != mig {
 		t.Fatalf("move: %+v %v", r, err)
 	}
 	if m, err := f.store.ClaimMoveGet(f.ctx, p.ConsumerUUID); err != nil || m == nil || m.MigrationUUID != mig || m.SourceRoot != a || m.Reason != claims.ReasonRelocation {
@@ -147,10 +147,10 @@ func TestMoveConfirmRevert(t *testing.T) {
 	if _, err := c.Confirm(f.ctx, p.ConsumerUUID, mig); err != nil {
 		t.Fatalf("retried confirm naming its migration: %v", err)
 	}
-	if _, err := c.Revert(f.ctx, p.ConsumerUUID, ""); !errors.Is(err, ledger.ErrConflict) {
+	if _, err := c.Revert(f.ctx, p.ConsumerUUID, ""); !errors.Is(err, fault.ErrConflict) {
 		t.Fatalf("revert of a confirmed move: %v", err)
 	}
-	if _, err := c.Confirm(f.ctx, p.ConsumerUUID, uuid.NewString()); !errors.Is(err, ledger.ErrNotFound) {
+	if _, err := c.Confirm(f.ctx, p.ConsumerUUID, uuid.NewString()); !errors.Is(err, fault.ErrNotFound) {
 		t.Fatalf("confirm of another migration: %v", err)
 	}
 	if f.used(a) != 0 || f.used(b) != 3 {
@@ -160,7 +160,7 @@ func TestMoveConfirmRevert(t *testing.T) {
 	// Evacuate back to a, then revert: the instance is on b again.
 	mig2 := uuid.NewString()
 	inst.Reason = claims.ReasonEvacuation
-	if r, err := c.Move(f.ctx, inst, mig2); err != nil || r.Root != a {
+	if r, err := c.MoveUnrecorded(f.ctx, inst, mig2); err != nil || r.Root != a {
 		t.Fatalf("evacuate: %+v %v", r, err)
 	}
 	if f.used(a) != 3 || f.used(b) != 3 {
@@ -181,7 +181,7 @@ func TestMoveConfirmRevert(t *testing.T) {
 		len(again.Allocations) != 1 || again.Allocations[0].ProviderUUID != b {
 		t.Fatalf("retried revert: %+v %v, want %+v", again, err, h)
 	}
-	if _, err := c.Confirm(f.ctx, p.ConsumerUUID, mig2); !errors.Is(err, ledger.ErrConflict) {
+	if _, err := c.Confirm(f.ctx, p.ConsumerUUID, mig2); !errors.Is(err, fault.ErrConflict) {
 		t.Fatalf("confirm of a reverted move: %v", err)
 	}
 	if f.used(a) != 0 || f.used(b) != 3 {
@@ -192,7 +192,7 @@ func TestMoveConfirmRevert(t *testing.T) {
 	// no move record, the instance where it was.
 	f.sql(`UPDATE inventories SET total = 1 WHERE resource_provider_id = (SELECT id FROM resource_providers WHERE uuid = $1)`, a)
 	mig3 := uuid.NewString()
-	_, err = c.Move(f.ctx, claims.Params{ConsumerUUID: p.ConsumerUUID}, mig3)
+	_, err = c.MoveUnrecorded(f.ctx, claims.Params{ConsumerUUID: p.ConsumerUUID}, mig3)
 	var np *claims.NotPlacedError
 	if !errors.As(err, &np) {
 		t.Fatalf("move nowhere: %v", err)
@@ -206,7 +206,7 @@ func TestMoveConfirmRevert(t *testing.T) {
 	if f.used(b) != 3 {
 		t.Fatal("failed move changed the instance")
 	}
-	if _, err := c.Move(f.ctx, claims.Params{ConsumerUUID: p.ConsumerUUID}, p.ConsumerUUID); !errors.Is(err, ledger.ErrInvalid) {
+	if _, err := c.MoveUnrecorded(f.ctx, claims.Params{ConsumerUUID: p.ConsumerUUID}, p.ConsumerUUID); !errors.Is(err, fault.ErrInvalid) {
 		t.Fatalf("migration uuid = consumer uuid: %v", err)
 	}
 }
@@ -217,24 +217,24 @@ func TestTargetAndExclude(t *testing.T) {
 	c := f.claimer(`{}`, "")
 	p := params(1)
 	p.Target = "b"
-	if r, err := c.Claim(f.ctx, p); err != nil || r.Root != b || r.Steps[1].Unit != scheduler.PinName || r.Steps[1].Removed != 1 {
+	if r, err := c.ClaimUnrecorded(f.ctx, p); err != nil || r.Root != b || r.Steps[1].Unit != scheduler.PinName || r.Steps[1].Removed != 1 {
 		t.Fatalf("target by name: %+v %v", r, err)
 	}
 	p = params(1)
 	p.Exclude = []string{a}
-	if r, err := c.Claim(f.ctx, p); err != nil || r.Root != b {
+	if r, err := c.ClaimUnrecorded(f.ctx, p); err != nil || r.Root != b {
 		t.Fatalf("exclude by uuid: %+v %v", r, err)
 	}
 	p = params(1)
 	p.Target, p.Exclude = a, []string{"a"}
-	_, err := c.Claim(f.ctx, p)
+	_, err := c.ClaimUnrecorded(f.ctx, p)
 	if np := notPlaced(t, err, claims.AllFiltered); np.Error() != "2 providers; 1 removed by pin (not the target "+a+": 1); 1 removed by exclude (uses excluded provider "+a+": 1)" {
 		t.Fatalf("excluded target: %q", np.Error())
 	}
 	for _, bad := range []claims.Params{{Target: "nosuch"}, {Exclude: []string{uuid.NewString()}}, {Reason: "whim"}} {
 		q := params(1)
 		q.Target, q.Exclude, q.Reason = bad.Target, bad.Exclude, bad.Reason
-		if _, err := c.Claim(f.ctx, q); !errors.Is(err, ledger.ErrInvalid) {
+		if _, err := c.ClaimUnrecorded(f.ctx, q); !errors.Is(err, fault.ErrInvalid) {
 			t.Errorf("%+v: %v, want ErrInvalid", bad, err)
 		}
 	}

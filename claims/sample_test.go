@@ -18,7 +18,7 @@ func (f *fixture) claimerCfg(policy string, cfg claims.Config) *claims.Claimer {
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	c, err := claims.New(f.store, p, cfg, nil)
+	c, err := claims.New(claims.Deps{Store: f.store, Policy: p}, cfg)
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -43,7 +43,7 @@ func TestClaimSampleFallsBackToFullSet(t *testing.T) {
 				p.Exclude = append(p.Exclude, u)
 			}
 		}
-		r, err := c.Claim(f.ctx, p)
+		r, err := c.ClaimUnrecorded(f.ctx, p)
 		if err != nil || r.Root != keep {
 			t.Fatalf("claim %d: %+v %v", i, r, err)
 		}
@@ -55,7 +55,7 @@ func TestClaimSampleFallsBackToFullSet(t *testing.T) {
 	// Nothing allowed: the answer counts the full set, not the sample.
 	p := params(1)
 	p.Exclude = all
-	_, err := c.Claim(f.ctx, p)
+	_, err := c.ClaimUnrecorded(f.ctx, p)
 	np := notPlaced(t, err, claims.AllFiltered)
 	if _, ok := np.Steps[0].Reasons[claims.ReasonOutsideSample]; ok || np.Steps[0].Remaining != 7 {
 		t.Fatalf("first step %+v: want the full set's 7 candidates (the kept root is full)", np.Steps[0])
@@ -76,7 +76,7 @@ func TestClaimSampleSteps(t *testing.T) {
 	for i := range 6 {
 		f.provider(fmt.Sprintf("n%d", i), 8)
 	}
-	r, err := f.claimerCfg(`{}`, claims.Config{ClaimCandidates: 2}).Claim(f.ctx, params(1))
+	r, err := f.claimerCfg(`{}`, claims.Config{ClaimCandidates: 2}).ClaimUnrecorded(f.ctx, params(1))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +107,7 @@ func TestClaimSubsetSpreadsTies(t *testing.T) {
 	}
 	det := f.claimerCfg(policy, claims.Config{ClaimCandidates: -1})
 	for range 8 {
-		if _, err := det.Claim(f.ctx, params(1)); err != nil {
+		if _, err := det.ClaimUnrecorded(f.ctx, params(1)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -116,7 +116,7 @@ func TestClaimSubsetSpreadsTies(t *testing.T) {
 	}
 	spread := f.claimerCfg(policy, claims.Config{ClaimCandidates: -1, SubsetSize: 1})
 	for range 24 {
-		if _, err := spread.Claim(f.ctx, params(1)); err != nil {
+		if _, err := spread.ClaimUnrecorded(f.ctx, params(1)); err != nil {
 			t.Fatal(err)
 		}
 	}

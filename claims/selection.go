@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/berthd/berth/internal/fault"
 	"github.com/berthd/berth/internal/uuid"
-	"github.com/berthd/berth/ledger"
 	"github.com/berthd/berth/ledger/engine"
 	"github.com/berthd/berth/scheduler"
 )
@@ -122,10 +122,10 @@ func (c *Claimer) resolvePolicy(ctx context.Context, p *Params) (*scheduler.Poli
 		return p.PolicyOverride, nil
 	case c.policies != nil:
 		pol, err := c.policies.Policy(ctx, p.Policy)
-		var le *ledger.Error
-		if errors.As(err, &le) && errors.Is(le, ledger.ErrNotFound) {
+		var le *fault.Error
+		if errors.As(err, &le) && errors.Is(le, fault.ErrNotFound) {
 			// A name in the body, not the resource of the URL: 400.
-			return nil, &ledger.Error{Kind: ledger.ErrInvalid, Code: le.Code, Msg: le.Msg}
+			return nil, &fault.Error{Kind: fault.ErrInvalid, Code: le.Code, Msg: le.Msg}
 		}
 		return pol, err
 	case p.Policy != "":
@@ -187,7 +187,7 @@ func (c *Claimer) selectCandidates(ctx context.Context, p *Params, r *resolved, 
 		Target:       target,
 		Avoid:        exclude,
 		Keys:         p.Keys,
-		Data:         c.data,
+		Data:         c.cloudData(),
 	}
 	for _, g := range cp.Groups {
 		for _, r := range g.Resources {
@@ -204,9 +204,9 @@ func (c *Claimer) selectCandidates(ctx context.Context, p *Params, r *resolved, 
 			}
 		}
 	}
-	if c.enricher != nil && len(s.cands) > 0 {
+	if c.cloud != nil && len(s.cands) > 0 {
 		needs, provs := policy.NeedsFor(req), s.cands[0].Providers
-		if err := c.enricher.Enrich(ctx, needs, provs); err != nil {
+		if err := c.cloud.Enrich(ctx, needs, provs); err != nil {
 			return nil, err
 		}
 	}

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/berthd/berth/internal/fault"
 	"github.com/berthd/berth/internal/telemetry/instrument"
-	"github.com/berthd/berth/ledger"
 	"github.com/berthd/berth/scheduler"
 )
 
@@ -23,7 +23,7 @@ func TestClaimOutcome(t *testing.T) {
 		{&NotPlacedError{Reason: ConflictsExhausted}, instrument.OutcomeClaimConflict},
 		{&NotPlacedError{Reason: Refused}, instrument.OutcomeScriptletRefused},
 		{fmt.Errorf("rank: %w", &scheduler.RefusedError{Reason: "no"}), instrument.OutcomeScriptletRefused},
-		{&ledger.Error{Kind: ledger.ErrConflict, Code: ledger.CodeConcurrentUpdate}, instrument.OutcomeConflict},
+		{&fault.Error{Kind: fault.ErrConflict, Code: fault.CodeConcurrentUpdate}, instrument.OutcomeConflict},
 		{errors.New("boom"), instrument.OutcomeError},
 	} {
 		if got := claimOutcome(tc.err); got != tc.want {

@@ -6,9 +6,9 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
-	"strings"
 	"time"
 
+	"github.com/berthd/berth/internal/fault"
 	"github.com/berthd/berth/ledger"
 	"github.com/berthd/berth/scheduler"
 )
@@ -52,15 +52,15 @@ func (w *writer) run(ctx context.Context, s *selection) (*Result, error) {
 			ConsumerType:    p.ConsumerType,
 			CheckGeneration: true,
 			Generation:      p.ConsumerGeneration,
-			Allocations:     CandidateAllocations(cand),
+			Allocations:     cand.AllocationsByName(),
 			Name:            p.Name,
 			Properties:      p.Properties,
 			CopyStickyKeys:  true,
-		}}, p.with...), Move: p.move}
+		}}, p.with...), Move: p.move, State: p.stateWrite(cand.Root())}
 		// The answer is known before the write, which records it for
 		// retries (idempotent.go).
 		res := w.c.result(p, s, i, w.attempts, w.failedRoots)
-		cw.Request = p.once.record(p, res)
+		cw.Request = p.retryKey.record(p, res)
 		start := time.Now()
 		err := w.c.store.ClaimWrite(ctx, cw)
 		w.tr.write(start, cand.Root(), err)
@@ -115,21 +115,33 @@ func tie(a, b float64) bool {
 	return math.Abs(a-b) <= 1e-9*max(1, math.Abs(a), math.Abs(b))
 }
 
+// stateWrite is what a write of p on root stores of the claim
+// (ledger.ClaimStateWrite), nil for a claim that is not stored (one that
+// no entry point made).
+func (p *Params) stateWrite(root string) *ledger.ClaimStateWrite {
+	if p.op == "" {
+		return nil
+	}
+	w := &ledger.ClaimStateWrite{Op: p.op, Request: p.Request, RootUUID: root, Mode: p.leaseMode}
+	if p.LeaseSeconds != nil {
+		w.LeaseSeconds = *p.LeaseSeconds
+	}
+	return w
+}
+
 // retryable reports whether a refused write may succeed on another
 // candidate: capacity gone (ErrConflict other than a consumer generation
-// conflict) or a provider that no longer exists (ErrInvalid).
+// conflict or a refused lease) or a provider that no longer exists
+// (ErrUnknownProvider).
 func retryable(err error) bool {
-	var le *ledger.Error
-	if !errors.As(err, &le) {
-		return false
-	}
+	le, ok := fault.As(err)
 	switch {
-	case errors.Is(le, ledger.ErrConflict):
-		return le.Code != ledger.CodeConcurrentUpdate
-	case errors.Is(le, ledger.ErrInvalid):
-		return true
+	case !ok:
+		return false
+	case errors.Is(le, fault.ErrConflict):
+		return le.Code != fault.CodeConcurrentUpdate && le.Code != fault.CodeLeaseOnPermanent
 	}
-	return false
+	return errors.Is(le, fault.ErrUnknownProvider)
 }
 
 // result builds the answer for the candidate ranked at chosen; the
@@ -153,6 +165,7 @@ func (c *Claimer) result(p *Params, s *selection, chosen, attempts int, failed [
 		DryRun:             p.DryRun,
 		Steps:              s.steps,
 		Alternates:         []Option{},
+		Reused:             p.Reused,
 	}
 	seen := append([]string{best.Root}, failed...)
 	for _, sc := range ranked {
@@ -170,10 +183,10 @@ func (c *Claimer) result(p *Params, s *selection, chosen, attempts int, failed [
 		for i, sc := range ranked {
 			r.Ranking[i] = s.option(sc)
 		}
-		r.ScriptletLog = append([]LogLine{}, s.ranking.Log...)
+		r.ScriptletLog = append([]scheduler.LogLine{}, s.ranking.Log...)
 	}
 	for i := range p.with {
-		if p.with[i].ConsumerType == MigrationConsumerType {
+		if p.with[i].ConsumerType == ledger.MigrationConsumerType {
 			m := p.with[i]
 			r.Migration = &m
 		}
@@ -184,24 +197,9 @@ func (c *Claimer) result(p *Params, s *selection, chosen, attempts int, failed [
 // option is the answer's view of a ranked candidate of s.
 func (s *selection) option(sc scheduler.Scored) Option {
 	o := Option{Root: sc.Cand.Root(), Score: sc.Score, Weights: sc.Weights(),
-		Allocations: CandidateAllocations(sc.Cand), Mappings: mappings(&s.reqs[sc.Cand.Index])}
+		Allocations: sc.Cand.AllocationsByName(), Mappings: mappings(&s.reqs[sc.Cand.Index])}
 	if prov := sc.Cand.Providers[o.Root]; prov != nil {
 		o.RootName = prov.Name
 	}
 	return o
-}
-
-// CandidateAllocations is a candidate's allocations as a ledger write,
-// classes in name order.
-func CandidateAllocations(c *scheduler.Candidate) []ledger.ProviderResources {
-	out := make([]ledger.ProviderResources, 0, len(c.Allocations))
-	for _, a := range c.Allocations {
-		pr := ledger.ProviderResources{ProviderUUID: a.ProviderUUID}
-		for class, amount := range a.Resources {
-			pr.Resources = append(pr.Resources, ledger.Resource{Class: class, Amount: amount})
-		}
-		slices.SortFunc(pr.Resources, func(x, y ledger.Resource) int { return strings.Compare(x.Class, y.Class) })
-		out = append(out, pr)
-	}
-	return out
 }

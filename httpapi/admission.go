@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/metric"
 
+	"github.com/berthd/berth/internal/fault"
 	"github.com/berthd/berth/internal/telemetry/instrument"
 )
 
@@ -23,10 +24,6 @@ import (
 // database pool) is never held back, so small requests keep their
 // latency while the expensive ones queue, and memory stays bounded by
 // the slots instead of by the number of clients.
-
-// CodeOverloaded is the error code of a request refused by admission
-// control: it waited for a slot until its queue deadline.
-const CodeOverloaded = "berth.overloaded"
 
 // DefaultAdmissionQueueTimeout is how long an expensive request waits for
 // a slot when Config.AdmissionQueueTimeout is 0.
@@ -135,7 +132,7 @@ func (a *admission) acquire(ctx context.Context) (func(), error) {
 		// is the same, though the client may not read it.
 	}
 	a.meters.rejected.Add(ctx, 1)
-	return nil, &Error{Status: http.StatusServiceUnavailable, Code: CodeOverloaded, RetryAfter: retryAfterOverloaded,
+	return nil, &Error{Status: http.StatusServiceUnavailable, Code: fault.CodeOverloaded, RetryAfter: retryAfterOverloaded,
 		Msg: "Too many expensive requests (allocation candidates, claims, lists) are running; this one waited " +
 			a.timeout.String() + " for its turn. Retry later."}
 }

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/berthd/berth/internal/fault"
 )
 
 // TestAdmissionControl holds every slot with claims whose bodies have
@@ -88,8 +90,8 @@ func TestAdmissionControl(t *testing.T) {
 			} `json:"errors"`
 		}
 		if err := json.Unmarshal([]byte(got), &doc); err != nil || len(doc.Errors) != 1 ||
-			doc.Errors[0].Code != CodeOverloaded || doc.Errors[0].Status != http.StatusServiceUnavailable {
-			t.Errorf("GET %s: body %s (%v), want Placement's error format with code %s", path, got, err, CodeOverloaded)
+			doc.Errors[0].Code != fault.CodeOverloaded || doc.Errors[0].Status != http.StatusServiceUnavailable {
+			t.Errorf("GET %s: body %s (%v), want Placement's error format with code %s", path, got, err, fault.CodeOverloaded)
 		}
 	}
 	// Cheap: not held back.
@@ -135,6 +137,7 @@ func TestBoundedRoutes(t *testing.T) {
 	s := newBareServer(t)
 	want := []string{
 		"GET /allocation_candidates",
+		"GET /audit",
 		"GET /capacity",
 		"GET /resource_providers",
 		"GET /scheduling_policies/:name/balance",

@@ -8,6 +8,7 @@ import (
 
 	"github.com/berthd/berth/internal/uuid"
 	"github.com/berthd/berth/ledger"
+	"github.com/berthd/berth/ledger/engine"
 )
 
 // resourcesBody is resource class -> amount, in the client's order.
@@ -46,7 +47,7 @@ func (b consumerBody) toLedger(consumerUUID string, v Version) (ledger.ConsumerA
 	var byProvider orderedMap[providerResourcesBody]
 	if v.AtLeast(12) {
 		if err := json.Unmarshal(b.Allocations, &byProvider); err != nil {
-			return w, badRequest("JSON does not validate: %v", err)
+			return w, decodeError(err)
 		}
 	} else {
 		// The list form; a provider listed twice keeps its last resources.
@@ -57,7 +58,7 @@ func (b consumerBody) toLedger(consumerUUID string, v Version) (ledger.ConsumerA
 			Resources resourcesBody `json:"resources"`
 		}
 		if err := json.Unmarshal(b.Allocations, &list); err != nil {
-			return w, badRequest("JSON does not validate: %v", err)
+			return w, decodeError(err)
 		}
 		byProvider.Values = map[string]providerResourcesBody{}
 		for _, a := range list {
@@ -70,9 +71,9 @@ func (b consumerBody) toLedger(consumerUUID string, v Version) (ledger.ConsumerA
 	}
 	for _, rp := range byProvider.Keys {
 		res := byProvider.Values[rp].Resources
-		pr := ledger.ProviderResources{ProviderUUID: rp}
+		pr := engine.Allocation{ProviderUUID: rp}
 		for _, class := range res.Keys {
-			pr.Resources = append(pr.Resources, ledger.Resource{Class: class, Amount: res.Values[class]})
+			pr.Resources = append(pr.Resources, engine.ResourceAmount{Class: class, Amount: res.Values[class]})
 		}
 		w.Allocations = append(w.Allocations, pr)
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/berthd/berth/ledger"
+	"github.com/berthd/berth/ledger/engine"
 )
 
 const (
@@ -78,9 +79,9 @@ func TestConsumerBodyOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []ledger.ProviderResources{
-		{ProviderUUID: rpB, Resources: []ledger.Resource{{Class: "MEMORY_MB", Amount: 3}}},
-		{ProviderUUID: rpA, Resources: []ledger.Resource{{Class: "DISK_GB", Amount: 5}, {Class: "VCPU", Amount: 2}}},
+	want := []engine.Allocation{
+		{ProviderUUID: rpB, Resources: []engine.ResourceAmount{{Class: "MEMORY_MB", Amount: 3}}},
+		{ProviderUUID: rpA, Resources: []engine.ResourceAmount{{Class: "DISK_GB", Amount: 5}, {Class: "VCPU", Amount: 2}}},
 	}
 	if got, _ := json.Marshal(w.Allocations); string(got) != mustJSON(t, want) {
 		t.Errorf("got %s, want %s", got, mustJSON(t, want))

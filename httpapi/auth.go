@@ -4,33 +4,11 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/berthd/berth/authz"
 )
-
-// Principal is who a request acts for.
-type Principal struct {
-	Roles     []string
-	ProjectID string
-	UserID    string
-	// SystemScope is "all" for a system-scoped token, else empty.
-	SystemScope string
-	// Keystone, with AuthKeystone: the domains, the X-Service-Token's
-	// identity, and the token's expiry (see keystonePrincipal).
-	DomainID, UserDomainID, ProjectDomainID string
-	ServiceRoles                            []string
-	ServiceUserID, ServiceProjectID         string
-	ExpiresAt                               time.Time
-}
-
-func (p Principal) credentials() authz.Credentials {
-	return authz.Credentials{Roles: p.Roles, ProjectID: p.ProjectID, UserID: p.UserID, SystemScope: p.SystemScope,
-		DomainID: p.DomainID, UserDomainID: p.UserDomainID, ProjectDomainID: p.ProjectDomainID,
-		ServiceRoles: p.ServiceRoles, ServiceUserID: p.ServiceUserID, ServiceProjectID: p.ServiceProjectID}
-}
 
 // Authentication strategies.
 const (
@@ -73,21 +51,21 @@ const (
 	headerSystemScope    = "OpenStack-System-Scope"
 	headerSystemScopeKey = "Openstack-System-Scope" // canonical: see headerAPIVersionKey
 	headerIdentityStatus = "X-Identity-Status"
-	ctxPrincipal         = "berth.principal"
+	ctxCredentials       = "berth.credentials"
 )
 
-// authenticate resolves the request's identity to a Principal according to
+// authenticate resolves the request's identity to a authz.Credentials according to
 // Config.Auth. The version document at / needs none.
 func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		if c.Request().URL.Path == "/" {
 			return next(c)
 		}
-		p, err := s.principal(c)
+		p, err := s.credentials(c)
 		if err != nil {
 			return err
 		}
-		c.Set(ctxPrincipal, p)
+		c.Set(ctxCredentials, p)
 		return next(c)
 	}
 }
@@ -95,19 +73,19 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 // principal is the identity of the request according to Config.Auth, or
 // its refusal. Placement's auth middleware sits outside its microversion
 // middleware, so a 401 carries no version header and no Vary (PreVersion).
-func (s *Server) principal(c echo.Context) (Principal, error) {
+func (s *Server) credentials(c echo.Context) (authz.Credentials, error) {
 	h := c.Request().Header
 	switch s.cfg.Auth {
 	case AuthKeystone:
-		return s.keystonePrincipal(c)
+		return s.keystoneCredentials(c)
 	case AuthKeystoneHeaders:
 		// keystonemiddleware sets Invalid (with delay_auth_decision) or
 		// answers 401 itself; no header at all means no proxy vouched
 		// for the request.
 		if h.Get(headerIdentityStatus) != "Confirmed" {
-			return Principal{}, unauthenticated("The request was not authenticated by the identity proxy (no X-Identity-Status: Confirmed).")
+			return authz.Credentials{}, unauthenticated("The request was not authenticated by the identity proxy (no X-Identity-Status: Confirmed).")
 		}
-		return Principal{
+		return authz.Credentials{
 			Roles:       splitRoles(h.Get(headerRoles)),
 			ProjectID:   h.Get(headerProjectID),
 			UserID:      h.Get(headerUserID),
@@ -116,11 +94,11 @@ func (s *Server) principal(c echo.Context) (Principal, error) {
 	case AuthTokens:
 		token := h.Get(headerAuthToken)
 		if token == "" {
-			return Principal{}, unauthenticated("No X-Auth-Token header was supplied.")
+			return authz.Credentials{}, unauthenticated("No X-Auth-Token header was supplied.")
 		}
 		p, ok := s.cfg.Tokens[token]
 		if !ok {
-			return Principal{}, unauthenticated("The X-Auth-Token is not valid.")
+			return authz.Credentials{}, unauthenticated("The X-Auth-Token is not valid.")
 		}
 		return p, nil
 	default:
@@ -129,9 +107,9 @@ func (s *Server) principal(c echo.Context) (Principal, error) {
 		if _, ok := h[http.CanonicalHeaderKey(headerAuthToken)]; !ok {
 			e := unauthenticated("")
 			e.Body = webobBody
-			return Principal{}, e
+			return authz.Credentials{}, e
 		}
-		return noAuth2Principal(h.Get(headerAuthToken), h), nil
+		return noAuth2Credentials(h.Get(headerAuthToken), h), nil
 	}
 }
 
@@ -142,14 +120,14 @@ func unauthenticated(msg string) *Error {
 	return e
 }
 
-// noAuth2Principal is the identity Placement's NoAuthMiddleware and
+// noAuth2Credentials is the identity Placement's NoAuthMiddleware and
 // oslo.context make of a request: see AuthNoAuth2.
-func noAuth2Principal(token string, h http.Header) Principal {
+func noAuth2Credentials(token string, h http.Header) authz.Credentials {
 	user, project, _ := strings.Cut(token, ":")
 	if project == "" {
 		project = user
 	}
-	p := Principal{UserID: user, SystemScope: h.Get(headerSystemScopeKey)}
+	p := authz.Credentials{UserID: user, SystemScope: h.Get(headerSystemScopeKey)}
 	if _, ok := h[http.CanonicalHeaderKey(headerRoles)]; ok {
 		p.Roles = splitRoles(h.Get(headerRoles))
 	} else if user == "admin" {
@@ -196,16 +174,16 @@ func (s *Server) authorize(rule string) echo.MiddlewareFunc {
 	if !slices.Contains(authz.OperationRules(), rule) {
 		panic("httpapi: route guarded by unknown policy rule " + rule)
 	}
-	target := func(c echo.Context, p Principal) authz.Target {
+	target := func(c echo.Context, p authz.Credentials) authz.Target {
 		return authz.Target{"project_id": p.ProjectID, "user_id": p.UserID}
 	}
 	if f, ok := ruleTargets[rule]; ok {
-		target = func(c echo.Context, _ Principal) authz.Target { return f(c) }
+		target = func(c echo.Context, _ authz.Credentials) authz.Target { return f(c) }
 	}
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
-			p, _ := c.Get(ctxPrincipal).(Principal)
-			if !s.authz.Allowed(rule, p.credentials(), target(c, p)) {
+			p, _ := c.Get(ctxCredentials).(authz.Credentials)
+			if !s.authz.Allowed(rule, p, target(c, p)) {
 				// Placement's PolicyNotAuthorized escapes the handler:
 				// its 403 has no Vary.
 				e := newError(http.StatusForbidden, "", "Policy does not allow %s to be performed.", rule)

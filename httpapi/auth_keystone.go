@@ -7,6 +7,8 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/berthd/berth/authz"
+	"github.com/berthd/berth/internal/fault"
 	"github.com/berthd/berth/internal/keystone"
 )
 
@@ -28,22 +30,18 @@ var _ KeystoneAuthenticator = (*keystone.Client)(nil)
 const (
 	headerServiceToken    = "X-Service-Token"
 	headerWWWAuthenticate = "WWW-Authenticate"
-	// CodeIdentityUnavailable is the error code of a 503 for a token that
-	// could not be validated because Keystone did not answer (Berth's
-	// extension; Placement behind keystonemiddleware answers 503 too).
-	CodeIdentityUnavailable = "berth.identity_unavailable"
 	// retryAfterIdentity is the Retry-After (seconds) of that 503.
 	retryAfterIdentity = 5
 )
 
-// keystonePrincipal validates the request's tokens with Keystone (cached)
+// keystoneCredentials validates the request's tokens with Keystone (cached)
 // and returns the identity the policy engine sees, as keystonemiddleware
 // and oslo.context make it: the user's token's user, project, domains,
 // system scope and roles (implied ones included), and the service token's
 // user, project and roles. A missing, invalid or expired token is 401 with
 // Keystone's WWW-Authenticate challenge; Keystone out of reach is 503
 // with Retry-After, never 401.
-func (s *Server) keystonePrincipal(c echo.Context) (Principal, error) {
+func (s *Server) keystoneCredentials(c echo.Context) (authz.Credentials, error) {
 	h := c.Request().Header
 	a, err := s.cfg.Keystone.Authenticate(c.Request().Context(), h.Get(headerAuthToken), h.Get(headerServiceToken))
 	switch {
@@ -55,15 +53,15 @@ func (s *Server) keystonePrincipal(c echo.Context) (Principal, error) {
 		s.log.DebugContext(c.Request().Context(), "token refused", "invalid", errors.Is(err, keystone.ErrInvalidToken))
 		e := unauthenticated("The request you have made requires authentication.")
 		e.Body = keystoneBody
-		return Principal{}, e
+		return authz.Credentials{}, e
 	default:
 		// The cause names the token by its hash only (keystone.TokenHash).
 		s.log.WarnContext(c.Request().Context(), "token not validated: keystone unavailable", "error", err)
-		return Principal{}, &Error{Status: http.StatusServiceUnavailable, Code: CodeIdentityUnavailable,
+		return authz.Credentials{}, &Error{Status: http.StatusServiceUnavailable, Code: fault.CodeIdentityUnavailable,
 			Msg: "The identity service could not validate the token; try again later.", RetryAfter: retryAfterIdentity}
 	}
 	u := a.User
-	p := Principal{
+	p := authz.Credentials{
 		Roles: u.Roles, UserID: u.UserID, ProjectID: u.ProjectID, SystemScope: u.SystemScope,
 		DomainID: u.DomainID, UserDomainID: u.UserDomainID, ProjectDomainID: u.ProjectDomainID, ExpiresAt: u.ExpiresAt,
 	}

@@ -38,33 +38,33 @@ func serve(s *Server, method, target string, headers map[string]string) *httptes
 	return rec
 }
 
-func TestNoAuth2Principal(t *testing.T) {
+func TestNoAuth2Credentials(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		token   string
 		headers map[string]string
-		want    Principal
+		want    authz.Credentials
 	}{
-		{"admin", "admin", nil, Principal{Roles: []string{"admin"}, ProjectID: "admin", UserID: "admin"}},
-		{"user", "user", nil, Principal{ProjectID: "user", UserID: "user"}},
-		{"user and project", "alice:p9", nil, Principal{ProjectID: "p9", UserID: "alice"}},
+		{"admin", "admin", nil, authz.Credentials{Roles: []string{"admin"}, ProjectID: "admin", UserID: "admin"}},
+		{"user", "user", nil, authz.Credentials{ProjectID: "user", UserID: "user"}},
+		{"user and project", "alice:p9", nil, authz.Credentials{ProjectID: "p9", UserID: "alice"}},
 		{"X-Roles replaces admin", "admin", map[string]string{"X-Roles": "reader"},
-			Principal{Roles: []string{"reader"}, ProjectID: "admin", UserID: "admin"}},
+			authz.Credentials{Roles: []string{"reader"}, ProjectID: "admin", UserID: "admin"}},
 		{"empty X-Roles is no role", "admin", map[string]string{"X-Roles": ""},
-			Principal{ProjectID: "admin", UserID: "admin"}},
+			authz.Credentials{ProjectID: "admin", UserID: "admin"}},
 		{"X-Project-Id wins", "user", map[string]string{"X-Roles": "admin, member,reader", "X-Project-Id": "p1"},
-			Principal{Roles: []string{"admin", "member", "reader"}, ProjectID: "p1", UserID: "user"}},
+			authz.Credentials{Roles: []string{"admin", "member", "reader"}, ProjectID: "p1", UserID: "user"}},
 		{"system scope has no project", "user", map[string]string{"X-Roles": "reader", "OpenStack-System-Scope": "all"},
-			Principal{Roles: []string{"reader"}, UserID: "user", SystemScope: "all"}},
+			authz.Credentials{Roles: []string{"reader"}, UserID: "user", SystemScope: "all"}},
 		{"X-User-Id is ignored", "user", map[string]string{"X-User-Id": "root"},
-			Principal{ProjectID: "user", UserID: "user"}},
+			authz.Credentials{ProjectID: "user", UserID: "user"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := http.Header{}
 			for k, v := range tc.headers {
 				h.Set(k, v)
 			}
-			if got := noAuth2Principal(tc.token, h); !reflect.DeepEqual(got, tc.want) {
+			if got := noAuth2Credentials(tc.token, h); !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("got %+v, want %+v", got, tc.want)
 			}
 		})

@@ -18,7 +18,7 @@ import (
 func (s *Server) policyBalance(c echo.Context) error {
 	ctx := c.Request().Context()
 	name := c.Param("name")
-	cfg, err := s.sources.PolicyConfig(ctx, name)
+	cfg, err := s.catalog.PolicyConfig(ctx, name)
 	if err != nil {
 		return err
 	}
@@ -31,11 +31,11 @@ func (s *Server) policyBalance(c echo.Context) error {
 			return badRequest("Invalid aggregate %q: want a uuid.", aggregate)
 		}
 	}
-	members, err := s.data.Members(ctx, aggregate)
+	members, err := s.cloud.Members(ctx, aggregate)
 	if err != nil {
 		return err
 	}
-	instances, err := s.data.Instances(ctx, "", "")
+	instances, err := s.cloud.Instances(ctx, "", "")
 	if err != nil {
 		return err
 	}

@@ -13,9 +13,10 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/berthd/berth/internal/fault"
 	"github.com/berthd/berth/internal/jsonschema"
 	"github.com/berthd/berth/internal/telemetry/instrument"
-	"github.com/berthd/berth/ledger"
+	"github.com/berthd/berth/ledger/engine"
 )
 
 // candidatesSchemas are Placement's query schemas for GET
@@ -104,7 +105,7 @@ func (s *Server) allocationCandidates(c echo.Context) error {
 // writeCandidates writes appendCandidates' answer to w, streaming: the
 // body goes out in pieces of about streamFlushBytes, through buf, instead
 // of being held whole. It returns buf for reuse.
-func writeCandidates(w io.Writer, buf []byte, c *ledger.Candidates, groups []ledger.RequestGroup, v Version) ([]byte, error) {
+func writeCandidates(w io.Writer, buf []byte, c *engine.Candidates, groups []engine.RequestGroup, v Version) ([]byte, error) {
 	var err error
 	spill := func(b []byte) []byte {
 		if err == nil {
@@ -119,7 +120,7 @@ func writeCandidates(w io.Writer, buf []byte, c *ledger.Candidates, groups []led
 
 // candidatesParams reads an allocation candidates request from q, the
 // query parameters of GET /allocation_candidates, at microversion v.
-func (s *Server) candidatesParams(q orderedQuery, v Version) (ledger.CandidatesParams, error) {
+func (s *Server) candidatesParams(q orderedQuery, v Version) (engine.CandidatesParams, error) {
 	params := s.newCandidatesParams(v)
 	if err := parseRequestWide(q, &params); err != nil {
 		return params, err
@@ -134,8 +135,8 @@ func (s *Server) candidatesParams(q orderedQuery, v Version) (ledger.CandidatesP
 
 // newCandidatesParams is a candidate search at microversion v with the
 // server's settings, before the request's own parameters.
-func (s *Server) newCandidatesParams(v Version) ledger.CandidatesParams {
-	return ledger.CandidatesParams{
+func (s *Server) newCandidatesParams(v Version) engine.CandidatesParams {
+	return engine.CandidatesParams{
 		NestedAware: v.AtLeast(29),
 		Randomize:   s.cfg.RandomizeCandidates,
 		Max:         s.cfg.MaxCandidates,
@@ -145,7 +146,7 @@ func (s *Server) newCandidatesParams(v Version) ledger.CandidatesParams {
 // applyGroupPolicy sets p's group policy from the values of group_policy
 // (the first counts, as in Placement); without one, a request of several
 // suffixed groups is refused.
-func applyGroupPolicy(p *ledger.CandidatesParams, values []string) error {
+func applyGroupPolicy(p *engine.CandidatesParams, values []string) error {
 	if len(values) > 0 {
 		p.Isolate = values[0] == "isolate"
 		return nil
@@ -165,7 +166,7 @@ func applyGroupPolicy(p *ledger.CandidatesParams, values []string) error {
 // candidatesError words the ledger's unknown-name errors as Placement
 // does for allocation candidates.
 func candidatesError(err error) error {
-	var ue *ledger.UnknownNameError
+	var ue *engine.UnknownNameError
 	if errors.As(err, &ue) {
 		if ue.Trait {
 			return badRequest("%s", ue.Error())
@@ -179,7 +180,7 @@ func candidatesError(err error) error {
 // limit, root_required and same_subtree (Placement's
 // RequestWideParams.from_request). Repeated limit and group_policy keep
 // their first value, as in Placement.
-func parseRequestWide(q orderedQuery, p *ledger.CandidatesParams) error {
+func parseRequestWide(q orderedQuery, p *engine.CandidatesParams) error {
 	if limits := q.all("limit"); len(limits) > 0 {
 		n, err := strconv.Atoi(strings.TrimSpace(limits[0]))
 		if err != nil || n < 1 {
@@ -189,7 +190,7 @@ func parseRequestWide(q orderedQuery, p *ledger.CandidatesParams) error {
 	}
 	if rr := q.all("root_required"); len(rr) > 0 {
 		if len(rr) > 1 {
-			return newError(http.StatusBadRequest, ledger.CodeQueryDuplicateKey,
+			return newError(http.StatusBadRequest, fault.CodeQueryDuplicateKey,
 				"Query parameter 'root_required' may be specified only once.")
 		}
 		if err := parseRootRequired(rr[0], p); err != nil {
@@ -201,21 +202,27 @@ func parseRequestWide(q orderedQuery, p *ledger.CandidatesParams) error {
 
 // parseRootRequired reads the value of root_required, a comma-separated
 // list of traits, "!" forbidding one.
-func parseRootRequired(val string, p *ledger.CandidatesParams) error {
+func parseRootRequired(val string, p *engine.CandidatesParams) error {
 	required, forbidden, err := parseTraits(val, true, false)
 	if err != nil {
 		return err
 	}
-	var conflicts []string
+	isForbidden := make(map[string]bool, len(forbidden))
+	for _, t := range forbidden {
+		isForbidden[t] = true
+	}
+	rootRequired := uniqueStrings{list: p.RootRequired}
+	var conflicts uniqueStrings
 	for _, any := range required {
-		p.RootRequired = appendUnique(p.RootRequired, any[0])
-		if contains(forbidden, any[0]) {
-			conflicts = appendUnique(conflicts, any[0])
+		rootRequired.add(any[0])
+		if isForbidden[any[0]] {
+			conflicts.add(any[0])
 		}
 	}
-	if len(conflicts) > 0 {
-		return newError(http.StatusBadRequest, ledger.CodeQueryBadValue,
-			"Conflicting required and forbidden traits found in root_required: %s", strings.Join(conflicts, ", "))
+	p.RootRequired = rootRequired.list
+	if len(conflicts.list) > 0 {
+		return newError(http.StatusBadRequest, fault.CodeQueryBadValue,
+			"Conflicting required and forbidden traits found in root_required: %s", strings.Join(conflicts.list, ", "))
 	}
 	p.RootForbidden = forbidden
 	return nil
@@ -223,18 +230,18 @@ func parseRootRequired(val string, p *ledger.CandidatesParams) error {
 
 // parseSameSubtrees reads the values of same_subtree, each a
 // comma-separated set of group suffixes.
-func parseSameSubtrees(values []string, p *ledger.CandidatesParams) error {
+func parseSameSubtrees(values []string, p *engine.CandidatesParams) error {
 	for _, val := range values {
-		var set []string
+		var set uniqueStrings
 		for _, s := range strings.Split(val, ",") {
 			s = strings.TrimSpace(s)
 			if s == "" {
-				return newError(http.StatusBadRequest, ledger.CodeQueryBadValue,
+				return newError(http.StatusBadRequest, fault.CodeQueryBadValue,
 					"Empty string (unsuffixed group) can not be specified in `same_subtree` ")
 			}
-			set = appendUnique(set, s)
+			set.add(s)
 		}
-		p.SameSubtrees = append(p.SameSubtrees, set)
+		p.SameSubtrees = append(p.SameSubtrees, set.list)
 	}
 	return nil
 }
@@ -248,14 +255,14 @@ var jsonBufs = sync.Pool{New: func() any { b := make([]byte, 0, 64<<10); return 
 // after, with mappings from 1.34; provider_summaries with traits from 1.17,
 // every inventory (not just the requested classes) from 1.27 and the tree
 // from 1.29.
-func appendCandidates(b []byte, c *ledger.Candidates, groups []ledger.RequestGroup, v Version) []byte {
+func appendCandidates(b []byte, c *engine.Candidates, groups []engine.RequestGroup, v Version) []byte {
 	return encodeCandidates(b, c, groups, v, nil)
 }
 
 // encodeCandidates is appendCandidates; between elements, when spill is
 // not nil and b holds streamFlushBytes or more, it hands b to spill and
 // goes on with what spill returns.
-func encodeCandidates(b []byte, c *ledger.Candidates, groups []ledger.RequestGroup, v Version, spill func([]byte) []byte) []byte {
+func encodeCandidates(b []byte, c *engine.Candidates, groups []engine.RequestGroup, v Version, spill func([]byte) []byte) []byte {
 	b = append(b, `{"allocation_requests": [`...)
 	for i := range c.Requests {
 		if spill != nil && len(b) >= streamFlushBytes {
@@ -286,7 +293,7 @@ func encodeCandidates(b []byte, c *ledger.Candidates, groups []ledger.RequestGro
 
 // appendRequestDict writes c's allocation request i as a dict (1.12
 // on): allocations by provider uuid, and from 1.34 the mappings.
-func appendRequestDict(b []byte, c *ledger.Candidates, i int, v Version) []byte {
+func appendRequestDict(b []byte, c *engine.Candidates, i int, v Version) []byte {
 	ar := &c.Requests[i]
 	b = append(b, `{"allocations": {`...)
 	for j, a := range ar.Allocations {
@@ -322,7 +329,7 @@ func appendRequestDict(b []byte, c *ledger.Candidates, i int, v Version) []byte 
 
 // appendRequestList writes c's allocation request i as a list of
 // allocations (before 1.12).
-func appendRequestList(b []byte, c *ledger.Candidates, i int) []byte {
+func appendRequestList(b []byte, c *engine.Candidates, i int) []byte {
 	ar := &c.Requests[i]
 	b = append(b, `{"allocations": [`...)
 	for j, a := range ar.Allocations {
@@ -340,7 +347,7 @@ func appendRequestList(b []byte, c *ledger.Candidates, i int) []byte {
 
 // requestedClasses are the classes groups request, which are all a
 // summary lists before 1.27; nil (every class) from 1.27.
-func requestedClasses(groups []ledger.RequestGroup, v Version) map[string]bool {
+func requestedClasses(groups []engine.RequestGroup, v Version) map[string]bool {
 	if v.AtLeast(27) {
 		return nil
 	}
@@ -356,7 +363,7 @@ func requestedClasses(groups []ledger.RequestGroup, v Version) map[string]bool {
 // appendSummary writes c's provider summary i, its key included: the
 // resources (only those in requested unless it is nil), from 1.17 the
 // traits and from 1.29 the tree.
-func appendSummary(b []byte, c *ledger.Candidates, i int, requested map[string]bool, v Version) []byte {
+func appendSummary(b []byte, c *engine.Candidates, i int, requested map[string]bool, v Version) []byte {
 	ps := &c.Summaries[i]
 	b = appendGoString(b, ps.UUID)
 	b = append(b, `: {"resources": {`...)
@@ -414,7 +421,7 @@ func appendCapacity(b []byte, total, reserved int64, ratio float64) []byte {
 }
 
 // appendAmounts writes {"CLASS": n, ...}.
-func appendAmounts(b []byte, rs []ledger.ResourceAmount) []byte {
+func appendAmounts(b []byte, rs []engine.ResourceAmount) []byte {
 	b = append(b, '{')
 	for i, r := range rs {
 		if i > 0 {

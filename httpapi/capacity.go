@@ -5,9 +5,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/berthd/berth/ledger/engine"
 	"github.com/labstack/echo/v4"
-
-	"github.com/berthd/berth/ledger"
 )
 
 // Berth's capacity extension: how many more instances of one request fit,
@@ -25,7 +24,7 @@ const maxCapacityPerRoot = 100_000
 
 // capacityShow serves GET /capacity. The query is GET
 // /allocation_candidates' (read at capacityQueryVersion) plus "max", the
-// cap on the count per root (default ledger.DefaultCapacityMaxPerRoot);
+// cap on the count per root (default engine.DefaultCapacityMaxPerRoot);
 // "limit" caps the roots listed, not the count.
 func (s *Server) capacityShow(c echo.Context) error {
 	q := c.QueryParams()
@@ -38,7 +37,7 @@ func (s *Server) capacityShow(c echo.Context) error {
 	if err := candidatesSchema(capacityQueryVersion).Validate(doc); err != nil {
 		return badRequest("Invalid query string parameters: %s", err)
 	}
-	p := ledger.CapacityParams{}
+	p := engine.CapacityParams{}
 	if vs := q["max"]; len(vs) > 0 {
 		n, err := strconv.Atoi(strings.TrimSpace(vs[0]))
 		if err != nil || n < 1 || n > maxCapacityPerRoot {

@@ -11,7 +11,7 @@ import (
 
 // Server-wide settings (Berth's extension), as LXD's /1.0 config: GET
 // answers the stored keys as a JSON object; PATCH takes an object of key
-// -> value, null removing a key. The keys are claims.ConfigKeys.
+// -> value, null removing a key. The keys are catalog.ConfigKeys.
 
 var configPatchSchema = jsonschema.Must(`{"type": "object", "maxProperties": 100}`)
 
@@ -37,7 +37,7 @@ func (s *Server) configPatch(c echo.Context) error {
 			changes[k] = nil
 		}
 	}
-	if err := s.sources.ConfigPatch(c.Request().Context(), changes); err != nil {
+	if err := s.catalog.ConfigPatch(c.Request().Context(), changes); err != nil {
 		return err
 	}
 	return s.configShow(c)

@@ -10,7 +10,8 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/berthd/berth/claims"
-	"github.com/berthd/berth/ledger"
+	"github.com/berthd/berth/internal/fault"
+	"github.com/berthd/berth/scheduler"
 )
 
 // Error is an HTTP error raised by this package: a status, a Placement error
@@ -48,6 +49,9 @@ type Error struct {
 	// detail words, for programs (a Berth extension; Placement clients
 	// ignore the member).
 	Steps []stepJSON
+	// Refusal, when set, goes in the JSON error object as "refusal": the
+	// reason of the scriptlet that refused a claim (a Berth extension).
+	Refusal string
 }
 
 func (e *Error) Error() string { return e.Msg }
@@ -85,7 +89,7 @@ func notFound(format string, args ...any) *Error {
 // the last argument; the answer has Vary, unlike the NotFound's own.
 // Any other err is returned as it is.
 func caughtNotFound(err error, format string, args ...any) error {
-	if le, ok := ledger.AsError(err); ok && escapesHandler(le) {
+	if le, ok := fault.As(err); ok && escapesHandler(le) {
 		return notFound(format, append(args, le.Msg)...)
 	}
 	return err
@@ -95,31 +99,14 @@ func caughtNotFound(err error, format string, args ...any) error {
 // a provider or class looked up by the uuid or name a request names,
 // which Placement's handlers let escape unless they catch it
 // (caughtNotFound).
-func escapesHandler(le *ledger.Error) bool {
-	return errors.Is(le, ledger.ErrProviderNotFound) || errors.Is(le, ledger.ErrClassNotFound)
+func escapesHandler(le *fault.Error) bool {
+	return errors.Is(le, fault.ErrProviderNotFound) || errors.Is(le, fault.ErrClassNotFound)
 }
 
 // retryAfterUnavailable is the Retry-After (seconds) of a 503 for a
 // database outage: long enough not to hammer a restarting server, short
 // enough that clients come back soon after it is up.
 const retryAfterUnavailable = 2
-
-// CodeNoValidHost is the error code of a claim that placed nothing
-// (Berth's extension; Placement has no claims).
-const CodeNoValidHost = "berth.no_valid_host"
-
-// CodeClaimConflict is the error code of a claim whose every write
-// attempt lost to concurrent claims: candidates fit, but each one tried
-// was taken first. Retrying may succeed.
-const CodeClaimConflict = "berth.claim_conflict"
-
-// CodeClaimMismatch is the error code of a claim for a consumer that an
-// earlier claim with a different request placed: not a retry of it.
-const CodeClaimMismatch = "berth.claim_mismatch"
-
-// CodeScriptletInvalid is the error code of Starlark source that does not
-// compile.
-const CodeScriptletInvalid = "berth.scriptlet.invalid"
 
 // errorCodeVersion is the first microversion whose error bodies carry "code".
 const errorCodeVersion = 23
@@ -133,32 +120,32 @@ func toError(c echo.Context, err error) *Error {
 	}
 	var np *claims.NotPlacedError
 	if errors.As(err, &np) {
-		code := CodeNoValidHost
+		code := fault.CodeNoValidHost
 		if np.Reason == claims.ConflictsExhausted {
-			code = CodeClaimConflict
+			code = fault.CodeClaimConflict
 		}
-		return &Error{Status: http.StatusConflict, Code: code, Msg: np.Error(), Steps: stepsJSON(np.Steps)}
+		return &Error{Status: http.StatusConflict, Code: code, Msg: np.Error(), Steps: stepsJSON(np.Steps), Refusal: np.Refusal}
 	}
 	var mm *claims.MismatchError
 	if errors.As(err, &mm) {
-		return &Error{Status: http.StatusConflict, Code: CodeClaimMismatch, Msg: mm.Error()}
+		return &Error{Status: http.StatusConflict, Code: fault.CodeClaimMismatch, Msg: mm.Error()}
 	}
 	// A compile error's detail says where: "Scriptlet x does not compile:
 	// line 3, column 5: ...".
-	var se *claims.ScriptletError
+	var se *scheduler.CompileError
 	if errors.As(err, &se) {
-		return &Error{Status: http.StatusBadRequest, Code: CodeScriptletInvalid, Msg: se.Error()}
+		return &Error{Status: http.StatusBadRequest, Code: fault.CodeScriptletInvalid, Msg: se.Error()}
 	}
-	if le, ok := ledger.AsError(err); ok {
+	if le, ok := fault.As(err); ok {
 		status := http.StatusInternalServerError
 		switch {
-		case errors.Is(le, ledger.ErrNotFound):
+		case errors.Is(le, fault.ErrNotFound):
 			status = http.StatusNotFound
-		case errors.Is(le, ledger.ErrConflict):
+		case errors.Is(le, fault.ErrConflict):
 			status = http.StatusConflict
-		case errors.Is(le, ledger.ErrInvalid):
+		case errors.Is(le, fault.ErrInvalid):
 			status = http.StatusBadRequest
-		case errors.Is(le, ledger.ErrUnavailable):
+		case errors.Is(le, fault.ErrUnavailable):
 			return &Error{Status: http.StatusServiceUnavailable, Code: le.Code, Msg: le.Msg, RetryAfter: retryAfterUnavailable}
 		}
 		// A provider or class lookup's NotFound that a handler returns
@@ -206,11 +193,11 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 	// log line (instrument.LogHandler).
 	log := s.log.With("method", req.Method, "path", req.URL.Path, "status", e.Status)
 	switch {
-	case e.Status == http.StatusServiceUnavailable && e.Code == ledger.CodeDatabaseUnavailable:
+	case e.Status == http.StatusServiceUnavailable && e.Code == fault.CodeDatabaseUnavailable:
 		s.outage.log(req.Context(), log, err)
 	case e.Status >= 500:
 		// One line: pgx joins a connect error's per-host causes with "\n\t".
-		log.ErrorContext(req.Context(), "request failed", "error", strings.Join(strings.Fields(err.Error()), " "))
+		log.ErrorContext(req.Context(), "request failed", "error", fault.Detail(err))
 	default:
 		log.DebugContext(req.Context(), "request refused", "detail", e.Msg)
 	}
@@ -282,10 +269,13 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 	if e.Steps != nil {
 		item["steps"] = e.Steps
 	}
+	if e.Refusal != "" {
+		item["refusal"] = e.Refusal
+	}
 	if v, ok := c.Get(ctxVersion).(Version); ok && v.AtLeast(errorCodeVersion) {
 		code := e.Code
 		if code == "" {
-			code = ledger.CodeUndefined
+			code = fault.CodeUndefined
 		}
 		item["code"] = code
 	}

@@ -5,7 +5,7 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/berthd/berth/ledger"
+	"github.com/berthd/berth/internal/fault"
 )
 
 // TestNotFoundVary: a provider or class lookup's NotFound returned as it
@@ -13,9 +13,9 @@ import (
 // is answered without Vary; one a handler catches (caughtNotFound), and
 // every other not-found, keeps it.
 func TestNotFoundVary(t *testing.T) {
-	provider := &ledger.Error{Kind: ledger.ErrProviderNotFound, Msg: "No resource provider with uuid x found"}
-	class := &ledger.Error{Kind: ledger.ErrClassNotFound, Msg: "No such resource class CUSTOM_X."}
-	other := &ledger.Error{Kind: ledger.ErrNotFound, Msg: "No allocations for consumer 'c'"}
+	provider := &fault.Error{Kind: fault.ErrProviderNotFound, Msg: "No resource provider with uuid x found"}
+	class := &fault.Error{Kind: fault.ErrClassNotFound, Msg: "No such resource class CUSTOM_X."}
+	other := &fault.Error{Kind: fault.ErrNotFound, Msg: "No allocations for consumer 'c'"}
 	tests := []struct {
 		name       string
 		err        error
@@ -35,7 +35,7 @@ func TestNotFoundVary(t *testing.T) {
 			t.Errorf("%s: status %d, NoVary %v, %q; want 404, %v, %q", tt.name, e.Status, e.NoVary, e.Msg, tt.wantNoVary, tt.wantMsg)
 		}
 	}
-	if !errors.Is(provider, ledger.ErrNotFound) || !errors.Is(class, ledger.ErrNotFound) {
+	if !errors.Is(provider, fault.ErrNotFound) || !errors.Is(class, fault.ErrNotFound) {
 		t.Error("a lookup's NotFound is not ErrNotFound")
 	}
 }

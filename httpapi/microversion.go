@@ -105,7 +105,7 @@ func (s *Server) microversion(next echo.HandlerFunc) echo.HandlerFunc {
 			// Placement's auth middleware runs first: a request it
 			// refuses gets its 401 whatever the version header says.
 			if c.Request().URL.Path != "/" {
-				if _, aerr := s.principal(c); aerr != nil {
+				if _, aerr := s.credentials(c); aerr != nil {
 					return aerr
 				}
 			}

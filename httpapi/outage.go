@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/berthd/berth/internal/fault"
 )
 
 // outageLog keeps a database outage from flooding the log. During a
@@ -37,8 +39,8 @@ func (o *outageLog) log(ctx context.Context, log *slog.Logger, err error) {
 	o.mu.Unlock()
 	if warn {
 		log.WarnContext(ctx, "database unavailable; answering 503 with Retry-After",
-			"error", err, "suppressed_since_last", suppressed)
+			"error", fault.Detail(err), "suppressed_since_last", suppressed)
 		return
 	}
-	log.DebugContext(ctx, "request failed: database unavailable", "error", err)
+	log.DebugContext(ctx, "request failed: database unavailable", "error", fault.Detail(err))
 }

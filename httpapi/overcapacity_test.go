@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/berthd/berth/ledger"
+	"github.com/berthd/berth/ledger/engine"
 	"github.com/berthd/berth/ledger/ledgertest"
 )
 
@@ -26,8 +27,8 @@ func TestInventoryBelowUsage(t *testing.T) {
 	t.Cleanup(store.Close)
 	rp := ledgertest.Provider(t, store, "cn1", ledger.DefaultInventory("VCPU", 8), ledger.DefaultInventory("DISK_GB", 100))
 	if err := store.AllocationsReplace(ctx, []ledger.ConsumerAllocations{{ConsumerUUID: "c0000000-0000-4000-8000-000000000001",
-		ProjectID: "p", UserID: "u", Allocations: []ledger.ProviderResources{{ProviderUUID: rp,
-			Resources: []ledger.Resource{{Class: "VCPU", Amount: 6}, {Class: "DISK_GB", Amount: 50}}}}}}); err != nil {
+		ProjectID: "p", UserID: "u", Allocations: []engine.Allocation{{ProviderUUID: rp,
+			Resources: []engine.ResourceAmount{{Class: "VCPU", Amount: 6}, {Class: "DISK_GB", Amount: 50}}}}}}); err != nil {
 		t.Fatal(err)
 	}
 	s, err := build(Config{}, store, nil, slog.New(slog.DiscardHandler))

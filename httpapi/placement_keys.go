@@ -67,8 +67,8 @@ func (s *Server) placementKeysPut(c echo.Context) error {
 	for i, k := range b.Keys {
 		keys[i] = ledger.PlacementKey{Name: k.Name, Value: k.Value, Sticky: k.Sticky}
 	}
-	p, _ := c.Get(ctxPrincipal).(Principal)
-	reserved := s.authz.Allowed(reservedKeysRule, p.credentials(), policyTarget(p))
+	p, _ := c.Get(ctxCredentials).(authz.Credentials)
+	reserved := s.authz.Allowed(reservedKeysRule, p, policyTarget(p))
 	ctx := c.Request().Context()
 	err := s.store.PlacementKeysReplace(ctx, c.Param("uuid"), keys, ledger.PlacementKeysReplaceParams{Reserved: reserved})
 	var rk *ledger.ReservedKeyError
@@ -95,6 +95,6 @@ func placementKeysJSON(keys []ledger.PlacementKey) map[string]any {
 
 // policyTarget is the default policy target: the caller's own project and
 // user, as authorize uses for route rules.
-func policyTarget(p Principal) authz.Target {
+func policyTarget(p authz.Credentials) authz.Target {
 	return authz.Target{"project_id": p.ProjectID, "user_id": p.UserID}
 }

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/berthd/berth/internal/jsonschema"
-	"github.com/berthd/berth/internal/pythontest"
+	"github.com/berthd/berth/internal/testing/pythontest"
 )
 
 // TestSchemasMatchPlacement compares every schema Berth validates a

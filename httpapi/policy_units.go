@@ -13,8 +13,8 @@ import (
 // Starlark units of the stored scriptlets ("starlark:<name>").
 
 func (s *Server) policyUnits(c echo.Context) error {
-	units := s.sources.Registry().Units()
-	starlark, err := s.sources.StarlarkUnits(c.Request().Context())
+	units := s.catalog.Registry().Units()
+	starlark, err := s.catalog.StarlarkUnits(c.Request().Context())
 	if err != nil {
 		return err
 	}

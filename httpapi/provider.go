@@ -9,6 +9,7 @@ import (
 
 	"github.com/berthd/berth/internal/jsonschema"
 	"github.com/berthd/berth/ledger"
+	"github.com/berthd/berth/ledger/engine"
 )
 
 // Placement's resource provider schemas: POST and PUT, before and from
@@ -118,7 +119,7 @@ func relLink(rel, href string) map[string]any { return map[string]any{"rel": rel
 // request's microversion: links grow with the microversion (aggregates
 // from 1.1, traits from 1.6, allocations from 1.11) and the tree fields
 // appear from 1.14. The provider list renders each of its entries with it.
-func providerJSON(c echo.Context, p ledger.Provider) map[string]any {
+func providerJSON(c echo.Context, p engine.Provider) map[string]any {
 	v := version(c)
 	self := providerURL(p.UUID)
 	rels := []string{"inventories", "usages"}
@@ -153,7 +154,7 @@ func providerJSON(c echo.Context, p ledger.Provider) map[string]any {
 }
 
 // providerLastModified is the Last-Modified time of a provider.
-func providerLastModified(p ledger.Provider) time.Time {
+func providerLastModified(p engine.Provider) time.Time {
 	if p.UpdatedAt.IsZero() {
 		return p.CreatedAt
 	}

@@ -8,7 +8,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/berthd/berth/internal/jsonschema"
-	"github.com/berthd/berth/ledger"
+	"github.com/berthd/berth/ledger/engine"
 )
 
 // providerListSchemas are Placement's query schemas for GET
@@ -45,7 +45,7 @@ func (s *Server) providerList(c echo.Context) error {
 	}
 	providers, err := s.store.ProviderList(c.Request().Context(), f)
 	if err != nil {
-		var ue *ledger.UnknownNameError
+		var ue *engine.UnknownNameError
 		if errors.As(err, &ue) {
 			if ue.Trait {
 				return badRequest(`Invalid trait(s) in "required" parameter: %s`, ue.Error())
@@ -67,9 +67,9 @@ func (s *Server) providerList(c echo.Context) error {
 
 // providerListFilter validates and parses the query string of GET
 // /resource_providers at the request's microversion.
-func providerListFilter(c echo.Context) (ledger.ProviderFilter, error) {
+func providerListFilter(c echo.Context) (engine.ProviderFilter, error) {
 	v := version(c)
-	var f ledger.ProviderFilter
+	var f engine.ProviderFilter
 	for _, ls := range providerListSchemas {
 		if v.AtLeast(ls.minor) {
 			if err := validateQuery(c, ls.schema); err != nil {

@@ -6,13 +6,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/berthd/berth/ledger/engine"
 	"github.com/labstack/echo/v4"
-
-	"github.com/berthd/berth/ledger"
 )
 
 func TestProviderJSONByMicroversion(t *testing.T) {
-	p := ledger.Provider{UUID: "u1", Name: "n", Generation: 3, RootUUID: "u1"}
+	p := engine.Provider{UUID: "u1", Name: "n", Generation: 3, RootUUID: "u1"}
 	tests := []struct {
 		minor     int
 		wantLinks []string

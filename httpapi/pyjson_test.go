@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/berthd/berth/internal/jsonschema"
-	"github.com/berthd/berth/internal/pythontest"
+	"github.com/berthd/berth/internal/testing/pythontest"
 )
 
 // pyJSONBodies are bodies that reach each of Python's decoder errors, and

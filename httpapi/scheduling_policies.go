@@ -7,7 +7,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/berthd/berth/claims"
+	"github.com/berthd/berth/claims/catalog"
 	"github.com/berthd/berth/internal/jsonschema"
 	"github.com/berthd/berth/ledger"
 	"github.com/berthd/berth/scheduler"
@@ -15,7 +15,7 @@ import (
 
 // Scheduling policies (Berth's extension): named sets of filters,
 // weighers, a balancer and a scriptlet, stored in the ledger; one may be
-// the default. Every replica sees a change within moments (claims.Sources).
+// the default. Every replica sees a change within moments (catalog.Catalog).
 
 // schedulingNamePattern is what names of policies and scriptlets may be:
 // safe in a URL path and a log line.
@@ -186,10 +186,10 @@ func (s *Server) policyPut(c echo.Context) error {
 	return s.policyWrite(c, b, false)
 }
 
-// policyWrite stores b; claims.Sources checks it first (every unit and
+// policyWrite stores b; catalog.Catalog checks it first (every unit and
 // parameter, the scriptlet).
 func (s *Server) policyWrite(c echo.Context, b policyBody, create bool) error {
-	p, created, err := s.sources.PolicyPut(c.Request().Context(), claims.PolicyPutParams{Name: b.Name,
+	p, created, err := s.catalog.PolicyPut(c.Request().Context(), catalog.PolicyPutParams{Name: b.Name,
 		Description: b.Description, Default: b.Default, Spec: b.spec(), Create: create})
 	if err != nil {
 		return err
@@ -207,7 +207,7 @@ func (s *Server) policyWrite(c echo.Context, b policyBody, create bool) error {
 
 // policyDelete serves DELETE /scheduling_policies/{name}: 204.
 func (s *Server) policyDelete(c echo.Context) error {
-	if err := s.sources.PolicyDelete(c.Request().Context(), c.Param("name")); err != nil {
+	if err := s.catalog.PolicyDelete(c.Request().Context(), c.Param("name")); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)

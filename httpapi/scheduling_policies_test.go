@@ -5,7 +5,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/berthd/berth/internal/fault"
 	"github.com/berthd/berth/ledger"
+	"github.com/berthd/berth/ledger/engine"
 )
 
 func TestPolicyUnitsAPI(t *testing.T) {
@@ -48,6 +50,11 @@ func TestSchedulingPoliciesAPI(t *testing.T) {
 		{`{"name": "x", "filters": [{"name": "no_such_unit"}]}`, "no_such_unit"},
 		{`{"name": "x", "filters": [{"name": "max_consumers", "params": {"max": 0}}]}`, "max_consumers"},
 		{`{"name": "x", "filters": [{"name": "max_consumers", "params": {"max": 1, "typo": 2}}]}`, "typo"},
+		// Go's decoding errors are worded without Go's type names.
+		{`{"name": "x", "filters": [{"name": "max_consumers", "params": {"max": "ten"}}]}`,
+			"max_consumers: params: max: a string is not an integer"},
+		{`{"name": "x", "filters": [{"name": "max_consumers", "params": {"max": 1e30}}]}`,
+			"max_consumers: params: max: 1e30 is not an integer"},
 		{`{"name": "x", "weighers": [{"name": "max_consumers"}]}`, "max_consumers"},
 		{`{"name": "x", "scriptlet": "missing"}`, "missing"},
 		{`{"name": "x", "weighers": [{"name": "starlark:missing"}]}`, "missing"},
@@ -100,7 +107,7 @@ func TestScriptletsAPI(t *testing.T) {
 		{"x = 1\n", "defines none of"},
 	} {
 		body := wantStatus(t, s, put("broken", tc.src), 400, tc.detail)
-		if code := errorCode(body); code != CodeScriptletInvalid {
+		if code := errorCode(body); code != fault.CodeScriptletInvalid {
 			t.Errorf("code %q", code)
 		}
 	}
@@ -207,7 +214,7 @@ func TestBalanceAPI(t *testing.T) {
 	for i, n := range []int64{4, 3} {
 		uuid := "dddddddd-0000-4000-8000-00000000000" + string(rune('1'+i))
 		if err := store.AllocationsReplace(ctx, []ledger.ConsumerAllocations{{ConsumerUUID: uuid, ProjectID: "p", UserID: "u",
-			Allocations: []ledger.ProviderResources{{ProviderUUID: rps[0], Resources: []ledger.Resource{{Class: "VCPU", Amount: n}}}}}}); err != nil {
+			Allocations: []engine.Allocation{{ProviderUUID: rps[0], Resources: []engine.ResourceAmount{{Class: "VCPU", Amount: n}}}}}}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/berthd/berth/internal/fault"
 )
 
 // TestScriptletSandboxAPI replays the probes of issue 14 over HTTP: a
@@ -24,7 +26,7 @@ func TestScriptletSandboxAPI(t *testing.T) {
 	// Stored: checked by a trial run, refused with the limit it hit.
 	for _, body := range []string{`x = [None] * ((1<<30) - 1)`, `x = "x" * ((1<<30) - 1)`, `x = [None] * 100000000`, `x = sorted(list(range(30000000)))`} {
 		got := wantStatus(t, s, put("oom", place(body)), 400, "exceeded its memory budget")
-		if code := errorCode(got); code != CodeScriptletInvalid {
+		if code := errorCode(got); code != fault.CodeScriptletInvalid {
 			t.Errorf("%s: code %q", body, code)
 		}
 	}

@@ -70,9 +70,9 @@ func (s *Server) scriptletPut(c echo.Context) error {
 		if errors.As(err, &mbe) {
 			return newError(http.StatusRequestEntityTooLarge, "", "Scriptlet larger than %d bytes.", mbe.Limit)
 		}
-		return badRequest("Could not read the request body: %v", err)
+		return badRequest("Could not read the request body.")
 	}
-	created, err := s.sources.ScriptletPut(c.Request().Context(), name, src)
+	created, err := s.catalog.ScriptletPut(c.Request().Context(), name, src)
 	if err != nil {
 		return err
 	}
@@ -85,7 +85,7 @@ func (s *Server) scriptletPut(c echo.Context) error {
 // scriptletDelete serves DELETE /scriptlets/{name}: 204; 409 if a
 // scheduling policy names it.
 func (s *Server) scriptletDelete(c echo.Context) error {
-	if err := s.sources.ScriptletDelete(c.Request().Context(), c.Param("name")); err != nil {
+	if err := s.catalog.ScriptletDelete(c.Request().Context(), c.Param("name")); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)
@@ -102,7 +102,7 @@ func (s *Server) scriptletTest(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
-	if p.PolicyOverride, err = s.sources.PolicyWithScriptlet(ctx, p.Policy, c.Param("name")); err != nil {
+	if p.PolicyOverride, err = s.catalog.PolicyWithScriptlet(ctx, p.Policy, c.Param("name")); err != nil {
 		return err
 	}
 	ex, err := s.claims.Explain(ctx, p)
@@ -125,7 +125,7 @@ func scriptletTestJSON(ex *claims.Explanation) map[string]any {
 				"root_provider_name": providerName(sc.Cand, root),
 				"score":              sc.Score,
 				"weights":            sc.Weights(),
-				"allocations":        allocationsJSON(claims.CandidateAllocations(sc.Cand)),
+				"allocations":        allocationsJSON(sc.Cand.AllocationsByName()),
 			}
 			ranking = append(ranking, entry)
 		}

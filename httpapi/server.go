@@ -16,9 +16,12 @@ import (
 
 	"github.com/berthd/berth/authz"
 	"github.com/berthd/berth/claims"
+	"github.com/berthd/berth/claims/catalog"
+	"github.com/berthd/berth/claims/cloud"
 	"github.com/berthd/berth/internal/jsonschema"
 	"github.com/berthd/berth/internal/telemetry/instrument"
 	"github.com/berthd/berth/ledger"
+	"github.com/berthd/berth/ledger/engine"
 )
 
 // Config configures the API server: the HTTP settings, and the
@@ -28,19 +31,20 @@ type Config struct {
 	Store *ledger.Store
 	// Claimer serves POST /claims and the claim moves.
 	Claimer *claims.Claimer
-	// Sources holds the stored scheduling policies, scriptlets and config,
-	// compiled, and writes them (checked, then reloaded). The caller
-	// keeps it fresh (Sources.Run).
-	Sources *claims.Sources
-	// Cluster is the cluster data of the balance suggestions.
-	Cluster *claims.LedgerData
+	// Catalog holds the stored scheduling policies, scriptlets and
+	// config, compiled, and writes them (checked, then reloaded). The
+	// caller keeps it fresh (Catalog.Run).
+	Catalog *catalog.Catalog
+	// Cloud is the scheduler's view of the cloud, for the balance
+	// suggestions.
+	Cloud *cloud.View
 	// Authz decides who may do what.
 	Authz *authz.Enforcer
 
 	// Auth is AuthNoAuth2 (default), AuthTokens or AuthKeystoneHeaders.
 	Auth string
 	// Tokens maps static tokens to principals when Auth is AuthTokens.
-	Tokens map[string]Principal
+	Tokens map[string]authz.Credentials
 	// Keystone validates tokens when Auth is AuthKeystone (required then).
 	Keystone KeystoneAuthenticator
 	// CORSAllowedOrigins are the origins (scheme://host[:port], or "*")
@@ -51,7 +55,7 @@ type Config struct {
 	// returning them in a deterministic order.
 	RandomizeCandidates bool
 	// MaxCandidates caps how many allocation candidates one request may
-	// generate before limit is applied; 0 means DefaultMaxCandidates.
+	// generate before limit is applied; 0 means engine.DefaultMaxCandidates.
 	MaxCandidates int
 	// MaxBodyBytes caps request bodies; 0 means 32 MiB.
 	MaxBodyBytes int64
@@ -70,10 +74,11 @@ type Config struct {
 	// 503 berth.overloaded; 0 means DefaultAdmissionQueueTimeout.
 	MaxInflightExpensive  int
 	AdmissionQueueTimeout time.Duration
+	// AuditThresholds are the ages GET /audit and POST /audit/fix use
+	// when a request names none; a zero field means its default
+	// (ledger.DefaultAuditThresholds).
+	AuditThresholds ledger.AuditThresholds
 }
-
-// DefaultMaxCandidates is the candidate cap used when Config.MaxCandidates is 0.
-const DefaultMaxCandidates = 10000
 
 // DefaultRequestTimeout is the request deadline used when
 // Config.RequestTimeout is 0: far above any request's normal duration.
@@ -97,13 +102,23 @@ func (c *Config) setDefaults() error {
 		}
 	}
 	if c.MaxCandidates <= 0 {
-		c.MaxCandidates = DefaultMaxCandidates
+		c.MaxCandidates = engine.DefaultMaxCandidates
 	}
 	if c.MaxBodyBytes <= 0 {
 		c.MaxBodyBytes = 32 << 20
 	}
 	if c.RequestTimeout == 0 {
 		c.RequestTimeout = DefaultRequestTimeout
+	}
+	def := ledger.DefaultAuditThresholds()
+	if c.AuditThresholds.MigrationAge == 0 {
+		c.AuditThresholds.MigrationAge = def.MigrationAge
+	}
+	if c.AuditThresholds.StateAge == 0 {
+		c.AuditThresholds.StateAge = def.StateAge
+	}
+	if c.AuditThresholds.MigrationAge < 0 || c.AuditThresholds.StateAge < 0 {
+		return errors.New("httpapi: audit thresholds must not be negative")
 	}
 	return nil
 }
@@ -128,8 +143,8 @@ type Server struct {
 	authz   *authz.Enforcer
 	store   *ledger.Store
 	claims  *claims.Claimer
-	sources *claims.Sources
-	data    *claims.LedgerData
+	catalog *catalog.Catalog
+	cloud   *cloud.View
 	log     *slog.Logger
 	e       *echo.Echo
 	// chain serves a request through the middleware and the routes
@@ -140,6 +155,8 @@ type Server struct {
 	draining atomic.Bool
 	// admission bounds the expensive requests in flight (admission.go).
 	admission *admission
+	// bodies bounds the large request bodies held at once (bodies.go).
+	bodies *bodyGate
 	// outage rate-limits the log lines of 503s for an unavailable
 	// database (outage.go).
 	outage outageLog
@@ -151,8 +168,8 @@ type Server struct {
 // New builds the API server over the components of cfg. It builds none
 // of them: internal/daemon/compose does.
 func New(cfg Config, logger *slog.Logger) (*Server, error) {
-	if cfg.Claimer == nil || cfg.Sources == nil || cfg.Cluster == nil || cfg.Authz == nil {
-		return nil, errors.New("httpapi: Config needs the Claimer, Sources, Cluster and Authz components (see internal/daemon/compose)")
+	if cfg.Claimer == nil || cfg.Catalog == nil || cfg.Cloud == nil || cfg.Authz == nil {
+		return nil, errors.New("httpapi: Config needs the Claimer, Catalog, Cloud and Authz components (see internal/daemon/compose)")
 	}
 	if err := cfg.setDefaults(); err != nil {
 		return nil, err
@@ -162,7 +179,7 @@ func New(cfg Config, logger *slog.Logger) (*Server, error) {
 	}
 	// Log lines written with a request's context carry its request id.
 	logger = slog.New(instrument.LogHandler(logger.Handler()))
-	s := &Server{cfg: cfg, authz: cfg.Authz, store: cfg.Store, claims: cfg.Claimer, sources: cfg.Sources, data: cfg.Cluster,
+	s := &Server{cfg: cfg, authz: cfg.Authz, store: cfg.Store, claims: cfg.Claimer, catalog: cfg.Catalog, cloud: cfg.Cloud,
 		log: logger, e: echo.New(), meters: newMeters()}
 	s.e.HideBanner = true
 	s.e.HidePort = true
@@ -175,6 +192,7 @@ func New(cfg Config, logger *slog.Logger) (*Server, error) {
 		pre = append(pre, newCORS(cfg.CORSAllowedOrigins).middleware)
 	}
 	s.admission = newAdmission(cfg)
+	s.bodies = newBodyGate(cfg.AdmissionQueueTimeout)
 	s.addRoutes()
 	// After routing, before the handler the router chose (a route's, or
 	// echo's 404 or 405).
@@ -218,6 +236,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err := s.chain(c); err != nil {
 		s.e.HTTPErrorHandler(err, c)
 	}
+	s.bodies.release(c)
 	s.e.ReleaseContext(c)
 }
 
@@ -308,25 +327,6 @@ func setCacheHeaders(c echo.Context, lastModified time.Time) {
 	h.Set("Last-Modified", lastModified.UTC().Format(http.TimeFormat))
 }
 
-// readBody reads the request body, which must be declared as JSON.
-func (s *Server) readBody(c echo.Context) ([]byte, error) {
-	if err := requireJSONBody(c); err != nil {
-		return nil, err
-	}
-	body, err := readAll(http.MaxBytesReader(c.Response(), c.Request().Body, s.cfg.MaxBodyBytes))
-	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return nil, newError(http.StatusRequestEntityTooLarge, "", "Request body larger than %d bytes.", mbe.Limit)
-		}
-		return nil, badRequest("Could not read the request body: %v", err)
-	}
-	if err := checkJSONBody(c, body); err != nil {
-		return nil, err
-	}
-	return body, nil
-}
-
 // decodeBody reads a JSON body, validates it against schema and decodes it
 // into dst. Errors read as Placement's: "Malformed JSON: ..." and
 // "JSON does not validate: ...".
@@ -374,7 +374,7 @@ func decodeJSONDoc(body []byte, schema *jsonschema.Schema, dst any, fromDoc func
 			// a float through (an allocation ratio); Berth does not.
 			return badRequest("JSON does not validate: NaN, Infinity and -Infinity are not accepted.")
 		}
-		return badRequest("JSON does not validate: %v", err)
+		return decodeError(err)
 	}
 	return nil
 }

@@ -24,7 +24,7 @@ func build(cfg Config, store *ledger.Store, sched *scheduler.Policy, log *slog.L
 	if err != nil {
 		return nil, err
 	}
-	cfg.Store, cfg.Claimer, cfg.Sources, cfg.Cluster, cfg.Authz = c.Store, c.Claimer, c.Sources, c.Cluster, c.Authz
+	cfg.Store, cfg.Claimer, cfg.Catalog, cfg.Cloud, cfg.Authz = c.Store, c.Claimer, c.Catalog, c.Cloud, c.Authz
 	return New(cfg, log)
 }
 

@@ -8,9 +8,8 @@ import (
 	"strconv"
 	"unicode/utf8"
 
+	"github.com/berthd/berth/ledger/engine"
 	"github.com/labstack/echo/v4"
-
-	"github.com/berthd/berth/ledger"
 )
 
 // Streaming answers.
@@ -104,7 +103,7 @@ var providerRelsByVersion = [...][]string{
 // writes a map's, strings escaped as it escapes them, which costs a
 // fraction of a reflective encoding at 100,000 providers (the tests
 // compare the bytes with providerJSON's at every microversion).
-func writeProviderList(w io.Writer, v Version, providers iter.Seq[ledger.Provider]) error {
+func writeProviderList(w io.Writer, v Version, providers iter.Seq[engine.Provider]) error {
 	rels := providerRels(v)
 	ls := newListStream(w, "resource_providers")
 	tree := v.AtLeast(14)
@@ -117,7 +116,7 @@ func writeProviderList(w io.Writer, v Version, providers iter.Seq[ledger.Provide
 // appendProvider appends what writeJSON writes of providerJSON(c, p) at
 // a microversion whose links after self are rels (providerRels) and
 // that has the tree fields if tree (from 1.14).
-func appendProvider(b []byte, p ledger.Provider, rels []string, tree bool) []byte {
+func appendProvider(b []byte, p engine.Provider, rels []string, tree bool) []byte {
 	b = append(b, `{"generation":`...)
 	b = strconv.AppendInt(b, p.Generation, 10)
 	b = append(b, `,"links":[{"href":`...)

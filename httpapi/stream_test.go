@@ -9,19 +9,18 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/berthd/berth/ledger/engine"
 	"github.com/labstack/echo/v4"
-
-	"github.com/berthd/berth/ledger"
 )
 
 // listSample is a provider list with what could trip an encoder up: HTML
 // characters, quotes, backslashes, non-ASCII, control characters, roots
 // and children.
-func listSample() []ledger.Provider {
+func listSample() []engine.Provider {
 	names := []string{"cn1", `<b>&"quoted"</b>`, `back\slash`, "ünïcødé ☃", "tab\tand\nnewline", "\u2028sep", "\b\f\x01\x7f\xff\u2029 <>&", ""}
-	var out []ledger.Provider
+	var out []engine.Provider
 	for i, n := range names {
-		p := ledger.Provider{
+		p := engine.Provider{
 			UUID: fmt.Sprintf("%08d-0000-0000-0000-000000000000", i), Name: n, Generation: int64(i * 7),
 		}
 		p.RootUUID = p.UUID
@@ -35,7 +34,7 @@ func listSample() []ledger.Provider {
 
 // oldProviderList is how GET /resource_providers answered before it
 // streamed: every provider as a generic map, encoded in one piece.
-func oldProviderList(t testing.TB, v Version, providers []ledger.Provider) []byte {
+func oldProviderList(t testing.TB, v Version, providers []engine.Provider) []byte {
 	t.Helper()
 	e := echo.New()
 	rec := httptest.NewRecorder()
@@ -52,7 +51,7 @@ func oldProviderList(t testing.TB, v Version, providers []ledger.Provider) []byt
 }
 
 func TestProviderListStreamSameBytes(t *testing.T) {
-	for _, providers := range [][]ledger.Provider{listSample(), {}, nil} {
+	for _, providers := range [][]engine.Provider{listSample(), {}, nil} {
 		for minor := MinVersion.Minor; minor <= MaxVersion.Minor; minor++ {
 			v := Version{1, minor}
 			var got bytes.Buffer
@@ -65,7 +64,7 @@ func TestProviderListStreamSameBytes(t *testing.T) {
 		}
 	}
 	// A list longer than the flush threshold comes out whole too.
-	var many []ledger.Provider
+	var many []engine.Provider
 	for i := 0; i < 2000; i++ {
 		many = append(many, listSample()...)
 	}
@@ -85,10 +84,10 @@ func TestProviderListStreamSameBytes(t *testing.T) {
 // runtime.MemStats. The body goes to io.Discard-like counting, not kept.
 func BenchmarkProviderList(b *testing.B) {
 	const n = 100000
-	providers := make([]ledger.Provider, n)
+	providers := make([]engine.Provider, n)
 	for i := range providers {
 		u := fmt.Sprintf("%08d-0000-0000-0000-%012d", i, i)
-		providers[i] = ledger.Provider{UUID: u, RootUUID: u, Name: fmt.Sprintf("compute-%d", i), Generation: 3}
+		providers[i] = engine.Provider{UUID: u, RootUUID: u, Name: fmt.Sprintf("compute-%d", i), Generation: 3}
 	}
 	for _, mode := range []string{"maps", "stream"} {
 		b.Run(fmt.Sprintf("N=%d/%s", n, mode), func(b *testing.B) {
@@ -126,8 +125,8 @@ func (w *countingWriter) Write(p []byte) (int, error) { w.n += len(p); return le
 
 // candidatesSample is an answer of n allocation requests over n compute
 // nodes, each with a child, with odd names to escape.
-func candidatesSample(n int) *ledger.Candidates {
-	c := &ledger.Candidates{}
+func candidatesSample(n int) *engine.Candidates {
+	c := &engine.Candidates{}
 	for i := 0; i < n; i++ {
 		root := fmt.Sprintf("%08d-0000-0000-0000-000000000000", i)
 		child := fmt.Sprintf("%08d-0000-0000-0000-000000000001", i)
@@ -137,16 +136,16 @@ func candidatesSample(n int) *ledger.Candidates {
 		ar := &c.Requests[len(c.Requests)-1]
 		ar.Allocations = slices.Grow(ar.Allocations, 2)[:2]
 		ar.Allocations[0].ProviderUUID = root
-		ar.Allocations[0].Resources = []ledger.ResourceAmount{{Class: "DISK_GB", Amount: 20}}
+		ar.Allocations[0].Resources = []engine.ResourceAmount{{Class: "DISK_GB", Amount: 20}}
 		ar.Allocations[1].ProviderUUID = child
-		ar.Allocations[1].Resources = []ledger.ResourceAmount{{Class: "MEMORY_MB", Amount: 4096}, {Class: "VCPU", Amount: 2}}
+		ar.Allocations[1].Resources = []engine.ResourceAmount{{Class: "MEMORY_MB", Amount: 4096}, {Class: "VCPU", Amount: 2}}
 		ar.Mappings = slices.Grow(ar.Mappings, 2)[:2]
 		ar.Mappings[0].ProviderUUIDs = []string{root}
 		ar.Mappings[1].Suffix, ar.Mappings[1].ProviderUUIDs = `_"x"\`, []string{child}
-		rs := ledger.ProviderSummary{UUID: root, RootUUID: root, Traits: []string{"CUSTOM_<&>"}}
+		rs := engine.ProviderSummary{UUID: root, RootUUID: root, Traits: []string{"CUSTOM_<&>"}}
 		rs.Resources = slices.Grow(rs.Resources, 1)[:1]
 		rs.Resources[0].Class, rs.Resources[0].Capacity, rs.Resources[0].Used = "DISK_GB", 3900, int64(i)
-		cs := ledger.ProviderSummary{UUID: child, ParentUUID: root, RootUUID: root}
+		cs := engine.ProviderSummary{UUID: child, ParentUUID: root, RootUUID: root}
 		cs.Resources = slices.Grow(cs.Resources, 3)[:3]
 		cs.Resources[0].Class, cs.Resources[0].Capacity = "MEMORY_MB", 1<<20
 		cs.Resources[1].Class, cs.Resources[1].Capacity, cs.Resources[1].Used = "VCPU", 256, 4
@@ -157,7 +156,7 @@ func candidatesSample(n int) *ledger.Candidates {
 }
 
 func TestCandidatesStreamSameBytes(t *testing.T) {
-	groups := []ledger.RequestGroup{{Resources: []ledger.ResourceAmount{{Class: "VCPU", Amount: 2}, {Class: "MEMORY_MB", Amount: 4096}, {Class: "DISK_GB", Amount: 20}}}}
+	groups := []engine.RequestGroup{{Resources: []engine.ResourceAmount{{Class: "VCPU", Amount: 2}, {Class: "MEMORY_MB", Amount: 4096}, {Class: "DISK_GB", Amount: 20}}}}
 	for _, n := range []int{0, 1, 3, 2000} {
 		c := candidatesSample(n)
 		for minor := MinVersion.Minor; minor <= MaxVersion.Minor; minor++ {

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berthd/berth/internal/fault"
 	"github.com/berthd/berth/ledger"
 	"github.com/berthd/berth/ledger/ledgertest"
 )
@@ -270,7 +271,7 @@ func TestDatabaseUnavailable(t *testing.T) {
 				continue
 			}
 			e := body.Errors[0]
-			wantCode := any(ledger.CodeDatabaseUnavailable)
+			wantCode := any(fault.CodeDatabaseUnavailable)
 			if version == "1.0" {
 				wantCode = nil
 			}
@@ -332,7 +333,7 @@ func TestRequestDeadline(t *testing.T) {
 		} `json:"errors"`
 	}
 	if err := json.Unmarshal(rec.Body.Bytes(), &body); rec.Code != http.StatusServiceUnavailable || err != nil ||
-		len(body.Errors) != 1 || body.Errors[0].Code != ledger.CodeDatabaseUnavailable {
+		len(body.Errors) != 1 || body.Errors[0].Code != fault.CodeDatabaseUnavailable {
 		t.Fatalf("write on a silent network: %d %s", rec.Code, rec.Body)
 	}
 	proxy.flow()

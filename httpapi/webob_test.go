@@ -10,7 +10,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/berthd/berth/internal/pythontest"
+	"github.com/berthd/berth/internal/testing/pythontest"
 )
 
 // webobCase is one error and one request: what the error handler renders

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/berthd/berth/internal/proctest"
 	"github.com/berthd/berth/internal/telemetry"
+	"github.com/berthd/berth/internal/testing/proctest"
 	"github.com/berthd/berth/ledger/ledgertest"
 )
 

@@ -39,7 +39,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/berthd/berth/internal/placementtest"
+	"github.com/berthd/berth/internal/testing/placementtest"
 	"github.com/berthd/berth/ledger/ledgertest"
 )
 

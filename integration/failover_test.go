@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/berthd/berth/internal/patronitest"
+	"github.com/berthd/berth/internal/testing/patronitest"
 	"github.com/berthd/berth/ledger"
 	"github.com/berthd/berth/ledger/ledgertest"
 )

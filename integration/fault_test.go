@@ -21,8 +21,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berthd/berth/internal/fault"
 	"github.com/berthd/berth/internal/pgcluster"
-	"github.com/berthd/berth/ledger"
 	"github.com/berthd/berth/ledger/ledgertest"
 )
 
@@ -260,8 +260,8 @@ func check503(method string, h http.Header, body []byte) string {
 			Code string `json:"code"`
 		} `json:"errors"`
 	}
-	if err := json.Unmarshal(body, &doc); err != nil || doc.Errors[0].Code != ledger.CodeDatabaseUnavailable {
-		return fmt.Sprintf("503 with code other than %s: %s", ledger.CodeDatabaseUnavailable, body)
+	if err := json.Unmarshal(body, &doc); err != nil || doc.Errors[0].Code != fault.CodeDatabaseUnavailable {
+		return fmt.Sprintf("503 with code other than %s: %s", fault.CodeDatabaseUnavailable, body)
 	}
 	if h.Get("Retry-After") == "" {
 		return "503 without Retry-After"
@@ -645,8 +645,9 @@ func TestFaultPostgresRestart(t *testing.T) {
 		// last acknowledged writes (this test saw a DELETE answered 204
 		// undone). fsync stays off: the kernel keeps the WAL across a
 		// server crash, only a machine crash would lose it.
-		Settings: map[string]string{"synchronous_commit": "on"},
-		Logger:   slog.New(slog.DiscardHandler),
+		Settings:      map[string]string{"synchronous_commit": "on"},
+		Logger:        slog.New(slog.DiscardHandler),
+		LoosenParents: true, // the test's temporary directory
 	}
 	var clusterMu sync.Mutex
 	cluster, err := pgcluster.Start(ctx, opts)

@@ -15,7 +15,7 @@ func (s *Store) ProviderAggregates(ctx context.Context, rpUUID string) (generati
 	if !ok {
 		return 0, nil, providerNotFound(rpUUID)
 	}
-	rows, err := s.pool.Query(ctx, `
+	rows, err := s.db.Query(ctx, `
 		SELECT rp.generation, pa.uuid::text
 		FROM resource_providers rp
 		LEFT JOIN resource_provider_aggregates rpa ON rpa.resource_provider_id = rp.id
@@ -61,8 +61,8 @@ type AggregatesReplaceParams struct {
 // creating aggregates not seen before. Each is kept as spelled, as
 // Placement keeps it: two spellings of one uuid are two aggregates (see
 // aggregateSpellings). It returns the provider's generation afterwards. A
-// stale generation is ErrConflict (CodeConcurrentUpdate); a malformed
-// uuid, or one spelled longer than Placement's column holds, is ErrInvalid.
+// stale generation is fault.ErrConflict (fault.CodeConcurrentUpdate); a malformed
+// uuid, or one spelled longer than Placement's column holds, is fault.ErrInvalid.
 func (s *Store) ProviderAggregatesReplace(ctx context.Context, rpUUID string, aggregates []string, params AggregatesReplaceParams) (int64, error) {
 	canon, bad := aggregateSpellings(aggregates)
 	if bad == nil {

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/berthd/berth/internal/fault"
 	"github.com/berthd/berth/ledger"
 )
 
@@ -24,7 +25,7 @@ func TestProviderAggregates(t *testing.T) {
 	// From 1.19: the generation is checked and incremented.
 	stale := int64(3)
 	_, err = s.ProviderAggregatesReplace(ctx, uuidA, []string{agg1}, ledger.AggregatesReplaceParams{Generation: &stale})
-	wantError(t, err, ledger.ErrConflict, ledger.CodeConcurrentUpdate, "generation already changed")
+	wantError(t, err, fault.ErrConflict, fault.CodeConcurrentUpdate, "generation already changed")
 	zero := int64(0)
 	gen, err = s.ProviderAggregatesReplace(ctx, uuidA, []string{agg1, agg2}, ledger.AggregatesReplaceParams{Generation: &zero})
 	if err != nil || gen != 1 {
@@ -56,7 +57,7 @@ func TestProviderAggregates(t *testing.T) {
 	}
 	// Longer than Placement's varchar(36): refused, not a database error.
 	_, err = s.ProviderAggregatesReplace(ctx, uuidB, []string{"{" + agg2 + "}"}, ledger.AggregatesReplaceParams{})
-	wantError(t, err, ledger.ErrInvalid, "", "longer than 36")
+	wantError(t, err, fault.ErrInvalid, "", "longer than 36")
 	// Shorter odd spellings Placement accepts (oslo's is_uuid_like) are
 	// kept as they are.
 	odd := []string{"{a893eb5ce2a04251ab26f71d3b0cfc0b}", "a893eb5c-e2a04251-ab26-f71d3b0cfc0b"}
@@ -76,7 +77,7 @@ func TestProviderAggregates(t *testing.T) {
 	}
 
 	_, err = s.ProviderAggregatesReplace(ctx, uuidD, nil, ledger.AggregatesReplaceParams{})
-	wantError(t, err, ledger.ErrNotFound, "", "No resource provider with uuid")
+	wantError(t, err, fault.ErrNotFound, "", "No resource provider with uuid")
 	_, err = s.ProviderAggregatesReplace(ctx, uuidA, []string{"harry"}, ledger.AggregatesReplaceParams{})
-	wantError(t, err, ledger.ErrInvalid, "", "harry")
+	wantError(t, err, fault.ErrInvalid, "", "harry")
 }

@@ -8,20 +8,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/berthd/berth/internal/fault"
+	"github.com/berthd/berth/ledger/engine"
 	"github.com/jackc/pgx/v5"
 )
-
-// Resource is an amount of one resource class.
-type Resource struct {
-	Class  string
-	Amount int64
-}
-
-// ProviderResources are resources held, or to be held, on one provider.
-type ProviderResources struct {
-	ProviderUUID string
-	Resources    []Resource
-}
 
 // ConsumerAllocations is what one consumer should hold after a write.
 type ConsumerAllocations struct {
@@ -39,7 +29,7 @@ type ConsumerAllocations struct {
 	Generation      *int64
 	// Allocations replace all of the consumer's allocations; none removes
 	// them all (and with them the consumer).
-	Allocations []ProviderResources
+	Allocations []engine.Allocation
 	// Name, when not empty, is stored as the consumer's display name
 	// (claims carry the instance's name); Properties, when not nil, as its
 	// free-form properties (affinity groups are read from them).
@@ -50,8 +40,8 @@ type ConsumerAllocations struct {
 	CopyStickyKeys bool
 }
 
-// Allocation is an amount of one class a consumer holds on one provider.
-type Allocation struct {
+// AllocationRecord is an amount of one class a consumer holds on one provider.
+type AllocationRecord struct {
 	ProviderUUID       string
 	ProviderGeneration int64
 	ConsumerUUID       string
@@ -67,11 +57,11 @@ type Allocation struct {
 type ConsumerAllocationList struct {
 	// Consumer is nil when no such consumer exists.
 	Consumer    *Consumer
-	Allocations []Allocation
+	Allocations []AllocationRecord
 }
 
 // LastModified is the latest write among allocations, zero if none.
-func LastModified(allocs []Allocation) time.Time {
+func LastModified(allocs []AllocationRecord) time.Time {
 	var t time.Time
 	for _, a := range allocs {
 		if a.UpdatedAt.After(t) {
@@ -89,9 +79,9 @@ const selectAllocations = `
 	JOIN resource_classes rc ON rc.id = a.resource_class_id
 `
 
-func scanAllocations(rows pgx.Rows) ([]Allocation, error) {
-	var out []Allocation
-	var a Allocation
+func scanAllocations(rows pgx.Rows) ([]AllocationRecord, error) {
+	var out []AllocationRecord
+	var a AllocationRecord
 	_, err := pgx.ForEachRow(rows, []any{&a.ProviderUUID, &a.ProviderGeneration, &a.ConsumerUUID,
 		&a.ConsumerGeneration, &a.ResourceClass, &a.Used, &a.UpdatedAt}, func() error {
 		out = append(out, a)
@@ -138,9 +128,9 @@ func (s *Store) AllocationsByConsumer(ctx context.Context, consumerUUID string) 
 
 // AllocationsByProvider returns a provider's generation and the
 // allocations held on it, in the order of consumer uuid and class name.
-func (s *Store) AllocationsByProvider(ctx context.Context, providerUUID string) (int64, []Allocation, error) {
+func (s *Store) AllocationsByProvider(ctx context.Context, providerUUID string) (int64, []AllocationRecord, error) {
 	var gen int64
-	var out []Allocation
+	var out []AllocationRecord
 	err := s.withTx(ctx, func(t *txn) error {
 		ref, err := lookupProvider(ctx, t, providerUUID)
 		if err != nil {
@@ -165,12 +155,12 @@ func (s *Store) AllocationsByProvider(ctx context.Context, providerUUID string) 
 // whose allocations are emptied, as in Placement.
 //
 // Rejections, in the order they are checked: a consumer generation
-// mismatch (ErrConflict, placement.concurrent_update); a provider that does
-// not exist (ErrInvalid); a resource class that does not exist
-// (ErrInvalid); a provider without inventory of a class, an amount outside
-// min_unit/max_unit/step_size, or more than the capacity left (ErrConflict).
+// mismatch (fault.ErrConflict, placement.concurrent_update); a provider that does
+// not exist (fault.ErrInvalid); a resource class that does not exist
+// (fault.ErrInvalid); a provider without inventory of a class, an amount outside
+// min_unit/max_unit/step_size, or more than the capacity left (fault.ErrConflict).
 func (s *Store) AllocationsReplace(ctx context.Context, consumers []ConsumerAllocations) error {
-	return s.allocationsReplace(ctx, consumers, nil) // idempotency.go
+	return s.allocationsReplace(ctx, consumers, nil) // claim_write.go
 }
 
 // replaceAllocationsGeneral is the general path of AllocationsReplace,
@@ -314,8 +304,8 @@ func planAllocations(ctx context.Context, t *txn, ws []ConsumerAllocations, rows
 			if !ok {
 				var err error
 				ref, err = lookupProvider(ctx, t, pr.ProviderUUID)
-				if errors.Is(err, ErrNotFound) {
-					return nil, invalid("", "Allocation for resource provider '%s' that does not exist.", pr.ProviderUUID)
+				if errors.Is(err, fault.ErrNotFound) {
+					return nil, fault.New(fault.ErrUnknownProvider, "", "Allocation for resource provider '%s' that does not exist.", pr.ProviderUUID)
 				}
 				if err != nil {
 					return nil, err
@@ -351,7 +341,7 @@ func (p *allocPlan) lock(ctx context.Context, t *txn) error {
 	for _, w := range p.writes {
 		if _, ok := gens[w.providerID]; !ok {
 			// Deleted since it was resolved.
-			return invalid("", "Allocation for resource provider '%s' that does not exist.", w.providerUUID)
+			return fault.New(fault.ErrUnknownProvider, "", "Allocation for resource provider '%s' that does not exist.", w.providerUUID)
 		}
 	}
 	return nil
@@ -375,7 +365,38 @@ type invKey struct {
 // apply writes the plan. The caller holds the row locks of every provider
 // involved (lock), so the capacity seen here cannot change before commit.
 func (p *allocPlan) apply(ctx context.Context, t *txn) error {
-	// Resolve classes, in request order.
+	if err := p.resolveClasses(ctx, t); err != nil {
+		return err
+	}
+	consumerIDs := make([]int64, len(p.consumers))
+	for i, c := range p.consumers {
+		consumerIDs[i] = c.id
+	}
+	if _, err := t.Exec(ctx, `DELETE FROM allocations WHERE consumer_id = ANY($1)`, consumerIDs); err != nil {
+		return err
+	}
+	if err := p.checkCapacity(ctx, t); err != nil {
+		return err
+	}
+	if err := p.insert(ctx, t); err != nil {
+		return err
+	}
+	if err := p.bumpGenerations(ctx, t); err != nil {
+		return err
+	}
+	// Consumers left with nothing are deleted, as in Placement.
+	if _, err := t.Exec(ctx, `
+		DELETE FROM consumers c WHERE c.id = ANY($1)
+		AND NOT EXISTS (SELECT 1 FROM allocations a WHERE a.consumer_id = c.id)`, consumerIDs); err != nil {
+		return err
+	}
+	t.touch(p.providerIDs()...)
+	return nil
+}
+
+// resolveClasses sets the class id of every write, resolved in request
+// order; a class that does not exist is an *unknownClassError.
+func (p *allocPlan) resolveClasses(ctx context.Context, t *txn) error {
 	var names []string
 	for _, w := range p.writes {
 		if w.used > 0 {
@@ -398,18 +419,11 @@ func (p *allocPlan) apply(ctx context.Context, t *txn) error {
 			w.classID = ids[w.class]
 		}
 	}
+	return nil
+}
 
-	consumerIDs := make([]int64, len(p.consumers))
-	for i, c := range p.consumers {
-		consumerIDs[i] = c.id
-	}
-	if _, err := t.Exec(ctx, `DELETE FROM allocations WHERE consumer_id = ANY($1)`, consumerIDs); err != nil {
-		return err
-	}
-	if err := p.checkCapacity(ctx, t); err != nil {
-		return err
-	}
-
+// insert inserts the plan's allocations, in one statement.
+func (p *allocPlan) insert(ctx context.Context, t *txn) error {
 	var insC, insP []int64
 	var insRC []int32
 	var insUsed []int64
@@ -422,16 +436,20 @@ func (p *allocPlan) apply(ctx context.Context, t *txn) error {
 		insRC = append(insRC, w.classID)
 		insUsed = append(insUsed, w.used)
 	}
-	if len(insC) > 0 {
-		if _, err := t.Exec(ctx, `
-			INSERT INTO allocations (consumer_id, resource_provider_id, resource_class_id, used)
-			SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::int[], $4::bigint[])`,
-			insC, insP, insRC, insUsed); err != nil {
-			return err
-		}
+	if len(insC) == 0 {
+		return nil
 	}
+	_, err := t.Exec(ctx, `
+		INSERT INTO allocations (consumer_id, resource_provider_id, resource_class_id, used)
+		SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::int[], $4::bigint[])`,
+		insC, insP, insRC, insUsed)
+	return err
+}
 
-	// Generations: every provider and consumer the writes name, once.
+// bumpGenerations gives every provider the writes name a new generation,
+// once, and writes what the request says about its consumers (project,
+// user, type), with a new generation for those the writes name.
+func (p *allocPlan) bumpGenerations(ctx context.Context, t *txn) error {
 	var bumped []int64
 	visited := map[int]bool{}
 	for _, w := range p.writes {
@@ -448,8 +466,6 @@ func (p *allocPlan) apply(ctx context.Context, t *txn) error {
 			return err
 		}
 	}
-	// Consumers take what the request says about them; those the writes
-	// name get a new generation.
 	var cIDs, cInc []int64
 	var cProj, cUser []int32
 	var cType []*int32
@@ -461,22 +477,13 @@ func (p *allocPlan) apply(ctx context.Context, t *txn) error {
 		cIDs, cInc = append(cIDs, c.id), append(cInc, inc)
 		cProj, cUser, cType = append(cProj, c.projectID), append(cUser, c.userID), append(cType, c.typeID)
 	}
-	if _, err := t.Exec(ctx, `
+	_, err := t.Exec(ctx, `
 		UPDATE consumers c SET generation = c.generation + v.inc, project_id = v.project_id,
 		       user_id = v.user_id, consumer_type_id = v.type_id, updated_at = now()
 		FROM unnest($1::bigint[], $2::bigint[], $3::int[], $4::int[], $5::int[])
 		     AS v(id, inc, project_id, user_id, type_id)
-		WHERE c.id = v.id`, cIDs, cInc, cProj, cUser, cType); err != nil {
-		return err
-	}
-	// Consumers left with nothing are deleted, as in Placement.
-	if _, err := t.Exec(ctx, `
-		DELETE FROM consumers c WHERE c.id = ANY($1)
-		AND NOT EXISTS (SELECT 1 FROM allocations a WHERE a.consumer_id = c.id)`, consumerIDs); err != nil {
-		return err
-	}
-	t.touch(p.providerIDs()...)
-	return nil
+		WHERE c.id = v.id`, cIDs, cInc, cProj, cUser, cType)
+	return err
 }
 
 // checkCapacity refuses writes that a provider's inventory cannot take,

@@ -7,12 +7,14 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/berthd/berth/internal/fault"
 	"github.com/berthd/berth/ledger"
+	"github.com/berthd/berth/ledger/engine"
 )
 
 // newClaim is a write the claim fast path takes: a new consumer
 // (consumer_generation null) with a type.
-func newClaim(consumer, rp string, res ...ledger.Resource) ledger.ConsumerAllocations {
+func newClaim(consumer, rp string, res ...engine.ResourceAmount) ledger.ConsumerAllocations {
 	w := alloc(consumer, rp, res...)
 	w.CheckGeneration, w.ConsumerType = true, "INSTANCE"
 	return w
@@ -43,8 +45,8 @@ func TestFastClaimWrites(t *testing.T) {
 		t.Fatalf("consumer %+v with %d allocations, want %+v with 2", got.Consumer, len(got.Allocations), want)
 	}
 	// The consumer exists now: the same write is a generation conflict.
-	le := rejection(t, f.store.AllocationsReplace(f.ctx, []ledger.ConsumerAllocations{w}), ledger.ErrConflict)
-	if le.Code != ledger.CodeConcurrentUpdate || !strings.Contains(le.Msg, "expected 1 but got None") {
+	le := rejection(t, f.store.AllocationsReplace(f.ctx, []ledger.ConsumerAllocations{w}), fault.ErrConflict)
+	if le.Code != fault.CodeConcurrentUpdate || !strings.Contains(le.Msg, "expected 1 but got None") {
 		t.Fatalf("second write: %v (%s)", le, le.Code)
 	}
 }
@@ -66,12 +68,12 @@ func TestFastClaimRefusals(t *testing.T) {
 		kind   error
 		detail string
 	}{
-		{"over capacity", newClaim(uuid.NewString(), rp, res("VCPU", 2)), ledger.ErrConflict, "would exceed the capacity"},
-		{"step_size", newClaim(uuid.NewString(), rp, res("DISK_GB", 15)), ledger.ErrConflict, "violate inventory constraints"},
-		{"max_unit", newClaim(uuid.NewString(), rp, res("DISK_GB", 60)), ledger.ErrConflict, "violate inventory constraints"},
-		{"class without inventory", newClaim(uuid.NewString(), other, res("VCPU", 1)), ledger.ErrConflict, "Inventory for 'VCPU' on resource provider '" + other + "' invalid"},
-		{"unknown class", newClaim(uuid.NewString(), rp, res("CUSTOM_NOPE", 1)), ledger.ErrInvalid, "No such resource class CUSTOM_NOPE"},
-		{"unknown provider", newClaim(uuid.NewString(), uuid.NewString(), res("VCPU", 1)), ledger.ErrInvalid, "that does not exist"},
+		{"over capacity", newClaim(uuid.NewString(), rp, res("VCPU", 2)), fault.ErrConflict, "would exceed the capacity"},
+		{"step_size", newClaim(uuid.NewString(), rp, res("DISK_GB", 15)), fault.ErrConflict, "violate inventory constraints"},
+		{"max_unit", newClaim(uuid.NewString(), rp, res("DISK_GB", 60)), fault.ErrConflict, "violate inventory constraints"},
+		{"class without inventory", newClaim(uuid.NewString(), other, res("VCPU", 1)), fault.ErrConflict, "Inventory for 'VCPU' on resource provider '" + other + "' invalid"},
+		{"unknown class", newClaim(uuid.NewString(), rp, res("CUSTOM_NOPE", 1)), fault.ErrInvalid, "No such resource class CUSTOM_NOPE"},
+		{"unknown provider", newClaim(uuid.NewString(), uuid.NewString(), res("VCPU", 1)), fault.ErrInvalid, "that does not exist"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -104,7 +106,7 @@ func TestFastClaimsConcurrent(t *testing.T) {
 			rp := rps[i%2]
 			err := f.store.AllocationsReplace(f.ctx, []ledger.ConsumerAllocations{newClaim(uuid.NewString(), rp, res("VCPU", 1))})
 			if err != nil {
-				rejection(t, err, ledger.ErrConflict)
+				rejection(t, err, fault.ErrConflict)
 				return
 			}
 			mu.Lock()

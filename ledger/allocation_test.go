@@ -7,7 +7,9 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/berthd/berth/internal/fault"
 	"github.com/berthd/berth/ledger"
+	"github.com/berthd/berth/ledger/engine"
 )
 
 // TestRefusedWritesChangeNothing makes every kind of refusal happen, each
@@ -51,67 +53,67 @@ func TestRefusedWritesChangeNothing(t *testing.T) {
 				alloc(c2, rp1, res("VCPU", 1)), // would free rp2, take rp1
 				typed(alloc(c3, rp1, res("VCPU", 4))),
 			))
-		}, ledger.ErrConflict, "", "would exceed the capacity"},
+		}, fault.ErrConflict, "", "would exceed the capacity"},
 		{"max_unit", func() error {
 			return f.store.AllocationsReplace(f.ctx, two(typed(alloc(c3, rp2, res("VCPU", 1))), alloc(c1, rp1, res("DISK_GB", 60))))
-		}, ledger.ErrConflict, "", "violate inventory constraints"},
+		}, fault.ErrConflict, "", "violate inventory constraints"},
 		{"step_size", func() error {
 			return f.store.AllocationsReplace(f.ctx, []ledger.ConsumerAllocations{alloc(c1, rp1, res("DISK_GB", 15))})
-		}, ledger.ErrConflict, "", "violate inventory constraints"},
+		}, fault.ErrConflict, "", "violate inventory constraints"},
 		{"class without inventory", func() error {
 			return f.store.AllocationsReplace(f.ctx, []ledger.ConsumerAllocations{alloc(c1, rp2, res("VCPU", 1), res("DISK_GB", 10))})
-		}, ledger.ErrConflict, "", "Inventory for 'DISK_GB' on resource provider '" + rp2 + "' invalid"},
+		}, fault.ErrConflict, "", "Inventory for 'DISK_GB' on resource provider '" + rp2 + "' invalid"},
 		{"unknown class", func() error {
 			return f.store.AllocationsReplace(f.ctx, two(typed(alloc(c3, rp2, res("VCPU", 1))), alloc(c1, rp1, res("CUSTOM_NOPE", 1))))
-		}, ledger.ErrInvalid, "", "No such resource class CUSTOM_NOPE"},
+		}, fault.ErrInvalid, "", "No such resource class CUSTOM_NOPE"},
 		{"unknown provider", func() error {
 			return f.store.AllocationsReplace(f.ctx, two(typed(alloc(c3, rp2, res("VCPU", 1))), alloc(c1, uuid.NewString(), res("VCPU", 1))))
-		}, ledger.ErrInvalid, "", "that does not exist"},
+		}, fault.ErrInvalid, "", "that does not exist"},
 		{"stale consumer generation", func() error {
 			return f.store.AllocationsReplace(f.ctx, two(
 				withGen(typed(alloc(c3, rp2, res("VCPU", 1))), nil),
 				withGen(alloc(c1, rp1, res("VCPU", 1)), gen(0)),
 			))
-		}, ledger.ErrConflict, ledger.CodeConcurrentUpdate, "expected 1 but got 0"},
+		}, fault.ErrConflict, fault.CodeConcurrentUpdate, "expected 1 but got 0"},
 		{"new consumer with a generation", func() error {
 			return f.store.AllocationsReplace(f.ctx, []ledger.ConsumerAllocations{withGen(alloc(c3, rp2, res("VCPU", 1)), gen(3))})
-		}, ledger.ErrConflict, ledger.CodeConcurrentUpdate, "expected null but got 3"},
+		}, fault.ErrConflict, fault.CodeConcurrentUpdate, "expected null but got 3"},
 		{"existing consumer without a generation", func() error {
 			return f.store.AllocationsReplace(f.ctx, []ledger.ConsumerAllocations{withGen(alloc(c1, rp1, res("VCPU", 1)), nil)})
-		}, ledger.ErrConflict, ledger.CodeConcurrentUpdate, "expected 1 but got None"},
+		}, fault.ErrConflict, fault.CodeConcurrentUpdate, "expected 1 but got None"},
 		{"replace removes a class in use", func() error {
 			_, err := f.store.InventoriesReplace(f.ctx, ledger.InventoryParams{ProviderUUID: rp1, Generation: gen(2)},
 				[]ledger.Inventory{inv("VCPU", 100), inv("MEMORY_MB", 10)})
 			return err
-		}, ledger.ErrConflict, ledger.CodeInventoryInUse, "Inventory for 'DISK_GB' on resource provider '" + rp1 + "' in use"},
+		}, fault.ErrConflict, fault.CodeInventoryInUse, "Inventory for 'DISK_GB' on resource provider '" + rp1 + "' in use"},
 		{"replace with a stale generation", func() error {
 			_, err := f.store.InventoriesReplace(f.ctx, ledger.InventoryParams{ProviderUUID: rp1, Generation: gen(1)},
 				[]ledger.Inventory{inv("VCPU", 100), disk})
 			return err
-		}, ledger.ErrConflict, ledger.CodeConcurrentUpdate, "generation conflict"},
+		}, fault.ErrConflict, fault.CodeConcurrentUpdate, "generation conflict"},
 		{"replace with an unknown class", func() error {
 			_, err := f.store.InventoriesReplace(f.ctx, ledger.InventoryParams{ProviderUUID: rp1, Generation: gen(2)},
 				[]ledger.Inventory{inv("VCPU", 100), disk, inv("CUSTOM_NOPE", 1)})
 			return err
-		}, ledger.ErrInvalid, "", "No such resource class CUSTOM_NOPE"},
+		}, fault.ErrInvalid, "", "No such resource class CUSTOM_NOPE"},
 		{"reserved above total", func() error {
 			bad := inv("VCPU", 8)
 			bad.Reserved = 9
 			_, err := f.store.InventoryUpdate(f.ctx, ledger.InventoryParams{ProviderUUID: rp1, ZeroCapacityOK: true}, bad)
 			return err
-		}, ledger.ErrInvalid, "", "reserved value is greater than total"},
+		}, fault.ErrInvalid, "", "reserved value is greater than total"},
 		{"delete inventory in use", func() error {
 			return f.store.InventoryDelete(f.ctx, rp2, "VCPU")
-		}, ledger.ErrConflict, ledger.CodeConcurrentUpdate, "in use"},
+		}, fault.ErrConflict, fault.CodeConcurrentUpdate, "in use"},
 		{"delete all inventory in use", func() error {
 			return f.store.InventoriesDelete(f.ctx, rp1)
-		}, ledger.ErrConflict, ledger.CodeInventoryInUse, "Inventory for 'VCPU, DISK_GB'"},
+		}, fault.ErrConflict, fault.CodeInventoryInUse, "Inventory for 'VCPU, DISK_GB'"},
 		{"reshape with a stale provider generation", func() error {
 			return f.store.Reshape(f.ctx, ledger.ReshapeParams{
 				Inventories: []ledger.ProviderInventoryWrite{{ProviderUUID: rp2, Generation: 1, Inventories: []ledger.Inventory{inv("VCPU", 10)}}},
 				Allocations: []ledger.ConsumerAllocations{withGen(typed(alloc(c3, rp1, res("VCPU", 1))), nil)},
 			})
-		}, ledger.ErrConflict, ledger.CodeConcurrentUpdate, "actual: 2, given: 1"},
+		}, fault.ErrConflict, fault.CodeConcurrentUpdate, "actual: 2, given: 1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -176,7 +178,7 @@ func TestAllocationGenerations(t *testing.T) {
 	if g1, g2 := gens(); g1 != 3 || g2 != 3 {
 		t.Fatalf("after delete: %d %d", g1, g2)
 	}
-	rejection(t, f.store.AllocationsDelete(f.ctx, c2), ledger.ErrNotFound)
+	rejection(t, f.store.AllocationsDelete(f.ctx, c2), fault.ErrNotFound)
 	if u := f.usages(rp1); u.Usages["VCPU"] != 0 {
 		t.Fatalf("usage after delete: %v", u.Usages)
 	}
@@ -248,9 +250,9 @@ func TestReshapeMovesToChild(t *testing.T) {
 	}
 	moved := ledger.ConsumerAllocations{
 		ConsumerUUID: c1, ProjectID: "proj", UserID: "user", CheckGeneration: true, Generation: gen(1),
-		Allocations: []ledger.ProviderResources{
-			{ProviderUUID: root, Resources: []ledger.Resource{res("DISK_GB", 10)}},
-			{ProviderUUID: child, Resources: []ledger.Resource{res("VCPU", 6)}},
+		Allocations: []engine.Allocation{
+			{ProviderUUID: root, Resources: []engine.ResourceAmount{res("DISK_GB", 10)}},
+			{ProviderUUID: child, Resources: []engine.ResourceAmount{res("VCPU", 6)}},
 		},
 	}
 	if err := f.store.Reshape(f.ctx, ledger.ReshapeParams{

@@ -6,28 +6,6 @@ import (
 	"github.com/berthd/berth/ledger/engine"
 )
 
-// The engine's types, under the names the Store's callers use with its
-// read methods.
-type (
-	Provider         = engine.Provider
-	ProviderFilter   = engine.ProviderFilter
-	ProviderList     = engine.ProviderList
-	ProviderSummary  = engine.ProviderSummary
-	RequestGroup     = engine.RequestGroup
-	ResourceAmount   = engine.ResourceAmount
-	CandidatesParams = engine.CandidatesParams
-	Candidates       = engine.Candidates
-	CapacityParams   = engine.CapacityParams
-	Capacity         = engine.Capacity
-	UnknownNameError = engine.UnknownNameError
-)
-
-// Defaults of the engine's parameters.
-const (
-	DefaultMaxCandidates      = engine.DefaultMaxCandidates
-	DefaultCapacityMaxPerRoot = engine.DefaultCapacityMaxPerRoot
-)
-
 // Snapshot returns the engine's view of the ledger: a snapshot that
 // reflects every write this process committed before the call (and the
 // other processes' writes whose notifications have arrived; see
@@ -38,9 +16,10 @@ const (
 func (s *Store) Snapshot(ctx context.Context, classes, traits []string) (*engine.Snapshot, error) {
 	snap, err := s.snap.get(ctx)
 	if err != nil {
-		return nil, err
+		return nil, dbError(err)
 	}
-	return s.knowNames(ctx, snap, classes, traits)
+	snap, err = s.knowNames(ctx, snap, classes, traits)
+	return snap, dbError(err)
 }
 
 // knowNames makes sure snap's names are right for the given classes and
@@ -56,7 +35,7 @@ func (s *Store) knowNames(ctx context.Context, snap *engine.Snapshot, classes, t
 
 // AllocationCandidates computes the allocation candidates for p from a
 // fresh snapshot (engine.Snapshot.Candidates).
-func (s *Store) AllocationCandidates(ctx context.Context, p CandidatesParams) (*Candidates, error) {
+func (s *Store) AllocationCandidates(ctx context.Context, p engine.CandidatesParams) (*engine.Candidates, error) {
 	classes, traits := engine.ParamsNames(&p)
 	snap, err := s.Snapshot(ctx, classes, traits)
 	if err != nil {
@@ -67,7 +46,7 @@ func (s *Store) AllocationCandidates(ctx context.Context, p CandidatesParams) (*
 
 // ProvidersMatching lists, in creation order, the providers of a fresh
 // snapshot that satisfy f (engine.Snapshot.ProvidersMatching).
-func (s *Store) ProvidersMatching(ctx context.Context, f ProviderFilter) ([]Provider, error) {
+func (s *Store) ProvidersMatching(ctx context.Context, f engine.ProviderFilter) ([]engine.Provider, error) {
 	classes, traits := engine.GroupNames(&f.Group)
 	snap, err := s.Snapshot(ctx, classes, traits)
 	if err != nil {
@@ -80,7 +59,7 @@ func (s *Store) ProvidersMatching(ctx context.Context, f ProviderFilter) ([]Prov
 // matching providers unread (engine.Snapshot.ProviderList): walking the
 // list reads them from that snapshot one at a time, in creation order, so
 // listing every provider holds no memory per provider.
-func (s *Store) ProviderList(ctx context.Context, f ProviderFilter) (*ProviderList, error) {
+func (s *Store) ProviderList(ctx context.Context, f engine.ProviderFilter) (*engine.ProviderList, error) {
 	classes, traits := engine.GroupNames(&f.Group)
 	snap, err := s.Snapshot(ctx, classes, traits)
 	if err != nil {
@@ -90,7 +69,7 @@ func (s *Store) ProviderList(ctx context.Context, f ProviderFilter) (*ProviderLi
 }
 
 // Capacity answers p from a fresh snapshot (engine.Snapshot.Capacity).
-func (s *Store) Capacity(ctx context.Context, p CapacityParams) (*Capacity, error) {
+func (s *Store) Capacity(ctx context.Context, p engine.CapacityParams) (*engine.Capacity, error) {
 	classes, traits := engine.ParamsNames(&p.Request)
 	snap, err := s.Snapshot(ctx, classes, traits)
 	if err != nil {

@@ -5,7 +5,9 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/berthd/berth/internal/fault"
 	"github.com/berthd/berth/ledger"
+	"github.com/berthd/berth/ledger/engine"
 )
 
 // The capacity answer is only worth something if it is exact. These tests
@@ -14,7 +16,7 @@ import (
 // PostgreSQL's capacity checks, and the next one must be refused.
 
 // place writes allocs for a new consumer and returns the error.
-func (f *fixture) place(allocs []ledger.ProviderResources) error {
+func (f *fixture) place(allocs []engine.Allocation) error {
 	return f.store.AllocationsReplace(f.ctx, []ledger.ConsumerAllocations{{
 		ConsumerUUID: fmt.Sprintf("%08x-0000-4000-8000-%012x", rand.Uint32(), rand.Uint64()>>16),
 		ProjectID:    "proj", UserID: "user", CheckGeneration: true,
@@ -24,7 +26,7 @@ func (f *fixture) place(allocs []ledger.ProviderResources) error {
 
 // candidateOn returns the allocations of the first candidate for req that
 // uses the tree of root, or nil when there is none.
-func (f *fixture) candidateOn(req ledger.CandidatesParams, root string) []ledger.ProviderResources {
+func (f *fixture) candidateOn(req engine.CandidatesParams, root string) []engine.Allocation {
 	f.t.Helper()
 	c, err := f.store.AllocationCandidates(f.ctx, req)
 	if err != nil {
@@ -35,13 +37,13 @@ func (f *fixture) candidateOn(req ledger.CandidatesParams, root string) []ledger
 		rootOf[s.UUID] = s.RootUUID
 	}
 	for _, ar := range c.Requests {
-		var out []ledger.ProviderResources
+		var out []engine.Allocation
 		onRoot := false
 		for _, a := range ar.Allocations {
 			onRoot = onRoot || rootOf[a.ProviderUUID] == root
-			pr := ledger.ProviderResources{ProviderUUID: a.ProviderUUID}
+			pr := engine.Allocation{ProviderUUID: a.ProviderUUID}
 			for _, r := range a.Resources {
-				pr.Resources = append(pr.Resources, ledger.Resource{Class: r.Class, Amount: r.Amount})
+				pr.Resources = append(pr.Resources, engine.ResourceAmount{Class: r.Class, Amount: r.Amount})
 			}
 			out = append(out, pr)
 		}
@@ -59,9 +61,9 @@ func (f *fixture) candidateOn(req ledger.CandidatesParams, root string) []ledger
 // on the root, and writing the last instance's allocations again fails.
 // Roots are filled in the order the engine counted them (creation order)
 // so that a shared provider is consumed as the answer assumed.
-func (f *fixture) checkCapacity(req ledger.CandidatesParams, order []string, want map[string]int) {
+func (f *fixture) checkCapacity(req engine.CandidatesParams, order []string, want map[string]int) {
 	f.t.Helper()
-	c, err := f.store.Capacity(f.ctx, ledger.CapacityParams{Request: req})
+	c, err := f.store.Capacity(f.ctx, engine.CapacityParams{Request: req})
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -75,7 +77,7 @@ func (f *fixture) checkCapacity(req ledger.CandidatesParams, order []string, wan
 		f.t.Fatalf("capacity: got %v (total %d, capped %v, truncated %v), want %v", got, c.Total, c.Capped, c.Truncated, want)
 	}
 	for _, root := range order {
-		var last []ledger.ProviderResources
+		var last []engine.Allocation
 		for i := 0; i < want[root]; i++ {
 			allocs := f.candidateOn(req, root)
 			if allocs == nil {
@@ -93,7 +95,7 @@ func (f *fixture) checkCapacity(req ledger.CandidatesParams, order []string, wan
 			if err := f.place(last); err == nil {
 				f.t.Fatalf("root %s: instance %d accepted", root, want[root]+1)
 			} else {
-				rejection(f.t, err, ledger.ErrConflict)
+				rejection(f.t, err, fault.ErrConflict)
 			}
 		}
 	}
@@ -110,21 +112,21 @@ func TestCapacityMatchesWritesSimple(t *testing.T) {
 	cn1 := f.provider("cn1", vcpu, mem, disk)
 	cn2 := f.provider("cn2", inv("VCPU", 5), inv("MEMORY_MB", 2048), inv("DISK_GB", 1000))
 	f.provider("cn3", inv("VCPU", 64)) // no memory, no disk: never listed
-	if err := f.place([]ledger.ProviderResources{{ProviderUUID: cn1, Resources: []ledger.Resource{
+	if err := f.place([]engine.Allocation{{ProviderUUID: cn1, Resources: []engine.ResourceAmount{
 		res("VCPU", 3), res("MEMORY_MB", 1000), res("DISK_GB", 30)}}}); err != nil {
 		t.Fatal(err)
 	}
-	req := ledger.CandidatesParams{NestedAware: true, Groups: []ledger.RequestGroup{
-		{Resources: []ledger.ResourceAmount{{Class: "VCPU", Amount: 4}, {Class: "MEMORY_MB", Amount: 1024}, {Class: "DISK_GB", Amount: 20}}}}}
+	req := engine.CandidatesParams{NestedAware: true, Groups: []engine.RequestGroup{
+		{Resources: []engine.ResourceAmount{{Class: "VCPU", Amount: 4}, {Class: "MEMORY_MB", Amount: 1024}, {Class: "DISK_GB", Amount: 20}}}}}
 	// cn1: VCPU (28-3)/4 = 6, MEMORY_MB (7680-1000)/1024 = 6, DISK_GB 100/20 = 5.
 	// cn2: VCPU 5/4 = 1.
 	f.checkCapacity(req, []string{cn1, cn2}, map[string]int{cn1: 5, cn2: 1})
 
 	// The flavor written directly on the root, as a client would: refused.
-	err := f.place([]ledger.ProviderResources{{ProviderUUID: cn1, Resources: []ledger.Resource{
+	err := f.place([]engine.Allocation{{ProviderUUID: cn1, Resources: []engine.ResourceAmount{
 		res("VCPU", 4), res("MEMORY_MB", 1024), res("DISK_GB", 20)}}})
-	rejection(t, err, ledger.ErrConflict)
-	c, err := f.store.Capacity(f.ctx, ledger.CapacityParams{Request: req})
+	rejection(t, err, fault.ErrConflict)
+	c, err := f.store.Capacity(f.ctx, engine.CapacityParams{Request: req})
 	if err != nil || c.Total != 0 || len(c.Roots) != 0 {
 		t.Fatalf("after filling: %+v, %v", c, err)
 	}
@@ -147,9 +149,9 @@ func TestCapacityMatchesWritesNested(t *testing.T) {
 	}
 	// Each instance: 10 GB of disk from anywhere in the tree, and 2 VCPU
 	// with 1 GB of memory from one NUMA node. numa0 fits 3, numa1 3 (7 VCPU).
-	req := ledger.CandidatesParams{NestedAware: true, Groups: []ledger.RequestGroup{
-		{Resources: []ledger.ResourceAmount{{Class: "DISK_GB", Amount: 10}}},
-		{Suffix: "_NUMA", Resources: []ledger.ResourceAmount{{Class: "VCPU", Amount: 2}, {Class: "MEMORY_MB", Amount: 1024}}},
+	req := engine.CandidatesParams{NestedAware: true, Groups: []engine.RequestGroup{
+		{Resources: []engine.ResourceAmount{{Class: "DISK_GB", Amount: 10}}},
+		{Suffix: "_NUMA", Resources: []engine.ResourceAmount{{Class: "VCPU", Amount: 2}, {Class: "MEMORY_MB", Amount: 1024}}},
 	}}
 	f.checkCapacity(req, []string{cn}, map[string]int{cn: 6})
 	for _, n := range numas {
@@ -177,8 +179,8 @@ func TestCapacityMatchesWritesSharing(t *testing.T) {
 	if _, _, err := f.store.ProviderTraitsReplace(f.ctx, ss, p.Generation, []string{"MISC_SHARES_VIA_AGGREGATE"}); err != nil {
 		t.Fatal(err)
 	}
-	req := ledger.CandidatesParams{NestedAware: true, Groups: []ledger.RequestGroup{
-		{Resources: []ledger.ResourceAmount{{Class: "VCPU", Amount: 1}, {Class: "DISK_GB", Amount: 30}}}}}
+	req := engine.CandidatesParams{NestedAware: true, Groups: []engine.RequestGroup{
+		{Resources: []engine.ResourceAmount{{Class: "VCPU", Amount: 1}, {Class: "DISK_GB", Amount: 30}}}}}
 	// ss holds 3 instances' disk: cn1 takes 2 (its VCPU), cn2 the one left.
 	f.checkCapacity(req, []string{cn1, cn2}, map[string]int{cn1: 2, cn2: 1})
 	if u := f.usages(ss); u.Usages["DISK_GB"] != 90 {

@@ -10,7 +10,9 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/berthd/berth/internal/fault"
 	"github.com/berthd/berth/ledger"
+	"github.com/berthd/berth/ledger/engine"
 )
 
 // holdProvider locks provider rp's row in a transaction of its own, as a
@@ -114,7 +116,7 @@ func TestClaimBatchCommitsQueuedClaimsTogether(t *testing.T) {
 		case err == nil:
 			written++
 		default:
-			if le := rejection(t, err, ledger.ErrConflict); !strings.Contains(le.Msg, "would exceed the capacity") {
+			if le := rejection(t, err, fault.ErrConflict); !strings.Contains(le.Msg, "would exceed the capacity") {
 				t.Errorf("refused claim: %v", le)
 			}
 		}
@@ -166,7 +168,7 @@ func TestClaimBatchRefusalsInTheMiddle(t *testing.T) {
 	rp := bf.provider("rp", inv("VCPU", 5), inv("MEMORY_MB", 64))
 	other := bf.provider("other", inv("VCPU", 5))
 	bf.summaryBy(rp, "MEMORY_MB") // load the snapshot
-	claim := func(rp string, r ledger.Resource) ledger.ConsumerAllocations {
+	claim := func(rp string, r engine.ResourceAmount) ledger.ConsumerAllocations {
 		w := newClaim(uuid.NewString(), rp, r)
 		w.ProjectID, w.UserID = "batch-project", "batch-user" // new, and shared by the batch
 		return w
@@ -185,11 +187,11 @@ func TestClaimBatchRefusalsInTheMiddle(t *testing.T) {
 		err := <-a
 		switch i + 1 {
 		case 3, 6:
-			if le := rejection(t, err, ledger.ErrConflict); !strings.Contains(le.Msg, "would exceed the capacity") {
+			if le := rejection(t, err, fault.ErrConflict); !strings.Contains(le.Msg, "would exceed the capacity") {
 				t.Errorf("claim %d: %v, want no room", i+1, le)
 			}
 		case 5:
-			if le := rejection(t, err, ledger.ErrInvalid); !strings.Contains(le.Msg, "No such resource class") {
+			if le := rejection(t, err, fault.ErrInvalid); !strings.Contains(le.Msg, "No such resource class") {
 				t.Errorf("claim 5: %v, want an unknown class", le)
 			}
 		default:
@@ -247,7 +249,7 @@ func TestClaimBatchSameConsumerTwice(t *testing.T) {
 	if err := <-answers[0]; err != nil {
 		t.Fatalf("first claim of the consumer: %v", err)
 	}
-	rejection(t, <-answers[1], ledger.ErrConflict)
+	rejection(t, <-answers[1], fault.ErrConflict)
 	if err := <-answers[2]; err != nil {
 		t.Fatalf("claim after them: %v", err)
 	}
@@ -285,9 +287,9 @@ func TestClaimBatchFailureSendsAlone(t *testing.T) {
 	for i, a := range answers {
 		err := <-a
 		if i == 2 {
-			// As a lone fast write fails; AsError words it for clients.
-			if le, ok := ledger.AsError(err); !ok || !errors.Is(le, ledger.ErrInvalid) {
-				t.Errorf("claim with a NUL byte: %v, want ErrInvalid", err)
+			// As a lone fast write fails; the ledger words it for clients.
+			if le, ok := fault.As(err); !ok || !errors.Is(le, fault.ErrInvalid) {
+				t.Errorf("claim with a NUL byte: %v, want fault.ErrInvalid", err)
 			}
 			continue
 		}
@@ -299,7 +301,7 @@ func TestClaimBatchFailureSendsAlone(t *testing.T) {
 		t.Fatalf("provider after the batch: %+v, want VCPU 4", u)
 	}
 	got, err := bf.store.AllocationsByConsumer(bf.ctx, bad.ConsumerUUID)
-	if err != nil && !errors.Is(err, ledger.ErrNotFound) {
+	if err != nil && !errors.Is(err, fault.ErrNotFound) {
 		t.Fatal(err)
 	}
 	if err == nil && (got.Consumer != nil || len(got.Allocations) > 0) {
@@ -308,7 +310,7 @@ func TestClaimBatchFailureSendsAlone(t *testing.T) {
 }
 
 // used is what summary s says is used of class.
-func used(s ledger.ProviderSummary, class string) int64 {
+func used(s engine.ProviderSummary, class string) int64 {
 	for _, r := range s.Resources {
 		if r.Class == class {
 			return r.Used

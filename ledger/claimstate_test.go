@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/berthd/berth/internal/fault"
 	"github.com/berthd/berth/ledger"
 )
 
@@ -23,7 +24,7 @@ func TestClaimWriteAllOrNothing(t *testing.T) {
 	over.CheckGeneration = true
 	err := f.store.ClaimWrite(f.ctx, ledger.ClaimWriteParams{Consumers: []ledger.ConsumerAllocations{over},
 		Move: &ledger.MoveRecord{ConsumerUUID: inst, MigrationUUID: mig, Reason: "relocation", SourceRoot: rp}})
-	if !errors.Is(err, ledger.ErrConflict) {
+	if !errors.Is(err, fault.ErrConflict) {
 		t.Fatalf("over capacity: %v", err)
 	}
 	if m, err := f.store.ClaimMoveGet(f.ctx, inst); err != nil || m != nil {
@@ -63,7 +64,7 @@ func TestClaimWriteAllOrNothing(t *testing.T) {
 	if got, _ := f.store.ClaimFailures(f.ctx, mig); len(got) != 0 {
 		t.Fatalf("another consumer's failures %v", got)
 	}
-	if err := f.store.ClaimFailureAdd(f.ctx, "x", rp); !errors.Is(err, ledger.ErrInvalid) {
+	if err := f.store.ClaimFailureAdd(f.ctx, "x", rp); !errors.Is(err, fault.ErrInvalid) {
 		t.Fatalf("malformed consumer: %v", err)
 	}
 }

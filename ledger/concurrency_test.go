@@ -10,7 +10,9 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/berthd/berth/internal/fault"
 	"github.com/berthd/berth/ledger"
+	"github.com/berthd/berth/ledger/engine"
 )
 
 // holding is what the test believes a consumer holds: provider -> class
@@ -89,9 +91,9 @@ func TestConcurrentAllocationsNeverOvercommit(t *testing.T) {
 		}
 		for _, rp := range providers { // a fixed order
 			if amounts, ok := allocs[rp]; ok {
-				pr := ledger.ProviderResources{ProviderUUID: rp}
+				pr := engine.Allocation{ProviderUUID: rp}
 				for _, class := range classes[rp] {
-					pr.Resources = append(pr.Resources, ledger.Resource{Class: class, Amount: amounts[class]})
+					pr.Resources = append(pr.Resources, engine.ResourceAmount{Class: class, Amount: amounts[class]})
 				}
 				w.Allocations = append(w.Allocations, pr)
 			}
@@ -131,8 +133,8 @@ func TestConcurrentAllocationsNeverOvercommit(t *testing.T) {
 
 	var accepted, refused atomic.Int64
 	refusal := func(err error) bool {
-		var le *ledger.Error
-		if errors.As(err, &le) && errors.Is(err, ledger.ErrConflict) && le.Code == "" {
+		var le *fault.Error
+		if errors.As(err, &le) && errors.Is(err, fault.ErrConflict) && le.Code == "" {
 			return true // over capacity, or min/max/step
 		}
 		t.Errorf("unexpected error: %v", err)
@@ -160,13 +162,13 @@ func TestConcurrentAllocationsNeverOvercommit(t *testing.T) {
 			i := inv("VCPU", 40)
 			i.Reserved = int64(r.IntN(30))
 			_, err := f.store.InventoryUpdate(f.ctx, ledger.InventoryParams{ProviderUUID: providers[0]}, i)
-			var le *ledger.Error
+			var le *fault.Error
 			switch {
 			case err == nil:
 				reservedA.Store(i.Reserved)
 				provGen[0].Add(1)
 				invAccepted.Add(1)
-			case errors.As(err, &le) && le.Code == ledger.CodeInventoryInUse:
+			case errors.As(err, &le) && le.Code == fault.CodeInventoryInUse:
 				invRefused.Add(1)
 			default:
 				t.Errorf("inventory update: %v", err)
@@ -242,7 +244,7 @@ func TestConcurrentAllocationsNeverOvercommit(t *testing.T) {
 						}
 						*m[1] = holding{} // no generation bump on delete
 						accepted.Add(1)
-					case errors.Is(err, ledger.ErrNotFound):
+					case errors.Is(err, fault.ErrNotFound):
 						if m[1].gen != nil {
 							t.Errorf("consumer %s not found, model says it exists", c[1])
 						}

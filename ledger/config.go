@@ -15,7 +15,7 @@ import (
 // JSON value. Keys never set are absent. The ledger does not know what
 // the keys mean; berthd validates them before ConfigPatch.
 func (s *Store) Config(ctx context.Context) (map[string]json.RawMessage, error) {
-	rows, err := s.pool.Query(ctx, `SELECT key, value FROM config`)
+	rows, err := s.db.Query(ctx, `SELECT key, value FROM config`)
 	if err != nil {
 		return nil, err
 	}

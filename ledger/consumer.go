@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 
+	"github.com/berthd/berth/internal/fault"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -18,6 +19,12 @@ const IncompleteConsumerID = "00000000-0000-0000-0000-000000000000"
 // UnknownConsumerType is the type reported for consumers written without
 // one (microversions before 1.38).
 const UnknownConsumerType = "unknown"
+
+// MigrationConsumerType is the type of a consumer that holds the source
+// allocations of a move: the type Nova gives its migration consumers
+// (microversion 1.38), and the one claims' Move gives its own. The audit
+// reads it (audit.go).
+const MigrationConsumerType = "MIGRATION"
 
 // Consumer is something that holds allocations: an instance, a migration.
 type Consumer struct {
@@ -120,7 +127,7 @@ func consumerGenerationConflict(expected *int64, got *int64) error {
 	if expected != nil {
 		exp = fmt.Sprint(*expected)
 	}
-	return conflict(CodeConcurrentUpdate, "consumer generation conflict - expected %s but got %s", exp, show(got))
+	return conflict(fault.CodeConcurrentUpdate, "consumer generation conflict - expected %s but got %s", exp, show(got))
 }
 
 // checkConsumerGeneration applies the 1.28 rule: a client names the

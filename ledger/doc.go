@@ -1,14 +1,17 @@
 // Package ledger is Berth's PostgreSQL store. It owns every SQL statement and
 // the only import of pgx: resource providers and their trees, inventories,
-// resource classes, traits, aggregates, consumers, allocations and usages.
-// It loads the in-memory snapshot that allocation candidates are computed
-// from and keeps it fresh (Store.Snapshot); the computing is package
-// ledger/engine's, which knows nothing of the database.
+// resource classes, traits, aggregates, consumers, allocations and usages,
+// and what the claims and the scheduling catalogue store. It loads the
+// in-memory snapshot that allocation candidates are computed from and
+// keeps it fresh (Store.Snapshot); the computing is package ledger/engine's,
+// which knows nothing of the database, and whose types the Store's reads
+// return as they are.
 //
-// Every mutation runs in one transaction (see withTx, the one transaction
-// helper) and either applies whole or not at all. Errors leave this package as *Error values
-// whose Kind is one of ErrNotFound, ErrConflict or ErrInvalid, so callers
-// map them to HTTP statuses with errors.Is and never inspect driver errors.
+// Every mutation runs in one transaction (withTx, tx.go, the one
+// transaction helper) and either applies whole or not at all. Errors leave
+// the package as internal/fault's kinds: driver errors are translated at
+// one boundary (dbError, errors.go: withTx, the reads of db.go and the
+// one-trip pipelines call it), so no caller inspects a driver error.
 //
 // Capacity is guarded by row locks: every write that changes a provider's
 // inventory or usage locks the provider's row (SELECT ... FOR UPDATE)
@@ -16,4 +19,37 @@
 // interleave. Writes take their locks in one order — projects, users and
 // consumer types (by name), consumers (by uuid), then providers (by id) —
 // so concurrent writers queue instead of deadlocking.
+//
+// The files, by job:
+//
+//   - the store and its transactions: store.go (Open, Config), tx.go
+//     (withTx), db.go (reads outside transactions), errors.go (the
+//     boundary), migrate.go, standard.go (standard classes and traits),
+//     health.go, metrics.go;
+//   - the entities, one file each: provider.go, inventory.go,
+//     resourceclass.go, trait.go, aggregate.go, consumer.go,
+//     consumer_details.go, allocation.go (the general allocation write:
+//     plan, lock, check, apply), usage.go, reshape.go, overcapacity.go,
+//     placement_keys.go, state.go (reported provider state), and what the
+//     scheduling catalogue stores: policy.go, scriptlet.go, config.go;
+//   - the allocation audit: audit.go (the kinds of finding and their page
+//     queries), audit_fix.go (a finding's fix, re-checked in one
+//     transaction);
+//   - a claim's write, in the order it goes: claim_write.go (ClaimWrite, and
+//     the one-round-trip write of a new consumer's allocations), then
+//     claim_batch.go (claims queued together), group_commit.go (the group
+//     writer that batches claims and provider writes alike), replication.go
+//     (commits the synchronous standby did not confirm; the primary of a
+//     multi-host URL), and claim_records.go (what claims remember: retry
+//     records, moves in progress, failed providers, and each consumer's
+//     stored claim with its lease), claim_leases.go (stored claims outside
+//     a claim's transaction: read, renew or confirm, the expired leases,
+//     the advisory lock of the lease reaper);
+//   - provider writes in one round trip: provider_fast.go, grouped by
+//     provider_group.go;
+//   - the snapshot: candidates.go (the engine's reads through a fresh
+//     snapshot), snapshot_cache.go (loading it and keeping it fresh),
+//     notifier.go (telling the other processes what changed), cloud.go
+//     (what scheduler units and scriptlets ask about the cloud);
+//   - Placement's quirks: pyorder.go (Python's set order), uuid.go.
 package ledger

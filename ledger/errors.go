@@ -10,118 +10,59 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/berthd/berth/ledger/engine"
+	"github.com/berthd/berth/internal/fault"
 )
 
-// Error kinds. Every error returned by this package for a rejected request
-// wraps exactly one of them; anything else is an outage or a bug.
-var (
-	// ErrNotFound: a named entity (provider, class, trait, consumer) does not exist.
-	ErrNotFound = errors.New("not found")
-	// ErrConflict: the request is well formed but the ledger's current state
-	// refuses it (duplicate name, stale generation, capacity, in use).
-	ErrConflict = errors.New("conflict")
-	// ErrInvalid: the request is semantically invalid (bad value detected
-	// by the ledger or its engine). It is engine.ErrInvalid, so the
-	// engine's rejections are of this kind too.
-	ErrInvalid = engine.ErrInvalid
-	// ErrUnavailable: the database could not be reached or went away
-	// during the request (connection refused or reset, server shutting
-	// down or starting up, no pooled connection within the acquire
-	// timeout). A write that failed this way may or may not have
-	// committed, if the connection broke during COMMIT; the caller should
-	// retry later and, for writes, read back what it wrote.
-	ErrUnavailable = errors.New("database unavailable")
+// The ledger's refusals are fault's kinds (internal/fault), made by these.
 
-	// ErrProviderNotFound and ErrClassNotFound are the ErrNotFound of
-	// looking up the provider or resource class a request names by uuid
-	// or name: Placement's ResourceProvider.get_by_uuid and
-	// ResourceClass.get_by_name raising NotFound. Placement's handlers
-	// let some of these escape and catch others, which a client can tell
-	// apart (httpapi's error table); errors.Is(err, ErrNotFound) holds
-	// for both.
-	ErrProviderNotFound = fmt.Errorf("resource provider %w", ErrNotFound)
-	ErrClassNotFound    = fmt.Errorf("resource class %w", ErrNotFound)
-)
+func notFound(format string, args ...any) error { return fault.NotFound(format, args...) }
 
-// Placement error codes carried in Error.Code (see the API reference, errors.inc).
-const (
-	CodeUndefined            = "placement.undefined_code"
-	CodeInventoryInUse       = "placement.inventory.inuse"
-	CodeConcurrentUpdate     = "placement.concurrent_update"
-	CodeDuplicateName        = "placement.duplicate_name"
-	CodeProviderInUse        = "placement.resource_provider.inuse"
-	CodeProviderCannotDelete = "placement.resource_provider.cannot_delete_parent"
-	CodeProviderNotFound     = "placement.resource_provider.not_found"
-	CodeQueryDuplicateKey    = "placement.query.duplicate_key"
-	CodeQueryBadValue        = "placement.query.bad_value"
-	CodeQueryMissingValue    = "placement.query.missing_value"
-
-	// CodeDatabaseUnavailable is Berth's code for ErrUnavailable.
-	CodeDatabaseUnavailable = "berth.database_unavailable"
-)
-
-// Error is a rejection with a kind, a Placement error code and a message
-// meant for the API user.
-type Error struct {
-	Kind error  // ErrNotFound, ErrConflict, ErrInvalid or ErrUnavailable
-	Code string // Placement error code; empty means CodeUndefined
-	Msg  string
-}
-
-func (e *Error) Error() string { return e.Msg }
-func (e *Error) Unwrap() error { return e.Kind }
-
-func notFound(format string, args ...any) error {
-	return &Error{Kind: ErrNotFound, Msg: fmt.Sprintf(format, args...)}
-}
-
-// providerNotFound is the ErrProviderNotFound of the provider with this
+// providerNotFound is the fault.ErrProviderNotFound of the provider with this
 // uuid, in the object layer's words.
 func providerNotFound(uuid string) error {
-	return &Error{Kind: ErrProviderNotFound, Msg: fmt.Sprintf("No resource provider with uuid %s found", uuid)}
+	return &fault.Error{Kind: fault.ErrProviderNotFound, Msg: fmt.Sprintf("No resource provider with uuid %s found", uuid)}
 }
 
-// resourceClassNotFound is the ErrClassNotFound of the class with this
+// resourceClassNotFound is the fault.ErrClassNotFound of the class with this
 // name, in the object layer's words.
 func resourceClassNotFound(name string) error {
-	return &Error{Kind: ErrClassNotFound, Msg: fmt.Sprintf("No such resource class %s.", name)}
+	return &fault.Error{Kind: fault.ErrClassNotFound, Msg: fmt.Sprintf("No such resource class %s.", name)}
 }
 
-func conflict(code, format string, args ...any) error {
-	return &Error{Kind: ErrConflict, Code: code, Msg: fmt.Sprintf(format, args...)}
-}
+func conflict(code, format string, args ...any) error { return fault.Conflict(code, format, args...) }
 
-func invalid(code, format string, args ...any) error {
-	return &Error{Kind: ErrInvalid, Code: code, Msg: fmt.Sprintf(format, args...)}
-}
+func invalid(code, format string, args ...any) error { return fault.Invalid(code, format, args...) }
 
-// AsError returns the *Error that err is or wraps. A PostgreSQL error
-// that only a value sent by the client can cause becomes an ErrInvalid
-// *Error as well: a string holding a NUL byte or invalid UTF-8 (in a path,
-// a query or a body), which PostgreSQL can neither store nor compare. The
-// transaction it happened in was rolled back, so nothing changed. An
-// error that says the database is out of reach (see unavailable) becomes
-// an ErrUnavailable *Error. Any other error gives ok false: a bug.
-func AsError(err error) (e *Error, ok bool) {
-	if errors.As(err, &e) {
-		return e, true
+// dbError is the ledger's boundary for errors: every error a Store method
+// returns has been through it (withTx, the read helpers of db.go and the
+// one-trip pipelines call it), so no package above the ledger inspects a
+// driver's error. A *fault.Error passes unchanged. A PostgreSQL error that
+// only a value sent by the client can cause becomes fault.ErrInvalid: a
+// string holding a NUL byte or invalid UTF-8 (in a path, a query or a
+// body), which PostgreSQL can neither store nor compare; the transaction
+// it happened in was rolled back, so nothing changed. An error that says
+// the database is out of reach (see unavailable) becomes
+// fault.ErrUnavailable. Anything else (a cancelled request, a bug) passes
+// unchanged: it has no kind, and the API answers it with a 500.
+func dbError(err error) error {
+	if err == nil {
+		return nil
+	}
+	if _, ok := fault.As(err); ok {
+		return err
 	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
 		switch pgErr.Code {
 		case sqlstateCharacterNotInRepertoire, sqlstateUntranslatableCharacter:
-			return &Error{Kind: ErrInvalid, Msg: "Invalid input: " + pgErr.Message + "."}, true
+			return &fault.Error{Kind: fault.ErrInvalid, Msg: "Invalid input: " + pgErr.Message + ".", Cause: err}
 		}
 	}
 	if unavailable(err) {
-		return &Error{
-			Kind: ErrUnavailable,
-			Code: CodeDatabaseUnavailable,
-			Msg:  "The database is unavailable; try again later.",
-		}, true
+		return &fault.Error{Kind: fault.ErrUnavailable, Code: fault.CodeDatabaseUnavailable,
+			Msg: "The database is unavailable; try again later.", Cause: err}
 	}
-	return nil, false
+	return err
 }
 
 // unavailable reports whether err says that the database is out of reach

@@ -17,7 +17,7 @@ func Listening(s *Store) bool { return s.SnapshotListening() }
 // PoolExec runs one statement on s's connection pool, so that tests can
 // see the pool's session settings (statement_timeout) at work.
 func PoolExec(ctx context.Context, s *Store, sql string) error {
-	_, err := s.pool.Exec(ctx, sql)
+	_, err := s.db.Exec(ctx, sql)
 	return err
 }
 

@@ -42,7 +42,7 @@ type PoolStats struct {
 	ProviderWriteGroups, GroupedProviderWrites int64
 	// PrimarySwitches counts the times new connections of a multi-host
 	// database URL landed on another host than before: failovers and
-	// switchovers seen (failover.go).
+	// switchovers seen (replication.go).
 	PrimarySwitches int64
 }
 
@@ -132,7 +132,7 @@ func LatestMigration() (uint, error) {
 // one short query, cheap enough for a readiness probe; an error means the
 // database did not answer.
 func (s *Store) SchemaStatus(ctx context.Context) (SchemaStatus, error) {
-	return schemaStatus(ctx, s.pool)
+	return schemaStatus(ctx, s.db)
 }
 
 // SchemaStatusAt is SchemaStatus for a database no Store is open on (yet),

@@ -2,12 +2,14 @@ package ledger_test
 
 import (
 	"context"
+	"errors"
 	"io/fs"
 	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/berthd/berth/internal/fault"
 	"github.com/berthd/berth/ledger"
 	"github.com/berthd/berth/ledger/ledgertest"
 	"github.com/berthd/berth/migrations"
@@ -52,7 +54,7 @@ func TestPoolSettings(t *testing.T) {
 	// pg_sleep(5) outlasts any machine's scheduling delay; only the
 	// session's statement_timeout can end it early with an error.
 	err = ledger.PoolExec(ctx, store, `SELECT pg_sleep(5)`)
-	if err == nil || !strings.Contains(err.Error(), "statement timeout") {
+	if !errors.Is(err, fault.ErrUnavailable) || !strings.Contains(fault.Detail(err), "statement timeout") {
 		t.Errorf("a statement past statement_timeout: %v", err)
 	}
 	st := store.PoolStats()

@@ -7,12 +7,58 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
-	"github.com/jackc/pgx/v5"
-
+	"github.com/berthd/berth/internal/fault"
 	"github.com/berthd/berth/ledger"
+	"github.com/berthd/berth/ledger/engine"
 	"github.com/berthd/berth/ledger/ledgertest"
+	"github.com/jackc/pgx/v5"
 )
+
+func TestMain(m *testing.M) { ledgertest.Main(m) }
+
+// newTestDB returns the URL of a fresh, migrated database for one test.
+func newTestDB(t testing.TB) string { return ledgertest.NewDB(t) }
+
+// newTestStore opens a Store over a fresh database; exec runs raw SQL on
+// that database, for setting up rows owned by other parts of the ledger.
+func newTestStore(t *testing.T) (store *ledger.Store, exec func(sql string, args ...any)) {
+	t.Helper()
+	f := newFixture(t)
+	return f.store, func(sql string, args ...any) {
+		t.Helper()
+		if _, err := f.db.Exec(f.ctx, sql, args...); err != nil {
+			t.Fatalf("exec %q: %v", sql, err)
+		}
+	}
+}
+
+// openStore opens a Store over the database at dbURL with a small pool,
+// closed when the test ends. Two stores over one database act as two
+// berthd processes.
+func openStore(t *testing.T, dbURL string) *ledger.Store {
+	t.Helper()
+	s, err := ledger.Open(context.Background(), ledger.Config{DatabaseURL: dbURL, MaxConns: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+// waitFor polls cond until it holds, failing the test after a bound only a
+// broken implementation reaches.
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met within 30s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
 
 // fixture is a store over a fresh database plus a direct connection for
 // setting up providers and inspecting state.
@@ -120,11 +166,11 @@ func (f *fixture) usages(rp string) ledger.ProviderUsages {
 }
 
 // rejection asserts err is a ledger rejection of kind and returns it.
-func rejection(t *testing.T, err error, kind error) *ledger.Error {
+func rejection(t *testing.T, err error, kind error) *fault.Error {
 	t.Helper()
-	var le *ledger.Error
+	var le *fault.Error
 	if !errors.As(err, &le) {
-		t.Fatalf("got %v (%T), want a *ledger.Error", err, err)
+		t.Fatalf("got %v (%T), want a *fault.Error", err, err)
 	}
 	if !errors.Is(err, kind) {
 		t.Fatalf("got %v (kind %v), want kind %v", err, le.Kind, kind)
@@ -135,11 +181,13 @@ func rejection(t *testing.T, err error, kind error) *ledger.Error {
 func gen(n int64) *int64 { return &n }
 
 // alloc builds a consumer write against one provider.
-func alloc(consumer, rp string, res ...ledger.Resource) ledger.ConsumerAllocations {
+func alloc(consumer, rp string, res ...engine.ResourceAmount) ledger.ConsumerAllocations {
 	return ledger.ConsumerAllocations{
 		ConsumerUUID: consumer, ProjectID: "proj", UserID: "user",
-		Allocations: []ledger.ProviderResources{{ProviderUUID: rp, Resources: res}},
+		Allocations: []engine.Allocation{{ProviderUUID: rp, Resources: res}},
 	}
 }
 
-func res(class string, n int64) ledger.Resource { return ledger.Resource{Class: class, Amount: n} }
+func res(class string, n int64) engine.ResourceAmount {
+	return engine.ResourceAmount{Class: class, Amount: n}
+}

@@ -12,8 +12,10 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/berthd/berth/internal/fault"
 	"github.com/berthd/berth/internal/pgcluster"
 	"github.com/berthd/berth/ledger"
+	"github.com/berthd/berth/ledger/engine"
 	"github.com/berthd/berth/ledger/ledgertest"
 )
 
@@ -21,7 +23,7 @@ import (
 // synchronous standby that never comes, a cancel of the waiting backend
 // (pg_cancel_backend here; a CancelRequest from any client) ends the
 // wait and PostgreSQL commits locally with only a WARNING. The store
-// must report such a commit as ErrUnavailable, on the claim fast path
+// must report such a commit as fault.ErrUnavailable, on the claim fast path
 // and in a transaction alike, and a confirmed read of a claim record
 // cannot succeed either.
 func TestCommitNotReplicated(t *testing.T) {
@@ -43,7 +45,8 @@ func TestCommitNotReplicated(t *testing.T) {
 		t.Cleanup(func() { os.RemoveAll(socketDir) })
 	}
 	cluster, err := pgcluster.Start(ctx, pgcluster.Options{
-		DataDir: filepath.Join(dir, "pg"), SocketDir: socketDir, NoSync: true, Logger: slog.New(slog.DiscardHandler),
+		DataDir: filepath.Join(dir, "pg"), SocketDir: socketDir, NoSync: true, LoosenParents: true,
+		Logger:   slog.New(slog.DiscardHandler),
 		Settings: map[string]string{"synchronous_commit": "on", "wal_level": "replica", "max_wal_senders": "2"},
 	})
 	if err != nil {
@@ -107,14 +110,14 @@ func TestCommitNotReplicated(t *testing.T) {
 	}
 	unreplicated := func(what string, err error) {
 		t.Helper()
-		le, ok := ledger.AsError(err)
-		if !ok || !errors.Is(le, ledger.ErrUnavailable) || !strings.Contains(le.Msg, "synchronous standby did not confirm") {
-			t.Fatalf("%s: %v, want ErrUnavailable for a commit the standby did not confirm", what, err)
+		le, ok := fault.As(err)
+		if !ok || !errors.Is(le, fault.ErrUnavailable) || !strings.Contains(le.Msg, "synchronous standby did not confirm") {
+			t.Fatalf("%s: %v, want fault.ErrUnavailable for a commit the standby did not confirm", what, err)
 		}
 	}
 	alloc := func(consumer string, gen *int64) []ledger.ConsumerAllocations {
 		return []ledger.ConsumerAllocations{{ConsumerUUID: consumer, ProjectID: "p", UserID: "u", CheckGeneration: true,
-			Generation: gen, Allocations: []ledger.ProviderResources{{ProviderUUID: rp, Resources: []ledger.Resource{{Class: "VCPU", Amount: 1}}}}}}
+			Generation: gen, Allocations: []engine.Allocation{{ProviderUUID: rp, Resources: []engine.ResourceAmount{{Class: "VCPU", Amount: 1}}}}}}
 	}
 	const c1 = "c1000000-0000-4000-8000-000000000001"
 	// The fast path (one implicit transaction).

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/berthd/berth/internal/fault"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -268,7 +269,7 @@ func (s *Store) InventoryCreate(ctx context.Context, p InventoryParams, inv Inve
 			return err
 		}
 		if tag.RowsAffected() == 0 {
-			return conflict(CodeConcurrentUpdate,
+			return conflict(fault.CodeConcurrentUpdate,
 				"Update conflict: Inventory for '%s' on resource provider '%s' already exists.",
 				inv.ResourceClass, p.ProviderUUID)
 		}
@@ -281,7 +282,7 @@ func (s *Store) InventoryCreate(ctx context.Context, p InventoryParams, inv Inve
 // checkGeneration compares a generation a client sent with the current one.
 func checkGeneration(want *int64, ref providerRef) error {
 	if want != nil && *want != ref.Generation {
-		return conflict(CodeConcurrentUpdate, "resource provider generation conflict")
+		return conflict(fault.CodeConcurrentUpdate, "resource provider generation conflict")
 	}
 	return nil
 }
@@ -384,7 +385,7 @@ func (s *Store) InventoriesReplace(ctx context.Context, p InventoryParams, invs 
 func inventoryWriteError(err error, inUsePrefix string) error {
 	var inUse *inUseError
 	if errors.As(err, &inUse) {
-		return conflict(CodeInventoryInUse, "%s%s", inUsePrefix, inUse)
+		return conflict(fault.CodeInventoryInUse, "%s%s", inUsePrefix, inUse)
 	}
 	return err
 }
@@ -414,7 +415,7 @@ func (s *Store) InventoryDelete(ctx context.Context, providerUUID, class string)
 		if inUse {
 			// Placement's handler answers this with the code of a
 			// concurrent update.
-			return conflict(CodeConcurrentUpdate, "Unable to delete inventory of class %s: %s", class,
+			return conflict(fault.CodeConcurrentUpdate, "Unable to delete inventory of class %s: %s", class,
 				&inUseError{classes: []string{class}, provider: providerUUID})
 		}
 		tag, err := t.Exec(ctx, `DELETE FROM inventories WHERE resource_provider_id = $1 AND resource_class_id = $2`,
@@ -634,4 +635,26 @@ func overCapacity(ctx context.Context, q querier, providerID int64) ([]OverCapac
 		return nil
 	})
 	return out, err
+}
+
+// Inventory is the amount of one resource class a provider offers.
+type Inventory struct {
+	ResourceClass   string
+	Total           int64
+	Reserved        int64
+	MinUnit         int64
+	MaxUnit         int64
+	StepSize        int64
+	AllocationRatio float64
+	UpdatedAt       time.Time
+}
+
+// Capacity is what can be allocated in all: (total - reserved) * allocation_ratio.
+func (inv Inventory) Capacity() float64 {
+	return float64(inv.Total-inv.Reserved) * inv.AllocationRatio
+}
+
+// Fits reports whether used units plus amount more stay within capacity.
+func (inv Inventory) Fits(used, amount int64) bool {
+	return float64(used+amount) <= inv.Capacity()
 }

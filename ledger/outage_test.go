@@ -3,70 +3,18 @@ package ledger_test
 import (
 	"context"
 	"errors"
-	"fmt"
-	"io"
-	"net"
-	"os"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/berthd/berth/internal/fault"
 	"github.com/berthd/berth/ledger"
+	"github.com/berthd/berth/ledger/engine"
 )
 
-// TestAsErrorUnavailable: errors that say the database is out of reach
-// become ErrUnavailable with Berth's code; errors that say a statement
-// was wrong, and a client that went away, do not.
-func TestAsErrorUnavailable(t *testing.T) {
-	refused := &net.OpError{Op: "dial", Net: "unix", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
-	reset := &net.OpError{Op: "read", Net: "tcp", Err: os.NewSyscallError("read", syscall.ECONNRESET)}
-	for _, tc := range []struct {
-		name string
-		err  error
-		kind error // nil: AsError gives ok false
-	}{
-		{"connection refused", fmt.Errorf("ledger: begin: %w", refused), ledger.ErrUnavailable},
-		{"connection reset", fmt.Errorf("ledger: query: %w", reset), ledger.ErrUnavailable},
-		{"unexpected EOF", fmt.Errorf("failed to receive message: %w", io.ErrUnexpectedEOF), ledger.ErrUnavailable},
-		{"EOF", fmt.Errorf("read: %w", io.EOF), ledger.ErrUnavailable},
-		{"conn closed", fmt.Errorf("ledger: %w", pgconn.ErrConnClosed), ledger.ErrUnavailable},
-		{"admin shutdown", &pgconn.PgError{Code: "57P01", Message: "terminating connection due to administrator command"}, ledger.ErrUnavailable},
-		{"crash shutdown", &pgconn.PgError{Code: "57P02"}, ledger.ErrUnavailable},
-		{"starting up", &pgconn.PgError{Code: "57P03", Message: "the database system is starting up"}, ledger.ErrUnavailable},
-		{"statement timeout", &pgconn.PgError{Code: "57014"}, ledger.ErrUnavailable},
-		{"connection failure", &pgconn.PgError{Code: "08006"}, ledger.ErrUnavailable},
-		{"too many connections", &pgconn.PgError{Code: "53300"}, ledger.ErrUnavailable},
-		{"acquire timeout", fmt.Errorf("ledger: begin: %w", context.DeadlineExceeded), ledger.ErrUnavailable},
-		{"bad string", &pgconn.PgError{Code: "22021"}, ledger.ErrInvalid},
-		{"unique violation", &pgconn.PgError{Code: "23505"}, nil},
-		{"syntax error", &pgconn.PgError{Code: "42601"}, nil},
-		{"client went away", fmt.Errorf("ledger: begin: %w", context.Canceled), nil},
-		{"a bug", errors.New("index out of range"), nil},
-		{"already a ledger error", &ledger.Error{Kind: ledger.ErrConflict, Msg: "x"}, ledger.ErrConflict},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			e, ok := ledger.AsError(tc.err)
-			if tc.kind == nil {
-				if ok {
-					t.Fatalf("AsError(%v) = %+v, want ok false", tc.err, e)
-				}
-				return
-			}
-			if !ok || !errors.Is(e, tc.kind) {
-				t.Fatalf("AsError(%v) = %+v, %v; want kind %v", tc.err, e, ok, tc.kind)
-			}
-			if tc.kind == ledger.ErrUnavailable && (e.Code != ledger.CodeDatabaseUnavailable || e.Msg == "") {
-				t.Errorf("unavailable error %+v: want code %s and a message", e, ledger.CodeDatabaseUnavailable)
-			}
-		})
-	}
-}
-
 // TestOpenUnreachable: a database that is not there fails Open quickly
-// with ErrUnavailable, not a hang or an unclassified error.
+// with fault.ErrUnavailable, not a hang or an unclassified error.
 func TestOpenUnreachable(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -75,8 +23,8 @@ func TestOpenUnreachable(t *testing.T) {
 	if err == nil {
 		t.Fatal("Open succeeded without a server")
 	}
-	if e, ok := ledger.AsError(err); !ok || !errors.Is(e, ledger.ErrUnavailable) {
-		t.Fatalf("Open: %v; want ErrUnavailable", err)
+	if e, ok := fault.As(err); !ok || !errors.Is(e, fault.ErrUnavailable) {
+		t.Fatalf("Open: %v; want fault.ErrUnavailable", err)
 	}
 }
 
@@ -121,7 +69,7 @@ func TestBrokenPoolConnections(t *testing.T) {
 		t.Fatal("no backend terminated")
 	}
 	mustCreate(t, store, "c", uuidC, "")
-	list, err := store.ProvidersMatching(ctx, ledger.ProviderFilter{})
+	list, err := store.ProvidersMatching(ctx, engine.ProviderFilter{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +89,7 @@ func TestSnapshotWhileDeaf(t *testing.T) {
 	mustCreate(t, store, "a", uuidA, "")
 	name := func() string {
 		t.Helper()
-		list, err := store.ProvidersMatching(ctx, ledger.ProviderFilter{})
+		list, err := store.ProvidersMatching(ctx, engine.ProviderFilter{})
 		if err != nil || len(list) != 1 {
 			t.Fatalf("providers: %v, %v", list, err)
 		}
@@ -187,7 +135,7 @@ func TestListenerReconnects(t *testing.T) {
 	mustCreate(t, store, "a", uuidA, "")
 	count := func(s *ledger.Store) int {
 		t.Helper()
-		list, err := s.ProvidersMatching(ctx, ledger.ProviderFilter{})
+		list, err := s.ProvidersMatching(ctx, engine.ProviderFilter{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -33,13 +33,13 @@ func (e *ReservedKeyError) Error() string {
 }
 
 // PlacementKeys returns a provider's keys, by name. An unknown provider is
-// ErrNotFound.
+// fault.ErrNotFound.
 func (s *Store) PlacementKeys(ctx context.Context, providerUUID string) ([]PlacementKey, error) {
-	ref, err := lookupProvider(ctx, s.pool, providerUUID)
+	ref, err := lookupProvider(ctx, s.db, providerUUID)
 	if err != nil {
 		return nil, err
 	}
-	return providerKeys(ctx, s.pool, ref.ID)
+	return providerKeys(ctx, s.db, ref.ID)
 }
 
 func providerKeys(ctx context.Context, q querier, id int64) ([]PlacementKey, error) {
@@ -70,8 +70,8 @@ type PlacementKeysReplaceParams struct {
 }
 
 // PlacementKeysReplace replaces a provider's keys with keys, in one
-// transaction. An unknown provider is ErrNotFound; an empty or duplicate
-// name or a value that is not finite is ErrInvalid; touching a reserved
+// transaction. An unknown provider is fault.ErrNotFound; an empty or duplicate
+// name or a value that is not finite is fault.ErrInvalid; touching a reserved
 // key without p.Reserved is a *ReservedKeyError (nothing changes).
 func (s *Store) PlacementKeysReplace(ctx context.Context, providerUUID string, keys []PlacementKey, p PlacementKeysReplaceParams) error {
 	seen := map[string]bool{}
@@ -151,7 +151,7 @@ func reservedChange(old, new []PlacementKey) (name string, ok bool) {
 // PlacementKeysOf returns the keys of each of the providers named (uuids)
 // that has any, in one query. Unknown and malformed uuids are skipped.
 func (s *Store) PlacementKeysOf(ctx context.Context, providerUUIDs []string) (map[string][]PlacementKey, error) {
-	rows, err := s.pool.Query(ctx, `
+	rows, err := s.db.Query(ctx, `
 		SELECT rp.uuid::text, k.name, k.value, k.sticky
 		FROM provider_placement_keys k JOIN resource_providers rp ON rp.id = k.resource_provider_id
 		WHERE rp.uuid = ANY($1::text[]::uuid[]) ORDER BY rp.uuid, k.name`, validUUIDs(providerUUIDs))
@@ -175,7 +175,7 @@ func (s *Store) ConsumerKeys(ctx context.Context, consumerUUID string) ([]Placem
 	if !ok {
 		return []PlacementKey{}, nil
 	}
-	rows, err := s.pool.Query(ctx, `
+	rows, err := s.db.Query(ctx, `
 		SELECT k.name, k.value, true FROM consumer_placement_keys k JOIN consumers c ON c.id = k.consumer_id
 		WHERE c.uuid = $1 ORDER BY k.name`, id)
 	if err != nil {

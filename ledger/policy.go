@@ -6,6 +6,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/berthd/berth/internal/fault"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -42,17 +43,17 @@ func scanPolicies(rows pgx.Rows) ([]SchedulingPolicy, error) {
 
 // SchedulingPolicies lists every stored policy, by name.
 func (s *Store) SchedulingPolicies(ctx context.Context) ([]SchedulingPolicy, error) {
-	rows, err := s.pool.Query(ctx, selectPolicies+`ORDER BY name`)
+	rows, err := s.db.Query(ctx, selectPolicies+`ORDER BY name`)
 	if err != nil {
 		return nil, err
 	}
 	return scanPolicies(rows)
 }
 
-// SchedulingPolicyGet returns one policy; ErrNotFound if there is none of
+// SchedulingPolicyGet returns one policy; fault.ErrNotFound if there is none of
 // that name.
 func (s *Store) SchedulingPolicyGet(ctx context.Context, name string) (SchedulingPolicy, error) {
-	rows, err := s.pool.Query(ctx, selectPolicies+`WHERE name = $1`, name)
+	rows, err := s.db.Query(ctx, selectPolicies+`WHERE name = $1`, name)
 	if err != nil {
 		return SchedulingPolicy{}, err
 	}
@@ -69,7 +70,7 @@ func (s *Store) SchedulingPolicyGet(ctx context.Context, name string) (Schedulin
 // SchedulingPolicyPutParams says how SchedulingPolicyPut treats an
 // existing policy of the same name.
 type SchedulingPolicyPutParams struct {
-	// Create refuses to replace an existing policy (ErrConflict,
+	// Create refuses to replace an existing policy (fault.ErrConflict,
 	// placement.duplicate_name); otherwise one is replaced and its
 	// generation incremented.
 	Create bool
@@ -78,7 +79,7 @@ type SchedulingPolicyPutParams struct {
 // SchedulingPolicyPut creates or replaces p and returns what is stored
 // (created reports which). Making p the default takes the default mark
 // from whichever policy had it, in the same transaction. Naming a
-// scriptlet (in p.Scriptlets) that is not stored is ErrInvalid. Every replica learns of the
+// scriptlet (in p.Scriptlets) that is not stored is fault.ErrInvalid. Every replica learns of the
 // change through a notification sent when the transaction commits.
 func (s *Store) SchedulingPolicyPut(ctx context.Context, p SchedulingPolicy, params SchedulingPolicyPutParams) (out SchedulingPolicy, created bool, err error) {
 	scriptlets := p.Scriptlets
@@ -100,7 +101,7 @@ func (s *Store) SchedulingPolicyPut(ctx context.Context, p SchedulingPolicy, par
 			return err
 		}
 		if exists && params.Create {
-			return conflict(CodeDuplicateName, "Scheduling policy %s already exists.", p.Name)
+			return conflict(fault.CodeDuplicateName, "Scheduling policy %s already exists.", p.Name)
 		}
 		rows, err := t.Query(ctx, `
 			INSERT INTO scheduling_policies (name, description, is_default, spec, scriptlets) VALUES ($1, $2, $3, $4, $5)
@@ -116,9 +117,9 @@ func (s *Store) SchedulingPolicyPut(ctx context.Context, p SchedulingPolicy, par
 		if err != nil {
 			switch c, _ := uniqueViolation(err); c {
 			case "scheduling_policies_one_default":
-				return conflict(CodeConcurrentUpdate, "Another scheduling policy was made the default at the same time; try again.")
+				return conflict(fault.CodeConcurrentUpdate, "Another scheduling policy was made the default at the same time; try again.")
 			case "scheduling_policies_pkey":
-				return conflict(CodeDuplicateName, "Scheduling policy %s already exists.", p.Name)
+				return conflict(fault.CodeDuplicateName, "Scheduling policy %s already exists.", p.Name)
 			}
 			return err
 		}
@@ -128,7 +129,7 @@ func (s *Store) SchedulingPolicyPut(ctx context.Context, p SchedulingPolicy, par
 	return out, created, err
 }
 
-// SchedulingPolicyDelete deletes a policy; ErrNotFound if there is none.
+// SchedulingPolicyDelete deletes a policy; fault.ErrNotFound if there is none.
 // Deleting the default leaves no default (claims then use the built-in
 // policy).
 func (s *Store) SchedulingPolicyDelete(ctx context.Context, name string) error {

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/berthd/berth/internal/fault"
 	"github.com/berthd/berth/internal/uuid"
+	"github.com/berthd/berth/ledger/engine"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -22,16 +24,16 @@ JOIN resource_providers root ON root.id = rp.root_provider_id
 LEFT JOIN resource_providers parent ON parent.id = rp.parent_provider_id`
 
 // scanProvider scans one row read with providerSelect.
-func scanProvider(row pgx.Row) (Provider, error) {
-	var p Provider
+func scanProvider(row pgx.Row) (engine.Provider, error) {
+	var p engine.Provider
 	err := row.Scan(&p.ID, &p.UUID, &p.Name, &p.Generation, &p.ParentUUID, &p.RootUUID, &p.CreatedAt, &p.UpdatedAt)
 	return p, err
 }
 
 // collectProviders scans every row read with providerSelect and closes rows.
-func collectProviders(rows pgx.Rows) ([]Provider, error) {
+func collectProviders(rows pgx.Rows) ([]engine.Provider, error) {
 	defer rows.Close()
-	var out []Provider
+	var out []engine.Provider
 	for rows.Next() {
 		p, err := scanProvider(rows)
 		if err != nil {
@@ -42,30 +44,30 @@ func collectProviders(rows pgx.Rows) ([]Provider, error) {
 	return out, rows.Err()
 }
 
-// ProviderGet returns the provider with this uuid, or ErrNotFound.
-func (s *Store) ProviderGet(ctx context.Context, uuid string) (Provider, error) {
-	return providerGet(ctx, s.pool, uuid)
+// ProviderGet returns the provider with this uuid, or fault.ErrNotFound.
+func (s *Store) ProviderGet(ctx context.Context, uuid string) (engine.Provider, error) {
+	return providerGet(ctx, s.db, uuid)
 }
 
-func providerGet(ctx context.Context, q querier, uuid string) (Provider, error) {
+func providerGet(ctx context.Context, q querier, uuid string) (engine.Provider, error) {
 	canon, ok := storedUUID(uuid)
 	if !ok {
-		return Provider{}, providerNotFound(uuid)
+		return engine.Provider{}, providerNotFound(uuid)
 	}
 	p, err := scanProvider(q.QueryRow(ctx, providerSelect+` WHERE rp.uuid = $1`, canon))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return Provider{}, providerNotFound(uuid)
+		return engine.Provider{}, providerNotFound(uuid)
 	}
 	if err != nil {
-		return Provider{}, fmt.Errorf("ledger: get provider: %w", err)
+		return engine.Provider{}, fmt.Errorf("ledger: get provider: %w", err)
 	}
 	return p, nil
 }
 
 // ProvidersByID returns the providers with these row ids, ordered by id.
 // Ids that do not exist (any more) are left out.
-func (s *Store) ProvidersByID(ctx context.Context, ids []int64) ([]Provider, error) {
-	rows, err := s.pool.Query(ctx, providerSelect+` WHERE rp.id = ANY($1) ORDER BY rp.id`, ids)
+func (s *Store) ProvidersByID(ctx context.Context, ids []int64) ([]engine.Provider, error) {
+	rows, err := s.db.Query(ctx, providerSelect+` WHERE rp.id = ANY($1) ORDER BY rp.id`, ids)
 	if err != nil {
 		return nil, fmt.Errorf("ledger: get providers: %w", err)
 	}
@@ -88,14 +90,14 @@ type ProviderCreateParams struct {
 }
 
 // ProviderCreate creates a resource provider with generation 0 and returns
-// it. A duplicate uuid or name is ErrConflict (CodeDuplicateName); a parent
-// that is the provider itself or does not exist is ErrInvalid.
-func (s *Store) ProviderCreate(ctx context.Context, params ProviderCreateParams) (Provider, error) {
+// it. A duplicate uuid or name is fault.ErrConflict (fault.CodeDuplicateName); a parent
+// that is the provider itself or does not exist is fault.ErrInvalid.
+func (s *Store) ProviderCreate(ctx context.Context, params ProviderCreateParams) (engine.Provider, error) {
 	rpUUID := uuid.New()
 	if params.UUID != "" {
 		var ok bool
 		if rpUUID, ok = canonicalUUID(params.UUID); !ok {
-			return Provider{}, invalid("", "Invalid resource provider uuid %s", params.UUID)
+			return engine.Provider{}, invalid("", "Invalid resource provider uuid %s", params.UUID)
 		}
 	}
 	refuse := func(reason string) error {
@@ -109,10 +111,10 @@ func (s *Store) ProviderCreate(ctx context.Context, params ProviderCreateParams)
 		// another spelling of an existing uuid finds nothing.
 		parentUUID, ok = storedUUID(params.ParentUUID)
 		if !ok {
-			return Provider{}, refuse("parent provider UUID does not exist.")
+			return engine.Provider{}, refuse("parent provider UUID does not exist.")
 		}
 		if parentUUID == rpUUID {
-			return Provider{}, refuse("parent provider UUID cannot be same as UUID. " +
+			return engine.Provider{}, refuse("parent provider UUID cannot be same as UUID. " +
 				"Please set parent provider UUID to None if there is no parent.")
 		}
 	}
@@ -123,7 +125,7 @@ func (s *Store) ProviderCreate(ctx context.Context, params ProviderCreateParams)
 			return p, err
 		}
 	}
-	var p Provider
+	var p engine.Provider
 	err := s.withTx(ctx, func(t *txn) error {
 		var parentID, rootID *int64
 		if parentUUID != "" {
@@ -150,7 +152,7 @@ func (s *Store) ProviderCreate(ctx context.Context, params ProviderCreateParams)
 			return fmt.Errorf("ledger: check provider name: %w", err)
 		}
 		if nameTaken {
-			return conflict(CodeDuplicateName, "Conflicting resource provider name: %s already exists.", params.Name)
+			return conflict(fault.CodeDuplicateName, "Conflicting resource provider name: %s already exists.", params.Name)
 		}
 		var id int64
 		err := t.QueryRow(ctx, `
@@ -160,9 +162,9 @@ func (s *Store) ProviderCreate(ctx context.Context, params ProviderCreateParams)
 			RETURNING id`, rpUUID, params.Name, parentID, rootID).Scan(&id)
 		if constraint, ok := uniqueViolation(err); ok {
 			if constraint == "resource_providers_uuid_key" {
-				return conflict(CodeDuplicateName, "Conflicting resource provider uuid: %s already exists.", rpUUID)
+				return conflict(fault.CodeDuplicateName, "Conflicting resource provider uuid: %s already exists.", rpUUID)
 			}
-			return conflict(CodeDuplicateName, "Conflicting resource provider name: %s already exists.", params.Name)
+			return conflict(fault.CodeDuplicateName, "Conflicting resource provider name: %s already exists.", params.Name)
 		}
 		if _, ok := foreignKeyViolation(err); ok {
 			// The parent was deleted after we locked its tree's root.
@@ -201,9 +203,9 @@ type ProviderUpdateParams struct {
 // ProviderUpdate renames and/or re-parents the provider with this uuid and
 // returns it. It does not change the provider's generation, as Placement
 // does not. Moving a provider moves its whole subtree: every descendant
-// gets the new root. A duplicate name is ErrConflict (CodeDuplicateName);
-// a missing parent, a forbidden re-parent and a loop are ErrInvalid.
-func (s *Store) ProviderUpdate(ctx context.Context, rpUUID string, params ProviderUpdateParams) (Provider, error) {
+// gets the new root. A duplicate name is fault.ErrConflict (fault.CodeDuplicateName);
+// a missing parent, a forbidden re-parent and a loop are fault.ErrInvalid.
+func (s *Store) ProviderUpdate(ctx context.Context, rpUUID string, params ProviderUpdateParams) (engine.Provider, error) {
 	refuse := func(action, reason string) error {
 		return invalid("", "Unable to save resource provider %s: Object action %s failed because: %s",
 			rpUUID, action, reason)
@@ -212,11 +214,11 @@ func (s *Store) ProviderUpdate(ctx context.Context, rpUUID string, params Provid
 	if params.SetParent && params.ParentUUID != "" {
 		var ok bool
 		if parentUUID, ok = storedUUID(params.ParentUUID); !ok { // compared as written, as on create
-			return Provider{}, refuse("create", "parent provider UUID does not exist.")
+			return engine.Provider{}, refuse("create", "parent provider UUID does not exist.")
 		}
 	}
 
-	var p Provider
+	var p engine.Provider
 	err := s.withTx(ctx, func(t *txn) error {
 		ref, err := lookupProvider(ctx, t, rpUUID)
 		if err != nil {
@@ -231,7 +233,7 @@ func (s *Store) ProviderUpdate(ctx context.Context, rpUUID string, params Provid
 			_, err := t.Exec(ctx, `UPDATE resource_providers SET name = $2 WHERE id = $1`, ref.ID, *params.Name)
 			if _, ok := uniqueViolation(err); ok {
 				// Placement's update words it differently from its create.
-				return conflict(CodeDuplicateName, "Conflicting resource provider %s already exists.", *params.Name)
+				return conflict(fault.CodeDuplicateName, "Conflicting resource provider %s already exists.", *params.Name)
 			}
 			if err != nil {
 				return fmt.Errorf("ledger: rename provider: %w", err)
@@ -342,13 +344,13 @@ func reparent(ctx context.Context, t *txn, id int64, parentUUID string, allow bo
 
 // ProviderDelete deletes the provider with this uuid, with its inventories,
 // traits and aggregate links. A provider that has allocations
-// (CodeProviderInUse) or children (CodeProviderCannotDelete) is ErrConflict.
+// (fault.CodeProviderInUse) or children (fault.CodeProviderCannotDelete) is fault.ErrConflict.
 func (s *Store) ProviderDelete(ctx context.Context, rpUUID string) error {
 	inUse := func() error {
-		return conflict(CodeProviderInUse, "Unable to delete resource provider %s: Resource provider has allocations.", rpUUID)
+		return conflict(fault.CodeProviderInUse, "Unable to delete resource provider %s: Resource provider has allocations.", rpUUID)
 	}
 	hasChildren := func() error {
-		return conflict(CodeProviderCannotDelete,
+		return conflict(fault.CodeProviderCannotDelete,
 			"Unable to delete parent resource provider %s: It has child resource providers.", rpUUID)
 	}
 	if err := s.providerDeleteFast(ctx, rpUUID); !errors.Is(err, errFallBack) {
@@ -356,7 +358,7 @@ func (s *Store) ProviderDelete(ctx context.Context, rpUUID string) error {
 	}
 	return s.withTx(ctx, func(t *txn) error {
 		ref, err := lookupProvider(ctx, t, rpUUID)
-		if errors.Is(err, ErrNotFound) {
+		if errors.Is(err, fault.ErrNotFound) {
 			return notFound("No resource provider with uuid %s found for delete", rpUUID)
 		}
 		if err != nil {
@@ -461,7 +463,7 @@ func lockTrees(ctx context.Context, t *txn, ids ...int64) ([]int64, error) {
 			return roots, nil
 		}
 		if attempt == maxTreeLockAttempts {
-			return nil, conflict(CodeConcurrentUpdate, "Provider tree changed concurrently, please retry.")
+			return nil, conflict(fault.CodeConcurrentUpdate, "Provider tree changed concurrently, please retry.")
 		}
 		roots = again
 	}
@@ -484,4 +486,27 @@ func descendants(ctx context.Context, q querier, id int64) ([]int64, error) {
 		return nil, fmt.Errorf("ledger: read subtree: %w", err)
 	}
 	return ids, nil
+}
+
+// providerRef is a provider's row id and generation, as read for a write.
+type providerRef struct {
+	ID         int64
+	Generation int64
+}
+
+// lookupProvider finds a provider by uuid. A missing provider, or a uuid
+// that is not a UUID at all, is reported as fault.ErrNotFound with Placement's
+// wording.
+func lookupProvider(ctx context.Context, q querier, uuid string) (providerRef, error) {
+	var ref providerRef
+	canon, ok := storedUUID(uuid)
+	if !ok {
+		return ref, providerNotFound(uuid)
+	}
+	err := q.QueryRow(ctx, `SELECT id, generation FROM resource_providers WHERE uuid = $1`, canon).
+		Scan(&ref.ID, &ref.Generation)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return ref, providerNotFound(uuid)
+	}
+	return ref, err
 }

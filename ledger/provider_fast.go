@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/berthd/berth/ledger/engine"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
@@ -38,7 +39,7 @@ import (
 // snapshot, taken after the lock was granted, sees every such write.
 //
 // The pipelines with statements whose plans depend on their parameters
-// start with fastPlanSQL (allocation_fast.go): those statements then run
+// start with fastPlanSQL (claim_write.go): those statements then run
 // their generic plans, which PostgreSQL might otherwise replace by custom
 // plans planned afresh at every execution (measured for the traits
 // statement: 0.75 ms of PostgreSQL's CPU per write with custom plans, 0.4
@@ -127,10 +128,10 @@ func (s *Store) sendOneTrip(ctx context.Context, w oneTrip) error {
 	if s.trips != nil {
 		_, err := s.trips.send(ctx, w)
 		if !errors.Is(err, errAlone) {
-			return err
+			return dbError(err)
 		}
 	}
-	return s.sendAlone(ctx, w)
+	return dbError(s.sendAlone(ctx, w))
 }
 
 // sendAlone is sendOneTrip for w alone: one implicit transaction.
@@ -224,8 +225,8 @@ FROM (SELECT nextval('resource_providers_id_seq'::regclass) AS id) n
 RETURNING id, uuid::text, name, generation, created_at, updated_at`
 
 // providerCreateFast creates a root provider in one round trip.
-func (s *Store) providerCreateFast(ctx context.Context, rpUUID, name string) (Provider, error) {
-	var p Provider
+func (s *Store) providerCreateFast(ctx context.Context, rpUUID, name string) (engine.Provider, error) {
+	var p engine.Provider
 	// No fastPlanSQL: this statement's plan depends on no parameter,
 	// so PostgreSQL settles on the generic plan after five executions
 	// by itself.

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/berthd/berth/internal/proctest"
+	"github.com/berthd/berth/internal/testing/proctest"
 )
 
 // BenchmarkProviderWrites measures the writes that seed a cloud, as

@@ -16,7 +16,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/berthd/berth/internal/fault"
 	"github.com/berthd/berth/ledger"
+	"github.com/berthd/berth/ledger/engine"
 	"github.com/berthd/berth/ledger/ledgertest"
 )
 
@@ -112,14 +114,14 @@ func runProviderScript(t *testing.T, s *ledger.Store, dbURL string) []string {
 	var out []string
 	add := func(v any, err error) {
 		if err != nil {
-			le, ok := ledger.AsError(err)
+			le, ok := fault.As(err)
 			if !ok {
 				t.Fatalf("step %d: not a ledger error: %v", len(out), err)
 			}
 			out = append(out, fmt.Sprintf("error %v %q %q", le.Kind, le.Code, le.Msg))
 			return
 		}
-		if p, ok := v.(ledger.Provider); ok {
+		if p, ok := v.(engine.Provider); ok {
 			// Row ids are not answers; a fast path that falls back
 			// consumes one more value of the sequence.
 			p.ID = 0
@@ -185,7 +187,7 @@ func runProviderScript(t *testing.T, s *ledger.Store, dbURL string) []string {
 	putInv(b, nil, false, disk, vcpu(2)) // no generation to check
 	if err := s.AllocationsReplace(ctx, []ledger.ConsumerAllocations{{
 		ConsumerUUID: "e0000000-0000-4000-8000-00000000000e", ProjectID: "p", UserID: "u",
-		Allocations: []ledger.ProviderResources{{ProviderUUID: a, Resources: []ledger.Resource{
+		Allocations: []engine.Allocation{{ProviderUUID: a, Resources: []engine.ResourceAmount{
 			{Class: "VCPU", Amount: 6}, {Class: "MEMORY_MB", Amount: 1024}}}},
 	}}); err != nil {
 		t.Fatal(err)
@@ -298,7 +300,7 @@ func TestInventoriesReplaceRacesClaims(t *testing.T) {
 			case err == nil && len(invs) == 1:
 				removed.Add(1)
 			case err != nil:
-				if le, ok := ledger.AsError(err); !ok || le.Code != ledger.CodeInventoryInUse {
+				if le, ok := fault.As(err); !ok || le.Code != fault.CodeInventoryInUse {
 					t.Errorf("replace: %v", err)
 					return
 				}

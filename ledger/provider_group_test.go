@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/berthd/berth/internal/fault"
 	"github.com/berthd/berth/ledger"
 )
 
@@ -124,7 +125,7 @@ func TestProviderGroupWritesQueuedWritesTogether(t *testing.T) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
-	rejection(t, <-staleA, ledger.ErrConflict)
+	rejection(t, <-staleA, fault.ErrConflict)
 	if err := <-noTrait; err == nil {
 		t.Errorf("traits of c with an unknown trait: written, want refused")
 	}
@@ -148,7 +149,7 @@ func TestProviderGroupWritesQueuedWritesTogether(t *testing.T) {
 	if p, err := g.store.ProviderGet(g.ctx, fresh); err != nil || p.Name != "fresh" {
 		t.Errorf("created provider: %+v %v", p, err)
 	}
-	if _, err := g.store.ProviderGet(g.ctx, d); !errors.Is(err, ledger.ErrNotFound) {
+	if _, err := g.store.ProviderGet(g.ctx, d); !errors.Is(err, fault.ErrNotFound) {
 		t.Errorf("deleted provider d: %v, want not found", err)
 	}
 	if inv := g.inventories(e); inv.Generation != 1 || len(inv.Inventories) != 1 {
@@ -194,9 +195,9 @@ func TestProviderGroupFailingStatementSendsWritesAlone(t *testing.T) {
 		t.Fatalf("creates of one name: %v and %v, want exactly one written", e1, e2)
 	}
 	if e1 != nil {
-		rejection(t, e1, ledger.ErrConflict)
+		rejection(t, e1, fault.ErrConflict)
 	} else {
-		rejection(t, e2, ledger.ErrConflict)
+		rejection(t, e2, fault.ErrConflict)
 	}
 	groups, writes := ledger.ProviderGroups(g.store)
 	if groups-groupsBefore != 1 || writes-writesBefore != 3 {

@@ -7,16 +7,18 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/berthd/berth/internal/fault"
 	"github.com/berthd/berth/ledger"
+	"github.com/berthd/berth/ledger/engine"
 )
 
-// wantError checks that err is a *ledger.Error of kind with code (empty:
+// wantError checks that err is a *fault.Error of kind with code (empty:
 // any code) whose message contains substr.
 func wantError(t *testing.T, err error, kind error, code, substr string) {
 	t.Helper()
-	var le *ledger.Error
+	var le *fault.Error
 	if !errors.As(err, &le) {
-		t.Fatalf("got error %v (%T), want a *ledger.Error", err, err)
+		t.Fatalf("got error %v (%T), want a *fault.Error", err, err)
 	}
 	if !errors.Is(err, kind) {
 		t.Errorf("error %q is not %v", le.Msg, kind)
@@ -29,7 +31,7 @@ func wantError(t *testing.T, err error, kind error, code, substr string) {
 	}
 }
 
-func mustCreate(t *testing.T, s *ledger.Store, name, uuid, parent string) ledger.Provider {
+func mustCreate(t *testing.T, s *ledger.Store, name, uuid, parent string) engine.Provider {
 	t.Helper()
 	p, err := s.ProviderCreate(context.Background(), ledger.ProviderCreateParams{UUID: uuid, Name: name, ParentUUID: parent})
 	if err != nil {
@@ -60,12 +62,12 @@ func TestProviderCreateAndGet(t *testing.T) {
 	}
 
 	_, err = s.ProviderCreate(ctx, ledger.ProviderCreateParams{UUID: uuidB, Name: "a"})
-	wantError(t, err, ledger.ErrConflict, ledger.CodeDuplicateName, "Conflicting resource provider name: a already exists")
+	wantError(t, err, fault.ErrConflict, fault.CodeDuplicateName, "Conflicting resource provider name: a already exists")
 	// Both taken: the name is reported, as Placement's insert does.
 	_, err = s.ProviderCreate(ctx, ledger.ProviderCreateParams{UUID: uuidA, Name: "a"})
-	wantError(t, err, ledger.ErrConflict, ledger.CodeDuplicateName, "Conflicting resource provider name: a already exists")
+	wantError(t, err, fault.ErrConflict, fault.CodeDuplicateName, "Conflicting resource provider name: a already exists")
 	_, err = s.ProviderCreate(ctx, ledger.ProviderCreateParams{UUID: strings.ReplaceAll(uuidA, "-", ""), Name: "other"})
-	wantError(t, err, ledger.ErrConflict, ledger.CodeDuplicateName, "Conflicting resource provider uuid: "+uuidA+" already exists")
+	wantError(t, err, fault.ErrConflict, fault.CodeDuplicateName, "Conflicting resource provider uuid: "+uuidA+" already exists")
 
 	gen := mustCreate(t, s, "generated", "", "")
 	if len(gen.UUID) != 36 {
@@ -76,15 +78,15 @@ func TestProviderCreateAndGet(t *testing.T) {
 	// spelling of a stored uuid finds nothing.
 	for _, other := range []string{strings.ToUpper(uuidA), strings.ReplaceAll(uuidA, "-", "")} {
 		_, err = s.ProviderGet(ctx, other)
-		wantError(t, err, ledger.ErrNotFound, "", "No resource provider with uuid "+other+" found")
+		wantError(t, err, fault.ErrNotFound, "", "No resource provider with uuid "+other+" found")
 		_, _, err = s.ProviderTraits(ctx, other)
-		wantError(t, err, ledger.ErrNotFound, "", "No resource provider with uuid "+other+" found")
+		wantError(t, err, fault.ErrNotFound, "", "No resource provider with uuid "+other+" found")
 	}
 
 	_, err = s.ProviderGet(ctx, "random_sauce")
-	wantError(t, err, ledger.ErrNotFound, "", "No resource provider with uuid random_sauce found")
+	wantError(t, err, fault.ErrNotFound, "", "No resource provider with uuid random_sauce found")
 	_, err = s.ProviderGet(ctx, uuidD)
-	wantError(t, err, ledger.ErrNotFound, "", "No resource provider with uuid "+uuidD+" found")
+	wantError(t, err, fault.ErrNotFound, "", "No resource provider with uuid "+uuidD+" found")
 }
 
 func TestProviderCreateChild(t *testing.T) {
@@ -101,10 +103,10 @@ func TestProviderCreateChild(t *testing.T) {
 	}
 
 	_, err := s.ProviderCreate(ctx, ledger.ProviderCreateParams{UUID: uuidD, Name: "self", ParentUUID: uuidD})
-	wantError(t, err, ledger.ErrInvalid, "", `Unable to create resource provider "self", `+uuidD+`: `+
+	wantError(t, err, fault.ErrInvalid, "", `Unable to create resource provider "self", `+uuidD+`: `+
 		`Object action create failed because: parent provider UUID cannot be same as UUID`)
 	_, err = s.ProviderCreate(ctx, ledger.ProviderCreateParams{Name: "orphan", ParentUUID: uuidD})
-	wantError(t, err, ledger.ErrInvalid, "", "parent provider UUID does not exist.")
+	wantError(t, err, fault.ErrInvalid, "", "parent provider UUID does not exist.")
 }
 
 func TestProviderUpdate(t *testing.T) {
@@ -115,7 +117,7 @@ func TestProviderUpdate(t *testing.T) {
 	mustCreate(t, s, "grandchild", uuidC, uuidB)
 	mustCreate(t, s, "other", uuidD, "")
 	name := func(n string) *string { return &n }
-	update := func(uuid string, p ledger.ProviderUpdateParams) (ledger.Provider, error) {
+	update := func(uuid string, p ledger.ProviderUpdateParams) (engine.Provider, error) {
 		return s.ProviderUpdate(ctx, uuid, p)
 	}
 
@@ -124,7 +126,7 @@ func TestProviderUpdate(t *testing.T) {
 		t.Fatalf("rename: %+v, %v", p, err)
 	}
 	_, err = update(uuidB, ledger.ProviderUpdateParams{Name: name("parent")})
-	wantError(t, err, ledger.ErrConflict, ledger.CodeDuplicateName, "parent already exists")
+	wantError(t, err, fault.ErrConflict, fault.CodeDuplicateName, "parent already exists")
 
 	// Giving a root a parent is allowed at any microversion, and moves the
 	// whole subtree.
@@ -142,17 +144,17 @@ func TestProviderUpdate(t *testing.T) {
 
 	// Before 1.37 an existing parent cannot be changed or removed.
 	_, err = update(uuidB, ledger.ProviderUpdateParams{SetParent: true, ParentUUID: uuidD})
-	wantError(t, err, ledger.ErrInvalid, "", "Unable to save resource provider "+uuidB+
+	wantError(t, err, fault.ErrInvalid, "", "Unable to save resource provider "+uuidB+
 		": Object action update failed because: re-parenting a provider is not currently allowed.")
 	_, err = update(uuidB, ledger.ProviderUpdateParams{SetParent: true})
-	wantError(t, err, ledger.ErrInvalid, "", "un-parenting a provider is not currently allowed.")
+	wantError(t, err, fault.ErrInvalid, "", "un-parenting a provider is not currently allowed.")
 	_, err = update(uuidB, ledger.ProviderUpdateParams{SetParent: true, ParentUUID: "ffffffff-0000-4000-8000-000000000000"})
-	wantError(t, err, ledger.ErrInvalid, "", "parent provider UUID does not exist.")
+	wantError(t, err, fault.ErrInvalid, "", "parent provider UUID does not exist.")
 
 	// Loops are refused: a provider under itself or under a descendant.
 	for _, parent := range []string{uuidA, uuidB, uuidC} {
 		_, err = update(uuidA, ledger.ProviderUpdateParams{SetParent: true, ParentUUID: parent, AllowReparent: true})
-		wantError(t, err, ledger.ErrInvalid, "", "creating loop in the provider tree is not allowed.")
+		wantError(t, err, fault.ErrInvalid, "", "creating loop in the provider tree is not allowed.")
 	}
 
 	// From 1.37: re-parent to another tree, then un-parent.
@@ -172,7 +174,7 @@ func TestProviderUpdate(t *testing.T) {
 	}
 
 	_, err = update(uuidA[:8], ledger.ProviderUpdateParams{Name: name("x")})
-	wantError(t, err, ledger.ErrNotFound, "", "No resource provider with uuid")
+	wantError(t, err, fault.ErrNotFound, "", "No resource provider with uuid")
 }
 
 func TestProviderDelete(t *testing.T) {
@@ -182,7 +184,7 @@ func TestProviderDelete(t *testing.T) {
 	child := mustCreate(t, s, "child", uuidB, uuidA)
 
 	err := s.ProviderDelete(ctx, uuidA)
-	wantError(t, err, ledger.ErrConflict, ledger.CodeProviderCannotDelete,
+	wantError(t, err, fault.ErrConflict, fault.CodeProviderCannotDelete,
 		"Unable to delete parent resource provider "+uuidA+": It has child resource providers.")
 
 	// A provider with allocations cannot go; one with inventory, traits
@@ -194,7 +196,7 @@ func TestProviderDelete(t *testing.T) {
 	exec(`INSERT INTO consumers (uuid, project_id, user_id) VALUES ($1, 1, 1)`, uuidD)
 	exec(`INSERT INTO allocations (resource_provider_id, consumer_id, resource_class_id, used) VALUES ($1, 1, 0, 2)`, child.ID)
 	err = s.ProviderDelete(ctx, uuidB)
-	wantError(t, err, ledger.ErrConflict, ledger.CodeProviderInUse, "Unable to delete resource provider "+uuidB)
+	wantError(t, err, fault.ErrConflict, fault.CodeProviderInUse, "Unable to delete resource provider "+uuidB)
 
 	exec(`DELETE FROM allocations`)
 	if _, _, err := s.ProviderTraitsReplace(ctx, uuidB, 0, []string{"HW_CPU_X86_AVX"}); err != nil {
@@ -210,9 +212,9 @@ func TestProviderDelete(t *testing.T) {
 		t.Fatalf("delete root: %v", err)
 	}
 	err = s.ProviderDelete(ctx, uuidB)
-	wantError(t, err, ledger.ErrNotFound, "", "No resource provider with uuid "+uuidB+" found for delete")
+	wantError(t, err, fault.ErrNotFound, "", "No resource provider with uuid "+uuidB+" found for delete")
 	err = s.ProviderDelete(ctx, "not-a-uuid")
-	wantError(t, err, ledger.ErrNotFound, "", "found for delete")
+	wantError(t, err, fault.ErrNotFound, "", "found for delete")
 }
 
 // TestProviderReparentConcurrently moves providers between trees from many
@@ -241,14 +243,14 @@ func TestProviderReparentConcurrently(t *testing.T) {
 				}
 				_, err := s.ProviderUpdate(ctx, kid, ledger.ProviderUpdateParams{
 					SetParent: true, ParentUUID: parent, AllowReparent: true})
-				if err != nil && !errors.Is(err, ledger.ErrInvalid) && !errors.Is(err, ledger.ErrConflict) {
+				if err != nil && !errors.Is(err, fault.ErrInvalid) && !errors.Is(err, fault.ErrConflict) {
 					t.Errorf("move %s: %v", kid, err)
 				}
 			}
 		}()
 	}
 	wg.Wait()
-	byUUID := map[string]ledger.Provider{}
+	byUUID := map[string]engine.Provider{}
 	for _, u := range append(roots, kids...) {
 		p, err := s.ProviderGet(ctx, u)
 		if err != nil {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
+	"github.com/berthd/berth/internal/fault"
 )
 
 // ProviderInventoryWrite is the whole inventory one provider should have,
@@ -37,121 +39,150 @@ type ReshapeParams struct {
 // leaves everything as it was.
 func (s *Store) Reshape(ctx context.Context, p ReshapeParams) error {
 	return s.withTx(ctx, func(t *txn) error {
-		// Early checks, in Placement's order: providers with inventory and
-		// their generations...
-		refs := make([]providerRef, len(p.Inventories))
-		for i, iw := range p.Inventories {
-			ref, err := lookupProvider(ctx, t, iw.ProviderUUID)
-			if errors.Is(err, ErrNotFound) {
-				return invalid(CodeProviderNotFound, "Resource provider %s in inventories not found: %s",
-					iw.ProviderUUID, err.Error())
-			}
-			if err != nil {
-				return err
-			}
-			if ref.Generation != iw.Generation {
-				return reshapeGenerationConflict(iw, ref.Generation)
-			}
-			for _, inv := range iw.Inventories {
-				if !inv.validCapacity(true) {
-					return invalid("", "Unable to update inventory for resource provider %s: %s",
-						iw.ProviderUUID, capacityMessage(inv, iw.ProviderUUID, true))
-				}
-			}
-			refs[i] = ref
-		}
-		// ...then consumers and their generations, then the providers the
-		// allocations name.
-		ws := append([]ConsumerAllocations(nil), p.Allocations...)
-		rows, err := prepareConsumers(ctx, t, ws)
+		r, err := prepareReshape(ctx, t, p)
 		if err != nil {
 			return err
 		}
-		plan, err := planAllocations(ctx, t, ws, rows)
-		if err != nil {
-			return err
-		}
-
-		// Lock every provider involved, in id order, and make sure the
-		// generations checked above still hold.
-		lockIDs := plan.providerIDs()
-		for _, ref := range refs {
-			lockIDs = append(lockIDs, ref.ID)
-		}
-		gens, err := lockProviders(ctx, t, lockIDs)
-		if err != nil {
-			return err
-		}
-		for i, iw := range p.Inventories {
-			gen, ok := gens[refs[i].ID]
-			if !ok {
-				return invalid(CodeProviderNotFound, "Resource provider %s in inventories not found: No resource provider with uuid %s found",
-					iw.ProviderUUID, iw.ProviderUUID)
-			}
-			if gen != iw.Generation {
-				return reshapeGenerationConflict(iw, gen)
-			}
-		}
-		if err := plan.lock(ctx, t); err != nil {
-			return err
-		}
-
-		classed := make([][]classedInventory, len(p.Inventories))
-		for i, iw := range p.Inventories {
-			c, unknown, err := classify(ctx, t, iw.Inventories)
-			if err != nil {
-				return err
-			}
-			if unknown != "" {
-				return invalid("", "malformed reshaper data: No such resource class %s.", unknown)
-			}
-			classed[i] = c
-		}
-
 		// 1. Interim inventories. A provider whose new inventory is empty
 		// is left alone (Placement skips it too).
 		for i, iw := range p.Inventories {
-			if len(classed[i]) == 0 {
+			if len(r.classed[i]) == 0 {
 				continue
 			}
-			if err := setInventory(ctx, t, refs[i].ID, iw.ProviderUUID, classed[i], false); err != nil {
+			if err := setInventory(ctx, t, r.refs[i].ID, iw.ProviderUUID, r.classed[i], false); err != nil {
 				return err
 			}
-			if _, err := bumpLockedGeneration(ctx, t, refs[i].ID); err != nil {
+			if _, err := bumpLockedGeneration(ctx, t, r.refs[i].ID); err != nil {
 				return err
 			}
 		}
-
 		// 2. Allocations.
-		err = plan.apply(ctx, t)
-		var uc *unknownClassError
-		if errors.As(err, &uc) {
+		err = r.plan.apply(ctx, t)
+		if uc := (*unknownClassError)(nil); errors.As(err, &uc) {
 			return invalid("", "malformed reshaper data: %s", uc)
 		}
 		if err != nil {
 			return err
 		}
-
+		// A Placement-API write of these consumers' allocations: their
+		// stored claims become permanent (claim_records.go).
+		if err := settleClaimStates(ctx, t, p.Allocations); err != nil {
+			return err
+		}
 		// 3. Final inventories.
 		for i, iw := range p.Inventories {
-			err := setInventory(ctx, t, refs[i].ID, iw.ProviderUUID, classed[i], true)
-			if err := inventoryWriteError(err, "update conflict: "); err != nil {
+			if err := s.finalInventory(ctx, t, r.refs[i].ID, iw.ProviderUUID, r.classed[i]); err != nil {
 				return err
 			}
-			if err := s.warnOverCapacity(ctx, t, refs[i].ID, iw.ProviderUUID); err != nil {
-				return err
-			}
-			if _, err := bumpLockedGeneration(ctx, t, refs[i].ID); err != nil {
-				return err
-			}
-			t.touch(refs[i].ID)
 		}
 		return nil
 	})
 }
 
+// reshape is a reshape checked, planned and locked: the providers with new
+// inventory, their inventories with class ids, and the allocation plan.
+type reshape struct {
+	refs    []providerRef
+	classed [][]classedInventory
+	plan    *allocPlan
+}
+
+// prepareReshape makes the early checks in Placement's order (providers
+// with inventory and their generations, then consumers and theirs, then
+// the providers the allocations name), then locks every provider
+// involved, in id order, and checks that the generations still hold.
+func prepareReshape(ctx context.Context, t *txn, p ReshapeParams) (*reshape, error) {
+	r := &reshape{refs: make([]providerRef, len(p.Inventories)), classed: make([][]classedInventory, len(p.Inventories))}
+	for i, iw := range p.Inventories {
+		ref, err := reshapeProvider(ctx, t, iw)
+		if err != nil {
+			return nil, err
+		}
+		r.refs[i] = ref
+	}
+	ws := append([]ConsumerAllocations(nil), p.Allocations...)
+	rows, err := prepareConsumers(ctx, t, ws)
+	if err != nil {
+		return nil, err
+	}
+	if r.plan, err = planAllocations(ctx, t, ws, rows); err != nil {
+		return nil, err
+	}
+	lockIDs := r.plan.providerIDs()
+	for _, ref := range r.refs {
+		lockIDs = append(lockIDs, ref.ID)
+	}
+	gens, err := lockProviders(ctx, t, lockIDs)
+	if err != nil {
+		return nil, err
+	}
+	for i, iw := range p.Inventories {
+		gen, ok := gens[r.refs[i].ID]
+		if !ok {
+			return nil, invalid(fault.CodeProviderNotFound, "Resource provider %s in inventories not found: No resource provider with uuid %s found",
+				iw.ProviderUUID, iw.ProviderUUID)
+		}
+		if gen != iw.Generation {
+			return nil, reshapeGenerationConflict(iw, gen)
+		}
+	}
+	if err := r.plan.lock(ctx, t); err != nil {
+		return nil, err
+	}
+	for i, iw := range p.Inventories {
+		c, unknown, err := classify(ctx, t, iw.Inventories)
+		if err != nil {
+			return nil, err
+		}
+		if unknown != "" {
+			return nil, invalid("", "malformed reshaper data: No such resource class %s.", unknown)
+		}
+		r.classed[i] = c
+	}
+	return r, nil
+}
+
+// reshapeProvider looks up a provider with new inventory and checks its
+// generation and the inventories' capacities.
+func reshapeProvider(ctx context.Context, t *txn, iw ProviderInventoryWrite) (providerRef, error) {
+	ref, err := lookupProvider(ctx, t, iw.ProviderUUID)
+	if errors.Is(err, fault.ErrNotFound) {
+		return ref, invalid(fault.CodeProviderNotFound, "Resource provider %s in inventories not found: %s",
+			iw.ProviderUUID, err.Error())
+	}
+	if err != nil {
+		return ref, err
+	}
+	if ref.Generation != iw.Generation {
+		return ref, reshapeGenerationConflict(iw, ref.Generation)
+	}
+	for _, inv := range iw.Inventories {
+		if !inv.validCapacity(true) {
+			return ref, invalid("", "Unable to update inventory for resource provider %s: %s",
+				iw.ProviderUUID, capacityMessage(inv, iw.ProviderUUID, true))
+		}
+	}
+	return ref, nil
+}
+
+// finalInventory gives a reshaped provider exactly its new inventory.
+func (s *Store) finalInventory(ctx context.Context, t *txn, id int64, providerUUID string, classed []classedInventory) error {
+	err := setInventory(ctx, t, id, providerUUID, classed, true)
+	if err := inventoryWriteError(err, "update conflict: "); err != nil {
+		return err
+	}
+	if err := s.warnOverCapacity(ctx, t, id, providerUUID); err != nil {
+		return err
+	}
+	if _, err := bumpLockedGeneration(ctx, t, id); err != nil {
+		return err
+	}
+	t.touch(id)
+	return nil
+}
+
 func reshapeGenerationConflict(iw ProviderInventoryWrite, actual int64) error {
-	return conflict(CodeConcurrentUpdate, "%s", fmt.Sprintf(
+	return conflict(fault.CodeConcurrentUpdate, "%s", fmt.Sprintf(
 		"resource provider generation conflict for provider %s: actual: %d, given: %d",
 		iw.ProviderUUID, actual, iw.Generation))
 }

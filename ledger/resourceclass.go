@@ -33,7 +33,7 @@ func scanResourceClass(row pgx.Row) (ResourceClass, error) {
 // ResourceClassList returns every resource class, standard ones first, in
 // id order.
 func (s *Store) ResourceClassList(ctx context.Context) ([]ResourceClass, error) {
-	rows, err := s.pool.Query(ctx, resourceClassSelect+` ORDER BY id`)
+	rows, err := s.db.Query(ctx, resourceClassSelect+` ORDER BY id`)
 	if err != nil {
 		return nil, fmt.Errorf("ledger: list resource classes: %w", err)
 	}
@@ -52,9 +52,9 @@ func (s *Store) ResourceClassList(ctx context.Context) ([]ResourceClass, error) 
 	return out, nil
 }
 
-// ResourceClassGet returns the resource class with this name, or ErrNotFound.
+// ResourceClassGet returns the resource class with this name, or fault.ErrNotFound.
 func (s *Store) ResourceClassGet(ctx context.Context, name string) (ResourceClass, error) {
-	return resourceClassGet(ctx, s.pool, name, false)
+	return resourceClassGet(ctx, s.db, name, false)
 }
 
 func resourceClassGet(ctx context.Context, q querier, name string, forUpdate bool) (ResourceClass, error) {
@@ -74,7 +74,7 @@ func resourceClassGet(ctx context.Context, q querier, name string, forUpdate boo
 
 // ResourceClassCreate creates a custom resource class, whose id comes from
 // resource_classes_custom_id_seq (10000 and up). An existing class of that
-// name is ErrConflict. The caller validates the name (CUSTOM_ prefix).
+// name is fault.ErrConflict. The caller validates the name (CUSTOM_ prefix).
 func (s *Store) ResourceClassCreate(ctx context.Context, name string) (ResourceClass, error) {
 	var rc ResourceClass
 	err := s.withTx(ctx, func(t *txn) error {
@@ -120,8 +120,8 @@ func (s *Store) ResourceClassEnsure(ctx context.Context, name string) (rc Resour
 }
 
 // ResourceClassRename renames a custom resource class (microversions 1.2
-// to 1.6). Standard classes are ErrInvalid; a class that already has the
-// new name is ErrConflict. Inventories and allocations follow the class,
+// to 1.6). Standard classes are fault.ErrInvalid; a class that already has the
+// new name is fault.ErrConflict. Inventories and allocations follow the class,
 // since they refer to it by id.
 func (s *Store) ResourceClassRename(ctx context.Context, name, newName string) (ResourceClass, error) {
 	var rc ResourceClass
@@ -150,8 +150,8 @@ func (s *Store) ResourceClassRename(ctx context.Context, name, newName string) (
 }
 
 // ResourceClassDelete deletes a custom resource class. Standard classes are
-// ErrInvalid; a class still used by an inventory (or an allocation) is
-// ErrConflict.
+// fault.ErrInvalid; a class still used by an inventory (or an allocation) is
+// fault.ErrConflict.
 func (s *Store) ResourceClassDelete(ctx context.Context, name string) error {
 	inUse := func() error {
 		return conflict("", "Error in delete resource class: Cannot delete resource class %s. Class is in use in inventory.", name)
@@ -184,4 +184,14 @@ func (s *Store) ResourceClassDelete(ctx context.Context, name string) error {
 		}
 		return nil
 	})
+}
+
+// lookupClass finds a resource class id by name; ok is false when there is
+// no such class.
+func lookupClass(ctx context.Context, q querier, name string) (id int32, ok bool, err error) {
+	err = q.QueryRow(ctx, `SELECT id FROM resource_classes WHERE name = $1`, name).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, false, nil
+	}
+	return id, err == nil, err
 }

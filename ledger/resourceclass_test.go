@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/berthd/berth/internal/fault"
 	"github.com/berthd/berth/ledger"
 )
 
@@ -21,7 +22,7 @@ func TestResourceClasses(t *testing.T) {
 		t.Fatalf("create: %+v, %v", gold, err)
 	}
 	_, err = s.ResourceClassCreate(ctx, "CUSTOM_GOLD")
-	wantError(t, err, ledger.ErrConflict, "", "Conflicting resource class already exists: CUSTOM_GOLD")
+	wantError(t, err, fault.ErrConflict, "", "Conflicting resource class already exists: CUSTOM_GOLD")
 
 	rc, created, err := s.ResourceClassEnsure(ctx, "CUSTOM_GOLD")
 	if err != nil || created || rc.ID != gold.ID {
@@ -33,31 +34,31 @@ func TestResourceClasses(t *testing.T) {
 	}
 
 	_, err = s.ResourceClassRename(ctx, "VCPU", "CUSTOM_CPU")
-	wantError(t, err, ledger.ErrInvalid, "", "Cannot update standard resource class VCPU")
+	wantError(t, err, fault.ErrInvalid, "", "Cannot update standard resource class VCPU")
 	_, err = s.ResourceClassRename(ctx, "CUSTOM_SILVER", "CUSTOM_GOLD")
-	wantError(t, err, ledger.ErrConflict, "", "Resource class already exists: CUSTOM_GOLD")
+	wantError(t, err, fault.ErrConflict, "", "Resource class already exists: CUSTOM_GOLD")
 	_, err = s.ResourceClassRename(ctx, "CUSTOM_NONE", "CUSTOM_X")
-	wantError(t, err, ledger.ErrNotFound, "", "No such resource class CUSTOM_NONE.")
+	wantError(t, err, fault.ErrNotFound, "", "No such resource class CUSTOM_NONE.")
 	bronze, err := s.ResourceClassRename(ctx, "CUSTOM_SILVER", "CUSTOM_BRONZE")
 	if err != nil || bronze.ID != silver.ID || bronze.Name != "CUSTOM_BRONZE" {
 		t.Errorf("rename: %+v %v", bronze, err)
 	}
 
 	err = s.ResourceClassDelete(ctx, "VCPU")
-	wantError(t, err, ledger.ErrInvalid, "", "Cannot delete standard resource class VCPU")
+	wantError(t, err, fault.ErrInvalid, "", "Cannot delete standard resource class VCPU")
 
 	p := mustCreate(t, s, "rp", uuidA, "")
 	exec(`INSERT INTO inventories (resource_provider_id, resource_class_id, total, reserved, min_unit, max_unit, step_size, allocation_ratio)
 	      VALUES ($1, $2, 8, 0, 1, 8, 1, 1.0)`, p.ID, gold.ID)
 	err = s.ResourceClassDelete(ctx, "CUSTOM_GOLD")
-	wantError(t, err, ledger.ErrConflict, "",
+	wantError(t, err, fault.ErrConflict, "",
 		"Error in delete resource class: Cannot delete resource class CUSTOM_GOLD. Class is in use in inventory.")
 	exec(`DELETE FROM inventories`)
 	if err := s.ResourceClassDelete(ctx, "CUSTOM_GOLD"); err != nil {
 		t.Fatalf("delete: %v", err)
 	}
 	_, err = s.ResourceClassGet(ctx, "CUSTOM_GOLD")
-	wantError(t, err, ledger.ErrNotFound, "", "No such resource class CUSTOM_GOLD.")
+	wantError(t, err, fault.ErrNotFound, "", "No such resource class CUSTOM_GOLD.")
 	err = s.ResourceClassDelete(ctx, "CUSTOM_GOLD")
-	wantError(t, err, ledger.ErrNotFound, "", "No such resource class CUSTOM_GOLD.")
+	wantError(t, err, fault.ErrNotFound, "", "No such resource class CUSTOM_GOLD.")
 }

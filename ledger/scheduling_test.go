@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berthd/berth/internal/fault"
 	"github.com/berthd/berth/ledger"
 )
 
@@ -18,7 +19,7 @@ func TestSchedulingPolicyCRUD(t *testing.T) {
 	s, ctx := f.store, f.ctx
 
 	_, err := s.SchedulingPolicyGet(ctx, "gold")
-	rejection(t, err, ledger.ErrNotFound)
+	rejection(t, err, fault.ErrNotFound)
 
 	spec := json.RawMessage(`{"filters": [], "weighers": [{"name": "spread", "factor": 2}]}`)
 	p, created, err := s.SchedulingPolicyPut(ctx, ledger.SchedulingPolicy{Name: "gold", Description: "d", Default: true, Spec: spec},
@@ -27,7 +28,7 @@ func TestSchedulingPolicyCRUD(t *testing.T) {
 		t.Fatalf("create: %+v %v %v", p, created, err)
 	}
 	_, _, err = s.SchedulingPolicyPut(ctx, ledger.SchedulingPolicy{Name: "gold", Spec: spec}, ledger.SchedulingPolicyPutParams{Create: true})
-	if le := rejection(t, err, ledger.ErrConflict); le.Code != ledger.CodeDuplicateName {
+	if le := rejection(t, err, fault.ErrConflict); le.Code != fault.CodeDuplicateName {
 		t.Errorf("code %q", le.Code)
 	}
 
@@ -49,15 +50,15 @@ func TestSchedulingPolicyCRUD(t *testing.T) {
 
 	// A spec naming a scriptlet that does not exist is refused.
 	_, _, err = s.SchedulingPolicyPut(ctx, ledger.SchedulingPolicy{Name: "x", Spec: json.RawMessage(`{"scriptlet": "nope"}`), Scriptlets: []string{"nope"}}, ledger.SchedulingPolicyPutParams{})
-	rejection(t, err, ledger.ErrInvalid)
-	if _, err := s.SchedulingPolicyGet(ctx, "x"); !errors.Is(err, ledger.ErrNotFound) {
+	rejection(t, err, fault.ErrInvalid)
+	if _, err := s.SchedulingPolicyGet(ctx, "x"); !errors.Is(err, fault.ErrNotFound) {
 		t.Errorf("refused policy stored: %v", err)
 	}
 
 	if err := s.SchedulingPolicyDelete(ctx, "silver"); err != nil {
 		t.Fatal(err)
 	}
-	rejection(t, s.SchedulingPolicyDelete(ctx, "silver"), ledger.ErrNotFound)
+	rejection(t, s.SchedulingPolicyDelete(ctx, "silver"), fault.ErrNotFound)
 }
 
 func TestSchedulingPolicyOneDefaultUnderConcurrency(t *testing.T) {
@@ -73,7 +74,7 @@ func TestSchedulingPolicyOneDefaultUnderConcurrency(t *testing.T) {
 		}()
 	}
 	for range names {
-		if err := <-errs; err != nil && !errors.Is(err, ledger.ErrConflict) {
+		if err := <-errs; err != nil && !errors.Is(err, fault.ErrConflict) {
 			t.Fatalf("put: %v", err)
 		}
 	}
@@ -108,20 +109,20 @@ func TestScriptletCRUD(t *testing.T) {
 		t.Fatalf("get: %+v %v", sc, err)
 	}
 	_, err = s.ScriptletGet(ctx, "nope")
-	rejection(t, err, ledger.ErrNotFound)
+	rejection(t, err, fault.ErrNotFound)
 
 	// In use by a policy: not deleted.
 	if _, _, err := s.SchedulingPolicyPut(ctx, ledger.SchedulingPolicy{Name: "p", Spec: json.RawMessage(`{"weighers": [{"name": "starlark:s1"}]}`), Scriptlets: []string{"s1"}}, ledger.SchedulingPolicyPutParams{}); err != nil {
 		t.Fatal(err)
 	}
-	rejection(t, s.ScriptletDelete(ctx, "s1"), ledger.ErrConflict)
+	rejection(t, s.ScriptletDelete(ctx, "s1"), fault.ErrConflict)
 	if err := s.SchedulingPolicyDelete(ctx, "p"); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.ScriptletDelete(ctx, "s1"); err != nil {
 		t.Fatal(err)
 	}
-	rejection(t, s.ScriptletDelete(ctx, "s1"), ledger.ErrNotFound)
+	rejection(t, s.ScriptletDelete(ctx, "s1"), fault.ErrNotFound)
 	list, err := s.Scriptlets(ctx)
 	if err != nil || len(list) != 0 {
 		t.Fatalf("list: %v %v", list, err)
@@ -155,7 +156,7 @@ func TestListenSchedulingSeesCommittedChanges(t *testing.T) {
 
 	// A refused write notifies nobody; a committed one does.
 	before := calls.Load()
-	rejection(t, s.ScriptletDelete(f.ctx, "nope"), ledger.ErrNotFound)
+	rejection(t, s.ScriptletDelete(f.ctx, "nope"), fault.ErrNotFound)
 	if _, err := s.ScriptletPut(f.ctx, "s", "x = 1\n"); err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +169,7 @@ func TestProviderStateAndKeys(t *testing.T) {
 	rp := f.provider("cn1", inv("VCPU", 8))
 
 	_, err := s.ProviderStateGet(ctx, rp)
-	rejection(t, err, ledger.ErrNotFound)
+	rejection(t, err, fault.ErrNotFound)
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	st := ledger.ProviderState{Load1: 1.5, Load5: 1, Load15: 0.5, MemoryFreeMB: 1024, CPUUtilization: 0.25, ReportedAt: at}
 	if err := s.ProviderStatePut(ctx, rp, st); err != nil {
@@ -178,7 +179,7 @@ func TestProviderStateAndKeys(t *testing.T) {
 	if err != nil || got.Load1 != 1.5 || got.MemoryFreeMB != 1024 || !got.ReportedAt.Equal(at) {
 		t.Fatalf("state %+v %v", got, err)
 	}
-	rejection(t, s.ProviderStatePut(ctx, uuidD, st), ledger.ErrNotFound)
+	rejection(t, s.ProviderStatePut(ctx, uuidD, st), fault.ErrNotFound)
 	states, err := s.ProviderStates(ctx, []string{rp, uuidD, "junk"})
 	if err != nil || len(states) != 1 || states[rp].CPUUtilization != 0.25 {
 		t.Fatalf("states %v %v", states, err)
@@ -205,10 +206,10 @@ func TestProviderStateAndKeys(t *testing.T) {
 	if err != nil || len(got2) != 2 || got2[0].Name != "_tier" || got2[1].Value != 0.4 {
 		t.Fatalf("keys %+v %v", got2, err)
 	}
-	rejection(t, s.PlacementKeysReplace(ctx, rp, []ledger.PlacementKey{{Name: "a"}, {Name: "a"}}, ledger.PlacementKeysReplaceParams{Reserved: true}), ledger.ErrInvalid)
-	rejection(t, s.PlacementKeysReplace(ctx, rp, []ledger.PlacementKey{{Name: "a", Value: math.Inf(1)}}, ledger.PlacementKeysReplaceParams{Reserved: true}), ledger.ErrInvalid)
+	rejection(t, s.PlacementKeysReplace(ctx, rp, []ledger.PlacementKey{{Name: "a"}, {Name: "a"}}, ledger.PlacementKeysReplaceParams{Reserved: true}), fault.ErrInvalid)
+	rejection(t, s.PlacementKeysReplace(ctx, rp, []ledger.PlacementKey{{Name: "a", Value: math.Inf(1)}}, ledger.PlacementKeysReplaceParams{Reserved: true}), fault.ErrInvalid)
 	_, err = s.PlacementKeys(ctx, uuidD)
-	rejection(t, err, ledger.ErrNotFound)
+	rejection(t, err, fault.ErrNotFound)
 
 	// Deleting the provider removes its state and keys.
 	if err := s.ProviderDelete(ctx, rp); err != nil {
@@ -280,7 +281,7 @@ func TestConsumerDetailsAndStickyKeys(t *testing.T) {
 	// A refused write stores nothing of the details.
 	bad := alloc("cccccccc-0000-4000-8000-000000000003", rp1, res("VCPU", 100))
 	bad.Name, bad.CopyStickyKeys = "big", true
-	rejection(t, s.AllocationsReplace(ctx, []ledger.ConsumerAllocations{bad}), ledger.ErrConflict)
+	rejection(t, s.AllocationsReplace(ctx, []ledger.ConsumerAllocations{bad}), fault.ErrConflict)
 	if ins, _ := s.Instances(ctx, ledger.InstancesParams{}); len(ins) != 2 {
 		t.Errorf("instances after refused write %+v", ins)
 	}
@@ -295,23 +296,23 @@ func TestClusterProviders(t *testing.T) {
 	if _, err := s.ProviderAggregatesReplace(ctx, rp2, []string{agg}, ledger.AggregatesReplaceParams{}); err != nil {
 		t.Fatal(err)
 	}
-	all, err := s.ClusterProviders(ctx, ledger.ClusterProvidersParams{RootsOnly: true})
+	all, err := s.ProviderSummaries(ctx, ledger.ProviderSummariesParams{RootsOnly: true})
 	if err != nil || len(all) != 2 || all[0].UUID != rp1 || len(all[0].Resources) != 2 || all[0].Resources[0].Capacity != 8 {
 		t.Fatalf("all %+v %v", all, err)
 	}
-	one, err := s.ClusterProviders(ctx, ledger.ClusterProvidersParams{Ref: "cn2"})
+	one, err := s.ProviderSummaries(ctx, ledger.ProviderSummariesParams{Ref: "cn2"})
 	if err != nil || len(one) != 1 || !slices.Equal(one[0].Aggregates, []string{agg}) {
 		t.Fatalf("by name %+v %v", one, err)
 	}
-	one, err = s.ClusterProviders(ctx, ledger.ClusterProvidersParams{Ref: rp1})
+	one, err = s.ProviderSummaries(ctx, ledger.ProviderSummariesParams{Ref: rp1})
 	if err != nil || len(one) != 1 || one[0].Name != "cn1" {
 		t.Fatalf("by uuid %+v %v", one, err)
 	}
-	in, err := s.ClusterProviders(ctx, ledger.ClusterProvidersParams{Aggregate: agg})
+	in, err := s.ProviderSummaries(ctx, ledger.ProviderSummariesParams{Aggregate: agg})
 	if err != nil || len(in) != 1 || in[0].UUID != rp2 {
 		t.Fatalf("by aggregate %+v %v", in, err)
 	}
-	if none, err := s.ClusterProviders(ctx, ledger.ClusterProvidersParams{Aggregate: "junk"}); err != nil || len(none) != 0 {
+	if none, err := s.ProviderSummaries(ctx, ledger.ProviderSummariesParams{Aggregate: "junk"}); err != nil || len(none) != 0 {
 		t.Fatalf("junk aggregate %+v %v", none, err)
 	}
 }
@@ -333,7 +334,7 @@ func TestScriptletDeleteRacesPolicyWrite(t *testing.T) {
 		}()
 		go func() { errs <- s.ScriptletDelete(ctx, "s") }()
 		for range 2 {
-			if err := <-errs; err != nil && !errors.Is(err, ledger.ErrConflict) && !errors.Is(err, ledger.ErrInvalid) {
+			if err := <-errs; err != nil && !errors.Is(err, fault.ErrConflict) && !errors.Is(err, fault.ErrInvalid) {
 				t.Fatalf("round %d: %v", round, err)
 			}
 		}

@@ -28,16 +28,16 @@ func scanScriptlets(rows pgx.Rows) ([]Scriptlet, error) {
 
 // Scriptlets lists every stored scriptlet with its source, by name.
 func (s *Store) Scriptlets(ctx context.Context) ([]Scriptlet, error) {
-	rows, err := s.pool.Query(ctx, `SELECT name, source, updated_at FROM scriptlets ORDER BY name`)
+	rows, err := s.db.Query(ctx, `SELECT name, source, updated_at FROM scriptlets ORDER BY name`)
 	if err != nil {
 		return nil, err
 	}
 	return scanScriptlets(rows)
 }
 
-// ScriptletGet returns one scriptlet; ErrNotFound if there is none.
+// ScriptletGet returns one scriptlet; fault.ErrNotFound if there is none.
 func (s *Store) ScriptletGet(ctx context.Context, name string) (Scriptlet, error) {
-	rows, err := s.pool.Query(ctx, `SELECT name, source, updated_at FROM scriptlets WHERE name = $1`, name)
+	rows, err := s.db.Query(ctx, `SELECT name, source, updated_at FROM scriptlets WHERE name = $1`, name)
 	if err != nil {
 		return Scriptlet{}, err
 	}
@@ -67,8 +67,8 @@ func (s *Store) ScriptletPut(ctx context.Context, name, source string) (created 
 	return created, err
 }
 
-// ScriptletDelete deletes a scriptlet: ErrNotFound if there is none,
-// ErrConflict if a scheduling policy names it.
+// ScriptletDelete deletes a scriptlet: fault.ErrNotFound if there is none,
+// fault.ErrConflict if a scheduling policy names it.
 func (s *Store) ScriptletDelete(ctx context.Context, name string) error {
 	return s.withTx(ctx, func(t *txn) error {
 		// Lock the row first: a policy being written that names it holds

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/berthd/berth/ledger/engine"
 )
@@ -454,12 +453,12 @@ func (c *snapshotCache) learnNames(ctx context.Context, s *engine.Snapshot, clas
 	}
 	foundC, foundT := map[string]int32{}, map[string]int32{}
 	if len(classes) > 0 {
-		if err := queryPairs(ctx, c.txs.pool, sqlClassesByName, classes, func(id int32, n string) { foundC[n] = id }); err != nil {
+		if err := queryPairs(ctx, db{c.txs.pool}, sqlClassesByName, classes, func(id int32, n string) { foundC[n] = id }); err != nil {
 			return nil, err
 		}
 	}
 	if len(traits) > 0 {
-		if err := queryPairs(ctx, c.txs.pool, sqlTraitsByName, traits, func(id int32, n string) { foundT[n] = id }); err != nil {
+		if err := queryPairs(ctx, db{c.txs.pool}, sqlTraitsByName, traits, func(id int32, n string) { foundT[n] = id }); err != nil {
 			return nil, err
 		}
 	}
@@ -507,7 +506,7 @@ func (c *snapshotCache) learnNames(ctx context.Context, s *engine.Snapshot, clas
 	return next, nil
 }
 
-func queryPairs(ctx context.Context, pool *pgxpool.Pool, sql string, arg []string, add func(int32, string)) error {
+func queryPairs(ctx context.Context, pool querier, sql string, arg []string, add func(int32, string)) error {
 	rows, err := pool.Query(ctx, sql, arg)
 	if err != nil {
 		return fmt.Errorf("ledger: look up names: %w", err)

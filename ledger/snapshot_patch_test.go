@@ -6,20 +6,21 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/berthd/berth/ledger"
+	"github.com/berthd/berth/ledger/engine"
 )
 
 // summary returns what the snapshot says of one provider.
-func (f *fixture) summary(rp string) ledger.ProviderSummary {
+func (f *fixture) summary(rp string) engine.ProviderSummary {
 	f.t.Helper()
 	return f.summaryBy(rp, "VCPU")
 }
 
 // summaryBy returns what the snapshot says of one provider, found as a
 // candidate for one unit of class.
-func (f *fixture) summaryBy(rp, class string) ledger.ProviderSummary {
+func (f *fixture) summaryBy(rp, class string) engine.ProviderSummary {
 	f.t.Helper()
-	c, err := f.store.AllocationCandidates(f.ctx, ledger.CandidatesParams{NestedAware: true,
-		Groups: []ledger.RequestGroup{{Resources: []ledger.ResourceAmount{{Class: class, Amount: 1}}}}})
+	c, err := f.store.AllocationCandidates(f.ctx, engine.CandidatesParams{NestedAware: true,
+		Groups: []engine.RequestGroup{{Resources: []engine.ResourceAmount{{Class: class, Amount: 1}}}}})
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -29,7 +30,7 @@ func (f *fixture) summaryBy(rp, class string) ledger.ProviderSummary {
 		}
 	}
 	f.t.Fatalf("provider %s not in the candidates", rp)
-	return ledger.ProviderSummary{}
+	return engine.ProviderSummary{}
 }
 
 // A fast-path claim brings this process's snapshot up to date without a
@@ -44,9 +45,9 @@ func TestFastClaimPatchesSnapshot(t *testing.T) {
 	for i, w := range []ledger.ConsumerAllocations{
 		newClaim(uuid.NewString(), a, res("VCPU", 2), res("MEMORY_MB", 512)),
 		newClaim(uuid.NewString(), a, res("VCPU", 3)),
-		{ConsumerUUID: uuid.NewString(), ProjectID: "p", UserID: "u", CheckGeneration: true, Allocations: []ledger.ProviderResources{
-			{ProviderUUID: a, Resources: []ledger.Resource{res("VCPU", 1)}},
-			{ProviderUUID: b, Resources: []ledger.Resource{res("VCPU", 4)}}}},
+		{ConsumerUUID: uuid.NewString(), ProjectID: "p", UserID: "u", CheckGeneration: true, Allocations: []engine.Allocation{
+			{ProviderUUID: a, Resources: []engine.ResourceAmount{res("VCPU", 1)}},
+			{ProviderUUID: b, Resources: []engine.ResourceAmount{res("VCPU", 4)}}}},
 	} {
 		if err := f.store.AllocationsReplace(f.ctx, []ledger.ConsumerAllocations{w}); err != nil {
 			t.Fatal(err)

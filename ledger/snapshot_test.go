@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/berthd/berth/ledger"
+	"github.com/berthd/berth/ledger/engine"
 )
 
 const (
@@ -21,7 +22,7 @@ const (
 )
 
 // candidateSet renders candidates as sorted "uuid-prefix:CLASS=n" strings.
-func candidateSet(c *ledger.Candidates) []string {
+func candidateSet(c *engine.Candidates) []string {
 	var out []string
 	for _, ar := range c.Requests {
 		var parts []string
@@ -77,10 +78,10 @@ func TestSnapshotFromDatabase(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	query := func(s *ledger.Store) *ledger.Candidates {
+	query := func(s *ledger.Store) *engine.Candidates {
 		t.Helper()
-		c, err := s.AllocationCandidates(ctx, ledger.CandidatesParams{NestedAware: true,
-			Groups: []ledger.RequestGroup{{Resources: []ledger.ResourceAmount{{Class: "VCPU", Amount: 5}, {Class: "DISK_GB", Amount: 10}}}}})
+		c, err := s.AllocationCandidates(ctx, engine.CandidatesParams{NestedAware: true,
+			Groups: []engine.RequestGroup{{Resources: []engine.ResourceAmount{{Class: "VCPU", Amount: 5}, {Class: "DISK_GB", Amount: 10}}}}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -122,15 +123,15 @@ func TestSnapshotFromDatabase(t *testing.T) {
 	}
 
 	// The provider list reads the same snapshot.
-	list, err := store.ProvidersMatching(ctx, ledger.ProviderFilter{InTree: uNUMA})
+	list, err := store.ProvidersMatching(ctx, engine.ProviderFilter{InTree: uNUMA})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(list) != 2 || list[0].UUID != uCN1 || list[1].ParentUUID != uCN1 {
 		t.Fatalf("in_tree list %+v", list)
 	}
-	_, err = store.ProvidersMatching(ctx, ledger.ProviderFilter{Group: ledger.RequestGroup{RequiredTraits: [][]string{{"CUSTOM_NOPE"}}}})
-	var ue *ledger.UnknownNameError
+	_, err = store.ProvidersMatching(ctx, engine.ProviderFilter{Group: engine.RequestGroup{RequiredTraits: [][]string{{"CUSTOM_NOPE"}}}})
+	var ue *engine.UnknownNameError
 	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "No such trait(s): CUSTOM_NOPE") {
 		t.Fatalf("unknown trait: %v", err)
 	}
@@ -140,13 +141,13 @@ func TestSnapshotFromDatabase(t *testing.T) {
 	if _, _, err := store.TraitEnsure(ctx, "CUSTOM_NEW"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := store.ProvidersMatching(ctx, ledger.ProviderFilter{Group: ledger.RequestGroup{RequiredTraits: [][]string{{"CUSTOM_NEW"}}}}); err != nil {
+	if _, err := store.ProvidersMatching(ctx, engine.ProviderFilter{Group: engine.RequestGroup{RequiredTraits: [][]string{{"CUSTOM_NEW"}}}}); err != nil {
 		t.Fatalf("new trait: %v", err)
 	}
 	if err := store.TraitDelete(ctx, "CUSTOM_NEW"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := store.ProvidersMatching(ctx, ledger.ProviderFilter{Group: ledger.RequestGroup{RequiredTraits: [][]string{{"CUSTOM_NEW"}}}}); err == nil {
+	if _, err := store.ProvidersMatching(ctx, engine.ProviderFilter{Group: engine.RequestGroup{RequiredTraits: [][]string{{"CUSTOM_NEW"}}}}); err == nil {
 		t.Fatal("deleted trait still resolves")
 	}
 }

@@ -42,14 +42,14 @@ func (s *Store) syncStandard(ctx context.Context) error {
 	for i := range ids {
 		ids[i] = int32(i)
 	}
-	_, err := s.pool.Exec(ctx, `
+	_, err := s.db.Exec(ctx, `
 		INSERT INTO resource_classes (id, name)
 		SELECT * FROM unnest($1::int[], $2::text[])
 		ON CONFLICT DO NOTHING`, ids, StandardClasses)
 	if err != nil {
 		return fmt.Errorf("ledger: sync standard resource classes: %w", err)
 	}
-	_, err = s.pool.Exec(ctx, `
+	_, err = s.db.Exec(ctx, `
 		INSERT INTO traits (name)
 		SELECT n FROM unnest($1::text[]) WITH ORDINALITY AS t(n, i)
 		WHERE NOT EXISTS (SELECT 1 FROM traits WHERE name = n)

@@ -19,7 +19,7 @@ type ProviderState struct {
 
 // ProviderStatePut records a provider's state, replacing the previous
 // report. It changes neither the provider nor its generation. An unknown
-// provider is ErrNotFound.
+// provider is fault.ErrNotFound.
 func (s *Store) ProviderStatePut(ctx context.Context, providerUUID string, st ProviderState) error {
 	return s.withTx(ctx, func(t *txn) error {
 		ref, err := lookupProvider(ctx, t, providerUUID)
@@ -40,15 +40,15 @@ func (s *Store) ProviderStatePut(ctx context.Context, providerUUID string, st Pr
 	})
 }
 
-// ProviderStateGet returns a provider's last report: ErrNotFound if the
+// ProviderStateGet returns a provider's last report: fault.ErrNotFound if the
 // provider does not exist or has not reported.
 func (s *Store) ProviderStateGet(ctx context.Context, providerUUID string) (ProviderState, error) {
 	var st ProviderState
-	ref, err := lookupProvider(ctx, s.pool, providerUUID)
+	ref, err := lookupProvider(ctx, s.db, providerUUID)
 	if err != nil {
 		return st, err
 	}
-	err = s.pool.QueryRow(ctx, `
+	err = s.db.QueryRow(ctx, `
 		SELECT load_1, load_5, load_15, memory_free_mb, cpu_utilization, reported_at
 		FROM provider_state WHERE resource_provider_id = $1`, ref.ID).
 		Scan(&st.Load1, &st.Load5, &st.Load15, &st.MemoryFreeMB, &st.CPUUtilization, &st.ReportedAt)
@@ -62,7 +62,7 @@ func (s *Store) ProviderStateGet(ctx context.Context, providerUUID string) (Prov
 // (uuids) that has one, in one query. Unknown and malformed uuids are
 // skipped.
 func (s *Store) ProviderStates(ctx context.Context, providerUUIDs []string) (map[string]ProviderState, error) {
-	rows, err := s.pool.Query(ctx, `
+	rows, err := s.db.Query(ctx, `
 		SELECT rp.uuid::text, st.load_1, st.load_5, st.load_15, st.memory_free_mb, st.cpu_utilization, st.reported_at
 		FROM provider_state st JOIN resource_providers rp ON rp.id = st.resource_provider_id
 		WHERE rp.uuid = ANY($1::text[]::uuid[])`, validUUIDs(providerUUIDs))

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -13,7 +12,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -44,7 +42,7 @@ type Config struct {
 	ConnectTimeout time.Duration
 	// AcquireTimeout bounds how long a transaction waits for a pooled
 	// connection (opening one if needed) and its BEGIN; past it the
-	// operation fails with ErrUnavailable. 0 means DefaultAcquireTimeout.
+	// operation fails with fault.ErrUnavailable. 0 means DefaultAcquireTimeout.
 	// It does not limit statements once the transaction has begun.
 	AcquireTimeout time.Duration
 	// ClaimFailureTTL is how long a provider a consumer failed on
@@ -63,7 +61,7 @@ type Config struct {
 	// write alone.
 	ProviderWriters int
 	// ClaimRequestTTL is how long a claim's request and answer are kept
-	// to answer its retries (idempotency.go); older ones are purged. 0
+	// to answer its retries (claim_records.go); older ones are purged. 0
 	// means DefaultClaimRequestTTL; negative keeps them for ever.
 	ClaimRequestTTL time.Duration
 
@@ -86,7 +84,9 @@ const (
 // Store is the ledger. It is safe for concurrent use.
 type Store struct {
 	pool *pgxpool.Pool
-	log  *slog.Logger
+	// db runs reads outside transactions (db.go).
+	db  db
+	log *slog.Logger
 	// txs begins the Store's transactions (withTx).
 	txs txBeginner
 
@@ -113,8 +113,8 @@ type Store struct {
 	// requestTTL is Config.ClaimRequestTTL after defaults; <= 0: for ever.
 	requestTTL time.Duration
 	// unsynced marks commits whose wait for the synchronous standby was
-	// cancelled (idempotency.go); primary remembers the primary of a
-	// multi-host URL (failover.go).
+	// cancelled (replication.go); primary remembers the primary of a
+	// multi-host URL (replication.go).
 	unsynced *unsyncedCommits
 	primary  *primaryTracker
 	// generalWrites, set by tests only, sends every provider write by its
@@ -173,11 +173,11 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ledger: connect: %w", err)
 	}
-	s := &Store{pool: pool, log: cfg.Logger, sender: randomSender(), unsynced: unsynced, primary: primary,
+	s := &Store{pool: pool, db: db{pool}, log: cfg.Logger, sender: randomSender(), unsynced: unsynced, primary: primary,
 		txs: txBeginner{pool: pool, acquireTimeout: cfg.AcquireTimeout, unsynced: unsynced}}
 	if err := s.syncStandard(ctx); err != nil {
 		pool.Close()
-		return nil, checkPrimary(ctx, cfg.DatabaseURL, err)
+		return nil, dbError(checkPrimary(ctx, cfg.DatabaseURL, err))
 	}
 	s.snap = newSnapshotCache(s.txs, cfg.Logger)
 	s.notes = newNotifier(s.sender, s.sendNotifications, cfg.Logger)
@@ -242,184 +242,12 @@ func randomSender() string {
 }
 
 // Ping checks that the database answers.
-func (s *Store) Ping(ctx context.Context) error { return s.pool.Ping(ctx) }
+func (s *Store) Ping(ctx context.Context) error { return dbError(s.pool.Ping(ctx)) }
 
 // OnChange registers fn to run after every committed transaction that
 // changed providers. fn must be quick and must not call back into the Store.
 func (s *Store) OnChange(fn func(providerIDs []int64, all bool)) {
 	s.changeHooks = append(s.changeHooks, fn)
-}
-
-// txn is a transaction plus the record of which providers it changed.
-type txn struct {
-	pgx.Tx
-	touched []int64
-	all     bool
-	// writes, when set, are all the transaction changed, in commit
-	// order: new allocations only, so the snapshot can apply them
-	// instead of reloading.
-	writes []*ownWrite
-}
-
-// touch records that the providers with these ids changed (inventory,
-// usage, traits, aggregates, tree shape) so caches drop them after commit.
-func (t *txn) touch(ids ...int64) { t.touched = append(t.touched, ids...) }
-
-// touchAll records a change that may affect any provider.
-func (t *txn) touchAll() { t.all = true }
-
-// maxTxAttempts bounds how often withTx runs fn when PostgreSQL reports a
-// serialization failure or deadlock, or BEGIN fails on a broken connection.
-const maxTxAttempts = 4
-
-// txMode is the kind of transaction withTx runs.
-type txMode int
-
-const (
-	// txWrite is a READ COMMITTED transaction: every mutation runs in one.
-	txWrite txMode = iota
-	// txReadOnly is a REPEATABLE READ READ ONLY transaction, for reads
-	// whose statements must see one state of the database (a snapshot
-	// load, the cluster data of a scriptlet).
-	txReadOnly
-)
-
-// txBeginner begins transactions on a pool: what withTx needs, shared by
-// the Store and its snapshot cache.
-type txBeginner struct {
-	pool *pgxpool.Pool
-	// acquireTimeout bounds getting a connection and beginning a
-	// transaction (Config.AcquireTimeout).
-	acquireTimeout time.Duration
-	// unsynced marks commits whose wait for the synchronous standby was
-	// cancelled (idempotency.go).
-	unsynced *unsyncedCommits
-}
-
-// withTx is the ledger's one transaction helper: it runs fn in a
-// transaction of the given mode and commits it. fn may run more than once:
-// if PostgreSQL aborts the transaction with a serialization failure or
-// deadlock, withTx rolls back, waits briefly (in a select on ctx) and runs
-// fn again, up to maxTxAttempts times. fn must therefore not keep state
-// between runs. A BEGIN that fails because the database is out of reach is
-// tried again the same way (after a restart of PostgreSQL the pool may
-// still hold connections to the old server, each good for one failure); an
-// outage during fn or COMMIT is not, since the transaction may have
-// committed; nor is a COMMIT whose wait for the synchronous standby was
-// cancelled (PostgreSQL's WARNING, idempotency.go): withTx then returns
-// the committed transaction together with errNotReplicated. Rollback uses
-// context.WithoutCancel so a cancelled request still releases its locks.
-// It returns the committed transaction's record of what fn touched;
-// Store.withTx hands it to the change hooks.
-//
-// Three kinds of statements bypass it, each for one round trip: the claim fast path and
-// its batches send their statements as one implicit transaction
-// (allocation_fast.go, claim_batch.go; sendClaimPipeline makes the same
-// replication check), so do the provider writes' fast paths
-// (provider_fast.go, sendOneTrip, which fall back to withTx whenever they
-// write nothing), and a partial snapshot reload pipelines its own BEGIN
-// and COMMIT (loadProvidersOneTrip, read only).
-func (b txBeginner) withTx(ctx context.Context, mode txMode, fn func(t *txn) error) (*txn, error) {
-	for attempt := 1; ; attempt++ {
-		t, err := b.runTx(ctx, mode, fn)
-		if err == nil || t != nil {
-			// t with an error: committed, but the synchronous standby
-			// did not confirm it (runTx); never run again.
-			return t, err
-		}
-		if !(retryable(err) || brokenPooledConn(err)) || attempt == maxTxAttempts {
-			return nil, err
-		}
-		if err := backoff(ctx, attempt, err); err != nil {
-			return nil, err
-		}
-	}
-}
-
-// runTx is one attempt of withTx.
-func (b txBeginner) runTx(ctx context.Context, mode txMode, fn func(t *txn) error) (*txn, error) {
-	var opts pgx.TxOptions
-	if mode == txReadOnly {
-		opts = pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}
-	}
-	tx, err := begin(ctx, b.pool, opts, b.acquireTimeout)
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	t := &txn{Tx: tx}
-	pc := tx.Conn().PgConn() // Commit hands the connection back to the pool
-	b.unsynced.forget(pc)    // a mark left by another statement's commit
-	if err := fn(t); err != nil {
-		return nil, err
-	}
-	if err := tx.Commit(ctx); err != nil {
-		return nil, fmt.Errorf("ledger: commit: %w", err)
-	}
-	if err := b.unsynced.replicated(pc); err != nil {
-		// Committed on this primary all the same: t goes back with the
-		// error so the change hooks still run (Store.withTx).
-		return t, err
-	}
-	return t, nil
-}
-
-// withTx runs fn in a write transaction (txBeginner.withTx: fn may run
-// more than once) and, after commit, tells the change hooks what it
-// touched.
-func (s *Store) withTx(ctx context.Context, fn func(t *txn) error) error {
-	t, err := s.txs.withTx(ctx, txWrite, fn)
-	if t != nil {
-		// err may be errNotReplicated: committed here, not confirmed by
-		// the synchronous standby (idempotency.go).
-		s.notify(t)
-	}
-	return err
-}
-
-// backoff waits before retry number attempt+1 of a transaction that
-// failed with err, growing quadratically (5 ms, 20 ms, 45 ms, ...). It
-// returns err joined with the context's error if ctx ends first.
-func backoff(ctx context.Context, attempt int, err error) error {
-	select {
-	case <-ctx.Done():
-		return errors.Join(err, ctx.Err())
-	case <-time.After(time.Duration(attempt*attempt) * 5 * time.Millisecond):
-		return nil
-	}
-}
-
-// beginError is a failure to get a connection or begin a transaction:
-// nothing of the transaction reached the database.
-type beginError struct{ err error }
-
-func (e *beginError) Error() string { return "ledger: begin: " + e.err.Error() }
-func (e *beginError) Unwrap() error { return e.err }
-
-// begin starts a transaction on a pooled connection, waiting at most the
-// acquire timeout for the connection and the BEGIN. The transaction itself
-// is bound to ctx only: pgx watches a context during each call, not after.
-func begin(ctx context.Context, pool *pgxpool.Pool, opts pgx.TxOptions, timeout time.Duration) (pgx.Tx, error) {
-	bctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	tx, err := pool.BeginTx(bctx, opts)
-	if err != nil {
-		return nil, &beginError{err: err}
-	}
-	return tx, nil
-}
-
-// brokenPooledConn reports whether err is a BEGIN that failed on a pooled
-// connection the server had closed (after a restart of PostgreSQL, say).
-// Trying again takes another connection. A failure to open a connection or
-// a timeout is not such a failure: the database is down, and retrying would
-// only make the caller wait longer for its 503.
-func brokenPooledConn(err error) bool {
-	var be *beginError
-	var connectErr *pgconn.ConnectError
-	return errors.As(err, &be) && unavailable(be.err) &&
-		!errors.As(be.err, &connectErr) &&
-		!errors.Is(be.err, context.DeadlineExceeded) && !pgconn.Timeout(be.err)
 }
 
 // notify runs the change hooks after a commit and queues the change
@@ -442,6 +270,6 @@ func (s *Store) notify(t *txn) {
 // sendNotifications sends change notifications, one statement for all
 // payloads, outside any write transaction.
 func (s *Store) sendNotifications(ctx context.Context, payloads []string) error {
-	_, err := s.pool.Exec(ctx, `SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p`, notifyChannel, payloads)
+	_, err := s.db.Exec(ctx, `SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p`, notifyChannel, payloads)
 	return err
 }

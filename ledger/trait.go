@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/berthd/berth/internal/fault"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -77,16 +78,16 @@ func (s *Store) TraitList(ctx context.Context, filter TraitFilter) ([]Trait, err
 	if len(where) > 0 {
 		sql += " WHERE " + strings.Join(where, " AND ")
 	}
-	traits, err := collectTraits(s.pool.Query(ctx, sql+" ORDER BY t.name", args...))
+	traits, err := collectTraits(s.db.Query(ctx, sql+" ORDER BY t.name", args...))
 	if err != nil {
 		return nil, fmt.Errorf("ledger: list traits: %w", err)
 	}
 	return traits, nil
 }
 
-// TraitGet returns the trait with this name, or ErrNotFound.
+// TraitGet returns the trait with this name, or fault.ErrNotFound.
 func (s *Store) TraitGet(ctx context.Context, name string) (Trait, error) {
-	traits, err := collectTraits(s.pool.Query(ctx, traitSelect+" WHERE t.name = $1", name))
+	traits, err := collectTraits(s.db.Query(ctx, traitSelect+" WHERE t.name = $1", name))
 	if err != nil {
 		return Trait{}, fmt.Errorf("ledger: get trait: %w", err)
 	}
@@ -118,7 +119,7 @@ func (s *Store) TraitEnsure(ctx context.Context, name string) (tr Trait, created
 		}
 		if len(traits) == 0 {
 			// Deleted again between our two statements.
-			return conflict(CodeConcurrentUpdate, "Trait %s changed concurrently, please retry.", name)
+			return conflict(fault.CodeConcurrentUpdate, "Trait %s changed concurrently, please retry.", name)
 		}
 		tr = traits[0]
 		return nil
@@ -126,8 +127,8 @@ func (s *Store) TraitEnsure(ctx context.Context, name string) (tr Trait, created
 	return tr, created, err
 }
 
-// TraitDelete deletes a custom trait. Standard traits are ErrInvalid; a
-// trait that a provider has is ErrConflict.
+// TraitDelete deletes a custom trait. Standard traits are fault.ErrInvalid; a
+// trait that a provider has is fault.ErrConflict.
 func (s *Store) TraitDelete(ctx context.Context, name string) error {
 	inUse := func() error {
 		return conflict("", "The trait %s is in use by a resource provider.", name)
@@ -169,7 +170,7 @@ func (s *Store) ProviderTraits(ctx context.Context, rpUUID string) (generation i
 	if !ok {
 		return 0, nil, providerNotFound(rpUUID)
 	}
-	rows, err := s.pool.Query(ctx, `
+	rows, err := s.db.Query(ctx, `
 		SELECT rp.generation, t.id, t.name, t.created_at, t.updated_at
 		FROM resource_providers rp
 		LEFT JOIN resource_provider_traits rpt ON rpt.resource_provider_id = rp.id
@@ -208,13 +209,13 @@ func (s *Store) ProviderTraits(ctx context.Context, rpUUID string) (generation i
 
 // errGenerationConflict is Placement's answer to a stale provider generation.
 func errGenerationConflict() error {
-	return conflict(CodeConcurrentUpdate,
+	return conflict(fault.CodeConcurrentUpdate,
 		"Resource provider's generation already changed. Please update the generation and try again.")
 }
 
 // lockGeneration locks the row of provider id until the transaction ends,
-// if its generation still is generation; a stale generation is ErrConflict
-// (CodeConcurrentUpdate). Writes that bump the generation only when they
+// if its generation still is generation; a stale generation is fault.ErrConflict
+// (fault.CodeConcurrentUpdate). Writes that bump the generation only when they
 // change something take the lock first, as bumpGeneration would.
 func lockGeneration(ctx context.Context, t *txn, id, generation int64) error {
 	var current int64
@@ -229,8 +230,8 @@ func lockGeneration(ctx context.Context, t *txn, id, generation int64) error {
 }
 
 // bumpGeneration increments the generation of provider id if it still is
-// generation, and returns the new one. A stale generation is ErrConflict
-// (CodeConcurrentUpdate). The update locks the provider row until the
+// generation, and returns the new one. A stale generation is fault.ErrConflict
+// (fault.CodeConcurrentUpdate). The update locks the provider row until the
 // transaction ends, so concurrent writers of the same provider queue up
 // and all but one of them see a stale generation.
 func bumpGeneration(ctx context.Context, t *txn, id, generation int64) (int64, error) {
@@ -253,7 +254,7 @@ func bumpGeneration(ctx context.Context, t *txn, id, generation int64) (int64, e
 // the generation if the set changed (as Placement does: writing the same
 // set again leaves the generation as it is). It returns the generation
 // and the traits, ordered by name. Names that are not traits are
-// ErrInvalid.
+// fault.ErrInvalid.
 func (s *Store) ProviderTraitsReplace(ctx context.Context, rpUUID string, generation int64, names []string) (int64, []Trait, error) {
 	if next, traits, err := s.traitsReplaceFast(ctx, rpUUID, generation, names); !errors.Is(err, errFallBack) {
 		return next, traits, err
@@ -344,7 +345,7 @@ func setProviderTraits(ctx context.Context, t *txn, id int64, traitIDs []int32) 
 		ON CONFLICT DO NOTHING`, id, traitIDs)
 	if _, ok := foreignKeyViolation(err); ok {
 		// A trait was deleted after we read it.
-		return false, conflict(CodeConcurrentUpdate, "A trait changed concurrently, please retry.")
+		return false, conflict(fault.CodeConcurrentUpdate, "A trait changed concurrently, please retry.")
 	}
 	if err != nil {
 		return false, fmt.Errorf("ledger: add provider traits: %w", err)

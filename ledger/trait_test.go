@@ -6,6 +6,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/berthd/berth/internal/fault"
 	"github.com/berthd/berth/ledger"
 )
 
@@ -33,7 +34,7 @@ func TestTraits(t *testing.T) {
 		t.Error(err)
 	}
 	_, err := s.TraitGet(ctx, "CUSTOM_NONE")
-	wantError(t, err, ledger.ErrNotFound, "", "No such trait(s): CUSTOM_NONE.")
+	wantError(t, err, fault.ErrNotFound, "", "No such trait(s): CUSTOM_NONE.")
 
 	yes, no := true, false
 	tests := []struct {
@@ -63,11 +64,11 @@ func TestTraits(t *testing.T) {
 	}
 
 	err = s.TraitDelete(ctx, "CUSTOM_B")
-	wantError(t, err, ledger.ErrConflict, "", "The trait CUSTOM_B is in use by a resource provider.")
+	wantError(t, err, fault.ErrConflict, "", "The trait CUSTOM_B is in use by a resource provider.")
 	err = s.TraitDelete(ctx, "HW_CPU_X86_SSE")
-	wantError(t, err, ledger.ErrInvalid, "", "Cannot delete standard trait HW_CPU_X86_SSE.")
+	wantError(t, err, fault.ErrInvalid, "", "Cannot delete standard trait HW_CPU_X86_SSE.")
 	err = s.TraitDelete(ctx, "CUSTOM_NONE")
-	wantError(t, err, ledger.ErrNotFound, "", "No such trait(s): CUSTOM_NONE.")
+	wantError(t, err, fault.ErrNotFound, "", "No such trait(s): CUSTOM_NONE.")
 	if err := s.TraitDelete(ctx, "CUSTOM_A"); err != nil {
 		t.Errorf("delete: %v", err)
 	}
@@ -83,11 +84,11 @@ func TestProviderTraits(t *testing.T) {
 		t.Fatalf("empty: %d %v %v", gen, traits, err)
 	}
 	_, _, err = s.ProviderTraitsReplace(ctx, uuidA, 5, []string{"HW_CPU_X86_AVX"})
-	wantError(t, err, ledger.ErrConflict, ledger.CodeConcurrentUpdate, "Resource provider's generation already changed.")
+	wantError(t, err, fault.ErrConflict, fault.CodeConcurrentUpdate, "Resource provider's generation already changed.")
 	_, _, err = s.ProviderTraitsReplace(ctx, uuidA, 0, []string{"CUSTOM_Y", "HW_CPU_X86_AVX", "CUSTOM_X"})
-	wantError(t, err, ledger.ErrInvalid, "", "No such trait CUSTOM_X, CUSTOM_Y")
+	wantError(t, err, fault.ErrInvalid, "", "No such trait CUSTOM_X, CUSTOM_Y")
 	_, _, err = s.ProviderTraitsReplace(ctx, uuidD, 0, nil)
-	wantError(t, err, ledger.ErrNotFound, "", "No resource provider with uuid "+uuidD+" found")
+	wantError(t, err, fault.ErrNotFound, "", "No resource provider with uuid "+uuidD+" found")
 
 	// The failed attempts changed nothing.
 	gen, _, _ = s.ProviderTraits(ctx, uuidA)
@@ -109,7 +110,7 @@ func TestProviderTraits(t *testing.T) {
 		t.Fatalf("replace with the same set: %d %v %v", gen, traitNames(traits), err)
 	}
 	_, _, err = s.ProviderTraitsReplace(ctx, uuidA, 1, []string{"HW_CPU_X86_SSE"})
-	wantError(t, err, ledger.ErrConflict, ledger.CodeConcurrentUpdate, "Resource provider's generation already changed.")
+	wantError(t, err, fault.ErrConflict, fault.CodeConcurrentUpdate, "Resource provider's generation already changed.")
 	if err := s.ProviderTraitsDelete(ctx, uuidA); err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +152,7 @@ func TestProviderTraitsRace(t *testing.T) {
 		case err == nil:
 			won++
 		default:
-			wantError(t, err, ledger.ErrConflict, ledger.CodeConcurrentUpdate, "generation")
+			wantError(t, err, fault.ErrConflict, fault.CodeConcurrentUpdate, "generation")
 		}
 	}
 	gen, traits, _ := s.ProviderTraits(ctx, uuidA)

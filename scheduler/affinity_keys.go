@@ -253,7 +253,7 @@ func usageRatio(c *Candidate, root *Provider, class string) (float64, bool) {
 		rootInv, onRoot = root.Resources.Get(class)
 	}
 	for _, a := range c.Allocations {
-		amount, ok := a.Resources[class]
+		amount, ok := a.Amount(class)
 		if !ok {
 			continue
 		}

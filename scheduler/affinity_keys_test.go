@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math"
 	"testing"
+
+	"github.com/berthd/berth/ledger/engine"
 )
 
 func keyed(index int, r string, keys ...PlacementKey) *Candidate {
@@ -49,7 +51,7 @@ func TestProviderKeys(t *testing.T) {
 	p.Keys = []PlacementKey{{Name: "zone", Value: 0.3}}
 	p.Resources = p.Resources.With("VCPU", Inventory{Capacity: 16, Used: 4, Total: 8})
 	p.Resources = p.Resources.With("MEMORY_MB", Inventory{Capacity: 1000, Used: 250})
-	c.Allocations[0].Resources["MEMORY_MB"] = 250
+	c.Allocations[0].Resources = append(c.Allocations[0].Resources, engine.ResourceAmount{Class: "MEMORY_MB", Amount: 250})
 	p.State = &ProviderState{Load1: 2}
 	got := ProviderKeys(c)
 	want := map[string]float64{"zone": 0.3, KeyCPU: 0.5, KeyRAM: 0.5, KeyLOAD: 0.25}

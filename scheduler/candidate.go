@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/berthd/berth/ledger/engine"
 )
 
 // Request is what a claim asks for, as plugins see it.
@@ -35,9 +37,9 @@ type Request struct {
 	Target string
 	// Keys are the claim's affinity placement keys.
 	Keys []KeyRequest
-	// Data answers a scriptlet's questions about the cluster (instances,
+	// Data answers a scriptlet's questions about the cloud (instances,
 	// members); nil when the caller offers none.
-	Data ClusterData
+	Data CloudData
 
 	// prepared holds what units computed once per Rank (Preparer), keyed
 	// by unit. Rank works on a copy of the caller's Request.
@@ -47,8 +49,8 @@ type Request struct {
 // Prepared returns what unit u's Prepare returned in this Rank, or nil.
 func (r *Request) Prepared(u any) any { return r.prepared[u] }
 
-// ClusterData is the live view of the cluster a scriptlet may query.
-type ClusterData interface {
+// CloudData is the live view of the cloud a scriptlet may query.
+type CloudData interface {
 	// Instances lists consumers, only those with allocations in the tree
 	// of location (a root provider's name or uuid) and of project when
 	// those are not empty.
@@ -116,7 +118,7 @@ type Candidate struct {
 	Index int
 	// Allocations are what the candidate takes, provider by provider.
 	// Candidates may share an Allocation's Resources map.
-	Allocations []Allocation
+	Allocations []engine.Allocation
 	// Roots are the distinct roots of the allocated providers, the first
 	// allocation's first. A candidate using a sharing provider has more
 	// than one.
@@ -125,12 +127,6 @@ type Candidate struct {
 	// trees, by uuid. It is shared between candidates, and the Providers
 	// in it may be shared with other requests' candidates.
 	Providers map[string]*Provider
-}
-
-// Allocation is what a candidate takes from one provider.
-type Allocation struct {
-	ProviderUUID string
-	Resources    map[string]int64
 }
 
 // Provider is a snapshot of one provider.
@@ -295,29 +291,32 @@ func (c *Candidate) usage(fn func(provider, class string, inv Inventory, amount 
 		if p == nil {
 			continue
 		}
-		var buf [8]classAmount
+		var buf [8]engine.ResourceAmount
 		for _, ca := range sortedAmounts(buf[:0], a.Resources) {
-			if inv, ok := p.Resources.Get(ca.class); ok {
-				fn(a.ProviderUUID, ca.class, inv, ca.amount)
+			if inv, ok := p.Resources.Get(ca.Class); ok {
+				fn(a.ProviderUUID, ca.Class, inv, ca.Amount)
 			}
 		}
 	}
 }
 
-// classAmount is one entry of an Allocation's Resources.
-type classAmount struct {
-	class  string
-	amount int64
+// AllocationsByName is the candidate's allocations with each provider's
+// classes in name order: what a claim writes and answers.
+func (c *Candidate) AllocationsByName() []engine.Allocation {
+	out := make([]engine.Allocation, len(c.Allocations))
+	for i, a := range c.Allocations {
+		out[i] = engine.Allocation{ProviderUUID: a.ProviderUUID, Resources: sortedAmounts(nil, a.Resources)}
+	}
+	return out
 }
 
-// sortedAmounts appends the entries of res to buf in class name order, so
-// a caller's result does not depend on map order; a caller passes a
-// small array's slice to keep the common case off the heap.
-func sortedAmounts(buf []classAmount, res map[string]int64) []classAmount {
-	for class, amount := range res {
-		buf = append(buf, classAmount{class, amount})
-	}
-	slices.SortFunc(buf, func(a, b classAmount) int { return strings.Compare(a.class, b.class) })
+// sortedAmounts appends the entries of res to buf in class name order (the
+// engine gives them in class id order), so reasons and scores are worded
+// the same whatever the ids; a caller passes a small array's slice to keep
+// the common case off the heap.
+func sortedAmounts(buf, res []engine.ResourceAmount) []engine.ResourceAmount {
+	buf = append(buf, res...)
+	slices.SortFunc(buf, func(a, b engine.ResourceAmount) int { return strings.Compare(a.Class, b.Class) })
 	return buf
 }
 

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+
+	"github.com/berthd/berth/ledger/engine"
 )
 
 // CapacityName names the capacity filter.
@@ -46,9 +48,9 @@ func (*Capacity) Filter(_ context.Context, _ *Request, c *Candidate) *Status {
 		p := c.Providers[a.ProviderUUID]
 		// Classes in name order, so the reason a candidate is counted
 		// under does not depend on map order.
-		var buf [8]classAmount
+		var buf [8]engine.ResourceAmount
 		for _, ca := range sortedAmounts(buf[:0], a.Resources) {
-			class, amount := ca.class, ca.amount
+			class, amount := ca.Class, ca.Amount
 			var inv Inventory
 			if p != nil {
 				inv = p.Resources.Of(class)

@@ -5,7 +5,7 @@
 // instance_placement and scriptlet units), affinity placement keys (the
 // affinity_keys weigher) and the balancer (Balance). It is pure: it never
 // touches the database and works only on the Candidates and Providers it
-// is handed, plus what it asks of Request.Data (ClusterData), which the
+// is handed, plus what it asks of Request.Data (CloudData), which the
 // caller backs with the ledger.
 //
 // Policy.Rank runs as Nomad's feasibility stack does: filters cheapest

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/berthd/berth/internal/jsonerror"
 )
 
 // Filter is a hard constraint: it lets a candidate through (nil) or
@@ -36,7 +38,7 @@ type BatchWeigher interface {
 }
 
 // Preparer is a unit that reads something once per Rank before it runs
-// (the affinity filters ask the cluster for a group's members). What
+// (the affinity filters ask the cloud for a group's members). What
 // Prepare returns is handed back by req.Prepared(unit).
 type Preparer interface {
 	Prepare(ctx context.Context, req *Request) (any, *Status)
@@ -94,7 +96,7 @@ const (
 	costUsage     = 10  // ratios per allocation
 	costTraits    = 20  // trait and aggregate lists
 	costState     = 30  // enriched fields
-	costGroup     = 40  // a ClusterData call per Rank
+	costGroup     = 40  // a CloudData call per Rank
 	costScriptlet = 100 // Starlark per candidate
 )
 
@@ -187,7 +189,7 @@ func decodeParams(name string, params json.RawMessage, dst any) error {
 	dec := json.NewDecoder(strings.NewReader(string(params)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(dst); err != nil {
-		return fmt.Errorf("%s: params: %w", name, err)
+		return fmt.Errorf("%s: params: %s", name, jsonerror.Message(err))
 	}
 	return nil
 }

@@ -14,6 +14,7 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 
+	"github.com/berthd/berth/internal/jsonerror"
 	"github.com/berthd/berth/internal/telemetry/instrument"
 )
 
@@ -62,7 +63,7 @@ func ParsePolicyConfig(data []byte) (PolicyConfig, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&cfg); err != nil {
-		return cfg, fmt.Errorf("scheduler policy: %w", err)
+		return cfg, fmt.Errorf("scheduler policy: %s", jsonerror.Message(err))
 	}
 	return cfg, nil
 }
@@ -316,7 +317,7 @@ func (p *Policy) Scriptlets() []string {
 	return names
 }
 
-// Needs reports which costly provider fields and ClusterData calls the
+// Needs reports which costly provider fields and CloudData calls the
 // policy's units read, so the caller fetches only those. A policy that
 // may run a scriptlet needs placement keys (candidate_members shows them).
 func (p *Policy) Needs() Needs {
@@ -421,7 +422,7 @@ type LogLine struct {
 // scriptlet's instance_placement over the ranked candidates. It returns
 // a *RefusedError (with the ranking so far) when a scriptlet refused the
 // request, failed or exceeded a limit; a *PluginError when a built-in
-// unit failed (ClusterData unreachable). ctx bounds the work; scriptlets
+// unit failed (CloudData unreachable). ctx bounds the work; scriptlets
 // also share one deadline (ScriptletLimits.Timeout) per Rank. Rank does
 // not change req or cands.
 //

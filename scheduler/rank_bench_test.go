@@ -7,6 +7,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/berthd/berth/ledger/engine"
 )
 
 // benchCands builds n single-root candidates with VCPU, MEMORY_MB and
@@ -26,7 +28,7 @@ func benchCands(n int) []*Candidate {
 			p.Traits = []string{"CUSTOM_OLD"}
 		}
 		cands[i] = &Candidate{Index: i, Roots: []string{r}, Providers: map[string]*Provider{r: p},
-			Allocations: []Allocation{{ProviderUUID: r, Resources: map[string]int64{"VCPU": 2, "MEMORY_MB": 4096, "DISK_GB": 20}}}}
+			Allocations: []engine.Allocation{{ProviderUUID: r, Resources: []engine.ResourceAmount{{Class: "VCPU", Amount: 2}, {Class: "MEMORY_MB", Amount: 4096}, {Class: "DISK_GB", Amount: 20}}}}}
 	}
 	return cands
 }

@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/berthd/berth/ledger/engine"
 )
 
 // cand builds a candidate on root r taking amount of VCPU from a provider
@@ -19,7 +21,7 @@ func cand(index int, r string, capacity, used, amount int64, traits ...string) *
 	return &Candidate{
 		Index:       index,
 		Roots:       []string{r},
-		Allocations: []Allocation{{ProviderUUID: r, Resources: map[string]int64{"VCPU": amount}}},
+		Allocations: []engine.Allocation{{ProviderUUID: r, Resources: []engine.ResourceAmount{{Class: "VCPU", Amount: amount}}}},
 		Providers:   map[string]*Provider{r: p},
 	}
 }
@@ -30,7 +32,7 @@ func with(c *Candidate, fn func(p *Provider)) *Candidate {
 	return c
 }
 
-// fakeData is a ClusterData over fixed values; it counts GroupMembers
+// fakeData is a CloudData over fixed values; it counts GroupMembers
 // and ConsumerKeys calls.
 type fakeData struct {
 	members   []*Provider
@@ -119,7 +121,7 @@ func TestFilters(t *testing.T) {
 	stepped.RootProvider().Resources = stepped.RootProvider().Resources.With("VCPU", Inventory{Capacity: 100, StepSize: 2, MinUnit: 2, MaxUnit: 8})
 	twoClasses := cand(0, "r", 10, 10, 1)
 	twoClasses.RootProvider().Resources = twoClasses.RootProvider().Resources.With("MEMORY_MB", Inventory{Capacity: 10, Used: 10})
-	twoClasses.Allocations[0].Resources["MEMORY_MB"] = 2
+	twoClasses.Allocations[0].Resources = append(twoClasses.Allocations[0].Resources, engine.ResourceAmount{Class: "MEMORY_MB", Amount: 2})
 	group := &fakeData{groups: map[string]map[string]int{"group=web": {"busy": 2, "one": 1}, "rack=r1": {"one": 1}}}
 	fresh := &ProviderState{ReportedAt: time.Now().Add(-time.Minute)}
 	stale := &ProviderState{ReportedAt: time.Now().Add(-time.Hour)}
@@ -325,7 +327,7 @@ func roots(r *Ranking) string {
 func TestWeighers(t *testing.T) {
 	mem := func(c *Candidate, capacity, used, amount int64) *Candidate {
 		c.RootProvider().Resources = c.RootProvider().Resources.With("MEMORY_MB", Inventory{Capacity: capacity, Used: used})
-		c.Allocations[0].Resources["MEMORY_MB"] = amount
+		c.Allocations[0].Resources = append(c.Allocations[0].Resources, engine.ResourceAmount{Class: "MEMORY_MB", Amount: amount})
 		return c
 	}
 	consumers := func(c *Candidate, n int) *Candidate { return with(c, func(p *Provider) { p.Consumers = n }) }
@@ -433,7 +435,7 @@ func TestRankPluginError(t *testing.T) {
 	if !errors.As(err, &pe) || pe.Plugin != "failing" {
 		t.Fatalf("got %v, want a PluginError from failing", err)
 	}
-	// A ClusterData outage is a PluginError too.
+	// A CloudData outage is a PluginError too.
 	pc, _ := ParsePolicyConfig([]byte(`{"filters": [{"name": "affinity"}]}`))
 	p, _ = NewPolicy(pc, nil, nil, ScriptletLimits{})
 	_, err = p.Rank(context.Background(), &Request{Data: &fakeData{err: errors.New("db down")}, Properties: map[string]any{"group": "x"}},

@@ -53,6 +53,16 @@ type Program struct {
 // a failing top level, an entry point that is not a function of two
 // parameters, or none of the entry points defined.
 func CompileScriptlet(name string, src []byte) (*Program, error) {
+	p, err := compileScriptlet(name, src)
+	if err != nil {
+		err.Scriptlet = name
+		return nil, err
+	}
+	return p, nil
+}
+
+// compileScriptlet is CompileScriptlet but for the name in its error.
+func compileScriptlet(name string, src []byte) (*Program, *CompileError) {
 	f, err := (&syntax.FileOptions{}).Parse(name, src, 0)
 	if err != nil {
 		return nil, compileError(err)

@@ -6,6 +6,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/berthd/berth/ledger/engine"
 	"go.starlark.net/starlark"
 	"go.starlark.net/starlarkstruct"
 )
@@ -39,7 +40,7 @@ func state(th *starlark.Thread, b *starlark.Builtin) (*callState, error) {
 	return st, nil
 }
 
-// data is the call's ClusterData, an error when the caller gave none.
+// data is the call's CloudData, an error when the caller gave none.
 func (st *callState) data(b *starlark.Builtin) error {
 	if st.req.Data == nil {
 		return fmt.Errorf("%s: no cluster data available", b.Name())
@@ -323,6 +324,18 @@ func stringList(ss []string) *starlark.List {
 		vs[i] = starlark.String(s)
 	}
 	return frozenList(vs)
+}
+
+// amountsDict is an allocation's amounts as a frozen dict, classes in name
+// order.
+func amountsDict(res []engine.ResourceAmount) *starlark.Dict {
+	var buf [8]engine.ResourceAmount
+	d := starlark.NewDict(len(res))
+	for _, r := range sortedAmounts(buf[:0], res) {
+		_ = d.SetKey(starlark.String(r.Class), starlark.MakeInt64(r.Amount))
+	}
+	d.Freeze()
+	return d
 }
 
 func intDict(m map[string]int64) *starlark.Dict {

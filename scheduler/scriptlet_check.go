@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
+	"github.com/berthd/berth/ledger/engine"
 )
 
 // CheckScriptlet is what storing a scriptlet checks: src compiles
@@ -60,7 +62,7 @@ func checkRequest() (*Request, []*Candidate) {
 				"MEMORY_MB": {Total: 65536, Capacity: 65536, Used: int64(8192 * i), AllocationRatio: 1, MinUnit: 1, MaxUnit: 65536, StepSize: 1},
 			})}
 		cands[i] = &Candidate{Index: i, Roots: []string{uuid},
-			Allocations: []Allocation{{ProviderUUID: uuid, Resources: map[string]int64{"VCPU": 1, "MEMORY_MB": 512}}},
+			Allocations: []engine.Allocation{{ProviderUUID: uuid, Resources: []engine.ResourceAmount{{Class: "VCPU", Amount: 1}, {Class: "MEMORY_MB", Amount: 512}}}},
 			Providers:   map[string]*Provider{uuid: hosts[i]}}
 	}
 	req := &Request{
@@ -72,11 +74,11 @@ func checkRequest() (*Request, []*Candidate) {
 	return req, cands
 }
 
-// checkData is the synthetic cluster of CheckScriptlet: the hosts, one
+// checkData is the synthetic cloud of CheckScriptlet: the hosts, one
 // instance on the first.
 type checkData struct{ hosts []*Provider }
 
-var _ ClusterData = checkData{}
+var _ CloudData = checkData{}
 
 func (d checkData) Instances(_ context.Context, location, project string) ([]Instance, error) {
 	in := Instance{UUID: "00000000-0000-4000-8000-0000000000bb", Name: "check-existing", ProjectID: "check-project",

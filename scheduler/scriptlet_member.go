@@ -178,7 +178,7 @@ func (m *memberValue) build(name string) starlark.Value {
 	// allocations
 	d := starlark.NewDict(len(m.c.Allocations))
 	for _, a := range m.c.Allocations {
-		_ = d.SetKey(starlark.String(a.ProviderUUID), intDict(a.Resources))
+		_ = d.SetKey(starlark.String(a.ProviderUUID), amountsDict(a.Resources))
 	}
 	d.Freeze()
 	return d

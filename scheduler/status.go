@@ -56,7 +56,11 @@ type RefusedError struct {
 	Err    error
 }
 
-func (e *RefusedError) Error() string { return "Failed instance placement scriptlet: " + e.Reason }
+// RefusalPrefix begins the words of a scriptlet's refusal, as LXD words
+// it; the reason follows.
+const RefusalPrefix = "Failed instance placement scriptlet: "
+
+func (e *RefusedError) Error() string { return RefusalPrefix + e.Reason }
 func (e *RefusedError) Unwrap() error { return e.Err }
 
 // Limits a scriptlet run can exceed.
@@ -109,19 +113,26 @@ func (e *ScriptletError) Error() string {
 }
 
 // CompileError is a scriptlet that does not compile: a syntax or
-// resolution error, or a failure of its top level. Line and Col are
-// 1-based; 0 when unknown.
+// resolution error, a failure of its top level, or (when it is stored) a
+// trial run on a synthetic claim that failed. Line and Col are 1-based;
+// 0 when the error has no position. It is the one error type of
+// scriptlet source that cannot be used; a run's failures are
+// *ScriptletError and *ScriptletLimitError.
 type CompileError struct {
+	Scriptlet string
 	Line, Col int
 	Msg       string
 }
 
 func (e *CompileError) Error() string {
-	return fmt.Sprintf("line %d, column %d: %s", e.Line, e.Col, e.Msg)
+	if e.Line > 0 {
+		return fmt.Sprintf("Scriptlet %s does not compile: line %d, column %d: %s", e.Scriptlet, e.Line, e.Col, e.Msg)
+	}
+	return fmt.Sprintf("Scriptlet %s does not compile: %s", e.Scriptlet, e.Msg)
 }
 
 // PluginError is returned by Policy.Rank when a built-in unit failed (a
-// Failed status: a ClusterData outage, a bug), not a rejection.
+// Failed status: a CloudData outage, a bug), not a rejection.
 type PluginError struct {
 	Plugin string
 	Err    error

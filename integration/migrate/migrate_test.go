@@ -11,10 +11,10 @@ import (
 
 	"github.com/berthd/berth/internal/cli"
 	"github.com/berthd/berth/internal/daemon"
-	"github.com/berthd/berth/internal/daemon/daemontest"
-	"github.com/berthd/berth/internal/mariadbtest"
 	"github.com/berthd/berth/internal/placementdiff"
-	"github.com/berthd/berth/internal/placementtest"
+	"github.com/berthd/berth/internal/testing/daemontest"
+	"github.com/berthd/berth/internal/testing/mariadbtest"
+	"github.com/berthd/berth/internal/testing/placementtest"
 	"github.com/berthd/berth/ledger/ledgertest"
 )
 

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/berthd/berth/internal/mariadbtest"
-	"github.com/berthd/berth/internal/placementtest"
+	"github.com/berthd/berth/internal/testing/mariadbtest"
+	"github.com/berthd/berth/internal/testing/placementtest"
 	"github.com/berthd/berth/ledger/ledgertest"
 )
 

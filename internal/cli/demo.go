@@ -5,6 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"net/http"
+
+	"github.com/berthd/berth/internal/apiclient"
 )
 
 // The demo cloud's names: the README and docs/cli.md use them, and
@@ -91,7 +93,7 @@ of projects demo and ops. Refuses to run twice.`,
 				steps := demoSteps()
 				for i, st := range steps {
 					if _, err := e.client.JSON(e.ctx, st.method, st.path, st.body, nil); err != nil {
-						var ae *APIError
+						var ae *apiclient.Error
 						if i <= 1 && errors.As(err, &ae) && ae.Status == http.StatusConflict {
 							return fmt.Errorf("the demo cloud is already there (%w)", err)
 						}

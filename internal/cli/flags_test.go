@@ -148,27 +148,3 @@ func TestEveryCommandHasHelpWithExample(t *testing.T) {
 		t.Errorf("berth help capacity: exit %d, %q", code, stdout)
 	}
 }
-
-func TestAPIErrorReads(t *testing.T) {
-	e := &APIError{Method: "POST", Path: "/claims", Status: 409, Errors: []APIErrorItem{{
-		Status: 409, Code: "berth.no_valid_host",
-		Detail: "There was a conflict when trying to complete your request.\n\n 10 providers; 10 lacked VCPU 64  ",
-	}}}
-	if got, want := e.Error(), "409 Conflict (berth.no_valid_host): 10 providers; 10 lacked VCPU 64"; got != want {
-		t.Errorf("got %q, want %q", got, want)
-	}
-	e = &APIError{Method: "GET", Path: "/policy_units", Status: 404, Errors: []APIErrorItem{{
-		Status: 404, Code: "placement.undefined_code", Detail: "The resource could not be found.",
-	}}}
-	if got := e.Error(); got != "404 Not Found: GET /policy_units (no such object, or a server without this endpoint)" {
-		t.Errorf("got %q", got)
-	}
-	e = &APIError{Method: "GET", Path: "/", Status: 502, Body: "<html>bad gateway</html>"}
-	if got := e.Error(); got != "GET /: 502 Bad Gateway: <html>bad gateway</html>" {
-		t.Errorf("got %q", got)
-	}
-	d := Detail("The server could not comply with the request since it is either malformed or otherwise incorrect.\n\n JSON does not validate: 'query' is a required property Failed validating 'required' in schema: {...}")
-	if d != "JSON does not validate: 'query' is a required property" {
-		t.Errorf("Detail = %q", d)
-	}
-}

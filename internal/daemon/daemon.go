@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/berthd/berth/claims"
+	"github.com/berthd/berth/claims/catalog"
 	"github.com/berthd/berth/httpapi"
 	"github.com/berthd/berth/internal/daemon/compose"
 	"github.com/berthd/berth/internal/keystone"
@@ -43,9 +44,12 @@ type Daemon struct {
 	unobserveOver func() error
 	// unobserveScriptlets unregisters the scriptlet run counters.
 	unobserveScriptlets func() error
-	// stopSources ends the refresh of the compiled scheduling data and
+	// stopCatalog ends the refresh of the compiled scheduling data and
 	// waits for it.
-	stopSources func()
+	stopCatalog func()
+	// stopReaper ends the claim lease reaper and waits for it; nil when
+	// it does not run here.
+	stopReaper func()
 	// keystone validates tokens with auth keystone; nil otherwise.
 	keystone *keystone.Client
 }
@@ -64,7 +68,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err erro
 	parts := compose.Config{
 		Logger: log,
 		Claims: claims.Config{MaxAttempts: cfg.ClaimMaxAttempts, MaxCandidates: cfg.MaxCandidates,
-			ClaimCandidates: cfg.ClaimCandidates, SubsetSize: cfg.ClaimSubsetSize},
+			ClaimCandidates: cfg.ClaimCandidates, SubsetSize: cfg.ClaimSubsetSize, LeaseMax: cfg.ClaimLeaseMax},
 	}
 	if parts.SchedulerPolicy, err = cfg.LoadSchedulerPolicy(log); err != nil {
 		return nil, err
@@ -78,6 +82,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err erro
 
 		MaxInflightExpensive:  cfg.MaxInflightExpensive,
 		AdmissionQueueTimeout: cfg.AdmissionQueueTimeout,
+		AuditThresholds:       ledger.AuditThresholds{MigrationAge: cfg.AuditMigrationAge, StateAge: cfg.AuditStateAge},
 	}
 	if cfg.Auth == httpapi.AuthTokens {
 		if api.Tokens, err = LoadTokens(cfg.TokenFile, log); err != nil {
@@ -146,9 +151,10 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err erro
 	if d.api, c, err = NewAPI(api, parts); err != nil {
 		return nil, err
 	}
-	if err = d.startSources(ctx, c.Sources); err != nil {
+	if err = d.startCatalog(ctx, c.Catalog); err != nil {
 		return nil, err
 	}
+	d.startLeaseReaper(ctx, c.Claimer)
 	if cfg.MetricsListen != MetricsOff {
 		if d.unobservePool, err = ledger.ObservePool(d.store.PoolStats); err != nil {
 			return nil, err
@@ -156,7 +162,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err erro
 		if d.unobserveOver, err = ledger.ObserveOverCapacity(d.store.OverCapacityCount); err != nil {
 			return nil, err
 		}
-		if d.unobserveScriptlets, err = scheduler.ObserveScriptlets(c.Sources.Metrics()); err != nil {
+		if d.unobserveScriptlets, err = scheduler.ObserveScriptlets(c.Catalog.Metrics()); err != nil {
 			return nil, err
 		}
 	}
@@ -175,14 +181,14 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err erro
 
 // NewAPI builds the components of parts (compose.Build) and the API server
 // that serves them with the HTTP settings of api. It starts nothing; the
-// caller runs the returned Sources (Components.Sources.Run) to see other
+// caller runs the returned catalogue (Components.Catalog.Run) to see other
 // replicas' changes. berthd's New calls it, and so can tests.
 func NewAPI(api httpapi.Config, parts compose.Config) (*httpapi.Server, *compose.Components, error) {
 	c, err := compose.Build(parts)
 	if err != nil {
 		return nil, nil, err
 	}
-	api.Store, api.Claimer, api.Sources, api.Cluster, api.Authz = c.Store, c.Claimer, c.Sources, c.Cluster, c.Authz
+	api.Store, api.Claimer, api.Catalog, api.Cloud, api.Authz = c.Store, c.Claimer, c.Catalog, c.Cloud, c.Authz
 	s, err := httpapi.New(api, parts.Logger)
 	if err != nil {
 		return nil, nil, err
@@ -290,8 +296,11 @@ func (d *Daemon) close(ctx context.Context) error {
 	if d.ln != nil {
 		_ = d.ln.Close()
 	}
-	if d.stopSources != nil {
-		d.stopSources()
+	if d.stopCatalog != nil {
+		d.stopCatalog()
+	}
+	if d.stopReaper != nil {
+		d.stopReaper()
 	}
 	if d.metricsLn != nil {
 		_ = d.metricsLn.Close()
@@ -342,18 +351,30 @@ func Migrate(ctx context.Context, cfg Config, log *slog.Logger) (err error) {
 	return nil
 }
 
-// startSources loads the stored scheduling policies, scriptlets and config
+// startCatalog loads the stored scheduling policies, scriptlets and config
 // and keeps them fresh (change notifications from every replica, and a
 // reload every minute) until close.
-func (d *Daemon) startSources(ctx context.Context, sources *claims.Sources) error {
-	if err := sources.Reload(ctx); err != nil {
+func (d *Daemon) startCatalog(ctx context.Context, cat *catalog.Catalog) error {
+	if err := cat.Reload(ctx); err != nil {
 		return fmt.Errorf("load scheduling policies: %w", err)
 	}
 	bg, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	done := make(chan struct{})
-	go func() { defer close(done); sources.Run(bg) }()
-	d.stopSources = func() { cancel(); <-done }
+	go func() { defer close(done); cat.Run(bg) }()
+	d.stopCatalog = func() { cancel(); <-done }
 	return nil
+}
+
+// startLeaseReaper runs the claim lease reaper every
+// Config.ClaimLeaseInterval until close (not at all when negative).
+func (d *Daemon) startLeaseReaper(ctx context.Context, c *claims.Claimer) {
+	if d.cfg.ClaimLeaseInterval < 0 {
+		return
+	}
+	bg, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan struct{})
+	go func() { defer close(done); c.RunLeaseReaper(bg, d.cfg.ClaimLeaseInterval) }()
+	d.stopReaper = func() { cancel(); <-done }
 }
 
 // groupWriters maps the daemon's setting (0: no batching) to the

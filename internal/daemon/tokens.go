@@ -8,7 +8,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/berthd/berth/httpapi"
+	"github.com/berthd/berth/authz"
 )
 
 // LoadTokens reads a static token file: one token per line,
@@ -23,7 +23,7 @@ import (
 //
 // The file holds secrets: LoadTokens logs a warning when group or others
 // may read it.
-func LoadTokens(path string, logger *slog.Logger) (map[string]httpapi.Principal, error) {
+func LoadTokens(path string, logger *slog.Logger) (map[string]authz.Credentials, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("token file: %w", err)
@@ -33,7 +33,7 @@ func LoadTokens(path string, logger *slog.Logger) (map[string]httpapi.Principal,
 		logger.Warn("token file is readable by group or others; chmod 600 it", "path", path,
 			"mode", fmt.Sprintf("%04o", fi.Mode().Perm()))
 	}
-	tokens := map[string]httpapi.Principal{}
+	tokens := map[string]authz.Credentials{}
 	sc := bufio.NewScanner(f)
 	for n := 1; sc.Scan(); n++ {
 		line := strings.TrimSpace(sc.Text())
@@ -58,12 +58,12 @@ func LoadTokens(path string, logger *slog.Logger) (map[string]httpapi.Principal,
 	return tokens, nil
 }
 
-func parseTokenLine(line string) (string, httpapi.Principal, error) {
+func parseTokenLine(line string) (string, authz.Credentials, error) {
 	fields := strings.Fields(line)
 	if len(fields) < 2 || len(fields) > 4 {
-		return "", httpapi.Principal{}, errors.New("want TOKEN ROLE[,ROLE...] [PROJECT_ID [USER_ID]]")
+		return "", authz.Credentials{}, errors.New("want TOKEN ROLE[,ROLE...] [PROJECT_ID [USER_ID]]")
 	}
-	var p httpapi.Principal
+	var p authz.Credentials
 	for _, role := range strings.Split(fields[1], ",") {
 		if role == "" {
 			return "", p, errors.New("empty role")

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/berthd/berth/internal/pythontest"
+	"github.com/berthd/berth/internal/testing/pythontest"
 )
 
 // pformatCase is one value, as JSON, and the width to print it in.

@@ -15,9 +15,9 @@ import (
 	"time"
 
 	"github.com/berthd/berth/internal/daemon"
-	"github.com/berthd/berth/internal/daemon/daemontest"
 	"github.com/berthd/berth/internal/keystone"
-	"github.com/berthd/berth/internal/keystonetest"
+	"github.com/berthd/berth/internal/testing/daemontest"
+	"github.com/berthd/berth/internal/testing/keystonetest"
 	"github.com/berthd/berth/ledger/ledgertest"
 )
 

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/berthd/berth/internal/keystonetest"
+	"github.com/berthd/berth/internal/testing/keystonetest"
 )
 
 // TestValidateIdentities: what Keystone says about each kind of token

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/berthd/berth/internal/keystonetest"
+	"github.com/berthd/berth/internal/testing/keystonetest"
 	"github.com/berthd/berth/ledger/ledgertest"
 )
 

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/berthd/berth/internal/daemon"
-	"github.com/berthd/berth/internal/daemon/daemontest"
+	"github.com/berthd/berth/internal/testing/daemontest"
 	"github.com/berthd/berth/ledger/ledgertest"
 )
 

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/berthd/berth/internal/apiclient"
 	"github.com/berthd/berth/internal/uuid"
 )
 
@@ -227,9 +228,9 @@ func (s *claimStats) fail(err error) {
 		s.firstErr = err.Error()
 	}
 	key := "no answer"
-	var se *StatusError
-	if errors.As(err, &se) {
-		key = fmt.Sprintf("%s %d", se.Method, se.Code)
+	var ae *apiclient.Error
+	if errors.As(err, &ae) {
+		key = fmt.Sprintf("%s %d", ae.Method, ae.Status)
 	}
 	if s.byStatus == nil {
 		s.byStatus = map[string]int{}
@@ -455,13 +456,6 @@ type claimAnswer struct {
 	Attempts int `json:"attempts"`
 }
 
-// errorAnswer is Placement's error body.
-type errorAnswer struct {
-	Errors []struct {
-		Code string `json:"code"`
-	} `json:"errors"`
-}
-
 // codeNoValidHost is the error code of a claim that nothing fits.
 const codeNoValidHost = "berth.no_valid_host"
 
@@ -495,13 +489,12 @@ func postClaim(ctx context.Context, c *Client, resources map[string]int, p Claim
 			st.mu.Unlock()
 			return nil
 		}
-		if !IsStatus(err, http.StatusConflict) {
+		var ae *apiclient.Error
+		if !errors.As(err, &ae) || ae.Status != http.StatusConflict {
 			return err
 		}
-		var ea errorAnswer
-		_ = json.Unmarshal(resp.Body, &ea)
 		st.mu.Lock()
-		if len(ea.Errors) > 0 && ea.Errors[0].Code == codeNoValidHost {
+		if ae.Code() == codeNoValidHost {
 			st.noHost++
 		} else {
 			allNoHost = false
@@ -560,7 +553,7 @@ func claimOne(ctx context.Context, c *Client, path string, p ClaimsParams, rng *
 			st.mu.Unlock()
 			return nil
 		}
-		if !IsStatus(err, http.StatusConflict) {
+		if !apiclient.IsStatus(err, http.StatusConflict) {
 			return err
 		}
 		st.mu.Lock()

@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/berthd/berth/internal/apiclient"
 )
 
 // FloodParams is an overload run: many clients repeat one expensive GET
@@ -71,7 +73,7 @@ func RunFlood(ctx context.Context, heavy, probe *Client, p FloodParams, log io.W
 				case err == nil:
 					samples = append(samples, r.Elapsed)
 					main.Bytes = len(r.Body)
-				case IsStatus(err, http.StatusServiceUnavailable):
+				case apiclient.IsStatus(err, http.StatusServiceUnavailable):
 					main.Count++
 				case errors.Is(err, ErrTimeout):
 					main.Timeouts++
@@ -82,7 +84,7 @@ func RunFlood(ctx context.Context, heavy, probe *Client, p FloodParams, log io.W
 					}
 				}
 				mu.Unlock()
-				if err != nil && !IsStatus(err, http.StatusServiceUnavailable) {
+				if err != nil && !apiclient.IsStatus(err, http.StatusServiceUnavailable) {
 					// A refused connection or a timeout: do not spin.
 					select {
 					case <-time.After(100 * time.Millisecond):

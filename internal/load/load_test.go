@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/berthd/berth/internal/apiclient"
 )
 
 func testClient(url string) *Client {
@@ -242,7 +244,7 @@ func TestClientTimeoutAndStatus(t *testing.T) {
 		t.Errorf("slow answer: %v, want ErrTimeout", err)
 	}
 	r, err := c.Do(context.Background(), http.MethodGet, "/fast", nil)
-	if !IsStatus(err, http.StatusConflict) || r == nil || r.Code != 409 {
+	if !apiclient.IsStatus(err, http.StatusConflict) || r == nil || r.Status != 409 {
 		t.Errorf("409 answer: %v", err)
 	}
 	if _, err := c.Do(context.Background(), http.MethodGet, "/fast", nil, http.StatusConflict); err != nil {

@@ -3,7 +3,8 @@
 // Placement after an export), read by read, the way clients read:
 // providers, their inventories, usages, traits, aggregates and
 // allocations, resource classes, traits, allocations per consumer and
-// usages per project and user. It only sends GET requests.
+// usages per project and user. It only sends GET requests, through
+// internal/apiclient.
 package placementdiff
 
 import (
@@ -11,7 +12,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"net/http"
 	"net/url"
@@ -20,12 +20,14 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/berthd/berth/internal/apiclient"
 )
 
 // Endpoint is one side of a comparison.
 type Endpoint struct {
 	Name  string // "placement", "berth": how differences name the side
-	URL   string
+	URL   string // a URL, or "host:port" for http://
 	Token string // X-Auth-Token
 }
 
@@ -72,7 +74,11 @@ func Compare(ctx context.Context, p Params) (*Result, error) {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConnsPerHost = p.Workers
 	defer tr.CloseIdleConnections()
-	c := &comparer{p: p, client: &http.Client{Timeout: p.Timeout, Transport: tr}}
+	hc := &http.Client{Timeout: p.Timeout, Transport: tr}
+	c := &comparer{p: p,
+		old: apiclient.New(apiclient.Config{URL: p.Old.URL, Token: p.Old.Token, Microversion: p.Version, HTTP: hc}),
+		new: apiclient.New(apiclient.Config{URL: p.New.URL, Token: p.New.Token, Microversion: p.Version, HTTP: hc}),
+	}
 	var res Result
 	// The lists first: they name what is compared next.
 	roots := []string{"/resource_providers", "/resource_classes", "/traits"}
@@ -147,8 +153,8 @@ func Compare(ctx context.Context, p Params) (*Result, error) {
 }
 
 type comparer struct {
-	p      Params
-	client *http.Client
+	p        Params
+	old, new *apiclient.Client // p.Old's and p.New's
 }
 
 type compared struct {
@@ -183,13 +189,13 @@ func (c *comparer) compareAll(ctx context.Context, paths []string) []compared {
 
 func (c *comparer) compare(ctx context.Context, path string) compared {
 	r := compared{path: path}
-	os, ob, err := c.get(ctx, c.p.Old, path)
+	os, ob, err := c.get(ctx, c.old, c.p.Old, path)
 	if err != nil {
 		r.err = err
 		r.diffs = []string{fmt.Sprintf("GET %s: %v", path, err)}
 		return r
 	}
-	ns, nb, err := c.get(ctx, c.p.New, path)
+	ns, nb, err := c.get(ctx, c.new, c.p.New, path)
 	if err != nil {
 		r.err = err
 		r.diffs = []string{fmt.Sprintf("GET %s: %v", path, err)}
@@ -218,26 +224,14 @@ func (c *comparer) compare(ctx context.Context, path string) compared {
 	return r
 }
 
-func (c *comparer) get(ctx context.Context, e Endpoint, path string) (int, []byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(e.URL, "/")+path, nil)
-	if err != nil {
-		return 0, nil, err
-	}
-	req.Header.Set("OpenStack-API-Version", "placement "+c.p.Version)
-	req.Header.Set("Accept", "application/json")
-	if e.Token != "" {
-		req.Header.Set("X-Auth-Token", e.Token)
-	}
-	resp, err := c.client.Do(req)
+// get reads path from one side: the status and the body without the
+// white space around it.
+func (c *comparer) get(ctx context.Context, api *apiclient.Client, e Endpoint, path string) (int, []byte, error) {
+	r, err := api.Do(ctx, http.MethodGet, path, nil, "")
 	if err != nil {
 		return 0, nil, fmt.Errorf("%s: %v", e.Name, err)
 	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return 0, nil, fmt.Errorf("%s: %v", e.Name, err)
-	}
-	return resp.StatusCode, bytes.TrimSpace(b), nil
+	return r.Status, bytes.TrimSpace(r.Body), nil
 }
 
 // normalize orders what the API leaves unordered: lists of strings

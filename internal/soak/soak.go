@@ -1,17 +1,6 @@
-// Package soak is a long failover benchmark, not a test: claims and
-// deletes through three berthd processes on a Patroni cluster
-// (internal/patronitest), one berthd killed (SIGKILL) and restarted
-// every KillEvery, one failover of the primary (kill -9 of its
-// postmaster) in the middle. Clients retry a request whose outcome they
-// did not learn with the same request, as a scheduler should. It
-// reports claims per second over time, errors by kind, the time without
-// service, and a final audit through the API: every claim a client holds
-// is there exactly as it was told, nothing else is allocated, no
-// provider is over capacity.
 package soak
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -31,7 +20,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/berthd/berth/internal/patronitest"
+	"github.com/berthd/berth/internal/apiclient"
+	"github.com/berthd/berth/internal/testing/patronitest"
 	"github.com/berthd/berth/ledger"
 )
 
@@ -142,6 +132,7 @@ func (r *Report) Write(w io.Writer) {
 // proc is one berthd.
 type proc struct {
 	addr   string
+	api    *apiclient.Client // to addr
 	cmd    *exec.Cmd
 	exited chan struct{}
 }
@@ -283,16 +274,13 @@ func (r *run) startProc(ctx context.Context, addr string) (*proc, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	p := &proc{addr: addr, cmd: cmd, exited: make(chan struct{})}
+	p := &proc{addr: addr, cmd: cmd, exited: make(chan struct{}),
+		api: apiclient.New(apiclient.Config{URL: addr, Token: "admin", Microversion: "1.39", HTTP: r.client})}
 	go func() { _ = cmd.Wait(); log.Close(); close(p.exited) }()
 	deadline := time.Now().Add(time.Minute)
 	for {
-		resp, err := r.client.Get("http://" + addr + "/")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return p, nil
-			}
+		if resp, err := p.api.Do(ctx, http.MethodGet, "/", nil, ""); err == nil && resp.Status == http.StatusOK {
+			return p, nil
 		}
 		select {
 		case <-p.exited:
@@ -340,42 +328,29 @@ func (r *run) killer(ctx context.Context, stop <-chan struct{}) {
 	}
 }
 
-func (r *run) addr(i int) string {
+// api is the client of berthd i (modulo their number).
+func (r *run) api(i int) *apiclient.Client {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.procs[i%len(r.procs)].addr
+	return r.procs[i%len(r.procs)].api
 }
 
 // do sends one request; kind is "" for a definite answer, else the kind
 // of failure.
 func (r *run) do(i int, method, path string, body any) (status int, out []byte, kind string) {
-	var rd io.Reader
-	if body != nil {
-		raw, _ := json.Marshal(body)
-		rd = bytes.NewReader(raw)
-	}
-	req, _ := http.NewRequest(method, "http://"+r.addr(i)+path, rd)
-	req.Header.Set("X-Auth-Token", "admin")
-	req.Header.Set("Accept", "application/json")
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("OpenStack-API-Version", "placement 1.39")
-	resp, err := r.client.Do(req)
+	resp, err := r.api(i).Send(context.Background(), method, path, body)
 	var ne net.Error
 	switch {
 	case err != nil && errors.As(err, &ne) && ne.Timeout():
 		return 0, nil, "timeout"
 	case err != nil:
 		return 0, nil, "conn_error"
+	case resp.Status == http.StatusServiceUnavailable && resp.Header.Get("Retry-After") != "":
+		return resp.Status, resp.Body, "503"
+	case resp.Status >= 500:
+		return resp.Status, resp.Body, "5xx"
 	}
-	defer resp.Body.Close()
-	out, _ = io.ReadAll(resp.Body)
-	switch {
-	case resp.StatusCode == http.StatusServiceUnavailable && resp.Header.Get("Retry-After") != "":
-		return resp.StatusCode, out, "503"
-	case resp.StatusCode >= 500:
-		return resp.StatusCode, out, "5xx"
-	}
-	return resp.StatusCode, out, ""
+	return resp.Status, resp.Body, ""
 }
 
 func (r *run) countErr(kind string) {

@@ -3,7 +3,7 @@ package uuid
 import (
 	"testing"
 
-	"github.com/berthd/berth/internal/pythontest"
+	"github.com/berthd/berth/internal/testing/pythontest"
 )
 
 // TestValidAsOslo: Valid is oslo's is_uuid_like (Placement's uuid format

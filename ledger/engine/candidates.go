@@ -103,14 +103,27 @@ func (c *Candidates) Names() *Names { return c.snap.names }
 // AllocationRequest is one candidate: what to allocate from which provider,
 // and which providers satisfied which group.
 type AllocationRequest struct {
-	Allocations []CandidateAllocation
+	Allocations []Allocation
 	Mappings    []GroupMapping
 }
 
-// CandidateAllocation is what one candidate takes from one provider.
-type CandidateAllocation struct {
+// Allocation is what a consumer takes, or is to take, from one provider:
+// one candidate's share of a provider, a claim's write, a consumer's
+// holding as the API answers it. It is the one type of this concept from
+// the engine to the HTTP answer. Resources hold each class once.
+type Allocation struct {
 	ProviderUUID string
 	Resources    []ResourceAmount
+}
+
+// Amount is how much of class a takes, and whether it takes any.
+func (a Allocation) Amount(class string) (int64, bool) {
+	for _, r := range a.Resources {
+		if r.Class == class {
+			return r.Amount, true
+		}
+	}
+	return 0, false
 }
 
 // GroupMapping names the providers that satisfied one request group.

@@ -1,17 +1,14 @@
 package engine
 
 import (
-	"errors"
 	"fmt"
+
+	"github.com/berthd/berth/internal/fault"
 )
 
-// ErrInvalid is the kind of the engine's rejections: a request that names
-// something that does not exist. The ledger's ErrInvalid is this same
-// value, so callers test for either with errors.Is.
-var ErrInvalid = errors.New("invalid")
-
 // UnknownNameError reports a resource class or trait that does not exist.
-// Its message is Placement's ("No such trait(s): X.").
+// Its message is Placement's ("No such trait(s): X."). It is a
+// fault.ErrInvalid.
 type UnknownNameError struct {
 	Trait bool // a trait; otherwise a resource class
 	Name  string
@@ -24,5 +21,5 @@ func (e *UnknownNameError) Error() string {
 	return fmt.Sprintf("No such resource class %s.", e.Name)
 }
 
-// Unwrap makes an UnknownNameError an ErrInvalid.
-func (e *UnknownNameError) Unwrap() error { return ErrInvalid }
+// Unwrap makes an UnknownNameError a fault.ErrInvalid.
+func (e *UnknownNameError) Unwrap() error { return fault.ErrInvalid }

@@ -65,7 +65,7 @@ type resultBuilder struct {
 	// left is how many candidates are still to be cut from the backing
 	// arrays.
 	left     int
-	allocBuf []CandidateAllocation
+	allocBuf []Allocation
 	resBuf   []ResourceAmount
 	mapBuf   []GroupMapping
 	uuidBuf  []string
@@ -121,7 +121,7 @@ func (b *resultBuilder) request(ar *AllocationRequest, vec, provOrder []int32, k
 				n++
 			}
 		}
-		allocs[pi] = CandidateAllocation{ProviderUUID: s.provs.at(p).UUID, Resources: res[start:n:n]}
+		allocs[pi] = Allocation{ProviderUUID: s.provs.at(p).UUID, Resources: res[start:n:n]}
 	}
 	for gi, slotsOf := range e.groupSlots {
 		from := len(uuids)
@@ -178,11 +178,11 @@ func (b *resultBuilder) firstSummary(unit int32) bool {
 
 // take cuts one candidate's slices; the backing arrays hold up to 1024
 // candidates like this one, but no more than are left.
-func (b *resultBuilder) take(nAlloc, nRes, nMap, nUUID int) ([]CandidateAllocation, []ResourceAmount, []GroupMapping, []string) {
+func (b *resultBuilder) take(nAlloc, nRes, nMap, nUUID int) ([]Allocation, []ResourceAmount, []GroupMapping, []string) {
 	chunk := min(1024, max(b.left, 1))
 	b.left--
 	if len(b.allocBuf) < nAlloc {
-		b.allocBuf = make([]CandidateAllocation, max(chunk*nAlloc, nAlloc))
+		b.allocBuf = make([]Allocation, max(chunk*nAlloc, nAlloc))
 	}
 	if len(b.resBuf) < nRes {
 		b.resBuf = make([]ResourceAmount, max(chunk*nRes, nRes))

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"testing"
 	"unsafe"
+
+	"github.com/berthd/berth/internal/fault"
 )
 
 // providerNames lists the names of provs in order.
@@ -72,7 +74,7 @@ func TestProvidersMatching(t *testing.T) {
 		t.Errorf("pf2_1: parent %q root %q", got[0].ParentUUID, got[0].RootUUID)
 	}
 	var ue *UnknownNameError
-	if _, err := s.ProvidersMatching(&ProviderFilter{Group: RequestGroup{RequiredTraits: [][]string{{"CUSTOM_NOPE"}}}}); !errors.As(err, &ue) || !ue.Trait || !errors.Is(err, ErrInvalid) {
+	if _, err := s.ProvidersMatching(&ProviderFilter{Group: RequestGroup{RequiredTraits: [][]string{{"CUSTOM_NOPE"}}}}); !errors.As(err, &ue) || !ue.Trait || !errors.Is(err, fault.ErrInvalid) {
 		t.Errorf("unknown trait: %v", err)
 	}
 	if _, err := s.ProvidersMatching(&ProviderFilter{Group: RequestGroup{Resources: res("CUSTOM_NOPE:1")}}); !errors.As(err, &ue) || ue.Trait {

@@ -1,12 +1,12 @@
 // Package compose builds the components berthd serves over one ledger
-// store: the claimer (claims.Claimer), the compiled scheduling policies,
-// scriptlets and config (claims.Sources), the cluster data scheduler units
-// and scriptlets query (claims.LedgerData) and the policy enforcer
-// (authz.Enforcer). It is berthd's composition root: internal/daemon calls
-// Build with what its configuration says and hands the components to
-// httpapi.New; tests that need an API server call Build too. It starts
-// nothing: the caller runs Sources (Components.Sources.Run) when it wants
-// other replicas' changes.
+// store: the catalogue of stored scheduling policies, scriptlets and config
+// (claims/catalog), the scheduler's view of the cloud read through the
+// ledger (claims/cloud), the claimer (claims.Claimer) built with both, and
+// the policy enforcer (authz.Enforcer). It is berthd's composition root:
+// internal/daemon calls Build with what its configuration says and hands
+// the components to httpapi.New; tests that need an API server call Build
+// too. It starts nothing: the caller runs the catalogue
+// (Components.Catalog.Run) when it wants other replicas' changes.
 package compose
 
 import (
@@ -15,6 +15,8 @@ import (
 
 	"github.com/berthd/berth/authz"
 	"github.com/berthd/berth/claims"
+	"github.com/berthd/berth/claims/catalog"
+	"github.com/berthd/berth/claims/cloud"
 	"github.com/berthd/berth/internal/telemetry/instrument"
 	"github.com/berthd/berth/ledger"
 	"github.com/berthd/berth/scheduler"
@@ -44,17 +46,21 @@ type Config struct {
 type Components struct {
 	Store   *ledger.Store
 	Claimer *claims.Claimer
-	Sources *claims.Sources
-	Cluster *claims.LedgerData
+	Catalog *catalog.Catalog
+	Cloud   *cloud.View
 	Authz   *authz.Enforcer
 	// Logger is Config.Logger as wrapped for the components.
 	Logger *slog.Logger
 }
 
-// Build builds the components of cfg. The claimer resolves a claim's
-// policy by name through Sources, asks Cluster for the provider state,
-// placement keys and consumer counts a policy needs, and gives scriptlets
-// Cluster as their view of the cluster.
+// The catalogue resolves the claims' policies; the cloud view fills their
+// providers' costly fields and answers scriptlets.
+var (
+	_ claims.PolicySource = (*catalog.Catalog)(nil)
+	_ claims.Cloud        = (*cloud.View)(nil)
+)
+
+// Build builds the components of cfg.
 func Build(cfg Config) (*Components, error) {
 	log := cfg.Logger
 	if log == nil {
@@ -68,17 +74,13 @@ func Build(cfg Config) (*Components, error) {
 			return nil, fmt.Errorf("compose: %w", err)
 		}
 	}
-	c.Sources = claims.NewSources(cfg.Store, nil, log, 0)
-	if cfg.SchedulerPolicy != nil {
-		c.Sources.SetFallback(cfg.SchedulerPolicy)
-	}
-	c.Cluster = claims.NewLedgerData(cfg.Store)
+	c.Catalog = catalog.New(catalog.Options{Store: cfg.Store, Logger: log, Fallback: cfg.SchedulerPolicy})
+	c.Cloud = cloud.New(cfg.Store)
 	var err error
-	if c.Claimer, err = claims.New(cfg.Store, cfg.SchedulerPolicy, cfg.Claims, log); err != nil {
+	c.Claimer, err = claims.New(claims.Deps{Store: cfg.Store, Policies: c.Catalog, Policy: cfg.SchedulerPolicy,
+		Cloud: c.Cloud, Logger: log}, cfg.Claims)
+	if err != nil {
 		return nil, err
 	}
-	c.Claimer.SetPolicySource(c.Sources)
-	c.Claimer.SetEnricher(c.Cluster)
-	c.Claimer.SetClusterData(c.Cluster)
 	return c, nil
 }

@@ -12,7 +12,7 @@ import (
 func TestMain(m *testing.M) { ledgertest.Main(m) }
 
 // Build wires the components to each other: the claimer resolves policies
-// through Sources, whose fallback is the configured scheduler policy, and
+// through the catalogue, whose fallback is the configured scheduler policy, and
 // the enforcer defaults to the admin rule set.
 func TestBuild(t *testing.T) {
 	ctx := context.Background()
@@ -26,10 +26,10 @@ func TestBuild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Store != store || c.Claimer == nil || c.Sources == nil || c.Cluster == nil || c.Logger == nil {
+	if c.Store != store || c.Claimer == nil || c.Catalog == nil || c.Cloud == nil || c.Logger == nil {
 		t.Fatalf("components missing: %+v", c)
 	}
-	if p, err := c.Sources.Policy(ctx, ""); err != nil || p != fallback {
+	if p, err := c.Catalog.Policy(ctx, ""); err != nil || p != fallback {
 		t.Errorf("default policy = %p, %v; want the fallback %p", p, err, fallback)
 	}
 	admin := authz.Credentials{Roles: []string{"admin"}, ProjectID: "p"}

@@ -1,0 +1,162 @@
+package cloud
+
+import (
+	"context"
+	"slices"
+
+	"github.com/berthd/berth/ledger"
+	"github.com/berthd/berth/ledger/engine"
+	"github.com/berthd/berth/scheduler"
+)
+
+// View answers what policies and scriptlets ask about the cloud from the
+// ledger: it is the Claimer's claims.Cloud (Enrich: provider state, placement
+// keys and consumer counts for one claim's candidates, one query per kind
+// asked for) and the scheduler's CloudData (instances, members, consumer
+// groups, consumer keys). Every answer reads committed data at the time of
+// the call. It is safe for concurrent use.
+type View struct {
+	store *ledger.Store
+}
+
+// New returns a View over store.
+func New(store *ledger.Store) *View { return &View{store: store} }
+
+var _ scheduler.CloudData = (*View)(nil)
+
+// Enrich fills the fields needs asks for on every provider of provs.
+func (d *View) Enrich(ctx context.Context, needs scheduler.Needs, provs map[string]*scheduler.Provider) error {
+	if len(provs) == 0 || (!needs.State && !needs.Keys && !needs.Consumers) {
+		return nil
+	}
+	uuids := make([]string, 0, len(provs))
+	for u := range provs {
+		uuids = append(uuids, u)
+	}
+	if needs.State {
+		states, err := d.store.ProviderStates(ctx, uuids)
+		if err != nil {
+			return err
+		}
+		for u, st := range states {
+			provs[u].State = stateOf(st)
+		}
+	}
+	if needs.Keys {
+		keys, err := d.store.PlacementKeysOf(ctx, uuids)
+		if err != nil {
+			return err
+		}
+		for u, ks := range keys {
+			provs[u].Keys = keysOf(ks)
+		}
+	}
+	if needs.Consumers {
+		counts, err := d.store.ConsumerCounts(ctx, uuids)
+		if err != nil {
+			return err
+		}
+		for u, n := range counts {
+			provs[u].Consumers = n
+		}
+	}
+	return nil
+}
+
+// Instances implements scheduler.CloudData.
+func (d *View) Instances(ctx context.Context, location, project string) ([]scheduler.Instance, error) {
+	ins, err := d.store.Instances(ctx, ledger.InstancesParams{Location: location, Project: project})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]scheduler.Instance, len(ins))
+	for i, in := range ins {
+		out[i] = scheduler.Instance{UUID: in.UUID, Name: in.Name, ProjectID: in.ProjectID, UserID: in.UserID,
+			Type: in.Type, Location: in.RootName, Resources: in.Resources}
+	}
+	return out, nil
+}
+
+// Member implements scheduler.CloudData: the provider of that name or
+// uuid with its state, keys and consumer count; nil if there is none.
+func (d *View) Member(ctx context.Context, nameOrUUID string) (*scheduler.Provider, error) {
+	if nameOrUUID == "" {
+		return nil, nil
+	}
+	ps, err := d.members(ctx, ledger.ProviderSummariesParams{Ref: nameOrUUID})
+	if err != nil || len(ps) == 0 {
+		return nil, err
+	}
+	// A name that is another provider's uuid: prefer the uuid.
+	for _, p := range ps {
+		if p.UUID == nameOrUUID {
+			return p, nil
+		}
+	}
+	return ps[0], nil
+}
+
+// Members implements scheduler.CloudData: the root providers, those in
+// aggregate only when it is not empty, by name, with state, keys and
+// consumer counts.
+func (d *View) Members(ctx context.Context, aggregate string) ([]*scheduler.Provider, error) {
+	return d.members(ctx, ledger.ProviderSummariesParams{Aggregate: aggregate, RootsOnly: true})
+}
+
+func (d *View) members(ctx context.Context, p ledger.ProviderSummariesParams) ([]*scheduler.Provider, error) {
+	sums, err := d.store.ProviderSummaries(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*scheduler.Provider, len(sums))
+	byUUID := make(map[string]*scheduler.Provider, len(sums))
+	for i, s := range sums {
+		out[i] = providerOf(s)
+		byUUID[s.UUID] = out[i]
+	}
+	if err := d.Enrich(ctx, scheduler.Needs{State: true, Keys: true, Consumers: true}, byUUID); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// GroupMembers counts, per root provider uuid, the consumers with
+// allocations whose properties hold key with the string value.
+func (d *View) GroupMembers(ctx context.Context, key, value string) (map[string]int, error) {
+	return d.store.GroupMembers(ctx, key, value)
+}
+
+// ConsumerKeys returns the keys a consumer kept from sticky provider
+// keys (each Sticky).
+func (d *View) ConsumerKeys(ctx context.Context, consumerUUID string) ([]scheduler.PlacementKey, error) {
+	ks, err := d.store.ConsumerKeys(ctx, consumerUUID)
+	if err != nil {
+		return nil, err
+	}
+	return keysOf(ks), nil
+}
+
+func providerOf(s engine.ProviderSummary) *scheduler.Provider {
+	p := &scheduler.Provider{UUID: s.UUID, Name: s.Name, ParentUUID: s.ParentUUID, RootUUID: s.RootUUID,
+		Traits: slices.Clone(s.Traits), Aggregates: slices.Clone(s.Aggregates),
+		Resources: make(scheduler.Inventories, len(s.Resources))}
+	for i, r := range s.Resources {
+		p.Resources[i] = scheduler.ClassInventory{Class: r.Class, Inventory: scheduler.Inventory{Capacity: r.Capacity, Used: r.Used,
+			Total: r.Total, Reserved: r.Reserved, AllocationRatio: r.AllocationRatio}}
+	}
+	scheduler.SortInventories(p.Resources)
+	return p
+}
+
+func stateOf(st ledger.ProviderState) *scheduler.ProviderState {
+	return &scheduler.ProviderState{Load1: st.Load1, Load5: st.Load5, Load15: st.Load15,
+		MemFreeMB: st.MemoryFreeMB, CPUUtil: st.CPUUtilization, ReportedAt: st.ReportedAt}
+}
+
+func keysOf(ks []ledger.PlacementKey) []scheduler.PlacementKey {
+	out := make([]scheduler.PlacementKey, len(ks))
+	for i, k := range ks {
+		out[i] = scheduler.PlacementKey{Name: k.Name, Value: k.Value, Sticky: k.Sticky}
+	}
+	return out
+}

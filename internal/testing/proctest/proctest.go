@@ -1,0 +1,53 @@
+package proctest
+
+import (
+	"net"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// FreePorts returns n distinct loopback ports that are free right now.
+func FreePorts(n int) ([]int, error) {
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
+	var ports []int
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		ls = append(ls, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
+
+// StopGroup stops the process group pgid (a server started with Setpgid,
+// whose leader's Wait delivers on done): SIGTERM, then SIGKILL if the
+// leader has not exited after grace. Then it kills what is left of the
+// group, as workers may outlive their leader for a moment.
+func StopGroup[T any](pgid int, done <-chan T, grace time.Duration) {
+	_ = syscall.Kill(-pgid, syscall.SIGTERM)
+	select {
+	case <-done:
+	case <-time.After(grace):
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		<-done
+	}
+	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+}
+
+// ProcessCPU is this process's CPU time so far (user and system), for
+// benchmarks that report CPU per operation.
+func ProcessCPU(tb testing.TB) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		tb.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}

@@ -1,0 +1,244 @@
+package ledger
+
+import (
+	"context"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/berthd/berth/ledger/engine"
+)
+
+// The queries in this file answer what scheduling policies and scriptlets
+// ask about the cloud beyond one claim's candidates: providers by name,
+// the members of an aggregate, the consumers placed and where, consumer
+// groups. They read committed data directly (not the snapshot), each in
+// one read-only transaction.
+
+// ProviderSummariesParams selects providers for ProviderSummaries.
+type ProviderSummariesParams struct {
+	// Ref, when not empty, selects the provider of that uuid or name.
+	Ref string
+	// Aggregate, when not empty, selects providers in that aggregate.
+	Aggregate string
+	// RootsOnly selects root providers only.
+	RootsOnly bool
+}
+
+// ProviderSummaries describes the providers p selects, by name, with their
+// inventories and usage, traits and aggregates. A malformed aggregate
+// uuid selects nothing.
+func (s *Store) ProviderSummaries(ctx context.Context, p ProviderSummariesParams) ([]engine.ProviderSummary, error) {
+	refUUID := uuidOrNil(p.Ref)
+	var agg *string
+	if p.Aggregate != "" {
+		// As member_of: the aggregate as spelled.
+		if _, ok := canonicalUUID(p.Aggregate); !ok {
+			return []engine.ProviderSummary{}, nil
+		}
+		agg = &p.Aggregate
+	}
+	var out []engine.ProviderSummary
+	// One read-only transaction, so its queries see one state; fn may run
+	// more than once (withTx).
+	_, err := s.txs.withTx(ctx, txReadOnly, func(tx *txn) error {
+		out = nil // afresh if the transaction is run again
+		rows, err := tx.Query(ctx, `
+			SELECT rp.id, rp.uuid::text, rp.name, rp.generation, COALESCE(parent.uuid::text, ''), root.uuid::text
+			FROM resource_providers rp
+			JOIN resource_providers root ON root.id = rp.root_provider_id
+			LEFT JOIN resource_providers parent ON parent.id = rp.parent_provider_id
+			WHERE ($1 = '' OR rp.name = $1 OR rp.uuid = $2::uuid)
+			  AND (NOT $3 OR rp.parent_provider_id IS NULL)
+			  AND ($4::text IS NULL OR EXISTS (
+				SELECT 1 FROM resource_provider_aggregates rpa
+				JOIN placement_aggregates pa ON pa.id = rpa.aggregate_id
+				WHERE rpa.resource_provider_id = rp.id AND pa.uuid = $4))
+			ORDER BY rp.name`, p.Ref, refUUID, p.RootsOnly, agg)
+		if err != nil {
+			return err
+		}
+		var ids []int64
+		index := map[int64]int{}
+		var id int64
+		var ps engine.ProviderSummary
+		if _, err := pgx.ForEachRow(rows, []any{&id, &ps.UUID, &ps.Name, &ps.Generation, &ps.ParentUUID, &ps.RootUUID}, func() error {
+			index[id] = len(out)
+			ids = append(ids, id)
+			out = append(out, ps)
+			return nil
+		}); err != nil {
+			return err
+		}
+		if len(ids) == 0 {
+			return nil
+		}
+		rows, err = tx.Query(ctx, `
+			SELECT i.resource_provider_id, rc.name, i.total, i.reserved, i.min_unit, i.max_unit, i.step_size,
+			       i.allocation_ratio, COALESCE((SELECT SUM(a.used) FROM allocations a
+			           WHERE a.resource_provider_id = i.resource_provider_id AND a.resource_class_id = i.resource_class_id), 0)
+			FROM inventories i JOIN resource_classes rc ON rc.id = i.resource_class_id
+			WHERE i.resource_provider_id = ANY($1) ORDER BY i.resource_provider_id, i.resource_class_id`, ids)
+		if err != nil {
+			return err
+		}
+		var r engine.SummaryResource
+		if _, err := pgx.ForEachRow(rows, []any{&id, &r.Class, &r.Total, &r.Reserved, &r.MinUnit, &r.MaxUnit, &r.StepSize,
+			&r.AllocationRatio, &r.Used}, func() error {
+			r.Capacity = int64(float64(r.Total-r.Reserved) * r.AllocationRatio)
+			ps := &out[index[id]]
+			ps.Resources = append(ps.Resources, r)
+			return nil
+		}); err != nil {
+			return err
+		}
+		rows, err = tx.Query(ctx, `
+			SELECT rpt.resource_provider_id, t.name FROM resource_provider_traits rpt JOIN traits t ON t.id = rpt.trait_id
+			WHERE rpt.resource_provider_id = ANY($1) ORDER BY t.id`, ids)
+		if err != nil {
+			return err
+		}
+		var name string
+		if _, err := pgx.ForEachRow(rows, []any{&id, &name}, func() error {
+			ps := &out[index[id]]
+			ps.Traits = append(ps.Traits, name)
+			return nil
+		}); err != nil {
+			return err
+		}
+		rows, err = tx.Query(ctx, `
+			SELECT rpa.resource_provider_id, pa.uuid::text FROM resource_provider_aggregates rpa
+			JOIN placement_aggregates pa ON pa.id = rpa.aggregate_id
+			WHERE rpa.resource_provider_id = ANY($1) ORDER BY pa.id`, ids)
+		if err != nil {
+			return err
+		}
+		_, err = pgx.ForEachRow(rows, []any{&id, &name}, func() error {
+			ps := &out[index[id]]
+			ps.Aggregates = append(ps.Aggregates, name)
+			return nil
+		})
+		return err
+	})
+	if out == nil {
+		out = []engine.ProviderSummary{}
+	}
+	return out, err
+}
+
+// Instance is a consumer holding allocations, as scriptlets and the
+// balancer see it.
+type Instance struct {
+	UUID      string
+	Name      string
+	ProjectID string
+	UserID    string
+	Type      string
+	// RootUUID and RootName are the consumer's location: the root of the
+	// tree it holds allocations in (the first by name when it holds
+	// allocations in several, as with shared storage).
+	RootUUID, RootName string
+	// Resources is what the consumer holds in all, per class.
+	Resources map[string]int64
+}
+
+// InstancesParams selects consumers for Instances.
+type InstancesParams struct {
+	// Location, when not empty, selects consumers holding allocations in
+	// the tree of the root provider of that name or uuid.
+	Location string
+	// Project, when not empty, selects the consumers of that project.
+	Project string
+}
+
+// Instances lists the consumers holding allocations that p selects, by
+// uuid.
+func (s *Store) Instances(ctx context.Context, p InstancesParams) ([]Instance, error) {
+	locUUID := uuidOrNil(p.Location)
+	rows, err := s.db.Query(ctx, `
+		SELECT c.uuid::text, COALESCE(c.name, ''), pr.external_id, us.external_id, COALESCE(ct.name, $4),
+		       root.uuid::text, root.name, rc.name, SUM(a.used)
+		FROM allocations a
+		JOIN consumers c ON c.id = a.consumer_id
+		JOIN projects pr ON pr.id = c.project_id
+		JOIN users us ON us.id = c.user_id
+		LEFT JOIN consumer_types ct ON ct.id = c.consumer_type_id
+		JOIN resource_providers rp ON rp.id = a.resource_provider_id
+		JOIN resource_providers root ON root.id = rp.root_provider_id
+		JOIN resource_classes rc ON rc.id = a.resource_class_id
+		WHERE ($1 = '' OR pr.external_id = $1)
+		  AND ($2 = '' OR EXISTS (
+			SELECT 1 FROM allocations a2
+			JOIN resource_providers rp2 ON rp2.id = a2.resource_provider_id
+			JOIN resource_providers root2 ON root2.id = rp2.root_provider_id
+			WHERE a2.consumer_id = c.id AND (root2.name = $2 OR root2.uuid = $3::uuid)))
+		GROUP BY c.uuid, c.name, pr.external_id, us.external_id, ct.name, root.uuid, root.name, rc.name
+		ORDER BY c.uuid, root.name, rc.name`, p.Project, p.Location, locUUID, UnknownConsumerType)
+	if err != nil {
+		return nil, err
+	}
+	out := []Instance{}
+	var in Instance
+	var class string
+	var used int64
+	_, err = pgx.ForEachRow(rows, []any{&in.UUID, &in.Name, &in.ProjectID, &in.UserID, &in.Type,
+		&in.RootUUID, &in.RootName, &class, &used}, func() error {
+		if n := len(out); n == 0 || out[n-1].UUID != in.UUID {
+			in.Resources = map[string]int64{}
+			out = append(out, in)
+		}
+		out[len(out)-1].Resources[class] += used
+		return nil
+	})
+	return out, err
+}
+
+// ConsumerCounts returns how many consumers hold allocations on each of
+// the providers named (uuids) that has any, in one query.
+func (s *Store) ConsumerCounts(ctx context.Context, providerUUIDs []string) (map[string]int, error) {
+	rows, err := s.db.Query(ctx, `
+		SELECT rp.uuid::text, COUNT(DISTINCT a.consumer_id)
+		FROM allocations a JOIN resource_providers rp ON rp.id = a.resource_provider_id
+		WHERE rp.uuid = ANY($1::text[]::uuid[]) GROUP BY rp.uuid`, validUUIDs(providerUUIDs))
+	if err != nil {
+		return nil, err
+	}
+	return collectCounts(rows)
+}
+
+// GroupMembers counts, per root provider (uuid), the consumers whose
+// properties hold key with the string value, among the consumers with
+// allocations: the members of a consumer group, for affinity.
+func (s *Store) GroupMembers(ctx context.Context, key, value string) (map[string]int, error) {
+	rows, err := s.db.Query(ctx, `
+		SELECT root.uuid::text, COUNT(DISTINCT c.id)
+		FROM consumers c
+		JOIN allocations a ON a.consumer_id = c.id
+		JOIN resource_providers rp ON rp.id = a.resource_provider_id
+		JOIN resource_providers root ON root.id = rp.root_provider_id
+		WHERE c.properties @> jsonb_build_object($1::text, $2::text)
+		GROUP BY root.uuid`, key, value)
+	if err != nil {
+		return nil, err
+	}
+	return collectCounts(rows)
+}
+
+func collectCounts(rows pgx.Rows) (map[string]int, error) {
+	out := map[string]int{}
+	var u string
+	var n int
+	_, err := pgx.ForEachRow(rows, []any{&u, &n}, func() error {
+		out[u] = n
+		return nil
+	})
+	return out, err
+}
+
+// uuidOrNil returns the canonical form of s, or nil (SQL NULL, which
+// matches nothing) when s is not a UUID.
+func uuidOrNil(s string) *string {
+	if c, ok := canonicalUUID(s); ok {
+		return &c
+	}
+	return nil
+}

@@ -1,0 +1,214 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/berthd/berth/internal/fault"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// This file holds what the ledger does about replication and failover:
+// commits the synchronous standby did not confirm, and the primary of a
+// multi-host database URL.
+
+// Synchronous replication and cancelled commits.
+//
+// With synchronous replication, COMMIT writes the commit record, then
+// waits for the synchronous standby. If that wait is cancelled (a cancel
+// request, pg_cancel_backend, a shutdown; not statement_timeout, which
+// PostgreSQL disables before committing), PostgreSQL keeps
+// the transaction committed locally and answers COMMIT with success and
+// only a WARNING ("canceling wait for synchronous replication ...
+// already committed locally"): the write may be lost if this primary is.
+// Berth must not answer 200 for it. Every connection's notices go
+// through onNotice, which marks the connection; the code that commits
+// (txBeginner.runTx under withTx, sendClaimPipeline) asks replicated afterwards and turns a marked
+// commit into fault.ErrUnavailable (503 with Retry-After): the client retries,
+// and the retry converges once the standby confirms (ClaimRequestConfirmed).
+//
+// A deadline (the request's context) does not cancel a COMMIT on the
+// server: pgx closes the connection instead, and the backend goes on
+// waiting for the standby; the caller sees a broken connection, an
+// unknown outcome, settled the same way.
+
+// unsyncedCommits marks connections that received the warning.
+type unsyncedCommits struct{ m sync.Map } // *pgconn.PgConn -> struct{}
+
+// onNotice is every connection's notice handler.
+func (u *unsyncedCommits) onNotice(pc *pgconn.PgConn, n *pgconn.Notice) {
+	if n.Severity == "WARNING" && strings.Contains(n.Message, "wait for synchronous replication") {
+		u.m.Store(pc, struct{}{})
+	}
+}
+
+// errNotReplicated is a commit the synchronous standby did not confirm.
+var errNotReplicated = &fault.Error{Kind: fault.ErrUnavailable, Code: fault.CodeDatabaseUnavailable,
+	Msg: "The write committed on the primary, but its synchronous standby did not confirm it; retry the request later."}
+
+// replicated reports, for a commit that just succeeded on pc, nil, or
+// errNotReplicated if PostgreSQL warned that it cancelled the wait for
+// the synchronous standby. It clears pc's mark.
+func (u *unsyncedCommits) replicated(pc *pgconn.PgConn) error {
+	if _, marked := u.m.LoadAndDelete(pc); marked {
+		return errNotReplicated
+	}
+	return nil
+}
+
+// forget drops pc's mark: before a transaction starts on it (a commit
+// outside withTx and sendClaimPipeline, such as a change notification's, may
+// have left one) and when its connection closes.
+func (u *unsyncedCommits) forget(pc *pgconn.PgConn) { u.m.Delete(pc) }
+
+// RolledBack reports whether err, the failure of a write, proves that
+// nothing of it was committed: PostgreSQL itself answered with an error
+// (a read-only primary, a server shutting down, a statement refused), so
+// its transaction rolled back. Any other failure of a write that reached
+// the server (a connection that broke, a deadline that cut it, a commit
+// whose synchronous-replication wait was cancelled) leaves the outcome
+// to be learnt.
+func RolledBack(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr)
+}
+
+// Failover of a multi-host database URL.
+//
+// With a URL naming several hosts (host=a,b with
+// target_session_attrs=read-write, as for a Patroni cluster), pgx tries
+// them in order at every new connection and keeps the first that
+// accepts writes. After a failover from a to b, every new connection
+// would first try the dead a: a refused connection, or a wait of
+// connect_timeout for a machine that is gone, per connection. The
+// primaryTracker remembers which host the last connection landed on and
+// tries it first (BeforeConnect), and notices when connections land on
+// a different host than before (AfterConnect): that is a switch of the
+// primary, logged once at WARN and counted in PoolStats.PrimarySwitches
+// (the berth_db_primary_switches_total metric).
+
+// primaryTracker is the pool's memory of the current primary.
+type primaryTracker struct {
+	log      *slog.Logger
+	mu       sync.Mutex
+	host     string // where the last connection landed; "" before the first
+	port     uint16
+	switches atomic.Int64
+}
+
+// beforeConnect puts the host of the last connection first in cfg's
+// list (cfg is this connection's own copy), so a new connection goes
+// straight to the current primary. The others stay, in their order, for
+// when that one fails.
+func (p *primaryTracker) beforeConnect(_ context.Context, cfg *pgx.ConnConfig) error {
+	p.mu.Lock()
+	host, port := p.host, p.port
+	p.mu.Unlock()
+	if host == "" || len(cfg.Fallbacks) == 0 {
+		return nil
+	}
+	// Every entry of that host moves up, in its order: with sslmode
+	// prefer, each host is listed twice (with TLS, then without).
+	all := append([]*pgconn.FallbackConfig{{Host: cfg.Host, Port: cfg.Port, TLSConfig: cfg.TLSConfig}}, cfg.Fallbacks...)
+	first := make([]*pgconn.FallbackConfig, 0, len(all))
+	var rest []*pgconn.FallbackConfig
+	for _, fb := range all {
+		if fb.Host == host && fb.Port == port {
+			first = append(first, fb)
+		} else {
+			rest = append(rest, fb)
+		}
+	}
+	if len(first) == 0 || all[0] == first[0] && len(first) == 1 {
+		return nil
+	}
+	all = append(first, rest...)
+	cfg.Host, cfg.Port, cfg.TLSConfig = all[0].Host, all[0].Port, all[0].TLSConfig
+	cfg.Fallbacks = all[1:]
+	return nil
+}
+
+// afterConnect records where conn landed, and logs and counts a switch.
+func (p *primaryTracker) afterConnect(_ context.Context, conn *pgx.Conn) error {
+	pc := conn.PgConn()
+	host, port := pc.Conn().RemoteAddr().String(), uint16(0)
+	if h, ps, err := net.SplitHostPort(host); err == nil {
+		if n, err := strconv.ParseUint(ps, 10, 16); err == nil {
+			host, port = h, uint16(n)
+		}
+	}
+	if cfgHost := conn.Config().Host; len(conn.Config().Fallbacks) == 0 && cfgHost != "" {
+		// One host: nothing can switch (a unix socket has no address).
+		return nil
+	}
+	p.mu.Lock()
+	old, oldPort := p.host, p.port
+	changed := old != "" && (old != host || oldPort != port)
+	p.host, p.port = host, port
+	p.mu.Unlock()
+	if changed {
+		p.switches.Add(1)
+		p.log.Warn("ledger: the database primary changed; new connections go to the new one",
+			"from", net.JoinHostPort(old, strconv.Itoa(int(oldPort))), "to", net.JoinHostPort(host, strconv.Itoa(int(port))))
+	}
+	return nil
+}
+
+// ErrNoPrimary is a database URL whose hosts answer, but none as a
+// primary: every one is a standby (or read-only).
+var ErrNoPrimary = errors.New("no primary")
+
+// checkPrimary explains a failure to reach a writable database at
+// databaseURL: when every host of the URL that answers is a standby, it
+// returns one clear error naming them (wrapping ErrNoPrimary and
+// cause); otherwise cause. It asks each host alone, without
+// target_session_attrs, with a short timeout.
+func checkPrimary(ctx context.Context, databaseURL string, cause error) error {
+	cfg, err := pgx.ParseConfig(databaseURL)
+	if err != nil {
+		return cause
+	}
+	hosts := []*pgconn.FallbackConfig{{Host: cfg.Host, Port: cfg.Port, TLSConfig: cfg.TLSConfig}}
+	hosts = append(hosts, cfg.Fallbacks...)
+	var standbys []string
+	for _, h := range hosts {
+		one := cfg.Copy()
+		one.Host, one.Port, one.TLSConfig, one.Fallbacks = h.Host, h.Port, h.TLSConfig, nil
+		one.ValidateConnect = nil
+		if one.ConnectTimeout == 0 || one.ConnectTimeout > DefaultConnectTimeout {
+			one.ConnectTimeout = DefaultConnectTimeout
+		}
+		cctx, cancel := context.WithTimeout(ctx, 2*DefaultConnectTimeout)
+		conn, err := pgx.ConnectConfig(cctx, one)
+		if err != nil {
+			cancel()
+			continue // out of reach: not a standby we know of
+		}
+		var recovery, readOnly bool
+		err = conn.QueryRow(cctx, `SELECT pg_is_in_recovery(), current_setting('transaction_read_only')::boolean`).
+			Scan(&recovery, &readOnly)
+		_ = conn.Close(cctx)
+		cancel()
+		if err != nil {
+			continue
+		}
+		if !recovery && !readOnly {
+			return cause // a primary answers: the failure was something else
+		}
+		standbys = append(standbys, net.JoinHostPort(h.Host, strconv.Itoa(int(h.Port))))
+	}
+	if len(standbys) == 0 {
+		return cause
+	}
+	return fmt.Errorf("%w: the database URL names only standbys or read-only servers (%s); "+
+		"name the primary, or every node of the cluster with target_session_attrs=read-write (%w)",
+		ErrNoPrimary, strings.Join(standbys, ", "), cause)
+}
