@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berthd/berth/internal/testing/proctest"
 	"github.com/berthd/berth/ledger/ledgertest"
 )
 
@@ -113,22 +114,13 @@ func startBerthdAt(t *testing.T, bin, dbURL, addr string, args ...string) (*bert
 	stderr := &syncBuffer{}
 	cmd.Stderr = stderr
 	cmd.Stdout = stderr
-	if err := cmd.Start(); err != nil {
+	proc, err := proctest.Start(cmd)
+	if err != nil {
 		return nil, err
 	}
-	var waitErr error
-	exited := make(chan struct{})
-	go func() {
-		waitErr = cmd.Wait()
-		close(exited)
-	}()
+	exited := proc.Exited
 	stop := func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(stopTimeout):
-			_ = cmd.Process.Kill()
-			<-exited
+		if proc.Stop(stopTimeout) {
 			t.Errorf("berthd did not stop within %v of SIGTERM; killed\n%s", stopTimeout, stderr)
 		}
 	}
@@ -144,7 +136,7 @@ func startBerthdAt(t *testing.T, bin, dbURL, addr string, args ...string) (*bert
 		}
 		select {
 		case <-exited:
-			return nil, fmt.Errorf("berthd exited before serving (%v):\n%s", waitErr, stderr)
+			return nil, fmt.Errorf("berthd exited before serving (%v):\n%s", proc.Err, stderr)
 		case <-time.After(50 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
