@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -50,7 +49,7 @@ func buildBerthd(t *testing.T) string {
 type berthd struct {
 	url    string
 	client *http.Client
-	stderr *syncBuffer
+	stderr *proctest.Buffer
 	proc   *os.Process
 	exited chan struct{} // closed when the process has exited
 
@@ -111,7 +110,7 @@ func startBerthdAt(t *testing.T, bin, dbURL, addr string, args ...string) (*bert
 			cmd.Env = append(cmd.Env, kv)
 		}
 	}
-	stderr := &syncBuffer{}
+	stderr := &proctest.Buffer{}
 	cmd.Stderr = stderr
 	cmd.Stdout = stderr
 	proc, err := proctest.Start(cmd)
@@ -232,22 +231,4 @@ func (b *berthd) must(t *testing.T, want int, method, path, version string, body
 			t.Fatalf("%s %s: %v: %s", method, path, err, raw)
 		}
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for a process writing while a test reads.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.buf.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.buf.String()
 }

@@ -54,7 +54,7 @@ func tryStartBerthd(t *testing.T, bin, dbURL string) (string, error) {
 			cmd.Env = append(cmd.Env, kv)
 		}
 	}
-	log := &syncBuffer{}
+	log := &proctest.Buffer{}
 	cmd.Stdout, cmd.Stderr = log, log
 	proc, err := proctest.Start(cmd)
 	if err != nil {

@@ -1,8 +1,10 @@
 package proctest
 
 import (
+	"bytes"
 	"net"
 	"os/exec"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -87,4 +89,23 @@ func (p *Proc) Stop(grace time.Duration) (killed bool) {
 		<-p.Exited
 		return true
 	}
+}
+
+// Buffer is a bytes.Buffer safe for concurrent writes (a process's
+// output, a logger's handler) and reads (the test).
+type Buffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *Buffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *Buffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
 }
