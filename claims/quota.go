@@ -52,7 +52,7 @@ func (c *Claimer) quotaReport(ctx context.Context, p *Params, allocs []engine.Al
 		return nil, err
 	}
 	adds := map[string]int64{}
-	if p.ConsumerType != MigrationConsumerType {
+	if p.ConsumerType != ledger.MigrationConsumerType {
 		for _, a := range allocs {
 			for _, r := range a.Resources {
 				adds[r.Class] += r.Amount

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"log/slog"
@@ -9,10 +8,10 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/berthd/berth/internal/testing/proctest"
 	"github.com/berthd/berth/ledger"
 	"github.com/berthd/berth/ledger/ledgertest"
 )
@@ -38,8 +37,9 @@ func TestHealthz(t *testing.T) {
 	}
 	rec := httptest.NewRecorder()
 	s.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/healthz", nil))
-	if rec.Code != http.StatusMethodNotAllowed {
-		t.Errorf("POST /healthz = %d", rec.Code)
+	checkPlacementError(t, rec.Result(), rec.Body.Bytes(), http.StatusMethodNotAllowed, "method specified is not allowed")
+	if allow := rec.Header().Get("Allow"); allow != "GET, HEAD" {
+		t.Errorf("POST /healthz: Allow %q", allow)
 	}
 	// Without a metrics handler /metrics is an ordinary unknown path:
 	// the API's 401 before routing.
@@ -89,7 +89,7 @@ func TestReadyzDatabaseUnreachable(t *testing.T) {
 	dbURL := ledgertest.NewDB(t)
 	proxy, proxyURL := startDBProxy(t, dbURL)
 	store := openStore(t, proxyURL)
-	var logs syncBuffer
+	var logs proctest.Buffer
 	s, err := build(Config{}, store, nil, slog.New(slog.NewTextHandler(&logs, nil)))
 	if err != nil {
 		t.Fatal(err)
@@ -135,23 +135,4 @@ func openStore(t *testing.T, dbURL string) *ledger.Store {
 	}
 	t.Cleanup(store.Close)
 	return store
-}
-
-// syncBuffer is a bytes.Buffer safe for concurrent writes (a logger's
-// handler) and reads (the test).
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/berthd/berth/internal/testing/proctest"
 )
 
 // TestCheckUTF8 compares with CPython's bytes.decode('utf-8') errors,
@@ -58,6 +60,11 @@ func TestScanJSON(t *testing.T) {
 		{"[" + strings.Repeat(many(1000, "0")+",", 300) + "0]", "more than 250000 values"},
 		{`["` + strings.Repeat("a", maxJSONString+1) + `"]`, "a string is longer than"},
 		{`["` + strings.Repeat(`\u00e9`, maxJSONString/2) + `"]`, ""},
+		// Strings and numbers are copied at each decoding: their bytes in
+		// all are bounded too.
+		{many(4, `"`+strings.Repeat("a", maxJSONString-1)+`"`), ""},
+		{many(5, `"`+strings.Repeat("a", maxJSONString-1)+`"`), "strings and numbers of more than 8388608 bytes"},
+		{many(9000, "1"+strings.Repeat("0", 1000)), "strings and numbers of more than 8388608 bytes"},
 		// Malformed JSON is the decoder's to word.
 		{`{"a": "\u12"}`, ""},
 		{`{"a": "unterminated`, ""},
@@ -134,7 +141,7 @@ func TestUndecodableBodiesRefused(t *testing.T) {
 // body limit used to cost 1.8 GB and 4.9 s before its 400, and the 400
 // (and the debug log) repeated megabytes of it.
 func TestLargeJSONBodiesBounded(t *testing.T) {
-	var logs syncBuffer
+	var logs proctest.Buffer
 	s, err := build(Config{}, nil, nil, slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	if err != nil {
 		t.Fatal(err)

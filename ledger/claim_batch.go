@@ -153,8 +153,8 @@ func (s *Store) queueClaim(ctx context.Context, fc fastClaim) (*ownWrite, error)
 }
 
 // batchWriteSQL writes claims 1 to n (the ordinality of the per-claim
-// arrays $5 to $16; the allocations $1 to $4 and the given limits $17 to
-// $19 name their claim) in queue order, up to the first it cannot write,
+// arrays $5 to $20; the allocations $1 to $4 and the given limits $21 to
+// $23 name their claim) in queue order, up to the first it cannot write,
 // "first": a claim with an allocation that does not fit (chk: the
 // inventory's bounds, and its capacity against the committed allocations
 // plus this claim's and every earlier claim's of the batch on that
@@ -165,7 +165,8 @@ func (s *Store) queueClaim(ctx context.Context, fc fastClaim) (*ownWrite, error)
 // as fastWriteSQL writes one: projects, users and types created if new,
 // the consumer, its sticky keys, its allocations (ids in request order),
 // the providers' generations (once per claim), the projects' usage
-// counters (once per project and resource), the claim's request. A
+// counters (once per project and resource), the claim's request, its
+// stored claim. A
 // claim before "first" whose project, user or type a concurrent write is
 // still creating is not written (as in fastWriteSQL); later claims counted
 // it all the same, which can only make them refuse, never overcommit.
@@ -180,9 +181,10 @@ WITH req AS (
 	       WITH ORDINALITY AS r(claim, provider_uuid, class, amount, ord)
 ), cl AS (
 	SELECT * FROM unnest($5::uuid[], $6::text[], $7::text[], $8::text[], $9::text[], $10::jsonb[], $11::boolean[],
-	                     $12::text[], $13::bytea[], $14::jsonb[], $15::jsonb[], $16::boolean[])
+	                     $12::text[], $13::bytea[], $14::jsonb[], $15::jsonb[],
+	                     $16::text[], $17::jsonb[], $18::uuid[], $19::int[], $20::boolean[])
 	       WITH ORDINALITY AS c(consumer, project, usr, ctype, name, properties, copy_sticky, op, fingerprint, request, result,
-	                            stored_limits, claim)
+	                            state_op, state_request, state_root, lease, stored_limits, claim)
 ), chk AS (
 	SELECT req.claim, req.ord, rp.id AS provider_id, rc.id AS class_id, req.amount,
 	       i.resource_provider_id IS NOT NULL
@@ -197,10 +199,10 @@ WITH req AS (
 	LEFT JOIN LATERAL (SELECT id FROM resource_classes WHERE name = req.class LIMIT 1) rc ON true
 	LEFT JOIN inventories i ON i.resource_provider_id = rp.id AND i.resource_class_id = rc.id
 ), lim AS (
-	-- Each claim's limits (quota.go): those given ($17 to $19: claim,
+	-- Each claim's limits (quota.go): those given ($21 to $23: claim,
 	-- resource, limit), or the stored ones of the claims whose limits are
-	-- stored ($16).
-	SELECT * FROM unnest($17::int[], $18::text[], $19::bigint[]) AS g(claim, resource, resource_limit)
+	-- stored ($20).
+	SELECT * FROM unnest($21::int[], $22::text[], $23::bigint[]) AS g(claim, resource, resource_limit)
 	UNION ALL
 	SELECT cl.claim, l.resource, l.resource_limit FROM cl CROSS JOIN LATERAL limits_of(cl.project) l WHERE cl.stored_limits
 ), adds AS (
@@ -303,6 +305,14 @@ WITH req AS (
 	SET fingerprint = EXCLUDED.fingerprint, request = EXCLUDED.request, result = EXCLUDED.result,
 	    generation = EXCLUDED.generation, created_at = now()
 	RETURNING 1
+), s AS (
+	-- The stored claims, as fastWriteSQL's s stores one.
+	INSERT INTO claim_state (consumer_uuid, op, request, root_uuid, state, lease_seconds, lease_expires_at)
+	SELECT cc.consumer, cc.state_op, cc.state_request, cc.state_root,
+	       CASE WHEN cc.lease IS NULL THEN 'permanent' ELSE 'provisional' END,
+	       cc.lease, now() + cc.lease * interval '1 second'
+	FROM cc WHERE cc.state_op IS NOT NULL
+	RETURNING 1
 ), cg AS (
 	SELECT cp.consumer_id, g.id, g.updated_at,
 	       g.generation - (SELECT count(*) FROM cp later
@@ -337,6 +347,7 @@ func (s *Store) sendBatchWrite(ctx context.Context, fcs []fastClaim) (ws []*ownW
 	names, ops := make([]*string, n), make([]*string, n)
 	props, fingerprints, requests, results := make([][]byte, n), make([][]byte, n), make([][]byte, n), make([][]byte, n)
 	sticky, stored := make([]bool, n), make([]bool, n)
+	stateOps, stateRoots, stateRequests, leases := make([]*string, n), make([]*string, n), make([][]byte, n), make([]*int32, n)
 	limClaim, limResources, limits := []int32{}, []string{}, []int64{}
 	for i, fc := range fcs {
 		stored[i] = fc.quota.stored()
@@ -352,11 +363,14 @@ func (s *Store) sendBatchWrite(ctx context.Context, fcs []fastClaim) (ws []*ownW
 		if r := fc.request; r != nil {
 			ops[i], fingerprints[i], requests[i], results[i] = &r.Op, r.Fingerprint, r.Request, r.Result
 		}
+		st := fc.stateArgs()
+		stateOps[i], stateRequests[i], stateRoots[i], leases[i] = st.op, st.request, st.root, st.lease
 	}
 	ws, first = make([]*ownWrite, n), n
 	err = s.sendClaimPipeline(ctx, fcs, ws, func(b *pgx.Batch) {
 		b.Queue(batchWriteSQL, claim, rps, classes, amounts, consumers, projects, users, types, names, props, sticky,
-			ops, fingerprints, requests, results, stored, limClaim, limResources, limits)
+			ops, fingerprints, requests, results, stateOps, stateRequests, stateRoots, leases,
+			stored, limClaim, limResources, limits)
 	}, func(br pgx.BatchResults) error {
 		rows, err := br.Query()
 		if err != nil {

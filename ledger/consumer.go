@@ -20,6 +20,12 @@ const IncompleteConsumerID = "00000000-0000-0000-0000-000000000000"
 // one (microversions before 1.38).
 const UnknownConsumerType = "unknown"
 
+// MigrationConsumerType is the type of a consumer that holds the source
+// allocations of a move: the type Nova gives its migration consumers
+// (microversion 1.38), and the one claims' Move gives its own. The audit
+// reads it (audit.go).
+const MigrationConsumerType = "MIGRATION"
+
 // Consumer is something that holds allocations: an instance, a migration.
 type Consumer struct {
 	UUID       string
@@ -105,7 +111,7 @@ func lockConsumers(ctx context.Context, t *txn, uuids []string) (map[string]*con
 	rows, err := t.Query(ctx, `
 		SELECT c.id, c.uuid::text, c.generation, c.project_id, c.user_id, c.consumer_type_id, COALESCE(ct.name = $2, false)
 		FROM consumers c LEFT JOIN consumer_types ct ON ct.id = c.consumer_type_id
-		WHERE c.uuid = ANY($1::uuid[]) ORDER BY c.uuid FOR UPDATE OF c`, uuids, migrationType)
+		WHERE c.uuid = ANY($1::uuid[]) ORDER BY c.uuid FOR UPDATE OF c`, uuids, MigrationConsumerType)
 	if err != nil {
 		return nil, err
 	}
@@ -263,7 +269,7 @@ func (row *consumerRow) take(w *ConsumerAllocations, projectID, userID int32, ty
 	row.counts = row.oldCounts
 	row.projectID, row.userID = projectID, userID
 	if w.ConsumerType != "" {
-		row.counts = w.ConsumerType != migrationType
+		row.counts = w.ConsumerType != MigrationConsumerType
 		id := typeIDs[w.ConsumerType]
 		row.typeID = &id
 	}

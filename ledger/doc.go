@@ -22,7 +22,7 @@
 // writers queue instead of deadlocking.
 //
 // Quotas: every statement that writes allocations also counts what it
-// changes in its projects' usage counters (migration 0007), and a write
+// changes in its projects' usage counters (migration 0009), and a write
 // with a Quota checks its projects' limits under the lock of the counters
 // it adds to, in its own transaction (quota.go), so a limit holds
 // whatever else is written at the same moment, from any process. A new
@@ -43,13 +43,19 @@
 //     scheduling catalogue stores: policy.go, scriptlet.go, config.go;
 //   - quotas: quota.go (the check of a write against its projects'
 //     limits, the usage counters), limits.go (the limits Berth keeps);
+//   - the allocation audit: audit.go (the kinds of finding and their page
+//     queries), audit_fix.go (a finding's fix, re-checked in one
+//     transaction);
 //   - a claim's write, in the order it goes: claim_write.go (ClaimWrite, and
 //     the one-round-trip write of a new consumer's allocations), then
 //     claim_batch.go (claims queued together), group_commit.go (the group
 //     writer that batches claims and provider writes alike), replication.go
 //     (commits the synchronous standby did not confirm; the primary of a
 //     multi-host URL), and claim_records.go (what claims remember: retry
-//     records, moves in progress, failed providers);
+//     records, moves in progress, failed providers, and each consumer's
+//     stored claim with its lease), claim_leases.go (stored claims outside
+//     a claim's transaction: read, renew or confirm, the expired leases,
+//     the advisory lock of the lease reaper);
 //   - provider writes in one round trip: provider_fast.go, grouped by
 //     provider_group.go;
 //   - the snapshot: candidates.go (the engine's reads through a fresh

@@ -14,7 +14,7 @@ import (
 )
 
 // Quotas (docs/quotas.md). Every project's usage is counted in
-// project_usages (migrations/0007_quotas.up.sql), per resource class and
+// project_usages (migrations/0009_quotas.up.sql), per resource class and
 // in consumers, by every statement that changes allocations or a
 // consumer's project or type, in the same transaction:
 //
@@ -24,8 +24,11 @@ import (
 //     what its plan changes, old allocations out and new ones in, with
 //     the consumers' old and new projects and types (allocPlan.apply,
 //     usageDeltas, countUsage);
-//   - AllocationsDelete takes the consumer's allocations out
+//   - AllocationsDelete and the audit's fixes that delete a consumer
+//     (audit_fix.go, deleteConsumer) take the consumer's allocations out
 //     (releaseUsageSQL);
+//   - the lease reaper's release and revert are ClaimWrites: the general
+//     path;
 //   - an import recounts everything (RecountUsage).
 //
 // Nothing else changes allocations (an update of one in place is refused
@@ -177,7 +180,7 @@ func usageLockArgsOf(fcs []fastClaim, storedSeen bool) *usageLocks {
 			mode = 2
 		}
 		limited = limited || mode > 0
-		if fc.consumerType == migrationType {
+		if fc.consumerType == MigrationConsumerType {
 			continue
 		}
 		for _, r := range append(distinctInOrder(fc.allocClasses), ResourceConsumers) {
@@ -189,10 +192,6 @@ func usageLockArgsOf(fcs []fastClaim, storedSeen bool) *usageLocks {
 	}
 	return l
 }
-
-// migrationType is the consumer type that counts toward no project's
-// usage (migration 0007).
-const migrationType = "MIGRATION"
 
 // quotaCounter is one locked counter of a general-path write that is
 // limited: a project's usage of a resource, what it held when locked, and
@@ -412,7 +411,8 @@ func countUsage(ctx context.Context, t *txn, deltas map[quotaKey]int64) error {
 }
 
 // releaseUsageSQL takes what consumer $1 holds out of its project's usage
-// counters, before the consumer is deleted (AllocationsDelete).
+// counters, before the consumer is deleted (AllocationsDelete,
+// deleteConsumer).
 const releaseUsageSQL = `
 WITH gone AS (
 	SELECT c.project_id FROM consumers c LEFT JOIN consumer_types t ON t.id = c.consumer_type_id
@@ -429,7 +429,7 @@ SELECT gone.project_id, held.resource, -held.used FROM gone, held ORDER BY held.
 ON CONFLICT (project_id, resource) DO UPDATE SET used = u.used + EXCLUDED.used`
 
 // recountUsageSQL counts every project's usage afresh from the
-// allocations (as migration 0007 first did).
+// allocations (as migration 0009 first did).
 const recountUsageSQL = `
 DELETE FROM project_usages;
 INSERT INTO project_usages (project_id, resource, used)

@@ -148,6 +148,91 @@ func TestProjectUsagesFollowEveryWrite(t *testing.T) {
 	}
 }
 
+// TestProjectUsagesFollowLeasesAndAuditFixes: the writers of allocations
+// that came with claim leases and the audit keep the usage counters
+// exact: the lease reaper's release of a provisional claim and its
+// revert of a move (ClaimWrite with IfLeaseExpired), and POST
+// /audit/fix's deletes of an empty consumer, a stale move's migration
+// consumer and an expired lease's consumer. After each, the counters are
+// what the allocations add up to.
+func TestProjectUsagesFollowLeasesAndAuditFixes(t *testing.T) {
+	f := newFixture(t)
+	rp := auditCloud(t, f)
+	f.checkUsages()
+	step := func(what string, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		f.checkUsages()
+	}
+	usage := func(project string, vcpu, consumers int64) {
+		t.Helper()
+		if got := f.projectUsage(project); got["VCPU"] != vcpu || got[ledger.ResourceConsumers] != consumers {
+			t.Fatalf("%s holds %v, want %d VCPU in %d consumers", project, got, vcpu, consumers)
+		}
+	}
+	leased := func(w ledger.ConsumerAllocations, mode ledger.LeaseMode) ledger.ClaimWriteParams {
+		return ledger.ClaimWriteParams{Consumers: []ledger.ConsumerAllocations{w},
+			State: &ledger.ClaimStateWrite{Op: "claim", Request: []byte(`{}`), RootUUID: w.Allocations[0].ProviderUUID,
+				LeaseSeconds: 60, Mode: mode}}
+	}
+
+	// The reaper releases a provisional claim whose lease ran out.
+	prov := newClaim(uuid.NewString(), rp["cn4"], res("VCPU", 2), res("MEMORY_MB", 512))
+	prov.ProjectID = "leased"
+	step("provisional claim", f.store.ClaimWrite(f.ctx, leased(prov, ledger.LeaseSet)))
+	usage("leased", 2, 1)
+	f.expire(prov.ConsumerUUID)
+	step("lease released", f.store.ClaimWrite(f.ctx, ledger.ClaimWriteParams{IfLeaseExpired: prov.ConsumerUUID,
+		Consumers: []ledger.ConsumerAllocations{{ConsumerUUID: prov.ConsumerUUID, ProjectID: "leased", UserID: "user",
+			CheckGeneration: true, Generation: gen(1)}}}))
+	usage("leased", 0, 0)
+
+	// The reaper reverts a move (a resize up, cn4 to cn3) whose lease ran
+	// out: the instance gets its source back, the migration consumer
+	// (which counted toward nothing) is emptied.
+	inst, mig := uuid.NewString(), uuid.NewString()
+	w := newClaim(inst, rp["cn4"], res("VCPU", 2))
+	w.ProjectID = "leased"
+	step("claim", f.store.ClaimWrite(f.ctx, leased(w, ledger.LeaseSet)))
+	dest := alloc(inst, rp["cn3"], res("VCPU", 4))
+	dest.ProjectID, dest.CheckGeneration, dest.Generation = "leased", true, gen(1)
+	src := alloc(mig, rp["cn4"], res("VCPU", 2))
+	src.ProjectID, src.ConsumerType, src.CheckGeneration = "leased", ledger.MigrationConsumerType, true
+	move := leased(dest, ledger.LeaseMove)
+	move.Consumers = append(move.Consumers, src)
+	move.State.Op = "move"
+	move.Move = &ledger.MoveRecord{ConsumerUUID: inst, MigrationUUID: mig, Reason: "resize", SourceRoot: rp["cn4"]}
+	step("move", f.store.ClaimWrite(f.ctx, move))
+	usage("leased", 4, 1)
+	f.expire(inst)
+	back := alloc(inst, rp["cn4"], res("VCPU", 2))
+	back.ProjectID, back.CheckGeneration, back.Generation = "leased", true, gen(2)
+	step("move reverted", f.store.ClaimWrite(f.ctx, ledger.ClaimWriteParams{IfLeaseExpired: inst, ForgetMove: inst,
+		MoveEnd: ledger.MoveReverted, Consumers: []ledger.ConsumerAllocations{back, {ConsumerUUID: mig, ProjectID: "leased",
+			UserID: "user", CheckGeneration: true, Generation: gen(1)}}}))
+	usage("leased", 2, 1)
+
+	// The audit's fixes.
+	fix := func(kind, consumer string, generation int64) error {
+		_, err := f.store.AuditFix(f.ctx, ledger.AuditFixParams{Kind: kind, ConsumerUUID: consumer,
+			ConsumerGeneration: generation})
+		return err
+	}
+	before := f.projectUsage("proj")
+	step("empty consumer deleted", fix(ledger.AuditEmptyConsumer, auditEmpty, 0))
+	step("stale move confirmed", fix(ledger.AuditStaleMigration, auditMigrate, 1))
+	usage("proj", before["VCPU"], before[ledger.ResourceConsumers]) // a migration consumer counts toward nothing
+	lapsed := alloc(uuid.NewString(), rp["cn4"], res("VCPU", 1))
+	step("a claim", f.store.AllocationsReplace(f.ctx, []ledger.ConsumerAllocations{lapsed}))
+	f.exec(`INSERT INTO claim_state (consumer_uuid, op, request, state, lease_seconds, lease_expires_at)
+		VALUES ($1, 'claim', '{}', 'provisional', 30, now() - interval '2 minutes')`, lapsed.ConsumerUUID)
+	usage("proj", before["VCPU"]+1, before[ledger.ResourceConsumers]+1)
+	step("expired lease released", fix(ledger.AuditExpiredLease, lapsed.ConsumerUUID, 1))
+	usage("proj", before["VCPU"], before[ledger.ResourceConsumers])
+}
+
 // quotaRefusal asserts err is the over-quota refusal and that its detail
 // says want.
 func quotaRefusal(t *testing.T, err error, want string) {

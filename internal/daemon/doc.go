@@ -5,8 +5,10 @@
 // claimer, the scheduling sources, the cluster data, the policy
 // enforcer, the projects' limits: Berth's, or Keystone's with
 // --limits-source keystone, limits.go), the HTTP API, logging and
-// telemetry, and it tears them down in order on shutdown. cmd/berthd only
-// maps flags and environment variables onto a Config and calls New and
-// Run (or Migrate); tests call the same functions, and NewAPI for an API
-// server over a store of their own.
+// telemetry, and it tears them down in order on shutdown. It also reads
+// what applies of OpenStack Placement's own placement.conf onto a Config
+// (ApplyPlacementConf). cmd/berthd only maps flags, environment variables
+// and that file onto a Config and calls New and Run (or Migrate); tests
+// call the same functions, and NewAPI for an API server over a store of
+// their own.
 package daemon

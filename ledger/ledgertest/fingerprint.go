@@ -145,10 +145,7 @@ func SaveRows(ctx context.Context, dbURL string) (*SavedRows, error) {
 		return nil, err
 	}
 	// DELETE rather than TRUNCATE: on tables this small it is the faster.
-	// Triggers off (as pg_restore has them): the rows saved are what the
-	// triggers made of them (the usage counters of migration 0007), put
-	// back as they were.
-	restore := []string{"BEGIN", "SET LOCAL session_replication_role = replica"}
+	restore := []string{"BEGIN"}
 	for i := len(order) - 1; i >= 0; i-- {
 		restore = append(restore, "DELETE FROM public."+ident(order[i]))
 	}
