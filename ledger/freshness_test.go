@@ -1,0 +1,149 @@
+package ledger_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/berthd/berth/ledger"
+	"github.com/berthd/berth/ledger/engine"
+)
+
+// Reads across processes (changelog.go, docs/architecture.md "Reads
+// across replicas"): a read through any Store reflects every write
+// answered before it began, whichever Store wrote it.
+
+// TestReadsAcrossStoresNeverStale is the issue's measurement as a test:
+// 600 times an inventory write through one Store, then at once, through
+// another, the provider by uuid, the provider list filtered by the new
+// capacity and the allocation candidates for it. The writer never
+// notifies (as a writer killed after each commit), so only the change log
+// can tell the reader. Not one read may be stale.
+func TestReadsAcrossStoresNeverStale(t *testing.T) {
+	dbURL := newTestDB(t)
+	ctx := context.Background()
+	writer, err := ledger.OpenMuted(ctx, ledger.Config{DatabaseURL: dbURL, MaxConns: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(writer.Close)
+	reader := openStore(t, dbURL)
+	p, err := writer.ProviderCreate(ctx, ledger.ProviderCreateParams{Name: "node"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The reader has a snapshot, and listens, before the writes start.
+	if _, err := reader.ProvidersMatching(ctx, engine.ProviderFilter{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { return ledger.Listening(reader) })
+	gen := p.Generation
+	stale := map[string]int{}
+	const writes = 600
+	for i := range writes {
+		total := int64(10 + i)
+		out, err := writer.InventoriesReplace(ctx, ledger.InventoryParams{ProviderUUID: p.UUID, Generation: &gen},
+			[]ledger.Inventory{inv("VCPU", total)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		gen = out.Generation
+		fits := engine.RequestGroup{Resources: []engine.ResourceAmount{{Class: "VCPU", Amount: total}}}
+		list, err := reader.ProvidersMatching(ctx, engine.ProviderFilter{UUID: p.UUID, Group: fits})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(list) != 1 || list[0].Generation != gen {
+			stale["provider list"]++
+		}
+		cands, err := reader.AllocationCandidates(ctx, engine.CandidatesParams{Groups: []engine.RequestGroup{fits}, NestedAware: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(cands.Requests) != 1 {
+			stale["allocation candidates"]++
+		}
+	}
+	for what, n := range stale {
+		t.Errorf("%s: %d stale reads of %d", what, n, writes)
+	}
+}
+
+// TestOwnWritesNeedNoReload: a claim applied to the snapshot at commit is
+// not reloaded by the next catch-up, which knows its transaction as the
+// Store's own; a write behind the Store's back is.
+func TestOwnWritesNeedNoReload(t *testing.T) {
+	f := newFixture(t)
+	rp := f.provider("node", inv("VCPU", 64))
+	if _, err := f.store.Snapshot(f.ctx, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	for range 5 {
+		if err := f.store.AllocationsReplace(f.ctx, []ledger.ConsumerAllocations{newClaim(uuid.NewString(), rp, res("VCPU", 1))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, before, _ := ledger.SnapshotWork(f.store)
+	if _, err := f.store.Snapshot(f.ctx, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, after, _ := ledger.SnapshotWork(f.store); after != before {
+		t.Errorf("%d partial reloads after the Store's own claims, want none", after-before)
+	}
+	if _, err := f.db.Exec(f.ctx, `UPDATE inventories SET reserved = 1`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.store.Snapshot(f.ctx, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, after, _ := ledger.SnapshotWork(f.store); after != before+1 {
+		t.Errorf("%d partial reloads after a write behind the Store's back, want 1", after-before)
+	}
+}
+
+// TestTrimmedChangeLogReloadsAll: a Store whose snapshot is older than
+// the change log's trim horizon (it was idle while another Store wrote
+// and trimmed) reloads everything on its next read, and sees the writes.
+func TestTrimmedChangeLogReloadsAll(t *testing.T) {
+	dbURL := newTestDB(t)
+	ctx := context.Background()
+	trimmer, err := ledger.OpenMuted(ctx, ledger.Config{DatabaseURL: dbURL, MaxConns: 4, ChangeLogRetention: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(trimmer.Close)
+	idle := openStore(t, dbURL)
+	if _, err := idle.Snapshot(ctx, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	p, err := trimmer.ProviderCreate(ctx, ledger.ProviderCreateParams{Name: "node"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	waitFor(t, func() bool {
+		var rows int
+		if err := conn.QueryRow(ctx, `SELECT count(*) FROM ledger_changes`).Scan(&rows); err != nil {
+			t.Fatal(err)
+		}
+		return rows == 0
+	})
+	_, _, fullBefore := ledger.SnapshotWork(idle)
+	list, err := idle.ProvidersMatching(ctx, engine.ProviderFilter{UUID: p.UUID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 1 {
+		t.Errorf("the provider created while the Store was idle: %d found", len(list))
+	}
+	if _, _, full := ledger.SnapshotWork(idle); full != fullBefore+1 {
+		t.Errorf("%d full loads past the horizon, want 1", full-fullBefore)
+	}
+}
