@@ -810,7 +810,7 @@ func TestHistoryFailover(t *testing.T) {
 	r := newHistRig(t, []string{url, url, url})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	r.run(2*time.Second, histDuration(5*time.Second), func() {
+	r.run(2*time.Second, histDuration(3*time.Second), func() {
 		for range histRounds() {
 			r.kill(1, time.Second)
 			time.Sleep(2 * time.Second)
@@ -821,6 +821,16 @@ func TestHistoryFailover(t *testing.T) {
 		}
 	})
 	r.check(url)
+	// The catch-ups noticed the new timeline (changelog.go).
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	noticed := 0
+	for _, b := range r.procs {
+		noticed += strings.Count(b.stderr.String(), "on another timeline")
+	}
+	if noticed == 0 {
+		t.Error("no berthd noticed the new timeline after the failover")
+	}
 }
 
 // explain logs, for each provider whose history is not linearizable,

@@ -221,9 +221,12 @@ func (c *snapshotCache) catchUpOnce(ctx context.Context) error {
 	defer c.mu.Unlock()
 	c.catchUps++
 	switch {
-	case next.timeline != w.timeline, horizon >= w.xmin:
-		// Another timeline (a failover), or rows W needs may be
-		// trimmed: everything.
+	case next.timeline != w.timeline:
+		c.log.Warn("ledger: the database is on another timeline (a failover): reloading the whole snapshot",
+			"from", w.timeline, "to", next.timeline)
+		c.all = true
+	case horizon >= w.xmin:
+		// Rows W needs may have been trimmed.
 		c.all = true
 	default:
 		for _, ch := range changes {
