@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // The change log: how a snapshot catches up with the database, whichever
@@ -162,9 +163,29 @@ type change struct {
 	providers []int64 // nil: any
 }
 
-// readCatchUp runs sqlCatchUp for w.
-func readCatchUp(ctx context.Context, q querier, w *pgSnapshot) (next *pgSnapshot, horizon uint64, changes []change, err error) {
-	rows, err := q.Query(ctx, sqlCatchUp, w.String())
+// sqlGenericPlan makes the prepared statements after it in its implicit
+// transaction run their generic plan. Unlike fastPlanSQL it leaves
+// sequential scans on: the one-row horizon table is read by one, and
+// with them off its cost passes the threshold of JIT compilation (a
+// second per catch-up, measured).
+const sqlGenericPlan = `SELECT set_config('plan_cache_mode', 'force_generic_plan', true)`
+
+// readCatchUp runs sqlCatchUp for w, after sqlGenericPlan in the same
+// pipeline (one round trip, one implicit transaction): left to choose,
+// PostgreSQL plans the statement afresh at every execution, its generic
+// plan estimated dearer (it cannot know how few rows lie past xmax(W)),
+// and that planning costs more than the statement (0.5 ms against 0.05
+// in EXPLAIN ANALYZE). The generic plan has the same index scans.
+func readCatchUp(ctx context.Context, pool *pgxpool.Pool, w *pgSnapshot) (next *pgSnapshot, horizon uint64, changes []change, err error) {
+	b := &pgx.Batch{}
+	b.Queue(sqlGenericPlan)
+	b.Queue(sqlCatchUp, w.String())
+	br := pool.SendBatch(ctx, b)
+	defer br.Close()
+	if _, err := br.Exec(); err != nil {
+		return nil, 0, nil, err
+	}
+	rows, err := br.Query()
 	if err != nil {
 		return nil, 0, nil, err
 	}
@@ -196,6 +217,10 @@ func readCatchUp(ctx context.Context, q querier, w *pgSnapshot) (next *pgSnapsho
 	if err := rows.Err(); err != nil {
 		return nil, 0, nil, err
 	}
+	rows.Close()
+	if err := br.Close(); err != nil {
+		return nil, 0, nil, err
+	}
 	if next == nil {
 		return nil, 0, nil, fmt.Errorf("ledger: catch-up: no answer")
 	}
@@ -213,7 +238,7 @@ func (c *snapshotCache) catchUpOnce(ctx context.Context) error {
 		return nil
 	}
 	start := time.Now()
-	next, horizon, changes, err := readCatchUp(ctx, db{c.txs.pool}, w)
+	next, horizon, changes, err := readCatchUp(ctx, c.txs.pool, w)
 	if err != nil {
 		return fmt.Errorf("ledger: snapshot catch-up: %w", err)
 	}

@@ -2,6 +2,7 @@ package ledger_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -145,5 +146,37 @@ func TestTrimmedChangeLogReloadsAll(t *testing.T) {
 	}
 	if _, _, full := ledger.SnapshotWork(idle); full != fullBefore+1 {
 		t.Errorf("%d full loads past the horizon, want 1", full-fullBefore)
+	}
+}
+
+// BenchmarkSnapshotRead is what a read of the snapshot costs before it
+// computes: fresh is a Placement route's (a catch-up with the change log,
+// one round trip, nothing found), ranking a claim's (none). Run with
+// -bench SnapshotRead ./ledger/; the difference is the promise's price
+// for a read (docs/performance.md, "Reads across replicas").
+func BenchmarkSnapshotRead(b *testing.B) {
+	dbURL := newTestDB(b)
+	ctx := context.Background()
+	s, err := ledger.Open(ctx, ledger.Config{DatabaseURL: dbURL, MaxConns: 4})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(s.Close)
+	for i := range 1000 {
+		if _, err := s.ProviderCreate(ctx, ledger.ProviderCreateParams{Name: fmt.Sprintf("node%d", i)}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, bc := range []struct {
+		name string
+		read func(context.Context, []string, []string) (*engine.Snapshot, error)
+	}{{"fresh", s.Snapshot}, {"ranking", s.RankingSnapshot}} {
+		b.Run(bc.name, func(b *testing.B) {
+			for b.Loop() {
+				if _, err := bc.read(ctx, nil, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

@@ -179,7 +179,7 @@ if [ "$reads" -gt 0 ]; then
         for (i = 1; i <= na; i++) a[i] = v["A", k, i]
         for (i = 1; i <= nb; i++) b[i] = v["B", k, i]
         ma = median(a, na); mb = median(b, nb)
-        printf "read %s: median of %d runs: A %.2f ms, B %.2f ms, B/A %.2f\n", k, na, ma, mb, ma > 0 ? mb / ma : 0
+        printf "read %s: median of %d runs: A %.2f ms, B %.2f ms, B/A %.2f\n", k, na, ma, mb, (ma > 0 ? mb / ma : 0)
       }
     }' "$out/reads.txt" | sort
 fi
