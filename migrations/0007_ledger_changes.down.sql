@@ -22,6 +22,5 @@ DROP TRIGGER ledger_changes_truncate ON resource_provider_aggregates;
 DROP TRIGGER ledger_changes_truncate ON placement_aggregates;
 DROP FUNCTION ledger_changes_ins(), ledger_changes_upd(), ledger_changes_del(),
     ledger_changes_rp_ins(), ledger_changes_rp_upd(), ledger_changes_rp_del(), ledger_changes_all();
-DROP FUNCTION ledger_changes_row(bigint[]);
 DROP TABLE ledger_changes_horizon;
 DROP TABLE ledger_changes;

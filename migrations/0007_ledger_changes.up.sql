@@ -24,31 +24,36 @@ CREATE TABLE ledger_changes_horizon (
 );
 INSERT INTO ledger_changes_horizon (horizon) VALUES ('0');
 
--- A statement that changed more providers than this writes NULL
--- (everything), as a bulk import does: a follower reloads everything
--- rather than that many providers one by one.
-CREATE FUNCTION ledger_changes_row(ids bigint[]) RETURNS void LANGUAGE sql AS $$
-    INSERT INTO ledger_changes (xid, providers)
-    SELECT pg_current_xact_id(), CASE WHEN cardinality(ids) > 5000 THEN NULL ELSE ids END
-    WHERE cardinality(ids) > 0
-$$;
+-- Each function inserts at most one row: the distinct providers its
+-- statement changed, or NULL (everything) for more than 5,000 of them, as
+-- a bulk import changes (a follower then reloads everything rather than
+-- that many providers one by one); none if the statement changed no row.
+-- The INSERTs are written out in each function, not shared through a
+-- helper: PL/pgSQL keeps their plans, a SQL helper would be planned at
+-- every call.
 
 -- The tables keyed by resource_provider_id: inventories, allocations,
 -- resource_provider_traits, resource_provider_aggregates.
 CREATE FUNCTION ledger_changes_ins() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    PERFORM ledger_changes_row(ARRAY(SELECT DISTINCT resource_provider_id FROM new_rows));
+    INSERT INTO ledger_changes (xid, providers)
+    SELECT pg_current_xact_id(), CASE WHEN count(*) > 5000 THEN NULL ELSE array_agg(id) END
+    FROM (SELECT DISTINCT resource_provider_id AS id FROM new_rows) c HAVING count(*) > 0;
     RETURN NULL;
 END $$;
 CREATE FUNCTION ledger_changes_upd() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    PERFORM ledger_changes_row(ARRAY(SELECT resource_provider_id FROM new_rows
-                                     UNION SELECT resource_provider_id FROM old_rows));
+    INSERT INTO ledger_changes (xid, providers)
+    SELECT pg_current_xact_id(), CASE WHEN count(*) > 5000 THEN NULL ELSE array_agg(id) END
+    FROM (SELECT resource_provider_id AS id FROM new_rows UNION SELECT resource_provider_id FROM old_rows) c
+    HAVING count(*) > 0;
     RETURN NULL;
 END $$;
 CREATE FUNCTION ledger_changes_del() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    PERFORM ledger_changes_row(ARRAY(SELECT DISTINCT resource_provider_id FROM old_rows));
+    INSERT INTO ledger_changes (xid, providers)
+    SELECT pg_current_xact_id(), CASE WHEN count(*) > 5000 THEN NULL ELSE array_agg(id) END
+    FROM (SELECT DISTINCT resource_provider_id AS id FROM old_rows) c HAVING count(*) > 0;
     RETURN NULL;
 END $$;
 
@@ -56,24 +61,31 @@ END $$;
 -- child (the snapshot keeps each provider's children).
 CREATE FUNCTION ledger_changes_rp_ins() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    PERFORM ledger_changes_row(ARRAY(SELECT id FROM new_rows
-                                     UNION SELECT parent_provider_id FROM new_rows WHERE parent_provider_id IS NOT NULL));
+    INSERT INTO ledger_changes (xid, providers)
+    SELECT pg_current_xact_id(), CASE WHEN count(*) > 5000 THEN NULL ELSE array_agg(id) END
+    FROM (SELECT id FROM new_rows
+          UNION SELECT parent_provider_id FROM new_rows WHERE parent_provider_id IS NOT NULL) c
+    HAVING count(*) > 0;
     RETURN NULL;
 END $$;
 CREATE FUNCTION ledger_changes_rp_upd() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    PERFORM ledger_changes_row(ARRAY(
-        SELECT id FROM new_rows
-        UNION SELECT unnest(ARRAY[o.parent_provider_id, n.parent_provider_id])
-              FROM old_rows o JOIN new_rows n ON n.id = o.id
-              WHERE o.parent_provider_id IS DISTINCT FROM n.parent_provider_id
-        EXCEPT SELECT NULL::bigint));
+    INSERT INTO ledger_changes (xid, providers)
+    SELECT pg_current_xact_id(), CASE WHEN count(*) > 5000 THEN NULL ELSE array_agg(id) END
+    FROM (SELECT id FROM new_rows
+          UNION SELECT p FROM old_rows o JOIN new_rows n ON n.id = o.id,
+                              unnest(ARRAY[o.parent_provider_id, n.parent_provider_id]) p
+                WHERE o.parent_provider_id IS DISTINCT FROM n.parent_provider_id AND p IS NOT NULL) c
+    HAVING count(*) > 0;
     RETURN NULL;
 END $$;
 CREATE FUNCTION ledger_changes_rp_del() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    PERFORM ledger_changes_row(ARRAY(SELECT id FROM old_rows
-                                     UNION SELECT parent_provider_id FROM old_rows WHERE parent_provider_id IS NOT NULL));
+    INSERT INTO ledger_changes (xid, providers)
+    SELECT pg_current_xact_id(), CASE WHEN count(*) > 5000 THEN NULL ELSE array_agg(id) END
+    FROM (SELECT id FROM old_rows
+          UNION SELECT parent_provider_id FROM old_rows WHERE parent_provider_id IS NOT NULL) c
+    HAVING count(*) > 0;
     RETURN NULL;
 END $$;
 
