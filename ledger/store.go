@@ -201,16 +201,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		send = func(context.Context, []string) error { return nil }
 	}
 	s.notes = newNotifier(s.sender, send, cfg.Logger)
-	s.bg.Add(1)
-	go func() { defer s.bg.Done(); s.snap.warm(bg, warmInterval) }()
-	if cfg.ChangeLogRetention == 0 {
-		cfg.ChangeLogRetention = DefaultChangeLogRetention
-	}
-	if cfg.ChangeLogRetention > 0 {
-		s.bg.Add(1)
-		every := max(cfg.ChangeLogRetention/4, time.Second)
-		go func() { defer s.bg.Done(); s.trimChanges(bg, cfg.ChangeLogRetention, every) }()
-	}
+	s.followChanges(bg, cfg.ChangeLogRetention)
 	s.bg.Add(1)
 	go func() { defer s.bg.Done(); s.notes.run(bg) }()
 	if cfg.ClaimWriters == 0 {
@@ -251,6 +242,23 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		go func() { defer s.bg.Done(); s.snap.refreshEvery(bg, cfg.SnapshotRefresh) }()
 	}
 	return s, nil
+}
+
+// followChanges starts the background work of the change log
+// (changelog.go): the catch-ups that keep the snapshot warm, and the
+// trimming of rows older than retention (0: DefaultChangeLogRetention;
+// negative: never).
+func (s *Store) followChanges(bg context.Context, retention time.Duration) {
+	s.bg.Add(1)
+	go func() { defer s.bg.Done(); s.snap.warm(bg, warmInterval) }()
+	if retention == 0 {
+		retention = DefaultChangeLogRetention
+	}
+	if retention > 0 {
+		s.bg.Add(1)
+		every := max(retention/4, time.Second)
+		go func() { defer s.bg.Done(); s.trimChanges(bg, retention, every) }()
+	}
 }
 
 // Close stops the background work and releases the connection pool.
