@@ -16,7 +16,11 @@
 // provider a consumer failed on), and moves consumers the way Nova
 // migrates: the source allocations go to a migration consumer, the
 // destination is claimed for the instance, and the move is later
-// confirmed or reverted. It is the only writer of claim transactions.
+// confirmed or reverted. Every claim stores, with its allocations, its
+// request and lease (the stored claim a reschedule or move redoes); a
+// claim with a lease is provisional until confirmed, and the lease reaper
+// releases it (or reverts its move) when the lease runs out. It is the
+// only writer of claim transactions.
 //
 // The Claimer is built by New with its dependencies (Deps): the ledger,
 // the catalogue of stored policies (claims/catalog, through PolicySource)
@@ -30,5 +34,6 @@
 // candidates, the ranking), convert.go (the engine's answer as the
 // scheduler's candidates), write.go (the write attempts, the answer),
 // errors.go (a claim that placed nothing), move.go (reschedule, move,
-// confirm, revert), telemetry.go (spans and metrics).
+// confirm, revert), lease.go (stored claims, leases and their reaper),
+// telemetry.go (spans and metrics).
 package claims

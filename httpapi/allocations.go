@@ -47,7 +47,7 @@ func (b consumerBody) toLedger(consumerUUID string, v Version) (ledger.ConsumerA
 	var byProvider orderedMap[providerResourcesBody]
 	if v.AtLeast(12) {
 		if err := json.Unmarshal(b.Allocations, &byProvider); err != nil {
-			return w, badRequest("JSON does not validate: %v", err)
+			return w, decodeError(err)
 		}
 	} else {
 		// The list form; a provider listed twice keeps its last resources.
@@ -58,7 +58,7 @@ func (b consumerBody) toLedger(consumerUUID string, v Version) (ledger.ConsumerA
 			Resources resourcesBody `json:"resources"`
 		}
 		if err := json.Unmarshal(b.Allocations, &list); err != nil {
-			return w, badRequest("JSON does not validate: %v", err)
+			return w, decodeError(err)
 		}
 		byProvider.Values = map[string]providerResourcesBody{}
 		for _, a := range list {

@@ -207,16 +207,22 @@ func parseRootRequired(val string, p *engine.CandidatesParams) error {
 	if err != nil {
 		return err
 	}
-	var conflicts []string
+	isForbidden := make(map[string]bool, len(forbidden))
+	for _, t := range forbidden {
+		isForbidden[t] = true
+	}
+	rootRequired := uniqueStrings{list: p.RootRequired}
+	var conflicts uniqueStrings
 	for _, any := range required {
-		p.RootRequired = appendUnique(p.RootRequired, any[0])
-		if contains(forbidden, any[0]) {
-			conflicts = appendUnique(conflicts, any[0])
+		rootRequired.add(any[0])
+		if isForbidden[any[0]] {
+			conflicts.add(any[0])
 		}
 	}
-	if len(conflicts) > 0 {
+	p.RootRequired = rootRequired.list
+	if len(conflicts.list) > 0 {
 		return newError(http.StatusBadRequest, fault.CodeQueryBadValue,
-			"Conflicting required and forbidden traits found in root_required: %s", strings.Join(conflicts, ", "))
+			"Conflicting required and forbidden traits found in root_required: %s", strings.Join(conflicts.list, ", "))
 	}
 	p.RootForbidden = forbidden
 	return nil
@@ -226,16 +232,16 @@ func parseRootRequired(val string, p *engine.CandidatesParams) error {
 // comma-separated set of group suffixes.
 func parseSameSubtrees(values []string, p *engine.CandidatesParams) error {
 	for _, val := range values {
-		var set []string
+		var set uniqueStrings
 		for _, s := range strings.Split(val, ",") {
 			s = strings.TrimSpace(s)
 			if s == "" {
 				return newError(http.StatusBadRequest, fault.CodeQueryBadValue,
 					"Empty string (unsuffixed group) can not be specified in `same_subtree` ")
 			}
-			set = appendUnique(set, s)
+			set.add(s)
 		}
-		p.SameSubtrees = append(p.SameSubtrees, set)
+		p.SameSubtrees = append(p.SameSubtrees, set.list)
 	}
 	return nil
 }

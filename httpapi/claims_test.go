@@ -294,8 +294,21 @@ func TestClaimsScriptlet(t *testing.T) {
 	}
 	code, body = claim("foo", false)
 	if ecode, detail := errorDetail(body); code != http.StatusConflict || ecode != fault.CodeNoValidHost ||
-		!strings.Contains(detail, "Failed instance placement scriptlet: Invalid name") {
+		!strings.HasSuffix(detail, "\n\n 1 provider; then Failed instance placement scriptlet: Invalid name  ") ||
+		body["errors"].([]any)[0].(map[string]any)["refusal"] != "Invalid name" {
 		t.Fatalf("refused: %d %v", code, body)
+	}
+	// What ran before the scriptlet is in the refusal's detail and steps:
+	// here the candidate step left nothing for it (issue 27).
+	code, body = call(t, s, http.MethodPost, "/claims", "admin", `{"consumer_uuid": "33333333-2222-3333-4444-555555555555",
+		"project_id": "p", "user_id": "u", "name": "foo", "resources": {"VCPU": 9}}`)
+	if ecode, detail := errorDetail(body); code != http.StatusConflict || ecode != fault.CodeNoValidHost ||
+		!strings.HasSuffix(detail, "\n\n 1 provider; 1 lacked VCPU 9; then Failed instance placement scriptlet: Invalid name  ") {
+		t.Fatalf("refused after the candidate step: %d %v", code, body)
+	}
+	if steps, _ := body["errors"].([]any)[0].(map[string]any)["steps"].([]any); len(steps) == 0 ||
+		steps[0].(map[string]any)["removed"] != 1.0 {
+		t.Fatalf("refusal's steps: %v", body)
 	}
 	if _, got := call(t, s, http.MethodGet, "/allocations/33333333-2222-3333-4444-555555555555", "admin", ""); len(got["allocations"].(map[string]any)) != 0 {
 		t.Fatalf("refused claim wrote %v", got)
@@ -315,5 +328,51 @@ func TestClaimConflictsExhaustedCode(t *testing.T) {
 		if e.Status != http.StatusConflict || e.Code != tc.code {
 			t.Errorf("%s: %d %s, want 409 %s", tc.reason, e.Status, e.Code, tc.code)
 		}
+	}
+}
+
+// TestClaimConsumerTypeDefault: a claim that creates a consumer without a
+// consumer_type makes it an INSTANCE (it was stored as "unknown"); a claim
+// for an existing consumer without one keeps its type.
+func TestClaimConsumerTypeDefault(t *testing.T) {
+	store := ledgertest.NewStore(t)
+	rp := ledgertest.Provider(t, store, "cn1", ledger.DefaultInventory("VCPU", 8))
+	s, err := build(Config{}, store, nil, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	consumerType := func(consumer string) (string, float64) {
+		_, got := call(t, s, http.MethodGet, "/allocations/"+consumer, "admin", "")
+		gen, _ := got["consumer_generation"].(float64)
+		return fmt.Sprint(got["consumer_type"]), gen
+	}
+	const fresh = "11111111-2222-3333-4444-000000000001"
+	if code, body := call(t, s, http.MethodPost, "/claims", "admin", `{"consumer_uuid": "`+fresh+`",
+		"project_id": "p", "user_id": "u", "resources": {"VCPU": 1}}`); code != http.StatusOK {
+		t.Fatalf("claim: %d %v", code, body)
+	}
+	if typ, _ := consumerType(fresh); typ != "INSTANCE" {
+		t.Errorf("a new consumer claimed without a type: %q, want INSTANCE", typ)
+	}
+
+	const migration = "11111111-2222-3333-4444-000000000002"
+	req := httptest.NewRequest(http.MethodPut, "/allocations/"+migration, strings.NewReader(`{"allocations": {"`+rp+
+		`": {"resources": {"VCPU": 1}}}, "project_id": "p", "user_id": "u", "consumer_generation": null,
+		"consumer_type": "MIGRATION"}`))
+	req.Header.Set("X-Auth-Token", "admin")
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("OpenStack-API-Version", "placement latest")
+	rec := httptest.NewRecorder()
+	s.ServeHTTP(rec, req)
+	if rec.Code != http.StatusNoContent {
+		t.Fatalf("PUT allocations: %d %s", rec.Code, rec.Body)
+	}
+	_, gen := consumerType(migration)
+	if code, body := call(t, s, http.MethodPost, "/claims", "admin", fmt.Sprintf(`{"consumer_uuid": "%s",
+		"project_id": "p", "user_id": "u", "consumer_generation": %d, "resources": {"VCPU": 2}}`, migration, int(gen))); code != http.StatusOK {
+		t.Fatalf("claim for the existing consumer: %d %v", code, body)
+	}
+	if typ, _ := consumerType(migration); typ != "MIGRATION" {
+		t.Errorf("an existing MIGRATION consumer claimed without a type: %q", typ)
 	}
 }

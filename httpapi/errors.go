@@ -49,6 +49,9 @@ type Error struct {
 	// detail words, for programs (a Berth extension; Placement clients
 	// ignore the member).
 	Steps []stepJSON
+	// Refusal, when set, goes in the JSON error object as "refusal": the
+	// reason of the scriptlet that refused a claim (a Berth extension).
+	Refusal string
 }
 
 func (e *Error) Error() string { return e.Msg }
@@ -121,7 +124,7 @@ func toError(c echo.Context, err error) *Error {
 		if np.Reason == claims.ConflictsExhausted {
 			code = fault.CodeClaimConflict
 		}
-		return &Error{Status: http.StatusConflict, Code: code, Msg: np.Error(), Steps: stepsJSON(np.Steps)}
+		return &Error{Status: http.StatusConflict, Code: code, Msg: np.Error(), Steps: stepsJSON(np.Steps), Refusal: np.Refusal}
 	}
 	var mm *claims.MismatchError
 	if errors.As(err, &mm) {
@@ -265,6 +268,9 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 	}
 	if e.Steps != nil {
 		item["steps"] = e.Steps
+	}
+	if e.Refusal != "" {
+		item["refusal"] = e.Refusal
 	}
 	if v, ok := c.Get(ctxVersion).(Version); ok && v.AtLeast(errorCodeVersion) {
 		code := e.Code

@@ -37,7 +37,7 @@ func (s *Server) serveOps(w http.ResponseWriter, r *http.Request) bool {
 	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
-		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		writeServerError(w, http.StatusMethodNotAllowed, "The method specified is not allowed for this resource.")
 		return true
 	}
 	h(w, r)

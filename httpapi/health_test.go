@@ -38,8 +38,9 @@ func TestHealthz(t *testing.T) {
 	}
 	rec := httptest.NewRecorder()
 	s.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/healthz", nil))
-	if rec.Code != http.StatusMethodNotAllowed {
-		t.Errorf("POST /healthz = %d", rec.Code)
+	checkPlacementError(t, rec.Result(), rec.Body.Bytes(), http.StatusMethodNotAllowed, "method specified is not allowed")
+	if allow := rec.Header().Get("Allow"); allow != "GET, HEAD" {
+		t.Errorf("POST /healthz: Allow %q", allow)
 	}
 	// Without a metrics handler /metrics is an ordinary unknown path:
 	// the API's 401 before routing.

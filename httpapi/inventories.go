@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -108,7 +109,7 @@ func parseJSONInt(lit string) (jsonInt, error) {
 	}
 	f, err := strconv.ParseFloat(lit, 64)
 	if err != nil || f != math.Trunc(f) || math.Abs(f) >= 1<<63 {
-		return jsonInt{}, fmt.Errorf("json: cannot unmarshal %s into an integer", lit)
+		return jsonInt{}, &json.UnmarshalTypeError{Value: "number " + lit, Type: reflect.TypeFor[int64]()}
 	}
 	return jsonInt{int64(f), lit}, nil
 }

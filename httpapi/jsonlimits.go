@@ -11,16 +11,19 @@ import (
 )
 
 // Bounds on what a JSON request body may decode to. A body is read whole
-// (up to Config.MaxBodyBytes) and then decoded into generic values for
-// schema validation, which costs far more memory than the body: 31 MiB
-// of small array items took 1.8 GB. checkJSONBody counts before anything
-// is built. The bounds are far above any Placement or Berth request (a
-// reshaper body for a large tree has a few tens of thousands of values;
-// a scriptlet's source is at most 1 MiB).
+// (up to Config.MaxBodyBytes, bodies.go) and then decoded into generic
+// values for schema validation and into the handler's typed body, which
+// costs far more memory than the body: 31 MiB of small array items took
+// 1.8 GB, and every byte of its strings is copied at each decoding.
+// checkJSONBody counts before anything is built. The bounds are far above
+// any Placement or Berth request (a reshaper body for a large tree has a
+// few tens of thousands of values, a few MiB of strings at most; a
+// scriptlet's source is at most 1 MiB).
 const (
-	maxJSONValues = 250_000 // values of every kind, object keys included
-	maxJSONItems  = 100_000 // items of one array or members of one object
-	maxJSONString = 2 << 20 // bytes of one decoded string
+	maxJSONValues    = 250_000 // values of every kind, object keys included
+	maxJSONItems     = 100_000 // items of one array or members of one object
+	maxJSONString    = 2 << 20 // bytes of one decoded string
+	maxJSONTextBytes = 8 << 20 // bytes of all decoded strings (keys included) and numbers
 	// maxJSONDepth is encoding/json's own nesting limit: deeper bodies
 	// are left to its error.
 	maxJSONDepth = 10_000
@@ -118,8 +121,8 @@ func tooLarge(format string, args ...any) *Error {
 // JSON text without building anything, and checks \u escapes. It stops at
 // the first syntax it does not expect, leaving the error to the decoder.
 func scanJSON(b []byte) error {
-	var items []int // per open container, the commas seen
-	values := 0
+	var items []int           // per open container, the commas seen
+	values, textBytes := 0, 0 // textBytes: of strings and numbers, as decoded
 	for i := 0; i < len(b); i++ {
 		switch c := b[i]; c {
 		case ' ', '\t', '\n', '\r', ':':
@@ -144,18 +147,26 @@ func scanJSON(b []byte) error {
 			}
 			continue
 		case '"':
-			end, err := scanString(b, i+1)
+			end, n, err := scanString(b, i+1)
 			if err != nil {
 				return err
 			}
 			if end < 0 {
 				return nil
 			}
+			if textBytes += n; textBytes > maxJSONTextBytes {
+				return tooLarge("strings and numbers of more than %d bytes in all.", maxJSONTextBytes)
+			}
 			i = end
 		default:
-			// A number or literal: up to the next delimiter.
+			// A number or literal: up to the next delimiter. A number is
+			// kept as its text (json.Number) when decoded.
+			start := i
 			for i+1 < len(b) && !jsonDelimiter[b[i+1]] {
 				i++
+			}
+			if textBytes += i + 1 - start; textBytes > maxJSONTextBytes {
+				return tooLarge("strings and numbers of more than %d bytes in all.", maxJSONTextBytes)
 			}
 		}
 		if values++; values > maxJSONValues {
@@ -174,20 +185,20 @@ var jsonDelimiter = func() (d [256]bool) {
 }()
 
 // scanString checks the string whose contents start at b[start] and
-// returns the index of its closing quote, or -1 if it has none or a
-// malformed escape (the decoder's error then).
-func scanString(b []byte, start int) (int, error) {
+// returns the index of its closing quote and its decoded length in bytes,
+// or -1 if it has none or a malformed escape (the decoder's error then).
+func scanString(b []byte, start int) (int, int, error) {
 	n := 0 // decoded bytes
 	for i := start; i < len(b); i++ {
 		if n > maxJSONString {
-			return 0, tooLarge("a string is longer than %d bytes.", maxJSONString)
+			return 0, 0, tooLarge("a string is longer than %d bytes.", maxJSONString)
 		}
 		switch b[i] {
 		case '"':
-			return i, nil
+			return i, n, nil
 		case '\\':
 			if i+1 >= len(b) {
-				return -1, nil
+				return -1, 0, nil
 			}
 			if b[i+1] != 'u' {
 				i++
@@ -196,7 +207,7 @@ func scanString(b []byte, start int) (int, error) {
 			}
 			r, ok := hex4(b, i+2)
 			if !ok {
-				return -1, nil
+				return -1, 0, nil
 			}
 			switch {
 			case r >= 0xD800 && r <= 0xDBFF:
@@ -205,9 +216,9 @@ func scanString(b []byte, start int) (int, error) {
 					n += 4
 					continue
 				}
-				return 0, loneSurrogate(b, i, r)
+				return 0, 0, loneSurrogate(b, i, r)
 			case r >= 0xDC00 && r <= 0xDFFF:
-				return 0, loneSurrogate(b, i, r)
+				return 0, 0, loneSurrogate(b, i, r)
 			}
 			i += 5
 			n += utf8.RuneLen(r)
@@ -215,7 +226,7 @@ func scanString(b []byte, start int) (int, error) {
 			n++
 		}
 	}
-	return -1, nil
+	return -1, 0, nil
 }
 
 func loneSurrogate(b []byte, i int, r rune) error {

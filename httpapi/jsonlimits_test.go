@@ -58,6 +58,11 @@ func TestScanJSON(t *testing.T) {
 		{"[" + strings.Repeat(many(1000, "0")+",", 300) + "0]", "more than 250000 values"},
 		{`["` + strings.Repeat("a", maxJSONString+1) + `"]`, "a string is longer than"},
 		{`["` + strings.Repeat(`\u00e9`, maxJSONString/2) + `"]`, ""},
+		// Strings and numbers are copied at each decoding: their bytes in
+		// all are bounded too.
+		{many(4, `"`+strings.Repeat("a", maxJSONString-1)+`"`), ""},
+		{many(5, `"`+strings.Repeat("a", maxJSONString-1)+`"`), "strings and numbers of more than 8388608 bytes"},
+		{many(9000, "1"+strings.Repeat("0", 1000)), "strings and numbers of more than 8388608 bytes"},
 		// Malformed JSON is the decoder's to word.
 		{`{"a": "\u12"}`, ""},
 		{`{"a": "unterminated`, ""},

@@ -74,14 +74,18 @@ type contentLengthConn struct {
 }
 
 func (c *contentLengthConn) Read(p []byte) (int, error) {
+	if len(c.pending) == 0 && !c.ended && (c.passthrough || c.state == stateBody) {
+		return c.readThrough(p)
+	}
 	for len(c.pending) == 0 {
 		if c.ended {
 			return 0, io.EOF
 		}
-		if cap(c.buf) < len(p) {
-			c.buf = make([]byte, len(p))
+		size := min(len(p), maxInspectedRead)
+		if cap(c.buf) < size {
+			c.buf = make([]byte, size)
 		}
-		buf := c.buf[:len(p)]
+		buf := c.buf[:size]
 		n, err := c.Conn.Read(buf)
 		if n > 0 {
 			c.consume(buf[:n])
@@ -123,6 +127,25 @@ func (c *contentLengthConn) Read(p []byte) (int, error) {
 // maxPendingReuse is the largest pending buffer a connection keeps for
 // its next reads.
 const maxPendingReuse = 16 << 10
+
+// maxInspectedRead bounds one read of bytes to inspect, whatever the
+// size of the caller's buffer: a connection's buffer stays small.
+const maxInspectedRead = 32 << 10
+
+// readThrough reads bytes that are passed on uninspected (a body, or
+// everything after the wrapper gave up) straight into p: a body is never
+// copied through the wrapper's buffers. Nothing is pending or held then.
+func (c *contentLengthConn) readThrough(p []byte) (int, error) {
+	if c.passthrough {
+		return c.Conn.Read(p)
+	}
+	n, err := c.Conn.Read(p[:min(int64(len(p)), c.bodyLeft)])
+	c.bodyLeft -= int64(n)
+	if c.bodyLeft == 0 {
+		c.state = stateRequestLine
+	}
+	return n, err
+}
 
 // consume runs the framing state machine over newly read bytes.
 func (c *contentLengthConn) consume(b []byte) {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
+	"reflect"
 	"strconv"
 	"strings"
 
@@ -31,7 +32,7 @@ func (m *orderedMap[V]) UnmarshalJSON(b []byte) error {
 		return nil
 	}
 	if d, ok := tok.(json.Delim); !ok || d != '{' {
-		return errors.New("expected a JSON object")
+		return &json.UnmarshalTypeError{Value: jsonTokenKind(tok), Type: reflect.TypeFor[map[string]V]()}
 	}
 	m.Keys, m.Values = nil, map[string]V{}
 	for dec.More() {

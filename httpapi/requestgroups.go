@@ -56,6 +56,17 @@ func (q orderedQuery) all(key string) []string {
 	return out
 }
 
+// byKey returns every value of each key, in order, in one pass over q:
+// reading the values of each of many keys with all would cost the
+// query's length once per key.
+func (q orderedQuery) byKey() map[string][]string {
+	out := map[string][]string{}
+	for _, p := range q {
+		out[p.key] = append(out[p.key], p.value)
+	}
+	return out
+}
+
 // last returns the last value of key, as webob's req.GET[key] does.
 func (q orderedQuery) last(key string) (string, bool) {
 	for i := len(q) - 1; i >= 0; i-- {
@@ -73,18 +84,17 @@ func parseResources(val string) ([]engine.ResourceAmount, error) {
 		return nil, badRequest("Badly formed resources parameter. Expected resources query string " +
 			"parameter in form: ?resources=VCPU:2,MEMORY_MB:1024. Got: empty string.")
 	}
-	var out []engine.ResourceAmount
+	var out resourceList
 	for _, rt := range strings.Split(val, ",") {
 		parts := strings.Split(rt, ":")
 		if len(parts) != 2 {
 			return nil, badlyFormedResources(rt)
 		}
-		var err error
-		if out, err = addResource(out, parts[0], parts[1]); err != nil {
+		if err := out.add(parts[0], parts[1]); err != nil {
 			return nil, err
 		}
 	}
-	return out, nil
+	return out.list, nil
 }
 
 func badlyFormedResources(got string) error {
@@ -92,23 +102,34 @@ func badlyFormedResources(got string) error {
 		"parameter in form: ?resources=VCPU:2,MEMORY_MB:1024. Got: %s.", got)
 }
 
-// addResource adds amountText of class name to out, replacing an amount
-// of the same class. The amount must be a positive integer.
-func addResource(out []engine.ResourceAmount, name, amountText string) ([]engine.ResourceAmount, error) {
+// resourceList collects the amounts of a request group's classes in the
+// order first named; a class named again replaces its amount. Its index
+// keeps a long list linear.
+type resourceList struct {
+	list []engine.ResourceAmount
+	at   map[string]int // class -> index in list
+}
+
+// add adds amountText of class name, replacing an amount of the same
+// class. The amount must be a positive integer.
+func (l *resourceList) add(name, amountText string) error {
 	amount, err := strconv.ParseInt(strings.TrimSpace(amountText), 10, 64)
 	if err != nil {
-		return nil, badRequest("Requested resource %s expected positive integer amount. Got: %s.", name, amountText)
+		return badRequest("Requested resource %s expected positive integer amount. Got: %s.", name, amountText)
 	}
 	if amount < 1 {
-		return nil, badRequest("Requested resource %s requires amount >= 1. Got: %d.", name, amount)
+		return badRequest("Requested resource %s requires amount >= 1. Got: %d.", name, amount)
 	}
-	for i := range out {
-		if out[i].Class == name {
-			out[i].Amount = amount
-			return out, nil
-		}
+	if i, ok := l.at[name]; ok {
+		l.list[i].Amount = amount
+		return nil
 	}
-	return append(out, engine.ResourceAmount{Class: name, Amount: amount}), nil
+	if l.at == nil {
+		l.at = map[string]int{}
+	}
+	l.at[name] = len(l.list)
+	l.list = append(l.list, engine.ResourceAmount{Class: name, Amount: amount})
+	return nil
 }
 
 // parseTraits parses one value of a required parameter (Placement's
@@ -120,7 +141,7 @@ func parseTraits(val string, allowForbidden, allowAnyOf bool) (required [][]stri
 			return nil, nil, badRequest("Invalid query string parameters: The format 'in:HW_CPU_X86_VMX,CUSTOM_MAGIC' "+
 				"only supported since microversion 1.39. Got: %s", val)
 		}
-		var any []string
+		var any uniqueStrings
 		for _, t := range strings.Split(val[3:], ",") {
 			t = strings.TrimSpace(t)
 			if t == "" {
@@ -131,14 +152,15 @@ func parseTraits(val string, allowForbidden, allowAnyOf bool) (required [][]stri
 				return nil, nil, badRequest("Invalid query string parameters: The format 'in:HW_CPU_X86_VMX,CUSTOM_MAGIC' "+
 					"does not support forbidden traits. Got: %s", val)
 			}
-			any = appendUnique(any, t)
+			any.add(t)
 		}
-		return [][]string{any}, nil, nil
+		return [][]string{any.list}, nil, nil
 	}
 	form := "HW_CPU_X86_VMX,CUSTOM_MAGIC"
 	if allowForbidden {
 		form = "HW_CPU_X86_VMX,!CUSTOM_MAGIC"
 	}
+	var forb uniqueStrings
 	for _, t := range strings.Split(val, ",") {
 		t = strings.TrimSpace(t)
 		// Placement strips any number of leading "!" (a documented quirk).
@@ -148,25 +170,52 @@ func parseTraits(val string, allowForbidden, allowAnyOf bool) (required [][]stri
 				"the form: %s. Got an empty trait in: %s", form, val)
 		}
 		if name != t {
-			forbidden = appendUnique(forbidden, name)
+			forb.add(name)
 		} else {
 			required = append(required, []string{t})
 		}
 	}
-	if len(forbidden) > 0 && !allowForbidden {
+	if len(forb.list) > 0 && !allowForbidden {
 		return nil, nil, badRequest("Invalid query string parameters: Expected 'required' parameter value of "+
 			"the form: HW_CPU_X86_VMX,CUSTOM_MAGIC. Got: %s", val)
 	}
-	return required, forbidden, nil
+	return required, forb.list, nil
 }
 
-func appendUnique(list []string, s string) []string {
-	for _, x := range list {
-		if x == s {
-			return list
-		}
+// uniqueStrings collects strings in the order first added, each once.
+// Past a few strings a set answers "seen?", so that adding n strings
+// costs O(n), not the O(n²) of scanning the list each time: a query of
+// thousands of traits must not cost a core.
+type uniqueStrings struct {
+	list []string
+	seen map[string]struct{} // nil while list is short
+}
+
+// uniqueScanMax is the length up to which add scans list instead of
+// keeping the set.
+const uniqueScanMax = 8
+
+func (u *uniqueStrings) add(s string) {
+	if u.has(s) {
+		return
 	}
-	return append(list, s)
+	u.list = append(u.list, s)
+	if u.seen == nil && len(u.list) > uniqueScanMax {
+		u.seen = make(map[string]struct{}, 2*len(u.list))
+		for _, x := range u.list {
+			u.seen[x] = struct{}{}
+		}
+	} else if u.seen != nil {
+		u.seen[s] = struct{}{}
+	}
+}
+
+func (u *uniqueStrings) has(s string) bool {
+	if u.seen == nil {
+		return slices.Contains(u.list, s)
+	}
+	_, ok := u.seen[s]
+	return ok
 }
 
 // parseRequired reads every required<suffix> value (Placement's
@@ -182,6 +231,7 @@ func requiredTraits(values []string, v Version) (required [][]string, forbidden 
 	if !v.AtLeast(39) && len(values) > 1 {
 		values = values[len(values)-1:]
 	}
+	var forb uniqueStrings
 	for _, val := range values {
 		r, f, err := parseTraits(val, v.AtLeast(22), v.AtLeast(39))
 		if err != nil {
@@ -189,10 +239,10 @@ func requiredTraits(values []string, v Version) (required [][]string, forbidden 
 		}
 		required = append(required, r...)
 		for _, t := range f {
-			forbidden = appendUnique(forbidden, t)
+			forb.add(t)
 		}
 	}
-	return required, forbidden, nil
+	return required, forb.list, nil
 }
 
 // parseMemberOf reads every member_of<suffix> value (Placement's
@@ -208,6 +258,7 @@ func memberOf(values []string, suffix string, v Version) (required [][]string, f
 	if !v.AtLeast(24) && len(values) > 1 {
 		return nil, nil, badRequest("Multiple member_of%s parameters are not supported", suffix)
 	}
+	var forbAll uniqueStrings
 	for _, val := range values {
 		if strings.Contains(val, ",") && !strings.HasPrefix(val, "in:") && !strings.HasPrefix(val, "!in:") {
 			return nil, nil, badRequest("Multiple values for 'member_of' must be prefixed with the 'in:' or '!in:' "+
@@ -224,10 +275,12 @@ func memberOf(values []string, suffix string, v Version) (required [][]string, f
 		default:
 			req = []string{val}
 		}
-		for _, u := range append(append([]string{}, req...), forb...) {
-			if !uuid.Valid(u) {
-				return nil, nil, badRequest("Invalid query string parameters: Expected 'member_of' parameter to "+
-					"contain valid UUID(s). Got: %s", u)
+		for _, list := range [][]string{req, forb} {
+			for _, u := range list {
+				if !uuid.Valid(u) {
+					return nil, nil, badRequest("Invalid query string parameters: Expected 'member_of' parameter to "+
+						"contain valid UUID(s). Got: %s", u)
+				}
 			}
 		}
 		if len(req) > 0 {
@@ -238,11 +291,11 @@ func memberOf(values []string, suffix string, v Version) (required [][]string, f
 				return nil, nil, badRequest("Forbidden member_of%s parameters are not supported in the specified microversion", suffix)
 			}
 			for _, u := range forb {
-				forbidden = appendUnique(forbidden, u)
+				forbAll.add(u)
 			}
 		}
 	}
-	return required, forbidden, nil
+	return required, forbAll.list, nil
 }
 
 // parseInTree checks an in_tree value.
@@ -279,6 +332,8 @@ func parseRequestGroups(q orderedQuery, v Version, sameSubtrees [][]string) ([]e
 	}
 	var groups []*parsedGroup
 	bySuffix := map[string]*parsedGroup{}
+	values := q.byKey()
+	read := map[string]bool{} // required and member_of keys already read whole
 	for _, p := range q {
 		m := pattern.FindStringSubmatch(p.key)
 		if m == nil {
@@ -291,15 +346,20 @@ func parseRequestGroups(q orderedQuery, v Version, sameSubtrees [][]string) ([]e
 			bySuffix[suffix] = g
 			groups = append(groups, g)
 		}
+		if (prefix == "required" || prefix == "member_of") && read[p.key] {
+			continue // every value of the key was read at its first
+		}
 		var err error
 		switch prefix {
 		case "resources":
 			g.Resources, err = parseResources(p.value)
 		case "required":
-			g.RequiredTraits, g.ForbiddenTraits, err = parseRequired(q, p.key, v)
+			read[p.key] = true
+			g.RequiredTraits, g.ForbiddenTraits, err = requiredTraits(values[p.key], v)
 			g.hasRequired = len(g.RequiredTraits) > 0
 		case "member_of":
-			g.MemberOf, g.ForbiddenAggregates, err = parseMemberOf(q, suffix, v)
+			read[p.key] = true
+			g.MemberOf, g.ForbiddenAggregates, err = memberOf(values[p.key], suffix, v)
 			g.hasMemberOf = len(g.MemberOf) > 0 || len(g.ForbiddenAggregates) > 0
 		case "in_tree":
 			g.InTree, err = parseInTree(p.value)
@@ -368,17 +428,17 @@ func checkResourceless(groups []*parsedGroup, sameSubtrees [][]string) error {
 		known[g.Suffix] = true
 		all = append(all, g.Suffix)
 	}
-	bad = nil
+	var unknown uniqueStrings
 	for _, st := range sameSubtrees {
 		for _, s := range st {
 			if !known[s] {
-				bad = appendUnique(bad, s)
+				unknown.add(s)
 			}
 		}
 	}
-	if len(bad) > 0 {
+	if len(unknown.list) > 0 {
 		return newError(400, fault.CodeQueryBadValue, "Real suffixes should be specified in `same_subtree`: "+
-			"%s not found in %s.", pyList(bad), pyList(all))
+			"%s not found in %s.", pyList(unknown.list), pyList(all))
 	}
 	return nil
 }
@@ -420,10 +480,17 @@ func checkOrphans(groups []*parsedGroup) error {
 func checkConflicts(groups []*parsedGroup) error {
 	var conflicts []string
 	for _, g := range groups {
+		if len(g.ForbiddenTraits) == 0 {
+			continue
+		}
+		forbidden := make(map[string]bool, len(g.ForbiddenTraits))
+		for _, t := range g.ForbiddenTraits {
+			forbidden[t] = true
+		}
 		for _, any := range g.RequiredTraits {
 			all := true
 			for _, t := range any {
-				if !contains(g.ForbiddenTraits, t) {
+				if !forbidden[t] {
 					all = false
 				}
 			}
@@ -440,15 +507,6 @@ func checkConflicts(groups []*parsedGroup) error {
 			strings.Join(conflicts, ", "))
 	}
 	return nil
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // pyList renders strings as a Python list literal: ['a', 'b'].

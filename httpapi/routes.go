@@ -119,8 +119,11 @@ func (s *Server) routes() []route {
 		// for every route.
 
 		// Claims: select and claim in one request, reschedule, move,
-		// confirm and revert (docs/claims.md).
+		// confirm and revert; the stored claim and its lease
+		// (docs/claims.md).
 		{post, "/claims", every, "berth:claims:create", s.claimCreate, bounded},
+		{get, "/claims/:consumer_uuid", every, "berth:claims:show", s.claimShow, acceptJSON},
+		{patch, "/claims/:consumer_uuid", every, "berth:claims:update", s.claimUpdate, acceptAny},
 		{post, "/claims/:consumer_uuid/reschedule", every, "berth:claims:reschedule", s.claimReschedule, bounded},
 		{post, "/claims/:consumer_uuid/move", every, "berth:claims:move", s.claimMove, bounded},
 		{post, "/claims/:consumer_uuid/move/confirm", every, "berth:claims:move", s.claimConfirm, bounded},
@@ -152,6 +155,10 @@ func (s *Server) routes() []route {
 		{put, "/scriptlets/:name", every, "berth:scriptlets:update", s.scriptletPut, acceptAny},
 		{del, "/scriptlets/:name", every, "berth:scriptlets:delete", s.scriptletDelete, acceptAny},
 		{post, "/scriptlets/:name/test", every, "berth:scriptlets:test", s.scriptletTest, bounded},
+
+		// The allocation audit: findings, and the fix of one.
+		{get, "/audit", every, "berth:audit:read", s.auditList, acceptJSON | bounded},
+		{post, "/audit/fix", every, "berth:audit:fix", s.auditFix, acceptAny},
 
 		// Server-wide settings.
 		{get, "/config", every, "berth:config:show", s.configShow, acceptJSON},

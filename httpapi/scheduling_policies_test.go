@@ -50,6 +50,11 @@ func TestSchedulingPoliciesAPI(t *testing.T) {
 		{`{"name": "x", "filters": [{"name": "no_such_unit"}]}`, "no_such_unit"},
 		{`{"name": "x", "filters": [{"name": "max_consumers", "params": {"max": 0}}]}`, "max_consumers"},
 		{`{"name": "x", "filters": [{"name": "max_consumers", "params": {"max": 1, "typo": 2}}]}`, "typo"},
+		// Go's decoding errors are worded without Go's type names.
+		{`{"name": "x", "filters": [{"name": "max_consumers", "params": {"max": "ten"}}]}`,
+			"max_consumers: params: max: a string is not an integer"},
+		{`{"name": "x", "filters": [{"name": "max_consumers", "params": {"max": 1e30}}]}`,
+			"max_consumers: params: max: 1e30 is not an integer"},
 		{`{"name": "x", "weighers": [{"name": "max_consumers"}]}`, "max_consumers"},
 		{`{"name": "x", "scriptlet": "missing"}`, "missing"},
 		{`{"name": "x", "weighers": [{"name": "starlark:missing"}]}`, "missing"},

@@ -70,7 +70,7 @@ func (s *Server) scriptletPut(c echo.Context) error {
 		if errors.As(err, &mbe) {
 			return newError(http.StatusRequestEntityTooLarge, "", "Scriptlet larger than %d bytes.", mbe.Limit)
 		}
-		return badRequest("Could not read the request body: %v", err)
+		return badRequest("Could not read the request body.")
 	}
 	created, err := s.catalog.ScriptletPut(c.Request().Context(), name, src)
 	if err != nil {

@@ -74,6 +74,10 @@ type Config struct {
 	// 503 berth.overloaded; 0 means DefaultAdmissionQueueTimeout.
 	MaxInflightExpensive  int
 	AdmissionQueueTimeout time.Duration
+	// AuditThresholds are the ages GET /audit and POST /audit/fix use
+	// when a request names none; a zero field means its default
+	// (ledger.DefaultAuditThresholds).
+	AuditThresholds ledger.AuditThresholds
 }
 
 // DefaultRequestTimeout is the request deadline used when
@@ -105,6 +109,16 @@ func (c *Config) setDefaults() error {
 	}
 	if c.RequestTimeout == 0 {
 		c.RequestTimeout = DefaultRequestTimeout
+	}
+	def := ledger.DefaultAuditThresholds()
+	if c.AuditThresholds.MigrationAge == 0 {
+		c.AuditThresholds.MigrationAge = def.MigrationAge
+	}
+	if c.AuditThresholds.StateAge == 0 {
+		c.AuditThresholds.StateAge = def.StateAge
+	}
+	if c.AuditThresholds.MigrationAge < 0 || c.AuditThresholds.StateAge < 0 {
+		return errors.New("httpapi: audit thresholds must not be negative")
 	}
 	return nil
 }
@@ -141,6 +155,8 @@ type Server struct {
 	draining atomic.Bool
 	// admission bounds the expensive requests in flight (admission.go).
 	admission *admission
+	// bodies bounds the large request bodies held at once (bodies.go).
+	bodies *bodyGate
 	// outage rate-limits the log lines of 503s for an unavailable
 	// database (outage.go).
 	outage outageLog
@@ -176,6 +192,7 @@ func New(cfg Config, logger *slog.Logger) (*Server, error) {
 		pre = append(pre, newCORS(cfg.CORSAllowedOrigins).middleware)
 	}
 	s.admission = newAdmission(cfg)
+	s.bodies = newBodyGate(cfg.AdmissionQueueTimeout)
 	s.addRoutes()
 	// After routing, before the handler the router chose (a route's, or
 	// echo's 404 or 405).
@@ -219,6 +236,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err := s.chain(c); err != nil {
 		s.e.HTTPErrorHandler(err, c)
 	}
+	s.bodies.release(c)
 	s.e.ReleaseContext(c)
 }
 
@@ -309,25 +327,6 @@ func setCacheHeaders(c echo.Context, lastModified time.Time) {
 	h.Set("Last-Modified", lastModified.UTC().Format(http.TimeFormat))
 }
 
-// readBody reads the request body, which must be declared as JSON.
-func (s *Server) readBody(c echo.Context) ([]byte, error) {
-	if err := requireJSONBody(c); err != nil {
-		return nil, err
-	}
-	body, err := readAll(http.MaxBytesReader(c.Response(), c.Request().Body, s.cfg.MaxBodyBytes))
-	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return nil, newError(http.StatusRequestEntityTooLarge, "", "Request body larger than %d bytes.", mbe.Limit)
-		}
-		return nil, badRequest("Could not read the request body: %v", err)
-	}
-	if err := checkJSONBody(c, body); err != nil {
-		return nil, err
-	}
-	return body, nil
-}
-
 // decodeBody reads a JSON body, validates it against schema and decodes it
 // into dst. Errors read as Placement's: "Malformed JSON: ..." and
 // "JSON does not validate: ...".
@@ -375,7 +374,7 @@ func decodeJSONDoc(body []byte, schema *jsonschema.Schema, dst any, fromDoc func
 			// a float through (an allocation ratio); Berth does not.
 			return badRequest("JSON does not validate: NaN, Infinity and -Infinity are not accepted.")
 		}
-		return badRequest("JSON does not validate: %v", err)
+		return decodeError(err)
 	}
 	return nil
 }

@@ -91,18 +91,22 @@ func startBerthd(t *testing.T) *berthd {
 	}
 }
 
-func tryStartBerthd(t *testing.T, bin, dbURL string) (*berthd, error) {
+// tryStartBerthd runs the berthd binary on dbURL and a free loopback
+// port, as startBerthdAt does; args are further flags of berthd serve
+// (a repeated flag's last value counts).
+func tryStartBerthd(t *testing.T, bin, dbURL string, args ...string) (*berthd, error) {
 	addr, err := freeLoopbackAddr()
 	if err != nil {
 		return nil, err
 	}
-	return startBerthdAt(t, bin, dbURL, addr)
+	return startBerthdAt(t, bin, dbURL, addr, args...)
 }
 
-// startBerthdAt runs the berthd binary on dbURL listening on addr, waits
-// until GET / answers, and stops it (SIGTERM) when the test ends.
-func startBerthdAt(t *testing.T, bin, dbURL, addr string) (*berthd, error) {
-	cmd := exec.Command(bin, "serve", "--listen", addr, "--database-url", dbURL, "--log-level", "warn")
+// startBerthdAt runs the berthd binary on dbURL listening on addr, with
+// args as further flags, waits until GET / answers, and stops it
+// (SIGTERM) when the test ends.
+func startBerthdAt(t *testing.T, bin, dbURL, addr string, args ...string) (*berthd, error) {
+	cmd := exec.Command(bin, append([]string{"serve", "--listen", addr, "--database-url", dbURL, "--log-level", "warn"}, args...)...)
 	// The test's environment must not configure berthd.
 	for _, kv := range os.Environ() {
 		if k, _, _ := strings.Cut(kv, "="); !strings.HasPrefix(k, "BERTH_") && k != "DATABASE_URL" && k != "PORT" {

@@ -645,8 +645,9 @@ func TestFaultPostgresRestart(t *testing.T) {
 		// last acknowledged writes (this test saw a DELETE answered 204
 		// undone). fsync stays off: the kernel keeps the WAL across a
 		// server crash, only a machine crash would lose it.
-		Settings: map[string]string{"synchronous_commit": "on"},
-		Logger:   slog.New(slog.DiscardHandler),
+		Settings:      map[string]string{"synchronous_commit": "on"},
+		Logger:        slog.New(slog.DiscardHandler),
+		LoosenParents: true, // the test's temporary directory
 	}
 	var clusterMu sync.Mutex
 	cluster, err := pgcluster.Start(ctx, opts)

@@ -17,7 +17,7 @@ import (
 // Every transaction that changes what a snapshot holds of providers
 // writes, in that transaction, a row of ledger_changes: its transaction
 // id (xid8) and the ids of the providers it changed, or NULL for "any"
-// (migrations/0007_ledger_changes.up.sql: statement-level triggers write
+// (migrations/0008_ledger_changes.up.sql: statement-level triggers write
 // them, so no write path, Berth's or an operator's, can forget one, and
 // none pays a round trip for it).
 //

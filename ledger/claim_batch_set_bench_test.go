@@ -109,7 +109,7 @@ func BenchmarkClaimBatchStatement(b *testing.B) {
 }
 
 // BenchmarkChangeLogTriggers is what the change log's triggers
-// (migrations/0007) cost PostgreSQL per claim: alternating rounds, with
+// (migrations/0008) cost PostgreSQL per claim: alternating rounds, with
 // the triggers on and off (ALTER TABLE ... DISABLE TRIGGER USER, from
 // another connection, before each round), of 10 lone claims (one
 // pipeline each, as an idle writer sends them) and of 10 batches of 16

@@ -45,7 +45,8 @@ func TestCommitNotReplicated(t *testing.T) {
 		t.Cleanup(func() { os.RemoveAll(socketDir) })
 	}
 	cluster, err := pgcluster.Start(ctx, pgcluster.Options{
-		DataDir: filepath.Join(dir, "pg"), SocketDir: socketDir, NoSync: true, Logger: slog.New(slog.DiscardHandler),
+		DataDir: filepath.Join(dir, "pg"), SocketDir: socketDir, NoSync: true, LoosenParents: true,
+		Logger:   slog.New(slog.DiscardHandler),
 		Settings: map[string]string{"synchronous_commit": "on", "wal_level": "replica", "max_wal_senders": "2"},
 	})
 	if err != nil {

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/berthd/berth/internal/jsonerror"
 )
 
 // Filter is a hard constraint: it lets a candidate through (nil) or
@@ -187,7 +189,7 @@ func decodeParams(name string, params json.RawMessage, dst any) error {
 	dec := json.NewDecoder(strings.NewReader(string(params)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(dst); err != nil {
-		return fmt.Errorf("%s: params: %w", name, err)
+		return fmt.Errorf("%s: params: %s", name, jsonerror.Message(err))
 	}
 	return nil
 }

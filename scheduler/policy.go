@@ -14,6 +14,7 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 
+	"github.com/berthd/berth/internal/jsonerror"
 	"github.com/berthd/berth/internal/telemetry/instrument"
 )
 
@@ -62,7 +63,7 @@ func ParsePolicyConfig(data []byte) (PolicyConfig, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&cfg); err != nil {
-		return cfg, fmt.Errorf("scheduler policy: %w", err)
+		return cfg, fmt.Errorf("scheduler policy: %s", jsonerror.Message(err))
 	}
 	return cfg, nil
 }

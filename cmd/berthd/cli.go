@@ -11,10 +11,26 @@ import (
 	"os/signal"
 	"runtime"
 	"runtime/debug"
+	"strings"
 	"syscall"
 
 	"github.com/berthd/berth/internal/daemon"
 )
+
+// logPlacementConf says which Placement configuration files were read,
+// and names in one warning the options of theirs that Berth does not use.
+func logPlacementConf(log *slog.Logger, files []string, pc daemon.PlacementConf) {
+	if len(files) == 0 {
+		return
+	}
+	log.Info("read Placement's configuration", "files", files)
+	if len(pc.Unused) > 0 {
+		log.Warn("options of the configuration file that Berth does not use", "options", strings.Join(pc.Unused, " "))
+	}
+	for _, note := range pc.Notes {
+		log.Warn(note)
+	}
+}
 
 // version is set at build time with -ldflags "-X main.version=...".
 var version = ""
@@ -34,7 +50,7 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 	}
 	switch command {
 	case "serve", "migrate":
-		cfg, err := parseConfig(args, getenv, stdout)
+		cfg, pc, err := loadConfig(args, getenv, stdout)
 		if errors.Is(err, flag.ErrHelp) {
 			return exitOK
 		}
@@ -43,6 +59,7 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 			return exitUsage
 		}
 		log := cfg.NewLogger(stderr)
+		logPlacementConf(log, cfg.ConfigFiles, pc)
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
 		if command == "migrate" {

@@ -26,6 +26,12 @@ type option struct {
 // options lists berthd's settings in the order the usage text shows them.
 func options() []option {
 	return []option{
+		{flag: "config-file", arg: "FILE", envs: []string{"BERTH_CONFIG_FILE"}, noDefault: true,
+			help: "OpenStack Placement's own configuration file (oslo.config INI, such as\n" +
+				"/etc/placement/placement.conf): its database, auth strategy, keystone_authtoken,\n" +
+				"allocation candidate, policy file, CORS and debug options apply; options Berth\n" +
+				"does not use are named in one warning. Repeatable: a later file wins. Flags and\n" +
+				"environment variables override it (docs/operations.md)."},
 		{flag: "listen", arg: "ADDR", envs: []string{"BERTH_LISTEN"},
 			help: "TCP host:port to serve the Placement API on. When neither the flag nor\n" +
 				"BERTH_LISTEN is set but PORT is, 127.0.0.1:$PORT."},
@@ -34,7 +40,7 @@ func options() []option {
 				"embedded PostgreSQL cluster in <data-dir>/pg and use its database \"berth\"."},
 		{flag: "data-dir", arg: "DIR", envs: []string{"BERTH_DATA_DIR"}, noDefault: true,
 			help: "Directory for the embedded cluster (pg/ data, run/ socket). Default\n" +
-				"$XDG_DATA_HOME/berth, else ~/.local/share/berth."},
+				"/var/lib/berth as root, else $XDG_DATA_HOME/berth, else ~/.local/share/berth."},
 		{flag: "log-level", arg: "LEVEL", envs: []string{"BERTH_LOG_LEVEL"},
 			help: "Least severe level logged: debug, info, warn or error."},
 		{flag: "log-format", arg: "FORMAT", envs: []string{"BERTH_LOG_FORMAT"},
@@ -108,6 +114,18 @@ func options() []option {
 		{flag: "claim-failure-ttl", arg: "DURATION", envs: []string{"BERTH_CLAIM_FAILURE_TTL"},
 			help: "How long a reschedule keeps avoiding a provider the consumer failed on;\n" +
 				"older failures are forgotten. Negative: for ever."},
+		{flag: "claim-lease-max", arg: "DURATION", envs: []string{"BERTH_CLAIM_LEASE_MAX"},
+			help: "Longest lease a claim may ask for (lease_seconds); whole seconds."},
+		{flag: "claim-lease-interval", arg: "DURATION", envs: []string{"BERTH_CLAIM_LEASE_INTERVAL"},
+			help: "How often this berthd looks for claim leases that ran out and releases them\n" +
+				"(one berthd at a time does, under a PostgreSQL advisory lock). Negative: never\n" +
+				"here."},
+		{flag: "audit-migration-age", arg: "DURATION", envs: []string{"BERTH_AUDIT_MIGRATION_AGE"},
+			help: "GET /audit's default threshold for stale migrations: a MIGRATION consumer\n" +
+				"created longer ago is reported (a request's migration_age overrides it)."},
+		{flag: "audit-state-age", arg: "DURATION", envs: []string{"BERTH_AUDIT_STATE_AGE"},
+			help: "GET /audit's default threshold for stale providers: allocations on a provider\n" +
+				"whose last state report is older are reported (a request's state_age overrides it)."},
 		{flag: "claim-writers", arg: "N", envs: []string{"BERTH_CLAIM_WRITERS"},
 			help: "Batches of new consumers' allocations written at once: claims that arrive\n" +
 				"while all writers are busy are committed together, up to 64 per transaction.\n" +
@@ -190,6 +208,7 @@ func options() []option {
 // as defaults.
 func newFlagSet(cfg *daemon.Config) *flag.FlagSet {
 	fs := flag.NewFlagSet("berthd", flag.ContinueOnError)
+	fs.Var(&pathsFlag{list: &cfg.ConfigFiles}, "config-file", "")
 	fs.StringVar(&cfg.Listen, "listen", cfg.Listen, "")
 	fs.StringVar(&cfg.DatabaseURL, "database-url", cfg.DatabaseURL, "")
 	fs.StringVar(&cfg.DataDir, "data-dir", cfg.DataDir, "")
@@ -213,13 +232,17 @@ func newFlagSet(cfg *daemon.Config) *flag.FlagSet {
 	fs.StringVar(&cfg.TokenFile, "token-file", cfg.TokenFile, "")
 	fs.StringVar(&cfg.Policy, "policy", cfg.Policy, "")
 	fs.StringVar(&cfg.PolicyFile, "policy-file", cfg.PolicyFile, "")
-	fs.Var((*listFlag)(&cfg.CORSAllowedOrigins), "cors-allowed-origin", "")
+	fs.Var(&listFlag{list: &cfg.CORSAllowedOrigins}, "cors-allowed-origin", "")
 	fs.BoolVar(&cfg.RandomizeCandidates, "randomize-candidates", cfg.RandomizeCandidates, "")
 	fs.IntVar(&cfg.MaxCandidates, "max-candidates", cfg.MaxCandidates, "")
 	fs.IntVar(&cfg.ClaimMaxAttempts, "claim-max-attempts", cfg.ClaimMaxAttempts, "")
 	fs.IntVar(&cfg.ClaimCandidates, "claim-candidates", cfg.ClaimCandidates, "")
 	fs.IntVar(&cfg.ClaimSubsetSize, "claim-subset-size", cfg.ClaimSubsetSize, "")
 	fs.DurationVar(&cfg.ClaimFailureTTL, "claim-failure-ttl", cfg.ClaimFailureTTL, "")
+	fs.DurationVar(&cfg.ClaimLeaseMax, "claim-lease-max", cfg.ClaimLeaseMax, "")
+	fs.DurationVar(&cfg.ClaimLeaseInterval, "claim-lease-interval", cfg.ClaimLeaseInterval, "")
+	fs.DurationVar(&cfg.AuditMigrationAge, "audit-migration-age", cfg.AuditMigrationAge, "")
+	fs.DurationVar(&cfg.AuditStateAge, "audit-state-age", cfg.AuditStateAge, "")
 	fs.IntVar(&cfg.ClaimWriters, "claim-writers", cfg.ClaimWriters, "")
 	fs.IntVar(&cfg.ProviderWriters, "provider-writers", cfg.ProviderWriters, "")
 	fs.DurationVar(&cfg.SnapshotRefresh, "snapshot-refresh", cfg.SnapshotRefresh, "")
@@ -250,25 +273,81 @@ func newFlagSet(cfg *daemon.Config) *flag.FlagSet {
 }
 
 // listFlag is a repeatable flag whose values are comma-separated lists;
-// every value is appended, blanks dropped.
-type listFlag []string
+// every value is appended, blanks dropped. The first value replaces what
+// the list held (a configuration file's), the later ones add to it.
+type listFlag struct {
+	list  *[]string
+	given bool
+}
 
-func (l *listFlag) String() string { return strings.Join(*l, ",") }
+func (l *listFlag) String() string {
+	if l == nil || l.list == nil {
+		return ""
+	}
+	return strings.Join(*l.list, ",")
+}
 
 func (l *listFlag) Set(v string) error {
+	if !l.given {
+		*l.list, l.given = nil, true
+	}
 	for _, item := range strings.Split(v, ",") {
 		if item = strings.TrimSpace(item); item != "" {
-			*l = append(*l, item)
+			*l.list = append(*l.list, item)
 		}
 	}
 	return nil
 }
 
-// parseConfig builds the configuration from defaults, then environment
-// variables, then flags (each overriding the one before), and validates
-// it. It prints the usage to stdout and returns flag.ErrHelp for --help.
+// pathsFlag is a repeatable flag of file paths, taken whole.
+type pathsFlag struct{ list *[]string }
+
+func (p *pathsFlag) String() string {
+	if p == nil || p.list == nil {
+		return ""
+	}
+	return strings.Join(*p.list, " ")
+}
+
+func (p *pathsFlag) Set(v string) error {
+	*p.list = append(*p.list, v)
+	return nil
+}
+
+// parseConfig is loadConfig without what the configuration files held
+// besides settings.
 func parseConfig(args []string, getenv func(string) string, stdout io.Writer) (daemon.Config, error) {
+	cfg, _, err := loadConfig(args, getenv, stdout)
+	return cfg, err
+}
+
+// loadConfig builds the configuration from defaults, then Placement's
+// configuration files (--config-file, daemon.ApplyPlacementConf), then
+// environment variables, then flags (each overriding the one before), and
+// validates it. It prints the usage to stdout and returns flag.ErrHelp
+// for --help.
+func loadConfig(args []string, getenv func(string) string, stdout io.Writer) (daemon.Config, daemon.PlacementConf, error) {
+	// The files are named by a flag or the environment, and apply below
+	// both: find them first.
+	files, err := parseFlagsAndEnv(daemon.Default(), args, getenv, stdout)
+	if err != nil {
+		return files, daemon.PlacementConf{}, err
+	}
 	cfg := daemon.Default()
+	pc, err := daemon.ApplyPlacementConf(&cfg, files.ConfigFiles)
+	if err != nil {
+		return cfg, pc, err
+	}
+	cfg, err = parseFlagsAndEnv(cfg, args, getenv, io.Discard)
+	if err != nil {
+		return cfg, pc, err
+	}
+	return cfg, pc, cfg.Validate()
+}
+
+// parseFlagsAndEnv sets cfg's fields from environment variables, then
+// flags, each overriding the one before.
+func parseFlagsAndEnv(cfg daemon.Config, args []string, getenv func(string) string, stdout io.Writer) (daemon.Config, error) {
 	fs := newFlagSet(&cfg)
 	fs.SetOutput(io.Discard)
 	if err := fs.Parse(args); err != nil {
@@ -302,7 +381,7 @@ func parseConfig(args []string, getenv func(string) string, stdout io.Writer) (d
 		}
 		cfg.Listen = "127.0.0.1:" + port
 	}
-	return cfg, cfg.Validate()
+	return cfg, nil
 }
 
 // printUsage writes the help text: commands, then every flag with its

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"flag"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -52,6 +54,12 @@ func TestParseConfig(t *testing.T) {
 				t.Errorf("from env: %+v", c)
 			}
 		}},
+		{"audit thresholds", []string{"--audit-migration-age", "2h"}, env("BERTH_AUDIT_STATE_AGE", "15m"),
+			func(t *testing.T, c daemon.Config) {
+				if c.AuditMigrationAge != 2*time.Hour || c.AuditStateAge != 15*time.Minute {
+					t.Errorf("audit thresholds: %s, %s", c.AuditMigrationAge, c.AuditStateAge)
+				}
+			}},
 		{"flags beat env", []string{"--listen", "127.0.0.1:1", "--max-candidates=7", "--randomize-candidates=false"},
 			env("BERTH_LISTEN", "0.0.0.0:9000", "BERTH_MAX_CANDIDATES", "42", "BERTH_RANDOMIZE_CANDIDATES", "1"),
 			func(t *testing.T, c daemon.Config) {
@@ -218,5 +226,50 @@ func TestRunCommands(t *testing.T) {
 	}
 	if code := run([]string{"--log-level", "loud"}, env(), &stdout, &stderr); code != exitUsage {
 		t.Errorf("bad flag value: code %d", code)
+	}
+}
+
+// TestConfigFileUnderEnvAndFlags: Placement's configuration file sets
+// what environment variables and flags leave alone; they override it.
+func TestConfigFileUnderEnvAndFlags(t *testing.T) {
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "placement.conf")
+	if err := os.WriteFile(conf, []byte(`[api]
+auth_strategy = keystone
+[keystone_authtoken]
+auth_url = http://keystone:5000/v3
+username = placement
+password = from-file
+project_name = service
+region_name = RegionOne
+[placement]
+max_allocation_candidates = 500
+[placement_database]
+connection = postgresql+psycopg2://placement@db/placement
+[cors]
+allowed_origin = https://file.example
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, pc, err := loadConfig([]string{"--config-file", conf, "--max-candidates", "42",
+		"--cors-allowed-origin", "https://flag.example"},
+		env("BERTH_KEYSTONE_USERNAME", "from-env"), new(bytes.Buffer))
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := c.Keystone
+	if c.Auth != "keystone" || k.AuthURL != "http://keystone:5000/v3" || k.Username != "from-env" || k.Password != "from-file" ||
+		c.MaxCandidates != 42 || c.DatabaseURL != "postgresql://placement@db/placement" ||
+		strings.Join(c.CORSAllowedOrigins, ",") != "https://flag.example" || strings.Join(c.ConfigFiles, ",") != conf {
+		t.Errorf("%+v", c)
+	}
+	if strings.Join(pc.Unused, ",") != "keystone_authtoken.region_name" {
+		t.Errorf("unused %v", pc.Unused)
+	}
+	// From the environment too; a MySQL database is refused, with the way on.
+	os.WriteFile(conf, []byte("[placement_database]\nconnection = mysql+pymysql://p:pw@db/placement\n"), 0o600)
+	_, _, err = loadConfig(nil, env("BERTH_CONFIG_FILE", conf), new(bytes.Buffer))
+	if err == nil || !strings.Contains(err.Error(), "berth import placement") {
+		t.Errorf("a MySQL database: %v", err)
 	}
 }

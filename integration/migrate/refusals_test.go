@@ -26,14 +26,14 @@ func syncedDB(t *testing.T, maria *mariadbtest.Server, name string) string {
 	return u
 }
 
-// refused runs berth with args and checks that it exits 1 with one line
-// on stderr (after any listed rows, indented) that contains want and no
+// refused runs berth with args and checks that it exits 4 (a failure
+// other than the server's refusal, docs/cli.md) with one line on stderr (after any listed rows, indented) that contains want and no
 // password.
 func refused(t *testing.T, want string, args ...string) string {
 	t.Helper()
 	code, out, errs := berth(args...)
-	if code != 1 {
-		t.Fatalf("berth %s: exit %d, want 1: %s%s", strings.Join(args, " "), code, out, errs)
+	if code != 4 {
+		t.Fatalf("berth %s: exit %d, want 4: %s%s", strings.Join(args, " "), code, out, errs)
 	}
 	lines := strings.Split(strings.TrimRight(errs, "\n"), "\n")
 	last := lines[len(lines)-1]

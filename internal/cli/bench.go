@@ -87,7 +87,11 @@ func isHelp(s string) bool { return s == "-h" || s == "--help" || s == "-help" |
 func runLoad(e *env, args []string) error {
 	cmd := args[0]
 	if cmd != "compare" && !hasHelp(args[1:]) {
-		args = append([]string{cmd, "--url", e.g.url, "--token", e.g.token}, args[1:]...)
+		endpoint := e.g.url
+		if u, err := EndpointURL(endpoint); err == nil {
+			endpoint = u // the load tool takes a URL only
+		}
+		args = append([]string{cmd, "--url", endpoint, "--token", e.g.token}, args[1:]...)
 	}
 	// The load tool draws its own progress bar when its log writer is a
 	// terminal (an *os.File), so standard error is handed over as is.

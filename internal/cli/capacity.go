@@ -74,9 +74,9 @@ berth capacity --resources VCPU:2 --required HW_CPU_X86_AVX2 --member-of 7b1e...
 					return err
 				}
 				if e.json() {
-					return e.printJSON(raw)
+					return found(len(ans.Roots) > 0, e.printJSON(raw))
 				}
-				return renderCapacity(e, &ans, FormatResources(res))
+				return found(len(ans.Roots) > 0, renderCapacity(e, &ans, FormatResources(res)))
 			}
 		},
 	}

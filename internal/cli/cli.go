@@ -12,6 +12,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/berthd/berth/internal/apiclient"
 )
 
 // Defaults of the global flags.
@@ -91,6 +93,45 @@ type command struct {
 	setup   func(fs *flag.FlagSet) func(e *env, args []string) error
 }
 
+// Exit statuses, conventional for scripts (docs/cli.md, berth --help).
+const (
+	exitOK      = 0 // done; a lookup found something
+	exitNothing = 1 // a lookup found nothing: an empty list, no valid host
+	exitUsage   = 2 // bad command line use
+	exitRefused = 3 // the server refused the request (a Placement error)
+	exitFailed  = 4 // the server could not be reached or did not answer, or a local failure
+	// exitFindings is berth audit's status when findings remain (nova-manage
+	// placement audit's 3, which here is a refusal).
+	exitFindings = 5
+)
+
+// errNothing is returned by a lookup that found nothing, once it has
+// printed so: exit status 1.
+var errNothing error = exitCode(exitNothing)
+
+// printableLines is s made Printable line by line: its own line breaks
+// stay.
+func printableLines(s string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = Printable(l)
+	}
+	return strings.Join(lines, "\n")
+}
+
+// nothingFound is a lookup's answer that it found nothing, to be printed
+// as an error (exit status 1, not the refusal's 3).
+type nothingFound struct{ error }
+
+// found is err, or errNothing when err is nil and the lookup found
+// nothing (ok false).
+func found(ok bool, err error) error {
+	if err == nil && !ok {
+		return errNothing
+	}
+	return err
+}
+
 // usageError is bad command line use: exit code 2.
 type usageError struct{ msg string }
 
@@ -107,6 +148,7 @@ func commands() []*command {
 	cs = append(cs, scriptletCommands()...)
 	cs = append(cs, policyCommands()...)
 	cs = append(cs, configCommands()...)
+	cs = append(cs, auditCommand())
 	cs = append(cs, benchCommands()...)
 	cs = append(cs, importCommands()...)
 	cs = append(cs, demoCommand())
@@ -138,7 +180,10 @@ Global flags (anywhere on the line):
   --timeout D      bound on each HTTP request (default %s)
 
 Every request carries "OpenStack-API-Version: placement latest".
-Exit status: 0 success, 1 the server refused or could not be reached, 2 bad usage.
+Exit status: 0 success (a lookup found something), 1 a lookup found nothing
+(an empty list, no valid host), 2 bad usage, 3 the server refused the request
+(its error is printed), 4 the server could not be reached or did not answer,
+or another failure (a file that cannot be read); berth audit: 5 findings remain.
 Run "berth COMMAND --help" for a command's flags and an example.
 
 Example:
@@ -171,8 +216,8 @@ func mainHelp(cs []*command) string {
 }
 
 // Main runs berth with args (without the program name) and returns the
-// exit status: 0 success, 1 failure (the server refused, or could not be
-// reached), 2 bad usage.
+// exit status: exitOK, exitNothing, exitUsage, exitRefused or exitFailed
+// (see their constants).
 func Main(ctx context.Context, args []string, stdio IO) int {
 	if stdio.Getenv == nil {
 		stdio.Getenv = os.Getenv
@@ -239,9 +284,17 @@ func Main(ctx context.Context, args []string, stdio IO) int {
 		fmt.Fprintf(stdio.Stderr, "berth %s: %v\nRun \"berth %s --help\" for usage.\n", cmd.name, err, cmd.name)
 		return 2
 	}
+	if _, err := EndpointURL(g.url); err != nil {
+		fmt.Fprintf(stdio.Stderr, "berth %s: --url %q: %v\n", cmd.name, g.url, err)
+		return exitUsage
+	}
 	if g.output != "table" && g.output != "json" {
 		fmt.Fprintf(stdio.Stderr, "berth %s: -o must be table or json, not %q\n", cmd.name, g.output)
 		return 2
+	}
+	if g.output == "table" && cmd.name != "bench" && cmd.name != "seed" {
+		// The load tool draws its progress on the terminal itself.
+		stdio.Stdout = terminalWriter{stdio.Stdout}
 	}
 	e := &env{ctx: ctx, io: stdio, g: g, client: NewClient(g.url, g.token, g.timeout)}
 	if err := run(e, pos); err != nil {
@@ -254,10 +307,19 @@ func Main(ctx context.Context, args []string, stdio IO) int {
 		if errors.As(err, &ec) {
 			return int(ec)
 		}
-		fmt.Fprintf(stdio.Stderr, "berth %s: %v\n", cmd.name, err)
-		return 1
+		// An error repeats the server's words, maybe a provider's name.
+		fmt.Fprintf(stdio.Stderr, "berth %s: %s\n", cmd.name, printableLines(err.Error()))
+		var nf nothingFound
+		var ae *apiclient.Error
+		switch {
+		case errors.As(err, &nf):
+			return exitNothing
+		case errors.As(err, &ae):
+			return exitRefused
+		}
+		return exitFailed
 	}
-	return 0
+	return exitOK
 }
 
 // exitCode is returned by commands that already reported their failure
@@ -324,7 +386,7 @@ func printCommandHelp(w io.Writer, c *command, fs *flag.FlagSet) {
 			line += " " + typ
 		}
 		line += "\n        " + usage
-		if f.DefValue != "" && f.DefValue != "0" && f.DefValue != "-1" && f.DefValue != "false" && f.DefValue != "[]" {
+		if f.DefValue != "" && f.DefValue != "0" && f.DefValue != "-1" && f.DefValue != "false" && f.DefValue != "[]" && f.DefValue != "0s" {
 			line += fmt.Sprintf(" (default %s)", f.DefValue)
 		}
 		flags = append(flags, line)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/berthd/berth/internal/apiclient"
@@ -77,4 +78,20 @@ func (c *Client) noAnswer(ctx context.Context, method, path string, na *apiclien
 		return fmt.Errorf("cannot reach %s (set --url or BERTH_URL): %w", c.api.URL(), err)
 	}
 	return err
+}
+
+// EndpointURL checks an endpoint as --url and BERTH_URL give it: an
+// http:// or https:// URL, or a bare HOST:PORT (the form curl takes,
+// "127.0.0.1:8778"), which means http://HOST:PORT. It returns the URL
+// requests are built on (apiclient.BaseURL).
+func EndpointURL(s string) (string, error) {
+	s = strings.TrimSpace(s)
+	if !strings.Contains(s, "://") {
+		s = "http://" + s
+	}
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return "", fmt.Errorf("want http://HOST:PORT, https://HOST:PORT or HOST:PORT")
+	}
+	return apiclient.BaseURL(s), nil
 }

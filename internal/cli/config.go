@@ -4,7 +4,10 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"slices"
 	"strings"
+
+	"github.com/berthd/berth/claims/catalog"
 )
 
 func configCommands() []*command {
@@ -19,6 +22,9 @@ func configCommands() []*command {
 					if len(args) > 1 {
 						return usagef("unexpected arguments %q", args[1:])
 					}
+					if len(args) == 1 && !slices.Contains(catalog.ConfigKeys(), args[0]) {
+						return usagef("unknown key %q; the keys are %s", args[0], strings.Join(catalog.ConfigKeys(), ", "))
+					}
 					var doc map[string]any
 					raw, err := e.client.JSON(e.ctx, "GET", "/config", nil, &doc)
 					if err != nil {
@@ -27,7 +33,8 @@ func configCommands() []*command {
 					if len(args) == 1 {
 						v, ok := doc[args[0]]
 						if !ok {
-							return fmt.Errorf("%s is not set", args[0])
+							fmt.Fprintf(e.io.Stderr, "%s is not set.\n", args[0])
+							return errNothing
 						}
 						if e.json() {
 							return e.printValue(v)
@@ -44,7 +51,7 @@ func configCommands() []*command {
 					}
 					if len(doc) == 0 {
 						fmt.Fprintln(e.io.Stdout, "Nothing set.")
-						return nil
+						return errNothing
 					}
 					t := NewTable("KEY", "VALUE")
 					for _, k := range sortedKeys(doc) {

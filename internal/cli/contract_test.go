@@ -314,7 +314,7 @@ func TestContractExplainAndClaim(t *testing.T) {
 	}
 
 	_, stderr, code = run(t, env, "", "claim", "--resources", "VCPU:2", "--project", "demo", "--user", "alice", "--consumer-generation", "7")
-	if code != 1 || !strings.Contains(stderr, "409 Conflict (placement.concurrent_update): consumer generation conflict - expected 7 but got 8\n(the consumer exists") {
+	if code != 3 || !strings.Contains(stderr, "409 Conflict (placement.concurrent_update): consumer generation conflict - expected 7 but got 8\n(the consumer exists") {
 		t.Errorf("generation conflict: exit %d, %q", code, stderr)
 	}
 
@@ -340,9 +340,9 @@ func TestContractScriptlets(t *testing.T) {
 		code         int
 		stdout, errs string
 	}{
-		{[]string{"scriptlet", "list"}, "", 0, "No scriptlets.\n", ""},
+		{[]string{"scriptlet", "list"}, "", 1, "No scriptlets.\n", ""},
 		{[]string{"scriptlet", "set", "refuse-foo", file}, "", 0, fmt.Sprintf("Scriptlet refuse-foo stored (%d bytes).\n", len(src)), ""},
-		{[]string{"scriptlet", "set", "bad", "-"}, "def (x):\n", 1, "",
+		{[]string{"scriptlet", "set", "bad", "-"}, "def (x):\n", 3, "",
 			"berth scriptlet set: 400 Bad Request (berth.scriptlet_invalid): scriptlet bad:1:5: got '(', want name\n"},
 		{[]string{"scriptlet", "show", "refuse-foo"}, "", 0, src, ""},
 		{[]string{"scriptlet", "list"}, "", 0, fmt.Sprintf("NAME        SIZE\nrefuse-foo  %d\n", len(src)), ""},
@@ -353,7 +353,7 @@ func TestContractScriptlets(t *testing.T) {
 		{[]string{"scriptlet", "test", "refuse-foo", "--name", "pin"}, "", 0,
 			"Would place on: cn2 (r2)\n\nRanking:\nRANK  PROVIDER  SCORE  spread\n   1  cn2       1.000   1.000\n\nLog:\n  warn  checked pin\n", ""},
 		{[]string{"scriptlet", "delete", "refuse-foo"}, "", 0, "Scriptlet refuse-foo deleted.\n", ""},
-		{[]string{"scriptlet", "show", "refuse-foo"}, "", 1, "",
+		{[]string{"scriptlet", "show", "refuse-foo"}, "", 3, "",
 			"berth scriptlet show: 404 Not Found: No scriptlet refuse-foo\n"},
 	}
 	for _, st := range steps {
@@ -382,9 +382,9 @@ func TestContractPoliciesAndConfig(t *testing.T) {
 	}{
 		{[]string{"policy", "units"}, 0, "NAME      KIND     PARAMETERS          DESCRIPTION\ncapacity  filter   -                   enough free resources\nfree_ram  weigher  mode:string=spread  prefer free RAM\n"},
 		{[]string{"policy", "units", "--kind", "weigher"}, 0, "NAME      KIND     PARAMETERS          DESCRIPTION\nfree_ram"},
-		{[]string{"policy", "list"}, 0, "No scheduling policies.\n"},
+		{[]string{"policy", "list"}, 1, "No scheduling policies.\n"},
 		{[]string{"policy", "create", pol}, 0, "Policy spread created.\n"},
-		{[]string{"policy", "create", bad}, 1, ""},
+		{[]string{"policy", "create", bad}, 4, ""}, // a file that is not JSON
 		{[]string{"policy", "list"}, 0, "spread  no       state_freshness  free_ram×2, even_consumers×1  -         -          spread by free RAM"},
 		{[]string{"policy", "update", "spread", upd}, 0, "Policy spread updated.\n"},
 		{[]string{"policy", "show", "spread"}, 0, "Name:         spread\nDescription:\nDefault:      yes\nScriptlet:    -\nBalancer:     even (high 0.8, low 0.2)\n\nFilters:\n  (capacity only)\n\nWeighers:\n  NAME      FACTOR  PARAMS\n  free_ram       3  mode=pack\n"},
@@ -393,14 +393,15 @@ func TestContractPoliciesAndConfig(t *testing.T) {
 			"To carry it out: berth move c1 --migration new --target cn2\n"},
 		{[]string{"policy", "balance", "spread", "--aggregate", "empty"}, 0, "Nothing to move: no provider above 80%.\n"},
 		{[]string{"policy", "delete", "spread"}, 0, "Policy spread deleted.\n"},
-		{[]string{"policy", "show", "spread"}, 1, ""},
-		{[]string{"config", "get"}, 0, "Nothing set.\n"},
-		{[]string{"config", "set", "scheduler.max_attempts", "12"}, 0, "scheduler.max_attempts set.\n"},
+		{[]string{"policy", "show", "spread"}, 3, ""},
+		{[]string{"config", "get"}, 1, "Nothing set.\n"},
+		{[]string{"config", "set", "scheduler.scriptlet.max_steps", "12"}, 0, "scheduler.scriptlet.max_steps set.\n"},
 		{[]string{"config", "set", "instances.placement.scriptlet", "@" + pol}, 0, "instances.placement.scriptlet set.\n"},
-		{[]string{"config", "get"}, 0, "instances.placement.scriptlet  { … (8 lines; berth config get instances.placement.scriptlet)\nscheduler.max_attempts         12\n"},
+		{[]string{"config", "get"}, 0, "instances.placement.scriptlet  { … (8 lines; berth config get instances.placement.scriptlet)\nscheduler.scriptlet.max_steps  12\n"},
 		{[]string{"config", "get", "instances.placement.scriptlet"}, 0, policyExample + "\n"},
-		{[]string{"config", "unset", "scheduler.max_attempts"}, 0, "scheduler.max_attempts unset.\n"},
-		{[]string{"config", "get", "scheduler.max_attempts"}, 1, ""},
+		{[]string{"config", "unset", "scheduler.scriptlet.max_steps"}, 0, "scheduler.scriptlet.max_steps unset.\n"},
+		{[]string{"config", "get", "scheduler.scriptlet.max_steps"}, 1, ""}, // known, not set
+		{[]string{"config", "get", "nosuch"}, 2, ""},                        // unknown
 	}
 	for _, st := range steps {
 		out, errs, code := run(t, env, "", st.args...)
@@ -420,8 +421,8 @@ func TestContractProviderStateAndKeys(t *testing.T) {
 	}{
 		{[]string{"providers", "state", "r1"}, 0, "FIELD            VALUE\ncpu_utilization  0.42\nload_1           0.5\n" +
 			"load_15          1\nload_5           0.75\nmemory_free_mb   2048\nreported_at      2026-11-22T19:00:00Z\n"},
-		{[]string{"providers", "state", "r2"}, 1, ""},
-		{[]string{"providers", "keys", "r1"}, 0, "No placement keys.\n"},
+		{[]string{"providers", "state", "r2"}, 3, ""},
+		{[]string{"providers", "keys", "r1"}, 1, "No placement keys.\n"},
 		{[]string{"providers", "keys", "r1", "--set", "rack=0.3", "--set", "_tier=1:sticky"}, 0,
 			"NAME   VALUE  STICKY\nrack     0.3  no\n_tier      1  yes\n"},
 		{[]string{"providers", "keys", "r1", "--set", "rack=x"}, 2, ""},

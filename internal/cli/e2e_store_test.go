@@ -36,7 +36,7 @@ func TestEndToEndStore(t *testing.T) {
 	os.WriteFile(bad, []byte("def instance_placement(request, candidate_members):\n    if (:\n"), 0o644)
 
 	cli(t, base, 0, []string{"scriptlet", "set", "refuse-foo", star}, "Scriptlet refuse-foo stored")
-	cli(t, base, 1, []string{"scriptlet", "set", "bad", bad}, "400 Bad Request", "line 2")
+	cli(t, base, 3, []string{"scriptlet", "set", "bad", bad}, "400 Bad Request", "line 2")
 	cli(t, base, 0, []string{"scriptlet", "list"}, "refuse-foo")
 	if out := cli(t, base, 0, []string{"scriptlet", "show", "refuse-foo"}); out != src {
 		t.Errorf("scriptlet show = %q, want %q", out, src)
@@ -51,22 +51,22 @@ func TestEndToEndStore(t *testing.T) {
 	cli(t, base, 0, []string{"policy", "list"}, "packer", "pack×2", "refuse-foo")
 	cli(t, base, 0, []string{"policy", "show", "packer"}, "Scriptlet:    refuse-foo", "  pack       2  class=VCPU")
 	cli(t, base, 0, []string{"policy", "balance", "packer"})
-	cli(t, base, 1, []string{"scriptlet", "delete", "refuse-foo"}) // a policy names it
+	cli(t, base, 3, []string{"scriptlet", "delete", "refuse-foo"}) // a policy names it
 	cli(t, base, 0, []string{"policy", "delete", "packer"}, "Policy packer deleted.")
-	cli(t, base, 1, []string{"policy", "show", "packer"}, "404 Not Found")
+	cli(t, base, 3, []string{"policy", "show", "packer"}, "404 Not Found")
 	cli(t, base, 0, []string{"scriptlet", "delete", "refuse-foo"}, "Scriptlet refuse-foo deleted.")
 
 	cli(t, base, 0, []string{"config", "set", "instances.placement.scriptlet", "@" + star}, "set.")
 	if out := cli(t, base, 0, []string{"config", "get", "instances.placement.scriptlet"}); out != src {
 		t.Errorf("config get = %q", out)
 	}
-	cli(t, base, 1, []string{"config", "set", "instances.placement.scriptlet", "@" + bad}, "400 Bad Request")
+	cli(t, base, 3, []string{"config", "set", "instances.placement.scriptlet", "@" + bad}, "400 Bad Request")
 	cli(t, base, 0, []string{"config", "unset", "instances.placement.scriptlet"}, "unset.")
 
 	cli(t, base, 0, []string{"providers", "keys", e2eRoot, "--set", "rack=0.3", "--set", "_tier=1:sticky"},
 		"_tier      1  yes", "rack     0.3  no")
 	cli(t, base, 0, []string{"providers", "keys", e2eRoot}, "rack     0.3  no")
-	cli(t, base, 1, []string{"providers", "state", e2eRoot}, "404 Not Found")
+	cli(t, base, 3, []string{"providers", "state", e2eRoot}, "404 Not Found")
 	api(t, base, "PUT", "/resource_providers/"+e2eRoot+"/state", `{"load_1": 0.5, "load_5": 0.7, "load_15": 0.9, "memory_free_mb": 1024, "cpu_utilization": 0.3}`, 200)
 	cli(t, base, 0, []string{"providers", "state", e2eRoot}, "load_5           0.7", "memory_free_mb   1024")
 }

@@ -135,13 +135,13 @@ func TestEndToEnd(t *testing.T) {
 		t.Errorf("capacity:\n%s", out)
 	}
 	check([]string{"capacity", "--resources", "VCPU:2", "--member-of", e2eAgg}, 0, "Total: 7 more of VCPU:2 fit.")
-	check([]string{"capacity", "--resources", "VCPU:64"}, 0, "No provider can take one more.", "Total: 0 more")
-	check([]string{"capacity", "--resources", "NOPE:1"}, 1, "400 Bad Request", "NOPE")
+	check([]string{"capacity", "--resources", "VCPU:64"}, 1, "No provider can take one more.", "Total: 0 more")
+	check([]string{"capacity", "--resources", "NOPE:1"}, 3, "400 Bad Request", "NOPE")
 
 	check([]string{"usage", "--project", "proj"}, 0,
 		"PROJECT  CONSUMER TYPE  CONSUMERS  CUSTOM_GOLD  MEMORY_MB  VCPU\n"+
 			"proj     INSTANCE               1            1        512     2\n")
-	check([]string{"usage", "--project", "proj", "--user", "nobody"}, 0, "No usage for project proj.")
+	check([]string{"usage", "--project", "proj", "--user", "nobody"}, 1, "No usage for project proj.")
 	check([]string{"usage"}, 0, "VCPU         ██░░░░░░░░░░░░░░░░░░  10%           2/20", "Over 3 providers.")
 
 	// The load tool through berth: seed two nodes, then the overcommit check.
@@ -161,11 +161,11 @@ func TestEndToEndErrors(t *testing.T) {
 	base := startBerthd(t)
 	env := map[string]string{"BERTH_URL": base}
 	_, errs, code := run(t, env, "", "--token", "", "providers")
-	if code != 1 || !strings.Contains(errs, "berth providers: 401 Unauthorized") {
+	if code != 3 || !strings.Contains(errs, "berth providers: 401 Unauthorized") {
 		t.Errorf("no token: exit %d, %q", code, errs)
 	}
 	_, errs, code = run(t, map[string]string{"BERTH_URL": "http://127.0.0.1:1"}, "", "providers")
-	if code != 1 || !strings.Contains(errs, "cannot reach http://127.0.0.1:1") {
+	if code != 4 || !strings.Contains(errs, "cannot reach http://127.0.0.1:1") {
 		t.Errorf("down: exit %d, %q", code, errs)
 	}
 }

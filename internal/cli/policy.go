@@ -86,11 +86,11 @@ func policyCommands() []*command {
 						return err
 					}
 					if e.json() {
-						return e.printJSON(raw)
+						return found(len(doc.Policies) > 0, e.printJSON(raw))
 					}
 					if len(doc.Policies) == 0 {
 						fmt.Fprintln(e.io.Stdout, "No scheduling policies.")
-						return nil
+						return errNothing
 					}
 					t := NewTable("NAME", "DEFAULT", "FILTERS", "WEIGHERS", "BALANCER", "SCRIPTLET", "DESCRIPTION")
 					for _, p := range doc.Policies {
@@ -273,7 +273,7 @@ Carry a suggestion out with berth move CONSUMER --migration new --target P.`,
 					}
 					if t.Len() == 0 {
 						fmt.Fprintln(e.io.Stdout, "No policy units.")
-						return nil
+						return errNothing
 					}
 					if err := t.Render(e.io.Stdout); err != nil {
 						return err

@@ -89,12 +89,14 @@ which only an admin may set.`,
 					if err != nil {
 						return err
 					}
+					// A lookup that finds no keys exits 1; a write does not.
+					lookup := body == nil
 					if e.json() {
-						return e.printJSON(raw)
+						return found(len(doc.Keys) > 0 || !lookup, e.printJSON(raw))
 					}
 					if len(doc.Keys) == 0 {
 						fmt.Fprintln(e.io.Stdout, "No placement keys.")
-						return nil
+						return found(!lookup, nil)
 					}
 					t := NewTable("NAME", "VALUE", "STICKY").AlignRight(1)
 					for _, k := range doc.Keys {

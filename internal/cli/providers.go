@@ -146,11 +146,11 @@ berth providers -o json | jq '.resource_providers[].name'`,
 					return err
 				}
 				if e.json() {
-					return e.printValue(map[string]any{"resource_providers": ps})
+					return found(len(ps) > 0, e.printValue(map[string]any{"resource_providers": ps}))
 				}
 				if len(ps) == 0 {
 					fmt.Fprintln(e.io.Stdout, "No resource providers.")
-					return nil
+					return errNothing
 				}
 				return RenderTree(ps, *width).Render(e.io.Stdout)
 			}

@@ -35,10 +35,12 @@ func scriptletCommands() []*command {
 					if err != nil {
 						return err
 					}
+					var names []json.RawMessage
+					_ = json.Unmarshal(doc["scriptlets"], &names)
 					if e.json() {
-						return e.printJSON(raw)
+						return found(len(names) > 0, e.printJSON(raw))
 					}
-					return renderNamedList(e.io.Stdout, doc["scriptlets"], "No scriptlets.")
+					return found(len(names) > 0, renderNamedList(e.io.Stdout, doc["scriptlets"], "No scriptlets."))
 				}
 			},
 		},

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"io"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -33,11 +34,19 @@ func (t *Table) AlignRight(cols ...int) *Table {
 	return t
 }
 
-// Row adds a row of cells.
-func (t *Table) Row(cells ...string) { t.rows = append(t.rows, row{cells: cells}) }
+// Row adds a row of cells, each made Printable.
+func (t *Table) Row(cells ...string) {
+	safe := make([]string, len(cells))
+	for i, c := range cells {
+		safe[i] = Printable(c)
+	}
+	t.rows = append(t.rows, row{cells: safe})
+}
 
-// Line adds a line printed verbatim, outside the columns.
-func (t *Table) Line(s string) { t.rows = append(t.rows, row{cells: []string{s}, verbatim: true}) }
+// Line adds a line printed verbatim (but Printable), outside the columns.
+func (t *Table) Line(s string) {
+	t.rows = append(t.rows, row{cells: []string{Printable(s)}, verbatim: true})
+}
 
 // Len is the number of rows, verbatim lines included.
 func (t *Table) Len() int { return len(t.rows) }
@@ -130,4 +139,67 @@ func isWide(r rune) bool {
 		}
 	}
 	return false
+}
+
+// Printable returns s with the characters a terminal would act on instead
+// of show escaped as Go escapes them: control characters (C0, DEL, C1:
+// an escape sequence, a newline, a carriage return) and the bidirectional
+// formatting characters, which reorder what follows. A provider named
+// "a\x1b[2Jb" prints as a\x1b[2Jb, not as a cleared screen. Table cells
+// go through it, and so does every line berth prints in table mode
+// (terminalWriter, which keeps its own newlines).
+func Printable(s string) string {
+	if !needsEscape(s, false) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		writeRune(&b, r, false)
+	}
+	return b.String()
+}
+
+// unsafeRune reports whether a terminal acts on r rather than show it.
+func unsafeRune(r rune) bool {
+	return unicode.IsControl(r) || unicode.In(r, unicode.Bidi_Control)
+}
+
+func needsEscape(s string, keepLines bool) bool {
+	for _, r := range s {
+		if unsafeRune(r) && !(keepLines && (r == '\n' || r == '\t')) {
+			return true
+		}
+	}
+	return false
+}
+
+// writeRune writes r, escaped if unsafe (newlines and tabs kept when
+// keepLines).
+func writeRune(b *strings.Builder, r rune, keepLines bool) {
+	if !unsafeRune(r) || keepLines && (r == '\n' || r == '\t') {
+		b.WriteRune(r)
+		return
+	}
+	q := strconv.QuoteRune(r) // '\x1b', '\n', '\u202e'
+	b.WriteString(q[1 : len(q)-1])
+}
+
+// terminalWriter escapes what Printable escapes, but newlines and tabs:
+// berth's own text is lines, and a server's strings in it must not
+// drive the terminal.
+type terminalWriter struct{ w io.Writer }
+
+func (t terminalWriter) Write(p []byte) (int, error) {
+	s := string(p)
+	if !needsEscape(s, true) {
+		return t.w.Write(p)
+	}
+	var b strings.Builder
+	for _, r := range s {
+		writeRune(&b, r, true)
+	}
+	if _, err := io.WriteString(t.w, b.String()); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }

@@ -145,7 +145,7 @@ func projectUsage(e *env, projects []string, user, ctype string) error {
 	}
 	if t.Len() == 0 {
 		fmt.Fprintf(e.io.Stdout, "No usage for project %s.\n", strings.Join(projects, ", "))
-		return nil
+		return errNothing
 	}
 	return t.Render(e.io.Stdout)
 }

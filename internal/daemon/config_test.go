@@ -20,13 +20,21 @@ func TestDefaultIsValid(t *testing.T) {
 
 func TestDefaultDataDir(t *testing.T) {
 	t.Setenv("XDG_DATA_HOME", "/xdg")
-	if got := Default().DataDir; got != "/xdg/berth" {
+	if got := userDataDir(); got != "/xdg/berth" {
 		t.Errorf("with XDG_DATA_HOME: %s", got)
 	}
 	t.Setenv("XDG_DATA_HOME", "")
 	t.Setenv("HOME", "/home/ops")
-	if got := Default().DataDir; got != "/home/ops/.local/share/berth" {
+	if got := userDataDir(); got != "/home/ops/.local/share/berth" {
 		t.Errorf("with HOME: %s", got)
+	}
+	// As root, never a home directory: the cluster's account owns it.
+	want := userDataDir()
+	if os.Geteuid() == 0 {
+		want = RootDataDir
+	}
+	if got := Default().DataDir; got != want {
+		t.Errorf("default: %s, want %s", got, want)
 	}
 }
 
@@ -167,6 +175,8 @@ func TestValidateOpsSettings(t *testing.T) {
 		{"statement timeout under a millisecond", func(c *Config) { c.DBStatementTimeout = time.Microsecond }, "at least 1ms"},
 		{"min conns over max", func(c *Config) { c.DBMinConns = c.DBMaxConns + 1 }, "db min conns"},
 		{"no request timeout", func(c *Config) { c.RequestTimeout = -1 }, ""},
+		{"negative audit age", func(c *Config) { c.AuditStateAge = -time.Minute }, "audit ages"},
+		{"audit ages of zero: the defaults", func(c *Config) { c.AuditMigrationAge, c.AuditStateAge = 0, 0 }, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := Default()

@@ -63,7 +63,7 @@ func TestDaemonEmbeddedCluster(t *testing.T) {
 	}
 	cfg := Default()
 	cfg.Listen = "127.0.0.1:0"
-	cfg.DataDir = t.TempDir()
+	cfg.DataDir = reachableTempDir(t)
 	d, err := New(context.Background(), cfg, testLogger(t))
 	if err != nil {
 		t.Fatalf("New: %v", err)

@@ -34,7 +34,14 @@ func openDatabase(ctx context.Context, cfg Config, log *slog.Logger) (*database,
 	if cfg.DatabaseURL != "" {
 		return &database{url: cfg.DatabaseURL}, nil
 	}
-	db, err := startCluster(ctx, cfg.DataDir, false, log)
+	dataDir := cfg.DataDir
+	if os.Geteuid() == 0 && dataDir == RootDataDir {
+		var err error
+		if dataDir, err = olderDataDir(RootDataDir, userDataDir(), pgcluster.Reachable, log); err != nil {
+			return nil, err
+		}
+	}
+	db, err := startCluster(ctx, dataDir, false, log)
 	if err != nil {
 		return nil, err
 	}
@@ -43,7 +50,8 @@ func openDatabase(ctx context.Context, cfg Config, log *slog.Logger) (*database,
 		return nil, err
 	}
 	db.url = db.cluster.URL(EmbeddedDatabase)
-	log.Info("using the embedded PostgreSQL", "url", db.url, "data_dir", db.cluster.DataDir())
+	log.Info("using the embedded PostgreSQL", "url", db.url, "data_dir", db.cluster.DataDir(),
+		"server_user", pgcluster.ServerAccount())
 	return db, nil
 }
 
@@ -54,12 +62,20 @@ func startCluster(ctx context.Context, dataDir string, noSync bool, log *slog.Lo
 	if err := pgcluster.EnsureInstalled(ctx, log); err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(dataDir, 0o700); err != nil {
-		return nil, fmt.Errorf("data directory: %w", err)
-	}
 	dataDir, err := filepath.Abs(dataDir)
 	if err != nil {
 		return nil, err
+	}
+	// The server's account owns a data directory berthd creates; one that
+	// exists must let it through already: berthd changes no permissions of
+	// directories it did not create (pgcluster.ErrUnreachable).
+	created, err := pgcluster.MakeHome(dataDir)
+	if err != nil {
+		return nil, fmt.Errorf("data directory: %w", err)
+	}
+	if created {
+		log.Info("created the data directory", "data_dir", dataDir, "mode", "0700",
+			"owner", pgcluster.ServerAccount())
 	}
 	db := &database{}
 	socketDir := filepath.Join(dataDir, socketSubdir)
@@ -84,6 +100,41 @@ func startCluster(ctx context.Context, dataDir string, noSync bool, log *slog.Lo
 		return nil, err
 	}
 	return db, nil
+}
+
+// olderDataDir is the data directory to use as root when the
+// configuration names rootDir, the default: rootDir, unless a cluster an
+// older berthd made in the user's default data directory (userDir,
+// ~/.local/share/berth) is there and rootDir has none. That cluster is
+// used where it is if the server's account can reach it as the
+// permissions are now (older berthd opened root's home to it); if it
+// cannot, berthd stops with what to do, rather than start an empty
+// cluster beside the user's data or loosen a home directory again.
+func olderDataDir(rootDir, userDir string, reachable func(string) error, log *slog.Logger) (string, error) {
+	if userDir == "" || userDir == rootDir || !hasCluster(userDir) {
+		return rootDir, nil
+	}
+	if hasCluster(rootDir) {
+		log.Warn("a cluster of an older berthd is not used: the data directory as root is now "+rootDir,
+			"data_dir", rootDir, "older_data_dir", userDir)
+		return rootDir, nil
+	}
+	move := fmt.Sprintf("stop berthd, then: mv %s %s && chown -R %s: %s", userDir, rootDir, pgcluster.ServerAccount(), rootDir)
+	if err := reachable(filepath.Join(userDir, pgSubdir)); err != nil {
+		return "", fmt.Errorf("the cluster of an older berthd is in %s, which the %s user cannot reach: %w. "+
+			"Its data is untouched. To keep it, move it where berthd keeps its data as root (%s), "+
+			"or start berthd with --data-dir %s once the %s user can reach it; to start afresh, remove it",
+			userDir, pgcluster.ServerAccount(), err, move, userDir, pgcluster.ServerAccount())
+	}
+	log.Warn("using the cluster an older berthd made in the user's data directory, where it is; "+
+		"to move it where berthd keeps its data as root, "+move, "data_dir", userDir, "default_data_dir", rootDir)
+	return userDir, nil
+}
+
+// hasCluster reports whether dataDir holds an embedded cluster.
+func hasCluster(dataDir string) bool {
+	_, err := os.Stat(filepath.Join(dataDir, pgSubdir, "PG_VERSION"))
+	return err == nil
 }
 
 // exited is closed when the embedded cluster exits; nil (never ready)

@@ -77,6 +77,14 @@ type Options struct {
 	StopTimeout time.Duration
 	// Logger receives progress and warnings. Default: slog.Default().
 	Logger *slog.Logger
+	// LoosenParents lets Start, when the server runs as another account
+	// (the caller is root), add search permission for others (o+x, never
+	// read) to the ancestors of DataDir and SocketDir that the account
+	// cannot traverse, logging each. For throwaway clusters under
+	// temporary directories (tests) only: without it Start changes no
+	// directory but the ones it creates, and fails naming the directory in
+	// the way (ErrUnreachable). berthd never sets it.
+	LoosenParents bool
 }
 
 func (o *Options) setDefaults() error {
@@ -163,11 +171,11 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := own.prepareDir(opts.DataDir, log); err != nil {
+	if err := own.prepareDir(opts.DataDir, opts.LoosenParents, log); err != nil {
 		return nil, err
 	}
 	if opts.SocketDir != opts.DataDir {
-		if err := own.prepareDir(opts.SocketDir, log); err != nil {
+		if err := own.prepareDir(opts.SocketDir, opts.LoosenParents, log); err != nil {
 			return nil, err
 		}
 	}
@@ -273,7 +281,7 @@ func initdb(ctx context.Context, opts Options, own *owner) error {
 	if err := os.RemoveAll(tmp); err != nil {
 		return fmt.Errorf("pgcluster: %w", err)
 	}
-	if err := own.prepareDir(tmp, opts.Logger); err != nil {
+	if err := own.prepareDir(tmp, opts.LoosenParents, opts.Logger); err != nil {
 		return err
 	}
 	args := []string{"-D", tmp, "-U", Superuser, "-A", "trust", "-E", "UTF8", "--locale=C"}

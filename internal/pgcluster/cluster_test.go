@@ -19,6 +19,7 @@ func startTest(t *testing.T, opts Options) *Cluster {
 		t.Skipf("no PostgreSQL server binaries: %v", err)
 	}
 	opts.NoSync = true
+	opts.LoosenParents = true // the test's temporary directory
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	c, err := Start(ctx, opts)
@@ -123,7 +124,7 @@ func TestStartRefusesForeignDir(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "precious.txt"), []byte("x"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, err := Start(context.Background(), Options{DataDir: dir})
+	_, err := Start(context.Background(), Options{DataDir: dir, LoosenParents: true})
 	if err == nil || !strings.Contains(err.Error(), "not empty") {
 		t.Fatalf("Start on a non-empty non-cluster dir: err = %v", err)
 	}
@@ -221,5 +222,59 @@ func TestStartReplacesInterruptedInitdb(t *testing.T) {
 	}
 	if _, err := os.Stat(dataDir + ".initdb"); !os.IsNotExist(err) {
 		t.Errorf("leftover initdb directory still there: %v", err)
+	}
+}
+
+// TestStartLoosensNoParent: as root, without LoosenParents, Start refuses
+// a data directory behind one the postgres user cannot pass
+// (ErrUnreachable, naming it) and changes its mode in no way; in a home
+// made by MakeHome it starts, with no other directory changed.
+func TestStartLoosensNoParent(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the server runs as another account only when the caller is root")
+	}
+	if _, err := FindBinaries(); err != nil {
+		t.Skipf("no PostgreSQL server binaries: %v", err)
+	}
+	closed := filepath.Join(t.TempDir(), "closed")
+	if err := os.Mkdir(closed, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Start(context.Background(), Options{DataDir: filepath.Join(closed, "pg"), NoSync: true})
+	if !errors.Is(err, ErrUnreachable) || !strings.Contains(err.Error(), closed) {
+		t.Fatalf("Start behind a closed directory: %v", err)
+	}
+	if fi, err := os.Stat(closed); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Errorf("the closed directory: %v %v", fi.Mode(), err)
+	}
+	if _, err := os.Stat(filepath.Join(closed, "pg")); !os.IsNotExist(err) {
+		t.Errorf("the data directory was created behind it: %v", err)
+	}
+	if _, err := MakeHome(filepath.Join(closed, "home")); !errors.Is(err, ErrUnreachable) {
+		t.Errorf("MakeHome behind a closed directory: %v", err)
+	}
+
+	open := t.TempDir()
+	for _, d := range []string{open, filepath.Dir(open)} {
+		if err := os.Chmod(d, 0o711); err != nil {
+			t.Fatal(err)
+		}
+	}
+	home := filepath.Join(open, "home")
+	if created, err := MakeHome(home); err != nil || !created {
+		t.Fatalf("MakeHome: %v %v", created, err)
+	}
+	c, err := Start(context.Background(), Options{DataDir: filepath.Join(home, "pg"), NoSync: true})
+	if err != nil {
+		t.Fatalf("Start in a home of its own: %v", err)
+	}
+	defer c.Stop(context.Background())
+	fi, err := os.Stat(home)
+	st, _ := fi.Sys().(*syscall.Stat_t)
+	if err != nil || fi.Mode().Perm() != 0o700 || st == nil || st.Uid == 0 {
+		t.Errorf("the home: %v, owner %v, %v", fi.Mode(), st, err)
+	}
+	if fi, err := os.Stat(open); err != nil || fi.Mode().Perm() != 0o711 {
+		t.Errorf("the home's parent changed: %v %v", fi.Mode(), err)
 	}
 }

@@ -10,5 +10,8 @@
 // queries) to check readiness and create databases, so it needs no driver.
 // When the calling process is root, the cluster's files belong to the
 // postgres system user and the server runs as that user, because
-// PostgreSQL refuses to run as root.
+// PostgreSQL refuses to run as root. It changes the permissions of no
+// directory it did not create: the directories it is given must be
+// reachable by that user already (MakeHome makes a home of its own for
+// them), except for test clusters that ask for it (LoosenParents).
 package pgcluster

@@ -1,6 +1,7 @@
 package pgcluster
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
@@ -13,6 +14,19 @@ import (
 
 // serverUser is the system account the server runs as when we are root.
 const serverUser = "postgres"
+
+// ServerAccount names the account that runs the server and owns the
+// directories Start and MakeHome create: serverUser when the caller is
+// root, else the caller.
+func ServerAccount() string {
+	if os.Geteuid() == 0 {
+		return serverUser
+	}
+	if u, err := user.Current(); err == nil {
+		return u.Username
+	}
+	return strconv.Itoa(os.Geteuid())
+}
 
 // owner is the account that owns the cluster's files and runs its
 // processes when that is not the current user. A nil *owner means "the
@@ -57,11 +71,20 @@ func (o *owner) sysProcAttr() *syscall.SysProcAttr {
 	return attr
 }
 
-// prepareDir creates dir (mode 0700) if needed, gives it to o and makes
-// every ancestor traversable by o.
-func (o *owner) prepareDir(dir string, logger *slog.Logger) error {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("pgcluster: %w", err)
+// prepareDir creates dir (mode 0700) if needed and gives it to o. The
+// ancestors it creates are o's too (mkdirOwned); the others must let o
+// through already (see reachable). With loosenParents, those that do not
+// are made traversable instead (makeTraversable: test clusters in
+// temporary directories only).
+func (o *owner) prepareDir(dir string, loosenParents bool, logger *slog.Logger) error {
+	if o != nil && !loosenParents {
+		// Before anything is created where the server could not use it.
+		if err := o.reachable(filepath.Dir(dir)); err != nil {
+			return err
+		}
+	}
+	if err := o.mkdirOwned(dir); err != nil {
+		return err
 	}
 	if err := os.Chmod(dir, 0o700); err != nil {
 		return fmt.Errorf("pgcluster: %w", err)
@@ -72,12 +95,109 @@ func (o *owner) prepareDir(dir string, logger *slog.Logger) error {
 	if err := os.Chown(dir, o.uid, o.gid); err != nil {
 		return fmt.Errorf("pgcluster: give %s to %s: %w", dir, o.name, err)
 	}
-	return o.makeTraversable(filepath.Dir(dir), logger)
+	if loosenParents {
+		return o.makeTraversable(filepath.Dir(dir), logger)
+	}
+	return nil
+}
+
+// mkdirOwned creates dir and its missing ancestors, each mode 0700 and
+// given to o (nil: the caller), as MkdirAll would create them for the
+// caller.
+func (o *owner) mkdirOwned(dir string) error {
+	var missing []string
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(d); err == nil {
+			break
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("pgcluster: %w", err)
+		}
+		missing = append(missing, d)
+		if filepath.Dir(d) == d {
+			break
+		}
+	}
+	for i := len(missing) - 1; i >= 0; i-- {
+		if err := os.Mkdir(missing[i], 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+			return fmt.Errorf("pgcluster: %w", err)
+		}
+		if o != nil {
+			if err := os.Chown(missing[i], o.uid, o.gid); err != nil {
+				return fmt.Errorf("pgcluster: give %s to %s: %w", missing[i], o.name, err)
+			}
+		}
+	}
+	return nil
+}
+
+// ErrUnreachable is the error kind of a directory the server's account
+// cannot reach without a change of its ancestors' permissions.
+var ErrUnreachable = errors.New("pgcluster: the PostgreSQL server's account cannot reach the directory")
+
+// reachable reports an error wrapping ErrUnreachable, naming the first
+// directory (dir or an ancestor) that exists and that o may not traverse.
+// Directories that do not exist are skipped: prepareDir and MakeHome
+// create them as o's.
+func (o *owner) reachable(dir string) error {
+	for d := dir; ; d = filepath.Dir(d) {
+		fi, err := os.Stat(d)
+		switch {
+		case err == nil && !o.canSearch(fi):
+			return fmt.Errorf("%w: %s (mode %04o) does not let the %s user through, and the permissions of "+
+				"directories the cluster did not create are not changed: choose a directory it can reach, "+
+				"such as one under /var/lib, or grant it passage yourself (chmod o+x %s)",
+				ErrUnreachable, d, fi.Mode().Perm(), o.name, d)
+		case err != nil && !errors.Is(err, fs.ErrNotExist):
+			return fmt.Errorf("pgcluster: %w", err)
+		}
+		if filepath.Dir(d) == d {
+			return nil
+		}
+	}
+}
+
+// Reachable reports whether the account that runs the server (the
+// postgres user when the caller is root, else the caller) can reach dir
+// as the permissions are now: nil, or an error wrapping ErrUnreachable
+// that names the first directory in the way.
+func Reachable(dir string) error {
+	o, err := clusterOwner()
+	if err != nil || o == nil {
+		return err
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return fmt.Errorf("pgcluster: %w", err)
+	}
+	return o.reachable(abs)
+}
+
+// MakeHome creates dir, if it does not exist, as a private directory
+// (mode 0700) of the account that runs the server (the postgres user when
+// the caller is root, else the caller), for a cluster's data and socket
+// directories to go in: they are then reachable without changing the
+// permissions of any other directory. An existing dir is left as it is.
+// It returns whether it created dir.
+func MakeHome(dir string) (bool, error) {
+	if _, err := os.Stat(dir); err == nil {
+		return false, nil
+	}
+	o, err := clusterOwner()
+	if err != nil {
+		return false, err
+	}
+	if o != nil {
+		if err := o.reachable(filepath.Dir(dir)); err != nil {
+			return false, err
+		}
+	}
+	return true, o.mkdirOwned(dir)
 }
 
 // makeTraversable adds search (x) permission for others to dir and each of
 // its ancestors that lacks it, so that o can reach the cluster's
 // directories. Nothing becomes listable or readable that was not before.
+// Only for Options.LoosenParents.
 func (o *owner) makeTraversable(dir string, logger *slog.Logger) error {
 	for {
 		fi, err := os.Stat(dir)

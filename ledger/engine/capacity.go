@@ -233,3 +233,24 @@ func (e *search) limiting(base *Snapshot, a int32, buf []int32) []string {
 	}
 	return out
 }
+
+// OverCapacity lists the row ids (ProviderRecord.ID) of the providers
+// with a class whose usage is above its capacity, (total - reserved) *
+// allocation_ratio, in ascending order: inventories lowered below what is
+// allocated. Its cost is one look at every inventory, and like every
+// answer of the snapshot it is advisory (the ledger's audit confirms each
+// id in the database).
+func (s *Snapshot) OverCapacity() []int64 {
+	var ids []int64
+	for i := range s.provs.len() {
+		p := s.provs.at(int32(i))
+		for j := range p.Inventories {
+			if inv := &p.Inventories[j]; float64(inv.Used) > inv.capacity() {
+				ids = append(ids, p.ID)
+				break
+			}
+		}
+	}
+	slices.Sort(ids)
+	return ids
+}

@@ -177,7 +177,9 @@ func (s *server) start(ctx context.Context) error {
 		DataDir:   filepath.Join(dir, "pg"),
 		SocketDir: socketDir,
 		NoSync:    true,
-		Logger:    discardLogger(),
+		// The server may pass through the temporary directory made above.
+		LoosenParents: true,
+		Logger:        discardLogger(),
 	})
 	if err != nil {
 		return fmt.Errorf("start a throwaway PostgreSQL (install the server, or set %s): %w", EnvDatabaseURL, err)

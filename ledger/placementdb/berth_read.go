@@ -108,14 +108,15 @@ func ReadBerth(ctx context.Context, databaseURL string) (d *Dump, notExported st
 			return nil, "", fail(s.what, err)
 		}
 	}
-	var policies, scriptlets, config, states, pkeys, ckeys, failures, moves, described int64
+	var policies, scriptlets, config, states, pkeys, ckeys, failures, moves, stored, described int64
 	err = tx.QueryRow(ctx, `SELECT
 		(SELECT count(*) FROM scheduling_policies), (SELECT count(*) FROM scriptlets),
 		(SELECT count(*) FROM config), (SELECT count(*) FROM provider_state),
 		(SELECT count(*) FROM provider_placement_keys), (SELECT count(*) FROM consumer_placement_keys),
 		(SELECT count(*) FROM claim_failures), (SELECT count(*) FROM claim_moves),
+		(SELECT count(*) FROM claim_state),
 		(SELECT count(*) FROM consumers WHERE name IS NOT NULL OR properties IS NOT NULL)`).
-		Scan(&policies, &scriptlets, &config, &states, &pkeys, &ckeys, &failures, &moves, &described)
+		Scan(&policies, &scriptlets, &config, &states, &pkeys, &ckeys, &failures, &moves, &stored, &described)
 	if err != nil {
 		return nil, "", fail("Berth-only state", err)
 	}
@@ -127,7 +128,8 @@ func ReadBerth(ctx context.Context, databaseURL string) (d *Dump, notExported st
 		{policies, "scheduling policies"}, {scriptlets, "scriptlets"}, {config, "configuration settings"},
 		{states, "agent reports (provider state)"}, {pkeys, "provider placement keys"},
 		{ckeys, "consumer placement keys"}, {failures, "claim failures (reschedule history)"},
-		{moves, "moves in progress (claim history)"}, {described, "consumers' names and properties"},
+		{moves, "moves in progress (claim history)"}, {stored, "stored claims (their requests and leases)"},
+		{described, "consumers' names and properties"},
 	} {
 		if x.n > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", x.n, x.what))

@@ -56,6 +56,12 @@ func SQLAlchemyURL(dbURL string) (string, error) {
 	return out.String(), nil
 }
 
+// ConfText is the placement.conf Start serves Placement with, for the
+// database at dbURL (a SQLAlchemy URL: SQLAlchemyURL).
+func ConfText(dbURL string) string {
+	return fmt.Sprintf("[DEFAULT]\ndebug = false\n[api]\nauth_strategy = noauth2\n[placement_database]\nconnection = %s\n", dbURL)
+}
+
 // python3 is the system interpreter Debian's packages are installed for
 // (a pyenv shim on PATH would not see them).
 const python3 = "/usr/bin/python3"
@@ -76,8 +82,7 @@ func Start(ctx context.Context, dbURL string) (_ *Server, err error) {
 		}
 	}()
 	conf := filepath.Join(dir, "placement.conf")
-	text := fmt.Sprintf("[DEFAULT]\ndebug = false\n[api]\nauth_strategy = noauth2\n[placement_database]\nconnection = %s\n", dbURL)
-	if err := os.WriteFile(conf, []byte(text), 0o600); err != nil {
+	if err := os.WriteFile(conf, []byte(ConfText(dbURL)), 0o600); err != nil {
 		return nil, fmt.Errorf("placementtest: %w", err)
 	}
 	if err := syncConf(ctx, dir, conf); err != nil {
