@@ -105,6 +105,69 @@ func TestOwnWritesNeedNoReload(t *testing.T) {
 	}
 }
 
+// TestLeaseAndAuditWritesSeenAcrossStores: the writers that release
+// allocations outside the Placement API, the lease reaper's release
+// (ClaimWriteParams.IfLeaseExpired) and POST /audit/fix's confirm of a
+// stale move, are seen through another Store at once. They write through
+// a Store that never notifies, so only the change log can tell the
+// reader: the candidates and the provider list filtered by the capacity
+// they free find the provider right after the write.
+func TestLeaseAndAuditWritesSeenAcrossStores(t *testing.T) {
+	dbURL := newTestDB(t)
+	f := newFixtureOn(t, dbURL)
+	writer, err := ledger.OpenMuted(f.ctx, ledger.Config{DatabaseURL: dbURL, MaxConns: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(writer.Close)
+	reader := openStore(t, dbURL)
+	rp := auditCloud(t, f)
+	lease := f.provider("lease", inv("VCPU", 1))
+	c := uuid.NewString()
+	if err := writer.ClaimWrite(f.ctx, claimWith(c, lease, nil, 60, ledger.LeaseSet, `{}`)); err != nil {
+		t.Fatal(err)
+	}
+	// fits reports whether the reader's candidates and provider list
+	// both find rp with n VCPU free.
+	fits := func(rp string, n int64) bool {
+		t.Helper()
+		g := engine.RequestGroup{Resources: []engine.ResourceAmount{res("VCPU", n)}, InTree: rp}
+		list, err := reader.ProvidersMatching(f.ctx, engine.ProviderFilter{UUID: rp, Group: g})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cands, err := reader.AllocationCandidates(f.ctx, engine.CandidatesParams{Groups: []engine.RequestGroup{g}, NestedAware: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (len(list) == 1) != (len(cands.Requests) == 1) {
+			t.Errorf("provider %s with %d VCPU: %d in the list, %d candidates", rp, n, len(list), len(cands.Requests))
+		}
+		return len(list) == 1
+	}
+	// cn1 holds 5 of its 8 VCPU, 2 of them the stale move's source.
+	if fits(lease, 1) || fits(rp["cn1"], 5) {
+		t.Fatal("before the writes: capacity free that is held")
+	}
+	waitFor(t, func() bool { return ledger.Listening(reader) })
+
+	f.expire(c)
+	if err := writer.ClaimWrite(f.ctx, ledger.ClaimWriteParams{IfLeaseExpired: c,
+		Consumers: []ledger.ConsumerAllocations{{ConsumerUUID: c, CheckGeneration: true, Generation: gen(1)}}}); err != nil {
+		t.Fatal(err)
+	}
+	if !fits(lease, 1) {
+		t.Error("the reaper's release: stale read of the provider it freed")
+	}
+	if _, err := writer.AuditFix(f.ctx, ledger.AuditFixParams{Kind: ledger.AuditStaleMigration, ConsumerUUID: auditMigrate,
+		ConsumerGeneration: 1, Thresholds: ledger.AuditThresholds{}}); err != nil {
+		t.Fatal(err)
+	}
+	if !fits(rp["cn1"], 5) {
+		t.Error("the audit's fix: stale read of the provider it freed")
+	}
+}
+
 // TestTrimmedChangeLogReloadsAll: a Store whose snapshot is older than
 // the change log's trim horizon (it was idle while another Store wrote
 // and trimmed) reloads everything on its next read, and sees the writes.
