@@ -108,7 +108,7 @@ func TestAuditAPI(t *testing.T) {
 	fp := ledgertest.NewFingerprinter(t, dbURL)
 	before := fp.MustTake(t)
 	for _, tc := range []struct{ query, code, detail string }{
-		{"?kind=expired_lease", "berth.audit.unknown_kind", `Unknown audit kind "expired_lease"`},
+		{"?kind=orphans", "berth.audit.unknown_kind", `Unknown audit kind "orphans"`},
 		{"?kind=split_consumer,nope", "berth.audit.unknown_kind", `Unknown audit kind "nope"`},
 		{"?limit=0", "berth.audit.invalid", `Invalid limit "0"`},
 		{"?limit=1001", "berth.audit.invalid", `Invalid limit "1001"`},

@@ -37,16 +37,6 @@ import (
 // its fix re-checks it (from = through = its key), so the listing and
 // the fix cannot disagree on what a finding is.
 //
-// Extension point: expired_lease. Once claims keep a stored claim per
-// consumer with a lease (claim_records.go), a provisional claim whose
-// lease ran out longer ago than the reaper's interval, and that still
-// holds its allocations (the reaper was down, or died mid-release), is a
-// finding: add a kind to auditKinds after empty_consumer, its page query
-// over the stored claims keyed by consumer uuid (state provisional,
-// lease_expires_at < now() - the interval) answering consumer ids as
-// consumerKindPage expects, and a fix that releases the claim as the
-// reaper does, re-checked with recheckConsumer.
-
 // Audit kinds, in the order Audit reports them.
 const (
 	// AuditSplitConsumer: a consumer holds allocations on more than one
@@ -74,6 +64,14 @@ const (
 	// delete a consumer they leave empty, so these come from imports and
 	// interrupted tools. Fixed by deleting the row (AuditFixDeleteConsumer).
 	AuditEmptyConsumer = "empty_consumer"
+	// AuditExpiredLease: a claim whose lease ran out more than
+	// AuditLeaseGrace ago and whose consumer still holds allocations: the
+	// lease reaper was down, or no berthd ran it, for longer than that.
+	// Fixed (AuditFixReleaseLease) for a provisional claim: its
+	// allocations are released as the reaper releases them. A move's
+	// expired lease is report only (the reaper, or POST
+	// /claims/{c}/move/revert, reverts it).
+	AuditExpiredLease = "expired_lease"
 )
 
 // What a finding's fix does (AuditFix.Action).
@@ -85,6 +83,9 @@ const (
 	AuditFixConfirmMove = "confirm_move"
 	// AuditFixDeleteConsumer: delete the consumer row.
 	AuditFixDeleteConsumer = "delete_consumer"
+	// AuditFixReleaseLease: delete the consumer, its allocations and its
+	// stored claim, as the lease reaper does when a lease runs out.
+	AuditFixReleaseLease = "release_lease"
 )
 
 // Page sizes and default thresholds.
@@ -96,6 +97,10 @@ const (
 	DefaultAuditMigrationAge = 24 * time.Hour
 	// DefaultAuditStateAge: an agent silent for an hour is down.
 	DefaultAuditStateAge = time.Hour
+	// AuditLeaseGrace is how long past its lease's end an expired claim
+	// must hold allocations to be a finding: many passes of the lease
+	// reaper (every 5 s by default) release it well before.
+	AuditLeaseGrace = time.Minute
 	// auditConsumersListed caps AuditFinding.Consumers.
 	auditConsumersListed = 100
 )
@@ -232,6 +237,7 @@ var auditKinds = []auditKind{
 	{name: AuditStaleProvider, page: staleProviders},
 	{name: AuditOverCapacity, page: overCapacityProviders},
 	{name: AuditEmptyConsumer, page: emptyConsumers, fix: fixEmptyConsumer},
+	{name: AuditExpiredLease, page: expiredLeases, fix: fixExpiredLease},
 }
 
 // auditKindNamed returns the kind called name.
@@ -407,6 +413,17 @@ WHERE c.id BETWEEN $2 AND $3
   AND NOT EXISTS (SELECT 1 FROM allocations a WHERE a.consumer_id = c.id)
 ORDER BY c.id LIMIT $1`
 
+// expiredLeasesSQL: $4 is the grace. It starts from the stored claims
+// whose lease ran out (the partial index on lease_expires_at), so a page
+// costs what those few rows cost, not a walk of every consumer.
+const expiredLeasesSQL = `
+WITH expired AS MATERIALIZED (
+	SELECT consumer_uuid FROM claim_state WHERE lease_expires_at < now() - $4::interval)
+SELECT c.id FROM expired e JOIN consumers c ON c.uuid = e.consumer_uuid
+WHERE c.id BETWEEN $2 AND $3
+  AND EXISTS (SELECT 1 FROM allocations a WHERE a.consumer_id = c.id)
+ORDER BY c.id LIMIT $1`
+
 // auditConsumer is a consumer of a page, with its allocations.
 type auditConsumer struct {
 	id int64
@@ -560,6 +577,58 @@ func emptyConsumers(ctx context.Context, q querier, a auditArgs) ([]AuditFinding
 		f.Detail = fmt.Sprintf("Consumer %s holds no allocations.", c.UUID)
 		f.Fix = AuditFix{Action: AuditFixDeleteConsumer, Detail: "Delete the consumer, which holds nothing " +
 			"(as a write that empties a consumer does)."}
+		out = append(out, f)
+	}
+	return out, nil
+}
+
+// expiredLeases reads the page's consumers and their stored claims' state
+// and lease.
+func expiredLeases(ctx context.Context, q querier, a auditArgs) ([]AuditFinding, error) {
+	cs, err := consumerKindPage(ctx, q, expiredLeasesSQL, a, AuditLeaseGrace)
+	if err != nil || len(cs) == 0 {
+		return nil, err
+	}
+	uuids := make([]string, len(cs))
+	for i, c := range cs {
+		uuids[i] = c.UUID
+	}
+	type lease struct {
+		state   string
+		expires time.Time
+	}
+	leases := map[string]lease{}
+	rows, err := q.Query(ctx, `SELECT consumer_uuid::text, state, lease_expires_at FROM claim_state
+		WHERE consumer_uuid = ANY($1::uuid[]) AND lease_expires_at IS NOT NULL`, uuids)
+	if err != nil {
+		return nil, err
+	}
+	var u string
+	var l lease
+	if _, err := pgx.ForEachRow(rows, []any{&u, &l.state, &l.expires}, func() error {
+		leases[u] = l
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	out := make([]AuditFinding, 0, len(cs))
+	for _, c := range cs {
+		l, ok := leases[c.UUID]
+		if !ok {
+			continue // confirmed between the two reads
+		}
+		f := c.finding(AuditExpiredLease, l.expires, a)
+		if l.state == ClaimMoving {
+			f.Detail = fmt.Sprintf("The lease of consumer %s's move ran out at %s and the move was not reverted.",
+				c.UUID, l.expires.UTC().Format(time.RFC3339))
+			f.Fix = AuditFix{Action: AuditFixReportOnly, Detail: "The lease reaper reverts it once a berthd runs " +
+				"it; or revert (POST /claims/" + c.UUID + "/move/revert) or confirm the move by hand."}
+		} else {
+			f.Detail = fmt.Sprintf("The lease of consumer %s's claim ran out at %s and its allocations were not released.",
+				c.UUID, l.expires.UTC().Format(time.RFC3339))
+			f.Fix = AuditFix{Action: AuditFixReleaseLease, Detail: "Release the claim's allocations and forget " +
+				"it, as the lease reaper does when a lease runs out."}
+		}
 		out = append(out, f)
 	}
 	return out, nil

@@ -23,7 +23,8 @@ import (
 // and DISK_GB on one provider each, every provider reporting its state
 // (one in ten more than an hour ago), and a few of each finding: 1,000
 // split consumers, 1,000 migrations (half of them a day old), 1,000
-// empty consumers, 100 providers over capacity. docs/performance.md
+// empty consumers, 100 providers over capacity, 10,000 stored claims of
+// which 1,000 hold a lease that ran out two hours ago. docs/performance.md
 // records its figures. BERTH_AUDIT_BENCH_PROVIDERS scales it down.
 func BenchmarkAudit(b *testing.B) {
 	providers := 100_000
@@ -130,6 +131,13 @@ func seedAuditCloud(b *testing.B, url string, providers, consumers int) {
 		fmt.Sprintf(`INSERT INTO allocations (resource_provider_id, consumer_id, resource_class_id, used)
 			SELECT c.id %% %d + 1, c.id, rc.id, 1 FROM consumers c, resource_classes rc
 			WHERE c.id BETWEEN 2001 AND 3000 AND rc.name = 'VCPU'`, providers),
+		// 10,000 stored claims: 9,000 permanent, 1,000 whose lease ran
+		// out (expired_lease).
+		`INSERT INTO claim_state (consumer_uuid, op, request, state, lease_seconds, lease_expires_at)
+			SELECT c.uuid, 'claim', '{}', CASE WHEN c.id <= 13000 THEN 'permanent' ELSE 'provisional' END,
+			       CASE WHEN c.id <= 13000 THEN NULL ELSE 60 END,
+			       CASE WHEN c.id <= 13000 THEN NULL ELSE now() - interval '2 hours' END
+			FROM consumers c WHERE c.id BETWEEN 4001 AND 14000`,
 		// 100 providers lowered below their usage.
 		`UPDATE inventories SET total = 1, max_unit = 1 WHERE resource_provider_id <= 100
 			AND resource_class_id = (SELECT id FROM resource_classes WHERE name = 'VCPU')`,

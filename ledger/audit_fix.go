@@ -15,7 +15,8 @@ import (
 // is a finding by the very rule that listed it) and applies the fix the
 // finding names, or refuses and changes nothing. Only consumer kinds
 // with a safe fix have one (auditKind.fix): stale_migration (confirm the
-// move) and empty_consumer (delete the row).
+// move), empty_consumer (delete the row) and expired_lease (release the
+// claim).
 
 // AuditFixParams names the finding to fix as a page listed it.
 type AuditFixParams struct {
@@ -136,6 +137,19 @@ func fixStaleMigration(ctx context.Context, t *txn, id string, p AuditFixParams)
 // fixEmptyConsumer deletes the consumer id, which holds nothing.
 func fixEmptyConsumer(ctx context.Context, t *txn, id string, p AuditFixParams) (AuditFinding, error) {
 	f, row, err := recheckConsumer(ctx, t, auditKind{name: AuditEmptyConsumer, page: emptyConsumers}, id, p, []string{id})
+	if err != nil {
+		return AuditFinding{}, err
+	}
+	return f, deleteConsumer(ctx, t, row.id)
+}
+
+// fixExpiredLease releases the provisional claim of consumer id, whose
+// lease ran out: it deletes the consumer, and with it its allocations and
+// its stored claim (the foreign key), as the reaper's release does. The
+// recheck under the consumer's lock keeps a renewal or a confirmation
+// that came first.
+func fixExpiredLease(ctx context.Context, t *txn, id string, p AuditFixParams) (AuditFinding, error) {
+	f, row, err := recheckConsumer(ctx, t, auditKind{name: AuditExpiredLease, page: expiredLeases}, id, p, []string{id})
 	if err != nil {
 		return AuditFinding{}, err
 	}

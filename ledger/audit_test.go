@@ -219,7 +219,7 @@ func TestAuditRefusals(t *testing.T) {
 		p    ledger.AuditParams
 		code string
 	}{
-		{ledger.AuditParams{Kinds: []string{"expired_lease"}}, fault.CodeAuditUnknownKind},
+		{ledger.AuditParams{Kinds: []string{"orphans"}}, fault.CodeAuditUnknownKind},
 		{ledger.AuditParams{Limit: -1}, fault.CodeAuditInvalid},
 		{ledger.AuditParams{Limit: ledger.MaxAuditLimit + 1}, fault.CodeAuditInvalid},
 		{ledger.AuditParams{Marker: "split_consumer"}, fault.CodeAuditInvalid},
@@ -334,5 +334,74 @@ func TestAuditFixUnsettled(t *testing.T) {
 	}
 	if !errors.Is(err, fault.ErrConflict) {
 		t.Error(err)
+	}
+}
+
+// TestAuditExpiredLease: claims whose lease ran out more than the grace
+// ago and still hold allocations (as if no reaper ran) are findings; a
+// provisional one is released by its fix, a move's is report only, and
+// one within the grace is none.
+func TestAuditExpiredLease(t *testing.T) {
+	f := newFixture(t)
+	rp := auditCloud(t, f)
+	const (
+		lapsed = "d1000000-0000-4000-8000-000000000001" // provisional, ran out 2 minutes ago
+		recent = "d2000000-0000-4000-8000-000000000002" // provisional, ran out 10 s ago
+		moving = "d3000000-0000-4000-8000-000000000003" // a move's lease, ran out 2 minutes ago
+	)
+	for _, c := range []struct {
+		uuid, state string
+		ago         time.Duration
+	}{{lapsed, "provisional", 2 * time.Minute}, {recent, "provisional", 10 * time.Second}, {moving, "moving", 2 * time.Minute}} {
+		if err := f.store.AllocationsReplace(f.ctx, []ledger.ConsumerAllocations{alloc(c.uuid, rp["cn4"], res("VCPU", 1))}); err != nil {
+			t.Fatal(err)
+		}
+		f.exec(`INSERT INTO claim_state (consumer_uuid, op, request, state, lease_seconds, lease_expires_at)
+			VALUES ($1, 'claim', '{}', $2, 30, now() - $3::interval)`, c.uuid, c.state, c.ago)
+	}
+	var got []string
+	for _, fd := range auditAll(t, f, ledger.AuditParams{Kinds: []string{ledger.AuditExpiredLease}, Limit: 1}) {
+		got = append(got, fd.Consumer.UUID[:2]+" "+fd.Fix.Action)
+		if fd.Age < 2*time.Minute || fd.Age > 3*time.Minute || len(fd.Providers) != 1 || fd.Providers[0].UUID != rp["cn4"] {
+			t.Errorf("finding %+v", fd)
+		}
+	}
+	if want := []string{"d1 release_lease", "d3 report_only"}; !slices.Equal(got, want) {
+		t.Errorf("findings %v, want %v", got, want)
+	}
+
+	fix := func(consumer string, generation int64) error {
+		_, err := f.store.AuditFix(f.ctx, ledger.AuditFixParams{Kind: ledger.AuditExpiredLease, ConsumerUUID: consumer,
+			ConsumerGeneration: generation})
+		return err
+	}
+	before := f.dump()
+	if le := rejection(t, fix(moving, 1), fault.ErrConflict); le.Code != fault.CodeAuditNotFixable {
+		t.Errorf("moving: %v", le)
+	}
+	if le := rejection(t, fix(recent, 1), fault.ErrConflict); le.Code != fault.CodeAuditFindingGone {
+		t.Errorf("within the grace: %v", le)
+	}
+	if le := rejection(t, fix(lapsed, 5), fault.ErrConflict); le.Code != fault.CodeConcurrentUpdate {
+		t.Errorf("stale generation: %v", le)
+	}
+	if after := f.dump(); after != before {
+		t.Errorf("a refused fix wrote:\n%s\n---\n%s", before, after)
+	}
+	cn4 := f.usages(rp["cn4"])
+	if err := fix(lapsed, 1); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := f.store.AllocationsByConsumer(f.ctx, lapsed); err != nil || c.Consumer != nil {
+		t.Errorf("released consumer still there: %+v %v", c, err)
+	}
+	if st, err := f.store.ClaimStateGet(f.ctx, lapsed); err != nil || st != nil {
+		t.Errorf("stored claim still there: %+v %v", st, err)
+	}
+	if got := f.usages(rp["cn4"]); got.Usages["VCPU"] != cn4.Usages["VCPU"]-1 {
+		t.Errorf("cn4 usages %+v, before %+v", got, cn4)
+	}
+	if le := rejection(t, fix(lapsed, 1), fault.ErrConflict); le.Code != fault.CodeAuditFindingGone {
+		t.Errorf("fixed twice: %v", le)
 	}
 }

@@ -7,10 +7,10 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/berthd/berth/internal/testing/proctest"
 	"github.com/berthd/berth/ledger/ledgertest"
 )
 
@@ -54,23 +54,15 @@ func tryStartBerthd(t *testing.T, bin, dbURL string) (string, error) {
 			cmd.Env = append(cmd.Env, kv)
 		}
 	}
-	log := &syncBuffer{}
+	log := &proctest.Buffer{}
 	cmd.Stdout, cmd.Stderr = log, log
-	if err := cmd.Start(); err != nil {
+	proc, err := proctest.Start(cmd)
+	if err != nil {
 		return "", err
 	}
-	exited := make(chan struct{})
-	go func() {
-		_ = cmd.Wait()
-		close(exited)
-	}()
+	exited := proc.Exited
 	stop := func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(stopTimeout):
-			_ = cmd.Process.Kill()
-			<-exited
+		if proc.Stop(stopTimeout) {
 			t.Errorf("berthd did not stop within %v of SIGTERM; killed\n%s", stopTimeout, log)
 		}
 	}

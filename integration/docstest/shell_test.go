@@ -2,17 +2,17 @@ package docstest
 
 import (
 	"bufio"
-	"bytes"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/berthd/berth/internal/testing/proctest"
 )
 
 // unitTimeout bounds one command of a document; only a hung command
@@ -28,7 +28,7 @@ type shell struct {
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
 	done   chan string // the lines bash writes on its stdout
-	stderr *syncBuffer
+	stderr *proctest.Buffer
 	units  string // directory of the command and output files
 	n      int
 }
@@ -39,7 +39,7 @@ type shell struct {
 func startShell(t *testing.T, dir string, env []string) *shell {
 	t.Helper()
 	units := t.TempDir()
-	s := &shell{units: units, done: make(chan string, 16), stderr: &syncBuffer{}}
+	s := &shell{units: units, done: make(chan string, 16), stderr: &proctest.Buffer{}}
 	s.cmd = exec.Command("bash", "--noprofile", "--norc")
 	s.cmd.Dir, s.cmd.Env, s.cmd.Stderr = dir, env, s.stderr
 	// Its own process group, so that what a command leaves running in
@@ -137,21 +137,3 @@ func (s *shell) run(script string) (result, error) {
 
 // kill stops bash and every process of its group.
 func (s *shell) kill() { _ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL) }
-
-// syncBuffer is a bytes.Buffer safe for one writer and one reader.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}

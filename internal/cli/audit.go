@@ -61,8 +61,10 @@ on two root providers outside a move), stale_migration (a MIGRATION consumer
 older than --migration-age), stale_provider (allocations on a provider that
 has not reported its state for --state-age), over_capacity (more allocated
 than an inventory lowered since allows), empty_consumer (a consumer without
-allocations). FIX says what --fix would do: confirm_move (a stale move of
-Berth's claims whose instance is settled), delete_consumer, or report_only.
+allocations), expired_lease (a claim whose lease ran out over a minute ago
+and still holds allocations). FIX says what --fix would do: confirm_move (a
+stale move of Berth's claims whose instance is settled), delete_consumer,
+release_lease (as the lease reaper would), or report_only.
 
 --fix asks before it fixes (unless --yes), then sends one POST /audit/fix per
 fixable finding listed, with the consumer generation listed: the server
