@@ -32,12 +32,12 @@ func TestEndToEndLimits(t *testing.T) {
 			"proj       VCPU           4\n"+
 			"proj       consumers      3\n"+
 			"(default)  MEMORY_MB   1024\n")
-	check([]string{"claim", "--project", "proj", "--user", "user", "--resources", "VCPU:4"}, 1, "berth.over_quota")
-	check([]string{"claim", "--project", "proj", "--user", "user", "--resources", "VCPU:4"}, 1, "project proj: VCPU 4 requested, 2 of 4 used")
+	check([]string{"claim", "--project", "proj", "--user", "user", "--resources", "VCPU:4"}, 3, "berth.over_quota")
+	check([]string{"claim", "--project", "proj", "--user", "user", "--resources", "VCPU:4"}, 3, "project proj: VCPU 4 requested, 2 of 4 used")
 	check([]string{"limits", "set", "proj", "VCPU=-1"}, 2, "want RESOURCE=LIMIT, a whole number from 0")
-	check([]string{"limits", "set", "proj", "NOPE=1"}, 1, "Unknown resource NOPE in limits")
+	check([]string{"limits", "set", "proj", "NOPE=1"}, 3, "Unknown resource NOPE in limits")
 	check([]string{"limits", "delete", "proj"}, 0, "Limits of project proj deleted.")
-	check([]string{"limits", "delete", "proj"}, 1, "No limits for project proj.")
+	check([]string{"limits", "delete", "proj"}, 3, "No limits for project proj.")
 	check([]string{"limits", "defaults", "--clear"}, 0, "No limits.")
 	check([]string{"claim", "--project", "proj", "--user", "user", "--resources", "VCPU:4"}, 0, "")
 }
