@@ -36,7 +36,8 @@ func (c *Claimer) quotaOf(ctx context.Context, project string) (*ledger.Quota, e
 // limited resource of p's project, what the claim would add (allocs, and
 // one consumer for a new one, less what the consumer holds now; nothing
 // for a migration consumer), what the project holds (its usage counters,
-// read now) and the limit. Nil without a quota.Source.
+// read now) and the limit. Nil without a quota.Source, and when the
+// project has no limits (the answer is then as without quotas).
 func (c *Claimer) quotaReport(ctx context.Context, p *Params, allocs []engine.Allocation) (*QuotaReport, error) {
 	if c.limits == nil {
 		return nil, nil
@@ -47,6 +48,9 @@ func (c *Claimer) quotaReport(ctx context.Context, p *Params, allocs []engine.Al
 		return nil, err
 	}
 	limits := quota.Effective(own, registered)
+	if len(limits) == 0 {
+		return nil, nil
+	}
 	used, err := c.store.ProjectUsage(ctx, project)
 	if err != nil {
 		return nil, err

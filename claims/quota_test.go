@@ -57,6 +57,12 @@ func TestQuotaClaimsAndMoves(t *testing.T) {
 	}
 	_, err = c.ClaimUnrecorded(f.ctx, params(1))
 	overQuota(t, err)
+	// A project without limits: a dry run's answer has no quota check.
+	free := params(1)
+	free.DryRun, free.ProjectID = true, "unlimited"
+	if r, err := c.ClaimUnrecorded(f.ctx, free); err != nil || r.Quota != nil {
+		t.Fatalf("dry run of a project without limits: %+v %v", r.Quota, err)
+	}
 
 	// Move first (on a, 4 VCPU) to b at the limit: the migration
 	// consumer's copy does not count.
