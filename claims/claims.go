@@ -98,6 +98,8 @@ type Claimer struct {
 	cloud    Cloud
 	cfg      Config
 	log      *slog.Logger
+	// refusals are the recent claims that placed nothing (refusals.go).
+	refusals refusalRing
 }
 
 // cloudData is what scriptlets and units query, nil without a Cloud.
@@ -163,7 +165,10 @@ func New(d Deps, cfg Config) (*Claimer, error) {
 // fresh snapshot that has the writes that won.
 func (c *Claimer) claim(ctx context.Context, p Params) (_ *Result, err error) {
 	ctx, tr := startClaim(ctx, p.ConsumerUUID, p.DryRun)
-	defer func() { tr.end(err) }()
+	defer func() {
+		tr.end(err)
+		c.refusals.record(&p, err)
+	}()
 	sample := c.cfg.ClaimCandidates
 	if p.DryRun || p.Target != "" {
 		sample = 0

@@ -35,5 +35,6 @@
 // scheduler's candidates), write.go (the write attempts, the answer),
 // errors.go (a claim that placed nothing), move.go (reschedule, move,
 // confirm, revert), lease.go (stored claims, leases and their reaper),
-// telemetry.go (spans and metrics).
+// refusals.go (the recent claims that placed nothing, in memory, for the
+// operator console), telemetry.go (spans and metrics).
 package claims
