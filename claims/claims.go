@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/berthd/berth/ledger"
@@ -100,6 +101,9 @@ type Claimer struct {
 	log      *slog.Logger
 	// refusals are the recent claims that placed nothing (refusals.go).
 	refusals refusalRing
+	// reaped is when the lease reaper's last pass here ended without
+	// error (unix nanoseconds; 0: none yet).
+	reaped atomic.Int64
 }
 
 // cloudData is what scriptlets and units query, nil without a Cloud.

@@ -51,6 +51,8 @@ type snapshotCache struct {
 	// fullStarted counts full loads begun; fullDone is the number of the
 	// last one that succeeded (see reload).
 	fullStarted, fullDone uint64
+	// stats count the reloads for SnapshotStats.
+	stats SnapshotStats
 }
 
 // notifyChannel is the PostgreSQL channel write transactions notify with
@@ -155,6 +157,7 @@ func (c *snapshotCache) reload(ctx context.Context, full bool, seen uint64) (*en
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err != nil {
+		c.stats.FailedReloads++
 		// Put the marks back so the next reader tries again.
 		c.all = c.all || all
 		for id := range dirty {
@@ -165,6 +168,10 @@ func (c *snapshotCache) reload(ctx context.Context, full bool, seen uint64) (*en
 	c.cur = next
 	if full {
 		c.fullDone = seq
+		c.stats.FullReloads++
+		c.stats.LastFullLoad = time.Now()
+	} else {
+		c.stats.PartialReloads++
 	}
 	return next, nil
 }
