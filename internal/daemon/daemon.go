@@ -36,9 +36,9 @@ type Daemon struct {
 	ln    net.Listener
 	// metricsSrv and metricsLn serve /metrics on Config.MetricsListen;
 	// nil when metrics share the API listener or are off.
-	metricsSrv    *http.Server
-	metricsLn     net.Listener
-	tel           *telemetry.Telemetry
+	metricsSrv *http.Server
+	metricsLn  net.Listener
+	tel        *telemetry.Telemetry
 	// unobserve unregisters the instruments read at each collection
 	// (the pool, over capacity, scriptlets, the snapshot, the lease
 	// reaper, Keystone).
