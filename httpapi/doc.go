@@ -9,5 +9,8 @@
 // format. Its handlers only translate HTTP: they decode and check the
 // request, call one method of a component they are given (the ledger, the
 // claimer, the catalogue, the cloud view; internal/daemon/compose builds
-// them) and render the answer. It holds no state of its own.
+// them) and render the answer. It holds no state of its own. It also
+// serves the read-only operator console at /ui (console.go: auth, layout,
+// helpers; console_pages.go: the pages; console/: the templates and
+// stylesheet, embedded), which reads through the same components.
 package httpapi
