@@ -206,7 +206,7 @@ var consoleFuncs = template.FuncMap{
 		return strconv.FormatFloat(f, 'g', 4, 64)
 	},
 	"query": consoleQuery,
-	"add": func(a, b int) int { return a + b },
+	"add":   func(a, b int) int { return a + b },
 	"pagerOf": func(base string, p pager, kv ...any) pagerLinks {
 		with := func(offset int) string {
 			args := append([]any{"offset", offset, "limit", p.Limit}, kv...)
