@@ -68,16 +68,16 @@ func seed(t *testing.T, url string) {
 	call(t, url, "POST", "/resource_providers", map[string]any{"uuid": child, "name": "compute-1-gpu0", "parent_provider_uuid": hostUUID(1)}, 200)
 	call(t, url, "PUT", "/resource_providers/"+child+"/inventories", map[string]any{
 		"resource_provider_generation": 0, "inventories": map[string]any{"CUSTOM_GPU_A100": map[string]any{"total": 4}}}, 200)
-	// Instances: compute-2 left with 6 VCPU and plenty of memory, so
-	// that m1.xlarge (8 VCPU) no longer fits there: fragmented.
+	// Instances: compute-2 is left with 10 GB of disk, VCPU and memory
+	// free, and none of the m1 flavors (20 GB of disk or more) fits
+	// there: fragmented.
 	claims := []struct {
-		project string
-		vcpu    int
-		mem     int
-	}{{"demo", 122, 8192}, {"demo", 4, 4096}, {"ops", 8, 16384}, {"ops", 2, 2048}}
+		project         string
+		vcpu, mem, disk int
+	}{{"demo", 4, 4096, 990}, {"demo", 4, 4096, 10}, {"ops", 8, 16384, 10}, {"ops", 2, 2048, 10}}
 	for i, c := range claims {
 		body := map[string]any{"consumer_uuid": fmt.Sprintf("00000000-1000-4000-8000-%012d", i),
-			"project_id": c.project, "user_id": "u", "resources": map[string]int{"VCPU": c.vcpu, "MEMORY_MB": c.mem}}
+			"project_id": c.project, "user_id": "u", "resources": map[string]int{"VCPU": c.vcpu, "MEMORY_MB": c.mem, "DISK_GB": c.disk}}
 		if i == 0 {
 			body["target"] = hostUUID(2)
 		}
