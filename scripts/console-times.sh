@@ -9,8 +9,8 @@
 set -euo pipefail
 url=${1:-http://127.0.0.1:8778}
 runs=${2:-5}
-root=$(curl -fsS -H 'X-Auth-Token: admin' -H 'OpenStack-API-Version: placement 1.14' \
-	"$url/resource_providers?name=cn1" | sed -n 's/.*"uuid": *"\([0-9a-f-]*\)".*/\1/p')
+# A provider page: the first host of the heat map.
+root=$(curl -fsS "$url/ui/hosts?limit=1" | sed -n 's|.*href="/ui/providers/\([0-9a-f-]*\)".*|\1|p' | head -1)
 pages=(
 	/ui
 	"/ui?by=trait"
