@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/berthd/berth/ledger"
@@ -104,6 +105,11 @@ type Claimer struct {
 	limits   quota.Source
 	cfg      Config
 	log      *slog.Logger
+	// refusals are the recent claims that placed nothing (refusals.go).
+	refusals refusalRing
+	// reaped is when the lease reaper's last pass here ended without
+	// error (unix nanoseconds; 0: none yet).
+	reaped atomic.Int64
 }
 
 // cloudData is what scriptlets and units query, nil without a Cloud.
@@ -171,7 +177,10 @@ func New(d Deps, cfg Config) (*Claimer, error) {
 // fresh snapshot that has the writes that won.
 func (c *Claimer) claim(ctx context.Context, p Params) (_ *Result, err error) {
 	ctx, tr := startClaim(ctx, p.ConsumerUUID, p.DryRun)
-	defer func() { tr.end(err) }()
+	defer func() {
+		tr.end(err)
+		c.refusals.record(&p, err)
+	}()
 	sample := c.cfg.ClaimCandidates
 	if p.DryRun || p.Target != "" {
 		sample = 0

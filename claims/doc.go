@@ -38,5 +38,6 @@
 // errors.go (a claim that placed nothing), move.go (reschedule, move,
 // confirm, revert), lease.go (stored claims, leases and their reaper),
 // quota.go (the limits a write is checked against, and a dry run's report
-// of the check), telemetry.go (spans and metrics).
+// of the check), refusals.go (the recent claims that placed nothing, in
+// memory, for the operator console), telemetry.go (spans and metrics).
 package claims

@@ -116,11 +116,16 @@ func (c *Claimer) Lease(ctx context.Context, consumerUUID string, seconds *int64
 }
 
 // RunLeaseReaper runs ReapLeases every interval until ctx ends. A pass
-// that fails is logged and tried again at the next interval.
+// that fails is logged and tried again at the next interval; one that
+// ends without error (having reaped, or found another berthd reaping) is
+// the time of LeaseReaperPassed, so a reaper stuck in a pass or failing
+// every pass shows as a time that stops moving.
 func (c *Claimer) RunLeaseReaper(ctx context.Context, interval time.Duration) {
 	for {
 		if _, err := c.ReapLeases(ctx); err != nil && ctx.Err() == nil {
 			c.log.WarnContext(ctx, "claims: lease reaper pass failed", "error", err)
+		} else if err == nil {
+			c.reaped.Store(time.Now().UnixNano())
 		}
 		select {
 		case <-ctx.Done():
@@ -128,6 +133,15 @@ func (c *Claimer) RunLeaseReaper(ctx context.Context, interval time.Duration) {
 		case <-time.After(interval):
 		}
 	}
+}
+
+// LeaseReaperPassed is when RunLeaseReaper's last pass ended without
+// error here; zero before the first.
+func (c *Claimer) LeaseReaperPassed() time.Time {
+	if n := c.reaped.Load(); n != 0 {
+		return time.Unix(0, n)
+	}
+	return time.Time{}
 }
 
 // ReapLeases is one pass of the lease reaper: unless another process is

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 
@@ -27,30 +28,10 @@ const maxCapacityPerRoot = 100_000
 // cap on the count per root (default engine.DefaultCapacityMaxPerRoot);
 // "limit" caps the roots listed, not the count.
 func (s *Server) capacityShow(c echo.Context) error {
-	q := c.QueryParams()
-	doc := make(map[string]any, len(q))
-	for k, vs := range q {
-		if k != "max" {
-			doc[k] = vs[len(vs)-1]
-		}
-	}
-	if err := candidatesSchema(capacityQueryVersion).Validate(doc); err != nil {
-		return badRequest("Invalid query string parameters: %s", err)
-	}
-	p := engine.CapacityParams{}
-	if vs := q["max"]; len(vs) > 0 {
-		n, err := strconv.Atoi(strings.TrimSpace(vs[0]))
-		if err != nil || n < 1 || n > maxCapacityPerRoot {
-			return badRequest("Invalid query string parameters: %q is not a valid max (an integer from 1 to %d)", vs[0], maxCapacityPerRoot)
-		}
-		p.MaxPerRoot = n
-	}
-	req, err := s.candidatesParams(parseOrderedQuery(c.Request().URL.RawQuery), capacityQueryVersion)
+	p, limit, err := s.capacityParams(c.QueryParams(), c.Request().URL.RawQuery)
 	if err != nil {
 		return err
 	}
-	limit := req.Limit
-	p.Request = req
 	capa, err := s.store.Capacity(c.Request().Context(), p)
 	if err != nil {
 		return candidatesError(err)
@@ -96,4 +77,34 @@ func (s *Server) capacityShow(c echo.Context) error {
 		"aggregates":    aggs,
 		"over_capacity": over,
 	})
+}
+
+// capacityParams reads GET /capacity's query (q, and raw, the query as
+// sent, whose order matters to request groups): the capacity question
+// and the cap on the roots listed (0: none). The console's "where does it
+// fit" form asks through it too.
+func (s *Server) capacityParams(q url.Values, raw string) (engine.CapacityParams, int, error) {
+	doc := make(map[string]any, len(q))
+	for k, vs := range q {
+		if k != "max" {
+			doc[k] = vs[len(vs)-1]
+		}
+	}
+	p := engine.CapacityParams{}
+	if err := candidatesSchema(capacityQueryVersion).Validate(doc); err != nil {
+		return p, 0, badRequest("Invalid query string parameters: %s", err)
+	}
+	if vs := q["max"]; len(vs) > 0 {
+		n, err := strconv.Atoi(strings.TrimSpace(vs[0]))
+		if err != nil || n < 1 || n > maxCapacityPerRoot {
+			return p, 0, badRequest("Invalid query string parameters: %q is not a valid max (an integer from 1 to %d)", vs[0], maxCapacityPerRoot)
+		}
+		p.MaxPerRoot = n
+	}
+	req, err := s.candidatesParams(parseOrderedQuery(raw), capacityQueryVersion)
+	if err != nil {
+		return p, 0, err
+	}
+	p.Request = req
+	return p, req.Limit, nil
 }

@@ -10,5 +10,8 @@
 // request, call one method of a component they are given (the ledger, the
 // claimer, the catalogue, the cloud view, the projects' limits
 // (limits.go); internal/daemon/compose builds them) and render the
-// answer. It holds no state of its own.
+// answer. It holds no state of its own. It also serves the read-only
+// operator console at /ui (console.go: auth, layout, helpers;
+// console_pages.go: the pages; console/: the templates and stylesheet,
+// embedded), which reads through the same components.
 package httpapi

@@ -250,6 +250,7 @@ func (s *Server) logError(c echo.Context, e *Error, err error) {
 	switch {
 	case e.Status == http.StatusServiceUnavailable && e.Code == fault.CodeDatabaseUnavailable:
 		s.outage.log(req.Context(), log, err)
+		s.meters.dbUnavailable.Add(req.Context(), 1)
 	case e.Status >= 500:
 		// One line: pgx joins a connect error's per-host causes with "\n\t".
 		log.ErrorContext(req.Context(), "request failed", "error", fault.Detail(err))

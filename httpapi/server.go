@@ -170,6 +170,8 @@ type Server struct {
 	// outage rate-limits the log lines of 503s for an unavailable
 	// database (outage.go).
 	outage outageLog
+	// console serves the operator console at /ui (console.go).
+	console *console
 	// allow is the Allow header of a 405 for each route path, the
 	// methods in the route table's order (Placement's declaration order).
 	allow map[string]string
@@ -211,6 +213,10 @@ func New(cfg Config, logger *slog.Logger) (*Server, error) {
 	// echo's 404 or 405).
 	routed := []echo.MiddlewareFunc{s.authenticate, s.rejectMethod, checkContentHeaders}
 	s.chain = chainRouted(s.e, pre, routed)
+	var err error
+	if s.console, err = newConsole(s); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -242,6 +248,10 @@ func chainMiddleware(h echo.HandlerFunc, mw []echo.MiddlewareFunc) echo.HandlerF
 // middleware composed once (chainRouted).
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if s.serveOps(w, r) {
+		return
+	}
+	if s.console.serves(r.URL.Path) {
+		s.console.e.ServeHTTP(w, r)
 		return
 	}
 	c := s.e.AcquireContext()

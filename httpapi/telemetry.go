@@ -121,6 +121,8 @@ func (hc headerCarrier) Keys() []string        { return propagation.HeaderCarrie
 type httpMeters struct {
 	requests metric.Int64Counter
 	duration metric.Float64Histogram
+	// dbUnavailable counts the 503 berth.database_unavailable answers.
+	dbUnavailable metric.Int64Counter
 	// tr is the tracer of the global tracer provider it was taken from:
 	// otel.Tracer looks it up under a lock on every call.
 	tr atomic.Pointer[providerTracer]
@@ -189,7 +191,9 @@ func newMeters() *httpMeters {
 	duration, _ := meter.Float64Histogram("http.server.request.duration", metric.WithUnit("s"),
 		metric.WithDescription("HTTP request duration, by method, route and status"),
 		metric.WithExplicitBucketBoundaries(durationBuckets...))
-	return &httpMeters{requests: requests, duration: duration}
+	dbUnavailable, _ := meter.Int64Counter("berth.db.unavailable", metric.WithUnit("{request}"),
+		metric.WithDescription("Requests answered 503 berth.database_unavailable: the database did not answer (outage, failover)"))
+	return &httpMeters{requests: requests, duration: duration, dbUnavailable: dbUnavailable}
 }
 
 // versionStrings are the microversions' strings, "1.0" to the latest.

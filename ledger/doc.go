@@ -38,7 +38,8 @@
 //   - the entities, one file each: provider.go, inventory.go,
 //     resourceclass.go, trait.go, aggregate.go, consumer.go,
 //     consumer_details.go, allocation.go (the general allocation write:
-//     plan, lock, check, apply), usage.go, reshape.go, overcapacity.go,
+//     plan, lock, check, apply), usage.go, project_usage.go (usage per
+//     project, paged, for the console), reshape.go, overcapacity.go,
 //     placement_keys.go, state.go (reported provider state), and what the
 //     scheduling catalogue stores: policy.go, scriptlet.go, config.go;
 //   - quotas: quota.go (the check of a write against its projects'

@@ -176,3 +176,28 @@ func (s *Store) SnapshotListening() bool {
 	defer s.snap.mu.Unlock()
 	return s.snap.listening
 }
+
+// SnapshotStats counts the snapshot's reloads (see snapshot_cache.go).
+type SnapshotStats struct {
+	// FullReloads read every provider; PartialReloads only those
+	// changed; FailedReloads ended in an error (readers then get the
+	// error, and the next one tries again).
+	FullReloads, PartialReloads, FailedReloads int64
+	// LastFullLoad is when the last full reload ended; zero before the
+	// first. The periodic refresh (Config.SnapshotRefresh) reloads fully,
+	// repairing whatever a missed notification left stale, so its age is
+	// how stale the snapshot can be at worst.
+	LastFullLoad time.Time
+	// Listening is whether the change listener hears other processes'
+	// writes now.
+	Listening bool
+}
+
+// SnapshotStats returns the snapshot's reload counters.
+func (s *Store) SnapshotStats() SnapshotStats {
+	s.snap.mu.Lock()
+	defer s.snap.mu.Unlock()
+	st := s.snap.stats
+	st.Listening = s.snap.listening
+	return st
+}

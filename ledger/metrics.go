@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"context"
+	"time"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -103,6 +104,54 @@ func ObserveOverCapacity(count func(context.Context) (int64, error)) (unregister
 		o.ObserveInt64(over, n)
 		return nil
 	}, over)
+	if err != nil {
+		return nil, err
+	}
+	return reg.Unregister, nil
+}
+
+// ObserveSnapshot registers the snapshot's instruments, read with stats
+// at each collection: the counter berth.snapshot.reloads (by kind, full
+// or partial, and result, ok or failed), the gauge berth.snapshot.age
+// (seconds since the last full reload ended; not observed before the
+// first) and the gauge berth.snapshot.listening (1 while the change
+// listener hears other processes' writes). The returned function
+// unregisters them.
+func ObserveSnapshot(stats func() SnapshotStats) (unregister func() error, err error) {
+	m := otel.Meter(instrument.ScopeLedger)
+	reloads, err := m.Int64ObservableCounter("berth.snapshot.reloads", metric.WithUnit("{reload}"),
+		metric.WithDescription("Reloads of the in-memory snapshot from the database, by kind (full, partial: the changed providers) and result (ok, failed)"))
+	if err != nil {
+		return nil, err
+	}
+	age, err := m.Float64ObservableGauge("berth.snapshot.age", metric.WithUnit("s"),
+		metric.WithDescription("Seconds since the snapshot was last fully reloaded (the periodic refresh, --snapshot-refresh, repairs anything a lost notification left stale)"))
+	if err != nil {
+		return nil, err
+	}
+	listening, err := m.Int64ObservableGauge("berth.snapshot.listening",
+		metric.WithDescription("1 while the change listener hears other processes' writes; 0 while it reconnects (readers then reload fully)"))
+	if err != nil {
+		return nil, err
+	}
+	attrs := func(kind, result string) metric.ObserveOption {
+		return metric.WithAttributes(attribute.String("kind", kind), attribute.String("result", result))
+	}
+	reg, err := m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		st := stats()
+		o.ObserveInt64(reloads, st.FullReloads, attrs("full", "ok"))
+		o.ObserveInt64(reloads, st.PartialReloads, attrs("partial", "ok"))
+		o.ObserveInt64(reloads, st.FailedReloads, attrs("any", "failed"))
+		if !st.LastFullLoad.IsZero() {
+			o.ObserveFloat64(age, time.Since(st.LastFullLoad).Seconds())
+		}
+		up := int64(0)
+		if st.Listening {
+			up = 1
+		}
+		o.ObserveInt64(listening, up)
+		return nil
+	}, reloads, age, listening)
 	if err != nil {
 		return nil, err
 	}

@@ -65,6 +65,8 @@ type snapshotCache struct {
 	listening bool
 	// catchUps, partialLoads and fullLoads count what was done.
 	catchUps, partialLoads, fullLoads int64
+	// stats count the reloads for SnapshotStats.
+	stats SnapshotStats
 }
 
 // notifyChannel is the PostgreSQL channel write transactions notify with
@@ -181,6 +183,7 @@ func (c *snapshotCache) reload(ctx context.Context, full bool) (*engine.Snapshot
 	defer c.mu.Unlock()
 	c.loading = false
 	if err != nil {
+		c.stats.FailedReloads++
 		// Put the marks back so the next reader tries again.
 		c.all = c.all || all
 		for id := range dirty {
@@ -193,8 +196,11 @@ func (c *snapshotCache) reload(ctx context.Context, full bool) (*engine.Snapshot
 		// Everything visible in w is in next (changelog.go).
 		c.setW(w)
 		c.fullLoads++
+		c.stats.FullReloads++
+		c.stats.LastFullLoad = time.Now()
 	} else {
 		c.partialLoads++
+		c.stats.PartialReloads++
 	}
 	return next, nil
 }

@@ -36,14 +36,13 @@ type Daemon struct {
 	ln    net.Listener
 	// metricsSrv and metricsLn serve /metrics on Config.MetricsListen;
 	// nil when metrics share the API listener or are off.
-	metricsSrv    *http.Server
-	metricsLn     net.Listener
-	tel           *telemetry.Telemetry
-	unobservePool func() error
-	// unobserveOver unregisters the over-capacity gauge.
-	unobserveOver func() error
-	// unobserveScriptlets unregisters the scriptlet run counters.
-	unobserveScriptlets func() error
+	metricsSrv *http.Server
+	metricsLn  net.Listener
+	tel        *telemetry.Telemetry
+	// unobserve unregisters the instruments read at each collection
+	// (the pool, over capacity, scriptlets, the snapshot, the lease
+	// reaper, Keystone).
+	unobserve []func() error
 	// stopCatalog ends the refresh of the compiled scheduling data and
 	// waits for it.
 	stopCatalog func()
@@ -161,13 +160,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err erro
 	}
 	d.startLeaseReaper(ctx, c.Claimer)
 	if cfg.MetricsListen != MetricsOff {
-		if d.unobservePool, err = ledger.ObservePool(d.store.PoolStats); err != nil {
-			return nil, err
-		}
-		if d.unobserveOver, err = ledger.ObserveOverCapacity(d.store.OverCapacityCount); err != nil {
-			return nil, err
-		}
-		if d.unobserveScriptlets, err = scheduler.ObserveScriptlets(c.Catalog.Metrics()); err != nil {
+		if err = d.observe(c); err != nil {
 			return nil, err
 		}
 	}
@@ -310,14 +303,8 @@ func (d *Daemon) close(ctx context.Context) error {
 	if d.metricsLn != nil {
 		_ = d.metricsLn.Close()
 	}
-	if d.unobservePool != nil {
-		errs = append(errs, d.unobservePool())
-	}
-	if d.unobserveOver != nil {
-		errs = append(errs, d.unobserveOver())
-	}
-	if d.unobserveScriptlets != nil {
-		errs = append(errs, d.unobserveScriptlets())
+	for _, un := range d.unobserve {
+		errs = append(errs, un())
 	}
 	if d.keystone != nil {
 		d.keystone.Close()
@@ -367,6 +354,28 @@ func (d *Daemon) startCatalog(ctx context.Context, cat *catalog.Catalog) error {
 	done := make(chan struct{})
 	go func() { defer close(done); cat.Run(bg) }()
 	d.stopCatalog = func() { cancel(); <-done }
+	return nil
+}
+
+// observe registers the instruments read at each collection.
+func (d *Daemon) observe(c *compose.Components) error {
+	observers := []func() (func() error, error){
+		func() (func() error, error) { return ledger.ObservePool(d.store.PoolStats) },
+		func() (func() error, error) { return ledger.ObserveOverCapacity(d.store.OverCapacityCount) },
+		func() (func() error, error) { return ledger.ObserveSnapshot(d.store.SnapshotStats) },
+		func() (func() error, error) { return scheduler.ObserveScriptlets(c.Catalog.Metrics()) },
+		func() (func() error, error) { return claims.ObserveLeaseReaper(c.Claimer) },
+	}
+	if d.keystone != nil {
+		observers = append(observers, func() (func() error, error) { return keystone.Observe(d.keystone) })
+	}
+	for _, o := range observers {
+		un, err := o()
+		if err != nil {
+			return err
+		}
+		d.unobserve = append(d.unobserve, un)
+	}
 	return nil
 }
 

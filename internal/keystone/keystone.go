@@ -167,6 +167,11 @@ type Stats struct {
 	Validations int64
 	// CacheHits is how many token lookups the cache answered.
 	CacheHits int64
+	// Invalid is how many validations Keystone answered "not a valid
+	// token"; Unavailable how many got no usable answer (Keystone
+	// unreachable, silent, in error, or Berth without a session), the
+	// requests answered 503.
+	Invalid, Unavailable int64
 }
 
 // Client validates tokens. Its methods are safe for concurrent use.
@@ -181,7 +186,7 @@ type Client struct {
 	cache *lru.Cache[[sha256.Size]byte, entry]
 	group singleflight.Group
 
-	validations, hits atomic.Int64
+	validations, hits, invalid, unavailable atomic.Int64
 
 	// loginMu serialises first logins (before gophercloud can
 	// re-authenticate by itself).
@@ -304,7 +309,8 @@ func (c *Client) AuthURL() string { return c.cfg.AuthURL }
 
 // Stats returns the client's counters.
 func (c *Client) Stats() Stats {
-	return Stats{Validations: c.validations.Load(), CacheHits: c.hits.Load()}
+	return Stats{Validations: c.validations.Load(), CacheHits: c.hits.Load(),
+		Invalid: c.invalid.Load(), Unavailable: c.unavailable.Load()}
 }
 
 // who names the service identity in messages.
@@ -456,12 +462,19 @@ func (c *Client) Validate(ctx context.Context, token string, allowExpired bool) 
 		// because the first one went away.
 		probe, err := c.silentGate()
 		if err != nil {
+			c.unavailable.Add(1)
 			return nil, err
 		}
 		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.Timeout)
 		defer cancel()
 		id, err := c.fetch(fctx, token, allowExpired)
 		c.noteSilence(err, probe)
+		switch {
+		case errors.Is(err, ErrInvalidToken):
+			c.invalid.Add(1)
+		case err != nil:
+			c.unavailable.Add(1)
+		}
 		if err != nil {
 			return nil, err
 		}
