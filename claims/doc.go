@@ -35,5 +35,6 @@
 // scheduler's candidates), write.go (the write attempts, the answer),
 // errors.go (a claim that placed nothing), move.go (reschedule, move,
 // confirm, revert), lease.go (stored claims, leases and their reaper),
+// shadow.go (a decided claim handed to the active shadows, claims/shadow),
 // telemetry.go (spans and metrics).
 package claims

@@ -1,12 +1,15 @@
 // Package compose builds the components berthd serves over one ledger
 // store: the catalogue of stored scheduling policies, scriptlets and config
 // (claims/catalog), the scheduler's view of the cloud read through the
-// ledger (claims/cloud), the claimer (claims.Claimer) built with both, and
-// the policy enforcer (authz.Enforcer). It is berthd's composition root:
+// ledger (claims/cloud), the runner of shadows (claims/shadow, shared by
+// the catalogue, which loads them, and the claimer, which feeds them), the
+// claimer (claims.Claimer) built with them, and the policy enforcer
+// (authz.Enforcer). It is berthd's composition root:
 // internal/daemon calls Build with what its configuration says and hands
 // the components to httpapi.New; tests that need an API server call Build
 // too. It starts nothing: the caller runs the catalogue
-// (Components.Catalog.Run) when it wants other replicas' changes.
+// (Components.Catalog.Run) when it wants other replicas' changes and the
+// shadows' counts flushed.
 package compose
 
 import (
@@ -17,6 +20,7 @@ import (
 	"github.com/berthd/berth/claims"
 	"github.com/berthd/berth/claims/catalog"
 	"github.com/berthd/berth/claims/cloud"
+	"github.com/berthd/berth/claims/shadow"
 	"github.com/berthd/berth/internal/telemetry/instrument"
 	"github.com/berthd/berth/ledger"
 	"github.com/berthd/berth/scheduler"
@@ -74,11 +78,12 @@ func Build(cfg Config) (*Components, error) {
 			return nil, fmt.Errorf("compose: %w", err)
 		}
 	}
-	c.Catalog = catalog.New(catalog.Options{Store: cfg.Store, Logger: log, Fallback: cfg.SchedulerPolicy})
 	c.Cloud = cloud.New(cfg.Store)
+	shadows := shadow.New(shadow.Options{Store: cfg.Store, Cloud: c.Cloud, Logger: log})
+	c.Catalog = catalog.New(catalog.Options{Store: cfg.Store, Logger: log, Fallback: cfg.SchedulerPolicy, Shadows: shadows})
 	var err error
 	c.Claimer, err = claims.New(claims.Deps{Store: cfg.Store, Policies: c.Catalog, Policy: cfg.SchedulerPolicy,
-		Cloud: c.Cloud, Logger: log}, cfg.Claims)
+		Cloud: c.Cloud, Logger: log, Shadows: shadows}, cfg.Claims)
 	if err != nil {
 		return nil, err
 	}
