@@ -31,7 +31,8 @@
 //     consumer_details.go, allocation.go (the general allocation write:
 //     plan, lock, check, apply), usage.go, reshape.go, overcapacity.go,
 //     placement_keys.go, state.go (reported provider state), and what the
-//     scheduling catalogue stores: policy.go, scriptlet.go, config.go;
+//     scheduling catalogue stores: policy.go, scriptlet.go, config.go,
+//     shadow.go (active shadows and their counts);
 //   - the allocation audit: audit.go (the kinds of finding and their page
 //     queries), audit_fix.go (a finding's fix, re-checked in one
 //     transaction);

@@ -254,18 +254,22 @@ const (
 				failed_steps bigint, failed_memory bigint, failed_deadline bigint, failed_error bigint,
 				dropped bigint, shadow_ns bigint)) d
 		WHERE s.id = d.id`
-	// shadowRefusalsSQL adds refusal counts by message; a message new to a
-	// shadow that already counts ShadowMaxRefusals is counted as
-	// ShadowOtherRefusals.
+	// shadowRefusalsSQL adds refusal counts by message; the messages new
+	// to a shadow past its first ShadowMaxRefusals (the most frequent of a
+	// flush first) are counted as ShadowOtherRefusals.
 	shadowRefusalsSQL = `
 		INSERT INTO scheduling_shadow_refusals (shadow_id, message, count)
 		SELECT shadow_id, message, sum(count) FROM (
-			SELECT r.shadow_id, CASE WHEN EXISTS (SELECT 1 FROM scheduling_shadow_refusals x
-					WHERE x.shadow_id = r.shadow_id AND x.message = r.message)
-				OR (SELECT count(*) FROM scheduling_shadow_refusals x WHERE x.shadow_id = r.shadow_id) < $2
-				THEN r.message ELSE $3 END AS message, r.count
-			FROM jsonb_to_recordset($1::jsonb) AS r(shadow_id bigint, message text, count bigint)
-			JOIN scheduling_shadows s ON s.id = r.shadow_id) m
+			SELECT shadow_id, count, CASE WHEN known OR existing + row_number() OVER (
+					PARTITION BY shadow_id, known ORDER BY count DESC, message) <= $2
+				THEN message ELSE $3 END AS message
+			FROM (SELECT r.shadow_id, r.message, r.count,
+					EXISTS (SELECT 1 FROM scheduling_shadow_refusals x
+						WHERE x.shadow_id = r.shadow_id AND x.message = r.message) AS known,
+					(SELECT count(*) FROM scheduling_shadow_refusals x
+						WHERE x.shadow_id = r.shadow_id AND x.message <> $3) AS existing
+				FROM jsonb_to_recordset($1::jsonb) AS r(shadow_id bigint, message text, count bigint)
+				JOIN scheduling_shadows s ON s.id = r.shadow_id) k) m
 		GROUP BY shadow_id, message
 		ON CONFLICT (shadow_id, message) DO UPDATE SET count = scheduling_shadow_refusals.count + EXCLUDED.count`
 	// shadowDisagreementsSQL appends disagreements of running shadows.
