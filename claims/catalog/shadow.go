@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/berthd/berth/claims/shadow"
 	"github.com/berthd/berth/internal/fault"
@@ -136,10 +137,19 @@ func (s *Catalog) ShadowStop(ctx context.Context, kind, name string) error {
 	return nil
 }
 
+// reportWait bounds how long a report waits for this replica's shadows
+// to judge the claims already queued.
+const reportWait = time.Second
+
 // ShadowReport is what the shadow of kind and name counted since it
-// started, on every replica, with this replica's latest counts flushed
-// first. ErrNotFound when none runs.
+// started, on every replica: this replica's counts are flushed first,
+// once its shadows have judged the claims it already answered (waiting at
+// most reportWait); other replicas' are as of their last flush.
+// ErrNotFound when none runs.
 func (s *Catalog) ShadowReport(ctx context.Context, kind, name string) (ledger.Shadow, error) {
+	wctx, cancel := context.WithTimeout(ctx, reportWait)
+	_ = s.shadows.Idle(wctx) // past the bound, the claims still queued count at the next report
+	cancel()
 	if err := s.shadows.Flush(ctx); err != nil {
 		s.log.LogAttrs(ctx, slog.LevelWarn, "shadow: flush before a report failed", slog.Any("error", err))
 	}
