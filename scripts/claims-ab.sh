@@ -14,7 +14,11 @@
 # Usage:
 #   scripts/claims-ab.sh --a BIN [--b BIN] [--sizes "N" | --sizes "NA NB"] [options]
 # Options:
-#   --a BIN, --b BIN  the two berthd builds (--b defaults to --a: then give two sizes)
+#   --a BIN, --b BIN  the two berthd builds (--b defaults to --a: then give two sizes
+#                     or --setup-b)
+#   --setup-b CMD     run CMD with bash once side B answers, before its warm-up,
+#                     with BERTH_URL set to side B (e.g. to start a shadow:
+#                     scripts/lib/shadow-setup.sh); side A gets no setup
 #   --sizes "NA NB"   providers of side A and of side B (one N: both; default 100000)
 #   --clients C       claim clients per side (default 32)
 #   --duration D      timed claiming per run (default 20s)
@@ -29,7 +33,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
 die() { echo "claims-ab.sh: $*" >&2; exit 1; }
 
-binA="" binB="" sizes=100000 clients=32 duration=20s runs=4 memlimit=450MiB out=""
+binA="" binB="" sizes=100000 clients=32 duration=20s runs=4 memlimit=450MiB out="" setupB=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --a) binA=$2; shift 2 ;;
@@ -40,13 +44,14 @@ while [ $# -gt 0 ]; do
     --runs) runs=$2; shift 2 ;;
     --memlimit) memlimit=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
+    --setup-b) setupB=$2; shift 2 ;;
     *) die "unknown option $1 (see the header of $0)" ;;
   esac
 done
 [ -n "$binA" ] || die "--a BIN is required"
 binA=$(realpath "$binA"); binB=$(realpath "${binB:-$binA}")
 read -r nA nB <<<"$sizes"; nB=${nB:-$nA}
-[ "$binA" != "$binB" ] || [ "$nA" != "$nB" ] || die "the two sides are the same: give --b or two sizes"
+[ "$binA" != "$binB" ] || [ "$nA" != "$nB" ] || [ -n "$setupB" ] || die "the two sides are the same: give --b, two sizes or --setup-b"
 [ -n "$out" ] || out=$(mktemp -d /tmp/berth-ab.XXXXXX)
 mkdir -p "$out"; out=$(realpath "$out")
 
@@ -99,7 +104,7 @@ field() {
   echo "${rate:-?} ${cpu:-?}"
 }
 
-echo "claims-ab.sh: A = $binA at $nA providers, B = $binB at $nB; $clients clients each, $duration, $runs runs; reports in $out"
+echo "claims-ab.sh: A = $binA at $nA providers, B = $binB at $nB${setupB:+ after: $setupB}; $clients clients each, $duration, $runs runs; reports in $out"
 : >"$out/runs.txt"
 for r in $(seq "$runs"); do
   order=(A B); [ $((r % 2)) = 0 ] && order=(B A)
@@ -120,6 +125,9 @@ for r in $(seq "$runs"); do
   for s in "${order[@]}"; do
     "$load" wait --url "${url_of[$s]}" --path "$first_path" --timeout 600s >/dev/null || die "side $s did not answer; see $out/server-$r-$s.log"
   done
+  if [ -n "$setupB" ]; then
+    BERTH_URL=${url_of[B]} bash -c "$setupB" >"$out/setup-$r-B.log" 2>&1 || die "--setup-b failed; see $out/setup-$r-B.log"
+  fi
   waits=()
   for s in "${order[@]}"; do
     n=$nA; [ "$s" = B ] && n=$nB
