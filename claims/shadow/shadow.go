@@ -16,6 +16,9 @@ const (
 	DefaultWorkers  = 1
 	DefaultQueue    = 256
 	DefaultDeadline = 5 * time.Second
+	// DefaultBudget is the share of its time a worker may spend judging
+	// claims (Options.Budget).
+	DefaultBudget = 0.2
 	// DefaultFlush is how often Run adds the counts to the ledger.
 	DefaultFlush = 5 * time.Second
 )
@@ -74,6 +77,13 @@ type Options struct {
 	// included (its scriptlets also have the scriptlet deadline). 0 means
 	// DefaultDeadline.
 	Deadline time.Duration
+	// Budget bounds what shadows cost the claims: the share of wall time
+	// each worker may spend judging (its scriptlets, its ranking, the
+	// cloud view's reads it waits for), averaged over a second or so. A
+	// claim that comes when the budget is spent is not shadowed and is
+	// counted as dropped. 0 means DefaultBudget; 1 or more, no bound but
+	// the workers.
+	Budget float64
 }
 
 // active is what Set installed: the default policy and its shadows.
@@ -116,6 +126,9 @@ func New(o Options) *Runner {
 	if o.Deadline <= 0 {
 		o.Deadline = DefaultDeadline
 	}
+	if o.Budget <= 0 {
+		o.Budget = DefaultBudget
+	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
@@ -154,6 +167,11 @@ func (r *Runner) Submit(j Job) {
 	default:
 	}
 	r.pending.Add(-1)
+	r.drop(a)
+}
+
+// drop counts a claim the shadows of a did not judge.
+func (r *Runner) drop(a *active) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, sh := range a.shadows {
@@ -168,14 +186,20 @@ func (r *Runner) startWorkers() {
 		r.wg.Add(1)
 		go func() {
 			defer r.wg.Done()
+			b := newBudget(r.o.Budget, time.Now())
 			for {
 				select {
 				case <-r.done:
 					return
 				case q := <-r.queue:
-					for _, sh := range q.set.shadows {
-						v := judge(r.o, sh, &q.job)
-						r.record(sh.ID, &q.job, v)
+					if start := time.Now(); b.allow(start) {
+						for _, sh := range q.set.shadows {
+							v := judge(r.o, sh, &q.job)
+							r.record(sh.ID, &q.job, v)
+						}
+						b.spend(time.Since(start))
+					} else {
+						r.drop(q.set)
 					}
 					r.pending.Add(-1)
 				}
@@ -307,3 +331,35 @@ func (r *Runner) Run(ctx context.Context, interval time.Duration) {
 		}
 	}
 }
+
+// budgetBurst is the most time a worker may spend at once after being
+// idle: the budget is refilled at its rate up to this much.
+const budgetBurst = 100 * time.Millisecond
+
+// budget is a worker's allowance of time to judge claims: it grows at
+// rate seconds per second of wall time, up to budgetBurst, and each
+// judging spends what it took. One worker owns it (no lock).
+type budget struct {
+	rate   float64
+	tokens time.Duration
+	last   time.Time
+}
+
+func newBudget(rate float64, now time.Time) *budget {
+	return &budget{rate: rate, tokens: budgetBurst, last: now}
+}
+
+// allow refills the allowance up to now and reports whether any is left.
+// A rate of 1 or more always allows.
+func (b *budget) allow(now time.Time) bool {
+	if b.rate >= 1 {
+		return true
+	}
+	b.tokens = min(budgetBurst, b.tokens+time.Duration(float64(now.Sub(b.last))*b.rate))
+	b.last = now
+	return b.tokens > 0
+}
+
+// spend takes d from the allowance (it may go below zero: the next claims
+// are dropped until it has grown back).
+func (b *budget) spend(d time.Duration) { b.tokens -= d }

@@ -166,3 +166,44 @@ func TestRunnerQueue(t *testing.T) {
 		t.Errorf("disagreement %+v", x)
 	}
 }
+
+// BenchmarkSubmit is what a shadow adds to a claim's path: building the
+// Job and sending it on the queue (the worker is kept off, so the queue
+// fills and the rest are counted as dropped, the costlier path).
+func BenchmarkSubmit(b *testing.B) {
+	def := policy(&testing.T{}, "", scheduler.ScriptletLimits{})
+	r := New(Options{Queue: DefaultQueue})
+	r.Set(def, []Shadow{{ID: 1, Policy: def}})
+	r.start.Do(func() {})
+	j := claim("vm")
+	j.Policy = def
+	b.ReportAllocs()
+	for b.Loop() {
+		r.Submit(*j)
+	}
+}
+
+// TestBudget: a worker judges while its allowance lasts, then drops
+// until wall time has refilled it at the budget's rate.
+func TestBudget(t *testing.T) {
+	t0 := time.Unix(0, 0)
+	b := newBudget(0.2, t0)
+	if !b.allow(t0) {
+		t.Fatal("a fresh budget refused")
+	}
+	b.spend(150 * time.Millisecond) // 50 ms over
+	if b.allow(t0.Add(100 * time.Millisecond)) {
+		t.Error("allowed with 30 ms still owed")
+	}
+	if !b.allow(t0.Add(400 * time.Millisecond)) {
+		t.Error("refused after the debt was refilled")
+	}
+	// Idle for long: at most a burst is saved up.
+	b.allow(t0.Add(time.Hour))
+	if b.tokens != budgetBurst {
+		t.Errorf("after an hour idle: %v", b.tokens)
+	}
+	if !newBudget(1, t0).allow(t0) {
+		t.Error("no bound refused")
+	}
+}

@@ -44,6 +44,9 @@ type Config struct {
 	// Authz decides who may do what; nil means the authz.SetAdmin rules
 	// without overrides (every operation needs the admin role).
 	Authz *authz.Enforcer
+	// ShadowBudget is the share of its time the shadows' worker may spend
+	// judging claims (shadow.Options.Budget); 0 means shadow.DefaultBudget.
+	ShadowBudget float64
 }
 
 // Components are what the API serves.
@@ -79,7 +82,7 @@ func Build(cfg Config) (*Components, error) {
 		}
 	}
 	c.Cloud = cloud.New(cfg.Store)
-	shadows := shadow.New(shadow.Options{Store: cfg.Store, Cloud: c.Cloud, Logger: log})
+	shadows := shadow.New(shadow.Options{Store: cfg.Store, Cloud: c.Cloud, Logger: log, Budget: cfg.ShadowBudget})
 	c.Catalog = catalog.New(catalog.Options{Store: cfg.Store, Logger: log, Fallback: cfg.SchedulerPolicy, Shadows: shadows})
 	var err error
 	c.Claimer, err = claims.New(claims.Deps{Store: cfg.Store, Policies: c.Catalog, Policy: cfg.SchedulerPolicy,
