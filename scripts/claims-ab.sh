@@ -19,6 +19,8 @@
 #   --setup-b CMD     run CMD with bash once side B answers, before its warm-up,
 #                     with BERTH_URL set to side B (e.g. to start a shadow:
 #                     scripts/lib/shadow-setup.sh); side A gets no setup
+#   --after-b CMD     run CMD the same way after each run's timed claims, its
+#                     output kept in after-R-B.log (e.g. the shadow's report)
 #   --sizes "NA NB"   providers of side A and of side B (one N: both; default 100000)
 #   --clients C       claim clients per side (default 32)
 #   --duration D      timed claiming per run (default 20s)
@@ -33,7 +35,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
 die() { echo "claims-ab.sh: $*" >&2; exit 1; }
 
-binA="" binB="" sizes=100000 clients=32 duration=20s runs=4 memlimit=450MiB out="" setupB=""
+binA="" binB="" sizes=100000 clients=32 duration=20s runs=4 memlimit=450MiB out="" setupB="" afterB=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --a) binA=$2; shift 2 ;;
@@ -45,6 +47,7 @@ while [ $# -gt 0 ]; do
     --memlimit) memlimit=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --setup-b) setupB=$2; shift 2 ;;
+    --after-b) afterB=$2; shift 2 ;;
     *) die "unknown option $1 (see the header of $0)" ;;
   esac
 done
@@ -144,6 +147,9 @@ for r in $(seq "$runs"); do
     waits+=($!)
   done
   wait "${waits[@]}"
+  if [ -n "$afterB" ]; then
+    BERTH_URL=${url_of[B]} bash -c "$afterB" >"$out/after-$r-B.log" 2>&1 || echo "claims-ab.sh: --after-b failed; see $out/after-$r-B.log" >&2
+  fi
   line="run $r: A $(field "$out/claims-$r-A.txt") B $(field "$out/claims-$r-B.txt")"
   echo "$line" | tee -a "$out/runs.txt"
   for p in "${side_pid[@]}"; do pid=$p; stop_target; done

@@ -155,7 +155,7 @@ func renderShadow(w io.Writer, r *shadowReport) error {
 	t.Row("failed: memory", fmt.Sprint(f.Memory), pct(f.Memory))
 	t.Row("failed: deadline", fmt.Sprint(f.Deadline), pct(f.Deadline))
 	t.Row("failed: runtime error", fmt.Sprint(f.RuntimeError), pct(f.RuntimeError))
-	t.Row("dropped (queue full)", fmt.Sprint(r.Dropped), "")
+	t.Row("not shadowed (busy)", fmt.Sprint(r.Dropped), "")
 	if err := t.Render(w); err != nil {
 		return err
 	}

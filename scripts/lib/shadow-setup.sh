@@ -3,10 +3,16 @@
 # berthd at $BERTH_URL (claims-ab.sh --setup-b), so that every claim of the
 # default policy is ranked a second time off its path. The scriptlet is a
 # plausible candidate: it refuses one name and otherwise picks, among the
-# ten best ranked, the root whose name sorts first.
+# ten best ranked, the root whose name sorts first. With the argument
+# "report" it prints the shadow's report instead (claims-ab.sh --after-b).
 set -euo pipefail
 : "${BERTH_URL:?}"
 h=(-H 'x-auth-token: admin' -H 'openstack-api-version: placement latest')
+if [ "${1:-}" = report ]; then
+  curl -sf "${h[@]}" "$BERTH_URL/scriptlets/candidate/shadow"
+  echo
+  exit
+fi
 curl -sf -X PUT "${h[@]}" -H 'content-type: text/plain' "$BERTH_URL/scriptlets/candidate" --data-binary @- <<'STAR'
 def instance_placement(request, candidate_members):
     if request.name == "forbidden":
