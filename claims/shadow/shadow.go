@@ -18,7 +18,7 @@ const (
 	DefaultDeadline = 5 * time.Second
 	// DefaultBudget is the share of its time a worker may spend judging
 	// claims (Options.Budget).
-	DefaultBudget = 0.2
+	DefaultBudget = 0.1
 	// DefaultFlush is how often Run adds the counts to the ledger.
 	DefaultFlush = 5 * time.Second
 )
