@@ -14,7 +14,7 @@ import (
 // Defaults of Options.
 const (
 	DefaultWorkers  = 1
-	DefaultQueue    = 256
+	DefaultQueue    = 32
 	DefaultDeadline = 5 * time.Second
 	// DefaultBudget is the share of its time a worker may spend judging
 	// claims (Options.Budget).
@@ -110,6 +110,10 @@ type Runner struct {
 	// wg counts the workers; pending the jobs queued or running.
 	wg      sync.WaitGroup
 	pending atomic.Int64
+	// resumeAt is when a worker's budget will allow judging again (Unix
+	// nanoseconds): until then Submit drops claims at once rather than
+	// queue them (a queued claim holds its candidates in memory).
+	resumeAt atomic.Int64
 
 	mu      sync.Mutex
 	tallies map[int64]*ledger.ShadowDelta
@@ -159,6 +163,10 @@ func (r *Runner) Submit(j Job) {
 	if a == nil || len(a.shadows) == 0 || j.Policy != a.def {
 		return
 	}
+	if time.Now().UnixNano() < r.resumeAt.Load() {
+		r.drop(a)
+		return
+	}
 	r.start.Do(r.startWorkers)
 	r.pending.Add(1)
 	select {
@@ -197,7 +205,9 @@ func (r *Runner) startWorkers() {
 							v := judge(r.o, sh, &q.job)
 							r.record(sh.ID, &q.job, v)
 						}
-						b.spend(time.Since(start))
+						if wait := b.spend(time.Since(start)); wait > 0 {
+							r.resumeAt.Store(time.Now().Add(wait).UnixNano())
+						}
 					} else {
 						r.drop(q.set)
 					}
@@ -361,5 +371,12 @@ func (b *budget) allow(now time.Time) bool {
 }
 
 // spend takes d from the allowance (it may go below zero: the next claims
-// are dropped until it has grown back).
-func (b *budget) spend(d time.Duration) { b.tokens -= d }
+// are dropped until it has grown back) and returns how long that takes,
+// 0 when some is left.
+func (b *budget) spend(d time.Duration) time.Duration {
+	b.tokens -= d
+	if b.tokens > 0 || b.rate >= 1 {
+		return 0
+	}
+	return time.Duration(float64(-b.tokens)/b.rate) + 1
+}

@@ -191,7 +191,9 @@ func TestBudget(t *testing.T) {
 	if !b.allow(t0) {
 		t.Fatal("a fresh budget refused")
 	}
-	b.spend(150 * time.Millisecond) // 50 ms over
+	if wait := b.spend(150 * time.Millisecond); wait < 250*time.Millisecond || wait > 251*time.Millisecond { // 50 ms over at 0.2
+		t.Errorf("wait %v after spending 50 ms over", wait)
+	}
 	if b.allow(t0.Add(100 * time.Millisecond)) {
 		t.Error("allowed with 30 ms still owed")
 	}
