@@ -95,8 +95,8 @@ var importRules = []importRule{
 	{
 		// The Claimer takes them as interfaces (claims.PolicySource,
 		// claims.Cloud); internal/daemon/compose wires them in.
-		rule:   "claims/catalog and claims/cloud serve claims without importing it",
-		from:   []string{mod + "claims/catalog/...", mod + "claims/cloud/..."},
+		rule:   "claims/catalog, claims/cloud and claims/shadow serve claims without importing it",
+		from:   []string{mod + "claims/catalog/...", mod + "claims/cloud/...", mod + "claims/shadow/..."},
 		banned: []string{mod + "claims"},
 	},
 	{

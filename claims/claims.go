@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/berthd/berth/claims/shadow"
 	"github.com/berthd/berth/ledger"
 	"github.com/berthd/berth/quota"
 	"github.com/berthd/berth/scheduler"
@@ -91,6 +92,9 @@ type Deps struct {
 	Limits quota.Source
 	// Logger receives the Claimer's logs; nil means slog.Default().
 	Logger *slog.Logger
+	// Shadows, when set, is handed every claim the default policy ranked
+	// once it is decided (claims/shadow; the catalogue's runner).
+	Shadows *shadow.Runner
 }
 
 // Claimer claims resources for consumers. It is the only writer of claim
@@ -103,6 +107,7 @@ type Claimer struct {
 	policies PolicySource
 	cloud    Cloud
 	limits   quota.Source
+	shadows  *shadow.Runner
 	cfg      Config
 	log      *slog.Logger
 	// refusals are the recent claims that placed nothing (refusals.go).
@@ -155,7 +160,7 @@ func New(d Deps, cfg Config) (*Claimer, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Claimer{store: d.Store, policy: policy, policies: d.Policies, cloud: d.Cloud, limits: d.Limits, cfg: cfg, log: log}, nil
+	return &Claimer{store: d.Store, policy: policy, policies: d.Policies, cloud: d.Cloud, limits: d.Limits, shadows: d.Shadows, cfg: cfg, log: log}, nil
 }
 
 // claim places p: it ranks the candidates and writes the best one's
@@ -175,6 +180,9 @@ func New(d Deps, cfg Config) (*Claimer, error) {
 // and why roots have none. The ledger is then asked only to write, and,
 // for a sample whose every candidate lost to concurrent claims, for a
 // fresh snapshot that has the writes that won.
+//
+// Once decided, a claim that is not a dry run is handed to the active
+// shadows with the selection that decided it (shadow.go).
 func (c *Claimer) claim(ctx context.Context, p Params) (_ *Result, err error) {
 	ctx, tr := startClaim(ctx, p.ConsumerUUID, p.DryRun)
 	defer func() {
@@ -189,7 +197,11 @@ func (c *Claimer) claim(ctx context.Context, p Params) (_ *Result, err error) {
 	if err != nil {
 		return nil, err
 	}
-	s, err := c.selectCandidates(ctx, &p, r, sample)
+	var s *selection
+	if !p.DryRun {
+		defer func() { c.submitShadows(s, err) }()
+	}
+	s, err = c.selectCandidates(ctx, &p, r, sample)
 	if err != nil {
 		return nil, err
 	}

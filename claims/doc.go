@@ -39,5 +39,6 @@
 // confirm, revert), lease.go (stored claims, leases and their reaper),
 // quota.go (the limits a write is checked against, and a dry run's report
 // of the check), refusals.go (the recent claims that placed nothing, in
-// memory, for the operator console), telemetry.go (spans and metrics).
+// memory, for the operator console), shadow.go (a decided claim handed to
+// the active shadows, claims/shadow), telemetry.go (spans and metrics).
 package claims

@@ -30,6 +30,10 @@ type selection struct {
 	policy  *scheduler.Policy
 	// sampled is set when the candidates are a sample of a larger set.
 	sampled bool
+	// req is the request ranked; enriched the provider fields the cloud
+	// view filled in for it (a shadow reads both).
+	req      *scheduler.Request
+	enriched scheduler.Needs
 }
 
 // resolved is what a claim's selections need from its Params beyond the
@@ -209,11 +213,13 @@ func (c *Claimer) selectCandidates(ctx context.Context, p *Params, r *resolved, 
 			}
 		}
 	}
+	s.req = req
 	if c.cloud != nil && len(s.cands) > 0 {
 		needs, provs := policy.NeedsFor(req), s.cands[0].Providers
 		if err := c.cloud.Enrich(ctx, needs, provs); err != nil {
 			return nil, err
 		}
+		s.enriched = needs
 	}
 	s.ranking, s.rankErr = policy.Rank(ctx, req, s.cands)
 	var refused *scheduler.RefusedError

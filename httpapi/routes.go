@@ -5,6 +5,8 @@ import (
 	"slices"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/berthd/berth/ledger"
 )
 
 // route is one row of the route table.
@@ -176,6 +178,9 @@ func (s *Server) schedulingRoutes() []route {
 		{put, "/scheduling_policies/:name", every, "berth:scheduling_policies:update", s.policyPut, acceptAny},
 		{del, "/scheduling_policies/:name", every, "berth:scheduling_policies:delete", s.policyDelete, acceptAny},
 		{get, "/scheduling_policies/:name/balance", every, "berth:scheduling_policies:balance", s.policyBalance, acceptJSON | bounded},
+		{put, "/scheduling_policies/:name/shadow", every, "berth:scheduling_policies:shadow:start", s.shadowStart(ledger.ShadowPolicy), acceptJSON},
+		{get, "/scheduling_policies/:name/shadow", every, "berth:scheduling_policies:shadow:show", s.shadowShow(ledger.ShadowPolicy), acceptJSON},
+		{del, "/scheduling_policies/:name/shadow", every, "berth:scheduling_policies:shadow:stop", s.shadowStop(ledger.ShadowPolicy), acceptAny},
 		{get, "/policy_units", every, "berth:policy_units:list", s.policyUnits, acceptJSON},
 
 		// Stored Starlark scriptlets. GET of one answers its source as
@@ -185,6 +190,9 @@ func (s *Server) schedulingRoutes() []route {
 		{put, "/scriptlets/:name", every, "berth:scriptlets:update", s.scriptletPut, acceptAny},
 		{del, "/scriptlets/:name", every, "berth:scriptlets:delete", s.scriptletDelete, acceptAny},
 		{post, "/scriptlets/:name/test", every, "berth:scriptlets:test", s.scriptletTest, bounded},
+		{put, "/scriptlets/:name/shadow", every, "berth:scriptlets:shadow:start", s.shadowStart(ledger.ShadowScriptlet), acceptJSON},
+		{get, "/scriptlets/:name/shadow", every, "berth:scriptlets:shadow:show", s.shadowShow(ledger.ShadowScriptlet), acceptJSON},
+		{del, "/scriptlets/:name/shadow", every, "berth:scriptlets:shadow:stop", s.shadowStop(ledger.ShadowScriptlet), acceptAny},
 
 		// The allocation audit: findings, and the fix of one.
 		{get, "/audit", every, "berth:audit:read", s.auditList, acceptJSON | bounded},

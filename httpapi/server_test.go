@@ -19,8 +19,9 @@ import (
 // for none; cfg.Authz, if set, is kept), and New serves them with the
 // HTTP settings of cfg.
 func build(cfg Config, store *ledger.Store, sched *scheduler.Policy, log *slog.Logger) (*Server, error) {
+	// The shadows judge every claim, however slow the machine (no budget).
 	c, err := compose.Build(compose.Config{Store: store, Logger: log, SchedulerPolicy: sched, Authz: cfg.Authz,
-		Claims: claims.Config{MaxCandidates: cfg.MaxCandidates}})
+		Claims: claims.Config{MaxCandidates: cfg.MaxCandidates}, ShadowBudget: 1})
 	if err != nil {
 		return nil, err
 	}

@@ -41,7 +41,8 @@
 //     plan, lock, check, apply), usage.go, project_usage.go (usage per
 //     project, paged, for the console), reshape.go, overcapacity.go,
 //     placement_keys.go, state.go (reported provider state), and what the
-//     scheduling catalogue stores: policy.go, scriptlet.go, config.go;
+//     scheduling catalogue stores: policy.go, scriptlet.go, config.go,
+//     shadow.go (active shadows and their counts);
 //   - quotas: quota.go (the check of a write against its projects'
 //     limits, the usage counters), limits.go (the limits Berth keeps);
 //   - the allocation audit: audit.go (the kinds of finding and their page

@@ -23,7 +23,12 @@
 #                     a shell command run against that side once its berthd
 #                     answers, before the warm-up, with $URL its endpoint: to
 #                     compare one build with a feature configured and without
-#                     (e.g. a limit for the load's project: docs/quotas.md)
+#                     (e.g. a limit for the load's project: docs/quotas.md);
+#                     BERTH_URL is set too
+#   --setup-b CMD     the same as --b-setup (e.g. to start a shadow:
+#                     scripts/lib/shadow-setup.sh)
+#   --after-b CMD     run CMD the same way after each run's timed claims, its
+#                     output kept in after-R-B.log (e.g. the shadow's report)
 #   --sizes "NA NB"   providers of side A and of side B (one N: both; default 100000)
 #   --clients C       claim clients per side (default 32)
 #   --duration D      timed claiming per run (default 20s; 0: no claims)
@@ -40,7 +45,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
 die() { echo "claims-ab.sh: $*" >&2; exit 1; }
 
-binA="" binB="" sizes=100000 clients=32 duration=20s runs=4 memlimit=450MiB out="" reads=0 setupA="" setupB=""
+binA="" binB="" sizes=100000 clients=32 duration=20s runs=4 memlimit=450MiB out="" reads=0 setupA="" setupB="" afterB=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --a) binA=$2; shift 2 ;;
@@ -54,6 +59,8 @@ while [ $# -gt 0 ]; do
     --runs) runs=$2; shift 2 ;;
     --memlimit) memlimit=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
+    --setup-b) setupB=$2; shift 2 ;;
+    --after-b) afterB=$2; shift 2 ;;
     *) die "unknown option $1 (see the header of $0)" ;;
   esac
 done
@@ -137,7 +144,7 @@ for r in $(seq "$runs"); do
     "$load" wait --url "${url_of[$s]}" --path "$first_path" --timeout 600s >/dev/null || die "side $s did not answer; see $out/server-$r-$s.log"
     setup=$setupA; [ "$s" = B ] && setup=$setupB
     if [ -n "$setup" ]; then
-      URL=${url_of[$s]} bash -c "$setup" >"$out/setup-$r-$s.log" 2>&1 || die "side $s's setup failed; see $out/setup-$r-$s.log"
+      URL=${url_of[$s]} BERTH_URL=${url_of[$s]} bash -c "$setup" >"$out/setup-$r-$s.log" 2>&1 || die "side $s's setup failed; see $out/setup-$r-$s.log"
     fi
   done
   if [ "$reads" -gt 0 ]; then
@@ -171,6 +178,9 @@ for r in $(seq "$runs"); do
     waits+=($!)
   done
   wait "${waits[@]}"
+  if [ -n "$afterB" ]; then
+    BERTH_URL=${url_of[B]} bash -c "$afterB" >"$out/after-$r-B.log" 2>&1 || echo "claims-ab.sh: --after-b failed; see $out/after-$r-B.log" >&2
+  fi
   line="run $r: A $(field "$out/claims-$r-A.txt") B $(field "$out/claims-$r-B.txt")"
   echo "$line" | tee -a "$out/runs.txt"
   for p in "${side_pid[@]}"; do pid=$p; stop_target; done

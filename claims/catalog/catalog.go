@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/berthd/berth/claims/shadow"
 	"github.com/berthd/berth/internal/fault"
 	"github.com/berthd/berth/ledger"
 	"github.com/berthd/berth/scheduler"
@@ -75,6 +76,9 @@ type Catalog struct {
 	// metrics counts the runs of every scriptlet of every policy built.
 	metrics *scheduler.ScriptletMetrics
 
+	// shadows runs the active shadows (shadow.go).
+	shadows *shadow.Runner
+
 	cur      atomic.Pointer[compiled]
 	reloadMu sync.Mutex
 	// generation counts reloads, for tests and metrics.
@@ -111,6 +115,10 @@ type Options struct {
 	// is the default (berthd's --scheduler-policy file); nil means the
 	// built-in policy.
 	Fallback *scheduler.Policy
+	// Shadows runs the active shadows beside claims; nil means a runner
+	// of its own that sees no cloud view (shadow.New with Store). Run
+	// flushes its counts.
+	Shadows *shadow.Runner
 }
 
 // New returns a Catalog as o says. Call Reload (or Run) before use.
@@ -124,7 +132,10 @@ func New(o Options) *Catalog {
 	if o.Refresh <= 0 {
 		o.Refresh = DefaultRefresh
 	}
-	s := &Catalog{store: o.Store, reg: o.Registry, log: o.Logger, refresh: o.Refresh, fallback: o.Fallback}
+	if o.Shadows == nil {
+		o.Shadows = shadow.New(shadow.Options{Store: o.Store, Logger: o.Logger})
+	}
+	s := &Catalog{store: o.Store, reg: o.Registry, log: o.Logger, refresh: o.Refresh, fallback: o.Fallback, shadows: o.Shadows}
 	s.metrics = &scheduler.ScriptletMetrics{OnFailure: s.logRun}
 	return s
 }
@@ -153,7 +164,9 @@ func (s *Catalog) Generation() int64 { return s.generation.Load() }
 
 // Run keeps s fresh until ctx is done: it reloads on every change
 // notification and every refresh interval. Failed reloads are logged and
-// retried on the next signal; the last good load stays in use.
+// retried on the next signal; the last good load stays in use. It also
+// flushes the shadows' counts (shadow.Runner.Run) and, when ctx is done,
+// stops the shadows' workers.
 func (s *Catalog) Run(ctx context.Context) {
 	kick := make(chan struct{}, 1)
 	signal := func() {
@@ -165,6 +178,8 @@ func (s *Catalog) Run(ctx context.Context) {
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() { defer wg.Done(); s.store.ListenScheduling(ctx, signal) }()
+	wg.Add(1)
+	go func() { defer wg.Done(); s.shadows.Run(ctx, 0) }()
 	defer wg.Wait()
 	tick := time.NewTicker(s.refresh)
 	defer tick.Stop()
@@ -197,6 +212,10 @@ func (s *Catalog) Reload(ctx context.Context) error {
 		return err
 	}
 	pols, err := s.store.SchedulingPolicies(ctx)
+	if err != nil {
+		return err
+	}
+	shadows, err := s.store.Shadows(ctx)
 	if err != nil {
 		return err
 	}
@@ -247,6 +266,7 @@ func (s *Catalog) Reload(ctx context.Context) error {
 		c.policies[p.Name] = built
 	}
 	s.cur.Store(c)
+	s.loadShadows(ctx, c, shadows)
 	s.generation.Add(1)
 	return nil
 }

@@ -37,7 +37,12 @@ var _ scheduler.ScriptletResolver = (*compiled)(nil)
 // buildPolicy builds cfg with the scriptlets and limits of c. A scriptlet
 // the policy names that is not stored is an error.
 func buildPolicy(cfg scheduler.PolicyConfig, c *compiled, reg *scheduler.Registry) (*scheduler.Policy, error) {
-	p, err := scheduler.NewPolicy(cfg, reg, c, c.limits)
+	return buildPolicyWith(cfg, c, reg, c.limits)
+}
+
+// buildPolicyWith is buildPolicy with other scriptlet limits (a shadow's).
+func buildPolicyWith(cfg scheduler.PolicyConfig, c *compiled, reg *scheduler.Registry, limits scheduler.ScriptletLimits) (*scheduler.Policy, error) {
+	p, err := scheduler.NewPolicy(cfg, reg, c, limits)
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,11 @@
 // other replicas' writes (PostgreSQL LISTEN/NOTIFY, and a periodic reload).
 // Claims resolve their policy through it (claims.PolicySource).
 //
+// The active shadows (a scriptlet or policy run beside real claims, see
+// claims/shadow) are catalogue state too: loaded with the rest, built
+// against the same load, handed to the shadow runner.
+//
 // Files: catalog.go (the Catalog: load, resolve, write), compile.go (what
-// storing a scriptlet checks, and building a policy).
+// storing a scriptlet checks, and building a policy), shadow.go (the
+// shadows: build, start, stop, report).
 package catalog

@@ -134,6 +134,9 @@ func options() []option {
 				"older failures are forgotten. Negative: for ever."},
 		{flag: "claim-lease-max", arg: "DURATION", envs: []string{"BERTH_CLAIM_LEASE_MAX"},
 			help: "Longest lease a claim may ask for (lease_seconds); whole seconds."},
+		{flag: "shadow-budget", arg: "F", envs: []string{"BERTH_SHADOW_BUDGET"},
+			help: "Share of its time the worker running shadows (a candidate scriptlet or policy\n" +
+				"beside real claims) may spend; claims past it are not shadowed (0.01 to 1)."},
 		{flag: "claim-lease-interval", arg: "DURATION", envs: []string{"BERTH_CLAIM_LEASE_INTERVAL"},
 			help: "How often this berthd looks for claim leases that ran out and releases them\n" +
 				"(one berthd at a time does, under a PostgreSQL advisory lock). Negative: never\n" +
@@ -264,6 +267,7 @@ func newFlagSet(cfg *daemon.Config) *flag.FlagSet {
 	fs.IntVar(&cfg.ClaimSubsetSize, "claim-subset-size", cfg.ClaimSubsetSize, "")
 	fs.DurationVar(&cfg.ClaimFailureTTL, "claim-failure-ttl", cfg.ClaimFailureTTL, "")
 	fs.DurationVar(&cfg.ClaimLeaseMax, "claim-lease-max", cfg.ClaimLeaseMax, "")
+	fs.Float64Var(&cfg.ShadowBudget, "shadow-budget", cfg.ShadowBudget, "")
 	fs.DurationVar(&cfg.ClaimLeaseInterval, "claim-lease-interval", cfg.ClaimLeaseInterval, "")
 	fs.DurationVar(&cfg.AuditMigrationAge, "audit-migration-age", cfg.AuditMigrationAge, "")
 	fs.DurationVar(&cfg.AuditStateAge, "audit-state-age", cfg.AuditStateAge, "")

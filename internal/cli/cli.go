@@ -146,7 +146,9 @@ func commands() []*command {
 	cs = append(cs, providerExtraCommands()...)
 	cs = append(cs, claimCommands()...)
 	cs = append(cs, scriptletCommands()...)
+	cs = append(cs, shadowCommands("scriptlet")...)
 	cs = append(cs, policyCommands()...)
+	cs = append(cs, shadowCommands("policy")...)
 	cs = append(cs, configCommands()...)
 	cs = append(cs, limitsCommands()...)
 	cs = append(cs, auditCommand())
@@ -333,6 +335,13 @@ func (c exitCode) Error() string { return fmt.Sprintf("exit status %d", int(c)) 
 
 // findCommand matches the longest command name at the start of args.
 func findCommand(cs []*command, args []string) (*command, []string) {
+	if len(args) >= 3 {
+		for _, c := range cs {
+			if c.name == args[0]+" "+args[1]+" "+args[2] {
+				return c, args[3:]
+			}
+		}
+	}
 	if len(args) >= 2 {
 		for _, c := range cs {
 			if c.name == args[0]+" "+args[1] {

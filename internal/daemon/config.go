@@ -14,6 +14,7 @@ import (
 
 	"github.com/berthd/berth/authz"
 	"github.com/berthd/berth/claims"
+	"github.com/berthd/berth/claims/shadow"
 	"github.com/berthd/berth/httpapi"
 	"github.com/berthd/berth/internal/telemetry"
 	"github.com/berthd/berth/internal/telemetry/instrument"
@@ -106,6 +107,10 @@ type Config struct {
 	// ClaimLeaseMax is the longest lease a claim may ask for
 	// (claims.Config.LeaseMax). Default claims.DefaultLeaseMax (24h).
 	ClaimLeaseMax time.Duration
+	// ShadowBudget is the share of its time the shadows' worker may spend
+	// judging claims (shadow.Options.Budget), 0.01 to 1 (no bound).
+	// Default shadow.DefaultBudget.
+	ShadowBudget float64
 	// ClaimLeaseInterval is how often this berthd's lease reaper looks for
 	// claim leases that ran out (one berthd at a time releases them; see
 	// claims.Claimer.RunLeaseReaper). A provisional claim holds its
@@ -267,6 +272,7 @@ func Default() Config {
 		ProviderWriters:    ledger.DefaultProviderWriters,
 		ClaimFailureTTL:    ledger.DefaultClaimFailureTTL,
 		ClaimLeaseMax:      claims.DefaultLeaseMax,
+		ShadowBudget:       shadow.DefaultBudget,
 		SnapshotRefresh:    ledger.DefaultSnapshotRefresh,
 		ChangeLogRetention: ledger.DefaultChangeLogRetention,
 		DBMaxConns:         DefaultDBMaxConns,
@@ -406,6 +412,9 @@ func (c Config) Validate() error {
 	}
 	if c.ClaimFailureTTL == 0 {
 		errs = append(errs, fmt.Errorf("claim failure ttl: want a positive duration, or negative to remember for ever"))
+	}
+	if c.ShadowBudget < 0.01 || c.ShadowBudget > 1 {
+		errs = append(errs, fmt.Errorf("shadow budget %v: want 0.01 to 1", c.ShadowBudget))
 	}
 	if c.ClaimLeaseMax < time.Second || c.ClaimLeaseMax%time.Second != 0 {
 		errs = append(errs, fmt.Errorf("claim lease max %v: want whole seconds, at least 1s", c.ClaimLeaseMax))

@@ -68,6 +68,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err erro
 		Logger: log,
 		Claims: claims.Config{MaxAttempts: cfg.ClaimMaxAttempts, MaxCandidates: cfg.MaxCandidates,
 			ClaimCandidates: cfg.ClaimCandidates, SubsetSize: cfg.ClaimSubsetSize, LeaseMax: cfg.ClaimLeaseMax},
+		ShadowBudget: cfg.ShadowBudget,
 	}
 	if parts.SchedulerPolicy, err = cfg.LoadSchedulerPolicy(log); err != nil {
 		return nil, err

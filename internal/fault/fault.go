@@ -190,4 +190,13 @@ const (
 	CodeAuditFindingGone = "berth.audit.finding_gone"
 	// CodeAuditNotFixable: the fix of a finding that is reported only.
 	CodeAuditNotFixable = "berth.audit.not_fixable"
+	// CodeShadowNotFound: a shadow of a scriptlet or scheduling policy
+	// that does not exist, or the report or stop of a shadow not running.
+	CodeShadowNotFound = "berth.shadow.not_found"
+	// CodeShadowInvalid: a shadow that cannot run: its scriptlet does not
+	// compile or defines no instance_placement, its policy does not
+	// build, or it is the default policy it would be compared with.
+	CodeShadowInvalid = "berth.shadow.invalid"
+	// CodeShadowRunning: a second start of a shadow already running.
+	CodeShadowRunning = "berth.shadow.running"
 )

@@ -2,12 +2,15 @@
 // store: the catalogue of stored scheduling policies, scriptlets and config
 // (claims/catalog), the scheduler's view of the cloud read through the
 // ledger (claims/cloud), the projects' limits (quota.Source: Berth's own
-// unless given Keystone's), the claimer (claims.Claimer) built with them,
-// and the policy enforcer (authz.Enforcer). It is berthd's composition root:
+// unless given Keystone's), the runner of shadows (claims/shadow, shared by
+// the catalogue, which loads them, and the claimer, which feeds them), the
+// claimer (claims.Claimer) built with them, and the policy enforcer
+// (authz.Enforcer). It is berthd's composition root:
 // internal/daemon calls Build with what its configuration says and hands
 // the components to httpapi.New; tests that need an API server call Build
 // too. It starts nothing: the caller runs the catalogue
-// (Components.Catalog.Run) when it wants other replicas' changes.
+// (Components.Catalog.Run) when it wants other replicas' changes and the
+// shadows' counts flushed.
 package compose
 
 import (
@@ -18,6 +21,7 @@ import (
 	"github.com/berthd/berth/claims"
 	"github.com/berthd/berth/claims/catalog"
 	"github.com/berthd/berth/claims/cloud"
+	"github.com/berthd/berth/claims/shadow"
 	"github.com/berthd/berth/internal/telemetry/instrument"
 	"github.com/berthd/berth/ledger"
 	"github.com/berthd/berth/quota"
@@ -46,6 +50,9 @@ type Config struct {
 	// (docs/quotas.md); nil means the limits Berth keeps in Store
 	// (quota.Stored).
 	Limits quota.Source
+	// ShadowBudget is the share of its time the shadows' worker may spend
+	// judging claims (shadow.Options.Budget); 0 means shadow.DefaultBudget.
+	ShadowBudget float64
 }
 
 // Components are what the API serves.
@@ -84,11 +91,12 @@ func Build(cfg Config) (*Components, error) {
 			return nil, fmt.Errorf("compose: %w", err)
 		}
 	}
-	c.Catalog = catalog.New(catalog.Options{Store: cfg.Store, Logger: log, Fallback: cfg.SchedulerPolicy})
 	c.Cloud = cloud.New(cfg.Store)
+	shadows := shadow.New(shadow.Options{Store: cfg.Store, Cloud: c.Cloud, Logger: log, Budget: cfg.ShadowBudget})
+	c.Catalog = catalog.New(catalog.Options{Store: cfg.Store, Logger: log, Fallback: cfg.SchedulerPolicy, Shadows: shadows})
 	var err error
 	c.Claimer, err = claims.New(claims.Deps{Store: cfg.Store, Policies: c.Catalog, Policy: cfg.SchedulerPolicy,
-		Cloud: c.Cloud, Limits: c.Limits, Logger: log}, cfg.Claims)
+		Cloud: c.Cloud, Limits: c.Limits, Logger: log, Shadows: shadows}, cfg.Claims)
 	if err != nil {
 		return nil, err
 	}
