@@ -109,7 +109,7 @@ var importRules = []importRule{
 		// Claims and the API ask a quota.Source for the limits; the
 		// ledger checks them.
 		rule:   "imports go one way: quota never imports claims, httpapi or internal/daemon",
-		from:   []string{mod + "quota/..."},
+		from:   []string{mod + "claims/quota/..."},
 		banned: []string{mod + "claims/...", mod + "httpapi/...", mod + "internal/daemon/..."},
 		tests:  true,
 	},

@@ -8,9 +8,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/berthd/berth/claims/quota"
 	"github.com/berthd/berth/claims/shadow"
 	"github.com/berthd/berth/ledger"
-	"github.com/berthd/berth/quota"
 	"github.com/berthd/berth/scheduler"
 )
 

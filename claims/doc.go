@@ -24,10 +24,11 @@
 //
 // The Claimer is built by New with its dependencies (Deps): the ledger,
 // the catalogue of stored policies (claims/catalog, through PolicySource),
-// the scheduler's view of the cloud (claims/cloud, through Cloud) and the
-// projects' limits (quota.Source: every write is checked against them by
-// the ledger, in its own transaction, docs/quotas.md);
-// internal/daemon/compose wires them.
+// the scheduler's view of the cloud (claims/cloud, through Cloud), the
+// projects' limits (claims/quota, quota.Source: every write is checked
+// against them by the ledger, in its own transaction, docs/quotas.md) and
+// the runner of shadows (claims/shadow); internal/daemon/compose wires
+// them.
 //
 // The files follow a claim's path: idempotent.go (Claim, Reschedule and
 // Move, the entry points, which make each safe to retry after an unknown

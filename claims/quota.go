@@ -3,9 +3,9 @@ package claims
 import (
 	"context"
 
+	"github.com/berthd/berth/claims/quota"
 	"github.com/berthd/berth/ledger"
 	"github.com/berthd/berth/ledger/engine"
-	"github.com/berthd/berth/quota"
 )
 
 // Quotas (docs/quotas.md): every claim's write is checked against its

@@ -6,9 +6,9 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/berthd/berth/claims"
+	"github.com/berthd/berth/claims/quota"
 	"github.com/berthd/berth/internal/fault"
 	"github.com/berthd/berth/ledger"
-	"github.com/berthd/berth/quota"
 )
 
 // limitedClaimer is a claimer whose claims are held to the limits f's

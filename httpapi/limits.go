@@ -5,9 +5,9 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/berthd/berth/claims/quota"
 	"github.com/berthd/berth/internal/jsonschema"
 	"github.com/berthd/berth/ledger"
-	"github.com/berthd/berth/quota"
 )
 
 // Limits (Berth's extension, docs/quotas.md): what each project may hold

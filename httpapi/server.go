@@ -18,11 +18,11 @@ import (
 	"github.com/berthd/berth/claims"
 	"github.com/berthd/berth/claims/catalog"
 	"github.com/berthd/berth/claims/cloud"
+	"github.com/berthd/berth/claims/quota"
 	"github.com/berthd/berth/internal/jsonschema"
 	"github.com/berthd/berth/internal/telemetry/instrument"
 	"github.com/berthd/berth/ledger"
 	"github.com/berthd/berth/ledger/engine"
-	"github.com/berthd/berth/quota"
 )
 
 // Config configures the API server: the HTTP settings, and the

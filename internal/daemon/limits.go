@@ -7,8 +7,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/berthd/berth/claims/quota"
 	"github.com/berthd/berth/internal/keystone"
-	"github.com/berthd/berth/quota"
 )
 
 // LimitsConfig says where the projects' limits come from and where they

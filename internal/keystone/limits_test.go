@@ -12,11 +12,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berthd/berth/claims/quota"
 	"github.com/berthd/berth/internal/fault"
 	"github.com/berthd/berth/internal/keystone"
 	"github.com/berthd/berth/internal/testing/keystonetest"
 	"github.com/berthd/berth/ledger"
-	"github.com/berthd/berth/quota"
 )
 
 // serviceSeq names each test's limits service apart: the Keystone (and

@@ -21,10 +21,10 @@ import (
 	"github.com/berthd/berth/claims"
 	"github.com/berthd/berth/claims/catalog"
 	"github.com/berthd/berth/claims/cloud"
+	"github.com/berthd/berth/claims/quota"
 	"github.com/berthd/berth/claims/shadow"
 	"github.com/berthd/berth/internal/telemetry/instrument"
 	"github.com/berthd/berth/ledger"
-	"github.com/berthd/berth/quota"
 	"github.com/berthd/berth/scheduler"
 )
 
