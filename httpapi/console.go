@@ -195,6 +195,7 @@ func (k *console) logout(c echo.Context) error {
 // invalid UTF-8) into visible escapes first.
 var consoleFuncs = template.FuncMap{
 	"shown": shown,
+	"sum64": func(a, b int64) int64 { return a + b },
 	"pct": func(f float64) string {
 		return strconv.FormatFloat(100*f, 'f', 1, 64) + "%"
 	},

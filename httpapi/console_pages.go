@@ -3,6 +3,7 @@ package httpapi
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/berthd/berth/authz"
 	"github.com/berthd/berth/claims"
+	"github.com/berthd/berth/claims/quota"
 	"github.com/berthd/berth/internal/uuid"
 	"github.com/berthd/berth/ledger"
 	"github.com/berthd/berth/ledger/engine"
@@ -399,10 +401,15 @@ func (k *console) policiesPage(c echo.Context, status int, test map[string]any) 
 	if err != nil {
 		return err
 	}
+	// The shadows' counts as the replicas last flushed them (every few
+	// seconds); GET .../shadow flushes this replica's first.
+	shadows, err := k.s.store.Shadows(ctx)
+	if err != nil {
+		return err
+	}
 	return k.render(c, status, "policies", "Policies and scriptlets", map[string]any{
 		"Policies": ps, "Scriptlets": scs, "Test": test, "Example": scriptletTestExample,
-		// Shadow statistics come with the shadows (issue 32): not yet.
-		"Shadows": nil,
+		"Shadows": shadows,
 	})
 }
 
@@ -442,8 +449,10 @@ func (k *console) runScriptletTest(c echo.Context, name, body string) (*claims.E
 	return k.s.claims.Explain(ctx, p)
 }
 
-// projects: usage per project, page by page. Quotas (issue 30, GET
-// /limits) have not landed: the limits column is a named place for them.
+// projects: usage per project, page by page, with each project's
+// effective limits (GET /limits/{project_id}'s): its own, else the
+// registered ones. A project whose limits cannot be read (Keystone out
+// and never read) says so in its row.
 func (k *console) projects(c echo.Context, _ authz.Credentials) error {
 	_, limit, err := pageParams(c, consoleRows, consoleMaxRows)
 	if err != nil {
@@ -458,11 +467,37 @@ func (k *console) projects(c echo.Context, _ authz.Credentials) error {
 	if len(list) == limit {
 		next = list[len(list)-1].ProjectID
 	}
+	limits := make(map[string][]consoleLimit, len(list))
+	unread := map[string]string{}
+	for _, p := range list {
+		own, registered, err := k.s.limits.Limits(c.Request().Context(), p.ProjectID)
+		if err != nil {
+			unread[p.ProjectID] = toError(c, err).Msg
+			continue
+		}
+		eff := quota.Effective(own, registered)
+		for _, r := range slices.Sorted(maps.Keys(eff)) {
+			used := p.Usages[r]
+			if r == ledger.ResourceConsumers {
+				used = p.ConsumerCount
+			}
+			_, isOwn := own[r]
+			limits[p.ProjectID] = append(limits[p.ProjectID], consoleLimit{Resource: r, Used: used, Limit: eff[r], Default: !isOwn})
+		}
+	}
 	return k.render(c, http.StatusOK, "projects", "Projects", map[string]any{
 		"Projects": list, "After": after, "Next": next, "Limit": limit,
-		// Limits come with quotas (issue 30): not yet.
-		"Limits": nil,
+		"Limits": limits, "Unread": unread,
 	})
+}
+
+// consoleLimit is one limit of a project as the projects page shows it.
+type consoleLimit struct {
+	Resource    string
+	Used, Limit int64
+	// Default is set for a registered limit (the project has none of its
+	// own for the resource).
+	Default bool
 }
 
 // audit: one page of the allocation audit's findings.

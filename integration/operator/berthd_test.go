@@ -91,6 +91,10 @@ func seed(t *testing.T, url string) {
 	put(t, url, "/scriptlets/prefer_avx2", "def instance_placement(request, candidate_members):\n    log_info(\"candidates:\", len(candidate_members))\n    return None\n", 201)
 	call(t, url, "POST", "/scheduling_policies", map[string]any{"name": "spread", "description": "spread <by> free RAM",
 		"weighers": []any{map[string]any{"name": "spread", "factor": 2, "params": map[string]any{"class": "MEMORY_MB"}}}}, 201)
+	// A limit for ops and a shadow of spread, for the projects and
+	// policies pages.
+	call(t, url, "PUT", "/limits/ops", map[string]any{"limits": map[string]int{"VCPU": 40}}, 200)
+	call(t, url, "PUT", "/scheduling_policies/spread/shadow", nil, 201)
 	// The lease runs out: the reaper releases it.
 	deadline := time.Now().Add(30 * time.Second)
 	for {

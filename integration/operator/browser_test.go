@@ -37,7 +37,8 @@ var consolePages = []struct {
 	{"/ui/fragmentation", "#fragments", "compute-2", "fragmentation"},
 	{"/ui/refusals", "main", "lacked VCPU 4096", "refusals"},
 	{"/ui/policies", "#policies", "spread <by> free RAM", "policies"},
-	{"/ui/projects", "#projects", "ops", "projects"},
+	{"/ui/projects", "#projects", "/40", "projects"},
+	{"/ui/policies", "#shadows", "spread", "policies-shadows"},
 	{"/ui/audit", "#findings", "", "audit"},
 }
 
