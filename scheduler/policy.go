@@ -90,13 +90,15 @@ const (
 
 // What a claim does when its scriptlet fails (ScriptletLimits.OnError).
 const (
-	// OnErrorIgnore (the default) ranks the claim as if the failing
-	// scriptlet were not there: instance_placement leaves the policy's
-	// ranking as it is, a starlark: filter keeps the candidate its call
-	// failed on, a starlark: weigher contributes nothing to the claim.
-	OnErrorIgnore = "ignore"
-	// OnErrorRefuse refuses the claim, as an explicit refusal does.
+	// OnErrorRefuse (the default, as LXD does) refuses the claim, as an
+	// explicit refusal does.
 	OnErrorRefuse = "refuse"
+	// OnErrorIgnore ranks the claim as if the failing scriptlet were
+	// not there: instance_placement leaves the policy's ranking as it
+	// is, a starlark: filter keeps the candidate its call failed on, a
+	// starlark: weigher contributes nothing to the claim. An operator's
+	// choice: a broken policy then stops applying, logged and counted.
+	OnErrorIgnore = "ignore"
 )
 
 // ScriptletLimits bound the Starlark of one Rank.
@@ -124,7 +126,7 @@ type ScriptletLimits struct {
 	MaxLogLines int
 	MaxLogBytes int
 	// OnError is what a claim does when a scriptlet fails (a runtime
-	// error or a limit): OnErrorIgnore ("" means it) or OnErrorRefuse.
+	// error or a limit): OnErrorRefuse ("" means it) or OnErrorIgnore.
 	OnError string
 	// Metrics, when set, counts scriptlet runs (shared by every policy
 	// built with it).
@@ -148,7 +150,7 @@ func (l ScriptletLimits) withDefaults() ScriptletLimits {
 		l.MaxLogBytes = DefaultScriptletMaxLogBytes
 	}
 	if l.OnError == "" {
-		l.OnError = OnErrorIgnore
+		l.OnError = OnErrorRefuse
 	}
 	return l
 }
@@ -433,7 +435,7 @@ func (p *Policy) Rank(ctx context.Context, req *Request, cands []*Candidate) (_ 
 	ctx, span := startRank(ctx, len(cands))
 	defer func() { endRank(span, r, err) }()
 
-	run := &scriptRun{policy: p, ranking: r, limits: p.limits}
+	run := &scriptRun{policy: p, ranking: r, limits: p.limits, req: req, cands: cands}
 	req.prepared[scriptRunKey{}] = run
 	placement, err := p.placementScriptlet(r)
 	if err != nil {

@@ -126,6 +126,20 @@ func (d *View) GroupMembers(ctx context.Context, key, value string) (map[string]
 	return d.store.GroupMembers(ctx, key, value)
 }
 
+// States implements scheduler.CloudData: the last report of each of the
+// providers named that has one, in one query.
+func (d *View) States(ctx context.Context, uuids []string) (map[string]*scheduler.ProviderState, error) {
+	states, err := d.store.ProviderStates(ctx, uuids)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]*scheduler.ProviderState, len(states))
+	for u, st := range states {
+		out[u] = stateOf(st)
+	}
+	return out, nil
+}
+
 // ConsumerKeys returns the keys a consumer kept from sticky provider
 // keys (each Sticky).
 func (d *View) ConsumerKeys(ctx context.Context, consumerUUID string) ([]scheduler.PlacementKey, error) {
