@@ -30,7 +30,8 @@
 //     resourceclass.go, trait.go, aggregate.go, consumer.go,
 //     consumer_details.go, allocation.go (the general allocation write:
 //     plan, lock, check, apply), usage.go, reshape.go, overcapacity.go,
-//     placement_keys.go, state.go (reported provider state), and what the
+//     placement_keys.go, state.go (reported provider state),
+//     evacuation.go (evacuated root providers, which claims avoid), and what the
 //     scheduling catalogue stores: policy.go, scriptlet.go, config.go;
 //   - a claim's write, in the order it goes: claim_write.go (ClaimWrite, and
 //     the one-round-trip write of a new consumer's allocations), then

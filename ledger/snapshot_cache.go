@@ -173,10 +173,11 @@ func (c *snapshotCache) reload(ctx context.Context, full bool, seen uint64) (*en
 // ids, or NULL for every provider.
 const (
 	sqlSnapProviders = `
-		SELECT id, uuid::text, name, generation, COALESCE(parent_provider_id, 0),
-		       root_provider_id, created_at, updated_at
-		FROM resource_providers
-		WHERE $1::bigint[] IS NULL OR id = ANY($1)`
+		SELECT rp.id, rp.uuid::text, rp.name, rp.generation, COALESCE(rp.parent_provider_id, 0),
+		       rp.root_provider_id, rp.created_at, rp.updated_at, ev.resource_provider_id IS NOT NULL
+		FROM resource_providers rp
+		LEFT JOIN provider_evacuations ev ON ev.resource_provider_id = rp.id
+		WHERE $1::bigint[] IS NULL OR rp.id = ANY($1)`
 	sqlSnapInventories = `
 		SELECT i.resource_provider_id, i.resource_class_id, rc.name, i.total, i.reserved,
 		       i.min_unit, i.max_unit, i.step_size, i.allocation_ratio, COALESCE(u.used, 0)
@@ -367,7 +368,7 @@ func readProviders(br pgx.BatchResults, n nameSink) (map[int64]*engine.ProviderR
 	rows, _ := br.Query()
 	for rows.Next() {
 		p := &engine.ProviderRecord{}
-		if err := rows.Scan(&p.ID, &p.UUID, &p.Name, &p.Generation, &p.ParentID, &p.RootID, &p.CreatedAt, &p.UpdatedAt); err != nil {
+		if err := rows.Scan(&p.ID, &p.UUID, &p.Name, &p.Generation, &p.ParentID, &p.RootID, &p.CreatedAt, &p.UpdatedAt, &p.Evacuated); err != nil {
 			return nil, err
 		}
 		provs[p.ID] = p

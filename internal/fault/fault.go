@@ -150,4 +150,9 @@ const (
 	// CodeIdentityUnavailable: Keystone could not be asked who the
 	// caller is.
 	CodeIdentityUnavailable = "berth.identity_unavailable"
+	// CodeNotRootProvider: an operation on a whole host (evacuate) named
+	// a provider that is not the root of its tree.
+	CodeNotRootProvider = "berth.not_root_provider"
+	// CodeNotEvacuated: a restore of a provider that is not evacuated.
+	CodeNotEvacuated = "berth.not_evacuated"
 )

@@ -89,6 +89,9 @@ type ProviderRecord struct {
 	Inventories []InventoryRecord // sorted by class id
 	Traits      []int32           // sorted trait ids
 	Aggregates  []int32           // sorted aggregate ids
+	// Evacuated is set on a root provider an operator evacuated: claims
+	// (CandidatesParams.AvoidEvacuated) do not place on its tree.
+	Evacuated bool
 }
 
 // NewRecord returns a copy of p, with a copy of its inventories. A few
@@ -195,7 +198,7 @@ func (p *ProviderRecord) inAnyAgg(aggs []int32) bool {
 // from p stay valid for q.
 func (p *ProviderRecord) sameShape(q *ProviderRecord) bool {
 	if p.ID != q.ID || p.UUID != q.UUID || p.Name != q.Name || p.ParentID != q.ParentID ||
-		p.RootID != q.RootID || len(p.Inventories) != len(q.Inventories) ||
+		p.RootID != q.RootID || p.Evacuated != q.Evacuated || len(p.Inventories) != len(q.Inventories) ||
 		!slices.Equal(p.Traits, q.Traits) || !slices.Equal(p.Aggregates, q.Aggregates) {
 		return false
 	}
@@ -340,6 +343,10 @@ type snapIndex struct {
 	byTrait  map[int32][]int32
 	byAgg    map[int32][]int32
 	sharing  []bool // has MISC_SHARES_VIA_AGGREGATE
+	// evacuated is ProviderRecord.Evacuated by index; hasEvacuated: some
+	// provider is.
+	evacuated    []bool
+	hasEvacuated bool
 	anchors  lists  // for a sharing provider: roots of the trees it shares with, ascending
 	sharedTo lists  // for a root: sharing providers of other trees it may use, ascending
 	hasTrees bool
@@ -396,6 +403,12 @@ func buildIndex(provs []*ProviderRecord, n *Names) *snapIndex {
 		}
 		ix.sharing[i] = hasSharingTrait && p.hasTrait(sharingTrait)
 		ix.hasSharing = ix.hasSharing || ix.sharing[i]
+		if p.Evacuated {
+			if ix.evacuated == nil {
+				ix.evacuated = make([]bool, len(provs))
+			}
+			ix.evacuated[i], ix.hasEvacuated = true, true
+		}
 	}
 	members := make([]listEntry, len(provs))
 	for i := range provs {

@@ -108,14 +108,15 @@ func ReadBerth(ctx context.Context, databaseURL string) (d *Dump, notExported st
 			return nil, "", fail(s.what, err)
 		}
 	}
-	var policies, scriptlets, config, states, pkeys, ckeys, failures, moves, described int64
+	var policies, scriptlets, config, states, pkeys, ckeys, failures, moves, described, evacuated int64
 	err = tx.QueryRow(ctx, `SELECT
 		(SELECT count(*) FROM scheduling_policies), (SELECT count(*) FROM scriptlets),
 		(SELECT count(*) FROM config), (SELECT count(*) FROM provider_state),
 		(SELECT count(*) FROM provider_placement_keys), (SELECT count(*) FROM consumer_placement_keys),
 		(SELECT count(*) FROM claim_failures), (SELECT count(*) FROM claim_moves),
-		(SELECT count(*) FROM consumers WHERE name IS NOT NULL OR properties IS NOT NULL)`).
-		Scan(&policies, &scriptlets, &config, &states, &pkeys, &ckeys, &failures, &moves, &described)
+		(SELECT count(*) FROM consumers WHERE name IS NOT NULL OR properties IS NOT NULL),
+		(SELECT count(*) FROM provider_evacuations)`).
+		Scan(&policies, &scriptlets, &config, &states, &pkeys, &ckeys, &failures, &moves, &described, &evacuated)
 	if err != nil {
 		return nil, "", fail("Berth-only state", err)
 	}
@@ -128,6 +129,7 @@ func ReadBerth(ctx context.Context, databaseURL string) (d *Dump, notExported st
 		{states, "agent reports (provider state)"}, {pkeys, "provider placement keys"},
 		{ckeys, "consumer placement keys"}, {failures, "claim failures (reschedule history)"},
 		{moves, "moves in progress (claim history)"}, {described, "consumers' names and properties"},
+		{evacuated, "evacuated providers"},
 	} {
 		if x.n > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", x.n, x.what))
