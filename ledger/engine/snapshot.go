@@ -331,25 +331,25 @@ type Snapshot struct {
 // names, which classes, traits and aggregates each has). It is rebuilt when
 // that shape changes and shared between snapshots otherwise.
 type snapIndex struct {
-	byID     map[int64]int32
-	byUUID   stringIndex
-	byName   stringIndex
-	parent   []int32 // -1 for a root
-	root     []int32
-	depth    []int32 // 0 for a root
-	members  lists   // for a root index: every provider of its tree, root first
-	roots    []int32 // every root, ascending
-	byClass  map[int32][]int32
-	byTrait  map[int32][]int32
-	byAgg    map[int32][]int32
-	sharing  []bool // has MISC_SHARES_VIA_AGGREGATE
+	byID    map[int64]int32
+	byUUID  stringIndex
+	byName  stringIndex
+	parent  []int32 // -1 for a root
+	root    []int32
+	depth   []int32 // 0 for a root
+	members lists   // for a root index: every provider of its tree, root first
+	roots   []int32 // every root, ascending
+	byClass map[int32][]int32
+	byTrait map[int32][]int32
+	byAgg   map[int32][]int32
+	sharing []bool // has MISC_SHARES_VIA_AGGREGATE
 	// evacuated is ProviderRecord.Evacuated by index; hasEvacuated: some
 	// provider is.
 	evacuated    []bool
 	hasEvacuated bool
-	anchors  lists  // for a sharing provider: roots of the trees it shares with, ascending
-	sharedTo lists  // for a root: sharing providers of other trees it may use, ascending
-	hasTrees bool
+	anchors      lists // for a sharing provider: roots of the trees it shares with, ascending
+	sharedTo     lists // for a root: sharing providers of other trees it may use, ascending
+	hasTrees     bool
 	// hasSharing: some provider has MISC_SHARES_VIA_AGGREGATE.
 	hasSharing bool
 	// flat is set when every provider is the root of its own tree and none
