@@ -16,7 +16,10 @@
 // provider a consumer failed on), and moves consumers the way Nova
 // migrates: the source allocations go to a migration consumer, the
 // destination is claimed for the instance, and the move is later
-// confirmed or reverted. It is the only writer of claim transactions.
+// confirmed or reverted, and evacuates hosts: a root provider marked
+// evacuated (claims avoid it) has every consumer moved away, several at
+// once, each move with reason evacuation. It is the only writer of claim
+// transactions.
 //
 // The Claimer is built by New with its dependencies (Deps): the ledger,
 // the catalogue of stored policies (claims/catalog, through PolicySource)
@@ -30,5 +33,6 @@
 // candidates, the ranking), convert.go (the engine's answer as the
 // scheduler's candidates), write.go (the write attempts, the answer),
 // errors.go (a claim that placed nothing), move.go (reschedule, move,
-// confirm, revert), telemetry.go (spans and metrics).
+// confirm, revert), evacuate.go (evacuate a host, restore it),
+// telemetry.go (spans and metrics).
 package claims

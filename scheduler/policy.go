@@ -554,7 +554,10 @@ func (p *Policy) Rank(ctx context.Context, req *Request, cands []*Candidate) (_ 
 	}
 	r.Ranked = sortScored(scored)
 
-	if placement != nil {
+	// With no candidate left there is nothing to place: the answer is
+	// "no valid host", not whatever a scriptlet written for a list of
+	// members does with an empty one.
+	if placement != nil && len(r.Ranked) > 0 {
 		start := time.Now()
 		err := run.placement(placement, req)
 		stageSpan(ctx, "scriptlet", r.Scriptlet, start, attribute.Bool("berth.scriptlet.chose", r.Chosen))

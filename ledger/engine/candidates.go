@@ -42,8 +42,9 @@ type CandidatesParams struct {
 	// AvoidEvacuated leaves out the trees of evacuated root providers,
 	// and sharing providers whose root is evacuated: what a claim asks.
 	// GET /allocation_candidates does not (Placement knows no
-	// evacuation).
-	AvoidEvacuated bool
+	// evacuation). Not part of a claim's recorded request (json:"-"): the
+	// server sets it.
+	AvoidEvacuated bool `json:"-"`
 	// VersionsOnly leaves Candidates.Summaries nil and lists instead, in
 	// Candidates.Versions, the providers they would describe: for a
 	// caller that builds its own view of each provider from the
