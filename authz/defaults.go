@@ -113,6 +113,8 @@ var operationRules = []Rule{
 	op("berth:claims:create", adminOrService, "POST /claims"),
 	op("berth:claims:reschedule", adminOrService, "POST /claims/{consumer_uuid}/reschedule"),
 	op("berth:claims:move", adminOrService, "POST /claims/{consumer_uuid}/move, .../move/confirm, .../move/revert"),
+	// Evacuating a host moves its consumers: a move's rule.
+	op("berth:resource_providers:evacuate", adminOrService, "POST /resource_providers/{uuid}/evacuate, .../restore"),
 	// Read-only, but it shows the whole cloud's free capacity: admin or
 	// service, like GET /allocation_candidates.
 	op("berth:capacity:show", adminOrService, "GET /capacity"),

@@ -84,6 +84,7 @@ func claimSchemaText(kind int) string {
 		"policy": {"type": "string", "minLength": 1, "maxLength": 255},
 		"reason": {"type": "string", "enum": ` + reasons + `},
 		"properties": {"type": "object"},
+		"instance": ` + instanceSchemaText + `,
 		"keys": {"type": "array", "items": {
 			"type": "object",
 			"properties": {
@@ -103,6 +104,30 @@ func claimSchemaText(kind int) string {
 	"additionalProperties": false
 }`
 }
+
+// instanceSchemaText is a claim's "instance": LXD's instance placement
+// request (api.InstancesPost with project), the caller's document. The
+// fields LXD defines must have LXD's types; other fields are kept as
+// they are.
+const instanceSchemaText = `{
+	"type": "object",
+	"properties": {
+		"name": {"type": "string"},
+		"project": {"type": "string"},
+		"type": {"type": "string"},
+		"architecture": {"type": "string"},
+		"description": {"type": "string"},
+		"instance_type": {"type": "string"},
+		"restore": {"type": "string"},
+		"config": {"type": "object", "additionalProperties": {"type": "string"}},
+		"devices": {"type": "object", "additionalProperties": {"type": "object", "additionalProperties": {"type": "string"}}},
+		"profiles": {"type": "array", "items": {"type": "string"}},
+		"source": {"type": "object"},
+		"ephemeral": {"type": "boolean"},
+		"stateful": {"type": "boolean"},
+		"start": {"type": "boolean"}
+	}
+}`
 
 var (
 	claimSchema      = jsonschema.Must(claimSchemaText(claimKind))
@@ -149,6 +174,7 @@ type claimBody struct {
 	Policy           string                `json:"policy"`
 	Reason           string                `json:"reason"`
 	Properties       map[string]any        `json:"properties"`
+	Instance         map[string]any        `json:"instance"`
 	Keys             []struct {
 		Name   string   `json:"name"`
 		Value  float64  `json:"value"`
@@ -276,6 +302,7 @@ func (s *Server) claimParams(c echo.Context, schema *jsonschema.Schema, kind int
 		Name:               b.Name,
 		Reason:             b.Reason,
 		Properties:         b.Properties,
+		Instance:           b.Instance,
 		Policy:             b.Policy,
 		Alternates:         claims.DefaultAlternates,
 		DryRun:             b.DryRun,

@@ -135,6 +135,10 @@ func (s *Server) routes() []route {
 		{get, "/resource_providers/:uuid/placement_keys", every, "berth:resource_providers:placement_keys:list", s.placementKeysList, acceptJSON},
 		{put, "/resource_providers/:uuid/placement_keys", every, "berth:resource_providers:placement_keys:update", s.placementKeysPut, acceptAny},
 
+		// Evacuating a host and restoring it (docs/claims.md).
+		{post, "/resource_providers/:uuid/evacuate", every, "berth:resource_providers:evacuate", s.providerEvacuate, bounded},
+		{post, "/resource_providers/:uuid/restore", every, "berth:resource_providers:evacuate", s.providerRestore, acceptAny},
+
 		// Scheduling policies, the units they may name, and a policy's
 		// balancer suggestions.
 		{get, "/scheduling_policies", every, "berth:scheduling_policies:list", s.policyList, acceptJSON},
