@@ -92,6 +92,8 @@ type Evacuation struct {
 	// evacuation would move (not the migration consumers, nor those in a
 	// move in progress): those that failed, and those after Next.
 	Remaining int
+	// Pending counts those after Next: not looked at by this call.
+	Pending int
 	// Next, when set, is the uuid to give as After to go on (Limit cut
 	// the list).
 	Next string
@@ -191,6 +193,7 @@ func (c *Claimer) evacuees(ctx context.Context, p *EvacuateParams, mark ledger.P
 		}
 		if p.Limit > 0 && len(todo) == p.Limit {
 			out.Remaining++
+			out.Pending++
 			out.Next = todo[len(todo)-1].uuid
 			continue
 		}

@@ -162,7 +162,7 @@ func TestEvacuateParallelConfirmed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(ev.Consumers) != 5 || ev.Remaining != 11 || ev.Next != consumerN(5) {
+	if len(ev.Consumers) != 5 || ev.Remaining != 11 || ev.Pending != 11 || ev.Next != consumerN(5) {
 		t.Fatalf("first page: %s remaining %d next %s", evacSummary(ev), ev.Remaining, ev.Next)
 	}
 	for ev.Next != "" {

@@ -111,7 +111,7 @@ func evacuationJSON(ev *claims.Evacuation) map[string]any {
 	if ev.Next != "" {
 		next = ev.Next
 	}
-	out["dry_run"], out["consumers"], out["remaining"], out["next"] = ev.DryRun, consumers, ev.Remaining, next
+	out["dry_run"], out["consumers"], out["remaining"], out["pending"], out["next"] = ev.DryRun, consumers, ev.Remaining, ev.Pending, next
 	for status, n := range counts {
 		out[status] = n
 	}
