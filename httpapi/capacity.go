@@ -50,6 +50,8 @@ func (s *Server) capacityShow(c echo.Context) error {
 		return err
 	}
 	limit := req.Limit
+	// What claims could place: an evacuated host takes none.
+	req.AvoidEvacuated = true
 	p.Request = req
 	capa, err := s.store.Capacity(c.Request().Context(), p)
 	if err != nil {

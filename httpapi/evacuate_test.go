@@ -136,6 +136,11 @@ func TestLXDScriptletOverHTTP(t *testing.T) {
 			t.Errorf("consumer %v", m)
 		}
 	}
+	// Capacity counts nothing on it.
+	_, raw, _ := do(t, s, apiCall{method: "GET", path: "/capacity?resources=VCPU:1"})
+	if strings.Contains(raw, nodes[0]) || !strings.Contains(raw, nodes[2]) {
+		t.Errorf("capacity after the evacuation: %s", raw)
+	}
 	// Resumed: only the migration consumers are left, skipped.
 	got = wantStatus(t, s, apiCall{method: "POST", path: evac, body: `{"parallel": 2, "confirm": true}`}, 200, "")
 	if got["skipped"] != 2.0 || got["moved"] != 0.0 || got["remaining"] != 0.0 {

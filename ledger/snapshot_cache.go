@@ -173,11 +173,16 @@ func (c *snapshotCache) reload(ctx context.Context, full bool, seen uint64) (*en
 // ids, or NULL for every provider.
 const (
 	sqlSnapProviders = `
-		SELECT rp.id, rp.uuid::text, rp.name, rp.generation, COALESCE(rp.parent_provider_id, 0),
-		       rp.root_provider_id, rp.created_at, rp.updated_at, ev.resource_provider_id IS NOT NULL
-		FROM resource_providers rp
-		LEFT JOIN provider_evacuations ev ON ev.resource_provider_id = rp.id
-		WHERE $1::bigint[] IS NULL OR rp.id = ANY($1)`
+		SELECT id, uuid::text, name, generation, COALESCE(parent_provider_id, 0),
+		       root_provider_id, created_at, updated_at
+		FROM resource_providers
+		WHERE $1::bigint[] IS NULL OR id = ANY($1)`
+	// The evacuated ones, read apart rather than joined: the table is
+	// tiny (usually empty), and a join would cost every provider of a full
+	// load a hash probe.
+	sqlSnapEvacuated = `
+		SELECT resource_provider_id FROM provider_evacuations
+		WHERE $1::bigint[] IS NULL OR resource_provider_id = ANY($1)`
 	sqlSnapInventories = `
 		SELECT i.resource_provider_id, i.resource_class_id, rc.name, i.total, i.reserved,
 		       i.min_unit, i.max_unit, i.step_size, i.allocation_ratio, COALESCE(u.used, 0)
@@ -322,7 +327,7 @@ func loadProviders(ctx context.Context, tx pgx.Tx, ids []int64, n nameSink) (map
 }
 
 // sqlBeginSnapshot opens the transaction of a one-round-trip reload: one
-// snapshot for its four statements, as loadAll's read-only transaction gives.
+// snapshot for its five statements, as loadAll's read-only transaction gives.
 const sqlBeginSnapshot = `BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY`
 
 // loadProvidersOneTrip is loadProviders in a transaction of its own,
@@ -350,7 +355,7 @@ func (c *snapshotCache) loadProvidersOneTrip(ctx context.Context, ids []int64, n
 	return provs, br.Close()
 }
 
-// queueProviders queues loadProviders' four queries.
+// queueProviders queues loadProviders' five queries.
 func queueProviders(b *pgx.Batch, ids []int64) {
 	var arg any // NULL selects every provider
 	if ids != nil {
@@ -360,6 +365,7 @@ func queueProviders(b *pgx.Batch, ids []int64) {
 	b.Queue(sqlSnapInventories, arg)
 	b.Queue(sqlSnapTraits, arg)
 	b.Queue(sqlSnapAggregates, arg)
+	b.Queue(sqlSnapEvacuated, arg)
 }
 
 // readProviders reads the answers to queueProviders' queries.
@@ -368,7 +374,7 @@ func readProviders(br pgx.BatchResults, n nameSink) (map[int64]*engine.ProviderR
 	rows, _ := br.Query()
 	for rows.Next() {
 		p := &engine.ProviderRecord{}
-		if err := rows.Scan(&p.ID, &p.UUID, &p.Name, &p.Generation, &p.ParentID, &p.RootID, &p.CreatedAt, &p.UpdatedAt, &p.Evacuated); err != nil {
+		if err := rows.Scan(&p.ID, &p.UUID, &p.Name, &p.Generation, &p.ParentID, &p.RootID, &p.CreatedAt, &p.UpdatedAt); err != nil {
 			return nil, err
 		}
 		provs[p.ID] = p
@@ -410,6 +416,16 @@ func readProviders(br pgx.BatchResults, n nameSink) (map[int64]*engine.ProviderR
 		if p := provs[id]; p != nil {
 			p.Aggregates = append(p.Aggregates, aid)
 		}
+	}); err != nil {
+		return nil, err
+	}
+	rows, _ = br.Query()
+	var evacuated int64
+	if _, err := pgx.ForEachRow(rows, []any{&evacuated}, func() error {
+		if p := provs[evacuated]; p != nil {
+			p.Evacuated = true
+		}
+		return nil
 	}); err != nil {
 		return nil, err
 	}

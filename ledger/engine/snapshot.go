@@ -403,12 +403,7 @@ func buildIndex(provs []*ProviderRecord, n *Names) *snapIndex {
 		}
 		ix.sharing[i] = hasSharingTrait && p.hasTrait(sharingTrait)
 		ix.hasSharing = ix.hasSharing || ix.sharing[i]
-		if p.Evacuated {
-			if ix.evacuated == nil {
-				ix.evacuated = make([]bool, len(provs))
-			}
-			ix.evacuated[i], ix.hasEvacuated = true, true
-		}
+		ix.markEvacuated(i, p)
 	}
 	members := make([]listEntry, len(provs))
 	for i := range provs {
@@ -458,6 +453,17 @@ func buildIndex(provs []*ProviderRecord, n *Names) *snapIndex {
 	}
 	ix.anchors, ix.sharedTo = newLists(len(provs), anchors), newLists(len(provs), sharedTo)
 	return ix
+}
+
+// markEvacuated records provider i (p) in evacuated when it is evacuated.
+func (ix *snapIndex) markEvacuated(i int, p *ProviderRecord) {
+	if !p.Evacuated {
+		return
+	}
+	if ix.evacuated == nil {
+		ix.evacuated = make([]bool, len(ix.parent))
+	}
+	ix.evacuated[i], ix.hasEvacuated = true, true
 }
 
 // isAncestorOrSelf reports whether a is b or one of b's ancestors.
