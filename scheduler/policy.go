@@ -554,9 +554,7 @@ func (p *Policy) Rank(ctx context.Context, req *Request, cands []*Candidate) (_ 
 	}
 	r.Ranked = sortScored(scored)
 
-	// With no candidate left there is nothing to place: the answer is
-	// "no valid host", not whatever a scriptlet written for a list of
-	// members does with an empty one.
+	// No candidate left: "no valid host", whatever the scriptlet says.
 	if placement != nil && len(r.Ranked) > 0 {
 		start := time.Now()
 		err := run.placement(placement, req)
