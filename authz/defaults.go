@@ -113,6 +113,8 @@ var operationRules = []Rule{
 	op("berth:claims:create", adminOrService, "POST /claims"),
 	op("berth:claims:reschedule", adminOrService, "POST /claims/{consumer_uuid}/reschedule"),
 	op("berth:claims:move", adminOrService, "POST /claims/{consumer_uuid}/move, .../move/confirm, .../move/revert"),
+	op("berth:claims:show", adminOrService, "GET /claims/{consumer_uuid}"),
+	op("berth:claims:update", adminOrService, "PATCH /claims/{consumer_uuid}"),
 	// Evacuating a host moves its consumers: a move's rule.
 	op("berth:resource_providers:evacuate", adminOrService, "POST /resource_providers/{uuid}/evacuate, .../restore"),
 	// Read-only, but it shows the whole cloud's free capacity: admin or
@@ -136,6 +138,10 @@ var operationRules = []Rule{
 	op("berth:scriptlets:test", admin, "POST /scriptlets/{name}/test"),
 	op("berth:config:show", admin, "GET /config"),
 	op("berth:config:update", admin, "PATCH /config"),
+	// The allocation audit reads every consumer and provider and its fix
+	// deletes allocations: the administrator's.
+	op("berth:audit:read", admin, "GET /audit"),
+	op("berth:audit:fix", admin, "POST /audit/fix"),
 	// Compute agents report their provider's state with the service
 	// role, even under the admin set.
 	agentOp("berth:resource_providers:state:show", adminOrService, "GET /resource_providers/{uuid}/state"),

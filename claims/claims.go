@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/berthd/berth/ledger"
 	"github.com/berthd/berth/scheduler"
@@ -17,6 +18,8 @@ const (
 	DefaultAlternates  = 2
 	// DefaultClaimCandidates is Config.ClaimCandidates when unset.
 	DefaultClaimCandidates = 100
+	// DefaultLeaseMax is Config.LeaseMax when unset.
+	DefaultLeaseMax = 24 * time.Hour
 )
 
 // Config configures a Claimer.
@@ -41,6 +44,9 @@ type Config struct {
 	// ties the best one's. 0 takes them in rank order (ties in the
 	// engine's order), deterministic; berthd defaults to 1.
 	SubsetSize int
+	// LeaseMax is the longest lease a claim may ask for (whole seconds);
+	// 0 means DefaultLeaseMax.
+	LeaseMax time.Duration
 }
 
 // PolicySource resolves a scheduling policy by name; the empty name is
@@ -123,6 +129,12 @@ func New(d Deps, cfg Config) (*Claimer, error) {
 	}
 	if cfg.ClaimCandidates == 0 {
 		cfg.ClaimCandidates = DefaultClaimCandidates
+	}
+	if cfg.LeaseMax == 0 {
+		cfg.LeaseMax = DefaultLeaseMax
+	}
+	if cfg.LeaseMax < time.Second {
+		return nil, fmt.Errorf("claims: lease maximum %v: want 1s or more", cfg.LeaseMax)
 	}
 	if cfg.MaxAttempts < 1 || cfg.MaxAttempts > MaxMaxAttempts {
 		return nil, fmt.Errorf("claims: max attempts %d: want 1 to %d", cfg.MaxAttempts, MaxMaxAttempts)

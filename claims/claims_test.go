@@ -179,8 +179,8 @@ func TestClaimNotPlaced(t *testing.T) {
 	p = params(1)
 	_, err = refusing.ClaimUnrecorded(f.ctx, p)
 	if np := notPlaced(t, err, claims.Refused); np.Refusal != "frozen for upgrade" || len(np.ScriptletLog) == 0 ||
-		np.Error() != "Failed instance placement scriptlet: frozen for upgrade" {
-		t.Fatalf("refusal %q %v", np.Refusal, np.ScriptletLog)
+		np.Error() != "2 providers; then Failed instance placement scriptlet: frozen for upgrade" {
+		t.Fatalf("refusal %q %v: %s", np.Refusal, np.ScriptletLog, np.Error())
 	}
 	if got, _ := f.store.AllocationsByConsumer(f.ctx, p.ConsumerUUID); got.Consumer != nil {
 		t.Fatal("refused claim wrote a consumer")
@@ -232,6 +232,37 @@ func TestClaimNotPlaced(t *testing.T) {
 // TestClaimRetriesOnStaleSnapshot makes the preferred provider full behind
 // the snapshot's back: the write finds the capacity gone and the claim
 // moves on to the next candidate.
+// TestRefusalSaysWhatRanBefore: a scriptlet handed nothing, because
+// state_freshness had removed every host, refuses; the answer words the
+// steps before the refusal, so that the refusal does not hide the cause
+// (issue 27), and counts the candidate step's shortfall as a 409 does.
+func TestRefusalSaysWhatRanBefore(t *testing.T) {
+	f := newFixture(t)
+	f.provider("a", 8)
+	f.provider("b", 8)
+	f.provider("small", 2)
+	batch := `def instance_placement(request, candidate_members):
+    for m in candidate_members:
+        vcpu = m.inventories["VCPU"]
+        if (vcpu.used + request.resources.get("VCPU", 0)) * 2 <= vcpu.capacity:
+            set_target(m.name)
+            return None
+    return "no half-empty host for batch"
+`
+	c := f.claimer(`{"filters": [{"name": "state_freshness", "params": {"max_age": "2m"}}]}`, batch)
+	p := params(4)
+	_, err := c.ClaimUnrecorded(f.ctx, p)
+	np := notPlaced(t, err, claims.Refused)
+	want := "3 providers; 1 lacked VCPU 4; 2 removed by state_freshness (no state reported: 2); " +
+		"then Failed instance placement scriptlet: no half-empty host for batch"
+	if np.Refusal != "no half-empty host for batch" || np.Error() != want {
+		t.Fatalf("refusal %q:\n got %s\nwant %s", np.Refusal, np.Error(), want)
+	}
+	if len(np.Steps) != 3 || np.Steps[2].Unit != "state_freshness" || np.Steps[2].Remaining != 0 {
+		t.Fatalf("steps %+v", np.Steps)
+	}
+}
+
 func TestClaimRetriesOnStaleSnapshot(t *testing.T) {
 	f := newFixture(t)
 	a, b, c := f.provider("a", 8), f.provider("b", 8), f.provider("c", 8)
@@ -405,7 +436,7 @@ func TestClaimMove(t *testing.T) {
 		t.Fatalf("after move a %d b %d", f.used(a), f.used(b))
 	}
 	mig, _ := f.store.AllocationsByConsumer(f.ctx, migration)
-	if mig.Consumer == nil || mig.Consumer.Type != claims.MigrationConsumerType || mig.Consumer.ProjectID != "p" ||
+	if mig.Consumer == nil || mig.Consumer.Type != ledger.MigrationConsumerType || mig.Consumer.ProjectID != "p" ||
 		len(mig.Allocations) != 1 || mig.Allocations[0].ProviderUUID != a || mig.Allocations[0].Used != 3 {
 		t.Fatalf("migration consumer: %+v", mig)
 	}

@@ -16,10 +16,13 @@
 // provider a consumer failed on), and moves consumers the way Nova
 // migrates: the source allocations go to a migration consumer, the
 // destination is claimed for the instance, and the move is later
-// confirmed or reverted, and evacuates hosts: a root provider marked
-// evacuated (claims avoid it) has every consumer moved away, several at
-// once, each move with reason evacuation. It is the only writer of claim
-// transactions.
+// confirmed or reverted. Every claim stores, with its allocations, its
+// request and lease (the stored claim a reschedule or move redoes); a
+// claim with a lease is provisional until confirmed, and the lease reaper
+// releases it (or reverts its move) when the lease runs out. It evacuates
+// hosts: a root provider marked evacuated (claims avoid it) has every
+// consumer moved away, several at once, each move with reason
+// evacuation. It is the only writer of claim transactions.
 //
 // The Claimer is built by New with its dependencies (Deps): the ledger,
 // the catalogue of stored policies (claims/catalog, through PolicySource)
@@ -33,6 +36,7 @@
 // candidates, the ranking), convert.go (the engine's answer as the
 // scheduler's candidates), write.go (the write attempts, the answer),
 // errors.go (a claim that placed nothing), move.go (reschedule, move,
-// confirm, revert), evacuate.go (evacuate a host, restore it),
+// confirm, revert), lease.go (stored claims, leases and their reaper),
+// evacuate.go (evacuate a host, restore it),
 // telemetry.go (spans and metrics).
 package claims

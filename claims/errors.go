@@ -42,11 +42,12 @@ type NotPlacedError struct {
 }
 
 // Error words the steps, as "1000 providers; 612 lacked MEMORY_MB
-// 16384; 388 removed by anti_affinity".
+// 16384; 388 removed by anti_affinity (...)". A scriptlet's refusal comes
+// last, after the steps that ran before it, so that the refusal of a
+// scriptlet that was handed nothing reads as what it is: "4 providers; 4
+// removed by state_freshness (...); then Failed instance placement
+// scriptlet: <its reason>".
 func (e *NotPlacedError) Error() string {
-	if e.Reason == Refused {
-		return "Failed instance placement scriptlet: " + e.Refusal
-	}
 	noun := "providers"
 	if e.Roots == 1 {
 		noun = "provider"
@@ -56,35 +57,47 @@ func (e *NotPlacedError) Error() string {
 		if st.Removed == 0 {
 			continue
 		}
-		reasons := make([]string, 0, len(st.Reasons))
-		for r := range st.Reasons {
-			reasons = append(reasons, r)
-		}
-		slices.SortFunc(reasons, func(a, b string) int {
-			if d := st.Reasons[b] - st.Reasons[a]; d != 0 {
-				return d
-			}
-			return strings.Compare(a, b)
-		})
-		if st.Unit == StepCandidates {
-			for _, r := range reasons {
-				parts = append(parts, fmt.Sprintf("%d %s", st.Reasons[r], r))
-			}
-			continue
-		}
-		s := fmt.Sprintf("%d removed by %s", st.Removed, st.Unit)
-		if len(reasons) > 0 && !(len(reasons) == 1 && reasons[0] == "rejected") {
-			for i, r := range reasons {
-				reasons[i] = fmt.Sprintf("%s: %d", r, st.Reasons[r])
-			}
-			s += " (" + strings.Join(reasons, ", ") + ")"
-		}
-		parts = append(parts, s)
+		parts = append(parts, stepWords(st)...)
 	}
-	if e.Reason == ConflictsExhausted {
+	switch e.Reason {
+	case ConflictsExhausted:
 		parts = append(parts, fmt.Sprintf("%d attempts lost to concurrent claims", e.Attempts))
+	case Refused:
+		parts = append(parts, "then "+scheduler.RefusalPrefix+e.Refusal)
 	}
 	return strings.Join(parts, "; ")
+}
+
+// stepWords words what one step removed: the candidate step as the roots
+// counted by their shortfall ("612 lacked MEMORY_MB 16384"), a filter as
+// "388 removed by anti_affinity (holds 1 of group web: 388)", its reasons
+// most frequent first.
+func stepWords(st Step) []string {
+	reasons := make([]string, 0, len(st.Reasons))
+	for r := range st.Reasons {
+		reasons = append(reasons, r)
+	}
+	slices.SortFunc(reasons, func(a, b string) int {
+		if d := st.Reasons[b] - st.Reasons[a]; d != 0 {
+			return d
+		}
+		return strings.Compare(a, b)
+	})
+	if st.Unit == StepCandidates {
+		words := make([]string, len(reasons))
+		for i, r := range reasons {
+			words[i] = fmt.Sprintf("%d %s", st.Reasons[r], r)
+		}
+		return words
+	}
+	s := fmt.Sprintf("%d removed by %s", st.Removed, st.Unit)
+	if len(reasons) > 0 && !(len(reasons) == 1 && reasons[0] == "rejected") {
+		for i, r := range reasons {
+			reasons[i] = fmt.Sprintf("%s: %d", r, st.Reasons[r])
+		}
+		s += " (" + strings.Join(reasons, ", ") + ")"
+	}
+	return []string{s}
 }
 
 // notPlaced is the answer for a selection that left nothing to write (a
@@ -96,6 +109,9 @@ func (c *Claimer) notPlaced(ctx context.Context, p *Params, r *resolved, s *sele
 		if s.ranking != nil {
 			np.ScriptletLog = s.ranking.Log
 		}
+		// The steps before the scriptlet are part of the answer: a
+		// refusal of what the filters left, or of nothing at all.
+		c.explainCapacity(ctx, p, r, np.Steps)
 		return np
 	}
 	if len(s.ranking.Ranked) > 0 {

@@ -46,8 +46,19 @@ type EvacuateParams struct {
 	Limit int
 	// After, when set, skips the consumers whose uuid is not greater.
 	After string
-	// Policy names the scheduling policy of the moves ("" the default).
+	// Policy names the scheduling policy of the moves ("" the one of
+	// each consumer's request).
 	Policy string
+	// MoveRequest, when set, makes the request of one consumer's move
+	// (migrationUUID its migration consumer): httpapi redoes the
+	// consumer's stored claim, as POST /claims/{uuid}/move does with a
+	// body of only the evacuation's fields, so that the move keeps the
+	// claim's selection (traits, aggregates, groups), its instance and
+	// its policy, and stores that request again. Its error fails that
+	// consumer's move. Nil: the consumer's allocations, as for a
+	// consumer no claim placed. Evacuate sets the reason, the dry run
+	// and, when given, Policy over what it returns.
+	MoveRequest func(ctx context.Context, consumerUUID, migrationUUID string) (Params, error)
 }
 
 // Statuses of an EvacuatedConsumer.
@@ -176,7 +187,7 @@ func (c *Claimer) evacuees(ctx context.Context, p *EvacuateParams, mark ledger.P
 		if in.UUID <= p.After && p.After != "" {
 			continue
 		}
-		if in.Type == MigrationConsumerType {
+		if in.Type == ledger.MigrationConsumerType {
 			out.Consumers = append(out.Consumers, EvacuatedConsumer{ConsumerUUID: in.UUID, Name: in.Name, Status: EvacuationSkipped,
 				Reason: EvacuationMigration, Detail: "holds the source of a move in progress; confirm or revert that move"})
 			continue
@@ -236,8 +247,11 @@ func (c *Claimer) moveAll(ctx context.Context, p *EvacuateParams, mark ledger.Pr
 func (c *Claimer) evacuateOne(ctx context.Context, p *EvacuateParams, mark ledger.ProviderEvacuation, e evacuee) EvacuatedConsumer {
 	r := EvacuatedConsumer{ConsumerUUID: e.uuid, Name: e.name}
 	r.MigrationUUID = uuid.FromName(evacuationNamespace, mark.ProviderUUID+" "+e.uuid+" "+mark.At.String())
-	res, err := c.Move(ctx, Params{ConsumerUUID: e.uuid, Name: e.name, Reason: ReasonEvacuation, Policy: p.Policy,
-		DryRun: p.DryRun}, r.MigrationUUID)
+	mp, err := p.moveRequest(ctx, e, r.MigrationUUID)
+	var res *Result
+	if err == nil {
+		res, err = c.Move(ctx, mp, r.MigrationUUID)
+	}
 	if err != nil {
 		r.Status, r.MigrationUUID = EvacuationFailed, ""
 		r.Reason, r.Detail = evacuationFailure(err)
@@ -258,11 +272,32 @@ func (c *Claimer) evacuateOne(ctx context.Context, p *EvacuateParams, mark ledge
 	return r
 }
 
-// evacuationFailure words why a move failed.
+// moveRequest is the request of e's move (see MoveRequest).
+func (p *EvacuateParams) moveRequest(ctx context.Context, e evacuee, migrationUUID string) (Params, error) {
+	mp := Params{ConsumerUUID: e.uuid}
+	if p.MoveRequest != nil {
+		var err error
+		if mp, err = p.MoveRequest(ctx, e.uuid, migrationUUID); err != nil {
+			return mp, err
+		}
+	}
+	if mp.Name == "" {
+		mp.Name = e.name
+	}
+	mp.Reason, mp.DryRun = ReasonEvacuation, p.DryRun
+	if p.Policy != "" {
+		mp.Policy = p.Policy
+	}
+	return mp, nil
+}
+
+// evacuationFailure words why a move failed. A scriptlet's refusal of a
+// move that had no candidate left (it is handed an empty list, as for
+// any claim) is "nothing fits", the refusal in the detail.
 func evacuationFailure(err error) (reason, detail string) {
 	var np *NotPlacedError
 	if errors.As(err, &np) {
-		if np.Reason == Refused {
+		if np.Reason == Refused && !nothingLeft(np.Steps) {
 			return EvacuationRefused, np.Error()
 		}
 		return EvacuationNoValidHost, np.Error()
@@ -272,6 +307,11 @@ func evacuationFailure(err error) (reason, detail string) {
 		return EvacuationError, fe.Msg
 	}
 	return EvacuationError, err.Error()
+}
+
+// nothingLeft reports whether the steps left no candidate.
+func nothingLeft(steps []Step) bool {
+	return len(steps) > 0 && steps[len(steps)-1].Remaining == 0
 }
 
 // Restore makes an evacuated root provider a candidate again. Its

@@ -92,10 +92,11 @@ func TestEvacuate(t *testing.T) {
 		t.Fatalf("usage a %d c %d", f.used(a), f.used(c))
 	}
 
-	// New claims avoid a, even when they name it.
+	// New claims avoid a, even when they name it (the scriptlet, handed
+	// no candidate, refuses after the steps that say why).
 	p := params(1)
 	p.Target = "a"
-	np := notPlaced(t, func() error { _, err := cl.ClaimUnrecorded(f.ctx, p); return err }(), claims.AllFiltered)
+	np := notPlaced(t, func() error { _, err := cl.ClaimUnrecorded(f.ctx, p); return err }(), claims.Refused)
 	if !strings.Contains(np.Error(), "1 evacuated") {
 		t.Errorf("targeted claim: %v", np)
 	}

@@ -136,6 +136,11 @@ func newRetryKey(op string, p *Params, failedProvider, migration string) *retryK
 	if op == OpMove {
 		doc["migration_uuid"] = canonicalOr(migration)
 	}
+	if p.LeaseSeconds != nil {
+		// Only when asked for: the fingerprints of requests without a
+		// lease stay what they were before leases existed.
+		doc["lease_seconds"] = *p.LeaseSeconds
+	}
 	raw, err := json.Marshal(doc) // maps marshal with sorted keys
 	if err != nil {
 		// Properties that do not marshal are refused later by the
@@ -199,6 +204,10 @@ func (o *retryKey) diff(recorded []byte) []string {
 // written gets the original result (see the comment at the top of this
 // file).
 func (c *Claimer) Claim(ctx context.Context, p Params) (*Result, error) {
+	if err := c.checkLease(p.LeaseSeconds); err != nil {
+		return nil, err
+	}
+	p.op, p.leaseMode = OpClaim, ledger.LeaseSet
 	if p.DryRun {
 		return c.claim(ctx, p)
 	}
@@ -215,6 +224,9 @@ func (c *Claimer) Claim(ctx context.Context, p Params) (*Result, error) {
 // failedProvider (see reschedule), safe to retry: a retry of the
 // consumer's last reschedule that already happened is answered as done.
 func (c *Claimer) Reschedule(ctx context.Context, p Params, failedProvider string) (*Result, error) {
+	if err := c.checkLease(p.LeaseSeconds); err != nil {
+		return nil, err
+	}
 	if p.DryRun {
 		return c.reschedule(ctx, p, failedProvider)
 	}
@@ -229,6 +241,9 @@ func (c *Claimer) Reschedule(ctx context.Context, p Params, failedProvider strin
 // retry of a move that already happened (same migration_uuid) is
 // answered as done.
 func (c *Claimer) Move(ctx context.Context, p Params, migrationUUID string) (*Result, error) {
+	if err := c.checkLease(p.LeaseSeconds); err != nil {
+		return nil, err
+	}
 	if p.DryRun {
 		return c.move(ctx, p, migrationUUID)
 	}

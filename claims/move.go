@@ -14,10 +14,6 @@ import (
 	"github.com/berthd/berth/ledger/engine"
 )
 
-// MigrationConsumerType is the consumer type Move gives the consumer that
-// holds the source allocations.
-const MigrationConsumerType = "MIGRATION"
-
 // holding is what a consumer holds now.
 type holding struct {
 	consumer *ledger.Consumer
@@ -144,6 +140,10 @@ func (c *Claimer) reschedule(ctx context.Context, p Params, failedProvider strin
 	}
 	h.adopt(&p)
 	p.Reason = ReasonReschedule
+	p.op, p.leaseMode = OpReschedule, ledger.LeaseKeep
+	if p.LeaseSeconds != nil {
+		p.leaseMode = ledger.LeaseSet
+	}
 	if failed != "" && !p.DryRun {
 		if err := c.store.ClaimFailureAdd(ctx, p.ConsumerUUID, failed); err != nil {
 			return nil, err
@@ -179,12 +179,13 @@ func (c *Claimer) move(ctx context.Context, p Params, migrationUUID string) (*Re
 		return nil, invalid("Invalid migration_uuid %q: want a uuid other than the consumer's", migrationUUID)
 	}
 	h.adopt(&p)
+	p.op, p.leaseMode = OpMove, ledger.LeaseMove
 	p.Exclude = append(slices.Clone(p.Exclude), h.roots...)
 	p.with = []ledger.ConsumerAllocations{{
 		ConsumerUUID:    mig,
 		ProjectID:       p.ProjectID,
 		UserID:          p.UserID,
-		ConsumerType:    MigrationConsumerType,
+		ConsumerType:    ledger.MigrationConsumerType,
 		CheckGeneration: true, // must be new
 		Allocations:     h.allocs,
 	}}
@@ -244,6 +245,7 @@ func (c *Claimer) Confirm(ctx context.Context, consumerUUID, migrationUUID strin
 		Consumers: []ledger.ConsumerAllocations{{ConsumerUUID: mig, ProjectID: m.consumer.ProjectID,
 			UserID: m.consumer.UserID, CheckGeneration: true, Generation: &gen}},
 		ForgetMove: consumerUUID,
+		MoveEnd:    ledger.MoveConfirmed,
 		Request:    moveEndRecord(consumerUUID, moveConfirmed, mig),
 	}); err != nil {
 		return nil, err
@@ -316,8 +318,9 @@ func (c *Claimer) moveEnded(ctx context.Context, consumerUUID, migrationUUID, ac
 // Revert ends a move by giving the source back: in one transaction the
 // instance's (destination) allocations are replaced by the migration
 // consumer's, the migration consumer is emptied (and so deleted), and
-// the move is forgotten. Both consumers' generations are checked, so a
-// concurrent change makes it a placement.concurrent_update conflict.
+// the move is forgotten; the stored claim is as it was before the move.
+// Both consumers' generations are checked, so a concurrent change makes
+// it a placement.concurrent_update conflict.
 func (c *Claimer) Revert(ctx context.Context, consumerUUID, migrationUUID string) (*Holding, error) {
 	m, err := c.moveOf(ctx, consumerUUID, migrationUUID)
 	if errors.Is(err, fault.ErrNotFound) {
@@ -326,6 +329,13 @@ func (c *Claimer) Revert(ctx context.Context, consumerUUID, migrationUUID string
 	if err != nil {
 		return nil, err
 	}
+	return c.revert(ctx, consumerUUID, m, false)
+}
+
+// revert writes the revert of consumerUUID's move, whose migration
+// consumer holds m; ifExpired makes it the lease reaper's, written only
+// if the move's lease has run out (ledger.ClaimWriteParams.IfLeaseExpired).
+func (c *Claimer) revert(ctx context.Context, consumerUUID string, m *holding, ifExpired bool) (*Holding, error) {
 	mig := m.consumer.UUID
 	inst, err := c.store.AllocationsByConsumer(ctx, consumerUUID)
 	if err != nil {
@@ -343,12 +353,17 @@ func (c *Claimer) Revert(ctx context.Context, consumerUUID, migrationUUID string
 		}
 	}
 	mgen := m.consumer.Generation
-	if err := c.store.ClaimWrite(ctx, ledger.ClaimWriteParams{
+	cw := ledger.ClaimWriteParams{
 		Consumers: []ledger.ConsumerAllocations{w, {ConsumerUUID: mig, ProjectID: m.consumer.ProjectID,
 			UserID: m.consumer.UserID, CheckGeneration: true, Generation: &mgen}},
 		ForgetMove: consumerUUID,
+		MoveEnd:    ledger.MoveReverted,
 		Request:    moveEndRecord(consumerUUID, moveReverted, mig),
-	}); err != nil {
+	}
+	if ifExpired {
+		cw.IfLeaseExpired = consumerUUID
+	}
+	if err := c.store.ClaimWrite(ctx, cw); err != nil {
 		return nil, err
 	}
 	return &Holding{ConsumerUUID: canonicalOr(consumerUUID), ConsumerGeneration: gen, Allocations: m.allocs}, nil

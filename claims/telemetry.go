@@ -92,3 +92,34 @@ func candidatesSpan(ctx context.Context, start time.Time, n int) {
 	instrument.Stage(ctx, instrument.ScopeClaims, "claims.candidates", start, instrument.AttrCandidates.Int(n))
 	instrument.Candidates(ctx, "claim", n)
 }
+
+// reapTrace follows one pass of the lease reaper that found leases to
+// end: a span (claims.leases.reap) with how many it ended.
+type reapTrace struct {
+	span trace.Span
+}
+
+// startReap starts the span of a reaper pass.
+func startReap(ctx context.Context) (context.Context, *reapTrace) {
+	ctx, span := instrument.Start(ctx, instrument.ScopeClaims, "claims.leases.reap")
+	return ctx, &reapTrace{span: span}
+}
+
+// end ends the pass's span (none: nothing to end) with how many leases
+// it ended.
+func (tr *reapTrace) end(n int) {
+	if tr == nil {
+		return
+	}
+	tr.span.SetAttributes(attribute.Int("berth.claim.leases_expired", n))
+	instrument.End(tr.span, nil)
+}
+
+// leaseExpired records the end of consumer's lease, begun at start, by
+// action (released, reverted): a child span (claims.lease.expire) and the
+// berth.claim.leases.expired counter.
+func leaseExpired(ctx context.Context, start time.Time, consumer, action string) {
+	instrument.Stage(ctx, instrument.ScopeClaims, "claims.lease.expire", start,
+		instrument.AttrConsumer.String(consumer), attribute.String("berth.claim.lease_action", action))
+	instrument.LeaseExpired(ctx, action)
+}

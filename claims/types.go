@@ -57,6 +57,19 @@ type Params struct {
 	// PolicyOverride, when set, ranks with this policy instead of the
 	// one Policy names (testing a scriptlet against live data).
 	PolicyOverride *scheduler.Policy
+	// LeaseSeconds, when not nil, makes the claim provisional: its
+	// allocations are released after that many seconds (1 to
+	// Config.LeaseMax) unless confirmed first. A move's lease bounds the
+	// move: when it runs out the move is reverted (lease.go).
+	LeaseSeconds *int64
+	// Request is the request as the API received it (a JSON object),
+	// stored with the claim for GET /claims/{consumer_uuid} and for later
+	// reschedules and moves to reuse; the claims package does not read
+	// it. Nil stores {}.
+	Request []byte
+	// Reused, for a reschedule or move, says what its request took from
+	// the consumer's stored claim or allocations; answered as it is.
+	Reused *Reused
 
 	// with are other consumers written in the same transaction (a move's
 	// migration consumer); move is the record written along.
@@ -65,7 +78,27 @@ type Params struct {
 	// retryKey, when set, is recorded with the write for retries
 	// (idempotent.go).
 	retryKey *retryKey
+	// op and leaseMode say how the write stores the claim (Claim,
+	// Reschedule, Move set them; stateWrite).
+	op        string
+	leaseMode ledger.LeaseMode
 }
+
+// Reused is what a reschedule's or move's request took from what the
+// consumer had: From says from where (ReusedFromClaim: its stored claim;
+// ReusedFromAllocations: it has none, its allocations were written
+// through the Placement API), Fields which request fields, by their
+// names in the request body.
+type Reused struct {
+	From   string
+	Fields []string
+}
+
+// Where a reschedule's or move's request came from (Reused.From).
+const (
+	ReusedFromClaim       = "claim"
+	ReusedFromAllocations = "allocations"
+)
 
 // Reasons a consumer is placed (Params.Reason).
 const (
@@ -106,6 +139,8 @@ type Result struct {
 	ScriptletLog []scheduler.LogLine
 	// Migration is the migration consumer of a move and what it holds.
 	Migration *ledger.ConsumerAllocations
+	// Reused is Params.Reused: what a reschedule or move reused.
+	Reused *Reused
 }
 
 // Option is a ranked candidate.

@@ -56,7 +56,7 @@ func (w *writer) run(ctx context.Context, s *selection) (*Result, error) {
 			Name:            p.Name,
 			Properties:      p.Properties,
 			CopyStickyKeys:  true,
-		}}, p.with...), Move: p.move}
+		}}, p.with...), Move: p.move, State: p.stateWrite(cand.Root())}
 		// The answer is known before the write, which records it for
 		// retries (idempotent.go).
 		res := w.c.result(p, s, i, w.attempts, w.failedRoots)
@@ -115,16 +115,31 @@ func tie(a, b float64) bool {
 	return math.Abs(a-b) <= 1e-9*max(1, math.Abs(a), math.Abs(b))
 }
 
+// stateWrite is what a write of p on root stores of the claim
+// (ledger.ClaimStateWrite), nil for a claim that is not stored (one that
+// no entry point made).
+func (p *Params) stateWrite(root string) *ledger.ClaimStateWrite {
+	if p.op == "" {
+		return nil
+	}
+	w := &ledger.ClaimStateWrite{Op: p.op, Request: p.Request, RootUUID: root, Mode: p.leaseMode}
+	if p.LeaseSeconds != nil {
+		w.LeaseSeconds = *p.LeaseSeconds
+	}
+	return w
+}
+
 // retryable reports whether a refused write may succeed on another
 // candidate: capacity gone (ErrConflict other than a consumer generation
-// conflict) or a provider that no longer exists (ErrUnknownProvider).
+// conflict or a refused lease) or a provider that no longer exists
+// (ErrUnknownProvider).
 func retryable(err error) bool {
 	le, ok := fault.As(err)
 	switch {
 	case !ok:
 		return false
 	case errors.Is(le, fault.ErrConflict):
-		return le.Code != fault.CodeConcurrentUpdate
+		return le.Code != fault.CodeConcurrentUpdate && le.Code != fault.CodeLeaseOnPermanent
 	}
 	return errors.Is(le, fault.ErrUnknownProvider)
 }
@@ -150,6 +165,7 @@ func (c *Claimer) result(p *Params, s *selection, chosen, attempts int, failed [
 		DryRun:             p.DryRun,
 		Steps:              s.steps,
 		Alternates:         []Option{},
+		Reused:             p.Reused,
 	}
 	seen := append([]string{best.Root}, failed...)
 	for _, sc := range ranked {
@@ -170,7 +186,7 @@ func (c *Claimer) result(p *Params, s *selection, chosen, attempts int, failed [
 		r.ScriptletLog = append([]scheduler.LogLine{}, s.ranking.Log...)
 	}
 	for i := range p.with {
-		if p.with[i].ConsumerType == MigrationConsumerType {
+		if p.with[i].ConsumerType == ledger.MigrationConsumerType {
 			m := p.with[i]
 			r.Migration = &m
 		}

@@ -137,6 +137,7 @@ func TestBoundedRoutes(t *testing.T) {
 	s := newBareServer(t)
 	want := []string{
 		"GET /allocation_candidates",
+		"GET /audit",
 		"GET /capacity",
 		"GET /resource_providers",
 		"GET /scheduling_policies/:name/balance",

@@ -264,7 +264,7 @@ func appendCandidates(b []byte, c *engine.Candidates, groups []engine.RequestGro
 // goes on with what spill returns.
 func encodeCandidates(b []byte, c *engine.Candidates, groups []engine.RequestGroup, v Version, spill func([]byte) []byte) []byte {
 	b = append(b, `{"allocation_requests": [`...)
-	for i, ar := range c.Requests {
+	for i := range c.Requests {
 		if spill != nil && len(b) >= streamFlushBytes {
 			b = spill(b)
 		}
@@ -272,110 +272,139 @@ func encodeCandidates(b []byte, c *engine.Candidates, groups []engine.RequestGro
 			b = append(b, ", "...)
 		}
 		if v.AtLeast(12) {
-			b = append(b, `{"allocations": {`...)
-			for j, a := range ar.Allocations {
-				if j > 0 {
-					b = append(b, ", "...)
-				}
-				b = appendGoString(b, a.ProviderUUID)
-				b = append(b, `: {"resources": `...)
-				b = appendAmounts(b, a.Resources)
-				b = append(b, '}')
-			}
-			b = append(b, '}')
-			if v.AtLeast(34) {
-				b = append(b, `, "mappings": {`...)
-				for j, m := range ar.Mappings {
-					if j > 0 {
-						b = append(b, ", "...)
-					}
-					b = appendGoString(b, m.Suffix)
-					b = append(b, ": ["...)
-					for k, u := range m.ProviderUUIDs {
-						if k > 0 {
-							b = append(b, ", "...)
-						}
-						b = appendGoString(b, u)
-					}
-					b = append(b, ']')
-				}
-				b = append(b, '}')
-			}
-			b = append(b, '}')
-			continue
+			b = appendRequestDict(b, c, i, v)
+		} else {
+			b = appendRequestList(b, c, i)
 		}
-		b = append(b, `{"allocations": [`...)
-		for j, a := range ar.Allocations {
-			if j > 0 {
-				b = append(b, ", "...)
-			}
-			b = append(b, `{"resource_provider": {"uuid": `...)
-			b = appendGoString(b, a.ProviderUUID)
-			b = append(b, `}, "resources": `...)
-			b = appendAmounts(b, a.Resources)
-			b = append(b, '}')
-		}
-		b = append(b, "]}"...)
 	}
 	b = append(b, `], "provider_summaries": {`...)
-	var requested map[string]bool
-	if !v.AtLeast(27) {
-		requested = map[string]bool{}
-		for _, g := range groups {
-			for _, r := range g.Resources {
-				requested[r.Class] = true
-			}
-		}
-	}
-	for i, ps := range c.Summaries {
+	requested := requestedClasses(groups, v)
+	for i := range c.Summaries {
 		if spill != nil && len(b) >= streamFlushBytes {
 			b = spill(b)
 		}
 		if i > 0 {
 			b = append(b, ", "...)
 		}
-		b = appendGoString(b, ps.UUID)
-		b = append(b, `: {"resources": {`...)
-		n := 0
-		for _, r := range ps.Resources {
-			if requested != nil && !requested[r.Class] {
-				continue
-			}
-			if n > 0 {
+		b = appendSummary(b, c, i, requested, v)
+	}
+	return append(b, "}}"...)
+}
+
+// appendRequestDict writes c's allocation request i as a dict (1.12
+// on): allocations by provider uuid, and from 1.34 the mappings.
+func appendRequestDict(b []byte, c *engine.Candidates, i int, v Version) []byte {
+	ar := &c.Requests[i]
+	b = append(b, `{"allocations": {`...)
+	for j, a := range ar.Allocations {
+		if j > 0 {
+			b = append(b, ", "...)
+		}
+		b = appendGoString(b, a.ProviderUUID)
+		b = append(b, `: {"resources": `...)
+		b = appendAmounts(b, a.Resources)
+		b = append(b, '}')
+	}
+	b = append(b, '}')
+	if v.AtLeast(34) {
+		b = append(b, `, "mappings": {`...)
+		for j, m := range ar.Mappings {
+			if j > 0 {
 				b = append(b, ", "...)
 			}
-			n++
-			b = appendGoString(b, r.Class)
-			b = append(b, `: {"capacity": `...)
-			b = appendCapacity(b, r.Total, r.Reserved, r.AllocationRatio)
-			b = append(b, `, "used": `...)
-			b = strconv.AppendInt(b, r.Used, 10)
-			b = append(b, '}')
-		}
-		b = append(b, '}')
-		if v.AtLeast(17) {
-			b = append(b, `, "traits": [`...)
-			for k, t := range ps.Traits {
+			b = appendGoString(b, m.Suffix)
+			b = append(b, ": ["...)
+			for k, u := range m.ProviderUUIDs {
 				if k > 0 {
 					b = append(b, ", "...)
 				}
-				b = appendGoString(b, t)
+				b = appendGoString(b, u)
 			}
 			b = append(b, ']')
 		}
-		if v.AtLeast(29) {
-			b = append(b, `, "parent_provider_uuid": `...)
-			if ps.ParentUUID == "" {
-				b = append(b, "null"...)
-			} else {
-				b = appendGoString(b, ps.ParentUUID)
-			}
-			b = append(b, `, "root_provider_uuid": `...)
-			b = appendGoString(b, ps.RootUUID)
-		}
 		b = append(b, '}')
 	}
-	return append(b, "}}"...)
+	return append(b, '}')
+}
+
+// appendRequestList writes c's allocation request i as a list of
+// allocations (before 1.12).
+func appendRequestList(b []byte, c *engine.Candidates, i int) []byte {
+	ar := &c.Requests[i]
+	b = append(b, `{"allocations": [`...)
+	for j, a := range ar.Allocations {
+		if j > 0 {
+			b = append(b, ", "...)
+		}
+		b = append(b, `{"resource_provider": {"uuid": `...)
+		b = appendGoString(b, a.ProviderUUID)
+		b = append(b, `}, "resources": `...)
+		b = appendAmounts(b, a.Resources)
+		b = append(b, '}')
+	}
+	return append(b, "]}"...)
+}
+
+// requestedClasses are the classes groups request, which are all a
+// summary lists before 1.27; nil (every class) from 1.27.
+func requestedClasses(groups []engine.RequestGroup, v Version) map[string]bool {
+	if v.AtLeast(27) {
+		return nil
+	}
+	requested := map[string]bool{}
+	for _, g := range groups {
+		for _, r := range g.Resources {
+			requested[r.Class] = true
+		}
+	}
+	return requested
+}
+
+// appendSummary writes c's provider summary i, its key included: the
+// resources (only those in requested unless it is nil), from 1.17 the
+// traits and from 1.29 the tree.
+func appendSummary(b []byte, c *engine.Candidates, i int, requested map[string]bool, v Version) []byte {
+	ps := &c.Summaries[i]
+	b = appendGoString(b, ps.UUID)
+	b = append(b, `: {"resources": {`...)
+	n := 0
+	for _, r := range ps.Resources {
+		if requested != nil && !requested[r.Class] {
+			continue
+		}
+		if n > 0 {
+			b = append(b, ", "...)
+		}
+		n++
+		b = appendGoString(b, r.Class)
+		b = append(b, `: {"capacity": `...)
+		b = appendCapacity(b, r.Total, r.Reserved, r.AllocationRatio)
+		b = append(b, `, "used": `...)
+		b = strconv.AppendInt(b, r.Used, 10)
+		b = append(b, '}')
+	}
+	b = append(b, '}')
+	if v.AtLeast(17) {
+		b = append(b, `, "traits": [`...)
+		for k, t := range ps.Traits {
+			if k > 0 {
+				b = append(b, ", "...)
+			}
+			b = appendGoString(b, t)
+		}
+		b = append(b, ']')
+	}
+	if v.AtLeast(29) {
+		b = append(b, `, "parent_provider_uuid": `...)
+		if ps.ParentUUID == "" {
+			b = append(b, "null"...)
+		} else {
+			b = appendGoString(b, ps.ParentUUID)
+		}
+		b = append(b, `, "root_provider_uuid": `...)
+		b = appendGoString(b, ps.RootUUID)
+	}
+	return append(b, '}')
 }
 
 // appendCapacity writes a provider summary's capacity as Placement

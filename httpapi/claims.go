@@ -5,11 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/berthd/berth/claims"
+	"github.com/berthd/berth/internal/fault"
 	"github.com/berthd/berth/internal/jsonschema"
 	"github.com/berthd/berth/internal/uuid"
 	"github.com/berthd/berth/ledger/engine"
@@ -52,6 +55,13 @@ func claimSchemaText(kind int) string {
 		reasons = `["evacuation", "relocation"]`
 	case sampleKind:
 		required = `"required": ["resources"],`
+	}
+	// lease_seconds is checked in code (parseLease): its refusals carry
+	// berth.invalid_lease, which a schema error would not.
+	lease := `,
+		"lease_seconds": {}`
+	if kind == sampleKind {
+		lease = ""
 	}
 	strs := `{"type": "array", "items": {"type": "string", "minLength": 1}}`
 	group := `"resources": {"type": "object", "minProperties": 1, "additionalProperties": {"type": "integer"}},
@@ -98,7 +108,7 @@ func claimSchemaText(kind int) string {
 		}},
 		"alternates": {"type": "integer", "minimum": 0, "maximum": ` + fmt.Sprint(maxAlternates) + `},
 		"max_attempts": {"type": "integer", "minimum": 1, "maximum": ` + fmt.Sprint(claims.MaxMaxAttempts) + `},
-		"dry_run": {"type": "boolean"}
+		"dry_run": {"type": "boolean"}` + lease + `
 	},
 	` + required + `
 	"additionalProperties": false
@@ -184,6 +194,8 @@ type claimBody struct {
 	Alternates  *int `json:"alternates"`
 	MaxAttempts int  `json:"max_attempts"`
 	DryRun      bool `json:"dry_run"`
+	// LeaseSeconds is the raw value of lease_seconds (parseLease).
+	LeaseSeconds json.RawMessage `json:"lease_seconds"`
 }
 
 // selects reports whether g has any selection field.
@@ -286,8 +298,18 @@ func (s *Server) claimCandidates(b *claimBody, v Version) (p engine.CandidatesPa
 // query at the latest microversion; for reschedule and move they may be
 // left out (the consumer's current resources then).
 func (s *Server) claimParams(c echo.Context, schema *jsonschema.Schema, kind int) (claimBody, claims.Params, error) {
+	body, err := s.readBody(c)
+	if err != nil {
+		return claimBody{}, claims.Params{}, err
+	}
+	return s.claimParamsFrom(c.Param("consumer_uuid"), body, schema, kind)
+}
+
+// claimParamsFrom is claimParams of the body read; consumer is the path's
+// consumer uuid (reschedule and move).
+func (s *Server) claimParamsFrom(consumer string, body []byte, schema *jsonschema.Schema, kind int) (claimBody, claims.Params, error) {
 	var b claimBody
-	if err := s.decodeBody(c, schema, &b); err != nil {
+	if err := decodeJSON(body, schema, &b); err != nil {
 		return b, claims.Params{}, err
 	}
 	p := claims.Params{
@@ -315,9 +337,16 @@ func (s *Server) claimParams(c echo.Context, schema *jsonschema.Schema, kind int
 	}
 	onConsumer := kind == rescheduleKind || kind == moveKind
 	if onConsumer {
-		p.ConsumerUUID = c.Param("consumer_uuid")
+		p.ConsumerUUID = consumer
 		if !uuid.Valid(p.ConsumerUUID) {
 			return b, p, badRequest("Malformed consumer_uuid: %s", p.ConsumerUUID)
+		}
+	}
+	if kind != sampleKind {
+		p.Request = body
+		var err error
+		if p.LeaseSeconds, err = parseLease(b.LeaseSeconds); err != nil {
+			return b, p, err
 		}
 	}
 	if b.Alternates != nil {
@@ -341,6 +370,113 @@ func (s *Server) claimParams(c echo.Context, schema *jsonschema.Schema, kind int
 	return b, p, nil
 }
 
+// parseLease reads lease_seconds: absent or null, no lease (nil); an
+// integer, that many seconds (its range is the claims package's to
+// check); anything else is 400 berth.invalid_lease.
+func parseLease(raw json.RawMessage) (*int64, error) {
+	v := strings.TrimSpace(string(raw))
+	if v == "" || v == "null" {
+		return nil, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return nil, newError(http.StatusBadRequest, fault.CodeInvalidLease,
+			"Invalid lease_seconds %s: want an integer number of seconds, or null for no lease.", v)
+	}
+	return &n, nil
+}
+
+// reusedFields are the request fields a reschedule or move takes from the
+// consumer's stored claim when its body leaves them out, in the order the
+// answer lists them: the selection, where not to place, and what the
+// policy and scriptlets see (instance, LXD's request, as LXD gives a
+// scriptlet the instance it moves). Not reused: the owner, type and
+// generation (the consumer's own, as before), target (it pinned where the
+// consumer is), reason, alternates, max_attempts, dry_run and
+// lease_seconds (the stored claim's lease carries over by its own rules).
+var reusedFields = []string{"resources", "required", "member_of", "in_tree", "groups", "root_required",
+	"same_subtree", "group_policy", "exclude_providers", "name", "properties", "instance", "keys", "policy"}
+
+// claimOnConsumer decodes the body of a reschedule or move (kind) and
+// redoes the consumer's stored request under it: every field of
+// reusedFields that the body leaves out is taken from the request stored
+// with the consumer's claim (a body field, even empty, overrides its
+// stored one). The merged request is checked as a body would be, and is
+// what the write stores. A consumer without a stored claim (allocations
+// written through the Placement API) gets today's defaults: what it holds
+// now. The answer says which it was (claims.Reused).
+func (s *Server) claimOnConsumer(c echo.Context, schema *jsonschema.Schema, kind int) (claimBody, claims.Params, error) {
+	body, err := s.readBody(c)
+	if err != nil {
+		return claimBody{}, claims.Params{}, err
+	}
+	return s.redoStored(c.Request().Context(), c.Param("consumer_uuid"), body, schema, kind)
+}
+
+// redoStored is claimOnConsumer of the body read, for consumer.
+func (s *Server) redoStored(ctx context.Context, consumer string, body []byte, schema *jsonschema.Schema, kind int) (claimBody, claims.Params, error) {
+	b, p, err := s.claimParamsFrom(consumer, body, schema, kind)
+	if err != nil {
+		return b, p, err
+	}
+	stored, err := s.claims.StoredRequest(ctx, p.ConsumerUUID)
+	if err != nil {
+		return b, p, err
+	}
+	reused := &claims.Reused{From: claims.ReusedFromAllocations, Fields: []string{}}
+	if stored != nil {
+		reused.From = claims.ReusedFromClaim
+		merged, fields, err := mergeRequest(stored, body)
+		if err != nil {
+			return b, p, err
+		}
+		if len(fields) > 0 {
+			if b, p, err = s.claimParamsFrom(consumer, merged, schema, kind); err != nil {
+				return b, p, err
+			}
+			reused.Fields = fields
+		}
+	}
+	if len(p.Candidates.Groups) == 0 {
+		reused.Fields = append(reused.Fields, "resources") // from what it holds (claims: adopt)
+	}
+	p.Reused = reused
+	return b, p, nil
+}
+
+// mergeRequest is body with every field of reusedFields it lacks taken
+// from stored, and the fields it took. A stored request that is not a
+// JSON object is not reused.
+func mergeRequest(stored, body []byte) ([]byte, []string, error) {
+	var b, st map[string]json.RawMessage
+	if len(strings.TrimSpace(string(body))) > 0 {
+		if err := json.Unmarshal(body, &b); err != nil {
+			return nil, nil, badRequest("Malformed JSON: %v", err)
+		}
+	}
+	if b == nil {
+		b = map[string]json.RawMessage{}
+	}
+	if json.Unmarshal(stored, &st) != nil {
+		return body, nil, nil
+	}
+	var fields []string
+	for _, f := range reusedFields {
+		if _, given := b[f]; given {
+			continue
+		}
+		if v, ok := st[f]; ok {
+			b[f] = v
+			fields = append(fields, f)
+		}
+	}
+	if len(fields) == 0 {
+		return body, nil, nil
+	}
+	merged, err := json.Marshal(b)
+	return merged, fields, err
+}
+
 // claimCreate serves POST /claims: rank the candidates and claim the best
 // one that still fits. 200 with what was written (or, for a dry run,
 // would be); 409 berth.no_valid_host when nothing was placed, or
@@ -361,7 +497,7 @@ func (s *Server) claimCreate(c echo.Context) error {
 // again, away from every provider the consumer failed on, replacing its
 // allocations atomically.
 func (s *Server) claimReschedule(c echo.Context) error {
-	b, p, err := s.claimParams(c, rescheduleSchema, rescheduleKind)
+	b, p, err := s.claimOnConsumer(c, rescheduleSchema, rescheduleKind)
 	if err != nil {
 		return err
 	}
@@ -377,7 +513,7 @@ func (s *Server) claimReschedule(c echo.Context) error {
 // and the consumer gets a destination away from its current roots, in
 // one transaction.
 func (s *Server) claimMove(c echo.Context) error {
-	b, p, err := s.claimParams(c, moveSchema, moveKind)
+	b, p, err := s.claimOnConsumer(c, moveSchema, moveKind)
 	if err != nil {
 		return err
 	}
@@ -441,12 +577,15 @@ type claimAnswer struct {
 	Migration          *migrationJSON      `json:"migration,omitempty"`
 	// Ranking and ScriptletLog are set (possibly to empty slices) for dry
 	// runs only.
-	Ranking          any        `json:"ranking,omitempty"`
-	RootProviderName string     `json:"root_provider_name"`
-	RootProviderUUID string     `json:"root_provider_uuid"`
-	Score            float64    `json:"score"`
-	ScriptletLog     any        `json:"scriptlet_log,omitempty"`
-	Steps            []stepJSON `json:"steps"`
+	Ranking any `json:"ranking,omitempty"`
+	// Reused is set for reschedules and moves: what their request took
+	// from the consumer's stored claim or allocations.
+	Reused           *reusedJSON `json:"reused,omitempty"`
+	RootProviderName string      `json:"root_provider_name"`
+	RootProviderUUID string      `json:"root_provider_uuid"`
+	Score            float64     `json:"score"`
+	ScriptletLog     any         `json:"scriptlet_log,omitempty"`
+	Steps            []stepJSON  `json:"steps"`
 }
 
 type alternateJSON struct {
@@ -469,6 +608,11 @@ type rankedJSON struct {
 type logLineJSON struct {
 	Level   string `json:"level"`
 	Message string `json:"message"`
+}
+
+type reusedJSON struct {
+	Fields []string `json:"fields"`
+	From   string   `json:"from"`
 }
 
 type migrationJSON struct {
@@ -526,6 +670,9 @@ func claimResponse(r *claims.Result) *claimAnswer {
 		}
 		out.Ranking, out.ScriptletLog = ranking, log
 	}
+	if r.Reused != nil {
+		out.Reused = &reusedJSON{From: r.Reused.From, Fields: r.Reused.Fields}
+	}
 	if r.Migration != nil {
 		out.Migration = &migrationJSON{
 			ConsumerUUID: r.Migration.ConsumerUUID,
@@ -557,6 +704,108 @@ func allocationsJSON(allocs []engine.Allocation) map[string]any {
 			res[r.Class] = r.Amount
 		}
 		out[pr.ProviderUUID] = map[string]any{"resources": res}
+	}
+	return out
+}
+
+// claimUpdateSchema is the body of PATCH /claims/{consumer_uuid}; its
+// one value is checked by parseLease.
+var claimUpdateSchema = jsonschema.Must(`{
+	"type": "object",
+	"properties": {"lease_seconds": {}},
+	"required": ["lease_seconds"],
+	"additionalProperties": false
+}`)
+
+// claimShow serves GET /claims/{consumer_uuid}: the consumer's stored
+// claim (its request, where it landed, its state and lease) and what it
+// holds now. 404 berth.no_claim for a consumer no claim placed.
+func (s *Server) claimShow(c echo.Context) error {
+	consumer := c.Param("consumer_uuid")
+	if !uuid.Valid(consumer) {
+		return badRequest("Malformed consumer_uuid: %s", consumer)
+	}
+	st, err := s.claims.Stored(c.Request().Context(), consumer)
+	if err != nil {
+		return err
+	}
+	return writeJSON(c, http.StatusOK, storedJSON(st))
+}
+
+// claimUpdate serves PATCH /claims/{consumer_uuid}: {"lease_seconds": N}
+// renews the lease for N seconds from now, {"lease_seconds": null}
+// confirms the claim (makes it permanent). It answers as GET does.
+func (s *Server) claimUpdate(c echo.Context) error {
+	consumer := c.Param("consumer_uuid")
+	if !uuid.Valid(consumer) {
+		return badRequest("Malformed consumer_uuid: %s", consumer)
+	}
+	var b struct {
+		LeaseSeconds json.RawMessage `json:"lease_seconds"`
+	}
+	if err := s.decodeBody(c, claimUpdateSchema, &b); err != nil {
+		return err
+	}
+	lease, err := parseLease(b.LeaseSeconds)
+	if err != nil {
+		return err
+	}
+	st, err := s.claims.Lease(c.Request().Context(), consumer, lease)
+	if err != nil {
+		return err
+	}
+	return writeJSON(c, http.StatusOK, storedJSON(st))
+}
+
+// storedClaimJSON is the answer of GET and PATCH /claims/{consumer_uuid},
+// its fields in name order.
+type storedClaimJSON struct {
+	Allocations        map[string]any  `json:"allocations"`
+	ConsumerGeneration int64           `json:"consumer_generation"`
+	ConsumerUUID       string          `json:"consumer_uuid"`
+	CreatedAt          string          `json:"created_at"`
+	Expired            bool            `json:"expired"`
+	LeaseExpiresAt     *string         `json:"lease_expires_at"`
+	LeaseSeconds       *int64          `json:"lease_seconds"`
+	MigrationUUID      *string         `json:"migration_uuid"`
+	Op                 string          `json:"op"`
+	Request            json.RawMessage `json:"request"`
+	RootProviderUUID   *string         `json:"root_provider_uuid"`
+	State              string          `json:"state"`
+	UpdatedAt          string          `json:"updated_at"`
+}
+
+// storedJSON renders a stored claim; times are UTC, RFC 3339 with
+// fractional seconds, by PostgreSQL's clock.
+func storedJSON(st *claims.Stored) *storedClaimJSON {
+	cl := st.Claim
+	stamp := func(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+	optional := func(s string) *string {
+		if s == "" {
+			return nil
+		}
+		return &s
+	}
+	out := &storedClaimJSON{
+		Allocations:        allocationsJSON(st.Allocations),
+		ConsumerGeneration: st.ConsumerGeneration,
+		ConsumerUUID:       cl.ConsumerUUID,
+		CreatedAt:          stamp(cl.CreatedAt),
+		Expired:            cl.Expired,
+		MigrationUUID:      optional(cl.MigrationUUID),
+		Op:                 cl.Op,
+		Request:            cl.Request,
+		RootProviderUUID:   optional(cl.RootUUID),
+		State:              cl.State,
+		UpdatedAt:          stamp(cl.UpdatedAt),
+	}
+	if cl.LeaseExpiresAt != nil {
+		t := stamp(*cl.LeaseExpiresAt)
+		out.LeaseExpiresAt = &t
+	}
+	if cl.LeaseSeconds > 0 {
+		n := cl.LeaseSeconds
+		out.LeaseSeconds = &n
 	}
 	return out
 }

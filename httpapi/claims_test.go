@@ -294,8 +294,21 @@ func TestClaimsScriptlet(t *testing.T) {
 	}
 	code, body = claim("foo", false)
 	if ecode, detail := errorDetail(body); code != http.StatusConflict || ecode != fault.CodeNoValidHost ||
-		!strings.Contains(detail, "Failed instance placement scriptlet: Invalid name") {
+		!strings.HasSuffix(detail, "\n\n 1 provider; then Failed instance placement scriptlet: Invalid name  ") ||
+		body["errors"].([]any)[0].(map[string]any)["refusal"] != "Invalid name" {
 		t.Fatalf("refused: %d %v", code, body)
+	}
+	// What ran before the scriptlet is in the refusal's detail and steps:
+	// here the candidate step left nothing for it (issue 27).
+	code, body = call(t, s, http.MethodPost, "/claims", "admin", `{"consumer_uuid": "33333333-2222-3333-4444-555555555555",
+		"project_id": "p", "user_id": "u", "name": "foo", "resources": {"VCPU": 9}}`)
+	if ecode, detail := errorDetail(body); code != http.StatusConflict || ecode != fault.CodeNoValidHost ||
+		!strings.HasSuffix(detail, "\n\n 1 provider; 1 lacked VCPU 9; then Failed instance placement scriptlet: Invalid name  ") {
+		t.Fatalf("refused after the candidate step: %d %v", code, body)
+	}
+	if steps, _ := body["errors"].([]any)[0].(map[string]any)["steps"].([]any); len(steps) == 0 ||
+		steps[0].(map[string]any)["removed"] != 1.0 {
+		t.Fatalf("refusal's steps: %v", body)
 	}
 	if _, got := call(t, s, http.MethodGet, "/allocations/33333333-2222-3333-4444-555555555555", "admin", ""); len(got["allocations"].(map[string]any)) != 0 {
 		t.Fatalf("refused claim wrote %v", got)

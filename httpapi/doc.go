@@ -8,6 +8,6 @@
 // Placement's), and the mapping of errors to Placement's error body
 // format. Its handlers only translate HTTP: they decode and check the
 // request, call one method of a component they are given (the ledger, the
-// claimer, the scheduling sources; internal/daemon/compose builds them)
-// and render the answer. It holds no state of its own.
+// claimer, the catalogue, the cloud view; internal/daemon/compose builds
+// them) and render the answer. It holds no state of its own.
 package httpapi

@@ -49,6 +49,9 @@ type Error struct {
 	// detail words, for programs (a Berth extension; Placement clients
 	// ignore the member).
 	Steps []stepJSON
+	// Refusal, when set, goes in the JSON error object as "refusal": the
+	// reason of the scriptlet that refused a claim (a Berth extension).
+	Refusal string
 }
 
 func (e *Error) Error() string { return e.Msg }
@@ -121,7 +124,7 @@ func toError(c echo.Context, err error) *Error {
 		if np.Reason == claims.ConflictsExhausted {
 			code = fault.CodeClaimConflict
 		}
-		return &Error{Status: http.StatusConflict, Code: code, Msg: np.Error(), Steps: stepsJSON(np.Steps)}
+		return &Error{Status: http.StatusConflict, Code: code, Msg: np.Error(), Steps: stepsJSON(np.Steps), Refusal: np.Refusal}
 	}
 	var mm *claims.MismatchError
 	if errors.As(err, &mm) {
@@ -186,31 +189,8 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 	}
 	e := toError(c, err)
 	req := c.Request()
-	// The request's context carries its request and trace ids into the
-	// log line (instrument.LogHandler).
-	log := s.log.With("method", req.Method, "path", req.URL.Path, "status", e.Status)
-	switch {
-	case e.Status == http.StatusServiceUnavailable && e.Code == fault.CodeDatabaseUnavailable:
-		s.outage.log(req.Context(), log, err)
-	case e.Status >= 500:
-		// One line: pgx joins a connect error's per-host causes with "\n\t".
-		log.ErrorContext(req.Context(), "request failed", "error", fault.Detail(err))
-	default:
-		log.DebugContext(req.Context(), "request refused", "detail", e.Msg)
-	}
-
-	if e.NoVary || e.PreVersion {
-		dropVaryVersion(c.Response().Header())
-	}
-	if e.PreVersion {
-		c.Response().Header().Del(headerAPIVersion)
-	}
-	if e.RetryAfter > 0 {
-		c.Response().Header().Set("Retry-After", strconv.Itoa(e.RetryAfter))
-	}
-	if e.Status == http.StatusMethodNotAllowed && e.Allow != "" {
-		c.Response().Header().Set(echo.HeaderAllow, e.Allow)
-	}
+	s.logError(c, e, err)
+	setErrorHeaders(c.Response().Header(), e)
 	we := webobError{status: e.Status, detail: e.Msg, env: webobEnvOf(req)}
 	if e.NoDetail {
 		we.detail = ""
@@ -254,7 +234,49 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 		_ = writeJSON(c, e.Status, body)
 		return
 	}
-	detail := we.detailText()
+	item := placementErrorItem(c, e, we.detailText(), title)
+	_ = writeJSON(c, e.Status, map[string]any{"errors": []any{item}})
+}
+
+// logError logs the answer e to a failed request: 5xx as errors, the
+// database's outages through s.outage, everything else at debug level.
+func (s *Server) logError(c echo.Context, e *Error, err error) {
+	req := c.Request()
+	// The request's context carries its request and trace ids into the
+	// log line (instrument.LogHandler).
+	log := s.log.With("method", req.Method, "path", req.URL.Path, "status", e.Status)
+	switch {
+	case e.Status == http.StatusServiceUnavailable && e.Code == fault.CodeDatabaseUnavailable:
+		s.outage.log(req.Context(), log, err)
+	case e.Status >= 500:
+		// One line: pgx joins a connect error's per-host causes with "\n\t".
+		log.ErrorContext(req.Context(), "request failed", "error", fault.Detail(err))
+	default:
+		log.DebugContext(req.Context(), "request refused", "detail", e.Msg)
+	}
+}
+
+// setErrorHeaders sets the headers e's answer carries whatever its body:
+// the microversion's, Retry-After and Allow.
+func setErrorHeaders(h http.Header, e *Error) {
+	if e.NoVary || e.PreVersion {
+		dropVaryVersion(h)
+	}
+	if e.PreVersion {
+		h.Del(headerAPIVersion)
+	}
+	if e.RetryAfter > 0 {
+		h.Set("Retry-After", strconv.Itoa(e.RetryAfter))
+	}
+	if e.Status == http.StatusMethodNotAllowed && e.Allow != "" {
+		h.Set(echo.HeaderAllow, e.Allow)
+	}
+}
+
+// placementErrorItem is e as one item of Placement's errors list: status,
+// title, detail, request_id, Berth's steps and refusal, and the code from
+// the microversion that has codes.
+func placementErrorItem(c echo.Context, e *Error, detail, title string) map[string]any {
 	item := map[string]any{
 		"status": e.Status,
 		"title":  title,
@@ -265,6 +287,9 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 	}
 	if e.Steps != nil {
 		item["steps"] = e.Steps
+	}
+	if e.Refusal != "" {
+		item["refusal"] = e.Refusal
 	}
 	if v, ok := c.Get(ctxVersion).(Version); ok && v.AtLeast(errorCodeVersion) {
 		code := e.Code
@@ -277,7 +302,7 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 		// The microversion was refused: say which ones exist.
 		item["max_version"], item["min_version"] = MaxVersion.String(), MinVersion.String()
 	}
-	_ = writeJSON(c, e.Status, map[string]any{"errors": []any{item}})
+	return item
 }
 
 // dropVaryVersion removes the Vary the microversion middleware added,

@@ -1,6 +1,8 @@
 package httpapi
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -60,11 +62,35 @@ func (s *Server) providerEvacuate(c echo.Context) error {
 		}
 	}
 	ev, err := s.claims.Evacuate(c.Request().Context(), claims.EvacuateParams{Provider: c.Param("uuid"), DryRun: b.DryRun,
-		Confirm: b.Confirm, Parallel: b.Parallel, Limit: b.Limit, After: b.After, Policy: b.Policy})
+		Confirm: b.Confirm, Parallel: b.Parallel, Limit: b.Limit, After: b.After, Policy: b.Policy,
+		MoveRequest: s.evacuationMove(b)})
 	if err != nil {
 		return err
 	}
 	return writeJSON(c, http.StatusOK, evacuationJSON(ev))
+}
+
+// evacuationMove makes each move of the evacuation b as POST
+// /claims/{uuid}/move would with a body of the evacuation's own fields
+// (migration_uuid, reason evacuation, dry_run, policy if given): the
+// consumer's stored claim redone (claimOnConsumer), so that the move
+// keeps what its claim asked for and stores it again.
+func (s *Server) evacuationMove(b evacuateBody) func(ctx context.Context, consumer, migration string) (claims.Params, error) {
+	return func(ctx context.Context, consumer, migration string) (claims.Params, error) {
+		body := map[string]any{"migration_uuid": migration, "reason": claims.ReasonEvacuation}
+		if b.DryRun {
+			body["dry_run"] = true
+		}
+		if b.Policy != "" {
+			body["policy"] = b.Policy
+		}
+		raw, err := json.Marshal(body)
+		if err != nil {
+			return claims.Params{}, err
+		}
+		_, p, err := s.redoStored(ctx, consumer, raw, moveSchema, moveKind)
+		return p, err
+	}
 }
 
 // providerRestore serves POST /resource_providers/{uuid}/restore: 200;

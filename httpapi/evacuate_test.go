@@ -185,3 +185,65 @@ func TestLXDScriptletOverHTTP(t *testing.T) {
 
 // uuidN is a consumer uuid ending in n.
 func uuidN(n int) string { return fmt.Sprintf("cccccccc-0000-4000-8000-%012d", n) }
+
+// evacuationRedoScriptlet checks, on an evacuation, that the move redoes
+// the stored claim: the instance is LXD's request again, and the only
+// candidate is the other host with the required trait.
+const evacuationRedoScriptlet = `
+def instance_placement(request, candidate_members):
+    if request.reason != "evacuation":
+        return
+    if request.name != "web" or request.config["user.zone"] != "a":
+        fail("the instance was not redone: " + request.name)
+    names = [m.server_name for m in candidate_members]
+    if names != ["compute-2"]:
+        fail("candidates " + ", ".join(names))
+`
+
+// TestEvacuationRedoesTheStoredClaim: an evacuation's moves are made as a
+// move of the stored claim (its required trait, its instance), store it
+// again, and leave the stored claim on the destination: moving with the
+// claim's lease kept for a revert, then permanent there once confirmed;
+// a move confirmed at once (a dead host) is permanent on the destination.
+func TestEvacuationRedoesTheStoredClaim(t *testing.T) {
+	s, rps := leaseCloud(t) // compute-1 and compute-2 have AVX2
+	patch, _ := json.Marshal(map[string]any{"instances.placement.scriptlet": evacuationRedoScriptlet})
+	wantStatus(t, s, apiCall{method: "PATCH", path: "/config", body: string(patch)}, 200, "")
+	claim := `{"consumer_uuid": "%s", "project_id": "p", "user_id": "u", "resources": {"VCPU": 1, "MEMORY_MB": 512},
+		"required": ["HW_CPU_X86_AVX2"], "target": "compute-1", "instance": {"name": "web", "config": {"user.zone": "a"}}%s}`
+	wantStatus(t, s, apiCall{method: "POST", path: "/claims", body: fmt.Sprintf(claim, uuidN(1), `, "lease_seconds": 600`)}, 200, "compute-1")
+	wantStatus(t, s, apiCall{method: "POST", path: "/claims", body: fmt.Sprintf(claim, uuidN(2), "")}, 200, "compute-1")
+
+	evac := "/resource_providers/" + rps[0] + "/evacuate"
+	got := wantStatus(t, s, apiCall{method: "POST", path: evac, body: `{"limit": 1}`}, 200, "")
+	if got["moved"] != 1.0 || got["pending"] != 1.0 {
+		t.Fatalf("first page %v", got)
+	}
+	first := wantStatus(t, s, apiCall{method: "GET", path: "/claims/" + uuidN(1)}, 200, "")
+	req, _ := first["request"].(map[string]any)
+	if first["root_provider_uuid"] != rps[1] || first["state"] != "moving" || first["lease_expires_at"] != nil ||
+		first["op"] != "move" || first["migration_uuid"] == nil || req["reason"] != "evacuation" ||
+		req["instance"] == nil || fmt.Sprint(req["required"]) != "[HW_CPU_X86_AVX2]" {
+		t.Errorf("moving claim %v", first)
+	}
+	// Resumed with confirm: the second is moved and confirmed at once.
+	got = wantStatus(t, s, apiCall{method: "POST", path: evac, body: `{"confirm": true}`}, 200, "")
+	if got["moved"] != 1.0 || got["skipped"] != 1.0 || got["remaining"] != 0.0 {
+		t.Fatalf("resumed %v", got)
+	}
+	second := wantStatus(t, s, apiCall{method: "GET", path: "/claims/" + uuidN(2)}, 200, "")
+	if second["root_provider_uuid"] != rps[1] || second["state"] != "permanent" || second["lease_expires_at"] != nil {
+		t.Errorf("confirmed claim %v", second)
+	}
+	// The first, confirmed: permanent on compute-2, no lease left that
+	// could release it or point back at compute-1.
+	wantStatus(t, s, apiCall{method: "POST", path: "/claims/" + uuidN(1) + "/move/confirm", body: `{}`}, 200, rps[1])
+	first = wantStatus(t, s, apiCall{method: "GET", path: "/claims/" + uuidN(1)}, 200, "")
+	if first["root_provider_uuid"] != rps[1] || first["state"] != "permanent" || first["lease_expires_at"] != nil || first["migration_uuid"] != nil {
+		t.Errorf("confirmed claim %v", first)
+	}
+	// A later move redoes the request the evacuation stored: the trait
+	// again (compute-1 is evacuated, so nothing fits).
+	wantStatus(t, s, apiCall{method: "POST", path: "/claims/" + uuidN(1) + "/move",
+		body: `{"migration_uuid": "` + uuidN(9) + `", "dry_run": true}`}, 409, "berth.no_valid_host")
+}

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"log/slog"
@@ -9,10 +8,10 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/berthd/berth/internal/testing/proctest"
 	"github.com/berthd/berth/ledger"
 	"github.com/berthd/berth/ledger/ledgertest"
 )
@@ -90,7 +89,7 @@ func TestReadyzDatabaseUnreachable(t *testing.T) {
 	dbURL := ledgertest.NewDB(t)
 	proxy, proxyURL := startDBProxy(t, dbURL)
 	store := openStore(t, proxyURL)
-	var logs syncBuffer
+	var logs proctest.Buffer
 	s, err := build(Config{}, store, nil, slog.New(slog.NewTextHandler(&logs, nil)))
 	if err != nil {
 		t.Fatal(err)
@@ -136,23 +135,4 @@ func openStore(t *testing.T, dbURL string) *ledger.Store {
 	}
 	t.Cleanup(store.Close)
 	return store
-}
-
-// syncBuffer is a bytes.Buffer safe for concurrent writes (a logger's
-// handler) and reads (the test).
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }

@@ -66,8 +66,7 @@ func (d *docBuilder) value(i, depth int) (any, bool) {
 	}
 	if d.python {
 		for _, lit := range pyLiterals {
-			if len(b)-i >= len(lit.text) && string(b[i:i+len(lit.text)]) == lit.text {
-				d.end = i + len(lit.text)
+			if d.literal(i, lit.text) {
 				return lit.v, true
 			}
 		}
@@ -76,92 +75,119 @@ func (d *docBuilder) value(i, depth int) (any, bool) {
 	case c == '"':
 		return d.str(i)
 	case c == '{':
-		m := map[string]any{}
-		i = jsonSpace(d.b, i+1)
-		if i < len(b) && b[i] == '}' {
-			d.end = i + 1
-			return m, true
-		}
-		for {
-			k, ok := d.str(i)
-			if !ok {
-				return nil, false
-			}
-			i = jsonSpace(d.b, d.end)
-			if i >= len(b) || b[i] != ':' {
-				return nil, false
-			}
-			v, ok := d.value(jsonSpace(d.b, i+1), depth+1)
-			if !ok {
-				return nil, false
-			}
-			m[k] = v // the last of a repeated key wins, as in encoding/json
-			i = jsonSpace(d.b, d.end)
-			if i >= len(b) {
-				return nil, false
-			}
-			switch b[i] {
-			case '}':
-				d.end = i + 1
-				return m, true
-			case ',':
-				i = jsonSpace(d.b, i+1)
-			default:
-				return nil, false
-			}
-		}
+		return d.object(i, depth)
 	case c == '[':
-		a := []any{}
-		i = jsonSpace(d.b, i+1)
-		if i < len(b) && b[i] == ']' {
-			d.end = i + 1
-			return a, true
-		}
-		for {
-			v, ok := d.value(i, depth+1)
-			if !ok {
-				return nil, false
-			}
-			a = append(a, v)
-			i = jsonSpace(d.b, d.end)
-			if i >= len(b) {
-				return nil, false
-			}
-			switch b[i] {
-			case ']':
-				d.end = i + 1
-				return a, true
-			case ',':
-				i = jsonSpace(d.b, i+1)
-			default:
-				return nil, false
-			}
-		}
+		return d.array(i, depth)
 	case c == '-' || (c >= '0' && c <= '9'):
-		j := i + 1
-		for j < len(b) && (b[j] >= '0' && b[j] <= '9' || b[j] == '.' || b[j] == 'e' || b[j] == 'E' || b[j] == '+' || b[j] == '-') {
-			j++
-		}
-		// -Infinity, and anything else encoding/json would refuse.
-		if !isJSONNumber(b[i:j]) {
-			return nil, false
-		}
-		d.end = j
-		if j == i+1 {
-			return docDigits[b[i]-'0'], true // no allocation for 0 to 9
-		}
-		return json.Number(b[i:j]), true
+		return d.number(i)
 	}
 	for _, lit := range [...]struct {
 		text string
 		v    any
 	}{{"null", nil}, {"true", true}, {"false", false}} {
-		if len(b)-i >= len(lit.text) && string(b[i:i+len(lit.text)]) == lit.text {
-			d.end = i + len(lit.text)
+		if d.literal(i, lit.text) {
 			return lit.v, true
 		}
 	}
 	return nil, false // NaN, Infinity
+}
+
+// literal reports whether text is written at i, and if so ends the value
+// after it.
+func (d *docBuilder) literal(i int, text string) bool {
+	if len(d.b)-i >= len(text) && string(d.b[i:i+len(text)]) == text {
+		d.end = i + len(text)
+		return true
+	}
+	return false
+}
+
+// object decodes the object whose '{' is at i.
+func (d *docBuilder) object(i, depth int) (any, bool) {
+	b := d.b
+	m := map[string]any{}
+	i = jsonSpace(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		d.end = i + 1
+		return m, true
+	}
+	for {
+		k, ok := d.str(i)
+		if !ok {
+			return nil, false
+		}
+		i = jsonSpace(b, d.end)
+		if i >= len(b) || b[i] != ':' {
+			return nil, false
+		}
+		v, ok := d.value(jsonSpace(b, i+1), depth+1)
+		if !ok {
+			return nil, false
+		}
+		m[k] = v // the last of a repeated key wins, as in encoding/json
+		i = jsonSpace(b, d.end)
+		if i >= len(b) {
+			return nil, false
+		}
+		switch b[i] {
+		case '}':
+			d.end = i + 1
+			return m, true
+		case ',':
+			i = jsonSpace(b, i+1)
+		default:
+			return nil, false
+		}
+	}
+}
+
+// array decodes the array whose '[' is at i.
+func (d *docBuilder) array(i, depth int) (any, bool) {
+	b := d.b
+	a := []any{}
+	i = jsonSpace(b, i+1)
+	if i < len(b) && b[i] == ']' {
+		d.end = i + 1
+		return a, true
+	}
+	for {
+		v, ok := d.value(i, depth+1)
+		if !ok {
+			return nil, false
+		}
+		a = append(a, v)
+		i = jsonSpace(b, d.end)
+		if i >= len(b) {
+			return nil, false
+		}
+		switch b[i] {
+		case ']':
+			d.end = i + 1
+			return a, true
+		case ',':
+			i = jsonSpace(b, i+1)
+		default:
+			return nil, false
+		}
+	}
+}
+
+// number decodes the number that starts at i, as a json.Number.
+func (d *docBuilder) number(i int) (any, bool) {
+	b := d.b
+	j := i + 1
+	for j < len(b) && (b[j] >= '0' && b[j] <= '9' || b[j] == '.' || b[j] == 'e' || b[j] == 'E' || b[j] == '+' || b[j] == '-') {
+		j++
+	}
+	// -Infinity, and anything else encoding/json would refuse.
+	if !isJSONNumber(b[i:j]) {
+		return nil, false
+	}
+	d.end = j
+	if j == i+1 {
+		return docDigits[b[i]-'0'], true // no allocation for 0 to 9
+	}
+	return json.Number(b[i:j]), true
 }
 
 // docWords are the member names of the busiest bodies (and the usual

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/berthd/berth/internal/testing/proctest"
 )
 
 // TestCheckUTF8 compares with CPython's bytes.decode('utf-8') errors,
@@ -139,7 +141,7 @@ func TestUndecodableBodiesRefused(t *testing.T) {
 // body limit used to cost 1.8 GB and 4.9 s before its 400, and the 400
 // (and the debug log) repeated megabytes of it.
 func TestLargeJSONBodiesBounded(t *testing.T) {
-	var logs syncBuffer
+	var logs proctest.Buffer
 	s, err := build(Config{}, nil, nil, slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	if err != nil {
 		t.Fatal(err)

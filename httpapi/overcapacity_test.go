@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/berthd/berth/internal/testing/proctest"
 	"github.com/berthd/berth/ledger"
 	"github.com/berthd/berth/ledger/engine"
 	"github.com/berthd/berth/ledger/ledgertest"
@@ -18,7 +19,7 @@ import (
 // then nothing more fits there, and GET /capacity lists the class.
 func TestInventoryBelowUsage(t *testing.T) {
 	ctx := context.Background()
-	var logs syncBuffer
+	var logs proctest.Buffer
 	store, err := ledger.Open(ctx, ledger.Config{DatabaseURL: ledgertest.NewDB(t), MaxConns: 4,
 		AcquireTimeout: ledgertest.AcquireTimeout, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	if err != nil {

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"net/http"
+	"slices"
 
 	"github.com/labstack/echo/v4"
 )
@@ -51,14 +52,22 @@ const (
 )
 
 // routes is the API: every route, the microversions it exists in, the
-// policy rule that guards it and its handler. A path's methods come in
+// policy rule that guards it and its handler, in three tables by family
+// (below, in this order): Placement's resources, Berth's claims and
+// what they read of providers, and scheduling. A path's methods come in
 // the order Placement declares them, which is the order of a 405's Allow
-// header. The version document (GET
-// /) is public and is not in the table; the probes and /metrics are
-// answered before routing (health.go).
+// header. The version document (GET /) is public and is not in the
+// table; the probes and /metrics are answered before routing (health.go).
 func (s *Server) routes() []route {
+	return slices.Concat(s.placementRoutes(), s.claimRoutes(), s.schedulingRoutes())
+}
+
+// placementRoutes are Placement's API: resource providers and their
+// inventories, usages, aggregates and traits, resource classes,
+// allocations, allocation candidates and reshapes.
+func (s *Server) placementRoutes() []route {
 	const (
-		get, put, post, del, patch = http.MethodGet, http.MethodPut, http.MethodPost, http.MethodDelete, http.MethodPatch
+		get, put, post, del = http.MethodGet, http.MethodPut, http.MethodPost, http.MethodDelete
 	)
 	every := since(0) // every microversion
 	return []route{
@@ -113,14 +122,28 @@ func (s *Server) routes() []route {
 		// Allocation candidates and reshapes.
 		{get, "/allocation_candidates", since(10), "placement:allocation_candidates:list", s.allocationCandidates, acceptJSON | bounded},
 		{post, "/reshaper", since(30), "placement:reshaper:reshape", s.reshape, acceptAny},
+	}
+}
 
-		// Berth's extensions exist at every microversion (Placement has no
-		// equivalent); their error bodies carry a "code" from 1.23 on, as
-		// for every route.
+// Berth's extensions (claimRoutes, schedulingRoutes) exist at every
+// microversion (Placement has no equivalent); their error bodies carry a
+// "code" from 1.23 on, as for every route.
 
+// claimRoutes are Berth's claims, the capacity question, what agents
+// report of providers and claims read (provider state and placement
+// keys), and host evacuation.
+func (s *Server) claimRoutes() []route {
+	const (
+		get, put, post, patch = http.MethodGet, http.MethodPut, http.MethodPost, http.MethodPatch
+	)
+	every := since(0) // every microversion
+	return []route{
 		// Claims: select and claim in one request, reschedule, move,
-		// confirm and revert (docs/claims.md).
+		// confirm and revert; the stored claim and its lease
+		// (docs/claims.md).
 		{post, "/claims", every, "berth:claims:create", s.claimCreate, bounded},
+		{get, "/claims/:consumer_uuid", every, "berth:claims:show", s.claimShow, acceptJSON},
+		{patch, "/claims/:consumer_uuid", every, "berth:claims:update", s.claimUpdate, acceptAny},
 		{post, "/claims/:consumer_uuid/reschedule", every, "berth:claims:reschedule", s.claimReschedule, bounded},
 		{post, "/claims/:consumer_uuid/move", every, "berth:claims:move", s.claimMove, bounded},
 		{post, "/claims/:consumer_uuid/move/confirm", every, "berth:claims:move", s.claimConfirm, bounded},
@@ -138,7 +161,17 @@ func (s *Server) routes() []route {
 		// Evacuating a host and restoring it (docs/claims.md).
 		{post, "/resource_providers/:uuid/evacuate", every, "berth:resource_providers:evacuate", s.providerEvacuate, bounded},
 		{post, "/resource_providers/:uuid/restore", every, "berth:resource_providers:evacuate", s.providerRestore, acceptAny},
+	}
+}
 
+// schedulingRoutes are how claims are placed: scheduling policies, the
+// units they name, scriptlets, and the server-wide settings.
+func (s *Server) schedulingRoutes() []route {
+	const (
+		get, put, post, del, patch = http.MethodGet, http.MethodPut, http.MethodPost, http.MethodDelete, http.MethodPatch
+	)
+	every := since(0) // every microversion
+	return []route{
 		// Scheduling policies, the units they may name, and a policy's
 		// balancer suggestions.
 		{get, "/scheduling_policies", every, "berth:scheduling_policies:list", s.policyList, acceptJSON},
@@ -156,6 +189,10 @@ func (s *Server) routes() []route {
 		{put, "/scriptlets/:name", every, "berth:scriptlets:update", s.scriptletPut, acceptAny},
 		{del, "/scriptlets/:name", every, "berth:scriptlets:delete", s.scriptletDelete, acceptAny},
 		{post, "/scriptlets/:name/test", every, "berth:scriptlets:test", s.scriptletTest, bounded},
+
+		// The allocation audit: findings, and the fix of one.
+		{get, "/audit", every, "berth:audit:read", s.auditList, acceptJSON | bounded},
+		{post, "/audit/fix", every, "berth:audit:fix", s.auditFix, acceptAny},
 
 		// Server-wide settings.
 		{get, "/config", every, "berth:config:show", s.configShow, acceptJSON},

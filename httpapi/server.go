@@ -74,6 +74,10 @@ type Config struct {
 	// 503 berth.overloaded; 0 means DefaultAdmissionQueueTimeout.
 	MaxInflightExpensive  int
 	AdmissionQueueTimeout time.Duration
+	// AuditThresholds are the ages GET /audit and POST /audit/fix use
+	// when a request names none; a zero field means its default
+	// (ledger.DefaultAuditThresholds).
+	AuditThresholds ledger.AuditThresholds
 }
 
 // DefaultRequestTimeout is the request deadline used when
@@ -105,6 +109,16 @@ func (c *Config) setDefaults() error {
 	}
 	if c.RequestTimeout == 0 {
 		c.RequestTimeout = DefaultRequestTimeout
+	}
+	def := ledger.DefaultAuditThresholds()
+	if c.AuditThresholds.MigrationAge == 0 {
+		c.AuditThresholds.MigrationAge = def.MigrationAge
+	}
+	if c.AuditThresholds.StateAge == 0 {
+		c.AuditThresholds.StateAge = def.StateAge
+	}
+	if c.AuditThresholds.MigrationAge < 0 || c.AuditThresholds.StateAge < 0 {
+		return errors.New("httpapi: audit thresholds must not be negative")
 	}
 	return nil
 }

@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -19,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berthd/berth/internal/testing/proctest"
 	"github.com/berthd/berth/ledger/ledgertest"
 )
 
@@ -49,7 +49,7 @@ func buildBerthd(t *testing.T) string {
 type berthd struct {
 	url    string
 	client *http.Client
-	stderr *syncBuffer
+	stderr *proctest.Buffer
 	proc   *os.Process
 	exited chan struct{} // closed when the process has exited
 
@@ -88,43 +88,38 @@ func startBerthd(t *testing.T) *berthd {
 	}
 }
 
-func tryStartBerthd(t *testing.T, bin, dbURL string) (*berthd, error) {
+// tryStartBerthd runs the berthd binary on dbURL and a free loopback
+// port, as startBerthdAt does; args are further flags of berthd serve
+// (a repeated flag's last value counts).
+func tryStartBerthd(t *testing.T, bin, dbURL string, args ...string) (*berthd, error) {
 	addr, err := freeLoopbackAddr()
 	if err != nil {
 		return nil, err
 	}
-	return startBerthdAt(t, bin, dbURL, addr)
+	return startBerthdAt(t, bin, dbURL, addr, args...)
 }
 
-// startBerthdAt runs the berthd binary on dbURL listening on addr, waits
-// until GET / answers, and stops it (SIGTERM) when the test ends.
-func startBerthdAt(t *testing.T, bin, dbURL, addr string) (*berthd, error) {
-	cmd := exec.Command(bin, "serve", "--listen", addr, "--database-url", dbURL, "--log-level", "warn")
+// startBerthdAt runs the berthd binary on dbURL listening on addr, with
+// args as further flags, waits until GET / answers, and stops it
+// (SIGTERM) when the test ends.
+func startBerthdAt(t *testing.T, bin, dbURL, addr string, args ...string) (*berthd, error) {
+	cmd := exec.Command(bin, append([]string{"serve", "--listen", addr, "--database-url", dbURL, "--log-level", "warn"}, args...)...)
 	// The test's environment must not configure berthd.
 	for _, kv := range os.Environ() {
 		if k, _, _ := strings.Cut(kv, "="); !strings.HasPrefix(k, "BERTH_") && k != "DATABASE_URL" && k != "PORT" {
 			cmd.Env = append(cmd.Env, kv)
 		}
 	}
-	stderr := &syncBuffer{}
+	stderr := &proctest.Buffer{}
 	cmd.Stderr = stderr
 	cmd.Stdout = stderr
-	if err := cmd.Start(); err != nil {
+	proc, err := proctest.Start(cmd)
+	if err != nil {
 		return nil, err
 	}
-	var waitErr error
-	exited := make(chan struct{})
-	go func() {
-		waitErr = cmd.Wait()
-		close(exited)
-	}()
+	exited := proc.Exited
 	stop := func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(stopTimeout):
-			_ = cmd.Process.Kill()
-			<-exited
+		if proc.Stop(stopTimeout) {
 			t.Errorf("berthd did not stop within %v of SIGTERM; killed\n%s", stopTimeout, stderr)
 		}
 	}
@@ -140,7 +135,7 @@ func startBerthdAt(t *testing.T, bin, dbURL, addr string) (*berthd, error) {
 		}
 		select {
 		case <-exited:
-			return nil, fmt.Errorf("berthd exited before serving (%v):\n%s", waitErr, stderr)
+			return nil, fmt.Errorf("berthd exited before serving (%v):\n%s", proc.Err, stderr)
 		case <-time.After(50 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
@@ -236,22 +231,4 @@ func (b *berthd) must(t *testing.T, want int, method, path, version string, body
 			t.Fatalf("%s %s: %v: %s", method, path, err, raw)
 		}
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for a process writing while a test reads.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.buf.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.buf.String()
 }

@@ -153,7 +153,7 @@ func (s *Store) queueClaim(ctx context.Context, fc fastClaim) (*ownWrite, error)
 }
 
 // batchWriteSQL writes claims 1 to n (the ordinality of the per-claim
-// arrays $5 to $15; the allocations $1 to $4 name their claim) in queue
+// arrays $5 to $19; the allocations $1 to $4 name their claim) in queue
 // order, up to the first it cannot write, "first": a claim with an
 // allocation that does not fit (chk: the inventory's bounds, and its
 // capacity against the committed allocations plus this claim's and every
@@ -161,7 +161,8 @@ func (s *Store) queueClaim(ctx context.Context, fc fastClaim) (*ownWrite, error)
 // consumer exists or is an earlier claim's. Claims before it are written
 // as fastWriteSQL writes one: projects, users and types created if new,
 // the consumer, its sticky keys, its allocations (ids in request order),
-// the providers' generations (once per claim), the claim's request. A
+// the providers' generations (once per claim), the claim's request, its
+// stored claim. A
 // claim before "first" whose project, user or type a concurrent write is
 // still creating is not written (as in fastWriteSQL); later claims counted
 // it all the same, which can only make them refuse, never overcommit.
@@ -176,8 +177,10 @@ WITH req AS (
 	       WITH ORDINALITY AS r(claim, provider_uuid, class, amount, ord)
 ), cl AS (
 	SELECT * FROM unnest($5::uuid[], $6::text[], $7::text[], $8::text[], $9::text[], $10::jsonb[], $11::boolean[],
-	                     $12::text[], $13::bytea[], $14::jsonb[], $15::jsonb[])
-	       WITH ORDINALITY AS c(consumer, project, usr, ctype, name, properties, copy_sticky, op, fingerprint, request, result, claim)
+	                     $12::text[], $13::bytea[], $14::jsonb[], $15::jsonb[],
+	                     $16::text[], $17::jsonb[], $18::uuid[], $19::int[])
+	       WITH ORDINALITY AS c(consumer, project, usr, ctype, name, properties, copy_sticky, op, fingerprint, request, result,
+	                            state_op, state_request, state_root, lease, claim)
 ), chk AS (
 	SELECT req.claim, req.ord, rp.id AS provider_id, rc.id AS class_id, req.amount,
 	       i.resource_provider_id IS NOT NULL
@@ -261,6 +264,14 @@ WITH req AS (
 	SET fingerprint = EXCLUDED.fingerprint, request = EXCLUDED.request, result = EXCLUDED.result,
 	    generation = EXCLUDED.generation, created_at = now()
 	RETURNING 1
+), s AS (
+	-- The stored claims, as fastWriteSQL's s stores one.
+	INSERT INTO claim_state (consumer_uuid, op, request, root_uuid, state, lease_seconds, lease_expires_at)
+	SELECT cc.consumer, cc.state_op, cc.state_request, cc.state_root,
+	       CASE WHEN cc.lease IS NULL THEN 'permanent' ELSE 'provisional' END,
+	       cc.lease, now() + cc.lease * interval '1 second'
+	FROM cc WHERE cc.state_op IS NOT NULL
+	RETURNING 1
 ), cg AS (
 	SELECT cp.consumer_id, g.id, g.updated_at,
 	       g.generation - (SELECT count(*) FROM cp later
@@ -295,6 +306,7 @@ func (s *Store) sendBatchWrite(ctx context.Context, fcs []fastClaim) (ws []*ownW
 	names, ops := make([]*string, n), make([]*string, n)
 	props, fingerprints, requests, results := make([][]byte, n), make([][]byte, n), make([][]byte, n), make([][]byte, n)
 	sticky := make([]bool, n)
+	stateOps, stateRoots, stateRequests, leases := make([]*string, n), make([]*string, n), make([][]byte, n), make([]*int32, n)
 	for i, fc := range fcs {
 		for j := range fc.amounts {
 			claim = append(claim, int32(i+1))
@@ -305,11 +317,13 @@ func (s *Store) sendBatchWrite(ctx context.Context, fcs []fastClaim) (ws []*ownW
 		if r := fc.request; r != nil {
 			ops[i], fingerprints[i], requests[i], results[i] = &r.Op, r.Fingerprint, r.Request, r.Result
 		}
+		st := fc.stateArgs()
+		stateOps[i], stateRequests[i], stateRoots[i], leases[i] = st.op, st.request, st.root, st.lease
 	}
 	ws, first = make([]*ownWrite, n), n
 	err = s.sendClaimPipeline(ctx, fcs, ws, func(b *pgx.Batch) {
 		b.Queue(batchWriteSQL, claim, rps, classes, amounts, consumers, projects, users, types, names, props, sticky,
-			ops, fingerprints, requests, results)
+			ops, fingerprints, requests, results, stateOps, stateRequests, stateRoots, leases)
 	}, func(br pgx.BatchResults) error {
 		rows, err := br.Query()
 		if err != nil {

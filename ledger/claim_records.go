@@ -3,7 +3,10 @@ package ledger
 import (
 	"context"
 	"errors"
+	"math"
 	"time"
+
+	"github.com/berthd/berth/internal/fault"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -255,4 +258,306 @@ func (s *Store) purgeClaimFailures(ctx context.Context) {
 		case <-time.After(every):
 		}
 	}
+}
+
+// Stored claims (migrations/0007_claim_state.up.sql), table claim_state:
+// the claim each consumer holds, for as long as it holds it. One row per
+// consumer that a claim, a reschedule or a move placed, written in the
+// same transaction as its allocations (the one-round-trip statements of
+// claim_write.go and claim_batch.go included) and deleted with the
+// consumer (a foreign key with ON DELETE CASCADE: DELETE
+// /allocations/{c}, a write that empties the consumer, a lease that runs
+// out). A consumer whose allocations only the Placement API wrote has no
+// row. The columns:
+//
+//	consumer_uuid          uuid, the primary key; references consumers (uuid)
+//	op                     the last operation that wrote the row: claim,
+//	                       reschedule, move, confirm, revert, renew
+//	request                jsonb: the request that placed the consumer, as
+//	                       the API received it (merged with the stored one
+//	                       for a reschedule or move); the claims package's
+//	                       and httpapi's to define, never read here
+//	root_uuid              uuid: the root provider it landed on
+//	state                  provisional | permanent | moving (ClaimProvisional...)
+//	lease_seconds          integer: the lease's length as last asked for; NULL: none
+//	lease_expires_at       timestamptz, by PostgreSQL's clock: when a
+//	                       provisional claim is released, or a moving claim's
+//	                       move reverted; NULL for a permanent claim and a
+//	                       move without a lease
+//	prior_request, prior_lease_seconds, prior_lease_expires_at
+//	                       while moving: what the claim had before the move,
+//	                       restored by a revert (prior_lease_expires_at NULL:
+//	                       it was permanent)
+//	created_at, updated_at timestamptz
+//
+// A claim is expired when lease_expires_at <= now(): the lease reaper
+// (package claims) then releases a provisional claim's allocations, or
+// reverts a moving claim's move, each in one transaction of its own that
+// re-checks the lease under the row's lock (ClaimWriteParams.IfLeaseExpired),
+// so a claim confirmed or renewed meanwhile is left alone. Until the
+// reaper's next pass an expired claim still holds its allocations.
+//
+// The transitions, and who makes them (in the same transaction as the
+// allocations they go with, if any):
+//
+//   - a claim (ClaimStateWrite, LeaseSet): provisional with a lease,
+//     permanent without; a lease on a consumer that existed needs its claim
+//     to be provisional (fault.CodeLeaseOnPermanent otherwise);
+//   - a reschedule without a lease (LeaseKeep): the state stays, a
+//     provisional claim's lease restarts for its length; with a lease, as
+//     a claim;
+//   - a move (LeaseMove): moving, the move's lease (if any) in
+//     lease_expires_at, the claim's own in prior_*;
+//   - confirm of a move: permanent; revert (by a client, or the reaper
+//     when the move's lease runs out): the prior state, request and root;
+//   - PATCH /claims/{c} (ClaimLeaseSet): renew the lease, or confirm
+//     (permanent);
+//   - any Placement-API write of the consumer's allocations (PUT or POST
+//     /allocations, POST /reshaper): the lease is dropped, the claim made
+//     permanent (a moving claim stays moving, with no lease and a
+//     permanent prior state) by settleClaimStates, in that write's
+//     transaction;
+//   - the end of the consumer: the row goes with it.
+
+// The states of a stored claim (claim_state.state).
+const (
+	ClaimProvisional = "provisional"
+	ClaimPermanent   = "permanent"
+	ClaimMoving      = "moving"
+)
+
+// ClaimState is a stored claim (a claim_state row), with the migration
+// consumer of its move in progress, if any.
+type ClaimState struct {
+	ConsumerUUID string
+	Op           string
+	// Request is the stored request, a JSON object.
+	Request  []byte
+	RootUUID string
+	State    string
+	// LeaseSeconds is the lease's length as last asked for, 0 if none.
+	LeaseSeconds int64
+	// LeaseExpiresAt is when the lease runs out; nil without a lease.
+	LeaseExpiresAt *time.Time
+	// Expired: the lease has run out (by PostgreSQL's clock), and the
+	// reaper has yet to act on it.
+	Expired bool
+	// MigrationUUID is the migration consumer of the move in progress
+	// (claim_moves), empty if none.
+	MigrationUUID        string
+	CreatedAt, UpdatedAt time.Time
+}
+
+// LeaseMode says how a claim transaction's lease combines with the
+// claim's state before it (ClaimStateWrite.Mode).
+type LeaseMode int
+
+const (
+	// LeaseSet: the claim is provisional with ClaimStateWrite's lease, or
+	// permanent without one. A lease on a consumer that existed before
+	// the write needs that consumer's stored claim to be provisional; else
+	// the write is refused (fault.ErrConflict, CodeLeaseOnPermanent).
+	LeaseSet LeaseMode = iota
+	// LeaseKeep (a reschedule without a lease): the state stays; a
+	// provisional claim's lease starts again for its length.
+	LeaseKeep
+	// LeaseMove: the claim is moving; its lease, if any, bounds the move
+	// (its expiry reverts the move), and the claim's state before is kept
+	// for a revert.
+	LeaseMove
+)
+
+// ClaimStateWrite is what a claim transaction stores of its claim.
+type ClaimStateWrite struct {
+	// Op is the operation: "claim", "reschedule" or "move".
+	Op string
+	// Request is the request to store, a JSON object; nil stores {}.
+	Request []byte
+	// RootUUID is the root provider the claim landed on.
+	RootUUID string
+	// LeaseSeconds is the lease asked for, in seconds; 0: none.
+	LeaseSeconds int64
+	Mode         LeaseMode
+}
+
+// leaseArg is LeaseSeconds as an SQL argument: NULL for none.
+func (w *ClaimStateWrite) leaseArg() *int32 {
+	if w.LeaseSeconds <= 0 {
+		return nil
+	}
+	n := int32(min(w.LeaseSeconds, math.MaxInt32))
+	return &n
+}
+
+// requestArg is Request as an SQL argument.
+func (w *ClaimStateWrite) requestArg() []byte {
+	if w.Request == nil {
+		return []byte("{}")
+	}
+	return w.Request
+}
+
+// claimStateSetSQL stores a claim of mode LeaseSet (and, alike, one of a
+// new consumer in the fast paths): provisional with a lease ($5 seconds),
+// permanent without; any prior state of a move is dropped.
+const claimStateSetSQL = `
+INSERT INTO claim_state (consumer_uuid, op, request, root_uuid, state, lease_seconds, lease_expires_at)
+VALUES ($1, $2, $3, $4, CASE WHEN $5::int IS NULL THEN 'permanent' ELSE 'provisional' END, $5::int,
+        now() + $5::int * interval '1 second')
+ON CONFLICT (consumer_uuid) DO UPDATE
+SET op = EXCLUDED.op, request = EXCLUDED.request, root_uuid = EXCLUDED.root_uuid, state = EXCLUDED.state,
+    lease_seconds = EXCLUDED.lease_seconds, lease_expires_at = EXCLUDED.lease_expires_at,
+    prior_request = NULL, prior_lease_seconds = NULL, prior_lease_expires_at = NULL, updated_at = now()`
+
+// claimStateLeaseAgainSQL stores a claim with a lease over a consumer
+// that existed: only if its stored claim is provisional (no row changed:
+// refused).
+const claimStateLeaseAgainSQL = `
+UPDATE claim_state
+SET op = $2, request = $3, root_uuid = $4, state = 'provisional', lease_seconds = $5::int,
+    lease_expires_at = now() + $5::int * interval '1 second',
+    prior_request = NULL, prior_lease_seconds = NULL, prior_lease_expires_at = NULL, updated_at = now()
+WHERE consumer_uuid = $1 AND state = 'provisional'`
+
+// claimStateKeepSQL stores a claim of mode LeaseKeep: a new row is
+// permanent; an existing one keeps its state, a provisional one's lease
+// starting again.
+const claimStateKeepSQL = `
+INSERT INTO claim_state (consumer_uuid, op, request, root_uuid, state)
+VALUES ($1, $2, $3, $4, 'permanent')
+ON CONFLICT (consumer_uuid) DO UPDATE
+SET op = EXCLUDED.op, request = EXCLUDED.request, root_uuid = EXCLUDED.root_uuid, updated_at = now(),
+    lease_expires_at = CASE WHEN claim_state.state = 'provisional'
+                            THEN now() + claim_state.lease_seconds * interval '1 second'
+                            ELSE claim_state.lease_expires_at END`
+
+// claimStateMoveSQL stores a claim of mode LeaseMove: moving, the move's
+// lease ($5 seconds, NULL: none), and what the claim was before (kept
+// from the first move if it was moving already).
+const claimStateMoveSQL = `
+INSERT INTO claim_state (consumer_uuid, op, request, root_uuid, state, lease_seconds, lease_expires_at)
+VALUES ($1, $2, $3, $4, 'moving', $5::int, now() + $5::int * interval '1 second')
+ON CONFLICT (consumer_uuid) DO UPDATE
+SET op = EXCLUDED.op, request = EXCLUDED.request, root_uuid = EXCLUDED.root_uuid, state = 'moving',
+    lease_seconds = EXCLUDED.lease_seconds, lease_expires_at = EXCLUDED.lease_expires_at, updated_at = now(),
+    prior_request = CASE WHEN claim_state.state = 'moving' THEN claim_state.prior_request ELSE claim_state.request END,
+    prior_lease_seconds = CASE claim_state.state WHEN 'moving' THEN claim_state.prior_lease_seconds
+                          WHEN 'provisional' THEN claim_state.lease_seconds END,
+    prior_lease_expires_at = CASE claim_state.state WHEN 'moving' THEN claim_state.prior_lease_expires_at
+                             WHEN 'provisional' THEN claim_state.lease_expires_at END`
+
+// writeClaimState stores w as consumer's claim in t. existed says that
+// the consumer existed before the transaction (its generation was
+// checked).
+func writeClaimState(ctx context.Context, t *txn, consumer string, existed bool, w *ClaimStateWrite) error {
+	if w == nil {
+		return nil
+	}
+	id, ok := canonicalUUID(consumer)
+	if !ok {
+		return invalid("", "Malformed consumer uuid: %s", consumer)
+	}
+	var root *string
+	if r, ok := canonicalUUID(w.RootUUID); ok {
+		root = &r
+	}
+	lease := w.leaseArg()
+	sql := claimStateSetSQL
+	switch {
+	case w.Mode == LeaseKeep && lease == nil:
+		sql = claimStateKeepSQL
+	case w.Mode == LeaseMove:
+		sql = claimStateMoveSQL
+	case lease != nil && existed:
+		tag, err := t.Exec(ctx, claimStateLeaseAgainSQL, id, w.Op, w.requestArg(), root, lease)
+		if err == nil && tag.RowsAffected() == 0 {
+			return leaseOnPermanent(id)
+		}
+		return err
+	}
+	if sql == claimStateKeepSQL {
+		_, err := t.Exec(ctx, sql, id, w.Op, w.requestArg(), root)
+		return err
+	}
+	_, err := t.Exec(ctx, sql, id, w.Op, w.requestArg(), root, lease)
+	return err
+}
+
+// leaseOnPermanent refuses a lease over allocations that are not
+// provisional.
+func leaseOnPermanent(consumer string) error {
+	return conflict(fault.CodeLeaseOnPermanent, "Consumer %s holds allocations that are not provisional (written "+
+		"without a lease, confirmed, moving, or written through the Placement API): a lease would make them "+
+		"releasable. Claim without lease_seconds, or delete its allocations first.", consumer)
+}
+
+// The end of a move in the stored claim (ClaimWriteParams.MoveEnd).
+const (
+	MoveConfirmed = "confirm"
+	MoveReverted  = "revert"
+)
+
+// claimStateConfirmSQL ends a move by confirming it: permanent.
+const claimStateConfirmSQL = `
+UPDATE claim_state
+SET op = 'confirm', state = 'permanent', lease_seconds = NULL, lease_expires_at = NULL,
+    prior_request = NULL, prior_lease_seconds = NULL, prior_lease_expires_at = NULL, updated_at = now()
+WHERE consumer_uuid = $1`
+
+// claimStateRevertSQL ends a move by reverting it: the claim as it was
+// before the move (its request, its lease or none), on the move's source
+// root (read before the move record goes).
+const claimStateRevertSQL = `
+UPDATE claim_state
+SET op = 'revert',
+    state = CASE WHEN prior_lease_expires_at IS NULL THEN 'permanent' ELSE 'provisional' END,
+    lease_seconds = CASE WHEN prior_lease_expires_at IS NULL THEN NULL ELSE prior_lease_seconds END,
+    lease_expires_at = prior_lease_expires_at,
+    request = COALESCE(prior_request, request),
+    root_uuid = COALESCE((SELECT source_root FROM claim_moves WHERE consumer_uuid = $1), root_uuid),
+    prior_request = NULL, prior_lease_seconds = NULL, prior_lease_expires_at = NULL, updated_at = now()
+WHERE consumer_uuid = $1 AND state = 'moving'`
+
+// settleClaimStatesSQL makes the stored claims of consumers ($1) that a
+// Placement-API write changed permanent: the lease is dropped (a moving
+// claim stays moving, without a lease, and would revert to permanent).
+// Rows without a lease are not touched (nor locked).
+const settleClaimStatesSQL = `
+UPDATE claim_state
+SET state = CASE WHEN state = 'provisional' THEN 'permanent' ELSE state END,
+    lease_seconds = NULL, lease_expires_at = NULL, prior_lease_seconds = NULL, prior_lease_expires_at = NULL,
+    updated_at = now()
+WHERE consumer_uuid = ANY($1::uuid[]) AND (lease_expires_at IS NOT NULL OR prior_lease_expires_at IS NOT NULL)`
+
+// settleClaimStates makes the stored claims of the consumers that a
+// Placement-API write changed permanent, in its transaction t.
+func settleClaimStates(ctx context.Context, t *txn, consumers []ConsumerAllocations) error {
+	uuids := make([]string, 0, len(consumers))
+	for _, w := range consumers {
+		if id, ok := canonicalUUID(w.ConsumerUUID); ok {
+			uuids = append(uuids, id)
+		}
+	}
+	_, err := t.Exec(ctx, settleClaimStatesSQL, uuids)
+	return err
+}
+
+// checkLeaseExpired locks consumer's stored claim and refuses
+// (fault.ErrConflict, CodeLeaseNotExpired) unless its lease has run out:
+// the lease reaper's guard (ClaimWriteParams.IfLeaseExpired). The
+// caller has locked the consumer's row first, as every writer of its
+// allocations does, so a Placement-API write and the reaper queue on
+// that lock instead of deadlocking on this one.
+func checkLeaseExpired(ctx context.Context, t *txn, consumer string) error {
+	id, ok := canonicalUUID(consumer)
+	if !ok {
+		return invalid("", "Malformed consumer uuid: %s", consumer)
+	}
+	var one int
+	err := t.QueryRow(ctx, `
+		SELECT 1 FROM claim_state WHERE consumer_uuid = $1 AND lease_expires_at <= now() FOR UPDATE`, id).Scan(&one)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return conflict(fault.CodeLeaseNotExpired, "The lease of consumer %s has not run out: it was renewed or confirmed.", id)
+	}
+	return err
 }

@@ -26,70 +26,143 @@ type ClaimWriteParams struct {
 	// Move, when not nil, records a move in progress for its consumer,
 	// replacing any earlier record.
 	Move *MoveRecord
-	// ForgetMove, when not empty, drops the move record of that consumer.
+	// ForgetMove, when not empty, drops the move record of that consumer;
+	// MoveEnd (MoveConfirmed or MoveReverted), when set, ends the move in
+	// its stored claim too.
 	ForgetMove string
+	MoveEnd    string
 	// Request, when not nil, is recorded for retries (claim_records.go).
 	Request *ClaimRequest
+	// State, when not nil, is stored as the claim of Consumers[0]
+	// (claim_records.go, claim_state).
+	State *ClaimStateWrite
+	// IfLeaseExpired, when not empty, writes only if that consumer's
+	// lease has run out, checked under its row locks (checkLeaseExpired):
+	// the lease reaper's release or revert. Otherwise nothing is written
+	// and the error is fault.ErrConflict with CodeLeaseNotExpired.
+	IfLeaseExpired string
 }
 
 // ClaimWrite runs p in one transaction: the allocation writes, checked
-// and rejected exactly as by AllocationsReplace (and, without move
-// bookkeeping, by AllocationsReplace itself, fast path included), then
-// the move record changes. Either all of it commits or nothing does.
-// Like every transaction of the Store, it may run more than once on a
-// serialization failure.
+// and rejected exactly as by AllocationsReplace (and, without move or
+// lease bookkeeping, by AllocationsReplace itself, fast path included),
+// then the records. Either all of it commits or nothing does. Unlike
+// AllocationsReplace it leaves the consumers' stored claims to p.State
+// (a Placement-API write makes them permanent). Like every transaction
+// of the Store, it may run more than once on a serialization failure.
 func (s *Store) ClaimWrite(ctx context.Context, p ClaimWriteParams) error {
-	if p.Move == nil && p.ForgetMove == "" {
-		// Allocations alone: AllocationsReplace, with its fast path for a
-		// new consumer.
-		return s.allocationsReplace(ctx, p.Consumers, p.Request)
+	if p.Move == nil && p.ForgetMove == "" && p.IfLeaseExpired == "" {
+		// Allocations alone: AllocationsReplace's paths, with its fast
+		// path for a new consumer.
+		return s.allocationsReplace(ctx, p.Consumers, &p)
 	}
 	return s.withTx(ctx, func(t *txn) error {
+		if p.IfLeaseExpired != "" {
+			if err := lockLeaseExpired(ctx, t, p.IfLeaseExpired); err != nil {
+				return err
+			}
+		}
 		if len(p.Consumers) > 0 {
 			if err := s.replaceAllocationsGeneral(ctx, t, p.Consumers); err != nil {
 				return err
 			}
 		}
-		if p.ForgetMove != "" {
-			if id, ok := canonicalUUID(p.ForgetMove); ok {
-				if _, err := t.Exec(ctx, `DELETE FROM claim_moves WHERE consumer_uuid = $1`, id); err != nil {
-					return err
-				}
-			}
+		if err := forgetMove(ctx, t, p.ForgetMove, p.MoveEnd); err != nil {
+			return err
 		}
-		if m := p.Move; m != nil {
-			c, ok1 := canonicalUUID(m.ConsumerUUID)
-			mig, ok2 := canonicalUUID(m.MigrationUUID)
-			if !ok1 || !ok2 {
-				return invalid("", "Malformed consumer or migration uuid: %s, %s", m.ConsumerUUID, m.MigrationUUID)
-			}
-			var src *string
-			if r, ok := canonicalUUID(m.SourceRoot); ok {
-				src = &r
-			}
-			if _, err := t.Exec(ctx, `
-				INSERT INTO claim_moves (consumer_uuid, migration_uuid, reason, source_root)
-				VALUES ($1, $2, $3, $4)
-				ON CONFLICT (consumer_uuid) DO UPDATE
-				SET migration_uuid = EXCLUDED.migration_uuid, reason = EXCLUDED.reason,
-				    source_root = EXCLUDED.source_root, created_at = now()`,
-				c, mig, m.Reason, src); err != nil {
-				return err
-			}
+		if err := writeMove(ctx, t, p.Move); err != nil {
+			return err
+		}
+		if err := writeClaimStateOf(ctx, t, p.Consumers, p.State); err != nil {
+			return err
 		}
 		return writeClaimRequest(ctx, t, p.Request)
 	})
 }
 
-// allocationsReplace is AllocationsReplace recording req (nil: nothing)
-// in the same transaction as the allocations, on the fast path as on the
-// general one.
-func (s *Store) allocationsReplace(ctx context.Context, consumers []ConsumerAllocations, req *ClaimRequest) error {
+// lockLeaseExpired locks consumer's row, then checks that its lease has
+// run out (checkLeaseExpired): the consumer's lock first, as every
+// writer of its allocations takes it.
+func lockLeaseExpired(ctx context.Context, t *txn, consumer string) error {
+	id, ok := canonicalUUID(consumer)
+	if !ok {
+		return invalid("", "Malformed consumer uuid: %s", consumer)
+	}
+	if _, err := lockConsumers(ctx, t, []string{id}); err != nil {
+		return err
+	}
+	return checkLeaseExpired(ctx, t, id)
+}
+
+// forgetMove drops consumer's move record (none: nothing to do), after
+// ending the move in its stored claim as end says (empty: not at all).
+func forgetMove(ctx context.Context, t *txn, consumer, end string) error {
+	id, ok := canonicalUUID(consumer)
+	if !ok {
+		return nil
+	}
+	switch end {
+	case MoveConfirmed:
+		if _, err := t.Exec(ctx, claimStateConfirmSQL, id); err != nil {
+			return err
+		}
+	case MoveReverted:
+		if _, err := t.Exec(ctx, claimStateRevertSQL, id); err != nil {
+			return err
+		}
+	}
+	_, err := t.Exec(ctx, `DELETE FROM claim_moves WHERE consumer_uuid = $1`, id)
+	return err
+}
+
+// writeMove records the move in progress m (nil: nothing).
+func writeMove(ctx context.Context, t *txn, m *MoveRecord) error {
+	if m == nil {
+		return nil
+	}
+	c, ok1 := canonicalUUID(m.ConsumerUUID)
+	mig, ok2 := canonicalUUID(m.MigrationUUID)
+	if !ok1 || !ok2 {
+		return invalid("", "Malformed consumer or migration uuid: %s, %s", m.ConsumerUUID, m.MigrationUUID)
+	}
+	var src *string
+	if r, ok := canonicalUUID(m.SourceRoot); ok {
+		src = &r
+	}
+	_, err := t.Exec(ctx, `
+		INSERT INTO claim_moves (consumer_uuid, migration_uuid, reason, source_root)
+		VALUES ($1, $2, $3, $4)
+		ON CONFLICT (consumer_uuid) DO UPDATE
+		SET migration_uuid = EXCLUDED.migration_uuid, reason = EXCLUDED.reason,
+		    source_root = EXCLUDED.source_root, created_at = now()`,
+		c, mig, m.Reason, src)
+	return err
+}
+
+// writeClaimStateOf stores w as the claim of consumers[0] (w nil, or no
+// consumer: nothing). The consumer existed before when its generation
+// was given (and checked).
+func writeClaimStateOf(ctx context.Context, t *txn, consumers []ConsumerAllocations, w *ClaimStateWrite) error {
+	if w == nil || len(consumers) == 0 {
+		return nil
+	}
+	return writeClaimState(ctx, t, consumers[0].ConsumerUUID, consumers[0].Generation != nil, w)
+}
+
+// allocationsReplace writes consumers' allocations, on the fast path for
+// a new consumer as on the general one. cw nil: a Placement-API write
+// (AllocationsReplace), which makes the consumers' stored claims
+// permanent; otherwise a claim's, which records cw.Request and stores
+// cw.State in the same transaction.
+func (s *Store) allocationsReplace(ctx context.Context, consumers []ConsumerAllocations, cw *ClaimWriteParams) error {
 	if fc, ok := fastClaimOf(consumers); ok {
 		// A new consumer: try the claim fast path (below),
 		// one round trip. If it refuses, the general path gives the
-		// answer, with its exact error.
-		fc.request = req
+		// answer, with its exact error. (A new consumer has no stored
+		// claim for a Placement-API write to settle.)
+		if cw != nil {
+			fc.request, fc.state = cw.Request, cw.State
+		}
 		if done, err := s.claimFast(ctx, fc); done || err != nil {
 			return err
 		}
@@ -98,7 +171,13 @@ func (s *Store) allocationsReplace(ctx context.Context, consumers []ConsumerAllo
 		if err := s.replaceAllocationsGeneral(ctx, t, consumers); err != nil {
 			return err
 		}
-		return writeClaimRequest(ctx, t, req)
+		if cw == nil {
+			return settleClaimStates(ctx, t, consumers)
+		}
+		if err := writeClaimStateOf(ctx, t, consumers, cw.State); err != nil {
+			return err
+		}
+		return writeClaimRequest(ctx, t, cw.Request)
 	})
 }
 
@@ -225,6 +304,15 @@ WITH req AS (
 	SET fingerprint = EXCLUDED.fingerprint, request = EXCLUDED.request, result = EXCLUDED.result,
 	    generation = EXCLUDED.generation, created_at = now()
 	RETURNING 1
+), s AS (
+	-- The stored claim, when $15 (its op) is set: claimStateSetSQL's row
+	-- for a new consumer (claim_records.go), which has none yet.
+	INSERT INTO claim_state (consumer_uuid, op, request, root_uuid, state, lease_seconds, lease_expires_at)
+	SELECT $4::uuid, $15::text, $16::jsonb, $17::uuid,
+	       CASE WHEN $18::int IS NULL THEN 'permanent' ELSE 'provisional' END,
+	       $18::int, now() + $18::int * interval '1 second'
+	FROM c WHERE $15::text IS NOT NULL
+	RETURNING 1
 )
 SELECT (SELECT id FROM c), (SELECT count(*) FROM g),
        (SELECT array_agg(id) FROM g), (SELECT array_agg(generation) FROM g), (SELECT array_agg(updated_at) FROM g),
@@ -242,8 +330,10 @@ type fastClaim struct {
 	allocProviders, allocClasses          []string
 	amounts                               []int64
 	// request, when not nil, is recorded with the write (q in
-	// fastWriteSQL; claim_records.go).
+	// fastWriteSQL; claim_records.go); state, when not nil, is stored as
+	// the consumer's claim (s in fastWriteSQL).
 	request *ClaimRequest
+	state   *ClaimStateWrite
 }
 
 // fastClaimOf returns the fast-path form of ws, or ok false when the
@@ -456,9 +546,31 @@ func queueFastWrite(b *pgx.Batch, fc fastClaim) {
 	if r := fc.request; r != nil {
 		op, fingerprint, request, result = &r.Op, r.Fingerprint, r.Request, r.Result
 	}
+	st := fc.stateArgs()
 	b.Queue(fastWriteSQL, fc.allocProviders, fc.allocClasses, fc.amounts,
 		fc.consumer, fc.project, fc.user, fc.consumerType, fc.name, fc.properties, fc.copySticky,
-		op, fingerprint, request, result)
+		op, fingerprint, request, result, st.op, st.request, st.root, st.lease)
+}
+
+// claimStateArgs are a fast write's stored claim as SQL arguments (all
+// NULL: none).
+type claimStateArgs struct {
+	op, root *string
+	request  []byte
+	lease    *int32
+}
+
+// stateArgs returns fc's stored claim as SQL arguments.
+func (fc *fastClaim) stateArgs() claimStateArgs {
+	w := fc.state
+	if w == nil {
+		return claimStateArgs{}
+	}
+	a := claimStateArgs{op: &w.Op, request: w.requestArg(), lease: w.leaseArg()}
+	if r, ok := canonicalUUID(w.RootUUID); ok {
+		a.root = &r
+	}
+	return a
 }
 
 // readFastWrite reads the answer of one write statement: what it wrote,

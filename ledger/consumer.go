@@ -20,6 +20,12 @@ const IncompleteConsumerID = "00000000-0000-0000-0000-000000000000"
 // one (microversions before 1.38).
 const UnknownConsumerType = "unknown"
 
+// MigrationConsumerType is the type of a consumer that holds the source
+// allocations of a move: the type Nova gives its migration consumers
+// (microversion 1.38), and the one claims' Move gives its own. The audit
+// reads it (audit.go).
+const MigrationConsumerType = "MIGRATION"
+
 // Consumer is something that holds allocations: an instance, a migration.
 type Consumer struct {
 	UUID       string

@@ -53,7 +53,7 @@ var providerSized = []string{
 	"resource_providers", "inventories", "allocations", "consumers",
 	"resource_provider_traits", "resource_provider_aggregates",
 	"provider_placement_keys", "consumer_placement_keys", "provider_state",
-	"claim_requests", "claim_failures", "claim_moves", "provider_evacuations",
+	"claim_requests", "claim_failures", "claim_moves", "claim_state", "provider_evacuations",
 }
 
 // dbProbe collects what the Store's connections report: auto_explain's
@@ -231,6 +231,8 @@ JOIN resource_classes rc ON rc.name = v.name;
 INSERT INTO consumer_placement_keys (consumer_id, name, value) SELECT g, 'rack', g %% 40 FROM generate_series(1, %[1]d) g;
 INSERT INTO claim_requests (consumer_uuid, op, fingerprint, request, result, generation)
 SELECT md5('vm' || g)::uuid, 'claim', '\x00', '{}', '{}', 1 FROM generate_series(1, %[1]d) g;
+INSERT INTO claim_state (consumer_uuid, op, request, root_uuid, state)
+SELECT md5('vm' || g)::uuid, 'claim', '{}', md5('rp' || g)::uuid, 'permanent' FROM generate_series(1, %[1]d) g;
 ANALYZE;
 `
 
@@ -384,6 +386,11 @@ func claimAt(consumer, provider string, vcpu int64) ClaimWriteParams {
 				{Class: "VCPU", Amount: vcpu}, {Class: "MEMORY_MB", Amount: 2048}, {Class: "DISK_GB", Amount: 20}}}},
 		}},
 		Request: &ClaimRequest{ConsumerUUID: consumer, Op: "claim", Fingerprint: []byte{1}, Request: []byte(`{}`), Result: []byte(`{}`), Generation: 1},
+		// The stored claim every claim writes: a request body of the
+		// benchmark's size, no lease.
+		State: &ClaimStateWrite{Op: "claim", RootUUID: provider, Request: []byte(`{"consumer_uuid": "` + consumer +
+			`", "project_id": "claim-project", "user_id": "claim-user", "name": "vm", "consumer_type": "INSTANCE", ` +
+			`"resources": {"VCPU": 4, "MEMORY_MB": 16384, "DISK_GB": 100}, "properties": {"group": "g1"}}`)},
 	}
 }
 

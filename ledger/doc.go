@@ -33,13 +33,19 @@
 //     placement_keys.go, state.go (reported provider state),
 //     evacuation.go (evacuated root providers, which claims avoid), and what the
 //     scheduling catalogue stores: policy.go, scriptlet.go, config.go;
+//   - the allocation audit: audit.go (the kinds of finding and their page
+//     queries), audit_fix.go (a finding's fix, re-checked in one
+//     transaction);
 //   - a claim's write, in the order it goes: claim_write.go (ClaimWrite, and
 //     the one-round-trip write of a new consumer's allocations), then
 //     claim_batch.go (claims queued together), group_commit.go (the group
 //     writer that batches claims and provider writes alike), replication.go
 //     (commits the synchronous standby did not confirm; the primary of a
 //     multi-host URL), and claim_records.go (what claims remember: retry
-//     records, moves in progress, failed providers);
+//     records, moves in progress, failed providers, and each consumer's
+//     stored claim with its lease), claim_leases.go (stored claims outside
+//     a claim's transaction: read, renew or confirm, the expired leases,
+//     the advisory lock of the lease reaper);
 //   - provider writes in one round trip: provider_fast.go, grouped by
 //     provider_group.go;
 //   - the snapshot: candidates.go (the engine's reads through a fresh

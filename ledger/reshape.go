@@ -64,6 +64,11 @@ func (s *Store) Reshape(ctx context.Context, p ReshapeParams) error {
 		if err != nil {
 			return err
 		}
+		// A Placement-API write of these consumers' allocations: their
+		// stored claims become permanent (claim_records.go).
+		if err := settleClaimStates(ctx, t, p.Allocations); err != nil {
+			return err
+		}
 		// 3. Final inventories.
 		for i, iw := range p.Inventories {
 			if err := s.finalInventory(ctx, t, r.refs[i].ID, iw.ProviderUUID, r.classed[i]); err != nil {

@@ -96,7 +96,7 @@ func (f *GroupFilter) Prepare(ctx context.Context, req *Request) (any, *Status) 
 		return nil, nil
 	}
 	if req.Data == nil {
-		return nil, AsError(errors.New("no cluster data to find the group's members"))
+		return nil, AsError(errors.New("no cloud data to find the group's members"))
 	}
 	m, err := req.Data.GroupMembers(ctx, f.Key, value)
 	if err != nil {

@@ -427,6 +427,11 @@ type LogLine struct {
 // unit failed (CloudData unreachable). ctx bounds the work; scriptlets
 // also share one deadline (ScriptletLimits.Timeout) per Rank. Rank does
 // not change req or cands.
+//
+// It runs in stages, as the Kubernetes scheduler keeps PreFilter,
+// Filter, Score and Reserve apart: prepare (the units this request runs,
+// and what they look up once), filter, weigh (raw values, normalised,
+// times factors) and place (the order, then the scriptlet's choice).
 func (p *Policy) Rank(ctx context.Context, req *Request, cands []*Candidate) (_ *Ranking, err error) {
 	rq := *req
 	rq.prepared = map[any]any{}
@@ -435,22 +440,55 @@ func (p *Policy) Rank(ctx context.Context, req *Request, cands []*Candidate) (_ 
 	ctx, span := startRank(ctx, len(cands))
 	defer func() { endRank(span, r, err) }()
 
-	run := &scriptRun{policy: p, ranking: r, limits: p.limits, req: req, cands: cands}
-	req.prepared[scriptRunKey{}] = run
-	placement, err := p.placementScriptlet(r)
+	run, placement, cancel, err := p.startScripts(ctx, req, cands, r)
 	if err != nil {
-		return nil, &PluginError{Plugin: ScriptletName, Err: err}
+		return nil, err
+	}
+	defer cancel()
+	filters, weighers, err := p.prepare(ctx, req)
+	if err != nil {
+		return r, err
+	}
+	passed, err := p.filter(ctx, req, filters, cands, r)
+	if err != nil {
+		return r, err
+	}
+	scored, err := p.weigh(ctx, req, run, weighers, passed)
+	if err != nil {
+		return r, err
+	}
+	return r, p.place(ctx, req, run, placement, scored, r)
+}
+
+// startScripts sets up the scriptlet state of one Rank, reachable from
+// req (runOf): the scriptlet whose instance_placement runs (nil for
+// none, its name recorded in r) and, when any Starlark runs, the
+// scriptlet deadline. The caller calls cancel when the Rank is over.
+func (p *Policy) startScripts(ctx context.Context, req *Request, cands []*Candidate, r *Ranking) (run *scriptRun, placement *Program, cancel context.CancelFunc, err error) {
+	run = &scriptRun{policy: p, ranking: r, limits: p.limits, req: req, cands: cands}
+	req.prepared[scriptRunKey{}] = run
+	placement, err = p.placementScriptlet(r)
+	if err != nil {
+		return nil, nil, nil, &PluginError{Plugin: ScriptletName, Err: err}
 	}
 	// Scriptlets run under their own deadline; built-in units under
 	// ctx, so that a scriptlet that ran out of time (and is ignored)
 	// leaves them theirs.
-	run.ctx = ctx
+	run.ctx, cancel = ctx, func() {}
 	if placement != nil || p.starlarkUnits {
-		var cancel context.CancelFunc
 		run.ctx, cancel = context.WithTimeoutCause(ctx, p.limits.Timeout, errScriptletDeadline)
-		defer cancel()
 	}
+	return run, placement, cancel, nil
+}
 
+// prepare is Rank's first stage. It returns the units that run for req,
+// in the order they run: the implicit pin and exclude filters first when
+// req has a target or candidates to avoid, then the policy's filters;
+// the policy's weighers, then the implicit affinity_keys weigher when
+// req has keys. Each unit that is a Preparer looks up what it needs once
+// (filters first, then weighers), kept in req for its Filter or Weigh
+// calls; its failure is Rank's error.
+func (p *Policy) prepare(ctx context.Context, req *Request) ([]Filter, []weighted, error) {
 	filters := make([]Filter, 0, len(p.filters)+2)
 	if p.implicitPin != nil && req.Target != "" {
 		filters = append(filters, p.implicitPin)
@@ -465,23 +503,40 @@ func (p *Policy) Rank(ctx context.Context, req *Request, cands []*Candidate) (_ 
 	if p.keys != nil && len(req.Keys) > 0 {
 		weighers = append(slices.Clone(weighers), weighted{p.keys, 1})
 	}
-	units := make([]any, 0, len(filters)+len(weighers))
 	for _, f := range filters {
-		units = append(units, f)
-	}
-	for _, w := range weighers {
-		units = append(units, w.w)
-	}
-	for _, u := range units {
-		if pr, ok := u.(Preparer); ok {
-			v, st := pr.Prepare(ctx, req)
-			if err := statusError(u, st); err != nil {
-				return r, err
-			}
-			req.prepared[u] = v
+		if err := prepareUnit(ctx, req, f); err != nil {
+			return nil, nil, err
 		}
 	}
+	for _, w := range weighers {
+		if err := prepareUnit(ctx, req, w.w); err != nil {
+			return nil, nil, err
+		}
+	}
+	return filters, weighers, nil
+}
 
+// prepareUnit runs u's Prepare, if it has one, and keeps its value in
+// req under u.
+func prepareUnit(ctx context.Context, req *Request, u any) error {
+	pr, ok := u.(Preparer)
+	if !ok {
+		return nil
+	}
+	v, st := pr.Prepare(ctx, req)
+	if err := statusError(u, st); err != nil {
+		return err
+	}
+	req.prepared[u] = v
+	return nil
+}
+
+// filter is Rank's second stage: each filter in turn over the
+// candidates the filters before it kept, with one Rejection per filter
+// in r (how many it removed, why, how many remain) and a span. It
+// returns the candidates every filter kept, in their order in cands; a
+// filter's failure, or ctx's end, is Rank's error.
+func (p *Policy) filter(ctx context.Context, req *Request, filters []Filter, cands []*Candidate, r *Ranking) ([]*Candidate, error) {
 	passed := slices.Clone(cands)
 	for _, f := range filters {
 		start := time.Now()
@@ -490,7 +545,7 @@ func (p *Policy) Rank(ctx context.Context, req *Request, cands []*Candidate) (_ 
 		for n, c := range passed {
 			if n%256 == 0 {
 				if err := ctx.Err(); err != nil {
-					return r, p.ctxError(ctx, err, r)
+					return nil, p.ctxError(ctx, err, r)
 				}
 			}
 			st := f.Filter(ctx, req, c)
@@ -499,7 +554,7 @@ func (p *Policy) Rank(ctx context.Context, req *Request, cands []*Candidate) (_ 
 				continue
 			}
 			if !st.IsRejected() {
-				return r, statusError(f, st)
+				return nil, statusError(f, st)
 			}
 			rej.Removed++
 			rej.Reasons[st.Reason()]++
@@ -509,39 +564,28 @@ func (p *Policy) Rank(ctx context.Context, req *Request, cands []*Candidate) (_ 
 		r.Rejections = append(r.Rejections, rej)
 		stageSpan(ctx, "filter", rej.Unit, start, instrument.AttrRemaining.Int(rej.Remaining))
 	}
+	return passed, nil
+}
 
-	scored := make([]Scored, len(passed))
-	names := make([]string, len(weighers))
-	for k, w := range weighers {
-		names[k] = w.w.Name()
-	}
-	contribs := make([]float64, len(passed)*len(weighers))
-	for i, c := range passed {
-		scored[i] = Scored{Cand: c, names: names, contribs: contribs[i*len(weighers) : (i+1)*len(weighers) : (i+1)*len(weighers)]}
-	}
+// weigh is Rank's third stage: each weigher's raw values over passed
+// (nothing from a Starlark weigher whose failure run ignored), which
+// must be finite, normalised to [0, 1] across passed and multiplied by
+// the weigher's factor; a candidate's score is the sum. It returns
+// passed scored, in their order; a weigher's failure is Rank's error.
+func (p *Policy) weigh(ctx context.Context, req *Request, run *scriptRun, weighers []weighted, passed []*Candidate) ([]Scored, error) {
+	scored := newScored(passed, weighers)
 	raw := make([]float64, len(passed))
 	for k, w := range weighers {
 		start := time.Now()
-		if bw, ok := w.w.(BatchWeigher); ok {
-			clear(raw)
-			if err := statusError(w.w, bw.WeighAll(ctx, req, passed, raw)); err != nil {
-				return r, err
-			}
-		} else {
-			for i, c := range passed {
-				v, st := w.w.Weigh(ctx, req, c)
-				if err := statusError(w.w, st); err != nil {
-					return r, err
-				}
-				raw[i] = v
-			}
+		if err := rawWeights(ctx, req, w.w, passed, raw); err != nil {
+			return nil, err
 		}
 		if run.failed(w.w.Name()) {
 			clear(raw) // a starlark weigher that failed weighs nothing
 		}
 		for _, v := range raw {
 			if math.IsNaN(v) || math.IsInf(v, 0) {
-				return r, &PluginError{Plugin: w.w.Name(), Err: fmt.Errorf("weight %v is not finite", v)}
+				return nil, &PluginError{Plugin: w.w.Name(), Err: fmt.Errorf("weight %v is not finite", v)}
 			}
 		}
 		norm := Normalize(raw)
@@ -552,18 +596,55 @@ func (p *Policy) Rank(ctx context.Context, req *Request, cands []*Candidate) (_ 
 		}
 		stageSpan(ctx, "weigher", w.w.Name(), start)
 	}
-	r.Ranked = sortScored(scored)
+	return scored, nil
+}
 
-	// No candidate left: "no valid host", whatever the scriptlet says.
-	if placement != nil && len(r.Ranked) > 0 {
-		start := time.Now()
-		err := run.placement(placement, req)
-		stageSpan(ctx, "scriptlet", r.Scriptlet, start, attribute.Bool("berth.scriptlet.chose", r.Chosen))
-		if err != nil {
-			return r, err
-		}
+// newScored is passed with score 0, each with its row of one
+// contribution per weigher, cut from one array.
+func newScored(passed []*Candidate, weighers []weighted) []Scored {
+	scored := make([]Scored, len(passed))
+	names := make([]string, len(weighers))
+	for k, w := range weighers {
+		names[k] = w.w.Name()
 	}
-	return r, nil
+	contribs := make([]float64, len(passed)*len(weighers))
+	for i, c := range passed {
+		scored[i] = Scored{Cand: c, names: names, contribs: contribs[i*len(weighers) : (i+1)*len(weighers) : (i+1)*len(weighers)]}
+	}
+	return scored
+}
+
+// rawWeights writes w's raw value of each of passed into raw (as long
+// as passed): in one call for a BatchWeigher, one Weigh per candidate
+// otherwise.
+func rawWeights(ctx context.Context, req *Request, w Weigher, passed []*Candidate, raw []float64) error {
+	if bw, ok := w.(BatchWeigher); ok {
+		clear(raw)
+		return statusError(w, bw.WeighAll(ctx, req, passed, raw))
+	}
+	for i, c := range passed {
+		v, st := w.Weigh(ctx, req, c)
+		if err := statusError(w, st); err != nil {
+			return err
+		}
+		raw[i] = v
+	}
+	return nil
+}
+
+// place is Rank's last stage: r.Ranked is scored in order of score,
+// then placement (the scriptlet's instance_placement, if any) sees it
+// and may choose a target, which it moves first, or refuse the
+// request, which is Rank's error.
+func (p *Policy) place(ctx context.Context, req *Request, run *scriptRun, placement *Program, scored []Scored, r *Ranking) error {
+	r.Ranked = sortScored(scored)
+	if placement == nil {
+		return nil
+	}
+	start := time.Now()
+	err := run.placement(placement, req)
+	stageSpan(ctx, "scriptlet", r.Scriptlet, start, attribute.Bool("berth.scriptlet.chose", r.Chosen))
+	return err
 }
 
 // sortScored orders scored by score, highest first, then by

@@ -44,7 +44,7 @@ func state(th *starlark.Thread, b *starlark.Builtin) (*callState, error) {
 // data is the call's CloudData, an error when the caller gave none.
 func (st *callState) data(b *starlark.Builtin) error {
 	if st.req.Data == nil {
-		return fmt.Errorf("%s: no cluster data available", b.Name())
+		return fmt.Errorf("%s: no cloud data available", b.Name())
 	}
 	return nil
 }

@@ -240,114 +240,166 @@ func isContainer(v starlark.Value) bool {
 	return false
 }
 
-// binop charges x op y before it is computed.
+// binop charges x op y before it is computed, by the operator's family:
+// concatenation, repetition (or an integer product), string formatting,
+// shifts, set operators, comparisons and membership. Operators whose
+// work does not grow with their operands cost nothing here.
 func (sb *sandbox) binop(th *starlark.Thread, op syntax.Token, x, y starlark.Value) error {
 	what := func() string { return fmt.Sprintf("%s %s %s", x.Type(), op, y.Type()) }
 	switch op {
 	case syntax.PLUS:
-		nx, sx, okx := seqLen(x)
-		ny, _, oky := seqLen(y)
-		if okx && oky && x.Type() == y.Type() {
-			n := nx + ny
-			if err := sb.alloc(mul(n, sx), what); err != nil {
-				return err
-			}
-			if _, ok := x.(starlark.Tuple); ok {
-				if err := sb.tupleNodes(th, what, x, y); err != nil {
-					return err
-				}
-			}
-			return sb.steps(th, n/stepDivisor(sx), what)
-		}
+		return sb.concat(th, x, y, what)
 	case syntax.STAR:
-		seq, k := x, y
-		if _, ok := seq.(starlark.Int); ok {
-			seq, k = y, x
+		return sb.repeat(th, x, y, what)
+	case syntax.PERCENT:
+		return sb.interpolate(th, x, y, what)
+	case syntax.LTLT:
+		return shift(x, y, what)
+	case syntax.PIPE, syntax.AMP, syntax.CIRCUMFLEX, syntax.MINUS:
+		return sb.setOp(th, x, y, what)
+	case syntax.EQL, syntax.NEQ, syntax.LT, syntax.GT, syntax.LE, syntax.GE:
+		return sb.compare(th, x, y, what)
+	case syntax.IN, syntax.NOT_IN:
+		return sb.membership(th, x, y, what)
+	}
+	return nil
+}
+
+// concat charges x + y: copying both sequences (strings, bytes, lists,
+// tuples of one type), and a tuple's nested values.
+func (sb *sandbox) concat(th *starlark.Thread, x, y starlark.Value, what func() string) error {
+	nx, sx, okx := seqLen(x)
+	ny, _, oky := seqLen(y)
+	if !okx || !oky || x.Type() != y.Type() {
+		return nil
+	}
+	n := nx + ny
+	if err := sb.alloc(mul(n, sx), what); err != nil {
+		return err
+	}
+	if _, ok := x.(starlark.Tuple); ok {
+		if err := sb.tupleNodes(th, what, x, y); err != nil {
+			return err
 		}
-		ki, kok := k.(starlark.Int)
-		if n, size, ok := seqLen(seq); ok && kok {
-			times, small := ki.Int64()
-			if times <= 0 && small {
-				return nil
-			}
-			if !small {
-				times = math.MaxInt64
-			}
-			total := mul(n, uint64(times))
-			if err := sb.alloc(mul(total, size), what); err != nil {
-				return err
-			}
-			if err := sb.steps(th, total/stepDivisor(size), what); err != nil {
-				return err
-			}
-			if t, ok := seq.(starlark.Tuple); ok && len(t) > 0 {
-				w := walker{hash: true, limit: maxTupleNodes}
-				w.walk(t, 0)
-				if mul(w.nodes, uint64(times)) > maxTupleNodes {
-					return tupleTooBig(what)
-				}
-			}
+	}
+	return sb.steps(th, n/stepDivisor(sx), what)
+}
+
+// repeat charges x * y: a sequence repeated (either operand may be the
+// count), or the length of an integer product.
+func (sb *sandbox) repeat(th *starlark.Thread, x, y starlark.Value, what func() string) error {
+	seq, k := x, y
+	if _, ok := seq.(starlark.Int); ok {
+		seq, k = y, x
+	}
+	ki, kok := k.(starlark.Int)
+	if n, size, ok := seqLen(seq); ok && kok {
+		times, small := ki.Int64()
+		if times <= 0 && small {
 			return nil
 		}
-		if xi, ok := x.(starlark.Int); ok && kok {
-			if intBits(xi)+intBits(ki) > maxIntBits+1 {
-				return &budgetError{limit: LimitMemory, msg: fmt.Sprintf("%s: integer result longer than %d bits", what(), maxIntBits)}
+		if !small {
+			times = math.MaxInt64
+		}
+		total := mul(n, uint64(times))
+		if err := sb.alloc(mul(total, size), what); err != nil {
+			return err
+		}
+		if err := sb.steps(th, total/stepDivisor(size), what); err != nil {
+			return err
+		}
+		if t, ok := seq.(starlark.Tuple); ok && len(t) > 0 {
+			w := walker{hash: true, limit: maxTupleNodes}
+			w.walk(t, 0)
+			if mul(w.nodes, uint64(times)) > maxTupleNodes {
+				return tupleTooBig(what)
 			}
 		}
-	case syntax.PERCENT:
-		if f, ok := x.(starlark.String); ok {
-			w := sb.walker(th, false)
-			w.walk(y, 0)
-			if err := sb.chargeWalk(th, &w, what); err != nil {
-				return err
-			}
-			out := uint64(len(f)) + w.bytes
-			if _, isTuple := y.(starlark.Tuple); !isTuple {
-				out = uint64(len(f)) + mul(uint64(strings.Count(string(f), "%")), w.bytes)
-			}
-			return sb.alloc(out, what)
+		return nil
+	}
+	if xi, ok := x.(starlark.Int); ok && kok {
+		if intBits(xi)+intBits(ki) > maxIntBits+1 {
+			return &budgetError{limit: LimitMemory, msg: fmt.Sprintf("%s: integer result longer than %d bits", what(), maxIntBits)}
 		}
-	case syntax.LTLT:
-		xi, okx := x.(starlark.Int)
-		yi, oky := y.(starlark.Int)
-		if okx && oky {
-			if s, small := yi.Int64(); small && s >= 0 && intBits(xi)+int(min(s, maxIntBits+1)) > maxIntBits {
-				return &budgetError{limit: LimitMemory, msg: fmt.Sprintf("%s: integer result longer than %d bits", what(), maxIntBits)}
-			}
+	}
+	return nil
+}
+
+// interpolate charges x % y for a format string x: printing y, once per
+// conversion unless y is a tuple of the arguments.
+func (sb *sandbox) interpolate(th *starlark.Thread, x, y starlark.Value, what func() string) error {
+	f, ok := x.(starlark.String)
+	if !ok {
+		return nil
+	}
+	w := sb.walker(th, false)
+	w.walk(y, 0)
+	if err := sb.chargeWalk(th, &w, what); err != nil {
+		return err
+	}
+	out := uint64(len(f)) + w.bytes
+	if _, isTuple := y.(starlark.Tuple); !isTuple {
+		out = uint64(len(f)) + mul(uint64(strings.Count(string(f), "%")), w.bytes)
+	}
+	return sb.alloc(out, what)
+}
+
+// shift refuses x << y when the result would be longer than maxIntBits.
+func shift(x, y starlark.Value, what func() string) error {
+	xi, okx := x.(starlark.Int)
+	yi, oky := y.(starlark.Int)
+	if okx && oky {
+		if s, small := yi.Int64(); small && s >= 0 && intBits(xi)+int(min(s, maxIntBits+1)) > maxIntBits {
+			return &budgetError{limit: LimitMemory, msg: fmt.Sprintf("%s: integer result longer than %d bits", what(), maxIntBits)}
 		}
-	case syntax.PIPE, syntax.AMP, syntax.CIRCUMFLEX, syntax.MINUS:
-		lx, ly := starlark.Len(x), starlark.Len(y)
-		if lx >= 0 && ly >= 0 {
-			n := uint64(lx + ly)
-			if err := sb.steps(th, n, what); err != nil {
-				return err
-			}
-			return sb.alloc(mul(n, sizeEntry), what)
-		}
-	case syntax.EQL, syntax.NEQ, syntax.LT, syntax.GT, syntax.LE, syntax.GE:
-		if isContainer(x) || isContainer(y) {
-			w := sb.comparer(th)
+	}
+	return nil
+}
+
+// setOp charges x | y, x & y, x ^ y and x - y over operands with a
+// length (sets, dicts): a step and an entry per element of both.
+func (sb *sandbox) setOp(th *starlark.Thread, x, y starlark.Value, what func() string) error {
+	lx, ly := starlark.Len(x), starlark.Len(y)
+	if lx < 0 || ly < 0 {
+		return nil
+	}
+	n := uint64(lx + ly)
+	if err := sb.steps(th, n, what); err != nil {
+		return err
+	}
+	return sb.alloc(mul(n, sizeEntry), what)
+}
+
+// compare charges comparing x and y when either is a container: a step
+// per value visited.
+func (sb *sandbox) compare(th *starlark.Thread, x, y starlark.Value, what func() string) error {
+	if !isContainer(x) && !isContainer(y) {
+		return nil
+	}
+	w := sb.comparer(th)
+	w.walk(x, 0)
+	w.walk(y, 0)
+	return sb.chargeWalk(th, &w, what)
+}
+
+// membership charges x in y (and not in): a scan of a string or bytes,
+// comparisons with a list's or tuple's elements, hashing a container x.
+func (sb *sandbox) membership(th *starlark.Thread, x, y starlark.Value, what func() string) error {
+	switch y := y.(type) {
+	case starlark.String:
+		return sb.steps(th, uint64(len(y))/64, what)
+	case starlark.Bytes:
+		return sb.steps(th, uint64(len(y))/64, what)
+	case *starlark.List, starlark.Tuple:
+		w := sb.comparer(th)
+		w.walk(x, 0)
+		w.walk(y, 0)
+		return sb.chargeWalk(th, &w, what)
+	default:
+		if isContainer(x) {
+			w := sb.walker(th, true)
 			w.walk(x, 0)
-			w.walk(y, 0)
 			return sb.chargeWalk(th, &w, what)
-		}
-	case syntax.IN, syntax.NOT_IN:
-		switch y := y.(type) {
-		case starlark.String:
-			return sb.steps(th, uint64(len(y))/64, what)
-		case starlark.Bytes:
-			return sb.steps(th, uint64(len(y))/64, what)
-		case *starlark.List, starlark.Tuple:
-			w := sb.comparer(th)
-			w.walk(x, 0)
-			w.walk(y, 0)
-			return sb.chargeWalk(th, &w, what)
-		default:
-			if isContainer(x) {
-				w := sb.walker(th, true)
-				w.walk(x, 0)
-				return sb.chargeWalk(th, &w, what)
-			}
 		}
 	}
 	return nil
@@ -804,146 +856,182 @@ func (sb *sandbox) chargeBuiltin(th *starlark.Thread, b *starlark.Builtin, args 
 	return args, kwargs, nil
 }
 
-// chargeMethod charges a method of a built-in type.
+// chargeMethod charges a method of a built-in type, by the receiver's
+// type: strings, lists, dicts and sets. Methods of other types, and
+// those whose work does not grow with their operands, cost nothing here.
 func (sb *sandbox) chargeMethod(th *starlark.Thread, recv starlark.Value, name string, args starlark.Tuple, kwargs []starlark.Tuple) error {
 	what := func() string { return recv.Type() + "." + name + "()" }
-	argLen := func() (uint64, error) {
-		var n uint64
-		for _, a := range args {
-			_, l, err := sb.lengthOf(th, a, what)
-			if err != nil {
-				return 0, err
-			}
-			n += l
-		}
-		return n, nil
-	}
 	switch r := recv.(type) {
 	case starlark.String:
-		l := uint64(len(r))
-		switch name {
-		case "join":
-			if len(args) != 1 {
-				return nil
-			}
-			w := sb.walker(th, false)
-			w.walk(args[0], 0)
-			if err := sb.chargeWalk(th, &w, what); err != nil {
-				return err
-			}
-			n := uint64(max(starlark.Len(args[0]), 0))
-			return sb.alloc(w.bytes+mul(n, l), what)
-		case "replace":
-			if len(args) < 2 {
-				return nil
-			}
-			old, ok1 := args[0].(starlark.String)
-			new, ok2 := args[1].(starlark.String)
-			if !ok1 || !ok2 {
-				return nil
-			}
-			occ := uint64(len(r)) + 1
-			if len(old) > 0 {
-				occ = uint64(strings.Count(string(r), string(old)))
-			}
-			if err := sb.steps(th, l/64+occ, what); err != nil {
-				return err
-			}
-			return sb.alloc(l+mul(occ, uint64(len(new))), what)
-		case "format":
-			w := sb.walker(th, false)
-			for _, a := range args {
-				w.walk(a, 0)
-			}
-			for _, kv := range kwargs {
-				w.walk(kv[1], 0)
-			}
-			if err := sb.chargeWalk(th, &w, what); err != nil {
-				return err
-			}
-			return sb.alloc(l+mul(uint64(strings.Count(string(r), "{")), w.bytes), what)
-		case "split", "rsplit", "splitlines", "partition", "rpartition":
-			if err := sb.steps(th, l/16, what); err != nil {
-				return err
-			}
-			return sb.alloc(mul(l+1, sizeValue+16), what)
-		case "elems", "codepoints", "elem_ords", "codepoint_ords":
-			return nil // lazy
-		case "upper", "lower", "title", "capitalize", "strip", "lstrip", "rstrip", "removeprefix", "removesuffix":
-			if err := sb.steps(th, l/64, what); err != nil {
-				return err
-			}
-			return sb.alloc(mul(l, 3), what)
-		}
-		return sb.steps(th, l/64, what)
+		return sb.chargeStringMethod(th, r, name, args, kwargs, what)
 	case *starlark.List:
-		switch name {
-		case "append":
-			return sb.alloc(2*sizeValue, what)
-		case "extend":
-			n, err := argLen()
-			if err != nil {
-				return err
-			}
-			if err := sb.alloc(mul(n, 2*sizeValue), what); err != nil {
-				return err
-			}
-			return sb.steps(th, n, what)
-		case "insert", "pop":
-			return sb.steps(th, uint64(r.Len()), what)
-		case "index", "remove":
-			w := sb.comparer(th)
-			w.walk(r, 0)
-			for _, a := range args {
-				w.walk(a, 0)
-			}
+		return sb.chargeListMethod(th, r, name, args, what)
+	case *starlark.Dict:
+		return sb.chargeDictMethod(th, r, name, args, kwargs, what)
+	case *starlark.Set:
+		return sb.chargeSetMethod(th, r, name, args, what)
+	}
+	return nil
+}
+
+// argsLength is the number of elements of args together, as lengthOf
+// counts them.
+func (sb *sandbox) argsLength(th *starlark.Thread, args starlark.Tuple, what func() string) (uint64, error) {
+	var n uint64
+	for _, a := range args {
+		_, l, err := sb.lengthOf(th, a, what)
+		if err != nil {
+			return 0, err
+		}
+		n += l
+	}
+	return n, nil
+}
+
+// chargeStringMethod charges a method of the string r: by what it
+// builds from r and its arguments; a scan of r for any other.
+func (sb *sandbox) chargeStringMethod(th *starlark.Thread, r starlark.String, name string, args starlark.Tuple, kwargs []starlark.Tuple, what func() string) error {
+	l := uint64(len(r))
+	switch name {
+	case "join":
+		if len(args) != 1 {
+			return nil
+		}
+		w := sb.walker(th, false)
+		w.walk(args[0], 0)
+		if err := sb.chargeWalk(th, &w, what); err != nil {
+			return err
+		}
+		n := uint64(max(starlark.Len(args[0]), 0))
+		return sb.alloc(w.bytes+mul(n, l), what)
+	case "replace":
+		return sb.chargeReplace(th, r, args, what)
+	case "format":
+		w := sb.walker(th, false)
+		for _, a := range args {
+			w.walk(a, 0)
+		}
+		for _, kv := range kwargs {
+			w.walk(kv[1], 0)
+		}
+		if err := sb.chargeWalk(th, &w, what); err != nil {
+			return err
+		}
+		return sb.alloc(l+mul(uint64(strings.Count(string(r), "{")), w.bytes), what)
+	case "split", "rsplit", "splitlines", "partition", "rpartition":
+		if err := sb.steps(th, l/16, what); err != nil {
+			return err
+		}
+		return sb.alloc(mul(l+1, sizeValue+16), what)
+	case "elems", "codepoints", "elem_ords", "codepoint_ords":
+		return nil // lazy
+	case "upper", "lower", "title", "capitalize", "strip", "lstrip", "rstrip", "removeprefix", "removesuffix":
+		if err := sb.steps(th, l/64, what); err != nil {
+			return err
+		}
+		return sb.alloc(mul(l, 3), what)
+	}
+	return sb.steps(th, l/64, what)
+}
+
+// chargeReplace charges r.replace(old, new): a scan of r, and r with
+// every occurrence of old replaced.
+func (sb *sandbox) chargeReplace(th *starlark.Thread, r starlark.String, args starlark.Tuple, what func() string) error {
+	if len(args) < 2 {
+		return nil
+	}
+	old, ok1 := args[0].(starlark.String)
+	new, ok2 := args[1].(starlark.String)
+	if !ok1 || !ok2 {
+		return nil
+	}
+	l := uint64(len(r))
+	occ := uint64(len(r)) + 1
+	if len(old) > 0 {
+		occ = uint64(strings.Count(string(r), string(old)))
+	}
+	if err := sb.steps(th, l/64+occ, what); err != nil {
+		return err
+	}
+	return sb.alloc(l+mul(occ, uint64(len(new))), what)
+}
+
+// chargeListMethod charges a method of the list r.
+func (sb *sandbox) chargeListMethod(th *starlark.Thread, r *starlark.List, name string, args starlark.Tuple, what func() string) error {
+	switch name {
+	case "append":
+		return sb.alloc(2*sizeValue, what)
+	case "extend":
+		n, err := sb.argsLength(th, args, what)
+		if err != nil {
+			return err
+		}
+		if err := sb.alloc(mul(n, 2*sizeValue), what); err != nil {
+			return err
+		}
+		return sb.steps(th, n, what)
+	case "insert", "pop":
+		return sb.steps(th, uint64(r.Len()), what)
+	case "index", "remove":
+		w := sb.comparer(th)
+		w.walk(r, 0)
+		for _, a := range args {
+			w.walk(a, 0)
+		}
+		return sb.chargeWalk(th, &w, what)
+	}
+	return nil
+}
+
+// chargeDictMethod charges a method of the dict r.
+func (sb *sandbox) chargeDictMethod(th *starlark.Thread, r *starlark.Dict, name string, args starlark.Tuple, kwargs []starlark.Tuple, what func() string) error {
+	switch name {
+	case "items", "keys", "values":
+		n := uint64(r.Len())
+		if err := sb.steps(th, n, what); err != nil {
+			return err
+		}
+		per := uint64(sizeValue)
+		if name == "items" {
+			per = sizePair
+		}
+		return sb.alloc(mul(n, per), what)
+	case "update":
+		n, err := sb.argsLength(th, args, what)
+		if err != nil {
+			return err
+		}
+		n += uint64(len(kwargs))
+		if err := sb.steps(th, n, what); err != nil {
+			return err
+		}
+		return sb.alloc(mul(n, sizeEntry), what)
+	case "get", "pop", "setdefault":
+		if len(args) > 0 && isContainer(args[0]) {
+			w := sb.walker(th, true)
+			w.walk(args[0], 0)
 			return sb.chargeWalk(th, &w, what)
 		}
-	case *starlark.Dict:
-		switch name {
-		case "items", "keys", "values":
-			n := uint64(r.Len())
-			if err := sb.steps(th, n, what); err != nil {
-				return err
-			}
-			per := uint64(sizeValue)
-			if name == "items" {
-				per = sizePair
-			}
-			return sb.alloc(mul(n, per), what)
-		case "update":
-			n, err := argLen()
-			if err != nil {
-				return err
-			}
-			n += uint64(len(kwargs))
-			if err := sb.steps(th, n, what); err != nil {
-				return err
-			}
-			return sb.alloc(mul(n, sizeEntry), what)
-		case "get", "pop", "setdefault":
-			if len(args) > 0 && isContainer(args[0]) {
-				w := sb.walker(th, true)
-				w.walk(args[0], 0)
-				return sb.chargeWalk(th, &w, what)
-			}
+	}
+	return nil
+}
+
+// chargeSetMethod charges a method of the set r.
+func (sb *sandbox) chargeSetMethod(th *starlark.Thread, r *starlark.Set, name string, args starlark.Tuple, what func() string) error {
+	switch name {
+	case "union", "intersection", "difference", "symmetric_difference", "update", "issubset", "issuperset":
+		n, err := sb.argsLength(th, args, what)
+		if err != nil {
+			return err
 		}
-	case *starlark.Set:
-		switch name {
-		case "union", "intersection", "difference", "symmetric_difference", "update", "issubset", "issuperset":
-			n, err := argLen()
-			if err != nil {
-				return err
-			}
-			n += uint64(r.Len())
-			if err := sb.steps(th, n, what); err != nil {
-				return err
-			}
-			if name == "issubset" || name == "issuperset" {
-				return nil
-			}
-			return sb.alloc(mul(n, sizeEntry), what)
+		n += uint64(r.Len())
+		if err := sb.steps(th, n, what); err != nil {
+			return err
 		}
+		if name == "issubset" || name == "issuperset" {
+			return nil
+		}
+		return sb.alloc(mul(n, sizeEntry), what)
 	}
 	return nil
 }

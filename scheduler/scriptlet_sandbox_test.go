@@ -110,7 +110,7 @@ func TestSandboxTopLevel(t *testing.T) {
 // it be.
 func TestSandboxDeadline(t *testing.T) {
 	body := "l = list(range(100000))\nfor i in range(1000000000):\n    x = sorted(l)"
-	err, took, _ := runProbe(t, placementBody(body), ScriptletLimits{MaxSteps: 1 << 62, Timeout: 200 * time.Millisecond})
+	err, took, _ := runProbe(t, placementBody(body), ScriptletLimits{MaxSteps: 1 << 62, MaxAlloc: 1 << 62, Timeout: 200 * time.Millisecond})
 	var lim *ScriptletLimitError
 	if !errors.As(err, &lim) || lim.Limit != LimitDeadline {
 		t.Fatalf("got %v", err)

@@ -243,7 +243,7 @@ func TestScriptletBuiltins(t *testing.T) {
 	}
 	// Without cluster data the data builtins fail clearly.
 	_, err := rankWith(t, `{}`, "def instance_placement(request, candidate_members):\n    get_instances()\n", ScriptletLimits{OnError: OnErrorRefuse}, &Request{}, threeCands())
-	if err == nil || !strings.Contains(err.Error(), "no cluster data available") {
+	if err == nil || !strings.Contains(err.Error(), "no cloud data available") {
 		t.Errorf("no data: %v", err)
 	}
 }

@@ -56,7 +56,11 @@ type RefusedError struct {
 	Err    error
 }
 
-func (e *RefusedError) Error() string { return "Failed instance placement scriptlet: " + e.Reason }
+// RefusalPrefix begins the words of a scriptlet's refusal, as LXD words
+// it; the reason follows.
+const RefusalPrefix = "Failed instance placement scriptlet: "
+
+func (e *RefusedError) Error() string { return RefusalPrefix + e.Reason }
 func (e *RefusedError) Unwrap() error { return e.Err }
 
 // Limits a scriptlet run can exceed.

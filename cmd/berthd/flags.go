@@ -114,6 +114,18 @@ func options() []option {
 		{flag: "claim-failure-ttl", arg: "DURATION", envs: []string{"BERTH_CLAIM_FAILURE_TTL"},
 			help: "How long a reschedule keeps avoiding a provider the consumer failed on;\n" +
 				"older failures are forgotten. Negative: for ever."},
+		{flag: "claim-lease-max", arg: "DURATION", envs: []string{"BERTH_CLAIM_LEASE_MAX"},
+			help: "Longest lease a claim may ask for (lease_seconds); whole seconds."},
+		{flag: "claim-lease-interval", arg: "DURATION", envs: []string{"BERTH_CLAIM_LEASE_INTERVAL"},
+			help: "How often this berthd looks for claim leases that ran out and releases them\n" +
+				"(one berthd at a time does, under a PostgreSQL advisory lock). Negative: never\n" +
+				"here."},
+		{flag: "audit-migration-age", arg: "DURATION", envs: []string{"BERTH_AUDIT_MIGRATION_AGE"},
+			help: "GET /audit's default threshold for stale migrations: a MIGRATION consumer\n" +
+				"created longer ago is reported (a request's migration_age overrides it)."},
+		{flag: "audit-state-age", arg: "DURATION", envs: []string{"BERTH_AUDIT_STATE_AGE"},
+			help: "GET /audit's default threshold for stale providers: allocations on a provider\n" +
+				"whose last state report is older are reported (a request's state_age overrides it)."},
 		{flag: "claim-writers", arg: "N", envs: []string{"BERTH_CLAIM_WRITERS"},
 			help: "Batches of new consumers' allocations written at once: claims that arrive\n" +
 				"while all writers are busy are committed together, up to 64 per transaction.\n" +
@@ -223,6 +235,10 @@ func newFlagSet(cfg *daemon.Config) *flag.FlagSet {
 	fs.IntVar(&cfg.ClaimCandidates, "claim-candidates", cfg.ClaimCandidates, "")
 	fs.IntVar(&cfg.ClaimSubsetSize, "claim-subset-size", cfg.ClaimSubsetSize, "")
 	fs.DurationVar(&cfg.ClaimFailureTTL, "claim-failure-ttl", cfg.ClaimFailureTTL, "")
+	fs.DurationVar(&cfg.ClaimLeaseMax, "claim-lease-max", cfg.ClaimLeaseMax, "")
+	fs.DurationVar(&cfg.ClaimLeaseInterval, "claim-lease-interval", cfg.ClaimLeaseInterval, "")
+	fs.DurationVar(&cfg.AuditMigrationAge, "audit-migration-age", cfg.AuditMigrationAge, "")
+	fs.DurationVar(&cfg.AuditStateAge, "audit-state-age", cfg.AuditStateAge, "")
 	fs.IntVar(&cfg.ClaimWriters, "claim-writers", cfg.ClaimWriters, "")
 	fs.IntVar(&cfg.ProviderWriters, "provider-writers", cfg.ProviderWriters, "")
 	fs.DurationVar(&cfg.SnapshotRefresh, "snapshot-refresh", cfg.SnapshotRefresh, "")

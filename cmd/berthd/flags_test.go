@@ -54,6 +54,12 @@ func TestParseConfig(t *testing.T) {
 				t.Errorf("from env: %+v", c)
 			}
 		}},
+		{"audit thresholds", []string{"--audit-migration-age", "2h"}, env("BERTH_AUDIT_STATE_AGE", "15m"),
+			func(t *testing.T, c daemon.Config) {
+				if c.AuditMigrationAge != 2*time.Hour || c.AuditStateAge != 15*time.Minute {
+					t.Errorf("audit thresholds: %s, %s", c.AuditMigrationAge, c.AuditStateAge)
+				}
+			}},
 		{"flags beat env", []string{"--listen", "127.0.0.1:1", "--max-candidates=7", "--randomize-candidates=false"},
 			env("BERTH_LISTEN", "0.0.0.0:9000", "BERTH_MAX_CANDIDATES", "42", "BERTH_RANDOMIZE_CANDIDATES", "1"),
 			func(t *testing.T, c daemon.Config) {

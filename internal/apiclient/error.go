@@ -27,6 +27,9 @@ type ErrorItem struct {
 	Detail    string `json:"detail"`
 	Code      string `json:"code"`
 	RequestID string `json:"request_id"`
+	// Refusal is Berth's: the reason of the scriptlet that refused a
+	// claim (409 berth.no_valid_host).
+	Refusal string `json:"refusal"`
 }
 
 // NewError is the *Error of answer r.

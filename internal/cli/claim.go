@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/berthd/berth/internal/apiclient"
 	"github.com/berthd/berth/internal/uuid"
@@ -21,6 +22,7 @@ type claimFlags struct {
 	consumerType, reason, inTree, groupPolicy, instance      string
 	required, memberOf, exclude, properties, keys, sysKeys   multiFlag
 	alternates, generation, maxAttempts                      int
+	lease                                                    time.Duration
 }
 
 // register adds the flags to fs; forNew adds the ones that only make sense
@@ -51,6 +53,8 @@ func (c *claimFlags) register(fs *flag.FlagSet, forNew bool) {
 	fs.StringVar(&c.reason, "reason", "", "`REASON`: new, evacuation, relocation or reschedule (server default: new)")
 	fs.IntVar(&c.alternates, "alternates", -1, "`N` alternates to return unclaimed (server default: 2)")
 	fs.IntVar(&c.maxAttempts, "max-attempts", 0, "`N` writes to try before giving up, 1..50 (server default)")
+	fs.DurationVar(&c.lease, "lease", 0, "make the claim provisional for `DURATION` (whole seconds, e.g. 30s): released then\n"+
+		"unless confirmed (berth claim confirm) or renewed (berth claim renew); for a move, reverted")
 }
 
 // body builds the request. needResources: the shape is required (a new
@@ -152,7 +156,23 @@ func (c *claimFlags) body(needResources, needOwner bool) (map[string]any, error)
 	if c.maxAttempts != 0 {
 		b["max_attempts"] = c.maxAttempts
 	}
+	if c.lease != 0 {
+		secs, err := leaseSeconds(c.lease)
+		if err != nil {
+			return nil, err
+		}
+		b["lease_seconds"] = secs
+	}
 	return b, nil
+}
+
+// leaseSeconds is d as the API's lease_seconds: whole seconds, at least
+// one (the server checks its maximum).
+func leaseSeconds(d time.Duration) (int64, error) {
+	if d < time.Second || d%time.Second != 0 {
+		return 0, usagef("--lease %v: want whole seconds, at least 1s (e.g. 30s, 10m)", d)
+	}
+	return int64(d / time.Second), nil
 }
 
 // claimAnswer is the 200 body of POST /claims (and reschedule, move).
@@ -177,6 +197,10 @@ type claimAnswer struct {
 		ConsumerUUID string                `json:"consumer_uuid"`
 		Allocations  map[string]allocation `json:"allocations"`
 	} `json:"migration"`
+	Reused *struct {
+		From   string   `json:"from"`
+		Fields []string `json:"fields"`
+	} `json:"reused"`
 }
 
 type allocation struct {
@@ -220,7 +244,8 @@ func claimCommands() []*command {
 filter, weigher and scriptlet of the policy, and writes nothing. --project
 and --user default to "berth-explain" (scriptlets may look at them).
 When nothing fits, the refusal says per step how many candidates were
-removed and why; berth prints it one step per line and exits 1.`,
+removed and why, and last the scriptlet's reason if it refused what the
+steps left; berth prints it one step per line and exits 1.`,
 			example: `berth explain --resources VCPU:4,MEMORY_MB:16384 --policy spread --name web-1 \
     --property group=web --exclude cn7`,
 			setup: func(fs *flag.FlagSet) func(*env, []string) error {
@@ -242,9 +267,15 @@ removed and why; berth prints it one step per line and exits 1.`,
 		},
 		{
 			name:    "claim",
-			args:    "--resources CLASS:N,... --project P --user U [selection flags]",
+			args:    "--resources CLASS:N,... --project P --user U [selection flags] [--lease D]",
 			summary: "Select and claim in one atomic step (POST /claims)",
-			example: `berth claim --resources VCPU:2,MEMORY_MB:4096 --project demo --user alice --name web-1`,
+			help: `With --lease the claim is provisional: it counts against capacity like any
+allocation, and its allocations are released when the lease runs out unless
+the claim is confirmed first ("berth claim confirm CONSUMER", or any write of
+its allocations through the Placement API, as a compute agent makes) or
+renewed ("berth claim renew CONSUMER --lease D"). "berth claim show CONSUMER"
+shows a claim's request, where it landed and its state.`,
+			example: `berth claim --resources VCPU:2,MEMORY_MB:4096 --project demo --user alice --name web-1 --lease 5m`,
 			setup: func(fs *flag.FlagSet) func(*env, []string) error {
 				var c claimFlags
 				c.register(fs, true)
@@ -264,6 +295,11 @@ removed and why; berth prints it one step per line and exits 1.`,
 				}
 			},
 		},
+		claimShowCommand(),
+		claimLeaseCommand("claim renew", "CONSUMER --lease D", "Renew a provisional claim's lease: released D from now unless confirmed",
+			"berth claim renew 5b0d3c52-8f1e-4a8e-9a55-3a2f0c1d9e77 --lease 5m", true),
+		claimLeaseCommand("claim confirm", "CONSUMER", "Confirm a provisional claim: its allocations become permanent (no lease)",
+			"berth claim confirm 5b0d3c52-8f1e-4a8e-9a55-3a2f0c1d9e77", false),
 		{
 			name:    "reschedule",
 			args:    "CONSUMER [--failed PROVIDER] [selection flags]",
@@ -387,7 +423,8 @@ func postClaim(e *env, path string, body map[string]any, top int) error {
 }
 
 // noValidHost prints a berth.no_valid_host refusal readably (its detail
-// lists each step's removals, separated by "; ") and returns exit status 1.
+// lists each step's removals, separated by "; ", and last the scriptlet's
+// refusal, if it refused) and returns exit status 1.
 func noValidHost(e *env, err error) error {
 	var ae *apiclient.Error
 	if errors.As(err, &ae) && ae.Code() == CodeConcurrentUpdate {
@@ -399,8 +436,13 @@ func noValidHost(e *env, err error) error {
 	if e.json() {
 		return nothingFound{err}
 	}
-	fmt.Fprintln(e.io.Stderr, "No valid host: nothing fits.")
-	for _, part := range strings.Split(apiclient.Detail(ae.Items()[0].Detail), "; ") {
+	item := ae.Items()[0]
+	if item.Refusal != "" {
+		fmt.Fprintln(e.io.Stderr, "No valid host: the scriptlet refused.")
+	} else {
+		fmt.Fprintln(e.io.Stderr, "No valid host: nothing fits.")
+	}
+	for _, part := range strings.Split(apiclient.Detail(item.Detail), "; ") {
 		fmt.Fprintf(e.io.Stderr, "  %s\n", Printable(part))
 	}
 	return errNothing
@@ -439,6 +481,18 @@ func renderClaim(w io.Writer, a *claimAnswer, top int) error {
 	} else {
 		fmt.Fprintf(w, "Claimed on %s for consumer %s (generation %s), score %s%s.\n",
 			where, a.ConsumerUUID, gen(a.ConsumerGeneration), score(a.Score), attempts)
+	}
+	if r := a.Reused; r != nil {
+		fields := strings.Join(r.Fields, ", ")
+		if fields == "" {
+			fields = "nothing"
+		}
+		switch r.From {
+		case "claim":
+			fmt.Fprintf(w, "Reused from the consumer's stored claim: %s.\n", fields)
+		default:
+			fmt.Fprintf(w, "No stored claim (allocations written through the Placement API); reused from its allocations: %s.\n", fields)
+		}
 	}
 	names := map[string]string{a.RootUUID: a.RootName}
 	for _, r := range a.Ranking {

@@ -100,6 +100,9 @@ const (
 	exitUsage   = 2 // bad command line use
 	exitRefused = 3 // the server refused the request (a Placement error)
 	exitFailed  = 4 // the server could not be reached or did not answer, or a local failure
+	// exitFindings is berth audit's status when findings remain (nova-manage
+	// placement audit's 3, which here is a refusal).
+	exitFindings = 5
 )
 
 // errNothing is returned by a lookup that found nothing, once it has
@@ -146,6 +149,7 @@ func commands() []*command {
 	cs = append(cs, scriptletCommands()...)
 	cs = append(cs, policyCommands()...)
 	cs = append(cs, configCommands()...)
+	cs = append(cs, auditCommand())
 	cs = append(cs, benchCommands()...)
 	cs = append(cs, importCommands()...)
 	cs = append(cs, demoCommand())
@@ -180,7 +184,7 @@ Every request carries "OpenStack-API-Version: placement latest".
 Exit status: 0 success (a lookup found something), 1 a lookup found nothing
 (an empty list, no valid host), 2 bad usage, 3 the server refused the request
 (its error is printed), 4 the server could not be reached or did not answer,
-or another failure (a file that cannot be read).
+or another failure (a file that cannot be read); berth audit: 5 findings remain.
 Run "berth COMMAND --help" for a command's flags and an example.
 
 Example:
@@ -383,7 +387,7 @@ func printCommandHelp(w io.Writer, c *command, fs *flag.FlagSet) {
 			line += " " + typ
 		}
 		line += "\n        " + usage
-		if f.DefValue != "" && f.DefValue != "0" && f.DefValue != "-1" && f.DefValue != "false" && f.DefValue != "[]" {
+		if f.DefValue != "" && f.DefValue != "0" && f.DefValue != "-1" && f.DefValue != "false" && f.DefValue != "[]" && f.DefValue != "0s" {
 			line += fmt.Sprintf(" (default %s)", f.DefValue)
 		}
 		flags = append(flags, line)

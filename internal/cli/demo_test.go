@@ -2,10 +2,15 @@ package cli
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/berthd/berth/internal/apiclient"
 )
 
 // docSession is one fenced block of a document: the commands ("$ berth
@@ -46,14 +51,15 @@ func docSessionBlock(t *testing.T, path, heading string) []docCommand {
 	return cmds
 }
 
-// TestDemoSession runs, each against a fresh berthd, the first session
-// block of docs/cli.md and the README's short session: `berth demo` seeds
-// the cloud, and every command must print exactly what the document shows
-// ("..." in a document stands for output left out).
+// TestDemoSession runs, against a fresh berthd, the first session block
+// of docs/cli.md: `berth demo` seeds the cloud, and every command must
+// print exactly what the document shows ("..." in a document stands for
+// output left out). integration/docstest runs every example of every
+// document (the README's session and claim among them); this one runs in
+// this package's own tests, and checks that a second `berth demo` refuses.
 func TestDemoSession(t *testing.T) {
 	for _, doc := range []struct{ path, heading string }{
 		{"../../docs/cli.md", "## A session"},
-		{"../../README.md", "A short session"},
 	} {
 		t.Run(doc.path, func(t *testing.T) {
 			base := startBerthd(t)
@@ -141,4 +147,69 @@ func TestREADMEClaimExample(t *testing.T) {
 		t.Fatalf("the README's claim: %v, %s", err, raw2)
 	}
 	t.Logf("%s", raw2)
+	readmeClaimSequence(t, c, doc[i:])
+}
+
+// readmeCommand matches one "c ..." command of the README's claims block:
+// its method (none: GET), path and body (-d '...', over several lines).
+var readmeCommand = regexp.MustCompile(`(?m)^(?:\$ )?c (?:-X (\w+) )?127\.0\.0\.1:8778(\S+)(?:(?: *\\\n\s*| +)-d '([^']*)')?`)
+
+// readmeClaimSequence runs, in order, the commands that follow the
+// README's first claim (doc starts with that claim) up to the paragraph
+// on the plain Placement path, and
+// checks what the README's comments say of each: the reschedule redoes
+// the claim's request (issue 27), a body field overrides it, the move
+// too, and a lease is provisional until confirmed.
+func readmeClaimSequence(t *testing.T, c *Client, doc string) {
+	t.Helper()
+	block := doc[:strings.Index(doc, "The plain Placement path")]
+	cmds := readmeCommand.FindAllStringSubmatch(block, -1)[1:] // the claim itself ran
+	type want struct {
+		status int
+		code   string // an error's code
+		check  func(ans map[string]any) bool
+	}
+	root := func(name string) func(map[string]any) bool {
+		return func(a map[string]any) bool { return a["root_provider_name"] == name }
+	}
+	wants := []want{
+		{409, "berth.no_valid_host", nil},
+		{200, "", func(a map[string]any) bool {
+			r, _ := a["reused"].(map[string]any)
+			return root("compute-1")(a) && r["from"] == "claim" &&
+				fmt.Sprint(r["fields"]) == "[resources required name properties]"
+		}},
+		{200, "", root("compute-2")},
+		{200, "", nil},
+		{200, "", nil},
+		{200, "", func(a map[string]any) bool { return a["state"] == "provisional" && a["lease_expires_at"] != nil }},
+		{200, "", func(a map[string]any) bool { return a["state"] == "permanent" && a["lease_expires_at"] == nil }},
+		{200, "", nil},
+	}
+	if len(cmds) != len(wants) {
+		t.Fatalf("the README's claims block has %d commands after the claim, this test knows %d", len(cmds), len(wants))
+	}
+	for i, m := range cmds {
+		method, path := m[1], m[2]
+		if method == "" {
+			method = "GET"
+		}
+		var in any
+		if m[3] != "" {
+			in = json.RawMessage(m[3])
+		}
+		var ans map[string]any
+		raw, err := c.JSON(t.Context(), method, path, in, &ans)
+		status, code := 200, ""
+		var ae *apiclient.Error
+		if errors.As(err, &ae) {
+			status, code = ae.Status, ae.Code()
+		} else if err != nil {
+			t.Fatalf("%s %s: %v", method, path, err)
+		}
+		w := wants[i]
+		if status != w.status || code != w.code || (w.check != nil && !w.check(ans)) {
+			t.Fatalf("the README's %s %s: %d %s %s; want %d %s", method, path, status, code, raw, w.status, w.code)
+		}
+	}
 }

@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -71,4 +73,65 @@ func TestEndToEndClaims(t *testing.T) {
 	cli(t, base, 0, []string{"move", c, "--migration", "new", "--target", second}, "Claimed on "+second+" ")
 	cli(t, base, 0, []string{"move-revert", c}, "Move reverted: consumer "+c)
 	checkVCPU("after a reverted move")
+}
+
+// TestExplainRefusalAfterFilters: when state_freshness has removed every
+// host and the scriptlet, handed nothing, refuses, explain says both: the
+// refusal does not hide the cause (issue 27).
+func TestExplainRefusalAfterFilters(t *testing.T) {
+	base := startBerthd(t)
+	seedTree(t, base)
+	dir := t.TempDir()
+	star := filepath.Join(dir, "batch.star")
+	if err := os.WriteFile(star, []byte(`def instance_placement(request, candidate_members):
+    for m in candidate_members:
+        set_target(m.name)
+        return None
+    return "no half-empty host for batch"
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	policy := filepath.Join(dir, "fresh.json")
+	if err := os.WriteFile(policy, []byte(`{"name": "fresh", "scriptlet": "batch",
+		"filters": [{"name": "state_freshness", "params": {"max_age": "2m"}}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cli(t, base, 0, []string{"scriptlet", "set", "batch", star})
+	cli(t, base, 0, []string{"policy", "create", policy})
+	_, errs, code := run(t, map[string]string{"BERTH_URL": base}, "", "explain", "--resources", "VCPU:1", "--policy", "fresh")
+	want := "No valid host: the scriptlet refused.\n  2 providers\n  2 removed by state_freshness (no state reported: 2)\n" +
+		"  then Failed instance placement scriptlet: no half-empty host for batch\n"
+	if code != 1 || errs != want {
+		t.Fatalf("explain: exit %d\n%s\nwant\n%s", code, errs, want)
+	}
+}
+
+// TestEndToEndClaimLeases runs claim --lease, claim show, renew and
+// confirm against berthd, and their refusals.
+func TestEndToEndClaimLeases(t *testing.T) {
+	base := startBerthd(t)
+	seedTree(t, base)
+	const c = "7b0d3c52-8f1e-4a8e-9a55-3a2f0c1d9e77"
+	cli(t, base, 2, []string{"claim", "--resources", "VCPU:1", "--project", "web", "--user", "u", "--consumer", c, "--lease", "1500ms"},
+		"--lease 1.5s: want whole seconds")
+	cli(t, base, 3, []string{"claim", "--resources", "VCPU:1", "--project", "web", "--user", "u", "--consumer", c, "--lease", "48h"},
+		"berth.invalid_lease")
+	cli(t, base, 0, []string{"claim", "--resources", "VCPU:1", "--project", "web", "--user", "u", "--consumer", c, "--lease", "5m"},
+		"for consumer "+c+" (generation 1)")
+	cli(t, base, 0, []string{"claim", "show", c}, "Claim of consumer "+c+" (generation 1): provisional, lease of 300s, expires at ",
+		"Last written by claim, on root provider ", `"lease_seconds":300`, "VCPU")
+	cli(t, base, 2, []string{"claim", "renew", c}, "--lease is required")
+	cli(t, base, 0, []string{"claim", "renew", c, "--lease", "10m"}, "provisional, lease of 600s", "Last written by renew")
+	out := cli(t, base, 0, []string{"claim", "show", c, "-o", "json"}, `"state": "provisional"`)
+	if !strings.Contains(out, `"lease_expires_at": "`) {
+		t.Errorf("claim show -o json:\n%s", out)
+	}
+	out = cli(t, base, 0, []string{"reschedule", c}, "Reused from the consumer's stored claim: resources.")
+	if !strings.Contains(out, "(generation 2)") {
+		t.Errorf("reschedule:\n%s", out)
+	}
+	cli(t, base, 0, []string{"claim", "show", c}, "provisional, lease of 600s", "Last written by reschedule")
+	cli(t, base, 0, []string{"claim", "confirm", c}, "Claim of consumer "+c+" (generation 2): permanent.", "Last written by confirm")
+	cli(t, base, 3, []string{"claim", "renew", c, "--lease", "1m"}, "berth.lease_on_permanent")
+	cli(t, base, 3, []string{"claim", "show", "8b0d3c52-8f1e-4a8e-9a55-3a2f0c1d9e77"}, "berth.no_claim")
 }

@@ -99,6 +99,22 @@ type Config struct {
 	// consumer failed on (ledger.Config.ClaimFailureTTL). Default 24h;
 	// negative: for ever.
 	ClaimFailureTTL time.Duration
+	// ClaimLeaseMax is the longest lease a claim may ask for
+	// (claims.Config.LeaseMax). Default claims.DefaultLeaseMax (24h).
+	ClaimLeaseMax time.Duration
+	// ClaimLeaseInterval is how often this berthd's lease reaper looks for
+	// claim leases that ran out (one berthd at a time releases them; see
+	// claims.Claimer.RunLeaseReaper). A provisional claim holds its
+	// allocations for at most its lease plus this interval (plus the time
+	// a pass takes). Default DefaultClaimLeaseInterval; negative: this
+	// berthd never reaps (another must).
+	ClaimLeaseInterval time.Duration
+	// AuditMigrationAge and AuditStateAge are the thresholds of GET
+	// /audit when a request names none: a MIGRATION consumer older than
+	// the first is stale, as is a provider whose last state report is
+	// older than the second. Defaults ledger.DefaultAuditMigrationAge
+	// (24h) and ledger.DefaultAuditStateAge (1h); 0 means the default.
+	AuditMigrationAge, AuditStateAge time.Duration
 	// ClaimWriters is how many group-committed batches of new consumers'
 	// allocations may be in flight at once (ledger.Config.ClaimWriters).
 	// Default ledger.DefaultClaimWriters; 0 writes each claim in a
@@ -202,6 +218,9 @@ const (
 	DefaultHTTPWriteTimeout      = 2 * time.Minute
 	DefaultHTTPIdleTimeout       = 2 * time.Minute
 	DefaultShutdownGrace         = 10 * time.Second
+	// DefaultClaimLeaseInterval: a pass of the lease reaper every 5 s
+	// costs one try of an advisory lock and, if taken, one indexed read.
+	DefaultClaimLeaseInterval = 5 * time.Second
 
 	// MetricsOff is the MetricsListen value that disables /metrics.
 	MetricsOff = "off"
@@ -238,10 +257,14 @@ func Default() Config {
 		ClaimWriters:     ledger.DefaultClaimWriters,
 		ProviderWriters:  ledger.DefaultProviderWriters,
 		ClaimFailureTTL:  ledger.DefaultClaimFailureTTL,
+		ClaimLeaseMax:    claims.DefaultLeaseMax,
 		SnapshotRefresh:  ledger.DefaultSnapshotRefresh,
 		DBMaxConns:       DefaultDBMaxConns,
 		OTelExporter:     telemetry.ExporterNone,
 
+		ClaimLeaseInterval:    DefaultClaimLeaseInterval,
+		AuditMigrationAge:     ledger.DefaultAuditMigrationAge,
+		AuditStateAge:         ledger.DefaultAuditStateAge,
 		DBStatementTimeout:    DefaultDBStatementTimeout,
 		MigrateOnStart:        true,
 		HTTPReadHeaderTimeout: DefaultHTTPReadHeaderTimeout,
@@ -369,6 +392,15 @@ func (c Config) Validate() error {
 	}
 	if c.ClaimFailureTTL == 0 {
 		errs = append(errs, fmt.Errorf("claim failure ttl: want a positive duration, or negative to remember for ever"))
+	}
+	if c.ClaimLeaseMax < time.Second || c.ClaimLeaseMax%time.Second != 0 {
+		errs = append(errs, fmt.Errorf("claim lease max %v: want whole seconds, at least 1s", c.ClaimLeaseMax))
+	}
+	if c.ClaimLeaseInterval == 0 {
+		errs = append(errs, fmt.Errorf("claim lease interval: want a positive duration, or negative to never reap here"))
+	}
+	if c.AuditMigrationAge < 0 || c.AuditStateAge < 0 {
+		errs = append(errs, fmt.Errorf("audit ages %s, %s: want positive durations (0: the default)", c.AuditMigrationAge, c.AuditStateAge))
 	}
 	if c.ClaimWriters < 0 || c.ClaimWriters > 64 {
 		errs = append(errs, fmt.Errorf("claim writers %d: want 0 to 64", c.ClaimWriters))

@@ -175,6 +175,8 @@ func TestValidateOpsSettings(t *testing.T) {
 		{"statement timeout under a millisecond", func(c *Config) { c.DBStatementTimeout = time.Microsecond }, "at least 1ms"},
 		{"min conns over max", func(c *Config) { c.DBMinConns = c.DBMaxConns + 1 }, "db min conns"},
 		{"no request timeout", func(c *Config) { c.RequestTimeout = -1 }, ""},
+		{"negative audit age", func(c *Config) { c.AuditStateAge = -time.Minute }, "audit ages"},
+		{"audit ages of zero: the defaults", func(c *Config) { c.AuditMigrationAge, c.AuditStateAge = 0, 0 }, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := Default()

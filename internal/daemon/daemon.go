@@ -47,6 +47,9 @@ type Daemon struct {
 	// stopCatalog ends the refresh of the compiled scheduling data and
 	// waits for it.
 	stopCatalog func()
+	// stopReaper ends the claim lease reaper and waits for it; nil when
+	// it does not run here.
+	stopReaper func()
 	// keystone validates tokens with auth keystone; nil otherwise.
 	keystone *keystone.Client
 }
@@ -65,7 +68,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err erro
 	parts := compose.Config{
 		Logger: log,
 		Claims: claims.Config{MaxAttempts: cfg.ClaimMaxAttempts, MaxCandidates: cfg.MaxCandidates,
-			ClaimCandidates: cfg.ClaimCandidates, SubsetSize: cfg.ClaimSubsetSize},
+			ClaimCandidates: cfg.ClaimCandidates, SubsetSize: cfg.ClaimSubsetSize, LeaseMax: cfg.ClaimLeaseMax},
 	}
 	if parts.SchedulerPolicy, err = cfg.LoadSchedulerPolicy(log); err != nil {
 		return nil, err
@@ -79,6 +82,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err erro
 
 		MaxInflightExpensive:  cfg.MaxInflightExpensive,
 		AdmissionQueueTimeout: cfg.AdmissionQueueTimeout,
+		AuditThresholds:       ledger.AuditThresholds{MigrationAge: cfg.AuditMigrationAge, StateAge: cfg.AuditStateAge},
 	}
 	if cfg.Auth == httpapi.AuthTokens {
 		if api.Tokens, err = LoadTokens(cfg.TokenFile, log); err != nil {
@@ -150,6 +154,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err erro
 	if err = d.startCatalog(ctx, c.Catalog); err != nil {
 		return nil, err
 	}
+	d.startLeaseReaper(ctx, c.Claimer)
 	if cfg.MetricsListen != MetricsOff {
 		if d.unobservePool, err = ledger.ObservePool(d.store.PoolStats); err != nil {
 			return nil, err
@@ -294,6 +299,9 @@ func (d *Daemon) close(ctx context.Context) error {
 	if d.stopCatalog != nil {
 		d.stopCatalog()
 	}
+	if d.stopReaper != nil {
+		d.stopReaper()
+	}
 	if d.metricsLn != nil {
 		_ = d.metricsLn.Close()
 	}
@@ -355,6 +363,18 @@ func (d *Daemon) startCatalog(ctx context.Context, cat *catalog.Catalog) error {
 	go func() { defer close(done); cat.Run(bg) }()
 	d.stopCatalog = func() { cancel(); <-done }
 	return nil
+}
+
+// startLeaseReaper runs the claim lease reaper every
+// Config.ClaimLeaseInterval until close (not at all when negative).
+func (d *Daemon) startLeaseReaper(ctx context.Context, c *claims.Claimer) {
+	if d.cfg.ClaimLeaseInterval < 0 {
+		return
+	}
+	bg, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan struct{})
+	go func() { defer close(done); c.RunLeaseReaper(bg, d.cfg.ClaimLeaseInterval) }()
+	d.stopReaper = func() { cancel(); <-done }
 }
 
 // groupWriters maps the daemon's setting (0: no batching) to the

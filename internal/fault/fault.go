@@ -142,6 +142,24 @@ const (
 	// CodeMoveEnded: a move's confirm or revert for a move that an
 	// earlier confirm or revert already ended.
 	CodeMoveEnded = "berth.move_ended"
+	// CodeInvalidLease: a claim's lease_seconds that is not an integer
+	// from 1 to the configured maximum (--claim-lease-max).
+	CodeInvalidLease = "berth.invalid_lease"
+	// CodeLeaseOnPermanent: a lease on a consumer whose allocations are
+	// not provisional (permanent, moving, or written through the
+	// Placement API): a lease would make them releasable.
+	CodeLeaseOnPermanent = "berth.lease_on_permanent"
+	// CodeNoClaim: GET or PATCH /claims/{consumer} of a consumer that no
+	// claim placed (none, or its allocations written through the
+	// Placement API).
+	CodeNoClaim = "berth.no_claim"
+	// CodeLeaseExpired: a renewal or confirmation of a claim whose lease
+	// has run out; its allocations are being released (or its move
+	// reverted).
+	CodeLeaseExpired = "berth.lease_expired"
+	// CodeLeaseNotExpired: the lease reaper's release of a claim that was
+	// renewed or confirmed meanwhile (never answered to a client).
+	CodeLeaseNotExpired = "berth.lease_not_expired"
 	// CodeScriptletInvalid: Starlark source that does not compile.
 	CodeScriptletInvalid = "berth.scriptlet.invalid"
 	// CodeOverloaded: the server refused a request to stay within its
@@ -155,4 +173,14 @@ const (
 	CodeNotRootProvider = "berth.not_root_provider"
 	// CodeNotEvacuated: a restore of a provider that is not evacuated.
 	CodeNotEvacuated = "berth.not_evacuated"
+	// CodeAuditUnknownKind: an audit kind that does not exist.
+	CodeAuditUnknownKind = "berth.audit.unknown_kind"
+	// CodeAuditInvalid: a bad audit request (limit, marker, threshold,
+	// fix body).
+	CodeAuditInvalid = "berth.audit.invalid"
+	// CodeAuditFindingGone: the fix of a finding that no longer holds
+	// (something changed it since it was listed); nothing was changed.
+	CodeAuditFindingGone = "berth.audit.finding_gone"
+	// CodeAuditNotFixable: the fix of a finding that is reported only.
+	CodeAuditNotFixable = "berth.audit.not_fixable"
 )

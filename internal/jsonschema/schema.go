@@ -23,10 +23,13 @@ import (
 // "Additional properties are not allowed ('x' was unexpected)", and the
 // "Failed validating 'maxLength' in schema[...]" trailer.
 type Schema struct {
-	raw      any      // the schema as parsed, for error trailers
-	keywords []string // in the order written, which decides which error wins
+	raw any // the schema as parsed, for error trailers
+	// runs are the keywords that check something, in the order written
+	// (which decides which error wins), in runs of one family.
+	runs []keywordRun
 
-	types          []string
+	types          []string // as written, for messages
+	typeMask       typeMask // types, for checks
 	properties     map[string]*Schema
 	propOrder      []string
 	patternProps   []patternProp
@@ -153,6 +156,10 @@ func plain(v any) any {
 	return v
 }
 
+// compileSchema compiles a decoded schema: an object of keywords, or
+// true. Each keyword is compiled by its family's method and kept for
+// validate in the order written, in runs of consecutive keywords of one
+// family.
 func compileSchema(doc any) (*Schema, error) {
 	obj, ok := doc.(*orderedObject)
 	if !ok {
@@ -161,123 +168,305 @@ func compileSchema(doc any) (*Schema, error) {
 		}
 		return nil, fmt.Errorf("schema must be an object, got %T", doc)
 	}
-	s := &Schema{raw: plain(obj), keywords: obj.keys}
-	intPtr := func(v any) (*int, error) {
-		n, ok := v.(json.Number)
+	s := &Schema{raw: plain(obj)}
+	for _, name := range obj.keys {
+		kd, ok := kinds[name]
 		if !ok {
-			return nil, fmt.Errorf("expected a number, got %v", v)
+			return nil, fmt.Errorf("unsupported schema keyword %q", name)
 		}
-		i, err := strconv.Atoi(n.String())
-		return &i, err
-	}
-	floatPtr := func(v any) (*float64, error) {
-		n, ok := v.(json.Number)
-		if !ok {
-			return nil, fmt.Errorf("expected a number, got %v", v)
+		k := keyword{name: name, kind: kd}
+		if err := s.compileKeyword(k, obj.values[name]); err != nil {
+			return nil, err
 		}
-		f, err := n.Float64()
-		return &f, err
-	}
-	var err error
-	for _, k := range obj.keys {
-		v := obj.values[k]
-		switch k {
-		case "type":
-			switch t := v.(type) {
-			case string:
-				s.types = []string{t}
-			case []any:
-				for _, e := range t {
-					s.types = append(s.types, e.(string))
-				}
-			}
-		case "properties":
-			po := v.(*orderedObject)
-			s.properties = map[string]*Schema{}
-			for _, name := range po.keys {
-				if s.properties[name], err = compileSchema(po.values[name]); err != nil {
-					return nil, err
-				}
-				s.propOrder = append(s.propOrder, name)
-			}
-		case "patternProperties":
-			po := v.(*orderedObject)
-			for _, src := range po.keys {
-				sub, err := compileSchema(po.values[src])
-				if err != nil {
-					return nil, err
-				}
-				s.patternProps = append(s.patternProps, patternProp{src: src, re: regexp.MustCompile(src), schema: sub})
-			}
-		case "additionalProperties":
-			if b, ok := v.(bool); ok {
-				s.noAdditional = !b
-			} else if s.additional, err = compileSchema(v); err != nil {
-				return nil, err
-			}
-		case "required":
-			for _, e := range v.([]any) {
-				s.required = append(s.required, e.(string))
-			}
-		case "minProperties":
-			s.minProps, err = intPtr(v)
-		case "maxProperties":
-			s.maxProps, err = intPtr(v)
-		case "items":
-			s.items, err = compileSchema(v)
-		case "minItems":
-			s.minItems, err = intPtr(v)
-		case "maxItems":
-			s.maxItems, err = intPtr(v)
-		case "uniqueItems":
-			s.uniqueItems = v.(bool)
-		case "minLength":
-			s.minLength, err = intPtr(v)
-		case "maxLength":
-			s.maxLength, err = intPtr(v)
-		case "pattern":
-			s.patternSrc = v.(string)
-			s.pattern, err = regexp.Compile(s.patternSrc)
-		case "format":
-			s.format = v.(string)
-		case "minimum":
-			s.minimumRaw = v
-			s.minimum, err = floatPtr(v)
-		case "maximum":
-			s.maximumRaw = v
-			s.maximum, err = floatPtr(v)
-		case "exclusiveMinimum":
-			s.exclusiveMinRw = v
-			s.exclusiveMin, err = floatPtr(v)
-		case "enum":
-			s.enum = plain(v).([]any)
-		case "const":
-			s.constValue, s.hasConst = plain(v), true
-		case "anyOf", "oneOf":
-			var subs []*Schema
-			for _, e := range v.([]any) {
-				sub, err := compileSchema(e)
-				if err != nil {
-					return nil, err
-				}
-				subs = append(subs, sub)
-			}
-			if k == "anyOf" {
-				s.anyOf = subs
-			} else {
-				s.oneOf = subs
-			}
-		case "not":
-			s.notSchema, err = compileSchema(v)
-		case "$schema", "description", "title", "definitions", "$id", "default":
-		default:
-			return nil, fmt.Errorf("unsupported schema keyword %q", k)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("keyword %q: %w", k, err)
-		}
+		s.addKeyword(k)
 	}
 	return s, nil
+}
+
+// keyword is one keyword of a schema: its name as written and its kind.
+type keyword struct {
+	name string
+	kind kind
+}
+
+// kind is a keyword compileSchema knows, numbered by family (in the
+// order of the families).
+type kind uint8
+
+const (
+	annotation kind = iota // $schema, description, title, definitions, $id, default
+	kwType
+	kwEnum
+	kwConst
+	kwProperties
+	kwPatternProperties
+	kwAdditionalProperties
+	kwRequired
+	kwMinProperties
+	kwMaxProperties
+	kwItems
+	kwMinItems
+	kwMaxItems
+	kwUniqueItems
+	kwMinLength
+	kwMaxLength
+	kwPattern
+	kwFormat
+	kwMinimum
+	kwMaximum
+	kwExclusiveMinimum
+	kwAnyOf
+	kwOneOf
+	kwNot
+)
+
+// kinds are the keywords compileSchema knows, by name.
+var kinds = map[string]kind{
+	"$schema": annotation, "description": annotation, "title": annotation,
+	"definitions": annotation, "$id": annotation, "default": annotation,
+	"type": kwType, "enum": kwEnum, "const": kwConst,
+	"properties": kwProperties, "patternProperties": kwPatternProperties,
+	"additionalProperties": kwAdditionalProperties, "required": kwRequired,
+	"minProperties": kwMinProperties, "maxProperties": kwMaxProperties,
+	"items": kwItems, "minItems": kwMinItems, "maxItems": kwMaxItems, "uniqueItems": kwUniqueItems,
+	"minLength": kwMinLength, "maxLength": kwMaxLength, "pattern": kwPattern, "format": kwFormat,
+	"minimum": kwMinimum, "maximum": kwMaximum, "exclusiveMinimum": kwExclusiveMinimum,
+	"anyOf": kwAnyOf, "oneOf": kwOneOf, "not": kwNot,
+}
+
+// family is a family of keywords: those that apply to one type of
+// instance (and look at nothing else), those that apply to any, and
+// annotations, which check nothing.
+type family uint8
+
+const (
+	annotations    family = iota
+	valueKeywords         // type, enum, const
+	objectKeywords        // properties, patternProperties, additionalProperties, required, min/maxProperties
+	arrayKeywords         // items, minItems, maxItems, uniqueItems
+	stringKeywords        // minLength, maxLength, pattern, format
+	numberKeywords        // minimum, maximum, exclusiveMinimum
+	combinators           // anyOf, oneOf, not
+)
+
+// family is the family of k.
+func (k kind) family() family {
+	switch {
+	case k == annotation:
+		return annotations
+	case k <= kwConst:
+		return valueKeywords
+	case k <= kwMaxProperties:
+		return objectKeywords
+	case k <= kwUniqueItems:
+		return arrayKeywords
+	case k <= kwFormat:
+		return stringKeywords
+	case k <= kwExclusiveMinimum:
+		return numberKeywords
+	}
+	return combinators
+}
+
+// keywordRun is consecutive keywords of a schema of one family, in the
+// order written.
+type keywordRun struct {
+	family   family
+	keywords []keyword
+}
+
+// addKeyword appends k to s's runs: to the last if it is of k's family,
+// to a new one otherwise. Annotations, which check nothing, are left
+// out.
+func (s *Schema) addKeyword(k keyword) {
+	fam := k.kind.family()
+	if fam == annotations {
+		return
+	}
+	if n := len(s.runs); n > 0 && s.runs[n-1].family == fam {
+		s.runs[n-1].keywords = append(s.runs[n-1].keywords, k)
+		return
+	}
+	s.runs = append(s.runs, keywordRun{family: fam, keywords: []keyword{k}})
+}
+
+// compileKeyword compiles keyword k, whose value is v, into s by its
+// family's method.
+func (s *Schema) compileKeyword(k keyword, v any) error {
+	switch k.kind.family() {
+	case valueKeywords:
+		s.compileValueKeyword(k, v)
+	case objectKeywords:
+		return s.compileObjectKeyword(k, v)
+	case arrayKeywords:
+		return s.compileArrayKeyword(k, v)
+	case stringKeywords:
+		return s.compileStringKeyword(k, v)
+	case numberKeywords:
+		return s.compileNumberKeyword(k, v)
+	case combinators:
+		return s.compileCombinator(k, v)
+	}
+	return nil
+}
+
+// keywordError is err, a fault in keyword k's own value, naming k; nil
+// for nil. (A fault in a subschema is returned as the subschema's
+// compile reports it, except under items and not.)
+func keywordError(k keyword, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("keyword %q: %w", k.name, err)
+}
+
+func (s *Schema) compileValueKeyword(k keyword, v any) {
+	switch k.kind {
+	case kwType:
+		switch t := v.(type) {
+		case string:
+			s.types = []string{t}
+		case []any:
+			for _, e := range t {
+				s.types = append(s.types, e.(string))
+			}
+		}
+		for _, t := range s.types {
+			s.typeMask |= typeBits[t]
+		}
+	case kwEnum:
+		s.enum = plain(v).([]any)
+	case kwConst:
+		s.constValue, s.hasConst = plain(v), true
+	}
+}
+
+func (s *Schema) compileObjectKeyword(k keyword, v any) error {
+	var err error
+	switch k.kind {
+	case kwProperties:
+		po := v.(*orderedObject)
+		s.properties = map[string]*Schema{}
+		for _, name := range po.keys {
+			if s.properties[name], err = compileSchema(po.values[name]); err != nil {
+				return err
+			}
+			s.propOrder = append(s.propOrder, name)
+		}
+	case kwPatternProperties:
+		po := v.(*orderedObject)
+		for _, src := range po.keys {
+			sub, err := compileSchema(po.values[src])
+			if err != nil {
+				return err
+			}
+			s.patternProps = append(s.patternProps, patternProp{src: src, re: regexp.MustCompile(src), schema: sub})
+		}
+	case kwAdditionalProperties:
+		if b, ok := v.(bool); ok {
+			s.noAdditional = !b
+		} else if s.additional, err = compileSchema(v); err != nil {
+			return err
+		}
+	case kwRequired:
+		for _, e := range v.([]any) {
+			s.required = append(s.required, e.(string))
+		}
+	case kwMinProperties:
+		s.minProps, err = intPtr(v)
+	case kwMaxProperties:
+		s.maxProps, err = intPtr(v)
+	}
+	return keywordError(k, err)
+}
+
+func (s *Schema) compileArrayKeyword(k keyword, v any) error {
+	var err error
+	switch k.kind {
+	case kwItems:
+		s.items, err = compileSchema(v)
+	case kwMinItems:
+		s.minItems, err = intPtr(v)
+	case kwMaxItems:
+		s.maxItems, err = intPtr(v)
+	case kwUniqueItems:
+		s.uniqueItems = v.(bool)
+	}
+	return keywordError(k, err)
+}
+
+func (s *Schema) compileStringKeyword(k keyword, v any) error {
+	var err error
+	switch k.kind {
+	case kwMinLength:
+		s.minLength, err = intPtr(v)
+	case kwMaxLength:
+		s.maxLength, err = intPtr(v)
+	case kwPattern:
+		s.patternSrc = v.(string)
+		s.pattern, err = regexp.Compile(s.patternSrc)
+	case kwFormat:
+		s.format = v.(string)
+	}
+	return keywordError(k, err)
+}
+
+func (s *Schema) compileNumberKeyword(k keyword, v any) error {
+	var err error
+	switch k.kind {
+	case kwMinimum:
+		s.minimumRaw = v
+		s.minimum, err = floatPtr(v)
+	case kwMaximum:
+		s.maximumRaw = v
+		s.maximum, err = floatPtr(v)
+	case kwExclusiveMinimum:
+		s.exclusiveMinRw = v
+		s.exclusiveMin, err = floatPtr(v)
+	}
+	return keywordError(k, err)
+}
+
+func (s *Schema) compileCombinator(k keyword, v any) error {
+	if k.kind == kwNot {
+		var err error
+		s.notSchema, err = compileSchema(v)
+		return keywordError(k, err)
+	}
+	var subs []*Schema
+	for _, e := range v.([]any) {
+		sub, err := compileSchema(e)
+		if err != nil {
+			return err
+		}
+		subs = append(subs, sub)
+	}
+	if k.kind == kwAnyOf {
+		s.anyOf = subs
+	} else {
+		s.oneOf = subs
+	}
+	return nil
+}
+
+// intPtr reads a keyword's integer value.
+func intPtr(v any) (*int, error) {
+	n, ok := v.(json.Number)
+	if !ok {
+		return nil, fmt.Errorf("expected a number, got %v", v)
+	}
+	i, err := strconv.Atoi(n.String())
+	return &i, err
+}
+
+// floatPtr reads a keyword's number value.
+func floatPtr(v any) (*float64, error) {
+	n, ok := v.(json.Number)
+	if !ok {
+		return nil, fmt.Errorf("expected a number, got %v", v)
+	}
+	f, err := n.Float64()
+	return &f, err
 }
 
 // ValidationError is one schema violation. Error() renders it the way
@@ -395,191 +584,79 @@ func (w *walk) descend(sub *Schema, inst any, path pathStep, spath ...string) []
 	return errs
 }
 
+// validate checks inst against s's keywords in the order written, which
+// is the order of the violations it returns, a run of one family at a
+// time. A family that applies to one type of instance is checked only
+// on that type.
 func (s *Schema) validate(inst any, w *walk) []*ValidationError {
-	var errs []*ValidationError
-	fail := func(keyword, format string, args ...any) {
-		errs = append(errs, &ValidationError{
-			Message:    fmt.Sprintf(format, args...),
-			Validator:  keyword,
-			schemaPath: slice(w.spath, keyword),
-			path:       slice(w.path),
-			schema:     s.raw,
-			instance:   inst,
-		})
+	c := check{s: s, inst: inst, w: w}
+	for i := range s.runs {
+		kws := s.runs[i].keywords
+		switch s.runs[i].family {
+		case valueKeywords:
+			if len(kws) == 1 && kws[0].kind == kwType && matchesAnyType(inst, s.typeMask) {
+				continue // the usual run, a "type" the instance has, without a call
+			}
+			c.values(kws)
+		case objectKeywords:
+			if obj, ok := inst.(map[string]any); ok {
+				c.object(kws, obj)
+			}
+		case arrayKeywords:
+			if arr, ok := inst.([]any); ok {
+				c.array(kws, arr)
+			}
+		case stringKeywords:
+			if str, ok := inst.(string); ok {
+				c.string(kws, str)
+			}
+		case numberKeywords:
+			if f, ok := number(inst); ok {
+				c.number(kws, f)
+			}
+		case combinators:
+			c.combinators(kws)
+		}
 	}
-	for _, k := range s.keywords {
-		switch k {
-		case "type":
-			if !matchesAnyType(inst, s.types) {
+	return c.errs
+}
+
+// check is one validate call: the schema, the instance, the paths to
+// where they are, and the violations found so far.
+type check struct {
+	s    *Schema
+	inst any
+	w    *walk
+	errs []*ValidationError
+}
+
+// fail records the instance's violation of keyword k, its message
+// format and args as for fmt.Sprintf.
+func (c *check) fail(k keyword, format string, args ...any) {
+	c.errs = append(c.errs, &ValidationError{
+		Message:    fmt.Sprintf(format, args...),
+		Validator:  k.name,
+		schemaPath: slice(c.w.spath, k.name),
+		path:       slice(c.w.path),
+		schema:     c.s.raw,
+		instance:   c.inst,
+	})
+}
+
+// values checks type, enum and const, which apply to any instance.
+func (c *check) values(kws []keyword) {
+	s, inst := c.s, c.inst
+	for _, k := range kws {
+		switch k.kind {
+		case kwType:
+			if !matchesAnyType(inst, s.typeMask) {
 				quoted := make([]string, len(s.types))
 				for i, t := range s.types {
 					quoted[i] = pyRepr(t)
 				}
-				fail(k, "%s is not of type %s", instanceRepr(inst), strings.Join(quoted, ", "))
+				c.fail(k, "%s is not of type %s", instanceRepr(inst), strings.Join(quoted, ", "))
 			}
-		case "properties":
-			obj, ok := inst.(map[string]any)
-			if !ok {
-				continue
-			}
-			for _, name := range s.propOrder {
-				if v, ok := obj[name]; ok {
-					errs = append(errs, w.descend(s.properties[name], v, pathStep{key: name}, k, name)...)
-				}
-			}
-		case "patternProperties":
-			obj, ok := inst.(map[string]any)
-			if !ok {
-				continue
-			}
-			// The members in map order first; only if one fails are they
-			// validated again in sorted order, the order of the errors.
-			var perrs []*ValidationError
-			for _, pp := range s.patternProps {
-				for name, v := range obj {
-					if pp.re.MatchString(name) {
-						if perrs = w.descend(pp.schema, v, pathStep{key: name}, k, pp.src); len(perrs) > 0 {
-							break
-						}
-					}
-				}
-				if len(perrs) > 0 {
-					break
-				}
-			}
-			if len(perrs) == 0 {
-				continue
-			}
-			for _, pp := range s.patternProps {
-				for _, name := range sortedKeys(obj) {
-					if pp.re.MatchString(name) {
-						errs = append(errs, w.descend(pp.schema, obj[name], pathStep{key: name}, k, pp.src)...)
-					}
-				}
-			}
-		case "additionalProperties":
-			obj, ok := inst.(map[string]any)
-			if !ok {
-				continue
-			}
-			var extras []string
-			for name := range obj { // sorted below
-				if _, ok := s.properties[name]; ok {
-					continue
-				}
-				matched := false
-				for _, pp := range s.patternProps {
-					if pp.re.MatchString(name) {
-						matched = true
-						break
-					}
-				}
-				if !matched {
-					extras = append(extras, name)
-				}
-			}
-			if len(extras) == 0 {
-				continue
-			}
-			sort.Strings(extras)
-			if s.additional != nil {
-				for _, name := range extras {
-					errs = append(errs, w.descend(s.additional, obj[name], pathStep{key: name}, k)...)
-				}
-				continue
-			}
-			if !s.noAdditional {
-				continue
-			}
-			reprs := make([]string, len(extras))
-			for i, x := range extras {
-				reprs[i] = instanceRepr(x)
-			}
-			if len(s.patternProps) > 0 {
-				pats := make([]string, len(s.patternProps))
-				for i, pp := range s.patternProps {
-					pats[i] = pyRepr(pp.src)
-				}
-				sort.Strings(pats)
-				verb := "does"
-				if len(extras) > 1 {
-					verb = "do"
-				}
-				fail(k, "%s %s not match any of the regexes: %s", shortRepr(strings.Join(reprs, ", ")), verb, strings.Join(pats, ", "))
-			} else {
-				verb := "was"
-				if len(extras) > 1 {
-					verb = "were"
-				}
-				fail(k, "Additional properties are not allowed (%s %s unexpected)", strings.Join(reprs, ", "), verb)
-			}
-		case "required":
-			obj, ok := inst.(map[string]any)
-			if !ok {
-				continue
-			}
-			for _, name := range s.required {
-				if _, ok := obj[name]; !ok {
-					fail(k, "%s is a required property", pyRepr(name))
-				}
-			}
-		case "minProperties":
-			if obj, ok := inst.(map[string]any); ok && len(obj) < *s.minProps {
-				fail(k, "%s does not have enough properties", instanceRepr(inst))
-			}
-		case "maxProperties":
-			if obj, ok := inst.(map[string]any); ok && len(obj) > *s.maxProps {
-				fail(k, "%s has too many properties", instanceRepr(inst))
-			}
-		case "items":
-			arr, ok := inst.([]any)
-			if !ok {
-				continue
-			}
-			for i, e := range arr {
-				errs = append(errs, w.descend(s.items, e, pathStep{index: i, isIndex: true}, k)...)
-			}
-		case "minItems":
-			if arr, ok := inst.([]any); ok && len(arr) < *s.minItems {
-				fail(k, "%s is too short", instanceRepr(inst))
-			}
-		case "maxItems":
-			if arr, ok := inst.([]any); ok && len(arr) > *s.maxItems {
-				fail(k, "%s is too long", instanceRepr(inst))
-			}
-		case "uniqueItems":
-			if arr, ok := inst.([]any); ok && s.uniqueItems && !allUnique(arr) {
-				fail(k, "%s has non-unique elements", instanceRepr(inst))
-			}
-		case "minLength":
-			if str, ok := inst.(string); ok && len([]rune(str)) < *s.minLength {
-				fail(k, "%s is too short", instanceRepr(inst))
-			}
-		case "maxLength":
-			if str, ok := inst.(string); ok && len([]rune(str)) > *s.maxLength {
-				fail(k, "%s is too long", instanceRepr(inst))
-			}
-		case "pattern":
-			if str, ok := inst.(string); ok && !s.pattern.MatchString(str) {
-				fail(k, "%s does not match %s", instanceRepr(inst), pyRepr(s.patternSrc))
-			}
-		case "format":
-			if str, ok := inst.(string); ok && !checkFormat(s.format, str) {
-				fail(k, "%s is not a %s", instanceRepr(inst), pyRepr(s.format))
-			}
-		case "minimum":
-			if f, ok := number(inst); ok && f < *s.minimum {
-				fail(k, "%s is less than the minimum of %s", instanceRepr(inst), pyRepr(s.minimumRaw))
-			}
-		case "maximum":
-			if f, ok := number(inst); ok && f > *s.maximum {
-				fail(k, "%s is greater than the maximum of %s", instanceRepr(inst), pyRepr(s.maximumRaw))
-			}
-		case "exclusiveMinimum":
-			if f, ok := number(inst); ok && f <= *s.exclusiveMin {
-				fail(k, "%s is less than or equal to the minimum of %s", instanceRepr(inst), pyRepr(s.exclusiveMinRw))
-			}
-		case "enum":
+		case kwEnum:
 			found := false
 			for _, e := range s.enum {
 				if jsonEqual(e, inst) {
@@ -588,13 +665,225 @@ func (s *Schema) validate(inst any, w *walk) []*ValidationError {
 				}
 			}
 			if !found {
-				fail(k, "%s is not one of %s", instanceRepr(inst), pyRepr(s.enum))
+				c.fail(k, "%s is not one of %s", instanceRepr(inst), pyRepr(s.enum))
 			}
-		case "const":
+		case kwConst:
 			if !jsonEqual(s.constValue, inst) {
-				fail(k, "%s was expected", pyRepr(s.constValue))
+				c.fail(k, "%s was expected", pyRepr(s.constValue))
 			}
-		case "anyOf":
+		}
+	}
+}
+
+// object checks keywords of the object family on the instance, obj.
+func (c *check) object(kws []keyword, obj map[string]any) {
+	s := c.s
+	for _, k := range kws {
+		switch k.kind {
+		case kwProperties:
+			for _, name := range s.propOrder {
+				if v, ok := obj[name]; ok {
+					c.errs = append(c.errs, c.w.descend(s.properties[name], v, pathStep{key: name}, k.name, name)...)
+				}
+			}
+		case kwPatternProperties:
+			c.patternProperties(k, obj)
+		case kwAdditionalProperties:
+			c.additionalProperties(k, obj)
+		case kwRequired:
+			for _, name := range s.required {
+				if _, ok := obj[name]; !ok {
+					c.fail(k, "%s is a required property", pyRepr(name))
+				}
+			}
+		case kwMinProperties:
+			if len(obj) < *s.minProps {
+				c.fail(k, "%s does not have enough properties", instanceRepr(c.inst))
+			}
+		case kwMaxProperties:
+			if len(obj) > *s.maxProps {
+				c.fail(k, "%s has too many properties", instanceRepr(c.inst))
+			}
+		}
+	}
+}
+
+// patternProperties checks obj's members whose names match a pattern of
+// patternProperties (k) against its schema.
+func (c *check) patternProperties(k keyword, obj map[string]any) {
+	s, w := c.s, c.w
+	// The members in map order first; only if one fails are they
+	// validated again in sorted order, the order of the errors.
+	var perrs []*ValidationError
+	for _, pp := range s.patternProps {
+		for name, v := range obj {
+			if pp.re.MatchString(name) {
+				if perrs = w.descend(pp.schema, v, pathStep{key: name}, k.name, pp.src); len(perrs) > 0 {
+					break
+				}
+			}
+		}
+		if len(perrs) > 0 {
+			break
+		}
+	}
+	if len(perrs) == 0 {
+		return
+	}
+	for _, pp := range s.patternProps {
+		for _, name := range sortedKeys(obj) {
+			if pp.re.MatchString(name) {
+				c.errs = append(c.errs, w.descend(pp.schema, obj[name], pathStep{key: name}, k.name, pp.src)...)
+			}
+		}
+	}
+}
+
+// additionalProperties checks obj's members that neither properties
+// nor patternProperties name: against the additional schema, or refused
+// when additionalProperties (k) is false.
+func (c *check) additionalProperties(k keyword, obj map[string]any) {
+	s := c.s
+	// (A local, appended here: the compiler keeps its first elements
+	// on the stack.)
+	var extras []string
+	for name := range obj { // sorted below
+		if _, ok := s.properties[name]; ok {
+			continue
+		}
+		matched := false
+		for _, pp := range s.patternProps {
+			if pp.re.MatchString(name) {
+				matched = true
+				break
+			}
+		}
+		if !matched {
+			extras = append(extras, name)
+		}
+	}
+	if len(extras) == 0 {
+		return
+	}
+	sort.Strings(extras)
+	if s.additional != nil {
+		for _, name := range extras {
+			c.errs = append(c.errs, c.w.descend(s.additional, obj[name], pathStep{key: name}, k.name)...)
+		}
+		return
+	}
+	if s.noAdditional {
+		c.additionalRefused(k, extras)
+	}
+}
+
+// additionalRefused records the violation of "additionalProperties":
+// false (k) by the members extras (sorted), worded as jsonschema words
+// it with and without patternProperties.
+func (c *check) additionalRefused(k keyword, extras []string) {
+	reprs := make([]string, len(extras))
+	for i, x := range extras {
+		reprs[i] = instanceRepr(x)
+	}
+	if len(c.s.patternProps) > 0 {
+		pats := make([]string, len(c.s.patternProps))
+		for i, pp := range c.s.patternProps {
+			pats[i] = pyRepr(pp.src)
+		}
+		sort.Strings(pats)
+		verb := "does"
+		if len(extras) > 1 {
+			verb = "do"
+		}
+		c.fail(k, "%s %s not match any of the regexes: %s", shortRepr(strings.Join(reprs, ", ")), verb, strings.Join(pats, ", "))
+		return
+	}
+	verb := "was"
+	if len(extras) > 1 {
+		verb = "were"
+	}
+	c.fail(k, "Additional properties are not allowed (%s %s unexpected)", strings.Join(reprs, ", "), verb)
+}
+
+// array checks keywords of the array family on the instance, whose
+// elements are arr.
+func (c *check) array(kws []keyword, arr []any) {
+	s := c.s
+	for _, k := range kws {
+		switch k.kind {
+		case kwItems:
+			for i, e := range arr {
+				c.errs = append(c.errs, c.w.descend(s.items, e, pathStep{index: i, isIndex: true}, k.name)...)
+			}
+		case kwMinItems:
+			if len(arr) < *s.minItems {
+				c.fail(k, "%s is too short", instanceRepr(c.inst))
+			}
+		case kwMaxItems:
+			if len(arr) > *s.maxItems {
+				c.fail(k, "%s is too long", instanceRepr(c.inst))
+			}
+		case kwUniqueItems:
+			if s.uniqueItems && !allUnique(arr) {
+				c.fail(k, "%s has non-unique elements", instanceRepr(c.inst))
+			}
+		}
+	}
+}
+
+// string checks keywords of the string family on the instance, str.
+func (c *check) string(kws []keyword, str string) {
+	s := c.s
+	for _, k := range kws {
+		switch k.kind {
+		case kwMinLength:
+			if len([]rune(str)) < *s.minLength {
+				c.fail(k, "%s is too short", instanceRepr(c.inst))
+			}
+		case kwMaxLength:
+			if len([]rune(str)) > *s.maxLength {
+				c.fail(k, "%s is too long", instanceRepr(c.inst))
+			}
+		case kwPattern:
+			if !s.pattern.MatchString(str) {
+				c.fail(k, "%s does not match %s", instanceRepr(c.inst), pyRepr(s.patternSrc))
+			}
+		case kwFormat:
+			if !checkFormat(s.format, str) {
+				c.fail(k, "%s is not a %s", instanceRepr(c.inst), pyRepr(s.format))
+			}
+		}
+	}
+}
+
+// number checks keywords of the number family on the instance, whose
+// value is f.
+func (c *check) number(kws []keyword, f float64) {
+	s := c.s
+	for _, k := range kws {
+		switch k.kind {
+		case kwMinimum:
+			if f < *s.minimum {
+				c.fail(k, "%s is less than the minimum of %s", instanceRepr(c.inst), pyRepr(s.minimumRaw))
+			}
+		case kwMaximum:
+			if f > *s.maximum {
+				c.fail(k, "%s is greater than the maximum of %s", instanceRepr(c.inst), pyRepr(s.maximumRaw))
+			}
+		case kwExclusiveMinimum:
+			if f <= *s.exclusiveMin {
+				c.fail(k, "%s is less than or equal to the minimum of %s", instanceRepr(c.inst), pyRepr(s.exclusiveMinRw))
+			}
+		}
+	}
+}
+
+// combinators checks anyOf, oneOf and not, which apply to any instance.
+func (c *check) combinators(kws []keyword) {
+	s, inst, w := c.s, c.inst, c.w
+	for _, k := range kws {
+		switch k.kind {
+		case kwAnyOf:
 			ok := false
 			for _, sub := range s.anyOf {
 				if len(sub.validate(inst, w)) == 0 {
@@ -603,9 +892,9 @@ func (s *Schema) validate(inst any, w *walk) []*ValidationError {
 				}
 			}
 			if !ok {
-				fail(k, "%s is not valid under any of the given schemas", instanceRepr(inst))
+				c.fail(k, "%s is not valid under any of the given schemas", instanceRepr(inst))
 			}
-		case "oneOf":
+		case kwOneOf:
 			n := 0
 			for _, sub := range s.oneOf {
 				if len(sub.validate(inst, w)) == 0 {
@@ -613,17 +902,16 @@ func (s *Schema) validate(inst any, w *walk) []*ValidationError {
 				}
 			}
 			if n == 0 {
-				fail(k, "%s is not valid under any of the given schemas", instanceRepr(inst))
+				c.fail(k, "%s is not valid under any of the given schemas", instanceRepr(inst))
 			} else if n > 1 {
-				fail(k, "%s is valid under each of %s", instanceRepr(inst), "the given schemas")
+				c.fail(k, "%s is valid under each of %s", instanceRepr(inst), "the given schemas")
 			}
-		case "not":
+		case kwNot:
 			if len(s.notSchema.validate(inst, w)) == 0 {
-				fail(k, "%s should not be valid under %s", instanceRepr(inst), pyRepr(s.notSchema.raw))
+				c.fail(k, "%s should not be valid under %s", instanceRepr(inst), pyRepr(s.notSchema.raw))
 			}
 		}
 	}
-	return errs
 }
 
 func sortedKeys(m map[string]any) []string {
@@ -653,38 +941,40 @@ func isInteger(n json.Number) bool {
 	return err == nil && f == math.Trunc(f) && !math.IsInf(f, 0)
 }
 
-func matchesAnyType(inst any, types []string) bool {
-	for _, t := range types {
-		switch t {
-		case "object":
-			if _, ok := inst.(map[string]any); ok {
-				return true
-			}
-		case "array":
-			if _, ok := inst.([]any); ok {
-				return true
-			}
-		case "string":
-			if _, ok := inst.(string); ok {
-				return true
-			}
-		case "boolean":
-			if _, ok := inst.(bool); ok {
-				return true
-			}
-		case "null":
-			if inst == nil {
-				return true
-			}
-		case "number":
-			if _, ok := inst.(json.Number); ok {
-				return true
-			}
-		case "integer":
-			if n, ok := inst.(json.Number); ok && isInteger(n) {
-				return true
-			}
-		}
+// typeMask is a set of the JSON types "type" names, one bit each.
+type typeMask uint8
+
+const (
+	objectType typeMask = 1 << iota
+	arrayType
+	stringType
+	booleanType
+	nullType
+	numberType
+	integerType
+)
+
+// typeBits are the types "type" may name; other names match nothing.
+var typeBits = map[string]typeMask{
+	"object": objectType, "array": arrayType, "string": stringType, "boolean": booleanType,
+	"null": nullType, "number": numberType, "integer": integerType,
+}
+
+// matchesAnyType reports whether inst is of one of the types in mask.
+func matchesAnyType(inst any, mask typeMask) bool {
+	switch v := inst.(type) {
+	case map[string]any:
+		return mask&objectType != 0
+	case []any:
+		return mask&arrayType != 0
+	case string:
+		return mask&stringType != 0
+	case bool:
+		return mask&booleanType != 0
+	case nil:
+		return mask&nullType != 0
+	case json.Number:
+		return mask&numberType != 0 || (mask&integerType != 0 && isInteger(v))
 	}
 	return false
 }

@@ -1,7 +1,6 @@
 package keystone_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -18,31 +17,14 @@ import (
 	"github.com/berthd/berth/internal/keystone"
 	"github.com/berthd/berth/internal/testing/daemontest"
 	"github.com/berthd/berth/internal/testing/keystonetest"
+	"github.com/berthd/berth/internal/testing/proctest"
 	"github.com/berthd/berth/ledger/ledgertest"
 )
-
-// syncBuffer collects berthd's log lines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // berthd is an in-process berthd with --auth keystone.
 type berthd struct {
 	url  string
-	logs *syncBuffer
+	logs *proctest.Buffer
 }
 
 // keystoneConfig is berthd's configuration with auth keystone against
@@ -67,7 +49,7 @@ func keystoneConfig(t *testing.T, authURL string) daemon.Config {
 // startBerthd serves cfg until the test ends.
 func startBerthd(t *testing.T, cfg daemon.Config) *berthd {
 	t.Helper()
-	logs := &syncBuffer{}
+	logs := &proctest.Buffer{}
 	log := cfg.NewLogger(logs)
 	t.Cleanup(func() {
 		if t.Failed() {

@@ -100,84 +100,28 @@ type RootCapacity struct {
 func (s *Snapshot) Capacity(ctx context.Context, p *CapacityParams) (*Capacity, error) {
 	out := &Capacity{Roots: []RootCapacity{}, Aggregates: []AggregateCapacity{}}
 	perAgg := map[int32]int64{}
-	maxPer := p.MaxPerRoot
-	if maxPer <= 0 {
-		maxPer = DefaultCapacityMaxPerRoot
-	}
-	req := p.Request
-	req.Limit, req.Max, req.Randomize = 0, 0, false
-	if req.MaxSteps <= 0 {
-		req.MaxSteps = p.MaxSteps
-	}
-	if req.MaxSteps <= 0 {
-		req.MaxSteps = DefaultCapacitySteps
-	}
-	budget := p.MaxDuration
-	if budget <= 0 {
-		budget = DefaultCapacityDuration
-	}
-	deadline := time.Now().Add(budget)
-
+	req, maxPer, deadline := capacityRequest(p)
 	scratch := &Snapshot{names: s.names, provs: s.provs.clone(), idx: s.idx}
 	e, err := scratch.newSearch(ctx, &req)
 	if err != nil || e == nil {
 		return out, err
 	}
-	copied := make([]bool, s.provs.len())
-	take := func(i int32, class int32, amount int64) {
-		if !copied[i] {
-			c := *scratch.provs.at(i)
-			c.Inventories = slices.Clone(c.Inventories)
-			scratch.provs.set(i, &c)
-			copied[i] = true
-		}
-		scratch.provs.at(i).Inventory(class).Used += amount
-	}
-
-	n := len(e.slots)
-	g := &gen{opts: make([][]int32, n), pos: make([]int, n)}
-	var buf []int32
-	placements := 0
+	sim := simulation{base: s, scratch: scratch, e: e, copied: make([]bool, s.provs.len()), maxPer: maxPer, deadline: deadline}
+	// The generator every placement reuses: a local, which the compiler
+	// keeps on the stack.
+	g := &gen{opts: make([][]int32, len(e.slots)), pos: make([]int, len(e.slots))}
 	for _, a := range e.candidateAnchors() {
 		if !e.anchorOK(a) || !e.inAnchorSets(a) {
 			continue
 		}
-		rc := RootCapacity{UUID: s.provs.at(a).UUID, Name: s.provs.at(a).Name}
-		exhausted := false
-		for rc.Fits < maxPer {
-			if placements++; placements&255 == 0 {
-				if err := ctx.Err(); err != nil {
-					return nil, err
-				}
-				if time.Now().After(deadline) {
-					e.stopped = true
-					break
-				}
-			}
-			clear(e.seen) // a placement may repeat an earlier one
-			var ok bool
-			if buf, ok = e.open(g, a, buf[:0]); !ok || !e.next(g) {
-				exhausted = !e.stopped
-				break
-			}
-			for si := range e.slots {
-				for _, r := range e.slots[si].res {
-					take(g.prov(si), r.class, r.amount)
-				}
-			}
-			rc.Fits++
+		rc, err := sim.count(ctx, a, g)
+		if err != nil {
+			return nil, err
 		}
 		if e.stopped {
-			if err := ctx.Err(); err != nil {
-				return nil, err
-			}
 			out.Truncated = true
 		}
-		rc.Capped = rc.Fits >= maxPer
 		out.Capped = out.Capped || rc.Capped
-		if exhausted && rc.Fits > 0 {
-			rc.Limiting = e.limiting(s, a, buf[:0])
-		}
 		if rc.Fits > 0 {
 			out.Total += int64(rc.Fits)
 			out.Roots = append(out.Roots, rc)
@@ -200,6 +144,102 @@ func (s *Snapshot) Capacity(ctx context.Context, p *CapacityParams) (*Capacity, 
 		return strings.Compare(x.UUID, y.UUID)
 	})
 	return out, nil
+}
+
+// capacityRequest is p's request for one instance as the simulation
+// runs it (no limit, no randomness, the step budget of the whole
+// computation), the per-root cap and the deadline, defaults applied.
+func capacityRequest(p *CapacityParams) (req CandidatesParams, maxPer int, deadline time.Time) {
+	maxPer = p.MaxPerRoot
+	if maxPer <= 0 {
+		maxPer = DefaultCapacityMaxPerRoot
+	}
+	req = p.Request
+	req.Limit, req.Max, req.Randomize = 0, 0, false
+	if req.MaxSteps <= 0 {
+		req.MaxSteps = p.MaxSteps
+	}
+	if req.MaxSteps <= 0 {
+		req.MaxSteps = DefaultCapacitySteps
+	}
+	budget := p.MaxDuration
+	if budget <= 0 {
+		budget = DefaultCapacityDuration
+	}
+	return req, maxPer, time.Now().Add(budget)
+}
+
+// simulation is the state of one Capacity: the search over the scratch
+// snapshot (e.snap is scratch), which providers of scratch are copies
+// already, and the budget.
+type simulation struct {
+	base, scratch *Snapshot
+	e             *search
+	copied        []bool  // by provider
+	buf           []int32 // the option lists' storage, reused
+	placements    int     // tried so far: every 256th checks ctx and the deadline
+	maxPer        int
+	deadline      time.Time
+}
+
+// count places instances in a's tree one after the other, each the
+// first candidate the engine gives (through g), until none fits, maxPer
+// fit or the budget runs out (then e.stopped). Its error is ctx's.
+func (sim *simulation) count(ctx context.Context, a int32, g *gen) (RootCapacity, error) {
+	s, e := sim.base, sim.e
+	rc := RootCapacity{UUID: s.provs.at(a).UUID, Name: s.provs.at(a).Name}
+	exhausted := false
+	// (Locals in the loop; placements and buf are written back after it.)
+	placements, buf, maxPer, scratch, copied := sim.placements, sim.buf, sim.maxPer, sim.scratch, sim.copied
+	for rc.Fits < maxPer {
+		if placements++; placements&255 == 0 {
+			if err := ctx.Err(); err != nil {
+				return rc, err
+			}
+			if time.Now().After(sim.deadline) {
+				e.stopped = true
+				break
+			}
+		}
+		clear(e.seen) // a placement may repeat an earlier one
+		var ok bool
+		if buf, ok = e.open(g, a, buf[:0]); !ok || !e.next(g) {
+			exhausted = !e.stopped
+			break
+		}
+		// The candidate's amounts join the scratch usage.
+		for si := range e.slots {
+			for _, r := range e.slots[si].res {
+				i := g.prov(si)
+				if !copied[i] {
+					sim.copyProvider(i)
+				}
+				scratch.provs.at(i).Inventory(r.class).Used += r.amount
+			}
+		}
+		rc.Fits++
+	}
+	sim.placements, sim.buf = placements, buf
+	if e.stopped {
+		if err := ctx.Err(); err != nil {
+			return rc, err
+		}
+	}
+	rc.Capped = rc.Fits >= maxPer
+	if exhausted && rc.Fits > 0 {
+		rc.Limiting = e.limiting(s, a, buf[:0])
+	}
+	return rc, nil
+}
+
+// copyProvider makes provider i's record in the scratch a copy of the
+// real snapshot's, which the simulation may change (copy on write: once
+// per provider a placement takes from).
+func (sim *simulation) copyProvider(i int32) {
+	c := *sim.scratch.provs.at(i)
+	c.Inventories = slices.Clone(c.Inventories)
+	sim.scratch.provs.set(i, &c)
+	sim.copied[i] = true
 }
 
 // limiting names the classes that ran out under anchor a: a class of a
@@ -232,4 +272,25 @@ func (e *search) limiting(base *Snapshot, a int32, buf []int32) []string {
 		}
 	}
 	return out
+}
+
+// OverCapacity lists the row ids (ProviderRecord.ID) of the providers
+// with a class whose usage is above its capacity, (total - reserved) *
+// allocation_ratio, in ascending order: inventories lowered below what is
+// allocated. Its cost is one look at every inventory, and like every
+// answer of the snapshot it is advisory (the ledger's audit confirms each
+// id in the database).
+func (s *Snapshot) OverCapacity() []int64 {
+	var ids []int64
+	for i := range s.provs.len() {
+		p := s.provs.at(int32(i))
+		for j := range p.Inventories {
+			if inv := &p.Inventories[j]; float64(inv.Used) > inv.capacity() {
+				ids = append(ids, p.ID)
+				break
+			}
+		}
+	}
+	slices.Sort(ids)
+	return ids
 }

@@ -336,3 +336,15 @@ func BenchmarkCapacity(b *testing.B) {
 		}
 	})
 }
+
+func TestOverCapacity(t *testing.T) {
+	b := newSnapBuilder()
+	b.rp("full", "").inv("full", "VCPU", 8).used("full", "VCPU", 8)
+	b.rp("over", "").inv("over", "VCPU", 8).inv("over", "MEMORY_MB", 1024, 512).used("over", "MEMORY_MB", 513)
+	b.rp("ratio", "").inv("ratio", "VCPU", 8, 0, 1, 8, 1, 150).used("ratio", "VCPU", 12)
+	b.rp("child", "over").inv("child", "VCPU", 2, 0, 1, 2, 1, 50).used("child", "VCPU", 2)
+	// Provider ids follow creation: full 1, over 2, ratio 3, child 4.
+	if got := b.build().OverCapacity(); !slices.Equal(got, []int64{2, 4}) {
+		t.Errorf("OverCapacity = %v, want [2 4]", got)
+	}
+}

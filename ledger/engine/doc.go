@@ -3,7 +3,8 @@
 // integer ids in flat arrays) and everything computed from it without a
 // database: allocation candidates (Snapshot.Candidates), provider
 // listings (Snapshot.ProvidersMatching), the capacity count
-// (Snapshot.Capacity) and, for a request with no candidate, why each root
+// (Snapshot.Capacity), the providers over capacity (Snapshot.OverCapacity)
+// and, for a request with no candidate, why each root
 // provider has none (Snapshot.Shortfall).
 //
 // It imports nothing of Berth's and no database driver. The ledger loads

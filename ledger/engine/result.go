@@ -2,99 +2,26 @@ package engine
 
 import "slices"
 
-// result turns provider vectors into allocation requests and summaries.
-// The many small slices of the answer are cut from a few shared backing
-// arrays: a response of ten thousand candidates would otherwise cost tens
-// of thousands of allocations.
+// result turns provider vectors into allocation requests and summaries,
+// in two stages: one request per vector, each provider's amounts summed
+// over the slots; then the providers the requests cover (answer), as
+// versions or as summaries.
 func (e *search) result(found [][]int32, versionsOnly bool) *Candidates {
-	s := e.snap
 	out := &Candidates{Requests: make([]AllocationRequest, len(found))}
-	type key struct {
-		prov  int32
-		class int32
-	}
-	var provOrder []int32
+	b := newResultBuilder(e, len(found))
+	// The slices that grow are result's own: the compiler keeps their
+	// first elements on the stack, so a claim's answer allocates nothing
+	// for them (in b they would live on the heap). provOrder, keys and
+	// amounts are one candidate's, reused; units lists the providers (or
+	// trees) to summarise, in the order met.
+	var provOrder, units []int32
+	var keys []provClass
 	var amounts []int64 // parallel to keys
-	var keys []key
-	// The request's few class names, looked up once.
-	type classID struct {
-		id   int32
-		name string
-	}
-	var classes []classID
-	for i := range e.slots {
-		for _, r := range e.slots[i].res {
-			if !slices.ContainsFunc(classes, func(c classID) bool { return c.id == r.class }) {
-				classes = append(classes, classID{r.class, s.names.className[r.class]})
-			}
-		}
-	}
-	className := func(id int32) string {
-		for _, c := range classes {
-			if c.id == id {
-				return c.name
-			}
-		}
-		return s.names.className[id]
-	}
-	// summarised records the providers (or trees) already listed: a bit
-	// per provider of the snapshot for a large answer, a set of those
-	// listed for a small one, such as a claim's sample, whose cost must
-	// not grow with the snapshot.
-	var summarisedBits []uint64
-	var summarisedSet map[int32]struct{}
-	if len(found)*len(e.slots) < s.provs.len()/64 {
-		summarisedSet = make(map[int32]struct{}, len(found))
-	} else {
-		summarisedBits = make([]uint64, (s.provs.len()+63)/64)
-	}
-	firstSummary := func(unit int32) bool {
-		if summarisedSet != nil {
-			if _, ok := summarisedSet[unit]; ok {
-				return false
-			}
-			summarisedSet[unit] = struct{}{}
-			return true
-		}
-		w, bit := unit/64, uint64(1)<<(unit%64)
-		if summarisedBits[w]&bit != 0 {
-			return false
-		}
-		summarisedBits[w] |= bit
-		return true
-	}
-	var summaryOrder []int32
-	var allocBuf []Allocation
-	var resBuf []ResourceAmount
-	var mapBuf []GroupMapping
-	var uuidBuf []string
-	// take cuts one candidate's slices; the backing arrays hold up to 1024
-	// candidates like this one, but no more than are left.
-	left := len(found)
-	take := func(nAlloc, nRes, nMap, nUUID int) ([]Allocation, []ResourceAmount, []GroupMapping, []string) {
-		chunk := min(1024, max(left, 1))
-		left--
-		if len(allocBuf) < nAlloc {
-			allocBuf = make([]Allocation, max(chunk*nAlloc, nAlloc))
-		}
-		if len(resBuf) < nRes {
-			resBuf = make([]ResourceAmount, max(chunk*nRes, nRes))
-		}
-		if len(mapBuf) < nMap {
-			mapBuf = make([]GroupMapping, max(chunk*nMap, nMap))
-		}
-		if len(uuidBuf) < nUUID {
-			uuidBuf = make([]string, max(chunk*nUUID, nUUID))
-		}
-		a, r, m, u := allocBuf[:nAlloc:nAlloc], resBuf[:nRes:nRes], mapBuf[:nMap:nMap], uuidBuf[:0:nUUID]
-		allocBuf, resBuf, mapBuf, uuidBuf = allocBuf[nAlloc:], resBuf[nRes:], mapBuf[nMap:], uuidBuf[nUUID:]
-		return a, r, m, u
-	}
 	for ci, vec := range found {
 		provOrder, keys, amounts = provOrder[:0], keys[:0], amounts[:0]
 		for si, p := range vec {
 			for _, r := range e.slots[si].res {
-				k := key{p, r.class}
+				k := provClass{p, r.class}
 				j := slices.Index(keys, k)
 				if j < 0 {
 					keys = append(keys, k)
@@ -107,45 +34,178 @@ func (e *search) result(found [][]int32, versionsOnly bool) *Candidates {
 				}
 			}
 		}
-		allocs, res, maps, uuids := take(len(provOrder), len(keys), len(e.groupSlots), len(vec))
-		n := 0
-		for pi, p := range provOrder {
-			start := n
-			for j, k := range keys {
-				if k.prov == p {
-					res[n] = ResourceAmount{Class: className(k.class), Amount: amounts[j]}
-					n++
-				}
-			}
-			allocs[pi] = Allocation{ProviderUUID: s.provs.at(p).UUID, Resources: res[start:n:n]}
-			// Summaries cover whole trees from 1.29; before, only the
-			// providers that allocate.
-			unit := p
-			if e.nestedAware && !s.idx.flat {
-				// (In a flat cloud every provider is its own root: no
-				// read of the root index, a cache miss per candidate in a
-				// large snapshot.)
-				unit = s.idx.root[p]
-			}
-			if firstSummary(unit) {
-				summaryOrder = append(summaryOrder, unit)
+		b.request(&out.Requests[ci], vec, provOrder, keys, amounts)
+		for _, p := range provOrder {
+			if unit := b.summaryUnit(p); b.firstSummary(unit) {
+				units = append(units, unit)
 			}
 		}
-		for gi, slotsOf := range e.groupSlots {
-			from := len(uuids)
-			for _, si := range slotsOf {
-				u := s.provs.at(vec[si]).UUID
-				if !slices.Contains(uuids[from:], u) {
-					uuids = append(uuids, u)
-				}
-			}
-			maps[gi] = GroupMapping{Suffix: e.suffixes[gi], ProviderUUIDs: uuids[from:len(uuids):len(uuids)]}
-		}
-		out.Requests[ci] = AllocationRequest{Allocations: allocs, Mappings: maps}
 	}
+	return b.answer(out, units, versionsOnly)
+}
+
+// resultBuilder is the state of one search.result. The many small slices
+// of the answer are cut from a few shared backing arrays: a response of
+// ten thousand candidates would otherwise cost tens of thousands of
+// allocations.
+type resultBuilder struct {
+	e *search
+	s *Snapshot
+	// classes are the request's class names (its first len(classes),
+	// a few), looked up once; className reads others from the snapshot.
+	// An array, so that the builder allocates nothing for them.
+	classes  [8]namedClass
+	nClasses int
+	// summarisedBits or summarisedSet records the providers (or trees)
+	// already listed: a bit per provider of the snapshot for a large
+	// answer, a set of those listed for a small one, such as a claim's
+	// sample, whose cost must not grow with the snapshot.
+	summarisedBits []uint64
+	summarisedSet  map[int32]struct{}
+	// left is how many candidates are still to be cut from the backing
+	// arrays.
+	left     int
+	allocBuf []Allocation
+	resBuf   []ResourceAmount
+	mapBuf   []GroupMapping
+	uuidBuf  []string
+}
+
+// provClass is one provider's amount of one class in a candidate.
+type provClass struct {
+	prov  int32
+	class int32
+}
+
+// namedClass is a class id with its name.
+type namedClass struct {
+	id   int32
+	name string
+}
+
+// newResultBuilder prepares the answer of n candidates of e.
+func newResultBuilder(e *search, n int) resultBuilder {
+	s := e.snap
+	b := resultBuilder{e: e, s: s, left: n}
+	for i := range e.slots {
+		for _, r := range e.slots[i].res {
+			known := b.classes[:b.nClasses]
+			if b.nClasses < len(b.classes) && !slices.ContainsFunc(known, func(c namedClass) bool { return c.id == r.class }) {
+				b.classes[b.nClasses] = namedClass{r.class, s.names.className[r.class]}
+				b.nClasses++
+			}
+		}
+	}
+	if n*len(e.slots) < s.provs.len()/64 {
+		b.summarisedSet = make(map[int32]struct{}, n)
+	} else {
+		b.summarisedBits = make([]uint64, (s.provs.len()+63)/64)
+	}
+	return b
+}
+
+// request fills ar, the allocation request of vec, whose providers are
+// provOrder and whose amounts are keys and amounts (in parallel): its
+// allocations, one per provider, and its mappings, one per group (the
+// providers of vec the group's slots use, without repeats), cut from
+// the backing arrays.
+func (b *resultBuilder) request(ar *AllocationRequest, vec, provOrder []int32, keys []provClass, amounts []int64) {
+	s, e := b.s, b.e
+	allocs, res, maps, uuids := b.take(len(provOrder), len(keys), len(e.groupSlots), len(vec))
+	n := 0
+	for pi, p := range provOrder {
+		start := n
+		for j, k := range keys {
+			if k.prov == p {
+				res[n] = ResourceAmount{Class: b.className(k.class), Amount: amounts[j]}
+				n++
+			}
+		}
+		allocs[pi] = Allocation{ProviderUUID: s.provs.at(p).UUID, Resources: res[start:n:n]}
+	}
+	for gi, slotsOf := range e.groupSlots {
+		from := len(uuids)
+		for _, si := range slotsOf {
+			u := s.provs.at(vec[si]).UUID
+			if !slices.Contains(uuids[from:], u) {
+				uuids = append(uuids, u)
+			}
+		}
+		maps[gi] = GroupMapping{Suffix: e.suffixes[gi], ProviderUUIDs: uuids[from:len(uuids):len(uuids)]}
+	}
+	ar.Allocations, ar.Mappings = allocs, maps
+}
+
+// summaryUnit is what the summaries of provider p's answer cover: from
+// 1.29 (nested aware) p's whole tree, named by its root; before, p.
+func (b *resultBuilder) summaryUnit(p int32) int32 {
+	if b.e.nestedAware && !b.s.idx.flat {
+		// (In a flat cloud every provider is its own root: no read of
+		// the root index, a cache miss per candidate in a large
+		// snapshot.)
+		return b.s.idx.root[p]
+	}
+	return p
+}
+
+// className is the name of class id.
+func (b *resultBuilder) className(id int32) string {
+	for _, c := range b.classes[:b.nClasses] {
+		if c.id == id {
+			return c.name
+		}
+	}
+	return b.s.names.className[id]
+}
+
+// firstSummary records unit as listed and reports whether it was not
+// listed before.
+func (b *resultBuilder) firstSummary(unit int32) bool {
+	if b.summarisedSet != nil {
+		if _, ok := b.summarisedSet[unit]; ok {
+			return false
+		}
+		b.summarisedSet[unit] = struct{}{}
+		return true
+	}
+	w, bit := unit/64, uint64(1)<<(unit%64)
+	if b.summarisedBits[w]&bit != 0 {
+		return false
+	}
+	b.summarisedBits[w] |= bit
+	return true
+}
+
+// take cuts one candidate's slices; the backing arrays hold up to 1024
+// candidates like this one, but no more than are left.
+func (b *resultBuilder) take(nAlloc, nRes, nMap, nUUID int) ([]Allocation, []ResourceAmount, []GroupMapping, []string) {
+	chunk := min(1024, max(b.left, 1))
+	b.left--
+	if len(b.allocBuf) < nAlloc {
+		b.allocBuf = make([]Allocation, max(chunk*nAlloc, nAlloc))
+	}
+	if len(b.resBuf) < nRes {
+		b.resBuf = make([]ResourceAmount, max(chunk*nRes, nRes))
+	}
+	if len(b.mapBuf) < nMap {
+		b.mapBuf = make([]GroupMapping, max(chunk*nMap, nMap))
+	}
+	if len(b.uuidBuf) < nUUID {
+		b.uuidBuf = make([]string, max(chunk*nUUID, nUUID))
+	}
+	a, r, m, u := b.allocBuf[:nAlloc:nAlloc], b.resBuf[:nRes:nRes], b.mapBuf[:nMap:nMap], b.uuidBuf[:0:nUUID]
+	b.allocBuf, b.resBuf, b.mapBuf, b.uuidBuf = b.allocBuf[nAlloc:], b.resBuf[nRes:], b.mapBuf[nMap:], b.uuidBuf[nUUID:]
+	return a, r, m, u
+}
+
+// answer completes out with the providers units name (each a provider,
+// or from 1.29 a tree): as versions with versionsOnly, as summaries
+// otherwise.
+func (b *resultBuilder) answer(out *Candidates, units []int32, versionsOnly bool) *Candidates {
+	s := b.s
 	var members []int32
-	for _, u := range summaryOrder {
-		if e.nestedAware && !s.idx.flat {
+	for _, u := range units {
+		if b.e.nestedAware && !s.idx.flat {
 			// (In a flat cloud a tree is its root alone.)
 			members = append(members, s.idx.members.of(u)...)
 		} else {

@@ -452,66 +452,92 @@ func (g *gen) prov(i int) int32 { return g.opts[i][g.pos[i]] }
 // provider per slot) and whether the search ran to completion. With
 // shuffle it visits the anchors in random order, shuffling anchors in
 // place only as far as it gets (a sample of a hundred candidates need
-// not shuffle ten thousand roots).
+// not shuffle ten thousand roots). The vectors live in e.scratch until
+// releaseScratch.
 func (e *search) roundRobin(anchors []int32, want int, shuffle bool) ([][]int32, bool) {
+	rr := e.startRobin(anchors, want, shuffle)
+	defer rr.release()
+	if !rr.firstRound(anchors) {
+		return rr.found, false
+	}
+	return rr.found, rr.nextRounds()
+}
+
+// robin is the state of one roundRobin, in e.scratch's buffers until
+// release hands them back.
+type robin struct {
+	e       *search
+	sc      *searchScratch
+	n       int // slots: the length of a provider vector
+	want    int
+	shuffle bool
+	draw    sparseShuffle // with shuffle
+	found   [][]int32
+	arena   []int32 // found's vectors are cut from it
+	ring    []*gen  // the generators that may have more
+	// Generators and their option lists are allocated in chunks of
+	// chunk: one allocation per anchor adds up. The first chunk is the
+	// scratch's.
+	chunk      int
+	firstChunk bool
+	gens       []gen
+	optsBuf    [][]int32
+	posBuf     []int
+	provBuf    []int32
+}
+
+// startRobin sets up a roundRobin in e's scratch (a new one if e has
+// none).
+func (e *search) startRobin(anchors []int32, want int, shuffle bool) robin {
 	sc := e.scratch
 	if sc == nil {
 		sc = &searchScratch{}
 		e.scratch = sc
 	}
 	n := len(e.slots)
-	found := sc.found[:0]
-	arena := sc.arena[:0]
-	if c := min(want, 4096) * n; cap(arena) < c {
-		arena = make([]int32, 0, c)
+	rr := robin{e: e, sc: sc, n: n, want: want, shuffle: shuffle,
+		found: sc.found[:0], arena: sc.arena[:0], ring: sc.ring[:0], provBuf: sc.provBuf[:0],
+		// At most want generators are kept by the first round.
+		chunk: min(len(anchors), want, 1024), firstChunk: true}
+	if c := min(want, 4096) * n; cap(rr.arena) < c {
+		rr.arena = make([]int32, 0, c)
 	}
-	defer func() { sc.found, sc.arena = found[:0], arena[:0] }()
-	take := func(g *gen) bool {
-		if !e.next(g) {
-			return false
-		}
-		if len(arena)+n > cap(arena) {
-			arena = make([]int32, 0, max(4096*n, 2*cap(arena)))
-		}
-		start := len(arena)
-		for i := 0; i < n; i++ {
-			arena = append(arena, g.prov(i))
-		}
-		found = append(found, arena[start:start+n:start+n])
-		return true
-	}
-	ring := sc.ring[:0]
-	defer func() { sc.ring = ring[:0] }()
-	// Generators and their option lists are allocated in chunks: one
-	// allocation per anchor adds up. The first chunk is the scratch's.
-	var gens []gen
-	var optsBuf [][]int32
-	var posBuf []int
-	provBuf := sc.provBuf[:0]
-	defer func() { sc.provBuf = provBuf[:0] }()
-	firstChunk := true
-	var draw sparseShuffle
 	if shuffle {
-		draw = sparseShuffle{list: anchors, moved: sc.moved}
-		clear(draw.moved)
-		defer func() {
-			if len(draw.moved) > maxPooledScratch {
-				draw.moved = nil // a large draw's map is left to the collector
-			}
-			clear(draw.moved)
-			sc.moved = draw.moved
-		}()
+		rr.draw = sparseShuffle{list: anchors, moved: sc.moved}
+		clear(rr.draw.moved)
 	}
+	return rr
+}
+
+// release hands rr's buffers back to the scratch, emptied.
+func (rr *robin) release() {
+	sc := rr.sc
+	sc.found, sc.arena, sc.ring, sc.provBuf = rr.found[:0], rr.arena[:0], rr.ring[:0], rr.provBuf[:0]
+	if rr.shuffle {
+		if len(rr.draw.moved) > maxPooledScratch {
+			rr.draw.moved = nil // a large draw's map is left to the collector
+		}
+		clear(rr.draw.moved)
+		sc.moved = rr.draw.moved
+	}
+}
+
+// firstRound visits the anchors (in shuffled order with shuffle), opens
+// a generator on each that may hold a candidate and takes its first;
+// the generators that gave one go on the ring. It reports false when it
+// stopped early: want candidates found, or the search stopped.
+func (rr *robin) firstRound(anchors []int32) bool {
+	e := rr.e
 	var aheadArr [drawAhead]int32
 	var ahead []int32 // anchors drawn, not yet visited
 	for k := range anchors {
-		if len(found) >= want || e.stopped {
-			return found, false
+		if len(rr.found) >= rr.want || e.stopped {
+			return false
 		}
 		a := anchors[k]
-		if shuffle {
+		if rr.shuffle {
 			if len(ahead) == 0 {
-				ahead = draw.nextN(k, min(drawAhead, len(anchors)-k), aheadArr[:0])
+				ahead = rr.draw.nextN(k, min(drawAhead, len(anchors)-k), aheadArr[:0])
 				e.snap.touch(ahead)
 			}
 			a, ahead = ahead[0], ahead[1:]
@@ -519,43 +545,89 @@ func (e *search) roundRobin(anchors []int32, want int, shuffle bool) ([][]int32,
 		if !e.anchorOK(a) || !e.inAnchorSets(a) {
 			continue
 		}
-		if len(gens) == 0 {
-			// At most want generators are kept by the first round.
-			chunk := min(len(anchors), want, 1024)
-			if firstChunk && len(sc.gens) >= chunk && len(sc.optsBuf) >= chunk*n && len(sc.posBuf) >= chunk*n {
-				gens, optsBuf, posBuf = sc.gens[:chunk], sc.optsBuf[:chunk*n], sc.posBuf[:chunk*n]
-			} else {
-				gens, optsBuf, posBuf = make([]gen, chunk), make([][]int32, chunk*n), make([]int, chunk*n)
-				if firstChunk {
-					sc.gens, sc.optsBuf, sc.posBuf = gens, optsBuf, posBuf
-				}
-			}
-			firstChunk = false
+		g, ok := rr.open(a)
+		if !ok {
+			continue
 		}
-		g := &gens[0]
-		g.opts, g.pos = optsBuf[:n:n], posBuf[:n:n]
-		var ok bool
-		if provBuf, ok = e.open(g, a, provBuf); !ok {
-			continue // g's storage is reused for the next anchor
-		}
-		gens, optsBuf, posBuf = gens[1:], optsBuf[n:], posBuf[n:]
-		if take(g) {
-			ring = append(ring, g)
+		if rr.take(g) {
+			rr.ring = append(rr.ring, g)
 		}
 	}
-	for len(ring) > 0 {
-		next := ring[:0]
-		for _, g := range ring {
-			if len(found) >= want || e.stopped {
-				return found, false
+	return true
+}
+
+// nextRounds takes one more candidate from each generator of the ring
+// in turn, dropping those that have no more, until want are found, the
+// search stops or the ring is empty. It reports whether the search ran
+// to completion.
+func (rr *robin) nextRounds() bool {
+	e := rr.e
+	for len(rr.ring) > 0 {
+		next := rr.ring[:0]
+		for _, g := range rr.ring {
+			if len(rr.found) >= rr.want || e.stopped {
+				return false
 			}
-			if take(g) {
+			if rr.take(g) {
 				next = append(next, g)
 			}
 		}
-		ring = next
+		rr.ring = next
 	}
-	return found, !e.stopped
+	return !e.stopped
+}
+
+// open points the next free generator at anchor a (search.open). It
+// reports false when a has no candidate; the generator's storage is then
+// reused for the next anchor.
+func (rr *robin) open(a int32) (*gen, bool) {
+	n := rr.n
+	if len(rr.gens) == 0 {
+		rr.newChunk()
+	}
+	g := &rr.gens[0]
+	g.opts, g.pos = rr.optsBuf[:n:n], rr.posBuf[:n:n]
+	var ok bool
+	if rr.provBuf, ok = rr.e.open(g, a, rr.provBuf); !ok {
+		return nil, false
+	}
+	rr.gens, rr.optsBuf, rr.posBuf = rr.gens[1:], rr.optsBuf[n:], rr.posBuf[n:]
+	return g, true
+}
+
+// newChunk makes the storage of chunk more generators: the scratch's
+// for the first chunk when it is large enough (a first chunk made anew
+// becomes the scratch's).
+func (rr *robin) newChunk() {
+	n, sc, chunk := rr.n, rr.sc, rr.chunk
+	if rr.firstChunk && len(sc.gens) >= chunk && len(sc.optsBuf) >= chunk*n && len(sc.posBuf) >= chunk*n {
+		rr.gens, rr.optsBuf, rr.posBuf = sc.gens[:chunk], sc.optsBuf[:chunk*n], sc.posBuf[:chunk*n]
+	} else {
+		rr.gens, rr.optsBuf, rr.posBuf = make([]gen, chunk), make([][]int32, chunk*n), make([]int, chunk*n)
+		if rr.firstChunk {
+			sc.gens, sc.optsBuf, sc.posBuf = rr.gens, rr.optsBuf, rr.posBuf
+		}
+	}
+	rr.firstChunk = false
+}
+
+// take appends g's next candidate to found, as a provider vector cut
+// from the arena; it reports false when g has no more.
+func (rr *robin) take(g *gen) bool {
+	if !rr.e.next(g) {
+		return false
+	}
+	n, arena := rr.n, rr.arena
+	if len(arena)+n > cap(arena) {
+		arena = make([]int32, 0, max(4096*n, 2*cap(arena)))
+	}
+	start := len(arena)
+	for i := 0; i < n; i++ {
+		arena = append(arena, g.prov(i))
+	}
+	rr.arena = arena
+	rr.found = append(rr.found, arena[start:start+n:start+n])
+	return true
 }
 
 // drawAhead is how many shuffled anchors roundRobin draws at a time: their

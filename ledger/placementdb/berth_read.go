@@ -23,59 +23,108 @@ func ReadBerth(ctx context.Context, databaseURL string) (d *Dump, notExported st
 		return nil, "", fmt.Errorf("berth database %s: begin: %v", Redact(databaseURL), oneLine(err))
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx))
+	r := &berthReader{tx: tx, databaseURL: databaseURL}
 	d = &Dump{}
-	fail := func(what string, err error) error {
-		return fmt.Errorf("berth database %s: reading %s: %v", Redact(databaseURL), what, oneLine(err))
-	}
-	named := func(table string) ([]Named, error) {
-		rows, err := tx.Query(ctx, `SELECT id, name, created_at, updated_at FROM `+table+` ORDER BY id`)
-		if err != nil {
-			return nil, fail(table, err)
-		}
-		var out []Named
-		var n Named
-		_, err = pgx.ForEachRow(rows, []any{&n.ID, &n.Name, &n.Created, &n.Updated}, func() error {
-			n.Created, n.Updated = n.Created.UTC(), n.Updated.UTC()
-			out = append(out, n)
-			return nil
-		})
-		if err != nil {
-			return nil, fail(table, err)
-		}
-		return out, nil
-	}
-	if d.Classes, err = named("resource_classes"); err != nil {
+	if err := r.readNames(ctx, d); err != nil {
 		return nil, "", err
 	}
-	if d.Traits, err = named("traits"); err != nil {
-		return nil, "", err
-	}
-	if d.ConsumerTypes, err = named("consumer_types"); err != nil {
-		return nil, "", err
-	}
-	for _, e := range []struct {
-		table string
-		out   *[]External
-	}{{"projects", &d.Projects}, {"users", &d.Users}} {
-		rows, err := tx.Query(ctx, `SELECT id, external_id FROM `+e.table+` ORDER BY id`)
-		if err != nil {
-			return nil, "", fail(e.table, err)
-		}
-		var x External
-		if _, err := pgx.ForEachRow(rows, []any{&x.ID, &x.ExternalID}, func() error {
-			*e.out = append(*e.out, x)
-			return nil
-		}); err != nil {
-			return nil, "", fail(e.table, err)
+	for _, s := range berthScans(d) {
+		if err := r.scan(ctx, s); err != nil {
+			return nil, "", err
 		}
 	}
+	if notExported, err = r.berthOnly(ctx); err != nil {
+		return nil, "", err
+	}
+	return d, notExported, nil
+}
+
+// berthReader reads Berth's tables in ReadBerth's transaction.
+type berthReader struct {
+	tx          pgx.Tx
+	databaseURL string
+}
+
+// fail is the error of reading what.
+func (r *berthReader) fail(what string, err error) error {
+	return fmt.Errorf("berth database %s: reading %s: %v", Redact(r.databaseURL), what, oneLine(err))
+}
+
+// readNames reads the resource classes, traits and consumer types, and
+// the projects and users, into d.
+func (r *berthReader) readNames(ctx context.Context, d *Dump) error {
+	var err error
+	if d.Classes, err = r.named(ctx, "resource_classes"); err != nil {
+		return err
+	}
+	if d.Traits, err = r.named(ctx, "traits"); err != nil {
+		return err
+	}
+	if d.ConsumerTypes, err = r.named(ctx, "consumer_types"); err != nil {
+		return err
+	}
+	if d.Projects, err = r.externals(ctx, "projects"); err != nil {
+		return err
+	}
+	d.Users, err = r.externals(ctx, "users")
+	return err
+}
+
+// named reads a table of names (id, name and timestamps).
+func (r *berthReader) named(ctx context.Context, table string) ([]Named, error) {
+	rows, err := r.tx.Query(ctx, `SELECT id, name, created_at, updated_at FROM `+table+` ORDER BY id`)
+	if err != nil {
+		return nil, r.fail(table, err)
+	}
+	var out []Named
+	var n Named
+	_, err = pgx.ForEachRow(rows, []any{&n.ID, &n.Name, &n.Created, &n.Updated}, func() error {
+		n.Created, n.Updated = n.Created.UTC(), n.Updated.UTC()
+		out = append(out, n)
+		return nil
+	})
+	if err != nil {
+		return nil, r.fail(table, err)
+	}
+	return out, nil
+}
+
+// externals reads a table of external ids (projects, users).
+func (r *berthReader) externals(ctx context.Context, table string) ([]External, error) {
+	rows, err := r.tx.Query(ctx, `SELECT id, external_id FROM `+table+` ORDER BY id`)
+	if err != nil {
+		return nil, r.fail(table, err)
+	}
+	var out []External
+	var x External
+	if _, err := pgx.ForEachRow(rows, []any{&x.ID, &x.ExternalID}, func() error {
+		out = append(out, x)
+		return nil
+	}); err != nil {
+		return nil, r.fail(table, err)
+	}
+	return out, nil
+}
+
+// scanSpec is one query of ReadBerth: dest gives the scan targets, add
+// appends the scanned row.
+type scanSpec struct {
+	what string
+	sql  string
+	dest func() []any
+	add  func()
+}
+
+// berthScans are the queries of the tables with rows of their own, one
+// per table, in the order ReadBerth reads them; each appends to d.
+func berthScans(d *Dump) []scanSpec {
 	var a Aggregate
 	var p Provider
 	var in Inventory
 	var l Link
 	var c Consumer
 	var al Allocation
-	scans := []scanSpec{
+	return []scanSpec{
 		{"aggregates", `SELECT id, uuid::text FROM placement_aggregates ORDER BY id`,
 			func() []any { return []any{&a.ID, &a.UUID} }, func() { d.Aggregates = append(d.Aggregates, a) }},
 		{"providers", `SELECT id, uuid::text, name, generation, root_provider_id, COALESCE(parent_provider_id, 0), created_at, updated_at FROM resource_providers ORDER BY id`,
@@ -99,26 +148,35 @@ func ReadBerth(ctx context.Context, databaseURL string) (d *Dump, notExported st
 				return []any{&al.ID, &al.ProviderID, &al.ConsumerID, &al.ClassID, &al.Used, &al.Created, &al.Updated}
 			}, func() { al.Stamps = utc(al.Stamps); d.Allocations = append(d.Allocations, al) }},
 	}
-	for _, s := range scans {
-		rows, err := tx.Query(ctx, s.sql)
-		if err != nil {
-			return nil, "", fail(s.what, err)
-		}
-		if _, err := pgx.ForEachRow(rows, s.dest(), func() error { s.add(); return nil }); err != nil {
-			return nil, "", fail(s.what, err)
-		}
+}
+
+// scan runs one of berthScans.
+func (r *berthReader) scan(ctx context.Context, s scanSpec) error {
+	rows, err := r.tx.Query(ctx, s.sql)
+	if err != nil {
+		return r.fail(s.what, err)
 	}
-	var policies, scriptlets, config, states, pkeys, ckeys, failures, moves, described, evacuated int64
-	err = tx.QueryRow(ctx, `SELECT
+	if _, err := pgx.ForEachRow(rows, s.dest(), func() error { s.add(); return nil }); err != nil {
+		return r.fail(s.what, err)
+	}
+	return nil
+}
+
+// berthOnly counts the Berth-only state, which has no place in
+// Placement's schema, and names it as one phrase ("" for none).
+func (r *berthReader) berthOnly(ctx context.Context) (string, error) {
+	var policies, scriptlets, config, states, pkeys, ckeys, failures, moves, stored, described, evacuated int64
+	err := r.tx.QueryRow(ctx, `SELECT
 		(SELECT count(*) FROM scheduling_policies), (SELECT count(*) FROM scriptlets),
 		(SELECT count(*) FROM config), (SELECT count(*) FROM provider_state),
 		(SELECT count(*) FROM provider_placement_keys), (SELECT count(*) FROM consumer_placement_keys),
 		(SELECT count(*) FROM claim_failures), (SELECT count(*) FROM claim_moves),
+		(SELECT count(*) FROM claim_state),
 		(SELECT count(*) FROM consumers WHERE name IS NOT NULL OR properties IS NOT NULL),
 		(SELECT count(*) FROM provider_evacuations)`).
-		Scan(&policies, &scriptlets, &config, &states, &pkeys, &ckeys, &failures, &moves, &described, &evacuated)
+		Scan(&policies, &scriptlets, &config, &states, &pkeys, &ckeys, &failures, &moves, &stored, &described, &evacuated)
 	if err != nil {
-		return nil, "", fail("Berth-only state", err)
+		return "", r.fail("Berth-only state", err)
 	}
 	var parts []string
 	for _, x := range []struct {
@@ -128,23 +186,14 @@ func ReadBerth(ctx context.Context, databaseURL string) (d *Dump, notExported st
 		{policies, "scheduling policies"}, {scriptlets, "scriptlets"}, {config, "configuration settings"},
 		{states, "agent reports (provider state)"}, {pkeys, "provider placement keys"},
 		{ckeys, "consumer placement keys"}, {failures, "claim failures (reschedule history)"},
-		{moves, "moves in progress (claim history)"}, {described, "consumers' names and properties"},
-		{evacuated, "evacuated providers"},
+		{moves, "moves in progress (claim history)"}, {stored, "stored claims (their requests and leases)"},
+		{described, "consumers' names and properties"}, {evacuated, "evacuated providers"},
 	} {
 		if x.n > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", x.n, x.what))
 		}
 	}
-	return d, strings.Join(parts, ", "), nil
-}
-
-// scanSpec is one query of ReadBerth: dest gives the scan targets, add
-// appends the scanned row.
-type scanSpec struct {
-	what string
-	sql  string
-	dest func() []any
-	add  func()
+	return strings.Join(parts, ", "), nil
 }
 
 func utc(s Stamps) Stamps { return Stamps{Created: s.Created.UTC(), Updated: s.Updated.UTC()} }

@@ -164,7 +164,7 @@ func berthEmpty(ctx context.Context, tx pgx.Tx, replace bool) error {
 		TRUNCATE allocations, consumer_placement_keys, consumers, provider_placement_keys, provider_state, provider_evacuations,
 			resource_provider_aggregates, resource_provider_traits, inventories, resource_providers,
 			placement_aggregates, projects, users, consumer_types, claim_failures, claim_moves,
-			claim_requests;
+			claim_requests, claim_state;
 		DELETE FROM resource_classes WHERE name LIKE 'CUSTOM\_%';
 		DELETE FROM traits WHERE name LIKE 'CUSTOM\_%'`)
 	if err != nil {
@@ -173,9 +173,38 @@ func berthEmpty(ctx context.Context, tx pgx.Tx, replace bool) error {
 	return nil
 }
 
+// writeBerth writes d into the target in tx: the standard classes and
+// traits, d's classes and traits (matched by name), every other table
+// in one bulk load, the sequences past the imported ids, and a notice to
+// the berthd processes running.
 func writeBerth(ctx context.Context, tx pgx.Tx, d *Dump) error {
-	// The standard classes (at their fixed ids) and traits, as ledger.Open
-	// would add them.
+	if err := writeStandardNames(ctx, tx); err != nil {
+		return err
+	}
+	classMap, err := berthNamed(ctx, tx, d.Classes, "resource_classes", true)
+	if err != nil {
+		return err
+	}
+	traitMap, err := berthNamed(ctx, tx, d.Traits, "traits", false)
+	if err != nil {
+		return err
+	}
+	if err := copyTables(ctx, tx, berthCopies(d, classMap, traitMap)); err != nil {
+		return err
+	}
+	if err := advanceSequences(ctx, tx); err != nil {
+		return err
+	}
+	// berthd processes already running reload their snapshots on commit.
+	if _, err := tx.Exec(ctx, `SELECT pg_notify('berth_ledger', 'import:*')`); err != nil {
+		return fmt.Errorf("notify: %w", err)
+	}
+	return nil
+}
+
+// writeStandardNames adds the standard classes (at their fixed ids) and
+// traits, as ledger.Open would.
+func writeStandardNames(ctx context.Context, tx pgx.Tx) error {
 	ids := make([]int32, len(ledger.StandardClasses))
 	for i := range ids {
 		ids[i] = int32(i)
@@ -190,20 +219,21 @@ func writeBerth(ctx context.Context, tx pgx.Tx, d *Dump) error {
 		WHERE NOT EXISTS (SELECT 1 FROM traits WHERE name = n) ORDER BY i`, ledger.StandardTraits); err != nil {
 		return fmt.Errorf("standard traits: %w", err)
 	}
-	classMap, err := berthNamed(ctx, tx, d.Classes, "resource_classes", true)
-	if err != nil {
-		return err
-	}
-	traitMap, err := berthNamed(ctx, tx, d.Traits, "traits", false)
-	if err != nil {
-		return err
-	}
+	return nil
+}
 
-	copies := []struct {
-		table string
-		cols  []string
-		rows  pgx.CopyFromSource
-	}{
+// tableCopy is one table of the bulk load: its columns and rows.
+type tableCopy struct {
+	table string
+	cols  []string
+	rows  pgx.CopyFromSource
+}
+
+// berthCopies are the tables of d the bulk load writes, one entry per
+// table, tables others point at first; classMap and traitMap map d's
+// class and trait ids to the target's.
+func berthCopies(d *Dump, classMap, traitMap map[int64]int64) []tableCopy {
+	return []tableCopy{
 		{"projects", []string{"id", "external_id"}, pgx.CopyFromSlice(len(d.Projects), func(i int) ([]any, error) {
 			return []any{d.Projects[i].ID, d.Projects[i].ExternalID}, nil
 		})},
@@ -244,6 +274,12 @@ func writeBerth(ctx context.Context, tx pgx.Tx, d *Dump) error {
 				return []any{a.ID, a.ProviderID, a.ConsumerID, classMap[a.ClassID], a.Used, a.Created, a.Updated}, nil
 			})},
 	}
+}
+
+// copyTables bulk-loads copies, in order, with the foreign keys of their
+// tables dropped for the load and added back after it, which checks
+// every row loaded.
+func copyTables(ctx context.Context, tx pgx.Tx, copies []tableCopy) error {
 	tables := make([]string, len(copies))
 	for i, c := range copies {
 		tables[i] = c.table
@@ -257,11 +293,12 @@ func writeBerth(ctx context.Context, tx pgx.Tx, d *Dump) error {
 			return fmt.Errorf("writing %s: %w", c.table, err)
 		}
 	}
-	if err := restoreForeignKeys(ctx, tx, fks); err != nil {
-		return err
-	}
-	// Sequences continue after the imported ids, so that rows Berth
-	// creates next do not collide with them.
+	return restoreForeignKeys(ctx, tx, fks)
+}
+
+// advanceSequences makes the sequences continue after the imported ids,
+// so that rows Berth creates next do not collide with them.
+func advanceSequences(ctx context.Context, tx pgx.Tx) error {
 	for _, t := range []string{"resource_providers", "placement_aggregates", "projects", "users", "consumer_types", "consumers", "allocations", "traits"} {
 		if _, err := tx.Exec(ctx, `SELECT setval(pg_get_serial_sequence($1, 'id'), COALESCE((SELECT max(id) FROM `+t+`), 0) + 1, false)`, t); err != nil {
 			return fmt.Errorf("sequence of %s: %w", t, err)
@@ -269,10 +306,6 @@ func writeBerth(ctx context.Context, tx pgx.Tx, d *Dump) error {
 	}
 	if _, err := tx.Exec(ctx, `SELECT setval('resource_classes_custom_id_seq', GREATEST((SELECT max(id) FROM resource_classes) + 1, $1), false)`, ledger.CustomClassMinID); err != nil {
 		return fmt.Errorf("sequence of resource classes: %w", err)
-	}
-	// berthd processes already running reload their snapshots on commit.
-	if _, err := tx.Exec(ctx, `SELECT pg_notify('berth_ledger', 'import:*')`); err != nil {
-		return fmt.Errorf("notify: %w", err)
 	}
 	return nil
 }

@@ -50,6 +50,13 @@ type reader struct {
 	now     time.Time
 	d       *Dump
 	orphans []string
+	// bad lists the rows Berth cannot represent, one line each.
+	bad []string
+	// known holds the ids of the rows read so far that later rows
+	// point at.
+	known struct {
+		classes, traits, types, projects, users, providers, aggregates map[int64]bool
+	}
 }
 
 // query runs q and calls scan for each row with a scanner for its columns.
@@ -109,7 +116,48 @@ func (r *reader) externals(ctx context.Context, table string) ([]External, error
 	return out, err
 }
 
+// readAll reads every table into r.d, one function per table, tables
+// that others point at first: a row that points at nothing is left out
+// (listed in r.orphans) as it is read, and a row Berth cannot represent
+// is listed in r.bad, which fails the read once every table is read.
 func (r *reader) readAll(ctx context.Context) error {
+	if err := r.readNames(ctx); err != nil {
+		return err
+	}
+	if err := r.readProviders(ctx); err != nil {
+		return err
+	}
+	if err := r.readInventories(ctx); err != nil {
+		return err
+	}
+	if err := r.readProviderTraits(ctx); err != nil {
+		return err
+	}
+	if err := r.readAggregates(ctx); err != nil {
+		return err
+	}
+	if err := r.readProviderAggregates(ctx); err != nil {
+		return err
+	}
+	consumerByUUID, err := r.readConsumers(ctx)
+	if err != nil {
+		return err
+	}
+	holds, err := r.readAllocations(ctx, consumerByUUID)
+	if err != nil {
+		return err
+	}
+	r.dropIdleConsumers(holds)
+	if len(r.bad) > 0 {
+		sort.Strings(r.bad)
+		return &RowsError{Msg: fmt.Sprintf("%s holds %d rows Berth cannot represent", r.src, len(r.bad)), Rows: r.bad}
+	}
+	return nil
+}
+
+// readNames reads the resource classes (with the standard ones the
+// table lacks), traits, consumer types, projects and users.
+func (r *reader) readNames(ctx context.Context) error {
 	d := r.d
 	var err error
 	if d.Classes, err = r.named(ctx, "resource_classes"); err != nil {
@@ -140,14 +188,20 @@ func (r *reader) readAll(ctx context.Context) error {
 	if d.Users, err = r.externals(ctx, "users"); err != nil {
 		return err
 	}
-	classes := idSet(len(d.Classes), func(i int) int64 { return d.Classes[i].ID })
-	traits := idSet(len(d.Traits), func(i int) int64 { return d.Traits[i].ID })
-	types := idSet(len(d.ConsumerTypes), func(i int) int64 { return d.ConsumerTypes[i].ID })
-	projects := idSet(len(d.Projects), func(i int) int64 { return d.Projects[i].ID })
-	users := idSet(len(d.Users), func(i int) int64 { return d.Users[i].ID })
+	r.known.classes = idSet(len(d.Classes), func(i int) int64 { return d.Classes[i].ID })
+	r.known.traits = idSet(len(d.Traits), func(i int) int64 { return d.Traits[i].ID })
+	r.known.types = idSet(len(d.ConsumerTypes), func(i int) int64 { return d.ConsumerTypes[i].ID })
+	r.known.projects = idSet(len(d.Projects), func(i int) int64 { return d.Projects[i].ID })
+	r.known.users = idSet(len(d.Users), func(i int) int64 { return d.Users[i].ID })
+	return nil
+}
 
-	var bad []string
-	err = r.query(ctx, "resource_providers", `SELECT id, uuid, name, generation, root_provider_id, parent_provider_id, created_at, updated_at FROM resource_providers ORDER BY id`, func(rows *sql.Rows) error {
+// readProviders reads resource_providers: a provider without a name or
+// root, or whose uuid is not a UUID, or whose root or parent does not
+// exist, is bad.
+func (r *reader) readProviders(ctx context.Context) error {
+	d := r.d
+	err := r.query(ctx, "resource_providers", `SELECT id, uuid, name, generation, root_provider_id, parent_provider_id, created_at, updated_at FROM resource_providers ORDER BY id`, func(rows *sql.Rows) error {
 		var p Provider
 		var name sql.NullString
 		var gen, root, parent sql.NullInt64
@@ -157,12 +211,12 @@ func (r *reader) readAll(ctx context.Context) error {
 		}
 		switch {
 		case !name.Valid:
-			bad = append(bad, fmt.Sprintf("provider %s has no name", p.UUID))
+			r.bad = append(r.bad, fmt.Sprintf("provider %s has no name", p.UUID))
 		case !root.Valid:
-			bad = append(bad, fmt.Sprintf("provider %s has no root provider", p.UUID))
+			r.bad = append(r.bad, fmt.Sprintf("provider %s has no root provider", p.UUID))
 		}
 		if _, err := uuid.Parse(p.UUID); err != nil {
-			bad = append(bad, fmt.Sprintf("provider id %d: uuid %q is not a UUID", p.ID, p.UUID))
+			r.bad = append(r.bad, fmt.Sprintf("provider id %d: uuid %q is not a UUID", p.ID, p.UUID))
 		}
 		p.Name, p.Generation, p.RootID, p.ParentID = name.String, gen.Int64, root.Int64, parent.Int64
 		p.Stamps = r.stamps(c, u)
@@ -175,15 +229,21 @@ func (r *reader) readAll(ctx context.Context) error {
 	providers := idSet(len(d.Providers), func(i int) int64 { return d.Providers[i].ID })
 	for _, p := range d.Providers {
 		if p.RootID != 0 && !providers[p.RootID] {
-			bad = append(bad, fmt.Sprintf("provider %s: root provider id %d does not exist", p.UUID, p.RootID))
+			r.bad = append(r.bad, fmt.Sprintf("provider %s: root provider id %d does not exist", p.UUID, p.RootID))
 		}
 		if p.ParentID != 0 && !providers[p.ParentID] {
-			bad = append(bad, fmt.Sprintf("provider %s: parent provider id %d does not exist", p.UUID, p.ParentID))
+			r.bad = append(r.bad, fmt.Sprintf("provider %s: parent provider id %d does not exist", p.UUID, p.ParentID))
 		}
 	}
+	r.known.providers = providers
+	return nil
+}
 
-	mysqlFloat := r.src.Dialect == MySQL
-	err = r.query(ctx, "inventories", `SELECT resource_provider_id, resource_class_id, total, reserved, min_unit, max_unit, step_size, allocation_ratio, created_at, updated_at FROM inventories ORDER BY resource_provider_id, resource_class_id`, func(rows *sql.Rows) error {
+// readInventories reads inventories; one of a provider or class that
+// does not exist is an orphan.
+func (r *reader) readInventories(ctx context.Context) error {
+	d, mysqlFloat := r.d, r.src.Dialect == MySQL
+	return r.query(ctx, "inventories", `SELECT resource_provider_id, resource_class_id, total, reserved, min_unit, max_unit, step_size, allocation_ratio, created_at, updated_at FROM inventories ORDER BY resource_provider_id, resource_class_id`, func(rows *sql.Rows) error {
 		var in Inventory
 		var c, u sql.NullTime
 		if err := rows.Scan(&in.ProviderID, &in.ClassID, &in.Total, &in.Reserved, &in.MinUnit, &in.MaxUnit, &in.StepSize, &in.AllocationRatio, &c, &u); err != nil {
@@ -194,34 +254,39 @@ func (r *reader) readAll(ctx context.Context) error {
 		}
 		in.Stamps = r.stamps(c, u)
 		switch {
-		case !providers[in.ProviderID]:
+		case !r.known.providers[in.ProviderID]:
 			r.orphans = append(r.orphans, fmt.Sprintf("inventory of class id %d on provider id %d: no such provider", in.ClassID, in.ProviderID))
-		case !classes[in.ClassID]:
+		case !r.known.classes[in.ClassID]:
 			r.orphans = append(r.orphans, fmt.Sprintf("inventory on provider id %d: no resource class id %d", in.ProviderID, in.ClassID))
 		default:
 			d.Inventories = append(d.Inventories, in)
 		}
 		return nil
 	})
-	if err != nil {
-		return err
-	}
-	err = r.query(ctx, "resource_provider_traits", `SELECT resource_provider_id, trait_id FROM resource_provider_traits ORDER BY resource_provider_id, trait_id`, func(rows *sql.Rows) error {
+}
+
+// readProviderTraits reads resource_provider_traits; a link to a
+// provider or trait that does not exist is an orphan.
+func (r *reader) readProviderTraits(ctx context.Context) error {
+	return r.query(ctx, "resource_provider_traits", `SELECT resource_provider_id, trait_id FROM resource_provider_traits ORDER BY resource_provider_id, trait_id`, func(rows *sql.Rows) error {
 		var l Link
 		if err := rows.Scan(&l.A, &l.B); err != nil {
 			return err
 		}
-		if !providers[l.A] || !traits[l.B] {
+		if !r.known.providers[l.A] || !r.known.traits[l.B] {
 			r.orphans = append(r.orphans, fmt.Sprintf("trait id %d on provider id %d: no such provider or trait", l.B, l.A))
 			return nil
 		}
-		d.ProviderTraits = append(d.ProviderTraits, l)
+		r.d.ProviderTraits = append(r.d.ProviderTraits, l)
 		return nil
 	})
-	if err != nil {
-		return err
-	}
-	err = r.query(ctx, "placement_aggregates", `SELECT id, uuid FROM placement_aggregates ORDER BY id`, func(rows *sql.Rows) error {
+}
+
+// readAggregates reads placement_aggregates; an aggregate whose uuid is
+// not a UUID is bad.
+func (r *reader) readAggregates(ctx context.Context) error {
+	d := r.d
+	err := r.query(ctx, "placement_aggregates", `SELECT id, uuid FROM placement_aggregates ORDER BY id`, func(rows *sql.Rows) error {
 		var a Aggregate
 		var u sql.NullString
 		if err := rows.Scan(&a.ID, &u); err != nil {
@@ -230,7 +295,7 @@ func (r *reader) readAll(ctx context.Context) error {
 		a.UUID = u.String
 		// Kept as spelled; valid as Placement's own check has it.
 		if !berthuuid.Valid(a.UUID) {
-			bad = append(bad, fmt.Sprintf("aggregate id %d: uuid %q is not a UUID", a.ID, a.UUID))
+			r.bad = append(r.bad, fmt.Sprintf("aggregate id %d: uuid %q is not a UUID", a.ID, a.UUID))
 		}
 		d.Aggregates = append(d.Aggregates, a)
 		return nil
@@ -238,25 +303,34 @@ func (r *reader) readAll(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	aggs := idSet(len(d.Aggregates), func(i int) int64 { return d.Aggregates[i].ID })
-	err = r.query(ctx, "resource_provider_aggregates", `SELECT resource_provider_id, aggregate_id FROM resource_provider_aggregates ORDER BY resource_provider_id, aggregate_id`, func(rows *sql.Rows) error {
+	r.known.aggregates = idSet(len(d.Aggregates), func(i int) int64 { return d.Aggregates[i].ID })
+	return nil
+}
+
+// readProviderAggregates reads resource_provider_aggregates; a link to a
+// provider or aggregate that does not exist is an orphan.
+func (r *reader) readProviderAggregates(ctx context.Context) error {
+	return r.query(ctx, "resource_provider_aggregates", `SELECT resource_provider_id, aggregate_id FROM resource_provider_aggregates ORDER BY resource_provider_id, aggregate_id`, func(rows *sql.Rows) error {
 		var l Link
 		if err := rows.Scan(&l.A, &l.B); err != nil {
 			return err
 		}
-		if !providers[l.A] || !aggs[l.B] {
+		if !r.known.providers[l.A] || !r.known.aggregates[l.B] {
 			r.orphans = append(r.orphans, fmt.Sprintf("aggregate id %d on provider id %d: no such provider or aggregate", l.B, l.A))
 			return nil
 		}
-		d.ProviderAggregates = append(d.ProviderAggregates, l)
+		r.d.ProviderAggregates = append(r.d.ProviderAggregates, l)
 		return nil
 	})
-	if err != nil {
-		return err
-	}
+}
 
+// readConsumers reads consumers and returns their indexes in
+// r.d.Consumers by uuid. A consumer of a project, user or consumer type
+// that does not exist is an orphan; one whose uuid is not a UUID is bad.
+func (r *reader) readConsumers(ctx context.Context) (map[string]int, error) {
+	d := r.d
 	consumerByUUID := map[string]int{}
-	err = r.query(ctx, "consumers", `SELECT id, uuid, project_id, user_id, generation, consumer_type_id, created_at, updated_at FROM consumers ORDER BY id`, func(rows *sql.Rows) error {
+	err := r.query(ctx, "consumers", `SELECT id, uuid, project_id, user_id, generation, consumer_type_id, created_at, updated_at FROM consumers ORDER BY id`, func(rows *sql.Rows) error {
 		var c Consumer
 		var typ sql.NullInt64
 		var ct, ut sql.NullTime
@@ -266,28 +340,34 @@ func (r *reader) readAll(ctx context.Context) error {
 		c.TypeID = typ.Int64
 		c.Stamps = r.stamps(ct, ut)
 		switch {
-		case !projects[c.ProjectID]:
+		case !r.known.projects[c.ProjectID]:
 			r.orphans = append(r.orphans, fmt.Sprintf("consumer %s: no project id %d", c.UUID, c.ProjectID))
 			return nil
-		case !users[c.UserID]:
+		case !r.known.users[c.UserID]:
 			r.orphans = append(r.orphans, fmt.Sprintf("consumer %s: no user id %d", c.UUID, c.UserID))
 			return nil
-		case typ.Valid && !types[c.TypeID]:
+		case typ.Valid && !r.known.types[c.TypeID]:
 			r.orphans = append(r.orphans, fmt.Sprintf("consumer %s: no consumer type id %d", c.UUID, c.TypeID))
 			return nil
 		}
 		if _, err := uuid.Parse(c.UUID); err != nil {
-			bad = append(bad, fmt.Sprintf("consumer id %d: uuid %q is not a UUID", c.ID, c.UUID))
+			r.bad = append(r.bad, fmt.Sprintf("consumer id %d: uuid %q is not a UUID", c.ID, c.UUID))
 		}
 		consumerByUUID[c.UUID] = len(d.Consumers)
 		d.Consumers = append(d.Consumers, c)
 		return nil
 	})
-	if err != nil {
-		return err
-	}
+	return consumerByUUID, err
+}
+
+// readAllocations reads allocations, whose consumer column is a uuid
+// (consumerByUUID gives its index in r.d.Consumers), and returns which
+// consumers hold an allocation. An allocation of a consumer, provider or
+// class that does not exist is an orphan.
+func (r *reader) readAllocations(ctx context.Context, consumerByUUID map[string]int) ([]bool, error) {
+	d := r.d
 	holds := make([]bool, len(d.Consumers))
-	err = r.query(ctx, "allocations", `SELECT id, resource_provider_id, consumer_id, resource_class_id, used, created_at, updated_at FROM allocations ORDER BY id`, func(rows *sql.Rows) error {
+	err := r.query(ctx, "allocations", `SELECT id, resource_provider_id, consumer_id, resource_class_id, used, created_at, updated_at FROM allocations ORDER BY id`, func(rows *sql.Rows) error {
 		var a Allocation
 		var cu string
 		var c, u sql.NullTime
@@ -299,9 +379,9 @@ func (r *reader) readAll(ctx context.Context) error {
 		switch {
 		case !ok:
 			r.orphans = append(r.orphans, fmt.Sprintf("allocation id %d: consumer %s does not exist", a.ID, cu))
-		case !providers[a.ProviderID]:
+		case !r.known.providers[a.ProviderID]:
 			r.orphans = append(r.orphans, fmt.Sprintf("allocation id %d of consumer %s: provider id %d does not exist", a.ID, cu, a.ProviderID))
-		case !classes[a.ClassID]:
+		case !r.known.classes[a.ClassID]:
 			r.orphans = append(r.orphans, fmt.Sprintf("allocation id %d of consumer %s: resource class id %d does not exist", a.ID, cu, a.ClassID))
 		default:
 			a.ConsumerID = d.Consumers[ci].ID
@@ -310,12 +390,15 @@ func (r *reader) readAll(ctx context.Context) error {
 		}
 		return nil
 	})
-	if err != nil {
-		return err
-	}
-	// A consumer without allocations is invisible through the API
-	// (Placement deletes them when their last allocation goes); Berth does
-	// not keep them either.
+	return holds, err
+}
+
+// dropIdleConsumers removes from r.d the consumers that hold no
+// allocation (holds, by index). Such a consumer is invisible through the
+// API (Placement deletes them when their last allocation goes); Berth
+// does not keep them either.
+func (r *reader) dropIdleConsumers(holds []bool) {
+	d := r.d
 	kept := d.Consumers[:0]
 	for i, c := range d.Consumers {
 		if holds[i] {
@@ -323,11 +406,6 @@ func (r *reader) readAll(ctx context.Context) error {
 		}
 	}
 	d.Consumers = kept
-	if len(bad) > 0 {
-		sort.Strings(bad)
-		return &RowsError{Msg: fmt.Sprintf("%s holds %d rows Berth cannot represent", r.src, len(bad)), Rows: bad}
-	}
-	return nil
 }
 
 func idSet(n int, id func(int) int64) map[int64]bool {

@@ -83,6 +83,13 @@ func ClaimDone(ctx context.Context, outcome string, dryRun bool, conflictRetries
 	}
 }
 
+// LeaseExpired counts one claim lease that ran out and was ended by the
+// reaper, by action: "released" (a provisional claim's allocations) or
+// "reverted" (a move).
+func LeaseExpired(ctx context.Context, action string) {
+	current().leases.Add(ctx, 1, metric.WithAttributes(attribute.String("action", action)))
+}
+
 // Candidates records how many allocation candidates one operation
 // ("claim", "allocation_candidates") generated.
 func Candidates(ctx context.Context, operation string, n int) {
@@ -98,6 +105,7 @@ type meters struct {
 	provider   metric.MeterProvider
 	claims     metric.Int64Counter
 	retries    metric.Int64Counter
+	leases     metric.Int64Counter
 	candidates metric.Int64Histogram
 }
 
@@ -130,6 +138,10 @@ func newMeters(mp metric.MeterProvider) *meters {
 	if m.retries, err = claims.Int64Counter("berth.claim.conflict_retries", metric.WithUnit("{retry}"),
 		metric.WithDescription("Claim writes that found capacity gone and moved on to the next candidate")); err != nil {
 		m.retries = noop.Int64Counter{}
+	}
+	if m.leases, err = claims.Int64Counter("berth.claim.leases.expired", metric.WithUnit("{lease}"),
+		metric.WithDescription("Claim leases that ran out, by action: released (a provisional claim's allocations) or reverted (a move)")); err != nil {
+		m.leases = noop.Int64Counter{}
 	}
 	if m.candidates, err = claims.Int64Histogram("berth.candidates", metric.WithUnit("{candidate}"),
 		metric.WithDescription("Allocation candidates generated per request"),

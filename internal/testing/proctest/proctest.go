@@ -1,7 +1,10 @@
 package proctest
 
 import (
+	"bytes"
 	"net"
+	"os/exec"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -50,4 +53,59 @@ func ProcessCPU(tb testing.TB) time.Duration {
 		tb.Fatal(err)
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// Proc is a started process whose exit is watched.
+type Proc struct {
+	Cmd *exec.Cmd
+	// Exited is closed when the process has exited; Err is then what
+	// its Wait returned.
+	Exited chan struct{}
+	Err    error
+}
+
+// Start starts cmd and watches for its exit.
+func Start(cmd *exec.Cmd) (*Proc, error) {
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	p := &Proc{Cmd: cmd, Exited: make(chan struct{})}
+	go func() {
+		p.Err = cmd.Wait()
+		close(p.Exited)
+	}()
+	return p, nil
+}
+
+// Stop sends the process SIGTERM and waits for it to exit; after grace it
+// kills it, waits, and reports that it had to.
+func (p *Proc) Stop(grace time.Duration) (killed bool) {
+	_ = p.Cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.Exited:
+		return false
+	case <-time.After(grace):
+		_ = p.Cmd.Process.Kill()
+		<-p.Exited
+		return true
+	}
+}
+
+// Buffer is a bytes.Buffer safe for concurrent writes (a process's
+// output, a logger's handler) and reads (the test).
+type Buffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *Buffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *Buffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
 }

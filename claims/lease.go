@@ -1,0 +1,283 @@
+package claims
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/berthd/berth/internal/fault"
+	"github.com/berthd/berth/ledger"
+	"github.com/berthd/berth/ledger/engine"
+)
+
+// Stored claims and their leases.
+//
+// Every claim, reschedule and move stores, in its own transaction, the
+// claim it made (ledger.ClaimState, table claim_state): its request, the
+// root it landed on and its lease. A claim with a lease is provisional:
+// it counts against capacity like any allocation, and when the lease
+// runs out its allocations are released (a moving claim's move is
+// reverted) unless it was confirmed first: by Lease (PATCH
+// /claims/{consumer_uuid} with "lease_seconds": null), or by any
+// Placement-API write of the consumer's allocations (a compute agent's
+// PUT /allocations), which the ledger settles in that write's
+// transaction.
+//
+// The reaper (ReapLeases, run every --claim-lease-interval by
+// RunLeaseReaper) releases what ran out: in one berthd at a time (a
+// PostgreSQL advisory lock, held on a connection of its own for the
+// pass: ledger.Store.Exclusive), each claim in one transaction of its own
+// that re-checks, under the consumer's and the claim's row locks, that
+// the lease has indeed run out and that the consumer's generation is
+// still the one read (ledger.ClaimWriteParams.IfLeaseExpired). So a claim
+// confirmed, renewed or rewritten while the reaper looked at it is left
+// alone, and a reaper killed half way (kill -9) leaves every claim either
+// released or as it was; the next pass, in whichever berthd takes the
+// lock, carries on. Everything is in PostgreSQL: nothing is lost across
+// restarts. Each release is logged (one line naming the consumer),
+// counted (berth_claim_leases_expired_total, by action) and traced
+// (claims.leases.reap, claims.lease.expire).
+
+// reapBatch bounds how many expired leases one read of a pass lists.
+const reapBatch = 100
+
+// Lease actions, as logged and counted.
+const (
+	leaseReleased = "released"
+	leaseReverted = "reverted"
+)
+
+// checkLease refuses a lease outside 1 second to Config.LeaseMax (nil:
+// no lease, nothing to check).
+func (c *Claimer) checkLease(seconds *int64) error {
+	if seconds == nil {
+		return nil
+	}
+	max := int64(c.cfg.LeaseMax / time.Second)
+	if *seconds < 1 || *seconds > max {
+		return fault.Invalid(fault.CodeInvalidLease,
+			"Invalid lease_seconds %d: want an integer from 1 to %d (the configured maximum, --claim-lease-max).", *seconds, max)
+	}
+	return nil
+}
+
+// Stored is a consumer's stored claim and what it holds now.
+type Stored struct {
+	Claim *ledger.ClaimState
+	Holding
+}
+
+// Stored returns consumerUUID's stored claim (GET /claims/{consumer_uuid})
+// and what the consumer holds now. A consumer that no claim placed (none,
+// or one whose allocations were written through the Placement API) is
+// fault.ErrNotFound with CodeNoClaim.
+func (c *Claimer) Stored(ctx context.Context, consumerUUID string) (*Stored, error) {
+	st, err := c.store.ClaimStateGet(ctx, consumerUUID)
+	if err != nil {
+		return nil, err
+	}
+	if st == nil {
+		return nil, &fault.Error{Kind: fault.ErrNotFound, Code: fault.CodeNoClaim, Msg: fmt.Sprintf(
+			"No claim for consumer '%s': no claim placed it (or its allocations were written through the Placement API).",
+			consumerUUID)}
+	}
+	return c.storedWith(ctx, st)
+}
+
+// storedWith is st with what its consumer holds now.
+func (c *Claimer) storedWith(ctx context.Context, st *ledger.ClaimState) (*Stored, error) {
+	h, err := c.holdingOf(ctx, st.ConsumerUUID)
+	if err != nil {
+		return nil, err
+	}
+	return &Stored{Claim: st, Holding: *h}, nil
+}
+
+// Lease renews consumerUUID's lease for seconds from now, or with nil
+// confirms the claim (PATCH /claims/{consumer_uuid}); see
+// ledger.Store.ClaimLeaseSet for what each does to each state and for
+// the refusals. A lease outside 1 s to Config.LeaseMax is
+// fault.ErrInvalid (CodeInvalidLease). Nothing changes on a refusal.
+func (c *Claimer) Lease(ctx context.Context, consumerUUID string, seconds *int64) (*Stored, error) {
+	if err := c.checkLease(seconds); err != nil {
+		return nil, err
+	}
+	var n int64
+	if seconds != nil {
+		n = *seconds
+	}
+	st, err := c.store.ClaimLeaseSet(ctx, consumerUUID, n)
+	if err != nil {
+		return nil, err
+	}
+	return c.storedWith(ctx, st)
+}
+
+// RunLeaseReaper runs ReapLeases every interval until ctx ends. A pass
+// that fails is logged and tried again at the next interval.
+func (c *Claimer) RunLeaseReaper(ctx context.Context, interval time.Duration) {
+	for {
+		if _, err := c.ReapLeases(ctx); err != nil && ctx.Err() == nil {
+			c.log.WarnContext(ctx, "claims: lease reaper pass failed", "error", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(interval):
+		}
+	}
+}
+
+// ReapLeases is one pass of the lease reaper: unless another process is
+// reaping (then it returns at once), it releases every provisional claim
+// whose lease has run out and reverts every move whose lease has, each in
+// a transaction of its own, and returns how many it released or
+// reverted. A claim that changed meanwhile is left alone (see the top of
+// this file); so is one whose release fails, until the next pass.
+func (c *Claimer) ReapLeases(ctx context.Context) (int, error) {
+	done := 0
+	_, err := c.store.Exclusive(ctx, ledger.LockClaimLeases, func(ctx context.Context) error {
+		var tr *reapTrace
+		defer func() { tr.end(done) }()
+		for {
+			expired, err := c.store.ClaimLeasesExpired(ctx, reapBatch)
+			if err != nil || len(expired) == 0 {
+				return err
+			}
+			if tr == nil {
+				ctx, tr = startReap(ctx)
+			}
+			n := 0
+			for _, st := range expired {
+				ok, err := c.expire(ctx, st)
+				if err != nil {
+					c.log.WarnContext(ctx, "claims: releasing an expired lease failed; next pass retries",
+						"consumer", st.ConsumerUUID, "state", st.State, "error", err)
+					continue
+				}
+				if ok {
+					n++
+				}
+			}
+			done += n
+			if n == 0 || len(expired) < reapBatch {
+				// Nothing more, or nothing that this pass can release.
+				return nil
+			}
+		}
+	})
+	return done, err
+}
+
+// expire releases st's allocations (a provisional claim) or reverts its
+// move (a moving one), and reports whether it did; false, nil when the
+// claim changed meanwhile and stays.
+func (c *Claimer) expire(ctx context.Context, st *ledger.ClaimState) (bool, error) {
+	start := time.Now()
+	action, err := c.expireClaim(ctx, st)
+	if errors.Is(err, errLeaseStays) {
+		c.log.DebugContext(ctx, "claims: an expired lease changed meanwhile; left alone", "consumer", st.ConsumerUUID)
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	leaseExpired(ctx, start, st.ConsumerUUID, action)
+	return true, nil
+}
+
+// errLeaseStays: the claim was confirmed, renewed or rewritten after the
+// reaper listed it.
+var errLeaseStays = errors.New("claims: lease no longer expired")
+
+// expireClaim does expire's write and logs it; it returns the action.
+func (c *Claimer) expireClaim(ctx context.Context, st *ledger.ClaimState) (string, error) {
+	h, err := c.hold(ctx, st.ConsumerUUID)
+	if errors.Is(err, fault.ErrNotFound) {
+		return "", errLeaseStays // gone already, and its stored claim with it
+	}
+	if err != nil {
+		return "", err
+	}
+	if st.State == ledger.ClaimMoving {
+		return c.expireMove(ctx, st)
+	}
+	gen := h.consumer.Generation
+	err = c.store.ClaimWrite(ctx, ledger.ClaimWriteParams{IfLeaseExpired: st.ConsumerUUID,
+		Consumers: []ledger.ConsumerAllocations{{ConsumerUUID: st.ConsumerUUID, ProjectID: h.consumer.ProjectID,
+			UserID: h.consumer.UserID, CheckGeneration: true, Generation: &gen}}})
+	if err := leaseStays(err); err != nil {
+		return "", err
+	}
+	c.log.InfoContext(ctx, "claims: lease expired; allocations released", "consumer", st.ConsumerUUID,
+		"lease_expires_at", expiry(st), "root", st.RootUUID, "allocations", allocationsLine(h.allocs))
+	return leaseReleased, nil
+}
+
+// expireMove reverts st's move, whose lease ran out: the source back to
+// the instance. A move whose migration consumer holds nothing any more
+// cannot be reverted; it is ended as confirmed (the instance keeps its
+// destination), with a warning.
+func (c *Claimer) expireMove(ctx context.Context, st *ledger.ClaimState) (string, error) {
+	m, err := c.moveOf(ctx, st.ConsumerUUID, "")
+	if errors.Is(err, fault.ErrNotFound) {
+		err = c.store.ClaimWrite(ctx, ledger.ClaimWriteParams{IfLeaseExpired: st.ConsumerUUID,
+			ForgetMove: st.ConsumerUUID, MoveEnd: ledger.MoveConfirmed})
+		if err := leaseStays(err); err != nil {
+			return "", err
+		}
+		c.log.WarnContext(ctx, "claims: lease of a move expired, but its source allocations are gone; move ended as confirmed",
+			"consumer", st.ConsumerUUID, "migration", st.MigrationUUID)
+		return leaseReverted, nil
+	}
+	if err != nil {
+		return "", err
+	}
+	if _, err := c.revert(ctx, st.ConsumerUUID, m, true); leaseStays(err) != nil {
+		return "", leaseStays(err)
+	}
+	c.log.InfoContext(ctx, "claims: lease of a move expired; move reverted", "consumer", st.ConsumerUUID,
+		"migration", m.consumer.UUID, "lease_expires_at", expiry(st), "allocations", allocationsLine(m.allocs))
+	return leaseReverted, nil
+}
+
+// leaseStays maps the refusals of a reaper's write that mean "the claim
+// changed meanwhile" (its lease was renewed or confirmed, or its
+// consumer written) to errLeaseStays.
+func leaseStays(err error) error {
+	if fault.HasCode(err, fault.ErrConflict, fault.CodeLeaseNotExpired) || generationConflict(err) {
+		return errLeaseStays
+	}
+	return err
+}
+
+// expiry is when st's lease ran out, for a log line (zero: none).
+func expiry(st *ledger.ClaimState) time.Time {
+	if st.LeaseExpiresAt == nil {
+		return time.Time{}
+	}
+	return st.LeaseExpiresAt.UTC()
+}
+
+// allocationsLine is allocs for a log line: "provider:CLASS=n,...".
+func allocationsLine(allocs []engine.Allocation) string {
+	var parts []string
+	for _, pr := range allocs {
+		for _, r := range pr.Resources {
+			parts = append(parts, fmt.Sprintf("%s:%s=%d", pr.ProviderUUID, r.Class, r.Amount))
+		}
+	}
+	return strings.Join(parts, ",")
+}
+
+// StoredRequest returns the request stored with consumerUUID's claim (a
+// JSON object, as Params.Request gave it), nil if no claim placed it.
+func (c *Claimer) StoredRequest(ctx context.Context, consumerUUID string) ([]byte, error) {
+	st, err := c.store.ClaimStateGet(ctx, consumerUUID)
+	if err != nil || st == nil {
+		return nil, err
+	}
+	return st.Request, nil
+}
