@@ -86,10 +86,15 @@ func (c *Claimer) resolveParams(ctx context.Context, p *Params) (*resolved, erro
 }
 
 // snapshot reads the ledger's snapshot for p: the one read a claim's
-// selection makes of the ledger (see Claim).
+// selection makes of the ledger (see Claim). It is the ranking snapshot,
+// which skips the catch-up with the other processes' writes that a
+// Placement read makes (ledger.Store.RankingSnapshot): the claim's write
+// re-checks capacity under the providers' locks, so ranking on a
+// snapshot a few milliseconds old costs at worst a retry on the next
+// candidate, and the claim saves a round trip to PostgreSQL.
 func (c *Claimer) snapshot(ctx context.Context, p *Params) (*engine.Snapshot, error) {
 	classes, traits := engine.ParamsNames(&p.Candidates)
-	return c.store.Snapshot(ctx, classes, traits)
+	return c.store.RankingSnapshot(ctx, classes, traits)
 }
 
 // resolve finds the provider of snap a uuid or name designates; unknown

@@ -59,6 +59,9 @@ type berthd struct {
 // dumpGoroutines makes berthd print its goroutines and exit (SIGQUIT), so
 // that the log of a test that hung shows where. It waits for the exit.
 func (b *berthd) dumpGoroutines() {
+	if b.proc == nil {
+		return // started elsewhere (remoteBerthd)
+	}
 	b.dumpOnce.Do(func() {
 		_ = b.proc.Signal(syscall.SIGQUIT)
 		select {

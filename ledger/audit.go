@@ -292,7 +292,9 @@ func (s *Store) Audit(ctx context.Context, p AuditParams) (AuditPage, error) {
 	}
 	var over []int64
 	if slices.ContainsFunc(kinds[start:], func(k auditKind) bool { return k.name == AuditOverCapacity }) {
-		snap, err := s.snap.get(ctx)
+		// Caught up with the change log (as a Placement read): a provider
+		// another process lowered before this request is a candidate.
+		snap, err := s.snap.get(ctx, true)
 		if err != nil {
 			return AuditPage{}, dbError(err)
 		}

@@ -7,14 +7,28 @@ import (
 )
 
 // Snapshot returns the engine's view of the ledger: a snapshot that
-// reflects every write this process committed before the call (and the
-// other processes' writes whose notifications have arrived; see
-// snapshotCache), with the names among classes and traits (resource
+// reflects every write committed before the call, by this process or any
+// other on the database (it catches up with the change log first:
+// changelog.go), with the names among classes and traits (resource
 // classes and traits the caller will resolve) checked against the
 // database. It writes nothing. The snapshot is immutable: a caller that
 // asks it several questions gets answers about one state.
 func (s *Store) Snapshot(ctx context.Context, classes, traits []string) (*engine.Snapshot, error) {
-	snap, err := s.snap.get(ctx)
+	return s.snapshot(ctx, true, classes, traits)
+}
+
+// RankingSnapshot is Snapshot without the catch-up's round trip: it
+// reflects every write this process committed before the call, and the
+// other processes' writes that a catch-up has found (one runs in the
+// background when they notify, and on every Snapshot). A claim ranks on
+// it: its write re-checks capacity under the providers' locks, so a
+// slightly stale ranking costs a retry, never an overcommit.
+func (s *Store) RankingSnapshot(ctx context.Context, classes, traits []string) (*engine.Snapshot, error) {
+	return s.snapshot(ctx, false, classes, traits)
+}
+
+func (s *Store) snapshot(ctx context.Context, fresh bool, classes, traits []string) (*engine.Snapshot, error) {
+	snap, err := s.snap.get(ctx, fresh)
 	if err != nil {
 		return nil, dbError(err)
 	}

@@ -107,3 +107,78 @@ func BenchmarkClaimBatchStatement(b *testing.B) {
 	b.ReportMetric(float64(cpuA)*10/n, "pg-ms/claim-per-statement")
 	b.ReportMetric(float64(cpuB)*10/n, "pg-ms/claim-set")
 }
+
+// BenchmarkChangeLogTriggers is what the change log's triggers
+// (migrations/0008) cost PostgreSQL per claim: alternating rounds, with
+// the triggers on and off (ALTER TABLE ... DISABLE TRIGGER USER, from
+// another connection, before each round), of 10 lone claims (one
+// pipeline each, as an idle writer sends them) and of 10 batches of 16
+// (batchWriteSQL), on 2,000 seeded providers, in the backend's CPU:
+//
+//	go test -run '^$' -bench ChangeLogTriggers -benchtime 20x -count 3 ./ledger/
+func BenchmarkChangeLogTriggers(b *testing.B) {
+	ctx := context.Background()
+	e, pid := newBackendBench(b, ctx)
+	const batch, rounds = 16, 10
+	seq := 0
+	claims := func(n int) []fastClaim {
+		fcs := make([]fastClaim, n)
+		for j := range fcs {
+			seq++
+			_, rp := e.seededProvider(seq)
+			fc, ok := fastClaimOf(claimAt(md5UUID(fmt.Sprint("trig", seq)), rp, 1).Consumers)
+			if !ok {
+				b.Fatal("not a fast claim")
+			}
+			fcs[j] = fc
+		}
+		return fcs
+	}
+	triggers := func(on bool) {
+		verb := map[bool]string{true: "ENABLE", false: "DISABLE"}[on]
+		for _, table := range []string{"allocations", "resource_providers", "inventories", "resource_provider_traits", "resource_provider_aggregates"} {
+			if _, err := e.admin.Exec(ctx, "ALTER TABLE "+table+" "+verb+" TRIGGER USER"); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	lone := func() {
+		for range rounds {
+			if ws, err := e.store.sendWrites(ctx, claims(1)); err != nil || ws[0] == nil {
+				b.Fatal("lone claim:", err)
+			}
+		}
+	}
+	batched := func() {
+		for range rounds {
+			if _, first, err := e.store.sendBatchWrite(ctx, claims(batch)); err != nil || first != batch {
+				b.Fatal("batch:", err, first)
+			}
+		}
+	}
+	lone()
+	batched()
+	var cpu [2][2]int64 // [triggers on][batched]
+	b.ResetTimer()
+	for i := range b.N {
+		for k := range 2 {
+			on := (i+k)%2 == 0
+			triggers(on)
+			lone() // replans after the ALTER, unmeasured
+			before := backendCPU(b, pid)
+			lone()
+			mid := backendCPU(b, pid)
+			batched()
+			after := backendCPU(b, pid)
+			o := map[bool]int{true: 1, false: 0}[on]
+			cpu[o][0] += mid - before
+			cpu[o][1] += after - mid
+		}
+	}
+	triggers(true)
+	nLone, nBatched := float64(b.N*rounds), float64(b.N*rounds*batch)
+	b.ReportMetric(float64(cpu[0][0])*10/nLone, "pg-ms/lone-claim-off")
+	b.ReportMetric(float64(cpu[1][0])*10/nLone, "pg-ms/lone-claim-on")
+	b.ReportMetric(float64(cpu[0][1])*10/nBatched, "pg-ms/batched-claim-off")
+	b.ReportMetric(float64(cpu[1][1])*10/nBatched, "pg-ms/batched-claim-on")
+}

@@ -505,6 +505,9 @@ func (s *Store) sendClaimPipeline(ctx context.Context, fcs []fastClaim, ws []*ow
 	}
 	b := planAndLock(providers)
 	queue(b)
+	// The transaction's id, for the snapshot to know its own change rows
+	// (changelog.go): one more statement in the same pipeline.
+	b.Queue(sqlOwnXid)
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return err
@@ -518,6 +521,15 @@ func (s *Store) sendClaimPipeline(ctx context.Context, fcs []fastClaim, ws []*ow
 	}
 	if err := read(br); err != nil {
 		return err
+	}
+	xid, err := ownXid(br)
+	if err != nil {
+		return err
+	}
+	for _, w := range ws {
+		if w != nil {
+			w.xid = xid
+		}
 	}
 	if err := br.Close(); err != nil {
 		return err

@@ -50,7 +50,9 @@
 //     provider_group.go;
 //   - the snapshot: candidates.go (the engine's reads through a fresh
 //     snapshot), snapshot_cache.go (loading it and keeping it fresh),
-//     notifier.go (telling the other processes what changed), cloud.go
-//     (what scheduler units and scriptlets ask about the cloud);
+//     changelog.go (catching it up with every process's commits through
+//     the change log, and trimming the log), notifier.go (telling the
+//     other processes that something changed: a hint), cloud.go (what
+//     scheduler units and scriptlets ask about the cloud);
 //   - Placement's quirks: pyorder.go (Python's set order), uuid.go.
 package ledger

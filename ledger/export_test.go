@@ -58,3 +58,19 @@ func ProviderGroups(s *Store) (groups, writes int64) {
 // QueuedProviderWrites reports how many provider writes wait for s's
 // provider writers.
 func QueuedProviderWrites(s *Store) int { return len(s.trips.queue) }
+
+// OpenMuted opens a Store that sends no change notification, as a
+// process killed between each commit and its notification: its peers
+// learn of its writes from the change log alone.
+func OpenMuted(ctx context.Context, cfg Config) (*Store, error) {
+	cfg.muteNotifications = true
+	return Open(ctx, cfg)
+}
+
+// SnapshotWork reports how many catch-ups, partial reloads and full
+// loads s's snapshot cache has done.
+func SnapshotWork(s *Store) (catchUps, partial, full int64) {
+	s.snap.mu.Lock()
+	defer s.snap.mu.Unlock()
+	return s.snap.catchUps, s.snap.partialLoads, s.snap.fullLoads
+}

@@ -168,8 +168,9 @@ func schemaStatus(ctx context.Context, db interface {
 
 // SnapshotListening reports whether the store's change listener is
 // connected. Until it is (at start, and after the connection is lost),
-// every read of the snapshot reloads it in full from PostgreSQL, since
-// changes made by other processes could otherwise go unseen.
+// every read of the snapshot catches up with the change log, claims'
+// rankings too, since no notification wakes a catch-up in the
+// background.
 func (s *Store) SnapshotListening() bool {
 	s.snap.mu.Lock()
 	defer s.snap.mu.Unlock()

@@ -212,7 +212,7 @@ func pyOrderInventories(ids []int64, invs []Inventory) []Inventory {
 // InventoryList returns a provider's inventories and generation.
 func (s *Store) InventoryList(ctx context.Context, providerUUID string) (ProviderInventories, error) {
 	var out ProviderInventories
-	err := s.withTx(ctx, func(t *txn) error {
+	err := s.readTx(ctx, func(t *txn) error {
 		ref, err := lookupProvider(ctx, t, providerUUID)
 		if err != nil {
 			return err

@@ -8,9 +8,11 @@ import (
 	"time"
 )
 
-// notifier tells the other processes on the database which providers
+// notifier tells the other processes on the database that providers
 // changed, after commit, coalescing the changes of many transactions into
-// few notifications.
+// few notifications. A notification is a hint: it wakes a catch-up with
+// the change log in its receivers (changelog.go), which keeps their
+// snapshots warm; what they read is decided by the change log alone.
 //
 // Why not pg_notify inside each write transaction: PostgreSQL serialises
 // the commits of every transaction that notified, cluster-wide, under one
@@ -19,12 +21,10 @@ import (
 // 1,880 single-row update transactions/s, 414/s when each also notifies.
 // Claims write at the rate of the former only if they do not notify.
 //
-// The price: a process killed between a commit and the notification
-// (microseconds to milliseconds) leaves the other processes' snapshots
-// stale for those providers until their periodic full reload. A stale
-// snapshot costs failed write attempts (a claim moves on to the next
-// candidate, a two-step client gets a 409), never an overcommit: every
-// write re-checks capacity under row locks.
+// A process killed between a commit and the notification (microseconds
+// to milliseconds) sends none: its peers' next reads find the commit in
+// the change log all the same, and their next background catch-up (at
+// most warmInterval later) brings it to their claims' rankings.
 type notifier struct {
 	send   func(ctx context.Context, payloads []string) error
 	sender string

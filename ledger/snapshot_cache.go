@@ -17,17 +17,18 @@ import (
 
 // snapshotCache keeps the current Snapshot fresh.
 //
-// Freshness contract: a reader that starts after a write transaction of
-// this process committed sees that write (read-your-writes), because the
-// Store's change hook marks the touched providers dirty before the write
-// returns and the next reader reloads them before computing. Writes made by
-// other processes on the same database arrive through PostgreSQL
-// notifications on channel notifyChannel, usually within milliseconds.
-// While the listening connection is down (PostgreSQL restarting, say),
-// every reader reloads everything, and the first reload after it is back
-// is a full one, so no reader gets a snapshot that missed a notification.
-// A periodic full reload repairs anything else (a write made outside
-// Berth).
+// Freshness contract: a reader that catches up (get with fresh set, every
+// read of a Placement route) sees every write committed before it began,
+// whichever process made it: it waits for a catch-up with the change log
+// that started after it began (changelog.go), then reloads what that
+// marked dirty. A reader that does not (a claim's ranking) sees every
+// write this process committed before it began (read-your-writes: the
+// Store's change hook applies the write or marks its providers dirty
+// before the write returns) and the other processes' writes that a
+// catch-up has found, which a notification from them wakes in the
+// background, usually within milliseconds; while the change listener is
+// disconnected, such a reader catches up too. A periodic full reload
+// repairs anything else.
 //
 // Candidates computed from a snapshot are advisory: every allocation write
 // re-checks capacity in the database, so a slightly stale snapshot can
@@ -36,6 +37,8 @@ type snapshotCache struct {
 	// txs begins its loads' transactions; txs.pool serves its other reads.
 	txs txBeginner
 	log *slog.Logger
+	// bg is the context of the background work (catch-ups, warm).
+	bg context.Context
 
 	// reloadMu serialises reloads so that one reader reloads while the
 	// others wait for its result instead of querying the same rows.
@@ -45,12 +48,23 @@ type snapshotCache struct {
 	cur   *engine.Snapshot   // nil until the first load
 	dirty map[int64]struct{} // providers changed since cur was built
 	all   bool               // anything may have changed since cur was built
+	// loading is set while a reload holds marks it took from dirty and
+	// all: until it publishes, cur does not reflect them.
+	loading bool
+	// w is the database snapshot the cache has caught up to (nil until
+	// the first load); own holds the ids of this process's transactions
+	// not visible in w whose changes are in cur or dirty (changelog.go).
+	w   *pgSnapshot
+	own map[uint64]struct{}
+	// cu shares catch-ups among readers (changelog.go).
+	cu catchUps
+	// kicks wakes warm for a catch-up (capacity 1).
+	kicks chan struct{}
 	// listening is true while the change listener is connected and
 	// listening; while it is false other processes' changes go unheard.
 	listening bool
-	// fullStarted counts full loads begun; fullDone is the number of the
-	// last one that succeeded (see reload).
-	fullStarted, fullDone uint64
+	// catchUps, partialLoads and fullLoads count what was done.
+	catchUps, partialLoads, fullLoads int64
 }
 
 // notifyChannel is the PostgreSQL channel write transactions notify with
@@ -79,8 +93,11 @@ func fullReloadAbove(cur *engine.Snapshot) int {
 	return max(partialReloadMax, cur.Len()/partialReloadShare)
 }
 
-func newSnapshotCache(txs txBeginner, log *slog.Logger) *snapshotCache {
-	return &snapshotCache{txs: txs, log: log, dirty: map[int64]struct{}{}}
+// newSnapshotCache returns an empty cache whose background catch-ups run
+// on bg.
+func newSnapshotCache(bg context.Context, txs txBeginner, log *slog.Logger) *snapshotCache {
+	return &snapshotCache{txs: txs, log: log, bg: bg, dirty: map[int64]struct{}{}, own: map[uint64]struct{}{},
+		kicks: make(chan struct{}, 1)}
 }
 
 // invalidate marks providers dirty (all=true: everything). It never blocks
@@ -98,53 +115,61 @@ func (c *snapshotCache) invalidate(ids []int64, all bool) {
 }
 
 // get returns a snapshot that reflects every write this process committed
-// before the call, and every write another process committed before the
-// call whose notification has arrived. While the change listener is not
-// connected, notifications are lost, so get then returns only a snapshot
-// fully loaded after the call began: a reader never silently gets data that
-// may be stale, it gets fresh data or the database's error.
-func (c *snapshotCache) get(ctx context.Context) (*engine.Snapshot, error) {
+// before the call and, when fresh is set, every write any process
+// committed before the call (see the freshness contract). While the
+// change listener is not connected every reader catches up, fresh or
+// not. It returns fresh data or the database's error.
+func (c *snapshotCache) get(ctx context.Context, fresh bool) (*engine.Snapshot, error) {
 	c.mu.Lock()
-	cur, stale := c.cur, c.cur == nil || c.all || len(c.dirty) > 0 || !c.listening
-	seen := c.fullStarted
+	loaded, deaf := c.cur != nil, !c.listening
+	c.mu.Unlock()
+	if !loaded {
+		// The first load, ours or another reader's (which may have
+		// started before us: the catch-up below covers that).
+		if _, err := c.reload(ctx, false); err != nil {
+			return nil, err
+		}
+	}
+	if fresh || deaf {
+		if err := c.awaitCatchUp(ctx); err != nil {
+			return nil, err
+		}
+	}
+	c.mu.Lock()
+	// A reload under way may hold marks this reader needs: it waits for
+	// it (reload), then for the marks left.
+	cur, stale := c.cur, c.all || len(c.dirty) > 0 || c.loading
 	c.mu.Unlock()
 	if !stale {
 		return cur, nil
 	}
-	return c.reload(ctx, false, seen)
+	return c.reload(ctx, false)
 }
 
 // reload brings the snapshot up to date: the dirty providers only, or
 // everything when full is set, nothing was loaded yet, a change touched
-// everything, many providers are dirty, or the listener is disconnected.
-// Dirty marks are taken before the database is read, so a write that
-// commits during the reload stays marked for the next reader. seen is the
-// count of full loads started when the caller found the snapshot stale: a
-// full load started after that, completed while the caller waited, serves
-// it too.
-func (c *snapshotCache) reload(ctx context.Context, full bool, seen uint64) (*engine.Snapshot, error) {
+// everything or many providers are dirty. Dirty marks are taken before
+// the database is read, so a write that commits during the reload stays
+// marked for the next reader.
+func (c *snapshotCache) reload(ctx context.Context, full bool) (*engine.Snapshot, error) {
 	c.reloadMu.Lock()
 	defer c.reloadMu.Unlock()
 
 	c.mu.Lock()
-	cur, dirty, all, deaf := c.cur, c.dirty, c.all, !c.listening
-	if cur != nil && !all && len(dirty) == 0 && !full && (!deaf || c.fullDone > seen) {
+	cur, dirty, all := c.cur, c.dirty, c.all
+	if cur != nil && !all && len(dirty) == 0 && !full {
 		c.mu.Unlock()
 		return cur, nil // another reader reloaded while we waited
 	}
-	c.dirty, c.all = map[int64]struct{}{}, false
-	full = full || deaf || cur == nil || all || len(dirty) > fullReloadAbove(cur)
-	var seq uint64
-	if full {
-		c.fullStarted++
-		seq = c.fullStarted
-	}
+	c.dirty, c.all, c.loading = map[int64]struct{}{}, false, true
+	full = full || cur == nil || all || len(dirty) > fullReloadAbove(cur)
 	c.mu.Unlock()
 
 	var next *engine.Snapshot
+	var w *pgSnapshot
 	var err error
 	if full {
-		next, err = c.loadAll(ctx)
+		next, w, err = c.loadAll(ctx)
 	} else {
 		ids := make([]int64, 0, len(dirty))
 		for id := range dirty {
@@ -154,6 +179,7 @@ func (c *snapshotCache) reload(ctx context.Context, full bool, seen uint64) (*en
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.loading = false
 	if err != nil {
 		// Put the marks back so the next reader tries again.
 		c.all = c.all || all
@@ -164,7 +190,11 @@ func (c *snapshotCache) reload(ctx context.Context, full bool, seen uint64) (*en
 	}
 	c.cur = next
 	if full {
-		c.fullDone = seq
+		// Everything visible in w is in next (changelog.go).
+		c.setW(w)
+		c.fullLoads++
+	} else {
+		c.partialLoads++
 	}
 	return next, nil
 }
@@ -213,15 +243,25 @@ const (
 	sqlTraitsByName  = `SELECT id, name FROM traits WHERE name = ANY($1)`
 )
 
-// loadAll reads every provider and every name.
-func (c *snapshotCache) loadAll(ctx context.Context) (*engine.Snapshot, error) {
+// loadAll reads every provider and every name, and the database
+// snapshot they were read in.
+func (c *snapshotCache) loadAll(ctx context.Context) (*engine.Snapshot, *pgSnapshot, error) {
 	start := time.Now()
 	var n *engine.Names
 	var provs map[int64]*engine.ProviderRecord
+	var w *pgSnapshot
 	// One read-only transaction, so the statements of the load see one
 	// state of the database; fn may run more than once (withTx).
 	_, err := c.txs.withTx(ctx, txReadOnly, func(tx *txn) error {
 		n = engine.NewNames() // afresh if the transaction is run again
+		var text, timeline string
+		if err := tx.QueryRow(ctx, sqlSnapshotNow).Scan(&text, &timeline); err != nil {
+			return err
+		}
+		var err error
+		if w, err = parsePgSnapshot(text, timeline); err != nil {
+			return err
+		}
 		if err := scanPairs(ctx, tx, sqlSnapClasses, n.AddClass); err != nil {
 			return err
 		}
@@ -231,12 +271,11 @@ func (c *snapshotCache) loadAll(ctx context.Context) (*engine.Snapshot, error) {
 		if err := scanPairs(ctx, tx, sqlSnapAllAggs, n.AddAggregate); err != nil {
 			return err
 		}
-		var err error
 		provs, err = loadProviders(ctx, tx, nil, n)
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("ledger: snapshot: %w", err)
+		return nil, nil, fmt.Errorf("ledger: snapshot: %w", err)
 	}
 	list := make([]*engine.ProviderRecord, 0, len(provs))
 	for _, p := range provs {
@@ -244,7 +283,7 @@ func (c *snapshotCache) loadAll(ctx context.Context) (*engine.Snapshot, error) {
 	}
 	s := engine.New(list, n)
 	c.log.Debug("ledger snapshot loaded", "providers", len(list), "duration", time.Since(start))
-	return s, nil
+	return s, w, nil
 }
 
 // loadSome reloads the providers with the given ids into a copy of cur.
@@ -587,9 +626,11 @@ func parseNotifyPayload(payload string) (sender string, ids []int64, all bool, o
 const listenMaxBackoff = 2 * time.Second
 
 // listen receives other processes' change notifications until ctx ends,
-// reconnecting with a bounded backoff. While it is disconnected, readers
-// reload fully (see get). After each (re)connection it marks everything
-// dirty, since notifications sent while it was away are lost.
+// reconnecting with a bounded backoff. A notification is a hint only: it
+// wakes a catch-up in the background (warm), which finds in the change
+// log what changed. While it is disconnected, every reader catches up
+// (see get); after each (re)connection it wakes a catch-up, since
+// notifications sent while it was away are lost.
 func (c *snapshotCache) listen(ctx context.Context, cfg *pgx.ConnConfig, self string) {
 	backoff := 100 * time.Millisecond
 	for ctx.Err() == nil {
@@ -600,22 +641,20 @@ func (c *snapshotCache) listen(ctx context.Context, cfg *pgx.ConnConfig, self st
 		if err == nil {
 			backoff = 100 * time.Millisecond
 			c.mu.Lock()
-			if c.cur != nil {
-				c.all = true
-			}
 			c.listening = true
 			c.mu.Unlock()
+			c.kick()
 			for {
 				note, werr := conn.WaitForNotification(ctx)
 				if werr != nil {
 					err = werr
 					break
 				}
-				sender, ids, all, ok := parseNotifyPayload(note.Payload)
+				sender, _, _, ok := parseNotifyPayload(note.Payload)
 				if !ok || sender == self {
 					continue
 				}
-				c.invalidate(ids, all)
+				c.kick()
 			}
 			c.mu.Lock()
 			c.listening = false
@@ -654,7 +693,7 @@ func (c *snapshotCache) refreshEvery(ctx context.Context, interval time.Duration
 		if !loaded {
 			continue // nobody has asked for a snapshot yet
 		}
-		if _, err := c.reload(ctx, true, 0); err != nil && ctx.Err() == nil {
+		if _, err := c.reload(ctx, true); err != nil && ctx.Err() == nil {
 			c.log.Warn("ledger: periodic snapshot refresh failed", "error", oneLine(err))
 		}
 	}
@@ -680,6 +719,8 @@ func scanProviderLinks(rows pgx.Rows, add func(provider int64, id int32, name st
 // answered it: the providers' new generations and updated_at, and the
 // allocations added.
 type ownWrite struct {
+	// xid is the id of the transaction that wrote it (0: unknown).
+	xid            uint64
 	providers      []int64
 	generations    []int64
 	updatedAt      []time.Time
@@ -697,23 +738,28 @@ type ownWrite struct {
 // the same provider then applies on top of it. Every other provider of
 // ids is marked dirty as invalidate does, as are all of them when a
 // reload is under way (it could replace the patched snapshot with one
-// built before it) or the snapshot is not trusted (not listening, all
-// dirty). Like invalidate, it never waits for a reload, and the snapshot
-// reflects the writes before they return (read-your-writes).
+// built before it) or everything is dirty. Like invalidate, it never
+// waits for a reload, and the snapshot reflects the writes before they
+// return (read-your-writes). Either way the writes' changes are then in
+// cur or dirty, and their transactions are noted as the process's own,
+// which the next catch-up skips (changelog.go).
 func (c *snapshotCache) applyOwnWrites(ids []int64, ws []*ownWrite) {
 	if !c.reloadMu.TryLock() {
-		c.invalidate(ids, false)
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.markOwn(ids, ws)
 		return
 	}
 	defer c.reloadMu.Unlock()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	cur := c.cur
-	if cur == nil || c.all || !c.listening {
-		for _, id := range ids {
-			c.dirty[id] = struct{}{}
-		}
+	if cur == nil || c.all {
+		c.markOwn(ids, ws)
 		return
+	}
+	for _, w := range ws {
+		c.noteOwn(w.xid)
 	}
 	changed := make(map[int64]*engine.ProviderRecord, len(ids))
 	failed := make(map[int64]bool)
@@ -764,5 +810,16 @@ func (c *snapshotCache) applyOwnWrites(ids []int64, ws []*ownWrite) {
 	}
 	if len(changed) > 0 {
 		c.cur = cur.WithProviders(changed, nil, cur.Names())
+	}
+}
+
+// markOwn marks the providers of the process's own writes ws dirty and
+// notes their transactions. c.mu is held.
+func (c *snapshotCache) markOwn(ids []int64, ws []*ownWrite) {
+	for _, id := range ids {
+		c.dirty[id] = struct{}{}
+	}
+	for _, w := range ws {
+		c.noteOwn(w.xid)
 	}
 }

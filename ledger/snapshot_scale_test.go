@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -16,7 +17,7 @@ import (
 func BenchmarkApplyOwnWrites(b *testing.B) {
 	for _, n := range []int{1000, 100000} {
 		b.Run(fmt.Sprintf("N=%d/claims=16", n), func(b *testing.B) {
-			c := newSnapshotCache(txBeginner{}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+			c := newSnapshotCache(context.Background(), txBeginner{}, slog.New(slog.NewTextHandler(io.Discard, nil)))
 			c.cur, c.listening = enginetest.FlatCloud(n), true
 			b.ReportAllocs()
 			now := time.Now()

@@ -64,11 +64,19 @@ type Config struct {
 	// to answer its retries (claim_records.go); older ones are purged. 0
 	// means DefaultClaimRequestTTL; negative keeps them for ever.
 	ClaimRequestTTL time.Duration
+	// ChangeLogRetention is how long the change log's rows are kept
+	// (changelog.go): a process that has not caught up for longer
+	// reloads its whole snapshot. 0 means DefaultChangeLogRetention; a
+	// negative value keeps them for ever (tests only).
+	ChangeLogRetention time.Duration
 
 	// poolHook, when set (by tests), adjusts the pool's configuration
 	// last, before the pool connects: tests add a tracer or a notice
 	// handler to every connection.
 	poolHook func(*pgxpool.Config)
+	// muteNotifications, set by tests only, sends no change
+	// notification: peers learn of the writes from the change log alone.
+	muteNotifications bool
 }
 
 // Defaults for Config.
@@ -80,6 +88,12 @@ const (
 	DefaultAcquireTimeout  = 5 * time.Second
 	DefaultClaimFailureTTL = 24 * time.Hour
 )
+
+// warmInterval is how often a process catches its snapshot up in the
+// background when nothing wakes it sooner: well within
+// DefaultChangeLogRetention, so an idle process never needs a full
+// reload for want of trimmed rows.
+const warmInterval = 15 * time.Second
 
 // Store is the ledger. It is safe for concurrent use.
 type Store struct {
@@ -179,10 +193,15 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		pool.Close()
 		return nil, dbError(checkPrimary(ctx, cfg.DatabaseURL, err))
 	}
-	s.snap = newSnapshotCache(s.txs, cfg.Logger)
-	s.notes = newNotifier(s.sender, s.sendNotifications, cfg.Logger)
 	bg, stop := context.WithCancel(context.WithoutCancel(ctx))
 	s.stop = stop
+	s.snap = newSnapshotCache(bg, s.txs, cfg.Logger)
+	send := s.sendNotifications
+	if cfg.muteNotifications {
+		send = func(context.Context, []string) error { return nil }
+	}
+	s.notes = newNotifier(s.sender, send, cfg.Logger)
+	s.followChanges(bg, cfg.ChangeLogRetention)
 	s.bg.Add(1)
 	go func() { defer s.bg.Done(); s.notes.run(bg) }()
 	if cfg.ClaimWriters == 0 {
@@ -223,6 +242,23 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		go func() { defer s.bg.Done(); s.snap.refreshEvery(bg, cfg.SnapshotRefresh) }()
 	}
 	return s, nil
+}
+
+// followChanges starts the background work of the change log
+// (changelog.go): the catch-ups that keep the snapshot warm, and the
+// trimming of rows older than retention (0: DefaultChangeLogRetention;
+// negative: never).
+func (s *Store) followChanges(bg context.Context, retention time.Duration) {
+	s.bg.Add(1)
+	go func() { defer s.bg.Done(); s.snap.warm(bg, warmInterval) }()
+	if retention == 0 {
+		retention = DefaultChangeLogRetention
+	}
+	if retention > 0 {
+		s.bg.Add(1)
+		every := max(retention/4, time.Second)
+		go func() { defer s.bg.Done(); s.trimChanges(bg, retention, every) }()
+	}
 }
 
 // Close stops the background work and releases the connection pool.

@@ -143,6 +143,15 @@ func (s *Store) withTx(ctx context.Context, fn func(t *txn) error) error {
 	return err
 }
 
+// readTx runs fn in a read-only transaction (txBeginner.withTx: fn may
+// run more than once) whose statements all see one state of the
+// database: a read of several statements (a provider's generation and
+// its usages) answers as of one moment, as Placement's does.
+func (s *Store) readTx(ctx context.Context, fn func(t *txn) error) error {
+	_, err := s.txs.withTx(ctx, txReadOnly, fn)
+	return err
+}
+
 // backoff waits before retry number attempt+1 of a transaction that
 // failed with err, growing quadratically (5 ms, 20 ms, 45 ms, ...). It
 // returns err joined with the context's error if ctx ends first.

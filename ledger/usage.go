@@ -21,7 +21,7 @@ type ProviderUsages struct {
 // ProviderUsagesGet returns a provider's usages.
 func (s *Store) ProviderUsagesGet(ctx context.Context, providerUUID string) (ProviderUsages, error) {
 	var out ProviderUsages
-	err := s.withTx(ctx, func(t *txn) error {
+	err := s.readTx(ctx, func(t *txn) error {
 		ref, err := lookupProvider(ctx, t, providerUUID)
 		if err != nil {
 			return err

@@ -8,8 +8,11 @@
 # shared machine's speed (which moves one size's figure by 20% between runs a
 # minute apart) weighs on both alike; the two sides swap places (start order,
 # port) every other run. Prints each run's claims/s and berthd CPU per claim,
-# then the medians and the median ratio B/A of the CPU per claim. Nothing is
-# asserted.
+# then the medians and the median ratio B/A of the CPU per claim. With
+# --reads K, each run first times the read suite of "berth-load candidates"
+# (K iterations of each query) on each side, one side after the other, and
+# the end prints each query's median latency per side (the median over the
+# runs of each run's median). Nothing is asserted.
 #
 # Usage:
 #   scripts/claims-ab.sh --a BIN [--b BIN] [--sizes "N" | --sizes "NA NB"] [options]
@@ -17,7 +20,9 @@
 #   --a BIN, --b BIN  the two berthd builds (--b defaults to --a: then give two sizes)
 #   --sizes "NA NB"   providers of side A and of side B (one N: both; default 100000)
 #   --clients C       claim clients per side (default 32)
-#   --duration D      timed claiming per run (default 20s)
+#   --duration D      timed claiming per run (default 20s; 0: no claims)
+#   --reads K         time the read suite, K iterations of each query, per run
+#                     and side (default 0: none)
 #   --runs K          runs (default 4)
 #   --memlimit SIZE   GOMEMLIMIT of both berthds (default 450MiB)
 #   --out DIR         reports and logs (default a new temp dir)
@@ -33,7 +38,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
 die() { echo "claims-ab.sh: $*" >&2; exit 1; }
 
-binA="" binB="" sizes=100000 clients=32 duration=20s runs=4 memlimit=450MiB out="" scriptA="" scriptB=""
+binA="" binB="" sizes=100000 clients=32 duration=20s runs=4 memlimit=450MiB out="" reads=0 scriptA="" scriptB=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --a) binA=$2; shift 2 ;;
@@ -41,6 +46,7 @@ while [ $# -gt 0 ]; do
     --sizes) sizes=$2; shift 2 ;;
     --clients) clients=$2; shift 2 ;;
     --duration) duration=$2; shift 2 ;;
+    --reads) reads=$2; shift 2 ;;
     --runs) runs=$2; shift 2 ;;
     --memlimit) memlimit=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
@@ -141,6 +147,21 @@ for r in $(seq "$runs"); do
   for s in "${order[@]}"; do
     "$load" wait --url "${url_of[$s]}" --path "$first_path" --timeout 600s >/dev/null || die "side $s did not answer; see $out/server-$r-$s.log"
   done
+  if [ "$reads" -gt 0 ]; then
+    for s in "${order[@]}"; do
+      "$load" candidates --url "${url_of[$s]}" --iterations "$reads" --warmup 2 --keepalive on -q >"$out/reads-$r-$s.txt" 2>&1
+      # "R SIDE QUERY MEDIAN_MS" per query of the report's table.
+      awk -v r="$r" -v s="$s" '$1 ~ /^[a-z]-/ && $2 ~ /^[0-9]+$/ { m = $3; sub(/ms$/, "", m); print r, s, $1, m }' \
+        "$out/reads-$r-$s.txt" >>"$out/reads.txt"
+    done
+    echo "reads run $r: $(awk -v r="$r" '$1 == r { printf "%s %s %sms  ", $2, $3, $4 }' "$out/reads.txt")"
+  fi
+  if [ "$duration" = 0 ]; then
+    for p in "${side_pid[@]}"; do pid=$p; stop_target; done
+    for d in "${side_db[@]}"; do db=$d; drop_db; done
+    side_pid=() side_db=()
+    continue
+  fi
   waits=()
   for s in "${order[@]}"; do
     n=$nA; [ "$s" = B ] && n=$nB
@@ -163,6 +184,27 @@ for r in $(seq "$runs"); do
   for d in "${side_db[@]}"; do db=$d; drop_db; done
   side_pid=() side_db=()
 done
+
+if [ "$reads" -gt 0 ]; then
+  # reads.txt: "R SIDE QUERY MEDIAN_MS"; per side and query, the median
+  # over the runs.
+  awk '
+    function median(a, n,   i, j, t) {
+      for (i = 2; i <= n; i++) for (j = i; j > 1 && a[j-1] > a[j]; j--) { t = a[j]; a[j] = a[j-1]; a[j-1] = t }
+      return n % 2 ? a[(n+1)/2] : (a[n/2] + a[n/2+1]) / 2
+    }
+    { k = $3; q[k] = 1; n[$2, k]++; v[$2, k, n[$2, k]] = $4 }
+    END {
+      for (k in q) {
+        na = n["A", k]; nb = n["B", k]
+        for (i = 1; i <= na; i++) a[i] = v["A", k, i]
+        for (i = 1; i <= nb; i++) b[i] = v["B", k, i]
+        ma = median(a, na); mb = median(b, nb)
+        printf "read %s: median of %d runs: A %.2f ms, B %.2f ms, B/A %.2f\n", k, na, ma, mb, (ma > 0 ? mb / ma : 0)
+      }
+    }' "$out/reads.txt" | sort
+fi
+[ "$duration" = 0 ] && exit 0
 
 # runs.txt: "run R: A RATE CPU B RATE CPU"
 awk '

@@ -136,6 +136,10 @@ func options() []option {
 				"up to 32 per transaction. 0: each write in a transaction of its own."},
 		{flag: "snapshot-refresh", arg: "DURATION", envs: []string{"BERTH_SNAPSHOT_REFRESH"},
 			help: "Full reload interval of the in-memory ledger snapshot (e.g. 5m); negative disables."},
+		{flag: "change-log-retention", arg: "DURATION", envs: []string{"BERTH_CHANGE_LOG_RETENTION"},
+			help: "How long the change log keeps a write's row for the other berthd processes to\n" +
+				"catch up with (e.g. 2m); one that has not caught up for longer reloads its whole\n" +
+				"snapshot. At least 30s: idle processes catch up every 15s."},
 		{flag: "db-max-conns", arg: "N", envs: []string{"BERTH_DB_MAX_CONNS"},
 			help: "Most PostgreSQL connections berthd opens."},
 		{flag: "db-min-conns", arg: "N", envs: []string{"BERTH_DB_MIN_CONNS"},
@@ -242,6 +246,7 @@ func newFlagSet(cfg *daemon.Config) *flag.FlagSet {
 	fs.IntVar(&cfg.ClaimWriters, "claim-writers", cfg.ClaimWriters, "")
 	fs.IntVar(&cfg.ProviderWriters, "provider-writers", cfg.ProviderWriters, "")
 	fs.DurationVar(&cfg.SnapshotRefresh, "snapshot-refresh", cfg.SnapshotRefresh, "")
+	fs.DurationVar(&cfg.ChangeLogRetention, "change-log-retention", cfg.ChangeLogRetention, "")
 	fs.IntVar(&cfg.DBMaxConns, "db-max-conns", cfg.DBMaxConns, "")
 	fs.IntVar(&cfg.DBMinConns, "db-min-conns", cfg.DBMinConns, "")
 	fs.DurationVar(&cfg.DBConnectTimeout, "db-connect-timeout", cfg.DBConnectTimeout, "")

@@ -130,6 +130,10 @@ type Config struct {
 	// safety net behind change notifications. Default 5m; negative
 	// disables the periodic reload.
 	SnapshotRefresh time.Duration
+	// ChangeLogRetention is how long the change log keeps a write's row
+	// for the other processes to catch up with
+	// (ledger.Config.ChangeLogRetention). Default 2m; at least 30s.
+	ChangeLogRetention time.Duration
 	// DBMaxConns caps the PostgreSQL connection pool. Default 16.
 	DBMaxConns int
 	// DBMinConns is how many pool connections are kept open while idle.
@@ -243,24 +247,25 @@ var logLevels = map[string]slog.Level{
 // $XDG_DATA_HOME nor the home directory is known.
 func Default() Config {
 	return Config{
-		Listen:           DefaultListen,
-		DataDir:          defaultDataDir(),
-		LogLevel:         "info",
-		LogFormat:        LogFormatText,
-		Auth:             httpapi.AuthNoAuth2,
-		Keystone:         defaultKeystone(),
-		Policy:           authz.SetAdmin,
-		MaxCandidates:    engine.DefaultMaxCandidates,
-		ClaimMaxAttempts: claims.DefaultMaxAttempts,
-		ClaimCandidates:  claims.DefaultClaimCandidates,
-		ClaimSubsetSize:  1,
-		ClaimWriters:     ledger.DefaultClaimWriters,
-		ProviderWriters:  ledger.DefaultProviderWriters,
-		ClaimFailureTTL:  ledger.DefaultClaimFailureTTL,
-		ClaimLeaseMax:    claims.DefaultLeaseMax,
-		SnapshotRefresh:  ledger.DefaultSnapshotRefresh,
-		DBMaxConns:       DefaultDBMaxConns,
-		OTelExporter:     telemetry.ExporterNone,
+		Listen:             DefaultListen,
+		DataDir:            defaultDataDir(),
+		LogLevel:           "info",
+		LogFormat:          LogFormatText,
+		Auth:               httpapi.AuthNoAuth2,
+		Keystone:           defaultKeystone(),
+		Policy:             authz.SetAdmin,
+		MaxCandidates:      engine.DefaultMaxCandidates,
+		ClaimMaxAttempts:   claims.DefaultMaxAttempts,
+		ClaimCandidates:    claims.DefaultClaimCandidates,
+		ClaimSubsetSize:    1,
+		ClaimWriters:       ledger.DefaultClaimWriters,
+		ProviderWriters:    ledger.DefaultProviderWriters,
+		ClaimFailureTTL:    ledger.DefaultClaimFailureTTL,
+		ClaimLeaseMax:      claims.DefaultLeaseMax,
+		SnapshotRefresh:    ledger.DefaultSnapshotRefresh,
+		ChangeLogRetention: ledger.DefaultChangeLogRetention,
+		DBMaxConns:         DefaultDBMaxConns,
+		OTelExporter:       telemetry.ExporterNone,
 
 		ClaimLeaseInterval:    DefaultClaimLeaseInterval,
 		AuditMigrationAge:     ledger.DefaultAuditMigrationAge,
@@ -380,6 +385,9 @@ func (c Config) Validate() error {
 	}
 	if c.SnapshotRefresh == 0 {
 		errs = append(errs, fmt.Errorf("snapshot refresh: want a positive duration, or negative to disable"))
+	}
+	if c.ChangeLogRetention < 30*time.Second {
+		errs = append(errs, fmt.Errorf("change log retention %v: want at least 30s", c.ChangeLogRetention))
 	}
 	if c.MaxCandidates < 1 {
 		errs = append(errs, fmt.Errorf("max candidates %d: want at least 1", c.MaxCandidates))

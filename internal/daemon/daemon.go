@@ -132,17 +132,18 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err erro
 		return nil, err
 	}
 	if d.store, err = ledger.Open(ctx, ledger.Config{
-		DatabaseURL:      d.db.url,
-		MaxConns:         int32(cfg.DBMaxConns),
-		MinConns:         int32(cfg.DBMinConns),
-		ConnectTimeout:   cfg.DBConnectTimeout,
-		AcquireTimeout:   cfg.DBAcquireTimeout,
-		StatementTimeout: cfg.DBStatementTimeout,
-		SnapshotRefresh:  cfg.SnapshotRefresh,
-		ClaimWriters:     groupWriters(cfg.ClaimWriters),
-		ProviderWriters:  groupWriters(cfg.ProviderWriters),
-		ClaimFailureTTL:  cfg.ClaimFailureTTL,
-		Logger:           log,
+		DatabaseURL:        d.db.url,
+		MaxConns:           int32(cfg.DBMaxConns),
+		MinConns:           int32(cfg.DBMinConns),
+		ConnectTimeout:     cfg.DBConnectTimeout,
+		AcquireTimeout:     cfg.DBAcquireTimeout,
+		StatementTimeout:   cfg.DBStatementTimeout,
+		SnapshotRefresh:    cfg.SnapshotRefresh,
+		ChangeLogRetention: cfg.ChangeLogRetention,
+		ClaimWriters:       groupWriters(cfg.ClaimWriters),
+		ProviderWriters:    groupWriters(cfg.ProviderWriters),
+		ClaimFailureTTL:    cfg.ClaimFailureTTL,
+		Logger:             log,
 	}); err != nil {
 		return nil, err
 	}

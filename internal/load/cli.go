@@ -118,7 +118,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		var p QueryParams
 		fs.IntVar(&p.Iterations, "iterations", 10, "timed runs of each query")
 		fs.IntVar(&p.Warmup, "warmup", 1, "untimed runs of each query first")
-		only := fs.String("only", "", "comma-separated query names (a-flavor, b-flavor-limit1000, c-required-trait, d-member-of, e-providers)")
+		only := fs.String("only", "", "comma-separated query names (a-flavor, b-flavor-limit1000, c-required-trait, d-member-of, e-providers, f-provider-uuid)")
 		run = func(ctx context.Context, r *Report, log io.Writer) error {
 			p.NoWarmup = p.Warmup == 0
 			p.StopAfterTimeout = true

@@ -128,7 +128,9 @@ func countAnswer(body []byte) (count, summaries int, of string) {
 
 // CandidateQueries is the flat suite: (a) a plain flavor, (b) the same
 // with limit=1000, (c) a required trait that one node in ten has, (d)
-// membership of one aggregate in ten, (e) the provider list.
+// membership of one aggregate in ten, (e) the provider list, (f) one
+// provider of the list by uuid (the cheapest read of the snapshot, where
+// what every read pays before it computes shows most).
 func CandidateQueries() []Query {
 	flavor := []Amount{{"VCPU", 2}, {"MEMORY_MB", 4096}, {"DISK_GB", 20}}
 	return []Query{
@@ -137,6 +139,7 @@ func CandidateQueries() []Query {
 		{"c-required-trait", CandidatesQuery{Groups: []Group{{Resources: flavor[:2], Required: []string{BenchTrait}}}}.Path()},
 		{"d-member-of", CandidatesQuery{Groups: []Group{{Resources: flavor[:1], MemberOf: []string{AggregateUUID(0)}}}}.Path()},
 		{"e-providers", "/resource_providers"},
+		{"f-provider-uuid", "/resource_providers?uuid=" + NodeUUID(0)},
 	}
 }
 

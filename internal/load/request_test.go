@@ -15,6 +15,7 @@ func TestCandidateQueriesPaths(t *testing.T) {
 		"c-required-trait":   "/allocation_candidates?resources=VCPU:2,MEMORY_MB:4096&required=CUSTOM_BENCH_TRAIT",
 		"d-member-of":        "/allocation_candidates?resources=VCPU:2&member_of=" + agg0,
 		"e-providers":        "/resource_providers",
+		"f-provider-uuid":    "/resource_providers?uuid=" + NodeUUID(0),
 	}
 	qs := CandidateQueries()
 	if len(qs) != len(want) {

@@ -1,0 +1,245 @@
+package ledger_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/berthd/berth/ledger"
+	"github.com/berthd/berth/ledger/engine"
+)
+
+// Reads across processes (changelog.go, docs/architecture.md "Reads
+// across replicas"): a read through any Store reflects every write
+// answered before it began, whichever Store wrote it.
+
+// TestReadsAcrossStoresNeverStale is the issue's measurement as a test:
+// 600 times an inventory write through one Store, then at once, through
+// another, the provider by uuid, the provider list filtered by the new
+// capacity and the allocation candidates for it. The writer never
+// notifies (as a writer killed after each commit), so only the change log
+// can tell the reader. Not one read may be stale.
+func TestReadsAcrossStoresNeverStale(t *testing.T) {
+	dbURL := newTestDB(t)
+	ctx := context.Background()
+	writer, err := ledger.OpenMuted(ctx, ledger.Config{DatabaseURL: dbURL, MaxConns: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(writer.Close)
+	reader := openStore(t, dbURL)
+	p, err := writer.ProviderCreate(ctx, ledger.ProviderCreateParams{Name: "node"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The reader has a snapshot, and listens, before the writes start.
+	if _, err := reader.ProvidersMatching(ctx, engine.ProviderFilter{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { return ledger.Listening(reader) })
+	gen := p.Generation
+	stale := map[string]int{}
+	const writes = 600
+	for i := range writes {
+		total := int64(10 + i)
+		out, err := writer.InventoriesReplace(ctx, ledger.InventoryParams{ProviderUUID: p.UUID, Generation: &gen},
+			[]ledger.Inventory{inv("VCPU", total)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		gen = out.Generation
+		fits := engine.RequestGroup{Resources: []engine.ResourceAmount{{Class: "VCPU", Amount: total}}}
+		list, err := reader.ProvidersMatching(ctx, engine.ProviderFilter{UUID: p.UUID, Group: fits})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(list) != 1 || list[0].Generation != gen {
+			stale["provider list"]++
+		}
+		cands, err := reader.AllocationCandidates(ctx, engine.CandidatesParams{Groups: []engine.RequestGroup{fits}, NestedAware: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(cands.Requests) != 1 {
+			stale["allocation candidates"]++
+		}
+	}
+	for what, n := range stale {
+		t.Errorf("%s: %d stale reads of %d", what, n, writes)
+	}
+}
+
+// TestOwnWritesNeedNoReload: a claim applied to the snapshot at commit is
+// not reloaded by the next catch-up, which knows its transaction as the
+// Store's own; a write behind the Store's back is.
+func TestOwnWritesNeedNoReload(t *testing.T) {
+	f := newFixture(t)
+	rp := f.provider("node", inv("VCPU", 64))
+	if _, err := f.store.Snapshot(f.ctx, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	for range 5 {
+		if err := f.store.AllocationsReplace(f.ctx, []ledger.ConsumerAllocations{newClaim(uuid.NewString(), rp, res("VCPU", 1))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, before, _ := ledger.SnapshotWork(f.store)
+	if _, err := f.store.Snapshot(f.ctx, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, after, _ := ledger.SnapshotWork(f.store); after != before {
+		t.Errorf("%d partial reloads after the Store's own claims, want none", after-before)
+	}
+	if _, err := f.db.Exec(f.ctx, `UPDATE inventories SET reserved = 1`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.store.Snapshot(f.ctx, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, after, _ := ledger.SnapshotWork(f.store); after != before+1 {
+		t.Errorf("%d partial reloads after a write behind the Store's back, want 1", after-before)
+	}
+}
+
+// TestLeaseAndAuditWritesSeenAcrossStores: the writers that release
+// allocations outside the Placement API, the lease reaper's release
+// (ClaimWriteParams.IfLeaseExpired) and POST /audit/fix's confirm of a
+// stale move, are seen through another Store at once. They write through
+// a Store that never notifies, so only the change log can tell the
+// reader: the candidates and the provider list filtered by the capacity
+// they free find the provider right after the write.
+func TestLeaseAndAuditWritesSeenAcrossStores(t *testing.T) {
+	dbURL := newTestDB(t)
+	f := newFixtureOn(t, dbURL)
+	writer, err := ledger.OpenMuted(f.ctx, ledger.Config{DatabaseURL: dbURL, MaxConns: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(writer.Close)
+	reader := openStore(t, dbURL)
+	rp := auditCloud(t, f)
+	lease := f.provider("lease", inv("VCPU", 1))
+	c := uuid.NewString()
+	if err := writer.ClaimWrite(f.ctx, claimWith(c, lease, nil, 60, ledger.LeaseSet, `{}`)); err != nil {
+		t.Fatal(err)
+	}
+	// fits reports whether the reader's candidates and provider list
+	// both find rp with n VCPU free.
+	fits := func(rp string, n int64) bool {
+		t.Helper()
+		g := engine.RequestGroup{Resources: []engine.ResourceAmount{res("VCPU", n)}, InTree: rp}
+		list, err := reader.ProvidersMatching(f.ctx, engine.ProviderFilter{UUID: rp, Group: g})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cands, err := reader.AllocationCandidates(f.ctx, engine.CandidatesParams{Groups: []engine.RequestGroup{g}, NestedAware: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (len(list) == 1) != (len(cands.Requests) == 1) {
+			t.Errorf("provider %s with %d VCPU: %d in the list, %d candidates", rp, n, len(list), len(cands.Requests))
+		}
+		return len(list) == 1
+	}
+	// cn1 holds 5 of its 8 VCPU, 2 of them the stale move's source.
+	if fits(lease, 1) || fits(rp["cn1"], 5) {
+		t.Fatal("before the writes: capacity free that is held")
+	}
+	waitFor(t, func() bool { return ledger.Listening(reader) })
+
+	f.expire(c)
+	if err := writer.ClaimWrite(f.ctx, ledger.ClaimWriteParams{IfLeaseExpired: c,
+		Consumers: []ledger.ConsumerAllocations{{ConsumerUUID: c, CheckGeneration: true, Generation: gen(1)}}}); err != nil {
+		t.Fatal(err)
+	}
+	if !fits(lease, 1) {
+		t.Error("the reaper's release: stale read of the provider it freed")
+	}
+	if _, err := writer.AuditFix(f.ctx, ledger.AuditFixParams{Kind: ledger.AuditStaleMigration, ConsumerUUID: auditMigrate,
+		ConsumerGeneration: 1, Thresholds: ledger.AuditThresholds{}}); err != nil {
+		t.Fatal(err)
+	}
+	if !fits(rp["cn1"], 5) {
+		t.Error("the audit's fix: stale read of the provider it freed")
+	}
+}
+
+// TestTrimmedChangeLogReloadsAll: a Store whose snapshot is older than
+// the change log's trim horizon (it was idle while another Store wrote
+// and trimmed) reloads everything on its next read, and sees the writes.
+func TestTrimmedChangeLogReloadsAll(t *testing.T) {
+	dbURL := newTestDB(t)
+	ctx := context.Background()
+	trimmer, err := ledger.OpenMuted(ctx, ledger.Config{DatabaseURL: dbURL, MaxConns: 4, ChangeLogRetention: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(trimmer.Close)
+	idle := openStore(t, dbURL)
+	if _, err := idle.Snapshot(ctx, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	p, err := trimmer.ProviderCreate(ctx, ledger.ProviderCreateParams{Name: "node"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	waitFor(t, func() bool {
+		var rows int
+		if err := conn.QueryRow(ctx, `SELECT count(*) FROM ledger_changes`).Scan(&rows); err != nil {
+			t.Fatal(err)
+		}
+		return rows == 0
+	})
+	_, _, fullBefore := ledger.SnapshotWork(idle)
+	list, err := idle.ProvidersMatching(ctx, engine.ProviderFilter{UUID: p.UUID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 1 {
+		t.Errorf("the provider created while the Store was idle: %d found", len(list))
+	}
+	if _, _, full := ledger.SnapshotWork(idle); full != fullBefore+1 {
+		t.Errorf("%d full loads past the horizon, want 1", full-fullBefore)
+	}
+}
+
+// BenchmarkSnapshotRead is what a read of the snapshot costs before it
+// computes: fresh is a Placement route's (a catch-up with the change log,
+// one round trip, nothing found), ranking a claim's (none). Run with
+// -bench SnapshotRead ./ledger/; the difference is the promise's price
+// for a read (docs/performance.md, "Reads across replicas").
+func BenchmarkSnapshotRead(b *testing.B) {
+	dbURL := newTestDB(b)
+	ctx := context.Background()
+	s, err := ledger.Open(ctx, ledger.Config{DatabaseURL: dbURL, MaxConns: 4})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(s.Close)
+	for i := range 1000 {
+		if _, err := s.ProviderCreate(ctx, ledger.ProviderCreateParams{Name: fmt.Sprintf("node%d", i)}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, bc := range []struct {
+		name string
+		read func(context.Context, []string, []string) (*engine.Snapshot, error)
+	}{{"fresh", s.Snapshot}, {"ranking", s.RankingSnapshot}} {
+		b.Run(bc.name, func(b *testing.B) {
+			for b.Loop() {
+				if _, err := bc.read(ctx, nil, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,26 @@
+DROP TRIGGER ledger_changes_ins ON inventories;
+DROP TRIGGER ledger_changes_upd ON inventories;
+DROP TRIGGER ledger_changes_del ON inventories;
+DROP TRIGGER ledger_changes_ins ON allocations;
+DROP TRIGGER ledger_changes_upd ON allocations;
+DROP TRIGGER ledger_changes_del ON allocations;
+DROP TRIGGER ledger_changes_ins ON resource_provider_traits;
+DROP TRIGGER ledger_changes_upd ON resource_provider_traits;
+DROP TRIGGER ledger_changes_del ON resource_provider_traits;
+DROP TRIGGER ledger_changes_ins ON resource_provider_aggregates;
+DROP TRIGGER ledger_changes_upd ON resource_provider_aggregates;
+DROP TRIGGER ledger_changes_del ON resource_provider_aggregates;
+DROP TRIGGER ledger_changes_ins ON resource_providers;
+DROP TRIGGER ledger_changes_upd ON resource_providers;
+DROP TRIGGER ledger_changes_del ON resource_providers;
+DROP TRIGGER ledger_changes_upd ON resource_classes;
+DROP TRIGGER ledger_changes_truncate ON resource_providers;
+DROP TRIGGER ledger_changes_truncate ON inventories;
+DROP TRIGGER ledger_changes_truncate ON allocations;
+DROP TRIGGER ledger_changes_truncate ON resource_provider_traits;
+DROP TRIGGER ledger_changes_truncate ON resource_provider_aggregates;
+DROP TRIGGER ledger_changes_truncate ON placement_aggregates;
+DROP FUNCTION ledger_changes_ins(), ledger_changes_upd(), ledger_changes_del(),
+    ledger_changes_rp_ins(), ledger_changes_rp_upd(), ledger_changes_rp_del(), ledger_changes_all();
+DROP TABLE ledger_changes_horizon;
+DROP TABLE ledger_changes;
