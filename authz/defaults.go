@@ -115,6 +115,8 @@ var operationRules = []Rule{
 	op("berth:claims:move", adminOrService, "POST /claims/{consumer_uuid}/move, .../move/confirm, .../move/revert"),
 	op("berth:claims:show", adminOrService, "GET /claims/{consumer_uuid}"),
 	op("berth:claims:update", adminOrService, "PATCH /claims/{consumer_uuid}"),
+	// Evacuating a host moves its consumers: a move's rule.
+	op("berth:resource_providers:evacuate", adminOrService, "POST /resource_providers/{uuid}/evacuate, .../restore"),
 	// Read-only, but it shows the whole cloud's free capacity: admin or
 	// service, like GET /allocation_candidates.
 	op("berth:capacity:show", adminOrService, "GET /capacity"),

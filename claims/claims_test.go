@@ -199,11 +199,33 @@ func TestClaimNotPlaced(t *testing.T) {
 		t.Fatalf("scriptlet refused another name: %v", err)
 	}
 
-	// A scriptlet that fails does not refuse: the claim is placed as if
-	// there were none (scheduler.OnErrorIgnore, the default).
-	failing := f.claimer(`{}`, "def instance_placement(request, candidate_members):\n    return 1 // 0\n")
-	if _, err = failing.ClaimUnrecorded(f.ctx, params(1)); err != nil {
-		t.Fatalf("script error: got %v", err)
+	// A scriptlet that fails refuses, as LXD's does (scheduler.OnErrorRefuse,
+	// the default), and writes nothing.
+	const broken = "def instance_placement(request, candidate_members):\n    return 1 // 0\n"
+	p = params(1)
+	_, err = f.claimer(`{}`, broken).ClaimUnrecorded(f.ctx, p)
+	if np := notPlaced(t, err, claims.Refused); !strings.Contains(np.Refusal, "division by zero") {
+		t.Fatalf("refusal %q", np.Refusal)
+	}
+	if got, _ := f.store.AllocationsByConsumer(f.ctx, p.ConsumerUUID); got.Consumer != nil {
+		t.Fatal("failed scriptlet wrote a consumer")
+	}
+	// Under on_error "ignore" the claim is placed as if there were none.
+	prog, err := scheduler.CompileScriptlet("test.star", []byte(broken))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol, err := scheduler.NewPolicy(scheduler.PolicyConfig{}, nil, scheduler.StaticScriptlets{Default: prog},
+		scheduler.ScriptletLimits{OnError: scheduler.OnErrorIgnore})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ignoring, err := claims.New(claims.Deps{Store: f.store, Policy: pol}, claims.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err = ignoring.ClaimUnrecorded(f.ctx, params(1)); err != nil {
+		t.Fatalf("script error ignored: got %v", err)
 	}
 }
 

@@ -64,7 +64,7 @@ func views(c *engine.Candidates, provs map[string]*scheduler.Provider) {
 		} else {
 			p.Resources = make(scheduler.Inventories, n)
 		}
-		p.UUID, p.Name, p.ParentUUID, p.RootUUID = rec.UUID, rec.Name, parent, root
+		p.UUID, p.Name, p.ParentUUID, p.RootUUID, p.Evacuated = rec.UUID, rec.Name, parent, root, rec.Evacuated
 		for j := range rec.Inventories {
 			inv := &rec.Inventories[j]
 			p.Resources[j] = scheduler.ClassInventory{Class: nameOf(inv.Class), Inventory: scheduler.Inventory{

@@ -19,8 +19,10 @@
 // confirmed or reverted. Every claim stores, with its allocations, its
 // request and lease (the stored claim a reschedule or move redoes); a
 // claim with a lease is provisional until confirmed, and the lease reaper
-// releases it (or reverts its move) when the lease runs out. It is the
-// only writer of claim transactions.
+// releases it (or reverts its move) when the lease runs out. It evacuates
+// hosts: a root provider marked evacuated (claims avoid it) has every
+// consumer moved away, several at once, each move with reason
+// evacuation. It is the only writer of claim transactions.
 //
 // The Claimer is built by New with its dependencies (Deps): the ledger,
 // the catalogue of stored policies (claims/catalog, through PolicySource),
@@ -38,8 +40,9 @@
 // scheduler's candidates), write.go (the write attempts, the answer),
 // errors.go (a claim that placed nothing), move.go (reschedule, move,
 // confirm, revert), lease.go (stored claims, leases and their reaper),
-// quota.go (the limits a write is checked against, and a dry run's report
-// of the check), refusals.go (the recent claims that placed nothing, in
-// memory, for the operator console), shadow.go (a decided claim handed to
-// the active shadows, claims/shadow), telemetry.go (spans and metrics).
+// evacuate.go (evacuate a host, restore it), quota.go (the limits a write
+// is checked against, and a dry run's report of the check), refusals.go
+// (the recent claims that placed nothing, in memory, for the operator
+// console), shadow.go (a decided claim handed to the active shadows,
+// claims/shadow), telemetry.go (spans and metrics).
 package claims

@@ -125,6 +125,11 @@ func newRetryKey(op string, p *Params, failedProvider, migration string) *retryK
 		"policy":              p.Policy,
 		"keys":                p.Keys,
 	}
+	if p.Instance != nil {
+		// Only when given: the fingerprints of requests without one
+		// stay what they were.
+		doc["instance"] = p.Instance
+	}
 	if op == OpReschedule {
 		doc["failed_provider"] = failedProvider
 	}

@@ -158,6 +158,7 @@ func (c *Claimer) selectCandidates(ctx context.Context, p *Params, r *resolved, 
 	cp := p.Candidates
 	cp.Limit, cp.Max = 0, c.cfg.MaxCandidates
 	cp.VersionsOnly = true // convert builds its views from the records
+	cp.AvoidEvacuated = true
 	if sample > 0 {
 		cp.Sample = true
 		if cp.Max <= 0 || sample < cp.Max {
@@ -193,6 +194,7 @@ func (c *Claimer) selectCandidates(ctx context.Context, p *Params, r *resolved, 
 		Name:         p.Name,
 		Reason:       p.Reason,
 		Properties:   p.Properties,
+		Instance:     p.Instance,
 		Target:       target,
 		Avoid:        exclude,
 		Keys:         p.Keys,
@@ -241,6 +243,7 @@ func (c *Claimer) selectCandidates(ctx context.Context, p *Params, r *resolved, 
 func (c *Claimer) explainCapacity(ctx context.Context, p *Params, r *resolved, steps []Step) {
 	cp := p.Candidates
 	cp.Limit, cp.Max, cp.Randomize = 0, c.cfg.MaxCandidates, false
+	cp.AvoidEvacuated = true
 	sf, err := r.snap.Shortfall(ctx, &cp)
 	if err != nil {
 		c.log.WarnContext(ctx, "claims: explaining the capacity step", "error", err)

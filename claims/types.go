@@ -40,6 +40,11 @@ type Params struct {
 	// Properties is free-form, handed to filters and scriptlets and
 	// stored on the consumer.
 	Properties map[string]any
+	// Instance is LXD's instance placement request (the claim's
+	// "instance" object), handed to scriptlets as it is: their request
+	// and get_instance_resources read it. It changes nothing of what is
+	// claimed, and is not stored.
+	Instance map[string]any
 	// Policy names the scheduling policy; empty means the default.
 	Policy string
 	// Keys are the claim's placement keys.

@@ -147,6 +147,7 @@ func TestBoundedRoutes(t *testing.T) {
 		"POST /claims/:consumer_uuid/move/confirm",
 		"POST /claims/:consumer_uuid/move/revert",
 		"POST /claims/:consumer_uuid/reschedule",
+		"POST /resource_providers/:uuid/evacuate",
 		"POST /scriptlets/:name/test",
 	}
 	var got []string

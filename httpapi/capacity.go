@@ -105,6 +105,8 @@ func (s *Server) capacityParams(q url.Values, raw string) (engine.CapacityParams
 	if err != nil {
 		return p, 0, err
 	}
+	// What claims could place: an evacuated host takes none.
+	req.AvoidEvacuated = true
 	p.Request = req
 	return p, req.Limit, nil
 }

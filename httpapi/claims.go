@@ -94,6 +94,7 @@ func claimSchemaText(kind int) string {
 		"policy": {"type": "string", "minLength": 1, "maxLength": 255},
 		"reason": {"type": "string", "enum": ` + reasons + `},
 		"properties": {"type": "object"},
+		"instance": ` + instanceSchemaText + `,
 		"keys": {"type": "array", "items": {
 			"type": "object",
 			"properties": {
@@ -113,6 +114,30 @@ func claimSchemaText(kind int) string {
 	"additionalProperties": false
 }`
 }
+
+// instanceSchemaText is a claim's "instance": LXD's instance placement
+// request (api.InstancesPost with project), the caller's document. The
+// fields LXD defines must have LXD's types; other fields are kept as
+// they are.
+const instanceSchemaText = `{
+	"type": "object",
+	"properties": {
+		"name": {"type": "string"},
+		"project": {"type": "string"},
+		"type": {"type": "string"},
+		"architecture": {"type": "string"},
+		"description": {"type": "string"},
+		"instance_type": {"type": "string"},
+		"restore": {"type": "string"},
+		"config": {"type": "object", "additionalProperties": {"type": "string"}},
+		"devices": {"type": "object", "additionalProperties": {"type": "object", "additionalProperties": {"type": "string"}}},
+		"profiles": {"type": "array", "items": {"type": "string"}},
+		"source": {"type": "object"},
+		"ephemeral": {"type": "boolean"},
+		"stateful": {"type": "boolean"},
+		"start": {"type": "boolean"}
+	}
+}`
 
 var (
 	claimSchema      = jsonschema.Must(claimSchemaText(claimKind))
@@ -159,6 +184,7 @@ type claimBody struct {
 	Policy           string                `json:"policy"`
 	Reason           string                `json:"reason"`
 	Properties       map[string]any        `json:"properties"`
+	Instance         map[string]any        `json:"instance"`
 	Keys             []struct {
 		Name   string   `json:"name"`
 		Value  float64  `json:"value"`
@@ -276,11 +302,12 @@ func (s *Server) claimParams(c echo.Context, schema *jsonschema.Schema, kind int
 	if err != nil {
 		return claimBody{}, claims.Params{}, err
 	}
-	return s.claimParamsFrom(c, body, schema, kind)
+	return s.claimParamsFrom(c.Param("consumer_uuid"), body, schema, kind)
 }
 
-// claimParamsFrom is claimParams of the body read.
-func (s *Server) claimParamsFrom(c echo.Context, body []byte, schema *jsonschema.Schema, kind int) (claimBody, claims.Params, error) {
+// claimParamsFrom is claimParams of the body read; consumer is the path's
+// consumer uuid (reschedule and move).
+func (s *Server) claimParamsFrom(consumer string, body []byte, schema *jsonschema.Schema, kind int) (claimBody, claims.Params, error) {
 	var b claimBody
 	if err := decodeJSON(body, schema, &b); err != nil {
 		return b, claims.Params{}, err
@@ -297,6 +324,7 @@ func (s *Server) claimParamsFrom(c echo.Context, body []byte, schema *jsonschema
 		Name:               b.Name,
 		Reason:             b.Reason,
 		Properties:         b.Properties,
+		Instance:           b.Instance,
 		Policy:             b.Policy,
 		Alternates:         claims.DefaultAlternates,
 		DryRun:             b.DryRun,
@@ -309,7 +337,7 @@ func (s *Server) claimParamsFrom(c echo.Context, body []byte, schema *jsonschema
 	}
 	onConsumer := kind == rescheduleKind || kind == moveKind
 	if onConsumer {
-		p.ConsumerUUID = c.Param("consumer_uuid")
+		p.ConsumerUUID = consumer
 		if !uuid.Valid(p.ConsumerUUID) {
 			return b, p, badRequest("Malformed consumer_uuid: %s", p.ConsumerUUID)
 		}
@@ -361,12 +389,13 @@ func parseLease(raw json.RawMessage) (*int64, error) {
 // reusedFields are the request fields a reschedule or move takes from the
 // consumer's stored claim when its body leaves them out, in the order the
 // answer lists them: the selection, where not to place, and what the
-// policy and scriptlets see. Not reused: the owner, type and generation
-// (the consumer's own, as before), target (it pinned where the consumer
-// is), reason, alternates, max_attempts, dry_run and lease_seconds (the
-// stored claim's lease carries over by its own rules).
+// policy and scriptlets see (instance, LXD's request, as LXD gives a
+// scriptlet the instance it moves). Not reused: the owner, type and
+// generation (the consumer's own, as before), target (it pinned where the
+// consumer is), reason, alternates, max_attempts, dry_run and
+// lease_seconds (the stored claim's lease carries over by its own rules).
 var reusedFields = []string{"resources", "required", "member_of", "in_tree", "groups", "root_required",
-	"same_subtree", "group_policy", "exclude_providers", "name", "properties", "keys", "policy"}
+	"same_subtree", "group_policy", "exclude_providers", "name", "properties", "instance", "keys", "policy"}
 
 // claimOnConsumer decodes the body of a reschedule or move (kind) and
 // redoes the consumer's stored request under it: every field of
@@ -381,11 +410,16 @@ func (s *Server) claimOnConsumer(c echo.Context, schema *jsonschema.Schema, kind
 	if err != nil {
 		return claimBody{}, claims.Params{}, err
 	}
-	b, p, err := s.claimParamsFrom(c, body, schema, kind)
+	return s.redoStored(c.Request().Context(), c.Param("consumer_uuid"), body, schema, kind)
+}
+
+// redoStored is claimOnConsumer of the body read, for consumer.
+func (s *Server) redoStored(ctx context.Context, consumer string, body []byte, schema *jsonschema.Schema, kind int) (claimBody, claims.Params, error) {
+	b, p, err := s.claimParamsFrom(consumer, body, schema, kind)
 	if err != nil {
 		return b, p, err
 	}
-	stored, err := s.claims.StoredRequest(c.Request().Context(), p.ConsumerUUID)
+	stored, err := s.claims.StoredRequest(ctx, p.ConsumerUUID)
 	if err != nil {
 		return b, p, err
 	}
@@ -397,7 +431,7 @@ func (s *Server) claimOnConsumer(c echo.Context, schema *jsonschema.Schema, kind
 			return b, p, err
 		}
 		if len(fields) > 0 {
-			if b, p, err = s.claimParamsFrom(c, merged, schema, kind); err != nil {
+			if b, p, err = s.claimParamsFrom(consumer, merged, schema, kind); err != nil {
 				return b, p, err
 			}
 			reused.Fields = fields

@@ -12,7 +12,13 @@ import (
 
 // What a provider's agent reports (Berth's extension): load averages,
 // free memory and CPU utilisation, used by the load weigher, the state
-// freshness filter and scriptlets.
+// freshness filter and scriptlets; and, optionally, the rest of LXD's
+// ClusterMemberState (sysinfo in bytes and seconds, storage pools),
+// which get_cluster_member_state answers.
+
+// maxCount bounds the counts and sizes of a report: what PostgreSQL's
+// bigint holds.
+const maxCount = `{"type": "integer", "minimum": 0, "maximum": 9223372036854775807}`
 
 var providerStateSchema = jsonschema.Must(`{
 	"type": "object",
@@ -22,7 +28,28 @@ var providerStateSchema = jsonschema.Must(`{
 		"load_15": {"type": "number", "minimum": 0},
 		"memory_free_mb": {"type": "integer", "minimum": 0},
 		"cpu_utilization": {"type": "number", "minimum": 0, "maximum": 1},
-		"reported_at": {"type": "string", "minLength": 1}
+		"reported_at": {"type": "string", "minLength": 1},
+		"sysinfo": {
+			"type": "object",
+			"properties": {
+				"uptime": ` + maxCount + `, "total_ram": ` + maxCount + `, "shared_ram": ` + maxCount + `,
+				"buffered_ram": ` + maxCount + `, "total_swap": ` + maxCount + `, "free_swap": ` + maxCount + `,
+				"processes": ` + maxCount + `, "logical_cpus": ` + maxCount + `
+			},
+			"additionalProperties": false
+		},
+		"storage_pools": {
+			"type": "object",
+			"maxProperties": 256,
+			"additionalProperties": {
+				"type": "object",
+				"properties": {
+					"space": {"type": "object", "properties": {"used": ` + maxCount + `, "total": ` + maxCount + `}, "additionalProperties": false},
+					"inodes": {"type": "object", "properties": {"used": ` + maxCount + `, "total": ` + maxCount + `}, "additionalProperties": false}
+				},
+				"additionalProperties": false
+			}
+		}
 	},
 	"required": ["load_1", "load_5", "load_15", "memory_free_mb", "cpu_utilization"],
 	"additionalProperties": false
@@ -35,6 +62,17 @@ type providerStateBody struct {
 	MemoryFreeMB   int64   `json:"memory_free_mb"`
 	CPUUtilization float64 `json:"cpu_utilization"`
 	ReportedAt     string  `json:"reported_at"`
+	SysInfo        struct {
+		Uptime      int64 `json:"uptime"`
+		TotalRAM    int64 `json:"total_ram"`
+		SharedRAM   int64 `json:"shared_ram"`
+		BufferedRAM int64 `json:"buffered_ram"`
+		TotalSwap   int64 `json:"total_swap"`
+		FreeSwap    int64 `json:"free_swap"`
+		Processes   int64 `json:"processes"`
+		LogicalCPUs int64 `json:"logical_cpus"`
+	} `json:"sysinfo"`
+	StoragePools map[string]ledger.StoragePoolState `json:"storage_pools"`
 }
 
 // providerStatePut serves PUT /resource_providers/{uuid}/state. reported_at
@@ -57,8 +95,12 @@ func (s *Server) providerStatePut(c echo.Context) error {
 		}
 		at = t.UTC()
 	}
+	si := b.SysInfo
 	st := ledger.ProviderState{Load1: b.Load1, Load5: b.Load5, Load15: b.Load15,
-		MemoryFreeMB: b.MemoryFreeMB, CPUUtilization: b.CPUUtilization, ReportedAt: at}
+		MemoryFreeMB: b.MemoryFreeMB, CPUUtilization: b.CPUUtilization, ReportedAt: at,
+		Uptime: si.Uptime, TotalRAM: si.TotalRAM, SharedRAM: si.SharedRAM, BufferedRAM: si.BufferedRAM,
+		TotalSwap: si.TotalSwap, FreeSwap: si.FreeSwap, Processes: si.Processes, LogicalCPUs: si.LogicalCPUs,
+		StoragePools: b.StoragePools}
 	if err := s.store.ProviderStatePut(c.Request().Context(), c.Param("uuid"), st); err != nil {
 		return err
 	}
@@ -77,6 +119,10 @@ func (s *Server) providerStateShow(c echo.Context) error {
 }
 
 func providerStateJSON(st ledger.ProviderState) map[string]any {
+	pools := st.StoragePools
+	if pools == nil {
+		pools = map[string]ledger.StoragePoolState{}
+	}
 	return map[string]any{
 		"load_1":          st.Load1,
 		"load_5":          st.Load5,
@@ -84,5 +130,9 @@ func providerStateJSON(st ledger.ProviderState) map[string]any {
 		"memory_free_mb":  st.MemoryFreeMB,
 		"cpu_utilization": st.CPUUtilization,
 		"reported_at":     st.ReportedAt.UTC().Format(time.RFC3339Nano),
+		"sysinfo": map[string]int64{"uptime": st.Uptime, "total_ram": st.TotalRAM, "shared_ram": st.SharedRAM,
+			"buffered_ram": st.BufferedRAM, "total_swap": st.TotalSwap, "free_swap": st.FreeSwap,
+			"processes": st.Processes, "logical_cpus": st.LogicalCPUs},
+		"storage_pools": pools,
 	}
 }

@@ -131,9 +131,9 @@ func (s *Server) placementRoutes() []route {
 // microversion (Placement has no equivalent); their error bodies carry a
 // "code" from 1.23 on, as for every route.
 
-// claimRoutes are Berth's claims, the capacity question, and what agents
-// report of providers and claims read: provider state and placement
-// keys.
+// claimRoutes are Berth's claims, the capacity question, what agents
+// report of providers and claims read (provider state and placement
+// keys), and host evacuation.
 func (s *Server) claimRoutes() []route {
 	const (
 		get, put, post, patch = http.MethodGet, http.MethodPut, http.MethodPost, http.MethodPatch
@@ -159,6 +159,10 @@ func (s *Server) claimRoutes() []route {
 		{put, "/resource_providers/:uuid/state", every, "berth:resource_providers:state:update", s.providerStatePut, acceptAny},
 		{get, "/resource_providers/:uuid/placement_keys", every, "berth:resource_providers:placement_keys:list", s.placementKeysList, acceptJSON},
 		{put, "/resource_providers/:uuid/placement_keys", every, "berth:resource_providers:placement_keys:update", s.placementKeysPut, acceptAny},
+
+		// Evacuating a host and restoring it (docs/claims.md).
+		{post, "/resource_providers/:uuid/evacuate", every, "berth:resource_providers:evacuate", s.providerEvacuate, bounded},
+		{post, "/resource_providers/:uuid/restore", every, "berth:resource_providers:evacuate", s.providerRestore, acceptAny},
 	}
 }
 

@@ -109,6 +109,24 @@ func TestProviderStateAPI(t *testing.T) {
 		t.Errorf("state after refused writes %v", got)
 	}
 	wantStatus(t, s, apiCall{method: "PUT", path: "/resource_providers/aaaaaaaa-0000-4000-8000-00000000000f/state", body: body}, 404, "No resource provider")
+
+	// The rest of LXD's member state, optional.
+	lxd := `{"load_1": 1, "load_5": 1, "load_15": 1, "memory_free_mb": 1, "cpu_utilization": 0.1,
+		"sysinfo": {"uptime": 60, "total_ram": 8589934592, "logical_cpus": 8},
+		"storage_pools": {"default": {"space": {"used": 1, "total": 10}, "inodes": {"used": 2, "total": 20}}}}`
+	wantStatus(t, s, apiCall{method: "PUT", path: path, body: lxd}, 200, `"total_ram":8589934592`)
+	got = wantStatus(t, s, apiCall{method: "GET", path: path}, 200, `"storage_pools":{"default":{"space":{"used":1,"total":10},"inodes":{"used":2,"total":20}}}`)
+	if si := got["sysinfo"].(map[string]any); si["uptime"] != 60.0 || si["free_swap"] != 0.0 {
+		t.Errorf("sysinfo %v", si)
+	}
+	for _, bad := range []string{`"sysinfo": {"free_ram": 1}`, `"sysinfo": {"uptime": -1}`, `"sysinfo": []`,
+		`"storage_pools": {"p": {"space": {"used": "1"}}}`, `"storage_pools": {"p": {"volumes": {}}}`} {
+		wantStatus(t, s, apiCall{method: "PUT", path: path, body: `{"load_1": 9, "load_5": 1, "load_15": 1, "memory_free_mb": 1, "cpu_utilization": 0.1, ` + bad + `}`},
+			400, "JSON does not validate")
+	}
+	if got := wantStatus(t, s, apiCall{method: "GET", path: path}, 200, ""); got["load_1"] != 1.0 {
+		t.Errorf("state after refused LXD writes %v", got)
+	}
 }
 
 func TestPlacementKeysAPI(t *testing.T) {

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -34,24 +35,29 @@ func TestScriptletSandboxAPI(t *testing.T) {
 		400, "memory budget")
 
 	// A scriptlet that only blows up on real data: stored, and the dry
-	// run ends with the scriptlet ignored, in bounded time.
+	// run refuses (on_error "refuse", the default), naming the limit, in
+	// bounded time.
 	wantStatus(t, s, put("late", place("if len(candidate_members) == 2:\n    x = sorted(list(range(30000000)))")), 201, "")
 	start := time.Now()
-	got := wantStatus(t, s, apiCall{method: "POST", path: "/scriptlets/late/test", body: `{"resources": {"VCPU": 1}}`}, 200,
-		`late\" failed and was ignored (the ranking stands as the policy made it)`)
-	if d := got["decision"].(map[string]any); d["refused"] != nil || d["target"] == nil {
-		t.Errorf("decision %v", d)
+	got := wantStatus(t, s, apiCall{method: "POST", path: "/scriptlets/late/test", body: `{"resources": {"VCPU": 1}}`}, 200, "")
+	if d := got["decision"].(map[string]any); d["refused"] == nil || !strings.Contains(d["refused"].(string), "over the memory budget of 67108864 bytes") {
+		t.Errorf("refuse: %v", d)
 	}
 	if took := time.Since(start); took > 8*time.Second { // loose: a shared machine; before, 9.7 s
 		t.Errorf("took %s", took)
 	}
 
-	// on_error "refuse": the same dry run refuses, naming the limit.
-	wantStatus(t, s, apiCall{method: "PATCH", path: "/config", body: `{"scheduler.scriptlet.on_error": "refuse", "scheduler.scriptlet.max_memory": 8388608}`}, 200,
-		`"scheduler.scriptlet.on_error":"refuse"`)
-	got = wantStatus(t, s, apiCall{method: "POST", path: "/scriptlets/late/test", body: `{"resources": {"VCPU": 1}}`}, 200, "")
-	if d := got["decision"].(map[string]any); d["refused"] == nil || !strings.Contains(d["refused"].(string), "over the memory budget of 8388608 bytes") {
-		t.Errorf("refuse: %v", d)
+	// on_error "ignore": the same dry run ends with the scriptlet
+	// ignored, under the memory budget set.
+	wantStatus(t, s, apiCall{method: "PATCH", path: "/config", body: `{"scheduler.scriptlet.on_error": "ignore", "scheduler.scriptlet.max_memory": 8388608}`}, 200,
+		`"scheduler.scriptlet.on_error":"ignore"`)
+	got = wantStatus(t, s, apiCall{method: "POST", path: "/scriptlets/late/test", body: `{"resources": {"VCPU": 1}}`}, 200,
+		`late\" failed and was ignored (the ranking stands as the policy made it)`)
+	if d := got["decision"].(map[string]any); d["refused"] != nil || d["target"] == nil {
+		t.Errorf("decision %v", d)
+	}
+	if !strings.Contains(fmt.Sprint(got["log"]), "over the memory budget of 8388608 bytes") {
+		t.Errorf("log %v", got["log"])
 	}
 	for _, bad := range []string{`{"scheduler.scriptlet.on_error": "maybe"}`, `{"scheduler.scriptlet.max_memory": 10}`, `{"scheduler.scriptlet.max_memory": "lots"}`} {
 		wantStatus(t, s, apiCall{method: "PATCH", path: "/config", body: bad}, 400, "scheduler.scriptlet.")

@@ -43,7 +43,8 @@ func (s *Store) ProviderSummaries(ctx context.Context, p ProviderSummariesParams
 	_, err := s.txs.withTx(ctx, txReadOnly, func(tx *txn) error {
 		out = nil // afresh if the transaction is run again
 		rows, err := tx.Query(ctx, `
-			SELECT rp.id, rp.uuid::text, rp.name, rp.generation, COALESCE(parent.uuid::text, ''), root.uuid::text
+			SELECT rp.id, rp.uuid::text, rp.name, rp.generation, COALESCE(parent.uuid::text, ''), root.uuid::text,
+			       EXISTS (SELECT 1 FROM provider_evacuations ev WHERE ev.resource_provider_id = rp.id)
 			FROM resource_providers rp
 			JOIN resource_providers root ON root.id = rp.root_provider_id
 			LEFT JOIN resource_providers parent ON parent.id = rp.parent_provider_id
@@ -61,7 +62,7 @@ func (s *Store) ProviderSummaries(ctx context.Context, p ProviderSummariesParams
 		index := map[int64]int{}
 		var id int64
 		var ps engine.ProviderSummary
-		if _, err := pgx.ForEachRow(rows, []any{&id, &ps.UUID, &ps.Name, &ps.Generation, &ps.ParentUUID, &ps.RootUUID}, func() error {
+		if _, err := pgx.ForEachRow(rows, []any{&id, &ps.UUID, &ps.Name, &ps.Generation, &ps.ParentUUID, &ps.RootUUID, &ps.Evacuated}, func() error {
 			index[id] = len(out)
 			ids = append(ids, id)
 			out = append(out, ps)

@@ -53,7 +53,7 @@ var providerSized = []string{
 	"resource_providers", "inventories", "allocations", "consumers",
 	"resource_provider_traits", "resource_provider_aggregates",
 	"provider_placement_keys", "consumer_placement_keys", "provider_state",
-	"claim_requests", "claim_failures", "claim_moves", "claim_state",
+	"claim_requests", "claim_failures", "claim_moves", "claim_state", "provider_evacuations",
 }
 
 // dbProbe collects what the Store's connections report: auto_explain's

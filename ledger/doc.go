@@ -40,7 +40,9 @@
 //     consumer_details.go, allocation.go (the general allocation write:
 //     plan, lock, check, apply), usage.go, project_usage.go (usage per
 //     project, paged, for the console), reshape.go, overcapacity.go,
-//     placement_keys.go, state.go (reported provider state), and what the
+//     placement_keys.go, state.go (reported provider state),
+//     evacuation.go (evacuated root providers, which claims avoid), and
+//     what the
 //     scheduling catalogue stores: policy.go, scriptlet.go, config.go,
 //     shadow.go (active shadows and their counts);
 //   - quotas: quota.go (the check of a write against its projects'

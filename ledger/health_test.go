@@ -3,6 +3,7 @@ package ledger_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"log/slog"
 	"strings"
@@ -18,10 +19,12 @@ import (
 func TestSchemaStatus(t *testing.T) {
 	ctx := context.Background()
 	dbURL := ledgertest.NewDB(t)
+	// Numbers may have gaps (each branch of work is given its own), so
+	// the latest is the number of the last file in name order.
 	ups, _ := fs.Glob(migrations.FS, "*.up.sql")
 	latest, err := ledger.LatestMigration()
-	if err != nil || int(latest) != len(ups) {
-		t.Fatalf("LatestMigration = %d, %v; %d up migrations", latest, err, len(ups))
+	if err != nil || len(ups) == 0 || !strings.HasPrefix(ups[len(ups)-1], fmt.Sprintf("%04d_", latest)) {
+		t.Fatalf("LatestMigration = %d, %v; up migrations %v", latest, err, ups)
 	}
 	st, err := ledger.SchemaStatusAt(ctx, dbURL)
 	if err != nil || !st.Current() || st.Version != latest || st.Dirty {

@@ -213,6 +213,12 @@ const (
 		       root_provider_id, created_at, updated_at
 		FROM resource_providers
 		WHERE $1::bigint[] IS NULL OR id = ANY($1)`
+	// The evacuated ones, read apart rather than joined: the table is
+	// tiny (usually empty), and a join would cost every provider of a full
+	// load a hash probe.
+	sqlSnapEvacuated = `
+		SELECT resource_provider_id FROM provider_evacuations
+		WHERE $1::bigint[] IS NULL OR resource_provider_id = ANY($1)`
 	sqlSnapInventories = `
 		SELECT i.resource_provider_id, i.resource_class_id, rc.name, i.total, i.reserved,
 		       i.min_unit, i.max_unit, i.step_size, i.allocation_ratio, COALESCE(u.used, 0)
@@ -366,7 +372,7 @@ func loadProviders(ctx context.Context, tx pgx.Tx, ids []int64, n nameSink) (map
 }
 
 // sqlBeginSnapshot opens the transaction of a one-round-trip reload: one
-// snapshot for its four statements, as loadAll's read-only transaction gives.
+// snapshot for its five statements, as loadAll's read-only transaction gives.
 const sqlBeginSnapshot = `BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY`
 
 // loadProvidersOneTrip is loadProviders in a transaction of its own,
@@ -394,7 +400,7 @@ func (c *snapshotCache) loadProvidersOneTrip(ctx context.Context, ids []int64, n
 	return provs, br.Close()
 }
 
-// queueProviders queues loadProviders' four queries.
+// queueProviders queues loadProviders' five queries.
 func queueProviders(b *pgx.Batch, ids []int64) {
 	var arg any // NULL selects every provider
 	if ids != nil {
@@ -404,6 +410,7 @@ func queueProviders(b *pgx.Batch, ids []int64) {
 	b.Queue(sqlSnapInventories, arg)
 	b.Queue(sqlSnapTraits, arg)
 	b.Queue(sqlSnapAggregates, arg)
+	b.Queue(sqlSnapEvacuated, arg)
 }
 
 // readProviders reads the answers to queueProviders' queries.
@@ -454,6 +461,16 @@ func readProviders(br pgx.BatchResults, n nameSink) (map[int64]*engine.ProviderR
 		if p := provs[id]; p != nil {
 			p.Aggregates = append(p.Aggregates, aid)
 		}
+	}); err != nil {
+		return nil, err
+	}
+	rows, _ = br.Query()
+	var evacuated int64
+	if _, err := pgx.ForEachRow(rows, []any{&evacuated}, func() error {
+		if p := provs[evacuated]; p != nil {
+			p.Evacuated = true
+		}
+		return nil
 	}); err != nil {
 		return nil, err
 	}

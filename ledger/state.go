@@ -9,12 +9,51 @@ import (
 )
 
 // ProviderState is what a provider's agent last reported: load averages,
-// free memory in MiB, CPU utilisation (0 to 1) and when it was measured.
+// free memory in MiB, CPU utilisation (0 to 1) and when it was measured;
+// and, optionally (0 when not reported), the rest of LXD's
+// ClusterMemberState: uptime in seconds, memory and swap sizes in bytes,
+// the number of processes and logical CPUs, and storage pools.
 type ProviderState struct {
 	Load1, Load5, Load15 float64
 	MemoryFreeMB         int64
 	CPUUtilization       float64
 	ReportedAt           time.Time
+
+	Uptime, TotalRAM, SharedRAM, BufferedRAM, TotalSwap, FreeSwap, Processes, LogicalCPUs int64
+	// StoragePools are by pool name; nil or empty when none was reported.
+	StoragePools map[string]StoragePoolState
+}
+
+// StoragePoolState is one storage pool of a report, as LXD's
+// StoragePoolState: space used and total in bytes, inodes used and
+// total.
+type StoragePoolState struct {
+	Space  UsedTotal `json:"space"`
+	Inodes UsedTotal `json:"inodes"`
+}
+
+// UsedTotal is a quantity's use and total.
+type UsedTotal struct {
+	Used  int64 `json:"used"`
+	Total int64 `json:"total"`
+}
+
+// stateColumns are provider_state's columns in the order of stateDest
+// (storage_pools NULL when empty: most reports have none, and their rows
+// are then read without decoding JSON).
+const stateColumns = `load_1, load_5, load_15, memory_free_mb, cpu_utilization, reported_at,
+	uptime, total_ram, shared_ram, buffered_ram, total_swap, free_swap, processes, logical_cpus,
+	NULLIF(storage_pools, '{}'::jsonb)`
+
+// stateInsertColumns are stateColumns as written.
+const stateInsertColumns = `load_1, load_5, load_15, memory_free_mb, cpu_utilization, reported_at,
+	uptime, total_ram, shared_ram, buffered_ram, total_swap, free_swap, processes, logical_cpus, storage_pools`
+
+// stateDest are the scan targets of stateColumns into st.
+func stateDest(st *ProviderState) []any {
+	return []any{&st.Load1, &st.Load5, &st.Load15, &st.MemoryFreeMB, &st.CPUUtilization, &st.ReportedAt,
+		&st.Uptime, &st.TotalRAM, &st.SharedRAM, &st.BufferedRAM, &st.TotalSwap, &st.FreeSwap, &st.Processes,
+		&st.LogicalCPUs, &st.StoragePools}
 }
 
 // ProviderStatePut records a provider's state, replacing the previous
@@ -26,13 +65,21 @@ func (s *Store) ProviderStatePut(ctx context.Context, providerUUID string, st Pr
 		if err != nil {
 			return err
 		}
+		pools := st.StoragePools
+		if pools == nil {
+			pools = map[string]StoragePoolState{}
+		}
 		_, err = t.Exec(ctx, `
-			INSERT INTO provider_state (resource_provider_id, load_1, load_5, load_15, memory_free_mb, cpu_utilization, reported_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7)
+			INSERT INTO provider_state (resource_provider_id, `+stateInsertColumns+`)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
 			ON CONFLICT (resource_provider_id) DO UPDATE SET load_1 = EXCLUDED.load_1, load_5 = EXCLUDED.load_5,
 				load_15 = EXCLUDED.load_15, memory_free_mb = EXCLUDED.memory_free_mb,
-				cpu_utilization = EXCLUDED.cpu_utilization, reported_at = EXCLUDED.reported_at`,
-			ref.ID, st.Load1, st.Load5, st.Load15, st.MemoryFreeMB, st.CPUUtilization, st.ReportedAt)
+				cpu_utilization = EXCLUDED.cpu_utilization, reported_at = EXCLUDED.reported_at,
+				uptime = EXCLUDED.uptime, total_ram = EXCLUDED.total_ram, shared_ram = EXCLUDED.shared_ram,
+				buffered_ram = EXCLUDED.buffered_ram, total_swap = EXCLUDED.total_swap, free_swap = EXCLUDED.free_swap,
+				processes = EXCLUDED.processes, logical_cpus = EXCLUDED.logical_cpus, storage_pools = EXCLUDED.storage_pools`,
+			ref.ID, st.Load1, st.Load5, st.Load15, st.MemoryFreeMB, st.CPUUtilization, st.ReportedAt,
+			st.Uptime, st.TotalRAM, st.SharedRAM, st.BufferedRAM, st.TotalSwap, st.FreeSwap, st.Processes, st.LogicalCPUs, pools)
 		if _, ok := foreignKeyViolation(err); ok {
 			return providerNotFound(providerUUID)
 		}
@@ -48,10 +95,8 @@ func (s *Store) ProviderStateGet(ctx context.Context, providerUUID string) (Prov
 	if err != nil {
 		return st, err
 	}
-	err = s.db.QueryRow(ctx, `
-		SELECT load_1, load_5, load_15, memory_free_mb, cpu_utilization, reported_at
-		FROM provider_state WHERE resource_provider_id = $1`, ref.ID).
-		Scan(&st.Load1, &st.Load5, &st.Load15, &st.MemoryFreeMB, &st.CPUUtilization, &st.ReportedAt)
+	err = s.db.QueryRow(ctx, `SELECT `+stateColumns+` FROM provider_state WHERE resource_provider_id = $1`, ref.ID).
+		Scan(stateDest(&st)...)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return st, notFound("Resource provider %s has not reported its state.", providerUUID)
 	}
@@ -63,7 +108,7 @@ func (s *Store) ProviderStateGet(ctx context.Context, providerUUID string) (Prov
 // skipped.
 func (s *Store) ProviderStates(ctx context.Context, providerUUIDs []string) (map[string]ProviderState, error) {
 	rows, err := s.db.Query(ctx, `
-		SELECT rp.uuid::text, st.load_1, st.load_5, st.load_15, st.memory_free_mb, st.cpu_utilization, st.reported_at
+		SELECT rp.uuid::text, `+stateColumns+`
 		FROM provider_state st JOIN resource_providers rp ON rp.id = st.resource_provider_id
 		WHERE rp.uuid = ANY($1::text[]::uuid[])`, validUUIDs(providerUUIDs))
 	if err != nil {
@@ -72,8 +117,9 @@ func (s *Store) ProviderStates(ctx context.Context, providerUUIDs []string) (map
 	out := map[string]ProviderState{}
 	var u string
 	var st ProviderState
-	_, err = pgx.ForEachRow(rows, []any{&u, &st.Load1, &st.Load5, &st.Load15, &st.MemoryFreeMB, &st.CPUUtilization, &st.ReportedAt}, func() error {
+	_, err = pgx.ForEachRow(rows, append([]any{&u}, stateDest(&st)...), func() error {
 		out[u] = st
+		st.StoragePools = nil // a fresh map for the next row
 		return nil
 	})
 	return out, err

@@ -37,6 +37,12 @@ type Request struct {
 	Target string
 	// Keys are the claim's affinity placement keys.
 	Keys []KeyRequest
+	// Instance is the claim's "instance" object: LXD's instance placement
+	// request (name, project, type, config, devices, ...) as the caller
+	// sent it, decoded from JSON; nil when the claim carries none.
+	// Scriptlets see its fields in request and get_instance_resources;
+	// nothing in it changes what is claimed.
+	Instance map[string]any
 	// Data answers a scriptlet's questions about the cloud (instances,
 	// members); nil when the caller offers none.
 	Data CloudData
@@ -68,6 +74,11 @@ type CloudData interface {
 	// sticky keys of a provider it was placed on; none for a new consumer.
 	// The affinity_keys weigher calls it once per Rank.
 	ConsumerKeys(ctx context.Context, consumerUUID string) ([]PlacementKey, error)
+	// States returns the last report of each of the providers named
+	// (uuids) that has one. Scriptlets call it at most once per Rank,
+	// when they read a member's status and the policy did not fetch
+	// states.
+	States(ctx context.Context, uuids []string) (map[string]*ProviderState, error)
 }
 
 // Instance is a consumer as a scriptlet sees it.
@@ -99,7 +110,10 @@ type PlacementKey struct {
 	Sticky bool    `json:"sticky"`
 }
 
-// ProviderState is what a provider's agent last reported.
+// ProviderState is what a provider's agent last reported. The fields
+// after ReportedAt are optional in a report (zero when not reported): the
+// rest of LXD's ClusterMemberState, which get_cluster_member_state
+// answers.
 type ProviderState struct {
 	Load1      float64   `json:"load_1"`
 	Load5      float64   `json:"load_5"`
@@ -107,6 +121,33 @@ type ProviderState struct {
 	MemFreeMB  int64     `json:"memory_free_mb"`
 	CPUUtil    float64   `json:"cpu_utilization"`
 	ReportedAt time.Time `json:"reported_at"`
+	// SysInfo is the rest of LXD's sysinfo: uptime in seconds, sizes in
+	// bytes.
+	SysInfo SysInfo `json:"sysinfo"`
+	// StoragePools are LXD's storage pool states, by pool name.
+	StoragePools map[string]StoragePoolState `json:"storage_pools"`
+}
+
+// SysInfo is what a report may add to LXD's ClusterMemberSysInfo beyond
+// the load averages and free memory Berth's own fields carry.
+type SysInfo struct {
+	Uptime      int64 `json:"uptime"`
+	TotalRAM    int64 `json:"total_ram"`
+	SharedRAM   int64 `json:"shared_ram"`
+	BufferedRAM int64 `json:"buffered_ram"`
+	TotalSwap   int64 `json:"total_swap"`
+	FreeSwap    int64 `json:"free_swap"`
+	Processes   int64 `json:"processes"`
+	LogicalCPUs int64 `json:"logical_cpus"`
+}
+
+// StoragePoolState is one storage pool's space and inodes, as LXD's
+// StoragePoolState (space in bytes).
+type StoragePoolState struct {
+	SpaceUsed   int64 `json:"space_used"`
+	SpaceTotal  int64 `json:"space_total"`
+	InodesUsed  int64 `json:"inodes_used"`
+	InodesTotal int64 `json:"inodes_total"`
 }
 
 // Candidate is one way to satisfy a request: what to allocate from which
@@ -148,6 +189,9 @@ type Provider struct {
 	Keys []PlacementKey
 	// Consumers is how many consumers hold allocations on the provider.
 	Consumers int
+	// Evacuated is set for a root provider an operator evacuated (POST
+	// /resource_providers/{uuid}/evacuate): claims do not place on it.
+	Evacuated bool
 }
 
 // Inventories are a provider's inventories, one per class, in class name

@@ -22,7 +22,14 @@
 // (scriptlet_rewrite.go, scriptlet_sandbox.go): compiled programs are
 // rewritten so that every operator and call whose work grows with its
 // operands is charged to those budgets before it runs; a scriptlet that
-// fails is ignored unless ScriptletLimits.OnError says refuse;
-// CheckScriptlet is the check of a scriptlet about to be stored. See
+// fails refuses the claim unless ScriptletLimits.OnError says ignore;
+// CheckScriptlet is the check of a scriptlet about to be stored.
+//
+// Scriptlets see LXD's and Incus's object model beside Berth's
+// (scriptlet_object.go: objects read as o.x or o["x"];
+// scriptlet_request.go: the request with LXD's instance placement
+// fields; scriptlet_resources.go: get_instance_resources computed as LXD
+// does; scriptlet_lxd.go: members, member state and resources as LXD's
+// api types), so that their scriptlets run unchanged. See
 // docs/scheduling.md and docs/security.md.
 package scheduler

@@ -90,13 +90,15 @@ const (
 
 // What a claim does when its scriptlet fails (ScriptletLimits.OnError).
 const (
-	// OnErrorIgnore (the default) ranks the claim as if the failing
-	// scriptlet were not there: instance_placement leaves the policy's
-	// ranking as it is, a starlark: filter keeps the candidate its call
-	// failed on, a starlark: weigher contributes nothing to the claim.
-	OnErrorIgnore = "ignore"
-	// OnErrorRefuse refuses the claim, as an explicit refusal does.
+	// OnErrorRefuse (the default, as LXD does) refuses the claim, as an
+	// explicit refusal does.
 	OnErrorRefuse = "refuse"
+	// OnErrorIgnore ranks the claim as if the failing scriptlet were
+	// not there: instance_placement leaves the policy's ranking as it
+	// is, a starlark: filter keeps the candidate its call failed on, a
+	// starlark: weigher contributes nothing to the claim. An operator's
+	// choice: a broken policy then stops applying, logged and counted.
+	OnErrorIgnore = "ignore"
 )
 
 // ScriptletLimits bound the Starlark of one Rank.
@@ -124,7 +126,7 @@ type ScriptletLimits struct {
 	MaxLogLines int
 	MaxLogBytes int
 	// OnError is what a claim does when a scriptlet fails (a runtime
-	// error or a limit): OnErrorIgnore ("" means it) or OnErrorRefuse.
+	// error or a limit): OnErrorRefuse ("" means it) or OnErrorIgnore.
 	OnError string
 	// Metrics, when set, counts scriptlet runs (shared by every policy
 	// built with it).
@@ -148,7 +150,7 @@ func (l ScriptletLimits) withDefaults() ScriptletLimits {
 		l.MaxLogBytes = DefaultScriptletMaxLogBytes
 	}
 	if l.OnError == "" {
-		l.OnError = OnErrorIgnore
+		l.OnError = OnErrorRefuse
 	}
 	return l
 }
@@ -438,7 +440,7 @@ func (p *Policy) Rank(ctx context.Context, req *Request, cands []*Candidate) (_ 
 	ctx, span := startRank(ctx, len(cands))
 	defer func() { endRank(span, r, err) }()
 
-	run, placement, cancel, err := p.startScripts(ctx, req, r)
+	run, placement, cancel, err := p.startScripts(ctx, req, cands, r)
 	if err != nil {
 		return nil, err
 	}
@@ -462,8 +464,8 @@ func (p *Policy) Rank(ctx context.Context, req *Request, cands []*Candidate) (_ 
 // req (runOf): the scriptlet whose instance_placement runs (nil for
 // none, its name recorded in r) and, when any Starlark runs, the
 // scriptlet deadline. The caller calls cancel when the Rank is over.
-func (p *Policy) startScripts(ctx context.Context, req *Request, r *Ranking) (run *scriptRun, placement *Program, cancel context.CancelFunc, err error) {
-	run = &scriptRun{policy: p, ranking: r, limits: p.limits}
+func (p *Policy) startScripts(ctx context.Context, req *Request, cands []*Candidate, r *Ranking) (run *scriptRun, placement *Program, cancel context.CancelFunc, err error) {
+	run = &scriptRun{policy: p, ranking: r, limits: p.limits, req: req, cands: cands}
 	req.prepared[scriptRunKey{}] = run
 	placement, err = p.placementScriptlet(r)
 	if err != nil {

@@ -143,3 +143,66 @@ func BenchmarkRankClaim(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkRankClaimScriptlet is BenchmarkRankClaim with a default
+// scriptlet that reads the request, the instance resources and the
+// members: in Berth's own object model, in LXD's, and in LXD's with each
+// member's status (one CloudData.States call per Rank; here answered in
+// memory). docs/performance.md, "Scriptlets in LXD's object model".
+func BenchmarkRankClaimScriptlet(b *testing.B) {
+	cands := benchCands(100)
+	req := &Request{ConsumerUUID: "c", Reason: "new", Resources: map[string]int64{"VCPU": 2, "MEMORY_MB": 4096, "DISK_GB": 20},
+		Data: &fakeData{}}
+	for _, bc := range []struct{ name, script string }{
+		{"berth", `
+def instance_placement(request, candidate_members):
+    if request.reason != "new":
+        return "only new instances"
+    want = get_instance_resources()["VCPU"]
+    for m in candidate_members:
+        if m.inventories["VCPU"].free >= want + 64 and m.name != "":
+            set_target(m.name)
+            return None
+`},
+		{"lxd", `
+def instance_placement(request, candidate_members):
+    if request.reason != "new" or request.type != "container":
+        return "only new containers"
+    want = get_instance_resources().cpu_cores
+    for m in candidate_members:
+        if m["server_name"] != "" and m.inventories["VCPU"].free >= want + 64:
+            set_target(m.server_name)
+            return
+`},
+		{"lxd_status", `
+def instance_placement(request, candidate_members):
+    if request.reason != "new" or request.type != "container":
+        return "only new containers"
+    want = get_instance_resources().cpu_cores
+    for m in candidate_members:
+        if m["status"] == "Online" and m.inventories["VCPU"].free >= want + 64:
+            set_target(m.server_name)
+            return
+`},
+	} {
+		prog, err := CompileScriptlet(bc.name, []byte(bc.script))
+		if err != nil {
+			b.Fatal(err)
+		}
+		p, err := NewPolicy(DefaultPolicyConfig(), nil, StaticScriptlets{Default: prog}, ScriptletLimits{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			cpu0, n := cpuTime(), 0
+			for b.Loop() {
+				if _, err := p.Rank(context.Background(), req, cands); err != nil {
+					b.Fatal(err)
+				}
+				n++
+			}
+			b.ReportMetric(float64(cpuTime()-cpu0)/float64(n)/1e3, "cpu-us/op")
+		})
+	}
+}

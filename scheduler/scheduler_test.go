@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -460,4 +461,15 @@ func TestDefaultPolicy(t *testing.T) {
 	if w := r.Ranked[0].Weights()[SpreadName]; w != 1 {
 		t.Errorf("weights %v", r.Ranked[0].Weights())
 	}
+}
+
+func (d *fakeData) States(_ context.Context, uuids []string) (map[string]*ProviderState, error) {
+	d.calls.Add(1)
+	out := map[string]*ProviderState{}
+	for _, p := range d.members {
+		if p.State != nil && slices.Contains(uuids, p.UUID) {
+			out[p.UUID] = p.State
+		}
+	}
+	return out, d.err
 }

@@ -322,6 +322,13 @@ type scriptRun struct {
 	policy  *Policy
 	ranking *Ranking
 	limits  ScriptletLimits
+	// req and cands are the Rank's request and candidates.
+	req   *Request
+	cands []*Candidate
+	// states are the reported states of the candidates' roots, loaded
+	// once when a scriptlet reads a member's status the policy did not
+	// fetch states for (stateOf); nil before.
+	states map[string]*ProviderState
 	// ctx is the Rank's context with the scriptlet deadline; scriptlet
 	// calls run under it, built-in units under the Rank's own.
 	ctx     context.Context
@@ -629,7 +636,38 @@ func (run *scriptRun) member(c *Candidate) *memberValue {
 	m, ok := run.members[c]
 	if !ok {
 		m = candidateMember(c)
+		m.run = run
 		run.members[c] = m
 	}
 	return m
+}
+
+// stateOf is the reported state of root provider uuid, nil if it never
+// reported: the states of every candidate's root are loaded on the first
+// call, in one query (CloudData.States).
+func (run *scriptRun) stateOf(uuid string) (*ProviderState, error) {
+	if run.states == nil {
+		if run.req == nil || run.req.Data == nil {
+			return nil, nil
+		}
+		seen := make(map[string]struct{}, len(run.cands))
+		roots := make([]string, 0, len(run.cands))
+		for _, c := range run.cands {
+			if r := c.Root(); r != "" {
+				if _, dup := seen[r]; !dup {
+					seen[r] = struct{}{}
+					roots = append(roots, r)
+				}
+			}
+		}
+		states, err := run.req.Data.States(run.ctx, roots)
+		if err != nil {
+			return nil, fmt.Errorf("reading the members' states: %w", err)
+		}
+		if states == nil {
+			states = map[string]*ProviderState{}
+		}
+		run.states = states
+	}
+	return run.states[uuid], nil
 }

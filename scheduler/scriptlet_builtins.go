@@ -25,6 +25,7 @@ var builtins = starlark.StringDict{
 	"get_instances":                starlark.NewBuiltin("get_instances", getInstances),
 	"get_instances_count":          starlark.NewBuiltin("get_instances_count", getInstancesCount),
 	"get_cluster_members":          starlark.NewBuiltin("get_cluster_members", getClusterMembers),
+	"get_project":                  starlark.NewBuiltin("get_project", getProject),
 	"fail":                         starlark.NewBuiltin("fail", failBuiltin),
 	"struct":                       starlark.NewBuiltin("struct", starlarkstruct.Make),
 }
@@ -91,7 +92,7 @@ func setTarget(th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw
 		return nil, err
 	}
 	var target string
-	if err := starlark.UnpackPositionalArgs(b.Name(), args, kwargs, 1, &target); err != nil {
+	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "member_name", &target); err != nil {
 		return nil, err
 	}
 	if st.ranked == nil {
@@ -103,8 +104,15 @@ func setTarget(th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw
 			return starlark.None, nil
 		}
 	}
-	return nil, fmt.Errorf("%s: %q is not a candidate member", b.Name(), target)
+	// As LXD: a warning, and the choice stays as it was (the ranking's
+	// unless an earlier call chose).
+	st.run.log("warn", fmt.Sprintf("%s: %q is not a candidate member; the built-in choice stands", b.Name(), target))
+	return starlark.String(invalidMemberName), nil
 }
+
+// invalidMemberName is what set_target answers for a name that is not a
+// candidate, as LXD's does.
+const invalidMemberName = "Invalid member name"
 
 func failBuiltin(th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
 	if _, err := state(th, b); err != nil {
@@ -144,7 +152,7 @@ func memberBuiltin(view func(*Provider) starlark.Value) func(*starlark.Thread, *
 			return nil, err
 		}
 		var name string
-		if err := starlark.UnpackPositionalArgs(b.Name(), args, kwargs, 1, &name); err != nil {
+		if err := starlark.UnpackArgs(b.Name(), args, kwargs, "member_name", &name); err != nil {
 			return nil, err
 		}
 		p, err := st.member(b, name)
@@ -156,10 +164,12 @@ func memberBuiltin(view func(*Provider) starlark.Value) func(*starlark.Thread, *
 }
 
 var (
-	getMemberState     = memberBuiltin(func(p *Provider) starlark.Value { return stateValue(p.State) })
-	getMemberResources = memberBuiltin(func(p *Provider) starlark.Value { return inventoriesMap(p) })
+	getMemberState     = memberBuiltin(func(p *Provider) starlark.Value { return memberStateValue(p.State) })
+	getMemberResources = memberBuiltin(memberResourcesValue)
 )
 
+// getInstanceResources is LXD's get_instance_resources(): an error in
+// LXD's words when the instance's limits do not parse.
 func getInstanceResources(th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
 	st, err := state(th, b)
 	if err != nil {
@@ -168,7 +178,34 @@ func getInstanceResources(th *starlark.Thread, b *starlark.Builtin, args starlar
 	if err := starlark.UnpackPositionalArgs(b.Name(), args, kwargs, 0); err != nil {
 		return nil, err
 	}
-	return intDict(st.req.Resources), nil
+	r, err := instanceResources(st.req)
+	if err != nil {
+		return nil, err
+	}
+	return instanceResourcesValue(r, st.req.Resources), nil
+}
+
+// getProject is Incus's get_project(name).
+func getProject(th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	st, err := state(th, b)
+	if err != nil {
+		return nil, err
+	}
+	var name string
+	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "name", &name); err != nil {
+		return nil, err
+	}
+	if err := st.data(b); err != nil {
+		return nil, err
+	}
+	is, err := st.req.Data.Instances(st.ctx, "", name)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", b.Name(), err)
+	}
+	if err := chargeResult(th, b, len(is), 64); err != nil {
+		return nil, err
+	}
+	return projectValue(name, is), nil
 }
 
 // optString unpacks an optional string argument that may be None.
@@ -189,7 +226,12 @@ func instances(th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw
 		return nil, err
 	}
 	var locV, projV starlark.Value
-	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "location?", &locV, "project?", &projV); err != nil {
+	var pending bool // Incus's: Berth has no instances pending (a claim is one write)
+	params := []any{"location?", &locV, "project?", &projV}
+	if b.Name() == "get_instances_count" {
+		params = append(params, "pending?", &pending)
+	}
+	if err := starlark.UnpackArgs(b.Name(), args, kwargs, params...); err != nil {
 		return nil, err
 	}
 	loc, err := optString(locV, b.Name()+": location")
@@ -220,7 +262,7 @@ func getInstances(th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple,
 	}
 	list := make([]starlark.Value, len(is))
 	for i, in := range is {
-		list[i] = frozenStruct("instance", starlark.StringDict{
+		list[i] = newObject("Instance", starlark.StringDict{
 			"uuid":          starlark.String(in.UUID),
 			"name":          starlark.String(in.Name),
 			"project":       starlark.String(in.ProjectID),
@@ -248,13 +290,24 @@ func getClusterMembers(th *starlark.Thread, b *starlark.Builtin, args starlark.T
 	if err != nil {
 		return nil, err
 	}
-	var aggV starlark.Value
-	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "aggregate?", &aggV); err != nil {
+	var aggV, groupV starlark.Value
+	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "aggregate?", &aggV, "group?", &groupV); err != nil {
 		return nil, err
 	}
 	agg, err := optString(aggV, b.Name()+": aggregate")
 	if err != nil {
 		return nil, err
+	}
+	group, err := optString(groupV, b.Name()+": group")
+	if err != nil {
+		return nil, err
+	}
+	// Incus's group: an aggregate uuid, or "default" (every member).
+	if agg == "" && group != DefaultGroup {
+		agg = group
+	}
+	if agg == DefaultGroup {
+		agg = ""
 	}
 	if err := st.data(b); err != nil {
 		return nil, err
@@ -273,30 +326,6 @@ func getClusterMembers(th *starlark.Thread, b *starlark.Builtin, args starlark.T
 	l := starlark.NewList(list)
 	l.Freeze()
 	return l, nil
-}
-
-// requestValue is req as a frozen struct; see docs/scheduling.md.
-func requestValue(req *Request) starlark.Value {
-	keys := make([]starlark.Value, len(req.Keys))
-	for i, k := range req.Keys {
-		keys[i] = frozenStruct("key", starlark.StringDict{"name": starlark.String(k.Name),
-			"value": starlark.Float(k.Value), "weight": starlark.Float(k.Weight), "system": starlark.Bool(k.System)})
-	}
-	return frozenStruct("request", starlark.StringDict{
-		"consumer_uuid": starlark.String(req.ConsumerUUID),
-		"name":          starlark.String(req.Name),
-		"project":       starlark.String(req.ProjectID),
-		"user":          starlark.String(req.UserID),
-		"consumer_type": starlark.String(req.ConsumerType),
-		"reason":        starlark.String(req.Reason),
-		"resources":     intDict(req.Resources),
-		"traits": frozenStruct("traits", starlark.StringDict{
-			"required": stringList(req.Required), "forbidden": stringList(req.Forbidden)}),
-		"properties": toStarlark(req.Properties),
-		"keys":       frozenList(keys),
-		"target":     starlark.String(req.Target),
-		"exclude":    stringList(req.Avoid),
-	})
 }
 
 func stateValue(s *ProviderState) starlark.Value {

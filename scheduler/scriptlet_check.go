@@ -105,3 +105,13 @@ func (d checkData) GroupMembers(context.Context, string, string) (map[string]int
 }
 
 func (d checkData) ConsumerKeys(context.Context, string) ([]PlacementKey, error) { return nil, nil }
+
+func (d checkData) States(_ context.Context, uuids []string) (map[string]*ProviderState, error) {
+	out := map[string]*ProviderState{}
+	for _, h := range d.hosts {
+		if h.State != nil {
+			out[h.UUID] = h.State
+		}
+	}
+	return out, nil
+}

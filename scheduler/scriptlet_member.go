@@ -14,10 +14,14 @@ import (
 // pay for converting every inventory. It is immutable to Starlark and
 // used by one Rank (one goroutine) only.
 type memberValue struct {
-	kind    string     // "cluster_member" or "candidate_member"
-	p       *Provider  // never nil
-	c       *Candidate // nil for a cluster member
-	ranked  bool       // rank, score and weights are set
+	kind string     // "cluster_member" or "candidate_member"
+	p    *Provider  // never nil
+	c    *Candidate // nil for a cluster member
+	// run, for a candidate member, loads the states of the Rank's
+	// candidates when LXD's status is read and the policy did not fetch
+	// them (stateOf); nil for a cluster member, whose State is filled.
+	run     *scriptRun
+	ranked  bool // rank, score and weights are set
 	rank    int
 	score   float64
 	weights map[string]float64
@@ -32,15 +36,17 @@ type memberAttrCache struct {
 
 var (
 	_ starlark.HasAttrs = (*memberValue)(nil)
+	_ starlark.Mapping  = (*memberValue)(nil)
 	_ starlark.HasAttrs = inventoryValue{}
 	_ starlark.HasAttrs = (*stateStruct)(nil)
 )
 
+// A member's attributes: Berth's, LXD's api.ClusterMember's
+// (lxdMemberAttrs), and get.
 var (
-	memberAttrs    = []string{"aggregates", "consumers", "inventories", "keys", "name", "state", "traits", "usage", "uuid"}
-	candidateAttrs = []string{"aggregates", "allocations", "consumers", "inventories", "keys", "name", "state", "traits", "usage", "uuid"}
-	rankedAttrs    = []string{"aggregates", "allocations", "consumers", "inventories", "keys", "name", "rank", "score", "state",
-		"traits", "usage", "uuid", "weights"}
+	memberAttrs    = fieldNames(append([]string{"aggregates", "consumers", "get", "inventories", "keys", "name", "state", "traits", "usage", "uuid"}, lxdMemberAttrs...)...)
+	candidateAttrs = fieldNames(append(slices.Clone(memberAttrs), "allocations")...)
+	rankedAttrs    = fieldNames(append(slices.Clone(candidateAttrs), "rank", "score", "weights")...)
 )
 
 func clusterMember(p *Provider) *memberValue { return &memberValue{kind: "cluster_member", p: p} }
@@ -79,8 +85,21 @@ func (m *memberValue) AttrNames() []string {
 	return memberAttrs
 }
 
+// Get implements starlark.Mapping: m["server_name"] is m.server_name.
+func (m *memberValue) Get(k starlark.Value) (starlark.Value, bool, error) {
+	s, ok := starlark.AsString(k)
+	if !ok || s == "get" {
+		return nil, false, nil
+	}
+	v, err := m.Attr(s)
+	return v, v != nil && err == nil, err
+}
+
 // Attr implements starlark.HasAttrs.
 func (m *memberValue) Attr(name string) (starlark.Value, error) {
+	if v, ok, err := m.lxdAttr(name); ok {
+		return v, err
+	}
 	switch name {
 	case "name":
 		return starlark.String(m.p.Name), nil
@@ -132,6 +151,41 @@ func (m *memberValue) Attr(name string) (starlark.Value, error) {
 		*slot = m.build(name)
 	}
 	return *slot, nil
+}
+
+// lxdAttr is LXD's attribute name (and get), ok false for another name.
+func (m *memberValue) lxdAttr(name string) (starlark.Value, bool, error) {
+	switch name {
+	case "get":
+		return starlark.NewBuiltin("get", func(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+			var k, dflt starlark.Value = nil, starlark.None
+			if err := starlark.UnpackPositionalArgs(b.Name(), args, kwargs, 1, &k, &dflt); err != nil {
+				return nil, err
+			}
+			if v, ok, err := m.Get(k); ok || err != nil {
+				return v, err
+			}
+			return dflt, nil
+		}), true, nil
+	case "status", "message":
+		st, err := m.state()
+		if err != nil {
+			return nil, true, err
+		}
+		return lxdMemberField(m.p, st, name), true, nil
+	case "server_name", "url", "database", "architecture", "roles", "failure_domain", "description", "config", "groups":
+		return lxdMemberField(m.p, nil, name), true, nil
+	}
+	return nil, false, nil
+}
+
+// state is the member's last report, nil if none: its own, or the one
+// the Rank loads for its candidates when the policy did not.
+func (m *memberValue) state() (*ProviderState, error) {
+	if m.p.State != nil || m.run == nil {
+		return m.p.State, nil
+	}
+	return m.run.stateOf(m.p.UUID)
 }
 
 // classes are p's resource classes, sorted, computed once.
@@ -256,3 +310,19 @@ func (s *stateStruct) Attr(name string) (starlark.Value, error) {
 	}
 	return nil, nil
 }
+
+// attrIndex is x[k] for a value whose keys are its attributes.
+func attrIndex(x starlark.HasAttrs, k starlark.Value) (starlark.Value, bool, error) {
+	s, ok := starlark.AsString(k)
+	if !ok {
+		return nil, false, nil
+	}
+	v, err := x.Attr(s)
+	return v, v != nil && err == nil, err
+}
+
+// Get implements starlark.Mapping: inv["free"] is inv.free.
+func (v inventoryValue) Get(k starlark.Value) (starlark.Value, bool, error) { return attrIndex(v, k) }
+
+// Get implements starlark.Mapping: state["load_1"] is state.load_1.
+func (s *stateStruct) Get(k starlark.Value) (starlark.Value, bool, error) { return attrIndex(s, k) }

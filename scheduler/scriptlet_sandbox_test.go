@@ -180,7 +180,8 @@ log_info(x, 2 * [1], [1] * 2, "ab" * 2, 10**0 if False else 1)`
 // TestSandboxLog: a log_info loop is bounded, and says what it dropped.
 func TestSandboxLog(t *testing.T) {
 	body := "for i in range(100000):\n    log_info(\"line\", i, \"x\" * 1000)"
-	r, err := rankWith(t, `{}`, placementBody(body), ScriptletLimits{MaxSteps: 10_000_000, Timeout: time.Minute}, &Request{}, threeCands())
+	// (The loop also runs out of memory; ignored, the log is kept.)
+	r, err := rankWith(t, `{}`, placementBody(body), ScriptletLimits{MaxSteps: 10_000_000, Timeout: time.Minute, OnError: OnErrorIgnore}, &Request{}, threeCands())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,16 +198,21 @@ func TestSandboxLog(t *testing.T) {
 }
 
 // TestScriptletFailOpen: a scriptlet that fails (an error or a limit)
-// does not take claims down: by default the claim is ranked as if it
-// were not there, counted and logged; OnErrorRefuse refuses instead;
-// an explicit refusal always refuses.
+// refuses the claim by default, as LXD's does; under OnErrorIgnore it
+// does not take claims down: the claim is ranked as if it were not
+// there, counted and logged; an explicit refusal always refuses.
 func TestScriptletFailOpen(t *testing.T) {
 	var m ScriptletMetrics
 	var logged []string
 	m.OnFailure = func(s ScriptletRunStats, suppressed uint64) { logged = append(logged, s.Outcome+": "+s.Error) }
 	oom := placementBody("set_target(\"node3\")\nx = [None] * ((1<<30) - 1)")
+	var refused *RefusedError
+	if _, err := rankWith(t, `{}`, oom, ScriptletLimits{}, &Request{}, threeCands()); !errors.As(err, &refused) ||
+		!strings.Contains(err.Error(), "memory budget") {
+		t.Fatalf("default: %v, want a refusal", err)
+	}
 	for i := range 5 {
-		r, err := rankWith(t, `{}`, oom, ScriptletLimits{Metrics: &m}, &Request{}, threeCands())
+		r, err := rankWith(t, `{}`, oom, ScriptletLimits{Metrics: &m, OnError: OnErrorIgnore}, &Request{}, threeCands())
 		if err != nil || roots(r) != "uuid-1,node2,node3" || r.Chosen || len(r.Log) != 1 ||
 			!strings.Contains(r.Log[0].Message, "scriptlet \"(default)\" failed and was ignored") || !strings.Contains(r.Log[0].Message, "memory budget") {
 			t.Fatalf("run %d: %v %+v", i, err, r)
@@ -221,7 +227,7 @@ func TestScriptletFailOpen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := NewPolicy(pc, nil, res, ScriptletLimits{})
+	p, err := NewPolicy(pc, nil, res, ScriptletLimits{OnError: OnErrorIgnore})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -231,8 +237,7 @@ func TestScriptletFailOpen(t *testing.T) {
 		t.Errorf("filter: %v %+v", err, r)
 	}
 	// Explicit refusals still refuse.
-	_, err = rankWith(t, `{}`, placementBody("fail(\"no\")"), ScriptletLimits{}, &Request{}, threeCands())
-	var refused *RefusedError
+	_, err = rankWith(t, `{}`, placementBody("fail(\"no\")"), ScriptletLimits{OnError: OnErrorIgnore}, &Request{}, threeCands())
 	if !errors.As(err, &refused) || refused.Reason != "no" {
 		t.Errorf("fail: %v", err)
 	}

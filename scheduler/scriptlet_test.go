@@ -170,14 +170,23 @@ func TestScriptletBuiltins(t *testing.T) {
 	}{
 		{"set_target by name", `set_target("node3")`, "", "", "node3,uuid-1,node2"},
 		{"set_target by uuid", `set_target("uuid-1")`, "", "", "uuid-1,node2,node3"},
-		{"set_target not a candidate", `set_target("node9")`, "", `"node9" is not a candidate member`, ""},
+		// As LXD: a name that is not a candidate is a warning, and the
+		// choice stays as it was.
+		{"set_target not a candidate", `log_info(set_target("node9"))`,
+			`set_target: "node9" is not a candidate member; the built-in choice stands|Invalid member name`, "", "uuid-1,node2,node3"},
+		{"set_target not a candidate after one", `set_target("node2")
+    set_target("node9")`, `set_target: "node9" is not a candidate member; the built-in choice stands`, "", "node2,uuid-1,node3"},
 		{"get_cluster_member_state", `s = get_cluster_member_state("node1")
-    log_info(s.load_1, s.memory_free_mb, s.reported_at, get_cluster_member_state("node2"))`,
-			"0.5 2048 2026-11-22T12:00:00Z None", "", "uuid-1,node2,node3"},
+    n = get_cluster_member_state("node2")
+    log_info(s.load_1, s.memory_free_mb, s.reported_at, s["sysinfo"]["free_ram"], s.sysinfo.load_averages)
+    log_info(bool(n), n.reported_at, n.sysinfo.free_ram, n["load_1"])`,
+			"0.5 2048 2026-11-22T12:00:00Z 2147483648 [0.5, 0.0, 0.0]|False None 0 0.0", "", "uuid-1,node2,node3"},
 		{"get_cluster_member_state unknown", `get_cluster_member_state("nope")`, "", `no cluster member "nope"`, ""},
 		{"get_cluster_member_resources", `r = get_cluster_member_resources("node1")["VCPU"]
     log_info(r.total, r.capacity, r.used, r.free, r.allocation_ratio)`, "8 16 4 12 2.0", "", "uuid-1,node2,node3"},
-		{"get_instance_resources", `log_info(get_instance_resources())`, `{"VCPU": 1}`, "", "uuid-1,node2,node3"},
+		{"get_instance_resources", `r = get_instance_resources()
+    log_info(r["VCPU"], r.get("DISK_GB", 0), r.items(), len(r), [k for k in r], r.cpu_cores, r["memory_size"])`,
+			`1 0 [("VCPU", 1)] 1 ["VCPU"] 1 0`, "", "uuid-1,node2,node3"},
 		{"get_instances", `log_info([i.name for i in get_instances()])
     log_info([i.name for i in get_instances(location="node1")])
     log_info([i.name for i in get_instances(project="p1")])
@@ -204,9 +213,9 @@ func TestScriptletBuiltins(t *testing.T) {
 			if tt.name == "fail" || tt.name == "return a non-string" {
 				continue
 			}
-			// By default a failing scriptlet is ignored: the policy's
-			// ranking stands, the log says why.
-			r, err = rankWith(t, `{}`, src, ScriptletLimits{}, req, threeCands())
+			// Under on_error ignore a failing scriptlet is ignored: the
+			// policy's ranking stands, the log says why.
+			r, err = rankWith(t, `{}`, src, ScriptletLimits{OnError: OnErrorIgnore}, req, threeCands())
 			if err != nil || roots(r) != "uuid-1,node2,node3" || r.Chosen || len(r.Log) != 1 ||
 				!strings.Contains(r.Log[0].Message, "scriptlet \"(default)\" failed and was ignored (the ranking stands as the policy made it)") ||
 				!strings.Contains(r.Log[0].Message, tt.err) {
@@ -228,7 +237,7 @@ func TestScriptletBuiltins(t *testing.T) {
 		if got := roots(r); got != tt.order {
 			t.Errorf("%s: order %s, want %s", tt.name, got, tt.order)
 		}
-		if strings.HasPrefix(tt.name, "set_target") && (!r.Chosen || r.Target != r.Ranked[0].Cand.Root()) {
+		if strings.HasPrefix(tt.name, "set_target") && tt.name != "set_target not a candidate" && (!r.Chosen || r.Target != r.Ranked[0].Cand.Root()) {
 			t.Errorf("%s: target %q chosen %v", tt.name, r.Target, r.Chosen)
 		}
 	}
@@ -288,17 +297,19 @@ def weigh(request, candidate):
     return {"node1": 1, "node2": 5, "node3": 3}[candidate.name]
 `
 	res := &scripts{named: map[string]*Program{"units": compile(t, src)}}
-	build := func(cfg string) *Policy {
+	buildWith := func(cfg string, limits ScriptletLimits) *Policy {
 		pc, err := ParsePolicyConfig([]byte(cfg))
 		if err != nil {
 			t.Fatal(err)
 		}
-		p, err := NewPolicy(pc, nil, res, ScriptletLimits{})
+		p, err := NewPolicy(pc, nil, res, limits)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return p
 	}
+	build := func(cfg string) *Policy { return buildWith(cfg, ScriptletLimits{}) }
+	buildIgnoring := func(cfg string) *Policy { return buildWith(cfg, ScriptletLimits{OnError: OnErrorIgnore}) }
 	p := build(`{"filters": [{"name": "starlark:units"}], "weighers": [{"name": "starlark:units", "factor": 2}]}`)
 	if got := p.Scriptlets(); fmt.Sprint(got) != "[units]" {
 		t.Errorf("scriptlets %v", got)
@@ -352,8 +363,8 @@ def weigh(request, candidate):
 		!strings.Contains(err.Error(), "weigh returned string; want a number") {
 		t.Errorf("bad weigh: %v", err)
 	}
-	// By default it weighs nothing, and the log says so once.
-	r, err = build(`{"weighers": [{"name": "starlark:bad", "factor": 5}, {"name": "spread"}]}`).Rank(context.Background(), &Request{}, threeCands())
+	// Under on_error ignore it weighs nothing, and the log says so once.
+	r, err = buildIgnoring(`{"weighers": [{"name": "starlark:bad", "factor": 5}, {"name": "spread"}]}`).Rank(context.Background(), &Request{}, threeCands())
 	if err != nil || len(r.Log) != 1 || !strings.Contains(r.Log[0].Message, "starlark:bad failed and was ignored (it weighs nothing in this claim)") ||
 		r.Ranked[0].Weights()["starlark:bad"] != 0 {
 		t.Errorf("bad weigh ignored: %v %+v", err, r)

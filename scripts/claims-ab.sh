@@ -37,6 +37,10 @@
 #   --runs K          runs (default 4)
 #   --memlimit SIZE   GOMEMLIMIT of both berthds (default 450MiB)
 #   --out DIR         reports and logs (default a new temp dir)
+#   --scriptlet FILE  the default scriptlet (instances.placement.scriptlet) of
+#                     both sides' databases; --scriptlet-a, --scriptlet-b: of
+#                     one side (then one build at one size may be compared
+#                     with itself under two scriptlets)
 # Environment: BENCH_PG, BENCH_PORT, BENCH_LOAD as for scripts/scale.sh (the
 # claims servers take BENCH_PORT and BENCH_PORT+1).
 set -uo pipefail
@@ -45,7 +49,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
 die() { echo "claims-ab.sh: $*" >&2; exit 1; }
 
-binA="" binB="" sizes=100000 clients=32 duration=20s runs=4 memlimit=450MiB out="" reads=0 setupA="" setupB="" afterB=""
+binA="" binB="" sizes=100000 clients=32 duration=20s runs=4 memlimit=450MiB out="" reads=0 setupA="" setupB="" afterB="" scriptA="" scriptB=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --a) binA=$2; shift 2 ;;
@@ -61,14 +65,18 @@ while [ $# -gt 0 ]; do
     --out) out=$2; shift 2 ;;
     --setup-b) setupB=$2; shift 2 ;;
     --after-b) afterB=$2; shift 2 ;;
+    --scriptlet) scriptA=$2; scriptB=$2; shift 2 ;;
+    --scriptlet-a) scriptA=$2; shift 2 ;;
+    --scriptlet-b) scriptB=$2; shift 2 ;;
     *) die "unknown option $1 (see the header of $0)" ;;
   esac
 done
 [ -n "$binA" ] || die "--a BIN is required"
 binA=$(realpath "$binA"); binB=$(realpath "${binB:-$binA}")
 read -r nA nB <<<"$sizes"; nB=${nB:-$nA}
-[ "$binA" != "$binB" ] || [ "$nA" != "$nB" ] || [ "$setupA" != "$setupB" ] ||
-  die "the two sides are the same: give --b, two sizes or a setup command"
+[ "$binA" != "$binB" ] || [ "$nA" != "$nB" ] || [ "$setupA" != "$setupB" ] || [ "$scriptA" != "$scriptB" ] ||
+  die "the two sides are the same: give --b, two sizes, a setup command or two scriptlets"
+for f in "$scriptA" "$scriptB"; do [ -z "$f" ] || [ -r "$f" ] || die "cannot read scriptlet $f"; done
 [ -n "$out" ] || out=$(mktemp -d /tmp/berth-ab.XXXXXX)
 mkdir -p "$out"; out=$(realpath "$out")
 
@@ -98,6 +106,16 @@ target_init
 port0=$BENCH_PORT
 first_path="/allocation_candidates?resources=VCPU:4,MEMORY_MB:16384,DISK_GB:100&limit=1"
 vacuum() { psql "$pg_prefix/$1$pg_params" -qX -c "VACUUM (ANALYZE)" >/dev/null; }
+# set_scriptlet DB FILE: FILE's source as DB's default scriptlet (what
+# PATCH /config with instances.placement.scriptlet stores), before the
+# side's berthd starts and loads it.
+set_scriptlet() {
+  [ -n "$2" ] || return 0
+  psql "$pg_prefix/$1$pg_params" -qX -v ON_ERROR_STOP=1 -v src="$(cat "$2")" >/dev/null <<'SQL'
+INSERT INTO config (key, value) VALUES ('instances.placement.scriptlet', to_jsonb(:'src'::text))
+  ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value;
+SQL
+}
 
 # One seeded, vacuumed database per size, copied for every run.
 for n in $(printf '%s\n' "$nA" "$nB" | sort -un); do
@@ -121,7 +139,7 @@ field() {
   echo "${rate:-?} ${cpu:-?}"
 }
 
-echo "claims-ab.sh: A = $binA at $nA providers${setupA:+ (setup: $setupA)}, B = $binB at $nB${setupB:+ (setup: $setupB)};" \
+echo "claims-ab.sh: A = $binA at $nA providers${setupA:+ (setup: $setupA)}${scriptA:+ with $scriptA}, B = $binB at $nB${setupB:+ (setup: $setupB)}${scriptB:+ with $scriptB};" \
   "$clients clients each, $duration, $runs runs; reports in $out"
 : >"$out/runs.txt"
 for r in $(seq "$runs"); do
@@ -134,6 +152,8 @@ for r in $(seq "$runs"); do
     db="ab_${s}_${r}_$$"
     psql "$BENCH_PG" -qX -c "CREATE DATABASE \"$db\" TEMPLATE \"ab_seed_${n}_$$\"" >/dev/null || die "cannot copy the seeded database"
     side_db+=("$db")
+    script=$scriptA; [ "$s" = B ] && script=$scriptB
+    set_scriptlet "$db" "$script" || die "cannot store the scriptlet $script"
     vacuum "$db"
     BENCH_PORT=$((port0 + k)); url="http://127.0.0.1:$BENCH_PORT"
     launch "GOMEMLIMIT=$memlimit exec $bin" "$out/server-$r-$s.log" || die "cannot start $bin"

@@ -34,7 +34,7 @@ const (
 	// run, in bytes (an integer).
 	ConfigScriptletMaxMemory = "scheduler.scriptlet.max_memory"
 	// ConfigScriptletOnError is what a claim does when its scriptlet
-	// fails: "ignore" (rank without it) or "refuse".
+	// fails: "refuse" (the default) or "ignore" (rank without it).
 	ConfigScriptletOnError = "scheduler.scriptlet.on_error"
 )
 

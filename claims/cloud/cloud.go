@@ -126,6 +126,20 @@ func (d *View) GroupMembers(ctx context.Context, key, value string) (map[string]
 	return d.store.GroupMembers(ctx, key, value)
 }
 
+// States implements scheduler.CloudData: the last report of each of the
+// providers named that has one, in one query.
+func (d *View) States(ctx context.Context, uuids []string) (map[string]*scheduler.ProviderState, error) {
+	states, err := d.store.ProviderStates(ctx, uuids)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]*scheduler.ProviderState, len(states))
+	for u, st := range states {
+		out[u] = stateOf(st)
+	}
+	return out, nil
+}
+
 // ConsumerKeys returns the keys a consumer kept from sticky provider
 // keys (each Sticky).
 func (d *View) ConsumerKeys(ctx context.Context, consumerUUID string) ([]scheduler.PlacementKey, error) {
@@ -137,7 +151,7 @@ func (d *View) ConsumerKeys(ctx context.Context, consumerUUID string) ([]schedul
 }
 
 func providerOf(s engine.ProviderSummary) *scheduler.Provider {
-	p := &scheduler.Provider{UUID: s.UUID, Name: s.Name, ParentUUID: s.ParentUUID, RootUUID: s.RootUUID,
+	p := &scheduler.Provider{UUID: s.UUID, Name: s.Name, ParentUUID: s.ParentUUID, RootUUID: s.RootUUID, Evacuated: s.Evacuated,
 		Traits: slices.Clone(s.Traits), Aggregates: slices.Clone(s.Aggregates),
 		Resources: make(scheduler.Inventories, len(s.Resources))}
 	for i, r := range s.Resources {
@@ -149,8 +163,18 @@ func providerOf(s engine.ProviderSummary) *scheduler.Provider {
 }
 
 func stateOf(st ledger.ProviderState) *scheduler.ProviderState {
-	return &scheduler.ProviderState{Load1: st.Load1, Load5: st.Load5, Load15: st.Load15,
-		MemFreeMB: st.MemoryFreeMB, CPUUtil: st.CPUUtilization, ReportedAt: st.ReportedAt}
+	out := &scheduler.ProviderState{Load1: st.Load1, Load5: st.Load5, Load15: st.Load15,
+		MemFreeMB: st.MemoryFreeMB, CPUUtil: st.CPUUtilization, ReportedAt: st.ReportedAt,
+		SysInfo: scheduler.SysInfo{Uptime: st.Uptime, TotalRAM: st.TotalRAM, SharedRAM: st.SharedRAM, BufferedRAM: st.BufferedRAM,
+			TotalSwap: st.TotalSwap, FreeSwap: st.FreeSwap, Processes: st.Processes, LogicalCPUs: st.LogicalCPUs}}
+	if len(st.StoragePools) > 0 {
+		out.StoragePools = make(map[string]scheduler.StoragePoolState, len(st.StoragePools))
+		for name, sp := range st.StoragePools {
+			out.StoragePools[name] = scheduler.StoragePoolState{SpaceUsed: sp.Space.Used, SpaceTotal: sp.Space.Total,
+				InodesUsed: sp.Inodes.Used, InodesTotal: sp.Inodes.Total}
+		}
+	}
+	return out
 }
 
 func keysOf(ks []ledger.PlacementKey) []scheduler.PlacementKey {

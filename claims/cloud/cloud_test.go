@@ -74,4 +74,22 @@ func TestViewEnrich(t *testing.T) {
 	if err != nil || len(keys) != 1 || keys[0].Value != 0.5 {
 		t.Fatalf("consumer keys %+v %v", keys, err)
 	}
+
+	// States, with what a report adds of LXD's member state; members
+	// say whether they are evacuated.
+	if err := store.ProviderStatePut(ctx, uuids[1], ledger.ProviderState{MemoryFreeMB: 64, ReportedAt: at, TotalRAM: 1 << 30,
+		StoragePools: map[string]ledger.StoragePoolState{"p": {Space: ledger.UsedTotal{Used: 1, Total: 2}}}}); err != nil {
+		t.Fatal(err)
+	}
+	states, err := d.States(ctx, uuids)
+	if err != nil || len(states) != 2 || states[uuids[0]].Load1 != 2 || states[uuids[1]].SysInfo.TotalRAM != 1<<30 ||
+		states[uuids[1]].StoragePools["p"].SpaceTotal != 2 {
+		t.Fatalf("states %+v %v", states, err)
+	}
+	if _, err := store.ProviderEvacuate(ctx, uuids[0]); err != nil {
+		t.Fatal(err)
+	}
+	if members, err = d.Members(ctx, ""); err != nil || !members[0].Evacuated || members[1].Evacuated {
+		t.Fatalf("members after evacuating cn1: %+v %v", members, err)
+	}
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -18,7 +19,7 @@ import (
 // and scriptlet test; body turns them into a POST /claims body.
 type claimFlags struct {
 	resources, policy, target, name, project, user, consumer string
-	consumerType, reason, inTree, groupPolicy                string
+	consumerType, reason, inTree, groupPolicy, instance      string
 	required, memberOf, exclude, properties, keys, sysKeys   multiFlag
 	alternates, generation, maxAttempts                      int
 	lease                                                    time.Duration
@@ -39,6 +40,7 @@ func (c *claimFlags) register(fs *flag.FlagSet, forNew bool) {
 	fs.Var(&c.exclude, "exclude", "avoid these root `PROVIDERS`, uuids or names (repeatable or comma-separated)")
 	fs.StringVar(&c.name, "name", "", "the instance's `NAME`, seen by scriptlets")
 	fs.Var(&c.properties, "property", "`KEY=VALUE` handed to filters and scriptlets (repeatable; VALUE may be JSON)")
+	fs.StringVar(&c.instance, "instance", "", "LXD's instance placement request, a JSON `OBJECT` handed to scriptlets, e.g. '{\"config\": {\"limits.cpu\": \"2\"}}'")
 	fs.Var(&c.keys, "key", "customer placement key `NAME=VALUE[:WEIGHT]` (repeatable)")
 	fs.Var(&c.sysKeys, "system-key", "system placement key `NAME=VALUE[:WEIGHT]` (repeatable)")
 	fs.StringVar(&c.project, "project", "", "`PROJECT` id of the consumer")
@@ -113,6 +115,13 @@ func (c *claimFlags) body(needResources, needOwner bool) (map[string]any, error)
 	}
 	if len(exclude) > 0 {
 		b["exclude_providers"] = exclude
+	}
+	if c.instance != "" {
+		var inst map[string]any
+		if err := json.Unmarshal([]byte(c.instance), &inst); err != nil || inst == nil {
+			return nil, usagef("--instance must be a JSON object, e.g. '{\"name\": \"c1\"}'")
+		}
+		b["instance"] = inst
 	}
 	if len(c.properties) > 0 {
 		props := map[string]any{}

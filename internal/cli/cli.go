@@ -145,6 +145,7 @@ func commands() []*command {
 	cs = append(cs, capacityCommand(), usageCommand(), providersCommand())
 	cs = append(cs, providerExtraCommands()...)
 	cs = append(cs, claimCommands()...)
+	cs = append(cs, evacuateCommands()...)
 	cs = append(cs, scriptletCommands()...)
 	cs = append(cs, shadowCommands("scriptlet")...)
 	cs = append(cs, policyCommands()...)

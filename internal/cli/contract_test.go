@@ -269,13 +269,20 @@ func TestContractExplainAndClaim(t *testing.T) {
 	s, url := newContractServer(t)
 	env := map[string]string{"BERTH_URL": url, "BERTH_TOKEN": "tok", "OS_TOKEN": "other"}
 	out, stderr, code := run(t, env, "", "explain", "--resources", "VCPU:4,MEMORY_MB:16384", "--name", "web-1",
-		"--policy", "spread", "--property", "group=web", "--exclude", "cn7")
+		"--policy", "spread", "--property", "group=web", "--exclude", "cn7", "--instance", `{"config": {"limits.cpu": "2"}}`)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 	if s.lastBody["dry_run"] != true || s.lastBody["policy"] != "spread" || s.lastBody["name"] != "web-1" ||
-		fmt.Sprint(s.lastBody["exclude_providers"]) != "[cn7]" || fmt.Sprint(s.lastBody["properties"]) != "map[group:web]" {
+		fmt.Sprint(s.lastBody["exclude_providers"]) != "[cn7]" || fmt.Sprint(s.lastBody["properties"]) != "map[group:web]" ||
+		fmt.Sprint(s.lastBody["instance"]) != "map[config:map[limits.cpu:2]]" {
 		t.Errorf("body %v", s.lastBody)
+	}
+	for _, bad := range []string{"[]", "null", "{", `"c1"`} {
+		if _, stderr, code := run(t, env, "", "explain", "--resources", "VCPU:1", "--instance", bad); code != 2 ||
+			!strings.Contains(stderr, "--instance must be a JSON object") {
+			t.Errorf("--instance %s: exit %d %q", bad, code, stderr)
+		}
 	}
 	for _, want := range []string{
 		"Dry run, nothing written: would claim on cn1 (r1), score 0.900.",

@@ -1,8 +1,8 @@
 // Package cli is berth, the operator's command line client of a Berth (or
 // any Placement) server: capacity, usage, provider trees with usage bars,
-// dry-run claims that explain themselves, scriptlets, scheduling policies,
-// server configuration, the allocation audit, and the load tool
-// (internal/load) as "berth bench".
+// dry-run claims that explain themselves, host evacuation, scriptlets,
+// scheduling policies, server configuration, the allocation audit, and the
+// load tool (internal/load) as "berth bench".
 //
 // It owns only the client side: it sends its requests through
 // internal/apiclient at "OpenStack-API-Version: placement latest" with

@@ -144,7 +144,8 @@ a utf8mb3 column cannot store are refused up front, listed.
 
 Berth-only state (scheduling policies, scriptlets, server configuration,
 agents' reports, placement keys, claim history, consumer names and
-properties) has no place in Placement and is reported as not exported.`,
+properties, evacuated providers) has no place in Placement and is
+reported as not exported.`,
 		example: `placement-manage db sync
 berth export placement --target 'mysql+pymysql://placement:secret@db1/placement?charset=utf8' \
     --database-url postgres://berth@db2/berth`,

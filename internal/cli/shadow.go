@@ -174,20 +174,20 @@ func renderShadow(w io.Writer, r *shadowReport) error {
 		fmt.Fprintln(w, "\nLast disagreements (newest first):")
 		t := NewTable("SEEN", "CONSUMER", "NAME", "PROJECT", "CLAIM CHOSE", "SHADOW CHOSE")
 		for _, d := range r.Disagreements {
-			claim := orDash(d.Claim.RootName, d.Claim.Root)
+			claim := firstOrDash(d.Claim.RootName, d.Claim.Root)
 			if d.Claim.Refused != nil {
 				claim = "refused: " + *d.Claim.Refused
 			}
-			t.Row(d.SeenAt, d.ConsumerUUID, orDash(d.Name, nil), d.ProjectID, Printable(claim),
-				Printable(orDash(d.Shadow.RootName, d.Shadow.Root)))
+			t.Row(d.SeenAt, d.ConsumerUUID, firstOrDash(d.Name, nil), d.ProjectID, Printable(claim),
+				Printable(firstOrDash(d.Shadow.RootName, d.Shadow.Root)))
 		}
 		return t.Render(w)
 	}
 	return nil
 }
 
-// orDash is the first non-null of a and b, or "-".
-func orDash(a, b *string) string {
+// firstOrDash is the first non-null of a and b, or "-".
+func firstOrDash(a, b *string) string {
 	switch {
 	case a != nil:
 		return *a

@@ -180,6 +180,11 @@ const (
 	// CodeLimitsReadOnly: a change of limits that Berth does not keep
 	// (they are Keystone's).
 	CodeLimitsReadOnly = "berth.limits_read_only"
+	// CodeNotRootProvider: an operation on a whole host (evacuate) named
+	// a provider that is not the root of its tree.
+	CodeNotRootProvider = "berth.not_root_provider"
+	// CodeNotEvacuated: a restore of a provider that is not evacuated.
+	CodeNotEvacuated = "berth.not_evacuated"
 	// CodeAuditUnknownKind: an audit kind that does not exist.
 	CodeAuditUnknownKind = "berth.audit.unknown_kind"
 	// CodeAuditInvalid: a bad audit request (limit, marker, threshold,

@@ -39,6 +39,12 @@ type CandidatesParams struct {
 	// first Max in the deterministic order. When all of them fit under
 	// Max the answer is the same as without Sample. Truncated tells which.
 	Sample bool
+	// AvoidEvacuated leaves out the trees of evacuated root providers,
+	// and sharing providers whose root is evacuated: what a claim asks.
+	// GET /allocation_candidates does not (Placement knows no
+	// evacuation). Not part of a claim's recorded request (json:"-"): the
+	// server sets it.
+	AvoidEvacuated bool `json:"-"`
 	// VersionsOnly leaves Candidates.Summaries nil and lists instead, in
 	// Candidates.Versions, the providers they would describe: for a
 	// caller that builds its own view of each provider from the
@@ -145,6 +151,8 @@ type ProviderSummary struct {
 	Traits []string
 	// Aggregates are the uuids of the provider's aggregates, in id order.
 	Aggregates []string
+	// Evacuated is the provider's ProviderRecord.Evacuated.
+	Evacuated bool
 	// Version identifies what the summary was made from: two summaries
 	// of one provider with equal Versions are equal in every field, so a
 	// caller may keep what it derives from a summary until the Version

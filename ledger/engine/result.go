@@ -240,7 +240,7 @@ func (s *Snapshot) summaries(list []int32) []ProviderSummary {
 		p := s.provs.at(i)
 		ps := &out[k]
 		ps.UUID, ps.Name, ps.Generation, ps.RootUUID = p.UUID, p.Name, p.Generation, s.provs.at(s.idx.root[i]).UUID
-		ps.Version = ProviderVersion{p, i}
+		ps.Version, ps.Evacuated = ProviderVersion{p, i}, p.Evacuated
 		if pi := s.idx.parent[i]; pi >= 0 {
 			ps.ParentUUID = s.provs.at(pi).UUID
 		}

@@ -43,6 +43,9 @@ type search struct {
 	sharedTree  int32 // in_tree of the unsuffixed group: the only anchor; -1 for none
 	isolate     bool
 	nestedAware bool
+	// skipEvac is set when the request avoids evacuated roots and some
+	// provider of the snapshot is one (evacuatedTree).
+	skipEvac bool
 	// anchorSets are necessary conditions on anchors from the unsuffixed
 	// group's traits and aggregates: each lists, ascending, the only
 	// anchors that can satisfy one clause.
@@ -86,6 +89,11 @@ func (s *Snapshot) newSearch(ctx context.Context, p *CandidatesParams) (*search,
 			}
 			return !rp.hasAnyTrait(rootForbid)
 		}
+	}
+	if p.AvoidEvacuated && s.idx.hasEvacuated {
+		e.skipEvac = true
+		ok := e.anchorOK
+		e.anchorOK = func(r int32) bool { return !e.evacuatedTree(r) && ok(r) }
 	}
 	if e.maxSteps <= 0 {
 		e.maxSteps = DefaultMaxSearchSteps
@@ -358,6 +366,13 @@ func (e *search) candidateAnchors() []int32 {
 	return s.idx.roots
 }
 
+// evacuatedTree reports whether provider i's root is evacuated and the
+// request avoids evacuated roots.
+func (e *search) evacuatedTree(i int32) bool {
+	ix := e.snap.idx
+	return e.skipEvac && ix.evacuated[ix.root[i]]
+}
+
 // options appends to buf the providers slot sl may use under anchor r,
 // ascending: providers of r's tree, then sharing providers of other trees
 // that r reaches.
@@ -371,7 +386,7 @@ func (e *search) options(sl *slot, r int32, buf []int32) []int32 {
 			}
 		}
 		for _, m := range s.idx.sharedTo.of(r) {
-			if s.matches(m, sl.f) {
+			if s.matches(m, sl.f) && !e.evacuatedTree(m) {
 				buf = append(buf, m)
 			}
 		}
@@ -399,7 +414,7 @@ func (e *search) options(sl *slot, r int32, buf []int32) []int32 {
 			if f.inTree < 0 {
 				for _, m := range s.idx.sharedTo.of(r) {
 					p := s.provs.at(m)
-					if e.sharedOK(p, ra) && inAllAggs(p, f.memberOf) {
+					if e.sharedOK(p, ra) && inAllAggs(p, f.memberOf) && !e.evacuatedTree(m) {
 						buf = append(buf, m)
 					}
 				}

@@ -23,6 +23,7 @@ type Shortfall struct {
 
 // Reasons of a Shortfall besides "lacked <CLASS> <amount>".
 const (
+	ShortEvacuated      = "evacuated"
 	ShortRootRequired   = "lacked root_required traits"
 	ShortInTree         = "outside in_tree"
 	ShortTraitsOrAggs   = "lacked required traits or aggregates"
@@ -56,6 +57,8 @@ func (s *Snapshot) Shortfall(ctx context.Context, p *CandidatesParams) (*Shortfa
 		}
 		reason := ""
 		switch {
+		case e.evacuatedTree(a):
+			reason = ShortEvacuated
 		case !e.anchorOK(a):
 			reason = ShortRootRequired
 		case e.sharedTree >= 0 && a != e.sharedTree:

@@ -89,6 +89,9 @@ type ProviderRecord struct {
 	Inventories []InventoryRecord // sorted by class id
 	Traits      []int32           // sorted trait ids
 	Aggregates  []int32           // sorted aggregate ids
+	// Evacuated is set on a root provider an operator evacuated: claims
+	// (CandidatesParams.AvoidEvacuated) do not place on its tree.
+	Evacuated bool
 }
 
 // NewRecord returns a copy of p, with a copy of its inventories. A few
@@ -195,7 +198,7 @@ func (p *ProviderRecord) inAnyAgg(aggs []int32) bool {
 // from p stay valid for q.
 func (p *ProviderRecord) sameShape(q *ProviderRecord) bool {
 	if p.ID != q.ID || p.UUID != q.UUID || p.Name != q.Name || p.ParentID != q.ParentID ||
-		p.RootID != q.RootID || len(p.Inventories) != len(q.Inventories) ||
+		p.RootID != q.RootID || p.Evacuated != q.Evacuated || len(p.Inventories) != len(q.Inventories) ||
 		!slices.Equal(p.Traits, q.Traits) || !slices.Equal(p.Aggregates, q.Aggregates) {
 		return false
 	}
@@ -328,21 +331,25 @@ type Snapshot struct {
 // names, which classes, traits and aggregates each has). It is rebuilt when
 // that shape changes and shared between snapshots otherwise.
 type snapIndex struct {
-	byID     map[int64]int32
-	byUUID   stringIndex
-	byName   stringIndex
-	parent   []int32 // -1 for a root
-	root     []int32
-	depth    []int32 // 0 for a root
-	members  lists   // for a root index: every provider of its tree, root first
-	roots    []int32 // every root, ascending
-	byClass  map[int32][]int32
-	byTrait  map[int32][]int32
-	byAgg    map[int32][]int32
-	sharing  []bool // has MISC_SHARES_VIA_AGGREGATE
-	anchors  lists  // for a sharing provider: roots of the trees it shares with, ascending
-	sharedTo lists  // for a root: sharing providers of other trees it may use, ascending
-	hasTrees bool
+	byID    map[int64]int32
+	byUUID  stringIndex
+	byName  stringIndex
+	parent  []int32 // -1 for a root
+	root    []int32
+	depth   []int32 // 0 for a root
+	members lists   // for a root index: every provider of its tree, root first
+	roots   []int32 // every root, ascending
+	byClass map[int32][]int32
+	byTrait map[int32][]int32
+	byAgg   map[int32][]int32
+	sharing []bool // has MISC_SHARES_VIA_AGGREGATE
+	// evacuated is ProviderRecord.Evacuated by index; hasEvacuated: some
+	// provider is.
+	evacuated    []bool
+	hasEvacuated bool
+	anchors      lists // for a sharing provider: roots of the trees it shares with, ascending
+	sharedTo     lists // for a root: sharing providers of other trees it may use, ascending
+	hasTrees     bool
 	// hasSharing: some provider has MISC_SHARES_VIA_AGGREGATE.
 	hasSharing bool
 	// flat is set when every provider is the root of its own tree and none
@@ -396,6 +403,7 @@ func buildIndex(provs []*ProviderRecord, n *Names) *snapIndex {
 		}
 		ix.sharing[i] = hasSharingTrait && p.hasTrait(sharingTrait)
 		ix.hasSharing = ix.hasSharing || ix.sharing[i]
+		ix.markEvacuated(i, p)
 	}
 	members := make([]listEntry, len(provs))
 	for i := range provs {
@@ -445,6 +453,17 @@ func buildIndex(provs []*ProviderRecord, n *Names) *snapIndex {
 	}
 	ix.anchors, ix.sharedTo = newLists(len(provs), anchors), newLists(len(provs), sharedTo)
 	return ix
+}
+
+// markEvacuated records provider i (p) in evacuated when it is evacuated.
+func (ix *snapIndex) markEvacuated(i int, p *ProviderRecord) {
+	if !p.Evacuated {
+		return
+	}
+	if ix.evacuated == nil {
+		ix.evacuated = make([]bool, len(ix.parent))
+	}
+	ix.evacuated[i], ix.hasEvacuated = true, true
 }
 
 // isAncestorOrSelf reports whether a is b or one of b's ancestors.

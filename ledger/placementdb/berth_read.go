@@ -165,15 +165,16 @@ func (r *berthReader) scan(ctx context.Context, s scanSpec) error {
 // berthOnly counts the Berth-only state, which has no place in
 // Placement's schema, and names it as one phrase ("" for none).
 func (r *berthReader) berthOnly(ctx context.Context) (string, error) {
-	var policies, scriptlets, config, states, pkeys, ckeys, failures, moves, stored, described int64
+	var policies, scriptlets, config, states, pkeys, ckeys, failures, moves, stored, described, evacuated int64
 	err := r.tx.QueryRow(ctx, `SELECT
 		(SELECT count(*) FROM scheduling_policies), (SELECT count(*) FROM scriptlets),
 		(SELECT count(*) FROM config), (SELECT count(*) FROM provider_state),
 		(SELECT count(*) FROM provider_placement_keys), (SELECT count(*) FROM consumer_placement_keys),
 		(SELECT count(*) FROM claim_failures), (SELECT count(*) FROM claim_moves),
 		(SELECT count(*) FROM claim_state),
-		(SELECT count(*) FROM consumers WHERE name IS NOT NULL OR properties IS NOT NULL)`).
-		Scan(&policies, &scriptlets, &config, &states, &pkeys, &ckeys, &failures, &moves, &stored, &described)
+		(SELECT count(*) FROM consumers WHERE name IS NOT NULL OR properties IS NOT NULL),
+		(SELECT count(*) FROM provider_evacuations)`).
+		Scan(&policies, &scriptlets, &config, &states, &pkeys, &ckeys, &failures, &moves, &stored, &described, &evacuated)
 	if err != nil {
 		return "", r.fail("Berth-only state", err)
 	}
@@ -186,7 +187,7 @@ func (r *berthReader) berthOnly(ctx context.Context) (string, error) {
 		{states, "agent reports (provider state)"}, {pkeys, "provider placement keys"},
 		{ckeys, "consumer placement keys"}, {failures, "claim failures (reschedule history)"},
 		{moves, "moves in progress (claim history)"}, {stored, "stored claims (their requests and leases)"},
-		{described, "consumers' names and properties"},
+		{described, "consumers' names and properties"}, {evacuated, "evacuated providers"},
 	} {
 		if x.n > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", x.n, x.what))

@@ -165,7 +165,7 @@ func berthEmpty(ctx context.Context, tx pgx.Tx, replace bool) error {
 			providers, consumers, aggregates, classes, traits)
 	}
 	_, err = tx.Exec(ctx, `
-		TRUNCATE allocations, consumer_placement_keys, consumers, provider_placement_keys, provider_state,
+		TRUNCATE allocations, consumer_placement_keys, consumers, provider_placement_keys, provider_state, provider_evacuations,
 			resource_provider_aggregates, resource_provider_traits, inventories, resource_providers,
 			placement_aggregates, project_usages, projects, users, consumer_types, claim_failures, claim_moves,
 			claim_requests, claim_state;

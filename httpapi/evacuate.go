@@ -1,0 +1,145 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/berthd/berth/claims"
+	"github.com/berthd/berth/internal/jsonschema"
+	"github.com/berthd/berth/ledger"
+)
+
+// Evacuating a host (Berth's extension, as LXD's cluster evacuate): POST
+// /resource_providers/{uuid}/evacuate marks the root provider evacuated
+// and moves its consumers away with reason evacuation; POST
+// .../restore makes it a candidate again. The contract is in
+// docs/claims.md.
+
+var evacuateSchema = jsonschema.Must(`{
+	"type": "object",
+	"properties": {
+		"dry_run": {"type": "boolean"},
+		"confirm": {"type": "boolean"},
+		"parallel": {"type": "integer", "minimum": 1, "maximum": ` + fmt.Sprint(claims.MaxEvacuateParallel) + `},
+		"limit": {"type": "integer", "minimum": 0},
+		"after": {"type": "string", "format": "uuid"},
+		"policy": {"type": "string", "minLength": 1, "maxLength": 255}
+	},
+	"additionalProperties": false
+}`)
+
+// evacuateBody is the optional body of POST .../evacuate.
+type evacuateBody struct {
+	DryRun   bool   `json:"dry_run"`
+	Confirm  bool   `json:"confirm"`
+	Parallel int    `json:"parallel"`
+	Limit    int    `json:"limit"`
+	After    string `json:"after"`
+	Policy   string `json:"policy"`
+}
+
+// providerEvacuate serves POST /resource_providers/{uuid}/evacuate: 200
+// with what happened to each consumer; 404 for an unknown provider, 400
+// for one that is not a root or a bad body (nothing written then). The
+// body is optional: none at all, or an empty one, takes the defaults.
+func (s *Server) providerEvacuate(c echo.Context) error {
+	var b evacuateBody
+	if req := c.Request(); req.ContentLength != 0 || req.Header.Get(echo.HeaderContentType) != "" {
+		body, err := s.readBody(c)
+		if err != nil {
+			return err
+		}
+		if len(strings.TrimSpace(string(body))) > 0 {
+			if err := decodeJSON(body, evacuateSchema, &b); err != nil {
+				return err
+			}
+		}
+	}
+	ev, err := s.claims.Evacuate(c.Request().Context(), claims.EvacuateParams{Provider: c.Param("uuid"), DryRun: b.DryRun,
+		Confirm: b.Confirm, Parallel: b.Parallel, Limit: b.Limit, After: b.After, Policy: b.Policy,
+		MoveRequest: s.evacuationMove(b)})
+	if err != nil {
+		return err
+	}
+	return writeJSON(c, http.StatusOK, evacuationJSON(ev))
+}
+
+// evacuationMove makes each move of the evacuation b as POST
+// /claims/{uuid}/move would with a body of the evacuation's own fields
+// (migration_uuid, reason evacuation, dry_run, policy if given): the
+// consumer's stored claim redone (claimOnConsumer), so that the move
+// keeps what its claim asked for and stores it again.
+func (s *Server) evacuationMove(b evacuateBody) func(ctx context.Context, consumer, migration string) (claims.Params, error) {
+	return func(ctx context.Context, consumer, migration string) (claims.Params, error) {
+		body := map[string]any{"migration_uuid": migration, "reason": claims.ReasonEvacuation}
+		if b.DryRun {
+			body["dry_run"] = true
+		}
+		if b.Policy != "" {
+			body["policy"] = b.Policy
+		}
+		raw, err := json.Marshal(body)
+		if err != nil {
+			return claims.Params{}, err
+		}
+		_, p, err := s.redoStored(ctx, consumer, raw, moveSchema, moveKind)
+		return p, err
+	}
+}
+
+// providerRestore serves POST /resource_providers/{uuid}/restore: 200;
+// 409 berth.not_evacuated when the provider is not evacuated.
+func (s *Server) providerRestore(c echo.Context) error {
+	ev, err := s.claims.Restore(c.Request().Context(), c.Param("uuid"))
+	if err != nil {
+		return err
+	}
+	return writeJSON(c, http.StatusOK, evacuationMarkJSON(ev))
+}
+
+// evacuationMarkJSON is a provider's evacuation mark.
+func evacuationMarkJSON(ev ledger.ProviderEvacuation) map[string]any {
+	var at any
+	if ev.Evacuated {
+		at = ev.At.UTC().Format(time.RFC3339Nano)
+	}
+	return map[string]any{"resource_provider_uuid": ev.ProviderUUID, "name": ev.Name, "evacuated": ev.Evacuated, "evacuated_at": at}
+}
+
+// evacuationJSON is Evacuate's answer: the mark, each consumer, counts
+// by status, what remains and where to resume.
+func evacuationJSON(ev *claims.Evacuation) map[string]any {
+	out := evacuationMarkJSON(ev.Provider)
+	counts := map[string]int{claims.EvacuationMoved: 0, claims.EvacuationPlanned: 0, claims.EvacuationFailed: 0, claims.EvacuationSkipped: 0}
+	consumers := make([]any, len(ev.Consumers))
+	for i, m := range ev.Consumers {
+		counts[m.Status]++
+		var dest, mig, reason, detail any
+		if m.Destination != "" {
+			dest = map[string]any{"uuid": m.Destination, "name": m.DestinationName}
+		}
+		if m.MigrationUUID != "" {
+			mig = m.MigrationUUID
+		}
+		if m.Reason != "" {
+			reason, detail = m.Reason, m.Detail
+		}
+		consumers[i] = map[string]any{"consumer_uuid": m.ConsumerUUID, "name": m.Name, "status": m.Status, "destination": dest,
+			"migration_uuid": mig, "confirmed": m.Confirmed, "reason": reason, "detail": detail}
+	}
+	var next any
+	if ev.Next != "" {
+		next = ev.Next
+	}
+	out["dry_run"], out["consumers"], out["remaining"], out["pending"], out["next"] = ev.DryRun, consumers, ev.Remaining, ev.Pending, next
+	for status, n := range counts {
+		out[status] = n
+	}
+	return out
+}

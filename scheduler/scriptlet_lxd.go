@@ -1,0 +1,244 @@
+package scheduler
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"go.starlark.net/starlark"
+)
+
+// LXD's and Incus's object model over Berth's: what a cluster member,
+// its state and its resources are to a scriptlet written for LXD
+// (api.ClusterMember, api.ClusterMemberState, api.Resources), mapped
+// from what Berth knows of a root provider. See docs/scheduling.md,
+// "Coming from LXD or Incus".
+
+// Member statuses, as LXD's api.ClusterMember.Status.
+const (
+	MemberOnline    = "Online"
+	MemberOffline   = "Offline"
+	MemberEvacuated = "Evacuated"
+)
+
+// MemberOfflineAfter is how old a member's last state report may be
+// before the member is "Offline" (the state_freshness filter's default
+// max_age). A member that never reported is "Online": Berth does not
+// require agents to report.
+const MemberOfflineAfter = 5 * time.Minute
+
+// DefaultFailureDomain and DefaultGroup are LXD's: every member is in
+// the group "default", and in the failure domain "default" unless set.
+const (
+	DefaultFailureDomain = "default"
+	DefaultGroup         = "default"
+)
+
+// failureDomainTraitPrefix marks a provider's failure domain: the trait
+// CUSTOM_FAILURE_DOMAIN_RACK1 puts it in failure domain "rack1".
+const failureDomainTraitPrefix = "CUSTOM_FAILURE_DOMAIN_"
+
+// lxdMemberAttrs are api.ClusterMember's fields.
+var lxdMemberAttrs = []string{"architecture", "config", "database", "description", "failure_domain", "groups",
+	"message", "roles", "server_name", "status", "url"}
+
+// lxdMemberField is field name of LXD's ClusterMember for p whose state
+// is st (nil: never reported); nil when name is not one of its fields.
+func lxdMemberField(p *Provider, st *ProviderState, name string) starlark.Value {
+	switch name {
+	case "server_name":
+		return starlark.String(p.Name)
+	case "url", "description":
+		return starlark.String("")
+	case "database":
+		return starlark.False
+	case "status", "message":
+		status, msg := memberStatus(p, st, time.Now())
+		if name == "status" {
+			return starlark.String(status)
+		}
+		return starlark.String(msg)
+	case "architecture":
+		return starlark.String(architecture(p.Traits))
+	case "failure_domain":
+		return starlark.String(failureDomain(p.Traits))
+	case "roles":
+		return frozenList(nil)
+	case "config":
+		return emptyDict()
+	case "groups":
+		return stringList(append([]string{DefaultGroup}, p.Aggregates...))
+	}
+	return nil
+}
+
+// memberStatus is LXD's status and message of p at now.
+func memberStatus(p *Provider, st *ProviderState, now time.Time) (string, string) {
+	switch {
+	case p.Evacuated:
+		return MemberEvacuated, "Unavailable due to maintenance"
+	case st != nil && now.Sub(st.ReportedAt) > MemberOfflineAfter:
+		return MemberOffline, fmt.Sprintf("No state reported for %s (%s)",
+			now.Sub(st.ReportedAt).Round(time.Second), st.ReportedAt.UTC().Format(time.RFC3339))
+	}
+	return MemberOnline, "Fully operational"
+}
+
+// archNames are LXD's names of the HW_ARCH_* traits that differ from
+// the trait's lower-cased suffix.
+var archNames = map[string]string{"ARMV6": "armv6l", "ARMV7": "armv7l"}
+
+// architecture is LXD's architecture name from the first HW_ARCH_*
+// trait ("HW_ARCH_X86_64" is "x86_64"), "" without one.
+func architecture(traits []string) string {
+	for _, t := range traits {
+		if a, ok := strings.CutPrefix(t, "HW_ARCH_"); ok {
+			if n, ok := archNames[a]; ok {
+				return n
+			}
+			return strings.ToLower(a)
+		}
+	}
+	return ""
+}
+
+// failureDomain is the failure domain a CUSTOM_FAILURE_DOMAIN_* trait
+// names, lower-cased; DefaultFailureDomain without one.
+func failureDomain(traits []string) string {
+	for _, t := range traits {
+		if d, ok := strings.CutPrefix(t, failureDomainTraitPrefix); ok && d != "" {
+			return strings.ToLower(d)
+		}
+	}
+	return DefaultFailureDomain
+}
+
+// memberStateValue is get_cluster_member_state's answer: LXD's
+// ClusterMemberState (sysinfo, storage_pools) and Berth's state fields
+// (load_1, ..., reported_at). A member that never reported has zeros
+// everywhere, reported_at None, and is false in a condition.
+func memberStateValue(st *ProviderState) starlark.Value {
+	never := st == nil
+	if never {
+		st = &ProviderState{}
+	}
+	names := fieldNames(append(slices.Clone(stateAttrs), "sysinfo", "storage_pools")...)
+	o := lazyObject("ClusterMemberState", names, func(name string) starlark.Value {
+		switch name {
+		case "sysinfo":
+			return sysInfoValue(st)
+		case "storage_pools":
+			return storagePoolsValue(st.StoragePools)
+		case "reported_at":
+			if never {
+				return starlark.None
+			}
+		}
+		v, _ := (*stateStruct)(st).Attr(name)
+		return v
+	})
+	o.falsy = never
+	return o
+}
+
+// sysInfoValue is LXD's ClusterMemberSysInfo of st: load_averages from
+// load_1, load_5, load_15 and free_ram from memory_free_mb (bytes).
+func sysInfoValue(st *ProviderState) starlark.Value {
+	si := st.SysInfo
+	return newObject("ClusterMemberSysInfo", starlark.StringDict{
+		"uptime":        starlark.MakeInt64(si.Uptime),
+		"load_averages": frozenList([]starlark.Value{starlark.Float(st.Load1), starlark.Float(st.Load5), starlark.Float(st.Load15)}),
+		"total_ram":     starlark.MakeInt64(si.TotalRAM),
+		"free_ram":      starlark.MakeInt64(max(st.MemFreeMB, 0) * mib),
+		"shared_ram":    starlark.MakeInt64(si.SharedRAM),
+		"buffered_ram":  starlark.MakeInt64(si.BufferedRAM),
+		"total_swap":    starlark.MakeInt64(si.TotalSwap),
+		"free_swap":     starlark.MakeInt64(si.FreeSwap),
+		"processes":     starlark.MakeInt64(si.Processes),
+		"logical_cpus":  starlark.MakeInt64(si.LogicalCPUs),
+	})
+}
+
+// storagePoolsValue is LXD's storage_pools: pool name -> {space: {used,
+// total}, inodes: {used, total}}, a frozen dict.
+func storagePoolsValue(pools map[string]StoragePoolState) starlark.Value {
+	d := starlark.NewDict(len(pools))
+	for _, name := range sortedKeys(pools) {
+		sp := pools[name]
+		_ = d.SetKey(starlark.String(name), newObject("StoragePoolState", starlark.StringDict{
+			"space": newObject("ResourcesStoragePoolSpace", starlark.StringDict{
+				"used": starlark.MakeInt64(sp.SpaceUsed), "total": starlark.MakeInt64(sp.SpaceTotal)}),
+			"inodes": newObject("ResourcesStoragePoolInodes", starlark.StringDict{
+				"used": starlark.MakeInt64(sp.InodesUsed), "total": starlark.MakeInt64(sp.InodesTotal)}),
+		}))
+	}
+	d.Freeze()
+	return d
+}
+
+// memberResourcesValue is get_cluster_member_resources's answer: LXD's
+// Resources (cpu: architecture, total threads from the VCPU inventory's
+// total; memory: total and used in bytes from MEMORY_MB; the device
+// sections empty: Berth does not know a host's devices) over Berth's
+// mapping class -> inventory.
+func memberResourcesValue(p *Provider) starlark.Value {
+	names := fieldNames("cpu", "gpu", "memory", "network", "pci", "storage", "system", "usb")
+	o := lazyObject("Resources", names, func(name string) starlark.Value {
+		switch name {
+		case "cpu":
+			return newObject("ResourcesCPU", starlark.StringDict{
+				"architecture": starlark.String(architecture(p.Traits)),
+				"sockets":      frozenList(nil),
+				"total":        starlark.MakeInt64(p.Resources.Of("VCPU").Total),
+			})
+		case "memory":
+			mem := p.Resources.Of("MEMORY_MB")
+			return newObject("ResourcesMemory", starlark.StringDict{
+				"nodes": frozenList(nil), "hugepages_total": starlark.MakeInt(0), "hugepages_used": starlark.MakeInt(0),
+				"hugepages_size": starlark.MakeInt(0), "total": starlark.MakeInt64(mem.Total * mib), "used": starlark.MakeInt64(mem.Used * mib),
+			})
+		case "gpu", "network":
+			return newObject("Resources"+strings.ToUpper(name[:1])+name[1:], starlark.StringDict{
+				"cards": frozenList(nil), "total": starlark.MakeInt(0)})
+		case "storage":
+			return newObject("ResourcesStorage", starlark.StringDict{"disks": frozenList(nil), "total": starlark.MakeInt(0)})
+		case "pci", "usb":
+			return newObject("Resources"+strings.ToUpper(name), starlark.StringDict{
+				"devices": frozenList(nil), "total": starlark.MakeInt(0)})
+		}
+		return newObject("ResourcesSystem", starlark.StringDict{"uuid": starlark.String(p.UUID)})
+	})
+	o.entries = inventoriesMap(p)
+	return o
+}
+
+// instanceResourcesValue is get_instance_resources's answer: LXD's
+// InstanceResources (cpu_cores, memory_size, root_disk_size) over
+// Berth's mapping class -> amount the claim asks for.
+func instanceResourcesValue(r InstanceResources, claimed map[string]int64) starlark.Value {
+	o := newObject("InstanceResources", starlark.StringDict{
+		"cpu_cores":      starlark.MakeInt64(r.CPUCores),
+		"memory_size":    starlark.MakeInt64(r.MemorySize),
+		"root_disk_size": starlark.MakeInt64(r.RootDiskSize),
+	})
+	o.entries = intDict(claimed)
+	return o
+}
+
+// projectValue is Incus's api.Project for get_project(name): Berth knows
+// a project only by its consumers, so its description is empty, its
+// config empty, and used_by the allocations of its consumers
+// (/allocations/<consumer_uuid>).
+func projectValue(name string, consumers []Instance) starlark.Value {
+	usedBy := make([]starlark.Value, len(consumers))
+	for i, in := range consumers {
+		usedBy[i] = starlark.String("/allocations/" + in.UUID)
+	}
+	return newObject("Project", starlark.StringDict{
+		"name":        starlark.String(name),
+		"description": starlark.String(""),
+		"config":      emptyDict(),
+		"used_by":     frozenList(usedBy),
+	})
+}
