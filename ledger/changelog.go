@@ -368,13 +368,23 @@ func (c *snapshotCache) startCatchUp() {
 // the listener's reconnection; kick) and at least every interval. It
 // returns when ctx ends.
 func (c *snapshotCache) warm(ctx context.Context, interval time.Duration) {
+	c.whileLoaded(ctx, interval, c.kicks, "ledger: snapshot catch-up failed", func(ctx context.Context) error {
+		_, err := c.get(ctx, true)
+		return err
+	})
+}
+
+// whileLoaded runs fn at every tick of interval and every wake (nil: none)
+// until ctx ends, once a reader has asked for a snapshot; a failure is
+// logged with msg and tried again at the next tick.
+func (c *snapshotCache) whileLoaded(ctx context.Context, interval time.Duration, wake <-chan struct{}, msg string, fn func(context.Context) error) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-c.kicks:
+		case <-wake:
 		case <-t.C:
 		}
 		c.mu.Lock()
@@ -383,8 +393,8 @@ func (c *snapshotCache) warm(ctx context.Context, interval time.Duration) {
 		if !loaded {
 			continue // nobody has asked for a snapshot yet
 		}
-		if _, err := c.get(ctx, true); err != nil && ctx.Err() == nil {
-			c.log.Warn("ledger: snapshot catch-up failed", "error", oneLine(err))
+		if err := fn(ctx); err != nil && ctx.Err() == nil {
+			c.log.Warn(msg, "error", oneLine(err))
 		}
 	}
 }

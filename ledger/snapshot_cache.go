@@ -685,24 +685,10 @@ func (c *snapshotCache) listen(ctx context.Context, cfg *pgx.ConnConfig, self st
 // refreshEvery fully reloads the snapshot at each interval, in the
 // background, so readers keep using the previous one meanwhile.
 func (c *snapshotCache) refreshEvery(ctx context.Context, interval time.Duration) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		c.mu.Lock()
-		loaded := c.cur != nil
-		c.mu.Unlock()
-		if !loaded {
-			continue // nobody has asked for a snapshot yet
-		}
-		if _, err := c.reload(ctx, true); err != nil && ctx.Err() == nil {
-			c.log.Warn("ledger: periodic snapshot refresh failed", "error", oneLine(err))
-		}
-	}
+	c.whileLoaded(ctx, interval, nil, "ledger: periodic snapshot refresh failed", func(ctx context.Context) error {
+		_, err := c.reload(ctx, true)
+		return err
+	})
 }
 
 // scanProviderLinks reads rows of (provider id, linked id, linked name), the
