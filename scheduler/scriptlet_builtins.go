@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/berthd/berth/ledger/engine"
 	"go.starlark.net/starlark"
@@ -55,24 +57,44 @@ func logBuiltin(level string) builtinFn {
 		if err != nil {
 			return nil, err
 		}
-		if len(kwargs) > 0 {
-			return nil, fmt.Errorf("%s: unexpected keyword arguments", b.Name())
-		}
+		// As LXD's and Incus's: keyword arguments are ignored.
 		if st.run.dropped > 0 { // the log is full: count the line only
 			st.run.log(level, "")
 			return starlark.None, nil
 		}
-		parts := make([]string, len(args))
-		for i, a := range args {
-			if s, ok := starlark.AsString(a); ok {
-				parts[i] = s
-			} else {
-				parts[i] = a.String()
-			}
-		}
-		st.run.log(level, strings.Join(parts, " "))
+		st.run.log(level, logLine(args))
 		return starlark.None, nil
 	}
+}
+
+// logLine is a log_* line: the arguments (strings as they are, other
+// values as str() prints them) joined by a space, except where one ends
+// or the next begins with white space. LXD and Incus concatenate their
+// arguments; their scriptlets put the separators in ("free: ", 3), and
+// read the same here ("free: 3"), while Berth's ("free", 3) read "free 3".
+func logLine(args starlark.Tuple) string {
+	var b strings.Builder
+	for _, a := range args {
+		s, ok := starlark.AsString(a)
+		if !ok {
+			s = a.String()
+		}
+		if b.Len() > 0 && !endsInSpace(b.String()) && !startsWithSpace(s) {
+			b.WriteByte(' ')
+		}
+		b.WriteString(s)
+	}
+	return b.String()
+}
+
+func endsInSpace(s string) bool {
+	r, _ := utf8.DecodeLastRuneInString(s)
+	return unicode.IsSpace(r)
+}
+
+func startsWithSpace(s string) bool {
+	r, _ := utf8.DecodeRuneInString(s)
+	return unicode.IsSpace(r)
 }
 
 // chargeResult charges a builtin's result of n values of about size

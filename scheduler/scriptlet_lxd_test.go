@@ -98,7 +98,7 @@ def instance_placement(request, candidate_members):
 		if roots(r) != "node2,uuid-1,node3" || !r.Chosen || r.Target != "node2" {
 			t.Errorf("%s: ranked %s chosen %v target %s", name, roots(r), r.Chosen, r.Target)
 		}
-		if len(r.Log) != 10 || !strings.HasPrefix(r.Log[0].Message, "instance placement started:  InstancePlacement(") {
+		if len(r.Log) != 10 || !strings.HasPrefix(r.Log[0].Message, "instance placement started: InstancePlacement(") {
 			t.Errorf("%s: log %v", name, r.Log)
 		}
 	}
@@ -191,7 +191,7 @@ def instance_placement(request, candidate_members):
 	if err != nil || r.Chosen || roots(r) != "uuid-1,node2,node3" {
 		t.Fatalf("%v %+v", err, r)
 	}
-	if len(r.Log) != 2 || r.Log[1].Message != "Setting invalid member target result:  Invalid member name" || r.Log[0].Level != "warn" {
+	if len(r.Log) != 2 || r.Log[1].Message != "Setting invalid member target result: Invalid member name" || r.Log[0].Level != "warn" {
 		t.Errorf("log %v", r.Log)
 	}
 }
@@ -314,9 +314,9 @@ def instance_placement(request, candidate_members):
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `node1 Online Fully operational x86_64 rack1 ["default", "agg-a"]  False [] {}  True -|` +
-		`node2 Offline No state reported for 1h0m0s aarch64 default ["default"]  False [] {}  True -|` +
-		`node3 Online Fully operational  default ["default"]  False [] {}  True -|` +
+	want := `node1 Online Fully operational x86_64 rack1 ["default", "agg-a"] False [] {} True -|` +
+		`node2 Offline No state reported for 1h0m0s aarch64 default ["default"] False [] {} True -|` +
+		`node3 Online Fully operational default ["default"] False [] {} True -|` +
 		`Evacuated Unavailable due to maintenance`
 	if got := logText(r); got != want {
 		t.Errorf("log\n%s\nwant\n%s", got, want)
@@ -349,7 +349,7 @@ def instance_placement(request, candidate_members):
 	if err != nil || r.Target != "node2" {
 		t.Fatalf("%v %+v", err, r)
 	}
-	want := `node1 4 x86_64 2147483648 1073741824 12 ["MEMORY_MB", "VCPU"] 0|node2 10  0 0 5 ["VCPU"] 0`
+	want := `node1 4 x86_64 2147483648 1073741824 12 ["MEMORY_MB", "VCPU"] 0|node2 10 0 0 5 ["VCPU"] 0`
 	if got := logText(r); got != want {
 		t.Errorf("log\n%s\nwant\n%s", got, want)
 	}
@@ -370,8 +370,8 @@ def instance_placement(request, candidate_members):
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `c1 default container  ["default"] False False  image testimage |` +
-		`200MiB  False ["kept", 2] c1|c-uuid u True None 1`
+	want := `c1 default container ["default"] False False image testimage |` +
+		`200MiB False ["kept", 2] c1|c-uuid u True None 1`
 	if got := logText(r); got != want {
 		t.Errorf("log\n%s\nwant\n%s", got, want)
 	}
@@ -445,5 +445,25 @@ func TestInstanceResources(t *testing.T) {
 	}
 	if _, err := parseByteSize("5 GiB"); err == nil || fmt.Sprint(err) != "Invalid value: 5 GiB" {
 		t.Errorf("space: %v", err)
+	}
+}
+
+func TestLogLineJoins(t *testing.T) {
+	// LXD concatenates log_info's arguments; its scriptlets put the
+	// separators in. Berth joins with a space where none is there.
+	src := `
+def instance_placement(request, candidate_members):
+    log_info("instance placement member: ", candidate_members[0].server_name)
+    log_info("free", 3, "of", 4.5)
+    log_warn("a\n", "b", " c", "", "d")
+    log_error(candidate_members[0], level="ignored")
+`
+	r, err := runLXD(t, src, &Request{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "instance placement member: node1|free 3 of 4.5|a\nb c d|candidate_member(\"node1\")"
+	if got := logText(r); got != want {
+		t.Errorf("log %q, want %q", got, want)
 	}
 }
