@@ -2,6 +2,8 @@ package ledger
 
 import (
 	"context"
+	"slices"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -140,6 +142,12 @@ type Instance struct {
 	RootUUID, RootName string
 	// Resources is what the consumer holds in all, per class.
 	Resources map[string]int64
+	// Document is the "instance" member of the consumer's stored claim
+	// (claim_state.request: LXD's instance placement request that the
+	// claim carried), nil when it has none.
+	Document []byte
+	// CreatedAt and UpdatedAt are the consumer's.
+	CreatedAt, UpdatedAt time.Time
 }
 
 // InstancesParams selects consumers for Instances.
@@ -157,9 +165,10 @@ func (s *Store) Instances(ctx context.Context, p InstancesParams) ([]Instance, e
 	locUUID := uuidOrNil(p.Location)
 	rows, err := s.db.Query(ctx, `
 		SELECT c.uuid::text, COALESCE(c.name, ''), pr.external_id, us.external_id, COALESCE(ct.name, $4),
-		       root.uuid::text, root.name, rc.name, SUM(a.used)
+		       root.uuid::text, root.name, rc.name, SUM(a.used), cs.request->'instance', c.created_at, c.updated_at
 		FROM allocations a
 		JOIN consumers c ON c.id = a.consumer_id
+		LEFT JOIN claim_state cs ON cs.consumer_uuid = c.uuid
 		JOIN projects pr ON pr.id = c.project_id
 		JOIN users us ON us.id = c.user_id
 		LEFT JOIN consumer_types ct ON ct.id = c.consumer_type_id
@@ -172,7 +181,8 @@ func (s *Store) Instances(ctx context.Context, p InstancesParams) ([]Instance, e
 			JOIN resource_providers rp2 ON rp2.id = a2.resource_provider_id
 			JOIN resource_providers root2 ON root2.id = rp2.root_provider_id
 			WHERE a2.consumer_id = c.id AND (root2.name = $2 OR root2.uuid = $3::uuid)))
-		GROUP BY c.uuid, c.name, pr.external_id, us.external_id, ct.name, root.uuid, root.name, rc.name
+		GROUP BY c.uuid, c.name, pr.external_id, us.external_id, ct.name, root.uuid, root.name, rc.name,
+		         cs.request->'instance', c.created_at, c.updated_at
 		ORDER BY c.uuid, root.name, rc.name`, p.Project, p.Location, locUUID, UnknownConsumerType)
 	if err != nil {
 		return nil, err
@@ -181,10 +191,15 @@ func (s *Store) Instances(ctx context.Context, p InstancesParams) ([]Instance, e
 	var in Instance
 	var class string
 	var used int64
+	var doc []byte
 	_, err = pgx.ForEachRow(rows, []any{&in.UUID, &in.Name, &in.ProjectID, &in.UserID, &in.Type,
-		&in.RootUUID, &in.RootName, &class, &used}, func() error {
+		&in.RootUUID, &in.RootName, &class, &used, &doc, &in.CreatedAt, &in.UpdatedAt}, func() error {
 		if n := len(out); n == 0 || out[n-1].UUID != in.UUID {
 			in.Resources = map[string]int64{}
+			in.Document = nil
+			if len(doc) > 0 && string(doc) != "null" {
+				in.Document = slices.Clone(doc)
+			}
 			out = append(out, in)
 		}
 		out[len(out)-1].Resources[class] += used

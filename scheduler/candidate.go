@@ -90,6 +90,13 @@ type Instance struct {
 	Type      string           `json:"consumer_type"`
 	Location  string           `json:"location"` // root provider name
 	Resources map[string]int64 `json:"resources"`
+	// Instance is LXD's instance placement request the consumer's claim
+	// carried (its "instance"), nil without one: what get_instances
+	// answers as the instance's config, devices, type and the like.
+	Instance map[string]any `json:"instance,omitempty"`
+	// CreatedAt and UpdatedAt are the consumer's.
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
 }
 
 // KeyRequest is one placement key a claim carries: the value it wants,

@@ -101,6 +101,20 @@ const (
 	OnErrorIgnore = "ignore"
 )
 
+// Which of LXD's and Incus's readings of a call they disagree on a
+// scriptlet gets (ScriptletLimits.Dialect).
+const (
+	// DialectLXD (the default) is LXD's: set_target of a name that is
+	// not a candidate logs a warning, answers "Invalid member name" and
+	// leaves the built-in choice; get_cluster_member_state and
+	// get_cluster_member_resources of an unknown name answer "Invalid
+	// member name".
+	DialectLXD = "lxd"
+	// DialectIncus is Incus's: each of those is an error ("Invalid member
+	// name: NAME"), which refuses the claim unless OnError ignores it.
+	DialectIncus = "incus"
+)
+
 // ScriptletLimits bound the Starlark of one Rank.
 type ScriptletLimits struct {
 	// MaxSteps is the step budget of one call (instance_placement once,
@@ -128,6 +142,8 @@ type ScriptletLimits struct {
 	// OnError is what a claim does when a scriptlet fails (a runtime
 	// error or a limit): OnErrorRefuse ("" means it) or OnErrorIgnore.
 	OnError string
+	// Dialect is DialectLXD ("" means it) or DialectIncus.
+	Dialect string
 	// Metrics, when set, counts scriptlet runs (shared by every policy
 	// built with it).
 	Metrics *ScriptletMetrics
@@ -152,6 +168,9 @@ func (l ScriptletLimits) withDefaults() ScriptletLimits {
 	if l.OnError == "" {
 		l.OnError = OnErrorRefuse
 	}
+	if l.Dialect == "" {
+		l.Dialect = DialectLXD
+	}
 	return l
 }
 
@@ -159,6 +178,9 @@ func (l ScriptletLimits) withDefaults() ScriptletLimits {
 func (l ScriptletLimits) Validate() error {
 	if l.OnError != "" && l.OnError != OnErrorIgnore && l.OnError != OnErrorRefuse {
 		return fmt.Errorf("on_error must be %q or %q", OnErrorIgnore, OnErrorRefuse)
+	}
+	if l.Dialect != "" && l.Dialect != DialectLXD && l.Dialect != DialectIncus {
+		return fmt.Errorf("dialect must be %q or %q", DialectLXD, DialectIncus)
 	}
 	return nil
 }

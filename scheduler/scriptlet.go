@@ -573,8 +573,9 @@ func (run *scriptRun) placement(prog *Program, req *Request) error {
 	for i, s := range r.Ranked {
 		list[i] = run.member(s.Cand).setRank(i, s)
 	}
+	// As LXD's: the list is the call's own, which the scriptlet may
+	// change (pop, remove); the members in it are read-only.
 	members := starlark.NewList(list)
-	members.Freeze()
 	st := &callState{run: run, req: req, ranked: r.Ranked}
 	refuseOnValue := func(v starlark.Value) error {
 		if v == starlark.None {
@@ -582,7 +583,7 @@ func (run *scriptRun) placement(prog *Program, req *Request) error {
 		}
 		return &failError{shortString(v)}
 	}
-	_, err := run.call(prog, entryPlacement, prog.placement, st, refuseOnValue, run.requestValue(req), members)
+	_, err := run.call(prog, entryPlacement, prog.placement, st, refuseOnValue, placementRequestValue(req), members)
 	if err != nil {
 		// An ignored failure leaves the ranking as it is, whatever
 		// set_target said before it.

@@ -126,15 +126,21 @@ func setTarget(th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw
 			return starlark.None, nil
 		}
 	}
+	if st.run.limits.Dialect == DialectIncus {
+		return nil, fmt.Errorf("%s: %w: %s", b.Name(), errInvalidMember, target)
+	}
 	// As LXD: a warning, and the choice stays as it was (the ranking's
 	// unless an earlier call chose).
 	st.run.log("warn", fmt.Sprintf("%s: %q is not a candidate member; the built-in choice stands", b.Name(), target))
 	return starlark.String(invalidMemberName), nil
 }
 
-// invalidMemberName is what set_target answers for a name that is not a
-// candidate, as LXD's does.
+// invalidMemberName is what LXD's set_target, get_cluster_member_state
+// and get_cluster_member_resources answer for a name they do not know;
+// Incus's fail with errInvalidMember.
 const invalidMemberName = "Invalid member name"
+
+var errInvalidMember = errors.New(invalidMemberName)
 
 func failBuiltin(th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
 	if _, err := state(th, b); err != nil {
@@ -150,7 +156,8 @@ func failBuiltin(th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, 
 	return nil, &failError{msg.String()}
 }
 
-// member looks up a cluster member, an error when there is none.
+// member looks up a cluster member by name or uuid, nil when there is
+// none.
 func (st *callState) member(b *starlark.Builtin, name string) (*Provider, error) {
 	if err := st.data(b); err != nil {
 		return nil, err
@@ -158,9 +165,6 @@ func (st *callState) member(b *starlark.Builtin, name string) (*Provider, error)
 	p, err := st.req.Data.Member(st.ctx, name)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", b.Name(), err)
-	}
-	if p == nil {
-		return nil, fmt.Errorf("%s: no cluster member %q", b.Name(), name)
 	}
 	return p, nil
 }
@@ -178,10 +182,15 @@ func memberBuiltin(view func(*Provider) starlark.Value) func(*starlark.Thread, *
 			return nil, err
 		}
 		p, err := st.member(b, name)
-		if err != nil {
+		switch {
+		case err != nil:
 			return nil, err
+		case p != nil:
+			return view(p), nil
+		case st.run.limits.Dialect == DialectIncus:
+			return nil, fmt.Errorf("%s: %w: %s", b.Name(), errInvalidMember, name)
 		}
-		return view(p), nil
+		return starlark.String(invalidMemberName), nil // LXD's answer
 	}
 }
 
@@ -249,7 +258,9 @@ func instances(th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw
 	}
 	var locV, projV starlark.Value
 	var pending bool // Incus's: Berth has no instances pending (a claim is one write)
-	params := []any{"location?", &locV, "project?", &projV}
+	// Incus's order: get_instances(project, location) and
+	// get_instances_count(project, location, pending).
+	params := []any{"project?", &projV, "location?", &locV}
 	if b.Name() == "get_instances_count" {
 		params = append(params, "pending?", &pending)
 	}
@@ -283,20 +294,11 @@ func getInstances(th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple,
 		return nil, err
 	}
 	list := make([]starlark.Value, len(is))
-	for i, in := range is {
-		list[i] = newObject("Instance", starlark.StringDict{
-			"uuid":          starlark.String(in.UUID),
-			"name":          starlark.String(in.Name),
-			"project":       starlark.String(in.ProjectID),
-			"user":          starlark.String(in.UserID),
-			"consumer_type": starlark.String(in.Type),
-			"location":      starlark.String(in.Location),
-			"resources":     intDict(in.Resources),
-		})
+	for i := range is {
+		list[i] = instanceValue(&is[i])
 	}
-	l := starlark.NewList(list)
-	l.Freeze()
-	return l, nil
+	// As Incus's: the list is the scriptlet's own.
+	return starlark.NewList(list), nil
 }
 
 func getInstancesCount(th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
@@ -313,7 +315,8 @@ func getClusterMembers(th *starlark.Thread, b *starlark.Builtin, args starlark.T
 		return nil, err
 	}
 	var aggV, groupV starlark.Value
-	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "aggregate?", &aggV, "group?", &groupV); err != nil {
+	// Incus's get_cluster_members(group); aggregate is Berth's.
+	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "group?", &groupV, "aggregate?", &aggV); err != nil {
 		return nil, err
 	}
 	agg, err := optString(aggV, b.Name()+": aggregate")
@@ -345,9 +348,7 @@ func getClusterMembers(th *starlark.Thread, b *starlark.Builtin, args starlark.T
 	for i, p := range ps {
 		list[i] = clusterMember(p)
 	}
-	l := starlark.NewList(list)
-	l.Freeze()
-	return l, nil
+	return starlark.NewList(list), nil
 }
 
 func stateValue(s *ProviderState) starlark.Value {
@@ -400,7 +401,14 @@ func intDict(m map[string]int64) *starlark.Dict {
 
 // toStarlark converts a decoded JSON value (properties) to a frozen
 // Starlark value; integral numbers become ints.
-func toStarlark(v any) starlark.Value {
+func toStarlark(v any) starlark.Value { return fromJSON(v, true) }
+
+// thawedStarlark is toStarlark's value with its lists and dicts left
+// mutable: LXD hands instance_placement a request whose config, devices
+// and profiles the scriptlet may change (they are its own copies).
+func thawedStarlark(v any) starlark.Value { return fromJSON(v, false) }
+
+func fromJSON(v any, freeze bool) starlark.Value {
 	switch v := v.(type) {
 	case nil:
 		return starlark.None
@@ -420,15 +428,21 @@ func toStarlark(v any) starlark.Value {
 	case []any:
 		vs := make([]starlark.Value, len(v))
 		for i, x := range v {
-			vs[i] = toStarlark(x)
+			vs[i] = fromJSON(x, freeze)
 		}
-		return frozenList(vs)
+		l := starlark.NewList(vs)
+		if freeze {
+			l.Freeze()
+		}
+		return l
 	case map[string]any:
 		d := starlark.NewDict(len(v))
 		for _, k := range sortedKeys(v) {
-			_ = d.SetKey(starlark.String(k), toStarlark(v[k]))
+			_ = d.SetKey(starlark.String(k), fromJSON(v[k], freeze))
 		}
-		d.Freeze()
+		if freeze {
+			d.Freeze()
+		}
 		return d
 	}
 	return starlark.String(fmt.Sprint(v))

@@ -178,39 +178,76 @@ func storagePoolsValue(pools map[string]StoragePoolState) starlark.Value {
 }
 
 // memberResourcesValue is get_cluster_member_resources's answer: LXD's
-// Resources (cpu: architecture, total threads from the VCPU inventory's
-// total; memory: total and used in bytes from MEMORY_MB; the device
-// sections empty: Berth does not know a host's devices) over Berth's
-// mapping class -> inventory.
+// and Incus's api.Resources (cpu: architecture, total threads from the
+// VCPU inventory's total; memory: total and used in bytes from
+// MEMORY_MB; Incus's load from the reported state; system's uuid the
+// provider's; the device sections empty: Berth does not know a host's
+// devices) over Berth's mapping class -> inventory.
 func memberResourcesValue(p *Provider) starlark.Value {
-	names := fieldNames("cpu", "gpu", "memory", "network", "pci", "storage", "system", "usb")
+	names := fieldNames("cpu", "gpu", "load", "memory", "network", "pci", "serial", "storage", "system", "usb")
 	o := lazyObject("Resources", names, func(name string) starlark.Value {
 		switch name {
 		case "cpu":
 			return newObject("ResourcesCPU", starlark.StringDict{
 				"architecture": starlark.String(architecture(p.Traits)),
-				"sockets":      frozenList(nil),
+				"sockets":      emptyList(),
 				"total":        starlark.MakeInt64(p.Resources.Of("VCPU").Total),
 			})
 		case "memory":
 			mem := p.Resources.Of("MEMORY_MB")
 			return newObject("ResourcesMemory", starlark.StringDict{
-				"nodes": frozenList(nil), "hugepages_total": starlark.MakeInt(0), "hugepages_used": starlark.MakeInt(0),
-				"hugepages_size": starlark.MakeInt(0), "total": starlark.MakeInt64(mem.Total * mib), "used": starlark.MakeInt64(mem.Used * mib),
+				"nodes": emptyList(), "hugepages_total": zeroInt(), "hugepages_used": zeroInt(),
+				"hugepages_size": zeroInt(), "total": starlark.MakeInt64(mem.Total * mib), "used": starlark.MakeInt64(mem.Used * mib),
 			})
-		case "gpu", "network":
-			return newObject("Resources"+strings.ToUpper(name[:1])+name[1:], starlark.StringDict{
-				"cards": frozenList(nil), "total": starlark.MakeInt(0)})
-		case "storage":
-			return newObject("ResourcesStorage", starlark.StringDict{"disks": frozenList(nil), "total": starlark.MakeInt(0)})
-		case "pci", "usb":
-			return newObject("Resources"+strings.ToUpper(name), starlark.StringDict{
-				"devices": frozenList(nil), "total": starlark.MakeInt(0)})
+		case "load":
+			return loadValue(p.State)
+		case "system":
+			return systemValue(p.UUID)
 		}
-		return newObject("ResourcesSystem", starlark.StringDict{"uuid": starlark.String(p.UUID)})
+		return emptyDeviceSection(name)
 	})
 	o.entries = inventoriesMap(p)
 	return o
+}
+
+// deviceSections are api.Resources' device sections: Go type name and
+// the name of their list.
+var deviceSections = map[string][2]string{
+	"gpu": {"ResourcesGPU", "cards"}, "network": {"ResourcesNetwork", "cards"},
+	"storage": {"ResourcesStorage", "disks"}, "usb": {"ResourcesUSB", "devices"},
+	"pci": {"ResourcesPCI", "devices"}, "serial": {"ResourcesSerial", "devices"},
+}
+
+// emptyDeviceSection is section name of api.Resources with no device.
+func emptyDeviceSection(name string) starlark.Value {
+	ds := deviceSections[name]
+	return newObject(ds[0], starlark.StringDict{ds[1]: emptyList(), "total": zeroInt()})
+}
+
+// loadValue is Incus's ResourcesLoad (its fields have no JSON names, so
+// a scriptlet reads them by their Go names) from the reported state:
+// load_1, load_5 and load_15 (Incus's third figure is the 15-minute one
+// of /proc/loadavg despite its name), and the process count.
+func loadValue(st *ProviderState) starlark.Value {
+	if st == nil {
+		st = &ProviderState{}
+	}
+	return newObject("ResourcesLoad", starlark.StringDict{
+		"Average1Min":  starlark.Float(st.Load1),
+		"Average5Min":  starlark.Float(st.Load5),
+		"Average10Min": starlark.Float(st.Load15),
+		"Processes":    starlark.MakeInt64(st.SysInfo.Processes),
+	})
+}
+
+// systemValue is api.ResourcesSystem: Berth knows the provider's uuid;
+// the rest is empty, the firmware, chassis and motherboard None.
+func systemValue(uuid string) starlark.Value {
+	return newObject("ResourcesSystem", starlark.StringDict{
+		"uuid": starlark.String(uuid), "vendor": emptyString(), "product": emptyString(), "family": emptyString(),
+		"version": emptyString(), "sku": emptyString(), "serial": emptyString(), "type": emptyString(),
+		"firmware": starlark.None, "chassis": starlark.None, "motherboard": starlark.None,
+	})
 }
 
 // instanceResourcesValue is get_instance_resources's answer: LXD's
@@ -224,6 +261,60 @@ func instanceResourcesValue(r InstanceResources, claimed map[string]int64) starl
 	})
 	o.entries = intDict(claimed)
 	return o
+}
+
+// Incus's instance status for a consumer that holds allocations: Berth
+// knows what an instance holds, not whether it runs, and one that holds
+// its resources counts as running for placement.
+const (
+	instanceStatus     = "Running"
+	instanceStatusCode = 103 // api.Running
+)
+
+// instanceValue is get_instances' element: Incus's api.Instance (the
+// fields of the claim's instance document, LXD's zero values where it
+// has none; status Running; created_at and last_used_at the consumer's
+// times, RFC 3339) with Berth's fields (uuid, user, consumer_type,
+// resources).
+func instanceValue(in *Instance) starlark.Value {
+	doc := in.Instance
+	field := func(name string, dflt func() starlark.Value) starlark.Value {
+		if v, ok := doc[name]; ok && v != nil {
+			return thawedStarlark(v)
+		}
+		return thawIf(dflt(), thawedStarlark)
+	}
+	typ := field("type", func() starlark.Value { return starlark.String(InstanceTypeContainer) })
+	name := starlark.Value(starlark.String(in.Name))
+	if s, ok := doc["name"].(string); ok && s != "" && in.Name == "" {
+		name = starlark.String(s)
+	}
+	return newObject("Instance", starlark.StringDict{
+		"architecture":     field("architecture", emptyString),
+		"config":           field("config", emptyDict),
+		"created_at":       starlark.String(in.CreatedAt.UTC().Format(time.RFC3339)),
+		"description":      field("description", emptyString),
+		"devices":          field("devices", emptyDict),
+		"disk_only":        field("disk_only", falseValue),
+		"ephemeral":        field("ephemeral", falseValue),
+		"expanded_config":  field("config", emptyDict),
+		"expanded_devices": field("devices", emptyDict),
+		"last_used_at":     starlark.String(in.UpdatedAt.UTC().Format(time.RFC3339)),
+		"location":         starlark.String(in.Location),
+		"name":             name,
+		"profiles":         field("profiles", emptyList),
+		"project":          starlark.String(in.ProjectID),
+		"restore":          field("restore", emptyString),
+		"stateful":         field("stateful", falseValue),
+		"status":           starlark.String(instanceStatus),
+		"status_code":      starlark.MakeInt(instanceStatusCode),
+		"type":             typ,
+		// Berth's.
+		"consumer_type": starlark.String(in.Type),
+		"resources":     intDict(in.Resources),
+		"user":          starlark.String(in.UserID),
+		"uuid":          starlark.String(in.UUID),
+	})
 }
 
 // projectValue is Incus's api.Project for get_project(name): Berth knows

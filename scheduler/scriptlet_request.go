@@ -29,11 +29,12 @@ var lxdRequestFields = map[string]func() starlark.Value{
 	"config":        emptyDict,
 	"description":   emptyString,
 	"devices":       emptyDict,
+	"disk_only":     falseValue,
 	"ephemeral":     falseValue,
 	"instance_type": emptyString,
 	"profiles":      emptyList,
 	"restore":       emptyString,
-	"source":        func() starlark.Value { return instanceSource(nil) },
+	"source":        func() starlark.Value { return instanceSource(nil, toStarlark) },
 	"start":         falseValue,
 	"stateful":      falseValue,
 	"type":          func() starlark.Value { return starlark.String(InstanceTypeContainer) },
@@ -47,12 +48,23 @@ func emptyDict() starlark.Value {
 	d.Freeze()
 	return d
 }
+func zeroInt() starlark.Value { return starlark.MakeInt(0) }
 
 // requestValue is req as the scriptlet's request: Berth's fields, LXD's,
 // "instance" (the document as sent, a dict; None without one) and every
 // other field of the document. name and project are the instance's when
-// it has them (LXD's), else the claim's name and project_id.
-func requestValue(req *Request) starlark.Value {
+// it has them (LXD's), else the claim's name and project_id. Its values
+// are frozen: filters and weighers of one Rank share it.
+func requestValue(req *Request) starlark.Value { return newRequestValue(req, toStarlark) }
+
+// placementRequestValue is requestValue with the instance's lists and
+// dicts mutable, as LXD's instance_placement gets them: a request of its
+// own, for the one call.
+func placementRequestValue(req *Request) starlark.Value {
+	return newRequestValue(req, thawedStarlark)
+}
+
+func newRequestValue(req *Request, conv func(any) starlark.Value) starlark.Value {
 	names := requestNames
 	if len(req.Instance) > 0 {
 		names = slices.Clone(names)
@@ -62,7 +74,7 @@ func requestValue(req *Request) starlark.Value {
 		slices.Sort(names)
 		names = slices.Compact(names)
 	}
-	return lazyObject("InstancePlacement", names, func(name string) starlark.Value { return requestField(req, name) })
+	return lazyObject("InstancePlacement", names, func(name string) starlark.Value { return requestField(req, name, conv) })
 }
 
 // requestNames are the request's fields without an instance document,
@@ -76,8 +88,9 @@ var requestNames = func() []string {
 	return slices.Compact(names)
 }()
 
-// requestField builds field name of req's request.
-func requestField(req *Request, name string) starlark.Value {
+// requestField builds field name of req's request; conv converts the
+// instance document's values.
+func requestField(req *Request, name string, conv func(any) starlark.Value) starlark.Value {
 	inst := req.Instance
 	switch name {
 	case "consumer_uuid":
@@ -114,16 +127,16 @@ func requestField(req *Request, name string) starlark.Value {
 		if inst == nil {
 			return starlark.None
 		}
-		return toStarlark(inst)
+		return conv(inst)
 	case "source":
 		src, _ := inst["source"].(map[string]any)
-		return instanceSource(src)
+		return instanceSource(src, conv)
 	}
 	if v, ok := inst[name]; ok && v != nil {
-		return toStarlark(v)
+		return conv(v)
 	}
 	if dflt, ok := lxdRequestFields[name]; ok {
-		return dflt()
+		return thawIf(dflt(), conv)
 	}
 	return starlark.None // a field of the document that is null
 }
@@ -136,19 +149,40 @@ func stringOr(v any, dflt string) starlark.Value {
 	return starlark.String(dflt)
 }
 
-// instanceSourceFields are LXD's InstanceSource fields with their zero
-// values, which LXD's request carries whether set or not.
+// instanceSourceFields are the fields of LXD's and Incus's
+// InstanceSource (the union: container_only, source_disk_size,
+// conversion_options and override_snapshot_profiles are LXD's,
+// refresh_exclude_older Incus's) with their zero values, which the
+// request carries whether set or not.
 var instanceSourceFields = map[string]func() starlark.Value{
 	"alias": emptyString, "allow_inconsistent": falseValue, "base-image": emptyString, "certificate": emptyString,
+	"container_only": falseValue, "conversion_options": emptyList,
 	"fingerprint": emptyString, "instance_only": falseValue, "live": falseValue, "mode": emptyString,
-	"operation": emptyString, "project": emptyString, "properties": emptyDict, "protocol": emptyString,
-	"refresh": falseValue, "secret": emptyString, "secrets": emptyDict, "server": emptyString,
-	"source": emptyString, "type": emptyString,
+	"operation": emptyString, "override_snapshot_profiles": falseValue, "project": emptyString,
+	"properties": emptyDict, "protocol": emptyString, "refresh": falseValue, "refresh_exclude_older": falseValue,
+	"secret": emptyString, "secrets": emptyDict, "server": emptyString,
+	"source": emptyString, "source_disk_size": zeroInt, "type": emptyString,
+}
+
+// thawIf is an empty default (a frozen empty list or dict) as conv would
+// make it: mutable when conv leaves values mutable.
+func thawIf(v starlark.Value, conv func(any) starlark.Value) starlark.Value {
+	switch v := v.(type) {
+	case *starlark.List:
+		if v.Len() == 0 {
+			return conv([]any{})
+		}
+	case *starlark.Dict:
+		if v.Len() == 0 {
+			return conv(map[string]any{})
+		}
+	}
+	return v
 }
 
 // instanceSource is LXD's InstanceSource: the fields of src over the
 // zero values.
-func instanceSource(src map[string]any) starlark.Value {
+func instanceSource(src map[string]any, conv func(any) starlark.Value) starlark.Value {
 	names := make([]string, 0, len(instanceSourceFields)+len(src))
 	for k := range instanceSourceFields {
 		names = append(names, k)
@@ -159,10 +193,10 @@ func instanceSource(src map[string]any) starlark.Value {
 	slices.Sort(names)
 	return lazyObject("InstanceSource", slices.Compact(names), func(name string) starlark.Value {
 		if v, ok := src[name]; ok && v != nil {
-			return toStarlark(v)
+			return conv(v)
 		}
 		if dflt, ok := instanceSourceFields[name]; ok {
-			return dflt()
+			return thawIf(dflt(), conv)
 		}
 		return starlark.None
 	})

@@ -47,7 +47,7 @@ func instanceResources(req *Request) (InstanceResources, error) {
 	vm := req.Instance["type"] == InstanceTypeVM
 	var r InstanceResources
 	if s, _ := cfg["limits.cpu"].(string); s != "" {
-		n, err := cpuCount(s)
+		n, err := cpuCount(s, vm)
 		if err != nil {
 			return r, fmt.Errorf("Failed parsing instance resources limits.cpu: %w", err)
 		}
@@ -109,12 +109,17 @@ func rootDisk(devices any) (map[string]any, bool) {
 	return root, root != nil
 }
 
-// cpuCount is limits.cpu as LXD counts it: a number of cores, or the
-// size of a CPU set such as "0-3,8" (each id counted as listed, as LXD's
-// ParseCpuset does; ranges are counted, not expanded).
-func cpuCount(s string) (int64, error) {
+// cpuCount is limits.cpu as LXD and Incus count it: a number of cores;
+// for a virtual machine, Incus's topology ("sockets=2,cores=4,threads=2":
+// their product); else the size of a CPU set such as "0-3,8" (each id
+// counted as listed, as ParseCpuset does; ranges are counted, not
+// expanded).
+func cpuCount(s string, vm bool) (int64, error) {
 	if n, err := strconv.ParseUint(s, 10, 64); err == nil {
 		return int64(min(n, math.MaxInt64)), nil
+	}
+	if vm && strings.Contains(s, "=") {
+		return cpuTopology(s)
 	}
 	var total int64
 	for _, chunk := range strings.Split(s, ",") {
@@ -135,9 +140,6 @@ func cpuChunk(chunk, set string) (int64, error) {
 			return 0, fmt.Errorf("Invalid CPU/NUMA set value: %w", err)
 		}
 		return 1, nil
-	}
-	if after == "" {
-		return 0, fmt.Errorf("Invalid CPU/NUMA set value: %q", set)
 	}
 	low, err := strconv.ParseInt(before, 10, 64)
 	if err != nil {
@@ -182,4 +184,36 @@ func parseByteSize(s string) (int64, error) {
 		return -1, fmt.Errorf("Overflow multiplying %d with %d", n, mult)
 	}
 	return n * mult, nil
+}
+
+// cpuTopology is Incus's CPU topology of a virtual machine
+// (validate.ParseCPUTopology): comma-separated sockets=, cores= and
+// threads= counts, each at least 1 and given once, 1 when absent; the
+// cores are their product. Errors in Incus's words.
+func cpuTopology(s string) (int64, error) {
+	counts := map[string]int64{"sockets": 1, "cores": 1, "threads": 1}
+	seen := map[string]bool{}
+	if strings.TrimSpace(s) != "" {
+		for _, chunk := range strings.Split(s, ",") {
+			chunk = strings.TrimSpace(chunk)
+			key, value, ok := strings.Cut(chunk, "=")
+			if !ok {
+				return 0, fmt.Errorf("Invalid CPU topology entry: %q", chunk)
+			}
+			key, value = strings.TrimSpace(key), strings.TrimSpace(value)
+			if seen[key] {
+				return 0, fmt.Errorf("Duplicate CPU topology entry: %q", key)
+			}
+			seen[key] = true
+			n, err := strconv.Atoi(value)
+			if err != nil || n < 1 {
+				return 0, fmt.Errorf("Invalid CPU topology value for %q: %q", key, value)
+			}
+			if _, known := counts[key]; !known {
+				return 0, fmt.Errorf("Unknown CPU topology entry: %q", key)
+			}
+			counts[key] = min(int64(n), math.MaxInt32)
+		}
+	}
+	return min(counts["sockets"]*counts["cores"]*counts["threads"], math.MaxInt32), nil
 }

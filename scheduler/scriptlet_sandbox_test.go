@@ -164,7 +164,7 @@ log_info(x, 2 * [1], [1] * 2, "ab" * 2, 10**0 if False else 1)`
 		}
 	}
 	// A frozen list stays frozen through +=.
-	_, err = rankWith(t, `{}`, placementBody("candidate_members += [1]"), ScriptletLimits{OnError: OnErrorRefuse}, &Request{}, threeCands())
+	_, err = rankWith(t, `{}`, placementBody("t = candidate_members[0].traits\nt += [1]"), ScriptletLimits{OnError: OnErrorRefuse}, &Request{}, threeCands())
 	if err == nil || !strings.Contains(err.Error(), "frozen") {
 		t.Errorf("frozen: %v", err)
 	}

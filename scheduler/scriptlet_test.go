@@ -181,7 +181,8 @@ func TestScriptletBuiltins(t *testing.T) {
     log_info(s.load_1, s.memory_free_mb, s.reported_at, s["sysinfo"]["free_ram"], s.sysinfo.load_averages)
     log_info(bool(n), n.reported_at, n.sysinfo.free_ram, n["load_1"])`,
 			"0.5 2048 2026-11-22T12:00:00Z 2147483648 [0.5, 0.0, 0.0]|False None 0 0.0", "", "uuid-1,node2,node3"},
-		{"get_cluster_member_state unknown", `get_cluster_member_state("nope")`, "", `no cluster member "nope"`, ""},
+		{"get_cluster_member_state unknown", `log_info(get_cluster_member_state("nope"), get_cluster_member_resources("nope"))`,
+			"Invalid member name Invalid member name", "", "uuid-1,node2,node3"},
 		{"get_cluster_member_resources", `r = get_cluster_member_resources("node1")["VCPU"]
     log_info(r.total, r.capacity, r.used, r.free, r.allocation_ratio)`, "8 16 4 12 2.0", "", "uuid-1,node2,node3"},
 		{"get_instance_resources", `r = get_instance_resources()
@@ -190,7 +191,7 @@ func TestScriptletBuiltins(t *testing.T) {
 		{"get_instances", `log_info([i.name for i in get_instances()])
     log_info([i.name for i in get_instances(location="node1")])
     log_info([i.name for i in get_instances(project="p1")])
-    log_info([i.uuid for i in get_instances("node1", "p1")], get_instances(location=None)[2].resources)`,
+    log_info([i.uuid for i in get_instances("p1", "node1")], get_instances(location=None)[2].resources)`,
 			`["web1", "web2", "db1"]|["web1", "web2"]|["web1", "db1"]|["i1"] {"VCPU": 5}`, "", "uuid-1,node2,node3"},
 		{"get_instances bad argument", `get_instances(location=3)`, "", "location must be a string or None", ""},
 		{"get_instances_count", `log_info(get_instances_count(), get_instances_count(location="node2"), get_instances_count(project="p2"))`,

@@ -36,11 +36,14 @@ const (
 	// ConfigScriptletOnError is what a claim does when its scriptlet
 	// fails: "refuse" (the default) or "ignore" (rank without it).
 	ConfigScriptletOnError = "scheduler.scriptlet.on_error"
+	// ConfigScriptletDialect is whose reading of the calls LXD and Incus
+	// disagree on scriptlets get: "lxd" (the default) or "incus".
+	ConfigScriptletDialect = "scheduler.scriptlet.dialect"
 )
 
 // ConfigKeys lists the settings PATCH /config accepts.
 func ConfigKeys() []string {
-	return []string{ConfigDefaultScriptlet, ConfigScriptletMaxSteps, ConfigScriptletTimeout, ConfigScriptletMaxMemory, ConfigScriptletOnError}
+	return []string{ConfigDefaultScriptlet, ConfigScriptletMaxSteps, ConfigScriptletTimeout, ConfigScriptletMaxMemory, ConfigScriptletOnError, ConfigScriptletDialect}
 }
 
 // Bounds of the scriptlet limits.
@@ -564,6 +567,11 @@ func limitsOf(cfg map[string]json.RawMessage) (scheduler.ScriptletLimits, error)
 	if raw, ok := cfg[ConfigScriptletOnError]; ok {
 		if err := json.Unmarshal(raw, &l.OnError); err != nil || l.Validate() != nil {
 			return l, fmt.Errorf("%s must be %q or %q", ConfigScriptletOnError, scheduler.OnErrorIgnore, scheduler.OnErrorRefuse)
+		}
+	}
+	if raw, ok := cfg[ConfigScriptletDialect]; ok {
+		if err := json.Unmarshal(raw, &l.Dialect); err != nil || l.Validate() != nil {
+			return l, fmt.Errorf("%s must be %q or %q", ConfigScriptletDialect, scheduler.DialectLXD, scheduler.DialectIncus)
 		}
 	}
 	return l, nil

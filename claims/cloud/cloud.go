@@ -2,6 +2,7 @@ package cloud
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 
 	"github.com/berthd/berth/ledger"
@@ -72,7 +73,12 @@ func (d *View) Instances(ctx context.Context, location, project string) ([]sched
 	out := make([]scheduler.Instance, len(ins))
 	for i, in := range ins {
 		out[i] = scheduler.Instance{UUID: in.UUID, Name: in.Name, ProjectID: in.ProjectID, UserID: in.UserID,
-			Type: in.Type, Location: in.RootName, Resources: in.Resources}
+			Type: in.Type, Location: in.RootName, Resources: in.Resources, CreatedAt: in.CreatedAt, UpdatedAt: in.UpdatedAt}
+		if in.Document != nil {
+			// Stored by a claim that decoded it as an object: an error
+			// here is a document another writer left, which is skipped.
+			_ = json.Unmarshal(in.Document, &out[i].Instance)
+		}
 	}
 	return out, nil
 }

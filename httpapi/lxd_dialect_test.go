@@ -1,0 +1,75 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"fmt"
+	"testing"
+
+	"github.com/berthd/berth/ledger"
+	"github.com/berthd/berth/ledger/ledgertest"
+)
+
+// TestIncusDialectOverHTTP: scheduler.scriptlet.dialect picks whose
+// reading of set_target with a name that is not a candidate applies:
+// LXD's (the default: the built-in choice stands) or Incus's (the claim
+// is refused), each as its own test suite expects.
+func TestIncusDialectOverHTTP(t *testing.T) {
+	s, store := newSchedulingServer(t)
+	for _, n := range []string{"node1", "node2"} {
+		ledgertest.Provider(t, store, n, ledger.DefaultInventory("VCPU", 8), ledger.DefaultInventory("MEMORY_MB", 4096))
+	}
+	src := "def instance_placement(request, candidate_members):\n" +
+		"        result = set_target(\"foo\")\n" +
+		"        log_warn(\"Setting invalid member target result: \", result)\n" +
+		"        return\n"
+	patch, _ := json.Marshal(map[string]any{"instances.placement.scriptlet": src})
+	wantStatus(t, s, apiCall{method: "PATCH", path: "/config", body: string(patch)}, 200, "")
+	wantStatus(t, s, apiCall{method: "POST", path: "/claims", body: claimBodyWith(uuidN(1), `{"name": "c1"}`)}, 200, "")
+
+	wantStatus(t, s, apiCall{method: "PATCH", path: "/config", body: `{"scheduler.scriptlet.dialect": "incus"}`}, 200,
+		`"scheduler.scriptlet.dialect":"incus"`)
+	wantStatus(t, s, apiCall{method: "POST", path: "/claims", body: claimBodyWith(uuidN(2), `{"name": "c2"}`)}, 409,
+		"set_target: Invalid member name: foo")
+	wantStatus(t, s, apiCall{method: "GET", path: "/allocations/" + uuidN(2)}, 200, `{"allocations":{}`)
+
+	for _, bad := range []string{`{"scheduler.scriptlet.dialect": "openstack"}`, `{"scheduler.scriptlet.dialect": 3}`} {
+		wantStatus(t, s, apiCall{method: "PATCH", path: "/config", body: bad}, 400, "scheduler.scriptlet.dialect must be")
+	}
+	wantStatus(t, s, apiCall{method: "PATCH", path: "/config", body: `{"scheduler.scriptlet.dialect": null}`}, 200, "")
+	wantStatus(t, s, apiCall{method: "POST", path: "/claims", body: claimBodyWith(uuidN(2), `{"name": "c2"}`)}, 200, "")
+}
+
+// TestIncusGetInstancesOverHTTP: get_instances answers Incus's
+// api.Instance from each consumer's stored claim: the instance document
+// a claim carried is what a later claim's scriptlet reads.
+func TestIncusGetInstancesOverHTTP(t *testing.T) {
+	s, store := newSchedulingServer(t)
+	for _, n := range []string{"node1", "node2"} {
+		ledgertest.Provider(t, store, n, ledger.DefaultInventory("VCPU", 8), ledger.DefaultInventory("MEMORY_MB", 4096))
+	}
+	// At most one instance of a zone per member, read from the
+	// instances' config (user.zone), as an Incus operator writes it.
+	src := `
+def instance_placement(request, candidate_members):
+    zone = request.config.get("user.zone", "")
+    for m in candidate_members:
+        taken = [i for i in get_instances(request.project, m.server_name) if i.config.get("user.zone") == zone]
+        log_info(m.server_name, ": ", len(taken), " of zone ", zone)
+        if not taken:
+            set_target(m.server_name)
+            return
+    fail("zone %s is on every member" % zone)
+`
+	patch, _ := json.Marshal(map[string]any{"instances.placement.scriptlet": src})
+	wantStatus(t, s, apiCall{method: "PATCH", path: "/config", body: string(patch)}, 200, "")
+	inst := `{"name": "%s", "project": "keystone-project", "type": "virtual-machine", "config": {"user.zone": "a"}}`
+	first := wantStatus(t, s, apiCall{method: "POST", path: "/claims", body: claimBodyWith(uuidN(1), fmt.Sprintf(inst, "a1"))}, 200, "")
+	second := wantStatus(t, s, apiCall{method: "POST", path: "/claims", body: claimBodyWith(uuidN(2), fmt.Sprintf(inst, "a2"))}, 200, "")
+	if first["root_provider_name"] == second["root_provider_name"] {
+		t.Errorf("both of zone a on %v", first["root_provider_name"])
+	}
+	wantStatus(t, s, apiCall{method: "POST", path: "/claims", body: claimBodyWith(uuidN(3), fmt.Sprintf(inst, "a3"))}, 409,
+		"Failed instance placement scriptlet: zone a is on every member")
+	// Another zone still fits.
+	wantStatus(t, s, apiCall{method: "POST", path: "/claims", body: claimBodyWith(uuidN(3), `{"name": "b1", "config": {"user.zone": "b"}}`)}, 200, "")
+}
