@@ -1,10 +1,13 @@
 package scheduler
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -315,8 +318,9 @@ func getClusterMembers(th *starlark.Thread, b *starlark.Builtin, args starlark.T
 		return nil, err
 	}
 	var aggV, groupV starlark.Value
-	// Incus's get_cluster_members(group); aggregate is Berth's.
-	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "group?", &groupV, "aggregate?", &aggV); err != nil {
+	var all bool
+	// Incus's get_cluster_members(group); aggregate and all are Berth's.
+	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "group?", &groupV, "aggregate?", &aggV, "all?", &all); err != nil {
 		return nil, err
 	}
 	agg, err := optString(aggV, b.Name()+": aggregate")
@@ -344,11 +348,29 @@ func getClusterMembers(th *starlark.Thread, b *starlark.Builtin, args starlark.T
 	if err := chargeResult(th, b, len(ps), 256); err != nil {
 		return nil, err
 	}
+	if !all {
+		ps = placeableMembers(ps, time.Now())
+	}
 	list := make([]starlark.Value, len(ps))
 	for i, p := range ps {
 		list[i] = clusterMember(p)
 	}
 	return starlark.NewList(list), nil
+}
+
+// placeableMembers are the members of ps that Incus's
+// get_cluster_members answers: those that may take an instance (not
+// evacuated, not offline), the fewest consumers first (Incus: fewest
+// instances), then in ps's order (by name).
+func placeableMembers(ps []*Provider, now time.Time) []*Provider {
+	out := make([]*Provider, 0, len(ps))
+	for _, p := range ps {
+		if status, _ := memberStatus(p, p.State, now); status == MemberOnline {
+			out = append(out, p)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b *Provider) int { return cmp.Compare(a.Consumers, b.Consumers) })
+	return out
 }
 
 func stateValue(s *ProviderState) starlark.Value {

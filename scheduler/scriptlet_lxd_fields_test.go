@@ -186,3 +186,21 @@ def instance_placement(request, candidate_members):
 		t.Errorf("log %q, want %q", got, want)
 	}
 }
+
+func TestIncusClusterMembersOrder(t *testing.T) {
+	// Incus's get_cluster_members: online, not evacuated, the fewest
+	// instances first.
+	now := time.Now()
+	data := &fakeData{members: []*Provider{
+		{UUID: "u1", Name: "a", Consumers: 3, State: &ProviderState{ReportedAt: now}},
+		{UUID: "u2", Name: "b", Consumers: 1},
+		{UUID: "u3", Name: "c", Consumers: 0, Evacuated: true},
+		{UUID: "u4", Name: "d", Consumers: 0, State: &ProviderState{ReportedAt: now.Add(-time.Hour)}},
+		{UUID: "u5", Name: "e", Consumers: 1},
+	}}
+	r, err := runLXD(t, "def instance_placement(request, candidate_members):\n    log_info([m.server_name for m in get_cluster_members()])\n",
+		&Request{Data: data})
+	if err != nil || logText(r) != `["b", "e", "a"]` {
+		t.Errorf("%v %q", err, logText(r))
+	}
+}

@@ -269,7 +269,9 @@ def instance_placement(request, candidate_members):
     on_node1 = [i.name for i in get_instances(location="node1", project=request.project)]
     log_info(members, in_group, on_node1, get_instances()[0]["location"])
 `
-	r, err := runLXD(t, src, &Request{ProjectID: "p2", Reason: "new"})
+	data := fixData()
+	data.members[0].State.ReportedAt = time.Now() // online
+	r, err := runLXD(t, src, &Request{ProjectID: "p2", Reason: "new", Data: data})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -307,7 +309,8 @@ def instance_placement(request, candidate_members):
     for m in candidate_members:
         log_info(m.server_name, m["status"], m.message.split(" (")[0], m.architecture, m.failure_domain, m.groups,
                  m["url"], m.database, m.roles, m.config, m.description, "status" in m, m.get("nope", "-"))
-    e = [m for m in get_cluster_members() if m.server_name == "node9"][0]
+    log_info([m.server_name for m in get_cluster_members()], [m.server_name for m in get_cluster_members(all=True)])
+    e = [m for m in get_cluster_members(all=True) if m.server_name == "node9"][0]
     log_info(e.status, e.message)
 `
 	r, err := rankWith(t, `{}`, src, ScriptletLimits{}, &Request{Data: data}, cands)
@@ -317,6 +320,7 @@ def instance_placement(request, candidate_members):
 	want := `node1 Online Fully operational x86_64 rack1 ["default", "agg-a"] False [] {} True -|` +
 		`node2 Offline No state reported for 1h0m0s aarch64 default ["default"] False [] {} True -|` +
 		`node3 Online Fully operational default ["default"] False [] {} True -|` +
+		`["node1"] ["node1", "node2", "node9"]|` +
 		`Evacuated Unavailable due to maintenance`
 	if got := logText(r); got != want {
 		t.Errorf("log\n%s\nwant\n%s", got, want)

@@ -196,8 +196,12 @@ func TestScriptletBuiltins(t *testing.T) {
 		{"get_instances bad argument", `get_instances(location=3)`, "", "location must be a string or None", ""},
 		{"get_instances_count", `log_info(get_instances_count(), get_instances_count(location="node2"), get_instances_count(project="p2"))`,
 			"3 1 1", "", "uuid-1,node2,node3"},
-		{"get_cluster_members", `log_info([m.name for m in get_cluster_members()], [m.uuid for m in get_cluster_members(aggregate="agg-a")])`,
+		{"get_cluster_members", `log_info([m.name for m in get_cluster_members(all=True)], [m.uuid for m in get_cluster_members(aggregate="agg-a", all=True)])`,
 			`["node1", "node2"] ["uuid-1"]`, "", "uuid-1,node2,node3"},
+		// As Incus's: only members that may take an instance (node1's
+		// last report is old: offline).
+		{"get_cluster_members placeable", `log_info([m.name for m in get_cluster_members()], get_cluster_members("agg-a"))`,
+			`["node2"] []`, "", "uuid-1,node2,node3"},
 		{"fail", `fail("no capacity in " + "zone a")`, "", "no capacity in zone a", ""},
 		{"return a non-string", `return 42`, "", "42", ""},
 		{"runtime error", `x = {}["missing"]`, "", `line 3:11: key "missing" not in dict`, ""},
