@@ -161,15 +161,15 @@ func (c *Claimer) reschedule(ctx context.Context, p Params, failedProvider strin
 // the instance) takes over the instance's current allocations on the
 // source, and the instance gets the best destination that is not one of
 // its current roots. The move is remembered for Confirm and Revert.
-// Nothing changes if no destination fits. reason is relocation or
-// evacuation (an evacuation does not look at the source's state: the
+// Nothing changes if no destination fits. reason is relocation,
+// rebalance or evacuation (an evacuation does not look at the source's state: the
 // source is simply excluded).
 func (c *Claimer) move(ctx context.Context, p Params, migrationUUID string) (*Result, error) {
 	if p.Reason == "" {
 		p.Reason = ReasonRelocation
 	}
-	if p.Reason != ReasonRelocation && p.Reason != ReasonEvacuation {
-		return nil, invalid("Invalid reason %q for a move: want relocation or evacuation", p.Reason)
+	if p.Reason != ReasonRelocation && p.Reason != ReasonEvacuation && p.Reason != ReasonRebalance {
+		return nil, invalid("Invalid reason %q for a move: want relocation, rebalance or evacuation", p.Reason)
 	}
 	h, err := c.withRoots(ctx, p.ConsumerUUID)
 	if err != nil {

@@ -108,11 +108,14 @@ const (
 	ReasonNew        = "new"
 	ReasonEvacuation = "evacuation"
 	ReasonRelocation = "relocation"
+	// ReasonRebalance is Incus's: a move that evens out the cloud (as
+	// the balancer suggests one).
+	ReasonRebalance  = "rebalance"
 	ReasonReschedule = "reschedule"
 )
 
 // Reasons lists the valid Params.Reason values.
-var Reasons = []string{ReasonNew, ReasonEvacuation, ReasonRelocation, ReasonReschedule}
+var Reasons = []string{ReasonNew, ReasonEvacuation, ReasonRelocation, ReasonRebalance, ReasonReschedule}
 
 // Result is a successful claim, or a dry run's answer.
 type Result struct {

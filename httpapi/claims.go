@@ -46,13 +46,13 @@ const maxAlternates = 1000
 // and the consumer; move needs migration_uuid.
 func claimSchemaText(kind int) string {
 	extra, required, reasons := `"consumer_uuid": {"type": "string", "format": "uuid"},`,
-		`"required": ["consumer_uuid", "project_id", "user_id"],`, `["new", "evacuation", "relocation", "reschedule"]`
+		`"required": ["consumer_uuid", "project_id", "user_id"],`, `["new", "evacuation", "relocation", "rebalance", "reschedule"]`
 	switch kind {
 	case rescheduleKind:
 		extra, required = `"failed_provider": {"type": "string", "minLength": 1, "maxLength": 255},`, ""
 	case moveKind:
 		extra, required = `"migration_uuid": {"type": "string", "format": "uuid"},`, `"required": ["migration_uuid"],`
-		reasons = `["evacuation", "relocation"]`
+		reasons = `["evacuation", "relocation", "rebalance"]`
 	case sampleKind:
 		required = `"required": ["resources"],`
 	}

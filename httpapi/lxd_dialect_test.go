@@ -73,3 +73,24 @@ def instance_placement(request, candidate_members):
 	// Another zone still fits.
 	wantStatus(t, s, apiCall{method: "POST", path: "/claims", body: claimBodyWith(uuidN(3), `{"name": "b1", "config": {"user.zone": "b"}}`)}, 200, "")
 }
+
+// TestRebalanceReason: Incus's "rebalance" is a move's reason, handed
+// to the scriptlet as request.reason.
+func TestRebalanceReason(t *testing.T) {
+	s, store := newSchedulingServer(t)
+	for _, n := range []string{"node1", "node2"} {
+		ledgertest.Provider(t, store, n, ledger.DefaultInventory("VCPU", 8), ledger.DefaultInventory("MEMORY_MB", 4096))
+	}
+	body := `{"consumer_uuid": "` + uuidN(1) + `", "project_id": "p", "user_id": "u", "resources": {"VCPU": 1}, "target": "node1"}`
+	wantStatus(t, s, apiCall{method: "POST", path: "/claims", body: body}, 200, "node1")
+	src := "def instance_placement(request, candidate_members):\n" +
+		"    if request.reason not in (\"new\", \"rebalance\"):\n" +
+		"        return \"Expecting reason rebalance, not \" + request.reason\n"
+	patch, _ := json.Marshal(map[string]any{"instances.placement.scriptlet": src})
+	wantStatus(t, s, apiCall{method: "PATCH", path: "/config", body: string(patch)}, 200, "")
+	move := "/claims/" + uuidN(1) + "/move"
+	wantStatus(t, s, apiCall{method: "POST", path: move, body: `{"migration_uuid": "` + uuidN(8) + `"}`}, 409,
+		"Expecting reason rebalance, not relocation")
+	wantStatus(t, s, apiCall{method: "POST", path: move, body: `{"migration_uuid": "` + uuidN(8) + `", "reason": "rebalancing"}`}, 400, "")
+	wantStatus(t, s, apiCall{method: "POST", path: move, body: `{"migration_uuid": "` + uuidN(8) + `", "reason": "rebalance"}`}, 200, "node2")
+}

@@ -168,7 +168,7 @@ func (s *Store) purgeClaimRequests(ctx context.Context) {
 type MoveRecord struct {
 	ConsumerUUID  string
 	MigrationUUID string
-	// Reason is "relocation" or "evacuation".
+	// Reason is "relocation", "rebalance" or "evacuation".
 	Reason string
 	// SourceRoot is the root provider the instance moved away from.
 	SourceRoot string

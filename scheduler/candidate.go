@@ -24,7 +24,7 @@ type Request struct {
 	// reschedule away from a provider.
 	Avoid []string
 	// Name is the instance's name (the claim's "name"), Reason why it is
-	// placed: "new", "evacuation", "relocation" or "reschedule".
+	// placed: "new", "evacuation", "relocation", "rebalance" or "reschedule".
 	Name   string
 	Reason string
 	// Required and Forbidden are the traits the request asked for, over

@@ -50,7 +50,7 @@ func (c *claimFlags) register(fs *flag.FlagSet, forNew bool) {
 		fs.IntVar(&c.generation, "consumer-generation", -1, "replace the allocations of an existing consumer at generation `N`")
 	}
 	fs.StringVar(&c.consumerType, "consumer-type", "", "consumer `TYPE`, e.g. INSTANCE")
-	fs.StringVar(&c.reason, "reason", "", "`REASON`: new, evacuation, relocation or reschedule (server default: new)")
+	fs.StringVar(&c.reason, "reason", "", "`REASON`: new, evacuation, relocation, rebalance or reschedule (server default: new)")
 	fs.IntVar(&c.alternates, "alternates", -1, "`N` alternates to return unclaimed (server default: 2)")
 	fs.IntVar(&c.maxAttempts, "max-attempts", 0, "`N` writes to try before giving up, 1..50 (server default)")
 	fs.DurationVar(&c.lease, "lease", 0, "make the claim provisional for `DURATION` (whole seconds, e.g. 30s): released then\n"+
