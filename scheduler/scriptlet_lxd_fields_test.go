@@ -97,23 +97,15 @@ func TestIncusDialect(t *testing.T) {
 	// Incus's test suite: set_target of a member that is not a
 	// candidate is a placement error; LXD's falls back (see
 	// TestLXDSuiteInvalidTargetFallsBack).
-	src := `
-def instance_placement(request, candidate_members):
-        # Set invalid member target.
-        result = set_target("foo")
-        log_warn("Setting invalid member target result: ", result)
-
-        return
-`
 	incus := ScriptletLimits{Dialect: DialectIncus}
-	_, err := rankWith(t, `{}`, src, incus, &Request{Data: fixData()}, lxdCands())
+	_, err := rankWith(t, `{}`, invalidTargetScriptlet, incus, &Request{Data: fixData()}, lxdCands())
 	var refused *RefusedError
 	if !errors.As(err, &refused) || !strings.Contains(err.Error(), "set_target: Invalid member name: foo") {
 		t.Errorf("incus set_target: %v", err)
 	}
 	// A member the lookups do not know: LXD answers a string, Incus
 	// fails.
-	src = `
+	src := `
 def instance_placement(request, candidate_members):
     log_info(get_cluster_member_state("nope"), "|", get_cluster_member_resources("nope"))
 `

@@ -176,10 +176,9 @@ func TestLXDDocExampleTargets(t *testing.T) {
 	}
 }
 
-func TestLXDSuiteInvalidTargetFallsBack(t *testing.T) {
-	// LXD: "Check that instance placement uses LXD's built in logic
-	// instead (as if setTarget hadn't been called at all)".
-	src := `
+// invalidTargetScriptlet is the suites' scriptlet that sets a target
+// that is no member.
+const invalidTargetScriptlet = `
 def instance_placement(request, candidate_members):
         # Set invalid member target.
         result = set_target("foo")
@@ -187,7 +186,11 @@ def instance_placement(request, candidate_members):
 
         return
 `
-	r, err := runLXD(t, src, &Request{Reason: "new", Instance: map[string]any{"config": map[string]any{"cluster.evacuate": "migrate"}}})
+
+func TestLXDSuiteInvalidTargetFallsBack(t *testing.T) {
+	// LXD: "Check that instance placement uses LXD's built in logic
+	// instead (as if setTarget hadn't been called at all)".
+	r, err := runLXD(t, invalidTargetScriptlet, &Request{Reason: "new", Instance: map[string]any{"config": map[string]any{"cluster.evacuate": "migrate"}}})
 	if err != nil || r.Chosen || roots(r) != "uuid-1,node2,node3" {
 		t.Fatalf("%v %+v", err, r)
 	}
