@@ -2,6 +2,7 @@ package claims
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"slices"
 	"strings"
@@ -49,6 +50,12 @@ type EvacuateParams struct {
 	// Policy names the scheduling policy of the moves ("" the one of
 	// each consumer's request).
 	Policy string
+	// Mode is LXD's and Incus's evacuation mode: EvacuateAuto ("" means
+	// it) moves each consumer unless its instance says otherwise
+	// (config "cluster.evacuate" "stop" or "force-stop"); EvacuateMigrate
+	// moves every one; EvacuateStop moves none (the host is marked, the
+	// consumers stay and are reported skipped).
+	Mode string
 	// MoveRequest, when set, makes the request of one consumer's move
 	// (migrationUUID its migration consumer): httpapi redoes the
 	// consumer's stored claim, as POST /claims/{uuid}/move does with a
@@ -60,6 +67,22 @@ type EvacuateParams struct {
 	// and, when given, Policy over what it returns.
 	MoveRequest func(ctx context.Context, consumerUUID, migrationUUID string) (Params, error)
 }
+
+// Evacuation modes (EvacuateParams.Mode), as LXD's and Incus's.
+const (
+	EvacuateAuto    = "auto"
+	EvacuateMigrate = "migrate"
+	EvacuateStop    = "stop"
+)
+
+// EvacuateModes lists the valid modes. "live-migrate" is Incus's for a
+// running instance; Berth moves allocations, not running instances, so
+// it is EvacuateMigrate.
+var EvacuateModes = []string{EvacuateAuto, EvacuateMigrate, "live-migrate", EvacuateStop}
+
+// instanceEvacuateKey is the instance config key with which LXD and
+// Incus let one instance say how it is evacuated.
+const instanceEvacuateKey = "cluster.evacuate"
 
 // Statuses of an EvacuatedConsumer.
 const (
@@ -76,6 +99,7 @@ const (
 	EvacuationMoveInProcess = "move_in_progress" // its earlier move is not confirmed or reverted
 	EvacuationMigration     = "migration"        // a migration consumer: the source of a move in progress
 	EvacuationError         = "error"            // another refusal or an outage
+	EvacuationStop          = "stop"             // its instance (or the mode) says stop, not move
 )
 
 // EvacuatedConsumer is what happened to one consumer of the provider.
@@ -159,6 +183,15 @@ func (p *EvacuateParams) check() error {
 	if p.Limit < 0 {
 		return invalid("Invalid limit %d: want 0 (all) or more", p.Limit)
 	}
+	switch p.Mode {
+	case "":
+		p.Mode = EvacuateAuto
+	case "live-migrate":
+		p.Mode = EvacuateMigrate
+	}
+	if !slices.Contains(EvacuateModes, p.Mode) {
+		return invalid("Invalid mode %q: want one of %s", p.Mode, strings.Join(EvacuateModes, ", "))
+	}
 	if p.After != "" {
 		after, ok := uuid.Canonical(p.After)
 		if !ok {
@@ -202,6 +235,11 @@ func (c *Claimer) evacuees(ctx context.Context, p *EvacuateParams, mark ledger.P
 				Detail: "its move (migration " + mv.MigrationUUID + ") is in progress; confirm or revert it first"})
 			continue
 		}
+		if why := stays(p.Mode, in.Document); why != "" {
+			out.Consumers = append(out.Consumers, EvacuatedConsumer{ConsumerUUID: in.UUID, Name: in.Name, Status: EvacuationSkipped,
+				Reason: EvacuationStop, Detail: why})
+			continue
+		}
 		if p.Limit > 0 && len(todo) == p.Limit {
 			out.Remaining++
 			out.Pending++
@@ -211,6 +249,28 @@ func (c *Claimer) evacuees(ctx context.Context, p *EvacuateParams, mark ledger.P
 		todo = append(todo, evacuee{uuid: in.UUID, name: in.Name})
 	}
 	return todo, nil
+}
+
+// stays says why a consumer whose stored claim's instance is doc is not
+// moved under mode, "" when it is: LXD and Incus stop such an instance
+// in place; Berth leaves its allocations on the host.
+func stays(mode string, doc []byte) string {
+	switch mode {
+	case EvacuateStop:
+		return `the evacuation's mode is "stop": it stays on the host`
+	case EvacuateMigrate:
+		return ""
+	}
+	var inst struct {
+		Config map[string]any `json:"config"`
+	}
+	if len(doc) == 0 || json.Unmarshal(doc, &inst) != nil {
+		return ""
+	}
+	if v, _ := inst.Config[instanceEvacuateKey].(string); v == "stop" || v == "force-stop" {
+		return `its instance's cluster.evacuate is "` + v + `": it stays on the host (LXD and Incus stop it there)`
+	}
+	return ""
 }
 
 // evacuationNamespace names the migration consumers of evacuations.

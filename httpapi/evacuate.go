@@ -29,7 +29,8 @@ var evacuateSchema = jsonschema.Must(`{
 		"parallel": {"type": "integer", "minimum": 1, "maximum": ` + fmt.Sprint(claims.MaxEvacuateParallel) + `},
 		"limit": {"type": "integer", "minimum": 0},
 		"after": {"type": "string", "format": "uuid"},
-		"policy": {"type": "string", "minLength": 1, "maxLength": 255}
+		"policy": {"type": "string", "minLength": 1, "maxLength": 255},
+		"mode": {"enum": ["auto", "migrate", "live-migrate", "stop"]}
 	},
 	"additionalProperties": false
 }`)
@@ -42,6 +43,7 @@ type evacuateBody struct {
 	Limit    int    `json:"limit"`
 	After    string `json:"after"`
 	Policy   string `json:"policy"`
+	Mode     string `json:"mode"`
 }
 
 // providerEvacuate serves POST /resource_providers/{uuid}/evacuate: 200
@@ -62,7 +64,7 @@ func (s *Server) providerEvacuate(c echo.Context) error {
 		}
 	}
 	ev, err := s.claims.Evacuate(c.Request().Context(), claims.EvacuateParams{Provider: c.Param("uuid"), DryRun: b.DryRun,
-		Confirm: b.Confirm, Parallel: b.Parallel, Limit: b.Limit, After: b.After, Policy: b.Policy,
+		Confirm: b.Confirm, Parallel: b.Parallel, Limit: b.Limit, After: b.After, Policy: b.Policy, Mode: b.Mode,
 		MoveRequest: s.evacuationMove(b)})
 	if err != nil {
 		return err

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/berthd/berth/ledger"
@@ -93,4 +94,50 @@ func TestRebalanceReason(t *testing.T) {
 		"Expecting reason rebalance, not relocation")
 	wantStatus(t, s, apiCall{method: "POST", path: move, body: `{"migration_uuid": "` + uuidN(8) + `", "reason": "rebalancing"}`}, 400, "")
 	wantStatus(t, s, apiCall{method: "POST", path: move, body: `{"migration_uuid": "` + uuidN(8) + `", "reason": "rebalance"}`}, 200, "node2")
+}
+
+// TestEvacuateModes: LXD's and Incus's evacuation modes. Under "auto"
+// an instance whose config says cluster.evacuate "stop" stays (LXD
+// stops it in place); "migrate" moves every consumer; "stop" moves none.
+func TestEvacuateModes(t *testing.T) {
+	s, store := newSchedulingServer(t)
+	node1 := ledgertest.Provider(t, store, "node1", ledger.DefaultInventory("VCPU", 8), ledger.DefaultInventory("MEMORY_MB", 4096))
+	ledgertest.Provider(t, store, "node2", ledger.DefaultInventory("VCPU", 8), ledger.DefaultInventory("MEMORY_MB", 4096))
+	claim := `{"consumer_uuid": "%s", "project_id": "p", "user_id": "u", "resources": {"VCPU": 1}, "target": "node1", "instance": %s}`
+	for id, inst := range map[string]string{
+		uuidN(1): `{"name": "stays", "config": {"cluster.evacuate": "stop"}}`,
+		uuidN(2): `{"name": "moves"}`,
+		uuidN(3): `{"name": "migrates", "config": {"cluster.evacuate": "migrate"}}`,
+	} {
+		wantStatus(t, s, apiCall{method: "POST", path: "/claims", body: fmt.Sprintf(claim, id, inst)}, 200, "node1")
+	}
+	evac := "/resource_providers/" + node1 + "/evacuate"
+	names := map[string]string{"1": "stays", "2": "moves", "3": "migrates"}
+	statuses := func(got map[string]any) string {
+		var out []string
+		for _, c := range got["consumers"].([]any) {
+			m := c.(map[string]any)
+			id := m["consumer_uuid"].(string)
+			out = append(out, fmt.Sprintf("%s:%s:%v", names[id[len(id)-1:]], m["status"], m["reason"]))
+		}
+		return strings.Join(out, " ")
+	}
+	for mode, want := range map[string]string{
+		`{"dry_run": true}`:                         "stays:skipped:stop moves:planned:<nil> migrates:planned:<nil>",
+		`{"dry_run": true, "mode": "auto"}`:         "stays:skipped:stop moves:planned:<nil> migrates:planned:<nil>",
+		`{"dry_run": true, "mode": "migrate"}`:      "stays:planned:<nil> moves:planned:<nil> migrates:planned:<nil>",
+		`{"dry_run": true, "mode": "live-migrate"}`: "stays:planned:<nil> moves:planned:<nil> migrates:planned:<nil>",
+		`{"dry_run": true, "mode": "stop"}`:         "stays:skipped:stop moves:skipped:stop migrates:skipped:stop",
+	} {
+		if got := statuses(wantStatus(t, s, apiCall{method: "POST", path: evac, body: mode}, 200, "")); got != want {
+			t.Errorf("%s: %s, want %s", mode, got, want)
+		}
+	}
+	wantStatus(t, s, apiCall{method: "POST", path: evac, body: `{"mode": "heal"}`}, 400, "")
+	got := wantStatus(t, s, apiCall{method: "POST", path: evac, body: `{"confirm": true}`}, 200, "")
+	if statuses(got) != "stays:skipped:stop moves:moved:<nil> migrates:moved:<nil>" || got["remaining"] != 0.0 {
+		t.Errorf("evacuate: %v", got)
+	}
+	wantStatus(t, s, apiCall{method: "GET", path: "/allocations/" + uuidN(1)}, 200, node1)
+	wantStatus(t, s, apiCall{method: "GET", path: "/allocations/" + uuidN(2)}, 200, "")
 }

@@ -33,6 +33,11 @@ func TestEndToEndEvacuate(t *testing.T) {
 		t.Errorf("dry run:\n%s", out)
 	}
 	cli(t, base, 0, []string{"usage", "--project", "p"}, "p        INSTANCE               5     5\n")
+	// LXD's modes: stop moves none (not a failure: exit 0), a bad one is
+	// the server's 400.
+	cli(t, base, 0, []string{"evacuate", "ev-a", "--dry-run", "--mode", "stop"},
+		"ev-a evacuation planned (not evacuated): 0 moved, 0 planned, 0 failed, 5 skipped.")
+	cli(t, base, 3, []string{"evacuate", "ev-a", "--dry-run", "--mode", "heal"}, "400 Bad Request")
 
 	out = cli(t, base, 0, []string{"evacuate", uuids[0], "--parallel", "1", "--confirm"},
 		"ev-a evacuated: 5 moved, 0 planned, 0 failed, 0 skipped.")

@@ -15,7 +15,7 @@ func evacuateCommands() []*command {
 	return []*command{
 		{
 			name:    "evacuate",
-			args:    "PROVIDER [--dry-run] [--confirm] [--parallel N] [--policy NAME]",
+			args:    "PROVIDER [--dry-run] [--confirm] [--parallel N] [--policy NAME] [--mode MODE]",
 			summary: "Move every consumer off a host and keep new claims away from it",
 			help: `PROVIDER is a root provider's uuid or name. It is marked evacuated (claims
 avoid it until "berth restore"), and each consumer it holds is moved with
@@ -26,14 +26,18 @@ a move as "berth move" makes it: the source stays held by a migration
 consumer until "berth move-confirm", unless --confirm confirms at once (a
 host that is gone). What could not move (nothing fits, the scriptlet
 refused) stays and is listed; running the command again retries it.
---dry-run plans each move without writing anything. Exit status 1 when
-some consumer was not (or would not be) moved.`,
+--dry-run plans each move without writing anything. --mode is LXD's and
+Incus's: auto (the default) leaves a consumer whose claim's instance sets
+cluster.evacuate "stop" on the host, migrate moves every one, stop moves
+none (the host is only marked). Exit status 1 when some consumer failed to
+move (or would fail); one left by the mode is listed as skipped.`,
 			example: "berth evacuate cn1 --dry-run\nberth evacuate cn1 --parallel 8",
 			setup: func(fs *flag.FlagSet) func(*env, []string) error {
 				dry := fs.Bool("dry-run", false, "plan the moves, write nothing")
 				confirm := fs.Bool("confirm", false, "confirm each move at once (drop the source's allocations)")
 				parallel := fs.Int("parallel", 4, "`N` moves at once, 1..32")
 				policy := fs.String("policy", "", "scheduling policy `NAME` of the moves (server default when empty)")
+				mode := fs.String("mode", "", "`MODE`: auto, migrate or stop (server default: auto)")
 				return func(e *env, args []string) error {
 					if err := argsN(args, "PROVIDER"); err != nil {
 						return err
@@ -48,6 +52,9 @@ some consumer was not (or would not be) moved.`,
 					body := map[string]any{"dry_run": *dry, "confirm": *confirm, "parallel": *parallel}
 					if *policy != "" {
 						body["policy"] = *policy
+					}
+					if *mode != "" {
+						body["mode"] = *mode
 					}
 					ev, err := evacuate(e, rp, body, *parallel)
 					if err != nil {
