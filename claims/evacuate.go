@@ -211,7 +211,7 @@ type evacuee struct {
 // in out those that are skipped, and counts in out.Remaining those after
 // the limit; it returns those to move now.
 func (c *Claimer) evacuees(ctx context.Context, p *EvacuateParams, mark ledger.ProviderEvacuation, out *Evacuation) ([]evacuee, error) {
-	ins, err := c.store.Instances(ctx, ledger.InstancesParams{Location: mark.ProviderUUID})
+	ins, err := c.store.Instances(ctx, ledger.InstancesParams{Location: mark.ProviderUUID, Documents: true})
 	if err != nil {
 		return nil, err
 	}

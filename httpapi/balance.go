@@ -35,7 +35,7 @@ func (s *Server) policyBalance(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	instances, err := s.cloud.Instances(ctx, "", "")
+	instances, err := s.cloud.Instances(ctx, scheduler.InstancesQuery{})
 	if err != nil {
 		return err
 	}

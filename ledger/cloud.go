@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"time"
 
@@ -150,40 +151,49 @@ type Instance struct {
 	CreatedAt, UpdatedAt time.Time
 }
 
-// InstancesParams selects consumers for Instances.
+// InstancesParams selects consumers for Instances and InstancesCount.
 type InstancesParams struct {
 	// Location, when not empty, selects consumers holding allocations in
 	// the tree of the root provider of that name or uuid.
 	Location string
 	// Project, when not empty, selects the consumers of that project.
 	Project string
+	// Documents reads each consumer's Document (Instances only).
+	Documents bool
+	// Max, when positive, stops Instances after Max+1 consumers: a
+	// caller that gets more than Max knows there are more, and memory
+	// stays bounded whatever the cloud's size.
+	Max int
 }
 
-// Instances lists the consumers holding allocations that p selects, by
-// uuid.
-func (s *Store) Instances(ctx context.Context, p InstancesParams) ([]Instance, error) {
-	locUUID := uuidOrNil(p.Location)
-	rows, err := s.db.Query(ctx, `
-		SELECT c.uuid::text, COALESCE(c.name, ''), pr.external_id, us.external_id, COALESCE(ct.name, $4),
-		       root.uuid::text, root.name, rc.name, SUM(a.used), cs.request->'instance', c.created_at, c.updated_at
-		FROM allocations a
-		JOIN consumers c ON c.id = a.consumer_id
-		LEFT JOIN claim_state cs ON cs.consumer_uuid = c.uuid
-		JOIN projects pr ON pr.id = c.project_id
-		JOIN users us ON us.id = c.user_id
-		LEFT JOIN consumer_types ct ON ct.id = c.consumer_type_id
-		JOIN resource_providers rp ON rp.id = a.resource_provider_id
-		JOIN resource_providers root ON root.id = rp.root_provider_id
-		JOIN resource_classes rc ON rc.id = a.resource_class_id
+// instancesWhere selects the consumers of $1 (project) and $2/$3
+// (location, its uuid or NULL) among allocations a of consumers c.
+const instancesWhere = `
 		WHERE ($1 = '' OR pr.external_id = $1)
 		  AND ($2 = '' OR EXISTS (
 			SELECT 1 FROM allocations a2
 			JOIN resource_providers rp2 ON rp2.id = a2.resource_provider_id
 			JOIN resource_providers root2 ON root2.id = rp2.root_provider_id
-			WHERE a2.consumer_id = c.id AND (root2.name = $2 OR root2.uuid = $3::uuid)))
-		GROUP BY c.uuid, c.name, pr.external_id, us.external_id, ct.name, root.uuid, root.name, rc.name,
-		         cs.request->'instance', c.created_at, c.updated_at
-		ORDER BY c.uuid, root.name, rc.name`, p.Project, p.Location, locUUID, UnknownConsumerType)
+			WHERE a2.consumer_id = c.id AND (root2.name = $2 OR root2.uuid = $3::uuid)))`
+
+// Instances lists the consumers holding allocations that p selects, by
+// uuid.
+func (s *Store) Instances(ctx context.Context, p InstancesParams) ([]Instance, error) {
+	rows, err := s.db.Query(ctx, `
+		SELECT c.uuid::text, COALESCE(c.name, ''), pr.external_id, us.external_id, COALESCE(ct.name, $4),
+		       root.uuid::text, root.name, rc.name, SUM(a.used),
+		       CASE WHEN $5 THEN (SELECT cs.request->'instance' FROM claim_state cs WHERE cs.consumer_uuid = c.uuid) END,
+		       c.created_at, c.updated_at
+		FROM allocations a
+		JOIN consumers c ON c.id = a.consumer_id
+		JOIN projects pr ON pr.id = c.project_id
+		JOIN users us ON us.id = c.user_id
+		LEFT JOIN consumer_types ct ON ct.id = c.consumer_type_id
+		JOIN resource_providers rp ON rp.id = a.resource_provider_id
+		JOIN resource_providers root ON root.id = rp.root_provider_id
+		JOIN resource_classes rc ON rc.id = a.resource_class_id`+instancesWhere+`
+		GROUP BY c.id, pr.external_id, us.external_id, ct.name, root.uuid, root.name, rc.name
+		ORDER BY c.uuid, root.name, rc.name`, p.Project, p.Location, uuidOrNil(p.Location), UnknownConsumerType, p.Documents)
 	if err != nil {
 		return nil, err
 	}
@@ -195,6 +205,9 @@ func (s *Store) Instances(ctx context.Context, p InstancesParams) ([]Instance, e
 	_, err = pgx.ForEachRow(rows, []any{&in.UUID, &in.Name, &in.ProjectID, &in.UserID, &in.Type,
 		&in.RootUUID, &in.RootName, &class, &used, &doc, &in.CreatedAt, &in.UpdatedAt}, func() error {
 		if n := len(out); n == 0 || out[n-1].UUID != in.UUID {
+			if p.Max > 0 && n > p.Max {
+				return errEnough
+			}
 			in.Resources = map[string]int64{}
 			in.Document = nil
 			if len(doc) > 0 && string(doc) != "null" {
@@ -205,7 +218,28 @@ func (s *Store) Instances(ctx context.Context, p InstancesParams) ([]Instance, e
 		out[len(out)-1].Resources[class] += used
 		return nil
 	})
+	if errors.Is(err, errEnough) {
+		// The last consumer may miss classes: it is only there to say
+		// that there are more.
+		return out, nil
+	}
 	return out, err
+}
+
+// errEnough stops a listing that has read what it needs.
+var errEnough = errors.New("enough rows")
+
+// InstancesCount counts the consumers holding allocations that p
+// selects (its Documents and Max aside).
+func (s *Store) InstancesCount(ctx context.Context, p InstancesParams) (int, error) {
+	var n int
+	err := s.db.QueryRow(ctx, `
+		SELECT COUNT(DISTINCT c.id)
+		FROM allocations a
+		JOIN consumers c ON c.id = a.consumer_id
+		JOIN projects pr ON pr.id = c.project_id`+instancesWhere,
+		p.Project, p.Location, uuidOrNil(p.Location)).Scan(&n)
+	return n, err
 }
 
 // ConsumerCounts returns how many consumers hold allocations on each of

@@ -269,6 +269,20 @@ func TestConsumerDetailsAndStickyKeys(t *testing.T) {
 	if ins, _ := s.Instances(ctx, ledger.InstancesParams{Location: rp2, Project: "proj"}); len(ins) != 2 {
 		t.Errorf("cn2 instances %+v", ins)
 	}
+	// Max reads one more than it allows, to say there are more; the
+	// count counts without listing.
+	if ins, err := s.Instances(ctx, ledger.InstancesParams{Max: 1}); err != nil || len(ins) != 2 {
+		t.Errorf("max 1: %+v %v", ins, err)
+	}
+	if ins, err := s.Instances(ctx, ledger.InstancesParams{Max: 2}); err != nil || len(ins) != 2 || ins[1].Resources["VCPU"] == 0 {
+		t.Errorf("max 2: %+v %v", ins, err)
+	}
+	for params, want := range map[ledger.InstancesParams]int{{}: 2, {Location: "cn1"}: 0, {Location: rp2, Project: "proj"}: 2,
+		{Project: "other"}: 0} {
+		if n, err := s.InstancesCount(ctx, params); err != nil || n != want {
+			t.Errorf("count %+v: %d %v, want %d", params, n, err, want)
+		}
+	}
 	members, err := s.GroupMembers(ctx, "group", "web")
 	if err != nil || len(members) != 1 || members[rp2] != 2 {
 		t.Fatalf("group members %v %v", members, err)

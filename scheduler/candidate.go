@@ -57,10 +57,10 @@ func (r *Request) Prepared(u any) any { return r.prepared[u] }
 
 // CloudData is the live view of the cloud a scriptlet may query.
 type CloudData interface {
-	// Instances lists consumers, only those with allocations in the tree
-	// of location (a root provider's name or uuid) and of project when
-	// those are not empty.
-	Instances(ctx context.Context, location, project string) ([]Instance, error)
+	// Instances lists the consumers with allocations that q selects.
+	Instances(ctx context.Context, q InstancesQuery) ([]Instance, error)
+	// InstancesCount counts them (q's Documents and Max aside).
+	InstancesCount(ctx context.Context, q InstancesQuery) (int, error)
 	// Member returns a provider by name or uuid, nil if there is none.
 	Member(ctx context.Context, nameOrUUID string) (*Provider, error)
 	// Members lists the root providers, only those in aggregate (a uuid)
@@ -79,6 +79,19 @@ type CloudData interface {
 	// when they read a member's status and the policy did not fetch
 	// states.
 	States(ctx context.Context, uuids []string) (map[string]*ProviderState, error)
+}
+
+// InstancesQuery selects consumers for CloudData.Instances.
+type InstancesQuery struct {
+	// Location, when not empty, selects the consumers with allocations
+	// in the tree of that root provider (name or uuid); Project, when not
+	// empty, those of that project.
+	Location, Project string
+	// Documents fills each Instance's Instance document.
+	Documents bool
+	// Max, when positive, bounds the listing: at most Max+1 consumers
+	// are read, so a caller that gets more than Max knows there are more.
+	Max int
 }
 
 // Instance is a consumer as a scriptlet sees it.

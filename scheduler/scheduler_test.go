@@ -42,16 +42,29 @@ type fakeData struct {
 	keys      map[string][]PlacementKey
 	err       error
 	calls     atomic.Int64
+	listed    atomic.Int64 // consumers the last Instances call read
 }
 
-func (d *fakeData) Instances(_ context.Context, location, project string) ([]Instance, error) {
+func (d *fakeData) Instances(_ context.Context, q InstancesQuery) ([]Instance, error) {
 	var out []Instance
 	for _, in := range d.instances {
-		if (location == "" || in.Location == location) && (project == "" || in.ProjectID == project) {
+		if q.Max > 0 && len(out) > q.Max {
+			break
+		}
+		if (q.Location == "" || in.Location == q.Location) && (q.Project == "" || in.ProjectID == q.Project) {
+			if !q.Documents {
+				in.Instance = nil
+			}
 			out = append(out, in)
 		}
 	}
+	d.listed.Store(int64(len(out)))
 	return out, d.err
+}
+
+func (d *fakeData) InstancesCount(ctx context.Context, q InstancesQuery) (int, error) {
+	is, err := d.Instances(ctx, InstancesQuery{Location: q.Location, Project: q.Project})
+	return len(is), err
 }
 
 func (d *fakeData) Member(_ context.Context, name string) (*Provider, error) {

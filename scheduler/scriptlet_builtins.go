@@ -232,11 +232,11 @@ func getProject(th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, k
 	if err := st.data(b); err != nil {
 		return nil, err
 	}
-	is, err := st.req.Data.Instances(st.ctx, "", name)
+	is, err := st.req.Data.Instances(st.ctx, InstancesQuery{Project: name, Max: affordable(th, projectUserSize)})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", b.Name(), err)
 	}
-	if err := chargeResult(th, b, len(is), 64); err != nil {
+	if err := chargeResult(th, b, len(is), projectUserSize); err != nil {
 		return nil, err
 	}
 	return projectValue(name, is), nil
@@ -254,10 +254,30 @@ func optString(v starlark.Value, what string) (string, error) {
 	return s, nil
 }
 
-func instances(th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) ([]Instance, error) {
+// What a builtin's answer is charged per element: an instance of
+// get_instances (besides its document's bytes), a used_by entry of
+// get_project.
+const (
+	instanceSize    = 512
+	projectUserSize = 64
+)
+
+// affordable is how many elements of size bytes the call's memory budget
+// has room for: the bound of a listing read from the database, so that a
+// call is refused for its size before it is read whole, not after.
+func affordable(th *starlark.Thread, size uint64) int {
+	sb := sandboxOf(th)
+	left := sb.maxAllocs - min(sb.allocs, sb.maxAllocs)
+	return int(min(left/size, 1<<30)) + 1
+}
+
+// instancesQuery unpacks the arguments of get_instances and
+// get_instances_count.
+func instancesQuery(th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (*callState, InstancesQuery, error) {
+	var q InstancesQuery
 	st, err := state(th, b)
 	if err != nil {
-		return nil, err
+		return nil, q, err
 	}
 	var locV, projV starlark.Value
 	var pending bool // Incus's: Berth has no instances pending (a claim is one write)
@@ -268,32 +288,35 @@ func instances(th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw
 		params = append(params, "pending?", &pending)
 	}
 	if err := starlark.UnpackArgs(b.Name(), args, kwargs, params...); err != nil {
-		return nil, err
+		return nil, q, err
 	}
-	loc, err := optString(locV, b.Name()+": location")
-	if err != nil {
-		return nil, err
+	if q.Location, err = optString(locV, b.Name()+": location"); err != nil {
+		return nil, q, err
 	}
-	proj, err := optString(projV, b.Name()+": project")
-	if err != nil {
-		return nil, err
+	if q.Project, err = optString(projV, b.Name()+": project"); err != nil {
+		return nil, q, err
 	}
-	if err := st.data(b); err != nil {
-		return nil, err
-	}
-	is, err := st.req.Data.Instances(st.ctx, loc, proj)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", b.Name(), err)
-	}
-	return is, nil
+	return st, q, st.data(b)
 }
 
 func getInstances(th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
-	is, err := instances(th, b, args, kwargs)
+	st, q, err := instancesQuery(th, b, args, kwargs)
 	if err != nil {
 		return nil, err
 	}
-	if err := chargeResult(th, b, len(is), 512); err != nil {
+	q.Documents, q.Max = true, affordable(th, instanceSize)
+	is, err := st.req.Data.Instances(st.ctx, q)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", b.Name(), err)
+	}
+	if err := chargeResult(th, b, len(is), instanceSize); err != nil {
+		return nil, err
+	}
+	var docs uint64
+	for i := range is {
+		docs += uint64(approxSize(is[i].Instance))
+	}
+	if err := sandboxOf(th).alloc(docs, func() string { return b.Name() + "()" }); err != nil {
 		return nil, err
 	}
 	list := make([]starlark.Value, len(is))
@@ -305,11 +328,36 @@ func getInstances(th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple,
 }
 
 func getInstancesCount(th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
-	is, err := instances(th, b, args, kwargs)
+	st, q, err := instancesQuery(th, b, args, kwargs)
 	if err != nil {
 		return nil, err
 	}
-	return starlark.MakeInt(len(is)), nil
+	n, err := st.req.Data.InstancesCount(st.ctx, q)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", b.Name(), err)
+	}
+	return starlark.MakeInt(n), nil
+}
+
+// approxSize is about how many bytes a decoded JSON document takes.
+func approxSize(v any) int {
+	switch v := v.(type) {
+	case string:
+		return 16 + len(v)
+	case []any:
+		n := 24
+		for _, x := range v {
+			n += approxSize(x)
+		}
+		return n
+	case map[string]any:
+		n := 48
+		for k, x := range v {
+			n += 16 + len(k) + approxSize(x)
+		}
+		return n
+	}
+	return 16
 }
 
 func getClusterMembers(th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {

@@ -80,13 +80,18 @@ type checkData struct{ hosts []*Provider }
 
 var _ CloudData = checkData{}
 
-func (d checkData) Instances(_ context.Context, location, project string) ([]Instance, error) {
+func (d checkData) Instances(_ context.Context, q InstancesQuery) ([]Instance, error) {
 	in := Instance{UUID: "00000000-0000-4000-8000-0000000000bb", Name: "check-existing", ProjectID: "check-project",
 		UserID: "check-user", Location: d.hosts[0].Name, Resources: map[string]int64{"VCPU": 2}}
-	if (location == "" || d.hosts[0].matches(location)) && (project == "" || project == in.ProjectID) {
+	if (q.Location == "" || d.hosts[0].matches(q.Location)) && (q.Project == "" || q.Project == in.ProjectID) {
 		return []Instance{in}, nil
 	}
 	return nil, nil
+}
+
+func (d checkData) InstancesCount(ctx context.Context, q InstancesQuery) (int, error) {
+	is, err := d.Instances(ctx, q)
+	return len(is), err
 }
 
 func (d checkData) Member(_ context.Context, name string) (*Provider, error) {

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -194,5 +195,36 @@ func TestIncusClusterMembersOrder(t *testing.T) {
 		&Request{Data: data})
 	if err != nil || logText(r) != `["b", "e", "a"]` {
 		t.Errorf("%v %q", err, logText(r))
+	}
+}
+
+func TestGetInstancesBounded(t *testing.T) {
+	// A cloud with more instances than a scriptlet's memory budget
+	// holds: get_instances is refused for its size, having read no more
+	// than the budget's worth (plus one); get_instances_count counts
+	// them all without listing them.
+	data := &fakeData{}
+	for i := range 20000 {
+		data.instances = append(data.instances, Instance{UUID: fmt.Sprintf("i%05d", i), Location: "node1", ProjectID: "p"})
+	}
+	limits := ScriptletLimits{MaxAlloc: 1 << 20}
+	src := "def instance_placement(request, candidate_members):\n    log_info(get_instances_count(), get_instances_count(\"p\", \"node2\"))\n"
+	r, err := rankWith(t, `{}`, src, limits, &Request{Data: data}, lxdCands())
+	if err != nil || logText(r) != "20000 0" {
+		t.Fatalf("count: %v %q", err, logText(r))
+	}
+	src = "def instance_placement(request, candidate_members):\n    log_info(len(get_instances()))\n"
+	_, err = rankWith(t, `{}`, src, limits, &Request{Data: data}, lxdCands())
+	var refused *RefusedError
+	if !errors.As(err, &refused) || !strings.Contains(err.Error(), "get_instances(): needs") {
+		t.Errorf("get_instances: %v", err)
+	}
+	if n := data.listed.Load(); n > (1<<20)/instanceSize+2 {
+		t.Errorf("read %d instances for a budget of %d", n, (1<<20)/instanceSize)
+	}
+	// With room, every one is listed.
+	r, err = rankWith(t, `{}`, src, ScriptletLimits{}, &Request{Data: data}, lxdCands())
+	if err != nil || logText(r) != "20000" {
+		t.Errorf("roomy: %v %q", err, logText(r))
 	}
 }

@@ -65,8 +65,8 @@ func (d *View) Enrich(ctx context.Context, needs scheduler.Needs, provs map[stri
 }
 
 // Instances implements scheduler.CloudData.
-func (d *View) Instances(ctx context.Context, location, project string) ([]scheduler.Instance, error) {
-	ins, err := d.store.Instances(ctx, ledger.InstancesParams{Location: location, Project: project})
+func (d *View) Instances(ctx context.Context, q scheduler.InstancesQuery) ([]scheduler.Instance, error) {
+	ins, err := d.store.Instances(ctx, ledger.InstancesParams{Location: q.Location, Project: q.Project, Documents: q.Documents, Max: q.Max})
 	if err != nil {
 		return nil, err
 	}
@@ -81,6 +81,11 @@ func (d *View) Instances(ctx context.Context, location, project string) ([]sched
 		}
 	}
 	return out, nil
+}
+
+// InstancesCount implements scheduler.CloudData.
+func (d *View) InstancesCount(ctx context.Context, q scheduler.InstancesQuery) (int, error) {
+	return d.store.InstancesCount(ctx, ledger.InstancesParams{Location: q.Location, Project: q.Project})
 }
 
 // Member implements scheduler.CloudData: the provider of that name or

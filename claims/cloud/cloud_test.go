@@ -62,7 +62,7 @@ func TestViewEnrich(t *testing.T) {
 	if err != nil || len(members) != 2 || members[0].State == nil {
 		t.Fatalf("members %+v %v", members, err)
 	}
-	ins, err := d.Instances(ctx, "cn2", "p")
+	ins, err := d.Instances(ctx, scheduler.InstancesQuery{Location: "cn2", Project: "p"})
 	if err != nil || len(ins) != 1 || ins[0].Location != "cn2" || ins[0].Resources["VCPU"] != 1 {
 		t.Fatalf("instances %+v %v", ins, err)
 	}
