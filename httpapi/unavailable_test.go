@@ -338,8 +338,11 @@ func TestRequestDeadline(t *testing.T) {
 	}
 	proxy.flow()
 	deadline := time.Now().Add(30 * time.Second)
-	for {
-		rec := serveBounded(t, s, "POST", "/resource_providers", "1.39", `{"name": "cn3"}`)
+	// A new name each attempt: an attempt that ran out of time may still
+	// have committed (its outcome is unknown to the client, as the 503
+	// says), and a retry of the same name would then be a 409.
+	for i := 0; ; i++ {
+		rec := serveBounded(t, s, "POST", "/resource_providers", "1.39", fmt.Sprintf(`{"name": "cn3-%d"}`, i))
 		if rec.Code == 200 {
 			break
 		}
