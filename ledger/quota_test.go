@@ -353,8 +353,7 @@ func TestQuotaGivenLimits(t *testing.T) {
 // (consumers written two at a time): exactly as many claims as the limit
 // holds are written, and every other is refused over quota. The second
 // store was opened before the limit was stored, so it has not seen any
-// (limitsSeen): its fast writes meet the limit unlocked and leave it to
-// the general path.
+// (limitsSeen): its fast writes check the limit all the same.
 func TestQuotaNeverExceededConcurrently(t *testing.T) {
 	for _, source := range []string{"stored", "given"} {
 		t.Run(source, func(t *testing.T) {
