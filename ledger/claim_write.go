@@ -513,7 +513,7 @@ func (s *Store) sendWrites(ctx context.Context, fcs []fastClaim) ([]*ownWrite, e
 	ws := make([]*ownWrite, len(fcs))
 	var locks *usageLocks
 	if len(fcs) > 1 {
-		locks = usageLockArgsOf(fcs, s.limitsSeen.Load())
+		locks = usageLockArgsOf(fcs)
 	}
 	err := s.sendClaimPipeline(ctx, fcs, ws, locks, func(b *pgx.Batch) {
 		for _, fc := range fcs {

@@ -134,10 +134,13 @@ func sortedResources(l Limits) []string {
 // (creating them at 0 when missing), in the global order. All the
 // pipeline's counters are locked here, in one step, so that its
 // statements, which lock their own project's counters each (lk in
-// fastWriteSQL), take no counter lock out of that order after it. The counters' rows are inserted only once the
-// InitPlan that counts the providers' rows has run, so after every
-// provider's lock; ON CONFLICT DO UPDATE locks the newest version of a
-// counter's row, committed after this statement's snapshot or not.
+// fastWriteSQL), take no counter lock out of that order after it. The
+// counters' rows are inserted only once the InitPlan that counts the
+// providers' rows has run, so after every provider's lock; ON CONFLICT
+// DO UPDATE locks the newest version of a counter's row, committed after
+// this statement's snapshot or not. Only that remainder of a batch sends
+// it, so reading the stored limits here (limits_of) costs claims nothing
+// otherwise.
 const usageLockSQL = `
 WITH rp AS (
 	SELECT id FROM resource_providers WHERE uuid = ANY($1::uuid[]) ORDER BY id FOR UPDATE
@@ -154,25 +157,6 @@ WITH rp AS (
 )
 SELECT (SELECT count(*) FROM rp), (SELECT count(*) FROM u)`
 
-// Stored limits seen. A pipeline of several fast writes whose limits are
-// the stored ones needs usageLockSQL only when some limits are stored,
-// which is rare until an operator sets some, and then for good: so each
-// Store remembers whether it has seen any (limitsSeen: read at Open, set
-// when it stores limits or when a general-path write reads some), and
-// sends fastLockSQL instead while it has not. That is a matter of lock
-// order, not of the check: each write statement locks and checks its own
-// project's counters whatever was sent before it.
-
-// noteStoredLimits sets s.limitsSeen when limits are stored (or when it
-// cannot tell).
-func (s *Store) noteStoredLimits(ctx context.Context) {
-	var any bool
-	err := s.db.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM project_limits) OR EXISTS (SELECT 1 FROM registered_limits)`).Scan(&any)
-	if err != nil || any {
-		s.limitsSeen.Store(true)
-	}
-}
-
 // usageLocks are usageLockSQL's parameters.
 type usageLocks struct {
 	projects, resources []string
@@ -180,15 +164,15 @@ type usageLocks struct {
 }
 
 // usageLockArgsOf returns usageLockSQL's parameters for the claims fcs,
-// or nil when none of them has limits (the statement is not sent): given
-// limits, or stored ones when storedSeen (see limitsSeen).
-func usageLockArgsOf(fcs []fastClaim, storedSeen bool) *usageLocks {
+// or nil when none of them can have limits (the statement is not sent):
+// given ones, or the stored ones, which the statement reads.
+func usageLockArgsOf(fcs []fastClaim) *usageLocks {
 	l := &usageLocks{}
 	limited := false
 	for _, fc := range fcs {
 		var mode int16
 		switch {
-		case fc.quota.stored() && storedSeen:
+		case fc.quota.stored():
 			mode = 1
 		case len(fc.quota.resources) > 0:
 			mode = 2
@@ -269,9 +253,6 @@ func (s *Store) lockQuota(ctx context.Context, t *txn, q *Quota, plan *allocPlan
 	limits, err := quotaLimits(ctx, t, q, g.projects, adding)
 	if err != nil {
 		return nil, err
-	}
-	if len(limits) > 0 && q.Given == nil {
-		s.limitsSeen.Store(true)
 	}
 	if len(limits) > 0 {
 		var cp []int32
