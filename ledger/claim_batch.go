@@ -159,8 +159,9 @@ func (s *Store) queueClaim(ctx context.Context, fc fastClaim) (*ownWrite, error)
 // inventory's bounds, and its capacity against the committed allocations
 // plus this claim's and every earlier claim's of the batch on that
 // provider and class), that would take its project past a limit (over:
-// its project's usage counters, locked by usageLockSQL, plus what it and
-// every earlier claim of the batch add; quota.go), or whose consumer
+// its project's usage counters, locked here (lk) when a claim of the
+// batch is limited, plus what it and every earlier claim of the batch
+// add; quota.go), or whose consumer
 // exists or is an earlier claim's. Claims before it are written
 // as fastWriteSQL writes one: projects, users and types created if new,
 // the consumer, its sticky keys, its allocations (ids in request order),
@@ -213,19 +214,32 @@ WITH req AS (
 		UNION ALL
 		SELECT claim, 'consumers', 1 FROM cl
 	) x JOIN cl ON cl.claim = x.claim WHERE cl.ctype <> 'MIGRATION'
+), limited AS (
+	-- Whether a claim of the batch adds to a limited counter.
+	SELECT EXISTS (SELECT 1 FROM adds JOIN lim ON lim.claim = adds.claim AND lim.resource = adds.resource) AS active
+), lk AS (
+	-- When one is, the usage counters of every (project, resource) the
+	-- batch's claims add to, locked in the global order and read at their
+	-- newest state, as fastWriteSQL's lk locks a lone claim's.
+	SELECT u.project_id, u.resource, u.used FROM project_usages u
+	WHERE (u.project_id, u.resource) IN (SELECT p.id, adds.resource FROM adds JOIN projects p ON p.external_id = adds.project)
+	  AND (SELECT active FROM limited)
+	ORDER BY u.project_id, u.resource
+	FOR UPDATE
 ), over AS (
-	-- Claims that would take a limited counter of their project past its
-	-- limit, counting what the claims before them in the batch add, or
-	-- whose limited counter this transaction did not lock (usageLockSQL;
-	-- as in fastWriteSQL's qok).
+	-- When a claim of the batch is limited: the claims that would take a
+	-- limited counter of their project past its limit, counting what the
+	-- claims before them in the batch add, and those that add to a
+	-- counter that does not exist yet (a new project, a resource the
+	-- project never held: as in fastWriteSQL's qok).
 	SELECT x.claim FROM (
 		SELECT adds.*, sum(adds.amount) OVER (PARTITION BY adds.project, adds.resource ORDER BY adds.claim) AS upto
 		FROM adds
 	) x
-	JOIN lim ON lim.claim = x.claim AND lim.resource = x.resource
+	LEFT JOIN lim ON lim.claim = x.claim AND lim.resource = x.resource
 	LEFT JOIN projects p ON p.external_id = x.project
-	LEFT JOIN project_usages u ON u.project_id = p.id AND u.resource = x.resource
-	WHERE NOT COALESCE(u.xmin = pg_current_xact_id()::xid AND u.used + x.upto <= lim.resource_limit, false)
+	LEFT JOIN lk ON lk.project_id = p.id AND lk.resource = x.resource
+	WHERE (SELECT active FROM limited) AND (lk.resource IS NULL OR lk.used + x.upto > lim.resource_limit)
 ), cut AS (
 	SELECT COALESCE(min(claim), 2147483647) AS first FROM (
 		SELECT claim FROM chk GROUP BY claim HAVING NOT bool_and(COALESCE(fits, false))
@@ -367,7 +381,7 @@ func (s *Store) sendBatchWrite(ctx context.Context, fcs []fastClaim) (ws []*ownW
 		stateOps[i], stateRequests[i], stateRoots[i], leases[i] = st.op, st.request, st.root, st.lease
 	}
 	ws, first = make([]*ownWrite, n), n
-	err = s.sendClaimPipeline(ctx, fcs, ws, func(b *pgx.Batch) {
+	err = s.sendClaimPipeline(ctx, fcs, ws, nil, func(b *pgx.Batch) {
 		b.Queue(batchWriteSQL, claim, rps, classes, amounts, consumers, projects, users, types, names, props, sticky,
 			ops, fingerprints, requests, results, stateOps, stateRequests, stateRoots, leases,
 			stored, limClaim, limResources, limits)

@@ -208,12 +208,10 @@ func (s *Store) allocationsReplace(ctx context.Context, consumers []ConsumerAllo
 //     does) and bumps the providers' generations. It answers whether it
 //     wrote. It adds what it wrote to the project's usage counters, and
 //     with limits (quota.go) writes only if the claim keeps its project
-//     within them.
-//
-// With limits, usageLockSQL takes fastLockSQL's place: it locks the
-// providers, then the project's usage counters (after the providers', as
-// every writer does), so that the write statement's snapshot has their
-// newest state.
+//     within them: it locks the project's counters itself, once the claim
+//     is known to fit, and checks their newest state (lk, qok), so a
+//     limited claim holds them from its write on, as an unlimited one
+//     holds them from its count (cnt), not from the pipeline's start.
 //
 // Both go in one pipeline with one Sync, so PostgreSQL runs them as one
 // implicit transaction: one round trip, no BEGIN or COMMIT.
@@ -299,17 +297,30 @@ WITH req AS (
 	SELECT class AS resource, sum(amount)::bigint AS amount FROM req WHERE $7::text <> 'MIGRATION' GROUP BY class
 	UNION ALL
 	SELECT 'consumers', 1 WHERE $7::text <> 'MIGRATION'
+), lk AS (
+	-- The project's usage counters of every resource the claim adds to,
+	-- when one of them is limited and the claim fits: locked here, in the
+	-- global order, so after the providers' locks and only now, at the
+	-- write (quota.go). Under READ COMMITTED, FOR UPDATE waits for a
+	-- concurrent writer of a counter and returns the version it committed,
+	-- whatever this statement's snapshot: the newest usage, which no other
+	-- write can change until this transaction ends.
+	SELECT u.resource, u.used FROM project_usages u
+	WHERE u.project_id = (SELECT id FROM projects WHERE external_id = $5::text)
+	  AND u.resource IN (SELECT resource FROM adds)
+	  AND EXISTS (SELECT 1 FROM adds JOIN lim USING (resource)) AND (SELECT ok FROM ok)
+	ORDER BY u.resource
+	FOR UPDATE
 ), qok AS (
 	-- Whether the claim keeps every limited counter of its project within
-	-- its limit (NULL: nothing limited). The counters are read as this
-	-- statement's snapshot has them, which is their newest state only for
-	-- a counter this transaction locked (usageLockSQL, before it: no other
-	-- write can have changed it since): a limited counter it did not lock
-	-- (its row version is not this transaction's) refuses, and the general
-	-- path decides.
-	SELECT bool_and(COALESCE(u.xmin = pg_current_xact_id()::xid AND u.used + adds.amount <= lim.resource_limit, false)) AS ok
-	FROM adds JOIN lim USING (resource) CROSS JOIN owner
-	LEFT JOIN project_usages u ON u.project_id = owner.project_id AND u.resource = adds.resource
+	-- its limit, counted from the locked counters (NULL: nothing it adds
+	-- to is limited). A counter it adds to that does not exist yet (a new
+	-- project, a resource the project never held) refuses: the general
+	-- path creates it and decides.
+	SELECT bool_and(lk.resource IS NOT NULL
+	                AND (lim.resource_limit IS NULL OR lk.used + adds.amount <= lim.resource_limit)) AS ok
+	FROM adds LEFT JOIN lim USING (resource) LEFT JOIN lk USING (resource)
+	WHERE EXISTS (SELECT 1 FROM adds JOIN lim USING (resource))
 ), c AS (
 	INSERT INTO consumers (uuid, project_id, user_id, consumer_type_id, generation, name, properties)
 	SELECT $4::uuid, owner.project_id, owner.user_id, owner.type_id, 1, $8::text, $9::jsonb FROM ok, owner, qok
@@ -494,11 +505,17 @@ func (s *Store) sendFast(ctx context.Context, fc fastClaim) (*ownWrite, error) {
 
 // sendWrites sends the write statements of fcs in one pipeline, as one
 // implicit transaction after one lock statement over all their
-// providers, and returns, per claim, what its statement wrote (nil: it
-// refused). Any error rolls back every claim.
+// providers (and, when there are several and one is limited, their
+// projects' usage counters: usageLockSQL), and returns, per claim, what
+// its statement wrote (nil: it refused). Any error rolls back every
+// claim.
 func (s *Store) sendWrites(ctx context.Context, fcs []fastClaim) ([]*ownWrite, error) {
 	ws := make([]*ownWrite, len(fcs))
-	err := s.sendClaimPipeline(ctx, fcs, ws, func(b *pgx.Batch) {
+	var locks *usageLocks
+	if len(fcs) > 1 {
+		locks = usageLockArgsOf(fcs)
+	}
+	err := s.sendClaimPipeline(ctx, fcs, ws, locks, func(b *pgx.Batch) {
 		for _, fc := range fcs {
 			queueFastWrite(b, fc)
 		}
@@ -530,15 +547,15 @@ func planAndLock(providers []string) *pgx.Batch {
 }
 
 // sendClaimPipeline sends fastPlanSQL, fastLockSQL over every provider
-// of fcs (usageLockSQL, which also locks their projects' usage counters,
-// when a claim has limits: quota.go), then the write statements queue
-// adds, as one pipeline and one implicit transaction, and reads their
-// answers with read, which fills ws (per claim, what it wrote; nil:
+// of fcs (usageLockSQL with locks, when not nil: quota.go), then the
+// write statements queue adds (which lock their projects' usage counters
+// themselves), as one pipeline and one implicit transaction, and reads
+// their answers with read, which fills ws (per claim, what it wrote; nil:
 // refused). On any error nothing was written, except errNotReplicated:
 // then ws committed on this primary, and the snapshot reloads their
 // providers.
-func (s *Store) sendClaimPipeline(ctx context.Context, fcs []fastClaim, ws []*ownWrite, queue func(*pgx.Batch),
-	read func(pgx.BatchResults) error) error {
+func (s *Store) sendClaimPipeline(ctx context.Context, fcs []fastClaim, ws []*ownWrite, locks *usageLocks,
+	queue func(*pgx.Batch), read func(pgx.BatchResults) error) error {
 	providers := fcs[0].providers
 	if len(fcs) > 1 {
 		providers = nil
@@ -554,7 +571,7 @@ func (s *Store) sendClaimPipeline(ctx context.Context, fcs []fastClaim, ws []*ow
 	}
 	b := &pgx.Batch{}
 	b.Queue(fastPlanSQL)
-	if locks := usageLockArgsOf(fcs, s.limitsSeen.Load()); locks != nil {
+	if locks != nil {
 		// The providers' lock, then the usage counters' (quota.go).
 		b.Queue(usageLockSQL, providers, locks.projects, locks.resources, locks.modes)
 	} else {

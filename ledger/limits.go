@@ -47,25 +47,13 @@ func (s *Store) LimitsSet(ctx context.Context, project string, l Limits) error {
 		return invalid("", "Invalid project id %q: want 1 to %d characters, none of them a space or a control character.",
 			project, MaxProjectIDLen)
 	}
-	if err := s.withTx(ctx, func(t *txn) error { return writeLimits(ctx, t, project, l) }); err != nil {
-		return err
-	}
-	if len(l) > 0 {
-		s.limitsSeen.Store(true)
-	}
-	return nil
+	return s.withTx(ctx, func(t *txn) error { return writeLimits(ctx, t, project, l) })
 }
 
 // RegisteredLimitsSet replaces the registered limits with l, as LimitsSet
 // does a project's.
 func (s *Store) RegisteredLimitsSet(ctx context.Context, l Limits) error {
-	if err := s.withTx(ctx, func(t *txn) error { return writeLimits(ctx, t, "", l) }); err != nil {
-		return err
-	}
-	if len(l) > 0 {
-		s.limitsSeen.Store(true)
-	}
-	return nil
+	return s.withTx(ctx, func(t *txn) error { return writeLimits(ctx, t, "", l) })
 }
 
 // writeLimits replaces the limits of project ("": the registered ones)

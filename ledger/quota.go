@@ -48,10 +48,26 @@ import (
 // limit lowered below what a project holds stops it growing, it does not
 // take anything away), as oslo.limit checks only the deltas it is given.
 //
-// The fast paths lock the counters in a statement of their pipeline
-// (usageLockSQL) and check in their write statement (fastWriteSQL,
-// batchWriteSQL): a claim over its limit is not written there and goes
-// down the general path, whose check (quotaGuard) words the refusal.
+// The fast paths lock and check the counters in their write statement
+// (lk and qok in fastWriteSQL, lk and over in batchWriteSQL), once the
+// claim is known to fit: SELECT ... FOR UPDATE there, under READ
+// COMMITTED, waits for a concurrent writer of a counter and returns the
+// version it committed, so the check counts the newest usage under a lock
+// held to the commit. So a limited claim holds its counters from its
+// write statement on, as an unlimited one holds them from its count (cnt)
+// on, not from its pipeline's first statement: claims of one project
+// queue on its counters only for the end of their write statements and
+// their commits. A claim over its limit, or one that adds to a counter
+// that does not exist yet, is not written there and goes down the general
+// path, whose check (quotaGuard) creates the counters and words the
+// refusal.
+//
+// One pipeline of fast writes locks the counters first (usageLockSQL): the
+// claims of a batch that its statement did not write, sent again one
+// statement each in one transaction (claim_batch.go), whose statements
+// would otherwise lock their projects' counters one project after the
+// other, in queue order, and could deadlock with another writer that
+// locks them in the global order.
 
 // ResourceConsumers is the resource that counts a project's consumers
 // (those holding allocations; migration consumers count toward nothing).
@@ -110,19 +126,21 @@ func sortedResources(l Limits) []string {
 	return out
 }
 
-// usageLockSQL is fastLockSQL for a pipeline of fast writes that one of
-// whose claims is held to a limit (mode 2: given; mode 1: stored, if
-// limits_of has any): it locks the providers $1 (as fastLockSQL), then
-// the usage counters of every (project $2, resource $3) pair of every
-// claim of the pipeline whose project exists (creating them at 0 when
-// missing), in the global order, for the write statements after it to
-// check them with their snapshot; a limited claim whose project is new
-// goes down the general path. All the pipeline's counters are locked
-// here, in one step, so that its statements take no counter lock out of
-// that order after it. The counters' rows are inserted only once the
-// InitPlan that counts the providers' rows has run, so after every
-// provider's lock; ON CONFLICT DO UPDATE locks the newest version of a
-// counter's row, committed after this statement's snapshot or not.
+// usageLockSQL is fastLockSQL for a pipeline of several fast write
+// statements (sendWrites) one of whose claims is held to a limit (mode 2:
+// given; mode 1: stored, if limits_of has any): it locks the providers $1
+// (as fastLockSQL), then the usage counters of every (project $2,
+// resource $3) pair of every claim of the pipeline whose project exists
+// (creating them at 0 when missing), in the global order. All the
+// pipeline's counters are locked here, in one step, so that its
+// statements, which lock their own project's counters each (lk in
+// fastWriteSQL), take no counter lock out of that order after it. The
+// counters' rows are inserted only once the InitPlan that counts the
+// providers' rows has run, so after every provider's lock; ON CONFLICT
+// DO UPDATE locks the newest version of a counter's row, committed after
+// this statement's snapshot or not. Only that remainder of a batch sends
+// it, so reading the stored limits here (limits_of) costs claims nothing
+// otherwise.
 const usageLockSQL = `
 WITH rp AS (
 	SELECT id FROM resource_providers WHERE uuid = ANY($1::uuid[]) ORDER BY id FOR UPDATE
@@ -139,26 +157,6 @@ WITH rp AS (
 )
 SELECT (SELECT count(*) FROM rp), (SELECT count(*) FROM u)`
 
-// Stored limits seen. A pipeline of fast writes whose limits are the
-// stored ones needs usageLockSQL only when some limits are stored, which
-// is rare until an operator sets some, and then for good: so each Store
-// remembers whether it has seen any (limitsSeen: read at Open, set when it
-// stores limits or when a general-path write reads some), and sends
-// fastLockSQL instead while it has not. That is a matter of cost, not of
-// correctness: a write statement that finds a limit whose counter this
-// transaction did not lock refuses (qok, over), and its general path,
-// which locks every counter itself, checks it and sets limitsSeen.
-
-// noteStoredLimits sets s.limitsSeen when limits are stored (or when it
-// cannot tell).
-func (s *Store) noteStoredLimits(ctx context.Context) {
-	var any bool
-	err := s.db.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM project_limits) OR EXISTS (SELECT 1 FROM registered_limits)`).Scan(&any)
-	if err != nil || any {
-		s.limitsSeen.Store(true)
-	}
-}
-
 // usageLocks are usageLockSQL's parameters.
 type usageLocks struct {
 	projects, resources []string
@@ -166,15 +164,15 @@ type usageLocks struct {
 }
 
 // usageLockArgsOf returns usageLockSQL's parameters for the claims fcs,
-// or nil when none of them has limits (the statement is not sent): given
-// limits, or stored ones when storedSeen (see limitsSeen).
-func usageLockArgsOf(fcs []fastClaim, storedSeen bool) *usageLocks {
+// or nil when none of them can have limits (the statement is not sent):
+// given ones, or the stored ones, which the statement reads.
+func usageLockArgsOf(fcs []fastClaim) *usageLocks {
 	l := &usageLocks{}
 	limited := false
 	for _, fc := range fcs {
 		var mode int16
 		switch {
-		case fc.quota.stored() && storedSeen:
+		case fc.quota.stored():
 			mode = 1
 		case len(fc.quota.resources) > 0:
 			mode = 2
@@ -255,9 +253,6 @@ func (s *Store) lockQuota(ctx context.Context, t *txn, q *Quota, plan *allocPlan
 	limits, err := quotaLimits(ctx, t, q, g.projects, adding)
 	if err != nil {
 		return nil, err
-	}
-	if len(limits) > 0 && q.Given == nil {
-		s.limitsSeen.Store(true)
 	}
 	if len(limits) > 0 {
 		var cp []int32

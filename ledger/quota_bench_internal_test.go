@@ -29,9 +29,16 @@ func BenchmarkQuotaCost(b *testing.B) {
 		b.Fatal(err)
 	}
 	for _, e := range []*dbWorkEnv{plain, limited} {
-		// The project exists, as after its first claim (which takes the
-		// general path when the project is limited).
+		// The project and its usage counters exist, as after its first
+		// claim (which takes the general path when the project is
+		// limited).
 		if _, err := e.admin.Exec(ctx, `INSERT INTO projects (external_id) VALUES ('claim-project') ON CONFLICT DO NOTHING`); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := e.admin.Exec(ctx, `
+			INSERT INTO project_usages (project_id, resource, used)
+			SELECT p.id, r, 0 FROM projects p, unnest(ARRAY['DISK_GB', 'MEMORY_MB', 'VCPU', 'consumers']) r
+			WHERE p.external_id = 'claim-project' ON CONFLICT DO NOTHING`); err != nil {
 			b.Fatal(err)
 		}
 	}

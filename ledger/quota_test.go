@@ -352,9 +352,8 @@ func TestQuotaGivenLimits(t *testing.T) {
 // goroutines, through the fast path, batches and the general path
 // (consumers written two at a time): exactly as many claims as the limit
 // holds are written, and every other is refused over quota. The second
-// store was opened before the limit was stored, so it has not seen any
-// (limitsSeen): its fast writes meet the limit unlocked and leave it to
-// the general path.
+// store was opened before the limit was stored: its fast writes check
+// the limit all the same.
 func TestQuotaNeverExceededConcurrently(t *testing.T) {
 	for _, source := range []string{"stored", "given"} {
 		t.Run(source, func(t *testing.T) {

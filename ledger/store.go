@@ -140,9 +140,6 @@ type Store struct {
 	// Store has linked a provider to (provider_fast.go): a write that
 	// names only those need not create any. Aggregates are few.
 	knownAggregates sync.Map
-	// limitsSeen: limits are stored (some project's, or registered ones),
-	// as far as this Store knows (quota.go, storedLimitsSeen).
-	limitsSeen atomic.Bool
 	// stop ends the background goroutines (listener, periodic refresh,
 	// notifier).
 	stop context.CancelFunc
@@ -196,7 +193,6 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		pool.Close()
 		return nil, dbError(checkPrimary(ctx, cfg.DatabaseURL, err))
 	}
-	s.noteStoredLimits(ctx)
 	bg, stop := context.WithCancel(context.WithoutCancel(ctx))
 	s.stop = stop
 	s.snap = newSnapshotCache(bg, s.txs, cfg.Logger)
