@@ -8,6 +8,7 @@ import (
 
 	"github.com/berthd/berth/internal/jsonschema"
 	"github.com/berthd/berth/ledger"
+	"github.com/berthd/berth/scheduler"
 )
 
 // What a provider's agent reports (Berth's extension): load averages,
@@ -56,23 +57,14 @@ var providerStateSchema = jsonschema.Must(`{
 }`)
 
 type providerStateBody struct {
-	Load1          float64 `json:"load_1"`
-	Load5          float64 `json:"load_5"`
-	Load15         float64 `json:"load_15"`
-	MemoryFreeMB   int64   `json:"memory_free_mb"`
-	CPUUtilization float64 `json:"cpu_utilization"`
-	ReportedAt     string  `json:"reported_at"`
-	SysInfo        struct {
-		Uptime      int64 `json:"uptime"`
-		TotalRAM    int64 `json:"total_ram"`
-		SharedRAM   int64 `json:"shared_ram"`
-		BufferedRAM int64 `json:"buffered_ram"`
-		TotalSwap   int64 `json:"total_swap"`
-		FreeSwap    int64 `json:"free_swap"`
-		Processes   int64 `json:"processes"`
-		LogicalCPUs int64 `json:"logical_cpus"`
-	} `json:"sysinfo"`
-	StoragePools map[string]ledger.StoragePoolState `json:"storage_pools"`
+	Load1          float64                            `json:"load_1"`
+	Load5          float64                            `json:"load_5"`
+	Load15         float64                            `json:"load_15"`
+	MemoryFreeMB   int64                              `json:"memory_free_mb"`
+	CPUUtilization float64                            `json:"cpu_utilization"`
+	ReportedAt     string                             `json:"reported_at"`
+	SysInfo        scheduler.SysInfo                  `json:"sysinfo"`
+	StoragePools   map[string]ledger.StoragePoolState `json:"storage_pools"`
 }
 
 // providerStatePut serves PUT /resource_providers/{uuid}/state. reported_at

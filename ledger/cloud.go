@@ -182,17 +182,17 @@ func (s *Store) Instances(ctx context.Context, p InstancesParams) ([]Instance, e
 	rows, err := s.db.Query(ctx, `
 		SELECT c.uuid::text, COALESCE(c.name, ''), pr.external_id, us.external_id, COALESCE(ct.name, $4),
 		       root.uuid::text, root.name, rc.name, SUM(a.used),
-		       CASE WHEN $5 THEN (SELECT cs.request->'instance' FROM claim_state cs WHERE cs.consumer_uuid = c.uuid) END,
-		       c.created_at, c.updated_at
+		       cs.request->'instance', c.created_at, c.updated_at
 		FROM allocations a
 		JOIN consumers c ON c.id = a.consumer_id
+		LEFT JOIN claim_state cs ON $5 AND cs.consumer_uuid = c.uuid
 		JOIN projects pr ON pr.id = c.project_id
 		JOIN users us ON us.id = c.user_id
 		LEFT JOIN consumer_types ct ON ct.id = c.consumer_type_id
 		JOIN resource_providers rp ON rp.id = a.resource_provider_id
 		JOIN resource_providers root ON root.id = rp.root_provider_id
 		JOIN resource_classes rc ON rc.id = a.resource_class_id`+instancesWhere+`
-		GROUP BY c.id, pr.external_id, us.external_id, ct.name, root.uuid, root.name, rc.name
+		GROUP BY c.id, cs.consumer_uuid, pr.external_id, us.external_id, ct.name, root.uuid, root.name, rc.name
 		ORDER BY c.uuid, root.name, rc.name`, p.Project, p.Location, uuidOrNil(p.Location), UnknownConsumerType, p.Documents)
 	if err != nil {
 		return nil, err

@@ -112,16 +112,7 @@ func (m *classMap) AttrNames() []string { return classMapMethods }
 func (m *classMap) Attr(name string) (starlark.Value, error) {
 	switch name {
 	case "get":
-		return starlark.NewBuiltin("get", func(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
-			var k, dflt starlark.Value = nil, starlark.None
-			if err := starlark.UnpackPositionalArgs(b.Name(), args, kwargs, 1, &k, &dflt); err != nil {
-				return nil, err
-			}
-			if v, ok, _ := m.Get(k); ok {
-				return v, nil
-			}
-			return dflt, nil
-		}), nil
+		return getMethod(m), nil
 	case "items", "keys", "values":
 		return starlark.NewBuiltin(name, func(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
 			if err := starlark.UnpackPositionalArgs(b.Name(), args, kwargs, 0); err != nil {

@@ -157,16 +157,7 @@ func (m *memberValue) Attr(name string) (starlark.Value, error) {
 func (m *memberValue) lxdAttr(name string) (starlark.Value, bool, error) {
 	switch name {
 	case "get":
-		return starlark.NewBuiltin("get", func(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
-			var k, dflt starlark.Value = nil, starlark.None
-			if err := starlark.UnpackPositionalArgs(b.Name(), args, kwargs, 1, &k, &dflt); err != nil {
-				return nil, err
-			}
-			if v, ok, err := m.Get(k); ok || err != nil {
-				return v, err
-			}
-			return dflt, nil
-		}), true, nil
+		return getMethod(m), true, nil
 	case "status", "message":
 		st, err := m.state()
 		if err != nil {

@@ -126,21 +126,25 @@ func (o *objectValue) Attr(name string) (starlark.Value, error) {
 		return o.entries.Attr(name)
 	}
 	if name == "get" {
-		return starlark.NewBuiltin("get", o.get), nil
+		return getMethod(o), nil
 	}
 	return nil, nil
 }
 
-// get is o.get(key, default=None).
-func (o *objectValue) get(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
-	var k, dflt starlark.Value = nil, starlark.None
-	if err := starlark.UnpackPositionalArgs(b.Name(), args, kwargs, 1, &k, &dflt); err != nil {
-		return nil, err
-	}
-	if v, ok, _ := o.Get(k); ok {
-		return v, nil
-	}
-	return dflt, nil
+// getMethod is m.get(key, default=None), as a dict's: m[key], default
+// when m has no such key, an error when the key cannot be one (an
+// unhashable key).
+func getMethod(m starlark.Mapping) *starlark.Builtin {
+	return starlark.NewBuiltin("get", func(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+		var k, dflt starlark.Value = nil, starlark.None
+		if err := starlark.UnpackPositionalArgs(b.Name(), args, kwargs, 1, &k, &dflt); err != nil {
+			return nil, err
+		}
+		if v, ok, err := m.Get(k); ok || err != nil {
+			return v, err
+		}
+		return dflt, nil
+	})
 }
 
 // Get implements starlark.Mapping: the entry, else the field, of key k.

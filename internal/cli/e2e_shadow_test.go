@@ -16,16 +16,7 @@ func TestEndToEndShadows(t *testing.T) {
 	env := map[string]string{"BERTH_URL": base}
 	check := func(args []string, wantCode int, wants ...string) string {
 		t.Helper()
-		out, errs, code := run(t, env, "", args...)
-		if code != wantCode {
-			t.Fatalf("berth %q: exit %d, stdout %q, stderr %q", args, code, out, errs)
-		}
-		for _, w := range wants {
-			if !strings.Contains(out+errs, w) {
-				t.Errorf("berth %q: output lacks %q:\n%s%s", args, w, out, errs)
-			}
-		}
-		return out
+		return cli(t, base, wantCode, args, wants...)
 	}
 	_, _, code := run(t, env, "def instance_placement(request, candidate_members):\n    if request.name == \"foo\":\n        return \"Invalid name\"\n    set_target(\"cn2\")\n",
 		"scriptlet", "set", "to-cn2", "-")
