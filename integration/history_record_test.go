@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -89,7 +90,7 @@ func (r *histRig) save() (string, error) {
 	for _, op := range r.ops {
 		f.Ops = append(f.Ops, toHistOp(op))
 	}
-	raw, err := json.MarshalIndent(f, "", " ")
+	raw, err := f.marshal()
 	if err != nil {
 		return "", err
 	}
@@ -102,6 +103,30 @@ func (r *histRig) save() (string, error) {
 		fmt.Fprintf(&logs, "=== berthd started %d (%s)\n%s\n", i, b.url, b.stderr.String())
 	}
 	return path, os.WriteFile(filepath.Join(dir, name+".log"), []byte(logs.String()), 0o644)
+}
+
+// marshal is f as JSON with one operation a line.
+func (f histFile) marshal() ([]byte, error) {
+	head, err := json.Marshal(histFile{Test: f.Test, Started: f.Started, Events: f.Events})
+	if err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	b.Write(head[:len(head)-len(`"operations":null}`)])
+	b.WriteString("\n\"operations\": [\n")
+	for i, op := range f.Ops {
+		line, err := json.Marshal(op)
+		if err != nil {
+			return nil, err
+		}
+		b.Write(line)
+		if i < len(f.Ops)-1 {
+			b.WriteByte(',')
+		}
+		b.WriteByte('\n')
+	}
+	b.WriteString("]}\n")
+	return b.Bytes(), nil
 }
 
 // loadHistory reads a history that save wrote.

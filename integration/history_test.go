@@ -868,7 +868,8 @@ func TestHistoryFailover(t *testing.T) {
 // failover"), so the history must be linearizable. TestHistoryFailover
 // meets the same by chance: the commits under way when the postmaster
 // dies are abandoned there and stay visible to its backends until they
-// exit (testdata/history/failover-lost-commit.json).
+// exit. TestHistoryReplay replays what this test recorded before Berth
+// confirmed its reads.
 func TestHistoryLostCommit(t *testing.T) {
 	c, url := startPatroni(t, patronitest.Options{})
 	r := newHistRig(t, []string{url, url, url})
@@ -920,32 +921,11 @@ func TestHistoryLostCommit(t *testing.T) {
 func (r *histRig) explain() {
 	model := histModel.ToModel()
 	for p := range histProviders {
-		var ops []porcupine.Operation
-		for _, op := range r.ops {
-			if op.Input.(histIn).rp == p {
-				ops = append(ops, op)
-			}
-		}
-		if porcupine.CheckOperations(model, ops) {
+		ops := providerOps(r.ops, p)
+		bad, ok := firstUnexplained(ops)
+		if !ok {
 			continue
 		}
-		slices.SortFunc(ops, func(a, b porcupine.Operation) int { return cmp.Compare(a.Return, b.Return) })
-		prefix := func(n int) []porcupine.Operation {
-			cut := ops[n-1].Return
-			var out []porcupine.Operation
-			for _, op := range ops {
-				switch {
-				case op.Return <= cut:
-					out = append(out, op)
-				case op.Call <= cut && isWrite(op.Input.(histIn).kind):
-					op.Output, op.Return = histOut{outcome: outcomeUnknown}, math.MaxInt64
-					out = append(out, op)
-				}
-			}
-			return out
-		}
-		n := sort.Search(len(ops), func(n int) bool { return !porcupine.CheckOperations(model, prefix(n+1)) }) + 1
-		bad := ops[n-1]
 		var b strings.Builder
 		fmt.Fprintf(&b, "provider %d: the first answer not explained: [%d, %d] %s\nthe operations since 100 ms before its call:\n",
 			p, bad.Call/1e6, bad.Return/1e6, model.DescribeOperation(bad.Input, bad.Output))
@@ -957,6 +937,47 @@ func (r *histRig) explain() {
 		}
 		r.t.Log(b.String())
 	}
+}
+
+// providerOps is provider p's part of history.
+func providerOps(history []porcupine.Operation, p int) []porcupine.Operation {
+	var ops []porcupine.Operation
+	for _, op := range history {
+		if op.Input.(histIn).rp == p {
+			ops = append(ops, op)
+		}
+	}
+	return ops
+}
+
+// firstUnexplained returns, if the history ops of one provider is not
+// linearizable, its first answer that no order of the writes explains:
+// the last of the shortest prefix (by time of answer; the writes not
+// answered by then may or may not have happened) that is not
+// linearizable.
+func firstUnexplained(ops []porcupine.Operation) (porcupine.Operation, bool) {
+	model := histModel.ToModel()
+	if porcupine.CheckOperations(model, ops) {
+		return porcupine.Operation{}, false
+	}
+	ops = slices.Clone(ops)
+	slices.SortFunc(ops, func(a, b porcupine.Operation) int { return cmp.Compare(a.Return, b.Return) })
+	prefix := func(n int) []porcupine.Operation {
+		cut := ops[n-1].Return
+		var out []porcupine.Operation
+		for _, op := range ops {
+			switch {
+			case op.Return <= cut:
+				out = append(out, op)
+			case op.Call <= cut && isWrite(op.Input.(histIn).kind):
+				op.Output, op.Return = histOut{outcome: outcomeUnknown}, math.MaxInt64
+				out = append(out, op)
+			}
+		}
+		return out
+	}
+	n := sort.Search(len(ops), func(n int) bool { return !porcupine.CheckOperations(model, prefix(n+1)) }) + 1
+	return ops[n-1], true
 }
 
 func isWrite(kind string) bool {
