@@ -103,21 +103,33 @@ func (u *unsyncedCommits) forget(pc *pgconn.PgConn) { u.m.Delete(pc) }
 // asynchronous fallback, under which it promotes no one), or the
 // synchronous standbys have flushed all the WAL this primary has
 // (pg_stat_replication; every commit a read saw was flushed here before
-// it became visible, synchronous_commit being on). Reading
-// pg_stat_replication's positions takes pg_read_all_stats (or a
-// superuser); without it they read as NULL and every read waits.
+// it became visible, synchronous_commit being on). Reading the standbys'
+// positions takes pg_read_all_stats (or a superuser); without it they
+// read as NULL and every read waits.
 
 // sqlConfirm is the statement that ends a read's transaction; see
 // "Reads that outlive a failover". CASE evaluates its conditions in
 // order, so a server with no synchronous standby reads nothing more.
+// It reads the WAL senders' function rather than the pg_stat_replication
+// view, whose joins cost more to plan than the statement to run.
 const sqlConfirm = `
 SELECT CASE
 	WHEN current_setting('synchronous_standby_names') = '' THEN NULL
 	WHEN pg_current_xact_id_if_assigned() IS NOT NULL THEN NULL -- it wrote: its COMMIT waits
-	WHEN COALESCE((SELECT min(flush_lsn) FROM pg_stat_replication WHERE sync_state IN ('sync', 'quorum'))
+	WHEN COALESCE((SELECT min(flush_lsn) FROM pg_stat_get_wal_senders() WHERE sync_state IN ('sync', 'quorum'))
 	              >= pg_current_wal_flush_lsn(), false) THEN NULL
 	ELSE setval('ledger_barrier', 1)
 END`
+
+// confirm runs sqlConfirm on q as a prepared statement (pgx's Exec would
+// send a statement without arguments by the simple protocol, planned at
+// every execution).
+func confirm(ctx context.Context, q interface {
+	QueryRow(context.Context, string, ...any) pgx.Row
+}) error {
+	var set *int64
+	return q.QueryRow(ctx, sqlConfirm).Scan(&set)
+}
 
 // RolledBack reports whether err, the failure of a write, proves that
 // nothing of it was committed: PostgreSQL itself answered with an error

@@ -131,7 +131,7 @@ func (b txBeginner) runTx(ctx context.Context, mode txMode, fn func(t *txn) erro
 			// confirmed too, after the rollback, on the same
 			// connection.
 			_ = tx.Rollback(context.WithoutCancel(ctx))
-			if _, cerr := conn.Exec(ctx, sqlConfirm); cerr != nil {
+			if cerr := confirm(ctx, conn); cerr != nil {
 				return nil, cerr
 			}
 			if cerr := b.unsynced.replicated(pc); cerr != nil {
@@ -144,7 +144,7 @@ func (b txBeginner) runTx(ctx context.Context, mode txMode, fn func(t *txn) erro
 	// failover"): a transaction that changed no provider may be one,
 	// whose answer is what it read; one that did waits at COMMIT anyway.
 	if mode == txReadConfirmed || mode == txWrite && len(t.touched) == 0 && !t.all {
-		if _, err := tx.Exec(ctx, sqlConfirm); err != nil {
+		if err := confirm(ctx, tx); err != nil {
 			return nil, err
 		}
 	}
