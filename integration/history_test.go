@@ -85,6 +85,7 @@ type histIn struct {
 	rp   int
 	kind string
 	via  string // the request, for the report
+	proc int    // the berthd that answered (-1: none did)
 	// gen is the generation a write names; total an inventory's; set a
 	// trait or aggregate set's (sorted, comma-separated); agg the
 	// member_of a list asked for.
@@ -102,6 +103,7 @@ const (
 // histOut is what the operation answered.
 type histOut struct {
 	outcome          string
+	status           int // the HTTP status (0: no answer), for the report
 	gen, used, total int64
 	set              string
 	member           bool
@@ -125,7 +127,7 @@ var histModel = porcupine.NondeterministicModel{
 	},
 	DescribeOperation: func(input, output any) string {
 		in, out := input.(histIn), output.(histOut)
-		return fmt.Sprintf("%s %s gen=%d total=%d set=%q -> %+v", in.kind, in.via, in.gen, in.total, in.set, out)
+		return fmt.Sprintf("%s %s (berthd %d) gen=%d total=%d set=%q -> %+v", in.kind, in.via, in.proc, in.gen, in.total, in.set, out)
 	},
 	DescribeState: func(state any) string { return fmt.Sprintf("%+v", state.(histState)) },
 	Hash: func(state any) uint64 {
@@ -206,6 +208,8 @@ type histRig struct {
 
 	mu       sync.Mutex
 	procs    []*berthd
+	started  []*berthd // every process started, for the logs
+	events   []histEvent
 	ops      []porcupine.Operation
 	claims   []*histClaim
 	failures []string
@@ -244,6 +248,7 @@ func newHistRig(t *testing.T, dbURLs []string) *histRig {
 			t.Fatal(err)
 		}
 		r.procs = append(r.procs, b)
+		r.started = append(r.started, b)
 		r.addrs = append(r.addrs, strings.TrimPrefix(b.url, "http://"))
 	}
 	t.Cleanup(r.client.CloseIdleConnections)
@@ -388,7 +393,8 @@ func (r *histRig) claim(rng *rand.Rand, ci int) *histClaim {
 	r.mu.Unlock()
 	body := claimBody(c.consumer, fmt.Sprintf("hist-%d", ci), resources{"VCPU": 1})
 	for range histRetries {
-		a := r.do(rng.IntN(histProcs), "POST", "/claims", body)
+		via := rng.IntN(histProcs)
+		a := r.do(via, "POST", "/claims", body)
 		switch {
 		case a.status == http.StatusOK:
 			var doc allocationsDoc
@@ -400,7 +406,8 @@ func (r *histRig) claim(rng *rand.Rand, ci int) *histClaim {
 				c.rp = slices.Index(r.rps, rp)
 			}
 			c.state = claimHeld
-			r.record(c.call, r.now(), histIn{rp: c.rp, kind: opClaim, via: "POST /claims"}, histOut{outcome: outcomeOK})
+			r.record(c.call, r.now(), histIn{rp: c.rp, kind: opClaim, via: "POST /claims", proc: via},
+				histOut{outcome: outcomeOK, status: a.status})
 			return c
 		case !a.lost():
 			c.state = claimRefused // nothing written: checked in the database
@@ -417,11 +424,13 @@ func (r *histRig) claim(rng *rand.Rand, ci int) *histClaim {
 func (r *histRig) free(rng *rand.Rand, c *histClaim) {
 	call := r.now()
 	for attempt := range histRetries {
-		a := r.do(rng.IntN(histProcs), "DELETE", "/allocations/"+c.consumer, nil)
+		via := rng.IntN(histProcs)
+		a := r.do(via, "DELETE", "/allocations/"+c.consumer, nil)
 		switch {
 		case a.status == http.StatusNoContent, a.status == http.StatusNotFound && attempt > 0:
 			c.state = claimFreed
-			r.record(call, r.now(), histIn{rp: c.rp, kind: opDelete, via: "DELETE /allocations"}, histOut{outcome: outcomeOK})
+			r.record(call, r.now(), histIn{rp: c.rp, kind: opDelete, via: "DELETE /allocations", proc: via},
+				histOut{outcome: outcomeOK, status: a.status})
 			return
 		case !a.lost():
 			r.failf("DELETE of held consumer %s: %d %s", c.consumer, a.status, a.body)
@@ -430,7 +439,8 @@ func (r *histRig) free(rng *rand.Rand, c *histClaim) {
 		time.Sleep(300 * time.Millisecond)
 	}
 	c.state = claimFreeing
-	r.record(call, math.MaxInt64, histIn{rp: c.rp, kind: opDelete, via: "DELETE /allocations (lost)"}, histOut{outcome: outcomeUnknown})
+	r.record(call, math.MaxInt64, histIn{rp: c.rp, kind: opDelete, via: "DELETE /allocations (lost)", proc: -1},
+		histOut{outcome: outcomeUnknown})
 }
 
 // writeProvider reads provider rp's generation through berthd via, then
@@ -463,6 +473,7 @@ func (r *histRig) writeProvider(via, rp int, kind string, rng *rand.Rand) {
 	}
 	in.via = "PUT " + path[strings.LastIndex(path, "/"):]
 	w := (via + 1 + rng.IntN(histProcs-1)) % histProcs
+	in.proc = w
 	call := r.now()
 	a := r.do(w, "PUT", path, body)
 	ret := r.now()
@@ -471,11 +482,11 @@ func (r *histRig) writeProvider(via, rp int, kind string, rng *rand.Rand) {
 	}
 	switch {
 	case a.lost():
-		r.record(call, math.MaxInt64, in, histOut{outcome: outcomeUnknown})
+		r.record(call, math.MaxInt64, in, histOut{outcome: outcomeUnknown, status: a.status})
 	case a.status == http.StatusConflict:
-		r.record(call, ret, in, histOut{outcome: outcomeConflict})
+		r.record(call, ret, in, histOut{outcome: outcomeConflict, status: a.status})
 	case a.status == http.StatusOK && json.Unmarshal(a.body, &doc) == nil:
-		r.record(call, ret, in, histOut{outcome: outcomeOK, gen: doc.Generation})
+		r.record(call, ret, in, histOut{outcome: outcomeOK, status: a.status, gen: doc.Generation})
 	default:
 		r.failf("%s through berthd %d: %d %s", in.via, w, a.status, a.body)
 	}
@@ -509,7 +520,8 @@ func (r *histRig) readGeneration(via, rp int) (int64, bool) {
 		r.unreadable(via, "GET /resource_providers/{uuid}", a)
 		return 0, false
 	}
-	r.record(call, ret, histIn{rp: rp, kind: opReadGen, via: "GET /resource_providers/{uuid}"}, histOut{gen: doc.Generation})
+	r.record(call, ret, histIn{rp: rp, kind: opReadGen, via: "GET /resource_providers/{uuid}", proc: via},
+		histOut{status: a.status, gen: doc.Generation})
 	return doc.Generation, true
 }
 
@@ -552,8 +564,8 @@ func (r *histRig) readUsages(via, rp int) {
 		r.unreadable(via, "GET usages", a)
 		return
 	}
-	r.record(call, ret, histIn{rp: rp, kind: opReadUsage, via: "GET /resource_providers/{uuid}/usages"},
-		histOut{gen: doc.Generation, used: doc.Usages["VCPU"]})
+	r.record(call, ret, histIn{rp: rp, kind: opReadUsage, via: "GET /resource_providers/{uuid}/usages", proc: via},
+		histOut{status: a.status, gen: doc.Generation, used: doc.Usages["VCPU"]})
 }
 
 // readList reads a provider list from the snapshot; with member_of agg,
@@ -583,9 +595,9 @@ func (r *histRig) readList(via int, path, agg string) {
 		gen, ok := listed[i]
 		switch {
 		case agg != "":
-			r.record(call, ret, histIn{rp: i, kind: opReadMember, via: what, agg: agg}, histOut{gen: gen, member: ok})
+			r.record(call, ret, histIn{rp: i, kind: opReadMember, via: what, agg: agg, proc: via}, histOut{status: a.status, gen: gen, member: ok})
 		case ok:
-			r.record(call, ret, histIn{rp: i, kind: opReadGen, via: what}, histOut{gen: gen})
+			r.record(call, ret, histIn{rp: i, kind: opReadGen, via: what, proc: via}, histOut{status: a.status, gen: gen})
 		case !strings.Contains(path, "uuid=") || strings.Contains(path, r.rps[i]):
 			r.failf("%s through berthd %d: provider %d missing", what, via, i)
 		}
@@ -616,13 +628,13 @@ func (r *histRig) readCandidates(via int) {
 	for i, rp := range r.rps {
 		s, ok := doc.Summaries[rp]
 		if !ok {
-			r.record(call, ret, histIn{rp: i, kind: opNoCand, via: "GET " + path}, histOut{})
+			r.record(call, ret, histIn{rp: i, kind: opNoCand, via: "GET " + path, proc: via}, histOut{status: a.status})
 			continue
 		}
 		traits := slices.Clone(s.Traits)
 		slices.Sort(traits)
-		r.record(call, ret, histIn{rp: i, kind: opCandidate, via: "GET " + path}, histOut{
-			used: s.Resources["VCPU"].Used, total: s.Resources["VCPU"].Capacity, set: strings.Join(traits, ",")})
+		r.record(call, ret, histIn{rp: i, kind: opCandidate, via: "GET " + path, proc: via}, histOut{
+			status: a.status, used: s.Resources["VCPU"].Used, total: s.Resources["VCPU"].Capacity, set: strings.Join(traits, ",")})
 	}
 }
 
@@ -652,6 +664,7 @@ func (r *histRig) kill(i int, down time.Duration) {
 		r.t.Fatal(err)
 	}
 	<-b.exited
+	r.event("berthd %d killed", i)
 	time.Sleep(down)
 	nb, err := startBerthdAt(r.t, r.bin, r.dbURLs[i], r.addrs[i])
 	if err != nil {
@@ -659,7 +672,9 @@ func (r *histRig) kill(i int, down time.Duration) {
 	}
 	r.mu.Lock()
 	r.procs[i] = nb
+	r.started = append(r.started, nb)
 	r.mu.Unlock()
+	r.event("berthd %d restarted", i)
 }
 
 // check settles the claims whose outcome was lost from the database,
@@ -683,7 +698,11 @@ func (r *histRig) check(dbURL string) {
 			_ = porcupine.Visualize(histModel.ToModel(), info, f)
 			f.Close()
 		}
-		t.Errorf("the history is not linearizable: a read saw a state no order of the writes explains (visualised in %s)", path)
+		saved, err := r.save()
+		if err != nil {
+			saved = "not saved: " + err.Error()
+		}
+		t.Errorf("the history is not linearizable: a read saw a state no order of the writes explains (visualised in %s; recorded in %s, with the berthd logs beside it)", path, saved)
 		r.explain()
 	case porcupine.Unknown:
 		t.Errorf("the linearizability check did not finish in its time")
@@ -748,7 +767,7 @@ func (r *histRig) checkDatabase(dbURL string) {
 			t.Errorf("%s claim %s: the database holds %+v", c.state, c.consumer, h)
 		case c.state == claimLost && ok:
 			rp := slices.Index(r.rps, h.rp)
-			r.ops = append(r.ops, porcupine.Operation{Input: histIn{rp: rp, kind: opClaim, via: "POST /claims (lost)"},
+			r.ops = append(r.ops, porcupine.Operation{Input: histIn{rp: rp, kind: opClaim, via: "POST /claims (lost)", proc: -1},
 				Output: histOut{outcome: outcomeUnknown}, Call: c.call, Return: math.MaxInt64})
 		}
 	}
@@ -787,8 +806,10 @@ func TestHistoryKillAndPartition(t *testing.T) {
 			r.kill(0, time.Second)
 			time.Sleep(2 * time.Second)
 			proxy.Cut()
+			r.event("berthd 2 cut off PostgreSQL")
 			time.Sleep(3 * time.Second)
 			proxy.Restore()
+			r.event("berthd 2 reconnected")
 			time.Sleep(2 * time.Second)
 		}
 	})
@@ -806,11 +827,20 @@ func TestHistoryFailover(t *testing.T) {
 	defer cancel()
 	r.run(2*time.Second, histDuration(3*time.Second), func() {
 		for range histRounds() {
-			r.kill(1, time.Second)
-			time.Sleep(2 * time.Second)
-			if _, _, err := c.FailOver(ctx); err != nil {
+			// The old primary must be back as the synchronous standby
+			// before the next round's failover: until then Patroni
+			// has no node to fail over to.
+			if err := c.WaitSync(ctx); err != nil {
 				t.Fatal(err)
 			}
+			r.kill(1, time.Second)
+			time.Sleep(2 * time.Second)
+			r.event("failover: killing the primary")
+			old, primary, err := c.FailOver(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.event("failover: node %d writable (was node %d)", primary, old)
 			time.Sleep(3 * time.Second)
 		}
 	})
@@ -827,6 +857,66 @@ func TestHistoryFailover(t *testing.T) {
 	}
 }
 
+// TestHistoryLostCommit: the commits a failover loses, made on purpose.
+// Three berthd processes on a Patroni cluster, as TestHistoryFailover;
+// the primary's WAL senders are stopped, so that every commit waits for
+// the synchronous standby, and for 2 s (and until one did) every such
+// wait is cancelled,
+// which commits it on the primary alone (its client gets a 503: an
+// unknown outcome). Then the primary is killed and the standby, which
+// never got those commits, is promoted: they never happened. No read may
+// have shown one (ledger/replication.go, "Reads that outlive a
+// failover"), so the history must be linearizable. TestHistoryFailover
+// meets the same by chance: the commits under way when the postmaster
+// dies are abandoned there and stay visible to its backends until they
+// exit. TestHistoryReplay replays what this test recorded before Berth
+// confirmed its reads.
+func TestHistoryLostCommit(t *testing.T) {
+	c, url := startPatroni(t, patronitest.Options{})
+	r := newHistRig(t, []string{url, url, url})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cancelled := 0
+	r.run(2*time.Second, histDuration(3*time.Second), func() {
+		if err := c.WaitSync(ctx); err != nil {
+			t.Fatal(err)
+		}
+		p, err := c.Primary(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.StallReplication(ctx); err != nil {
+			t.Fatal(err)
+		}
+		r.event("replication stalled")
+		// 2 s, and until a wait was cancelled (a minute at most: only
+		// a hung cluster takes that long).
+		start := time.Now()
+		for since := time.Duration(0); since < 2*time.Second || cancelled == 0 && since < time.Minute; since = time.Since(start) {
+			time.Sleep(100 * time.Millisecond)
+			out, err := c.Psql(ctx, p, "berth", `SELECT count(pg_cancel_backend(pid)) FROM pg_stat_activity WHERE wait_event = 'SyncRep'`)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n, err := strconv.Atoi(out)
+			if err != nil {
+				t.Fatalf("cancelled waits: %q", out)
+			}
+			cancelled += n
+		}
+		r.event("failover: killing the primary (%d waits for the standby cancelled)", cancelled)
+		old, primary, err := c.FailOver(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.event("failover: node %d writable (was node %d)", primary, old)
+	})
+	if cancelled == 0 {
+		t.Error("no commit waited for the standby while replication was stalled: nothing was lost")
+	}
+	r.check(url)
+}
+
 // explain logs, for each provider whose history is not linearizable,
 // the first answer no order of the writes explains: the shortest prefix
 // of the history (by time of answer; the writes not answered by then
@@ -835,32 +925,11 @@ func TestHistoryFailover(t *testing.T) {
 func (r *histRig) explain() {
 	model := histModel.ToModel()
 	for p := range histProviders {
-		var ops []porcupine.Operation
-		for _, op := range r.ops {
-			if op.Input.(histIn).rp == p {
-				ops = append(ops, op)
-			}
-		}
-		if porcupine.CheckOperations(model, ops) {
+		ops := providerOps(r.ops, p)
+		bad, ok := firstUnexplained(ops)
+		if !ok {
 			continue
 		}
-		slices.SortFunc(ops, func(a, b porcupine.Operation) int { return cmp.Compare(a.Return, b.Return) })
-		prefix := func(n int) []porcupine.Operation {
-			cut := ops[n-1].Return
-			var out []porcupine.Operation
-			for _, op := range ops {
-				switch {
-				case op.Return <= cut:
-					out = append(out, op)
-				case op.Call <= cut && isWrite(op.Input.(histIn).kind):
-					op.Output, op.Return = histOut{outcome: outcomeUnknown}, math.MaxInt64
-					out = append(out, op)
-				}
-			}
-			return out
-		}
-		n := sort.Search(len(ops), func(n int) bool { return !porcupine.CheckOperations(model, prefix(n+1)) }) + 1
-		bad := ops[n-1]
 		var b strings.Builder
 		fmt.Fprintf(&b, "provider %d: the first answer not explained: [%d, %d] %s\nthe operations since 100 ms before its call:\n",
 			p, bad.Call/1e6, bad.Return/1e6, model.DescribeOperation(bad.Input, bad.Output))
@@ -872,6 +941,47 @@ func (r *histRig) explain() {
 		}
 		r.t.Log(b.String())
 	}
+}
+
+// providerOps is provider p's part of history.
+func providerOps(history []porcupine.Operation, p int) []porcupine.Operation {
+	var ops []porcupine.Operation
+	for _, op := range history {
+		if op.Input.(histIn).rp == p {
+			ops = append(ops, op)
+		}
+	}
+	return ops
+}
+
+// firstUnexplained returns, if the history ops of one provider is not
+// linearizable, its first answer that no order of the writes explains:
+// the last of the shortest prefix (by time of answer; the writes not
+// answered by then may or may not have happened) that is not
+// linearizable.
+func firstUnexplained(ops []porcupine.Operation) (porcupine.Operation, bool) {
+	model := histModel.ToModel()
+	if porcupine.CheckOperations(model, ops) {
+		return porcupine.Operation{}, false
+	}
+	ops = slices.Clone(ops)
+	slices.SortFunc(ops, func(a, b porcupine.Operation) int { return cmp.Compare(a.Return, b.Return) })
+	prefix := func(n int) []porcupine.Operation {
+		cut := ops[n-1].Return
+		var out []porcupine.Operation
+		for _, op := range ops {
+			switch {
+			case op.Return <= cut:
+				out = append(out, op)
+			case op.Call <= cut && isWrite(op.Input.(histIn).kind):
+				op.Output, op.Return = histOut{outcome: outcomeUnknown}, math.MaxInt64
+				out = append(out, op)
+			}
+		}
+		return out
+	}
+	n := sort.Search(len(ops), func(n int) bool { return !porcupine.CheckOperations(model, prefix(n+1)) }) + 1
+	return ops[n-1], true
 }
 
 func isWrite(kind string) bool {

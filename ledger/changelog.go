@@ -374,9 +374,15 @@ func (c *snapshotCache) warm(ctx context.Context, interval time.Duration) {
 	})
 }
 
+// backgroundWorkTimeout bounds each run of whileLoaded's fn: a reload
+// holds the reload lock that readers wait for, and its confirmation
+// waits for the synchronous standby (replication.go), which may be gone.
+const backgroundWorkTimeout = time.Minute
+
 // whileLoaded runs fn at every tick of interval and every wake (nil: none)
-// until ctx ends, once a reader has asked for a snapshot; a failure is
-// logged with msg and tried again at the next tick.
+// until ctx ends, once a reader has asked for a snapshot, each run within
+// backgroundWorkTimeout; a failure is logged with msg and tried again at
+// the next tick.
 func (c *snapshotCache) whileLoaded(ctx context.Context, interval time.Duration, wake <-chan struct{}, msg string, fn func(context.Context) error) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
@@ -393,7 +399,10 @@ func (c *snapshotCache) whileLoaded(ctx context.Context, interval time.Duration,
 		if !loaded {
 			continue // nobody has asked for a snapshot yet
 		}
-		if err := fn(ctx); err != nil && ctx.Err() == nil {
+		fctx, cancel := context.WithTimeout(ctx, backgroundWorkTimeout)
+		err := fn(fctx)
+		cancel()
+		if err != nil && ctx.Err() == nil {
 			c.log.Warn(msg, "error", oneLine(err))
 		}
 	}

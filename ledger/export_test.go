@@ -1,6 +1,10 @@
 package ledger
 
-import "context"
+import (
+	"context"
+
+	"github.com/jackc/pgx/v5"
+)
 
 // SetListening tells s's snapshot cache that its change listener is
 // (dis)connected, as the listener does, so tests can put a Store in the
@@ -73,4 +77,19 @@ func SnapshotWork(s *Store) (catchUps, partial, full int64) {
 	s.snap.mu.Lock()
 	defer s.snap.mu.Unlock()
 	return s.snap.catchUps, s.snap.partialLoads, s.snap.fullLoads
+}
+
+// SendTraitsAgain sends the fast path of a traits write (generation, names)
+// on the provider rpUUID first on dead, a connection whose server
+// has ended it, where the send fails while pgx prepares its statements,
+// and then through s alone, as a write whose group failed as a whole is
+// sent again (provider_group.go). It returns the first send's error,
+// and the second's with the generation it answered.
+func SendTraitsAgain(ctx context.Context, s *Store, dead *pgx.Conn, rpUUID string, generation int64, names []string) (first error, next int64, err error) {
+	stored, _ := storedUUID(rpUUID)
+	var traits []Trait
+	w := traitsReplaceTrip(stored, generation, names, &next, &traits)
+	first = dead.SendBatch(ctx, w.b).Close()
+	err = s.sendAlone(ctx, w)
+	return first, next, err
 }

@@ -136,12 +136,11 @@ func (s *Store) sendOneTrip(ctx context.Context, w oneTrip) error {
 
 // sendAlone is sendOneTrip for w alone: one implicit transaction.
 func (s *Store) sendAlone(ctx context.Context, w oneTrip) error {
-	b := w.b
+	b := &pgx.Batch{}
 	if w.plan {
-		b = &pgx.Batch{}
 		b.Queue(fastPlanSQL)
-		b.QueuedQueries = append(b.QueuedQueries, w.b.QueuedQueries...)
 	}
+	queueAfresh(b, w.b.QueuedQueries)
 	t := &txn{}
 	err := s.sendPipeline(ctx, b, func(br pgx.BatchResults) error {
 		if err := skipResults(br, b.Len()-w.b.Len()); err != nil {
@@ -155,6 +154,21 @@ func (s *Store) sendAlone(ctx context.Context, w oneTrip) error {
 	s.fastWrites.Add(1)
 	s.notify(t)
 	return err
+}
+
+// queueAfresh queues qs on b as new queries, so that every send of a
+// write builds its statements anew. A query pgx has sent keeps the
+// statement description it was sent with, which names a statement
+// prepared on that connection, and which a send that failed while
+// preparing (a connection the server ended) leaves without its
+// parameters; sent again as it is, on any connection, it fails ("mismatched
+// param and argument count", a 500) or names a statement the
+// connection lacks. A write is sent twice when its group failed as a
+// whole (provider_group.go).
+func queueAfresh(b *pgx.Batch, qs []*pgx.QueuedQuery) {
+	for _, q := range qs {
+		b.Queue(q.SQL, q.Arguments...)
+	}
 }
 
 // sendPipeline sends b as one pipeline and one implicit transaction on a
@@ -549,13 +563,19 @@ func (s *Store) traitsReplaceFast(ctx context.Context, rpUUID string, generation
 	if !ok {
 		return 0, nil, errFallBack
 	}
-	distinct := distinctInOrder(names)
-	b := lockedBatch(stored)
-	b.Queue(traitsReplaceFastSQL, stored, generation, distinct)
 	var next int64
 	traits := []Trait{}
-	err := s.sendOneTrip(ctx, oneTrip{lock: stored, plan: true, b: b, read: func(br pgx.BatchResults, t *txn) error {
-		traits = traits[:0]
+	err := s.sendOneTrip(ctx, traitsReplaceTrip(stored, generation, names, &next, &traits))
+	return next, traits, err
+}
+
+// traitsReplaceTrip is traitsReplaceFast's write on the provider of
+// stored uuid; its answer goes to next and traits.
+func traitsReplaceTrip(stored string, generation int64, names []string, next *int64, traits *[]Trait) oneTrip {
+	b := lockedBatch(stored)
+	b.Queue(traitsReplaceFastSQL, stored, generation, distinctInOrder(names))
+	return oneTrip{lock: stored, plan: true, b: b, read: func(br pgx.BatchResults, t *txn) error {
+		*traits = (*traits)[:0]
 		if err := skipResults(br, 1); err != nil {
 			return err
 		}
@@ -571,11 +591,11 @@ func (s *Store) traitsReplaceFast(ctx context.Context, rpUUID string, generation
 			var id *int32
 			var name *string
 			var created, updated *time.Time
-			if err := rows.Scan(&providerID, &next, &changed, &id, &name, &created, &updated); err != nil {
+			if err := rows.Scan(&providerID, next, &changed, &id, &name, &created, &updated); err != nil {
 				return err
 			}
 			if id != nil {
-				traits = append(traits, Trait{ID: *id, Name: *name, CreatedAt: *created, UpdatedAt: *updated})
+				*traits = append(*traits, Trait{ID: *id, Name: *name, CreatedAt: *created, UpdatedAt: *updated})
 			}
 		}
 		if err := rows.Err(); err != nil {
@@ -588,6 +608,5 @@ func (s *Store) traitsReplaceFast(ctx context.Context, rpUUID string, generation
 			t.touch(providerID)
 		}
 		return nil
-	}})
-	return next, traits, err
+	}}
 }

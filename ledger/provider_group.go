@@ -110,7 +110,7 @@ func (s *Store) sendTrips(ctx context.Context, trips []oneTrip) ([]error, error)
 		if w.lock != "" {
 			qs = qs[1:]
 		}
-		b.QueuedQueries = append(b.QueuedQueries, qs...)
+		queueAfresh(b, qs)
 	}
 	answers := make([]error, len(trips))
 	ts := make([]txn, len(trips))

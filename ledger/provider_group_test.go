@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/berthd/berth/internal/fault"
 	"github.com/berthd/berth/ledger"
@@ -209,5 +210,43 @@ func TestProviderGroupFailingStatementSendsWritesAlone(t *testing.T) {
 	var n int
 	if err := g.db.QueryRow(context.Background(), `SELECT count(*) FROM resource_providers WHERE name = 'twin'`).Scan(&n); err != nil || n != 1 {
 		t.Errorf("providers named twin: %d (%v), want 1", n, err)
+	}
+}
+
+// TestProviderWriteSentAgainAfterFailedPrepare: a provider write whose
+// first send failed while pgx prepared its statements (the connection
+// ended by its server, as at a failover, which makes a group send each
+// of its writes again alone) is written when sent again, by its fast
+// path. pgx used to keep the failed preparation in the write's queued
+// statements, and the second send failed to build them: a 500.
+func TestProviderWriteSentAgainAfterFailedPrepare(t *testing.T) {
+	dbURL := newTestDB(t)
+	f := newFixtureOn(t, dbURL)
+	rp := f.provider("a") // generation 0
+	dead, err := pgx.Connect(f.ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = dead.Close(context.Background()) })
+	pid := dead.PgConn().PID()
+	if _, err := f.db.Exec(f.ctx, `SELECT pg_terminate_backend($1, 30000)`, pid); err != nil {
+		t.Fatal(err)
+	}
+	fastBefore := ledger.FastWrites(f.store)
+	first, next, err := ledger.SendTraitsAgain(f.ctx, f.store, dead, rp, 0, []string{"HW_CPU_X86_AVX2"})
+	if first == nil {
+		t.Fatal("the send on the ended connection succeeded")
+	}
+	if err != nil {
+		t.Fatalf("sent again: %v (the first send: %v)", err, first)
+	}
+	if next != 1 {
+		t.Errorf("sent again: generation %d, want 1", next)
+	}
+	if n := ledger.FastWrites(f.store) - fastBefore; n != 1 {
+		t.Errorf("%d writes committed by the fast path, want 1", n)
+	}
+	if gen, traits, err := f.store.ProviderTraits(f.ctx, rp); err != nil || gen != 1 || len(traits) != 1 {
+		t.Errorf("traits of a: %v at %d (%v), want HW_CPU_X86_AVX2 at 1", traits, gen, err)
 	}
 }

@@ -69,6 +69,68 @@ func (u *unsyncedCommits) replicated(pc *pgconn.PgConn) error {
 // have left one) and when its connection closes.
 func (u *unsyncedCommits) forget(pc *pgconn.PgConn) { u.m.Delete(pc) }
 
+// Reads that outlive a failover.
+//
+// A commit becomes visible on the primary once the synchronous standby
+// has it, unless its wait for the standby ended otherwise: cancelled (the
+// WARNING above), ended with its backend (pg_terminate_backend, a
+// shutdown) or abandoned when the postmaster died; a killed postmaster's
+// backends go on serving the queries their connections keep sending
+// until they next wait for one. The commit is then visible on this
+// primary alone, and a failover to the standby loses it. A read that
+// showed it answered a state that never was, for every client after the
+// failover: TestHistoryFailover's checker found one (issue 43), a
+// provider list answering a generation that a traits write whose answer
+// was lost had made on the old primary alone, while the new primary
+// went on from the generation before.
+//
+// So every read that answers a client confirms what it read: sqlConfirm
+// ends its transaction (the same implicit transaction for a statement
+// outside one: db.go; the snapshot's loads; withTx's transactions that
+// changed no provider, reads among them), and if a commit it may
+// have seen is not yet on the synchronous standby, it sets
+// ledger_barrier (migration 0012), which gives the transaction an id
+// and WAL, so that its COMMIT waits for the standby to have everything up
+// to it, whatever the read saw included. That wait ends as any commit's
+// does: confirmed, or with the WARNING (errNotReplicated, a 503) or a
+// lost connection (a 503): never an answer the standby could lose. A
+// read's snapshot was taken before its COMMIT, on the same server, so
+// no failover can come between them unnoticed.
+//
+// The wait is skipped when it cannot matter: no synchronous standby is
+// configured (synchronous_standby_names empty: a single server, whose
+// commits are on its disk before they are visible, or Patroni's
+// asynchronous fallback, under which it promotes no one), or the
+// synchronous standbys have flushed all the WAL this primary has
+// (pg_stat_replication; every commit a read saw was flushed here before
+// it became visible, synchronous_commit being on). Reading the standbys'
+// positions takes pg_read_all_stats (or a superuser); without it they
+// read as NULL and every read waits.
+
+// sqlConfirm is the statement that ends a read's transaction; see
+// "Reads that outlive a failover". CASE evaluates its conditions in
+// order, so a server with no synchronous standby reads nothing more.
+// It reads the WAL senders' function rather than the pg_stat_replication
+// view, whose joins cost more to plan than the statement to run.
+const sqlConfirm = `
+SELECT CASE
+	WHEN current_setting('synchronous_standby_names') = '' THEN NULL
+	WHEN pg_current_xact_id_if_assigned() IS NOT NULL THEN NULL -- it wrote: its COMMIT waits
+	WHEN COALESCE((SELECT min(flush_lsn) FROM pg_stat_get_wal_senders() WHERE sync_state IN ('sync', 'quorum'))
+	              >= pg_current_wal_flush_lsn(), false) THEN NULL
+	ELSE setval('ledger_barrier', 1)
+END`
+
+// confirm runs sqlConfirm on q as a prepared statement (pgx's Exec would
+// send a statement without arguments by the simple protocol, planned at
+// every execution).
+func confirm(ctx context.Context, q interface {
+	QueryRow(context.Context, string, ...any) pgx.Row
+}) error {
+	var set *int64
+	return q.QueryRow(ctx, sqlConfirm).Scan(&set)
+}
+
 // RolledBack reports whether err, the failure of a write, proves that
 // nothing of it was committed: PostgreSQL itself answered with an error
 // (a read-only primary, a server shutting down, a statement refused), so

@@ -256,9 +256,10 @@ func (c *snapshotCache) loadAll(ctx context.Context) (*engine.Snapshot, *pgSnaps
 	var n *engine.Names
 	var provs map[int64]*engine.ProviderRecord
 	var w *pgSnapshot
-	// One read-only transaction, so the statements of the load see one
-	// state of the database; fn may run more than once (withTx).
-	_, err := c.txs.withTx(ctx, txReadOnly, func(tx *txn) error {
+	// One transaction, so the statements of the load see one state of
+	// the database, confirmed (replication.go, "Reads that outlive a
+	// failover"); fn may run more than once (withTx).
+	_, err := c.txs.withTx(ctx, txReadConfirmed, func(tx *txn) error {
 		n = engine.NewNames() // afresh if the transaction is run again
 		var text, timeline string
 		if err := tx.QueryRow(ctx, sqlSnapshotNow).Scan(&text, &timeline); err != nil {
@@ -372,20 +373,30 @@ func loadProviders(ctx context.Context, tx pgx.Tx, ids []int64, n nameSink) (map
 }
 
 // sqlBeginSnapshot opens the transaction of a one-round-trip reload: one
-// snapshot for its five statements, as loadAll's read-only transaction gives.
-const sqlBeginSnapshot = `BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY`
+// snapshot for its five statements, as loadAll's transaction gives. Not
+// READ ONLY: it ends with sqlConfirm.
+const sqlBeginSnapshot = `BEGIN ISOLATION LEVEL REPEATABLE READ`
 
 // loadProvidersOneTrip is loadProviders in a transaction of its own,
-// BEGIN and COMMIT sent in the same pipeline as the queries: one round
-// trip instead of three. Reloads after writes take it, on every read
-// that follows a write. (If a statement fails, the connection is left in
-// a failed transaction, and the pool closes it instead of reusing it.)
+// BEGIN, sqlConfirm and COMMIT sent in the same pipeline as the queries:
+// one round trip instead of four. Reloads after writes take it, on
+// every read that follows a write. (If a statement fails, the connection
+// is left in a failed transaction, and the pool closes it instead of
+// reusing it.)
 func (c *snapshotCache) loadProvidersOneTrip(ctx context.Context, ids []int64, n nameSink) (map[int64]*engine.ProviderRecord, error) {
+	conn, err := c.txs.pool.Acquire(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: snapshot: %w", err)
+	}
+	defer conn.Release()
+	pc := conn.Conn().PgConn()
+	c.txs.unsynced.forget(pc) // a mark left by another statement's commit
 	b := &pgx.Batch{}
 	b.Queue(sqlBeginSnapshot)
 	queueProviders(b, ids)
+	b.Queue(sqlConfirm)
 	b.Queue("COMMIT")
-	br := c.txs.pool.SendBatch(ctx, b)
+	br := conn.SendBatch(ctx, b)
 	defer br.Close()
 	if _, err := br.Exec(); err != nil {
 		return nil, fmt.Errorf("ledger: snapshot: begin: %w", err)
@@ -394,10 +405,13 @@ func (c *snapshotCache) loadProvidersOneTrip(ctx context.Context, ids []int64, n
 	if err != nil {
 		return nil, fmt.Errorf("ledger: snapshot: %w", err)
 	}
-	if _, err := br.Exec(); err != nil {
+	if err := skipResults(br, 2); err != nil { // sqlConfirm, COMMIT
 		return nil, fmt.Errorf("ledger: snapshot: commit: %w", err)
 	}
-	return provs, br.Close()
+	if err := br.Close(); err != nil {
+		return nil, fmt.Errorf("ledger: snapshot: commit: %w", err)
+	}
+	return provs, c.txs.unsynced.replicated(pc)
 }
 
 // queueProviders queues loadProviders' five queries.
@@ -515,12 +529,12 @@ func (c *snapshotCache) learnNames(ctx context.Context, s *engine.Snapshot, clas
 	}
 	foundC, foundT := map[string]int32{}, map[string]int32{}
 	if len(classes) > 0 {
-		if err := queryPairs(ctx, db{c.txs.pool}, sqlClassesByName, classes, func(id int32, n string) { foundC[n] = id }); err != nil {
+		if err := queryPairs(ctx, db{pool: c.txs.pool, unsynced: c.txs.unsynced}, sqlClassesByName, classes, func(id int32, n string) { foundC[n] = id }); err != nil {
 			return nil, err
 		}
 	}
 	if len(traits) > 0 {
-		if err := queryPairs(ctx, db{c.txs.pool}, sqlTraitsByName, traits, func(id int32, n string) { foundT[n] = id }); err != nil {
+		if err := queryPairs(ctx, db{pool: c.txs.pool, unsynced: c.txs.unsynced}, sqlTraitsByName, traits, func(id int32, n string) { foundT[n] = id }); err != nil {
 			return nil, err
 		}
 	}

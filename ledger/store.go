@@ -187,7 +187,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ledger: connect: %w", err)
 	}
-	s := &Store{pool: pool, db: db{pool}, log: cfg.Logger, sender: randomSender(), unsynced: unsynced, primary: primary,
+	s := &Store{pool: pool, db: db{pool: pool, unsynced: unsynced}, log: cfg.Logger, sender: randomSender(), unsynced: unsynced, primary: primary,
 		txs: txBeginner{pool: pool, acquireTimeout: cfg.AcquireTimeout, unsynced: unsynced}}
 	if err := s.syncStandard(ctx); err != nil {
 		pool.Close()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/berthd/berth/internal/fault"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -44,9 +45,13 @@ const (
 	// txWrite is a READ COMMITTED transaction: every mutation runs in one.
 	txWrite txMode = iota
 	// txReadOnly is a REPEATABLE READ READ ONLY transaction, for reads
-	// whose statements must see one state of the database (a snapshot
-	// load, the cloud data of a scriptlet).
+	// whose statements must see one state of the database (the cloud
+	// data of a scriptlet).
 	txReadOnly
+	// txReadConfirmed is txReadOnly for a read that answers a client
+	// (a snapshot load, Store.readTx): it ends with sqlConfirm, so it is
+	// not READ ONLY (replication.go, "Reads that outlive a failover").
+	txReadConfirmed
 )
 
 // txBeginner begins transactions on a pool: what withTx needs, shared by
@@ -105,19 +110,43 @@ func (b txBeginner) withTx(ctx context.Context, mode txMode, fn func(t *txn) err
 // runTx is one attempt of withTx.
 func (b txBeginner) runTx(ctx context.Context, mode txMode, fn func(t *txn) error) (*txn, error) {
 	var opts pgx.TxOptions
-	if mode == txReadOnly {
+	switch mode {
+	case txReadOnly:
 		opts = pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}
+	case txReadConfirmed:
+		opts = pgx.TxOptions{IsoLevel: pgx.RepeatableRead}
 	}
-	tx, err := begin(ctx, b.pool, opts, b.acquireTimeout)
+	conn, tx, err := begin(ctx, b.pool, opts, b.acquireTimeout)
 	if err != nil {
 		return nil, err
 	}
+	defer conn.Release()
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 	t := &txn{Tx: tx}
-	pc := tx.Conn().PgConn() // Commit hands the connection back to the pool
-	b.unsynced.forget(pc)    // a mark left by another statement's commit
+	pc := conn.Conn().PgConn()
+	b.unsynced.forget(pc) // a mark left by another statement's commit
 	if err := fn(t); err != nil {
+		if _, answer := fault.As(err); answer && !errors.Is(err, fault.ErrUnavailable) {
+			// A refusal (a 404, a 409) answers with what fn read:
+			// confirmed too, after the rollback, on the same
+			// connection.
+			_ = tx.Rollback(context.WithoutCancel(ctx))
+			if cerr := confirm(ctx, conn); cerr != nil {
+				return nil, cerr
+			}
+			if cerr := b.unsynced.replicated(pc); cerr != nil {
+				return nil, cerr
+			}
+		}
 		return nil, err
+	}
+	// A read is confirmed (replication.go, "Reads that outlive a
+	// failover"): a transaction that changed no provider may be one,
+	// whose answer is what it read; one that did waits at COMMIT anyway.
+	if mode == txReadConfirmed || mode == txWrite && len(t.touched) == 0 && !t.all {
+		if err := confirm(ctx, tx); err != nil {
+			return nil, err
+		}
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return nil, fmt.Errorf("ledger: commit: %w", err)
@@ -143,12 +172,13 @@ func (s *Store) withTx(ctx context.Context, fn func(t *txn) error) error {
 	return err
 }
 
-// readTx runs fn in a read-only transaction (txBeginner.withTx: fn may
-// run more than once) whose statements all see one state of the
+// readTx runs fn in a transaction that only reads (txBeginner.withTx: fn
+// may run more than once) whose statements all see one state of the
 // database: a read of several statements (a provider's generation and
-// its usages) answers as of one moment, as Placement's does.
+// its usages) answers as of one moment, as Placement's does. It is
+// confirmed (txReadConfirmed).
 func (s *Store) readTx(ctx context.Context, fn func(t *txn) error) error {
-	_, err := s.txs.withTx(ctx, txReadOnly, fn)
+	_, err := s.txs.withTx(ctx, txReadConfirmed, fn)
 	return err
 }
 
@@ -175,14 +205,20 @@ func (e *beginError) Unwrap() error { return e.err }
 // begin starts a transaction on a pooled connection, waiting at most the
 // acquire timeout for the connection and the BEGIN. The transaction itself
 // is bound to ctx only: pgx watches a context during each call, not after.
-func begin(ctx context.Context, pool *pgxpool.Pool, opts pgx.TxOptions, timeout time.Duration) (pgx.Tx, error) {
+// The caller releases the connection once the transaction has ended.
+func begin(ctx context.Context, pool *pgxpool.Pool, opts pgx.TxOptions, timeout time.Duration) (*pgxpool.Conn, pgx.Tx, error) {
 	bctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	tx, err := pool.BeginTx(bctx, opts)
+	conn, err := pool.Acquire(bctx)
 	if err != nil {
-		return nil, &beginError{err: err}
+		return nil, nil, &beginError{err: err}
 	}
-	return tx, nil
+	tx, err := conn.BeginTx(bctx, opts)
+	if err != nil {
+		conn.Release()
+		return nil, nil, &beginError{err: err}
+	}
+	return conn, tx, nil
 }
 
 // brokenPooledConn reports whether err is a BEGIN that failed on a pooled

@@ -65,6 +65,9 @@ type Cluster struct {
 	mu       sync.Mutex
 	nodes    []*node
 	http     *http.Client
+	// stalled are the WAL senders StallReplication stopped, which
+	// KillPrimary kills.
+	stalled []int
 }
 
 // Timeouts; only a broken setup reaches them.
@@ -561,7 +564,53 @@ func (c *Cluster) KillPrimary(ctx context.Context) (int, error) {
 		return -1, fmt.Errorf("patronitest: kill postmaster %d of %s: %w", pid, c.nodes[p].name, err)
 	}
 	c.opts.Logf("patronitest: killed the postmaster (pid %d) of primary %s", pid, c.nodes[p].name)
+	c.mu.Lock()
+	stalled := c.stalled
+	c.stalled = nil
+	c.mu.Unlock()
+	for _, sender := range stalled {
+		// Stopped, it would never notice the postmaster's death.
+		_ = syscall.Kill(sender, syscall.SIGKILL)
+	}
 	return p, nil
+}
+
+// StallReplication stops (SIGSTOP) the primary's WAL senders, so that
+// the standby gets nothing more from it: every commit then waits for
+// the synchronous standby until its wait is cancelled (pg_cancel_backend
+// of the backends whose wait_event is SyncRep), which commits it on the
+// primary alone. The next KillPrimary kills them with the postmaster,
+// and the standby it promotes lacks what they held back.
+func (c *Cluster) StallReplication(ctx context.Context) error {
+	p, err := c.Primary(ctx)
+	if err != nil {
+		return err
+	}
+	out, err := c.Psql(ctx, p, "postgres", `SELECT pid FROM pg_stat_replication`)
+	if err != nil {
+		return err
+	}
+	var pids []int
+	for _, f := range strings.Fields(out) {
+		pid, err := strconv.Atoi(f)
+		if err != nil {
+			return fmt.Errorf("patronitest: WAL sender pid %q: %w", f, err)
+		}
+		pids = append(pids, pid)
+	}
+	if len(pids) == 0 {
+		return fmt.Errorf("patronitest: %s has no WAL sender", c.nodes[p].name)
+	}
+	for _, pid := range pids {
+		if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+			return fmt.Errorf("patronitest: stop WAL sender %d: %w", pid, err)
+		}
+	}
+	c.mu.Lock()
+	c.stalled = append(c.stalled, pids...)
+	c.mu.Unlock()
+	c.opts.Logf("patronitest: stopped the WAL senders %v of primary %s", pids, c.nodes[p].name)
+	return nil
 }
 
 // WaitPrimaryNot waits until a node other than old is the running

@@ -1,0 +1,42 @@
+package ledger_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/berthd/berth/ledger"
+)
+
+// BenchmarkConfirmedRead is what a read outside the snapshot costs on a
+// server with no synchronous standby, where its confirmation
+// (replication.go, "Reads that outlive a failover") reads one setting: a
+// statement (ProviderGet: sqlConfirm in the same pipeline) and a
+// transaction (ProviderUsagesGet: sqlConfirm before its COMMIT). Run
+// with -bench ConfirmedRead ./ledger/ (docs/performance.md).
+func BenchmarkConfirmedRead(b *testing.B) {
+	dbURL := newTestDB(b)
+	ctx := context.Background()
+	s, err := ledger.Open(ctx, ledger.Config{DatabaseURL: dbURL, MaxConns: 4})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(s.Close)
+	p, err := s.ProviderCreate(ctx, ledger.ProviderCreateParams{Name: "node"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("statement", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := s.ProviderGet(ctx, p.UUID); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("transaction", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := s.ProviderUsagesGet(ctx, p.UUID); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
