@@ -53,10 +53,13 @@ type Config struct {
 }
 
 // PolicySource resolves a scheduling policy by name; the empty name is
-// the default policy. An unknown name is a *fault.Error of kind
-// ErrNotFound (or ErrInvalid).
+// the default policy. isDefault says the policy resolved is the default
+// one of that moment (the empty name, or the default's own name): only
+// claims so ranked are shadowed, whatever reloads of the catalogue come
+// between the resolution and the shadows. An unknown name is a
+// *fault.Error of kind ErrNotFound (or ErrInvalid).
 type PolicySource interface {
-	Policy(ctx context.Context, name string) (*scheduler.Policy, error)
+	Policy(ctx context.Context, name string) (pol *scheduler.Policy, isDefault bool, err error)
 }
 
 // Cloud is what a claim asks of the cloud beyond its candidates: the

@@ -28,6 +28,9 @@ type selection struct {
 	ranking *scheduler.Ranking
 	rankErr error // a *scheduler.RefusedError, or a failure
 	policy  *scheduler.Policy
+	// byDefault: policy was the default policy when the claim resolved
+	// it (resolved.byDefault).
+	byDefault bool
 	// sampled is set when the candidates are a sample of a larger set.
 	sampled bool
 	// req is the request ranked; enriched the provider fields the cloud
@@ -45,6 +48,10 @@ type resolved struct {
 	exclude []string
 	target  string
 	policy  *scheduler.Policy
+	// byDefault: policy is the default policy (no name, no override, or
+	// the default's own name), as resolved; the shadows judge only such
+	// claims.
+	byDefault bool
 }
 
 // resolveParams checks p's reason (defaulting it), takes the snapshot
@@ -83,7 +90,7 @@ func (c *Claimer) resolveParams(ctx context.Context, p *Params) (*resolved, erro
 		}
 		r.target = prov.RootUUID
 	}
-	if r.policy, err = c.resolvePolicy(ctx, p); err != nil {
+	if r.policy, r.byDefault, err = c.resolvePolicy(ctx, p); err != nil {
 		return nil, err
 	}
 	return r, nil
@@ -124,23 +131,24 @@ func resolve(snap *engine.Snapshot, ref, field string) (engine.Provider, error) 
 	return provs[0], nil
 }
 
-// resolvePolicy picks the policy p ranks with.
-func (c *Claimer) resolvePolicy(ctx context.Context, p *Params) (*scheduler.Policy, error) {
+// resolvePolicy picks the policy p ranks with, and says whether it is
+// the default policy.
+func (c *Claimer) resolvePolicy(ctx context.Context, p *Params) (pol *scheduler.Policy, isDefault bool, err error) {
 	switch {
 	case p.PolicyOverride != nil:
-		return p.PolicyOverride, nil
+		return p.PolicyOverride, false, nil
 	case c.policies != nil:
-		pol, err := c.policies.Policy(ctx, p.Policy)
+		pol, isDefault, err := c.policies.Policy(ctx, p.Policy)
 		var le *fault.Error
 		if errors.As(err, &le) && errors.Is(le, fault.ErrNotFound) {
 			// A name in the body, not the resource of the URL: 400.
-			return nil, &fault.Error{Kind: fault.ErrInvalid, Code: le.Code, Msg: le.Msg}
+			return nil, false, &fault.Error{Kind: fault.ErrInvalid, Code: le.Code, Msg: le.Msg}
 		}
-		return pol, err
+		return pol, isDefault, err
 	case p.Policy != "":
-		return nil, invalid("Unknown scheduling policy %q: this server has no named policies.", p.Policy)
+		return nil, false, invalid("Unknown scheduling policy %q: this server has no named policies.", p.Policy)
 	}
-	return c.policy, nil
+	return c.policy, true, nil
 }
 
 // selectCandidates runs the pipeline up to the ranking: get candidates
@@ -172,7 +180,7 @@ func (c *Claimer) selectCandidates(ctx context.Context, p *Params, r *resolved, 
 	}
 	candidatesSpan(ctx, start, len(lc.Requests))
 	s := &selection{roots: lc.Roots, found: len(lc.Requests), cands: convert(lc), reqs: lc.Requests,
-		policy: policy, sampled: sample > 0 && lc.Truncated}
+		policy: policy, byDefault: r.byDefault, sampled: sample > 0 && lc.Truncated}
 	fit := make(map[string]struct{}, len(s.cands))
 	for _, cand := range s.cands {
 		fit[cand.Root()] = struct{}{}

@@ -21,7 +21,7 @@ func (c *Claimer) submitShadows(s *selection, err error) {
 	if err != nil && !errors.As(err, &np) {
 		return
 	}
-	j := shadow.Job{Policy: s.policy, Request: s.req, Candidates: s.cands, Enriched: s.enriched}
+	j := shadow.Job{Default: s.byDefault, Request: s.req, Candidates: s.cands, Enriched: s.enriched}
 	var refused *scheduler.RefusedError
 	switch {
 	case errors.As(s.rankErr, &refused):

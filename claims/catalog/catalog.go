@@ -289,27 +289,27 @@ func (s *Catalog) current(ctx context.Context) (*compiled, error) {
 // the stored default, or the built-in policy when none is the default.
 // An unknown name is ErrNotFound; a stored policy that does not build
 // (now) is ErrInvalid.
-func (s *Catalog) Policy(ctx context.Context, name string) (*scheduler.Policy, error) {
+func (s *Catalog) Policy(ctx context.Context, name string) (pol *scheduler.Policy, isDefault bool, err error) {
 	c, err := s.current(ctx)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if name == "" {
 		if c.defaultPolicy == "" {
 			if p := s.fallback; p != nil {
-				return p, nil
+				return p, true, nil
 			}
-			return c.builtin, nil
+			return c.builtin, true, nil
 		}
 		name = c.defaultPolicy
 	}
 	if p, ok := c.policies[name]; ok {
-		return p, nil
+		return p, name == c.defaultPolicy, nil
 	}
 	if err, ok := c.broken[name]; ok {
-		return nil, &fault.Error{Kind: fault.ErrInvalid, Msg: fmt.Sprintf("Scheduling policy %s cannot be used: %v", name, err)}
+		return nil, false, &fault.Error{Kind: fault.ErrInvalid, Msg: fmt.Sprintf("Scheduling policy %s cannot be used: %v", name, err)}
 	}
-	return nil, &fault.Error{Kind: fault.ErrNotFound, Msg: fmt.Sprintf("No scheduling policy named %s.", name)}
+	return nil, false, &fault.Error{Kind: fault.ErrNotFound, Msg: fmt.Sprintf("No scheduling policy named %s.", name)}
 }
 
 // PolicyWithScriptlet builds the policy of that name ("" the default) with

@@ -21,9 +21,9 @@ func TestCatalogResolvePolicies(t *testing.T) {
 	src := catalog.New(catalog.Options{Store: store})
 
 	// No stored default: the built-in policy, or the fallback when set.
-	builtin, err := src.Policy(ctx, "")
-	if err != nil {
-		t.Fatal(err)
+	builtin, isDefault, err := src.Policy(ctx, "")
+	if err != nil || !isDefault {
+		t.Fatal(isDefault, err)
 	}
 	if f, _ := builtin.Describe(); len(f) == 0 || f[0] != scheduler.CapacityName {
 		t.Errorf("built-in filters %v", f)
@@ -33,10 +33,10 @@ func TestCatalogResolvePolicies(t *testing.T) {
 		t.Fatal(err)
 	}
 	withFallback := catalog.New(catalog.Options{Store: store, Fallback: fallback})
-	if p, _ := withFallback.Policy(ctx, ""); p != fallback {
+	if p, isDefault, _ := withFallback.Policy(ctx, ""); p != fallback || !isDefault {
 		t.Error("fallback not used")
 	}
-	_, err = src.Policy(ctx, "gold")
+	_, _, err = src.Policy(ctx, "gold")
 	if !errors.Is(err, fault.ErrNotFound) {
 		t.Errorf("unknown policy: %v", err)
 	}
@@ -61,17 +61,19 @@ func TestCatalogResolvePolicies(t *testing.T) {
 	if err := src.Reload(ctx); err != nil {
 		t.Fatal(err)
 	}
-	def, err := src.Policy(ctx, "")
-	if err != nil || def.Config().Scriptlet != "s" {
-		t.Fatalf("default: %v %v", def, err)
+	def, isDefault, err := src.Policy(ctx, "")
+	if err != nil || !isDefault || def.Config().Scriptlet != "s" {
+		t.Fatalf("default: %v %v %v", def, isDefault, err)
 	}
 	if err := withFallback.Reload(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if p, err := withFallback.Policy(ctx, ""); err != nil || p == fallback || p.Config().Scriptlet != "s" {
+	if p, _, err := withFallback.Policy(ctx, ""); err != nil || p == fallback || p.Config().Scriptlet != "s" {
 		t.Fatalf("default with a fallback: %v %v", p, err)
 	}
-	if named, _ := src.Policy(ctx, "gold"); named != def {
+	// By its name, the default is the default too (its claims are
+	// shadowed).
+	if named, isDefault, _ := src.Policy(ctx, "gold"); named != def || !isDefault {
 		t.Error("by name and as default differ")
 	}
 
@@ -84,7 +86,7 @@ func TestCatalogResolvePolicies(t *testing.T) {
 	if err := src.Reload(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := src.Policy(ctx, "old"); !errors.Is(err, fault.ErrInvalid) {
+	if _, isDefault, err := src.Policy(ctx, "old"); !errors.Is(err, fault.ErrInvalid) || isDefault {
 		t.Errorf("broken policy: %v", err)
 	}
 
@@ -123,7 +125,7 @@ func TestCatalogRunFollowsNotifications(t *testing.T) {
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		p, err := src.Policy(ctx, "")
+		p, _, err := src.Policy(ctx, "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -192,7 +194,7 @@ func TestCatalogWritesCheckStoreReload(t *testing.T) {
 	if _, _, err := src.PolicyPut(ctx, catalog.PolicyPutParams{Name: "gold", Spec: spec, Create: true}); !errors.Is(err, fault.ErrConflict) {
 		t.Errorf("PolicyPut create over a stored policy: %v", err)
 	}
-	if def, err := src.Policy(ctx, ""); err != nil || def.Config().Weighers[0].Name != scheduler.StarlarkUnitPrefix+"w" {
+	if def, _, err := src.Policy(ctx, ""); err != nil || def.Config().Weighers[0].Name != scheduler.StarlarkUnitPrefix+"w" {
 		t.Fatalf("default after PolicyPut: %v", err)
 	}
 	if err := src.ScriptletDelete(ctx, "w"); !errors.Is(err, fault.ErrConflict) {
@@ -201,7 +203,7 @@ func TestCatalogWritesCheckStoreReload(t *testing.T) {
 	if err := src.PolicyDelete(ctx, "gold"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := src.Policy(ctx, "gold"); !errors.Is(err, fault.ErrNotFound) {
+	if _, _, err := src.Policy(ctx, "gold"); !errors.Is(err, fault.ErrNotFound) {
 		t.Errorf("policy after PolicyDelete: %v", err)
 	}
 	if err := src.ScriptletDelete(ctx, "w"); err != nil {

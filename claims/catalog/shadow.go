@@ -102,7 +102,7 @@ func (s *Catalog) loadShadows(ctx context.Context, c *compiled, active []ledger.
 		}
 		built = append(built, shadow.Shadow{ID: sh.ID, Kind: sh.Kind, Name: sh.Name, Policy: p})
 	}
-	s.shadows.Set(s.defaultPolicy(c), built)
+	s.shadows.Set(built)
 }
 
 // ShadowStart starts running the stored scriptlet or policy of that name

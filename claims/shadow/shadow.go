@@ -40,9 +40,10 @@ type Shadow struct {
 // (scheduler.Policy.Rank does not; a shadow that needs more provider
 // fields than the claim's policy did enriches copies).
 type Job struct {
-	// Policy is the policy the claim ranked with: only claims ranked by
-	// the default policy are shadowed.
-	Policy     *scheduler.Policy
+	// Default says the claim ranked with the default policy (as it
+	// resolved it: a reload of the catalogue since then does not change
+	// that): only such claims are shadowed.
+	Default    bool
 	Request    *scheduler.Request
 	Candidates []*scheduler.Candidate
 	// Enriched are the provider fields the claim's cloud view filled in.
@@ -86,9 +87,8 @@ type Options struct {
 	Budget float64
 }
 
-// active is what Set installed: the default policy and its shadows.
+// active is what Set installed: the shadows.
 type active struct {
-	def     *scheduler.Policy
 	shadows []Shadow
 }
 
@@ -140,12 +140,12 @@ func New(o Options) *Runner {
 		tallies: map[int64]*ledger.ShadowDelta{}}
 }
 
-// Set installs the active shadows and the default policy they are
-// compared with (the catalogue calls it on every load). Counts of shadows
-// no longer active are kept until the next flush, which drops them if the
-// ledger no longer has the shadow.
-func (r *Runner) Set(def *scheduler.Policy, shadows []Shadow) {
-	r.cur.Store(&active{def: def, shadows: shadows})
+// Set installs the active shadows (the catalogue calls it on every
+// load). They are compared with the claims of the default policy (Job.Default).
+// Counts of shadows no longer active are kept until the next flush, which
+// drops them if the ledger no longer has the shadow.
+func (r *Runner) Set(shadows []Shadow) {
+	r.cur.Store(&active{shadows: shadows})
 }
 
 // Active reports whether any shadow runs: a claim builds no Job when none
@@ -160,7 +160,7 @@ func (r *Runner) Active() bool {
 // counted as dropped by every active shadow.
 func (r *Runner) Submit(j Job) {
 	a := r.cur.Load()
-	if a == nil || len(a.shadows) == 0 || j.Policy != a.def {
+	if a == nil || len(a.shadows) == 0 || !j.Default {
 		return
 	}
 	if time.Now().UnixNano() < r.resumeAt.Load() {

@@ -127,25 +127,31 @@ func TestEnrichedCopies(t *testing.T) {
 // disagreements.
 func TestRunnerQueue(t *testing.T) {
 	def := policy(t, "", scheduler.ScriptletLimits{})
-	other := policy(t, "", scheduler.ScriptletLimits{})
-	r := New(Options{Queue: 1})
+	r := New(Options{Queue: 2})
 	defer r.Close()
 	if r.Active() {
 		t.Fatal("active before Set")
 	}
-	r.Set(def, []Shadow{{ID: 7, Policy: def}})
+	r.Set([]Shadow{{ID: 7, Policy: def}})
 	// Not the default policy: ignored, starts no worker.
 	j := claim("vm")
-	j.Policy = other
+	j.Default = false
 	r.Submit(*j)
 	if len(r.queue) != 0 || r.pending.Load() != 0 {
 		t.Fatal("a claim of another policy was queued")
 	}
-	// No worker started yet: fill the queue by hand, then submit.
+	// The default policy's claim is taken, though the catalogue loaded
+	// again (rebuilding the default policy) after the claim resolved it.
+	j.Default = true
+	r.start.Do(func() {}) // keep the workers off while the queue fills
+	r.Set([]Shadow{{ID: 7, Policy: policy(t, "", scheduler.ScriptletLimits{})}})
+	r.Submit(*j)
+	if len(r.queue) != 1 || r.pending.Load() != 1 {
+		t.Fatal("a claim of the default policy was not queued after a reload")
+	}
+	// A full queue drops and counts.
 	r.queue <- queued{job: *j, set: r.cur.Load()}
 	r.pending.Add(1)
-	j.Policy = def
-	r.start.Do(func() {}) // keep the workers off while the queue is full
 	r.Submit(*j)
 	if d := r.tallies[7]; d == nil || d.Counts.Dropped != 1 {
 		t.Fatalf("dropped %+v", d)
@@ -173,10 +179,10 @@ func TestRunnerQueue(t *testing.T) {
 func BenchmarkSubmit(b *testing.B) {
 	def := policy(&testing.T{}, "", scheduler.ScriptletLimits{})
 	r := New(Options{Queue: DefaultQueue})
-	r.Set(def, []Shadow{{ID: 1, Policy: def}})
+	r.Set([]Shadow{{ID: 1, Policy: def}})
 	r.start.Do(func() {})
 	j := claim("vm")
-	j.Policy = def
+	j.Default = true
 	b.ReportAllocs()
 	for b.Loop() {
 		r.Submit(*j)

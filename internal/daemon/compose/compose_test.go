@@ -29,7 +29,7 @@ func TestBuild(t *testing.T) {
 	if c.Store != store || c.Claimer == nil || c.Catalog == nil || c.Cloud == nil || c.Logger == nil {
 		t.Fatalf("components missing: %+v", c)
 	}
-	if p, err := c.Catalog.Policy(ctx, ""); err != nil || p != fallback {
+	if p, _, err := c.Catalog.Policy(ctx, ""); err != nil || p != fallback {
 		t.Errorf("default policy = %p, %v; want the fallback %p", p, err, fallback)
 	}
 	admin := authz.Credentials{Roles: []string{"admin"}, ProjectID: "p"}
