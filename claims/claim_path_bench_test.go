@@ -48,7 +48,7 @@ func BenchmarkClaimPath(b *testing.B) {
 					if err != nil || s.rankErr != nil || len(s.ranking.Ranked) == 0 {
 						b.Fatal(err, s.rankErr)
 					}
-					i := c.pick(s.ranking.Ranked, make([]bool, len(s.ranking.Ranked)), nil)
+					i := c.pick(s.ranking.Ranked, make([]bool, len(s.ranking.Ranked)), nil, s.ranking.Chosen)
 					_ = s.ranking.Ranked[i].Cand.AllocationsByName()
 					res := c.result(&p, s, i, 1, nil)
 					if _, err := json.Marshal(res); err != nil {

@@ -45,7 +45,9 @@ type Config struct {
 	// random among the best SubsetSize untried candidates (on roots that
 	// have not failed); 1 picks at random among the candidates whose score
 	// ties the best one's. 0 takes them in rank order (ties in the
-	// engine's order), deterministic; berthd defaults to 1.
+	// engine's order), deterministic; berthd defaults to 1. A candidate
+	// the scriptlet chose (set_target) is written first whatever the
+	// subset size.
 	SubsetSize int
 	// LeaseMax is the longest lease a claim may ask for (whole seconds);
 	// 0 means DefaultLeaseMax.

@@ -125,3 +125,70 @@ func TestClaimSubsetSpreadsTies(t *testing.T) {
 		t.Fatalf("subset size 1: claims on %d roots, want them spread", n)
 	}
 }
+
+// With subset size 1 claims spread over ties, but not over the
+// scriptlet's choice: its set_target's candidate is the one written,
+// though every candidate scores the same, for an evacuation's moves as
+// for new claims.
+func TestClaimSubsetKeepsScriptletTarget(t *testing.T) {
+	f := newFixture(t)
+	var roots []string
+	for i := range 4 {
+		roots = append(roots, f.provider(fmt.Sprintf("n%d", i), 64))
+	}
+	pc, err := scheduler.ParsePolicyConfig([]byte(`{"weighers": []}`)) // every candidate scores the same
+	if err != nil {
+		t.Fatal(err)
+	}
+	prog, err := scheduler.CompileScriptlet("target.star", []byte(`
+def instance_placement(request, candidate_members):
+    names = [m.server_name for m in candidate_members]
+    set_target("n2" if "n2" in names else "n3")
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := scheduler.NewPolicy(pc, nil, scheduler.StaticScriptlets{Default: prog}, scheduler.ScriptletLimits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for round, size := range []int{1, 3} {
+		c, err := claims.New(claims.Deps{Store: f.store, Policy: p}, claims.Config{ClaimCandidates: -1, SubsetSize: size})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// 20 claims at random over ties would all land on n2 with
+		// probability 4^-20.
+		for i := range 20 {
+			r, err := c.ClaimUnrecorded(f.ctx, params(1))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.RootName != "n2" || r.Attempts != 1 {
+				t.Fatalf("subset size %d, claim %d: on %s after %d attempts, want n2 (the scriptlet's target)", size, i, r.RootName, r.Attempts)
+			}
+		}
+		if f.used(roots[2]) != 20 {
+			t.Fatalf("subset size %d: n2 holds %d", size, f.used(roots[2]))
+		}
+		// Evacuated, n2's consumers move where the scriptlet says: n3.
+		ev, err := c.Evacuate(f.ctx, claims.EvacuateParams{Provider: roots[2], Confirm: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.Remaining != 0 || len(ev.Consumers) != 20 {
+			t.Fatalf("subset size %d: evacuation %+v", size, ev)
+		}
+		for _, m := range ev.Consumers {
+			if m.Status != claims.EvacuationMoved || m.DestinationName != "n3" {
+				t.Fatalf("subset size %d: %+v, want moved to n3 (the scriptlet's target)", size, m)
+			}
+		}
+		if f.used(roots[2]) != 0 || f.used(roots[3]) != 20*int64(round+1) {
+			t.Fatalf("subset size %d: n2 %d, n3 %d", size, f.used(roots[2]), f.used(roots[3]))
+		}
+		if _, err := f.store.ProviderRestore(f.ctx, roots[2]); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -40,7 +40,7 @@ func (w *writer) run(ctx context.Context, s *selection) (*Result, error) {
 		// A root whose write failed is hot or stale in the snapshot; its
 		// other candidates are likely to fail too. (Only the anchor root
 		// counts: a sharing provider is common to many candidates.)
-		i := w.c.pick(ranked, tried, w.failedRoots)
+		i := w.c.pick(ranked, tried, w.failedRoots, s.ranking.Chosen)
 		if i < 0 {
 			return nil, nil
 		}
@@ -80,13 +80,19 @@ func (w *writer) run(ctx context.Context, s *selection) (*Result, error) {
 }
 
 // pick returns the index in ranked of the next candidate to write, or -1
-// if none is left: at random among the best untried candidates on roots
-// that have not failed, the first Config.SubsetSize of them or, with a
-// subset size of 1, those whose score ties the best one's; with 0, the
-// best one. Claims
-// ranking the same snapshot at the same time so spread over equally good
-// providers instead of queueing on one provider's row lock.
-func (c *Claimer) pick(ranked []scheduler.Scored, tried []bool, failedRoots []string) int {
+// if none is left. When the scriptlet chose (scriptletChose: its
+// set_target's candidate is ranked[0]), that candidate is written first:
+// it is the claim's decision, not one of equals to spread over. Otherwise,
+// and once it was tried or its root failed: at random among the best
+// untried candidates on roots that have not failed, the first
+// Config.SubsetSize of them or, with a subset size of 1, those whose score
+// ties the best one's; with 0, the best one. Claims ranking the same
+// snapshot at the same time so spread over equally good providers instead
+// of queueing on one provider's row lock.
+func (c *Claimer) pick(ranked []scheduler.Scored, tried []bool, failedRoots []string, scriptletChose bool) int {
+	if scriptletChose && len(ranked) > 0 && !tried[0] && !slices.Contains(failedRoots, ranked[0].Cand.Root()) {
+		return 0
+	}
 	first, n := -1, 0
 	chosen := -1
 	for i, sc := range ranked {

@@ -19,9 +19,14 @@ import (
 // for none; cfg.Authz, if set, is kept), and New serves them with the
 // HTTP settings of cfg.
 func build(cfg Config, store *ledger.Store, sched *scheduler.Policy, log *slog.Logger) (*Server, error) {
+	return buildClaims(cfg, claims.Config{MaxCandidates: cfg.MaxCandidates}, store, sched, log)
+}
+
+// buildClaims is build with the claimer configured by cc.
+func buildClaims(cfg Config, cc claims.Config, store *ledger.Store, sched *scheduler.Policy, log *slog.Logger) (*Server, error) {
 	// The shadows judge every claim, however slow the machine (no budget).
 	c, err := compose.Build(compose.Config{Store: store, Logger: log, SchedulerPolicy: sched, Authz: cfg.Authz,
-		Claims: claims.Config{MaxCandidates: cfg.MaxCandidates}, ShadowBudget: 1})
+		Claims: cc, ShadowBudget: 1})
 	if err != nil {
 		return nil, err
 	}

@@ -201,6 +201,10 @@ type Client struct {
 	// allowed through after silentRetryInterval is on its way.
 	silentSince atomic.Int64
 	probing     atomic.Bool
+	// now is the clock of silentSince and silentRetryInterval: time.Now
+	// (a test sets it, before any validation, to decide when the interval
+	// has passed).
+	now func() time.Time
 	// session is the service token's issue and expiry time.
 	session atomic.Pointer[sessionTimes]
 
@@ -242,7 +246,7 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 	if len(cfg.ServiceRoles) == 0 {
 		cfg.ServiceRoles = []string{DefaultServiceRole}
 	}
-	c := &Client{cfg: cfg, log: cfg.Logger}
+	c := &Client{cfg: cfg, log: cfg.Logger, now: time.Now}
 	if c.log == nil {
 		c.log = slog.Default()
 	}
@@ -496,7 +500,7 @@ func (c *Client) silentGate() (probe bool, err error) {
 	if since == 0 {
 		return false, nil
 	}
-	ago := time.Since(time.Unix(0, since))
+	ago := c.now().Sub(time.Unix(0, since))
 	if ago >= silentRetryInterval && c.probing.CompareAndSwap(false, true) {
 		return true, nil
 	}
@@ -511,7 +515,7 @@ func (c *Client) silentGate() (probe bool, err error) {
 func (c *Client) noteSilence(err error, probe bool) {
 	switch {
 	case errors.Is(err, errSilent):
-		if c.silentSince.Swap(time.Now().UnixNano()) == 0 {
+		if c.silentSince.Swap(c.now().UnixNano()) == 0 {
 			c.log.Warn("keystone: a token validation got no answer in time; new tokens fail at once for a while",
 				"timeout", c.cfg.Timeout, "retry_every", silentRetryInterval)
 		}

@@ -150,32 +150,64 @@ func TestRevokedAfterCacheTTL(t *testing.T) {
 // token is refused once it expired although the cache TTL is longer;
 // Berth's own token is renewed before it expires; and an expired user
 // token is accepted with a service's X-Service-Token, as
-// keystonemiddleware does.
+// keystonemiddleware does. It waits for the expiries (Keystone's clock is
+// the real one) and for the renewal, never for work to end within a
+// window: the tokens it needs alive come from the shared Keystone (same
+// keys and database, tokens of an hour), and a token that expired before
+// its first validation, on a machine that slow, is replaced.
 func TestExpiry(t *testing.T) {
+	t.Parallel()
 	const lifetime = 15 * time.Second
 	k := keystonetest.New(t, keystonetest.Options{TokenExpiration: lifetime})
+	long := keystonetest.Shared(t)
 	c := newClient(t, serviceConfig(k.URL))
 	ctx := context.Background()
 	first := c.session.Load()
-	tok, exp := k.TokenExpiry(t, keystonetest.Member)
-	if _, err := c.Authenticate(ctx, tok, ""); err != nil {
-		t.Fatal(err)
+	if first == nil {
+		t.Fatal("no service session after New")
 	}
-	time.Sleep(time.Until(exp.Add(500 * time.Millisecond)))
+	// Hang guard only: each step below takes seconds on an idle machine.
+	guard := time.Now().Add(5 * time.Minute)
+	var tok string
+	var exp time.Time
+	for {
+		tok, exp = k.TokenExpiry(t, keystonetest.Member)
+		_, err := c.Authenticate(ctx, tok, "")
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, ErrInvalidToken) || time.Now().Before(exp) || time.Now().After(guard) {
+			t.Fatalf("a token of %v, validated at once: %v", lifetime, err)
+		}
+	}
+	// Until the token expired, and until Berth's session token (issued
+	// before it, so expired by then too) was renewed. The first session
+	// seen after first is its renewal: the next one comes three quarters
+	// of a lifetime later.
+	var renewed *sessionTimes
+	for renewed == nil || time.Now().Before(exp.Add(500*time.Millisecond)) {
+		if st := c.session.Load(); renewed == nil && st != first {
+			renewed = st
+		}
+		if time.Now().After(guard) {
+			t.Fatalf("Berth's service token (expiring %v) not renewed by %v", first.expires, time.Now())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	if _, err := c.Authenticate(ctx, tok, ""); !errors.Is(err, ErrInvalidToken) {
 		t.Errorf("expired token: err = %v, want ErrInvalidToken", err)
 	}
-	// Berth's session token (issued before the user's) has expired by
-	// now too: it must have been renewed.
-	if st := c.session.Load(); st == first || !st.expires.After(time.Now()) {
-		t.Errorf("service token not renewed: first expired %v, now %+v", first.expires, st)
+	// The renewal started before the session token expired (when it
+	// ended is Keystone's speed), and holds a token that lives longer.
+	if !renewed.issued.Before(first.expires) || !renewed.expires.After(first.expires) {
+		t.Errorf("service token not renewed before it expired: first %+v, renewed %+v", first, renewed)
 	}
-	fresh := k.Token(t, keystonetest.Reader)
+	fresh := long.Token(t, keystonetest.Reader)
 	if _, err := c.Authenticate(ctx, fresh, ""); err != nil {
 		t.Errorf("new token after the service token's renewal: %v", err)
 	}
 	// A service acting for the user: the expired token is accepted.
-	svc := k.Token(t, keystonetest.Placement)
+	svc := long.Token(t, keystonetest.Placement)
 	a, err := c.Authenticate(ctx, tok, svc)
 	if err != nil {
 		t.Fatalf("expired token with a service token: %v", err)
@@ -262,52 +294,104 @@ func TestUnreachableAtStart(t *testing.T) {
 
 // TestSilentKeystone: a Keystone that accepts connections and never
 // answers costs one request the whole timeout; the new tokens after it
-// fail at once without reaching Keystone, until a probe after
-// silentRetryInterval finds it answering again.
+// fail at once without reaching Keystone, also once it answers again,
+// until silentRetryInterval has passed; then one request probes it, and
+// its answer ends the silence. The interval is read on a clock the test
+// moves, so no step has to end within it. A Keystone slower than the
+// timeout (a loaded machine's) looks silent to the client too: where the
+// test needs an answer it moves the clock on and asks again, each time
+// checking that the request was sent.
 func TestSilentKeystone(t *testing.T) {
+	t.Parallel()
 	k := keystonetest.Shared(t)
 	p := newProxy(t, k.URL)
 	cfg := serviceConfig(p.URL)
-	// Long enough for a loaded machine's Keystone; the silent request waits it once.
+	// What the silent request waits, once.
 	cfg.Timeout = 10 * time.Second
 	c := newClient(t, cfg)
+	clock := &fakeClock{at: time.Now()}
+	c.now = clock.now
 	ctx := context.Background()
-	// Log in first, so that only validations meet the silence.
-	if _, err := c.Authenticate(ctx, k.Token(t, keystonetest.Reader), ""); err != nil {
-		t.Fatal(err)
+	guard := time.Now().Add(5 * time.Minute) // a hang guard only
+	// answered validates tok until Keystone answers in time, each attempt
+	// sent to Keystone (validations counts it before sending).
+	answered := func(what, tok string) {
+		t.Helper()
+		for {
+			sent := c.validations.Load()
+			_, err := c.Authenticate(ctx, tok, "")
+			if n := c.validations.Load() - sent; n != 1 {
+				t.Fatalf("%s: %d validations sent, want 1 (err %v)", what, n, err)
+			}
+			if err == nil {
+				return
+			}
+			if !errors.Is(err, errSilent) || time.Now().After(guard) {
+				t.Fatalf("%s: %v", what, err)
+			}
+			clock.advance(silentRetryInterval)
+		}
 	}
-	// Tokens are made beforehand: on a loaded machine making them could
-	// take longer than silentRetryInterval, and let a probe through.
+	// Log in first, so that only validations meet the silence: until
+	// Berth has a session and Keystone answered a validation in time.
+	for reader := k.Token(t, keystonetest.Reader); ; {
+		_, err := c.Authenticate(ctx, reader, "")
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, ErrUnavailable) || time.Now().After(guard) {
+			t.Fatal(err)
+		}
+		clock.advance(silentRetryInterval)
+		time.Sleep(100 * time.Millisecond) // after a failed login, the next waits loginRetryInterval
+	}
 	var fresh []string
 	for range 6 {
 		fresh = append(fresh, k.Token(t, keystonetest.Member))
 	}
 	p.fail.Store(silent)
-	if _, err := c.Authenticate(ctx, fresh[0], ""); !errors.Is(err, ErrUnavailable) {
-		t.Fatalf("first new token while silent: %v, want ErrUnavailable", err)
+	if _, err := c.Authenticate(ctx, fresh[0], ""); !errors.Is(err, ErrUnavailable) || !errors.Is(err, errSilent) {
+		t.Fatalf("first new token while silent: %v, want ErrUnavailable for a timeout", err)
 	}
 	// Counted by the client before it sends a validation (a count at the
 	// proxy could still see the first, timed-out request arrive late).
 	before := c.validations.Load()
-	for _, tok := range fresh[1:] {
-		if _, err := c.Authenticate(ctx, tok, ""); !errors.Is(err, ErrUnavailable) {
-			t.Fatalf("new token while known silent: %v, want ErrUnavailable", err)
+	failFast := func(when string, tokens ...string) {
+		t.Helper()
+		for _, tok := range tokens {
+			if _, err := c.Authenticate(ctx, tok, ""); !errors.Is(err, ErrUnavailable) || errors.Is(err, errSilent) {
+				t.Fatalf("new token %s: %v, want ErrUnavailable at once", when, err)
+			}
+		}
+		if n := c.validations.Load() - before; n != 0 {
+			t.Fatalf("%d validations were sent to Keystone %s, want 0", n, when)
 		}
 	}
-	if n := c.validations.Load() - before; n != 0 {
-		t.Fatalf("%d validations were sent to the silent Keystone after the first timeout, want 0", n)
-	}
+	failFast("while known silent", fresh[1:]...)
 	p.fail.Store(0)
-	tok := fresh[1]
-	deadline := time.Now().Add(time.Minute)
-	for {
-		_, err := c.Authenticate(ctx, tok, "")
-		if err == nil {
-			break
-		}
-		if !errors.Is(err, ErrUnavailable) || time.Now().After(deadline) {
-			t.Fatalf("once Keystone answers again: %v", err)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	clock.advance(silentRetryInterval - time.Nanosecond)
+	failFast("answering again, before the retry interval passed", fresh[1:]...)
+	clock.advance(time.Nanosecond)
+	// The probe, sent; its answer ends the silence: the next token is
+	// sent too.
+	answered("the probe once the retry interval passed", fresh[1])
+	answered("a new token after the probe", fresh[2])
+}
+
+// fakeClock is a clock that moves only when told.
+type fakeClock struct {
+	mu sync.Mutex
+	at time.Time
+}
+
+func (f *fakeClock) now() time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.at
+}
+
+func (f *fakeClock) advance(d time.Duration) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.at = f.at.Add(d)
 }
