@@ -25,7 +25,7 @@
 // transaction's end; so creations keep the same order. Names sort in byte
 // order (COLLATE "C" in SQL, whatever the database's collation, as Go
 // sorts). A writer locks the counters it changes in one statement, in that
-// order, after every other lock it takes (quota.go lists the statements).
+// order, after its providers' locks (quota.go lists the statements).
 // The claim fast path (claim_write.go) creates no name, and creates its
 // new consumer after its providers' locks: two writes of one new consumer
 // at the same moment are the one case where writers can deadlock (and one
