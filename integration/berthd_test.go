@@ -52,6 +52,9 @@ type berthd struct {
 	stderr *proctest.Buffer
 	proc   *os.Process
 	exited chan struct{} // closed when the process has exited
+	// stop sends SIGTERM and waits for the exit (as the test's end
+	// does); nil for a process started elsewhere.
+	stop func()
 
 	dumpOnce sync.Once
 }
@@ -126,7 +129,8 @@ func startBerthdAt(t *testing.T, bin, dbURL, addr string, args ...string) (*bert
 			t.Errorf("berthd did not stop within %v of SIGTERM; killed\n%s", stopTimeout, stderr)
 		}
 	}
-	b := &berthd{url: "http://" + addr, client: &http.Client{Timeout: requestTimeout}, stderr: stderr, proc: cmd.Process, exited: exited}
+	b := &berthd{url: "http://" + addr, client: &http.Client{Timeout: requestTimeout}, stderr: stderr, proc: cmd.Process,
+		exited: exited, stop: stop}
 	deadline := time.Now().Add(startTimeout)
 	for {
 		resp, err := b.client.Get(b.url + "/")

@@ -186,11 +186,7 @@ func (s *Store) replaceAllocationsGeneral(ctx context.Context, t *txn, consumers
 	if err := plan.lock(ctx, t); err != nil {
 		return err
 	}
-	guard, err := s.lockQuota(ctx, t, q, plan)
-	if err != nil {
-		return err
-	}
-	err = plan.apply(ctx, t)
+	err = plan.clear(ctx, t)
 	var uc *unknownClassError
 	if errors.As(err, &uc) {
 		return invalid("", "Unable to allocate inventory for consumer %s: No such resource class %s.", uc.consumer, uc.class)
@@ -198,7 +194,14 @@ func (s *Store) replaceAllocationsGeneral(ctx context.Context, t *txn, consumers
 	if err != nil {
 		return err
 	}
-	if err := guard.check(plan.usageDeltas()); err != nil {
+	guard, err := s.countQuota(ctx, t, q, plan)
+	if err != nil {
+		return err
+	}
+	if err := plan.write(ctx, t); err != nil {
+		return err
+	}
+	if err := guard.check(); err != nil {
 		return err
 	}
 	return writeConsumerDetails(ctx, t, ws, rows)
@@ -392,41 +395,48 @@ type invKey struct {
 	class    int32
 }
 
-// apply writes the plan, and what it changes in its projects' usage
-// counters (quota.go). The caller holds the row locks of every provider
-// involved (lock), so the capacity seen here cannot change before commit,
-// and of every counter (lockQuota).
-func (p *allocPlan) apply(ctx context.Context, t *txn) error {
+// clear resolves the plan's classes, deletes its consumers' allocations
+// and checks the new ones against what their providers hold without them
+// (checkCapacity). The caller holds the row locks of every provider
+// involved (lock), so the capacity seen here cannot change before commit.
+func (p *allocPlan) clear(ctx context.Context, t *txn) error {
 	if err := p.resolveClasses(ctx, t); err != nil {
 		return err
 	}
-	consumerIDs := make([]int64, len(p.consumers))
-	for i, c := range p.consumers {
-		consumerIDs[i] = c.id
-	}
-	if _, err := t.Exec(ctx, `DELETE FROM allocations WHERE consumer_id = ANY($1)`, consumerIDs); err != nil {
+	if _, err := t.Exec(ctx, `DELETE FROM allocations WHERE consumer_id = ANY($1)`, p.consumerIDs()); err != nil {
 		return err
 	}
-	if err := p.checkCapacity(ctx, t); err != nil {
-		return err
-	}
+	return p.checkCapacity(ctx, t)
+}
+
+// write writes the plan's allocations, after clear, once the plan is
+// counted in its projects' usage counters (countQuota, quota.go): the new
+// allocations, the generations, and the delete of consumers left with
+// nothing.
+func (p *allocPlan) write(ctx context.Context, t *txn) error {
 	if err := p.insert(ctx, t); err != nil {
 		return err
 	}
 	if err := p.bumpGenerations(ctx, t); err != nil {
 		return err
 	}
-	if err := countUsage(ctx, t, p.usageDeltas()); err != nil {
-		return err
-	}
 	// Consumers left with nothing are deleted, as in Placement.
 	if _, err := t.Exec(ctx, `
 		DELETE FROM consumers c WHERE c.id = ANY($1)
-		AND NOT EXISTS (SELECT 1 FROM allocations a WHERE a.consumer_id = c.id)`, consumerIDs); err != nil {
+		AND NOT EXISTS (SELECT 1 FROM allocations a WHERE a.consumer_id = c.id)`, p.consumerIDs()); err != nil {
 		return err
 	}
 	t.touch(p.providerIDs()...)
 	return nil
+}
+
+// consumerIDs lists the ids of the plan's consumers.
+func (p *allocPlan) consumerIDs() []int64 {
+	ids := make([]int64, len(p.consumers))
+	for i, c := range p.consumers {
+		ids[i] = c.id
+	}
+	return ids
 }
 
 // resolveClasses sets the class id of every write, resolved in request

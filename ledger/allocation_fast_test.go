@@ -22,37 +22,44 @@ func newClaim(consumer, rp string, res ...engine.ResourceAmount) ledger.Consumer
 
 // TestFastClaimWrites checks that a new consumer's write leaves what the
 // general path leaves: generations (provider +1, consumer 1), type,
-// owner, usage.
+// owner, usage; for an owner that exists (the fast path) and for a new
+// project, user and type (the general path, which creates them).
 func TestFastClaimWrites(t *testing.T) {
 	f := newFixture(t)
 	rp := f.provider("rp", inv("VCPU", 8), inv("MEMORY_MB", 1024))
-	c := uuid.NewString()
-	w := newClaim(c, rp, res("VCPU", 2), res("MEMORY_MB", 512))
-	w.ProjectID, w.UserID = "fresh-project", "fresh-user"
-	if err := f.store.AllocationsReplace(f.ctx, []ledger.ConsumerAllocations{w}); err != nil {
-		t.Fatal(err)
+	f.known([]string{"known-project"}, []string{"known-user"}, nil)
+	for i, owner := range [][3]string{{"known-project", "known-user", "INSTANCE"}, {"fresh-project", "fresh-user", "FRESH"}} {
+		c := uuid.NewString()
+		w := newClaim(c, rp, res("VCPU", 2), res("MEMORY_MB", 512))
+		w.ProjectID, w.UserID, w.ConsumerType = owner[0], owner[1], owner[2]
+		if err := f.store.AllocationsReplace(f.ctx, []ledger.ConsumerAllocations{w}); err != nil {
+			t.Fatal(err)
+		}
+		u := f.usages(rp)
+		if u.Generation != int64(2+i) || u.Usages["VCPU"] != int64(2+2*i) || u.Usages["MEMORY_MB"] != int64(512+512*i) {
+			t.Fatalf("provider after claim %d: %+v", i+1, u)
+		}
+		got, err := f.store.AllocationsByConsumer(f.ctx, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := ledger.Consumer{UUID: c, ProjectID: owner[0], UserID: owner[1], Generation: 1, Type: owner[2]}
+		if got.Consumer == nil || *got.Consumer != want || len(got.Allocations) != 2 {
+			t.Fatalf("consumer %+v with %d allocations, want %+v with 2", got.Consumer, len(got.Allocations), want)
+		}
+		// The consumer exists now: the same write is a generation conflict.
+		le := rejection(t, f.store.AllocationsReplace(f.ctx, []ledger.ConsumerAllocations{w}), fault.ErrConflict)
+		if le.Code != fault.CodeConcurrentUpdate || !strings.Contains(le.Msg, "expected 1 but got None") {
+			t.Fatalf("second write: %v (%s)", le, le.Code)
+		}
 	}
-	u := f.usages(rp)
-	if u.Generation != 2 || u.Usages["VCPU"] != 2 || u.Usages["MEMORY_MB"] != 512 {
-		t.Fatalf("provider after claim: %+v", u)
-	}
-	got, err := f.store.AllocationsByConsumer(f.ctx, c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := ledger.Consumer{UUID: c, ProjectID: "fresh-project", UserID: "fresh-user", Generation: 1, Type: "INSTANCE"}
-	if got.Consumer == nil || *got.Consumer != want || len(got.Allocations) != 2 {
-		t.Fatalf("consumer %+v with %d allocations, want %+v with 2", got.Consumer, len(got.Allocations), want)
-	}
-	// The consumer exists now: the same write is a generation conflict.
-	le := rejection(t, f.store.AllocationsReplace(f.ctx, []ledger.ConsumerAllocations{w}), fault.ErrConflict)
-	if le.Code != fault.CodeConcurrentUpdate || !strings.Contains(le.Msg, "expected 1 but got None") {
-		t.Fatalf("second write: %v (%s)", le, le.Code)
-	}
+	f.checkUsages()
 }
 
 // TestFastClaimRefusals makes the fast path refuse in each way it can and
-// checks that the answer is the general path's error and nothing changed.
+// checks that the answer is the general path's error and nothing changed:
+// each case's owner exists (the fast path writes no other), but for the
+// last, whose new project, user and type the refusal leaves uncreated.
 func TestFastClaimRefusals(t *testing.T) {
 	f := newFixture(t)
 	disk := inv("DISK_GB", 100)
@@ -74,10 +81,14 @@ func TestFastClaimRefusals(t *testing.T) {
 		{"class without inventory", newClaim(uuid.NewString(), other, res("VCPU", 1)), fault.ErrConflict, "Inventory for 'VCPU' on resource provider '" + other + "' invalid"},
 		{"unknown class", newClaim(uuid.NewString(), rp, res("CUSTOM_NOPE", 1)), fault.ErrInvalid, "No such resource class CUSTOM_NOPE"},
 		{"unknown provider", newClaim(uuid.NewString(), uuid.NewString(), res("VCPU", 1)), fault.ErrInvalid, "that does not exist"},
+		{"over capacity, new owner", newClaim(uuid.NewString(), rp, res("VCPU", 2)), fault.ErrConflict, "would exceed the capacity"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.w.ProjectID, tt.w.UserID, tt.w.ConsumerType = "p-"+tt.name, "u-"+tt.name, "T_"+strings.ToUpper(strings.ReplaceAll(tt.name, " ", "_"))
+			if !strings.HasSuffix(tt.name, "new owner") {
+				f.known([]string{tt.w.ProjectID}, []string{tt.w.UserID}, []string{tt.w.ConsumerType})
+			}
 			before := f.dump()
 			le := rejection(t, f.store.AllocationsReplace(f.ctx, []ledger.ConsumerAllocations{tt.w}), tt.kind)
 			if !strings.Contains(le.Msg, tt.detail) {

@@ -32,25 +32,26 @@ import (
 // each had run in a transaction of its own, one after the other. It
 // cannot count a claim that was refused, so it stops at the first claim
 // that does not fit (no room, an unknown class or provider, a consumer
-// that exists or that an earlier claim of the batch creates): that claim
-// and every one after it are sent again, in a second implicit
-// transaction, as one fastWriteSQL each (sendWrites), where each
-// statement sees the rows of the earlier ones. A claim whose statement
-// refuses there writes nothing and does not stop the others; its caller
-// runs the general path, as after a lone fast write that refused. So
-// every claim is checked against exactly the claims written before it;
-// a batch where all fit costs one statement, and PostgreSQL about a
-// quarter less CPU per claim than a statement per claim
-// (BenchmarkClaimBatchStatement, docs/performance.md).
+// that exists or that an earlier claim of the batch creates, a project,
+// user or type that does not exist yet: fastWriteSQL's refusals): that
+// claim and every one after it are sent again, in a second implicit
+// transaction, as one fastWriteSQL each (sendWrites, whose lock
+// statement, usageLockSQL, locks all their usage counters at once, after
+// their providers), where each statement sees the rows of the earlier
+// ones. A claim whose statement refuses there writes nothing and does
+// not stop the others; its caller runs the general path, as after a lone
+// fast write that refused. So every claim is checked against exactly the
+// claims written before it; a batch where all fit costs one statement,
+// and PostgreSQL about a quarter less CPU per claim than a statement per
+// claim (BenchmarkClaimBatchStatement, docs/performance.md).
 //
 // A batch is atomic as a whole only in failure: if any statement raises
-// an error (a deadlock on a new project name with another process, a
-// value PostgreSQL rejects, a lost connection), the whole implicit
-// transaction rolls back and every claim of it (the batch, or the claims
-// sent again after the first refusal) is sent again alone, where it
-// meets its own error or succeeds. So a batch never
-// changes what a claim may do or the error it gets, only what the claims
-// cost.
+// an error (a value PostgreSQL rejects, a lost connection, a deadlock on
+// a consumer that another write creates at the same moment), the whole
+// implicit transaction rolls back and every claim of it (the batch, or
+// the claims sent again after the first refusal) is sent again alone,
+// where it meets its own error or succeeds. So a batch never changes
+// what a claim may do or the error it gets, only what the claims cost.
 //
 // A lone claim at an idle writer goes out at once: batches form only
 // from claims that would otherwise wait, and no claim waits for a timer.
@@ -162,15 +163,12 @@ func (s *Store) queueClaim(ctx context.Context, fc fastClaim) (*ownWrite, error)
 // its project's usage counters, locked here (lk) when a claim of the
 // batch is limited, plus what it and every earlier claim of the batch
 // add; quota.go), or whose consumer
-// exists or is an earlier claim's. Claims before it are written
-// as fastWriteSQL writes one: projects, users and types created if new,
-// the consumer, its sticky keys, its allocations (ids in request order),
-// the providers' generations (once per claim), the projects' usage
-// counters (once per project and resource), the claim's request, its
-// stored claim. A
-// claim before "first" whose project, user or type a concurrent write is
-// still creating is not written (as in fastWriteSQL); later claims counted
-// it all the same, which can only make them refuse, never overcommit.
+// exists or is an earlier claim's, or whose project, user or type does
+// not exist yet. Claims before it are written as fastWriteSQL writes
+// one: the consumer, its sticky keys, its allocations (ids in request
+// order), the providers' generations (once per claim), the projects'
+// usage counters (once per project and resource, in the global order),
+// the claim's request, its stored claim.
 //
 // One row per written claim in queue order (claim 1-based; a
 // generation is the provider's after that claim, for the snapshot to
@@ -199,6 +197,13 @@ WITH req AS (
 	LEFT JOIN LATERAL (SELECT id FROM resource_providers WHERE uuid = req.provider_uuid LIMIT 1) rp ON true
 	LEFT JOIN LATERAL (SELECT id FROM resource_classes WHERE name = req.class LIMIT 1) rc ON true
 	LEFT JOIN inventories i ON i.resource_provider_id = rp.id AND i.resource_class_id = rc.id
+), owner AS (
+	-- Each claim's project, user and type, which must exist (NULL: not
+	-- written).
+	SELECT cl.claim, cl.ctype, p.id AS project_id, u.id AS user_id, t.id AS type_id FROM cl
+	LEFT JOIN projects p ON p.external_id = cl.project
+	LEFT JOIN users u ON u.external_id = cl.usr
+	LEFT JOIN consumer_types t ON t.name = cl.ctype
 ), lim AS (
 	-- Each claim's limits (quota.go): those given ($21 to $23: claim,
 	-- resource, limit), or the stored ones of the claims whose limits are
@@ -224,7 +229,7 @@ WITH req AS (
 	SELECT u.project_id, u.resource, u.used FROM project_usages u
 	WHERE (u.project_id, u.resource) IN (SELECT p.id, adds.resource FROM adds JOIN projects p ON p.external_id = adds.project)
 	  AND (SELECT active FROM limited)
-	ORDER BY u.project_id, u.resource
+	ORDER BY u.project_id, u.resource COLLATE "C"
 	FOR UPDATE
 ), over AS (
 	-- When a claim of the batch is limited: the claims that would take a
@@ -251,33 +256,17 @@ WITH req AS (
 		-- statistics of an empty table, as a hash of every consumer.
 		SELECT cl.claim FROM cl WHERE cl.consumer IN (SELECT uuid FROM consumers WHERE uuid = ANY($5::uuid[]))
 		   OR EXISTS (SELECT 1 FROM cl c2 WHERE c2.consumer = cl.consumer AND c2.claim < cl.claim)
+		UNION ALL
+		-- A project, user or type that does not exist yet: the general path
+		-- creates names (fastWriteSQL).
+		SELECT claim FROM owner WHERE project_id IS NULL OR user_id IS NULL OR (ctype <> '' AND type_id IS NULL)
 	) bad
 ), ok AS (
 	SELECT cl.* FROM cl, cut WHERE cl.claim < cut.first
-), np AS (
-	INSERT INTO projects (external_id) SELECT DISTINCT ok.project FROM ok
-	WHERE NOT EXISTS (SELECT 1 FROM projects WHERE external_id = ok.project)
-	ORDER BY 1 -- names in one order, as in every batch: no deadlock between two
-	ON CONFLICT DO NOTHING RETURNING id, external_id
-), nu AS (
-	INSERT INTO users (external_id) SELECT DISTINCT ok.usr FROM ok
-	WHERE NOT EXISTS (SELECT 1 FROM users WHERE external_id = ok.usr)
-	ORDER BY 1
-	ON CONFLICT DO NOTHING RETURNING id, external_id
-), nt AS (
-	INSERT INTO consumer_types (name) SELECT DISTINCT ok.ctype FROM ok
-	WHERE ok.ctype <> '' AND NOT EXISTS (SELECT 1 FROM consumer_types WHERE name = ok.ctype)
-	ORDER BY 1
-	ON CONFLICT DO NOTHING RETURNING id, name
 ), c AS (
 	INSERT INTO consumers (uuid, project_id, user_id, consumer_type_id, generation, name, properties)
-	SELECT ok.consumer, COALESCE(np.id, p.id), COALESCE(nu.id, u.id), COALESCE(nt.id, t.id), 1, ok.name, ok.properties
-	FROM ok
-	LEFT JOIN np ON np.external_id = ok.project LEFT JOIN projects p ON p.external_id = ok.project
-	LEFT JOIN nu ON nu.external_id = ok.usr LEFT JOIN users u ON u.external_id = ok.usr
-	LEFT JOIN nt ON nt.name = ok.ctype LEFT JOIN consumer_types t ON t.name = ok.ctype
-	WHERE COALESCE(np.id, p.id) IS NOT NULL AND COALESCE(nu.id, u.id) IS NOT NULL
-	  AND (ok.ctype = '' OR COALESCE(nt.id, t.id) IS NOT NULL)
+	SELECT ok.consumer, o.project_id, o.user_id, o.type_id, 1, ok.name, ok.properties
+	FROM ok JOIN owner o ON o.claim = ok.claim
 	ORDER BY ok.claim -- ids in queue order: the generations below rely on it
 	ON CONFLICT (uuid) DO NOTHING
 	RETURNING id, uuid, project_id
@@ -309,7 +298,7 @@ WITH req AS (
 	-- The projects' usage counters: what the claims written add.
 	INSERT INTO project_usages AS u (project_id, resource, used)
 	SELECT cc.project_id, adds.resource, sum(adds.amount)::bigint FROM cc JOIN adds ON adds.claim = cc.claim
-	GROUP BY 1, 2 ORDER BY 1, 2
+	GROUP BY cc.project_id, adds.resource ORDER BY cc.project_id, adds.resource COLLATE "C"
 	ON CONFLICT (project_id, resource) DO UPDATE SET used = u.used + EXCLUDED.used
 	RETURNING 1
 ), q AS (

@@ -98,10 +98,11 @@ func TestClaimBatchCommitsQueuedClaimsTogether(t *testing.T) {
 	bf, held := newBatchFixture(t)
 	rp := bf.provider("rp", inv("VCPU", 5), inv("MEMORY_MB", 64))
 	bf.summaryBy(rp, "MEMORY_MB") // load the snapshot
+	bf.known([]string{"batch-project"}, []string{"batch-user"}, nil)
 	var ws []ledger.ConsumerAllocations
 	for range 8 {
 		w := newClaim(uuid.NewString(), rp, res("VCPU", 1))
-		w.ProjectID, w.UserID = "batch-project", "batch-user" // new, and shared by the batch
+		w.ProjectID, w.UserID = "batch-project", "batch-user" // shared by the batch
 		ws = append(ws, w)
 	}
 	answers := bf.send(t, ws)
@@ -168,9 +169,10 @@ func TestClaimBatchRefusalsInTheMiddle(t *testing.T) {
 	rp := bf.provider("rp", inv("VCPU", 5), inv("MEMORY_MB", 64))
 	other := bf.provider("other", inv("VCPU", 5))
 	bf.summaryBy(rp, "MEMORY_MB") // load the snapshot
+	bf.known([]string{"batch-project"}, []string{"batch-user"}, nil)
 	claim := func(rp string, r engine.ResourceAmount) ledger.ConsumerAllocations {
 		w := newClaim(uuid.NewString(), rp, r)
-		w.ProjectID, w.UserID = "batch-project", "batch-user" // new, and shared by the batch
+		w.ProjectID, w.UserID = "batch-project", "batch-user" // shared by the batch
 		return w
 	}
 	ws := []ledger.ConsumerAllocations{
@@ -228,6 +230,57 @@ func TestClaimBatchRefusalsInTheMiddle(t *testing.T) {
 	if batches, claims := ledger.ClaimBatches(bf.store); batches != 2 || claims != 9 {
 		t.Fatalf("writers took %d batches of %d claims, want 2 of 9 (the first alone, then eight together)", batches, claims)
 	}
+}
+
+// TestClaimBatchNewNames queues, in one batch, claims of a known owner
+// and claims of a new project, one of them with a new user and more than
+// the provider holds.
+// The fast path creates no project, user or type (claim_write.go): the
+// batch stops at the first claim of a new name, and that claim and those
+// after it are written, or refused, as alone: the claims of the new
+// project by the general path, which creates it; the one without room is
+// refused with the general path's error and leaves no user behind.
+func TestClaimBatchNewNames(t *testing.T) {
+	bf, _ := newBatchFixture(t)
+	rp := bf.provider("rp", inv("VCPU", 4))
+	claim := func(project, user string, vcpu int64) ledger.ConsumerAllocations {
+		w := newClaim(uuid.NewString(), rp, res("VCPU", vcpu))
+		w.ProjectID, w.UserID = project, user
+		return w
+	}
+	ws := []ledger.ConsumerAllocations{
+		claim("proj", "user", 1), claim("new-project", "user", 1), claim("proj", "user", 1),
+		claim("new-project", "new-user", 5), claim("new-project", "user", 1),
+	}
+	answers := bf.sendInOrder(t, ws)
+	bf.release()
+	if err := <-bf.first; err != nil {
+		t.Fatalf("first claim: %v", err)
+	}
+	for i, a := range answers {
+		err := <-a
+		if i == 3 {
+			if le := rejection(t, err, fault.ErrConflict); !strings.Contains(le.Msg, "would exceed the capacity") {
+				t.Errorf("claim 4: %v, want no room", le)
+			}
+		} else if err != nil {
+			t.Errorf("claim %d: %v, want it written", i+1, err)
+		}
+	}
+	if u := bf.usages(rp); u.Usages["VCPU"] != 4 {
+		t.Fatalf("provider after the batch: %+v, want VCPU 4", u)
+	}
+	var users int
+	if err := bf.db.QueryRow(bf.ctx, `SELECT count(*) FROM users WHERE external_id = 'new-user'`).Scan(&users); err != nil {
+		t.Fatal(err)
+	}
+	if users != 0 {
+		t.Fatalf("the refused claim's new user was created")
+	}
+	if batches, claims := ledger.ClaimBatches(bf.store); batches != 2 || claims != 6 {
+		t.Fatalf("writers took %d batches of %d claims, want 2 of 6 (the first alone, then five together)", batches, claims)
+	}
+	bf.checkUsages()
 }
 
 // TestClaimBatchSameConsumerTwice queues two claims for one new

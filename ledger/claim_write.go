@@ -64,7 +64,7 @@ func (s *Store) ClaimWrite(ctx context.Context, p ClaimWriteParams) error {
 	}
 	return s.withTx(ctx, func(t *txn) error {
 		if p.IfLeaseExpired != "" {
-			if err := lockLeaseExpired(ctx, t, p.IfLeaseExpired); err != nil {
+			if err := lockLeaseExpired(ctx, t, p.IfLeaseExpired, p.Consumers); err != nil {
 				return err
 			}
 		}
@@ -86,15 +86,22 @@ func (s *Store) ClaimWrite(ctx context.Context, p ClaimWriteParams) error {
 	})
 }
 
-// lockLeaseExpired locks consumer's row, then checks that its lease has
-// run out (checkLeaseExpired): the consumer's lock first, as every
-// writer of its allocations takes it.
-func lockLeaseExpired(ctx context.Context, t *txn, consumer string) error {
+// lockLeaseExpired locks consumer's row, with the rows of the consumers
+// the write changes (in uuid order, as every writer of allocations locks
+// consumers: a revert changes the instance and its migration consumer),
+// then checks that consumer's lease has run out (checkLeaseExpired).
+func lockLeaseExpired(ctx context.Context, t *txn, consumer string, consumers []ConsumerAllocations) error {
 	id, ok := canonicalUUID(consumer)
 	if !ok {
 		return invalid("", "Malformed consumer uuid: %s", consumer)
 	}
-	if _, err := lockConsumers(ctx, t, []string{id}); err != nil {
+	ids := []string{id}
+	for _, c := range consumers {
+		if other, ok := canonicalUUID(c.ConsumerUUID); ok {
+			ids = append(ids, other)
+		}
+	}
+	if _, err := lockConsumers(ctx, t, ids); err != nil {
 		return err
 	}
 	return checkLeaseExpired(ctx, t, id)
@@ -201,8 +208,8 @@ func (s *Store) allocationsReplace(ctx context.Context, consumers []ConsumerAllo
 //     (every writer of allocations holds the provider's lock until it
 //     commits). It re-checks every allocation against the inventory
 //     (class present, min_unit, max_unit, step_size, capacity) and, only
-//     if all fit, creates the project, user and consumer type if they are
-//     new, creates the consumer (generation 1, with the claim's name and
+//     if all fit and the claim's project, user and consumer type exist,
+//     creates the consumer (generation 1, with the claim's name and
 //     properties), inserts the allocations, copies the providers' sticky
 //     placement keys to the consumer when asked (as writeConsumerDetails
 //     does) and bumps the providers' generations. It answers whether it
@@ -217,16 +224,26 @@ func (s *Store) allocationsReplace(ctx context.Context, consumers []ConsumerAllo
 // implicit transaction: one round trip, no BEGIN or COMMIT.
 //
 // When the write statement refuses (no room, a provider or class that
-// does not exist, a consumer that exists after all), it wrote nothing and
-// the general path runs in a transaction of its own: it either writes (if
-// room was made meanwhile) or refuses with Placement's exact error. So the
-// fast path changes the cost of a claim, never what a write may do. One
-// race makes it refuse too: a project, user or type that a concurrent,
-// still uncommitted write is creating is not visible to this statement's
-// snapshot; the consumer is then not written (the guard on c) and the
-// general path, which reads names in a statement of their own, writes it.
-// If that race hits only one of the names, the other (new) name's row may
-// stay behind unreferenced, as after a write that was later deleted.
+// does not exist, a consumer that exists after all, a new project, user
+// or type), it wrote nothing and the general path runs in a transaction
+// of its own: it either writes (if room was made meanwhile) or refuses
+// with Placement's exact error. So the fast path changes the cost of a
+// claim, never what a write may do.
+//
+// Locks, in the global order (doc.go): providers, then the project's
+// counters. It creates no project, user or type: creating a name takes a
+// lock on it (a concurrent creator of the same name waits for the
+// transaction's end), and every other writer takes names first, before
+// any provider's lock, so a name created here, after the providers',
+// could close a cycle with a general-path write that created it and
+// waits for one of those providers. The first claim of a new project,
+// user or type takes the general path, which creates the names first.
+// The consumer's row is created after the providers' locks, unlike the
+// general path's (which creates it before them): a new consumer's uuid
+// is a lock only for another write of the same new consumer at the same
+// moment, the one case where the two paths can deadlock (one is
+// retried).
+//
 // fastPlanSQL comes first in the pipeline: for the rest of the implicit
 // transaction, prepared statements run their generic plan. Left to
 // choose, PostgreSQL plans fastWriteSQL afresh at every execution (its
@@ -249,6 +266,7 @@ func (s *Store) allocationsReplace(ctx context.Context, consumers []ConsumerAllo
 // (TestClaimPlansAfterEmptyAnalyze).
 const fastPlanSQL = `SELECT set_config('plan_cache_mode', 'force_generic_plan', true), set_config('enable_seqscan', 'off', true)`
 
+// fastLockSQL locks the providers $1 (uuids) in id order.
 const fastLockSQL = `
 SELECT id FROM resource_providers WHERE uuid = ANY($1::uuid[]) ORDER BY id FOR UPDATE`
 
@@ -269,22 +287,11 @@ WITH req AS (
 	LEFT JOIN inventories i ON i.resource_provider_id = rp.id AND i.resource_class_id = rc.id
 ), ok AS (
 	SELECT bool_and(COALESCE(fits, false)) AS ok FROM chk
-), np AS (
-	INSERT INTO projects (external_id) SELECT $5::text FROM ok
-	WHERE ok.ok AND NOT EXISTS (SELECT 1 FROM projects WHERE external_id = $5::text)
-	ON CONFLICT DO NOTHING RETURNING id
-), nu AS (
-	INSERT INTO users (external_id) SELECT $6::text FROM ok
-	WHERE ok.ok AND NOT EXISTS (SELECT 1 FROM users WHERE external_id = $6::text)
-	ON CONFLICT DO NOTHING RETURNING id
-), nt AS (
-	INSERT INTO consumer_types (name) SELECT $7::text FROM ok
-	WHERE ok.ok AND $7::text <> '' AND NOT EXISTS (SELECT 1 FROM consumer_types WHERE name = $7::text)
-	ON CONFLICT DO NOTHING RETURNING id
 ), owner AS (
-	SELECT COALESCE((SELECT id FROM np), (SELECT id FROM projects WHERE external_id = $5::text)) AS project_id,
-	       COALESCE((SELECT id FROM nu), (SELECT id FROM users WHERE external_id = $6::text)) AS user_id,
-	       COALESCE((SELECT id FROM nt), (SELECT id FROM consumer_types WHERE name = $7::text)) AS type_id
+	-- The project, user and type, which must exist (NULL: not written).
+	SELECT (SELECT id FROM projects WHERE external_id = $5::text) AS project_id,
+	       (SELECT id FROM users WHERE external_id = $6::text) AS user_id,
+	       (SELECT id FROM consumer_types WHERE name = $7::text) AS type_id
 ), lim AS (
 	-- The project's limits (quota.go): those given ($19, $20; empty: none)
 	-- or, when NULL, the stored ones.
@@ -300,16 +307,18 @@ WITH req AS (
 ), lk AS (
 	-- The project's usage counters of every resource the claim adds to,
 	-- when one of them is limited and the claim fits: locked here, in the
-	-- global order, so after the providers' locks and only now, at the
-	-- write (quota.go). Under READ COMMITTED, FOR UPDATE waits for a
-	-- concurrent writer of a counter and returns the version it committed,
-	-- whatever this statement's snapshot: the newest usage, which no other
-	-- write can change until this transaction ends.
+	-- global order (by resource in byte order, as every writer of counters
+	-- orders them: quota.go), so after the providers' locks and only now,
+	-- at the write. Locking follows the ORDER BY (FOR UPDATE locks the
+	-- sorted rows one by one). Under READ COMMITTED, FOR UPDATE waits for
+	-- a concurrent writer of a counter and returns the version it
+	-- committed, whatever this statement's snapshot: the newest usage,
+	-- which no other write can change until this transaction ends.
 	SELECT u.resource, u.used FROM project_usages u
-	WHERE u.project_id = (SELECT id FROM projects WHERE external_id = $5::text)
+	WHERE u.project_id = (SELECT project_id FROM owner)
 	  AND u.resource IN (SELECT resource FROM adds)
 	  AND EXISTS (SELECT 1 FROM adds JOIN lim USING (resource)) AND (SELECT ok FROM ok)
-	ORDER BY u.resource
+	ORDER BY u.resource COLLATE "C"
 	FOR UPDATE
 ), qok AS (
 	-- Whether the claim keeps every limited counter of its project within
@@ -350,7 +359,7 @@ WITH req AS (
 	-- The project's usage counters: what the claim adds, if written.
 	INSERT INTO project_usages AS u (project_id, resource, used)
 	SELECT owner.project_id, adds.resource, adds.amount FROM c, owner, adds
-	ORDER BY adds.resource
+	ORDER BY adds.resource COLLATE "C"
 	ON CONFLICT (project_id, resource) DO UPDATE SET used = u.used + EXCLUDED.used
 	RETURNING 1
 ), q AS (
@@ -504,16 +513,16 @@ func (s *Store) sendFast(ctx context.Context, fc fastClaim) (*ownWrite, error) {
 }
 
 // sendWrites sends the write statements of fcs in one pipeline, as one
-// implicit transaction after one lock statement over all their
-// providers (and, when there are several and one is limited, their
-// projects' usage counters: usageLockSQL), and returns, per claim, what
-// its statement wrote (nil: it refused). Any error rolls back every
-// claim.
+// implicit transaction after one lock statement: for a claim alone,
+// fastLockSQL; for several (the claims of a batch that its statement did
+// not write), usageLockSQL, which locks their providers and then every
+// usage counter they add to (quota.go). It returns, per claim, what its
+// statement wrote (nil: it refused). Any error rolls back every claim.
 func (s *Store) sendWrites(ctx context.Context, fcs []fastClaim) ([]*ownWrite, error) {
 	ws := make([]*ownWrite, len(fcs))
 	var locks *usageLocks
 	if len(fcs) > 1 {
-		locks = usageLockArgsOf(fcs)
+		locks = usageLocksOf(fcs)
 	}
 	err := s.sendClaimPipeline(ctx, fcs, ws, locks, func(b *pgx.Batch) {
 		for _, fc := range fcs {
@@ -546,10 +555,11 @@ func planAndLock(providers []string) *pgx.Batch {
 	return b
 }
 
-// sendClaimPipeline sends fastPlanSQL, fastLockSQL over every provider
-// of fcs (usageLockSQL with locks, when not nil: quota.go), then the
-// write statements queue adds (which lock their projects' usage counters
-// themselves), as one pipeline and one implicit transaction, and reads
+// sendClaimPipeline sends fastPlanSQL, the lock statement (fastLockSQL
+// over every provider of fcs; usageLockSQL with locks, when not nil:
+// quota.go), then the write statements queue adds (which lock their
+// projects' usage counters themselves, after those of the lock
+// statement), as one pipeline and one implicit transaction, and reads
 // their answers with read, which fills ws (per claim, what it wrote; nil:
 // refused). On any error nothing was written, except errNotReplicated:
 // then ws committed on this primary, and the snapshot reloads their
@@ -573,7 +583,7 @@ func (s *Store) sendClaimPipeline(ctx context.Context, fcs []fastClaim, ws []*ow
 	b.Queue(fastPlanSQL)
 	if locks != nil {
 		// The providers' lock, then the usage counters' (quota.go).
-		b.Queue(usageLockSQL, providers, locks.projects, locks.resources, locks.modes)
+		b.Queue(usageLockSQL, providers, locks.projects, locks.resources)
 	} else {
 		b.Queue(fastLockSQL, providers)
 	}

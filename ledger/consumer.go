@@ -58,7 +58,8 @@ type consumerRow struct {
 
 // externalIDs gets or creates the rows of the given external ids in table
 // (projects or users, never user input). Rows are inserted in sorted order
-// so that concurrent writers wait for each other instead of deadlocking.
+// (byte order, whatever the database's collation) so that concurrent
+// writers wait for each other instead of deadlocking.
 func externalIDs(ctx context.Context, t *txn, table string, names []string) (map[string]int32, error) {
 	return namedIDs(ctx, t, table, "external_id", names)
 }
@@ -81,7 +82,7 @@ func namedIDs(ctx context.Context, t *txn, table, column string, names []string)
 	}
 	if _, err := t.Exec(ctx, `
 		INSERT INTO `+table+` (`+column+`)
-		SELECT n FROM unnest($1::text[]) AS n ORDER BY n
+		SELECT n FROM unnest($1::text[]) AS n ORDER BY n COLLATE "C"
 		ON CONFLICT DO NOTHING`, names); err != nil {
 		return nil, err
 	}

@@ -18,8 +18,19 @@
 // before it reads capacity and usage, so checks and writes cannot
 // interleave. Writes take their locks in one order — projects, users and
 // consumer types (by name), consumers (by uuid), providers (by id), then
-// the projects' usage counters (by project and resource) — so concurrent
-// writers queue instead of deadlocking.
+// the projects' usage counters (by project id, then resource) — so
+// concurrent writers queue instead of deadlocking. Creating a row with a
+// unique key (a new project name, a new counter) takes a lock as locking
+// one does: a concurrent creator of the same key waits for the
+// transaction's end; so creations keep the same order. Names sort in byte
+// order (COLLATE "C" in SQL, whatever the database's collation, as Go
+// sorts). A writer locks the counters it changes in one statement, in that
+// order, after its providers' locks (quota.go lists the statements).
+// The claim fast path (claim_write.go) creates no name, and creates its
+// new consumer after its providers' locks: two writes of one new consumer
+// at the same moment are the one case where writers can deadlock (and one
+// of them is retried). The lease reaper locks the consumers it writes, in
+// uuid order, before it checks the lease; the names it writes exist.
 //
 // Quotas: every statement that writes allocations also counts what it
 // changes in its projects' usage counters (migration 0009), and a write
@@ -38,8 +49,9 @@
 //   - the entities, one file each: provider.go, inventory.go,
 //     resourceclass.go, trait.go, aggregate.go, consumer.go,
 //     consumer_details.go, allocation.go (the general allocation write:
-//     plan, lock, check, apply), usage.go, project_usage.go (usage per
-//     project, paged, for the console), reshape.go, overcapacity.go,
+//     plan, lock, clear and check, count, write), usage.go,
+//     project_usage.go (usage per project, paged, for the console),
+//     reshape.go, overcapacity.go,
 //     placement_keys.go, state.go (reported provider state),
 //     evacuation.go (evacuated root providers, which claims avoid), and
 //     what the

@@ -88,7 +88,27 @@ func newFixtureOn(t *testing.T, dbURL string) *fixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close(context.Background()) })
-	return &fixture{t: t, ctx: ctx, store: store, db: db}
+	f := &fixture{t: t, ctx: ctx, store: store, db: db}
+	f.known([]string{"proj"}, []string{"user"}, []string{"INSTANCE"})
+	return f
+}
+
+// known creates projects, users and consumer types, as a cloud holds
+// those it has claimed for before. The claim fast path writes claims of
+// names that exist (a new name's first claim takes the general path:
+// claim_write.go), so a test of the fast path or of batches names them
+// here first; newFixtureOn names the tests' usual ones (alloc's and
+// newClaim's).
+func (f *fixture) known(projects, users, types []string) {
+	f.t.Helper()
+	for _, n := range []struct {
+		table, column string
+		names         []string
+	}{{"projects", "external_id", projects}, {"users", "external_id", users}, {"consumer_types", "name", types}} {
+		if _, err := f.db.Exec(f.ctx, `INSERT INTO `+n.table+` (`+n.column+`) SELECT unnest($1::text[]) ON CONFLICT DO NOTHING`, n.names); err != nil {
+			f.t.Fatal(err)
+		}
+	}
 }
 
 // provider creates a root provider with the given inventories, written

@@ -69,6 +69,10 @@ func TestCommitNotReplicated(t *testing.T) {
 	}
 	rp := ledgertest.Provider(t, setup, "sync", ledger.DefaultInventory("VCPU", 8))
 	setup.Close()
+	// The claims' owner exists, so that the first claim takes the fast
+	// path (which writes claims of known names only).
+	ledgertest.Exec(t, local, `INSERT INTO projects (external_id) VALUES ('p')`)
+	ledgertest.Exec(t, local, `INSERT INTO users (external_id) VALUES ('u')`)
 
 	store, err := ledger.Open(ctx, ledger.Config{DatabaseURL: local, SnapshotRefresh: -1, ClaimWriters: -1})
 	if err != nil {

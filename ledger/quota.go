@@ -22,8 +22,8 @@ import (
 //     fastWriteSQL and batchWriteSQL);
 //   - the general path (AllocationsReplace, ClaimWrite, Reshape) adds
 //     what its plan changes, old allocations out and new ones in, with
-//     the consumers' old and new projects and types (allocPlan.apply,
-//     usageDeltas, countUsage);
+//     the consumers' old and new projects and types (usageDeltas,
+//     countQuota), once they fit, before they are written;
 //   - AllocationsDelete and the audit's fixes that delete a consumer
 //     (audit_fix.go, deleteConsumer) take the consumer's allocations out
 //     (releaseUsageSQL);
@@ -59,15 +59,31 @@ import (
 // queue on its counters only for the end of their write statements and
 // their commits. A claim over its limit, or one that adds to a counter
 // that does not exist yet, is not written there and goes down the general
-// path, whose check (quotaGuard) creates the counters and words the
-// refusal.
+// path, whose count (countQuota) creates the counters and whose check
+// (quotaGuard) words the refusal.
 //
-// One pipeline of fast writes locks the counters first (usageLockSQL): the
-// claims of a batch that its statement did not write, sent again one
-// statement each in one transaction (claim_batch.go), whose statements
-// would otherwise lock their projects' counters one project after the
-// other, in queue order, and could deadlock with another writer that
-// locks them in the global order.
+// Every writer locks counters in one order, the last of the global order
+// (doc.go): after its providers, by project id, then by resource in byte
+// order (COLLATE "C" in every ORDER BY that locks counters, so that the
+// order does not depend on the database's collation and is the order Go
+// sorts in). And each writer locks all its counters in one statement, so
+// that no statement of it locks a counter after another statement locked
+// a later one:
+//
+//   - a claim alone, in its write statement (lk when limited, else cnt:
+//     one project);
+//   - a batch, in its write statement (lk when a claim of it is limited,
+//     else cnt);
+//   - the claims of a batch that its statement did not write, sent again
+//     one statement each in one transaction (claim_batch.go), in their
+//     lock statement (usageLockSQL), limited or not: their statements,
+//     one after the other in queue order, would otherwise lock several
+//     projects' counters, or one project's resources, out of that order;
+//   - the general path, in one statement that counts its plan and creates
+//     the counters that do not exist yet (countUsageSQL): creating a
+//     counter takes its lock as locking it does, so creating one after
+//     locking others would take a lock out of order;
+//   - a consumer's delete, in releaseUsageSQL (one project).
 
 // ResourceConsumers is the resource that counts a project's consumers
 // (those holding allocations; migration consumers count toward nothing).
@@ -126,164 +142,158 @@ func sortedResources(l Limits) []string {
 	return out
 }
 
-// usageLockSQL is fastLockSQL for a pipeline of several fast write
-// statements (sendWrites) one of whose claims is held to a limit (mode 2:
-// given; mode 1: stored, if limits_of has any): it locks the providers $1
+// usageLockSQL is the lock statement of a pipeline of several fast write
+// statements (sendWrites: the claims of a batch that its statement did
+// not write, sent again one statement each): it locks the providers $1
 // (as fastLockSQL), then the usage counters of every (project $2,
-// resource $3) pair of every claim of the pipeline whose project exists
-// (creating them at 0 when missing), in the global order. All the
-// pipeline's counters are locked here, in one step, so that its
-// statements, which lock their own project's counters each (lk in
-// fastWriteSQL), take no counter lock out of that order after it. The
-// counters' rows are inserted only once the InitPlan that counts the
-// providers' rows has run, so after every provider's lock; ON CONFLICT
-// DO UPDATE locks the newest version of a counter's row, committed after
-// this statement's snapshot or not. Only that remainder of a batch sends
-// it, so reading the stored limits here (limits_of) costs claims nothing
-// otherwise.
+// resource $3) pair its claims add to (distinct; resources that are
+// neither a resource class nor consumers left out), creating them at 0
+// when missing, in the global order (by project id, then resource in
+// byte order). All the pipeline's counters are locked here, in one step,
+// whether its claims are limited or not, so that its statements, which
+// lock or count their own project's counters each (lk and cnt in
+// fastWriteSQL), take no counter lock after it: one after the other, in
+// queue order, they would lock several projects' counters, or one
+// project's resources, out of that order. The counters' rows are
+// inserted only once the InitPlan that counts the providers' rows has
+// run, so after every provider's lock; ON CONFLICT DO UPDATE locks the
+// newest version of a counter's row, committed after this statement's
+// snapshot or not. (The counters of a project that does not exist are
+// not locked: its claims refuse.)
 const usageLockSQL = `
 WITH rp AS (
 	SELECT id FROM resource_providers WHERE uuid = ANY($1::uuid[]) ORDER BY id FOR UPDATE
-), k AS (
-	SELECT * FROM unnest($2::text[], $3::text[], $4::smallint[]) AS k(project, resource, mode)
 ), u AS (
 	INSERT INTO project_usages AS u (project_id, resource, used)
-	SELECT DISTINCT p.id, k.resource, 0 FROM k JOIN projects p ON p.external_id = k.project
+	SELECT p.id, k.resource, 0 FROM unnest($2::text[], $3::text[]) AS k(project, resource)
+	JOIN projects p ON p.external_id = k.project
 	WHERE (SELECT count(*) FROM rp) >= 0
-	  AND EXISTS (SELECT 1 FROM k l WHERE l.mode = 2 OR (l.mode = 1 AND EXISTS (SELECT 1 FROM limits_of(l.project))))
-	ORDER BY 1, 2
+	  AND (k.resource = 'consumers' OR EXISTS (SELECT 1 FROM resource_classes WHERE name = k.resource))
+	ORDER BY p.id, k.resource COLLATE "C"
 	ON CONFLICT (project_id, resource) DO UPDATE SET used = u.used
 	RETURNING 1
 )
 SELECT (SELECT count(*) FROM rp), (SELECT count(*) FROM u)`
 
-// usageLocks are usageLockSQL's parameters.
+// usageLocks are usageLockSQL's parameters: distinct (project, resource)
+// pairs.
 type usageLocks struct {
 	projects, resources []string
-	modes               []int16
 }
 
-// usageLockArgsOf returns usageLockSQL's parameters for the claims fcs,
-// or nil when none of them can have limits (the statement is not sent):
-// given ones, or the stored ones, which the statement reads.
-func usageLockArgsOf(fcs []fastClaim) *usageLocks {
-	l := &usageLocks{}
-	limited := false
+// usageLocksOf returns usageLockSQL's parameters for the claims fcs: every
+// counter they add to (a migration consumer's add to none).
+func usageLocksOf(fcs []fastClaim) *usageLocks {
+	l := &usageLocks{projects: []string{}, resources: []string{}}
+	type pair struct{ project, resource string }
+	seen := map[pair]bool{}
 	for _, fc := range fcs {
-		var mode int16
-		switch {
-		case fc.quota.stored():
-			mode = 1
-		case len(fc.quota.resources) > 0:
-			mode = 2
-		}
-		limited = limited || mode > 0
 		if fc.consumerType == MigrationConsumerType {
 			continue
 		}
 		for _, r := range append(distinctInOrder(fc.allocClasses), ResourceConsumers) {
-			l.projects, l.resources, l.modes = append(l.projects, fc.project), append(l.resources, r), append(l.modes, mode)
+			if k := (pair{fc.project, r}); !seen[k] {
+				seen[k] = true
+				l.projects, l.resources = append(l.projects, fc.project), append(l.resources, r)
+			}
 		}
-	}
-	if !limited {
-		return nil
 	}
 	return l
 }
 
-// quotaCounter is one locked counter of a general-path write that is
-// limited: a project's usage of a resource, what it held when locked, and
-// its limit.
+// quotaCounter is one counter that a general-path write grows under a
+// limit: a project's usage of a resource, what it held before the write
+// (under the write's lock), what the write adds, and the limit.
 type quotaCounter struct {
 	projectID int32
 	resource  string
 	before    int64
+	delta     int64
 	limit     int64
 }
 
 // quotaGuard checks a general-path write (AllocationsReplace, ClaimWrite,
-// Reshape) against its quota: lockQuota before the write's allocations
-// change, check after.
+// Reshape) against its quota: countQuota before the write's allocations
+// are written, check after.
 type quotaGuard struct {
 	projects map[int32]string // id -> external id
-	counters []quotaCounter
+	counters []quotaCounter   // in the global order
 }
 
-// quotaLockSQL locks every counter of the projects $1, in the global
-// order, and reads what they hold.
-const quotaLockSQL = `
-SELECT project_id, resource, used FROM project_usages WHERE project_id = ANY($1::int[])
-ORDER BY project_id, resource FOR UPDATE`
-
-// quotaCreateSQL creates the missing counters ($1, $2: project id and
-// resource) at 0. A counter that a concurrent write is creating is waited
-// for; quotaLockSQL, a later statement, then sees and locks it.
-const quotaCreateSQL = `
-INSERT INTO project_usages (project_id, resource, used)
-SELECT k.project_id, k.resource, 0 FROM unnest($1::int[], $2::text[]) AS k(project_id, resource) ORDER BY 1, 2
-ON CONFLICT (project_id, resource) DO NOTHING`
+// countUsageSQL adds what a general-path write changes to its projects'
+// usage counters ($1 to $3: project id, resource, delta), creating the
+// missing ones, in the global order of counters: by project, then by
+// resource in byte order (COLLATE "C", whatever the database's
+// collation, as Go sorts strings), so that every writer of counters
+// takes their locks in the same order. It answers what each holds after.
+// ON CONFLICT DO UPDATE, under READ COMMITTED, waits for a concurrent
+// writer of a counter and adds to the version it committed.
+const countUsageSQL = `
+INSERT INTO project_usages AS u (project_id, resource, used)
+SELECT * FROM unnest($1::int[], $2::text[], $3::bigint[]) AS k(project_id, resource, used)
+ORDER BY k.project_id, k.resource COLLATE "C"
+ON CONFLICT (project_id, resource) DO UPDATE SET used = u.used + EXCLUDED.used
+RETURNING project_id, resource, used`
 
 // storedLimitsSQL reads the stored limits of the projects $1 (ids).
 const storedLimitsSQL = `
 SELECT p.id, l.resource, l.resource_limit FROM projects p CROSS JOIN LATERAL limits_of(p.external_id) l
 WHERE p.id = ANY($1::int[])`
 
-// lockQuota locks, in t and after the providers' locks, the usage
-// counters of the projects plan changes (its consumers' new and old
-// projects): every counter they have, in the global order, so that the
-// plan's counting takes no counter lock out of that order; and, with q,
-// first creates the missing counters of the limited resources of the
-// projects the plan adds to. It returns the guard whose check the write
-// runs once its allocations changed.
-func (s *Store) lockQuota(ctx context.Context, t *txn, q *Quota, plan *allocPlan) (*quotaGuard, error) {
+// countQuota counts plan in its projects' usage counters (usageDeltas:
+// its consumers' new and old projects), in t, after the providers' locks
+// and the capacity check (allocPlan.clear), before the plan's allocations
+// are written (allocPlan.write): one statement, which locks
+// every counter the plan changes, creating the missing ones, in the
+// global order. Those are the only counter locks the write takes, so it
+// takes none out of that order, and it takes none at all when it changes
+// no counter (a move that keeps the instance's size). With q, it then
+// reads the limits of the counters the plan grows, and returns the guard
+// whose check the write runs once its allocations changed.
+func (s *Store) countQuota(ctx context.Context, t *txn, q *Quota, plan *allocPlan) (*quotaGuard, error) {
 	g := &quotaGuard{projects: map[int32]string{}}
-	var adding []int32
-	ids := map[int32]bool{}
 	for i, c := range plan.consumers {
-		if _, ok := g.projects[c.projectID]; !ok {
-			adding = append(adding, c.projectID)
-		}
 		g.projects[c.projectID] = plan.requests[i].ProjectID
-		ids[c.projectID] = true
-		if c.oldProjectID != 0 {
-			ids[c.oldProjectID] = true
+	}
+	deltas := plan.usageDeltas()
+	if len(deltas) == 0 {
+		return g, nil
+	}
+	keys := slices.SortedFunc(maps.Keys(deltas), compareQuotaKeys)
+	ids, res, vals := make([]int32, len(keys)), make([]string, len(keys)), make([]int64, len(keys))
+	var growing []int32
+	for i, k := range keys {
+		ids[i], res[i], vals[i] = k.project, k.resource, deltas[k]
+		if vals[i] > 0 && !slices.Contains(growing, k.project) {
+			growing = append(growing, k.project)
 		}
 	}
-	slices.Sort(adding)
-	limits, err := quotaLimits(ctx, t, q, g.projects, adding)
+	rows, err := t.Query(ctx, countUsageSQL, ids, res, vals)
 	if err != nil {
 		return nil, err
 	}
-	if len(limits) > 0 {
-		var cp []int32
-		var cr []string
-		for _, c := range limits {
-			cp, cr = append(cp, c.projectID), append(cr, c.resource)
-		}
-		if _, err := t.Exec(ctx, quotaCreateSQL, cp, cr); err != nil {
-			return nil, err
-		}
-	}
-	all := make([]int32, 0, len(ids))
-	for id := range ids {
-		all = append(all, id)
-	}
-	rows, err := t.Query(ctx, quotaLockSQL, all)
-	if err != nil {
-		return nil, err
-	}
-	held := map[quotaKey]int64{}
+	after := make(map[quotaKey]int64, len(keys))
 	var k quotaKey
 	var used int64
 	if _, err := pgx.ForEachRow(rows, []any{&k.project, &k.resource, &used}, func() error {
-		held[k] = used
+		after[k] = used
 		return nil
 	}); err != nil {
 		return nil, err
 	}
+	if len(growing) == 0 {
+		return g, nil
+	}
+	limits, err := quotaLimits(ctx, t, q, g.projects, growing)
+	if err != nil {
+		return nil, err
+	}
 	for _, c := range limits {
-		c.before = held[quotaKey{c.projectID, c.resource}]
-		g.counters = append(g.counters, c)
+		k := quotaKey{c.projectID, c.resource}
+		if c.delta = deltas[k]; c.delta > 0 {
+			c.before = after[k] - c.delta
+			g.counters = append(g.counters, c)
+		}
 	}
 	return g, nil
 }
@@ -292,6 +302,12 @@ func (s *Store) lockQuota(ctx context.Context, t *txn, q *Quota, plan *allocPlan
 type quotaKey struct {
 	project  int32
 	resource string
+}
+
+// compareQuotaKeys orders counters in the global order: by project, then
+// by resource in byte order (SQL's COLLATE "C").
+func compareQuotaKeys(a, b quotaKey) int {
+	return cmp.Or(cmp.Compare(a.project, b.project), strings.Compare(a.resource, b.resource))
 }
 
 // quotaLimits lists the limited counters of the projects ids under q, in
@@ -322,22 +338,19 @@ func quotaLimits(ctx context.Context, t *txn, q *Quota, projects map[int32]strin
 		return nil, err
 	}
 	slices.SortFunc(out, func(a, b quotaCounter) int {
-		return cmp.Or(cmp.Compare(a.projectID, b.projectID), strings.Compare(a.resource, b.resource))
+		return compareQuotaKeys(quotaKey{a.projectID, a.resource}, quotaKey{b.projectID, b.resource})
 	})
 	return out, nil
 }
 
 // check refuses the write when it takes a limited counter past its
-// limit: one that it grows (deltas, as countUsage added them) to more
-// than the limit. The counters are locked since lockQuota, so what they
-// hold now is what they held then plus deltas. Refusals name every such
-// counter, project by project in the global order.
-func (g *quotaGuard) check(deltas map[quotaKey]int64) error {
+// limit: one that it grows to more than the limit. Refusals name every
+// such counter, project by project in the global order.
+func (g *quotaGuard) check() error {
 	var over []string
 	project := ""
 	for _, c := range g.counters {
-		delta := deltas[quotaKey{c.projectID, c.resource}]
-		if delta <= 0 || c.before+delta <= c.limit {
+		if c.before+c.delta <= c.limit {
 			continue
 		}
 		if p := g.projects[c.projectID]; p != project {
@@ -346,7 +359,7 @@ func (g *quotaGuard) check(deltas map[quotaKey]int64) error {
 		} else {
 			over[len(over)-1] += ", "
 		}
-		over[len(over)-1] += fmt.Sprintf("%s %d requested, %d of %d used", c.resource, delta, c.before, c.limit)
+		over[len(over)-1] += fmt.Sprintf("%s %d requested, %d of %d used", c.resource, c.delta, c.before, c.limit)
 	}
 	if len(over) == 0 {
 		return nil
@@ -385,26 +398,6 @@ func (p *allocPlan) usageDeltas() map[quotaKey]int64 {
 	return d
 }
 
-// countUsage adds deltas to the usage counters, in one statement in the
-// global order.
-func countUsage(ctx context.Context, t *txn, deltas map[quotaKey]int64) error {
-	if len(deltas) == 0 {
-		return nil
-	}
-	keys := slices.SortedFunc(maps.Keys(deltas), func(a, b quotaKey) int {
-		return cmp.Or(cmp.Compare(a.project, b.project), strings.Compare(a.resource, b.resource))
-	})
-	ids, res, vals := make([]int32, len(keys)), make([]string, len(keys)), make([]int64, len(keys))
-	for i, k := range keys {
-		ids[i], res[i], vals[i] = k.project, k.resource, deltas[k]
-	}
-	_, err := t.Exec(ctx, `
-		INSERT INTO project_usages AS u (project_id, resource, used)
-		SELECT * FROM unnest($1::int[], $2::text[], $3::bigint[])
-		ON CONFLICT (project_id, resource) DO UPDATE SET used = u.used + EXCLUDED.used`, ids, res, vals)
-	return err
-}
-
 // releaseUsageSQL takes what consumer $1 holds out of its project's usage
 // counters, before the consumer is deleted (AllocationsDelete,
 // deleteConsumer).
@@ -420,7 +413,7 @@ WITH gone AS (
 	SELECT 'consumers', 1 WHERE EXISTS (SELECT 1 FROM allocations WHERE consumer_id = $1)
 )
 INSERT INTO project_usages AS u (project_id, resource, used)
-SELECT gone.project_id, held.resource, -held.used FROM gone, held ORDER BY held.resource
+SELECT gone.project_id, held.resource, -held.used FROM gone, held ORDER BY held.resource COLLATE "C"
 ON CONFLICT (project_id, resource) DO UPDATE SET used = u.used + EXCLUDED.used`
 
 // recountUsageSQL counts every project's usage afresh from the

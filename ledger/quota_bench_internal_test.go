@@ -29,10 +29,13 @@ func BenchmarkQuotaCost(b *testing.B) {
 		b.Fatal(err)
 	}
 	for _, e := range []*dbWorkEnv{plain, limited} {
-		// The project and its usage counters exist, as after its first
-		// claim (which takes the general path when the project is
-		// limited).
+		// The project, the user and the project's usage counters exist,
+		// as after its first claim (which takes the general path, as the
+		// first claim of every new project or user does).
 		if _, err := e.admin.Exec(ctx, `INSERT INTO projects (external_id) VALUES ('claim-project') ON CONFLICT DO NOTHING`); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := e.admin.Exec(ctx, `INSERT INTO users (external_id) VALUES ('claim-user') ON CONFLICT DO NOTHING`); err != nil {
 			b.Fatal(err)
 		}
 		if _, err := e.admin.Exec(ctx, `

@@ -60,15 +60,18 @@ func (s *Store) Reshape(ctx context.Context, p ReshapeParams) error {
 			}
 		}
 		// 2. Allocations.
-		guard, err := s.lockQuota(ctx, t, p.Quota, r.plan)
-		if err != nil {
-			return err
-		}
-		err = r.plan.apply(ctx, t)
+		err = r.plan.clear(ctx, t)
 		if uc := (*unknownClassError)(nil); errors.As(err, &uc) {
 			return invalid("", "malformed reshaper data: %s", uc)
 		}
 		if err != nil {
+			return err
+		}
+		guard, err := s.countQuota(ctx, t, p.Quota, r.plan)
+		if err != nil {
+			return err
+		}
+		if err := r.plan.write(ctx, t); err != nil {
 			return err
 		}
 		// A Placement-API write of these consumers' allocations: their
@@ -82,7 +85,7 @@ func (s *Store) Reshape(ctx context.Context, p ReshapeParams) error {
 				return err
 			}
 		}
-		return guard.check(r.plan.usageDeltas())
+		return guard.check()
 	})
 }
 

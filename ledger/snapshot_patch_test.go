@@ -42,6 +42,7 @@ func TestFastClaimPatchesSnapshot(t *testing.T) {
 	a := f.provider("a", inv("VCPU", 8), inv("MEMORY_MB", 1024))
 	b := f.provider("b", inv("VCPU", 8))
 	f.summary(a) // load the snapshot
+	f.known([]string{"p"}, []string{"u"}, nil)
 	for i, w := range []ledger.ConsumerAllocations{
 		newClaim(uuid.NewString(), a, res("VCPU", 2), res("MEMORY_MB", 512)),
 		newClaim(uuid.NewString(), a, res("VCPU", 3)),

@@ -313,6 +313,41 @@ func randomHex(n int) string {
 	return hex.EncodeToString(b)
 }
 
+// Deadlocks returns how many transactions of the database at dbURL
+// PostgreSQL aborted as deadlocked (pg_stat_database), once no other
+// connection to it is open: a backend may keep its statistics until it
+// exits. Close the Stores and stop the processes on the database first;
+// one left open makes Deadlocks wait until a bound only a hung test
+// reaches, then fail.
+func Deadlocks(t testing.TB, dbURL string) int64 {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		t.Fatalf("ledgertest: connect: %v", err)
+	}
+	defer conn.Close(ctx)
+	for deadline := time.Now().Add(AcquireTimeout); ; {
+		var others int
+		if err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND pid <> pg_backend_pid()`).Scan(&others); err != nil {
+			t.Fatalf("ledgertest: %v", err)
+		}
+		if others == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("ledgertest: %d connections to the database still open after %v", others, AcquireTimeout)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	var n int64
+	if err := conn.QueryRow(ctx, `SELECT deadlocks FROM pg_stat_database WHERE datname = current_database()`).Scan(&n); err != nil {
+		t.Fatalf("ledgertest: %v", err)
+	}
+	return n
+}
+
 // Exec runs one SQL statement on the database at dbURL on a connection of
 // its own, behind any Store's back: a Store's snapshot does not hear of it,
 // as with a write from a process that missed a change notification. It is
