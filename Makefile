@@ -29,7 +29,7 @@ vet:
 	$(GO) vet ./...
 
 gotest:
-	$(GO) test -race -timeout 30m ./... # integration/migrate starts MariaDB and Placements, internal/keystone real Keystones: minutes on a loaded machine
+	$(GO) test -race -timeout 30m ./... # integration/migrate starts MariaDB and Placements, internal/keystone and integration/keystone real Keystones: minutes on a loaded machine
 
 ## conformance: play shared/conformance against bin/berthd, in groups: the
 ##   defaults, then the policy, RBAC and CORS files against berthd started
@@ -47,10 +47,11 @@ bench:
 ##   what they find lands in testdata/fuzz and is replayed by go test
 FUZZTIME ?= 60s
 fuzz:
-	$(GO) test ./httpapi -run '^$$' -fuzz '^FuzzDecodeJSON$$' -fuzztime $(FUZZTIME) -parallel 1
-	$(GO) test ./httpapi -run '^$$' -fuzz '^FuzzPyJSONError$$' -fuzztime $(FUZZTIME) -parallel 1
-	$(GO) test ./httpapi -run '^$$' -fuzz '^FuzzQueryParsers$$' -fuzztime $(FUZZTIME) -parallel 1
-	$(GO) test ./scheduler -run '^$$' -fuzz '^FuzzScriptlet$$' -fuzztime $(FUZZTIME) -parallel 1
+	$(GO) test ./httpapi/placement -run '^$$' -fuzz '^FuzzDecodeJSON$$' -fuzztime $(FUZZTIME) -parallel 1
+	$(GO) test ./httpapi/berthapi -run '^$$' -fuzz '^FuzzDecodeClaim$$' -fuzztime $(FUZZTIME) -parallel 1
+	$(GO) test ./httpapi/wire -run '^$$' -fuzz '^FuzzPyJSONError$$' -fuzztime $(FUZZTIME) -parallel 1
+	$(GO) test ./httpapi/placement -run '^$$' -fuzz '^FuzzQueryParsers$$' -fuzztime $(FUZZTIME) -parallel 1
+	$(GO) test ./scheduler/scriptlet -run '^$$' -fuzz '^FuzzScriptlet$$' -fuzztime $(FUZZTIME) -parallel 1
 	$(GO) test ./integration -run '^$$' -fuzz '^FuzzAPI$$' -fuzztime $(FUZZTIME) -parallel 1
 
 fmt:

@@ -73,11 +73,52 @@ var importRules = []importRule{
 		tests:   true,
 	},
 	{
+		// httpapi (the server: middleware, the route table, the error
+		// table) wires its parts; each part imports only those below it:
+		// wire <- admission, wire <- placement <- berthapi <- console.
+		rule:    "httpapi/wire, the wire format, imports nothing of Berth's but leaves",
+		from:    []string{mod + "httpapi/wire"},
+		banned:  []string{mod + "..."},
+		allowed: []string{mod + "internal/..."},
+	},
+	{
+		rule:    "httpapi/admission imports of httpapi only the wire format",
+		from:    []string{mod + "httpapi/admission"},
+		banned:  []string{mod + "httpapi/..."},
+		allowed: []string{mod + "httpapi/wire"},
+	},
+	{
+		rule:    "httpapi/placement, Placement's routes, imports of httpapi only the wire format, and neither claims nor scheduler",
+		from:    []string{mod + "httpapi/placement"},
+		banned:  []string{mod + "httpapi/...", mod + "claims/...", mod + "scheduler/..."},
+		allowed: []string{mod + "httpapi/wire"},
+	},
+	{
+		rule:    "httpapi/berthapi, Berth's routes, imports of httpapi only the wire format and placement",
+		from:    []string{mod + "httpapi/berthapi"},
+		banned:  []string{mod + "httpapi/..."},
+		allowed: []string{mod + "httpapi/wire", mod + "httpapi/placement"},
+	},
+	{
+		rule:    "httpapi/console imports of httpapi only the wire format, placement and berthapi",
+		from:    []string{mod + "httpapi/console"},
+		banned:  []string{mod + "httpapi/..."},
+		allowed: []string{mod + "httpapi/wire", mod + "httpapi/placement", mod + "httpapi/berthapi"},
+	},
+	{
 		rule:    "scheduler and ledger/engine never see the database nor the layers above them",
 		from:    []string{mod + "scheduler/...", mod + "ledger/engine/..."},
 		banned:  append([]string{mod + "ledger/...", mod + "claims/...", mod + "httpapi/..."}, drivers...),
 		allowed: []string{mod + "ledger/engine/..."},
 		tests:   true,
+	},
+	{
+		// The runtime imports the policy's types (the request, the
+		// candidates, the ranking); a policy runs it through the
+		// scheduler.Scriptlets it is built with.
+		rule:   "scheduler does not import its scriptlet runtime (scheduler/scriptlet)",
+		from:   []string{mod + "scheduler"},
+		banned: []string{mod + "scheduler/scriptlet/..."},
 	},
 	{
 		rule:    "ledger/engine imports nothing of Berth's but the leaves internal/uuid and internal/fault",
@@ -94,23 +135,38 @@ var importRules = []importRule{
 	},
 	{
 		// The Claimer takes them as interfaces (claims.PolicySource,
-		// claims.Cloud); internal/daemon/compose wires them in.
+		// claims.Cloud); cmd/berthd/compose wires them in.
 		rule:   "claims/catalog, claims/cloud and claims/shadow serve claims without importing it",
 		from:   []string{mod + "claims/catalog/...", mod + "claims/cloud/...", mod + "claims/shadow/..."},
 		banned: []string{mod + "claims"},
 	},
 	{
-		rule:   "imports go one way: ledger never imports claims, httpapi, scheduler or internal/daemon",
+		rule:   "imports go one way: ledger never imports claims, httpapi, scheduler or cmd/",
 		from:   []string{mod + "ledger/..."},
-		banned: []string{mod + "claims/...", mod + "httpapi/...", mod + "scheduler/...", mod + "internal/daemon/..."},
+		banned: []string{mod + "claims/...", mod + "httpapi/...", mod + "scheduler/...", mod + "cmd/..."},
 		tests:  true,
+	},
+	{
+		// Package ledger opens the parts and holds them (ledger.Store);
+		// their external tests open a Store through it.
+		rule: "imports go one way inside the ledger: its parts never import package ledger, which opens them",
+		from: []string{mod + "ledger/internal/...", mod + "ledger/resources/...", mod + "ledger/claimrecords/...",
+			mod + "ledger/quotas/...", mod + "ledger/audit/...", mod + "ledger/snapshot/...", mod + "ledger/scheduling/..."},
+		banned: []string{mod + "ledger"},
+	},
+	{
+		rule:    "ledger/internal/core, the plumbing the ledger's parts share, imports none of them",
+		from:    []string{mod + "ledger/internal/core"},
+		banned:  []string{mod + "ledger/..."},
+		allowed: []string{mod + "ledger/internal/core"},
+		tests:   true,
 	},
 	{
 		// Claims and the API ask a quota.Source for the limits; the
 		// ledger checks them.
-		rule:   "imports go one way: quota never imports claims, httpapi or internal/daemon",
+		rule:   "imports go one way: quota never imports claims, httpapi or cmd/",
 		from:   []string{mod + "claims/quota/..."},
-		banned: []string{mod + "claims/...", mod + "httpapi/...", mod + "internal/daemon/..."},
+		banned: []string{mod + "claims/...", mod + "httpapi/...", mod + "cmd/..."},
 		tests:  true,
 	},
 	{
@@ -120,27 +176,46 @@ var importRules = []importRule{
 		tests:  true,
 	},
 	{
-		// Tests build the components through it too (httpapi's,
-		// integration/), so test files are not held to it.
-		rule:    "internal/daemon/compose, the one composition root, is used by internal/daemon (and cmd/berthd) alone",
+		// Composition roots and command-line code live with their
+		// commands; integration/ is on top of everything and may test
+		// them.
+		rule:    "nothing but cmd/... and integration/... imports cmd/...",
 		from:    []string{mod + "..."},
-		notFrom: []string{mod + "internal/daemon", mod + "cmd/berthd", mod + "internal/daemon/compose/..."},
-		banned:  []string{mod + "internal/daemon/compose/..."},
-	},
-	{
-		rule:    "cmd/* stays tiny: it imports only the program roots",
-		from:    []string{mod + "cmd/..."},
-		banned:  []string{mod + "..."},
-		allowed: []string{mod + "internal/daemon", mod + "internal/cli", mod + "internal/load", mod + "internal/soak"},
+		notFrom: []string{mod + "cmd/...", mod + "integration/..."},
+		banned:  []string{mod + "cmd/..."},
 		tests:   true,
 	},
 	{
-		rule:    "the harnesses under internal/testing/ are test code: only _test.go files import them (STYLE.md 16)",
+		rule:    "internal/ holds leaves: internal/... imports nothing of Berth's outside internal/...",
+		from:    []string{mod + "internal/..."},
+		banned:  []string{mod + "..."},
+		allowed: []string{mod + "internal/..."},
+		tests:   true,
+	},
+	{
+		// integration/'s tests build the components through it too
+		// (daemon.NewAPI), so test files are not held to it.
+		rule:    "cmd/berthd/compose, the one composition root, is used by cmd/berthd/daemon alone",
+		from:    []string{mod + "..."},
+		notFrom: []string{mod + "cmd/berthd/daemon", mod + "cmd/berthd/compose/..."},
+		banned:  []string{mod + "cmd/berthd/compose/..."},
+	},
+	{
+		rule:   "the commands' main packages stay tiny: each imports only its program root",
+		from:   []string{mod + "cmd/berthd", mod + "cmd/berth", mod + "cmd/berth-load", mod + "cmd/berth-soak"},
+		banned: []string{mod + "..."},
+		allowed: []string{mod + "cmd/berthd/daemon", mod + "cmd/berth/cli", mod + "cmd/berth-load/load",
+			mod + "cmd/berth-soak/soak"},
+		tests: true,
+	},
+	{
+		rule: "the test harnesses (internal/testing/..., cmd/berthd/daemon/daemontest, ledger/internal/dbwork, httpapi/apitest) are test code: " +
+			"only _test.go files import them (STYLE.md 16)",
 		from:    []string{mod + "..."},
 		notFrom: []string{mod + "internal/testing/..."},
-		banned:  []string{mod + "internal/testing/..."},
+		banned:  []string{mod + "internal/testing/...", mod + "cmd/berthd/daemon/daemontest", mod + "ledger/internal/dbwork", mod + "httpapi/apitest"},
 		except: map[string]string{
-			"internal/soak": "the failover soak benchmark (cmd/berth-soak) is a program whose whole job is to run " +
+			"cmd/berth-soak/soak": "the failover soak benchmark (cmd/berth-soak) is a program whose whole job is to run " +
 				"berthd on a Patroni cluster and fail it over: it starts one with patronitest",
 		},
 	},

@@ -67,12 +67,12 @@ type PolicySource interface {
 // Cloud is what a claim asks of the cloud beyond its candidates: the
 // costly provider fields a policy needs (Enrich: state, placement keys,
 // consumer counts, for the providers of one claim's candidates; it writes
-// only those fields, and only those needs asks for, since the Providers
+// only those fields, and only those needs asks for, since the views
 // may otherwise be shared with other claims), and what scriptlets and
 // units query (scheduler.CloudData). claims/cloud reads it from the
 // ledger.
 type Cloud interface {
-	Enrich(ctx context.Context, needs scheduler.Needs, provs map[string]*scheduler.Provider) error
+	Enrich(ctx context.Context, needs scheduler.Needs, provs map[string]*scheduler.ProviderView) error
 	scheduler.CloudData
 }
 
@@ -103,7 +103,7 @@ type Deps struct {
 }
 
 // Claimer claims resources for consumers. It is the only writer of claim
-// transactions, and it writes through ledger.Store.ClaimWrite (one
+// transactions, and it writes through resources.Allocations.ClaimWrite (one
 // transaction per attempt, no lock held between the ranking and the
 // write, none across an HTTP round trip). It is safe for concurrent use.
 type Claimer struct {
@@ -134,7 +134,7 @@ func (c *Claimer) cloudData() scheduler.CloudData {
 // capacity check (the engine's candidates only include what fits) and
 // spreading by free capacity.
 func DefaultPolicy() (*scheduler.Policy, error) {
-	return scheduler.NewPolicy(scheduler.DefaultPolicyConfig(), nil, nil, scheduler.ScriptletLimits{})
+	return scheduler.NewPolicy(scheduler.DefaultPolicyConfig(), nil, nil)
 }
 
 // New returns a Claimer over the components of d, configured by cfg.

@@ -16,7 +16,9 @@ import (
 	"github.com/berthd/berth/ledger"
 	"github.com/berthd/berth/ledger/engine"
 	"github.com/berthd/berth/ledger/ledgertest"
+	"github.com/berthd/berth/ledger/resources"
 	"github.com/berthd/berth/scheduler"
+	"github.com/berthd/berth/scheduler/scriptlet"
 )
 
 func TestMain(m *testing.M) { ledgertest.Main(m) }
@@ -43,13 +45,13 @@ func newFixture(t testing.TB) *fixture {
 // provider creates a root provider with VCPU inventory and returns its uuid.
 func (f *fixture) provider(name string, vcpu int64) string {
 	f.t.Helper()
-	p, err := f.store.ProviderCreate(f.ctx, ledger.ProviderCreateParams{Name: name})
+	p, err := f.store.Providers.ProviderCreate(f.ctx, resources.ProviderCreateParams{Name: name})
 	if err != nil {
 		f.t.Fatal(err)
 	}
 	gen := int64(0)
-	if _, err := f.store.InventoriesReplace(f.ctx, ledger.InventoryParams{ProviderUUID: p.UUID, Generation: &gen},
-		[]ledger.Inventory{ledger.DefaultInventory("VCPU", vcpu)}); err != nil {
+	if _, err := f.store.Providers.InventoriesReplace(f.ctx, resources.InventoryParams{ProviderUUID: p.UUID, Generation: &gen},
+		[]engine.Inventory{resources.DefaultInventory("VCPU", vcpu)}); err != nil {
 		f.t.Fatal(err)
 	}
 	return p.UUID
@@ -75,15 +77,15 @@ func (f *fixture) claimerWith(policy, script string, cloud claims.Cloud) *claims
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	var scripts scheduler.ScriptletResolver
+	var scripts scheduler.Scriptlets
 	if script != "" {
-		prog, err := scheduler.CompileScriptlet("test.star", []byte(script))
+		prog, err := scriptlet.Compile("test.star", []byte(script))
 		if err != nil {
 			f.t.Fatal(err)
 		}
-		scripts = scheduler.StaticScriptlets{Default: prog}
+		scripts = scriptlet.NewRuntime(scriptlet.Static{Default: prog}, scriptlet.Limits{})
 	}
-	p, err := scheduler.NewPolicy(cfg, nil, scripts, scheduler.ScriptletLimits{})
+	p, err := scheduler.NewPolicy(cfg, nil, scripts)
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -96,7 +98,7 @@ func (f *fixture) claimerWith(policy, script string, cloud claims.Cloud) *claims
 
 func (f *fixture) used(rp string) int64 {
 	f.t.Helper()
-	u, err := f.store.ProviderUsagesGet(f.ctx, rp)
+	u, err := f.store.Providers.ProviderUsagesGet(f.ctx, rp)
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -142,7 +144,7 @@ func TestClaimPicksByPolicy(t *testing.T) {
 	if err != nil || r.Root != a {
 		t.Fatalf("pack: %+v %v", r, err)
 	}
-	got, err := f.store.AllocationsByConsumer(f.ctx, p.ConsumerUUID)
+	got, err := f.store.Allocations.AllocationsByConsumer(f.ctx, p.ConsumerUUID)
 	if err != nil || got.Consumer == nil || got.Consumer.Type != "INSTANCE" || len(got.Allocations) != 1 ||
 		got.Allocations[0].ProviderUUID != a || got.Allocations[0].Used != 1 {
 		t.Fatalf("written: %+v %v", got, err)
@@ -182,7 +184,7 @@ func TestClaimNotPlaced(t *testing.T) {
 		np.Error() != "2 providers; then Failed instance placement scriptlet: frozen for upgrade" {
 		t.Fatalf("refusal %q %v: %s", np.Refusal, np.ScriptletLog, np.Error())
 	}
-	if got, _ := f.store.AllocationsByConsumer(f.ctx, p.ConsumerUUID); got.Consumer != nil {
+	if got, _ := f.store.Allocations.AllocationsByConsumer(f.ctx, p.ConsumerUUID); got.Consumer != nil {
 		t.Fatal("refused claim wrote a consumer")
 	}
 
@@ -207,16 +209,16 @@ func TestClaimNotPlaced(t *testing.T) {
 	if np := notPlaced(t, err, claims.Refused); !strings.Contains(np.Refusal, "division by zero") {
 		t.Fatalf("refusal %q", np.Refusal)
 	}
-	if got, _ := f.store.AllocationsByConsumer(f.ctx, p.ConsumerUUID); got.Consumer != nil {
+	if got, _ := f.store.Allocations.AllocationsByConsumer(f.ctx, p.ConsumerUUID); got.Consumer != nil {
 		t.Fatal("failed scriptlet wrote a consumer")
 	}
 	// Under on_error "ignore" the claim is placed as if there were none.
-	prog, err := scheduler.CompileScriptlet("test.star", []byte(broken))
+	prog, err := scriptlet.Compile("test.star", []byte(broken))
 	if err != nil {
 		t.Fatal(err)
 	}
-	pol, err := scheduler.NewPolicy(scheduler.PolicyConfig{}, nil, scheduler.StaticScriptlets{Default: prog},
-		scheduler.ScriptletLimits{OnError: scheduler.OnErrorIgnore})
+	pol, err := scheduler.NewPolicy(scheduler.PolicyConfig{}, nil, scriptlet.NewRuntime(scriptlet.Static{Default: prog},
+		scriptlet.Limits{OnError: scriptlet.OnErrorIgnore}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -299,7 +301,7 @@ func TestClaimRetriesOnStaleSnapshot(t *testing.T) {
 	if np.Attempts != 1 || !strings.HasSuffix(np.Error(), "; 1 attempts lost to concurrent claims") {
 		t.Fatalf("exhausted: %v", np)
 	}
-	if got, _ := f.store.AllocationsByConsumer(f.ctx, p.ConsumerUUID); got.Consumer != nil {
+	if got, _ := f.store.Allocations.AllocationsByConsumer(f.ctx, p.ConsumerUUID); got.Consumer != nil {
 		t.Fatal("failed claim wrote a consumer")
 	}
 }
@@ -325,7 +327,7 @@ func TestClaimConsumerGenerationAndReschedule(t *testing.T) {
 	if f.used(a) != 0 || f.used(b) != 2 {
 		t.Fatalf("after reschedule a %d b %d", f.used(a), f.used(b))
 	}
-	got, _ := f.store.AllocationsByConsumer(f.ctx, p.ConsumerUUID)
+	got, _ := f.store.Allocations.AllocationsByConsumer(f.ctx, p.ConsumerUUID)
 	if got.Consumer == nil || got.Consumer.ProjectID != "p" || got.Consumer.Type != "INSTANCE" || got.Consumer.Generation != 2 {
 		t.Fatalf("consumer after reschedule: %+v", got.Consumer)
 	}
@@ -373,7 +375,7 @@ func TestConcurrentClaimsNeverOvercommit(t *testing.T) {
 
 	placed, retried := 0, 0
 	for i := range n {
-		got, err := f.store.AllocationsByConsumer(f.ctx, ps[i].ConsumerUUID)
+		got, err := f.store.Allocations.AllocationsByConsumer(f.ctx, ps[i].ConsumerUUID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -435,12 +437,12 @@ func TestClaimMove(t *testing.T) {
 	if f.used(a) != 3 || f.used(b) != 3 {
 		t.Fatalf("after move a %d b %d", f.used(a), f.used(b))
 	}
-	mig, _ := f.store.AllocationsByConsumer(f.ctx, migration)
-	if mig.Consumer == nil || mig.Consumer.Type != ledger.MigrationConsumerType || mig.Consumer.ProjectID != "p" ||
+	mig, _ := f.store.Allocations.AllocationsByConsumer(f.ctx, migration)
+	if mig.Consumer == nil || mig.Consumer.Type != resources.MigrationConsumerType || mig.Consumer.ProjectID != "p" ||
 		len(mig.Allocations) != 1 || mig.Allocations[0].ProviderUUID != a || mig.Allocations[0].Used != 3 {
 		t.Fatalf("migration consumer: %+v", mig)
 	}
-	inst, _ := f.store.AllocationsByConsumer(f.ctx, p.ConsumerUUID)
+	inst, _ := f.store.Allocations.AllocationsByConsumer(f.ctx, p.ConsumerUUID)
 	if len(inst.Allocations) != 1 || inst.Allocations[0].ProviderUUID != b {
 		t.Fatalf("instance: %+v", inst)
 	}

@@ -1,9 +1,9 @@
 // Package claims selects and claims resources in one step (POST /claims):
-// it takes one snapshot from the ledger (ledger.Store.Snapshot), asks the
+// it takes one snapshot from the ledger (snapshot.Cache.Snapshot), asks the
 // engine (ledger/engine) for the allocation candidates in it, removes
 // those on excluded providers or off the target, has the scheduling
 // policy filter, score and order the rest, and writes the best
-// candidate's allocations through ledger.Store.ClaimWrite, one
+// candidate's allocations through resources.Allocations.ClaimWrite, one
 // transaction per attempt. Claims are optimistic: the write re-checks
 // capacity and the consumer generation under row locks in PostgreSQL, and
 // when it finds the capacity gone (another claim won the race, or the
@@ -29,14 +29,14 @@
 // the scheduler's view of the cloud (claims/cloud, through Cloud), the
 // projects' limits (claims/quota, quota.Source: every write is checked
 // against them by the ledger, in its own transaction, docs/quotas.md) and
-// the runner of shadows (claims/shadow); internal/daemon/compose wires
+// the runner of shadows (claims/shadow); cmd/berthd/compose wires
 // them.
 //
 // The files follow a claim's path: idempotent.go (Claim, Reschedule and
 // Move, the entry points, which make each safe to retry after an unknown
 // outcome), claims.go (the Claimer, its dependencies and the claim
 // itself), types.go (Params, Result), selection.go (the snapshot, the
-// candidates, the ranking), convert.go (the engine's answer as the
+// candidates, the ranking), candidates.go (the engine's answer as the
 // scheduler's candidates), write.go (the write attempts, the answer),
 // errors.go (a claim that placed nothing), move.go (reschedule, move,
 // confirm, revert), lease.go (stored claims, leases and their reaper),

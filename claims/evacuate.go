@@ -10,7 +10,8 @@ import (
 
 	"github.com/berthd/berth/internal/fault"
 	"github.com/berthd/berth/internal/uuid"
-	"github.com/berthd/berth/ledger"
+	"github.com/berthd/berth/ledger/resources"
+	"github.com/berthd/berth/ledger/scheduling"
 )
 
 // Evacuating a host, as LXD's cluster evacuate, oVirt's maintenance mode
@@ -119,7 +120,7 @@ type EvacuatedConsumer struct {
 
 // Evacuation is the answer of Evacuate.
 type Evacuation struct {
-	Provider ledger.ProviderEvacuation
+	Provider scheduling.ProviderEvacuation
 	DryRun   bool
 	// Consumers are those this call looked at, by uuid.
 	Consumers []EvacuatedConsumer
@@ -146,12 +147,12 @@ func (c *Claimer) Evacuate(ctx context.Context, p EvacuateParams) (*Evacuation, 
 	if err := p.check(); err != nil {
 		return nil, err
 	}
-	var mark ledger.ProviderEvacuation
+	var mark scheduling.ProviderEvacuation
 	var err error
 	if p.DryRun {
-		mark, err = c.store.ProviderEvacuationGet(ctx, p.Provider)
+		mark, err = c.store.Cloud.ProviderEvacuationGet(ctx, p.Provider)
 	} else {
-		mark, err = c.store.ProviderEvacuate(ctx, p.Provider)
+		mark, err = c.store.Cloud.ProviderEvacuate(ctx, p.Provider)
 	}
 	if err != nil {
 		return nil, err
@@ -210,8 +211,8 @@ type evacuee struct {
 // evacuees lists the consumers on mark's tree in uuid order: it records
 // in out those that are skipped, and counts in out.Remaining those after
 // the limit; it returns those to move now.
-func (c *Claimer) evacuees(ctx context.Context, p *EvacuateParams, mark ledger.ProviderEvacuation, out *Evacuation) ([]evacuee, error) {
-	ins, err := c.store.Instances(ctx, ledger.InstancesParams{Location: mark.ProviderUUID, Documents: true})
+func (c *Claimer) evacuees(ctx context.Context, p *EvacuateParams, mark scheduling.ProviderEvacuation, out *Evacuation) ([]evacuee, error) {
+	ins, err := c.store.Cloud.Instances(ctx, scheduling.InstancesParams{Location: mark.ProviderUUID, Documents: true})
 	if err != nil {
 		return nil, err
 	}
@@ -220,12 +221,12 @@ func (c *Claimer) evacuees(ctx context.Context, p *EvacuateParams, mark ledger.P
 		if in.UUID <= p.After && p.After != "" {
 			continue
 		}
-		if in.Type == ledger.MigrationConsumerType {
+		if in.Type == resources.MigrationConsumerType {
 			out.Consumers = append(out.Consumers, EvacuatedConsumer{ConsumerUUID: in.UUID, Name: in.Name, Status: EvacuationSkipped,
 				Reason: EvacuationMigration, Detail: "holds the source of a move in progress; confirm or revert that move"})
 			continue
 		}
-		mv, err := c.store.ClaimMoveGet(ctx, in.UUID)
+		mv, err := c.store.Claims.ClaimMoveGet(ctx, in.UUID)
 		if err != nil {
 			return nil, err
 		}
@@ -278,7 +279,7 @@ var evacuationNamespace = [16]byte{0x6c, 0x78, 0x64, 0x2d, 0x65, 0x76, 0x61, 0x6
 
 // moveAll moves todo, p.Parallel at a time, and says what happened to
 // each, in todo's order. A cancelled ctx stops the moves not started.
-func (c *Claimer) moveAll(ctx context.Context, p *EvacuateParams, mark ledger.ProviderEvacuation, todo []evacuee) []EvacuatedConsumer {
+func (c *Claimer) moveAll(ctx context.Context, p *EvacuateParams, mark scheduling.ProviderEvacuation, todo []evacuee) []EvacuatedConsumer {
 	out := make([]EvacuatedConsumer, len(todo))
 	sem := make(chan struct{}, p.Parallel)
 	var wg sync.WaitGroup
@@ -304,7 +305,7 @@ func (c *Claimer) moveAll(ctx context.Context, p *EvacuateParams, mark ledger.Pr
 // confirms the move when p asks. Its migration consumer's uuid is
 // derived from the provider, the consumer and the time of the mark, so a
 // retry of the same evacuation is the same Move.
-func (c *Claimer) evacuateOne(ctx context.Context, p *EvacuateParams, mark ledger.ProviderEvacuation, e evacuee) EvacuatedConsumer {
+func (c *Claimer) evacuateOne(ctx context.Context, p *EvacuateParams, mark scheduling.ProviderEvacuation, e evacuee) EvacuatedConsumer {
 	r := EvacuatedConsumer{ConsumerUUID: e.uuid, Name: e.name}
 	r.MigrationUUID = uuid.FromName(evacuationNamespace, mark.ProviderUUID+" "+e.uuid+" "+mark.At.String())
 	mp, err := p.moveRequest(ctx, e, r.MigrationUUID)
@@ -378,6 +379,6 @@ func nothingLeft(steps []Step) bool {
 // consumers stay where the evacuation moved them. ErrNotFound for an
 // unknown provider, ErrInvalid for one that is not a root, ErrConflict
 // for one that is not evacuated.
-func (c *Claimer) Restore(ctx context.Context, provider string) (ledger.ProviderEvacuation, error) {
-	return c.store.ProviderRestore(ctx, provider)
+func (c *Claimer) Restore(ctx context.Context, provider string) (scheduling.ProviderEvacuation, error) {
+	return c.store.Cloud.ProviderRestore(ctx, provider)
 }

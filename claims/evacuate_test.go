@@ -66,7 +66,7 @@ func TestEvacuate(t *testing.T) {
 	if f.used(a) != 23 || f.used(c) != 0 {
 		t.Fatalf("dry run wrote: a %d c %d", f.used(a), f.used(c))
 	}
-	if ev, _ := f.store.ProviderEvacuationGet(f.ctx, a); ev.Evacuated {
+	if ev, _ := f.store.Cloud.ProviderEvacuationGet(f.ctx, a); ev.Evacuated {
 		t.Fatal("dry run marked the provider")
 	}
 

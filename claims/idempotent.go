@@ -14,6 +14,7 @@ import (
 
 	"github.com/berthd/berth/internal/fault"
 	"github.com/berthd/berth/ledger"
+	"github.com/berthd/berth/ledger/claimrecords"
 	"github.com/berthd/berth/ledger/engine"
 )
 
@@ -26,7 +27,7 @@ import (
 // own first write: a conflict (the consumer exists), a "no valid host"
 // (its own claim took the room) or, for a reschedule, a second move.
 //
-// So every write records, in its own transaction (ledger.ClaimRequest),
+// So every write records, in its own transaction (claimrecords.ClaimRequest),
 // the request's fingerprint and the answer. A retry is recognised when:
 //
 //   - a claim fails (consumer generation conflict, nothing placed) and
@@ -47,7 +48,7 @@ import (
 // during COMMIT) is settled before answering: Berth reads the record
 // back, after reconnecting, for up to settleTimeout (bounded by the
 // request's deadline), with a read that the synchronous standby
-// confirms (ledger.Store.ClaimRequestConfirmed). Found: the answer is
+// confirms (claimrecords.Records.ClaimRequestConfirmed). Found: the answer is
 // the original result. Not found, or the database still out of reach:
 // 503 with Retry-After, and the client's retry converges as above.
 // Before answering with a recorded result, Berth always confirms it this
@@ -159,7 +160,7 @@ func fingerprint(op string, raw []byte) []byte {
 
 // record is what the write of p's result res records, nil if p is not
 // recorded.
-func (o *retryKey) record(p *Params, res *Result) *ledger.ClaimRequest {
+func (o *retryKey) record(p *Params, res *Result) *claimrecords.ClaimRequest {
 	if o == nil {
 		return nil
 	}
@@ -173,12 +174,12 @@ func (o *retryKey) record(p *Params, res *Result) *ledger.ClaimRequest {
 			return nil
 		}
 	}
-	return &ledger.ClaimRequest{ConsumerUUID: canonicalOr(p.ConsumerUUID), Op: o.op, Fingerprint: o.fingerprint,
+	return &claimrecords.ClaimRequest{ConsumerUUID: canonicalOr(p.ConsumerUUID), Op: o.op, Fingerprint: o.fingerprint,
 		Request: o.request, Result: raw, Generation: res.ConsumerGeneration}
 }
 
 // recent reports whether rec is recent enough to answer o (window).
-func (o *retryKey) recent(rec *ledger.ClaimRequest) bool {
+func (o *retryKey) recent(rec *claimrecords.ClaimRequest) bool {
 	return o.window == 0 || time.Since(rec.CreatedAt) < o.window
 }
 
@@ -207,7 +208,7 @@ func (c *Claimer) Claim(ctx context.Context, p Params) (*Result, error) {
 	if err := c.checkLease(p.LeaseSeconds); err != nil {
 		return nil, err
 	}
-	p.op, p.leaseMode = OpClaim, ledger.LeaseSet
+	p.op, p.leaseMode = OpClaim, claimrecords.LeaseSet
 	if p.DryRun {
 		return c.claim(ctx, p)
 	}
@@ -257,7 +258,7 @@ func (c *Claimer) idempotentStep(ctx context.Context, o *retryKey, p *Params, ru
 	if o == nil {
 		return run()
 	}
-	rec, err := c.store.ClaimRequestGet(ctx, p.ConsumerUUID, o.op)
+	rec, err := c.store.Claims.ClaimRequestGet(ctx, p.ConsumerUUID, o.op)
 	if err != nil {
 		return nil, err
 	}
@@ -292,7 +293,7 @@ func (c *Claimer) settle(ctx context.Context, o *retryKey, consumer string, err 
 	default:
 		return nil, err
 	}
-	rec, gerr := c.store.ClaimRequestGet(ctx, consumer, o.op)
+	rec, gerr := c.store.Claims.ClaimRequestGet(ctx, consumer, o.op)
 	if gerr != nil || rec == nil || !o.recent(rec) {
 		return nil, err
 	}
@@ -355,7 +356,7 @@ var errNotRecorded = errors.New("claims: request not recorded")
 // the synchronous standby; errNotRecorded if there is none with o's
 // fingerprint; an ErrUnavailable error if the database cannot say.
 func (c *Claimer) replay(ctx context.Context, o *retryKey, consumer string) (*Result, error) {
-	rec, err := c.store.ClaimRequestConfirmed(ctx, consumer, o.op)
+	rec, err := c.store.Claims.ClaimRequestConfirmed(ctx, consumer, o.op)
 	if err != nil {
 		return nil, err
 	}
@@ -372,12 +373,12 @@ func (c *Claimer) replay(ctx context.Context, o *retryKey, consumer string) (*Re
 // stillHeld reports whether rec's consumer holds what rec's write left:
 // the same generation and allocations. A consumer deleted or changed
 // since makes the record history, not an answer.
-func (c *Claimer) stillHeld(ctx context.Context, rec *ledger.ClaimRequest) (bool, error) {
+func (c *Claimer) stillHeld(ctx context.Context, rec *claimrecords.ClaimRequest) (bool, error) {
 	var res Result
 	if err := json.Unmarshal(rec.Result, &res); err != nil {
 		return false, nil
 	}
-	cur, err := c.store.AllocationsByConsumer(ctx, rec.ConsumerUUID)
+	cur, err := c.store.Allocations.AllocationsByConsumer(ctx, rec.ConsumerUUID)
 	if err != nil {
 		return false, err
 	}

@@ -7,8 +7,9 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/berthd/berth/ledger"
+	"github.com/berthd/berth/ledger/claimrecords"
 	"github.com/berthd/berth/ledger/engine"
+	"github.com/berthd/berth/ledger/resources"
 )
 
 // BenchmarkClaimWriteRecorded is the fast-path claim write with and
@@ -27,14 +28,14 @@ func BenchmarkClaimWriteRecorded(b *testing.B) {
 			b.ResetTimer()
 			for i := range b.N {
 				consumer := uuid.NewString()
-				p := ledger.ClaimWriteParams{Consumers: []ledger.ConsumerAllocations{{ConsumerUUID: consumer, ProjectID: "p",
+				p := resources.ClaimWriteParams{Consumers: []resources.ConsumerAllocations{{ConsumerUUID: consumer, ProjectID: "p",
 					UserID: "u", CheckGeneration: true, Allocations: []engine.Allocation{{ProviderUUID: provs[i%len(provs)],
 						Resources: []engine.ResourceAmount{{Class: "VCPU", Amount: 1}}}}}}}
 				if recorded {
-					p.Request = &ledger.ClaimRequest{ConsumerUUID: consumer, Op: "claim", Fingerprint: make([]byte, 32),
+					p.Request = &claimrecords.ClaimRequest{ConsumerUUID: consumer, Op: "claim", Fingerprint: make([]byte, 32),
 						Request: []byte(`{"resources":{"VCPU":1}}`), Result: result, Generation: 1}
 				}
-				if err := f.store.ClaimWrite(f.ctx, p); err != nil {
+				if err := f.store.Allocations.ClaimWrite(f.ctx, p); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -69,7 +69,7 @@ func TestClaimRetry(t *testing.T) {
 		}
 
 		// Deleted: the record is history; the same request claims again.
-		if err := f.store.AllocationsDelete(f.ctx, p.ConsumerUUID); err != nil {
+		if err := f.store.Allocations.AllocationsDelete(f.ctx, p.ConsumerUUID); err != nil {
 			t.Fatal(err)
 		}
 		if again, err = c.Claim(f.ctx, p); err != nil || again.ConsumerGeneration != 1 {

@@ -8,14 +8,15 @@ import (
 	"time"
 
 	"github.com/berthd/berth/internal/fault"
-	"github.com/berthd/berth/ledger"
+	"github.com/berthd/berth/ledger/claimrecords"
 	"github.com/berthd/berth/ledger/engine"
+	"github.com/berthd/berth/ledger/resources"
 )
 
 // Stored claims and their leases.
 //
 // Every claim, reschedule and move stores, in its own transaction, the
-// claim it made (ledger.ClaimState, table claim_state): its request, the
+// claim it made (claimrecords.ClaimState, table claim_state): its request, the
 // root it landed on and its lease. A claim with a lease is provisional:
 // it counts against capacity like any allocation, and when the lease
 // runs out its allocations are released (a moving claim's move is
@@ -28,10 +29,10 @@ import (
 // The reaper (ReapLeases, run every --claim-lease-interval by
 // RunLeaseReaper) releases what ran out: in one berthd at a time (a
 // PostgreSQL advisory lock, held on a connection of its own for the
-// pass: ledger.Store.Exclusive), each claim in one transaction of its own
+// pass: claimrecords.Records.Exclusive), each claim in one transaction of its own
 // that re-checks, under the consumer's and the claim's row locks, that
 // the lease has indeed run out and that the consumer's generation is
-// still the one read (ledger.ClaimWriteParams.IfLeaseExpired). So a claim
+// still the one read (resources.ClaimWriteParams.IfLeaseExpired). So a claim
 // confirmed, renewed or rewritten while the reaper looked at it is left
 // alone, and a reaper killed half way (kill -9) leaves every claim either
 // released or as it was; the next pass, in whichever berthd takes the
@@ -65,7 +66,7 @@ func (c *Claimer) checkLease(seconds *int64) error {
 
 // Stored is a consumer's stored claim and what it holds now.
 type Stored struct {
-	Claim *ledger.ClaimState
+	Claim *claimrecords.ClaimState
 	Holding
 }
 
@@ -74,7 +75,7 @@ type Stored struct {
 // or one whose allocations were written through the Placement API) is
 // fault.ErrNotFound with CodeNoClaim.
 func (c *Claimer) Stored(ctx context.Context, consumerUUID string) (*Stored, error) {
-	st, err := c.store.ClaimStateGet(ctx, consumerUUID)
+	st, err := c.store.Claims.ClaimStateGet(ctx, consumerUUID)
 	if err != nil {
 		return nil, err
 	}
@@ -87,7 +88,7 @@ func (c *Claimer) Stored(ctx context.Context, consumerUUID string) (*Stored, err
 }
 
 // storedWith is st with what its consumer holds now.
-func (c *Claimer) storedWith(ctx context.Context, st *ledger.ClaimState) (*Stored, error) {
+func (c *Claimer) storedWith(ctx context.Context, st *claimrecords.ClaimState) (*Stored, error) {
 	h, err := c.holdingOf(ctx, st.ConsumerUUID)
 	if err != nil {
 		return nil, err
@@ -97,7 +98,7 @@ func (c *Claimer) storedWith(ctx context.Context, st *ledger.ClaimState) (*Store
 
 // Lease renews consumerUUID's lease for seconds from now, or with nil
 // confirms the claim (PATCH /claims/{consumer_uuid}); see
-// ledger.Store.ClaimLeaseSet for what each does to each state and for
+// claimrecords.Records.ClaimLeaseSet for what each does to each state and for
 // the refusals. A lease outside 1 s to Config.LeaseMax is
 // fault.ErrInvalid (CodeInvalidLease). Nothing changes on a refusal.
 func (c *Claimer) Lease(ctx context.Context, consumerUUID string, seconds *int64) (*Stored, error) {
@@ -108,7 +109,7 @@ func (c *Claimer) Lease(ctx context.Context, consumerUUID string, seconds *int64
 	if seconds != nil {
 		n = *seconds
 	}
-	st, err := c.store.ClaimLeaseSet(ctx, consumerUUID, n)
+	st, err := c.store.Claims.ClaimLeaseSet(ctx, consumerUUID, n)
 	if err != nil {
 		return nil, err
 	}
@@ -152,11 +153,11 @@ func (c *Claimer) LeaseReaperPassed() time.Time {
 // this file); so is one whose release fails, until the next pass.
 func (c *Claimer) ReapLeases(ctx context.Context) (int, error) {
 	done := 0
-	_, err := c.store.Exclusive(ctx, ledger.LockClaimLeases, func(ctx context.Context) error {
+	_, err := c.store.Claims.Exclusive(ctx, claimrecords.LockClaimLeases, func(ctx context.Context) error {
 		var tr *reapTrace
 		defer func() { tr.end(done) }()
 		for {
-			expired, err := c.store.ClaimLeasesExpired(ctx, reapBatch)
+			expired, err := c.store.Claims.ClaimLeasesExpired(ctx, reapBatch)
 			if err != nil || len(expired) == 0 {
 				return err
 			}
@@ -188,7 +189,7 @@ func (c *Claimer) ReapLeases(ctx context.Context) (int, error) {
 // expire releases st's allocations (a provisional claim) or reverts its
 // move (a moving one), and reports whether it did; false, nil when the
 // claim changed meanwhile and stays.
-func (c *Claimer) expire(ctx context.Context, st *ledger.ClaimState) (bool, error) {
+func (c *Claimer) expire(ctx context.Context, st *claimrecords.ClaimState) (bool, error) {
 	start := time.Now()
 	action, err := c.expireClaim(ctx, st)
 	if errors.Is(err, errLeaseStays) {
@@ -207,7 +208,7 @@ func (c *Claimer) expire(ctx context.Context, st *ledger.ClaimState) (bool, erro
 var errLeaseStays = errors.New("claims: lease no longer expired")
 
 // expireClaim does expire's write and logs it; it returns the action.
-func (c *Claimer) expireClaim(ctx context.Context, st *ledger.ClaimState) (string, error) {
+func (c *Claimer) expireClaim(ctx context.Context, st *claimrecords.ClaimState) (string, error) {
 	h, err := c.hold(ctx, st.ConsumerUUID)
 	if errors.Is(err, fault.ErrNotFound) {
 		return "", errLeaseStays // gone already, and its stored claim with it
@@ -215,12 +216,12 @@ func (c *Claimer) expireClaim(ctx context.Context, st *ledger.ClaimState) (strin
 	if err != nil {
 		return "", err
 	}
-	if st.State == ledger.ClaimMoving {
+	if st.State == claimrecords.ClaimMoving {
 		return c.expireMove(ctx, st)
 	}
 	gen := h.consumer.Generation
-	err = c.store.ClaimWrite(ctx, ledger.ClaimWriteParams{IfLeaseExpired: st.ConsumerUUID,
-		Consumers: []ledger.ConsumerAllocations{{ConsumerUUID: st.ConsumerUUID, ProjectID: h.consumer.ProjectID,
+	err = c.store.Allocations.ClaimWrite(ctx, resources.ClaimWriteParams{IfLeaseExpired: st.ConsumerUUID,
+		Consumers: []resources.ConsumerAllocations{{ConsumerUUID: st.ConsumerUUID, ProjectID: h.consumer.ProjectID,
 			UserID: h.consumer.UserID, CheckGeneration: true, Generation: &gen}}})
 	if err := leaseStays(err); err != nil {
 		return "", err
@@ -234,11 +235,11 @@ func (c *Claimer) expireClaim(ctx context.Context, st *ledger.ClaimState) (strin
 // the instance. A move whose migration consumer holds nothing any more
 // cannot be reverted; it is ended as confirmed (the instance keeps its
 // destination), with a warning.
-func (c *Claimer) expireMove(ctx context.Context, st *ledger.ClaimState) (string, error) {
+func (c *Claimer) expireMove(ctx context.Context, st *claimrecords.ClaimState) (string, error) {
 	m, err := c.moveOf(ctx, st.ConsumerUUID, "")
 	if errors.Is(err, fault.ErrNotFound) {
-		err = c.store.ClaimWrite(ctx, ledger.ClaimWriteParams{IfLeaseExpired: st.ConsumerUUID,
-			ForgetMove: st.ConsumerUUID, MoveEnd: ledger.MoveConfirmed})
+		err = c.store.Allocations.ClaimWrite(ctx, resources.ClaimWriteParams{IfLeaseExpired: st.ConsumerUUID,
+			ForgetMove: st.ConsumerUUID, MoveEnd: claimrecords.MoveConfirmed})
 		if err := leaseStays(err); err != nil {
 			return "", err
 		}
@@ -268,7 +269,7 @@ func leaseStays(err error) error {
 }
 
 // expiry is when st's lease ran out, for a log line (zero: none).
-func expiry(st *ledger.ClaimState) time.Time {
+func expiry(st *claimrecords.ClaimState) time.Time {
 	if st.LeaseExpiresAt == nil {
 		return time.Time{}
 	}
@@ -289,7 +290,7 @@ func allocationsLine(allocs []engine.Allocation) string {
 // StoredRequest returns the request stored with consumerUUID's claim (a
 // JSON object, as Params.Request gave it), nil if no claim placed it.
 func (c *Claimer) StoredRequest(ctx context.Context, consumerUUID string) ([]byte, error) {
-	st, err := c.store.ClaimStateGet(ctx, consumerUUID)
+	st, err := c.store.Claims.ClaimStateGet(ctx, consumerUUID)
 	if err != nil || st == nil {
 		return nil, err
 	}

@@ -19,7 +19,9 @@ import (
 	"github.com/berthd/berth/claims"
 	"github.com/berthd/berth/internal/fault"
 	"github.com/berthd/berth/ledger"
+	"github.com/berthd/berth/ledger/claimrecords"
 	"github.com/berthd/berth/ledger/engine"
+	"github.com/berthd/berth/ledger/resources"
 )
 
 func lease(n int64) *int64 { return &n }
@@ -31,9 +33,9 @@ func (f *fixture) expireLease(consumer string) {
 }
 
 // state reads consumer's stored claim (nil: none).
-func (f *fixture) state(consumer string) *ledger.ClaimState {
+func (f *fixture) state(consumer string) *claimrecords.ClaimState {
 	f.t.Helper()
-	st, err := f.store.ClaimStateGet(f.ctx, consumer)
+	st, err := f.store.Claims.ClaimStateGet(f.ctx, consumer)
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -58,17 +60,17 @@ func TestLeaseReaperReleasesOnlyExpired(t *testing.T) {
 	}
 	expired, confirmed, renewed, placed, permanent := claim(lease(60)), claim(lease(60)), claim(lease(60)), claim(lease(60)), claim(nil)
 
-	if st, err := c.Lease(f.ctx, confirmed, nil); err != nil || st.Claim.State != ledger.ClaimPermanent {
+	if st, err := c.Lease(f.ctx, confirmed, nil); err != nil || st.Claim.State != claimrecords.ClaimPermanent {
 		t.Fatalf("confirm: %+v %v", st, err)
 	}
-	if st, err := c.Lease(f.ctx, renewed, lease(3600)); err != nil || st.Claim.State != ledger.ClaimProvisional ||
+	if st, err := c.Lease(f.ctx, renewed, lease(3600)); err != nil || st.Claim.State != claimrecords.ClaimProvisional ||
 		st.Claim.LeaseSeconds != 3600 || len(st.Allocations) != 1 {
 		t.Fatalf("renew: %+v %v", st, err)
 	}
 	f.expireLease(placed)
-	put := ledger.ConsumerAllocations{ConsumerUUID: placed, ProjectID: "p", UserID: "u", CheckGeneration: true, Generation: gen(1),
+	put := resources.ConsumerAllocations{ConsumerUUID: placed, ProjectID: "p", UserID: "u", CheckGeneration: true, Generation: gen(1),
 		Allocations: []engine.Allocation{{ProviderUUID: rp, Resources: []engine.ResourceAmount{{Class: "VCPU", Amount: 1}}}}}
-	if err := f.store.AllocationsReplace(f.ctx, []ledger.ConsumerAllocations{put}); err != nil {
+	if err := f.store.Allocations.AllocationsReplace(f.ctx, []resources.ConsumerAllocations{put}); err != nil {
 		t.Fatal(err)
 	}
 	f.expireLease(expired)
@@ -80,11 +82,11 @@ func TestLeaseReaperReleasesOnlyExpired(t *testing.T) {
 	if err != nil || n != 1 {
 		t.Fatalf("reaped %d, %v; want 1", n, err)
 	}
-	if got, _ := f.store.AllocationsByConsumer(f.ctx, expired); got.Consumer != nil || f.state(expired) != nil {
+	if got, _ := f.store.Allocations.AllocationsByConsumer(f.ctx, expired); got.Consumer != nil || f.state(expired) != nil {
 		t.Fatalf("expired claim not released: %+v", got)
 	}
 	for _, kept := range []string{confirmed, renewed, placed, permanent} {
-		got, _ := f.store.AllocationsByConsumer(f.ctx, kept)
+		got, _ := f.store.Allocations.AllocationsByConsumer(f.ctx, kept)
 		if len(got.Allocations) != 1 || f.state(kept) == nil {
 			t.Errorf("consumer %s lost its allocations or its claim: %+v", kept, got)
 		}
@@ -92,7 +94,7 @@ func TestLeaseReaperReleasesOnlyExpired(t *testing.T) {
 	if f.used(rp) != 4 {
 		t.Fatalf("usage %d, want 4", f.used(rp))
 	}
-	if st := f.state(placed); st.State != ledger.ClaimPermanent {
+	if st := f.state(placed); st.State != claimrecords.ClaimPermanent {
 		t.Fatalf("a Placement-API write left the claim %s", st.State)
 	}
 	if n, err := c.ReapLeases(f.ctx); err != nil || n != 0 {
@@ -119,7 +121,7 @@ func TestLeaseBadInput(t *testing.T) {
 		if _, err := c.Claim(f.ctx, p); !fault.HasCode(err, fault.ErrInvalid, fault.CodeInvalidLease) {
 			t.Errorf("claim with lease %d: %v", l, err)
 		}
-		if got, _ := f.store.AllocationsByConsumer(f.ctx, p.ConsumerUUID); got.Consumer != nil {
+		if got, _ := f.store.Allocations.AllocationsByConsumer(f.ctx, p.ConsumerUUID); got.Consumer != nil {
 			t.Errorf("claim with lease %d wrote %+v", l, got)
 		}
 	}
@@ -131,7 +133,7 @@ func TestLeaseBadInput(t *testing.T) {
 	if _, err := c.Claim(f.ctx, p); err != nil {
 		t.Fatal(err)
 	}
-	before, _ := f.store.AllocationsByConsumer(f.ctx, p.ConsumerUUID)
+	before, _ := f.store.Allocations.AllocationsByConsumer(f.ctx, p.ConsumerUUID)
 	again := claims.Params{ConsumerUUID: p.ConsumerUUID, LeaseSeconds: lease(30)}
 	if _, err := c.Reschedule(f.ctx, again, ""); !fault.HasCode(err, fault.ErrConflict, fault.CodeLeaseOnPermanent) {
 		t.Fatalf("reschedule with a lease of a permanent claim: %v", err)
@@ -141,11 +143,11 @@ func TestLeaseBadInput(t *testing.T) {
 	if _, err := c.Claim(f.ctx, replace); !fault.HasCode(err, fault.ErrConflict, fault.CodeLeaseOnPermanent) {
 		t.Fatalf("claim with a lease over a permanent claim: %v", err)
 	}
-	after, _ := f.store.AllocationsByConsumer(f.ctx, p.ConsumerUUID)
+	after, _ := f.store.Allocations.AllocationsByConsumer(f.ctx, p.ConsumerUUID)
 	if after.Consumer.Generation != before.Consumer.Generation || after.Allocations[0].ProviderUUID != before.Allocations[0].ProviderUUID {
 		t.Fatalf("refused leases changed the consumer: %+v -> %+v", before, after)
 	}
-	if st := f.state(p.ConsumerUUID); st.State != ledger.ClaimPermanent {
+	if st := f.state(p.ConsumerUUID); st.State != claimrecords.ClaimPermanent {
 		t.Fatalf("refused leases changed the claim: %+v", st)
 	}
 	if _, err := c.Lease(f.ctx, p.ConsumerUUID, lease(30)); !fault.HasCode(err, fault.ErrConflict, fault.CodeLeaseOnPermanent) {
@@ -177,7 +179,7 @@ func TestLeaseThroughRescheduleAndMove(t *testing.T) {
 		t.Fatalf("reschedule: %+v %v", r, err)
 	}
 	st := f.state(p.ConsumerUUID)
-	if st.State != ledger.ClaimProvisional || st.Expired || st.LeaseSeconds != 60 || st.RootUUID != b || st.Op != claims.OpReschedule {
+	if st.State != claimrecords.ClaimProvisional || st.Expired || st.LeaseSeconds != 60 || st.RootUUID != b || st.Op != claims.OpReschedule {
 		t.Fatalf("after the reschedule: %+v", st)
 	}
 	if _, err := c.Lease(f.ctx, p.ConsumerUUID, nil); err != nil {
@@ -189,7 +191,7 @@ func TestLeaseThroughRescheduleAndMove(t *testing.T) {
 	if r, err := c.Move(f.ctx, claims.Params{ConsumerUUID: p.ConsumerUUID, LeaseSeconds: lease(600)}, mig); err != nil || r.Root != a {
 		t.Fatalf("move: %+v %v", r, err)
 	}
-	if st := f.state(p.ConsumerUUID); st.State != ledger.ClaimMoving || st.MigrationUUID != mig || st.LeaseSeconds != 600 {
+	if st := f.state(p.ConsumerUUID); st.State != claimrecords.ClaimMoving || st.MigrationUUID != mig || st.LeaseSeconds != 600 {
 		t.Fatalf("moving: %+v", st)
 	}
 	if f.used(a) != 3 || f.used(b) != 3 {
@@ -203,10 +205,10 @@ func TestLeaseThroughRescheduleAndMove(t *testing.T) {
 		t.Fatalf("after the move's lease ran out a %d b %d", f.used(a), f.used(b))
 	}
 	st = f.state(p.ConsumerUUID)
-	if st.State != ledger.ClaimPermanent || st.RootUUID != b || st.MigrationUUID != "" || st.LeaseExpiresAt != nil {
+	if st.State != claimrecords.ClaimPermanent || st.RootUUID != b || st.MigrationUUID != "" || st.LeaseExpiresAt != nil {
 		t.Fatalf("after the revert: %+v", st)
 	}
-	if got, _ := f.store.AllocationsByConsumer(f.ctx, mig); got.Consumer != nil {
+	if got, _ := f.store.Allocations.AllocationsByConsumer(f.ctx, mig); got.Consumer != nil {
 		t.Fatal("the migration consumer survived the revert")
 	}
 	// A confirm of the reverted move is refused, as after a client's revert.
@@ -287,7 +289,7 @@ func TestLeaseRace(t *testing.T) {
 						t.Errorf("confirm %d: %v", i, err)
 					}
 				case 1: // written through the Placement API, as a compute agent does
-					err := f.store.AllocationsReplace(ctx, []ledger.ConsumerAllocations{{ConsumerUUID: p.ConsumerUUID,
+					err := f.store.Allocations.AllocationsReplace(ctx, []resources.ConsumerAllocations{{ConsumerUUID: p.ConsumerUUID,
 						ProjectID: p.ProjectID, UserID: p.UserID, CheckGeneration: true, Generation: gen(r.ConsumerGeneration),
 						Allocations: r.Allocations}})
 					o.kept = err == nil
@@ -314,7 +316,7 @@ func TestLeaseRace(t *testing.T) {
 	for {
 		provisional := 0
 		for _, o := range out {
-			if st := f.state(o.consumer); st != nil && st.State == ledger.ClaimProvisional {
+			if st := f.state(o.consumer); st != nil && st.State == claimrecords.ClaimProvisional {
 				provisional++
 			}
 		}
@@ -332,7 +334,7 @@ func TestLeaseRace(t *testing.T) {
 	held := map[string]int64{}
 	kept := 0
 	for i, o := range out {
-		got, err := f.store.AllocationsByConsumer(f.ctx, o.consumer)
+		got, err := f.store.Allocations.AllocationsByConsumer(f.ctx, o.consumer)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -10,13 +10,14 @@ import (
 	"github.com/berthd/berth/internal/fault"
 	"github.com/berthd/berth/internal/uuid"
 
-	"github.com/berthd/berth/ledger"
+	"github.com/berthd/berth/ledger/claimrecords"
 	"github.com/berthd/berth/ledger/engine"
+	"github.com/berthd/berth/ledger/resources"
 )
 
 // holding is what a consumer holds now.
 type holding struct {
-	consumer *ledger.Consumer
+	consumer *resources.Consumer
 	allocs   []engine.Allocation
 	// roots are the roots of the trees it holds on, sharing providers
 	// left out (a new tree may need the same pool).
@@ -26,7 +27,7 @@ type holding struct {
 // hold reads what consumerUUID holds. A consumer without allocations is
 // ErrNotFound. Its roots are left empty; withRoots fills them.
 func (c *Claimer) hold(ctx context.Context, consumerUUID string) (*holding, error) {
-	cur, err := c.store.AllocationsByConsumer(ctx, consumerUUID)
+	cur, err := c.store.Allocations.AllocationsByConsumer(ctx, consumerUUID)
 	if err != nil {
 		return nil, err
 	}
@@ -44,7 +45,7 @@ func (c *Claimer) withRoots(ctx context.Context, consumerUUID string) (*holding,
 		return nil, err
 	}
 	for _, pr := range h.allocs {
-		sharing, err := c.store.ProvidersMatching(ctx, engine.ProviderFilter{UUID: pr.ProviderUUID,
+		sharing, err := c.store.Snapshots.ProvidersMatching(ctx, engine.ProviderFilter{UUID: pr.ProviderUUID,
 			Group: engine.RequestGroup{RequiredTraits: [][]string{{sharesViaAggregate}}}})
 		if err != nil {
 			return nil, err
@@ -52,7 +53,7 @@ func (c *Claimer) withRoots(ctx context.Context, consumerUUID string) (*holding,
 		if len(sharing) > 0 {
 			continue
 		}
-		prov, err := c.store.ProviderGet(ctx, pr.ProviderUUID)
+		prov, err := c.store.Providers.ProviderGet(ctx, pr.ProviderUUID)
 		if err != nil {
 			return nil, err
 		}
@@ -65,7 +66,7 @@ func (c *Claimer) withRoots(ctx context.Context, consumerUUID string) (*holding,
 
 // byProvider groups allocations ordered by provider into one
 // ProviderResources per provider.
-func byProvider(allocs []ledger.AllocationRecord) []engine.Allocation {
+func byProvider(allocs []resources.AllocationRecord) []engine.Allocation {
 	out := []engine.Allocation{}
 	for _, a := range allocs {
 		if n := len(out); n == 0 || out[n-1].ProviderUUID != a.ProviderUUID {
@@ -92,7 +93,7 @@ func (h *holding) adopt(p *Params) {
 	if p.UserID == "" {
 		p.UserID = h.consumer.UserID
 	}
-	if p.ConsumerType == "" && h.consumer.Type != ledger.UnknownConsumerType {
+	if p.ConsumerType == "" && h.consumer.Type != resources.UnknownConsumerType {
 		p.ConsumerType = h.consumer.Type
 	}
 	if len(p.Candidates.Groups) == 0 {
@@ -127,7 +128,7 @@ func (c *Claimer) reschedule(ctx context.Context, p Params, failedProvider strin
 	}
 	failed := ""
 	if failedProvider != "" {
-		snap, err := c.store.Snapshot(ctx, nil, nil)
+		snap, err := c.store.Snapshots.Snapshot(ctx, nil, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -141,12 +142,12 @@ func (c *Claimer) reschedule(ctx context.Context, p Params, failedProvider strin
 	}
 	h.adopt(&p)
 	p.Reason = ReasonReschedule
-	p.op, p.leaseMode = OpReschedule, ledger.LeaseKeep
+	p.op, p.leaseMode = OpReschedule, claimrecords.LeaseKeep
 	if p.LeaseSeconds != nil {
-		p.leaseMode = ledger.LeaseSet
+		p.leaseMode = claimrecords.LeaseSet
 	}
 	if failed != "" && !p.DryRun {
-		if err := c.store.ClaimFailureAdd(ctx, p.ConsumerUUID, failed); err != nil {
+		if err := c.store.Claims.ClaimFailureAdd(ctx, p.ConsumerUUID, failed); err != nil {
 			return nil, err
 		}
 	}
@@ -180,13 +181,13 @@ func (c *Claimer) move(ctx context.Context, p Params, migrationUUID string) (*Re
 		return nil, invalid("Invalid migration_uuid %q: want a uuid other than the consumer's", migrationUUID)
 	}
 	h.adopt(&p)
-	p.op, p.leaseMode = OpMove, ledger.LeaseMove
+	p.op, p.leaseMode = OpMove, claimrecords.LeaseMove
 	p.Exclude = append(slices.Clone(p.Exclude), h.roots...)
-	p.with = []ledger.ConsumerAllocations{{
+	p.with = []resources.ConsumerAllocations{{
 		ConsumerUUID:    mig,
 		ProjectID:       p.ProjectID,
 		UserID:          p.UserID,
-		ConsumerType:    ledger.MigrationConsumerType,
+		ConsumerType:    resources.MigrationConsumerType,
 		CheckGeneration: true, // must be new
 		Allocations:     h.allocs,
 	}}
@@ -194,7 +195,7 @@ func (c *Claimer) move(ctx context.Context, p Params, migrationUUID string) (*Re
 	if len(h.roots) > 0 {
 		src = h.roots[0]
 	}
-	p.move = &ledger.MoveRecord{ConsumerUUID: p.ConsumerUUID, MigrationUUID: mig, Reason: p.Reason, SourceRoot: src}
+	p.move = &claimrecords.MoveRecord{ConsumerUUID: p.ConsumerUUID, MigrationUUID: mig, Reason: p.Reason, SourceRoot: src}
 	return c.claim(ctx, p)
 }
 
@@ -215,7 +216,7 @@ func (c *Claimer) moveOf(ctx context.Context, consumerUUID, migrationUUID string
 			return nil, invalid("Invalid migration_uuid %q", migrationUUID)
 		}
 	} else {
-		m, err := c.store.ClaimMoveGet(ctx, consumerUUID)
+		m, err := c.store.Claims.ClaimMoveGet(ctx, consumerUUID)
 		if err != nil {
 			return nil, err
 		}
@@ -242,11 +243,11 @@ func (c *Claimer) Confirm(ctx context.Context, consumerUUID, migrationUUID strin
 	}
 	mig := m.consumer.UUID
 	gen := m.consumer.Generation
-	if err := c.store.ClaimWrite(ctx, ledger.ClaimWriteParams{
-		Consumers: []ledger.ConsumerAllocations{{ConsumerUUID: mig, ProjectID: m.consumer.ProjectID,
+	if err := c.store.Allocations.ClaimWrite(ctx, resources.ClaimWriteParams{
+		Consumers: []resources.ConsumerAllocations{{ConsumerUUID: mig, ProjectID: m.consumer.ProjectID,
 			UserID: m.consumer.UserID, CheckGeneration: true, Generation: &gen}},
 		ForgetMove: consumerUUID,
-		MoveEnd:    ledger.MoveConfirmed,
+		MoveEnd:    claimrecords.MoveConfirmed,
 		Request:    moveEndRecord(consumerUUID, moveConfirmed, mig),
 	}); err != nil {
 		return nil, err
@@ -256,7 +257,7 @@ func (c *Claimer) Confirm(ctx context.Context, consumerUUID, migrationUUID strin
 
 // holdingOf reads what consumerUUID holds now, as Confirm answers it.
 func (c *Claimer) holdingOf(ctx context.Context, consumerUUID string) (*Holding, error) {
-	cur, err := c.store.AllocationsByConsumer(ctx, consumerUUID)
+	cur, err := c.store.Allocations.AllocationsByConsumer(ctx, consumerUUID)
 	if err != nil {
 		return nil, err
 	}
@@ -275,12 +276,12 @@ const (
 
 // moveEndRecord is what a confirm or revert records, in its own
 // transaction, so that its retry is answered as done (moveEnded).
-func moveEndRecord(consumerUUID, action, migrationUUID string) *ledger.ClaimRequest {
+func moveEndRecord(consumerUUID, action, migrationUUID string) *claimrecords.ClaimRequest {
 	raw, err := json.Marshal(map[string]string{"action": action, "migration_uuid": canonicalOr(migrationUUID)})
 	if err != nil {
 		return nil
 	}
-	return &ledger.ClaimRequest{ConsumerUUID: canonicalOr(consumerUUID), Op: OpMoveEnd, Fingerprint: fingerprint(OpMoveEnd, raw),
+	return &claimrecords.ClaimRequest{ConsumerUUID: canonicalOr(consumerUUID), Op: OpMoveEnd, Fingerprint: fingerprint(OpMoveEnd, raw),
 		Request: raw, Result: []byte("{}")}
 }
 
@@ -291,7 +292,7 @@ func moveEndRecord(consumerUUID, action, migrationUUID string) *ledger.ClaimRequ
 // ended the other way, a conflict; otherwise notFound stands. The record
 // is read with confirmation, as every replayed answer is.
 func (c *Claimer) moveEnded(ctx context.Context, consumerUUID, migrationUUID, action string, notFound error) (*Holding, error) {
-	rec, err := c.store.ClaimRequestConfirmed(ctx, consumerUUID, OpMoveEnd)
+	rec, err := c.store.Claims.ClaimRequestConfirmed(ctx, consumerUUID, OpMoveEnd)
 	if err != nil {
 		return nil, err
 	}
@@ -337,30 +338,30 @@ func (c *Claimer) Revert(ctx context.Context, consumerUUID, migrationUUID string
 
 // revert writes the revert of consumerUUID's move, whose migration
 // consumer holds m; ifExpired makes it the lease reaper's, written only
-// if the move's lease has run out (ledger.ClaimWriteParams.IfLeaseExpired).
+// if the move's lease has run out (resources.ClaimWriteParams.IfLeaseExpired).
 func (c *Claimer) revert(ctx context.Context, consumerUUID string, m *holding, ifExpired bool) (*Holding, error) {
 	mig := m.consumer.UUID
-	inst, err := c.store.AllocationsByConsumer(ctx, consumerUUID)
+	inst, err := c.store.Allocations.AllocationsByConsumer(ctx, consumerUUID)
 	if err != nil {
 		return nil, err
 	}
-	w := ledger.ConsumerAllocations{ConsumerUUID: consumerUUID, ProjectID: m.consumer.ProjectID,
+	w := resources.ConsumerAllocations{ConsumerUUID: consumerUUID, ProjectID: m.consumer.ProjectID,
 		UserID: m.consumer.UserID, CheckGeneration: true, Allocations: m.allocs}
 	gen := int64(1)
 	if inst.Consumer != nil {
 		g := inst.Consumer.Generation
 		w.Generation, gen = &g, g+1
 		w.ProjectID, w.UserID = inst.Consumer.ProjectID, inst.Consumer.UserID
-		if inst.Consumer.Type != ledger.UnknownConsumerType {
+		if inst.Consumer.Type != resources.UnknownConsumerType {
 			w.ConsumerType = inst.Consumer.Type
 		}
 	}
 	mgen := m.consumer.Generation
-	cw := ledger.ClaimWriteParams{
-		Consumers: []ledger.ConsumerAllocations{w, {ConsumerUUID: mig, ProjectID: m.consumer.ProjectID,
+	cw := resources.ClaimWriteParams{
+		Consumers: []resources.ConsumerAllocations{w, {ConsumerUUID: mig, ProjectID: m.consumer.ProjectID,
 			UserID: m.consumer.UserID, CheckGeneration: true, Generation: &mgen}},
 		ForgetMove: consumerUUID,
-		MoveEnd:    ledger.MoveReverted,
+		MoveEnd:    claimrecords.MoveReverted,
 		Request:    moveEndRecord(consumerUUID, moveReverted, mig),
 	}
 	if ifExpired {
@@ -375,7 +376,7 @@ func (c *Claimer) revert(ctx context.Context, consumerUUID string, m *holding, i
 			return nil, err
 		}
 	}
-	if err := c.store.ClaimWrite(ctx, cw); err != nil {
+	if err := c.store.Allocations.ClaimWrite(ctx, cw); err != nil {
 		return nil, err
 	}
 	return &Holding{ConsumerUUID: canonicalOr(consumerUUID), ConsumerGeneration: gen, Allocations: m.allocs}, nil

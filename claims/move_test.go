@@ -21,7 +21,7 @@ func TestDryRunWritesNothing(t *testing.T) {
 	}
 	before := map[string]int64{}
 	for _, rp := range []string{a, b} {
-		p, _ := f.store.ProviderGet(f.ctx, rp)
+		p, _ := f.store.Providers.ProviderGet(f.ctx, rp)
 		before[rp] = p.Generation
 	}
 	p := params(1)
@@ -35,11 +35,11 @@ func TestDryRunWritesNothing(t *testing.T) {
 		r.Ranking[0].Weights["spread"] <= r.Ranking[1].Weights["spread"] || len(r.Alternates) != 1 || r.Alternates[0].Root != a {
 		t.Fatalf("dry run: %+v", r)
 	}
-	if got, _ := f.store.AllocationsByConsumer(f.ctx, p.ConsumerUUID); got.Consumer != nil {
+	if got, _ := f.store.Allocations.AllocationsByConsumer(f.ctx, p.ConsumerUUID); got.Consumer != nil {
 		t.Fatal("dry run wrote a consumer")
 	}
 	for _, rp := range []string{a, b} {
-		if p, _ := f.store.ProviderGet(f.ctx, rp); p.Generation != before[rp] {
+		if p, _ := f.store.Providers.ProviderGet(f.ctx, rp); p.Generation != before[rp] {
 			t.Errorf("dry run bumped %s's generation", rp)
 		}
 	}
@@ -85,13 +85,13 @@ func TestRescheduleRemembersFailures(t *testing.T) {
 	if f.used(c3) != 2 {
 		t.Fatal("a reschedule that placed nothing moved the consumer")
 	}
-	failed, err := f.store.ClaimFailures(f.ctx, p.ConsumerUUID)
+	failed, err := f.store.Claims.ClaimFailures(f.ctx, p.ConsumerUUID)
 	if err != nil || len(failed) != 3 || !slices.Contains(failed, a) || !slices.Contains(failed, b) || !slices.Contains(failed, c3) {
 		t.Fatalf("failures %v %v", failed, err)
 	}
 	// The Placement way: DELETE the allocations, then claim anew. With
 	// reason reschedule the history still counts; with reason new not.
-	if err := f.store.AllocationsDelete(f.ctx, p.ConsumerUUID); err != nil {
+	if err := f.store.Allocations.AllocationsDelete(f.ctx, p.ConsumerUUID); err != nil {
 		t.Fatal(err)
 	}
 	p.Reason = claims.ReasonReschedule
@@ -121,7 +121,7 @@ func TestMoveConfirmRevert(t *testing.T) {
 	if r, err := c.MoveUnrecorded(f.ctx, inst, mig); err != nil || r.Root != b || r.Migration.ConsumerUUID != mig {
 		t.Fatalf("move: %+v %v", r, err)
 	}
-	if m, err := f.store.ClaimMoveGet(f.ctx, p.ConsumerUUID); err != nil || m == nil || m.MigrationUUID != mig || m.SourceRoot != a || m.Reason != claims.ReasonRelocation {
+	if m, err := f.store.Claims.ClaimMoveGet(f.ctx, p.ConsumerUUID); err != nil || m == nil || m.MigrationUUID != mig || m.SourceRoot != a || m.Reason != claims.ReasonRelocation {
 		t.Fatalf("move record %+v %v", m, err)
 	}
 	h, err := c.Confirm(f.ctx, p.ConsumerUUID, "")
@@ -131,10 +131,10 @@ func TestMoveConfirmRevert(t *testing.T) {
 	if f.used(a) != 0 || f.used(b) != 3 {
 		t.Fatalf("after confirm a %d b %d", f.used(a), f.used(b))
 	}
-	if got, _ := f.store.AllocationsByConsumer(f.ctx, mig); got.Consumer != nil {
+	if got, _ := f.store.Allocations.AllocationsByConsumer(f.ctx, mig); got.Consumer != nil {
 		t.Fatal("confirm left the migration consumer")
 	}
-	if m, _ := f.store.ClaimMoveGet(f.ctx, p.ConsumerUUID); m != nil {
+	if m, _ := f.store.Claims.ClaimMoveGet(f.ctx, p.ConsumerUUID); m != nil {
 		t.Fatalf("confirm left the move record %+v", m)
 	}
 	// A retried confirm (its answer lost) is answered as done, with
@@ -170,7 +170,7 @@ func TestMoveConfirmRevert(t *testing.T) {
 	if err != nil || len(h.Allocations) != 1 || h.Allocations[0].ProviderUUID != b {
 		t.Fatalf("revert: %+v %v", h, err)
 	}
-	got, _ := f.store.AllocationsByConsumer(f.ctx, p.ConsumerUUID)
+	got, _ := f.store.Allocations.AllocationsByConsumer(f.ctx, p.ConsumerUUID)
 	if got.Consumer == nil || got.Consumer.Generation != h.ConsumerGeneration || len(got.Allocations) != 1 || got.Allocations[0].ProviderUUID != b {
 		t.Fatalf("after revert: %+v (answered generation %d)", got, h.ConsumerGeneration)
 	}
@@ -197,10 +197,10 @@ func TestMoveConfirmRevert(t *testing.T) {
 	if !errors.As(err, &np) {
 		t.Fatalf("move nowhere: %v", err)
 	}
-	if got, _ := f.store.AllocationsByConsumer(f.ctx, mig3); got.Consumer != nil {
+	if got, _ := f.store.Allocations.AllocationsByConsumer(f.ctx, mig3); got.Consumer != nil {
 		t.Fatal("failed move created the migration consumer")
 	}
-	if m, _ := f.store.ClaimMoveGet(f.ctx, p.ConsumerUUID); m != nil {
+	if m, _ := f.store.Claims.ClaimMoveGet(f.ctx, p.ConsumerUUID); m != nil {
 		t.Fatalf("failed move left a record %+v", m)
 	}
 	if f.used(b) != 3 {

@@ -4,28 +4,29 @@ import (
 	"context"
 
 	"github.com/berthd/berth/claims/quota"
-	"github.com/berthd/berth/ledger"
 	"github.com/berthd/berth/ledger/engine"
+	"github.com/berthd/berth/ledger/quotas"
+	"github.com/berthd/berth/ledger/resources"
 )
 
 // Quotas (docs/quotas.md): every claim's write is checked against its
 // project's limits by the ledger, in the write's own transaction
-// (ledger/quota.go); the Claimer only hands the write the limits its
-// quota.Source gives (quotaOf). A dry run writes nothing, so it reports
-// instead what the check would say (quotaReport).
+// (ledger/resources/quota_check.go); the Claimer only hands the write
+// the limits its quota.Source gives (quotaOf). A dry run writes nothing,
+// so it reports instead what the check would say (quotaReport).
 
 // projectOf is the project a write of p counts toward: p's, or the one
 // the ledger records for a write without one.
 func projectOf(project string) string {
 	if project == "" {
-		return ledger.IncompleteConsumerID
+		return resources.IncompleteConsumerID
 	}
 	return project
 }
 
 // quotaOf returns what a write for project is checked against: nil
 // without a quota.Source.
-func (c *Claimer) quotaOf(ctx context.Context, project string) (*ledger.Quota, error) {
+func (c *Claimer) quotaOf(ctx context.Context, project string) (*quotas.Quota, error) {
 	if c.limits == nil {
 		return nil, nil
 	}
@@ -51,12 +52,12 @@ func (c *Claimer) quotaReport(ctx context.Context, p *Params, allocs []engine.Al
 	if len(limits) == 0 {
 		return nil, nil
 	}
-	used, err := c.store.ProjectUsage(ctx, project)
+	used, err := c.store.Quotas.ProjectUsage(ctx, project)
 	if err != nil {
 		return nil, err
 	}
 	adds := map[string]int64{}
-	if p.ConsumerType != ledger.MigrationConsumerType {
+	if p.ConsumerType != resources.MigrationConsumerType {
 		for _, a := range allocs {
 			for _, r := range a.Resources {
 				adds[r.Class] += r.Amount
@@ -68,7 +69,7 @@ func (c *Claimer) quotaReport(ctx context.Context, p *Params, allocs []engine.Al
 			}
 		}
 		if p.ConsumerGeneration == nil {
-			adds[ledger.ResourceConsumers]++
+			adds[quotas.ResourceConsumers]++
 		}
 	}
 	rep := &QuotaReport{ProjectID: project, Fits: true, Resources: map[string]QuotaResource{}}

@@ -8,14 +8,14 @@ import (
 	"github.com/berthd/berth/claims"
 	"github.com/berthd/berth/claims/quota"
 	"github.com/berthd/berth/internal/fault"
-	"github.com/berthd/berth/ledger"
+	"github.com/berthd/berth/ledger/quotas"
 )
 
 // limitedClaimer is a claimer whose claims are held to the limits f's
 // store keeps, with project "p" limited to vcpu VCPU.
 func (f *fixture) limitedClaimer(vcpu int64) *claims.Claimer {
 	f.t.Helper()
-	if err := f.store.LimitsSet(f.ctx, "p", ledger.Limits{"VCPU": vcpu}); err != nil {
+	if err := f.store.Quotas.LimitsSet(f.ctx, "p", quotas.Limits{"VCPU": vcpu}); err != nil {
 		f.t.Fatal(err)
 	}
 	c, err := claims.New(claims.Deps{Store: f.store, Limits: quota.Stored{Store: f.store}}, claims.Config{})
@@ -70,7 +70,7 @@ func TestQuotaClaimsAndMoves(t *testing.T) {
 	if r, err := c.MoveUnrecorded(f.ctx, claims.Params{ConsumerUUID: first.ConsumerUUID}, mig); err != nil || r.Root != b {
 		t.Fatalf("move at the limit: %+v %v", r, err)
 	}
-	if u, _ := f.store.ProjectUsage(f.ctx, "p"); u["VCPU"] != 8 || u[ledger.ResourceConsumers] != 2 {
+	if u, _ := f.store.Quotas.ProjectUsage(f.ctx, "p"); u["VCPU"] != 8 || u[quotas.ResourceConsumers] != 2 {
 		t.Fatalf("usage during the move: %v", u)
 	}
 	if _, err := c.Confirm(f.ctx, first.ConsumerUUID, ""); err != nil {

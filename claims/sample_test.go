@@ -6,6 +6,7 @@ import (
 
 	"github.com/berthd/berth/claims"
 	"github.com/berthd/berth/scheduler"
+	"github.com/berthd/berth/scheduler/scriptlet"
 )
 
 func (f *fixture) claimerCfg(policy string, cfg claims.Config) *claims.Claimer {
@@ -14,7 +15,7 @@ func (f *fixture) claimerCfg(policy string, cfg claims.Config) *claims.Claimer {
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	p, err := scheduler.NewPolicy(pc, nil, nil, scheduler.ScriptletLimits{})
+	p, err := scheduler.NewPolicy(pc, nil, nil)
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -140,7 +141,7 @@ func TestClaimSubsetKeepsScriptletTarget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	prog, err := scheduler.CompileScriptlet("target.star", []byte(`
+	prog, err := scriptlet.Compile("target.star", []byte(`
 def instance_placement(request, candidate_members):
     names = [m.server_name for m in candidate_members]
     set_target("n2" if "n2" in names else "n3")
@@ -148,7 +149,7 @@ def instance_placement(request, candidate_members):
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := scheduler.NewPolicy(pc, nil, scheduler.StaticScriptlets{Default: prog}, scheduler.ScriptletLimits{})
+	p, err := scheduler.NewPolicy(pc, nil, scriptlet.NewRuntime(scriptlet.Static{Default: prog}, scriptlet.Limits{}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,7 +188,7 @@ def instance_placement(request, candidate_members):
 		if f.used(roots[2]) != 0 || f.used(roots[3]) != 20*int64(round+1) {
 			t.Fatalf("subset size %d: n2 %d, n3 %d", size, f.used(roots[2]), f.used(roots[3]))
 		}
-		if _, err := f.store.ProviderRestore(f.ctx, roots[2]); err != nil {
+		if _, err := f.store.Cloud.ProviderRestore(f.ctx, roots[2]); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -77,7 +77,7 @@ func (c *Claimer) resolveParams(ctx context.Context, p *Params) (*resolved, erro
 		r.exclude = append(r.exclude, prov.UUID)
 	}
 	if p.Reason == ReasonReschedule {
-		failed, err := c.store.ClaimFailures(ctx, p.ConsumerUUID)
+		failed, err := c.store.Claims.ClaimFailures(ctx, p.ConsumerUUID)
 		if err != nil {
 			return nil, err
 		}
@@ -99,13 +99,13 @@ func (c *Claimer) resolveParams(ctx context.Context, p *Params) (*resolved, erro
 // snapshot reads the ledger's snapshot for p: the one read a claim's
 // selection makes of the ledger (see Claim). It is the ranking snapshot,
 // which skips the catch-up with the other processes' writes that a
-// Placement read makes (ledger.Store.RankingSnapshot): the claim's write
+// Placement read makes (snapshot.Cache.RankingSnapshot): the claim's write
 // re-checks capacity under the providers' locks, so ranking on a
 // snapshot a few milliseconds old costs at worst a retry on the next
 // candidate, and the claim saves a round trip to PostgreSQL.
 func (c *Claimer) snapshot(ctx context.Context, p *Params) (*engine.Snapshot, error) {
 	classes, traits := engine.ParamsNames(&p.Candidates)
-	return c.store.RankingSnapshot(ctx, classes, traits)
+	return c.store.Snapshots.RankingSnapshot(ctx, classes, traits)
 }
 
 // resolve finds the provider of snap a uuid or name designates; unknown
@@ -165,7 +165,7 @@ func (c *Claimer) selectCandidates(ctx context.Context, p *Params, r *resolved, 
 	// queueing on the first one's row lock.
 	cp := p.Candidates
 	cp.Limit, cp.Max = 0, c.cfg.MaxCandidates
-	cp.VersionsOnly = true // convert builds its views from the records
+	cp.VersionsOnly = true // schedulerCandidates builds its views from the records
 	cp.AvoidEvacuated = true
 	if sample > 0 {
 		cp.Sample = true
@@ -179,7 +179,7 @@ func (c *Claimer) selectCandidates(ctx context.Context, p *Params, r *resolved, 
 		return nil, err
 	}
 	candidatesSpan(ctx, start, len(lc.Requests))
-	s := &selection{roots: lc.Roots, found: len(lc.Requests), cands: convert(lc), reqs: lc.Requests,
+	s := &selection{roots: lc.Roots, found: len(lc.Requests), cands: schedulerCandidates(lc), reqs: lc.Requests,
 		policy: policy, byDefault: r.byDefault, sampled: sample > 0 && lc.Truncated}
 	fit := make(map[string]struct{}, len(s.cands))
 	for _, cand := range s.cands {

@@ -1,8 +1,9 @@
 package claims
 
 import (
-	"github.com/berthd/berth/ledger"
+	"github.com/berthd/berth/ledger/claimrecords"
 	"github.com/berthd/berth/ledger/engine"
+	"github.com/berthd/berth/ledger/resources"
 	"github.com/berthd/berth/scheduler"
 )
 
@@ -73,8 +74,8 @@ type Params struct {
 
 	// with are other consumers written in the same transaction (a move's
 	// migration consumer); move is the record written along.
-	with []ledger.ConsumerAllocations
-	move *ledger.MoveRecord
+	with []resources.ConsumerAllocations
+	move *claimrecords.MoveRecord
 	// retryKey, when set, is recorded with the write for retries
 	// (idempotent.go).
 	retryKey *retryKey
@@ -84,7 +85,7 @@ type Params struct {
 	// op and leaseMode say how the write stores the claim (Claim,
 	// Reschedule, Move set them; stateWrite).
 	op        string
-	leaseMode ledger.LeaseMode
+	leaseMode claimrecords.LeaseMode
 }
 
 // Reused is what a reschedule's or move's request took from what the
@@ -144,7 +145,7 @@ type Result struct {
 	// ScriptletLog are the scriptlet's log lines (dry runs only).
 	ScriptletLog []scheduler.LogLine
 	// Migration is the migration consumer of a move and what it holds.
-	Migration *ledger.ConsumerAllocations
+	Migration *resources.ConsumerAllocations
 	// Reused is Params.Reused: what a reschedule or move reused.
 	Reused *Reused
 	// Quota is a dry run's quota check (nil without limits, and for a

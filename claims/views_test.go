@@ -45,19 +45,15 @@ func treesAndSharing() *engine.Snapshot {
 
 // fromSummary is the scheduler's view of the provider s describes, built
 // from the engine's summary: what views must build from the records.
-func fromSummary(s *engine.ProviderSummary) *scheduler.Provider {
-	p := &scheduler.Provider{UUID: s.UUID, Name: s.Name, ParentUUID: s.ParentUUID, RootUUID: s.RootUUID,
-		Traits: s.Traits, Aggregates: s.Aggregates, Resources: make(scheduler.Inventories, len(s.Resources))}
-	for i, r := range s.Resources {
-		p.Resources[i] = scheduler.ClassInventory{Class: r.Class, Inventory: scheduler.Inventory{Capacity: r.Capacity, Used: r.Used,
-			Total: r.Total, Reserved: r.Reserved, AllocationRatio: r.AllocationRatio,
-			MinUnit: r.MinUnit, MaxUnit: r.MaxUnit, StepSize: r.StepSize}}
-	}
-	scheduler.SortInventories(p.Resources)
+func fromSummary(s *engine.ProviderSummary) *scheduler.ProviderView {
+	p := &scheduler.ProviderView{Provider: s.Provider,
+		Traits: s.Traits, Aggregates: s.Aggregates, Resources: make(scheduler.Resources, len(s.Resources))}
+	copy(p.Resources, s.Resources)
+	scheduler.SortResources(p.Resources)
 	return p
 }
 
-// views builds, from the snapshot's records, the same Providers as the
+// views builds, from the snapshot's records, the same ProviderViews as the
 // engine's summaries describe, in trees, with sharing and in a flat
 // cloud.
 func TestViewsAsSummaries(t *testing.T) {
@@ -85,7 +81,7 @@ func TestViewsAsSummaries(t *testing.T) {
 			if versioned.Flat != tc.flat || len(versioned.Versions) != len(summarised.Summaries) || len(versioned.Versions) < 3 {
 				t.Fatalf("flat %v, %d versions, %d summaries", versioned.Flat, len(versioned.Versions), len(summarised.Summaries))
 			}
-			got := map[string]*scheduler.Provider{}
+			got := map[string]*scheduler.ProviderView{}
 			views(versioned, got)
 			if len(got) != len(summarised.Summaries) {
 				t.Fatalf("%d views for %d summaries", len(got), len(summarised.Summaries))
@@ -96,8 +92,8 @@ func TestViewsAsSummaries(t *testing.T) {
 					t.Errorf("view of %s:\n got %+v\nwant %+v", want.Name, got[want.UUID], want)
 				}
 			}
-			// And convert's candidates use those views.
-			for _, cand := range convert(versioned) {
+			// And schedulerCandidates' candidates use those views.
+			for _, cand := range schedulerCandidates(versioned) {
 				for _, a := range cand.Allocations {
 					if p := cand.Providers[a.ProviderUUID]; p == nil || !reflect.DeepEqual(p, got[a.ProviderUUID]) {
 						t.Errorf("candidate %d: provider %s not among the views", cand.Index, a.ProviderUUID)

@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"github.com/berthd/berth/internal/fault"
-	"github.com/berthd/berth/ledger"
+	"github.com/berthd/berth/ledger/claimrecords"
+	"github.com/berthd/berth/ledger/quotas"
+	"github.com/berthd/berth/ledger/resources"
 	"github.com/berthd/berth/scheduler"
 )
 
@@ -27,7 +29,7 @@ type writer struct {
 	attempts    int
 	failedRoots []string
 	// quota is what every write is checked against (nil: nothing).
-	quota *ledger.Quota
+	quota *quotas.Quota
 }
 
 // run writes s's candidates in turn, each picked by pick, until one is
@@ -47,7 +49,7 @@ func (w *writer) run(ctx context.Context, s *selection) (*Result, error) {
 		tried[i] = true
 		cand := ranked[i].Cand
 		w.attempts++
-		cw := ledger.ClaimWriteParams{Consumers: append([]ledger.ConsumerAllocations{{
+		cw := resources.ClaimWriteParams{Consumers: append([]resources.ConsumerAllocations{{
 			ConsumerUUID:    p.ConsumerUUID,
 			ProjectID:       p.ProjectID,
 			UserID:          p.UserID,
@@ -65,7 +67,7 @@ func (w *writer) run(ctx context.Context, s *selection) (*Result, error) {
 		res := w.c.result(p, s, i, w.attempts, w.failedRoots)
 		cw.Request = p.retryKey.record(p, res)
 		start := time.Now()
-		err := w.c.store.ClaimWrite(ctx, cw)
+		err := w.c.store.Allocations.ClaimWrite(ctx, cw)
 		w.tr.write(start, cand.Root(), err)
 		if err == nil {
 			return res, nil
@@ -125,13 +127,13 @@ func tie(a, b float64) bool {
 }
 
 // stateWrite is what a write of p on root stores of the claim
-// (ledger.ClaimStateWrite), nil for a claim that is not stored (one that
+// (claimrecords.ClaimStateWrite), nil for a claim that is not stored (one that
 // no entry point made).
-func (p *Params) stateWrite(root string) *ledger.ClaimStateWrite {
+func (p *Params) stateWrite(root string) *claimrecords.ClaimStateWrite {
 	if p.op == "" {
 		return nil
 	}
-	w := &ledger.ClaimStateWrite{Op: p.op, Request: p.Request, RootUUID: root, Mode: p.leaseMode}
+	w := &claimrecords.ClaimStateWrite{Op: p.op, Request: p.Request, RootUUID: root, Mode: p.leaseMode}
 	if p.LeaseSeconds != nil {
 		w.LeaseSeconds = *p.LeaseSeconds
 	}
@@ -195,7 +197,7 @@ func (c *Claimer) result(p *Params, s *selection, chosen, attempts int, failed [
 		r.ScriptletLog = append([]scheduler.LogLine{}, s.ranking.Log...)
 	}
 	for i := range p.with {
-		if p.with[i].ConsumerType == ledger.MigrationConsumerType {
+		if p.with[i].ConsumerType == resources.MigrationConsumerType {
 			m := p.with[i]
 			r.Migration = &m
 		}

@@ -6,8 +6,9 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/berthd/berth/ledger"
+	"github.com/berthd/berth/ledger/claimrecords"
 	"github.com/berthd/berth/ledger/engine"
+	"github.com/berthd/berth/ledger/resources"
 )
 
 // BenchmarkClaimWrite compares the claim's write as claims make it
@@ -26,19 +27,19 @@ func BenchmarkClaimWrite(b *testing.B) {
 			}
 			b.ResetTimer()
 			for i := range b.N {
-				w := ledger.ConsumerAllocations{ConsumerUUID: uuid.NewString(), ProjectID: "p", UserID: "u",
+				w := resources.ConsumerAllocations{ConsumerUUID: uuid.NewString(), ProjectID: "p", UserID: "u",
 					CheckGeneration: true, Allocations: []engine.Allocation{{ProviderUUID: provs[i%len(provs)],
 						Resources: []engine.ResourceAmount{{Class: "VCPU", Amount: 1}}}}}
 				if details {
 					w.Name, w.CopyStickyKeys = "vm", true
 				}
-				cw := ledger.ClaimWriteParams{Consumers: []ledger.ConsumerAllocations{w}}
+				cw := resources.ClaimWriteParams{Consumers: []resources.ConsumerAllocations{w}}
 				if v.stored {
-					cw.State = &ledger.ClaimStateWrite{Op: "claim", RootUUID: provs[i%len(provs)], Request: []byte(
+					cw.State = &claimrecords.ClaimStateWrite{Op: "claim", RootUUID: provs[i%len(provs)], Request: []byte(
 						`{"consumer_uuid": "` + w.ConsumerUUID + `", "project_id": "p", "user_id": "u", "name": "vm", ` +
 							`"resources": {"VCPU": 4, "MEMORY_MB": 16384, "DISK_GB": 100}}`)}
 				}
-				if err := f.store.ClaimWrite(f.ctx, cw); err != nil {
+				if err := f.store.Allocations.ClaimWrite(f.ctx, cw); err != nil {
 					b.Fatal(err)
 				}
 			}

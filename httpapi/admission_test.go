@@ -46,9 +46,9 @@ func TestAdmissionControl(t *testing.T) {
 		holders = append(holders, conn)
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	for s.admission.inflight() < slots {
+	for s.slots.Inflight() < slots {
 		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d slots taken after 10s", s.admission.inflight(), slots)
+			t.Fatalf("%d of %d slots taken after 10s", s.slots.Inflight(), slots)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -126,7 +126,7 @@ func TestAdmissionUnbounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.admission != nil {
+	if s.slots != nil {
 		t.Fatal("admission control with MaxInflightExpensive -1")
 	}
 }

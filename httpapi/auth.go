@@ -8,6 +8,8 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/berthd/berth/authz"
+	"github.com/berthd/berth/httpapi/berthapi"
+	"github.com/berthd/berth/httpapi/wire"
 )
 
 // Authentication strategies.
@@ -49,7 +51,7 @@ const (
 	headerProjectID      = "X-Project-Id"
 	headerUserID         = "X-User-Id"
 	headerSystemScope    = "OpenStack-System-Scope"
-	headerSystemScopeKey = "Openstack-System-Scope" // canonical: see headerAPIVersionKey
+	headerSystemScopeKey = "Openstack-System-Scope" // canonical: see wire.HeaderAPIVersionKey
 	headerIdentityStatus = "X-Identity-Status"
 	ctxCredentials       = "berth.credentials"
 )
@@ -106,7 +108,7 @@ func (s *Server) credentials(c echo.Context) (authz.Credentials, error) {
 		// and refuses with a bare webob 401 in webob's own JSON.
 		if _, ok := h[http.CanonicalHeaderKey(headerAuthToken)]; !ok {
 			e := unauthenticated("")
-			e.Body = webobBody
+			e.Body = wire.WebobBody
 			return authz.Credentials{}, e
 		}
 		return noAuth2Credentials(h.Get(headerAuthToken), h), nil
@@ -114,8 +116,8 @@ func (s *Server) credentials(c echo.Context) (authz.Credentials, error) {
 }
 
 // unauthenticated is a 401 from the authentication step.
-func unauthenticated(msg string) *Error {
-	e := newError(http.StatusUnauthorized, "", "%s", msg)
+func unauthenticated(msg string) *wire.Error {
+	e := wire.NewError(http.StatusUnauthorized, "", "%s", msg)
 	e.PreVersion = true
 	return e
 }
@@ -180,9 +182,7 @@ func (s *Server) authorize(rule string) echo.MiddlewareFunc {
 	if !slices.Contains(authz.OperationRules(), rule) {
 		panic("httpapi: route guarded by unknown policy rule " + rule)
 	}
-	target := func(c echo.Context, p authz.Credentials) authz.Target {
-		return authz.Target{"project_id": p.ProjectID, "user_id": p.UserID}
-	}
+	target := func(c echo.Context, p authz.Credentials) authz.Target { return policyTarget(p) }
 	if f, ok := ruleTargets[rule]; ok {
 		target = func(c echo.Context, _ authz.Credentials) authz.Target { return f(c) }
 	}
@@ -192,11 +192,29 @@ func (s *Server) authorize(rule string) echo.MiddlewareFunc {
 			if !s.authz.Allowed(rule, p, target(c, p)) {
 				// Placement's PolicyNotAuthorized escapes the handler:
 				// its 403 has no Vary.
-				e := newError(http.StatusForbidden, "", "Policy does not allow %s to be performed.", rule)
+				e := wire.NewError(http.StatusForbidden, "", "Policy does not allow %s to be performed.", rule)
 				e.NoVary = true
 				return e
 			}
 			return next(c)
 		}
 	}
+}
+
+// policyTarget is the default policy target: the caller's own project and
+// user.
+func policyTarget(p authz.Credentials) authz.Target {
+	return authz.Target{"project_id": p.ProjectID, "user_id": p.UserID}
+}
+
+// callerRules answers whether a request's caller, as authenticate
+// resolved it, passes a rule beyond its route's, with the default target
+// (a berthapi.Authorizer).
+type callerRules struct{ enforcer *authz.Enforcer }
+
+var _ berthapi.Authorizer = callerRules{}
+
+func (r callerRules) Allowed(c echo.Context, rule string) bool {
+	p, _ := c.Get(ctxCredentials).(authz.Credentials)
+	return r.enforcer.Allowed(rule, p, policyTarget(p))
 }

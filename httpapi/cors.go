@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/berthd/berth/httpapi/wire"
 )
 
 // CORS as Placement does it with oslo.middleware's CORS middleware. The
@@ -17,14 +19,14 @@ var (
 	corsAllowMethods = []string{http.MethodGet, http.MethodPut, http.MethodPost, http.MethodDelete}
 	// corsAllowHeaders may be sent cross-origin, besides the simple
 	// headers below.
-	corsAllowHeaders = []string{headerAuthToken, headerRequestID, headerAPIVersion}
+	corsAllowHeaders = []string{headerAuthToken, wire.HeaderRequestID, wire.HeaderAPIVersion}
 	// corsSimpleHeaders are oslo.middleware's always-allowed request
 	// headers.
 	corsSimpleHeaders = []string{"Accept", "Accept-Language", "Content-Type", "Cache-Control",
 		"Content-Language", "Expires", "Last-Modified", "Pragma"}
 	// corsExposeHeaders are the response headers scripts may read beyond
 	// the simple ones.
-	corsExposeHeaders = []string{headerRequestID, headerAPIVersion, echo.HeaderLocation}
+	corsExposeHeaders = []string{wire.HeaderRequestID, wire.HeaderAPIVersion, echo.HeaderLocation}
 )
 
 // corsMaxAge is how long, in seconds, a browser may cache a preflight

@@ -1,17 +1,41 @@
-// Package httpapi serves the OpenStack Placement API (microversions 1.0 to
-// 1.39) and Berth's extensions over echo. It owns the route table
-// (routes.go: method, path, microversions, policy rule, handler),
-// microversion negotiation, authentication (noauth2, static tokens, or the
-// identity headers of an authenticating proxy), policy enforcement (the
-// rules and their evaluation are package authz's), CORS, request
-// validation (schemas checked by internal/jsonschema, whose messages match
-// Placement's), and the mapping of errors to Placement's error body
-// format. Its handlers only translate HTTP: they decode and check the
-// request, call one method of a component they are given (the ledger, the
-// claimer, the catalogue, the cloud view, the projects' limits
-// (limits.go); internal/daemon/compose builds them) and render the
-// answer. It holds no state of its own. It also serves the read-only
-// operator console at /ui (console.go: auth, layout, helpers;
-// console_pages.go: the pages; console/: the templates and stylesheet,
-// embedded), which reads through the same components.
+// Package httpapi is the API server: it serves the OpenStack Placement
+// API (microversions 1.0 to 1.39) and Berth's extensions over echo.
+//
+// This package is the server itself: Config and New (server.go), which
+// build one handler per route family over the components they are given
+// (the ledger, the claimer, the catalogue, the cloud view, the projects'
+// limits; cmd/berthd/compose builds those); the request chain
+// (middleware.go: the request id, the refusal of methods a path lacks,
+// the content header checks; telemetry.go: the log line, span and
+// metrics; microversion.go: negotiation; auth.go, keystone.go:
+// authentication by noauth2, static tokens, an authenticating proxy's
+// headers or Keystone, and policy enforcement, whose rules package authz
+// owns; cors.go); the one route table (routes.go: method, path,
+// microversions, policy rule, handler, and whether it insists on JSON and
+// is bounded by admission control); the one table from error kinds to
+// statuses (errors.go); and the probes and /metrics (health.go). It holds
+// no state of its own.
+//
+// Its parts, each a package beneath it:
+//
+//   - wire: the wire format of Placement's Python service: request
+//     bodies read, bounded, parsed as json.loads and decoded (one entry
+//     point, Bodies.Decode), answers written as Placement writes them,
+//     errors in Placement's and webob's formats (wire.Error), the
+//     microversions, the Accept header and query strings.
+//   - placement: Placement's routes (providers, inventories, usages,
+//     resource classes, aggregates, traits, allocations, reshapes,
+//     allocation candidates) and the candidate query they and Berth's
+//     claims read.
+//   - berthapi: Berth's own routes (claims, where POST /claims starts at
+//     claim.go; evacuation, capacity, provider state, placement keys,
+//     scheduling policies, scriptlets, shadows, settings, the audit, the
+//     limits).
+//   - console: the read-only operator console at /ui.
+//   - admission: what the server lets in: the listener wrapper, the
+//     slots of expensive requests, the budget of large bodies.
+//   - apitest: the harness of these packages' tests.
+//
+// Handlers only translate HTTP: they decode and check the request
+// through wire, call one method of a component, and answer through wire.
 package httpapi

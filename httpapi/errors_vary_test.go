@@ -5,12 +5,13 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/berthd/berth/httpapi/wire"
 	"github.com/berthd/berth/internal/fault"
 )
 
 // TestNotFoundVary: a provider or class lookup's NotFound returned as it
 // is escapes the handler, as Placement's object layer's NotFound does, and
-// is answered without Vary; one a handler catches (caughtNotFound), and
+// is answered without Vary; one a handler catches (wire.CaughtNotFound), and
 // every other not-found, keeps it.
 func TestNotFoundVary(t *testing.T) {
 	provider := &fault.Error{Kind: fault.ErrProviderNotFound, Msg: "No resource provider with uuid x found"}
@@ -25,9 +26,9 @@ func TestNotFoundVary(t *testing.T) {
 		{"provider lookup escapes", provider, true, provider.Msg},
 		{"class lookup escapes", class, true, class.Msg},
 		{"other not found", other, false, other.Msg},
-		{"caught provider lookup", caughtNotFound(provider, "No resource provider with uuid %s found : %s", "x"), false,
+		{"caught provider lookup", wire.CaughtNotFound(provider, "No resource provider with uuid %s found : %s", "x"), false,
 			"No resource provider with uuid x found : No resource provider with uuid x found"},
-		{"caught leaves others", caughtNotFound(other, "unused %s"), false, other.Msg},
+		{"caught leaves others", wire.CaughtNotFound(other, "unused %s"), false, other.Msg},
 	}
 	for _, tt := range tests {
 		e := toError(nil, tt.err)

@@ -4,7 +4,11 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strconv"
 	"time"
+
+	"github.com/berthd/berth/httpapi/wire"
+	"github.com/berthd/berth/internal/uuid"
 )
 
 // Paths served ahead of the API: no authentication, no microversion
@@ -91,3 +95,15 @@ func writeProbe(w http.ResponseWriter, status int, msg string) {
 // load balancers stop sending requests before the server stops
 // accepting them. Requests are still served.
 func (s *Server) Drain() { s.draining.Store(true) }
+
+// writeServerError answers status in Placement's error format with
+// detail, for the handlers outside the API's router (the probes).
+func writeServerError(w http.ResponseWriter, status int, detail string) {
+	id := "req-" + uuid.New()
+	body := wire.ServerErrorBody(status, detail, id)
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	w.Header().Set(wire.HeaderRequestID, id)
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}

@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"context"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -11,20 +10,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berthd/berth/httpapi/apitest"
 	"github.com/berthd/berth/internal/testing/proctest"
 	"github.com/berthd/berth/ledger"
 	"github.com/berthd/berth/ledger/ledgertest"
 )
-
-// get serves one unauthenticated GET without an OpenStack-API-Version
-// header, as a probe or a Prometheus scraper sends it.
-func get(t *testing.T, h http.Handler, path string) (int, string) {
-	t.Helper()
-	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
-	body, _ := io.ReadAll(rec.Body)
-	return rec.Code, string(body)
-}
 
 func TestHealthz(t *testing.T) {
 	s, err := build(Config{Auth: AuthTokens}, nil, nil, slog.New(slog.DiscardHandler))
@@ -32,18 +22,18 @@ func TestHealthz(t *testing.T) {
 		t.Fatal(err)
 	}
 	// No token, no microversion header, no database: still alive.
-	if code, body := get(t, s, "/healthz"); code != http.StatusOK || body != "ok\n" {
+	if code, body := apitest.Get(t, s, "/healthz"); code != http.StatusOK || body != "ok\n" {
 		t.Errorf("GET /healthz = %d %q", code, body)
 	}
 	rec := httptest.NewRecorder()
 	s.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/healthz", nil))
-	checkPlacementError(t, rec.Result(), rec.Body.Bytes(), http.StatusMethodNotAllowed, "method specified is not allowed")
+	apitest.CheckPlacementError(t, rec.Result(), rec.Body.Bytes(), http.StatusMethodNotAllowed, "method specified is not allowed")
 	if allow := rec.Header().Get("Allow"); allow != "GET, HEAD" {
 		t.Errorf("POST /healthz: Allow %q", allow)
 	}
 	// Without a metrics handler /metrics is an ordinary unknown path:
 	// the API's 401 before routing.
-	if code, _ := get(t, s, "/metrics"); code == http.StatusOK {
+	if code, _ := apitest.Get(t, s, "/metrics"); code == http.StatusOK {
 		t.Errorf("GET /metrics without a handler = %d", code)
 	}
 }
@@ -61,7 +51,7 @@ func TestReadyz(t *testing.T) {
 	}
 	check := func(wantCode int, wantBody string) {
 		t.Helper()
-		code, body := get(t, s, "/readyz")
+		code, body := apitest.Get(t, s, "/readyz")
 		if code != wantCode || !strings.Contains(body, wantBody) {
 			t.Errorf("GET /readyz = %d %q, want %d with %q", code, body, wantCode, wantBody)
 		}
@@ -80,7 +70,7 @@ func TestReadyz(t *testing.T) {
 
 	s.Drain()
 	check(http.StatusServiceUnavailable, "shutting down")
-	if code, _ := get(t, s, "/healthz"); code != http.StatusOK {
+	if code, _ := apitest.Get(t, s, "/healthz"); code != http.StatusOK {
 		t.Errorf("GET /healthz while draining = %d", code)
 	}
 }
@@ -94,14 +84,14 @@ func TestReadyzDatabaseUnreachable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if code, body := get(t, s, "/readyz"); code != http.StatusOK {
+	if code, body := apitest.Get(t, s, "/readyz"); code != http.StatusOK {
 		t.Fatalf("GET /readyz through the proxy = %d %q", code, body)
 	}
 	proxy.cut()
 	// The first probe loses its connection; the next one fails to open a
 	// new one, whose error names the user, database and address.
-	get(t, s, "/readyz")
-	code, body := get(t, s, "/readyz")
+	apitest.Get(t, s, "/readyz")
+	code, body := apitest.Get(t, s, "/readyz")
 	if code != http.StatusServiceUnavailable || strings.TrimSpace(body) != "database unreachable" {
 		t.Errorf("GET /readyz with the database cut off = %d %q", code, body)
 	}
@@ -119,7 +109,7 @@ func TestReadyzDatabaseUnreachable(t *testing.T) {
 	if !strings.Contains(logs.String(), "readiness probe: database unreachable") {
 		t.Errorf("the log lacks the probe's failure: %s", logs.String())
 	}
-	if code, _ := get(t, s, "/healthz"); code != http.StatusOK {
+	if code, _ := apitest.Get(t, s, "/healthz"); code != http.StatusOK {
 		t.Errorf("GET /healthz with the database cut off = %d", code)
 	}
 }

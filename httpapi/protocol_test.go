@@ -1,15 +1,10 @@
 package httpapi
 
 import (
-	"encoding/json"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"slices"
 	"strings"
 	"testing"
-
-	"github.com/berthd/berth/internal/jsonschema"
 )
 
 // The cases below are answers of the real Placement 8.0.0, recorded in
@@ -90,34 +85,6 @@ func TestMethodNotAllowed(t *testing.T) {
 	}
 }
 
-func TestAcceptableOffers(t *testing.T) {
-	offers := []string{"text/html", "application/json"}
-	tests := []struct {
-		accept string
-		want   []string
-	}{
-		{"*/*", []string{"text/html", "application/json"}},
-		{"application/*", []string{"application/json"}},
-		{"text/plain, */*;q=0.1", []string{"text/html", "application/json"}},
-		{"text/html, application/json;q=0.5", []string{"text/html", "application/json"}},
-		{"*/*;q=0.5, application/json", []string{"application/json", "text/html"}},
-		{"application/json;q=0", nil},
-		{"application/json; charset=utf-8", nil},
-		{"APPLICATION/JSON", []string{"application/json"}},
-		{"text/plain", nil},
-		{"text/*", []string{"text/html"}},
-		{"application/json;q=0.5, text/html;q=0.5", []string{"text/html", "application/json"}},
-		// webob takes an invalid header as accepting anything.
-		{"garbage", []string{"text/html", "application/json"}},
-		{"application/json;q=2", []string{"text/html", "application/json"}},
-	}
-	for _, tt := range tests {
-		if got := acceptableOffers(tt.accept, offers...); !slices.Equal(got, tt.want) {
-			t.Errorf("acceptableOffers(%q) = %q, want %q", tt.accept, got, tt.want)
-		}
-	}
-}
-
 func TestAcceptNegotiation(t *testing.T) {
 	s := newBareServer(t)
 	tests := []struct {
@@ -163,90 +130,6 @@ func TestContentTypeIsExact(t *testing.T) {
 		s.ServeHTTP(rec, req)
 		if rec.Code != http.StatusUnsupportedMediaType || !strings.Contains(rec.Body.String(), want) {
 			t.Errorf("Content-Type %q: %d %s", ct, rec.Code, rec.Body)
-		}
-	}
-}
-
-func TestParseJSONPositions(t *testing.T) {
-	for body, want := range map[string]string{
-		"":                              "Expecting value: line 1 column 1 (char 0)",
-		" ":                             "Expecting value: line 1 column 2 (char 1)",
-		"\n\n":                          "Expecting value: line 3 column 1 (char 2)",
-		`{"name": "CUSTOM_A"} trailing`: "Extra data: line 1 column 22 (char 21)",
-		`{"name": "CUSTOM_B"}{"n": 1}`:  "Extra data: line 1 column 21 (char 20)",
-		"{\"name\": \"Ü\"}\n  x":        "Extra data: line 2 column 3 (char 16)",
-	} {
-		if _, err := parseJSON([]byte(body)); err == nil || err.Error() != want {
-			t.Errorf("parseJSON(%q): %v, want %q", body, err, want)
-		}
-	}
-}
-
-func TestPyFloatRepr(t *testing.T) {
-	for f, want := range map[float64]string{
-		1: "1.0", 16: "16.0", 0: "0.0", 0.1: "0.1", 1.5: "1.5", 100000000.5: "100000000.5",
-		1234567: "1234567.0", 1e15: "1000000000000000.0", 1e16: "1e+16", 1e20: "1e+20",
-		3.40282e+38: "3.40282e+38", 0.0001: "0.0001", 0.00001: "1e-05", 2.5e-05: "2.5e-05",
-		-1.5: "-1.5", 3.3333333: "3.3333333", 0.9999999: "0.9999999",
-	} {
-		if got := jsonschema.PyFloat(f); got != want {
-			t.Errorf("PyFloat(%v) = %q, want %q", f, got, want)
-		}
-	}
-}
-
-// A write's answer echoes numbers as Placement's does: an integer ratio
-// stays an integer, an integral float total stays a float; a read prints
-// what is stored.
-func TestInventoryEcho(t *testing.T) {
-	var b inventoryBody
-	if err := json.Unmarshal([]byte(`{"total": 4.0, "reserved": 1, "allocation_ratio": 16}`), &b); err != nil {
-		t.Fatal(err)
-	}
-	inv := b.inventory("DISK_GB")
-	if inv.Total != 4 || inv.Reserved != 1 || inv.AllocationRatio != 16 {
-		t.Fatalf("inventory %+v", inv)
-	}
-	if got := mustJSON(t, renderInventory(inv, nil, b.literals())); !strings.Contains(got, `"total":4.0,"reserved":1,`) || !strings.Contains(got, `"allocation_ratio":16}`) {
-		t.Errorf("echo %s", got)
-	}
-	if got := mustJSON(t, renderInventory(inv, nil, nil)); !strings.Contains(got, `"total":4,"reserved":1,`) || !strings.Contains(got, `"allocation_ratio":16.0}`) {
-		t.Errorf("read %s", got)
-	}
-	if err := json.Unmarshal([]byte(`{"total": 4.5}`), &b); err == nil {
-		t.Error("4.5 taken for an integer")
-	}
-}
-
-func TestAppendCapacity(t *testing.T) {
-	for _, tt := range []struct {
-		total, reserved int64
-		ratio           float64
-		want            string
-	}{
-		{7, 1, 3.3333333, "19"},
-		{7, 1, 1e20, "600000000000000000000"},
-		{1000, 0, 1e20, "99999999999999991611392"},
-		{7, 1, 3.40282e+38, "2041692000000000085152435605657836584960"},
-		{10, 0, 0.0001, "0"},
-	} {
-		if got := string(appendCapacity(nil, tt.total, tt.reserved, tt.ratio)); got != tt.want {
-			t.Errorf("capacity(%d, %d, %v) = %s, want %s", tt.total, tt.reserved, tt.ratio, got, tt.want)
-		}
-	}
-}
-
-func TestCheckQueryUTF8(t *testing.T) {
-	for raw, want := range map[string]string{
-		"name=cn%201":         "",
-		"name=n%C3%BCmero":    "",
-		"name=n%FCmero":       "'utf-8' codec can't decode byte 0xfc in position 1: invalid start byte",
-		"a=1&n%FF=2":          "'utf-8' codec can't decode byte 0xff in position 1: invalid start byte",
-		"name=%zz&x=ok%E2%82": "'utf-8' codec can't decode bytes in position 2-3: unexpected end of data",
-	} {
-		err := checkQueryUTF8(raw)
-		if got := fmt.Sprint(err); (want == "" && err != nil) || (want != "" && got != want) {
-			t.Errorf("checkQueryUTF8(%q) = %v, want %q", raw, err, want)
 		}
 	}
 }

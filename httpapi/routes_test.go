@@ -4,6 +4,7 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"github.com/berthd/berth/httpapi/wire"
 	"github.com/labstack/echo/v4"
 )
 
@@ -25,7 +26,7 @@ func TestVersionGate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		c := echo.New().NewContext(httptest.NewRequest("GET", "/", nil), httptest.NewRecorder())
-		c.Set(ctxVersion, Version{Major: 1, Minor: tt.minor})
+		wire.SetVersion(c, wire.Version{Major: 1, Minor: tt.minor})
 		err := versionGate(tt.v)(ok)(c)
 		if (err == nil) != tt.open {
 			t.Errorf("versionGate(%v) at 1.%d: err %v, want open %v", tt.v, tt.minor, err, tt.open)

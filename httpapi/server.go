@@ -1,14 +1,10 @@
 package httpapi
 
 import (
-	"bytes"
-	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -19,14 +15,19 @@ import (
 	"github.com/berthd/berth/claims/catalog"
 	"github.com/berthd/berth/claims/cloud"
 	"github.com/berthd/berth/claims/quota"
-	"github.com/berthd/berth/internal/jsonschema"
+	"github.com/berthd/berth/httpapi/admission"
+	"github.com/berthd/berth/httpapi/berthapi"
+	"github.com/berthd/berth/httpapi/console"
+	"github.com/berthd/berth/httpapi/placement"
+	"github.com/berthd/berth/httpapi/wire"
 	"github.com/berthd/berth/internal/telemetry/instrument"
 	"github.com/berthd/berth/ledger"
+	"github.com/berthd/berth/ledger/audit"
 	"github.com/berthd/berth/ledger/engine"
 )
 
 // Config configures the API server: the HTTP settings, and the
-// components it serves, built by the caller (internal/daemon/compose).
+// components it serves, built by the caller (cmd/berthd/compose).
 type Config struct {
 	// Store is the ledger the handlers read and write.
 	Store *ledger.Store
@@ -77,16 +78,16 @@ type Config struct {
 	// client. 0 means DefaultRequestTimeout; negative disables it.
 	RequestTimeout time.Duration
 	// MaxInflightExpensive bounds the expensive requests (candidates,
-	// claims, lists; see admission.go) running at once; 0 means
-	// DefaultMaxInflightExpensive(), negative no bound.
+	// claims, lists; see package admission) running at once; 0 means
+	// admission.DefaultMaxInflightExpensive(), negative no bound.
 	// AdmissionQueueTimeout is how long one waits for its turn before a
-	// 503 berth.overloaded; 0 means DefaultAdmissionQueueTimeout.
+	// 503 berth.overloaded; 0 means admission.DefaultQueueTimeout.
 	MaxInflightExpensive  int
 	AdmissionQueueTimeout time.Duration
 	// AuditThresholds are the ages GET /audit and POST /audit/fix use
 	// when a request names none; a zero field means its default
-	// (ledger.DefaultAuditThresholds).
-	AuditThresholds ledger.AuditThresholds
+	// (audit.DefaultAuditThresholds).
+	AuditThresholds audit.AuditThresholds
 }
 
 // DefaultRequestTimeout is the request deadline used when
@@ -119,7 +120,7 @@ func (c *Config) setDefaults() error {
 	if c.RequestTimeout == 0 {
 		c.RequestTimeout = DefaultRequestTimeout
 	}
-	def := ledger.DefaultAuditThresholds()
+	def := audit.DefaultAuditThresholds()
 	if c.AuditThresholds.MigrationAge == 0 {
 		c.AuditThresholds.MigrationAge = def.MigrationAge
 	}
@@ -132,56 +133,70 @@ func (c *Config) setDefaults() error {
 	return nil
 }
 
-// deadline ends the request's context after cfg.RequestTimeout (see
-// Config.RequestTimeout).
-func (s *Server) deadline(next echo.HandlerFunc) echo.HandlerFunc {
-	if s.cfg.RequestTimeout < 0 {
-		return next
-	}
-	return func(c echo.Context) error {
-		ctx, cancel := context.WithTimeout(c.Request().Context(), s.cfg.RequestTimeout)
-		defer cancel()
-		c.SetRequest(c.Request().WithContext(ctx))
-		return next(c)
-	}
-}
-
 // Server is the Placement API server. It implements http.Handler.
 type Server struct {
-	cfg     Config
-	authz   *authz.Enforcer
-	store   *ledger.Store
-	claims  *claims.Claimer
-	catalog *catalog.Catalog
-	cloud   *cloud.View
-	limits  quota.Source
-	log     *slog.Logger
-	e       *echo.Echo
+	cfg   Config
+	authz *authz.Enforcer
+	store *ledger.Store
+	log   *slog.Logger
+	e     *echo.Echo
 	// chain serves a request through the middleware and the routes
 	// (chainRouted).
 	chain  echo.HandlerFunc
 	meters *httpMeters
 	// draining is set by Drain: /readyz fails from then on.
 	draining atomic.Bool
-	// admission bounds the expensive requests in flight (admission.go).
-	admission *admission
-	// bodies bounds the large request bodies held at once (bodies.go).
-	bodies *bodyGate
+	// slots bound the expensive requests in flight (package admission).
+	slots *admission.Slots
+	// budget bounds the large request bodies held at once (package
+	// admission); bodies reads them (package wire).
+	budget *admission.BodyBudget
+	bodies *wire.Bodies
 	// outage rate-limits the log lines of 503s for an unavailable
 	// database (outage.go).
 	outage outageLog
-	// console serves the operator console at /ui (console.go).
-	console *console
+	// console serves the operator console at /ui (package console).
+	console *console.Console
 	// allow is the Allow header of a 405 for each route path, the
 	// methods in the route table's order (Placement's declaration order).
 	allow map[string]string
+	// The handlers of the route table (routes.go), one per route family.
+	placement placementHandlers
+	berth     berthHandlers
+}
+
+// placementHandlers serve Placement's routes (package placement).
+type placementHandlers struct {
+	providers   *placement.Providers
+	inventories *placement.Inventories
+	usages      *placement.Usages
+	classes     *placement.ResourceClasses
+	aggregates  *placement.Aggregates
+	traits      *placement.Traits
+	allocations *placement.Allocations
+	candidates  *placement.Candidates
+}
+
+// berthHandlers serve Berth's own routes (package berthapi).
+type berthHandlers struct {
+	claims      *berthapi.Claims
+	evacuations *berthapi.Evacuations
+	capacity    *berthapi.Capacity
+	states      *berthapi.ProviderStates
+	keys        *berthapi.PlacementKeys
+	policies    *berthapi.Policies
+	scriptlets  *berthapi.Scriptlets
+	shadows     *berthapi.Shadows
+	settings    *berthapi.Settings
+	audit       *berthapi.Audit
+	limits      *berthapi.Limits
 }
 
 // New builds the API server over the components of cfg. It builds none
-// of them: internal/daemon/compose does.
+// of them: cmd/berthd/compose does.
 func New(cfg Config, logger *slog.Logger) (*Server, error) {
 	if cfg.Claimer == nil || cfg.Catalog == nil || cfg.Cloud == nil || cfg.Authz == nil {
-		return nil, errors.New("httpapi: Config needs the Claimer, Catalog, Cloud and Authz components (see internal/daemon/compose)")
+		return nil, errors.New("httpapi: Config needs the Claimer, Catalog, Cloud and Authz components (see cmd/berthd/compose)")
 	}
 	if err := cfg.setDefaults(); err != nil {
 		return nil, err
@@ -194,8 +209,7 @@ func New(cfg Config, logger *slog.Logger) (*Server, error) {
 	if cfg.Limits == nil {
 		cfg.Limits = quota.Stored{Store: cfg.Store}
 	}
-	s := &Server{cfg: cfg, authz: cfg.Authz, store: cfg.Store, claims: cfg.Claimer, catalog: cfg.Catalog, cloud: cfg.Cloud,
-		limits: cfg.Limits, log: logger, e: echo.New(), meters: newMeters()}
+	s := &Server{cfg: cfg, authz: cfg.Authz, store: cfg.Store, log: logger, e: echo.New(), meters: newMeters()}
 	s.e.HideBanner = true
 	s.e.HidePort = true
 	s.e.HTTPErrorHandler = s.errorHandler
@@ -206,18 +220,74 @@ func New(cfg Config, logger *slog.Logger) (*Server, error) {
 		// OpenStack-API-Version header is refused before CORS sees it.
 		pre = append(pre, newCORS(cfg.CORSAllowedOrigins).middleware)
 	}
-	s.admission = newAdmission(cfg)
-	s.bodies = newBodyGate(cfg.AdmissionQueueTimeout)
+	s.slots = admission.NewSlots(cfg.MaxInflightExpensive, cfg.AdmissionQueueTimeout)
+	s.budget = admission.NewBodyBudget(cfg.AdmissionQueueTimeout)
+	s.bodies = wire.NewBodies(cfg.MaxBodyBytes, s.budget)
+	s.placement, s.berth = s.handlers()
 	s.addRoutes()
 	// After routing, before the handler the router chose (a route's, or
 	// echo's 404 or 405).
 	routed := []echo.MiddlewareFunc{s.authenticate, s.rejectMethod, checkContentHeaders}
 	s.chain = chainRouted(s.e, pre, routed)
 	var err error
-	if s.console, err = newConsole(s); err != nil {
+	parts := s.parts()
+	if s.console, err = console.New(console.Config{
+		Store: console.Store{Providers: parts.Providers, Allocations: parts.Allocations, Snapshots: parts.Snapshots,
+			Cloud: parts.Cloud, Catalogue: parts.Catalogue, Quotas: parts.Quotas, Auditor: parts.Auditor},
+		Claims: s.berth.claims, Capacity: s.berth.capacity, Catalog: cfg.Catalog,
+		Limits: cfg.Limits, Authz: cfg.Authz, Authenticate: s.credentials,
+		AdminWithoutToken: cfg.Auth == AuthNoAuth2, Auth: cfg.Auth, AuditThresholds: cfg.AuditThresholds,
+		Log: logger, ErrorOf: toError, Middleware: []echo.MiddlewareFunc{assignRequestID, s.observe, s.deadline},
+	}); err != nil {
 		return nil, err
 	}
 	return s, nil
+}
+
+// handlers builds the handlers of the route table over the components of
+// s.cfg, each given only what it uses.
+func (s *Server) handlers() (placementHandlers, berthHandlers) {
+	cfg, store, bodies := s.cfg, s.parts(), s.bodies
+	query := placement.CandidateQuery{Randomize: cfg.RandomizeCandidates, Max: cfg.MaxCandidates}
+	allocations := &placement.Allocations{Store: store.Allocations, Bodies: bodies}
+	if cfg.LimitsEnforcePlacementAPI {
+		allocations.Limits = cfg.Limits
+	}
+	p := placementHandlers{
+		providers:   &placement.Providers{Store: store.Providers, Snapshots: store.Snapshots, Bodies: bodies},
+		inventories: &placement.Inventories{Store: store.Providers, Bodies: bodies},
+		usages:      &placement.Usages{Store: store.Providers},
+		classes:     &placement.ResourceClasses{Store: store.Providers, Bodies: bodies},
+		aggregates:  &placement.Aggregates{Store: store.Providers, Bodies: bodies},
+		traits:      &placement.Traits{Store: store.Providers, Bodies: bodies},
+		allocations: allocations,
+		candidates:  &placement.Candidates{Store: store.Snapshots, Query: query},
+	}
+	claimHandlers := &berthapi.Claims{Claimer: cfg.Claimer, Bodies: bodies, Query: query}
+	b := berthHandlers{
+		claims:      claimHandlers,
+		evacuations: &berthapi.Evacuations{Claimer: cfg.Claimer, Bodies: bodies, Claims: claimHandlers},
+		capacity:    &berthapi.Capacity{Store: store.Snapshots, Providers: store.Providers, Query: query},
+		states:      &berthapi.ProviderStates{Store: store.Cloud, Bodies: bodies},
+		keys:        &berthapi.PlacementKeys{Store: store.Cloud, Bodies: bodies, Rules: callerRules{s.authz}},
+		policies:    &berthapi.Policies{Store: store.Catalogue, Catalog: cfg.Catalog, Cloud: cfg.Cloud, Bodies: bodies},
+		scriptlets:  &berthapi.Scriptlets{Store: store.Catalogue, Catalog: cfg.Catalog, Claims: claimHandlers},
+		shadows:     &berthapi.Shadows{Catalog: cfg.Catalog},
+		settings:    &berthapi.Settings{Store: store.Catalogue, Catalog: cfg.Catalog, Bodies: bodies},
+		audit:       &berthapi.Audit{Store: store.Auditor, Bodies: bodies, Thresholds: cfg.AuditThresholds},
+		limits:      &berthapi.Limits{Source: cfg.Limits, Store: store.Quotas, Bodies: bodies},
+	}
+	return p, b
+}
+
+// parts is the ledger whose parts the handlers are given: cfg.Store, or,
+// for a server built without one (tests of what never reaches the
+// ledger), a Store whose parts are all nil.
+func (s *Server) parts() *ledger.Store {
+	if s.cfg.Store == nil {
+		return &ledger.Store{}
+	}
+	return s.cfg.Store
 }
 
 // chainRouted is what echo's ServeHTTP runs for a request with e.Pre(pre)
@@ -244,14 +314,15 @@ func chainMiddleware(h echo.HandlerFunc, mw []echo.MiddlewareFunc) echo.HandlerF
 }
 
 // ServeHTTP serves one request. The probe and metrics paths are answered
-// before the API's middleware. The rest is echo's ServeHTTP, with the
-// middleware composed once (chainRouted).
+// before the API's middleware, the console's paths by the console. The
+// rest is echo's ServeHTTP, with the middleware composed once
+// (chainRouted).
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if s.serveOps(w, r) {
 		return
 	}
-	if s.console.serves(r.URL.Path) {
-		s.console.e.ServeHTTP(w, r)
+	if s.console.Serves(r.URL.Path) {
+		s.console.ServeHTTP(w, r)
 		return
 	}
 	c := s.e.AcquireContext()
@@ -259,213 +330,18 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err := s.chain(c); err != nil {
 		s.e.HTTPErrorHandler(err, c)
 	}
-	s.bodies.release(c)
+	s.budget.Release(c)
 	s.e.ReleaseContext(c)
-}
-
-// rejectMethod prepares the 405 of a method a known path does not have:
-// its Allow header lists the path's methods in Placement's order, and
-// OPTIONS is refused too, as Placement does, instead of echo's automatic
-// 204.
-func (s *Server) rejectMethod(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		if c.Get(echo.ContextKeyHeaderAllow) == nil {
-			return next(c)
-		}
-		if allow, ok := s.allow[c.Path()]; ok {
-			c.Set(echo.ContextKeyHeaderAllow, allow)
-		}
-		if c.Request().Method == http.MethodOptions {
-			return echo.ErrMethodNotAllowed
-		}
-		return next(c)
-	}
-}
-
-// observe logs every request once it is answered and records its span and
-// metrics. Errors are rendered here so the status is known.
-func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		start := time.Now()
-		ctx, end := startSpan(c, s.meters)
-		c.SetRequest(c.Request().WithContext(ctx))
-		if err := next(c); err != nil {
-			c.Error(err)
-		}
-		status := c.Response().Status
-		end(status, time.Since(start))
-		// request_id (and trace_id) come from ctx: see instrument.LogHandler.
-		s.log.LogAttrs(ctx, slog.LevelInfo, "request",
-			slog.String("method", c.Request().Method),
-			slog.String("path", c.Request().URL.Path),
-			slog.String("route", c.Path()),
-			slog.String("version", version(c).String()),
-			slog.Int("status", status),
-			slog.Duration("duration", time.Since(start)))
-		return nil
-	}
-}
-
-// writeJSON writes v as the JSON body of a response.
-func writeJSON(c echo.Context, status int, v any) error {
-	buf := jsonBuffers.Get().(*bytes.Buffer)
-	defer func() {
-		if buf.Cap() <= maxPooledAnswer {
-			jsonBuffers.Put(buf)
-		}
-	}()
-	b, err := encodeJSON(buf, v)
-	if err != nil {
-		return err
-	}
-	return c.Blob(status, echo.MIMEApplicationJSON, b)
-}
-
-// jsonBuffers pools writeJSON's buffers.
-var jsonBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
-
-// encodeJSON encodes v into buf as writeJSON answers it: compact, HTML
-// characters not escaped, no trailing newline.
-func encodeJSON(buf *bytes.Buffer, v any) ([]byte, error) {
-	buf.Reset()
-	enc := json.NewEncoder(buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, fmt.Errorf("encode response: %w", err)
-	}
-	return bytes.TrimRight(buf.Bytes(), "\n"), nil
-}
-
-// setCacheHeaders marks a GET response as not cacheable and gives its last
-// modification time, from microversion 1.15 on.
-func setCacheHeaders(c echo.Context, lastModified time.Time) {
-	if !version(c).AtLeast(15) {
-		return
-	}
-	if lastModified.IsZero() {
-		lastModified = time.Now()
-	}
-	h := c.Response().Header()
-	h.Set("Cache-Control", "no-cache")
-	h.Set("Last-Modified", lastModified.UTC().Format(http.TimeFormat))
-}
-
-// decodeBody reads a JSON body, validates it against schema and decodes it
-// into dst. Errors read as Placement's: "Malformed JSON: ..." and
-// "JSON does not validate: ...".
-func (s *Server) decodeBody(c echo.Context, schema *jsonschema.Schema, dst any) error {
-	return s.decodeBodyDoc(c, schema, dst, nil)
-}
-
-// decodeBodyDoc is decodeBody with decodeJSONDoc's fast path.
-func (s *Server) decodeBodyDoc(c echo.Context, schema *jsonschema.Schema, dst any, fromDoc func(doc any, body []byte) bool) error {
-	body, err := s.readBody(c)
-	if err != nil {
-		return err
-	}
-	return decodeJSONDoc(body, schema, dst, fromDoc)
-}
-
-func decodeJSON(body []byte, schema *jsonschema.Schema, dst any) error {
-	return decodeJSONDoc(body, schema, dst, nil)
-}
-
-// decodeJSONDoc is decodeJSON, but first tries fromDoc (if not nil),
-// which fills dst from the document the schema validated, without a
-// second parse (jsondoc.go): it must fill dst as json.Unmarshal(body,
-// dst) would, or report false having changed nothing, and is called only
-// with a document buildDoc made.
-func decodeJSONDoc(body []byte, schema *jsonschema.Schema, dst any, fromDoc func(doc any, body []byte) bool) error {
-	doc, built, err := parseJSONDoc(body)
-	if err != nil {
-		return badRequest("Malformed JSON: %v", err)
-	}
-	if schema != nil {
-		if err := schema.Validate(doc); err != nil {
-			return badRequest("JSON does not validate: %v", err)
-		}
-	}
-	if dst == nil {
-		return nil
-	}
-	if fromDoc != nil && built && fromDoc(doc, body) {
-		return nil
-	}
-	if err := json.Unmarshal(body, dst); err != nil {
-		if nonFinite(doc) {
-			// Placement would store such a value where the schema lets
-			// a float through (an allocation ratio); Berth does not.
-			return badRequest("JSON does not validate: NaN, Infinity and -Infinity are not accepted.")
-		}
-		return decodeError(err)
-	}
-	return nil
-}
-
-// nonFinite reports whether v holds NaN, Infinity or -Infinity.
-func nonFinite(v any) bool {
-	switch t := v.(type) {
-	case json.Number:
-		s := t.String()
-		return s == "NaN" || s == "Infinity" || s == "-Infinity"
-	case []any:
-		for _, e := range t {
-			if nonFinite(e) {
-				return true
-			}
-		}
-	case map[string]any:
-		for _, e := range t {
-			if nonFinite(e) {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// parseJSON decodes one JSON document, keeping numbers as json.Number. A
-// body Python's json.loads refuses is refused with Python's words, as
-// Placement does (pyJSONError).
-func parseJSON(body []byte) (any, error) {
-	doc, _, err := parseJSONDoc(body)
-	return doc, err
-}
-
-// parseJSONDoc is parseJSON, and reports whether buildDoc built the
-// document (so that it holds no NaN or Infinity).
-func parseJSONDoc(body []byte) (any, bool, error) {
-	if err := pyJSONError(body); err != nil {
-		return nil, false, err
-	}
-	if doc, ok := buildDoc(body); ok {
-		return doc, true, nil
-	}
-	doc, err := parseJSONGeneral(body)
-	return doc, false, err
-}
-
-// parseJSONGeneral decodes a body pyJSONError accepted with encoding/json.
-func parseJSONGeneral(body []byte) (any, error) {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	var doc any
-	if err := dec.Decode(&doc); err != nil {
-		// What Python reads and encoding/json does not: NaN, Infinity
-		// and -Infinity, which the schema then judges as Python's floats.
-		return pyJSONDecode(body)
-	}
-	return doc, nil
 }
 
 // root serves the version document.
 func (s *Server) root(c echo.Context) error {
-	setCacheHeaders(c, time.Now())
-	return writeJSON(c, http.StatusOK, map[string]any{
+	wire.SetCacheHeaders(c, time.Now())
+	return wire.WriteJSON(c, http.StatusOK, map[string]any{
 		"versions": []any{map[string]any{
 			"id":          "v1.0",
-			"max_version": MaxVersion.String(),
-			"min_version": MinVersion.String(),
+			"max_version": wire.MaxVersion.String(),
+			"min_version": wire.MinVersion.String(),
 			"status":      "CURRENT",
 			"links":       []any{map[string]any{"rel": "self", "href": ""}},
 		}},

@@ -9,28 +9,24 @@ import (
 	"testing"
 
 	"github.com/berthd/berth/claims"
-	"github.com/berthd/berth/internal/daemon/compose"
+	"github.com/berthd/berth/httpapi/apitest"
 	"github.com/berthd/berth/ledger"
+	"github.com/berthd/berth/ledger/ledgertest"
 	"github.com/berthd/berth/scheduler"
 )
 
-// build builds a server as berthd does: compose.Build makes the
-// components over store (sched is the --scheduler-policy fallback, nil
-// for none; cfg.Authz, if set, is kept), and New serves them with the
-// HTTP settings of cfg.
-func build(cfg Config, store *ledger.Store, sched *scheduler.Policy, log *slog.Logger) (*Server, error) {
-	return buildClaims(cfg, claims.Config{MaxCandidates: cfg.MaxCandidates}, store, sched, log)
-}
+func TestMain(m *testing.M) { ledgertest.Main(m) }
 
-// buildClaims is build with the claimer configured by cc.
-func buildClaims(cfg Config, cc claims.Config, store *ledger.Store, sched *scheduler.Policy, log *slog.Logger) (*Server, error) {
-	// The shadows judge every claim, however slow the machine (no budget).
-	c, err := compose.Build(compose.Config{Store: store, Logger: log, SchedulerPolicy: sched, Authz: cfg.Authz,
-		Claims: cc, ShadowBudget: 1})
+// build builds a server as berthd does: the components over store wired
+// as cmd/berthd/compose wires them (apitest.Wire), sched the
+// --scheduler-policy fallback (nil for none), cfg.Authz kept if set; and
+// New serves them with the HTTP settings of cfg.
+func build(cfg Config, store *ledger.Store, sched *scheduler.Policy, log *slog.Logger) (*Server, error) {
+	c, err := apitest.Wire(store, sched, cfg.Authz, claims.Config{MaxCandidates: cfg.MaxCandidates}, log)
 	if err != nil {
 		return nil, err
 	}
-	cfg.Store, cfg.Claimer, cfg.Catalog, cfg.Cloud, cfg.Authz, cfg.Limits = c.Store, c.Claimer, c.Catalog, c.Cloud, c.Authz, c.Limits
+	cfg.Store, cfg.Authz, cfg.Limits, cfg.Cloud, cfg.Catalog, cfg.Claimer = store, c.Authz, c.Limits, c.Cloud, c.Catalog, c.Claimer
 	return New(cfg, log)
 }
 

@@ -2,8 +2,8 @@ package httpapi
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,8 +16,33 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/berthd/berth/httpapi/wire"
 	"github.com/berthd/berth/internal/telemetry/instrument"
 )
+
+// observe logs every request once it is answered and records its span and
+// metrics. Errors are rendered here so the status is known.
+func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		start := time.Now()
+		ctx, end := startSpan(c, s.meters)
+		c.SetRequest(c.Request().WithContext(ctx))
+		if err := next(c); err != nil {
+			c.Error(err)
+		}
+		status := c.Response().Status
+		end(status, time.Since(start))
+		// request_id (and trace_id) come from ctx: see instrument.LogHandler.
+		s.log.LogAttrs(ctx, slog.LevelInfo, "request",
+			slog.String("method", c.Request().Method),
+			slog.String("path", c.Request().URL.Path),
+			slog.String("route", c.Path()),
+			slog.String("version", wire.VersionOf(c).String()),
+			slog.Int("status", status),
+			slog.Duration("duration", time.Since(start)))
+		return nil
+	}
+}
 
 // startSpan starts the server span of a request from the global tracer
 // provider (a no-op unless the process installed one), as a child of the
@@ -53,7 +78,7 @@ func startSpan(c echo.Context, m *httpMeters) (context.Context, func(status int,
 			span.SetAttributes(
 				attribute.String("http.route", route),
 				attribute.Int("http.response.status_code", status),
-				attribute.String("placement.microversion", version(c).String()),
+				attribute.String("placement.microversion", wire.VersionOf(c).String()),
 			)
 		}
 		if status >= 500 {
@@ -195,12 +220,3 @@ func newMeters() *httpMeters {
 		metric.WithDescription("Requests answered 503 berth.database_unavailable: the database did not answer (outage, failover)"))
 	return &httpMeters{requests: requests, duration: duration, dbUnavailable: dbUnavailable}
 }
-
-// versionStrings are the microversions' strings, "1.0" to the latest.
-var versionStrings = func() []string {
-	out := make([]string, MaxVersion.Minor+1)
-	for i := range out {
-		out[i] = "1." + strconv.Itoa(i)
-	}
-	return out
-}()

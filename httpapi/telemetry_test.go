@@ -18,9 +18,11 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/berthd/berth/httpapi/apitest"
+	"github.com/berthd/berth/httpapi/wire"
 	"github.com/berthd/berth/internal/telemetry"
-	"github.com/berthd/berth/ledger"
 	"github.com/berthd/berth/ledger/ledgertest"
+	"github.com/berthd/berth/ledger/resources"
 	"github.com/berthd/berth/scheduler"
 )
 
@@ -132,14 +134,14 @@ func TestClaimTraceAndMetrics(t *testing.T) {
 
 	store := ledgertest.NewStore(t)
 	for _, name := range []string{"cn1", "cn2"} {
-		ledgertest.Provider(t, store, name, ledger.DefaultInventory("VCPU", 8), ledger.DefaultInventory("MEMORY_MB", 4096))
+		ledgertest.Provider(t, store, name, resources.DefaultInventory("VCPU", 8), resources.DefaultInventory("MEMORY_MB", 4096))
 	}
 	pc, err := scheduler.ParsePolicyConfig([]byte(`{"filters": [{"name": "max_usage_ratio", "params": {"max": 0.75}}],
 		"weighers": [{"name": "pack"}]}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	policy, err := scheduler.NewPolicy(pc, nil, nil, scheduler.ScriptletLimits{})
+	policy, err := scheduler.NewPolicy(pc, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +164,7 @@ func TestClaimTraceAndMetrics(t *testing.T) {
 	}
 	claims := func(outcome string) float64 {
 		t.Helper()
-		code, body := get(t, s, "/metrics")
+		code, body := apitest.Get(t, s, "/metrics")
 		if code != http.StatusOK {
 			t.Fatalf("GET /metrics = %d", code)
 		}
@@ -224,7 +226,7 @@ func TestClaimTraceAndMetrics(t *testing.T) {
 	if got := claims("no_valid_host"); got != novalid0+1 {
 		t.Errorf("berth_claims_total{outcome=no_valid_host} went from %v to %v after one refused claim", novalid0, got)
 	}
-	_, body := get(t, s, "/metrics")
+	_, body := apitest.Get(t, s, "/metrics")
 	if n := promValue(t, body, "berth_candidates_count", `operation="claim"`); n < 2 {
 		t.Errorf("berth_candidates_count = %v after two claims", n)
 	}
@@ -294,15 +296,15 @@ func TestMetricAttributeSets(t *testing.T) {
 // The header keys spelled canonically for net/http are its spelling of
 // the names.
 func TestCanonicalHeaderKeys(t *testing.T) {
-	for key, name := range map[string]string{headerAPIVersionKey: headerAPIVersion, headerSystemScopeKey: headerSystemScope} {
+	for key, name := range map[string]string{wire.HeaderAPIVersionKey: wire.HeaderAPIVersion, headerSystemScopeKey: headerSystemScope} {
 		if c := http.CanonicalHeaderKey(name); c != key {
 			t.Errorf("%s: canonical %s, spelled %s", name, c, key)
 		}
 	}
-	for minor := MinVersion.Minor; minor <= MaxVersion.Minor+1; minor++ {
-		v := Version{1, minor}
-		if got, want := versionHeader(v), "placement "+fmt.Sprintf("%d.%d", v.Major, v.Minor); got != want {
-			t.Errorf("versionHeader(%v) = %q, want %q", v, got, want)
+	for minor := wire.MinVersion.Minor; minor <= wire.MaxVersion.Minor+1; minor++ {
+		v := wire.Version{Major: 1, Minor: minor}
+		if got, want := wire.VersionHeader(v), "placement "+fmt.Sprintf("%d.%d", v.Major, v.Minor); got != want {
+			t.Errorf("wire.VersionHeader(%v) = %q, want %q", v, got, want)
 		}
 		if got, want := v.String(), fmt.Sprintf("%d.%d", v.Major, v.Minor); got != want {
 			t.Errorf("String(%v) = %q, want %q", v, got, want)

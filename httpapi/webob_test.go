@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/berthd/berth/httpapi/wire"
 	"github.com/berthd/berth/internal/testing/pythontest"
 )
 
@@ -129,9 +130,9 @@ func TestWebobBodies(t *testing.T) {
 			req.Header.Set("Content-Type", tc.ContentType)
 		}
 		rec := httptest.NewRecorder()
-		e := &Error{Status: tc.Status, Msg: tc.Detail}
+		e := &wire.Error{Status: tc.Status, Msg: tc.Detail}
 		if tc.WebobJSON {
-			e.Body = webobBody
+			e.Body = wire.WebobBody
 		}
 		s.errorHandler(e, s.e.NewContext(req, rec))
 		got := webobAnswer{Status: rec.Code, ContentType: rec.Header().Get("Content-Type"), Body: rec.Body.String()}

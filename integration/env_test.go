@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/berthd/berth/cmd/berthd/compose"
+	"github.com/berthd/berth/cmd/berthd/daemon"
 	"github.com/berthd/berth/httpapi"
-	"github.com/berthd/berth/internal/daemon"
-	"github.com/berthd/berth/internal/daemon/compose"
 	"github.com/berthd/berth/ledger"
 	"github.com/berthd/berth/ledger/ledgertest"
 )

@@ -45,8 +45,9 @@ func withoutWindow(history []porcupine.Operation, from, to int64) []porcupine.Op
 // that was wrong. Both were recorded by TestHistoryLostCommit (the
 // primary's commits waited for a standby that got nothing, each wait was
 // cancelled, and the standby was promoted), before Berth confirmed its
-// reads (ledger/replication.go, "Reads that outlive a failover"); the
-// fix is tested live by TestHistoryLostCommit and TestHistoryFailover.
+// reads (ledger/internal/core/replication.go, "Reads that outlive a
+// failover"); the fix is tested live by TestHistoryLostCommit and
+// TestHistoryFailover.
 // Issue 43's failure of TestHistoryFailover was of the first kind: a
 // provider list answered a generation (73) that only writes whose answer
 // was lost had made, on the old primary alone.

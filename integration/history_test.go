@@ -728,7 +728,7 @@ func (r *histRig) checkDatabase(dbURL string) {
 		used int64
 	}{}
 	for _, rp := range r.rps {
-		_, allocs, err := store.AllocationsByProvider(ctx, rp)
+		_, allocs, err := store.Allocations.AllocationsByProvider(ctx, rp)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -743,7 +743,7 @@ func (r *histRig) checkDatabase(dbURL string) {
 			}{rp, a.Used}
 			used += a.Used
 		}
-		invs, err := store.InventoryList(ctx, rp)
+		invs, err := store.Providers.InventoryList(ctx, rp)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -865,7 +865,7 @@ func TestHistoryFailover(t *testing.T) {
 // which commits it on the primary alone (its client gets a 503: an
 // unknown outcome). Then the primary is killed and the standby, which
 // never got those commits, is promoted: they never happened. No read may
-// have shown one (ledger/replication.go, "Reads that outlive a
+// have shown one (ledger/internal/core/replication.go, "Reads that outlive a
 // failover"), so the history must be linearizable. TestHistoryFailover
 // meets the same by chance: the commits under way when the postmaster
 // dies are abandoned there and stay visible to its backends until they

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/berthd/berth/ledger"
+	"github.com/berthd/berth/ledger/claimrecords"
 	"github.com/berthd/berth/ledger/ledgertest"
 )
 
@@ -71,7 +72,7 @@ func TestLeasesExpireAcrossProcesses(t *testing.T) {
 	go func() {
 		defer watching.Done()
 		for watchCtx.Err() == nil {
-			expired, err := store.ClaimLeasesExpired(watchCtx, 10000)
+			expired, err := store.Claims.ClaimLeasesExpired(watchCtx, 10000)
 			if err == nil {
 				for _, st := range expired {
 					if late := time.Since(*st.LeaseExpiresAt); late > interval+leaseGrace {
@@ -136,9 +137,9 @@ func TestLeasesExpireAcrossProcesses(t *testing.T) {
 	for {
 		left := 0
 		for _, o := range out {
-			if st, err := store.ClaimStateGet(context.Background(), o.consumer); err != nil {
+			if st, err := store.Claims.ClaimStateGet(context.Background(), o.consumer); err != nil {
 				t.Fatal(err)
-			} else if st != nil && st.State == ledger.ClaimProvisional {
+			} else if st != nil && st.State == claimrecords.ClaimProvisional {
 				left++
 			}
 		}
@@ -161,7 +162,7 @@ func TestLeasesExpireAcrossProcesses(t *testing.T) {
 			continue
 		}
 		counts[o.how]++
-		got, err := store.AllocationsByConsumer(context.Background(), o.consumer)
+		got, err := store.Allocations.AllocationsByConsumer(context.Background(), o.consumer)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -178,7 +179,7 @@ func TestLeasesExpireAcrossProcesses(t *testing.T) {
 		}
 	}
 	for _, rp := range rps {
-		u, err := store.ProviderUsagesGet(context.Background(), rp)
+		u, err := store.Providers.ProviderUsagesGet(context.Background(), rp)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,7 +13,8 @@ import (
 	"github.com/berthd/berth/ledger/ledgertest"
 )
 
-// TestErrorsLeaveAsFaults: every exported method of the Store answers a
+// TestErrorsLeaveAsFaults: every exported method of the Store and of
+// each of its parts (the store types of ledger's packages) answers a
 // database that went away with fault.ErrUnavailable (or refuses its
 // arguments with another fault kind first): driver errors are translated
 // at the ledger's boundary, so nothing above it looks at one. Each method
@@ -35,37 +37,47 @@ func TestErrorsLeaveAsFaults(t *testing.T) {
 	// ends, or take callbacks.
 	skip := map[string]bool{"Close": true, "OnChange": true, "ListenScheduling": true,
 		"PoolStats": true, "SnapshotListening": true, "RegisterMetrics": true}
-	typ := reflect.TypeOf(store)
+	// The Store and every part it holds.
+	targets := []reflect.Value{reflect.ValueOf(store)}
+	sv := reflect.ValueOf(store).Elem()
+	for i := range sv.NumField() {
+		if sv.Type().Field(i).IsExported() {
+			targets = append(targets, sv.Field(i))
+		}
+	}
 	unavailable := 0
-	for i := range typ.NumMethod() {
-		m := typ.Method(i)
-		mt := m.Type
-		if skip[m.Name] || mt.NumOut() == 0 || mt.Out(mt.NumOut()-1) != reflect.TypeFor[error]() {
-			continue
-		}
-		args, ok := callArgs(mt)
-		if !ok {
-			t.Logf("%s: arguments not built, not called", m.Name)
-			continue
-		}
-		t.Run(m.Name, func(t *testing.T) {
-			cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-			defer cancel()
-			args[0] = reflect.ValueOf(store)
-			args[1] = reflect.ValueOf(cctx)
-			out := m.Func.Call(args)
-			err, _ := out[len(out)-1].Interface().(error)
-			switch {
-			case err == nil:
-				t.Logf("no error (nothing to read for these arguments)")
-			case errors.Is(err, fault.ErrUnavailable):
-				unavailable++
-			default:
-				if _, ok := fault.As(err); !ok {
-					t.Errorf("%s returned %v (%T), not one of fault's kinds", m.Name, err, err)
-				}
+	for _, target := range targets {
+		typ := target.Type()
+		for i := range typ.NumMethod() {
+			m := typ.Method(i)
+			mt := m.Type
+			if skip[m.Name] || mt.NumOut() == 0 || mt.Out(mt.NumOut()-1) != reflect.TypeFor[error]() {
+				continue
 			}
-		})
+			args, ok := callArgs(mt)
+			if !ok {
+				t.Logf("%s.%s: arguments not built, not called", typ.Elem().Name(), m.Name)
+				continue
+			}
+			t.Run(typ.Elem().Name()+"."+m.Name, func(t *testing.T) {
+				cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+				defer cancel()
+				args[0] = target
+				args[1] = reflect.ValueOf(cctx)
+				out := m.Func.Call(args)
+				err, _ := out[len(out)-1].Interface().(error)
+				switch {
+				case err == nil:
+					t.Logf("no error (nothing to read for these arguments)")
+				case errors.Is(err, fault.ErrUnavailable):
+					unavailable++
+				default:
+					if _, ok := fault.As(err); !ok {
+						t.Errorf("%s returned %v (%T), not one of fault's kinds", m.Name, err, err)
+					}
+				}
+			})
+		}
 	}
 	if unavailable < 40 {
 		t.Errorf("only %d methods met the outage; the test no longer reaches the database", unavailable)
@@ -118,7 +130,7 @@ func standIn(t reflect.Type, depth int) (reflect.Value, bool) {
 		v = p
 	case reflect.Struct:
 		if t.PkgPath() != "" && t.PkgPath() != reflect.TypeFor[ledger.Store]().PkgPath() &&
-			t.PkgPath() != "github.com/berthd/berth/ledger/engine" {
+			!strings.HasPrefix(t.PkgPath(), reflect.TypeFor[ledger.Store]().PkgPath()+"/") {
 			return v, true // time.Time and the like: zero
 		}
 		for i := range t.NumField() {

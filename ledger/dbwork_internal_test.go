@@ -2,13 +2,9 @@ package ledger
 
 import (
 	"context"
-	"crypto/md5"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -23,6 +19,8 @@ import (
 	"github.com/berthd/berth/internal/fault"
 	"github.com/berthd/berth/internal/pgcluster"
 	"github.com/berthd/berth/ledger/engine"
+	"github.com/berthd/berth/ledger/internal/dbwork"
+	"github.com/berthd/berth/ledger/resources"
 )
 
 // The database work of a write, measured per statement at two cluster
@@ -198,56 +196,10 @@ type dbWorkEnv struct {
 	probe *dbProbe
 }
 
-// seedSQL seeds n compute nodes of the benchmark's shape (docs/performance.md)
-// with one consumer each, holding part of the node, so that every table a
-// write reads grows with n. Provider i has id i and uuid md5('rp'||i).
-const seedSQL = `
-INSERT INTO traits (name) VALUES ('CUSTOM_BENCH_TRAIT');
-INSERT INTO placement_aggregates (uuid) SELECT md5('agg' || g)::uuid::text FROM generate_series(0, 9) g;
-INSERT INTO resource_providers (id, uuid, name, generation, root_provider_id)
-SELECT g, md5('rp' || g)::uuid, 'node-' || g, 3, g FROM generate_series(1, %[1]d) g;
-SELECT setval(pg_get_serial_sequence('resource_providers', 'id'), %[1]d);
-INSERT INTO inventories (resource_provider_id, resource_class_id, total, reserved, min_unit, max_unit, step_size, allocation_ratio)
-SELECT g, rc.id, v.total, v.reserved, 1, v.total, 1, v.ratio
-FROM generate_series(1, %[1]d) g
-CROSS JOIN (VALUES ('VCPU', 64, 0, 4.0), ('MEMORY_MB', 262144, 4096, 1.0), ('DISK_GB', 4000, 100, 1.0)) v(name, total, reserved, ratio)
-JOIN resource_classes rc ON rc.name = v.name;
-INSERT INTO resource_provider_traits (resource_provider_id, trait_id)
-SELECT g, t.id FROM generate_series(10, %[1]d, 10) g, traits t WHERE t.name = 'CUSTOM_BENCH_TRAIT';
-INSERT INTO resource_provider_aggregates (resource_provider_id, aggregate_id)
-SELECT g, a.id FROM generate_series(1, %[1]d) g JOIN placement_aggregates a ON a.uuid = md5('agg' || g %% 10)::uuid::text;
-INSERT INTO provider_placement_keys (resource_provider_id, name, value, sticky)
-SELECT g, 'rack', g %% 40, true FROM generate_series(1, %[1]d) g;
-INSERT INTO projects (external_id) VALUES ('seed-project');
-INSERT INTO users (external_id) VALUES ('seed-user');
-INSERT INTO consumers (id, uuid, project_id, user_id, generation, name)
-SELECT g, md5('vm' || g)::uuid, p.id, u.id, 1, 'vm-' || g
-FROM generate_series(1, %[1]d) g, projects p, users u WHERE p.external_id = 'seed-project' AND u.external_id = 'seed-user';
-SELECT setval(pg_get_serial_sequence('consumers', 'id'), %[1]d);
-INSERT INTO allocations (consumer_id, resource_provider_id, resource_class_id, used)
-SELECT g, g, rc.id, v.used FROM generate_series(1, %[1]d) g
-CROSS JOIN (VALUES ('VCPU', 4), ('MEMORY_MB', 16384), ('DISK_GB', 100)) v(name, used)
-JOIN resource_classes rc ON rc.name = v.name;
-INSERT INTO consumer_placement_keys (consumer_id, name, value) SELECT g, 'rack', g %% 40 FROM generate_series(1, %[1]d) g;
-INSERT INTO claim_requests (consumer_uuid, op, fingerprint, request, result, generation)
-SELECT md5('vm' || g)::uuid, 'claim', '\x00', '{}', '{}', 1 FROM generate_series(1, %[1]d) g;
-INSERT INTO claim_state (consumer_uuid, op, request, root_uuid, state)
-SELECT md5('vm' || g)::uuid, 'claim', '{}', md5('rp' || g)::uuid, 'permanent' FROM generate_series(1, %[1]d) g;
-ANALYZE;
-`
-
-// md5UUID is PostgreSQL's md5(s)::uuid as text.
-func md5UUID(s string) string {
-	h := md5.Sum([]byte(s))
-	x := hex.EncodeToString(h[:])
-	return x[0:8] + "-" + x[8:12] + "-" + x[12:16] + "-" + x[16:20] + "-" + x[20:]
-}
-
 // seededProvider is the uuid of the i-th seeded provider to write to:
 // a stride through the ids, so that writes land all over the tables.
 func (e *dbWorkEnv) seededProvider(i int) (id int, uuid string) {
-	id = 1 + (i*7919)%e.n
-	return id, md5UUID(fmt.Sprint("rp", id))
+	return dbwork.SeededProvider(e.n, i)
 }
 
 // newDBWorkEnv creates a database on c, seeds n providers and opens a
@@ -299,7 +251,7 @@ func newDBWorkEnvProbed(t testing.TB, ctx context.Context, c *pgcluster.Cluster,
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = admin.Close(context.Background()) })
-	if _, err := admin.Exec(ctx, fmt.Sprintf(seedSQL, n)); err != nil {
+	if _, err := admin.Exec(ctx, fmt.Sprintf(dbwork.SeedSQL, n)); err != nil {
 		t.Fatalf("seed %d providers: %v", n, err)
 	}
 	if probed {
@@ -377,30 +329,13 @@ type dbWorkOp struct {
 	run    func(e *dbWorkEnv, i int)
 }
 
-func claimAt(consumer, provider string, vcpu int64) ClaimWriteParams {
-	return ClaimWriteParams{
-		Consumers: []ConsumerAllocations{{
-			ConsumerUUID: consumer, ProjectID: "claim-project", UserID: "claim-user",
-			CheckGeneration: true, Name: "vm", Properties: map[string]any{"group": "g1"}, CopyStickyKeys: true,
-			Allocations: []engine.Allocation{{ProviderUUID: provider, Resources: []engine.ResourceAmount{
-				{Class: "VCPU", Amount: vcpu}, {Class: "MEMORY_MB", Amount: 2048}, {Class: "DISK_GB", Amount: 20}}}},
-		}},
-		Request: &ClaimRequest{ConsumerUUID: consumer, Op: "claim", Fingerprint: []byte{1}, Request: []byte(`{}`), Result: []byte(`{}`), Generation: 1},
-		// The stored claim every claim writes: a request body of the
-		// benchmark's size, no lease.
-		State: &ClaimStateWrite{Op: "claim", RootUUID: provider, Request: []byte(`{"consumer_uuid": "` + consumer +
-			`", "project_id": "claim-project", "user_id": "claim-user", "name": "vm", "consumer_type": "INSTANCE", ` +
-			`"resources": {"VCPU": 4, "MEMORY_MB": 16384, "DISK_GB": 100}, "properties": {"group": "g1"}}`)},
-	}
-}
-
 func dbWorkOps() []dbWorkOp {
-	newUUID := func(kind string, i int) string { return md5UUID(fmt.Sprint(kind, i)) }
+	newUUID := func(kind string, i int) string { return dbwork.MD5UUID(fmt.Sprint(kind, i)) }
 	const batch = 16
 	return []dbWorkOp{
 		{name: "claim (POST /claims, fast path, alone)", warm: 8, runs: 8, perRun: 1, run: func(e *dbWorkEnv, i int) {
 			_, rp := e.seededProvider(i)
-			if err := e.store.ClaimWrite(e.ctx, claimAt(newUUID("claim", i), rp, 2)); err != nil {
+			if err := e.store.Allocations.ClaimWrite(e.ctx, dbwork.ClaimAt(newUUID("claim", i), rp, 2)); err != nil {
 				e.t.Fatal(err)
 			}
 		}},
@@ -409,29 +344,31 @@ func dbWorkOps() []dbWorkOp {
 			release := e.holdProvider(held)
 			defer release()
 			errs := make(chan error, batch+1)
-			first := e.store.claims.groups.Load()
-			go func() { errs <- e.store.ClaimWrite(e.ctx, claimAt(newUUID("held", i), held, 2)) }()
+			first := claimGroups(e.store)
+			go func() { errs <- e.store.Allocations.ClaimWrite(e.ctx, dbwork.ClaimAt(newUUID("held", i), held, 2)) }()
 			// The writer took the held claim and waits for its lock.
-			waitUntil(e.t, func() bool { return e.store.claims.groups.Load() == first+1 && len(e.store.claims.queue) == 0 })
+			waitUntil(e.t, func() bool { return claimGroups(e.store) == first+1 && QueuedClaims(e.store) == 0 })
 			before := first + 1
 			for j := range batch {
 				_, rp := e.seededProvider(120 + i*batch + j)
-				go func() { errs <- e.store.ClaimWrite(e.ctx, claimAt(newUUID(fmt.Sprint("batch", i, "-"), j), rp, 2)) }()
+				go func() {
+					errs <- e.store.Allocations.ClaimWrite(e.ctx, dbwork.ClaimAt(newUUID(fmt.Sprint("batch", i, "-"), j), rp, 2))
+				}()
 			}
-			waitUntil(e.t, func() bool { return len(e.store.claims.queue) == batch })
+			waitUntil(e.t, func() bool { return QueuedClaims(e.store) == batch })
 			release()
 			for range batch + 1 {
 				if err := <-errs; err != nil {
 					e.t.Fatal(err)
 				}
 			}
-			if got := e.store.claims.groups.Load() - before; got != 1 {
+			if got := claimGroups(e.store) - before; got != 1 {
 				e.t.Fatalf("the %d queued claims went out in %d transactions, want 1", batch, got)
 			}
 		}},
 		{name: "claim refused (no room; fast path, then the general path's error)", warm: 8, runs: 8, perRun: 1, run: func(e *dbWorkEnv, i int) {
 			_, rp := e.seededProvider(200 + i)
-			err := e.store.ClaimWrite(e.ctx, claimAt(newUUID("refused", i), rp, 1000))
+			err := e.store.Allocations.ClaimWrite(e.ctx, dbwork.ClaimAt(newUUID("refused", i), rp, 1000))
 			if !errors.Is(err, fault.ErrConflict) {
 				e.t.Fatalf("claim for 1000 VCPU: %v, want a conflict", err)
 			}
@@ -439,8 +376,8 @@ func dbWorkOps() []dbWorkOp {
 		{name: "consumer update (PUT /allocations with a generation: general path)", warm: 8, runs: 8, perRun: 1, run: func(e *dbWorkEnv, i int) {
 			id, rp := e.seededProvider(300 + i)
 			gen := int64(1)
-			if err := e.store.AllocationsReplace(e.ctx, []ConsumerAllocations{{
-				ConsumerUUID: md5UUID(fmt.Sprint("vm", id)), ProjectID: "seed-project", UserID: "seed-user",
+			if err := e.store.Allocations.AllocationsReplace(e.ctx, []resources.ConsumerAllocations{{
+				ConsumerUUID: dbwork.MD5UUID(fmt.Sprint("vm", id)), ProjectID: "seed-project", UserID: "seed-user",
 				CheckGeneration: true, Generation: &gen,
 				Allocations: []engine.Allocation{{ProviderUUID: rp, Resources: []engine.ResourceAmount{
 					{Class: "VCPU", Amount: 8}, {Class: "MEMORY_MB", Amount: 16384}, {Class: "DISK_GB", Amount: 100}}}},
@@ -450,17 +387,17 @@ func dbWorkOps() []dbWorkOp {
 		}},
 		{name: "consumer delete (DELETE /allocations)", warm: 8, runs: 8, perRun: 1, run: func(e *dbWorkEnv, i int) {
 			id, _ := e.seededProvider(400 + i)
-			if err := e.store.AllocationsDelete(e.ctx, md5UUID(fmt.Sprint("vm", id))); err != nil {
+			if err := e.store.Allocations.AllocationsDelete(e.ctx, dbwork.MD5UUID(fmt.Sprint("vm", id))); err != nil {
 				e.t.Fatal(err)
 			}
 		}},
 		{name: "POST /resource_providers", warm: 8, runs: 8, perRun: 1, run: func(e *dbWorkEnv, i int) {
-			if _, err := e.store.ProviderCreate(e.ctx, ProviderCreateParams{UUID: newUUID("new", i), Name: fmt.Sprint("new-", i)}); err != nil {
+			if _, err := e.store.Providers.ProviderCreate(e.ctx, resources.ProviderCreateParams{UUID: newUUID("new", i), Name: fmt.Sprint("new-", i)}); err != nil {
 				e.t.Fatal(err)
 			}
 		}},
 		{name: "PUT inventories", warm: 8, runs: 8, perRun: 1, run: func(e *dbWorkEnv, i int) {
-			if _, err := e.store.InventoriesReplace(e.ctx, InventoryParams{ProviderUUID: newUUID("new", i), Generation: new(int64)}, []Inventory{
+			if _, err := e.store.Providers.InventoriesReplace(e.ctx, resources.InventoryParams{ProviderUUID: newUUID("new", i), Generation: new(int64)}, []engine.Inventory{
 				{ResourceClass: "VCPU", Total: 64, MinUnit: 1, MaxUnit: 64, StepSize: 1, AllocationRatio: 4},
 				{ResourceClass: "MEMORY_MB", Total: 262144, Reserved: 4096, MinUnit: 1, MaxUnit: 262144, StepSize: 1, AllocationRatio: 1},
 				{ResourceClass: "DISK_GB", Total: 4000, Reserved: 100, MinUnit: 1, MaxUnit: 4000, StepSize: 1, AllocationRatio: 1},
@@ -470,13 +407,13 @@ func dbWorkOps() []dbWorkOp {
 		}},
 		{name: "PUT aggregates", warm: 8, runs: 8, perRun: 1, run: func(e *dbWorkEnv, i int) {
 			gen := int64(1)
-			if _, err := e.store.ProviderAggregatesReplace(e.ctx, newUUID("new", i), []string{md5UUID(fmt.Sprint("agg", i%10))},
-				AggregatesReplaceParams{Generation: &gen}); err != nil {
+			if _, err := e.store.Providers.ProviderAggregatesReplace(e.ctx, newUUID("new", i), []string{dbwork.MD5UUID(fmt.Sprint("agg", i%10))},
+				resources.AggregatesReplaceParams{Generation: &gen}); err != nil {
 				e.t.Fatal(err)
 			}
 		}},
 		{name: "PUT traits", warm: 8, runs: 8, perRun: 1, run: func(e *dbWorkEnv, i int) {
-			if _, _, err := e.store.ProviderTraitsReplace(e.ctx, newUUID("new", i), 2, []string{"CUSTOM_BENCH_TRAIT"}); err != nil {
+			if _, _, err := e.store.Providers.ProviderTraitsReplace(e.ctx, newUUID("new", i), 2, []string{"CUSTOM_BENCH_TRAIT"}); err != nil {
 				e.t.Fatal(err)
 			}
 		}},
@@ -499,49 +436,7 @@ func waitUntil(t testing.TB, cond func() bool) {
 // startDBWorkCluster starts the throwaway cluster with the two
 // extensions loaded and the probe role created.
 func startDBWorkCluster(t testing.TB, ctx context.Context) *pgcluster.Cluster {
-	return startDBWorkClusterWith(t, ctx, true)
-}
-
-// startDBWorkClusterWith starts the cluster, with the two extensions only
-// if probed.
-func startDBWorkClusterWith(t testing.TB, ctx context.Context, probed bool) *pgcluster.Cluster {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "berth-dbwork-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	socketDir := dir
-	if !pgcluster.SocketDirFits(socketDir, pgcluster.DefaultPort) {
-		if socketDir, err = os.MkdirTemp("/tmp", "berth-dbwork-"); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = os.RemoveAll(socketDir) })
-	}
-	settings := map[string]string{
-		// Statistics come from the ANALYZE after seeding, and stay.
-		"autovacuum": "off",
-	}
-	if probed {
-		settings["shared_preload_libraries"] = "pg_stat_statements,auto_explain"
-	}
-	c, err := pgcluster.Start(ctx, pgcluster.Options{
-		DataDir: filepath.Join(dir, "pg"), SocketDir: socketDir, NoSync: true, LoosenParents: true,
-		Settings: settings,
-	})
-	if err != nil {
-		t.Fatalf("start a PostgreSQL with pg_stat_statements and auto_explain: %v", err)
-	}
-	t.Cleanup(func() { _ = c.Stop(context.Background()) })
-	conn, err := pgx.Connect(ctx, c.URL("postgres"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, `CREATE ROLE dbwork_probe SUPERUSER`); err != nil {
-		t.Fatal(err)
-	}
-	return c
+	return dbwork.StartCluster(t, ctx, true)
 }
 
 // TestDatabaseWorkPerWrite measures, per statement, the shared buffers
@@ -700,4 +595,10 @@ func TestClaimPlansAfterEmptyAnalyze(t *testing.T) {
 			}
 		}
 	}
+}
+
+// claimGroups is how many transactions s's claim writers sent.
+func claimGroups(s *Store) int64 {
+	groups, _ := ClaimBatches(s)
+	return groups
 }

@@ -10,10 +10,13 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/berthd/berth/ledger"
+	"github.com/berthd/berth/ledger/audit"
+	"github.com/berthd/berth/ledger/claimrecords"
 	"github.com/berthd/berth/ledger/engine"
+	"github.com/berthd/berth/ledger/resources"
 )
 
-// Reads across processes (changelog.go, docs/architecture.md "Reads
+// Reads across processes (snapshot/changelog.go, docs/architecture.md "Reads
 // across replicas"): a read through any Store reflects every write
 // answered before it began, whichever Store wrote it.
 
@@ -32,12 +35,12 @@ func TestReadsAcrossStoresNeverStale(t *testing.T) {
 	}
 	t.Cleanup(writer.Close)
 	reader := openStore(t, dbURL)
-	p, err := writer.ProviderCreate(ctx, ledger.ProviderCreateParams{Name: "node"})
+	p, err := writer.Providers.ProviderCreate(ctx, resources.ProviderCreateParams{Name: "node"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The reader has a snapshot, and listens, before the writes start.
-	if _, err := reader.ProvidersMatching(ctx, engine.ProviderFilter{}); err != nil {
+	if _, err := reader.Snapshots.ProvidersMatching(ctx, engine.ProviderFilter{}); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, func() bool { return ledger.Listening(reader) })
@@ -46,21 +49,21 @@ func TestReadsAcrossStoresNeverStale(t *testing.T) {
 	const writes = 600
 	for i := range writes {
 		total := int64(10 + i)
-		out, err := writer.InventoriesReplace(ctx, ledger.InventoryParams{ProviderUUID: p.UUID, Generation: &gen},
-			[]ledger.Inventory{inv("VCPU", total)})
+		out, err := writer.Providers.InventoriesReplace(ctx, resources.InventoryParams{ProviderUUID: p.UUID, Generation: &gen},
+			[]engine.Inventory{inv("VCPU", total)})
 		if err != nil {
 			t.Fatal(err)
 		}
 		gen = out.Generation
 		fits := engine.RequestGroup{Resources: []engine.ResourceAmount{{Class: "VCPU", Amount: total}}}
-		list, err := reader.ProvidersMatching(ctx, engine.ProviderFilter{UUID: p.UUID, Group: fits})
+		list, err := reader.Snapshots.ProvidersMatching(ctx, engine.ProviderFilter{UUID: p.UUID, Group: fits})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if len(list) != 1 || list[0].Generation != gen {
 			stale["provider list"]++
 		}
-		cands, err := reader.AllocationCandidates(ctx, engine.CandidatesParams{Groups: []engine.RequestGroup{fits}, NestedAware: true})
+		cands, err := reader.Snapshots.AllocationCandidates(ctx, engine.CandidatesParams{Groups: []engine.RequestGroup{fits}, NestedAware: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -79,16 +82,16 @@ func TestReadsAcrossStoresNeverStale(t *testing.T) {
 func TestOwnWritesNeedNoReload(t *testing.T) {
 	f := newFixture(t)
 	rp := f.provider("node", inv("VCPU", 64))
-	if _, err := f.store.Snapshot(f.ctx, nil, nil); err != nil {
+	if _, err := f.store.Snapshots.Snapshot(f.ctx, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	for range 5 {
-		if err := f.store.AllocationsReplace(f.ctx, []ledger.ConsumerAllocations{newClaim(uuid.NewString(), rp, res("VCPU", 1))}); err != nil {
+		if err := f.store.Allocations.AllocationsReplace(f.ctx, []resources.ConsumerAllocations{newClaim(uuid.NewString(), rp, res("VCPU", 1))}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	_, before, _ := ledger.SnapshotWork(f.store)
-	if _, err := f.store.Snapshot(f.ctx, nil, nil); err != nil {
+	if _, err := f.store.Snapshots.Snapshot(f.ctx, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, after, _ := ledger.SnapshotWork(f.store); after != before {
@@ -97,7 +100,7 @@ func TestOwnWritesNeedNoReload(t *testing.T) {
 	if _, err := f.db.Exec(f.ctx, `UPDATE inventories SET reserved = 1`); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.store.Snapshot(f.ctx, nil, nil); err != nil {
+	if _, err := f.store.Snapshots.Snapshot(f.ctx, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, after, _ := ledger.SnapshotWork(f.store); after != before+1 {
@@ -124,7 +127,7 @@ func TestLeaseAndAuditWritesSeenAcrossStores(t *testing.T) {
 	rp := auditCloud(t, f)
 	lease := f.provider("lease", inv("VCPU", 1))
 	c := uuid.NewString()
-	if err := writer.ClaimWrite(f.ctx, claimWith(c, lease, nil, 60, ledger.LeaseSet, `{}`)); err != nil {
+	if err := writer.Allocations.ClaimWrite(f.ctx, claimWith(c, lease, nil, 60, claimrecords.LeaseSet, `{}`)); err != nil {
 		t.Fatal(err)
 	}
 	// fits reports whether the reader's candidates and provider list
@@ -132,11 +135,11 @@ func TestLeaseAndAuditWritesSeenAcrossStores(t *testing.T) {
 	fits := func(rp string, n int64) bool {
 		t.Helper()
 		g := engine.RequestGroup{Resources: []engine.ResourceAmount{res("VCPU", n)}, InTree: rp}
-		list, err := reader.ProvidersMatching(f.ctx, engine.ProviderFilter{UUID: rp, Group: g})
+		list, err := reader.Snapshots.ProvidersMatching(f.ctx, engine.ProviderFilter{UUID: rp, Group: g})
 		if err != nil {
 			t.Fatal(err)
 		}
-		cands, err := reader.AllocationCandidates(f.ctx, engine.CandidatesParams{Groups: []engine.RequestGroup{g}, NestedAware: true})
+		cands, err := reader.Snapshots.AllocationCandidates(f.ctx, engine.CandidatesParams{Groups: []engine.RequestGroup{g}, NestedAware: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -152,15 +155,15 @@ func TestLeaseAndAuditWritesSeenAcrossStores(t *testing.T) {
 	waitFor(t, func() bool { return ledger.Listening(reader) })
 
 	f.expire(c)
-	if err := writer.ClaimWrite(f.ctx, ledger.ClaimWriteParams{IfLeaseExpired: c,
-		Consumers: []ledger.ConsumerAllocations{{ConsumerUUID: c, CheckGeneration: true, Generation: gen(1)}}}); err != nil {
+	if err := writer.Allocations.ClaimWrite(f.ctx, resources.ClaimWriteParams{IfLeaseExpired: c,
+		Consumers: []resources.ConsumerAllocations{{ConsumerUUID: c, CheckGeneration: true, Generation: gen(1)}}}); err != nil {
 		t.Fatal(err)
 	}
 	if !fits(lease, 1) {
 		t.Error("the reaper's release: stale read of the provider it freed")
 	}
-	if _, err := writer.AuditFix(f.ctx, ledger.AuditFixParams{Kind: ledger.AuditStaleMigration, ConsumerUUID: auditMigrate,
-		ConsumerGeneration: 1, Thresholds: ledger.AuditThresholds{}}); err != nil {
+	if _, err := writer.Auditor.AuditFix(f.ctx, audit.AuditFixParams{Kind: audit.AuditStaleMigration, ConsumerUUID: auditMigrate,
+		ConsumerGeneration: 1, Thresholds: audit.AuditThresholds{}}); err != nil {
 		t.Fatal(err)
 	}
 	if !fits(rp["cn1"], 5) {
@@ -180,7 +183,7 @@ func TestTrimmedChangeLogReloadsAll(t *testing.T) {
 	}
 	t.Cleanup(trimmer.Close)
 	idle := openStore(t, dbURL)
-	if _, err := idle.Snapshot(ctx, nil, nil); err != nil {
+	if _, err := idle.Snapshots.Snapshot(ctx, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	// The listener's first connection wakes a catch-up in the background:
@@ -188,9 +191,9 @@ func TestTrimmedChangeLogReloadsAll(t *testing.T) {
 	// before the trim and need no full load.
 	waitFor(t, func() bool {
 		catchUps, _, _ := ledger.SnapshotWork(idle)
-		return idle.SnapshotListening() && catchUps > 0
+		return idle.Snapshots.SnapshotListening() && catchUps > 0
 	})
-	p, err := trimmer.ProviderCreate(ctx, ledger.ProviderCreateParams{Name: "node"})
+	p, err := trimmer.Providers.ProviderCreate(ctx, resources.ProviderCreateParams{Name: "node"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +210,7 @@ func TestTrimmedChangeLogReloadsAll(t *testing.T) {
 		return rows == 0
 	})
 	_, _, fullBefore := ledger.SnapshotWork(idle)
-	list, err := idle.ProvidersMatching(ctx, engine.ProviderFilter{UUID: p.UUID})
+	list, err := idle.Snapshots.ProvidersMatching(ctx, engine.ProviderFilter{UUID: p.UUID})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,14 +236,14 @@ func BenchmarkSnapshotRead(b *testing.B) {
 	}
 	b.Cleanup(s.Close)
 	for i := range 1000 {
-		if _, err := s.ProviderCreate(ctx, ledger.ProviderCreateParams{Name: fmt.Sprintf("node%d", i)}); err != nil {
+		if _, err := s.Providers.ProviderCreate(ctx, resources.ProviderCreateParams{Name: fmt.Sprintf("node%d", i)}); err != nil {
 			b.Fatal(err)
 		}
 	}
 	for _, bc := range []struct {
 		name string
 		read func(context.Context, []string, []string) (*engine.Snapshot, error)
-	}{{"fresh", s.Snapshot}, {"ranking", s.RankingSnapshot}} {
+	}{{"fresh", s.Snapshots.Snapshot}, {"ranking", s.Snapshots.RankingSnapshot}} {
 		b.Run(bc.name, func(b *testing.B) {
 			for b.Loop() {
 				if _, err := bc.read(ctx, nil, nil); err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/berthd/berth/ledger/internal/core"
 	"github.com/berthd/berth/migrations"
 )
 
@@ -33,31 +34,25 @@ type PoolStats struct {
 	// AcquireDuration is the total time spent waiting for connections.
 	AcquireDuration time.Duration
 	// ClaimBatches is how many transactions the claim writers sent
-	// (claim_batch.go), and BatchedClaims how many claims they held:
+	// (resources/claim_writers.go), and BatchedClaims how many claims they held:
 	// their ratio is the mean batch size.
 	ClaimBatches, BatchedClaims int64
 	// ProviderWriteGroups is how many transactions the provider writers
-	// sent (provider_group.go), and GroupedProviderWrites how many
+	// sent (resources/provider_writers.go), and GroupedProviderWrites how many
 	// provider writes they held.
 	ProviderWriteGroups, GroupedProviderWrites int64
 	// PrimarySwitches counts the times new connections of a multi-host
 	// database URL landed on another host than before: failovers and
-	// switchovers seen (replication.go).
+	// switchovers seen (ledger/internal/core/replication.go).
 	PrimarySwitches int64
 }
 
 // PoolStats reports the connection pool's state. It takes no lock that
 // queries hold and does no I/O.
 func (s *Store) PoolStats() PoolStats {
-	st := s.pool.Stat()
-	var batches, claims int64
-	if s.claims != nil {
-		batches, claims = s.claims.groups.Load(), s.claims.items.Load()
-	}
-	var groups, writes int64
-	if s.trips != nil {
-		groups, writes = s.trips.groups.Load(), s.trips.items.Load()
-	}
+	st := s.core.Pool.Stat()
+	batches, claims, _ := s.Allocations.WriterStats()
+	groups, writes, _ := s.Providers.WriterStats()
 	return PoolStats{
 		ClaimBatches:          batches,
 		BatchedClaims:         claims,
@@ -71,7 +66,7 @@ func (s *Store) PoolStats() PoolStats {
 		EmptyAcquireCount:     st.EmptyAcquireCount(),
 		CanceledAcquireCount:  st.CanceledAcquireCount(),
 		AcquireDuration:       st.AcquireDuration(),
-		PrimarySwitches:       s.primary.switches.Load(),
+		PrimarySwitches:       s.primary.Switches(),
 	}
 }
 
@@ -132,7 +127,7 @@ func LatestMigration() (uint, error) {
 // one short query, cheap enough for a readiness probe; an error means the
 // database did not answer.
 func (s *Store) SchemaStatus(ctx context.Context) (SchemaStatus, error) {
-	return schemaStatus(ctx, s.db)
+	return schemaStatus(ctx, s.core.DB)
 }
 
 // SchemaStatusAt is SchemaStatus for a database no Store is open on (yet),
@@ -157,47 +152,11 @@ func schemaStatus(ctx context.Context, db interface {
 	var version int64
 	err = db.QueryRow(ctx, `SELECT version, dirty FROM schema_migrations LIMIT 1`).Scan(&version, &st.Dirty)
 	switch {
-	case errors.Is(err, pgx.ErrNoRows), pgCode(err) == sqlstateUndefinedTable:
+	case errors.Is(err, pgx.ErrNoRows), core.PgCode(err) == core.SQLStateUndefinedTable:
 		return st, nil // never migrated
 	case err != nil:
 		return SchemaStatus{}, fmt.Errorf("ledger: schema version: %w", err)
 	}
 	st.Version = uint(version)
 	return st, nil
-}
-
-// SnapshotListening reports whether the store's change listener is
-// connected. Until it is (at start, and after the connection is lost),
-// every read of the snapshot catches up with the change log, claims'
-// rankings too, since no notification wakes a catch-up in the
-// background.
-func (s *Store) SnapshotListening() bool {
-	s.snap.mu.Lock()
-	defer s.snap.mu.Unlock()
-	return s.snap.listening
-}
-
-// SnapshotStats counts the snapshot's reloads (see snapshot_cache.go).
-type SnapshotStats struct {
-	// FullReloads read every provider; PartialReloads only those
-	// changed; FailedReloads ended in an error (readers then get the
-	// error, and the next one tries again).
-	FullReloads, PartialReloads, FailedReloads int64
-	// LastFullLoad is when the last full reload ended; zero before the
-	// first. The periodic refresh (Config.SnapshotRefresh) reloads fully,
-	// repairing whatever a missed notification left stale, so its age is
-	// how stale the snapshot can be at worst.
-	LastFullLoad time.Time
-	// Listening is whether the change listener hears other processes'
-	// writes now.
-	Listening bool
-}
-
-// SnapshotStats returns the snapshot's reload counters.
-func (s *Store) SnapshotStats() SnapshotStats {
-	s.snap.mu.Lock()
-	defer s.snap.mu.Unlock()
-	st := s.snap.stats
-	st.Listening = s.snap.listening
-	return st
 }

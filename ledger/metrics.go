@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/berthd/berth/internal/telemetry/instrument"
+	"github.com/berthd/berth/ledger/snapshot"
 )
 
 // ObservePool registers gauges and counters of the database connection
@@ -117,7 +118,7 @@ func ObserveOverCapacity(count func(context.Context) (int64, error)) (unregister
 // first) and the gauge berth.snapshot.listening (1 while the change
 // listener hears other processes' writes). The returned function
 // unregisters them.
-func ObserveSnapshot(stats func() SnapshotStats) (unregister func() error, err error) {
+func ObserveSnapshot(stats func() snapshot.SnapshotStats) (unregister func() error, err error) {
 	m := otel.Meter(instrument.ScopeLedger)
 	reloads, err := m.Int64ObservableCounter("berth.snapshot.reloads", metric.WithUnit("{reload}"),
 		metric.WithDescription("Reloads of the in-memory snapshot from the database, by kind (full, partial: the changed providers) and result (ok, failed)"))

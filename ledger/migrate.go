@@ -11,6 +11,7 @@ import (
 	_ "github.com/golang-migrate/migrate/v4/database/pgx/v5" // registers pgx5://
 	"github.com/golang-migrate/migrate/v4/source/iofs"
 
+	"github.com/berthd/berth/ledger/internal/core"
 	"github.com/berthd/berth/migrations"
 )
 
@@ -28,7 +29,7 @@ func Migrate(ctx context.Context, databaseURL string) error {
 	}
 	m, err := migrate.NewWithSourceInstance("iofs", src, dbURL)
 	if err != nil {
-		return fmt.Errorf("ledger: migrate: %w", checkPrimary(ctx, databaseURL, err))
+		return fmt.Errorf("ledger: migrate: %w", core.CheckPrimary(ctx, databaseURL, DefaultConnectTimeout, err))
 	}
 	defer m.Close()
 	done := make(chan error, 1)

@@ -69,68 +69,12 @@ func TestBrokenPoolConnections(t *testing.T) {
 		t.Fatal("no backend terminated")
 	}
 	mustCreate(t, store, "c", uuidC, "")
-	list, err := store.ProvidersMatching(ctx, engine.ProviderFilter{})
+	list, err := store.Snapshots.ProvidersMatching(ctx, engine.ProviderFilter{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(list) != 3 {
 		t.Fatalf("%d providers after the reconnect, want 3", len(list))
-	}
-}
-
-// TestSnapshotSeesWritesBehindItsBack: a write made behind the Store's
-// back, without a notification (as by a process killed between its
-// commit and its notification), is seen by the next read, whether the
-// change listener is connected or not: reads catch up with the change
-// log, which the write's transaction wrote (changelog.go). A ranking
-// snapshot, which does not catch up while listening, sees it once a
-// catch-up has run.
-func TestSnapshotSeesWritesBehindItsBack(t *testing.T) {
-	dbURL := newTestDB(t)
-	ctx := context.Background()
-	store := openStore(t, dbURL)
-	mustCreate(t, store, "a", uuidA, "")
-	name := func(snap func(context.Context, []string, []string) (*engine.Snapshot, error)) string {
-		t.Helper()
-		s, err := snap(ctx, nil, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		list, err := s.ProvidersMatching(&engine.ProviderFilter{})
-		if err != nil || len(list) != 1 {
-			t.Fatalf("providers: %v, %v", list, err)
-		}
-		return list[0].Name
-	}
-	waitFor(t, func() bool { return ledger.Listening(store) })
-	if got := name(store.Snapshot); got != "a" {
-		t.Fatalf("name %q", got)
-	}
-	rename := func(to string) {
-		t.Helper()
-		conn, err := pgx.Connect(ctx, dbURL)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Close(ctx)
-		// Behind the Store's back and without a notification.
-		if _, err := conn.Exec(ctx, `UPDATE resource_providers SET name = $1 WHERE uuid = $2`, to, uuidA); err != nil {
-			t.Fatal(err)
-		}
-	}
-
-	ledger.SetListening(store, false)
-	rename("deaf")
-	if got := name(store.RankingSnapshot); got != "deaf" {
-		t.Errorf("while deaf, ranking: name %q, want the database's %q", got, "deaf")
-	}
-	ledger.SetListening(store, true)
-	rename("unheard")
-	if got := name(store.Snapshot); got != "unheard" {
-		t.Errorf("while listening: name %q, want the database's %q", got, "unheard")
-	}
-	if got := name(store.RankingSnapshot); got != "unheard" {
-		t.Errorf("ranking after a catch-up: name %q, want %q", got, "unheard")
 	}
 }
 
@@ -145,7 +89,7 @@ func TestListenerReconnects(t *testing.T) {
 	mustCreate(t, store, "a", uuidA, "")
 	count := func(s *ledger.Store) int {
 		t.Helper()
-		list, err := s.ProvidersMatching(ctx, engine.ProviderFilter{})
+		list, err := s.Snapshots.ProvidersMatching(ctx, engine.ProviderFilter{})
 		if err != nil {
 			t.Fatal(err)
 		}

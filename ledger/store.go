@@ -2,16 +2,21 @@ package ledger
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
-	"sync"
-	"sync/atomic"
 	"time"
 
+	"github.com/berthd/berth/ledger/audit"
+	"github.com/berthd/berth/ledger/claimrecords"
+	"github.com/berthd/berth/ledger/internal/core"
+	"github.com/berthd/berth/ledger/quotas"
+	"github.com/berthd/berth/ledger/resources"
+	"github.com/berthd/berth/ledger/scheduling"
+	"github.com/berthd/berth/ledger/snapshot"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -51,21 +56,21 @@ type Config struct {
 	// and a negative value remembers failures for ever.
 	ClaimFailureTTL time.Duration
 	// ClaimWriters is how many group-committed batches of new
-	// consumers' allocations (claim_batch.go) may be in flight at once;
+	// consumers' allocations (resources/claim_writers.go) may be in flight at once;
 	// 0 means DefaultClaimWriters and a negative value sends every claim
 	// alone.
 	ClaimWriters int
 	// ProviderWriters is how many group-committed groups of provider
-	// writes (provider_group.go) may be in flight at once; 0 means
+	// writes (resources/provider_writers.go) may be in flight at once; 0 means
 	// DefaultProviderWriters and a negative value sends every provider
 	// write alone.
 	ProviderWriters int
 	// ClaimRequestTTL is how long a claim's request and answer are kept
-	// to answer its retries (claim_records.go); older ones are purged. 0
+	// to answer its retries (claimrecords/records.go); older ones are purged. 0
 	// means DefaultClaimRequestTTL; negative keeps them for ever.
 	ClaimRequestTTL time.Duration
 	// ChangeLogRetention is how long the change log's rows are kept
-	// (changelog.go): a process that has not caught up for longer
+	// (snapshot/changelog.go): a process that has not caught up for longer
 	// reloads its whole snapshot. 0 means DefaultChangeLogRetention; a
 	// negative value keeps them for ever (tests only).
 	ChangeLogRetention time.Duration
@@ -87,63 +92,59 @@ const (
 	DefaultConnectTimeout  = 3 * time.Second
 	DefaultAcquireTimeout  = 5 * time.Second
 	DefaultClaimFailureTTL = 24 * time.Hour
+	// DefaultClaimRequestTTL is Config.ClaimRequestTTL when 0: how long a
+	// claim's answer is kept for retries. A client retries within seconds or
+	// minutes of the unknown outcome; an hour leaves room for a long outage.
+	DefaultClaimRequestTTL = time.Hour
+	// DefaultChangeLogRetention is how long change rows are kept when
+	// Config.ChangeLogRetention is 0.
+	DefaultChangeLogRetention = 2 * time.Minute
+	// DefaultClaimWriters is how many batches of claims are in flight at
+	// once when Config.ClaimWriters is 0. One is the classic group
+	// commit: while a batch is on its way, the next one gathers; more
+	// writers make smaller batches, which cost PostgreSQL more CPU per
+	// claim (docs/performance.md).
+	DefaultClaimWriters = 1
+	// DefaultProviderWriters is how many groups of provider writes are
+	// in flight at once when Config.ProviderWriters is 0. As for claims,
+	// one writer makes the largest groups, which cost PostgreSQL the
+	// least CPU per write (docs/performance.md).
+	DefaultProviderWriters = 1
 )
 
-// warmInterval is how often a process catches its snapshot up in the
-// background when nothing wakes it sooner: well within
-// DefaultChangeLogRetention, so an idle process never needs a full
-// reload for want of trimmed rows.
-const warmInterval = 15 * time.Second
-
-// Store is the ledger. It is safe for concurrent use.
+// Store is the ledger opened: one connection pool and one transaction
+// helper (ledger/internal/core) shared by its parts, each a type of the
+// package that does its job. It and its parts are safe for concurrent
+// use.
 type Store struct {
-	pool *pgxpool.Pool
-	// db runs reads outside transactions (db.go).
-	db  db
-	log *slog.Logger
-	// txs begins the Store's transactions (withTx).
-	txs txBeginner
+	// Providers are Placement's resource providers, their inventories,
+	// traits and aggregates, the resource classes and traits.
+	Providers *resources.Providers
+	// Allocations are the consumers and their allocations, written by
+	// Placement's routes and by claims (ClaimWrite), and the reshape.
+	Allocations *resources.Allocations
+	// Claims are what claims remember outside a claim's transaction:
+	// retry records, moves, failed providers, stored claims and leases.
+	Claims *claimrecords.Records
+	// Quotas are the limits Berth keeps and the projects' usage.
+	Quotas *quotas.Quotas
+	// Auditor finds allocations that look orphaned or wrong, and fixes
+	// the few it safely can.
+	Auditor *audit.Auditor
+	// Snapshots keeps the in-memory snapshot fresh and answers the
+	// engine's reads through it.
+	Snapshots *snapshot.Cache
+	// Catalogue stores the scheduling policies, scriptlets, config and
+	// shadows.
+	Catalogue *scheduling.Catalogue
+	// Cloud is what agents report of the providers and what scheduler
+	// units and scriptlets ask about the cloud.
+	Cloud *scheduling.Cloud
 
-	// changeHooks run after a transaction that changed providers commits,
-	// with the ids of the providers it touched (all=true: anything may have
-	// changed). They must not block.
-	changeHooks []func(providerIDs []int64, all bool)
-
-	// snap is the in-memory snapshot of providers (snapshot_cache.go).
-	snap *snapshotCache
-	// sender tags this process's change notifications so its own listener
-	// can skip them.
-	sender string
-	// notes sends change notifications after commit (notifier.go).
-	notes *notifier
-	// failureTTL is Config.ClaimFailureTTL after defaults; <= 0: for ever.
-	failureTTL time.Duration
-	// claims group-commits fast-path claims (claim_batch.go); nil when
-	// every claim goes alone.
-	claims *claimBatcher
-	// trips group-commits the provider writes' fast paths
-	// (provider_group.go); nil when every write goes alone.
-	trips *tripWriter
-	// requestTTL is Config.ClaimRequestTTL after defaults; <= 0: for ever.
-	requestTTL time.Duration
-	// unsynced marks commits whose wait for the synchronous standby was
-	// cancelled (replication.go); primary remembers the primary of a
-	// multi-host URL (replication.go).
-	unsynced *unsyncedCommits
-	primary  *primaryTracker
-	// generalWrites, set by tests only, sends every provider write by its
-	// general path (provider_fast.go), to compare the two.
-	generalWrites bool
-	// fastWrites counts the provider writes a fast path committed.
-	fastWrites atomic.Int64
-	// knownAggregates holds the canonical uuids of the aggregates this
-	// Store has linked a provider to (provider_fast.go): a write that
-	// names only those need not create any. Aggregates are few.
-	knownAggregates sync.Map
-	// stop ends the background goroutines (listener, periodic refresh,
-	// notifier).
+	core    *core.Core
+	primary *core.PrimaryTracker
+	// stop ends the background work (core.Core.Go).
 	stop context.CancelFunc
-	bg   sync.WaitGroup
 }
 
 // Open connects to the database in cfg, which must already be migrated, and
@@ -176,10 +177,10 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if cfg.AcquireTimeout <= 0 {
 		cfg.AcquireTimeout = DefaultAcquireTimeout
 	}
-	unsynced, primary := &unsyncedCommits{}, &primaryTracker{log: cfg.Logger}
-	pcfg.ConnConfig.OnNotice = unsynced.onNotice
-	pcfg.BeforeClose = func(c *pgx.Conn) { unsynced.forget(c.PgConn()) }
-	pcfg.BeforeConnect, pcfg.AfterConnect = primary.beforeConnect, primary.afterConnect
+	unsynced, primary := &core.Unsynced{}, &core.PrimaryTracker{Log: cfg.Logger}
+	pcfg.ConnConfig.OnNotice = unsynced.OnNotice
+	pcfg.BeforeClose = func(c *pgx.Conn) { unsynced.Forget(c.PgConn()) }
+	pcfg.BeforeConnect, pcfg.AfterConnect = primary.BeforeConnect, primary.AfterConnect
 	if cfg.poolHook != nil {
 		cfg.poolHook(pcfg)
 	}
@@ -187,125 +188,67 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ledger: connect: %w", err)
 	}
-	s := &Store{pool: pool, db: db{pool: pool, unsynced: unsynced}, log: cfg.Logger, sender: randomSender(), unsynced: unsynced, primary: primary,
-		txs: txBeginner{pool: pool, acquireTimeout: cfg.AcquireTimeout, unsynced: unsynced}}
-	if err := s.syncStandard(ctx); err != nil {
+	co := core.New(pool, cfg.Logger, cfg.AcquireTimeout, unsynced)
+	if err := resources.SyncStandard(ctx, co); err != nil {
 		pool.Close()
-		return nil, dbError(checkPrimary(ctx, cfg.DatabaseURL, err))
+		return nil, core.DBError(core.CheckPrimary(ctx, cfg.DatabaseURL, DefaultConnectTimeout, err))
 	}
 	bg, stop := context.WithCancel(context.WithoutCancel(ctx))
-	s.stop = stop
-	s.snap = newSnapshotCache(bg, s.txs, cfg.Logger)
-	send := s.sendNotifications
-	if cfg.muteNotifications {
-		send = func(context.Context, []string) error { return nil }
-	}
-	s.notes = newNotifier(s.sender, send, cfg.Logger)
-	s.followChanges(bg, cfg.ChangeLogRetention)
-	s.bg.Add(1)
-	go func() { defer s.bg.Done(); s.notes.run(bg) }()
-	if cfg.ClaimWriters == 0 {
-		cfg.ClaimWriters = DefaultClaimWriters
-	}
-	if cfg.ClaimWriters > 0 {
-		s.claims = s.startClaimBatcher(bg, cfg.ClaimWriters)
-	}
-	if cfg.ProviderWriters == 0 {
-		cfg.ProviderWriters = DefaultProviderWriters
-	}
-	if cfg.ProviderWriters > 0 {
-		s.trips = s.startTripWriter(bg, cfg.ProviderWriters)
-	}
-	s.bg.Add(1)
-	go func() { defer s.bg.Done(); s.snap.listen(bg, pcfg.ConnConfig, s.sender) }()
-	if cfg.ClaimFailureTTL == 0 {
-		cfg.ClaimFailureTTL = DefaultClaimFailureTTL
-	}
-	if cfg.ClaimFailureTTL > 0 {
-		s.failureTTL = cfg.ClaimFailureTTL
-		s.bg.Add(1)
-		go func() { defer s.bg.Done(); s.purgeClaimFailures(bg) }()
-	}
-	if cfg.ClaimRequestTTL == 0 {
-		cfg.ClaimRequestTTL = DefaultClaimRequestTTL
-	}
-	if cfg.ClaimRequestTTL > 0 {
-		s.requestTTL = cfg.ClaimRequestTTL
-		s.bg.Add(1)
-		go func() { defer s.bg.Done(); s.purgeClaimRequests(bg) }()
+	s := &Store{core: co, primary: primary, stop: stop}
+	if cfg.ChangeLogRetention == 0 {
+		cfg.ChangeLogRetention = DefaultChangeLogRetention
 	}
 	if cfg.SnapshotRefresh == 0 {
 		cfg.SnapshotRefresh = DefaultSnapshotRefresh
 	}
-	if cfg.SnapshotRefresh > 0 {
-		s.bg.Add(1)
-		go func() { defer s.bg.Done(); s.snap.refreshEvery(bg, cfg.SnapshotRefresh) }()
+	s.Snapshots = snapshot.New(bg, co, snapshot.Options{Refresh: cfg.SnapshotRefresh,
+		Retention: cfg.ChangeLogRetention, Listen: pcfg.ConnConfig, Mute: cfg.muteNotifications})
+	if cfg.ClaimWriters == 0 {
+		cfg.ClaimWriters = DefaultClaimWriters
 	}
+	s.Allocations = resources.NewAllocations(bg, co, cfg.ClaimWriters)
+	if cfg.ProviderWriters == 0 {
+		cfg.ProviderWriters = DefaultProviderWriters
+	}
+	s.Providers = resources.NewProviders(bg, co, cfg.ProviderWriters)
+	if cfg.ClaimFailureTTL == 0 {
+		cfg.ClaimFailureTTL = DefaultClaimFailureTTL
+	}
+	if cfg.ClaimRequestTTL == 0 {
+		cfg.ClaimRequestTTL = DefaultClaimRequestTTL
+	}
+	s.Claims = claimrecords.New(bg, co, cfg.ClaimFailureTTL, cfg.ClaimRequestTTL)
+	s.Quotas = quotas.New(co)
+	s.Auditor = audit.New(co, s.Snapshots)
+	s.Catalogue = scheduling.NewCatalogue(co)
+	s.Cloud = scheduling.NewCloud(co)
 	return s, nil
-}
-
-// followChanges starts the background work of the change log
-// (changelog.go): the catch-ups that keep the snapshot warm, and the
-// trimming of rows older than retention (0: DefaultChangeLogRetention;
-// negative: never).
-func (s *Store) followChanges(bg context.Context, retention time.Duration) {
-	s.bg.Add(1)
-	go func() { defer s.bg.Done(); s.snap.warm(bg, warmInterval) }()
-	if retention == 0 {
-		retention = DefaultChangeLogRetention
-	}
-	if retention > 0 {
-		s.bg.Add(1)
-		every := max(retention/4, time.Second)
-		go func() { defer s.bg.Done(); s.trimChanges(bg, retention, every) }()
-	}
 }
 
 // Close stops the background work and releases the connection pool.
 func (s *Store) Close() {
 	if s.stop != nil {
 		s.stop()
-		s.bg.Wait()
+		s.core.Wait()
 	}
-	s.pool.Close()
-}
-
-// randomSender returns a process-unique tag for change notifications.
-func randomSender() string {
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
+	s.core.Pool.Close()
 }
 
 // Ping checks that the database answers.
-func (s *Store) Ping(ctx context.Context) error { return dbError(s.pool.Ping(ctx)) }
+func (s *Store) Ping(ctx context.Context) error { return core.DBError(s.core.Pool.Ping(ctx)) }
 
 // OnChange registers fn to run after every committed transaction that
 // changed providers. fn must be quick and must not call back into the Store.
-func (s *Store) OnChange(fn func(providerIDs []int64, all bool)) {
-	s.changeHooks = append(s.changeHooks, fn)
-}
+func (s *Store) OnChange(fn func(providerIDs []int64, all bool)) { s.core.OnChange(fn) }
 
-// notify runs the change hooks after a commit and queues the change
-// notification for the other processes on the database (notifier.go).
-func (s *Store) notify(t *txn) {
-	if len(t.touched) == 0 && !t.all {
-		return
-	}
-	s.notes.add(t.touched, t.all)
-	if len(t.writes) > 0 && !t.all {
-		s.snap.applyOwnWrites(t.touched, t.writes)
-	} else {
-		s.snap.invalidate(t.touched, t.all)
-	}
-	for _, fn := range s.changeHooks {
-		fn(t.touched, t.all)
-	}
-}
-
-// sendNotifications sends change notifications, one statement for all
-// payloads, outside any write transaction.
-func (s *Store) sendNotifications(ctx context.Context, payloads []string) error {
-	_, err := s.db.Exec(ctx, `SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p`, notifyChannel, payloads)
-	return err
+// RolledBack reports whether err, the failure of a write, proves that
+// nothing of it was committed: PostgreSQL itself answered with an error
+// (a read-only primary, a server shutting down, a statement refused), so
+// its transaction rolled back. Any other failure of a write that reached
+// the server (a connection that broke, a deadline that cut it, a commit
+// whose synchronous-replication wait was cancelled) leaves the outcome
+// to be learnt.
+func RolledBack(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr)
 }

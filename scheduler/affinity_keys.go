@@ -8,6 +8,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+
+	"github.com/berthd/berth/ledger/engine"
 )
 
 // AffinityKeysName names the affinity placement keys weigher.
@@ -177,7 +179,7 @@ func Proximity(keys []KeyRequest, have map[string]float64) float64 {
 func proximity(keys []KeyRequest, c *Candidate) float64 {
 	sum := 0.0
 	for _, k := range keys {
-		if v, ok := candidateKey(c, k.Name); ok {
+		if v, ok := c.Key(k.Name); ok {
 			sum += max(0, 1-math.Abs(k.Value-v)) * k.Weight
 		}
 	}
@@ -212,15 +214,17 @@ func ProviderKeys(c *Candidate) map[string]float64 {
 		}
 	}
 	for _, name := range [...]string{KeyRAM, KeyCPU, KeyLOAD} {
-		if v, ok := candidateKey(c, name); ok {
+		if v, ok := c.Key(name); ok {
 			out[name] = v
 		}
 	}
 	return out
 }
 
-// candidateKey is the value of key name for c (see ProviderKeys).
-func candidateKey(c *Candidate, name string) (float64, bool) {
+// Key is the value of placement key name for c: its root provider's
+// key, or #RAM, #CPU and #LOAD as c would leave them (see ProviderKeys);
+// false when c has none of that name.
+func (c *Candidate) Key(name string) (float64, bool) {
 	root := c.RootProvider()
 	switch name {
 	case KeyRAM:
@@ -246,9 +250,9 @@ func candidateKey(c *Candidate, name string) (float64, bool) {
 }
 
 // usageRatio is (used + taken) / capacity of class for #RAM and #CPU.
-func usageRatio(c *Candidate, root *Provider, class string) (float64, bool) {
+func usageRatio(c *Candidate, root *ProviderView, class string) (float64, bool) {
 	var used, capacity, taken int64
-	rootInv, onRoot := Inventory{}, false
+	rootInv, onRoot := engine.InventoryUsage{}, false
 	if root != nil {
 		rootInv, onRoot = root.Resources.Get(class)
 	}

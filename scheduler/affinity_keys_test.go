@@ -11,7 +11,7 @@ import (
 )
 
 func keyed(index int, r string, keys ...PlacementKey) *Candidate {
-	return with(cand(index, r, 10, 0, 1), func(p *Provider) { p.Keys = keys })
+	return with(cand(index, r, 10, 0, 1), func(p *ProviderView) { p.Keys = keys })
 }
 
 func TestProximity(t *testing.T) {
@@ -49,10 +49,10 @@ func TestProviderKeys(t *testing.T) {
 	c := cand(0, "r", 16, 4, 4)
 	p := c.RootProvider()
 	p.Keys = []PlacementKey{{Name: "zone", Value: 0.3}}
-	p.Resources = p.Resources.With("VCPU", Inventory{Capacity: 16, Used: 4, Total: 8})
-	p.Resources = p.Resources.With("MEMORY_MB", Inventory{Capacity: 1000, Used: 250})
+	p.Resources = p.Resources.With("VCPU", engine.InventoryUsage{Capacity: 16, Used: 4, Inventory: engine.Inventory{Total: 8}})
+	p.Resources = p.Resources.With("MEMORY_MB", engine.InventoryUsage{Capacity: 1000, Used: 250})
 	c.Allocations[0].Resources = append(c.Allocations[0].Resources, engine.ResourceAmount{Class: "MEMORY_MB", Amount: 250})
-	p.State = &ProviderState{Load1: 2}
+	p.State = &engine.ProviderState{Load1: 2}
 	got := ProviderKeys(c)
 	want := map[string]float64{"zone": 0.3, KeyCPU: 0.5, KeyRAM: 0.5, KeyLOAD: 0.25}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
@@ -140,7 +140,7 @@ func TestAffinityKeysSticky(t *testing.T) {
 		t.Errorf("new consumer: %s", got)
 	}
 	pc, _ := ParsePolicyConfig([]byte(cfg))
-	p, _ := NewPolicy(pc, nil, nil, ScriptletLimits{})
+	p, _ := NewPolicy(pc, nil, nil)
 	if n := p.Needs(); !n.Keys || !n.State || !n.ConsumerKeys || n.Consumers {
 		t.Errorf("needs %+v", n)
 	}
@@ -150,7 +150,7 @@ func TestAffinityKeysSticky(t *testing.T) {
 // affinity_keys is ranked by them too.
 func TestImplicitAffinityKeys(t *testing.T) {
 	cands := []*Candidate{keyed(0, "far", PlacementKey{Name: "zone", Value: 0}), keyed(1, "near", PlacementKey{Name: "zone", Value: 1})}
-	p, err := NewPolicy(DefaultPolicyConfig(), nil, nil, ScriptletLimits{})
+	p, err := NewPolicy(DefaultPolicyConfig(), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +168,7 @@ func TestImplicitAffinityKeys(t *testing.T) {
 	}
 	// A policy that lists affinity_keys uses its own, and only that.
 	pc, _ := ParsePolicyConfig([]byte(`{"weighers": [{"name": "affinity_keys", "factor": 3}]}`))
-	p, _ = NewPolicy(pc, nil, nil, ScriptletLimits{})
+	p, _ = NewPolicy(pc, nil, nil)
 	if r, _ = p.Rank(context.Background(), req, cands); r.Ranked[0].Weights()[AffinityKeysName] != 3 {
 		t.Errorf("listed: %v", r.Ranked[0].Weights())
 	}

@@ -84,13 +84,13 @@ type Suggestion struct {
 //     so the source can be emptied and powered off.
 //
 // A consumer with no destination is passed over for the next one.
-func Balance(cfg BalancerConfig, members []*Provider, instances []Instance) *Suggestion {
+func Balance(cfg BalancerConfig, members []*ProviderView, instances []Instance) *Suggestion {
 	cfg = cfg.WithDefaults()
 	if cfg.Validate() != nil {
 		return nil
 	}
 	type member struct {
-		p    *Provider
+		p    *ProviderView
 		util float64
 		on   []Instance
 	}
@@ -98,7 +98,7 @@ func Balance(cfg BalancerConfig, members []*Provider, instances []Instance) *Sug
 	for _, p := range members {
 		m := &member{p: p, util: Utilisation(p)}
 		for _, in := range instances {
-			if in.Location != "" && p.matches(in.Location) {
+			if in.Location != "" && p.Matches(in.Location) {
 				m.on = append(m.on, in)
 			}
 		}
@@ -181,7 +181,7 @@ func Balance(cfg BalancerConfig, members []*Provider, instances []Instance) *Sug
 }
 
 // fits reports whether p has every class in holds, with room for it.
-func fits(p *Provider, in Instance) bool {
+func fits(p *ProviderView, in Instance) bool {
 	for class, n := range in.Resources {
 		inv, ok := p.Resources.Get(class)
 		if !ok || inv.Used+n > inv.Capacity {
@@ -193,11 +193,11 @@ func fits(p *Provider, in Instance) bool {
 
 // utilAfter is p's utilisation after adding (sign 1) or removing (-1)
 // the instance's resources.
-func utilAfter(p *Provider, in Instance, sign int64) float64 {
+func utilAfter(p *ProviderView, in Instance, sign int64) float64 {
 	u := 0.0
-	for _, ci := range p.Resources {
-		if inv := ci.Inventory; inv.Capacity > 0 {
-			u = max(u, float64(inv.Used+sign*in.Resources[ci.Class])/float64(inv.Capacity))
+	for _, inv := range p.Resources {
+		if inv.Capacity > 0 {
+			u = max(u, float64(inv.Used+sign*in.Resources[inv.ResourceClass])/float64(inv.Capacity))
 		}
 	}
 	return u

@@ -44,6 +44,7 @@ func (*Capacity) Name() string { return CapacityName }
 // amount asked of the provider), "VCPU 3 not a multiple of step_size 2",
 // "DISK_GB 5 below min_unit 10", "DISK_GB 500 above max_unit 100".
 func (*Capacity) Filter(_ context.Context, _ *Request, c *Candidate) *Status {
+	var absent engine.InventoryUsage // of a class the provider lacks: nothing fits
 	for _, a := range c.Allocations {
 		p := c.Providers[a.ProviderUUID]
 		// Classes in name order, so the reason a candidate is counted
@@ -51,9 +52,11 @@ func (*Capacity) Filter(_ context.Context, _ *Request, c *Candidate) *Status {
 		var buf [8]engine.ResourceAmount
 		for _, ca := range sortedAmounts(buf[:0], a.Resources) {
 			class, amount := ca.Class, ca.Amount
-			var inv Inventory
+			inv := &absent
 			if p != nil {
-				inv = p.Resources.Of(class)
+				if found := p.Resources.Find(class); found != nil {
+					inv = found
+				}
 			}
 			switch {
 			case inv.Used+amount > inv.Capacity:

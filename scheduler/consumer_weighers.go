@@ -62,4 +62,4 @@ func (w *ConsumerWeigher) Weigh(_ context.Context, _ *Request, c *Candidate) (fl
 
 // Utilisation is p's largest used/capacity over its classes (the
 // dominant resource), 0 for a provider without inventory.
-func Utilisation(p *Provider) float64 { return utilAfter(p, Instance{}, 0) }
+func Utilisation(p *ProviderView) float64 { return utilAfter(p, Instance{}, 0) }

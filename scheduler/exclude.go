@@ -64,15 +64,15 @@ func (c *Candidate) uses(x string) bool {
 	}
 	for _, a := range c.Allocations {
 		p := c.Providers[a.ProviderUUID]
-		if p.matches(x) || c.Providers[p.rootUUID()].matches(x) {
+		if p.Matches(x) || c.Providers[p.rootUUID()].Matches(x) {
 			return true
 		}
 	}
-	return slices.ContainsFunc(c.Roots, func(r string) bool { return c.Providers[r].matches(x) })
+	return slices.ContainsFunc(c.Roots, func(r string) bool { return c.Providers[r].Matches(x) })
 }
 
 // rootUUID is p's root, p itself for a root; "" for nil.
-func (p *Provider) rootUUID() string {
+func (p *ProviderView) rootUUID() string {
 	switch {
 	case p == nil:
 		return ""

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+
+	"github.com/berthd/berth/ledger/engine"
 )
 
 // LoadName names the load weigher.
@@ -49,7 +51,7 @@ func (*Load) Name() string { return LoadName }
 
 // value is the metric of s as a score (higher is better), false without
 // a state.
-func (w *Load) value(s *ProviderState) (float64, bool) {
+func (w *Load) value(s *engine.ProviderState) (float64, bool) {
 	if s == nil {
 		return 0, false
 	}
@@ -59,14 +61,14 @@ func (w *Load) value(s *ProviderState) (float64, bool) {
 	case "load_15":
 		return -s.Load15, true
 	case "cpu_utilization":
-		return -s.CPUUtil, true
+		return -s.CPUUtilization, true
 	case "memory_free_mb":
-		return float64(s.MemFreeMB), true
+		return float64(s.MemoryFreeMB), true
 	}
 	return -s.Load5, true
 }
 
-func rootState(c *Candidate) *ProviderState {
+func rootState(c *Candidate) *engine.ProviderState {
 	if p := c.RootProvider(); p != nil {
 		return p.State
 	}

@@ -20,7 +20,7 @@ var maxConsumersUnit = Unit{
 }
 
 // MaxConsumers removes candidates whose root provider has Max or more
-// consumers (Provider.Consumers), so placing one more would exceed Max.
+// consumers (ProviderView.Consumers), so placing one more would exceed Max.
 type MaxConsumers struct {
 	Max *int `json:"max"`
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+
+	"github.com/berthd/berth/ledger/engine"
 )
 
 // MaxUsageRatioName names the max_usage_ratio filter.
@@ -53,7 +55,7 @@ func (f *MaxUsageRatio) Name() string { return MaxUsageRatioName }
 // Filter implements Filter.
 func (f *MaxUsageRatio) Filter(_ context.Context, _ *Request, c *Candidate) *Status {
 	var st *Status
-	c.usage(func(provider, class string, inv Inventory, amount int64) {
+	c.usage(func(provider, class string, inv *engine.InventoryUsage, amount int64) {
 		if st != nil || (len(f.Classes) > 0 && !slices.Contains(f.Classes, class)) {
 			return
 		}

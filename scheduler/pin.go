@@ -41,7 +41,7 @@ func (*Pin) Name() string { return PinName }
 // Filter implements Filter.
 func (f *Pin) Filter(_ context.Context, req *Request, c *Candidate) *Status {
 	for _, target := range [...]string{f.Provider, req.Target} {
-		if target != "" && !c.rootIs(target) {
+		if target != "" && !c.RootIs(target) {
 			return Reject("not the target " + target)
 		}
 	}

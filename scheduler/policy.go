@@ -68,123 +68,6 @@ func ParsePolicyConfig(data []byte) (PolicyConfig, error) {
 	return cfg, nil
 }
 
-// ScriptletResolver finds compiled scriptlets by name. Policy.Rank asks
-// it on every call, since scriptlets change while the server runs. It
-// must be safe for concurrent use.
-type ScriptletResolver interface {
-	// Scriptlet returns the stored scriptlet name, false if none.
-	Scriptlet(name string) (*Program, bool)
-	// DefaultScriptlet returns the server's default scriptlet, nil if
-	// none is set.
-	DefaultScriptlet() *Program
-}
-
-// Scriptlet limit defaults.
-const (
-	DefaultScriptletSteps       = 1_000_000
-	DefaultScriptletTimeout     = time.Second
-	DefaultScriptletMaxAlloc    = 64 << 20
-	DefaultScriptletMaxLogLines = 1000
-	DefaultScriptletMaxLogBytes = 64 << 10
-)
-
-// What a claim does when its scriptlet fails (ScriptletLimits.OnError).
-const (
-	// OnErrorRefuse (the default, as LXD does) refuses the claim, as an
-	// explicit refusal does.
-	OnErrorRefuse = "refuse"
-	// OnErrorIgnore ranks the claim as if the failing scriptlet were
-	// not there: instance_placement leaves the policy's ranking as it
-	// is, a starlark: filter keeps the candidate its call failed on, a
-	// starlark: weigher contributes nothing to the claim. An operator's
-	// choice: a broken policy then stops applying, logged and counted.
-	OnErrorIgnore = "ignore"
-)
-
-// Which of LXD's and Incus's readings of a call they disagree on a
-// scriptlet gets (ScriptletLimits.Dialect).
-const (
-	// DialectLXD (the default) is LXD's: set_target of a name that is
-	// not a candidate logs a warning, answers "Invalid member name" and
-	// leaves the built-in choice; get_cluster_member_state and
-	// get_cluster_member_resources of an unknown name answer "Invalid
-	// member name".
-	DialectLXD = "lxd"
-	// DialectIncus is Incus's: each of those is an error ("Invalid member
-	// name: NAME"), which refuses the claim unless OnError ignores it.
-	DialectIncus = "incus"
-)
-
-// ScriptletLimits bound the Starlark of one Rank.
-type ScriptletLimits struct {
-	// MaxSteps is the step budget of one call (instance_placement once,
-	// or one filter/weigh call per candidate). Builtins and operators
-	// whose work grows with their operands (sorted, list(range(n)),
-	// comparing lists, repeating a string) count it too. 0 means
-	// DefaultScriptletSteps.
-	MaxSteps uint64
-	// MaxAlloc is the memory budget of one call, in bytes: what the
-	// operations that build values of any size (repeat, concatenation,
-	// list(), sorted(), str(), format, slices, joins) may allocate in
-	// total. An operation over the budget fails before it allocates.
-	// Values built one element per step (append, comprehensions) cost
-	// at most a few dozen bytes per step on top. 0 means
-	// DefaultScriptletMaxAlloc.
-	MaxAlloc uint64
-	// Timeout is the deadline of all the scriptlet work of one Rank.
-	// 0 means DefaultScriptletTimeout.
-	Timeout time.Duration
-	// MaxLogLines and MaxLogBytes bound the scriptlet log of one Rank;
-	// what is over is dropped and counted in a last line. 0 means
-	// DefaultScriptletMaxLogLines and DefaultScriptletMaxLogBytes.
-	MaxLogLines int
-	MaxLogBytes int
-	// OnError is what a claim does when a scriptlet fails (a runtime
-	// error or a limit): OnErrorRefuse ("" means it) or OnErrorIgnore.
-	OnError string
-	// Dialect is DialectLXD ("" means it) or DialectIncus.
-	Dialect string
-	// Metrics, when set, counts scriptlet runs (shared by every policy
-	// built with it).
-	Metrics *ScriptletMetrics
-}
-
-func (l ScriptletLimits) withDefaults() ScriptletLimits {
-	if l.MaxSteps == 0 {
-		l.MaxSteps = DefaultScriptletSteps
-	}
-	if l.MaxAlloc == 0 {
-		l.MaxAlloc = DefaultScriptletMaxAlloc
-	}
-	if l.Timeout <= 0 {
-		l.Timeout = DefaultScriptletTimeout
-	}
-	if l.MaxLogLines <= 0 {
-		l.MaxLogLines = DefaultScriptletMaxLogLines
-	}
-	if l.MaxLogBytes <= 0 {
-		l.MaxLogBytes = DefaultScriptletMaxLogBytes
-	}
-	if l.OnError == "" {
-		l.OnError = OnErrorRefuse
-	}
-	if l.Dialect == "" {
-		l.Dialect = DialectLXD
-	}
-	return l
-}
-
-// Validate reports a limit out of its range.
-func (l ScriptletLimits) Validate() error {
-	if l.OnError != "" && l.OnError != OnErrorIgnore && l.OnError != OnErrorRefuse {
-		return fmt.Errorf("on_error must be %q or %q", OnErrorIgnore, OnErrorRefuse)
-	}
-	if l.Dialect != "" && l.Dialect != DialectLXD && l.Dialect != DialectIncus {
-		return fmt.Errorf("dialect must be %q or %q", DialectLXD, DialectIncus)
-	}
-	return nil
-}
-
 // weighted is a weigher with its factor.
 type weighted struct {
 	w      Weigher
@@ -203,16 +86,12 @@ type Policy struct {
 	cfg      PolicyConfig
 	filters  []filterEntry
 	weighers []weighted
-	scripts  ScriptletResolver
-	limits   ScriptletLimits
+	scripts  Scriptlets
 	needs    Needs
 	// implicitPin and implicitExclude enforce Request.Target and
 	// Request.Avoid when the policy does not list those units (a listed
 	// one reads them itself); nil when listed.
 	implicitPin, implicitExclude Filter
-	// starlarkUnits is set when a filter or weigher is a scriptlet
-	// (starlark:<name>): Rank then sets the scriptlet deadline.
-	starlarkUnits bool
 	// keys ranks by Request.Keys (factor 1) when the policy does not list
 	// affinity_keys: a claim that carries keys expects them to count.
 	keys Weigher
@@ -221,14 +100,15 @@ type Policy struct {
 // NewPolicy builds the units cfg names from reg (nil: DefaultRegistry).
 // The capacity filter is always on: it is added when cfg does not list
 // it. Filters are ordered by cost, cheapest first, keeping cfg's order
-// among equals. Units named "starlark:<scriptlet>" and the policy's
-// scriptlet are looked up through scripts when Rank runs; scripts may be
-// nil only when cfg uses neither (and then no default scriptlet runs).
-func NewPolicy(cfg PolicyConfig, reg *Registry, scripts ScriptletResolver, limits ScriptletLimits) (*Policy, error) {
+// among equals. Units named "starlark:<scriptlet>" are built by scripts,
+// and the scriptlets they name, like the policy's scriptlet, are looked
+// up when Rank runs; scripts may be nil only when cfg uses neither (and
+// then no default scriptlet runs).
+func NewPolicy(cfg PolicyConfig, reg *Registry, scripts Scriptlets) (*Policy, error) {
 	if reg == nil {
 		reg = DefaultRegistry()
 	}
-	p := &Policy{cfg: cfg, scripts: scripts, limits: limits.withDefaults()}
+	p := &Policy{cfg: cfg, scripts: scripts}
 	var errs []error
 	listed := map[string]bool{}
 	for _, fc := range cfg.Filters {
@@ -236,14 +116,16 @@ func NewPolicy(cfg PolicyConfig, reg *Registry, scripts ScriptletResolver, limit
 			errs = append(errs, fmt.Errorf("filter %q: factor only applies to weighers", fc.Name))
 		}
 		if name, ok := strings.CutPrefix(fc.Name, StarlarkUnitPrefix); ok {
-			f, err := newStarlarkFilter(name, fc.Params, p)
+			if scripts == nil {
+				continue // refused below
+			}
+			f, err := scripts.NewFilter(name, fc.Params)
 			if err != nil {
 				errs = append(errs, err)
 				continue
 			}
 			p.filters = append(p.filters, filterEntry{f, costScriptlet})
-			p.needs = p.needs.merge(starlarkNeeds)
-			p.starlarkUnits = true
+			p.needs = p.needs.merge(scriptletNeeds)
 			continue
 		}
 		u, ok := reg.Lookup(fc.Name)
@@ -280,14 +162,16 @@ func NewPolicy(cfg PolicyConfig, reg *Registry, scripts ScriptletResolver, limit
 			errs = append(errs, fmt.Errorf("weigher %q: factor must be finite", wc.Name))
 		}
 		if name, ok := strings.CutPrefix(wc.Name, StarlarkUnitPrefix); ok {
-			w, err := newStarlarkWeigher(name, wc.Params, p)
+			if scripts == nil {
+				continue // refused below
+			}
+			w, err := scripts.NewWeigher(name, wc.Params)
 			if err != nil {
 				errs = append(errs, err)
 				continue
 			}
 			p.weighers = append(p.weighers, weighted{w, factor})
-			p.needs = p.needs.merge(starlarkNeeds)
-			p.starlarkUnits = true
+			p.needs = p.needs.merge(scriptletNeeds)
 			continue
 		}
 		u, ok := reg.Lookup(wc.Name)
@@ -315,7 +199,7 @@ func NewPolicy(cfg PolicyConfig, reg *Registry, scripts ScriptletResolver, limit
 		errs = append(errs, errors.New("scriptlets named but no scriptlet store"))
 	}
 	if cfg.Scriptlet != "" {
-		p.needs = p.needs.merge(starlarkNeeds)
+		p.needs = p.needs.merge(scriptletNeeds)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("scheduler policy: %w", err)
@@ -345,8 +229,8 @@ func (p *Policy) Scriptlets() []string {
 // policy's units read, so the caller fetches only those. A policy that
 // may run a scriptlet needs placement keys (candidate_members shows them).
 func (p *Policy) Needs() Needs {
-	if p.cfg.Scriptlet == "" && p.scripts != nil && p.scripts.DefaultScriptlet() != nil {
-		return p.needs.merge(starlarkNeeds) // the default scriptlet, set now
+	if p.cfg.Scriptlet == "" && p.scripts != nil && p.scripts.HasDefault() {
+		return p.needs.merge(scriptletNeeds) // the default scriptlet, set now
 	}
 	return p.needs
 }
@@ -447,7 +331,7 @@ type LogLine struct {
 // a *RefusedError (with the ranking so far) when a scriptlet refused the
 // request, failed or exceeded a limit; a *PluginError when a built-in
 // unit failed (CloudData unreachable). ctx bounds the work; scriptlets
-// also share one deadline (ScriptletLimits.Timeout) per Rank. Rank does
+// also share one deadline (scriptlet.Limits.Timeout) per Rank. Rank does
 // not change req or cands.
 //
 // It runs in stages, as the Kubernetes scheduler keeps PreFilter,
@@ -456,17 +340,18 @@ type LogLine struct {
 // times factors) and place (the order, then the scriptlet's choice).
 func (p *Policy) Rank(ctx context.Context, req *Request, cands []*Candidate) (_ *Ranking, err error) {
 	rq := *req
-	rq.prepared = map[any]any{}
+	rq.prepared, rq.scripts = map[any]any{}, nil
 	req = &rq
 	r := &Ranking{Considered: len(cands)}
 	ctx, span := startRank(ctx, len(cands))
 	defer func() { endRank(span, r, err) }()
 
-	run, placement, cancel, err := p.startScripts(ctx, req, cands, r)
-	if err != nil {
+	if err := p.startScripts(ctx, req, cands, r); err != nil {
 		return nil, err
 	}
-	defer cancel()
+	if req.scripts != nil {
+		defer req.scripts.End()
+	}
 	filters, weighers, err := p.prepare(ctx, req)
 	if err != nil {
 		return r, err
@@ -475,32 +360,26 @@ func (p *Policy) Rank(ctx context.Context, req *Request, cands []*Candidate) (_ 
 	if err != nil {
 		return r, err
 	}
-	scored, err := p.weigh(ctx, req, run, weighers, passed)
+	scored, err := p.weigh(ctx, req, weighers, passed)
 	if err != nil {
 		return r, err
 	}
-	return r, p.place(ctx, req, run, placement, scored, r)
+	return r, p.place(ctx, req, scored, r)
 }
 
-// startScripts sets up the scriptlet state of one Rank, reachable from
-// req (runOf): the scriptlet whose instance_placement runs (nil for
-// none, its name recorded in r) and, when any Starlark runs, the
-// scriptlet deadline. The caller calls cancel when the Rank is over.
-func (p *Policy) startScripts(ctx context.Context, req *Request, cands []*Candidate, r *Ranking) (run *scriptRun, placement *Program, cancel context.CancelFunc, err error) {
-	run = &scriptRun{policy: p, ranking: r, limits: p.limits, req: req, cands: cands}
-	req.prepared[scriptRunKey{}] = run
-	placement, err = p.placementScriptlet(r)
+// startScripts starts the scriptlet work of one Rank (Scriptlets.Start),
+// reachable from req (Request.ScriptletRun), when the policy has a
+// scriptlet runtime. The caller ends the run when the Rank is over.
+func (p *Policy) startScripts(ctx context.Context, req *Request, cands []*Candidate, r *Ranking) error {
+	if p.scripts == nil {
+		return nil
+	}
+	run, err := p.scripts.Start(ctx, p, req, cands, r)
 	if err != nil {
-		return nil, nil, nil, &PluginError{Plugin: ScriptletName, Err: err}
+		return &PluginError{Plugin: ScriptletName, Err: err}
 	}
-	// Scriptlets run under their own deadline; built-in units under
-	// ctx, so that a scriptlet that ran out of time (and is ignored)
-	// leaves them theirs.
-	run.ctx, cancel = ctx, func() {}
-	if placement != nil || p.starlarkUnits {
-		run.ctx, cancel = context.WithTimeoutCause(ctx, p.limits.Timeout, errScriptletDeadline)
-	}
-	return run, placement, cancel, nil
+	req.scripts = run
+	return nil
 }
 
 // prepare is Rank's first stage. It returns the units that run for req,
@@ -567,7 +446,7 @@ func (p *Policy) filter(ctx context.Context, req *Request, filters []Filter, can
 		for n, c := range passed {
 			if n%256 == 0 {
 				if err := ctx.Err(); err != nil {
-					return nil, p.ctxError(ctx, err, r)
+					return nil, err
 				}
 			}
 			st := f.Filter(ctx, req, c)
@@ -590,11 +469,12 @@ func (p *Policy) filter(ctx context.Context, req *Request, filters []Filter, can
 }
 
 // weigh is Rank's third stage: each weigher's raw values over passed
-// (nothing from a Starlark weigher whose failure run ignored), which
-// must be finite, normalised to [0, 1] across passed and multiplied by
-// the weigher's factor; a candidate's score is the sum. It returns
-// passed scored, in their order; a weigher's failure is Rank's error.
-func (p *Policy) weigh(ctx context.Context, req *Request, run *scriptRun, weighers []weighted, passed []*Candidate) ([]Scored, error) {
+// (nothing from a Starlark weigher whose failure the Rank's scriptlet
+// run ignored), which must be finite, normalised to [0, 1] across passed
+// and multiplied by the weigher's factor; a candidate's score is the
+// sum. It returns passed scored, in their order; a weigher's failure is
+// Rank's error.
+func (p *Policy) weigh(ctx context.Context, req *Request, weighers []weighted, passed []*Candidate) ([]Scored, error) {
 	scored := newScored(passed, weighers)
 	raw := make([]float64, len(passed))
 	for k, w := range weighers {
@@ -602,7 +482,7 @@ func (p *Policy) weigh(ctx context.Context, req *Request, run *scriptRun, weighe
 		if err := rawWeights(ctx, req, w.w, passed, raw); err != nil {
 			return nil, err
 		}
-		if run.failed(w.w.Name()) {
+		if req.scripts != nil && req.scripts.Failed(w.w.Name()) {
 			clear(raw) // a starlark weigher that failed weighs nothing
 		}
 		for _, v := range raw {
@@ -655,16 +535,16 @@ func rawWeights(ctx context.Context, req *Request, w Weigher, passed []*Candidat
 }
 
 // place is Rank's last stage: r.Ranked is scored in order of score,
-// then placement (the scriptlet's instance_placement, if any) sees it
+// then the scriptlet's instance_placement, if any (r.Scriptlet), sees it
 // and may choose a target, which it moves first, or refuse the
 // request, which is Rank's error.
-func (p *Policy) place(ctx context.Context, req *Request, run *scriptRun, placement *Program, scored []Scored, r *Ranking) error {
+func (p *Policy) place(ctx context.Context, req *Request, scored []Scored, r *Ranking) error {
 	r.Ranked = sortScored(scored)
-	if placement == nil {
+	if req.scripts == nil || r.Scriptlet == "" {
 		return nil
 	}
 	start := time.Now()
-	err := run.placement(placement, req)
+	err := req.scripts.Place()
 	stageSpan(ctx, "scriptlet", r.Scriptlet, start, attribute.Bool("berth.scriptlet.chose", r.Chosen))
 	return err
 }
@@ -694,34 +574,6 @@ func sortScored(scored []Scored) []Scored {
 	return out
 }
 
-// placementScriptlet resolves the scriptlet whose instance_placement runs
-// (nil for none) and records its name in r.
-func (p *Policy) placementScriptlet(r *Ranking) (*Program, error) {
-	if p.scripts == nil {
-		return nil, nil
-	}
-	if p.cfg.Scriptlet == "" {
-		prog := p.scripts.DefaultScriptlet()
-		if prog == nil {
-			return nil, nil
-		}
-		if !prog.HasPlacement() {
-			return nil, errors.New("the default scriptlet does not define instance_placement(request, candidate_members)")
-		}
-		r.Scriptlet = DefaultScriptletName
-		return prog, nil
-	}
-	prog, ok := p.scripts.Scriptlet(p.cfg.Scriptlet)
-	if !ok {
-		return nil, fmt.Errorf("scriptlet %q does not exist", p.cfg.Scriptlet)
-	}
-	if !prog.HasPlacement() {
-		return nil, fmt.Errorf("scriptlet %q does not define instance_placement(request, candidate_members)", p.cfg.Scriptlet)
-	}
-	r.Scriptlet = p.cfg.Scriptlet
-	return prog, nil
-}
-
 // statusError turns a unit's failed status into Rank's error: a refusal
 // for a scriptlet unit's error (it carries a *RefusedError), a
 // *PluginError otherwise. nil for success and rejection.
@@ -739,26 +591,6 @@ func statusError(u any, st *Status) error {
 	}
 	return &PluginError{Plugin: name, Err: statusErr(st)}
 }
-
-// ctxError is Rank's error when ctx ended: a deadline refusal when the
-// scriptlet deadline passed, ctx's error otherwise.
-func (p *Policy) ctxError(ctx context.Context, err error, r *Ranking) error {
-	if context.Cause(ctx) == errScriptletDeadline {
-		name := r.Scriptlet
-		if name == "" {
-			name = strings.Join(p.Scriptlets(), ", ")
-		}
-		lim := &ScriptletLimitError{Scriptlet: name, Limit: LimitDeadline}
-		p.limits.Metrics.count(lim)
-		r.Log = append(r.Log, LogLine{Level: "error", Message: lim.Error()})
-		return &RefusedError{Reason: lim.Error(), Err: lim}
-	}
-	return err
-}
-
-// errScriptletDeadline is the cause of a Rank's context ending at the
-// scriptlet deadline.
-var errScriptletDeadline = errors.New("scriptlet deadline exceeded")
 
 // Normalize maps raw values linearly onto [0, 1], the smallest to 0 and
 // the largest to 1. When all values are equal every result is 0: a

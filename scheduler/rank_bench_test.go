@@ -17,17 +17,17 @@ func benchCands(n int) []*Candidate {
 	cands := make([]*Candidate, n)
 	for i := range cands {
 		r := fmt.Sprintf("rp%05d", i)
-		p := &Provider{UUID: r, Name: r, RootUUID: r, Consumers: i % 17,
+		p := &ProviderView{Provider: engine.Provider{UUID: r, Name: r, RootUUID: r}, Consumers: i % 17,
 			Keys: []PlacementKey{{Name: "zone", Value: float64(i%10) / 10}},
-			Resources: InventoriesOf(map[string]Inventory{
-				"VCPU":      {Capacity: 64, Used: int64(i % 60), Total: 32},
-				"MEMORY_MB": {Capacity: 262144, Used: int64(i%200) * 1024, Total: 262144},
-				"DISK_GB":   {Capacity: 2000, Used: int64(i % 1500), Total: 2000},
+			Resources: ResourcesOf(map[string]engine.InventoryUsage{
+				"VCPU":      {Capacity: 64, Used: int64(i % 60), Inventory: engine.Inventory{Total: 32}},
+				"MEMORY_MB": {Capacity: 262144, Used: int64(i%200) * 1024, Inventory: engine.Inventory{Total: 262144}},
+				"DISK_GB":   {Capacity: 2000, Used: int64(i % 1500), Inventory: engine.Inventory{Total: 2000}},
 			})}
 		if i%10 == 0 {
 			p.Traits = []string{"CUSTOM_OLD"}
 		}
-		cands[i] = &Candidate{Index: i, Roots: []string{r}, Providers: map[string]*Provider{r: p},
+		cands[i] = &Candidate{Index: i, Roots: []string{r}, Providers: map[string]*ProviderView{r: p},
 			Allocations: []engine.Allocation{{ProviderUUID: r, Resources: []engine.ResourceAmount{{Class: "VCPU", Amount: 2}, {Class: "MEMORY_MB", Amount: 4096}, {Class: "DISK_GB", Amount: 20}}}}}
 	}
 	return cands
@@ -46,10 +46,10 @@ func cpuTime() time.Duration {
 
 // BenchmarkRank ranks 1,000 candidates with a policy of five units
 // (capacity, forbidden_traits, anti_affinity, spread by free RAM,
-// affinity_keys) plus an instance_placement scriptlet that looks at
-// every candidate member. It reports the median wall time per Rank (the
+// affinity_keys). It reports the median wall time per Rank (the
 // selection's cost in a claim) as p50-ms, and the CPU time per Rank
 // (cpu-ms/op, GC included), which a busy machine does not inflate.
+// scheduler/scriptlet's BenchmarkRank adds scriptlets to it.
 func BenchmarkRank(b *testing.B) {
 	cands := benchCands(1000)
 	data := &fakeData{groups: map[string]map[string]int{"group=web": {"rp00001": 1, "rp00002": 1}}}
@@ -59,72 +59,33 @@ func BenchmarkRank(b *testing.B) {
 	policy := `{"filters": [{"name": "capacity"}, {"name": "forbidden_traits", "params": {"traits": ["CUSTOM_OLD"]}},
 		{"name": "anti_affinity"}],
 		"weighers": [{"name": "spread", "params": {"class": "MEMORY_MB"}}, {"name": "affinity_keys", "params": {"seed": 1}}]}`
-	script := `
-def instance_placement(request, candidate_members):
-    if request.name == "foo":
-        return "Invalid name"
-    best = None
-    for m in candidate_members:
-        if m.usage["VCPU"] + request.resources["VCPU"] > m.inventories["VCPU"].capacity * 9 // 10:
-            continue
-        if best == None or m.keys["zone"] > best.keys["zone"]:
-            best = m
-    if best != None:
-        log_info("chose", best.name)
-        set_target(best.name)
-`
-	starFilter := "def filter(request, candidate):\n    return candidate.usage[\"VCPU\"] < 58\n"
 	pc, err := ParsePolicyConfig([]byte(policy))
 	if err != nil {
 		b.Fatal(err)
 	}
-	res := StaticScriptlets{Named: map[string]*Program{}}
-	for name, src := range map[string]string{"placement": script, "filter": starFilter} {
-		if res.Named[name], err = CompileScriptlet(name, []byte(src)); err != nil {
-			b.Fatal(err)
-		}
+	p, err := NewPolicy(pc, nil, nil)
+	if err != nil {
+		b.Fatal(err)
 	}
-	withFilter := pc
-	withFilter.Filters = append(slices.Clone(pc.Filters), PluginConfig{Name: "starlark:filter"})
-	for _, bc := range []struct {
-		name      string
-		cfg       PolicyConfig
-		scriptlet string
-	}{
-		{"5units", pc, ""},
-		{"5units+scriptlet", pc, "placement"},
-		{"5units+scriptlet+starlark_filter", withFilter, "placement"},
-	} {
-		cfg := bc.cfg
-		cfg.Scriptlet = bc.scriptlet
-		var scripts ScriptletResolver = res
-		if bc.scriptlet == "" && len(cfg.Filters) == len(pc.Filters) {
-			scripts = nil
-		}
-		p, err := NewPolicy(cfg, nil, scripts, ScriptletLimits{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Run(bc.name, func(b *testing.B) {
-			var times []time.Duration
-			cpu0 := cpuTime()
-			for b.Loop() {
-				start := time.Now()
-				r, err := p.Rank(context.Background(), req, cands)
-				times = append(times, time.Since(start))
-				if err != nil {
-					b.Fatal(err)
-				}
-				if len(r.Ranked) == 0 || (bc.scriptlet != "" && !r.Chosen) {
-					b.Fatalf("ranked %d, chosen %v", len(r.Ranked), r.Chosen)
-				}
+	b.Run("5units", func(b *testing.B) {
+		var times []time.Duration
+		cpu0 := cpuTime()
+		for b.Loop() {
+			start := time.Now()
+			r, err := p.Rank(context.Background(), req, cands)
+			times = append(times, time.Since(start))
+			if err != nil {
+				b.Fatal(err)
 			}
-			cpu := cpuTime() - cpu0
-			slices.Sort(times)
-			b.ReportMetric(float64(times[len(times)/2])/1e6, "p50-ms")
-			b.ReportMetric(float64(cpu)/float64(len(times))/1e6, "cpu-ms/op")
-		})
-	}
+			if len(r.Ranked) == 0 {
+				b.Fatalf("ranked %d", len(r.Ranked))
+			}
+		}
+		cpu := cpuTime() - cpu0
+		slices.Sort(times)
+		b.ReportMetric(float64(times[len(times)/2])/1e6, "p50-ms")
+		b.ReportMetric(float64(cpu)/float64(len(times))/1e6, "cpu-ms/op")
+	})
 }
 
 // BenchmarkRankClaim ranks what a claim ranks: a hundred candidates, the
@@ -132,7 +93,7 @@ def instance_placement(request, candidate_members):
 func BenchmarkRankClaim(b *testing.B) {
 	cands := benchCands(100)
 	req := &Request{ConsumerUUID: "c", Resources: map[string]int64{"VCPU": 2, "MEMORY_MB": 4096, "DISK_GB": 20}}
-	p, err := NewPolicy(DefaultPolicyConfig(), nil, nil, ScriptletLimits{})
+	p, err := NewPolicy(DefaultPolicyConfig(), nil, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -141,68 +102,5 @@ func BenchmarkRankClaim(b *testing.B) {
 		if _, err := p.Rank(context.Background(), req, cands); err != nil {
 			b.Fatal(err)
 		}
-	}
-}
-
-// BenchmarkRankClaimScriptlet is BenchmarkRankClaim with a default
-// scriptlet that reads the request, the instance resources and the
-// members: in Berth's own object model, in LXD's, and in LXD's with each
-// member's status (one CloudData.States call per Rank; here answered in
-// memory). docs/performance.md, "Scriptlets in LXD's object model".
-func BenchmarkRankClaimScriptlet(b *testing.B) {
-	cands := benchCands(100)
-	req := &Request{ConsumerUUID: "c", Reason: "new", Resources: map[string]int64{"VCPU": 2, "MEMORY_MB": 4096, "DISK_GB": 20},
-		Data: &fakeData{}}
-	for _, bc := range []struct{ name, script string }{
-		{"berth", `
-def instance_placement(request, candidate_members):
-    if request.reason != "new":
-        return "only new instances"
-    want = get_instance_resources()["VCPU"]
-    for m in candidate_members:
-        if m.inventories["VCPU"].free >= want + 64 and m.name != "":
-            set_target(m.name)
-            return None
-`},
-		{"lxd", `
-def instance_placement(request, candidate_members):
-    if request.reason != "new" or request.type != "container":
-        return "only new containers"
-    want = get_instance_resources().cpu_cores
-    for m in candidate_members:
-        if m["server_name"] != "" and m.inventories["VCPU"].free >= want + 64:
-            set_target(m.server_name)
-            return
-`},
-		{"lxd_status", `
-def instance_placement(request, candidate_members):
-    if request.reason != "new" or request.type != "container":
-        return "only new containers"
-    want = get_instance_resources().cpu_cores
-    for m in candidate_members:
-        if m["status"] == "Online" and m.inventories["VCPU"].free >= want + 64:
-            set_target(m.server_name)
-            return
-`},
-	} {
-		prog, err := CompileScriptlet(bc.name, []byte(bc.script))
-		if err != nil {
-			b.Fatal(err)
-		}
-		p, err := NewPolicy(DefaultPolicyConfig(), nil, StaticScriptlets{Default: prog}, ScriptletLimits{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Run(bc.name, func(b *testing.B) {
-			b.ReportAllocs()
-			cpu0, n := cpuTime(), 0
-			for b.Loop() {
-				if _, err := p.Rank(context.Background(), req, cands); err != nil {
-					b.Fatal(err)
-				}
-				n++
-			}
-			b.ReportMetric(float64(cpuTime()-cpu0)/float64(n)/1e3, "cpu-us/op")
-		})
 	}
 }

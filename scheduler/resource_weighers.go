@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+
+	"github.com/berthd/berth/ledger/engine"
 )
 
 // SpreadName and PackName name the resource weighers.
@@ -65,9 +67,9 @@ func (w *ResourceWeigher) Name() string { return w.name }
 func (w *ResourceWeigher) Weigh(_ context.Context, _ *Request, c *Candidate) (float64, *Status) {
 	if w.Class != "" {
 		var free float64
-		c.usage(func(_, class string, inv Inventory, amount int64) {
+		c.usage(func(_, class string, inv *engine.InventoryUsage, amount int64) {
 			if class == w.Class {
-				free += float64(inv.free() - amount)
+				free += float64(inv.Capacity - inv.Used - amount)
 			}
 		})
 		if w.spread {
@@ -77,11 +79,11 @@ func (w *ResourceWeigher) Weigh(_ context.Context, _ *Request, c *Candidate) (fl
 	}
 	var sum float64
 	n := 0
-	c.usage(func(_, class string, inv Inventory, amount int64) {
+	c.usage(func(_, class string, inv *engine.InventoryUsage, amount int64) {
 		if (len(w.Classes) > 0 && !slices.Contains(w.Classes, class)) || inv.Capacity <= 0 {
 			return
 		}
-		sum += float64(inv.free()-amount) / float64(inv.Capacity)
+		sum += float64(inv.Capacity-inv.Used-amount) / float64(inv.Capacity)
 		n++
 	})
 	if n == 0 {

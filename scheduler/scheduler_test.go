@@ -17,18 +17,18 @@ import (
 // cand builds a candidate on root r taking amount of VCPU from a provider
 // with capacity cap and used in use.
 func cand(index int, r string, capacity, used, amount int64, traits ...string) *Candidate {
-	p := &Provider{UUID: r, Name: r, RootUUID: r, Traits: traits,
-		Resources: InventoriesOf(map[string]Inventory{"VCPU": {Capacity: capacity, Used: used, Total: capacity}})}
+	p := &ProviderView{Provider: engine.Provider{UUID: r, Name: r, RootUUID: r}, Traits: traits,
+		Resources: ResourcesOf(map[string]engine.InventoryUsage{"VCPU": {Capacity: capacity, Used: used, Inventory: engine.Inventory{Total: capacity}}})}
 	return &Candidate{
 		Index:       index,
 		Roots:       []string{r},
 		Allocations: []engine.Allocation{{ProviderUUID: r, Resources: []engine.ResourceAmount{{Class: "VCPU", Amount: amount}}}},
-		Providers:   map[string]*Provider{r: p},
+		Providers:   map[string]*ProviderView{r: p},
 	}
 }
 
 // with applies fn to the candidate's root provider and returns c.
-func with(c *Candidate, fn func(p *Provider)) *Candidate {
+func with(c *Candidate, fn func(p *ProviderView)) *Candidate {
 	fn(c.RootProvider())
 	return c
 }
@@ -36,7 +36,7 @@ func with(c *Candidate, fn func(p *Provider)) *Candidate {
 // fakeData is a CloudData over fixed values; it counts GroupMembers
 // and ConsumerKeys calls.
 type fakeData struct {
-	members   []*Provider
+	members   []*ProviderView
 	instances []Instance
 	groups    map[string]map[string]int // "key=value" -> root -> count
 	keys      map[string][]PlacementKey
@@ -67,17 +67,17 @@ func (d *fakeData) InstancesCount(ctx context.Context, q InstancesQuery) (int, e
 	return len(is), err
 }
 
-func (d *fakeData) Member(_ context.Context, name string) (*Provider, error) {
+func (d *fakeData) Member(_ context.Context, name string) (*ProviderView, error) {
 	for _, p := range d.members {
-		if p.matches(name) {
+		if p.Matches(name) {
 			return p, d.err
 		}
 	}
 	return nil, d.err
 }
 
-func (d *fakeData) Members(_ context.Context, aggregate string) ([]*Provider, error) {
-	var out []*Provider
+func (d *fakeData) Members(_ context.Context, aggregate string) ([]*ProviderView, error) {
+	var out []*ProviderView
 	for _, p := range d.members {
 		if aggregate == "" || strings.Contains(strings.Join(p.Aggregates, ","), aggregate) {
 			out = append(out, p)
@@ -132,13 +132,13 @@ func runFilter(t *testing.T, f Filter, req *Request, c *Candidate) *Status {
 func TestFilters(t *testing.T) {
 	reg := DefaultRegistry()
 	stepped := cand(0, "r", 100, 0, 3)
-	stepped.RootProvider().Resources = stepped.RootProvider().Resources.With("VCPU", Inventory{Capacity: 100, StepSize: 2, MinUnit: 2, MaxUnit: 8})
+	stepped.RootProvider().Resources = stepped.RootProvider().Resources.With("VCPU", engine.InventoryUsage{Capacity: 100, Inventory: engine.Inventory{StepSize: 2, MinUnit: 2, MaxUnit: 8}})
 	twoClasses := cand(0, "r", 10, 10, 1)
-	twoClasses.RootProvider().Resources = twoClasses.RootProvider().Resources.With("MEMORY_MB", Inventory{Capacity: 10, Used: 10})
+	twoClasses.RootProvider().Resources = twoClasses.RootProvider().Resources.With("MEMORY_MB", engine.InventoryUsage{Capacity: 10, Used: 10})
 	twoClasses.Allocations[0].Resources = append(twoClasses.Allocations[0].Resources, engine.ResourceAmount{Class: "MEMORY_MB", Amount: 2})
 	group := &fakeData{groups: map[string]map[string]int{"group=web": {"busy": 2, "one": 1}, "rack=r1": {"one": 1}}}
-	fresh := &ProviderState{ReportedAt: time.Now().Add(-time.Minute)}
-	stale := &ProviderState{ReportedAt: time.Now().Add(-time.Hour)}
+	fresh := &engine.ProviderState{ReportedAt: time.Now().Add(-time.Minute)}
+	stale := &engine.ProviderState{ReportedAt: time.Now().Add(-time.Hour)}
 	tests := []struct {
 		name   string
 		unit   string
@@ -150,22 +150,22 @@ func TestFilters(t *testing.T) {
 		{"capacity fits", CapacityName, ``, Request{}, cand(0, "r", 10, 7, 3), ""},
 		{"capacity full", CapacityName, ``, Request{}, cand(0, "r", 10, 8, 3), "lacked VCPU 3"},
 		{"capacity step", CapacityName, ``, Request{}, stepped, "not a multiple of step_size 2"},
-		{"capacity min", CapacityName, ``, Request{}, with(cand(0, "r", 100, 0, 1), func(p *Provider) {
-			p.Resources = p.Resources.With("VCPU", Inventory{Capacity: 100, MinUnit: 2})
+		{"capacity min", CapacityName, ``, Request{}, with(cand(0, "r", 100, 0, 1), func(p *ProviderView) {
+			p.Resources = p.Resources.With("VCPU", engine.InventoryUsage{Capacity: 100, Inventory: engine.Inventory{MinUnit: 2}})
 		}), "below min_unit 2"},
-		{"capacity max", CapacityName, ``, Request{}, with(cand(0, "r", 100, 0, 9), func(p *Provider) {
-			p.Resources = p.Resources.With("VCPU", Inventory{Capacity: 100, MaxUnit: 8})
+		{"capacity max", CapacityName, ``, Request{}, with(cand(0, "r", 100, 0, 9), func(p *ProviderView) {
+			p.Resources = p.Resources.With("VCPU", engine.InventoryUsage{Capacity: 100, Inventory: engine.Inventory{MaxUnit: 8}})
 		}), "above max_unit 8"},
-		{"capacity missing class", CapacityName, ``, Request{}, with(cand(0, "r", 10, 0, 1), func(p *Provider) {
+		{"capacity missing class", CapacityName, ``, Request{}, with(cand(0, "r", 10, 0, 1), func(p *ProviderView) {
 			p.Resources = nil
 		}), "lacked VCPU 1"},
 		{"required trait present", RequiredTraitsName, `{"traits": ["CUSTOM_A"]}`, Request{}, cand(0, "r", 10, 0, 1, "CUSTOM_A"), ""},
 		{"required trait missing", RequiredTraitsName, `{"traits": ["CUSTOM_A", "CUSTOM_B"]}`, Request{}, cand(0, "r", 10, 0, 1, "CUSTOM_A"), "lacked trait CUSTOM_B"},
 		{"forbidden trait present", ForbiddenTraitsName, `{"traits": ["CUSTOM_A"]}`, Request{}, cand(0, "r", 10, 0, 1, "CUSTOM_A"), "forbidden trait CUSTOM_A"},
 		{"forbidden trait absent", ForbiddenTraitsName, `{"traits": ["CUSTOM_A"]}`, Request{}, cand(0, "r", 10, 0, 1), ""},
-		{"aggregates any", AggregatesName, `{"aggregates": ["A1", "a2"]}`, Request{}, with(cand(0, "r", 10, 0, 1), func(p *Provider) { p.Aggregates = []string{"a2"} }), ""},
-		{"aggregates none", AggregatesName, `{"aggregates": ["a1"]}`, Request{}, with(cand(0, "r", 10, 0, 1), func(p *Provider) { p.Aggregates = []string{"a2"} }), "in none"},
-		{"aggregates all", AggregatesName, `{"aggregates": ["a1", "a2"], "match": "all"}`, Request{}, with(cand(0, "r", 10, 0, 1), func(p *Provider) { p.Aggregates = []string{"a2"} }), "not in aggregate a1"},
+		{"aggregates any", AggregatesName, `{"aggregates": ["A1", "a2"]}`, Request{}, with(cand(0, "r", 10, 0, 1), func(p *ProviderView) { p.Aggregates = []string{"a2"} }), ""},
+		{"aggregates none", AggregatesName, `{"aggregates": ["a1"]}`, Request{}, with(cand(0, "r", 10, 0, 1), func(p *ProviderView) { p.Aggregates = []string{"a2"} }), "in none"},
+		{"aggregates all", AggregatesName, `{"aggregates": ["a1", "a2"], "match": "all"}`, Request{}, with(cand(0, "r", 10, 0, 1), func(p *ProviderView) { p.Aggregates = []string{"a2"} }), "not in aggregate a1"},
 		{"pin by param", PinName, `{"provider": "r"}`, Request{}, cand(0, "r", 10, 0, 1), ""},
 		{"pin by param, other", PinName, `{"provider": "s"}`, Request{}, cand(0, "r", 10, 0, 1), "not the target s"},
 		{"pin by request target", PinName, ``, Request{Target: "s"}, cand(0, "r", 10, 0, 1), "not the target s"},
@@ -175,8 +175,8 @@ func TestFilters(t *testing.T) {
 		{"exclude by param", ExcludeName, `{"providers": ["r"]}`, Request{}, cand(0, "r", 10, 0, 1), "uses excluded provider r"},
 		{"exclude by request", ExcludeName, ``, Request{Avoid: []string{"r"}}, cand(0, "r", 10, 0, 1), "excluded"},
 		{"exclude other", AvoidProvidersName, `{"providers": ["s"]}`, Request{Avoid: []string{"t"}}, cand(0, "r", 10, 0, 1), ""},
-		{"max_consumers below", MaxConsumersName, `{"max": 3}`, Request{}, with(cand(0, "r", 10, 0, 1), func(p *Provider) { p.Consumers = 2 }), ""},
-		{"max_consumers reached", MaxConsumersName, `{"max": 3}`, Request{}, with(cand(0, "r", 10, 0, 1), func(p *Provider) { p.Consumers = 3 }), "holds 3 consumers"},
+		{"max_consumers below", MaxConsumersName, `{"max": 3}`, Request{}, with(cand(0, "r", 10, 0, 1), func(p *ProviderView) { p.Consumers = 2 }), ""},
+		{"max_consumers reached", MaxConsumersName, `{"max": 3}`, Request{}, with(cand(0, "r", 10, 0, 1), func(p *ProviderView) { p.Consumers = 3 }), "holds 3 consumers"},
 		{"max_usage_ratio under", MaxUsageRatioName, `{"max": 0.5}`, Request{}, cand(0, "r", 10, 2, 3), ""},
 		{"max_usage_ratio over", MaxUsageRatioName, `{"max": 0.5}`, Request{}, cand(0, "r", 10, 4, 2), "above 0.5"},
 		{"affinity no group", AffinityName, ``, Request{Data: group}, cand(0, "r", 10, 0, 1), ""},
@@ -187,9 +187,9 @@ func TestFilters(t *testing.T) {
 		{"anti_affinity taken", AntiAffinityName, ``, Request{Data: group, Properties: map[string]any{"group": "web"}}, cand(0, "one", 10, 0, 1), "holds 1 of group web"},
 		{"anti_affinity max 2", AntiAffinityName, `{"max": 2}`, Request{Data: group, Properties: map[string]any{"group": "web"}}, cand(0, "one", 10, 0, 1), ""},
 		{"anti_affinity other key", AntiAffinityName, `{"key": "rack"}`, Request{Data: group, Properties: map[string]any{"rack": "r1", "group": "web"}}, cand(0, "busy", 10, 0, 1), ""},
-		{"state fresh", StateFreshnessName, ``, Request{}, with(cand(0, "r", 10, 0, 1), func(p *Provider) { p.State = fresh }), ""},
-		{"state stale", StateFreshnessName, ``, Request{}, with(cand(0, "r", 10, 0, 1), func(p *Provider) { p.State = stale }), "older than 5m0s"},
-		{"state stale, longer max", StateFreshnessName, `{"max_age": "2h"}`, Request{}, with(cand(0, "r", 10, 0, 1), func(p *Provider) { p.State = stale }), ""},
+		{"state fresh", StateFreshnessName, ``, Request{}, with(cand(0, "r", 10, 0, 1), func(p *ProviderView) { p.State = fresh }), ""},
+		{"state stale", StateFreshnessName, ``, Request{}, with(cand(0, "r", 10, 0, 1), func(p *ProviderView) { p.State = stale }), "older than 5m0s"},
+		{"state stale, longer max", StateFreshnessName, `{"max_age": "2h"}`, Request{}, with(cand(0, "r", 10, 0, 1), func(p *ProviderView) { p.State = stale }), ""},
 		{"state missing", StateFreshnessName, ``, Request{}, cand(0, "r", 10, 0, 1), "no state reported"},
 		{"state missing allowed", StateFreshnessName, `{"allow_missing": true}`, Request{}, cand(0, "r", 10, 0, 1), ""},
 	}
@@ -268,7 +268,7 @@ func TestUnitParams(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := NewPolicy(cfg, nil, nil, ScriptletLimits{}); err == nil || !strings.Contains(err.Error(), tt.err) {
+		if _, err := NewPolicy(cfg, nil, nil); err == nil || !strings.Contains(err.Error(), tt.err) {
 			t.Errorf("%s: %v, want %q", tt.cfg, err, tt.err)
 		}
 	}
@@ -319,7 +319,7 @@ func order(t *testing.T, cfg string, req *Request, cands []*Candidate) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := NewPolicy(pc, nil, nil, ScriptletLimits{})
+	p, err := NewPolicy(pc, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -340,14 +340,14 @@ func roots(r *Ranking) string {
 
 func TestWeighers(t *testing.T) {
 	mem := func(c *Candidate, capacity, used, amount int64) *Candidate {
-		c.RootProvider().Resources = c.RootProvider().Resources.With("MEMORY_MB", Inventory{Capacity: capacity, Used: used})
+		c.RootProvider().Resources = c.RootProvider().Resources.With("MEMORY_MB", engine.InventoryUsage{Capacity: capacity, Used: used})
 		c.Allocations[0].Resources = append(c.Allocations[0].Resources, engine.ResourceAmount{Class: "MEMORY_MB", Amount: amount})
 		return c
 	}
-	consumers := func(c *Candidate, n int) *Candidate { return with(c, func(p *Provider) { p.Consumers = n }) }
+	consumers := func(c *Candidate, n int) *Candidate { return with(c, func(p *ProviderView) { p.Consumers = n }) }
 	load := func(c *Candidate, l float64) *Candidate {
-		return with(c, func(p *Provider) {
-			p.State = &ProviderState{Load1: l, Load5: l, Load15: l, CPUUtil: l * 10, MemFreeMB: int64(1000 - l)}
+		return with(c, func(p *ProviderView) {
+			p.State = &engine.ProviderState{Load1: l, Load5: l, Load15: l, CPUUtilization: l * 10, MemoryFreeMB: int64(1000 - l)}
 		})
 	}
 	tests := []struct {
@@ -392,7 +392,7 @@ func TestRankFiltersCheapestFirst(t *testing.T) {
 	data := &fakeData{groups: map[string]map[string]int{"group=g": {"b": 1}}}
 	cands := []*Candidate{cand(0, "a", 10, 0, 1), cand(1, "b", 10, 0, 1), cand(2, "c", 10, 9, 2), cand(3, "d", 10, 0, 1, "CUSTOM_X")}
 	pc, _ := ParsePolicyConfig([]byte(`{"filters": [{"name": "anti_affinity"}, {"name": "forbidden_traits", "params": {"traits": ["CUSTOM_X"]}}]}`))
-	p, err := NewPolicy(pc, nil, nil, ScriptletLimits{})
+	p, err := NewPolicy(pc, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -440,7 +440,7 @@ func TestRankPluginError(t *testing.T) {
 		NewFilter: func(json.RawMessage) (Filter, error) { return failing{}, nil }}); err != nil {
 		t.Fatal(err)
 	}
-	p, err := NewPolicy(PolicyConfig{Filters: []PluginConfig{{Name: "failing"}}}, reg, nil, ScriptletLimits{})
+	p, err := NewPolicy(PolicyConfig{Filters: []PluginConfig{{Name: "failing"}}}, reg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -451,7 +451,7 @@ func TestRankPluginError(t *testing.T) {
 	}
 	// A CloudData outage is a PluginError too.
 	pc, _ := ParsePolicyConfig([]byte(`{"filters": [{"name": "affinity"}]}`))
-	p, _ = NewPolicy(pc, nil, nil, ScriptletLimits{})
+	p, _ = NewPolicy(pc, nil, nil)
 	_, err = p.Rank(context.Background(), &Request{Data: &fakeData{err: errors.New("db down")}, Properties: map[string]any{"group": "x"}},
 		[]*Candidate{cand(0, "r", 1, 0, 1)})
 	if !errors.As(err, &pe) || pe.Plugin != AffinityName {
@@ -460,7 +460,7 @@ func TestRankPluginError(t *testing.T) {
 }
 
 func TestDefaultPolicy(t *testing.T) {
-	p, err := NewPolicy(DefaultPolicyConfig(), nil, nil, ScriptletLimits{})
+	p, err := NewPolicy(DefaultPolicyConfig(), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -476,9 +476,9 @@ func TestDefaultPolicy(t *testing.T) {
 	}
 }
 
-func (d *fakeData) States(_ context.Context, uuids []string) (map[string]*ProviderState, error) {
+func (d *fakeData) States(_ context.Context, uuids []string) (map[string]*engine.ProviderState, error) {
 	d.calls.Add(1)
-	out := map[string]*ProviderState{}
+	out := map[string]*engine.ProviderState{}
 	for _, p := range d.members {
 		if p.State != nil && slices.Contains(uuids, p.UUID) {
 			out[p.UUID] = p.State

@@ -15,7 +15,9 @@ import (
 	"github.com/berthd/berth/claims/shadow"
 	"github.com/berthd/berth/internal/fault"
 	"github.com/berthd/berth/ledger"
+	"github.com/berthd/berth/ledger/scheduling"
 	"github.com/berthd/berth/scheduler"
+	"github.com/berthd/berth/scheduler/scriptlet"
 )
 
 // Server-wide settings kept in the ledger's config (GET/PATCH /config).
@@ -77,7 +79,7 @@ type Catalog struct {
 	fallback *scheduler.Policy
 
 	// metrics counts the runs of every scriptlet of every policy built.
-	metrics *scheduler.ScriptletMetrics
+	metrics *scriptlet.Metrics
 
 	// shadows runs the active shadows (shadow.go).
 	shadows *shadow.Runner
@@ -90,9 +92,9 @@ type Catalog struct {
 
 // compiled is one load of the stored scheduling data. It never changes.
 type compiled struct {
-	limits        scheduler.ScriptletLimits
-	scripts       map[string]*scheduler.Program
-	defaultScript *scheduler.Program
+	limits        scriptlet.Limits
+	scripts       map[string]*scriptlet.Program
+	defaultScript *scriptlet.Program
 	// specs are the stored policies' specs; policies those that built,
 	// broken why the others did not.
 	specs         map[string]scheduler.PolicyConfig
@@ -139,20 +141,20 @@ func New(o Options) *Catalog {
 		o.Shadows = shadow.New(shadow.Options{Store: o.Store, Logger: o.Logger})
 	}
 	s := &Catalog{store: o.Store, reg: o.Registry, log: o.Logger, refresh: o.Refresh, fallback: o.Fallback, shadows: o.Shadows}
-	s.metrics = &scheduler.ScriptletMetrics{OnFailure: s.logRun}
+	s.metrics = &scriptlet.Metrics{OnFailure: s.logRun}
 	return s
 }
 
 // Metrics counts the scriptlet runs of every policy s builds: runs,
 // refusals, errors, limits exceeded, steps and time. Read its counters at
 // any time; its OnFailure is Catalog' own (it logs failed runs, rate-limited).
-func (s *Catalog) Metrics() *scheduler.ScriptletMetrics { return s.metrics }
+func (s *Catalog) Metrics() *scriptlet.Metrics { return s.metrics }
 
 // logRun logs a scriptlet run that failed or exceeded a limit, at most
-// once a second per scriptlet (ScriptletMetrics.OnFailure), with how many
+// once a second per scriptlet (scriptlet.Metrics.OnFailure), with how many
 // were not logged since; refusals and successes are the claim's answer,
 // not the operator's concern.
-func (s *Catalog) logRun(st scheduler.ScriptletRunStats, suppressed uint64) {
+func (s *Catalog) logRun(st scriptlet.RunStats, suppressed uint64) {
 	s.log.LogAttrs(context.Background(), slog.LevelWarn, "scriptlet run failed",
 		slog.String("scriptlet", st.Scriptlet), slog.String("entry", st.Entry), slog.String("outcome", st.Outcome),
 		slog.Uint64("steps", st.Steps), slog.Duration("duration", st.Duration), slog.String("error", st.Error),
@@ -180,7 +182,7 @@ func (s *Catalog) Run(ctx context.Context) {
 	}
 	var wg sync.WaitGroup
 	wg.Add(1)
-	go func() { defer wg.Done(); s.store.ListenScheduling(ctx, signal) }()
+	go func() { defer wg.Done(); s.store.Catalogue.ListenScheduling(ctx, signal) }()
 	wg.Add(1)
 	go func() { defer wg.Done(); s.shadows.Run(ctx, 0) }()
 	defer wg.Wait()
@@ -206,39 +208,39 @@ func (s *Catalog) Run(ctx context.Context) {
 func (s *Catalog) Reload(ctx context.Context) error {
 	s.reloadMu.Lock()
 	defer s.reloadMu.Unlock()
-	cfg, err := s.store.Config(ctx)
+	cfg, err := s.store.Catalogue.Config(ctx)
 	if err != nil {
 		return err
 	}
-	scripts, err := s.store.Scriptlets(ctx)
+	scripts, err := s.store.Catalogue.Scriptlets(ctx)
 	if err != nil {
 		return err
 	}
-	pols, err := s.store.SchedulingPolicies(ctx)
+	pols, err := s.store.Catalogue.SchedulingPolicies(ctx)
 	if err != nil {
 		return err
 	}
-	shadows, err := s.store.Shadows(ctx)
+	shadows, err := s.store.Catalogue.Shadows(ctx)
 	if err != nil {
 		return err
 	}
-	c := &compiled{scripts: map[string]*scheduler.Program{}, specs: map[string]scheduler.PolicyConfig{},
+	c := &compiled{scripts: map[string]*scriptlet.Program{}, specs: map[string]scheduler.PolicyConfig{},
 		policies: map[string]*scheduler.Policy{}, broken: map[string]error{}}
 	if c.limits, err = limitsOf(cfg); err != nil {
 		s.log.LogAttrs(ctx, slog.LevelError, "claims: stored scriptlet limits are invalid; using the defaults", slog.Any("error", err))
-		c.limits = scheduler.ScriptletLimits{}
+		c.limits = scriptlet.Limits{}
 	}
 	c.limits.Metrics = s.metrics
 	if raw, ok := cfg[ConfigDefaultScriptlet]; ok {
 		var src string
 		if err := json.Unmarshal(raw, &src); err == nil && strings.TrimSpace(src) != "" {
-			if c.defaultScript, err = scheduler.CompileScriptlet(ConfigDefaultScriptlet, []byte(src)); err != nil {
+			if c.defaultScript, err = scriptlet.Compile(ConfigDefaultScriptlet, []byte(src)); err != nil {
 				s.log.LogAttrs(ctx, slog.LevelError, "claims: the default scriptlet does not compile; ignored", slog.Any("error", err))
 			}
 		}
 	}
 	for _, sc := range scripts {
-		p, err := scheduler.CompileScriptlet(sc.Name, []byte(sc.Source))
+		p, err := scriptlet.Compile(sc.Name, []byte(sc.Source))
 		if err != nil {
 			s.log.LogAttrs(ctx, slog.LevelError, "claims: stored scriptlet does not compile; ignored",
 				slog.String("scriptlet", sc.Name), slog.Any("error", err))
@@ -386,11 +388,11 @@ func (s *Catalog) CheckScriptlet(name string, src []byte) error {
 
 // limits are the scriptlet limits of the last load (the defaults before
 // the first).
-func (s *Catalog) limits() scheduler.ScriptletLimits {
+func (s *Catalog) limits() scriptlet.Limits {
 	if c := s.cur.Load(); c != nil {
 		return c.limits
 	}
-	return scheduler.ScriptletLimits{}
+	return scriptlet.Limits{}
 }
 
 // CheckPolicy builds spec against the registry and the stored scriptlets
@@ -417,7 +419,7 @@ func (s *Catalog) CheckPolicy(ctx context.Context, spec scheduler.PolicyConfig) 
 // its type (null removes a key); the default scriptlet must compile. It returns a *scheduler.CompileError for a scriptlet that
 // does not compile and an ErrInvalid *fault.Error otherwise.
 func (s *Catalog) CheckConfig(ctx context.Context, changes map[string]json.RawMessage) error {
-	stored, err := s.store.Config(ctx)
+	stored, err := s.store.Catalogue.Config(ctx)
 	if err != nil {
 		return err
 	}
@@ -457,7 +459,7 @@ func (s *Catalog) ScriptletPut(ctx context.Context, name string, src []byte) (cr
 	if err := s.CheckScriptlet(name, src); err != nil {
 		return false, err
 	}
-	if created, err = s.store.ScriptletPut(ctx, name, string(src)); err != nil {
+	if created, err = s.store.Catalogue.ScriptletPut(ctx, name, string(src)); err != nil {
 		return false, err
 	}
 	s.reloadAfterWrite(ctx)
@@ -467,7 +469,7 @@ func (s *Catalog) ScriptletPut(ctx context.Context, name string, src []byte) (cr
 // ScriptletDelete deletes the stored scriptlet name (ErrConflict while a
 // scheduling policy names it), then reloads.
 func (s *Catalog) ScriptletDelete(ctx context.Context, name string) error {
-	if err := s.store.ScriptletDelete(ctx, name); err != nil {
+	if err := s.store.Catalogue.ScriptletDelete(ctx, name); err != nil {
 		return err
 	}
 	s.reloadAfterWrite(ctx)
@@ -486,19 +488,19 @@ type PolicyPutParams struct {
 
 // PolicyPut checks p's spec (as CheckPolicy) and stores it, then reloads.
 // It returns the policy as stored, and whether it is new.
-func (s *Catalog) PolicyPut(ctx context.Context, p PolicyPutParams) (_ ledger.SchedulingPolicy, created bool, err error) {
+func (s *Catalog) PolicyPut(ctx context.Context, p PolicyPutParams) (_ scheduling.SchedulingPolicy, created bool, err error) {
 	built, err := s.CheckPolicy(ctx, p.Spec)
 	if err != nil {
-		return ledger.SchedulingPolicy{}, false, err
+		return scheduling.SchedulingPolicy{}, false, err
 	}
 	raw, err := json.Marshal(p.Spec)
 	if err != nil {
-		return ledger.SchedulingPolicy{}, false, err
+		return scheduling.SchedulingPolicy{}, false, err
 	}
-	stored, created, err := s.store.SchedulingPolicyPut(ctx, ledger.SchedulingPolicy{Name: p.Name, Description: p.Description,
-		Default: p.Default, Spec: raw, Scriptlets: built.Scriptlets()}, ledger.SchedulingPolicyPutParams{Create: p.Create})
+	stored, created, err := s.store.Catalogue.SchedulingPolicyPut(ctx, scheduling.SchedulingPolicy{Name: p.Name, Description: p.Description,
+		Default: p.Default, Spec: raw, Scriptlets: built.Scriptlets()}, scheduling.SchedulingPolicyPutParams{Create: p.Create})
 	if err != nil {
-		return ledger.SchedulingPolicy{}, false, err
+		return scheduling.SchedulingPolicy{}, false, err
 	}
 	s.reloadAfterWrite(ctx)
 	return stored, created, nil
@@ -506,7 +508,7 @@ func (s *Catalog) PolicyPut(ctx context.Context, p PolicyPutParams) (_ ledger.Sc
 
 // PolicyDelete deletes the stored scheduling policy name, then reloads.
 func (s *Catalog) PolicyDelete(ctx context.Context, name string) error {
-	if err := s.store.SchedulingPolicyDelete(ctx, name); err != nil {
+	if err := s.store.Catalogue.SchedulingPolicyDelete(ctx, name); err != nil {
 		return err
 	}
 	s.reloadAfterWrite(ctx)
@@ -519,7 +521,7 @@ func (s *Catalog) ConfigPatch(ctx context.Context, changes map[string]json.RawMe
 	if err := s.CheckConfig(ctx, changes); err != nil {
 		return err
 	}
-	if err := s.store.ConfigPatch(ctx, changes); err != nil {
+	if err := s.store.Catalogue.ConfigPatch(ctx, changes); err != nil {
 		return err
 	}
 	s.reloadAfterWrite(ctx)
@@ -537,8 +539,8 @@ func (s *Catalog) reloadAfterWrite(ctx context.Context) {
 }
 
 // limitsOf reads the scriptlet limits from config values.
-func limitsOf(cfg map[string]json.RawMessage) (scheduler.ScriptletLimits, error) {
-	var l scheduler.ScriptletLimits
+func limitsOf(cfg map[string]json.RawMessage) (scriptlet.Limits, error) {
+	var l scriptlet.Limits
 	if raw, ok := cfg[ConfigScriptletMaxSteps]; ok {
 		var n int64
 		if err := json.Unmarshal(raw, &n); err != nil || n < 1 || n > maxScriptletSteps {
@@ -566,12 +568,12 @@ func limitsOf(cfg map[string]json.RawMessage) (scheduler.ScriptletLimits, error)
 	}
 	if raw, ok := cfg[ConfigScriptletOnError]; ok {
 		if err := json.Unmarshal(raw, &l.OnError); err != nil || l.Validate() != nil {
-			return l, fmt.Errorf("%s must be %q or %q", ConfigScriptletOnError, scheduler.OnErrorIgnore, scheduler.OnErrorRefuse)
+			return l, fmt.Errorf("%s must be %q or %q", ConfigScriptletOnError, scriptlet.OnErrorIgnore, scriptlet.OnErrorRefuse)
 		}
 	}
 	if raw, ok := cfg[ConfigScriptletDialect]; ok {
 		if err := json.Unmarshal(raw, &l.Dialect); err != nil || l.Validate() != nil {
-			return l, fmt.Errorf("%s must be %q or %q", ConfigScriptletDialect, scheduler.DialectLXD, scheduler.DialectIncus)
+			return l, fmt.Errorf("%s must be %q or %q", ConfigScriptletDialect, scriptlet.DialectLXD, scriptlet.DialectIncus)
 		}
 	}
 	return l, nil

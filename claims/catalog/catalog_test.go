@@ -12,7 +12,9 @@ import (
 	"github.com/berthd/berth/ledger"
 	"github.com/berthd/berth/ledger/engine"
 	"github.com/berthd/berth/ledger/ledgertest"
+	"github.com/berthd/berth/ledger/scheduling"
 	"github.com/berthd/berth/scheduler"
+	"github.com/berthd/berth/scheduler/scriptlet"
 )
 
 func TestCatalogResolvePolicies(t *testing.T) {
@@ -28,7 +30,7 @@ func TestCatalogResolvePolicies(t *testing.T) {
 	if f, _ := builtin.Describe(); len(f) == 0 || f[0] != scheduler.CapacityName {
 		t.Errorf("built-in filters %v", f)
 	}
-	fallback, err := scheduler.NewPolicy(scheduler.PolicyConfig{Weighers: []scheduler.PluginConfig{{Name: scheduler.PackName}}}, nil, nil, scheduler.ScriptletLimits{})
+	fallback, err := scheduler.NewPolicy(scheduler.PolicyConfig{Weighers: []scheduler.PluginConfig{{Name: scheduler.PackName}}}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +44,7 @@ func TestCatalogResolvePolicies(t *testing.T) {
 	}
 
 	// A stored default replaces both; it uses a stored scriptlet.
-	if _, err := store.ScriptletPut(ctx, "s", "def instance_placement(request, candidate_members):\n    return None\n"); err != nil {
+	if _, err := store.Catalogue.ScriptletPut(ctx, "s", "def instance_placement(request, candidate_members):\n    return None\n"); err != nil {
 		t.Fatal(err)
 	}
 	if err := src.Reload(ctx); err != nil {
@@ -54,8 +56,8 @@ func TestCatalogResolvePolicies(t *testing.T) {
 		t.Fatal(err)
 	}
 	spec, _ := json.Marshal(cfg)
-	if _, _, err := store.SchedulingPolicyPut(ctx, ledger.SchedulingPolicy{Name: "gold", Default: true, Spec: spec,
-		Scriptlets: built.Scriptlets()}, ledger.SchedulingPolicyPutParams{}); err != nil {
+	if _, _, err := store.Catalogue.SchedulingPolicyPut(ctx, scheduling.SchedulingPolicy{Name: "gold", Default: true, Spec: spec,
+		Scriptlets: built.Scriptlets()}, scheduling.SchedulingPolicyPutParams{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := src.Reload(ctx); err != nil {
@@ -79,8 +81,8 @@ func TestCatalogResolvePolicies(t *testing.T) {
 
 	// A stored policy that no longer builds is an error when asked for,
 	// not a failed reload.
-	if _, _, err := store.SchedulingPolicyPut(ctx, ledger.SchedulingPolicy{Name: "old", Spec: json.RawMessage(`{"filters": [{"name": "retired_unit"}]}`)},
-		ledger.SchedulingPolicyPutParams{}); err != nil {
+	if _, _, err := store.Catalogue.SchedulingPolicyPut(ctx, scheduling.SchedulingPolicy{Name: "old", Spec: json.RawMessage(`{"filters": [{"name": "retired_unit"}]}`)},
+		scheduling.SchedulingPolicyPutParams{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := src.Reload(ctx); err != nil {
@@ -95,7 +97,7 @@ func TestCatalogResolvePolicies(t *testing.T) {
 	if !errors.Is(err, fault.ErrInvalid) {
 		t.Errorf("unknown unit: %v", err)
 	}
-	var se *scheduler.CompileError
+	var se *scriptlet.CompileError
 	if err := src.CheckScriptlet("x", []byte("def instance_placement(a, b):\n    return (\n")); !errors.As(err, &se) || se.Line != 3 {
 		t.Errorf("compile error: %v", err)
 	}
@@ -119,7 +121,7 @@ func TestCatalogRunFollowsNotifications(t *testing.T) {
 	defer func() { cancel(); <-done }()
 
 	// A write through another store reaches src without a Reload call.
-	if err := writer.ConfigPatch(ctx, map[string]json.RawMessage{
+	if err := writer.Catalogue.ConfigPatch(ctx, map[string]json.RawMessage{
 		catalog.ConfigDefaultScriptlet: json.RawMessage(`"def instance_placement(request, candidate_members):\n    return 'no'\n"`)}); err != nil {
 		t.Fatal(err)
 	}
@@ -146,11 +148,11 @@ func TestCatalogRunFollowsNotifications(t *testing.T) {
 // hasDefaultScriptlet reports whether p's ranking runs the server's
 // default scriptlet, by ranking one candidate.
 func hasDefaultScriptlet(p *scheduler.Policy) bool {
-	prov := &scheduler.Provider{UUID: "u", Name: "n", RootUUID: "u", Resources: scheduler.InventoriesOf(map[string]scheduler.Inventory{"VCPU": {Capacity: 8}})}
-	cand := &scheduler.Candidate{Roots: []string{"u"}, Providers: map[string]*scheduler.Provider{"u": prov},
+	prov := &scheduler.ProviderView{Provider: engine.Provider{UUID: "u", Name: "n", RootUUID: "u"}, Resources: scheduler.ResourcesOf(map[string]engine.InventoryUsage{"VCPU": {Capacity: 8}})}
+	cand := &scheduler.Candidate{Roots: []string{"u"}, Providers: map[string]*scheduler.ProviderView{"u": prov},
 		Allocations: []engine.Allocation{{ProviderUUID: "u", Resources: []engine.ResourceAmount{{Class: "VCPU", Amount: 1}}}}}
 	r, _ := p.Rank(context.Background(), &scheduler.Request{Resources: map[string]int64{"VCPU": 1}}, []*scheduler.Candidate{cand})
-	return r != nil && r.Scriptlet == scheduler.DefaultScriptletName
+	return r != nil && r.Scriptlet == scriptlet.DefaultName
 }
 
 // The writes check first (nothing is stored when the check fails), store,
@@ -160,11 +162,11 @@ func TestCatalogWritesCheckStoreReload(t *testing.T) {
 	store := ledgertest.NewStore(t)
 	src := catalog.New(catalog.Options{Store: store})
 
-	var se *scheduler.CompileError
+	var se *scriptlet.CompileError
 	if _, err := src.ScriptletPut(ctx, "bad", []byte("def weigh(r, c):\n    return (\n")); !errors.As(err, &se) {
 		t.Fatalf("bad scriptlet: %v", err)
 	}
-	if _, err := store.ScriptletGet(ctx, "bad"); !errors.Is(err, fault.ErrNotFound) {
+	if _, err := store.Catalogue.ScriptletGet(ctx, "bad"); !errors.Is(err, fault.ErrNotFound) {
 		t.Errorf("a scriptlet that does not compile was stored: %v", err)
 	}
 	created, err := src.ScriptletPut(ctx, "w", []byte("def weigh(request, candidate):\n    return 1.0\n"))
@@ -183,7 +185,7 @@ func TestCatalogWritesCheckStoreReload(t *testing.T) {
 		Spec: scheduler.PolicyConfig{Filters: []scheduler.PluginConfig{{Name: "nope"}}}}); !errors.Is(err, fault.ErrInvalid) {
 		t.Fatalf("invalid policy: %v", err)
 	}
-	if _, err := store.SchedulingPolicyGet(ctx, "x"); !errors.Is(err, fault.ErrNotFound) {
+	if _, err := store.Catalogue.SchedulingPolicyGet(ctx, "x"); !errors.Is(err, fault.ErrNotFound) {
 		t.Errorf("an invalid policy was stored: %v", err)
 	}
 	spec := scheduler.PolicyConfig{Weighers: []scheduler.PluginConfig{{Name: scheduler.StarlarkUnitPrefix + "w"}}}
@@ -219,7 +221,7 @@ func TestCatalogWritesCheckStoreReload(t *testing.T) {
 	if err := src.ConfigPatch(ctx, map[string]json.RawMessage{catalog.ConfigScriptletMaxSteps: json.RawMessage(`1000`)}); err != nil {
 		t.Fatal(err)
 	}
-	if cfg, err := store.Config(ctx); err != nil || string(cfg[catalog.ConfigScriptletMaxSteps]) != "1000" {
+	if cfg, err := store.Catalogue.Config(ctx); err != nil || string(cfg[catalog.ConfigScriptletMaxSteps]) != "1000" {
 		t.Errorf("config after ConfigPatch: %s %v", cfg, err)
 	}
 }

@@ -9,8 +9,9 @@ import (
 
 	"github.com/berthd/berth/claims/shadow"
 	"github.com/berthd/berth/internal/fault"
-	"github.com/berthd/berth/ledger"
+	"github.com/berthd/berth/ledger/scheduling"
 	"github.com/berthd/berth/scheduler"
+	"github.com/berthd/berth/scheduler/scriptlet"
 )
 
 // Shadows are catalogue state: the ledger's active shadows are loaded
@@ -52,13 +53,13 @@ func (s *Catalog) defaultSpec(c *compiled) scheduler.PolicyConfig {
 // or ErrInvalid *fault.Error with a shadow code, what cannot be shadowed.
 func (s *Catalog) shadowPolicy(ctx context.Context, c *compiled, kind, name string) (*scheduler.Policy, error) {
 	limits := c.limits
-	limits.OnError, limits.Metrics = scheduler.OnErrorRefuse, nil
+	limits.OnError, limits.Metrics = scriptlet.OnErrorRefuse, nil
 	var spec scheduler.PolicyConfig
 	switch kind {
-	case ledger.ShadowScriptlet:
+	case scheduling.ShadowScriptlet:
 		prog, ok := c.scripts[name]
 		if !ok {
-			if _, err := s.store.ScriptletGet(ctx, name); err != nil {
+			if _, err := s.store.Catalogue.ScriptletGet(ctx, name); err != nil {
 				return nil, shadowFault(err)
 			}
 			return nil, shadowInvalid("Scriptlet %s does not compile; it cannot run in shadow.", name)
@@ -68,7 +69,7 @@ func (s *Catalog) shadowPolicy(ctx context.Context, c *compiled, kind, name stri
 		}
 		spec = s.defaultSpec(c)
 		spec.Scriptlet = name
-	case ledger.ShadowPolicy:
+	case scheduling.ShadowPolicy:
 		if name == c.defaultPolicy {
 			return nil, shadowInvalid("Scheduling policy %s is the default policy: a shadow is compared with the default, and cannot shadow itself.", name)
 		}
@@ -91,7 +92,7 @@ func (s *Catalog) shadowPolicy(ctx context.Context, c *compiled, kind, name stri
 
 // loadShadows builds the active shadows of load c (those that no longer
 // build are logged and left out) and installs them in the runner.
-func (s *Catalog) loadShadows(ctx context.Context, c *compiled, active []ledger.Shadow) {
+func (s *Catalog) loadShadows(ctx context.Context, c *compiled, active []scheduling.Shadow) {
 	var built []shadow.Shadow
 	for _, sh := range active {
 		p, err := s.shadowPolicy(ctx, c, sh.Kind, sh.Name)
@@ -106,22 +107,22 @@ func (s *Catalog) loadShadows(ctx context.Context, c *compiled, active []ledger.
 }
 
 // ShadowStart starts running the stored scriptlet or policy of that name
-// (kind ledger.ShadowScriptlet or ledger.ShadowPolicy) in shadow of every
+// (kind scheduling.ShadowScriptlet or scheduling.ShadowPolicy) in shadow of every
 // claim the default policy ranks, then reloads. Refusals, with nothing
 // changed: what does not exist is ErrNotFound; a scriptlet that does not
 // compile or defines no instance_placement, a policy that does not build
 // or is the default, ErrInvalid; a shadow already running, ErrConflict.
-func (s *Catalog) ShadowStart(ctx context.Context, kind, name string) (ledger.Shadow, error) {
+func (s *Catalog) ShadowStart(ctx context.Context, kind, name string) (scheduling.Shadow, error) {
 	c, err := s.current(ctx)
 	if err != nil {
-		return ledger.Shadow{}, err
+		return scheduling.Shadow{}, err
 	}
 	if _, err := s.shadowPolicy(ctx, c, kind, name); err != nil {
-		return ledger.Shadow{}, err
+		return scheduling.Shadow{}, err
 	}
-	sh, err := s.store.ShadowStart(ctx, kind, name)
+	sh, err := s.store.Catalogue.ShadowStart(ctx, kind, name)
 	if err != nil {
-		return ledger.Shadow{}, err
+		return scheduling.Shadow{}, err
 	}
 	s.reloadAfterWrite(ctx)
 	return sh, nil
@@ -130,7 +131,7 @@ func (s *Catalog) ShadowStart(ctx context.Context, kind, name string) (ledger.Sh
 // ShadowStop stops the shadow of kind and name (ErrNotFound when none
 // runs) and forgets its counts, then reloads.
 func (s *Catalog) ShadowStop(ctx context.Context, kind, name string) error {
-	if err := s.store.ShadowStop(ctx, kind, name); err != nil {
+	if err := s.store.Catalogue.ShadowStop(ctx, kind, name); err != nil {
 		return err
 	}
 	s.reloadAfterWrite(ctx)
@@ -146,14 +147,14 @@ const reportWait = time.Second
 // once its shadows have judged the claims it already answered (waiting at
 // most reportWait); other replicas' are as of their last flush.
 // ErrNotFound when none runs.
-func (s *Catalog) ShadowReport(ctx context.Context, kind, name string) (ledger.Shadow, error) {
+func (s *Catalog) ShadowReport(ctx context.Context, kind, name string) (scheduling.Shadow, error) {
 	wctx, cancel := context.WithTimeout(ctx, reportWait)
 	_ = s.shadows.Idle(wctx) // past the bound, the claims still queued count at the next report
 	cancel()
 	if err := s.shadows.Flush(ctx); err != nil {
 		s.log.LogAttrs(ctx, slog.LevelWarn, "shadow: flush before a report failed", slog.Any("error", err))
 	}
-	return s.store.ShadowGet(ctx, kind, name)
+	return s.store.Catalogue.ShadowGet(ctx, kind, name)
 }
 
 // shadowInvalid is a shadow that cannot run.

@@ -7,7 +7,9 @@ import (
 
 	"github.com/berthd/berth/claims/cloud"
 	"github.com/berthd/berth/ledger"
+	"github.com/berthd/berth/ledger/engine"
 	"github.com/berthd/berth/ledger/ledgertest"
+	"github.com/berthd/berth/ledger/scheduling"
 	"github.com/berthd/berth/scheduler"
 )
 
@@ -30,7 +32,7 @@ func BenchmarkViewEnrich(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer store.Close()
-	sums, err := store.ProviderSummaries(ctx, ledger.ProviderSummariesParams{})
+	sums, err := store.Cloud.ProviderSummaries(ctx, scheduling.ProviderSummariesParams{})
 	if err != nil || len(sums) != n {
 		b.Fatalf("%d providers, %v", len(sums), err)
 	}
@@ -54,9 +56,9 @@ func BenchmarkViewEnrich(b *testing.B) {
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			for range b.N {
-				provs := make(map[string]*scheduler.Provider, n)
+				provs := make(map[string]*scheduler.ProviderView, n)
 				for _, s := range sums {
-					provs[s.UUID] = &scheduler.Provider{UUID: s.UUID}
+					provs[s.UUID] = &scheduler.ProviderView{Provider: engine.Provider{UUID: s.UUID}}
 				}
 				if err := d.Enrich(ctx, bc.needs, provs); err != nil {
 					b.Fatal(err)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/berthd/berth/ledger"
 	"github.com/berthd/berth/ledger/engine"
+	"github.com/berthd/berth/ledger/scheduling"
 	"github.com/berthd/berth/scheduler"
 )
 
@@ -26,7 +27,7 @@ func New(store *ledger.Store) *View { return &View{store: store} }
 var _ scheduler.CloudData = (*View)(nil)
 
 // Enrich fills the fields needs asks for on every provider of provs.
-func (d *View) Enrich(ctx context.Context, needs scheduler.Needs, provs map[string]*scheduler.Provider) error {
+func (d *View) Enrich(ctx context.Context, needs scheduler.Needs, provs map[string]*scheduler.ProviderView) error {
 	if len(provs) == 0 || (!needs.State && !needs.Keys && !needs.Consumers) {
 		return nil
 	}
@@ -35,16 +36,16 @@ func (d *View) Enrich(ctx context.Context, needs scheduler.Needs, provs map[stri
 		uuids = append(uuids, u)
 	}
 	if needs.State {
-		states, err := d.store.ProviderStates(ctx, uuids)
+		states, err := d.store.Cloud.ProviderStates(ctx, uuids)
 		if err != nil {
 			return err
 		}
 		for u, st := range states {
-			provs[u].State = stateOf(st)
+			provs[u].State = &st
 		}
 	}
 	if needs.Keys {
-		keys, err := d.store.PlacementKeysOf(ctx, uuids)
+		keys, err := d.store.Cloud.PlacementKeysOf(ctx, uuids)
 		if err != nil {
 			return err
 		}
@@ -53,7 +54,7 @@ func (d *View) Enrich(ctx context.Context, needs scheduler.Needs, provs map[stri
 		}
 	}
 	if needs.Consumers {
-		counts, err := d.store.ConsumerCounts(ctx, uuids)
+		counts, err := d.store.Cloud.ConsumerCounts(ctx, uuids)
 		if err != nil {
 			return err
 		}
@@ -66,7 +67,7 @@ func (d *View) Enrich(ctx context.Context, needs scheduler.Needs, provs map[stri
 
 // Instances implements scheduler.CloudData.
 func (d *View) Instances(ctx context.Context, q scheduler.InstancesQuery) ([]scheduler.Instance, error) {
-	ins, err := d.store.Instances(ctx, ledger.InstancesParams{Location: q.Location, Project: q.Project, Documents: q.Documents, Max: q.Max})
+	ins, err := d.store.Cloud.Instances(ctx, scheduling.InstancesParams{Location: q.Location, Project: q.Project, Documents: q.Documents, Max: q.Max})
 	if err != nil {
 		return nil, err
 	}
@@ -85,16 +86,16 @@ func (d *View) Instances(ctx context.Context, q scheduler.InstancesQuery) ([]sch
 
 // InstancesCount implements scheduler.CloudData.
 func (d *View) InstancesCount(ctx context.Context, q scheduler.InstancesQuery) (int, error) {
-	return d.store.InstancesCount(ctx, ledger.InstancesParams{Location: q.Location, Project: q.Project})
+	return d.store.Cloud.InstancesCount(ctx, scheduling.InstancesParams{Location: q.Location, Project: q.Project})
 }
 
 // Member implements scheduler.CloudData: the provider of that name or
 // uuid with its state, keys and consumer count; nil if there is none.
-func (d *View) Member(ctx context.Context, nameOrUUID string) (*scheduler.Provider, error) {
+func (d *View) Member(ctx context.Context, nameOrUUID string) (*scheduler.ProviderView, error) {
 	if nameOrUUID == "" {
 		return nil, nil
 	}
-	ps, err := d.members(ctx, ledger.ProviderSummariesParams{Ref: nameOrUUID})
+	ps, err := d.members(ctx, scheduling.ProviderSummariesParams{Ref: nameOrUUID})
 	if err != nil || len(ps) == 0 {
 		return nil, err
 	}
@@ -110,17 +111,17 @@ func (d *View) Member(ctx context.Context, nameOrUUID string) (*scheduler.Provid
 // Members implements scheduler.CloudData: the root providers, those in
 // aggregate only when it is not empty, by name, with state, keys and
 // consumer counts.
-func (d *View) Members(ctx context.Context, aggregate string) ([]*scheduler.Provider, error) {
-	return d.members(ctx, ledger.ProviderSummariesParams{Aggregate: aggregate, RootsOnly: true})
+func (d *View) Members(ctx context.Context, aggregate string) ([]*scheduler.ProviderView, error) {
+	return d.members(ctx, scheduling.ProviderSummariesParams{Aggregate: aggregate, RootsOnly: true})
 }
 
-func (d *View) members(ctx context.Context, p ledger.ProviderSummariesParams) ([]*scheduler.Provider, error) {
-	sums, err := d.store.ProviderSummaries(ctx, p)
+func (d *View) members(ctx context.Context, p scheduling.ProviderSummariesParams) ([]*scheduler.ProviderView, error) {
+	sums, err := d.store.Cloud.ProviderSummaries(ctx, p)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*scheduler.Provider, len(sums))
-	byUUID := make(map[string]*scheduler.Provider, len(sums))
+	out := make([]*scheduler.ProviderView, len(sums))
+	byUUID := make(map[string]*scheduler.ProviderView, len(sums))
 	for i, s := range sums {
 		out[i] = providerOf(s)
 		byUUID[s.UUID] = out[i]
@@ -134,19 +135,19 @@ func (d *View) members(ctx context.Context, p ledger.ProviderSummariesParams) ([
 // GroupMembers counts, per root provider uuid, the consumers with
 // allocations whose properties hold key with the string value.
 func (d *View) GroupMembers(ctx context.Context, key, value string) (map[string]int, error) {
-	return d.store.GroupMembers(ctx, key, value)
+	return d.store.Cloud.GroupMembers(ctx, key, value)
 }
 
 // States implements scheduler.CloudData: the last report of each of the
 // providers named that has one, in one query.
-func (d *View) States(ctx context.Context, uuids []string) (map[string]*scheduler.ProviderState, error) {
-	states, err := d.store.ProviderStates(ctx, uuids)
+func (d *View) States(ctx context.Context, uuids []string) (map[string]*engine.ProviderState, error) {
+	states, err := d.store.Cloud.ProviderStates(ctx, uuids)
 	if err != nil {
 		return nil, err
 	}
-	out := make(map[string]*scheduler.ProviderState, len(states))
+	out := make(map[string]*engine.ProviderState, len(states))
 	for u, st := range states {
-		out[u] = stateOf(st)
+		out[u] = &st
 	}
 	return out, nil
 }
@@ -154,41 +155,22 @@ func (d *View) States(ctx context.Context, uuids []string) (map[string]*schedule
 // ConsumerKeys returns the keys a consumer kept from sticky provider
 // keys (each Sticky).
 func (d *View) ConsumerKeys(ctx context.Context, consumerUUID string) ([]scheduler.PlacementKey, error) {
-	ks, err := d.store.ConsumerKeys(ctx, consumerUUID)
+	ks, err := d.store.Cloud.ConsumerKeys(ctx, consumerUUID)
 	if err != nil {
 		return nil, err
 	}
 	return keysOf(ks), nil
 }
 
-func providerOf(s engine.ProviderSummary) *scheduler.Provider {
-	p := &scheduler.Provider{UUID: s.UUID, Name: s.Name, ParentUUID: s.ParentUUID, RootUUID: s.RootUUID, Evacuated: s.Evacuated,
+func providerOf(s engine.ProviderSummary) *scheduler.ProviderView {
+	p := &scheduler.ProviderView{Provider: s.Provider, Evacuated: s.Evacuated,
 		Traits: slices.Clone(s.Traits), Aggregates: slices.Clone(s.Aggregates),
-		Resources: make(scheduler.Inventories, len(s.Resources))}
-	for i, r := range s.Resources {
-		p.Resources[i] = scheduler.ClassInventory{Class: r.Class, Inventory: scheduler.Inventory{Capacity: r.Capacity, Used: r.Used,
-			Total: r.Total, Reserved: r.Reserved, AllocationRatio: r.AllocationRatio}}
-	}
-	scheduler.SortInventories(p.Resources)
+		Resources: slices.Clone(scheduler.Resources(s.Resources))}
+	scheduler.SortResources(p.Resources)
 	return p
 }
 
-func stateOf(st ledger.ProviderState) *scheduler.ProviderState {
-	out := &scheduler.ProviderState{Load1: st.Load1, Load5: st.Load5, Load15: st.Load15,
-		MemFreeMB: st.MemoryFreeMB, CPUUtil: st.CPUUtilization, ReportedAt: st.ReportedAt,
-		SysInfo: scheduler.SysInfo{Uptime: st.Uptime, TotalRAM: st.TotalRAM, SharedRAM: st.SharedRAM, BufferedRAM: st.BufferedRAM,
-			TotalSwap: st.TotalSwap, FreeSwap: st.FreeSwap, Processes: st.Processes, LogicalCPUs: st.LogicalCPUs}}
-	if len(st.StoragePools) > 0 {
-		out.StoragePools = make(map[string]scheduler.StoragePoolState, len(st.StoragePools))
-		for name, sp := range st.StoragePools {
-			out.StoragePools[name] = scheduler.StoragePoolState{SpaceUsed: sp.Space.Used, SpaceTotal: sp.Space.Total,
-				InodesUsed: sp.Inodes.Used, InodesTotal: sp.Inodes.Total}
-		}
-	}
-	return out
-}
-
-func keysOf(ks []ledger.PlacementKey) []scheduler.PlacementKey {
+func keysOf(ks []scheduling.PlacementKey) []scheduler.PlacementKey {
 	out := make([]scheduler.PlacementKey, len(ks))
 	for i, k := range ks {
 		out[i] = scheduler.PlacementKey{Name: k.Name, Value: k.Value, Sticky: k.Sticky}

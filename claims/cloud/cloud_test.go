@@ -6,9 +6,10 @@ import (
 	"time"
 
 	"github.com/berthd/berth/claims/cloud"
-	"github.com/berthd/berth/ledger"
 	"github.com/berthd/berth/ledger/engine"
 	"github.com/berthd/berth/ledger/ledgertest"
+	"github.com/berthd/berth/ledger/resources"
+	"github.com/berthd/berth/ledger/scheduling"
 	"github.com/berthd/berth/scheduler"
 )
 
@@ -17,24 +18,24 @@ func TestViewEnrich(t *testing.T) {
 	store := ledgertest.NewStore(t)
 	var uuids []string
 	for _, name := range []string{"cn1", "cn2"} {
-		uuids = append(uuids, ledgertest.Provider(t, store, name, ledger.DefaultInventory("VCPU", 8)))
+		uuids = append(uuids, ledgertest.Provider(t, store, name, resources.DefaultInventory("VCPU", 8)))
 	}
 	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	if err := store.ProviderStatePut(ctx, uuids[0], ledger.ProviderState{Load1: 2, ReportedAt: at}); err != nil {
+	if err := store.Cloud.ProviderStatePut(ctx, uuids[0], engine.ProviderState{Load1: 2, ReportedAt: at}); err != nil {
 		t.Fatal(err)
 	}
-	if err := store.PlacementKeysReplace(ctx, uuids[1], []ledger.PlacementKey{{Name: "rack", Value: 0.5, Sticky: true}},
-		ledger.PlacementKeysReplaceParams{}); err != nil {
+	if err := store.Cloud.PlacementKeysReplace(ctx, uuids[1], []scheduling.PlacementKey{{Name: "rack", Value: 0.5, Sticky: true}},
+		scheduling.PlacementKeysReplaceParams{}); err != nil {
 		t.Fatal(err)
 	}
 	consumer := "eeeeeeee-0000-4000-8000-000000000001"
-	if err := store.AllocationsReplace(ctx, []ledger.ConsumerAllocations{{ConsumerUUID: consumer, ProjectID: "p", UserID: "u",
+	if err := store.Allocations.AllocationsReplace(ctx, []resources.ConsumerAllocations{{ConsumerUUID: consumer, ProjectID: "p", UserID: "u",
 		Properties: map[string]any{"group": "db"}, CopyStickyKeys: true,
 		Allocations: []engine.Allocation{{ProviderUUID: uuids[1], Resources: []engine.ResourceAmount{{Class: "VCPU", Amount: 1}}}}}}); err != nil {
 		t.Fatal(err)
 	}
 	d := cloud.New(store)
-	provs := map[string]*scheduler.Provider{uuids[0]: {UUID: uuids[0]}, uuids[1]: {UUID: uuids[1]}}
+	provs := map[string]*scheduler.ProviderView{uuids[0]: {Provider: engine.Provider{UUID: uuids[0]}}, uuids[1]: {Provider: engine.Provider{UUID: uuids[1]}}}
 
 	// Only what needs asks for is filled.
 	if err := d.Enrich(ctx, scheduler.Needs{State: true}, provs); err != nil {
@@ -77,16 +78,16 @@ func TestViewEnrich(t *testing.T) {
 
 	// States, with what a report adds of LXD's member state; members
 	// say whether they are evacuated.
-	if err := store.ProviderStatePut(ctx, uuids[1], ledger.ProviderState{MemoryFreeMB: 64, ReportedAt: at, TotalRAM: 1 << 30,
-		StoragePools: map[string]ledger.StoragePoolState{"p": {Space: ledger.UsedTotal{Used: 1, Total: 2}}}}); err != nil {
+	if err := store.Cloud.ProviderStatePut(ctx, uuids[1], engine.ProviderState{MemoryFreeMB: 64, ReportedAt: at, SysInfo: engine.SysInfo{TotalRAM: 1 << 30},
+		StoragePools: map[string]engine.StoragePoolState{"p": {Space: engine.UsedTotal{Used: 1, Total: 2}}}}); err != nil {
 		t.Fatal(err)
 	}
 	states, err := d.States(ctx, uuids)
 	if err != nil || len(states) != 2 || states[uuids[0]].Load1 != 2 || states[uuids[1]].SysInfo.TotalRAM != 1<<30 ||
-		states[uuids[1]].StoragePools["p"].SpaceTotal != 2 {
+		states[uuids[1]].StoragePools["p"].Space.Total != 2 {
 		t.Fatalf("states %+v %v", states, err)
 	}
-	if _, err := store.ProviderEvacuate(ctx, uuids[0]); err != nil {
+	if _, err := store.Cloud.ProviderEvacuate(ctx, uuids[0]); err != nil {
 		t.Fatal(err)
 	}
 	if members, err = d.Members(ctx, ""); err != nil || !members[0].Evacuated || members[1].Evacuated {

@@ -3,13 +3,14 @@
 // the ledger in each write's own transaction, so a change applies to the
 // next write in every process) or Keystone's unified limits (Keystone:
 // `--limits-source keystone`, read as oslo.limit reads them and cached per
-// process for a TTL). Either way a Source hands writes a *ledger.Quota,
-// which the ledger checks under the lock of the project's usage counters
-// (ledger/quota.go), and answers what the limits API shows.
+// process for a TTL). Either way a Source hands writes a *quotas.Quota,
+// which the ledger checks under the lock of the project's usage
+// counters (ledger/resources/quota_check.go), and answers what the
+// limits API shows.
 //
 // Keystone's resource names are Nova's: "class:VCPU", "class:MEMORY_MB",
 // ... become the resource classes VCPU, MEMORY_MB, ..., and "servers"
-// becomes ledger.ResourceConsumers; other names (Nova's
+// becomes quotas.ResourceConsumers; other names (Nova's
 // server_metadata_items, server_groups, ...) are not Berth's and are left
 // out, as is a limit of -1 (unlimited).
 //

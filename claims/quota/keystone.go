@@ -13,7 +13,7 @@ import (
 
 	"github.com/berthd/berth/internal/fault"
 	"github.com/berthd/berth/internal/keystone"
-	"github.com/berthd/berth/ledger"
+	"github.com/berthd/berth/ledger/quotas"
 )
 
 // Defaults of KeystoneConfig.
@@ -75,7 +75,7 @@ var _ Source = (*Keystone)(nil)
 // entry is a cached read: Berth's resources and Keystone's limits (-1:
 // unlimited), and when they were read.
 type entry struct {
-	limits ledger.Limits
+	limits quotas.Limits
 	read   time.Time
 }
 
@@ -108,8 +108,8 @@ func (*Keystone) Name() string { return SourceKeystone }
 func (*Keystone) Writable() bool { return false }
 
 // Quota returns the limits of projects as Keystone gives them.
-func (k *Keystone) Quota(ctx context.Context, projects ...string) (*ledger.Quota, error) {
-	q := &ledger.Quota{Given: make(map[string]ledger.Limits, len(projects))}
+func (k *Keystone) Quota(ctx context.Context, projects ...string) (*quotas.Quota, error) {
+	q := &quotas.Quota{Given: make(map[string]quotas.Limits, len(projects))}
 	for _, p := range projects {
 		if _, done := q.Given[p]; done {
 			continue
@@ -125,7 +125,7 @@ func (k *Keystone) Quota(ctx context.Context, projects ...string) (*ledger.Quota
 
 // Limits returns project's own limits and the registered ones, -1 for
 // unlimited (Keystone's word for it).
-func (k *Keystone) Limits(ctx context.Context, project string) (own, registered ledger.Limits, err error) {
+func (k *Keystone) Limits(ctx context.Context, project string) (own, registered quotas.Limits, err error) {
 	if registered, err = k.Registered(ctx); err != nil {
 		return nil, nil, err
 	}
@@ -137,12 +137,12 @@ func (k *Keystone) Limits(ctx context.Context, project string) (own, registered 
 }
 
 // Registered returns the registered limits.
-func (k *Keystone) Registered(ctx context.Context) (ledger.Limits, error) {
+func (k *Keystone) Registered(ctx context.Context) (quotas.Limits, error) {
 	return k.read(ctx, registeredKey, k.r.Registered)
 }
 
 // Projects reads every project's own limits from Keystone (not cached).
-func (k *Keystone) Projects(ctx context.Context) (map[string]ledger.Limits, error) {
+func (k *Keystone) Projects(ctx context.Context) (map[string]quotas.Limits, error) {
 	all, err := k.r.Projects(ctx, "")
 	if err != nil {
 		return nil, unavailable("", err)
@@ -151,7 +151,7 @@ func (k *Keystone) Projects(ctx context.Context) (map[string]ledger.Limits, erro
 	for _, l := range all {
 		by[l.Project] = append(by[l.Project], l)
 	}
-	out := make(map[string]ledger.Limits, len(by))
+	out := make(map[string]quotas.Limits, len(by))
 	for p, ls := range by {
 		out[p] = berthLimits(ls)
 	}
@@ -162,7 +162,7 @@ func (k *Keystone) Projects(ctx context.Context) (map[string]ledger.Limits, erro
 // they are older than the TTL; when that fails, the limits read before
 // stay (and are used without asking again for retryInterval); with none
 // read before, it is a 503.
-func (k *Keystone) read(ctx context.Context, key string, fetch func(context.Context) ([]keystone.Limit, error)) (ledger.Limits, error) {
+func (k *Keystone) read(ctx context.Context, key string, fetch func(context.Context) ([]keystone.Limit, error)) (quotas.Limits, error) {
 	e, cached := k.cache.Get(key)
 	if cached && (time.Since(e.read) < k.ttl || time.Since(time.Unix(0, k.failed.Load())) < retryInterval) {
 		return e.limits, nil
@@ -180,7 +180,7 @@ func (k *Keystone) read(ctx context.Context, key string, fetch func(context.Cont
 		return l, nil
 	})
 	if err == nil {
-		return v.(ledger.Limits), nil
+		return v.(quotas.Limits), nil
 	}
 	if cached {
 		k.warn(key, e.read, err)
@@ -219,8 +219,8 @@ func unavailable(project string, err error) error {
 // berthLimits are Keystone's limits ls under Berth's resource names, with
 // Nova's names mapped (package doc) and others left out; of limits of one
 // resource in several regions, the smallest.
-func berthLimits(ls []keystone.Limit) ledger.Limits {
-	out := ledger.Limits{}
+func berthLimits(ls []keystone.Limit) quotas.Limits {
+	out := quotas.Limits{}
 	for _, l := range ls {
 		r, ok := Resource(l.Resource)
 		if !ok {
@@ -251,12 +251,12 @@ const (
 )
 
 // Resource is Berth's resource for Keystone's resource name: the class of
-// "class:X", ledger.ResourceConsumers for "servers"; ok false for a name
+// "class:X", quotas.ResourceConsumers for "servers"; ok false for a name
 // that is not Berth's.
 func Resource(keystoneName string) (resource string, ok bool) {
 	switch {
 	case keystoneName == keystoneServers:
-		return ledger.ResourceConsumers, true
+		return quotas.ResourceConsumers, true
 	case strings.HasPrefix(keystoneName, keystoneClassPrefix) && len(keystoneName) > len(keystoneClassPrefix):
 		return strings.TrimPrefix(keystoneName, keystoneClassPrefix), true
 	}
@@ -265,7 +265,7 @@ func Resource(keystoneName string) (resource string, ok bool) {
 
 // KeystoneName is Keystone's name of Berth's resource.
 func KeystoneName(resource string) string {
-	if resource == ledger.ResourceConsumers {
+	if resource == quotas.ResourceConsumers {
 		return keystoneServers
 	}
 	return keystoneClassPrefix + resource

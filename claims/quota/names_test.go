@@ -5,14 +5,14 @@ import (
 	"testing"
 
 	"github.com/berthd/berth/internal/keystone"
-	"github.com/berthd/berth/ledger"
+	"github.com/berthd/berth/ledger/quotas"
 )
 
 // Keystone's names are Nova's: class:X is the class X, servers the
 // consumers; other names are not Berth's.
 func TestResourceNames(t *testing.T) {
 	for name, want := range map[string]string{
-		"class:VCPU": "VCPU", "class:CUSTOM_GOLD": "CUSTOM_GOLD", "servers": ledger.ResourceConsumers,
+		"class:VCPU": "VCPU", "class:CUSTOM_GOLD": "CUSTOM_GOLD", "servers": quotas.ResourceConsumers,
 		"class:": "", "server_groups": "", "cores": "", "VCPU": "",
 	} {
 		got, ok := Resource(name)
@@ -34,11 +34,11 @@ func TestLimitsMerged(t *testing.T) {
 		{Resource: "servers", Limit: -1, Region: "a"}, {Resource: "servers", Limit: 7, Region: "b"},
 		{Resource: "class:DISK_GB", Limit: -1}, {Resource: "ram", Limit: 1},
 	})
-	if want := (ledger.Limits{"VCPU": 4, ledger.ResourceConsumers: 7, "DISK_GB": -1}); fmt.Sprint(got) != fmt.Sprint(want) {
+	if want := (quotas.Limits{"VCPU": 4, quotas.ResourceConsumers: 7, "DISK_GB": -1}); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("berthLimits = %v, want %v", got, want)
 	}
-	eff := Effective(ledger.Limits{"VCPU": 8, "DISK_GB": -1}, ledger.Limits{"VCPU": 2, "DISK_GB": 100, "MEMORY_MB": 512})
-	if want := (ledger.Limits{"VCPU": 8, "MEMORY_MB": 512}); fmt.Sprint(eff) != fmt.Sprint(want) {
+	eff := Effective(quotas.Limits{"VCPU": 8, "DISK_GB": -1}, quotas.Limits{"VCPU": 2, "DISK_GB": 100, "MEMORY_MB": 512})
+	if want := (quotas.Limits{"VCPU": 8, "MEMORY_MB": 512}); fmt.Sprint(eff) != fmt.Sprint(want) {
 		t.Fatalf("Effective = %v, want %v", eff, want)
 	}
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/berthd/berth/internal/fault"
 	"github.com/berthd/berth/ledger"
+	"github.com/berthd/berth/ledger/quotas"
 )
 
 // Sources, as --limits-source names them.
@@ -21,14 +22,14 @@ type Source interface {
 	Name() string
 	// Quota returns what a write adding to projects (external ids) is
 	// checked against.
-	Quota(ctx context.Context, projects ...string) (*ledger.Quota, error)
+	Quota(ctx context.Context, projects ...string) (*quotas.Quota, error)
 	// Limits returns project's own limits and the registered ones (the
 	// defaults of the resources it has no limit of its own of).
-	Limits(ctx context.Context, project string) (own, registered ledger.Limits, err error)
+	Limits(ctx context.Context, project string) (own, registered quotas.Limits, err error)
 	// Registered returns the registered limits.
-	Registered(ctx context.Context) (ledger.Limits, error)
+	Registered(ctx context.Context) (quotas.Limits, error)
 	// Projects returns every project's own limits, by project.
-	Projects(ctx context.Context) (map[string]ledger.Limits, error)
+	Projects(ctx context.Context) (map[string]quotas.Limits, error)
 	// Writable reports whether Berth keeps the limits (the limits API
 	// may change them).
 	Writable() bool
@@ -37,10 +38,10 @@ type Source interface {
 // Effective is what a project is held to: resource by resource its own
 // limit, else the registered one; a limit of -1 (Keystone's unlimited)
 // holds it to nothing.
-func Effective(own, registered ledger.Limits) ledger.Limits {
+func Effective(own, registered quotas.Limits) quotas.Limits {
 	out := maps.Clone(registered)
 	if out == nil {
-		out = ledger.Limits{}
+		out = quotas.Limits{}
 	}
 	maps.Copy(out, own)
 	maps.DeleteFunc(out, func(_ string, v int64) bool { return v < 0 })
@@ -57,27 +58,27 @@ func (Stored) Name() string { return SourceBerth }
 
 // Quota is the stored limits, which the ledger reads in the write's own
 // transaction.
-func (Stored) Quota(context.Context, ...string) (*ledger.Quota, error) { return &ledger.Quota{}, nil }
+func (Stored) Quota(context.Context, ...string) (*quotas.Quota, error) { return &quotas.Quota{}, nil }
 
 // Limits reads project's own limits and the registered ones.
-func (s Stored) Limits(ctx context.Context, project string) (own, registered ledger.Limits, err error) {
-	if own, err = s.Store.ProjectLimits(ctx, project); err != nil {
+func (s Stored) Limits(ctx context.Context, project string) (own, registered quotas.Limits, err error) {
+	if own, err = s.Store.Quotas.ProjectLimits(ctx, project); err != nil {
 		return nil, nil, err
 	}
-	if registered, err = s.Store.RegisteredLimits(ctx); err != nil {
+	if registered, err = s.Store.Quotas.RegisteredLimits(ctx); err != nil {
 		return nil, nil, err
 	}
 	return own, registered, nil
 }
 
 // Registered reads the registered limits.
-func (s Stored) Registered(ctx context.Context) (ledger.Limits, error) {
-	return s.Store.RegisteredLimits(ctx)
+func (s Stored) Registered(ctx context.Context) (quotas.Limits, error) {
+	return s.Store.Quotas.RegisteredLimits(ctx)
 }
 
 // Projects reads every project's own limits.
-func (s Stored) Projects(ctx context.Context) (map[string]ledger.Limits, error) {
-	return s.Store.LimitsList(ctx)
+func (s Stored) Projects(ctx context.Context) (map[string]quotas.Limits, error) {
+	return s.Store.Quotas.LimitsList(ctx)
 }
 
 // Writable is true: the limits API changes these.

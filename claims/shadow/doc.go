@@ -11,7 +11,7 @@
 // What a shadow would have done is counted in memory per replica (claims
 // seen, agreed, disagreed, would refuse and why, failures by kind, time,
 // the last disagreements) and added to the counts in PostgreSQL in one
-// batched transaction every flush interval (ledger.Store.ShadowFlush), so
+// batched transaction every flush interval (scheduling.Catalogue.ShadowFlush), so
 // every replica contributes and a restart loses at most one interval.
 //
 // Files: shadow.go (the Runner: the queue, the workers, the tallies, the

@@ -5,8 +5,9 @@ import (
 	"errors"
 	"time"
 
-	"github.com/berthd/berth/ledger"
+	"github.com/berthd/berth/ledger/scheduling"
 	"github.com/berthd/berth/scheduler"
+	"github.com/berthd/berth/scheduler/scriptlet"
 )
 
 // What a shadow did beside one claim.
@@ -37,8 +38,8 @@ type verdict struct {
 }
 
 // disagreement is v's disagreement with j's claim, to keep.
-func (v verdict) disagreement(j *Job) ledger.ShadowDisagreement {
-	return ledger.ShadowDisagreement{At: time.Now().UTC(), ConsumerUUID: j.Request.ConsumerUUID, Name: j.Request.Name,
+func (v verdict) disagreement(j *Job) scheduling.ShadowDisagreement {
+	return scheduling.ShadowDisagreement{At: time.Now().UTC(), ConsumerUUID: j.Request.ConsumerUUID, Name: j.Request.Name,
 		ProjectID: j.Request.ProjectID, ClaimRoot: j.Root, ClaimRootName: providerName(j.Candidates, j.Root),
 		ClaimRefusal: j.Refusal, ShadowRoot: v.root, ShadowRootName: v.rootName}
 }
@@ -75,15 +76,15 @@ func judge(o Options, sh Shadow, j *Job) verdict {
 // what the shadow would refuse the claim with; a limit, runtime error or
 // unit failure is a failure of its kind.
 func failure(ctx context.Context, err error) (outcome, string) {
-	var lim *scheduler.ScriptletLimitError
-	var se *scheduler.ScriptletError
+	var lim *scriptlet.LimitError
+	var se *scriptlet.RunError
 	var refused *scheduler.RefusedError
 	switch {
 	case errors.As(err, &lim):
 		switch lim.Limit {
-		case scheduler.LimitSteps:
+		case scriptlet.LimitSteps:
 			return failedSteps, ""
-		case scheduler.LimitMemory:
+		case scriptlet.LimitMemory:
 			return failedMemory, ""
 		}
 		return failedDeadline, ""
@@ -107,7 +108,7 @@ func enriched(ctx context.Context, cloud Enricher, needs scheduler.Needs, j *Job
 		return j.Candidates, nil
 	}
 	shared := j.Candidates[0].Providers
-	provs := make(map[string]*scheduler.Provider, len(shared))
+	provs := make(map[string]*scheduler.ProviderView, len(shared))
 	for id, p := range shared {
 		cp := *p
 		provs[id] = &cp

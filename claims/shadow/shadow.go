@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/berthd/berth/ledger"
+	"github.com/berthd/berth/ledger/scheduling"
 	"github.com/berthd/berth/scheduler"
 )
 
@@ -26,11 +27,11 @@ const (
 // Shadow is an active shadow as the catalogue built it: its ledger id,
 // what it runs, and the policy it ranks with (for a scriptlet, the default
 // policy with that scriptlet; for a policy, that policy). The policy is
-// built to refuse on a scriptlet failure (ScriptletLimits.OnError
+// built to refuse on a scriptlet failure (scriptlet.Limits.OnError
 // "refuse"), so that failures are seen and counted, not ignored.
 type Shadow struct {
 	ID     int64
-	Kind   string // ledger.ShadowScriptlet or ledger.ShadowPolicy
+	Kind   string // scheduling.ShadowScriptlet or scheduling.ShadowPolicy
 	Name   string
 	Policy *scheduler.Policy
 }
@@ -57,7 +58,7 @@ type Job struct {
 // Enricher fills the costly provider fields a policy needs (claims.Cloud's
 // Enrich; claims/cloud's View).
 type Enricher interface {
-	Enrich(ctx context.Context, needs scheduler.Needs, provs map[string]*scheduler.Provider) error
+	Enrich(ctx context.Context, needs scheduler.Needs, provs map[string]*scheduler.ProviderView) error
 }
 
 // Options configure a Runner.
@@ -116,7 +117,7 @@ type Runner struct {
 	resumeAt atomic.Int64
 
 	mu      sync.Mutex
-	tallies map[int64]*ledger.ShadowDelta
+	tallies map[int64]*scheduling.ShadowDelta
 }
 
 // New returns a Runner as o says, with no shadow active.
@@ -137,7 +138,7 @@ func New(o Options) *Runner {
 		o.Logger = slog.Default()
 	}
 	return &Runner{o: o, queue: make(chan queued, o.Queue), done: make(chan struct{}),
-		tallies: map[int64]*ledger.ShadowDelta{}}
+		tallies: map[int64]*scheduling.ShadowDelta{}}
 }
 
 // Set installs the active shadows (the catalogue calls it on every
@@ -226,10 +227,10 @@ func (r *Runner) Close() {
 }
 
 // tally is the unflushed delta of shadow id. r.mu must be held.
-func (r *Runner) tally(id int64) *ledger.ShadowDelta {
+func (r *Runner) tally(id int64) *scheduling.ShadowDelta {
 	d := r.tallies[id]
 	if d == nil {
-		d = &ledger.ShadowDelta{ShadowID: id, Refusals: map[string]int64{}}
+		d = &scheduling.ShadowDelta{ShadowID: id, Refusals: map[string]int64{}}
 		r.tallies[id] = d
 	}
 	return d
@@ -249,14 +250,14 @@ func (r *Runner) record(id int64, j *Job, v verdict) {
 	case disagreed:
 		c.Disagreed++
 		d.Disagreements = append(d.Disagreements, v.disagreement(j))
-		if n := len(d.Disagreements) - ledger.ShadowMaxDisagreements; n > 0 {
+		if n := len(d.Disagreements) - scheduling.ShadowMaxDisagreements; n > 0 {
 			d.Disagreements = d.Disagreements[n:]
 		}
 	case wouldRefuse:
 		c.WouldRefuse++
 		msg := v.refusal
-		if _, ok := d.Refusals[msg]; !ok && len(d.Refusals) >= ledger.ShadowMaxRefusals {
-			msg = ledger.ShadowOtherRefusals
+		if _, ok := d.Refusals[msg]; !ok && len(d.Refusals) >= scheduling.ShadowMaxRefusals {
+			msg = scheduling.ShadowOtherRefusals
 		}
 		d.Refusals[msg]++
 	case failedSteps:
@@ -280,13 +281,13 @@ func (r *Runner) Flush(ctx context.Context) error {
 		return nil
 	}
 	taken := r.tallies
-	r.tallies = map[int64]*ledger.ShadowDelta{}
+	r.tallies = map[int64]*scheduling.ShadowDelta{}
 	r.mu.Unlock()
-	deltas := make([]ledger.ShadowDelta, 0, len(taken))
+	deltas := make([]scheduling.ShadowDelta, 0, len(taken))
 	for _, d := range taken {
 		deltas = append(deltas, *d)
 	}
-	err := r.o.Store.ShadowFlush(ctx, deltas)
+	err := r.o.Store.Catalogue.ShadowFlush(ctx, deltas)
 	if err != nil {
 		r.mu.Lock()
 		defer r.mu.Unlock()

@@ -6,19 +6,20 @@ import (
 	"testing"
 	"time"
 
-	"github.com/berthd/berth/ledger"
 	"github.com/berthd/berth/ledger/engine"
+	"github.com/berthd/berth/ledger/scheduling"
 	"github.com/berthd/berth/scheduler"
+	"github.com/berthd/berth/scheduler/scriptlet"
 )
 
 // claim is a claim's Job over two candidates on roots cn1 and cn2 (one
 // provider map, as claims build it), cn1 ranked first by spread.
 func claim(name string) *Job {
-	provs := map[string]*scheduler.Provider{}
+	provs := map[string]*scheduler.ProviderView{}
 	var cands []*scheduler.Candidate
 	for i, r := range []string{"cn1", "cn2"} {
-		provs[r] = &scheduler.Provider{UUID: r, Name: r, RootUUID: r, Resources: scheduler.InventoriesOf(
-			map[string]scheduler.Inventory{"VCPU": {Capacity: 8, Used: int64(i), Total: 8}})}
+		provs[r] = &scheduler.ProviderView{Provider: engine.Provider{UUID: r, Name: r, RootUUID: r}, Resources: scheduler.ResourcesOf(
+			map[string]engine.InventoryUsage{"VCPU": {Capacity: 8, Used: int64(i), Inventory: engine.Inventory{Total: 8}}})}
 		cands = append(cands, &scheduler.Candidate{Index: i, Roots: []string{r}, Providers: provs,
 			Allocations: []engine.Allocation{{ProviderUUID: r, Resources: []engine.ResourceAmount{{Class: "VCPU", Amount: 1}}}}})
 	}
@@ -28,20 +29,20 @@ func claim(name string) *Job {
 
 // policy builds the default policy with src as its scriptlet, refusing on
 // failures as the catalogue builds shadows.
-func policy(t *testing.T, src string, limits scheduler.ScriptletLimits) *scheduler.Policy {
+func policy(t *testing.T, src string, limits scriptlet.Limits) *scheduler.Policy {
 	t.Helper()
 	cfg := scheduler.DefaultPolicyConfig()
-	var scripts scheduler.ScriptletResolver
+	var scripts scheduler.Scriptlets
+	limits.OnError = scriptlet.OnErrorRefuse
 	if src != "" {
-		prog, err := scheduler.CompileScriptlet("s", []byte(src))
+		prog, err := scriptlet.Compile("s", []byte(src))
 		if err != nil {
 			t.Fatal(err)
 		}
-		scripts = scheduler.StaticScriptlets{Named: map[string]*scheduler.Program{"s": prog}}
+		scripts = scriptlet.NewRuntime(scriptlet.Static{Named: map[string]*scriptlet.Program{"s": prog}}, limits)
 		cfg.Scriptlet = "s"
 	}
-	limits.OnError = scheduler.OnErrorRefuse
-	p, err := scheduler.NewPolicy(cfg, nil, scripts, limits)
+	p, err := scheduler.NewPolicy(cfg, nil, scripts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,10 +52,10 @@ func policy(t *testing.T, src string, limits scheduler.ScriptletLimits) *schedul
 // TestJudge: each outcome of a shadow's run on one claim.
 func TestJudge(t *testing.T) {
 	const head = "def instance_placement(request, candidate_members):\n"
-	tight := scheduler.ScriptletLimits{MaxSteps: 10000, MaxAlloc: 1 << 20, Timeout: 50 * time.Millisecond}
+	tight := scriptlet.Limits{MaxSteps: 10000, MaxAlloc: 1 << 20, Timeout: 50 * time.Millisecond}
 	for _, tc := range []struct {
 		name, src string
-		limits    scheduler.ScriptletLimits
+		limits    scriptlet.Limits
 		want      outcome
 		refusal   string
 		root      string
@@ -65,7 +66,7 @@ func TestJudge(t *testing.T) {
 		{"fail()", head + "    fail(\"no room\")\n", tight, wouldRefuse, "no room", ""},
 		{"steps", head + "    for i in range(1000000):\n        pass\n", tight, failedSteps, "", ""},
 		{"memory", head + "    x = \"a\" * (8 << 20)\n", tight, failedMemory, "", ""},
-		{"deadline", head + "    for i in range(100000000):\n        pass\n", scheduler.ScriptletLimits{MaxSteps: 1 << 40, Timeout: 20 * time.Millisecond}, failedDeadline, "", ""},
+		{"deadline", head + "    for i in range(100000000):\n        pass\n", scriptlet.Limits{MaxSteps: 1 << 40, Timeout: 20 * time.Millisecond}, failedDeadline, "", ""},
 		{"runtime error", head + "    return 1 // 0\n", tight, failedError, "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -90,11 +91,11 @@ func TestJudge(t *testing.T) {
 // fakeCloud fills State on every provider and counts its calls.
 type fakeCloud struct{ calls int }
 
-func (f *fakeCloud) Enrich(_ context.Context, needs scheduler.Needs, provs map[string]*scheduler.Provider) error {
+func (f *fakeCloud) Enrich(_ context.Context, needs scheduler.Needs, provs map[string]*scheduler.ProviderView) error {
 	f.calls++
 	for _, p := range provs {
 		if needs.State {
-			p.State = &scheduler.ProviderState{Load1: 1}
+			p.State = &engine.ProviderState{Load1: 1}
 		}
 	}
 	return nil
@@ -126,7 +127,7 @@ func TestEnrichedCopies(t *testing.T) {
 // queue drops and counts; verdicts are tallied with bounded refusals and
 // disagreements.
 func TestRunnerQueue(t *testing.T) {
-	def := policy(t, "", scheduler.ScriptletLimits{})
+	def := policy(t, "", scriptlet.Limits{})
 	r := New(Options{Queue: 2})
 	defer r.Close()
 	if r.Active() {
@@ -144,7 +145,7 @@ func TestRunnerQueue(t *testing.T) {
 	// again (rebuilding the default policy) after the claim resolved it.
 	j.Default = true
 	r.start.Do(func() {}) // keep the workers off while the queue fills
-	r.Set([]Shadow{{ID: 7, Policy: policy(t, "", scheduler.ScriptletLimits{})}})
+	r.Set([]Shadow{{ID: 7, Policy: policy(t, "", scriptlet.Limits{})}})
 	r.Submit(*j)
 	if len(r.queue) != 1 || r.pending.Load() != 1 {
 		t.Fatal("a claim of the default policy was not queued after a reload")
@@ -157,15 +158,15 @@ func TestRunnerQueue(t *testing.T) {
 		t.Fatalf("dropped %+v", d)
 	}
 
-	for i := range ledger.ShadowMaxRefusals + 5 {
+	for i := range scheduling.ShadowMaxRefusals + 5 {
 		r.record(7, j, verdict{outcome: wouldRefuse, refusal: "no " + string(rune('A'+i))})
 	}
-	for range ledger.ShadowMaxDisagreements + 3 {
+	for range scheduling.ShadowMaxDisagreements + 3 {
 		r.record(7, j, verdict{outcome: disagreed, root: "cn2", rootName: "cn2"})
 	}
 	d := r.tallies[7]
-	if len(d.Refusals) != ledger.ShadowMaxRefusals+1 || d.Refusals[ledger.ShadowOtherRefusals] != 5 ||
-		len(d.Disagreements) != ledger.ShadowMaxDisagreements || d.Counts.ClaimsSeen != int64(ledger.ShadowMaxRefusals+5+ledger.ShadowMaxDisagreements+3) {
+	if len(d.Refusals) != scheduling.ShadowMaxRefusals+1 || d.Refusals[scheduling.ShadowOtherRefusals] != 5 ||
+		len(d.Disagreements) != scheduling.ShadowMaxDisagreements || d.Counts.ClaimsSeen != int64(scheduling.ShadowMaxRefusals+5+scheduling.ShadowMaxDisagreements+3) {
 		t.Errorf("tally %d refusals, %d disagreements, %+v", len(d.Refusals), len(d.Disagreements), d.Counts)
 	}
 	if x := d.Disagreements[0]; x.Name != "vm" || x.ClaimRoot != "cn1" || x.ClaimRootName != "cn1" || x.ShadowRoot != "cn2" || x.ProjectID != "p" {
@@ -177,7 +178,7 @@ func TestRunnerQueue(t *testing.T) {
 // Job and sending it on the queue (the worker is kept off, so the queue
 // fills and the rest are counted as dropped, the costlier path).
 func BenchmarkSubmit(b *testing.B) {
-	def := policy(&testing.T{}, "", scheduler.ScriptletLimits{})
+	def := policy(&testing.T{}, "", scriptlet.Limits{})
 	r := New(Options{Queue: DefaultQueue})
 	r.Set([]Shadow{{ID: 1, Policy: def}})
 	r.start.Do(func() {})

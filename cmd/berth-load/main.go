@@ -1,5 +1,5 @@
 // Command berth-load seeds and benchmarks any OpenStack Placement API
-// endpoint (Berth or the reference Placement); see internal/load.
+// endpoint (Berth or the reference Placement); see cmd/berth-load/load.
 package main
 
 import (
@@ -8,7 +8,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/berthd/berth/internal/load"
+	"github.com/berthd/berth/cmd/berth-load/load"
 )
 
 func main() {

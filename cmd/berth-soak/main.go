@@ -1,7 +1,7 @@
 // Command berth-soak is the failover soak benchmark (not a test): claims
 // and deletes through three berthd processes on a throwaway Patroni
 // cluster, a berthd killed every 20 s, one failover of the primary; see
-// internal/soak and docs/reliability.md.
+// cmd/berth-soak/soak and docs/reliability.md.
 package main
 
 import (
@@ -10,7 +10,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/berthd/berth/internal/soak"
+	"github.com/berthd/berth/cmd/berth-soak/soak"
 )
 
 func main() {

@@ -1,6 +1,6 @@
 // Command berth is the operator's client of a Berth placement service:
 // capacity, usage, provider trees, dry-run claims, scriptlets, scheduling
-// policies and the load tool. See internal/cli and docs/cli.md.
+// policies and the load tool. See cmd/berth/cli and docs/cli.md.
 package main
 
 import (
@@ -9,8 +9,8 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/berthd/berth/internal/cli"
-	"github.com/berthd/berth/internal/load"
+	"github.com/berthd/berth/cmd/berth-load/load"
+	"github.com/berthd/berth/cmd/berth/cli"
 )
 
 func main() {

@@ -14,7 +14,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/berthd/berth/internal/daemon"
+	"github.com/berthd/berth/cmd/berthd/daemon"
 )
 
 // logPlacementConf says which Placement configuration files were read,

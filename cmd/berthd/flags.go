@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/berthd/berth/internal/daemon"
+	"github.com/berthd/berth/cmd/berthd/daemon"
 )
 
 // option is one configuration setting as a flag plus the environment
@@ -31,7 +31,8 @@ func options() []option {
 				"/etc/placement/placement.conf): its database, auth strategy, keystone_authtoken,\n" +
 				"allocation candidate, policy file, CORS and debug options apply; options Berth\n" +
 				"does not use are named in one warning. Repeatable: a later file wins. Flags and\n" +
-				"environment variables override it (docs/operations.md)."},
+				"environment variables override it\n" +
+				"(docs/operations.md#placements-configuration-file)."},
 		{flag: "listen", arg: "ADDR", envs: []string{"BERTH_LISTEN"},
 			help: "TCP host:port to serve the Placement API on. When neither the flag nor\n" +
 				"BERTH_LISTEN is set but PORT is, 127.0.0.1:$PORT."},
@@ -103,22 +104,27 @@ func options() []option {
 				"reach it is admin. Without it berthd refuses to start so."},
 		{flag: "token-file", arg: "FILE", envs: []string{"BERTH_TOKEN_FILE"}, noDefault: true,
 			help: "Static tokens for --auth tokens, one per line:\n" +
-				"TOKEN ROLE[,ROLE...] [PROJECT_ID [USER_ID]]; # starts a comment line."},
+				"TOKEN ROLE[,ROLE...] [PROJECT_ID [USER_ID]]; # starts a comment line\n" +
+				"(docs/operations.md#tokens-static-tokens)."},
 		{flag: "policy", arg: "SET", envs: []string{"BERTH_POLICY"},
 			help: "Policy rules: admin (every operation needs the admin role), secure\n" +
 				"(Placement's defaults since 9.0: admin or service, project readers see their\n" +
 				"own usages, system-scoped tokens refused), legacy (Placement's deprecated\n" +
-				"defaults) or open (everything allowed to every authenticated user)."},
+				"defaults) or open (everything allowed to every authenticated user);\n" +
+				"docs/operations.md#policy."},
 		{flag: "policy-file", arg: "FILE", envs: []string{"BERTH_POLICY_FILE"}, noDefault: true,
 			help: "YAML or JSON mapping of Placement policy rule names to oslo.policy check\n" +
 				"strings (like Placement's policy.yaml), overriding rules of --policy."},
 		{flag: "cors-allowed-origin", arg: "ORIGIN", envs: []string{"BERTH_CORS_ALLOWED_ORIGINS"}, noDefault: true,
 			help: "Enable CORS for these origins (scheme://host[:port], or *); comma-separated,\n" +
-				"and the flag may be repeated. Unset: no CORS, OPTIONS answers 405."},
+				"and the flag may be repeated. Unset: no CORS, OPTIONS answers 405\n" +
+				"(docs/operations.md#cors)."},
 		{flag: "randomize-candidates", envs: []string{"BERTH_RANDOMIZE_CANDIDATES"},
-			help: "Shuffle allocation candidates instead of returning them in a stable order."},
+			help: "Shuffle allocation candidates instead of returning them in a stable order\n" +
+				"(Placement's randomize_allocation_candidates)."},
 		{flag: "max-candidates", arg: "N", envs: []string{"BERTH_MAX_CANDIDATES"},
-			help: "Most allocation candidates one request may generate before its limit applies."},
+			help: "Most allocation candidates one request generates: the search stops there,\n" +
+				"before the request's limit trims them (Placement's max_allocation_candidates)."},
 		{flag: "claim-max-attempts", arg: "N", envs: []string{"BERTH_CLAIM_MAX_ATTEMPTS"},
 			help: "Most writes one POST /claims tries on successive candidates (1 to 50)."},
 		{flag: "claim-candidates", arg: "N", envs: []string{"BERTH_CLAIM_CANDIDATES"},
@@ -133,17 +139,20 @@ func options() []option {
 			help: "How long a reschedule keeps avoiding a provider the consumer failed on;\n" +
 				"older failures are forgotten. Negative: for ever."},
 		{flag: "claim-lease-max", arg: "DURATION", envs: []string{"BERTH_CLAIM_LEASE_MAX"},
-			help: "Longest lease a claim may ask for (lease_seconds); whole seconds."},
+			help: "Longest lease a claim may ask for (lease_seconds, docs/claims.md#leases);\n" +
+				"whole seconds."},
 		{flag: "shadow-budget", arg: "F", envs: []string{"BERTH_SHADOW_BUDGET"},
 			help: "Share of its time the worker running shadows (a candidate scriptlet or policy\n" +
-				"beside real claims) may spend; claims past it are not shadowed (0.01 to 1)."},
+				"beside real claims, docs/policies.md#shadows) may spend; claims past it are\n" +
+				"not shadowed (0.01 to 1)."},
 		{flag: "claim-lease-interval", arg: "DURATION", envs: []string{"BERTH_CLAIM_LEASE_INTERVAL"},
 			help: "How often this berthd looks for claim leases that ran out and releases them\n" +
 				"(one berthd at a time does, under a PostgreSQL advisory lock). Negative: never\n" +
 				"here."},
 		{flag: "audit-migration-age", arg: "DURATION", envs: []string{"BERTH_AUDIT_MIGRATION_AGE"},
 			help: "GET /audit's default threshold for stale migrations: a MIGRATION consumer\n" +
-				"created longer ago is reported (a request's migration_age overrides it)."},
+				"created longer ago is reported (a request's migration_age overrides it;\n" +
+				"docs/operations.md#the-allocation-audit)."},
 		{flag: "audit-state-age", arg: "DURATION", envs: []string{"BERTH_AUDIT_STATE_AGE"},
 			help: "GET /audit's default threshold for stale providers: allocations on a provider\n" +
 				"whose last state report is older are reported (a request's state_age overrides it)."},
@@ -152,17 +161,21 @@ func options() []option {
 				"while all writers are busy are committed together, up to 64 per transaction.\n" +
 				"0: each claim in a transaction of its own."},
 		{flag: "provider-writers", arg: "N", envs: []string{"BERTH_PROVIDER_WRITERS"},
-			help: "Groups of provider writes (creates, inventories, aggregates, traits) written\n" +
-				"at once: writes that arrive while all writers are busy are committed together,\n" +
-				"up to 32 per transaction. 0: each write in a transaction of its own."},
+			help: "Groups of provider writes (a create, inventories, aggregates, traits, a\n" +
+				"delete) written at once: writes that arrive while all writers are busy are\n" +
+				"committed together, up to 32 per transaction. 0: each write in a transaction\n" +
+				"of its own."},
 		{flag: "snapshot-refresh", arg: "DURATION", envs: []string{"BERTH_SNAPSHOT_REFRESH"},
-			help: "Full reload interval of the in-memory ledger snapshot (e.g. 5m); negative disables."},
+			help: "How often the in-memory snapshot that candidates and claims are computed from\n" +
+				"is reloaded whole from PostgreSQL, a safety net behind the change log (e.g.\n" +
+				"5m); negative: never."},
 		{flag: "change-log-retention", arg: "DURATION", envs: []string{"BERTH_CHANGE_LOG_RETENTION"},
 			help: "How long the change log keeps a write's row for the other berthd processes to\n" +
 				"catch up with (e.g. 2m); one that has not caught up for longer reloads its whole\n" +
 				"snapshot. At least 30s: idle processes catch up every 15s."},
 		{flag: "db-max-conns", arg: "N", envs: []string{"BERTH_DB_MAX_CONNS"},
-			help: "Most PostgreSQL connections berthd opens."},
+			help: "Most PostgreSQL connections berthd opens: its pool's size\n" +
+				"(docs/operations.md#connection-pool-and-timeouts)."},
 		{flag: "db-min-conns", arg: "N", envs: []string{"BERTH_DB_MIN_CONNS"},
 			help: "PostgreSQL connections kept open while idle (at most --db-max-conns)."},
 		{flag: "db-connect-timeout", arg: "DURATION", envs: []string{"BERTH_DB_CONNECT_TIMEOUT"},
@@ -199,7 +212,8 @@ func options() []option {
 				"fails with 503. 0: 1m; negative: none."},
 		{flag: "shutdown-delay", arg: "DURATION", envs: []string{"BERTH_SHUTDOWN_DELAY"},
 			help: "After SIGTERM, keep serving this long with /readyz answering 503, so load\n" +
-				"balancers stop routing here first (e.g. 5s on Kubernetes)."},
+				"balancers stop routing here first (e.g. 5s on Kubernetes;\n" +
+				"docs/operations.md#shutdown)."},
 		{flag: "shutdown-grace", arg: "DURATION", envs: []string{"BERTH_SHUTDOWN_GRACE"},
 			help: "Then, with the listener closed, how long in-flight requests may run on before\n" +
 				"their connections are cut."},
@@ -207,21 +221,22 @@ func options() []option {
 			help: "Where traces and metrics are pushed: none, stdout (JSON lines) or otlp\n" +
 				"(OTLP/HTTP to $OTEL_EXPORTER_OTLP_ENDPOINT, default http://localhost:4318).\n" +
 				"$OTEL_TRACES_EXPORTER and $OTEL_METRICS_EXPORTER (otlp, console, none)\n" +
-				"override it per signal; the other OTEL_* variables apply as usual."},
+				"override it per signal; the other OTEL_* variables apply as usual\n" +
+				"(docs/operations.md#tracing-and-metrics)."},
 		{flag: "metrics-listen", arg: "ADDR", envs: []string{"BERTH_METRICS_LISTEN"}, noDefault: true,
 			help: "Where GET /metrics (Prometheus text format) is served. Empty (default): on the\n" +
 				"API listener, without authentication; host:port: a listener of its own (with\n" +
 				"/healthz and /readyz too); off: nowhere."},
 		{flag: "scheduler-policy", arg: "FILE", envs: []string{"BERTH_SCHEDULER_POLICY"}, noDefault: true,
 			help: "JSON policy for POST /claims when no stored scheduling policy is the default:\n" +
-				"filters, weighers, factors (docs/scheduling.md). Empty: the built-in default\n" +
-				"(capacity, then spread by free capacity)."},
+				"filters, weighers, factors (docs/scheduling.md#scheduling-policies). Empty:\n" +
+				"the built-in default (capacity, then spread by free capacity)."},
 		{flag: "scriptlet", arg: "FILE", envs: []string{"BERTH_SCRIPTLET"}, noDefault: true,
 			help: "Starlark scriptlet for POST /claims: instance_placement(request, candidate_members)\n" +
-				"(docs/scheduling.md)."},
+				"(docs/scheduling.md#starlark-scriptlets)."},
 		{flag: "pprof", arg: "ADDR", envs: []string{"BERTH_PPROF"}, noDefault: true,
 			help: "Serve Go's net/http/pprof profiles on this host:port (keep it on loopback).\n" +
-				"Empty: not served. See docs/performance.md."},
+				"Empty: not served. See docs/performance.md#profiling."},
 	}
 }
 

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/berthd/berth/internal/daemon"
+	"github.com/berthd/berth/cmd/berthd/daemon"
 )
 
 func env(kv ...string) func(string) string {

@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/berthd/berth/internal/cli"
-	"github.com/berthd/berth/internal/daemon"
+	"github.com/berthd/berth/cmd/berth/cli"
+	"github.com/berthd/berth/cmd/berthd/daemon"
+	"github.com/berthd/berth/cmd/berthd/daemon/daemontest"
 	"github.com/berthd/berth/internal/placementdiff"
-	"github.com/berthd/berth/internal/testing/daemontest"
 	"github.com/berthd/berth/internal/testing/mariadbtest"
 	"github.com/berthd/berth/internal/testing/placementtest"
 	"github.com/berthd/berth/ledger/ledgertest"

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/berthd/berth/internal/daemon"
-	"github.com/berthd/berth/internal/testing/daemontest"
+	"github.com/berthd/berth/cmd/berthd/daemon"
+	"github.com/berthd/berth/cmd/berthd/daemon/daemontest"
 	"github.com/berthd/berth/ledger/ledgertest"
 )
 

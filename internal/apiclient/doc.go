@@ -1,8 +1,8 @@
 // Package apiclient is the one client of the Placement HTTP API (Berth's
 // or OpenStack Placement's) that Berth's programs share: the CLI
-// (internal/cli), the load tool (internal/load), the read-by-read
+// (cmd/berth/cli), the load tool (cmd/berth-load/load), the read-by-read
 // comparison of two endpoints (internal/placementdiff) and the failover
-// soak (internal/soak).
+// soak (cmd/berth-soak/soak).
 //
 // It owns what every request of theirs has in common: the endpoint's base
 // URL (a URL, or a bare "host:port" taken as http://), the X-Auth-Token

@@ -88,7 +88,7 @@ func TestApplicationCredential(t *testing.T) {
 // cause one validation in Keystone; the next ones come from the cache.
 func TestConcurrentNewToken(t *testing.T) {
 	k := keystonetest.Shared(t)
-	p := newProxy(t, k.URL)
+	p := keystonetest.NewProxy(t, k.URL)
 	c := newClient(t, serviceConfig(p.URL))
 	tok := k.Token(t, keystonetest.Member)
 	start := make(chan struct{})
@@ -110,11 +110,11 @@ func TestConcurrentNewToken(t *testing.T) {
 	for err := range errs {
 		t.Fatal(err)
 	}
-	if n := p.validations.Load(); n != 1 {
+	if n := p.Validations(); n != 1 {
 		t.Errorf("Keystone saw %d validations, want 1", n)
 	}
-	if _, err := c.Authenticate(context.Background(), tok, ""); err != nil || p.validations.Load() != 1 {
-		t.Errorf("cached: err %v, validations %d", err, p.validations.Load())
+	if _, err := c.Authenticate(context.Background(), tok, ""); err != nil || p.Validations() != 1 {
+		t.Errorf("cached: err %v, validations %d", err, p.Validations())
 	}
 	if s := c.Stats(); s.Validations != 1 || s.CacheHits < 1 {
 		t.Errorf("stats %+v", s)
@@ -230,7 +230,7 @@ func TestExpiry(t *testing.T) {
 // answers 5xx; when it is back everything works again.
 func TestOutage(t *testing.T) {
 	k := keystonetest.New(t, keystonetest.Options{})
-	p := newProxy(t, k.URL)
+	p := keystonetest.NewProxy(t, k.URL)
 	c := newClient(t, serviceConfig(p.URL))
 	ctx := context.Background()
 	cached, fresh := k.Token(t, keystonetest.Member), k.Token(t, keystonetest.Reader)
@@ -251,12 +251,12 @@ func TestOutage(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, code := range []int32{500, 502, 503} {
-		p.fail.Store(code)
+		p.Fail(code)
 		if _, err := c.Authenticate(ctx, fresh, ""); !errors.Is(err, ErrUnavailable) {
 			t.Errorf("Keystone answering %d: err = %v, want ErrUnavailable", code, err)
 		}
 	}
-	p.fail.Store(0)
+	p.Fail(0)
 	if _, err := c.Authenticate(ctx, fresh, ""); err != nil {
 		t.Errorf("after the outage: %v", err)
 	}
@@ -269,14 +269,14 @@ func TestOutage(t *testing.T) {
 // session is made once it answers.
 func TestUnreachableAtStart(t *testing.T) {
 	k := keystonetest.Shared(t)
-	p := newProxy(t, k.URL)
-	p.fail.Store(503)
+	p := keystonetest.NewProxy(t, k.URL)
+	p.Fail(503)
 	c := newClient(t, serviceConfig(p.URL))
 	tok := k.Token(t, keystonetest.Reader)
 	if _, err := c.Authenticate(context.Background(), tok, ""); !errors.Is(err, ErrUnavailable) {
 		t.Errorf("err = %v, want ErrUnavailable", err)
 	}
-	p.fail.Store(0)
+	p.Fail(0)
 	// Requests fail fast for a moment after a failed login; the
 	// background renewal logs in within its backoff.
 	deadline := time.Now().Add(time.Minute)
@@ -304,7 +304,7 @@ func TestUnreachableAtStart(t *testing.T) {
 func TestSilentKeystone(t *testing.T) {
 	t.Parallel()
 	k := keystonetest.Shared(t)
-	p := newProxy(t, k.URL)
+	p := keystonetest.NewProxy(t, k.URL)
 	cfg := serviceConfig(p.URL)
 	// What the silent request waits, once.
 	cfg.Timeout = 10 * time.Second
@@ -349,7 +349,7 @@ func TestSilentKeystone(t *testing.T) {
 	for range 6 {
 		fresh = append(fresh, k.Token(t, keystonetest.Member))
 	}
-	p.fail.Store(silent)
+	p.Fail(keystonetest.ProxySilent)
 	if _, err := c.Authenticate(ctx, fresh[0], ""); !errors.Is(err, ErrUnavailable) || !errors.Is(err, errSilent) {
 		t.Fatalf("first new token while silent: %v, want ErrUnavailable for a timeout", err)
 	}
@@ -368,7 +368,7 @@ func TestSilentKeystone(t *testing.T) {
 		}
 	}
 	failFast("while known silent", fresh[1:]...)
-	p.fail.Store(0)
+	p.Fail(0)
 	clock.advance(silentRetryInterval - time.Nanosecond)
 	failFast("answering again, before the retry interval passed", fresh[1:]...)
 	clock.advance(time.Nanosecond)

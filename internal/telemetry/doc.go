@@ -5,5 +5,5 @@
 // the choice of exporters (OTLP, stdout, Prometheus), the /metrics
 // handler and the flush on shutdown. It imports no package of Berth's
 // domain: those register their own instruments (ledger.ObservePool,
-// scheduler.ObserveScriptlets), and it creates no spans itself.
+// scriptlet.Observe), and it creates no spans itself.
 package telemetry

@@ -138,15 +138,14 @@ type GroupMapping struct {
 	ProviderUUIDs []string
 }
 
-// ProviderSummary describes a provider of a candidate's tree.
+// ProviderSummary describes a provider of a candidate's tree: the
+// provider (its CreatedAt and UpdatedAt zero in a summary the ledger
+// reads from the database), its inventories, traits and aggregates.
 type ProviderSummary struct {
-	UUID       string
-	Name       string
-	Generation int64
-	ParentUUID string // empty for a root
-	RootUUID   string
-	// Resources lists every inventory, in resource class id order.
-	Resources []SummaryResource
+	Provider
+	// Resources lists every inventory with its usage, in resource class
+	// id order (UpdatedAt zero).
+	Resources []InventoryUsage
 	// Traits in trait id order.
 	Traits []string
 	// Aggregates are the uuids of the provider's aggregates, in id order.
@@ -175,20 +174,6 @@ func (v ProviderVersion) UUID() string {
 		return ""
 	}
 	return v.p.UUID
-}
-
-// SummaryResource is the capacity and usage of one inventory.
-type SummaryResource struct {
-	Class    string
-	Capacity int64
-	Used     int64
-	// The inventory record.
-	Total           int64
-	Reserved        int64
-	MinUnit         int64
-	MaxUnit         int64
-	StepSize        int64
-	AllocationRatio float64
 }
 
 // ParamsNames lists the resource class and trait names p mentions, which

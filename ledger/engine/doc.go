@@ -9,7 +9,7 @@
 // provider has none (Snapshot.Shortfall).
 //
 // It imports nothing of Berth's and no database driver. The ledger loads
-// snapshots from PostgreSQL and keeps them fresh (ledger.Store.Snapshot);
+// snapshots from PostgreSQL and keeps them fresh (snapshot.Cache.Snapshot);
 // tests and benchmarks build them in memory with New. A Snapshot is
 // immutable and safe for concurrent use; a change makes a new one that
 // shares what did not change.

@@ -233,13 +233,14 @@ func (s *Snapshot) summaries(list []int32) []ProviderSummary {
 		nTraits += len(s.provs.at(i).Traits)
 		nAggs += len(s.provs.at(i).Aggregates)
 	}
-	resBuf := make([]SummaryResource, nRes)
+	resBuf := make([]InventoryUsage, nRes)
 	traitBuf := make([]string, nTraits)
 	aggBuf := make([]string, nAggs)
 	for k, i := range list {
 		p := s.provs.at(i)
 		ps := &out[k]
-		ps.UUID, ps.Name, ps.Generation, ps.RootUUID = p.UUID, p.Name, p.Generation, s.provs.at(s.idx.root[i]).UUID
+		ps.Provider = Provider{ID: p.ID, UUID: p.UUID, Name: p.Name, Generation: p.Generation,
+			RootUUID: s.provs.at(s.idx.root[i]).UUID, CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt}
 		ps.Version, ps.Evacuated = ProviderVersion{p, i}, p.Evacuated
 		if pi := s.idx.parent[i]; pi >= 0 {
 			ps.ParentUUID = s.provs.at(pi).UUID
@@ -247,8 +248,7 @@ func (s *Snapshot) summaries(list []int32) []ProviderSummary {
 		ps.Resources, resBuf = resBuf[:len(p.Inventories):len(p.Inventories)], resBuf[len(p.Inventories):]
 		for j := range p.Inventories {
 			inv := &p.Inventories[j]
-			ps.Resources[j] = SummaryResource{Class: s.names.className[inv.Class], Capacity: inv.Capacity(), Used: inv.Used,
-				Total: inv.Total, Reserved: inv.Reserved, MinUnit: inv.MinUnit, MaxUnit: inv.MaxUnit, StepSize: inv.StepSize, AllocationRatio: inv.Ratio}
+			ps.Resources[j] = inv.Usage(s.names.className[inv.Class])
 		}
 		ps.Aggregates, aggBuf = aggBuf[:len(p.Aggregates):len(p.Aggregates)], aggBuf[len(p.Aggregates):]
 		for j, a := range p.Aggregates {

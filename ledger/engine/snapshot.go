@@ -40,8 +40,16 @@ func (inv *InventoryRecord) capacity() float64 {
 }
 
 // Capacity is the inventory's capacity in whole units, as summaries
-// report it (SummaryResource.Capacity).
+// report it (InventoryUsage.Capacity).
 func (inv *InventoryRecord) Capacity() int64 { return int64(inv.capacity()) }
+
+// Usage is the record as an InventoryUsage of class (the name of
+// inv.Class).
+func (inv *InventoryRecord) Usage(class string) InventoryUsage {
+	return InventoryUsage{Inventory: Inventory{ResourceClass: class, Total: inv.Total, Reserved: inv.Reserved,
+		MinUnit: inv.MinUnit, MaxUnit: inv.MaxUnit, StepSize: inv.StepSize, AllocationRatio: inv.Ratio},
+		Capacity: inv.Capacity(), Used: inv.Used}
+}
 
 // fits reports whether amount more units, requested in one piece by one
 // request group, can be allocated: within min_unit, max_unit and
@@ -57,20 +65,6 @@ func (inv *InventoryRecord) fits(amount int64) bool {
 // max_unit, the checks Placement applies after merging groups.
 func (inv *InventoryRecord) fitsTotal(amount int64) bool {
 	return amount <= inv.MaxUnit && float64(inv.Used+amount) <= inv.capacity()
-}
-
-// Provider is a resource provider: a compute node, a NUMA cell, a shared
-// storage pool, a NIC. Providers form trees through ParentUUID.
-type Provider struct {
-	ID         int64
-	UUID       string
-	Name       string
-	Generation int64
-	// ParentUUID is empty for a root provider.
-	ParentUUID string
-	RootUUID   string
-	CreatedAt  time.Time
-	UpdatedAt  time.Time
 }
 
 // ProviderRecord is one provider as the snapshot holds it: its row,

@@ -20,13 +20,13 @@ type snapBuilder struct {
 }
 
 // customClassMinID is the first id the ledger gives a custom resource
-// class (ledger.CustomClassMinID).
+// class (resources.CustomClassMinID).
 const customClassMinID = 10000
 
 // standardClasses and standardTraits are the ledger's standard resource classes and traits,
 // read from its lists, with the ids the database gives them: a class's
 // position in its list, a trait's position plus one.
-var standardClasses, standardTraits = readNames("../standard/resource-classes.txt"), readNames("../standard/traits.txt")
+var standardClasses, standardTraits = readNames("../resources/standard/resource-classes.txt"), readNames("../resources/standard/traits.txt")
 
 func readNames(path string) []string {
 	b, err := os.ReadFile(path)

@@ -11,6 +11,8 @@
 //	func TestMain(m *testing.M) { ledgertest.Main(m) }
 //
 // ledgertest imports ledger (for Migrate and Open), so tests inside package
-// ledger itself must be written as package ledger_test, reaching internals
-// through an export_test.go file.
+// ledger itself, and the tests of the ledger's parts (ledger/resources...),
+// which open a Store through ledger, must be written as external test
+// packages (ledger_test, resources_test...), reaching internals through an
+// export_test.go file.
 package ledgertest

@@ -20,6 +20,8 @@ import (
 
 	"github.com/berthd/berth/internal/pgcluster"
 	"github.com/berthd/berth/ledger"
+	"github.com/berthd/berth/ledger/engine"
+	"github.com/berthd/berth/ledger/resources"
 	"github.com/berthd/berth/migrations"
 )
 
@@ -124,15 +126,15 @@ func NewStore(t testing.TB) *ledger.Store {
 
 // Provider creates a root provider named name with invs through store,
 // as the API would (generations included), and returns its uuid.
-func Provider(t testing.TB, store *ledger.Store, name string, invs ...ledger.Inventory) string {
+func Provider(t testing.TB, store *ledger.Store, name string, invs ...engine.Inventory) string {
 	t.Helper()
 	ctx := context.Background()
-	p, err := store.ProviderCreate(ctx, ledger.ProviderCreateParams{Name: name})
+	p, err := store.Providers.ProviderCreate(ctx, resources.ProviderCreateParams{Name: name})
 	if err != nil {
 		t.Fatalf("ledgertest: create provider %s: %v", name, err)
 	}
 	if len(invs) > 0 {
-		if _, err := store.InventoriesReplace(ctx, ledger.InventoryParams{ProviderUUID: p.UUID, Generation: new(int64)}, invs); err != nil {
+		if _, err := store.Providers.InventoriesReplace(ctx, resources.InventoryParams{ProviderUUID: p.UUID, Generation: new(int64)}, invs); err != nil {
 			t.Fatalf("ledgertest: inventories of %s: %v", name, err)
 		}
 	}

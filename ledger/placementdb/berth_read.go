@@ -71,13 +71,13 @@ func (r *berthReader) readNames(ctx context.Context, d *Dump) error {
 }
 
 // named reads a table of names (id, name and timestamps).
-func (r *berthReader) named(ctx context.Context, table string) ([]Named, error) {
+func (r *berthReader) named(ctx context.Context, table string) ([]NamedRow, error) {
 	rows, err := r.tx.Query(ctx, `SELECT id, name, created_at, updated_at FROM `+table+` ORDER BY id`)
 	if err != nil {
 		return nil, r.fail(table, err)
 	}
-	var out []Named
-	var n Named
+	var out []NamedRow
+	var n NamedRow
 	_, err = pgx.ForEachRow(rows, []any{&n.ID, &n.Name, &n.Created, &n.Updated}, func() error {
 		n.Created, n.Updated = n.Created.UTC(), n.Updated.UTC()
 		out = append(out, n)
@@ -90,13 +90,13 @@ func (r *berthReader) named(ctx context.Context, table string) ([]Named, error) 
 }
 
 // externals reads a table of external ids (projects, users).
-func (r *berthReader) externals(ctx context.Context, table string) ([]External, error) {
+func (r *berthReader) externals(ctx context.Context, table string) ([]ExternalRow, error) {
 	rows, err := r.tx.Query(ctx, `SELECT id, external_id FROM `+table+` ORDER BY id`)
 	if err != nil {
 		return nil, r.fail(table, err)
 	}
-	var out []External
-	var x External
+	var out []ExternalRow
+	var x ExternalRow
 	if _, err := pgx.ForEachRow(rows, []any{&x.ID, &x.ExternalID}, func() error {
 		out = append(out, x)
 		return nil
@@ -118,12 +118,12 @@ type scanSpec struct {
 // berthScans are the queries of the tables with rows of their own, one
 // per table, in the order ReadBerth reads them; each appends to d.
 func berthScans(d *Dump) []scanSpec {
-	var a Aggregate
-	var p Provider
-	var in Inventory
-	var l Link
-	var c Consumer
-	var al Allocation
+	var a AggregateRow
+	var p ProviderRow
+	var in InventoryRow
+	var l LinkRow
+	var c ConsumerRow
+	var al AllocationRow
 	return []scanSpec{
 		{"aggregates", `SELECT id, uuid::text FROM placement_aggregates ORDER BY id`,
 			func() []any { return []any{&a.ID, &a.UUID} }, func() { d.Aggregates = append(d.Aggregates, a) }},

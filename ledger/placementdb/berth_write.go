@@ -12,6 +12,8 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/berthd/berth/ledger"
+	"github.com/berthd/berth/ledger/quotas"
+	"github.com/berthd/berth/ledger/resources"
 )
 
 // ImportParams says how WriteBerth treats the target.
@@ -58,7 +60,7 @@ func WriteBerth(ctx context.Context, databaseURL string, d *Dump, p ImportParams
 		return translateBerth(err)
 	}
 	// The projects' usage counters, which the ledger's own writes keep.
-	if err := ledger.RecountUsage(ctx, tx); err != nil {
+	if err := quotas.RecountUsage(ctx, tx); err != nil {
 		return fmt.Errorf("berth database %s: counting usage: %v", red, oneLine(err))
 	}
 	if err := tx.Commit(ctx); err != nil {
@@ -127,7 +129,7 @@ func checkBerthConstraints(d *Dump) error {
 	dup("aggregate uuid", au)
 	for _, ns := range []struct {
 		kind string
-		v    []Named
+		v    []NamedRow
 	}{{"resource class", d.Classes}, {"trait", d.Traits}, {"consumer type", d.ConsumerTypes}} {
 		k := make([]string, len(ns.v))
 		for i, n := range ns.v {
@@ -209,18 +211,18 @@ func writeBerth(ctx context.Context, tx pgx.Tx, d *Dump) error {
 // writeStandardNames adds the standard classes (at their fixed ids) and
 // traits, as ledger.Open would.
 func writeStandardNames(ctx context.Context, tx pgx.Tx) error {
-	ids := make([]int32, len(ledger.StandardClasses))
+	ids := make([]int32, len(resources.StandardClasses))
 	for i := range ids {
 		ids[i] = int32(i)
 	}
 	if _, err := tx.Exec(ctx, `INSERT INTO resource_classes (id, name) SELECT * FROM unnest($1::int[], $2::text[]) ON CONFLICT DO NOTHING`,
-		ids, ledger.StandardClasses); err != nil {
+		ids, resources.StandardClasses); err != nil {
 		return fmt.Errorf("standard classes: %w", err)
 	}
 	if _, err := tx.Exec(ctx, `
 		INSERT INTO traits (name)
 		SELECT n FROM unnest($1::text[]) WITH ORDINALITY AS t(n, i)
-		WHERE NOT EXISTS (SELECT 1 FROM traits WHERE name = n) ORDER BY i`, ledger.StandardTraits); err != nil {
+		WHERE NOT EXISTS (SELECT 1 FROM traits WHERE name = n) ORDER BY i`, resources.StandardTraits); err != nil {
 		return fmt.Errorf("standard traits: %w", err)
 	}
 	return nil
@@ -308,7 +310,7 @@ func advanceSequences(ctx context.Context, tx pgx.Tx) error {
 			return fmt.Errorf("sequence of %s: %w", t, err)
 		}
 	}
-	if _, err := tx.Exec(ctx, `SELECT setval('resource_classes_custom_id_seq', GREATEST((SELECT max(id) FROM resource_classes) + 1, $1), false)`, ledger.CustomClassMinID); err != nil {
+	if _, err := tx.Exec(ctx, `SELECT setval('resource_classes_custom_id_seq', GREATEST((SELECT max(id) FROM resource_classes) + 1, $1), false)`, resources.CustomClassMinID); err != nil {
 		return fmt.Errorf("sequence of resource classes: %w", err)
 	}
 	return nil
@@ -370,7 +372,7 @@ func nullID(id int64) any {
 // berthNamed makes every class (or trait) of src exist in the target by
 // name, with src's timestamps, and returns the map from src's ids to the
 // target's. A custom class keeps its id when it is free.
-func berthNamed(ctx context.Context, tx pgx.Tx, src []Named, table string, classes bool) (map[int64]int64, error) {
+func berthNamed(ctx context.Context, tx pgx.Tx, src []NamedRow, table string, classes bool) (map[int64]int64, error) {
 	have := map[string]int64{}
 	rows, err := tx.Query(ctx, `SELECT id, name FROM `+table)
 	if err != nil {
@@ -404,7 +406,7 @@ func berthNamed(ctx context.Context, tx pgx.Tx, src []Named, table string, class
 		}
 		var id int64
 		switch {
-		case classes && n.ID >= ledger.CustomClassMinID && !used[n.ID]:
+		case classes && n.ID >= resources.CustomClassMinID && !used[n.ID]:
 			id = n.ID
 			err = tx.QueryRow(ctx, `INSERT INTO resource_classes (id, name) VALUES ($1, $2) RETURNING id`, id, n.Name).Scan(&id)
 		case classes:

@@ -11,18 +11,18 @@ import (
 // consumer type and consumer ids are kept across a move (both schemas use
 // integer ids for them); class and trait ids are mapped by name.
 type Dump struct {
-	Classes            []Named
-	Traits             []Named
-	Providers          []Provider
-	Inventories        []Inventory
-	ProviderTraits     []Link // A: provider id, B: trait id
-	Aggregates         []Aggregate
-	ProviderAggregates []Link // A: provider id, B: aggregate id
-	Projects           []External
-	Users              []External
-	ConsumerTypes      []Named
-	Consumers          []Consumer
-	Allocations        []Allocation
+	Classes            []NamedRow
+	Traits             []NamedRow
+	Providers          []ProviderRow
+	Inventories        []InventoryRow
+	ProviderTraits     []LinkRow // A: provider id, B: trait id
+	Aggregates         []AggregateRow
+	ProviderAggregates []LinkRow // A: provider id, B: aggregate id
+	Projects           []ExternalRow
+	Users              []ExternalRow
+	ConsumerTypes      []NamedRow
+	Consumers          []ConsumerRow
+	Allocations        []AllocationRow
 }
 
 // Stamps are a row's creation and last update times, in UTC.
@@ -30,15 +30,15 @@ type Stamps struct {
 	Created, Updated time.Time
 }
 
-// Named is a resource class, trait or consumer type.
-type Named struct {
+// NamedRow is a row of resource_classes, traits or consumer_types.
+type NamedRow struct {
 	ID   int64
 	Name string
 	Stamps
 }
 
-// Provider is a resource provider; ParentID is 0 for a root.
-type Provider struct {
+// ProviderRow is a row of resource_providers; ParentID is 0 for a root.
+type ProviderRow struct {
 	ID         int64
 	UUID       string
 	Name       string
@@ -48,31 +48,33 @@ type Provider struct {
 	Stamps
 }
 
-// Inventory is one provider's inventory of one class.
-type Inventory struct {
+// InventoryRow is a row of inventories: one provider's inventory of one
+// class.
+type InventoryRow struct {
 	ProviderID, ClassID                         int64
 	Total, Reserved, MinUnit, MaxUnit, StepSize int64
 	AllocationRatio                             float64
 	Stamps
 }
 
-// Link is a row of an association table.
-type Link struct{ A, B int64 }
+// LinkRow is a row of an association table.
+type LinkRow struct{ A, B int64 }
 
-// Aggregate is a placement aggregate.
-type Aggregate struct {
+// AggregateRow is a row of placement_aggregates.
+type AggregateRow struct {
 	ID   int64
 	UUID string
 }
 
-// External is a project or user: Keystone's id kept as text.
-type External struct {
+// ExternalRow is a row of projects or users: Keystone's id kept as text.
+type ExternalRow struct {
 	ID         int64
 	ExternalID string
 }
 
-// Consumer is a consumer; TypeID is 0 when it has no consumer type.
-type Consumer struct {
+// ConsumerRow is a row of consumers; TypeID is 0 when it has no consumer
+// type.
+type ConsumerRow struct {
 	ID                int64
 	UUID              string
 	ProjectID, UserID int64
@@ -81,8 +83,9 @@ type Consumer struct {
 	Stamps
 }
 
-// Allocation is what one consumer holds of one class on one provider.
-type Allocation struct {
+// AllocationRow is a row of allocations: what one consumer holds of one
+// class on one provider.
+type AllocationRow struct {
 	ID                     int64
 	ProviderID, ConsumerID int64
 	ClassID                int64
@@ -101,7 +104,7 @@ func (d *Dump) Counts() string {
 		strconv.Itoa(customCount(d.Traits)) + " custom traits"
 }
 
-func customCount(ns []Named) int {
+func customCount(ns []NamedRow) int {
 	n := 0
 	for _, c := range ns {
 		if isCustom(c.Name) {

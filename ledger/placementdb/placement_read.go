@@ -11,7 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	berthuuid "github.com/berthd/berth/internal/uuid"
-	"github.com/berthd/berth/ledger"
+	"github.com/berthd/berth/ledger/resources"
 )
 
 // ReadPlacement reads the Placement database at src into a Dump after
@@ -88,10 +88,10 @@ func (r *reader) stamps(c, u sql.NullTime) Stamps {
 	return stamps(cp, up, r.now)
 }
 
-func (r *reader) named(ctx context.Context, table string) ([]Named, error) {
-	var out []Named
+func (r *reader) named(ctx context.Context, table string) ([]NamedRow, error) {
+	var out []NamedRow
 	err := r.query(ctx, table, `SELECT id, name, created_at, updated_at FROM `+table+` ORDER BY id`, func(rows *sql.Rows) error {
-		var n Named
+		var n NamedRow
 		var c, u sql.NullTime
 		if err := rows.Scan(&n.ID, &n.Name, &c, &u); err != nil {
 			return err
@@ -103,10 +103,10 @@ func (r *reader) named(ctx context.Context, table string) ([]Named, error) {
 	return out, err
 }
 
-func (r *reader) externals(ctx context.Context, table string) ([]External, error) {
-	var out []External
+func (r *reader) externals(ctx context.Context, table string) ([]ExternalRow, error) {
+	var out []ExternalRow
 	err := r.query(ctx, table, `SELECT id, external_id FROM `+table+` ORDER BY id`, func(rows *sql.Rows) error {
-		var e External
+		var e ExternalRow
 		if err := rows.Scan(&e.ID, &e.ExternalID); err != nil {
 			return err
 		}
@@ -171,9 +171,9 @@ func (r *reader) readNames(ctx context.Context) error {
 	for _, c := range d.Classes {
 		have[c.ID] = true
 	}
-	for i, name := range ledger.StandardClasses {
+	for i, name := range resources.StandardClasses {
 		if !have[int64(i)] {
-			d.Classes = append(d.Classes, Named{ID: int64(i), Name: name, Stamps: Stamps{Created: r.now, Updated: r.now}})
+			d.Classes = append(d.Classes, NamedRow{ID: int64(i), Name: name, Stamps: Stamps{Created: r.now, Updated: r.now}})
 		}
 	}
 	if d.Traits, err = r.named(ctx, "traits"); err != nil {
@@ -202,7 +202,7 @@ func (r *reader) readNames(ctx context.Context) error {
 func (r *reader) readProviders(ctx context.Context) error {
 	d := r.d
 	err := r.query(ctx, "resource_providers", `SELECT id, uuid, name, generation, root_provider_id, parent_provider_id, created_at, updated_at FROM resource_providers ORDER BY id`, func(rows *sql.Rows) error {
-		var p Provider
+		var p ProviderRow
 		var name sql.NullString
 		var gen, root, parent sql.NullInt64
 		var c, u sql.NullTime
@@ -244,7 +244,7 @@ func (r *reader) readProviders(ctx context.Context) error {
 func (r *reader) readInventories(ctx context.Context) error {
 	d, mysqlFloat := r.d, r.src.Dialect == MySQL
 	return r.query(ctx, "inventories", `SELECT resource_provider_id, resource_class_id, total, reserved, min_unit, max_unit, step_size, allocation_ratio, created_at, updated_at FROM inventories ORDER BY resource_provider_id, resource_class_id`, func(rows *sql.Rows) error {
-		var in Inventory
+		var in InventoryRow
 		var c, u sql.NullTime
 		if err := rows.Scan(&in.ProviderID, &in.ClassID, &in.Total, &in.Reserved, &in.MinUnit, &in.MaxUnit, &in.StepSize, &in.AllocationRatio, &c, &u); err != nil {
 			return err
@@ -269,7 +269,7 @@ func (r *reader) readInventories(ctx context.Context) error {
 // provider or trait that does not exist is an orphan.
 func (r *reader) readProviderTraits(ctx context.Context) error {
 	return r.query(ctx, "resource_provider_traits", `SELECT resource_provider_id, trait_id FROM resource_provider_traits ORDER BY resource_provider_id, trait_id`, func(rows *sql.Rows) error {
-		var l Link
+		var l LinkRow
 		if err := rows.Scan(&l.A, &l.B); err != nil {
 			return err
 		}
@@ -287,7 +287,7 @@ func (r *reader) readProviderTraits(ctx context.Context) error {
 func (r *reader) readAggregates(ctx context.Context) error {
 	d := r.d
 	err := r.query(ctx, "placement_aggregates", `SELECT id, uuid FROM placement_aggregates ORDER BY id`, func(rows *sql.Rows) error {
-		var a Aggregate
+		var a AggregateRow
 		var u sql.NullString
 		if err := rows.Scan(&a.ID, &u); err != nil {
 			return err
@@ -311,7 +311,7 @@ func (r *reader) readAggregates(ctx context.Context) error {
 // provider or aggregate that does not exist is an orphan.
 func (r *reader) readProviderAggregates(ctx context.Context) error {
 	return r.query(ctx, "resource_provider_aggregates", `SELECT resource_provider_id, aggregate_id FROM resource_provider_aggregates ORDER BY resource_provider_id, aggregate_id`, func(rows *sql.Rows) error {
-		var l Link
+		var l LinkRow
 		if err := rows.Scan(&l.A, &l.B); err != nil {
 			return err
 		}
@@ -331,7 +331,7 @@ func (r *reader) readConsumers(ctx context.Context) (map[string]int, error) {
 	d := r.d
 	consumerByUUID := map[string]int{}
 	err := r.query(ctx, "consumers", `SELECT id, uuid, project_id, user_id, generation, consumer_type_id, created_at, updated_at FROM consumers ORDER BY id`, func(rows *sql.Rows) error {
-		var c Consumer
+		var c ConsumerRow
 		var typ sql.NullInt64
 		var ct, ut sql.NullTime
 		if err := rows.Scan(&c.ID, &c.UUID, &c.ProjectID, &c.UserID, &c.Generation, &typ, &ct, &ut); err != nil {
@@ -368,7 +368,7 @@ func (r *reader) readAllocations(ctx context.Context, consumerByUUID map[string]
 	d := r.d
 	holds := make([]bool, len(d.Consumers))
 	err := r.query(ctx, "allocations", `SELECT id, resource_provider_id, consumer_id, resource_class_id, used, created_at, updated_at FROM allocations ORDER BY id`, func(rows *sql.Rows) error {
-		var a Allocation
+		var a AllocationRow
 		var cu string
 		var c, u sql.NullTime
 		if err := rows.Scan(&a.ID, &a.ProviderID, &cu, &a.ClassID, &a.Used, &c, &u); err != nil {

@@ -101,7 +101,7 @@ func nameKinds(d *Dump) []struct {
 	kind, table string
 	names       []string
 } {
-	get := func(ns []Named) []string {
+	get := func(ns []NamedRow) []string {
 		out := make([]string, len(ns))
 		for i, n := range ns {
 			out[i] = n.Name
@@ -112,7 +112,7 @@ func nameKinds(d *Dump) []struct {
 	for i, p := range d.Providers {
 		provs[i] = p.Name
 	}
-	ext := func(es []External) []string {
+	ext := func(es []ExternalRow) []string {
 		out := make([]string, len(es))
 		for i, e := range es {
 			out[i] = e.ExternalID
@@ -287,12 +287,12 @@ func (w *pwriter) names(ctx context.Context, table string) (map[string]int64, ma
 // named makes src's classes or traits exist by name with their
 // timestamps and returns the map from src's ids to the target's.
 // withIDs keeps src's ids (classes); traits take the target's.
-func (w *pwriter) named(ctx context.Context, table string, src []Named, withIDs bool) (map[int64]int64, error) {
+func (w *pwriter) named(ctx context.Context, table string, src []NamedRow, withIDs bool) (map[int64]int64, error) {
 	have, used, err := w.names(ctx, table)
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %v", table, err)
 	}
-	var add []Named
+	var add []NamedRow
 	next := int64(10000)
 	for id := range used {
 		next = max(next, id+1)
@@ -433,7 +433,7 @@ func (w *pwriter) write(ctx context.Context, d *Dump) error {
 }
 
 // byDepth orders providers roots first, then their children, and so on.
-func byDepth(ps []Provider) []Provider {
+func byDepth(ps []ProviderRow) []ProviderRow {
 	parent := make(map[int64]int64, len(ps))
 	for _, p := range ps {
 		parent[p.ID] = p.ParentID
@@ -445,7 +445,7 @@ func byDepth(ps []Provider) []Provider {
 		}
 		return n
 	}
-	out := make([]Provider, len(ps))
+	out := make([]ProviderRow, len(ps))
 	copy(out, ps)
 	ds := make(map[int64]int, len(ps))
 	for _, p := range ps {

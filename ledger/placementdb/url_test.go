@@ -58,7 +58,7 @@ func TestFloat32Shortest(t *testing.T) {
 }
 
 func TestCheckBerthConstraints(t *testing.T) {
-	d := &Dump{Providers: []Provider{{ID: 1, UUID: "a", Name: "n"}, {ID: 2, UUID: "b", Name: "n"}}}
+	d := &Dump{Providers: []ProviderRow{{ID: 1, UUID: "a", Name: "n"}, {ID: 2, UUID: "b", Name: "n"}}}
 	err := checkBerthConstraints(d)
 	re, ok := err.(*RowsError)
 	if !ok || len(re.Rows) != 1 || !strings.Contains(re.Rows[0], `provider name "n"`) {

@@ -11,6 +11,10 @@
 // Call Main from TestMain so that the servers are stopped and their files
 // removed when the tests end.
 //
+// A Proxy in front of one counts the token validations that reach it and
+// can cut it off (proxy.go); LimitsService, ProjectLimit and ChangeLimit
+// set up unified limits (limits.go).
+//
 // A test that needs Keystone and cannot start it fails when the CI
 // environment variable is set, and is skipped otherwise.
 //

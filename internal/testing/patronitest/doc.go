@@ -10,7 +10,7 @@
 //
 // It lives under internal/testing/ with Berth's other harnesses that start
 // real components, apart from the product's packages: only _test.go files
-// import it, and the failover soak (internal/soak), a program whose job is
+// import it, and the failover soak (cmd/berth-soak/soak), a program whose job is
 // to run a Patroni cluster and fail it over (imports_test.go at the
 // module's root checks, and names that one exception).
 package patronitest

@@ -1,0 +1,145 @@
+package claims
+
+import (
+	"slices"
+
+	"github.com/berthd/berth/ledger/engine"
+	"github.com/berthd/berth/scheduler"
+)
+
+// sharesViaAggregate marks a provider that shares its inventory with the
+// trees of its aggregates.
+const sharesViaAggregate = "MISC_SHARES_VIA_AGGREGATE"
+
+// providerBox is a ProviderView and, in the same allocation, the
+// inventories of a provider of up to three classes (a compute node's
+// VCPU, MEMORY_MB and DISK_GB): a ranking that reads a view finds its
+// inventories next to it.
+type providerBox struct {
+	p   scheduler.ProviderView
+	inv [3]engine.InventoryUsage
+}
+
+// views builds the scheduler's view of every provider c.Versions stands
+// for, into provs by uuid, straight from the snapshot's records, which
+// the sampled search has just read: a claim's views are one allocation
+// with the inventories of compute nodes (one more for their trait and
+// aggregate names). Views are the claim's own, built afresh by every
+// claim.
+func views(c *engine.Candidates, provs map[string]*scheduler.ProviderView) {
+	names := c.Names()
+	boxes := make([]providerBox, len(c.Versions))
+	nNames := 0
+	for i := range c.Versions {
+		rec, _, _ := c.Record(i)
+		nNames += len(rec.Traits) + len(rec.Aggregates)
+	}
+	strs := make([]string, nNames)
+	// The few classes of the sample's providers, named once.
+	type className struct {
+		id   int32
+		name string
+	}
+	var classArr [8]className
+	classes := classArr[:0]
+	nameOf := func(id int32) string {
+		for _, c := range classes {
+			if c.id == id {
+				return c.name
+			}
+		}
+		n := names.ClassName(id)
+		classes = append(classes, className{id, n})
+		return n
+	}
+	for i := range c.Versions {
+		rec, parent, root := c.Record(i)
+		b := &boxes[i]
+		p := &b.p
+		if n := len(rec.Inventories); n <= len(b.inv) {
+			p.Resources = b.inv[:n:n]
+		} else {
+			p.Resources = make(scheduler.Resources, n)
+		}
+		p.Provider = engine.Provider{ID: rec.ID, UUID: rec.UUID, Name: rec.Name, Generation: rec.Generation,
+			ParentUUID: parent, RootUUID: root, CreatedAt: rec.CreatedAt, UpdatedAt: rec.UpdatedAt}
+		p.Evacuated = rec.Evacuated
+		for j := range rec.Inventories {
+			inv := &rec.Inventories[j]
+			p.Resources[j] = inv.Usage(nameOf(inv.Class))
+		}
+		scheduler.SortResources(p.Resources)
+		// (Empty, not nil, when there are none: as in a summary.)
+		p.Traits, strs = strs[:len(rec.Traits):len(rec.Traits)], strs[len(rec.Traits):]
+		for j, t := range rec.Traits {
+			p.Traits[j] = names.TraitName(t)
+		}
+		p.Aggregates, strs = strs[:len(rec.Aggregates):len(rec.Aggregates)], strs[len(rec.Aggregates):]
+		for j, a := range rec.Aggregates {
+			p.Aggregates[j] = names.AggregateUUID(a)
+		}
+		provs[p.UUID] = p
+	}
+}
+
+// schedulerCandidates turns an engine answer asked with VersionsOnly into the
+// scheduler's view. Provider views are shared between the candidates,
+// and are the call's own. A candidate's Roots list the roots of its own
+// tree(s) before those of sharing providers, so Root() is the tree the
+// candidate is anchored on.
+func schedulerCandidates(c *engine.Candidates) []*scheduler.Candidate {
+	provs := make(map[string]*scheduler.ProviderView, len(c.Versions))
+	views(c, provs)
+	// One backing array for the candidates. Their allocations are the
+	// engine's own (read-only): the scheduler sees the answer's type.
+	out := make([]*scheduler.Candidate, len(c.Requests))
+	cands := make([]scheduler.Candidate, len(c.Requests))
+	// Most candidates have one root: their Roots are cut from one array.
+	rootBuf := make([]string, 0, len(c.Requests))
+	for i, ar := range c.Requests {
+		sc := &cands[i]
+		sc.Index, sc.Providers = i, provs
+		sc.Allocations = ar.Allocations
+		var rootArr, sharedArr [4]string
+		roots, shared := rootArr[:0], sharedArr[:0]
+		for _, a := range ar.Allocations {
+			root, sharing := a.ProviderUUID, false
+			// In a flat cloud a provider is its own root and none shares:
+			// no lookup of the provider (a hash of its uuid) nor read of
+			// its traits (a cache miss each in a large cloud).
+			if !c.Flat {
+				if p := provs[a.ProviderUUID]; p != nil {
+					if p.RootUUID != "" {
+						root = p.RootUUID
+					}
+					sharing = slices.Contains(p.Traits, sharesViaAggregate)
+				}
+			}
+			switch {
+			case slices.Contains(roots, root) || slices.Contains(shared, root):
+			case sharing:
+				shared = append(shared, root)
+			default:
+				roots = append(roots, root)
+			}
+		}
+		if n := len(roots) + len(shared); n > cap(rootBuf)-len(rootBuf) {
+			sc.Roots = slices.Concat(roots, shared)
+		} else if n > 0 {
+			from := len(rootBuf)
+			rootBuf = append(append(rootBuf, roots...), shared...)
+			sc.Roots = rootBuf[from:len(rootBuf):len(rootBuf)]
+		}
+		out[i] = sc
+	}
+	return out
+}
+
+// mappings is an engine candidate's request group suffix -> providers.
+func mappings(ar *engine.AllocationRequest) map[string][]string {
+	m := make(map[string][]string, len(ar.Mappings))
+	for _, g := range ar.Mappings {
+		m[g.Suffix] = g.ProviderUUIDs
+	}
+	return m
+}

@@ -1,0 +1,516 @@
+package berthapi
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/berthd/berth/claims"
+	"github.com/berthd/berth/httpapi/placement"
+	"github.com/berthd/berth/httpapi/wire"
+	"github.com/berthd/berth/internal/fault"
+	"github.com/berthd/berth/internal/jsonschema"
+	"github.com/berthd/berth/internal/uuid"
+	"github.com/berthd/berth/ledger/engine"
+	"github.com/berthd/berth/scheduler"
+)
+
+// Berth's claims extension: select and claim in one request, reschedule,
+// move, confirm and revert. These routes exist at every microversion
+// (Placement has no equivalent); error bodies carry a "code" from 1.23 on,
+// as for every route. The contract is in docs/claims.md. This file
+// follows POST /claims: the handler, the body and its schema, the body
+// read into claims.Params, and the answer.
+
+// Claims serves Berth's claims: POST /claims (this file), the reschedules
+// and moves of a consumer's claim (claim_moves.go), and its stored claim
+// and lease (stored_claim.go).
+type Claims struct {
+	Claimer *claims.Claimer
+	Bodies  *wire.Bodies
+	// Query holds the settings of every candidate search.
+	Query placement.CandidateQuery
+}
+
+// Create serves POST /claims: rank the candidates and claim the best one
+// that still fits. 200 with what was written (or, for a dry run, would
+// be); 409 berth.no_valid_host when nothing was placed, or
+// placement.concurrent_update for a consumer generation mismatch. The
+// body is decoded (wire), read into claims.Params, the claimer claims,
+// and the answer is encoded (wire): each once.
+func (h *Claims) Create(c echo.Context) error {
+	_, p, err := h.params(c, claimSchema, claimKind)
+	if err != nil {
+		return err
+	}
+	r, err := h.Claimer.Claim(c.Request().Context(), p)
+	if err != nil {
+		return placement.CandidatesError(err)
+	}
+	return wire.WriteJSON(c, http.StatusOK, claimResponse(r))
+}
+
+// claimsQueryVersion is the microversion whose GET /allocation_candidates
+// rules the selection fields of a claim follow: always the latest.
+var claimsQueryVersion = wire.MaxVersion
+
+// Kinds of claim bodies.
+const (
+	claimKind = iota
+	rescheduleKind
+	moveKind
+	// sampleKind is a sample claim for POST /scriptlets/{name}/test:
+	// only the selection is required, nothing is written.
+	sampleKind
+)
+
+// maxAlternates bounds "alternates".
+const maxAlternates = 1000
+
+// claimSchemaText is the body of a claim route. POST /claims needs the
+// consumer and its owner; reschedule and move take them from the path
+// and the consumer; move needs migration_uuid.
+func claimSchemaText(kind int) string {
+	extra, required, reasons := `"consumer_uuid": {"type": "string", "format": "uuid"},`,
+		`"required": ["consumer_uuid", "project_id", "user_id"],`, `["new", "evacuation", "relocation", "rebalance", "reschedule"]`
+	switch kind {
+	case rescheduleKind:
+		extra, required = `"failed_provider": {"type": "string", "minLength": 1, "maxLength": 255},`, ""
+	case moveKind:
+		extra, required = `"migration_uuid": {"type": "string", "format": "uuid"},`, `"required": ["migration_uuid"],`
+		reasons = `["evacuation", "relocation", "rebalance"]`
+	case sampleKind:
+		required = `"required": ["resources"],`
+	}
+	// lease_seconds is checked in code (parseLease): its refusals carry
+	// berth.invalid_lease, which a schema error would not.
+	lease := `,
+		"lease_seconds": {}`
+	if kind == sampleKind {
+		lease = ""
+	}
+	strs := `{"type": "array", "items": {"type": "string", "minLength": 1}}`
+	group := `"resources": {"type": "object", "minProperties": 1, "additionalProperties": {"type": "integer"}},
+		"required": ` + strs + `,
+		"member_of": ` + strs + `,
+		"in_tree": {"type": "string", "minLength": 1}`
+	return `{
+	"type": "object",
+	"properties": {` + extra + `
+		"project_id": {"type": "string", "minLength": 1, "maxLength": 255},
+		"user_id": {"type": "string", "minLength": 1, "maxLength": 255},
+		"name": {"type": "string", "maxLength": 255},
+		"consumer_type": {"type": "string", "pattern": "` + placement.ConsumerTypePattern + `", "minLength": 1, "maxLength": 255},
+		"consumer_generation": {"type": ["integer", "null"]},
+		` + group + `,
+		"root_required": ` + strs + `,
+		"same_subtree": ` + strs + `,
+		"group_policy": {"type": "string", "enum": ["none", "isolate"]},
+		"groups": {
+			"type": "object",
+			"patternProperties": {"^[a-zA-Z0-9_-]{1,64}$": {
+				"type": "object",
+				"properties": {` + group + `},
+				"additionalProperties": false
+			}},
+			"additionalProperties": false
+		},
+		"exclude_providers": {"type": "array", "items": {"type": "string", "minLength": 1, "maxLength": 255}},
+		"target": {"type": "string", "minLength": 1, "maxLength": 255},
+		"policy": {"type": "string", "minLength": 1, "maxLength": 255},
+		"reason": {"type": "string", "enum": ` + reasons + `},
+		"properties": {"type": "object"},
+		"instance": ` + instanceSchemaText + `,
+		"keys": {"type": "array", "items": {
+			"type": "object",
+			"properties": {
+				"name": {"type": "string", "minLength": 1, "maxLength": 255},
+				"value": {"type": "number"},
+				"weight": {"type": "number"},
+				"system": {"type": "boolean"}
+			},
+			"required": ["name", "value"],
+			"additionalProperties": false
+		}},
+		"alternates": {"type": "integer", "minimum": 0, "maximum": ` + fmt.Sprint(maxAlternates) + `},
+		"max_attempts": {"type": "integer", "minimum": 1, "maximum": ` + fmt.Sprint(claims.MaxMaxAttempts) + `},
+		"dry_run": {"type": "boolean"}` + lease + `
+	},
+	` + required + `
+	"additionalProperties": false
+}`
+}
+
+// instanceSchemaText is a claim's "instance": LXD's instance placement
+// request (api.InstancesPost with project), the caller's document. The
+// fields LXD defines must have LXD's types; other fields are kept as
+// they are.
+const instanceSchemaText = `{
+	"type": "object",
+	"properties": {
+		"name": {"type": "string"},
+		"project": {"type": "string"},
+		"type": {"type": "string"},
+		"architecture": {"type": "string"},
+		"description": {"type": "string"},
+		"instance_type": {"type": "string"},
+		"restore": {"type": "string"},
+		"config": {"type": "object", "additionalProperties": {"type": "string"}},
+		"devices": {"type": "object", "additionalProperties": {"type": "object", "additionalProperties": {"type": "string"}}},
+		"profiles": {"type": "array", "items": {"type": "string"}},
+		"source": {"type": "object"},
+		"ephemeral": {"type": "boolean"},
+		"stateful": {"type": "boolean"},
+		"start": {"type": "boolean"}
+	}
+}`
+
+var (
+	claimSchema      = jsonschema.Must(claimSchemaText(claimKind))
+	rescheduleSchema = jsonschema.Must(claimSchemaText(rescheduleKind))
+	moveSchema       = jsonschema.Must(claimSchemaText(moveKind))
+	sampleSchema     = jsonschema.Must(claimSchemaText(sampleKind))
+	moveEndSchema    = jsonschema.Must(`{
+	"type": "object",
+	"properties": {"migration_uuid": {"type": "string", "format": "uuid"}},
+	"additionalProperties": false
+}`)
+)
+
+// DefaultClaimConsumerType is the type of the consumer a claim creates
+// when its body names none.
+const DefaultClaimConsumerType = "INSTANCE"
+
+// claimBody is the body of a claim route (docs/claims.md).
+type claimBody struct {
+	ConsumerUUID   string `json:"consumer_uuid"`
+	MigrationUUID  string `json:"migration_uuid"`
+	FailedProvider string `json:"failed_provider"`
+	ProjectID      string `json:"project_id"`
+	UserID         string `json:"user_id"`
+	Name           string `json:"name"`
+	ConsumerType   string `json:"consumer_type"`
+	// ConsumerGeneration is nil for null or absent: a new consumer.
+	ConsumerGeneration *int64 `json:"consumer_generation"`
+	// groupBody, RootRequired, SameSubtree, GroupPolicy and Groups are
+	// what to place (selection), each read as GET /allocation_candidates
+	// reads its parameter.
+	groupBody
+	RootRequired     []string                                  `json:"root_required"`
+	SameSubtree      []string                                  `json:"same_subtree"`
+	GroupPolicy      string                                    `json:"group_policy"`
+	Groups           wire.OrderedMap[placement.SelectionGroup] `json:"groups"`
+	ExcludeProviders []string                                  `json:"exclude_providers"`
+	Target           string                                    `json:"target"`
+	Policy           string                                    `json:"policy"`
+	Reason           string                                    `json:"reason"`
+	Properties       map[string]any                            `json:"properties"`
+	Instance         map[string]any                            `json:"instance"`
+	Keys             []struct {
+		Name   string   `json:"name"`
+		Value  float64  `json:"value"`
+		Weight *float64 `json:"weight"`
+		System bool     `json:"system"`
+	} `json:"keys"`
+	Alternates  *int `json:"alternates"`
+	MaxAttempts int  `json:"max_attempts"`
+	DryRun      bool `json:"dry_run"`
+	// LeaseSeconds is the raw value of lease_seconds (parseLease).
+	LeaseSeconds json.RawMessage `json:"lease_seconds"`
+}
+
+// groupBody is a claim's unsuffixed request group (resources, required,
+// member_of, in_tree). It is a type of its own, embedded in claimBody,
+// because encoding/json names an embedded field in the path of a
+// decoding error and the API's answers have always said
+// "groupBody.resources: ..." for such a refusal.
+type groupBody placement.SelectionGroup
+
+// selection is b's selection fields, as placement reads them.
+func (b *claimBody) selection() placement.Selection {
+	return placement.Selection{Group: (*placement.SelectionGroup)(&b.groupBody), RootRequired: b.RootRequired,
+		SameSubtree: b.SameSubtree, GroupPolicy: b.GroupPolicy, Groups: &b.Groups}
+}
+
+// params decodes the body of a claim route into claims.Params. The
+// selection fields are checked as GET /allocation_candidates checks its
+// query at the latest microversion; for reschedule and move they may be
+// left out (the consumer's current resources then).
+func (h *Claims) params(c echo.Context, schema *jsonschema.Schema, kind int) (claimBody, claims.Params, error) {
+	var b claimBody
+	body, err := h.Bodies.DecodeRaw(c, schema, &b)
+	if err != nil {
+		return b, claims.Params{}, err
+	}
+	p, err := h.paramsOf(c.Param("consumer_uuid"), body, &b, kind)
+	return b, p, err
+}
+
+// paramsFrom is params of a body already read; consumer is the path's
+// consumer uuid (reschedule and move).
+func (h *Claims) paramsFrom(consumer string, body []byte, schema *jsonschema.Schema, kind int) (claimBody, claims.Params, error) {
+	var b claimBody
+	if err := wire.DecodeJSON(body, schema, &b); err != nil {
+		return b, claims.Params{}, err
+	}
+	p, err := h.paramsOf(consumer, body, &b, kind)
+	return b, p, err
+}
+
+// SampleParams reads body as the sample claim of a scriptlet test (the
+// console's, which has no request body of its own): only the selection
+// is required, and nothing is to be written.
+func (h *Claims) SampleParams(body []byte) (claims.Params, error) {
+	_, p, err := h.paramsFrom("", body, sampleSchema, sampleKind)
+	return p, err
+}
+
+// paramsOf is claims.Params of b, decoded from body.
+func (h *Claims) paramsOf(consumer string, body []byte, b *claimBody, kind int) (claims.Params, error) {
+	p := claims.Params{
+		ConsumerUUID:       b.ConsumerUUID,
+		ProjectID:          b.ProjectID,
+		UserID:             b.UserID,
+		ConsumerType:       b.ConsumerType,
+		ConsumerGeneration: b.ConsumerGeneration,
+		Exclude:            b.ExcludeProviders,
+		Target:             b.Target,
+		MaxAttempts:        b.MaxAttempts,
+		Name:               b.Name,
+		Reason:             b.Reason,
+		Properties:         b.Properties,
+		Instance:           b.Instance,
+		Policy:             b.Policy,
+		Alternates:         claims.DefaultAlternates,
+		DryRun:             b.DryRun,
+	}
+	if kind == claimKind && p.ConsumerType == "" && p.ConsumerGeneration == nil {
+		// A new consumer is an instance unless the claim says otherwise;
+		// an existing one keeps its type (a migration consumer stays
+		// MIGRATION).
+		p.ConsumerType = DefaultClaimConsumerType
+	}
+	onConsumer := kind == rescheduleKind || kind == moveKind
+	if onConsumer {
+		p.ConsumerUUID = consumer
+		if !uuid.Valid(p.ConsumerUUID) {
+			return p, wire.BadRequest("Malformed consumer_uuid: %s", p.ConsumerUUID)
+		}
+	}
+	if kind != sampleKind {
+		p.Request = body
+		var err error
+		if p.LeaseSeconds, err = parseLease(b.LeaseSeconds); err != nil {
+			return p, err
+		}
+	}
+	if b.Alternates != nil {
+		p.Alternates = *b.Alternates
+	}
+	for _, k := range b.Keys {
+		kr := scheduler.KeyRequest{Name: k.Name, Value: k.Value, Weight: 1, System: k.System}
+		if k.Weight != nil {
+			kr.Weight = *k.Weight
+		}
+		p.Keys = append(p.Keys, kr)
+	}
+	cp, selected, err := h.Query.FromSelection(b.selection(), claimsQueryVersion)
+	if !selected && onConsumer {
+		return p, nil // what the consumer holds now
+	}
+	if err != nil {
+		return p, err
+	}
+	p.Candidates = cp
+	return p, nil
+}
+
+// parseLease reads lease_seconds: absent or null, no lease (nil); an
+// integer, that many seconds (its range is the claims package's to
+// check); anything else is 400 berth.invalid_lease.
+func parseLease(raw json.RawMessage) (*int64, error) {
+	v := strings.TrimSpace(string(raw))
+	if v == "" || v == "null" {
+		return nil, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return nil, wire.NewError(http.StatusBadRequest, fault.CodeInvalidLease,
+			"Invalid lease_seconds %s: want an integer number of seconds, or null for no lease.", v)
+	}
+	return &n, nil
+}
+
+// claimAnswer is the answer to a claim. Its fields are in name order, the
+// order encoding/json gives a map's keys, so the answer reads as it did
+// when it was built from maps; structs cost fewer allocations.
+type claimAnswer struct {
+	Allocations        map[string]any      `json:"allocations"`
+	Alternates         []alternateJSON     `json:"alternates"`
+	Attempts           int                 `json:"attempts"`
+	ConsumerGeneration int64               `json:"consumer_generation"`
+	ConsumerUUID       string              `json:"consumer_uuid"`
+	DryRun             bool                `json:"dry_run"`
+	Mappings           map[string][]string `json:"mappings"`
+	Migration          *migrationJSON      `json:"migration,omitempty"`
+	// Quota is a dry run's quota check (docs/quotas.md).
+	Quota *quotaJSON `json:"quota,omitempty"`
+	// Ranking and ScriptletLog are set (possibly to empty slices) for dry
+	// runs only.
+	Ranking any `json:"ranking,omitempty"`
+	// Reused is set for reschedules and moves: what their request took
+	// from the consumer's stored claim or allocations.
+	Reused           *reusedJSON `json:"reused,omitempty"`
+	RootProviderName string      `json:"root_provider_name"`
+	RootProviderUUID string      `json:"root_provider_uuid"`
+	Score            float64     `json:"score"`
+	ScriptletLog     any         `json:"scriptlet_log,omitempty"`
+	Steps            []stepJSON  `json:"steps"`
+}
+
+type alternateJSON struct {
+	Allocations      map[string]any      `json:"allocations"`
+	Mappings         map[string][]string `json:"mappings"`
+	RootProviderName string              `json:"root_provider_name"`
+	RootProviderUUID string              `json:"root_provider_uuid"`
+	Score            float64             `json:"score"`
+}
+
+type rankedJSON struct {
+	Allocations      map[string]any     `json:"allocations"`
+	Rank             int                `json:"rank"`
+	RootProviderName string             `json:"root_provider_name"`
+	RootProviderUUID string             `json:"root_provider_uuid"`
+	Score            float64            `json:"score"`
+	Weights          map[string]float64 `json:"weights"`
+}
+
+type logLineJSON struct {
+	Level   string `json:"level"`
+	Message string `json:"message"`
+}
+
+// quotaJSON is a dry run's quota check: whether the claim would pass,
+// and per limited resource of its project what it would add, what the
+// project holds and the limit.
+type quotaJSON struct {
+	Fits      bool                         `json:"fits"`
+	ProjectID string                       `json:"project_id"`
+	Resources map[string]quotaResourceJSON `json:"resources"`
+}
+
+type quotaResourceJSON struct {
+	Limit     int64 `json:"limit"`
+	Requested int64 `json:"requested"`
+	Used      int64 `json:"used"`
+}
+
+type reusedJSON struct {
+	Fields []string `json:"fields"`
+	From   string   `json:"from"`
+}
+
+type migrationJSON struct {
+	Allocations  map[string]any `json:"allocations"`
+	ConsumerUUID string         `json:"consumer_uuid"`
+}
+
+type stepJSON struct {
+	Kind      string         `json:"kind"`
+	Reasons   map[string]int `json:"reasons"`
+	Remaining int            `json:"remaining"`
+	Removed   int            `json:"removed"`
+	Unit      string         `json:"unit"`
+}
+
+func claimResponse(r *claims.Result) *claimAnswer {
+	alternates := make([]alternateJSON, len(r.Alternates))
+	for i, o := range r.Alternates {
+		alternates[i] = alternateJSON{
+			RootProviderUUID: o.Root,
+			RootProviderName: o.RootName,
+			Score:            o.Score,
+			Allocations:      allocationsJSON(o.Allocations),
+			Mappings:         o.Mappings,
+		}
+	}
+	out := &claimAnswer{
+		ConsumerUUID:       r.ConsumerUUID,
+		ConsumerGeneration: r.ConsumerGeneration,
+		Allocations:        allocationsJSON(r.Allocations),
+		Mappings:           r.Mappings,
+		RootProviderUUID:   r.Root,
+		RootProviderName:   r.RootName,
+		Score:              r.Score,
+		Alternates:         alternates,
+		Attempts:           r.Attempts,
+		DryRun:             r.DryRun,
+		Steps:              StepsJSON(r.Steps),
+	}
+	if r.DryRun {
+		ranking := make([]rankedJSON, len(r.Ranking))
+		for i, o := range r.Ranking {
+			ranking[i] = rankedJSON{
+				Rank:             i + 1,
+				RootProviderUUID: o.Root,
+				RootProviderName: o.RootName,
+				Score:            o.Score,
+				Weights:          o.Weights,
+				Allocations:      allocationsJSON(o.Allocations),
+			}
+		}
+		log := make([]logLineJSON, len(r.ScriptletLog))
+		for i, l := range r.ScriptletLog {
+			log[i] = logLineJSON{Level: l.Level, Message: l.Message}
+		}
+		out.Ranking, out.ScriptletLog = ranking, log
+	}
+	if q := r.Quota; q != nil {
+		out.Quota = &quotaJSON{Fits: q.Fits, ProjectID: q.ProjectID, Resources: map[string]quotaResourceJSON{}}
+		for name, rq := range q.Resources {
+			out.Quota.Resources[name] = quotaResourceJSON{Limit: rq.Limit, Requested: rq.Requested, Used: rq.Used}
+		}
+	}
+	if r.Reused != nil {
+		out.Reused = &reusedJSON{From: r.Reused.From, Fields: r.Reused.Fields}
+	}
+	if r.Migration != nil {
+		out.Migration = &migrationJSON{
+			ConsumerUUID: r.Migration.ConsumerUUID,
+			Allocations:  allocationsJSON(r.Migration.Allocations),
+		}
+	}
+	return out
+}
+
+// StepsJSON is the selection steps of a claim as its answer, and the
+// error of a claim that placed nothing, write them.
+func StepsJSON(steps []claims.Step) []stepJSON {
+	out := make([]stepJSON, len(steps))
+	for i, st := range steps {
+		reasons := st.Reasons
+		if reasons == nil {
+			reasons = map[string]int{}
+		}
+		out[i] = stepJSON{Unit: st.Unit, Kind: st.Kind, Removed: st.Removed, Remaining: st.Remaining, Reasons: reasons}
+	}
+	return out
+}
+
+// allocationsJSON renders allocations as PUT /allocations takes them:
+// provider uuid -> {"resources": {class: amount}}.
+func allocationsJSON(allocs []engine.Allocation) map[string]any {
+	out := make(map[string]any, len(allocs))
+	for _, pr := range allocs {
+		res := make(map[string]int64, len(pr.Resources))
+		for _, r := range pr.Resources {
+			res[r.Class] = r.Amount
+		}
+		out[pr.ProviderUUID] = map[string]any{"resources": res}
+	}
+	return out
+}

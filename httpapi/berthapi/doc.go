@@ -1,0 +1,13 @@
+// Package berthapi serves Berth's own routes, its extensions to
+// Placement's API (each at every microversion): claims (claim.go, where
+// POST /claims starts; claim_moves.go; stored_claim.go), host evacuation,
+// the capacity question, what agents report of providers (provider
+// state, placement keys), scheduling policies with their units and
+// balancer, scriptlets and their shadows, the server-wide settings, the
+// allocation audit and the projects' limits. One handler type per route
+// family holds only the components it uses, through small interfaces;
+// each decodes its request through package wire, calls one component
+// (the claimer, the catalogue, the ledger, the limits' source) and
+// answers through wire. A claim's selection fields are read as GET
+// /allocation_candidates reads its query (package placement).
+package berthapi

@@ -1,0 +1,13 @@
+// Package placement serves OpenStack Placement's API: resource providers
+// (provider.go, provider_list.go), their inventories (inventories.go,
+// inventory_bodies.go), usages, resource classes, aggregates and traits,
+// allocations (allocations.go, allocation_schemas.go) and reshapes, and
+// allocation candidates (candidates.go). One handler type per route
+// family holds what it asks of the ledger as a small interface of the
+// part that answers it (resources.Providers, resources.Allocations,
+// snapshot.Cache); each handler decodes its request through package
+// wire, calls the ledger once and answers through wire. The candidate
+// query (candidate_query.go, request_groups.go) is read here, from a
+// query string or from the JSON of a claim's selection, for Berth's
+// claims and capacity too.
+package placement

@@ -1,0 +1,653 @@
+package resources
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+
+	"github.com/berthd/berth/internal/fault"
+	"github.com/berthd/berth/ledger/claimrecords"
+	"github.com/berthd/berth/ledger/internal/core"
+	"github.com/berthd/berth/ledger/quotas"
+	"github.com/jackc/pgx/v5"
+)
+
+// The claim write: ClaimWrite is where every claim, reschedule and move of
+// package claims commits, in one transaction with what it records
+// (ledger/claimrecords/records.go). A new consumer's allocations take the one-round-trip
+// path below (claimFast), grouped with other claims when the writers are
+// busy (claim_writers.go, on the group writer of ledger/internal/core/group_writer.go); a commit
+// the synchronous standby did not confirm is caught as ledger/internal/core/replication.go
+// says; after the commit the snapshot and the other processes hear of it
+// (core.Core.Notify, ledger/snapshot/notifier.go, ledger/snapshot/cache.go).
+
+// ClaimWriteParams is one claim transaction: allocation writes as for
+// AllocationsReplace, plus the claims bookkeeping that must commit or
+// roll back with them.
+type ClaimWriteParams struct {
+	Consumers []ConsumerAllocations
+	// Move, when not nil, records a move in progress for its consumer,
+	// replacing any earlier record.
+	Move *claimrecords.MoveRecord
+	// ForgetMove, when not empty, drops the move record of that consumer;
+	// MoveEnd (MoveConfirmed or claimrecords.MoveReverted), when set, ends the move in
+	// its stored claim too.
+	ForgetMove string
+	MoveEnd    string
+	// Request, when not nil, is recorded for retries (ledger/claimrecords/records.go).
+	Request *claimrecords.ClaimRequest
+	// State, when not nil, is stored as the claim of Consumers[0]
+	// (ledger/claimrecords/records.go, claim_state).
+	State *claimrecords.ClaimStateWrite
+	// IfLeaseExpired, when not empty, writes only if that consumer's
+	// lease has run out, checked under its row locks (claimrecords.CheckLeaseExpired):
+	// the lease reaper's release or revert. Otherwise nothing is written
+	// and the error is fault.ErrConflict with CodeLeaseNotExpired.
+	IfLeaseExpired string
+	// Quota, when not nil, are the limits the allocation writes are
+	// checked against (quota_check.go): a write that would take a project past
+	// one is refused with nothing written.
+	Quota *quotas.Quota
+}
+
+// ClaimWrite runs p in one transaction: the allocation writes, checked
+// and rejected exactly as by AllocationsReplace (and, without move or
+// lease bookkeeping, by AllocationsReplace itself, fast path included),
+// then the records. Either all of it commits or nothing does. Unlike
+// AllocationsReplace it leaves the consumers' stored claims to p.State
+// (a Placement-API write makes them permanent). With p.Quota, a write
+// over a project's limit is refused (fault.ErrForbidden,
+// fault.CodeOverQuota). Like every transaction of the ledger, it may run
+// more than once on a serialization failure.
+func (s *Allocations) ClaimWrite(ctx context.Context, p ClaimWriteParams) error {
+	if p.Move == nil && p.ForgetMove == "" && p.IfLeaseExpired == "" {
+		// Allocations alone: AllocationsReplace's paths, with its fast
+		// path for a new consumer.
+		return s.allocationsReplace(ctx, p.Consumers, &p, p.Quota)
+	}
+	return s.core.WithTx(ctx, func(t *core.Txn) error {
+		if p.IfLeaseExpired != "" {
+			if err := lockLeaseExpired(ctx, t, p.IfLeaseExpired, p.Consumers); err != nil {
+				return err
+			}
+		}
+		if len(p.Consumers) > 0 {
+			if err := s.replaceAllocationsGeneral(ctx, t, p.Consumers, p.Quota); err != nil {
+				return err
+			}
+		}
+		if err := claimrecords.ForgetMove(ctx, t, p.ForgetMove, p.MoveEnd); err != nil {
+			return err
+		}
+		if err := claimrecords.WriteMove(ctx, t, p.Move); err != nil {
+			return err
+		}
+		if err := writeClaimStateOf(ctx, t, p.Consumers, p.State); err != nil {
+			return err
+		}
+		return claimrecords.WriteRequest(ctx, t, p.Request)
+	})
+}
+
+// lockLeaseExpired locks consumer's row, with the rows of the consumers
+// the write changes (in uuid order, as every writer of allocations locks
+// consumers: a revert changes the instance and its migration consumer),
+// then checks that consumer's lease has run out
+// (claimrecords.CheckLeaseExpired).
+func lockLeaseExpired(ctx context.Context, t *core.Txn, consumer string, consumers []ConsumerAllocations) error {
+	id, ok := core.CanonicalUUID(consumer)
+	if !ok {
+		return fault.Invalid("", "Malformed consumer uuid: %s", consumer)
+	}
+	ids := []string{id}
+	for _, c := range consumers {
+		if other, ok := core.CanonicalUUID(c.ConsumerUUID); ok {
+			ids = append(ids, other)
+		}
+	}
+	if _, err := LockConsumers(ctx, t, ids); err != nil {
+		return err
+	}
+	return claimrecords.CheckLeaseExpired(ctx, t, id)
+}
+
+// writeClaimStateOf stores w as the claim of consumers[0] (w nil, or no
+// consumer: nothing). The consumer existed before when its generation
+// was given (and checked).
+func writeClaimStateOf(ctx context.Context, t *core.Txn, consumers []ConsumerAllocations, w *claimrecords.ClaimStateWrite) error {
+	if w == nil || len(consumers) == 0 {
+		return nil
+	}
+	return claimrecords.WriteState(ctx, t, consumers[0].ConsumerUUID, consumers[0].Generation != nil, w)
+}
+
+// allocationsReplace writes consumers' allocations, on the fast path for
+// a new consumer as on the general one. cw nil: a Placement-API write
+// (AllocationsReplace), which makes the consumers' stored claims
+// permanent; otherwise a claim's, which records cw.Request and stores
+// cw.State in the same transaction. Either is checked against q (nil: no
+// limits).
+func (s *Allocations) allocationsReplace(ctx context.Context, consumers []ConsumerAllocations, cw *ClaimWriteParams, q *quotas.Quota) error {
+	if fc, ok := fastClaimOf(consumers); ok {
+		// A new consumer: try the claim fast path (below),
+		// one round trip. If it refuses, the general path gives the
+		// answer, with its exact error. (A new consumer has no stored
+		// claim for a Placement-API write to settle.)
+		if cw != nil {
+			fc.request, fc.state = cw.Request, cw.State
+		}
+		fc.quota = quotaArgsFor(q, fc.project)
+		if done, err := s.claimFast(ctx, fc); done || err != nil {
+			return err
+		}
+	}
+	return s.core.WithTx(ctx, func(t *core.Txn) error {
+		if err := s.replaceAllocationsGeneral(ctx, t, consumers, q); err != nil {
+			return err
+		}
+		if cw == nil {
+			return claimrecords.SettleStates(ctx, t, consumerUUIDs(consumers))
+		}
+		if err := writeClaimStateOf(ctx, t, consumers, cw.State); err != nil {
+			return err
+		}
+		return claimrecords.WriteRequest(ctx, t, cw.Request)
+	})
+}
+
+// The claim fast path: the write of a new consumer's allocations (a
+// claim, or PUT /allocations/{uuid} with "consumer_generation": null) as
+// two statements sent in one round trip, instead of the general path's
+// dozen statements each waiting for the one before.
+//
+//  1. fastLockSQL locks the rows of the providers written to (FOR
+//     UPDATE, in id order, as lockProviders does).
+//  2. fastWriteSQL runs with a snapshot taken after those locks were
+//     granted, so it sees every allocation committed on those providers
+//     (every writer of allocations holds the provider's lock until it
+//     commits). It re-checks every allocation against the inventory
+//     (class present, min_unit, max_unit, step_size, capacity) and, only
+//     if all fit and the claim's project, user and consumer type exist,
+//     creates the consumer (generation 1, with the claim's name and
+//     properties), inserts the allocations, copies the providers' sticky
+//     placement keys to the consumer when asked (as writeConsumerDetails
+//     does) and bumps the providers' generations. It answers whether it
+//     wrote. It adds what it wrote to the project's usage counters, and
+//     with limits (quota_check.go) writes only if the claim keeps its project
+//     within them: it locks the project's counters itself, once the claim
+//     is known to fit, and checks their newest state (lk, qok), so a
+//     limited claim holds them from its write on, as an unlimited one
+//     holds them from its count (cnt), not from the pipeline's start.
+//
+// Both go in one pipeline with one Sync, so PostgreSQL runs them as one
+// implicit transaction: one round trip, no BEGIN or COMMIT.
+//
+// When the write statement refuses (no room, a provider or class that
+// does not exist, a consumer that exists after all, a new project, user
+// or type), it wrote nothing and the general path runs in a transaction
+// of its own: it either writes (if room was made meanwhile) or refuses
+// with Placement's exact error. So the fast path changes the cost of a
+// claim, never what a write may do.
+//
+// Locks, in the global order (ledger's doc.go): providers, then the
+// project's counters. It creates no project, user or type: creating a
+// name takes a lock on it (a concurrent creator of the same name waits
+// for the transaction's end), and every other writer takes names first,
+// before any provider's lock, so a name created here, after the
+// providers', could close a cycle with a general-path write that created
+// it and waits for one of those providers. The first claim of a new project,
+// user or type takes the general path, which creates the names first.
+// The consumer's row is created after the providers' locks, unlike the
+// general path's (which creates it before them): a new consumer's uuid
+// is a lock only for another write of the same new consumer at the same
+// moment, the one case where the two paths can deadlock (one is
+// retried).
+//
+// fastPlanSQL comes first in the pipeline: for the rest of the implicit
+// transaction, prepared statements run their generic plan. Left to
+// choose, PostgreSQL plans fastWriteSQL afresh at every execution (its
+// custom plans look cheaper than the generic one), and planning that
+// statement costs more than its execution; the generic plan has the same
+// index scans. is_local true: the setting ends with the transaction, so
+// the connection's other statements plan as before.
+//
+// enable_seqscan off, for the same statements: a generic plan is made once
+// per connection and kept until the tables' statistics change, so the
+// statistics at that moment decide it. Right after an ANALYZE of a fresh
+// cloud's empty allocations and consumers (as scale.sh's VACUUM (ANALYZE)
+// after seeding did), it read those tables sequentially, and kept doing
+// so while they grew until autovacuum analysed them again, at many times
+// the CPU per claim. Every row these statements read has an index to be found by; off, the
+// planner takes it whatever the statistics say
+// (TestClaimPlansAfterEmptyAnalyze).
+const fastPlanSQL = `SELECT set_config('plan_cache_mode', 'force_generic_plan', true), set_config('enable_seqscan', 'off', true)`
+
+// fastLockSQL locks the providers $1 (uuids) in id order.
+const fastLockSQL = `
+SELECT id FROM resource_providers WHERE uuid = ANY($1::uuid[]) ORDER BY id FOR UPDATE`
+
+const fastWriteSQL = `
+WITH req AS (
+	SELECT * FROM unnest($1::uuid[], $2::text[], $3::bigint[]) WITH ORDINALITY AS r(provider_uuid, class, amount, ord)
+), chk AS (
+	SELECT req.ord, rp.id AS provider_id, rc.id AS class_id, req.amount,
+	       i.resource_provider_id IS NOT NULL
+	       AND req.amount >= i.min_unit AND req.amount <= i.max_unit AND req.amount % i.step_size = 0
+	       AND (COALESCE((SELECT sum(a.used) FROM allocations a
+	                      WHERE a.resource_provider_id = rp.id AND a.resource_class_id = rc.id), 0)::bigint
+	            + req.amount)::double precision <= (i.total - i.reserved)::double precision * i.allocation_ratio
+	       AS fits
+	FROM req
+	LEFT JOIN LATERAL (SELECT id FROM resource_providers WHERE uuid = req.provider_uuid LIMIT 1) rp ON true
+	LEFT JOIN LATERAL (SELECT id FROM resource_classes WHERE name = req.class LIMIT 1) rc ON true
+	LEFT JOIN inventories i ON i.resource_provider_id = rp.id AND i.resource_class_id = rc.id
+), ok AS (
+	SELECT bool_and(COALESCE(fits, false)) AS ok FROM chk
+), owner AS (
+	-- The project, user and type, which must exist (NULL: not written).
+	SELECT (SELECT id FROM projects WHERE external_id = $5::text) AS project_id,
+	       (SELECT id FROM users WHERE external_id = $6::text) AS user_id,
+	       (SELECT id FROM consumer_types WHERE name = $7::text) AS type_id
+), lim AS (
+	-- The project's limits (quota.go): those given ($19, $20; empty: none)
+	-- or, when NULL, the stored ones.
+	SELECT g.resource, g.resource_limit FROM unnest($19::text[], $20::bigint[]) AS g(resource, resource_limit)
+	UNION ALL
+	SELECT l.resource, l.resource_limit FROM limits_of($5::text) l WHERE $19::text[] IS NULL
+), adds AS (
+	-- What the claim adds to its project's usage: its amounts by class and
+	-- one consumer (a migration consumer adds nothing).
+	SELECT class AS resource, sum(amount)::bigint AS amount FROM req WHERE $7::text <> 'MIGRATION' GROUP BY class
+	UNION ALL
+	SELECT 'consumers', 1 WHERE $7::text <> 'MIGRATION'
+), lk AS (
+	-- The project's usage counters of every resource the claim adds to,
+	-- when one of them is limited and the claim fits: locked here, in the
+	-- global order (by resource in byte order, as every writer of counters
+	-- orders them: quota.go), so after the providers' locks and only now,
+	-- at the write. Locking follows the ORDER BY (FOR UPDATE locks the
+	-- sorted rows one by one). Under READ COMMITTED, FOR UPDATE waits for
+	-- a concurrent writer of a counter and returns the version it
+	-- committed, whatever this statement's snapshot: the newest usage,
+	-- which no other write can change until this transaction ends.
+	SELECT u.resource, u.used FROM project_usages u
+	WHERE u.project_id = (SELECT project_id FROM owner)
+	  AND u.resource IN (SELECT resource FROM adds)
+	  AND EXISTS (SELECT 1 FROM adds JOIN lim USING (resource)) AND (SELECT ok FROM ok)
+	ORDER BY u.resource COLLATE "C"
+	FOR UPDATE
+), qok AS (
+	-- Whether the claim keeps every limited counter of its project within
+	-- its limit, counted from the locked counters (NULL: nothing it adds
+	-- to is limited). A counter it adds to that does not exist yet (a new
+	-- project, a resource the project never held) refuses: the general
+	-- path creates it and decides.
+	SELECT bool_and(lk.resource IS NOT NULL
+	                AND (lim.resource_limit IS NULL OR lk.used + adds.amount <= lim.resource_limit)) AS ok
+	FROM adds LEFT JOIN lim USING (resource) LEFT JOIN lk USING (resource)
+	WHERE EXISTS (SELECT 1 FROM adds JOIN lim USING (resource))
+), c AS (
+	INSERT INTO consumers (uuid, project_id, user_id, consumer_type_id, generation, name, properties)
+	SELECT $4::uuid, owner.project_id, owner.user_id, owner.type_id, 1, $8::text, $9::jsonb FROM ok, owner, qok
+	WHERE ok.ok AND owner.project_id IS NOT NULL AND owner.user_id IS NOT NULL
+	  AND ($7::text = '' OR owner.type_id IS NOT NULL) AND qok.ok IS NOT FALSE
+	ON CONFLICT (uuid) DO NOTHING
+	RETURNING id
+), k AS (
+	INSERT INTO consumer_placement_keys (consumer_id, name, value)
+	SELECT DISTINCT ON (pk.name) c.id, pk.name, pk.value
+	FROM c, chk CROSS JOIN LATERAL (
+		SELECT name, value FROM provider_placement_keys
+		WHERE resource_provider_id = chk.provider_id AND sticky OFFSET 0) pk
+	WHERE $10::boolean
+	ORDER BY pk.name, chk.provider_id
+	RETURNING 1
+), a AS (
+	INSERT INTO allocations (consumer_id, resource_provider_id, resource_class_id, used)
+	SELECT c.id, chk.provider_id, chk.class_id, chk.amount FROM c, chk
+	ORDER BY chk.ord -- ids in request order: GET /allocations lists them so
+	RETURNING resource_provider_id, resource_class_id, used
+), g AS (
+	UPDATE resource_providers SET generation = generation + 1, updated_at = now()
+	WHERE id = ANY (ARRAY(SELECT resource_provider_id FROM a))
+	RETURNING id, generation, updated_at
+), cnt AS (
+	-- The project's usage counters: what the claim adds, if written.
+	INSERT INTO project_usages AS u (project_id, resource, used)
+	SELECT owner.project_id, adds.resource, adds.amount FROM c, owner, adds
+	ORDER BY adds.resource COLLATE "C"
+	ON CONFLICT (project_id, resource) DO UPDATE SET used = u.used + EXCLUDED.used
+	RETURNING 1
+), q AS (
+	INSERT INTO claim_requests (consumer_uuid, op, fingerprint, request, result, generation)
+	SELECT $4::uuid, $11::text, $12::bytea, $13::jsonb, $14::jsonb, 1 FROM c WHERE $11::text IS NOT NULL
+	ON CONFLICT (consumer_uuid, op) DO UPDATE
+	SET fingerprint = EXCLUDED.fingerprint, request = EXCLUDED.request, result = EXCLUDED.result,
+	    generation = EXCLUDED.generation, created_at = now()
+	RETURNING 1
+), s AS (
+	-- The stored claim, when $15 (its op) is set: claimStateSetSQL's row
+	-- for a new consumer (claim_records.go), which has none yet.
+	INSERT INTO claim_state (consumer_uuid, op, request, root_uuid, state, lease_seconds, lease_expires_at)
+	SELECT $4::uuid, $15::text, $16::jsonb, $17::uuid,
+	       CASE WHEN $18::int IS NULL THEN 'permanent' ELSE 'provisional' END,
+	       $18::int, now() + $18::int * interval '1 second'
+	FROM c WHERE $15::text IS NOT NULL
+	RETURNING 1
+)
+SELECT (SELECT id FROM c), (SELECT count(*) FROM g),
+       (SELECT array_agg(id) FROM g), (SELECT array_agg(generation) FROM g), (SELECT array_agg(updated_at) FROM g),
+       (SELECT array_agg(resource_provider_id) FROM a), (SELECT array_agg(resource_class_id) FROM a),
+       (SELECT array_agg(used) FROM a)`
+
+// fastClaim is a write the fast path can take: one new consumer with
+// allocations of positive amounts, each (provider, class) once.
+type fastClaim struct {
+	consumer, project, user, consumerType string
+	name                                  *string // nil: none
+	properties                            []byte  // JSON; nil: none
+	copySticky                            bool
+	providers                             []string // distinct, canonical
+	allocProviders, allocClasses          []string
+	amounts                               []int64
+	// request, when not nil, is recorded with the write (q in
+	// fastWriteSQL; ledger/claimrecords/records.go); state, when not nil, is stored as
+	// the consumer's claim (s in fastWriteSQL).
+	request *claimrecords.ClaimRequest
+	state   *claimrecords.ClaimStateWrite
+	// quota are the limits the write is checked against (quota_check.go).
+	quota quotaArgs
+}
+
+// fastClaimOf returns the fast-path form of ws, or ok false when the
+// general path must handle it.
+func fastClaimOf(ws []ConsumerAllocations) (fc fastClaim, ok bool) {
+	if len(ws) != 1 {
+		return fc, false
+	}
+	w := &ws[0]
+	if !w.CheckGeneration || w.Generation != nil || len(w.Allocations) == 0 {
+		return fc, false
+	}
+	if fc.consumer, ok = core.CanonicalUUID(w.ConsumerUUID); !ok {
+		return fc, false
+	}
+	if w.Name != "" {
+		fc.name = &w.Name
+	}
+	if w.Properties != nil {
+		var err error
+		if fc.properties, err = json.Marshal(w.Properties); err != nil {
+			return fc, false // the general path words the error
+		}
+	}
+	fc.copySticky = w.CopyStickyKeys
+	fc.project, fc.user, fc.consumerType = w.ProjectID, w.UserID, w.ConsumerType
+	if fc.project == "" {
+		fc.project = IncompleteConsumerID
+	}
+	if fc.user == "" {
+		fc.user = IncompleteConsumerID
+	}
+	type key struct{ provider, class string }
+	var seen []key
+	for _, pr := range w.Allocations {
+		rp, ok := core.CanonicalUUID(pr.ProviderUUID)
+		if !ok || len(pr.Resources) == 0 {
+			return fc, false
+		}
+		if !slices.Contains(fc.providers, rp) {
+			fc.providers = append(fc.providers, rp)
+		}
+		for _, r := range pr.Resources {
+			k := key{rp, r.Class}
+			if r.Amount <= 0 || slices.Contains(seen, k) {
+				return fc, false
+			}
+			seen = append(seen, k)
+			fc.allocProviders = append(fc.allocProviders, rp)
+			fc.allocClasses = append(fc.allocClasses, r.Class)
+			fc.amounts = append(fc.amounts, r.Amount)
+		}
+	}
+	return fc, true
+}
+
+// claimFast writes fc by the fast path, in a batch with other claims
+// when the writers are busy (claim_writers.go). done reports that the
+// allocations were written; when done is false and err is nil, nothing
+// was written and the caller runs the general path. A deadlock or
+// serialization failure is retried as WithTx retries, alone.
+func (s *Allocations) claimFast(ctx context.Context, fc fastClaim) (done bool, err error) {
+	var w *core.OwnWrite
+	if s.claims != nil {
+		w, err = s.queueClaim(ctx, fc)
+	} else {
+		w, err = s.sendFastAndNotify(ctx, fc)
+	}
+	for attempt := 1; ; attempt++ {
+		if err == nil {
+			return w != nil, nil
+		}
+		if !errors.Is(err, errAlone) {
+			if !core.Retryable(err) || attempt == core.MaxTxAttempts {
+				return false, core.DBError(err)
+			}
+			if err := core.Backoff(ctx, attempt, err); err != nil {
+				return false, core.DBError(err)
+			}
+		}
+		w, err = s.sendFastAndNotify(ctx, fc)
+	}
+}
+
+// sendFastAndNotify writes fc alone and, if it wrote, tells the snapshot
+// and the other processes.
+func (s *Allocations) sendFastAndNotify(ctx context.Context, fc fastClaim) (*core.OwnWrite, error) {
+	w, err := s.sendFast(ctx, fc)
+	if w != nil {
+		s.notifyOwnWrite(w)
+	}
+	return w, err
+}
+
+// notifyOwnWrite tells the snapshot and the other processes about a fast
+// write that committed.
+func (s *Allocations) notifyOwnWrite(w *core.OwnWrite) {
+	s.core.Notify(&core.Txn{Touched: w.Providers, Writes: []*core.OwnWrite{w}})
+}
+
+// sendFast sends the fast path's statements for fc alone, as one
+// implicit transaction, and reads what the write statement wrote (nil if
+// it refused).
+func (s *Allocations) sendFast(ctx context.Context, fc fastClaim) (*core.OwnWrite, error) {
+	ws, err := s.sendWrites(ctx, []fastClaim{fc})
+	if err != nil {
+		return nil, err
+	}
+	return ws[0], nil
+}
+
+// sendWrites sends the write statements of fcs in one pipeline, as one
+// implicit transaction after one lock statement: for a claim alone,
+// fastLockSQL; for several (the claims of a batch that its statement did
+// not write), usageLockSQL, which locks their providers and then every
+// usage counter they add to (quota_check.go). It returns, per claim, what
+// its statement wrote (nil: it refused). Any error rolls back every
+// claim.
+func (s *Allocations) sendWrites(ctx context.Context, fcs []fastClaim) ([]*core.OwnWrite, error) {
+	ws := make([]*core.OwnWrite, len(fcs))
+	var locks *usageLocks
+	if len(fcs) > 1 {
+		locks = usageLocksOf(fcs)
+	}
+	err := s.sendClaimPipeline(ctx, fcs, ws, locks, func(b *pgx.Batch) {
+		for _, fc := range fcs {
+			queueFastWrite(b, fc)
+		}
+	}, func(br pgx.BatchResults) error {
+		for i := range fcs {
+			w, err := readFastWrite(br)
+			if err != nil {
+				return err
+			}
+			ws[i] = w
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return ws, nil
+}
+
+// planAndLock starts the pipeline of a group of writes (a claim batch, a
+// group of provider writes): fastPlanSQL, then fastLockSQL over the
+// providers (stored uuids), which locks them in id order. The caller
+// reads past both with skipResults.
+func planAndLock(providers []string) *pgx.Batch {
+	b := &pgx.Batch{}
+	b.Queue(fastPlanSQL)
+	b.Queue(fastLockSQL, providers)
+	return b
+}
+
+// sendClaimPipeline sends fastPlanSQL, the lock statement (fastLockSQL
+// over every provider of fcs; usageLockSQL with locks, when not nil:
+// quota_check.go), then the write statements queue adds (which lock their
+// projects' usage counters themselves, after those of the lock
+// statement), as one pipeline and one implicit transaction, and reads
+// their answers with read, which fills ws (per claim, what it wrote; nil:
+// refused). On any error nothing was written, except core.ErrNotReplicated:
+// then ws committed on this primary, and the snapshot reloads their
+// providers.
+func (s *Allocations) sendClaimPipeline(ctx context.Context, fcs []fastClaim, ws []*core.OwnWrite, locks *usageLocks,
+	queue func(*pgx.Batch), read func(pgx.BatchResults) error) error {
+	providers := fcs[0].providers
+	if len(fcs) > 1 {
+		providers = nil
+		seen := make(map[string]bool, 2*len(fcs))
+		for _, fc := range fcs {
+			for _, p := range fc.providers {
+				if !seen[p] {
+					seen[p] = true
+					providers = append(providers, p)
+				}
+			}
+		}
+	}
+	b := &pgx.Batch{}
+	b.Queue(fastPlanSQL)
+	if locks != nil {
+		// The providers' lock, then the usage counters' (quota_check.go).
+		b.Queue(usageLockSQL, providers, locks.projects, locks.resources)
+	} else {
+		b.Queue(fastLockSQL, providers)
+	}
+	queue(b)
+	// The transaction's id, for the snapshot to know its own change rows
+	// (ledger/snapshot/changelog.go): one more statement in the same pipeline.
+	b.Queue(core.SQLOwnXid)
+	conn, err := s.core.Pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	s.core.Unsynced.Forget(conn.Conn().PgConn()) // a mark left by another statement's commit
+	br := conn.SendBatch(ctx, b)
+	defer br.Close()
+	if err := skipResults(br, 2); err != nil { // fastPlanSQL, the lock
+		return err
+	}
+	if err := read(br); err != nil {
+		return err
+	}
+	xid, err := core.OwnXid(br)
+	if err != nil {
+		return err
+	}
+	for _, w := range ws {
+		if w != nil {
+			w.Xid = xid
+		}
+	}
+	if err := br.Close(); err != nil {
+		return err
+	}
+	// The implicit transaction committed: on the standby too, unless
+	// PostgreSQL warned that it cancelled the wait (ledger/internal/core/replication.go). Then
+	// the writes are visible here all the same: the snapshot reloads
+	// their providers.
+	if err := s.core.Unsynced.Replicated(conn.Conn().PgConn()); err != nil {
+		t := &core.Txn{}
+		for _, w := range ws {
+			if w != nil {
+				t.Touched = append(t.Touched, w.Providers...)
+			}
+		}
+		s.core.Notify(t)
+		return err
+	}
+	return nil
+}
+
+// queueFastWrite queues fc's write statement.
+func queueFastWrite(b *pgx.Batch, fc fastClaim) {
+	var op *string
+	var fingerprint, request, result []byte
+	if r := fc.request; r != nil {
+		op, fingerprint, request, result = &r.Op, r.Fingerprint, r.Request, r.Result
+	}
+	st := fc.stateArgs()
+	b.Queue(fastWriteSQL, fc.allocProviders, fc.allocClasses, fc.amounts,
+		fc.consumer, fc.project, fc.user, fc.consumerType, fc.name, fc.properties, fc.copySticky,
+		op, fingerprint, request, result, st.op, st.request, st.root, st.lease,
+		fc.quota.resources, fc.quota.limits)
+}
+
+// claimStateArgs are a fast write's stored claim as SQL arguments (all
+// NULL: none).
+type claimStateArgs struct {
+	op, root *string
+	request  []byte
+	lease    *int32
+}
+
+// stateArgs returns fc's stored claim as SQL arguments.
+func (fc *fastClaim) stateArgs() claimStateArgs {
+	w := fc.state
+	if w == nil {
+		return claimStateArgs{}
+	}
+	a := claimStateArgs{op: &w.Op, request: w.RequestArg(), lease: w.LeaseArg()}
+	if r, ok := core.CanonicalUUID(w.RootUUID); ok {
+		a.root = &r
+	}
+	return a
+}
+
+// readFastWrite reads the answer of one write statement: what it wrote,
+// or nil if it refused.
+func readFastWrite(br pgx.BatchResults) (*core.OwnWrite, error) {
+	var consumerID *int64
+	var bumped int64
+	var w core.OwnWrite
+	if err := br.QueryRow().Scan(&consumerID, &bumped, &w.Providers, &w.Generations, &w.UpdatedAt,
+		&w.AllocProviders, &w.AllocClasses, &w.Amounts); err != nil {
+		return nil, err
+	}
+	if consumerID == nil {
+		return nil, nil
+	}
+	return &w, nil
+}
+
+// consumerUUIDs lists the uuids of consumers, in order.
+func consumerUUIDs(consumers []ConsumerAllocations) []string {
+	uuids := make([]string, len(consumers))
+	for i, w := range consumers {
+		uuids[i] = w.ConsumerUUID
+	}
+	return uuids
+}

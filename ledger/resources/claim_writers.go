@@ -1,0 +1,385 @@
+package resources
+
+import (
+	"context"
+	"errors"
+	"math"
+
+	"github.com/berthd/berth/ledger/internal/core"
+	"github.com/jackc/pgx/v5"
+)
+
+// Group commit of fast-path claims.
+//
+// Each fast-path claim alone is one implicit transaction: one round trip,
+// one commit, one WAL flush, one backend wake-up. On a small machine most
+// of PostgreSQL's CPU per claim goes to that fixed cost, not to the rows
+// written. So claims that arrive while the writers are
+// busy are written together: a few writer goroutines each take the claims
+// queued, up to claimBatchMax, and send them as one pipeline, one implicit
+// transaction:
+//
+//  1. fastPlanSQL, once;
+//  2. fastLockSQL over every provider of every claim of the batch, once,
+//     in id order (as every writer of allocations locks), so batches
+//     cannot deadlock on provider rows;
+//  3. batchWriteSQL, once: it writes the claims of the batch in queue
+//     order up to the first that it cannot write.
+//
+// batchWriteSQL re-checks each claim as fastWriteSQL does a lone one,
+// counting against its capacity what the claims before it in the batch
+// take (a running sum per provider and class, in queue order), as if
+// each had run in a transaction of its own, one after the other. It
+// cannot count a claim that was refused, so it stops at the first claim
+// that does not fit (no room, an unknown class or provider, a consumer
+// that exists or that an earlier claim of the batch creates, a project,
+// user or type that does not exist yet: fastWriteSQL's refusals): that
+// claim and every one after it are sent again, in a second implicit
+// transaction, as one fastWriteSQL each (sendWrites, whose lock
+// statement, usageLockSQL, locks all their usage counters at once, after
+// their providers), where each statement sees the rows of the earlier
+// ones. A claim whose statement refuses there writes nothing and does
+// not stop the others; its caller runs the general path, as after a lone
+// fast write that refused. So every claim is checked against exactly the
+// claims written before it; a batch where all fit costs one statement,
+// and PostgreSQL less CPU per claim than a statement per claim
+// (BenchmarkClaimBatchStatement, docs/performance.md).
+//
+// A batch is atomic as a whole only in failure: if any statement raises
+// an error (a value PostgreSQL rejects, a lost connection, a deadlock on
+// a consumer that another write creates at the same moment), the whole
+// implicit transaction rolls back and every claim of it (the batch, or
+// the claims sent again after the first refusal) is sent again alone,
+// where it meets its own error or succeeds. So a batch never changes
+// what a claim may do or the error it gets, only what the claims cost.
+//
+// A lone claim at an idle writer goes out at once: batches form only
+// from claims that would otherwise wait, and no claim waits for a timer.
+
+// claimBatchMax bounds the claims of one batch: a batch holds the row
+// locks of all its providers until it commits, so a very large batch
+// would hold other writers back for longer, and a small bound lets
+// clients queue faster than batches drain (docs/performance.md).
+const claimBatchMax = 64
+
+// errAlone tells a caller that its claim was part of a batch that failed
+// as a whole and that it must send its claim again, alone.
+var errAlone = errors.New("ledger: claim batch failed; send alone")
+
+// startClaimBatcher starts n claim writers on s, which stop when ctx ends.
+func (s *Allocations) startClaimBatcher(ctx context.Context, n int) *core.GroupWriter[fastClaim, *core.OwnWrite] {
+	return core.StartGroupWriter(s.core, ctx, n, claimBatchMax, s.writeBatch)
+}
+
+// writeBatch sends batch as one implicit transaction and answers each
+// claim. A batch of one answers with its error as sendFast does; a
+// larger batch that fails answers errAlone to every claim.
+func (s *Allocations) writeBatch(ctx context.Context, batch []*core.GroupItem[fastClaim, *core.OwnWrite]) {
+	if len(batch) == 1 {
+		// The caller's context, as a lone claim always had: a caller
+		// that gives up cancels its statement.
+		r := batch[0]
+		r.Answer(s.sendFastAndNotify(r.Ctx, r.Req))
+		return
+	}
+	fcs := make([]fastClaim, len(batch))
+	for i, r := range batch {
+		fcs[i] = r.Req
+	}
+	ws, first, err := s.sendBatchWrite(ctx, fcs)
+	if err != nil {
+		for _, r := range batch {
+			r.Answer(nil, errAlone)
+		}
+		return
+	}
+	s.notifyWrites(ws[:first])
+	if first < len(batch) {
+		// The rest, one statement each, in a transaction of their own.
+		rest, err := s.sendWrites(ctx, fcs[first:])
+		if err != nil {
+			for _, r := range batch[first:] {
+				r.Answer(nil, errAlone)
+			}
+			batch = batch[:first]
+		} else {
+			copy(ws[first:], rest)
+			s.notifyWrites(rest)
+		}
+	}
+	for i, r := range batch {
+		r.Answer(ws[i], nil)
+	}
+}
+
+// notifyWrites tells the snapshot and the other processes about the
+// writes of one committed transaction (nil: refused). The snapshot
+// applies them at once, in commit order (two claims of the batch on one
+// provider bump its generation twice), before any caller learns of its
+// write (read-your-writes).
+func (s *Allocations) notifyWrites(ws []*core.OwnWrite) {
+	t := &core.Txn{}
+	for _, w := range ws {
+		if w != nil {
+			t.Touched = append(t.Touched, w.Providers...)
+			t.Writes = append(t.Writes, w)
+		}
+	}
+	s.core.Notify(t)
+}
+
+// queueClaim hands fc to the writers and waits for its answer
+// (core.GroupWriter.Send).
+func (s *Allocations) queueClaim(ctx context.Context, fc fastClaim) (*core.OwnWrite, error) {
+	return s.claims.Send(ctx, fc)
+}
+
+// batchWriteSQL writes claims 1 to n (the ordinality of the per-claim
+// arrays $5 to $20; the allocations $1 to $4 and the given limits $21 to
+// $23 name their claim) in queue order, up to the first it cannot write,
+// "first": a claim with an allocation that does not fit (chk: the
+// inventory's bounds, and its capacity against the committed allocations
+// plus this claim's and every earlier claim's of the batch on that
+// provider and class), that would take its project past a limit (over:
+// its project's usage counters, locked here (lk) when a claim of the
+// batch is limited, plus what it and every earlier claim of the batch
+// add; quota_check.go), or whose consumer
+// exists or is an earlier claim's, or whose project, user or type does
+// not exist yet. Claims before it are written as fastWriteSQL writes
+// one: the consumer, its sticky keys, its allocations (ids in request
+// order), the providers' generations (once per claim), the projects'
+// usage counters (once per project and resource, in the global order),
+// the claim's request, its stored claim.
+//
+// One row per written claim in queue order (claim 1-based; a
+// generation is the provider's after that claim, for the snapshot to
+// apply the claims one by one), or one row with a NULL claim if none was
+// written; every row carries "first" (2147483647: none refused).
+const batchWriteSQL = `
+WITH req AS (
+	SELECT * FROM unnest($1::int[], $2::uuid[], $3::text[], $4::bigint[])
+	       WITH ORDINALITY AS r(claim, provider_uuid, class, amount, ord)
+), cl AS (
+	SELECT * FROM unnest($5::uuid[], $6::text[], $7::text[], $8::text[], $9::text[], $10::jsonb[], $11::boolean[],
+	                     $12::text[], $13::bytea[], $14::jsonb[], $15::jsonb[],
+	                     $16::text[], $17::jsonb[], $18::uuid[], $19::int[], $20::boolean[])
+	       WITH ORDINALITY AS c(consumer, project, usr, ctype, name, properties, copy_sticky, op, fingerprint, request, result,
+	                            state_op, state_request, state_root, lease, stored_limits, claim)
+), chk AS (
+	SELECT req.claim, req.ord, rp.id AS provider_id, rc.id AS class_id, req.amount,
+	       i.resource_provider_id IS NOT NULL
+	       AND req.amount >= i.min_unit AND req.amount <= i.max_unit AND req.amount % i.step_size = 0
+	       AND (COALESCE((SELECT sum(a.used) FROM allocations a
+	                      WHERE a.resource_provider_id = rp.id AND a.resource_class_id = rc.id), 0)::bigint
+	            + sum(req.amount) OVER (PARTITION BY rp.id, rc.id ORDER BY req.claim))::double precision
+	           <= (i.total - i.reserved)::double precision * i.allocation_ratio
+	       AS fits
+	FROM req
+	LEFT JOIN LATERAL (SELECT id FROM resource_providers WHERE uuid = req.provider_uuid LIMIT 1) rp ON true
+	LEFT JOIN LATERAL (SELECT id FROM resource_classes WHERE name = req.class LIMIT 1) rc ON true
+	LEFT JOIN inventories i ON i.resource_provider_id = rp.id AND i.resource_class_id = rc.id
+), owner AS (
+	-- Each claim's project, user and type, which must exist (NULL: not
+	-- written).
+	SELECT cl.claim, cl.ctype, p.id AS project_id, u.id AS user_id, t.id AS type_id FROM cl
+	LEFT JOIN projects p ON p.external_id = cl.project
+	LEFT JOIN users u ON u.external_id = cl.usr
+	LEFT JOIN consumer_types t ON t.name = cl.ctype
+), lim AS (
+	-- Each claim's limits (quota.go): those given ($21 to $23: claim,
+	-- resource, limit), or the stored ones of the claims whose limits are
+	-- stored ($20).
+	SELECT * FROM unnest($21::int[], $22::text[], $23::bigint[]) AS g(claim, resource, resource_limit)
+	UNION ALL
+	SELECT cl.claim, l.resource, l.resource_limit FROM cl CROSS JOIN LATERAL limits_of(cl.project) l WHERE cl.stored_limits
+), adds AS (
+	-- What each claim adds to its project's usage: its amounts by class and
+	-- one consumer (a migration consumer adds nothing).
+	SELECT x.claim, cl.project, x.resource, x.amount FROM (
+		SELECT claim, class AS resource, sum(amount)::bigint AS amount FROM req GROUP BY claim, class
+		UNION ALL
+		SELECT claim, 'consumers', 1 FROM cl
+	) x JOIN cl ON cl.claim = x.claim WHERE cl.ctype <> 'MIGRATION'
+), limited AS (
+	-- Whether a claim of the batch adds to a limited counter.
+	SELECT EXISTS (SELECT 1 FROM adds JOIN lim ON lim.claim = adds.claim AND lim.resource = adds.resource) AS active
+), lk AS (
+	-- When one is, the usage counters of every (project, resource) the
+	-- batch's claims add to, locked in the global order and read at their
+	-- newest state, as fastWriteSQL's lk locks a lone claim's.
+	SELECT u.project_id, u.resource, u.used FROM project_usages u
+	WHERE (u.project_id, u.resource) IN (SELECT p.id, adds.resource FROM adds JOIN projects p ON p.external_id = adds.project)
+	  AND (SELECT active FROM limited)
+	ORDER BY u.project_id, u.resource COLLATE "C"
+	FOR UPDATE
+), over AS (
+	-- When a claim of the batch is limited: the claims that would take a
+	-- limited counter of their project past its limit, counting what the
+	-- claims before them in the batch add, and those that add to a
+	-- counter that does not exist yet (a new project, a resource the
+	-- project never held: as in fastWriteSQL's qok).
+	SELECT x.claim FROM (
+		SELECT adds.*, sum(adds.amount) OVER (PARTITION BY adds.project, adds.resource ORDER BY adds.claim) AS upto
+		FROM adds
+	) x
+	LEFT JOIN lim ON lim.claim = x.claim AND lim.resource = x.resource
+	LEFT JOIN projects p ON p.external_id = x.project
+	LEFT JOIN lk ON lk.project_id = p.id AND lk.resource = x.resource
+	WHERE (SELECT active FROM limited) AND (lk.resource IS NULL OR lk.used + x.upto > lim.resource_limit)
+), cut AS (
+	SELECT COALESCE(min(claim), 2147483647) AS first FROM (
+		SELECT claim FROM chk GROUP BY claim HAVING NOT bool_and(COALESCE(fits, false))
+		UNION ALL
+		SELECT claim FROM over
+		UNION ALL
+		-- The batch's consumers that exist, found by the index for the
+		-- batch's uuids: a correlated EXISTS here was planned, on the
+		-- statistics of an empty table, as a hash of every consumer.
+		SELECT cl.claim FROM cl WHERE cl.consumer IN (SELECT uuid FROM consumers WHERE uuid = ANY($5::uuid[]))
+		   OR EXISTS (SELECT 1 FROM cl c2 WHERE c2.consumer = cl.consumer AND c2.claim < cl.claim)
+		UNION ALL
+		-- A project, user or type that does not exist yet: the general path
+		-- creates names (fastWriteSQL).
+		SELECT claim FROM owner WHERE project_id IS NULL OR user_id IS NULL OR (ctype <> '' AND type_id IS NULL)
+	) bad
+), ok AS (
+	SELECT cl.* FROM cl, cut WHERE cl.claim < cut.first
+), c AS (
+	INSERT INTO consumers (uuid, project_id, user_id, consumer_type_id, generation, name, properties)
+	SELECT ok.consumer, o.project_id, o.user_id, o.type_id, 1, ok.name, ok.properties
+	FROM ok JOIN owner o ON o.claim = ok.claim
+	ORDER BY ok.claim -- ids in queue order: the generations below rely on it
+	ON CONFLICT (uuid) DO NOTHING
+	RETURNING id, uuid, project_id
+), cc AS (
+	SELECT c.id, c.project_id, ok.* FROM c JOIN ok ON ok.consumer = c.uuid
+), k AS (
+	INSERT INTO consumer_placement_keys (consumer_id, name, value)
+	SELECT DISTINCT ON (cc.id, pk.name) cc.id, pk.name, pk.value
+	FROM cc JOIN chk ON chk.claim = cc.claim CROSS JOIN LATERAL (
+		SELECT name, value FROM provider_placement_keys
+		WHERE resource_provider_id = chk.provider_id AND sticky OFFSET 0) pk
+	WHERE cc.copy_sticky
+	ORDER BY cc.id, pk.name, chk.provider_id
+	RETURNING 1
+), a AS (
+	INSERT INTO allocations (consumer_id, resource_provider_id, resource_class_id, used)
+	SELECT cc.id, chk.provider_id, chk.class_id, chk.amount FROM cc JOIN chk ON chk.claim = cc.claim
+	ORDER BY chk.ord -- ids in request order: GET /allocations lists them so
+	RETURNING id, consumer_id, resource_provider_id, resource_class_id, used
+), cp AS (
+	SELECT DISTINCT consumer_id, resource_provider_id FROM a
+), g AS (
+	UPDATE resource_providers rp
+	SET generation = rp.generation + (SELECT count(*) FROM cp WHERE cp.resource_provider_id = rp.id),
+	    updated_at = now()
+	WHERE rp.id = ANY (ARRAY(SELECT resource_provider_id FROM cp))
+	RETURNING rp.id, rp.generation, rp.updated_at
+), cnt AS (
+	-- The projects' usage counters: what the claims written add.
+	INSERT INTO project_usages AS u (project_id, resource, used)
+	SELECT cc.project_id, adds.resource, sum(adds.amount)::bigint FROM cc JOIN adds ON adds.claim = cc.claim
+	GROUP BY cc.project_id, adds.resource ORDER BY cc.project_id, adds.resource COLLATE "C"
+	ON CONFLICT (project_id, resource) DO UPDATE SET used = u.used + EXCLUDED.used
+	RETURNING 1
+), q AS (
+	INSERT INTO claim_requests (consumer_uuid, op, fingerprint, request, result, generation)
+	SELECT cc.consumer, cc.op, cc.fingerprint, cc.request, cc.result, 1 FROM cc WHERE cc.op IS NOT NULL
+	ON CONFLICT (consumer_uuid, op) DO UPDATE
+	SET fingerprint = EXCLUDED.fingerprint, request = EXCLUDED.request, result = EXCLUDED.result,
+	    generation = EXCLUDED.generation, created_at = now()
+	RETURNING 1
+), s AS (
+	-- The stored claims, as fastWriteSQL's s stores one.
+	INSERT INTO claim_state (consumer_uuid, op, request, root_uuid, state, lease_seconds, lease_expires_at)
+	SELECT cc.consumer, cc.state_op, cc.state_request, cc.state_root,
+	       CASE WHEN cc.lease IS NULL THEN 'permanent' ELSE 'provisional' END,
+	       cc.lease, now() + cc.lease * interval '1 second'
+	FROM cc WHERE cc.state_op IS NOT NULL
+	RETURNING 1
+), cg AS (
+	SELECT cp.consumer_id, g.id, g.updated_at,
+	       g.generation - (SELECT count(*) FROM cp later
+	                       WHERE later.resource_provider_id = g.id AND later.consumer_id > cp.consumer_id) AS generation
+	FROM cp JOIN g ON g.id = cp.resource_provider_id
+)
+SELECT cut.first, w.claim, w.ids, w.gens, w.ats, w.rps, w.rcs, w.used
+FROM cut LEFT JOIN (
+	SELECT cc.claim, p.ids, p.gens, p.ats, al.rps, al.rcs, al.used
+	FROM cc
+	CROSS JOIN LATERAL (SELECT array_agg(cg.id ORDER BY cg.id) AS ids, array_agg(cg.generation ORDER BY cg.id) AS gens,
+	                           array_agg(cg.updated_at ORDER BY cg.id) AS ats
+	                    FROM cg WHERE cg.consumer_id = cc.id) p
+	CROSS JOIN LATERAL (SELECT array_agg(a.resource_provider_id ORDER BY a.id) AS rps,
+	                           array_agg(a.resource_class_id ORDER BY a.id) AS rcs, array_agg(a.used ORDER BY a.id) AS used
+	                    FROM a WHERE a.consumer_id = cc.id) al
+) w ON true
+ORDER BY w.claim`
+
+// sendBatchWrite sends fcs as one batchWriteSQL after the plan and lock
+// statements, as one implicit transaction, and returns what it wrote per
+// claim (nil: not written) and the index of the first claim it refused
+// (len(fcs): none). Claims from first on were not written; claims
+// before it that were not written refused. Any error rolls back every
+// claim.
+func (s *Allocations) sendBatchWrite(ctx context.Context, fcs []fastClaim) (ws []*core.OwnWrite, first int, err error) {
+	n := len(fcs)
+	var claim []int32
+	var rps, classes []string
+	var amounts []int64
+	consumers, projects, users, types := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	names, ops := make([]*string, n), make([]*string, n)
+	props, fingerprints, requests, results := make([][]byte, n), make([][]byte, n), make([][]byte, n), make([][]byte, n)
+	sticky, stored := make([]bool, n), make([]bool, n)
+	stateOps, stateRoots, stateRequests, leases := make([]*string, n), make([]*string, n), make([][]byte, n), make([]*int32, n)
+	limClaim, limResources, limits := []int32{}, []string{}, []int64{}
+	for i, fc := range fcs {
+		stored[i] = fc.quota.stored()
+		for j, r := range fc.quota.resources {
+			limClaim, limResources, limits = append(limClaim, int32(i+1)), append(limResources, r), append(limits, fc.quota.limits[j])
+		}
+		for j := range fc.amounts {
+			claim = append(claim, int32(i+1))
+			rps, classes, amounts = append(rps, fc.allocProviders[j]), append(classes, fc.allocClasses[j]), append(amounts, fc.amounts[j])
+		}
+		consumers[i], projects[i], users[i], types[i] = fc.consumer, fc.project, fc.user, fc.consumerType
+		names[i], props[i], sticky[i] = fc.name, fc.properties, fc.copySticky
+		if r := fc.request; r != nil {
+			ops[i], fingerprints[i], requests[i], results[i] = &r.Op, r.Fingerprint, r.Request, r.Result
+		}
+		st := fc.stateArgs()
+		stateOps[i], stateRequests[i], stateRoots[i], leases[i] = st.op, st.request, st.root, st.lease
+	}
+	ws, first = make([]*core.OwnWrite, n), n
+	err = s.sendClaimPipeline(ctx, fcs, ws, nil, func(b *pgx.Batch) {
+		b.Queue(batchWriteSQL, claim, rps, classes, amounts, consumers, projects, users, types, names, props, sticky,
+			ops, fingerprints, requests, results, stateOps, stateRequests, stateRoots, leases,
+			stored, limClaim, limResources, limits)
+	}, func(br pgx.BatchResults) error {
+		rows, err := br.Query()
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var cut int64
+			var c *int32
+			var w core.OwnWrite
+			if err := rows.Scan(&cut, &c, &w.Providers, &w.Generations, &w.UpdatedAt,
+				&w.AllocProviders, &w.AllocClasses, &w.Amounts); err != nil {
+				return err
+			}
+			if cut != math.MaxInt32 {
+				first = int(cut) - 1
+			}
+			if c != nil {
+				ws[*c-1] = &w
+			}
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	return ws, first, nil
+}

@@ -1,0 +1,422 @@
+package resources_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/berthd/berth/internal/fault"
+	"github.com/berthd/berth/ledger"
+	"github.com/berthd/berth/ledger/engine"
+	"github.com/berthd/berth/ledger/resources"
+)
+
+// holdProvider locks provider rp's row in a transaction of its own, as a
+// writer of another process would, and returns the function that ends
+// that transaction.
+func holdProvider(t *testing.T, f *fixture, dbURL, rp string) (release func()) {
+	t.Helper()
+	conn, err := pgx.Connect(f.ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx, err := conn.Begin(f.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(f.ctx, `SELECT 1 FROM resource_providers WHERE uuid = $1 FOR UPDATE`, rp); err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	release = func() {
+		once.Do(func() {
+			_ = tx.Rollback(context.Background())
+			_ = conn.Close(context.Background())
+		})
+	}
+	t.Cleanup(release)
+	return release
+}
+
+// batchFixture is a store with one claim writer, whose first claim (on
+// held) waits behind another transaction's lock until release is
+// called, so that the claims sent meanwhile queue up and go out in the
+// next batch.
+type batchFixture struct {
+	*fixture
+	store   *ledger.Store
+	first   chan error
+	release func()
+}
+
+func newBatchFixture(t *testing.T) (bf *batchFixture, held string) {
+	t.Helper()
+	dbURL := newTestDB(t)
+	f := newFixtureOn(t, dbURL)
+	store, err := ledger.Open(f.ctx, ledger.Config{DatabaseURL: dbURL, MaxConns: 8, ClaimWriters: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(store.Close)
+	f.store = store
+	waitFor(t, func() bool { return listening(store) })
+	held = f.provider("held", inv("VCPU", 8))
+	bf = &batchFixture{fixture: f, store: store, first: make(chan error, 1)}
+	bf.release = holdProvider(t, f, dbURL, held)
+	go func() {
+		bf.first <- store.Allocations.AllocationsReplace(f.ctx, []resources.ConsumerAllocations{newClaim(uuid.NewString(), held, res("VCPU", 1))})
+	}()
+	// The writer has taken the first claim once the queue is empty
+	// and a batch was counted.
+	waitFor(t, func() bool { b, _ := claimBatches(store); return b == 1 })
+	return bf, held
+}
+
+// send sends ws concurrently, each alone, and waits until all are queued.
+func (bf *batchFixture) send(t *testing.T, ws []resources.ConsumerAllocations) []chan error {
+	t.Helper()
+	queued := queuedClaims(bf.store)
+	out := make([]chan error, len(ws))
+	for i, w := range ws {
+		out[i] = make(chan error, 1)
+		go func() { out[i] <- bf.store.Allocations.AllocationsReplace(bf.ctx, []resources.ConsumerAllocations{w}) }()
+	}
+	waitFor(t, func() bool { return queuedClaims(bf.store) == queued+len(ws) })
+	return out
+}
+
+// TestClaimBatchCommitsQueuedClaimsTogether queues eight claims for five
+// free units while the writer is busy: they go out as one transaction,
+// whose statements see each other's rows, so exactly five are written and
+// three refused with the general path's capacity error. The snapshot
+// applies the five writes in commit order, with no reload.
+func TestClaimBatchCommitsQueuedClaimsTogether(t *testing.T) {
+	bf, held := newBatchFixture(t)
+	rp := bf.provider("rp", inv("VCPU", 5), inv("MEMORY_MB", 64))
+	bf.summaryBy(rp, "MEMORY_MB") // load the snapshot
+	bf.known([]string{"batch-project"}, []string{"batch-user"}, nil)
+	var ws []resources.ConsumerAllocations
+	for range 8 {
+		w := newClaim(uuid.NewString(), rp, res("VCPU", 1))
+		w.ProjectID, w.UserID = "batch-project", "batch-user" // shared by the batch
+		ws = append(ws, w)
+	}
+	answers := bf.send(t, ws)
+	bf.release()
+	if err := <-bf.first; err != nil {
+		t.Fatalf("first claim: %v", err)
+	}
+	written := 0
+	for _, a := range answers {
+		err := <-a
+		switch {
+		case err == nil:
+			written++
+		default:
+			if le := rejection(t, err, fault.ErrConflict); !strings.Contains(le.Msg, "would exceed the capacity") {
+				t.Errorf("refused claim: %v", le)
+			}
+		}
+	}
+	if written != 5 {
+		t.Fatalf("%d claims written, want 5", written)
+	}
+	if u := bf.usages(rp); u.Usages["VCPU"] != 5 || u.Generation != 1+5 {
+		t.Fatalf("provider after the batch: %+v, want VCPU 5 at generation 6", u)
+	}
+	if n := snapshotStale(bf.store); n != 0 {
+		t.Fatalf("%d providers dirty after the batch, want its writes applied", n)
+	}
+	if s := bf.summaryBy(rp, "MEMORY_MB"); s.Generation != 6 || used(s, "VCPU") != 5 {
+		t.Fatalf("snapshot after the batch: %+v, want VCPU 5 used at generation 6", s)
+	}
+	if u := bf.usages(held); u.Usages["VCPU"] != 1 {
+		t.Fatalf("held provider: %+v, want VCPU 1", u)
+	}
+	if batches, claims := claimBatches(bf.store); batches != 2 || claims != 9 {
+		t.Fatalf("writers sent %d transactions of %d claims, want 2 of 9 (the first alone, then eight together)", batches, claims)
+	}
+}
+
+// sendInOrder sends ws each alone, one after the other, each once the
+// one before is queued, so that the writer takes them in this order.
+func (bf *batchFixture) sendInOrder(t *testing.T, ws []resources.ConsumerAllocations) []chan error {
+	t.Helper()
+	queued := queuedClaims(bf.store)
+	out := make([]chan error, len(ws))
+	for i, w := range ws {
+		out[i] = make(chan error, 1)
+		go func() { out[i] <- bf.store.Allocations.AllocationsReplace(bf.ctx, []resources.ConsumerAllocations{w}) }()
+		waitFor(t, func() bool { return queuedClaims(bf.store) == queued+i+1 })
+	}
+	return out
+}
+
+// TestClaimBatchRefusalsInTheMiddle queues, in this order, eight claims
+// on a provider with 5 free VCPU, one of them for a class that does not
+// exist and the last on another provider: 1, 2, 3 (no room left: 6 of
+// 5), 1, the unknown class, 2 (no room: 6 of 5), 1, and 1 elsewhere.
+// They go out as one batch; each is checked against exactly the claims
+// written before it in queue order, so claims 3, 5 and 6 are refused
+// with the general path's errors and the five others written, the
+// provider full, its generation bumped once per claim written.
+func TestClaimBatchRefusalsInTheMiddle(t *testing.T) {
+	bf, _ := newBatchFixture(t)
+	rp := bf.provider("rp", inv("VCPU", 5), inv("MEMORY_MB", 64))
+	other := bf.provider("other", inv("VCPU", 5))
+	bf.summaryBy(rp, "MEMORY_MB") // load the snapshot
+	bf.known([]string{"batch-project"}, []string{"batch-user"}, nil)
+	claim := func(rp string, r engine.ResourceAmount) resources.ConsumerAllocations {
+		w := newClaim(uuid.NewString(), rp, r)
+		w.ProjectID, w.UserID = "batch-project", "batch-user" // shared by the batch
+		return w
+	}
+	ws := []resources.ConsumerAllocations{
+		claim(rp, res("VCPU", 1)), claim(rp, res("VCPU", 2)), claim(rp, res("VCPU", 3)),
+		claim(rp, res("VCPU", 1)), claim(rp, res("CUSTOM_NO_SUCH_CLASS", 1)), claim(rp, res("VCPU", 2)),
+		claim(rp, res("VCPU", 1)), claim(other, res("VCPU", 1)),
+	}
+	answers := bf.sendInOrder(t, ws)
+	bf.release()
+	if err := <-bf.first; err != nil {
+		t.Fatalf("first claim: %v", err)
+	}
+	for i, a := range answers {
+		err := <-a
+		switch i + 1 {
+		case 3, 6:
+			if le := rejection(t, err, fault.ErrConflict); !strings.Contains(le.Msg, "would exceed the capacity") {
+				t.Errorf("claim %d: %v, want no room", i+1, le)
+			}
+		case 5:
+			if le := rejection(t, err, fault.ErrInvalid); !strings.Contains(le.Msg, "No such resource class") {
+				t.Errorf("claim 5: %v, want an unknown class", le)
+			}
+		default:
+			if err != nil {
+				t.Errorf("claim %d: %v, want it written", i+1, err)
+			}
+		}
+	}
+	for i, w := range ws {
+		got, err := bf.store.Allocations.AllocationsByConsumer(bf.ctx, w.ConsumerUUID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := 0
+		if n := i + 1; n != 3 && n != 5 && n != 6 {
+			want = 1
+		}
+		if len(got.Allocations) != want || (want == 1 && got.Allocations[0].Used != w.Allocations[0].Resources[0].Amount) {
+			t.Errorf("claim %d holds %+v, want %d allocation of %v", i+1, got.Allocations, want, w.Allocations[0].Resources)
+		}
+	}
+	if u := bf.usages(rp); u.Usages["VCPU"] != 5 || u.Generation != 1+4 {
+		t.Fatalf("provider after the batch: %+v, want VCPU 5 at generation 5", u)
+	}
+	if u := bf.usages(other); u.Usages["VCPU"] != 1 || u.Generation != 1+1 {
+		t.Fatalf("other provider after the batch: %+v, want VCPU 1 at generation 2", u)
+	}
+	if n := snapshotStale(bf.store); n != 0 {
+		t.Fatalf("%d providers dirty after the batch, want its writes applied", n)
+	}
+	if s := bf.summaryBy(rp, "MEMORY_MB"); s.Generation != 5 || used(s, "VCPU") != 5 {
+		t.Fatalf("snapshot after the batch: %+v, want VCPU 5 used at generation 5", s)
+	}
+	if batches, claims := claimBatches(bf.store); batches != 2 || claims != 9 {
+		t.Fatalf("writers took %d batches of %d claims, want 2 of 9 (the first alone, then eight together)", batches, claims)
+	}
+}
+
+// TestClaimBatchNewNames queues, in one batch, claims of a known owner
+// and claims of a new project, one of them with a new user and more than
+// the provider holds.
+// The fast path creates no project, user or type (claim_write.go): the
+// batch stops at the first claim of a new name, and that claim and those
+// after it are written, or refused, as alone: the claims of the new
+// project by the general path, which creates it; the one without room is
+// refused with the general path's error and leaves no user behind.
+func TestClaimBatchNewNames(t *testing.T) {
+	bf, _ := newBatchFixture(t)
+	rp := bf.provider("rp", inv("VCPU", 4))
+	claim := func(project, user string, vcpu int64) resources.ConsumerAllocations {
+		w := newClaim(uuid.NewString(), rp, res("VCPU", vcpu))
+		w.ProjectID, w.UserID = project, user
+		return w
+	}
+	ws := []resources.ConsumerAllocations{
+		claim("proj", "user", 1), claim("new-project", "user", 1), claim("proj", "user", 1),
+		claim("new-project", "new-user", 5), claim("new-project", "user", 1),
+	}
+	answers := bf.sendInOrder(t, ws)
+	bf.release()
+	if err := <-bf.first; err != nil {
+		t.Fatalf("first claim: %v", err)
+	}
+	for i, a := range answers {
+		err := <-a
+		if i == 3 {
+			if le := rejection(t, err, fault.ErrConflict); !strings.Contains(le.Msg, "would exceed the capacity") {
+				t.Errorf("claim 4: %v, want no room", le)
+			}
+		} else if err != nil {
+			t.Errorf("claim %d: %v, want it written", i+1, err)
+		}
+	}
+	if u := bf.usages(rp); u.Usages["VCPU"] != 4 {
+		t.Fatalf("provider after the batch: %+v, want VCPU 4", u)
+	}
+	var users int
+	if err := bf.db.QueryRow(bf.ctx, `SELECT count(*) FROM users WHERE external_id = 'new-user'`).Scan(&users); err != nil {
+		t.Fatal(err)
+	}
+	if users != 0 {
+		t.Fatalf("the refused claim's new user was created")
+	}
+	if batches, claims := claimBatches(bf.store); batches != 2 || claims != 6 {
+		t.Fatalf("writers took %d batches of %d claims, want 2 of 6 (the first alone, then five together)", batches, claims)
+	}
+	bf.checkUsages()
+}
+
+// TestClaimBatchSameConsumerTwice queues two claims for one new
+// consumer in one batch: the first is written, the second finds the
+// consumer written and is refused as after any claim for an existing
+// consumer, and the claim queued after them is written.
+func TestClaimBatchSameConsumerTwice(t *testing.T) {
+	bf, _ := newBatchFixture(t)
+	rp := bf.provider("rp", inv("VCPU", 8))
+	consumer := uuid.NewString()
+	ws := []resources.ConsumerAllocations{
+		newClaim(consumer, rp, res("VCPU", 1)), newClaim(consumer, rp, res("VCPU", 2)), newClaim(uuid.NewString(), rp, res("VCPU", 4)),
+	}
+	answers := bf.sendInOrder(t, ws)
+	bf.release()
+	if err := <-bf.first; err != nil {
+		t.Fatalf("first claim: %v", err)
+	}
+	if err := <-answers[0]; err != nil {
+		t.Fatalf("first claim of the consumer: %v", err)
+	}
+	rejection(t, <-answers[1], fault.ErrConflict)
+	if err := <-answers[2]; err != nil {
+		t.Fatalf("claim after them: %v", err)
+	}
+	got, err := bf.store.Allocations.AllocationsByConsumer(bf.ctx, consumer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Allocations) != 1 || got.Allocations[0].Used != 1 {
+		t.Fatalf("consumer holds %+v, want VCPU 1", got.Allocations)
+	}
+	if u := bf.usages(rp); u.Usages["VCPU"] != 5 {
+		t.Fatalf("provider: %+v, want VCPU 5", u)
+	}
+}
+
+// TestClaimBatchFailureSendsAlone puts a claim PostgreSQL rejects (a NUL
+// byte in its name) in a batch with good ones: the batch rolls back as a
+// whole, every claim is sent again alone, the good ones are written and
+// the bad one gets the error it gets alone, having written nothing.
+func TestClaimBatchFailureSendsAlone(t *testing.T) {
+	bf, _ := newBatchFixture(t)
+	rp := bf.provider("rp", inv("VCPU", 8))
+	var ws []resources.ConsumerAllocations
+	for range 4 {
+		ws = append(ws, newClaim(uuid.NewString(), rp, res("VCPU", 1)))
+	}
+	bad := newClaim(uuid.NewString(), rp, res("VCPU", 1))
+	bad.Name = "bad\x00name"
+	ws = append(ws[:2], append([]resources.ConsumerAllocations{bad}, ws[2:]...)...)
+	answers := bf.send(t, ws)
+	bf.release()
+	if err := <-bf.first; err != nil {
+		t.Fatalf("first claim: %v", err)
+	}
+	for i, a := range answers {
+		err := <-a
+		if i == 2 {
+			// As a lone fast write fails; the ledger words it for clients.
+			if le, ok := fault.As(err); !ok || !errors.Is(le, fault.ErrInvalid) {
+				t.Errorf("claim with a NUL byte: %v, want fault.ErrInvalid", err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("claim %d: %v", i, err)
+		}
+	}
+	if u := bf.usages(rp); u.Usages["VCPU"] != 4 {
+		t.Fatalf("provider after the batch: %+v, want VCPU 4", u)
+	}
+	got, err := bf.store.Allocations.AllocationsByConsumer(bf.ctx, bad.ConsumerUUID)
+	if err != nil && !errors.Is(err, fault.ErrNotFound) {
+		t.Fatal(err)
+	}
+	if err == nil && (got.Consumer != nil || len(got.Allocations) > 0) {
+		t.Fatalf("the rejected claim left %+v", got)
+	}
+}
+
+// used is what summary s says is used of class.
+func used(s engine.ProviderSummary, class string) int64 {
+	for _, r := range s.Resources {
+		if r.ResourceClass == class {
+			return r.Used
+		}
+	}
+	return -1
+}
+
+// TestClaimBatchSkipsAbandonedClaims queues a claim whose caller gives
+// up while the writer is busy: it is never sent, its caller gets its
+// context's error, and the claims queued with it are written.
+func TestClaimBatchSkipsAbandonedClaims(t *testing.T) {
+	bf, _ := newBatchFixture(t)
+	rp := bf.provider("rp", inv("VCPU", 8))
+	ctx, cancel := context.WithCancel(bf.ctx)
+	gone := newClaim(uuid.NewString(), rp, res("VCPU", 1))
+	abandoned := make(chan error, 1)
+	go func() {
+		abandoned <- bf.store.Allocations.AllocationsReplace(ctx, []resources.ConsumerAllocations{gone})
+	}()
+	waitFor(t, func() bool { return queuedClaims(bf.store) == 1 })
+	kept := bf.send(t, []resources.ConsumerAllocations{newClaim(uuid.NewString(), rp, res("VCPU", 2))})
+	cancel()
+	bf.release()
+	if err := <-bf.first; err != nil {
+		t.Fatalf("first claim: %v", err)
+	}
+	if err := <-abandoned; !errors.Is(err, context.Canceled) {
+		t.Fatalf("abandoned claim: %v, want context.Canceled", err)
+	}
+	if err := <-kept[0]; err != nil {
+		t.Fatalf("claim queued with it: %v", err)
+	}
+	if u := bf.usages(rp); u.Usages["VCPU"] != 2 {
+		t.Fatalf("provider: %+v, want VCPU 2 (the abandoned claim not written)", u)
+	}
+}
+
+// summaryBy returns what the snapshot says of one provider, found as a
+// candidate for one unit of class.
+func (f *fixture) summaryBy(rp, class string) engine.ProviderSummary {
+	f.t.Helper()
+	c, err := f.store.Snapshots.AllocationCandidates(f.ctx, engine.CandidatesParams{NestedAware: true,
+		Groups: []engine.RequestGroup{{Resources: []engine.ResourceAmount{{Class: class, Amount: 1}}}}})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	for _, s := range c.Summaries {
+		if s.UUID == rp {
+			return s
+		}
+	}
+	f.t.Fatalf("provider %s not in the candidates", rp)
+	return engine.ProviderSummary{}
+}

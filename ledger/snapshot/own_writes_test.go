@@ -1,0 +1,89 @@
+package snapshot_test
+
+import (
+	"testing"
+
+	"github.com/google/uuid"
+
+	"github.com/berthd/berth/ledger/engine"
+	"github.com/berthd/berth/ledger/resources"
+	"github.com/berthd/berth/ledger/snapshot"
+)
+
+// summary returns what the snapshot says of one provider.
+func (f *fixture) summary(rp string) engine.ProviderSummary {
+	f.t.Helper()
+	return f.summaryBy(rp, "VCPU")
+}
+
+// summaryBy returns what the snapshot says of one provider, found as a
+// candidate for one unit of class.
+func (f *fixture) summaryBy(rp, class string) engine.ProviderSummary {
+	f.t.Helper()
+	c, err := f.store.Snapshots.AllocationCandidates(f.ctx, engine.CandidatesParams{NestedAware: true,
+		Groups: []engine.RequestGroup{{Resources: []engine.ResourceAmount{{Class: class, Amount: 1}}}}})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	for _, s := range c.Summaries {
+		if s.UUID == rp {
+			return s
+		}
+	}
+	f.t.Fatalf("provider %s not in the candidates", rp)
+	return engine.ProviderSummary{}
+}
+
+// A fast-path claim brings this process's snapshot up to date without a
+// reload: nothing is left dirty, and what the snapshot says is what the
+// database says.
+func TestFastClaimPatchesSnapshot(t *testing.T) {
+	f := newFixture(t)
+	waitFor(t, func() bool { return snapshot.Listening(f.store.Snapshots) })
+	a := f.provider("a", inv("VCPU", 8), inv("MEMORY_MB", 1024))
+	b := f.provider("b", inv("VCPU", 8))
+	f.summary(a) // load the snapshot
+	f.known([]string{"p"}, []string{"u"}, nil)
+	for i, w := range []resources.ConsumerAllocations{
+		newClaim(uuid.NewString(), a, res("VCPU", 2), res("MEMORY_MB", 512)),
+		newClaim(uuid.NewString(), a, res("VCPU", 3)),
+		{ConsumerUUID: uuid.NewString(), ProjectID: "p", UserID: "u", CheckGeneration: true, Allocations: []engine.Allocation{
+			{ProviderUUID: a, Resources: []engine.ResourceAmount{res("VCPU", 1)}},
+			{ProviderUUID: b, Resources: []engine.ResourceAmount{res("VCPU", 4)}}}},
+	} {
+		if err := f.store.Allocations.AllocationsReplace(f.ctx, []resources.ConsumerAllocations{w}); err != nil {
+			t.Fatal(err)
+		}
+		if n := snapshot.SnapshotStale(f.store.Snapshots); n != 0 {
+			t.Fatalf("claim %d: %d providers dirty, want the write applied", i, n)
+		}
+		for _, rp := range []string{a, b} {
+			s, u := f.summary(rp), f.usages(rp)
+			if s.Generation != u.Generation {
+				t.Fatalf("claim %d: snapshot generation %d, database %d", i, s.Generation, u.Generation)
+			}
+			for _, r := range s.Resources {
+				if r.Used != u.Usages[r.ResourceClass] {
+					t.Fatalf("claim %d: snapshot %s used %d, database %d", i, r.ResourceClass, r.Used, u.Usages[r.ResourceClass])
+				}
+			}
+		}
+	}
+	if u := f.usages(a); u.Usages["VCPU"] != 6 || u.Usages["MEMORY_MB"] != 512 {
+		t.Fatalf("usages of a: %+v", u)
+	}
+
+	// Without the listener the write is applied all the same: what the
+	// snapshot trusts is the change log, not the listener (changelog.go).
+	snapshot.SetListening(f.store.Snapshots, false)
+	if err := f.store.Allocations.AllocationsReplace(f.ctx, []resources.ConsumerAllocations{newClaim(uuid.NewString(), b, res("VCPU", 1))}); err != nil {
+		t.Fatal(err)
+	}
+	if n := snapshot.SnapshotStale(f.store.Snapshots); n != 0 {
+		t.Fatalf("write while not listening: %d providers marked dirty, want it applied", n)
+	}
+	snapshot.SetListening(f.store.Snapshots, true)
+	if s := f.summary(b); s.Resources[0].Used != 5 {
+		t.Fatalf("b after reload: %+v", s)
+	}
+}
