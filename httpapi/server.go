@@ -318,6 +318,10 @@ func chainMiddleware(h echo.HandlerFunc, mw []echo.MiddlewareFunc) echo.HandlerF
 // rest is echo's ServeHTTP, with the middleware composed once
 // (chainRouted).
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// Every handler reads the query as webob does: a bad percent-escape
+	// is a value as given (which the route's checks refuse or match as
+	// it is), never a parameter dropped.
+	r.URL.RawQuery = wire.WebobQuery(r.URL.RawQuery)
 	if s.serveOps(w, r) {
 		return
 	}
