@@ -176,7 +176,7 @@ func (c *Claimer) Evacuate(ctx context.Context, p EvacuateParams) (*Evacuation, 
 	}
 	moved := c.moveAll(ctx, &p, mark, todo.move)
 	out.Consumers = append(out.Consumers, moved...)
-	out.Consumers = append(out.Consumers, c.confirmAll(ctx, todo.confirm)...)
+	out.Consumers = append(out.Consumers, confirmAll(ctx, c.Confirm, todo.confirm)...)
 	slices.SortFunc(out.Consumers, func(a, b EvacuatedConsumer) int { return strings.Compare(a.ConsumerUUID, b.ConsumerUUID) })
 	for _, m := range moved {
 		if m.Status != EvacuationMoved {
@@ -393,14 +393,15 @@ func (c *Claimer) evacuateOne(ctx context.Context, p *EvacuateParams, mark sched
 	return r
 }
 
-// confirmAll confirms the earlier evacuation moves ms, one at a time (a
-// confirm is one short write), and says what happened to each: confirmed,
-// or failed with the refusal.
-func (c *Claimer) confirmAll(ctx context.Context, ms []claimrecords.MoveRecord) []EvacuatedConsumer {
+// confirmAll confirms the earlier evacuation moves ms with confirm (the
+// Claimer's), one at a time (a confirm is one short write), and says what
+// happened to each: confirmed, or failed with the refusal.
+func confirmAll(ctx context.Context, confirm func(ctx context.Context, consumerUUID, migrationUUID string) (*Holding, error),
+	ms []claimrecords.MoveRecord) []EvacuatedConsumer {
 	out := make([]EvacuatedConsumer, len(ms))
 	for i, m := range ms {
 		r := EvacuatedConsumer{ConsumerUUID: m.ConsumerUUID, MigrationUUID: m.MigrationUUID, Status: EvacuationConfirmed, Confirmed: true}
-		if _, err := c.Confirm(ctx, m.ConsumerUUID, m.MigrationUUID); err != nil {
+		if _, err := confirm(ctx, m.ConsumerUUID, m.MigrationUUID); err != nil {
 			r.Status, r.Confirmed = EvacuationFailed, false
 			r.Reason, r.Detail = evacuationFailure(err)
 			r.Detail = "moved earlier, but the confirm failed: " + r.Detail
