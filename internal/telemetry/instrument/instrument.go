@@ -83,6 +83,31 @@ func ClaimDone(ctx context.Context, outcome string, dryRun bool, conflictRetries
 	}
 }
 
+// Actions of LeaseExpired.
+const (
+	LeaseReleased = "released" // a provisional claim's allocations
+	LeaseReverted = "reverted" // a move
+)
+
+// ZeroClaimCounters adds 0 to every series of the claim counters of the
+// global meter provider (berth.claims by outcome and dry run,
+// berth.claim.conflict_retries, berth.claim.leases.expired by action),
+// so that a process exports them from its start, before their first
+// event: dashboards and rate() then have a series to work on. berthd
+// calls it once its meter provider is installed.
+func ZeroClaimCounters(ctx context.Context) {
+	m := current()
+	for _, outcome := range []string{OutcomeClaimed, OutcomeNoValidHost, OutcomeClaimConflict, OutcomeScriptletRefused, OutcomeConflict, OutcomeError} {
+		for _, dryRun := range []bool{false, true} {
+			m.claims.Add(ctx, 0, metric.WithAttributes(attribute.String("outcome", outcome), attribute.Bool("dry_run", dryRun)))
+		}
+	}
+	m.retries.Add(ctx, 0)
+	for _, action := range []string{LeaseReleased, LeaseReverted} {
+		m.leases.Add(ctx, 0, metric.WithAttributes(attribute.String("action", action)))
+	}
+}
+
 // LeaseExpired counts one claim lease that ran out and was ended by the
 // reaper, by action: "released" (a provisional claim's allocations) or
 // "reverted" (a move).
