@@ -321,7 +321,7 @@ WITH req AS (
 	RETURNING 1
 ), q AS (
 	INSERT INTO claim_requests (consumer_uuid, op, fingerprint, request, result, generation)
-	SELECT $4::uuid, $11::text, $12::bytea, $13::jsonb, $14::jsonb, 1 FROM c WHERE $11::text IS NOT NULL
+	SELECT $4::uuid, $11::text, $12::bytea, $13::json, $14::json, 1 FROM c WHERE $11::text IS NOT NULL
 	ON CONFLICT (consumer_uuid, op) DO UPDATE
 	SET fingerprint = EXCLUDED.fingerprint, request = EXCLUDED.request, result = EXCLUDED.result,
 	    generation = EXCLUDED.generation, created_at = now()

@@ -161,7 +161,7 @@ WITH req AS (
 	       WITH ORDINALITY AS r(claim, provider_uuid, class, amount, ord)
 ), cl AS (
 	SELECT * FROM unnest($5::uuid[], $6::text[], $7::text[], $8::text[], $9::text[], $10::jsonb[], $11::boolean[],
-	                     $12::text[], $13::bytea[], $14::jsonb[], $15::jsonb[],
+	                     $12::text[], $13::bytea[], $14::json[], $15::json[],
 	                     $16::text[], $17::jsonb[], $18::uuid[], $19::int[], $20::boolean[])
 	       WITH ORDINALITY AS c(consumer, project, usr, ctype, name, properties, copy_sticky, op, fingerprint, request, result,
 	                            state_op, state_request, state_root, lease, stored_limits, claim)
