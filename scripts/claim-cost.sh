@@ -102,7 +102,8 @@ build() {
   mkdir -p "$out/$side"
   if [ "$side" = A ]; then
     local commit
-    commit=$(git -C "$repo" rev-parse --verify "$base^{commit}") || die "unknown commit $base"
+    commit=$(git -C "$repo" rev-parse --verify -q "$base^{commit}") ||
+      die "unknown commit $base (a shallow clone? git fetch --unshallow)"
     src="$out/A/src"
     rm -rf "$src" && mkdir -p "$src"
     git -C "$repo" archive "$commit" | tar -x -C "$src" || die "git archive $commit failed"
