@@ -188,10 +188,12 @@ WITH req AS (
 ), lim AS (
 	-- Each claim's limits (quota.go): those given ($21 to $23: claim,
 	-- resource, limit), or the stored ones of the claims whose limits are
-	-- stored ($20).
+	-- stored ($20), looked up only when a limit is stored at all (checked
+	-- once per batch, in the statement's snapshot as limits_of reads).
 	SELECT * FROM unnest($21::int[], $22::text[], $23::bigint[]) AS g(claim, resource, resource_limit)
 	UNION ALL
-	SELECT cl.claim, l.resource, l.resource_limit FROM cl CROSS JOIN LATERAL limits_of(cl.project) l WHERE cl.stored_limits
+	SELECT cl.claim, l.resource, l.resource_limit FROM cl CROSS JOIN LATERAL limits_of(cl.project) l
+	WHERE cl.stored_limits AND (EXISTS (SELECT FROM project_limits) OR EXISTS (SELECT FROM registered_limits))
 ), adds AS (
 	-- What each claim adds to its project's usage: its amounts by class and
 	-- one consumer (a migration consumer adds nothing).
