@@ -20,9 +20,10 @@ import (
 // transaction:
 //
 //  1. fastPlanSQL, once;
-//  2. fastLockSQL over every provider of every claim of the batch, once,
-//     in id order (as every writer of allocations locks), so batches
-//     cannot deadlock on provider rows;
+//  2. fastLockXidSQL (fastLockSQL answering the transaction's id) over
+//     every provider of every claim of the batch, once, in id order (as
+//     every writer of allocations locks), so batches cannot deadlock on
+//     provider rows;
 //  3. batchWriteSQL, once: it writes the claims of the batch in queue
 //     order up to the first that it cannot write.
 //
