@@ -104,6 +104,19 @@ func ClaimDone(ctx context.Context, outcome string, dryRun bool, conflictRetries
 	}
 }
 
+// LeaseExpired counts one claim lease that ran out and was ended by the
+// reaper, by action: "released" (a provisional claim's allocations) or
+// "reverted" (a move).
+func LeaseExpired(ctx context.Context, action string) {
+	current().leases.Add(ctx, 1, metric.WithAttributes(attribute.String("action", action)))
+}
+
+// Candidates records how many allocation candidates one operation
+// ("claim", "allocation_candidates") generated.
+func Candidates(ctx context.Context, operation string, n int) {
+	current().candidates.Record(ctx, int64(n), metric.WithAttributes(attribute.String("operation", operation)))
+}
+
 // claimAttrSets holds the attribute set of each (outcome, dry run) pair
 // met so far, built once: the outcomes are a handful of constants.
 var claimAttrSets sync.Map // claimAttrKey -> metric.MeasurementOption
@@ -122,19 +135,6 @@ func claimAttrs(outcome string, dryRun bool) metric.MeasurementOption {
 	o := metric.WithAttributeSet(attribute.NewSet(attribute.String("outcome", outcome), attribute.Bool("dry_run", dryRun)))
 	claimAttrSets.Store(k, o)
 	return o
-}
-
-// LeaseExpired counts one claim lease that ran out and was ended by the
-// reaper, by action: "released" (a provisional claim's allocations) or
-// "reverted" (a move).
-func LeaseExpired(ctx context.Context, action string) {
-	current().leases.Add(ctx, 1, metric.WithAttributes(attribute.String("action", action)))
-}
-
-// Candidates records how many allocation candidates one operation
-// ("claim", "allocation_candidates") generated.
-func Candidates(ctx context.Context, operation string, n int) {
-	current().candidates.Record(ctx, int64(n), metric.WithAttributes(attribute.String("operation", operation)))
 }
 
 // candidateBuckets are the histogram boundaries for candidate counts.
