@@ -219,6 +219,13 @@ func (c *Claimer) expireClaim(ctx context.Context, st *claimrecords.ClaimState) 
 	if st.State == claimrecords.ClaimMoving {
 		return c.expireMove(ctx, st)
 	}
+	gang, err := c.store.Claims.GangOf(ctx, st.ConsumerUUID)
+	if err != nil {
+		return "", err
+	}
+	if gang != nil && len(gang.Members) > 1 {
+		return NewGangs(c).expire(ctx, st, gang) // the gang's members together
+	}
 	gen := h.consumer.Generation
 	err = c.store.Allocations.ClaimWrite(ctx, resources.ClaimWriteParams{IfLeaseExpired: st.ConsumerUUID,
 		Consumers: []resources.ConsumerAllocations{{ConsumerUUID: st.ConsumerUUID, ProjectID: h.consumer.ProjectID,
