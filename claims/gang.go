@@ -1,7 +1,9 @@
 package claims
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -231,7 +233,11 @@ func (g *Gangs) Claim(ctx context.Context, p GangParams) (*GangResult, error) {
 					ConsumerUUID: m.ConsumerUUID, ProjectID: p.ProjectID, UserID: p.UserID, ConsumerType: m.ConsumerType,
 					CheckGeneration: true, Allocations: res.Members[j].Allocations, Name: m.Name, Properties: m.Properties,
 					CopyStickyKeys: true})
-				st := &claimrecords.ClaimStateWrite{Op: OpClaim, Request: m.Request, RootUUID: res.Members[j].Root, Mode: claimrecords.LeaseSet}
+				req, err := requestInDomain(m.Request, res.Domain)
+				if err != nil {
+					return nil, err
+				}
+				st := &claimrecords.ClaimStateWrite{Op: OpClaim, Request: req, RootUUID: res.Members[j].Root, Mode: claimrecords.LeaseSet}
 				if p.LeaseSeconds != nil {
 					st.LeaseSeconds = *p.LeaseSeconds
 				}
@@ -393,4 +399,23 @@ func (g *Gangs) expire(ctx context.Context, st *claimrecords.ClaimState, gang *c
 	c.log.InfoContext(ctx, "claims: lease of a gang expired; every member's allocations released", "consumer", st.ConsumerUUID,
 		"gang", gang.ID, "lease_expires_at", expiry(st), "members", strings.Join(lines, " "))
 	return leaseReleased, nil
+}
+
+// requestInDomain is a member's stored request with the gang's domain
+// added to its member_of (a clause of its own), so that a reschedule or
+// move of the member, which redoes its stored request, stays in the
+// domain; unchanged without a domain.
+func requestInDomain(req []byte, domain string) ([]byte, error) {
+	if domain == "" || req == nil {
+		return req, nil
+	}
+	var obj map[string]any
+	d := json.NewDecoder(bytes.NewReader(req))
+	d.UseNumber() // amounts as sent
+	if err := d.Decode(&obj); err != nil {
+		return nil, invalid("A gang member's request is not a JSON object: %v", err)
+	}
+	memberOf, _ := obj["member_of"].([]any)
+	obj["member_of"] = append(memberOf, domain)
+	return json.Marshal(obj)
 }

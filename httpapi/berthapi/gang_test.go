@@ -79,7 +79,7 @@ func TestGangAPIBadInput(t *testing.T) {
 		"domain a name":    gangBody(1, 2, 1, `"domain": {"member_of": ["rack-a"]}`),
 		"domain empty":     gangBody(1, 2, 1, `"domain": {"member_of": []}`),
 		"domain no list":   gangBody(1, 2, 1, `"domain": {}`),
-		"domain a string":  gangBody(1, 2, 1, `"domain": "` + rackA + `"`),
+		"domain a string":  gangBody(1, 2, 1, `"domain": "`+rackA+`"`),
 		"no owner":         `{"members": [{"consumer_uuid": "` + member(1) + `", "resources": {"VCPU": 1}}]}`,
 		"member no uuid":   `{"project_id": "p", "user_id": "u", "members": [{"resources": {"VCPU": 1}}]}`,
 		"member extra":     `{"project_id": "p", "user_id": "u", "members": [{"consumer_uuid": "` + member(1) + `", "resources": {"VCPU": 1}, "target": "a0"}]}`,
@@ -141,7 +141,8 @@ func TestGangAPI(t *testing.T) {
 			t.Fatalf("GET /allocations of member %d: %v", i, got)
 		}
 		code, st := apitest.Call(t, s, http.MethodGet, "/claims/"+member(1+i), "admin", "")
-		if req, _ := st["request"].(map[string]any); code != 200 || st["root_provider_uuid"] != root || req["project_id"] != "p" || req["resources"] == nil {
+		if req, _ := st["request"].(map[string]any); code != 200 || st["root_provider_uuid"] != root || req["project_id"] != "p" ||
+			req["resources"] == nil || fmt.Sprint(req["member_of"]) != "["+rackB+"]" {
 			t.Fatalf("GET /claims of member %d: %d %v", i, code, st)
 		}
 	}
@@ -170,8 +171,10 @@ func TestGangAPI(t *testing.T) {
 	if code, _ := callAs(t, s, http.MethodDelete, "/allocations/"+member(1), "admin", "", ""); code != http.StatusNoContent {
 		t.Fatalf("DELETE a member: %d", code)
 	}
+	// A member rescheduled stays in the gang's rack (its stored request
+	// has the rack in member_of).
 	code, body = apitest.Call(t, s, http.MethodPost, "/claims/"+member(2)+"/reschedule", "admin", `{}`)
-	if code != 200 || body["root_provider_uuid"] == nil {
+	if root := body["root_provider_uuid"]; code != 200 || (root != hosts["b0"] && root != hosts["b1"] && root != hosts["b2"]) {
 		t.Fatalf("reschedule a member: %d %v", code, body)
 	}
 	code, body = apitest.Call(t, s, http.MethodPost, "/claims/"+member(3)+"/move", "admin", `{"migration_uuid": "`+member(200)+`"}`)
