@@ -147,7 +147,7 @@ func (e *GangNotPlacedError) Error() string {
 }
 
 // reasonWords words a domain's reasons, most roots first: "3 lacked VCPU
-// 8, 1 holds another member of the gang".
+// 8, 1 used by another member (spread hosts)".
 func reasonWords(reasons map[string]int) string {
 	keys := slices.Sorted(maps.Keys(reasons))
 	slices.SortStableFunc(keys, func(a, b string) int { return reasons[b] - reasons[a] })

@@ -159,7 +159,7 @@ func TestGangAPI(t *testing.T) {
 	}
 	ds := body["errors"].([]any)[0].(map[string]any)["domains"].([]any)
 	want := []string{
-		fmt.Sprintf("map[fits:2 member_of:%s reasons:map[holds another member of the gang:2 lacked VCPU 6:1] roots:3 stopped_at:%s]", rackA, member(13)),
+		fmt.Sprintf("map[fits:2 member_of:%s reasons:map[lacked VCPU 6:1 used by another member (spread hosts):2] roots:3 stopped_at:%s]", rackA, member(13)),
 		fmt.Sprintf("map[fits:0 member_of:%s reasons:map[lacked VCPU 6:3] roots:3 stopped_at:%s]", rackB, member(11)),
 	}
 	if len(ds) != 2 || fmt.Sprint(ds[0]) != want[0] || fmt.Sprint(ds[1]) != want[1] {

@@ -96,8 +96,8 @@ type GangMember struct {
 
 // Reasons of a GangDomain besides Shortfall's.
 const (
-	// GangShortSpread: with spread, the root holds another member.
-	GangShortSpread = "holds another member of the gang"
+	// GangShortSpread: with spread, another member is on the root.
+	GangShortSpread = "used by another member (spread hosts)"
 	// GangShortTaken: the root had room before, taken by the gang's
 	// earlier members.
 	GangShortTaken = "capacity taken by the gang's earlier members"

@@ -72,7 +72,7 @@ func TestGangSpreadOneRootEach(t *testing.T) {
 	b.used("h0-2", "VCPU", 12) // rack0 has three hosts with room for 8
 	s := b.build()
 	g := mustGang(t, s, GangParams{Members: members(4, "VCPU:8"), Spread: true, Domains: []string{"rack0", "rack1"}})
-	if got, want := renderGang(g), "rack1=4/4 rack0=3/4[holds another member of the gang:3,lacked VCPU 8:1]"; got != want {
+	if got, want := renderGang(g), "rack1=4/4 rack0=3/4[lacked VCPU 8:1,used by another member (spread hosts):3]"; got != want {
 		t.Fatalf("got %s, want %s", got, want)
 	}
 	if g.Complete != 1 {
@@ -150,7 +150,7 @@ func TestGangPerMemberConstraints(t *testing.T) {
 	// Two members needing the one CUDA host, spread: one fits.
 	m[1].Groups[0].RequiredTraits = [][]string{{"HW_GPU_API_CUDA"}}
 	g = mustGang(t, s, GangParams{Members: m, Spread: true, Domains: []string{"rack0"}})
-	if got, want := renderGang(g), "rack0=2/3[holds another member of the gang:1,lacked required traits or aggregates:2]"; got != want {
+	if got, want := renderGang(g), "rack0=2/3[lacked required traits or aggregates:2,used by another member (spread hosts):1]"; got != want {
 		t.Fatalf("got %s, want %s", got, want)
 	}
 	if g.Domains[0].FirstUnplaced != 1 {
@@ -165,7 +165,7 @@ func TestGangDomains(t *testing.T) {
 		t.Fatalf("no domain: got %s, want the whole cloud %s", got, want)
 	}
 	g = mustGang(t, s, GangParams{Members: members(3, "VCPU:16"), Spread: true, Domains: []string{"nowhere", "rack0", "rack0"}})
-	if got, want := renderGang(g), "rack0=2/2[holds another member of the gang:2] nowhere=0/0[no root provider in the aggregate:0]"; got != want {
+	if got, want := renderGang(g), "rack0=2/2[used by another member (spread hosts):2] nowhere=0/0[no root provider in the aggregate:0]"; got != want {
 		t.Fatalf("got %s, want %s", got, want)
 	}
 	if _, err := s.Gang(context.Background(), &GangParams{Members: members(1, "CUSTOM_NOPE:1")}); err == nil {
