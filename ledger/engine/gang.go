@@ -278,16 +278,13 @@ func (gs *gangSearch) domain(ctx context.Context, agg string) (GangDomain, error
 	dl := gs.domainRoots(agg)
 	d := GangDomain{Aggregate: agg, Roots: len(dl), FirstUnplaced: -1}
 	n := len(gs.searches)
-	failed := make([][]bool, n) // per request, per position in dl
+	failed := make([]posSet, n) // per request: positions in dl where it failed
 	cursor := make([]int, n)
-	for i := range failed {
-		failed[i] = make([]bool, len(dl))
-	}
 	used := make([]bool, len(dl))
 	var order []int // positions in dl, in the order first used
 	places := make([]gangPlace, 0, len(gs.reqOf))
 	for m, r := range gs.reqOf {
-		pos, err := gs.place(ctx, r, dl, used, order, failed[r], &cursor[r])
+		pos, err := gs.place(ctx, r, dl, used, order, &failed[r], &cursor[r])
 		if err != nil {
 			return d, err
 		}
@@ -326,25 +323,25 @@ func (gs *gangSearch) domain(ctx context.Context, agg string) (GangDomain, error
 // place finds a root in dl for a member of request r and leaves its
 // candidate in gs.gens[r]; it returns the root's position in dl, -1 when
 // none holds it. Without spread it tries the roots in use first (order).
-func (gs *gangSearch) place(ctx context.Context, r int, dl []int32, used []bool, order []int, failed []bool, cursor *int) (int, error) {
+func (gs *gangSearch) place(ctx context.Context, r int, dl []int32, used []bool, order []int, failed *posSet, cursor *int) (int, error) {
 	if gs.searches[r] == nil {
 		return -1, nil
 	}
 	if !gs.spread {
 		for _, pos := range order {
-			if failed[pos] {
+			if failed.has(pos) {
 				continue
 			}
 			ok, err := gs.try(ctx, r, dl[pos])
 			if err != nil || ok {
 				return pos, err
 			}
-			failed[pos] = true
+			failed.add(pos, len(dl))
 		}
 	}
 	for ; *cursor < len(dl); *cursor++ {
 		pos := *cursor
-		if failed[pos] || used[pos] {
+		if used[pos] || failed.has(pos) {
 			continue
 		}
 		ok, err := gs.try(ctx, r, dl[pos])
@@ -354,9 +351,23 @@ func (gs *gangSearch) place(ctx context.Context, r int, dl []int32, used []bool,
 		if ok {
 			return pos, nil
 		}
-		failed[pos] = true
+		failed.add(pos, len(dl))
 	}
 	return -1, nil
+}
+
+// posSet is a set of positions in a domain's roots, a bit each, made on
+// its first add (most requests of a gang fail on few roots).
+type posSet []uint64
+
+func (s posSet) has(pos int) bool { return len(s) > 0 && s[pos>>6]&(1<<(pos&63)) != 0 }
+
+// add adds pos to s, whose positions are below n.
+func (s *posSet) add(pos, n int) {
+	if *s == nil {
+		*s = make(posSet, (n+63)/64)
+	}
+	(*s)[pos>>6] |= 1 << (pos & 63)
 }
 
 // try opens request r's generator on root a, in the scratch.
