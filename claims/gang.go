@@ -247,7 +247,7 @@ func (g *Gangs) Claim(ctx context.Context, p GangParams) (*GangResult, error) {
 			err := c.store.Allocations.GangWrite(ctx, w)
 			if err == nil {
 				res.Attempts = attempts
-				c.log.InfoContext(ctx, "claims: gang placed", "gang", res.ID, "domain", res.Domain,
+				c.log.DebugContext(ctx, "claims: gang placed", "gang", res.ID, "domain", res.Domain,
 					"members", len(p.Members), "attempts", attempts, "write", time.Since(start))
 				return res, nil
 			}
