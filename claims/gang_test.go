@@ -4,11 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
 	"github.com/berthd/berth/claims"
 	"github.com/berthd/berth/internal/fault"
+	"github.com/berthd/berth/ledger/audit"
 	"github.com/berthd/berth/ledger/claimrecords"
 	"github.com/berthd/berth/ledger/ledgertest"
 	"github.com/berthd/berth/ledger/resources"
@@ -310,5 +312,41 @@ func TestGangRace(t *testing.T) {
 	f.store.Close()
 	if n := ledgertest.Deadlocks(t, f.url); n != 0 {
 		t.Fatalf("%d transactions deadlocked", n)
+	}
+}
+
+// TestGangAuditFindsPartial: the audit reports the members of a gang one
+// of whose members lost its allocations by a hand edit; a gang whole, or
+// with a member deleted through the API, is no finding.
+func TestGangAuditFindsPartial(t *testing.T) {
+	f := newFixture(t)
+	f.racks(1, 3, 8)
+	c := f.claimer(`{}`, "")
+	partial := func() []audit.AuditFinding {
+		t.Helper()
+		page, err := f.store.Auditor.Audit(f.ctx, audit.AuditParams{Kinds: []string{audit.AuditPartialGang}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return page.Findings
+	}
+	p := gang(1, 3, 1, claims.SpreadHosts, 0)
+	if _, err := claims.NewGangs(c).Claim(f.ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	if fs := partial(); len(fs) != 0 {
+		t.Fatalf("a whole gang: %+v", fs)
+	}
+	if err := f.store.Allocations.AllocationsReplace(f.ctx, []resources.ConsumerAllocations{{ConsumerUUID: p.Members[0].ConsumerUUID}}); err != nil {
+		t.Fatal(err)
+	}
+	if fs := partial(); len(fs) != 0 {
+		t.Fatalf("a member deleted through the API: %+v", fs)
+	}
+	f.sql(`DELETE FROM allocations WHERE consumer_id = (SELECT id FROM consumers WHERE uuid = $1)`, p.Members[1].ConsumerUUID)
+	fs := partial()
+	if len(fs) != 1 || fs[0].Consumer.UUID != p.Members[2].ConsumerUUID || fs[0].Fix.Action != audit.AuditFixReportOnly ||
+		!strings.Contains(fs[0].Detail, "whose members "+p.Members[1].ConsumerUUID+" hold nothing") {
+		t.Fatalf("a gang left partial: %+v", fs)
 	}
 }
