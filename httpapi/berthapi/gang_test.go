@@ -141,8 +141,10 @@ func TestGangAPI(t *testing.T) {
 			t.Fatalf("GET /allocations of member %d: %v", i, got)
 		}
 		code, st := apitest.Call(t, s, http.MethodGet, "/claims/"+member(1+i), "admin", "")
+		g, _ := st["gang"].(map[string]any)
 		if req, _ := st["request"].(map[string]any); code != 200 || st["root_provider_uuid"] != root || req["project_id"] != "p" ||
-			req["resources"] == nil || fmt.Sprint(req["member_of"]) != "["+rackB+"]" {
+			req["resources"] == nil || fmt.Sprint(req["member_of"]) != "["+rackB+"]" || g["gang_id"] != body["gang_id"] ||
+			fmt.Sprint(g["domain"]) != "map[member_of:"+rackB+"]" || len(g["members"].([]any)) != 3 {
 			t.Fatalf("GET /claims of member %d: %d %v", i, code, st)
 		}
 	}
