@@ -15,6 +15,7 @@ import (
 	"github.com/berthd/berth/internal/uuid"
 	"github.com/berthd/berth/ledger/claimrecords"
 	"github.com/berthd/berth/ledger/engine"
+	"github.com/berthd/berth/ledger/quotas"
 	"github.com/berthd/berth/ledger/resources"
 )
 
@@ -201,19 +202,7 @@ func (g *Gangs) Claim(ctx context.Context, p GangParams) (*GangResult, error) {
 		return nil, &GangNotPlacedError{Members: len(p.Members), Domains: domainsOf(&p, chosen)}
 	}
 	if p.DryRun {
-		res := g.result(&p, chosen, 0, "")
-		if res.Quota, err = c.quotaReport(ctx, &Params{ProjectID: p.ProjectID}, gangAllocations(res.Members)); err != nil {
-			return nil, err
-		}
-		if res.Quota != nil {
-			// One consumer per member, not one for the gang.
-			if q, ok := res.Quota.Resources["consumers"]; ok {
-				q.Requested = int64(len(p.Members))
-				res.Quota.Resources["consumers"] = q
-				res.Quota.Fits = res.Quota.Fits && (q.Used+q.Requested <= q.Limit)
-			}
-		}
-		return res, nil
+		return g.dryRun(ctx, &p, chosen)
 	}
 	q, err := c.quotaOf(ctx, p.ProjectID)
 	if err != nil {
@@ -227,28 +216,9 @@ func (g *Gangs) Claim(ctx context.Context, p GangParams) (*GangResult, error) {
 			}
 			attempts++
 			res := g.result(&p, chosen, i, uuid.New())
-			w := resources.GangWriteParams{ID: res.ID, Domain: res.Domain, Quota: q}
-			for j, m := range p.Members {
-				w.Members = append(w.Members, resources.ConsumerAllocations{
-					ConsumerUUID: m.ConsumerUUID, ProjectID: p.ProjectID, UserID: p.UserID, ConsumerType: m.ConsumerType,
-					CheckGeneration: true, Allocations: res.Members[j].Allocations, Name: m.Name, Properties: m.Properties,
-					CopyStickyKeys: true})
-				req, err := requestInDomain(m.Request, res.Domain)
-				if err != nil {
-					return nil, err
-				}
-				st := &claimrecords.ClaimStateWrite{Op: OpClaim, Request: req, RootUUID: res.Members[j].Root, Mode: claimrecords.LeaseSet}
-				if p.LeaseSeconds != nil {
-					st.LeaseSeconds = *p.LeaseSeconds
-				}
-				w.States = append(w.States, st)
-			}
-			start := time.Now()
-			err := c.store.Allocations.GangWrite(ctx, w)
+			err := g.write(ctx, &p, res, q)
 			if err == nil {
 				res.Attempts = attempts
-				c.log.DebugContext(ctx, "claims: gang placed", "gang", res.ID, "domain", res.Domain,
-					"members", len(p.Members), "attempts", attempts, "write", time.Since(start))
 				return res, nil
 			}
 			if !retryable(err) {
@@ -269,6 +239,54 @@ func (g *Gangs) Claim(ctx context.Context, p GangParams) (*GangResult, error) {
 		}
 	}
 	return nil, &GangNotPlacedError{Members: len(p.Members), Domains: domainsOf(&p, chosen), Conflicts: true, Attempts: attempts}
+}
+
+// dryRun is the answer of a dry run: the best domain's placement, with
+// the whole gang's quota check.
+func (g *Gangs) dryRun(ctx context.Context, p *GangParams, chosen *engine.Gang) (*GangResult, error) {
+	res := g.result(p, chosen, 0, "")
+	var err error
+	if res.Quota, err = g.c.quotaReport(ctx, &Params{ProjectID: p.ProjectID}, gangAllocations(res.Members)); err != nil {
+		return nil, err
+	}
+	if res.Quota != nil {
+		// One consumer per member, not one for the gang.
+		if q, ok := res.Quota.Resources[quotas.ResourceConsumers]; ok {
+			q.Requested = int64(len(p.Members))
+			res.Quota.Resources[quotas.ResourceConsumers] = q
+			res.Quota.Fits = res.Quota.Fits && q.Used+q.Requested <= q.Limit
+		}
+	}
+	return res, nil
+}
+
+// write writes res, the placement of p in one domain, in one transaction
+// checked against q (resources.Allocations.GangWrite): every member's
+// allocations and stored claim, and the gang's record.
+func (g *Gangs) write(ctx context.Context, p *GangParams, res *GangResult, q *quotas.Quota) error {
+	w := resources.GangWriteParams{ID: res.ID, Domain: res.Domain, Quota: q}
+	for j, m := range p.Members {
+		w.Members = append(w.Members, resources.ConsumerAllocations{
+			ConsumerUUID: m.ConsumerUUID, ProjectID: p.ProjectID, UserID: p.UserID, ConsumerType: m.ConsumerType,
+			CheckGeneration: true, Allocations: res.Members[j].Allocations, Name: m.Name, Properties: m.Properties,
+			CopyStickyKeys: true})
+		req, err := requestInDomain(m.Request, res.Domain)
+		if err != nil {
+			return err
+		}
+		st := &claimrecords.ClaimStateWrite{Op: OpClaim, Request: req, RootUUID: res.Members[j].Root, Mode: claimrecords.LeaseSet}
+		if p.LeaseSeconds != nil {
+			st.LeaseSeconds = *p.LeaseSeconds
+		}
+		w.States = append(w.States, st)
+	}
+	start := time.Now()
+	if err := g.c.store.Allocations.GangWrite(ctx, w); err != nil {
+		return err
+	}
+	g.c.log.DebugContext(ctx, "claims: gang placed", "gang", res.ID, "domain", res.Domain,
+		"members", len(p.Members), "write", time.Since(start))
+	return nil
 }
 
 // choose reads the snapshot (with every member's names) and asks the
