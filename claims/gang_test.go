@@ -249,13 +249,15 @@ func TestGangLeasesTogether(t *testing.T) {
 }
 
 // TestGangRace: gangs and single claims race on two small racks; no
-// provider is ever overcommitted and every gang is whole or absent.
+// provider is ever overcommitted and every gang is whole or absent. The
+// singles (48 VCPU) fill three hosts at most, whatever the order, so
+// some rack keeps room for a gang.
 func TestGangRace(t *testing.T) {
 	f := newFixture(t)
-	racks := f.racks(2, 4, 8)
+	racks := f.racks(2, 4, 16)
 	c := f.claimer(`{}`, "")
 	g := claims.NewGangs(c)
-	const gangs, size, singles = 12, 3, 24
+	const gangs, size, singles = 12, 3, 24 // members of 3 VCPU, singles of 2
 	var wg sync.WaitGroup
 	errs := make(chan error, gangs+singles)
 	for i := range gangs {
@@ -284,8 +286,8 @@ func TestGangRace(t *testing.T) {
 	}
 	for _, rack := range racks {
 		for _, rp := range rack {
-			if used := f.used(rp); used > 8 {
-				t.Fatalf("provider %s overcommitted: %d of 8", rp, used)
+			if used := f.used(rp); used > 16 {
+				t.Fatalf("provider %s overcommitted: %d of 16", rp, used)
 			}
 		}
 	}
