@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -208,6 +209,15 @@ func TestGangAPIQuotaAndLease(t *testing.T) {
 	code, body = apitest.Call(t, s, http.MethodPost, "/claims", "admin", gangBody(1, 2, 4, `"spread": "hosts", "lease_seconds": 600`))
 	if code != 200 {
 		t.Fatalf("a gang with a lease: %d %v", code, body)
+	}
+	// The console lists the gang, whole (2 of 2 members holding).
+	req := httptest.NewRequest(http.MethodGet, "/ui/gangs", nil)
+	req.Header.Set("X-Auth-Token", "admin")
+	rec := httptest.NewRecorder()
+	s.ServeHTTP(rec, req)
+	if page := rec.Body.String(); rec.Code != 200 || !strings.Contains(page, body["gang_id"].(string)) ||
+		!strings.Contains(page, "<td>2</td><td>2</td>") || strings.Contains(page, "partial</strong>") {
+		t.Fatalf("console's gangs: %d %s", rec.Code, page)
 	}
 	if code, st := apitest.Call(t, s, http.MethodPatch, "/claims/"+member(2), "admin", `{"lease_seconds": null}`); code != 200 || st["state"] != "permanent" {
 		t.Fatalf("confirm a member: %d %v", code, st)

@@ -3,6 +3,7 @@ package claimrecords
 import (
 	"context"
 	"slices"
+	"time"
 
 	"github.com/berthd/berth/internal/fault"
 	"github.com/berthd/berth/ledger/internal/core"
@@ -97,4 +98,36 @@ func gangMembersTx(ctx context.Context, t *core.Txn, id string) ([]string, error
 		return []string{id}, nil
 	}
 	return g.Members, nil
+}
+
+// GangSummary is one gang as the console lists it: its id and domain,
+// when it was placed, how many members are still there and how many of
+// them hold allocations (fewer: the gang is partial).
+type GangSummary struct {
+	ID, Domain       string
+	CreatedAt        time.Time
+	Members, Holding int
+}
+
+// Gangs lists the latest limit gangs, newest first.
+func (s *Records) Gangs(ctx context.Context, limit int) ([]GangSummary, error) {
+	rows, err := s.core.DB.Query(ctx, `
+		SELECT g.gang_id::text, min(g.domain), min(g.created_at), count(*),
+		       count(*) FILTER (WHERE EXISTS (SELECT 1 FROM consumers c JOIN allocations a ON a.consumer_id = c.id
+		                                      WHERE c.uuid = g.consumer_uuid))
+		FROM gang_members g GROUP BY g.gang_id
+		ORDER BY min(g.created_at) DESC, g.gang_id LIMIT $1`, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []GangSummary
+	for rows.Next() {
+		var g GangSummary
+		if err := rows.Scan(&g.ID, &g.Domain, &g.CreatedAt, &g.Members, &g.Holding); err != nil {
+			return nil, err
+		}
+		out = append(out, g)
+	}
+	return out, rows.Err()
 }
