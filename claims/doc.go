@@ -12,6 +12,12 @@
 // ranking and the write. A claim that places nothing says why with a
 // *NotPlacedError whose steps count what each step removed.
 //
+// A gang (Gangs, gang.go: POST /claims with members) is placed whole or
+// not at all: the engine simulates it in each domain (an aggregate of
+// root providers) and the best domain that holds every member is written
+// in one transaction (resources.Allocations.GangWrite); its members'
+// leases are renewed, confirmed and released together.
+//
 // The package also reschedules (remembering, in PostgreSQL, every
 // provider a consumer failed on), and moves consumers the way Nova
 // migrates: the source allocations go to a migration consumer, the
@@ -44,5 +50,6 @@
 // is checked against, and a dry run's report of the check), refusals.go
 // (the recent claims that placed nothing, in memory, for the operator
 // console), shadow.go (a decided claim handed to the active shadows,
-// claims/shadow), telemetry.go (spans and metrics).
+// claims/shadow), telemetry.go (spans and metrics), gang.go (gangs:
+// choose, write, release).
 package claims

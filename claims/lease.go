@@ -65,10 +65,12 @@ func (c *Claimer) checkLease(seconds *int64) error {
 	return nil
 }
 
-// Stored is a consumer's stored claim and what it holds now.
+// Stored is a consumer's stored claim and what it holds now, and, for a
+// member of a gang, its gang (nil otherwise).
 type Stored struct {
 	Claim *claimrecords.ClaimState
 	Holding
+	Gang *claimrecords.GangRecord
 }
 
 // Stored returns consumerUUID's stored claim (GET /claims/{consumer_uuid})
@@ -94,7 +96,11 @@ func (c *Claimer) storedWith(ctx context.Context, st *claimrecords.ClaimState) (
 	if err != nil {
 		return nil, err
 	}
-	return &Stored{Claim: st, Holding: *h}, nil
+	g, err := c.store.Claims.GangOf(ctx, st.ConsumerUUID)
+	if err != nil {
+		return nil, err
+	}
+	return &Stored{Claim: st, Holding: *h, Gang: g}, nil
 }
 
 // Lease renews consumerUUID's lease for seconds from now, or with nil
@@ -219,6 +225,13 @@ func (c *Claimer) expireClaim(ctx context.Context, st *claimrecords.ClaimState) 
 	}
 	if st.State == claimrecords.ClaimMoving {
 		return c.expireMove(ctx, st)
+	}
+	gang, err := c.store.Claims.GangOf(ctx, st.ConsumerUUID)
+	if err != nil {
+		return "", err
+	}
+	if gang != nil && len(gang.Members) > 1 {
+		return NewGangs(c).expire(ctx, st, gang) // the gang's members together
 	}
 	gen := h.consumer.Generation
 	err = c.store.Allocations.ClaimWrite(ctx, resources.ClaimWriteParams{IfLeaseExpired: st.ConsumerUUID,

@@ -80,8 +80,10 @@
 // (resources/claim_write.go) creates no name, and creates its new
 // consumer after its providers' locks: two writes of one new consumer at
 // the same moment are the one case where writers can deadlock (and one
-// of them is retried). The lease reaper locks the consumers it writes, in
-// uuid order, before it checks the lease; the names it writes exist.
+// of them is retried). A gang's write (resources/gang_write.go) takes the
+// general path for all its members at once, in the same order. The lease
+// reaper locks the consumers it writes, in uuid order, before it checks
+// the lease (of every member, for a gang); the names it writes exist.
 //
 // Quotas: every statement that writes allocations also counts what it
 // changes in its projects' usage counters (migration 0009), and a write

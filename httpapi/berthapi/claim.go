@@ -45,7 +45,14 @@ type Claims struct {
 // body is decoded (wire), read into claims.Params, the claimer claims,
 // and the answer is encoded (wire): each once.
 func (h *Claims) Create(c echo.Context) error {
-	_, p, err := h.params(c, claimSchema, claimKind)
+	body, err := h.Bodies.Read(c)
+	if err != nil {
+		return err
+	}
+	if isGang(body) {
+		return h.createGang(c, body) // gang.go
+	}
+	_, p, err := h.paramsFrom("", body, claimSchema, claimKind)
 	if err != nil {
 		return err
 	}
@@ -95,32 +102,14 @@ func claimSchemaText(kind int) string {
 	if kind == sampleKind {
 		lease = ""
 	}
-	strs := `{"type": "array", "items": {"type": "string", "minLength": 1}}`
-	group := `"resources": {"type": "object", "minProperties": 1, "additionalProperties": {"type": "integer"}},
-		"required": ` + strs + `,
-		"member_of": ` + strs + `,
-		"in_tree": {"type": "string", "minLength": 1}`
 	return `{
 	"type": "object",
 	"properties": {` + extra + `
 		"project_id": {"type": "string", "minLength": 1, "maxLength": 255},
 		"user_id": {"type": "string", "minLength": 1, "maxLength": 255},
-		"name": {"type": "string", "maxLength": 255},
-		"consumer_type": {"type": "string", "pattern": "` + placement.ConsumerTypePattern + `", "minLength": 1, "maxLength": 255},
+		` + consumerSchemaText + `,
 		"consumer_generation": {"type": ["integer", "null"]},
-		` + group + `,
-		"root_required": ` + strs + `,
-		"same_subtree": ` + strs + `,
-		"group_policy": {"type": "string", "enum": ["none", "isolate"]},
-		"groups": {
-			"type": "object",
-			"patternProperties": {"^[a-zA-Z0-9_-]{1,64}$": {
-				"type": "object",
-				"properties": {` + group + `},
-				"additionalProperties": false
-			}},
-			"additionalProperties": false
-		},
+		` + selectionSchemaText() + `,
 		"exclude_providers": {"type": "array", "items": {"type": "string", "minLength": 1, "maxLength": 255}},
 		"target": {"type": "string", "minLength": 1, "maxLength": 255},
 		"policy": {"type": "string", "minLength": 1, "maxLength": 255},
@@ -145,6 +134,35 @@ func claimSchemaText(kind int) string {
 	` + required + `
 	"additionalProperties": false
 }`
+}
+
+// consumerSchemaText is the properties naming a claim's new consumer
+// and its type: a single claim's and a gang member's (gang.go).
+const consumerSchemaText = `"name": {"type": "string", "maxLength": 255},
+		"consumer_type": {"type": "string", "pattern": "` + placement.ConsumerTypePattern + `", "minLength": 1, "maxLength": 255}`
+
+// selectionSchemaText is the properties of a claim's selection (what to
+// place, as GET /allocation_candidates reads it): a single claim's and a
+// gang member's (gang.go).
+func selectionSchemaText() string {
+	strs := `{"type": "array", "items": {"type": "string", "minLength": 1}}`
+	group := `"resources": {"type": "object", "minProperties": 1, "additionalProperties": {"type": "integer"}},
+		"required": ` + strs + `,
+		"member_of": ` + strs + `,
+		"in_tree": {"type": "string", "minLength": 1}`
+	return group + `,
+		"root_required": ` + strs + `,
+		"same_subtree": ` + strs + `,
+		"group_policy": {"type": "string", "enum": ["none", "isolate"]},
+		"groups": {
+			"type": "object",
+			"patternProperties": {"^[a-zA-Z0-9_-]{1,64}$": {
+				"type": "object",
+				"properties": {` + group + `},
+				"additionalProperties": false
+			}},
+			"additionalProperties": false
+		}`
 }
 
 // instanceSchemaText is a claim's "instance": LXD's instance placement

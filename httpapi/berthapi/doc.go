@@ -1,6 +1,7 @@
 // Package berthapi serves Berth's own routes, its extensions to
 // Placement's API (each at every microversion): claims (claim.go, where
-// POST /claims starts; claim_moves.go; stored_claim.go), host evacuation,
+// POST /claims starts; gang.go, a claim of a gang's members;
+// claim_moves.go; stored_claim.go), host evacuation,
 // the capacity question, what agents report of providers (provider
 // state, placement keys), scheduling policies with their units and
 // balancer, scriptlets and their shadows, the server-wide settings, the

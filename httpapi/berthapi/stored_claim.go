@@ -68,19 +68,28 @@ func (h *Claims) Update(c echo.Context) error {
 // storedClaimJSON is the answer of GET and PATCH /claims/{consumer_uuid},
 // its fields in name order.
 type storedClaimJSON struct {
-	Allocations        map[string]any  `json:"allocations"`
-	ConsumerGeneration int64           `json:"consumer_generation"`
-	ConsumerUUID       string          `json:"consumer_uuid"`
-	CreatedAt          string          `json:"created_at"`
-	Expired            bool            `json:"expired"`
-	LeaseExpiresAt     *string         `json:"lease_expires_at"`
-	LeaseSeconds       *int64          `json:"lease_seconds"`
-	MigrationUUID      *string         `json:"migration_uuid"`
-	Op                 string          `json:"op"`
-	Request            json.RawMessage `json:"request"`
-	RootProviderUUID   *string         `json:"root_provider_uuid"`
-	State              string          `json:"state"`
-	UpdatedAt          string          `json:"updated_at"`
+	Allocations        map[string]any `json:"allocations"`
+	ConsumerGeneration int64          `json:"consumer_generation"`
+	ConsumerUUID       string         `json:"consumer_uuid"`
+	CreatedAt          string         `json:"created_at"`
+	Expired            bool           `json:"expired"`
+	// Gang is, for a member of a gang (gang.go), its gang: id, domain
+	// and the members still there.
+	Gang             *storedGangJSON `json:"gang,omitempty"`
+	LeaseExpiresAt   *string         `json:"lease_expires_at"`
+	LeaseSeconds     *int64          `json:"lease_seconds"`
+	MigrationUUID    *string         `json:"migration_uuid"`
+	Op               string          `json:"op"`
+	Request          json.RawMessage `json:"request"`
+	RootProviderUUID *string         `json:"root_provider_uuid"`
+	State            string          `json:"state"`
+	UpdatedAt        string          `json:"updated_at"`
+}
+
+type storedGangJSON struct {
+	Domain  *gangDomainChosen `json:"domain"`
+	GangID  string            `json:"gang_id"`
+	Members []string          `json:"members"`
 }
 
 // storedJSON renders a stored claim; times are UTC, RFC 3339 with
@@ -114,6 +123,12 @@ func storedJSON(st *claims.Stored) *storedClaimJSON {
 	if cl.LeaseSeconds > 0 {
 		n := cl.LeaseSeconds
 		out.LeaseSeconds = &n
+	}
+	if g := st.Gang; g != nil {
+		out.Gang = &storedGangJSON{GangID: g.ID, Members: g.Members}
+		if g.Domain != "" {
+			out.Gang.Domain = &gangDomainChosen{MemberOf: g.Domain}
+		}
 	}
 	return out
 }

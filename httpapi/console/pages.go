@@ -35,6 +35,7 @@ func (k *Console) routes() []consolePage {
 		{Path + "/fit", "berth:capacity:show", k.fit},
 		{Path + "/fragmentation", "placement:resource_providers:list", k.fragmentation},
 		{Path + "/refusals", "berth:claims:show", k.refusals},
+		{Path + "/gangs", "berth:claims:show", k.gangs},
 		{Path + "/policies", "berth:scheduling_policies:list", k.policies},
 		{Path + "/projects", "placement:usages", k.projects},
 		{Path + "/audit", "berth:audit:read", k.audit},
@@ -312,6 +313,19 @@ func parseFlavors(text string) ([]engine.Flavor, error) {
 		return nil, wire.BadRequest("No flavor given.")
 	}
 	return out, nil
+}
+
+// consoleGangs is how many gangs the gangs page lists.
+const consoleGangs = 100
+
+// gangs: the latest gangs (docs/gangs.md), with how many of each one's
+// members still hold allocations.
+func (k *Console) gangs(c echo.Context, _ authz.Credentials) error {
+	gs, err := k.cfg.Store.Claims.Gangs(c.Request().Context(), consoleGangs)
+	if err != nil {
+		return err
+	}
+	return k.render(c, http.StatusOK, "gangs", "Gangs", map[string]any{"Gangs": gs, "Limit": consoleGangs})
 }
 
 // refusalGroup is the refusals that share a cause.

@@ -53,6 +53,10 @@ type Error struct {
 	// Refusal, when set, goes in the JSON error object as "refusal": the
 	// reason of the scriptlet that refused a claim (a Berth extension).
 	Refusal string
+	// Domains, when set, go in the JSON error object as "domains": per
+	// domain of a gang that was not placed, how many members fit at most
+	// and what stopped the rest (a Berth extension).
+	Domains any
 }
 
 func (e *Error) Error() string { return e.Msg }
@@ -199,6 +203,9 @@ func placementErrorItem(c echo.Context, e *Error, detail, title, requestID strin
 	}
 	if e.Refusal != "" {
 		item["refusal"] = e.Refusal
+	}
+	if e.Domains != nil {
+		item["domains"] = e.Domains
 	}
 	v, negotiated := Negotiated(c)
 	if negotiated && v.AtLeast(errorCodeVersion) {

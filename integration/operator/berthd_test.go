@@ -90,6 +90,12 @@ func seed(t *testing.T, url string) {
 		}
 		call(t, url, "POST", "/claims", body, 200)
 	}
+	// A gang of two, one member on compute-1 and one on compute-3 (the
+	// gangs page).
+	call(t, url, "POST", "/claims", map[string]any{"project_id": "demo", "user_id": "u", "spread": "hosts",
+		"domain": map[string]any{"member_of": []string{aggs[0]}}, "members": []any{
+			map[string]any{"consumer_uuid": "00000000-4000-4000-8000-000000000001", "resources": map[string]int{"VCPU": 1}},
+			map[string]any{"consumer_uuid": "00000000-4000-4000-8000-000000000002", "resources": map[string]int{"VCPU": 1}}}}, 200)
 	// A claim nothing can hold, and one whose lease runs out.
 	call(t, url, "POST", "/claims", map[string]any{"consumer_uuid": "00000000-2000-4000-8000-000000000001",
 		"project_id": "demo", "user_id": "u", "resources": map[string]int{"VCPU": 4096}}, 409)

@@ -37,6 +37,7 @@ var consolePages = []struct {
 	{"/ui/fit?resources=VCPU:x", "#error", "Requested resource VCPU expected positive integer amount. Got: x.", "fit-refused"},
 	{"/ui/fragmentation", "#fragments", "compute-2", "fragmentation"},
 	{"/ui/refusals", "main", "lacked VCPU 4096", "refusals"},
+	{"/ui/gangs", "#gangs", "7b1e0000-0000-4000-8000-00000000000a", "gangs"},
 	{"/ui/policies", "#policies", "spread <by> free RAM", "policies"},
 	{"/ui/projects", "#projects", "/40", "projects"},
 	{"/ui/policies", "#shadows", "spread", "policies-shadows"},

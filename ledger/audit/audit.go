@@ -88,6 +88,11 @@ const (
 	// expired lease is report only (the reaper, or POST
 	// /claims/{c}/move/revert, reverts it).
 	AuditExpiredLease = "expired_lease"
+	// AuditPartialGang: a member of a gang (claims' gangs: every member
+	// placed or none) that holds allocations while another member of
+	// its gang, whose consumer is still there, holds none: the gang was
+	// left partial by a hand edit of the allocations. Report only.
+	AuditPartialGang = "partial_gang"
 )
 
 // What a finding's fix does (AuditFix.Action).
@@ -176,7 +181,8 @@ type AuditPage struct {
 type AuditFinding struct {
 	Kind string
 	// Consumer is the consumer of a consumer kind's finding
-	// (split_consumer, stale_migration, empty_consumer); nil otherwise.
+	// (split_consumer, stale_migration, empty_consumer, expired_lease,
+	// partial_gang); nil otherwise.
 	Consumer *AuditConsumer
 	// Provider is the provider of a provider kind's finding
 	// (stale_provider, over_capacity); nil otherwise. For over_capacity
@@ -254,6 +260,7 @@ var auditKinds = []auditKind{
 	{name: AuditOverCapacity, page: overCapacityProviders},
 	{name: AuditEmptyConsumer, page: emptyConsumers, fix: fixEmptyConsumer},
 	{name: AuditExpiredLease, page: expiredLeases, fix: fixExpiredLease},
+	{name: AuditPartialGang, page: partialGangs},
 }
 
 // auditKindNamed returns the kind called name.
@@ -440,6 +447,26 @@ WHERE c.id BETWEEN $2 AND $3
   AND EXISTS (SELECT 1 FROM allocations a WHERE a.consumer_id = c.id)
 ORDER BY c.id LIMIT $1`
 
+// partialGangsSQL finds the gangs' members that hold allocations while
+// a member of their gang holds none. It starts from the gangs' members
+// (table gang_members), so a cloud without gangs pays nothing.
+const partialGangsSQL = `
+SELECT c.id FROM gang_members g JOIN consumers c ON c.uuid = g.consumer_uuid
+WHERE c.id BETWEEN $2 AND $3
+  AND EXISTS (SELECT 1 FROM allocations a WHERE a.consumer_id = c.id)
+  AND EXISTS (SELECT 1 FROM gang_members o JOIN consumers oc ON oc.uuid = o.consumer_uuid
+              WHERE o.gang_id = g.gang_id AND NOT EXISTS (SELECT 1 FROM allocations a WHERE a.consumer_id = oc.id))
+ORDER BY c.id LIMIT $1`
+
+// gangsEmptyMembersSQL lists, per member $1 of a gang, its gang and the
+// members of that gang that hold nothing.
+const gangsEmptyMembersSQL = `
+SELECT g.consumer_uuid::text, g.gang_id::text, array_agg(o.consumer_uuid::text ORDER BY o.consumer_uuid)
+FROM gang_members g JOIN gang_members o ON o.gang_id = g.gang_id
+JOIN consumers oc ON oc.uuid = o.consumer_uuid
+WHERE g.consumer_uuid = ANY($1::uuid[]) AND NOT EXISTS (SELECT 1 FROM allocations a WHERE a.consumer_id = oc.id)
+GROUP BY g.consumer_uuid, g.gang_id`
+
 // auditConsumer is a consumer of a page, with its allocations.
 type auditConsumer struct {
 	id int64
@@ -593,6 +620,50 @@ func emptyConsumers(ctx context.Context, q core.Querier, a auditArgs) ([]AuditFi
 		f.Detail = fmt.Sprintf("Consumer %s holds no allocations.", c.UUID)
 		f.Fix = AuditFix{Action: AuditFixDeleteConsumer, Detail: "Delete the consumer, which holds nothing " +
 			"(as a write that empties a consumer does)."}
+		out = append(out, f)
+	}
+	return out, nil
+}
+
+// partialGangs reads the page's consumers and, for each, its gang and
+// the gang's members that hold nothing.
+func partialGangs(ctx context.Context, q core.Querier, a auditArgs) ([]AuditFinding, error) {
+	cs, err := consumerKindPage(ctx, q, partialGangsSQL, a)
+	if err != nil || len(cs) == 0 {
+		return nil, err
+	}
+	uuids := make([]string, len(cs))
+	for i, c := range cs {
+		uuids[i] = c.UUID
+	}
+	rows, err := q.Query(ctx, gangsEmptyMembersSQL, uuids)
+	if err != nil {
+		return nil, err
+	}
+	type gang struct {
+		id    string
+		empty []string
+	}
+	gangs := map[string]gang{}
+	var member string
+	var g gang
+	if _, err := pgx.ForEachRow(rows, []any{&member, &g.id, &g.empty}, func() error {
+		gangs[member] = g
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	out := make([]AuditFinding, 0, len(cs))
+	for _, c := range cs {
+		g, ok := gangs[c.UUID]
+		if !ok {
+			continue // made whole (or released) meanwhile
+		}
+		f := c.finding(AuditPartialGang, c.updated, a)
+		f.Detail = fmt.Sprintf("Consumer %s is a member of gang %s, whose members %s hold nothing: the gang is partial.",
+			c.UUID, g.id, strings.Join(g.empty, ", "))
+		f.Fix = AuditFix{Action: AuditFixReportOnly, Detail: "Release the rest of the gang (DELETE /allocations/{member} " +
+			"for each member), or place the missing members again; whether the job can run partial is its owner's to say."}
 		out = append(out, f)
 	}
 	return out, nil

@@ -4,8 +4,10 @@
 // consumer's stored claim with its lease (records.go). Records reads them
 // and renews or confirms a lease outside a claim's transaction, lists the
 // leases that ran out and holds the advisory lock of the lease reaper
-// (leases.go); the functions that take a core.Txn (WriteRequest,
-// WriteState, WriteMove, ForgetMove, SettleStates, CheckLeaseExpired)
+// (leases.go); it records the members of each gang (gangs.go: a gang's
+// leases change together); the functions that take a core.Txn (WriteRequest,
+// WriteState, WriteMove, ForgetMove, SettleStates, CheckLeaseExpired,
+// WriteGang)
 // write them in the transaction of the write they go with
 // (ledger/resources' ClaimWrite and Placement's writes of allocations).
 package claimrecords

@@ -71,7 +71,8 @@ func (s *Records) ClaimStateGet(ctx context.Context, consumerUUID string) (*Clai
 // changed: no stored claim (fault.ErrNotFound, CodeNoClaim); a lease
 // that has run out (fault.ErrConflict, CodeLeaseExpired: the reaper is
 // releasing it); a lease on a permanent claim (fault.ErrConflict,
-// CodeLeaseOnPermanent).
+// CodeLeaseOnPermanent). A member of a gang (gangs.go) is renewed or
+// confirmed with every other member of its gang, or none is.
 func (s *Records) ClaimLeaseSet(ctx context.Context, consumerUUID string, leaseSeconds int64) (*ClaimState, error) {
 	id, ok := core.CanonicalUUID(consumerUUID)
 	if !ok {
@@ -79,43 +80,57 @@ func (s *Records) ClaimLeaseSet(ctx context.Context, consumerUUID string, leaseS
 	}
 	var out *ClaimState
 	err := s.core.WithTx(ctx, func(t *core.Txn) error {
-		var state string
-		var expired bool
-		err := t.QueryRow(ctx, `
-			SELECT state, COALESCE(lease_expires_at <= now(), false) FROM claim_state
-			WHERE consumer_uuid = $1 FOR UPDATE`, id).Scan(&state, &expired)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return noClaim(id)
-		}
+		// A gang's members are renewed or confirmed together (gangs.go),
+		// their rows locked in uuid order.
+		members, err := gangMembersTx(ctx, t, id)
 		if err != nil {
 			return err
 		}
-		switch {
-		case expired && state == ClaimMoving:
-			return fault.Conflict(fault.CodeLeaseExpired, "The lease of consumer %s's move has run out; the move is being reverted.", id)
-		case expired:
-			return fault.Conflict(fault.CodeLeaseExpired, "The lease of consumer %s has run out; its allocations are being released.", id)
-		case state == ClaimPermanent && leaseSeconds > 0:
-			return leaseOnPermanent(id)
-		}
-		if leaseSeconds > 0 {
-			_, err = t.Exec(ctx, `
-				UPDATE claim_state SET op = 'renew', lease_seconds = $2::int,
-				       lease_expires_at = now() + $2::int * interval '1 second', updated_at = now()
-				WHERE consumer_uuid = $1`, id, leaseSeconds)
-		} else if state != ClaimPermanent {
-			_, err = t.Exec(ctx, `
-				UPDATE claim_state SET op = 'confirm', state = CASE WHEN state = 'moving' THEN 'moving' ELSE 'permanent' END,
-				       lease_seconds = NULL, lease_expires_at = NULL, updated_at = now()
-				WHERE consumer_uuid = $1`, id)
-		}
-		if err != nil {
-			return err
+		for _, m := range members {
+			if err := leaseSetTx(ctx, t, m, leaseSeconds); err != nil {
+				return err
+			}
 		}
 		out, err = scanClaimState(t.QueryRow(ctx, `SELECT`+claimStateColumns+claimStateFrom+` WHERE cs.consumer_uuid = $1`, id))
 		return err
 	})
 	return out, err
+}
+
+// leaseSetTx is ClaimLeaseSet's change of consumer id's stored claim, in
+// t, under the row's lock.
+func leaseSetTx(ctx context.Context, t *core.Txn, id string, leaseSeconds int64) error {
+	var state string
+	var expired bool
+	err := t.QueryRow(ctx, `
+		SELECT state, COALESCE(lease_expires_at <= now(), false) FROM claim_state
+		WHERE consumer_uuid = $1 FOR UPDATE`, id).Scan(&state, &expired)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return noClaim(id)
+	}
+	if err != nil {
+		return err
+	}
+	switch {
+	case expired && state == ClaimMoving:
+		return fault.Conflict(fault.CodeLeaseExpired, "The lease of consumer %s's move has run out; the move is being reverted.", id)
+	case expired:
+		return fault.Conflict(fault.CodeLeaseExpired, "The lease of consumer %s has run out; its allocations are being released.", id)
+	case state == ClaimPermanent && leaseSeconds > 0:
+		return leaseOnPermanent(id)
+	}
+	if leaseSeconds > 0 {
+		_, err = t.Exec(ctx, `
+			UPDATE claim_state SET op = 'renew', lease_seconds = $2::int,
+			       lease_expires_at = now() + $2::int * interval '1 second', updated_at = now()
+			WHERE consumer_uuid = $1`, id, leaseSeconds)
+	} else if state != ClaimPermanent {
+		_, err = t.Exec(ctx, `
+			UPDATE claim_state SET op = 'confirm', state = CASE WHEN state = 'moving' THEN 'moving' ELSE 'permanent' END,
+			       lease_seconds = NULL, lease_expires_at = NULL, updated_at = now()
+			WHERE consumer_uuid = $1`, id)
+	}
+	return err
 }
 
 // noClaim is the refusal of a consumer without a stored claim.

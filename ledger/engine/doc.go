@@ -6,7 +6,9 @@
 // (Snapshot.Capacity), the providers over capacity (Snapshot.OverCapacity),
 // the console's aggregates (utilisation.go: totals per class, per
 // aggregate or trait, the roots' utilisation, fragmentation) and, for a request with no candidate, why each root
-// provider has none (Snapshot.Shortfall).
+// provider has none (Snapshot.Shortfall), and where a gang of members fits
+// whole in one domain, each member taking capacity from those after it
+// (Snapshot.Gang, gang.go).
 //
 // It imports nothing of Berth's and no database driver. The ledger loads
 // snapshots from PostgreSQL and keeps them fresh (snapshot.Cache.Snapshot);

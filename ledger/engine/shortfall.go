@@ -55,41 +55,48 @@ func (s *Snapshot) Shortfall(ctx context.Context, p *CandidatesParams) (*Shortfa
 				return nil, err
 			}
 		}
-		reason := ""
-		switch {
-		case e.evacuatedTree(a):
-			reason = ShortEvacuated
-		case !e.anchorOK(a):
-			reason = ShortRootRequired
-		case e.sharedTree >= 0 && a != e.sharedTree:
-			reason = ShortInTree
-		case !e.inAnchorSets(a):
-			reason = ShortTraitsOrAggs
-		}
-		for si := 0; reason == "" && si < n; si++ {
-			sl := &e.slots[si]
-			if buf = e.options(sl, a, buf[:0]); len(buf) == 0 {
-				reason = s.lack(e, sl)
-			}
-		}
-		if reason == "" {
-			var ok bool
-			buf, ok = e.open(g, a, buf[:0])
-			clear(e.seen)
-			switch {
-			case ok && e.next(g):
-				out.Fit++
-				continue
-			case e.stopped:
-				reason = ShortSearchBudget
-				e.stopped, e.steps = false, 0
-			default:
-				reason = ShortNoCombination
-			}
+		var reason string
+		if reason, buf = e.rootReason(a, g, buf); reason == "" {
+			out.Fit++
+			continue
 		}
 		out.Reasons[reason]++
 	}
 	return out, nil
+}
+
+// rootReason says why anchor a has no candidate in e.snap ("": it has
+// one), with g and buf as working memory (buf is returned for reuse). A
+// search that ran out of steps says so and is reset for the next root.
+func (e *search) rootReason(a int32, g *gen, buf []int32) (string, []int32) {
+	s := e.snap
+	switch {
+	case e.evacuatedTree(a):
+		return ShortEvacuated, buf
+	case !e.anchorOK(a):
+		return ShortRootRequired, buf
+	case e.sharedTree >= 0 && a != e.sharedTree:
+		return ShortInTree, buf
+	case !e.inAnchorSets(a):
+		return ShortTraitsOrAggs, buf
+	}
+	for si := range e.slots {
+		sl := &e.slots[si]
+		if buf = e.options(sl, a, buf[:0]); len(buf) == 0 {
+			return s.lack(e, sl), buf
+		}
+	}
+	var ok bool
+	buf, ok = e.open(g, a, buf[:0])
+	clear(e.seen)
+	switch {
+	case ok && e.next(g):
+		return "", buf
+	case e.stopped:
+		e.stopped, e.steps = false, 0
+		return ShortSearchBudget, buf
+	}
+	return ShortNoCombination, buf
 }
 
 // lack words why slot sl has no provider under a root.

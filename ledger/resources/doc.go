@@ -21,7 +21,9 @@
 //     claim_write.go (ClaimWrite, and the one-round-trip write of a new
 //     consumer's allocations), claim_writers.go (the claims queued while
 //     the writers are busy, written together by one statement),
-//     reshape.go;
+//     reshape.go; gang_write.go (GangWrite, a gang's members in one
+//     transaction on the general path, and GangRelease, the reaper's
+//     release of a gang whose leases ran out);
 //   - Placement's quirks: pyorder.go (Python's set order).
 //
 // A claim's write records, in its transaction, what claims remember

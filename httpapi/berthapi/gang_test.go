@@ -1,0 +1,228 @@
+package berthapi_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/berthd/berth/httpapi"
+	"github.com/berthd/berth/httpapi/apitest"
+	"github.com/berthd/berth/internal/fault"
+	"github.com/berthd/berth/ledger/ledgertest"
+	"github.com/berthd/berth/ledger/resources"
+)
+
+const (
+	rackA = "a0a0a0a0-0000-4000-8000-00000000000a"
+	rackB = "b0b0b0b0-0000-4000-8000-00000000000b"
+)
+
+// gangCloud is a server over two racks of three hosts (8 VCPU each):
+// hosts a0..a2 in rackA, b0..b2 in rackB; it returns the hosts by name.
+func gangCloud(t *testing.T) (*httpapi.Server, map[string]string) {
+	t.Helper()
+	store := ledgertest.NewStore(t)
+	hosts := map[string]string{}
+	for _, rack := range []struct{ prefix, agg string }{{"a", rackA}, {"b", rackB}} {
+		for i := range 3 {
+			name := fmt.Sprintf("%s%d", rack.prefix, i)
+			hosts[name] = ledgertest.Provider(t, store, name, resources.DefaultInventory("VCPU", 8))
+			if _, err := store.Providers.ProviderAggregatesReplace(context.Background(), hosts[name], []string{rack.agg},
+				resources.AggregatesReplaceParams{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	s, err := build(httpapi.Config{}, store, nil, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, hosts
+}
+
+func member(i int) string { return fmt.Sprintf("e0000000-0000-4000-8000-%012d", i) }
+
+// gangBody is a gang of n members of vcpu VCPU from member(first) on,
+// with extra fields.
+func gangBody(first, n, vcpu int, extra string) string {
+	var ms []string
+	for i := range n {
+		ms = append(ms, fmt.Sprintf(`{"consumer_uuid": "%s", "resources": {"VCPU": %d}}`, member(first+i), vcpu))
+	}
+	body := `{"project_id": "p", "user_id": "u", "members": [` + strings.Join(ms, ", ") + `]`
+	if extra != "" {
+		body += ", " + extra
+	}
+	return body + "}"
+}
+
+func holdsNothing(t *testing.T, s *httpapi.Server, consumers ...string) {
+	t.Helper()
+	for _, c := range consumers {
+		if _, got := apitest.Call(t, s, http.MethodGet, "/allocations/"+c, "admin", ""); len(got["allocations"].(map[string]any)) != 0 {
+			t.Fatalf("%s holds %v", c, got)
+		}
+	}
+}
+
+func TestGangAPIBadInput(t *testing.T) {
+	s, _ := gangCloud(t)
+	for name, body := range map[string]string{
+		"no members":       `{"project_id": "p", "user_id": "u", "members": []}`,
+		"members null":     `{"project_id": "p", "user_id": "u", "members": null}`,
+		"a member twice":   `{"project_id": "p", "user_id": "u", "members": [{"consumer_uuid": "` + member(1) + `", "resources": {"VCPU": 1}}, {"consumer_uuid": "` + strings.ToUpper(member(1)) + `", "resources": {"VCPU": 1}}]}`,
+		"spread racks":     gangBody(1, 2, 1, `"spread": "racks"`),
+		"domain a name":    gangBody(1, 2, 1, `"domain": {"member_of": ["rack-a"]}`),
+		"domain empty":     gangBody(1, 2, 1, `"domain": {"member_of": []}`),
+		"domain no list":   gangBody(1, 2, 1, `"domain": {}`),
+		"domain a string":  gangBody(1, 2, 1, `"domain": "`+rackA+`"`),
+		"no owner":         `{"members": [{"consumer_uuid": "` + member(1) + `", "resources": {"VCPU": 1}}]}`,
+		"member no uuid":   `{"project_id": "p", "user_id": "u", "members": [{"resources": {"VCPU": 1}}]}`,
+		"member extra":     `{"project_id": "p", "user_id": "u", "members": [{"consumer_uuid": "` + member(1) + `", "resources": {"VCPU": 1}, "target": "a0"}]}`,
+		"member bad class": gangBody(1, 1, 1, "") + ` `,
+		"single and gang":  gangBody(1, 2, 1, `"consumer_uuid": "`+member(9)+`"`),
+		"a bad lease":      gangBody(1, 2, 1, `"lease_seconds": -1`),
+	} {
+		if name == "member bad class" {
+			body = strings.Replace(body, `"VCPU"`, `"vcpu"`, 1)
+		}
+		code, got := apitest.Call(t, s, http.MethodPost, "/claims", "admin", body)
+		errs, _ := got["errors"].([]any)
+		if code != http.StatusBadRequest || len(errs) != 1 || errs[0].(map[string]any)["status"] != 400.0 {
+			t.Errorf("%s: %d %v", name, code, got)
+		}
+	}
+	code, got := apitest.Call(t, s, http.MethodPost, "/claims", "admin", gangBody(1, 2, 1, `"lease_seconds": -1`))
+	if ecode, _ := apitest.ErrorDetail(got); code != 400 || ecode != fault.CodeInvalidLease {
+		t.Errorf("a bad lease: %d %v", code, got)
+	}
+	holdsNothing(t, s, member(1), member(2))
+}
+
+func TestGangAPI(t *testing.T) {
+	s, hosts := gangCloud(t)
+	// a0 keeps 2 VCPU free: rack A holds two spread members of 4, rack
+	// B three.
+	if code, body := apitest.Call(t, s, http.MethodPost, "/claims", "admin", `{"consumer_uuid": "`+member(100)+
+		`", "project_id": "p", "user_id": "u", "resources": {"VCPU": 6}, "target": "a0"}`); code != 200 {
+		t.Fatalf("claim on a0: %d %v", code, body)
+	}
+	domain := `"spread": "hosts", "domain": {"member_of": ["` + rackA + `", "` + rackB + `"]}`
+
+	code, body := apitest.Call(t, s, http.MethodPost, "/claims", "admin", gangBody(1, 3, 4, domain+`, "dry_run": true`))
+	if code != 200 || body["dry_run"] != true || body["gang_id"] != "" || fmt.Sprint(body["domain"]) != "map[member_of:"+rackB+"]" {
+		t.Fatalf("dry run: %d %v", code, body)
+	}
+	if ds := body["domains"].([]any); len(ds) != 2 || ds[1].(map[string]any)["fits"] != 2.0 || ds[1].(map[string]any)["stopped_at"] != member(3) {
+		t.Fatalf("dry run's domains: %v", ds)
+	}
+	holdsNothing(t, s, member(1), member(2), member(3))
+
+	code, body = apitest.Call(t, s, http.MethodPost, "/claims", "admin", gangBody(1, 3, 4, domain))
+	if code != 200 || body["dry_run"] != false || body["gang_id"] == "" || body["attempts"] != 1.0 ||
+		fmt.Sprint(body["domain"]) != "map[member_of:"+rackB+"]" {
+		t.Fatalf("gang: %d %v", code, body)
+	}
+	var roots []string
+	for i, m := range body["members"].([]any) {
+		m := m.(map[string]any)
+		root := m["root_provider_uuid"].(string)
+		if m["consumer_uuid"] != member(1+i) || !slices.Contains([]string{hosts["b0"], hosts["b1"], hosts["b2"]}, root) ||
+			fmt.Sprint(m["allocations"]) != "map["+root+":map[resources:map[VCPU:4]]]" || m["consumer_generation"] != 1.0 {
+			t.Fatalf("member %d: %v", i, m)
+		}
+		roots = append(roots, root)
+		_, got := apitest.Call(t, s, http.MethodGet, "/allocations/"+member(1+i), "admin", "")
+		if got["allocations"].(map[string]any)[root] == nil || got["project_id"] != "p" {
+			t.Fatalf("GET /allocations of member %d: %v", i, got)
+		}
+		code, st := apitest.Call(t, s, http.MethodGet, "/claims/"+member(1+i), "admin", "")
+		g, _ := st["gang"].(map[string]any)
+		if req, _ := st["request"].(map[string]any); code != 200 || st["root_provider_uuid"] != root || req["project_id"] != "p" ||
+			req["resources"] == nil || fmt.Sprint(req["member_of"]) != "["+rackB+"]" || g["gang_id"] != body["gang_id"] ||
+			fmt.Sprint(g["domain"]) != "map[member_of:"+rackB+"]" || len(g["members"].([]any)) != 3 {
+			t.Fatalf("GET /claims of member %d: %d %v", i, code, st)
+		}
+	}
+	if slices.Sort(roots); len(slices.Compact(roots)) != 3 {
+		t.Fatalf("spread members share hosts: %v", roots)
+	}
+
+	// No rack holds three more: 409, per domain how many fit and why.
+	code, body = apitest.Call(t, s, http.MethodPost, "/claims", "admin", gangBody(11, 3, 6, domain))
+	ecode, detail := apitest.ErrorDetail(body)
+	if code != http.StatusConflict || ecode != fault.CodeNoValidHost || !strings.Contains(detail, "No domain holds the gang of 3 members") ||
+		!strings.Contains(detail, rackB+": 0 of 3 fit (3 lacked VCPU 6)") {
+		t.Fatalf("refused gang: %d %v", code, body)
+	}
+	ds := body["errors"].([]any)[0].(map[string]any)["domains"].([]any)
+	want := []string{
+		fmt.Sprintf("map[fits:2 member_of:%s reasons:map[lacked VCPU 6:1 used by another member (spread hosts):2] roots:3 stopped_at:%s]", rackA, member(13)),
+		fmt.Sprintf("map[fits:0 member_of:%s reasons:map[lacked VCPU 6:3] roots:3 stopped_at:%s]", rackB, member(11)),
+	}
+	if len(ds) != 2 || fmt.Sprint(ds[0]) != want[0] || fmt.Sprint(ds[1]) != want[1] {
+		t.Fatalf("domains of the 409: %v, want %v", ds, want)
+	}
+	holdsNothing(t, s, member(11), member(12), member(13))
+
+	// One member deleted, rescheduled or moved: the others stay as they are.
+	if code, _ := callAs(t, s, http.MethodDelete, "/allocations/"+member(1), "admin", "", ""); code != http.StatusNoContent {
+		t.Fatalf("DELETE a member: %d", code)
+	}
+	// A member rescheduled stays in the gang's rack (its stored request
+	// has the rack in member_of).
+	code, body = apitest.Call(t, s, http.MethodPost, "/claims/"+member(2)+"/reschedule", "admin", `{}`)
+	if root := body["root_provider_uuid"]; code != 200 || (root != hosts["b0"] && root != hosts["b1"] && root != hosts["b2"]) {
+		t.Fatalf("reschedule a member: %d %v", code, body)
+	}
+	code, body = apitest.Call(t, s, http.MethodPost, "/claims/"+member(3)+"/move", "admin", `{"migration_uuid": "`+member(200)+`"}`)
+	if code != 200 {
+		t.Fatalf("move a member: %d %v", code, body)
+	}
+	if code, body := apitest.Call(t, s, http.MethodPost, "/claims/"+member(3)+"/move/confirm", "admin", `{}`); code != 200 {
+		t.Fatalf("confirm a member's move: %d %v", code, body)
+	}
+	holdsNothing(t, s, member(1))
+	for _, m := range []string{member(2), member(3)} {
+		if _, got := apitest.Call(t, s, http.MethodGet, "/allocations/"+m, "admin", ""); len(got["allocations"].(map[string]any)) != 1 {
+			t.Fatalf("%s holds %v", m, got)
+		}
+	}
+}
+
+func TestGangAPIQuotaAndLease(t *testing.T) {
+	s, _ := gangCloud(t)
+	if code, body := apitest.Call(t, s, http.MethodPut, "/limits/p", "admin", `{"limits": {"VCPU": 10}}`); code != 200 {
+		t.Fatalf("PUT /limits/p: %d %v", code, body)
+	}
+	code, body := apitest.Call(t, s, http.MethodPost, "/claims", "admin", gangBody(1, 3, 4, `"spread": "hosts"`))
+	if ecode, _ := apitest.ErrorDetail(body); code != http.StatusForbidden || ecode != fault.CodeOverQuota {
+		t.Fatalf("a gang over its limit: %d %v", code, body)
+	}
+	holdsNothing(t, s, member(1), member(2), member(3))
+
+	code, body = apitest.Call(t, s, http.MethodPost, "/claims", "admin", gangBody(1, 2, 4, `"spread": "hosts", "lease_seconds": 600`))
+	if code != 200 {
+		t.Fatalf("a gang with a lease: %d %v", code, body)
+	}
+	// The console lists the gang, whole (2 of 2 members holding).
+	req := httptest.NewRequest(http.MethodGet, "/ui/gangs", nil)
+	req.Header.Set("X-Auth-Token", "admin")
+	rec := httptest.NewRecorder()
+	s.ServeHTTP(rec, req)
+	if page := rec.Body.String(); rec.Code != 200 || !strings.Contains(page, body["gang_id"].(string)) ||
+		!strings.Contains(page, "<td>2</td><td>2</td>") || strings.Contains(page, "partial</strong>") {
+		t.Fatalf("console's gangs: %d %s", rec.Code, page)
+	}
+	if code, st := apitest.Call(t, s, http.MethodPatch, "/claims/"+member(2), "admin", `{"lease_seconds": null}`); code != 200 || st["state"] != "permanent" {
+		t.Fatalf("confirm a member: %d %v", code, st)
+	}
+	if _, st := apitest.Call(t, s, http.MethodGet, "/claims/"+member(1), "admin", ""); st["state"] != "permanent" {
+		t.Fatalf("the other member after the confirm: %v", st)
+	}
+}
