@@ -7,6 +7,7 @@ import (
 
 	"github.com/berthd/berth/internal/fault"
 	"github.com/berthd/berth/ledger/claimrecords"
+	"github.com/berthd/berth/ledger/ledgertest"
 	"github.com/berthd/berth/ledger/quotas"
 	"github.com/berthd/berth/ledger/resources"
 )
@@ -17,11 +18,11 @@ import (
 // that fits writes every member, its stored claims and its record.
 func TestGangWriteIsAtomic(t *testing.T) {
 	f := newFixture(t)
-	a := f.provider("a", inv("VCPU", 8))
-	b := f.provider("b", inv("VCPU", 8))
+	a := f.Provider("a", ledgertest.Inv("VCPU", 8))
+	b := f.Provider("b", ledgertest.Inv("VCPU", 8))
 	members := func(vcpuB int64) ([]resources.ConsumerAllocations, []*claimrecords.ClaimStateWrite) {
-		ms := []resources.ConsumerAllocations{newClaim(uuid.NewString(), a, res("VCPU", 4)),
-			newClaim(uuid.NewString(), a, res("VCPU", 4)), newClaim(uuid.NewString(), b, res("VCPU", vcpuB))}
+		ms := []resources.ConsumerAllocations{ledgertest.NewClaim(uuid.NewString(), a, ledgertest.Res("VCPU", 4)),
+			ledgertest.NewClaim(uuid.NewString(), a, ledgertest.Res("VCPU", 4)), ledgertest.NewClaim(uuid.NewString(), b, ledgertest.Res("VCPU", vcpuB))}
 		var states []*claimrecords.ClaimStateWrite
 		for i := range ms {
 			ms[i].ProjectID, ms[i].UserID = "p", "u"
@@ -32,58 +33,58 @@ func TestGangWriteIsAtomic(t *testing.T) {
 	nothingOf := func(ms []resources.ConsumerAllocations) {
 		t.Helper()
 		for _, m := range ms {
-			got, err := f.store.Allocations.AllocationsByConsumer(f.ctx, m.ConsumerUUID)
+			got, err := f.Store.Allocations.AllocationsByConsumer(f.Ctx, m.ConsumerUUID)
 			if err != nil || got.Consumer != nil || len(got.Allocations) != 0 {
 				t.Fatalf("a refused gang wrote %+v (%v)", got, err)
 			}
-			if st, err := f.store.Claims.ClaimStateGet(f.ctx, m.ConsumerUUID); err != nil || st != nil {
+			if st, err := f.Store.Claims.ClaimStateGet(f.Ctx, m.ConsumerUUID); err != nil || st != nil {
 				t.Fatalf("a refused gang stored %+v (%v)", st, err)
 			}
-			if g, err := f.store.Claims.GangOf(f.ctx, m.ConsumerUUID); err != nil || g != nil {
+			if g, err := f.Store.Claims.GangOf(f.Ctx, m.ConsumerUUID); err != nil || g != nil {
 				t.Fatalf("a refused gang recorded %+v (%v)", g, err)
 			}
 		}
-		if u := f.usages(a); u.Usages["VCPU"] != 0 {
+		if u := f.Usages(a); u.Usages["VCPU"] != 0 {
 			t.Fatalf("a refused gang left %d VCPU on a", u.Usages["VCPU"])
 		}
 	}
 
 	ms, states := members(9) // the last member does not fit on b
-	rejection(t, f.store.Allocations.GangWrite(f.ctx, resources.GangWriteParams{ID: uuid.NewString(), Members: ms, States: states}), fault.ErrConflict)
+	ledgertest.Rejection(t, f.Store.Allocations.GangWrite(f.Ctx, resources.GangWriteParams{ID: uuid.NewString(), Members: ms, States: states}), fault.ErrConflict)
 	nothingOf(ms)
 
 	ms, states = members(4)
 	q := &quotas.Quota{Given: map[string]quotas.Limits{"p": {"VCPU": 10}}}
-	le := rejection(t, f.store.Allocations.GangWrite(f.ctx, resources.GangWriteParams{ID: uuid.NewString(), Members: ms, States: states, Quota: q}), fault.ErrForbidden)
+	le := ledgertest.Rejection(t, f.Store.Allocations.GangWrite(f.Ctx, resources.GangWriteParams{ID: uuid.NewString(), Members: ms, States: states, Quota: q}), fault.ErrForbidden)
 	if le.Code != fault.CodeOverQuota {
 		t.Fatalf("over quota: %v (%s)", le, le.Code)
 	}
 	nothingOf(ms)
 
 	id := uuid.NewString()
-	if err := f.store.Allocations.GangWrite(f.ctx, resources.GangWriteParams{ID: id, Domain: "rack", Members: ms, States: states}); err != nil {
+	if err := f.Store.Allocations.GangWrite(f.Ctx, resources.GangWriteParams{ID: id, Domain: "rack", Members: ms, States: states}); err != nil {
 		t.Fatal(err)
 	}
 	for _, m := range ms {
-		st, err := f.store.Claims.ClaimStateGet(f.ctx, m.ConsumerUUID)
+		st, err := f.Store.Claims.ClaimStateGet(f.Ctx, m.ConsumerUUID)
 		if err != nil || st == nil || st.State != claimrecords.ClaimProvisional {
 			t.Fatalf("member %s's stored claim %+v (%v)", m.ConsumerUUID, st, err)
 		}
-		g, err := f.store.Claims.GangOf(f.ctx, m.ConsumerUUID)
+		g, err := f.Store.Claims.GangOf(f.Ctx, m.ConsumerUUID)
 		if err != nil || g == nil || g.ID != id || g.Domain != "rack" || len(g.Members) != 3 {
 			t.Fatalf("member %s's gang %+v (%v)", m.ConsumerUUID, g, err)
 		}
 	}
-	if ua, ub := f.usages(a), f.usages(b); ua.Usages["VCPU"] != 8 || ub.Usages["VCPU"] != 4 {
+	if ua, ub := f.Usages(a), f.Usages(b); ua.Usages["VCPU"] != 8 || ub.Usages["VCPU"] != 4 {
 		t.Fatalf("usages %v %v", ua.Usages, ub.Usages)
 	}
 	f.checkUsages()
 
 	// One member deleted: the others stay, and so does their gang.
-	if err := f.store.Allocations.AllocationsReplace(f.ctx, []resources.ConsumerAllocations{{ConsumerUUID: ms[0].ConsumerUUID}}); err != nil {
+	if err := f.Store.Allocations.AllocationsReplace(f.Ctx, []resources.ConsumerAllocations{{ConsumerUUID: ms[0].ConsumerUUID}}); err != nil {
 		t.Fatal(err)
 	}
-	if g, err := f.store.Claims.GangOf(f.ctx, ms[1].ConsumerUUID); err != nil || g == nil || len(g.Members) != 2 {
+	if g, err := f.Store.Claims.GangOf(f.Ctx, ms[1].ConsumerUUID); err != nil || g == nil || len(g.Members) != 2 {
 		t.Fatalf("the gang after one member left: %+v (%v)", g, err)
 	}
 	f.checkUsages()
