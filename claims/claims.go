@@ -117,6 +117,9 @@ type Claimer struct {
 	log      *slog.Logger
 	// refusals are the recent claims that placed nothing (refusals.go).
 	refusals refusalRing
+	// preempted counts the claims that preempted and their victims
+	// (preempt.go).
+	preempted preemptCounts
 	// reaped is when the lease reaper's last pass here ended without
 	// error (unix nanoseconds; 0: none yet).
 	reaped atomic.Int64
@@ -218,7 +221,7 @@ func (c *Claimer) claim(ctx context.Context, p Params) (_ *Result, err error) {
 		}
 	}
 	if np := c.notPlaced(ctx, &p, r, s); np != nil {
-		return nil, np
+		return c.preemptOr(ctx, &p, r, tr, np)
 	}
 	if p.DryRun {
 		c.explainCapacity(ctx, &p, r, s.steps)
@@ -253,7 +256,7 @@ func (c *Claimer) claim(ctx context.Context, p Params) (_ *Result, err error) {
 			return nil, err
 		}
 		if np := c.notPlaced(ctx, &p, r, s); np != nil {
-			return nil, np
+			return c.preemptOr(ctx, &p, r, tr, np)
 		}
 		if res, err := w.run(ctx, s); res != nil || err != nil {
 			return res, err

@@ -131,6 +131,11 @@ func newRetryKey(op string, p *Params, failedProvider, migration string) *retryK
 		// stay what they were.
 		doc["instance"] = p.Instance
 	}
+	if p.Priority != 0 || p.Preemptible {
+		// Only when set: the fingerprints of requests without them stay
+		// what they were before preemption existed.
+		doc["priority"], doc["preemptible"] = p.Priority, p.Preemptible
+	}
 	if op == OpReschedule {
 		doc["failed_provider"] = failedProvider
 	}

@@ -190,6 +190,7 @@ type berthHandlers struct {
 	settings    *berthapi.Settings
 	audit       *berthapi.Audit
 	limits      *berthapi.Limits
+	preemptions *berthapi.Preemptions
 }
 
 // New builds the API server over the components of cfg. It builds none
@@ -276,6 +277,7 @@ func (s *Server) handlers() (placementHandlers, berthHandlers) {
 		settings:    &berthapi.Settings{Store: store.Catalogue, Catalog: cfg.Catalog, Bodies: bodies},
 		audit:       &berthapi.Audit{Store: store.Auditor, Bodies: bodies, Thresholds: cfg.AuditThresholds},
 		limits:      &berthapi.Limits{Source: cfg.Limits, Store: store.Quotas, Bodies: bodies},
+		preemptions: &berthapi.Preemptions{Store: store.Claims},
 	}
 	return p, b
 }

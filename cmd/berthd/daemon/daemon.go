@@ -367,6 +367,7 @@ func (d *Daemon) observe(c *compose.Components) error {
 		func() (func() error, error) { return ledger.ObserveSnapshot(d.store.Snapshots.SnapshotStats) },
 		func() (func() error, error) { return scriptlet.Observe(c.Catalog.Metrics()) },
 		func() (func() error, error) { return claims.ObserveLeaseReaper(c.Claimer) },
+		func() (func() error, error) { return claims.ObservePreemptions(c.Claimer) },
 	}
 	if d.keystone != nil {
 		observers = append(observers, func() (func() error, error) { return keystone.Observe(d.keystone) })
