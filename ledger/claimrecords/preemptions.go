@@ -112,7 +112,6 @@ func allocationsOf(doc []byte) ([]engine.Allocation, error) {
 	return out, nil
 }
 
-
 const preemptionColumns = `
 	id, consumer_uuid::text, preempted_by::text, root_provider_uuid::text, priority, preemptor_priority,
 	project_id, user_id, allocations, request, preempted_at`
