@@ -20,7 +20,7 @@ func (f *fixture) spot(rp string, vcpu int64, request string) string {
 	c := uuid.NewString()
 	w := newClaim(c, rp, res("VCPU", vcpu))
 	if err := f.store.Allocations.ClaimWrite(f.ctx, resources.ClaimWriteParams{Consumers: []resources.ConsumerAllocations{w},
-		State: &claimrecords.ClaimStateWrite{Op: "claim", Request: []byte(request), RootUUID: rp},
+		State:   &claimrecords.ClaimStateWrite{Op: "claim", Request: []byte(request), RootUUID: rp},
 		Request: &claimrecords.ClaimRequest{ConsumerUUID: c, Op: "claim", Fingerprint: []byte("f"), Request: []byte(request), Result: []byte(`{}`), Generation: 1},
 	}); err != nil {
 		f.t.Fatal(err)
