@@ -3,6 +3,7 @@ package claims
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"maps"
 	"slices"
 	"sync/atomic"
@@ -88,28 +89,17 @@ type plan struct {
 // preemptible consumers of lower priority whose removal makes it fit, it
 // writes (or, for a dry run, answers) the best plan that the policy
 // accepts; otherwise it returns np, its steps with the preemption step
-// added. A scriptlet's refusal is the claim's answer as it is.
+// added. When every plan it tried lost to concurrent writes (its victims
+// changed, or others took the room), it reads the ledger again, tries
+// the room that may be free now, then plans again, within the claim's
+// attempts. A scriptlet's refusal is the claim's answer as it is.
 func (c *Claimer) preemptOr(ctx context.Context, p *Params, r *resolved, tr *claimTrace, np *NotPlacedError) (*Result, error) {
 	if np.Reason == Refused || p.Priority <= MinPriority {
 		return nil, np
 	}
-	found, err := c.store.Allocations.PreemptibleBelow(ctx, p.Priority)
-	if err != nil {
-		return nil, err
-	}
-	found = slices.DeleteFunc(found, func(v resources.Preemptible) bool { return sameUUID(v.ConsumerUUID, p.ConsumerUUID) })
-	if len(found) == 0 {
-		// Nothing to preempt: the answer is as it was before preemption
-		// existed, without a preemption step.
-		return nil, np
-	}
-	plans, step := c.planPreemption(ctx, p, r, np.Roots, found)
-	np.Steps = append(np.Steps, step)
-	if len(plans) == 0 {
-		return nil, np
-	}
 	var q *quotas.Quota
 	if !p.DryRun {
+		var err error
 		if q, err = c.quotaOf(ctx, p.ProjectID); err != nil {
 			return nil, err
 		}
@@ -119,16 +109,51 @@ func (c *Claimer) preemptOr(ctx context.Context, p *Params, r *resolved, tr *cla
 		maxAttempts = min(p.MaxAttempts, MaxMaxAttempts)
 	}
 	w := writer{c: c, p: p, tr: tr, max: maxAttempts, quota: q}
-	for _, pl := range plans {
-		if w.attempts >= w.max {
+	for round := 0; ; round++ {
+		found, err := c.store.Allocations.PreemptibleBelow(ctx, p.Priority)
+		if err != nil {
+			return nil, err
+		}
+		found = slices.DeleteFunc(found, func(v resources.Preemptible) bool { return sameUUID(v.ConsumerUUID, p.ConsumerUUID) })
+		if len(found) == 0 && round == 0 {
+			// Nothing to preempt: the answer is as it was before
+			// preemption existed, without a preemption step.
+			return nil, np
+		}
+		plans, step := c.planPreemption(ctx, p, r, np.Roots, found)
+		if round == 0 {
+			np.Steps = append(np.Steps, step) // the answer counts what the claim found first
+		}
+		before := w.attempts
+		for _, pl := range plans {
+			if w.attempts >= w.max {
+				break
+			}
+			res, err := c.preemptWith(ctx, p, r, &w, pl)
+			if res != nil || err != nil {
+				if res != nil {
+					res.Steps = np.Steps
+				}
+				return res, err
+			}
+		}
+		if p.DryRun || w.attempts == before || w.attempts >= w.max {
 			break
 		}
-		res, err := c.preemptWith(ctx, p, r, &w, pl)
-		if res != nil || err != nil {
-			if res != nil {
-				res.Steps = np.Steps
+		// Every write lost: read again; the room may be free now.
+		if r.snap, err = c.snapshot(ctx, p); err != nil {
+			return nil, err
+		}
+		w.failedRoots = nil
+		s, err := c.selectCandidates(ctx, p, r, 0)
+		if err != nil {
+			return nil, err
+		}
+		if s.rankErr == nil && len(s.ranking.Ranked) > 0 {
+			if res, err := w.run(ctx, s); res != nil || err != nil {
+				return res, err
 			}
-			return res, err
+			w.failedRoots = nil
 		}
 	}
 	np.Attempts = w.attempts
@@ -386,6 +411,30 @@ func (pl plan) answer() []Victim {
 // sameUUID reports whether two uuid spellings name one consumer.
 func sameUUID(a, b string) bool {
 	return canonicalOr(a) == canonicalOr(b)
+}
+
+// storedRequest is the request stored with p's claim: p.Request, with
+// p's priority and preemptible in it when they are not the defaults (the
+// ledger reads them there: resources.PreemptibleBelow), whoever built p.
+// A request that is not a JSON object is stored as it is.
+func (p *Params) storedRequest() []byte {
+	if p.Priority == 0 && !p.Preemptible {
+		return p.Request
+	}
+	doc := map[string]json.RawMessage{}
+	if len(p.Request) > 0 && json.Unmarshal(p.Request, &doc) != nil {
+		return p.Request
+	}
+	if doc == nil {
+		doc = map[string]json.RawMessage{}
+	}
+	doc["priority"], _ = json.Marshal(p.Priority)
+	doc["preemptible"], _ = json.Marshal(p.Preemptible)
+	out, err := json.Marshal(doc)
+	if err != nil {
+		return p.Request
+	}
+	return out
 }
 
 // preemptedStored is consumerUUID's displacement as Stored answers it,

@@ -138,7 +138,7 @@ func (p *Params) stateWrite(root string) *claimrecords.ClaimStateWrite {
 	if p.op == "" {
 		return nil
 	}
-	w := &claimrecords.ClaimStateWrite{Op: p.op, Request: p.Request, RootUUID: root, Mode: p.leaseMode}
+	w := &claimrecords.ClaimStateWrite{Op: p.op, Request: p.storedRequest(), RootUUID: root, Mode: p.leaseMode}
 	if p.LeaseSeconds != nil {
 		w.LeaseSeconds = *p.LeaseSeconds
 	}
