@@ -76,7 +76,10 @@ const (
 
 // preemptCounts are this process's preemption totals (ObservePreemptions).
 type preemptCounts struct {
-	claims, victims atomic.Int64
+	// searches counts the claims that read the preemptible consumers
+	// (found no candidate); claims those that preempted; victims the
+	// consumers they displaced.
+	searches, claims, victims atomic.Int64
 }
 
 // plan is one root's way to make a claim fit: the victims to displace.
@@ -109,6 +112,7 @@ func (c *Claimer) preemptOr(ctx context.Context, p *Params, r *resolved, tr *cla
 		maxAttempts = min(p.MaxAttempts, MaxMaxAttempts)
 	}
 	w := writer{c: c, p: p, tr: tr, max: maxAttempts, quota: q}
+	c.preempted.searches.Add(1)
 	for round := 0; ; round++ {
 		found, err := c.store.Allocations.PreemptibleBelow(ctx, p.Priority)
 		if err != nil {
@@ -450,7 +454,10 @@ func (c *Claimer) preemptedStored(ctx context.Context, consumerUUID string) (*St
 // ObservePreemptions registers this process's preemption counters, read
 // at each collection (so they are exported, at 0, from the start):
 // berth.claim.preemptions, the claims that displaced consumers, and
-// berth.claim.preemption.victims, the consumers they displaced. The
+// berth.claim.preemption.victims, the consumers they displaced, and
+// berth.claim.preemption.searches, the claims that found no candidate
+// and read the preemptible consumers (the only cost preemption adds to
+// a claim, and only to one that found nothing). The
 // returned function unregisters them.
 func ObservePreemptions(c *Claimer) (unregister func() error, err error) {
 	m := otel.Meter(instrument.ScopeClaims)
@@ -464,11 +471,17 @@ func ObservePreemptions(c *Claimer) (unregister func() error, err error) {
 	if err != nil {
 		return nil, err
 	}
+	searches, err := m.Int64ObservableCounter("berth.claim.preemption.searches", metric.WithUnit("{claim}"),
+		metric.WithDescription("Claims of this berthd that found no candidate and looked for consumers to preempt"))
+	if err != nil {
+		return nil, err
+	}
 	reg, err := m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		o.ObserveInt64(claims, c.preempted.claims.Load())
 		o.ObserveInt64(victims, c.preempted.victims.Load())
+		o.ObserveInt64(searches, c.preempted.searches.Load())
 		return nil
-	}, claims, victims)
+	}, claims, victims, searches)
 	if err != nil {
 		return nil, err
 	}

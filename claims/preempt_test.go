@@ -146,3 +146,52 @@ func (f *fixture) holds(consumer string) int64 {
 	}
 	return n
 }
+
+// TestClaimCostWithoutPreemption: a claim that fits asks the ledger
+// nothing more than before preemption existed, whether or not the cloud
+// holds preemptible consumers: only a claim that found no candidate
+// reads them (resources.PreemptibleBelow, counted by the claimer), and
+// one that preempts does.
+func TestClaimCostWithoutPreemption(t *testing.T) {
+	f := newFixture(t)
+	for i := range 2 {
+		f.provider(fmt.Sprintf("cn%d", i), 64)
+	}
+	c := f.claimer(`{"weighers": [{"name": "pack"}]}`, "")
+	claim := func(p claims.Params) {
+		t.Helper()
+		if _, err := c.Claim(f.ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 10 {
+		claim(params(1))
+	}
+	if n := c.PreemptionSearches(); n != 0 {
+		t.Fatalf("plain claims searched %d times", n)
+	}
+	// A preemptible consumer of low priority fills a small host; claims
+	// of higher priority that fit elsewhere do not search.
+	small := f.provider("small", 4)
+	fill := params(4)
+	fill.Target, fill.Preemptible = small, true
+	claim(fill)
+	for range 10 {
+		p := params(1)
+		p.Priority, p.Exclude = 10, []string{small}
+		claim(p)
+	}
+	if n := c.PreemptionSearches(); n != 0 {
+		t.Fatalf("claims that fit searched %d times", n)
+	}
+	// One that only the small host could take searches, and preempts.
+	p := params(4)
+	p.Priority, p.Target = 10, small
+	res, err := c.Claim(f.ctx, p)
+	if err != nil || len(res.Preempted) != 1 || res.Preempted[0].ConsumerUUID != fill.ConsumerUUID {
+		t.Fatalf("preempting claim: %+v %v", res, err)
+	}
+	if n := c.PreemptionSearches(); n != 1 {
+		t.Fatalf("a preempting claim searched %d times", n)
+	}
+}
