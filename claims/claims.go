@@ -189,6 +189,10 @@ func New(d Deps, cfg Config) (*Claimer, error) {
 // for a sample whose every candidate lost to concurrent claims, for a
 // fresh snapshot that has the writes that won.
 //
+// A claim that finds no candidate looks for consumers to preempt
+// (preempt.go) before it answers a *NotPlacedError; one that fits does
+// not.
+//
 // Once decided, a claim that is not a dry run is handed to the active
 // shadows with the selection that decided it (shadow.go).
 func (c *Claimer) claim(ctx context.Context, p Params) (_ *Result, err error) {
