@@ -234,7 +234,8 @@ func New(cfg Config, logger *slog.Logger) (*Server, error) {
 	parts := s.parts()
 	if s.console, err = console.New(console.Config{
 		Store: console.Store{Providers: parts.Providers, Allocations: parts.Allocations, Snapshots: parts.Snapshots,
-			Cloud: parts.Cloud, Catalogue: parts.Catalogue, Quotas: parts.Quotas, Auditor: parts.Auditor},
+			Cloud: parts.Cloud, Catalogue: parts.Catalogue, Quotas: parts.Quotas, Auditor: parts.Auditor,
+			Preemptions: parts.Claims},
 		Claims: s.berth.claims, Capacity: s.berth.capacity, Catalog: cfg.Catalog,
 		Limits: cfg.Limits, Authz: cfg.Authz, Authenticate: s.credentials,
 		AdminWithoutToken: cfg.Auth == AuthNoAuth2, Auth: cfg.Auth, AuditThresholds: cfg.AuditThresholds,

@@ -4,7 +4,9 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
+	"strings"
 	"testing"
 
 	"github.com/berthd/berth/httpapi"
@@ -202,6 +204,15 @@ func TestPreemptionAPI(t *testing.T) {
 	}
 	if code, body := apitest.Call(t, s, http.MethodGet, "/preemptions?since=2999-01-01T00:00:00Z", "admin", ""); code != 200 || len(body["preemptions"].([]any)) != 0 {
 		t.Fatalf("feed since the future: %d %v", code, body)
+	}
+	// The console lists them.
+	req := httptest.NewRequest(http.MethodGet, "/ui/preemptions", nil)
+	req.Header.Set("X-Auth-Token", "admin")
+	rec := httptest.NewRecorder()
+	s.ServeHTTP(rec, req)
+	if page := rec.Body.String(); rec.Code != 200 || !strings.Contains(page, spots[3].uuid) || !strings.Contains(page, spots[0].uuid) ||
+		!strings.Contains(page, hp2) {
+		t.Errorf("console: %d %s", rec.Code, page)
 	}
 	for _, q := range []string{"since=yesterday", "limit=0", "limit=x", "marker=-1", "color=red"} {
 		if code, body := apitest.Call(t, s, http.MethodGet, "/preemptions?"+q, "admin", ""); code != 400 {

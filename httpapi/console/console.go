@@ -24,6 +24,7 @@ import (
 	"github.com/berthd/berth/httpapi/berthapi"
 	"github.com/berthd/berth/httpapi/wire"
 	"github.com/berthd/berth/ledger/audit"
+	"github.com/berthd/berth/ledger/claimrecords"
 	"github.com/berthd/berth/ledger/engine"
 	"github.com/berthd/berth/ledger/quotas"
 	"github.com/berthd/berth/ledger/resources"
@@ -99,6 +100,7 @@ type Store struct {
 	Catalogue   CatalogueReader
 	Quotas      UsageReader
 	Auditor     AuditReader
+	Preemptions PreemptionReader
 }
 
 // ProviderReader reads a provider's inventories, usages, traits and
@@ -147,6 +149,12 @@ type UsageReader interface {
 // AuditReader reads a page of the allocation audit (an *audit.Auditor).
 type AuditReader interface {
 	Audit(ctx context.Context, p audit.AuditParams) (audit.AuditPage, error)
+}
+
+// PreemptionReader reads the consumers claims preempted (a
+// *claimrecords.Records).
+type PreemptionReader interface {
+	Preemptions(ctx context.Context, p claimrecords.PreemptionsParams) ([]claimrecords.Preemption, bool, error)
 }
 
 // ScriptletCatalog builds the policy a scriptlet test ranks with (a
