@@ -3,9 +3,13 @@ package claims
 import (
 	"context"
 	"fmt"
+	"net/http/httptest"
 	"slices"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/berthd/berth/internal/telemetry"
 
 	"github.com/berthd/berth/ledger/engine"
 	"github.com/berthd/berth/ledger/resources"
@@ -103,5 +107,43 @@ func TestCombinations(t *testing.T) {
 	})
 	if want := "[[0 1] [0 2] [0 3] [1 2] [1 3] [2 3]]"; fmt.Sprint(got) != want {
 		t.Errorf("got %v, want %s", got, want)
+	}
+}
+
+// TestObservePreemptions: the preemption counters reach /metrics at 0
+// from the start, and move with the claimer's counts.
+func TestObservePreemptions(t *testing.T) {
+	ctx := context.Background()
+	tel, err := telemetry.Setup(ctx, telemetry.Options{Prometheus: true, Getenv: func(string) string { return "" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tel.Shutdown(ctx)
+	c, err := New(Deps{}, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	un, err := ObservePreemptions(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer un()
+	scrape := func() string {
+		rec := httptest.NewRecorder()
+		tel.MetricsHandler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+		return rec.Body.String()
+	}
+	body := scrape()
+	for _, want := range []string{"berth_claim_preemptions_total 0", "berth_claim_preemption_victims_total 0",
+		"berth_claim_preemption_searches_total 0"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+	c.preempted.claims.Add(1)
+	c.preempted.victims.Add(3)
+	body = scrape()
+	if !strings.Contains(body, "berth_claim_preemptions_total 1") || !strings.Contains(body, "berth_claim_preemption_victims_total 3") {
+		t.Errorf("the counters did not move:\n%s", body)
 	}
 }
