@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -59,7 +60,8 @@ func (h *Preemptions) List(c echo.Context) error {
 	}
 	p := claimrecords.PreemptionsParams{Limit: defaultPreemptionsLimit}
 	if v, ok := wire.QueryLast(c, "since"); ok {
-		t, err := time.Parse(time.RFC3339Nano, v)
+		// A "+" offset sent unencoded reads as a space.
+		t, err := time.Parse(time.RFC3339Nano, strings.ReplaceAll(v, " ", "+"))
 		if err != nil {
 			return wire.BadRequest("Invalid since %q: want a time in RFC 3339 form, such as 2026-01-01T12:00:00Z.", v)
 		}

@@ -202,6 +202,9 @@ func TestPreemptionAPI(t *testing.T) {
 	if code, body := apitest.Call(t, s, http.MethodGet, "/preemptions?since="+since, "admin", ""); code != 200 || len(body["preemptions"].([]any)) != 3 {
 		t.Fatalf("feed since the first: %d %v", code, body)
 	}
+	if code, body := apitest.Call(t, s, http.MethodGet, "/preemptions?since=2000-01-01T01:00:00+01:00", "admin", ""); code != 200 || len(body["preemptions"].([]any)) != 3 {
+		t.Fatalf("feed since 2000, an offset unencoded: %d %v", code, body)
+	}
 	if code, body := apitest.Call(t, s, http.MethodGet, "/preemptions?since=2999-01-01T00:00:00Z", "admin", ""); code != 200 || len(body["preemptions"].([]any)) != 0 {
 		t.Fatalf("feed since the future: %d %v", code, body)
 	}
