@@ -85,7 +85,7 @@ func (c *Claimer) Stored(ctx context.Context, consumerUUID string) (*Stored, err
 		return nil, err
 	}
 	if st == nil {
-		if pr, err := c.preemptedStored(ctx, consumerUUID); pr != nil || err != nil {
+		if pr, err := preemptedStored(ctx, c.store.Claims, consumerUUID); pr != nil || err != nil {
 			return pr, err
 		}
 		return nil, &fault.Error{Kind: fault.ErrNotFound, Code: fault.CodeNoClaim, Msg: fmt.Sprintf(

@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/berthd/berth/internal/telemetry/instrument"
+	"github.com/berthd/berth/ledger/claimrecords"
 	"github.com/berthd/berth/ledger/engine"
 	"github.com/berthd/berth/ledger/quotas"
 	"github.com/berthd/berth/ledger/resources"
@@ -82,13 +83,19 @@ type preemptCounts struct {
 	searches, claims, victims atomic.Int64
 }
 
+// preempter is a claim's search for consumers to preempt and its writes
+// (a type of its own, so that the Claimer keeps a small surface).
+type preempter struct {
+	c *Claimer
+}
+
 // plan is one root's way to make a claim fit: the victims to displace.
 type plan struct {
 	root    string
 	victims []*resources.Preemptible
 }
 
-// preemptOr is what a claim that found nothing (np) does: with
+// run is what a claim that found nothing (np) does: with
 // preemptible consumers of lower priority whose removal makes it fit, it
 // writes (or, for a dry run, answers) the best plan that the policy
 // accepts; otherwise it returns np, its steps with the preemption step
@@ -96,7 +103,8 @@ type plan struct {
 // changed, or others took the room), it reads the ledger again, tries
 // the room that may be free now, then plans again, within the claim's
 // attempts. A scriptlet's refusal is the claim's answer as it is.
-func (c *Claimer) preemptOr(ctx context.Context, p *Params, r *resolved, tr *claimTrace, np *NotPlacedError) (*Result, error) {
+func (pe preempter) run(ctx context.Context, p *Params, r *resolved, tr *claimTrace, np *NotPlacedError) (*Result, error) {
+	c := pe.c
 	if np.Reason == Refused || p.Priority <= MinPriority {
 		return nil, np
 	}
@@ -124,7 +132,7 @@ func (c *Claimer) preemptOr(ctx context.Context, p *Params, r *resolved, tr *cla
 			// preemption existed, without a preemption step.
 			return nil, np
 		}
-		plans, step := c.planPreemption(ctx, p, r, np.Roots, found)
+		plans, step := pe.plans(ctx, p, r, np.Roots, found)
 		if round == 0 {
 			np.Steps = append(np.Steps, step) // the answer counts what the claim found first
 		}
@@ -133,7 +141,7 @@ func (c *Claimer) preemptOr(ctx context.Context, p *Params, r *resolved, tr *cla
 			if w.attempts >= w.max {
 				break
 			}
-			res, err := c.preemptWith(ctx, p, r, &w, pl)
+			res, err := pe.write(ctx, p, r, &w, pl)
 			if res != nil || err != nil {
 				if res != nil {
 					res.Steps = np.Steps
@@ -164,10 +172,11 @@ func (c *Claimer) preemptOr(ctx context.Context, p *Params, r *resolved, tr *cla
 	return nil, np
 }
 
-// preemptWith ranks the claim on pl's root with pl's victims' usage
+// write ranks the claim on pl's root with pl's victims' usage
 // released and, unless the policy removes every candidate there, answers
 // a dry run or writes; nil, nil to try the next plan.
-func (c *Claimer) preemptWith(ctx context.Context, p *Params, r *resolved, w *writer, pl plan) (*Result, error) {
+func (pe preempter) write(ctx context.Context, p *Params, r *resolved, w *writer, pl plan) (*Result, error) {
+	c := pe.c
 	rel := &resolved{snap: r.snap.WithReleased(pl.allocations()), exclude: r.exclude, target: pl.root,
 		policy: r.policy, byDefault: r.byDefault}
 	s, err := c.selectCandidates(ctx, p, rel, 0)
@@ -201,11 +210,11 @@ func (c *Claimer) preemptWith(ctx context.Context, p *Params, r *resolved, w *wr
 	return res, err
 }
 
-// planPreemption finds, for each root that holds preemptible consumers
+// plans finds, for each root that holds preemptible consumers
 // below p's priority (and that p may use), the victims that make p fit
 // there, and returns the plans best first with the step that counts
 // them (roots is how many roots the request saw).
-func (c *Claimer) planPreemption(ctx context.Context, p *Params, r *resolved, roots int, found []resources.Preemptible) ([]plan, Step) {
+func (pe preempter) plans(ctx context.Context, p *Params, r *resolved, roots int, found []resources.Preemptible) ([]plan, Step) {
 	byRoot := map[string][]*resources.Preemptible{}
 	for i := range found {
 		v := &found[i]
@@ -228,7 +237,7 @@ func (c *Claimer) planPreemption(ctx context.Context, p *Params, r *resolved, ro
 			step.Reasons[ReasonPreemptBudget]++
 			continue
 		}
-		victims, ok := c.planRoot(ctx, p, r.snap, root, byRoot[root], &budget)
+		victims, ok := pe.planRoot(ctx, p, r.snap, root, byRoot[root], &budget)
 		if !ok {
 			step.Reasons[ReasonPreemptTooLittle]++
 			continue
@@ -248,14 +257,14 @@ func (c *Claimer) planPreemption(ctx context.Context, p *Params, r *resolved, ro
 // the claim's budget of fit checks, the victims in order (lowest
 // priority, newest first) until p fits, then without those it fits
 // without (stop at what is needed).
-func (c *Claimer) planRoot(ctx context.Context, p *Params, snap *engine.Snapshot, root string, victims []*resources.Preemptible, budget *int) ([]*resources.Preemptible, bool) {
+func (pe preempter) planRoot(ctx context.Context, p *Params, snap *engine.Snapshot, root string, victims []*resources.Preemptible, budget *int) ([]*resources.Preemptible, bool) {
 	victims = slices.Clone(victims)
 	slices.SortFunc(victims, func(a, b *resources.Preemptible) int {
 		return compareVictims([]*resources.Preemptible{a}, []*resources.Preemptible{b})
 	})
 	fits := func(set []*resources.Preemptible) bool {
 		*budget--
-		return c.fitsWithout(ctx, p, snap, root, set)
+		return fitsWithout(ctx, p, snap, root, set)
 	}
 	if !fits(victims) {
 		return nil, false
@@ -304,7 +313,7 @@ func (c *Claimer) planRoot(ctx context.Context, p *Params, snap *engine.Snapshot
 
 // fitsWithout reports whether p has a candidate on root once set's
 // allocations are released from snap.
-func (c *Claimer) fitsWithout(ctx context.Context, p *Params, snap *engine.Snapshot, root string, set []*resources.Preemptible) bool {
+func fitsWithout(ctx context.Context, p *Params, snap *engine.Snapshot, root string, set []*resources.Preemptible) bool {
 	var allocs []engine.Allocation
 	for _, v := range set {
 		allocs = append(allocs, v.Allocations...)
@@ -441,10 +450,10 @@ func (p *Params) storedRequest() []byte {
 	return out
 }
 
-// preemptedStored is consumerUUID's displacement as Stored answers it,
-// nil if it was never displaced.
-func (c *Claimer) preemptedStored(ctx context.Context, consumerUUID string) (*Stored, error) {
-	pr, err := c.store.Claims.PreemptionOf(ctx, consumerUUID)
+// preemptedStored is consumerUUID's displacement, as recs recorded it,
+// as Stored answers it; nil if it was never displaced.
+func preemptedStored(ctx context.Context, recs *claimrecords.Records, consumerUUID string) (*Stored, error) {
+	pr, err := recs.PreemptionOf(ctx, consumerUUID)
 	if pr == nil || err != nil {
 		return nil, err
 	}

@@ -34,7 +34,7 @@ func TestVictimChoice(t *testing.T) {
 		return &resources.Preemptible{ConsumerUUID: name, Priority: prio, CreatedAt: t0.Add(time.Duration(minute) * time.Minute),
 			Roots: []string{cn(rp)}, Allocations: []engine.Allocation{{ProviderUUID: cn(rp), Resources: []engine.ResourceAmount{{Class: "VCPU", Amount: vcpu}}}}}
 	}
-	c := &Claimer{}
+	pe := preempter{&Claimer{}}
 	p := &Params{Candidates: engine.CandidatesParams{NestedAware: true,
 		Groups: []engine.RequestGroup{{Resources: []engine.ResourceAmount{{Class: "VCPU", Amount: 4}}}}}}
 	names4 := func(set []*resources.Preemptible) []string {
@@ -63,7 +63,7 @@ func TestVictimChoice(t *testing.T) {
 		{"too little", []*resources.Preemptible{victim("a", 1, 1, 0, 1), victim("b", 1, 2, 0, 2)}, nil},
 	} {
 		budget := preemptSearchBudget
-		got, ok := c.planRoot(context.Background(), p, snap, cn(1), tc.victims, &budget)
+		got, ok := pe.planRoot(context.Background(), p, snap, cn(1), tc.victims, &budget)
 		if ok != (tc.want != nil) || fmt.Sprint(names4(got)) != fmt.Sprint(tc.want) {
 			t.Errorf("%s: %v %v, want %v", tc.name, names4(got), ok, tc.want)
 		}
@@ -72,7 +72,7 @@ func TestVictimChoice(t *testing.T) {
 	// Past the search budget, victims in order (lowest priority, newest
 	// first) until it fits, then without those not needed.
 	budget := 1
-	got, ok := c.planRoot(context.Background(), p, snap, cn(1), []*resources.Preemptible{
+	got, ok := pe.planRoot(context.Background(), p, snap, cn(1), []*resources.Preemptible{
 		victim("a", 1, 1, 0, 4), victim("b", 1, 1, 0, 3), victim("c", 1, 4, 1, 2), victim("d", 1, 1, 0, 1)}, &budget)
 	if !ok || fmt.Sprint(names4(got)) != "[c]" {
 		t.Errorf("past the budget: %v %v, want [c]", names4(got), ok)
@@ -83,7 +83,7 @@ func TestVictimChoice(t *testing.T) {
 	// consumer (a reschedule) is not its victim.
 	r := &resolved{snap: snap}
 	found := []resources.Preemptible{*victim("x", 2, 2, 0, 1), *victim("y", 2, 2, 0, 2), *victim("z", 3, 4, 2, 3), *victim("w", 1, 4, 1, 4)}
-	plans, step := c.planPreemption(context.Background(), p, r, 3, found)
+	plans, step := pe.plans(context.Background(), p, r, 3, found)
 	var order []string
 	for _, pl := range plans {
 		order = append(order, pl.root)
@@ -93,7 +93,7 @@ func TestVictimChoice(t *testing.T) {
 	}
 	// Excluded and target roots are not planned on.
 	r = &resolved{snap: snap, exclude: []string{cn(1)}, target: cn(2)}
-	plans, step = c.planPreemption(context.Background(), p, r, 3, found)
+	plans, step = pe.plans(context.Background(), p, r, 3, found)
 	if len(plans) != 1 || plans[0].root != cn(2) || step.Reasons[ReasonPreemptExcluded] != 2 {
 		t.Errorf("with exclude and target: %v, step %+v", plans, step)
 	}
