@@ -9,7 +9,7 @@ LDFLAGS := -X main.version=$(VERSION)
 
 export PATH := $(PATH):/usr/local/go/bin
 
-.PHONY: all build run test vet gotest conformance bench fuzz fmt clean
+.PHONY: all build run test vet gotest conformance bench bench-go bench-claims fuzz fmt clean
 
 all: build
 
@@ -39,9 +39,21 @@ gotest:
 conformance: build
 	SHARED='$(abspath $(SHARED))' BERTHD='$(CURDIR)/$(BIN)/berthd' scripts/conformance.sh
 
-## bench: run the Go benchmarks
-bench:
+## bench: the Go benchmarks, then issue 39's figures (bench-claims)
+bench: bench-go bench-claims
+
+## bench-go: run the Go benchmarks
+bench-go:
 	$(GO) test -run '^$$' -bench . ./...
+
+## bench-claims: claims/s, berthd's and PostgreSQL's CPU per claim of
+##   CLAIMS_BASE (default 0da4e8f, issue 39's baseline) against the working
+##   tree, measured in turns, and the ratios (scripts/claim-cost.sh; several
+##   minutes; CLAIMS_ARGS="--rounds 5 --claims 5000" for a longer run)
+CLAIMS_BASE ?= 0da4e8f
+CLAIMS_ARGS ?= --rounds 3 --claims 3000
+bench-claims:
+	scripts/claim-cost.sh --base $(CLAIMS_BASE) $(CLAIMS_ARGS)
 
 ## fuzz: run each fuzz target for FUZZTIME (default 60s) on one worker;
 ##   what they find lands in testdata/fuzz and is replayed by go test

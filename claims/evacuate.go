@@ -10,6 +10,7 @@ import (
 
 	"github.com/berthd/berth/internal/fault"
 	"github.com/berthd/berth/internal/uuid"
+	"github.com/berthd/berth/ledger/claimrecords"
 	"github.com/berthd/berth/ledger/resources"
 	"github.com/berthd/berth/ledger/scheduling"
 )
@@ -37,8 +38,10 @@ type EvacuateParams struct {
 	// happened.
 	DryRun bool
 	// Confirm confirms each move at once, dropping the source's
-	// allocations (a host that is gone); otherwise they stay held by the
-	// migration consumer until POST /claims/{uuid}/move/confirm.
+	// allocations (a host that is gone), and confirms the moves earlier
+	// evacuations of the provider made and left unconfirmed (reported
+	// EvacuationConfirmed); otherwise they stay held by the migration
+	// consumer until POST /claims/{uuid}/move/confirm.
 	Confirm bool
 	// Parallel is how many moves run at once: 0 means
 	// DefaultEvacuateParallel, at most MaxEvacuateParallel.
@@ -91,6 +94,9 @@ const (
 	EvacuationPlanned = "planned" // a dry run's
 	EvacuationFailed  = "failed"
 	EvacuationSkipped = "skipped"
+	// EvacuationConfirmed is an earlier evacuation's move, confirmed
+	// by this one (EvacuateParams.Confirm).
+	EvacuationConfirmed = "confirmed"
 )
 
 // Reasons of a failed or skipped EvacuatedConsumer.
@@ -126,7 +132,9 @@ type Evacuation struct {
 	Consumers []EvacuatedConsumer
 	// Remaining counts the consumers still on the provider that an
 	// evacuation would move (not the migration consumers, nor those in a
-	// move in progress): those that failed, and those after Next.
+	// move in progress): those that failed, and those after Next. The
+	// migration consumers of the provider's evacuations are neither
+	// listed nor counted: they hold the sources of its moves.
 	Remaining int
 	// Pending counts those after Next: not looked at by this call.
 	Pending int
@@ -140,9 +148,13 @@ type Evacuation struct {
 // is a Move whose destination the policy and its scriptlet choose
 // (candidate members never include the provider). A consumer that cannot
 // be moved (nothing fits, the scriptlet refused) stays and is reported;
-// so are migration consumers and consumers whose earlier move is in
-// progress. An unknown provider is ErrNotFound; one that is not a root,
-// or bad parameters, ErrInvalid; nothing is written then.
+// so are the migration consumers of other moves and consumers whose
+// earlier move is in progress. The migration consumers of the provider's
+// own evacuation moves are not reported, unless p.Confirm confirms those
+// moves. Each consumer is reported by the one page (After, Limit) its
+// uuid falls in, so the counts do not depend on the page size. An
+// unknown provider is ErrNotFound; one that is not a root, or bad
+// parameters, ErrInvalid; nothing is written then.
 func (c *Claimer) Evacuate(ctx context.Context, p EvacuateParams) (*Evacuation, error) {
 	if err := p.check(); err != nil {
 		return nil, err
@@ -162,8 +174,9 @@ func (c *Claimer) Evacuate(ctx context.Context, p EvacuateParams) (*Evacuation, 
 	if err != nil {
 		return nil, err
 	}
-	moved := c.moveAll(ctx, &p, mark, todo)
+	moved := c.moveAll(ctx, &p, mark, todo.move)
 	out.Consumers = append(out.Consumers, moved...)
+	out.Consumers = append(out.Consumers, confirmAll(ctx, c.Confirm, todo.confirm)...)
 	slices.SortFunc(out.Consumers, func(a, b EvacuatedConsumer) int { return strings.Compare(a.ConsumerUUID, b.ConsumerUUID) })
 	for _, m := range moved {
 		if m.Status != EvacuationMoved {
@@ -208,46 +221,93 @@ type evacuee struct {
 	uuid, name string
 }
 
-// evacuees lists the consumers on mark's tree in uuid order: it records
-// in out those that are skipped, and counts in out.Remaining those after
-// the limit; it returns those to move now.
-func (c *Claimer) evacuees(ctx context.Context, p *EvacuateParams, mark scheduling.ProviderEvacuation, out *Evacuation) ([]evacuee, error) {
+// evacuations is what one call of Evacuate does: the consumers to move
+// and the earlier evacuation moves to confirm.
+type evacuations struct {
+	move    []evacuee
+	confirm []claimrecords.MoveRecord
+}
+
+// evacuees lists the consumers on mark's tree in uuid order, those after
+// p.After up to the page's end (the last one to move when p.Limit cuts
+// the list): it records in out those that are skipped, and counts in
+// out.Remaining those after the limit; it returns those to move now and,
+// when p.Confirm, the evacuation moves to confirm. A migration consumer
+// of an evacuation move away from the provider is the evacuation's own:
+// not reported.
+func (c *Claimer) evacuees(ctx context.Context, p *EvacuateParams, mark scheduling.ProviderEvacuation, out *Evacuation) (evacuations, error) {
+	var todo evacuations
 	ins, err := c.store.Cloud.Instances(ctx, scheduling.InstancesParams{Location: mark.ProviderUUID, Documents: true})
 	if err != nil {
-		return nil, err
+		return todo, err
 	}
-	var todo []evacuee
+	moves, err := c.store.Claims.ClaimMovesFrom(ctx, mark.ProviderUUID)
+	if err != nil {
+		return todo, err
+	}
+	own := map[string]claimrecords.MoveRecord{}
+	for _, m := range moves {
+		if m.Reason == ReasonEvacuation {
+			own[m.MigrationUUID] = m
+		}
+	}
+	// Skipped consumers and moves to confirm, each the page's whose
+	// range holds its instance's uuid.
+	type held struct {
+		uuid    string
+		skipped EvacuatedConsumer
+		confirm *claimrecords.MoveRecord
+	}
+	var others []held
 	for _, in := range ins {
 		if in.UUID <= p.After && p.After != "" {
 			continue
 		}
+		if m, ok := own[in.UUID]; ok && in.Type == resources.MigrationConsumerType {
+			if p.Confirm && !p.DryRun {
+				others = append(others, held{uuid: in.UUID, confirm: &m})
+			}
+			continue
+		}
+		skip := func(r EvacuatedConsumer) { others = append(others, held{uuid: in.UUID, skipped: r}) }
 		if in.Type == resources.MigrationConsumerType {
-			out.Consumers = append(out.Consumers, EvacuatedConsumer{ConsumerUUID: in.UUID, Name: in.Name, Status: EvacuationSkipped,
+			skip(EvacuatedConsumer{ConsumerUUID: in.UUID, Name: in.Name, Status: EvacuationSkipped,
 				Reason: EvacuationMigration, Detail: "holds the source of a move in progress; confirm or revert that move"})
 			continue
 		}
 		mv, err := c.store.Claims.ClaimMoveGet(ctx, in.UUID)
 		if err != nil {
-			return nil, err
+			return todo, err
 		}
 		if mv != nil {
-			out.Consumers = append(out.Consumers, EvacuatedConsumer{ConsumerUUID: in.UUID, Name: in.Name, Status: EvacuationSkipped,
+			skip(EvacuatedConsumer{ConsumerUUID: in.UUID, Name: in.Name, Status: EvacuationSkipped,
 				Reason: EvacuationMoveInProcess, MigrationUUID: mv.MigrationUUID,
 				Detail: "its move (migration " + mv.MigrationUUID + ") is in progress; confirm or revert it first"})
 			continue
 		}
 		if why := stays(p.Mode, in.Document); why != "" {
-			out.Consumers = append(out.Consumers, EvacuatedConsumer{ConsumerUUID: in.UUID, Name: in.Name, Status: EvacuationSkipped,
+			skip(EvacuatedConsumer{ConsumerUUID: in.UUID, Name: in.Name, Status: EvacuationSkipped,
 				Reason: EvacuationStop, Detail: why})
 			continue
 		}
-		if p.Limit > 0 && len(todo) == p.Limit {
+		if p.Limit > 0 && len(todo.move) == p.Limit {
 			out.Remaining++
 			out.Pending++
-			out.Next = todo[len(todo)-1].uuid
+			out.Next = todo.move[len(todo.move)-1].uuid
 			continue
 		}
-		todo = append(todo, evacuee{uuid: in.UUID, name: in.Name})
+		todo.move = append(todo.move, evacuee{uuid: in.UUID, name: in.Name})
+	}
+	// What lies after the page's end is the next page's.
+	for _, h := range others {
+		switch {
+		case out.Next != "" && h.uuid > out.Next:
+			return todo, nil
+		case h.confirm != nil:
+			todo.confirm = append(todo.confirm, *h.confirm)
+		default:
+			out.Consumers = append(out.Consumers, h.skipped)
+		}
 	}
 	return todo, nil
 }
@@ -331,6 +391,24 @@ func (c *Claimer) evacuateOne(ctx context.Context, p *EvacuateParams, mark sched
 		r.Confirmed = true
 	}
 	return r
+}
+
+// confirmAll confirms the earlier evacuation moves ms with confirm (the
+// Claimer's), one at a time (a confirm is one short write), and says what
+// happened to each: confirmed, or failed with the refusal.
+func confirmAll(ctx context.Context, confirm func(ctx context.Context, consumerUUID, migrationUUID string) (*Holding, error),
+	ms []claimrecords.MoveRecord) []EvacuatedConsumer {
+	out := make([]EvacuatedConsumer, len(ms))
+	for i, m := range ms {
+		r := EvacuatedConsumer{ConsumerUUID: m.ConsumerUUID, MigrationUUID: m.MigrationUUID, Status: EvacuationConfirmed, Confirmed: true}
+		if _, err := confirm(ctx, m.ConsumerUUID, m.MigrationUUID); err != nil {
+			r.Status, r.Confirmed = EvacuationFailed, false
+			r.Reason, r.Detail = evacuationFailure(err)
+			r.Detail = "moved earlier, but the confirm failed: " + r.Detail
+		}
+		out[i] = r
+	}
+	return out
 }
 
 // moveRequest is the request of e's move (see MoveRequest).

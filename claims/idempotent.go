@@ -16,6 +16,7 @@ import (
 	"github.com/berthd/berth/ledger"
 	"github.com/berthd/berth/ledger/claimrecords"
 	"github.com/berthd/berth/ledger/engine"
+	"github.com/berthd/berth/scheduler"
 )
 
 // Idempotent claims.
@@ -105,31 +106,55 @@ type retryKey struct {
 	window time.Duration
 }
 
+// retryDoc is the request a retryKey fingerprints, as a JSON object whose
+// members are in byte order of their names (the order json.Marshal gives a
+// map's), so that fingerprints stay those of requests recorded by earlier
+// versions, which marshalled a map: keep the fields sorted by JSON name.
+// The optional members appear only when given.
+type retryDoc struct {
+	ConsumerGeneration *int64                  `json:"consumer_generation"`
+	ConsumerType       string                  `json:"consumer_type"`
+	Exclude            []string                `json:"exclude_providers"`
+	FailedProvider     *string                 `json:"failed_provider,omitempty"`
+	Instance           *map[string]any         `json:"instance,omitempty"`
+	Keys               []scheduler.KeyRequest  `json:"keys"`
+	LeaseSeconds       *int64                  `json:"lease_seconds,omitempty"`
+	MigrationUUID      *string                 `json:"migration_uuid,omitempty"`
+	Name               string                  `json:"name"`
+	Policy             string                  `json:"policy"`
+	ProjectID          string                  `json:"project_id"`
+	Properties         map[string]any          `json:"properties"`
+	Reason             string                  `json:"reason"`
+	Resources          engine.CandidatesParams `json:"resources"`
+	Target             string                  `json:"target"`
+	UserID             string                  `json:"user_id"`
+}
+
 // newRetryKey fingerprints p's request for op; failedProvider and migration
 // are the reschedule's and the move's own fields.
 func newRetryKey(op string, p *Params, failedProvider, migration string) *retryKey {
-	groups := p.Candidates
-	// Only what the request asks for: not the server's limits.
-	groups.Limit, groups.Max, groups.MaxSteps = 0, 0, 0
-	groups.Randomize, groups.Sample, groups.VersionsOnly = false, false, false
-	doc := map[string]any{
-		"project_id":          p.ProjectID,
-		"user_id":             p.UserID,
-		"consumer_type":       p.ConsumerType,
-		"consumer_generation": p.ConsumerGeneration,
-		"resources":           groups,
-		"exclude_providers":   p.Exclude,
-		"target":              p.Target,
-		"name":                p.Name,
-		"reason":              p.Reason,
-		"properties":          p.Properties,
-		"policy":              p.Policy,
-		"keys":                p.Keys,
+	doc := retryDoc{
+		ConsumerGeneration: p.ConsumerGeneration,
+		ConsumerType:       p.ConsumerType,
+		Exclude:            p.Exclude,
+		Keys:               p.Keys,
+		Name:               p.Name,
+		Policy:             p.Policy,
+		ProjectID:          p.ProjectID,
+		Properties:         p.Properties,
+		Reason:             p.Reason,
+		Resources:          p.Candidates,
+		Target:             p.Target,
+		UserID:             p.UserID,
 	}
+	// Only what the request asks for: not the server's limits.
+	g := &doc.Resources
+	g.Limit, g.Max, g.MaxSteps = 0, 0, 0
+	g.Randomize, g.Sample, g.VersionsOnly = false, false, false
 	if p.Instance != nil {
 		// Only when given: the fingerprints of requests without one
 		// stay what they were.
-		doc["instance"] = p.Instance
+		doc.Instance = &p.Instance
 	}
 	if p.Priority != 0 || p.Preemptible {
 		// Only when set: the fingerprints of requests without them stay
@@ -137,17 +162,16 @@ func newRetryKey(op string, p *Params, failedProvider, migration string) *retryK
 		doc["priority"], doc["preemptible"] = p.Priority, p.Preemptible
 	}
 	if op == OpReschedule {
-		doc["failed_provider"] = failedProvider
+		doc.FailedProvider = &failedProvider
 	}
 	if op == OpMove {
-		doc["migration_uuid"] = canonicalOr(migration)
+		m := canonicalOr(migration)
+		doc.MigrationUUID = &m
 	}
-	if p.LeaseSeconds != nil {
-		// Only when asked for: the fingerprints of requests without a
-		// lease stay what they were before leases existed.
-		doc["lease_seconds"] = *p.LeaseSeconds
-	}
-	raw, err := json.Marshal(doc) // maps marshal with sorted keys
+	// Only when asked for: the fingerprints of requests without a lease
+	// stay what they were before leases existed.
+	doc.LeaseSeconds = p.LeaseSeconds
+	raw, err := json.Marshal(&doc)
 	if err != nil {
 		// Properties that do not marshal are refused later by the
 		// write itself; a request that cannot be recorded is simply

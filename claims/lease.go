@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/berthd/berth/internal/fault"
+	"github.com/berthd/berth/internal/telemetry/instrument"
 	"github.com/berthd/berth/ledger/claimrecords"
 	"github.com/berthd/berth/ledger/engine"
 	"github.com/berthd/berth/ledger/resources"
@@ -46,8 +47,8 @@ const reapBatch = 100
 
 // Lease actions, as logged and counted.
 const (
-	leaseReleased = "released"
-	leaseReverted = "reverted"
+	leaseReleased = instrument.LeaseReleased
+	leaseReverted = instrument.LeaseReverted
 )
 
 // checkLease refuses a lease outside 1 second to Config.LeaseMax (nil:

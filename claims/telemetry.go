@@ -59,7 +59,9 @@ func (tr *claimTrace) end(err error) {
 	if err == nil && retries > 0 {
 		retries--
 	}
-	tr.span.SetAttributes(instrument.AttrOutcome.String(outcome), instrument.AttrAttempts.Int(tr.attempts))
+	if tr.span.IsRecording() {
+		tr.span.SetAttributes(instrument.AttrOutcome.String(outcome), instrument.AttrAttempts.Int(tr.attempts))
+	}
 	instrument.ClaimDone(tr.ctx, outcome, tr.dryRun, retries)
 	if outcome == instrument.OutcomeError {
 		instrument.End(tr.span, err)

@@ -274,7 +274,7 @@ func (s *Server) handlers() (placementHandlers, berthHandlers) {
 		keys:        &berthapi.PlacementKeys{Store: store.Cloud, Bodies: bodies, Rules: callerRules{s.authz}},
 		policies:    &berthapi.Policies{Store: store.Catalogue, Catalog: cfg.Catalog, Cloud: cfg.Cloud, Bodies: bodies},
 		scriptlets:  &berthapi.Scriptlets{Store: store.Catalogue, Catalog: cfg.Catalog, Claims: claimHandlers},
-		shadows:     &berthapi.Shadows{Catalog: cfg.Catalog},
+		shadows:     &berthapi.Shadows{Catalog: cfg.Catalog, Bodies: bodies},
 		settings:    &berthapi.Settings{Store: store.Catalogue, Catalog: cfg.Catalog, Bodies: bodies},
 		audit:       &berthapi.Audit{Store: store.Auditor, Bodies: bodies, Thresholds: cfg.AuditThresholds},
 		limits:      &berthapi.Limits{Source: cfg.Limits, Store: store.Quotas, Bodies: bodies},
@@ -321,6 +321,10 @@ func chainMiddleware(h echo.HandlerFunc, mw []echo.MiddlewareFunc) echo.HandlerF
 // rest is echo's ServeHTTP, with the middleware composed once
 // (chainRouted).
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// Every handler reads the query as webob does: a bad percent-escape
+	// is a value as given (which the route's checks refuse or match as
+	// it is), never a parameter dropped.
+	r.URL.RawQuery = wire.WebobQuery(r.URL.RawQuery)
 	if s.serveOps(w, r) {
 		return
 	}

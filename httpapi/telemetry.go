@@ -218,5 +218,8 @@ func newMeters() *httpMeters {
 		metric.WithExplicitBucketBoundaries(durationBuckets...))
 	dbUnavailable, _ := meter.Int64Counter("berth.db.unavailable", metric.WithUnit("{request}"),
 		metric.WithDescription("Requests answered 503 berth.database_unavailable: the database did not answer (outage, failover)"))
+	if dbUnavailable != nil {
+		dbUnavailable.Add(context.Background(), 0) // exported from the start, before the first outage
+	}
 	return &httpMeters{requests: requests, duration: duration, dbUnavailable: dbUnavailable}
 }

@@ -22,7 +22,7 @@ import (
 // early checks (a well-formed uuid for every string), after the proxy
 // between the Store and PostgreSQL is cut.
 func TestErrorsLeaveAsFaults(t *testing.T) {
-	proxy, dbURL := ledgertest.NewProxy(t, newTestDB(t))
+	proxy, dbURL := ledgertest.NewProxy(t, ledgertest.NewDB(t))
 	ctx := context.Background()
 	store, err := ledger.Open(ctx, ledger.Config{DatabaseURL: dbURL, MaxConns: 4,
 		ConnectTimeout: time.Second, AcquireTimeout: time.Second, SnapshotRefresh: -1})
@@ -30,7 +30,7 @@ func TestErrorsLeaveAsFaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	mustCreate(t, store, "a", uuidA, "")
+	ledgertest.MustCreate(t, store, "a", uuidA, "")
 	proxy.Cut()
 
 	// Methods that take no database round trip, run until their context

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/berthd/berth/ledger"
+	"github.com/berthd/berth/ledger/ledgertest"
 	"github.com/berthd/berth/ledger/resources"
 )
 
@@ -16,7 +17,7 @@ import (
 // before its COMMIT). Run with -bench ConfirmedRead ./ledger/
 // (docs/performance.md).
 func BenchmarkConfirmedRead(b *testing.B) {
-	dbURL := newTestDB(b)
+	dbURL := ledgertest.NewDB(b)
 	ctx := context.Background()
 	s, err := ledger.Open(ctx, ledger.Config{DatabaseURL: dbURL, MaxConns: 4})
 	if err != nil {

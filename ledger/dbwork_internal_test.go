@@ -20,6 +20,7 @@ import (
 	"github.com/berthd/berth/internal/pgcluster"
 	"github.com/berthd/berth/ledger/engine"
 	"github.com/berthd/berth/ledger/internal/dbwork"
+	"github.com/berthd/berth/ledger/quotas"
 	"github.com/berthd/berth/ledger/resources"
 )
 
@@ -329,6 +330,46 @@ type dbWorkOp struct {
 	run    func(e *dbWorkEnv, i int)
 }
 
+// claimBatchOp is the op of a claim batch: batch claims queued behind one
+// whose provider is held, so that they go out in one transaction, with
+// the limits q (nil: none checked); kind names its consumers, and its
+// providers are the seeded ones from offset on.
+func claimBatchOp(name, kind string, batch, offset int, q *quotas.Quota) dbWorkOp {
+	newUUID := func(kind string, i int) string { return dbwork.MD5UUID(fmt.Sprint(kind, i)) }
+	claimAt := func(consumer, provider string) resources.ClaimWriteParams {
+		cw := dbwork.ClaimAt(consumer, provider, 2)
+		cw.Quota = q
+		return cw
+	}
+	return dbWorkOp{name: name, warm: 1, runs: 2, perRun: batch + 1, run: func(e *dbWorkEnv, i int) {
+		_, held := e.seededProvider(offset + i)
+		release := e.holdProvider(held)
+		defer release()
+		errs := make(chan error, batch+1)
+		first := claimGroups(e.store)
+		go func() { errs <- e.store.Allocations.ClaimWrite(e.ctx, claimAt(newUUID("held"+kind, i), held)) }()
+		// The writer took the held claim and waits for its lock.
+		waitUntil(e.t, func() bool { return claimGroups(e.store) == first+1 && QueuedClaims(e.store) == 0 })
+		before := first + 1
+		for j := range batch {
+			_, rp := e.seededProvider(offset + 20 + i*batch + j)
+			go func() {
+				errs <- e.store.Allocations.ClaimWrite(e.ctx, claimAt(newUUID(fmt.Sprint("batch", kind, i, "-"), j), rp))
+			}()
+		}
+		waitUntil(e.t, func() bool { return QueuedClaims(e.store) == batch })
+		release()
+		for range batch + 1 {
+			if err := <-errs; err != nil {
+				e.t.Fatal(err)
+			}
+		}
+		if got := claimGroups(e.store) - before; got != 1 {
+			e.t.Fatalf("the %d queued claims went out in %d transactions, want 1", batch, got)
+		}
+	}}
+}
+
 func dbWorkOps() []dbWorkOp {
 	newUUID := func(kind string, i int) string { return dbwork.MD5UUID(fmt.Sprint(kind, i)) }
 	const batch = 16
@@ -339,33 +380,10 @@ func dbWorkOps() []dbWorkOp {
 				e.t.Fatal(err)
 			}
 		}},
-		{name: fmt.Sprintf("claim batch (%d claims queued behind one)", batch), warm: 1, runs: 2, perRun: batch + 1, run: func(e *dbWorkEnv, i int) {
-			_, held := e.seededProvider(100 + i)
-			release := e.holdProvider(held)
-			defer release()
-			errs := make(chan error, batch+1)
-			first := claimGroups(e.store)
-			go func() { errs <- e.store.Allocations.ClaimWrite(e.ctx, dbwork.ClaimAt(newUUID("held", i), held, 2)) }()
-			// The writer took the held claim and waits for its lock.
-			waitUntil(e.t, func() bool { return claimGroups(e.store) == first+1 && QueuedClaims(e.store) == 0 })
-			before := first + 1
-			for j := range batch {
-				_, rp := e.seededProvider(120 + i*batch + j)
-				go func() {
-					errs <- e.store.Allocations.ClaimWrite(e.ctx, dbwork.ClaimAt(newUUID(fmt.Sprint("batch", i, "-"), j), rp, 2))
-				}()
-			}
-			waitUntil(e.t, func() bool { return QueuedClaims(e.store) == batch })
-			release()
-			for range batch + 1 {
-				if err := <-errs; err != nil {
-					e.t.Fatal(err)
-				}
-			}
-			if got := claimGroups(e.store) - before; got != 1 {
-				e.t.Fatalf("the %d queued claims went out in %d transactions, want 1", batch, got)
-			}
-		}},
+		claimBatchOp(fmt.Sprintf("claim batch (%d claims queued behind one)", batch), "", batch, 100, nil),
+		// berthd's default: the stored limits (--limits-source berth), none set.
+		claimBatchOp(fmt.Sprintf("claim batch, limits stored, none set (%d queued behind one)", batch), "q", batch, 500,
+			&quotas.Quota{}),
 		{name: "claim refused (no room; fast path, then the general path's error)", warm: 8, runs: 8, perRun: 1, run: func(e *dbWorkEnv, i int) {
 			_, rp := e.seededProvider(200 + i)
 			err := e.store.Allocations.ClaimWrite(e.ctx, dbwork.ClaimAt(newUUID("refused", i), rp, 1000))

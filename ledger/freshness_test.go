@@ -13,6 +13,7 @@ import (
 	"github.com/berthd/berth/ledger/audit"
 	"github.com/berthd/berth/ledger/claimrecords"
 	"github.com/berthd/berth/ledger/engine"
+	"github.com/berthd/berth/ledger/ledgertest"
 	"github.com/berthd/berth/ledger/resources"
 )
 
@@ -27,14 +28,14 @@ import (
 // notifies (as a writer killed after each commit), so only the change log
 // can tell the reader. Not one read may be stale.
 func TestReadsAcrossStoresNeverStale(t *testing.T) {
-	dbURL := newTestDB(t)
+	dbURL := ledgertest.NewDB(t)
 	ctx := context.Background()
 	writer, err := ledger.OpenMuted(ctx, ledger.Config{DatabaseURL: dbURL, MaxConns: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(writer.Close)
-	reader := openStore(t, dbURL)
+	reader := ledgertest.OpenStore(t, dbURL)
 	p, err := writer.Providers.ProviderCreate(ctx, resources.ProviderCreateParams{Name: "node"})
 	if err != nil {
 		t.Fatal(err)
@@ -43,14 +44,14 @@ func TestReadsAcrossStoresNeverStale(t *testing.T) {
 	if _, err := reader.Snapshots.ProvidersMatching(ctx, engine.ProviderFilter{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, func() bool { return ledger.Listening(reader) })
+	ledgertest.WaitFor(t, func() bool { return ledger.Listening(reader) })
 	gen := p.Generation
 	stale := map[string]int{}
 	const writes = 600
 	for i := range writes {
 		total := int64(10 + i)
 		out, err := writer.Providers.InventoriesReplace(ctx, resources.InventoryParams{ProviderUUID: p.UUID, Generation: &gen},
-			[]engine.Inventory{inv("VCPU", total)})
+			[]engine.Inventory{ledgertest.Inv("VCPU", total)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -81,29 +82,29 @@ func TestReadsAcrossStoresNeverStale(t *testing.T) {
 // Store's own; a write behind the Store's back is.
 func TestOwnWritesNeedNoReload(t *testing.T) {
 	f := newFixture(t)
-	rp := f.provider("node", inv("VCPU", 64))
-	if _, err := f.store.Snapshots.Snapshot(f.ctx, nil, nil); err != nil {
+	rp := f.Provider("node", ledgertest.Inv("VCPU", 64))
+	if _, err := f.Store.Snapshots.Snapshot(f.Ctx, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	for range 5 {
-		if err := f.store.Allocations.AllocationsReplace(f.ctx, []resources.ConsumerAllocations{newClaim(uuid.NewString(), rp, res("VCPU", 1))}); err != nil {
+		if err := f.Store.Allocations.AllocationsReplace(f.Ctx, []resources.ConsumerAllocations{ledgertest.NewClaim(uuid.NewString(), rp, ledgertest.Res("VCPU", 1))}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	_, before, _ := ledger.SnapshotWork(f.store)
-	if _, err := f.store.Snapshots.Snapshot(f.ctx, nil, nil); err != nil {
+	_, before, _ := ledger.SnapshotWork(f.Store)
+	if _, err := f.Store.Snapshots.Snapshot(f.Ctx, nil, nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, after, _ := ledger.SnapshotWork(f.store); after != before {
+	if _, after, _ := ledger.SnapshotWork(f.Store); after != before {
 		t.Errorf("%d partial reloads after the Store's own claims, want none", after-before)
 	}
-	if _, err := f.db.Exec(f.ctx, `UPDATE inventories SET reserved = 1`); err != nil {
+	if _, err := f.DB.Exec(f.Ctx, `UPDATE inventories SET reserved = 1`); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.store.Snapshots.Snapshot(f.ctx, nil, nil); err != nil {
+	if _, err := f.Store.Snapshots.Snapshot(f.Ctx, nil, nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, after, _ := ledger.SnapshotWork(f.store); after != before+1 {
+	if _, after, _ := ledger.SnapshotWork(f.Store); after != before+1 {
 		t.Errorf("%d partial reloads after a write behind the Store's back, want 1", after-before)
 	}
 }
@@ -116,30 +117,30 @@ func TestOwnWritesNeedNoReload(t *testing.T) {
 // reader: the candidates and the provider list filtered by the capacity
 // they free find the provider right after the write.
 func TestLeaseAndAuditWritesSeenAcrossStores(t *testing.T) {
-	dbURL := newTestDB(t)
+	dbURL := ledgertest.NewDB(t)
 	f := newFixtureOn(t, dbURL)
-	writer, err := ledger.OpenMuted(f.ctx, ledger.Config{DatabaseURL: dbURL, MaxConns: 4})
+	writer, err := ledger.OpenMuted(f.Ctx, ledger.Config{DatabaseURL: dbURL, MaxConns: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(writer.Close)
-	reader := openStore(t, dbURL)
-	rp := auditCloud(t, f)
-	lease := f.provider("lease", inv("VCPU", 1))
+	reader := ledgertest.OpenStore(t, dbURL)
+	rp := ledgertest.AuditCloud(f.Fixture)
+	lease := f.Provider("lease", ledgertest.Inv("VCPU", 1))
 	c := uuid.NewString()
-	if err := writer.Allocations.ClaimWrite(f.ctx, claimWith(c, lease, nil, 60, claimrecords.LeaseSet, `{}`)); err != nil {
+	if err := writer.Allocations.ClaimWrite(f.Ctx, claimWith(c, lease, nil, 60, claimrecords.LeaseSet, `{}`)); err != nil {
 		t.Fatal(err)
 	}
 	// fits reports whether the reader's candidates and provider list
 	// both find rp with n VCPU free.
 	fits := func(rp string, n int64) bool {
 		t.Helper()
-		g := engine.RequestGroup{Resources: []engine.ResourceAmount{res("VCPU", n)}, InTree: rp}
-		list, err := reader.Snapshots.ProvidersMatching(f.ctx, engine.ProviderFilter{UUID: rp, Group: g})
+		g := engine.RequestGroup{Resources: []engine.ResourceAmount{ledgertest.Res("VCPU", n)}, InTree: rp}
+		list, err := reader.Snapshots.ProvidersMatching(f.Ctx, engine.ProviderFilter{UUID: rp, Group: g})
 		if err != nil {
 			t.Fatal(err)
 		}
-		cands, err := reader.Snapshots.AllocationCandidates(f.ctx, engine.CandidatesParams{Groups: []engine.RequestGroup{g}, NestedAware: true})
+		cands, err := reader.Snapshots.AllocationCandidates(f.Ctx, engine.CandidatesParams{Groups: []engine.RequestGroup{g}, NestedAware: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -152,17 +153,17 @@ func TestLeaseAndAuditWritesSeenAcrossStores(t *testing.T) {
 	if fits(lease, 1) || fits(rp["cn1"], 5) {
 		t.Fatal("before the writes: capacity free that is held")
 	}
-	waitFor(t, func() bool { return ledger.Listening(reader) })
+	ledgertest.WaitFor(t, func() bool { return ledger.Listening(reader) })
 
-	f.expire(c)
-	if err := writer.Allocations.ClaimWrite(f.ctx, resources.ClaimWriteParams{IfLeaseExpired: c,
-		Consumers: []resources.ConsumerAllocations{{ConsumerUUID: c, CheckGeneration: true, Generation: gen(1)}}}); err != nil {
+	f.Expire(c)
+	if err := writer.Allocations.ClaimWrite(f.Ctx, resources.ClaimWriteParams{IfLeaseExpired: c,
+		Consumers: []resources.ConsumerAllocations{{ConsumerUUID: c, CheckGeneration: true, Generation: ledgertest.Gen(1)}}}); err != nil {
 		t.Fatal(err)
 	}
 	if !fits(lease, 1) {
 		t.Error("the reaper's release: stale read of the provider it freed")
 	}
-	if _, err := writer.Auditor.AuditFix(f.ctx, audit.AuditFixParams{Kind: audit.AuditStaleMigration, ConsumerUUID: auditMigrate,
+	if _, err := writer.Auditor.AuditFix(f.Ctx, audit.AuditFixParams{Kind: audit.AuditStaleMigration, ConsumerUUID: ledgertest.AuditMigrate,
 		ConsumerGeneration: 1, Thresholds: audit.AuditThresholds{}}); err != nil {
 		t.Fatal(err)
 	}
@@ -175,21 +176,21 @@ func TestLeaseAndAuditWritesSeenAcrossStores(t *testing.T) {
 // the change log's trim horizon (it was idle while another Store wrote
 // and trimmed) reloads everything on its next read, and sees the writes.
 func TestTrimmedChangeLogReloadsAll(t *testing.T) {
-	dbURL := newTestDB(t)
+	dbURL := ledgertest.NewDB(t)
 	ctx := context.Background()
 	trimmer, err := ledger.OpenMuted(ctx, ledger.Config{DatabaseURL: dbURL, MaxConns: 4, ChangeLogRetention: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(trimmer.Close)
-	idle := openStore(t, dbURL)
+	idle := ledgertest.OpenStore(t, dbURL)
 	if _, err := idle.Snapshots.Snapshot(ctx, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	// The listener's first connection wakes a catch-up in the background:
 	// let it run before the write, or it may catch up with the write
 	// before the trim and need no full load.
-	waitFor(t, func() bool {
+	ledgertest.WaitFor(t, func() bool {
 		catchUps, _, _ := ledger.SnapshotWork(idle)
 		return idle.Snapshots.SnapshotListening() && catchUps > 0
 	})
@@ -202,7 +203,7 @@ func TestTrimmedChangeLogReloadsAll(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	waitFor(t, func() bool {
+	ledgertest.WaitFor(t, func() bool {
 		var rows int
 		if err := conn.QueryRow(ctx, `SELECT count(*) FROM ledger_changes`).Scan(&rows); err != nil {
 			t.Fatal(err)
@@ -228,7 +229,7 @@ func TestTrimmedChangeLogReloadsAll(t *testing.T) {
 // -bench SnapshotRead ./ledger/; the difference is the promise's price
 // for a read (docs/performance.md, "Reads across replicas").
 func BenchmarkSnapshotRead(b *testing.B) {
-	dbURL := newTestDB(b)
+	dbURL := ledgertest.NewDB(b)
 	ctx := context.Background()
 	s, err := ledger.Open(ctx, ledger.Config{DatabaseURL: dbURL, MaxConns: 4})
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/berthd/berth/internal/fault"
 	"github.com/berthd/berth/ledger"
 	"github.com/berthd/berth/ledger/engine"
+	"github.com/berthd/berth/ledger/ledgertest"
 )
 
 // TestOpenUnreachable: a database that is not there fails Open quickly
@@ -55,7 +56,7 @@ func terminate(t *testing.T, dbURL, like string) int {
 // terminated (as by a PostgreSQL restart), writes succeed again at once:
 // a BEGIN on a dead pooled connection is retried on another one.
 func TestBrokenPoolConnections(t *testing.T) {
-	dbURL := newTestDB(t)
+	dbURL := ledgertest.NewDB(t)
 	ctx := context.Background()
 	store, err := ledger.Open(ctx, ledger.Config{DatabaseURL: dbURL, MaxConns: 2})
 	if err != nil {
@@ -63,12 +64,12 @@ func TestBrokenPoolConnections(t *testing.T) {
 	}
 	defer store.Close()
 	// Fill the pool with idle connections.
-	mustCreate(t, store, "a", uuidA, "")
-	mustCreate(t, store, "b", uuidB, "")
+	ledgertest.MustCreate(t, store, "a", uuidA, "")
+	ledgertest.MustCreate(t, store, "b", uuidB, "")
 	if n := terminate(t, dbURL, "%"); n == 0 {
 		t.Fatal("no backend terminated")
 	}
-	mustCreate(t, store, "c", uuidC, "")
+	ledgertest.MustCreate(t, store, "c", uuidC, "")
 	list, err := store.Snapshots.ProvidersMatching(ctx, engine.ProviderFilter{})
 	if err != nil {
 		t.Fatal(err)
@@ -83,10 +84,10 @@ func TestBrokenPoolConnections(t *testing.T) {
 // meanwhile is seen (reads catch up with the change log whatever the
 // listener does).
 func TestListenerReconnects(t *testing.T) {
-	dbURL := newTestDB(t)
+	dbURL := ledgertest.NewDB(t)
 	ctx := context.Background()
-	store, peer := openStore(t, dbURL), openStore(t, dbURL)
-	mustCreate(t, store, "a", uuidA, "")
+	store, peer := ledgertest.OpenStore(t, dbURL), ledgertest.OpenStore(t, dbURL)
+	ledgertest.MustCreate(t, store, "a", uuidA, "")
 	count := func(s *ledger.Store) int {
 		t.Helper()
 		list, err := s.Snapshots.ProvidersMatching(ctx, engine.ProviderFilter{})
@@ -95,14 +96,14 @@ func TestListenerReconnects(t *testing.T) {
 		}
 		return len(list)
 	}
-	waitFor(t, func() bool { return ledger.Listening(store) && count(store) == 1 })
+	ledgertest.WaitFor(t, func() bool { return ledger.Listening(store) && count(store) == 1 })
 	if n := terminate(t, dbURL, "LISTEN%"); n == 0 {
 		t.Fatal("no listener terminated")
 	}
-	mustCreate(t, peer, "b", uuidB, "")
-	waitFor(t, func() bool { return count(store) == 2 })
-	waitFor(t, func() bool { return ledger.Listening(store) })
+	ledgertest.MustCreate(t, peer, "b", uuidB, "")
+	ledgertest.WaitFor(t, func() bool { return count(store) == 2 })
+	ledgertest.WaitFor(t, func() bool { return ledger.Listening(store) })
 	// Listening again: notifications flow.
-	mustCreate(t, peer, "c", uuidC, "")
-	waitFor(t, func() bool { return count(store) == 3 })
+	ledgertest.MustCreate(t, peer, "c", uuidC, "")
+	ledgertest.WaitFor(t, func() bool { return count(store) == 3 })
 }

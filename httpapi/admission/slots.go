@@ -75,6 +75,13 @@ func NewSlots(n int, timeout time.Duration) *Slots {
 		metric.WithDescription("Expensive requests that found every slot taken and waited in line"))
 	a.meters.rejected, _ = meter.Int64Counter("berth.admission.rejected", metric.WithUnit("{request}"),
 		metric.WithDescription("Expensive requests refused with 503 berth.overloaded after waiting their queue timeout"))
+	// At 0 from the start, so that they are exported before their first
+	// event.
+	for _, c := range []metric.Int64Counter{a.meters.admitted, a.meters.queued, a.meters.rejected} {
+		if c != nil {
+			c.Add(context.Background(), 0)
+		}
+	}
 	_, _ = meter.Int64ObservableGauge("berth.admission.inflight", metric.WithUnit("{request}"),
 		metric.WithDescription("Expensive requests running now (holding a slot)"),
 		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {

@@ -1,9 +1,11 @@
 package berthapi
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -356,7 +358,7 @@ func parseLease(raw json.RawMessage) (*int64, error) {
 // order encoding/json gives a map's keys, so the answer reads as it did
 // when it was built from maps; structs cost fewer allocations.
 type claimAnswer struct {
-	Allocations        map[string]any      `json:"allocations"`
+	Allocations        allocationsAnswer   `json:"allocations"`
 	Alternates         []alternateJSON     `json:"alternates"`
 	Attempts           int                 `json:"attempts"`
 	ConsumerGeneration int64               `json:"consumer_generation"`
@@ -383,7 +385,7 @@ type claimAnswer struct {
 }
 
 type alternateJSON struct {
-	Allocations      map[string]any      `json:"allocations"`
+	Allocations      allocationsAnswer   `json:"allocations"`
 	Mappings         map[string][]string `json:"mappings"`
 	RootProviderName string              `json:"root_provider_name"`
 	RootProviderUUID string              `json:"root_provider_uuid"`
@@ -444,14 +446,14 @@ func claimResponse(r *claims.Result) *claimAnswer {
 			RootProviderUUID: o.Root,
 			RootProviderName: o.RootName,
 			Score:            o.Score,
-			Allocations:      allocationsJSON(o.Allocations),
+			Allocations:      o.Allocations,
 			Mappings:         o.Mappings,
 		}
 	}
 	out := &claimAnswer{
 		ConsumerUUID:       r.ConsumerUUID,
 		ConsumerGeneration: r.ConsumerGeneration,
-		Allocations:        allocationsJSON(r.Allocations),
+		Allocations:        r.Allocations,
 		Mappings:           r.Mappings,
 		RootProviderUUID:   r.Root,
 		RootProviderName:   r.RootName,
@@ -524,4 +526,59 @@ func allocationsJSON(allocs []engine.Allocation) map[string]any {
 		out[pr.ProviderUUID] = map[string]any{"resources": res}
 	}
 	return out
+}
+
+// allocationsAnswer is allocations as a claim's answer gives them, the
+// JSON object allocationsJSON's map marshals to (provider uuids, then
+// classes, in byte order), appended without building the maps.
+type allocationsAnswer []engine.Allocation
+
+// MarshalJSON appends the object; a provider, or a class of one, given
+// twice (the map would keep the last) takes the map.
+func (a allocationsAnswer) MarshalJSON() ([]byte, error) {
+	order := make([]int, len(a))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(i, j int) int { return strings.Compare(a[i].ProviderUUID, a[j].ProviderUUID) })
+	b := make([]byte, 0, 32+96*len(a))
+	b = append(b, '{')
+	var classArr [8]engine.ResourceAmount
+	for n, i := range order {
+		if n > 0 {
+			if a[order[n-1]].ProviderUUID == a[i].ProviderUUID {
+				return a.asMap()
+			}
+			b = append(b, ',')
+		}
+		b = wire.AppendGoString(b, a[i].ProviderUUID)
+		b = append(b, `:{"resources":{`...)
+		res := append(classArr[:0], a[i].Resources...)
+		slices.SortFunc(res, func(x, y engine.ResourceAmount) int { return strings.Compare(x.Class, y.Class) })
+		for k, r := range res {
+			if k > 0 {
+				if res[k-1].Class == r.Class {
+					return a.asMap()
+				}
+				b = append(b, ',')
+			}
+			b = wire.AppendGoString(b, r.Class)
+			b = append(b, ':')
+			b = strconv.AppendInt(b, r.Amount, 10)
+		}
+		b = append(b, "}}"...)
+	}
+	return append(b, '}'), nil
+}
+
+// asMap marshals a as allocationsJSON's map, HTML characters left
+// as they are (the answer's encoder escapes them or not).
+func (a allocationsAnswer) asMap() ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(allocationsJSON(a)); err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(buf.Bytes(), "\n"), nil
 }

@@ -131,10 +131,12 @@ func evacuationMarkJSON(ev scheduling.ProviderEvacuation) map[string]any {
 }
 
 // evacuationJSON is Evacuate's answer: the mark, each consumer, counts
-// by status, what remains and where to resume.
+// by status (moved, planned, failed, skipped and confirmed: earlier moves
+// this call confirmed), what remains and where to resume.
 func evacuationJSON(ev *claims.Evacuation) map[string]any {
 	out := evacuationMarkJSON(ev.Provider)
-	counts := map[string]int{claims.EvacuationMoved: 0, claims.EvacuationPlanned: 0, claims.EvacuationFailed: 0, claims.EvacuationSkipped: 0}
+	counts := map[string]int{claims.EvacuationMoved: 0, claims.EvacuationPlanned: 0, claims.EvacuationFailed: 0, claims.EvacuationSkipped: 0,
+		claims.EvacuationConfirmed: 0}
 	consumers := make([]any, len(ev.Consumers))
 	for i, m := range ev.Consumers {
 		counts[m.Status]++

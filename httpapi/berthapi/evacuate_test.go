@@ -142,9 +142,10 @@ func TestLXDScriptletOverHTTP(t *testing.T) {
 	if strings.Contains(raw, nodes[0]) || !strings.Contains(raw, nodes[2]) {
 		t.Errorf("capacity after the evacuation: %s", raw)
 	}
-	// Resumed: only the migration consumers are left, skipped.
+	// Resumed with confirm: only the migration consumers are left, and
+	// their moves are confirmed.
 	got = wantStatus(t, s, apiCall{method: "POST", path: evac, body: `{"parallel": 2, "confirm": true}`}, 200, "")
-	if got["skipped"] != 2.0 || got["moved"] != 0.0 || got["remaining"] != 0.0 {
+	if got["confirmed"] != 2.0 || got["skipped"] != 0.0 || got["moved"] != 0.0 || got["remaining"] != 0.0 {
 		t.Errorf("resumed %v", got)
 	}
 
@@ -227,9 +228,10 @@ func TestEvacuationRedoesTheStoredClaim(t *testing.T) {
 		req["instance"] == nil || fmt.Sprint(req["required"]) != "[HW_CPU_X86_AVX2]" {
 		t.Errorf("moving claim %v", first)
 	}
-	// Resumed with confirm: the second is moved and confirmed at once.
+	// Resumed with confirm: the second is moved and confirmed at once,
+	// the first's move confirmed.
 	got = wantStatus(t, s, apiCall{method: "POST", path: evac, body: `{"confirm": true}`}, 200, "")
-	if got["moved"] != 1.0 || got["skipped"] != 1.0 || got["remaining"] != 0.0 {
+	if got["moved"] != 1.0 || got["confirmed"] != 1.0 || got["skipped"] != 0.0 || got["remaining"] != 0.0 {
 		t.Fatalf("resumed %v", got)
 	}
 	second := wantStatus(t, s, apiCall{method: "GET", path: "/claims/" + uuidN(2)}, 200, "")
@@ -247,4 +249,68 @@ func TestEvacuationRedoesTheStoredClaim(t *testing.T) {
 	// again (compute-1 is evacuated, so nothing fits).
 	wantStatus(t, s, apiCall{method: "POST", path: "/claims/" + uuidN(1) + "/move",
 		body: `{"migration_uuid": "` + uuidN(9) + `", "dry_run": true}`}, 409, "berth.no_valid_host")
+}
+
+// TestEvacuationPagesThenConfirm: an evacuation run a page at a time
+// counts each consumer once whatever the page size: its own migration
+// consumers (which later pages find on the host) are not skipped, and a
+// migration consumer of another move is skipped once. Run again with
+// confirm, it confirms the moves it made.
+func TestEvacuationPagesThenConfirm(t *testing.T) {
+	// Low uuids, so that the evacuation's migration consumers sort after
+	// the consumers of the first pages; the other move's migration
+	// consumer sorts between the third and the fourth.
+	consumer := func(i int) string { return fmt.Sprintf("00000000-0000-4000-8000-0000000000%d0", i) }
+	const otherMigration = "00000000-0000-4000-8000-000000000035"
+	for _, limit := range []int{2, 5} {
+		t.Run(fmt.Sprint("limit ", limit), func(t *testing.T) {
+			s, rps := leaseCloud(t)
+			claim := `{"consumer_uuid": "%s", "project_id": "p", "user_id": "u", "resources": {"VCPU": 1}, "target": "compute-1"}`
+			for i := 1; i <= 8; i++ {
+				wantStatus(t, s, apiCall{method: "POST", path: "/claims", body: fmt.Sprintf(claim, consumer(i))}, 200, "compute-1")
+			}
+			// The eighth moves away by itself: its migration consumer stays.
+			wantStatus(t, s, apiCall{method: "POST", path: "/claims/" + consumer(8) + "/move",
+				body: `{"migration_uuid": "` + otherMigration + `"}`}, 200, "")
+
+			pages := func(body string) map[string]float64 {
+				sum := map[string]float64{}
+				after := ""
+				for n := 0; ; n++ {
+					b := `{"limit": ` + fmt.Sprint(limit) + after + body + `}`
+					got := wantStatus(t, s, apiCall{method: "POST", path: "/resource_providers/" + rps[0] + "/evacuate", body: b}, 200, "")
+					for _, k := range []string{"moved", "planned", "failed", "skipped", "confirmed"} {
+						v, ok := got[k].(float64)
+						if !ok {
+							t.Errorf("page %d: no count %q in %v", n, k, got)
+						}
+						sum[k] += v
+					}
+					if got["next"] == nil {
+						sum["remaining"] = got["remaining"].(float64)
+						return sum
+					}
+					after = `, "after": "` + got["next"].(string) + `"`
+				}
+			}
+			want := map[string]float64{"moved": 7, "planned": 0, "failed": 0, "skipped": 1, "confirmed": 0, "remaining": 0}
+			if got := pages(""); fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("evacuation: %v, want %v", got, want)
+			}
+			want = map[string]float64{"moved": 0, "planned": 0, "failed": 0, "skipped": 1, "confirmed": 7, "remaining": 0}
+			if got := pages(`, "confirm": true`); fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("confirming: %v, want %v", got, want)
+			}
+			// Only the other move's source is left on the host.
+			usages := wantStatus(t, s, apiCall{method: "GET", path: "/resource_providers/" + rps[0] + "/usages"}, 200, "")
+			if u := usages["usages"].(map[string]any); u["VCPU"] != 1.0 {
+				t.Errorf("compute-1 usages %v", u)
+			}
+			for i := 1; i <= 7; i++ {
+				if c := wantStatus(t, s, apiCall{method: "GET", path: "/claims/" + consumer(i)}, 200, ""); c["state"] != "permanent" {
+					t.Errorf("claim %d: %v", i, c)
+				}
+			}
+		})
+	}
 }

@@ -5,9 +5,11 @@ import (
 	"maps"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/berthd/berth/httpapi/wire"
+	"github.com/berthd/berth/internal/jsonschema"
 	"github.com/berthd/berth/ledger/scheduling"
 	"github.com/labstack/echo/v4"
 )
@@ -15,6 +17,7 @@ import (
 // Shadows serves the shadows of scriptlets and scheduling policies.
 type Shadows struct {
 	Catalog ShadowCatalog
+	Bodies  *wire.Bodies
 }
 
 // ShadowCatalog starts, reports and stops shadows (a *catalog.Catalog).
@@ -33,9 +36,22 @@ type ShadowCatalog interface {
 // Start serves PUT /scriptlets/{name}/shadow and PUT
 // /scheduling_policies/{name}/shadow: 201 with the report; 404 when there
 // is no such scriptlet or policy, 400 when it cannot run in shadow, 409
-// when its shadow already runs (berth.shadow.* codes).
+// when its shadow already runs (berth.shadow.* codes). The body is
+// optional: none, or an empty object ({"x": 1} is a 400, nothing
+// started).
 func (h *Shadows) Start(kind string) echo.HandlerFunc {
 	return func(c echo.Context) error {
+		if req := c.Request(); req.ContentLength != 0 || req.Header.Get(echo.HeaderContentType) != "" {
+			body, err := h.Bodies.Read(c)
+			if err != nil {
+				return err
+			}
+			if len(strings.TrimSpace(string(body))) > 0 {
+				if err := wire.DecodeJSON(body, shadowStartSchema, nil); err != nil {
+					return err
+				}
+			}
+		}
 		sh, err := h.Catalog.ShadowStart(c.Request().Context(), kind, c.Param("name"))
 		if err != nil {
 			return err
@@ -43,6 +59,10 @@ func (h *Shadows) Start(kind string) echo.HandlerFunc {
 		return wire.WriteJSON(c, http.StatusCreated, shadowJSON(sh))
 	}
 }
+
+// shadowStartSchema is the optional body of PUT .../shadow: an empty
+// object, as other routes refuse members they do not know.
+var shadowStartSchema = jsonschema.Must(`{"type": "object", "properties": {}, "additionalProperties": false}`)
 
 // Show serves GET /scriptlets/{name}/shadow and GET
 // /scheduling_policies/{name}/shadow: the report; 404 when none runs.

@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/berthd/berth/httpapi"
+	"github.com/berthd/berth/httpapi/apitest"
 	"github.com/berthd/berth/internal/fault"
 )
 
@@ -86,6 +88,22 @@ func TestShadowsAPI(t *testing.T) {
 		t.Fatalf("shadows after refusals: %v %v", active, err)
 	}
 	wantStatus(t, s, apiCall{method: "GET", path: "/scriptlets/pick/shadow"}, 404, "No shadow of scriptlet pick is running")
+
+	// A body, when there is one, is an empty object: unknown members and
+	// other JSON are refused with 400, nothing started.
+	for _, path := range []string{"/scriptlets/pick/shadow", "/scheduling_policies/risky/shadow"} {
+		for _, junk := range []string{`{"x": 1}`, `[]`, `"go"`, `{`} {
+			body := wantStatus(t, s, apiCall{method: "PUT", path: path, body: junk}, 400, "")
+			if _, detail := apitest.ErrorDetail(body); !strings.Contains(detail, "JSON does not validate") && !strings.Contains(detail, "Malformed JSON") {
+				t.Errorf("PUT %s %s: %v", path, junk, body)
+			}
+		}
+	}
+	if active, err := store.Catalogue.Shadows(context.Background()); err != nil || len(active) != 0 {
+		t.Fatalf("shadows after junk bodies: %v %v", active, err)
+	}
+	wantStatus(t, s, apiCall{method: "PUT", path: "/scriptlets/pick/shadow", body: `{}`}, 201, `"claims_seen":0`)
+	wantStatus(t, s, apiCall{method: "DELETE", path: "/scriptlets/pick/shadow"}, 204, "")
 
 	started := wantStatus(t, s, apiCall{method: "PUT", path: "/scriptlets/pick/shadow"}, 201, `"claims_seen":0`)
 	if started["kind"] != "scriptlet" || started["name"] != "pick" {

@@ -256,14 +256,18 @@ func (k *Console) guard(page consolePage) echo.HandlerFunc {
 	}
 }
 
-// render writes page name with data, in the layout, titled title.
+// render writes page name with data, in the layout, titled title. The
+// layout offers "Log out" only to someone logged in: a request with the
+// session cookie (not a visitor let in as admin without a token).
 func (k *Console) render(c echo.Context, status int, name, title string, data any) error {
 	t := k.pages[name]
 	if t == nil {
 		return fmt.Errorf("console: no page %q", name)
 	}
+	ck, err := c.Request().Cookie(consoleCookie)
+	loggedIn := err == nil && ck.Value != ""
 	var buf bytes.Buffer
-	err := t.Execute(&buf, map[string]any{"Title": title, "Page": name, "Data": data, "Auth": k.cfg.Auth})
+	err = t.Execute(&buf, map[string]any{"Title": title, "Page": name, "Data": data, "Auth": k.cfg.Auth, "LoggedIn": loggedIn})
 	if err != nil {
 		return fmt.Errorf("console: page %s: %w", name, err)
 	}
@@ -343,7 +347,8 @@ var consoleFuncs = template.FuncMap{
 	"width": func(f float64) string {
 		return strconv.FormatFloat(math.Min(100, math.Max(0, 100*f)), 'f', 1, 64)
 	},
-	"heat": heatColour,
+	"heat":       heatColour,
+	"heatLegend": heatLegend,
 	"ratio": func(f float64) string {
 		return strconv.FormatFloat(f, 'g', 4, 64)
 	},
@@ -415,6 +420,21 @@ func shown(s string) string {
 func heatColour(f float64) string {
 	f = math.Min(1, math.Max(0, f))
 	return fmt.Sprintf("hsl(%.0f,70%%,45%%)", 120*(1-f))
+}
+
+// heatStop is one swatch of the heat map's legend.
+type heatStop struct {
+	Label, Colour string
+}
+
+// heatLegend is the heat map's legend: heatColour at 0%, 25%, ... 100%.
+func heatLegend() []heatStop {
+	var out []heatStop
+	for i := 0; i <= 4; i++ {
+		f := float64(i) / 4
+		out = append(out, heatStop{Label: strconv.Itoa(25*i) + "%", Colour: heatColour(f)})
+	}
+	return out
 }
 
 // pageParams reads the paging parameters offset and limit (at most max,

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"slices"
 	"strconv"
+	"unicode/utf8"
 )
 
 // Filling typed bodies from the document.
@@ -88,26 +89,8 @@ func MemberKeys(body []byte, key string) ([]string, bool) {
 			return 0, false
 		}
 		found = true
-		var seen map[string]bool // past a handful of keys
-		if !s.members(at, func(name string, at int) (int, bool) {
-			switch {
-			case seen != nil:
-				if seen[name] {
-					return s.skip(at)
-				}
-				seen[name] = true
-			case slices.Contains(keys, name):
-				return s.skip(at)
-			case len(keys) == 16:
-				seen = make(map[string]bool, 2*len(keys))
-				for _, k := range keys {
-					seen[k] = true
-				}
-				seen[name] = true
-			}
-			keys = append(keys, name)
-			return s.skip(at)
-		}) {
+		var ok bool
+		if keys, ok = s.objectKeys(at); !ok {
 			return 0, false
 		}
 		return s.next, true
@@ -116,6 +99,52 @@ func MemberKeys(body []byte, key string) ([]string, bool) {
 		return nil, false
 	}
 	return keys, true
+}
+
+// ObjectKeys returns the member names of the JSON object b (valid JSON,
+// as json.Unmarshaler's are given), in the order of their first
+// appearance (nil for an empty object). It reports false when b is not an
+// object or a name in it is escaped.
+func ObjectKeys(b []byte) ([]string, bool) {
+	s := keyScanner{b: b}
+	i := jsonSpace(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return nil, false
+	}
+	keys, ok := s.objectKeys(i)
+	for _, k := range keys {
+		if !utf8.ValidString(k) { // encoding/json would name it otherwise
+			return nil, false
+		}
+	}
+	return keys, ok
+}
+
+// objectKeys returns the member names of the object at i, in the order of
+// their first appearance; s.next is then the index after the object.
+func (s *keyScanner) objectKeys(i int) ([]string, bool) {
+	var keys []string
+	var seen map[string]bool // past a handful of keys
+	ok := s.members(i, func(name string, at int) (int, bool) {
+		switch {
+		case seen != nil:
+			if seen[name] {
+				return s.skip(at)
+			}
+			seen[name] = true
+		case slices.Contains(keys, name):
+			return s.skip(at)
+		case len(keys) == 16:
+			seen = make(map[string]bool, 2*len(keys))
+			for _, k := range keys {
+				seen[k] = true
+			}
+			seen[name] = true
+		}
+		keys = append(keys, name)
+		return s.skip(at)
+	})
+	return keys, ok
 }
 
 // keyScanner walks a JSON text that is known to be valid.

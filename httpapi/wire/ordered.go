@@ -16,6 +16,22 @@ type OrderedMap[V any] struct {
 }
 
 func (m *OrderedMap[V]) UnmarshalJSON(b []byte) error {
+	// The usual object, its names unescaped: its values decoded as a map
+	// in one pass, its names' order read by the key scanner. Anything
+	// else, a value that does not decode included, takes the token path,
+	// whose result and errors are the reference.
+	if keys, ok := ObjectKeys(b); ok {
+		var values map[string]V
+		if json.Unmarshal(b, &values) == nil {
+			*m = OrderedMap[V]{Keys: keys, Values: values}
+			return nil
+		}
+	}
+	return m.unmarshalTokens(b)
+}
+
+// unmarshalTokens is UnmarshalJSON, reading b token by token.
+func (m *OrderedMap[V]) unmarshalTokens(b []byte) error {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	tok, err := dec.Token()
 	if err != nil {

@@ -49,6 +49,31 @@ func checkQueryUTF8(raw string) error {
 	return nil
 }
 
+// WebobQuery returns the raw query string raw with each '%' that does
+// not start a percent-escape (two hex digits) escaped itself, so that Go
+// decodes the query as webob does: webob keeps a bad escape ("%zz",
+// "%%") as it is, where Go's url.ParseQuery drops the whole pair (and
+// the parameter with it). Anything else is left as it is.
+func WebobQuery(raw string) string {
+	if !strings.Contains(raw, "%") {
+		return raw
+	}
+	var b strings.Builder
+	for i := 0; i < len(raw); i++ {
+		if raw[i] == '%' && (i+2 >= len(raw) || !isHex(raw[i+1]) || !isHex(raw[i+2])) {
+			b.WriteString("%25")
+			continue
+		}
+		b.WriteByte(raw[i])
+	}
+	return b.String()
+}
+
+// isHex reports whether c is a hexadecimal digit.
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
 // QueryLast returns the last value of a query parameter, as webob's
 // req.GET[key] does, and whether it was given at all.
 func QueryLast(c echo.Context, key string) (string, bool) {

@@ -28,6 +28,15 @@ const evilName = "evil\x01<script>alert(1)</script>\u202e"
 // refused claim, a lease that runs out, a scriptlet and a policy.
 func startSeeded(t *testing.T) string {
 	t.Helper()
+	url := startFresh(t)
+	seed(t, url)
+	return url
+}
+
+// startFresh serves a berthd on a throwaway database (its lease reaper
+// every 100ms), with nothing in it.
+func startFresh(t *testing.T) string {
+	t.Helper()
 	cfg := daemon.Default()
 	cfg.Listen = "127.0.0.1:0"
 	cfg.DatabaseURL = ledgertest.NewDB(t)
@@ -37,9 +46,7 @@ func startSeeded(t *testing.T) string {
 	if err := daemon.Migrate(context.Background(), cfg, quiet); err != nil {
 		t.Fatalf("migrate: %v", err)
 	}
-	url := daemontest.Serve(t, cfg, quiet)
-	seed(t, url)
-	return url
+	return daemontest.Serve(t, cfg, quiet)
 }
 
 // hostUUID is the uuid of seeded host i.

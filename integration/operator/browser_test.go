@@ -30,6 +30,7 @@ var consolePages = []struct {
 	{"/ui", "#classes", "VCPU", "overview"},
 	{"/ui?by=trait", "#groups", "HW_CPU_X86_AVX2", "overview-by-trait"},
 	{"/ui/hosts", "#heatmap", "", "hosts"},
+	{"/ui/hosts", "#heat-legend", "100%", "hosts-legend"},
 	{"/ui/providers/" + hostUUID(1), "#tree", "compute-1-gpu0", "provider"},
 	{"/ui/providers/" + hostUUID(4), "#provider-name", `evil\x01<script>alert(1)</script>\u202e`, "provider-escaped"},
 	{"/ui/fit?resources=VCPU:8,MEMORY_MB:16384", "#answer", "more fit", "fit"},

@@ -13,8 +13,10 @@ import (
 // Observe registers, on the global meter provider, the counter
 // berth.keystone.validations (tokens validated, by result: sent, the
 // round trips to Keystone; invalid; unavailable, no usable answer) and
-// berth.keystone.cache_hits, read from c.Stats at each collection. The
-// returned function unregisters them.
+// berth.keystone.cache_hits, read from c.Stats at each collection (0
+// when c is nil: a berthd that does not ask Keystone exports them at 0,
+// so that its dashboards and alert rules have a series). The returned
+// function unregisters them.
 func Observe(c *Client) (unregister func() error, err error) {
 	m := otel.Meter(instrument.ScopeHTTP)
 	validations, err := m.Int64ObservableCounter("berth.keystone.validations", metric.WithUnit("{validation}"),
@@ -31,7 +33,10 @@ func Observe(c *Client) (unregister func() error, err error) {
 		return metric.WithAttributes(attribute.String("result", v))
 	}
 	reg, err := m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
-		st := c.Stats()
+		var st Stats
+		if c != nil {
+			st = c.Stats()
+		}
 		o.ObserveInt64(validations, st.Validations, result("sent"))
 		o.ObserveInt64(validations, st.Invalid, result("invalid"))
 		o.ObserveInt64(validations, st.Unavailable, result("unavailable"))

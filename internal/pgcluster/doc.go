@@ -13,5 +13,6 @@
 // PostgreSQL refuses to run as root. It changes the permissions of no
 // directory it did not create: the directories it is given must be
 // reachable by that user already (MakeHome makes a home of its own for
-// them), except for test clusters that ask for it (LoosenParents).
+// them, or takes over an empty one of the caller's, as mktemp -d makes),
+// except for test clusters that ask for it (LoosenParents).
 package pgcluster

@@ -176,15 +176,19 @@ func Reachable(dir string) error {
 // (mode 0700) of the account that runs the server (the postgres user when
 // the caller is root, else the caller), for a cluster's data and socket
 // directories to go in: they are then reachable without changing the
-// permissions of any other directory. An existing dir is left as it is.
-// It returns whether it created dir.
+// permissions of any other directory. An existing dir the server's
+// account can enter is left as it is. One it cannot enter is given to
+// it (mode 0700) when it is empty and the caller's (root's), as `mktemp
+// -d` makes one: the caller hands it over, nothing in it is exposed;
+// any other is refused (ErrUnreachable, saying what to do). It returns
+// whether it created or took over dir.
 func MakeHome(dir string) (bool, error) {
-	if _, err := os.Stat(dir); err == nil {
-		return false, nil
-	}
 	o, err := clusterOwner()
 	if err != nil {
 		return false, err
+	}
+	if fi, err := os.Stat(dir); err == nil {
+		return o.takeOver(dir, fi)
 	}
 	if o != nil {
 		if err := o.reachable(filepath.Dir(dir)); err != nil {
@@ -192,6 +196,36 @@ func MakeHome(dir string) (bool, error) {
 		}
 	}
 	return true, o.mkdirOwned(dir)
+}
+
+// takeOver gives the existing directory dir (fi) to o when o cannot
+// enter it and it is empty and the caller's (see MakeHome), and reports
+// whether it did.
+func (o *owner) takeOver(dir string, fi fs.FileInfo) (bool, error) {
+	if o == nil || o.canSearch(fi) {
+		return false, nil
+	}
+	if err := o.reachable(filepath.Dir(dir)); err != nil {
+		return false, err
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return false, fmt.Errorf("pgcluster: %w", err)
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !fi.IsDir() || len(entries) > 0 || !ok || int(st.Uid) != os.Geteuid() {
+		return false, fmt.Errorf("%w: %s (mode %04o) does not let the %s user through, and it is not an empty "+
+			"directory of yours that berthd could give it: give it to that user (chown -R %s: %s), or name an "+
+			"empty directory (such as one mktemp -d makes) or one that does not exist yet, which berthd gives it",
+			ErrUnreachable, dir, fi.Mode().Perm(), o.name, o.name, dir)
+	}
+	if err := os.Chown(dir, o.uid, o.gid); err != nil {
+		return false, fmt.Errorf("pgcluster: give %s to %s: %w", dir, o.name, err)
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		return false, fmt.Errorf("pgcluster: %w", err)
+	}
+	return true, nil
 }
 
 // makeTraversable adds search (x) permission for others to dir and each of

@@ -13,13 +13,14 @@ import (
 
 	"github.com/berthd/berth/internal/fault"
 	"github.com/berthd/berth/ledger/claimrecords"
+	"github.com/berthd/berth/ledger/ledgertest"
 	"github.com/berthd/berth/ledger/resources"
 )
 
 // claimWith is a claim's write of consumer's allocations of res on rp,
 // storing a claim with lease seconds (0: none) in mode.
 func claimWith(consumer, rp string, gen *int64, lease int64, mode claimrecords.LeaseMode, request string) resources.ClaimWriteParams {
-	a := alloc(consumer, rp, res("VCPU", 1))
+	a := ledgertest.Alloc(consumer, rp, ledgertest.Res("VCPU", 1))
 	a.CheckGeneration, a.Generation = true, gen
 	return resources.ClaimWriteParams{Consumers: []resources.ConsumerAllocations{a},
 		State: &claimrecords.ClaimStateWrite{Op: "claim", Request: []byte(request), RootUUID: rp, LeaseSeconds: lease, Mode: mode}}
@@ -27,21 +28,12 @@ func claimWith(consumer, rp string, gen *int64, lease int64, mode claimrecords.L
 
 // stateOf reads consumer's stored claim, failing the test on an error.
 func (f *fixture) stateOf(consumer string) *claimrecords.ClaimState {
-	f.t.Helper()
-	st, err := f.store.Claims.ClaimStateGet(f.ctx, consumer)
+	f.T.Helper()
+	st, err := f.Store.Claims.ClaimStateGet(f.Ctx, consumer)
 	if err != nil {
-		f.t.Fatal(err)
+		f.T.Fatal(err)
 	}
 	return st
-}
-
-// expire moves consumer's lease into the past, as time would.
-func (f *fixture) expire(consumer string) {
-	f.t.Helper()
-	if _, err := f.db.Exec(f.ctx, `UPDATE claim_state SET lease_expires_at = now() - interval '1 second'
-		WHERE consumer_uuid = $1`, consumer); err != nil {
-		f.t.Fatal(err)
-	}
 }
 
 // TestClaimStateStoredByEveryPath: a claim stores its request, root and
@@ -50,10 +42,10 @@ func (f *fixture) expire(consumer string) {
 // new consumer stores none.
 func TestClaimStateStoredByEveryPath(t *testing.T) {
 	f := newFixture(t)
-	rp := f.provider("cn1", inv("VCPU", 64))
+	rp := f.Provider("cn1", ledgertest.Inv("VCPU", 64))
 
 	lone := uuid.NewString()
-	if err := f.store.Allocations.ClaimWrite(f.ctx, claimWith(lone, rp, nil, 30, claimrecords.LeaseSet, `{"resources": {"VCPU": 1}}`)); err != nil {
+	if err := f.Store.Allocations.ClaimWrite(f.Ctx, claimWith(lone, rp, nil, 30, claimrecords.LeaseSet, `{"resources": {"VCPU": 1}}`)); err != nil {
 		t.Fatal(err)
 	}
 	st := f.stateOf(lone)
@@ -77,7 +69,7 @@ func TestClaimStateStoredByEveryPath(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := f.store.Allocations.ClaimWrite(f.ctx, claimWith(consumers[i], rp, nil, int64(i%2)*60, claimrecords.LeaseSet, `{}`)); err != nil {
+			if err := f.Store.Allocations.ClaimWrite(f.Ctx, claimWith(consumers[i], rp, nil, int64(i%2)*60, claimrecords.LeaseSet, `{}`)); err != nil {
 				t.Error(err)
 			}
 		}()
@@ -95,7 +87,7 @@ func TestClaimStateStoredByEveryPath(t *testing.T) {
 	}
 
 	// The general path: the same consumer again, at its generation, no lease.
-	if err := f.store.Allocations.ClaimWrite(f.ctx, claimWith(lone, rp, gen(1), 0, claimrecords.LeaseSet, `{"name": "again"}`)); err != nil {
+	if err := f.Store.Allocations.ClaimWrite(f.Ctx, claimWith(lone, rp, ledgertest.Gen(1), 0, claimrecords.LeaseSet, `{"name": "again"}`)); err != nil {
 		t.Fatal(err)
 	}
 	if st := f.stateOf(lone); st.State != claimrecords.ClaimPermanent || st.LeaseExpiresAt != nil || st.LeaseSeconds != 0 {
@@ -103,9 +95,9 @@ func TestClaimStateStoredByEveryPath(t *testing.T) {
 	}
 
 	// A Placement-API write of a new consumer stores none.
-	placed := alloc(uuid.NewString(), rp, res("VCPU", 1))
+	placed := ledgertest.Alloc(uuid.NewString(), rp, ledgertest.Res("VCPU", 1))
 	placed.CheckGeneration = true
-	if err := f.store.Allocations.AllocationsReplace(f.ctx, []resources.ConsumerAllocations{placed}); err != nil {
+	if err := f.Store.Allocations.AllocationsReplace(f.Ctx, []resources.ConsumerAllocations{placed}); err != nil {
 		t.Fatal(err)
 	}
 	if st := f.stateOf(placed.ConsumerUUID); st != nil {
@@ -118,20 +110,20 @@ func TestClaimStateStoredByEveryPath(t *testing.T) {
 // consumer's allocations removes its stored claim.
 func TestClaimStatePlacementWritesSettle(t *testing.T) {
 	f := newFixture(t)
-	rp := f.provider("cn1", inv("VCPU", 8))
+	rp := f.Provider("cn1", ledgertest.Inv("VCPU", 8))
 	c := uuid.NewString()
-	if err := f.store.Allocations.ClaimWrite(f.ctx, claimWith(c, rp, nil, 60, claimrecords.LeaseSet, `{}`)); err != nil {
+	if err := f.Store.Allocations.ClaimWrite(f.Ctx, claimWith(c, rp, nil, 60, claimrecords.LeaseSet, `{}`)); err != nil {
 		t.Fatal(err)
 	}
-	put := alloc(c, rp, res("VCPU", 2))
-	put.CheckGeneration, put.Generation = true, gen(1)
-	if err := f.store.Allocations.AllocationsReplace(f.ctx, []resources.ConsumerAllocations{put}); err != nil {
+	put := ledgertest.Alloc(c, rp, ledgertest.Res("VCPU", 2))
+	put.CheckGeneration, put.Generation = true, ledgertest.Gen(1)
+	if err := f.Store.Allocations.AllocationsReplace(f.Ctx, []resources.ConsumerAllocations{put}); err != nil {
 		t.Fatal(err)
 	}
 	if st := f.stateOf(c); st == nil || st.State != claimrecords.ClaimPermanent || st.LeaseExpiresAt != nil {
 		t.Fatalf("after PUT /allocations: %+v", st)
 	}
-	if err := f.store.Allocations.AllocationsDelete(f.ctx, c); err != nil {
+	if err := f.Store.Allocations.AllocationsDelete(f.Ctx, c); err != nil {
 		t.Fatal(err)
 	}
 	if st := f.stateOf(c); st != nil {
@@ -140,11 +132,11 @@ func TestClaimStatePlacementWritesSettle(t *testing.T) {
 
 	// A write that empties the consumer removes it too.
 	c2 := uuid.NewString()
-	if err := f.store.Allocations.ClaimWrite(f.ctx, claimWith(c2, rp, nil, 60, claimrecords.LeaseSet, `{}`)); err != nil {
+	if err := f.Store.Allocations.ClaimWrite(f.Ctx, claimWith(c2, rp, nil, 60, claimrecords.LeaseSet, `{}`)); err != nil {
 		t.Fatal(err)
 	}
-	empty := resources.ConsumerAllocations{ConsumerUUID: c2, CheckGeneration: true, Generation: gen(1)}
-	if err := f.store.Allocations.AllocationsReplace(f.ctx, []resources.ConsumerAllocations{empty}); err != nil {
+	empty := resources.ConsumerAllocations{ConsumerUUID: c2, CheckGeneration: true, Generation: ledgertest.Gen(1)}
+	if err := f.Store.Allocations.AllocationsReplace(f.Ctx, []resources.ConsumerAllocations{empty}); err != nil {
 		t.Fatal(err)
 	}
 	if st := f.stateOf(c2); st != nil {
@@ -156,39 +148,39 @@ func TestClaimStatePlacementWritesSettle(t *testing.T) {
 // each of which changes nothing.
 func TestClaimLeaseSet(t *testing.T) {
 	f := newFixture(t)
-	rp := f.provider("cn1", inv("VCPU", 8))
+	rp := f.Provider("cn1", ledgertest.Inv("VCPU", 8))
 	c := uuid.NewString()
-	if err := f.store.Allocations.ClaimWrite(f.ctx, claimWith(c, rp, nil, 10, claimrecords.LeaseSet, `{}`)); err != nil {
+	if err := f.Store.Allocations.ClaimWrite(f.Ctx, claimWith(c, rp, nil, 10, claimrecords.LeaseSet, `{}`)); err != nil {
 		t.Fatal(err)
 	}
-	st, err := f.store.Claims.ClaimLeaseSet(f.ctx, c, 3600)
+	st, err := f.Store.Claims.ClaimLeaseSet(f.Ctx, c, 3600)
 	if err != nil || st.State != claimrecords.ClaimProvisional || st.LeaseSeconds != 3600 || time.Until(*st.LeaseExpiresAt) < 50*time.Minute {
 		t.Fatalf("renew: %+v %v", st, err)
 	}
-	if st, err = f.store.Claims.ClaimLeaseSet(f.ctx, c, 0); err != nil || st.State != claimrecords.ClaimPermanent || st.LeaseExpiresAt != nil {
+	if st, err = f.Store.Claims.ClaimLeaseSet(f.Ctx, c, 0); err != nil || st.State != claimrecords.ClaimPermanent || st.LeaseExpiresAt != nil {
 		t.Fatalf("confirm: %+v %v", st, err)
 	}
-	if st, err = f.store.Claims.ClaimLeaseSet(f.ctx, c, 0); err != nil || st.State != claimrecords.ClaimPermanent {
+	if st, err = f.Store.Claims.ClaimLeaseSet(f.Ctx, c, 0); err != nil || st.State != claimrecords.ClaimPermanent {
 		t.Fatalf("confirm again: %+v %v", st, err)
 	}
-	if _, err := f.store.Claims.ClaimLeaseSet(f.ctx, c, 30); !fault.HasCode(err, fault.ErrConflict, fault.CodeLeaseOnPermanent) {
+	if _, err := f.Store.Claims.ClaimLeaseSet(f.Ctx, c, 30); !fault.HasCode(err, fault.ErrConflict, fault.CodeLeaseOnPermanent) {
 		t.Fatalf("lease on a permanent claim: %v", err)
 	}
-	if _, err := f.store.Claims.ClaimLeaseSet(f.ctx, uuid.NewString(), 30); !fault.HasCode(err, fault.ErrNotFound, fault.CodeNoClaim) {
+	if _, err := f.Store.Claims.ClaimLeaseSet(f.Ctx, uuid.NewString(), 30); !fault.HasCode(err, fault.ErrNotFound, fault.CodeNoClaim) {
 		t.Fatalf("no claim: %v", err)
 	}
 
 	c2 := uuid.NewString()
-	if err := f.store.Allocations.ClaimWrite(f.ctx, claimWith(c2, rp, nil, 10, claimrecords.LeaseSet, `{}`)); err != nil {
+	if err := f.Store.Allocations.ClaimWrite(f.Ctx, claimWith(c2, rp, nil, 10, claimrecords.LeaseSet, `{}`)); err != nil {
 		t.Fatal(err)
 	}
-	f.expire(c2)
+	f.Expire(c2)
 	before := f.stateOf(c2)
 	if !before.Expired {
 		t.Fatalf("not expired: %+v", before)
 	}
 	for _, lease := range []int64{0, 30} {
-		if _, err := f.store.Claims.ClaimLeaseSet(f.ctx, c2, lease); !fault.HasCode(err, fault.ErrConflict, fault.CodeLeaseExpired) {
+		if _, err := f.Store.Claims.ClaimLeaseSet(f.Ctx, c2, lease); !fault.HasCode(err, fault.ErrConflict, fault.CodeLeaseExpired) {
 			t.Fatalf("PATCH %d of an expired lease: %v", lease, err)
 		}
 	}
@@ -201,34 +193,34 @@ func TestClaimLeaseSet(t *testing.T) {
 // that has run out, and takes the stored claim with the consumer.
 func TestClaimWriteIfLeaseExpired(t *testing.T) {
 	f := newFixture(t)
-	rp := f.provider("cn1", inv("VCPU", 8))
+	rp := f.Provider("cn1", ledgertest.Inv("VCPU", 8))
 	c := uuid.NewString()
-	if err := f.store.Allocations.ClaimWrite(f.ctx, claimWith(c, rp, nil, 60, claimrecords.LeaseSet, `{}`)); err != nil {
+	if err := f.Store.Allocations.ClaimWrite(f.Ctx, claimWith(c, rp, nil, 60, claimrecords.LeaseSet, `{}`)); err != nil {
 		t.Fatal(err)
 	}
 	release := resources.ClaimWriteParams{IfLeaseExpired: c,
-		Consumers: []resources.ConsumerAllocations{{ConsumerUUID: c, CheckGeneration: true, Generation: gen(1)}}}
-	if err := f.store.Allocations.ClaimWrite(f.ctx, release); !fault.HasCode(err, fault.ErrConflict, fault.CodeLeaseNotExpired) {
+		Consumers: []resources.ConsumerAllocations{{ConsumerUUID: c, CheckGeneration: true, Generation: ledgertest.Gen(1)}}}
+	if err := f.Store.Allocations.ClaimWrite(f.Ctx, release); !fault.HasCode(err, fault.ErrConflict, fault.CodeLeaseNotExpired) {
 		t.Fatalf("release of a running lease: %v", err)
 	}
-	if u := f.usages(rp); u.Usages["VCPU"] != 1 {
+	if u := f.Usages(rp); u.Usages["VCPU"] != 1 {
 		t.Fatalf("refused release changed usage: %v", u.Usages)
 	}
-	f.expire(c)
-	expired, err := f.store.Claims.ClaimLeasesExpired(f.ctx, 10)
+	f.Expire(c)
+	expired, err := f.Store.Claims.ClaimLeasesExpired(f.Ctx, 10)
 	if err != nil || len(expired) != 1 || expired[0].ConsumerUUID != c {
 		t.Fatalf("expired leases: %+v %v", expired, err)
 	}
-	if err := f.store.Allocations.ClaimWrite(f.ctx, release); err != nil {
+	if err := f.Store.Allocations.ClaimWrite(f.Ctx, release); err != nil {
 		t.Fatal(err)
 	}
-	if u := f.usages(rp); u.Usages["VCPU"] != 0 {
+	if u := f.Usages(rp); u.Usages["VCPU"] != 0 {
 		t.Fatalf("released lease still uses %v", u.Usages)
 	}
 	if st := f.stateOf(c); st != nil {
 		t.Fatalf("released claim still stored: %+v", st)
 	}
-	if expired, _ := f.store.Claims.ClaimLeasesExpired(f.ctx, 10); len(expired) != 0 {
+	if expired, _ := f.Store.Claims.ClaimLeasesExpired(f.Ctx, 10); len(expired) != 0 {
 		t.Fatalf("still expired: %+v", expired)
 	}
 }
@@ -239,12 +231,12 @@ func TestClaimWriteIfLeaseExpired(t *testing.T) {
 // was, which a revert restores and a confirm drops.
 func TestClaimStateLeaseModes(t *testing.T) {
 	f := newFixture(t)
-	rp := f.provider("cn1", inv("VCPU", 8))
+	rp := f.Provider("cn1", ledgertest.Inv("VCPU", 8))
 	perm := uuid.NewString()
-	if err := f.store.Allocations.ClaimWrite(f.ctx, claimWith(perm, rp, nil, 0, claimrecords.LeaseSet, `{"v": 1}`)); err != nil {
+	if err := f.Store.Allocations.ClaimWrite(f.Ctx, claimWith(perm, rp, nil, 0, claimrecords.LeaseSet, `{"v": 1}`)); err != nil {
 		t.Fatal(err)
 	}
-	err := f.store.Allocations.ClaimWrite(f.ctx, claimWith(perm, rp, gen(1), 30, claimrecords.LeaseSet, `{"v": 2}`))
+	err := f.Store.Allocations.ClaimWrite(f.Ctx, claimWith(perm, rp, ledgertest.Gen(1), 30, claimrecords.LeaseSet, `{"v": 2}`))
 	if !fault.HasCode(err, fault.ErrConflict, fault.CodeLeaseOnPermanent) {
 		t.Fatalf("lease over a permanent claim: %v", err)
 	}
@@ -252,24 +244,24 @@ func TestClaimStateLeaseModes(t *testing.T) {
 		t.Fatalf("a refused lease changed the claim: %+v %s", st, st.Request)
 	}
 	// A Placement-API consumer (no stored claim) is permanent too.
-	placed := alloc(uuid.NewString(), rp, res("VCPU", 1))
+	placed := ledgertest.Alloc(uuid.NewString(), rp, ledgertest.Res("VCPU", 1))
 	placed.CheckGeneration = true
-	if err := f.store.Allocations.AllocationsReplace(f.ctx, []resources.ConsumerAllocations{placed}); err != nil {
+	if err := f.Store.Allocations.AllocationsReplace(f.Ctx, []resources.ConsumerAllocations{placed}); err != nil {
 		t.Fatal(err)
 	}
-	err = f.store.Allocations.ClaimWrite(f.ctx, claimWith(placed.ConsumerUUID, rp, gen(1), 30, claimrecords.LeaseSet, `{}`))
+	err = f.Store.Allocations.ClaimWrite(f.Ctx, claimWith(placed.ConsumerUUID, rp, ledgertest.Gen(1), 30, claimrecords.LeaseSet, `{}`))
 	if !fault.HasCode(err, fault.ErrConflict, fault.CodeLeaseOnPermanent) {
 		t.Fatalf("lease over Placement-API allocations: %v", err)
 	}
 
 	prov := uuid.NewString()
-	if err := f.store.Allocations.ClaimWrite(f.ctx, claimWith(prov, rp, nil, 30, claimrecords.LeaseSet, `{"v": 1}`)); err != nil {
+	if err := f.Store.Allocations.ClaimWrite(f.Ctx, claimWith(prov, rp, nil, 30, claimrecords.LeaseSet, `{"v": 1}`)); err != nil {
 		t.Fatal(err)
 	}
-	f.expire(prov)
-	keep := claimWith(prov, rp, gen(1), 0, claimrecords.LeaseKeep, `{"v": 2}`)
+	f.Expire(prov)
+	keep := claimWith(prov, rp, ledgertest.Gen(1), 0, claimrecords.LeaseKeep, `{"v": 2}`)
 	keep.State.Op = "reschedule"
-	if err := f.store.Allocations.ClaimWrite(f.ctx, keep); err != nil {
+	if err := f.Store.Allocations.ClaimWrite(f.Ctx, keep); err != nil {
 		t.Fatal(err)
 	}
 	st := f.stateOf(prov)
@@ -279,17 +271,17 @@ func TestClaimStateLeaseModes(t *testing.T) {
 
 	// A move with a lease, then revert: provisional again, as before.
 	mig := uuid.NewString()
-	move := claimWith(prov, rp, gen(2), 120, claimrecords.LeaseMove, `{"v": 3}`)
+	move := claimWith(prov, rp, ledgertest.Gen(2), 120, claimrecords.LeaseMove, `{"v": 3}`)
 	move.State.Op = "move"
 	move.Move = &claimrecords.MoveRecord{ConsumerUUID: prov, MigrationUUID: mig, Reason: "relocation", SourceRoot: rp}
-	if err := f.store.Allocations.ClaimWrite(f.ctx, move); err != nil {
+	if err := f.Store.Allocations.ClaimWrite(f.Ctx, move); err != nil {
 		t.Fatal(err)
 	}
 	st = f.stateOf(prov)
 	if st.State != claimrecords.ClaimMoving || st.LeaseSeconds != 120 || st.MigrationUUID != mig || string(st.Request) != `{"v": 3}` {
 		t.Fatalf("moving: %+v", st)
 	}
-	if err := f.store.Allocations.ClaimWrite(f.ctx, resources.ClaimWriteParams{ForgetMove: prov, MoveEnd: claimrecords.MoveReverted}); err != nil {
+	if err := f.Store.Allocations.ClaimWrite(f.Ctx, resources.ClaimWriteParams{ForgetMove: prov, MoveEnd: claimrecords.MoveReverted}); err != nil {
 		t.Fatal(err)
 	}
 	st = f.stateOf(prov)
@@ -298,10 +290,10 @@ func TestClaimStateLeaseModes(t *testing.T) {
 	}
 
 	// A move of a permanent claim, confirmed: permanent.
-	if err := f.store.Allocations.ClaimWrite(f.ctx, resources.ClaimWriteParams{State: &claimrecords.ClaimStateWrite{Op: "move", Mode: claimrecords.LeaseMove,
+	if err := f.Store.Allocations.ClaimWrite(f.Ctx, resources.ClaimWriteParams{State: &claimrecords.ClaimStateWrite{Op: "move", Mode: claimrecords.LeaseMove,
 		LeaseSeconds: 60}, Consumers: []resources.ConsumerAllocations{func() resources.ConsumerAllocations {
-		a := alloc(perm, rp, res("VCPU", 1))
-		a.CheckGeneration, a.Generation = true, gen(1)
+		a := ledgertest.Alloc(perm, rp, ledgertest.Res("VCPU", 1))
+		a.CheckGeneration, a.Generation = true, ledgertest.Gen(1)
 		return a
 	}()}, Move: &claimrecords.MoveRecord{ConsumerUUID: perm, MigrationUUID: uuid.NewString(), Reason: "relocation"}}); err != nil {
 		t.Fatal(err)
@@ -309,7 +301,7 @@ func TestClaimStateLeaseModes(t *testing.T) {
 	if st := f.stateOf(perm); st.State != claimrecords.ClaimMoving || st.LeaseExpiresAt == nil {
 		t.Fatalf("moving: %+v", st)
 	}
-	if err := f.store.Allocations.ClaimWrite(f.ctx, resources.ClaimWriteParams{ForgetMove: perm, MoveEnd: claimrecords.MoveConfirmed}); err != nil {
+	if err := f.Store.Allocations.ClaimWrite(f.Ctx, resources.ClaimWriteParams{ForgetMove: perm, MoveEnd: claimrecords.MoveConfirmed}); err != nil {
 		t.Fatal(err)
 	}
 	if st := f.stateOf(perm); st.State != claimrecords.ClaimPermanent || st.LeaseExpiresAt != nil {
@@ -321,8 +313,8 @@ func TestClaimStateLeaseModes(t *testing.T) {
 // Exclusive does not run; once released, or once the holder's
 // connections are gone, it does.
 func TestExclusive(t *testing.T) {
-	dbURL := newTestDB(t)
-	a, b := openStore(t, dbURL), openStore(t, dbURL)
+	dbURL := ledgertest.NewDB(t)
+	a, b := ledgertest.OpenStore(t, dbURL), ledgertest.OpenStore(t, dbURL)
 	ctx := context.Background()
 	inside := make(chan struct{})
 	done := make(chan struct{})
@@ -342,7 +334,7 @@ func TestExclusive(t *testing.T) {
 		t.Fatalf("second holder ran %v, %v while the first held the lock", ran, err)
 	}
 	close(done)
-	waitFor(t, func() bool {
+	ledgertest.WaitFor(t, func() bool {
 		ran, err := b.Claims.Exclusive(ctx, claimrecords.LockClaimLeases, func(context.Context) error { return nil })
 		if err != nil {
 			t.Fatal(err)
@@ -369,7 +361,7 @@ func TestExclusive(t *testing.T) {
 		AND objid = $1::bigint & x'ffffffff'::bigint`, int64(claimrecords.LockClaimLeases)); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, func() bool {
+	ledgertest.WaitFor(t, func() bool {
 		ran, err := b.Claims.Exclusive(ctx, claimrecords.LockClaimLeases, func(context.Context) error { return nil })
 		if err != nil {
 			t.Fatal(err)

@@ -222,6 +222,26 @@ func (s *Records) ClaimMoveGet(ctx context.Context, consumerUUID string) (*MoveR
 	return &m, nil
 }
 
+// ClaimMovesFrom lists the moves in progress away from the root
+// provider sourceRoot, by migration uuid (none: an empty list).
+func (s *Records) ClaimMovesFrom(ctx context.Context, sourceRoot string) ([]MoveRecord, error) {
+	id, ok := core.CanonicalUUID(sourceRoot)
+	if !ok {
+		return nil, nil
+	}
+	rows, err := s.core.DB.Query(ctx, `
+		SELECT consumer_uuid::text, migration_uuid::text, reason, source_root::text, created_at
+		FROM claim_moves WHERE source_root = $1 ORDER BY migration_uuid`, id)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (MoveRecord, error) {
+		var m MoveRecord
+		err := row.Scan(&m.ConsumerUUID, &m.MigrationUUID, &m.Reason, &m.SourceRoot, &m.CreatedAt)
+		return m, err
+	})
+}
+
 // ForgetMove drops, in t, consumer's move record (none: nothing to do), after
 // ending the move in its stored claim as end says (empty: not at all).
 func ForgetMove(ctx context.Context, t *core.Txn, consumer, end string) error {

@@ -12,6 +12,7 @@ import (
 	"github.com/berthd/berth/internal/fault"
 	"github.com/berthd/berth/ledger"
 	"github.com/berthd/berth/ledger/claimrecords"
+	"github.com/berthd/berth/ledger/ledgertest"
 	"github.com/berthd/berth/ledger/resources"
 )
 
@@ -19,54 +20,54 @@ import (
 // allocations, and a refused write records nothing.
 func TestClaimWriteAllOrNothing(t *testing.T) {
 	f := newFixture(t)
-	rp := f.provider("cn1", inv("VCPU", 4))
+	rp := f.Provider("cn1", ledgertest.Inv("VCPU", 4))
 	inst, mig := uuid.NewString(), uuid.NewString()
 
-	over := alloc(inst, rp, res("VCPU", 5))
+	over := ledgertest.Alloc(inst, rp, ledgertest.Res("VCPU", 5))
 	over.CheckGeneration = true
-	err := f.store.Allocations.ClaimWrite(f.ctx, resources.ClaimWriteParams{Consumers: []resources.ConsumerAllocations{over},
+	err := f.Store.Allocations.ClaimWrite(f.Ctx, resources.ClaimWriteParams{Consumers: []resources.ConsumerAllocations{over},
 		Move: &claimrecords.MoveRecord{ConsumerUUID: inst, MigrationUUID: mig, Reason: "relocation", SourceRoot: rp}})
 	if !errors.Is(err, fault.ErrConflict) {
 		t.Fatalf("over capacity: %v", err)
 	}
-	if m, err := f.store.Claims.ClaimMoveGet(f.ctx, inst); err != nil || m != nil {
+	if m, err := f.Store.Claims.ClaimMoveGet(f.Ctx, inst); err != nil || m != nil {
 		t.Fatalf("refused write recorded a move: %+v %v", m, err)
 	}
 
-	ok := alloc(inst, rp, res("VCPU", 2))
+	ok := ledgertest.Alloc(inst, rp, ledgertest.Res("VCPU", 2))
 	ok.CheckGeneration = true
-	if err := f.store.Allocations.ClaimWrite(f.ctx, resources.ClaimWriteParams{Consumers: []resources.ConsumerAllocations{ok},
+	if err := f.Store.Allocations.ClaimWrite(f.Ctx, resources.ClaimWriteParams{Consumers: []resources.ConsumerAllocations{ok},
 		Move: &claimrecords.MoveRecord{ConsumerUUID: inst, MigrationUUID: mig, Reason: "evacuation", SourceRoot: rp}}); err != nil {
 		t.Fatal(err)
 	}
-	m, err := f.store.Claims.ClaimMoveGet(f.ctx, inst)
+	m, err := f.Store.Claims.ClaimMoveGet(f.Ctx, inst)
 	if err != nil || m == nil || m.MigrationUUID != mig || m.Reason != "evacuation" || m.SourceRoot != rp {
 		t.Fatalf("move record %+v %v", m, err)
 	}
-	if u := f.usages(rp); u.Usages["VCPU"] != 2 {
+	if u := f.Usages(rp); u.Usages["VCPU"] != 2 {
 		t.Fatalf("usage %v", u.Usages)
 	}
 	// Forgetting alone, with no allocation write.
-	if err := f.store.Allocations.ClaimWrite(f.ctx, resources.ClaimWriteParams{ForgetMove: inst}); err != nil {
+	if err := f.Store.Allocations.ClaimWrite(f.Ctx, resources.ClaimWriteParams{ForgetMove: inst}); err != nil {
 		t.Fatal(err)
 	}
-	if m, _ := f.store.Claims.ClaimMoveGet(f.ctx, inst); m != nil {
+	if m, _ := f.Store.Claims.ClaimMoveGet(f.Ctx, inst); m != nil {
 		t.Fatalf("forgotten move still there: %+v", m)
 	}
 
 	// Failures: idempotent, listed per consumer.
 	for range 2 {
-		if err := f.store.Claims.ClaimFailureAdd(f.ctx, inst, rp); err != nil {
+		if err := f.Store.Claims.ClaimFailureAdd(f.Ctx, inst, rp); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if got, err := f.store.Claims.ClaimFailures(f.ctx, inst); err != nil || len(got) != 1 || got[0] != rp {
+	if got, err := f.Store.Claims.ClaimFailures(f.Ctx, inst); err != nil || len(got) != 1 || got[0] != rp {
 		t.Fatalf("failures %v %v", got, err)
 	}
-	if got, _ := f.store.Claims.ClaimFailures(f.ctx, mig); len(got) != 0 {
+	if got, _ := f.Store.Claims.ClaimFailures(f.Ctx, mig); len(got) != 0 {
 		t.Fatalf("another consumer's failures %v", got)
 	}
-	if err := f.store.Claims.ClaimFailureAdd(f.ctx, "x", rp); !errors.Is(err, fault.ErrInvalid) {
+	if err := f.Store.Claims.ClaimFailureAdd(f.Ctx, "x", rp); !errors.Is(err, fault.ErrInvalid) {
 		t.Fatalf("malformed consumer: %v", err)
 	}
 }
@@ -75,7 +76,7 @@ func TestClaimWriteAllOrNothing(t *testing.T) {
 // longer listed, and that a store purges such rows when it starts.
 func TestClaimFailuresExpire(t *testing.T) {
 	ctx := context.Background()
-	dbURL := newTestDB(t)
+	dbURL := ledgertest.NewDB(t)
 	open := func(ttl time.Duration) *ledger.Store {
 		s, err := ledger.Open(ctx, ledger.Config{DatabaseURL: dbURL, MaxConns: 2, ClaimFailureTTL: ttl})
 		if err != nil {
@@ -119,7 +120,7 @@ func TestClaimFailuresExpire(t *testing.T) {
 	if got, err := def.Claims.ClaimFailures(ctx, inst); err != nil || len(got) != 1 || got[0] != recent {
 		t.Fatalf("failures %v %v, want only %s (the other is past the default 24h)", got, err, recent)
 	}
-	waitFor(t, func() bool { return count() == 1 })
+	ledgertest.WaitFor(t, func() bool { return count() == 1 })
 	if got, err := forever.Claims.ClaimFailures(ctx, inst); err != nil || len(got) != 1 || got[0] != recent {
 		t.Fatalf("after the purge %v %v, want only %s", got, err, recent)
 	}

@@ -15,4 +15,10 @@
 // which open a Store through ledger, must be written as external test
 // packages (ledger_test, resources_test...), reaching internals through an
 // export_test.go file.
+//
+// The ledger packages' tests share one Fixture (fixture.go: a Store and a
+// direct connection over a new database, with the helpers that seed and
+// inspect it) and AuditCloud, a cloud holding one audit finding of every
+// kind; a package adds its own helpers as methods of a type embedding
+// *Fixture.
 package ledgertest

@@ -11,6 +11,7 @@ import (
 	_ "github.com/golang-migrate/migrate/v4/database/pgx/v5"
 	"github.com/golang-migrate/migrate/v4/source/iofs"
 
+	"github.com/berthd/berth/ledger/ledgertest"
 	"github.com/berthd/berth/ledger/resources"
 	"github.com/berthd/berth/migrations"
 )
@@ -20,18 +21,18 @@ import (
 // aggregate created first, the providers of the others joining it, and
 // up again works.
 func TestAggregateSpellingMigration(t *testing.T) {
-	dbURL := newTestDB(t)
+	dbURL := ledgertest.NewDB(t)
 	f := newFixtureOn(t, dbURL)
 	ctx := context.Background()
 	const lower = "5f100000-0000-4000-8000-0000000000a1"
 	upper, dashless := strings.ToUpper(lower), strings.ReplaceAll(lower, "-", "")
 	other := "5f100000-0000-4000-8000-0000000000b2"
-	rp1, rp2, rp3 := f.provider("rp1"), f.provider("rp2"), f.provider("rp3")
+	rp1, rp2, rp3 := f.Provider("rp1"), f.Provider("rp2"), f.Provider("rp3")
 	for _, set := range []struct {
 		rp   string
 		aggs []string
 	}{{rp1, []string{lower, other}}, {rp2, []string{upper}}, {rp3, []string{dashless, lower}}} {
-		if _, err := f.store.Providers.ProviderAggregatesReplace(ctx, set.rp, set.aggs, resources.AggregatesReplaceParams{}); err != nil {
+		if _, err := f.Store.Providers.ProviderAggregatesReplace(ctx, set.rp, set.aggs, resources.AggregatesReplaceParams{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -49,12 +50,12 @@ func TestAggregateSpellingMigration(t *testing.T) {
 		t.Fatalf("down to 5: %v", err)
 	}
 	var n int
-	if err := f.db.QueryRow(ctx, `SELECT count(*) FROM placement_aggregates`).Scan(&n); err != nil || n != 2 {
+	if err := f.DB.QueryRow(ctx, `SELECT count(*) FROM placement_aggregates`).Scan(&n); err != nil || n != 2 {
 		t.Errorf("aggregates after down: %d, %v; want 2", n, err)
 	}
 	members := func(agg string) []string {
 		t.Helper()
-		rows, err := f.db.Query(ctx, `
+		rows, err := f.DB.Query(ctx, `
 			SELECT rp.uuid::text FROM resource_providers rp
 			JOIN resource_provider_aggregates rpa ON rpa.resource_provider_id = rp.id
 			JOIN placement_aggregates pa ON pa.id = rpa.aggregate_id
@@ -83,7 +84,7 @@ func TestAggregateSpellingMigration(t *testing.T) {
 	if err := m.Up(); err != nil && !errors.Is(err, migrate.ErrNoChange) {
 		t.Fatalf("up again: %v", err)
 	}
-	if _, err := f.store.Providers.ProviderAggregatesReplace(ctx, rp2, []string{upper}, resources.AggregatesReplaceParams{}); err != nil {
+	if _, err := f.Store.Providers.ProviderAggregatesReplace(ctx, rp2, []string{upper}, resources.AggregatesReplaceParams{}); err != nil {
 		t.Fatal(err)
 	}
 	if got := members(upper); !slices.Equal(got, []string{rp2}) {

@@ -7,14 +7,15 @@ import (
 	"testing"
 
 	"github.com/berthd/berth/internal/fault"
+	"github.com/berthd/berth/ledger/ledgertest"
 	"github.com/berthd/berth/ledger/resources"
 )
 
 func TestProviderAggregates(t *testing.T) {
 	s, _ := newTestStore(t)
 	ctx := context.Background()
-	mustCreate(t, s, "rp1", uuidA, "")
-	mustCreate(t, s, "rp2", uuidB, "")
+	ledgertest.MustCreate(t, s, "rp1", uuidA, "")
+	ledgertest.MustCreate(t, s, "rp2", uuidB, "")
 	agg1, agg2 := "f918801a-5e54-4bee-9095-09a9d0c786b8", "a893eb5c-e2a0-4251-ab26-f71d3b0cfc0b"
 
 	gen, aggs, err := s.Providers.ProviderAggregates(ctx, uuidA)

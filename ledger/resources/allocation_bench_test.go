@@ -11,6 +11,7 @@ import (
 
 	"github.com/berthd/berth/ledger"
 	"github.com/berthd/berth/ledger/engine"
+	"github.com/berthd/berth/ledger/ledgertest"
 	"github.com/berthd/berth/ledger/resources"
 )
 
@@ -26,7 +27,7 @@ import (
 //	go test -run '^$' -bench AllocationsReplace -benchtime 3000x ./ledger/
 func BenchmarkAllocationsReplace(b *testing.B) {
 	ctx := context.Background()
-	store, err := ledger.Open(ctx, ledger.Config{DatabaseURL: newTestDB(b), MaxConns: 16})
+	store, err := ledger.Open(ctx, ledger.Config{DatabaseURL: ledgertest.NewDB(b), MaxConns: 16})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -40,7 +41,7 @@ func BenchmarkAllocationsReplace(b *testing.B) {
 		}
 		gen := int64(0)
 		if _, err := store.Providers.InventoriesReplace(ctx, resources.InventoryParams{ProviderUUID: p.UUID, Generation: &gen},
-			[]engine.Inventory{inv("VCPU", 64), inv("MEMORY_MB", 262144), inv("DISK_GB", 4000)}); err != nil {
+			[]engine.Inventory{ledgertest.Inv("VCPU", 64), ledgertest.Inv("MEMORY_MB", 262144), ledgertest.Inv("DISK_GB", 4000)}); err != nil {
 			b.Fatal(err)
 		}
 		rps[i] = p.UUID
@@ -53,7 +54,7 @@ func BenchmarkAllocationsReplace(b *testing.B) {
 				b.RunParallel(func(pb *testing.PB) {
 					rng := rand.New(rand.NewPCG(rand.Uint64(), 0))
 					for pb.Next() {
-						w := alloc(uuid.NewString(), rps[rng.IntN(nodes)], res("VCPU", 1), res("MEMORY_MB", 256), res("DISK_GB", 1))
+						w := ledgertest.Alloc(uuid.NewString(), rps[rng.IntN(nodes)], ledgertest.Res("VCPU", 1), ledgertest.Res("MEMORY_MB", 256), ledgertest.Res("DISK_GB", 1))
 						w.CheckGeneration = path == "fast"
 						if err := store.Allocations.AllocationsReplace(ctx, []resources.ConsumerAllocations{w}); err != nil {
 							b.Error(err)

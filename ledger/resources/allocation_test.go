@@ -9,6 +9,7 @@ import (
 
 	"github.com/berthd/berth/internal/fault"
 	"github.com/berthd/berth/ledger/engine"
+	"github.com/berthd/berth/ledger/ledgertest"
 	"github.com/berthd/berth/ledger/resources"
 )
 
@@ -17,16 +18,16 @@ import (
 // that the ledger is byte for byte as before.
 func TestRefusedWritesChangeNothing(t *testing.T) {
 	f := newFixture(t)
-	disk := inv("DISK_GB", 100)
+	disk := ledgertest.Inv("DISK_GB", 100)
 	disk.StepSize = 10
 	disk.MinUnit = 10
 	disk.MaxUnit = 50
-	rp1 := f.provider("rp1", inv("VCPU", 8), disk)
-	rp2 := f.provider("rp2", inv("VCPU", 4))
+	rp1 := f.Provider("rp1", ledgertest.Inv("VCPU", 8), disk)
+	rp2 := f.Provider("rp2", ledgertest.Inv("VCPU", 4))
 	c1, c2, c3 := uuid.NewString(), uuid.NewString(), uuid.NewString()
-	if err := f.store.Allocations.AllocationsReplace(f.ctx, []resources.ConsumerAllocations{
-		alloc(c1, rp1, res("VCPU", 4), res("DISK_GB", 50)),
-		alloc(c2, rp2, res("VCPU", 2)),
+	if err := f.Store.Allocations.AllocationsReplace(f.Ctx, []resources.ConsumerAllocations{
+		ledgertest.Alloc(c1, rp1, ledgertest.Res("VCPU", 4), ledgertest.Res("DISK_GB", 50)),
+		ledgertest.Alloc(c2, rp2, ledgertest.Res("VCPU", 2)),
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -49,83 +50,83 @@ func TestRefusedWritesChangeNothing(t *testing.T) {
 		detail string
 	}{
 		{"over capacity after a move", func() error {
-			return f.store.Allocations.AllocationsReplace(f.ctx, two(
-				alloc(c2, rp1, res("VCPU", 1)), // would free rp2, take rp1
-				typed(alloc(c3, rp1, res("VCPU", 4))),
+			return f.Store.Allocations.AllocationsReplace(f.Ctx, two(
+				ledgertest.Alloc(c2, rp1, ledgertest.Res("VCPU", 1)), // would free rp2, take rp1
+				typed(ledgertest.Alloc(c3, rp1, ledgertest.Res("VCPU", 4))),
 			))
 		}, fault.ErrConflict, "", "would exceed the capacity"},
 		{"max_unit", func() error {
-			return f.store.Allocations.AllocationsReplace(f.ctx, two(typed(alloc(c3, rp2, res("VCPU", 1))), alloc(c1, rp1, res("DISK_GB", 60))))
+			return f.Store.Allocations.AllocationsReplace(f.Ctx, two(typed(ledgertest.Alloc(c3, rp2, ledgertest.Res("VCPU", 1))), ledgertest.Alloc(c1, rp1, ledgertest.Res("DISK_GB", 60))))
 		}, fault.ErrConflict, "", "violate inventory constraints"},
 		{"step_size", func() error {
-			return f.store.Allocations.AllocationsReplace(f.ctx, []resources.ConsumerAllocations{alloc(c1, rp1, res("DISK_GB", 15))})
+			return f.Store.Allocations.AllocationsReplace(f.Ctx, []resources.ConsumerAllocations{ledgertest.Alloc(c1, rp1, ledgertest.Res("DISK_GB", 15))})
 		}, fault.ErrConflict, "", "violate inventory constraints"},
 		{"class without inventory", func() error {
-			return f.store.Allocations.AllocationsReplace(f.ctx, []resources.ConsumerAllocations{alloc(c1, rp2, res("VCPU", 1), res("DISK_GB", 10))})
+			return f.Store.Allocations.AllocationsReplace(f.Ctx, []resources.ConsumerAllocations{ledgertest.Alloc(c1, rp2, ledgertest.Res("VCPU", 1), ledgertest.Res("DISK_GB", 10))})
 		}, fault.ErrConflict, "", "Inventory for 'DISK_GB' on resource provider '" + rp2 + "' invalid"},
 		{"unknown class", func() error {
-			return f.store.Allocations.AllocationsReplace(f.ctx, two(typed(alloc(c3, rp2, res("VCPU", 1))), alloc(c1, rp1, res("CUSTOM_NOPE", 1))))
+			return f.Store.Allocations.AllocationsReplace(f.Ctx, two(typed(ledgertest.Alloc(c3, rp2, ledgertest.Res("VCPU", 1))), ledgertest.Alloc(c1, rp1, ledgertest.Res("CUSTOM_NOPE", 1))))
 		}, fault.ErrInvalid, "", "No such resource class CUSTOM_NOPE"},
 		{"unknown provider", func() error {
-			return f.store.Allocations.AllocationsReplace(f.ctx, two(typed(alloc(c3, rp2, res("VCPU", 1))), alloc(c1, uuid.NewString(), res("VCPU", 1))))
+			return f.Store.Allocations.AllocationsReplace(f.Ctx, two(typed(ledgertest.Alloc(c3, rp2, ledgertest.Res("VCPU", 1))), ledgertest.Alloc(c1, uuid.NewString(), ledgertest.Res("VCPU", 1))))
 		}, fault.ErrInvalid, "", "that does not exist"},
 		{"stale consumer generation", func() error {
-			return f.store.Allocations.AllocationsReplace(f.ctx, two(
-				withGen(typed(alloc(c3, rp2, res("VCPU", 1))), nil),
-				withGen(alloc(c1, rp1, res("VCPU", 1)), gen(0)),
+			return f.Store.Allocations.AllocationsReplace(f.Ctx, two(
+				withGen(typed(ledgertest.Alloc(c3, rp2, ledgertest.Res("VCPU", 1))), nil),
+				withGen(ledgertest.Alloc(c1, rp1, ledgertest.Res("VCPU", 1)), ledgertest.Gen(0)),
 			))
 		}, fault.ErrConflict, fault.CodeConcurrentUpdate, "expected 1 but got 0"},
 		{"new consumer with a generation", func() error {
-			return f.store.Allocations.AllocationsReplace(f.ctx, []resources.ConsumerAllocations{withGen(alloc(c3, rp2, res("VCPU", 1)), gen(3))})
+			return f.Store.Allocations.AllocationsReplace(f.Ctx, []resources.ConsumerAllocations{withGen(ledgertest.Alloc(c3, rp2, ledgertest.Res("VCPU", 1)), ledgertest.Gen(3))})
 		}, fault.ErrConflict, fault.CodeConcurrentUpdate, "expected null but got 3"},
 		{"existing consumer without a generation", func() error {
-			return f.store.Allocations.AllocationsReplace(f.ctx, []resources.ConsumerAllocations{withGen(alloc(c1, rp1, res("VCPU", 1)), nil)})
+			return f.Store.Allocations.AllocationsReplace(f.Ctx, []resources.ConsumerAllocations{withGen(ledgertest.Alloc(c1, rp1, ledgertest.Res("VCPU", 1)), nil)})
 		}, fault.ErrConflict, fault.CodeConcurrentUpdate, "expected 1 but got None"},
 		{"replace removes a class in use", func() error {
-			_, err := f.store.Providers.InventoriesReplace(f.ctx, resources.InventoryParams{ProviderUUID: rp1, Generation: gen(2)},
-				[]engine.Inventory{inv("VCPU", 100), inv("MEMORY_MB", 10)})
+			_, err := f.Store.Providers.InventoriesReplace(f.Ctx, resources.InventoryParams{ProviderUUID: rp1, Generation: ledgertest.Gen(2)},
+				[]engine.Inventory{ledgertest.Inv("VCPU", 100), ledgertest.Inv("MEMORY_MB", 10)})
 			return err
 		}, fault.ErrConflict, fault.CodeInventoryInUse, "Inventory for 'DISK_GB' on resource provider '" + rp1 + "' in use"},
 		{"replace with a stale generation", func() error {
-			_, err := f.store.Providers.InventoriesReplace(f.ctx, resources.InventoryParams{ProviderUUID: rp1, Generation: gen(1)},
-				[]engine.Inventory{inv("VCPU", 100), disk})
+			_, err := f.Store.Providers.InventoriesReplace(f.Ctx, resources.InventoryParams{ProviderUUID: rp1, Generation: ledgertest.Gen(1)},
+				[]engine.Inventory{ledgertest.Inv("VCPU", 100), disk})
 			return err
 		}, fault.ErrConflict, fault.CodeConcurrentUpdate, "generation conflict"},
 		{"replace with an unknown class", func() error {
-			_, err := f.store.Providers.InventoriesReplace(f.ctx, resources.InventoryParams{ProviderUUID: rp1, Generation: gen(2)},
-				[]engine.Inventory{inv("VCPU", 100), disk, inv("CUSTOM_NOPE", 1)})
+			_, err := f.Store.Providers.InventoriesReplace(f.Ctx, resources.InventoryParams{ProviderUUID: rp1, Generation: ledgertest.Gen(2)},
+				[]engine.Inventory{ledgertest.Inv("VCPU", 100), disk, ledgertest.Inv("CUSTOM_NOPE", 1)})
 			return err
 		}, fault.ErrInvalid, "", "No such resource class CUSTOM_NOPE"},
 		{"reserved above total", func() error {
-			bad := inv("VCPU", 8)
+			bad := ledgertest.Inv("VCPU", 8)
 			bad.Reserved = 9
-			_, err := f.store.Providers.InventoryUpdate(f.ctx, resources.InventoryParams{ProviderUUID: rp1, ZeroCapacityOK: true}, bad)
+			_, err := f.Store.Providers.InventoryUpdate(f.Ctx, resources.InventoryParams{ProviderUUID: rp1, ZeroCapacityOK: true}, bad)
 			return err
 		}, fault.ErrInvalid, "", "reserved value is greater than total"},
 		{"delete inventory in use", func() error {
-			return f.store.Providers.InventoryDelete(f.ctx, rp2, "VCPU")
+			return f.Store.Providers.InventoryDelete(f.Ctx, rp2, "VCPU")
 		}, fault.ErrConflict, fault.CodeConcurrentUpdate, "in use"},
 		{"delete all inventory in use", func() error {
-			return f.store.Providers.InventoriesDelete(f.ctx, rp1)
+			return f.Store.Providers.InventoriesDelete(f.Ctx, rp1)
 		}, fault.ErrConflict, fault.CodeInventoryInUse, "Inventory for 'VCPU, DISK_GB'"},
 		{"reshape with a stale provider generation", func() error {
-			return f.store.Allocations.Reshape(f.ctx, resources.ReshapeParams{
-				Inventories: []resources.ProviderInventoryWrite{{ProviderUUID: rp2, Generation: 1, Inventories: []engine.Inventory{inv("VCPU", 10)}}},
-				Allocations: []resources.ConsumerAllocations{withGen(typed(alloc(c3, rp1, res("VCPU", 1))), nil)},
+			return f.Store.Allocations.Reshape(f.Ctx, resources.ReshapeParams{
+				Inventories: []resources.ProviderInventoryWrite{{ProviderUUID: rp2, Generation: 1, Inventories: []engine.Inventory{ledgertest.Inv("VCPU", 10)}}},
+				Allocations: []resources.ConsumerAllocations{withGen(typed(ledgertest.Alloc(c3, rp1, ledgertest.Res("VCPU", 1))), nil)},
 			})
 		}, fault.ErrConflict, fault.CodeConcurrentUpdate, "actual: 2, given: 1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			before := f.dump()
-			le := rejection(t, tt.write(), tt.kind)
+			before := f.Dump()
+			le := ledgertest.Rejection(t, tt.write(), tt.kind)
 			if le.Code != tt.code {
 				t.Errorf("code %q, want %q", le.Code, tt.code)
 			}
 			if !strings.Contains(le.Msg, tt.detail) {
 				t.Errorf("message %q lacks %q", le.Msg, tt.detail)
 			}
-			if after := f.dump(); after != before {
+			if after := f.Dump(); after != before {
 				t.Errorf("refused write changed the ledger:\nbefore:\n%s\nafter:\n%s", before, after)
 			}
 		})
@@ -138,48 +139,48 @@ func TestRefusedWritesChangeNothing(t *testing.T) {
 // bumps nothing.
 func TestAllocationGenerations(t *testing.T) {
 	f := newFixture(t)
-	rp1 := f.provider("rp1", inv("VCPU", 8))
-	rp2 := f.provider("rp2", inv("VCPU", 8))
+	rp1 := f.Provider("rp1", ledgertest.Inv("VCPU", 8))
+	rp2 := f.Provider("rp2", ledgertest.Inv("VCPU", 8))
 	c1, c2 := uuid.NewString(), uuid.NewString()
 	put := func(ws ...resources.ConsumerAllocations) {
 		t.Helper()
-		if err := f.store.Allocations.AllocationsReplace(f.ctx, ws); err != nil {
+		if err := f.Store.Allocations.AllocationsReplace(f.Ctx, ws); err != nil {
 			t.Fatal(err)
 		}
 	}
 	gens := func() (int64, int64) {
-		return f.usages(rp1).Generation, f.usages(rp2).Generation
+		return f.Usages(rp1).Generation, f.Usages(rp2).Generation
 	}
-	put(alloc(c1, rp1, res("VCPU", 2)))
+	put(ledgertest.Alloc(c1, rp1, ledgertest.Res("VCPU", 2)))
 	if g1, g2 := gens(); g1 != 2 || g2 != 1 {
 		t.Fatalf("after first write: %d %d", g1, g2)
 	}
 	// A move: rp2 is named, rp1 (left behind) is not bumped, as in Placement.
-	put(alloc(c1, rp2, res("VCPU", 2)))
+	put(ledgertest.Alloc(c1, rp2, ledgertest.Res("VCPU", 2)))
 	if g1, g2 := gens(); g1 != 2 || g2 != 2 {
 		t.Fatalf("after move: %d %d", g1, g2)
 	}
-	got, _ := f.store.Allocations.AllocationsByConsumer(f.ctx, c1)
+	got, _ := f.Store.Allocations.AllocationsByConsumer(f.Ctx, c1)
 	if got.Consumer.Generation != 2 {
 		t.Fatalf("consumer generation %d", got.Consumer.Generation)
 	}
 	// Emptying c1 (while c2 takes rp1) bumps rp2 through c1's old
 	// allocations, rp1 through c2's new one, and deletes c1.
-	put(resources.ConsumerAllocations{ConsumerUUID: c1}, alloc(c2, rp1, res("VCPU", 8)))
+	put(resources.ConsumerAllocations{ConsumerUUID: c1}, ledgertest.Alloc(c2, rp1, ledgertest.Res("VCPU", 8)))
 	if g1, g2 := gens(); g1 != 3 || g2 != 3 {
 		t.Fatalf("after emptying: %d %d", g1, g2)
 	}
-	if got, _ := f.store.Allocations.AllocationsByConsumer(f.ctx, c1); got.Consumer != nil {
+	if got, _ := f.Store.Allocations.AllocationsByConsumer(f.Ctx, c1); got.Consumer != nil {
 		t.Fatalf("emptied consumer still exists: %+v", got.Consumer)
 	}
-	if err := f.store.Allocations.AllocationsDelete(f.ctx, c2); err != nil {
+	if err := f.Store.Allocations.AllocationsDelete(f.Ctx, c2); err != nil {
 		t.Fatal(err)
 	}
 	if g1, g2 := gens(); g1 != 3 || g2 != 3 {
 		t.Fatalf("after delete: %d %d", g1, g2)
 	}
-	rejection(t, f.store.Allocations.AllocationsDelete(f.ctx, c2), fault.ErrNotFound)
-	if u := f.usages(rp1); u.Usages["VCPU"] != 0 {
+	ledgertest.Rejection(t, f.Store.Allocations.AllocationsDelete(f.Ctx, c2), fault.ErrNotFound)
+	if u := f.Usages(rp1); u.Usages["VCPU"] != 0 {
 		t.Fatalf("usage after delete: %v", u.Usages)
 	}
 }
@@ -188,18 +189,18 @@ func TestAllocationGenerations(t *testing.T) {
 // Placement cannot answer on PostgreSQL.
 func TestUsagesByConsumerType(t *testing.T) {
 	f := newFixture(t)
-	rp := f.provider("rp", inv("VCPU", 64), inv("DISK_GB", 1000))
+	rp := f.Provider("rp", ledgertest.Inv("VCPU", 64), ledgertest.Inv("DISK_GB", 1000))
 	typed := func(w resources.ConsumerAllocations, typ string) resources.ConsumerAllocations {
 		w.ConsumerType = typ
 		return w
 	}
-	other := alloc(uuid.NewString(), rp, res("VCPU", 5))
+	other := ledgertest.Alloc(uuid.NewString(), rp, ledgertest.Res("VCPU", 5))
 	other.ProjectID = "other"
-	if err := f.store.Allocations.AllocationsReplace(f.ctx, []resources.ConsumerAllocations{
-		typed(alloc(uuid.NewString(), rp, res("VCPU", 1), res("DISK_GB", 10)), "INSTANCE"),
-		typed(alloc(uuid.NewString(), rp, res("VCPU", 2)), "INSTANCE"),
-		typed(alloc(uuid.NewString(), rp, res("DISK_GB", 20)), "MIGRATION"),
-		alloc(uuid.NewString(), rp, res("VCPU", 4)),
+	if err := f.Store.Allocations.AllocationsReplace(f.Ctx, []resources.ConsumerAllocations{
+		typed(ledgertest.Alloc(uuid.NewString(), rp, ledgertest.Res("VCPU", 1), ledgertest.Res("DISK_GB", 10)), "INSTANCE"),
+		typed(ledgertest.Alloc(uuid.NewString(), rp, ledgertest.Res("VCPU", 2)), "INSTANCE"),
+		typed(ledgertest.Alloc(uuid.NewString(), rp, ledgertest.Res("DISK_GB", 20)), "MIGRATION"),
+		ledgertest.Alloc(uuid.NewString(), rp, ledgertest.Res("VCPU", 4)),
 		other,
 	}); err != nil {
 		t.Fatal(err)
@@ -226,7 +227,7 @@ func TestUsagesByConsumerType(t *testing.T) {
 		{resources.UsagesParams{ProjectID: "other", ByType: true}, "unknown:1:VCPU=5,DISK_GB=0"},
 	}
 	for _, tt := range tests {
-		gs, err := f.store.Providers.Usages(f.ctx, tt.p)
+		gs, err := f.Store.Providers.Usages(f.Ctx, tt.p)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -241,37 +242,37 @@ func TestUsagesByConsumerType(t *testing.T) {
 // NUMA nodes.
 func TestReshapeMovesToChild(t *testing.T) {
 	f := newFixture(t)
-	root := f.provider("root", inv("VCPU", 8), inv("DISK_GB", 100))
-	child := f.provider("child")
+	root := f.Provider("root", ledgertest.Inv("VCPU", 8), ledgertest.Inv("DISK_GB", 100))
+	child := f.Provider("child")
 	c1 := uuid.NewString()
-	w := alloc(c1, root, res("VCPU", 6), res("DISK_GB", 10))
-	if err := f.store.Allocations.AllocationsReplace(f.ctx, []resources.ConsumerAllocations{w}); err != nil {
+	w := ledgertest.Alloc(c1, root, ledgertest.Res("VCPU", 6), ledgertest.Res("DISK_GB", 10))
+	if err := f.Store.Allocations.AllocationsReplace(f.Ctx, []resources.ConsumerAllocations{w}); err != nil {
 		t.Fatal(err)
 	}
 	moved := resources.ConsumerAllocations{
-		ConsumerUUID: c1, ProjectID: "proj", UserID: "user", CheckGeneration: true, Generation: gen(1),
+		ConsumerUUID: c1, ProjectID: "proj", UserID: "user", CheckGeneration: true, Generation: ledgertest.Gen(1),
 		Allocations: []engine.Allocation{
-			{ProviderUUID: root, Resources: []engine.ResourceAmount{res("DISK_GB", 10)}},
-			{ProviderUUID: child, Resources: []engine.ResourceAmount{res("VCPU", 6)}},
+			{ProviderUUID: root, Resources: []engine.ResourceAmount{ledgertest.Res("DISK_GB", 10)}},
+			{ProviderUUID: child, Resources: []engine.ResourceAmount{ledgertest.Res("VCPU", 6)}},
 		},
 	}
-	if err := f.store.Allocations.Reshape(f.ctx, resources.ReshapeParams{
+	if err := f.Store.Allocations.Reshape(f.Ctx, resources.ReshapeParams{
 		Inventories: []resources.ProviderInventoryWrite{
-			{ProviderUUID: root, Generation: 2, Inventories: []engine.Inventory{inv("DISK_GB", 100)}},
-			{ProviderUUID: child, Generation: 0, Inventories: []engine.Inventory{inv("VCPU", 8)}},
+			{ProviderUUID: root, Generation: 2, Inventories: []engine.Inventory{ledgertest.Inv("DISK_GB", 100)}},
+			{ProviderUUID: child, Generation: 0, Inventories: []engine.Inventory{ledgertest.Inv("VCPU", 8)}},
 		},
 		Allocations: []resources.ConsumerAllocations{moved},
 	}); err != nil {
 		t.Fatal(err)
 	}
-	ur, uc := f.usages(root), f.usages(child)
+	ur, uc := f.Usages(root), f.Usages(child)
 	if len(ur.Usages) != 1 || ur.Usages["DISK_GB"] != 10 || ur.Generation != 5 {
 		t.Errorf("root: %+v", ur)
 	}
 	if len(uc.Usages) != 1 || uc.Usages["VCPU"] != 6 || uc.Generation != 3 {
 		t.Errorf("child: %+v", uc)
 	}
-	got, _ := f.store.Allocations.AllocationsByConsumer(f.ctx, c1)
+	got, _ := f.Store.Allocations.AllocationsByConsumer(f.Ctx, c1)
 	if got.Consumer.Generation != 2 || len(got.Allocations) != 2 {
 		t.Errorf("consumer after reshape: %+v %+v", got.Consumer, got.Allocations)
 	}

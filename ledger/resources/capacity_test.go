@@ -7,6 +7,7 @@ import (
 
 	"github.com/berthd/berth/internal/fault"
 	"github.com/berthd/berth/ledger/engine"
+	"github.com/berthd/berth/ledger/ledgertest"
 	"github.com/berthd/berth/ledger/resources"
 )
 
@@ -17,7 +18,7 @@ import (
 
 // place writes allocs for a new consumer and returns the error.
 func (f *fixture) place(allocs []engine.Allocation) error {
-	return f.store.Allocations.AllocationsReplace(f.ctx, []resources.ConsumerAllocations{{
+	return f.Store.Allocations.AllocationsReplace(f.Ctx, []resources.ConsumerAllocations{{
 		ConsumerUUID: fmt.Sprintf("%08x-0000-4000-8000-%012x", rand.Uint32(), rand.Uint64()>>16),
 		ProjectID:    "proj", UserID: "user", CheckGeneration: true,
 		Allocations: allocs,
@@ -27,10 +28,10 @@ func (f *fixture) place(allocs []engine.Allocation) error {
 // candidateOn returns the allocations of the first candidate for req that
 // uses the tree of root, or nil when there is none.
 func (f *fixture) candidateOn(req engine.CandidatesParams, root string) []engine.Allocation {
-	f.t.Helper()
-	c, err := f.store.Snapshots.AllocationCandidates(f.ctx, req)
+	f.T.Helper()
+	c, err := f.Store.Snapshots.AllocationCandidates(f.Ctx, req)
 	if err != nil {
-		f.t.Fatal(err)
+		f.T.Fatal(err)
 	}
 	rootOf := map[string]string{}
 	for _, s := range c.Summaries {
@@ -62,10 +63,10 @@ func (f *fixture) candidateOn(req engine.CandidatesParams, root string) []engine
 // Roots are filled in the order the engine counted them (creation order)
 // so that a shared provider is consumed as the answer assumed.
 func (f *fixture) checkCapacity(req engine.CandidatesParams, order []string, want map[string]int) {
-	f.t.Helper()
-	c, err := f.store.Snapshots.Capacity(f.ctx, engine.CapacityParams{Request: req})
+	f.T.Helper()
+	c, err := f.Store.Snapshots.Capacity(f.Ctx, engine.CapacityParams{Request: req})
 	if err != nil {
-		f.t.Fatal(err)
+		f.T.Fatal(err)
 	}
 	got := map[string]int{}
 	total := 0
@@ -74,28 +75,28 @@ func (f *fixture) checkCapacity(req engine.CandidatesParams, order []string, wan
 		total += r.Fits
 	}
 	if fmt.Sprint(got) != fmt.Sprint(want) || c.Total != int64(total) || c.Capped || c.Truncated {
-		f.t.Fatalf("capacity: got %v (total %d, capped %v, truncated %v), want %v", got, c.Total, c.Capped, c.Truncated, want)
+		f.T.Fatalf("capacity: got %v (total %d, capped %v, truncated %v), want %v", got, c.Total, c.Capped, c.Truncated, want)
 	}
 	for _, root := range order {
 		var last []engine.Allocation
 		for i := 0; i < want[root]; i++ {
 			allocs := f.candidateOn(req, root)
 			if allocs == nil {
-				f.t.Fatalf("root %s: no candidate for instance %d of %d", root, i+1, want[root])
+				f.T.Fatalf("root %s: no candidate for instance %d of %d", root, i+1, want[root])
 			}
 			if err := f.place(allocs); err != nil {
-				f.t.Fatalf("root %s: instance %d of %d refused: %v", root, i+1, want[root], err)
+				f.T.Fatalf("root %s: instance %d of %d refused: %v", root, i+1, want[root], err)
 			}
 			last = allocs
 		}
 		if allocs := f.candidateOn(req, root); allocs != nil {
-			f.t.Fatalf("root %s: a candidate is left after %d instances: %v", root, want[root], allocs)
+			f.T.Fatalf("root %s: a candidate is left after %d instances: %v", root, want[root], allocs)
 		}
 		if last != nil {
 			if err := f.place(last); err == nil {
-				f.t.Fatalf("root %s: instance %d accepted", root, want[root]+1)
+				f.T.Fatalf("root %s: instance %d accepted", root, want[root]+1)
 			} else {
-				rejection(f.t, err, fault.ErrConflict)
+				ledgertest.Rejection(f.T, err, fault.ErrConflict)
 			}
 		}
 	}
@@ -103,17 +104,17 @@ func (f *fixture) checkCapacity(req engine.CandidatesParams, order []string, wan
 
 func TestCapacityMatchesWritesSimple(t *testing.T) {
 	f := newFixture(t)
-	vcpu := inv("VCPU", 16)
+	vcpu := ledgertest.Inv("VCPU", 16)
 	vcpu.Reserved, vcpu.AllocationRatio = 2, 2 // 28
-	mem := inv("MEMORY_MB", 8192)
+	mem := ledgertest.Inv("MEMORY_MB", 8192)
 	mem.Reserved, mem.MaxUnit = 512, 4096 // 7680
-	disk := inv("DISK_GB", 130)
+	disk := ledgertest.Inv("DISK_GB", 130)
 	disk.StepSize = 10
-	cn1 := f.provider("cn1", vcpu, mem, disk)
-	cn2 := f.provider("cn2", inv("VCPU", 5), inv("MEMORY_MB", 2048), inv("DISK_GB", 1000))
-	f.provider("cn3", inv("VCPU", 64)) // no memory, no disk: never listed
+	cn1 := f.Provider("cn1", vcpu, mem, disk)
+	cn2 := f.Provider("cn2", ledgertest.Inv("VCPU", 5), ledgertest.Inv("MEMORY_MB", 2048), ledgertest.Inv("DISK_GB", 1000))
+	f.Provider("cn3", ledgertest.Inv("VCPU", 64)) // no memory, no disk: never listed
 	if err := f.place([]engine.Allocation{{ProviderUUID: cn1, Resources: []engine.ResourceAmount{
-		res("VCPU", 3), res("MEMORY_MB", 1000), res("DISK_GB", 30)}}}); err != nil {
+		ledgertest.Res("VCPU", 3), ledgertest.Res("MEMORY_MB", 1000), ledgertest.Res("DISK_GB", 30)}}}); err != nil {
 		t.Fatal(err)
 	}
 	req := engine.CandidatesParams{NestedAware: true, Groups: []engine.RequestGroup{
@@ -124,9 +125,9 @@ func TestCapacityMatchesWritesSimple(t *testing.T) {
 
 	// The flavor written directly on the root, as a client would: refused.
 	err := f.place([]engine.Allocation{{ProviderUUID: cn1, Resources: []engine.ResourceAmount{
-		res("VCPU", 4), res("MEMORY_MB", 1024), res("DISK_GB", 20)}}})
-	rejection(t, err, fault.ErrConflict)
-	c, err := f.store.Snapshots.Capacity(f.ctx, engine.CapacityParams{Request: req})
+		ledgertest.Res("VCPU", 4), ledgertest.Res("MEMORY_MB", 1024), ledgertest.Res("DISK_GB", 20)}}})
+	ledgertest.Rejection(t, err, fault.ErrConflict)
+	c, err := f.Store.Snapshots.Capacity(f.Ctx, engine.CapacityParams{Request: req})
 	if err != nil || c.Total != 0 || len(c.Roots) != 0 {
 		t.Fatalf("after filling: %+v, %v", c, err)
 	}
@@ -134,15 +135,15 @@ func TestCapacityMatchesWritesSimple(t *testing.T) {
 
 func TestCapacityMatchesWritesNested(t *testing.T) {
 	f := newFixture(t)
-	cn := f.provider("cn", inv("DISK_GB", 1000))
+	cn := f.Provider("cn", ledgertest.Inv("DISK_GB", 1000))
 	var numas []string
 	for i := 0; i < 2; i++ {
-		p, err := f.store.Providers.ProviderCreate(f.ctx, resources.ProviderCreateParams{Name: fmt.Sprintf("numa%d", i), ParentUUID: cn})
+		p, err := f.Store.Providers.ProviderCreate(f.Ctx, resources.ProviderCreateParams{Name: fmt.Sprintf("numa%d", i), ParentUUID: cn})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := f.store.Providers.InventoriesReplace(f.ctx, resources.InventoryParams{ProviderUUID: p.UUID, Generation: gen(0)},
-			[]engine.Inventory{inv("VCPU", 6+int64(i)), inv("MEMORY_MB", 4096)}); err != nil {
+		if _, err := f.Store.Providers.InventoriesReplace(f.Ctx, resources.InventoryParams{ProviderUUID: p.UUID, Generation: ledgertest.Gen(0)},
+			[]engine.Inventory{ledgertest.Inv("VCPU", 6+int64(i)), ledgertest.Inv("MEMORY_MB", 4096)}); err != nil {
 			t.Fatal(err)
 		}
 		numas = append(numas, p.UUID)
@@ -155,7 +156,7 @@ func TestCapacityMatchesWritesNested(t *testing.T) {
 	}}
 	f.checkCapacity(req, []string{cn}, map[string]int{cn: 6})
 	for _, n := range numas {
-		if u := f.usages(n); u.Usages["VCPU"] != 6 {
+		if u := f.Usages(n); u.Usages["VCPU"] != 6 {
 			t.Errorf("%s: VCPU used %d, want 6", n, u.Usages["VCPU"])
 		}
 	}
@@ -164,26 +165,26 @@ func TestCapacityMatchesWritesNested(t *testing.T) {
 func TestCapacityMatchesWritesSharing(t *testing.T) {
 	f := newFixture(t)
 	const agg = "5a9c6f0e-3d1b-4c8e-9f2a-7b6d5e4c3b2a"
-	cn1 := f.provider("cn1", inv("VCPU", 2))
-	cn2 := f.provider("cn2", inv("VCPU", 8))
-	ss := f.provider("ss", inv("DISK_GB", 100))
+	cn1 := f.Provider("cn1", ledgertest.Inv("VCPU", 2))
+	cn2 := f.Provider("cn2", ledgertest.Inv("VCPU", 8))
+	ss := f.Provider("ss", ledgertest.Inv("DISK_GB", 100))
 	for _, p := range []string{cn1, cn2, ss} {
-		if _, err := f.store.Providers.ProviderAggregatesReplace(f.ctx, p, []string{agg}, resources.AggregatesReplaceParams{}); err != nil {
+		if _, err := f.Store.Providers.ProviderAggregatesReplace(f.Ctx, p, []string{agg}, resources.AggregatesReplaceParams{}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	p, err := f.store.Providers.ProviderGet(f.ctx, ss)
+	p, err := f.Store.Providers.ProviderGet(f.Ctx, ss)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := f.store.Providers.ProviderTraitsReplace(f.ctx, ss, p.Generation, []string{"MISC_SHARES_VIA_AGGREGATE"}); err != nil {
+	if _, _, err := f.Store.Providers.ProviderTraitsReplace(f.Ctx, ss, p.Generation, []string{"MISC_SHARES_VIA_AGGREGATE"}); err != nil {
 		t.Fatal(err)
 	}
 	req := engine.CandidatesParams{NestedAware: true, Groups: []engine.RequestGroup{
 		{Resources: []engine.ResourceAmount{{Class: "VCPU", Amount: 1}, {Class: "DISK_GB", Amount: 30}}}}}
 	// ss holds 3 instances' disk: cn1 takes 2 (its VCPU), cn2 the one left.
 	f.checkCapacity(req, []string{cn1, cn2}, map[string]int{cn1: 2, cn2: 1})
-	if u := f.usages(ss); u.Usages["DISK_GB"] != 90 {
+	if u := f.Usages(ss); u.Usages["DISK_GB"] != 90 {
 		t.Errorf("ss: DISK_GB used %d, want 90", u.Usages["DISK_GB"])
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"strconv"
 
 	"github.com/berthd/berth/internal/fault"
 	"github.com/berthd/berth/ledger/claimrecords"
@@ -182,8 +183,9 @@ func (s *Allocations) allocationsReplace(ctx context.Context, consumers []Consum
 // two statements sent in one round trip, instead of the general path's
 // dozen statements each waiting for the one before.
 //
-//  1. fastLockSQL locks the rows of the providers written to (FOR
-//     UPDATE, in id order, as lockProviders does).
+//  1. fastLockXidSQL locks the rows of the providers written to (FOR
+//     UPDATE, in id order, as lockProviders does), and answers the
+//     transaction's id.
 //  2. fastWriteSQL runs with a snapshot taken after those locks were
 //     granted, so it sees every allocation committed on those providers
 //     (every writer of allocations holds the provider's lock until it
@@ -247,6 +249,16 @@ const fastPlanSQL = `SELECT set_config('plan_cache_mode', 'force_generic_plan', 
 // fastLockSQL locks the providers $1 (uuids) in id order.
 const fastLockSQL = `
 SELECT id FROM resource_providers WHERE uuid = ANY($1::uuid[]) ORDER BY id FOR UPDATE`
+
+// fastLockXidSQL is fastLockSQL answering, once every provider is locked,
+// how many it locked and the transaction's id (core.SQLOwnXid's answer):
+// a row lock gives the transaction its id, and a claim writes only on
+// providers it locked, so a claim pipeline needs no statement of its own
+// for the id. (An id of 0, nothing locked, means "unknown" to the
+// snapshot, as SQLOwnXid's NULL does.)
+const fastLockXidSQL = `
+WITH l AS (SELECT id FROM resource_providers WHERE uuid = ANY($1::uuid[]) ORDER BY id FOR UPDATE)
+SELECT count(*), pg_current_xact_id_if_assigned()::text FROM l`
 
 const fastWriteSQL = `
 WITH req AS (
@@ -342,7 +354,7 @@ WITH req AS (
 	RETURNING 1
 ), q AS (
 	INSERT INTO claim_requests (consumer_uuid, op, fingerprint, request, result, generation)
-	SELECT $4::uuid, $11::text, $12::bytea, $13::jsonb, $14::jsonb, 1 FROM c WHERE $11::text IS NOT NULL
+	SELECT $4::uuid, $11::text, $12::bytea, $13::json, $14::json, 1 FROM c WHERE $11::text IS NOT NULL
 	ON CONFLICT (consumer_uuid, op) DO UPDATE
 	SET fingerprint = EXCLUDED.fingerprint, request = EXCLUDED.request, result = EXCLUDED.result,
 	    generation = EXCLUDED.generation, created_at = now()
@@ -534,11 +546,12 @@ func planAndLock(providers []string) *pgx.Batch {
 	return b
 }
 
-// sendClaimPipeline sends fastPlanSQL, the lock statement (fastLockSQL
+// sendClaimPipeline sends fastPlanSQL, the lock statement (fastLockXidSQL
 // over every provider of fcs; usageLockSQL with locks, when not nil:
 // quota_check.go), then the write statements queue adds (which lock their
 // projects' usage counters themselves, after those of the lock
-// statement), as one pipeline and one implicit transaction, and reads
+// statement), then, after usageLockSQL, core.SQLOwnXid, as one pipeline
+// and one implicit transaction, and reads
 // their answers with read, which fills ws (per claim, what it wrote; nil:
 // refused). On any error nothing was written, except core.ErrNotReplicated:
 // then ws committed on this primary, and the snapshot reloads their
@@ -560,16 +573,20 @@ func (s *Allocations) sendClaimPipeline(ctx context.Context, fcs []fastClaim, ws
 	}
 	b := &pgx.Batch{}
 	b.Queue(fastPlanSQL)
+	// The transaction's id, for the snapshot to know its own change rows
+	// (ledger/snapshot/changelog.go): answered by the providers' lock
+	// (fastLockXidSQL), or, after the usage counters' lock, by one more
+	// statement in the same pipeline.
 	if locks != nil {
 		// The providers' lock, then the usage counters' (quota_check.go).
 		b.Queue(usageLockSQL, providers, locks.projects, locks.resources)
 	} else {
-		b.Queue(fastLockSQL, providers)
+		b.Queue(fastLockXidSQL, providers)
 	}
 	queue(b)
-	// The transaction's id, for the snapshot to know its own change rows
-	// (ledger/snapshot/changelog.go): one more statement in the same pipeline.
-	b.Queue(core.SQLOwnXid)
+	if locks != nil {
+		b.Queue(core.SQLOwnXid)
+	}
 	conn, err := s.core.Pool.Acquire(ctx)
 	if err != nil {
 		return err
@@ -578,15 +595,25 @@ func (s *Allocations) sendClaimPipeline(ctx context.Context, fcs []fastClaim, ws
 	s.core.Unsynced.Forget(conn.Conn().PgConn()) // a mark left by another statement's commit
 	br := conn.SendBatch(ctx, b)
 	defer br.Close()
-	if err := skipResults(br, 2); err != nil { // fastPlanSQL, the lock
+	if err := skipResults(br, 1); err != nil { // fastPlanSQL
+		return err
+	}
+	var xid uint64
+	if locks != nil {
+		err = skipResults(br, 1)
+	} else {
+		xid, err = lockedXid(br)
+	}
+	if err != nil {
 		return err
 	}
 	if err := read(br); err != nil {
 		return err
 	}
-	xid, err := core.OwnXid(br)
-	if err != nil {
-		return err
+	if locks != nil {
+		if xid, err = core.OwnXid(br); err != nil {
+			return err
+		}
 	}
 	for _, w := range ws {
 		if w != nil {
@@ -611,6 +638,17 @@ func (s *Allocations) sendClaimPipeline(ctx context.Context, fcs []fastClaim, ws
 		return err
 	}
 	return nil
+}
+
+// lockedXid reads fastLockXidSQL's answer: the transaction's id, 0 if it
+// has none.
+func lockedXid(br pgx.BatchResults) (uint64, error) {
+	var locked int64
+	var xid *string
+	if err := br.QueryRow().Scan(&locked, &xid); err != nil || xid == nil {
+		return 0, err
+	}
+	return strconv.ParseUint(*xid, 10, 64)
 }
 
 // queueFastWrite queues fc's write statement.

@@ -20,9 +20,10 @@ import (
 // transaction:
 //
 //  1. fastPlanSQL, once;
-//  2. fastLockSQL over every provider of every claim of the batch, once,
-//     in id order (as every writer of allocations locks), so batches
-//     cannot deadlock on provider rows;
+//  2. fastLockXidSQL (fastLockSQL answering the transaction's id) over
+//     every provider of every claim of the batch, once, in id order (as
+//     every writer of allocations locks), so batches cannot deadlock on
+//     provider rows;
 //  3. batchWriteSQL, once: it writes the claims of the batch in queue
 //     order up to the first that it cannot write.
 //
@@ -161,7 +162,7 @@ WITH req AS (
 	       WITH ORDINALITY AS r(claim, provider_uuid, class, amount, ord)
 ), cl AS (
 	SELECT * FROM unnest($5::uuid[], $6::text[], $7::text[], $8::text[], $9::text[], $10::jsonb[], $11::boolean[],
-	                     $12::text[], $13::bytea[], $14::jsonb[], $15::jsonb[],
+	                     $12::text[], $13::bytea[], $14::json[], $15::json[],
 	                     $16::text[], $17::jsonb[], $18::uuid[], $19::int[], $20::boolean[])
 	       WITH ORDINALITY AS c(consumer, project, usr, ctype, name, properties, copy_sticky, op, fingerprint, request, result,
 	                            state_op, state_request, state_root, lease, stored_limits, claim)
@@ -188,10 +189,12 @@ WITH req AS (
 ), lim AS (
 	-- Each claim's limits (quota.go): those given ($21 to $23: claim,
 	-- resource, limit), or the stored ones of the claims whose limits are
-	-- stored ($20).
+	-- stored ($20), looked up only when a limit is stored at all (checked
+	-- once per batch, in the statement's snapshot as limits_of reads).
 	SELECT * FROM unnest($21::int[], $22::text[], $23::bigint[]) AS g(claim, resource, resource_limit)
 	UNION ALL
-	SELECT cl.claim, l.resource, l.resource_limit FROM cl CROSS JOIN LATERAL limits_of(cl.project) l WHERE cl.stored_limits
+	SELECT cl.claim, l.resource, l.resource_limit FROM cl CROSS JOIN LATERAL limits_of(cl.project) l
+	WHERE cl.stored_limits AND (EXISTS (SELECT FROM project_limits) OR EXISTS (SELECT FROM registered_limits))
 ), adds AS (
 	-- What each claim adds to its project's usage: its amounts by class and
 	-- one consumer (a migration consumer adds nothing).

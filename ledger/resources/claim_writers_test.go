@@ -13,6 +13,7 @@ import (
 	"github.com/berthd/berth/internal/fault"
 	"github.com/berthd/berth/ledger"
 	"github.com/berthd/berth/ledger/engine"
+	"github.com/berthd/berth/ledger/ledgertest"
 	"github.com/berthd/berth/ledger/resources"
 )
 
@@ -21,15 +22,15 @@ import (
 // that transaction.
 func holdProvider(t *testing.T, f *fixture, dbURL, rp string) (release func()) {
 	t.Helper()
-	conn, err := pgx.Connect(f.ctx, dbURL)
+	conn, err := pgx.Connect(f.Ctx, dbURL)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tx, err := conn.Begin(f.ctx)
+	tx, err := conn.Begin(f.Ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tx.Exec(f.ctx, `SELECT 1 FROM resource_providers WHERE uuid = $1 FOR UPDATE`, rp); err != nil {
+	if _, err := tx.Exec(f.Ctx, `SELECT 1 FROM resource_providers WHERE uuid = $1 FOR UPDATE`, rp); err != nil {
 		t.Fatal(err)
 	}
 	var once sync.Once
@@ -56,24 +57,24 @@ type batchFixture struct {
 
 func newBatchFixture(t *testing.T) (bf *batchFixture, held string) {
 	t.Helper()
-	dbURL := newTestDB(t)
+	dbURL := ledgertest.NewDB(t)
 	f := newFixtureOn(t, dbURL)
-	store, err := ledger.Open(f.ctx, ledger.Config{DatabaseURL: dbURL, MaxConns: 8, ClaimWriters: 1})
+	store, err := ledger.Open(f.Ctx, ledger.Config{DatabaseURL: dbURL, MaxConns: 8, ClaimWriters: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(store.Close)
-	f.store = store
-	waitFor(t, func() bool { return listening(store) })
-	held = f.provider("held", inv("VCPU", 8))
+	f.Store = store
+	ledgertest.WaitFor(t, func() bool { return ledgertest.Listening(store) })
+	held = f.Provider("held", ledgertest.Inv("VCPU", 8))
 	bf = &batchFixture{fixture: f, store: store, first: make(chan error, 1)}
 	bf.release = holdProvider(t, f, dbURL, held)
 	go func() {
-		bf.first <- store.Allocations.AllocationsReplace(f.ctx, []resources.ConsumerAllocations{newClaim(uuid.NewString(), held, res("VCPU", 1))})
+		bf.first <- store.Allocations.AllocationsReplace(f.Ctx, []resources.ConsumerAllocations{ledgertest.NewClaim(uuid.NewString(), held, ledgertest.Res("VCPU", 1))})
 	}()
 	// The writer has taken the first claim once the queue is empty
 	// and a batch was counted.
-	waitFor(t, func() bool { b, _ := claimBatches(store); return b == 1 })
+	ledgertest.WaitFor(t, func() bool { b, _ := claimBatches(store); return b == 1 })
 	return bf, held
 }
 
@@ -84,9 +85,9 @@ func (bf *batchFixture) send(t *testing.T, ws []resources.ConsumerAllocations) [
 	out := make([]chan error, len(ws))
 	for i, w := range ws {
 		out[i] = make(chan error, 1)
-		go func() { out[i] <- bf.store.Allocations.AllocationsReplace(bf.ctx, []resources.ConsumerAllocations{w}) }()
+		go func() { out[i] <- bf.store.Allocations.AllocationsReplace(bf.Ctx, []resources.ConsumerAllocations{w}) }()
 	}
-	waitFor(t, func() bool { return queuedClaims(bf.store) == queued+len(ws) })
+	ledgertest.WaitFor(t, func() bool { return queuedClaims(bf.store) == queued+len(ws) })
 	return out
 }
 
@@ -97,12 +98,12 @@ func (bf *batchFixture) send(t *testing.T, ws []resources.ConsumerAllocations) [
 // applies the five writes in commit order, with no reload.
 func TestClaimBatchCommitsQueuedClaimsTogether(t *testing.T) {
 	bf, held := newBatchFixture(t)
-	rp := bf.provider("rp", inv("VCPU", 5), inv("MEMORY_MB", 64))
+	rp := bf.Provider("rp", ledgertest.Inv("VCPU", 5), ledgertest.Inv("MEMORY_MB", 64))
 	bf.summaryBy(rp, "MEMORY_MB") // load the snapshot
-	bf.known([]string{"batch-project"}, []string{"batch-user"}, nil)
+	bf.Known([]string{"batch-project"}, []string{"batch-user"}, nil)
 	var ws []resources.ConsumerAllocations
 	for range 8 {
-		w := newClaim(uuid.NewString(), rp, res("VCPU", 1))
+		w := ledgertest.NewClaim(uuid.NewString(), rp, ledgertest.Res("VCPU", 1))
 		w.ProjectID, w.UserID = "batch-project", "batch-user" // shared by the batch
 		ws = append(ws, w)
 	}
@@ -118,7 +119,7 @@ func TestClaimBatchCommitsQueuedClaimsTogether(t *testing.T) {
 		case err == nil:
 			written++
 		default:
-			if le := rejection(t, err, fault.ErrConflict); !strings.Contains(le.Msg, "would exceed the capacity") {
+			if le := ledgertest.Rejection(t, err, fault.ErrConflict); !strings.Contains(le.Msg, "would exceed the capacity") {
 				t.Errorf("refused claim: %v", le)
 			}
 		}
@@ -126,16 +127,16 @@ func TestClaimBatchCommitsQueuedClaimsTogether(t *testing.T) {
 	if written != 5 {
 		t.Fatalf("%d claims written, want 5", written)
 	}
-	if u := bf.usages(rp); u.Usages["VCPU"] != 5 || u.Generation != 1+5 {
+	if u := bf.Usages(rp); u.Usages["VCPU"] != 5 || u.Generation != 1+5 {
 		t.Fatalf("provider after the batch: %+v, want VCPU 5 at generation 6", u)
 	}
 	if n := snapshotStale(bf.store); n != 0 {
 		t.Fatalf("%d providers dirty after the batch, want its writes applied", n)
 	}
-	if s := bf.summaryBy(rp, "MEMORY_MB"); s.Generation != 6 || used(s, "VCPU") != 5 {
+	if s := bf.summaryBy(rp, "MEMORY_MB"); s.Generation != 6 || ledgertest.Used(s, "VCPU") != 5 {
 		t.Fatalf("snapshot after the batch: %+v, want VCPU 5 used at generation 6", s)
 	}
-	if u := bf.usages(held); u.Usages["VCPU"] != 1 {
+	if u := bf.Usages(held); u.Usages["VCPU"] != 1 {
 		t.Fatalf("held provider: %+v, want VCPU 1", u)
 	}
 	if batches, claims := claimBatches(bf.store); batches != 2 || claims != 9 {
@@ -151,8 +152,8 @@ func (bf *batchFixture) sendInOrder(t *testing.T, ws []resources.ConsumerAllocat
 	out := make([]chan error, len(ws))
 	for i, w := range ws {
 		out[i] = make(chan error, 1)
-		go func() { out[i] <- bf.store.Allocations.AllocationsReplace(bf.ctx, []resources.ConsumerAllocations{w}) }()
-		waitFor(t, func() bool { return queuedClaims(bf.store) == queued+i+1 })
+		go func() { out[i] <- bf.store.Allocations.AllocationsReplace(bf.Ctx, []resources.ConsumerAllocations{w}) }()
+		ledgertest.WaitFor(t, func() bool { return queuedClaims(bf.store) == queued+i+1 })
 	}
 	return out
 }
@@ -167,19 +168,19 @@ func (bf *batchFixture) sendInOrder(t *testing.T, ws []resources.ConsumerAllocat
 // provider full, its generation bumped once per claim written.
 func TestClaimBatchRefusalsInTheMiddle(t *testing.T) {
 	bf, _ := newBatchFixture(t)
-	rp := bf.provider("rp", inv("VCPU", 5), inv("MEMORY_MB", 64))
-	other := bf.provider("other", inv("VCPU", 5))
+	rp := bf.Provider("rp", ledgertest.Inv("VCPU", 5), ledgertest.Inv("MEMORY_MB", 64))
+	other := bf.Provider("other", ledgertest.Inv("VCPU", 5))
 	bf.summaryBy(rp, "MEMORY_MB") // load the snapshot
-	bf.known([]string{"batch-project"}, []string{"batch-user"}, nil)
+	bf.Known([]string{"batch-project"}, []string{"batch-user"}, nil)
 	claim := func(rp string, r engine.ResourceAmount) resources.ConsumerAllocations {
-		w := newClaim(uuid.NewString(), rp, r)
+		w := ledgertest.NewClaim(uuid.NewString(), rp, r)
 		w.ProjectID, w.UserID = "batch-project", "batch-user" // shared by the batch
 		return w
 	}
 	ws := []resources.ConsumerAllocations{
-		claim(rp, res("VCPU", 1)), claim(rp, res("VCPU", 2)), claim(rp, res("VCPU", 3)),
-		claim(rp, res("VCPU", 1)), claim(rp, res("CUSTOM_NO_SUCH_CLASS", 1)), claim(rp, res("VCPU", 2)),
-		claim(rp, res("VCPU", 1)), claim(other, res("VCPU", 1)),
+		claim(rp, ledgertest.Res("VCPU", 1)), claim(rp, ledgertest.Res("VCPU", 2)), claim(rp, ledgertest.Res("VCPU", 3)),
+		claim(rp, ledgertest.Res("VCPU", 1)), claim(rp, ledgertest.Res("CUSTOM_NO_SUCH_CLASS", 1)), claim(rp, ledgertest.Res("VCPU", 2)),
+		claim(rp, ledgertest.Res("VCPU", 1)), claim(other, ledgertest.Res("VCPU", 1)),
 	}
 	answers := bf.sendInOrder(t, ws)
 	bf.release()
@@ -190,11 +191,11 @@ func TestClaimBatchRefusalsInTheMiddle(t *testing.T) {
 		err := <-a
 		switch i + 1 {
 		case 3, 6:
-			if le := rejection(t, err, fault.ErrConflict); !strings.Contains(le.Msg, "would exceed the capacity") {
+			if le := ledgertest.Rejection(t, err, fault.ErrConflict); !strings.Contains(le.Msg, "would exceed the capacity") {
 				t.Errorf("claim %d: %v, want no room", i+1, le)
 			}
 		case 5:
-			if le := rejection(t, err, fault.ErrInvalid); !strings.Contains(le.Msg, "No such resource class") {
+			if le := ledgertest.Rejection(t, err, fault.ErrInvalid); !strings.Contains(le.Msg, "No such resource class") {
 				t.Errorf("claim 5: %v, want an unknown class", le)
 			}
 		default:
@@ -204,7 +205,7 @@ func TestClaimBatchRefusalsInTheMiddle(t *testing.T) {
 		}
 	}
 	for i, w := range ws {
-		got, err := bf.store.Allocations.AllocationsByConsumer(bf.ctx, w.ConsumerUUID)
+		got, err := bf.store.Allocations.AllocationsByConsumer(bf.Ctx, w.ConsumerUUID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -216,16 +217,16 @@ func TestClaimBatchRefusalsInTheMiddle(t *testing.T) {
 			t.Errorf("claim %d holds %+v, want %d allocation of %v", i+1, got.Allocations, want, w.Allocations[0].Resources)
 		}
 	}
-	if u := bf.usages(rp); u.Usages["VCPU"] != 5 || u.Generation != 1+4 {
+	if u := bf.Usages(rp); u.Usages["VCPU"] != 5 || u.Generation != 1+4 {
 		t.Fatalf("provider after the batch: %+v, want VCPU 5 at generation 5", u)
 	}
-	if u := bf.usages(other); u.Usages["VCPU"] != 1 || u.Generation != 1+1 {
+	if u := bf.Usages(other); u.Usages["VCPU"] != 1 || u.Generation != 1+1 {
 		t.Fatalf("other provider after the batch: %+v, want VCPU 1 at generation 2", u)
 	}
 	if n := snapshotStale(bf.store); n != 0 {
 		t.Fatalf("%d providers dirty after the batch, want its writes applied", n)
 	}
-	if s := bf.summaryBy(rp, "MEMORY_MB"); s.Generation != 5 || used(s, "VCPU") != 5 {
+	if s := bf.summaryBy(rp, "MEMORY_MB"); s.Generation != 5 || ledgertest.Used(s, "VCPU") != 5 {
 		t.Fatalf("snapshot after the batch: %+v, want VCPU 5 used at generation 5", s)
 	}
 	if batches, claims := claimBatches(bf.store); batches != 2 || claims != 9 {
@@ -243,9 +244,9 @@ func TestClaimBatchRefusalsInTheMiddle(t *testing.T) {
 // refused with the general path's error and leaves no user behind.
 func TestClaimBatchNewNames(t *testing.T) {
 	bf, _ := newBatchFixture(t)
-	rp := bf.provider("rp", inv("VCPU", 4))
+	rp := bf.Provider("rp", ledgertest.Inv("VCPU", 4))
 	claim := func(project, user string, vcpu int64) resources.ConsumerAllocations {
-		w := newClaim(uuid.NewString(), rp, res("VCPU", vcpu))
+		w := ledgertest.NewClaim(uuid.NewString(), rp, ledgertest.Res("VCPU", vcpu))
 		w.ProjectID, w.UserID = project, user
 		return w
 	}
@@ -261,18 +262,18 @@ func TestClaimBatchNewNames(t *testing.T) {
 	for i, a := range answers {
 		err := <-a
 		if i == 3 {
-			if le := rejection(t, err, fault.ErrConflict); !strings.Contains(le.Msg, "would exceed the capacity") {
+			if le := ledgertest.Rejection(t, err, fault.ErrConflict); !strings.Contains(le.Msg, "would exceed the capacity") {
 				t.Errorf("claim 4: %v, want no room", le)
 			}
 		} else if err != nil {
 			t.Errorf("claim %d: %v, want it written", i+1, err)
 		}
 	}
-	if u := bf.usages(rp); u.Usages["VCPU"] != 4 {
+	if u := bf.Usages(rp); u.Usages["VCPU"] != 4 {
 		t.Fatalf("provider after the batch: %+v, want VCPU 4", u)
 	}
 	var users int
-	if err := bf.db.QueryRow(bf.ctx, `SELECT count(*) FROM users WHERE external_id = 'new-user'`).Scan(&users); err != nil {
+	if err := bf.DB.QueryRow(bf.Ctx, `SELECT count(*) FROM users WHERE external_id = 'new-user'`).Scan(&users); err != nil {
 		t.Fatal(err)
 	}
 	if users != 0 {
@@ -290,10 +291,10 @@ func TestClaimBatchNewNames(t *testing.T) {
 // consumer, and the claim queued after them is written.
 func TestClaimBatchSameConsumerTwice(t *testing.T) {
 	bf, _ := newBatchFixture(t)
-	rp := bf.provider("rp", inv("VCPU", 8))
+	rp := bf.Provider("rp", ledgertest.Inv("VCPU", 8))
 	consumer := uuid.NewString()
 	ws := []resources.ConsumerAllocations{
-		newClaim(consumer, rp, res("VCPU", 1)), newClaim(consumer, rp, res("VCPU", 2)), newClaim(uuid.NewString(), rp, res("VCPU", 4)),
+		ledgertest.NewClaim(consumer, rp, ledgertest.Res("VCPU", 1)), ledgertest.NewClaim(consumer, rp, ledgertest.Res("VCPU", 2)), ledgertest.NewClaim(uuid.NewString(), rp, ledgertest.Res("VCPU", 4)),
 	}
 	answers := bf.sendInOrder(t, ws)
 	bf.release()
@@ -303,18 +304,18 @@ func TestClaimBatchSameConsumerTwice(t *testing.T) {
 	if err := <-answers[0]; err != nil {
 		t.Fatalf("first claim of the consumer: %v", err)
 	}
-	rejection(t, <-answers[1], fault.ErrConflict)
+	ledgertest.Rejection(t, <-answers[1], fault.ErrConflict)
 	if err := <-answers[2]; err != nil {
 		t.Fatalf("claim after them: %v", err)
 	}
-	got, err := bf.store.Allocations.AllocationsByConsumer(bf.ctx, consumer)
+	got, err := bf.store.Allocations.AllocationsByConsumer(bf.Ctx, consumer)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(got.Allocations) != 1 || got.Allocations[0].Used != 1 {
 		t.Fatalf("consumer holds %+v, want VCPU 1", got.Allocations)
 	}
-	if u := bf.usages(rp); u.Usages["VCPU"] != 5 {
+	if u := bf.Usages(rp); u.Usages["VCPU"] != 5 {
 		t.Fatalf("provider: %+v, want VCPU 5", u)
 	}
 }
@@ -325,12 +326,12 @@ func TestClaimBatchSameConsumerTwice(t *testing.T) {
 // the bad one gets the error it gets alone, having written nothing.
 func TestClaimBatchFailureSendsAlone(t *testing.T) {
 	bf, _ := newBatchFixture(t)
-	rp := bf.provider("rp", inv("VCPU", 8))
+	rp := bf.Provider("rp", ledgertest.Inv("VCPU", 8))
 	var ws []resources.ConsumerAllocations
 	for range 4 {
-		ws = append(ws, newClaim(uuid.NewString(), rp, res("VCPU", 1)))
+		ws = append(ws, ledgertest.NewClaim(uuid.NewString(), rp, ledgertest.Res("VCPU", 1)))
 	}
-	bad := newClaim(uuid.NewString(), rp, res("VCPU", 1))
+	bad := ledgertest.NewClaim(uuid.NewString(), rp, ledgertest.Res("VCPU", 1))
 	bad.Name = "bad\x00name"
 	ws = append(ws[:2], append([]resources.ConsumerAllocations{bad}, ws[2:]...)...)
 	answers := bf.send(t, ws)
@@ -351,10 +352,10 @@ func TestClaimBatchFailureSendsAlone(t *testing.T) {
 			t.Errorf("claim %d: %v", i, err)
 		}
 	}
-	if u := bf.usages(rp); u.Usages["VCPU"] != 4 {
+	if u := bf.Usages(rp); u.Usages["VCPU"] != 4 {
 		t.Fatalf("provider after the batch: %+v, want VCPU 4", u)
 	}
-	got, err := bf.store.Allocations.AllocationsByConsumer(bf.ctx, bad.ConsumerUUID)
+	got, err := bf.store.Allocations.AllocationsByConsumer(bf.Ctx, bad.ConsumerUUID)
 	if err != nil && !errors.Is(err, fault.ErrNotFound) {
 		t.Fatal(err)
 	}
@@ -363,30 +364,20 @@ func TestClaimBatchFailureSendsAlone(t *testing.T) {
 	}
 }
 
-// used is what summary s says is used of class.
-func used(s engine.ProviderSummary, class string) int64 {
-	for _, r := range s.Resources {
-		if r.ResourceClass == class {
-			return r.Used
-		}
-	}
-	return -1
-}
-
 // TestClaimBatchSkipsAbandonedClaims queues a claim whose caller gives
 // up while the writer is busy: it is never sent, its caller gets its
 // context's error, and the claims queued with it are written.
 func TestClaimBatchSkipsAbandonedClaims(t *testing.T) {
 	bf, _ := newBatchFixture(t)
-	rp := bf.provider("rp", inv("VCPU", 8))
-	ctx, cancel := context.WithCancel(bf.ctx)
-	gone := newClaim(uuid.NewString(), rp, res("VCPU", 1))
+	rp := bf.Provider("rp", ledgertest.Inv("VCPU", 8))
+	ctx, cancel := context.WithCancel(bf.Ctx)
+	gone := ledgertest.NewClaim(uuid.NewString(), rp, ledgertest.Res("VCPU", 1))
 	abandoned := make(chan error, 1)
 	go func() {
 		abandoned <- bf.store.Allocations.AllocationsReplace(ctx, []resources.ConsumerAllocations{gone})
 	}()
-	waitFor(t, func() bool { return queuedClaims(bf.store) == 1 })
-	kept := bf.send(t, []resources.ConsumerAllocations{newClaim(uuid.NewString(), rp, res("VCPU", 2))})
+	ledgertest.WaitFor(t, func() bool { return queuedClaims(bf.store) == 1 })
+	kept := bf.send(t, []resources.ConsumerAllocations{ledgertest.NewClaim(uuid.NewString(), rp, ledgertest.Res("VCPU", 2))})
 	cancel()
 	bf.release()
 	if err := <-bf.first; err != nil {
@@ -398,7 +389,7 @@ func TestClaimBatchSkipsAbandonedClaims(t *testing.T) {
 	if err := <-kept[0]; err != nil {
 		t.Fatalf("claim queued with it: %v", err)
 	}
-	if u := bf.usages(rp); u.Usages["VCPU"] != 2 {
+	if u := bf.Usages(rp); u.Usages["VCPU"] != 2 {
 		t.Fatalf("provider: %+v, want VCPU 2 (the abandoned claim not written)", u)
 	}
 }
@@ -406,17 +397,17 @@ func TestClaimBatchSkipsAbandonedClaims(t *testing.T) {
 // summaryBy returns what the snapshot says of one provider, found as a
 // candidate for one unit of class.
 func (f *fixture) summaryBy(rp, class string) engine.ProviderSummary {
-	f.t.Helper()
-	c, err := f.store.Snapshots.AllocationCandidates(f.ctx, engine.CandidatesParams{NestedAware: true,
+	f.T.Helper()
+	c, err := f.Store.Snapshots.AllocationCandidates(f.Ctx, engine.CandidatesParams{NestedAware: true,
 		Groups: []engine.RequestGroup{{Resources: []engine.ResourceAmount{{Class: class, Amount: 1}}}}})
 	if err != nil {
-		f.t.Fatal(err)
+		f.T.Fatal(err)
 	}
 	for _, s := range c.Summaries {
 		if s.UUID == rp {
 			return s
 		}
 	}
-	f.t.Fatalf("provider %s not in the candidates", rp)
+	f.T.Fatalf("provider %s not in the candidates", rp)
 	return engine.ProviderSummary{}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/berthd/berth/internal/fault"
 	"github.com/berthd/berth/ledger/engine"
+	"github.com/berthd/berth/ledger/ledgertest"
 	"github.com/berthd/berth/ledger/resources"
 )
 
@@ -32,13 +33,13 @@ type holding struct {
 // say; the project's usage counters (resources/quota_check.go) are exact.
 func TestConcurrentAllocationsNeverOvercommit(t *testing.T) {
 	f := newFixture(t)
-	mem := inv("MEMORY_MB", 8192)
+	mem := ledgertest.Inv("MEMORY_MB", 8192)
 	mem.StepSize = 256
 	mem.MaxUnit = 2048
 	providers := []string{
-		f.provider("a", inv("VCPU", 40)),
-		f.provider("b", inv("VCPU", 32), mem),
-		f.provider("c", inv("DISK_GB", 250)),
+		f.Provider("a", ledgertest.Inv("VCPU", 40)),
+		f.Provider("b", ledgertest.Inv("VCPU", 32), mem),
+		f.Provider("c", ledgertest.Inv("DISK_GB", 250)),
 	}
 	classes := map[string][]string{
 		providers[0]: {"VCPU"},
@@ -159,9 +160,9 @@ func TestConcurrentAllocationsNeverOvercommit(t *testing.T) {
 				return
 			default:
 			}
-			i := inv("VCPU", 40)
+			i := ledgertest.Inv("VCPU", 40)
 			i.Reserved = int64(r.IntN(30))
-			_, err := f.store.Providers.InventoryUpdate(f.ctx, resources.InventoryParams{ProviderUUID: providers[0]}, i)
+			_, err := f.Store.Providers.InventoryUpdate(f.Ctx, resources.InventoryParams{ProviderUUID: providers[0]}, i)
 			var le *fault.Error
 			switch {
 			case err == nil:
@@ -187,7 +188,7 @@ func TestConcurrentAllocationsNeverOvercommit(t *testing.T) {
 			default:
 			}
 			var over int
-			if err := f.db.QueryRow(f.ctx, `
+			if err := f.DB.QueryRow(f.Ctx, `
 				SELECT count(*) FROM inventories i
 				WHERE i.resource_provider_id <> (SELECT id FROM resource_providers WHERE uuid = $1)
 				  AND (SELECT COALESCE(sum(used), 0) FROM allocations a
@@ -215,7 +216,7 @@ func TestConcurrentAllocationsNeverOvercommit(t *testing.T) {
 				switch op := r.IntN(10); {
 				case op < 6: // PUT one consumer
 					allocs := randomAllocs(r)
-					err := f.store.Allocations.AllocationsReplace(f.ctx, []resources.ConsumerAllocations{toWrite(c[0], m[0], allocs)})
+					err := f.Store.Allocations.AllocationsReplace(f.Ctx, []resources.ConsumerAllocations{toWrite(c[0], m[0], allocs)})
 					if err == nil {
 						bump(func(b map[string]bool) { accept(m[0], allocs, b) })
 						accepted.Add(1)
@@ -225,7 +226,7 @@ func TestConcurrentAllocationsNeverOvercommit(t *testing.T) {
 				case op < 9: // POST: move consumer 0's allocations to consumer 1
 					moved := randomAllocs(r)
 					ws := []resources.ConsumerAllocations{toWrite(c[0], m[0], nil), toWrite(c[1], m[1], moved)}
-					err := f.store.Allocations.AllocationsReplace(f.ctx, ws)
+					err := f.Store.Allocations.AllocationsReplace(f.Ctx, ws)
 					if err == nil {
 						bump(func(b map[string]bool) {
 							accept(m[0], nil, b)
@@ -236,7 +237,7 @@ func TestConcurrentAllocationsNeverOvercommit(t *testing.T) {
 						refused.Add(1)
 					}
 				default: // DELETE consumer 1
-					err := f.store.Allocations.AllocationsDelete(f.ctx, c[1])
+					err := f.Store.Allocations.AllocationsDelete(f.Ctx, c[1])
 					switch {
 					case err == nil:
 						if m[1].gen == nil {
@@ -282,7 +283,7 @@ func TestConcurrentAllocationsNeverOvercommit(t *testing.T) {
 		}
 	}
 	for i, rp := range providers {
-		u := f.usages(rp)
+		u := f.Usages(rp)
 		for class, n := range want[rp] {
 			if u.Usages[class] != n {
 				t.Errorf("provider %d %s: usage %d, want %d", i, class, u.Usages[class], n)
@@ -291,7 +292,7 @@ func TestConcurrentAllocationsNeverOvercommit(t *testing.T) {
 		if u.Generation != provGen[i].Load() {
 			t.Errorf("provider %d: generation %d, want %d", i, u.Generation, provGen[i].Load())
 		}
-		pi, err := f.store.Providers.InventoryList(f.ctx, rp)
+		pi, err := f.Store.Providers.InventoryList(f.Ctx, rp)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -303,13 +304,13 @@ func TestConcurrentAllocationsNeverOvercommit(t *testing.T) {
 			}
 		}
 	}
-	if pi, _ := f.store.Providers.InventoryList(f.ctx, providers[0]); pi.Inventories[0].Reserved != reservedA.Load() {
+	if pi, _ := f.Store.Providers.InventoryList(f.Ctx, providers[0]); pi.Inventories[0].Reserved != reservedA.Load() {
 		t.Errorf("provider a reserved %d, want the last accepted %d", pi.Inventories[0].Reserved, reservedA.Load())
 	}
 	// Each consumer holds what its model says, at the generation it says.
 	for w := range writers {
 		for k, h := range models[w] {
-			got, err := f.store.Allocations.AllocationsByConsumer(f.ctx, consumers[w][k])
+			got, err := f.Store.Allocations.AllocationsByConsumer(f.Ctx, consumers[w][k])
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -71,7 +71,7 @@ func TestProviderWritesFastAsGeneral(t *testing.T) {
 func newLoggedStore(t *testing.T) (*ledger.Store, *bytes.Buffer, string) {
 	t.Helper()
 	var log bytes.Buffer
-	url := newTestDB(t)
+	url := ledgertest.NewDB(t)
 	s, err := ledger.Open(context.Background(), ledger.Config{DatabaseURL: url, MaxConns: 4,
 		AcquireTimeout: ledgertest.AcquireTimeout, Logger: slog.New(slog.NewTextHandler(&log, nil))})
 	if err != nil {
@@ -176,15 +176,15 @@ func runProviderScript(t *testing.T, s *ledger.Store, dbURL string) []string {
 	vcpu := func(total int64) engine.Inventory { return resources.DefaultInventory("VCPU", total) }
 	mem := engine.Inventory{ResourceClass: "MEMORY_MB", Total: 4096, Reserved: 512, MinUnit: 16, MaxUnit: 2048, StepSize: 16, AllocationRatio: 1.5}
 	disk := resources.DefaultInventory("DISK_GB", 100)
-	putInv(a, gen(0), false, vcpu(8), mem, disk)
-	putInv(a, gen(0), false, vcpu(8))                                                      // stale generation
+	putInv(a, ledgertest.Gen(0), false, vcpu(8), mem, disk)
+	putInv(a, ledgertest.Gen(0), false, vcpu(8))                                           // stale generation
 	putInv(a, generation(a), false, vcpu(8), resources.DefaultInventory("CUSTOM_NOPE", 1)) // no such class
 	putInv(a, generation(a), false, engine.Inventory{ResourceClass: "VCPU", Total: 4, Reserved: 4, MinUnit: 1, MaxUnit: 4, StepSize: 1, AllocationRatio: 1})
 	putInv(a, generation(a), true, engine.Inventory{ResourceClass: "VCPU", Total: 4, Reserved: 4, MinUnit: 1, MaxUnit: 4, StepSize: 1, AllocationRatio: 1}, mem, disk)
-	putInv(missing, gen(0), false, vcpu(1))
+	putInv(missing, ledgertest.Gen(0), false, vcpu(1))
 	putInv(strings.ToUpper(a), generation(a), false, vcpu(8), mem, disk) // not the stored spelling: not found, as in Placement
 	putInv(a, generation(a), false, vcpu(8), mem, disk)
-	putInv("not-a-uuid", gen(0), false, vcpu(1))
+	putInv("not-a-uuid", ledgertest.Gen(0), false, vcpu(1))
 	putInv(b, nil, false, disk, vcpu(2)) // no generation to check
 	if err := s.Allocations.AllocationsReplace(ctx, []resources.ConsumerAllocations{{
 		ConsumerUUID: "e0000000-0000-4000-8000-00000000000e", ProjectID: "p", UserID: "u",
@@ -204,14 +204,14 @@ func runProviderScript(t *testing.T, s *ledger.Store, dbURL string) []string {
 
 	// Aggregates.
 	putAggs(a, generation(a), agg1, agg2)
-	putAggs(a, gen(0), agg1)               // stale generation
+	putAggs(a, ledgertest.Gen(0), agg1)    // stale generation
 	putAggs(a, nil, strings.ToUpper(agg2)) // before 1.19: no generation
 	putAggs(a, generation(a))              // none
 	putAggs(a, generation(a), agg2, agg1)
-	putAggs(missing, gen(0), agg1)
+	putAggs(missing, ledgertest.Gen(0), agg1)
 	putAggs(strings.ToUpper(a), generation(a), agg1) // not the stored spelling
 	putAggs(a, generation(a), "not-a-uuid")
-	putAggs(missing, gen(0), "not-a-uuid")
+	putAggs(missing, ledgertest.Gen(0), "not-a-uuid")
 	putAggs(b, generation(b), agg2)
 	// Aggregates the fast path's Store has seen written, gone since (as
 	// after berth import --replace): they are created again.
@@ -277,8 +277,8 @@ var stamp = regexp.MustCompile(`\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(\.\d+)? [+-]\d{4}
 // nor usage exceed capacity.
 func TestInventoriesReplaceRacesClaims(t *testing.T) {
 	f := newFixture(t)
-	rp := f.provider("racy", inv("VCPU", 64), inv("DISK_GB", 64))
-	ctx, cancel := context.WithTimeout(f.ctx, 10*time.Second)
+	rp := f.Provider("racy", ledgertest.Inv("VCPU", 64), ledgertest.Inv("DISK_GB", 64))
+	ctx, cancel := context.WithTimeout(f.Ctx, 10*time.Second)
 	defer cancel()
 	var wg sync.WaitGroup
 	var removed, refused, claimed atomic.Int64
@@ -292,11 +292,11 @@ func TestInventoriesReplaceRacesClaims(t *testing.T) {
 				return
 			default:
 			}
-			invs := []engine.Inventory{inv("VCPU", 64)}
+			invs := []engine.Inventory{ledgertest.Inv("VCPU", 64)}
 			if i%2 == 1 {
-				invs = append(invs, inv("DISK_GB", 64))
+				invs = append(invs, ledgertest.Inv("DISK_GB", 64))
 			}
-			_, err := f.store.Providers.InventoriesReplace(ctx, resources.InventoryParams{ProviderUUID: rp}, invs)
+			_, err := f.Store.Providers.InventoriesReplace(ctx, resources.InventoryParams{ProviderUUID: rp}, invs)
 			switch {
 			case err == nil && len(invs) == 1:
 				removed.Add(1)
@@ -320,13 +320,13 @@ func TestInventoriesReplaceRacesClaims(t *testing.T) {
 				default:
 				}
 				consumer := md5Text(fmt.Sprint("racer", w, "-", i))
-				err := f.store.Allocations.AllocationsReplace(ctx, []resources.ConsumerAllocations{
-					alloc(consumer, rp, res("VCPU", 1), res("DISK_GB", 1))})
+				err := f.Store.Allocations.AllocationsReplace(ctx, []resources.ConsumerAllocations{
+					ledgertest.Alloc(consumer, rp, ledgertest.Res("VCPU", 1), ledgertest.Res("DISK_GB", 1))})
 				if err != nil {
 					continue // no DISK_GB at the moment
 				}
 				claimed.Add(1)
-				if err := f.store.Allocations.AllocationsDelete(ctx, consumer); err != nil {
+				if err := f.Store.Allocations.AllocationsDelete(ctx, consumer); err != nil {
 					t.Errorf("delete: %v", err)
 					return
 				}
@@ -337,7 +337,7 @@ func TestInventoriesReplaceRacesClaims(t *testing.T) {
 	var broken error
 	for time.Now().Before(deadline) && broken == nil && !t.Failed() {
 		var orphans, over int
-		if err := f.db.QueryRow(f.ctx, `
+		if err := f.DB.QueryRow(f.Ctx, `
 			SELECT
 			  (SELECT count(*) FROM allocations a WHERE NOT EXISTS (
 			     SELECT 1 FROM inventories i

@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/berthd/berth/internal/fault"
-	"github.com/berthd/berth/ledger"
 	"github.com/berthd/berth/ledger/engine"
+	"github.com/berthd/berth/ledger/ledgertest"
 	"github.com/berthd/berth/ledger/resources"
 )
 
@@ -32,15 +32,6 @@ func wantError(t *testing.T, err error, kind error, code, substr string) {
 	}
 }
 
-func mustCreate(t *testing.T, s *ledger.Store, name, uuid, parent string) engine.Provider {
-	t.Helper()
-	p, err := s.Providers.ProviderCreate(context.Background(), resources.ProviderCreateParams{UUID: uuid, Name: name, ParentUUID: parent})
-	if err != nil {
-		t.Fatalf("create %s: %v", name, err)
-	}
-	return p
-}
-
 const (
 	uuidA = "aaaaaaaa-0000-4000-8000-000000000001"
 	uuidB = "bbbbbbbb-0000-4000-8000-000000000002"
@@ -53,7 +44,7 @@ func TestProviderCreateAndGet(t *testing.T) {
 	ctx := context.Background()
 
 	// A dashless, upper-case uuid is stored in canonical form.
-	p := mustCreate(t, s, "a", strings.ToUpper(strings.ReplaceAll(uuidA, "-", "")), "")
+	p := ledgertest.MustCreate(t, s, "a", strings.ToUpper(strings.ReplaceAll(uuidA, "-", "")), "")
 	if p.UUID != uuidA || p.RootUUID != uuidA || p.ParentUUID != "" || p.Generation != 0 {
 		t.Errorf("created %+v", p)
 	}
@@ -70,7 +61,7 @@ func TestProviderCreateAndGet(t *testing.T) {
 	_, err = s.Providers.ProviderCreate(ctx, resources.ProviderCreateParams{UUID: strings.ReplaceAll(uuidA, "-", ""), Name: "other"})
 	wantError(t, err, fault.ErrConflict, fault.CodeDuplicateName, "Conflicting resource provider uuid: "+uuidA+" already exists")
 
-	gen := mustCreate(t, s, "generated", "", "")
+	gen := ledgertest.MustCreate(t, s, "generated", "", "")
 	if len(gen.UUID) != 36 {
 		t.Errorf("generated uuid %q", gen.UUID)
 	}
@@ -93,9 +84,9 @@ func TestProviderCreateAndGet(t *testing.T) {
 func TestProviderCreateChild(t *testing.T) {
 	s, _ := newTestStore(t)
 	ctx := context.Background()
-	mustCreate(t, s, "root", uuidA, "")
-	child := mustCreate(t, s, "child", uuidB, uuidA)
-	grandchild := mustCreate(t, s, "grandchild", uuidC, uuidB)
+	ledgertest.MustCreate(t, s, "root", uuidA, "")
+	child := ledgertest.MustCreate(t, s, "child", uuidB, uuidA)
+	grandchild := ledgertest.MustCreate(t, s, "grandchild", uuidC, uuidB)
 	if child.ParentUUID != uuidA || child.RootUUID != uuidA {
 		t.Errorf("child %+v", child)
 	}
@@ -113,10 +104,10 @@ func TestProviderCreateChild(t *testing.T) {
 func TestProviderUpdate(t *testing.T) {
 	s, _ := newTestStore(t)
 	ctx := context.Background()
-	mustCreate(t, s, "parent", uuidA, "")
-	mustCreate(t, s, "child", uuidB, "")
-	mustCreate(t, s, "grandchild", uuidC, uuidB)
-	mustCreate(t, s, "other", uuidD, "")
+	ledgertest.MustCreate(t, s, "parent", uuidA, "")
+	ledgertest.MustCreate(t, s, "child", uuidB, "")
+	ledgertest.MustCreate(t, s, "grandchild", uuidC, uuidB)
+	ledgertest.MustCreate(t, s, "other", uuidD, "")
 	name := func(n string) *string { return &n }
 	update := func(uuid string, p resources.ProviderUpdateParams) (engine.Provider, error) {
 		return s.Providers.ProviderUpdate(ctx, uuid, p)
@@ -181,8 +172,8 @@ func TestProviderUpdate(t *testing.T) {
 func TestProviderDelete(t *testing.T) {
 	s, exec := newTestStore(t)
 	ctx := context.Background()
-	root := mustCreate(t, s, "root", uuidA, "")
-	child := mustCreate(t, s, "child", uuidB, uuidA)
+	root := ledgertest.MustCreate(t, s, "root", uuidA, "")
+	child := ledgertest.MustCreate(t, s, "child", uuidB, uuidA)
 
 	err := s.Providers.ProviderDelete(ctx, uuidA)
 	wantError(t, err, fault.ErrConflict, fault.CodeProviderCannotDelete,
@@ -226,11 +217,11 @@ func TestProviderReparentConcurrently(t *testing.T) {
 	ctx := context.Background()
 	roots := []string{uuidA, uuidB}
 	for i, u := range roots {
-		mustCreate(t, s, "root"+string(rune('0'+i)), u, "")
+		ledgertest.MustCreate(t, s, "root"+string(rune('0'+i)), u, "")
 	}
 	var kids []string
 	for i := 0; i < 6; i++ {
-		kids = append(kids, mustCreate(t, s, "kid"+string(rune('0'+i)), "", roots[i%2]).UUID)
+		kids = append(kids, ledgertest.MustCreate(t, s, "kid"+string(rune('0'+i)), "", roots[i%2]).UUID)
 	}
 	var wg sync.WaitGroup
 	for i, kid := range kids {

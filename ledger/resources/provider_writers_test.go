@@ -11,6 +11,7 @@ import (
 	"github.com/berthd/berth/internal/fault"
 	"github.com/berthd/berth/ledger"
 	"github.com/berthd/berth/ledger/engine"
+	"github.com/berthd/berth/ledger/ledgertest"
 	"github.com/berthd/berth/ledger/resources"
 )
 
@@ -27,23 +28,23 @@ type groupFixture struct {
 
 func newGroupFixture(t *testing.T) *groupFixture {
 	t.Helper()
-	dbURL := newTestDB(t)
+	dbURL := ledgertest.NewDB(t)
 	f := newFixtureOn(t, dbURL)
-	store, err := ledger.Open(f.ctx, ledger.Config{DatabaseURL: dbURL, MaxConns: 8, ProviderWriters: 1})
+	store, err := ledger.Open(f.Ctx, ledger.Config{DatabaseURL: dbURL, MaxConns: 8, ProviderWriters: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(store.Close)
-	f.store = store
+	f.Store = store
 	return &groupFixture{fixture: f, dbURL: dbURL}
 }
 
 // inventories reads rp's inventories and generation.
 func (g *groupFixture) inventories(rp string) resources.ProviderInventories {
-	g.t.Helper()
-	inv, err := g.store.Providers.InventoryList(g.ctx, rp)
+	g.T.Helper()
+	inv, err := g.Store.Providers.InventoryList(g.Ctx, rp)
 	if err != nil {
-		g.t.Fatal(err)
+		g.T.Fatal(err)
 	}
 	return inv
 }
@@ -52,25 +53,25 @@ func (g *groupFixture) inventories(rp string) resources.ProviderInventories {
 // another transaction holds.
 func (g *groupFixture) hold(t *testing.T) {
 	t.Helper()
-	held := g.provider("held")
+	held := g.Provider("held")
 	g.release = holdProvider(t, g.fixture, g.dbURL, held)
-	groups, _ := resources.ProviderGroups(g.store.Providers)
+	groups, _ := resources.ProviderGroups(g.Store.Providers)
 	g.first = make(chan error, 1)
 	go func() {
-		_, _, err := g.store.Providers.ProviderTraitsReplace(g.ctx, held, 0, []string{"HW_CPU_X86_AVX2"})
+		_, _, err := g.Store.Providers.ProviderTraitsReplace(g.Ctx, held, 0, []string{"HW_CPU_X86_AVX2"})
 		g.first <- err
 	}()
-	waitFor(t, func() bool { n, _ := resources.ProviderGroups(g.store.Providers); return n == groups+1 })
+	ledgertest.WaitFor(t, func() bool { n, _ := resources.ProviderGroups(g.Store.Providers); return n == groups+1 })
 }
 
 // queue sends write in a goroutine and waits until it is queued, so that
 // writes queue in the order sent.
 func (g *groupFixture) queue(t *testing.T, write func() error) chan error {
 	t.Helper()
-	queued := resources.QueuedProviderWrites(g.store.Providers)
+	queued := resources.QueuedProviderWrites(g.Store.Providers)
 	out := make(chan error, 1)
 	go func() { out <- write() }()
-	waitFor(t, func() bool { return resources.QueuedProviderWrites(g.store.Providers) == queued+1 })
+	ledgertest.WaitFor(t, func() bool { return resources.QueuedProviderWrites(g.Store.Providers) == queued+1 })
 	return out
 }
 
@@ -82,40 +83,40 @@ func (g *groupFixture) queue(t *testing.T, write func() error) chan error {
 // not exist) get the general path's answer.
 func TestProviderGroupWritesQueuedWritesTogether(t *testing.T) {
 	g := newGroupFixture(t)
-	a := g.provider("a", inv("VCPU", 8)) // generation 1
-	b := g.provider("b")
-	c := g.provider("c")
-	d := g.provider("d")
-	e := g.provider("e")
+	a := g.Provider("a", ledgertest.Inv("VCPU", 8)) // generation 1
+	b := g.Provider("b")
+	c := g.Provider("c")
+	d := g.Provider("d")
+	e := g.Provider("e")
 	agg := uuid.NewString()
 	fresh := uuid.NewString()
 	g.hold(t)
-	fastBefore := resources.FastWrites(g.store.Providers)
-	groupsBefore, writesBefore := resources.ProviderGroups(g.store.Providers)
+	fastBefore := resources.FastWrites(g.Store.Providers)
+	groupsBefore, writesBefore := resources.ProviderGroups(g.Store.Providers)
 
 	invA := g.queue(t, func() error {
-		_, err := g.store.Providers.InventoriesReplace(g.ctx, resources.InventoryParams{ProviderUUID: a, Generation: gen(1)}, []engine.Inventory{inv("VCPU", 16)})
+		_, err := g.Store.Providers.InventoriesReplace(g.Ctx, resources.InventoryParams{ProviderUUID: a, Generation: ledgertest.Gen(1)}, []engine.Inventory{ledgertest.Inv("VCPU", 16)})
 		return err
 	})
 	staleA := g.queue(t, func() error {
-		_, _, err := g.store.Providers.ProviderTraitsReplace(g.ctx, a, 1, []string{"HW_CPU_X86_AVX2"})
+		_, _, err := g.Store.Providers.ProviderTraitsReplace(g.Ctx, a, 1, []string{"HW_CPU_X86_AVX2"})
 		return err
 	})
 	aggB := g.queue(t, func() error {
-		_, err := g.store.Providers.ProviderAggregatesReplace(g.ctx, b, []string{agg}, resources.AggregatesReplaceParams{Generation: gen(0)})
+		_, err := g.Store.Providers.ProviderAggregatesReplace(g.Ctx, b, []string{agg}, resources.AggregatesReplaceParams{Generation: ledgertest.Gen(0)})
 		return err
 	})
 	create := g.queue(t, func() error {
-		_, err := g.store.Providers.ProviderCreate(g.ctx, resources.ProviderCreateParams{UUID: fresh, Name: "fresh"})
+		_, err := g.Store.Providers.ProviderCreate(g.Ctx, resources.ProviderCreateParams{UUID: fresh, Name: "fresh"})
 		return err
 	})
 	noTrait := g.queue(t, func() error {
-		_, _, err := g.store.Providers.ProviderTraitsReplace(g.ctx, c, 0, []string{"CUSTOM_NO_SUCH_TRAIT"})
+		_, _, err := g.Store.Providers.ProviderTraitsReplace(g.Ctx, c, 0, []string{"CUSTOM_NO_SUCH_TRAIT"})
 		return err
 	})
-	delD := g.queue(t, func() error { return g.store.Providers.ProviderDelete(g.ctx, d) })
+	delD := g.queue(t, func() error { return g.Store.Providers.ProviderDelete(g.Ctx, d) })
 	invE := g.queue(t, func() error {
-		_, err := g.store.Providers.InventoriesReplace(g.ctx, resources.InventoryParams{ProviderUUID: e, Generation: gen(0)}, []engine.Inventory{inv("DISK_GB", 100)})
+		_, err := g.Store.Providers.InventoriesReplace(g.Ctx, resources.InventoryParams{ProviderUUID: e, Generation: ledgertest.Gen(0)}, []engine.Inventory{ledgertest.Inv("DISK_GB", 100)})
 		return err
 	})
 	g.release()
@@ -128,31 +129,31 @@ func TestProviderGroupWritesQueuedWritesTogether(t *testing.T) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
-	rejection(t, <-staleA, fault.ErrConflict)
+	ledgertest.Rejection(t, <-staleA, fault.ErrConflict)
 	if err := <-noTrait; err == nil {
 		t.Errorf("traits of c with an unknown trait: written, want refused")
 	}
-	groups, writes := resources.ProviderGroups(g.store.Providers)
+	groups, writes := resources.ProviderGroups(g.Store.Providers)
 	if groups-groupsBefore != 1 || writes-writesBefore != 7 {
 		t.Fatalf("writers sent %d groups of %d writes, want 1 of 7", groups-groupsBefore, writes-writesBefore)
 	}
-	if n := resources.FastWrites(g.store.Providers) - fastBefore; n != 1+5 {
+	if n := resources.FastWrites(g.Store.Providers) - fastBefore; n != 1+5 {
 		t.Errorf("%d writes committed by the fast path, want the held one and the 5 that passed their checks", n)
 	}
 
 	if inv := g.inventories(a); inv.Generation != 2 || len(inv.Inventories) != 1 || inv.Inventories[0].Total != 16 {
 		t.Errorf("a after the group: %+v, want VCPU 16 at generation 2", inv)
 	}
-	if _, traits, err := g.store.Providers.ProviderTraits(g.ctx, a); err != nil || len(traits) != 0 {
+	if _, traits, err := g.Store.Providers.ProviderTraits(g.Ctx, a); err != nil || len(traits) != 0 {
 		t.Errorf("traits of a: %v %v, want none", traits, err)
 	}
-	if gen, aggs, err := g.store.Providers.ProviderAggregates(g.ctx, b); err != nil || len(aggs) != 1 || aggs[0] != agg || gen != 1 {
+	if gen, aggs, err := g.Store.Providers.ProviderAggregates(g.Ctx, b); err != nil || len(aggs) != 1 || aggs[0] != agg || gen != 1 {
 		t.Errorf("aggregates of b: %v at %d (%v), want [%s] at 1", aggs, gen, err, agg)
 	}
-	if p, err := g.store.Providers.ProviderGet(g.ctx, fresh); err != nil || p.Name != "fresh" {
+	if p, err := g.Store.Providers.ProviderGet(g.Ctx, fresh); err != nil || p.Name != "fresh" {
 		t.Errorf("created provider: %+v %v", p, err)
 	}
-	if _, err := g.store.Providers.ProviderGet(g.ctx, d); !errors.Is(err, fault.ErrNotFound) {
+	if _, err := g.Store.Providers.ProviderGet(g.Ctx, d); !errors.Is(err, fault.ErrNotFound) {
 		t.Errorf("deleted provider d: %v, want not found", err)
 	}
 	if inv := g.inventories(e); inv.Generation != 1 || len(inv.Inventories) != 1 {
@@ -171,19 +172,19 @@ func TestProviderGroupWritesQueuedWritesTogether(t *testing.T) {
 // conflict.
 func TestProviderGroupFailingStatementSendsWritesAlone(t *testing.T) {
 	g := newGroupFixture(t)
-	a := g.provider("a") // generation 0
+	a := g.Provider("a") // generation 0
 	g.hold(t)
-	groupsBefore, writesBefore := resources.ProviderGroups(g.store.Providers)
+	groupsBefore, writesBefore := resources.ProviderGroups(g.Store.Providers)
 	u1, u2 := uuid.NewString(), uuid.NewString()
 	twin := func(u string) func() error {
 		return func() error {
-			_, err := g.store.Providers.ProviderCreate(g.ctx, resources.ProviderCreateParams{UUID: u, Name: "twin"})
+			_, err := g.Store.Providers.ProviderCreate(g.Ctx, resources.ProviderCreateParams{UUID: u, Name: "twin"})
 			return err
 		}
 	}
 	c1, c2 := g.queue(t, twin(u1)), g.queue(t, twin(u2))
 	invA := g.queue(t, func() error {
-		_, err := g.store.Providers.InventoriesReplace(g.ctx, resources.InventoryParams{ProviderUUID: a, Generation: gen(0)}, []engine.Inventory{inv("VCPU", 4)})
+		_, err := g.Store.Providers.InventoriesReplace(g.Ctx, resources.InventoryParams{ProviderUUID: a, Generation: ledgertest.Gen(0)}, []engine.Inventory{ledgertest.Inv("VCPU", 4)})
 		return err
 	})
 	g.release()
@@ -198,11 +199,11 @@ func TestProviderGroupFailingStatementSendsWritesAlone(t *testing.T) {
 		t.Fatalf("creates of one name: %v and %v, want exactly one written", e1, e2)
 	}
 	if e1 != nil {
-		rejection(t, e1, fault.ErrConflict)
+		ledgertest.Rejection(t, e1, fault.ErrConflict)
 	} else {
-		rejection(t, e2, fault.ErrConflict)
+		ledgertest.Rejection(t, e2, fault.ErrConflict)
 	}
-	groups, writes := resources.ProviderGroups(g.store.Providers)
+	groups, writes := resources.ProviderGroups(g.Store.Providers)
 	if groups-groupsBefore != 1 || writes-writesBefore != 3 {
 		t.Fatalf("writers sent %d groups of %d writes, want 1 of 3", groups-groupsBefore, writes-writesBefore)
 	}
@@ -210,7 +211,7 @@ func TestProviderGroupFailingStatementSendsWritesAlone(t *testing.T) {
 		t.Errorf("a: %+v, want VCPU at generation 1", inv)
 	}
 	var n int
-	if err := g.db.QueryRow(context.Background(), `SELECT count(*) FROM resource_providers WHERE name = 'twin'`).Scan(&n); err != nil || n != 1 {
+	if err := g.DB.QueryRow(context.Background(), `SELECT count(*) FROM resource_providers WHERE name = 'twin'`).Scan(&n); err != nil || n != 1 {
 		t.Errorf("providers named twin: %d (%v), want 1", n, err)
 	}
 }
@@ -222,20 +223,20 @@ func TestProviderGroupFailingStatementSendsWritesAlone(t *testing.T) {
 // path. pgx used to keep the failed preparation in the write's queued
 // statements, and the second send failed to build them: a 500.
 func TestProviderWriteSentAgainAfterFailedPrepare(t *testing.T) {
-	dbURL := newTestDB(t)
+	dbURL := ledgertest.NewDB(t)
 	f := newFixtureOn(t, dbURL)
-	rp := f.provider("a") // generation 0
-	dead, err := pgx.Connect(f.ctx, dbURL)
+	rp := f.Provider("a") // generation 0
+	dead, err := pgx.Connect(f.Ctx, dbURL)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = dead.Close(context.Background()) })
 	pid := dead.PgConn().PID()
-	if _, err := f.db.Exec(f.ctx, `SELECT pg_terminate_backend($1, 30000)`, pid); err != nil {
+	if _, err := f.DB.Exec(f.Ctx, `SELECT pg_terminate_backend($1, 30000)`, pid); err != nil {
 		t.Fatal(err)
 	}
-	fastBefore := resources.FastWrites(f.store.Providers)
-	first, next, err := resources.SendTraitsAgain(f.ctx, f.store.Providers, dead, rp, 0, []string{"HW_CPU_X86_AVX2"})
+	fastBefore := resources.FastWrites(f.Store.Providers)
+	first, next, err := resources.SendTraitsAgain(f.Ctx, f.Store.Providers, dead, rp, 0, []string{"HW_CPU_X86_AVX2"})
 	if first == nil {
 		t.Fatal("the send on the ended connection succeeded")
 	}
@@ -245,10 +246,10 @@ func TestProviderWriteSentAgainAfterFailedPrepare(t *testing.T) {
 	if next != 1 {
 		t.Errorf("sent again: generation %d, want 1", next)
 	}
-	if n := resources.FastWrites(f.store.Providers) - fastBefore; n != 1 {
+	if n := resources.FastWrites(f.Store.Providers) - fastBefore; n != 1 {
 		t.Errorf("%d writes committed by the fast path, want 1", n)
 	}
-	if gen, traits, err := f.store.Providers.ProviderTraits(f.ctx, rp); err != nil || gen != 1 || len(traits) != 1 {
+	if gen, traits, err := f.Store.Providers.ProviderTraits(f.Ctx, rp); err != nil || gen != 1 || len(traits) != 1 {
 		t.Errorf("traits of a: %v at %d (%v), want HW_CPU_X86_AVX2 at 1", traits, gen, err)
 	}
 }

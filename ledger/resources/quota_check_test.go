@@ -14,6 +14,7 @@ import (
 	"github.com/berthd/berth/ledger/audit"
 	"github.com/berthd/berth/ledger/claimrecords"
 	"github.com/berthd/berth/ledger/engine"
+	"github.com/berthd/berth/ledger/ledgertest"
 	"github.com/berthd/berth/ledger/quotas"
 	"github.com/berthd/berth/ledger/resources"
 )
@@ -43,10 +44,10 @@ WHERE w.used IS DISTINCT FROM h.used`
 // checkUsages fails the test when a usage counter is not what the
 // allocations add up to.
 func (f *fixture) checkUsages() {
-	f.t.Helper()
-	rows, err := f.db.Query(f.ctx, usageMismatchSQL)
+	f.T.Helper()
+	rows, err := f.DB.Query(f.Ctx, usageMismatchSQL)
 	if err != nil {
-		f.t.Fatal(err)
+		f.T.Fatal(err)
 	}
 	defer rows.Close()
 	for rows.Next() {
@@ -54,21 +55,21 @@ func (f *fixture) checkUsages() {
 		var r string
 		var want, have int64
 		if err := rows.Scan(&p, &r, &want, &have); err != nil {
-			f.t.Fatal(err)
+			f.T.Fatal(err)
 		}
-		f.t.Errorf("project %d: %s counted %d, allocations hold %d", p, r, have, want)
+		f.T.Errorf("project %d: %s counted %d, allocations hold %d", p, r, have, want)
 	}
 	if err := rows.Err(); err != nil {
-		f.t.Fatal(err)
+		f.T.Fatal(err)
 	}
 }
 
 // projectUsage returns project's counters as ProjectUsage reads them.
 func (f *fixture) projectUsage(project string) map[string]int64 {
-	f.t.Helper()
-	u, err := f.store.Quotas.ProjectUsage(f.ctx, project)
+	f.T.Helper()
+	u, err := f.Store.Quotas.ProjectUsage(f.Ctx, project)
 	if err != nil {
-		f.t.Fatal(err)
+		f.T.Fatal(err)
 	}
 	return u
 }
@@ -81,8 +82,8 @@ func (f *fixture) projectUsage(project string) map[string]int64 {
 // update of an allocation in place is refused.
 func TestProjectUsagesFollowEveryWrite(t *testing.T) {
 	f := newFixture(t)
-	a := f.provider("a", inv("VCPU", 64), inv("MEMORY_MB", 65536), inv("DISK_GB", 1000))
-	b := f.provider("b", inv("VCPU", 64), inv("MEMORY_MB", 65536))
+	a := f.Provider("a", ledgertest.Inv("VCPU", 64), ledgertest.Inv("MEMORY_MB", 65536), ledgertest.Inv("DISK_GB", 1000))
+	b := f.Provider("b", ledgertest.Inv("VCPU", 64), ledgertest.Inv("MEMORY_MB", 65536))
 	c1, c2, c3, mig := uuid.NewString(), uuid.NewString(), uuid.NewString(), uuid.NewString()
 	step := func(what string, err error) {
 		t.Helper()
@@ -92,62 +93,62 @@ func TestProjectUsagesFollowEveryWrite(t *testing.T) {
 		f.checkUsages()
 	}
 
-	fast := newClaim(c1, a, res("VCPU", 4), res("MEMORY_MB", 4096))
+	fast := ledgertest.NewClaim(c1, a, ledgertest.Res("VCPU", 4), ledgertest.Res("MEMORY_MB", 4096))
 	fast.ProjectID = "p1"
-	step("fast claim", f.store.Allocations.AllocationsReplace(f.ctx, []resources.ConsumerAllocations{fast}))
+	step("fast claim", f.Store.Allocations.AllocationsReplace(f.Ctx, []resources.ConsumerAllocations{fast}))
 	if got := f.projectUsage("p1"); got["VCPU"] != 4 || got["MEMORY_MB"] != 4096 || got[quotas.ResourceConsumers] != 1 {
 		t.Fatalf("p1 after one claim: %v", got)
 	}
 
-	w2, w3 := alloc(c2, a, res("VCPU", 2), res("DISK_GB", 10)), alloc(c3, b, res("VCPU", 1))
+	w2, w3 := ledgertest.Alloc(c2, a, ledgertest.Res("VCPU", 2), ledgertest.Res("DISK_GB", 10)), ledgertest.Alloc(c3, b, ledgertest.Res("VCPU", 1))
 	w2.ProjectID, w3.ProjectID = "p1", "p2"
-	step("two consumers", f.store.Allocations.AllocationsReplace(f.ctx, []resources.ConsumerAllocations{w2, w3}))
+	step("two consumers", f.Store.Allocations.AllocationsReplace(f.Ctx, []resources.ConsumerAllocations{w2, w3}))
 
 	// c2 grows and moves to p2, as a PUT naming another project does.
-	w2 = alloc(c2, b, res("VCPU", 3))
+	w2 = ledgertest.Alloc(c2, b, ledgertest.Res("VCPU", 3))
 	w2.ProjectID = "p2"
-	step("project change", f.store.Allocations.AllocationsReplace(f.ctx, []resources.ConsumerAllocations{w2}))
+	step("project change", f.Store.Allocations.AllocationsReplace(f.Ctx, []resources.ConsumerAllocations{w2}))
 	if got := f.projectUsage("p1"); got["VCPU"] != 4 || got[quotas.ResourceConsumers] != 1 || got["DISK_GB"] != 0 {
 		t.Fatalf("p1 after c2 left: %v", got)
 	}
 
 	// A move: the migration consumer takes c1's allocations, c1 gets b.
-	inst := alloc(c1, b, res("VCPU", 4), res("MEMORY_MB", 4096))
+	inst := ledgertest.Alloc(c1, b, ledgertest.Res("VCPU", 4), ledgertest.Res("MEMORY_MB", 4096))
 	inst.ProjectID = "p1"
-	m := alloc(mig, a, res("VCPU", 4), res("MEMORY_MB", 4096))
+	m := ledgertest.Alloc(mig, a, ledgertest.Res("VCPU", 4), ledgertest.Res("MEMORY_MB", 4096))
 	m.ProjectID, m.ConsumerType = "p1", "MIGRATION"
-	step("move", f.store.Allocations.ClaimWrite(f.ctx, resources.ClaimWriteParams{Consumers: []resources.ConsumerAllocations{inst, m},
+	step("move", f.Store.Allocations.ClaimWrite(f.Ctx, resources.ClaimWriteParams{Consumers: []resources.ConsumerAllocations{inst, m},
 		Move: &claimrecords.MoveRecord{ConsumerUUID: c1, MigrationUUID: mig, Reason: "relocation"}}))
 	if got := f.projectUsage("p1"); got["VCPU"] != 4 || got[quotas.ResourceConsumers] != 1 {
 		t.Fatalf("p1 during the move: %v, want the instance's new allocations alone", got)
 	}
 	// The migration consumer turned into an instance counts again.
 	m.ConsumerType = "INSTANCE"
-	step("type change", f.store.Allocations.AllocationsReplace(f.ctx, []resources.ConsumerAllocations{m}))
+	step("type change", f.Store.Allocations.AllocationsReplace(f.Ctx, []resources.ConsumerAllocations{m}))
 	if got := f.projectUsage("p1"); got["VCPU"] != 8 || got[quotas.ResourceConsumers] != 2 {
 		t.Fatalf("p1 after the type change: %v", got)
 	}
 
 	// A reshape moves c3's VCPU to a new child of b.
-	child, err := f.store.Providers.ProviderCreate(f.ctx, resources.ProviderCreateParams{Name: "child", ParentUUID: b})
+	child, err := f.Store.Providers.ProviderCreate(f.Ctx, resources.ProviderCreateParams{Name: "child", ParentUUID: b})
 	if err != nil {
 		t.Fatal(err)
 	}
-	w3 = alloc(c3, child.UUID, res("VCPU", 1))
+	w3 = ledgertest.Alloc(c3, child.UUID, ledgertest.Res("VCPU", 1))
 	w3.ProjectID = "p2"
-	step("reshape", f.store.Allocations.Reshape(f.ctx, resources.ReshapeParams{
+	step("reshape", f.Store.Allocations.Reshape(f.Ctx, resources.ReshapeParams{
 		Inventories: []resources.ProviderInventoryWrite{{ProviderUUID: child.UUID, Generation: child.Generation,
-			Inventories: []engine.Inventory{inv("VCPU", 8)}}},
+			Inventories: []engine.Inventory{ledgertest.Inv("VCPU", 8)}}},
 		Allocations: []resources.ConsumerAllocations{w3},
 	}))
 
-	step("delete", f.store.Allocations.AllocationsDelete(f.ctx, c1))
+	step("delete", f.Store.Allocations.AllocationsDelete(f.Ctx, c1))
 	emptied := resources.ConsumerAllocations{ConsumerUUID: c2, ProjectID: "p2", UserID: "user"}
-	step("emptied", f.store.Allocations.AllocationsReplace(f.ctx, []resources.ConsumerAllocations{emptied}))
+	step("emptied", f.Store.Allocations.AllocationsReplace(f.Ctx, []resources.ConsumerAllocations{emptied}))
 	if got := f.projectUsage("p2"); got["VCPU"] != 1 || got[quotas.ResourceConsumers] != 1 {
 		t.Fatalf("p2 at the end: %v", got)
 	}
-	if _, err := f.db.Exec(f.ctx, `UPDATE allocations SET used = used + 1`); err == nil {
+	if _, err := f.DB.Exec(f.Ctx, `UPDATE allocations SET used = used + 1`); err == nil {
 		t.Fatal("an update of allocations in place was not refused")
 	}
 }
@@ -161,7 +162,7 @@ func TestProjectUsagesFollowEveryWrite(t *testing.T) {
 // what the allocations add up to.
 func TestProjectUsagesFollowLeasesAndAuditFixes(t *testing.T) {
 	f := newFixture(t)
-	rp := auditCloud(t, f)
+	rp := ledgertest.AuditCloud(f.Fixture)
 	f.checkUsages()
 	step := func(what string, err error) {
 		t.Helper()
@@ -183,54 +184,54 @@ func TestProjectUsagesFollowLeasesAndAuditFixes(t *testing.T) {
 	}
 
 	// The reaper releases a provisional claim whose lease ran out.
-	prov := newClaim(uuid.NewString(), rp["cn4"], res("VCPU", 2), res("MEMORY_MB", 512))
+	prov := ledgertest.NewClaim(uuid.NewString(), rp["cn4"], ledgertest.Res("VCPU", 2), ledgertest.Res("MEMORY_MB", 512))
 	prov.ProjectID = "leased"
-	step("provisional claim", f.store.Allocations.ClaimWrite(f.ctx, leased(prov, claimrecords.LeaseSet)))
+	step("provisional claim", f.Store.Allocations.ClaimWrite(f.Ctx, leased(prov, claimrecords.LeaseSet)))
 	usage("leased", 2, 1)
-	f.expire(prov.ConsumerUUID)
-	step("lease released", f.store.Allocations.ClaimWrite(f.ctx, resources.ClaimWriteParams{IfLeaseExpired: prov.ConsumerUUID,
+	f.Expire(prov.ConsumerUUID)
+	step("lease released", f.Store.Allocations.ClaimWrite(f.Ctx, resources.ClaimWriteParams{IfLeaseExpired: prov.ConsumerUUID,
 		Consumers: []resources.ConsumerAllocations{{ConsumerUUID: prov.ConsumerUUID, ProjectID: "leased", UserID: "user",
-			CheckGeneration: true, Generation: gen(1)}}}))
+			CheckGeneration: true, Generation: ledgertest.Gen(1)}}}))
 	usage("leased", 0, 0)
 
 	// The reaper reverts a move (a resize up, cn4 to cn3) whose lease ran
 	// out: the instance gets its source back, the migration consumer
 	// (which counted toward nothing) is emptied.
 	inst, mig := uuid.NewString(), uuid.NewString()
-	w := newClaim(inst, rp["cn4"], res("VCPU", 2))
+	w := ledgertest.NewClaim(inst, rp["cn4"], ledgertest.Res("VCPU", 2))
 	w.ProjectID = "leased"
-	step("claim", f.store.Allocations.ClaimWrite(f.ctx, leased(w, claimrecords.LeaseSet)))
-	dest := alloc(inst, rp["cn3"], res("VCPU", 4))
-	dest.ProjectID, dest.CheckGeneration, dest.Generation = "leased", true, gen(1)
-	src := alloc(mig, rp["cn4"], res("VCPU", 2))
+	step("claim", f.Store.Allocations.ClaimWrite(f.Ctx, leased(w, claimrecords.LeaseSet)))
+	dest := ledgertest.Alloc(inst, rp["cn3"], ledgertest.Res("VCPU", 4))
+	dest.ProjectID, dest.CheckGeneration, dest.Generation = "leased", true, ledgertest.Gen(1)
+	src := ledgertest.Alloc(mig, rp["cn4"], ledgertest.Res("VCPU", 2))
 	src.ProjectID, src.ConsumerType, src.CheckGeneration = "leased", resources.MigrationConsumerType, true
 	move := leased(dest, claimrecords.LeaseMove)
 	move.Consumers = append(move.Consumers, src)
 	move.State.Op = "move"
 	move.Move = &claimrecords.MoveRecord{ConsumerUUID: inst, MigrationUUID: mig, Reason: "resize", SourceRoot: rp["cn4"]}
-	step("move", f.store.Allocations.ClaimWrite(f.ctx, move))
+	step("move", f.Store.Allocations.ClaimWrite(f.Ctx, move))
 	usage("leased", 4, 1)
-	f.expire(inst)
-	back := alloc(inst, rp["cn4"], res("VCPU", 2))
-	back.ProjectID, back.CheckGeneration, back.Generation = "leased", true, gen(2)
-	step("move reverted", f.store.Allocations.ClaimWrite(f.ctx, resources.ClaimWriteParams{IfLeaseExpired: inst, ForgetMove: inst,
+	f.Expire(inst)
+	back := ledgertest.Alloc(inst, rp["cn4"], ledgertest.Res("VCPU", 2))
+	back.ProjectID, back.CheckGeneration, back.Generation = "leased", true, ledgertest.Gen(2)
+	step("move reverted", f.Store.Allocations.ClaimWrite(f.Ctx, resources.ClaimWriteParams{IfLeaseExpired: inst, ForgetMove: inst,
 		MoveEnd: claimrecords.MoveReverted, Consumers: []resources.ConsumerAllocations{back, {ConsumerUUID: mig, ProjectID: "leased",
-			UserID: "user", CheckGeneration: true, Generation: gen(1)}}}))
+			UserID: "user", CheckGeneration: true, Generation: ledgertest.Gen(1)}}}))
 	usage("leased", 2, 1)
 
 	// The audit's fixes.
 	fix := func(kind, consumer string, generation int64) error {
-		_, err := f.store.Auditor.AuditFix(f.ctx, audit.AuditFixParams{Kind: kind, ConsumerUUID: consumer,
+		_, err := f.Store.Auditor.AuditFix(f.Ctx, audit.AuditFixParams{Kind: kind, ConsumerUUID: consumer,
 			ConsumerGeneration: generation})
 		return err
 	}
 	before := f.projectUsage("proj")
-	step("empty consumer deleted", fix(audit.AuditEmptyConsumer, auditEmpty, 0))
-	step("stale move confirmed", fix(audit.AuditStaleMigration, auditMigrate, 1))
+	step("empty consumer deleted", fix(audit.AuditEmptyConsumer, ledgertest.AuditEmpty, 0))
+	step("stale move confirmed", fix(audit.AuditStaleMigration, ledgertest.AuditMigrate, 1))
 	usage("proj", before["VCPU"], before[quotas.ResourceConsumers]) // a migration consumer counts toward nothing
-	lapsed := alloc(uuid.NewString(), rp["cn4"], res("VCPU", 1))
-	step("a claim", f.store.Allocations.AllocationsReplace(f.ctx, []resources.ConsumerAllocations{lapsed}))
-	f.exec(`INSERT INTO claim_state (consumer_uuid, op, request, state, lease_seconds, lease_expires_at)
+	lapsed := ledgertest.Alloc(uuid.NewString(), rp["cn4"], ledgertest.Res("VCPU", 1))
+	step("a claim", f.Store.Allocations.AllocationsReplace(f.Ctx, []resources.ConsumerAllocations{lapsed}))
+	f.Exec(`INSERT INTO claim_state (consumer_uuid, op, request, state, lease_seconds, lease_expires_at)
 		VALUES ($1, 'claim', '{}', 'provisional', 30, now() - interval '2 minutes')`, lapsed.ConsumerUUID)
 	usage("proj", before["VCPU"]+1, before[quotas.ResourceConsumers]+1)
 	step("expired lease released", fix(audit.AuditExpiredLease, lapsed.ConsumerUUID, 1))
@@ -252,7 +253,7 @@ func quotaRefusal(t *testing.T, err error, want string) {
 // claimIn is a new consumer's claim of VCPU and MEMORY_MB on rp for
 // project.
 func claimIn(project, rp string, vcpu, mem int64) resources.ConsumerAllocations {
-	w := newClaim(uuid.NewString(), rp, res("VCPU", vcpu), res("MEMORY_MB", mem))
+	w := ledgertest.NewClaim(uuid.NewString(), rp, ledgertest.Res("VCPU", vcpu), ledgertest.Res("MEMORY_MB", mem))
 	w.ProjectID = project
 	return w
 }
@@ -264,16 +265,16 @@ func claimIn(project, rp string, vcpu, mem int64) resources.ConsumerAllocations 
 // write that does not grow a counter passes even over the limit.
 func TestQuotaStoredLimits(t *testing.T) {
 	f := newFixture(t)
-	rp := f.provider("rp", inv("VCPU", 64), inv("MEMORY_MB", 65536))
+	rp := f.Provider("rp", ledgertest.Inv("VCPU", 64), ledgertest.Inv("MEMORY_MB", 65536))
 	stored := &quotas.Quota{}
-	if err := f.store.Quotas.RegisteredLimitsSet(f.ctx, quotas.Limits{"VCPU": 100, quotas.ResourceConsumers: 3}); err != nil {
+	if err := f.Store.Quotas.RegisteredLimitsSet(f.Ctx, quotas.Limits{"VCPU": 100, quotas.ResourceConsumers: 3}); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.store.Quotas.LimitsSet(f.ctx, "demo", quotas.Limits{"VCPU": 8, "MEMORY_MB": 8192}); err != nil {
+	if err := f.Store.Quotas.LimitsSet(f.Ctx, "demo", quotas.Limits{"VCPU": 8, "MEMORY_MB": 8192}); err != nil {
 		t.Fatal(err)
 	}
 	write := func(w resources.ConsumerAllocations) error {
-		return f.store.Allocations.ClaimWrite(f.ctx, resources.ClaimWriteParams{Consumers: []resources.ConsumerAllocations{w}, Quota: stored})
+		return f.Store.Allocations.ClaimWrite(f.Ctx, resources.ClaimWriteParams{Consumers: []resources.ConsumerAllocations{w}, Quota: stored})
 	}
 	if err := write(claimIn("demo", rp, 4, 2048)); err != nil {
 		t.Fatal(err)
@@ -281,25 +282,25 @@ func TestQuotaStoredLimits(t *testing.T) {
 	if err := write(claimIn("demo", rp, 4, 2048)); err != nil {
 		t.Fatalf("a claim that reaches the limit exactly: %v", err)
 	}
-	before := f.dump()
+	before := f.Dump()
 	quotaRefusal(t, write(claimIn("demo", rp, 1, 1)), "project demo: VCPU 1 requested, 8 of 8 used")
-	if f.dump() != before {
+	if f.Dump() != before {
 		t.Fatal("a refused claim changed the ledger")
 	}
 	// Without a quota the same write passes (Placement's writes are not
 	// checked unless asked).
 	over := claimIn("demo", rp, 2, 1)
-	if err := f.store.Allocations.AllocationsReplace(f.ctx, []resources.ConsumerAllocations{over}); err != nil {
+	if err := f.Store.Allocations.AllocationsReplace(f.Ctx, []resources.ConsumerAllocations{over}); err != nil {
 		t.Fatal(err)
 	}
 	// demo is now over its limit: shrinking passes, growing does not.
-	over.CheckGeneration, over.Generation = true, gen(1)
-	over.Allocations[0].Resources = []engine.ResourceAmount{res("VCPU", 1), res("MEMORY_MB", 1)}
+	over.CheckGeneration, over.Generation = true, ledgertest.Gen(1)
+	over.Allocations[0].Resources = []engine.ResourceAmount{ledgertest.Res("VCPU", 1), ledgertest.Res("MEMORY_MB", 1)}
 	if err := write(over); err != nil {
 		t.Fatalf("a write that shrinks a project over its limit: %v", err)
 	}
-	over.Generation = gen(2)
-	over.Allocations[0].Resources = []engine.ResourceAmount{res("VCPU", 2), res("MEMORY_MB", 1)}
+	over.Generation = ledgertest.Gen(2)
+	over.Allocations[0].Resources = []engine.ResourceAmount{ledgertest.Res("VCPU", 2), ledgertest.Res("MEMORY_MB", 1)}
 	quotaRefusal(t, write(over), "project demo: VCPU 1 requested, 9 of 8 used")
 
 	// Another project has the registered limits: 3 consumers.
@@ -310,13 +311,13 @@ func TestQuotaStoredLimits(t *testing.T) {
 	}
 	quotaRefusal(t, write(claimIn("other", rp, 1, 1)), "project other: consumers 1 requested, 3 of 3 used")
 	// Its own limits replace the registered ones resource by resource.
-	if err := f.store.Quotas.LimitsSet(f.ctx, "other", quotas.Limits{quotas.ResourceConsumers: 4}); err != nil {
+	if err := f.Store.Quotas.LimitsSet(f.Ctx, "other", quotas.Limits{quotas.ResourceConsumers: 4}); err != nil {
 		t.Fatal(err)
 	}
 	if err := write(claimIn("other", rp, 1, 1)); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.store.Quotas.LimitsDelete(f.ctx, "other"); err != nil {
+	if err := f.Store.Quotas.LimitsDelete(f.Ctx, "other"); err != nil {
 		t.Fatal(err)
 	}
 	quotaRefusal(t, write(claimIn("other", rp, 1, 1)), "consumers 1 requested, 4 of 3 used")
@@ -328,10 +329,10 @@ func TestQuotaStoredLimits(t *testing.T) {
 // both named; a migration consumer adds nothing.
 func TestQuotaGivenLimits(t *testing.T) {
 	f := newFixture(t)
-	rp := f.provider("rp", inv("VCPU", 64), inv("MEMORY_MB", 65536))
+	rp := f.Provider("rp", ledgertest.Inv("VCPU", 64), ledgertest.Inv("MEMORY_MB", 65536))
 	q := &quotas.Quota{Given: map[string]quotas.Limits{"demo": {"VCPU": 4, "MEMORY_MB": 1024}}}
 	write := func(w ...resources.ConsumerAllocations) error {
-		return f.store.Allocations.ClaimWrite(f.ctx, resources.ClaimWriteParams{Consumers: w, Quota: q})
+		return f.Store.Allocations.ClaimWrite(f.Ctx, resources.ClaimWriteParams{Consumers: w, Quota: q})
 	}
 	if err := write(claimIn("free", rp, 40, 40000)); err != nil {
 		t.Fatalf("a project without limits: %v", err)
@@ -361,18 +362,18 @@ func TestQuotaGivenLimits(t *testing.T) {
 func TestQuotaNeverExceededConcurrently(t *testing.T) {
 	for _, source := range []string{"stored", "given"} {
 		t.Run(source, func(t *testing.T) {
-			dbURL := newTestDB(t)
+			dbURL := ledgertest.NewDB(t)
 			f := newFixtureOn(t, dbURL)
-			stores := []*ledger.Store{f.store, openStore(t, dbURL)}
+			stores := []*ledger.Store{f.Store, ledgertest.OpenStore(t, dbURL)}
 			var rps []string
 			for i := range 6 {
-				rps = append(rps, f.provider(fmt.Sprintf("rp%d", i), inv("VCPU", 64), inv("MEMORY_MB", 1<<20)))
+				rps = append(rps, f.Provider(fmt.Sprintf("rp%d", i), ledgertest.Inv("VCPU", 64), ledgertest.Inv("MEMORY_MB", 1<<20)))
 			}
 			const limit, size, claims = 40, 4, 60
 			q := &quotas.Quota{Given: map[string]quotas.Limits{"race": {"VCPU": limit}}}
 			if source == "stored" {
 				q = &quotas.Quota{}
-				if err := f.store.Quotas.LimitsSet(f.ctx, "race", quotas.Limits{"VCPU": limit}); err != nil {
+				if err := f.Store.Quotas.LimitsSet(f.Ctx, "race", quotas.Limits{"VCPU": limit}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -389,11 +390,11 @@ func TestQuotaNeverExceededConcurrently(t *testing.T) {
 					if i%3 == 0 {
 						// Two consumers in one transaction: the general path.
 						ws[1].Allocations[0].Resources[0].Amount = size
-						err := s.Allocations.ClaimWrite(f.ctx, resources.ClaimWriteParams{Consumers: ws, Quota: q})
+						err := s.Allocations.ClaimWrite(f.Ctx, resources.ClaimWriteParams{Consumers: ws, Quota: q})
 						errs = []error{err, err}
 					} else {
 						for _, w := range ws {
-							errs = append(errs, s.Allocations.ClaimWrite(f.ctx, resources.ClaimWriteParams{Consumers: []resources.ConsumerAllocations{w}, Quota: q}))
+							errs = append(errs, s.Allocations.ClaimWrite(f.Ctx, resources.ClaimWriteParams{Consumers: []resources.ConsumerAllocations{w}, Quota: q}))
 						}
 					}
 					mu.Lock()
@@ -430,7 +431,7 @@ func TestQuotaNeverExceededConcurrently(t *testing.T) {
 // and the claims over a limit are refused alone.
 func TestQuotaInBatches(t *testing.T) {
 	bf, _ := newBatchFixture(t)
-	rp := bf.provider("rp", inv("VCPU", 64), inv("MEMORY_MB", 65536))
+	rp := bf.Provider("rp", ledgertest.Inv("VCPU", 64), ledgertest.Inv("MEMORY_MB", 65536))
 	q := &quotas.Quota{Given: map[string]quotas.Limits{"p1": {"VCPU": 6}, "p2": {quotas.ResourceConsumers: 2}}}
 	queued := queuedClaims(bf.store)
 	var answers []chan error
@@ -439,10 +440,10 @@ func TestQuotaInBatches(t *testing.T) {
 		a := make(chan error, 1)
 		answers = append(answers, a)
 		go func() {
-			a <- bf.store.Allocations.ClaimWrite(bf.ctx, resources.ClaimWriteParams{Consumers: []resources.ConsumerAllocations{w}, Quota: q})
+			a <- bf.store.Allocations.ClaimWrite(bf.Ctx, resources.ClaimWriteParams{Consumers: []resources.ConsumerAllocations{w}, Quota: q})
 		}()
 	}
-	waitFor(t, func() bool { return queuedClaims(bf.store) == queued+8 })
+	ledgertest.WaitFor(t, func() bool { return queuedClaims(bf.store) == queued+8 })
 	bf.release()
 	if err := <-bf.first; err != nil {
 		t.Fatal(err)
@@ -471,7 +472,7 @@ func TestQuotaInBatches(t *testing.T) {
 // id that cannot name a project is refused, and nothing changes.
 func TestLimitsBadInput(t *testing.T) {
 	f := newFixture(t)
-	if err := f.store.Quotas.LimitsSet(f.ctx, "demo", quotas.Limits{"VCPU": 4}); err != nil {
+	if err := f.Store.Quotas.LimitsSet(f.Ctx, "demo", quotas.Limits{"VCPU": 4}); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
@@ -486,18 +487,18 @@ func TestLimitsBadInput(t *testing.T) {
 		{"a b", quotas.Limits{"VCPU": 1}, "Invalid project id"},
 		{strings.Repeat("x", 256), quotas.Limits{"VCPU": 1}, "Invalid project id"},
 	} {
-		err := f.store.Quotas.LimitsSet(f.ctx, tc.project, tc.limits)
-		if le := rejection(t, err, fault.ErrInvalid); !strings.Contains(le.Msg, tc.want) {
+		err := f.Store.Quotas.LimitsSet(f.Ctx, tc.project, tc.limits)
+		if le := ledgertest.Rejection(t, err, fault.ErrInvalid); !strings.Contains(le.Msg, tc.want) {
 			t.Errorf("LimitsSet(%q, %v): %q, want %q", tc.project, tc.limits, le.Msg, tc.want)
 		}
 	}
-	if err := f.store.Quotas.RegisteredLimitsSet(f.ctx, quotas.Limits{"NOPE": 1}); !errors.Is(err, fault.ErrInvalid) {
+	if err := f.Store.Quotas.RegisteredLimitsSet(f.Ctx, quotas.Limits{"NOPE": 1}); !errors.Is(err, fault.ErrInvalid) {
 		t.Errorf("registered limits of an unknown class: %v", err)
 	}
-	if l, err := f.store.Quotas.ProjectLimits(f.ctx, "demo"); err != nil || len(l) != 1 || l["VCPU"] != 4 {
+	if l, err := f.Store.Quotas.ProjectLimits(f.Ctx, "demo"); err != nil || len(l) != 1 || l["VCPU"] != 4 {
 		t.Fatalf("demo's limits after refusals: %v, %v", l, err)
 	}
-	if err := f.store.Quotas.LimitsDelete(f.ctx, "nobody"); !errors.Is(err, fault.ErrNotFound) {
+	if err := f.Store.Quotas.LimitsDelete(f.Ctx, "nobody"); !errors.Is(err, fault.ErrNotFound) {
 		t.Fatalf("deleting the limits of a project without any: %v", err)
 	}
 }

@@ -23,11 +23,11 @@ import (
 // that has counted a claim and not committed yet; commit ends it.
 func holdCounter(t *testing.T, f *fixture, project, resource string, delta int64) (tx pgx.Tx) {
 	t.Helper()
-	tx, err := f.db.Begin(f.ctx)
+	tx, err := f.DB.Begin(f.Ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tag, err := tx.Exec(f.ctx, `
+	tag, err := tx.Exec(f.Ctx, `
 		UPDATE project_usages SET used = used + $3
 		WHERE project_id = (SELECT id FROM projects WHERE external_id = $1) AND resource = $2`, project, resource, delta)
 	if err != nil || tag.RowsAffected() != 1 {
@@ -40,9 +40,9 @@ func holdCounter(t *testing.T, f *fixture, project, resource string, delta int64
 // (open on f's connection) holds.
 func waitForLockWait(t *testing.T, f *fixture, tx pgx.Tx) {
 	t.Helper()
-	waitFor(t, func() bool {
+	ledgertest.WaitFor(t, func() bool {
 		var n int
-		if err := tx.QueryRow(f.ctx, `SELECT count(*) FROM pg_locks WHERE NOT granted`).Scan(&n); err != nil {
+		if err := tx.QueryRow(f.Ctx, `SELECT count(*) FROM pg_locks WHERE NOT granted`).Scan(&n); err != nil {
 			t.Fatal(err)
 		}
 		return n > 0
@@ -63,23 +63,23 @@ func TestQuotaCheckedAtNewestUsage(t *testing.T) {
 	}
 	t.Run("alone", func(t *testing.T) {
 		f := newFixture(t)
-		rp := f.provider("rp", inv("VCPU", 64), inv("MEMORY_MB", 65536))
+		rp := f.Provider("rp", ledgertest.Inv("VCPU", 64), ledgertest.Inv("MEMORY_MB", 65536))
 		// The first claim creates the project's counters (the general
 		// path), the second finds them (the fast path): demo holds 4.
 		for range 2 {
-			if err := write(f.store, claimIn("demo", rp, 2, 1)); err != nil {
+			if err := write(f.Store, claimIn("demo", rp, 2, 1)); err != nil {
 				t.Fatal(err)
 			}
 		}
 		tx := holdCounter(t, f, "demo", "VCPU", 4)
 		done := make(chan error, 1)
-		go func() { done <- write(f.store, claimIn("demo", rp, 2, 1)) }()
+		go func() { done <- write(f.Store, claimIn("demo", rp, 2, 1)) }()
 		waitForLockWait(t, f, tx)
-		if err := tx.Commit(f.ctx); err != nil {
+		if err := tx.Commit(f.Ctx); err != nil {
 			t.Fatal(err)
 		}
 		quotaRefusal(t, <-done, "project demo: VCPU 2 requested, 8 of 8 used")
-		if _, err := f.db.Exec(f.ctx, `UPDATE project_usages SET used = used - 4 WHERE resource = 'VCPU'
+		if _, err := f.DB.Exec(f.Ctx, `UPDATE project_usages SET used = used - 4 WHERE resource = 'VCPU'
 			AND project_id = (SELECT id FROM projects WHERE external_id = 'demo')`); err != nil {
 			t.Fatal(err)
 		}
@@ -87,12 +87,12 @@ func TestQuotaCheckedAtNewestUsage(t *testing.T) {
 	})
 	t.Run("batch", func(t *testing.T) {
 		bf, _ := newBatchFixture(t)
-		rp := bf.provider("rp", inv("VCPU", 64), inv("MEMORY_MB", 65536))
+		rp := bf.Provider("rp", ledgertest.Inv("VCPU", 64), ledgertest.Inv("MEMORY_MB", 65536))
 		// Two consumers in one write (the general path: the store's
 		// claim writer is held busy) create demo's counters: it holds 2,
 		// 6 once the other writer commits; of three claims of 2 queued
 		// together, one fits.
-		err := bf.store.Allocations.ClaimWrite(bf.ctx, resources.ClaimWriteParams{Quota: q,
+		err := bf.store.Allocations.ClaimWrite(bf.Ctx, resources.ClaimWriteParams{Quota: q,
 			Consumers: []resources.ConsumerAllocations{claimIn("demo", rp, 1, 1), claimIn("demo", rp, 1, 1)}})
 		if err != nil {
 			t.Fatal(err)
@@ -106,13 +106,13 @@ func TestQuotaCheckedAtNewestUsage(t *testing.T) {
 			w := claimIn("demo", rp, 2, 1)
 			go func() { a <- write(bf.store, w) }()
 		}
-		waitFor(t, func() bool { return queuedClaims(bf.store) == queued+3 })
+		ledgertest.WaitFor(t, func() bool { return queuedClaims(bf.store) == queued+3 })
 		bf.release()
 		if err := <-bf.first; err != nil {
 			t.Fatal(err)
 		}
 		waitForLockWait(t, bf.fixture, tx)
-		if err := tx.Commit(bf.ctx); err != nil {
+		if err := tx.Commit(bf.Ctx); err != nil {
 			t.Fatal(err)
 		}
 		written := 0
@@ -131,7 +131,7 @@ func TestQuotaCheckedAtNewestUsage(t *testing.T) {
 		if b, c := claimBatches(bf.store); c-b < 2 {
 			t.Fatalf("%d batches of %d claims: the claims did not go out together", b, c)
 		}
-		if _, err := bf.db.Exec(bf.ctx, `UPDATE project_usages SET used = used - 4 WHERE resource = 'VCPU'
+		if _, err := bf.DB.Exec(bf.Ctx, `UPDATE project_usages SET used = used - 4 WHERE resource = 'VCPU'
 			AND project_id = (SELECT id FROM projects WHERE external_id = 'demo')`); err != nil {
 			t.Fatal(err)
 		}
@@ -160,29 +160,29 @@ func TestQuotaCheckedAtNewestUsage(t *testing.T) {
 // client's revert of one move, exactly one), and the counters are exact.
 // At the end, no transaction of the test's database deadlocked.
 func TestQuotaAtTheLimitRace(t *testing.T) {
-	dbURL := newTestDB(t)
+	dbURL := ledgertest.NewDB(t)
 	f := newFixtureOn(t, dbURL)
 	// A provider per claim: the claims share no provider lock, so only
 	// the counters' locks order them; the mix moves between them.
 	const perStore, rounds = 36, 3
 	var rps []string
 	for i := range 3 * perStore {
-		rps = append(rps, f.provider(fmt.Sprintf("rp%d", i), inv("VCPU", 1024), inv("MEMORY_MB", 1<<20)))
+		rps = append(rps, f.Provider(fmt.Sprintf("rp%d", i), ledgertest.Inv("VCPU", 1024), ledgertest.Inv("MEMORY_MB", 1<<20)))
 	}
 	q := &quotas.Quota{}
 	var batched []*ledger.Store
 	var held []string
 	for i := range 2 {
-		s, err := ledger.Open(f.ctx, ledger.Config{DatabaseURL: dbURL, MaxConns: 4, ClaimWriters: 1})
+		s, err := ledger.Open(f.Ctx, ledger.Config{DatabaseURL: dbURL, MaxConns: 4, ClaimWriters: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(s.Close)
 		batched = append(batched, s)
-		held = append(held, f.provider(fmt.Sprintf("held%d", i), inv("VCPU", 8), inv("MEMORY_MB", 8)))
+		held = append(held, f.Provider(fmt.Sprintf("held%d", i), ledgertest.Inv("VCPU", 8), ledgertest.Inv("MEMORY_MB", 8)))
 	}
-	lone := openStore(t, dbURL)
-	stores := append([]*ledger.Store{lone, f.store}, batched...)
+	lone := ledgertest.OpenStore(t, dbURL)
+	stores := append([]*ledger.Store{lone, f.Store}, batched...)
 
 	for round := range rounds {
 		const vcpuLimit, consumerLimit, size, movers = 24, 10, 2, 2
@@ -190,10 +190,10 @@ func TestQuotaAtTheLimitRace(t *testing.T) {
 		projects := []string{edge, edge2, free}
 		// The movers count as consumers of edge2: its limit leaves room
 		// for consumerLimit claims.
-		if err := f.store.Quotas.LimitsSet(f.ctx, edge, quotas.Limits{"VCPU": vcpuLimit, "MEMORY_MB": 1 << 30}); err != nil {
+		if err := f.Store.Quotas.LimitsSet(f.Ctx, edge, quotas.Limits{"VCPU": vcpuLimit, "MEMORY_MB": 1 << 30}); err != nil {
 			t.Fatal(err)
 		}
-		if err := f.store.Quotas.LimitsSet(f.ctx, edge2, quotas.Limits{quotas.ResourceConsumers: consumerLimit + movers, "VCPU": 1 << 30}); err != nil {
+		if err := f.Store.Quotas.LimitsSet(f.Ctx, edge2, quotas.Limits{quotas.ResourceConsumers: consumerLimit + movers, "VCPU": 1 << 30}); err != nil {
 			t.Fatal(err)
 		}
 		mix := newQuotaRaceMix(t, f, stores, q, rps, projects, movers)
@@ -207,7 +207,7 @@ func TestQuotaAtTheLimitRace(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				p := projects[i%3]
-				err := s.Allocations.ClaimWrite(f.ctx, resources.ClaimWriteParams{
+				err := s.Allocations.ClaimWrite(f.Ctx, resources.ClaimWriteParams{
 					Consumers: []resources.ConsumerAllocations{claimIn(p, rps[i], size, 64)}, Quota: q})
 				mu.Lock()
 				defer mu.Unlock()
@@ -232,13 +232,13 @@ func TestQuotaAtTheLimitRace(t *testing.T) {
 			batches0, claims0 = append(batches0, b0), append(claims0, c0)
 			releases = append(releases, holdProvider(t, f, dbURL, held[i]))
 			go func() {
-				firsts <- s.Allocations.AllocationsReplace(f.ctx, []resources.ConsumerAllocations{claimIn(free, held[i], 1, 1)})
+				firsts <- s.Allocations.AllocationsReplace(f.Ctx, []resources.ConsumerAllocations{claimIn(free, held[i], 1, 1)})
 			}()
-			waitFor(t, func() bool { b, _ := claimBatches(s); return b == b0+1 })
+			ledgertest.WaitFor(t, func() bool { b, _ := claimBatches(s); return b == b0+1 })
 			for j := range perStore {
 				claim(s, i*perStore+j)
 			}
-			waitFor(t, func() bool { return queuedClaims(s) == perStore })
+			ledgertest.WaitFor(t, func() bool { return queuedClaims(s) == perStore })
 		}
 		mixed := mix.start()
 		for _, release := range releases {
@@ -281,7 +281,7 @@ func TestQuotaAtTheLimitRace(t *testing.T) {
 	for _, s := range stores {
 		s.Close()
 	}
-	if err := f.db.Close(f.ctx); err != nil {
+	if err := f.DB.Close(f.Ctx); err != nil {
 		t.Fatal(err)
 	}
 	if deadlocks := ledgertest.Deadlocks(t, dbURL); deadlocks != 0 {
@@ -296,7 +296,7 @@ func TestQuotaAtTheLimitRace(t *testing.T) {
 type quotaRaceMix struct {
 	t        *testing.T
 	f        *fixture
-	dbMu     *sync.Mutex // f.db is one connection
+	dbMu     *sync.Mutex // f.DB is one connection
 	stores   []*ledger.Store
 	q        *quotas.Quota
 	rps      []string
@@ -321,9 +321,9 @@ func newQuotaRaceMix(t *testing.T, f *fixture, stores []*ledger.Store, q *quotas
 	for i, p := range projects {
 		for j := range n {
 			mv := &quotaMover{uuid: uuid.NewString(), project: p, rp: (7*i + 13*j) % len(rps), mem: 128}
-			w := alloc(mv.uuid, rps[mv.rp], res("MEMORY_MB", mv.mem))
+			w := ledgertest.Alloc(mv.uuid, rps[mv.rp], ledgertest.Res("MEMORY_MB", mv.mem))
 			w.ProjectID, w.ConsumerType = p, "INSTANCE"
-			if err := f.store.Allocations.AllocationsReplace(f.ctx, []resources.ConsumerAllocations{w}); err != nil {
+			if err := f.Store.Allocations.AllocationsReplace(f.Ctx, []resources.ConsumerAllocations{w}); err != nil {
 				t.Fatal(err)
 			}
 			m.movers = append(m.movers, mv)
@@ -348,24 +348,24 @@ func (m *quotaRaceMix) start() *sync.WaitGroup {
 // write runs one ClaimWrite of the mix, which must succeed.
 func (m *quotaRaceMix) write(s *ledger.Store, what string, p resources.ClaimWriteParams) {
 	m.t.Helper()
-	if err := s.Allocations.ClaimWrite(m.f.ctx, p); err != nil {
+	if err := s.Allocations.ClaimWrite(m.f.Ctx, p); err != nil {
 		m.t.Errorf("%s: %v", what, err)
 	}
 }
 
 // generation reads consumer's generation.
 func (m *quotaRaceMix) generation(s *ledger.Store, consumer string) *int64 {
-	cur, err := s.Allocations.AllocationsByConsumer(m.f.ctx, consumer)
+	cur, err := s.Allocations.AllocationsByConsumer(m.f.Ctx, consumer)
 	if err != nil || cur.Consumer == nil {
 		m.t.Errorf("reading %s: %v (consumer %v)", consumer, err, cur.Consumer)
-		return gen(0)
+		return ledgertest.Gen(0)
 	}
-	return gen(cur.Consumer.Generation)
+	return ledgertest.Gen(cur.Consumer.Generation)
 }
 
 // instance is mv's write of mem on rps[rp] at generation g.
 func (m *quotaRaceMix) instance(mv *quotaMover, rp int, mem int64, g *int64) resources.ConsumerAllocations {
-	w := alloc(mv.uuid, m.rps[rp], res("MEMORY_MB", mem))
+	w := ledgertest.Alloc(mv.uuid, m.rps[rp], ledgertest.Res("MEMORY_MB", mem))
 	w.ProjectID, w.ConsumerType, w.CheckGeneration, w.Generation = mv.project, "INSTANCE", true, g
 	return w
 }
@@ -385,16 +385,16 @@ func (m *quotaRaceMix) move(s *ledger.Store, mv *quotaMover, seed int) {
 			mig = uuid.NewString()
 		}
 		dst, mem := (mv.rp+11+seed+it)%len(m.rps), int64(128+64*((seed+it)%3))
-		src := alloc(mig, m.rps[mv.rp], res("MEMORY_MB", mv.mem))
+		src := ledgertest.Alloc(mig, m.rps[mv.rp], ledgertest.Res("MEMORY_MB", mv.mem))
 		src.ProjectID, src.ConsumerType, src.CheckGeneration = mv.project, resources.MigrationConsumerType, true
 		m.write(s, "move", resources.ClaimWriteParams{
 			Consumers: []resources.ConsumerAllocations{m.instance(mv, dst, mem, g), src}, Quota: m.q,
 			Move:  &claimrecords.MoveRecord{ConsumerUUID: mv.uuid, MigrationUUID: mig, Reason: "relocation", SourceRoot: m.rps[mv.rp]},
 			State: &claimrecords.ClaimStateWrite{Op: "move", RootUUID: m.rps[dst], LeaseSeconds: 3600, Mode: claimrecords.LeaseMove}})
 		migration := resources.ConsumerAllocations{ConsumerUUID: mig, ProjectID: mv.project, UserID: "user",
-			CheckGeneration: true, Generation: gen(1)}
+			CheckGeneration: true, Generation: ledgertest.Gen(1)}
 		revert := resources.ClaimWriteParams{ForgetMove: mv.uuid, MoveEnd: claimrecords.MoveReverted,
-			Consumers: []resources.ConsumerAllocations{m.instance(mv, mv.rp, mv.mem, gen(*g+1)), migration}}
+			Consumers: []resources.ConsumerAllocations{m.instance(mv, mv.rp, mv.mem, ledgertest.Gen(*g+1)), migration}}
 		switch it {
 		case 0:
 			m.write(s, "confirm", resources.ClaimWriteParams{ForgetMove: mv.uuid, MoveEnd: claimrecords.MoveConfirmed,
@@ -405,7 +405,7 @@ func (m *quotaRaceMix) move(s *ledger.Store, mv *quotaMover, seed int) {
 			m.write(s, "revert", revert)
 		case 2:
 			m.dbMu.Lock()
-			m.f.expire(mv.uuid)
+			m.f.Expire(mv.uuid)
 			m.dbMu.Unlock()
 			reaper := revert
 			reaper.IfLeaseExpired = mv.uuid
@@ -413,7 +413,7 @@ func (m *quotaRaceMix) move(s *ledger.Store, mv *quotaMover, seed int) {
 			client.Quota = m.q
 			errs := make(chan error, 2)
 			for _, p := range []resources.ClaimWriteParams{reaper, client} {
-				go func() { errs <- s.Allocations.ClaimWrite(m.f.ctx, p) }()
+				go func() { errs <- s.Allocations.ClaimWrite(m.f.Ctx, p) }()
 			}
 			ok := 0
 			for range 2 {
@@ -444,16 +444,16 @@ func (m *quotaRaceMix) pairs(s *ledger.Store) {
 	for it := range 4 {
 		var ws []resources.ConsumerAllocations
 		for j, p := range []string{m.projects[0], m.projects[2]} {
-			w := alloc(uuid.NewString(), m.rps[(17*it+29*j)%len(m.rps)], res("MEMORY_MB", 32))
+			w := ledgertest.Alloc(uuid.NewString(), m.rps[(17*it+29*j)%len(m.rps)], ledgertest.Res("MEMORY_MB", 32))
 			w.ProjectID, w.CheckGeneration = p, true
 			ws = append(ws, w)
 		}
-		if err := s.Allocations.AllocationsReplaceChecked(m.f.ctx, ws, m.q); err != nil {
+		if err := s.Allocations.AllocationsReplaceChecked(m.f.Ctx, ws, m.q); err != nil {
 			m.t.Errorf("two consumers' write: %v", err)
 			return
 		}
 		for _, w := range ws {
-			if err := s.Allocations.AllocationsDelete(m.f.ctx, w.ConsumerUUID); err != nil {
+			if err := s.Allocations.AllocationsDelete(m.f.Ctx, w.ConsumerUUID); err != nil {
 				m.t.Errorf("delete: %v", err)
 			}
 		}
@@ -470,10 +470,10 @@ func (m *quotaRaceMix) limits(s *ledger.Store) {
 		if it%2 == 0 {
 			reg["MEMORY_MB"] = 1 << 40
 		}
-		if err := s.Quotas.RegisteredLimitsSet(m.f.ctx, reg); err != nil {
+		if err := s.Quotas.RegisteredLimitsSet(m.f.Ctx, reg); err != nil {
 			m.t.Errorf("registered limits: %v", err)
 		}
-		if err := s.Quotas.LimitsSet(m.f.ctx, m.projects[0], quotas.Limits{"VCPU": m.vcpuLimit, "MEMORY_MB": 1<<30 + int64(it)}); err != nil {
+		if err := s.Quotas.LimitsSet(m.f.Ctx, m.projects[0], quotas.Limits{"VCPU": m.vcpuLimit, "MEMORY_MB": 1<<30 + int64(it)}); err != nil {
 			m.t.Errorf("limits: %v", err)
 		}
 	}
@@ -488,33 +488,33 @@ func (m *quotaRaceMix) limits(s *ledger.Store) {
 // one step and in the global order, so nothing deadlocks; every claim
 // that fits is written and the counters are exact.
 func TestQuotaRemaindersRace(t *testing.T) {
-	dbURL := newTestDB(t)
+	dbURL := ledgertest.NewDB(t)
 	f := newFixtureOn(t, dbURL)
 	const rounds, perStore = 4, 12
 	projects := []string{"pa", "pb"}
-	f.known(projects, nil, nil)
+	f.Known(projects, nil, nil)
 	var rps []string
 	for i := range 2 * perStore {
-		rps = append(rps, f.provider(fmt.Sprintf("rp%d", i), inv("VCPU", 1024), inv("MEMORY_MB", 1<<20), inv("DISK_GB", 1<<20)))
+		rps = append(rps, f.Provider(fmt.Sprintf("rp%d", i), ledgertest.Inv("VCPU", 1024), ledgertest.Inv("MEMORY_MB", 1<<20), ledgertest.Inv("DISK_GB", 1<<20)))
 	}
 	var batched []*ledger.Store
 	var held, tiny []string
 	for i := range 2 {
-		s, err := ledger.Open(f.ctx, ledger.Config{DatabaseURL: dbURL, MaxConns: 4, ClaimWriters: 1})
+		s, err := ledger.Open(f.Ctx, ledger.Config{DatabaseURL: dbURL, MaxConns: 4, ClaimWriters: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(s.Close)
 		batched = append(batched, s)
-		held = append(held, f.provider(fmt.Sprintf("held%d", i), inv("VCPU", 64)))
-		tiny = append(tiny, f.provider(fmt.Sprintf("tiny%d", i), inv("VCPU", 1)))
+		held = append(held, f.Provider(fmt.Sprintf("held%d", i), ledgertest.Inv("VCPU", 64)))
+		tiny = append(tiny, f.Provider(fmt.Sprintf("tiny%d", i), ledgertest.Inv("VCPU", 1)))
 	}
 	// claim is a claim of project p on rp of VCPU, or (odd j) of memory and
 	// disk: its counters differ with j.
 	claim := func(p, rp string, j int) resources.ConsumerAllocations {
-		w := newClaim(uuid.NewString(), rp, res("VCPU", 1))
+		w := ledgertest.NewClaim(uuid.NewString(), rp, ledgertest.Res("VCPU", 1))
 		if j%2 == 1 {
-			w = newClaim(uuid.NewString(), rp, res("MEMORY_MB", 64), res("DISK_GB", 1))
+			w = ledgertest.NewClaim(uuid.NewString(), rp, ledgertest.Res("MEMORY_MB", 64), ledgertest.Res("DISK_GB", 1))
 		}
 		w.ProjectID = p
 		return w
@@ -536,35 +536,35 @@ func TestQuotaRemaindersRace(t *testing.T) {
 			b0, _ := claimBatches(s)
 			releases = append(releases, holdProvider(t, f, dbURL, held[i]))
 			go func() {
-				firsts <- s.Allocations.AllocationsReplace(f.ctx, []resources.ConsumerAllocations{newClaim(uuid.NewString(), held[i], res("VCPU", 1))})
+				firsts <- s.Allocations.AllocationsReplace(f.Ctx, []resources.ConsumerAllocations{ledgertest.NewClaim(uuid.NewString(), held[i], ledgertest.Res("VCPU", 1))})
 			}()
-			waitFor(t, func() bool { b, _ := claimBatches(s); return b == b0+1 })
+			ledgertest.WaitFor(t, func() bool { b, _ := claimBatches(s); return b == b0+1 })
 			// The batch's first claim asks for more than its tiny provider
 			// holds.
 			queued := 0
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				w := newClaim(uuid.NewString(), tiny[i], res("VCPU", 2))
+				w := ledgertest.NewClaim(uuid.NewString(), tiny[i], ledgertest.Res("VCPU", 2))
 				w.ProjectID = projects[i]
-				if err := s.Allocations.AllocationsReplace(f.ctx, []resources.ConsumerAllocations{w}); !errors.Is(err, fault.ErrConflict) {
+				if err := s.Allocations.AllocationsReplace(f.Ctx, []resources.ConsumerAllocations{w}); !errors.Is(err, fault.ErrConflict) {
 					t.Errorf("round %d: the claim that does not fit: %v", round, err)
 				}
 			}()
 			queued++
-			waitFor(t, func() bool { return queuedClaims(s) == queued })
+			ledgertest.WaitFor(t, func() bool { return queuedClaims(s) == queued })
 			for j := range perStore {
 				p := projects[(i+j)%2] // store 0: pa, pb, ...; store 1: pb, pa, ...
 				w := claim(p, rps[i*perStore+j], j/2)
-				write("claim", func() error { return s.Allocations.AllocationsReplace(f.ctx, []resources.ConsumerAllocations{w}) })
+				write("claim", func() error { return s.Allocations.AllocationsReplace(f.Ctx, []resources.ConsumerAllocations{w}) })
 				queued++
-				waitFor(t, func() bool { return queuedClaims(s) == queued })
+				ledgertest.WaitFor(t, func() bool { return queuedClaims(s) == queued })
 			}
 		}
 		// Both projects' consumers at once, by the general path.
 		for j := range 4 {
 			ws := []resources.ConsumerAllocations{claim("pa", rps[j], j), claim("pb", rps[perStore+j], j+1)}
-			write("two projects' consumers", func() error { return f.store.Allocations.AllocationsReplace(f.ctx, ws) })
+			write("two projects' consumers", func() error { return f.Store.Allocations.AllocationsReplace(f.Ctx, ws) })
 		}
 		for _, release := range releases {
 			release()
@@ -580,10 +580,10 @@ func TestQuotaRemaindersRace(t *testing.T) {
 		}
 		f.checkUsages()
 	}
-	for _, s := range append(batched, f.store) {
+	for _, s := range append(batched, f.Store) {
 		s.Close()
 	}
-	if err := f.db.Close(f.ctx); err != nil {
+	if err := f.DB.Close(f.Ctx); err != nil {
 		t.Fatal(err)
 	}
 	if deadlocks := ledgertest.Deadlocks(t, dbURL); deadlocks != 0 {

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/berthd/berth/internal/fault"
+	"github.com/berthd/berth/ledger/ledgertest"
 	"github.com/berthd/berth/ledger/resources"
 )
 
@@ -47,7 +48,7 @@ func TestResourceClasses(t *testing.T) {
 	err = s.Providers.ResourceClassDelete(ctx, "VCPU")
 	wantError(t, err, fault.ErrInvalid, "", "Cannot delete standard resource class VCPU")
 
-	p := mustCreate(t, s, "rp", uuidA, "")
+	p := ledgertest.MustCreate(t, s, "rp", uuidA, "")
 	exec(`INSERT INTO inventories (resource_provider_id, resource_class_id, total, reserved, min_unit, max_unit, step_size, allocation_ratio)
 	      VALUES ($1, $2, 8, 0, 1, 8, 1, 1.0)`, p.ID, gold.ID)
 	err = s.Providers.ResourceClassDelete(ctx, "CUSTOM_GOLD")

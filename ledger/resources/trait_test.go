@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/berthd/berth/internal/fault"
+	"github.com/berthd/berth/ledger/ledgertest"
 	"github.com/berthd/berth/ledger/resources"
 )
 
@@ -47,7 +48,7 @@ func TestTraits(t *testing.T) {
 		{"associated", resources.TraitFilter{Associated: &yes}, []string{"CUSTOM_B"}},
 		{"prefix not associated", resources.TraitFilter{Prefix: "CUSTOM_", Associated: &no}, []string{"CUSTOM_A"}},
 	}
-	mustCreate(t, s, "rp", uuidA, "")
+	ledgertest.MustCreate(t, s, "rp", uuidA, "")
 	gen, traits, err := s.Providers.ProviderTraitsReplace(ctx, uuidA, 0, []string{"CUSTOM_B"})
 	if err != nil || gen != 1 || !slices.Equal(traitNames(traits), []string{"CUSTOM_B"}) {
 		t.Fatalf("set provider traits: %d %v %v", gen, traits, err)
@@ -77,7 +78,7 @@ func TestTraits(t *testing.T) {
 func TestProviderTraits(t *testing.T) {
 	s, _ := newTestStore(t)
 	ctx := context.Background()
-	mustCreate(t, s, "rp", uuidA, "")
+	ledgertest.MustCreate(t, s, "rp", uuidA, "")
 
 	gen, traits, err := s.Providers.ProviderTraits(ctx, uuidA)
 	if err != nil || gen != 0 || len(traits) != 0 {
@@ -132,7 +133,7 @@ func TestProviderTraits(t *testing.T) {
 func TestProviderTraitsRace(t *testing.T) {
 	s, _ := newTestStore(t)
 	ctx := context.Background()
-	mustCreate(t, s, "rp", uuidA, "")
+	ledgertest.MustCreate(t, s, "rp", uuidA, "")
 	const writers = 8
 	var wg sync.WaitGroup
 	results := make(chan error, writers)

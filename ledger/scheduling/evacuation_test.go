@@ -6,6 +6,7 @@ import (
 
 	"github.com/berthd/berth/internal/fault"
 	"github.com/berthd/berth/ledger/engine"
+	"github.com/berthd/berth/ledger/ledgertest"
 	"github.com/berthd/berth/ledger/resources"
 	"github.com/berthd/berth/ledger/scheduling"
 )
@@ -16,8 +17,8 @@ import (
 // /allocation_candidates does not; the shortfall says why.
 func TestProviderEvacuation(t *testing.T) {
 	f := newFixture(t)
-	s, ctx := f.store, f.ctx
-	a, b := f.provider("a", inv("VCPU", 8)), f.provider("b", inv("VCPU", 8))
+	s, ctx := f.Store, f.Ctx
+	a, b := f.Provider("a", ledgertest.Inv("VCPU", 8)), f.Provider("b", ledgertest.Inv("VCPU", 8))
 	child, err := s.Providers.ProviderCreate(ctx, resources.ProviderCreateParams{Name: "a-numa0", ParentUUID: a})
 	if err != nil {
 		t.Fatal(err)
@@ -86,9 +87,9 @@ func TestProviderEvacuation(t *testing.T) {
 		t.Errorf("child: %v", err)
 	}
 	_, err = s.Cloud.ProviderEvacuate(ctx, uuidD)
-	rejection(t, err, fault.ErrNotFound)
+	ledgertest.Rejection(t, err, fault.ErrNotFound)
 	_, err = s.Cloud.ProviderRestore(ctx, uuidD)
-	rejection(t, err, fault.ErrNotFound)
+	ledgertest.Rejection(t, err, fault.ErrNotFound)
 	if _, err := s.Cloud.ProviderRestore(ctx, b); !fault.HasCode(err, fault.ErrConflict, fault.CodeNotEvacuated) {
 		t.Errorf("restore b: %v", err)
 	}
@@ -106,7 +107,7 @@ func TestProviderEvacuation(t *testing.T) {
 	if _, err := s.Cloud.ProviderEvacuate(ctx, b); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.db.Exec(ctx, `DELETE FROM inventories WHERE resource_provider_id = (SELECT id FROM resource_providers WHERE uuid = $1)`, b); err != nil {
+	if _, err := f.DB.Exec(ctx, `DELETE FROM inventories WHERE resource_provider_id = (SELECT id FROM resource_providers WHERE uuid = $1)`, b); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Providers.ProviderDelete(ctx, b); err != nil {
@@ -121,8 +122,8 @@ func TestProviderEvacuation(t *testing.T) {
 // pools round-trip; a report without them reads zeros.
 func TestProviderStateLXD(t *testing.T) {
 	f := newFixture(t)
-	s, ctx := f.store, f.ctx
-	rp := f.provider("cn1", inv("VCPU", 8))
+	s, ctx := f.Store, f.Ctx
+	rp := f.Provider("cn1", ledgertest.Inv("VCPU", 8))
 	st := engine.ProviderState{Load1: 1, MemoryFreeMB: 512, ReportedAt: time.Now().UTC().Truncate(time.Microsecond),
 		SysInfo:      engine.SysInfo{Uptime: 3600, TotalRAM: 8 << 30, SharedRAM: 1, BufferedRAM: 2, TotalSwap: 3, FreeSwap: 4, Processes: 200, LogicalCPUs: 16},
 		StoragePools: map[string]engine.StoragePoolState{"default": {Space: engine.UsedTotal{Used: 10, Total: 100}, Inodes: engine.UsedTotal{Used: 1, Total: 9}}}}

@@ -12,16 +12,17 @@ import (
 
 	"github.com/berthd/berth/internal/fault"
 	"github.com/berthd/berth/ledger/engine"
+	"github.com/berthd/berth/ledger/ledgertest"
 	"github.com/berthd/berth/ledger/resources"
 	"github.com/berthd/berth/ledger/scheduling"
 )
 
 func TestSchedulingPolicyCRUD(t *testing.T) {
 	f := newFixture(t)
-	s, ctx := f.store, f.ctx
+	s, ctx := f.Store, f.Ctx
 
 	_, err := s.Catalogue.SchedulingPolicyGet(ctx, "gold")
-	rejection(t, err, fault.ErrNotFound)
+	ledgertest.Rejection(t, err, fault.ErrNotFound)
 
 	spec := json.RawMessage(`{"filters": [], "weighers": [{"name": "spread", "factor": 2}]}`)
 	p, created, err := s.Catalogue.SchedulingPolicyPut(ctx, scheduling.SchedulingPolicy{Name: "gold", Description: "d", Default: true, Spec: spec},
@@ -30,7 +31,7 @@ func TestSchedulingPolicyCRUD(t *testing.T) {
 		t.Fatalf("create: %+v %v %v", p, created, err)
 	}
 	_, _, err = s.Catalogue.SchedulingPolicyPut(ctx, scheduling.SchedulingPolicy{Name: "gold", Spec: spec}, scheduling.SchedulingPolicyPutParams{Create: true})
-	if le := rejection(t, err, fault.ErrConflict); le.Code != fault.CodeDuplicateName {
+	if le := ledgertest.Rejection(t, err, fault.ErrConflict); le.Code != fault.CodeDuplicateName {
 		t.Errorf("code %q", le.Code)
 	}
 
@@ -52,7 +53,7 @@ func TestSchedulingPolicyCRUD(t *testing.T) {
 
 	// A spec naming a scriptlet that does not exist is refused.
 	_, _, err = s.Catalogue.SchedulingPolicyPut(ctx, scheduling.SchedulingPolicy{Name: "x", Spec: json.RawMessage(`{"scriptlet": "nope"}`), Scriptlets: []string{"nope"}}, scheduling.SchedulingPolicyPutParams{})
-	rejection(t, err, fault.ErrInvalid)
+	ledgertest.Rejection(t, err, fault.ErrInvalid)
 	if _, err := s.Catalogue.SchedulingPolicyGet(ctx, "x"); !errors.Is(err, fault.ErrNotFound) {
 		t.Errorf("refused policy stored: %v", err)
 	}
@@ -60,12 +61,12 @@ func TestSchedulingPolicyCRUD(t *testing.T) {
 	if err := s.Catalogue.SchedulingPolicyDelete(ctx, "silver"); err != nil {
 		t.Fatal(err)
 	}
-	rejection(t, s.Catalogue.SchedulingPolicyDelete(ctx, "silver"), fault.ErrNotFound)
+	ledgertest.Rejection(t, s.Catalogue.SchedulingPolicyDelete(ctx, "silver"), fault.ErrNotFound)
 }
 
 func TestSchedulingPolicyOneDefaultUnderConcurrency(t *testing.T) {
 	f := newFixture(t)
-	s, ctx := f.store, f.ctx
+	s, ctx := f.Store, f.Ctx
 	spec := json.RawMessage(`{}`)
 	names := []string{"a", "b", "c", "d", "e", "f", "g", "h"}
 	errs := make(chan error, len(names))
@@ -97,7 +98,7 @@ func TestSchedulingPolicyOneDefaultUnderConcurrency(t *testing.T) {
 
 func TestScriptletCRUD(t *testing.T) {
 	f := newFixture(t)
-	s, ctx := f.store, f.ctx
+	s, ctx := f.Store, f.Ctx
 
 	created, err := s.Catalogue.ScriptletPut(ctx, "s1", "def instance_placement(request, candidate_members):\n    return None\n")
 	if err != nil || !created {
@@ -111,20 +112,20 @@ func TestScriptletCRUD(t *testing.T) {
 		t.Fatalf("get: %+v %v", sc, err)
 	}
 	_, err = s.Catalogue.ScriptletGet(ctx, "nope")
-	rejection(t, err, fault.ErrNotFound)
+	ledgertest.Rejection(t, err, fault.ErrNotFound)
 
 	// In use by a policy: not deleted.
 	if _, _, err := s.Catalogue.SchedulingPolicyPut(ctx, scheduling.SchedulingPolicy{Name: "p", Spec: json.RawMessage(`{"weighers": [{"name": "starlark:s1"}]}`), Scriptlets: []string{"s1"}}, scheduling.SchedulingPolicyPutParams{}); err != nil {
 		t.Fatal(err)
 	}
-	rejection(t, s.Catalogue.ScriptletDelete(ctx, "s1"), fault.ErrConflict)
+	ledgertest.Rejection(t, s.Catalogue.ScriptletDelete(ctx, "s1"), fault.ErrConflict)
 	if err := s.Catalogue.SchedulingPolicyDelete(ctx, "p"); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Catalogue.ScriptletDelete(ctx, "s1"); err != nil {
 		t.Fatal(err)
 	}
-	rejection(t, s.Catalogue.ScriptletDelete(ctx, "s1"), fault.ErrNotFound)
+	ledgertest.Rejection(t, s.Catalogue.ScriptletDelete(ctx, "s1"), fault.ErrNotFound)
 	list, err := s.Catalogue.Scriptlets(ctx)
 	if err != nil || len(list) != 0 {
 		t.Fatalf("list: %v %v", list, err)
@@ -133,7 +134,7 @@ func TestScriptletCRUD(t *testing.T) {
 
 func TestConfigPatch(t *testing.T) {
 	f := newFixture(t)
-	s, ctx := f.store, f.ctx
+	s, ctx := f.Store, f.Ctx
 	if err := s.Catalogue.ConfigPatch(ctx, map[string]json.RawMessage{"a": json.RawMessage(`"x"`), "b": json.RawMessage(`5`)}); err != nil {
 		t.Fatal(err)
 	}
@@ -148,30 +149,30 @@ func TestConfigPatch(t *testing.T) {
 
 func TestListenSchedulingSeesCommittedChanges(t *testing.T) {
 	f := newFixture(t)
-	s := f.store
-	ctx, cancel := context.WithCancel(f.ctx)
+	s := f.Store
+	ctx, cancel := context.WithCancel(f.Ctx)
 	var calls atomic.Int64
 	done := make(chan struct{})
 	go func() { defer close(done); s.Catalogue.ListenScheduling(ctx, func() { calls.Add(1) }) }()
 	defer func() { cancel(); <-done }()
-	waitFor(t, func() bool { return calls.Load() >= 1 }) // connected
+	ledgertest.WaitFor(t, func() bool { return calls.Load() >= 1 }) // connected
 
 	// A refused write notifies nobody; a committed one does.
 	before := calls.Load()
-	rejection(t, s.Catalogue.ScriptletDelete(f.ctx, "nope"), fault.ErrNotFound)
-	if _, err := s.Catalogue.ScriptletPut(f.ctx, "s", "x = 1\n"); err != nil {
+	ledgertest.Rejection(t, s.Catalogue.ScriptletDelete(f.Ctx, "nope"), fault.ErrNotFound)
+	if _, err := s.Catalogue.ScriptletPut(f.Ctx, "s", "x = 1\n"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, func() bool { return calls.Load() > before })
+	ledgertest.WaitFor(t, func() bool { return calls.Load() > before })
 }
 
 func TestProviderStateAndKeys(t *testing.T) {
 	f := newFixture(t)
-	s, ctx := f.store, f.ctx
-	rp := f.provider("cn1", inv("VCPU", 8))
+	s, ctx := f.Store, f.Ctx
+	rp := f.Provider("cn1", ledgertest.Inv("VCPU", 8))
 
 	_, err := s.Cloud.ProviderStateGet(ctx, rp)
-	rejection(t, err, fault.ErrNotFound)
+	ledgertest.Rejection(t, err, fault.ErrNotFound)
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	st := engine.ProviderState{Load1: 1.5, Load5: 1, Load15: 0.5, MemoryFreeMB: 1024, CPUUtilization: 0.25, ReportedAt: at}
 	if err := s.Cloud.ProviderStatePut(ctx, rp, st); err != nil {
@@ -181,7 +182,7 @@ func TestProviderStateAndKeys(t *testing.T) {
 	if err != nil || got.Load1 != 1.5 || got.MemoryFreeMB != 1024 || !got.ReportedAt.Equal(at) {
 		t.Fatalf("state %+v %v", got, err)
 	}
-	rejection(t, s.Cloud.ProviderStatePut(ctx, uuidD, st), fault.ErrNotFound)
+	ledgertest.Rejection(t, s.Cloud.ProviderStatePut(ctx, uuidD, st), fault.ErrNotFound)
 	states, err := s.Cloud.ProviderStates(ctx, []string{rp, uuidD, "junk"})
 	if err != nil || len(states) != 1 || states[rp].CPUUtilization != 0.25 {
 		t.Fatalf("states %v %v", states, err)
@@ -208,37 +209,37 @@ func TestProviderStateAndKeys(t *testing.T) {
 	if err != nil || len(got2) != 2 || got2[0].Name != "_tier" || got2[1].Value != 0.4 {
 		t.Fatalf("keys %+v %v", got2, err)
 	}
-	rejection(t, s.Cloud.PlacementKeysReplace(ctx, rp, []scheduling.PlacementKey{{Name: "a"}, {Name: "a"}}, scheduling.PlacementKeysReplaceParams{Reserved: true}), fault.ErrInvalid)
-	rejection(t, s.Cloud.PlacementKeysReplace(ctx, rp, []scheduling.PlacementKey{{Name: "a", Value: math.Inf(1)}}, scheduling.PlacementKeysReplaceParams{Reserved: true}), fault.ErrInvalid)
+	ledgertest.Rejection(t, s.Cloud.PlacementKeysReplace(ctx, rp, []scheduling.PlacementKey{{Name: "a"}, {Name: "a"}}, scheduling.PlacementKeysReplaceParams{Reserved: true}), fault.ErrInvalid)
+	ledgertest.Rejection(t, s.Cloud.PlacementKeysReplace(ctx, rp, []scheduling.PlacementKey{{Name: "a", Value: math.Inf(1)}}, scheduling.PlacementKeysReplaceParams{Reserved: true}), fault.ErrInvalid)
 	_, err = s.Cloud.PlacementKeys(ctx, uuidD)
-	rejection(t, err, fault.ErrNotFound)
+	ledgertest.Rejection(t, err, fault.ErrNotFound)
 
 	// Deleting the provider removes its state and keys.
 	if err := s.Providers.ProviderDelete(ctx, rp); err != nil {
 		t.Fatal(err)
 	}
 	var n int
-	if err := f.db.QueryRow(ctx, `SELECT (SELECT count(*) FROM provider_state) + (SELECT count(*) FROM provider_placement_keys)`).Scan(&n); err != nil || n != 0 {
+	if err := f.DB.QueryRow(ctx, `SELECT (SELECT count(*) FROM provider_state) + (SELECT count(*) FROM provider_placement_keys)`).Scan(&n); err != nil || n != 0 {
 		t.Fatalf("left behind: %d %v", n, err)
 	}
 }
 
 func TestConsumerDetailsAndStickyKeys(t *testing.T) {
 	f := newFixture(t)
-	s, ctx := f.store, f.ctx
-	rp1 := f.provider("cn1", inv("VCPU", 8))
-	rp2 := f.provider("cn2", inv("VCPU", 8))
+	s, ctx := f.Store, f.Ctx
+	rp1 := f.Provider("cn1", ledgertest.Inv("VCPU", 8))
+	rp2 := f.Provider("cn2", ledgertest.Inv("VCPU", 8))
 	if err := s.Cloud.PlacementKeysReplace(ctx, rp1, []scheduling.PlacementKey{{Name: "rack", Value: 0.3, Sticky: true}, {Name: "row", Value: 7}},
 		scheduling.PlacementKeysReplaceParams{}); err != nil {
 		t.Fatal(err)
 	}
 	c1, c2 := "cccccccc-0000-4000-8000-000000000001", "cccccccc-0000-4000-8000-000000000002"
-	w := alloc(c1, rp1, res("VCPU", 2))
+	w := ledgertest.Alloc(c1, rp1, ledgertest.Res("VCPU", 2))
 	w.Name, w.Properties, w.CopyStickyKeys = "web-1", map[string]any{"group": "web"}, true
 	if err := s.Allocations.AllocationsReplace(ctx, []resources.ConsumerAllocations{w}); err != nil {
 		t.Fatal(err)
 	}
-	w2 := alloc(c2, rp2, res("VCPU", 1))
+	w2 := ledgertest.Alloc(c2, rp2, ledgertest.Res("VCPU", 1))
 	w2.Properties = map[string]any{"group": "web"}
 	if err := s.Allocations.AllocationsReplace(ctx, []resources.ConsumerAllocations{w2}); err != nil {
 		t.Fatal(err)
@@ -253,7 +254,7 @@ func TestConsumerDetailsAndStickyKeys(t *testing.T) {
 
 	// Moved elsewhere, the consumer keeps its keys (and its name: a write
 	// without one leaves it).
-	w.Allocations[0].ProviderUUID, w.Generation, w.CheckGeneration = rp2, gen(1), true
+	w.Allocations[0].ProviderUUID, w.Generation, w.CheckGeneration = rp2, ledgertest.Gen(1), true
 	w.Name = ""
 	if err := s.Allocations.AllocationsReplace(ctx, []resources.ConsumerAllocations{w}); err != nil {
 		t.Fatal(err)
@@ -295,9 +296,9 @@ func TestConsumerDetailsAndStickyKeys(t *testing.T) {
 	}
 
 	// A refused write stores nothing of the details.
-	bad := alloc("cccccccc-0000-4000-8000-000000000003", rp1, res("VCPU", 100))
+	bad := ledgertest.Alloc("cccccccc-0000-4000-8000-000000000003", rp1, ledgertest.Res("VCPU", 100))
 	bad.Name, bad.CopyStickyKeys = "big", true
-	rejection(t, s.Allocations.AllocationsReplace(ctx, []resources.ConsumerAllocations{bad}), fault.ErrConflict)
+	ledgertest.Rejection(t, s.Allocations.AllocationsReplace(ctx, []resources.ConsumerAllocations{bad}), fault.ErrConflict)
 	if ins, _ := s.Cloud.Instances(ctx, scheduling.InstancesParams{}); len(ins) != 2 {
 		t.Errorf("instances after refused write %+v", ins)
 	}
@@ -305,9 +306,9 @@ func TestConsumerDetailsAndStickyKeys(t *testing.T) {
 
 func TestClusterProviders(t *testing.T) {
 	f := newFixture(t)
-	s, ctx := f.store, f.ctx
-	rp1 := f.provider("cn1", inv("VCPU", 8), inv("MEMORY_MB", 1024))
-	rp2 := f.provider("cn2", inv("VCPU", 4))
+	s, ctx := f.Store, f.Ctx
+	rp1 := f.Provider("cn1", ledgertest.Inv("VCPU", 8), ledgertest.Inv("MEMORY_MB", 1024))
+	rp2 := f.Provider("cn2", ledgertest.Inv("VCPU", 4))
 	agg := "f918801a-5e54-4bee-9095-09a9d0c786b8"
 	if _, err := s.Providers.ProviderAggregatesReplace(ctx, rp2, []string{agg}, resources.AggregatesReplaceParams{}); err != nil {
 		t.Fatal(err)
@@ -337,7 +338,7 @@ func TestClusterProviders(t *testing.T) {
 // the two writes interleave.
 func TestScriptletDeleteRacesPolicyWrite(t *testing.T) {
 	f := newFixture(t)
-	s, ctx := f.store, f.ctx
+	s, ctx := f.Store, f.Ctx
 	for round := range 20 {
 		if _, err := s.Catalogue.ScriptletPut(ctx, "s", "x = 1\n"); err != nil {
 			t.Fatal(err)
@@ -355,14 +356,14 @@ func TestScriptletDeleteRacesPolicyWrite(t *testing.T) {
 			}
 		}
 		var dangling int
-		if err := f.db.QueryRow(ctx, `SELECT count(*) FROM scheduling_policies p
+		if err := f.DB.QueryRow(ctx, `SELECT count(*) FROM scheduling_policies p
 			WHERE EXISTS (SELECT 1 FROM unnest(p.scriptlets) n WHERE NOT EXISTS (SELECT 1 FROM scriptlets s WHERE s.name = n))`).Scan(&dangling); err != nil {
 			t.Fatal(err)
 		}
 		if dangling != 0 {
 			t.Fatalf("round %d: a policy names a deleted scriptlet", round)
 		}
-		if _, err := f.db.Exec(ctx, `DELETE FROM scheduling_policies`); err != nil {
+		if _, err := f.DB.Exec(ctx, `DELETE FROM scheduling_policies`); err != nil {
 			t.Fatal(err)
 		}
 	}

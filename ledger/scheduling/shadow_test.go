@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/berthd/berth/internal/fault"
+	"github.com/berthd/berth/ledger/ledgertest"
 	"github.com/berthd/berth/ledger/scheduling"
 )
 
@@ -14,10 +15,10 @@ import (
 // a shadow runs is deleted.
 func TestShadows(t *testing.T) {
 	f := newFixture(t)
-	s, ctx := f.store, f.ctx
+	s, ctx := f.Store, f.Ctx
 
 	_, err := s.Catalogue.ShadowStart(ctx, scheduling.ShadowScriptlet, "pick")
-	if le := rejection(t, err, fault.ErrNotFound); le.Code != fault.CodeShadowNotFound {
+	if le := ledgertest.Rejection(t, err, fault.ErrNotFound); le.Code != fault.CodeShadowNotFound {
 		t.Errorf("code %q", le.Code)
 	}
 	if _, err := s.Catalogue.ScriptletPut(ctx, "pick", "def instance_placement(r, m):\n    pass\n"); err != nil {
@@ -28,11 +29,11 @@ func TestShadows(t *testing.T) {
 		t.Fatalf("start: %+v %v", sh, err)
 	}
 	_, err = s.Catalogue.ShadowStart(ctx, scheduling.ShadowScriptlet, "pick")
-	if le := rejection(t, err, fault.ErrConflict); le.Code != fault.CodeShadowRunning {
+	if le := ledgertest.Rejection(t, err, fault.ErrConflict); le.Code != fault.CodeShadowRunning {
 		t.Errorf("code %q", le.Code)
 	}
 	_, err = s.Catalogue.ShadowStart(ctx, "nonsense", "pick")
-	rejection(t, err, fault.ErrInvalid)
+	ledgertest.Rejection(t, err, fault.ErrInvalid)
 
 	// Two flushes add up; a delta of a shadow that is gone is dropped.
 	now := time.Now().UTC()
@@ -82,11 +83,11 @@ func TestShadows(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = s.Catalogue.ShadowStop(ctx, scheduling.ShadowScriptlet, "pick")
-	if le := rejection(t, err, fault.ErrNotFound); le.Code != fault.CodeShadowNotFound {
+	if le := ledgertest.Rejection(t, err, fault.ErrNotFound); le.Code != fault.CodeShadowNotFound {
 		t.Errorf("code %q", le.Code)
 	}
 	_, err = s.Catalogue.ShadowGet(ctx, scheduling.ShadowScriptlet, "pick")
-	rejection(t, err, fault.ErrNotFound)
+	ledgertest.Rejection(t, err, fault.ErrNotFound)
 
 	// A restarted shadow counts from zero; deleting its scriptlet stops it.
 	if _, err := s.Catalogue.ShadowStart(ctx, scheduling.ShadowScriptlet, "pick"); err != nil {

@@ -7,6 +7,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/berthd/berth/ledger/engine"
+	"github.com/berthd/berth/ledger/ledgertest"
 	"github.com/berthd/berth/ledger/snapshot"
 )
 
@@ -18,10 +19,10 @@ import (
 // snapshot, which does not catch up while listening, sees it once a
 // catch-up has run.
 func TestSnapshotSeesWritesBehindItsBack(t *testing.T) {
-	dbURL := newTestDB(t)
+	dbURL := ledgertest.NewDB(t)
 	ctx := context.Background()
-	store := openStore(t, dbURL)
-	mustCreate(t, store, "a", uuidA, "")
+	store := ledgertest.OpenStore(t, dbURL)
+	ledgertest.MustCreate(t, store, "a", uuidA, "")
 	name := func(snap func(context.Context, []string, []string) (*engine.Snapshot, error)) string {
 		t.Helper()
 		s, err := snap(ctx, nil, nil)
@@ -34,7 +35,7 @@ func TestSnapshotSeesWritesBehindItsBack(t *testing.T) {
 		}
 		return list[0].Name
 	}
-	waitFor(t, func() bool { return snapshot.Listening(store.Snapshots) })
+	ledgertest.WaitFor(t, func() bool { return snapshot.Listening(store.Snapshots) })
 	if got := name(store.Snapshots.Snapshot); got != "a" {
 		t.Fatalf("name %q", got)
 	}

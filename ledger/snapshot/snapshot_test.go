@@ -12,6 +12,7 @@ import (
 
 	"github.com/berthd/berth/ledger"
 	"github.com/berthd/berth/ledger/engine"
+	"github.com/berthd/berth/ledger/ledgertest"
 	"github.com/berthd/berth/ledger/resources"
 )
 
@@ -40,9 +41,9 @@ func candidateSet(c *engine.Candidates) []string {
 }
 
 func TestSnapshotFromDatabase(t *testing.T) {
-	dbURL := newTestDB(t)
+	dbURL := ledgertest.NewDB(t)
 	ctx := context.Background()
-	store := openStore(t, dbURL)
+	store := ledgertest.OpenStore(t, dbURL)
 	conn, err := pgx.Connect(ctx, dbURL)
 	if err != nil {
 		t.Fatal(err)
@@ -54,9 +55,9 @@ func TestSnapshotFromDatabase(t *testing.T) {
 			t.Fatalf("exec %q: %v", sql, err)
 		}
 	}
-	mustCreate(t, store, "cn1", uCN1, "")
-	mustCreate(t, store, "numa", uNUMA, uCN1)
-	mustCreate(t, store, "ss", uSS, "")
+	ledgertest.MustCreate(t, store, "cn1", uCN1, "")
+	ledgertest.MustCreate(t, store, "numa", uNUMA, uCN1)
+	ledgertest.MustCreate(t, store, "ss", uSS, "")
 	inv := func(rp, class string, total int64) {
 		exec(`INSERT INTO inventories (resource_provider_id, resource_class_id, total, reserved, min_unit, max_unit, step_size, allocation_ratio)
 			SELECT rp.id, rc.id, $3, 0, 1, $3, 1, 1.0 FROM resource_providers rp, resource_classes rc
@@ -108,7 +109,7 @@ func TestSnapshotFromDatabase(t *testing.T) {
 
 	// A second process on the same database learns of writes through
 	// PostgreSQL notifications.
-	peer := openStore(t, dbURL)
+	peer := ledgertest.OpenStore(t, dbURL)
 	if got := candidateSet(query(peer)); len(got) != 0 {
 		t.Fatalf("peer: %q, want none", got)
 	}

@@ -70,8 +70,9 @@ release_lease (as the lease reaper would), or report_only.
 fixable finding listed, with the consumer generation listed: the server
 re-checks each in one transaction and refuses (409) one that changed since.
 
-Exit status: 0 nothing found (or all fixed), 3 findings remain (as
-nova-manage placement audit), 1 a request or a fix failed, 2 bad usage.`,
+Exit status: 0 nothing found (or all fixed), 5 findings remain (nova-manage
+placement audit says so with 3, which is a refusal for berth), 3 the server
+refused a request or a fix, 4 the server could not be reached, 2 bad usage.`,
 		example: `berth audit
 berth audit --kind stale_migration --migration-age 2h
 berth audit --fix --yes`,

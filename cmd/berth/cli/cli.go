@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -159,8 +160,13 @@ func commands() []*command {
 	return cs
 }
 
-// groups are the commands that only hold subcommands.
+// groups are the commands that only hold subcommands (a group of a
+// group, such as "scriptlet shadow", is named by both words).
 var groups = map[string]struct{ summary, example string }{
+	"scriptlet shadow": {"A stored scriptlet run in shadow of every claim the default policy ranks",
+		"berth scriptlet shadow start prefer-rack-a\nberth scriptlet shadow show prefer-rack-a\nberth scriptlet shadow stop prefer-rack-a"},
+	"policy shadow": {"A stored scheduling policy run in shadow of every claim the default policy ranks",
+		"berth policy shadow start pack\nberth policy shadow show pack\nberth policy shadow stop pack"},
 	"scriptlet": {"Starlark scriptlets stored on the server",
 		"berth scriptlet set refuse-foo refuse-foo.star\nberth scriptlet test refuse-foo --name foo"},
 	"policy": {"Scheduling policies and the units they are built from",
@@ -262,8 +268,8 @@ func Main(ctx context.Context, args []string, stdio IO) int {
 
 	cmd, rest := findCommand(cs, args)
 	if cmd == nil {
-		if _, ok := groups[args[0]]; ok {
-			return groupHelp(stdio, cs, args)
+		if group, rest := findGroup(args); group != "" {
+			return groupHelp(stdio, cs, group, rest)
 		}
 		fmt.Fprintf(stdio.Stderr, "berth: unknown command %q\nRun \"berth --help\" for the commands.\n", args[0])
 		return 2
@@ -358,29 +364,61 @@ func findCommand(cs []*command, args []string) (*command, []string) {
 	return nil, nil
 }
 
-// groupHelp prints the subcommands of a group ("berth policy"): exit 0
-// when help was asked for, 2 otherwise.
-func groupHelp(stdio IO, cs []*command, args []string) int {
-	group := args[0]
-	asked := len(args) > 1 && (args[1] == "-h" || args[1] == "--help" || args[1] == "help")
+// findGroup matches the longest group name at the start of args ("" if
+// none) and returns it with the arguments after it.
+func findGroup(args []string) (string, []string) {
+	if len(args) >= 2 {
+		if _, ok := groups[args[0]+" "+args[1]]; ok {
+			return args[0] + " " + args[1], args[2:]
+		}
+	}
+	if _, ok := groups[args[0]]; ok {
+		return args[0], args[1:]
+	}
+	return "", nil
+}
+
+// groupHelp prints the subcommands of a group ("berth policy", "berth
+// policy shadow") given the arguments after it: exit 0 when help was
+// asked for, 2 otherwise (no subcommand, or an unknown one: said so
+// first).
+func groupHelp(stdio IO, cs []*command, group string, rest []string) int {
+	asked := len(rest) > 0 && (rest[0] == "-h" || rest[0] == "--help" || rest[0] == "help")
+	var subs, verbs []string
+	for _, c := range cs {
+		if sub, ok := strings.CutPrefix(c.name, group+" "); ok {
+			subs = append(subs, fmt.Sprintf("  %s\n        %s.\n", strings.TrimSpace("berth "+c.name+" "+c.args), c.summary))
+			if verb, _, _ := strings.Cut(sub, " "); !slices.Contains(verbs, verb) {
+				verbs = append(verbs, verb)
+			}
+		}
+	}
 	w := stdio.Stdout
 	if !asked {
 		w = stdio.Stderr
-		if len(args) > 1 {
-			fmt.Fprintf(w, "berth %s: unknown subcommand %q\n\n", group, args[1])
+		if len(rest) > 0 {
+			fmt.Fprintf(w, "berth %s: unknown subcommand %q\n\n", group, rest[0])
+		} else {
+			fmt.Fprintf(w, "berth %s: missing subcommand: %s\n\n", group, orList(verbs))
 		}
 	}
 	fmt.Fprintf(w, "berth %s: %s.\n\nUsage:\n", group, groups[group].summary)
-	for _, c := range cs {
-		if g, _, _ := strings.Cut(c.name, " "); g == group {
-			fmt.Fprintf(w, "  %s\n        %s.\n", strings.TrimSpace("berth "+c.name+" "+c.args), c.summary)
-		}
+	for _, s := range subs {
+		fmt.Fprint(w, s)
 	}
 	fmt.Fprintf(w, "\nExample:\n%s\nRun \"berth %s SUBCOMMAND --help\" for its flags.\n", indent(groups[group].example), group)
 	if asked {
 		return 0
 	}
 	return 2
+}
+
+// orList is words as "a, b or c".
+func orList(words []string) string {
+	if len(words) < 2 {
+		return strings.Join(words, "")
+	}
+	return strings.Join(words[:len(words)-1], ", ") + " or " + words[len(words)-1]
 }
 
 func printCommandHelp(w io.Writer, c *command, fs *flag.FlagSet) {

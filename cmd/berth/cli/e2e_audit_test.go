@@ -2,6 +2,8 @@ package cli
 
 import (
 	"encoding/json"
+	"os"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -73,4 +75,109 @@ func TestEndToEndAudit(t *testing.T) {
 	api(t, base, "PUT", "/allocations/"+split, `{"allocations": {"`+e2eRoot2+`": {"resources": {"DISK_GB": 5}}},
 		"project_id": "web", "user_id": "u", "consumer_generation": 1, "consumer_type": "INSTANCE"}`, 204)
 	cli(t, base, 0, []string{"audit", "--migration-age", "0s"}, "No findings.")
+}
+
+// TestAuditExitStatusesAsDocumented: every exit status that
+// docs/operations.md's audit section, docs/cli.md's audit row and berth
+// audit --help state is the one berth audit exits with in that case:
+// nothing found, findings remain, the server refused, the server could
+// not be reached, bad usage.
+func TestAuditExitStatusesAsDocumented(t *testing.T) {
+	base := startBerthd(t)
+	seedTree(t, base)
+	actual := map[string]int{}
+	env := map[string]string{"BERTH_URL": base}
+	status := func(env map[string]string, args ...string) int {
+		_, _, code := run(t, env, "", args...)
+		return code
+	}
+	actual["nothing"] = status(env, "audit")
+	actual["refused"] = status(env, "audit", "--kind", "nope")
+	actual["usage"] = status(env, "audit", "--yes")
+	actual["unreachable"] = status(map[string]string{"BERTH_URL": "http://127.0.0.1:1"}, "audit")
+	const split = "7b0d3c52-8f1e-4a8e-9a55-3a2f0c1d9e77"
+	api(t, base, "PUT", "/allocations/"+split, `{"allocations": {"`+e2eRoot+`": {"resources": {"VCPU": 1}}, "`+e2eRoot2+`": {"resources": {"DISK_GB": 5}}},
+		"project_id": "web", "user_id": "u", "consumer_generation": null, "consumer_type": "INSTANCE"}`, 204)
+	actual["findings"] = status(env, "audit")
+	if actual["nothing"] == actual["findings"] || actual["findings"] == actual["refused"] {
+		t.Fatalf("the cases are not told apart: %v", actual)
+	}
+
+	ops, err := os.ReadFile("../../../docs/operations.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	section := string(ops)
+	start, end := strings.Index(section, "## The allocation audit"), strings.Index(section, "`nova-manage placement heal_allocations`")
+	if start < 0 || end < start {
+		t.Fatal("docs/operations.md: no audit section")
+	}
+	cliDoc, err := os.ReadFile("../../../docs/cli.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var row string
+	for _, line := range strings.Split(string(cliDoc), "\n") {
+		if strings.HasPrefix(line, "| `audit ") {
+			row = line[strings.Index(line, "exit "):]
+		}
+	}
+	help, _, _ := run(t, env, "", "audit", "--help")
+	for _, doc := range []struct{ name, text string }{
+		{"docs/operations.md", section[start:end]},
+		{"docs/cli.md", row},
+		{"berth audit --help", help[strings.Index(help, "Exit status"):]},
+	} {
+		stated := exitStatements(doc.text)
+		if len(stated) < 4 {
+			t.Errorf("%s states %d exit statuses of berth audit: %v", doc.name, len(stated), stated)
+		}
+		for _, s := range stated {
+			switch c := exitCase(s.words); {
+			case c == "":
+				t.Errorf("%s: exit status %d %q: which case is it?", doc.name, s.code, s.words)
+			case actual[c] != s.code:
+				t.Errorf("%s says %d %q: berth audit exits %d then", doc.name, s.code, s.words, actual[c])
+			}
+		}
+	}
+}
+
+// exitStatement is one "N when CASE" of a document.
+type exitStatement struct {
+	code  int
+	words string
+}
+
+var (
+	exitStated = regexp.MustCompile(`\b(\d) (?:when |for )?([a-z][^,.;:]*)`)
+)
+
+// exitStatements are the exit statuses stated in the sentences of text
+// that speak of exit statuses.
+func exitStatements(text string) []exitStatement {
+	text = strings.Join(strings.Fields(text), " ")
+	var out []exitStatement
+	for _, sentence := range strings.SplitAfter(text, ". ") {
+		if !strings.Contains(strings.ToLower(sentence), "exit") {
+			continue
+		}
+		for _, m := range exitStated.FindAllStringSubmatch(sentence, -1) {
+			out = append(out, exitStatement{code: int(m[1][0] - '0'), words: strings.TrimSpace(m[2])})
+		}
+	}
+	return out
+}
+
+// exitCase is the case of the audit a statement's words name, "" none.
+func exitCase(words string) string {
+	for _, c := range []struct{ key, name string }{
+		{"nothing", "nothing"}, {"none", "nothing"}, {"reached", "unreachable"}, {"refused", "refused"},
+		{"usage", "usage"}, {"remain", "findings"}, {"found", "findings"},
+	} {
+		if strings.Contains(words, c.key) {
+			return c.name
+		}
+	}
+	return ""
 }

@@ -65,3 +65,37 @@ func TestEndToEndEvacuate(t *testing.T) {
 	cli(t, base, 1, []string{"evacuate", "nope"}, `no resource provider named "nope"`)
 	cli(t, base, 2, []string{"evacuate", "ev-a", "--parallel", "0"}, "--parallel must be 1 to 32")
 }
+
+// TestEndToEndEvacuateThenConfirm: berth evacuate counts the same
+// whatever --parallel (and so the page size), never its own migration
+// consumers as skipped; berth evacuate --confirm then confirms the moves
+// it made and says how many.
+func TestEndToEndEvacuateThenConfirm(t *testing.T) {
+	base := startBerthd(t)
+	for _, n := range []string{"ev-a", "ev-b", "ev-c", "ev-d"} {
+		api(t, base, "POST", "/resource_providers", `{"name": "`+n+`"}`, 200)
+		uuid := strings.Fields(cli(t, base, 0, []string{"providers", "--name", n}))[1]
+		api(t, base, "PUT", "/resource_providers/"+uuid+"/inventories",
+			`{"resource_provider_generation": 0, "inventories": {"VCPU": {"total": 32}}}`, 200)
+	}
+	// Low uuids: the evacuations' migration consumers sort after them,
+	// into the later pages.
+	for i, host := range []string{"ev-a", "ev-b"} {
+		for j := 1; j <= 9; j++ {
+			cli(t, base, 0, []string{"claim", "--resources", "VCPU:1", "--project", "p", "--user", "u", "--target", host,
+				"--consumer", fmt.Sprintf("00000000-0000-4000-8000-0000000000%d%d", i, j)}, "Claimed on "+host+" ")
+		}
+	}
+	cli(t, base, 0, []string{"evacuate", "ev-a", "--parallel", "1"}, "ev-a evacuated: 9 moved, 0 planned, 0 failed, 0 skipped.")
+	cli(t, base, 0, []string{"evacuate", "ev-b", "--parallel", "8"}, "ev-b evacuated: 9 moved, 0 planned, 0 failed, 0 skipped.")
+	cli(t, base, 0, []string{"providers", "--name", "ev-a"}, "9/32")
+	// The bulk way out: each move confirmed, the sources dropped.
+	out := cli(t, base, 0, []string{"evacuate", "ev-a", "--confirm", "--parallel", "1"},
+		"ev-a evacuated: 0 moved, 0 planned, 0 failed, 0 skipped; 9 earlier moves confirmed.")
+	if strings.Count(out, "confirmed") != 10 {
+		t.Errorf("confirmed:\n%s", out)
+	}
+	cli(t, base, 0, []string{"providers", "--name", "ev-a"}, "0/32")
+	cli(t, base, 0, []string{"evacuate", "ev-a", "--confirm"}, "ev-a evacuated: 0 moved, 0 planned, 0 failed, 0 skipped.")
+	cli(t, base, 0, []string{"providers", "--name", "ev-b"}, "9/32")
+}

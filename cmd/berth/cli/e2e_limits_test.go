@@ -39,5 +39,12 @@ func TestEndToEndLimits(t *testing.T) {
 	check([]string{"limits", "delete", "proj"}, 0, "Limits of project proj deleted.")
 	check([]string{"limits", "delete", "proj"}, 3, "No limits for project proj.")
 	check([]string{"limits", "defaults", "--clear"}, 0, "No limits.")
+	// A lookup that finds nothing exits 1, as its help says.
+	check([]string{"limits", "show"}, 1, "No limits.")
+	check([]string{"limits", "show", "nobody"}, 1, "Project nobody has no limits and holds nothing.")
+	check([]string{"limits", "show", "nobody", "-o", "json"}, 1, `"resources": {}`)
+	check([]string{"limits", "show", "-o", "json"}, 1, `"projects": {}`)
+	check([]string{"limits", "show", "proj"}, 0, "VCPU             -     2          -")
+	check([]string{"limits", "show", "--help"}, 0, "Exit status 1 when nothing is found")
 	check([]string{"claim", "--project", "proj", "--user", "user", "--resources", "VCPU:4"}, 0, "")
 }

@@ -24,7 +24,9 @@ destination, the host itself is never a candidate. Moves run --parallel at a
 time, a page of them per request, with a progress bar on a terminal. Each is
 a move as "berth move" makes it: the source stays held by a migration
 consumer until "berth move-confirm", unless --confirm confirms at once (a
-host that is gone). What could not move (nothing fits, the scriptlet
+host that is gone). --confirm also confirms the moves earlier evacuations
+of the host left unconfirmed: "berth evacuate HOST --confirm" after an
+evacuation confirms all its moves at once, and says how many. What could not move (nothing fits, the scriptlet
 refused) stays and is listed; running the command again retries it.
 --dry-run plans each move without writing anything. --mode is LXD's and
 Incus's: auto (the default) leaves a consumer whose claim's instance sets
@@ -215,6 +217,8 @@ func printEvacuation(e *env, ev *evacuation) error {
 				dest = c.Destination.Name
 			}
 			switch {
+			case c.Status == "confirmed" && c.MigrationUUID != nil:
+				detail = "source held by migration " + *c.MigrationUUID + " dropped"
 			case c.Detail != nil:
 				detail = *c.Detail
 			case c.Confirmed:
@@ -236,8 +240,12 @@ func printEvacuation(e *env, ev *evacuation) error {
 			what += " (not evacuated)"
 		}
 	}
-	fmt.Fprintf(e.io.Stdout, "%s %s: %d moved, %d planned, %d failed, %d skipped.\n", Printable(ev.Name), what,
+	fmt.Fprintf(e.io.Stdout, "%s %s: %d moved, %d planned, %d failed, %d skipped", Printable(ev.Name), what,
 		counts["moved"], counts["planned"], counts["failed"], counts["skipped"])
+	if n := counts["confirmed"]; n > 0 {
+		fmt.Fprintf(e.io.Stdout, "; %d earlier moves confirmed", n)
+	}
+	fmt.Fprintln(e.io.Stdout, ".")
 	return found(!failed, nil)
 }
 

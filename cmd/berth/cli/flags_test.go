@@ -148,3 +148,45 @@ func TestEveryCommandHasHelpWithExample(t *testing.T) {
 		t.Errorf("berth help capacity: exit %d, %q", code, stdout)
 	}
 }
+
+// TestShadowGroupsHaveTheirOwnUsage: "berth scriptlet shadow" and "berth
+// policy shadow", listed by berth --help, are groups of their own:
+// without a verb they say one is missing and list theirs (exit 2), an
+// unknown verb is named, and --help prints their usage (exit 0), not the
+// general help.
+func TestShadowGroupsHaveTheirOwnUsage(t *testing.T) {
+	for _, group := range []string{"scriptlet shadow", "policy shadow"} {
+		args := strings.Fields(group)
+		verbs := []string{"berth " + group + " start NAME", "berth " + group + " show NAME", "berth " + group + " stop NAME"}
+
+		_, stderr, code := run(t, nil, "", args...)
+		if code != 2 || !strings.Contains(stderr, "berth "+group+": missing subcommand: start, show or stop") {
+			t.Errorf("berth %s: exit %d\n%s", group, code, stderr)
+		}
+		for _, v := range verbs {
+			if !strings.Contains(stderr, v) {
+				t.Errorf("berth %s: usage lacks %q:\n%s", group, v, stderr)
+			}
+		}
+		if strings.Contains(stderr, "set NAME") || strings.Contains(stderr, "unknown subcommand") {
+			t.Errorf("berth %s: not its own usage:\n%s", group, stderr)
+		}
+
+		_, stderr, code = run(t, nil, "", append(args, "frob")...)
+		if code != 2 || !strings.Contains(stderr, `berth `+group+`: unknown subcommand "frob"`) || !strings.Contains(stderr, verbs[1]) {
+			t.Errorf("berth %s frob: exit %d\n%s", group, code, stderr)
+		}
+
+		for _, help := range []string{"--help", "-h", "help"} {
+			stdout, stderr, code := run(t, nil, "", append(args, help)...)
+			if code != 0 || stderr != "" || !strings.HasPrefix(stdout, "berth "+group+": ") || strings.Contains(stdout, "Global flags") {
+				t.Errorf("berth %s %s: exit %d\nstdout %s\nstderr %s", group, help, code, stdout, stderr)
+			}
+			for _, v := range verbs {
+				if !strings.Contains(stdout, v) {
+					t.Errorf("berth %s %s: lacks %q:\n%s", group, help, v, stdout)
+				}
+			}
+		}
+	}
+}

@@ -18,6 +18,8 @@ func limitsCommands() []*command {
 			name:    "limits show",
 			args:    "[PROJECT]",
 			summary: "A project's limits, usage and what remains; without PROJECT, every project's own limits and the defaults",
+			help: `Exit status 1 when nothing is found: a project with no limits (its own or
+the defaults) that holds nothing; without PROJECT, no limits at all.`,
 			example: "berth limits show demo\nberth limits show",
 			setup: func(fs *flag.FlagSet) func(*env, []string) error {
 				return func(e *env, args []string) error {
@@ -152,7 +154,8 @@ func limitText(n int64) string {
 }
 
 // showLimits prints GET /limits/{project}: per resource its limit, the
-// usage and what remains, like `openstack limits show --absolute`.
+// usage and what remains, like `openstack limits show --absolute`; exit
+// status 1 when there is none of them.
 func showLimits(e *env, project string) error {
 	var body struct {
 		Resources map[string]struct {
@@ -167,11 +170,11 @@ func showLimits(e *env, project string) error {
 		return err
 	}
 	if e.json() {
-		return e.printJSON(raw)
+		return found(len(body.Resources) > 0, e.printJSON(raw))
 	}
 	if len(body.Resources) == 0 {
 		fmt.Fprintf(e.io.Stdout, "Project %s has no limits and holds nothing.\n", project)
-		return nil
+		return errNothing
 	}
 	t := NewTable("RESOURCE", "LIMIT", "USED", "REMAINING", "FROM").AlignRight(1, 2, 3)
 	names := make([]string, 0, len(body.Resources))
@@ -193,7 +196,8 @@ func showLimits(e *env, project string) error {
 	return t.Render(e.io.Stdout)
 }
 
-// showAllLimits prints every project's own limits, then the defaults.
+// showAllLimits prints every project's own limits, then the defaults;
+// exit status 1 when there are none.
 func showAllLimits(e *env) error {
 	var all struct {
 		Projects map[string]map[string]int64 `json:"projects"`
@@ -210,8 +214,8 @@ func showAllLimits(e *env) error {
 		return err
 	}
 	if e.json() {
-		return e.printJSON([]byte(fmt.Sprintf(`{"projects": %s, "registered_limits": %s}`,
-			strings.TrimSpace(string(raw)), strings.TrimSpace(string(regRaw)))))
+		return found(len(all.Projects) > 0 || len(reg.Limits) > 0, e.printJSON([]byte(fmt.Sprintf(`{"projects": %s, "registered_limits": %s}`,
+			strings.TrimSpace(string(raw)), strings.TrimSpace(string(regRaw))))))
 	}
 	t := NewTable("PROJECT", "RESOURCE", "LIMIT").AlignRight(2)
 	for _, p := range sortedKeys(all.Projects) {
@@ -224,7 +228,7 @@ func showAllLimits(e *env) error {
 	}
 	if t.Len() == 0 {
 		fmt.Fprintln(e.io.Stdout, "No limits.")
-		return nil
+		return errNothing
 	}
 	return t.Render(e.io.Stdout)
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/berthd/berth/httpapi"
 	"github.com/berthd/berth/internal/keystone"
 	"github.com/berthd/berth/internal/telemetry"
+	"github.com/berthd/berth/internal/telemetry/instrument"
 	"github.com/berthd/berth/ledger"
 	"github.com/berthd/berth/ledger/audit"
 	"github.com/berthd/berth/scheduler/scriptlet"
@@ -359,7 +360,8 @@ func (d *Daemon) startCatalog(ctx context.Context, cat *catalog.Catalog) error {
 	return nil
 }
 
-// observe registers the instruments read at each collection.
+// observe registers the instruments read at each collection, and puts
+// the claim counters at 0 (exported from the start).
 func (d *Daemon) observe(c *compose.Components) error {
 	observers := []func() (func() error, error){
 		func() (func() error, error) { return ledger.ObservePool(d.store.PoolStats) },
@@ -368,9 +370,7 @@ func (d *Daemon) observe(c *compose.Components) error {
 		func() (func() error, error) { return ledger.ObserveSnapshot(d.store.Snapshots.SnapshotStats) },
 		func() (func() error, error) { return scriptlet.Observe(c.Catalog.Metrics()) },
 		func() (func() error, error) { return claims.ObserveLeaseReaper(c.Claimer) },
-	}
-	if d.keystone != nil {
-		observers = append(observers, func() (func() error, error) { return keystone.Observe(d.keystone) })
+		func() (func() error, error) { return keystone.Observe(d.keystone) }, // nil: at 0
 	}
 	for _, o := range observers {
 		un, err := o()
@@ -379,6 +379,7 @@ func (d *Daemon) observe(c *compose.Components) error {
 		}
 		d.unobserve = append(d.unobserve, un)
 	}
+	instrument.ZeroClaimCounters(context.Background())
 	return nil
 }
 

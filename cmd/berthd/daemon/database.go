@@ -66,15 +66,16 @@ func startCluster(ctx context.Context, dataDir string, noSync bool, log *slog.Lo
 	if err != nil {
 		return nil, err
 	}
-	// The server's account owns a data directory berthd creates; one that
-	// exists must let it through already: berthd changes no permissions of
-	// directories it did not create (pgcluster.ErrUnreachable).
+	// The server's account owns a data directory berthd creates, or an
+	// empty one of the caller's it cannot enter (mktemp -d's); any other
+	// that exists must let it through already: berthd changes no
+	// permissions of other directories (pgcluster.ErrUnreachable).
 	created, err := pgcluster.MakeHome(dataDir)
 	if err != nil {
 		return nil, fmt.Errorf("data directory: %w", err)
 	}
 	if created {
-		log.Info("created the data directory", "data_dir", dataDir, "mode", "0700",
+		log.Info("prepared the data directory", "data_dir", dataDir, "mode", "0700",
 			"owner", pgcluster.ServerAccount())
 	}
 	db := &database{}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/berthd/berth/internal/pgcluster"
@@ -130,6 +131,57 @@ func TestEmbeddedClusterLoosensNothing(t *testing.T) {
 		t.Fatalf("data directory: %v %v", fi, err)
 	}
 	if err := pgcluster.Reachable(filepath.Join(cfg.DataDir, pgSubdir)); err != nil {
+		t.Errorf("the cluster's directory: %v", err)
+	}
+}
+
+// TestEmbeddedClusterInAnEmptyDirectory runs berthd's embedded cluster as
+// root in a data directory made as `mktemp -d` makes one (root's, mode
+// 0700, empty), as docs/examples.md suggests: berthd gives it to the
+// postgres user and starts. A directory of root's that holds something
+// is not taken over: berthd refuses, saying what to do, and changes
+// nothing.
+func TestEmbeddedClusterInAnEmptyDirectory(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the embedded cluster runs as another account only when berthd is root")
+	}
+	if _, err := pgcluster.FindBinaries(); err != nil {
+		t.Skip(err)
+	}
+	parent := reachableTempDir(t)
+	full := filepath.Join(parent, "full")
+	if err := os.Mkdir(full, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(full, "notes"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := Default()
+	cfg.DataDir = full
+	_, err := openDatabase(context.Background(), cfg, testLogger(t))
+	if !errors.Is(err, pgcluster.ErrUnreachable) || !strings.Contains(err.Error(), "chown -R postgres: "+full) ||
+		!strings.Contains(err.Error(), "empty directory") {
+		t.Fatalf("a data directory of root's that is not empty: %v", err)
+	}
+	if fi, err := os.Stat(full); err != nil || fi.Mode().Perm() != 0o700 || fi.Sys().(*syscall.Stat_t).Uid != 0 {
+		t.Errorf("the directory changed: %v %v", fi, err)
+	}
+
+	empty, err := os.MkdirTemp(parent, "tmp.")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.DataDir = empty
+	db, err := openDatabase(context.Background(), cfg, testLogger(t))
+	if err != nil {
+		t.Fatalf("an empty data directory of root's: %v", err)
+	}
+	defer db.close(context.Background(), testLogger(t))
+	fi, err := os.Stat(empty)
+	if err != nil || fi.Mode().Perm() != 0o700 || fi.Sys().(*syscall.Stat_t).Uid == 0 {
+		t.Fatalf("data directory: %v %v", fi, err)
+	}
+	if err := pgcluster.Reachable(filepath.Join(empty, pgSubdir)); err != nil {
 		t.Errorf("the cluster's directory: %v", err)
 	}
 }

@@ -9,5 +9,7 @@
 // from the global providers current at each call (instruments are cached
 // per meter provider), so they are no-ops until the process
 // (internal/telemetry) installs real ones, and a test may install its
-// own. Callers hold no instrumentation state.
+// own; until a tracer provider is installed, Start and Stage return
+// without building a span or its attributes. Callers hold no
+// instrumentation state.
 package instrument

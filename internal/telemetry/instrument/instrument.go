@@ -2,6 +2,8 @@ package instrument
 
 import (
 	"context"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -11,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/trace"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
 )
 
 // Instrumentation scopes: the package a span or instrument belongs to.
@@ -37,17 +40,35 @@ const (
 	AttrSteps       = attribute.Key("berth.scriptlet.steps")
 )
 
+// untraced is the global tracer provider as OpenTelemetry starts it:
+// until a process installs one (otel.SetTracerProvider), every span it
+// gives records nothing.
+var untraced = otel.GetTracerProvider()
+
+// tracing reports whether the process installed a tracer provider.
+func tracing() bool { return otel.GetTracerProvider() != untraced }
+
 // Start starts a span called name, a child of the span in ctx, in the
-// given scope. End it with End.
+// given scope. End it with End. While no tracer provider is installed it
+// returns ctx and a span that records nothing, without building the
+// span's options.
 func Start(ctx context.Context, scope, name string, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
-	return otel.Tracer(scope).Start(ctx, name, trace.WithAttributes(attrs...))
+	if !tracing() {
+		return ctx, tracenoop.Span{}
+	}
+	// A copy: attrs then stays on the caller's stack when tracing is off.
+	return otel.Tracer(scope).Start(ctx, name, trace.WithAttributes(slices.Clone(attrs)...))
 }
 
 // Stage records a finished piece of work that began at start as a child
 // span of ctx's, ending now. Recording after the fact leaves no span open
-// when the work returns early; an error then belongs on the parent.
+// when the work returns early; an error then belongs on the parent. While
+// no tracer provider is installed it does nothing.
 func Stage(ctx context.Context, scope, name string, start time.Time, attrs ...attribute.KeyValue) {
-	_, span := otel.Tracer(scope).Start(ctx, name, trace.WithTimestamp(start), trace.WithAttributes(attrs...))
+	if !tracing() {
+		return
+	}
+	_, span := otel.Tracer(scope).Start(ctx, name, trace.WithTimestamp(start), trace.WithAttributes(slices.Clone(attrs)...))
 	span.End()
 }
 
@@ -77,9 +98,34 @@ const (
 // capacity gone and moved on to the next candidate.
 func ClaimDone(ctx context.Context, outcome string, dryRun bool, conflictRetries int) {
 	m := current()
-	m.claims.Add(ctx, 1, metric.WithAttributes(attribute.String("outcome", outcome), attribute.Bool("dry_run", dryRun)))
+	m.claims.Add(ctx, 1, claimAttrs(outcome, dryRun))
 	if conflictRetries > 0 {
 		m.retries.Add(ctx, int64(conflictRetries))
+	}
+}
+
+// Actions of LeaseExpired.
+const (
+	LeaseReleased = "released" // a provisional claim's allocations
+	LeaseReverted = "reverted" // a move
+)
+
+// ZeroClaimCounters adds 0 to every series of the claim counters of the
+// global meter provider (berth.claims by outcome and dry run,
+// berth.claim.conflict_retries, berth.claim.leases.expired by action),
+// so that a process exports them from its start, before their first
+// event: dashboards and rate() then have a series to work on. berthd
+// calls it once its meter provider is installed.
+func ZeroClaimCounters(ctx context.Context) {
+	m := current()
+	for _, outcome := range []string{OutcomeClaimed, OutcomeNoValidHost, OutcomeClaimConflict, OutcomeScriptletRefused, OutcomeConflict, OutcomeError} {
+		for _, dryRun := range []bool{false, true} {
+			m.claims.Add(ctx, 0, metric.WithAttributes(attribute.String("outcome", outcome), attribute.Bool("dry_run", dryRun)))
+		}
+	}
+	m.retries.Add(ctx, 0)
+	for _, action := range []string{LeaseReleased, LeaseReverted} {
+		m.leases.Add(ctx, 0, metric.WithAttributes(attribute.String("action", action)))
 	}
 }
 
@@ -94,6 +140,26 @@ func LeaseExpired(ctx context.Context, action string) {
 // ("claim", "allocation_candidates") generated.
 func Candidates(ctx context.Context, operation string, n int) {
 	current().candidates.Record(ctx, int64(n), metric.WithAttributes(attribute.String("operation", operation)))
+}
+
+// claimAttrSets holds the attribute set of each (outcome, dry run) pair
+// met so far, built once: the outcomes are a handful of constants.
+var claimAttrSets sync.Map // claimAttrKey -> metric.MeasurementOption
+
+type claimAttrKey struct {
+	outcome string
+	dryRun  bool
+}
+
+// claimAttrs is the berth.claims counter's attributes for outcome and dryRun.
+func claimAttrs(outcome string, dryRun bool) metric.MeasurementOption {
+	k := claimAttrKey{outcome, dryRun}
+	if o, ok := claimAttrSets.Load(k); ok {
+		return o.(metric.MeasurementOption)
+	}
+	o := metric.WithAttributeSet(attribute.NewSet(attribute.String("outcome", outcome), attribute.Bool("dry_run", dryRun)))
+	claimAttrSets.Store(k, o)
+	return o
 }
 
 // candidateBuckets are the histogram boundaries for candidate counts.
