@@ -15,7 +15,7 @@ import (
 	"github.com/berthd/berth/ledger/internal/core"
 )
 
-// Preemptions (migrations/0013_preemptions.up.sql): one record per
+// Preemptions (migrations/0015_preemptions.up.sql): one record per
 // consumer a claim displaced, written in the claim's transaction
 // (WritePreemptions, called by resources' ClaimWrite), read by
 // GET /claims/{victim} (PreemptionOf) and the feed GET /preemptions

@@ -21,7 +21,7 @@ import (
 // it chose are still as they were read, and removes their allocations in
 // the claim's transaction. A claim's priority and whether it is
 // preemptible are fields of its stored request ("priority", default 0;
-// "preemptible", default false): migrations/0013_preemptions.up.sql.
+// "preemptible", default false): migrations/0015_preemptions.up.sql.
 
 // Preemptible is a consumer a claim of higher priority may displace.
 type Preemptible struct {

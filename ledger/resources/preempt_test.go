@@ -10,20 +10,21 @@ import (
 
 	"github.com/berthd/berth/internal/fault"
 	"github.com/berthd/berth/ledger/claimrecords"
+	"github.com/berthd/berth/ledger/ledgertest"
 	"github.com/berthd/berth/ledger/resources"
 )
 
 // spot writes a claim of VCPU on rp for a new consumer, stored with
 // request (its priority and preemptible).
 func (f *fixture) spot(rp string, vcpu int64, request string) string {
-	f.t.Helper()
+	f.T.Helper()
 	c := uuid.NewString()
-	w := newClaim(c, rp, res("VCPU", vcpu))
-	if err := f.store.Allocations.ClaimWrite(f.ctx, resources.ClaimWriteParams{Consumers: []resources.ConsumerAllocations{w},
+	w := ledgertest.NewClaim(c, rp, ledgertest.Res("VCPU", vcpu))
+	if err := f.Store.Allocations.ClaimWrite(f.Ctx, resources.ClaimWriteParams{Consumers: []resources.ConsumerAllocations{w},
 		State:   &claimrecords.ClaimStateWrite{Op: "claim", Request: []byte(request), RootUUID: rp},
 		Request: &claimrecords.ClaimRequest{ConsumerUUID: c, Op: "claim", Fingerprint: []byte("f"), Request: []byte(request), Result: []byte(`{}`), Generation: 1},
 	}); err != nil {
-		f.t.Fatal(err)
+		f.T.Fatal(err)
 	}
 	return c
 }
@@ -31,8 +32,8 @@ func (f *fixture) spot(rp string, vcpu int64, request string) string {
 // preemptWrite is a claim of vcpu on rp at priority that displaces
 // victims.
 func (f *fixture) preemptWrite(consumer, rp string, vcpu, priority int64, victims []resources.Preemptible) error {
-	return f.store.Allocations.ClaimWrite(f.ctx, resources.ClaimWriteParams{
-		Consumers: []resources.ConsumerAllocations{newClaim(consumer, rp, res("VCPU", vcpu))},
+	return f.Store.Allocations.ClaimWrite(f.Ctx, resources.ClaimWriteParams{
+		Consumers: []resources.ConsumerAllocations{ledgertest.NewClaim(consumer, rp, ledgertest.Res("VCPU", vcpu))},
 		State:     &claimrecords.ClaimStateWrite{Op: "claim", Request: []byte(fmt.Sprintf(`{"priority": %d}`, priority)), RootUUID: rp},
 		Preempt:   &resources.Preemption{Priority: priority, Root: rp, Victims: victims},
 	})
@@ -43,7 +44,7 @@ func (f *fixture) preemptWrite(consumer, rp string, vcpu, priority int64, victim
 // they hold.
 func TestPreemptibleBelow(t *testing.T) {
 	f := newFixture(t)
-	rp := f.provider("rp", inv("VCPU", 8))
+	rp := f.Provider("rp", ledgertest.Inv("VCPU", 8))
 	low := f.spot(rp, 2, `{"preemptible": true, "priority": -3}`)
 	zero := f.spot(rp, 1, `{"preemptible": true}`)
 	f.spot(rp, 1, `{"preemptible": false, "priority": -9}`)
@@ -52,7 +53,7 @@ func TestPreemptibleBelow(t *testing.T) {
 		priority int64
 		want     []string
 	}{{-3, nil}, {-2, []string{low}}, {0, []string{low}}, {1, []string{low, zero}}} {
-		got, err := f.store.Allocations.PreemptibleBelow(f.ctx, tc.priority)
+		got, err := f.Store.Allocations.PreemptibleBelow(f.Ctx, tc.priority)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -84,12 +85,12 @@ func sortedCopy(s []string) []string { return slices.Sorted(slices.Values(s)) }
 // conflict with nothing written.
 func TestPreemptWrite(t *testing.T) {
 	f := newFixture(t)
-	rp := f.provider("rp", inv("VCPU", 4))
+	rp := f.Provider("rp", ledgertest.Inv("VCPU", 4))
 	v1 := f.spot(rp, 2, `{"preemptible": true}`)
 	v2 := f.spot(rp, 2, `{"preemptible": true, "priority": 1}`)
 	plan := func() []resources.Preemptible {
 		t.Helper()
-		got, err := f.store.Allocations.PreemptibleBelow(f.ctx, 5)
+		got, err := f.Store.Allocations.PreemptibleBelow(f.Ctx, 5)
 		if err != nil || len(got) != 2 {
 			t.Fatalf("victims: %v %v", got, err)
 		}
@@ -97,51 +98,51 @@ func TestPreemptWrite(t *testing.T) {
 	}
 	refused := func(name string, victims []resources.Preemptible, priority int64) {
 		t.Helper()
-		before := f.dump()
-		le := rejection(t, f.preemptWrite(uuid.NewString(), rp, 4, priority, victims), fault.ErrConflict)
+		before := f.Dump()
+		le := ledgertest.Rejection(t, f.preemptWrite(uuid.NewString(), rp, 4, priority, victims), fault.ErrConflict)
 		if le.Code != fault.CodePreemptionConflict {
 			t.Fatalf("%s: %v (%s)", name, le, le.Code)
 		}
-		if after := f.dump(); after != before {
+		if after := f.Dump(); after != before {
 			t.Fatalf("%s wrote:\n%s\nwas:\n%s", name, after, before)
 		}
 	}
 
 	// v2's priority rose meanwhile; then it is no longer preemptible.
 	victims := plan()
-	f.exec(`UPDATE claim_state SET request = '{"preemptible": true, "priority": 7}' WHERE consumer_uuid = $1`, v2)
+	f.Exec(`UPDATE claim_state SET request = '{"preemptible": true, "priority": 7}' WHERE consumer_uuid = $1`, v2)
 	refused("priority raised", victims, 5)
-	f.exec(`UPDATE claim_state SET request = '{}' WHERE consumer_uuid = $1`, v2)
+	f.Exec(`UPDATE claim_state SET request = '{}' WHERE consumer_uuid = $1`, v2)
 	refused("no longer preemptible", victims, 5)
-	f.exec(`UPDATE claim_state SET request = '{"preemptible": true, "priority": 1}' WHERE consumer_uuid = $1`, v2)
+	f.Exec(`UPDATE claim_state SET request = '{"preemptible": true, "priority": 1}' WHERE consumer_uuid = $1`, v2)
 	// Equal priority never displaces.
 	refused("equal priority", plan(), 1)
 
 	// v1's allocations change while the write waits for v1's lock.
 	victims = plan()
-	tx, err := f.db.Begin(f.ctx)
+	tx, err := f.DB.Begin(f.Ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tx.Exec(f.ctx, `UPDATE consumers SET generation = generation + 1 WHERE uuid = $1`, v1); err != nil {
+	if _, err := tx.Exec(f.Ctx, `UPDATE consumers SET generation = generation + 1 WHERE uuid = $1`, v1); err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
-	before := f.dump()
+	before := f.Dump()
 	go func() { done <- f.preemptWrite(uuid.NewString(), rp, 4, 5, victims) }()
 	if err := tx.Commit(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if le := rejection(t, <-done, fault.ErrConflict); le.Code != fault.CodePreemptionConflict {
+	if le := ledgertest.Rejection(t, <-done, fault.ErrConflict); le.Code != fault.CodePreemptionConflict {
 		t.Fatalf("changed under lock: %v", le)
 	}
-	if after := f.dump(); after != before {
+	if after := f.Dump(); after != before {
 		t.Fatalf("a conflict wrote:\n%s\nwas:\n%s", after, before)
 	}
 
 	// v1 is gone.
 	victims = plan()
-	if err := f.store.Allocations.AllocationsDelete(f.ctx, v1); err != nil {
+	if err := f.Store.Allocations.AllocationsDelete(f.Ctx, v1); err != nil {
 		t.Fatal(err)
 	}
 	refused("gone", victims, 5)
@@ -153,31 +154,31 @@ func TestPreemptWrite(t *testing.T) {
 	if err := f.preemptWrite(hp, rp, 4, 5, victims); err != nil {
 		t.Fatal(err)
 	}
-	if u := f.usages(rp); u.Usages["VCPU"] != 4 {
+	if u := f.Usages(rp); u.Usages["VCPU"] != 4 {
 		t.Fatalf("usage after: %+v", u)
 	}
 	for _, v := range []string{v1, v2} {
-		got, err := f.store.Allocations.AllocationsByConsumer(f.ctx, v)
+		got, err := f.Store.Allocations.AllocationsByConsumer(f.Ctx, v)
 		if err != nil || got.Consumer != nil || len(got.Allocations) != 0 {
 			t.Fatalf("victim %s: %+v %v", v, got, err)
 		}
-		if st, err := f.store.Claims.ClaimStateGet(f.ctx, v); err != nil || st != nil {
+		if st, err := f.Store.Claims.ClaimStateGet(f.Ctx, v); err != nil || st != nil {
 			t.Fatalf("victim %s's stored claim: %+v %v", v, st, err)
 		}
-		if rec, err := f.store.Claims.ClaimRequestGet(f.ctx, v, "claim"); err != nil || rec != nil {
+		if rec, err := f.Store.Claims.ClaimRequestGet(f.Ctx, v, "claim"); err != nil || rec != nil {
 			t.Fatalf("victim %s's retry record: %+v %v", v, rec, err)
 		}
-		pr, err := f.store.Claims.PreemptionOf(f.ctx, v)
+		pr, err := f.Store.Claims.PreemptionOf(f.Ctx, v)
 		if err != nil || pr == nil || pr.PreemptedBy != hp || pr.RootUUID != rp || pr.PreemptorPriority != 5 ||
 			pr.ProjectID != "proj" || len(pr.Allocations) != 1 || pr.PreemptedAt.IsZero() {
 			t.Fatalf("victim %s's record: %+v %v", v, pr, err)
 		}
 	}
-	page, more, err := f.store.Claims.Preemptions(f.ctx, claimrecords.PreemptionsParams{Limit: 1})
+	page, more, err := f.Store.Claims.Preemptions(f.Ctx, claimrecords.PreemptionsParams{Limit: 1})
 	if err != nil || len(page) != 1 || !more {
 		t.Fatalf("first page: %v %v %v", page, more, err)
 	}
-	page, more, err = f.store.Claims.Preemptions(f.ctx, claimrecords.PreemptionsParams{Limit: 5, After: page[0].ID})
+	page, more, err = f.Store.Claims.Preemptions(f.Ctx, claimrecords.PreemptionsParams{Limit: 5, After: page[0].ID})
 	if err != nil || len(page) != 1 || more {
 		t.Fatalf("second page: %v %v %v", page, more, err)
 	}
