@@ -155,6 +155,9 @@ var operationRules = []Rule{
 	// deletes allocations: the administrator's.
 	op("berth:audit:read", admin, "GET /audit"),
 	op("berth:audit:fix", admin, "POST /audit/fix"),
+	// The feed of preempted consumers (docs/preemption.md): every
+	// project's, read by conductors and agents with the service role.
+	agentOp("berth:preemptions:list", adminOrService, "GET /preemptions"),
 	// Compute agents report their provider's state with the service
 	// role, even under the admin set.
 	agentOp("berth:resource_providers:state:show", adminOrService, "GET /resource_providers/{uuid}/state"),

@@ -117,6 +117,9 @@ type Claimer struct {
 	log      *slog.Logger
 	// refusals are the recent claims that placed nothing (refusals.go).
 	refusals refusalRing
+	// preempted counts the claims that preempted and their victims
+	// (preempt.go).
+	preempted preemptCounts
 	// reaped is when the lease reaper's last pass here ended without
 	// error (unix nanoseconds; 0: none yet).
 	reaped atomic.Int64
@@ -186,6 +189,10 @@ func New(d Deps, cfg Config) (*Claimer, error) {
 // for a sample whose every candidate lost to concurrent claims, for a
 // fresh snapshot that has the writes that won.
 //
+// A claim that finds no candidate looks for consumers to preempt
+// (preempt.go) before it answers a *NotPlacedError; one that fits does
+// not.
+//
 // Once decided, a claim that is not a dry run is handed to the active
 // shadows with the selection that decided it (shadow.go).
 func (c *Claimer) claim(ctx context.Context, p Params) (_ *Result, err error) {
@@ -218,7 +225,7 @@ func (c *Claimer) claim(ctx context.Context, p Params) (_ *Result, err error) {
 		}
 	}
 	if np := c.notPlaced(ctx, &p, r, s); np != nil {
-		return nil, np
+		return preempter{c}.run(ctx, &p, r, tr, np)
 	}
 	if p.DryRun {
 		c.explainCapacity(ctx, &p, r, s.steps)
@@ -253,7 +260,7 @@ func (c *Claimer) claim(ctx context.Context, p Params) (_ *Result, err error) {
 			return nil, err
 		}
 		if np := c.notPlaced(ctx, &p, r, s); np != nil {
-			return nil, np
+			return preempter{c}.run(ctx, &p, r, tr, np)
 		}
 		if res, err := w.run(ctx, s); res != nil || err != nil {
 			return res, err

@@ -10,7 +10,10 @@
 // snapshot was stale) the claim moves on to the next ranked candidate on
 // another root, a bounded number of times. No lock is held between the
 // ranking and the write. A claim that places nothing says why with a
-// *NotPlacedError whose steps count what each step removed.
+// *NotPlacedError whose steps count what each step removed. A claim that
+// found no candidate may preempt: displace preemptible consumers of
+// strictly lower priority, in its write's transaction (preempt.go,
+// docs/preemption.md).
 //
 // A gang (Gangs, gang.go: POST /claims with members) is placed whole or
 // not at all: the engine simulates it in each domain (an aggregate of
@@ -44,7 +47,8 @@
 // itself), types.go (Params, Result), selection.go (the snapshot, the
 // candidates, the ranking), candidates.go (the engine's answer as the
 // scheduler's candidates), write.go (the write attempts, the answer),
-// errors.go (a claim that placed nothing), move.go (reschedule, move,
+// errors.go (a claim that placed nothing), preempt.go (what a claim that
+// placed nothing may preempt, and the victims' side), move.go (reschedule, move,
 // confirm, revert), lease.go (stored claims, leases and their reaper),
 // evacuate.go (evacuate a host, restore it), quota.go (the limits a write
 // is checked against, and a dry run's report of the check), refusals.go

@@ -18,3 +18,6 @@ func (c *Claimer) RescheduleUnrecorded(ctx context.Context, p Params, failedProv
 func (c *Claimer) MoveUnrecorded(ctx context.Context, p Params, migrationUUID string) (*Result, error) {
 	return c.move(ctx, p, migrationUUID)
 }
+
+// PreemptionSearches is how many claims read the preemptible consumers.
+func (c *Claimer) PreemptionSearches() int64 { return c.preempted.searches.Load() }

@@ -122,6 +122,8 @@ type retryDoc struct {
 	MigrationUUID      *string                 `json:"migration_uuid,omitempty"`
 	Name               string                  `json:"name"`
 	Policy             string                  `json:"policy"`
+	Preemptible        *bool                   `json:"preemptible,omitempty"`
+	Priority           *int64                  `json:"priority,omitempty"`
 	ProjectID          string                  `json:"project_id"`
 	Properties         map[string]any          `json:"properties"`
 	Reason             string                  `json:"reason"`
@@ -155,6 +157,11 @@ func newRetryKey(op string, p *Params, failedProvider, migration string) *retryK
 		// Only when given: the fingerprints of requests without one
 		// stay what they were.
 		doc.Instance = &p.Instance
+	}
+	if p.Priority != 0 || p.Preemptible {
+		// Only when set: the fingerprints of requests without them stay
+		// what they were before preemption existed.
+		doc.Priority, doc.Preemptible = &p.Priority, &p.Preemptible
 	}
 	if op == OpReschedule {
 		doc.FailedProvider = &failedProvider

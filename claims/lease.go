@@ -66,15 +66,20 @@ func (c *Claimer) checkLease(seconds *int64) error {
 }
 
 // Stored is a consumer's stored claim and what it holds now, and, for a
-// member of a gang, its gang (nil otherwise).
+// member of a gang, its gang (nil otherwise); or, for a consumer a claim
+// displaced and that no claim placed again, Claim nil and Preempted the
+// record of its displacement (preempt.go).
 type Stored struct {
 	Claim *claimrecords.ClaimState
 	Holding
-	Gang *claimrecords.GangRecord
+	Gang      *claimrecords.GangRecord
+	Preempted *claimrecords.Preemption
 }
 
 // Stored returns consumerUUID's stored claim (GET /claims/{consumer_uuid})
-// and what the consumer holds now. A consumer that no claim placed (none,
+// and what the consumer holds now; a consumer a claim preempted, and
+// that none placed since, has its displacement's record instead. A
+// consumer that no claim placed (none,
 // or one whose allocations were written through the Placement API) is
 // fault.ErrNotFound with CodeNoClaim.
 func (c *Claimer) Stored(ctx context.Context, consumerUUID string) (*Stored, error) {
@@ -83,6 +88,9 @@ func (c *Claimer) Stored(ctx context.Context, consumerUUID string) (*Stored, err
 		return nil, err
 	}
 	if st == nil {
+		if pr, err := preemptedStored(ctx, c.store.Claims, consumerUUID); pr != nil || err != nil {
+			return pr, err
+		}
 		return nil, &fault.Error{Kind: fault.ErrNotFound, Code: fault.CodeNoClaim, Msg: fmt.Sprintf(
 			"No claim for consumer '%s': no claim placed it (or its allocations were written through the Placement API).",
 			consumerUUID)}

@@ -68,6 +68,12 @@ type Params struct {
 	// reschedules and moves to reuse; the claims package does not read
 	// it. Nil stores {}.
 	Request []byte
+	// Priority is the claim's priority (MinPriority to MaxPriority,
+	// default 0); Preemptible lets a claim of strictly higher priority
+	// displace the consumer (preempt.go). Both are stored with the claim
+	// (in its Request) and reused by its reschedules and moves.
+	Priority    int64
+	Preemptible bool
 	// Reused, for a reschedule or move, says what its request took from
 	// the consumer's stored claim or allocations; answered as it is.
 	Reused *Reused
@@ -151,6 +157,9 @@ type Result struct {
 	// Quota is a dry run's quota check (nil without limits, and for a
 	// claim that wrote: it passed).
 	Quota *QuotaReport
+	// Preempted are the consumers the claim displaced (a dry run: would
+	// displace) to fit (preempt.go); nil when it displaced none.
+	Preempted []Victim
 }
 
 // QuotaReport is a dry run's quota check (quota.go): what the claim would

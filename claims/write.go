@@ -30,6 +30,10 @@ type writer struct {
 	failedRoots []string
 	// quota is what every write is checked against (nil: nothing).
 	quota *quotas.Quota
+	// preempt, when set, are the consumers every write displaces, and
+	// victims how the answer names them (preempt.go).
+	preempt *resources.Preemption
+	victims []Victim
 }
 
 // run writes s's candidates in turn, each picked by pick, until one is
@@ -61,10 +65,11 @@ func (w *writer) run(ctx context.Context, s *selection) (*Result, error) {
 			Properties:      p.Properties,
 			CopyStickyKeys:  true,
 		}}, p.with...), Move: p.move, State: p.stateWrite(cand.Root()),
-			Quota: w.quota}
+			Quota: w.quota, Preempt: w.preempt}
 		// The answer is known before the write, which records it for
 		// retries (idempotent.go).
 		res := w.c.result(p, s, i, w.attempts, w.failedRoots)
+		res.Preempted = w.victims
 		cw.Request = p.retryKey.record(p, res)
 		start := time.Now()
 		err := w.c.store.Allocations.ClaimWrite(ctx, cw)
@@ -133,7 +138,7 @@ func (p *Params) stateWrite(root string) *claimrecords.ClaimStateWrite {
 	if p.op == "" {
 		return nil
 	}
-	w := &claimrecords.ClaimStateWrite{Op: p.op, Request: p.Request, RootUUID: root, Mode: p.leaseMode}
+	w := &claimrecords.ClaimStateWrite{Op: p.op, Request: p.storedRequest(), RootUUID: root, Mode: p.leaseMode}
 	if p.LeaseSeconds != nil {
 		w.LeaseSeconds = *p.LeaseSeconds
 	}

@@ -139,6 +139,8 @@ func (s *Server) routes() []route {
 		{post, "/claims/:consumer_uuid/move", every, "berth:claims:move", b.claims.Move, bounded},
 		{post, "/claims/:consumer_uuid/move/confirm", every, "berth:claims:move", b.claims.Confirm, bounded},
 		{post, "/claims/:consumer_uuid/move/revert", every, "berth:claims:move", b.claims.Revert, bounded},
+		// The consumers claims displaced (docs/preemption.md).
+		{get, "/preemptions", every, "berth:preemptions:list", b.preemptions.List, acceptJSON},
 
 		// Capacity: how many more instances of one request fit, and where.
 		{get, "/capacity", every, "berth:capacity:show", b.capacity.Show, acceptJSON | bounded},

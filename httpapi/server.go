@@ -190,6 +190,7 @@ type berthHandlers struct {
 	settings    *berthapi.Settings
 	audit       *berthapi.Audit
 	limits      *berthapi.Limits
+	preemptions *berthapi.Preemptions
 }
 
 // New builds the API server over the components of cfg. It builds none
@@ -233,7 +234,8 @@ func New(cfg Config, logger *slog.Logger) (*Server, error) {
 	parts := s.parts()
 	if s.console, err = console.New(console.Config{
 		Store: console.Store{Providers: parts.Providers, Allocations: parts.Allocations, Snapshots: parts.Snapshots,
-			Cloud: parts.Cloud, Catalogue: parts.Catalogue, Quotas: parts.Quotas, Auditor: parts.Auditor, Claims: parts.Claims},
+			Cloud: parts.Cloud, Catalogue: parts.Catalogue, Quotas: parts.Quotas, Auditor: parts.Auditor, Claims: parts.Claims,
+			Preemptions: parts.Claims},
 		Claims: s.berth.claims, Capacity: s.berth.capacity, Catalog: cfg.Catalog,
 		Limits: cfg.Limits, Authz: cfg.Authz, Authenticate: s.credentials,
 		AdminWithoutToken: cfg.Auth == AuthNoAuth2, Auth: cfg.Auth, AuditThresholds: cfg.AuditThresholds,
@@ -276,6 +278,7 @@ func (s *Server) handlers() (placementHandlers, berthHandlers) {
 		settings:    &berthapi.Settings{Store: store.Catalogue, Catalog: cfg.Catalog, Bodies: bodies},
 		audit:       &berthapi.Audit{Store: store.Auditor, Bodies: bodies, Thresholds: cfg.AuditThresholds},
 		limits:      &berthapi.Limits{Source: cfg.Limits, Store: store.Quotas, Bodies: bodies},
+		preemptions: &berthapi.Preemptions{Store: store.Claims},
 	}
 	return p, b
 }

@@ -29,9 +29,11 @@
 //     and the provider writes sent as one pipeline. Allocations: consumers
 //     and their allocations, the reshape, and a claim's write (ClaimWrite,
 //     claim_write.go), with the quota check and the usage counting that run
-//     in every write of allocations (quota_check.go);
+//     in every write of allocations (quota_check.go), and the consumers a
+//     claim may preempt and displaces in its write (preempt.go);
 //   - ledger/claimrecords: what claims remember (retry records, moves in
-//     progress, failed providers, stored claims and their leases): read and
+//     progress, failed providers, stored claims and their leases, the
+//     record of each preempted consumer: preemptions.go): read and
 //     renewed outside a claim's transaction (Records), and written in it
 //     by the functions the claim write calls;
 //   - ledger/quotas: the limits Berth keeps and the projects' usage
@@ -84,6 +86,9 @@
 // general path for all its members at once, in the same order. The lease
 // reaper locks the consumers it writes, in uuid order, before it checks
 // the lease (of every member, for a gang); the names it writes exist.
+// A claim that preempts takes its names' locks, then its own consumer's
+// and its victims' in uuid order, re-checks the victims, then writes as
+// the general path does (resources/preempt.go).
 //
 // Quotas: every statement that writes allocations also counts what it
 // changes in its projects' usage counters (migration 0009), and a write

@@ -129,7 +129,9 @@ func claimSchemaText(kind int) string {
 		}},
 		"alternates": {"type": "integer", "minimum": 0, "maximum": ` + fmt.Sprint(maxAlternates) + `},
 		"max_attempts": {"type": "integer", "minimum": 1, "maximum": ` + fmt.Sprint(claims.MaxMaxAttempts) + `},
-		"dry_run": {"type": "boolean"}` + lease + `
+		"dry_run": {"type": "boolean"},
+		"priority": {"type": "integer", "minimum": ` + fmt.Sprint(claims.MinPriority) + `, "maximum": ` + fmt.Sprint(claims.MaxPriority) + `},
+		"preemptible": {"type": "boolean"}` + lease + `
 	},
 	` + required + `
 	"additionalProperties": false
@@ -239,6 +241,9 @@ type claimBody struct {
 	Alternates  *int `json:"alternates"`
 	MaxAttempts int  `json:"max_attempts"`
 	DryRun      bool `json:"dry_run"`
+	// Priority and Preemptible are the claim's (docs/preemption.md).
+	Priority    int64 `json:"priority"`
+	Preemptible bool  `json:"preemptible"`
 	// LeaseSeconds is the raw value of lease_seconds (parseLease).
 	LeaseSeconds json.RawMessage `json:"lease_seconds"`
 }
@@ -307,6 +312,8 @@ func (h *Claims) paramsOf(consumer string, body []byte, b *claimBody, kind int) 
 		Policy:             b.Policy,
 		Alternates:         claims.DefaultAlternates,
 		DryRun:             b.DryRun,
+		Priority:           b.Priority,
+		Preemptible:        b.Preemptible,
 	}
 	if kind == claimKind && p.ConsumerType == "" && p.ConsumerGeneration == nil {
 		// A new consumer is an instance unless the claim says otherwise;
@@ -377,6 +384,9 @@ type claimAnswer struct {
 	DryRun             bool                `json:"dry_run"`
 	Mappings           map[string][]string `json:"mappings"`
 	Migration          *migrationJSON      `json:"migration,omitempty"`
+	// Preempted are the consumers the claim displaced (a dry run: would
+	// displace), left out when none (preemptions.go).
+	Preempted []victimJSON `json:"preempted,omitempty"`
 	// Quota is a dry run's quota check (docs/quotas.md).
 	Quota *quotaJSON `json:"quota,omitempty"`
 	// Ranking and ScriptletLog are set (possibly to empty slices) for dry
@@ -470,6 +480,7 @@ func claimResponse(r *claims.Result) *claimAnswer {
 		Attempts:           r.Attempts,
 		DryRun:             r.DryRun,
 		Steps:              StepsJSON(r.Steps),
+		Preempted:          victimsJSON(r.Preempted),
 	}
 	if r.DryRun {
 		ranking := make([]rankedJSON, len(r.Ranking))

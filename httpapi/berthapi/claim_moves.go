@@ -93,12 +93,14 @@ func (h *Claims) moveEnd(c echo.Context, end func(ctx context.Context, consumer,
 // consumer's stored claim when its body leaves them out, in the order the
 // answer lists them: the selection, where not to place, and what the
 // policy and scriptlets see (instance, LXD's request, as LXD gives a
-// scriptlet the instance it moves). Not reused: the owner, type and
+// scriptlet the instance it moves), and the claim's priority and whether
+// it is preemptible (docs/preemption.md). Not reused: the owner, type and
 // generation (the consumer's own, as before), target (it pinned where the
 // consumer is), reason, alternates, max_attempts, dry_run and
 // lease_seconds (the stored claim's lease carries over by its own rules).
 var reusedFields = []string{"resources", "required", "member_of", "in_tree", "groups", "root_required",
-	"same_subtree", "group_policy", "exclude_providers", "name", "properties", "instance", "keys", "policy"}
+	"same_subtree", "group_policy", "exclude_providers", "name", "properties", "instance", "keys", "policy",
+	"priority", "preemptible"}
 
 // onConsumer decodes the body of a reschedule or move (kind) and
 // redoes the consumer's stored request under it: every field of

@@ -3,7 +3,6 @@ package berthapi
 import (
 	"encoding/json"
 	"net/http"
-	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -75,15 +74,23 @@ type storedClaimJSON struct {
 	Expired            bool           `json:"expired"`
 	// Gang is, for a member of a gang (gang.go), its gang: id, domain
 	// and the members still there.
-	Gang             *storedGangJSON `json:"gang,omitempty"`
-	LeaseExpiresAt   *string         `json:"lease_expires_at"`
-	LeaseSeconds     *int64          `json:"lease_seconds"`
-	MigrationUUID    *string         `json:"migration_uuid"`
-	Op               string          `json:"op"`
-	Request          json.RawMessage `json:"request"`
-	RootProviderUUID *string         `json:"root_provider_uuid"`
-	State            string          `json:"state"`
-	UpdatedAt        string          `json:"updated_at"`
+	Gang           *storedGangJSON `json:"gang,omitempty"`
+	LeaseExpiresAt *string         `json:"lease_expires_at"`
+	LeaseSeconds   *int64          `json:"lease_seconds"`
+	MigrationUUID  *string         `json:"migration_uuid"`
+	Op             string          `json:"op"`
+	// PreemptedAt and PreemptedBy are set for a consumer a claim
+	// displaced (state preempted; preemptions.go), with what it held
+	// (PreemptedAllocations).
+	PreemptedAllocations map[string]any  `json:"preempted_allocations,omitempty"`
+	PreemptedAt          *string         `json:"preempted_at,omitempty"`
+	PreemptedBy          *string         `json:"preempted_by,omitempty"`
+	Preemptible          bool            `json:"preemptible"`
+	Priority             int64           `json:"priority"`
+	Request              json.RawMessage `json:"request"`
+	RootProviderUUID     *string         `json:"root_provider_uuid"`
+	State                string          `json:"state"`
+	UpdatedAt            string          `json:"updated_at"`
 }
 
 type storedGangJSON struct {
@@ -92,11 +99,31 @@ type storedGangJSON struct {
 	Members []string          `json:"members"`
 }
 
+// claimPreemption is what a stored request says of preemption: its
+// priority (default 0) and whether it is preemptible (default false).
+type claimPreemption struct {
+	Priority    int64 `json:"priority"`
+	Preemptible bool  `json:"preemptible"`
+}
+
+// preemptionOfRequest reads a stored request's priority and
+// preemptible; a request that does not say (or is not an object) has
+// the defaults.
+func preemptionOfRequest(request []byte) claimPreemption {
+	var cp claimPreemption
+	if json.Unmarshal(request, &cp) != nil {
+		return claimPreemption{}
+	}
+	return cp
+}
+
 // storedJSON renders a stored claim; times are UTC, RFC 3339 with
 // fractional seconds, by PostgreSQL's clock.
 func storedJSON(st *claims.Stored) *storedClaimJSON {
+	if st.Preempted != nil {
+		return preemptedJSON(st)
+	}
 	cl := st.Claim
-	stamp := func(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
 	optional := func(s string) *string {
 		if s == "" {
 			return nil
@@ -116,6 +143,8 @@ func storedJSON(st *claims.Stored) *storedClaimJSON {
 		State:              cl.State,
 		UpdatedAt:          stamp(cl.UpdatedAt),
 	}
+	pr := preemptionOfRequest(cl.Request)
+	out.Priority, out.Preemptible = pr.Priority, pr.Preemptible
 	if cl.LeaseExpiresAt != nil {
 		t := stamp(*cl.LeaseExpiresAt)
 		out.LeaseExpiresAt = &t
@@ -131,4 +160,32 @@ func storedJSON(st *claims.Stored) *storedClaimJSON {
 		}
 	}
 	return out
+}
+
+// ClaimPreempted is the state of a consumer a claim displaced.
+const ClaimPreempted = "preempted"
+
+// preemptedJSON renders a displaced consumer: it holds nothing; its
+// request, root and priority are those it had, preempted_by and
+// preempted_at say by which consumer's claim and when, and
+// preempted_allocations what it held.
+func preemptedJSON(st *claims.Stored) *storedClaimJSON {
+	p := st.Preempted
+	at, by, root := stamp(p.PreemptedAt), p.PreemptedBy, p.RootUUID
+	pr := preemptionOfRequest(p.Request)
+	return &storedClaimJSON{
+		Allocations:          map[string]any{},
+		ConsumerUUID:         p.ConsumerUUID,
+		CreatedAt:            at,
+		Op:                   "preempt",
+		PreemptedAllocations: allocationsJSON(p.Allocations),
+		PreemptedAt:          &at,
+		PreemptedBy:          &by,
+		Preemptible:          pr.Preemptible,
+		Priority:             p.Priority,
+		Request:              p.Request,
+		RootProviderUUID:     &root,
+		State:                ClaimPreempted,
+		UpdatedAt:            at,
+	}
 }

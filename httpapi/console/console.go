@@ -101,6 +101,7 @@ type Store struct {
 	Quotas      UsageReader
 	Auditor     AuditReader
 	Claims      GangReader
+	Preemptions PreemptionReader
 }
 
 // ProviderReader reads a provider's inventories, usages, traits and
@@ -154,6 +155,12 @@ type AuditReader interface {
 // GangReader lists the latest gangs (a *claimrecords.Records).
 type GangReader interface {
 	Gangs(ctx context.Context, limit int) ([]claimrecords.GangSummary, error)
+}
+
+// PreemptionReader reads the consumers claims preempted (a
+// *claimrecords.Records).
+type PreemptionReader interface {
+	Preemptions(ctx context.Context, p claimrecords.PreemptionsParams) ([]claimrecords.Preemption, bool, error)
 }
 
 // ScriptletCatalog builds the policy a scriptlet test ranks with (a

@@ -20,6 +20,7 @@ import (
 	"github.com/berthd/berth/httpapi/wire"
 	"github.com/berthd/berth/internal/uuid"
 	"github.com/berthd/berth/ledger/audit"
+	"github.com/berthd/berth/ledger/claimrecords"
 	"github.com/berthd/berth/ledger/engine"
 	"github.com/berthd/berth/ledger/quotas"
 	"github.com/berthd/berth/ledger/resources"
@@ -36,6 +37,7 @@ func (k *Console) routes() []consolePage {
 		{Path + "/fragmentation", "placement:resource_providers:list", k.fragmentation},
 		{Path + "/refusals", "berth:claims:show", k.refusals},
 		{Path + "/gangs", "berth:claims:show", k.gangs},
+		{Path + "/preemptions", "berth:preemptions:list", k.preemptions},
 		{Path + "/policies", "berth:scheduling_policies:list", k.policies},
 		{Path + "/projects", "placement:usages", k.projects},
 		{Path + "/audit", "berth:audit:read", k.audit},
@@ -366,6 +368,31 @@ func (k *Console) refusals(c echo.Context, _ authz.Credentials) error {
 	slices.SortStableFunc(groups, func(a, b *refusalGroup) int { return cmp.Compare(b.Count, a.Count) })
 	return k.render(c, http.StatusOK, "refusals", "Recent refusals", map[string]any{
 		"Groups": groups, "Total": len(list), "Since": age.String(), "Kept": claims.RecentRefusalsSize,
+	})
+}
+
+// consolePreemptions bounds the preemptions page.
+const consolePreemptions = 500
+
+// preemptions: the consumers claims preempted (docs/preemption.md) in the
+// last day (or since=DURATION), newest first, up to consolePreemptions.
+func (k *Console) preemptions(c echo.Context, _ authz.Credentials) error {
+	age := 24 * time.Hour
+	if v := c.QueryParam("since"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return wire.BadRequest("Invalid since %q: want a duration such as 15m or 24h.", v)
+		}
+		age = d
+	}
+	list, more, err := k.cfg.Store.Preemptions.Preemptions(c.Request().Context(),
+		claimrecords.PreemptionsParams{Since: time.Now().Add(-age), Limit: consolePreemptions})
+	if err != nil {
+		return err
+	}
+	slices.Reverse(list)
+	return k.render(c, http.StatusOK, "preemptions", "Preemptions", map[string]any{
+		"Preemptions": list, "More": more, "Since": age.String(), "Max": consolePreemptions,
 	})
 }
 

@@ -204,4 +204,8 @@ const (
 	CodeShadowInvalid = "berth.shadow.invalid"
 	// CodeShadowRunning: a second start of a shadow already running.
 	CodeShadowRunning = "berth.shadow.running"
+	// CodePreemptionConflict: a claim's write found a consumer it was to
+	// displace changed since it was chosen (its allocations, its priority,
+	// no longer preemptible, gone); the claim tries its next option.
+	CodePreemptionConflict = "berth.preemption_conflict"
 )

@@ -50,6 +50,12 @@ type ClaimWriteParams struct {
 	// checked against (quota_check.go): a write that would take a project past
 	// one is refused with nothing written.
 	Quota *quotas.Quota
+	// Preempt, when not nil, displaces its victims in the same
+	// transaction (preempt.go): their allocations are removed (and their
+	// usage taken out of their projects' counters) after their locks are
+	// taken and they are re-checked, and each displacement is recorded
+	// (claimrecords.WritePreemptions).
+	Preempt *Preemption
 }
 
 // ClaimWrite runs p in one transaction: the allocation writes, checked
@@ -62,7 +68,7 @@ type ClaimWriteParams struct {
 // fault.CodeOverQuota). Like every transaction of the ledger, it may run
 // more than once on a serialization failure.
 func (s *Allocations) ClaimWrite(ctx context.Context, p ClaimWriteParams) error {
-	if p.Move == nil && p.ForgetMove == "" && p.IfLeaseExpired == "" {
+	if p.Move == nil && p.ForgetMove == "" && p.IfLeaseExpired == "" && p.Preempt == nil {
 		// Allocations alone: AllocationsReplace's paths, with its fast
 		// path for a new consumer.
 		return s.allocationsReplace(ctx, p.Consumers, &p, p.Quota)
@@ -73,8 +79,23 @@ func (s *Allocations) ClaimWrite(ctx context.Context, p ClaimWriteParams) error 
 				return err
 			}
 		}
-		if len(p.Consumers) > 0 {
-			if err := s.replaceAllocationsGeneral(ctx, t, p.Consumers, p.Quota); err != nil {
+		consumers := p.Consumers
+		if p.Preempt != nil {
+			var err error
+			if consumers, err = lockVictims(ctx, t, consumers, p.Preempt); err != nil {
+				return err
+			}
+		}
+		if len(consumers) > 0 {
+			if err := s.replaceAllocationsGeneral(ctx, t, consumers, p.Quota); err != nil {
+				return err
+			}
+		}
+		if p.Preempt != nil && len(p.Consumers) > 0 {
+			if err := claimrecords.ForgetRequests(ctx, t, p.Preempt.victimUUIDs()); err != nil {
+				return err
+			}
+			if err := claimrecords.WritePreemptions(ctx, t, preemptionRecords(p.Consumers[0].ConsumerUUID, p.Preempt)); err != nil {
 				return err
 			}
 		}

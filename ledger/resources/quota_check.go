@@ -29,7 +29,8 @@ import (
 //     (ledger/audit/fix.go, DeleteConsumer) take the consumer's allocations out
 //     (releaseUsageSQL);
 //   - the lease reaper's release and revert are ClaimWrites: the general
-//     path;
+//     path; so is a claim that preempts (preempt.go), whose victims'
+//     allocations leave their projects' counters in its plan;
 //   - an import recounts everything (RecountUsage).
 //
 // Nothing else changes allocations (an update of one in place is refused

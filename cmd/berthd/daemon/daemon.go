@@ -365,6 +365,7 @@ func (d *Daemon) startCatalog(ctx context.Context, cat *catalog.Catalog) error {
 func (d *Daemon) observe(c *compose.Components) error {
 	observers := []func() (func() error, error){
 		func() (func() error, error) { return ledger.ObservePool(d.store.PoolStats) },
+		func() (func() error, error) { return claims.ObservePreemptions(c.Claimer) },
 		func() (func() error, error) { return ledger.ObserveOverCapacity(d.store.Providers.OverCapacityCount) },
 		func() (func() error, error) { return ledger.ObserveSnapshot(d.store.Snapshots.SnapshotStats) },
 		func() (func() error, error) { return scriptlet.Observe(c.Catalog.Metrics()) },

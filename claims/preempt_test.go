@@ -1,0 +1,187 @@
+package claims_test
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/berthd/berth/claims"
+	"github.com/berthd/berth/ledger/claimrecords"
+)
+
+// TestConcurrentPreemption: spot claims (preemptible, low priorities) and
+// on-demand claims (priority 10, not preemptible) race on a full cloud.
+// Whatever the interleaving: no provider is overcommitted; usage is what
+// the live consumers hold; no consumer is displaced twice, none that is
+// not preemptible or not of lower priority than its preemptor, and every
+// displaced consumer's allocations are gone and its displacement
+// recorded; a claim that failed left nothing.
+func TestConcurrentPreemption(t *testing.T) {
+	f := newFixture(t)
+	var provs []string
+	for i := range 4 {
+		provs = append(provs, f.provider(fmt.Sprintf("cn%d", i), 8))
+	}
+	c := f.claimer(`{"weighers": [{"name": "pack"}]}`, "")
+	spot := func(i int) claims.Params {
+		p := params(2)
+		p.Priority, p.Preemptible = int64(i%3), true
+		return p
+	}
+	// Fill the cloud with spots: 16 of 2 VCPU.
+	isSpot := map[string]bool{}
+	for i := range 16 {
+		p := spot(i)
+		if _, err := c.Claim(f.ctx, p); err != nil {
+			t.Fatalf("spot %d: %v", i, err)
+		}
+		isSpot[p.ConsumerUUID] = true
+	}
+
+	// Then 12 more spots and 6 on-demand claims of 4 VCPU at once.
+	var ps []claims.Params
+	for i := range 12 {
+		ps = append(ps, spot(i))
+		isSpot[ps[len(ps)-1].ConsumerUUID] = true
+	}
+	for range 6 {
+		p := params(4)
+		p.Priority = 10
+		ps = append(ps, p)
+	}
+	errs := make([]error, len(ps))
+	var wg sync.WaitGroup
+	for i := range ps {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = c.Claim(f.ctx, ps[i])
+		}()
+	}
+	wg.Wait()
+
+	recs, more, err := f.store.Claims.Preemptions(f.ctx, claimrecords.PreemptionsParams{Limit: 1000})
+	if err != nil || more {
+		t.Fatal(err, more)
+	}
+	displaced := map[string]int{}
+	for _, r := range recs {
+		displaced[r.ConsumerUUID]++
+		if !isSpot[r.ConsumerUUID] || r.Priority >= r.PreemptorPriority {
+			t.Errorf("displaced %s (priority %d) for priority %d", r.ConsumerUUID, r.Priority, r.PreemptorPriority)
+		}
+		got, err := f.store.Allocations.AllocationsByConsumer(f.ctx, r.ConsumerUUID)
+		if err != nil || got.Consumer != nil {
+			t.Errorf("displaced %s still holds %+v (%v)", r.ConsumerUUID, got.Allocations, err)
+		}
+	}
+	for id, n := range displaced {
+		if n > 1 {
+			t.Errorf("%s displaced %d times", id, n)
+		}
+	}
+	onDemand := 0
+	for i, p := range ps {
+		got, err := f.store.Allocations.AllocationsByConsumer(f.ctx, p.ConsumerUUID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if errs[i] != nil {
+			var np *claims.NotPlacedError
+			if !errors.As(errs[i], &np) {
+				t.Errorf("claim %d: %v", i, errs[i])
+			}
+			if got.Consumer != nil {
+				t.Errorf("claim %d failed but holds %+v", i, got.Allocations)
+			}
+			continue
+		}
+		if p.Priority == 10 {
+			onDemand++
+			if got.Consumer == nil {
+				t.Errorf("on-demand claim %d placed but holds nothing", i)
+			}
+		} else if got.Consumer == nil && displaced[p.ConsumerUUID] == 0 {
+			t.Errorf("spot %d placed, holds nothing and was not displaced", i)
+		}
+	}
+	var total int64
+	for _, rp := range provs {
+		u := f.used(rp)
+		if u > 8 {
+			t.Errorf("provider %s overcommitted: %d of 8", rp, u)
+		}
+		total += u
+	}
+	var held int64
+	for id := range isSpot {
+		for _, n := range f.holds(id) {
+			held += n
+		}
+	}
+	for _, p := range ps[12:] {
+		for _, n := range f.holds(p.ConsumerUUID) {
+			held += n
+		}
+	}
+	if held != total {
+		t.Errorf("usage %d, the consumers hold %d", total, held)
+	}
+	// The cloud was full of spots: an on-demand claim placed displaced
+	// some (and one at least was placed: 24 of the 32 VCPU were
+	// preemptible by them).
+	if onDemand == 0 || len(recs) == 0 {
+		t.Errorf("%d on-demand claims placed on a full cloud, %d consumers displaced", onDemand, len(recs))
+	}
+	t.Logf("%d on-demand placed, %d consumers displaced", onDemand, len(recs))
+}
+
+// TestClaimCostWithoutPreemption: a claim that fits asks the ledger
+// nothing more than before preemption existed, whether or not the cloud
+// holds preemptible consumers: only a claim that found no candidate
+// reads them (resources.PreemptibleBelow, counted by the claimer), and
+// one that preempts does.
+func TestClaimCostWithoutPreemption(t *testing.T) {
+	f := newFixture(t)
+	for i := range 2 {
+		f.provider(fmt.Sprintf("cn%d", i), 64)
+	}
+	c := f.claimer(`{"weighers": [{"name": "pack"}]}`, "")
+	claim := func(p claims.Params) {
+		t.Helper()
+		if _, err := c.Claim(f.ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 10 {
+		claim(params(1))
+	}
+	if n := c.PreemptionSearches(); n != 0 {
+		t.Fatalf("plain claims searched %d times", n)
+	}
+	// A preemptible consumer of low priority fills a small host; claims
+	// of higher priority that fit elsewhere do not search.
+	small := f.provider("small", 4)
+	fill := params(4)
+	fill.Target, fill.Preemptible = small, true
+	claim(fill)
+	for range 10 {
+		p := params(1)
+		p.Priority, p.Exclude = 10, []string{small}
+		claim(p)
+	}
+	if n := c.PreemptionSearches(); n != 0 {
+		t.Fatalf("claims that fit searched %d times", n)
+	}
+	// One that only the small host could take searches, and preempts.
+	p := params(4)
+	p.Priority, p.Target = 10, small
+	res, err := c.Claim(f.ctx, p)
+	if err != nil || len(res.Preempted) != 1 || res.Preempted[0].ConsumerUUID != fill.ConsumerUUID {
+		t.Fatalf("preempting claim: %+v %v", res, err)
+	}
+	if n := c.PreemptionSearches(); n != 1 {
+		t.Fatalf("a preempting claim searched %d times", n)
+	}
+}
