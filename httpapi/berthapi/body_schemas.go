@@ -1,0 +1,35 @@
+package berthapi
+
+import (
+	"net/http"
+
+	"github.com/berthd/berth/httpapi/wire"
+)
+
+// BodySchemas are the schemas Berth's routes validate their JSON request
+// bodies with, each the value its handler decodes with (GET
+// /openapi.json describes them). Berth's routes are the same at every
+// microversion. The routes that take no JSON body are not listed: PUT
+// /scriptlets/{name} takes the source as text/plain; restoring a host and
+// starting a shadow take none.
+func BodySchemas() []wire.BodySchema {
+	const post, put, patch = http.MethodPost, http.MethodPut, http.MethodPatch
+	return []wire.BodySchema{
+		{Method: post, Path: "/claims", Schema: claimSchema},
+		{Method: patch, Path: "/claims/:consumer_uuid", Schema: claimUpdateSchema},
+		{Method: post, Path: "/claims/:consumer_uuid/reschedule", Schema: rescheduleSchema},
+		{Method: post, Path: "/claims/:consumer_uuid/move", Schema: moveSchema},
+		{Method: post, Path: "/claims/:consumer_uuid/move/confirm", Schema: moveEndSchema},
+		{Method: post, Path: "/claims/:consumer_uuid/move/revert", Schema: moveEndSchema},
+		{Method: put, Path: "/resource_providers/:uuid/state", Schema: providerStateSchema},
+		{Method: put, Path: "/resource_providers/:uuid/placement_keys", Schema: placementKeysSchema},
+		{Method: post, Path: "/resource_providers/:uuid/evacuate", Schema: evacuateSchema},
+		{Method: post, Path: "/scheduling_policies", Schema: policyPostSchema},
+		{Method: put, Path: "/scheduling_policies/:name", Schema: policyPutSchema},
+		{Method: post, Path: "/scriptlets/:name/test", Schema: sampleSchema},
+		{Method: post, Path: "/audit/fix", Schema: auditFixSchema},
+		{Method: patch, Path: "/config", Schema: configPatchSchema},
+		{Method: put, Path: "/limits/:project_id", Schema: limitsBodySchema},
+		{Method: put, Path: "/registered_limits", Schema: limitsBodySchema},
+	}
+}
