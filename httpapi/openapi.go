@@ -4,6 +4,7 @@ import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strconv"
@@ -18,8 +19,9 @@ import (
 
 // The API's description: GET /openapi.json, an OpenAPI 3.1 document of
 // every route of the table (routes.go), built from the table itself, the
-// request schemas its handlers validate bodies with
-// (placement.BodySchemas, berthapi.BodySchemas) and the answers of
+// request schemas its handlers validate bodies and query strings with
+// (BodySchemas and QuerySchemas of packages placement and berthapi) and
+// the answers of
 // openapi_responses.json (a summary, statuses and schemas per route, the
 // schemas of the answers, examples). Building it fails when one of them
 // names a route the table lacks or the table has a route openapi_responses.json
@@ -66,6 +68,11 @@ func openAPIDocument(routes []route) ([]byte, error) {
 	for _, b := range slices.Concat(placement.BodySchemas(), berthapi.BodySchemas()) {
 		bodies[b.Method+" "+b.Path] = b.Schema.Doc()
 	}
+	queries := map[string][]any{}
+	for _, q := range slices.Concat(placement.QuerySchemas(), berthapi.QuerySchemas()) {
+		key := q.Method + " " + q.Path
+		queries[key] = append(queries[key], queryParameters(q.Schema.Doc())...)
+	}
 	paths := map[string]map[string]any{}
 	seen := map[string]bool{}
 	for _, r := range routes {
@@ -78,6 +85,10 @@ func openAPIDocument(routes []route) ([]byte, error) {
 		op, err := openAPIOperation(r, a.Summary, a.Responses, answers.Schemas)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", key, err)
+		}
+		if qs, ok := queries[key]; ok {
+			op["parameters"] = append(op["parameters"].([]any), qs...)
+			delete(queries, key)
 		}
 		switch schema, hasSchema := bodies[key]; {
 		case hasSchema:
@@ -107,6 +118,9 @@ func openAPIDocument(routes []route) ([]byte, error) {
 	}
 	for key := range bodies {
 		return nil, fmt.Errorf("a body schema for %s, which is not a route", key)
+	}
+	for key := range queries {
+		return nil, fmt.Errorf("a query schema for %s, which is not a route", key)
 	}
 	public := func(summary, schema string) map[string]any {
 		return map[string]any{"get": map[string]any{"summary": summary, "operationId": "get" + strings.ReplaceAll(schema, "/", "_"),
@@ -204,6 +218,40 @@ func openAPIOperation(r route, summary string, statuses map[string]string, schem
 		"x-policy-rule":   r.rule,
 		"x-microversions": versions,
 	}, nil
+}
+
+// queryParameters are the query parameters of a query schema (an object
+// schema whose properties are the parameters): one per property, and one
+// per patternProperties' key of the form "^name(suffix)?$" (a granular
+// request group's), named for its unsuffixed form, in name order.
+func queryParameters(doc any) []any {
+	schema, _ := doc.(map[string]any)
+	required := map[string]bool{}
+	if rs, ok := schema["required"].([]any); ok {
+		for _, r := range rs {
+			required[fmt.Sprint(r)] = true
+		}
+	}
+	byName := map[string]map[string]any{}
+	props, _ := schema["properties"].(map[string]any)
+	for name, p := range props {
+		byName[name] = map[string]any{"name": name, "in": "query", "required": required[name], "schema": p}
+	}
+	patterns, _ := schema["patternProperties"].(map[string]any)
+	for pat, p := range patterns {
+		name, suffix, ok := strings.Cut(strings.TrimPrefix(pat, "^"), "(")
+		if !ok || byName[name] != nil {
+			continue
+		}
+		byName[name] = map[string]any{"name": name, "in": "query", "required": false, "schema": p,
+			"description": fmt.Sprintf("Also %s followed by a suffix (%s): a granular request group's, as in Placement.",
+				name, strings.TrimSuffix(suffix, ")?$"))}
+	}
+	var out []any
+	for _, name := range slices.Sorted(maps.Keys(byName)) {
+		out = append(out, byName[name])
+	}
+	return out
 }
 
 // openAPIPathOf is a route table path as OpenAPI writes it: ":uuid" as

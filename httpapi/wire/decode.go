@@ -175,11 +175,12 @@ func parseJSONGeneral(body []byte) (any, error) {
 	return doc, nil
 }
 
-// BodySchema is the schema one route validates its JSON request body
-// with at the latest microversion (the one its handler passes to
-// Bodies.Decode), for the API's description (GET /openapi.json). Method
-// and Path are the route table's (path parameters as ":name").
-type BodySchema struct {
+// RouteSchema is a schema one route validates its request with at the
+// latest microversion, its JSON body's (the one its handler passes to
+// Bodies.Decode) or its query string's (ValidateQuery's), for the API's
+// description (GET /openapi.json). Method and Path are the route table's
+// (path parameters as ":name").
+type RouteSchema struct {
 	Method, Path string
 	Schema       *jsonschema.Schema
 }

@@ -3,6 +3,7 @@ package berthapi
 import (
 	"net/http"
 
+	"github.com/berthd/berth/httpapi/placement"
 	"github.com/berthd/berth/httpapi/wire"
 )
 
@@ -12,9 +13,9 @@ import (
 // microversion. The routes that take no JSON body are not listed: PUT
 // /scriptlets/{name} takes the source as text/plain; restoring a host and
 // starting a shadow take none.
-func BodySchemas() []wire.BodySchema {
+func BodySchemas() []wire.RouteSchema {
 	const post, put, patch = http.MethodPost, http.MethodPut, http.MethodPatch
-	return []wire.BodySchema{
+	return []wire.RouteSchema{
 		{Method: post, Path: "/claims", Schema: claimSchema},
 		{Method: patch, Path: "/claims/:consumer_uuid", Schema: claimUpdateSchema},
 		{Method: post, Path: "/claims/:consumer_uuid/reschedule", Schema: rescheduleSchema},
@@ -31,5 +32,18 @@ func BodySchemas() []wire.BodySchema {
 		{Method: patch, Path: "/config", Schema: configPatchSchema},
 		{Method: put, Path: "/limits/:project_id", Schema: limitsBodySchema},
 		{Method: put, Path: "/registered_limits", Schema: limitsBodySchema},
+	}
+}
+
+// QuerySchemas are the schemas Berth's routes validate their query
+// strings with. GET /capacity's is GET /allocation_candidates' (package
+// placement) and its max; GET /scheduling_policies/{name}/balance reads
+// its one parameter (aggregate) itself.
+func QuerySchemas() []wire.RouteSchema {
+	const get = http.MethodGet
+	return []wire.RouteSchema{
+		{Method: get, Path: "/capacity", Schema: placement.CandidatesSchema(capacityQueryVersion)},
+		{Method: get, Path: "/capacity", Schema: capacityMaxSchema},
+		{Method: get, Path: "/audit", Schema: auditQuerySchema},
 	}
 }
