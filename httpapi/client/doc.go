@@ -7,12 +7,12 @@
 //
 // A Client speaks to one endpoint (Config: its URL, a bare "host:port"
 // meaning http://, the X-Auth-Token, the microversion, "latest" by
-// default). Typed calls cover Berth's routes (Claim, Reschedule, Move,
-// ConfirmMove, RevertMove, StoredClaim, RenewLease, ConfirmLease,
-// Capacity, Evacuate, Restore, Limits, Audit, Policies, Scriptlets,
-// StartShadow...) and the Placement calls a scheduler makes (providers,
-// inventories, allocation candidates, allocations, usages); Do, Send and
-// JSON send any request. A refusal is an *Error carrying the status and
+// default). Typed calls cover Berth's routes a scheduler makes (Claim,
+// Reschedule, Move, ConfirmMove, RevertMove, StoredClaim, RenewLease,
+// ConfirmLease, Capacity, Evacuate, Restore), the Placement calls it
+// makes (providers, inventories, allocation candidates, allocations,
+// usages), and, through Client.Admin, an operator's (limits, the audit,
+// policies, scriptlets, shadows); Do, Send and JSON send any request. A refusal is an *Error carrying the status and
 // Placement's error body ({"errors": [{status, title, detail, code,
 // request_id}]}, and the two other shapes a refusal in front of
 // Placement takes), decoded when asked (Code, RequestID, Items); a
@@ -31,6 +31,6 @@
 // Files: client.go (Config, Client, Response, the requests), retry.go
 // (which requests are retried, and how), error.go (Error, NoAnswerError,
 // IsStatus, an error as one readable line), claims.go (the claims
-// routes), berth.go (Berth's other routes), placement.go (Placement's
-// calls).
+// routes), berth.go (capacity, evacuation), admin.go (Admin: the
+// operator's routes), placement.go (Placement's calls).
 package client
