@@ -186,11 +186,20 @@ var importRules = []importRule{
 		tests:   true,
 	},
 	{
-		rule:    "internal/ holds leaves: internal/... imports nothing of Berth's outside internal/...",
+		// httpapi/client is a leaf too (the rule below), which
+		// internal/placementdiff sends its reads through.
+		rule:    "internal/ holds leaves: internal/... imports nothing of Berth's outside internal/... but the public client (httpapi/client)",
 		from:    []string{mod + "internal/..."},
 		banned:  []string{mod + "..."},
-		allowed: []string{mod + "internal/..."},
+		allowed: []string{mod + "internal/...", mod + "httpapi/client"},
 		tests:   true,
+	},
+	{
+		// Its users are other projects' schedulers: a client they can
+		// import (or copy) without Berth's server or its dependencies.
+		rule:   "httpapi/client, the public Go client, imports only the standard library",
+		from:   []string{mod + "httpapi/client"},
+		banned: []string{mod + "...", "github.com/...", "golang.org/...", "go.opentelemetry.io/...", "gopkg.in/..."},
 	},
 	{
 		// integration/'s tests build the components through it too

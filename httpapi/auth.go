@@ -56,11 +56,15 @@ const (
 	ctxCredentials       = "berth.credentials"
 )
 
+// public reports whether path needs no identity: the version document
+// at / and the API's description at /openapi.json.
+func public(path string) bool { return path == "/" || path == openAPIPath }
+
 // authenticate resolves the request's identity to a authz.Credentials according to
-// Config.Auth. The version document at / needs none.
+// Config.Auth. The public paths need none.
 func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		if c.Request().URL.Path == "/" {
+		if public(c.Request().URL.Path) {
 			return next(c)
 		}
 		p, err := s.credentials(c)

@@ -13,8 +13,11 @@
 // owns; cors.go); the one route table (routes.go: method, path,
 // microversions, policy rule, handler, and whether it insists on JSON and
 // is bounded by admission control); the one table from error kinds to
-// statuses (errors.go); and the probes and /metrics (health.go). It holds
-// no state of its own.
+// statuses (errors.go); the API's description, GET /openapi.json
+// (openapi.go: an OpenAPI 3.1 document built from the route table, the
+// request schemas the handlers validate with, and the answers of
+// openapi_responses.json); and the probes and /metrics (health.go). It
+// holds no state of its own.
 //
 // Its parts, each a package beneath it:
 //
@@ -34,6 +37,8 @@
 //   - console: the read-only operator console at /ui.
 //   - admission: what the server lets in: the listener wrapper, the
 //     slots of expensive requests, the budget of large bodies.
+//   - client: the public Go client of the API (standard library only),
+//     which Berth's own programs use too.
 //   - apitest: the harness of these packages' tests.
 //
 // Handlers only translate HTTP: they decode and check the request

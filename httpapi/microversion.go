@@ -25,7 +25,7 @@ func (s *Server) microversion(next echo.HandlerFunc) echo.HandlerFunc {
 		if err != nil {
 			// Placement's auth middleware runs first: a request it
 			// refuses gets its 401 whatever the version header says.
-			if c.Request().URL.Path != "/" {
+			if !public(c.Request().URL.Path) {
 				if _, aerr := s.credentials(c); aerr != nil {
 					return aerr
 				}

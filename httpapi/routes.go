@@ -59,8 +59,9 @@ const (
 // routes exist at every microversion (Placement has no equivalent); their
 // error bodies carry a "code" from 1.23 on, as for every route. A path's
 // methods come in the order Placement declares them, which is the order
-// of a 405's Allow header. The version document (GET /) is public and is
-// not in the table; the probes and /metrics are answered before routing
+// of a 405's Allow header. The version document (GET /) and the API's
+// description (GET /openapi.json, openapi.go) are public and are not in
+// the table; the probes and /metrics are answered before routing
 // (health.go), the console's paths by the console.
 func (s *Server) routes() []route {
 	const (
@@ -200,12 +201,14 @@ func (s *Server) routes() []route {
 	}
 }
 
-// addRoutes registers the version document and every route of the table.
+// addRoutes registers the version document, the API's description
+// (openapi.go) and every route of the table.
 // A route's rule must be one of authz.OperationRules: authorize panics on
 // anything else, since the table is a constant of the program.
 func (s *Server) addRoutes() {
 	s.e.GET("/", s.root)
-	s.allow = map[string]string{"/": http.MethodGet}
+	s.e.GET(openAPIPath, s.openAPI)
+	s.allow = map[string]string{"/": http.MethodGet, openAPIPath: http.MethodGet}
 	for _, r := range s.routes() {
 		if a := s.allow[r.path]; a != "" {
 			s.allow[r.path] = a + ", " + r.method

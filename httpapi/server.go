@@ -160,6 +160,8 @@ type Server struct {
 	// allow is the Allow header of a 405 for each route path, the
 	// methods in the route table's order (Placement's declaration order).
 	allow map[string]string
+	// openapi is GET /openapi.json's answer, built once (openapi.go).
+	openapi []byte
 	// The handlers of the route table (routes.go), one per route family.
 	placement placementHandlers
 	berth     berthHandlers
@@ -226,11 +228,16 @@ func New(cfg Config, logger *slog.Logger) (*Server, error) {
 	s.bodies = wire.NewBodies(cfg.MaxBodyBytes, s.budget)
 	s.placement, s.berth = s.handlers()
 	s.addRoutes()
+	openapi, err := openAPIDocument(s.routes())
+	if err != nil {
+		return nil, fmt.Errorf("httpapi: the API's description: %w", err)
+	}
+	s.openapi = openapi
 	// After routing, before the handler the router chose (a route's, or
 	// echo's 404 or 405).
 	routed := []echo.MiddlewareFunc{s.authenticate, s.rejectMethod, checkContentHeaders}
 	s.chain = chainRouted(s.e, pre, routed)
-	var err error
+
 	parts := s.parts()
 	if s.console, err = console.New(console.Config{
 		Store: console.Store{Providers: parts.Providers, Allocations: parts.Allocations, Snapshots: parts.Snapshots,

@@ -316,14 +316,21 @@ func (s *Catalog) Policy(ctx context.Context, name string) (pol *scheduler.Polic
 
 // PolicyWithScriptlet builds the policy of that name ("" the default) with
 // the stored scriptlet named instead of its own: what POST
-// /scriptlets/{name}/test runs. Unknown names are ErrNotFound.
+// /scriptlets/{name}/test runs. Unknown names are ErrNotFound; a
+// scriptlet without instance_placement (one of units only) is ErrInvalid
+// (berth.scriptlet.invalid).
 func (s *Catalog) PolicyWithScriptlet(ctx context.Context, policy, scriptlet string) (*scheduler.Policy, error) {
 	c, err := s.current(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if _, ok := c.scripts[scriptlet]; !ok {
+	prog, ok := c.scripts[scriptlet]
+	if !ok {
 		return nil, &fault.Error{Kind: fault.ErrNotFound, Msg: fmt.Sprintf("No scriptlet named %s.", scriptlet)}
+	}
+	if !prog.HasPlacement() {
+		return nil, &fault.Error{Kind: fault.ErrInvalid, Code: fault.CodeScriptletInvalid, Msg: fmt.Sprintf(
+			"Scriptlet %s defines no instance_placement(request, candidate_members): there is nothing to test; its units run in a policy (starlark:%s).", scriptlet, scriptlet)}
 	}
 	spec := scheduler.DefaultPolicyConfig()
 	if policy == "" {

@@ -2,6 +2,7 @@ package berthapi
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/berthd/berth/httpapi/placement"
 	"github.com/berthd/berth/httpapi/wire"
+	"github.com/berthd/berth/internal/jsonschema"
 	"github.com/berthd/berth/ledger/engine"
 	"github.com/berthd/berth/ledger/resources"
 )
@@ -48,6 +50,12 @@ var capacityQueryVersion = wire.MaxVersion
 
 // maxCapacityPerRoot bounds the "max" parameter.
 const maxCapacityPerRoot = 100_000
+
+// capacityMaxSchema describes "max" for the API's description
+// (QuerySchemas); Params checks it in code, to refuse it in its own words.
+var capacityMaxSchema = jsonschema.Must(`{"type": "object", "properties": {
+	"max": {"type": "string", "pattern": "^[1-9][0-9]*$",
+		"description": "the cap on the count per root, 1 to ` + fmt.Sprint(maxCapacityPerRoot) + `"}}}`)
 
 // Show serves GET /capacity. The query is GET
 // /allocation_candidates' (read at capacityQueryVersion) plus "max", the

@@ -11,4 +11,7 @@
 // (the claimer, the catalogue, the ledger, the limits' source) and
 // answers through wire. A claim's selection fields are read as GET
 // /allocation_candidates reads its query (package placement).
+// BodySchemas and QuerySchemas (route_schemas.go) list the schemas the
+// routes validate their bodies and query strings with, for the API's
+// description.
 package berthapi

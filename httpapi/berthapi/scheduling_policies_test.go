@@ -195,6 +195,13 @@ func TestScriptletTestAPI(t *testing.T) {
 		t.Errorf("usages after tests: %+v %v", u, err)
 	}
 	wantStatus(t, s, apiCall{method: "POST", path: "/scriptlets/nope/test", body: `{"resources": {"VCPU": 1}}`}, 404, "No scriptlet named nope")
+	// A scriptlet of units only (no instance_placement) has nothing to
+	// test: 400, not the 500 it was.
+	wantStatus(t, s, apiCall{method: "PUT", path: "/scriptlets/units", body: "def weigh(request, candidate):\n    return 1.0\n", contentType: "text/plain"}, 201, "")
+	got = wantStatus(t, s, apiCall{method: "POST", path: "/scriptlets/units/test", body: `{"resources": {"VCPU": 1}}`}, 400, "defines no instance_placement")
+	if code := errorCode(got); code != fault.CodeScriptletInvalid {
+		t.Errorf("a scriptlet of units only: code %q", code)
+	}
 	wantStatus(t, s, apiCall{method: "POST", path: path, body: `{"resources": {"VCPU": 1}, "policy": "nope"}`}, 404, "No scheduling policy named nope")
 	wantStatus(t, s, apiCall{method: "POST", path: path, body: `{"resources": {"NOPE": 1}}`}, 400, "NOPE")
 	wantStatus(t, s, apiCall{method: "POST", path: path, body: `{}`}, 400, "JSON does not validate")

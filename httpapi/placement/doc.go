@@ -9,5 +9,8 @@
 // wire, calls the ledger once and answers through wire. The candidate
 // query (candidate_query.go, request_groups.go) is read here, from a
 // query string or from the JSON of a claim's selection, for Berth's
-// claims and capacity too.
+// claims and capacity too. BodySchemas and QuerySchemas
+// (route_schemas.go) list the schemas the routes validate their bodies and
+// query strings with at the latest microversion, for the API's
+// description.
 package placement

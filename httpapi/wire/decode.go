@@ -174,3 +174,13 @@ func parseJSONGeneral(body []byte) (any, error) {
 	}
 	return doc, nil
 }
+
+// RouteSchema is a schema one route validates its request with at the
+// latest microversion, its JSON body's (the one its handler passes to
+// Bodies.Decode) or its query string's (ValidateQuery's), for the API's
+// description (GET /openapi.json). Method and Path are the route table's
+// (path parameters as ":name").
+type RouteSchema struct {
+	Method, Path string
+	Schema       *jsonschema.Schema
+}

@@ -4,7 +4,7 @@
 // providers, their inventories, usages, traits, aggregates and
 // allocations, resource classes, traits, allocations per consumer and
 // usages per project and user. It only sends GET requests, through
-// internal/apiclient.
+// the public client (httpapi/client).
 package placementdiff
 
 import (
@@ -21,7 +21,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/berthd/berth/internal/apiclient"
+	"github.com/berthd/berth/httpapi/client"
 )
 
 // Endpoint is one side of a comparison.
@@ -76,8 +76,8 @@ func Compare(ctx context.Context, p Params) (*Result, error) {
 	defer tr.CloseIdleConnections()
 	hc := &http.Client{Timeout: p.Timeout, Transport: tr}
 	c := &comparer{p: p,
-		old: apiclient.New(apiclient.Config{URL: p.Old.URL, Token: p.Old.Token, Microversion: p.Version, HTTP: hc}),
-		new: apiclient.New(apiclient.Config{URL: p.New.URL, Token: p.New.Token, Microversion: p.Version, HTTP: hc}),
+		old: client.New(client.Config{URL: p.Old.URL, Token: p.Old.Token, Microversion: p.Version, HTTP: hc}),
+		new: client.New(client.Config{URL: p.New.URL, Token: p.New.Token, Microversion: p.Version, HTTP: hc}),
 	}
 	var res Result
 	// The lists first: they name what is compared next.
@@ -154,7 +154,7 @@ func Compare(ctx context.Context, p Params) (*Result, error) {
 
 type comparer struct {
 	p        Params
-	old, new *apiclient.Client // p.Old's and p.New's
+	old, new *client.Client // p.Old's and p.New's
 }
 
 type compared struct {
@@ -226,7 +226,7 @@ func (c *comparer) compare(ctx context.Context, path string) compared {
 
 // get reads path from one side: the status and the body without the
 // white space around it.
-func (c *comparer) get(ctx context.Context, api *apiclient.Client, e Endpoint, path string) (int, []byte, error) {
+func (c *comparer) get(ctx context.Context, api *client.Client, e Endpoint, path string) (int, []byte, error) {
 	r, err := api.Do(ctx, http.MethodGet, path, nil, "")
 	if err != nil {
 		return 0, nil, fmt.Errorf("%s: %v", e.Name, err)

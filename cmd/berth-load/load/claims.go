@@ -13,7 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/berthd/berth/internal/apiclient"
+	"github.com/berthd/berth/httpapi/client"
 	"github.com/berthd/berth/internal/uuid"
 )
 
@@ -228,7 +228,7 @@ func (s *claimStats) fail(err error) {
 		s.firstErr = err.Error()
 	}
 	key := "no answer"
-	var ae *apiclient.Error
+	var ae *client.Error
 	if errors.As(err, &ae) {
 		key = fmt.Sprintf("%s %d", ae.Method, ae.Status)
 	}
@@ -489,7 +489,7 @@ func postClaim(ctx context.Context, c *Client, resources map[string]int, p Claim
 			st.mu.Unlock()
 			return nil
 		}
-		var ae *apiclient.Error
+		var ae *client.Error
 		if !errors.As(err, &ae) || ae.Status != http.StatusConflict {
 			return err
 		}
@@ -553,7 +553,7 @@ func claimOne(ctx context.Context, c *Client, path string, p ClaimsParams, rng *
 			st.mu.Unlock()
 			return nil
 		}
-		if !apiclient.IsStatus(err, http.StatusConflict) {
+		if !client.IsStatus(err, http.StatusConflict) {
 			return err
 		}
 		st.mu.Lock()

@@ -9,7 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/berthd/berth/internal/apiclient"
+	"github.com/berthd/berth/httpapi/client"
 )
 
 // DefaultMicroversion is the Placement microversion every request sends
@@ -24,7 +24,7 @@ var ErrTimeout = errors.New("timeout")
 // Client speaks the Placement API to one endpoint. It is safe for concurrent
 // use.
 type Client struct {
-	api      *apiclient.Client
+	api      *client.Client
 	http     *http.Client // api's, over the transport NewClient chose
 	timeout  time.Duration
 	requests atomic.Int64
@@ -75,7 +75,9 @@ func NewClient(cfg ClientConfig) *Client {
 	// transport it does not know.
 	hc := &http.Client{Transport: rt}
 	return &Client{
-		api:     apiclient.New(apiclient.Config{URL: cfg.URL, Token: cfg.Token, Microversion: cfg.Microversion, HTTP: hc}),
+		api: client.New(client.Config{URL: cfg.URL, Token: cfg.Token, Microversion: cfg.Microversion, HTTP: hc,
+			// The tool counts every answer as the server gave it.
+			ClaimRetries: -1}),
 		http:    hc,
 		timeout: cfg.Timeout,
 	}
@@ -86,16 +88,16 @@ func (c *Client) CloseIdleConnections() { c.http.CloseIdleConnections() }
 
 // Do sends method path (path includes any query string) with in encoded
 // as JSON when non-nil, and reads the whole answer. A status outside want
-// (default: any 2xx) is returned as an *apiclient.Error together with the
+// (default: any 2xx) is returned as a *client.Error together with the
 // response. A client timeout is returned wrapping ErrTimeout.
 //
-// This is the load tool's hot path, so it stays lean: it takes apiclient's
+// This is the load tool's hot path, so it stays lean: it takes the client's
 // Send, which checks no status, and checks want itself (often one status,
-// 204, not any 2xx); the *apiclient.Error of an unwanted status decodes
+// 204, not any 2xx); the *client.Error of an unwanted status decodes
 // nothing until asked, so a lost race that is only counted (a 409) costs
 // one allocation, not the decoding of its body (BenchmarkClientRequest,
 // BenchmarkErrorItems).
-func (c *Client) Do(ctx context.Context, method, path string, in any, want ...int) (*apiclient.Response, error) {
+func (c *Client) Do(ctx context.Context, method, path string, in any, want ...int) (*client.Response, error) {
 	if c.timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, c.timeout)
@@ -111,14 +113,14 @@ func (c *Client) Do(ctx context.Context, method, path string, in any, want ...in
 		ok = ok || r.Status == w
 	}
 	if !ok {
-		return r, apiclient.NewError(r)
+		return r, client.NewError(r)
 	}
 	return r, nil
 }
 
 // JSON is Do followed by decoding a successful answer into out (when out
 // is non-nil and the body is not empty).
-func (c *Client) JSON(ctx context.Context, method, path string, in, out any, want ...int) (*apiclient.Response, error) {
+func (c *Client) JSON(ctx context.Context, method, path string, in, out any, want ...int) (*client.Response, error) {
 	r, err := c.Do(ctx, method, path, in, want...)
 	if err != nil {
 		return r, err

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/berthd/berth/internal/apiclient"
+	"github.com/berthd/berth/httpapi/client"
 	"github.com/berthd/berth/internal/testing/proctest"
 )
 
@@ -115,7 +115,7 @@ func BenchmarkClientRequest(b *testing.B) {
 		b.ReportAllocs()
 		defer reportCPU(b, proctest.ProcessCPU(b))
 		for b.Loop() {
-			if _, err := c.Do(ctx, http.MethodPut, "/allocations/5d6e1b3a-0000-4000-8000-000000000001", body, http.StatusNoContent); !apiclient.IsStatus(err, http.StatusConflict) {
+			if _, err := c.Do(ctx, http.MethodPut, "/allocations/5d6e1b3a-0000-4000-8000-000000000001", body, http.StatusNoContent); !client.IsStatus(err, http.StatusConflict) {
 				b.Fatal(err)
 			}
 		}

@@ -7,7 +7,7 @@
 //
 // It owns nothing on the server: it only speaks HTTP/1.1, so the same run
 // can target both implementations. Requests are built, sent and read by
-// internal/apiclient (client.go adds the per-request timeout, the expected
+// httpapi/client (client.go adds the per-request timeout, the expected
 // statuses and the request count); kept-alive ones go through a small
 // transport of its own (transport.go), because the tool shares the machine
 // it measures and net/http's Transport costs goroutine hand-offs per

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/berthd/berth/internal/apiclient"
+	"github.com/berthd/berth/httpapi/client"
 )
 
 // FloodParams is an overload run: many clients repeat one expensive GET
@@ -73,7 +73,7 @@ func RunFlood(ctx context.Context, heavy, probe *Client, p FloodParams, log io.W
 				case err == nil:
 					samples = append(samples, r.Elapsed)
 					main.Bytes = len(r.Body)
-				case apiclient.IsStatus(err, http.StatusServiceUnavailable):
+				case client.IsStatus(err, http.StatusServiceUnavailable):
 					main.Count++
 				case errors.Is(err, ErrTimeout):
 					main.Timeouts++
@@ -84,7 +84,7 @@ func RunFlood(ctx context.Context, heavy, probe *Client, p FloodParams, log io.W
 					}
 				}
 				mu.Unlock()
-				if err != nil && !apiclient.IsStatus(err, http.StatusServiceUnavailable) {
+				if err != nil && !client.IsStatus(err, http.StatusServiceUnavailable) {
 					// A refused connection or a timeout: do not spin.
 					select {
 					case <-time.After(100 * time.Millisecond):

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/berthd/berth/internal/apiclient"
+	"github.com/berthd/berth/httpapi/client"
 )
 
 func testClient(url string) *Client {
@@ -244,7 +244,7 @@ func TestClientTimeoutAndStatus(t *testing.T) {
 		t.Errorf("slow answer: %v, want ErrTimeout", err)
 	}
 	r, err := c.Do(context.Background(), http.MethodGet, "/fast", nil)
-	if !apiclient.IsStatus(err, http.StatusConflict) || r == nil || r.Status != 409 {
+	if !client.IsStatus(err, http.StatusConflict) || r == nil || r.Status != 409 {
 		t.Errorf("409 answer: %v", err)
 	}
 	if _, err := c.Do(context.Background(), http.MethodGet, "/fast", nil, http.StatusConflict); err != nil {

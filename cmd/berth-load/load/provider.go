@@ -7,7 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/berthd/berth/internal/apiclient"
+	"github.com/berthd/berth/httpapi/client"
 )
 
 // newGeneration is the part of a PUT's answer that the writers use: the
@@ -28,7 +28,7 @@ func (c *Client) EnsureProvider(ctx context.Context, p ProviderBody) (int, error
 	if err == nil {
 		return out.Generation, nil
 	}
-	if !apiclient.IsStatus(err, http.StatusConflict) {
+	if !client.IsStatus(err, http.StatusConflict) {
 		return 0, err
 	}
 	if _, gerr := c.JSON(ctx, http.MethodGet, "/resource_providers/"+p.UUID, nil, &out); gerr != nil {

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/berthd/berth/internal/apiclient"
+	"github.com/berthd/berth/httpapi/client"
 )
 
 // phaseLog records a claims run's Pause and Resume calls.
@@ -159,7 +159,7 @@ func TestRunClaimsReleaseFails(t *testing.T) {
 	f.failDeletes = 1
 	res, err := RunClaims(context.Background(), c, ClaimsParams{Mode: ModeClaims, Clients: 2, Claims: 10, Duration: time.Minute,
 		Rounds: true}, io.Discard)
-	if err == nil || !strings.Contains(err.Error(), "releasing consumer") || !apiclient.IsStatus(err, 500) {
+	if err == nil || !strings.Contains(err.Error(), "releasing consumer") || !client.IsStatus(err, 500) {
 		t.Errorf("error %v, want a failed release", err)
 	}
 	if res == nil || res.Rounds != 1 || res.Claims != 10 || res.Released >= 10 {

@@ -5,7 +5,7 @@
 // postmaster) in the middle. Clients retry a request whose outcome they
 // did not learn with the same request, as a scheduler should. It
 // reports claims per second over time, errors by kind, the time without
-// service, and a final audit through the API (internal/apiclient): every
+// service, and a final audit through the API (httpapi/client): every
 // claim a client holds is there exactly as it was told, nothing else is
 // allocated, no provider is over capacity.
 //

@@ -20,7 +20,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/berthd/berth/internal/apiclient"
+	"github.com/berthd/berth/httpapi/client"
 	"github.com/berthd/berth/internal/testing/patronitest"
 	"github.com/berthd/berth/ledger"
 )
@@ -132,7 +132,7 @@ func (r *Report) Write(w io.Writer) {
 // proc is one berthd.
 type proc struct {
 	addr   string
-	api    *apiclient.Client // to addr
+	api    *client.Client // to addr
 	cmd    *exec.Cmd
 	exited chan struct{}
 }
@@ -275,7 +275,8 @@ func (r *run) startProc(ctx context.Context, addr string) (*proc, error) {
 		return nil, err
 	}
 	p := &proc{addr: addr, cmd: cmd, exited: make(chan struct{}),
-		api: apiclient.New(apiclient.Config{URL: addr, Token: "admin", Microversion: "1.39", HTTP: r.client})}
+		api: client.New(client.Config{URL: addr, Token: "admin", Microversion: "1.39", HTTP: r.client,
+			ClaimRetries: -1})} // the soak sees and retries each 503 itself
 	go func() { _ = cmd.Wait(); log.Close(); close(p.exited) }()
 	deadline := time.Now().Add(time.Minute)
 	for {
@@ -329,7 +330,7 @@ func (r *run) killer(ctx context.Context, stop <-chan struct{}) {
 }
 
 // api is the client of berthd i (modulo their number).
-func (r *run) api(i int) *apiclient.Client {
+func (r *run) api(i int) *client.Client {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.procs[i%len(r.procs)].api

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/berthd/berth/internal/apiclient"
+	"github.com/berthd/berth/httpapi/client"
 	"github.com/berthd/berth/internal/uuid"
 )
 
@@ -434,7 +434,7 @@ func postClaim(e *env, path string, body map[string]any, top int) error {
 // lists each step's removals, separated by "; ", and last the scriptlet's
 // refusal, if it refused) and returns exit status 1.
 func noValidHost(e *env, err error) error {
-	var ae *apiclient.Error
+	var ae *client.Error
 	if errors.As(err, &ae) && ae.Code() == CodeConcurrentUpdate {
 		return fmt.Errorf("%w\n(the consumer exists, or changed meanwhile: give its current generation with --consumer-generation N to replace its allocations)", err)
 	}
@@ -450,7 +450,7 @@ func noValidHost(e *env, err error) error {
 	} else {
 		fmt.Fprintln(e.io.Stderr, "No valid host: nothing fits.")
 	}
-	for _, part := range strings.Split(apiclient.Detail(item.Detail), "; ") {
+	for _, part := range strings.Split(client.Detail(item.Detail), "; ") {
 		fmt.Fprintf(e.io.Stderr, "  %s\n", Printable(part))
 	}
 	return errNothing

@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/berthd/berth/internal/apiclient"
+	"github.com/berthd/berth/httpapi/client"
 )
 
 // Defaults of the global flags.
@@ -322,7 +322,7 @@ func Main(ctx context.Context, args []string, stdio IO) int {
 		// An error repeats the server's words, maybe a provider's name.
 		fmt.Fprintf(stdio.Stderr, "berth %s: %s\n", cmd.name, printableLines(err.Error()))
 		var nf nothingFound
-		var ae *apiclient.Error
+		var ae *client.Error
 		switch {
 		case errors.As(err, &nf):
 			return exitNothing

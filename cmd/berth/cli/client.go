@@ -9,14 +9,14 @@ import (
 	"strings"
 	"time"
 
-	"github.com/berthd/berth/internal/apiclient"
+	"github.com/berthd/berth/httpapi/client"
 )
 
 // Client speaks to one Placement endpoint at the latest microversion
-// through apiclient, and says a request that got no answer the way the
+// through httpapi/client, and says a request that got no answer the way the
 // CLI's flags let the operator fix it (--url, --timeout).
 type Client struct {
-	api     *apiclient.Client
+	api     *client.Client
 	timeout time.Duration
 }
 
@@ -25,18 +25,18 @@ type Client struct {
 // by timeout (0: none).
 func NewClient(url, token string, timeout time.Duration) *Client {
 	return &Client{
-		api:     apiclient.New(apiclient.Config{URL: url, Token: token, HTTP: &http.Client{Timeout: timeout}}),
+		api:     client.New(client.Config{URL: url, Token: token, HTTP: &http.Client{Timeout: timeout}}),
 		timeout: timeout,
 	}
 }
 
 // Do sends one request and returns the body of a 2xx answer, or an
-// *apiclient.Error. body, when not nil, is sent with the given content
+// *client.Error. body, when not nil, is sent with the given content
 // type.
 func (c *Client) Do(ctx context.Context, method, path string, body []byte, contentType string) ([]byte, error) {
 	r, err := c.api.Do(ctx, method, path, body, contentType)
 	if err == nil && r.Status/100 != 2 {
-		err = apiclient.NewError(r)
+		err = client.NewError(r)
 	}
 	return c.answer(ctx, method, path, r, err)
 }
@@ -51,8 +51,8 @@ func (c *Client) JSON(ctx context.Context, method, path string, in, out any) ([]
 
 // answer is the body of a 2xx answer r, with err; or err alone, a request
 // that got no answer being said in the CLI's words.
-func (c *Client) answer(ctx context.Context, method, path string, r *apiclient.Response, err error) ([]byte, error) {
-	var na *apiclient.NoAnswerError
+func (c *Client) answer(ctx context.Context, method, path string, r *client.Response, err error) ([]byte, error) {
+	var na *client.NoAnswerError
 	switch {
 	case errors.As(err, &na):
 		return nil, c.noAnswer(ctx, method, path, na)
@@ -62,7 +62,7 @@ func (c *Client) answer(ctx context.Context, method, path string, r *apiclient.R
 	return r.Body, err
 }
 
-func (c *Client) noAnswer(ctx context.Context, method, path string, na *apiclient.NoAnswerError) error {
+func (c *Client) noAnswer(ctx context.Context, method, path string, na *client.NoAnswerError) error {
 	if na.Reading {
 		return fmt.Errorf("%s %s: reading the answer: %w", method, path, na.Err)
 	}
@@ -83,7 +83,7 @@ func (c *Client) noAnswer(ctx context.Context, method, path string, na *apiclien
 // EndpointURL checks an endpoint as --url and BERTH_URL give it: an
 // http:// or https:// URL, or a bare HOST:PORT (the form curl takes,
 // "127.0.0.1:8778"), which means http://HOST:PORT. It returns the URL
-// requests are built on (apiclient.BaseURL).
+// requests are built on (client.BaseURL).
 func EndpointURL(s string) (string, error) {
 	s = strings.TrimSpace(s)
 	if !strings.Contains(s, "://") {
@@ -93,5 +93,5 @@ func EndpointURL(s string) (string, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return "", fmt.Errorf("want http://HOST:PORT, https://HOST:PORT or HOST:PORT")
 	}
-	return apiclient.BaseURL(s), nil
+	return client.BaseURL(s), nil
 }

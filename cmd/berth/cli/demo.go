@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"net/http"
 
-	"github.com/berthd/berth/internal/apiclient"
+	"github.com/berthd/berth/httpapi/client"
 )
 
 // The demo cloud's names: the README and docs/cli.md use them, and
@@ -93,7 +93,7 @@ of projects demo and ops. Refuses to run twice.`,
 				steps := demoSteps()
 				for i, st := range steps {
 					if _, err := e.client.JSON(e.ctx, st.method, st.path, st.body, nil); err != nil {
-						var ae *apiclient.Error
+						var ae *client.Error
 						if i <= 1 && errors.As(err, &ae) && ae.Status == http.StatusConflict {
 							return fmt.Errorf("the demo cloud is already there (%w)", err)
 						}

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/berthd/berth/internal/apiclient"
+	"github.com/berthd/berth/httpapi/client"
 )
 
 // docSession is one fenced block of a document: the commands ("$ berth
@@ -201,7 +201,7 @@ func readmeClaimSequence(t *testing.T, c *Client, doc string) {
 		var ans map[string]any
 		raw, err := c.JSON(t.Context(), method, path, in, &ans)
 		status, code := 200, ""
-		var ae *apiclient.Error
+		var ae *client.Error
 		if errors.As(err, &ae) {
 			status, code = ae.Status, ae.Code()
 		} else if err != nil {

@@ -5,10 +5,10 @@
 // load tool (cmd/berth-load/load) as "berth bench".
 //
 // It owns only the client side: it sends its requests through
-// internal/apiclient at "OpenStack-API-Version: placement latest" with
+// httpapi/client at "OpenStack-API-Version: placement latest" with
 // X-Auth-Token (client.go adds the CLI's words for a request that got no
 // answer: --url, --timeout), renders answers as tables (or the server's
 // JSON with -o json) and Placement error bodies as one readable line
-// (apiclient.Error). Main is the whole program; cmd/berth only calls it,
+// (client.Error). Main is the whole program; cmd/berth only calls it,
 // and tests call it in process.
 package cli

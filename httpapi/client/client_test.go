@@ -1,4 +1,4 @@
-package apiclient
+package client
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -135,7 +136,7 @@ func TestErrorBodies(t *testing.T) {
 				}
 				return
 			}
-			if len(items) != 1 || items[0] != tc.want || e.Code() != tc.want.Code || e.RequestID() != tc.want.RequestID {
+			if len(items) != 1 || !reflect.DeepEqual(items[0], tc.want) || e.Code() != tc.want.Code || e.RequestID() != tc.want.RequestID {
 				t.Errorf("errors %+v\nwant %+v", items, tc.want)
 			}
 		})

@@ -1,4 +1,4 @@
-package apiclient
+package client
 
 import (
 	"bytes"
@@ -27,7 +27,23 @@ type Config struct {
 	// http.DefaultTransport with no timeout. Its Timeout, or the request's
 	// context, bounds a request: Client adds no deadline of its own.
 	HTTP *http.Client
+	// ClaimRetries is how many times a claim write (POST /claims, and a
+	// consumer's reschedule, move, and a move's confirm and revert) is
+	// sent again, with the same body, after it got no answer or a 503:
+	// Berth recognises a repeated claim by its body and answers it with
+	// the first one's outcome, so a retry never claims twice. 0 means
+	// DefaultClaimRetries; a negative number, none. No other request is
+	// sent twice.
+	ClaimRetries int
+	// RetryWait is the first pause before a retry, doubled for each next
+	// one up to two seconds; a 503's Retry-After, when longer, is waited
+	// instead (up to two seconds too). 0 means 100 milliseconds.
+	RetryWait time.Duration
 }
+
+// DefaultClaimRetries is the retries of a claim write when
+// Config.ClaimRetries is 0.
+const DefaultClaimRetries = 3
 
 // Client speaks to one endpoint. It is safe for concurrent use, as its
 // *http.Client is.
@@ -36,6 +52,8 @@ type Client struct {
 	token   string
 	version string // the whole OpenStack-API-Version value
 	http    *http.Client
+	retries int           // of a claim write; 0: none
+	wait    time.Duration // before the first retry
 }
 
 // New returns a client for cfg. It does not check the URL: a URL that
@@ -49,7 +67,19 @@ func New(cfg Config) *Client {
 	if hc == nil {
 		hc = &http.Client{}
 	}
-	return &Client{base: BaseURL(cfg.URL), token: cfg.Token, version: "placement " + mv, http: hc}
+	retries := cfg.ClaimRetries
+	switch {
+	case retries == 0:
+		retries = DefaultClaimRetries
+	case retries < 0:
+		retries = 0
+	}
+	wait := cfg.RetryWait
+	if wait <= 0 {
+		wait = 100 * time.Millisecond
+	}
+	return &Client{base: BaseURL(cfg.URL), token: cfg.Token, version: "placement " + mv, http: hc,
+		retries: retries, wait: wait}
 }
 
 // BaseURL is the endpoint root s as requests are built on it: without
@@ -79,8 +109,18 @@ type Response struct {
 // with body, when not nil, as contentType, and reads the whole answer.
 // Every status is an answer: Do returns an error only when there is none:
 // the request could not be built (that error as is, e.g. a URL that does
-// not parse), or it got no whole answer (a *NoAnswerError).
+// not parse), or it got no whole answer (a *NoAnswerError). A claim write
+// is sent again after no answer or a 503, as Config.ClaimRetries says;
+// the answer or error returned is the last one's.
 func (c *Client) Do(ctx context.Context, method, path string, body []byte, contentType string) (*Response, error) {
+	if !IsClaimWrite(method, path) {
+		return c.once(ctx, method, path, body, contentType)
+	}
+	return c.retried(ctx, method, path, body, contentType)
+}
+
+// once sends the request once (Do without retries).
+func (c *Client) once(ctx context.Context, method, path string, body []byte, contentType string) (*Response, error) {
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)

@@ -1,4 +1,4 @@
-package apiclient
+package client
 
 import (
 	"encoding/json"
@@ -30,6 +30,9 @@ type ErrorItem struct {
 	// Refusal is Berth's: the reason of the scriptlet that refused a
 	// claim (409 berth.no_valid_host).
 	Refusal string `json:"refusal"`
+	// Domains is Berth's, for a refused gang: per domain how many members
+	// fit and what stopped the rest.
+	Domains []DomainOutcome `json:"domains,omitempty"`
 }
 
 // NewError is the *Error of answer r.
