@@ -165,7 +165,7 @@ func (r *berthReader) scan(ctx context.Context, s scanSpec) error {
 // berthOnly counts the Berth-only state, which has no place in
 // Placement's schema, and names it as one phrase ("" for none).
 func (r *berthReader) berthOnly(ctx context.Context) (string, error) {
-	var policies, scriptlets, config, states, pkeys, ckeys, failures, moves, stored, described, evacuated int64
+	var policies, scriptlets, config, states, pkeys, ckeys, failures, moves, stored, described, evacuated, gangs, preempted int64
 	err := r.tx.QueryRow(ctx, `SELECT
 		(SELECT count(*) FROM scheduling_policies), (SELECT count(*) FROM scriptlets),
 		(SELECT count(*) FROM config), (SELECT count(*) FROM provider_state),
@@ -173,8 +173,9 @@ func (r *berthReader) berthOnly(ctx context.Context) (string, error) {
 		(SELECT count(*) FROM claim_failures), (SELECT count(*) FROM claim_moves),
 		(SELECT count(*) FROM claim_state),
 		(SELECT count(*) FROM consumers WHERE name IS NOT NULL OR properties IS NOT NULL),
-		(SELECT count(*) FROM provider_evacuations)`).
-		Scan(&policies, &scriptlets, &config, &states, &pkeys, &ckeys, &failures, &moves, &stored, &described, &evacuated)
+		(SELECT count(*) FROM provider_evacuations),
+		(SELECT count(*) FROM gang_members), (SELECT count(*) FROM preemptions)`).
+		Scan(&policies, &scriptlets, &config, &states, &pkeys, &ckeys, &failures, &moves, &stored, &described, &evacuated, &gangs, &preempted)
 	if err != nil {
 		return "", r.fail("Berth-only state", err)
 	}
@@ -188,6 +189,7 @@ func (r *berthReader) berthOnly(ctx context.Context) (string, error) {
 		{ckeys, "consumer placement keys"}, {failures, "claim failures (reschedule history)"},
 		{moves, "moves in progress (claim history)"}, {stored, "stored claims (their requests and leases)"},
 		{described, "consumers' names and properties"}, {evacuated, "evacuated providers"},
+		{gangs, "gang members (which gang each consumer is in)"}, {preempted, "preemption records"},
 	} {
 		if x.n > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", x.n, x.what))

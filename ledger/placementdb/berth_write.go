@@ -170,7 +170,7 @@ func berthEmpty(ctx context.Context, tx pgx.Tx, replace bool) error {
 		TRUNCATE allocations, consumer_placement_keys, consumers, provider_placement_keys, provider_state, provider_evacuations,
 			resource_provider_aggregates, resource_provider_traits, inventories, resource_providers,
 			placement_aggregates, project_usages, projects, users, consumer_types, claim_failures, claim_moves,
-			claim_requests, claim_state;
+			claim_requests, claim_state, gang_members, preemptions;
 		DELETE FROM resource_classes WHERE name LIKE 'CUSTOM\_%';
 		DELETE FROM traits WHERE name LIKE 'CUSTOM\_%'`)
 	if err != nil {
