@@ -129,7 +129,8 @@ func enriched(ctx context.Context, cloud Enricher, needs scheduler.Needs, j *Job
 // covers reports whether have holds every provider field want asks for
 // (the other needs are calls a unit makes of the cloud view itself).
 func covers(have, want scheduler.Needs) bool {
-	return (have.State || !want.State) && (have.Keys || !want.Keys) && (have.Consumers || !want.Consumers)
+	return (have.State || !want.State) && (have.Keys || !want.Keys) && (have.Consumers || !want.Consumers) &&
+		(have.Preemptible || !want.Preemptible)
 }
 
 // providerName is the name of provider uuid among cands' providers, "" if
