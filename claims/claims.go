@@ -225,7 +225,7 @@ func (c *Claimer) claim(ctx context.Context, p Params) (_ *Result, err error) {
 		}
 	}
 	if np := c.notPlaced(ctx, &p, r, s); np != nil {
-		return preempter{c}.run(ctx, &p, r, tr, np)
+		return preempter{c}.run(ctx, &p, r, s, tr, np)
 	}
 	if p.DryRun {
 		c.explainCapacity(ctx, &p, r, s.steps)
@@ -260,7 +260,7 @@ func (c *Claimer) claim(ctx context.Context, p Params) (_ *Result, err error) {
 			return nil, err
 		}
 		if np := c.notPlaced(ctx, &p, r, s); np != nil {
-			return preempter{c}.run(ctx, &p, r, tr, np)
+			return preempter{c}.run(ctx, &p, r, s, tr, np)
 		}
 		if res, err := w.run(ctx, s); res != nil || err != nil {
 			return res, err

@@ -102,8 +102,10 @@ type plan struct {
 // added. When every plan it tried lost to concurrent writes (its victims
 // changed, or others took the room), it reads the ledger again, tries
 // the room that may be free now, then plans again, within the claim's
-// attempts. A scriptlet's refusal is the claim's answer as it is.
-func (pe preempter) run(ctx context.Context, p *Params, r *resolved, tr *claimTrace, np *NotPlacedError) (*Result, error) {
+// attempts. A scriptlet's refusal is the claim's answer as it is. With
+// shadows active, the first plans and the root preempted on are kept in
+// s (the selection that found nothing) for them.
+func (pe preempter) run(ctx context.Context, p *Params, r *resolved, s *selection, tr *claimTrace, np *NotPlacedError) (*Result, error) {
 	c := pe.c
 	if np.Reason == Refused || p.Priority <= MinPriority {
 		return nil, np
@@ -135,6 +137,7 @@ func (pe preempter) run(ctx context.Context, p *Params, r *resolved, tr *claimTr
 		plans, step := pe.plans(ctx, p, r, np.Roots, found)
 		if round == 0 {
 			np.Steps = append(np.Steps, step) // the answer counts what the claim found first
+			s.preemption = c.shadowPreemption(p, r, s, plans)
 		}
 		before := w.attempts
 		for _, pl := range plans {
@@ -145,6 +148,9 @@ func (pe preempter) run(ctx context.Context, p *Params, r *resolved, tr *claimTr
 			if res != nil || err != nil {
 				if res != nil {
 					res.Steps = np.Steps
+					if s.preemption != nil {
+						s.preemption.Root, s.preemption.RootName = pl.root, res.RootName
+					}
 				}
 				return res, err
 			}

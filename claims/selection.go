@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/berthd/berth/claims/shadow"
 	"github.com/berthd/berth/internal/fault"
 	"github.com/berthd/berth/internal/uuid"
 	"github.com/berthd/berth/ledger/engine"
@@ -37,6 +38,9 @@ type selection struct {
 	// view filled in for it (a shadow reads both).
 	req      *scheduler.Request
 	enriched scheduler.Needs
+	// preemption is the claim's preemption search, for the shadows:
+	// set when it found plans and shadows are active (preempt.go).
+	preemption *shadow.Preemption
 }
 
 // resolved is what a claim's selections need from its Params beyond the

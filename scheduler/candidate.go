@@ -45,6 +45,10 @@ type ProviderView struct {
 	Keys []PlacementKey
 	// Consumers is how many consumers hold allocations on the provider.
 	Consumers int
+	// Preemptible is what preemptible consumers (docs/preemption.md)
+	// hold on the provider, per resource class in class name order, with
+	// their lowest priority; empty when they hold nothing.
+	Preemptible []engine.PreemptibleUsage
 	// Evacuated is set for a root provider an operator evacuated (POST
 	// /resource_providers/{uuid}/evacuate): claims do not place on it.
 	Evacuated bool
@@ -132,6 +136,8 @@ type Needs struct {
 	State     bool
 	Keys      bool
 	Consumers bool
+	// Preemptible fills ProviderView.Preemptible.
+	Preemptible bool
 	// GroupMembers and ConsumerKeys say the policy calls those methods
 	// of Request.Data (the affinity filters, the affinity_keys weigher).
 	GroupMembers bool
@@ -141,6 +147,7 @@ type Needs struct {
 // merge returns the union of n and o.
 func (n Needs) merge(o Needs) Needs {
 	return Needs{State: n.State || o.State, Keys: n.Keys || o.Keys, Consumers: n.Consumers || o.Consumers,
+		Preemptible:  n.Preemptible || o.Preemptible,
 		GroupMembers: n.GroupMembers || o.GroupMembers, ConsumerKeys: n.ConsumerKeys || o.ConsumerKeys}
 }
 

@@ -79,6 +79,11 @@ type CloudData interface {
 	// when they read a member's status and the policy did not fetch
 	// states.
 	States(ctx context.Context, uuids []string) (map[string]*engine.ProviderState, error)
+	// PreemptibleUsage returns what preemptible consumers hold on each
+	// of the providers named (uuids) that has any
+	// (ProviderView.Preemptible). Scriptlets call it at most once per
+	// Rank, when they read a candidate's preemptible usage.
+	PreemptibleUsage(ctx context.Context, uuids []string) (map[string][]engine.PreemptibleUsage, error)
 }
 
 // InstancesQuery selects consumers for CloudData.Instances.

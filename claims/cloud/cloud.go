@@ -13,7 +13,7 @@ import (
 
 // View answers what policies and scriptlets ask about the cloud from the
 // ledger: it is the Claimer's claims.Cloud (Enrich: provider state, placement
-// keys and consumer counts for one claim's candidates, one query per kind
+// keys, consumer counts and preemptible usage for one claim's candidates, one query per kind
 // asked for) and the scheduler's CloudData (instances, members, consumer
 // groups, consumer keys). Every answer reads committed data at the time of
 // the call. It is safe for concurrent use.
@@ -28,7 +28,7 @@ var _ scheduler.CloudData = (*View)(nil)
 
 // Enrich fills the fields needs asks for on every provider of provs.
 func (d *View) Enrich(ctx context.Context, needs scheduler.Needs, provs map[string]*scheduler.ProviderView) error {
-	if len(provs) == 0 || (!needs.State && !needs.Keys && !needs.Consumers) {
+	if len(provs) == 0 || (!needs.State && !needs.Keys && !needs.Consumers && !needs.Preemptible) {
 		return nil
 	}
 	uuids := make([]string, 0, len(provs))
@@ -62,7 +62,21 @@ func (d *View) Enrich(ctx context.Context, needs scheduler.Needs, provs map[stri
 			provs[u].Consumers = n
 		}
 	}
+	if needs.Preemptible {
+		usage, err := d.store.Cloud.PreemptibleUsage(ctx, uuids)
+		if err != nil {
+			return err
+		}
+		for u, pu := range usage {
+			provs[u].Preemptible = pu
+		}
+	}
 	return nil
+}
+
+// PreemptibleUsage implements scheduler.CloudData.
+func (d *View) PreemptibleUsage(ctx context.Context, uuids []string) (map[string][]engine.PreemptibleUsage, error) {
+	return d.store.Cloud.PreemptibleUsage(ctx, uuids)
 }
 
 // Instances implements scheduler.CloudData.
@@ -90,7 +104,8 @@ func (d *View) InstancesCount(ctx context.Context, q scheduler.InstancesQuery) (
 }
 
 // Member implements scheduler.CloudData: the provider of that name or
-// uuid with its state, keys and consumer count; nil if there is none.
+// uuid with its state, keys, consumer count and preemptible usage; nil
+// if there is none.
 func (d *View) Member(ctx context.Context, nameOrUUID string) (*scheduler.ProviderView, error) {
 	if nameOrUUID == "" {
 		return nil, nil
@@ -109,8 +124,8 @@ func (d *View) Member(ctx context.Context, nameOrUUID string) (*scheduler.Provid
 }
 
 // Members implements scheduler.CloudData: the root providers, those in
-// aggregate only when it is not empty, by name, with state, keys and
-// consumer counts.
+// aggregate only when it is not empty, by name, with state, keys,
+// consumer counts and preemptible usage.
 func (d *View) Members(ctx context.Context, aggregate string) ([]*scheduler.ProviderView, error) {
 	return d.members(ctx, scheduling.ProviderSummariesParams{Aggregate: aggregate, RootsOnly: true})
 }
@@ -126,7 +141,7 @@ func (d *View) members(ctx context.Context, p scheduling.ProviderSummariesParams
 		out[i] = providerOf(s)
 		byUUID[s.UUID] = out[i]
 	}
-	if err := d.Enrich(ctx, scheduler.Needs{State: true, Keys: true, Consumers: true}, byUUID); err != nil {
+	if err := d.Enrich(ctx, scheduler.Needs{State: true, Keys: true, Consumers: true, Preemptible: true}, byUUID); err != nil {
 		return nil, err
 	}
 	return out, nil

@@ -35,27 +35,58 @@ type verdict struct {
 	root     string
 	rootName string
 	refusal  string
+	// victims is how many consumers the shadow would preempt to place
+	// the claim (0: none).
+	victims int
 }
 
 // disagreement is v's disagreement with j's claim, to keep.
 func (v verdict) disagreement(j *Job) scheduling.ShadowDisagreement {
+	claimRootName := providerName(j.Candidates, j.Root)
+	if j.Preemption != nil && j.Preemption.Root == j.Root && j.Root != "" {
+		claimRootName = j.Preemption.RootName
+	}
 	return scheduling.ShadowDisagreement{At: time.Now().UTC(), ConsumerUUID: j.Request.ConsumerUUID, Name: j.Request.Name,
-		ProjectID: j.Request.ProjectID, ClaimRoot: j.Root, ClaimRootName: providerName(j.Candidates, j.Root),
+		ProjectID: j.Request.ProjectID, ClaimRoot: j.Root, ClaimRootName: claimRootName,
 		ClaimRefusal: j.Refusal, ShadowRoot: v.root, ShadowRootName: v.rootName}
 }
 
 // judge ranks j's candidates with sh's policy, within o.Deadline, and
 // compares its first choice with the claim's.
+//
+// When the claim had a preemption search (j.Preemption) and the shadow
+// places nothing on the claim's candidates, the shadow goes through the
+// claim's plans as the claim does, best first, at most maxShadowPlans:
+// the first plan on which it ranks a candidate is what it would preempt
+// (agreed when that is the root the claim preempted on); a scriptlet's
+// refusal stops it there, as it stops the claim.
 func judge(o Options, sh Shadow, j *Job) verdict {
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), o.Deadline)
 	defer cancel()
+	v := rank(ctx, o, sh, j)
+	if v.outcome == wouldRefuse && v.refusal == NothingPassed && j.Preemption != nil {
+		v = judgePreemption(ctx, o, sh, j)
+	}
+	v.took = time.Since(start)
+	return v
+}
+
+// maxShadowPlans bounds the preemption plans a shadow ranks for one
+// claim (each is a candidate search and a ranking).
+const maxShadowPlans = 8
+
+// rank is sh's verdict on j's candidates (none: nothing passed).
+func rank(ctx context.Context, o Options, sh Shadow, j *Job) verdict {
+	if len(j.Candidates) == 0 {
+		return verdict{outcome: wouldRefuse, refusal: NothingPassed}
+	}
 	cands, err := enriched(ctx, o.Cloud, sh.Policy.NeedsFor(j.Request), j)
 	var ranking *scheduler.Ranking
 	if err == nil {
 		ranking, err = sh.Policy.Rank(ctx, j.Request, cands)
 	}
-	v := verdict{took: time.Since(start)}
+	var v verdict
 	switch {
 	case err != nil:
 		v.outcome, v.refusal = failure(ctx, err)
@@ -70,6 +101,29 @@ func judge(o Options, sh Shadow, j *Job) verdict {
 		}
 	}
 	return v
+}
+
+// judgePreemption is sh's verdict on j's preemption plans.
+func judgePreemption(ctx context.Context, o Options, sh Shadow, j *Job) verdict {
+	for i, pl := range j.Preemption.Plans {
+		if i == maxShadowPlans {
+			break
+		}
+		req, cands, err := pl.candidates(ctx)
+		if err != nil {
+			out, refusal := failure(ctx, err)
+			return verdict{outcome: out, refusal: refusal}
+		}
+		v := rank(ctx, o, sh, &Job{Request: req, Candidates: cands, Root: j.Preemption.Root})
+		if v.outcome == wouldRefuse && v.refusal == NothingPassed {
+			continue
+		}
+		if v.outcome == agreed || v.outcome == disagreed {
+			v.victims = pl.Victims
+		}
+		return v
+	}
+	return verdict{outcome: wouldRefuse, refusal: NothingPassed}
 }
 
 // failure sorts the error of a shadow's ranking: a scriptlet's refusal is
@@ -129,7 +183,8 @@ func enriched(ctx context.Context, cloud Enricher, needs scheduler.Needs, j *Job
 // covers reports whether have holds every provider field want asks for
 // (the other needs are calls a unit makes of the cloud view itself).
 func covers(have, want scheduler.Needs) bool {
-	return (have.State || !want.State) && (have.Keys || !want.Keys) && (have.Consumers || !want.Consumers)
+	return (have.State || !want.State) && (have.Keys || !want.Keys) && (have.Consumers || !want.Consumers) &&
+		(have.Preemptible || !want.Preemptible)
 }
 
 // providerName is the name of provider uuid among cands' providers, "" if

@@ -53,6 +53,46 @@ type Job struct {
 	// placed nothing; Refusal then says why.
 	Root    string
 	Refusal string
+	// Preemption, when set, is the claim's preemption search
+	// (docs/preemption.md): the claim found no candidate its policy
+	// accepted, and preempting made it fit somewhere.
+	Preemption *Preemption
+}
+
+// Preemption is what a claim that found nothing could preempt: its plans,
+// best first as the claim tries them, and the root it preempted on.
+type Preemption struct {
+	Plans []*PreemptPlan
+	// Root is the root provider the claim preempted on, "" when it did
+	// not (every plan lost to concurrent writes, or its policy accepted
+	// none).
+	Root, RootName string
+}
+
+// PreemptPlan is one root where preempting Victims consumers makes the
+// claim fit.
+type PreemptPlan struct {
+	Root    string
+	Victims int
+	// Candidates computes the claim's request and candidates on Root
+	// with the victims' allocations released (the request's Target is
+	// Root). A shadow's worker calls it, off the claim's path; the
+	// first call's answer is kept for the job's other shadows.
+	Candidates func(ctx context.Context) (*scheduler.Request, []*scheduler.Candidate, error)
+
+	done  bool
+	req   *scheduler.Request
+	cands []*scheduler.Candidate
+	err   error
+}
+
+// candidates is pl.Candidates, computed once.
+func (pl *PreemptPlan) candidates(ctx context.Context) (*scheduler.Request, []*scheduler.Candidate, error) {
+	if !pl.done {
+		pl.req, pl.cands, pl.err = pl.Candidates(ctx)
+		pl.done = pl.err == nil // a deadline of one shadow is not the next one's
+	}
+	return pl.req, pl.cands, pl.err
 }
 
 // Enricher fills the costly provider fields a policy needs (claims.Cloud's
@@ -244,6 +284,10 @@ func (r *Runner) record(id int64, j *Job, v verdict) {
 	c := &d.Counts
 	c.ClaimsSeen++
 	c.Nanoseconds += int64(v.took)
+	if v.victims > 0 {
+		c.WouldPreempt++
+		c.WouldPreemptVictims += int64(v.victims)
+	}
 	switch v.outcome {
 	case agreed:
 		c.Agreed++

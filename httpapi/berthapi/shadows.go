@@ -123,14 +123,15 @@ func shadowJSON(sh scheduling.Shadow) map[string]any {
 		meanMS = float64(n.Nanoseconds) / float64(n.ClaimsSeen) / 1e6
 	}
 	return map[string]any{
-		"kind":         sh.Kind,
-		"name":         sh.Name,
-		"started_at":   sh.StartedAt.UTC().Format(time.RFC3339Nano),
-		"claims_seen":  n.ClaimsSeen,
-		"agreed":       n.Agreed,
-		"disagreed":    n.Disagreed,
-		"would_refuse": n.WouldRefuse,
-		"refusals":     refusals,
+		"kind":          sh.Kind,
+		"name":          sh.Name,
+		"started_at":    sh.StartedAt.UTC().Format(time.RFC3339Nano),
+		"claims_seen":   n.ClaimsSeen,
+		"agreed":        n.Agreed,
+		"disagreed":     n.Disagreed,
+		"would_refuse":  n.WouldRefuse,
+		"would_preempt": map[string]any{"claims": n.WouldPreempt, "victims": n.WouldPreemptVictims},
+		"refusals":      refusals,
 		"failures": map[string]any{"steps": n.FailedSteps, "memory": n.FailedMemory,
 			"deadline": n.FailedDeadline, "runtime_error": n.FailedError},
 		"dropped":       n.Dropped,

@@ -78,6 +78,16 @@ type ProviderState struct {
 	StoragePools map[string]StoragePoolState `json:"storage_pools"`
 }
 
+// PreemptibleUsage is what preemptible consumers (docs/preemption.md)
+// hold of one resource class on one provider: the amount, and the
+// lowest priority among them (a claim of higher priority may take the
+// room of those below it).
+type PreemptibleUsage struct {
+	ResourceClass  string `json:"resource_class"`
+	Used           int64  `json:"used"`
+	LowestPriority int64  `json:"lowest_priority"`
+}
+
 // SysInfo is what a report may add to LXD's ClusterMemberSysInfo beyond
 // the load averages and free memory ProviderState's own fields carry:
 // uptime in seconds, sizes in bytes.

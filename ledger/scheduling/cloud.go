@@ -268,6 +268,37 @@ func (s *Cloud) ConsumerCounts(ctx context.Context, providerUUIDs []string) (map
 	return collectCounts(rows)
 }
 
+// PreemptibleUsage returns, for each of the providers named (uuids)
+// on which preemptible consumers hold allocations, what they hold per
+// resource class (in class name order) and the lowest priority among
+// them, in one query: the room a claim of higher priority could take
+// back. A consumer counts when its stored claim says it is preemptible
+// and is not moving (as resources.Allocations.PreemptibleBelow reads
+// victims); its priority is its stored claim's, 0 when absent.
+func (s *Cloud) PreemptibleUsage(ctx context.Context, providerUUIDs []string) (map[string][]engine.PreemptibleUsage, error) {
+	rows, err := s.core.DB.Query(ctx, `
+		SELECT rp.uuid::text, rc.name, SUM(a.used)::bigint,
+		       MIN(COALESCE((cs.request->>'priority')::numeric::bigint, 0))
+		FROM claim_state cs
+		JOIN consumers c ON c.uuid = cs.consumer_uuid
+		JOIN allocations a ON a.consumer_id = c.id
+		JOIN resource_providers rp ON rp.id = a.resource_provider_id
+		JOIN resource_classes rc ON rc.id = a.resource_class_id
+		WHERE cs.request @> '{"preemptible": true}' AND cs.state <> 'moving' AND rp.uuid = ANY($1::text[]::uuid[])
+		GROUP BY rp.uuid, rc.name ORDER BY rp.uuid, rc.name`, validUUIDs(providerUUIDs))
+	if err != nil {
+		return nil, err
+	}
+	out := map[string][]engine.PreemptibleUsage{}
+	var u string
+	var pu engine.PreemptibleUsage
+	_, err = pgx.ForEachRow(rows, []any{&u, &pu.ResourceClass, &pu.Used, &pu.LowestPriority}, func() error {
+		out[u] = append(out[u], pu)
+		return nil
+	})
+	return out, err
+}
+
 // GroupMembers counts, per root provider (uuid), the consumers whose
 // properties hold key with the string value, among the consumers with
 // allocations: the members of a consumer group, for affinity.

@@ -67,6 +67,10 @@ type ShadowCounts struct {
 	FailedDeadline int64 `json:"failed_deadline"`
 	FailedError    int64 `json:"failed_error"`
 	Dropped        int64 `json:"dropped"`
+	// WouldPreempt counts the claims for which the shadow would
+	// preempt, WouldPreemptVictims the consumers it would displace.
+	WouldPreempt        int64 `json:"would_preempt"`
+	WouldPreemptVictims int64 `json:"would_preempt_victims"`
 	// Nanoseconds is the time the shadow's runs took.
 	Nanoseconds int64 `json:"shadow_ns"`
 }
@@ -82,6 +86,8 @@ func (c *ShadowCounts) Add(o ShadowCounts) {
 	c.FailedDeadline += o.FailedDeadline
 	c.FailedError += o.FailedError
 	c.Dropped += o.Dropped
+	c.WouldPreempt += o.WouldPreempt
+	c.WouldPreemptVictims += o.WouldPreemptVictims
 	c.Nanoseconds += o.Nanoseconds
 }
 
@@ -219,12 +225,13 @@ func (s *Catalogue) ShadowGet(ctx context.Context, kind, name string) (Shadow, e
 	c := &sh.Counts
 	err = s.core.DB.QueryRow(ctx, `SELECT s.id, s.started_at, s.claims_seen, s.agreed, s.disagreed, s.would_refuse,
 			s.failed_steps, s.failed_memory, s.failed_deadline, s.failed_error, s.dropped, s.shadow_ns,
+			s.would_preempt, s.would_preempt_victims,
 			(SELECT coalesce(jsonb_object_agg(message, count), '{}') FROM scheduling_shadow_refusals WHERE shadow_id = s.id),
 			(SELECT coalesce(jsonb_agg(to_jsonb(d) - 'id' - 'shadow_id' ORDER BY d.id), '[]')
 			 FROM scheduling_shadow_disagreements d WHERE d.shadow_id = s.id)
 		FROM scheduling_shadows s WHERE s.`+col+` = $1`, name).Scan(&sh.ID, &sh.StartedAt,
 		&c.ClaimsSeen, &c.Agreed, &c.Disagreed, &c.WouldRefuse, &c.FailedSteps, &c.FailedMemory, &c.FailedDeadline,
-		&c.FailedError, &c.Dropped, &c.Nanoseconds, &refusals, &disagreements)
+		&c.FailedError, &c.Dropped, &c.Nanoseconds, &c.WouldPreempt, &c.WouldPreemptVictims, &refusals, &disagreements)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Shadow{}, shadowNotRunning(kind, name)
 	}
@@ -249,11 +256,13 @@ const (
 			disagreed = s.disagreed + d.disagreed, would_refuse = s.would_refuse + d.would_refuse,
 			failed_steps = s.failed_steps + d.failed_steps, failed_memory = s.failed_memory + d.failed_memory,
 			failed_deadline = s.failed_deadline + d.failed_deadline, failed_error = s.failed_error + d.failed_error,
-			dropped = s.dropped + d.dropped, shadow_ns = s.shadow_ns + d.shadow_ns
+			dropped = s.dropped + d.dropped, shadow_ns = s.shadow_ns + d.shadow_ns,
+			would_preempt = s.would_preempt + d.would_preempt,
+			would_preempt_victims = s.would_preempt_victims + d.would_preempt_victims
 		FROM (SELECT (e->>'id')::bigint AS id, c.* FROM jsonb_array_elements($1::jsonb) e,
 			jsonb_to_record(e->'counts') AS c(claims_seen bigint, agreed bigint, disagreed bigint, would_refuse bigint,
 				failed_steps bigint, failed_memory bigint, failed_deadline bigint, failed_error bigint,
-				dropped bigint, shadow_ns bigint)) d
+				dropped bigint, shadow_ns bigint, would_preempt bigint, would_preempt_victims bigint)) d
 		WHERE s.id = d.id`
 	// shadowRefusalsSQL adds refusal counts by message; the messages new
 	// to a shadow past its first ShadowMaxRefusals (the most frequent of a

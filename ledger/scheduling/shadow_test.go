@@ -47,7 +47,7 @@ func TestShadows(t *testing.T) {
 		refusals[fmt.Sprintf("no %03d", i)] = 1
 	}
 	d := scheduling.ShadowDelta{ShadowID: sh.ID, Counts: scheduling.ShadowCounts{ClaimsSeen: 10, Agreed: 4, Disagreed: 3, WouldRefuse: 1,
-		FailedSteps: 1, FailedError: 1, Dropped: 2, Nanoseconds: 1000}, Refusals: map[string]int64{"no": 1}, Disagreements: dis[:3]}
+		FailedSteps: 1, FailedError: 1, Dropped: 2, Nanoseconds: 1000, WouldPreempt: 2, WouldPreemptVictims: 5}, Refusals: map[string]int64{"no": 1}, Disagreements: dis[:3]}
 	if err := s.Catalogue.ShadowFlush(ctx, []scheduling.ShadowDelta{d, {ShadowID: sh.ID + 100, Counts: scheduling.ShadowCounts{ClaimsSeen: 1}}}); err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +59,8 @@ func TestShadows(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := scheduling.ShadowCounts{ClaimsSeen: 20, Agreed: 8, Disagreed: 6, WouldRefuse: 2, FailedSteps: 2, FailedError: 2, Dropped: 4, Nanoseconds: 2000}
+	want := scheduling.ShadowCounts{ClaimsSeen: 20, Agreed: 8, Disagreed: 6, WouldRefuse: 2, FailedSteps: 2, FailedError: 2, Dropped: 4, Nanoseconds: 2000,
+		WouldPreempt: 4, WouldPreemptVictims: 10}
 	if got.Counts != want || got.ID != sh.ID || got.Kind != scheduling.ShadowScriptlet || got.Name != "pick" {
 		t.Errorf("counts %+v, want %+v", got, want)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/berthd/berth/ledger/engine"
 	"github.com/berthd/berth/scheduler"
@@ -114,6 +115,16 @@ func (d checkData) GroupMembers(context.Context, string, string) (map[string]int
 
 func (d checkData) ConsumerKeys(context.Context, string) ([]scheduler.PlacementKey, error) {
 	return nil, nil
+}
+
+func (d checkData) PreemptibleUsage(_ context.Context, uuids []string) (map[string][]engine.PreemptibleUsage, error) {
+	out := map[string][]engine.PreemptibleUsage{}
+	for _, h := range d.hosts {
+		if len(h.Preemptible) > 0 && slices.Contains(uuids, h.UUID) {
+			out[h.UUID] = h.Preemptible
+		}
+	}
+	return out, nil
 }
 
 func (d checkData) States(_ context.Context, uuids []string) (map[string]*engine.ProviderState, error) {

@@ -126,6 +126,17 @@ func roots(r *scheduler.Ranking) string {
 	return strings.Join(out, ",")
 }
 
+func (d *fakeData) PreemptibleUsage(_ context.Context, uuids []string) (map[string][]engine.PreemptibleUsage, error) {
+	d.calls.Add(1)
+	out := map[string][]engine.PreemptibleUsage{}
+	for _, p := range d.members {
+		if len(p.Preemptible) > 0 && slices.Contains(uuids, p.UUID) {
+			out[p.UUID] = p.Preemptible
+		}
+	}
+	return out, d.err
+}
+
 func (d *fakeData) States(_ context.Context, uuids []string) (map[string]*engine.ProviderState, error) {
 	d.calls.Add(1)
 	out := map[string]*engine.ProviderState{}

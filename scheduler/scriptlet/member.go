@@ -34,8 +34,8 @@ type memberValue struct {
 
 // memberAttrCache holds the attributes built so far.
 type memberAttrCache struct {
-	traits, aggregates, inventories, state, usage, keys, allocations starlark.Value
-	classes                                                          []string // sorted, of p.Resources
+	traits, aggregates, inventories, state, usage, keys, allocations, preemptible starlark.Value
+	classes                                                                       []string // sorted, of p.Resources
 }
 
 var (
@@ -49,7 +49,7 @@ var (
 // A member's attributes: Berth's, LXD's api.ClusterMember's
 // (lxdMemberAttrs), and get.
 var (
-	memberAttrs    = fieldNames(append([]string{"aggregates", "consumers", "get", "inventories", "keys", "name", "state", "traits", "usage", "uuid"}, lxdMemberAttrs...)...)
+	memberAttrs    = fieldNames(append([]string{"aggregates", "consumers", "get", "inventories", "keys", "name", "preemptible", "state", "traits", "usage", "uuid"}, lxdMemberAttrs...)...)
 	candidateAttrs = fieldNames(append(slices.Clone(memberAttrs), "allocations")...)
 	rankedAttrs    = fieldNames(append(slices.Clone(candidateAttrs), "rank", "score", "weights")...)
 )
@@ -134,6 +134,15 @@ func (m *memberValue) Attr(name string) (starlark.Value, error) {
 		if m.c == nil {
 			return nil, nil
 		}
+	case "preemptible":
+		if m.attrs.preemptible == nil {
+			v, err := m.preemptibleValue()
+			if err != nil {
+				return nil, err
+			}
+			m.attrs.preemptible = v
+		}
+		return m.attrs.preemptible, nil
 	}
 	var slot *starlark.Value
 	switch name {
@@ -184,6 +193,29 @@ func (m *memberValue) state() (*engine.ProviderState, error) {
 		return m.p.State, nil
 	}
 	return m.run.stateOf(m.p.UUID)
+}
+
+// preemptibleValue is the member's preemptible usage as Starlark sees
+// it: a frozen dict from resource class (in name order) to an object
+// with used and lowest_priority; empty when preemptible consumers hold
+// nothing there. A cluster member's is filled with it (CloudData.Members);
+// a candidate's is loaded for every candidate's root on the first read
+// when the policy did not fetch it.
+func (m *memberValue) preemptibleValue() (starlark.Value, error) {
+	usage := m.p.Preemptible
+	if m.run != nil {
+		var err error
+		if usage, err = m.run.preemptibleOf(m.p); err != nil {
+			return nil, err
+		}
+	}
+	d := starlark.NewDict(len(usage))
+	for _, u := range usage {
+		_ = d.SetKey(starlark.String(u.ResourceClass), newObject("preemptible_usage", starlark.StringDict{
+			"used": starlark.MakeInt64(u.Used), "lowest_priority": starlark.MakeInt64(u.LowestPriority)}))
+	}
+	d.Freeze()
+	return d, nil
 }
 
 // classes are p's resource classes, sorted, computed once.

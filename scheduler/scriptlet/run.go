@@ -50,6 +50,10 @@ type scriptRun struct {
 	// once when a scriptlet reads a member's status the policy did not
 	// fetch states for (stateOf); nil before.
 	states map[string]*engine.ProviderState
+	// preemptible is what preemptible consumers hold on the candidates'
+	// roots, loaded once when a scriptlet reads a candidate's
+	// preemptible usage (preemptibleOf); nil before.
+	preemptible map[string][]engine.PreemptibleUsage
 	// ctx is the Rank's context with the scriptlet deadline; scriptlet
 	// calls run under it, built-in units under the Rank's own. cancel
 	// releases the deadline (nil without one).
@@ -376,6 +380,43 @@ func (run *scriptRun) member(c *scheduler.Candidate) *memberValue {
 	return m
 }
 
+// candidateRoots are the distinct roots of the Rank's candidates, in
+// the candidates' order.
+func (run *scriptRun) candidateRoots() []string {
+	seen := make(map[string]struct{}, len(run.cands))
+	roots := make([]string, 0, len(run.cands))
+	for _, c := range run.cands {
+		if r := c.Root(); r != "" {
+			if _, dup := seen[r]; !dup {
+				seen[r] = struct{}{}
+				roots = append(roots, r)
+			}
+		}
+	}
+	return roots
+}
+
+// preemptibleOf is what preemptible consumers hold on root provider p:
+// p's own usage when the policy fetched some (scheduler.Needs.Preemptible),
+// else the usage of every candidate's root, loaded on the first call in
+// one query (CloudData.PreemptibleUsage).
+func (run *scriptRun) preemptibleOf(p *scheduler.ProviderView) ([]engine.PreemptibleUsage, error) {
+	if p.Preemptible != nil || run.req == nil || run.req.Data == nil {
+		return p.Preemptible, nil
+	}
+	if run.preemptible == nil {
+		usage, err := run.req.Data.PreemptibleUsage(run.ctx, run.candidateRoots())
+		if err != nil {
+			return nil, fmt.Errorf("reading the members' preemptible usage: %w", err)
+		}
+		if usage == nil {
+			usage = map[string][]engine.PreemptibleUsage{}
+		}
+		run.preemptible = usage
+	}
+	return run.preemptible[p.UUID], nil
+}
+
 // stateOf is the reported state of root provider uuid, nil if it never
 // reported: the states of every candidate's root are loaded on the first
 // call, in one query (CloudData.States).
@@ -384,17 +425,7 @@ func (run *scriptRun) stateOf(uuid string) (*engine.ProviderState, error) {
 		if run.req == nil || run.req.Data == nil {
 			return nil, nil
 		}
-		seen := make(map[string]struct{}, len(run.cands))
-		roots := make([]string, 0, len(run.cands))
-		for _, c := range run.cands {
-			if r := c.Root(); r != "" {
-				if _, dup := seen[r]; !dup {
-					seen[r] = struct{}{}
-					roots = append(roots, r)
-				}
-			}
-		}
-		states, err := run.req.Data.States(run.ctx, roots)
+		states, err := run.req.Data.States(run.ctx, run.candidateRoots())
 		if err != nil {
 			return nil, fmt.Errorf("reading the members' states: %w", err)
 		}

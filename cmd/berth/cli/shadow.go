@@ -103,8 +103,14 @@ type shadowReport struct {
 	Agreed      int64  `json:"agreed"`
 	Disagreed   int64  `json:"disagreed"`
 	WouldRefuse int64  `json:"would_refuse"`
-	Dropped     int64  `json:"dropped"`
-	Refusals    []struct {
+	// WouldPreempt: the claims the shadow would preempt for, and the
+	// consumers it would displace.
+	WouldPreempt struct {
+		Claims  int64 `json:"claims"`
+		Victims int64 `json:"victims"`
+	} `json:"would_preempt"`
+	Dropped  int64 `json:"dropped"`
+	Refusals []struct {
 		Message string `json:"message"`
 		Count   int64  `json:"count"`
 	} `json:"refusals"`
@@ -150,6 +156,8 @@ func renderShadow(w io.Writer, r *shadowReport) error {
 	t.Row("agreed", fmt.Sprint(r.Agreed), pct(r.Agreed))
 	t.Row("disagreed", fmt.Sprint(r.Disagreed), pct(r.Disagreed))
 	t.Row("would refuse", fmt.Sprint(r.WouldRefuse), pct(r.WouldRefuse))
+	t.Row("would preempt", fmt.Sprint(r.WouldPreempt.Claims), pct(r.WouldPreempt.Claims))
+	t.Row("  consumers displaced", fmt.Sprint(r.WouldPreempt.Victims), "")
 	f := r.Failures
 	t.Row("failed: steps", fmt.Sprint(f.Steps), pct(f.Steps))
 	t.Row("failed: memory", fmt.Sprint(f.Memory), pct(f.Memory))

@@ -1,0 +1,3 @@
+ALTER TABLE scheduling_shadows
+    DROP COLUMN IF EXISTS would_preempt,
+    DROP COLUMN IF EXISTS would_preempt_victims;
