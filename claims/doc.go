@@ -55,5 +55,6 @@
 // (the recent claims that placed nothing, in memory, for the operator
 // console), shadow.go (a decided claim handed to the active shadows,
 // claims/shadow), telemetry.go (spans and metrics), gang.go (gangs:
-// choose, write, release).
+// choose, write, release), gang_retry.go (a gang's retry answered as the
+// first).
 package claims

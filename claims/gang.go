@@ -175,15 +175,27 @@ func NewGangs(c *Claimer) *Gangs { return &Gangs{c: c} }
 // gang that no domain holds is a *GangNotPlacedError; a gang over its
 // project's limits is fault.ErrForbidden (berth.over_quota); a member
 // that exists already is the ledger's ErrConflict
-// (placement.concurrent_update). Bad input is fault.ErrInvalid.
+// (placement.concurrent_update), or a *MismatchError when an earlier gang
+// with a different request placed it. Bad input is fault.ErrInvalid. A
+// retry of a gang that was written gets the first answer
+// (gang_retry.go).
 func (g *Gangs) Claim(ctx context.Context, p GangParams) (*GangResult, error) {
-	c := g.c
 	if err := checkGang(&p); err != nil {
 		return nil, err
 	}
-	if err := c.checkLease(p.LeaseSeconds); err != nil {
+	if err := g.c.checkLease(p.LeaseSeconds); err != nil {
 		return nil, err
 	}
+	if p.DryRun {
+		return g.place(ctx, &p, nil)
+	}
+	return g.claimOnce(ctx, &p, func(o *retryKey) (*GangResult, error) { return g.place(ctx, &p, o) })
+}
+
+// place chooses p's domain and writes it, recording the write for its
+// retries with o (nil: not recorded).
+func (g *Gangs) place(ctx context.Context, p *GangParams, o *retryKey) (*GangResult, error) {
+	c := g.c
 	maxAttempts := c.cfg.MaxAttempts
 	if p.MaxAttempts > 0 {
 		maxAttempts = min(p.MaxAttempts, MaxMaxAttempts)
@@ -199,10 +211,10 @@ func (g *Gangs) Claim(ctx context.Context, p GangParams) (*GangResult, error) {
 		return nil, err
 	}
 	if chosen.Complete == 0 {
-		return nil, &GangNotPlacedError{Members: len(p.Members), Domains: domainsOf(&p, chosen)}
+		return nil, &GangNotPlacedError{Members: len(p.Members), Domains: domainsOf(p, chosen)}
 	}
 	if p.DryRun {
-		return g.dryRun(ctx, &p, chosen)
+		return g.dryRun(ctx, p, chosen)
 	}
 	q, err := c.quotaOf(ctx, p.ProjectID)
 	if err != nil {
@@ -215,10 +227,10 @@ func (g *Gangs) Claim(ctx context.Context, p GangParams) (*GangResult, error) {
 				break // beyond the domains kept
 			}
 			attempts++
-			res := g.result(&p, chosen, i, uuid.New())
-			err := g.write(ctx, &p, res, q)
+			res := g.result(p, chosen, i, uuid.New())
+			res.Attempts = attempts // the answer's, recorded with it
+			err := g.write(ctx, p, res, q, o)
 			if err == nil {
-				res.Attempts = attempts
 				return res, nil
 			}
 			if !retryable(err) {
@@ -235,10 +247,10 @@ func (g *Gangs) Claim(ctx context.Context, p GangParams) (*GangResult, error) {
 			return nil, err
 		}
 		if chosen.Complete == 0 {
-			return nil, &GangNotPlacedError{Members: len(p.Members), Domains: domainsOf(&p, chosen)}
+			return nil, &GangNotPlacedError{Members: len(p.Members), Domains: domainsOf(p, chosen)}
 		}
 	}
-	return nil, &GangNotPlacedError{Members: len(p.Members), Domains: domainsOf(&p, chosen), Conflicts: true, Attempts: attempts}
+	return nil, &GangNotPlacedError{Members: len(p.Members), Domains: domainsOf(p, chosen), Conflicts: true, Attempts: attempts}
 }
 
 // dryRun is the answer of a dry run: the best domain's placement, with
@@ -262,8 +274,9 @@ func (g *Gangs) dryRun(ctx context.Context, p *GangParams, chosen *engine.Gang) 
 
 // write writes res, the placement of p in one domain, in one transaction
 // checked against q (resources.Allocations.GangWrite): every member's
-// allocations and stored claim, and the gang's record.
-func (g *Gangs) write(ctx context.Context, p *GangParams, res *GangResult, q *quotas.Quota) error {
+// allocations and stored claim, the gang's record, and the records of
+// its retries with o (gang_retry.go).
+func (g *Gangs) write(ctx context.Context, p *GangParams, res *GangResult, q *quotas.Quota, o *retryKey) error {
 	w := resources.GangWriteParams{ID: res.ID, Domain: res.Domain, Quota: q}
 	for j, m := range p.Members {
 		w.Members = append(w.Members, resources.ConsumerAllocations{
@@ -280,6 +293,7 @@ func (g *Gangs) write(ctx context.Context, p *GangParams, res *GangResult, q *qu
 		}
 		w.States = append(w.States, st)
 	}
+	w.Requests = gangRequests(o, p, res)
 	start := time.Now()
 	if err := g.c.store.Allocations.GangWrite(ctx, w); err != nil {
 		return err

@@ -226,3 +226,51 @@ func TestGangAPIQuotaAndLease(t *testing.T) {
 		t.Fatalf("the other member after the confirm: %v", st)
 	}
 }
+
+// TestGangAPIRetry: a gang's retry with the same body gets the first
+// answer; a different body for a member placed is 409
+// berth.claim_mismatch naming what differs; a refused gang's retry is a
+// new attempt, placed once there is room.
+func TestGangAPIRetry(t *testing.T) {
+	s, _ := gangCloud(t)
+	rack := `"spread": "hosts", "domain": {"member_of": ["` + rackA + `"]}`
+	code, first := apitest.Call(t, s, http.MethodPost, "/claims", "admin", gangBody(1, 3, 4, rack))
+	if code != 200 || first["gang_id"] == "" {
+		t.Fatalf("gang: %d %v", code, first)
+	}
+	code, again := apitest.Call(t, s, http.MethodPost, "/claims", "admin", gangBody(1, 3, 4, rack))
+	if code != 200 || fmt.Sprint(again) != fmt.Sprint(first) {
+		t.Fatalf("retry: %d %v, want the first answer %v", code, again, first)
+	}
+
+	for name, c := range map[string]struct{ body, fields string }{
+		"other amounts":  {gangBody(1, 3, 3, rack), "members[0].resources"},
+		"other members":  {gangBody(3, 2, 4, rack), "members"},
+		"no spread":      {gangBody(1, 3, 4, `"domain": {"member_of": ["`+rackA+`"]}`), "spread"},
+		"another domain": {gangBody(1, 3, 4, `"spread": "hosts", "domain": {"member_of": ["`+rackB+`"]}`), "domain"},
+	} {
+		code, body := apitest.Call(t, s, http.MethodPost, "/claims", "admin", c.body)
+		ecode, detail := apitest.ErrorDetail(body)
+		if code != http.StatusConflict || ecode != fault.CodeClaimMismatch || !strings.Contains(detail, "(differs in: "+c.fields+")") {
+			t.Errorf("%s: %d %v", name, code, body)
+		}
+	}
+	holdsNothing(t, s, member(4))
+
+	refused := gangBody(11, 2, 8, rack) // a0..a2 hold 4 VCPU each
+	for i := range 2 {
+		code, body := apitest.Call(t, s, http.MethodPost, "/claims", "admin", refused)
+		if ecode, _ := apitest.ErrorDetail(body); code != http.StatusConflict || ecode != fault.CodeNoValidHost {
+			t.Fatalf("refused gang, attempt %d: %d %v", i, code, body)
+		}
+	}
+	holdsNothing(t, s, member(11), member(12))
+	for i := range 3 {
+		if code, _ := callAs(t, s, http.MethodDelete, "/allocations/"+member(1+i), "admin", "", ""); code != http.StatusNoContent {
+			t.Fatalf("DELETE member %d: %d", i, code)
+		}
+	}
+	if code, body := apitest.Call(t, s, http.MethodPost, "/claims", "admin", refused); code != 200 || len(body["members"].([]any)) != 2 {
+		t.Fatalf("the refused gang once there is room: %d %v", code, body)
+	}
+}
