@@ -19,10 +19,11 @@ import (
 // (idempotent.go).
 //
 // The gang's write records, in its transaction, one claim_requests row
-// per member under OpGang: the fingerprint of the whole gang's request
-// (the same in every member's row), the gang's request, and what the
-// member holds after the write. The row of the gang's first member (in
-// the request's order) also holds the whole answer. A retry (the same
+// per member placed under OpGang: the fingerprint of the whole gang's
+// request (the same in every member's row), the gang's request, and what
+// the member holds after the write. The row of the gang's first member
+// (in the request's order) also holds the whole answer; it is written
+// even when a min_count left that member unplaced. A retry (the same
 // body: the same first member, the same fingerprint) is answered from
 // that row, confirmed as a single claim's answer is, when every member
 // still holds what the gang wrote; a member deleted, rescheduled or moved
@@ -43,8 +44,10 @@ const OpGang = "gang"
 // and its members' are in byte order of their JSON names, as retryDoc's.
 type gangRetryDoc struct {
 	Domains      []string        `json:"domain"`
+	Fallback     [][]string      `json:"fallback,omitempty"`
 	LeaseSeconds *int64          `json:"lease_seconds,omitempty"`
 	Members      []gangMemberDoc `json:"members"`
+	MinCount     int             `json:"min_count,omitempty"`
 	ProjectID    string          `json:"project_id"`
 	Spread       string          `json:"spread"`
 	UserID       string          `json:"user_id"`
@@ -71,7 +74,8 @@ type gangRecordResult struct {
 // newGangRetryKey fingerprints p's request; nil when it cannot be
 // recorded (properties that do not marshal: the write refuses them).
 func newGangRetryKey(p *GangParams) *retryKey {
-	doc := gangRetryDoc{Domains: p.Domains, LeaseSeconds: p.LeaseSeconds, ProjectID: p.ProjectID, Spread: p.Spread, UserID: p.UserID}
+	doc := gangRetryDoc{Domains: p.Domains, Fallback: p.Fallback, LeaseSeconds: p.LeaseSeconds, MinCount: p.MinCount,
+		ProjectID: p.ProjectID, Spread: p.Spread, UserID: p.UserID}
 	for _, m := range p.Members {
 		md := gangMemberDoc{ConsumerType: m.ConsumerType, ConsumerUUID: canonicalOr(m.ConsumerUUID), Name: m.Name,
 			Properties: m.Properties, Resources: m.Candidates}
@@ -89,23 +93,34 @@ func newGangRetryKey(p *GangParams) *retryKey {
 	return &retryKey{op: OpGang, fingerprint: fingerprint(OpGang, raw), request: raw}
 }
 
-// gangRequests are the records of res, the gang p written with key o.
+// gangRequests are the records of res, the gang p written with key o:
+// one per member placed, and the first member's (which holds the answer)
+// even when a MinCount left it unplaced.
 func gangRequests(o *retryKey, p *GangParams, res *GangResult) []*claimrecords.ClaimRequest {
 	if o == nil {
 		return nil
 	}
-	out := make([]*claimrecords.ClaimRequest, 0, len(res.Members))
-	for i, m := range res.Members {
-		r := gangRecordResult{ConsumerGeneration: m.ConsumerGeneration, Allocations: m.Allocations}
-		if i == 0 {
-			r.Gang = res
+	first := canonicalOr(p.Members[0].ConsumerUUID)
+	out := make([]*claimrecords.ClaimRequest, 0, len(res.Members)+1)
+	add := func(consumer string, held gangRecordResult) bool {
+		if consumer == first {
+			held.Gang = res
 		}
-		raw, err := json.Marshal(&r)
+		raw, err := json.Marshal(&held)
 		if err != nil {
-			return nil // not recorded: its retry is not recognised
+			return false
 		}
-		out = append(out, &claimrecords.ClaimRequest{ConsumerUUID: canonicalOr(p.Members[i].ConsumerUUID), Op: OpGang,
-			Fingerprint: o.fingerprint, Request: o.request, Result: raw, Generation: m.ConsumerGeneration})
+		out = append(out, &claimrecords.ClaimRequest{ConsumerUUID: consumer, Op: OpGang, Fingerprint: o.fingerprint,
+			Request: o.request, Result: raw, Generation: held.ConsumerGeneration})
+		return true
+	}
+	if slices.Contains(res.Unplaced, p.Members[0].ConsumerUUID) && !add(first, gangRecordResult{}) {
+		return nil // not recorded: its retry is not recognised
+	}
+	for _, m := range res.Members {
+		if !add(canonicalOr(m.ConsumerUUID), gangRecordResult{ConsumerGeneration: m.ConsumerGeneration, Allocations: m.Allocations}) {
+			return nil
+		}
 	}
 	return out
 }
