@@ -22,7 +22,9 @@ import (
 // Gang claims (docs/gangs.md): every member placed, in one domain, or
 // none. One snapshot is read; the engine simulates the gang in each
 // domain (engine.Snapshot.Gang) and ranks the domains that hold it
-// whole; the best is written in one transaction
+// whole, level by level (GangParams.Fallback) until a level has one, or,
+// with a GangParams.MinCount, the domains that hold at least that many
+// members; the best is written in one transaction
 // (resources.Allocations.GangWrite), which re-checks every provider's
 // capacity under its lock and the project's limits for the whole gang.
 // A write that finds capacity gone tries the next domain; when those run
