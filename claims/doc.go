@@ -19,7 +19,10 @@
 // not at all: the engine simulates it in each domain (an aggregate of
 // root providers) and the best domain that holds every member is written
 // in one transaction (resources.Allocations.GangWrite); its members'
-// leases are renewed, confirmed and released together.
+// leases are renewed, confirmed and released together. A gang may name
+// levels to fall back to (a rack, then a block) and a minimum count (a
+// domain holding at least that many members will do when none holds
+// all).
 //
 // The package also reschedules (remembering, in PostgreSQL, every
 // provider a consumer failed on), and moves consumers the way Nova
@@ -55,5 +58,6 @@
 // (the recent claims that placed nothing, in memory, for the operator
 // console), shadow.go (a decided claim handed to the active shadows,
 // claims/shadow), telemetry.go (spans and metrics), gang.go (gangs:
-// choose, write, release).
+// choose, write, release), gang_retry.go (a gang's retry answered as the
+// first).
 package claims

@@ -22,7 +22,9 @@ import (
 // Gang claims (docs/gangs.md): every member placed, in one domain, or
 // none. One snapshot is read; the engine simulates the gang in each
 // domain (engine.Snapshot.Gang) and ranks the domains that hold it
-// whole; the best is written in one transaction
+// whole, level by level (GangParams.Fallback) until a level has one, or,
+// with a GangParams.MinCount, the domains that hold at least that many
+// members; the best is written in one transaction
 // (resources.Allocations.GangWrite), which re-checks every provider's
 // capacity under its lock and the project's limits for the whole gang.
 // A write that finds capacity gone tries the next domain; when those run
@@ -33,8 +35,11 @@ import (
 const (
 	// MaxGangMembers bounds GangParams.Members.
 	MaxGangMembers = 1024
-	// MaxGangDomains bounds GangParams.Domains.
+	// MaxGangDomains bounds the aggregates of GangParams.Domains and
+	// Fallback together.
 	MaxGangDomains = 1000
+	// MaxGangLevels bounds GangParams.Fallback.
+	MaxGangLevels = 8
 )
 
 // SpreadHosts is GangParams.Spread's one value: each member on a
@@ -53,6 +58,14 @@ type GangParams struct {
 	// Domains are aggregate uuids: all members in one of them. Empty:
 	// anywhere in the cloud.
 	Domains []string
+	// Fallback are the levels tried, in order, when no domain of the
+	// level before holds the whole gang (a rack, then a block): each a
+	// list of aggregate uuids as Domains. Only with Domains.
+	Fallback [][]string
+	// MinCount, when above 0, places a gang of which no level holds
+	// every member with at least that many members (up to all): the
+	// level whose best domain holds the most, the earlier on a tie.
+	MinCount int
 	// MaxAttempts bounds the writes tried; 0 means the configured bound.
 	MaxAttempts int
 	// DryRun does everything but the write.
@@ -85,8 +98,12 @@ type GangResult struct {
 	ID string
 	// Domain is the aggregate the gang went into ("" without domains).
 	Domain string
-	// Members are where each member went, in the request's order.
+	// Members are where each member placed went, in the request's order
+	// (every member, but with a MinCount).
 	Members []GangPlacement
+	// Unplaced are the members not placed (only with a MinCount), in the
+	// request's order.
+	Unplaced []string
 	// Domains are every domain looked at, best first (a dry run's
 	// ranking; a placed gang's list too).
 	Domains []GangDomain
@@ -105,6 +122,8 @@ type GangPlacement struct {
 	Root, RootName     string
 	Allocations        []engine.Allocation
 	Mappings           map[string][]string
+	// member is the member's index in GangParams.Members.
+	member int
 }
 
 // GangDomain is how much of the gang a domain holds: Fits members at
@@ -123,7 +142,9 @@ type GangDomain struct {
 // berth.no_valid_host), or whose every write lost to concurrent claims
 // (409 berth.claim_conflict: Conflicts). Nothing was written.
 type GangNotPlacedError struct {
-	Members   int
+	Members int
+	// MinCount is GangParams.MinCount.
+	MinCount  int
 	Domains   []GangDomain
 	Conflicts bool
 	Attempts  int
@@ -133,8 +154,12 @@ func (e *GangNotPlacedError) Error() string {
 	if e.Conflicts {
 		return fmt.Sprintf("No domain took the gang of %d members: %d writes lost to concurrent claims.", e.Members, e.Attempts)
 	}
+	holds := fmt.Sprintf("the gang of %d members", e.Members)
+	if e.MinCount > 0 && e.MinCount < e.Members {
+		holds = fmt.Sprintf("at least %d of the gang's %d members", e.MinCount, e.Members)
+	}
 	if len(e.Domains) == 0 {
-		return fmt.Sprintf("No domain holds the gang of %d members.", e.Members)
+		return fmt.Sprintf("No domain holds %s.", holds)
 	}
 	parts := make([]string, 0, len(e.Domains))
 	for _, d := range e.Domains {
@@ -144,7 +169,7 @@ func (e *GangNotPlacedError) Error() string {
 		}
 		parts = append(parts, fmt.Sprintf("%s: %d of %d fit (%s)", name, d.Fits, e.Members, reasonWords(d.Reasons)))
 	}
-	return fmt.Sprintf("No domain holds the gang of %d members: %s.", e.Members, strings.Join(parts, "; "))
+	return fmt.Sprintf("No domain holds %s: %s.", holds, strings.Join(parts, "; "))
 }
 
 // reasonWords words a domain's reasons, most roots first: "3 lacked VCPU
@@ -175,34 +200,46 @@ func NewGangs(c *Claimer) *Gangs { return &Gangs{c: c} }
 // gang that no domain holds is a *GangNotPlacedError; a gang over its
 // project's limits is fault.ErrForbidden (berth.over_quota); a member
 // that exists already is the ledger's ErrConflict
-// (placement.concurrent_update). Bad input is fault.ErrInvalid.
+// (placement.concurrent_update), or a *MismatchError when an earlier gang
+// with a different request placed it. Bad input is fault.ErrInvalid. A
+// retry of a gang that was written gets the first answer
+// (gang_retry.go).
 func (g *Gangs) Claim(ctx context.Context, p GangParams) (*GangResult, error) {
-	c := g.c
 	if err := checkGang(&p); err != nil {
 		return nil, err
 	}
-	if err := c.checkLease(p.LeaseSeconds); err != nil {
+	if err := g.c.checkLease(p.LeaseSeconds); err != nil {
 		return nil, err
 	}
+	if p.DryRun {
+		return g.place(ctx, &p, nil)
+	}
+	return g.claimOnce(ctx, &p, func(o *retryKey) (*GangResult, error) { return g.place(ctx, &p, o) })
+}
+
+// place chooses p's domain and writes it, recording the write for its
+// retries with o (nil: not recorded).
+func (g *Gangs) place(ctx context.Context, p *GangParams, o *retryKey) (*GangResult, error) {
+	c := g.c
 	maxAttempts := c.cfg.MaxAttempts
 	if p.MaxAttempts > 0 {
 		maxAttempts = min(p.MaxAttempts, MaxMaxAttempts)
 	}
-	gp := engine.GangParams{Spread: p.Spread == SpreadHosts, Domains: p.Domains, Keep: maxAttempts}
+	gp := engine.GangParams{Spread: p.Spread == SpreadHosts, Keep: maxAttempts, MinCount: p.MinCount}
 	for _, m := range p.Members {
 		cp := m.Candidates
 		cp.AvoidEvacuated = true
 		gp.Members = append(gp.Members, cp)
 	}
-	chosen, err := g.choose(ctx, &gp)
+	chosen, looked, err := g.choose(ctx, &gp, p)
 	if err != nil {
 		return nil, err
 	}
-	if chosen.Complete == 0 {
-		return nil, &GangNotPlacedError{Members: len(p.Members), Domains: domainsOf(&p, chosen)}
+	if chosen.Acceptable == 0 {
+		return nil, g.notPlaced(p, looked)
 	}
 	if p.DryRun {
-		return g.dryRun(ctx, &p, chosen)
+		return g.dryRun(ctx, p, chosen, looked)
 	}
 	q, err := c.quotaOf(ctx, p.ProjectID)
 	if err != nil {
@@ -210,15 +247,15 @@ func (g *Gangs) Claim(ctx context.Context, p GangParams) (*GangResult, error) {
 	}
 	attempts := 0
 	for round := 0; round < 2; round++ {
-		for i := 0; i < chosen.Complete && i < len(chosen.Domains) && attempts < maxAttempts; i++ {
+		for i := 0; i < chosen.Acceptable && i < len(chosen.Domains) && attempts < maxAttempts; i++ {
 			if chosen.Domains[i].Members == nil {
 				break // beyond the domains kept
 			}
 			attempts++
-			res := g.result(&p, chosen, i, uuid.New())
-			err := g.write(ctx, &p, res, q)
+			res := g.result(p, chosen, i, uuid.New(), looked)
+			res.Attempts = attempts // the answer's, recorded with it
+			err := g.write(ctx, p, res, q, o)
 			if err == nil {
-				res.Attempts = attempts
 				return res, nil
 			}
 			if !retryable(err) {
@@ -231,20 +268,27 @@ func (g *Gangs) Claim(ctx context.Context, p GangParams) (*GangResult, error) {
 		}
 		// Every domain kept lost to concurrent claims: once more, from a
 		// snapshot that has the writes that won.
-		if chosen, err = g.choose(ctx, &gp); err != nil {
+		if chosen, looked, err = g.choose(ctx, &gp, p); err != nil {
 			return nil, err
 		}
-		if chosen.Complete == 0 {
-			return nil, &GangNotPlacedError{Members: len(p.Members), Domains: domainsOf(&p, chosen)}
+		if chosen.Acceptable == 0 {
+			return nil, g.notPlaced(p, looked)
 		}
 	}
-	return nil, &GangNotPlacedError{Members: len(p.Members), Domains: domainsOf(&p, chosen), Conflicts: true, Attempts: attempts}
+	np := g.notPlaced(p, looked)
+	np.Conflicts, np.Attempts = true, attempts
+	return nil, np
+}
+
+// notPlaced is the refusal of p, whose domains looked at are looked.
+func (g *Gangs) notPlaced(p *GangParams, looked []engine.GangDomain) *GangNotPlacedError {
+	return &GangNotPlacedError{Members: len(p.Members), MinCount: p.MinCount, Domains: domainsOf(p, looked)}
 }
 
 // dryRun is the answer of a dry run: the best domain's placement, with
 // the whole gang's quota check.
-func (g *Gangs) dryRun(ctx context.Context, p *GangParams, chosen *engine.Gang) (*GangResult, error) {
-	res := g.result(p, chosen, 0, "")
+func (g *Gangs) dryRun(ctx context.Context, p *GangParams, chosen *engine.Gang, looked []engine.GangDomain) (*GangResult, error) {
+	res := g.result(p, chosen, 0, "", looked)
 	var err error
 	if res.Quota, err = g.c.quotaReport(ctx, &Params{ProjectID: p.ProjectID}, gangAllocations(res.Members)); err != nil {
 		return nil, err
@@ -252,7 +296,7 @@ func (g *Gangs) dryRun(ctx context.Context, p *GangParams, chosen *engine.Gang) 
 	if res.Quota != nil {
 		// One consumer per member, not one for the gang.
 		if q, ok := res.Quota.Resources[quotas.ResourceConsumers]; ok {
-			q.Requested = int64(len(p.Members))
+			q.Requested = int64(len(res.Members))
 			res.Quota.Resources[quotas.ResourceConsumers] = q
 			res.Quota.Fits = res.Quota.Fits && q.Used+q.Requested <= q.Limit
 		}
@@ -262,10 +306,12 @@ func (g *Gangs) dryRun(ctx context.Context, p *GangParams, chosen *engine.Gang) 
 
 // write writes res, the placement of p in one domain, in one transaction
 // checked against q (resources.Allocations.GangWrite): every member's
-// allocations and stored claim, and the gang's record.
-func (g *Gangs) write(ctx context.Context, p *GangParams, res *GangResult, q *quotas.Quota) error {
+// allocations and stored claim, the gang's record, and the records of
+// its retries with o (gang_retry.go).
+func (g *Gangs) write(ctx context.Context, p *GangParams, res *GangResult, q *quotas.Quota, o *retryKey) error {
 	w := resources.GangWriteParams{ID: res.ID, Domain: res.Domain, Quota: q}
-	for j, m := range p.Members {
+	for j, placed := range res.Members {
+		m := &p.Members[placed.member]
 		w.Members = append(w.Members, resources.ConsumerAllocations{
 			ConsumerUUID: m.ConsumerUUID, ProjectID: p.ProjectID, UserID: p.UserID, ConsumerType: m.ConsumerType,
 			CheckGeneration: true, Allocations: res.Members[j].Allocations, Name: m.Name, Properties: m.Properties,
@@ -280,18 +326,24 @@ func (g *Gangs) write(ctx context.Context, p *GangParams, res *GangResult, q *qu
 		}
 		w.States = append(w.States, st)
 	}
+	w.Requests = gangRequests(o, p, res)
 	start := time.Now()
 	if err := g.c.store.Allocations.GangWrite(ctx, w); err != nil {
 		return err
 	}
 	g.c.log.DebugContext(ctx, "claims: gang placed", "gang", res.ID, "domain", res.Domain,
-		"members", len(p.Members), "write", time.Since(start))
+		"members", len(res.Members), "of", len(p.Members), "write", time.Since(start))
 	return nil
 }
 
 // choose reads the snapshot (with every member's names) and asks the
-// engine for the gang.
-func (g *Gangs) choose(ctx context.Context, gp *engine.GangParams) (*engine.Gang, error) {
+// engine for the gang, level by level (p's Domains, then its Fallback):
+// the first level with a domain that holds every member; else, with a
+// MinCount, the level whose best domain holds the most members, at least
+// MinCount (the earlier level on a tie); else a Gang with no acceptable
+// domain. looked are the domains of the levels looked at, in level
+// order, each level's best first.
+func (g *Gangs) choose(ctx context.Context, gp *engine.GangParams, p *GangParams) (*engine.Gang, []engine.GangDomain, error) {
 	var classes, traits []string
 	for i := range gp.Members {
 		cs, ts := engine.ParamsNames(&gp.Members[i])
@@ -301,9 +353,26 @@ func (g *Gangs) choose(ctx context.Context, gp *engine.GangParams) (*engine.Gang
 	slices.Sort(traits)
 	snap, err := g.c.store.Snapshots.RankingSnapshot(ctx, slices.Compact(classes), slices.Compact(traits))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return snap.Gang(ctx, gp)
+	var looked []engine.GangDomain
+	best := &engine.Gang{}
+	for _, level := range append([][]string{p.Domains}, p.Fallback...) {
+		q := *gp
+		q.Domains = level
+		gang, err := snap.Gang(ctx, &q)
+		if err != nil {
+			return nil, nil, err
+		}
+		looked = append(looked, gang.Domains...)
+		if gang.Complete > 0 {
+			return gang, looked, nil
+		}
+		if gang.Acceptable > 0 && (best.Acceptable == 0 || gang.Domains[0].Placed > best.Domains[0].Placed) {
+			best = gang
+		}
+	}
+	return best, looked, nil
 }
 
 // checkGang refuses a gang the API's schema let through but that cannot
@@ -315,8 +384,12 @@ func checkGang(p *GangParams) error {
 		return invalid("A gang needs at least one member.")
 	case len(p.Members) > MaxGangMembers:
 		return invalid("A gang has at most %d members, not %d.", MaxGangMembers, len(p.Members))
-	case len(p.Domains) > MaxGangDomains:
-		return invalid("A gang's domain names at most %d aggregates, not %d.", MaxGangDomains, len(p.Domains))
+	case len(p.Fallback) > MaxGangLevels:
+		return invalid("A gang's domain has at most %d fallback levels, not %d.", MaxGangLevels, len(p.Fallback))
+	case len(p.Fallback) > 0 && len(p.Domains) == 0:
+		return invalid("A gang's domain needs member_of to fall back from.")
+	case p.MinCount < 0 || p.MinCount > len(p.Members):
+		return invalid("Invalid min_count %d: want 1 to the gang's %d members.", p.MinCount, len(p.Members))
 	case p.Spread != "" && p.Spread != SpreadHosts:
 		return invalid("Invalid spread %q: want %q, or none.", p.Spread, SpreadHosts)
 	}
@@ -331,29 +404,50 @@ func checkGang(p *GangParams) error {
 		}
 		seen[id] = true
 	}
-	for _, d := range p.Domains {
-		if !uuid.Valid(d) {
-			return invalid("Invalid domain aggregate %q: want an aggregate uuid.", d)
+	n := len(p.Domains)
+	for _, level := range p.Fallback {
+		if len(level) == 0 {
+			return invalid("A gang's fallback level names no aggregate.")
+		}
+		n += len(level)
+	}
+	if n > MaxGangDomains {
+		return invalid("A gang's domain names at most %d aggregates, not %d.", MaxGangDomains, n)
+	}
+	for _, level := range append([][]string{p.Domains}, p.Fallback...) {
+		for _, d := range level {
+			if !uuid.Valid(d) {
+				return invalid("Invalid domain aggregate %q: want an aggregate uuid.", d)
+			}
 		}
 	}
 	return nil
 }
 
-// result is the answer for the domain ranked i of chosen, with gang id.
-func (g *Gangs) result(p *GangParams, chosen *engine.Gang, i int, id string) *GangResult {
+// result is the answer for the domain ranked i of chosen, with gang id;
+// looked are the domains looked at.
+func (g *Gangs) result(p *GangParams, chosen *engine.Gang, i int, id string, looked []engine.GangDomain) *GangResult {
 	d := &chosen.Domains[i]
-	res := &GangResult{ID: id, Domain: d.Aggregate, DryRun: p.DryRun, Domains: domainsOf(p, chosen)}
-	for j, m := range d.Members {
-		res.Members = append(res.Members, GangPlacement{ConsumerUUID: p.Members[j].ConsumerUUID, ConsumerGeneration: 1,
-			Root: m.Root, RootName: m.RootName, Allocations: allocationsByName(m.Request.Allocations), Mappings: mappings(&m.Request)})
+	res := &GangResult{ID: id, Domain: d.Aggregate, DryRun: p.DryRun, Domains: domainsOf(p, looked)}
+	placed := make([]bool, len(p.Members))
+	for _, m := range d.Members {
+		placed[m.Member] = true
+		res.Members = append(res.Members, GangPlacement{ConsumerUUID: p.Members[m.Member].ConsumerUUID, ConsumerGeneration: 1,
+			Root: m.Root, RootName: m.RootName, Allocations: allocationsByName(m.Request.Allocations), Mappings: mappings(&m.Request),
+			member: m.Member})
+	}
+	for j, ok := range placed {
+		if !ok {
+			res.Unplaced = append(res.Unplaced, p.Members[j].ConsumerUUID)
+		}
 	}
 	return res
 }
 
 // domainsOf is the engine's domains as the answer says them.
-func domainsOf(p *GangParams, chosen *engine.Gang) []GangDomain {
-	out := make([]GangDomain, len(chosen.Domains))
-	for i, d := range chosen.Domains {
+func domainsOf(p *GangParams, looked []engine.GangDomain) []GangDomain {
+	out := make([]GangDomain, len(looked))
+	for i, d := range looked {
 		out[i] = GangDomain{Aggregate: d.Aggregate, Roots: d.Roots, Fits: d.Placed, Reasons: d.Reasons}
 		if d.FirstUnplaced >= 0 {
 			out[i].Stopped = p.Members[d.FirstUnplaced].ConsumerUUID

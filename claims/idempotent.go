@@ -317,7 +317,9 @@ func (c *Claimer) settle(ctx context.Context, o *retryKey, consumer string, err 
 	var np *NotPlacedError
 	switch {
 	case unavailable(err) && !ledger.RolledBack(err):
-		return c.settleUnknown(ctx, o, consumer, err)
+		return settleUnknown(ctx, c, consumer, o.op, err, func(ctx context.Context) (*Result, error) {
+			return c.replay(ctx, o, consumer)
+		})
 	case unavailable(err):
 		return nil, err // refused by the server: nothing was written
 	case errors.As(err, &np) || generationConflict(err):
@@ -347,10 +349,12 @@ func (c *Claimer) settle(ctx context.Context, o *retryKey, consumer string, err 
 	return res, rerr
 }
 
-// settleUnknown learns whether o's write, whose connection broke, was
-// committed: it reads the record back, waiting for the database to come
-// back, until settleTimeout or shortly before ctx's deadline.
-func (c *Claimer) settleUnknown(ctx context.Context, o *retryKey, consumer string, err error) (*Result, error) {
+// settleUnknown learns whether the write of op for consumer, whose
+// connection broke (err), was committed: it reads the record back with
+// replay, waiting for the database to come back, until settleTimeout or
+// shortly before ctx's deadline.
+func settleUnknown[T any](ctx context.Context, c *Claimer, consumer, op string, err error,
+	replay func(context.Context) (*T, error)) (*T, error) {
 	deadline := time.Now().Add(settleTimeout)
 	if d, ok := ctx.Deadline(); ok && d.Add(-time.Second).Before(deadline) {
 		deadline = d.Add(-time.Second)
@@ -358,11 +362,11 @@ func (c *Claimer) settleUnknown(ctx context.Context, o *retryKey, consumer strin
 	sctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
 	for {
-		res, rerr := c.replay(sctx, o, consumer)
+		res, rerr := replay(sctx)
 		switch {
 		case rerr == nil:
 			c.log.InfoContext(ctx, "claims: a write whose outcome was unknown had committed; answering its result",
-				"consumer", consumer, "op", o.op, "error", err)
+				"consumer", consumer, "op", op, "error", err)
 			return res, nil
 		case errors.Is(rerr, errNotRecorded):
 			// Not committed (or not yet visible): the client's retry
@@ -409,14 +413,19 @@ func (c *Claimer) stillHeld(ctx context.Context, rec *claimrecords.ClaimRequest)
 	if err := json.Unmarshal(rec.Result, &res); err != nil {
 		return false, nil
 	}
-	cur, err := c.store.Allocations.AllocationsByConsumer(ctx, rec.ConsumerUUID)
+	return c.holds(ctx, rec.ConsumerUUID, rec.Generation, res.Allocations)
+}
+
+// holds reports whether consumer is at generation and holds allocs.
+func (c *Claimer) holds(ctx context.Context, consumer string, generation int64, allocs []engine.Allocation) (bool, error) {
+	cur, err := c.store.Allocations.AllocationsByConsumer(ctx, consumer)
 	if err != nil {
 		return false, err
 	}
-	if cur.Consumer == nil || cur.Consumer.Generation != rec.Generation {
+	if cur.Consumer == nil || cur.Consumer.Generation != generation {
 		return false, nil
 	}
-	return sameResources(byProvider(cur.Allocations), res.Allocations), nil
+	return sameResources(byProvider(cur.Allocations), allocs), nil
 }
 
 // sameResources compares two sets of allocations, whatever their order.

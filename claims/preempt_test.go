@@ -3,11 +3,17 @@ package claims_test
 import (
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 
 	"github.com/berthd/berth/claims"
+	"github.com/berthd/berth/internal/fault"
+	"github.com/berthd/berth/ledger/audit"
 	"github.com/berthd/berth/ledger/claimrecords"
+	"github.com/berthd/berth/ledger/engine"
+	"github.com/berthd/berth/ledger/resources"
 )
 
 // TestConcurrentPreemption: spot claims (preemptible, low priorities) and
@@ -183,5 +189,103 @@ func TestClaimCostWithoutPreemption(t *testing.T) {
 	}
 	if n := c.PreemptionSearches(); n != 1 {
 		t.Fatalf("a preempting claim searched %d times", n)
+	}
+}
+
+// TestPreemptionAudit: the audit knows preempted consumers. A preemption
+// leaves no finding; a victim whose allocations were written back outside
+// claims (its instance never stopped) is preempted_consumer, and only
+// that, though it spans two hosts; a preemptible claim emptied by hand is
+// preemptible_empty, not empty_consumer; a victim claimed anew is no
+// finding.
+func TestPreemptionAudit(t *testing.T) {
+	f := newFixture(t)
+	cn0, cn1 := f.provider("cn0", 10), f.provider("cn1", 10)
+	c := f.claimer(`{}`, "")
+	claim := func(vcpu int64, target string, preemptible bool, priority int64) claims.Params {
+		t.Helper()
+		p := params(vcpu)
+		p.Target, p.Preemptible, p.Priority = target, preemptible, priority
+		if _, err := c.Claim(f.ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	findings := func() []string {
+		t.Helper()
+		page, err := f.store.Auditor.Audit(f.ctx, audit.AuditParams{Thresholds: audit.DefaultAuditThresholds()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, fd := range page.Findings {
+			out = append(out, fd.Kind+" "+fd.Consumer.UUID+" "+fd.Fix.Action)
+		}
+		return out
+	}
+	claim(4, cn0, true, 0)
+	claim(4, cn0, true, 0)
+	spot := claim(4, cn1, true, 0)
+	onDemand := claim(4, cn1, false, 0)
+	p := params(4)
+	p.Target, p.Priority = cn0, 10
+	res, err := c.Claim(f.ctx, p)
+	if err != nil || len(res.Preempted) != 1 {
+		t.Fatalf("the preempting claim: %+v %v", res, err)
+	}
+	victim := res.Preempted[0].ConsumerUUID
+	if got := findings(); len(got) != 0 {
+		t.Fatalf("after a preemption: %v", got)
+	}
+
+	// The victim's agent writes its allocations back, on both hosts.
+	back := resources.ConsumerAllocations{ConsumerUUID: victim, ProjectID: "p", UserID: "u", Allocations: []engine.Allocation{
+		{ProviderUUID: cn0, Resources: []engine.ResourceAmount{{Class: "VCPU", Amount: 1}}},
+		{ProviderUUID: cn1, Resources: []engine.ResourceAmount{{Class: "VCPU", Amount: 1}}}}}
+	if err := f.store.Allocations.AllocationsReplace(f.ctx, []resources.ConsumerAllocations{back}); err != nil {
+		t.Fatal(err)
+	}
+	// A preemptible claim and an on-demand one emptied by hand.
+	for _, u := range []string{spot.ConsumerUUID, onDemand.ConsumerUUID} {
+		f.sql(`DELETE FROM allocations WHERE consumer_id = (SELECT id FROM consumers WHERE uuid = $1)`, u)
+	}
+	want := []string{
+		audit.AuditEmptyConsumer + " " + onDemand.ConsumerUUID + " " + audit.AuditFixDeleteConsumer,
+		audit.AuditPreemptedConsumer + " " + victim + " " + audit.AuditFixReportOnly,
+		audit.AuditPreemptibleEmpty + " " + spot.ConsumerUUID + " " + audit.AuditFixDeleteConsumer,
+	}
+	if got := findings(); !slices.Equal(got, want) {
+		t.Fatalf("findings:\n got %v\nwant %v", got, want)
+	}
+	page, err := f.store.Auditor.Audit(f.ctx, audit.AuditParams{Kinds: []string{audit.AuditPreemptedConsumer}})
+	if err != nil || len(page.Findings) != 1 {
+		t.Fatal(page, err)
+	}
+	fd := page.Findings[0]
+	if pr := fd.Preemption; pr == nil || pr.PreemptedBy != p.ConsumerUUID || pr.RootUUID != cn0 || pr.PreemptedAt.IsZero() ||
+		!strings.Contains(fd.Detail, "runs on the root provider it was preempted from") || len(fd.Providers) != 2 {
+		t.Fatalf("the preempted consumer's finding: %+v (%+v)", fd, fd.Preemption)
+	}
+	if _, err := f.store.Auditor.AuditFix(f.ctx, audit.AuditFixParams{Kind: audit.AuditPreemptedConsumer, ConsumerUUID: victim,
+		ConsumerGeneration: fd.Consumer.Generation}); !fault.HasCode(err, fault.ErrConflict, fault.CodeAuditNotFixable) {
+		t.Fatalf("fixing a preempted consumer that holds allocations: %v", err)
+	}
+	gen := fd.Consumer.Generation
+	if _, err := f.store.Auditor.AuditFix(f.ctx, audit.AuditFixParams{Kind: audit.AuditPreemptibleEmpty, ConsumerUUID: spot.ConsumerUUID,
+		ConsumerGeneration: 1}); err != nil {
+		t.Fatalf("fixing the emptied preemptible claim: %v", err)
+	}
+	if st, err := f.store.Claims.ClaimStateGet(f.ctx, spot.ConsumerUUID); err != nil || st != nil {
+		t.Fatalf("the emptied preemptible claim after its fix: %+v %v", st, err)
+	}
+
+	// The victim claimed anew (its consumer at its generation): no finding.
+	again := params(2)
+	again.ConsumerUUID, again.ConsumerGeneration, again.Target = victim, &gen, cn1
+	if _, err := c.Claim(f.ctx, again); err != nil {
+		t.Fatal(err)
+	}
+	if got := findings(); !slices.Equal(got, want[:1]) {
+		t.Fatalf("after the victim was claimed anew: %v", got)
 	}
 }

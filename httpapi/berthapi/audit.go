@@ -195,10 +195,12 @@ type (
 		Consumers     []string       `json:"consumers,omitempty"`
 		ConsumerCount *int           `json:"consumer_count,omitempty"`
 		Move          *auditMoveJSON `json:"move,omitempty"`
-		Since         string         `json:"since"`
-		AgeSeconds    int64          `json:"age_seconds"`
-		Detail        string         `json:"detail"`
-		Fix           auditFixJSON   `json:"fix"`
+		// Preemption is preempted_consumer's latest preemption.
+		Preemption *auditPreemptionJSON `json:"preemption,omitempty"`
+		Since      string               `json:"since"`
+		AgeSeconds int64                `json:"age_seconds"`
+		Detail     string               `json:"detail"`
+		Fix        auditFixJSON         `json:"fix"`
 	}
 	auditConsumerJSON struct {
 		UUID         string `json:"uuid"`
@@ -219,6 +221,11 @@ type (
 		Reason       string `json:"reason"`
 		SourceRoot   string `json:"source_root_provider_uuid,omitempty"`
 		CreatedAt    string `json:"created_at"`
+	}
+	auditPreemptionJSON struct {
+		PreemptedBy string `json:"preempted_by"`
+		PreemptedAt string `json:"preempted_at"`
+		RootUUID    string `json:"root_provider_uuid"`
 	}
 	auditFixJSON struct {
 		Action string `json:"action"`
@@ -249,6 +256,10 @@ func auditFindingOf(f *audit.AuditFinding) auditFindingJSON {
 	if m := f.Move; m != nil {
 		out.Move = &auditMoveJSON{ConsumerUUID: m.ConsumerUUID, Reason: m.Reason, SourceRoot: m.SourceRoot,
 			CreatedAt: m.CreatedAt.UTC().Format(time.RFC3339)}
+	}
+	if pr := f.Preemption; pr != nil {
+		out.Preemption = &auditPreemptionJSON{PreemptedBy: pr.PreemptedBy, RootUUID: pr.RootUUID,
+			PreemptedAt: pr.PreemptedAt.UTC().Format(time.RFC3339)}
 	}
 	return out
 }

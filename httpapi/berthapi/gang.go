@@ -44,11 +44,19 @@ func gangSchemaText() string {
 		"spread": {"type": "string", "enum": ["` + claims.SpreadHosts + `"]},
 		"domain": {
 			"type": "object",
-			"properties": {"member_of": {"type": "array", "minItems": 1, "maxItems": ` + fmt.Sprint(claims.MaxGangDomains) + `,
-				"items": {"type": "string", "format": "uuid"}}},
+			"properties": {
+				"member_of": ` + gangLevelSchema + `,
+				"fallback": {"type": "array", "minItems": 1, "maxItems": ` + fmt.Sprint(claims.MaxGangLevels) + `, "items": {
+					"type": "object",
+					"properties": {"member_of": ` + gangLevelSchema + `},
+					"required": ["member_of"],
+					"additionalProperties": false
+				}}
+			},
 			"required": ["member_of"],
 			"additionalProperties": false
 		},
+		"min_count": {"type": "integer", "minimum": 1, "maximum": ` + fmt.Sprint(claims.MaxGangMembers) + `},
 		"max_attempts": {"type": "integer", "minimum": 1, "maximum": ` + fmt.Sprint(claims.MaxMaxAttempts) + `},
 		"dry_run": {"type": "boolean"},
 		"lease_seconds": {}
@@ -57,6 +65,10 @@ func gangSchemaText() string {
 	"additionalProperties": false
 }`
 }
+
+// gangLevelSchema is one level of a gang's domain: aggregate uuids.
+var gangLevelSchema = `{"type": "array", "minItems": 1, "maxItems": ` + fmt.Sprint(claims.MaxGangDomains) + `,
+	"items": {"type": "string", "format": "uuid"}}`
 
 var gangSchema = jsonschema.Must(gangSchemaText())
 
@@ -68,7 +80,11 @@ type gangBody struct {
 	Spread    string            `json:"spread"`
 	Domain    *struct {
 		MemberOf []string `json:"member_of"`
+		Fallback []struct {
+			MemberOf []string `json:"member_of"`
+		} `json:"fallback"`
 	} `json:"domain"`
+	MinCount     int             `json:"min_count"`
 	MaxAttempts  int             `json:"max_attempts"`
 	DryRun       bool            `json:"dry_run"`
 	LeaseSeconds json.RawMessage `json:"lease_seconds"`
@@ -111,7 +127,7 @@ func (h *Claims) createGang(c echo.Context, body []byte) error {
 	if err != nil {
 		return placement.CandidatesError(err)
 	}
-	return wire.WriteJSON(c, http.StatusOK, gangResponse(r))
+	return wire.WriteJSON(c, http.StatusOK, gangResponse(r, p.MinCount))
 }
 
 // gangParams reads body into claims.GangParams: each member as a single
@@ -122,13 +138,17 @@ func (h *Claims) gangParams(body []byte) (claims.GangParams, error) {
 	if err := wire.DecodeJSON(body, gangSchema, &b); err != nil {
 		return claims.GangParams{}, err
 	}
-	p := claims.GangParams{ProjectID: b.ProjectID, UserID: b.UserID, Spread: b.Spread, MaxAttempts: b.MaxAttempts, DryRun: b.DryRun}
+	p := claims.GangParams{ProjectID: b.ProjectID, UserID: b.UserID, Spread: b.Spread, MaxAttempts: b.MaxAttempts, DryRun: b.DryRun,
+		MinCount: b.MinCount}
 	var err error
 	if p.LeaseSeconds, err = parseLease(b.LeaseSeconds); err != nil {
 		return p, err
 	}
 	if b.Domain != nil {
 		p.Domains = b.Domain.MemberOf
+		for _, level := range b.Domain.Fallback {
+			p.Fallback = append(p.Fallback, level.MemberOf)
+		}
 	}
 	for i, raw := range b.Members {
 		var mb claimBody
@@ -180,7 +200,11 @@ type gangAnswer struct {
 	// GangID is the gang's id (empty for a dry run).
 	GangID  string           `json:"gang_id"`
 	Members []gangMemberJSON `json:"members"`
-	Quota   *quotaJSON       `json:"quota,omitempty"`
+	// Placed is how many members were placed, and Unplaced the others
+	// (only for a gang with min_count).
+	Placed   *int       `json:"placed,omitempty"`
+	Quota    *quotaJSON `json:"quota,omitempty"`
+	Unplaced []string   `json:"unplaced,omitempty"`
 }
 
 type gangDomainChosen struct {
@@ -224,10 +248,14 @@ func gangDomainsJSON(ds []claims.GangDomain) []gangDomainJSON {
 	return out
 }
 
-func gangResponse(r *claims.GangResult) *gangAnswer {
+func gangResponse(r *claims.GangResult, minCount int) *gangAnswer {
 	out := &gangAnswer{Attempts: r.Attempts, DryRun: r.DryRun, GangID: r.ID, Domains: gangDomainsJSON(r.Domains)}
 	if r.Domain != "" {
 		out.Domain = &gangDomainChosen{MemberOf: r.Domain}
+	}
+	if minCount > 0 {
+		n := len(r.Members)
+		out.Placed, out.Unplaced = &n, r.Unplaced
 	}
 	out.Members = make([]gangMemberJSON, len(r.Members))
 	for i, m := range r.Members {

@@ -226,3 +226,128 @@ func TestGangAPIQuotaAndLease(t *testing.T) {
 		t.Fatalf("the other member after the confirm: %v", st)
 	}
 }
+
+// TestGangAPIRetry: a gang's retry with the same body gets the first
+// answer; a different body for a member placed is 409
+// berth.claim_mismatch naming what differs; a refused gang's retry is a
+// new attempt, placed once there is room.
+func TestGangAPIRetry(t *testing.T) {
+	s, _ := gangCloud(t)
+	rack := `"spread": "hosts", "domain": {"member_of": ["` + rackA + `"]}`
+	code, first := apitest.Call(t, s, http.MethodPost, "/claims", "admin", gangBody(1, 3, 4, rack))
+	if code != 200 || first["gang_id"] == "" {
+		t.Fatalf("gang: %d %v", code, first)
+	}
+	code, again := apitest.Call(t, s, http.MethodPost, "/claims", "admin", gangBody(1, 3, 4, rack))
+	if code != 200 || fmt.Sprint(again) != fmt.Sprint(first) {
+		t.Fatalf("retry: %d %v, want the first answer %v", code, again, first)
+	}
+
+	for name, c := range map[string]struct{ body, fields string }{
+		"other amounts":  {gangBody(1, 3, 3, rack), "members[0].resources"},
+		"other members":  {gangBody(3, 2, 4, rack), "members"},
+		"no spread":      {gangBody(1, 3, 4, `"domain": {"member_of": ["`+rackA+`"]}`), "spread"},
+		"another domain": {gangBody(1, 3, 4, `"spread": "hosts", "domain": {"member_of": ["`+rackB+`"]}`), "domain"},
+	} {
+		code, body := apitest.Call(t, s, http.MethodPost, "/claims", "admin", c.body)
+		ecode, detail := apitest.ErrorDetail(body)
+		if code != http.StatusConflict || ecode != fault.CodeClaimMismatch || !strings.Contains(detail, "(differs in: "+c.fields+")") {
+			t.Errorf("%s: %d %v", name, code, body)
+		}
+	}
+	holdsNothing(t, s, member(4))
+
+	refused := gangBody(11, 2, 8, rack) // a0..a2 hold 4 VCPU each
+	for i := range 2 {
+		code, body := apitest.Call(t, s, http.MethodPost, "/claims", "admin", refused)
+		if ecode, _ := apitest.ErrorDetail(body); code != http.StatusConflict || ecode != fault.CodeNoValidHost {
+			t.Fatalf("refused gang, attempt %d: %d %v", i, code, body)
+		}
+	}
+	holdsNothing(t, s, member(11), member(12))
+	for i := range 3 {
+		if code, _ := callAs(t, s, http.MethodDelete, "/allocations/"+member(1+i), "admin", "", ""); code != http.StatusNoContent {
+			t.Fatalf("DELETE member %d: %d", i, code)
+		}
+	}
+	if code, body := apitest.Call(t, s, http.MethodPost, "/claims", "admin", refused); code != 200 || len(body["members"].([]any)) != 2 {
+		t.Fatalf("the refused gang once there is room: %d %v", code, body)
+	}
+}
+
+// TestGangAPILevelsAndMinCount: a gang falls back to the next level when
+// no domain of its preferred one holds it whole; with min_count it is
+// placed with at least that many members, the answer saying how many;
+// both are checked strictly.
+func TestGangAPILevelsAndMinCount(t *testing.T) {
+	s, hosts := gangCloud(t)
+	const block = "c0c0c0c0-0000-4000-8000-00000000000c"
+	for _, h := range hosts { // every host in the block too
+		_, got := apitest.Call(t, s, http.MethodGet, "/resource_providers/"+h+"/aggregates", "admin", "")
+		aggs := append(got["aggregates"].([]any), block)
+		body := fmt.Sprintf(`{"aggregates": ["%s", "%s"], "resource_provider_generation": %v}`, aggs[0], aggs[1], got["resource_provider_generation"])
+		if code, got := apitest.Call(t, s, http.MethodPut, "/resource_providers/"+h+"/aggregates", "admin", body); code != 200 {
+			t.Fatalf("block: %d %v", code, got)
+		}
+	}
+	rackThenBlock := `"spread": "hosts", "domain": {"member_of": ["` + rackA + `"], "fallback": [{"member_of": ["` + block + `"]}]}`
+
+	for name, extra := range map[string]string{
+		"min_count 0":          `"min_count": 0`,
+		"min_count a string":   `"min_count": "2"`,
+		"min_count over":       `"min_count": 5`,
+		"fallback empty":       `"domain": {"member_of": ["` + rackA + `"], "fallback": []}`,
+		"fallback an object":   `"domain": {"member_of": ["` + rackA + `"], "fallback": {"member_of": ["` + block + `"]}}`,
+		"fallback no list":     `"domain": {"member_of": ["` + rackA + `"], "fallback": [{}]}`,
+		"fallback a name":      `"domain": {"member_of": ["` + rackA + `"], "fallback": [{"member_of": ["block"]}]}`,
+		"fallback extra":       `"domain": {"member_of": ["` + rackA + `"], "fallback": [{"member_of": ["` + block + `"], "level": "block"}]}`,
+		"fallback alone":       `"domain": {"fallback": [{"member_of": ["` + block + `"]}]}`,
+		"fallback nine levels": `"domain": {"member_of": ["` + rackA + `"], "fallback": [` + strings.Repeat(`{"member_of": ["`+block+`"]}, `, 8) + `{"member_of": ["` + block + `"]}]}`,
+	} {
+		code, got := apitest.Call(t, s, http.MethodPost, "/claims", "admin", gangBody(1, 4, 1, extra))
+		errs, _ := got["errors"].([]any)
+		if code != http.StatusBadRequest || len(errs) != 1 || errs[0].(map[string]any)["status"] != 400.0 {
+			t.Errorf("%s: %d %v", name, code, got)
+		}
+	}
+	holdsNothing(t, s, member(1), member(2), member(3), member(4))
+
+	// Four members of 8 VCPU on hosts of their own: rack A has three, so
+	// with min_count 2 the gang is placed with three, in rack A.
+	code, body := apitest.Call(t, s, http.MethodPost, "/claims", "admin",
+		gangBody(11, 4, 8, `"spread": "hosts", "domain": {"member_of": ["`+rackA+`"]}, "min_count": 2`))
+	if code != 200 || body["placed"] != 3.0 || fmt.Sprint(body["unplaced"]) != "["+member(14)+"]" ||
+		len(body["members"].([]any)) != 3 || fmt.Sprint(body["domain"]) != "map[member_of:"+rackA+"]" {
+		t.Fatalf("min_count: %d %v", code, body)
+	}
+	holdsNothing(t, s, member(14))
+	// The same body again is its retry: the first answer.
+	code, again := apitest.Call(t, s, http.MethodPost, "/claims", "admin",
+		gangBody(11, 4, 8, `"spread": "hosts", "domain": {"member_of": ["`+rackA+`"]}, "min_count": 2`))
+	if code != 200 || fmt.Sprint(again) != fmt.Sprint(body) {
+		t.Fatalf("retry of a gang placed in part: %d %v, want %v", code, again, body)
+	}
+
+	// Rack A is full: three members of 4 fall back to the block.
+	code, body = apitest.Call(t, s, http.MethodPost, "/claims", "admin", gangBody(21, 3, 4, rackThenBlock))
+	ds, _ := body["domains"].([]any)
+	if code != 200 || fmt.Sprint(body["domain"]) != "map[member_of:"+block+"]" || body["placed"] != nil || len(ds) != 2 ||
+		ds[0].(map[string]any)["fits"] != 0.0 || ds[1].(map[string]any)["fits"] != 3.0 {
+		t.Fatalf("fallback: %d %v", code, body)
+	}
+	for _, m := range body["members"].([]any) {
+		if root := m.(map[string]any)["root_provider_uuid"]; root != hosts["b0"] && root != hosts["b1"] && root != hosts["b2"] {
+			t.Fatalf("a member of the fallback on %v", root)
+		}
+	}
+
+	// Nothing holds two of 8 VCPU now: 409, saying so for each level.
+	code, body = apitest.Call(t, s, http.MethodPost, "/claims", "admin", gangBody(31, 3, 8, rackThenBlock+`, "min_count": 2`))
+	ecode, detail := apitest.ErrorDetail(body)
+	if code != http.StatusConflict || ecode != fault.CodeNoValidHost ||
+		!strings.Contains(detail, "No domain holds at least 2 of the gang's 3 members: "+rackA+": 0 of 3 fit") ||
+		!strings.Contains(detail, block+": 0 of 3 fit") {
+		t.Fatalf("min_count not met: %d %v", code, body)
+	}
+	holdsNothing(t, s, member(31), member(32), member(33))
+}

@@ -93,6 +93,24 @@ const (
 	// its gang, whose consumer is still there, holds none: the gang was
 	// left partial by a hand edit of the allocations. Report only.
 	AuditPartialGang = "partial_gang"
+	// AuditPreemptedConsumer: a consumer a claim preempted (a record of
+	// GET /preemptions) that exists again without a claim of its own, a
+	// stored claim written after its latest preemption: its allocations
+	// were written back outside claims (PUT /allocations by its agent or
+	// conductor, Nova's heal_allocations), so its instance most likely
+	// still runs where it was preempted from or elsewhere. Reported as
+	// this kind only, never as split_consumer or empty_consumer. Fixed
+	// (AuditFixDeleteConsumer) when it holds nothing; report only
+	// otherwise.
+	AuditPreemptedConsumer = "preempted_consumer"
+	// AuditPreemptibleEmpty: a preemptible stored claim whose consumer
+	// holds nothing and was not preempted (no preemption record since
+	// the claim): its allocations were removed outside Berth's writes
+	// (which delete a consumer they empty), so no preemption record told
+	// its agent to stop it. Reported as this kind only, never as
+	// empty_consumer. Fixed by deleting the consumer and its stored claim
+	// (AuditFixDeleteConsumer).
+	AuditPreemptibleEmpty = "preemptible_empty"
 )
 
 // What a finding's fix does (AuditFix.Action).
@@ -182,7 +200,8 @@ type AuditFinding struct {
 	Kind string
 	// Consumer is the consumer of a consumer kind's finding
 	// (split_consumer, stale_migration, empty_consumer, expired_lease,
-	// partial_gang); nil otherwise.
+	// partial_gang, preempted_consumer, preemptible_empty); nil
+	// otherwise.
 	Consumer *AuditConsumer
 	// Provider is the provider of a provider kind's finding
 	// (stale_provider, over_capacity); nil otherwise. For over_capacity
@@ -200,6 +219,9 @@ type AuditFinding struct {
 	// Move is, for stale_migration, the move claims recorded whose source
 	// the migration consumer holds; nil if none.
 	Move *claimrecords.MoveRecord
+	// Preemption is, for preempted_consumer, the consumer's latest
+	// preemption; nil otherwise.
+	Preemption *AuditPreemption
 	// Since is when the finding's condition began, as far as the ledger
 	// knows: the consumer's last write (split_consumer, empty_consumer),
 	// its creation (stale_migration), the provider's last report
@@ -221,6 +243,14 @@ type AuditConsumer struct {
 	// Type is UnknownConsumerType for a consumer written without one.
 	Type              string
 	ProjectID, UserID string
+}
+
+// AuditPreemption is a consumer's preemption as a finding names it: the
+// consumer of the claim that displaced it, the root provider it was
+// displaced from, and when.
+type AuditPreemption struct {
+	PreemptedBy, RootUUID string
+	PreemptedAt           time.Time
 }
 
 // AuditProvider is a provider of a finding and amounts on it.
@@ -261,6 +291,8 @@ var auditKinds = []auditKind{
 	{name: AuditEmptyConsumer, page: emptyConsumers, fix: fixEmptyConsumer},
 	{name: AuditExpiredLease, page: expiredLeases, fix: fixExpiredLease},
 	{name: AuditPartialGang, page: partialGangs},
+	{name: AuditPreemptedConsumer, page: preemptedConsumers, fix: fixPreemptedConsumer},
+	{name: AuditPreemptibleEmpty, page: preemptibleEmpties, fix: fixPreemptibleEmpty},
 }
 
 // auditKindNamed returns the kind called name.
@@ -416,6 +448,7 @@ SELECT c.id FROM (
 JOIN consumers c ON c.id = m.consumer_id
 WHERE c.consumer_type_id IS DISTINCT FROM (SELECT id FROM consumer_types WHERE name = '` + resources.MigrationConsumerType + `')
   AND c.uuid NOT IN (SELECT consumer_uuid FROM claim_moves UNION ALL SELECT migration_uuid FROM claim_moves)
+  AND NOT ` + preemptedAgain + `
   AND (SELECT min(rp.root_provider_id) <> max(rp.root_provider_id)
        FROM allocations a JOIN resource_providers rp ON rp.id = a.resource_provider_id
        WHERE a.consumer_id = c.id AND NOT ` + isSharing + `)
@@ -430,11 +463,49 @@ WHERE c.id BETWEEN $2 AND $3
   AND EXISTS (SELECT 1 FROM allocations a WHERE a.consumer_id = c.id)
 ORDER BY c.id LIMIT $1`
 
+// emptyConsumersSQL leaves out the empty consumers the preemption kinds
+// report.
 const emptyConsumersSQL = `
 SELECT c.id FROM consumers c
 WHERE c.id BETWEEN $2 AND $3
   AND NOT EXISTS (SELECT 1 FROM allocations a WHERE a.consumer_id = c.id)
+  AND NOT ` + preemptedAgain + `
+  AND NOT EXISTS (SELECT 1 FROM claim_state cs WHERE cs.consumer_uuid = c.uuid AND ` + isPreemptible + `)
 ORDER BY c.id LIMIT $1`
+
+// preemptedAgain is true for the consumer c when a claim preempted it
+// and it has no stored claim written since its latest preemption
+// (preempted_consumer). A preemption deletes its victim's consumer, so
+// such a consumer was written again outside claims.
+const preemptedAgain = `EXISTS (SELECT 1 FROM preemptions p WHERE p.consumer_uuid = c.uuid
+	AND NOT EXISTS (SELECT 1 FROM claim_state cs WHERE cs.consumer_uuid = c.uuid AND cs.created_at > p.preempted_at))`
+
+// isPreemptible is true for the stored claim cs when it is preemptible
+// (the partial index claim_state_preemptible).
+const isPreemptible = `cs.request @> '{"preemptible": true}'`
+
+// preemptedConsumersSQL starts from the preemption records (one index
+// scan), so a cloud that never preempted pays nothing.
+const preemptedConsumersSQL = `
+SELECT c.id FROM (SELECT DISTINCT consumer_uuid FROM preemptions) v
+JOIN consumers c ON c.uuid = v.consumer_uuid
+WHERE c.id BETWEEN $2 AND $3 AND ` + preemptedAgain + `
+ORDER BY c.id LIMIT $1`
+
+// preemptibleEmptiesSQL starts from the preemptible stored claims (the
+// partial index claim_state_preemptible).
+const preemptibleEmptiesSQL = `
+SELECT c.id FROM claim_state cs JOIN consumers c ON c.uuid = cs.consumer_uuid
+WHERE c.id BETWEEN $2 AND $3 AND ` + isPreemptible + `
+  AND NOT EXISTS (SELECT 1 FROM allocations a WHERE a.consumer_id = c.id)
+  AND NOT ` + preemptedAgain + `
+ORDER BY c.id LIMIT $1`
+
+// latestPreemptionsSQL: the latest preemption of each consumer $1.
+const latestPreemptionsSQL = `
+SELECT DISTINCT ON (consumer_uuid) consumer_uuid::text, preempted_by::text, root_provider_uuid::text, preempted_at
+FROM preemptions WHERE consumer_uuid = ANY($1::uuid[])
+ORDER BY consumer_uuid, id DESC`
 
 // expiredLeasesSQL: $4 is the grace. It starts from the stored claims
 // whose lease ran out (the partial index on lease_expires_at), so a page
@@ -620,6 +691,88 @@ func emptyConsumers(ctx context.Context, q core.Querier, a auditArgs) ([]AuditFi
 		f.Detail = fmt.Sprintf("Consumer %s holds no allocations.", c.UUID)
 		f.Fix = AuditFix{Action: AuditFixDeleteConsumer, Detail: "Delete the consumer, which holds nothing " +
 			"(as a write that empties a consumer does)."}
+		out = append(out, f)
+	}
+	return out, nil
+}
+
+// preemptedConsumers reads the page's consumers and their latest
+// preemptions.
+func preemptedConsumers(ctx context.Context, q core.Querier, a auditArgs) ([]AuditFinding, error) {
+	cs, err := consumerKindPage(ctx, q, preemptedConsumersSQL, a)
+	if err != nil || len(cs) == 0 {
+		return nil, err
+	}
+	uuids := make([]string, len(cs))
+	for i, c := range cs {
+		uuids[i] = c.UUID
+	}
+	rows, err := q.Query(ctx, latestPreemptionsSQL, uuids)
+	if err != nil {
+		return nil, err
+	}
+	latest := map[string]AuditPreemption{}
+	var u string
+	var pr AuditPreemption
+	if _, err := pgx.ForEachRow(rows, []any{&u, &pr.PreemptedBy, &pr.RootUUID, &pr.PreemptedAt}, func() error {
+		latest[u] = pr
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	out := make([]AuditFinding, 0, len(cs))
+	for _, c := range cs {
+		pr, ok := latest[c.UUID]
+		if !ok {
+			continue // cannot happen within one transaction: records are kept
+		}
+		f := c.finding(AuditPreemptedConsumer, c.created, a)
+		f.Preemption = &pr
+		was := fmt.Sprintf("Consumer %s was preempted by %s at %s from root provider %s", c.UUID, pr.PreemptedBy,
+			pr.PreemptedAt.UTC().Format(time.RFC3339), pr.RootUUID)
+		if len(c.holdings) == 0 {
+			f.Detail = was + "; its consumer was written again, without allocations and without a claim."
+			f.Fix = AuditFix{Action: AuditFixDeleteConsumer, Detail: "Delete the consumer, which holds nothing " +
+				"(as the preemption did)."}
+			out = append(out, f)
+			continue
+		}
+		roots, names := c.roots()
+		where := "elsewhere"
+		if slices.Contains(roots, pr.RootUUID) {
+			where = "on the root provider it was preempted from"
+		}
+		f.Detail = fmt.Sprintf("%s, and holds allocations again (%s: %s) written outside claims: its instance "+
+			"was probably never stopped, and runs %s.", was, plural(len(names), "root provider"), strings.Join(names, ", "), where)
+		f.Fix = AuditFix{Action: AuditFixReportOnly, Detail: "Whether the instance should run is its owner's to say: " +
+			"stop it and delete its allocations (DELETE /allocations/" + c.UUID + "), or claim it anew (POST /claims " +
+			"with its consumer_uuid and consumer_generation) to make it a claim of Berth's again."}
+		out = append(out, f)
+	}
+	return out, nil
+}
+
+// plural is "n noun" or "n nouns".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+func preemptibleEmpties(ctx context.Context, q core.Querier, a auditArgs) ([]AuditFinding, error) {
+	cs, err := consumerKindPage(ctx, q, preemptibleEmptiesSQL, a)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]AuditFinding, 0, len(cs))
+	for _, c := range cs {
+		f := c.finding(AuditPreemptibleEmpty, c.updated, a)
+		f.Detail = fmt.Sprintf("Consumer %s has a preemptible claim but holds nothing, and no claim preempted it: "+
+			"its allocations were removed outside claims, and GET /preemptions never named it.", c.UUID)
+		f.Fix = AuditFix{Action: AuditFixDeleteConsumer, Detail: "Delete the consumer and its stored claim, which hold " +
+			"nothing, once its instance is known to be stopped (nothing told its agent to stop it); if it still runs, " +
+			"claim it again instead (POST /claims with its consumer_uuid and consumer_generation)."}
 		out = append(out, f)
 	}
 	return out, nil

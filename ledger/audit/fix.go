@@ -16,8 +16,9 @@ import (
 // is a finding by the very rule that listed it) and applies the fix the
 // finding names, or refuses and changes nothing. Only consumer kinds
 // with a safe fix have one (auditKind.fix): stale_migration (confirm the
-// move), empty_consumer (delete the row) and expired_lease (release the
-// claim).
+// move), empty_consumer (delete the row), expired_lease (release the
+// claim), and preempted_consumer and preemptible_empty when the consumer
+// holds nothing (delete the row, and the stored claim with it).
 
 // AuditFixParams names the finding to fix as a page listed it.
 type AuditFixParams struct {
@@ -138,6 +139,26 @@ func fixStaleMigration(ctx context.Context, t *core.Txn, id string, p AuditFixPa
 // fixEmptyConsumer deletes the consumer id, which holds nothing.
 func fixEmptyConsumer(ctx context.Context, t *core.Txn, id string, p AuditFixParams) (AuditFinding, error) {
 	f, row, err := recheckConsumer(ctx, t, auditKind{name: AuditEmptyConsumer, page: emptyConsumers}, id, p, []string{id})
+	if err != nil {
+		return AuditFinding{}, err
+	}
+	return f, resources.DeleteConsumer(ctx, t, row.ID)
+}
+
+// fixPreemptedConsumer deletes the consumer id, preempted and written
+// again without allocations.
+func fixPreemptedConsumer(ctx context.Context, t *core.Txn, id string, p AuditFixParams) (AuditFinding, error) {
+	f, row, err := recheckConsumer(ctx, t, auditKind{name: AuditPreemptedConsumer, page: preemptedConsumers}, id, p, []string{id})
+	if err != nil {
+		return AuditFinding{}, err
+	}
+	return f, resources.DeleteConsumer(ctx, t, row.ID)
+}
+
+// fixPreemptibleEmpty deletes the consumer id, which holds nothing, and
+// with it its stored claim (the foreign key).
+func fixPreemptibleEmpty(ctx context.Context, t *core.Txn, id string, p AuditFixParams) (AuditFinding, error) {
+	f, row, err := recheckConsumer(ctx, t, auditKind{name: AuditPreemptibleEmpty, page: preemptibleEmpties}, id, p, []string{id})
 	if err != nil {
 		return AuditFinding{}, err
 	}

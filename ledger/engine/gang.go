@@ -44,6 +44,11 @@ type GangParams struct {
 	// MaxSteps bounds each distinct request's search in engine steps,
 	// summed over every domain; 0 means DefaultCapacitySteps.
 	MaxSteps int
+	// MinCount, when above 0, makes a domain that holds at least that
+	// many members (not all) acceptable too: Keep then counts the
+	// acceptable domains, which get the placed members' allocations.
+	// 0 means every member.
+	MinCount int
 }
 
 // Gang is the answer to GangParams.
@@ -54,8 +59,9 @@ type Gang struct {
 	// most members placed first, then in the request's order.
 	Domains []GangDomain
 	// Complete is how many of Domains, the first ones, hold the whole
-	// gang.
-	Complete int
+	// gang; Acceptable how many, the first ones, hold it whole or hold at
+	// least GangParams.MinCount members (Complete without a MinCount).
+	Complete, Acceptable int
 	// Truncated is set when a search ran out of steps: some domain may
 	// hold more than it says.
 	Truncated bool
@@ -81,14 +87,17 @@ type GangDomain struct {
 	// the gang makes of empty hosts).
 	RootsUsed    int
 	EmptyStarted int
-	// Members, for the first GangParams.Keep complete domains, are where
-	// each member goes, in the order of GangParams.Members.
+	// Members, for the first GangParams.Keep acceptable domains, are
+	// where each member placed goes, in the order of GangParams.Members
+	// (all of them for a complete domain).
 	Members []GangMember
 }
 
 // GangMember is one member's place: its root and its allocation
 // request.
 type GangMember struct {
+	// Member is the member's index in GangParams.Members.
+	Member   int
 	Root     string
 	RootName string
 	Request  AllocationRequest
@@ -153,10 +162,13 @@ func (s *Snapshot) Gang(ctx context.Context, p *GangParams) (*Gang, error) {
 	keep := max(p.Keep, 1)
 	for i := range out.Domains {
 		d := &out.Domains[i]
-		if d.FirstUnplaced >= 0 {
+		if d.FirstUnplaced >= 0 && (gs.minCount == 0 || d.Placed < gs.minCount) {
 			break
 		}
-		out.Complete++
+		if d.FirstUnplaced < 0 {
+			out.Complete++
+		}
+		out.Acceptable++
 		if i < keep {
 			d.Members = gs.members(d.Aggregate, gs.placed[d.Aggregate])
 		} else {
@@ -182,17 +194,20 @@ type gangSearch struct {
 	buf      []int32
 	opens    int
 	placed   map[string][]gangPlace
+	minCount int
 }
 
 // gangPlace is one member's place in a domain's simulation.
 type gangPlace struct {
-	root int32
-	vec  []int32
+	member int
+	root   int32
+	vec    []int32
 }
 
 // newGangSearch resolves p's distinct requests over a scratch snapshot.
 func (s *Snapshot) newGangSearch(ctx context.Context, p *GangParams) (*gangSearch, error) {
-	gs := &gangSearch{base: s, spread: p.Spread, copied: make([]bool, s.provs.len()), placed: map[string][]gangPlace{}}
+	gs := &gangSearch{base: s, spread: p.Spread, copied: make([]bool, s.provs.len()), placed: map[string][]gangPlace{},
+		minCount: p.MinCount}
 	gs.scratch = &Snapshot{names: s.names, provs: s.provs.clone(), idx: s.idx}
 	steps := p.MaxSteps
 	if steps <= 0 {
@@ -303,7 +318,7 @@ func (gs *gangSearch) domain(ctx context.Context, agg string) (GangDomain, error
 				gs.take(vec[si], ra)
 			}
 		}
-		places = append(places, gangPlace{root: dl[pos], vec: vec})
+		places = append(places, gangPlace{member: m, root: dl[pos], vec: vec})
 		d.Placed++
 		if !used[pos] {
 			used[pos] = true
@@ -314,7 +329,7 @@ func (gs *gangSearch) domain(ctx context.Context, agg string) (GangDomain, error
 			}
 		}
 	}
-	if d.FirstUnplaced < 0 {
+	if d.FirstUnplaced < 0 || (gs.minCount > 0 && d.Placed >= gs.minCount) {
 		gs.placed[agg] = places
 	}
 	return d, nil
@@ -441,14 +456,14 @@ func (gs *gangSearch) why(r int, dl []int32, used []bool) map[string]int {
 	return out
 }
 
-// members builds the answer's members of a complete domain's places.
+// members builds the answer's members of an acceptable domain's places.
 func (gs *gangSearch) members(agg string, places []gangPlace) []GangMember {
 	out := make([]GangMember, len(places))
-	for m, pl := range places {
-		e := gs.searches[gs.reqOf[m]]
+	for i, pl := range places {
+		e := gs.searches[gs.reqOf[pl.member]]
 		c := e.result([][]int32{pl.vec}, true)
 		rp := gs.base.provs.at(pl.root)
-		out[m] = GangMember{Root: rp.UUID, RootName: rp.Name, Request: c.Requests[0]}
+		out[i] = GangMember{Member: pl.member, Root: rp.UUID, RootName: rp.Name, Request: c.Requests[0]}
 	}
 	delete(gs.placed, agg)
 	return out

@@ -210,3 +210,34 @@ func cpuTime() time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// TestGangMinCount: with a MinCount, a domain that holds at least that
+// many members is acceptable and gets the placed members, each with its
+// index; complete domains still come first.
+func TestGangMinCount(t *testing.T) {
+	b := rackCloud(2, 4, 16)
+	b.used("h0-2", "VCPU", 12)
+	b.used("h1-0", "VCPU", 12)
+	b.used("h1-1", "VCPU", 12)
+	s := b.build()
+	p := GangParams{Members: members(4, "VCPU:8"), Spread: true, Domains: []string{"rack0", "rack1"}, Keep: 2}
+	if g := mustGang(t, s, p); g.Complete != 0 || g.Acceptable != 0 || g.Domains[0].Members != nil {
+		t.Fatalf("without a min count: %s, complete %d, acceptable %d", renderGang(g), g.Complete, g.Acceptable)
+	}
+	p.MinCount = 2
+	g := mustGang(t, s, p)
+	if got, want := renderGang(g), "rack0=3/4[lacked VCPU 8:1,used by another member (spread hosts):3] rack1=2/4[lacked VCPU 8:2,used by another member (spread hosts):2]"; got != want {
+		t.Fatalf("got %s, want %s", got, want)
+	}
+	if g.Complete != 0 || g.Acceptable != 2 {
+		t.Fatalf("complete %d, acceptable %d", g.Complete, g.Acceptable)
+	}
+	d := g.Domains[0]
+	if len(d.Members) != 3 || d.Members[0].Member != 0 || d.Members[2].Member != 2 || slices.Contains(memberRoots(d), "h0-2") {
+		t.Fatalf("rack0's members: %+v", d.Members)
+	}
+	p.MinCount = 4
+	if g := mustGang(t, s, p); g.Acceptable != 0 {
+		t.Fatalf("min count of every member: acceptable %d", g.Acceptable)
+	}
+}

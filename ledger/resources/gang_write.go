@@ -35,6 +35,11 @@ type GangWriteParams struct {
 	// Quota, when not nil, are the limits the whole gang is checked
 	// against at once (quota_check.go).
 	Quota *quotas.Quota
+	// Requests, when not nil, are what the gang's retries are answered
+	// from (claimrecords.WriteRequest), written with the allocations so
+	// that they exist exactly when the gang was written; nil entries are
+	// skipped.
+	Requests []*claimrecords.ClaimRequest
 }
 
 // GangWrite writes p in one transaction (see the top of this file). Like
@@ -52,6 +57,11 @@ func (s *Allocations) GangWrite(ctx context.Context, p GangWriteParams) error {
 		for i, w := range p.States {
 			m := &p.Members[i]
 			if err := claimrecords.WriteState(ctx, t, m.ConsumerUUID, m.Generation != nil, w); err != nil {
+				return err
+			}
+		}
+		for _, r := range p.Requests {
+			if err := claimrecords.WriteRequest(ctx, t, r); err != nil {
 				return err
 			}
 		}

@@ -89,3 +89,42 @@ func TestGangWriteIsAtomic(t *testing.T) {
 	}
 	f.checkUsages()
 }
+
+// TestGangWriteRecordsRequests: the records a gang's retries are answered
+// from are written in the gang's transaction: none for a gang refused,
+// each member's for a gang written.
+func TestGangWriteRecordsRequests(t *testing.T) {
+	f := newFixture(t)
+	a := f.Provider("a", ledgertest.Inv("VCPU", 8))
+	gang := func(vcpu int64) ([]resources.ConsumerAllocations, []*claimrecords.ClaimRequest) {
+		ms := []resources.ConsumerAllocations{ledgertest.NewClaim(uuid.NewString(), a, ledgertest.Res("VCPU", 4)),
+			ledgertest.NewClaim(uuid.NewString(), a, ledgertest.Res("VCPU", vcpu))}
+		var reqs []*claimrecords.ClaimRequest
+		for i := range ms {
+			ms[i].ProjectID, ms[i].UserID = "p", "u"
+			reqs = append(reqs, &claimrecords.ClaimRequest{ConsumerUUID: ms[i].ConsumerUUID, Op: "gang", Fingerprint: []byte{1, byte(i)},
+				Request: []byte(`{"members": 2}`), Result: []byte(`{"member": ` + string(rune('0'+i)) + `}`), Generation: 1})
+		}
+		return ms, reqs
+	}
+
+	ms, reqs := gang(5) // 9 VCPU on 8: refused
+	ledgertest.Rejection(t, f.Store.Allocations.GangWrite(f.Ctx, resources.GangWriteParams{ID: uuid.NewString(), Members: ms, Requests: reqs}), fault.ErrConflict)
+	for _, m := range ms {
+		if r, err := f.Store.Claims.ClaimRequestGet(f.Ctx, m.ConsumerUUID, "gang"); err != nil || r != nil {
+			t.Fatalf("a refused gang recorded %+v (%v)", r, err)
+		}
+	}
+
+	ms, reqs = gang(4)
+	if err := f.Store.Allocations.GangWrite(f.Ctx, resources.GangWriteParams{ID: uuid.NewString(), Members: ms, Requests: reqs}); err != nil {
+		t.Fatal(err)
+	}
+	for i, m := range ms {
+		r, err := f.Store.Claims.ClaimRequestConfirmed(f.Ctx, m.ConsumerUUID, "gang")
+		if err != nil || r == nil || string(r.Fingerprint) != string([]byte{1, byte(i)}) || r.Generation != 1 ||
+			string(r.Result) != `{"member": `+string(rune('0'+i))+`}` {
+			t.Fatalf("member %d's record %+v (%v)", i, r, err)
+		}
+	}
+}

@@ -63,7 +63,10 @@ has not reported its state for --state-age), over_capacity (more allocated
 than an inventory lowered since allows), empty_consumer (a consumer without
 allocations), expired_lease (a claim whose lease ran out over a minute ago
 and still holds allocations), partial_gang (a gang's member that holds
-allocations while another member holds none). FIX says what --fix would do: confirm_move (a
+allocations while another member holds none), preempted_consumer (a consumer
+a claim preempted that holds allocations again without a claim: its instance
+probably still runs), preemptible_empty (a preemptible claim whose consumer
+holds nothing though no claim preempted it). FIX says what --fix would do: confirm_move (a
 stale move of Berth's claims whose instance is settled), delete_consumer,
 release_lease (as the lease reaper would), or report_only.
 
