@@ -19,10 +19,13 @@ type GangRequest struct {
 	Spread string `json:"spread,omitempty"`
 	// Domain, if set, puts every member inside one of these aggregates,
 	// the same one.
-	Domain       *GangDomainRequest `json:"domain,omitempty"`
-	DryRun       bool               `json:"dry_run,omitempty"`
-	LeaseSeconds *int64             `json:"lease_seconds,omitempty"`
-	MaxAttempts  int                `json:"max_attempts,omitempty"`
+	Domain *GangDomainRequest `json:"domain,omitempty"`
+	// MinCount, when no domain holds the whole gang, places as many
+	// members as one domain holds, at least MinCount (0: all or none).
+	MinCount     int    `json:"min_count,omitempty"`
+	DryRun       bool   `json:"dry_run,omitempty"`
+	LeaseSeconds *int64 `json:"lease_seconds,omitempty"`
+	MaxAttempts  int    `json:"max_attempts,omitempty"`
 }
 
 // GangMember is one member of a gang: its consumer and what it asks for,
@@ -36,8 +39,16 @@ type GangMember struct {
 	Groups       map[string]RequestGroup `json:"groups,omitempty"`
 }
 
-// GangDomainRequest names the aggregates a gang may be placed in.
+// GangDomainRequest names the aggregates a gang may be placed in, and
+// the levels tried in order when none of them holds the whole gang
+// (e.g. racks, then blocks).
 type GangDomainRequest struct {
+	MemberOf []string          `json:"member_of"`
+	Fallback []GangDomainLevel `json:"fallback,omitempty"`
+}
+
+// GangDomainLevel is one fallback level of a gang's domain.
+type GangDomainLevel struct {
 	MemberOf []string `json:"member_of"`
 }
 
