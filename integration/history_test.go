@@ -214,6 +214,8 @@ type histRig struct {
 	claims   []*histClaim
 	failures []string
 	counts   map[string]int
+
+	spot *spotRig // the second workload: preemption and gangs (history_spot_test.go)
 }
 
 // histClaim is what a client believes about one consumer.
@@ -263,6 +265,7 @@ func newHistRig(t *testing.T, dbURLs []string) *histRig {
 		b.must(t, 200, "PUT", "/resource_providers/"+rp+"/inventories", "", map[string]any{
 			"resource_provider_generation": 0, "inventories": map[string]any{"VCPU": map[string]any{"total": histTotal}}}, nil)
 	}
+	r.setupSpot()
 	r.start = time.Now()
 	return r
 }
@@ -647,6 +650,10 @@ func (r *histRig) run(warmup, after time.Duration, faults func()) {
 		wg.Add(1)
 		go func() { defer wg.Done(); r.histClient(ci, stop) }()
 	}
+	for ci := range spotClients {
+		wg.Add(1)
+		go func() { defer wg.Done(); r.spotClient(ci, stop) }()
+	}
 	time.Sleep(warmup)
 	faults()
 	time.Sleep(after)
@@ -681,10 +688,10 @@ func (r *histRig) kill(i int, down time.Duration) {
 // checks the invariants there, and the history with Porcupine.
 func (r *histRig) check(dbURL string) {
 	t := r.t
+	r.checkDatabase(dbURL)
 	for _, f := range r.failures {
 		t.Error(f)
 	}
-	r.checkDatabase(dbURL)
 	res, info := porcupine.CheckOperationsVerbose(histModel.ToModel(), r.ops, time.Minute)
 	byKind := map[string]int{}
 	for _, op := range r.ops {
@@ -772,6 +779,26 @@ func (r *histRig) checkDatabase(dbURL string) {
 		}
 	}
 	t.Logf("claims by final state: %v", states)
+
+	spot := map[string]spotHeld{}
+	for _, rp := range r.spot.rps {
+		_, allocs, err := store.Allocations.AllocationsByProvider(ctx, rp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var used int64
+		for _, a := range allocs {
+			if _, dup := spot[a.ConsumerUUID]; dup {
+				t.Errorf("consumer %s holds more than one allocation", a.ConsumerUUID)
+			}
+			spot[a.ConsumerUUID] = spotHeld{rp, a.Used}
+			used += a.Used
+		}
+		if used > spotTotal { // no inventory write lowers these
+			t.Errorf("provider %s: %d slots used of %d", rp, used, spotTotal)
+		}
+	}
+	r.checkSpot(0, spot)
 }
 
 // histDuration is how long the clients run after the faults: short in
