@@ -128,7 +128,7 @@ func (r *histRig) spotClient(ci int, stop <-chan struct{}) {
 			if c := r.spotSingle(rng, ci, -2+rng.Int64N(2), true, 1); c.state == claimHeld {
 				held = append(held, c)
 			}
-		case k < 45:
+		case k < 40:
 			if c := r.spotSingle(rng, ci, -1+rng.Int64N(3), false, 1+rng.Int64N(2)); c.state == claimHeld {
 				held = append(held, c)
 			}
@@ -140,7 +140,7 @@ func (r *histRig) spotClient(ci int, stop <-chan struct{}) {
 			i := rng.IntN(len(held))
 			r.spotFree(rng, held[i])
 			held = slices.Delete(held, i, i+1)
-		case k < 82 && len(gangs) > 0:
+		case k < 79 && len(gangs) > 0:
 			i := rng.IntN(len(gangs))
 			g := gangs[i]
 			gangs = slices.Delete(gangs, i, i+1)
