@@ -470,31 +470,41 @@ func (r *histRig) checkSpot(via int, held map[string]spotHeld) {
 		}
 		time.Sleep(300 * time.Millisecond)
 	}
+	problems, summary := s.verify(entries, held)
+	for _, p := range problems {
+		t.Error(p)
+	}
+	t.Log(summary)
+}
+
+// verify checks the second workload's record against the feed's entries
+// and what the hosts hold (consumer -> host and slots) once the clients
+// stopped, and returns what is wrong, and a summary.
+func (s *spotRig) verify(entries []spotEntry, held map[string]spotHeld) (problems []string, summary string) {
+	bad := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
 	feed := map[string]spotEntry{}
 	for _, e := range entries {
 		if prev, twice := feed[e.ConsumerUUID]; twice {
-			t.Errorf("consumer %s preempted twice: by %s (id %d) and by %s (id %d)", e.ConsumerUUID, prev.PreemptedBy, prev.ID, e.PreemptedBy, e.ID)
+			bad("consumer %s preempted twice: by %s (id %d) and by %s (id %d)", e.ConsumerUUID, prev.PreemptedBy, prev.ID, e.PreemptedBy, e.ID)
 		}
 		feed[e.ConsumerUUID] = e
 		v, by := s.consumers[e.ConsumerUUID], s.consumers[e.PreemptedBy]
 		switch {
 		case v == nil || by == nil:
-			t.Errorf("preemption %d: %s by %s, not this workload's claims", e.ID, e.ConsumerUUID, e.PreemptedBy)
+			bad("preemption %d: %s by %s, not this workload's claims", e.ID, e.ConsumerUUID, e.PreemptedBy)
 		case !v.preemptible || v.priority >= by.priority || e.Priority != v.priority || e.PreemptorPriority != by.priority:
-			t.Errorf("preemption %d: %s (preemptible %v, priority %d) by %s (priority %d); the feed says %d by %d",
+			bad("preemption %d: %s (preemptible %v, priority %d) by %s (priority %d); the feed says %d by %d",
 				e.ID, v.consumer, v.preemptible, v.priority, by.consumer, by.priority, e.Priority, e.PreemptorPriority)
 		case s.refusedBy[e.PreemptedBy]:
-			t.Errorf("preemption %d: %s by %s, a claim answered 409", e.ID, e.ConsumerUUID, e.PreemptedBy)
-		case by.state == claimRefused:
-			t.Errorf("preemption %d: by %s, which holds nothing by its answer", e.ID, e.PreemptedBy)
+			bad("preemption %d: %s by %s, a claim answered 409", e.ID, e.ConsumerUUID, e.PreemptedBy)
 		}
 		if h, ok := held[e.ConsumerUUID]; ok {
-			t.Errorf("preempted consumer %s (by %s) still holds %d slots on %s", e.ConsumerUUID, e.PreemptedBy, h.used, h.rp)
+			bad("preempted consumer %s (by %s) still holds %d slots on %s", e.ConsumerUUID, e.PreemptedBy, h.used, h.rp)
 		}
 	}
 	for v, pv := range s.victims {
 		if e, ok := feed[v]; !ok || e.PreemptedBy != pv.by.consumer || e.RootProviderUUID != pv.by.rp {
-			t.Errorf("victim %s of %s's answered preemption: the feed has %+v (present %v)", v, pv.by.consumer, e, ok)
+			bad("victim %s of %s's answered preemption: the feed has %+v (present %v)", v, pv.by.consumer, e, ok)
 		}
 	}
 	states := map[string]int{}
@@ -507,14 +517,14 @@ func (r *histRig) checkSpot(via int, held map[string]spotHeld) {
 		_, preempted := feed[c.consumer]
 		switch {
 		case c.state == claimHeld && !preempted && (!ok || h.rp != c.rp || h.used != c.slots):
-			t.Errorf("acknowledged claim %s (priority %d, preemptible %v): the database holds %+v (present %v), want %d slots on %s",
+			bad("acknowledged claim %s (priority %d, preemptible %v): the database holds %+v (present %v), want %d slots on %s",
 				c.consumer, c.priority, c.preemptible, h, ok, c.slots, c.rp)
 		case (c.state == claimRefused || c.state == claimFreed) && ok:
-			t.Errorf("%s claim %s: the database holds %+v", c.state, c.consumer, h)
+			bad("%s claim %s: the database holds %+v", c.state, c.consumer, h)
 		case c.gone404 && !preempted:
-			t.Errorf("claim %s: its delete found it gone, and it was not preempted", c.consumer)
+			bad("claim %s: its delete found it gone, and it was not preempted", c.consumer)
 		case ok && h.used != c.slots:
-			t.Errorf("claim %s of %d slots: the database holds %+v", c.consumer, c.slots, h)
+			bad("claim %s of %d slots: the database holds %+v", c.consumer, c.slots, h)
 		}
 	}
 	gangs := map[string]int{}
@@ -525,32 +535,33 @@ func (r *histRig) checkSpot(via int, held map[string]spotHeld) {
 			if h, ok := held[m.consumer]; ok {
 				roots = append(roots, h.rp)
 				if h.used != 1 || g.state == claimHeld && h.rp != m.rp {
-					t.Errorf("gang %d: member %s holds %+v, answered 1 slot on %s", g.id, m.consumer, h, m.rp)
+					bad("gang %d: member %s holds %+v, answered 1 slot on %s", g.id, m.consumer, h, m.rp)
 				}
 			}
 			if _, ok := feed[m.consumer]; ok {
-				t.Errorf("gang %d: member %s (not preemptible) was preempted", g.id, m.consumer)
+				bad("gang %d: member %s (not preemptible) was preempted", g.id, m.consumer)
 			}
 		}
 		switch {
 		case g.state == claimFreeing:
 			// Some members' deletes lost their answers: no longer a gang.
 		case g.state == claimHeld && len(roots) != len(g.members), g.state == claimLost && len(roots) != 0 && len(roots) != len(g.members):
-			t.Errorf("gang %d (%s): %d of its %d members hold slots: a partial gang", g.id, g.state, len(roots), len(g.members))
+			bad("gang %d (%s): %d of its %d members hold slots: a partial gang", g.id, g.state, len(roots), len(g.members))
 		case (g.state == claimRefused || g.state == claimFreed) && len(roots) != 0:
-			t.Errorf("gang %d (%s): %d members hold slots", g.id, g.state, len(roots))
+			bad("gang %d (%s): %d members hold slots", g.id, g.state, len(roots))
 		case len(roots) == len(g.members):
 			rack := g.rack
 			if rack == "" { // a lost answer: the rack of its first member
 				rack = spotRacks[slices.Index(s.rps, roots[0])/2]
 			}
 			if msg := s.gangPlaced(g, rack, roots); msg != "" {
-				t.Errorf("gang %d (%s) in the database: %s", g.id, g.state, msg)
+				bad("gang %d (%s) in the database: %s", g.id, g.state, msg)
 			}
 		}
 	}
-	t.Logf("preemption and gangs: %d preempted (%d victims answered), claims by final state %v, gangs by final state %v, reads %v",
+	summary = fmt.Sprintf("preemption and gangs: %d preempted (%d victims answered), claims by final state %v, gangs by final state %v, reads %v",
 		len(entries), len(s.victims), states, gangs, s.reads)
+	return problems, summary
 }
 
 // spotHeld is what a consumer holds on the second workload's hosts.
