@@ -42,6 +42,8 @@ import (
 // acknowledged claim held exactly once, nothing held that was refused or
 // freed. A write whose answer was lost (a killed berthd, a 503) may or
 // may not have happened: the model allows both, from its call on.
+// Beside it runs a second workload, preemption and gangs, on hosts of
+// its own and with checks of its own (history_spot_test.go).
 //
 // The short runs are part of the suite; scripts/history-soak.sh runs them
 // for longer (BERTH_HISTORY_SECONDS, BERTH_HISTORY_ROUNDS), with the
