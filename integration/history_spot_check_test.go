@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -44,6 +45,20 @@ func TestHistorySpotChecker(t *testing.T) {
 	s, entries, held := fixture()
 	if problems, _ := s.verify(entries, held); len(problems) != 0 {
 		t.Fatalf("a history that keeps every invariant: %q", problems)
+	}
+	// A rejected history is saved with the second workload's record.
+	s.feedAtEnd, s.heldAtEnd = entries, held
+	raw, err := histFile{Test: t.Name(), Spot: s.record()}.marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f histFile
+	if err := json.Unmarshal(raw, &f); err != nil || f.Spot == nil {
+		t.Fatalf("the saved history %s: %v", raw, err)
+	}
+	if len(f.Spot.Consumers) != len(s.consumers) || len(f.Spot.Gangs) != 2 || f.Spot.Victims["v"].By != "p" ||
+		len(f.Spot.Feed) != 1 || f.Spot.Held["g2"].RP != rp(1) {
+		t.Errorf("the saved record: %+v", f.Spot)
 	}
 	for _, c := range []struct {
 		name, want string

@@ -94,6 +94,9 @@ type spotRig struct {
 	gangs     []*spotGang
 	refusedBy map[string]bool // claims answered 409: they displaced nobody
 	reads     map[string]int
+	// Once the clients stopped: the feed, and what the hosts held.
+	feedAtEnd []spotEntry
+	heldAtEnd map[string]spotHeld
 }
 
 // setupSpot makes the second workload's hosts and racks through b.
@@ -470,6 +473,9 @@ func (r *histRig) checkSpot(via int, held map[string]spotHeld) {
 		}
 		time.Sleep(300 * time.Millisecond)
 	}
+	s.mu.Lock()
+	s.feedAtEnd, s.heldAtEnd = entries, held
+	s.mu.Unlock()
 	problems, summary := s.verify(entries, held)
 	for _, p := range problems {
 		t.Error(p)
@@ -507,13 +513,16 @@ func (s *spotRig) verify(entries []spotEntry, held map[string]spotHeld) (problem
 			bad("victim %s of %s's answered preemption: the feed has %+v (present %v)", v, pv.by.consumer, e, ok)
 		}
 	}
-	states := map[string]int{}
+	states, settled := map[string]int{}, map[string]int{}
 	for _, c := range s.consumers {
 		if c.gang != nil {
 			continue
 		}
 		states[c.state]++
 		h, ok := held[c.consumer]
+		if c.state == claimLost {
+			settled[fmt.Sprintf("claims lost, held %v", ok)]++
+		}
 		_, preempted := feed[c.consumer]
 		switch {
 		case c.state == claimHeld && !preempted && (!ok || h.rp != c.rp || h.used != c.slots):
@@ -542,6 +551,9 @@ func (s *spotRig) verify(entries []spotEntry, held map[string]spotHeld) (problem
 				bad("gang %d: member %s (not preemptible) was preempted", g.id, m.consumer)
 			}
 		}
+		if g.state == claimLost {
+			settled[fmt.Sprintf("gangs lost, members held %d of %d", len(roots), len(g.members))]++
+		}
 		switch {
 		case g.state == claimFreeing:
 			// Some members' deletes lost their answers: no longer a gang.
@@ -559,8 +571,8 @@ func (s *spotRig) verify(entries []spotEntry, held map[string]spotHeld) (problem
 			}
 		}
 	}
-	summary = fmt.Sprintf("preemption and gangs: %d preempted (%d victims answered), claims by final state %v, gangs by final state %v, reads %v",
-		len(entries), len(s.victims), states, gangs, s.reads)
+	summary = fmt.Sprintf("preemption and gangs: %d preempted (%d victims answered), claims by final state %v, gangs by final state %v, lost answers settled %v, reads %v",
+		len(entries), len(s.victims), states, gangs, settled, s.reads)
 	return problems, summary
 }
 

@@ -716,6 +716,13 @@ func (r *histRig) check(dbURL string) {
 	case porcupine.Unknown:
 		t.Errorf("the linearizability check did not finish in its time")
 	}
+	if res != porcupine.Illegal && t.Failed() {
+		saved, err := r.save()
+		if err != nil {
+			saved = "not saved: " + err.Error()
+		}
+		t.Logf("the history is recorded in %s, with the berthd logs beside it", saved)
+	}
 }
 
 // checkDatabase checks the claims against the database: every one
