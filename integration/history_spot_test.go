@@ -3,6 +3,7 @@ package integration
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"net/http"
 	"slices"
@@ -79,6 +80,17 @@ type spotGang struct {
 	rack    string // the rack answered, when held
 }
 
+// spotPlaced is a gang as its answer placed it, for the reads of its
+// members' stored claims: when the answer came, and when its client
+// began to free it (math.MaxInt64: never).
+type spotPlaced struct {
+	id                int
+	rack              string
+	members           []*spotClaim
+	roots             []string
+	answered, freeing int64
+}
+
 // spotVictim is one victim an acknowledged preemption named.
 type spotVictim struct {
 	by       *spotClaim
@@ -94,6 +106,7 @@ type spotRig struct {
 	gangs     []*spotGang
 	refusedBy map[string]bool // claims answered 409: they displaced nobody
 	reads     map[string]int
+	placed    []*spotPlaced // the gangs answered 200, for the reads
 	// Once the clients stopped: the feed, and what the hosts held.
 	feedAtEnd []spotEntry
 	heldAtEnd map[string]spotHeld
@@ -148,6 +161,7 @@ func (r *histRig) spotClient(ci int, stop <-chan struct{}) {
 			g := gangs[i]
 			gangs = slices.Delete(gangs, i, i+1)
 			g.state = claimFreeing // until every member's delete answered
+			r.spot.freeing(g.id, r.now())
 			freed := true
 			for _, m := range g.members {
 				r.spotFree(rng, m)
@@ -156,8 +170,10 @@ func (r *histRig) spotClient(ci int, stop <-chan struct{}) {
 			if freed {
 				g.state = claimFreed
 			}
-		case k < 91:
+		case k < 86:
 			r.readVictim(rng)
+		case k < 91:
+			r.readGangMember(rng)
 		default:
 			r.readFeed(rng.IntN(histProcs))
 		}
@@ -302,6 +318,10 @@ func (r *histRig) spotGangClaim(rng *rand.Rand, ci int) *spotGang {
 		if msg := r.spot.gangPlaced(g, g.rack, memberRoots(g)); msg != "" {
 			r.failf("gang %d answered: %s: %s", g.id, msg, a.body)
 		}
+		r.spot.mu.Lock()
+		r.spot.placed = append(r.spot.placed, &spotPlaced{id: g.id, rack: g.rack, answered: r.now(), freeing: math.MaxInt64,
+			members: slices.Clone(g.members), roots: memberRoots(g)})
+		r.spot.mu.Unlock()
 		r.count("gang placed")
 	case !a.lost():
 		if a.status != http.StatusConflict {
@@ -584,4 +604,69 @@ type spotHeld struct {
 
 func (h spotHeld) String() string {
 	return fmt.Sprintf("%d on %s", h.used, strings.TrimPrefix(h.rp, "b3300000-"))
+}
+
+// freeing notes that gang id's client began to free it at now.
+func (s *spotRig) freeing(id int, now int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, p := range s.placed {
+		if p.id == id {
+			p.freeing = now
+		}
+	}
+}
+
+// readGangMember reads the stored claim of a member of a gang answered
+// 200: a read begun after that answer and before its client began to
+// free the gang must show the member holding its slot on the host
+// answered, in the gang, in the rack answered.
+func (r *histRig) readGangMember(rng *rand.Rand) {
+	s := r.spot
+	s.mu.Lock()
+	if len(s.placed) == 0 {
+		s.mu.Unlock()
+		return
+	}
+	p := s.placed[rng.IntN(len(s.placed))]
+	i := rng.IntN(len(p.members))
+	member, root := p.members[i].consumer, p.roots[i]
+	s.mu.Unlock()
+	via := rng.IntN(histProcs)
+	call := r.now()
+	a := r.do(via, "GET", "/claims/"+member, nil)
+	var doc struct {
+		State            string                    `json:"state"`
+		RootProviderUUID *string                   `json:"root_provider_uuid"`
+		Allocations      map[string]map[string]any `json:"allocations"`
+		Gang             *struct {
+			Domain *struct {
+				MemberOf string `json:"member_of"`
+			} `json:"domain"`
+			Members []string `json:"members"`
+		} `json:"gang"`
+	}
+	s.mu.Lock()
+	freeing := p.freeing
+	s.mu.Unlock()
+	if call < p.answered || call >= freeing || a.lost() {
+		return
+	}
+	if a.status != http.StatusOK || json.Unmarshal(a.body, &doc) != nil {
+		r.unreadable(via, "GET /claims/{member}", a)
+		return
+	}
+	s.mu.Lock()
+	s.reads["gang member"]++
+	s.mu.Unlock()
+	var names []string
+	for _, m := range p.members {
+		names = append(names, m.consumer)
+	}
+	_, onRoot := doc.Allocations[root]
+	if doc.State == "preempted" || doc.RootProviderUUID == nil || *doc.RootProviderUUID != root || !onRoot || len(doc.Allocations) != 1 ||
+		doc.Gang == nil || doc.Gang.Domain == nil || doc.Gang.Domain.MemberOf != p.rack || !slices.Equal(doc.Gang.Members, names) {
+		r.failf("GET /claims/%s through berthd %d, begun %d ms after its gang %d was answered (on %s, in %s, members %v): %s",
+			member, via, (call-p.answered)/1e6, p.id, root, p.rack, names, a.body)
+	}
 }
