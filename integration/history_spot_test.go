@@ -140,23 +140,23 @@ func (r *histRig) spotClient(ci int, stop <-chan struct{}) {
 		default:
 		}
 		switch k := rng.IntN(100); {
-		case k < 25:
+		case k < 15:
 			if c := r.spotSingle(rng, ci, -2+rng.Int64N(2), true, 1); c.state == claimHeld {
 				held = append(held, c)
 			}
-		case k < 40:
+		case k < 30:
 			if c := r.spotSingle(rng, ci, -1+rng.Int64N(3), false, 1+rng.Int64N(2)); c.state == claimHeld {
 				held = append(held, c)
 			}
-		case k < 60:
+		case k < 55:
 			if g := r.spotGangClaim(rng, ci); g.state == claimHeld {
 				gangs = append(gangs, g)
 			}
-		case k < 75 && len(held) > 0:
+		case k < 72 && len(held) > 0:
 			i := rng.IntN(len(held))
 			r.spotFree(rng, held[i])
 			held = slices.Delete(held, i, i+1)
-		case k < 79 && len(gangs) > 0:
+		case k < 76 && len(gangs) > 0:
 			i := rng.IntN(len(gangs))
 			g := gangs[i]
 			gangs = slices.Delete(gangs, i, i+1)
@@ -170,9 +170,9 @@ func (r *histRig) spotClient(ci int, stop <-chan struct{}) {
 			if freed {
 				g.state = claimFreed
 			}
-		case k < 86:
+		case k < 84:
 			r.readVictim(rng)
-		case k < 91:
+		case k < 92:
 			r.readGangMember(rng)
 		default:
 			r.readFeed(rng.IntN(histProcs))
@@ -659,13 +659,13 @@ func (r *histRig) readGangMember(rng *rand.Rand) {
 	s.mu.Lock()
 	s.reads["gang member"]++
 	s.mu.Unlock()
-	var names []string
+	var names []string // the gang's members, in any order
 	for _, m := range p.members {
 		names = append(names, m.consumer)
 	}
 	_, onRoot := doc.Allocations[root]
 	if doc.State == "preempted" || doc.RootProviderUUID == nil || *doc.RootProviderUUID != root || !onRoot || len(doc.Allocations) != 1 ||
-		doc.Gang == nil || doc.Gang.Domain == nil || doc.Gang.Domain.MemberOf != p.rack || !slices.Equal(doc.Gang.Members, names) {
+		doc.Gang == nil || doc.Gang.Domain == nil || doc.Gang.Domain.MemberOf != p.rack || !slices.Equal(slices.Sorted(slices.Values(doc.Gang.Members)), slices.Sorted(slices.Values(names))) {
 		r.failf("GET /claims/%s through berthd %d, begun %d ms after its gang %d was answered (on %s, in %s, members %v): %s",
 			member, via, (call-p.answered)/1e6, p.id, root, p.rack, names, a.body)
 	}
