@@ -621,9 +621,8 @@ func (s *spotRig) freeing(id int, now int64) {
 // 200: a read begun after that answer and answered before its client
 // began to free the gang must show the member holding its slot on the
 // host answered, in the gang, in the rack answered. (A read that a
-// member's delete overtakes is not judged: GET /claims/{consumer} reads
-// the stored claim, the allocations and the gang in three statements, and
-// may answer the claim without its allocations.)
+// delete overtakes is not judged: it may answer no claim, or a gang
+// without the members already deleted.)
 func (r *histRig) readGangMember(rng *rand.Rand) {
 	s := r.spot
 	s.mu.Lock()
