@@ -82,21 +82,43 @@ type Stored struct {
 // consumer that no claim placed (none,
 // or one whose allocations were written through the Placement API) is
 // fault.ErrNotFound with CodeNoClaim.
+//
+// The stored claim, the allocations and the gang are three reads: the
+// stored claim is read again after the others, and the answer is given
+// only if it is the same row, unchanged (a delete or a preemption that
+// came between would have deleted it; a write of the claim, changed it),
+// else all is read again, up to storedReads times; the last read is
+// answered as it is.
 func (c *Claimer) Stored(ctx context.Context, consumerUUID string) (*Stored, error) {
-	st, err := c.store.Claims.ClaimStateGet(ctx, consumerUUID)
-	if err != nil {
-		return nil, err
-	}
-	if st == nil {
-		if pr, err := preemptedStored(ctx, c.store.Claims, consumerUUID); pr != nil || err != nil {
-			return pr, err
+	for attempt := 1; ; attempt++ {
+		st, err := c.store.Claims.ClaimStateGet(ctx, consumerUUID)
+		if err != nil {
+			return nil, err
 		}
-		return nil, &fault.Error{Kind: fault.ErrNotFound, Code: fault.CodeNoClaim, Msg: fmt.Sprintf(
-			"No claim for consumer '%s': no claim placed it (or its allocations were written through the Placement API).",
-			consumerUUID)}
+		if st == nil {
+			if pr, err := preemptedStored(ctx, c.store.Claims, consumerUUID); pr != nil || err != nil {
+				return pr, err
+			}
+			return nil, &fault.Error{Kind: fault.ErrNotFound, Code: fault.CodeNoClaim, Msg: fmt.Sprintf(
+				"No claim for consumer '%s': no claim placed it (or its allocations were written through the Placement API).",
+				consumerUUID)}
+		}
+		out, err := c.storedWith(ctx, st)
+		if err != nil || attempt == storedReads {
+			return out, err
+		}
+		again, err := c.store.Claims.ClaimStateGet(ctx, consumerUUID)
+		if err != nil {
+			return nil, err
+		}
+		if again != nil && again.CreatedAt.Equal(st.CreatedAt) && again.UpdatedAt.Equal(st.UpdatedAt) {
+			return out, nil
+		}
 	}
-	return c.storedWith(ctx, st)
 }
+
+// storedReads bounds Stored's reads of a claim that changes under it.
+const storedReads = 5
 
 // storedWith is st with what its consumer holds now.
 func (c *Claimer) storedWith(ctx context.Context, st *claimrecords.ClaimState) (*Stored, error) {

@@ -451,3 +451,57 @@ func TestLeaseReaperTelemetry(t *testing.T) {
 type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// TestStoredNotTornByADelete: GET /claims/{consumer} (Stored) read
+// while the consumer's allocations are deleted answers the claim with
+// what it holds, or no claim: never the claim holding nothing (it read
+// the stored claim, then the allocations after the delete). Found by the
+// history checker (integration, issues 40 and 41).
+func TestStoredNotTornByADelete(t *testing.T) {
+	f := newFixture(t)
+	f.provider("torn", 1000)
+	c := f.claimer(`{}`, "")
+	torn := 0
+	for range 150 {
+		p := params(1)
+		if _, err := c.Claim(f.ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		for range 3 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					st, err := c.Stored(f.ctx, p.ConsumerUUID)
+					switch {
+					case fault.HasCode(err, fault.ErrNotFound, fault.CodeNoClaim):
+					case err != nil:
+						t.Error(err)
+					case st.Claim != nil && (len(st.Allocations) == 0 || st.ConsumerGeneration == 0):
+						mu.Lock()
+						if torn++; torn == 1 {
+							t.Errorf("Stored answered the claim of %s (%s) holding %v at generation %d", p.ConsumerUUID, st.Claim.State, st.Allocations, st.ConsumerGeneration)
+						}
+						mu.Unlock()
+					}
+					select {
+					case <-stop:
+						return
+					default:
+					}
+				}
+			}()
+		}
+		if err := f.store.Allocations.AllocationsDelete(f.ctx, p.ConsumerUUID); err != nil {
+			t.Fatal(err)
+		}
+		close(stop)
+		wg.Wait()
+	}
+	if torn > 0 {
+		t.Errorf("%d torn answers", torn)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -23,6 +24,7 @@ type histFile struct {
 	Test    string      `json:"test"`
 	Started time.Time   `json:"started"` // the wall clock at the history's 0
 	Events  []histEvent `json:"events"`
+	Spot    *spotFile   `json:"spot,omitempty"` // before Ops: marshal cuts the head's end
 	Ops     []histOp    `json:"operations"`
 }
 
@@ -86,7 +88,7 @@ func (r *histRig) save() (string, error) {
 		dir = os.TempDir()
 	}
 	name := fmt.Sprintf("history-%s-%s", strings.ReplaceAll(r.t.Name(), "/", "_"), time.Now().Format("20060102-150405.000"))
-	f := histFile{Test: r.t.Name(), Started: r.start, Events: r.events}
+	f := histFile{Test: r.t.Name(), Started: r.start, Events: r.events, Spot: r.spot.record()}
 	for _, op := range r.ops {
 		f.Ops = append(f.Ops, toHistOp(op))
 	}
@@ -107,7 +109,7 @@ func (r *histRig) save() (string, error) {
 
 // marshal is f as JSON with one operation a line.
 func (f histFile) marshal() ([]byte, error) {
-	head, err := json.Marshal(histFile{Test: f.Test, Started: f.Started, Events: f.Events})
+	head, err := json.Marshal(histFile{Test: f.Test, Started: f.Started, Events: f.Events, Spot: f.Spot})
 	if err != nil {
 		return nil, err
 	}
@@ -144,4 +146,78 @@ func loadHistory(path string) (histFile, []porcupine.Operation, error) {
 		ops[i] = o.operation()
 	}
 	return f, ops, nil
+}
+
+// spotFile is the second workload's record (history_spot_test.go): its
+// consumers and gangs as their clients knew them, the victims answered
+// (when, on the history's clock), and, once checked, the feed and what
+// its hosts held.
+type spotFile struct {
+	Consumers []spotClaimRec           `json:"consumers"`
+	Gangs     []spotGangRec            `json:"gangs"`
+	Victims   map[string]spotVictimRec `json:"victims"`
+	Feed      []spotEntry              `json:"feed"`
+	Held      map[string]spotHeldRec   `json:"held"`
+}
+
+type spotClaimRec struct {
+	Consumer    string `json:"consumer"`
+	Priority    int64  `json:"priority"`
+	Preemptible bool   `json:"preemptible,omitempty"`
+	Slots       int64  `json:"slots"`
+	State       string `json:"state"`
+	RP          string `json:"rp,omitempty"`
+	Gone404     bool   `json:"gone_404,omitempty"`
+	Gang        int    `json:"gang"` // -1: a single claim
+}
+
+type spotGangRec struct {
+	ID      int      `json:"id"`
+	Members []string `json:"members"`
+	Spread  bool     `json:"spread,omitempty"`
+	State   string   `json:"state"`
+	Rack    string   `json:"rack,omitempty"`
+}
+
+type spotVictimRec struct {
+	By       string `json:"by"`
+	Answered int64  `json:"answered"`
+}
+
+type spotHeldRec struct {
+	RP   string `json:"rp"`
+	Used int64  `json:"used"`
+}
+
+// record is s as a spotFile, nil for no s.
+func (s *spotRig) record() *spotFile {
+	if s == nil {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f := &spotFile{Victims: map[string]spotVictimRec{}, Feed: s.feedAtEnd, Held: map[string]spotHeldRec{}}
+	for _, c := range s.consumers {
+		rec := spotClaimRec{Consumer: c.consumer, Priority: c.priority, Preemptible: c.preemptible, Slots: c.slots,
+			State: c.state, RP: c.rp, Gone404: c.gone404, Gang: -1}
+		if c.gang != nil {
+			rec.Gang = c.gang.id
+		}
+		f.Consumers = append(f.Consumers, rec)
+	}
+	slices.SortFunc(f.Consumers, func(a, b spotClaimRec) int { return strings.Compare(a.Consumer, b.Consumer) })
+	for _, g := range s.gangs {
+		rec := spotGangRec{ID: g.id, Spread: g.spread, State: g.state, Rack: g.rack}
+		for _, m := range g.members {
+			rec.Members = append(rec.Members, m.consumer)
+		}
+		f.Gangs = append(f.Gangs, rec)
+	}
+	for v, pv := range s.victims {
+		f.Victims[v] = spotVictimRec{By: pv.by.consumer, Answered: pv.answered}
+	}
+	for c, h := range s.heldAtEnd {
+		f.Held[c] = spotHeldRec{RP: h.rp, Used: h.used}
+	}
+	return f
 }

@@ -42,6 +42,8 @@ import (
 // acknowledged claim held exactly once, nothing held that was refused or
 // freed. A write whose answer was lost (a killed berthd, a 503) may or
 // may not have happened: the model allows both, from its call on.
+// Beside it runs a second workload, preemption and gangs, on hosts of
+// its own and with checks of its own (history_spot_test.go).
 //
 // The short runs are part of the suite; scripts/history-soak.sh runs them
 // for longer (BERTH_HISTORY_SECONDS, BERTH_HISTORY_ROUNDS), with the
@@ -214,6 +216,8 @@ type histRig struct {
 	claims   []*histClaim
 	failures []string
 	counts   map[string]int
+
+	spot *spotRig // the second workload: preemption and gangs (history_spot_test.go)
 }
 
 // histClaim is what a client believes about one consumer.
@@ -263,6 +267,7 @@ func newHistRig(t *testing.T, dbURLs []string) *histRig {
 		b.must(t, 200, "PUT", "/resource_providers/"+rp+"/inventories", "", map[string]any{
 			"resource_provider_generation": 0, "inventories": map[string]any{"VCPU": map[string]any{"total": histTotal}}}, nil)
 	}
+	r.setupSpot()
 	r.start = time.Now()
 	return r
 }
@@ -647,6 +652,10 @@ func (r *histRig) run(warmup, after time.Duration, faults func()) {
 		wg.Add(1)
 		go func() { defer wg.Done(); r.histClient(ci, stop) }()
 	}
+	for ci := range spotClients {
+		wg.Add(1)
+		go func() { defer wg.Done(); r.spotClient(ci, stop) }()
+	}
 	time.Sleep(warmup)
 	faults()
 	time.Sleep(after)
@@ -681,10 +690,10 @@ func (r *histRig) kill(i int, down time.Duration) {
 // checks the invariants there, and the history with Porcupine.
 func (r *histRig) check(dbURL string) {
 	t := r.t
+	r.checkDatabase(dbURL)
 	for _, f := range r.failures {
 		t.Error(f)
 	}
-	r.checkDatabase(dbURL)
 	res, info := porcupine.CheckOperationsVerbose(histModel.ToModel(), r.ops, time.Minute)
 	byKind := map[string]int{}
 	for _, op := range r.ops {
@@ -706,6 +715,13 @@ func (r *histRig) check(dbURL string) {
 		r.explain()
 	case porcupine.Unknown:
 		t.Errorf("the linearizability check did not finish in its time")
+	}
+	if res != porcupine.Illegal && t.Failed() {
+		saved, err := r.save()
+		if err != nil {
+			saved = "not saved: " + err.Error()
+		}
+		t.Logf("the history is recorded in %s, with the berthd logs beside it", saved)
 	}
 }
 
@@ -772,6 +788,26 @@ func (r *histRig) checkDatabase(dbURL string) {
 		}
 	}
 	t.Logf("claims by final state: %v", states)
+
+	spot := map[string]spotHeld{}
+	for _, rp := range r.spot.rps {
+		_, allocs, err := store.Allocations.AllocationsByProvider(ctx, rp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var used int64
+		for _, a := range allocs {
+			if _, dup := spot[a.ConsumerUUID]; dup {
+				t.Errorf("consumer %s holds more than one allocation", a.ConsumerUUID)
+			}
+			spot[a.ConsumerUUID] = spotHeld{rp, a.Used}
+			used += a.Used
+		}
+		if used > spotTotal { // no inventory write lowers these
+			t.Errorf("provider %s: %d slots used of %d", rp, used, spotTotal)
+		}
+	}
+	r.checkSpot(0, spot)
 }
 
 // histDuration is how long the clients run after the faults: short in
