@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/url"
 
+	"github.com/berthd/berth/httpapi/client"
 	"github.com/berthd/berth/internal/uuid"
 )
 
@@ -126,30 +127,15 @@ type evacuationMark struct {
 	EvacuatedAt *string `json:"evacuated_at"`
 }
 
-// evacuatedConsumer is one consumer of an evacuation's answer.
-type evacuatedConsumer struct {
-	ConsumerUUID string `json:"consumer_uuid"`
-	Name         string `json:"name"`
-	Status       string `json:"status"`
-	Destination  *struct {
-		UUID string `json:"uuid"`
-		Name string `json:"name"`
-	} `json:"destination"`
-	MigrationUUID *string `json:"migration_uuid"`
-	Confirmed     bool    `json:"confirmed"`
-	Reason        *string `json:"reason"`
-	Detail        *string `json:"detail"`
-}
-
 // evacuation is one answer of POST .../evacuate, or the pages of one
 // run put together.
 type evacuation struct {
 	evacuationMark
-	DryRun    bool                `json:"dry_run"`
-	Consumers []evacuatedConsumer `json:"consumers"`
-	Remaining int                 `json:"remaining"`
-	Pending   int                 `json:"pending"`
-	Next      *string             `json:"next"`
+	DryRun    bool                       `json:"dry_run"`
+	Consumers []client.EvacuatedConsumer `json:"consumers"`
+	Remaining int                        `json:"remaining"`
+	Pending   int                        `json:"pending"`
+	Next      *string                    `json:"next"`
 }
 
 // evacuate runs the evacuation of rp (or plans it) a page of 4×parallel
