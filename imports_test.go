@@ -218,11 +218,11 @@ var importRules = []importRule{
 		tests: true,
 	},
 	{
-		rule: "the test harnesses (internal/testing/..., cmd/berthd/daemon/daemontest, ledger/internal/dbwork, httpapi/apitest) are test code: " +
+		rule: "the test harnesses (internal/testing/..., cmd/berthd/daemon/daemontest, ledger/internal/dbwork, httpapi/apitest/...) are test code: " +
 			"only _test.go files import them (STYLE.md 16)",
 		from:    []string{mod + "..."},
-		notFrom: []string{mod + "internal/testing/..."},
-		banned:  []string{mod + "internal/testing/...", mod + "cmd/berthd/daemon/daemontest", mod + "ledger/internal/dbwork", mod + "httpapi/apitest"},
+		notFrom: []string{mod + "internal/testing/...", mod + "httpapi/apitest/..."},
+		banned:  []string{mod + "internal/testing/...", mod + "cmd/berthd/daemon/daemontest", mod + "ledger/internal/dbwork", mod + "httpapi/apitest/..."},
 		except: map[string]string{
 			"cmd/berth-soak/soak": "the failover soak benchmark (cmd/berth-soak) is a program whose whole job is to run " +
 				"berthd on a Patroni cluster and fail it over: it starts one with patronitest",

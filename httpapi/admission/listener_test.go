@@ -15,32 +15,15 @@ import (
 	"github.com/berthd/berth/httpapi"
 	"github.com/berthd/berth/httpapi/admission"
 	"github.com/berthd/berth/httpapi/apitest"
+	"github.com/berthd/berth/httpapi/apitest/apiserver"
 	"github.com/berthd/berth/ledger"
 	"github.com/berthd/berth/scheduler"
 )
 
-// build builds a server as berthd does: the components over store wired
-// as cmd/berthd/compose wires them (apitest.Wire), sched the
-// --scheduler-policy fallback (nil for none), cfg.Authz kept if set; and
-// httpapi.New serves them with the HTTP settings of cfg.
+// build is apiserver.Build with the claimer's MaxCandidates from cfg.
 func build(cfg httpapi.Config, store *ledger.Store, sched *scheduler.Policy, log *slog.Logger) (*httpapi.Server, error) {
-	c, err := apitest.Wire(store, sched, cfg.Authz, claims.Config{MaxCandidates: cfg.MaxCandidates}, log)
-	if err != nil {
-		return nil, err
-	}
-	cfg.Store, cfg.Authz, cfg.Limits, cfg.Cloud, cfg.Catalog, cfg.Claimer = store, c.Authz, c.Limits, c.Cloud, c.Catalog, c.Claimer
-	return httpapi.New(cfg, log)
-}
-
-// newBareServer builds a server without a store, enough for the parts of the
-// API that never reach the ledger.
-func newBareServer(t *testing.T) *httpapi.Server {
-	t.Helper()
-	s, err := build(httpapi.Config{}, nil, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
+	s, _, err := apiserver.Build(cfg, claims.Config{MaxCandidates: cfg.MaxCandidates}, store, sched, log)
+	return s, err
 }
 
 func TestWrapListenerInvalidContentLength(t *testing.T) {
@@ -48,7 +31,7 @@ func TestWrapListenerInvalidContentLength(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: newBareServer(t)}
+	srv := &http.Server{Handler: apiserver.Bare(t)}
 	go srv.Serve(admission.WrapListener(l))
 	defer srv.Close()
 
@@ -87,7 +70,7 @@ func TestServerErrorsInPlacementFormat(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: newBareServer(t), MaxHeaderBytes: 4096}
+	srv := &http.Server{Handler: apiserver.Bare(t), MaxHeaderBytes: 4096}
 	go srv.Serve(admission.WrapListener(l))
 	defer srv.Close()
 

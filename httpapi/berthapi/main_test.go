@@ -8,7 +8,7 @@ import (
 	"github.com/berthd/berth/claims"
 	"github.com/berthd/berth/claims/catalog"
 	"github.com/berthd/berth/httpapi"
-	"github.com/berthd/berth/httpapi/apitest"
+	"github.com/berthd/berth/httpapi/apitest/apiserver"
 	"github.com/berthd/berth/ledger"
 	"github.com/berthd/berth/ledger/ledgertest"
 	"github.com/berthd/berth/scheduler"
@@ -26,12 +26,7 @@ func build(cfg httpapi.Config, store *ledger.Store, sched *scheduler.Policy, log
 
 // buildClaims is build with the claimer configured by cc.
 func buildClaims(cfg httpapi.Config, cc claims.Config, store *ledger.Store, sched *scheduler.Policy, log *slog.Logger) (*httpapi.Server, error) {
-	c, err := apitest.Wire(store, sched, cfg.Authz, cc, log)
-	if err != nil {
-		return nil, err
-	}
-	cfg.Store, cfg.Authz, cfg.Limits, cfg.Cloud, cfg.Catalog, cfg.Claimer = store, c.Authz, c.Limits, c.Cloud, c.Catalog, c.Claimer
-	s, err := httpapi.New(cfg, log)
+	s, c, err := apiserver.Build(cfg, cc, store, sched, log)
 	if err == nil {
 		catalogs.Store(s, c.Catalog)
 	}

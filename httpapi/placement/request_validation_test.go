@@ -5,12 +5,14 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/berthd/berth/httpapi/apitest/apiserver"
 )
 
 // TestRequestValidation covers refusals that happen before the ledger is
 // consulted, so it runs without a database.
 func TestRequestValidation(t *testing.T) {
-	s := newBareServer(t)
+	s := apiserver.Bare(t)
 	tests := []struct {
 		name        string
 		method      string
