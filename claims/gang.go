@@ -17,6 +17,7 @@ import (
 	"github.com/berthd/berth/ledger/engine"
 	"github.com/berthd/berth/ledger/quotas"
 	"github.com/berthd/berth/ledger/resources"
+	"github.com/berthd/berth/scheduler"
 )
 
 // Gang claims (docs/gangs.md): every member placed, in one domain, or
@@ -24,7 +25,8 @@ import (
 // domain (engine.Snapshot.Gang) and ranks the domains that hold it
 // whole, level by level (GangParams.Fallback) until a level has one, or,
 // with a GangParams.MinCount, the domains that hold at least that many
-// members; the best is written in one transaction
+// members; the gang's policy ranks the domains that hold it whole
+// (gang_rank.go); the best is written in one transaction
 // (resources.Allocations.GangWrite), which re-checks every provider's
 // capacity under its lock and the project's limits for the whole gang.
 // A write that finds capacity gone tries the next domain; when those run
@@ -66,6 +68,10 @@ type GangParams struct {
 	// every member with at least that many members (up to all): the
 	// level whose best domain holds the most, the earlier on a tie.
 	MinCount int
+	// Policy names the scheduling policy that ranks the domains holding
+	// the whole gang (gang_rank.go); empty means the default, as for a
+	// single claim.
+	Policy string
 	// MaxAttempts bounds the writes tried; 0 means the configured bound.
 	MaxAttempts int
 	// DryRun does everything but the write.
@@ -139,8 +145,10 @@ type GangDomain struct {
 }
 
 // GangNotPlacedError is a gang that no domain holds whole (409
-// berth.no_valid_host), or whose every write lost to concurrent claims
-// (409 berth.claim_conflict: Conflicts). Nothing was written.
+// berth.no_valid_host), that the policy's scriptlet refused (409
+// berth.no_valid_host: Refusal), or whose every write lost to
+// concurrent claims (409 berth.claim_conflict: Conflicts). Nothing was
+// written.
 type GangNotPlacedError struct {
 	Members int
 	// MinCount is GangParams.MinCount.
@@ -148,9 +156,23 @@ type GangNotPlacedError struct {
 	Domains   []GangDomain
 	Conflicts bool
 	Attempts  int
+	// Refusal is the scriptlet's reason when its gang_placement refused
+	// the gang, and ScriptletLog what it logged.
+	Refusal      string
+	ScriptletLog []scheduler.LogLine
 }
 
 func (e *GangNotPlacedError) Error() string {
+	if e.Refusal != "" {
+		complete := 0
+		for _, d := range e.Domains {
+			if d.Stopped == "" {
+				complete++
+			}
+		}
+		return fmt.Sprintf("%d of %d domains hold the gang of %d members; then %s%s", complete, len(e.Domains), e.Members,
+			scheduler.RefusalPrefix, e.Refusal)
+	}
 	if e.Conflicts {
 		return fmt.Sprintf("No domain took the gang of %d members: %d writes lost to concurrent claims.", e.Members, e.Attempts)
 	}
@@ -231,7 +253,14 @@ func (g *Gangs) place(ctx context.Context, p *GangParams, o *retryKey) (*GangRes
 		cp.AvoidEvacuated = true
 		gp.Members = append(gp.Members, cp)
 	}
-	chosen, looked, err := g.choose(ctx, &gp, p)
+	pol, ranks, err := g.gangPolicy(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	if ranks {
+		gp.Keep = max(gp.Keep, MaxGangRanked)
+	}
+	chosen, looked, err := g.chooseRanked(ctx, &gp, p, pol, ranks)
 	if err != nil {
 		return nil, err
 	}
@@ -268,7 +297,7 @@ func (g *Gangs) place(ctx context.Context, p *GangParams, o *retryKey) (*GangRes
 		}
 		// Every domain kept lost to concurrent claims: once more, from a
 		// snapshot that has the writes that won.
-		if chosen, looked, err = g.choose(ctx, &gp, p); err != nil {
+		if chosen, looked, err = g.chooseRanked(ctx, &gp, p, pol, ranks); err != nil {
 			return nil, err
 		}
 		if chosen.Acceptable == 0 {

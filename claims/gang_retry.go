@@ -48,6 +48,7 @@ type gangRetryDoc struct {
 	LeaseSeconds *int64          `json:"lease_seconds,omitempty"`
 	Members      []gangMemberDoc `json:"members"`
 	MinCount     int             `json:"min_count,omitempty"`
+	Policy       string          `json:"policy,omitempty"`
 	ProjectID    string          `json:"project_id"`
 	Spread       string          `json:"spread"`
 	UserID       string          `json:"user_id"`
@@ -75,7 +76,7 @@ type gangRecordResult struct {
 // recorded (properties that do not marshal: the write refuses them).
 func newGangRetryKey(p *GangParams) *retryKey {
 	doc := gangRetryDoc{Domains: p.Domains, Fallback: p.Fallback, LeaseSeconds: p.LeaseSeconds, MinCount: p.MinCount,
-		ProjectID: p.ProjectID, Spread: p.Spread, UserID: p.UserID}
+		Policy: p.Policy, ProjectID: p.ProjectID, Spread: p.Spread, UserID: p.UserID}
 	for _, m := range p.Members {
 		md := gangMemberDoc{ConsumerType: m.ConsumerType, ConsumerUUID: canonicalOr(m.ConsumerUUID), Name: m.Name,
 			Properties: m.Properties, Resources: m.Candidates}

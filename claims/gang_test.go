@@ -352,3 +352,105 @@ func TestGangAuditFindsPartial(t *testing.T) {
 		t.Fatalf("a gang left partial: %+v", fs)
 	}
 }
+
+// rankedCloud is two racks of three 8-VCPU hosts, one host of rack 0
+// (r0h0) holding 2 VCPU: rack 0 is in use, rack 1 empty.
+func rankedCloud(f *fixture) [][]string {
+	f.t.Helper()
+	racks := f.racks(2, 3, 8)
+	c := f.claimer(`{}`, "")
+	if _, err := c.Claim(f.ctx, claims.Params{ConsumerUUID: "11111111-0000-4000-8000-000000000001", ProjectID: "p", UserID: "u",
+		Candidates: vcpus(2), Target: racks[0][0]}); err != nil {
+		f.t.Fatal(err)
+	}
+	return racks
+}
+
+// TestGangRankedByPolicy: the domains that hold the whole gang are
+// ranked by the gang's policy over the hosts each placement uses: pack
+// puts a gang of two members of 2 VCPU on the rack in use (both on
+// r0h0, left 6 of 8 used), spread on the empty rack; a policy without
+// weighers keeps the engine's order (fewest empty hosts started: rack 0).
+func TestGangRankedByPolicy(t *testing.T) {
+	f := newFixture(t)
+	racks := rankedCloud(f)
+	for i, tc := range []struct {
+		policy string
+		rack   int
+	}{
+		{`{"weighers": [{"name": "pack"}]}`, 0},
+		{`{"weighers": [{"name": "spread"}]}`, 1},
+		{`{"weighers": [{"name": "spread", "factor": -1}]}`, 0},
+		{`{}`, 0},
+	} {
+		g := claims.NewGangs(f.claimer(tc.policy, ""))
+		p := gang(10+i, 2, 2, "", 1, 0)
+		dry := p
+		dry.DryRun = true
+		res, err := g.Claim(f.ctx, dry)
+		if err != nil || res.Domain != rackAgg(tc.rack) || len(res.Domains) != 2 || res.Domains[0].Aggregate != rackAgg(tc.rack) {
+			t.Fatalf("%s: dry run %+v %v", tc.policy, res, err)
+		}
+	}
+	// The write follows the ranking.
+	res, err := claims.NewGangs(f.claimer(`{"weighers": [{"name": "spread"}]}`, "")).Claim(f.ctx, gang(19, 2, 2, "", 1, 0))
+	if err != nil || res.Domain != rackAgg(1) {
+		t.Fatalf("spread: %+v %v", res, err)
+	}
+	for _, m := range res.Members {
+		if !slices.Contains(racks[1], m.Root) || f.holds(m.ConsumerUUID)[m.Root] != 2 {
+			t.Fatalf("spread: member %+v holds %v", m, f.holds(m.ConsumerUUID))
+		}
+	}
+}
+
+// TestGangScriptlet: gang_placement sees every domain that holds the
+// gang, best first, with each member's host; it may choose one, or
+// refuse the gang, which writes nothing.
+func TestGangScriptlet(t *testing.T) {
+	f := newFixture(t)
+	racks := rankedCloud(f)
+	pick := `
+def gang_placement(request, domains):
+    d = domains[-1]
+    log_info("taking", d.aggregate, "ranked", d.rank)
+    set_target(d.aggregate)
+`
+	g := claims.NewGangs(f.claimer(`{"weighers": [{"name": "pack"}]}`, pick))
+	p := gang(20, 2, 2, "", 0, 1)
+	res, err := g.Claim(f.ctx, p)
+	if err != nil || res.Domain != rackAgg(1) || len(res.Members) != 2 {
+		t.Fatalf("a scriptlet's choice: %+v %v", res, err)
+	}
+	for _, m := range res.Members {
+		if !slices.Contains(racks[1], m.Root) {
+			t.Fatalf("member %+v not in rack 1", m)
+		}
+	}
+
+	// Rack 1's r1h0 now holds 4 VCPU: pack ranks it first.
+	refuse := `
+def gang_placement(request, domains):
+    d = domains[0]
+    return "%s wants %d VCPU: %d domains, best %s (%d hosts, %d started) with %s on %s" % (
+        request.project, request.resources["VCPU"], len(domains), d.aggregate, len(d.hosts),
+        d.empty_hosts_started, d.members[0].consumer_uuid, d.members[0].host.name)
+`
+	g = claims.NewGangs(f.claimer(`{"weighers": [{"name": "pack"}]}`, refuse))
+	p = gang(21, 2, 2, "", 1, 0)
+	_, err = g.Claim(f.ctx, p)
+	var np *claims.GangNotPlacedError
+	want := fmt.Sprintf("p wants 4 VCPU: 2 domains, best %s (1 hosts, 0 started) with %s on r1h0", rackAgg(1), p.Members[0].ConsumerUUID)
+	if !errors.As(err, &np) || np.Refusal != want || np.Conflicts || len(np.Domains) != 2 ||
+		!strings.Contains(err.Error(), "2 of 2 domains hold the gang of 2 members; then Failed instance placement scriptlet: "+want) {
+		t.Fatalf("a refusal: %v (%+v), want %q", err, np, want)
+	}
+	for _, m := range p.Members {
+		if h := f.holds(m.ConsumerUUID); len(h) != 0 {
+			t.Fatalf("a refused gang wrote %v", h)
+		}
+	}
+	if st := f.state(p.Members[0].ConsumerUUID); st != nil {
+		t.Fatalf("a refused gang stored a claim: %+v", st)
+	}
+}

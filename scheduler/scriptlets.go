@@ -48,6 +48,12 @@ type Scriptlets interface {
 	// instance_placement) is Rank's, as a *PluginError. The run's units
 	// find it with req.ScriptletRun.
 	Start(ctx context.Context, p *Policy, req *Request, cands []*Candidate, r *Ranking) (ScriptletRun, error)
+	// StartGang is Start for one RankGang, whose hosts are cands: the
+	// scriptlet whose gang_placement runs is p's, or the server's
+	// default, and none when that scriptlet defines no gang_placement
+	// (a scriptlet written for single claims leaves gangs to the
+	// weighers).
+	StartGang(ctx context.Context, p *Policy, req *Request, cands []*Candidate, r *Ranking) (ScriptletRun, error)
 }
 
 // ScriptletRun is the scriptlet work of one Rank. Rank calls it from one
@@ -63,6 +69,11 @@ type ScriptletRun interface {
 	// refused the request, failed or exceeded a limit) is Rank's. Rank
 	// calls it only when r.Scriptlet is set.
 	Place() error
+	// PlaceGang runs the gang_placement of r.Scriptlet (the Ranking
+	// StartGang was given) over g.Ranked, which it may reorder (the
+	// placement it chose first: GangRanking.ChooseDomain); its error is
+	// RankGang's, as Place's is Rank's.
+	PlaceGang(g *GangRanking) error
 	// End releases what the run holds (its deadline); Rank calls it
 	// when it returns.
 	End()

@@ -57,6 +57,7 @@ func gangSchemaText() string {
 			"additionalProperties": false
 		},
 		"min_count": {"type": "integer", "minimum": 1, "maximum": ` + fmt.Sprint(claims.MaxGangMembers) + `},
+		"policy": {"type": "string", "minLength": 1, "maxLength": 255},
 		"max_attempts": {"type": "integer", "minimum": 1, "maximum": ` + fmt.Sprint(claims.MaxMaxAttempts) + `},
 		"dry_run": {"type": "boolean"},
 		"lease_seconds": {}
@@ -85,6 +86,7 @@ type gangBody struct {
 		} `json:"fallback"`
 	} `json:"domain"`
 	MinCount     int             `json:"min_count"`
+	Policy       string          `json:"policy"`
 	MaxAttempts  int             `json:"max_attempts"`
 	DryRun       bool            `json:"dry_run"`
 	LeaseSeconds json.RawMessage `json:"lease_seconds"`
@@ -108,8 +110,8 @@ func isGang(body []byte) bool {
 // createGang serves POST /claims with "members": 200 with every member's
 // place and the domain chosen (for a dry run: would be, with the
 // ranking of domains); 409 berth.no_valid_host with "domains" when no
-// domain holds the gang; 403 berth.over_quota when its project's limits
-// do not.
+// domain holds the gang, and "refusal" too when the policy's scriptlet
+// refused it; 403 berth.over_quota when its project's limits do not.
 func (h *Claims) createGang(c echo.Context, body []byte) error {
 	p, err := h.gangParams(body)
 	if err != nil {
@@ -122,7 +124,8 @@ func (h *Claims) createGang(c echo.Context, body []byte) error {
 		if np.Conflicts {
 			code = fault.CodeClaimConflict
 		}
-		return &wire.Error{Status: http.StatusConflict, Code: code, Msg: np.Error(), Domains: gangDomainsJSON(np.Domains)}
+		return &wire.Error{Status: http.StatusConflict, Code: code, Msg: np.Error(), Domains: gangDomainsJSON(np.Domains),
+			Refusal: np.Refusal}
 	}
 	if err != nil {
 		return placement.CandidatesError(err)
@@ -139,7 +142,7 @@ func (h *Claims) gangParams(body []byte) (claims.GangParams, error) {
 		return claims.GangParams{}, err
 	}
 	p := claims.GangParams{ProjectID: b.ProjectID, UserID: b.UserID, Spread: b.Spread, MaxAttempts: b.MaxAttempts, DryRun: b.DryRun,
-		MinCount: b.MinCount}
+		MinCount: b.MinCount, Policy: b.Policy}
 	var err error
 	if p.LeaseSeconds, err = parseLease(b.LeaseSeconds); err != nil {
 		return p, err

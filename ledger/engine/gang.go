@@ -39,7 +39,9 @@ type GangParams struct {
 	// domain, whose Aggregate is "".
 	Domains []string
 	// Keep is how many of the domains that hold the whole gang, best
-	// first, get their members' allocations; 0 means 1.
+	// first, get their members' allocations; 0 means 1. A caller that
+	// ranks the complete domains itself (by a scheduling policy) keeps
+	// as many as it ranks.
 	Keep int
 	// MaxSteps bounds each distinct request's search in engine steps,
 	// summed over every domain; 0 means DefaultCapacitySteps.
@@ -101,6 +103,12 @@ type GangMember struct {
 	Root     string
 	RootName string
 	Request  AllocationRequest
+	// Candidate is Request as a one-candidate answer with
+	// CandidatesParams.VersionsOnly: its Record gives the snapshot's
+	// records (before the gang) of the providers Request uses, for a
+	// caller that builds its own view of them (a policy ranking the
+	// domain's placement).
+	Candidate *Candidates
 }
 
 // Reasons of a GangDomain besides Shortfall's.
@@ -463,7 +471,7 @@ func (gs *gangSearch) members(agg string, places []gangPlace) []GangMember {
 		e := gs.searches[gs.reqOf[pl.member]]
 		c := e.result([][]int32{pl.vec}, true)
 		rp := gs.base.provs.at(pl.root)
-		out[i] = GangMember{Member: pl.member, Root: rp.UUID, RootName: rp.Name, Request: c.Requests[0]}
+		out[i] = GangMember{Member: pl.member, Root: rp.UUID, RootName: rp.Name, Request: c.Requests[0], Candidate: c}
 	}
 	delete(gs.placed, agg)
 	return out

@@ -122,8 +122,11 @@ func setTarget(th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kw
 	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "member_name", &target); err != nil {
 		return nil, err
 	}
+	if st.gang != nil {
+		return setGangTarget(st, b, target)
+	}
 	if st.ranked == nil {
-		return nil, fmt.Errorf("%s: only callable from instance_placement", b.Name())
+		return nil, fmt.Errorf("%s: only callable from instance_placement or gang_placement", b.Name())
 	}
 	for _, s := range st.ranked {
 		if s.Cand.RootIs(target) {

@@ -13,8 +13,8 @@ import (
 // Check is what storing a scriptlet checks: src compiles
 // (Compile, which runs its top level under the default limits),
 // and each entry point it defines runs once, against a synthetic request
-// and three synthetic candidates, within limits (zero fields: the
-// defaults). It returns the *CompileError, or a *LimitError for
+// and three synthetic candidates (gang_placement: a gang of one in
+// three domains), within limits (zero fields: the defaults). It returns the *CompileError, or a *LimitError for
 // a run that exceeded a limit (it would on every claim of that size); nil
 // otherwise. A refusal or a runtime error on the synthetic data is not an
 // error here: the scriptlet may rely on what real claims carry.
@@ -27,7 +27,7 @@ func Check(name string, src []byte, limits Limits) error {
 	limits.OnError = OnErrorRefuse
 	limits.Metrics = nil
 	var cfg scheduler.PolicyConfig
-	if prog.HasPlacement() {
+	if prog.HasPlacement() || prog.HasGangPlacement() {
 		cfg.Scriptlet = name
 	}
 	if prog.HasFilter() {
@@ -41,12 +41,31 @@ func Check(name string, src []byte, limits Limits) error {
 		return fmt.Errorf("scriptlet %q: %w", name, err)
 	}
 	req, cands := checkRequest()
-	_, err = pol.Rank(context.Background(), req, cands)
 	var lim *LimitError
-	if errors.As(err, &lim) {
-		return lim
+	if prog.HasPlacement() || prog.HasFilter() || prog.HasWeigh() {
+		if _, err = pol.Rank(context.Background(), req, cands); errors.As(err, &lim) {
+			return lim
+		}
+	}
+	if prog.HasGangPlacement() {
+		if _, err = pol.RankGang(context.Background(), req, checkGang(cands)); errors.As(err, &lim) {
+			return lim
+		}
 	}
 	return nil
+}
+
+// checkGang is the synthetic gang Check runs gang_placement on: the
+// request's instance as a gang of one, in three domains of one host
+// each.
+func checkGang(cands []*scheduler.Candidate) []*scheduler.GangPlacement {
+	out := make([]*scheduler.GangPlacement, len(cands))
+	for i, c := range cands {
+		out[i] = &scheduler.GangPlacement{Domain: fmt.Sprintf("00000000-0000-4000-8000-0000000000d%d", i+1), Index: i,
+			Hosts: []*scheduler.Candidate{c}, Members: []scheduler.GangMemberPlace{{ConsumerUUID: "00000000-0000-4000-8000-0000000000aa",
+				Name: "check-instance", Allocations: c.Allocations}}}
+	}
+	return out
 }
 
 // checkRequest is the synthetic claim Check runs: one VCPU and

@@ -15,9 +15,10 @@ const DefaultName = "(default)"
 
 // Entry points a scriptlet may define.
 const (
-	entryPlacement = "instance_placement"
-	entryFilter    = "filter"
-	entryWeigh     = "weigh"
+	entryPlacement     = "instance_placement"
+	entryGangPlacement = "gang_placement"
+	entryFilter        = "filter"
+	entryWeigh         = "weigh"
 )
 
 // Program is a compiled scriptlet: Starlark source whose top level has
@@ -25,6 +26,7 @@ const (
 // It defines any of
 //
 //	instance_placement(request, candidate_members)  the policy's scriptlet
+//	gang_placement(request, domains)                the policy's scriptlet, for gangs (gang.go)
 //	filter(request, candidate)                      a "starlark:<name>" filter
 //	weigh(request, candidate)                       a "starlark:<name>" weigher
 //
@@ -34,6 +36,7 @@ type Program struct {
 	name      string
 	src       []byte
 	placement *starlark.Function
+	gang      *starlark.Function
 	filter    *starlark.Function
 	weigh     *starlark.Function
 }
@@ -74,7 +77,8 @@ func compileScriptlet(name string, src []byte) (*Program, *CompileError) {
 	}
 	globals.Freeze()
 	p := &Program{name: name, src: append([]byte(nil), src...)}
-	for entry, dst := range map[string]**starlark.Function{entryPlacement: &p.placement, entryFilter: &p.filter, entryWeigh: &p.weigh} {
+	for entry, dst := range map[string]**starlark.Function{entryPlacement: &p.placement, entryGangPlacement: &p.gang,
+		entryFilter: &p.filter, entryWeigh: &p.weigh} {
 		v, ok := globals[entry]
 		if !ok {
 			continue
@@ -89,9 +93,9 @@ func compileScriptlet(name string, src []byte) (*Program, *CompileError) {
 		}
 		*dst = fn
 	}
-	if p.placement == nil && p.filter == nil && p.weigh == nil {
+	if p.placement == nil && p.gang == nil && p.filter == nil && p.weigh == nil {
 		return nil, &CompileError{Line: 1, Col: 1, Msg: "defines none of instance_placement(request, candidate_members), " +
-			"filter(request, candidate), weigh(request, candidate)"}
+			"gang_placement(request, domains), filter(request, candidate), weigh(request, candidate)"}
 	}
 	return p, nil
 }
@@ -147,11 +151,12 @@ func (p *Program) Name() string { return p.name }
 // Source is the program's source.
 func (p *Program) Source() []byte { return p.src }
 
-// HasPlacement, HasFilter and HasWeigh report which entry points the
-// program defines.
-func (p *Program) HasPlacement() bool { return p.placement != nil }
-func (p *Program) HasFilter() bool    { return p.filter != nil }
-func (p *Program) HasWeigh() bool     { return p.weigh != nil }
+// HasPlacement, HasGangPlacement, HasFilter and HasWeigh report which
+// entry points the program defines.
+func (p *Program) HasPlacement() bool     { return p.placement != nil }
+func (p *Program) HasGangPlacement() bool { return p.gang != nil }
+func (p *Program) HasFilter() bool        { return p.filter != nil }
+func (p *Program) HasWeigh() bool         { return p.weigh != nil }
 
 // Resolver finds compiled scriptlets by name. A Runtime asks it at
 // every Rank, since scriptlets change while the server runs. It must be

@@ -95,6 +95,10 @@ type callState struct {
 	req    *scheduler.Request
 	ranked []scheduler.Scored // instance_placement only: the candidates
 	target *scheduler.Candidate
+	// gang is gang_placement's ranking, domain the domain it chose
+	// (gang.go).
+	gang   *scheduler.GangRanking
+	domain *string
 }
 
 const threadStateKey = "berth.call"
