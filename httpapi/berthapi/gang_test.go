@@ -351,3 +351,80 @@ func TestGangAPILevelsAndMinCount(t *testing.T) {
 	}
 	holdsNothing(t, s, member(31), member(32), member(33))
 }
+
+// TestGangAPIRankedByPolicy: POST /claims with members and a policy
+// ranks the racks that hold the whole gang by that policy's weighers
+// over the hosts each placement uses, and its scriptlet's gang_placement
+// may choose a rack or refuse the gang (nothing written).
+func TestGangAPIRankedByPolicy(t *testing.T) {
+	s, hosts := gangCloud(t)
+	// a0 holds 2 VCPU: rack A is in use, rack B empty.
+	if code, body := apitest.Call(t, s, http.MethodPost, "/claims", "admin", `{"consumer_uuid": "`+member(100)+
+		`", "project_id": "p", "user_id": "u", "resources": {"VCPU": 2}, "target": "a0"}`); code != 200 {
+		t.Fatalf("claim on a0: %d %v", code, body)
+	}
+	for _, pol := range []string{
+		`{"name": "pack", "weighers": [{"name": "pack"}]}`,
+		`{"name": "spread", "weighers": [{"name": "spread"}]}`,
+		`{"name": "pick", "weighers": [{"name": "pack"}], "scriptlet": "pick-last"}`,
+		`{"name": "refuse", "weighers": [{"name": "pack"}], "scriptlet": "refuse-big"}`,
+	} {
+		if strings.Contains(pol, "scriptlet") {
+			name, src := "pick-last", "def gang_placement(request, domains):\n    set_target(domains[-1].aggregate)\n"
+			if strings.Contains(pol, "refuse") {
+				name, src = "refuse-big", "def gang_placement(request, domains):\n"+
+					"    if request.resources[\"VCPU\"] > 2:\n        return \"too big for %s\" % domains[0].members[0].host.name\n"
+			}
+			wantStatus(t, s, apiCall{method: "PUT", path: "/scriptlets/" + name, contentType: "text/plain", body: src}, 201, "")
+		}
+		wantStatus(t, s, apiCall{method: "POST", path: "/scheduling_policies", body: pol}, 201, "")
+	}
+	domain := `"domain": {"member_of": ["` + rackB + `", "` + rackA + `"]}`
+	for i, tc := range []struct {
+		policy string
+		rack   string
+	}{
+		{"pack", rackA},
+		{"spread", rackB},
+		{"pick", rackB},
+		{"", rackA}, // the built-in policy: the engine's order, racks in use first
+	} {
+		extra := domain + `, "dry_run": true`
+		if tc.policy != "" {
+			extra += `, "policy": "` + tc.policy + `"`
+		}
+		code, body := apitest.Call(t, s, http.MethodPost, "/claims", "admin", gangBody(10*i+1, 2, 2, extra))
+		if code != 200 || fmt.Sprint(body["domain"]) != "map[member_of:"+tc.rack+"]" {
+			t.Fatalf("policy %q: %d %v, want %s", tc.policy, code, body, tc.rack)
+		}
+	}
+	// Written as ranked: spread takes rack B.
+	code, body := apitest.Call(t, s, http.MethodPost, "/claims", "admin", gangBody(51, 2, 2, domain+`, "policy": "spread"`))
+	if code != 200 || fmt.Sprint(body["domain"]) != "map[member_of:"+rackB+"]" {
+		t.Fatalf("spread: %d %v", code, body)
+	}
+	for _, m := range body["members"].([]any) {
+		if root := m.(map[string]any)["root_provider_uuid"]; root != hosts["b0"] && root != hosts["b1"] && root != hosts["b2"] {
+			t.Fatalf("spread: member on %v", root)
+		}
+	}
+
+	// A refusal: 409 with the scriptlet's reason, nothing written.
+	code, body = apitest.Call(t, s, http.MethodPost, "/claims", "admin", gangBody(61, 2, 2, domain+`, "policy": "refuse"`))
+	ecode, detail := apitest.ErrorDetail(body)
+	errs, _ := body["errors"].([]any)
+	if code != http.StatusConflict || ecode != fault.CodeNoValidHost || len(errs) != 1 ||
+		errs[0].(map[string]any)["refusal"] != "too big for b0" ||
+		!strings.Contains(detail, "2 of 2 domains hold the gang of 2 members; then Failed instance placement scriptlet: too big for b0") {
+		t.Fatalf("refused: %d %v", code, body)
+	}
+	holdsNothing(t, s, member(61), member(62))
+	if code, _ := apitest.Call(t, s, http.MethodGet, "/claims/"+member(61), "admin", ""); code != http.StatusNotFound {
+		t.Fatalf("a refused gang's member has a stored claim: %d", code)
+	}
+	// An unknown policy is the request's error.
+	code, body = apitest.Call(t, s, http.MethodPost, "/claims", "admin", gangBody(71, 2, 2, domain+`, "policy": "nosuch"`))
+	if _, detail := apitest.ErrorDetail(body); code != http.StatusBadRequest || !strings.Contains(detail, "No scheduling policy named nosuch") {
+		t.Fatalf("unknown policy: %d %v", code, body)
+	}
+}
