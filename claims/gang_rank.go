@@ -87,9 +87,11 @@ func gangPlacements(p *GangParams, chosen *engine.Gang) ([]*scheduler.GangPlacem
 		d := &chosen.Domains[i]
 		pl := &scheduler.GangPlacement{Domain: d.Aggregate, Index: i, EmptyStarted: d.EmptyStarted}
 		host := make(map[string]int, d.RootsUsed)
+		var viewed []*engine.Candidates
 		for _, m := range d.Members {
-			if !slices.ContainsFunc(m.Request.Allocations, func(a engine.Allocation) bool { return provs[a.ProviderUUID] != nil }) {
-				views(m.Candidate, provs) // (once per host: its tree)
+			if !slices.Contains(viewed, m.Candidate) {
+				views(m.Candidate, provs) // (one answer per distinct request)
+				viewed = append(viewed, m.Candidate)
 			}
 			h, ok := host[m.Root]
 			if !ok {

@@ -168,19 +168,24 @@ func placementScores(placements []*GangPlacement, scored []Scored) []ScoredPlace
 	out := make([]ScoredPlacement, len(placements))
 	k := 0
 	for i, pl := range placements {
-		sp := ScoredPlacement{Placement: pl, Weights: map[string]float64{}, Hosts: scored[k : k+len(pl.Hosts)]}
+		sp := ScoredPlacement{Placement: pl, Hosts: scored[k : k+len(pl.Hosts)]}
 		k += len(pl.Hosts)
-		for j := range sp.Hosts {
-			sp.Score += sp.Hosts[j].Score
-			for name, v := range sp.Hosts[j].Weights() {
-				sp.Weights[name] += v
+		if len(sp.Hosts) == 0 {
+			out[i] = sp
+			continue
+		}
+		n := float64(len(sp.Hosts))
+		contribs := make([]float64, len(sp.Hosts[0].contribs))
+		for _, h := range sp.Hosts {
+			sp.Score += h.Score
+			for w, v := range h.contribs {
+				contribs[w] += v
 			}
 		}
-		if n := float64(len(sp.Hosts)); n > 0 {
-			sp.Score /= n
-			for name := range sp.Weights {
-				sp.Weights[name] /= n
-			}
+		sp.Score /= n
+		sp.Weights = make(map[string]float64, len(contribs))
+		for w, name := range sp.Hosts[0].names {
+			sp.Weights[name] += contribs[w] / n
 		}
 		out[i] = sp
 	}

@@ -103,11 +103,12 @@ type GangMember struct {
 	Root     string
 	RootName string
 	Request  AllocationRequest
-	// Candidate is Request as a one-candidate answer with
-	// CandidatesParams.VersionsOnly: its Record gives the snapshot's
-	// records (before the gang) of the providers Request uses, for a
-	// caller that builds its own view of them (a policy ranking the
-	// domain's placement).
+	// Candidate is the answer (with CandidatesParams.VersionsOnly) whose
+	// Requests are those of the domain's members with the same request
+	// as this one, Request among them: its Record gives the snapshot's
+	// records (before the gang) of the providers they use, for a caller
+	// that builds its own view of them (a policy ranking the domain's
+	// placement). Members with the same request share it.
 	Candidate *Candidates
 }
 
@@ -464,14 +465,28 @@ func (gs *gangSearch) why(r int, dl []int32, used []bool) map[string]int {
 	return out
 }
 
-// members builds the answer's members of an acceptable domain's places.
+// members builds the answer's members of an acceptable domain's places:
+// one answer (search.result) per distinct request, its candidates the
+// places of the members with that request.
 func (gs *gangSearch) members(agg string, places []gangPlace) []GangMember {
 	out := make([]GangMember, len(places))
-	for i, pl := range places {
-		e := gs.searches[gs.reqOf[pl.member]]
-		c := e.result([][]int32{pl.vec}, true)
-		rp := gs.base.provs.at(pl.root)
-		out[i] = GangMember{Member: pl.member, Root: rp.UUID, RootName: rp.Name, Request: c.Requests[0], Candidate: c}
+	var found [][]int32
+	var at []int // found[k] is the place of out[at[k]]
+	for r, e := range gs.searches {
+		found, at = found[:0], at[:0]
+		for i, pl := range places {
+			if gs.reqOf[pl.member] == r {
+				found, at = append(found, pl.vec), append(at, i)
+			}
+		}
+		if len(found) == 0 {
+			continue
+		}
+		c := e.result(found, true)
+		for k, i := range at {
+			rp := gs.base.provs.at(places[i].root)
+			out[i] = GangMember{Member: places[i].member, Root: rp.UUID, RootName: rp.Name, Request: c.Requests[k], Candidate: c}
+		}
 	}
 	delete(gs.placed, agg)
 	return out

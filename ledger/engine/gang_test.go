@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"strings"
 	"syscall"
@@ -134,6 +135,40 @@ func TestGangPrefersFewestEmptyHostsStarted(t *testing.T) {
 	}
 }
 
+// TestGangKeepsWhatAPolicyRanks: the first Keep complete domains, in
+// the engine's order, keep their members' places, each with its
+// one-candidate answer, whose records are the snapshot's before the
+// gang (a policy ranks the placements over them); the others keep none.
+func TestGangKeepsWhatAPolicyRanks(t *testing.T) {
+	b := rackCloud(4, 2, 16)
+	b.used("h2-0", "VCPU", 4)
+	s := b.build()
+	g := mustGang(t, s, GangParams{Members: members(2, "VCPU:4"), Domains: []string{"rack0", "rack1", "rack2", "rack3"}, Keep: 3})
+	var kept []string
+	for _, d := range g.Domains {
+		if d.Members != nil {
+			kept = append(kept, d.Aggregate)
+		}
+	}
+	if got, want := strings.Join(kept, ","), "rack2,rack0,rack1"; got != want || g.Complete != 4 {
+		t.Fatalf("kept %s, want %s (complete %d)", got, want, g.Complete)
+	}
+	vcpu, _ := s.names.ClassID("VCPU")
+	// The members' one request: one answer, each member's request in it.
+	ms := g.Domains[0].Members
+	for i, m := range ms {
+		c := m.Candidate
+		if c == nil || c != ms[0].Candidate || len(c.Requests) != 2 || !reflect.DeepEqual(c.Requests[i], m.Request) ||
+			len(c.Versions) != 1 || m.Root != "h2-0" {
+			t.Fatalf("member %+v", m)
+		}
+		rec, parent, root := c.Record(0)
+		if rec.UUID != "h2-0" || parent != "" || root != "h2-0" || rec.Inventory(vcpu).Used != 4 {
+			t.Fatalf("record %+v (parent %q, root %q), want h2-0 with 4 VCPU used, as before the gang", rec, parent, root)
+		}
+	}
+}
+
 func TestGangPerMemberConstraints(t *testing.T) {
 	b := rackCloud(1, 3, 16)
 	b.traits("h0-2", "HW_GPU_API_CUDA")
@@ -191,7 +226,7 @@ func BenchmarkGang(b *testing.B) {
 		}
 	}
 	s := sb.build()
-	p := GangParams{Members: members(64, "VCPU:64,MEMORY_MB:131072"), Spread: true, Domains: racks, Keep: 10}
+	p := GangParams{Members: members(64, "VCPU:64,MEMORY_MB:131072"), Spread: true, Domains: racks, Keep: 100}
 	start := cpuTime()
 	for b.Loop() {
 		g, err := s.Gang(context.Background(), &p)
