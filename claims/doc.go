@@ -17,8 +17,10 @@
 //
 // A gang (Gangs, gang.go: POST /claims with members) is placed whole or
 // not at all: the engine simulates it in each domain (an aggregate of
-// root providers) and the best domain that holds every member is written
-// in one transaction (resources.Allocations.GangWrite); its members'
+// root providers), the domains that hold every member are ranked by the
+// gang's scheduling policy and its scriptlet (gang_rank.go), and the best
+// is written in one transaction (resources.Allocations.GangWrite); its
+// members'
 // leases are renewed, confirmed and released together. A gang may name
 // levels to fall back to (a rack, then a block) and a minimum count (a
 // domain holding at least that many members will do when none holds

@@ -15,6 +15,9 @@
 // values are normalised to [0, 1] across the survivors and multiplied by
 // its factor; then the scriptlet's instance_placement sees the ranked
 // candidates and may choose one (set_target) or refuse the claim.
+// Policy.RankGang ranks a gang's placements, one per domain that holds
+// every member, by the mean of its weighers over each placement's hosts,
+// then the scriptlet's gang_placement (gang.go).
 //
 // Starlark scriptlets (the "starlark:<name>" units and instance_placement)
 // run in package scheduler/scriptlet, which imports this one: a policy
@@ -24,7 +27,8 @@
 // The files: request.go (the request, and CloudData, what units may ask
 // of the cloud), candidate.go (the candidates and the views of their
 // providers), plugin.go (the unit interfaces and the
-// Registry), policy.go (a policy and its Rank, in stages), status.go (a
+// Registry), policy.go (a policy and its Rank, in stages), gang.go (a
+// gang's placements ranked whole), status.go (a
 // unit's answer and Rank's errors), scriptlets.go (the boundary with the
 // scriptlet runtime), telemetry.go (Rank's spans), one file per unit
 // (capacity.go, pin.go, exclude.go, traits.go, aggregates.go,

@@ -4,7 +4,8 @@
 // Berth's object model and LXD's and Incus's, so that their scriptlets
 // run unchanged. A Runtime is the scheduler.Scriptlets a policy is built
 // with: it builds the "starlark:<name>" filters and weighers and runs the
-// policy's instance_placement in each Rank. It imports package
+// policy's instance_placement in each Rank (gang_placement in each
+// RankGang of a gang's placements). It imports package
 // scheduler, for the request, candidates and ranking it reads and
 // writes, and nothing of the database.
 //
@@ -19,6 +20,7 @@
 // errors.go, runtime.go (the Runtime: the units and one Rank's start),
 // units.go (the starlark: filters and weighers), run.go (one Rank's
 // scriptlet work: calls, refusals, the log, instance_placement),
+// gang.go (gang_placement, one RankGang's scriptlet),
 // builtins.go (the functions a scriptlet may call), check.go, metrics.go,
 // and the object model: object.go (objects read as o.x or o["x"]),
 // request.go (the request with LXD's instance placement fields),
