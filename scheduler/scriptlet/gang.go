@@ -39,7 +39,7 @@ func (rt *Runtime) StartGang(ctx context.Context, p *scheduler.Policy, req *sche
 		return nil, err
 	}
 	if prog != nil {
-		r.Scriptlet = prog.name
+		r.Scriptlet = cfg.Scriptlet
 		if cfg.Scriptlet == "" {
 			r.Scriptlet = DefaultName
 		}
