@@ -485,20 +485,30 @@ func (p *Policy) weigh(ctx context.Context, req *Request, weighers []weighted, p
 		if req.scripts != nil && req.scripts.Failed(w.w.Name()) {
 			clear(raw) // a starlark weigher that failed weighs nothing
 		}
-		for _, v := range raw {
-			if math.IsNaN(v) || math.IsInf(v, 0) {
-				return nil, &PluginError{Plugin: w.w.Name(), Err: fmt.Errorf("weight %v is not finite", v)}
-			}
-		}
-		norm := Normalize(raw)
-		for i := range scored {
-			contrib := w.factor * norm[i]
-			scored[i].contribs[k] = contrib
-			scored[i].Score += contrib
+		if err := addWeights(scored, k, w, raw); err != nil {
+			return nil, err
 		}
 		stageSpan(ctx, "weigher", w.w.Name(), start)
 	}
 	return scored, nil
+}
+
+// addWeights adds weigher k (w) to scored, given its raw values (one per
+// scored, in order), which must be finite: normalised across scored,
+// times w's factor, as the weigher's contribution and into the score.
+func addWeights(scored []Scored, k int, w weighted, raw []float64) error {
+	for _, v := range raw {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return &PluginError{Plugin: w.w.Name(), Err: fmt.Errorf("weight %v is not finite", v)}
+		}
+	}
+	norm := Normalize(raw)
+	for i := range scored {
+		contrib := w.factor * norm[i]
+		scored[i].contribs[k] = contrib
+		scored[i].Score += contrib
+	}
+	return nil
 }
 
 // newScored is passed with score 0, each with its row of one

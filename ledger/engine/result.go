@@ -17,6 +17,12 @@ func (e *search) result(found [][]int32, versionsOnly bool) *Candidates {
 	var provOrder, units []int32
 	var keys []provClass
 	var amounts []int64 // parallel to keys
+	if versionsOnly {
+		// Each candidate's providers, in its allocations' order, for
+		// AllocationRecord: a candidate has at most one per slot.
+		out.allocProv = make([]int32, 0, len(found)*len(e.slots))
+		out.allocStart = make([]int32, len(found)+1)
+	}
 	for ci, vec := range found {
 		provOrder, keys, amounts = provOrder[:0], keys[:0], amounts[:0]
 		for si, p := range vec {
@@ -35,6 +41,10 @@ func (e *search) result(found [][]int32, versionsOnly bool) *Candidates {
 			}
 		}
 		b.request(&out.Requests[ci], vec, provOrder, keys, amounts)
+		if versionsOnly {
+			out.allocProv = append(out.allocProv, provOrder...)
+			out.allocStart[ci+1] = int32(len(out.allocProv))
+		}
 		for _, p := range provOrder {
 			if unit := b.summaryUnit(p); b.firstSummary(unit) {
 				units = append(units, unit)
