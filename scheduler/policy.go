@@ -563,6 +563,16 @@ func (p *Policy) place(ctx context.Context, req *Request, scored []Scored, r *Ra
 // Candidate.Index, then by position in scored: a total order, so the
 // unstable (and much faster than stable) sort gives one answer.
 func sortScored(scored []Scored) []Scored {
+	order := rankOrder(scored)
+	out := make([]Scored, len(scored))
+	for k, i := range order {
+		out[k] = scored[i]
+	}
+	return out
+}
+
+// rankOrder is the positions in scored in sortScored's order.
+func rankOrder(scored []Scored) []int {
 	order := make([]int, len(scored))
 	for i := range order {
 		order[i] = i
@@ -577,11 +587,7 @@ func sortScored(scored []Scored) []Scored {
 		}
 		return cmp.Compare(i, j)
 	})
-	out := make([]Scored, len(scored))
-	for k, i := range order {
-		out[k] = scored[i]
-	}
-	return out
+	return order
 }
 
 // statusError turns a unit's failed status into Rank's error: a refusal

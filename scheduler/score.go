@@ -203,24 +203,26 @@ func (p *Policy) RankDirect(ctx context.Context, lc *engine.Candidates, keep int
 		}
 		stageSpan(ctx, "weigher", w.w.Name(), start)
 	}
-	ranked := sortScored(scored)
-	cut := min(keep, len(ranked))
-	for !randomOrder && cut < len(ranked) && tiesAny(ranked[:cut], ranked[cut].Score) {
+	// Rank's order, of which only the first cut are copied out.
+	order := rankOrder(scored)
+	cut := min(keep, len(order))
+	for !randomOrder && cut < len(order) && tiesAny(scored, order[:cut], scored[order[cut]].Score) {
 		cut++
 	}
-	r.Ranked = ranked[:cut:cut]
+	r.Ranked = make([]Scored, cut)
 	kept := make([]*Candidate, cut)
-	for i := range kept {
-		kept[i] = r.Ranked[i].Cand
+	for k, i := range order[:cut] {
+		r.Ranked[k], kept[k] = scored[i], scored[i].Cand
 	}
 	build(kept)
 	return r, nil
 }
 
-// tiesAny reports whether score ties the score of one of ranked.
-func tiesAny(ranked []Scored, score float64) bool {
-	for i := range ranked {
-		if Tie(ranked[i].Score, score) {
+// tiesAny reports whether score ties the score of one of scored at
+// positions at.
+func tiesAny(scored []Scored, at []int, score float64) bool {
+	for _, i := range at {
+		if Tie(scored[i].Score, score) {
 			return true
 		}
 	}

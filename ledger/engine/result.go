@@ -19,9 +19,10 @@ func (e *search) result(found [][]int32, versionsOnly bool) *Candidates {
 	var amounts []int64 // parallel to keys
 	if versionsOnly {
 		// Each candidate's providers, in its allocations' order, for
-		// AllocationRecord: a candidate has at most one per slot.
-		out.allocProv = make([]int32, 0, len(found)*len(e.slots))
-		out.allocStart = make([]int32, len(found)+1)
+		// AllocationRecord (a candidate has at most one per slot), in one
+		// array with where each candidate's start.
+		idx := make([]int32, len(found)+1+len(found)*len(e.slots))
+		out.allocStart, out.allocProv = idx[:len(found)+1], idx[len(found)+1:len(found)+1]
 	}
 	for ci, vec := range found {
 		provOrder, keys, amounts = provOrder[:0], keys[:0], amounts[:0]
@@ -51,6 +52,7 @@ func (e *search) result(found [][]int32, versionsOnly bool) *Candidates {
 			}
 		}
 	}
+	b.release(units)
 	return b.answer(out, units, versionsOnly)
 }
 
@@ -72,6 +74,9 @@ type resultBuilder struct {
 	// sample, whose cost must not grow with the snapshot.
 	summarisedBits []uint64
 	summarisedSet  map[int32]struct{}
+	// pooled: summarisedBits are the search scratch's, to be cleared
+	// (release) for the next search.
+	pooled bool
 	// left is how many candidates are still to be cut from the backing
 	// arrays.
 	left     int
@@ -106,12 +111,31 @@ func newResultBuilder(e *search, n int) resultBuilder {
 			}
 		}
 	}
-	if n*len(e.slots) < s.provs.len()/64 {
+	words := (s.provs.len() + 63) / 64
+	switch sc := e.scratch; {
+	case sc != nil && words <= maxPooledScratch:
+		// The scratch's bits, all clear: a claim's sample marks a
+		// hundred and clears them again, whatever the snapshot's size.
+		if len(sc.summarised) < words {
+			sc.summarised = make([]uint64, words)
+		}
+		b.summarisedBits, b.pooled = sc.summarised[:words], true
+	case n*len(e.slots) < s.provs.len()/64:
 		b.summarisedSet = make(map[int32]struct{}, n)
-	} else {
-		b.summarisedBits = make([]uint64, (s.provs.len()+63)/64)
+	default:
+		b.summarisedBits = make([]uint64, words)
 	}
 	return b
+}
+
+// release clears the bits of units, the units summarised, when the
+// bits are the search scratch's.
+func (b *resultBuilder) release(units []int32) {
+	if b.pooled {
+		for _, u := range units {
+			b.summarisedBits[u/64] &^= uint64(1) << (u % 64)
+		}
+	}
 }
 
 // request fills ar, the allocation request of vec, whose providers are

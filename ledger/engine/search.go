@@ -677,6 +677,9 @@ type searchScratch struct {
 	found   [][]int32
 	ring    []*gen
 	moved   map[int]int32 // sparseShuffle's
+	// summarised are the result builder's bits, one per provider, all
+	// clear between searches.
+	summarised []uint64
 }
 
 // sparseShuffle draws the elements of list in uniformly random order
