@@ -14,7 +14,8 @@ func (e *search) result(found [][]int32, versionsOnly bool) *Candidates {
 	// for them (in b they would live on the heap). provOrder, keys and
 	// amounts are one candidate's, reused; units lists the providers (or
 	// trees) to summarise, in the order met.
-	var provOrder, units []int32
+	var provOrder []int32
+	units := make([]int32, 0, len(found))
 	var keys []provClass
 	var amounts []int64 // parallel to keys
 	if versionsOnly {
@@ -237,13 +238,13 @@ func (b *resultBuilder) take(nAlloc, nRes, nMap, nUUID int) ([]Allocation, []Res
 // otherwise.
 func (b *resultBuilder) answer(out *Candidates, units []int32, versionsOnly bool) *Candidates {
 	s := b.s
-	var members []int32
-	for _, u := range units {
-		if b.e.nestedAware && !s.idx.flat {
-			// (In a flat cloud a tree is its root alone.)
+	// Below 1.29 the units are providers; in a flat cloud a tree is its
+	// root alone: either way the members are the units.
+	members := units
+	if b.e.nestedAware && !s.idx.flat {
+		members = make([]int32, 0, len(units))
+		for _, u := range units {
 			members = append(members, s.idx.members.of(u)...)
-		} else {
-			members = append(members, u)
 		}
 	}
 	out.snap, out.summaryList, out.Flat = s, members, s.idx.flat
