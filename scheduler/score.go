@@ -151,15 +151,17 @@ func (p *Policy) RankDirect(ctx context.Context, lc *engine.Candidates, keep int
 	defer func() { endRank(span, r, err) }()
 	start := time.Now()
 
-	cands := make([]Candidate, n)
-	passed := make([]*Candidate, 0, n)
+	// passed are the positions in lc of the candidates every filter
+	// kept; the weighers' raw values are kept weigher by weigher, each
+	// as long as passed. Only the candidates kept in the end become
+	// Candidates and Scored.
+	passed := make([]int32, 0, n)
 	r.Rejections = make([]Rejection, len(p.filters))
 	for k, f := range p.filters {
 		r.Rejections[k] = Rejection{Unit: f.f.Name(), Reasons: map[string]int{}}
 	}
-	// The raw values of the weighers, weigher by weigher, each as long
-	// as passed.
-	raw := make([]float64, len(p.weighers)*n)
+	nw := len(p.weighers)
+	raw := make([]float64, nw*n)
 	ids := classIDs{names: lc.Names()}
 	var buf [8]take
 	for i := range lc.Requests {
@@ -168,8 +170,6 @@ func (p *Policy) RankDirect(ctx context.Context, lc *engine.Candidates, keep int
 				return nil, err
 			}
 		}
-		c := &cands[i]
-		c.Index, c.Allocations = i, lc.Requests[i].Allocations
 		ts := recordTakes(buf[:0], lc, i, &ids)
 		// Each filter sees what the ones before it kept: a candidate
 		// counts against the first that rejects it.
@@ -188,7 +188,7 @@ func (p *Policy) RankDirect(ctx context.Context, lc *engine.Candidates, keep int
 		for k, w := range p.weighers {
 			raw[k*n+len(passed)] = w.w.(*ResourceWeigher).raw(ts)
 		}
-		passed = append(passed, c)
+		passed = append(passed, int32(i))
 	}
 	left := n
 	for k := range r.Rejections {
@@ -196,33 +196,37 @@ func (p *Policy) RankDirect(ctx context.Context, lc *engine.Candidates, keep int
 		r.Rejections[k].Remaining = left
 		stageSpan(ctx, "filter", r.Rejections[k].Unit, start, instrument.AttrRemaining.Int(left))
 	}
-	scored := newScored(passed, p.weighers)
+	np := len(passed)
+	scores, contribs := make([]float64, np), make([]float64, np*nw)
 	for k, w := range p.weighers {
-		if err := addWeights(scored, k, w, raw[k*n:k*n+len(passed)]); err != nil {
+		if err := addWeights(scores, contribs, nw, k, w, raw[k*n:k*n+np]); err != nil {
 			return nil, err
 		}
 		stageSpan(ctx, "weigher", w.w.Name(), start)
 	}
-	// Rank's order, of which only the first cut are copied out.
-	order := rankOrder(scored)
-	cut := min(keep, len(order))
-	for !randomOrder && cut < len(order) && tiesAny(scored, order[:cut], scored[order[cut]].Score) {
+	// Rank's order, of which only the first cut become Scored.
+	order := rankOrder(np, func(i int) float64 { return scores[i] }, func(i int) int { return int(passed[i]) })
+	cut := min(keep, np)
+	for !randomOrder && cut < np && tiesAny(scores, order[:cut], scores[order[cut]]) {
 		cut++
 	}
 	r.Ranked = make([]Scored, cut)
-	kept := make([]*Candidate, cut)
+	cands, kept := make([]Candidate, cut), make([]*Candidate, cut)
+	names := weigherNames(p.weighers)
 	for k, i := range order[:cut] {
-		r.Ranked[k], kept[k] = scored[i], scored[i].Cand
+		li := int(passed[i])
+		cands[k] = Candidate{Index: li, Allocations: lc.Requests[li].Allocations}
+		kept[k] = &cands[k]
+		r.Ranked[k] = Scored{Cand: kept[k], Score: scores[i], names: names, contribs: contribs[i*nw : (i+1)*nw : (i+1)*nw]}
 	}
 	build(kept)
 	return r, nil
 }
 
-// tiesAny reports whether score ties the score of one of scored at
-// positions at.
-func tiesAny(scored []Scored, at []int, score float64) bool {
+// tiesAny reports whether score ties one of scores at positions at.
+func tiesAny(scores []float64, at []int, score float64) bool {
 	for _, i := range at {
-		if Tie(scored[i].Score, score) {
+		if Tie(scores[i], score) {
 			return true
 		}
 	}
