@@ -213,3 +213,65 @@ func mustJSON(v any) string {
 	}
 	return string(b)
 }
+
+// TestSelectionDirectAsFull: a claim's selection ranked directly answers
+// with the steps and the first candidates of the full path's selection
+// of the same candidates (a cloud smaller than the sample, so that both
+// see them in one order; the full path is forced by a provider to avoid
+// that does not exist, whose step removes nothing).
+func TestSelectionDirectAsFull(t *testing.T) {
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(39, 2))
+	classes := []string{"VCPU", "MEMORY_MB", "DISK_GB"}
+	c, err := New(Deps{}, Config{SubsetSize: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	compared := 0
+	for trial := range 50 {
+		snap := randomFlatCloud(rng, 5+rng.IntN(90), classes)
+		p := Params{ConsumerUUID: "c0ffee00-0000-4000-8000-000000000039", ProjectID: "p", UserID: "u", Alternates: 2,
+			Candidates: randomClaimParams(rng, classes)}
+		p.Candidates.NestedAware = true
+		direct, err := c.selectCandidates(ctx, &p, &resolved{snap: snap, exclude: []string{}, policy: c.policy}, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		nowhere := "00000000-0000-4000-8000-00000000dead"
+		full, err := c.selectCandidates(ctx, &p, &resolved{snap: snap, exclude: []string{nowhere}, policy: c.policy}, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if full.direct || full.found == 0 {
+			continue
+		}
+		if !direct.direct {
+			t.Fatalf("trial %d: the default policy's selection was not ranked directly", trial)
+		}
+		compared++
+		var fullSteps []Step
+		for _, st := range full.steps {
+			if st.Unit != scheduler.ExcludeName {
+				fullSteps = append(fullSteps, st)
+			}
+		}
+		if !reflect.DeepEqual(direct.steps, fullSteps) || direct.roots != full.roots || direct.found != full.found {
+			t.Fatalf("trial %d: steps %+v; full path: %+v", trial, direct.steps, fullSteps)
+		}
+		for i, d := range direct.ranking.Ranked {
+			f := full.ranking.Ranked[i]
+			if d.Cand.Index != f.Cand.Index || d.Score != f.Score || d.Cand.Root() != f.Cand.Root() {
+				t.Fatalf("trial %d: ranked %d is %d (%v, %s); full path: %d (%v, %s)", trial, i,
+					d.Cand.Index, d.Score, d.Cand.Root(), f.Cand.Index, f.Score, f.Cand.Root())
+			}
+		}
+		want := min(len(full.ranking.Ranked), attemptsOf(c.cfg, &p)+p.Alternates+1)
+		if len(direct.ranking.Ranked) < want || direct.partial != (len(direct.ranking.Ranked) < len(full.ranking.Ranked)) {
+			t.Fatalf("trial %d: kept %d (partial %v) of %d, want at least %d", trial,
+				len(direct.ranking.Ranked), direct.partial, len(full.ranking.Ranked), want)
+		}
+	}
+	if compared < 40 {
+		t.Fatalf("%d selections compared: too few", compared)
+	}
+}

@@ -23,10 +23,10 @@ type selection struct {
 	roots int // root providers the request saw
 	found int // candidates the engine found
 	// cands are the candidates ranked with views: every one the engine
-	// found, or those a direct ranking kept (partial: fewer than passed
-	// the filters).
-	cands   []*scheduler.Candidate
-	partial bool
+	// found or, ranked directly (scheduler.Policy.RankDirect), those the
+	// ranking kept (partial: fewer than passed the filters).
+	cands           []*scheduler.Candidate
+	direct, partial bool
 	// reqs are the engine's candidates, cands[i] made from reqs[i].
 	reqs    []engine.AllocationRequest
 	steps   []Step
@@ -280,7 +280,7 @@ func (s *selection) rankDirect(ctx context.Context, lc *engine.Candidates, keep 
 	if err != nil || len(ranking.Ranked) == 0 {
 		return false
 	}
-	s.ranking = ranking
+	s.ranking, s.direct = ranking, true
 	s.cands = make([]*scheduler.Candidate, len(ranking.Ranked))
 	for i := range ranking.Ranked {
 		s.cands[i] = ranking.Ranked[i].Cand

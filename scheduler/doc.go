@@ -16,6 +16,13 @@
 // its factor; then the scriptlet's instance_placement sees the ranked
 // candidates and may choose one (set_target) or refuse the claim.
 //
+// A policy that reads nothing of a candidate but what it takes and the
+// inventories it takes it from (Policy.Direct: the capacity filter, the
+// spread and pack weighers, no scriptlet) ranks an engine answer on the
+// snapshot's records instead (Policy.RankDirect, score.go), with the
+// same functions its units run on views, in the same order, and asks
+// for views of the first few candidates only: a claim's sample.
+//
 // Starlark scriptlets (the "starlark:<name>" units and instance_placement)
 // run in package scheduler/scriptlet, which imports this one: a policy
 // reaches them only through the Scriptlets interface it is built with
@@ -24,7 +31,9 @@
 // The files: request.go (the request, and CloudData, what units may ask
 // of the cloud), candidate.go (the candidates and the views of their
 // providers), plugin.go (the unit interfaces and the
-// Registry), policy.go (a policy and its Rank, in stages), status.go (a
+// Registry), policy.go (a policy and its Rank, in stages), score.go
+// (what a candidate takes, and RankDirect on the engine's records),
+// status.go (a
 // unit's answer and Rank's errors), scriptlets.go (the boundary with the
 // scriptlet runtime), telemetry.go (Rank's spans), one file per unit
 // (capacity.go, pin.go, exclude.go, traits.go, aggregates.go,
