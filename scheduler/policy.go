@@ -476,7 +476,6 @@ func (p *Policy) filter(ctx context.Context, req *Request, filters []Filter, can
 // Rank's error.
 func (p *Policy) weigh(ctx context.Context, req *Request, weighers []weighted, passed []*Candidate) ([]Scored, error) {
 	scored, contribs := newScored(passed, weighers)
-	scores := make([]float64, len(passed))
 	raw := make([]float64, len(passed))
 	for k, w := range weighers {
 		start := time.Now()
@@ -486,35 +485,42 @@ func (p *Policy) weigh(ctx context.Context, req *Request, weighers []weighted, p
 		if req.scripts != nil && req.scripts.Failed(w.w.Name()) {
 			clear(raw) // a starlark weigher that failed weighs nothing
 		}
-		if err := addWeights(scores, contribs, len(weighers), k, w, raw); err != nil {
+		if err := addWeights(contribs, len(weighers), k, w, raw); err != nil {
 			return nil, err
 		}
 		stageSpan(ctx, "weigher", w.w.Name(), start)
 	}
 	for i := range scored {
-		scored[i].Score = scores[i]
+		scored[i].Score = score(scored[i].contribs)
 	}
 	return scored, nil
 }
 
-// addWeights adds weigher k of nw (w) to candidates' scores and
-// contributions (contribs: a row of nw per candidate), given its raw
+// addWeights sets weigher k of nw (w)'s contribution to each
+// candidate's score (contribs: a row of nw per candidate), given its raw
 // values (one per candidate, in order), which must be finite: normalised
-// across the candidates, times w's factor, as the weigher's
-// contribution and into the score.
-func addWeights(scores, contribs []float64, nw, k int, w weighted, raw []float64) error {
+// across the candidates, times w's factor.
+func addWeights(contribs []float64, nw, k int, w weighted, raw []float64) error {
 	for _, v := range raw {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
 			return &PluginError{Plugin: w.w.Name(), Err: fmt.Errorf("weight %v is not finite", v)}
 		}
 	}
 	norm := Normalize(raw)
-	for i := range scores {
-		contrib := w.factor * norm[i]
-		contribs[i*nw+k] = contrib
-		scores[i] += contrib
+	for i := range raw {
+		contribs[i*nw+k] = w.factor * norm[i]
 	}
 	return nil
+}
+
+// score is a candidate's score: the sum of its weighers' contributions,
+// in the weighers' order.
+func score(contribs []float64) float64 {
+	var s float64
+	for _, c := range contribs {
+		s += c
+	}
+	return s
 }
 
 // newScored is passed with score 0, each with its row of one

@@ -197,12 +197,16 @@ func (p *Policy) RankDirect(ctx context.Context, lc *engine.Candidates, keep int
 		stageSpan(ctx, "filter", r.Rejections[k].Unit, start, instrument.AttrRemaining.Int(left))
 	}
 	np := len(passed)
-	scores, contribs := make([]float64, np), make([]float64, np*nw)
+	contribs := make([]float64, np*nw)
 	for k, w := range p.weighers {
-		if err := addWeights(scores, contribs, nw, k, w, raw[k*n:k*n+np]); err != nil {
+		if err := addWeights(contribs, nw, k, w, raw[k*n:k*n+np]); err != nil {
 			return nil, err
 		}
 		stageSpan(ctx, "weigher", w.w.Name(), start)
+	}
+	scores := make([]float64, np)
+	for i := range scores {
+		scores[i] = score(contribs[i*nw : (i+1)*nw])
 	}
 	// Rank's order, of which only the first cut become Scored.
 	order := rankOrder(np, func(i int) float64 { return scores[i] }, func(i int) int { return int(passed[i]) })
