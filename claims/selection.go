@@ -27,7 +27,8 @@ type selection struct {
 	// ranking kept (partial: fewer than passed the filters).
 	cands           []*scheduler.Candidate
 	direct, partial bool
-	// reqs are the engine's candidates, cands[i] made from reqs[i].
+	// reqs are the engine's candidates; a candidate c of cands was made
+	// from reqs[c.Index].
 	reqs    []engine.AllocationRequest
 	steps   []Step
 	ranking *scheduler.Ranking
@@ -272,9 +273,9 @@ func (s *selection) firstStep(roots int) {
 // rankDirect ranks lc, the candidates of s's sample in a flat cloud, for
 // a policy Direct for s.req: on the snapshot's records, the first keep
 // kept with their views (keptViews), and, unless the sample is a random
-// one (s.sampled), those tied with them. It
-// reports false, leaving s as it was, when no candidate passed (the
-// full path then answers with every candidate's view).
+// one (s.sampled), those tied with them. It reports false, leaving s as
+// it was, when no candidate passed (the full path then answers with
+// every candidate's view).
 func (s *selection) rankDirect(ctx context.Context, lc *engine.Candidates, keep int) bool {
 	ranking, err := s.policy.RankDirect(ctx, lc, keep, s.sampled, keptViews(lc))
 	if err != nil || len(ranking.Ranked) == 0 {
