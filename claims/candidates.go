@@ -27,59 +27,139 @@ type providerBox struct {
 // aggregate names). Views are the claim's own, built afresh by every
 // claim.
 func views(c *engine.Candidates, provs map[string]*scheduler.ProviderView) {
-	names := c.Names()
-	boxes := make([]providerBox, len(c.Versions))
-	nNames := 0
+	vb := newViewBuilder(c.Names(), len(c.Versions))
 	for i := range c.Versions {
 		rec, _, _ := c.Record(i)
-		nNames += len(rec.Traits) + len(rec.Aggregates)
-	}
-	strs := make([]string, nNames)
-	// The few classes of the sample's providers, named once.
-	type className struct {
-		id   int32
-		name string
-	}
-	var classArr [8]className
-	classes := classArr[:0]
-	nameOf := func(id int32) string {
-		for _, c := range classes {
-			if c.id == id {
-				return c.name
-			}
-		}
-		n := names.ClassName(id)
-		classes = append(classes, className{id, n})
-		return n
+		vb.count(rec)
 	}
 	for i := range c.Versions {
 		rec, parent, root := c.Record(i)
-		b := &boxes[i]
-		p := &b.p
-		if n := len(rec.Inventories); n <= len(b.inv) {
-			p.Resources = b.inv[:n:n]
-		} else {
-			p.Resources = make(scheduler.Resources, n)
-		}
-		p.Provider = engine.Provider{ID: rec.ID, UUID: rec.UUID, Name: rec.Name, Generation: rec.Generation,
-			ParentUUID: parent, RootUUID: root, CreatedAt: rec.CreatedAt, UpdatedAt: rec.UpdatedAt}
-		p.Evacuated = rec.Evacuated
-		for j := range rec.Inventories {
-			inv := &rec.Inventories[j]
-			p.Resources[j] = inv.Usage(nameOf(inv.Class))
-		}
-		scheduler.SortResources(p.Resources)
-		// (Empty, not nil, when there are none: as in a summary.)
-		p.Traits, strs = strs[:len(rec.Traits):len(rec.Traits)], strs[len(rec.Traits):]
-		for j, t := range rec.Traits {
-			p.Traits[j] = names.TraitName(t)
-		}
-		p.Aggregates, strs = strs[:len(rec.Aggregates):len(rec.Aggregates)], strs[len(rec.Aggregates):]
-		for j, a := range rec.Aggregates {
-			p.Aggregates[j] = names.AggregateUUID(a)
-		}
+		p := vb.view(rec, parent, root)
 		provs[p.UUID] = p
 	}
+}
+
+// viewBuilder builds the views of n providers' records, cut from a few
+// shared arrays: count every record first, then view each.
+type viewBuilder struct {
+	names *engine.Names
+	boxes []providerBox
+	strs  []string
+	// The few classes of the providers, named once.
+	classes [8]struct {
+		id   int32
+		name string
+	}
+	nClasses int
+	nNames   int
+}
+
+func newViewBuilder(names *engine.Names, n int) *viewBuilder {
+	return &viewBuilder{names: names, boxes: make([]providerBox, n)}
+}
+
+// count notes that rec is to be viewed.
+func (vb *viewBuilder) count(rec *engine.ProviderRecord) {
+	vb.nNames += len(rec.Traits) + len(rec.Aggregates)
+}
+
+func (vb *viewBuilder) className(id int32) string {
+	for _, c := range vb.classes[:vb.nClasses] {
+		if c.id == id {
+			return c.name
+		}
+	}
+	n := vb.names.ClassName(id)
+	if vb.nClasses < len(vb.classes) {
+		vb.classes[vb.nClasses].id, vb.classes[vb.nClasses].name = id, n
+		vb.nClasses++
+	}
+	return n
+}
+
+// view is the view of rec, whose parent and root have the uuids given;
+// at most n of them, of records counted.
+func (vb *viewBuilder) view(rec *engine.ProviderRecord, parent, root string) *scheduler.ProviderView {
+	if vb.strs == nil {
+		vb.strs = make([]string, vb.nNames)
+	}
+	b := &vb.boxes[0]
+	vb.boxes = vb.boxes[1:]
+	p := &b.p
+	if n := len(rec.Inventories); n <= len(b.inv) {
+		p.Resources = b.inv[:n:n]
+	} else {
+		p.Resources = make(scheduler.Resources, n)
+	}
+	p.Provider = engine.Provider{ID: rec.ID, UUID: rec.UUID, Name: rec.Name, Generation: rec.Generation,
+		ParentUUID: parent, RootUUID: root, CreatedAt: rec.CreatedAt, UpdatedAt: rec.UpdatedAt}
+	p.Evacuated = rec.Evacuated
+	for j := range rec.Inventories {
+		inv := &rec.Inventories[j]
+		p.Resources[j] = inv.Usage(vb.className(inv.Class))
+	}
+	scheduler.SortResources(p.Resources)
+	// (Empty, not nil, when there are none: as in a summary.)
+	strs := vb.strs
+	p.Traits, strs = strs[:len(rec.Traits):len(rec.Traits)], strs[len(rec.Traits):]
+	for j, t := range rec.Traits {
+		p.Traits[j] = vb.names.TraitName(t)
+	}
+	p.Aggregates, strs = strs[:len(rec.Aggregates):len(rec.Aggregates)], strs[len(rec.Aggregates):]
+	for j, a := range rec.Aggregates {
+		p.Aggregates[j] = vb.names.AggregateUUID(a)
+	}
+	vb.strs = strs
+	return p
+}
+
+// keptViews is what a direct ranking (scheduler.Policy.RankDirect) of
+// lc, an answer of a flat snapshot, builds for the candidates it keeps:
+// the views of their providers, in one map they share, and their Roots
+// (in a flat cloud each provider is its own root, and none shares), as
+// schedulerCandidates would.
+func keptViews(lc *engine.Candidates) func([]*scheduler.Candidate) {
+	return func(kept []*scheduler.Candidate) {
+		n := 0
+		for _, c := range kept {
+			n += len(c.Allocations)
+		}
+		vb := newViewBuilder(lc.Names(), n)
+		for _, c := range kept {
+			for j := range c.Allocations {
+				vb.count(lc.AllocationRecord(c.Index, j))
+			}
+		}
+		provs := make(map[string]*scheduler.ProviderView, n)
+		roots := make([]string, 0, n)
+		for _, c := range kept {
+			from := len(roots)
+			for j, a := range c.Allocations {
+				if _, ok := provs[a.ProviderUUID]; !ok {
+					rec := lc.AllocationRecord(c.Index, j)
+					provs[a.ProviderUUID] = vb.view(rec, "", rec.UUID)
+				}
+				if !slices.Contains(roots[from:], a.ProviderUUID) {
+					roots = append(roots, a.ProviderUUID)
+				}
+			}
+			c.Roots, c.Providers = roots[from:len(roots):len(roots)], provs
+		}
+	}
+}
+
+// flatRoots is how many roots the candidates of lc, an answer of a flat
+// snapshot asked with VersionsOnly, are anchored on (Candidate.Root: a
+// candidate's first allocation's provider).
+func flatRoots(lc *engine.Candidates) int {
+	ids := make([]int64, 0, len(lc.Requests))
+	for i, ar := range lc.Requests {
+		if len(ar.Allocations) > 0 {
+			ids = append(ids, lc.AllocationRecord(i, 0).ID)
+		}
+	}
+	slices.Sort(ids)
+	return len(slices.Compact(ids))
 }
 
 // schedulerCandidates turns an engine answer asked with VersionsOnly into the

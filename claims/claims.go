@@ -240,19 +240,16 @@ func (c *Claimer) claim(ctx context.Context, p Params) (_ *Result, err error) {
 		return nil, err
 	}
 
-	maxAttempts := c.cfg.MaxAttempts
-	if p.MaxAttempts > 0 {
-		maxAttempts = min(p.MaxAttempts, MaxMaxAttempts)
-	}
-	w := writer{c: c, p: &p, tr: tr, max: maxAttempts, quota: q}
+	w := writer{c: c, p: &p, tr: tr, max: attemptsOf(c.cfg, &p), quota: q}
 	if res, err := w.run(ctx, s); res != nil || err != nil {
 		return res, err
 	}
-	if s.sampled {
-		// Every candidate of the sample lost to concurrent claims, or the
-		// attempts ran out: the full set, for its true steps and, with
-		// attempts left, for more candidates (not on the roots that
-		// failed), from a snapshot that has the writes that won.
+	if s.sampled || s.partial {
+		// Every candidate of the sample (or of those a direct ranking
+		// kept) lost to concurrent claims, or the attempts ran out: the
+		// full set, for its true steps and, with attempts left, for more
+		// candidates (not on the roots that failed), from a snapshot that
+		// has the writes that won.
 		if r.snap, err = c.snapshot(ctx, &p); err != nil {
 			return nil, err
 		}

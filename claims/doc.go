@@ -50,8 +50,9 @@
 // Move, the entry points, which make each safe to retry after an unknown
 // outcome), claims.go (the Claimer, its dependencies and the claim
 // itself), types.go (Params, Result), selection.go (the snapshot, the
-// candidates, the ranking), candidates.go (the engine's answer as the
-// scheduler's candidates), write.go (the write attempts, the answer),
+// candidates, the ranking, directly on the engine's records when the
+// policy allows), candidates.go (the engine's answer as the scheduler's
+// candidates, all of them or those a direct ranking kept), write.go (the write attempts, the answer),
 // errors.go (a claim that placed nothing), preempt.go (what a claim that
 // placed nothing may preempt, and the victims' side), move.go (reschedule, move,
 // confirm, revert), lease.go (stored claims, leases and their reaper),

@@ -22,8 +22,13 @@ import (
 type selection struct {
 	roots int // root providers the request saw
 	found int // candidates the engine found
-	cands []*scheduler.Candidate
-	// reqs are the engine's candidates, cands[i] made from reqs[i].
+	// cands are the candidates ranked with views: every one the engine
+	// found or, ranked directly (scheduler.Policy.RankDirect), those the
+	// ranking kept (partial: fewer than passed the filters).
+	cands           []*scheduler.Candidate
+	direct, partial bool
+	// reqs are the engine's candidates; a candidate c of cands was made
+	// from reqs[c.Index].
 	reqs    []engine.AllocationRequest
 	steps   []Step
 	ranking *scheduler.Ranking
@@ -183,20 +188,8 @@ func (c *Claimer) selectCandidates(ctx context.Context, p *Params, r *resolved, 
 		return nil, err
 	}
 	candidatesSpan(ctx, start, len(lc.Requests))
-	s := &selection{roots: lc.Roots, found: len(lc.Requests), cands: schedulerCandidates(lc), reqs: lc.Requests,
+	s := &selection{roots: lc.Roots, found: len(lc.Requests), reqs: lc.Requests,
 		policy: policy, byDefault: r.byDefault, sampled: sample > 0 && lc.Truncated}
-	fit := make(map[string]struct{}, len(s.cands))
-	for _, cand := range s.cands {
-		fit[cand.Root()] = struct{}{}
-	}
-	first := Step{Unit: StepCandidates, Kind: "filter", Removed: max(0, lc.Roots-len(fit)),
-		Remaining: len(s.cands), Reasons: map[string]int{}}
-	if s.sampled {
-		// Roots outside the sample were not looked at: whether they fit
-		// is unknown, so they are counted as such, not as lacking capacity.
-		first.Reasons[ReasonOutsideSample] = first.Removed
-	}
-	s.steps = append(s.steps, first)
 	req := &scheduler.Request{
 		ConsumerUUID: p.ConsumerUUID,
 		ProjectID:    p.ProjectID,
@@ -228,6 +221,21 @@ func (c *Claimer) selectCandidates(ctx context.Context, p *Params, r *resolved, 
 		}
 	}
 	s.req = req
+	// A claim's sample, in a flat cloud, under a policy that reads only
+	// what candidates take (the default policy's kind), is ranked on the
+	// snapshot's records, and views are built only for the candidates the
+	// claim may write or answer with; shadows read every candidate's view.
+	if sample > 0 && lc.Flat && policy.Direct(req) && (c.shadows == nil || !c.shadows.Active()) {
+		if s.rankDirect(ctx, lc, attemptsOf(c.cfg, p)+p.Alternates+max(c.cfg.SubsetSize, 1)) {
+			return s, nil
+		}
+	}
+	s.cands = schedulerCandidates(lc)
+	fit := make(map[string]struct{}, len(s.cands))
+	for _, cand := range s.cands {
+		fit[cand.Root()] = struct{}{}
+	}
+	s.firstStep(len(fit))
 	if c.cloud != nil && len(s.cands) > 0 {
 		needs, provs := policy.NeedsFor(req), s.cands[0].Providers
 		if err := c.cloud.Enrich(ctx, needs, provs); err != nil {
@@ -247,6 +255,52 @@ func (c *Claimer) selectCandidates(ctx context.Context, p *Params, r *resolved, 
 		}
 	}
 	return s, nil
+}
+
+// firstStep is the candidates step of s, of the candidates found
+// anchored on roots roots: the roots without one removed.
+func (s *selection) firstStep(roots int) {
+	first := Step{Unit: StepCandidates, Kind: "filter", Removed: max(0, s.roots-roots),
+		Remaining: s.found, Reasons: map[string]int{}}
+	if s.sampled {
+		// Roots outside the sample were not looked at: whether they fit
+		// is unknown, so they are counted as such, not as lacking capacity.
+		first.Reasons[ReasonOutsideSample] = first.Removed
+	}
+	s.steps = append(s.steps[:0], first)
+}
+
+// rankDirect ranks lc, the candidates of s's sample in a flat cloud, for
+// a policy Direct for s.req: on the snapshot's records, the first keep
+// kept with their views (keptViews), and, unless the sample is a random
+// one (s.sampled), those tied with them. It reports false, leaving s as
+// it was, when no candidate passed (the full path then answers with
+// every candidate's view).
+func (s *selection) rankDirect(ctx context.Context, lc *engine.Candidates, keep int) bool {
+	ranking, err := s.policy.RankDirect(ctx, lc, keep, s.sampled, keptViews(lc))
+	if err != nil || len(ranking.Ranked) == 0 {
+		return false
+	}
+	s.ranking, s.direct = ranking, true
+	s.cands = make([]*scheduler.Candidate, len(ranking.Ranked))
+	for i := range ranking.Ranked {
+		s.cands[i] = ranking.Ranked[i].Cand
+	}
+	s.partial = len(ranking.Ranked) < ranking.Rejections[len(ranking.Rejections)-1].Remaining
+	s.firstStep(flatRoots(lc))
+	for _, rj := range ranking.Rejections {
+		s.steps = append(s.steps, Step{Unit: rj.Unit, Kind: "filter", Removed: rj.Removed,
+			Remaining: rj.Remaining, Reasons: rj.Reasons})
+	}
+	return true
+}
+
+// attemptsOf is how many writes a claim of p tries.
+func attemptsOf(cfg Config, p *Params) int {
+	if p.MaxAttempts > 0 {
+		return min(p.MaxAttempts, MaxMaxAttempts)
+	}
+	return cfg.MaxAttempts
 }
 
 // explainCapacity fills the capacity step's reasons (steps[0]), which

@@ -19,6 +19,11 @@ func (c *Claimer) submitShadows(s *selection, err error) {
 	if c.shadows == nil || s == nil || len(s.cands) == 0 && s.preemption == nil || !c.shadows.Active() {
 		return
 	}
+	if s.direct {
+		// Ranked directly while no shadow was active: the shadows would
+		// see only the candidates it kept.
+		return
+	}
 	var np *NotPlacedError
 	if err != nil && !errors.As(err, &np) {
 		return

@@ -3,7 +3,6 @@ package claims
 import (
 	"context"
 	"errors"
-	"math"
 	"math/rand/v2"
 	"slices"
 	"time"
@@ -113,7 +112,7 @@ func (c *Claimer) pick(ranked []scheduler.Scored, tried []bool, failedRoots []st
 			}
 		} else if c.cfg.SubsetSize > 1 && n >= c.cfg.SubsetSize {
 			break
-		} else if c.cfg.SubsetSize <= 1 && !tie(ranked[first].Score, sc.Score) {
+		} else if c.cfg.SubsetSize <= 1 && !scheduler.Tie(ranked[first].Score, sc.Score) {
 			break
 		}
 		// Reservoir sampling: each of the n+1 seen so far is kept with
@@ -124,11 +123,6 @@ func (c *Claimer) pick(ranked []scheduler.Scored, tried []bool, failedRoots []st
 		}
 	}
 	return chosen
-}
-
-// tie reports whether two scores are equal up to rounding.
-func tie(a, b float64) bool {
-	return math.Abs(a-b) <= 1e-9*max(1, math.Abs(a), math.Abs(b))
 }
 
 // stateWrite is what a write of p on root stores of the claim

@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-
-	"github.com/berthd/berth/ledger/engine"
 )
 
 // CapacityName names the capacity filter.
@@ -44,30 +42,27 @@ func (*Capacity) Name() string { return CapacityName }
 // amount asked of the provider), "VCPU 3 not a multiple of step_size 2",
 // "DISK_GB 5 below min_unit 10", "DISK_GB 500 above max_unit 100".
 func (*Capacity) Filter(_ context.Context, _ *Request, c *Candidate) *Status {
-	var absent engine.InventoryUsage // of a class the provider lacks: nothing fits
-	for _, a := range c.Allocations {
-		p := c.Providers[a.ProviderUUID]
-		// Classes in name order, so the reason a candidate is counted
-		// under does not depend on map order.
-		var buf [8]engine.ResourceAmount
-		for _, ca := range sortedAmounts(buf[:0], a.Resources) {
-			class, amount := ca.Class, ca.Amount
-			inv := &absent
-			if p != nil {
-				if found := p.Resources.Find(class); found != nil {
-					inv = found
-				}
-			}
-			switch {
-			case inv.Used+amount > inv.Capacity:
-				return Reject(fmt.Sprintf("lacked %s %d", class, amount))
-			case inv.MinUnit > 0 && amount < inv.MinUnit:
-				return Reject(fmt.Sprintf("%s %d below min_unit %d", class, amount, inv.MinUnit))
-			case inv.MaxUnit > 0 && amount > inv.MaxUnit:
-				return Reject(fmt.Sprintf("%s %d above max_unit %d", class, amount, inv.MaxUnit))
-			case inv.StepSize > 1 && amount%inv.StepSize != 0:
-				return Reject(fmt.Sprintf("%s %d not a multiple of step_size %d", class, amount, inv.StepSize))
-			}
+	var buf [8]take
+	return capacityStatus(c.takes(buf[:0]))
+}
+
+// capacityStatus is the capacity filter's verdict on what a candidate
+// takes (its takes, in the order Candidate.takes lists them): the first
+// amount that does not fit rejects it. A class the provider lacks has
+// no room at all. RankDirect judges the engine's records with it.
+func capacityStatus(ts []take) *Status {
+	for i := range ts {
+		t := &ts[i]
+		class, amount := t.class, t.amount
+		switch {
+		case t.used+amount > t.capacity:
+			return Reject(fmt.Sprintf("lacked %s %d", class, amount))
+		case t.minUnit > 0 && amount < t.minUnit:
+			return Reject(fmt.Sprintf("%s %d below min_unit %d", class, amount, t.minUnit))
+		case t.maxUnit > 0 && amount > t.maxUnit:
+			return Reject(fmt.Sprintf("%s %d above max_unit %d", class, amount, t.maxUnit))
+		case t.stepSize > 1 && amount%t.stepSize != 0:
+			return Reject(fmt.Sprintf("%s %d not a multiple of step_size %d", class, amount, t.stepSize))
 		}
 	}
 	return nil

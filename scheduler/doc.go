@@ -19,6 +19,13 @@
 // every member, by the mean of its weighers over each placement's hosts,
 // then the scriptlet's gang_placement (gang.go).
 //
+// A policy that reads nothing of a candidate but what it takes and the
+// inventories it takes it from (Policy.Direct: the capacity filter, the
+// spread and pack weighers, no scriptlet) ranks an engine answer on the
+// snapshot's records instead (Policy.RankDirect, score.go), with the
+// same functions its units run on views, in the same order, and asks
+// for views of the first few candidates only: a claim's sample.
+//
 // Starlark scriptlets (the "starlark:<name>" units and instance_placement)
 // run in package scheduler/scriptlet, which imports this one: a policy
 // reaches them only through the Scriptlets interface it is built with
@@ -27,8 +34,9 @@
 // The files: request.go (the request, and CloudData, what units may ask
 // of the cloud), candidate.go (the candidates and the views of their
 // providers), plugin.go (the unit interfaces and the
-// Registry), policy.go (a policy and its Rank, in stages), gang.go (a
-// gang's placements ranked whole), status.go (a
+// Registry), policy.go (a policy and its Rank, in stages), score.go
+// (what a candidate takes, and RankDirect on the engine's records),
+// gang.go (a gang's placements ranked whole), status.go (a
 // unit's answer and Rank's errors), scriptlets.go (the boundary with the
 // scriptlet runtime), telemetry.go (Rank's spans), one file per unit
 // (capacity.go, pin.go, exclude.go, traits.go, aggregates.go,

@@ -475,7 +475,7 @@ func (p *Policy) filter(ctx context.Context, req *Request, filters []Filter, can
 // sum. It returns passed scored, in their order; a weigher's failure is
 // Rank's error.
 func (p *Policy) weigh(ctx context.Context, req *Request, weighers []weighted, passed []*Candidate) ([]Scored, error) {
-	scored := newScored(passed, weighers)
+	scored, contribs := newScored(passed, weighers)
 	raw := make([]float64, len(passed))
 	for k, w := range weighers {
 		start := time.Now()
@@ -485,35 +485,65 @@ func (p *Policy) weigh(ctx context.Context, req *Request, weighers []weighted, p
 		if req.scripts != nil && req.scripts.Failed(w.w.Name()) {
 			clear(raw) // a starlark weigher that failed weighs nothing
 		}
-		for _, v := range raw {
-			if math.IsNaN(v) || math.IsInf(v, 0) {
-				return nil, &PluginError{Plugin: w.w.Name(), Err: fmt.Errorf("weight %v is not finite", v)}
-			}
-		}
-		norm := Normalize(raw)
-		for i := range scored {
-			contrib := w.factor * norm[i]
-			scored[i].contribs[k] = contrib
-			scored[i].Score += contrib
+		if err := addWeights(contribs, len(weighers), k, w, raw); err != nil {
+			return nil, err
 		}
 		stageSpan(ctx, "weigher", w.w.Name(), start)
+	}
+	for i := range scored {
+		scored[i].Score = score(scored[i].contribs)
 	}
 	return scored, nil
 }
 
+// addWeights sets weigher k of nw (w)'s contribution to each
+// candidate's score (contribs: a row of nw per candidate), given its raw
+// values (one per candidate, in order), which must be finite: normalised
+// across the candidates, times w's factor.
+func addWeights(contribs []float64, nw, k int, w weighted, raw []float64) error {
+	for _, v := range raw {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return &PluginError{Plugin: w.w.Name(), Err: fmt.Errorf("weight %v is not finite", v)}
+		}
+	}
+	norm := Normalize(raw)
+	for i := range raw {
+		contribs[i*nw+k] = w.factor * norm[i]
+	}
+	return nil
+}
+
+// score is a candidate's score: the sum of its weighers' contributions,
+// in the weighers' order.
+func score(contribs []float64) float64 {
+	var s float64
+	for _, c := range contribs {
+		s += c
+	}
+	return s
+}
+
 // newScored is passed with score 0, each with its row of one
-// contribution per weigher, cut from one array.
-func newScored(passed []*Candidate, weighers []weighted) []Scored {
-	scored := make([]Scored, len(passed))
+// contribution per weigher, cut from contribs, one array, which it
+// returns too.
+func newScored(passed []*Candidate, weighers []weighted) (scored []Scored, contribs []float64) {
+	scored = make([]Scored, len(passed))
+	names := weigherNames(weighers)
+	nw := len(weighers)
+	contribs = make([]float64, len(passed)*nw)
+	for i, c := range passed {
+		scored[i] = Scored{Cand: c, names: names, contribs: contribs[i*nw : (i+1)*nw : (i+1)*nw]}
+	}
+	return scored, contribs
+}
+
+// weigherNames are the names of weighers, in order.
+func weigherNames(weighers []weighted) []string {
 	names := make([]string, len(weighers))
 	for k, w := range weighers {
 		names[k] = w.w.Name()
 	}
-	contribs := make([]float64, len(passed)*len(weighers))
-	for i, c := range passed {
-		scored[i] = Scored{Cand: c, names: names, contribs: contribs[i*len(weighers) : (i+1)*len(weighers) : (i+1)*len(weighers)]}
-	}
-	return scored
+	return names
 }
 
 // rawWeights writes w's raw value of each of passed into raw (as long
@@ -553,25 +583,32 @@ func (p *Policy) place(ctx context.Context, req *Request, scored []Scored, r *Ra
 // Candidate.Index, then by position in scored: a total order, so the
 // unstable (and much faster than stable) sort gives one answer.
 func sortScored(scored []Scored) []Scored {
-	order := make([]int, len(scored))
-	for i := range order {
-		order[i] = i
-	}
-	slices.SortFunc(order, func(i, j int) int {
-		a, b := &scored[i], &scored[j]
-		if c := cmp.Compare(b.Score, a.Score); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(a.Cand.Index, b.Cand.Index); c != 0 {
-			return c
-		}
-		return cmp.Compare(i, j)
-	})
+	order := rankOrder(len(scored), func(i int) float64 { return scored[i].Score },
+		func(i int) int { return scored[i].Cand.Index })
 	out := make([]Scored, len(scored))
 	for k, i := range order {
 		out[k] = scored[i]
 	}
 	return out
+}
+
+// rankOrder is the positions 0 to n-1 of candidates in sortScored's
+// order, given each one's score and Candidate.Index.
+func rankOrder(n int, score func(int) float64, index func(int) int) []int {
+	order := make([]int, n)
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(i, j int) int {
+		if c := cmp.Compare(score(j), score(i)); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(index(i), index(j)); c != 0 {
+			return c
+		}
+		return cmp.Compare(i, j)
+	})
+	return order
 }
 
 // statusError turns a unit's failed status into Rank's error: a refusal

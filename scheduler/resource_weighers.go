@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
-
-	"github.com/berthd/berth/ledger/engine"
 )
 
 // SpreadName and PackName name the resource weighers.
@@ -65,33 +63,42 @@ func (w *ResourceWeigher) Name() string { return w.name }
 
 // Weigh implements Weigher.
 func (w *ResourceWeigher) Weigh(_ context.Context, _ *Request, c *Candidate) (float64, *Status) {
+	var buf [8]take
+	return w.raw(c.takes(buf[:0])), nil
+}
+
+// raw is the weigher's raw value of what a candidate takes (its takes,
+// in the order Candidate.takes lists them; a class the provider lacks
+// counts for nothing). RankDirect weighs the engine's records with it.
+func (w *ResourceWeigher) raw(ts []take) float64 {
 	if w.Class != "" {
 		var free float64
-		c.usage(func(_, class string, inv *engine.InventoryUsage, amount int64) {
-			if class == w.Class {
-				free += float64(inv.Capacity - inv.Used - amount)
+		for i := range ts {
+			if t := &ts[i]; t.found && t.class == w.Class {
+				free += float64(t.capacity - t.used - t.amount)
 			}
-		})
-		if w.spread {
-			return free, nil
 		}
-		return -free, nil
+		if w.spread {
+			return free
+		}
+		return -free
 	}
 	var sum float64
 	n := 0
-	c.usage(func(_, class string, inv *engine.InventoryUsage, amount int64) {
-		if (len(w.Classes) > 0 && !slices.Contains(w.Classes, class)) || inv.Capacity <= 0 {
-			return
+	for i := range ts {
+		t := &ts[i]
+		if !t.found || (len(w.Classes) > 0 && !slices.Contains(w.Classes, t.class)) || t.capacity <= 0 {
+			continue
 		}
-		sum += float64(inv.Capacity-inv.Used-amount) / float64(inv.Capacity)
+		sum += float64(t.capacity-t.used-t.amount) / float64(t.capacity)
 		n++
-	})
+	}
 	if n == 0 {
-		return 0, nil
+		return 0
 	}
 	mean := sum / float64(n)
 	if w.spread {
-		return mean, nil
+		return mean
 	}
-	return -mean, nil
+	return -mean
 }

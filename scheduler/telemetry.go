@@ -35,6 +35,9 @@ func endRank(span trace.Span, r *Ranking, err error) {
 // stageSpan records a finished stage of a Rank (a filter, a weigher, the
 // placement scriptlet), begun at start, as a child span of ctx's.
 func stageSpan(ctx context.Context, kind, unit string, start time.Time, attrs ...attribute.KeyValue) {
+	if !instrument.Tracing() {
+		return // (no name nor attributes to build)
+	}
 	instrument.Stage(ctx, instrument.ScopeScheduler, "scheduler."+kind+" "+unit, start,
 		append(attrs, instrument.AttrUnit.String(unit))...)
 }

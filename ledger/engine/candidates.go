@@ -80,9 +80,14 @@ type Candidates struct {
 	// is then its candidate's root, and none is a sharing provider.
 	Flat bool
 
-	// snap and summaryList are what Record reads.
+	// snap and summaryList are what Record reads; allocProv and
+	// allocStart what AllocationRecord reads (with VersionsOnly): the
+	// providers of Requests[i]'s allocations are
+	// allocProv[allocStart[i]:allocStart[i+1]].
 	snap        *Snapshot
 	summaryList []int32
+	allocProv   []int32
+	allocStart  []int32
 }
 
 // Record returns the snapshot's record of the provider Versions[i] (or
@@ -100,6 +105,17 @@ func (c *Candidates) Record(i int) (rec *ProviderRecord, parentUUID, rootUUID st
 		parentUUID = s.provs.at(pi).UUID
 	}
 	return rec, parentUUID, s.provs.at(s.idx.root[k]).UUID
+}
+
+// AllocationRecord returns the snapshot's record of the provider of
+// Requests[i].Allocations[j], which must not be changed: for a caller
+// that reads the inventories a candidate takes from without a view of
+// every provider. nil for an answer asked without VersionsOnly.
+func (c *Candidates) AllocationRecord(i, j int) *ProviderRecord {
+	if c.allocStart == nil {
+		return nil
+	}
+	return c.snap.provs.at(c.allocProv[int(c.allocStart[i])+j])
 }
 
 // Names are the names of the classes, traits and aggregates the records

@@ -14,9 +14,17 @@ func (e *search) result(found [][]int32, versionsOnly bool) *Candidates {
 	// for them (in b they would live on the heap). provOrder, keys and
 	// amounts are one candidate's, reused; units lists the providers (or
 	// trees) to summarise, in the order met.
-	var provOrder, units []int32
+	var provOrder []int32
+	units := make([]int32, 0, len(found))
 	var keys []provClass
 	var amounts []int64 // parallel to keys
+	if versionsOnly {
+		// Each candidate's providers, in its allocations' order, for
+		// AllocationRecord (a candidate has at most one per slot), in one
+		// array with where each candidate's start.
+		idx := make([]int32, len(found)+1+len(found)*len(e.slots))
+		out.allocStart, out.allocProv = idx[:len(found)+1], idx[len(found)+1:len(found)+1]
+	}
 	for ci, vec := range found {
 		provOrder, keys, amounts = provOrder[:0], keys[:0], amounts[:0]
 		for si, p := range vec {
@@ -35,12 +43,17 @@ func (e *search) result(found [][]int32, versionsOnly bool) *Candidates {
 			}
 		}
 		b.request(&out.Requests[ci], vec, provOrder, keys, amounts)
+		if versionsOnly {
+			out.allocProv = append(out.allocProv, provOrder...)
+			out.allocStart[ci+1] = int32(len(out.allocProv))
+		}
 		for _, p := range provOrder {
 			if unit := b.summaryUnit(p); b.firstSummary(unit) {
 				units = append(units, unit)
 			}
 		}
 	}
+	b.release(units)
 	return b.answer(out, units, versionsOnly)
 }
 
@@ -62,6 +75,9 @@ type resultBuilder struct {
 	// sample, whose cost must not grow with the snapshot.
 	summarisedBits []uint64
 	summarisedSet  map[int32]struct{}
+	// pooled: summarisedBits are the search scratch's, to be cleared
+	// (release) for the next search.
+	pooled bool
 	// left is how many candidates are still to be cut from the backing
 	// arrays.
 	left     int
@@ -96,12 +112,31 @@ func newResultBuilder(e *search, n int) resultBuilder {
 			}
 		}
 	}
-	if n*len(e.slots) < s.provs.len()/64 {
+	words := (s.provs.len() + 63) / 64
+	switch sc := e.scratch; {
+	case sc != nil && words <= maxPooledScratch:
+		// The scratch's bits, all clear: a claim's sample marks a
+		// hundred and clears them again, whatever the snapshot's size.
+		if len(sc.summarised) < words {
+			sc.summarised = make([]uint64, words)
+		}
+		b.summarisedBits, b.pooled = sc.summarised[:words], true
+	case n*len(e.slots) < s.provs.len()/64:
 		b.summarisedSet = make(map[int32]struct{}, n)
-	} else {
-		b.summarisedBits = make([]uint64, (s.provs.len()+63)/64)
+	default:
+		b.summarisedBits = make([]uint64, words)
 	}
 	return b
+}
+
+// release clears the bits of units, the units summarised, when the
+// bits are the search scratch's.
+func (b *resultBuilder) release(units []int32) {
+	if b.pooled {
+		for _, u := range units {
+			b.summarisedBits[u/64] &^= uint64(1) << (u % 64)
+		}
+	}
 }
 
 // request fills ar, the allocation request of vec, whose providers are
@@ -203,13 +238,13 @@ func (b *resultBuilder) take(nAlloc, nRes, nMap, nUUID int) ([]Allocation, []Res
 // otherwise.
 func (b *resultBuilder) answer(out *Candidates, units []int32, versionsOnly bool) *Candidates {
 	s := b.s
-	var members []int32
-	for _, u := range units {
-		if b.e.nestedAware && !s.idx.flat {
-			// (In a flat cloud a tree is its root alone.)
+	// Below 1.29 the units are providers; in a flat cloud a tree is its
+	// root alone: either way the members are the units.
+	members := units
+	if b.e.nestedAware && !s.idx.flat {
+		members = make([]int32, 0, len(units))
+		for _, u := range units {
 			members = append(members, s.idx.members.of(u)...)
-		} else {
-			members = append(members, u)
 		}
 	}
 	out.snap, out.summaryList, out.Flat = s, members, s.idx.flat

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"math/rand/v2"
 	"slices"
@@ -98,6 +99,8 @@ func (s *Snapshot) newSearch(ctx context.Context, p *CandidatesParams) (*search,
 	if e.maxSteps <= 0 {
 		e.maxSteps = DefaultMaxSearchSteps
 	}
+	e.suffixes = make([]string, 0, len(p.Groups))
+	e.groupSlots = make([][]int, 0, len(p.Groups))
 	for gi := range p.Groups {
 		g := &p.Groups[gi]
 		e.suffixes = append(e.suffixes, g.Suffix)
@@ -243,8 +246,11 @@ func (e *search) addGroup(gi int, g *RequestGroup) (bool, error) {
 	if s.idx.hasTrees || s.idx.hasSharing {
 		slices.SortStableFunc(ordered, func(a, b resAmount) int { return int(a.class - b.class) })
 	}
-	for _, ra := range ordered {
-		sl := slot{group: gi, res: []resAmount{ra}, f: f, drive: s.idx.byClass[ra.class]}
+	// Each slot's res is cut from ordered (one class each).
+	e.slots = slices.Grow(e.slots, len(ordered))
+	e.groupSlots[gi] = slices.Grow(e.groupSlots[gi], len(ordered))
+	for k, ra := range ordered {
+		sl := slot{group: gi, res: ordered[k : k+1 : k+1], f: f, drive: s.idx.byClass[ra.class]}
 		e.groupSlots[gi] = append(e.groupSlots[gi], len(e.slots))
 		e.slots = append(e.slots, sl)
 	}
@@ -297,6 +303,26 @@ func strictlyAscending(xs []int32) bool {
 // orderSlots moves the unsuffixed group's slots to the front, keeping the
 // request order otherwise, and renumbers groupSlots accordingly.
 func (e *search) orderSlots() {
+	if !slices.IsSortedFunc(e.slots, func(a, b slot) int { return cmp.Compare(b2i(a.granular), b2i(b.granular)) }) {
+		e.reorderSlots()
+	}
+	for n := range e.slots {
+		if !e.slots[n].granular {
+			e.lastShared = n
+		}
+	}
+}
+
+// b2i is 1 for true, 0 for false.
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// reorderSlots is orderSlots for slots out of order.
+func (e *search) reorderSlots() {
 	order := make([]int, 0, len(e.slots))
 	for i, sl := range e.slots {
 		if !sl.granular {
@@ -313,9 +339,6 @@ func (e *search) orderSlots() {
 	for n, old := range order {
 		slots[n] = e.slots[old]
 		newIndex[old] = n
-		if !slots[n].granular {
-			e.lastShared = n
-		}
 	}
 	e.slots = slots
 	for gi := range e.groupSlots {
@@ -677,6 +700,9 @@ type searchScratch struct {
 	found   [][]int32
 	ring    []*gen
 	moved   map[int]int32 // sparseShuffle's
+	// summarised are the result builder's bits, one per provider, all
+	// clear between searches.
+	summarised []uint64
 }
 
 // sparseShuffle draws the elements of list in uniformly random order

@@ -50,6 +50,10 @@ STAGES = [
                         "resources.(*Allocations).queueClaim", "core.(*GroupWriter", "core.StartGroupWriter",
                         "resources.(*Allocations).ClaimWrite", "resources.(*Allocations).allocationsReplace",
                         "resources.fastClaimOf", "claims.(*writer).run"]),
+    # The views of a direct ranking's kept candidates are built from
+    # inside scheduler.(*Policy).RankDirect (its build callback): before rank.
+    ("candidates: scheduler views of the sample (claims.views)", ["berth/claims.keptViews", ".keptViews.func", "claims.(*viewBuilder)",
+                                                                 "claims.newViewBuilder", "claims.flatRoots"]),
     ("rank (scheduler)", ["berth/scheduler."]),
     ("candidates: scheduler views of the sample (claims.views)", ["claims.views", "claims.schedulerCandidates",
                                                                  "claims.mappings", "berth/claims/cloud."]),

@@ -48,6 +48,11 @@ var untraced = otel.GetTracerProvider()
 // tracing reports whether the process installed a tracer provider.
 func tracing() bool { return otel.GetTracerProvider() != untraced }
 
+// Tracing reports whether the process installed a tracer provider: a
+// caller that builds a span's name or attributes first can skip that
+// work when it did not.
+func Tracing() bool { return tracing() }
+
 // Start starts a span called name, a child of the span in ctx, in the
 // given scope. End it with End. While no tracer provider is installed it
 // returns ctx and a span that records nothing, without building the

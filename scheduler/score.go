@@ -1,0 +1,244 @@
+package scheduler
+
+import (
+	"context"
+	"math"
+	"time"
+
+	"github.com/berthd/berth/internal/telemetry/instrument"
+	"github.com/berthd/berth/ledger/engine"
+)
+
+// Scoring on the engine's records: a claim's sample is a hundred
+// candidates, of which it writes one and answers with two or three more.
+// When the policy reads nothing of a candidate but what it takes and the
+// inventories it takes it from (Policy.Direct), RankDirect filters and
+// weighs the engine's answer on the snapshot's records, with the same
+// functions Rank's units run on views (capacityStatus,
+// ResourceWeigher.raw, over a candidate's takes), and views are built
+// only for the candidates the claim may read.
+
+// take is one class a candidate takes from one provider, with that
+// provider's inventory of the class (found false: the provider has none,
+// or there is no view of it; the inventory's fields are then zero).
+type take struct {
+	class  string
+	amount int64
+	found  bool
+	// The inventory: engine.InventoryUsage's Capacity, Used, MinUnit,
+	// MaxUnit, StepSize.
+	capacity, used, minUnit, maxUnit, stepSize int64
+}
+
+// takes appends what c takes to buf: provider by provider in the
+// allocations' order, each provider's classes in name order, with the
+// provider's inventory from its view. A caller passes a small array's
+// slice to keep the common case off the heap.
+func (c *Candidate) takes(buf []take) []take {
+	for _, a := range c.Allocations {
+		p := c.Providers[a.ProviderUUID]
+		var amounts [8]engine.ResourceAmount
+		for _, ca := range sortedAmounts(amounts[:0], a.Resources) {
+			t := take{class: ca.Class, amount: ca.Amount}
+			if p != nil {
+				if inv := p.Resources.Find(ca.Class); inv != nil {
+					t.found = true
+					t.capacity, t.used = inv.Capacity, inv.Used
+					t.minUnit, t.maxUnit, t.stepSize = inv.MinUnit, inv.MaxUnit, inv.StepSize
+				}
+			}
+			buf = append(buf, t)
+		}
+	}
+	return buf
+}
+
+// recordTakes is takes for candidate i of lc, read from the snapshot's
+// records (engine.Candidates.AllocationRecord) instead of views; ids
+// caches the class ids of the names met.
+func recordTakes(buf []take, lc *engine.Candidates, i int, ids *classIDs) []take {
+	for j, a := range lc.Requests[i].Allocations {
+		rec := lc.AllocationRecord(i, j)
+		var amounts [8]engine.ResourceAmount
+		for _, ca := range sortedAmounts(amounts[:0], a.Resources) {
+			t := take{class: ca.Class, amount: ca.Amount}
+			if id, ok := ids.of(ca.Class); ok {
+				for k := range rec.Inventories {
+					if inv := &rec.Inventories[k]; inv.Class == id {
+						t.found = true
+						t.capacity, t.used = inv.Capacity(), inv.Used
+						t.minUnit, t.maxUnit, t.stepSize = inv.MinUnit, inv.MaxUnit, inv.StepSize
+						break
+					}
+				}
+			}
+			buf = append(buf, t)
+		}
+	}
+	return buf
+}
+
+// classIDs are the ids of the few class names a ranking meets, looked up
+// once each in the snapshot's names.
+type classIDs struct {
+	names *engine.Names
+	known [8]struct {
+		name string
+		id   int32
+		ok   bool
+	}
+	n int
+}
+
+func (c *classIDs) of(name string) (int32, bool) {
+	for i := range c.known[:c.n] {
+		if k := &c.known[i]; k.name == name {
+			return k.id, k.ok
+		}
+	}
+	id, ok := c.names.ClassID(name)
+	if c.n < len(c.known) {
+		c.known[c.n].name, c.known[c.n].id, c.known[c.n].ok = name, id, ok
+		c.n++
+	}
+	return id, ok
+}
+
+// Direct reports whether Rank, for req, reads nothing of a candidate but
+// what it takes and the inventories it takes it from: no scriptlet
+// (named, default or unit), no target, no provider to avoid, no
+// placement keys, no costly field (Needs), and only the capacity filter
+// and the spread and pack weighers. RankDirect then ranks an engine
+// answer as Rank ranks its views.
+func (p *Policy) Direct(req *Request) bool {
+	if len(p.Scriptlets()) > 0 || (p.scripts != nil && p.scripts.HasDefault()) ||
+		req.Target != "" || len(req.Avoid) > 0 || (p.keys != nil && len(req.Keys) > 0) || p.NeedsFor(req) != (Needs{}) {
+		return false
+	}
+	for _, f := range p.filters {
+		if _, ok := f.f.(*Capacity); !ok {
+			return false
+		}
+	}
+	for _, w := range p.weighers {
+		if _, ok := w.w.(*ResourceWeigher); !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// RankDirect is Rank for a request the policy is Direct for, over lc,
+// an engine answer asked with VersionsOnly (engine.Candidates.
+// AllocationRecord). Candidate i is lc.Requests[i], with Index i. Every
+// candidate is filtered and weighed on the snapshot's records with the
+// functions Rank's units use on views, the weights normalised across
+// those that passed, and ordered as Rank orders them; r.Rejections are
+// Rank's. r.Ranked then keeps the first keep candidates only, and more
+// while the next one's score ties (Tie) a kept one's, unless
+// randomOrder says lc's order among equals is random (a truncated
+// sample, engine CandidatesParams.Sample): then keep of equally good
+// candidates spread claims as all of them would, and ties are cut like
+// the rest. build is called once with those kept, best first, to set
+// their Roots and Providers (the views), as the caller's full path
+// would. r.Considered is every candidate of lc. The order of r.Ranked
+// is Rank's: RankDirect changes how much a ranking costs and how far it
+// reaches, never its order.
+func (p *Policy) RankDirect(ctx context.Context, lc *engine.Candidates, keep int, randomOrder bool, build func([]*Candidate)) (_ *Ranking, err error) {
+	n := len(lc.Requests)
+	r := &Ranking{Considered: n}
+	ctx, span := startRank(ctx, n)
+	defer func() { endRank(span, r, err) }()
+	start := time.Now()
+
+	// passed are the positions in lc of the candidates every filter
+	// kept; the weighers' raw values are kept weigher by weigher, each
+	// as long as passed. Only the candidates kept in the end become
+	// Candidates and Scored.
+	passed := make([]int32, 0, n)
+	r.Rejections = make([]Rejection, len(p.filters))
+	for k, f := range p.filters {
+		r.Rejections[k] = Rejection{Unit: f.f.Name(), Reasons: map[string]int{}}
+	}
+	nw := len(p.weighers)
+	raw := make([]float64, nw*n)
+	ids := classIDs{names: lc.Names()}
+	var buf [8]take
+	for i := range lc.Requests {
+		if i%256 == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
+		ts := recordTakes(buf[:0], lc, i, &ids)
+		// Each filter sees what the ones before it kept: a candidate
+		// counts against the first that rejects it.
+		rejected := false
+		for k := range p.filters {
+			if st := capacityStatus(ts); st != nil {
+				r.Rejections[k].Removed++
+				r.Rejections[k].Reasons[st.Reason()]++
+				rejected = true
+				break
+			}
+		}
+		if rejected {
+			continue
+		}
+		for k, w := range p.weighers {
+			raw[k*n+len(passed)] = w.w.(*ResourceWeigher).raw(ts)
+		}
+		passed = append(passed, int32(i))
+	}
+	left := n
+	for k := range r.Rejections {
+		left -= r.Rejections[k].Removed
+		r.Rejections[k].Remaining = left
+		stageSpan(ctx, "filter", r.Rejections[k].Unit, start, instrument.AttrRemaining.Int(left))
+	}
+	np := len(passed)
+	contribs := make([]float64, np*nw)
+	for k, w := range p.weighers {
+		if err := addWeights(contribs, nw, k, w, raw[k*n:k*n+np]); err != nil {
+			return nil, err
+		}
+		stageSpan(ctx, "weigher", w.w.Name(), start)
+	}
+	scores := make([]float64, np)
+	for i := range scores {
+		scores[i] = score(contribs[i*nw : (i+1)*nw])
+	}
+	// Rank's order, of which only the first cut become Scored.
+	order := rankOrder(np, func(i int) float64 { return scores[i] }, func(i int) int { return int(passed[i]) })
+	cut := min(keep, np)
+	for !randomOrder && cut < np && tiesAny(scores, order[:cut], scores[order[cut]]) {
+		cut++
+	}
+	r.Ranked = make([]Scored, cut)
+	cands, kept := make([]Candidate, cut), make([]*Candidate, cut)
+	names := weigherNames(p.weighers)
+	for k, i := range order[:cut] {
+		li := int(passed[i])
+		cands[k] = Candidate{Index: li, Allocations: lc.Requests[li].Allocations}
+		kept[k] = &cands[k]
+		r.Ranked[k] = Scored{Cand: kept[k], Score: scores[i], names: names, contribs: contribs[i*nw : (i+1)*nw : (i+1)*nw]}
+	}
+	build(kept)
+	return r, nil
+}
+
+// tiesAny reports whether score ties one of scores at positions at.
+func tiesAny(scores []float64, at []int, score float64) bool {
+	for _, i := range at {
+		if Tie(scores[i], score) {
+			return true
+		}
+	}
+	return false
+}
+
+// Tie reports whether two scores are equal up to rounding: candidates a
+// claim counts as equally good.
+func Tie(a, b float64) bool {
+	return math.Abs(a-b) <= 1e-9*max(1, math.Abs(a), math.Abs(b))
+}
