@@ -276,11 +276,18 @@ func (h *Claims) params(c echo.Context, schema *jsonschema.Schema, kind int) (cl
 }
 
 // paramsFrom is params of a body already read; consumer is the path's
-// consumer uuid (reschedule and move).
+// consumer uuid (reschedule and move). A claim's body is decoded in one
+// pass (claim_body.go) when it can be; any other body, and any refusal,
+// by wire against schema.
 func (h *Claims) paramsFrom(consumer string, body []byte, schema *jsonschema.Schema, kind int) (claimBody, claims.Params, error) {
-	var b claimBody
-	if err := wire.DecodeJSON(body, schema, &b); err != nil {
-		return b, claims.Params{}, err
+	b, ok := claimBody{}, false
+	if kind == claimKind {
+		b, ok = decodeClaimBody(body)
+	}
+	if !ok {
+		if err := wire.DecodeJSON(body, schema, &b); err != nil {
+			return b, claims.Params{}, err
+		}
 	}
 	p, err := h.paramsOf(consumer, body, &b, kind)
 	return b, p, err
