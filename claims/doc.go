@@ -50,6 +50,8 @@
 // itself), types.go (Params, Result), selection.go (the snapshot, the
 // candidates, the ranking), candidates.go (the engine's answer as the
 // scheduler's candidates), write.go (the write attempts, the answer),
+// answer.go (the answer as the API gives it, encoded once for the retry
+// record and the answer),
 // errors.go (a claim that placed nothing), preempt.go (what a claim that
 // placed nothing may preempt, and the victims' side), move.go (reschedule, move,
 // confirm, revert), lease.go (stored claims, leases and their reaper),
