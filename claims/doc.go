@@ -52,7 +52,9 @@
 // itself), types.go (Params, Result), selection.go (the snapshot, the
 // candidates, the ranking, directly on the engine's records when the
 // policy allows), candidates.go (the engine's answer as the scheduler's
-// candidates, all of them or those a direct ranking kept), write.go (the write attempts, the answer),
+// candidates, all of them or those a direct ranking kept), write.go (the
+// write attempts, the answer), answer.go (the answer as the API gives it,
+// encoded once for the retry record and the answer),
 // errors.go (a claim that placed nothing), preempt.go (what a claim that
 // placed nothing may preempt, and the victims' side), move.go (reschedule, move,
 // confirm, revert), lease.go (stored claims, leases and their reaper),

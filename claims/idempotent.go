@@ -195,13 +195,16 @@ func (o *retryKey) record(p *Params, res *Result) *claimrecords.ClaimRequest {
 	if o == nil {
 		return nil
 	}
-	raw, err := json.Marshal(res)
-	if err != nil {
+	// The answer, encoded once: recorded, and answered (Result.Answer).
+	raw, err := encodeAnswer(res)
+	if err == nil {
+		res.answer = raw
+	} else {
 		// A score that JSON cannot carry (NaN, an infinity): the
 		// answer is kept without scores.
 		c := *res
 		c.Score, c.Alternates = 0, nil
-		if raw, err = json.Marshal(&c); err != nil {
+		if raw, err = encodeAnswer(&c); err != nil {
 			return nil
 		}
 	}
@@ -398,19 +401,19 @@ func (c *Claimer) replay(ctx context.Context, o *retryKey, consumer string) (*Re
 	if rec == nil || !bytes.Equal(rec.Fingerprint, o.fingerprint) {
 		return nil, errNotRecorded
 	}
-	var res Result
-	if err := json.Unmarshal(rec.Result, &res); err != nil {
+	res, err := resultOfRecord(rec.Result)
+	if err != nil {
 		return nil, fmt.Errorf("claims: recorded result of %s: %w", consumer, err)
 	}
-	return &res, nil
+	return res, nil
 }
 
 // stillHeld reports whether rec's consumer holds what rec's write left:
 // the same generation and allocations. A consumer deleted or changed
 // since makes the record history, not an answer.
 func (c *Claimer) stillHeld(ctx context.Context, rec *claimrecords.ClaimRequest) (bool, error) {
-	var res Result
-	if err := json.Unmarshal(rec.Result, &res); err != nil {
+	res, err := resultOfRecord(rec.Result)
+	if err != nil {
 		return false, nil
 	}
 	return c.holds(ctx, rec.ConsumerUUID, rec.Generation, res.Allocations)

@@ -147,7 +147,8 @@ func (pe preempter) run(ctx context.Context, p *Params, r *resolved, s *selectio
 			res, err := pe.write(ctx, p, r, &w, pl)
 			if res != nil || err != nil {
 				if res != nil {
-					res.Steps = np.Steps
+					// Not the recorded answer's steps: answered anew.
+					res.Steps, res.answer = np.Steps, nil
 					if s.preemption != nil {
 						s.preemption.Root, s.preemption.RootName = pl.root, res.RootName
 					}

@@ -160,6 +160,11 @@ type Result struct {
 	// Preempted are the consumers the claim displaced (a dry run: would
 	// displace) to fit (preempt.go); nil when it displaced none.
 	Preempted []Victim
+
+	// answer is the result's answer as recorded for its retries
+	// (answer.go): set by the write that recorded it, and by a replay of
+	// the record; nil otherwise.
+	answer []byte
 }
 
 // QuotaReport is a dry run's quota check (quota.go): what the claim would

@@ -9,7 +9,6 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/berthd/berth/claims"
-	"github.com/berthd/berth/httpapi/berthapi"
 	"github.com/berthd/berth/httpapi/wire"
 	"github.com/berthd/berth/internal/fault"
 	"github.com/berthd/berth/scheduler/scriptlet"
@@ -33,7 +32,7 @@ func toError(c echo.Context, err error) *wire.Error {
 		if np.Reason == claims.ConflictsExhausted {
 			code = fault.CodeClaimConflict
 		}
-		return &wire.Error{Status: http.StatusConflict, Code: code, Msg: np.Error(), Steps: berthapi.StepsJSON(np.Steps), Refusal: np.Refusal}
+		return &wire.Error{Status: http.StatusConflict, Code: code, Msg: np.Error(), Steps: claims.StepsJSON(np.Steps), Refusal: np.Refusal}
 	}
 	var mm *claims.MismatchError
 	if errors.As(err, &mm) {

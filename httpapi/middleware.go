@@ -26,7 +26,7 @@ const ctxRequestID = "berth.request_id"
 // in X-Openstack-Request-Id and carried in error bodies and logs.
 func assignRequestID(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		id := "req-" + uuid.New()
+		id := uuid.NewPrefixed("req-")
 		c.Set(ctxRequestID, id)
 		c.Response().Header().Set(wire.HeaderRequestID, id)
 		return next(c)

@@ -55,11 +55,18 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 // they are set right after it starts, in the same order as if they had
 // been given to Start. (The samplers berthd configures, from
 // OTEL_TRACES_SAMPLER, decide by trace id and parent, not by attribute.)
+//
+// While no tracer provider is installed no span is started (it would
+// record nothing): the context keeps the client's trace context for the
+// log line, and the metrics are recorded as ever.
 func startSpan(c echo.Context, m *httpMeters) (context.Context, func(status int, d time.Duration)) {
 	req := c.Request()
 	ctx := otel.GetTextMapPropagator().Extract(req.Context(), headerCarrier(req.Header))
 	id := requestID(c)
 	ctx = instrument.WithRequestID(ctx, id)
+	if !instrument.Tracing() {
+		return ctx, func(status int, d time.Duration) { m.record(ctx, req.Method, routeOf(c), status, d) }
+	}
 	ctx, span := m.tracer().Start(ctx, spanStartName(req.Method), serverSpan...)
 	if span.IsRecording() {
 		span.SetAttributes(
@@ -69,10 +76,7 @@ func startSpan(c echo.Context, m *httpMeters) (context.Context, func(status int,
 		)
 	}
 	return ctx, func(status int, d time.Duration) {
-		route := c.Path()
-		if route == "" {
-			route = "unmatched" // keeps unknown paths out of the metric's labels
-		}
+		route := routeOf(c)
 		if span.IsRecording() {
 			span.SetName(req.Method + " " + route)
 			span.SetAttributes(
@@ -85,10 +89,24 @@ func startSpan(c echo.Context, m *httpMeters) (context.Context, func(status int,
 			span.SetStatus(codes.Error, "server error")
 		}
 		span.End()
-		attrs := m.attributes(req.Method, route, status)
-		m.requests.Add(ctx, 1, attrs)
-		m.duration.Record(ctx, d.Seconds(), attrs)
+		m.record(ctx, req.Method, route, status, d)
 	}
+}
+
+// routeOf is the request's route for its span and metrics: "unmatched"
+// for an unknown path, which keeps such paths out of the metric's labels.
+func routeOf(c echo.Context) string {
+	if route := c.Path(); route != "" {
+		return route
+	}
+	return "unmatched"
+}
+
+// record records a request's metrics: one request, and its duration d.
+func (m *httpMeters) record(ctx context.Context, method, route string, status int, d time.Duration) {
+	attrs := m.attributes(method, route, status)
+	m.requests.Add(ctx, 1, attrs)
+	m.duration.Record(ctx, d.Seconds(), attrs)
 }
 
 // serverSpan are the options of every request's span.

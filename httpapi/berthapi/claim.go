@@ -1,11 +1,9 @@
 package berthapi
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -42,8 +40,9 @@ type Claims struct {
 // that still fits. 200 with what was written (or, for a dry run, would
 // be); 409 berth.no_valid_host when nothing was placed, or
 // placement.concurrent_update for a consumer generation mismatch. The
-// body is decoded (wire), read into claims.Params, the claimer claims,
-// and the answer is encoded (wire): each once.
+// body is read (wire) and decoded (claim_body.go), read into
+// claims.Params, the claimer claims, and the answer is the one its
+// write encoded for its retries: each once.
 func (h *Claims) Create(c echo.Context) error {
 	body, err := h.Bodies.Read(c)
 	if err != nil {
@@ -60,7 +59,17 @@ func (h *Claims) Create(c echo.Context) error {
 	if err != nil {
 		return placement.CandidatesError(err)
 	}
-	return wire.WriteJSON(c, http.StatusOK, claimResponse(r))
+	return writeClaimAnswer(c, r)
+}
+
+// writeClaimAnswer answers with r's answer (claims' Result.Answer: the
+// bytes its write recorded for its retries, encoded once).
+func writeClaimAnswer(c echo.Context, r *claims.Result) error {
+	b, err := r.Answer()
+	if err != nil {
+		return err
+	}
+	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, b)
 }
 
 // claimsQueryVersion is the microversion whose GET /allocation_candidates
@@ -276,11 +285,18 @@ func (h *Claims) params(c echo.Context, schema *jsonschema.Schema, kind int) (cl
 }
 
 // paramsFrom is params of a body already read; consumer is the path's
-// consumer uuid (reschedule and move).
+// consumer uuid (reschedule and move). A claim's body is decoded in one
+// pass (claim_body.go) when it can be; any other body, and any refusal,
+// by wire against schema.
 func (h *Claims) paramsFrom(consumer string, body []byte, schema *jsonschema.Schema, kind int) (claimBody, claims.Params, error) {
-	var b claimBody
-	if err := wire.DecodeJSON(body, schema, &b); err != nil {
-		return b, claims.Params{}, err
+	b, ok := claimBody{}, false
+	if kind == claimKind {
+		b, ok = decodeClaimBody(body)
+	}
+	if !ok {
+		if err := wire.DecodeJSON(body, schema, &b); err != nil {
+			return b, claims.Params{}, err
+		}
 	}
 	p, err := h.paramsOf(consumer, body, &b, kind)
 	return b, p, err
@@ -372,58 +388,6 @@ func parseLease(raw json.RawMessage) (*int64, error) {
 	return &n, nil
 }
 
-// claimAnswer is the answer to a claim. Its fields are in name order, the
-// order encoding/json gives a map's keys, so the answer reads as it did
-// when it was built from maps; structs cost fewer allocations.
-type claimAnswer struct {
-	Allocations        allocationsAnswer   `json:"allocations"`
-	Alternates         []alternateJSON     `json:"alternates"`
-	Attempts           int                 `json:"attempts"`
-	ConsumerGeneration int64               `json:"consumer_generation"`
-	ConsumerUUID       string              `json:"consumer_uuid"`
-	DryRun             bool                `json:"dry_run"`
-	Mappings           map[string][]string `json:"mappings"`
-	Migration          *migrationJSON      `json:"migration,omitempty"`
-	// Preempted are the consumers the claim displaced (a dry run: would
-	// displace), left out when none (preemptions.go).
-	Preempted []victimJSON `json:"preempted,omitempty"`
-	// Quota is a dry run's quota check (docs/quotas.md).
-	Quota *quotaJSON `json:"quota,omitempty"`
-	// Ranking and ScriptletLog are set (possibly to empty slices) for dry
-	// runs only.
-	Ranking any `json:"ranking,omitempty"`
-	// Reused is set for reschedules and moves: what their request took
-	// from the consumer's stored claim or allocations.
-	Reused           *reusedJSON `json:"reused,omitempty"`
-	RootProviderName string      `json:"root_provider_name"`
-	RootProviderUUID string      `json:"root_provider_uuid"`
-	Score            float64     `json:"score"`
-	ScriptletLog     any         `json:"scriptlet_log,omitempty"`
-	Steps            []stepJSON  `json:"steps"`
-}
-
-type alternateJSON struct {
-	Allocations      allocationsAnswer   `json:"allocations"`
-	Mappings         map[string][]string `json:"mappings"`
-	RootProviderName string              `json:"root_provider_name"`
-	RootProviderUUID string              `json:"root_provider_uuid"`
-	Score            float64             `json:"score"`
-}
-
-type rankedJSON struct {
-	Allocations      map[string]any     `json:"allocations"`
-	Rank             int                `json:"rank"`
-	RootProviderName string             `json:"root_provider_name"`
-	RootProviderUUID string             `json:"root_provider_uuid"`
-	Score            float64            `json:"score"`
-	Weights          map[string]float64 `json:"weights"`
-}
-
-type logLineJSON struct {
-	Level   string `json:"level"`
-	Message string `json:"message"`
-}
-
 // quotaJSON is a dry run's quota check: whether the claim would pass,
 // and per limited resource of its project what it would add, what the
 // project holds and the limit.
@@ -439,99 +403,6 @@ type quotaResourceJSON struct {
 	Used      int64 `json:"used"`
 }
 
-type reusedJSON struct {
-	Fields []string `json:"fields"`
-	From   string   `json:"from"`
-}
-
-type migrationJSON struct {
-	Allocations  map[string]any `json:"allocations"`
-	ConsumerUUID string         `json:"consumer_uuid"`
-}
-
-type stepJSON struct {
-	Kind      string         `json:"kind"`
-	Reasons   map[string]int `json:"reasons"`
-	Remaining int            `json:"remaining"`
-	Removed   int            `json:"removed"`
-	Unit      string         `json:"unit"`
-}
-
-func claimResponse(r *claims.Result) *claimAnswer {
-	alternates := make([]alternateJSON, len(r.Alternates))
-	for i, o := range r.Alternates {
-		alternates[i] = alternateJSON{
-			RootProviderUUID: o.Root,
-			RootProviderName: o.RootName,
-			Score:            o.Score,
-			Allocations:      o.Allocations,
-			Mappings:         o.Mappings,
-		}
-	}
-	out := &claimAnswer{
-		ConsumerUUID:       r.ConsumerUUID,
-		ConsumerGeneration: r.ConsumerGeneration,
-		Allocations:        r.Allocations,
-		Mappings:           r.Mappings,
-		RootProviderUUID:   r.Root,
-		RootProviderName:   r.RootName,
-		Score:              r.Score,
-		Alternates:         alternates,
-		Attempts:           r.Attempts,
-		DryRun:             r.DryRun,
-		Steps:              StepsJSON(r.Steps),
-		Preempted:          victimsJSON(r.Preempted),
-	}
-	if r.DryRun {
-		ranking := make([]rankedJSON, len(r.Ranking))
-		for i, o := range r.Ranking {
-			ranking[i] = rankedJSON{
-				Rank:             i + 1,
-				RootProviderUUID: o.Root,
-				RootProviderName: o.RootName,
-				Score:            o.Score,
-				Weights:          o.Weights,
-				Allocations:      allocationsJSON(o.Allocations),
-			}
-		}
-		log := make([]logLineJSON, len(r.ScriptletLog))
-		for i, l := range r.ScriptletLog {
-			log[i] = logLineJSON{Level: l.Level, Message: l.Message}
-		}
-		out.Ranking, out.ScriptletLog = ranking, log
-	}
-	if q := r.Quota; q != nil {
-		out.Quota = &quotaJSON{Fits: q.Fits, ProjectID: q.ProjectID, Resources: map[string]quotaResourceJSON{}}
-		for name, rq := range q.Resources {
-			out.Quota.Resources[name] = quotaResourceJSON{Limit: rq.Limit, Requested: rq.Requested, Used: rq.Used}
-		}
-	}
-	if r.Reused != nil {
-		out.Reused = &reusedJSON{From: r.Reused.From, Fields: r.Reused.Fields}
-	}
-	if r.Migration != nil {
-		out.Migration = &migrationJSON{
-			ConsumerUUID: r.Migration.ConsumerUUID,
-			Allocations:  allocationsJSON(r.Migration.Allocations),
-		}
-	}
-	return out
-}
-
-// StepsJSON is the selection steps of a claim as its answer, and the
-// error of a claim that placed nothing, write them.
-func StepsJSON(steps []claims.Step) []stepJSON {
-	out := make([]stepJSON, len(steps))
-	for i, st := range steps {
-		reasons := st.Reasons
-		if reasons == nil {
-			reasons = map[string]int{}
-		}
-		out[i] = stepJSON{Unit: st.Unit, Kind: st.Kind, Removed: st.Removed, Remaining: st.Remaining, Reasons: reasons}
-	}
-	return out
-}
-
 // allocationsJSON renders allocations as PUT /allocations takes them:
 // provider uuid -> {"resources": {class: amount}}.
 func allocationsJSON(allocs []engine.Allocation) map[string]any {
@@ -544,59 +415,4 @@ func allocationsJSON(allocs []engine.Allocation) map[string]any {
 		out[pr.ProviderUUID] = map[string]any{"resources": res}
 	}
 	return out
-}
-
-// allocationsAnswer is allocations as a claim's answer gives them, the
-// JSON object allocationsJSON's map marshals to (provider uuids, then
-// classes, in byte order), appended without building the maps.
-type allocationsAnswer []engine.Allocation
-
-// MarshalJSON appends the object; a provider, or a class of one, given
-// twice (the map would keep the last) takes the map.
-func (a allocationsAnswer) MarshalJSON() ([]byte, error) {
-	order := make([]int, len(a))
-	for i := range order {
-		order[i] = i
-	}
-	slices.SortFunc(order, func(i, j int) int { return strings.Compare(a[i].ProviderUUID, a[j].ProviderUUID) })
-	b := make([]byte, 0, 32+96*len(a))
-	b = append(b, '{')
-	var classArr [8]engine.ResourceAmount
-	for n, i := range order {
-		if n > 0 {
-			if a[order[n-1]].ProviderUUID == a[i].ProviderUUID {
-				return a.asMap()
-			}
-			b = append(b, ',')
-		}
-		b = wire.AppendGoString(b, a[i].ProviderUUID)
-		b = append(b, `:{"resources":{`...)
-		res := append(classArr[:0], a[i].Resources...)
-		slices.SortFunc(res, func(x, y engine.ResourceAmount) int { return strings.Compare(x.Class, y.Class) })
-		for k, r := range res {
-			if k > 0 {
-				if res[k-1].Class == r.Class {
-					return a.asMap()
-				}
-				b = append(b, ',')
-			}
-			b = wire.AppendGoString(b, r.Class)
-			b = append(b, ':')
-			b = strconv.AppendInt(b, r.Amount, 10)
-		}
-		b = append(b, "}}"...)
-	}
-	return append(b, '}'), nil
-}
-
-// asMap marshals a as allocationsJSON's map, HTML characters left
-// as they are (the answer's encoder escapes them or not).
-func (a allocationsAnswer) asMap() ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(allocationsJSON(a)); err != nil {
-		return nil, err
-	}
-	return bytes.TrimRight(buf.Bytes(), "\n"), nil
 }

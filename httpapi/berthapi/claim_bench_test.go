@@ -15,9 +15,9 @@ import (
 )
 
 // BenchmarkClaimDecode measures what POST /claims costs before the
-// claimer is called: the body read, bounded, parsed, validated and
-// decoded (wire), and read into claims.Params, its selection checked as
-// GET /allocation_candidates checks its query (placement).
+// claimer is called: the body read and bounded (wire), decoded, and read
+// into claims.Params, its selection checked as GET /allocation_candidates
+// checks its query (placement).
 func BenchmarkClaimDecode(b *testing.B) {
 	body := []byte(`{"consumer_uuid": "c0a8e4e6-1d7b-4b0e-9c39-5f4b4fd1c1aa", "project_id": "p", "user_id": "u",
 		"resources": {"VCPU": 4, "MEMORY_MB": 8192, "DISK_GB": 40}, "required": ["HW_CPU_X86_AVX2", "!CUSTOM_SLOW"],
@@ -31,7 +31,33 @@ func BenchmarkClaimDecode(b *testing.B) {
 		req := httptest.NewRequest(http.MethodPost, "/claims", bytes.NewReader(body))
 		req.Header.Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
 		c := e.NewContext(req, httptest.NewRecorder())
-		if _, _, err := h.params(c, claimSchema, claimKind); err != nil {
+		body, err := h.Bodies.Read(c)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, _, err := h.paramsFrom("", body, claimSchema, claimKind); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkClaimDecodeLoad is BenchmarkClaimDecode for the body the load
+// tool (berth bench) sends: the owner, a new consumer and three classes.
+func BenchmarkClaimDecodeLoad(b *testing.B) {
+	body := []byte(`{"consumer_uuid":"c0a8e4e6-1d7b-4b0e-9c39-5f4b4fd1c1aa","project_id":"bench-project","user_id":"bench-user",` +
+		`"consumer_generation":null,"resources":{"DISK_GB":10,"MEMORY_MB":2048,"VCPU":2}}`)
+	h := &Claims{Bodies: wire.NewBodies(32<<20, admission.NewBodyBudget(0)), Query: placement.CandidateQuery{Max: engine.DefaultMaxCandidates}}
+	e := echo.New()
+	b.ReportAllocs()
+	for b.Loop() {
+		req := httptest.NewRequest(http.MethodPost, "/claims", bytes.NewReader(body))
+		req.Header.Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
+		c := e.NewContext(req, httptest.NewRecorder())
+		body, err := h.Bodies.Read(c)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, _, err := h.paramsFrom("", body, claimSchema, claimKind); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -31,7 +31,7 @@ func (h *Claims) Reschedule(c echo.Context) error {
 	if err != nil {
 		return placement.CandidatesError(err)
 	}
-	return wire.WriteJSON(c, http.StatusOK, claimResponse(r))
+	return writeClaimAnswer(c, r)
 }
 
 // Move serves POST /claims/{consumer_uuid}/move: a migration claim.
@@ -47,7 +47,7 @@ func (h *Claims) Move(c echo.Context) error {
 	if err != nil {
 		return placement.CandidatesError(err)
 	}
-	return wire.WriteJSON(c, http.StatusOK, claimResponse(r))
+	return writeClaimAnswer(c, r)
 }
 
 // Confirm serves POST /claims/{consumer_uuid}/move/confirm.

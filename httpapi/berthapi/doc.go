@@ -7,9 +7,10 @@
 // balancer, scriptlets and their shadows, the server-wide settings, the
 // allocation audit and the projects' limits. One handler type per route
 // family holds only the components it uses, through small interfaces;
-// each decodes its request through package wire, calls one component
-// (the claimer, the catalogue, the ledger, the limits' source) and
-// answers through wire. A claim's selection fields are read as GET
+// each decodes its request through package wire (a claim's body is
+// read by wire and decoded in one pass by claim_body.go, wire's decoding
+// and schema wording any refusal), calls one component (the claimer, the
+// catalogue, the ledger, the limits' source) and answers through wire. A claim's selection fields are read as GET
 // /allocation_candidates reads its query (package placement).
 // BodySchemas and QuerySchemas (route_schemas.go) list the schemas the
 // routes validate their bodies and query strings with, for the API's

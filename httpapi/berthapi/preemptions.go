@@ -10,7 +10,6 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/berthd/berth/claims"
 	"github.com/berthd/berth/httpapi/wire"
 	"github.com/berthd/berth/internal/jsonschema"
 	"github.com/berthd/berth/ledger/claimrecords"
@@ -124,29 +123,6 @@ func preemptionOf(p *claimrecords.Preemption) preemptionJSON {
 	return preemptionJSON{Allocations: allocationsJSON(p.Allocations), ConsumerUUID: p.ConsumerUUID, ID: p.ID,
 		Priority: p.Priority, PreemptedAt: stamp(p.PreemptedAt), PreemptedBy: p.PreemptedBy,
 		PreemptorPriority: p.PreemptorPriority, ProjectID: p.ProjectID, RootProviderUUID: p.RootUUID, UserID: p.UserID}
-}
-
-// victimJSON is one consumer a claim displaced, as its answer names it.
-type victimJSON struct {
-	Allocations      map[string]any `json:"allocations"`
-	ConsumerUUID     string         `json:"consumer_uuid"`
-	Priority         int64          `json:"priority"`
-	ProjectID        string         `json:"project_id"`
-	RootProviderUUID string         `json:"root_provider_uuid"`
-	UserID           string         `json:"user_id"`
-}
-
-// victimsJSON is a claim's "preempted" (nil when it displaced none).
-func victimsJSON(vs []claims.Victim) []victimJSON {
-	if len(vs) == 0 {
-		return nil
-	}
-	out := make([]victimJSON, len(vs))
-	for i, v := range vs {
-		out[i] = victimJSON{Allocations: allocationsJSON(v.Allocations), ConsumerUUID: v.ConsumerUUID, Priority: v.Priority,
-			ProjectID: v.ProjectID, RootProviderUUID: v.Root, UserID: v.UserID}
-	}
-	return out
 }
 
 // stamp is a time as the claims routes write one: UTC, RFC 3339 with

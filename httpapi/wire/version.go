@@ -139,14 +139,33 @@ func pyInt(s string) (int, error) {
 	return n, nil
 }
 
-// SetVersion records v as the request's negotiated microversion.
-func SetVersion(c echo.Context, v Version) { c.Set(ctxVersion, v) }
+// SetVersion records v as the request's negotiated microversion: a
+// pointer into versionValues for the microversions this server speaks
+// (a Version itself would be allocated to go into the context's store
+// on every request).
+func SetVersion(c echo.Context, v Version) {
+	if v.Major == 1 && v.Minor >= 0 && v.Minor < len(versionValues) {
+		c.Set(ctxVersion, &versionValues[v.Minor])
+		return
+	}
+	c.Set(ctxVersion, &v)
+}
+
+// versionValues are the microversions 1.0 to the latest, which
+// SetVersion records by pointer; never written.
+var versionValues = func() []Version {
+	out := make([]Version, MaxVersion.Minor+1)
+	for i := range out {
+		out[i] = Version{1, i}
+	}
+	return out
+}()
 
 // VersionOf returns the negotiated microversion of the request (the
 // minimum before negotiation).
 func VersionOf(c echo.Context) Version {
-	if v, ok := c.Get(ctxVersion).(Version); ok {
-		return v
+	if v, ok := c.Get(ctxVersion).(*Version); ok {
+		return *v
 	}
 	return MinVersion
 }
@@ -154,8 +173,10 @@ func VersionOf(c echo.Context) Version {
 // Negotiated returns the request's microversion and whether it was
 // negotiated (it is not when the header was refused).
 func Negotiated(c echo.Context) (Version, bool) {
-	v, ok := c.Get(ctxVersion).(Version)
-	return v, ok
+	if v, ok := c.Get(ctxVersion).(*Version); ok {
+		return *v, true
+	}
+	return Version{}, false
 }
 
 // VersionHeader is the OpenStack-API-Version value answering v.

@@ -5,6 +5,7 @@
 package uuid
 
 import (
+	"encoding/hex"
 	"strings"
 
 	guuid "github.com/google/uuid"
@@ -48,6 +49,24 @@ func hexDigits(s string) (string, bool) {
 
 // New returns a random (version 4) UUID in canonical form.
 func New() string { return guuid.NewString() }
+
+// NewPrefixed is prefix followed by New(), built in one allocation (a
+// request's id, "req-<uuid>").
+func NewPrefixed(prefix string) string {
+	u := guuid.New()
+	var text [36]byte
+	hex.Encode(text[0:8], u[0:4])
+	hex.Encode(text[9:13], u[4:6])
+	hex.Encode(text[14:18], u[6:8])
+	hex.Encode(text[19:23], u[8:10])
+	hex.Encode(text[24:], u[10:])
+	text[8], text[13], text[18], text[23] = '-', '-', '-', '-'
+	var b strings.Builder
+	b.Grow(len(prefix) + len(text))
+	b.WriteString(prefix)
+	b.Write(text[:])
+	return b.String()
+}
 
 // FromName returns the RFC 4122 version 5 (SHA-1) UUID of name in
 // namespace: the same namespace and name always give the same UUID.

@@ -43,3 +43,19 @@ func TestNewAndFromName(t *testing.T) {
 		t.Error("FromName is not a function of the name")
 	}
 }
+
+// TestNewPrefixed: the prefix, then a new version 4 UUID in canonical
+// form, each call another.
+func TestNewPrefixed(t *testing.T) {
+	a, b := NewPrefixed("req-"), NewPrefixed("req-")
+	if a == b || len(a) != 40 || a[:4] != "req-" || !Valid(a[4:]) || a[18] != '4' {
+		t.Errorf("NewPrefixed = %q, %q: want req- and two different version 4 UUIDs", a, b)
+	}
+	if c, ok := Canonical(a[4:]); !ok || c != a[4:] {
+		t.Errorf("%q is not canonical (%q)", a[4:], c)
+	}
+	joined := testing.AllocsPerRun(10, func() { _ = "req-" + New() })
+	if n := testing.AllocsPerRun(10, func() { _ = NewPrefixed("req-") }); n >= joined {
+		t.Errorf("NewPrefixed allocates %v times, \"req-\" + New() %v", n, joined)
+	}
+}

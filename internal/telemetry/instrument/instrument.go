@@ -45,20 +45,16 @@ const (
 // gives records nothing.
 var untraced = otel.GetTracerProvider()
 
-// tracing reports whether the process installed a tracer provider.
-func tracing() bool { return otel.GetTracerProvider() != untraced }
-
-// Tracing reports whether the process installed a tracer provider: a
-// caller that builds a span's name or attributes first can skip that
-// work when it did not.
-func Tracing() bool { return tracing() }
+// Tracing reports whether the process installed a tracer provider:
+// until it has, every span records nothing, and a caller may skip it.
+func Tracing() bool { return otel.GetTracerProvider() != untraced }
 
 // Start starts a span called name, a child of the span in ctx, in the
 // given scope. End it with End. While no tracer provider is installed it
 // returns ctx and a span that records nothing, without building the
 // span's options.
 func Start(ctx context.Context, scope, name string, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
-	if !tracing() {
+	if !Tracing() {
 		return ctx, tracenoop.Span{}
 	}
 	// A copy: attrs then stays on the caller's stack when tracing is off.
@@ -70,7 +66,7 @@ func Start(ctx context.Context, scope, name string, attrs ...attribute.KeyValue)
 // when the work returns early; an error then belongs on the parent. While
 // no tracer provider is installed it does nothing.
 func Stage(ctx context.Context, scope, name string, start time.Time, attrs ...attribute.KeyValue) {
-	if !tracing() {
+	if !Tracing() {
 		return
 	}
 	_, span := otel.Tracer(scope).Start(ctx, name, trace.WithTimestamp(start), trace.WithAttributes(slices.Clone(attrs)...))
