@@ -53,6 +53,7 @@ type batchFixture struct {
 	store   *ledger.Store
 	first   chan error
 	release func()
+	dbURL   string
 }
 
 func newBatchFixture(t *testing.T) (bf *batchFixture, held string) {
@@ -67,7 +68,7 @@ func newBatchFixture(t *testing.T) (bf *batchFixture, held string) {
 	f.Store = store
 	ledgertest.WaitFor(t, func() bool { return ledgertest.Listening(store) })
 	held = f.Provider("held", ledgertest.Inv("VCPU", 8))
-	bf = &batchFixture{fixture: f, store: store, first: make(chan error, 1)}
+	bf = &batchFixture{fixture: f, store: store, first: make(chan error, 1), dbURL: dbURL}
 	bf.release = holdProvider(t, f, dbURL, held)
 	go func() {
 		bf.first <- store.Allocations.AllocationsReplace(f.Ctx, []resources.ConsumerAllocations{ledgertest.NewClaim(uuid.NewString(), held, ledgertest.Res("VCPU", 1))})
