@@ -324,6 +324,18 @@ const batchWriteTailSQL = `, ok AS (
 	       cc.lease, now() + cc.lease * interval '1 second'
 	FROM cc WHERE cc.state_op IS NOT NULL
 	RETURNING 1
+), lc AS (
+	-- The change log's row (migrations/0008 and 0017): the providers the
+	-- claims changed, which are those whose generations g bumped. mark
+	-- tells the triggers of allocations' insert and resource_providers'
+	-- update, which would log the same providers, that this statement
+	-- logged them: each takes its mark off and writes nothing.
+	INSERT INTO ledger_changes (xid, providers)
+	SELECT pg_current_xact_id(), CASE WHEN count(*) > 5000 THEN NULL ELSE array_agg(id) END FROM g HAVING count(*) > 0
+	RETURNING 1
+), mark AS (
+	SELECT set_config('berth.logged_allocations', pg_current_xact_id()::text, true),
+	       set_config('berth.logged_resource_providers', pg_current_xact_id()::text, true)
 ), cg AS (
 	SELECT cp.consumer_id, g.id, g.updated_at,
 	       g.generation - (SELECT count(*) FROM cp later
@@ -331,7 +343,7 @@ const batchWriteTailSQL = `, ok AS (
 	FROM cp JOIN g ON g.id = cp.resource_provider_id
 )
 SELECT cut.first, (SELECT found FROM stored), w.claim, w.ids, w.gens, w.ats, w.rps, w.rcs, w.used
-FROM cut LEFT JOIN (
+FROM cut CROSS JOIN mark LEFT JOIN (
 	SELECT cc.claim, p.ids, p.gens, p.ats, al.rps, al.rcs, al.used
 	FROM cc
 	CROSS JOIN LATERAL (SELECT array_agg(cg.id ORDER BY cg.id) AS ids, array_agg(cg.generation ORDER BY cg.id) AS gens,
