@@ -227,8 +227,8 @@ func (s *Allocations) allocationsReplace(ctx context.Context, consumers []Consum
 // moment, the one case where the two paths can deadlock (one is
 // retried).
 //
-// fastPlanSQL's settings come first in the pipeline: for the rest of the
-// implicit transaction, prepared statements run their generic plan. Left to
+// fastPlanSQL comes first in the pipeline: for the rest of the implicit
+// transaction, prepared statements run their generic plan. Left to
 // choose, PostgreSQL plans fastWriteSQL afresh at every execution (its
 // custom plans look cheaper than the generic one), and planning that
 // statement costs more than its execution; the generic plan has the same
@@ -244,17 +244,7 @@ func (s *Allocations) allocationsReplace(ctx context.Context, consumers []Consum
 // the CPU per claim. Every row these statements read has an index to be found by; off, the
 // planner takes it whatever the statistics say
 // (TestClaimPlansAfterEmptyAnalyze).
-//
-// A claim's pipeline sends no statement of its own for them: its lock
-// statement (fastLockXidSQL, usageLockSQL) sets them as it answers
-// (planSettings), after its own plan was chosen and before any later
-// statement of the pipeline is bound, so the write statements run under
-// them all the same, one statement fewer per claim or batch.
-const fastPlanSQL = `SELECT ` + planSettings
-
-// planSettings are fastPlanSQL's settings as expressions of a select
-// list, for a statement that sets them as it runs.
-const planSettings = `set_config('plan_cache_mode', 'force_generic_plan', true), set_config('enable_seqscan', 'off', true)`
+const fastPlanSQL = `SELECT set_config('plan_cache_mode', 'force_generic_plan', true), set_config('enable_seqscan', 'off', true)`
 
 // fastLockSQL locks the providers $1 (uuids) in id order.
 const fastLockSQL = `
@@ -265,26 +255,10 @@ SELECT id FROM resource_providers WHERE uuid = ANY($1::uuid[]) ORDER BY id FOR U
 // a row lock gives the transaction its id, and a claim writes only on
 // providers it locked, so a claim pipeline needs no statement of its own
 // for the id. (An id of 0, nothing locked, means "unknown" to the
-// snapshot, as SQLOwnXid's NULL does.) It sets fastPlanSQL's settings for
-// the rest of the pipeline (planSettings).
+// snapshot, as SQLOwnXid's NULL does.)
 const fastLockXidSQL = `
-WITH ` + lockProvidersCTE + `
-SELECT count(*), pg_current_xact_id_if_assigned()::text, ` + planSettings + ` FROM rp`
-
-// lockProvidersCTE locks the providers $1 (uuids, distinct) in id order,
-// as fastLockSQL does, as rp(id), in a statement that runs before
-// fastPlanSQL's settings (it sets them): so its plan may not depend on
-// them. Each uuid is looked up by the unique index (one row, LIMIT 1: no
-// plan reads the table instead, whatever its statistics), then each row
-// is locked by its id, in id order: a nested loop over the sorted ids
-// locks them one by one in that order.
-const lockProvidersCTE = `ids AS MATERIALIZED (
-	SELECT k.id FROM unnest($1::uuid[]) AS u(uuid)
-	CROSS JOIN LATERAL (SELECT id FROM resource_providers WHERE uuid = u.uuid LIMIT 1) k
-	ORDER BY k.id
-), rp AS (
-	SELECT r.id FROM ids CROSS JOIN LATERAL (SELECT id FROM resource_providers WHERE id = ids.id FOR UPDATE) r
-)`
+WITH l AS (SELECT id FROM resource_providers WHERE uuid = ANY($1::uuid[]) ORDER BY id FOR UPDATE)
+SELECT count(*), pg_current_xact_id_if_assigned()::text FROM l`
 
 const fastWriteSQL = `
 WITH req AS (
@@ -572,13 +546,12 @@ func planAndLock(providers []string) *pgx.Batch {
 	return b
 }
 
-// sendClaimPipeline sends the lock statement (fastLockXidSQL over every
-// provider of fcs; usageLockSQL with locks, when not nil: quota_check.go),
-// which sets fastPlanSQL's settings for the statements after it, then the
-// write statements queue adds (which lock their projects' usage counters
-// themselves, after those of the lock statement), then, after
-// usageLockSQL, core.SQLOwnXid, as one pipeline and one implicit
-// transaction, and reads
+// sendClaimPipeline sends fastPlanSQL, the lock statement (fastLockXidSQL
+// over every provider of fcs; usageLockSQL with locks, when not nil:
+// quota_check.go), then the write statements queue adds (which lock their
+// projects' usage counters themselves, after those of the lock
+// statement), then, after usageLockSQL, core.SQLOwnXid, as one pipeline
+// and one implicit transaction, and reads
 // their answers with read, which fills ws (per claim, what it wrote; nil:
 // refused). On any error nothing was written, except core.ErrNotReplicated:
 // then ws committed on this primary, and the snapshot reloads their
@@ -599,6 +572,7 @@ func (s *Allocations) sendClaimPipeline(ctx context.Context, fcs []fastClaim, ws
 		}
 	}
 	b := &pgx.Batch{}
+	b.Queue(fastPlanSQL)
 	// The transaction's id, for the snapshot to know its own change rows
 	// (ledger/snapshot/changelog.go): answered by the providers' lock
 	// (fastLockXidSQL), or, after the usage counters' lock, by one more
@@ -621,6 +595,9 @@ func (s *Allocations) sendClaimPipeline(ctx context.Context, fcs []fastClaim, ws
 	s.core.Unsynced.Forget(conn.Conn().PgConn()) // a mark left by another statement's commit
 	br := conn.SendBatch(ctx, b)
 	defer br.Close()
+	if err := skipResults(br, 1); err != nil { // fastPlanSQL
+		return err
+	}
 	var xid uint64
 	if locks != nil {
 		err = skipResults(br, 1)
@@ -668,7 +645,7 @@ func (s *Allocations) sendClaimPipeline(ctx context.Context, fcs []fastClaim, ws
 func lockedXid(br pgx.BatchResults) (uint64, error) {
 	var locked int64
 	var xid *string
-	if err := br.QueryRow().Scan(&locked, &xid, nil, nil); err != nil || xid == nil { // nil, nil: planSettings
+	if err := br.QueryRow().Scan(&locked, &xid); err != nil || xid == nil {
 		return 0, err
 	}
 	return strconv.ParseUint(*xid, 10, 64)

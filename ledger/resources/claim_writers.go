@@ -20,11 +20,12 @@ import (
 // queued, up to claimBatchMax, and send them as one pipeline, one implicit
 // transaction:
 //
-//  1. fastLockXidSQL (fastLockSQL answering the transaction's id and
-//     setting fastPlanSQL's settings) over every provider of every claim
-//     of the batch, once, in id order (as every writer of allocations
-//     locks), so batches cannot deadlock on provider rows;
-//  2. batchWriteSQL, once: it writes the claims of the batch in queue
+//  1. fastPlanSQL, once;
+//  2. fastLockXidSQL (fastLockSQL answering the transaction's id) over
+//     every provider of every claim of the batch, once, in id order (as
+//     every writer of allocations locks), so batches cannot deadlock on
+//     provider rows;
+//  3. batchWriteSQL, once: it writes the claims of the batch in queue
 //     order up to the first that it cannot write.
 //
 // batchWriteSQL re-checks each claim as fastWriteSQL does a lone one,

@@ -117,7 +117,7 @@ func (a quotaArgs) stored() bool { return a.resources == nil }
 // usageLockSQL is the lock statement of a pipeline of several fast write
 // statements (sendWrites: the claims of a batch that its statement did
 // not write, sent again one statement each): it locks the providers $1
-// (lockProvidersCTE), then the usage counters of every (project $2,
+// (as fastLockSQL), then the usage counters of every (project $2,
 // resource $3) pair its claims add to (distinct; resources that are
 // neither a resource class nor consumers left out), creating them at 0
 // when missing, in the global order (by project id, then resource in
@@ -131,10 +131,11 @@ func (a quotaArgs) stored() bool { return a.resources == nil }
 // run, so after every provider's lock; ON CONFLICT DO UPDATE locks the
 // newest version of a counter's row, committed after this statement's
 // snapshot or not. (The counters of a project that does not exist are
-// not locked: its claims refuse.) Like fastLockXidSQL, it sets
-// fastPlanSQL's settings for the statements after it (planSettings).
+// not locked: its claims refuse.)
 const usageLockSQL = `
-WITH ` + lockProvidersCTE + `, u AS (
+WITH rp AS (
+	SELECT id FROM resource_providers WHERE uuid = ANY($1::uuid[]) ORDER BY id FOR UPDATE
+), u AS (
 	INSERT INTO project_usages AS u (project_id, resource, used)
 	SELECT p.id, k.resource, 0 FROM unnest($2::text[], $3::text[]) AS k(project, resource)
 	JOIN projects p ON p.external_id = k.project
@@ -144,7 +145,7 @@ WITH ` + lockProvidersCTE + `, u AS (
 	ON CONFLICT (project_id, resource) DO UPDATE SET used = u.used
 	RETURNING 1
 )
-SELECT (SELECT count(*) FROM rp), (SELECT count(*) FROM u), ` + planSettings
+SELECT (SELECT count(*) FROM rp), (SELECT count(*) FROM u)`
 
 // usageLocks are usageLockSQL's parameters: distinct (project, resource)
 // pairs.
