@@ -489,7 +489,7 @@ func TestDatabaseWorkPerWrite(t *testing.T) {
 		claims := int64(op.runs * op.perRun)
 		stmtsS, bufS := ws.totals()
 		stmtsL, bufL := wl.totals()
-		t.Logf("%s: per %s: %.1f statements, %.1f round trips, %.0f buffers at %d providers; %.1f, %.1f, %.0f at %d",
+		t.Logf("%s: per %s: %.2f statements, %.2f round trips, %.0f buffers at %d providers; %.2f, %.2f, %.0f at %d",
 			op.name, map[bool]string{true: "claim", false: "write"}[op.perRun > 1],
 			float64(stmtsS)/float64(claims), float64(ws.trips)/float64(claims), float64(bufS)/float64(claims), dbWorkSizes[small],
 			float64(stmtsL)/float64(claims), float64(wl.trips)/float64(claims), float64(bufL)/float64(claims), dbWorkSizes[large])

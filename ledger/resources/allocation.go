@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/berthd/berth/internal/fault"
@@ -24,6 +25,10 @@ type Allocations struct {
 	// claims group-commits the claims' one-round-trip writes
 	// (claim_writers.go); nil when every claim goes alone.
 	claims *core.GroupWriter[fastClaim, *core.OwnWrite]
+	// noStoredLimits is what the claim writers' last batch statement
+	// found: no limit stored at all. A hint for the statement's choice
+	// (limitMayApply), never the check: the statement checks it again.
+	noStoredLimits atomic.Bool
 }
 
 // NewAllocations returns the Allocations of co, with writers claim

@@ -3,6 +3,7 @@ package resources
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 
 	"github.com/berthd/berth/ledger/internal/core"
@@ -155,8 +156,16 @@ func (s *Allocations) queueClaim(ctx context.Context, fc fastClaim) (*core.OwnWr
 // One row per written claim in queue order (claim 1-based; a
 // generation is the provider's after that claim, for the snapshot to
 // apply the claims one by one), or one row with a NULL claim if none was
-// written; every row carries "first" (2147483647: none refused).
-const batchWriteSQL = `
+// written; every row carries "first" (2147483647: none refused) and
+// whether a limit is stored at all. It is built of parts (batchReadSQL,
+// batchLimitsSQL, batchCutSQL, batchWriteTailSQL), so that
+// batchNoLimitSQL is the same statement without the limit check.
+var batchWriteSQL = batchReadSQL + batchLimitsSQL + fmt.Sprintf(batchCutSQL, "over") + batchWriteTailSQL
+
+// batchReadSQL is the batch statement's first part: the claims, their
+// allocations checked against the inventories (chk), their owners, what
+// they add to their projects' usage (adds), and whether a limit is stored.
+const batchReadSQL = `
 WITH req AS (
 	SELECT * FROM unnest($1::int[], $2::uuid[], $3::text[], $4::bigint[])
 	       WITH ORDINALITY AS r(claim, provider_uuid, class, amount, ord)
@@ -186,15 +195,10 @@ WITH req AS (
 	LEFT JOIN projects p ON p.external_id = cl.project
 	LEFT JOIN users u ON u.external_id = cl.usr
 	LEFT JOIN consumer_types t ON t.name = cl.ctype
-), lim AS (
-	-- Each claim's limits (quota.go): those given ($21 to $23: claim,
-	-- resource, limit), or the stored ones of the claims whose limits are
-	-- stored ($20), looked up only when a limit is stored at all (checked
-	-- once per batch, in the statement's snapshot as limits_of reads).
-	SELECT * FROM unnest($21::int[], $22::text[], $23::bigint[]) AS g(claim, resource, resource_limit)
-	UNION ALL
-	SELECT cl.claim, l.resource, l.resource_limit FROM cl CROSS JOIN LATERAL limits_of(cl.project) l
-	WHERE cl.stored_limits AND (EXISTS (SELECT FROM project_limits) OR EXISTS (SELECT FROM registered_limits))
+), stored AS (
+	-- Whether a limit is stored at all, in the statement's snapshot (as
+	-- limits_of reads): once per batch; answered to the writer.
+	SELECT EXISTS (SELECT FROM project_limits) OR EXISTS (SELECT FROM registered_limits) AS found
 ), adds AS (
 	-- What each claim adds to its project's usage: its amounts by class and
 	-- one consumer (a migration consumer adds nothing).
@@ -203,6 +207,18 @@ WITH req AS (
 		UNION ALL
 		SELECT claim, 'consumers', 1 FROM cl
 	) x JOIN cl ON cl.claim = x.claim WHERE cl.ctype <> 'MIGRATION'
+)`
+
+// batchLimitsSQL is batchWriteSQL's limit check: the claims over a limit
+// (over), which its cut stops at.
+const batchLimitsSQL = `, lim AS (
+	-- Each claim's limits (quota.go): those given ($21 to $23: claim,
+	-- resource, limit), or the stored ones of the claims whose limits are
+	-- stored ($20), looked up only when a limit is stored at all.
+	SELECT * FROM unnest($21::int[], $22::text[], $23::bigint[]) AS g(claim, resource, resource_limit)
+	UNION ALL
+	SELECT cl.claim, l.resource, l.resource_limit FROM cl CROSS JOIN LATERAL limits_of(cl.project) l
+	WHERE cl.stored_limits AND (SELECT found FROM stored)
 ), limited AS (
 	-- Whether a claim of the batch adds to a limited counter.
 	SELECT EXISTS (SELECT 1 FROM adds JOIN lim ON lim.claim = adds.claim AND lim.resource = adds.resource) AS active
@@ -229,11 +245,16 @@ WITH req AS (
 	LEFT JOIN projects p ON p.external_id = x.project
 	LEFT JOIN lk ON lk.project_id = p.id AND lk.resource = x.resource
 	WHERE (SELECT active FROM limited) AND (lk.resource IS NULL OR lk.used + x.upto > lim.resource_limit)
-), cut AS (
+)`
+
+// batchCutSQL is batchWriteSQL's cut, from the first claim it cannot
+// write on; %s is the claims a limit stops (batchLimitsSQL's over, or
+// batchNoLimitSQL's).
+const batchCutSQL = `, cut AS (
 	SELECT COALESCE(min(claim), 2147483647) AS first FROM (
 		SELECT claim FROM chk GROUP BY claim HAVING NOT bool_and(COALESCE(fits, false))
 		UNION ALL
-		SELECT claim FROM over
+		SELECT claim FROM %s
 		UNION ALL
 		-- The batch's consumers that exist, found by the index for the
 		-- batch's uuids: a correlated EXISTS here was planned, on the
@@ -245,7 +266,11 @@ WITH req AS (
 		-- creates names (fastWriteSQL).
 		SELECT claim FROM owner WHERE project_id IS NULL OR user_id IS NULL OR (ctype <> '' AND type_id IS NULL)
 	) bad
-), ok AS (
+)`
+
+// batchWriteTailSQL is batchWriteSQL's writes, after its cut, and its
+// answer.
+const batchWriteTailSQL = `, ok AS (
 	SELECT cl.* FROM cl, cut WHERE cl.claim < cut.first
 ), c AS (
 	INSERT INTO consumers (uuid, project_id, user_id, consumer_type_id, generation, name, properties)
@@ -300,14 +325,26 @@ WITH req AS (
 	       cc.lease, now() + cc.lease * interval '1 second'
 	FROM cc WHERE cc.state_op IS NOT NULL
 	RETURNING 1
+), lc AS (
+	-- The change log's row (migrations/0008 and 0017): the providers the
+	-- claims changed, which are those whose generations g bumped. mark
+	-- tells the triggers of allocations' insert and resource_providers'
+	-- update, which would log the same providers, that this statement
+	-- logged them: each takes its mark off and writes nothing.
+	INSERT INTO ledger_changes (xid, providers)
+	SELECT pg_current_xact_id(), CASE WHEN count(*) > 5000 THEN NULL ELSE array_agg(id) END FROM g HAVING count(*) > 0
+	RETURNING 1
+), mark AS (
+	SELECT set_config('berth.logged_allocations', pg_current_xact_id()::text, true),
+	       set_config('berth.logged_resource_providers', pg_current_xact_id()::text, true)
 ), cg AS (
 	SELECT cp.consumer_id, g.id, g.updated_at,
 	       g.generation - (SELECT count(*) FROM cp later
 	                       WHERE later.resource_provider_id = g.id AND later.consumer_id > cp.consumer_id) AS generation
 	FROM cp JOIN g ON g.id = cp.resource_provider_id
 )
-SELECT cut.first, w.claim, w.ids, w.gens, w.ats, w.rps, w.rcs, w.used
-FROM cut LEFT JOIN (
+SELECT cut.first, (SELECT found FROM stored), w.claim, w.ids, w.gens, w.ats, w.rps, w.rcs, w.used
+FROM cut CROSS JOIN mark LEFT JOIN (
 	SELECT cc.claim, p.ids, p.gens, p.ats, al.rps, al.rcs, al.used
 	FROM cc
 	CROSS JOIN LATERAL (SELECT array_agg(cg.id ORDER BY cg.id) AS ids, array_agg(cg.generation ORDER BY cg.id) AS gens,
@@ -318,6 +355,19 @@ FROM cut LEFT JOIN (
 	                    FROM a WHERE a.consumer_id = cc.id) al
 ) w ON true
 ORDER BY w.claim`
+
+// batchNoLimitSQL is the batch statement for claims that no limit can
+// apply to: none of them has limits given, and those whose limits are
+// stored are sent so only when the writer's last batch found no limit
+// stored (Allocations.noStoredLimits). It has no lim, limited, lk or
+// over: no limit's lookup, lock or check, no plan nodes for them. Its
+// guard keeps the check's guarantee all the same: a claim with stored
+// limits is cut (and sent again with fastWriteSQL, which checks its
+// limits) when a limit is stored in the statement's snapshot, the
+// snapshot batchWriteSQL reads limits in; so a limit committed by any
+// process before the statement starts stops it, as with batchWriteSQL.
+var batchNoLimitSQL = batchReadSQL + fmt.Sprintf(batchCutSQL,
+	"cl WHERE cl.stored_limits AND (SELECT found FROM stored)") + batchWriteTailSQL
 
 // sendBatchWrite sends fcs as one batchWriteSQL after the plan and lock
 // statements, as one implicit transaction, and returns what it wrote per
@@ -354,10 +404,14 @@ func (s *Allocations) sendBatchWrite(ctx context.Context, fcs []fastClaim) (ws [
 		stateOps[i], stateRequests[i], stateRoots[i], leases[i] = st.op, st.request, st.root, st.lease
 	}
 	ws, first = make([]*core.OwnWrite, n), n
+	args := []any{claim, rps, classes, amounts, consumers, projects, users, types, names, props, sticky,
+		ops, fingerprints, requests, results, stateOps, stateRequests, stateRoots, leases, stored}
+	sql := batchNoLimitSQL
+	if s.limitMayApply(fcs) {
+		sql, args = batchWriteSQL, append(args, limClaim, limResources, limits)
+	}
 	err = s.sendClaimPipeline(ctx, fcs, ws, nil, func(b *pgx.Batch) {
-		b.Queue(batchWriteSQL, claim, rps, classes, amounts, consumers, projects, users, types, names, props, sticky,
-			ops, fingerprints, requests, results, stateOps, stateRequests, stateRoots, leases,
-			stored, limClaim, limResources, limits)
+		b.Queue(sql, args...)
 	}, func(br pgx.BatchResults) error {
 		rows, err := br.Query()
 		if err != nil {
@@ -366,12 +420,14 @@ func (s *Allocations) sendBatchWrite(ctx context.Context, fcs []fastClaim) (ws [
 		defer rows.Close()
 		for rows.Next() {
 			var cut int64
+			var anyStored bool
 			var c *int32
 			var w core.OwnWrite
-			if err := rows.Scan(&cut, &c, &w.Providers, &w.Generations, &w.UpdatedAt,
+			if err := rows.Scan(&cut, &anyStored, &c, &w.Providers, &w.Generations, &w.UpdatedAt,
 				&w.AllocProviders, &w.AllocClasses, &w.Amounts); err != nil {
 				return err
 			}
+			s.noStoredLimits.Store(!anyStored)
 			if cut != math.MaxInt32 {
 				first = int(cut) - 1
 			}
@@ -385,4 +441,19 @@ func (s *Allocations) sendBatchWrite(ctx context.Context, fcs []fastClaim) (ws [
 		return nil, 0, err
 	}
 	return ws, first, nil
+}
+
+// limitMayApply reports whether a limit may apply to a claim of fcs, so
+// that their batch must be sent with its limit check (batchWriteSQL):
+// one of them has limits given, or has its limits stored while the last
+// batch statement found a limit stored (or none ran yet). Otherwise
+// batchNoLimitSQL writes them, and cuts the batch at its first claim
+// with stored limits if a limit is stored after all.
+func (s *Allocations) limitMayApply(fcs []fastClaim) bool {
+	for _, fc := range fcs {
+		if len(fc.quota.resources) > 0 || fc.quota.stored() && !s.noStoredLimits.Load() {
+			return true
+		}
+	}
+	return false
 }

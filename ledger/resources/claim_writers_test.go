@@ -3,6 +3,8 @@ package resources_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -53,6 +55,7 @@ type batchFixture struct {
 	store   *ledger.Store
 	first   chan error
 	release func()
+	dbURL   string
 }
 
 func newBatchFixture(t *testing.T) (bf *batchFixture, held string) {
@@ -67,7 +70,7 @@ func newBatchFixture(t *testing.T) (bf *batchFixture, held string) {
 	f.Store = store
 	ledgertest.WaitFor(t, func() bool { return ledgertest.Listening(store) })
 	held = f.Provider("held", ledgertest.Inv("VCPU", 8))
-	bf = &batchFixture{fixture: f, store: store, first: make(chan error, 1)}
+	bf = &batchFixture{fixture: f, store: store, first: make(chan error, 1), dbURL: dbURL}
 	bf.release = holdProvider(t, f, dbURL, held)
 	go func() {
 		bf.first <- store.Allocations.AllocationsReplace(f.Ctx, []resources.ConsumerAllocations{ledgertest.NewClaim(uuid.NewString(), held, ledgertest.Res("VCPU", 1))})
@@ -410,4 +413,91 @@ func (f *fixture) summaryBy(rp, class string) engine.ProviderSummary {
 	}
 	f.T.Fatalf("provider %s not in the candidates", rp)
 	return engine.ProviderSummary{}
+}
+
+// TestClaimBatchLogsItsChangeOnce: a batch statement writes the change
+// log's row of the providers its claims changed itself, and the triggers
+// of its statement write none (migrations/0017): one row, every provider.
+// A mark set by one statement is taken off by that statement's trigger,
+// so a later statement of the same transaction logs as before.
+func TestClaimBatchLogsItsChangeOnce(t *testing.T) {
+	bf, _ := newBatchFixture(t)
+	bf.Known([]string{"batch-project"}, []string{"batch-user"}, nil)
+	var rps []string
+	var ws []resources.ConsumerAllocations
+	for i := range 3 {
+		rp := bf.Provider(fmt.Sprint("rp", i), ledgertest.Inv("VCPU", 8))
+		rps = append(rps, rp)
+		w := ledgertest.NewClaim(uuid.NewString(), rp, ledgertest.Res("VCPU", 1))
+		w.ProjectID, w.UserID = "batch-project", "batch-user"
+		ws = append(ws, w)
+	}
+	var before []string // the change log's rows before the batch
+	rows, err := bf.DB.Query(bf.Ctx, `SELECT xid::text FROM ledger_changes`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if before, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
+		t.Fatal(err)
+	}
+	answers := bf.send(t, ws)
+	bf.release()
+	if err := <-bf.first; err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range answers {
+		if err := <-a; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if b, _ := claimBatches(bf.store); b != 2 {
+		t.Fatalf("%d transactions, want 2 (the first claim alone, then the batch)", b)
+	}
+	changes := func(where string, args ...any) [][]int64 {
+		t.Helper()
+		rows, err := bf.DB.Query(bf.Ctx, `SELECT providers FROM ledger_changes WHERE `+where+` ORDER BY providers`, args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := pgx.CollectRows(rows, pgx.RowTo[[]int64])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	var ids []int64
+	for _, rp := range rps {
+		var id int64
+		if err := bf.DB.QueryRow(bf.Ctx, `SELECT id FROM resource_providers WHERE uuid = $1`, rp).Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	got := changes(`providers && $1::bigint[] AND xid::text <> ALL ($2::text[])`, ids, before)
+	if len(got) != 1 || !slices.Equal(slices.Sorted(slices.Values(got[0])), ids) {
+		t.Fatalf("the batch's change log rows: %v, want one row of %v", got, ids)
+	}
+
+	// The marks, by hand: the first statement of a marked table writes
+	// nothing, the next one of the same transaction logs.
+	tx, err := bf.DB.Begin(bf.Ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(bf.Ctx)
+	var xid string
+	if err := tx.QueryRow(bf.Ctx, `SELECT set_config('berth.logged_resource_providers', pg_current_xact_id()::text, true)`).Scan(&xid); err != nil {
+		t.Fatal(err)
+	}
+	for _, rp := range rps[:2] {
+		if _, err := tx.Exec(bf.Ctx, `UPDATE resource_providers SET updated_at = now() WHERE uuid = $1`, rp); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tx.Commit(bf.Ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := changes(`xid = $1::xid8`, xid); len(got) != 1 || !slices.Equal(got[0], ids[1:2]) {
+		t.Fatalf("change log rows of a transaction whose first statement was marked: %v, want one row of %v", got, ids[1:2])
+	}
 }

@@ -95,3 +95,7 @@ func SendTraitsAgain(ctx context.Context, p *Providers, dead *pgx.Conn, rpUUID s
 	err = p.sendAlone(ctx, w)
 	return first, next, err
 }
+
+// NoStoredLimits is what a's claim writers' last batch statement found:
+// no limit stored (Allocations.noStoredLimits).
+func NoStoredLimits(a *Allocations) bool { return a.noStoredLimits.Load() }

@@ -468,6 +468,87 @@ func TestQuotaInBatches(t *testing.T) {
 	bf.checkUsages()
 }
 
+// TestQuotaLimitSetOnAnotherReplica: a replica whose claim batches found
+// no limit stored sends its next batch without the limit check
+// (batchNoLimitSQL); a limit that another replica of the same database
+// stored meanwhile stops that very batch at the limit all the same, and
+// the replica checks limits in its batches from then on.
+func TestQuotaLimitSetOnAnotherReplica(t *testing.T) {
+	bf, held := newBatchFixture(t)
+	other, err := ledger.Open(bf.Ctx, ledger.Config{DatabaseURL: bf.dbURL, MaxConns: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(other.Close)
+	rp := bf.Provider("rp", ledgertest.Inv("VCPU", 64), ledgertest.Inv("MEMORY_MB", 65536))
+	stored := &quotas.Quota{}
+	batch := func(n int) []error {
+		t.Helper()
+		queued := queuedClaims(bf.store)
+		answers := make([]chan error, n)
+		for i := range answers {
+			answers[i] = make(chan error, 1)
+			w := claimIn("p", rp, 1, 1)
+			go func() {
+				answers[i] <- bf.store.Allocations.ClaimWrite(bf.Ctx, resources.ClaimWriteParams{
+					Consumers: []resources.ConsumerAllocations{w}, Quota: stored})
+			}()
+		}
+		ledgertest.WaitFor(t, func() bool { return queuedClaims(bf.store) == queued+n })
+		bf.release()
+		if err := <-bf.first; err != nil {
+			t.Fatal(err)
+		}
+		errs := make([]error, n)
+		for i, a := range answers {
+			errs[i] = <-a
+		}
+		return errs
+	}
+	// A batch with no limit stored anywhere: all written, and the
+	// writer learns that no limit is stored.
+	for _, err := range batch(3) {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !resources.NoStoredLimits(bf.store.Allocations) {
+		t.Fatal("after a batch with no limit stored, the writer does not know it")
+	}
+	// The other replica stores a limit: room for 2 more VCPU.
+	if err := other.Quotas.LimitsSet(bf.Ctx, "p", quotas.Limits{"VCPU": 5}); err != nil {
+		t.Fatal(err)
+	}
+	// The next batch, held behind a claim on held as the first one was.
+	bf.release = holdProvider(t, bf.fixture, bf.dbURL, held)
+	groups, _ := claimBatches(bf.store)
+	go func() {
+		bf.first <- bf.store.Allocations.AllocationsReplace(bf.Ctx, []resources.ConsumerAllocations{
+			ledgertest.NewClaim(uuid.NewString(), held, ledgertest.Res("VCPU", 1))})
+	}()
+	ledgertest.WaitFor(t, func() bool { b, _ := claimBatches(bf.store); return b == groups+1 && queuedClaims(bf.store) == 0 })
+	if !resources.NoStoredLimits(bf.store.Allocations) {
+		t.Fatal("the writer learnt of the limit before its next batch: the batch does not test the statement without limits")
+	}
+	written := 0
+	for _, err := range batch(4) {
+		switch {
+		case err == nil:
+			written++
+		case fault.HasCode(err, fault.ErrForbidden, fault.CodeOverQuota):
+		default:
+			t.Errorf("claim: %v", err)
+		}
+	}
+	if written != 2 {
+		t.Fatalf("%d claims written under a limit that left room for 2", written)
+	}
+	if resources.NoStoredLimits(bf.store.Allocations) {
+		t.Fatal("after a batch that met a stored limit, the writer still thinks none is stored")
+	}
+	bf.checkUsages()
+}
+
 // TestLimitsBadInput: a negative limit, an unknown resource or a project
 // id that cannot name a project is refused, and nothing changes.
 func TestLimitsBadInput(t *testing.T) {

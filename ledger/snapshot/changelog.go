@@ -20,7 +20,10 @@ import (
 // id (xid8) and the ids of the providers it changed, or NULL for "any"
 // (migrations/0008_ledger_changes.up.sql: statement-level triggers write
 // them, so no write path, Berth's or an operator's, can forget one, and
-// none pays a round trip for it).
+// none pays a round trip for it; a claim batch's statement writes its
+// own, and its triggers none: migrations/0017_claim_change_log.up.sql).
+// A transaction may write several rows; their providers together are
+// what it changed.
 //
 // A snapshot carries W, the PostgreSQL snapshot (pg_current_snapshot())
 // it has caught up to, and the timeline W was taken on. To catch up, one
