@@ -9,7 +9,7 @@ LDFLAGS := -X main.version=$(VERSION)
 
 export PATH := $(PATH):/usr/local/go/bin
 
-.PHONY: all build run test vet gotest conformance bench bench-go bench-claims fuzz fmt clean
+.PHONY: all build run test vet gotest conformance bench bench-go bench-claims bench-scale bench-perfload fuzz fmt clean
 
 all: build
 
@@ -39,8 +39,9 @@ gotest:
 conformance: build
 	SHARED='$(abspath $(SHARED))' BERTHD='$(CURDIR)/$(BIN)/berthd' scripts/conformance.sh
 
-## bench: the Go benchmarks, then issue 39's figures (bench-claims)
-bench: bench-go bench-claims
+## bench: the Go benchmarks, then issue 39's figures (bench-claims,
+##   bench-scale, bench-perfload); nothing is asserted
+bench: bench-go bench-claims bench-scale bench-perfload
 
 ## bench-go: run the Go benchmarks
 bench-go:
@@ -54,6 +55,23 @@ CLAIMS_BASE ?= 0da4e8f
 CLAIMS_ARGS ?= --rounds 3 --claims 3000
 bench-claims:
 	scripts/claim-cost.sh --base $(CLAIMS_BASE) $(CLAIMS_ARGS)
+
+## bench-scale: at SCALE_PROVIDERS (default 100,000) providers, berthd's
+##   peak RSS while claiming and GET /resource_providers at 1.39 and 1.0:
+##   time and berthd's CPU per list (scripts/claim-profile.sh; seeding takes
+##   minutes)
+SCALE_PROVIDERS ?= 100000
+SCALE_ARGS ?= --claims 3000 --list 10
+bench-scale:
+	scripts/claim-profile.sh --providers $(SCALE_PROVIDERS) $(SCALE_ARGS)
+
+## bench-perfload: Placement's nested-perfload gate job against berthd and
+##   the reference Placement 8.0.0 (/work/shared/reference), requests/s and
+##   their ratio (scripts/perfload.sh; PERFLOAD_ARGS=--no-reference for
+##   Berth alone)
+PERFLOAD_ARGS ?=
+bench-perfload:
+	scripts/perfload.sh $(PERFLOAD_ARGS)
 
 ## fuzz: run each fuzz target for FUZZTIME (default 60s) on one worker;
 ##   what they find lands in testdata/fuzz and is replayed by go test

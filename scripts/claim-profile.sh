@@ -22,8 +22,10 @@
 #   3. with --perf: N more claims (--claims) under "perf record" of every
 #      PostgreSQL process, its flat report in perf-pg.txt;
 #   4. with --list K: K timed GET /resource_providers (berth-load candidates
-#      --only e-providers) under a CPU profile and the allocs profile, and
-#      berthd's peak RSS over them.
+#      --only e-providers) at 1.39 under a CPU profile and the allocs
+#      profile, and berthd's peak RSS over them; then K more at 1.0 (a
+#      client that sends no microversion); each with berthd's CPU per list
+#      (the warm-up's included).
 #
 # Everything goes to --out (default a new temp dir): summary.txt (the
 # figures per claim), cpu.pprof, allocs-0.pprof and allocs-1.pprof,
@@ -273,19 +275,31 @@ if [ "$perf" = 1 ]; then
   echo "claim-profile.sh: PostgreSQL's perf profile in $out/perf-pg.txt"
 fi
 
-# 4. GET /resource_providers.
+# 4. GET /resource_providers, at 1.39 (profiled) and at 1.0 (no header's).
 if [ "$list" -gt 0 ]; then
   curl -sf -o "$out/list-allocs-0.pprof" "$purl/allocs"
+  l0=$(proc_ticks "$pid")
   "$load" candidates --url "$url" --only e-providers --iterations "$list" --warmup 1 --timeout 300s \
     --pid "$pid" --reset-peak >"$out/list.txt" 2>&1 &
   lp=$!
   sleep 2
   curl -sf -o "$out/list-cpu.pprof" "$purl/profile?seconds=$seconds"
   wait "$lp"
+  l1=$(proc_ticks "$pid")
   curl -sf -o "$out/list-allocs-1.pprof" "$purl/allocs"
+  "$load" candidates --url "$url" --only e-providers --iterations "$list" --warmup 1 --timeout 300s \
+    --microversion 1.0 >"$out/list-1.0.txt" 2>&1
+  l2=$(proc_ticks "$pid")
   go tool pprof -top -cum -nodecount=80 "$out/list-cpu.pprof" >"$out/list-cpu-cum.txt" 2>/dev/null
   go tool pprof -sample_index=alloc_space -base "$out/list-allocs-0.pprof" -top -cum -nodecount=60 "$out/list-allocs-1.pprof" >"$out/list-allocs-cum.txt" 2>/dev/null
-  grep -E 'e-providers|peak RSS' "$out/list.txt" | tee -a "$out/summary.txt"
+  {
+    for mv in 1.39 1.0; do
+      f=$out/list.txt d=$((l1 - l0)); [ "$mv" = 1.0 ] && f=$out/list-1.0.txt d=$((l2 - l1))
+      awk -v mv="$mv" -v d="$d" -v t="$tck" -v n=$((list + 1)) '$1 == "e-providers" && NF >= 9 && $2 ~ /^[0-9]+$/ {
+        printf "GET /resource_providers at %s: median %s ms, min %s ms (%s %s, %s bytes); berthd CPU per list %.0f ms\n", mv, $3, $6, $8, $9, $10, d * 1000 / t / n }' "$f"
+    done
+    grep -E 'peak RSS' "$out/list.txt"
+  } | tee -a "$out/summary.txt"
 fi
 if [ "$hold" = 1 ]; then
   echo "claim-profile.sh: holding: berthd $url (pid $pid, pprof $purl), database $pg_prefix/$db$pg_params; Ctrl-C or SIGTERM to stop"

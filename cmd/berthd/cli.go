@@ -94,18 +94,26 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 // few hundred KiB that die with it, so at Go's default of 100 the garbage
 // collector ran about every few dozen claims and took 16% of berthd's CPU
 // under POST /claims at 64 clients. At 400 it runs a quarter as often,
-// for a heap that may grow to five times the live one. That growth is
-// bounded by the soft memory limit daemon.ApplyMemoryLimit sets
-// (GOMEMLIMIT, or 90% of the cgroup's limit): near it the collector runs
-// as often as needed, so GOGC 400 only costs memory that is there to use.
-// At 100,000 providers the live heap is larger (docs/performance.md), and
-// collections are rarer for the same allocation rate anyway.
+// for a heap that may grow to five times the live one. Where the live
+// heap is large (the snapshot of 100,000 providers) that growth is capped
+// at defaultHeapHeadroom (daemon.StartHeapHeadroom), and the soft memory
+// limit daemon.ApplyMemoryLimit sets (GOMEMLIMIT, or 90% of the cgroup's
+// limit) bounds the heap too: near it the collector runs as often as
+// needed.
 const defaultGCPercent = 400
 
-// setGCPercent applies defaultGCPercent when GOGC is not set.
+// defaultHeapHeadroom is the most the heap grows above the live heap
+// between two collections unless GOGC is set (but never less than the
+// live heap: GOGC 100). At 100,000 providers (a live heap of about 62
+// MiB) it is GOGC 206 instead of 400; up to 32 MiB of live heap it is
+// GOGC 400 (docs/performance.md, "Memory per provider").
+const defaultHeapHeadroom = 128 << 20
+
+// setGCPercent applies defaultGCPercent, capped by defaultHeapHeadroom,
+// when GOGC is not set.
 func setGCPercent(getenv func(string) string) {
 	if getenv("GOGC") == "" {
-		debug.SetGCPercent(defaultGCPercent)
+		daemon.StartHeapHeadroom(daemon.HeapHeadroom{MaxPercent: defaultGCPercent, Headroom: defaultHeapHeadroom})
 	}
 }
 

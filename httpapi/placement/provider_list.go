@@ -5,7 +5,6 @@ import (
 	"io"
 	"iter"
 	"strconv"
-	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -38,9 +37,11 @@ var providerListSchemas = func() []struct {
 // member_of (1.3), resources (1.4), in_tree (1.14) and required (1.18), all
 // of which a provider must satisfy alone. It reads the ledger snapshot, the
 // same one allocation candidates are computed from, and streams the
-// answer from it: the providers are read from the snapshot twice (once for
-// Last-Modified, once to write them), never collected, so a list of every
-// provider of a large cloud costs a buffer, not memory per provider.
+// answer from it: the providers are read from the snapshot as they are
+// written, never collected, so a list of every provider of a large cloud
+// costs a buffer, not memory per provider. Last-Modified is the listed
+// providers' newest change (engine.ProviderList.Newest: for every
+// provider, the snapshot's, found once).
 func (h *Providers) List(c echo.Context) error {
 	f, err := providerListFilter(c)
 	if err != nil {
@@ -57,13 +58,7 @@ func (h *Providers) List(c echo.Context) error {
 		}
 		return err
 	}
-	var lastModified time.Time
-	for p := range providers.All() {
-		if t := providerLastModified(p); t.After(lastModified) {
-			lastModified = t
-		}
-	}
-	wire.SetCacheHeaders(c, lastModified)
+	wire.SetCacheHeaders(c, providers.Newest())
 	v := wire.VersionOf(c)
 	return wire.Stream(c, func(w io.Writer) error { return writeProviderList(w, v, providers.All()) })
 }
@@ -144,16 +139,29 @@ func writeProviderList(w io.Writer, v wire.Version, providers iter.Seq[engine.Pr
 	return ls.Close()
 }
 
+// appendQuoted appends escaped, a string's JSON escaping without its
+// quotes, in quotes.
+func appendQuoted(b, escaped []byte) []byte {
+	b = append(b, '"')
+	b = append(b, escaped...)
+	return append(b, '"')
+}
+
 // appendProvider appends what wire.WriteJSON writes of providerJSON(c, p) at
 // a microversion whose links after self are rels (providerRels) and
 // that has the tree fields if tree (from 1.14).
 func appendProvider(b []byte, p engine.Provider, rels []string, tree bool) []byte {
 	b = append(b, `{"generation":`...)
 	b = strconv.AppendInt(b, p.Generation, 10)
-	b = append(b, `,"links":[{"href":`...)
-	self := len(b)
-	b = wire.AppendGoString(b, providerURL(p.UUID))
-	selfHref := b[self+1 : len(b)-1] // the escaped href, without quotes
+	b = append(b, `,"links":[{"href":"/resource_providers/`...)
+	// The escaped uuid without its opening quote: providerURL(p.UUID)
+	// escaped, without building it.
+	self := len(b) - len("/resource_providers/")
+	at := len(b)
+	b = wire.AppendGoString(b, p.UUID)
+	b = append(b[:at], b[at+1:]...)
+	selfHref := b[self : len(b)-1] // the escaped href, without quotes
+	uuid := selfHref[len("/resource_providers/"):]
 	b = append(b, `,"rel":"self"}`...)
 	for _, rel := range rels {
 		b = append(b, `,{"href":"`...)
@@ -174,9 +182,13 @@ func appendProvider(b []byte, p engine.Provider, rels []string, tree bool) []byt
 			b = append(b, "null"...)
 		}
 		b = append(b, `,"root_provider_uuid":`...)
-		b = wire.AppendGoString(b, p.RootUUID)
+		if p.RootUUID == p.UUID {
+			b = appendQuoted(b, uuid)
+		} else {
+			b = wire.AppendGoString(b, p.RootUUID)
+		}
 	}
 	b = append(b, `,"uuid":`...)
-	b = wire.AppendGoString(b, p.UUID)
+	b = appendQuoted(b, uuid)
 	return append(b, '}')
 }

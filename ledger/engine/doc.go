@@ -2,7 +2,8 @@
 // the providers (trees, inventories with usage, traits, aggregates, as
 // integer ids in flat arrays) and everything computed from it without a
 // database: allocation candidates (Snapshot.Candidates), provider
-// listings (Snapshot.ProvidersMatching), the capacity count
+// listings (Snapshot.ProvidersMatching, Snapshot.ProviderList and its
+// Last-Modified, newest.go), the capacity count
 // (Snapshot.Capacity), the providers over capacity (Snapshot.OverCapacity),
 // the console's aggregates (utilisation.go: totals per class, per
 // aggregate or trait, the roots' utilisation, fragmentation) and, for a request with no candidate, why each root

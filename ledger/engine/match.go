@@ -339,19 +339,31 @@ func (s *Snapshot) ProviderList(f *ProviderFilter) (*ProviderList, error) {
 // more than once (e.g. once for the newest change, once to write them).
 func (l *ProviderList) All() iter.Seq[Provider] {
 	return func(yield func(Provider) bool) {
-		emit := func(i int32) bool {
-			p := l.s.provider(i)
-			if l.name != "" && p.Name != l.name {
-				return true
-			}
-			return yield(p)
-		}
-		if l.byKey {
-			if l.one >= 0 {
-				emit(l.one)
-			}
-			return
-		}
-		l.s.eachMatching(&l.flt, emit)
+		l.each(func(i int32) bool { return yield(l.s.provider(i)) })
 	}
+}
+
+// each calls yield with the index of each of the list's providers, in
+// creation order, until it returns false.
+func (l *ProviderList) each(yield func(int32) bool) {
+	emit := func(i int32) bool {
+		if l.name != "" && l.s.provs.at(i).Name != l.name {
+			return true
+		}
+		return yield(i)
+	}
+	if l.byKey {
+		if l.one >= 0 {
+			emit(l.one)
+		}
+		return
+	}
+	l.s.eachMatching(&l.flt, emit)
+}
+
+// all reports whether the list is of every provider (no filter).
+func (l *ProviderList) all() bool {
+	f := &l.flt
+	return !l.byKey && l.name == "" && f.inTree < 0 && len(f.res) == 0 && len(f.required) == 0 &&
+		len(f.forbidden) == 0 && len(f.memberOf) == 0 && len(f.forbidAggs) == 0
 }

@@ -316,9 +316,10 @@ func (n *Names) DeleteTrait(name string) {
 // Snapshot is a consistent, immutable view of the providers. Its methods
 // are safe for concurrent use.
 type Snapshot struct {
-	names *Names
-	provs provTable  // by dense index
-	idx   *snapIndex // derived from provs; shared while the shape is unchanged
+	names  *Names
+	provs  provTable  // by dense index
+	idx    *snapIndex // derived from provs; shared while the shape is unchanged
+	newest newestCache
 }
 
 // snapIndex holds everything derived from the providers' shape (tree links,
@@ -498,7 +499,9 @@ func (s *Snapshot) Names() *Names { return s.names }
 // WithNames returns a snapshot of s's providers with the names n, which
 // must hold every id s's providers use.
 func (s *Snapshot) WithNames(n *Names) *Snapshot {
-	return &Snapshot{names: n, provs: s.provs, idx: s.idx}
+	out := &Snapshot{names: n, provs: s.provs, idx: s.idx}
+	out.carryNewest(s, nil)
+	return out
 }
 
 // ProviderByID returns the record of the provider with row id id. It must
@@ -569,7 +572,9 @@ func (s *Snapshot) WithProviders(changed map[int64]*ProviderRecord, deleted map[
 			at[i] = q
 		}
 		if at != nil {
-			return &Snapshot{names: n, provs: s.provs.with(at), idx: s.idx}
+			out := &Snapshot{names: n, provs: s.provs.with(at), idx: s.idx}
+			out.carryNewest(s, at)
+			return out
 		}
 	}
 	provs := s.provs.list()

@@ -19,6 +19,8 @@ Commands:
   seed        create N flat compute nodes (--nodes), 1 in 10 with CUSTOM_BENCH_TRAIT, 10 aggregates
   candidates  time the flat query suite (--iterations K each, after warm-up)
   nested      seed Placement's perfload nested trees (--trees) and time granular same_subtree queries
+  perfload    Placement's nested-perfload gate job: its trees (--trees), its query timed around
+              --allocations written, then --requests of it from --concurrency clients (ab): requests/s
   wide        seed one root with --children one-unit children and time a --groups granular query
   claims      concurrent claims (--clients, --duration or --claims), then an overcommit check:
               --mode two-step (GET candidates, PUT allocations, retry on 409; any Placement)
@@ -149,6 +151,27 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			}
 			r.Results = RunQueries(ctx, c.client(1), NestedQueries(), q, log)
 			return failedErr(r.Results)
+		}
+	case "perfload":
+		var p PerfloadParams
+		fs.IntVar(&p.Trees, "trees", 1000, "trees of the gate job's 7 providers")
+		fs.IntVar(&p.Workers, "workers", 8, "concurrent HTTP workers while seeding")
+		fs.BoolVar(&p.NoSeed, "no-seed", false, "do not seed; the trees exist")
+		fs.IntVar(&p.Allocations, "allocations", 10, "allocations written, each followed by two timed queries")
+		fs.IntVar(&p.Concurrency, "concurrency", 10, "concurrent clients of the throughput phase (ab -c)")
+		fs.IntVar(&p.Requests, "requests", 500, "requests of the throughput phase (ab -n)")
+		run = func(ctx context.Context, r *Report, log io.Writer) (err error) {
+			r.Params = p
+			if !p.NoSeed {
+				if r.Seed, err = SeedPerfload(ctx, c.client(p.Workers), p, log); err != nil {
+					return err
+				}
+			}
+			r.Perfload = RunPerfload(ctx, c.client(1), c.client(p.Concurrency), p, log)
+			if r.Perfload.Error != "" {
+				return errors.New(r.Perfload.Error)
+			}
+			return nil
 		}
 	case "wide":
 		var p WideParams

@@ -1,7 +1,9 @@
 // Package load drives the Placement HTTP API of any endpoint (Berth or
 // OpenStack Placement) to seed benchmark data and time it: allocation
 // candidate queries over flat compute nodes, Placement's perfload nested
-// trees, a wide tree that makes granular queries explode, and concurrent
+// trees, Placement's nested-perfload gate job as the gate runs it (its
+// trees, its query, its Apache Benchmark throughput: PerfloadParams), a
+// wide tree that makes granular queries explode, and concurrent
 // claims (two-step, or Berth's POST /claims; optionally in rounds released
 // between, see ClaimsParams) with an overcommit check afterwards.
 //

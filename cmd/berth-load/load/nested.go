@@ -100,9 +100,11 @@ func SeedNested(ctx context.Context, c *Client, p NestedParams, log io.Writer) (
 // under one NUMA node: each tree gives 2 candidates (one per NUMA node)
 // where a query without same_subtree gives 8.
 //
-// "perfload" is the query of Placement's nested perfload gate job: disk
-// from the root with its trait, compute from a NUMA root, an FPGA in the
-// same subtree as that compute.
+// "perfload" is modelled on the query of Placement's nested-perfload gate
+// job, on this shape: disk from the root with its trait, compute from a
+// NUMA root, an FPGA in the same subtree as that compute. The gate job's
+// own trees, query and throughput run are the perfload command's
+// (perfload.go).
 func NestedQueries() []Query {
 	return []Query{
 		{"same-subtree", CandidatesQuery{

@@ -15,18 +15,19 @@ import (
 // Report is what one subcommand run measured; --json writes it and
 // compare reads it back.
 type Report struct {
-	Command      string        `json:"command"`
-	Label        string        `json:"label,omitempty"`
-	URL          string        `json:"url"`
-	Microversion string        `json:"microversion"`
-	Started      time.Time     `json:"started"`
-	Timeout      time.Duration `json:"client_timeout_ns"`
-	Params       any           `json:"params,omitempty"`
-	Seed         *SeedResult   `json:"seed,omitempty"`
-	Results      []Result      `json:"results,omitempty"`
-	Claims       *ClaimsResult `json:"claims,omitempty"`
-	Verify       *VerifyResult `json:"verify,omitempty"`
-	Memory       *MemReport    `json:"memory,omitempty"`
+	Command      string          `json:"command"`
+	Label        string          `json:"label,omitempty"`
+	URL          string          `json:"url"`
+	Microversion string          `json:"microversion"`
+	Started      time.Time       `json:"started"`
+	Timeout      time.Duration   `json:"client_timeout_ns"`
+	Params       any             `json:"params,omitempty"`
+	Seed         *SeedResult     `json:"seed,omitempty"`
+	Results      []Result        `json:"results,omitempty"`
+	Claims       *ClaimsResult   `json:"claims,omitempty"`
+	Verify       *VerifyResult   `json:"verify,omitempty"`
+	Perfload     *PerfloadResult `json:"perfload,omitempty"`
+	Memory       *MemReport      `json:"memory,omitempty"`
 	// Database is the database server's process tree around the run
 	// (--db-pid): its CPU is the database's share of the work.
 	Database *MemReport `json:"database,omitempty"`
@@ -70,6 +71,9 @@ func (r *Report) Print(w io.Writer) {
 	}
 	if r.Verify != nil {
 		PrintVerify(w, r.Verify)
+	}
+	if r.Perfload != nil {
+		PrintPerfload(w, r.Perfload)
 	}
 	if r.Memory != nil {
 		m := r.Memory
@@ -331,6 +335,10 @@ func Compare(w io.Writer, cols []*Column, stat string) error {
 			}
 			if v := r.Verify; v != nil {
 				add(c.Label, file+"/verify", file+": overcommit check", verdict(v))
+			}
+			if pl := r.Perfload; pl != nil {
+				add(c.Label, file+"/perfload-query", file+": perfload query median", fmt.Sprintf("%s ms (%d)", msf(pl.Timed.Median), pl.Candidates))
+				add(c.Label, file+"/perfload-rate", file+": perfload requests/s", fmt.Sprintf("%.2f (c %d, %d failed)", pl.PerSecond, pl.Concurrency, pl.Failed))
 			}
 			if m := r.Memory; m != nil {
 				add(c.Label, file+"/mem", file+": server peak RSS", mib(max(m.PeakRSS, m.HWM)))
