@@ -86,7 +86,7 @@ type claimAnswer struct {
 	// displace), left out when none (preempt.go).
 	Preempted []victimJSON `json:"preempted,omitempty"`
 	// Quota is a dry run's quota check (docs/quotas.md).
-	Quota *quotaJSON `json:"quota,omitempty"`
+	Quota *QuotaJSON `json:"quota,omitempty"`
 	// Ranking and ScriptletLog are set (possibly to empty slices) for dry
 	// runs only, which are not recorded.
 	Ranking any `json:"ranking,omitempty"`
@@ -122,10 +122,11 @@ type logLineJSON struct {
 	Message string `json:"message"`
 }
 
-// quotaJSON is a dry run's quota check: whether the claim would pass,
-// and per limited resource of its project what it would add, what the
-// project holds and the limit.
-type quotaJSON struct {
+// QuotaJSON is a dry run's quota check as the API answers it, for a
+// claim and for a gang: whether it would pass, and per limited resource
+// of its project what it would add, what the project holds and the
+// limit.
+type QuotaJSON struct {
 	Fits      bool                         `json:"fits"`
 	ProjectID string                       `json:"project_id"`
 	Resources map[string]quotaResourceJSON `json:"resources"`
@@ -135,6 +136,18 @@ type quotaResourceJSON struct {
 	Limit     int64 `json:"limit"`
 	Requested int64 `json:"requested"`
 	Used      int64 `json:"used"`
+}
+
+// QuotaAnswer is q as the API answers it (nil for nil).
+func QuotaAnswer(q *QuotaReport) *QuotaJSON {
+	if q == nil {
+		return nil
+	}
+	out := &QuotaJSON{Fits: q.Fits, ProjectID: q.ProjectID, Resources: make(map[string]quotaResourceJSON, len(q.Resources))}
+	for name, rq := range q.Resources {
+		out.Resources[name] = quotaResourceJSON{Limit: rq.Limit, Requested: rq.Requested, Used: rq.Used}
+	}
+	return out
 }
 
 type reusedJSON struct {
@@ -215,12 +228,7 @@ func answerOf(r *Result) *claimAnswer {
 		}
 		out.Ranking, out.ScriptletLog = ranking, log
 	}
-	if q := r.Quota; q != nil {
-		out.Quota = &quotaJSON{Fits: q.Fits, ProjectID: q.ProjectID, Resources: map[string]quotaResourceJSON{}}
-		for name, rq := range q.Resources {
-			out.Quota.Resources[name] = quotaResourceJSON{Limit: rq.Limit, Requested: rq.Requested, Used: rq.Used}
-		}
-	}
+	out.Quota = QuotaAnswer(r.Quota)
 	if r.Reused != nil {
 		out.Reused = &reusedJSON{From: r.Reused.From, Fields: r.Reused.Fields}
 	}

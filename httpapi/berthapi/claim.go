@@ -388,21 +388,6 @@ func parseLease(raw json.RawMessage) (*int64, error) {
 	return &n, nil
 }
 
-// quotaJSON is a dry run's quota check: whether the claim would pass,
-// and per limited resource of its project what it would add, what the
-// project holds and the limit.
-type quotaJSON struct {
-	Fits      bool                         `json:"fits"`
-	ProjectID string                       `json:"project_id"`
-	Resources map[string]quotaResourceJSON `json:"resources"`
-}
-
-type quotaResourceJSON struct {
-	Limit     int64 `json:"limit"`
-	Requested int64 `json:"requested"`
-	Used      int64 `json:"used"`
-}
-
 // allocationsJSON renders allocations as PUT /allocations takes them:
 // provider uuid -> {"resources": {class: amount}}.
 func allocationsJSON(allocs []engine.Allocation) map[string]any {

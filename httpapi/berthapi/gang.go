@@ -205,9 +205,9 @@ type gangAnswer struct {
 	Members []gangMemberJSON `json:"members"`
 	// Placed is how many members were placed, and Unplaced the others
 	// (only for a gang with min_count).
-	Placed   *int       `json:"placed,omitempty"`
-	Quota    *quotaJSON `json:"quota,omitempty"`
-	Unplaced []string   `json:"unplaced,omitempty"`
+	Placed   *int              `json:"placed,omitempty"`
+	Quota    *claims.QuotaJSON `json:"quota,omitempty"`
+	Unplaced []string          `json:"unplaced,omitempty"`
 }
 
 type gangDomainChosen struct {
@@ -265,11 +265,6 @@ func gangResponse(r *claims.GangResult, minCount int) *gangAnswer {
 		out.Members[i] = gangMemberJSON{Allocations: allocationsJSON(m.Allocations), ConsumerGeneration: m.ConsumerGeneration,
 			ConsumerUUID: m.ConsumerUUID, Mappings: m.Mappings, RootProviderName: m.RootName, RootProviderUUID: m.Root}
 	}
-	if q := r.Quota; q != nil {
-		out.Quota = &quotaJSON{Fits: q.Fits, ProjectID: q.ProjectID, Resources: map[string]quotaResourceJSON{}}
-		for name, rq := range q.Resources {
-			out.Quota.Resources[name] = quotaResourceJSON{Limit: rq.Limit, Requested: rq.Requested, Used: rq.Used}
-		}
-	}
+	out.Quota = claims.QuotaAnswer(r.Quota)
 	return out
 }
