@@ -60,17 +60,7 @@ func SeedNested(ctx context.Context, c *Client, p NestedParams, log io.Writer) (
 	err := forEach(ctx, p.Trees, p.Workers, func(ctx context.Context, t int) error {
 		names, ids := NestedTree(t)
 		leaf := func(name, rp, parent string, inv map[string]InventoryBody, traits ...string) error {
-			gen, err := c.EnsureProvider(ctx, ProviderBody{UUID: rp, Name: name, ParentUUID: parent})
-			if err != nil {
-				return err
-			}
-			if gen, err = c.PutInventories(ctx, rp, gen, inv); err != nil {
-				return err
-			}
-			if len(traits) > 0 {
-				_, err = c.PutTraits(ctx, rp, gen, traits)
-			}
-			return err
+			return c.SeedProvider(ctx, ProviderBody{UUID: rp, Name: name, ParentUUID: parent}, inv, traits...)
 		}
 		if err := leaf(names.Root, ids.Root, "", root, "COMPUTE_VOLUME_MULTI_ATTACH"); err != nil {
 			return err

@@ -130,17 +130,7 @@ func SeedPerfload(ctx context.Context, c *Client, p PerfloadParams, log io.Write
 	err := forEach(ctx, p.Trees, p.Workers, func(ctx context.Context, t int) error {
 		tr := newPerfloadTree(t)
 		one := func(rp, name, parent string, inv map[string]InventoryBody, traits ...string) error {
-			gen, err := c.EnsureProvider(ctx, ProviderBody{UUID: rp, Name: name, ParentUUID: parent})
-			if err != nil {
-				return err
-			}
-			if gen, err = c.PutInventories(ctx, rp, gen, inv); err != nil {
-				return err
-			}
-			if len(traits) > 0 {
-				_, err = c.PutTraits(ctx, rp, gen, traits)
-			}
-			return err
+			return c.SeedProvider(ctx, ProviderBody{UUID: rp, Name: name, ParentUUID: parent}, inv, traits...)
 		}
 		steps := []func() error{
 			func() error { return one(tr.cn, tr.cn, "", invs["cn1"], "COMPUTE_VOLUME_MULTI_ATTACH") },

@@ -37,6 +37,23 @@ func (c *Client) EnsureProvider(ctx context.Context, p ProviderBody) (int, error
 	return out.Generation, nil
 }
 
+// SeedProvider ensures provider p (EnsureProvider), then puts its
+// inventories and, if any are given, its traits, each at the generation
+// the previous answer returned.
+func (c *Client) SeedProvider(ctx context.Context, p ProviderBody, inv map[string]InventoryBody, traits ...string) error {
+	gen, err := c.EnsureProvider(ctx, p)
+	if err != nil {
+		return err
+	}
+	if gen, err = c.PutInventories(ctx, p.UUID, gen, inv); err != nil {
+		return err
+	}
+	if len(traits) > 0 {
+		_, err = c.PutTraits(ctx, p.UUID, gen, traits)
+	}
+	return err
+}
+
 // PutInventories replaces the provider's inventories at generation gen and
 // returns the new generation.
 func (c *Client) PutInventories(ctx context.Context, rp string, gen int, inv map[string]InventoryBody) (int, error) {
