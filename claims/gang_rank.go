@@ -137,21 +137,7 @@ func gangRequest(p *GangParams, gp *engine.GangParams) *scheduler.Request {
 	req := &scheduler.Request{ProjectID: p.ProjectID, UserID: p.UserID, ConsumerType: p.Members[0].ConsumerType,
 		Resources: map[string]int64{}, Reason: ReasonNew}
 	for i := range gp.Members {
-		for _, grp := range gp.Members[i].Groups {
-			for _, r := range grp.Resources {
-				req.Resources[r.Class] += r.Amount
-			}
-			for _, any := range grp.RequiredTraits {
-				if len(any) == 1 && !slices.Contains(req.Required, any[0]) {
-					req.Required = append(req.Required, any[0])
-				}
-			}
-			for _, t := range grp.ForbiddenTraits {
-				if !slices.Contains(req.Forbidden, t) {
-					req.Forbidden = append(req.Forbidden, t)
-				}
-			}
-		}
+		addGroups(req, gp.Members[i].Groups)
 	}
 	return req
 }

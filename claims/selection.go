@@ -205,21 +205,7 @@ func (c *Claimer) selectCandidates(ctx context.Context, p *Params, r *resolved, 
 		Keys:         p.Keys,
 		Data:         c.cloudData(),
 	}
-	for _, g := range cp.Groups {
-		for _, r := range g.Resources {
-			req.Resources[r.Class] += r.Amount
-		}
-		for _, any := range g.RequiredTraits {
-			if len(any) == 1 && !slices.Contains(req.Required, any[0]) {
-				req.Required = append(req.Required, any[0])
-			}
-		}
-		for _, t := range g.ForbiddenTraits {
-			if !slices.Contains(req.Forbidden, t) {
-				req.Forbidden = append(req.Forbidden, t)
-			}
-		}
-	}
+	addGroups(req, cp.Groups)
 	s.req = req
 	// A claim's sample, in a flat cloud, under a policy that reads only
 	// what candidates take (the default policy's kind), is ranked on the
@@ -316,4 +302,25 @@ func (c *Claimer) explainCapacity(ctx context.Context, p *Params, r *resolved, s
 		return
 	}
 	steps[0].Reasons = sf.Reasons
+}
+
+// addGroups adds what groups take to req: their amounts per class, and
+// the traits they require (those required alone, not as one of several)
+// or forbid, each once.
+func addGroups(req *scheduler.Request, groups []engine.RequestGroup) {
+	for _, g := range groups {
+		for _, r := range g.Resources {
+			req.Resources[r.Class] += r.Amount
+		}
+		for _, any := range g.RequiredTraits {
+			if len(any) == 1 && !slices.Contains(req.Required, any[0]) {
+				req.Required = append(req.Required, any[0])
+			}
+		}
+		for _, t := range g.ForbiddenTraits {
+			if !slices.Contains(req.Forbidden, t) {
+				req.Forbidden = append(req.Forbidden, t)
+			}
+		}
+	}
 }
