@@ -208,11 +208,22 @@ func (p *Policy) RankDirect(ctx context.Context, lc *engine.Candidates, keep int
 	for i := range scores {
 		scores[i] = score(contribs[i*nw : (i+1)*nw])
 	}
-	// Rank's order, of which only the first cut become Scored.
-	order := rankOrder(np, func(i int) float64 { return scores[i] }, func(i int) int { return int(passed[i]) })
-	cut := min(keep, np)
-	for !randomOrder && cut < np && tiesAny(scores, order[:cut], scores[order[cut]]) {
-		cut++
+	// Rank's order, of which only the first cut become Scored: the first
+	// cut are selected, and the one after them too unless the order among
+	// equals is random, to see whether it ties a kept one; only then is
+	// every candidate ordered, to keep those tied as well.
+	byScore, byIndex := func(i int) float64 { return scores[i] }, func(i int) int { return int(passed[i]) }
+	cut := max(0, min(keep, np))
+	first := cut
+	if !randomOrder {
+		first = min(cut+1, np)
+	}
+	order := rankFirst(np, first, byScore, byIndex)
+	if !randomOrder && cut < np && tiesAny(scores, order[:cut], scores[order[cut]]) {
+		order = rankOrder(np, byScore, byIndex)
+		for cut < np && tiesAny(scores, order[:cut], scores[order[cut]]) {
+			cut++
+		}
 	}
 	r.Ranked = make([]Scored, cut)
 	cands, kept := make([]Candidate, cut), make([]*Candidate, cut)
