@@ -359,9 +359,29 @@ func (s *Snapshot) Candidates(ctx context.Context, p *CandidatesParams) (*Candid
 	e.releaseScratch()
 	out.Truncated, out.Roots = !complete, len(s.idx.roots)
 	if p.Randomize {
-		rand.Shuffle(len(out.Requests), func(i, j int) {
-			out.Requests[i], out.Requests[j] = out.Requests[j], out.Requests[i]
-		})
+		out.shuffle()
 	}
 	return out, nil
+}
+
+// shuffle puts c's candidates in random order, and with them the index
+// AllocationRecord reads (VersionsOnly), so that Requests[i]'s
+// allocations stay read from their own providers' records. Not for an
+// answer whose requests are deferred.
+func (c *Candidates) shuffle() {
+	perm := rand.Perm(len(c.Requests))
+	reqs := make([]AllocationRequest, len(c.Requests))
+	for k, i := range perm {
+		reqs[k] = c.Requests[i]
+	}
+	c.Requests = reqs
+	if c.allocStart == nil {
+		return
+	}
+	start, prov := make([]int32, len(c.allocStart)), make([]int32, 0, len(c.allocProv))
+	for k, i := range perm {
+		prov = append(prov, c.allocProv[c.allocStart[i]:c.allocStart[i+1]]...)
+		start[k+1] = int32(len(prov))
+	}
+	c.allocStart, c.allocProv = start, prov
 }
