@@ -153,8 +153,8 @@ func keptViews(lc *engine.Candidates) func([]*scheduler.Candidate) {
 // candidate's first allocation's provider).
 func flatRoots(lc *engine.Candidates) int {
 	ids := make([]int64, 0, len(lc.Requests))
-	for i, ar := range lc.Requests {
-		if len(ar.Allocations) > 0 {
+	for i := range lc.Requests {
+		if lc.AllocationCount(i) > 0 {
 			ids = append(ids, lc.AllocationRecord(i, 0).ID)
 		}
 	}

@@ -164,7 +164,8 @@ func newRetryKey(op string, p *Params, failedProvider, migration string) *retryK
 		doc.Priority, doc.Preemptible = &p.Priority, &p.Preemptible
 	}
 	if op == OpReschedule {
-		doc.FailedProvider = &failedProvider
+		f := failedProvider // a copy: failedProvider itself stays off the heap for other ops
+		doc.FailedProvider = &f
 	}
 	if op == OpMove {
 		m := canonicalOr(migration)
@@ -184,9 +185,14 @@ func newRetryKey(op string, p *Params, failedProvider, migration string) *retryK
 }
 
 // fingerprint identifies the request raw (its fields as JSON) for op.
+// It is the SHA-256 of op, a zero byte and raw, hashed as they are
+// written, without copying raw.
 func fingerprint(op string, raw []byte) []byte {
-	sum := sha256.Sum256(append([]byte(op+"\x00"), raw...))
-	return sum[:]
+	h := sha256.New()
+	h.Write([]byte(op))
+	h.Write([]byte{0})
+	h.Write(raw)
+	return h.Sum(make([]byte, 0, sha256.Size))
 }
 
 // record is what the write of p's result res records, nil if p is not

@@ -175,6 +175,9 @@ func (c *Claimer) selectCandidates(ctx context.Context, p *Params, r *resolved, 
 	cp := p.Candidates
 	cp.Limit, cp.Max = 0, c.cfg.MaxCandidates
 	cp.VersionsOnly = true // schedulerCandidates builds its views from the records
+	// A sample's requests are built for the candidates a direct ranking
+	// keeps (rankDirect), or all of them for the full path.
+	cp.DeferRequests = sample > 0
 	cp.AvoidEvacuated = true
 	if sample > 0 {
 		cp.Sample = true
@@ -216,6 +219,7 @@ func (c *Claimer) selectCandidates(ctx context.Context, p *Params, r *resolved, 
 			return s, nil
 		}
 	}
+	lc.BuildAllRequests()
 	s.cands = schedulerCandidates(lc)
 	fit := make(map[string]struct{}, len(s.cands))
 	for _, cand := range s.cands {

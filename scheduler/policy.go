@@ -599,16 +599,41 @@ func rankOrder(n int, score func(int) float64, index func(int) int) []int {
 	for i := range order {
 		order[i] = i
 	}
-	slices.SortFunc(order, func(i, j int) int {
-		if c := cmp.Compare(score(j), score(i)); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(index(i), index(j)); c != 0 {
-			return c
-		}
-		return cmp.Compare(i, j)
-	})
+	slices.SortFunc(order, func(i, j int) int { return rankCompare(i, j, score, index) })
 	return order
+}
+
+// rankFirst is the first k positions of rankOrder(n, score, index), in
+// its order, found without ordering the others: rankCompare is a total
+// order, so its k smallest, sorted, are rankOrder's first k, ties and
+// all. Its cost grows with n and k, not with n log n.
+func rankFirst(n, k int, score func(int) float64, index func(int) int) []int {
+	k = max(0, min(k, n))
+	first := make([]int, 0, k)
+	for i := range n {
+		if len(first) == k && (k == 0 || rankCompare(i, first[k-1], score, index) > 0) {
+			continue
+		}
+		at, _ := slices.BinarySearchFunc(first, i, func(f, i int) int { return rankCompare(f, i, score, index) })
+		if len(first) < k {
+			first = append(first, 0)
+		}
+		copy(first[at+1:], first[at:len(first)-1])
+		first[at] = i
+	}
+	return first
+}
+
+// rankCompare is rankOrder's order: by score, highest first, then by
+// Candidate.Index, then by position.
+func rankCompare(i, j int, score func(int) float64, index func(int) int) int {
+	if c := cmp.Compare(score(j), score(i)); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(index(i), index(j)); c != 0 {
+		return c
+	}
+	return cmp.Compare(i, j)
 }
 
 // statusError turns a unit's failed status into Rank's error: a refusal

@@ -54,13 +54,15 @@ func (c *Candidate) takes(buf []take) []take {
 }
 
 // recordTakes is takes for candidate i of lc, read from the snapshot's
-// records (engine.Candidates.AllocationRecord) instead of views; ids
-// caches the class ids of the names met.
+// records (engine.Candidates.AllocationRecord) instead of views, and
+// from what the engine's answer says it takes, its request built or not
+// (engine.Candidates.AllocationResources); ids caches the class ids of
+// the names met.
 func recordTakes(buf []take, lc *engine.Candidates, i int, ids *classIDs) []take {
-	for j, a := range lc.Requests[i].Allocations {
+	for j, n := 0, lc.AllocationCount(i); j < n; j++ {
 		rec := lc.AllocationRecord(i, j)
-		var amounts [8]engine.ResourceAmount
-		for _, ca := range sortedAmounts(amounts[:0], a.Resources) {
+		var res, amounts [8]engine.ResourceAmount
+		for _, ca := range sortedAmounts(amounts[:0], lc.AllocationResources(i, j, res[:0])) {
 			t := take{class: ca.Class, amount: ca.Amount}
 			if id, ok := ids.of(ca.Class); ok {
 				for k := range rec.Inventories {
@@ -130,7 +132,9 @@ func (p *Policy) Direct(req *Request) bool {
 
 // RankDirect is Rank for a request the policy is Direct for, over lc,
 // an engine answer asked with VersionsOnly (engine.Candidates.
-// AllocationRecord). Candidate i is lc.Requests[i], with Index i. Every
+// AllocationRecord), with DeferRequests or not: it builds the requests
+// of the candidates it keeps (engine.Candidates.BuildRequests), and
+// reads no other's. Candidate i is lc.Requests[i], with Index i. Every
 // candidate is filtered and weighed on the snapshot's records with the
 // functions Rank's units use on views, the weights normalised across
 // those that passed, and ordered as Rank orders them; r.Rejections are
@@ -208,17 +212,33 @@ func (p *Policy) RankDirect(ctx context.Context, lc *engine.Candidates, keep int
 	for i := range scores {
 		scores[i] = score(contribs[i*nw : (i+1)*nw])
 	}
-	// Rank's order, of which only the first cut become Scored.
-	order := rankOrder(np, func(i int) float64 { return scores[i] }, func(i int) int { return int(passed[i]) })
-	cut := min(keep, np)
-	for !randomOrder && cut < np && tiesAny(scores, order[:cut], scores[order[cut]]) {
-		cut++
+	// Rank's order, of which only the first cut become Scored: the first
+	// cut are selected, and the one after them too unless the order among
+	// equals is random, to see whether it ties a kept one; only then is
+	// every candidate ordered, to keep those tied as well.
+	byScore, byIndex := func(i int) float64 { return scores[i] }, func(i int) int { return int(passed[i]) }
+	cut := max(0, min(keep, np))
+	first := cut
+	if !randomOrder {
+		first = min(cut+1, np)
+	}
+	order := rankFirst(np, first, byScore, byIndex)
+	if !randomOrder && cut < np && tiesAny(scores, order[:cut], scores[order[cut]]) {
+		order = rankOrder(np, byScore, byIndex)
+		for cut < np && tiesAny(scores, order[:cut], scores[order[cut]]) {
+			cut++
+		}
 	}
 	r.Ranked = make([]Scored, cut)
 	cands, kept := make([]Candidate, cut), make([]*Candidate, cut)
 	names := weigherNames(p.weighers)
+	at := make([]int, cut) // the kept ones' positions in lc
 	for k, i := range order[:cut] {
-		li := int(passed[i])
+		at[k] = int(passed[i])
+	}
+	lc.BuildRequests(at)
+	for k, i := range order[:cut] {
+		li := at[k]
 		cands[k] = Candidate{Index: li, Allocations: lc.Requests[li].Allocations}
 		kept[k] = &cands[k]
 		r.Ranked[k] = Scored{Cand: kept[k], Score: scores[i], names: names, contribs: contribs[i*nw : (i+1)*nw : (i+1)*nw]}

@@ -51,6 +51,12 @@ type CandidatesParams struct {
 	// snapshot's record (Candidates.Record), without the summaries'
 	// copies.
 	VersionsOnly bool
+	// DeferRequests, with VersionsOnly and without Randomize, leaves each
+	// of Candidates.Requests the zero AllocationRequest until
+	// Candidates.BuildRequests builds it: for a caller that reads what
+	// every candidate takes (AllocationResources) and keeps a few. Not
+	// part of a claim's recorded request: the server sets it.
+	DeferRequests bool `json:"-"`
 }
 
 // Defaults for CandidatesParams.
@@ -88,6 +94,109 @@ type Candidates struct {
 	summaryList []int32
 	allocProv   []int32
 	allocStart  []int32
+	// deferred, with CandidatesParams.DeferRequests, builds Requests.
+	deferred deferredRequests
+}
+
+// deferredRequests is what Candidates.BuildRequests builds Requests
+// from: the search's slots and groups (nil e: nothing deferred), and the
+// candidates' provider vectors, one after the other, one provider per
+// slot.
+type deferredRequests struct {
+	e     *search
+	vecs  []int32
+	built []bool
+}
+
+// vec is candidate i's provider vector.
+func (d *deferredRequests) vec(i int) []int32 {
+	n := len(d.e.slots)
+	return d.vecs[i*n : (i+1)*n : (i+1)*n]
+}
+
+// BuildRequests builds Requests[i], for each i of is not built yet, of
+// an answer asked with DeferRequests; it does nothing for another.
+func (c *Candidates) BuildRequests(is []int) {
+	d := &c.deferred
+	if d.e == nil {
+		return
+	}
+	n := 0
+	for _, i := range is {
+		if !d.built[i] {
+			n++
+		}
+	}
+	if n == 0 {
+		return
+	}
+	b := newRequestBuilder(d.e, n)
+	// On the stack, as search.result's.
+	var provArr [8]int32
+	var keyArr [16]provClass
+	var amountArr [16]int64
+	provOrder, keys, amounts := provArr[:0], keyArr[:0], amountArr[:0]
+	for _, i := range is {
+		if d.built[i] {
+			continue
+		}
+		d.built[i] = true
+		vec := d.vec(i)
+		provOrder, keys, amounts = d.e.amounts(provOrder[:0], keys[:0], amounts[:0], vec)
+		b.request(&c.Requests[i], vec, provOrder, keys, amounts)
+	}
+}
+
+// BuildAllRequests builds every one of Requests not built yet (see
+// BuildRequests).
+func (c *Candidates) BuildAllRequests() {
+	if c.deferred.e == nil {
+		return
+	}
+	is := make([]int, len(c.Requests))
+	for i := range is {
+		is[i] = i
+	}
+	c.BuildRequests(is)
+}
+
+// AllocationCount is len(Requests[i].Allocations), built or not (with
+// VersionsOnly it is read from the answer's index).
+func (c *Candidates) AllocationCount(i int) int {
+	if c.allocStart == nil {
+		return len(c.Requests[i].Allocations)
+	}
+	return int(c.allocStart[i+1] - c.allocStart[i])
+}
+
+// AllocationResources appends to buf what Requests[i].Allocations[j]
+// takes, as its Resources hold it (the same classes, amounts and
+// order), whether Requests[i] is built yet or not.
+func (c *Candidates) AllocationResources(i, j int, buf []ResourceAmount) []ResourceAmount {
+	d := &c.deferred
+	if d.e == nil || d.built[i] {
+		return append(buf, c.Requests[i].Allocations[j].Resources...)
+	}
+	// As search.amounts sums them: classes in the order the slots of
+	// the provider first name them.
+	p, from := c.allocProv[int(c.allocStart[i])+j], len(buf)
+	for si, q := range d.vec(i) {
+		if q != p {
+			continue
+		}
+	next:
+		for _, r := range d.e.slots[si].res {
+			name := c.snap.names.className[r.class]
+			for k := from; k < len(buf); k++ {
+				if buf[k].Class == name {
+					buf[k].Amount += r.amount
+					continue next
+				}
+			}
+			buf = append(buf, ResourceAmount{Class: name, Amount: r.amount})
+		}
+	}
+	return buf
 }
 
 // Record returns the snapshot's record of the provider Versions[i] (or
@@ -246,13 +355,33 @@ func (s *Snapshot) Candidates(ctx context.Context, p *CandidatesParams) (*Candid
 	} else {
 		found, complete = e.roundRobin(anchors, want, false)
 	}
-	out := e.result(found, p.VersionsOnly)
+	out := e.result(found, p.VersionsOnly, p.VersionsOnly && p.DeferRequests && !p.Randomize)
 	e.releaseScratch()
 	out.Truncated, out.Roots = !complete, len(s.idx.roots)
 	if p.Randomize {
-		rand.Shuffle(len(out.Requests), func(i, j int) {
-			out.Requests[i], out.Requests[j] = out.Requests[j], out.Requests[i]
-		})
+		out.shuffle()
 	}
 	return out, nil
+}
+
+// shuffle puts c's candidates in random order, and with them the index
+// AllocationRecord reads (VersionsOnly), so that Requests[i]'s
+// allocations stay read from their own providers' records. Not for an
+// answer whose requests are deferred.
+func (c *Candidates) shuffle() {
+	perm := rand.Perm(len(c.Requests))
+	reqs := make([]AllocationRequest, len(c.Requests))
+	for k, i := range perm {
+		reqs[k] = c.Requests[i]
+	}
+	c.Requests = reqs
+	if c.allocStart == nil {
+		return
+	}
+	start, prov := make([]int32, len(c.allocStart)), make([]int32, 0, len(c.allocProv))
+	for k, i := range perm {
+		prov = append(prov, c.allocProv[c.allocStart[i]:c.allocStart[i+1]]...)
+		start[k+1] = int32(len(prov))
+	}
+	c.allocStart, c.allocProv = start, prov
 }

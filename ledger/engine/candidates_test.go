@@ -344,3 +344,27 @@ func TestCandidatesRandomize(t *testing.T) {
 		}
 	}
 }
+
+// TestCandidatesRandomizeRecords requires a randomized answer asked with
+// VersionsOnly to read each allocation's record from its own provider
+// (AllocationRecord follows the shuffle), as a claim's ranking on the
+// records does under --randomize-candidates.
+func TestCandidatesRandomizeRecords(t *testing.T) {
+	s := benchComputes(200)
+	p := CandidatesParams{NestedAware: true, Max: 100, VersionsOnly: true, Randomize: true,
+		Groups: []RequestGroup{{Resources: res("VCPU:1")}}}
+	c := mustCandidates(t, s, p)
+	if len(c.Requests) != 100 {
+		t.Fatalf("%d candidates, want 100", len(c.Requests))
+	}
+	for i, ar := range c.Requests {
+		if n := c.AllocationCount(i); n != len(ar.Allocations) {
+			t.Fatalf("candidate %d: %d allocations indexed, %d in its request", i, n, len(ar.Allocations))
+		}
+		for j, a := range ar.Allocations {
+			if rec := c.AllocationRecord(i, j); rec.UUID != a.ProviderUUID {
+				t.Fatalf("candidate %d, allocation %d: record of %s, allocation on %s", i, j, rec.UUID, a.ProviderUUID)
+			}
+		}
+	}
+}

@@ -482,7 +482,7 @@ func (gs *gangSearch) members(agg string, places []gangPlace) []GangMember {
 		if len(found) == 0 {
 			continue
 		}
-		c := e.result(found, true)
+		c := e.result(found, true, false)
 		for k, i := range at {
 			rp := gs.base.provs.at(places[i].root)
 			out[i] = GangMember{Member: places[i].member, Root: rp.UUID, RootName: rp.Name, Request: c.Requests[k], Candidate: c}

@@ -5,19 +5,22 @@ import "slices"
 // result turns provider vectors into allocation requests and summaries,
 // in two stages: one request per vector, each provider's amounts summed
 // over the slots; then the providers the requests cover (answer), as
-// versions or as summaries.
-func (e *search) result(found [][]int32, versionsOnly bool) *Candidates {
+// versions or as summaries. With deferRequests (and versionsOnly) the
+// requests are left to Candidates.BuildRequests, which keeps a copy of
+// the vectors.
+func (e *search) result(found [][]int32, versionsOnly, deferRequests bool) *Candidates {
 	out := &Candidates{Requests: make([]AllocationRequest, len(found))}
 	b := newResultBuilder(e, len(found))
-	// The slices that grow are result's own: the compiler keeps their
-	// first elements on the stack, so a claim's answer allocates nothing
-	// for them (in b they would live on the heap). provOrder, keys and
+	// The slices that grow start in result's own arrays, on the stack,
+	// so a claim's answer allocates nothing for them (in b they would
+	// live on the heap). provOrder, keys and
 	// amounts are one candidate's, reused; units lists the providers (or
 	// trees) to summarise, in the order met.
-	var provOrder []int32
+	var provArr [8]int32
+	var keyArr [16]provClass
+	var amountArr [16]int64
+	provOrder, keys, amounts := provArr[:0], keyArr[:0], amountArr[:0] // amounts parallel to keys
 	units := make([]int32, 0, len(found))
-	var keys []provClass
-	var amounts []int64 // parallel to keys
 	if versionsOnly {
 		// Each candidate's providers, in its allocations' order, for
 		// AllocationRecord (a candidate has at most one per slot), in one
@@ -25,24 +28,18 @@ func (e *search) result(found [][]int32, versionsOnly bool) *Candidates {
 		idx := make([]int32, len(found)+1+len(found)*len(e.slots))
 		out.allocStart, out.allocProv = idx[:len(found)+1], idx[len(found)+1:len(found)+1]
 	}
-	for ci, vec := range found {
-		provOrder, keys, amounts = provOrder[:0], keys[:0], amounts[:0]
-		for si, p := range vec {
-			for _, r := range e.slots[si].res {
-				k := provClass{p, r.class}
-				j := slices.Index(keys, k)
-				if j < 0 {
-					keys = append(keys, k)
-					amounts = append(amounts, r.amount)
-				} else {
-					amounts[j] += r.amount
-				}
-				if !slices.Contains(provOrder, p) {
-					provOrder = append(provOrder, p)
-				}
-			}
+	if versionsOnly && deferRequests {
+		// found's vectors are the search scratch's: copied, in one array.
+		out.deferred = deferredRequests{e: e, vecs: make([]int32, 0, len(found)*len(e.slots)), built: make([]bool, len(found))}
+		for _, vec := range found {
+			out.deferred.vecs = append(out.deferred.vecs, vec...)
 		}
-		b.request(&out.Requests[ci], vec, provOrder, keys, amounts)
+	}
+	for ci, vec := range found {
+		provOrder, keys, amounts = e.amounts(provOrder[:0], keys[:0], amounts[:0], vec)
+		if out.deferred.e == nil {
+			b.request(&out.Requests[ci], vec, provOrder, keys, amounts)
+		}
 		if versionsOnly {
 			out.allocProv = append(out.allocProv, provOrder...)
 			out.allocStart[ci+1] = int32(len(out.allocProv))
@@ -55,6 +52,29 @@ func (e *search) result(found [][]int32, versionsOnly bool) *Candidates {
 	}
 	b.release(units)
 	return b.answer(out, units, versionsOnly)
+}
+
+// amounts appends to provOrder the providers of vec, in the order its
+// slots name them, and to keys and amounts (in parallel) what vec takes
+// of each provider and class, summed over the slots, in the order the
+// slots name them.
+func (e *search) amounts(provOrder []int32, keys []provClass, amounts []int64, vec []int32) ([]int32, []provClass, []int64) {
+	for si, p := range vec {
+		for _, r := range e.slots[si].res {
+			k := provClass{p, r.class}
+			j := slices.Index(keys, k)
+			if j < 0 {
+				keys = append(keys, k)
+				amounts = append(amounts, r.amount)
+			} else {
+				amounts[j] += r.amount
+			}
+			if !slices.Contains(provOrder, p) {
+				provOrder = append(provOrder, p)
+			}
+		}
+	}
+	return provOrder, keys, amounts
 }
 
 // resultBuilder is the state of one search.result. The many small slices
@@ -99,8 +119,9 @@ type namedClass struct {
 	name string
 }
 
-// newResultBuilder prepares the answer of n candidates of e.
-func newResultBuilder(e *search, n int) resultBuilder {
+// newRequestBuilder prepares the allocation requests of n candidates of
+// e, and nothing of their summaries.
+func newRequestBuilder(e *search, n int) resultBuilder {
 	s := e.snap
 	b := resultBuilder{e: e, s: s, left: n}
 	for i := range e.slots {
@@ -112,6 +133,13 @@ func newResultBuilder(e *search, n int) resultBuilder {
 			}
 		}
 	}
+	return b
+}
+
+// newResultBuilder prepares the answer of n candidates of e.
+func newResultBuilder(e *search, n int) resultBuilder {
+	s := e.snap
+	b := newRequestBuilder(e, n)
 	words := (s.provs.len() + 63) / 64
 	switch sc := e.scratch; {
 	case sc != nil && words <= maxPooledScratch:

@@ -1,0 +1,96 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"testing"
+)
+
+// TestDeferredRequestsAsBuilt asks the same candidates with and without
+// DeferRequests and requires the deferred answer to say what every
+// candidate takes (AllocationCount, AllocationResources) as the built
+// requests do before anything is built, to build exactly the requests
+// asked for, as the eager answer holds them, and to leave the others
+// unbuilt. The cases hold a provider several slots take from (their
+// amounts summed), sharing providers, trees and granular groups.
+func TestDeferredRequestsAsBuilt(t *testing.T) {
+	g := func(suffix, resources string) RequestGroup {
+		return RequestGroup{Suffix: suffix, Resources: res(resources)}
+	}
+	tests := []struct {
+		name   string
+		snap   *Snapshot
+		groups []RequestGroup
+	}{
+		{"sharing", sharedStorage(), []RequestGroup{g("", "VCPU:1,MEMORY_MB:1024,DISK_GB:100")}},
+		{"nested", sharedStorage(), []RequestGroup{g("", "VCPU:1,SRIOV_NET_VF:4")}},
+		{"granular on one provider", granular(), []RequestGroup{g("", "VCPU:1"), g("1", "VCPU:2,MEMORY_MB:512"), g("2", "MEMORY_MB:256,VCPU:1")}},
+		{"granular sharing", granular(), []RequestGroup{g("1", "VCPU:1,DISK_GB:10"), g("2", "DISK_GB:20")}},
+		{"numa", numaNetwork(), []RequestGroup{g("", "DISK_GB:10"), g("1", "VCPU:1,MEMORY_MB:512"), g("2", "VCPU:1")}},
+		{"flat", cloud(300), []RequestGroup{g("", "VCPU:2,MEMORY_MB:4096,DISK_GB:20")}},
+	}
+	ctx := context.Background()
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := CandidatesParams{NestedAware: true, Max: 50, VersionsOnly: true, Groups: tc.groups}
+			want, err := tc.snap.Candidates(ctx, &p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p.DeferRequests = true
+			got, err := tc.snap.Candidates(ctx, &p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := len(want.Requests)
+			if n < 2 || len(got.Requests) != n {
+				t.Fatalf("%d candidates deferred, %d built; want the same, at least 2", len(got.Requests), n)
+			}
+			if !reflect.DeepEqual(got.Versions, want.Versions) {
+				t.Fatalf("versions differ")
+			}
+			same := func(when string) {
+				for i := range n {
+					wa := want.Requests[i].Allocations
+					if c := got.AllocationCount(i); c != len(wa) {
+						t.Fatalf("%s: candidate %d: %d allocations, want %d", when, i, c, len(wa))
+					}
+					for j := range wa {
+						if r := got.AllocationResources(i, j, nil); !reflect.DeepEqual(r, wa[j].Resources) {
+							t.Fatalf("%s: candidate %d, allocation %d: %v, want %v", when, i, j, r, wa[j].Resources)
+						}
+						if got.AllocationRecord(i, j) != want.AllocationRecord(i, j) {
+							t.Fatalf("%s: candidate %d, allocation %d: another record", when, i, j)
+						}
+					}
+				}
+			}
+			same("none built")
+			for i := range n {
+				if !reflect.DeepEqual(got.Requests[i], AllocationRequest{}) {
+					t.Fatalf("candidate %d built before BuildRequests: %+v", i, got.Requests[i])
+				}
+			}
+			asked := []int{n - 1, 0, n - 1}
+			got.BuildRequests(asked)
+			for i := range n {
+				built := i == 0 || i == n-1
+				if built && !reflect.DeepEqual(got.Requests[i], want.Requests[i]) {
+					t.Fatalf("candidate %d built as %s, want %s", i, describe(got.Requests[i]), describe(want.Requests[i]))
+				}
+				if !built && !reflect.DeepEqual(got.Requests[i], AllocationRequest{}) {
+					t.Fatalf("candidate %d built, not asked for", i)
+				}
+			}
+			same("some built")
+			got.BuildAllRequests()
+			if !reflect.DeepEqual(got.Requests, want.Requests) {
+				t.Fatalf("all built differ from the eager answer's")
+			}
+			same("all built")
+		})
+	}
+}
+
+func describe(ar AllocationRequest) string { return fmt.Sprintf("%+v", ar) }
