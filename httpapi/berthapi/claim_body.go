@@ -350,19 +350,27 @@ func (s *claimScanner) object(member func(key string) bool) bool {
 		if !member(k) {
 			return false
 		}
-		if s.space(); s.i >= len(s.b) {
-			return false
-		}
-		switch s.b[s.i] {
-		case '}':
-			s.i++
-			return true
-		case ',':
-			s.i++
-		default:
-			return false
+		if done, ok := s.sep('}'); !ok || done {
+			return ok
 		}
 	}
+}
+
+// sep reads what follows an object's member or an array's item: close,
+// which ends it (done), or a comma.
+func (s *claimScanner) sep(close byte) (done, ok bool) {
+	if s.space(); s.i >= len(s.b) {
+		return false, false
+	}
+	switch s.b[s.i] {
+	case close:
+		s.i++
+		return true, true
+	case ',':
+		s.i++
+		return false, true
+	}
+	return false, false
 }
 
 // array reads an array, calling item with the scanner at each item.
@@ -379,17 +387,8 @@ func (s *claimScanner) array(item func() bool) bool {
 		if !item() {
 			return false
 		}
-		if s.space(); s.i >= len(s.b) {
-			return false
-		}
-		switch s.b[s.i] {
-		case ']':
-			s.i++
-			return true
-		case ',':
-			s.i++
-		default:
-			return false
+		if done, ok := s.sep(']'); !ok || done {
+			return ok
 		}
 	}
 }
