@@ -390,19 +390,25 @@ func appendString(b []byte, s string) []byte {
 // asMap marshals a as the map it stands for, HTML characters left as they
 // are (the answer's encoder escapes them or not).
 func (a allocationsAnswer) asMap() ([]byte, error) {
-	m := make(map[string]any, len(a))
-	for _, pr := range a {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(AllocationsMap(a)); err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(buf.Bytes(), "\n"), nil
+}
+
+// AllocationsMap is allocs as PUT /allocations takes them: provider uuid
+// -> {"resources": {class: amount}}.
+func AllocationsMap(allocs []engine.Allocation) map[string]any {
+	out := make(map[string]any, len(allocs))
+	for _, pr := range allocs {
 		res := make(map[string]int64, len(pr.Resources))
 		for _, r := range pr.Resources {
 			res[r.Class] = r.Amount
 		}
-		m[pr.ProviderUUID] = map[string]any{"resources": res}
+		out[pr.ProviderUUID] = map[string]any{"resources": res}
 	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(m); err != nil {
-		return nil, err
-	}
-	return bytes.TrimRight(buf.Bytes(), "\n"), nil
+	return out
 }

@@ -12,22 +12,8 @@ import (
 	"github.com/berthd/berth/ledger/resources"
 )
 
-// allocationsMap is allocations as the map a claim's answer once
-// marshalled: provider uuid -> {"resources": {class: amount}}.
-func allocationsMap(allocs []engine.Allocation) map[string]any {
-	out := make(map[string]any, len(allocs))
-	for _, pr := range allocs {
-		res := make(map[string]int64, len(pr.Resources))
-		for _, r := range pr.Resources {
-			res[r.Class] = r.Amount
-		}
-		out[pr.ProviderUUID] = map[string]any{"resources": res}
-	}
-	return out
-}
-
 // TestAllocationsAnswerAsMap: a claim's allocations, appended, are the
-// bytes their map (allocationsMap) marshals to, with HTML escaping on
+// bytes their map (AllocationsMap) marshals to, with HTML escaping on
 // and off, for random allocations: several providers and classes, in any
 // order, a provider or a class given twice, none.
 func TestAllocationsAnswerAsMap(t *testing.T) {
@@ -49,7 +35,7 @@ func TestAllocationsAnswerAsMap(t *testing.T) {
 	}
 	for i, allocs := range cases {
 		for _, html := range []bool{false, true} {
-			got, want := encode(t, allocationsAnswer(allocs), html), encode(t, allocationsMap(allocs), html)
+			got, want := encode(t, allocationsAnswer(allocs), html), encode(t, AllocationsMap(allocs), html)
 			if !bytes.Equal(got, want) {
 				t.Fatalf("case %d (html %v): %s\nwant %s", i, html, got, want)
 			}

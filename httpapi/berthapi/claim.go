@@ -15,7 +15,6 @@ import (
 	"github.com/berthd/berth/internal/fault"
 	"github.com/berthd/berth/internal/jsonschema"
 	"github.com/berthd/berth/internal/uuid"
-	"github.com/berthd/berth/ledger/engine"
 	"github.com/berthd/berth/scheduler"
 )
 
@@ -386,18 +385,4 @@ func parseLease(raw json.RawMessage) (*int64, error) {
 			"Invalid lease_seconds %s: want an integer number of seconds, or null for no lease.", v)
 	}
 	return &n, nil
-}
-
-// allocationsJSON renders allocations as PUT /allocations takes them:
-// provider uuid -> {"resources": {class: amount}}.
-func allocationsJSON(allocs []engine.Allocation) map[string]any {
-	out := make(map[string]any, len(allocs))
-	for _, pr := range allocs {
-		res := make(map[string]int64, len(pr.Resources))
-		for _, r := range pr.Resources {
-			res[r.Class] = r.Amount
-		}
-		out[pr.ProviderUUID] = map[string]any{"resources": res}
-	}
-	return out
 }

@@ -85,7 +85,7 @@ func (h *Claims) moveEnd(c echo.Context, end func(ctx context.Context, consumer,
 	return wire.WriteJSON(c, http.StatusOK, map[string]any{
 		"consumer_uuid":       held.ConsumerUUID,
 		"consumer_generation": held.ConsumerGeneration,
-		"allocations":         allocationsJSON(held.Allocations),
+		"allocations":         claims.AllocationsMap(held.Allocations),
 	})
 }
 

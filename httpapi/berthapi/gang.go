@@ -262,7 +262,7 @@ func gangResponse(r *claims.GangResult, minCount int) *gangAnswer {
 	}
 	out.Members = make([]gangMemberJSON, len(r.Members))
 	for i, m := range r.Members {
-		out.Members[i] = gangMemberJSON{Allocations: allocationsJSON(m.Allocations), ConsumerGeneration: m.ConsumerGeneration,
+		out.Members[i] = gangMemberJSON{Allocations: claims.AllocationsMap(m.Allocations), ConsumerGeneration: m.ConsumerGeneration,
 			ConsumerUUID: m.ConsumerUUID, Mappings: m.Mappings, RootProviderName: m.RootName, RootProviderUUID: m.Root}
 	}
 	out.Quota = claims.QuotaAnswer(r.Quota)

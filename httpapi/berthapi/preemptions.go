@@ -10,6 +10,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/berthd/berth/claims"
 	"github.com/berthd/berth/httpapi/wire"
 	"github.com/berthd/berth/internal/jsonschema"
 	"github.com/berthd/berth/ledger/claimrecords"
@@ -120,7 +121,7 @@ type preemptionJSON struct {
 }
 
 func preemptionOf(p *claimrecords.Preemption) preemptionJSON {
-	return preemptionJSON{Allocations: allocationsJSON(p.Allocations), ConsumerUUID: p.ConsumerUUID, ID: p.ID,
+	return preemptionJSON{Allocations: claims.AllocationsMap(p.Allocations), ConsumerUUID: p.ConsumerUUID, ID: p.ID,
 		Priority: p.Priority, PreemptedAt: stamp(p.PreemptedAt), PreemptedBy: p.PreemptedBy,
 		PreemptorPriority: p.PreemptorPriority, ProjectID: p.ProjectID, RootProviderUUID: p.RootUUID, UserID: p.UserID}
 }

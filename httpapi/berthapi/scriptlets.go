@@ -153,7 +153,7 @@ func scriptletTestJSON(ex *claims.Explanation) map[string]any {
 				"root_provider_name": providerName(sc.Cand, root),
 				"score":              sc.Score,
 				"weights":            sc.Weights(),
-				"allocations":        allocationsJSON(sc.Cand.AllocationsByName()),
+				"allocations":        claims.AllocationsMap(sc.Cand.AllocationsByName()),
 			}
 			ranking = append(ranking, entry)
 		}

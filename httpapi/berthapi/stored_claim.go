@@ -131,7 +131,7 @@ func storedJSON(st *claims.Stored) *storedClaimJSON {
 		return &s
 	}
 	out := &storedClaimJSON{
-		Allocations:        allocationsJSON(st.Allocations),
+		Allocations:        claims.AllocationsMap(st.Allocations),
 		ConsumerGeneration: st.ConsumerGeneration,
 		ConsumerUUID:       cl.ConsumerUUID,
 		CreatedAt:          stamp(cl.CreatedAt),
@@ -178,7 +178,7 @@ func preemptedJSON(st *claims.Stored) *storedClaimJSON {
 		ConsumerUUID:         p.ConsumerUUID,
 		CreatedAt:            at,
 		Op:                   "preempt",
-		PreemptedAllocations: allocationsJSON(p.Allocations),
+		PreemptedAllocations: claims.AllocationsMap(p.Allocations),
 		PreemptedAt:          &at,
 		PreemptedBy:          &by,
 		Preemptible:          pr.Preemptible,
