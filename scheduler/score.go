@@ -155,23 +155,65 @@ func (p *Policy) RankDirect(ctx context.Context, lc *engine.Candidates, keep int
 	defer func() { endRank(span, r, err) }()
 	start := time.Now()
 
-	// passed are the positions in lc of the candidates every filter
-	// kept; the weighers' raw values are kept weigher by weigher, each
-	// as long as passed. Only the candidates kept in the end become
-	// Candidates and Scored.
-	passed := make([]int32, 0, n)
+	passed, raw, err := p.directPass(ctx, lc, r)
+	if err != nil {
+		return nil, err
+	}
+	left := n
+	for k := range r.Rejections {
+		left -= r.Rejections[k].Removed
+		r.Rejections[k].Remaining = left
+		stageSpan(ctx, "filter", r.Rejections[k].Unit, start, instrument.AttrRemaining.Int(left))
+	}
+	np, nw := len(passed), len(p.weighers)
+	contribs := make([]float64, np*nw)
+	for k, w := range p.weighers {
+		if err := addWeights(contribs, nw, k, w, raw[k*n:k*n+np]); err != nil {
+			return nil, err
+		}
+		stageSpan(ctx, "weigher", w.w.Name(), start)
+	}
+	scores := make([]float64, np)
+	for i := range scores {
+		scores[i] = score(contribs[i*nw : (i+1)*nw])
+	}
+	order, cut := keptOrder(scores, passed, keep, randomOrder)
+	r.Ranked = make([]Scored, cut)
+	cands, kept := make([]Candidate, cut), make([]*Candidate, cut)
+	names := weigherNames(p.weighers)
+	at := make([]int, cut) // the kept ones' positions in lc
+	for k, i := range order[:cut] {
+		at[k] = int(passed[i])
+	}
+	lc.BuildRequests(at)
+	for k, i := range order[:cut] {
+		li := at[k]
+		cands[k] = Candidate{Index: li, Allocations: lc.Requests[li].Allocations}
+		kept[k] = &cands[k]
+		r.Ranked[k] = Scored{Cand: kept[k], Score: scores[i], names: names, contribs: contribs[i*nw : (i+1)*nw : (i+1)*nw]}
+	}
+	build(kept)
+	return r, nil
+}
+
+// directPass filters and weighs every candidate of lc on the engine's
+// records, counting rejections in r: passed are the positions in lc of
+// the candidates every filter kept, and raw the weighers' raw values,
+// weigher by weigher, each as long as lc (its first len(passed) used).
+func (p *Policy) directPass(ctx context.Context, lc *engine.Candidates, r *Ranking) (passed []int32, raw []float64, err error) {
+	n := len(lc.Requests)
+	passed = make([]int32, 0, n)
 	r.Rejections = make([]Rejection, len(p.filters))
 	for k, f := range p.filters {
 		r.Rejections[k] = Rejection{Unit: f.f.Name(), Reasons: map[string]int{}}
 	}
-	nw := len(p.weighers)
-	raw := make([]float64, nw*n)
+	raw = make([]float64, len(p.weighers)*n)
 	ids := classIDs{names: lc.Names()}
 	var buf [8]take
 	for i := range lc.Requests {
 		if i%256 == 0 {
 			if err := ctx.Err(); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 		}
 		ts := recordTakes(buf[:0], lc, i, &ids)
@@ -194,57 +236,30 @@ func (p *Policy) RankDirect(ctx context.Context, lc *engine.Candidates, keep int
 		}
 		passed = append(passed, int32(i))
 	}
-	left := n
-	for k := range r.Rejections {
-		left -= r.Rejections[k].Removed
-		r.Rejections[k].Remaining = left
-		stageSpan(ctx, "filter", r.Rejections[k].Unit, start, instrument.AttrRemaining.Int(left))
-	}
-	np := len(passed)
-	contribs := make([]float64, np*nw)
-	for k, w := range p.weighers {
-		if err := addWeights(contribs, nw, k, w, raw[k*n:k*n+np]); err != nil {
-			return nil, err
-		}
-		stageSpan(ctx, "weigher", w.w.Name(), start)
-	}
-	scores := make([]float64, np)
-	for i := range scores {
-		scores[i] = score(contribs[i*nw : (i+1)*nw])
-	}
-	// Rank's order, of which only the first cut become Scored: the first
-	// cut are selected, and the one after them too unless the order among
-	// equals is random, to see whether it ties a kept one; only then is
-	// every candidate ordered, to keep those tied as well.
+	return passed, raw, nil
+}
+
+// keptOrder is Rank's order of the passed candidates' scores, of which
+// only the first cut become Scored: the first keep are selected, and the
+// one after them too unless the order among equals is random, to see
+// whether it ties a kept one; only then is every candidate ordered, and
+// cut grown to keep those tied as well.
+func keptOrder(scores []float64, passed []int32, keep int, randomOrder bool) (order []int, cut int) {
+	np := len(scores)
 	byScore, byIndex := func(i int) float64 { return scores[i] }, func(i int) int { return int(passed[i]) }
-	cut := max(0, min(keep, np))
+	cut = max(0, min(keep, np))
 	first := cut
 	if !randomOrder {
 		first = min(cut+1, np)
 	}
-	order := rankFirst(np, first, byScore, byIndex)
+	order = rankFirst(np, first, byScore, byIndex)
 	if !randomOrder && cut < np && tiesAny(scores, order[:cut], scores[order[cut]]) {
 		order = rankOrder(np, byScore, byIndex)
 		for cut < np && tiesAny(scores, order[:cut], scores[order[cut]]) {
 			cut++
 		}
 	}
-	r.Ranked = make([]Scored, cut)
-	cands, kept := make([]Candidate, cut), make([]*Candidate, cut)
-	names := weigherNames(p.weighers)
-	at := make([]int, cut) // the kept ones' positions in lc
-	for k, i := range order[:cut] {
-		at[k] = int(passed[i])
-	}
-	lc.BuildRequests(at)
-	for k, i := range order[:cut] {
-		li := at[k]
-		cands[k] = Candidate{Index: li, Allocations: lc.Requests[li].Allocations}
-		kept[k] = &cands[k]
-		r.Ranked[k] = Scored{Cand: kept[k], Score: scores[i], names: names, contribs: contribs[i*nw : (i+1)*nw : (i+1)*nw]}
-	}
-	build(kept)
-	return r, nil
+	return order, cut
 }
 
 // tiesAny reports whether score ties one of scores at positions at.

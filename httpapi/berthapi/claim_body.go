@@ -330,13 +330,8 @@ func (s *claimScanner) space() int {
 // object reads an object, calling member for each member's name with the
 // scanner at its value; member reads the value.
 func (s *claimScanner) object(member func(key string) bool) bool {
-	if s.space(); s.i >= len(s.b) || s.b[s.i] != '{' {
-		return false
-	}
-	s.i++
-	if s.space(); s.i < len(s.b) && s.b[s.i] == '}' {
-		s.i++
-		return true
+	if empty, ok := s.open('{', '}'); !ok || empty {
+		return ok
 	}
 	for {
 		k, ok := s.str(0, -1)
@@ -356,14 +351,28 @@ func (s *claimScanner) object(member func(key string) bool) bool {
 	}
 }
 
-// sep reads what follows an object's member or an array's item: close,
+// open reads the opening of an object or an array, and its close at
+// once if it is empty.
+func (s *claimScanner) open(start, end byte) (empty, ok bool) {
+	if s.space(); s.i >= len(s.b) || s.b[s.i] != start {
+		return false, false
+	}
+	s.i++
+	if s.space(); s.i < len(s.b) && s.b[s.i] == end {
+		s.i++
+		return true, true
+	}
+	return false, true
+}
+
+// sep reads what follows an object's member or an array's item: end,
 // which ends it (done), or a comma.
-func (s *claimScanner) sep(close byte) (done, ok bool) {
+func (s *claimScanner) sep(end byte) (done, ok bool) {
 	if s.space(); s.i >= len(s.b) {
 		return false, false
 	}
 	switch s.b[s.i] {
-	case close:
+	case end:
 		s.i++
 		return true, true
 	case ',':
@@ -375,13 +384,8 @@ func (s *claimScanner) sep(close byte) (done, ok bool) {
 
 // array reads an array, calling item with the scanner at each item.
 func (s *claimScanner) array(item func() bool) bool {
-	if s.space(); s.i >= len(s.b) || s.b[s.i] != '[' {
-		return false
-	}
-	s.i++
-	if s.space(); s.i < len(s.b) && s.b[s.i] == ']' {
-		s.i++
-		return true
+	if empty, ok := s.open('[', ']'); !ok || empty {
+		return ok
 	}
 	for {
 		if !item() {
