@@ -53,28 +53,11 @@ const (
 	headerSystemScope    = "OpenStack-System-Scope"
 	headerSystemScopeKey = "Openstack-System-Scope" // canonical: see wire.HeaderAPIVersionKey
 	headerIdentityStatus = "X-Identity-Status"
-	ctxCredentials       = "berth.credentials"
 )
 
 // public reports whether path needs no identity: the version document
 // at / and the API's description at /openapi.json.
 func public(path string) bool { return path == "/" || path == openAPIPath }
-
-// authenticate resolves the request's identity to a authz.Credentials according to
-// Config.Auth. The public paths need none.
-func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		if public(c.Request().URL.Path) {
-			return next(c)
-		}
-		p, err := s.credentials(c)
-		if err != nil {
-			return err
-		}
-		c.Set(ctxCredentials, p)
-		return next(c)
-	}
-}
 
 // principal is the identity of the request according to Config.Auth, or
 // its refusal. Placement's auth middleware sits outside its microversion
@@ -179,30 +162,24 @@ var ruleTargets = map[string]func(c echo.Context) authz.Target{
 	"berth:limits:list": func(echo.Context) authz.Target { return authz.Target{} },
 }
 
-// authorize enforces the policy rule named rule (one of Placement's rule
-// names, see package authz; anything else panics) with the server's
-// enforcer, answering 403 in Placement's words when it refuses.
-func (s *Server) authorize(rule string) echo.MiddlewareFunc {
+// policyCheck is how a route's policy rule is checked: against the
+// target its function builds of the request and the caller.
+type policyCheck struct {
+	target func(c echo.Context, p authz.Credentials) authz.Target
+}
+
+// authorize is the check of the policy rule named rule (one of
+// Placement's rule names, see package authz; anything else panics),
+// which the chain (serveRoute) enforces with the server's enforcer,
+// answering 403 in Placement's words when it refuses.
+func (s *Server) authorize(rule string) policyCheck {
 	if !slices.Contains(authz.OperationRules(), rule) {
 		panic("httpapi: route guarded by unknown policy rule " + rule)
 	}
-	target := func(c echo.Context, p authz.Credentials) authz.Target { return policyTarget(p) }
 	if f, ok := ruleTargets[rule]; ok {
-		target = func(c echo.Context, _ authz.Credentials) authz.Target { return f(c) }
+		return policyCheck{target: func(c echo.Context, _ authz.Credentials) authz.Target { return f(c) }}
 	}
-	return func(next echo.HandlerFunc) echo.HandlerFunc {
-		return func(c echo.Context) error {
-			p, _ := c.Get(ctxCredentials).(authz.Credentials)
-			if !s.authz.Allowed(rule, p, target(c, p)) {
-				// Placement's PolicyNotAuthorized escapes the handler:
-				// its 403 has no Vary.
-				e := wire.NewError(http.StatusForbidden, "", "Policy does not allow %s to be performed.", rule)
-				e.NoVary = true
-				return e
-			}
-			return next(c)
-		}
-	}
+	return policyCheck{target: func(_ echo.Context, p authz.Credentials) authz.Target { return policyTarget(p) }}
 }
 
 // policyTarget is the default policy target: the caller's own project and
@@ -219,6 +196,6 @@ type callerRules struct{ enforcer *authz.Enforcer }
 var _ berthapi.Authorizer = callerRules{}
 
 func (r callerRules) Allowed(c echo.Context, rule string) bool {
-	p, _ := c.Get(ctxCredentials).(authz.Credentials)
+	p := credentialsOf(c)
 	return r.enforcer.Allowed(rule, p, policyTarget(p))
 }

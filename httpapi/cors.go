@@ -77,22 +77,15 @@ func (cr *cors) allowed(origin string) (string, bool) {
 	return "", false
 }
 
-func (cr *cors) middleware(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		req := c.Request()
-		h := c.Response().Header()
-		if req.Method == http.MethodOptions {
-			cr.preflight(req.Header, h)
-			return c.NoContent(http.StatusOK)
-		}
-		if origin, ok := cr.allowed(req.Header.Get("Origin")); ok {
-			// Set before the handler writes; error responses keep them.
-			h.Add(echo.HeaderVary, echo.HeaderOrigin)
-			h.Set(echo.HeaderAccessControlAllowOrigin, origin)
-			h.Set(echo.HeaderAccessControlAllowCredentials, "true")
-			h.Set(echo.HeaderAccessControlExposeHeaders, strings.Join(corsExposeHeaders, ","))
-		}
-		return next(c)
+// decorate sets on h the CORS headers of the answer to a request (not
+// a preflight) whose headers are reqH, when its Origin is allowed. They
+// are set before the handler writes; error answers keep them.
+func (cr *cors) decorate(reqH, h http.Header) {
+	if origin, ok := cr.allowed(reqH.Get("Origin")); ok {
+		h.Add(echo.HeaderVary, echo.HeaderOrigin)
+		h.Set(echo.HeaderAccessControlAllowOrigin, origin)
+		h.Set(echo.HeaderAccessControlAllowCredentials, "true")
+		h.Set(echo.HeaderAccessControlExposeHeaders, strings.Join(corsExposeHeaders, ","))
 	}
 }
 

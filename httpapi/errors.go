@@ -3,6 +3,7 @@ package httpapi
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
 
@@ -22,26 +23,22 @@ const retryAfterUnavailable = 2
 // toError maps any error a handler returns to a *wire.Error: the one
 // table from error kinds to HTTP statuses.
 func toError(c echo.Context, err error) *wire.Error {
-	var e *wire.Error
-	if errors.As(err, &e) {
+	if e, ok := errors.AsType[*wire.Error](err); ok {
 		return e
 	}
-	var np *claims.NotPlacedError
-	if errors.As(err, &np) {
+	if np, ok := errors.AsType[*claims.NotPlacedError](err); ok {
 		code := fault.CodeNoValidHost
 		if np.Reason == claims.ConflictsExhausted {
 			code = fault.CodeClaimConflict
 		}
 		return &wire.Error{Status: http.StatusConflict, Code: code, Msg: np.Error(), Steps: claims.StepsJSON(np.Steps), Refusal: np.Refusal}
 	}
-	var mm *claims.MismatchError
-	if errors.As(err, &mm) {
+	if mm, ok := errors.AsType[*claims.MismatchError](err); ok {
 		return &wire.Error{Status: http.StatusConflict, Code: fault.CodeClaimMismatch, Msg: mm.Error()}
 	}
 	// A compile error's detail says where: "Scriptlet x does not compile:
 	// line 3, column 5: ...".
-	var se *scriptlet.CompileError
-	if errors.As(err, &se) {
+	if se, ok := errors.AsType[*scriptlet.CompileError](err); ok {
 		return &wire.Error{Status: http.StatusBadRequest, Code: fault.CodeScriptletInvalid, Msg: se.Error()}
 	}
 	if le, ok := fault.As(err); ok {
@@ -62,8 +59,7 @@ func toError(c echo.Context, err error) *wire.Error {
 		// as it is escapes it, as in Placement: no Vary.
 		return &wire.Error{Status: status, Code: le.Code, Msg: le.Msg, NoVary: wire.EscapesHandler(le)}
 	}
-	var he *echo.HTTPError
-	if errors.As(err, &he) {
+	if he, ok := errors.AsType[*echo.HTTPError](err); ok {
 		switch he.Code {
 		case http.StatusMethodNotAllowed:
 			// Placement's handle_405 names no method in its detail.
@@ -108,15 +104,16 @@ func (s *Server) logError(c echo.Context, e *wire.Error, err error) {
 	req := c.Request()
 	// The request's context carries its request and trace ids into the
 	// log line (instrument.LogHandler).
-	log := s.log.With("method", req.Method, "path", req.URL.Path, "status", e.Status)
+	ctx := req.Context()
+	log := func() *slog.Logger { return s.log.With("method", req.Method, "path", req.URL.Path, "status", e.Status) }
 	switch {
 	case e.Status == http.StatusServiceUnavailable && e.Code == fault.CodeDatabaseUnavailable:
-		s.outage.log(req.Context(), log, err)
-		s.meters.dbUnavailable.Add(req.Context(), 1)
+		s.outage.log(ctx, log(), err)
+		s.meters.dbUnavailable.Add(ctx, 1)
 	case e.Status >= 500:
 		// One line: pgx joins a connect error's per-host causes with "\n\t".
-		log.ErrorContext(req.Context(), "request failed", "error", fault.Detail(err))
-	default:
-		log.DebugContext(req.Context(), "request refused", "detail", e.Msg)
+		log().ErrorContext(ctx, "request failed", "error", fault.Detail(err))
+	case s.log.Enabled(ctx, slog.LevelDebug):
+		log().DebugContext(ctx, "request refused", "detail", e.Msg)
 	}
 }

@@ -3,7 +3,6 @@ package httpapi
 import (
 	"net/http"
 
-	"github.com/berthd/berth/httpapi/wire"
 	"github.com/berthd/berth/ledger/scheduling"
 	"github.com/labstack/echo/v4"
 )
@@ -215,31 +214,8 @@ func (s *Server) addRoutes() {
 		} else {
 			s.allow[r.path] = r.method
 		}
-		mw := []echo.MiddlewareFunc{versionGate(r.versions), s.authorize(r.rule)}
-		if r.flags&acceptJSON != 0 {
-			mw = append(mw, requireJSONAccept)
-		}
-		if r.flags&bounded != 0 {
-			// After authorisation, so that a caller who may not run the
-			// request never takes or waits for a slot.
-			mw = append(mw, s.slots.Middleware)
-		}
-		// Composed once here: echo would compose a route's middleware
-		// for every request.
-		s.e.Add(r.method, r.path, chainMiddleware(r.handler, mw))
-	}
-}
-
-// versionGate answers 404 to requests outside the route's microversions,
-// as Placement does for routes that did not exist yet.
-func versionGate(v minors) echo.MiddlewareFunc {
-	return func(next echo.HandlerFunc) echo.HandlerFunc {
-		return func(c echo.Context) error {
-			ver := wire.VersionOf(c)
-			if !ver.AtLeast(v.first) || (v.last > 0 && ver.AtLeast(v.last+1)) {
-				return wire.NotFound("")
-			}
-			return next(c)
-		}
+		// The route's own steps and its handler (chain.go, serveRoute).
+		step := &routeStep{route: r, policy: s.authorize(r.rule)}
+		s.e.Add(r.method, r.path, func(c echo.Context) error { return s.serveRoute(c, step) })
 	}
 }

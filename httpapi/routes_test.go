@@ -9,7 +9,6 @@ import (
 )
 
 func TestVersionGate(t *testing.T) {
-	ok := func(echo.Context) error { return nil }
 	tests := []struct {
 		v     minors
 		minor int
@@ -27,7 +26,7 @@ func TestVersionGate(t *testing.T) {
 	for _, tt := range tests {
 		c := echo.New().NewContext(httptest.NewRequest("GET", "/", nil), httptest.NewRecorder())
 		wire.SetVersion(c, wire.Version{Major: 1, Minor: tt.minor})
-		err := versionGate(tt.v)(ok)(c)
+		err := versionGate(c, tt.v)
 		if (err == nil) != tt.open {
 			t.Errorf("versionGate(%v) at 1.%d: err %v, want open %v", tt.v, tt.minor, err, tt.open)
 		}

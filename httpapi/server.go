@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -140,10 +141,12 @@ type Server struct {
 	store *ledger.Store
 	log   *slog.Logger
 	e     *echo.Echo
-	// chain serves a request through the middleware and the routes
-	// (chainRouted).
-	chain  echo.HandlerFunc
-	meters *httpMeters
+	// requests pools the echo.Context of the API's requests (chain.go).
+	requests sync.Pool
+	meters   *httpMeters
+	// cors answers and decorates cross-origin requests; nil without
+	// Config.CORSAllowedOrigins.
+	cors *cors
 	// draining is set by Drain: /readyz fails from then on.
 	draining atomic.Bool
 	// slots bound the expensive requests in flight (package admission).
@@ -216,12 +219,9 @@ func New(cfg Config, logger *slog.Logger) (*Server, error) {
 	s.e.HideBanner = true
 	s.e.HidePort = true
 	s.e.HTTPErrorHandler = s.errorHandler
-	// Before routing.
-	pre := []echo.MiddlewareFunc{assignRequestID, s.observe, s.microversion, s.deadline}
+	s.requests.New = func() any { return &request{Context: s.e.NewContext(nil, nil)} }
 	if len(cfg.CORSAllowedOrigins) > 0 {
-		// After microversion, as in Placement's pipeline, where a bad
-		// OpenStack-API-Version header is refused before CORS sees it.
-		pre = append(pre, newCORS(cfg.CORSAllowedOrigins).middleware)
+		s.cors = newCORS(cfg.CORSAllowedOrigins)
 	}
 	s.slots = admission.NewSlots(cfg.MaxInflightExpensive, cfg.AdmissionQueueTimeout)
 	s.budget = admission.NewBodyBudget(cfg.AdmissionQueueTimeout)
@@ -233,11 +233,6 @@ func New(cfg Config, logger *slog.Logger) (*Server, error) {
 		return nil, fmt.Errorf("httpapi: the API's description: %w", err)
 	}
 	s.openapi = openapi
-	// After routing, before the handler the router chose (a route's, or
-	// echo's 404 or 405).
-	routed := []echo.MiddlewareFunc{s.authenticate, s.rejectMethod, checkContentHeaders}
-	s.chain = chainRouted(s.e, pre, routed)
-
 	parts := s.parts()
 	if s.console, err = console.New(console.Config{
 		Store: console.Store{Providers: parts.Providers, Allocations: parts.Allocations, Snapshots: parts.Snapshots,
@@ -246,7 +241,7 @@ func New(cfg Config, logger *slog.Logger) (*Server, error) {
 		Claims: s.berth.claims, Capacity: s.berth.capacity, Catalog: cfg.Catalog,
 		Limits: cfg.Limits, Authz: cfg.Authz, Authenticate: s.credentials,
 		AdminWithoutToken: cfg.Auth == AuthNoAuth2, Auth: cfg.Auth, AuditThresholds: cfg.AuditThresholds,
-		Log: logger, ErrorOf: toError, Middleware: []echo.MiddlewareFunc{assignRequestID, s.observe, s.deadline},
+		Log: logger, ErrorOf: toError, Middleware: []echo.MiddlewareFunc{s.consoleChain},
 	}); err != nil {
 		return nil, err
 	}
@@ -298,54 +293,6 @@ func (s *Server) parts() *ledger.Store {
 		return &ledger.Store{}
 	}
 	return s.cfg.Store
-}
-
-// chainRouted is what echo's ServeHTTP runs for a request with e.Pre(pre)
-// and e.Use(routed): the pre middleware, routing, the routed middleware
-// and the handler the router chose. Echo composes these middleware (each
-// a closure) anew for every request; here they are composed once, and
-// the routed ones call the chosen handler when they reach it.
-func chainRouted(e *echo.Echo, pre, routed []echo.MiddlewareFunc) echo.HandlerFunc {
-	chosen := chainMiddleware(func(c echo.Context) error { return c.Handler()(c) }, routed)
-	return chainMiddleware(func(c echo.Context) error {
-		r := c.Request()
-		e.Router().Find(r.Method, echo.GetPath(r), c)
-		return chosen(c)
-	}, pre)
-}
-
-// chainMiddleware wraps h in mw, the first outermost, as echo applies a
-// list of middleware.
-func chainMiddleware(h echo.HandlerFunc, mw []echo.MiddlewareFunc) echo.HandlerFunc {
-	for i := len(mw) - 1; i >= 0; i-- {
-		h = mw[i](h)
-	}
-	return h
-}
-
-// ServeHTTP serves one request. The probe and metrics paths are answered
-// before the API's middleware, the console's paths by the console. The
-// rest is echo's ServeHTTP, with the middleware composed once
-// (chainRouted).
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	// Every handler reads the query as webob does: a bad percent-escape
-	// is a value as given (which the route's checks refuse or match as
-	// it is), never a parameter dropped.
-	r.URL.RawQuery = wire.WebobQuery(r.URL.RawQuery)
-	if s.serveOps(w, r) {
-		return
-	}
-	if s.console.Serves(r.URL.Path) {
-		s.console.ServeHTTP(w, r)
-		return
-	}
-	c := s.e.AcquireContext()
-	c.Reset(r, w)
-	if err := s.chain(c); err != nil {
-		s.e.HTTPErrorHandler(err, c)
-	}
-	s.budget.Release(c)
-	s.e.ReleaseContext(c)
 }
 
 // root serves the version document.

@@ -2,111 +2,29 @@ package httpapi
 
 import (
 	"context"
-	"log/slog"
 	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/labstack/echo/v4"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/berthd/berth/httpapi/wire"
 	"github.com/berthd/berth/internal/telemetry/instrument"
 )
 
-// observe logs every request once it is answered and records its span and
-// metrics. Errors are rendered here so the status is known.
-func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		start := time.Now()
-		ctx, end := startSpan(c, s.meters)
-		c.SetRequest(c.Request().WithContext(ctx))
-		if err := next(c); err != nil {
-			c.Error(err)
-		}
-		status := c.Response().Status
-		end(status, time.Since(start))
-		// request_id (and trace_id) come from ctx: see instrument.LogHandler.
-		s.log.LogAttrs(ctx, slog.LevelInfo, "request",
-			slog.String("method", c.Request().Method),
-			slog.String("path", c.Request().URL.Path),
-			slog.String("route", c.Path()),
-			slog.String("version", wire.VersionOf(c).String()),
-			slog.Int("status", status),
-			slog.Duration("duration", time.Since(start)))
-		return nil
-	}
-}
-
-// startSpan starts the server span of a request from the global tracer
-// provider (a no-op unless the process installed one), as a child of the
-// W3C traceparent the client sent, if any. It puts the request ID in the
-// returned context for log lines, and returns a function that ends the
-// span and records the request metrics in m.
-//
-// The span's attributes are built only when the span records (a no-op
-// tracer's spans, and spans a sampler dropped, do not); when it does,
-// they are set right after it starts, in the same order as if they had
-// been given to Start. (The samplers berthd configures, from
-// OTEL_TRACES_SAMPLER, decide by trace id and parent, not by attribute.)
-//
-// While no tracer provider is installed no span is started (it would
-// record nothing): the context keeps the client's trace context for the
-// log line, and the metrics are recorded as ever.
-func startSpan(c echo.Context, m *httpMeters) (context.Context, func(status int, d time.Duration)) {
-	req := c.Request()
-	ctx := otel.GetTextMapPropagator().Extract(req.Context(), headerCarrier(req.Header))
-	id := requestID(c)
-	ctx = instrument.WithRequestID(ctx, id)
-	if !instrument.Tracing() {
-		return ctx, func(status int, d time.Duration) { m.record(ctx, req.Method, routeOf(c), status, d) }
-	}
-	ctx, span := m.tracer().Start(ctx, spanStartName(req.Method), serverSpan...)
-	if span.IsRecording() {
-		span.SetAttributes(
-			attribute.String("http.request.method", req.Method),
-			attribute.String("url.path", req.URL.Path),
-			instrument.AttrRequestID.String(id),
-		)
-	}
-	return ctx, func(status int, d time.Duration) {
-		route := routeOf(c)
-		if span.IsRecording() {
-			span.SetName(req.Method + " " + route)
-			span.SetAttributes(
-				attribute.String("http.route", route),
-				attribute.Int("http.response.status_code", status),
-				attribute.String("placement.microversion", wire.VersionOf(c).String()),
-			)
-		}
-		if status >= 500 {
-			span.SetStatus(codes.Error, "server error")
-		}
-		span.End()
-		m.record(ctx, req.Method, route, status, d)
-	}
-}
-
-// routeOf is the request's route for its span and metrics: "unmatched"
-// for an unknown path, which keeps such paths out of the metric's labels.
-func routeOf(c echo.Context) string {
-	if route := c.Path(); route != "" {
-		return route
-	}
-	return "unmatched"
-}
+// The request's telemetry instruments: its metrics, the tracer of its
+// span, and the W3C trace context it reads. The chain (chain.go) starts
+// and ends the span, records the metrics and writes the log line.
 
 // record records a request's metrics: one request, and its duration d.
 func (m *httpMeters) record(ctx context.Context, method, route string, status int, d time.Duration) {
-	attrs := m.attributes(method, route, status)
-	m.requests.Add(ctx, 1, attrs)
-	m.duration.Record(ctx, d.Seconds(), attrs)
+	o := m.options(method, route, status)
+	m.requests.Add(ctx, 1, o.add...)
+	m.duration.Record(ctx, d.Seconds(), o.record...)
 }
 
 // serverSpan are the options of every request's span.
@@ -169,7 +87,7 @@ type httpMeters struct {
 	// tr is the tracer of the global tracer provider it was taken from:
 	// otel.Tracer looks it up under a lock on every call.
 	tr atomic.Pointer[providerTracer]
-	// sets holds a metric.MeasurementOption per metricKey, at most
+	// sets holds the *metricOptions of each metricKey, at most
 	// maxMetricSets of them (the method is the client's: past the bound,
 	// the attributes are built per request, as the SDK bounds its own
 	// series).
@@ -201,18 +119,27 @@ type metricKey struct {
 
 const maxMetricSets = 4096
 
-// attributes returns the measurement option of a request's metrics:
-// its method, route and status.
-func (m *httpMeters) attributes(method, route string, status int) metric.MeasurementOption {
+// metricOptions are the options of a request's measurements: the
+// attribute set of its method, route and status, as the option lists
+// the counter's Add and the histogram's Record take.
+type metricOptions struct {
+	add    []metric.AddOption
+	record []metric.RecordOption
+}
+
+// options returns the options of a request's metrics: its method, route
+// and status.
+func (m *httpMeters) options(method, route string, status int) *metricOptions {
 	k := metricKey{method, route, status}
 	if o, ok := m.sets.Load(k); ok {
-		return o.(metric.MeasurementOption)
+		return o.(*metricOptions)
 	}
-	o := metric.WithAttributeSet(attribute.NewSet(
+	set := metric.WithAttributeSet(attribute.NewSet(
 		attribute.String("http.request.method", method),
 		attribute.String("http.route", route),
 		attribute.Int("http.response.status_code", status),
 	))
+	o := &metricOptions{add: []metric.AddOption{set}, record: []metric.RecordOption{set}}
 	if m.setsLen.Load() < maxMetricSets {
 		if _, loaded := m.sets.LoadOrStore(k, o); !loaded {
 			m.setsLen.Add(1)

@@ -279,12 +279,12 @@ func TestHeaderCarrierAsOTel(t *testing.T) {
 // up to maxMetricSets, and past it still given.
 func TestMetricAttributeSets(t *testing.T) {
 	m := newMeters()
-	a, b := m.attributes("PUT", "/traits/:name", 201), m.attributes("PUT", "/traits/:name", 201)
+	a, b := m.options("PUT", "/traits/:name", 201), m.options("PUT", "/traits/:name", 201)
 	if a != b || m.setsLen.Load() != 1 {
 		t.Errorf("a method, route and status gave two sets (%d kept)", m.setsLen.Load())
 	}
 	for i := range maxMetricSets + 10 {
-		if m.attributes("M"+strconv.Itoa(i), "unmatched", 405) == nil {
+		if m.options("M"+strconv.Itoa(i), "unmatched", 405) == nil {
 			t.Fatal("no option")
 		}
 	}

@@ -7,7 +7,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/labstack/echo/v4"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/metric"
 
@@ -97,32 +96,21 @@ func NewSlots(n int, timeout time.Duration) *Slots {
 	return a
 }
 
-// Middleware admits a request of a bounded route (the server's route
-// table). The server runs it after routing, authentication and
-// authorisation, so that unknown paths and callers who may not run the
-// request never take or wait for a slot. A nil pool admits everything.
-func (a *Slots) Middleware(next echo.HandlerFunc) echo.HandlerFunc {
+// Acquire admits a request of a bounded route (the server's route
+// table): it takes a slot, waiting up to the queue timeout (or until ctx
+// ends), or refuses with 503 berth.overloaded. A request it admits gives
+// the slot back with Release once answered. The server calls it after
+// routing, authentication and authorisation, so that unknown paths and
+// callers who may not run the request never take or wait for a slot. A
+// nil pool admits everything.
+func (a *Slots) Acquire(ctx context.Context) error {
 	if a == nil {
-		return next
+		return nil
 	}
-	return func(c echo.Context) error {
-		release, err := a.acquire(c.Request().Context())
-		if err != nil {
-			return err
-		}
-		defer release()
-		return next(c)
-	}
-}
-
-// acquire takes a slot, waiting up to the queue timeout (or until ctx
-// ends), and returns the function that gives it back.
-func (a *Slots) acquire(ctx context.Context) (func(), error) {
-	release := func() { <-a.slots }
 	select {
 	case a.slots <- struct{}{}:
 		a.meters.admitted.Add(ctx, 1)
-		return release, nil
+		return nil
 	default:
 	}
 	a.meters.queued.Add(ctx, 1)
@@ -133,16 +121,23 @@ func (a *Slots) acquire(ctx context.Context) (func(), error) {
 	select {
 	case a.slots <- struct{}{}:
 		a.meters.admitted.Add(ctx, 1)
-		return release, nil
+		return nil
 	case <-t.C:
 	case <-ctx.Done():
 		// The client left or the request deadline passed: the answer
 		// is the same, though the client may not read it.
 	}
 	a.meters.rejected.Add(ctx, 1)
-	return nil, &wire.Error{Status: http.StatusServiceUnavailable, Code: fault.CodeOverloaded, RetryAfter: retryAfterOverloaded,
+	return &wire.Error{Status: http.StatusServiceUnavailable, Code: fault.CodeOverloaded, RetryAfter: retryAfterOverloaded,
 		Msg: "Too many expensive requests (allocation candidates, claims, lists) are running; this one waited " +
 			a.timeout.String() + " for its turn. Retry later."}
+}
+
+// Release gives back the slot Acquire took.
+func (a *Slots) Release() {
+	if a != nil {
+		<-a.slots
+	}
 }
 
 // Inflight is how many slots are taken.

@@ -68,7 +68,7 @@ func writeClaimAnswer(c echo.Context, r *claims.Result) error {
 	if err != nil {
 		return err
 	}
-	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, b)
+	return wire.WriteJSONBody(c, http.StatusOK, b)
 }
 
 // claimsQueryVersion is the microversion whose GET /allocation_candidates

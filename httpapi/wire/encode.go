@@ -43,8 +43,27 @@ func WriteJSON(c echo.Context, status int, v any) error {
 	if err != nil {
 		return err
 	}
-	return c.Blob(status, echo.MIMEApplicationJSON, b)
+	return WriteJSONBody(c, status, b)
 }
+
+// WriteJSONBody answers status with the JSON body b, as echo's Blob
+// does (a Content-Type already set is kept), without allocating the
+// Content-Type header's value.
+func WriteJSONBody(c echo.Context, status int, b []byte) error {
+	res := c.Response()
+	h := res.Header()
+	if v := h[echo.HeaderContentType]; len(v) == 0 || v[0] == "" {
+		h[echo.HeaderContentType] = jsonContentType
+	}
+	res.WriteHeader(status)
+	_, err := res.Write(b)
+	return err
+}
+
+// jsonContentType is the Content-Type of a JSON answer, one value every
+// answer's header shares: net/http and echo never write into a header's
+// values, and an Add appends to a copy (its capacity is its length).
+var jsonContentType = []string{echo.MIMEApplicationJSON}
 
 // jsonBuffers pools WriteJSON's buffers.
 var jsonBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
@@ -89,7 +108,7 @@ func WriteAppended(c echo.Context, status int, app func([]byte) ([]byte, bool)) 
 	b, ok := app((*bp)[:0])
 	var err error
 	if ok {
-		err = c.Blob(status, echo.MIMEApplicationJSON, b)
+		err = WriteJSONBody(c, status, b)
 	}
 	if cap(b) <= maxPooledAnswer {
 		*bp = b[:0]

@@ -47,7 +47,11 @@ const (
 	// HeaderRequestID carries a request's id, req-<uuid>, in answers.
 	HeaderRequestID = "X-Openstack-Request-Id"
 	serviceType     = "placement"
-	ctxVersion      = "berth.version"
+	// ContextKeyVersion is the key under which SetVersion records the
+	// negotiated microversion (a *Version) in an echo.Context: a Context
+	// that keeps it in a field of its own answers Get and Set of this key
+	// from that field.
+	ContextKeyVersion = "berth.version"
 )
 
 // ParseVersionHeader extracts the placement entry from an
@@ -145,10 +149,12 @@ func pyInt(s string) (int, error) {
 // on every request).
 func SetVersion(c echo.Context, v Version) {
 	if v.Major == 1 && v.Minor >= 0 && v.Minor < len(versionValues) {
-		c.Set(ctxVersion, &versionValues[v.Minor])
+		c.Set(ContextKeyVersion, &versionValues[v.Minor])
 		return
 	}
-	c.Set(ctxVersion, &v)
+	// A copy, so that v is on the heap only on this path.
+	out := v
+	c.Set(ContextKeyVersion, &out)
 }
 
 // versionValues are the microversions 1.0 to the latest, which
@@ -164,7 +170,7 @@ var versionValues = func() []Version {
 // VersionOf returns the negotiated microversion of the request (the
 // minimum before negotiation).
 func VersionOf(c echo.Context) Version {
-	if v, ok := c.Get(ctxVersion).(*Version); ok {
+	if v, ok := c.Get(ContextKeyVersion).(*Version); ok {
 		return *v
 	}
 	return MinVersion
@@ -173,7 +179,7 @@ func VersionOf(c echo.Context) Version {
 // Negotiated returns the request's microversion and whether it was
 // negotiated (it is not when the header was refused).
 func Negotiated(c echo.Context) (Version, bool) {
-	if v, ok := c.Get(ctxVersion).(*Version); ok {
+	if v, ok := c.Get(ContextKeyVersion).(*Version); ok {
 		return *v, true
 	}
 	return Version{}, false

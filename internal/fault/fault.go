@@ -104,9 +104,7 @@ func Invalid(code, format string, args ...any) *Error { return New(ErrInvalid, c
 
 // As returns the *Error that err is or wraps.
 func As(err error) (*Error, bool) {
-	var e *Error
-	ok := errors.As(err, &e)
-	return e, ok
+	return errors.AsType[*Error](err)
 }
 
 // HasCode reports whether err is or wraps an *Error of kind with code.
