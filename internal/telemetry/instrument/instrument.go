@@ -223,11 +223,29 @@ type requestIDKey struct{}
 // WithRequestID returns ctx carrying the request's ID (req-<uuid>), which
 // log lines written with ctx include.
 func WithRequestID(ctx context.Context, id string) context.Context {
-	return context.WithValue(ctx, requestIDKey{}, id)
+	return &requestIDContext{Context: ctx, id: id}
+}
+
+// requestIDContext is a context carrying a request's ID: one allocation,
+// where context.WithValue would box the ID in a second.
+type requestIDContext struct {
+	context.Context
+	id string
+}
+
+// Value answers requestIDKey with the context itself (a pointer, not
+// boxed), and every other key as its parent does.
+func (c *requestIDContext) Value(key any) any {
+	if _, ok := key.(requestIDKey); ok {
+		return c
+	}
+	return c.Context.Value(key)
 }
 
 // RequestID is the request ID in ctx, or "".
 func RequestID(ctx context.Context) string {
-	id, _ := ctx.Value(requestIDKey{}).(string)
-	return id
+	if c, ok := ctx.Value(requestIDKey{}).(*requestIDContext); ok {
+		return c.id
+	}
+	return ""
 }
