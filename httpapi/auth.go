@@ -170,7 +170,7 @@ type policyCheck struct {
 
 // authorize is the check of the policy rule named rule (one of
 // Placement's rule names, see package authz; anything else panics),
-// which the chain (serveRoute) enforces with the server's enforcer,
+// which the chain (routeStep.serve) enforces with the server's enforcer,
 // answering 403 in Placement's words when it refuses.
 func (s *Server) authorize(rule string) policyCheck {
 	if !slices.Contains(authz.OperationRules(), rule) {

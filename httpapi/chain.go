@@ -42,7 +42,7 @@ import (
 //  9. The method: a 405's Allow header, and OPTIONS refused.
 //  10. The content headers: a body needs a Content-Type, and
 //     Content-Length must be an integer.
-//  11. The route's steps (serveRoute): its microversions, its policy rule,
+//  11. The route's steps (routeStep.serve): its microversions, its policy rule,
 //     Accept for a JSON route, an admission slot for a bounded one, and
 //     its handler.
 //  12. An error is answered in Placement's format (errors.go), then
@@ -204,7 +204,7 @@ func (s *Server) serveAPI(c *request, ctx context.Context) error {
 		return err
 	}
 
-	// 11. The route (serveRoute), or echo's 404 or 405.
+	// 11. The route (routeStep.serve), or echo's 404 or 405.
 	return c.Handler()(c)
 }
 
@@ -269,15 +269,17 @@ func contentTypeRequired() *wire.Error {
 }
 
 // routeStep is a row of the route table as the chain runs it, with its
-// policy check built.
+// policy check built; its serve is the handler the router chooses.
 type routeStep struct {
 	route
 	policy policyCheck
+	s      *Server
 }
 
-// serveRoute runs the steps of a route of the table (11), after routing,
+// serve runs the steps of a route of the table (11), after routing,
 // authentication and the checks of the method and content headers.
-func (s *Server) serveRoute(c echo.Context, r *routeStep) error {
+func (r *routeStep) serve(c echo.Context) error {
+	s := r.s
 	// The route's microversions: outside them, 404.
 	if err := versionGate(c, r.versions); err != nil {
 		return err

@@ -4,13 +4,16 @@
 // This package is the server itself: Config and New (server.go), which
 // build one handler per route family over the components they are given
 // (the ledger, the claimer, the catalogue, the cloud view, the projects'
-// limits; cmd/berthd/compose builds those); the request chain
-// (middleware.go: the request id, the refusal of methods a path lacks,
-// the content header checks; telemetry.go: the log line, span and
-// metrics; microversion.go: negotiation; auth.go, keystone.go:
-// authentication by noauth2, static tokens, an authenticating proxy's
-// headers or Keystone, and policy enforcement, whose rules package authz
-// owns; cors.go); the one route table (routes.go: method, path,
+// limits; cmd/berthd/compose builds those); the request chain (chain.go:
+// ServeHTTP and every step a request takes, in the order it takes them:
+// the request id, telemetry, microversion negotiation, the deadline,
+// CORS, routing, authentication, the method and content checks, the
+// route's microversions, its policy rule, Accept, the admission slot and
+// the handler), with what its steps call: telemetry.go (the metrics'
+// instruments, the tracer), auth.go and keystone.go (authentication by
+// noauth2, static tokens, an authenticating proxy's headers or Keystone,
+// and the policy targets; the rules are package authz's) and cors.go;
+// the one route table (routes.go: method, path,
 // microversions, policy rule, handler, and whether it insists on JSON and
 // is bounded by admission control); the one table from error kinds to
 // statuses (errors.go); the API's description, GET /openapi.json

@@ -214,8 +214,8 @@ func (s *Server) addRoutes() {
 		} else {
 			s.allow[r.path] = r.method
 		}
-		// The route's own steps and its handler (chain.go, serveRoute).
-		step := &routeStep{route: r, policy: s.authorize(r.rule)}
-		s.e.Add(r.method, r.path, func(c echo.Context) error { return s.serveRoute(c, step) })
+		// The route's own steps and its handler (chain.go).
+		step := &routeStep{route: r, policy: s.authorize(r.rule), s: s}
+		s.e.Add(r.method, r.path, step.serve)
 	}
 }

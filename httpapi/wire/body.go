@@ -52,7 +52,6 @@ func (b *Bodies) Read(c echo.Context) ([]byte, error) {
 		discardBody(req.Body, req.ContentLength, limit)
 		return nil, bodyTooLarge(limit)
 	}
-	r := http.MaxBytesReader(c.Response(), req.Body, limit)
 	var body []byte
 	var err error
 	if req.ContentLength >= 0 {
@@ -61,10 +60,12 @@ func (b *Bodies) Read(c echo.Context) ([]byte, error) {
 				return nil, err
 			}
 		}
+		// Exactly its length, at most limit: the body needs no
+		// http.MaxBytesReader.
 		body = make([]byte, req.ContentLength)
-		_, err = io.ReadFull(r, body)
+		_, err = io.ReadFull(req.Body, body)
 	} else {
-		body, err = b.readUnsized(c, r, limit)
+		body, err = b.readUnsized(c, http.MaxBytesReader(c.Response(), req.Body, limit), limit)
 	}
 	if err != nil {
 		var mbe *http.MaxBytesError
