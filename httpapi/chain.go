@@ -42,9 +42,9 @@ import (
 //  9. The method: a 405's Allow header, and OPTIONS refused.
 //  10. The content headers: a body needs a Content-Type, and
 //     Content-Length must be an integer.
-//  11. The route's steps (routeStep.serve): its microversions, its policy rule,
-//     Accept for a JSON route, an admission slot for a bounded one, and
-//     its handler.
+//  11. The route's steps (routeStep.serve): its microversions, its
+//     policy rule, Accept for a JSON route, an admission slot for a
+//     bounded one, and its handler.
 //  12. An error is answered in Placement's format (errors.go), then
 //     telemetry finishes: the span ends, the metrics are recorded and the
 //     request's log line is written.
@@ -55,6 +55,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// is a value as given (which the route's checks refuse or match as
 	// it is), never a parameter dropped.
 	r.URL.RawQuery = wire.WebobQuery(r.URL.RawQuery)
+	// 1. The probes, /metrics and the console.
 	if s.serveOps(w, r) {
 		return
 	}
@@ -64,11 +65,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	c := s.requests.Get().(*request)
 	c.Reset(r, w)
+	// 2. The request id.
 	c.id = uuid.NewPrefixed("req-")
 	c.Response().Header()[wire.HeaderRequestID] = []string{c.id}
+	// 3. Telemetry starts.
 	start := time.Now()
 	ctx, span := s.startSpan(c, c.id)
+	// 4 to 11.
 	if err := s.serveAPI(c, ctx); err != nil {
+		// 12. The error's answer, then telemetry finishes.
 		s.errorHandler(err, c)
 	}
 	status := c.Response().Status
