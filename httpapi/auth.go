@@ -188,9 +188,9 @@ func policyTarget(p authz.Credentials) authz.Target {
 	return authz.Target{"project_id": p.ProjectID, "user_id": p.UserID}
 }
 
-// callerRules answers whether a request's caller, as authenticate
-// resolved it, passes a rule beyond its route's, with the default target
-// (a berthapi.Authorizer).
+// callerRules answers whether a request's caller, as authentication
+// resolved it (chain.go), passes a rule beyond its route's, with the
+// default target (a berthapi.Authorizer).
 type callerRules struct{ enforcer *authz.Enforcer }
 
 var _ berthapi.Authorizer = callerRules{}

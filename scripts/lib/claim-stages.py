@@ -8,8 +8,9 @@ stage of STAGES (in order) one of whose patterns occurs in any frame of its
 stack. The order does the work: the garbage collector's own work (background
 marking, assists, sweeping) comes first, wherever it ran; then what is
 specific (telemetry, shadows, the retry record, ...); then the handler's big
-parts; then the middleware, innermost first (a sample in authorize's own work
-also has authenticate, observe, ... on its stack); then the HTTP server.
+parts; then the request chain, innermost first (a sample in the policy
+check's own work also has routeStep.serve, serveAPI and ServeHTTP on its
+stack); then the HTTP server.
 Allocation (mallocgc) counts in the stage that allocates. With
 --ms-per-claim X (berthd's CPU per claim measured alongside), each stage's
 share is also given in ms per claim.
