@@ -57,6 +57,11 @@ type search struct {
 	steps      int
 	maxSteps   int
 	stopped    bool
+	// oneEach is set when every anchor has at most one candidate, every
+	// slot using the anchor itself: a flat cloud, the unsuffixed group
+	// alone, no same_subtree. The search then checks each anchor with
+	// openOne and nextOne instead of a generator (open and next).
+	oneEach bool
 	// scratch is roundRobin's working memory (searchScratches).
 	scratch *searchScratch
 }
@@ -140,6 +145,7 @@ func (s *Snapshot) newSearch(ctx context.Context, p *CandidatesParams) (*search,
 			e.slotTrees[si] = append(e.slotTrees[si], ti)
 		}
 	}
+	e.oneEach = s.idx.flat && len(e.slots) > 0 && e.lastShared == len(e.slots)-1 && len(e.subtrees) == 0
 	return e, nil
 }
 
@@ -450,6 +456,74 @@ func (e *search) options(sl *slot, r int32, buf []int32) []int32 {
 	return buf
 }
 
+// openOne is what open reports for anchor a when e.oneEach: whether
+// every slot has an option under a (a itself, options' flat case).
+func (e *search) openOne(a int32) bool {
+	f := e.slots[e.lastShared].f // every slot's
+	rp := e.snap.provs.at(a)
+	if f.inTree >= 0 && f.inTree != a || rp.inAnyAgg(f.forbidAggs) || rp.hasAnyTrait(f.forbidden) || !inAllAggs(rp, f.memberOf) {
+		return false
+	}
+	for i := range e.slots {
+		ra := e.slots[i].res[0]
+		if inv := rp.Inventory(ra.class); inv == nil || !inv.fits(ra.amount) {
+			return false
+		}
+	}
+	return true
+}
+
+// nextOne is what next reports for the generator of anchor a when
+// e.oneEach, its first call: whether the combination of a in every slot
+// is accepted, counting the steps next counts on the way.
+func (e *search) nextOne(a int32) bool {
+	for d := range e.slots {
+		e.steps++
+		if e.steps >= e.maxSteps {
+			e.stopped = true
+			return false
+		}
+		if e.steps&0xffff == 0 && e.ctx.Err() != nil {
+			e.stopped = true
+			return false
+		}
+		if !e.acceptOne(a, d) {
+			return false
+		}
+	}
+	return true
+}
+
+// acceptOne is accept for slot d when every slot of e uses provider p
+// (e.oneEach): the capacity of what slots 0..d take of one class
+// together, the unsuffixed group's traits. (Isolation, one provider
+// per tree and same_subtree cannot refuse it.)
+func (e *search) acceptOne(p int32, d int) bool {
+	for _, r := range e.slots[d].res {
+		total, shared := r.amount, false
+		for i := 0; i < d; i++ {
+			for _, r2 := range e.slots[i].res {
+				if r2.class == r.class {
+					total += r2.amount
+					shared = true
+				}
+			}
+		}
+		if shared && !e.snap.provs.at(p).Inventory(r.class).fitsTotal(total) {
+			return false
+		}
+	}
+	if d == e.lastShared && len(e.sharedReq) > 0 {
+		rp := e.snap.provs.at(p)
+		for _, any := range e.sharedReq {
+			if !rp.hasAnyTrait(any) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 // sharedOK checks a provider for one class of the unsuffixed group: the
 // amount fits, and it has no forbidden trait or aggregate.
 func (e *search) sharedOK(p *ProviderRecord, ra resAmount) bool {
@@ -480,6 +554,11 @@ func (g *gen) prov(i int) int32 { return g.opts[i][g.pos[i]] }
 func (e *search) roundRobin(anchors []int32, want int, shuffle bool) ([][]int32, bool) {
 	rr := e.startRobin(anchors, want, shuffle)
 	defer rr.release()
+	if e.oneEach {
+		// Each anchor gave at most one candidate: the later rounds would
+		// find no more, and end as soon as want are found.
+		return rr.found, rr.firstRound(anchors) && !e.stopped && len(rr.found) < want
+	}
 	if !rr.firstRound(anchors) {
 		return rr.found, false
 	}
@@ -528,6 +607,12 @@ func (e *search) startRobin(anchors []int32, want int, shuffle bool) robin {
 	if shuffle {
 		rr.draw = sparseShuffle{list: anchors, moved: sc.moved}
 		clear(rr.draw.moved)
+		if len(anchors) <= maxPooledScratch {
+			if len(sc.dense) < len(anchors) {
+				sc.dense = make([]int32, len(anchors))
+			}
+			rr.draw.dense, rr.draw.set = sc.dense[:len(anchors)], sc.set[:0]
+		}
 	}
 	return rr
 }
@@ -542,6 +627,10 @@ func (rr *robin) release() {
 		}
 		clear(rr.draw.moved)
 		sc.moved = rr.draw.moved
+		rr.draw.clearDense()
+		if cap(rr.draw.set) <= maxPooledScratch {
+			sc.set = rr.draw.set
+		}
 	}
 }
 
@@ -566,6 +655,12 @@ func (rr *robin) firstRound(anchors []int32) bool {
 			a, ahead = ahead[0], ahead[1:]
 		}
 		if !e.anchorOK(a) || !e.inAnchorSets(a) {
+			continue
+		}
+		if e.oneEach {
+			if e.openOne(a) && e.nextOne(a) {
+				rr.takeOne(a)
+			}
 			continue
 		}
 		g, ok := rr.open(a)
@@ -634,6 +729,21 @@ func (rr *robin) newChunk() {
 	rr.firstChunk = false
 }
 
+// takeOne appends the candidate of anchor a to found (oneEach: every
+// slot uses a), as take does.
+func (rr *robin) takeOne(a int32) {
+	n, arena := rr.n, rr.arena
+	if len(arena)+n > cap(arena) {
+		arena = make([]int32, 0, max(4096*n, 2*cap(arena)))
+	}
+	start := len(arena)
+	for range n {
+		arena = append(arena, a)
+	}
+	rr.arena = arena
+	rr.found = append(rr.found, arena[start:start+n:start+n])
+}
+
 // take appends g's next candidate to found, as a provider vector cut
 // from the arena; it reports false when g has no more.
 func (rr *robin) take(g *gen) bool {
@@ -699,7 +809,11 @@ type searchScratch struct {
 	arena   []int32
 	found   [][]int32
 	ring    []*gen
-	moved   map[int]int32 // sparseShuffle's
+	// sparseShuffle's: moved for a long list, dense (all zero between
+	// searches) and set for one of at most maxPooledScratch anchors.
+	moved map[int]int32
+	dense []int32
+	set   []int32
 	// summarised are the result builder's bits, one per provider, all
 	// clear between searches.
 	summarised []uint64
@@ -708,18 +822,39 @@ type searchScratch struct {
 // sparseShuffle draws the elements of list in uniformly random order
 // (Fisher-Yates) without changing list: moved holds, by position, the
 // elements a step swapped in, so k draws cost O(k) time and memory
-// whatever the length of list.
+// whatever the length of list. With dense, the positions are held there
+// instead of in moved.
 type sparseShuffle struct {
 	list  []int32
 	moved map[int]int32
+	// dense, when not nil, has one entry per position of list: the
+	// element a step swapped in plus one, or 0 for none; it is all zero
+	// before the first draw and again after clearDense. set lists the
+	// positions written (a position may be listed more than once).
+	dense []int32
+	set   []int32
 }
 
 // at is the element now at position i.
 func (d *sparseShuffle) at(i int) int32 {
+	if d.dense != nil {
+		if v := d.dense[i]; v != 0 {
+			return v - 1
+		}
+		return d.list[i]
+	}
 	if v, ok := d.moved[i]; ok {
 		return v
 	}
 	return d.list[i]
+}
+
+// clearDense sets dense to all zero again, leaving set empty.
+func (d *sparseShuffle) clearDense() {
+	for _, j := range d.set {
+		d.dense[j] = 0
+	}
+	d.set = d.set[:0]
 }
 
 // nextN appends to out the elements k to k+m-1 of the shuffled order (m
@@ -757,6 +892,16 @@ func readPositions(list []int32, pos []int) int {
 // element that was at j: the k-th element of the shuffled order.
 func (d *sparseShuffle) step(k, j int) int32 {
 	a := d.at(j)
+	if d.dense != nil {
+		if j != k {
+			if d.dense[j] == 0 {
+				d.set = append(d.set, int32(j))
+			}
+			d.dense[j] = d.at(k) + 1
+		}
+		d.dense[k] = 0 // position k is never read again
+		return a
+	}
 	if j != k {
 		if d.moved == nil {
 			d.moved = map[int]int32{}
