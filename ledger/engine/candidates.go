@@ -341,7 +341,7 @@ func (s *Snapshot) Candidates(ctx context.Context, p *CandidatesParams) (*Candid
 	if p.Limit > 0 && p.Limit < want {
 		want = p.Limit
 	}
-	var found [][]int32
+	var found vectors
 	var complete bool
 	if p.Sample && !p.Randomize {
 		// Draw from the roots in random order; if that finds every

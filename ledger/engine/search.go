@@ -64,6 +64,15 @@ type search struct {
 	oneEach bool
 	// scratch is roundRobin's working memory (searchScratches).
 	scratch *searchScratch
+
+	// A small request's slices and its first group's filter start here,
+	// allocated with the search; groupSlots' lists are cut from slotIdx.
+	suffixArr     [2]string
+	groupSlotsArr [2][]int
+	slotArr       [4]slot
+	slotIdx       []int
+	slotIdxArr    [4]int
+	firstFilter   filter
 }
 
 // newSearch resolves p against s and prepares the search: the slots, the
@@ -83,8 +92,9 @@ func (s *Snapshot) newSearch(ctx context.Context, p *CandidatesParams) (*search,
 	}
 	e := &search{
 		ctx: ctx, snap: s, lastShared: -1, sharedTree: -1, isolate: p.Isolate, nestedAware: p.NestedAware,
-		maxSteps: p.MaxSteps, anchorOK: func(int32) bool { return true },
+		maxSteps: p.MaxSteps, anchorOK: anyAnchor,
 	}
+	e.suffixes, e.groupSlots, e.slots, e.slotIdx = e.suffixArr[:0], e.groupSlotsArr[:0], e.slotArr[:0], e.slotIdxArr[:0]
 	if len(rootReq) > 0 || len(rootForbid) > 0 {
 		e.anchorOK = func(r int32) bool {
 			rp := s.provs.at(r)
@@ -104,8 +114,6 @@ func (s *Snapshot) newSearch(ctx context.Context, p *CandidatesParams) (*search,
 	if e.maxSteps <= 0 {
 		e.maxSteps = DefaultMaxSearchSteps
 	}
-	e.suffixes = make([]string, 0, len(p.Groups))
-	e.groupSlots = make([][]int, 0, len(p.Groups))
 	for gi := range p.Groups {
 		g := &p.Groups[gi]
 		e.suffixes = append(e.suffixes, g.Suffix)
@@ -139,7 +147,9 @@ func (s *Snapshot) newSearch(ctx context.Context, p *CandidatesParams) (*search,
 			e.subtrees = append(e.subtrees, set)
 		}
 	}
-	e.slotTrees = make([][]int, len(e.slots))
+	if len(e.subtrees) > 0 {
+		e.slotTrees = make([][]int, len(e.slots))
+	}
 	for ti, set := range e.subtrees {
 		for _, si := range set {
 			e.slotTrees[si] = append(e.slotTrees[si], ti)
@@ -147,6 +157,19 @@ func (s *Snapshot) newSearch(ctx context.Context, p *CandidatesParams) (*search,
 	}
 	e.oneEach = s.idx.flat && len(e.slots) > 0 && e.lastShared == len(e.slots)-1 && len(e.subtrees) == 0
 	return e, nil
+}
+
+// anyAnchor is the anchorOK of a request without root conditions.
+func anyAnchor(int32) bool { return true }
+
+// slotIndexes returns the k slot indexes from first on, cut from
+// e.slotIdx: a group's list in groupSlots.
+func (e *search) slotIndexes(first, k int) []int {
+	start := len(e.slotIdx)
+	for i := range k {
+		e.slotIdx = append(e.slotIdx, first+i)
+	}
+	return e.slotIdx[start:len(e.slotIdx):len(e.slotIdx)]
 }
 
 // someGroupEmpty reports whether a group resolved so far matches no
@@ -183,7 +206,11 @@ func (e *search) addGroup(gi int, g *RequestGroup) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	f := &filter{res: res, inTree: -1, memberOf: s.memberOfIDs(g.MemberOf), forbidAggs: s.aggIDs(g.ForbiddenAggregates)}
+	f := &filter{}
+	if gi == 0 {
+		f = &e.firstFilter
+	}
+	*f = filter{res: res, inTree: -1, memberOf: s.memberOfIDs(g.MemberOf), forbidAggs: s.aggIDs(g.ForbiddenAggregates)}
 	for _, any := range f.memberOf {
 		if len(any) == 0 {
 			return false, nil
@@ -215,7 +242,7 @@ func (e *search) addGroup(gi int, g *RequestGroup) (bool, error) {
 		}
 		sl := slot{group: gi, granular: true, res: res, f: f}
 		sl.drive, sl.all = s.driver(f)
-		e.groupSlots[gi] = append(e.groupSlots[gi], len(e.slots))
+		e.groupSlots[gi] = e.slotIndexes(len(e.slots), 1)
 		e.slots = append(e.slots, sl)
 		return true, nil
 	}
@@ -248,16 +275,16 @@ func (e *search) addGroup(gi int, g *RequestGroup) (bool, error) {
 	// path, which it does as soon as the cloud has a nested tree or a
 	// sharing provider; otherwise one provider has them all, in the order
 	// the request named them.
-	ordered := slices.Clone(res)
+	ordered := res // not to be changed: f's
 	if s.idx.hasTrees || s.idx.hasSharing {
+		ordered = slices.Clone(res)
 		slices.SortStableFunc(ordered, func(a, b resAmount) int { return int(a.class - b.class) })
 	}
 	// Each slot's res is cut from ordered (one class each).
 	e.slots = slices.Grow(e.slots, len(ordered))
-	e.groupSlots[gi] = slices.Grow(e.groupSlots[gi], len(ordered))
+	e.groupSlots[gi] = e.slotIndexes(len(e.slots), len(ordered))
 	for k, ra := range ordered {
 		sl := slot{group: gi, res: ordered[k : k+1 : k+1], f: f, drive: s.idx.byClass[ra.class]}
-		e.groupSlots[gi] = append(e.groupSlots[gi], len(e.slots))
 		e.slots = append(e.slots, sl)
 	}
 	return true, nil
@@ -551,18 +578,40 @@ func (g *gen) prov(i int) int32 { return g.opts[i][g.pos[i]] }
 // place only as far as it gets (a sample of a hundred candidates need
 // not shuffle ten thousand roots). The vectors live in e.scratch until
 // releaseScratch.
-func (e *search) roundRobin(anchors []int32, want int, shuffle bool) ([][]int32, bool) {
+func (e *search) roundRobin(anchors []int32, want int, shuffle bool) (vectors, bool) {
 	rr := e.startRobin(anchors, want, shuffle)
 	defer rr.release()
 	if e.oneEach {
 		// Each anchor gave at most one candidate: the later rounds would
 		// find no more, and end as soon as want are found.
-		return rr.found, rr.firstRound(anchors) && !e.stopped && len(rr.found) < want
+		complete := rr.firstRound(anchors) && !e.stopped && rr.found < want
+		return rr.vectors(), complete
 	}
 	if !rr.firstRound(anchors) {
-		return rr.found, false
+		return rr.vectors(), false
 	}
-	return rr.found, rr.nextRounds()
+	complete := rr.nextRounds()
+	return rr.vectors(), complete
+}
+
+// vectors are provider vectors of n providers each (one per slot), one
+// after the other.
+type vectors struct {
+	n     int
+	provs []int32
+}
+
+// len is the number of vectors.
+func (v vectors) len() int {
+	if v.n == 0 {
+		return 0
+	}
+	return len(v.provs) / v.n
+}
+
+// at is vector i.
+func (v vectors) at(i int) []int32 {
+	return v.provs[i*v.n : (i+1)*v.n : (i+1)*v.n]
 }
 
 // robin is the state of one roundRobin, in e.scratch's buffers until
@@ -574,9 +623,9 @@ type robin struct {
 	want    int
 	shuffle bool
 	draw    sparseShuffle // with shuffle
-	found   [][]int32
-	arena   []int32 // found's vectors are cut from it
-	ring    []*gen  // the generators that may have more
+	found   int           // candidates found
+	arena   []int32       // their provider vectors, one after the other
+	ring    []*gen        // the generators that may have more
 	// Generators and their option lists are allocated in chunks of
 	// chunk: one allocation per anchor adds up. The first chunk is the
 	// scratch's.
@@ -598,7 +647,7 @@ func (e *search) startRobin(anchors []int32, want int, shuffle bool) robin {
 	}
 	n := len(e.slots)
 	rr := robin{e: e, sc: sc, n: n, want: want, shuffle: shuffle,
-		found: sc.found[:0], arena: sc.arena[:0], ring: sc.ring[:0], provBuf: sc.provBuf[:0],
+		arena: sc.arena[:0], ring: sc.ring[:0], provBuf: sc.provBuf[:0],
 		// At most want generators are kept by the first round.
 		chunk: min(len(anchors), want, 1024), firstChunk: true}
 	if c := min(want, 4096) * n; cap(rr.arena) < c {
@@ -620,7 +669,7 @@ func (e *search) startRobin(anchors []int32, want int, shuffle bool) robin {
 // release hands rr's buffers back to the scratch, emptied.
 func (rr *robin) release() {
 	sc := rr.sc
-	sc.found, sc.arena, sc.ring, sc.provBuf = rr.found[:0], rr.arena[:0], rr.ring[:0], rr.provBuf[:0]
+	sc.arena, sc.ring, sc.provBuf = rr.arena[:0], rr.ring[:0], rr.provBuf[:0]
 	if rr.shuffle {
 		if len(rr.draw.moved) > maxPooledScratch {
 			rr.draw.moved = nil // a large draw's map is left to the collector
@@ -643,7 +692,7 @@ func (rr *robin) firstRound(anchors []int32) bool {
 	var aheadArr [drawAhead]int32
 	var ahead []int32 // anchors drawn, not yet visited
 	for k := range anchors {
-		if len(rr.found) >= rr.want || e.stopped {
+		if rr.found >= rr.want || e.stopped {
 			return false
 		}
 		a := anchors[k]
@@ -683,7 +732,7 @@ func (rr *robin) nextRounds() bool {
 	for len(rr.ring) > 0 {
 		next := rr.ring[:0]
 		for _, g := range rr.ring {
-			if len(rr.found) >= rr.want || e.stopped {
+			if rr.found >= rr.want || e.stopped {
 				return false
 			}
 			if rr.take(g) {
@@ -729,37 +778,29 @@ func (rr *robin) newChunk() {
 	rr.firstChunk = false
 }
 
-// takeOne appends the candidate of anchor a to found (oneEach: every
-// slot uses a), as take does.
+// vectors are the provider vectors of the candidates found, in the
+// arena.
+func (rr *robin) vectors() vectors { return vectors{n: rr.n, provs: rr.arena} }
+
+// takeOne appends the candidate of anchor a to the arena (oneEach:
+// every slot uses a), as take does.
 func (rr *robin) takeOne(a int32) {
-	n, arena := rr.n, rr.arena
-	if len(arena)+n > cap(arena) {
-		arena = make([]int32, 0, max(4096*n, 2*cap(arena)))
+	for range rr.n {
+		rr.arena = append(rr.arena, a)
 	}
-	start := len(arena)
-	for range n {
-		arena = append(arena, a)
-	}
-	rr.arena = arena
-	rr.found = append(rr.found, arena[start:start+n:start+n])
+	rr.found++
 }
 
-// take appends g's next candidate to found, as a provider vector cut
-// from the arena; it reports false when g has no more.
+// take appends g's next candidate's provider vector to the arena; it
+// reports false when g has no more.
 func (rr *robin) take(g *gen) bool {
 	if !rr.e.next(g) {
 		return false
 	}
-	n, arena := rr.n, rr.arena
-	if len(arena)+n > cap(arena) {
-		arena = make([]int32, 0, max(4096*n, 2*cap(arena)))
+	for i := 0; i < rr.n; i++ {
+		rr.arena = append(rr.arena, g.prov(i))
 	}
-	start := len(arena)
-	for i := 0; i < n; i++ {
-		arena = append(arena, g.prov(i))
-	}
-	rr.arena = arena
-	rr.found = append(rr.found, arena[start:start+n:start+n])
+	rr.found++
 	return true
 }
 
@@ -807,7 +848,6 @@ type searchScratch struct {
 	posBuf  []int
 	provBuf []int32
 	arena   []int32
-	found   [][]int32
 	ring    []*gen
 	// sparseShuffle's: moved for a long list, dense (all zero between
 	// searches) and set for one of at most maxPooledScratch anchors.
@@ -925,7 +965,7 @@ const maxPooledScratch = 1 << 14
 func (e *search) releaseScratch() {
 	sc := e.scratch
 	e.scratch = nil
-	if sc == nil || cap(sc.arena) > maxPooledScratch || cap(sc.found) > maxPooledScratch ||
+	if sc == nil || cap(sc.arena) > maxPooledScratch ||
 		cap(sc.ring) > maxPooledScratch || len(sc.optsBuf) > maxPooledScratch || cap(sc.provBuf) > maxPooledScratch {
 		return
 	}
@@ -1050,6 +1090,9 @@ func (e *search) accept(g *gen, d int) bool {
 	}
 	if d == e.lastShared && len(e.sharedReq) > 0 && !e.sharedTraitsOK(g) {
 		return false
+	}
+	if e.slotTrees == nil {
+		return true // no same_subtree
 	}
 	for _, ti := range e.slotTrees[d] {
 		if !e.subtreeOK(g, d, e.subtrees[ti]) {
