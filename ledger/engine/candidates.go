@@ -106,6 +106,9 @@ type deferredRequests struct {
 	e     *search
 	vecs  []int32
 	built []bool
+	// oneRes, for a search of one candidate per anchor (search.oneEach),
+	// is what every candidate takes of its one provider.
+	oneRes []ResourceAmount
 }
 
 // vec is candidate i's provider vector.
@@ -176,6 +179,9 @@ func (c *Candidates) AllocationResources(i, j int, buf []ResourceAmount) []Resou
 	d := &c.deferred
 	if d.e == nil || d.built[i] {
 		return append(buf, c.Requests[i].Allocations[j].Resources...)
+	}
+	if d.oneRes != nil {
+		return append(buf, d.oneRes...)
 	}
 	// As search.amounts sums them: classes in the order the slots of
 	// the provider first name them.

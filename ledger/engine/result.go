@@ -64,6 +64,12 @@ func (e *search) result(found vectors, versionsOnly, deferRequests bool) *Candid
 		}
 	}
 	b.release(units)
+	if deferred && e.oneEach && nFound > 0 {
+		// Every candidate takes the same of its one provider: worked out
+		// once, from the first.
+		out.snap = e.snap
+		out.deferred.oneRes = out.AllocationResources(0, 0, nil)
+	}
 	return b.answer(out, units, versionsOnly)
 }
 
