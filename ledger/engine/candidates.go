@@ -311,10 +311,25 @@ func (v ProviderVersion) UUID() string {
 // a snapshot must have right before it answers p (see
 // Snapshot.UnsureNames).
 func ParamsNames(p *CandidatesParams) (classes, traits []string) {
-	traits = append(slices.Clone(p.RootRequired), p.RootForbidden...)
+	// Counted first: one allocation for each list (none for an empty one).
+	nc, nt := 0, len(p.RootRequired)+len(p.RootForbidden)
 	for i := range p.Groups {
-		c, t := GroupNames(&p.Groups[i])
-		classes, traits = append(classes, c...), append(traits, t...)
+		g := &p.Groups[i]
+		nc += len(g.Resources)
+		for _, any := range g.RequiredTraits {
+			nt += len(any)
+		}
+		nt += len(g.ForbiddenTraits)
+	}
+	if nc > 0 {
+		classes = make([]string, 0, nc)
+	}
+	if nt > 0 {
+		traits = make([]string, 0, nt)
+	}
+	traits = append(append(traits, p.RootRequired...), p.RootForbidden...)
+	for i := range p.Groups {
+		classes, traits = appendGroupNames(classes, traits, &p.Groups[i])
 	}
 	return classes, traits
 }
