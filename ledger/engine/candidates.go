@@ -101,7 +101,8 @@ type Candidates struct {
 // deferredRequests is what Candidates.BuildRequests builds Requests
 // from: the search's slots and groups (nil e: nothing deferred), and the
 // candidates' provider vectors, one after the other, one provider per
-// slot.
+// slot (nil for a search of one candidate per anchor, search.oneEach:
+// every slot of a candidate uses its one provider).
 type deferredRequests struct {
 	e     *search
 	vecs  []int32
@@ -111,9 +112,19 @@ type deferredRequests struct {
 	oneRes []ResourceAmount
 }
 
-// vec is candidate i's provider vector.
-func (d *deferredRequests) vec(i int) []int32 {
+// vec is candidate i's provider vector, of an answer whose requests are
+// deferred; made in buf when the vectors are not kept.
+func (c *Candidates) vec(i int, buf []int32) []int32 {
+	d := &c.deferred
 	n := len(d.e.slots)
+	if d.vecs == nil {
+		p := c.allocProv[c.allocStart[i]]
+		buf = buf[:0]
+		for range n {
+			buf = append(buf, p)
+		}
+		return buf
+	}
 	return d.vecs[i*n : (i+1)*n : (i+1)*n]
 }
 
@@ -135,7 +146,7 @@ func (c *Candidates) BuildRequests(is []int) {
 	}
 	b := newRequestBuilder(d.e, n)
 	// On the stack, as search.result's.
-	var provArr [8]int32
+	var provArr, vecArr [8]int32
 	var keyArr [16]provClass
 	var amountArr [16]int64
 	provOrder, keys, amounts := provArr[:0], keyArr[:0], amountArr[:0]
@@ -144,7 +155,7 @@ func (c *Candidates) BuildRequests(is []int) {
 			continue
 		}
 		d.built[i] = true
-		vec := d.vec(i)
+		vec := c.vec(i, vecArr[:0])
 		provOrder, keys, amounts = d.e.amounts(provOrder[:0], keys[:0], amounts[:0], vec)
 		b.request(&c.Requests[i], vec, provOrder, keys, amounts)
 	}
@@ -185,8 +196,9 @@ func (c *Candidates) AllocationResources(i, j int, buf []ResourceAmount) []Resou
 	}
 	// As search.amounts sums them: classes in the order the slots of
 	// the provider first name them.
+	var vecArr [8]int32
 	p, from := c.allocProv[int(c.allocStart[i])+j], len(buf)
-	for si, q := range d.vec(i) {
+	for si, q := range c.vec(i, vecArr[:0]) {
 		if q != p {
 			continue
 		}

@@ -25,13 +25,15 @@ func (e *search) result(found vectors, versionsOnly, deferRequests bool) *Candid
 	// (each candidate's providers, in its allocations' order, at most
 	// one per slot, and where each candidate's start), and with
 	// deferRequests a copy of found's vectors (the search scratch's),
-	// are cut from one array.
+	// are cut from one array. With one candidate per anchor the vectors
+	// are not kept: the index says them (Candidates.vec).
 	size := nFound
 	if versionsOnly {
 		size += nFound + 1 + len(found.provs)
 	}
 	deferred := versionsOnly && deferRequests
-	if deferred {
+	keepVecs := deferred && !e.oneEach
+	if keepVecs {
 		size += len(found.provs)
 	}
 	buf := make([]int32, size)
@@ -41,9 +43,11 @@ func (e *search) result(found vectors, versionsOnly, deferRequests bool) *Candid
 		out.allocStart, out.allocProv, buf = buf[:n:n], buf[n:n:n+len(found.provs)], buf[n+len(found.provs):]
 	}
 	if deferred {
-		vecs := buf[:len(found.provs):len(found.provs)]
-		copy(vecs, found.provs)
-		out.deferred = deferredRequests{e: e, vecs: vecs, built: make([]bool, nFound)}
+		out.deferred = deferredRequests{e: e, built: make([]bool, nFound)}
+	}
+	if keepVecs {
+		out.deferred.vecs = buf[:len(found.provs):len(found.provs)]
+		copy(out.deferred.vecs, found.provs)
 	}
 	for ci := range nFound {
 		vec := found.at(ci)
@@ -54,7 +58,9 @@ func (e *search) result(found vectors, versionsOnly, deferRequests bool) *Candid
 			b.request(&out.Requests[ci], vec, provOrder, keys, amounts)
 		}
 		if versionsOnly {
-			out.allocProv = append(out.allocProv, provOrder...)
+			for _, p := range provOrder { // (a few: no call to copy them)
+				out.allocProv = append(out.allocProv, p)
+			}
 			out.allocStart[ci+1] = int32(len(out.allocProv))
 		}
 		for _, p := range provOrder {

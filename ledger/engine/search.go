@@ -62,6 +62,9 @@ type search struct {
 	// alone, no same_subtree. The search then checks each anchor with
 	// openOne and nextOne instead of a generator (open and next).
 	oneEach bool
+	// oneSameClass, with oneEach, is set when two slots take the same
+	// class: only then can their amounts together not fit (acceptOne).
+	oneSameClass bool
 	// scratch is roundRobin's working memory (searchScratches).
 	scratch *searchScratch
 
@@ -156,6 +159,11 @@ func (s *Snapshot) newSearch(ctx context.Context, p *CandidatesParams) (*search,
 		}
 	}
 	e.oneEach = s.idx.flat && len(e.slots) > 0 && e.lastShared == len(e.slots)-1 && len(e.subtrees) == 0
+	for i := 0; e.oneEach && i < len(e.slots); i++ {
+		for k := range i {
+			e.oneSameClass = e.oneSameClass || e.slots[k].res[0].class == e.slots[i].res[0].class
+		}
+	}
 	return e, nil
 }
 
@@ -526,6 +534,24 @@ func (e *search) nextOne(a int32) bool {
 // together, the unsuffixed group's traits. (Isolation, one provider
 // per tree and same_subtree cannot refuse it.)
 func (e *search) acceptOne(p int32, d int) bool {
+	if e.oneSameClass && !e.sameClassFits(p, d) {
+		return false
+	}
+	if d == e.lastShared && len(e.sharedReq) > 0 {
+		rp := e.snap.provs.at(p)
+		for _, any := range e.sharedReq {
+			if !rp.hasAnyTrait(any) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// sameClassFits reports whether what slot d and earlier slots take of
+// its class from p, when more than one of them takes it, fits p's
+// inventory (accept's check when every slot uses p).
+func (e *search) sameClassFits(p int32, d int) bool {
 	for _, r := range e.slots[d].res {
 		total, shared := r.amount, false
 		for i := 0; i < d; i++ {
@@ -538,14 +564,6 @@ func (e *search) acceptOne(p int32, d int) bool {
 		}
 		if shared && !e.snap.provs.at(p).Inventory(r.class).fitsTotal(total) {
 			return false
-		}
-	}
-	if d == e.lastShared && len(e.sharedReq) > 0 {
-		rp := e.snap.provs.at(p)
-		for _, any := range e.sharedReq {
-			if !rp.hasAnyTrait(any) {
-				return false
-			}
 		}
 	}
 	return true
