@@ -74,7 +74,7 @@ func (e *search) result(found vectors, versionsOnly, deferRequests bool) *Candid
 		// Every candidate takes the same of its one provider: worked out
 		// once, from the first.
 		out.snap = e.snap
-		out.deferred.oneRes = out.AllocationResources(0, 0, nil)
+		out.deferred.oneRes = out.AllocationResources(0, 0, make([]ResourceAmount, 0, len(e.slots)))
 	}
 	return b.answer(out, units, versionsOnly)
 }

@@ -214,9 +214,9 @@ func (e *search) addGroup(gi int, g *RequestGroup) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	f := &filter{}
-	if gi == 0 {
-		f = &e.firstFilter
+	f := &e.firstFilter
+	if gi > 0 {
+		f = new(filter)
 	}
 	*f = filter{res: res, inTree: -1, memberOf: s.memberOfIDs(g.MemberOf), forbidAggs: s.aggIDs(g.ForbiddenAggregates)}
 	for _, any := range f.memberOf {
