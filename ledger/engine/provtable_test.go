@@ -111,6 +111,20 @@ func TestSparseShuffleDense(t *testing.T) {
 			t.Fatalf("round %d: dense positions left after clearDense", round)
 		}
 	}
+	// A sampled search hands its scratch back with the positions clear.
+	s := benchComputes(300)
+	p := CandidatesParams{NestedAware: true, Groups: []RequestGroup{{Resources: res("VCPU:2")}}}
+	e, err := s.newSearch(context.Background(), &p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.scratch = &searchScratch{}
+	if found, _ := e.roundRobin(e.candidateAnchors(), 40, true); found.len() != 40 {
+		t.Fatalf("%d candidates, want 40", found.len())
+	}
+	if sc := e.scratch; len(sc.dense) < 300 || slices.ContainsFunc(sc.dense, func(v int32) bool { return v != 0 }) {
+		t.Fatalf("the scratch's %d dense positions are not all clear", len(sc.dense))
+	}
 }
 
 // TestSampleLeavesIndexAlone checks that sampled and randomized searches

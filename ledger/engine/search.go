@@ -694,9 +694,11 @@ func (rr *robin) release() {
 		}
 		clear(rr.draw.moved)
 		sc.moved = rr.draw.moved
-		rr.draw.clearDense()
-		if cap(rr.draw.set) <= maxPooledScratch {
-			sc.set = rr.draw.set
+		if rr.draw.dense != nil {
+			rr.draw.clearDense()
+			if cap(rr.draw.set) <= maxPooledScratch {
+				sc.set = rr.draw.set
+			}
 		}
 	}
 }
