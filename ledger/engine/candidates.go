@@ -101,16 +101,30 @@ type Candidates struct {
 // deferredRequests is what Candidates.BuildRequests builds Requests
 // from: the search's slots and groups (nil e: nothing deferred), and the
 // candidates' provider vectors, one after the other, one provider per
-// slot.
+// slot (nil for a search of one candidate per anchor, search.oneEach:
+// every slot of a candidate uses its one provider).
 type deferredRequests struct {
 	e     *search
 	vecs  []int32
 	built []bool
+	// oneRes, for a search of one candidate per anchor (search.oneEach),
+	// is what every candidate takes of its one provider.
+	oneRes []ResourceAmount
 }
 
-// vec is candidate i's provider vector.
-func (d *deferredRequests) vec(i int) []int32 {
+// vec is candidate i's provider vector, of an answer whose requests are
+// deferred; made in buf when the vectors are not kept.
+func (c *Candidates) vec(i int, buf []int32) []int32 {
+	d := &c.deferred
 	n := len(d.e.slots)
+	if d.vecs == nil {
+		p := c.allocProv[c.allocStart[i]]
+		buf = buf[:0]
+		for range n {
+			buf = append(buf, p)
+		}
+		return buf
+	}
 	return d.vecs[i*n : (i+1)*n : (i+1)*n]
 }
 
@@ -132,7 +146,7 @@ func (c *Candidates) BuildRequests(is []int) {
 	}
 	b := newRequestBuilder(d.e, n)
 	// On the stack, as search.result's.
-	var provArr [8]int32
+	var provArr, vecArr [8]int32
 	var keyArr [16]provClass
 	var amountArr [16]int64
 	provOrder, keys, amounts := provArr[:0], keyArr[:0], amountArr[:0]
@@ -141,7 +155,7 @@ func (c *Candidates) BuildRequests(is []int) {
 			continue
 		}
 		d.built[i] = true
-		vec := d.vec(i)
+		vec := c.vec(i, vecArr[:0])
 		provOrder, keys, amounts = d.e.amounts(provOrder[:0], keys[:0], amounts[:0], vec)
 		b.request(&c.Requests[i], vec, provOrder, keys, amounts)
 	}
@@ -177,10 +191,14 @@ func (c *Candidates) AllocationResources(i, j int, buf []ResourceAmount) []Resou
 	if d.e == nil || d.built[i] {
 		return append(buf, c.Requests[i].Allocations[j].Resources...)
 	}
+	if d.oneRes != nil {
+		return append(buf, d.oneRes...)
+	}
 	// As search.amounts sums them: classes in the order the slots of
 	// the provider first name them.
+	var vecArr [8]int32
 	p, from := c.allocProv[int(c.allocStart[i])+j], len(buf)
-	for si, q := range d.vec(i) {
+	for si, q := range c.vec(i, vecArr[:0]) {
 		if q != p {
 			continue
 		}
@@ -305,10 +323,25 @@ func (v ProviderVersion) UUID() string {
 // a snapshot must have right before it answers p (see
 // Snapshot.UnsureNames).
 func ParamsNames(p *CandidatesParams) (classes, traits []string) {
-	traits = append(slices.Clone(p.RootRequired), p.RootForbidden...)
+	// Counted first: one allocation for each list (none for an empty one).
+	nc, nt := 0, len(p.RootRequired)+len(p.RootForbidden)
 	for i := range p.Groups {
-		c, t := GroupNames(&p.Groups[i])
-		classes, traits = append(classes, c...), append(traits, t...)
+		g := &p.Groups[i]
+		nc += len(g.Resources)
+		for _, any := range g.RequiredTraits {
+			nt += len(any)
+		}
+		nt += len(g.ForbiddenTraits)
+	}
+	if nc > 0 {
+		classes = make([]string, 0, nc)
+	}
+	if nt > 0 {
+		traits = make([]string, 0, nt)
+	}
+	traits = append(append(traits, p.RootRequired...), p.RootForbidden...)
+	for i := range p.Groups {
+		classes, traits = appendGroupNames(classes, traits, &p.Groups[i])
 	}
 	return classes, traits
 }
@@ -341,7 +374,7 @@ func (s *Snapshot) Candidates(ctx context.Context, p *CandidatesParams) (*Candid
 	if p.Limit > 0 && p.Limit < want {
 		want = p.Limit
 	}
-	var found [][]int32
+	var found vectors
 	var complete bool
 	if p.Sample && !p.Randomize {
 		// Draw from the roots in random order; if that finds every

@@ -118,18 +118,19 @@ func BenchmarkCandidates(b *testing.B) {
 // (claims.selectCandidates): a sample of 100 candidates drawn across the
 // roots, as provider versions. "versions" is the search alone;
 // "records" also reads every provider's record, as claims' views of the
-// providers do.
+// providers do; "claim" asks exactly as claims.selectCandidates does
+// (requests deferred, evacuated roots avoided) and builds one request,
+// as a direct ranking that keeps one candidate does.
 func BenchmarkClaimInput(b *testing.B) {
 	flavor := []RequestGroup{{Resources: res("VCPU:2,MEMORY_MB:4096,DISK_GB:20")}}
 	for _, n := range benchSizes {
 		s := cloud(n)
-		p := CandidatesParams{NestedAware: true, Max: 100, Sample: true, VersionsOnly: true, Groups: flavor}
-		for _, records := range []bool{false, true} {
-			name := fmt.Sprintf("N=%d/versions", n)
-			if records {
-				name = fmt.Sprintf("N=%d/records", n)
+		for _, mode := range []string{"versions", "records", "claim"} {
+			p := CandidatesParams{NestedAware: true, Max: 100, Sample: true, VersionsOnly: true, Groups: flavor}
+			if mode == "claim" {
+				p.DeferRequests, p.AvoidEvacuated = true, true
 			}
-			b.Run(name, func(b *testing.B) {
+			b.Run(fmt.Sprintf("N=%d/%s", n, mode), func(b *testing.B) {
 				b.ReportAllocs()
 				ctx := context.Background()
 				var c *Candidates
@@ -139,14 +140,18 @@ func BenchmarkClaimInput(b *testing.B) {
 					if c, err = s.Candidates(ctx, &p); err != nil {
 						b.Fatal(err)
 					}
-					if records {
+					switch mode {
+					case "records":
 						for i := range c.Versions {
 							rec, _, _ := c.Record(i)
 							invs += len(rec.Inventories)
 						}
+					case "claim":
+						c.BuildRequests([]int{0})
+						invs += len(c.Requests[0].Allocations[0].Resources)
 					}
 				}
-				if len(c.Requests) != 100 || len(c.Versions) != 100 || records && invs == 0 {
+				if len(c.Requests) != 100 || len(c.Versions) != 100 || mode != "versions" && invs == 0 {
 					b.Fatalf("%d candidates, %d versions, want 100 of each; %d inventories read", len(c.Requests), len(c.Versions), invs)
 				}
 				b.ReportMetric(float64(len(c.Requests)), "candidates")

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"cmp"
+	"context"
 	"fmt"
 	"slices"
 	"testing"
@@ -366,5 +368,104 @@ func TestCandidatesRandomizeRecords(t *testing.T) {
 				t.Fatalf("candidate %d, allocation %d: record of %s, allocation on %s", i, j, rec.UUID, a.ProviderUUID)
 			}
 		}
+	}
+}
+
+// flatMix builds a flat cloud of n compute nodes that differ in what a
+// claim checks: usage (some full), traits, aggregates, evacuation.
+func flatMix(n int) *Snapshot {
+	b := newSnapBuilder()
+	for i := 0; i < n; i++ {
+		name := fmt.Sprintf("cn%03d", i)
+		b.rp(name, "").inv(name, "VCPU", 8, 0, 1, 8, 1, 200).inv(name, "MEMORY_MB", 8192, 512).
+			aggs(name, fmt.Sprintf("agg%d", i%3))
+		if i%4 != 1 {
+			b.inv(name, "DISK_GB", 100)
+		}
+		b.used(name, "VCPU", int64(i%17)).used(name, "MEMORY_MB", int64(i%3*1000))
+		switch i % 5 {
+		case 0:
+			b.traits(name, "CUSTOM_A")
+		case 1:
+			b.traits(name, "CUSTOM_A", "CUSTOM_B")
+		case 2:
+			b.traits(name, "CUSTOM_C")
+		}
+	}
+	s := b.build()
+	changed := map[int64]*ProviderRecord{}
+	for i := int32(3); i < int32(n); i += 7 {
+		rec := *s.provs.at(i)
+		rec.Evacuated = true
+		changed[rec.ID] = &rec
+	}
+	return s.WithProviders(changed, nil, s.names)
+}
+
+// TestOneEachAsGenerators requires the search of a flat cloud's
+// unsuffixed group, which checks each anchor at once (search.oneEach),
+// to find what the generators find: the same candidates in the same
+// order, the same completeness, steps and stop, whatever the request's
+// traits, aggregates, trees, evacuation, limits and step budget.
+func TestOneEachAsGenerators(t *testing.T) {
+	s := flatMix(60)
+	flavor := res("VCPU:4,MEMORY_MB:1024,DISK_GB:10")
+	groups := []RequestGroup{
+		{Resources: flavor},
+		{Resources: res("MEMORY_MB:2048,VCPU:1")},
+		{Resources: res("VCPU:3,VCPU:2")}, // one class twice: the amounts fit together or not at all
+		{Resources: res("VCPU:1,MEMORY_MB:3000,MEMORY_MB:3000")},
+		{Resources: flavor, RequiredTraits: [][]string{{"CUSTOM_A"}}},
+		{Resources: flavor, RequiredTraits: [][]string{{"CUSTOM_B", "CUSTOM_C"}, {"CUSTOM_A", "CUSTOM_C"}}},
+		{Resources: flavor, ForbiddenTraits: []string{"CUSTOM_B"}},
+		{Resources: flavor, MemberOf: [][]string{{"agg1", "agg2"}}},
+		{Resources: flavor, MemberOf: [][]string{{"agg1"}, {"agg1", "agg0"}}},
+		{Resources: flavor, ForbiddenAggregates: []string{"agg0"}},
+		{Resources: flavor, InTree: "cn004"},
+		{Resources: flavor, InTree: "cn005"},
+	}
+	var params []CandidatesParams
+	for _, g := range groups {
+		for _, p := range []CandidatesParams{
+			{NestedAware: true},
+			{NestedAware: false, AvoidEvacuated: true},
+			{NestedAware: true, AvoidEvacuated: true, RootRequired: []string{"CUSTOM_A"}, RootForbidden: []string{"CUSTOM_B"}},
+			{NestedAware: true, Limit: 7},
+			{NestedAware: true, MaxSteps: 40},
+			{NestedAware: true, MaxSteps: 2},
+		} {
+			p.Groups = []RequestGroup{g}
+			params = append(params, p)
+		}
+	}
+	ctx := context.Background()
+	found := 0
+	for _, p := range params {
+		name := fmt.Sprintf("%+v", p)
+		one, err := s.newSearch(ctx, &p)
+		if err != nil || one == nil {
+			t.Fatalf("%s: search %v, %v", name, one, err)
+		}
+		gens, _ := s.newSearch(ctx, &p)
+		if !one.oneEach {
+			t.Fatalf("%s: not searched one candidate per anchor", name)
+		}
+		gens.oneEach = false
+		want := cmp.Or(p.Limit, 1000)
+		anchors := one.candidateAnchors()
+		got, gotComplete := one.roundRobin(anchors, want, false)
+		got.provs = slices.Clone(got.provs) // the scratch's
+		exp, expComplete := gens.roundRobin(anchors, want, false)
+		if got.n != exp.n || !slices.Equal(got.provs, exp.provs) || gotComplete != expComplete ||
+			one.steps != gens.steps || one.stopped != gens.stopped {
+			t.Errorf("%s:\none each   %v complete %v, %d steps, stopped %v\ngenerators %v complete %v, %d steps, stopped %v",
+				name, got, gotComplete, one.steps, one.stopped, exp, expComplete, gens.steps, gens.stopped)
+		}
+		if exp.len() > 0 {
+			found++
+		}
+	}
+	if found < len(params)/2 {
+		t.Errorf("only %d of %d cases have a candidate", found, len(params))
 	}
 }

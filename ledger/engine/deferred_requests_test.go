@@ -13,7 +13,8 @@ import (
 // requests do before anything is built, to build exactly the requests
 // asked for, as the eager answer holds them, and to leave the others
 // unbuilt. The cases hold a provider several slots take from (their
-// amounts summed), sharing providers, trees and granular groups.
+// amounts summed), sharing providers, trees, granular groups and a
+// group that takes nothing.
 func TestDeferredRequestsAsBuilt(t *testing.T) {
 	g := func(suffix, resources string) RequestGroup {
 		return RequestGroup{Suffix: suffix, Resources: res(resources)}
@@ -29,6 +30,7 @@ func TestDeferredRequestsAsBuilt(t *testing.T) {
 		{"granular sharing", granular(), []RequestGroup{g("1", "VCPU:1,DISK_GB:10"), g("2", "DISK_GB:20")}},
 		{"numa", numaNetwork(), []RequestGroup{g("", "DISK_GB:10"), g("1", "VCPU:1,MEMORY_MB:512"), g("2", "VCPU:1")}},
 		{"flat", cloud(300), []RequestGroup{g("", "VCPU:2,MEMORY_MB:4096,DISK_GB:20")}},
+		{"resourceless group", granular(), []RequestGroup{g("1", "VCPU:1"), {Suffix: "2", RequiredTraits: [][]string{{"CUSTOM_DISK_SSD", "HW_CPU_X86_AVX"}}}}},
 	}
 	ctx := context.Background()
 	for _, tc := range tests {

@@ -470,19 +470,19 @@ func (gs *gangSearch) why(r int, dl []int32, used []bool) map[string]int {
 // places of the members with that request.
 func (gs *gangSearch) members(agg string, places []gangPlace) []GangMember {
 	out := make([]GangMember, len(places))
-	var found [][]int32
-	var at []int // found[k] is the place of out[at[k]]
+	var found []int32
+	var at []int // found's k-th vector is the place of out[at[k]]
 	for r, e := range gs.searches {
 		found, at = found[:0], at[:0]
 		for i, pl := range places {
 			if gs.reqOf[pl.member] == r {
-				found, at = append(found, pl.vec), append(at, i)
+				found, at = append(found, pl.vec...), append(at, i)
 			}
 		}
-		if len(found) == 0 {
+		if len(at) == 0 {
 			continue
 		}
-		c := e.result(found, true, false)
+		c := e.result(vectors{n: len(e.slots), provs: found}, true, false)
 		for k, i := range at {
 			rp := gs.base.provs.at(places[i].root)
 			out[i] = GangMember{Member: places[i].member, Root: rp.UUID, RootName: rp.Name, Request: c.Requests[k], Candidate: c}

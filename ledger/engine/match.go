@@ -52,6 +52,11 @@ type filter struct {
 // A snapshot must have these names right before it resolves the group
 // (see Snapshot.UnsureNames).
 func GroupNames(g *RequestGroup) (classes, traits []string) {
+	return appendGroupNames(nil, nil, g)
+}
+
+// appendGroupNames appends GroupNames(g) to classes and traits.
+func appendGroupNames(classes, traits []string, g *RequestGroup) ([]string, []string) {
 	for _, r := range g.Resources {
 		classes = append(classes, r.Class)
 	}

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"math/rand/v2"
 	"slices"
 	"testing"
 )
@@ -78,6 +79,51 @@ func TestSparseShuffle(t *testing.T) {
 	}
 	if len(firsts) != len(list) {
 		t.Fatalf("only %d of %d elements were ever drawn first", len(firsts), len(list))
+	}
+}
+
+// TestSparseShuffleDense requires the dense positions (a search
+// scratch's) to draw what the map draws for the same random positions,
+// and to be all zero again after clearDense.
+func TestSparseShuffleDense(t *testing.T) {
+	list := make([]int32, 50)
+	for i := range list {
+		list[i] = int32(100 + i)
+	}
+	dense := make([]int32, len(list))
+	for round := 0; round < 200; round++ {
+		byMap := sparseShuffle{list: list}
+		byDense := sparseShuffle{list: list, dense: dense}
+		n := 1 + round%len(list)
+		for k := 0; k < n; k++ {
+			j := k + rand.IntN(len(list)-k)
+			if a, b := byMap.step(k, j), byDense.step(k, j); a != b {
+				t.Fatalf("round %d, draw %d: %d from the map, %d dense", round, k, a, b)
+			}
+		}
+		for i := n; i < len(list); i++ {
+			if a, b := byMap.at(i), byDense.at(i); a != b {
+				t.Fatalf("round %d, position %d: %d in the map, %d dense", round, i, a, b)
+			}
+		}
+		byDense.clearDense()
+		if slices.ContainsFunc(dense, func(v int32) bool { return v != 0 }) || len(byDense.set) != 0 {
+			t.Fatalf("round %d: dense positions left after clearDense", round)
+		}
+	}
+	// A sampled search hands its scratch back with the positions clear.
+	s := benchComputes(300)
+	p := CandidatesParams{NestedAware: true, Groups: []RequestGroup{{Resources: res("VCPU:2")}}}
+	e, err := s.newSearch(context.Background(), &p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.scratch = &searchScratch{}
+	if found, _ := e.roundRobin(e.candidateAnchors(), 40, true); found.len() != 40 {
+		t.Fatalf("%d candidates, want 40", found.len())
+	}
+	if sc := e.scratch; len(sc.dense) < 300 || slices.ContainsFunc(sc.dense, func(v int32) bool { return v != 0 }) {
+		t.Fatalf("the scratch's %d dense positions are not all clear", len(sc.dense))
 	}
 }
 

@@ -8,9 +8,10 @@ import "slices"
 // versions or as summaries. With deferRequests (and versionsOnly) the
 // requests are left to Candidates.BuildRequests, which keeps a copy of
 // the vectors.
-func (e *search) result(found [][]int32, versionsOnly, deferRequests bool) *Candidates {
-	out := &Candidates{Requests: make([]AllocationRequest, len(found))}
-	b := newResultBuilder(e, len(found))
+func (e *search) result(found vectors, versionsOnly, deferRequests bool) *Candidates {
+	nFound := found.len()
+	out := &Candidates{Requests: make([]AllocationRequest, nFound)}
+	b := newResultBuilder(e, nFound)
 	// The slices that grow start in result's own arrays, on the stack,
 	// so a claim's answer allocates nothing for them (in b they would
 	// live on the heap). provOrder, keys and
@@ -20,28 +21,46 @@ func (e *search) result(found [][]int32, versionsOnly, deferRequests bool) *Cand
 	var keyArr [16]provClass
 	var amountArr [16]int64
 	provOrder, keys, amounts := provArr[:0], keyArr[:0], amountArr[:0] // amounts parallel to keys
-	units := make([]int32, 0, len(found))
+	// units, and with versionsOnly the index AllocationRecord reads
+	// (each candidate's providers, in its allocations' order, at most
+	// one per slot, and where each candidate's start), and with
+	// deferRequests a copy of found's vectors (the search scratch's),
+	// are cut from one array. With one candidate per anchor the vectors
+	// are not kept: the index says them (Candidates.vec).
+	size := nFound
 	if versionsOnly {
-		// Each candidate's providers, in its allocations' order, for
-		// AllocationRecord (a candidate has at most one per slot), in one
-		// array with where each candidate's start.
-		idx := make([]int32, len(found)+1+len(found)*len(e.slots))
-		out.allocStart, out.allocProv = idx[:len(found)+1], idx[len(found)+1:len(found)+1]
+		size += nFound + 1 + len(found.provs)
 	}
-	if versionsOnly && deferRequests {
-		// found's vectors are the search scratch's: copied, in one array.
-		out.deferred = deferredRequests{e: e, vecs: make([]int32, 0, len(found)*len(e.slots)), built: make([]bool, len(found))}
-		for _, vec := range found {
-			out.deferred.vecs = append(out.deferred.vecs, vec...)
-		}
+	deferred := versionsOnly && deferRequests
+	keepVecs := deferred && !e.oneEach
+	if keepVecs {
+		size += len(found.provs)
 	}
-	for ci, vec := range found {
-		provOrder, keys, amounts = e.amounts(provOrder[:0], keys[:0], amounts[:0], vec)
-		if out.deferred.e == nil {
+	buf := make([]int32, size)
+	units, buf := buf[:0:nFound], buf[nFound:]
+	if versionsOnly {
+		n := nFound + 1
+		out.allocStart, out.allocProv, buf = buf[:n:n], buf[n:n:n+len(found.provs)], buf[n+len(found.provs):]
+	}
+	if deferred {
+		out.deferred = deferredRequests{e: e, built: make([]bool, nFound)}
+	}
+	if keepVecs {
+		out.deferred.vecs = buf[:len(found.provs):len(found.provs)]
+		copy(out.deferred.vecs, found.provs)
+	}
+	for ci := range nFound {
+		vec := found.at(ci)
+		if deferred {
+			provOrder = e.providers(provOrder[:0], vec)
+		} else {
+			provOrder, keys, amounts = e.amounts(provOrder[:0], keys[:0], amounts[:0], vec)
 			b.request(&out.Requests[ci], vec, provOrder, keys, amounts)
 		}
 		if versionsOnly {
-			out.allocProv = append(out.allocProv, provOrder...)
+			for _, p := range provOrder { // (a few: no call to copy them)
+				out.allocProv = append(out.allocProv, p)
+			}
 			out.allocStart[ci+1] = int32(len(out.allocProv))
 		}
 		for _, p := range provOrder {
@@ -51,7 +70,24 @@ func (e *search) result(found [][]int32, versionsOnly, deferRequests bool) *Cand
 		}
 	}
 	b.release(units)
+	if deferred && e.oneEach && nFound > 0 {
+		// Every candidate takes the same of its one provider: worked out
+		// once, from the first.
+		out.snap = e.snap
+		out.deferred.oneRes = out.AllocationResources(0, 0, make([]ResourceAmount, 0, len(e.slots)))
+	}
 	return b.answer(out, units, versionsOnly)
+}
+
+// providers appends to provOrder the providers of vec, in the order its
+// slots name them: amounts' provOrder.
+func (e *search) providers(provOrder []int32, vec []int32) []int32 {
+	for si, p := range vec {
+		if len(e.slots[si].res) > 0 && !slices.Contains(provOrder, p) {
+			provOrder = append(provOrder, p)
+		}
+	}
+	return provOrder
 }
 
 // amounts appends to provOrder the providers of vec, in the order its

@@ -57,8 +57,25 @@ type search struct {
 	steps      int
 	maxSteps   int
 	stopped    bool
+	// oneEach is set when every anchor has at most one candidate, every
+	// slot using the anchor itself: a flat cloud, the unsuffixed group
+	// alone, no same_subtree. The search then checks each anchor with
+	// openOne and nextOne instead of a generator (open and next).
+	oneEach bool
+	// oneSameClass, with oneEach, is set when two slots take the same
+	// class: only then can their amounts together not fit (acceptOne).
+	oneSameClass bool
 	// scratch is roundRobin's working memory (searchScratches).
 	scratch *searchScratch
+
+	// A small request's slices and its first group's filter start here,
+	// allocated with the search; groupSlots' lists are cut from slotIdx.
+	suffixArr     [2]string
+	groupSlotsArr [2][]int
+	slotArr       [4]slot
+	slotIdx       []int
+	slotIdxArr    [4]int
+	firstFilter   filter
 }
 
 // newSearch resolves p against s and prepares the search: the slots, the
@@ -78,8 +95,9 @@ func (s *Snapshot) newSearch(ctx context.Context, p *CandidatesParams) (*search,
 	}
 	e := &search{
 		ctx: ctx, snap: s, lastShared: -1, sharedTree: -1, isolate: p.Isolate, nestedAware: p.NestedAware,
-		maxSteps: p.MaxSteps, anchorOK: func(int32) bool { return true },
+		maxSteps: p.MaxSteps, anchorOK: anyAnchor,
 	}
+	e.suffixes, e.groupSlots, e.slots, e.slotIdx = e.suffixArr[:0], e.groupSlotsArr[:0], e.slotArr[:0], e.slotIdxArr[:0]
 	if len(rootReq) > 0 || len(rootForbid) > 0 {
 		e.anchorOK = func(r int32) bool {
 			rp := s.provs.at(r)
@@ -99,8 +117,6 @@ func (s *Snapshot) newSearch(ctx context.Context, p *CandidatesParams) (*search,
 	if e.maxSteps <= 0 {
 		e.maxSteps = DefaultMaxSearchSteps
 	}
-	e.suffixes = make([]string, 0, len(p.Groups))
-	e.groupSlots = make([][]int, 0, len(p.Groups))
 	for gi := range p.Groups {
 		g := &p.Groups[gi]
 		e.suffixes = append(e.suffixes, g.Suffix)
@@ -134,13 +150,34 @@ func (s *Snapshot) newSearch(ctx context.Context, p *CandidatesParams) (*search,
 			e.subtrees = append(e.subtrees, set)
 		}
 	}
-	e.slotTrees = make([][]int, len(e.slots))
+	if len(e.subtrees) > 0 {
+		e.slotTrees = make([][]int, len(e.slots))
+	}
 	for ti, set := range e.subtrees {
 		for _, si := range set {
 			e.slotTrees[si] = append(e.slotTrees[si], ti)
 		}
 	}
+	e.oneEach = s.idx.flat && len(e.slots) > 0 && e.lastShared == len(e.slots)-1 && len(e.subtrees) == 0
+	for i := 0; e.oneEach && i < len(e.slots); i++ {
+		for k := range i {
+			e.oneSameClass = e.oneSameClass || e.slots[k].res[0].class == e.slots[i].res[0].class
+		}
+	}
 	return e, nil
+}
+
+// anyAnchor is the anchorOK of a request without root conditions.
+func anyAnchor(int32) bool { return true }
+
+// slotIndexes returns the k slot indexes from first on, cut from
+// e.slotIdx: a group's list in groupSlots.
+func (e *search) slotIndexes(first, k int) []int {
+	start := len(e.slotIdx)
+	for i := range k {
+		e.slotIdx = append(e.slotIdx, first+i)
+	}
+	return e.slotIdx[start:len(e.slotIdx):len(e.slotIdx)]
 }
 
 // someGroupEmpty reports whether a group resolved so far matches no
@@ -177,7 +214,11 @@ func (e *search) addGroup(gi int, g *RequestGroup) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	f := &filter{res: res, inTree: -1, memberOf: s.memberOfIDs(g.MemberOf), forbidAggs: s.aggIDs(g.ForbiddenAggregates)}
+	f := &e.firstFilter
+	if gi > 0 {
+		f = new(filter)
+	}
+	*f = filter{res: res, inTree: -1, memberOf: s.memberOfIDs(g.MemberOf), forbidAggs: s.aggIDs(g.ForbiddenAggregates)}
 	for _, any := range f.memberOf {
 		if len(any) == 0 {
 			return false, nil
@@ -209,7 +250,7 @@ func (e *search) addGroup(gi int, g *RequestGroup) (bool, error) {
 		}
 		sl := slot{group: gi, granular: true, res: res, f: f}
 		sl.drive, sl.all = s.driver(f)
-		e.groupSlots[gi] = append(e.groupSlots[gi], len(e.slots))
+		e.groupSlots[gi] = e.slotIndexes(len(e.slots), 1)
 		e.slots = append(e.slots, sl)
 		return true, nil
 	}
@@ -242,16 +283,16 @@ func (e *search) addGroup(gi int, g *RequestGroup) (bool, error) {
 	// path, which it does as soon as the cloud has a nested tree or a
 	// sharing provider; otherwise one provider has them all, in the order
 	// the request named them.
-	ordered := slices.Clone(res)
+	ordered := res // not to be changed: f's
 	if s.idx.hasTrees || s.idx.hasSharing {
+		ordered = slices.Clone(res)
 		slices.SortStableFunc(ordered, func(a, b resAmount) int { return int(a.class - b.class) })
 	}
 	// Each slot's res is cut from ordered (one class each).
 	e.slots = slices.Grow(e.slots, len(ordered))
-	e.groupSlots[gi] = slices.Grow(e.groupSlots[gi], len(ordered))
+	e.groupSlots[gi] = e.slotIndexes(len(e.slots), len(ordered))
 	for k, ra := range ordered {
 		sl := slot{group: gi, res: ordered[k : k+1 : k+1], f: f, drive: s.idx.byClass[ra.class]}
-		e.groupSlots[gi] = append(e.groupSlots[gi], len(e.slots))
 		e.slots = append(e.slots, sl)
 	}
 	return true, nil
@@ -450,6 +491,84 @@ func (e *search) options(sl *slot, r int32, buf []int32) []int32 {
 	return buf
 }
 
+// openOne is what open reports for anchor a when e.oneEach: whether
+// every slot has an option under a (a itself, options' flat case).
+func (e *search) openOne(a int32) bool {
+	f := e.slots[e.lastShared].f // every slot's
+	rp := e.snap.provs.at(a)
+	if f.inTree >= 0 && f.inTree != a || rp.inAnyAgg(f.forbidAggs) || rp.hasAnyTrait(f.forbidden) || !inAllAggs(rp, f.memberOf) {
+		return false
+	}
+	for i := range e.slots {
+		ra := e.slots[i].res[0]
+		if inv := rp.Inventory(ra.class); inv == nil || !inv.fits(ra.amount) {
+			return false
+		}
+	}
+	return true
+}
+
+// nextOne is what next reports for the generator of anchor a when
+// e.oneEach, its first call: whether the combination of a in every slot
+// is accepted, counting the steps next counts on the way.
+func (e *search) nextOne(a int32) bool {
+	for d := range e.slots {
+		e.steps++
+		if e.steps >= e.maxSteps {
+			e.stopped = true
+			return false
+		}
+		if e.steps&0xffff == 0 && e.ctx.Err() != nil {
+			e.stopped = true
+			return false
+		}
+		if !e.acceptOne(a, d) {
+			return false
+		}
+	}
+	return true
+}
+
+// acceptOne is accept for slot d when every slot of e uses provider p
+// (e.oneEach): the capacity of what slots 0..d take of one class
+// together, the unsuffixed group's traits. (Isolation, one provider
+// per tree and same_subtree cannot refuse it.)
+func (e *search) acceptOne(p int32, d int) bool {
+	if e.oneSameClass && !e.sameClassFits(p, d) {
+		return false
+	}
+	if d == e.lastShared && len(e.sharedReq) > 0 {
+		rp := e.snap.provs.at(p)
+		for _, any := range e.sharedReq {
+			if !rp.hasAnyTrait(any) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// sameClassFits reports whether what slot d and earlier slots take of
+// its class from p, when more than one of them takes it, fits p's
+// inventory (accept's check when every slot uses p).
+func (e *search) sameClassFits(p int32, d int) bool {
+	for _, r := range e.slots[d].res {
+		total, shared := r.amount, false
+		for i := 0; i < d; i++ {
+			for _, r2 := range e.slots[i].res {
+				if r2.class == r.class {
+					total += r2.amount
+					shared = true
+				}
+			}
+		}
+		if shared && !e.snap.provs.at(p).Inventory(r.class).fitsTotal(total) {
+			return false
+		}
+	}
+	return true
+}
+
 // sharedOK checks a provider for one class of the unsuffixed group: the
 // amount fits, and it has no forbidden trait or aggregate.
 func (e *search) sharedOK(p *ProviderRecord, ra resAmount) bool {
@@ -477,13 +596,40 @@ func (g *gen) prov(i int) int32 { return g.opts[i][g.pos[i]] }
 // place only as far as it gets (a sample of a hundred candidates need
 // not shuffle ten thousand roots). The vectors live in e.scratch until
 // releaseScratch.
-func (e *search) roundRobin(anchors []int32, want int, shuffle bool) ([][]int32, bool) {
+func (e *search) roundRobin(anchors []int32, want int, shuffle bool) (vectors, bool) {
 	rr := e.startRobin(anchors, want, shuffle)
 	defer rr.release()
-	if !rr.firstRound(anchors) {
-		return rr.found, false
+	if e.oneEach {
+		// Each anchor gave at most one candidate: the later rounds would
+		// find no more, and end as soon as want are found.
+		complete := rr.firstRound(anchors) && !e.stopped && rr.found < want
+		return rr.vectors(), complete
 	}
-	return rr.found, rr.nextRounds()
+	if !rr.firstRound(anchors) {
+		return rr.vectors(), false
+	}
+	complete := rr.nextRounds()
+	return rr.vectors(), complete
+}
+
+// vectors are provider vectors of n providers each (one per slot), one
+// after the other.
+type vectors struct {
+	n     int
+	provs []int32
+}
+
+// len is the number of vectors.
+func (v vectors) len() int {
+	if v.n == 0 {
+		return 0
+	}
+	return len(v.provs) / v.n
+}
+
+// at is vector i.
+func (v vectors) at(i int) []int32 {
+	return v.provs[i*v.n : (i+1)*v.n : (i+1)*v.n]
 }
 
 // robin is the state of one roundRobin, in e.scratch's buffers until
@@ -495,9 +641,9 @@ type robin struct {
 	want    int
 	shuffle bool
 	draw    sparseShuffle // with shuffle
-	found   [][]int32
-	arena   []int32 // found's vectors are cut from it
-	ring    []*gen  // the generators that may have more
+	found   int           // candidates found
+	arena   []int32       // their provider vectors, one after the other
+	ring    []*gen        // the generators that may have more
 	// Generators and their option lists are allocated in chunks of
 	// chunk: one allocation per anchor adds up. The first chunk is the
 	// scratch's.
@@ -519,7 +665,7 @@ func (e *search) startRobin(anchors []int32, want int, shuffle bool) robin {
 	}
 	n := len(e.slots)
 	rr := robin{e: e, sc: sc, n: n, want: want, shuffle: shuffle,
-		found: sc.found[:0], arena: sc.arena[:0], ring: sc.ring[:0], provBuf: sc.provBuf[:0],
+		arena: sc.arena[:0], ring: sc.ring[:0], provBuf: sc.provBuf[:0],
 		// At most want generators are kept by the first round.
 		chunk: min(len(anchors), want, 1024), firstChunk: true}
 	if c := min(want, 4096) * n; cap(rr.arena) < c {
@@ -528,6 +674,12 @@ func (e *search) startRobin(anchors []int32, want int, shuffle bool) robin {
 	if shuffle {
 		rr.draw = sparseShuffle{list: anchors, moved: sc.moved}
 		clear(rr.draw.moved)
+		if len(anchors) <= maxPooledScratch {
+			if len(sc.dense) < len(anchors) {
+				sc.dense = make([]int32, len(anchors))
+			}
+			rr.draw.dense, rr.draw.set = sc.dense[:len(anchors)], sc.set[:0]
+		}
 	}
 	return rr
 }
@@ -535,13 +687,19 @@ func (e *search) startRobin(anchors []int32, want int, shuffle bool) robin {
 // release hands rr's buffers back to the scratch, emptied.
 func (rr *robin) release() {
 	sc := rr.sc
-	sc.found, sc.arena, sc.ring, sc.provBuf = rr.found[:0], rr.arena[:0], rr.ring[:0], rr.provBuf[:0]
+	sc.arena, sc.ring, sc.provBuf = rr.arena[:0], rr.ring[:0], rr.provBuf[:0]
 	if rr.shuffle {
 		if len(rr.draw.moved) > maxPooledScratch {
 			rr.draw.moved = nil // a large draw's map is left to the collector
 		}
 		clear(rr.draw.moved)
 		sc.moved = rr.draw.moved
+		if rr.draw.dense != nil {
+			rr.draw.clearDense()
+			if cap(rr.draw.set) <= maxPooledScratch {
+				sc.set = rr.draw.set
+			}
+		}
 	}
 }
 
@@ -554,7 +712,7 @@ func (rr *robin) firstRound(anchors []int32) bool {
 	var aheadArr [drawAhead]int32
 	var ahead []int32 // anchors drawn, not yet visited
 	for k := range anchors {
-		if len(rr.found) >= rr.want || e.stopped {
+		if rr.found >= rr.want || e.stopped {
 			return false
 		}
 		a := anchors[k]
@@ -566,6 +724,12 @@ func (rr *robin) firstRound(anchors []int32) bool {
 			a, ahead = ahead[0], ahead[1:]
 		}
 		if !e.anchorOK(a) || !e.inAnchorSets(a) {
+			continue
+		}
+		if e.oneEach {
+			if e.openOne(a) && e.nextOne(a) {
+				rr.takeOne(a)
+			}
 			continue
 		}
 		g, ok := rr.open(a)
@@ -588,7 +752,7 @@ func (rr *robin) nextRounds() bool {
 	for len(rr.ring) > 0 {
 		next := rr.ring[:0]
 		for _, g := range rr.ring {
-			if len(rr.found) >= rr.want || e.stopped {
+			if rr.found >= rr.want || e.stopped {
 				return false
 			}
 			if rr.take(g) {
@@ -634,22 +798,29 @@ func (rr *robin) newChunk() {
 	rr.firstChunk = false
 }
 
-// take appends g's next candidate to found, as a provider vector cut
-// from the arena; it reports false when g has no more.
+// vectors are the provider vectors of the candidates found, in the
+// arena.
+func (rr *robin) vectors() vectors { return vectors{n: rr.n, provs: rr.arena} }
+
+// takeOne appends the candidate of anchor a to the arena (oneEach:
+// every slot uses a), as take does.
+func (rr *robin) takeOne(a int32) {
+	for range rr.n {
+		rr.arena = append(rr.arena, a)
+	}
+	rr.found++
+}
+
+// take appends g's next candidate's provider vector to the arena; it
+// reports false when g has no more.
 func (rr *robin) take(g *gen) bool {
 	if !rr.e.next(g) {
 		return false
 	}
-	n, arena := rr.n, rr.arena
-	if len(arena)+n > cap(arena) {
-		arena = make([]int32, 0, max(4096*n, 2*cap(arena)))
+	for i := 0; i < rr.n; i++ {
+		rr.arena = append(rr.arena, g.prov(i))
 	}
-	start := len(arena)
-	for i := 0; i < n; i++ {
-		arena = append(arena, g.prov(i))
-	}
-	rr.arena = arena
-	rr.found = append(rr.found, arena[start:start+n:start+n])
+	rr.found++
 	return true
 }
 
@@ -697,9 +868,12 @@ type searchScratch struct {
 	posBuf  []int
 	provBuf []int32
 	arena   []int32
-	found   [][]int32
 	ring    []*gen
-	moved   map[int]int32 // sparseShuffle's
+	// sparseShuffle's: moved for a long list, dense (all zero between
+	// searches) and set for one of at most maxPooledScratch anchors.
+	moved map[int]int32
+	dense []int32
+	set   []int32
 	// summarised are the result builder's bits, one per provider, all
 	// clear between searches.
 	summarised []uint64
@@ -708,18 +882,39 @@ type searchScratch struct {
 // sparseShuffle draws the elements of list in uniformly random order
 // (Fisher-Yates) without changing list: moved holds, by position, the
 // elements a step swapped in, so k draws cost O(k) time and memory
-// whatever the length of list.
+// whatever the length of list. With dense, the positions are held there
+// instead of in moved.
 type sparseShuffle struct {
 	list  []int32
 	moved map[int]int32
+	// dense, when not nil, has one entry per position of list: the
+	// element a step swapped in plus one, or 0 for none; it is all zero
+	// before the first draw and again after clearDense. set lists the
+	// positions written (a position may be listed more than once).
+	dense []int32
+	set   []int32
 }
 
 // at is the element now at position i.
 func (d *sparseShuffle) at(i int) int32 {
+	if d.dense != nil {
+		if v := d.dense[i]; v != 0 {
+			return v - 1
+		}
+		return d.list[i]
+	}
 	if v, ok := d.moved[i]; ok {
 		return v
 	}
 	return d.list[i]
+}
+
+// clearDense sets dense to all zero again, leaving set empty.
+func (d *sparseShuffle) clearDense() {
+	for _, j := range d.set {
+		d.dense[j] = 0
+	}
+	d.set = d.set[:0]
 }
 
 // nextN appends to out the elements k to k+m-1 of the shuffled order (m
@@ -757,6 +952,16 @@ func readPositions(list []int32, pos []int) int {
 // element that was at j: the k-th element of the shuffled order.
 func (d *sparseShuffle) step(k, j int) int32 {
 	a := d.at(j)
+	if d.dense != nil {
+		if j != k {
+			if d.dense[j] == 0 {
+				d.set = append(d.set, int32(j))
+			}
+			d.dense[j] = d.at(k) + 1
+		}
+		d.dense[k] = 0 // position k is never read again
+		return a
+	}
 	if j != k {
 		if d.moved == nil {
 			d.moved = map[int]int32{}
@@ -780,7 +985,7 @@ const maxPooledScratch = 1 << 14
 func (e *search) releaseScratch() {
 	sc := e.scratch
 	e.scratch = nil
-	if sc == nil || cap(sc.arena) > maxPooledScratch || cap(sc.found) > maxPooledScratch ||
+	if sc == nil || cap(sc.arena) > maxPooledScratch ||
 		cap(sc.ring) > maxPooledScratch || len(sc.optsBuf) > maxPooledScratch || cap(sc.provBuf) > maxPooledScratch {
 		return
 	}
@@ -905,6 +1110,9 @@ func (e *search) accept(g *gen, d int) bool {
 	}
 	if d == e.lastShared && len(e.sharedReq) > 0 && !e.sharedTraitsOK(g) {
 		return false
+	}
+	if e.slotTrees == nil {
+		return true // no same_subtree
 	}
 	for _, ti := range e.slotTrees[d] {
 		if !e.subtreeOK(g, d, e.subtrees[ti]) {

@@ -150,6 +150,32 @@ func TestUnsureNames(t *testing.T) {
 	}
 }
 
+// TestParamsNames: the names a request mentions, root traits first,
+// then each group's classes and traits in order, nil when there are none.
+func TestParamsNames(t *testing.T) {
+	p := CandidatesParams{
+		RootRequired: []string{"R1"}, RootForbidden: []string{"R2"},
+		Groups: []RequestGroup{
+			{Resources: res("VCPU:1,MEMORY_MB:2"), RequiredTraits: [][]string{{"A", "B"}, {"C"}}, ForbiddenTraits: []string{"D"}},
+			{Suffix: "1", Resources: res("DISK_GB:3")},
+			{Suffix: "2", RequiredTraits: [][]string{{"E"}}},
+		},
+	}
+	c, tr := ParamsNames(&p)
+	if !slices.Equal(c, []string{"VCPU", "MEMORY_MB", "DISK_GB"}) || !slices.Equal(tr, []string{"R1", "R2", "A", "B", "C", "D", "E"}) {
+		t.Errorf("names %q, %q", c, tr)
+	}
+	for i := range p.Groups {
+		gc, gt := GroupNames(&p.Groups[i])
+		if len(gc)+len(gt) == 0 || (len(gc) == 0) != (gc == nil) || (len(gt) == 0) != (gt == nil) {
+			t.Errorf("group %d: names %q, %q", i, gc, gt)
+		}
+	}
+	if c, tr := ParamsNames(&CandidatesParams{Groups: []RequestGroup{{}}}); c != nil || tr != nil {
+		t.Errorf("no names: %q, %q, want nil", c, tr)
+	}
+}
+
 // TestMemberOfSpelling: aggregates are matched as spelled, as Placement
 // compares them (strings): an upper-case spelling is another aggregate.
 func TestMemberOfSpelling(t *testing.T) {
