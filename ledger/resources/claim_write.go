@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/berthd/berth/ledger/internal/core"
 	"github.com/berthd/berth/ledger/quotas"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 // The claim write: ClaimWrite is where every claim, reschedule and move of
@@ -516,8 +518,8 @@ func (s *Allocations) sendWrites(ctx context.Context, fcs []fastClaim) ([]*core.
 		locks = usageLocksOf(fcs)
 	}
 	err := s.sendClaimPipeline(ctx, fcs, ws, locks, func(b *pgx.Batch) {
-		for _, fc := range fcs {
-			queueFastWrite(b, fc)
+		for i := range fcs {
+			queueFastWrite(b, &fcs[i])
 		}
 	}, func(br pgx.BatchResults) error {
 		for i := range fcs {
@@ -542,7 +544,7 @@ func (s *Allocations) sendWrites(ctx context.Context, fcs []fastClaim) ([]*core.
 func planAndLock(providers []string) *pgx.Batch {
 	b := &pgx.Batch{}
 	b.Queue(fastPlanSQL)
-	b.Queue(fastLockSQL, providers)
+	b.Queue(fastLockSQL, uuidArray(providers))
 	return b
 }
 
@@ -560,12 +562,10 @@ func (s *Allocations) sendClaimPipeline(ctx context.Context, fcs []fastClaim, ws
 	queue func(*pgx.Batch), read func(pgx.BatchResults) error) error {
 	providers := fcs[0].providers
 	if len(fcs) > 1 {
-		providers = nil
-		seen := make(map[string]bool, 2*len(fcs))
+		providers = make([]string, 0, len(fcs))
 		for _, fc := range fcs {
 			for _, p := range fc.providers {
-				if !seen[p] {
-					seen[p] = true
+				if !slices.Contains(providers, p) {
 					providers = append(providers, p)
 				}
 			}
@@ -579,9 +579,9 @@ func (s *Allocations) sendClaimPipeline(ctx context.Context, fcs []fastClaim, ws
 	// statement in the same pipeline.
 	if locks != nil {
 		// The providers' lock, then the usage counters' (quota_check.go).
-		b.Queue(usageLockSQL, providers, locks.projects, locks.resources)
+		b.Queue(usageLockSQL, uuidArray(providers), locks.projects, locks.resources)
 	} else {
-		b.Queue(fastLockXidSQL, providers)
+		b.Queue(fastLockXidSQL, uuidArray(providers))
 	}
 	queue(b)
 	if locks != nil {
@@ -651,15 +651,23 @@ func lockedXid(br pgx.BatchResults) (uint64, error) {
 	return strconv.ParseUint(*xid, 10, 64)
 }
 
-// queueFastWrite queues fc's write statement.
-func queueFastWrite(b *pgx.Batch, fc fastClaim) {
+// queueFastWrite queues fc's write statement, its allocations' arrays
+// pointing at fc's own values.
+func queueFastWrite(b *pgx.Batch, fc *fastClaim) {
 	var op *string
 	var fingerprint, request, result []byte
 	if r := fc.request; r != nil {
 		op, fingerprint, request, result = &r.Op, r.Fingerprint, r.Request, r.Result
 	}
 	st := fc.stateArgs()
-	b.Queue(fastWriteSQL, fc.allocProviders, fc.allocClasses, fc.amounts,
+	n := len(fc.amounts)
+	args := newArgArrays(3, 3*n, n)
+	rps, classes, amounts := args.next(n, (*uuidArg)(nil)), args.next(n, (*textArg)(nil)), args.next(n, (*int8Arg)(nil))
+	for i := range fc.amounts {
+		rps.elems[i], classes.elems[i], amounts.elems[i] = args.uuid(fc.allocProviders[i]),
+			(*textArg)(&fc.allocClasses[i]), (*int8Arg)(&fc.amounts[i])
+	}
+	b.Queue(fastWriteSQL, rps, classes, amounts,
 		fc.consumer, fc.project, fc.user, fc.consumerType, fc.name, fc.properties, fc.copySticky,
 		op, fingerprint, request, result, st.op, st.request, st.root, st.lease,
 		fc.quota.resources, fc.quota.limits)
@@ -709,4 +717,144 @@ func consumerUUIDs(consumers []ConsumerAllocations) []string {
 		uuids[i] = w.ConsumerUUID
 	}
 	return uuids
+}
+
+// Array arguments. pgx encodes a []string as a uuid[] only in the text
+// format, after its binary plan fails (each time anew, with an error
+// that prints the whole slice), and most other slices through
+// reflection, boxing each element. An argArray is an array it encodes in
+// the binary format, element by element through the element's own value
+// method: the elements are pointers to the claims' own values (of the
+// arg types below), or values pgx boxes without allocating (bools, small
+// int32s), or []byte; nil is NULL.
+
+// argArray is a one-dimensional array argument (pgtype.ArrayGetter).
+type argArray struct {
+	dims  [1]pgtype.ArrayDimension
+	elems []any
+	kind  any // an element of the array's kind, for pgx to plan with
+}
+
+func (a *argArray) Dimensions() []pgtype.ArrayDimension {
+	a.dims[0] = pgtype.ArrayDimension{Length: int32(len(a.elems)), LowerBound: 1}
+	return a.dims[:]
+}
+
+func (a *argArray) Index(i int) any { return a.elems[i] }
+
+func (a *argArray) IndexType() any { return a.kind }
+
+// The element kinds: *textArg for text, *int8Arg for bigint, *int4Arg
+// for int, *uuidArg for uuid.
+type (
+	textArg string
+	int8Arg int64
+	int4Arg int32
+	uuidArg struct {
+		v  pgtype.UUID
+		in string // the text it was parsed from
+	}
+)
+
+func (t *textArg) TextValue() (pgtype.Text, error) {
+	return pgtype.Text{String: string(*t), Valid: true}, nil
+}
+
+func (n *int8Arg) Int64Value() (pgtype.Int8, error) {
+	return pgtype.Int8{Int64: int64(*n), Valid: true}, nil
+}
+
+func (n *int4Arg) Int64Value() (pgtype.Int8, error) {
+	return pgtype.Int8{Int64: int64(*n), Valid: true}, nil
+}
+
+// UUIDValue is u, or an error if its text was not a uuid in the
+// canonical form (every uuid a claim writes was canonicalised before).
+func (u *uuidArg) UUIDValue() (pgtype.UUID, error) {
+	if !u.v.Valid {
+		return u.v, fmt.Errorf("not a canonical uuid: %q", u.in)
+	}
+	return u.v, nil
+}
+
+// parse sets u from s, a uuid in the canonical form (lowercase hex,
+// dashed); u is not Valid if s is not one.
+func (u *uuidArg) parse(s string) {
+	*u = uuidArg{in: s}
+	if len(s) != 36 {
+		return
+	}
+	j := 0
+	for i := 0; i < 36; i += 2 {
+		if i == 8 || i == 13 || i == 18 || i == 23 {
+			if s[i] != '-' {
+				return
+			}
+			i++
+		}
+		hi, lo := hexValue(s[i]), hexValue(s[i+1])
+		if hi > 15 || lo > 15 {
+			return
+		}
+		u.v.Bytes[j] = hi<<4 | lo
+		j++
+	}
+	u.v.Valid = true
+}
+
+// hexValue is the value of the lowercase hex digit c, or 255.
+func hexValue(c byte) byte {
+	switch {
+	case '0' <= c && c <= '9':
+		return c - '0'
+	case 'a' <= c && c <= 'f':
+		return c - 'a' + 10
+	}
+	return 255
+}
+
+// argArrays hands out array arguments whose elements, and parsed uuids,
+// come from backing slices sized in advance: a statement's arguments in
+// a few allocations.
+type argArrays struct {
+	arrays []argArray
+	elems  []any
+	uuids  []uuidArg
+}
+
+// newArgArrays returns room for arrays arrays of elems elements in all,
+// uuids of them uuids.
+func newArgArrays(arrays, elems, uuids int) *argArrays {
+	return &argArrays{arrays: make([]argArray, arrays), elems: make([]any, elems), uuids: make([]uuidArg, uuids)}
+}
+
+// next returns the next array, of n elements of kind, for the caller to
+// fill.
+func (b *argArrays) next(n int, kind any) *argArray {
+	a := &b.arrays[0]
+	b.arrays = b.arrays[1:]
+	a.elems, a.kind = b.elems[:n:n], kind
+	b.elems = b.elems[n:]
+	return a
+}
+
+// uuid returns s parsed, as an element.
+func (b *argArrays) uuid(s string) any {
+	u := &b.uuids[0]
+	b.uuids = b.uuids[1:]
+	u.parse(s)
+	return u
+}
+
+// uuidArray returns ss as a uuid[] argument (nil: NULL).
+func uuidArray(ss []string) *argArray {
+	if ss == nil {
+		return nil
+	}
+	b := newArgArrays(1, len(ss), len(ss))
+	a := b.next(len(ss), (*uuidArg)(nil))
+	for i := range ss {
+		a.elems[i] = b.uuid(ss[i])
+	}
+	return a
 }
