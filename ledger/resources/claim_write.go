@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/berthd/berth/internal/fault"
 	"github.com/berthd/berth/ledger/claimrecords"
@@ -699,15 +700,16 @@ func (fc *fastClaim) stateArgs() claimStateArgs {
 func readFastWrite(br pgx.BatchResults) (*core.OwnWrite, error) {
 	var consumerID *int64
 	var bumped int64
-	var w core.OwnWrite
-	if err := br.QueryRow().Scan(&consumerID, &bumped, &w.Providers, &w.Generations, &w.UpdatedAt,
-		&w.AllocProviders, &w.AllocClasses, &w.Amounts); err != nil {
+	var r ownWrites
+	w := &core.OwnWrite{}
+	t := r.targets(w)
+	if err := br.QueryRow().Scan(&consumerID, &bumped, t[0], t[1], t[2], t[3], t[4], t[5]); err != nil {
 		return nil, err
 	}
 	if consumerID == nil {
 		return nil, nil
 	}
-	return &w, nil
+	return w, nil
 }
 
 // consumerUUIDs lists the uuids of consumers, in order.
@@ -857,4 +859,57 @@ func uuidArray(ss []string) *argArray {
 		a.elems[i] = b.uuid(ss[i])
 	}
 	return a
+}
+
+// answerArray scans an array of a write's answer (pgtype.ArraySetter)
+// into *dst, a slice of *buf, which the answer's other arrays of its
+// kind share: an answer's arrays in a few allocations, not one each.
+type answerArray[T any] struct {
+	dst *[]T
+	buf *[]T
+}
+
+func (a *answerArray[T]) SetDimensions(dims []pgtype.ArrayDimension) error {
+	if dims == nil {
+		*a.dst = nil
+		return nil
+	}
+	n := 0
+	if len(dims) > 0 {
+		n = 1
+		for _, d := range dims {
+			n *= int(d.Length)
+		}
+	}
+	if n == 0 {
+		*a.dst = []T{}
+		return nil
+	}
+	start := len(*a.buf)
+	*a.buf = slices.Grow(*a.buf, n)[:start+n]
+	*a.dst = (*a.buf)[start : start+n : start+n]
+	return nil
+}
+
+func (a *answerArray[T]) ScanIndex(i int) any { return &(*a.dst)[i] }
+
+func (a *answerArray[T]) ScanIndexType() any { return new(T) }
+
+// ownWrites reads the core.OwnWrites of a write's answers.
+type ownWrites struct {
+	ints  []int64
+	times []time.Time
+	cols  [5]answerArray[int64]
+	ats   answerArray[time.Time]
+}
+
+// targets returns the scan targets of w's arrays, in the order the
+// write statements answer them: Providers, Generations, UpdatedAt,
+// AllocProviders, AllocClasses, Amounts.
+func (r *ownWrites) targets(w *core.OwnWrite) [6]any {
+	for k, dst := range [5]*[]int64{&w.Providers, &w.Generations, &w.AllocProviders, &w.AllocClasses, &w.Amounts} {
+		r.cols[k] = answerArray[int64]{dst: dst, buf: &r.ints}
+	}
+	r.ats = answerArray[time.Time]{dst: &w.UpdatedAt, buf: &r.times}
+	return [6]any{&r.cols[0], &r.cols[1], &r.ats, &r.cols[2], &r.cols[3], &r.cols[4]}
 }

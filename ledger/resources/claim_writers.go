@@ -120,7 +120,13 @@ func (s *Allocations) writeBatch(ctx context.Context, batch []*core.GroupItem[fa
 // provider bump its generation twice), before any caller learns of its
 // write (read-your-writes).
 func (s *Allocations) notifyWrites(ws []*core.OwnWrite) {
-	t := &core.Txn{}
+	touched := 0
+	for _, w := range ws {
+		if w != nil {
+			touched += len(w.Providers)
+		}
+	}
+	t := &core.Txn{Touched: make([]int64, 0, touched), Writes: make([]*core.OwnWrite, 0, len(ws))}
 	for _, w := range ws {
 		if w != nil {
 			t.Touched = append(t.Touched, w.Providers...)
@@ -387,13 +393,20 @@ func (s *Allocations) sendBatchWrite(ctx context.Context, fcs []fastClaim) (ws [
 			return err
 		}
 		defer rows.Close()
-		for rows.Next() {
+		owns := make([]core.OwnWrite, n)
+		var r ownWrites
+		for k := 0; rows.Next(); k++ {
 			var cut int64
 			var anyStored bool
 			var c *int32
-			var w core.OwnWrite
-			if err := rows.Scan(&cut, &anyStored, &c, &w.Providers, &w.Generations, &w.UpdatedAt,
-				&w.AllocProviders, &w.AllocClasses, &w.Amounts); err != nil {
+			var w *core.OwnWrite
+			if k < n { // at most one row per claim
+				w = &owns[k]
+			} else {
+				w = new(core.OwnWrite)
+			}
+			t := r.targets(w)
+			if err := rows.Scan(&cut, &anyStored, &c, t[0], t[1], t[2], t[3], t[4], t[5]); err != nil {
 				return err
 			}
 			s.noStoredLimits.Store(!anyStored)
@@ -401,7 +414,7 @@ func (s *Allocations) sendBatchWrite(ctx context.Context, fcs []fastClaim) (ws [
 				first = int(cut) - 1
 			}
 			if c != nil {
-				ws[*c-1] = &w
+				ws[*c-1] = w
 			}
 		}
 		return rows.Err()
