@@ -426,8 +426,13 @@ func fastClaimOf(ws []ConsumerAllocations) (fc fastClaim, ok bool) {
 	if fc.user == "" {
 		fc.user = IncompleteConsumerID
 	}
-	type key struct{ provider, class string }
-	var seen []key
+	n := 0
+	for _, pr := range w.Allocations {
+		n += len(pr.Resources)
+	}
+	names := make([]string, 2*n)
+	fc.allocProviders, fc.allocClasses = names[:0:n], names[n:n:2*n]
+	fc.amounts = make([]int64, 0, n)
 	for _, pr := range w.Allocations {
 		rp, ok := core.CanonicalUUID(pr.ProviderUUID)
 		if !ok || len(pr.Resources) == 0 {
@@ -437,17 +442,25 @@ func fastClaimOf(ws []ConsumerAllocations) (fc fastClaim, ok bool) {
 			fc.providers = append(fc.providers, rp)
 		}
 		for _, r := range pr.Resources {
-			k := key{rp, r.Class}
-			if r.Amount <= 0 || slices.Contains(seen, k) {
+			if r.Amount <= 0 || fc.allocates(rp, r.Class) {
 				return fc, false
 			}
-			seen = append(seen, k)
 			fc.allocProviders = append(fc.allocProviders, rp)
 			fc.allocClasses = append(fc.allocClasses, r.Class)
 			fc.amounts = append(fc.amounts, r.Amount)
 		}
 	}
 	return fc, true
+}
+
+// allocates reports whether fc has an allocation of class on provider.
+func (fc *fastClaim) allocates(provider, class string) bool {
+	for i, p := range fc.allocProviders {
+		if p == provider && fc.allocClasses[i] == class {
+			return true
+		}
+	}
+	return false
 }
 
 // claimFast writes fc by the fast path, in a batch with other claims
