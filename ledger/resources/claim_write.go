@@ -2,9 +2,11 @@ package resources
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"time"
@@ -713,10 +715,10 @@ func (fc *fastClaim) stateArgs() claimStateArgs {
 func readFastWrite(br pgx.BatchResults) (*core.OwnWrite, error) {
 	var consumerID *int64
 	var bumped int64
-	var r ownWrites
 	w := &core.OwnWrite{}
-	t := r.targets(w)
-	if err := br.QueryRow().Scan(&consumerID, &bumped, t[0], t[1], t[2], t[3], t[4], t[5]); err != nil {
+	a := &writeAnswer{dest: []any{&consumerID, &bumped, &w.Providers, &w.Generations, &w.UpdatedAt,
+		&w.AllocProviders, &w.AllocClasses, &w.Amounts}}
+	if err := br.QueryRow().Scan(a); err != nil {
 		return nil, err
 	}
 	if consumerID == nil {
@@ -874,55 +876,162 @@ func uuidArray(ss []string) *argArray {
 	return a
 }
 
-// answerArray scans an array of a write's answer (pgtype.ArraySetter)
-// into *dst, a slice of *buf, which the answer's other arrays of its
-// kind share: an answer's arrays in a few allocations, not one each.
-type answerArray[T any] struct {
-	dst *[]T
-	buf *[]T
+// writeAnswer scans a row of a write statement's answer
+// (pgx.RowScanner) into dest, pointers of the kinds below. It decodes
+// the binary format of integers, bools and one-dimensional integer and
+// timestamptz arrays itself, with no scan plan per column (pgx plans
+// every column of every row set afresh), and the arrays of its rows into
+// slices of one backing array per kind; any other column, or an array
+// with a NULL or an infinite or out-of-range time, goes to pgx's own
+// scan, as rows.Scan would.
+type writeAnswer struct {
+	dest  []any
+	ints  []int64
+	times []time.Time
 }
 
-func (a *answerArray[T]) SetDimensions(dims []pgtype.ArrayDimension) error {
-	if dims == nil {
-		*a.dst = nil
-		return nil
+func (a *writeAnswer) ScanRow(rows pgx.Rows) error {
+	fds, vals := rows.FieldDescriptions(), rows.RawValues()
+	if len(fds) != len(a.dest) {
+		return fmt.Errorf("a write's answer has %d columns, not %d", len(fds), len(a.dest))
 	}
-	n := 0
-	if len(dims) > 0 {
-		n = 1
-		for _, d := range dims {
-			n *= int(d.Length)
+	for i, fd := range fds {
+		if fd.Format == pgtype.BinaryFormatCode && a.decode(fd.DataTypeOID, vals[i], a.dest[i]) {
+			continue
+		}
+		if err := rows.Conn().TypeMap().Scan(fd.DataTypeOID, fd.Format, vals[i], a.dest[i]); err != nil {
+			return pgx.ScanArgError{ColumnIndex: i, FieldName: fd.Name, Err: err}
 		}
 	}
-	if n == 0 {
-		*a.dst = []T{}
-		return nil
-	}
-	start := len(*a.buf)
-	*a.buf = slices.Grow(*a.buf, n)[:start+n]
-	*a.dst = (*a.buf)[start : start+n : start+n]
 	return nil
 }
 
-func (a *answerArray[T]) ScanIndex(i int) any { return &(*a.dst)[i] }
-
-func (a *answerArray[T]) ScanIndexType() any { return new(T) }
-
-// ownWrites reads the core.OwnWrites of a write's answers.
-type ownWrites struct {
-	ints  []int64
-	times []time.Time
-	cols  [5]answerArray[int64]
-	ats   answerArray[time.Time]
+// decode sets dst from src, a column of type oid in the binary format,
+// and reports whether it could.
+func (a *writeAnswer) decode(oid uint32, src []byte, dst any) bool {
+	switch d := dst.(type) {
+	case *int64:
+		v, ok := binaryInt(oid, src)
+		*d = v
+		return ok
+	case **int64:
+		if src == nil {
+			*d = nil
+			return true
+		}
+		v, ok := binaryInt(oid, src)
+		if ok {
+			*d = &v
+		}
+		return ok
+	case **int32:
+		if src == nil {
+			*d = nil
+			return true
+		}
+		v, ok := binaryInt(oid, src)
+		if ok && v == int64(int32(v)) {
+			n := int32(v)
+			*d = &n
+			return true
+		}
+		return false
+	case *bool:
+		if oid != pgtype.BoolOID || len(src) != 1 {
+			return false
+		}
+		*d = src[0] == 1
+		return true
+	case *[]int64:
+		if src == nil {
+			*d = nil
+			return true
+		}
+		return decodeArray(src, &a.ints, d, binaryInt)
+	case *[]time.Time:
+		if src == nil {
+			*d = nil
+			return true
+		}
+		return decodeArray(src, &a.times, d, binaryTime)
+	}
+	return false
 }
 
-// targets returns the scan targets of w's arrays, in the order the
-// write statements answer them: Providers, Generations, UpdatedAt,
-// AllocProviders, AllocClasses, Amounts.
-func (r *ownWrites) targets(w *core.OwnWrite) [6]any {
-	for k, dst := range [5]*[]int64{&w.Providers, &w.Generations, &w.AllocProviders, &w.AllocClasses, &w.Amounts} {
-		r.cols[k] = answerArray[int64]{dst: dst, buf: &r.ints}
+// binaryInt is src, an int8, int4 or int2 of type oid in the binary
+// format.
+func binaryInt(oid uint32, src []byte) (int64, bool) {
+	switch {
+	case oid == pgtype.Int8OID && len(src) == 8:
+		return int64(binary.BigEndian.Uint64(src)), true
+	case oid == pgtype.Int4OID && len(src) == 4:
+		return int64(int32(binary.BigEndian.Uint32(src))), true
+	case oid == pgtype.Int2OID && len(src) == 2:
+		return int64(int16(binary.BigEndian.Uint16(src))), true
 	}
-	r.ats = answerArray[time.Time]{dst: &w.UpdatedAt, buf: &r.times}
-	return [6]any{&r.cols[0], &r.cols[1], &r.ats, &r.cols[2], &r.cols[3], &r.cols[4]}
+	return 0, false
+}
+
+// microsecondsToY2K is the Unix time of 2000-01-01, PostgreSQL's epoch,
+// in microseconds.
+const microsecondsToY2K = 946_684_800 * 1_000_000
+
+// binaryTime is src, a timestamptz in the binary format, as pgx scans
+// one (in the local time zone); not ok for the infinities and for years
+// outside 1 to 9999, which pgx scans or refuses itself.
+func binaryTime(oid uint32, src []byte) (time.Time, bool) {
+	if oid != pgtype.TimestamptzOID || len(src) != 8 {
+		return time.Time{}, false
+	}
+	us := int64(binary.BigEndian.Uint64(src))
+	if us == math.MaxInt64 || us == math.MinInt64 {
+		return time.Time{}, false
+	}
+	t := time.Unix(microsecondsToY2K/1_000_000+us/1_000_000, (microsecondsToY2K%1_000_000*1_000)+(us%1_000_000*1_000))
+	if y := t.Year(); y < 1 || y > 9999 {
+		return time.Time{}, false // pgx checks its range
+	}
+	return t, true
+}
+
+// decodeArray sets *dst to src, a one-dimensional array without NULLs
+// in the binary format, as a slice of *buf, decoding each element with
+// elem; ok false (and *buf as before) for any other array.
+func decodeArray[T any](src []byte, buf *[]T, dst *[]T, elem func(uint32, []byte) (T, bool)) bool {
+	if len(src) < 12 {
+		return false
+	}
+	ndim, oid := binary.BigEndian.Uint32(src), binary.BigEndian.Uint32(src[8:])
+	if ndim == 0 && len(src) == 12 {
+		*dst = []T{}
+		return true
+	}
+	if ndim != 1 || len(src) < 20 {
+		return false
+	}
+	n := int(int32(binary.BigEndian.Uint32(src[12:])))
+	start := len(*buf)
+	*buf = slices.Grow(*buf, n)
+	for p := 20; ; {
+		if p == len(src) && len(*buf) == start+n {
+			*dst = (*buf)[start : start+n : start+n]
+			return true
+		}
+		if p+4 > len(src) || len(*buf) == start+n {
+			break
+		}
+		size := int(int32(binary.BigEndian.Uint32(src[p:])))
+		p += 4
+		if size < 0 || p+size > len(src) {
+			break
+		}
+		v, ok := elem(oid, src[p:p+size])
+		if !ok {
+			break
+		}
+		*buf = append(*buf, v)
+		p += size
+	}
+	*buf = (*buf)[:start]
+	return false
 }

@@ -394,19 +394,20 @@ func (s *Allocations) sendBatchWrite(ctx context.Context, fcs []fastClaim) (ws [
 		}
 		defer rows.Close()
 		owns := make([]core.OwnWrite, n)
-		var r ownWrites
+		var cut int64
+		var anyStored bool
+		var c *int32
+		a := &writeAnswer{dest: make([]any, 9)}
 		for k := 0; rows.Next(); k++ {
-			var cut int64
-			var anyStored bool
-			var c *int32
 			var w *core.OwnWrite
 			if k < n { // at most one row per claim
 				w = &owns[k]
 			} else {
 				w = new(core.OwnWrite)
 			}
-			t := r.targets(w)
-			if err := rows.Scan(&cut, &anyStored, &c, t[0], t[1], t[2], t[3], t[4], t[5]); err != nil {
+			a.dest = append(a.dest[:0], &cut, &anyStored, &c, &w.Providers, &w.Generations, &w.UpdatedAt,
+				&w.AllocProviders, &w.AllocClasses, &w.Amounts)
+			if err := rows.Scan(a); err != nil {
 				return err
 			}
 			s.noStoredLimits.Store(!anyStored)
