@@ -129,6 +129,9 @@ func appendLive[Req, Ans any](group []*GroupItem[Req, Ans], it *GroupItem[Req, A
 // write whose caller gave up before its group formed is never sent.
 func (g *GroupWriter[Req, Ans]) Send(ctx context.Context, req Req) (Ans, error) {
 	var none Ans
+	if err := ctx.Err(); err != nil {
+		return none, err
+	}
 	it, _ := g.items.Get().(*GroupItem[Req, Ans])
 	if it == nil {
 		it = &GroupItem[Req, Ans]{done: make(chan groupAnswer[Ans], 1)}
@@ -136,12 +139,19 @@ func (g *GroupWriter[Req, Ans]) Send(ctx context.Context, req Req) (Ans, error) 
 	it.Ctx, it.Req = ctx, req
 	select {
 	case g.queue <- it:
-	case <-ctx.Done():
-		g.release(it)
-		return none, ctx.Err()
-	case <-g.gone:
-		g.release(it)
-		return none, ErrClosed
+		// Room in the queue: queued at once. (A caller that gives up
+		// now is answered by the writer with its error; writers that
+		// have returned, below.)
+	default:
+		select {
+		case g.queue <- it:
+		case <-ctx.Done():
+			g.release(it)
+			return none, ctx.Err()
+		case <-g.gone:
+			g.release(it)
+			return none, ErrClosed
+		}
 	}
 	select {
 	case a := <-it.done:
