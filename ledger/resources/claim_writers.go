@@ -438,7 +438,7 @@ func (s *Allocations) batchArgs(fcs []fastClaim) (sql string, args []any) {
 	b := newArgArrays(23, 4*allocs+16*n+3*limited, allocs+2*n)
 	claim, rps, classes, amounts := b.next(allocs, int32(0)), b.next(allocs, (*uuidArg)(nil)),
 		b.next(allocs, (*textArg)(nil)), b.next(allocs, (*int8Arg)(nil))
-	var cl [16]*argArray
+	var cl [16]*argArray // the per-claim arrays, $5 to $20 (cl in batchReadSQL)
 	for k, kind := range [16]any{(*uuidArg)(nil), (*textArg)(nil), (*textArg)(nil), (*textArg)(nil), (*textArg)(nil),
 		[]byte(nil), false, (*textArg)(nil), []byte(nil), []byte(nil), []byte(nil),
 		(*textArg)(nil), []byte(nil), (*uuidArg)(nil), (*int4Arg)(nil), false} {
