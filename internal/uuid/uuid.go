@@ -23,11 +23,34 @@ func Valid(s string) bool {
 // Canonical returns s in the canonical lowercase, dashed form, or ok false
 // when s is not Valid.
 func Canonical(s string) (string, bool) {
+	if isCanonical(s) {
+		return s, true
+	}
 	h, ok := hexDigits(s)
 	if !ok {
 		return "", false
 	}
 	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:], true
+}
+
+// isCanonical reports whether s is in the canonical form already.
+func isCanonical(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; i {
+		case 8, 13, 18, 23:
+			if c != '-' {
+				return false
+			}
+		default:
+			if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // hexDigits returns the 32 hex digits of s in lower case, as oslo's

@@ -2,16 +2,21 @@ package resources
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"math"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/berthd/berth/internal/fault"
 	"github.com/berthd/berth/ledger/claimrecords"
 	"github.com/berthd/berth/ledger/internal/core"
 	"github.com/berthd/berth/ledger/quotas"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 // The claim write: ClaimWrite is where every claim, reschedule and move of
@@ -423,8 +428,13 @@ func fastClaimOf(ws []ConsumerAllocations) (fc fastClaim, ok bool) {
 	if fc.user == "" {
 		fc.user = IncompleteConsumerID
 	}
-	type key struct{ provider, class string }
-	var seen []key
+	n := 0
+	for _, pr := range w.Allocations {
+		n += len(pr.Resources)
+	}
+	names := make([]string, 2*n)
+	fc.allocProviders, fc.allocClasses = names[:0:n], names[n:n:2*n]
+	fc.amounts = make([]int64, 0, n)
 	for _, pr := range w.Allocations {
 		rp, ok := core.CanonicalUUID(pr.ProviderUUID)
 		if !ok || len(pr.Resources) == 0 {
@@ -434,17 +444,25 @@ func fastClaimOf(ws []ConsumerAllocations) (fc fastClaim, ok bool) {
 			fc.providers = append(fc.providers, rp)
 		}
 		for _, r := range pr.Resources {
-			k := key{rp, r.Class}
-			if r.Amount <= 0 || slices.Contains(seen, k) {
+			if r.Amount <= 0 || fc.allocates(rp, r.Class) {
 				return fc, false
 			}
-			seen = append(seen, k)
 			fc.allocProviders = append(fc.allocProviders, rp)
 			fc.allocClasses = append(fc.allocClasses, r.Class)
 			fc.amounts = append(fc.amounts, r.Amount)
 		}
 	}
 	return fc, true
+}
+
+// allocates reports whether fc has an allocation of class on provider.
+func (fc *fastClaim) allocates(provider, class string) bool {
+	for i, p := range fc.allocProviders {
+		if p == provider && fc.allocClasses[i] == class {
+			return true
+		}
+	}
+	return false
 }
 
 // claimFast writes fc by the fast path, in a batch with other claims
@@ -516,8 +534,8 @@ func (s *Allocations) sendWrites(ctx context.Context, fcs []fastClaim) ([]*core.
 		locks = usageLocksOf(fcs)
 	}
 	err := s.sendClaimPipeline(ctx, fcs, ws, locks, func(b *pgx.Batch) {
-		for _, fc := range fcs {
-			queueFastWrite(b, fc)
+		for i := range fcs {
+			queueFastWrite(b, &fcs[i])
 		}
 	}, func(br pgx.BatchResults) error {
 		for i := range fcs {
@@ -542,7 +560,7 @@ func (s *Allocations) sendWrites(ctx context.Context, fcs []fastClaim) ([]*core.
 func planAndLock(providers []string) *pgx.Batch {
 	b := &pgx.Batch{}
 	b.Queue(fastPlanSQL)
-	b.Queue(fastLockSQL, providers)
+	b.Queue(fastLockSQL, uuidArray(providers))
 	return b
 }
 
@@ -560,12 +578,10 @@ func (s *Allocations) sendClaimPipeline(ctx context.Context, fcs []fastClaim, ws
 	queue func(*pgx.Batch), read func(pgx.BatchResults) error) error {
 	providers := fcs[0].providers
 	if len(fcs) > 1 {
-		providers = nil
-		seen := make(map[string]bool, 2*len(fcs))
+		providers = make([]string, 0, len(fcs))
 		for _, fc := range fcs {
 			for _, p := range fc.providers {
-				if !seen[p] {
-					seen[p] = true
+				if !slices.Contains(providers, p) {
 					providers = append(providers, p)
 				}
 			}
@@ -579,9 +595,9 @@ func (s *Allocations) sendClaimPipeline(ctx context.Context, fcs []fastClaim, ws
 	// statement in the same pipeline.
 	if locks != nil {
 		// The providers' lock, then the usage counters' (quota_check.go).
-		b.Queue(usageLockSQL, providers, locks.projects, locks.resources)
+		b.Queue(usageLockSQL, uuidArray(providers), locks.projects, locks.resources)
 	} else {
-		b.Queue(fastLockXidSQL, providers)
+		b.Queue(fastLockXidSQL, uuidArray(providers))
 	}
 	queue(b)
 	if locks != nil {
@@ -651,15 +667,23 @@ func lockedXid(br pgx.BatchResults) (uint64, error) {
 	return strconv.ParseUint(*xid, 10, 64)
 }
 
-// queueFastWrite queues fc's write statement.
-func queueFastWrite(b *pgx.Batch, fc fastClaim) {
+// queueFastWrite queues fc's write statement, its allocations' arrays
+// pointing at fc's own values.
+func queueFastWrite(b *pgx.Batch, fc *fastClaim) {
 	var op *string
 	var fingerprint, request, result []byte
 	if r := fc.request; r != nil {
 		op, fingerprint, request, result = &r.Op, r.Fingerprint, r.Request, r.Result
 	}
 	st := fc.stateArgs()
-	b.Queue(fastWriteSQL, fc.allocProviders, fc.allocClasses, fc.amounts,
+	n := len(fc.amounts)
+	args := newArgArrays(3, 3*n, n)
+	rps, classes, amounts := args.next(n, (*uuidArg)(nil)), args.next(n, (*textArg)(nil)), args.next(n, (*int8Arg)(nil))
+	for i := range fc.amounts {
+		rps.elems[i], classes.elems[i], amounts.elems[i] = args.uuid(fc.allocProviders[i]),
+			(*textArg)(&fc.allocClasses[i]), (*int8Arg)(&fc.amounts[i])
+	}
+	b.Queue(fastWriteSQL, rps, classes, amounts,
 		fc.consumer, fc.project, fc.user, fc.consumerType, fc.name, fc.properties, fc.copySticky,
 		op, fingerprint, request, result, st.op, st.request, st.root, st.lease,
 		fc.quota.resources, fc.quota.limits)
@@ -691,15 +715,16 @@ func (fc *fastClaim) stateArgs() claimStateArgs {
 func readFastWrite(br pgx.BatchResults) (*core.OwnWrite, error) {
 	var consumerID *int64
 	var bumped int64
-	var w core.OwnWrite
-	if err := br.QueryRow().Scan(&consumerID, &bumped, &w.Providers, &w.Generations, &w.UpdatedAt,
-		&w.AllocProviders, &w.AllocClasses, &w.Amounts); err != nil {
+	w := &core.OwnWrite{}
+	a := &writeAnswer{dest: []any{&consumerID, &bumped, &w.Providers, &w.Generations, &w.UpdatedAt,
+		&w.AllocProviders, &w.AllocClasses, &w.Amounts}}
+	if err := br.QueryRow().Scan(a); err != nil {
 		return nil, err
 	}
 	if consumerID == nil {
 		return nil, nil
 	}
-	return &w, nil
+	return w, nil
 }
 
 // consumerUUIDs lists the uuids of consumers, in order.
@@ -709,4 +734,304 @@ func consumerUUIDs(consumers []ConsumerAllocations) []string {
 		uuids[i] = w.ConsumerUUID
 	}
 	return uuids
+}
+
+// Array arguments. pgx encodes a []string as a uuid[] only in the text
+// format, after its binary plan fails (each time anew, with an error
+// that prints the whole slice), and most other slices through
+// reflection, boxing each element. An argArray is an array it encodes in
+// the binary format, element by element through the element's own value
+// method: the elements are pointers to the claims' own values (of the
+// arg types below), or values pgx boxes without allocating (bools, small
+// int32s), or []byte; nil is NULL.
+
+// argArray is a one-dimensional array argument (pgtype.ArrayGetter).
+type argArray struct {
+	dims  [1]pgtype.ArrayDimension
+	elems []any
+	kind  any // an element of the array's kind, for pgx to plan with
+}
+
+func (a *argArray) Dimensions() []pgtype.ArrayDimension {
+	a.dims[0] = pgtype.ArrayDimension{Length: int32(len(a.elems)), LowerBound: 1}
+	return a.dims[:]
+}
+
+func (a *argArray) Index(i int) any { return a.elems[i] }
+
+func (a *argArray) IndexType() any { return a.kind }
+
+// The element kinds: *textArg for text, *int8Arg for bigint, *int4Arg
+// for int, *uuidArg for uuid.
+type (
+	textArg string
+	int8Arg int64
+	int4Arg int32
+	uuidArg struct {
+		v  pgtype.UUID
+		in string // the text it was parsed from
+	}
+)
+
+func (t *textArg) TextValue() (pgtype.Text, error) {
+	return pgtype.Text{String: string(*t), Valid: true}, nil
+}
+
+func (n *int8Arg) Int64Value() (pgtype.Int8, error) {
+	return pgtype.Int8{Int64: int64(*n), Valid: true}, nil
+}
+
+func (n *int4Arg) Int64Value() (pgtype.Int8, error) {
+	return pgtype.Int8{Int64: int64(*n), Valid: true}, nil
+}
+
+// UUIDValue is u, or an error if its text was not a uuid in the
+// canonical form (every uuid a claim writes was canonicalised before).
+func (u *uuidArg) UUIDValue() (pgtype.UUID, error) {
+	if !u.v.Valid {
+		return u.v, fmt.Errorf("not a canonical uuid: %q", u.in)
+	}
+	return u.v, nil
+}
+
+// parse sets u from s, a uuid in the canonical form (lowercase hex,
+// dashed); u is not Valid if s is not one.
+func (u *uuidArg) parse(s string) {
+	*u = uuidArg{in: s}
+	if len(s) != 36 {
+		return
+	}
+	j := 0
+	for i := 0; i < 36; i += 2 {
+		if i == 8 || i == 13 || i == 18 || i == 23 {
+			if s[i] != '-' {
+				return
+			}
+			i++
+		}
+		hi, lo := hexValue(s[i]), hexValue(s[i+1])
+		if hi > 15 || lo > 15 {
+			return
+		}
+		u.v.Bytes[j] = hi<<4 | lo
+		j++
+	}
+	u.v.Valid = true
+}
+
+// hexValue is the value of the lowercase hex digit c, or 255.
+func hexValue(c byte) byte {
+	switch {
+	case '0' <= c && c <= '9':
+		return c - '0'
+	case 'a' <= c && c <= 'f':
+		return c - 'a' + 10
+	}
+	return 255
+}
+
+// argArrays hands out array arguments whose elements, and parsed uuids,
+// come from backing slices sized in advance: a statement's arguments in
+// a few allocations.
+type argArrays struct {
+	arrays []argArray
+	elems  []any
+	uuids  []uuidArg
+}
+
+// newArgArrays returns room for arrays arrays of elems elements in all,
+// uuids of them uuids.
+func newArgArrays(arrays, elems, uuids int) *argArrays {
+	return &argArrays{arrays: make([]argArray, arrays), elems: make([]any, elems), uuids: make([]uuidArg, uuids)}
+}
+
+// next returns the next array, of n elements of kind, for the caller to
+// fill.
+func (b *argArrays) next(n int, kind any) *argArray {
+	a := &b.arrays[0]
+	b.arrays = b.arrays[1:]
+	a.elems, a.kind = b.elems[:n:n], kind
+	b.elems = b.elems[n:]
+	return a
+}
+
+// uuid returns s parsed, as an element.
+func (b *argArrays) uuid(s string) any {
+	u := &b.uuids[0]
+	b.uuids = b.uuids[1:]
+	u.parse(s)
+	return u
+}
+
+// uuidArray returns ss as a uuid[] argument (nil: NULL).
+func uuidArray(ss []string) *argArray {
+	if ss == nil {
+		return nil
+	}
+	b := newArgArrays(1, len(ss), len(ss))
+	a := b.next(len(ss), (*uuidArg)(nil))
+	for i := range ss {
+		a.elems[i] = b.uuid(ss[i])
+	}
+	return a
+}
+
+// writeAnswer scans a row of a write statement's answer
+// (pgx.RowScanner) into dest, pointers of the kinds below. It decodes
+// the binary format of integers, bools and one-dimensional integer and
+// timestamptz arrays itself, with no scan plan per column (pgx plans
+// every column of every row set afresh), and the arrays of its rows into
+// slices of one backing array per kind; any other column, or an array
+// with a NULL or an infinite or out-of-range time, goes to pgx's own
+// scan, as rows.Scan would.
+type writeAnswer struct {
+	dest  []any
+	ints  []int64
+	times []time.Time
+}
+
+func (a *writeAnswer) ScanRow(rows pgx.Rows) error {
+	fds, vals := rows.FieldDescriptions(), rows.RawValues()
+	if len(fds) != len(a.dest) {
+		return fmt.Errorf("a write's answer has %d columns, not %d", len(fds), len(a.dest))
+	}
+	for i, fd := range fds {
+		if fd.Format == pgtype.BinaryFormatCode && a.decode(fd.DataTypeOID, vals[i], a.dest[i]) {
+			continue
+		}
+		if err := rows.Conn().TypeMap().Scan(fd.DataTypeOID, fd.Format, vals[i], a.dest[i]); err != nil {
+			return pgx.ScanArgError{ColumnIndex: i, FieldName: fd.Name, Err: err}
+		}
+	}
+	return nil
+}
+
+// decode sets dst from src, a column of type oid in the binary format,
+// and reports whether it could.
+func (a *writeAnswer) decode(oid uint32, src []byte, dst any) bool {
+	switch d := dst.(type) {
+	case *int64:
+		v, ok := binaryInt(oid, src)
+		*d = v
+		return ok
+	case **int64:
+		if src == nil {
+			*d = nil
+			return true
+		}
+		v, ok := binaryInt(oid, src)
+		if ok {
+			*d = &v
+		}
+		return ok
+	case **int32:
+		if src == nil {
+			*d = nil
+			return true
+		}
+		v, ok := binaryInt(oid, src)
+		if ok && v == int64(int32(v)) {
+			n := int32(v)
+			*d = &n
+			return true
+		}
+		return false
+	case *bool:
+		if oid != pgtype.BoolOID || len(src) != 1 {
+			return false
+		}
+		*d = src[0] == 1
+		return true
+	case *[]int64:
+		if src == nil {
+			*d = nil
+			return true
+		}
+		return decodeArray(src, &a.ints, d, binaryInt)
+	case *[]time.Time:
+		if src == nil {
+			*d = nil
+			return true
+		}
+		return decodeArray(src, &a.times, d, binaryTime)
+	}
+	return false
+}
+
+// binaryInt is src, an int8, int4 or int2 of type oid in the binary
+// format.
+func binaryInt(oid uint32, src []byte) (int64, bool) {
+	switch {
+	case oid == pgtype.Int8OID && len(src) == 8:
+		return int64(binary.BigEndian.Uint64(src)), true
+	case oid == pgtype.Int4OID && len(src) == 4:
+		return int64(int32(binary.BigEndian.Uint32(src))), true
+	case oid == pgtype.Int2OID && len(src) == 2:
+		return int64(int16(binary.BigEndian.Uint16(src))), true
+	}
+	return 0, false
+}
+
+// microsecondsToY2K is the Unix time of 2000-01-01, PostgreSQL's epoch,
+// in microseconds.
+const microsecondsToY2K = 946_684_800 * 1_000_000
+
+// binaryTime is src, a timestamptz in the binary format, as pgx scans
+// one (in the local time zone); not ok for the infinities and for years
+// outside 1 to 9999, which pgx scans or refuses itself.
+func binaryTime(oid uint32, src []byte) (time.Time, bool) {
+	if oid != pgtype.TimestamptzOID || len(src) != 8 {
+		return time.Time{}, false
+	}
+	us := int64(binary.BigEndian.Uint64(src))
+	if us == math.MaxInt64 || us == math.MinInt64 {
+		return time.Time{}, false
+	}
+	t := time.Unix(microsecondsToY2K/1_000_000+us/1_000_000, (microsecondsToY2K%1_000_000*1_000)+(us%1_000_000*1_000))
+	if y := t.Year(); y < 1 || y > 9999 {
+		return time.Time{}, false // pgx checks its range
+	}
+	return t, true
+}
+
+// decodeArray sets *dst to src, a one-dimensional array without NULLs
+// in the binary format, as a slice of *buf, decoding each element with
+// elem; ok false (and *buf as before) for any other array.
+func decodeArray[T any](src []byte, buf *[]T, dst *[]T, elem func(uint32, []byte) (T, bool)) bool {
+	if len(src) < 12 {
+		return false
+	}
+	ndim, oid := binary.BigEndian.Uint32(src), binary.BigEndian.Uint32(src[8:])
+	if ndim == 0 && len(src) == 12 {
+		*dst = []T{}
+		return true
+	}
+	if ndim != 1 || len(src) < 20 {
+		return false
+	}
+	n := int(int32(binary.BigEndian.Uint32(src[12:])))
+	start := len(*buf)
+	*buf = slices.Grow(*buf, n)
+	for p := 20; ; {
+		if p == len(src) && len(*buf) == start+n {
+			*dst = (*buf)[start : start+n : start+n]
+			return true
+		}
+		if p+4 > len(src) || len(*buf) == start+n {
+			break
+		}
+		size := int(int32(binary.BigEndian.Uint32(src[p:])))
+		p += 4
+		if size < 0 || p+size > len(src) {
+			break
+		}
+		v, ok := elem(oid, src[p:p+size])
+		if !ok {
+			break
+		}
+		*buf = append(*buf, v)
+		p += size
+	}
+	*buf = (*buf)[:start]
+	return false
 }

@@ -120,7 +120,13 @@ func (s *Allocations) writeBatch(ctx context.Context, batch []*core.GroupItem[fa
 // provider bump its generation twice), before any caller learns of its
 // write (read-your-writes).
 func (s *Allocations) notifyWrites(ws []*core.OwnWrite) {
-	t := &core.Txn{}
+	touched := 0
+	for _, w := range ws {
+		if w != nil {
+			touched += len(w.Providers)
+		}
+	}
+	t := &core.Txn{Touched: make([]int64, 0, touched), Writes: make([]*core.OwnWrite, 0, len(ws))}
 	for _, w := range ws {
 		if w != nil {
 			t.Touched = append(t.Touched, w.Providers...)
@@ -377,39 +383,8 @@ var batchNoLimitSQL = batchReadSQL + fmt.Sprintf(batchCutSQL,
 // claim.
 func (s *Allocations) sendBatchWrite(ctx context.Context, fcs []fastClaim) (ws []*core.OwnWrite, first int, err error) {
 	n := len(fcs)
-	var claim []int32
-	var rps, classes []string
-	var amounts []int64
-	consumers, projects, users, types := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-	names, ops := make([]*string, n), make([]*string, n)
-	props, fingerprints, requests, results := make([][]byte, n), make([][]byte, n), make([][]byte, n), make([][]byte, n)
-	sticky, stored := make([]bool, n), make([]bool, n)
-	stateOps, stateRoots, stateRequests, leases := make([]*string, n), make([]*string, n), make([][]byte, n), make([]*int32, n)
-	limClaim, limResources, limits := []int32{}, []string{}, []int64{}
-	for i, fc := range fcs {
-		stored[i] = fc.quota.stored()
-		for j, r := range fc.quota.resources {
-			limClaim, limResources, limits = append(limClaim, int32(i+1)), append(limResources, r), append(limits, fc.quota.limits[j])
-		}
-		for j := range fc.amounts {
-			claim = append(claim, int32(i+1))
-			rps, classes, amounts = append(rps, fc.allocProviders[j]), append(classes, fc.allocClasses[j]), append(amounts, fc.amounts[j])
-		}
-		consumers[i], projects[i], users[i], types[i] = fc.consumer, fc.project, fc.user, fc.consumerType
-		names[i], props[i], sticky[i] = fc.name, fc.properties, fc.copySticky
-		if r := fc.request; r != nil {
-			ops[i], fingerprints[i], requests[i], results[i] = &r.Op, r.Fingerprint, r.Request, r.Result
-		}
-		st := fc.stateArgs()
-		stateOps[i], stateRequests[i], stateRoots[i], leases[i] = st.op, st.request, st.root, st.lease
-	}
 	ws, first = make([]*core.OwnWrite, n), n
-	args := []any{claim, rps, classes, amounts, consumers, projects, users, types, names, props, sticky,
-		ops, fingerprints, requests, results, stateOps, stateRequests, stateRoots, leases, stored}
-	sql := batchNoLimitSQL
-	if s.limitMayApply(fcs) {
-		sql, args = batchWriteSQL, append(args, limClaim, limResources, limits)
-	}
+	sql, args := s.batchArgs(fcs)
 	err = s.sendClaimPipeline(ctx, fcs, ws, nil, func(b *pgx.Batch) {
 		b.Queue(sql, args...)
 	}, func(br pgx.BatchResults) error {
@@ -418,13 +393,21 @@ func (s *Allocations) sendBatchWrite(ctx context.Context, fcs []fastClaim) (ws [
 			return err
 		}
 		defer rows.Close()
-		for rows.Next() {
-			var cut int64
-			var anyStored bool
-			var c *int32
-			var w core.OwnWrite
-			if err := rows.Scan(&cut, &anyStored, &c, &w.Providers, &w.Generations, &w.UpdatedAt,
-				&w.AllocProviders, &w.AllocClasses, &w.Amounts); err != nil {
+		owns := make([]core.OwnWrite, n)
+		var cut int64
+		var anyStored bool
+		var c *int32
+		a := &writeAnswer{dest: make([]any, 9)}
+		for k := 0; rows.Next(); k++ {
+			var w *core.OwnWrite
+			if k < n { // at most one row per claim
+				w = &owns[k]
+			} else {
+				w = new(core.OwnWrite)
+			}
+			a.dest = append(a.dest[:0], &cut, &anyStored, &c, &w.Providers, &w.Generations, &w.UpdatedAt,
+				&w.AllocProviders, &w.AllocClasses, &w.Amounts)
+			if err := rows.Scan(a); err != nil {
 				return err
 			}
 			s.noStoredLimits.Store(!anyStored)
@@ -432,7 +415,7 @@ func (s *Allocations) sendBatchWrite(ctx context.Context, fcs []fastClaim) (ws [
 				first = int(cut) - 1
 			}
 			if c != nil {
-				ws[*c-1] = &w
+				ws[*c-1] = w
 			}
 		}
 		return rows.Err()
@@ -441,6 +424,70 @@ func (s *Allocations) sendBatchWrite(ctx context.Context, fcs []fastClaim) (ws [
 		return nil, 0, err
 	}
 	return ws, first, nil
+}
+
+// batchArgs returns the batch statement for fcs (batchWriteSQL, or
+// batchNoLimitSQL when no limit may apply) and its arguments, arrays
+// whose elements point at fcs's own values.
+func (s *Allocations) batchArgs(fcs []fastClaim) (sql string, args []any) {
+	n, allocs, limited := len(fcs), 0, 0
+	for i := range fcs {
+		allocs += len(fcs[i].amounts)
+		limited += len(fcs[i].quota.resources)
+	}
+	b := newArgArrays(23, 4*allocs+16*n+3*limited, allocs+2*n)
+	claim, rps, classes, amounts := b.next(allocs, int32(0)), b.next(allocs, (*uuidArg)(nil)),
+		b.next(allocs, (*textArg)(nil)), b.next(allocs, (*int8Arg)(nil))
+	var cl [16]*argArray // the per-claim arrays, $5 to $20 (cl in batchReadSQL)
+	for k, kind := range [16]any{(*uuidArg)(nil), (*textArg)(nil), (*textArg)(nil), (*textArg)(nil), (*textArg)(nil),
+		[]byte(nil), false, (*textArg)(nil), []byte(nil), []byte(nil), []byte(nil),
+		(*textArg)(nil), []byte(nil), (*uuidArg)(nil), (*int4Arg)(nil), false} {
+		cl[k] = b.next(n, kind)
+	}
+	limClaim, limResources, limits := b.next(limited, int32(0)), b.next(limited, (*textArg)(nil)), b.next(limited, (*int8Arg)(nil))
+	j, l := 0, 0
+	for i := range fcs {
+		fc := &fcs[i]
+		for k := range fc.quota.resources {
+			limClaim.elems[l], limResources.elems[l], limits.elems[l] = int32(i+1),
+				(*textArg)(&fc.quota.resources[k]), (*int8Arg)(&fc.quota.limits[k])
+			l++
+		}
+		for k := range fc.amounts {
+			claim.elems[j], rps.elems[j] = int32(i+1), b.uuid(fc.allocProviders[k])
+			classes.elems[j], amounts.elems[j] = (*textArg)(&fc.allocClasses[k]), (*int8Arg)(&fc.amounts[k])
+			j++
+		}
+		e := [16]any{b.uuid(fc.consumer), (*textArg)(&fc.project), (*textArg)(&fc.user), (*textArg)(&fc.consumerType),
+			nil, fc.properties, fc.copySticky, nil, nil, nil, nil, nil, nil, nil, nil, fc.quota.stored()}
+		if fc.name != nil {
+			e[4] = (*textArg)(fc.name)
+		}
+		if r := fc.request; r != nil {
+			e[7], e[8], e[9], e[10] = (*textArg)(&r.Op), r.Fingerprint, r.Request, r.Result
+		}
+		if w := fc.state; w != nil {
+			e[11], e[12] = (*textArg)(&w.Op), w.RequestArg()
+			if root, ok := core.CanonicalUUID(w.RootUUID); ok {
+				e[13] = b.uuid(root)
+			}
+			if lease := w.LeaseArg(); lease != nil {
+				e[14] = (*int4Arg)(lease)
+			}
+		}
+		for k := range e {
+			cl[k].elems[i] = e[k]
+		}
+	}
+	args = append(make([]any, 0, 23), claim, rps, classes, amounts)
+	for _, a := range cl {
+		args = append(args, a)
+	}
+	sql = batchNoLimitSQL
+	if s.limitMayApply(fcs) {
+		sql, args = batchWriteSQL, append(args, limClaim, limResources, limits)
+	}
+	return sql, args
 }
 
 // limitMayApply reports whether a limit may apply to a claim of fcs, so

@@ -14,6 +14,8 @@ import (
 	"github.com/berthd/berth/ledger/internal/dbwork"
 	"github.com/berthd/berth/ledger/resources"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 // backendCPU is the CPU time, in clock ticks, the backend pid has used.
@@ -226,4 +228,41 @@ func BenchmarkChangeLogTriggers(b *testing.B) {
 	b.ReportMetric(float64(cpu[1][0])*10/nLone, "pg-ms/lone-claim-on")
 	b.ReportMetric(float64(cpu[0][1])*10/nBatched, "pg-ms/batched-claim-off")
 	b.ReportMetric(float64(cpu[1][1])*10/nBatched, "pg-ms/batched-claim-on")
+}
+
+// batchArgOIDs are the types of the batch statement's arguments, in
+// order (batchWriteSQL's $1 to $23).
+var batchArgOIDs = []uint32{pgtype.Int4ArrayOID, pgtype.UUIDArrayOID, pgtype.TextArrayOID, pgtype.Int8ArrayOID,
+	pgtype.UUIDArrayOID, pgtype.TextArrayOID, pgtype.TextArrayOID, pgtype.TextArrayOID, pgtype.TextArrayOID,
+	pgtype.JSONBArrayOID, pgtype.BoolArrayOID, pgtype.TextArrayOID, pgtype.ByteaArrayOID, pgtype.JSONArrayOID,
+	pgtype.JSONArrayOID, pgtype.TextArrayOID, pgtype.JSONBArrayOID, pgtype.UUIDArrayOID, pgtype.Int4ArrayOID,
+	pgtype.BoolArrayOID, pgtype.Int4ArrayOID, pgtype.TextArrayOID, pgtype.Int8ArrayOID}
+
+// BenchmarkClaimBatchArgs is berthd's side of a batch statement of 8
+// claims (dbwork.ClaimAt's, with their records) before it is sent: its
+// arguments built and encoded by pgx, per batch:
+//
+//	go test -run '^$' -bench ClaimBatchArgs -benchmem ./ledger/resources/
+func BenchmarkClaimBatchArgs(b *testing.B) {
+	fcs := make([]resources.FastClaim, 8)
+	for i := range fcs {
+		rp := dbwork.MD5UUID(fmt.Sprint("provider", i))
+		p := dbwork.ClaimAt(dbwork.MD5UUID(fmt.Sprint("bench", i)), rp, 1)
+		fc, ok := resources.FastClaimOf(p.Consumers)
+		if !ok {
+			b.Fatal("not a fast claim")
+		}
+		fcs[i] = resources.WithRecords(fc, p)
+	}
+	m := pgtype.NewMap()
+	sd := &pgconn.StatementDescription{ParamOIDs: batchArgOIDs}
+	var eqb pgx.ExtendedQueryBuilder
+	b.ReportAllocs()
+	for b.Loop() {
+		_, args := resources.BatchArgs(fcs)
+		sd.ParamOIDs = batchArgOIDs[:len(args)]
+		if err := eqb.Build(m, sd, args); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

@@ -19,7 +19,9 @@
 //     write), consumer.go and consumer_details.go, quota_check.go (the limits
 //     checked and the usage counted in every write of allocations),
 //     claim_write.go (ClaimWrite, and the one-round-trip write of a new
-//     consumer's allocations), claim_writers.go (the claims queued while
+//     consumer's allocations, with the array arguments and the answers of
+//     the claims' statements, encoded and decoded without pgx's
+//     reflection), claim_writers.go (the claims queued while
 //     the writers are busy, written together by one statement),
 //     reshape.go; gang_write.go (GangWrite, a gang's members in one
 //     transaction on the general path, and GangRelease, the reaper's

@@ -99,3 +99,13 @@ func SendTraitsAgain(ctx context.Context, p *Providers, dead *pgx.Conn, rpUUID s
 // NoStoredLimits is what a's claim writers' last batch statement found:
 // no limit stored (Allocations.noStoredLimits).
 func NoStoredLimits(a *Allocations) bool { return a.noStoredLimits.Load() }
+
+// WithRecords gives fc the retry record and stored claim of p.
+func WithRecords(fc FastClaim, p ClaimWriteParams) FastClaim {
+	fc.request, fc.state = p.Request, p.State
+	return fc
+}
+
+// BatchArgs is the batch statement of fcs and its arguments
+// (Allocations.batchArgs, before any batch statement ran).
+func BatchArgs(fcs []FastClaim) (string, []any) { return (&Allocations{}).batchArgs(fcs) }

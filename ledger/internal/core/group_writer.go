@@ -40,6 +40,9 @@ func (it *GroupItem[Req, Ans]) Answer(val Ans, err error) {
 // GroupWriter runs the writers of one kind of write.
 type GroupWriter[Req, Ans any] struct {
 	queue chan *GroupItem[Req, Ans]
+	// items are answered items, with their channels, for Send to use
+	// again: a write function must not touch an item once it answered it.
+	items sync.Pool
 	// gone is closed when every writer has returned.
 	gone chan struct{}
 	// Groups and Items count the groups the writers handed to write and
@@ -126,16 +129,33 @@ func appendLive[Req, Ans any](group []*GroupItem[Req, Ans], it *GroupItem[Req, A
 // write whose caller gave up before its group formed is never sent.
 func (g *GroupWriter[Req, Ans]) Send(ctx context.Context, req Req) (Ans, error) {
 	var none Ans
-	it := &GroupItem[Req, Ans]{Ctx: ctx, Req: req, done: make(chan groupAnswer[Ans], 1)}
+	if err := ctx.Err(); err != nil {
+		return none, err
+	}
+	it, _ := g.items.Get().(*GroupItem[Req, Ans])
+	if it == nil {
+		it = &GroupItem[Req, Ans]{done: make(chan groupAnswer[Ans], 1)}
+	}
+	it.Ctx, it.Req = ctx, req
 	select {
 	case g.queue <- it:
-	case <-ctx.Done():
-		return none, ctx.Err()
-	case <-g.gone:
-		return none, ErrClosed
+		// Room in the queue: queued at once. (A caller that gives up
+		// now is answered by the writer with its error; writers that
+		// have returned, below.)
+	default:
+		select {
+		case g.queue <- it:
+		case <-ctx.Done():
+			g.release(it)
+			return none, ctx.Err()
+		case <-g.gone:
+			g.release(it)
+			return none, ErrClosed
+		}
 	}
 	select {
 	case a := <-it.done:
+		g.release(it)
 		return a.val, a.err
 	case <-g.gone:
 		// Every writer has returned; one may have answered just before.
@@ -146,6 +166,13 @@ func (g *GroupWriter[Req, Ans]) Send(ctx context.Context, req Req) (Ans, error) 
 			return none, ErrClosed
 		}
 	}
+}
+
+// release keeps it, answered or never queued, for another Send.
+func (g *GroupWriter[Req, Ans]) release(it *GroupItem[Req, Ans]) {
+	var none Req
+	it.Ctx, it.Req = nil, none
+	g.items.Put(it)
 }
 
 // Queued is how many writes wait for the writers.
