@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/berthd/berth/ledger/engine"
 	"github.com/berthd/berth/ledger/resources"
@@ -35,14 +36,40 @@ func (r *Result) Answer() ([]byte, error) {
 
 // encodeAnswer encodes r as Answer gives it.
 func encodeAnswer(r *Result) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(answerOf(r)); err != nil {
+	e := answerEncoders.Get().(*answerEncoder)
+	defer e.release()
+	e.buf.Reset()
+	if err := e.enc.Encode(answerOf(r)); err != nil {
 		return nil, fmt.Errorf("encode claim answer: %w", err)
 	}
-	return bytes.TrimRight(buf.Bytes(), "\n"), nil
+	return bytes.Clone(bytes.TrimRight(e.buf.Bytes(), "\n")), nil
 }
+
+// maxPooledAnswer bounds the buffer an answer encoder keeps: a dry run's
+// ranking of a whole cloud is not held for the claims after it.
+const maxPooledAnswer = 64 << 10
+
+// release returns e to answerEncoders, unless its buffer grew too large.
+func (e *answerEncoder) release() {
+	if e.buf.Cap() <= maxPooledAnswer {
+		answerEncoders.Put(e)
+	}
+}
+
+// answerEncoder is an encoder of answers (HTML characters not escaped)
+// into its own buffer, which the caller copies out of.
+type answerEncoder struct {
+	buf bytes.Buffer
+	enc *json.Encoder
+}
+
+// answerEncoders are the answer encoders not in use.
+var answerEncoders = sync.Pool{New: func() any {
+	e := new(answerEncoder)
+	e.enc = json.NewEncoder(&e.buf)
+	e.enc.SetEscapeHTML(false)
+	return e
+}}
 
 // resultOfRecord is the result recorded as raw: an answer (Answer's
 // bytes, which it keeps), or claims.Result's own fields as versions

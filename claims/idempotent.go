@@ -10,6 +10,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/berthd/berth/internal/fault"
@@ -99,7 +100,8 @@ func (e *MismatchError) Error() string {
 // and fingerprint), carried in Params to the write, which records it.
 type retryKey struct {
 	op          string
-	fingerprint []byte
+	fingerprint []byte // fp's bytes
+	fp          [sha256.Size]byte
 	request     []byte // JSON object of the fields
 	// window, when set, is how recent a record must be to make the
 	// request its retry (rescheduleRetryWindow).
@@ -135,7 +137,9 @@ type retryDoc struct {
 // newRetryKey fingerprints p's request for op; failedProvider and migration
 // are the reschedule's and the move's own fields.
 func newRetryKey(op string, p *Params, failedProvider, migration string) *retryKey {
-	doc := retryDoc{
+	e := retryEncoders.Get().(*retryEncoder)
+	defer e.release()
+	e.doc = retryDoc{
 		ConsumerGeneration: p.ConsumerGeneration,
 		ConsumerType:       p.ConsumerType,
 		Exclude:            p.Exclude,
@@ -149,6 +153,7 @@ func newRetryKey(op string, p *Params, failedProvider, migration string) *retryK
 		Target:             p.Target,
 		UserID:             p.UserID,
 	}
+	doc := &e.doc
 	// Only what the request asks for: not the server's limits.
 	g := &doc.Resources
 	g.Limit, g.Max, g.MaxSteps = 0, 0, 0
@@ -174,19 +179,49 @@ func newRetryKey(op string, p *Params, failedProvider, migration string) *retryK
 	// Only when asked for: the fingerprints of requests without a lease
 	// stay what they were before leases existed.
 	doc.LeaseSeconds = p.LeaseSeconds
-	raw, err := json.Marshal(&doc)
-	if err != nil {
+	// op, a zero byte and the fields as json.Marshal writes them (and a
+	// newline): the fingerprint's input, hashed in one piece.
+	e.buf.Reset()
+	e.buf.WriteString(op)
+	e.buf.WriteByte(0)
+	if err := e.enc.Encode(doc); err != nil {
 		// Properties that do not marshal are refused later by the
 		// write itself; a request that cannot be recorded is simply
 		// not recognised as a retry.
 		return nil
 	}
-	return &retryKey{op: op, fingerprint: fingerprint(op, raw), request: raw}
+	in := bytes.TrimSuffix(e.buf.Bytes(), []byte{'\n'})
+	k := &retryKey{op: op, fp: sha256.Sum256(in), request: bytes.Clone(in[len(op)+1:])}
+	k.fingerprint = k.fp[:]
+	return k
+}
+
+// retryEncoder encodes retry keys' requests (doc) into its own buffer.
+type retryEncoder struct {
+	doc retryDoc
+	buf bytes.Buffer
+	enc *json.Encoder
+}
+
+// retryEncoders are the retry encoders not in use.
+var retryEncoders = sync.Pool{New: func() any {
+	e := new(retryEncoder)
+	e.enc = json.NewEncoder(&e.buf)
+	return e
+}}
+
+// release returns e to retryEncoders, unless its buffer grew past what
+// a request's fields usually take.
+func (e *retryEncoder) release() {
+	e.doc = retryDoc{} // nothing of the request is held
+	if e.buf.Cap() <= maxPooledAnswer {
+		retryEncoders.Put(e)
+	}
 }
 
 // fingerprint identifies the request raw (its fields as JSON) for op.
-// It is the SHA-256 of op, a zero byte and raw, hashed as they are
-// written, without copying raw.
+// It is the SHA-256 of op, a zero byte and raw (newRetryKey hashes them
+// as it writes them).
 func fingerprint(op string, raw []byte) []byte {
 	h := sha256.New()
 	h.Write([]byte(op))

@@ -52,6 +52,10 @@ func (w *writer) run(ctx context.Context, s *selection) (*Result, error) {
 		tried[i] = true
 		cand := ranked[i].Cand
 		w.attempts++
+		// The answer is known before the write, which records it for
+		// retries (idempotent.go); the write takes its allocations.
+		res := w.c.result(p, s, i, w.attempts, w.failedRoots)
+		res.Preempted = w.victims
 		cw := resources.ClaimWriteParams{Consumers: append([]resources.ConsumerAllocations{{
 			ConsumerUUID:    p.ConsumerUUID,
 			ProjectID:       p.ProjectID,
@@ -59,16 +63,12 @@ func (w *writer) run(ctx context.Context, s *selection) (*Result, error) {
 			ConsumerType:    p.ConsumerType,
 			CheckGeneration: true,
 			Generation:      p.ConsumerGeneration,
-			Allocations:     cand.AllocationsByName(),
+			Allocations:     res.Allocations,
 			Name:            p.Name,
 			Properties:      p.Properties,
 			CopyStickyKeys:  true,
 		}}, p.with...), Move: p.move, State: p.stateWrite(cand.Root()),
 			Quota: w.quota, Preempt: w.preempt}
-		// The answer is known before the write, which records it for
-		// retries (idempotent.go).
-		res := w.c.result(p, s, i, w.attempts, w.failedRoots)
-		res.Preempted = w.victims
 		cw.Request = p.retryKey.record(p, res)
 		start := time.Now()
 		err := w.c.store.Allocations.ClaimWrite(ctx, cw)
@@ -158,7 +158,7 @@ func retryable(err error) bool {
 // alternates are the best candidates on other roots, not on failed ones.
 func (c *Claimer) result(p *Params, s *selection, chosen, attempts int, failed []string) *Result {
 	ranked := s.ranking.Ranked
-	best := s.option(ranked[chosen])
+	best := s.option(ranked[chosen], p.DryRun)
 	gen := int64(1)
 	if p.ConsumerGeneration != nil {
 		gen = *p.ConsumerGeneration + 1
@@ -174,10 +174,11 @@ func (c *Claimer) result(p *Params, s *selection, chosen, attempts int, failed [
 		Attempts:           attempts,
 		DryRun:             p.DryRun,
 		Steps:              s.steps,
-		Alternates:         []Option{},
+		Alternates:         make([]Option, 0, max(0, min(p.Alternates, len(ranked)-1))),
 		Reused:             p.Reused,
 	}
-	seen := append([]string{best.Root}, failed...)
+	var seenArr [8]string
+	seen := append(append(seenArr[:0], best.Root), failed...)
 	for _, sc := range ranked {
 		if len(r.Alternates) >= p.Alternates {
 			break
@@ -186,12 +187,12 @@ func (c *Claimer) result(p *Params, s *selection, chosen, attempts int, failed [
 			continue
 		}
 		seen = append(seen, sc.Cand.Root())
-		r.Alternates = append(r.Alternates, s.option(sc))
+		r.Alternates = append(r.Alternates, s.option(sc, p.DryRun))
 	}
 	if p.DryRun {
 		r.Ranking = make([]Option, len(ranked))
 		for i, sc := range ranked {
-			r.Ranking[i] = s.option(sc)
+			r.Ranking[i] = s.option(sc, true)
 		}
 		r.ScriptletLog = append([]scheduler.LogLine{}, s.ranking.Log...)
 	}
@@ -204,10 +205,14 @@ func (c *Claimer) result(p *Params, s *selection, chosen, attempts int, failed [
 	return r
 }
 
-// option is the answer's view of a ranked candidate of s.
-func (s *selection) option(sc scheduler.Scored) Option {
-	o := Option{Root: sc.Cand.Root(), Score: sc.Score, Weights: sc.Weights(),
+// option is the answer's view of a ranked candidate of s, with its
+// weights when weights is set (a dry run's: only its ranking shows them).
+func (s *selection) option(sc scheduler.Scored, weights bool) Option {
+	o := Option{Root: sc.Cand.Root(), Score: sc.Score,
 		Allocations: sc.Cand.AllocationsByName(), Mappings: mappings(&s.reqs[sc.Cand.Index])}
+	if weights {
+		o.Weights = sc.Weights()
+	}
 	if prov := sc.Cand.Providers[o.Root]; prov != nil {
 		o.RootName = prov.Name
 	}

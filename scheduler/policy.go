@@ -95,6 +95,9 @@ type Policy struct {
 	// keys ranks by Request.Keys (factor 1) when the policy does not list
 	// affinity_keys: a claim that carries keys expects them to count.
 	keys Weigher
+	// weigherNames are the names of weighers, in order, shared by the
+	// Scored of RankDirect's rankings.
+	weigherNames []string
 }
 
 // NewPolicy builds the units cfg names from reg (nil: DefaultRegistry).
@@ -204,6 +207,7 @@ func NewPolicy(cfg PolicyConfig, reg *Registry, scripts Scriptlets) (*Policy, er
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("scheduler policy: %w", err)
 	}
+	p.weigherNames = weigherNames(p.weighers)
 	return p, nil
 }
 
@@ -506,9 +510,17 @@ func addWeights(contribs []float64, nw, k int, w weighted, raw []float64) error 
 			return &PluginError{Plugin: w.w.Name(), Err: fmt.Errorf("weight %v is not finite", v)}
 		}
 	}
-	norm := Normalize(raw)
-	for i := range raw {
-		contribs[i*nw+k] = w.factor * norm[i]
+	// Normalize's values, written where they go.
+	if len(raw) == 0 {
+		return nil
+	}
+	lo, hi := slices.Min(raw), slices.Max(raw)
+	for i, v := range raw {
+		var norm float64
+		if hi != lo {
+			norm = (v - lo) / (hi - lo)
+		}
+		contribs[i*nw+k] = w.factor * norm
 	}
 	return nil
 }
@@ -608,8 +620,12 @@ func rankOrder(n int, score func(int) float64, index func(int) int) []int {
 // order, so its k smallest, sorted, are rankOrder's first k, ties and
 // all. Its cost grows with n and k, not with n log n.
 func rankFirst(n, k int, score func(int) float64, index func(int) int) []int {
+	return rankFirstInto(make([]int, 0, max(0, min(k, n))), n, k, score, index)
+}
+
+// rankFirstInto is rankFirst appended to first, which must be empty.
+func rankFirstInto(first []int, n, k int, score func(int) float64, index func(int) int) []int {
 	k = max(0, min(k, n))
-	first := make([]int, 0, k)
 	for i := range n {
 		if len(first) == k && (k == 0 || rankCompare(i, first[k-1], score, index) > 0) {
 			continue
