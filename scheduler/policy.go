@@ -221,9 +221,11 @@ func (p *Policy) Scriptlets() []string {
 	if p.cfg.Scriptlet != "" {
 		names = append(names, p.cfg.Scriptlet)
 	}
-	for _, u := range slices.Concat(p.cfg.Filters, p.cfg.Weighers) {
-		if n, ok := strings.CutPrefix(u.Name, StarlarkUnitPrefix); ok && !slices.Contains(names, n) {
-			names = append(names, n)
+	for _, units := range [2][]PluginConfig{p.cfg.Filters, p.cfg.Weighers} {
+		for _, u := range units {
+			if n, ok := strings.CutPrefix(u.Name, StarlarkUnitPrefix); ok && !slices.Contains(names, n) {
+				names = append(names, n)
+			}
 		}
 	}
 	return names
