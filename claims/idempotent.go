@@ -158,23 +158,27 @@ func newRetryKey(op string, p *Params, failedProvider, migration string) *retryK
 	g := &doc.Resources
 	g.Limit, g.Max, g.MaxSteps = 0, 0, 0
 	g.Randomize, g.Sample, g.VersionsOnly = false, false, false
+	// The optional members point into e, not into p: p stays where its
+	// caller has it.
 	if p.Instance != nil {
 		// Only when given: the fingerprints of requests without one
 		// stay what they were.
-		doc.Instance = &p.Instance
+		e.instance = p.Instance
+		doc.Instance = &e.instance
 	}
 	if p.Priority != 0 || p.Preemptible {
 		// Only when set: the fingerprints of requests without them stay
 		// what they were before preemption existed.
-		doc.Priority, doc.Preemptible = &p.Priority, &p.Preemptible
+		e.priority, e.preemptible = p.Priority, p.Preemptible
+		doc.Priority, doc.Preemptible = &e.priority, &e.preemptible
 	}
 	if op == OpReschedule {
-		f := failedProvider // a copy: failedProvider itself stays off the heap for other ops
-		doc.FailedProvider = &f
+		e.failedProvider = failedProvider
+		doc.FailedProvider = &e.failedProvider
 	}
 	if op == OpMove {
-		m := canonicalOr(migration)
-		doc.MigrationUUID = &m
+		e.migration = canonicalOr(migration)
+		doc.MigrationUUID = &e.migration
 	}
 	// Only when asked for: the fingerprints of requests without a lease
 	// stay what they were before leases existed.
@@ -199,8 +203,14 @@ func newRetryKey(op string, p *Params, failedProvider, migration string) *retryK
 // retryEncoder encodes retry keys' requests (doc) into its own buffer.
 type retryEncoder struct {
 	doc retryDoc
-	buf bytes.Buffer
-	enc *json.Encoder
+	// What doc's optional members point to.
+	instance       map[string]any
+	priority       int64
+	preemptible    bool
+	failedProvider string
+	migration      string
+	buf            bytes.Buffer
+	enc            *json.Encoder
 }
 
 // retryEncoders are the retry encoders not in use.
@@ -213,7 +223,8 @@ var retryEncoders = sync.Pool{New: func() any {
 // release returns e to retryEncoders, unless its buffer grew past what
 // a request's fields usually take.
 func (e *retryEncoder) release() {
-	e.doc = retryDoc{} // nothing of the request is held
+	// Nothing of the request is held.
+	e.doc, e.instance, e.failedProvider, e.migration = retryDoc{}, nil, "", ""
 	if e.buf.Cap() <= maxPooledAnswer {
 		retryEncoders.Put(e)
 	}
