@@ -64,24 +64,45 @@ func recordTakes(buf []take, lc *engine.Candidates, i int, ids *classIDs) []take
 		rec := lc.AllocationRecord(i, j)
 		var res [8]engine.ResourceAmount
 		got := lc.AllocationResources(i, j, res[:0])
+		if len(got) > len(ids.shape.classes) {
+			buf = appendTakes(buf, rec, sortedAmounts(nil, got), ids)
+			continue
+		}
 		sh := ids.shapeOf(got)
 		for k := range got {
-			ca, id := &got[sh.order[k]], sh.ids[k]
+			ca := &got[sh.order[k]]
 			t := take{class: ca.Class, amount: ca.Amount}
 			if sh.known[k] {
-				for k := range rec.Inventories {
-					if inv := &rec.Inventories[k]; inv.Class == id {
-						t.found = true
-						t.capacity, t.used = inv.Capacity(), inv.Used
-						t.minUnit, t.maxUnit, t.stepSize = inv.MinUnit, inv.MaxUnit, inv.StepSize
-						break
-					}
-				}
+				t.setInventory(rec, sh.ids[k])
 			}
 			buf = append(buf, t)
 		}
 	}
 	return buf
+}
+
+// appendTakes appends the takes of amounts, in name order, from rec.
+func appendTakes(buf []take, rec *engine.ProviderRecord, amounts []engine.ResourceAmount, ids *classIDs) []take {
+	for _, ca := range amounts {
+		t := take{class: ca.Class, amount: ca.Amount}
+		if id, ok := ids.of(ca.Class); ok {
+			t.setInventory(rec, id)
+		}
+		buf = append(buf, t)
+	}
+	return buf
+}
+
+// setInventory sets t's inventory from rec's of class id, if it has one.
+func (t *take) setInventory(rec *engine.ProviderRecord, id int32) {
+	for k := range rec.Inventories {
+		if inv := &rec.Inventories[k]; inv.Class == id {
+			t.found = true
+			t.capacity, t.used = inv.Capacity(), inv.Used
+			t.minUnit, t.maxUnit, t.stepSize = inv.MinUnit, inv.MaxUnit, inv.StepSize
+			return
+		}
+	}
 }
 
 // classIDs are the ids of the few class names a ranking meets, looked up
@@ -97,34 +118,26 @@ type classIDs struct {
 	}
 	n     int
 	shape classShape
-	// big is the shape of a list longer than a shape holds.
-	big classShape
 }
 
-// classShape is a list of classes (an allocation's, in the engine's
-// order) put in name order: order[k] is the position in the list of the
-// k-th class by name, ids[k] its id and known[k] whether the snapshot
-// names it.
+// classShape is a list of up to eight classes (an allocation's, in the
+// engine's order) put in name order: order[k] is the position in the
+// list of the k-th class by name, ids[k] its id and known[k] whether the
+// snapshot names it.
 type classShape struct {
-	n        int
-	classes  [8]string
-	order    []int
-	ids      []int32
-	known    []bool
-	arr      [8]int
-	idArr    [8]int32
-	knownArr [8]bool
+	n       int // 0: none yet
+	classes [8]string
+	order   [8]uint8
+	ids     [8]int32
+	known   [8]bool
 }
 
-// shapeOf is the name order of res's classes and their ids, as sorting
-// res by class name (sortedAmounts: stable for so few) would give them.
-// The shape returned is valid until the next call.
+// shapeOf is the name order of res's classes (at most eight) and their
+// ids, as sorting res by class name (sortedAmounts: stable for so few)
+// would give them. The shape returned is valid until the next call.
 func (c *classIDs) shapeOf(res []engine.ResourceAmount) *classShape {
 	sh := &c.shape
-	if len(res) > len(sh.classes) {
-		sh = &c.big
-		sh.order, sh.ids, sh.known = make([]int, len(res)), make([]int32, len(res)), make([]bool, len(res))
-	} else if sh.order != nil && sh.n == len(res) {
+	if sh.n == len(res) && sh.n > 0 {
 		same := true
 		for k := range res {
 			if res[k].Class != sh.classes[k] {
@@ -136,11 +149,9 @@ func (c *classIDs) shapeOf(res []engine.ResourceAmount) *classShape {
 			return sh
 		}
 	}
-	if sh != &c.big {
-		sh.n, sh.order, sh.ids, sh.known = len(res), sh.arr[:len(res)], sh.idArr[:len(res)], sh.knownArr[:len(res)]
-		for k := range res {
-			sh.classes[k] = res[k].Class
-		}
+	sh.n = len(res)
+	for k := range res {
+		sh.classes[k] = res[k].Class
 	}
 	// Insertion sort of the positions: stable, as slices.SortFunc is
 	// for lists this short.
@@ -150,10 +161,10 @@ func (c *classIDs) shapeOf(res []engine.ResourceAmount) *classShape {
 			sh.order[at] = sh.order[at-1]
 			at--
 		}
-		sh.order[at] = k
+		sh.order[at] = uint8(k)
 	}
-	for k, at := range sh.order {
-		sh.ids[k], sh.known[k] = c.of(res[at].Class)
+	for k := range res {
+		sh.ids[k], sh.known[k] = c.of(res[sh.order[k]].Class)
 	}
 	return sh
 }
