@@ -622,12 +622,8 @@ func rankOrder(n int, score func(int) float64, index func(int) int) []int {
 // order, so its k smallest, sorted, are rankOrder's first k, ties and
 // all. Its cost grows with n and k, not with n log n.
 func rankFirst(n, k int, score func(int) float64, index func(int) int) []int {
-	return rankFirstInto(make([]int, 0, max(0, min(k, n))), n, k, score, index)
-}
-
-// rankFirstInto is rankFirst appended to first, which must be empty.
-func rankFirstInto(first []int, n, k int, score func(int) float64, index func(int) int) []int {
 	k = max(0, min(k, n))
+	first := make([]int, 0, k)
 	for i := range n {
 		if len(first) == k && (k == 0 || rankCompare(i, first[k-1], score, index) > 0) {
 			continue

@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"cmp"
 	"context"
 	"math"
 	"sync"
@@ -359,7 +360,7 @@ func keptOrder(sc *directScratch, scores []float64, passed []int32, keep int, ra
 	if !randomOrder {
 		first = min(cut+1, np)
 	}
-	order = rankFirstInto(sc.order[:0], np, first, byScore, byIndex)
+	order = keptFirst(sc.order[:0], scores, passed, first)
 	sc.order = order
 	if !randomOrder && cut < np && tiesAny(scores, order[:cut], scores[order[cut]]) {
 		order = rankOrder(np, byScore, byIndex)
@@ -368,6 +369,43 @@ func keptOrder(sc *directScratch, scores []float64, passed []int32, keep int, ra
 		}
 	}
 	return order, cut
+}
+
+// keptFirst is rankFirst(len(scores), k, ...), appended to first (empty), for the
+// scores of the candidates at passed: scores[i] by score, passed[i] by
+// index. The comparisons are rankCompare's, made in place.
+func keptFirst(first []int, scores []float64, passed []int32, k int) []int {
+	n := len(scores)
+	k = max(0, min(k, n))
+	compare := func(i, j int) int { // rankCompare
+		if c := cmp.Compare(scores[j], scores[i]); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(passed[i], passed[j]); c != 0 {
+			return c
+		}
+		return cmp.Compare(i, j)
+	}
+	for i := range n {
+		if len(first) == k && (k == 0 || compare(i, first[k-1]) > 0) {
+			continue
+		}
+		// The first position whose candidate ranks after i.
+		lo, hi := 0, len(first)
+		for lo < hi {
+			if m := int(uint(lo+hi) >> 1); compare(first[m], i) < 0 {
+				lo = m + 1
+			} else {
+				hi = m
+			}
+		}
+		if len(first) < k {
+			first = append(first, 0)
+		}
+		copy(first[lo+1:], first[lo:len(first)-1])
+		first[lo] = i
+	}
+	return first
 }
 
 // tiesAny reports whether score ties one of scores at positions at.
