@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/berthd/berth/ledger/engine"
 	"github.com/berthd/berth/ledger/resources"
@@ -35,14 +37,47 @@ func (r *Result) Answer() ([]byte, error) {
 
 // encodeAnswer encodes r as Answer gives it.
 func encodeAnswer(r *Result) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(answerOf(r)); err != nil {
+	e := answerEncoders.Get().(*answerEncoder)
+	defer e.release()
+	a := answerOf(r)
+	var ok bool
+	if e.b, ok = appendAnswer(e.b[:0], a); ok {
+		return bytes.Clone(e.b), nil
+	}
+	e.buf.Reset()
+	if err := e.enc.Encode(a); err != nil {
 		return nil, fmt.Errorf("encode claim answer: %w", err)
 	}
-	return bytes.TrimRight(buf.Bytes(), "\n"), nil
+	return bytes.Clone(bytes.TrimRight(e.buf.Bytes(), "\n")), nil
 }
+
+// maxPooledAnswer bounds the buffer an answer encoder keeps: a dry run's
+// ranking of a whole cloud is not held for the claims after it.
+const maxPooledAnswer = 64 << 10
+
+// release returns e to answerEncoders, unless its buffer grew too large.
+func (e *answerEncoder) release() {
+	if e.buf.Cap() <= maxPooledAnswer && cap(e.b) <= maxPooledAnswer {
+		answerEncoders.Put(e)
+	}
+}
+
+// answerEncoder is an encoder of answers (HTML characters not escaped)
+// into its own buffers (b for appendAnswer, buf for enc), which the
+// caller copies out of.
+type answerEncoder struct {
+	b   []byte
+	buf bytes.Buffer
+	enc *json.Encoder
+}
+
+// answerEncoders are the answer encoders not in use.
+var answerEncoders = sync.Pool{New: func() any {
+	e := new(answerEncoder)
+	e.enc = json.NewEncoder(&e.buf)
+	e.enc.SetEscapeHTML(false)
+	return e
+}}
 
 // resultOfRecord is the result recorded as raw: an answer (Answer's
 // bytes, which it keeps), or claims.Result's own fields as versions
@@ -300,6 +335,210 @@ func stepsAnswer(steps []Step) []stepJSON {
 	return out
 }
 
+// appendAnswer appends a as encodeAnswer's encoder writes it (without
+// its newline), for the answer of a written claim: ok is false, and b is
+// then to be dropped, for any other (a dry run's ranking or scriptlet
+// log, a quota check, preempted consumers, what a reschedule or move
+// reused, a migration) and for a score that is not finite, which the
+// encoder writes or refuses.
+func appendAnswer(b []byte, a *claimAnswer) (_ []byte, ok bool) {
+	if a.Migration != nil || a.Preempted != nil || a.Quota != nil || a.Ranking != nil || a.Reused != nil || a.ScriptletLog != nil {
+		return b, false
+	}
+	if b, ok = appendMember(b, '{', "allocations"); ok {
+		b, ok = appendAllocations(b, a.Allocations)
+	}
+	if !ok {
+		return b, false
+	}
+	b, _ = appendMember(b, ',', "alternates")
+	if a.Alternates == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '[')
+		for i := range a.Alternates {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			if b, ok = appendAlternate(b, &a.Alternates[i]); !ok {
+				return b, false
+			}
+		}
+		b = append(b, ']')
+	}
+	b, _ = appendMember(b, ',', "attempts")
+	b = strconv.AppendInt(b, int64(a.Attempts), 10)
+	b, _ = appendMember(b, ',', "consumer_generation")
+	b = strconv.AppendInt(b, a.ConsumerGeneration, 10)
+	b, _ = appendMember(b, ',', "consumer_uuid")
+	b = appendString(b, a.ConsumerUUID)
+	b, _ = appendMember(b, ',', "dry_run")
+	b = strconv.AppendBool(b, a.DryRun)
+	b, _ = appendMember(b, ',', "mappings")
+	b = appendMappings(b, a.Mappings)
+	b, _ = appendMember(b, ',', "root_provider_name")
+	b = appendString(b, a.RootProviderName)
+	b, _ = appendMember(b, ',', "root_provider_uuid")
+	b = appendString(b, a.RootProviderUUID)
+	b, _ = appendMember(b, ',', "score")
+	if b, ok = appendFloat(b, a.Score); !ok {
+		return b, false
+	}
+	b, _ = appendMember(b, ',', "steps")
+	b = appendSteps(b, a.Steps)
+	return append(b, '}'), true
+}
+
+// appendMember appends sep and the member name (plain ASCII) with its
+// colon.
+func appendMember(b []byte, sep byte, name string) ([]byte, bool) {
+	b = append(b, sep, '"')
+	b = append(b, name...)
+	return append(b, '"', ':'), true
+}
+
+// appendAllocations appends a as encoding/json writes it (through its
+// MarshalJSON, compacted), or through the map MarshalJSON falls back to.
+func appendAllocations(b []byte, a allocationsAnswer) ([]byte, bool) {
+	n := len(b)
+	if b, ok := a.appendTo(b); ok {
+		return b, true
+	}
+	raw, err := a.asMap()
+	if err != nil {
+		return b[:n], false
+	}
+	return append(b[:n], raw...), true
+}
+
+func appendAlternate(b []byte, o *alternateJSON) ([]byte, bool) {
+	b, _ = appendMember(b, '{', "allocations")
+	b, ok := appendAllocations(b, o.Allocations)
+	if !ok {
+		return b, false
+	}
+	b, _ = appendMember(b, ',', "mappings")
+	b = appendMappings(b, o.Mappings)
+	b, _ = appendMember(b, ',', "root_provider_name")
+	b = appendString(b, o.RootProviderName)
+	b, _ = appendMember(b, ',', "root_provider_uuid")
+	b = appendString(b, o.RootProviderUUID)
+	b, _ = appendMember(b, ',', "score")
+	if b, ok = appendFloat(b, o.Score); !ok {
+		return b, false
+	}
+	return append(b, '}'), true
+}
+
+// appendMappings appends m as encoding/json writes a map: null for nil,
+// keys in byte order.
+func appendMappings(b []byte, m map[string][]string) []byte {
+	if m == nil {
+		return append(b, "null"...)
+	}
+	var keyArr [4]string
+	keys := keyArr[:0]
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	b = append(b, '{')
+	for i, k := range keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendString(b, k)
+		b = append(b, ':')
+		b = appendStrings(b, m[k])
+	}
+	return append(b, '}')
+}
+
+// appendStrings appends ss as encoding/json writes a slice: null for nil.
+func appendStrings(b []byte, ss []string) []byte {
+	if ss == nil {
+		return append(b, "null"...)
+	}
+	b = append(b, '[')
+	for i, s := range ss {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendString(b, s)
+	}
+	return append(b, ']')
+}
+
+func appendSteps(b []byte, steps []stepJSON) []byte {
+	if steps == nil {
+		return append(b, "null"...)
+	}
+	b = append(b, '[')
+	for i := range steps {
+		st := &steps[i]
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b, _ = appendMember(b, '{', "kind")
+		b = appendString(b, st.Kind)
+		b, _ = appendMember(b, ',', "reasons")
+		b = appendCounts(b, st.Reasons)
+		b, _ = appendMember(b, ',', "remaining")
+		b = strconv.AppendInt(b, int64(st.Remaining), 10)
+		b, _ = appendMember(b, ',', "removed")
+		b = strconv.AppendInt(b, int64(st.Removed), 10)
+		b, _ = appendMember(b, ',', "unit")
+		b = appendString(b, st.Unit)
+		b = append(b, '}')
+	}
+	return append(b, ']')
+}
+
+// appendCounts appends m as encoding/json writes a map: null for nil,
+// keys in byte order.
+func appendCounts(b []byte, m map[string]int) []byte {
+	if m == nil {
+		return append(b, "null"...)
+	}
+	var keyArr [8]string
+	keys := keyArr[:0]
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	b = append(b, '{')
+	for i, k := range keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendString(b, k)
+		b = append(b, ':')
+		b = strconv.AppendInt(b, int64(m[k]), 10)
+	}
+	return append(b, '}')
+}
+
+// appendFloat appends f as encoding/json writes a float64; ok is false
+// for NaN and the infinities, which it refuses.
+func appendFloat(b []byte, f float64) ([]byte, bool) {
+	if math.IsInf(f, 0) || math.IsNaN(f) {
+		return b, false
+	}
+	format := byte('f')
+	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	b = strconv.AppendFloat(b, f, format, -1, 64)
+	if format == 'e' {
+		// e-09 as e-9
+		if n := len(b); n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+			b[n-2] = b[n-1]
+			b = b[:n-1]
+		}
+	}
+	return b, true
+}
+
 // allocationsAnswer is allocations as a claim's answer gives them, as PUT
 // /allocations takes them: provider uuid -> {"resources": {class:
 // amount}}, providers, then classes, in byte order (the order
@@ -309,18 +548,27 @@ type allocationsAnswer []engine.Allocation
 // MarshalJSON appends the object; a provider, or a class of one, given
 // twice (the map would keep the last) takes the map.
 func (a allocationsAnswer) MarshalJSON() ([]byte, error) {
-	order := make([]int, len(a))
-	for i := range order {
-		order[i] = i
+	if b, ok := a.appendTo(make([]byte, 0, 32+96*len(a))); ok {
+		return b, nil
+	}
+	return a.asMap()
+}
+
+// appendTo appends the object to b, as MarshalJSON gives it; ok is false
+// (and b to be dropped) for a provider, or a class of one, given twice.
+func (a allocationsAnswer) appendTo(b []byte) (_ []byte, ok bool) {
+	var orderArr [4]int
+	order := orderArr[:0]
+	for i := range a {
+		order = append(order, i)
 	}
 	slices.SortFunc(order, func(i, j int) int { return strings.Compare(a[i].ProviderUUID, a[j].ProviderUUID) })
-	b := make([]byte, 0, 32+96*len(a))
 	b = append(b, '{')
 	var classArr [8]engine.ResourceAmount
 	for n, i := range order {
 		if n > 0 {
 			if a[order[n-1]].ProviderUUID == a[i].ProviderUUID {
-				return a.asMap()
+				return b, false
 			}
 			b = append(b, ',')
 		}
@@ -331,7 +579,7 @@ func (a allocationsAnswer) MarshalJSON() ([]byte, error) {
 		for k, r := range res {
 			if k > 0 {
 				if res[k-1].Class == r.Class {
-					return a.asMap()
+					return b, false
 				}
 				b = append(b, ',')
 			}
@@ -341,7 +589,7 @@ func (a allocationsAnswer) MarshalJSON() ([]byte, error) {
 		}
 		b = append(b, "}}"...)
 	}
-	return append(b, '}'), nil
+	return append(b, '}'), true
 }
 
 // UnmarshalJSON reads the object back: providers, then each one's

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"reflect"
 	"testing"
@@ -120,6 +121,96 @@ func TestClaimAnswerRecorded(t *testing.T) {
 	}
 	if fromOld.answer != nil || !reflect.DeepEqual(fromOld, answerResult()) {
 		t.Fatalf("old record read as %+v", fromOld)
+	}
+}
+
+// TestAppendAnswerAsEncoder: the answer of a written claim, appended,
+// is the bytes the answer's encoder (encoding/json, HTML characters not
+// escaped) writes, for random answers: strings that need escaping or
+// are not UTF-8, scores of every form, maps and slices nil, empty or
+// not; an answer with any other field, or a score that is not finite,
+// is left to the encoder.
+func TestAppendAnswerAsEncoder(t *testing.T) {
+	rng := rand.New(rand.NewPCG(39, 3))
+	strs := []string{"", "cn1", "c0ffee00-0000-4000-8000-000000000001", "<&>", "é", "a\u2028b", "\x00\n", `a"b\`, "\xff", "CUSTOM_Z"}
+	str := func() string { return strs[rng.IntN(len(strs))] }
+	scores := []float64{0, math.Copysign(0, -1), 0.5, 1, -1, 1e-7, 1e-6, 1e21, 1e20, 123456789.125, -3.5e-10, 1.0 / 3}
+	score := func() float64 {
+		if rng.IntN(3) == 0 {
+			return rng.NormFloat64() * math.Pow(10, float64(rng.IntN(50)-25))
+		}
+		return scores[rng.IntN(len(scores))]
+	}
+	allocs := func() allocationsAnswer {
+		if rng.IntN(5) == 0 {
+			return nil
+		}
+		out := make(allocationsAnswer, rng.IntN(3))
+		for i := range out {
+			out[i] = engine.Allocation{ProviderUUID: str(), Resources: []engine.ResourceAmount{{Class: str(), Amount: rng.Int64N(1 << 40)}}}
+		}
+		return out
+	}
+	mappings := func() map[string][]string {
+		switch rng.IntN(4) {
+		case 0:
+			return nil
+		case 1:
+			return map[string][]string{}
+		}
+		m := map[string][]string{}
+		for range 1 + rng.IntN(3) {
+			var v []string
+			if rng.IntN(4) > 0 {
+				v = []string{}
+				for range rng.IntN(3) {
+					v = append(v, str())
+				}
+			}
+			m[str()] = v
+		}
+		return m
+	}
+	for trial := range 2000 {
+		a := &claimAnswer{Allocations: allocs(), Attempts: rng.IntN(100) - 1, ConsumerGeneration: rng.Int64() - rng.Int64(),
+			ConsumerUUID: str(), DryRun: rng.IntN(2) == 0, Mappings: mappings(), RootProviderName: str(),
+			RootProviderUUID: str(), Score: score()}
+		if rng.IntN(5) > 0 {
+			a.Alternates = []alternateJSON{}
+			for range rng.IntN(3) {
+				a.Alternates = append(a.Alternates, alternateJSON{Allocations: allocs(), Mappings: mappings(),
+					RootProviderName: str(), RootProviderUUID: str(), Score: score()})
+			}
+		}
+		if rng.IntN(5) > 0 {
+			a.Steps = []stepJSON{}
+			for range rng.IntN(4) {
+				st := stepJSON{Kind: str(), Remaining: rng.IntN(1000), Removed: rng.IntN(1000), Unit: str()}
+				if rng.IntN(4) > 0 {
+					st.Reasons = map[string]int{}
+					for range rng.IntN(3) {
+						st.Reasons[str()] = rng.IntN(100)
+					}
+				}
+				a.Steps = append(a.Steps, st)
+			}
+		}
+		got, ok := appendAnswer([]byte("x"), a)
+		want := encode(t, a, false)
+		if !ok || !bytes.Equal(got[1:], bytes.TrimSuffix(want, []byte("\n"))) || got[0] != 'x' {
+			t.Fatalf("trial %d (ok %v): %s\nwant %s", trial, ok, got, want)
+		}
+	}
+	written := &claimAnswer{Score: 0.5, Steps: []stepJSON{}}
+	for i, a := range []*claimAnswer{{Score: math.NaN()}, {Score: math.Inf(-1)},
+		{Alternates: []alternateJSON{{Score: math.Inf(1)}}}, {Migration: &migrationJSON{}}, {Preempted: []victimJSON{}},
+		{Quota: &QuotaJSON{}}, {Ranking: []rankedJSON{}}, {Reused: &reusedJSON{}}, {ScriptletLog: []logLineJSON{}}} {
+		if _, ok := appendAnswer(nil, a); ok {
+			t.Errorf("case %d appended: %+v", i, a)
+		}
+	}
+	if _, ok := appendAnswer(nil, written); !ok {
+		t.Error("a written claim's answer not appended")
 	}
 }
 

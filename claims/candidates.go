@@ -27,7 +27,7 @@ type providerBox struct {
 // aggregate names). Views are the claim's own, built afresh by every
 // claim.
 func views(c *engine.Candidates, provs map[string]*scheduler.ProviderView) {
-	vb := newViewBuilder(c.Names(), len(c.Versions))
+	vb := viewBuilder{names: c.Names(), boxes: make([]providerBox, len(c.Versions))}
 	for i := range c.Versions {
 		rec, _, _ := c.Record(i)
 		vb.count(rec)
@@ -39,8 +39,8 @@ func views(c *engine.Candidates, provs map[string]*scheduler.ProviderView) {
 	}
 }
 
-// viewBuilder builds the views of n providers' records, cut from a few
-// shared arrays: count every record first, then view each.
+// viewBuilder builds the views of n providers' records (boxes holds n),
+// cut from a few shared arrays: count every record first, then view each.
 type viewBuilder struct {
 	names *engine.Names
 	boxes []providerBox
@@ -52,10 +52,6 @@ type viewBuilder struct {
 	}
 	nClasses int
 	nNames   int
-}
-
-func newViewBuilder(names *engine.Names, n int) *viewBuilder {
-	return &viewBuilder{names: names, boxes: make([]providerBox, n)}
 }
 
 // count notes that rec is to be viewed.
@@ -124,7 +120,7 @@ func keptViews(lc *engine.Candidates) func([]*scheduler.Candidate) {
 		for _, c := range kept {
 			n += len(c.Allocations)
 		}
-		vb := newViewBuilder(lc.Names(), n)
+		vb := viewBuilder{names: lc.Names(), boxes: make([]providerBox, n)}
 		for _, c := range kept {
 			for j := range c.Allocations {
 				vb.count(lc.AllocationRecord(c.Index, j))
@@ -152,14 +148,38 @@ func keptViews(lc *engine.Candidates) func([]*scheduler.Candidate) {
 // snapshot asked with VersionsOnly, are anchored on (Candidate.Root: a
 // candidate's first allocation's provider).
 func flatRoots(lc *engine.Candidates) int {
-	ids := make([]int64, 0, len(lc.Requests))
+	const size = 256 // a power of two, at least twice a claim's sample
+	if 2*len(lc.Requests) > size {
+		ids := make([]int64, 0, len(lc.Requests))
+		for i := range lc.Requests {
+			if lc.AllocationCount(i) > 0 {
+				ids = append(ids, lc.AllocationRecord(i, 0).ID)
+			}
+		}
+		slices.Sort(ids)
+		return len(slices.Compact(ids))
+	}
+	// The distinct ids, counted in a set on the stack.
+	var set [size]int64
+	var used [size]bool
+	n := 0
 	for i := range lc.Requests {
-		if lc.AllocationCount(i) > 0 {
-			ids = append(ids, lc.AllocationRecord(i, 0).ID)
+		if lc.AllocationCount(i) == 0 {
+			continue
+		}
+		id := lc.AllocationRecord(i, 0).ID
+		for h := int(uint64(id)*0x9E3779B97F4A7C15>>56) & (size - 1); ; h = (h + 1) & (size - 1) {
+			if !used[h] {
+				used[h], set[h] = true, id
+				n++
+				break
+			}
+			if set[h] == id {
+				break
+			}
 		}
 	}
-	slices.Sort(ids)
-	return len(slices.Compact(ids))
+	return n
 }
 
 // schedulerCandidates turns an engine answer asked with VersionsOnly into the

@@ -103,6 +103,9 @@ func stepWords(st Step) []string {
 // notPlaced is the answer for a selection that left nothing to write (a
 // refusal, no candidate, all filtered), or nil.
 func (c *Claimer) notPlaced(ctx context.Context, p *Params, r *resolved, s *selection) *NotPlacedError {
+	if s.rankErr == nil && len(s.ranking.Ranked) > 0 {
+		return nil
+	}
 	var refused *scheduler.RefusedError
 	if errors.As(s.rankErr, &refused) {
 		np := &NotPlacedError{Reason: Refused, Roots: s.roots, Steps: s.steps, Refusal: refused.Reason}

@@ -9,7 +9,9 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/berthd/berth/internal/fault"
@@ -99,7 +101,8 @@ func (e *MismatchError) Error() string {
 // and fingerprint), carried in Params to the write, which records it.
 type retryKey struct {
 	op          string
-	fingerprint []byte
+	fingerprint []byte // fp's bytes
+	fp          [sha256.Size]byte
 	request     []byte // JSON object of the fields
 	// window, when set, is how recent a record must be to make the
 	// request its retry (rescheduleRetryWindow).
@@ -135,7 +138,9 @@ type retryDoc struct {
 // newRetryKey fingerprints p's request for op; failedProvider and migration
 // are the reschedule's and the move's own fields.
 func newRetryKey(op string, p *Params, failedProvider, migration string) *retryKey {
-	doc := retryDoc{
+	e := retryEncoders.Get().(*retryEncoder)
+	defer e.release()
+	e.doc = retryDoc{
 		ConsumerGeneration: p.ConsumerGeneration,
 		ConsumerType:       p.ConsumerType,
 		Exclude:            p.Exclude,
@@ -149,44 +154,305 @@ func newRetryKey(op string, p *Params, failedProvider, migration string) *retryK
 		Target:             p.Target,
 		UserID:             p.UserID,
 	}
+	doc := &e.doc
 	// Only what the request asks for: not the server's limits.
 	g := &doc.Resources
 	g.Limit, g.Max, g.MaxSteps = 0, 0, 0
 	g.Randomize, g.Sample, g.VersionsOnly = false, false, false
+	// The optional members point into e, not into p: p stays where its
+	// caller has it.
 	if p.Instance != nil {
 		// Only when given: the fingerprints of requests without one
 		// stay what they were.
-		doc.Instance = &p.Instance
+		e.instance = p.Instance
+		doc.Instance = &e.instance
 	}
 	if p.Priority != 0 || p.Preemptible {
 		// Only when set: the fingerprints of requests without them stay
 		// what they were before preemption existed.
-		doc.Priority, doc.Preemptible = &p.Priority, &p.Preemptible
+		e.priority, e.preemptible = p.Priority, p.Preemptible
+		doc.Priority, doc.Preemptible = &e.priority, &e.preemptible
 	}
 	if op == OpReschedule {
-		f := failedProvider // a copy: failedProvider itself stays off the heap for other ops
-		doc.FailedProvider = &f
+		e.failedProvider = failedProvider
+		doc.FailedProvider = &e.failedProvider
 	}
 	if op == OpMove {
-		m := canonicalOr(migration)
-		doc.MigrationUUID = &m
+		e.migration = canonicalOr(migration)
+		doc.MigrationUUID = &e.migration
 	}
 	// Only when asked for: the fingerprints of requests without a lease
 	// stay what they were before leases existed.
 	doc.LeaseSeconds = p.LeaseSeconds
-	raw, err := json.Marshal(&doc)
-	if err != nil {
+	// op, a zero byte and the fields as json.Marshal writes them: the
+	// fingerprint's input, hashed in one piece.
+	e.b = append(append(e.b[:0], op...), 0)
+	var ok bool
+	if e.b, ok = doc.appendTo(e.b); !ok {
 		// Properties that do not marshal are refused later by the
 		// write itself; a request that cannot be recorded is simply
 		// not recognised as a retry.
 		return nil
 	}
-	return &retryKey{op: op, fingerprint: fingerprint(op, raw), request: raw}
+	k := &retryKey{op: op, fp: sha256.Sum256(e.b), request: bytes.Clone(e.b[len(op)+1:])}
+	k.fingerprint = k.fp[:]
+	return k
+}
+
+// retryEncoder encodes retry keys' requests (doc) into its own buffer.
+type retryEncoder struct {
+	doc retryDoc
+	// What doc's optional members point to.
+	instance       map[string]any
+	priority       int64
+	preemptible    bool
+	failedProvider string
+	migration      string
+	b              []byte
+}
+
+// retryEncoders are the retry encoders not in use.
+var retryEncoders = sync.Pool{New: func() any { return new(retryEncoder) }}
+
+// release returns e to retryEncoders, unless its buffer grew past what
+// a request's fields usually take.
+func (e *retryEncoder) release() {
+	// Nothing of the request is held.
+	e.doc, e.instance, e.failedProvider, e.migration = retryDoc{}, nil, "", ""
+	if cap(e.b) <= maxPooledAnswer {
+		retryEncoders.Put(e)
+	}
+}
+
+// appendTo appends d as json.Marshal writes it (HTML characters
+// escaped, members in the struct's order, optional ones left out when
+// nil); ok is false where json.Marshal fails (a property or key value
+// that JSON cannot carry). Properties and Instance, of any shape, are
+// marshalled as they are.
+func (d *retryDoc) appendTo(b []byte) (_ []byte, ok bool) {
+	b = append(b, `{"consumer_generation":`...)
+	b = appendInt64Ptr(b, d.ConsumerGeneration)
+	b = append(b, `,"consumer_type":`...)
+	b = appendHTMLString(b, d.ConsumerType)
+	b = append(b, `,"exclude_providers":`...)
+	b = appendHTMLStrings(b, d.Exclude)
+	if d.FailedProvider != nil {
+		b = append(b, `,"failed_provider":`...)
+		b = appendHTMLString(b, *d.FailedProvider)
+	}
+	if d.Instance != nil {
+		b = append(b, `,"instance":`...)
+		if b, ok = appendMarshalled(b, *d.Instance); !ok {
+			return b, false
+		}
+	}
+	b = append(b, `,"keys":`...)
+	if b, ok = appendKeyRequests(b, d.Keys); !ok {
+		return b, false
+	}
+	if d.LeaseSeconds != nil {
+		b = append(b, `,"lease_seconds":`...)
+		b = strconv.AppendInt(b, *d.LeaseSeconds, 10)
+	}
+	if d.MigrationUUID != nil {
+		b = append(b, `,"migration_uuid":`...)
+		b = appendHTMLString(b, *d.MigrationUUID)
+	}
+	b = append(b, `,"name":`...)
+	b = appendHTMLString(b, d.Name)
+	b = append(b, `,"policy":`...)
+	b = appendHTMLString(b, d.Policy)
+	if d.Preemptible != nil {
+		b = append(b, `,"preemptible":`...)
+		b = strconv.AppendBool(b, *d.Preemptible)
+	}
+	if d.Priority != nil {
+		b = append(b, `,"priority":`...)
+		b = strconv.AppendInt(b, *d.Priority, 10)
+	}
+	b = append(b, `,"project_id":`...)
+	b = appendHTMLString(b, d.ProjectID)
+	b = append(b, `,"properties":`...)
+	if d.Properties == nil {
+		b = append(b, "null"...)
+	} else if b, ok = appendMarshalled(b, d.Properties); !ok {
+		return b, false
+	}
+	b = append(b, `,"reason":`...)
+	b = appendHTMLString(b, d.Reason)
+	b = append(b, `,"resources":`...)
+	b = appendCandidatesParams(b, &d.Resources)
+	b = append(b, `,"target":`...)
+	b = appendHTMLString(b, d.Target)
+	b = append(b, `,"user_id":`...)
+	b = appendHTMLString(b, d.UserID)
+	return append(b, '}'), true
+}
+
+// appendCandidatesParams appends p as json.Marshal writes it: its
+// fields by their Go names, in order, but those tagged "-".
+func appendCandidatesParams(b []byte, p *engine.CandidatesParams) []byte {
+	b = append(b, `{"Groups":`...)
+	if p.Groups == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '[')
+		for i := range p.Groups {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendRequestGroup(b, &p.Groups[i])
+		}
+		b = append(b, ']')
+	}
+	b = append(b, `,"Isolate":`...)
+	b = strconv.AppendBool(b, p.Isolate)
+	b = append(b, `,"RootRequired":`...)
+	b = appendHTMLStrings(b, p.RootRequired)
+	b = append(b, `,"RootForbidden":`...)
+	b = appendHTMLStrings(b, p.RootForbidden)
+	b = append(b, `,"SameSubtrees":`...)
+	b = appendHTMLStringLists(b, p.SameSubtrees)
+	b = append(b, `,"Limit":`...)
+	b = strconv.AppendInt(b, int64(p.Limit), 10)
+	b = append(b, `,"Max":`...)
+	b = strconv.AppendInt(b, int64(p.Max), 10)
+	b = append(b, `,"MaxSteps":`...)
+	b = strconv.AppendInt(b, int64(p.MaxSteps), 10)
+	b = append(b, `,"NestedAware":`...)
+	b = strconv.AppendBool(b, p.NestedAware)
+	b = append(b, `,"Randomize":`...)
+	b = strconv.AppendBool(b, p.Randomize)
+	b = append(b, `,"Sample":`...)
+	b = strconv.AppendBool(b, p.Sample)
+	b = append(b, `,"VersionsOnly":`...)
+	b = strconv.AppendBool(b, p.VersionsOnly)
+	return append(b, '}')
+}
+
+func appendRequestGroup(b []byte, g *engine.RequestGroup) []byte {
+	b = append(b, `{"Suffix":`...)
+	b = appendHTMLString(b, g.Suffix)
+	b = append(b, `,"Resources":`...)
+	if g.Resources == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '[')
+		for i, r := range g.Resources {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `{"Class":`...)
+			b = appendHTMLString(b, r.Class)
+			b = append(b, `,"Amount":`...)
+			b = strconv.AppendInt(b, r.Amount, 10)
+			b = append(b, '}')
+		}
+		b = append(b, ']')
+	}
+	b = append(b, `,"RequiredTraits":`...)
+	b = appendHTMLStringLists(b, g.RequiredTraits)
+	b = append(b, `,"ForbiddenTraits":`...)
+	b = appendHTMLStrings(b, g.ForbiddenTraits)
+	b = append(b, `,"MemberOf":`...)
+	b = appendHTMLStringLists(b, g.MemberOf)
+	b = append(b, `,"ForbiddenAggregates":`...)
+	b = appendHTMLStrings(b, g.ForbiddenAggregates)
+	b = append(b, `,"InTree":`...)
+	b = appendHTMLString(b, g.InTree)
+	return append(b, '}')
+}
+
+func appendKeyRequests(b []byte, keys []scheduler.KeyRequest) (_ []byte, ok bool) {
+	if keys == nil {
+		return append(b, "null"...), true
+	}
+	b = append(b, '[')
+	for i, k := range keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"name":`...)
+		b = appendHTMLString(b, k.Name)
+		b = append(b, `,"value":`...)
+		if b, ok = appendFloat(b, k.Value); !ok {
+			return b, false
+		}
+		b = append(b, `,"weight":`...)
+		if b, ok = appendFloat(b, k.Weight); !ok {
+			return b, false
+		}
+		b = append(b, `,"system":`...)
+		b = strconv.AppendBool(b, k.System)
+		b = append(b, '}')
+	}
+	return append(b, ']'), true
+}
+
+func appendInt64Ptr(b []byte, v *int64) []byte {
+	if v == nil {
+		return append(b, "null"...)
+	}
+	return strconv.AppendInt(b, *v, 10)
+}
+
+func appendHTMLStringLists(b []byte, lists [][]string) []byte {
+	if lists == nil {
+		return append(b, "null"...)
+	}
+	b = append(b, '[')
+	for i, l := range lists {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendHTMLStrings(b, l)
+	}
+	return append(b, ']')
+}
+
+// appendHTMLStrings appends ss as json.Marshal writes a slice: null for
+// nil.
+func appendHTMLStrings(b []byte, ss []string) []byte {
+	if ss == nil {
+		return append(b, "null"...)
+	}
+	b = append(b, '[')
+	for i, s := range ss {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendHTMLString(b, s)
+	}
+	return append(b, ']')
+}
+
+// appendHTMLString appends s as json.Marshal writes a string, HTML
+// characters escaped: printable ASCII but quotes, backslashes and <, >
+// and & as it is, anything else through json.Marshal.
+func appendHTMLString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			raw, _ := json.Marshal(s) // a string always marshals
+			return append(b, raw...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
+}
+
+// appendMarshalled appends json.Marshal's v; ok is false where it fails.
+func appendMarshalled(b []byte, v any) (_ []byte, ok bool) {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return b, false
+	}
+	return append(b, raw...), true
 }
 
 // fingerprint identifies the request raw (its fields as JSON) for op.
-// It is the SHA-256 of op, a zero byte and raw, hashed as they are
-// written, without copying raw.
+// It is the SHA-256 of op, a zero byte and raw (newRetryKey hashes them
+// as it writes them).
 func fingerprint(op string, raw []byte) []byte {
 	h := sha256.New()
 	h.Write([]byte(op))

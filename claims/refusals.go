@@ -47,6 +47,14 @@ type refusalRing struct {
 // record remembers p's refusal when err is one (a *NotPlacedError).
 // Scriptlet tests (PolicyOverride) are not claims and are not recorded.
 func (r *refusalRing) record(p *Params, err error) {
+	if err != nil {
+		r.recordErr(p, err)
+	}
+}
+
+// recordErr is record of an error (apart, so that a claim that succeeds
+// does not allocate the target of errors.As).
+func (r *refusalRing) recordErr(p *Params, err error) {
 	var np *NotPlacedError
 	if !errors.As(err, &np) || p.PolicyOverride != nil {
 		return

@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
+	"math/rand/v2"
+	"reflect"
 	"testing"
 
 	"github.com/berthd/berth/ledger/engine"
@@ -110,4 +113,125 @@ func BenchmarkRetryKey(b *testing.B) {
 			_ = newRetryKey(OpClaim, &p, "", "")
 		}
 	})
+}
+
+// TestRetryDocAsMarshal: a retry key's request, appended, is the bytes
+// json.Marshal writes for it, for random requests that set every field
+// (strings that need escaping or are not UTF-8, nil and empty slices,
+// properties of any shape, keys of every float form), and it fails where
+// json.Marshal fails. The structs it writes field by field must not
+// have grown fields it does not know.
+func TestRetryDocAsMarshal(t *testing.T) {
+	for _, c := range []struct {
+		v      any
+		fields int
+	}{{retryDoc{}, 18}, {engine.CandidatesParams{}, 14}, {engine.RequestGroup{}, 7}, {engine.ResourceAmount{}, 2},
+		{scheduler.KeyRequest{}, 4}} {
+		if n := reflect.TypeOf(c.v).NumField(); n != c.fields {
+			t.Fatalf("%T has %d fields, not %d: teach retryDoc.appendTo the new ones", c.v, n, c.fields)
+		}
+	}
+	rng := rand.New(rand.NewPCG(39, 4))
+	strs := []string{"", "p", "c0ffee00-0000-4000-8000-000000000001", "<&>", "é", "a\u2028b", "\x00\n", `a"b\`, "\xff", "CUSTOM_Z"}
+	str := func() string { return strs[rng.IntN(len(strs))] }
+	list := func() []string {
+		if rng.IntN(4) == 0 {
+			return nil
+		}
+		out := []string{}
+		for range rng.IntN(3) {
+			out = append(out, str())
+		}
+		return out
+	}
+	lists := func() [][]string {
+		if rng.IntN(3) == 0 {
+			return nil
+		}
+		out := [][]string{}
+		for range rng.IntN(3) {
+			out = append(out, list())
+		}
+		return out
+	}
+	floats := []float64{0, math.Copysign(0, -1), 0.5, -2, 1e-7, 1e21, 1.0 / 3, 123456.789}
+	for trial := range 2000 {
+		var d retryDoc
+		if rng.IntN(2) == 0 {
+			g := rng.Int64() - rng.Int64()
+			d.ConsumerGeneration = &g
+		}
+		d.ConsumerType, d.Exclude, d.Name, d.Policy, d.ProjectID, d.Reason, d.Target, d.UserID =
+			str(), list(), str(), str(), str(), str(), str(), str()
+		if rng.IntN(2) == 0 {
+			f := str()
+			d.FailedProvider = &f
+		}
+		if rng.IntN(2) == 0 {
+			m := str()
+			d.MigrationUUID = &m
+		}
+		if rng.IntN(2) == 0 {
+			l := rng.Int64N(1 << 40)
+			d.LeaseSeconds = &l
+		}
+		if rng.IntN(2) == 0 {
+			pr, pe := rng.Int64()-rng.Int64(), rng.IntN(2) == 0
+			d.Priority, d.Preemptible = &pr, &pe
+		}
+		switch rng.IntN(4) {
+		case 0:
+			d.Properties = map[string]any{}
+		case 1:
+			d.Properties = map[string]any{str(): str(), str(): 1.5, "n": nil, "l": []any{str(), true, 1e300}, "m": map[string]any{str(): -0.0}}
+		case 2:
+			if trial%50 == 0 {
+				d.Properties = map[string]any{"bad": math.NaN()}
+			}
+		}
+		if rng.IntN(3) == 0 {
+			inst := map[string]any{str(): str(), "config": map[string]any{"limits.cpu": "4"}}
+			d.Instance = &inst
+		}
+		if rng.IntN(4) > 0 {
+			d.Keys = []scheduler.KeyRequest{}
+			for range rng.IntN(3) {
+				d.Keys = append(d.Keys, scheduler.KeyRequest{Name: str(), Value: floats[rng.IntN(len(floats))],
+					Weight: rng.NormFloat64() * math.Pow(10, float64(rng.IntN(40)-20)), System: rng.IntN(2) == 0})
+			}
+			if trial%70 == 0 {
+				d.Keys = append(d.Keys, scheduler.KeyRequest{Value: math.Inf(1)})
+			}
+		}
+		r := &d.Resources
+		r.Isolate, r.RootRequired, r.RootForbidden, r.SameSubtrees = rng.IntN(2) == 0, list(), list(), lists()
+		r.Limit, r.Max, r.MaxSteps = rng.IntN(100)-1, rng.IntN(1000), rng.IntN(1<<30)
+		r.NestedAware, r.Randomize, r.Sample, r.VersionsOnly = rng.IntN(2) == 0, rng.IntN(2) == 0, rng.IntN(2) == 0, rng.IntN(2) == 0
+		r.AvoidEvacuated, r.DeferRequests = rng.IntN(2) == 0, rng.IntN(2) == 0
+		if rng.IntN(5) > 0 {
+			r.Groups = []engine.RequestGroup{}
+			for range rng.IntN(3) {
+				g := engine.RequestGroup{Suffix: str(), RequiredTraits: lists(), ForbiddenTraits: list(), MemberOf: lists(),
+					ForbiddenAggregates: list(), InTree: str()}
+				if rng.IntN(4) > 0 {
+					g.Resources = []engine.ResourceAmount{}
+					for range rng.IntN(3) {
+						g.Resources = append(g.Resources, engine.ResourceAmount{Class: str(), Amount: rng.Int64() - rng.Int64()})
+					}
+				}
+				r.Groups = append(r.Groups, g)
+			}
+		}
+		want, werr := json.Marshal(&d)
+		got, ok := d.appendTo([]byte("x"))
+		if werr != nil {
+			if ok {
+				t.Fatalf("trial %d: appended %s where json.Marshal fails (%v)", trial, got, werr)
+			}
+			continue
+		}
+		if !ok || got[0] != 'x' || !bytes.Equal(got[1:], want) {
+			t.Fatalf("trial %d (ok %v):\n%s\nwant\n%s", trial, ok, got, want)
+		}
+	}
 }

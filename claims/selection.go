@@ -225,7 +225,7 @@ func (c *Claimer) selectCandidates(ctx context.Context, p *Params, r *resolved, 
 	for _, cand := range s.cands {
 		fit[cand.Root()] = struct{}{}
 	}
-	s.firstStep(len(fit))
+	s.firstStep(len(fit), 0)
 	if c.cloud != nil && len(s.cands) > 0 {
 		needs, provs := policy.NeedsFor(req), s.cands[0].Providers
 		if err := c.cloud.Enrich(ctx, needs, provs); err != nil {
@@ -248,14 +248,18 @@ func (c *Claimer) selectCandidates(ctx context.Context, p *Params, r *resolved, 
 }
 
 // firstStep is the candidates step of s, of the candidates found
-// anchored on roots roots: the roots without one removed.
-func (s *selection) firstStep(roots int) {
+// anchored on roots roots: the roots without one removed; the steps
+// have room for more after it.
+func (s *selection) firstStep(roots, more int) {
 	first := Step{Unit: StepCandidates, Kind: "filter", Removed: max(0, s.roots-roots),
 		Remaining: s.found, Reasons: map[string]int{}}
 	if s.sampled {
 		// Roots outside the sample were not looked at: whether they fit
 		// is unknown, so they are counted as such, not as lacking capacity.
 		first.Reasons[ReasonOutsideSample] = first.Removed
+	}
+	if cap(s.steps) < 1+more {
+		s.steps = make([]Step, 0, 1+more)
 	}
 	s.steps = append(s.steps[:0], first)
 }
@@ -277,7 +281,7 @@ func (s *selection) rankDirect(ctx context.Context, lc *engine.Candidates, keep 
 		s.cands[i] = ranking.Ranked[i].Cand
 	}
 	s.partial = len(ranking.Ranked) < ranking.Rejections[len(ranking.Rejections)-1].Remaining
-	s.firstStep(flatRoots(lc))
+	s.firstStep(flatRoots(lc), len(ranking.Rejections))
 	for _, rj := range ranking.Rejections {
 		s.steps = append(s.steps, Step{Unit: rj.Unit, Kind: "filter", Removed: rj.Removed,
 			Remaining: rj.Remaining, Reasons: rj.Reasons})

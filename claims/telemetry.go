@@ -72,12 +72,19 @@ func (tr *claimTrace) end(err error) {
 
 // claimOutcome classifies a claim's error for the berth.claims metric.
 func claimOutcome(err error) string {
+	if err == nil {
+		return instrument.OutcomeClaimed
+	}
+	return failureOutcome(err)
+}
+
+// failureOutcome is claimOutcome of an error (apart, so that a claim
+// that succeeds does not allocate the targets of errors.As).
+func failureOutcome(err error) string {
 	var np *NotPlacedError
 	var refused *scheduler.RefusedError
 	var le *fault.Error
 	switch {
-	case err == nil:
-		return instrument.OutcomeClaimed
 	case errors.As(err, &np) && np.Reason == Refused, errors.As(err, &refused):
 		return instrument.OutcomeScriptletRefused
 	case errors.As(err, &np) && np.Reason == ConflictsExhausted:

@@ -186,9 +186,11 @@ type QuotaResource struct {
 
 // Option is a ranked candidate.
 type Option struct {
-	Root        string
-	RootName    string
-	Score       float64
+	Root     string
+	RootName string
+	Score    float64
+	// Weights are the weighers' contributions to Score, by weigher, in a
+	// dry run's Ranking (which answers them); nil elsewhere.
 	Weights     map[string]float64
 	Allocations []engine.Allocation
 	Mappings    map[string][]string

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/berthd/berth/internal/fault"
 	"github.com/berthd/berth/ledger/claimrecords"
+	"github.com/berthd/berth/ledger/engine"
 	"github.com/berthd/berth/ledger/quotas"
 	"github.com/berthd/berth/ledger/resources"
 	"github.com/berthd/berth/scheduler"
@@ -40,7 +42,12 @@ type writer struct {
 // candidates run out or the attempts do; the last two return nil, nil.
 func (w *writer) run(ctx context.Context, s *selection) (*Result, error) {
 	p, ranked := w.p, s.ranking.Ranked
-	tried := make([]bool, len(ranked))
+	var triedArr [16]bool
+	tried := triedArr[:0]
+	if len(ranked) > len(triedArr) {
+		tried = make([]bool, len(ranked))
+	}
+	tried = tried[:len(ranked)]
 	for w.attempts < w.max {
 		// A root whose write failed is hot or stale in the snapshot; its
 		// other candidates are likely to fail too. (Only the anchor root
@@ -52,6 +59,10 @@ func (w *writer) run(ctx context.Context, s *selection) (*Result, error) {
 		tried[i] = true
 		cand := ranked[i].Cand
 		w.attempts++
+		// The answer is known before the write, which records it for
+		// retries (idempotent.go); the write takes its allocations.
+		res := w.c.result(p, s, i, w.attempts, w.failedRoots)
+		res.Preempted = w.victims
 		cw := resources.ClaimWriteParams{Consumers: append([]resources.ConsumerAllocations{{
 			ConsumerUUID:    p.ConsumerUUID,
 			ProjectID:       p.ProjectID,
@@ -59,16 +70,12 @@ func (w *writer) run(ctx context.Context, s *selection) (*Result, error) {
 			ConsumerType:    p.ConsumerType,
 			CheckGeneration: true,
 			Generation:      p.ConsumerGeneration,
-			Allocations:     cand.AllocationsByName(),
+			Allocations:     res.Allocations,
 			Name:            p.Name,
 			Properties:      p.Properties,
 			CopyStickyKeys:  true,
 		}}, p.with...), Move: p.move, State: p.stateWrite(cand.Root()),
 			Quota: w.quota, Preempt: w.preempt}
-		// The answer is known before the write, which records it for
-		// retries (idempotent.go).
-		res := w.c.result(p, s, i, w.attempts, w.failedRoots)
-		res.Preempted = w.victims
 		cw.Request = p.retryKey.record(p, res)
 		start := time.Now()
 		err := w.c.store.Allocations.ClaimWrite(ctx, cw)
@@ -158,7 +165,11 @@ func retryable(err error) bool {
 // alternates are the best candidates on other roots, not on failed ones.
 func (c *Claimer) result(p *Params, s *selection, chosen, attempts int, failed []string) *Result {
 	ranked := s.ranking.Ranked
-	best := s.option(ranked[chosen])
+	// The answer's candidates' allocations are cut from one pair of
+	// arrays, sized for the chosen one and its alternates taking alike.
+	n := 1 + max(0, min(p.Alternates, len(ranked)-1))
+	slab := newAllocSlab(ranked[chosen].Cand, n)
+	best := s.option(ranked[chosen], p.DryRun, &slab)
 	gen := int64(1)
 	if p.ConsumerGeneration != nil {
 		gen = *p.ConsumerGeneration + 1
@@ -174,10 +185,11 @@ func (c *Claimer) result(p *Params, s *selection, chosen, attempts int, failed [
 		Attempts:           attempts,
 		DryRun:             p.DryRun,
 		Steps:              s.steps,
-		Alternates:         []Option{},
+		Alternates:         make([]Option, 0, max(0, min(p.Alternates, len(ranked)-1))),
 		Reused:             p.Reused,
 	}
-	seen := append([]string{best.Root}, failed...)
+	var seenArr [8]string
+	seen := append(append(seenArr[:0], best.Root), failed...)
 	for _, sc := range ranked {
 		if len(r.Alternates) >= p.Alternates {
 			break
@@ -186,12 +198,12 @@ func (c *Claimer) result(p *Params, s *selection, chosen, attempts int, failed [
 			continue
 		}
 		seen = append(seen, sc.Cand.Root())
-		r.Alternates = append(r.Alternates, s.option(sc))
+		r.Alternates = append(r.Alternates, s.option(sc, p.DryRun, &slab))
 	}
 	if p.DryRun {
 		r.Ranking = make([]Option, len(ranked))
 		for i, sc := range ranked {
-			r.Ranking[i] = s.option(sc)
+			r.Ranking[i] = s.option(sc, true, nil)
 		}
 		r.ScriptletLog = append([]scheduler.LogLine{}, s.ranking.Log...)
 	}
@@ -204,12 +216,58 @@ func (c *Claimer) result(p *Params, s *selection, chosen, attempts int, failed [
 	return r
 }
 
-// option is the answer's view of a ranked candidate of s.
-func (s *selection) option(sc scheduler.Scored) Option {
-	o := Option{Root: sc.Cand.Root(), Score: sc.Score, Weights: sc.Weights(),
-		Allocations: sc.Cand.AllocationsByName(), Mappings: mappings(&s.reqs[sc.Cand.Index])}
+// option is the answer's view of a ranked candidate of s, with its
+// weights when weights is set (a dry run's: only its ranking shows them),
+// its allocations cut from slab if it has room (nil: none).
+func (s *selection) option(sc scheduler.Scored, weights bool, slab *allocSlab) Option {
+	o := Option{Root: sc.Cand.Root(), Score: sc.Score,
+		Allocations: slab.byName(sc.Cand), Mappings: mappings(&s.reqs[sc.Cand.Index])}
+	if weights {
+		o.Weights = sc.Weights()
+	}
 	if prov := sc.Cand.Providers[o.Root]; prov != nil {
 		o.RootName = prov.Name
 	}
 	return o
+}
+
+// allocSlab holds the allocations of a few candidates, in one array of
+// allocations and one of resources.
+type allocSlab struct {
+	allocs []engine.Allocation
+	res    []engine.ResourceAmount
+}
+
+// newAllocSlab has room for n candidates taking as many allocations and
+// resources as c.
+func newAllocSlab(c *scheduler.Candidate, n int) allocSlab {
+	nres := 0
+	for _, a := range c.Allocations {
+		nres += len(a.Resources)
+	}
+	return allocSlab{allocs: make([]engine.Allocation, 0, n*len(c.Allocations)),
+		res: make([]engine.ResourceAmount, 0, n*nres)}
+}
+
+// byName is c.AllocationsByName(), cut from s when it has room.
+func (s *allocSlab) byName(c *scheduler.Candidate) []engine.Allocation {
+	nres := 0
+	for _, a := range c.Allocations {
+		nres += len(a.Resources)
+	}
+	if s == nil || len(c.Allocations) == 0 || len(c.Allocations) > cap(s.allocs)-len(s.allocs) || nres > cap(s.res)-len(s.res) {
+		return c.AllocationsByName()
+	}
+	from := len(s.allocs)
+	for _, a := range c.Allocations {
+		var res []engine.ResourceAmount // nil for none, as AllocationsByName
+		if len(a.Resources) > 0 {
+			r0 := len(s.res)
+			s.res = append(s.res, a.Resources...)
+			res = s.res[r0:len(s.res):len(s.res)]
+			slices.SortFunc(res, func(x, y engine.ResourceAmount) int { return strings.Compare(x.Class, y.Class) })
+		}
+		s.allocs = append(s.allocs, engine.Allocation{ProviderUUID: a.ProviderUUID, Resources: res})
+	}
+	return s.allocs[from:len(s.allocs):len(s.allocs)]
 }

@@ -95,6 +95,9 @@ type Policy struct {
 	// keys ranks by Request.Keys (factor 1) when the policy does not list
 	// affinity_keys: a claim that carries keys expects them to count.
 	keys Weigher
+	// weigherNames are the names of weighers, in order, shared by the
+	// Scored of RankDirect's rankings.
+	weigherNames []string
 }
 
 // NewPolicy builds the units cfg names from reg (nil: DefaultRegistry).
@@ -204,6 +207,7 @@ func NewPolicy(cfg PolicyConfig, reg *Registry, scripts Scriptlets) (*Policy, er
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("scheduler policy: %w", err)
 	}
+	p.weigherNames = weigherNames(p.weighers)
 	return p, nil
 }
 
@@ -217,9 +221,11 @@ func (p *Policy) Scriptlets() []string {
 	if p.cfg.Scriptlet != "" {
 		names = append(names, p.cfg.Scriptlet)
 	}
-	for _, u := range slices.Concat(p.cfg.Filters, p.cfg.Weighers) {
-		if n, ok := strings.CutPrefix(u.Name, StarlarkUnitPrefix); ok && !slices.Contains(names, n) {
-			names = append(names, n)
+	for _, units := range [2][]PluginConfig{p.cfg.Filters, p.cfg.Weighers} {
+		for _, u := range units {
+			if n, ok := strings.CutPrefix(u.Name, StarlarkUnitPrefix); ok && !slices.Contains(names, n) {
+				names = append(names, n)
+			}
 		}
 	}
 	return names
@@ -506,9 +512,17 @@ func addWeights(contribs []float64, nw, k int, w weighted, raw []float64) error 
 			return &PluginError{Plugin: w.w.Name(), Err: fmt.Errorf("weight %v is not finite", v)}
 		}
 	}
-	norm := Normalize(raw)
-	for i := range raw {
-		contribs[i*nw+k] = w.factor * norm[i]
+	// Normalize's values, written where they go.
+	if len(raw) == 0 {
+		return nil
+	}
+	lo, hi := slices.Min(raw), slices.Max(raw)
+	for i, v := range raw {
+		var norm float64
+		if hi != lo {
+			norm = (v - lo) / (hi - lo)
+		}
+		contribs[i*nw+k] = w.factor * norm
 	}
 	return nil
 }

@@ -9,7 +9,8 @@ import (
 
 // TestRankFirstAsRankOrder requires rankFirst's k positions to be
 // rankOrder's first k, in its order, for scores with many ties (equal
-// scores, equal indexes, NaN) and every k from 0 past n.
+// scores, equal indexes, NaN) and every k from 0 past n; and keptFirst's
+// too, for the increasing indexes of RankDirect's candidates.
 func TestRankFirstAsRankOrder(t *testing.T) {
 	rng := rand.New(rand.NewPCG(39, 2))
 	for round := range 500 {
@@ -24,11 +25,20 @@ func TestRankFirstAsRankOrder(t *testing.T) {
 		}
 		score, index := func(i int) float64 { return scores[i] }, func(i int) int { return indexes[i] }
 		full := rankOrder(n, score, index)
+		passed := make([]int32, n) // RankDirect's indexes: increasing
+		for i := range passed {
+			passed[i] = int32(2*i + rng.IntN(2))
+		}
+		fullPassed := rankOrder(n, score, func(i int) int { return int(passed[i]) })
 		for k := 0; k <= n+1; k++ {
 			first := rankFirst(n, k, score, index)
 			if want := full[:min(k, n)]; !slices.Equal(first, want) {
 				t.Fatalf("round %d, n %d, k %d: rankFirst %v, rankOrder's first %v (scores %v, indexes %v)",
 					round, n, k, first, want, scores, indexes)
+			}
+			if got, want := keptFirst(nil, scores, passed, k), fullPassed[:min(k, n)]; !slices.Equal(got, want) {
+				t.Fatalf("round %d, n %d, k %d: keptFirst %v, rankOrder's first %v (scores %v, passed %v)",
+					round, n, k, got, want, scores, passed)
 			}
 		}
 	}

@@ -1,8 +1,10 @@
 package scheduler
 
 import (
+	"cmp"
 	"context"
 	"math"
+	"sync"
 	"time"
 
 	"github.com/berthd/berth/internal/telemetry/instrument"
@@ -57,22 +59,22 @@ func (c *Candidate) takes(buf []take) []take {
 // records (engine.Candidates.AllocationRecord) instead of views, and
 // from what the engine's answer says it takes, its request built or not
 // (engine.Candidates.AllocationResources); ids caches the class ids of
-// the names met.
+// the names met and the name order of the last list of classes met.
 func recordTakes(buf []take, lc *engine.Candidates, i int, ids *classIDs) []take {
 	for j, n := 0, lc.AllocationCount(i); j < n; j++ {
 		rec := lc.AllocationRecord(i, j)
-		var res, amounts [8]engine.ResourceAmount
-		for _, ca := range sortedAmounts(amounts[:0], lc.AllocationResources(i, j, res[:0])) {
+		var res [8]engine.ResourceAmount
+		got := lc.AllocationResources(i, j, res[:0])
+		if len(got) > len(ids.shape.classes) {
+			buf = appendTakes(buf, rec, sortedAmounts(nil, got), ids)
+			continue
+		}
+		sh := ids.shapeOf(got)
+		for k := range got {
+			ca := &got[sh.order[k]]
 			t := take{class: ca.Class, amount: ca.Amount}
-			if id, ok := ids.of(ca.Class); ok {
-				for k := range rec.Inventories {
-					if inv := &rec.Inventories[k]; inv.Class == id {
-						t.found = true
-						t.capacity, t.used = inv.Capacity(), inv.Used
-						t.minUnit, t.maxUnit, t.stepSize = inv.MinUnit, inv.MaxUnit, inv.StepSize
-						break
-					}
-				}
+			if sh.known[k] {
+				t.setInventory(rec, sh.ids[k])
 			}
 			buf = append(buf, t)
 		}
@@ -80,8 +82,34 @@ func recordTakes(buf []take, lc *engine.Candidates, i int, ids *classIDs) []take
 	return buf
 }
 
+// appendTakes appends the takes of amounts, in name order, from rec.
+func appendTakes(buf []take, rec *engine.ProviderRecord, amounts []engine.ResourceAmount, ids *classIDs) []take {
+	for _, ca := range amounts {
+		t := take{class: ca.Class, amount: ca.Amount}
+		if id, ok := ids.of(ca.Class); ok {
+			t.setInventory(rec, id)
+		}
+		buf = append(buf, t)
+	}
+	return buf
+}
+
+// setInventory sets t's inventory from rec's of class id, if it has one.
+func (t *take) setInventory(rec *engine.ProviderRecord, id int32) {
+	for k := range rec.Inventories {
+		if inv := &rec.Inventories[k]; inv.Class == id {
+			t.found = true
+			t.capacity, t.used = inv.Capacity(), inv.Used
+			t.minUnit, t.maxUnit, t.stepSize = inv.MinUnit, inv.MaxUnit, inv.StepSize
+			return
+		}
+	}
+}
+
 // classIDs are the ids of the few class names a ranking meets, looked up
-// once each in the snapshot's names.
+// once each in the snapshot's names, and the last list of classes met
+// (shape): the candidates of one request mostly take the same classes
+// in the same order, which are then put in name order once.
 type classIDs struct {
 	names *engine.Names
 	known [8]struct {
@@ -89,7 +117,57 @@ type classIDs struct {
 		id   int32
 		ok   bool
 	}
-	n int
+	n     int
+	shape classShape
+}
+
+// classShape is a list of up to eight classes (an allocation's, in the
+// engine's order) put in name order: order[k] is the position in the
+// list of the k-th class by name, ids[k] its id and known[k] whether the
+// snapshot names it.
+type classShape struct {
+	n       int // 0: none yet
+	classes [8]string
+	order   [8]uint8
+	ids     [8]int32
+	known   [8]bool
+}
+
+// shapeOf is the name order of res's classes (at most eight) and their
+// ids, as sorting res by class name (sortedAmounts: stable for so few)
+// would give them. The shape returned is valid until the next call.
+func (c *classIDs) shapeOf(res []engine.ResourceAmount) *classShape {
+	sh := &c.shape
+	if sh.n == len(res) && sh.n > 0 {
+		same := true
+		for k := range res {
+			if res[k].Class != sh.classes[k] {
+				same = false
+				break
+			}
+		}
+		if same {
+			return sh
+		}
+	}
+	sh.n = len(res)
+	for k := range res {
+		sh.classes[k] = res[k].Class
+	}
+	// Insertion sort of the positions: stable, as slices.SortFunc is
+	// for lists this short.
+	for k := range res {
+		at := k
+		for at > 0 && res[sh.order[at-1]].Class > res[k].Class {
+			sh.order[at] = sh.order[at-1]
+			at--
+		}
+		sh.order[at] = uint8(k)
+	}
+	for k := range res {
+		sh.ids[k], sh.known[k] = c.of(res[sh.order[k]].Class)
+	}
+	return sh
 }
 
 func (c *classIDs) of(name string) (int32, bool) {
@@ -154,8 +232,10 @@ func (p *Policy) RankDirect(ctx context.Context, lc *engine.Candidates, keep int
 	ctx, span := startRank(ctx, n)
 	defer func() { endRank(span, r, err) }()
 	start := time.Now()
+	sc := directScratchPool.Get().(*directScratch)
+	defer directScratchPool.Put(sc)
 
-	passed, raw, err := p.directPass(ctx, lc, r)
+	passed, raw, err := p.directPass(ctx, lc, r, sc)
 	if err != nil {
 		return nil, err
 	}
@@ -166,22 +246,26 @@ func (p *Policy) RankDirect(ctx context.Context, lc *engine.Candidates, keep int
 		stageSpan(ctx, "filter", r.Rejections[k].Unit, start, instrument.AttrRemaining.Int(left))
 	}
 	np, nw := len(passed), len(p.weighers)
-	contribs := make([]float64, np*nw)
+	contribs := grow(sc.contribs, np*nw)
+	sc.contribs = contribs
 	for k, w := range p.weighers {
 		if err := addWeights(contribs, nw, k, w, raw[k*n:k*n+np]); err != nil {
 			return nil, err
 		}
 		stageSpan(ctx, "weigher", w.w.Name(), start)
 	}
-	scores := make([]float64, np)
+	scores := grow(sc.scores, np)
+	sc.scores = scores
 	for i := range scores {
 		scores[i] = score(contribs[i*nw : (i+1)*nw])
 	}
-	order, cut := keptOrder(scores, passed, keep, randomOrder)
+	order, cut := keptOrder(sc, scores, passed, keep, randomOrder)
 	r.Ranked = make([]Scored, cut)
 	cands, kept := make([]Candidate, cut), make([]*Candidate, cut)
-	names := weigherNames(p.weighers)
-	at := make([]int, cut) // the kept ones' positions in lc
+	// The kept candidates' contributions, copied out of the scratch.
+	keptContribs := make([]float64, cut*nw)
+	at := grow(sc.at, cut) // the kept ones' positions in lc
+	sc.at = at
 	for k, i := range order[:cut] {
 		at[k] = int(passed[i])
 	}
@@ -190,24 +274,47 @@ func (p *Policy) RankDirect(ctx context.Context, lc *engine.Candidates, keep int
 		li := at[k]
 		cands[k] = Candidate{Index: li, Allocations: lc.Requests[li].Allocations}
 		kept[k] = &cands[k]
-		r.Ranked[k] = Scored{Cand: kept[k], Score: scores[i], names: names, contribs: contribs[i*nw : (i+1)*nw : (i+1)*nw]}
+		cs := keptContribs[k*nw : (k+1)*nw : (k+1)*nw]
+		copy(cs, contribs[i*nw:(i+1)*nw])
+		r.Ranked[k] = Scored{Cand: kept[k], Score: scores[i], names: p.weigherNames, contribs: cs}
 	}
 	build(kept)
 	return r, nil
 }
 
+// directScratch is what one RankDirect works in and returns nothing of:
+// its slices are reused by the rankings after it (directScratchPool).
+type directScratch struct {
+	passed                []int32
+	raw, contribs, scores []float64
+	at, order             []int
+}
+
+var directScratchPool = sync.Pool{New: func() any { return new(directScratch) }}
+
+// grow is buf resliced to n elements, reallocated if too short; its
+// contents are unspecified.
+func grow[T any](buf []T, n int) []T {
+	if cap(buf) < n {
+		return make([]T, n)
+	}
+	return buf[:n]
+}
+
 // directPass filters and weighs every candidate of lc on the engine's
 // records, counting rejections in r: passed are the positions in lc of
 // the candidates every filter kept, and raw the weighers' raw values,
-// weigher by weigher, each as long as lc (its first len(passed) used).
-func (p *Policy) directPass(ctx context.Context, lc *engine.Candidates, r *Ranking) (passed []int32, raw []float64, err error) {
+// weigher by weigher, each as long as lc (its first len(passed) used),
+// both cut from sc.
+func (p *Policy) directPass(ctx context.Context, lc *engine.Candidates, r *Ranking, sc *directScratch) (passed []int32, raw []float64, err error) {
 	n := len(lc.Requests)
-	passed = make([]int32, 0, n)
+	passed = grow(sc.passed, n)[:0]
 	r.Rejections = make([]Rejection, len(p.filters))
 	for k, f := range p.filters {
 		r.Rejections[k] = Rejection{Unit: f.f.Name(), Reasons: map[string]int{}}
 	}
-	raw = make([]float64, len(p.weighers)*n)
+	raw = grow(sc.raw, len(p.weighers)*n)
+	sc.raw = raw
 	ids := classIDs{names: lc.Names()}
 	var buf [8]take
 	for i := range lc.Requests {
@@ -236,6 +343,7 @@ func (p *Policy) directPass(ctx context.Context, lc *engine.Candidates, r *Ranki
 		}
 		passed = append(passed, int32(i))
 	}
+	sc.passed = passed
 	return passed, raw, nil
 }
 
@@ -243,8 +351,8 @@ func (p *Policy) directPass(ctx context.Context, lc *engine.Candidates, r *Ranki
 // only the first cut become Scored: the first keep are selected, and the
 // one after them too unless the order among equals is random, to see
 // whether it ties a kept one; only then is every candidate ordered, and
-// cut grown to keep those tied as well.
-func keptOrder(scores []float64, passed []int32, keep int, randomOrder bool) (order []int, cut int) {
+// cut grown to keep those tied as well. order may be cut from sc.
+func keptOrder(sc *directScratch, scores []float64, passed []int32, keep int, randomOrder bool) (order []int, cut int) {
 	np := len(scores)
 	byScore, byIndex := func(i int) float64 { return scores[i] }, func(i int) int { return int(passed[i]) }
 	cut = max(0, min(keep, np))
@@ -252,7 +360,8 @@ func keptOrder(scores []float64, passed []int32, keep int, randomOrder bool) (or
 	if !randomOrder {
 		first = min(cut+1, np)
 	}
-	order = rankFirst(np, first, byScore, byIndex)
+	order = keptFirst(sc.order[:0], scores, passed, first)
+	sc.order = order
 	if !randomOrder && cut < np && tiesAny(scores, order[:cut], scores[order[cut]]) {
 		order = rankOrder(np, byScore, byIndex)
 		for cut < np && tiesAny(scores, order[:cut], scores[order[cut]]) {
@@ -260,6 +369,43 @@ func keptOrder(scores []float64, passed []int32, keep int, randomOrder bool) (or
 		}
 	}
 	return order, cut
+}
+
+// keptFirst is rankFirst(len(scores), k, ...), appended to first (empty), for the
+// scores of the candidates at passed: scores[i] by score, passed[i] by
+// index. The comparisons are rankCompare's, made in place.
+func keptFirst(first []int, scores []float64, passed []int32, k int) []int {
+	n := len(scores)
+	k = max(0, min(k, n))
+	compare := func(i, j int) int { // rankCompare
+		if c := cmp.Compare(scores[j], scores[i]); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(passed[i], passed[j]); c != 0 {
+			return c
+		}
+		return cmp.Compare(i, j)
+	}
+	for i := range n {
+		if len(first) == k && (k == 0 || compare(i, first[k-1]) > 0) {
+			continue
+		}
+		// The first position whose candidate ranks after i.
+		lo, hi := 0, len(first)
+		for lo < hi {
+			if m := int(uint(lo+hi) >> 1); compare(first[m], i) < 0 {
+				lo = m + 1
+			} else {
+				hi = m
+			}
+		}
+		if len(first) < k {
+			first = append(first, 0)
+		}
+		copy(first[lo+1:], first[lo:len(first)-1])
+		first[lo] = i
+	}
+	return first
 }
 
 // tiesAny reports whether score ties one of scores at positions at.
