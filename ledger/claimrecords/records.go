@@ -2,6 +2,7 @@ package claimrecords
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"math"
 	"time"
@@ -97,7 +98,10 @@ func WriteRequest(ctx context.Context, t *core.Txn, r *ClaimRequest) error {
 	if !ok {
 		return fault.Invalid("", "Malformed consumer uuid: %s", r.ConsumerUUID)
 	}
-	_, err := t.Exec(ctx, claimRequestUpsertSQL, id, r.Op, r.Fingerprint, r.Request, r.Result, r.Generation)
+	// JSON as json.RawMessage: pgx sends a []byte as a bytea when it does
+	// not know the parameter's type (default_query_exec_mode exec,
+	// simple_protocol).
+	_, err := t.Exec(ctx, claimRequestUpsertSQL, id, r.Op, r.Fingerprint, json.RawMessage(r.Request), json.RawMessage(r.Result), r.Generation)
 	return err
 }
 
@@ -476,10 +480,11 @@ func (w *ClaimStateWrite) LeaseArg() *int32 {
 	return &n
 }
 
-// RequestArg is Request as an SQL argument.
-func (w *ClaimStateWrite) RequestArg() []byte {
+// RequestArg is Request as an SQL argument: JSON, not []byte, which pgx
+// sends as a bytea when it does not know the parameter's type.
+func (w *ClaimStateWrite) RequestArg() json.RawMessage {
 	if w.Request == nil {
-		return []byte("{}")
+		return json.RawMessage("{}")
 	}
 	return w.Request
 }

@@ -2,7 +2,9 @@ package resources
 
 import (
 	"context"
+	"database/sql/driver"
 	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -683,9 +685,11 @@ func queueFastWrite(b *pgx.Batch, fc *fastClaim) {
 		rps.elems[i], classes.elems[i], amounts.elems[i] = args.uuid(fc.allocProviders[i]),
 			(*textArg)(&fc.allocClasses[i]), (*int8Arg)(&fc.amounts[i])
 	}
+	// JSON as json.RawMessage, not []byte, which pgx sends as a bytea when
+	// it does not know the parameter's type (argArray).
 	b.Queue(fastWriteSQL, rps, classes, amounts,
-		fc.consumer, fc.project, fc.user, fc.consumerType, fc.name, fc.properties, fc.copySticky,
-		op, fingerprint, request, result, st.op, st.request, st.root, st.lease,
+		fc.consumer, fc.project, fc.user, fc.consumerType, fc.name, json.RawMessage(fc.properties), fc.copySticky,
+		op, fingerprint, json.RawMessage(request), json.RawMessage(result), st.op, json.RawMessage(st.request), st.root, st.lease,
 		fc.quota.resources, fc.quota.limits)
 }
 
@@ -743,13 +747,17 @@ func consumerUUIDs(consumers []ConsumerAllocations) []string {
 // the binary format, element by element through the element's own value
 // method: the elements are pointers to the claims' own values (of the
 // arg types below), or values pgx boxes without allocating (bools, small
-// int32s), or []byte; nil is NULL.
+// int32s), or []byte (json, or bytea where the array says so); nil is
+// NULL. That takes the parameter's type, which pgx knows only from a
+// statement it described; when it does not (default_query_exec_mode
+// exec or simple_protocol), it sends the array's Value, its text.
 
 // argArray is a one-dimensional array argument (pgtype.ArrayGetter).
 type argArray struct {
 	dims  [1]pgtype.ArrayDimension
 	elems []any
-	kind  any // an element of the array's kind, for pgx to plan with
+	kind  any  // an element of the array's kind, for pgx to plan with
+	bytea bool // its []byte elements are bytea (otherwise json or jsonb)
 }
 
 func (a *argArray) Dimensions() []pgtype.ArrayDimension {
@@ -760,6 +768,73 @@ func (a *argArray) Dimensions() []pgtype.ArrayDimension {
 func (a *argArray) Index(i int) any { return a.elems[i] }
 
 func (a *argArray) IndexType() any { return a.kind }
+
+// Value is a in PostgreSQL's text format of arrays (driver.Valuer), for
+// pgx to send when it does not know the parameter's type: pgx plans an
+// argument through its driver.Valuer only when no codec takes it. For a
+// parameter of a known array type the array codec does (the binary
+// format above); for one of no type (OID 0), none does. A nil a is NULL.
+func (a *argArray) Value() (driver.Value, error) {
+	if a == nil {
+		return nil, nil
+	}
+	buf := append(make([]byte, 0, 2+40*len(a.elems)), '{')
+	for i, e := range a.elems {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		switch e := e.(type) {
+		case nil:
+			buf = append(buf, "NULL"...)
+		case *textArg:
+			buf = appendArrayQuoted(buf, string(*e))
+		case *uuidArg:
+			if _, err := e.UUIDValue(); err != nil {
+				return nil, err
+			}
+			buf = append(buf, e.in...) // canonical: nothing to quote
+		case *int8Arg:
+			buf = strconv.AppendInt(buf, int64(*e), 10)
+		case *int4Arg:
+			buf = strconv.AppendInt(buf, int64(*e), 10)
+		case int32:
+			buf = strconv.AppendInt(buf, int64(e), 10)
+		case bool:
+			c := byte('f')
+			if e {
+				c = 't'
+			}
+			buf = append(buf, c)
+		case []byte:
+			switch {
+			case e == nil:
+				buf = append(buf, "NULL"...)
+			case a.bytea:
+				buf = hex.AppendEncode(append(buf, `"\\x`...), e)
+				buf = append(buf, '"')
+			default:
+				buf = appendArrayQuoted(buf, e)
+			}
+		default:
+			return nil, fmt.Errorf("an array argument's element of type %T", e)
+		}
+	}
+	return string(append(buf, '}')), nil
+}
+
+// appendArrayQuoted appends s to buf as a quoted element of an array's
+// text: in double quotes, each double quote and backslash escaped with a
+// backslash.
+func appendArrayQuoted[S string | []byte](buf []byte, s S) []byte {
+	buf = append(buf, '"')
+	for i := range len(s) {
+		if c := s[i]; c == '"' || c == '\\' {
+			buf = append(buf, '\\')
+		}
+		buf = append(buf, s[i])
+	}
+	return append(buf, '"')
+}
 
 // The element kinds: *textArg for text, *int8Arg for bigint, *int4Arg
 // for int, *uuidArg for uuid.

@@ -444,6 +444,7 @@ func (s *Allocations) batchArgs(fcs []fastClaim) (sql string, args []any) {
 		(*textArg)(nil), []byte(nil), (*uuidArg)(nil), (*int4Arg)(nil), false} {
 		cl[k] = b.next(n, kind)
 	}
+	cl[8].bytea = true // $13, the fingerprints; the other []byte arrays are json or jsonb
 	limClaim, limResources, limits := b.next(limited, int32(0)), b.next(limited, (*textArg)(nil)), b.next(limited, (*int8Arg)(nil))
 	j, l := 0, 0
 	for i := range fcs {
@@ -467,7 +468,7 @@ func (s *Allocations) batchArgs(fcs []fastClaim) (sql string, args []any) {
 			e[7], e[8], e[9], e[10] = (*textArg)(&r.Op), r.Fingerprint, r.Request, r.Result
 		}
 		if w := fc.state; w != nil {
-			e[11], e[12] = (*textArg)(&w.Op), w.RequestArg()
+			e[11], e[12] = (*textArg)(&w.Op), []byte(w.RequestArg())
 			if root, ok := core.CanonicalUUID(w.RootUUID); ok {
 				e[13] = b.uuid(root)
 			}

@@ -22,7 +22,7 @@ func writeConsumerDetails(ctx context.Context, t *core.Txn, ws []ConsumerAllocat
 			if w.Name != "" {
 				name = &w.Name
 			}
-			var props []byte
+			var props json.RawMessage // not []byte: pgx sends that as a bytea when it does not know the type
 			if w.Properties != nil {
 				var err error
 				if props, err = json.Marshal(w.Properties); err != nil {
