@@ -58,7 +58,7 @@ func WritePreemptions(ctx context.Context, t *core.Txn, ps []Preemption) error {
 			                         project_id, user_id, allocations, request)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
 			p.ConsumerUUID, p.PreemptedBy, p.RootUUID, p.Priority, p.PreemptorPriority,
-			p.ProjectID, p.UserID, allocs, request); err != nil {
+			p.ProjectID, p.UserID, json.RawMessage(allocs), json.RawMessage(request)); err != nil {
 			return err
 		}
 	}

@@ -365,8 +365,10 @@ func (s *Catalogue) ShadowFlush(ctx context.Context, deltas []ShadowDelta) error
 }
 
 // jsonArg is v as a JSON argument (v is built here of plain types: its
-// encoding cannot fail).
-func jsonArg(v any) []byte {
+// encoding cannot fail). A json.RawMessage, not a []byte: pgx sends a
+// []byte whose type it does not know (default_query_exec_mode exec or
+// simple_protocol) as bytea.
+func jsonArg(v any) json.RawMessage {
 	b, _ := json.Marshal(v)
 	return b
 }
