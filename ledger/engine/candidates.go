@@ -110,8 +110,6 @@ type deferredRequests struct {
 	// oneRes, for a search of one candidate per anchor (search.oneEach),
 	// is what every candidate takes of its one provider.
 	oneRes []ResourceAmount
-	// classes name the search's classes for AllocationResources.
-	classes requestClasses
 }
 
 // vec is candidate i's provider vector, of an answer whose requests are
@@ -146,7 +144,7 @@ func (c *Candidates) BuildRequests(is []int) {
 	if n == 0 {
 		return
 	}
-	b := resultBuilder{e: d.e, s: d.e.snap, left: n, classes: d.classes}
+	b := newRequestBuilder(d.e, n)
 	// On the stack, as search.result's.
 	var provArr, vecArr [8]int32
 	var keyArr [16]provClass
@@ -206,7 +204,7 @@ func (c *Candidates) AllocationResources(i, j int, buf []ResourceAmount) []Resou
 		}
 	next:
 		for _, r := range d.e.slots[si].res {
-			name := d.classes.name(c.snap, r.class)
+			name := r.name
 			for k := from; k < len(buf); k++ {
 				if buf[k].Class == name {
 					buf[k].Amount += r.amount

@@ -43,7 +43,7 @@ func (e *search) result(found vectors, versionsOnly, deferRequests bool) *Candid
 		out.allocStart, out.allocProv, buf = buf[:n:n], buf[n:n:n+len(found.provs)], buf[n+len(found.provs):]
 	}
 	if deferred {
-		out.deferred = deferredRequests{e: e, built: make([]bool, nFound), classes: b.classes}
+		out.deferred = deferredRequests{e: e, built: make([]bool, nFound)}
 	}
 	if keepVecs {
 		out.deferred.vecs = buf[:len(found.provs):len(found.provs)]
@@ -152,8 +152,8 @@ type namedClass struct {
 }
 
 // requestClasses are the names of a search's classes (its first
-// len(known), a few), looked up once in the snapshot's names; name reads
-// others from them. An array, so that it allocates nothing.
+// len(known), a few), as its slots hold them; name reads others from the
+// snapshot's names. An array, so that it allocates nothing.
 type requestClasses struct {
 	known [8]namedClass
 	n     int
@@ -166,7 +166,7 @@ func classesOf(e *search) requestClasses {
 		for _, r := range e.slots[i].res {
 			known := rc.known[:rc.n]
 			if rc.n < len(rc.known) && !slices.ContainsFunc(known, func(c namedClass) bool { return c.id == r.class }) {
-				rc.known[rc.n] = namedClass{r.class, e.snap.names.className[r.class]}
+				rc.known[rc.n] = namedClass{r.class, r.name}
 				rc.n++
 			}
 		}
