@@ -204,7 +204,7 @@ func (c *Candidates) AllocationResources(i, j int, buf []ResourceAmount) []Resou
 		}
 	next:
 		for _, r := range d.e.slots[si].res {
-			name := c.snap.names.className[r.class]
+			name := r.name
 			for k := from; k < len(buf); k++ {
 				if buf[k].Class == name {
 					buf[k].Amount += r.amount

@@ -35,6 +35,7 @@ type RequestGroup struct {
 type resAmount struct {
 	class  int32
 	amount int64
+	name   string // the class's name
 }
 
 // filter is a request group with names resolved to ids: the predicate a
@@ -74,7 +75,7 @@ func (s *Snapshot) classIDs(res []ResourceAmount) ([]resAmount, error) {
 		if !ok {
 			return nil, &UnknownNameError{Name: r.Class}
 		}
-		out = append(out, resAmount{class: id, amount: r.Amount})
+		out = append(out, resAmount{class: id, amount: r.Amount, name: r.Class})
 	}
 	return out, nil
 }

@@ -43,15 +43,15 @@ func (s *Snapshot) newestOfAll() time.Time {
 // (index to new record) and nothing else, old's newest change when old
 // has found it and no replaced provider's change time went backwards;
 // otherwise s finds its own on first use.
-func (s *Snapshot) carryNewest(old *Snapshot, at map[int32]*ProviderRecord) {
+func (s *Snapshot) carryNewest(old *Snapshot, at []indexedRecord) {
 	t := old.newest.t.Load()
 	if t == nil {
 		return
 	}
 	newest := *t
-	for i, q := range at {
-		c := q.changedAt()
-		if c.Before(old.provs.at(i).changedAt()) {
+	for _, ch := range at {
+		c := ch.p.changedAt()
+		if c.Before(old.provs.at(ch.i).changedAt()) {
 			return
 		}
 		if c.After(newest) {

@@ -8,7 +8,7 @@ package engine
 // 100,000 (BenchmarkPatch). A provTable is immutable once in a snapshot;
 // only one being built (or a private scratch copy) is changed with set.
 type provTable struct {
-	chunks [][]*ProviderRecord
+	chunks []*provChunkRecords
 	n      int
 }
 
@@ -18,13 +18,22 @@ const (
 	provChunkMask = provChunk - 1
 )
 
+// provChunkRecords is one chunk: the records of provChunk consecutive
+// indexes (the last chunk's tail past the table's length is nil).
+type provChunkRecords [provChunk]*ProviderRecord
+
+// indexedRecord is the record p for index i: a change with applies.
+type indexedRecord struct {
+	i int32
+	p *ProviderRecord
+}
+
 // newProvTable returns a table of list's records, in order.
 func newProvTable(list []*ProviderRecord) provTable {
-	t := provTable{n: len(list), chunks: make([][]*ProviderRecord, 0, (len(list)+provChunkMask)/provChunk)}
+	t := provTable{n: len(list), chunks: make([]*provChunkRecords, 0, (len(list)+provChunkMask)/provChunk)}
 	for start := 0; start < len(list); start += provChunk {
-		end := min(start+provChunk, len(list))
-		c := make([]*ProviderRecord, end-start)
-		copy(c, list[start:end])
+		c := new(provChunkRecords)
+		copy(c[:], list[start:min(start+provChunk, len(list))])
 		t.chunks = append(t.chunks, c)
 	}
 	return t
@@ -42,28 +51,25 @@ func (t *provTable) len() int { return t.n }
 func (t *provTable) list() []*ProviderRecord {
 	out := make([]*ProviderRecord, 0, t.n)
 	for _, c := range t.chunks {
-		out = append(out, c...)
+		out = append(out, c[:min(provChunk, t.n-len(out))]...)
 	}
 	return out
 }
 
-// with returns a table in which the records of changed replace those at
-// their indexes; t is left as it was. It copies the list of chunks and the
-// chunks changed touches.
-func (t *provTable) with(changed map[int32]*ProviderRecord) provTable {
-	out := provTable{n: t.n, chunks: make([][]*ProviderRecord, len(t.chunks))}
+// with returns a table in which the records of changed, sorted by index
+// without repeats, replace those at their indexes; t is left as it was.
+// It copies the list of chunks and the chunks changed touches.
+func (t *provTable) with(changed []indexedRecord) provTable {
+	out := provTable{n: t.n, chunks: make([]*provChunkRecords, len(t.chunks))}
 	copy(out.chunks, t.chunks)
-	var copied map[int32]bool
-	for i, p := range changed {
-		ci := i >> provChunkBits
-		if !copied[ci] {
-			if copied == nil {
-				copied = make(map[int32]bool, len(changed))
-			}
-			out.chunks[ci] = append([]*ProviderRecord(nil), t.chunks[ci]...)
-			copied[ci] = true
+	copied := int32(-1)
+	for _, c := range changed {
+		ci := c.i >> provChunkBits
+		if ci != copied {
+			cp := *t.chunks[ci]
+			out.chunks[ci], copied = &cp, ci
 		}
-		out.chunks[ci][i&provChunkMask] = p
+		out.chunks[ci][c.i&provChunkMask] = c.p
 	}
 	return out
 }
@@ -71,9 +77,10 @@ func (t *provTable) with(changed map[int32]*ProviderRecord) provTable {
 // clone returns a deep copy of the table's chunks (not of the records),
 // which may be changed with set.
 func (t *provTable) clone() provTable {
-	out := provTable{n: t.n, chunks: make([][]*ProviderRecord, len(t.chunks))}
+	out := provTable{n: t.n, chunks: make([]*provChunkRecords, len(t.chunks))}
 	for i, c := range t.chunks {
-		out.chunks[i] = append([]*ProviderRecord(nil), c...)
+		cp := *c
+		out.chunks[i] = &cp
 	}
 	return out
 }

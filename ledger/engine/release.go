@@ -33,5 +33,10 @@ func (s *Snapshot) WithReleased(allocs []Allocation) *Snapshot {
 			}
 		}
 	}
-	return &Snapshot{names: s.names, provs: s.provs.with(changed), idx: s.idx}
+	at := make([]indexedRecord, 0, len(changed))
+	for i, rec := range changed {
+		at = append(at, indexedRecord{i, rec})
+	}
+	slices.SortFunc(at, cmpIndexed)
+	return &Snapshot{names: s.names, provs: s.provs.with(at), idx: s.idx}
 }

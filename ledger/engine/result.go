@@ -118,13 +118,9 @@ func (e *search) amounts(provOrder []int32, keys []provClass, amounts []int64, v
 // ten thousand candidates would otherwise cost tens of thousands of
 // allocations.
 type resultBuilder struct {
-	e *search
-	s *Snapshot
-	// classes are the request's class names (its first len(classes),
-	// a few), looked up once; className reads others from the snapshot.
-	// An array, so that the builder allocates nothing for them.
-	classes  [8]namedClass
-	nClasses int
+	e       *search
+	s       *Snapshot
+	classes requestClasses
 	// summarisedBits or summarisedSet records the providers (or trees)
 	// already listed: a bit per provider of the snapshot for a large
 	// answer, a set of those listed for a small one, such as a claim's
@@ -155,21 +151,43 @@ type namedClass struct {
 	name string
 }
 
-// newRequestBuilder prepares the allocation requests of n candidates of
-// e, and nothing of their summaries.
-func newRequestBuilder(e *search, n int) resultBuilder {
-	s := e.snap
-	b := resultBuilder{e: e, s: s, left: n}
+// requestClasses are the names of a search's classes (its first
+// len(known), a few), as its slots hold them; name reads others from the
+// snapshot's names. An array, so that it allocates nothing.
+type requestClasses struct {
+	known [8]namedClass
+	n     int
+}
+
+// classesOf returns the names of e's classes.
+func classesOf(e *search) requestClasses {
+	var rc requestClasses
 	for i := range e.slots {
 		for _, r := range e.slots[i].res {
-			known := b.classes[:b.nClasses]
-			if b.nClasses < len(b.classes) && !slices.ContainsFunc(known, func(c namedClass) bool { return c.id == r.class }) {
-				b.classes[b.nClasses] = namedClass{r.class, s.names.className[r.class]}
-				b.nClasses++
+			known := rc.known[:rc.n]
+			if rc.n < len(rc.known) && !slices.ContainsFunc(known, func(c namedClass) bool { return c.id == r.class }) {
+				rc.known[rc.n] = namedClass{r.class, r.name}
+				rc.n++
 			}
 		}
 	}
-	return b
+	return rc
+}
+
+// name is the name of class id in s's names.
+func (rc *requestClasses) name(s *Snapshot, id int32) string {
+	for _, c := range rc.known[:rc.n] {
+		if c.id == id {
+			return c.name
+		}
+	}
+	return s.names.className[id]
+}
+
+// newRequestBuilder prepares the allocation requests of n candidates of
+// e, and nothing of their summaries.
+func newRequestBuilder(e *search, n int) resultBuilder {
+	return resultBuilder{e: e, s: e.snap, left: n, classes: classesOf(e)}
 }
 
 // newResultBuilder prepares the answer of n candidates of e.
@@ -248,14 +266,7 @@ func (b *resultBuilder) summaryUnit(p int32) int32 {
 }
 
 // className is the name of class id.
-func (b *resultBuilder) className(id int32) string {
-	for _, c := range b.classes[:b.nClasses] {
-		if c.id == id {
-			return c.name
-		}
-	}
-	return b.s.names.className[id]
-}
+func (b *resultBuilder) className(id int32) string { return b.classes.name(b.s, id) }
 
 // firstSummary records unit as listed and reports whether it was not
 // listed before.

@@ -562,16 +562,19 @@ func (s *Snapshot) WithProviders(changed map[int64]*ProviderRecord, deleted map[
 	if gone == 0 {
 		// The common case, a claim batch's patch: every changed provider
 		// is already known and keeps its shape.
-		at := make(map[int32]*ProviderRecord, len(changed))
+		// (A batch's few on the stack.)
+		var atArr [16]indexedRecord
+		at := atArr[:0]
 		for id, q := range changed {
 			i, ok := s.idx.byID[id]
 			if !ok || !s.provs.at(i).sameShape(q) {
 				at = nil
 				break
 			}
-			at[i] = q
+			at = append(at, indexedRecord{i, q})
 		}
 		if at != nil {
+			slices.SortFunc(at, cmpIndexed)
 			out := &Snapshot{names: n, provs: s.provs.with(at), idx: s.idx}
 			out.carryNewest(s, at)
 			return out
@@ -607,6 +610,9 @@ func (s *Snapshot) WithProviders(changed map[int64]*ProviderRecord, deleted map[
 	}
 	return &Snapshot{names: n, provs: newProvTable(provs), idx: buildIndex(provs, n)}
 }
+
+// cmpIndexed orders changes by index.
+func cmpIndexed(a, b indexedRecord) int { return int(a.i - b.i) }
 
 func cmpInt64(a, b int64) int {
 	switch {
