@@ -101,6 +101,29 @@ func NewDB(t testing.TB) string {
 	return withDatabase(testServer.adminURL, name)
 }
 
+// ExecModes are pgx's query modes (default_query_exec_mode), the default
+// (cache_statement) first. With the first three pgx learns a parameter's
+// type by describing the statement; with exec and simple_protocol (what
+// PgBouncer in transaction mode needs) it knows none, and sends an
+// argument as its Go type says (a []byte as a bytea).
+func ExecModes() []string {
+	return []string{"cache_statement", "cache_describe", "describe_exec", "exec", "simple_protocol"}
+}
+
+// NewDBInMode is NewDB's database, its URL setting pgx's
+// default_query_exec_mode to mode (one of ExecModes).
+func NewDBInMode(t testing.TB, mode string) string {
+	t.Helper()
+	u, err := url.Parse(NewDB(t))
+	if err != nil {
+		t.Fatalf("ledgertest: %v", err)
+	}
+	q := u.Query()
+	q.Set("default_query_exec_mode", mode)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
 // AcquireTimeout is the pool acquire timeout of test stores: a bound only
 // a hung test reaches. Tests that run more writers than the pool has
 // connections must queue for them, not fail with ErrUnavailable because a

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"net/url"
 	"reflect"
 	"testing"
 
@@ -27,19 +26,11 @@ import (
 // values read back as sent, and leaves the database as the default mode
 // does.
 func TestClaimWritesInEveryExecMode(t *testing.T) {
-	modes := []string{"cache_statement", "cache_describe", "describe_exec", "exec", "simple_protocol"}
+	modes := ledgertest.ExecModes()
 	dumps := make(map[string]string)
 	for _, mode := range modes {
 		t.Run(mode, func(t *testing.T) {
-			u, err := url.Parse(ledgertest.NewDB(t))
-			if err != nil {
-				t.Fatal(err)
-			}
-			q := u.Query()
-			q.Set("default_query_exec_mode", mode)
-			u.RawQuery = q.Encode()
-			f := newFixtureOn(t, u.String())
-			dumps[mode] = writeClaimsEveryWay(t, f)
+			dumps[mode] = writeClaimsEveryWay(t, newFixtureOn(t, ledgertest.NewDBInMode(t, mode)))
 		})
 	}
 	for _, mode := range modes[1:] {

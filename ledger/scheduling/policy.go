@@ -120,10 +120,13 @@ func (s *Catalogue) SchedulingPolicyPut(ctx context.Context, p SchedulingPolicy,
 				generation = scheduling_policies.generation + 1, updated_at = now()
 			RETURNING name, description, is_default, spec, scriptlets, generation, updated_at`,
 			p.Name, p.Description, p.Default, p.Spec, scriptlets)
-		if err != nil {
-			return err
+		// A violation comes from Query itself when PostgreSQL reports it
+		// before any row (default_query_exec_mode simple_protocol), from
+		// the rows otherwise.
+		var ps []SchedulingPolicy
+		if err == nil {
+			ps, err = scanPolicies(rows)
 		}
-		ps, err := scanPolicies(rows)
 		if err != nil {
 			switch c, _ := core.UniqueViolation(err); c {
 			case "scheduling_policies_one_default":

@@ -40,6 +40,9 @@ func (s *Cloud) ProviderStatePut(ctx context.Context, providerUUID string, st en
 		if err != nil {
 			return err
 		}
+		// The pools as JSON (jsonArg): pgx cannot encode a map for a
+		// parameter whose type it does not know (default_query_exec_mode
+		// exec or simple_protocol).
 		si, pools := st.SysInfo, st.StoragePools
 		if pools == nil {
 			pools = map[string]engine.StoragePoolState{}
@@ -54,7 +57,8 @@ func (s *Cloud) ProviderStatePut(ctx context.Context, providerUUID string, st en
 				buffered_ram = EXCLUDED.buffered_ram, total_swap = EXCLUDED.total_swap, free_swap = EXCLUDED.free_swap,
 				processes = EXCLUDED.processes, logical_cpus = EXCLUDED.logical_cpus, storage_pools = EXCLUDED.storage_pools`,
 			ref.ID, st.Load1, st.Load5, st.Load15, st.MemoryFreeMB, st.CPUUtilization, st.ReportedAt,
-			si.Uptime, si.TotalRAM, si.SharedRAM, si.BufferedRAM, si.TotalSwap, si.FreeSwap, si.Processes, si.LogicalCPUs, pools)
+			si.Uptime, si.TotalRAM, si.SharedRAM, si.BufferedRAM, si.TotalSwap, si.FreeSwap, si.Processes, si.LogicalCPUs,
+			jsonArg(pools))
 		if _, ok := core.ForeignKeyViolation(err); ok {
 			return resources.ProviderNotFound(providerUUID)
 		}
