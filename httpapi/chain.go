@@ -76,9 +76,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// 12. The error's answer, then telemetry finishes.
 		s.errorHandler(err, c)
 	}
-	status := c.Response().Status
-	s.endSpan(c, ctx, span, status, time.Since(start))
-	s.logRequest(ctx, c, status, start)
+	s.finishTelemetry(c, ctx, span, c.Response().Status, start)
 	s.budget.Release(c)
 	*c = request{Context: c.Context}
 	s.requests.Put(c)
@@ -395,24 +393,32 @@ func routeOf(c echo.Context) string {
 	return "unmatched"
 }
 
-// logRequest writes the request's log line, at info level: method, path,
-// route, microversion, status and the time since start; request_id (and
-// trace_id) come from ctx (instrument.LogHandler). It is built only when
-// the logger takes info lines.
-func (s *Server) logRequest(ctx context.Context, c echo.Context, status int, start time.Time) {
+// finishTelemetry ends the request's span, records its metrics and
+// writes its log line (step 12), for a request begun at start that was
+// answered status: one reading of the clock ends it for all three.
+func (s *Server) finishTelemetry(c echo.Context, ctx context.Context, span trace.Span, status int, start time.Time) {
+	end := time.Now()
+	s.endSpan(c, ctx, span, status, end.Sub(start))
+	s.logRequest(ctx, c, status, start, end)
+}
+
+// logRequest writes the request's log line, at info level, at end:
+// method, path, route, microversion, status and the time from start to
+// end; request_id (and trace_id) come from ctx (instrument.LogHandler).
+// It is built only when the logger takes info lines.
+func (s *Server) logRequest(ctx context.Context, c echo.Context, status int, start, end time.Time) {
 	if !s.log.Enabled(ctx, slog.LevelInfo) {
 		return
 	}
 	req := c.Request()
-	r := slog.NewRecord(time.Now(), slog.LevelInfo, "request", logRequestPC())
-	r.AddAttrs(
+	r := slog.NewRecord(end, slog.LevelInfo, "request", logRequestPC())
+	_ = instrument.Log(ctx, s.log.Handler(), r,
 		slog.String("method", req.Method),
 		slog.String("path", req.URL.Path),
 		slog.String("route", c.Path()),
 		slog.String("version", wire.VersionOf(c).String()),
 		slog.Int("status", status),
-		slog.Duration("duration", time.Since(start)))
-	_ = s.log.Handler().Handle(ctx, r)
+		slog.Duration("duration", end.Sub(start)))
 }
 
 // logRequestPCs holds the program counter of logRequest's line, the
@@ -445,9 +451,7 @@ func (s *Server) consoleChain(next echo.HandlerFunc) echo.HandlerFunc {
 		if err := s.withDeadline(c, next); err != nil {
 			c.Error(err)
 		}
-		status := c.Response().Status
-		s.endSpan(c, ctx, span, status, time.Since(start))
-		s.logRequest(ctx, c, status, start)
+		s.finishTelemetry(c, ctx, span, c.Response().Status, start)
 		return nil
 	}
 }

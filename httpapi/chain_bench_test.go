@@ -2,9 +2,19 @@ package httpapi
 
 import (
 	"bytes"
+	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"go.opentelemetry.io/otel"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+
+	"github.com/berthd/berth/httpapi/wire"
+	"github.com/berthd/berth/internal/telemetry/instrument"
 )
 
 // BenchmarkClaimRouteChain is the request chain of POST /claims (request
@@ -29,5 +39,32 @@ func BenchmarkClaimRouteChain(b *testing.B) {
 		if rec.Code != http.StatusBadRequest {
 			b.Fatalf("POST /claims = %d %s", rec.Code, rec.Body)
 		}
+	}
+}
+
+// BenchmarkRequestTelemetry is the telemetry of one POST /claims beside
+// the chain's other steps: the span started and ended (no tracer
+// provider installed, berthd's default), the request's metrics on an SDK
+// meter provider, and its log line through a text handler, as berthd
+// logs at info.
+func BenchmarkRequestTelemetry(b *testing.B) {
+	prev := otel.GetMeterProvider()
+	otel.SetMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader())))
+	defer otel.SetMeterProvider(prev)
+	s := &Server{
+		log:    slog.New(instrument.LogHandler(slog.NewTextHandler(io.Discard, nil))),
+		meters: newMeters(),
+	}
+	e := echo.New()
+	req := httptest.NewRequest(http.MethodPost, "/claims", nil)
+	c := e.NewContext(req, httptest.NewRecorder())
+	c.SetPath("/claims")
+	v := wire.Version{Major: 1, Minor: 39}
+	c.Set(wire.ContextKeyVersion, &v)
+	b.ReportAllocs()
+	for b.Loop() {
+		start := time.Now()
+		ctx, span := s.startSpan(c, "req-c0ffee00-0000-4000-8000-000000000000")
+		s.finishTelemetry(c, ctx, span, http.StatusOK, start)
 	}
 }

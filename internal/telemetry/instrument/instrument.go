@@ -3,7 +3,6 @@ package instrument
 import (
 	"context"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -99,7 +98,7 @@ const (
 // capacity gone and moved on to the next candidate.
 func ClaimDone(ctx context.Context, outcome string, dryRun bool, conflictRetries int) {
 	m := current()
-	m.claims.Add(ctx, 1, claimAttrs(outcome, dryRun))
+	m.claims.Add(ctx, 1, claimAttrs(outcome, dryRun)...)
 	if conflictRetries > 0 {
 		m.retries.Add(ctx, int64(conflictRetries))
 	}
@@ -140,27 +139,67 @@ func LeaseExpired(ctx context.Context, action string) {
 // Candidates records how many allocation candidates one operation
 // ("claim", "allocation_candidates") generated.
 func Candidates(ctx context.Context, operation string, n int) {
-	current().candidates.Record(ctx, int64(n), metric.WithAttributes(attribute.String("operation", operation)))
+	current().candidates.Record(ctx, int64(n), candidateAttrs(operation)...)
 }
 
-// claimAttrSets holds the attribute set of each (outcome, dry run) pair
-// met so far, built once: the outcomes are a handful of constants.
-var claimAttrSets sync.Map // claimAttrKey -> metric.MeasurementOption
+// claimOutcomes are the outcomes of ClaimDone, in the order of
+// claimAttrSets.
+var claimOutcomes = [...]string{OutcomeClaimed, OutcomeNoValidHost, OutcomeClaimConflict, OutcomeScriptletRefused, OutcomeConflict, OutcomeError}
 
-type claimAttrKey struct {
-	outcome string
-	dryRun  bool
-}
-
-// claimAttrs is the berth.claims counter's attributes for outcome and dryRun.
-func claimAttrs(outcome string, dryRun bool) metric.MeasurementOption {
-	k := claimAttrKey{outcome, dryRun}
-	if o, ok := claimAttrSets.Load(k); ok {
-		return o.(metric.MeasurementOption)
+// claimAttrSets holds the berth.claims counter's attributes of each
+// outcome (by its index in claimOutcomes) and dry run (0 false, 1 true),
+// built once as the option list Add takes: recording then builds
+// nothing.
+var claimAttrSets = func() (sets [len(claimOutcomes)][2][]metric.AddOption) {
+	for i, outcome := range claimOutcomes {
+		for j, dryRun := range []bool{false, true} {
+			sets[i][j] = newClaimAttrs(outcome, dryRun)
+		}
 	}
-	o := metric.WithAttributeSet(attribute.NewSet(attribute.String("outcome", outcome), attribute.Bool("dry_run", dryRun)))
-	claimAttrSets.Store(k, o)
-	return o
+	return sets
+}()
+
+// claimAttrs is the berth.claims counter's attributes for outcome and
+// dryRun: the set built once for one of claimOutcomes, and built anew
+// for any other.
+func claimAttrs(outcome string, dryRun bool) []metric.AddOption {
+	j := 0
+	if dryRun {
+		j = 1
+	}
+	for i, o := range claimOutcomes {
+		if o == outcome {
+			return claimAttrSets[i][j]
+		}
+	}
+	return newClaimAttrs(outcome, dryRun)
+}
+
+func newClaimAttrs(outcome string, dryRun bool) []metric.AddOption {
+	return []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(attribute.String("outcome", outcome), attribute.Bool("dry_run", dryRun)))}
+}
+
+// Candidates' operations whose attribute sets are built once.
+var (
+	candidatesClaim       = newCandidateAttrs("claim")
+	candidatesAllocations = newCandidateAttrs("allocation_candidates")
+)
+
+// candidateAttrs is the berth.candidates histogram's attributes for
+// operation: built once for "claim" and "allocation_candidates", anew
+// for any other.
+func candidateAttrs(operation string) []metric.RecordOption {
+	switch operation {
+	case "claim":
+		return candidatesClaim
+	case "allocation_candidates":
+		return candidatesAllocations
+	}
+	return newCandidateAttrs(operation)
+}
+
+func newCandidateAttrs(operation string) []metric.RecordOption {
+	return []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(attribute.String("operation", operation)))}
 }
 
 // candidateBuckets are the histogram boundaries for candidate counts.

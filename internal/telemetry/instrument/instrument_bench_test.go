@@ -40,3 +40,16 @@ func BenchmarkClaimDone(b *testing.B) {
 		instrument.ClaimDone(ctx, instrument.OutcomeClaimed, false, 0)
 	}
 }
+
+// BenchmarkClaimMetrics is the metrics of one claim beside the request's:
+// the berth.candidates histogram and the berth.claims counter, on an SDK
+// meter provider as berthd installs for /metrics.
+func BenchmarkClaimMetrics(b *testing.B) {
+	ctx := context.Background()
+	otel.SetMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader())))
+	b.ReportAllocs()
+	for b.Loop() {
+		instrument.Candidates(ctx, "claim", 100)
+		instrument.ClaimDone(ctx, instrument.OutcomeClaimed, false, 0)
+	}
+}

@@ -24,16 +24,41 @@ func LogHandler(h slog.Handler) slog.Handler {
 type logHandler struct{ slog.Handler }
 
 func (h logHandler) Handle(ctx context.Context, r slog.Record) error {
-	r = oneLineErrors(r)
-	if ctx != nil {
-		if id := RequestID(ctx); id != "" {
-			r.AddAttrs(slog.String("request_id", id))
-		}
-		if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
-			r.AddAttrs(slog.String("trace_id", sc.TraceID().String()), slog.String("span_id", sc.SpanID().String()))
-		}
+	var buf [3]slog.Attr
+	r.AddAttrs(contextAttrs(buf[:0], ctx)...)
+	return h.Handler.Handle(ctx, oneLineErrors(r))
+}
+
+// contextAttrs appends to dst the attributes LogHandler adds to a record
+// logged with ctx: request_id, then trace_id and span_id.
+func contextAttrs(dst []slog.Attr, ctx context.Context) []slog.Attr {
+	if ctx == nil {
+		return dst
 	}
-	return h.Handler.Handle(ctx, r)
+	if id := RequestID(ctx); id != "" {
+		dst = append(dst, slog.String("request_id", id))
+	}
+	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
+		dst = append(dst, slog.String("trace_id", sc.TraceID().String()), slog.String("span_id", sc.SpanID().String()))
+	}
+	return dst
+}
+
+// Log hands h the record r with attrs added, as r.AddAttrs(attrs...)
+// then h.Handle(ctx, r) would. When h is a handler LogHandler returned,
+// attrs and the attributes it adds from ctx are added to r at once: the
+// attributes past the record's inline ones then take one allocation,
+// not one per addition.
+func Log(ctx context.Context, h slog.Handler, r slog.Record, attrs ...slog.Attr) error {
+	lh, ok := h.(logHandler)
+	if !ok {
+		r.AddAttrs(attrs...)
+		return h.Handle(ctx, r)
+	}
+	var buf [10]slog.Attr
+	all := contextAttrs(append(buf[:0], attrs...), ctx)
+	r.AddAttrs(all...)
+	return lh.Handler.Handle(ctx, oneLineErrors(r))
 }
 
 func (h logHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
