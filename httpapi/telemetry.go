@@ -90,9 +90,10 @@ type httpMeters struct {
 	// sets holds the *metricOptions of each metricKey, at most
 	// maxMetricSets of them (the method is the client's: past the bound,
 	// the attributes are built per request, as the SDK bounds its own
-	// series).
-	sets    sync.Map
-	setsLen atomic.Int64
+	// series). The map is never changed once stored: a new key stores a
+	// copy with it, under setsMu, so that a lookup takes no lock.
+	sets   atomic.Pointer[map[metricKey]*metricOptions]
+	setsMu sync.Mutex
 }
 
 type providerTracer struct {
@@ -131,8 +132,10 @@ type metricOptions struct {
 // and status.
 func (m *httpMeters) options(method, route string, status int) *metricOptions {
 	k := metricKey{method, route, status}
-	if o, ok := m.sets.Load(k); ok {
-		return o.(*metricOptions)
+	if sets := m.sets.Load(); sets != nil {
+		if o, ok := (*sets)[k]; ok {
+			return o
+		}
 	}
 	set := metric.WithAttributeSet(attribute.NewSet(
 		attribute.String("http.request.method", method),
@@ -140,11 +143,25 @@ func (m *httpMeters) options(method, route string, status int) *metricOptions {
 		attribute.Int("http.response.status_code", status),
 	))
 	o := &metricOptions{add: []metric.AddOption{set}, record: []metric.RecordOption{set}}
-	if m.setsLen.Load() < maxMetricSets {
-		if _, loaded := m.sets.LoadOrStore(k, o); !loaded {
-			m.setsLen.Add(1)
-		}
+	m.setsMu.Lock()
+	defer m.setsMu.Unlock()
+	old := m.sets.Load()
+	if old == nil {
+		m.sets.Store(&map[metricKey]*metricOptions{k: o})
+		return o
 	}
+	if prev, ok := (*old)[k]; ok {
+		return prev
+	}
+	if len(*old) >= maxMetricSets {
+		return o
+	}
+	sets := make(map[metricKey]*metricOptions, len(*old)+1)
+	for key, v := range *old {
+		sets[key] = v
+	}
+	sets[k] = o
+	m.sets.Store(&sets)
 	return o
 }
 
