@@ -421,6 +421,9 @@ func (g *SelectionGroup) selects() bool {
 func (g *SelectionGroup) parse(suffix string, v wire.Version) (*parsedGroup, error) {
 	pg := &parsedGroup{RequestGroup: engine.RequestGroup{Suffix: suffix}}
 	var resources resourceList
+	if n := len(g.Resources.Keys); n > 0 {
+		resources.list = make([]engine.ResourceAmount, 0, n)
+	}
 	for _, class := range g.Resources.Keys {
 		amount := g.Resources.Values[class].String()
 		if strings.ContainsAny(class, ",:") {
