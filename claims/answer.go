@@ -39,7 +39,7 @@ func (r *Result) Answer() ([]byte, error) {
 func encodeAnswer(r *Result) ([]byte, error) {
 	e := answerEncoders.Get().(*answerEncoder)
 	defer e.release()
-	a := answerOf(r)
+	a := e.answerOf(r)
 	var ok bool
 	if e.b, ok = appendAnswer(e.b[:0], a); ok {
 		return bytes.Clone(e.b), nil
@@ -57,18 +57,30 @@ const maxPooledAnswer = 64 << 10
 
 // release returns e to answerEncoders, unless its buffer grew too large.
 func (e *answerEncoder) release() {
-	if e.buf.Cap() <= maxPooledAnswer && cap(e.b) <= maxPooledAnswer {
+	// Nothing of the result is held.
+	e.a = claimAnswer{}
+	clear(e.alternates[:cap(e.alternates)])
+	clear(e.steps[:cap(e.steps)])
+	if e.buf.Cap() <= maxPooledAnswer && cap(e.b) <= maxPooledAnswer && cap(e.alternates) <= maxPooledEntries && cap(e.steps) <= maxPooledEntries {
 		answerEncoders.Put(e)
 	}
 }
 
+// maxPooledEntries bounds the alternates and the steps an answer
+// encoder keeps room for.
+const maxPooledEntries = 64
+
 // answerEncoder is an encoder of answers (HTML characters not escaped)
 // into its own buffers (b for appendAnswer, buf for enc), which the
-// caller copies out of.
+// caller copies out of. a is the answer it encodes, whose alternates and
+// steps are cut from its own arrays (answerOf).
 type answerEncoder struct {
-	b   []byte
-	buf bytes.Buffer
-	enc *json.Encoder
+	b          []byte
+	buf        bytes.Buffer
+	enc        *json.Encoder
+	a          claimAnswer
+	alternates []alternateJSON
+	steps      []stepJSON
 }
 
 // answerEncoders are the answer encoders not in use.
@@ -213,9 +225,12 @@ type stepJSON struct {
 	Unit      string         `json:"unit"`
 }
 
-// answerOf is r's answer.
-func answerOf(r *Result) *claimAnswer {
-	alternates := make([]alternateJSON, len(r.Alternates))
+// answerOf is r's answer, in e's own answer until e is released.
+func (e *answerEncoder) answerOf(r *Result) *claimAnswer {
+	// (Never nil, as make's: an answer has "alternates": [] and "steps": []
+	// when there are none.)
+	alternates := grownFrom(e.alternates, len(r.Alternates))
+	e.alternates = alternates
 	for i, o := range r.Alternates {
 		alternates[i] = alternateJSON{
 			RootProviderUUID: o.Root,
@@ -225,7 +240,9 @@ func answerOf(r *Result) *claimAnswer {
 			Mappings:         o.Mappings,
 		}
 	}
-	out := &claimAnswer{
+	e.steps = stepsInto(e.steps, r.Steps)
+	out := &e.a
+	*out = claimAnswer{
 		ConsumerUUID:       r.ConsumerUUID,
 		ConsumerGeneration: r.ConsumerGeneration,
 		Allocations:        r.Allocations,
@@ -236,7 +253,7 @@ func answerOf(r *Result) *claimAnswer {
 		Alternates:         alternates,
 		Attempts:           r.Attempts,
 		DryRun:             r.DryRun,
-		Steps:              stepsAnswer(r.Steps),
+		Steps:              e.steps,
 	}
 	if len(r.Preempted) > 0 {
 		out.Preempted = make([]victimJSON, len(r.Preempted))
@@ -323,8 +340,11 @@ func (a *claimAnswer) result() *Result {
 // error of a claim that placed nothing, write them.
 func StepsJSON(steps []Step) any { return stepsAnswer(steps) }
 
-func stepsAnswer(steps []Step) []stepJSON {
-	out := make([]stepJSON, len(steps))
+func stepsAnswer(steps []Step) []stepJSON { return stepsInto(nil, steps) }
+
+// stepsInto is stepsAnswer(steps) cut from buf when it has room.
+func stepsInto(buf []stepJSON, steps []Step) []stepJSON {
+	out := grownFrom(buf, len(steps))
 	for i, st := range steps {
 		reasons := st.Reasons
 		if reasons == nil {
@@ -333,6 +353,15 @@ func stepsAnswer(steps []Step) []stepJSON {
 		out[i] = stepJSON{Unit: st.Unit, Kind: st.Kind, Removed: st.Removed, Remaining: st.Remaining, Reasons: reasons}
 	}
 	return out
+}
+
+// grownFrom is buf resliced to n elements, or a new slice of n when buf
+// has less room or is nil; never nil.
+func grownFrom[T any](buf []T, n int) []T {
+	if buf == nil || cap(buf) < n {
+		return make([]T, n, max(n, 4))
+	}
+	return buf[:n]
 }
 
 // appendAnswer appends a as encodeAnswer's encoder writes it (without

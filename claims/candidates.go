@@ -90,11 +90,7 @@ func (vb *viewBuilder) view(rec *engine.ProviderRecord, parent, root string) *sc
 	p.Provider = engine.Provider{ID: rec.ID, UUID: rec.UUID, Name: rec.Name, Generation: rec.Generation,
 		ParentUUID: parent, RootUUID: root, CreatedAt: rec.CreatedAt, UpdatedAt: rec.UpdatedAt}
 	p.Evacuated = rec.Evacuated
-	for j := range rec.Inventories {
-		inv := &rec.Inventories[j]
-		p.Resources[j] = inv.Usage(vb.className(inv.Class))
-	}
-	scheduler.SortResources(p.Resources)
+	vb.resources(p.Resources, rec.Inventories)
 	// (Empty, not nil, when there are none: as in a summary.)
 	strs := vb.strs
 	p.Traits, strs = strs[:len(rec.Traits):len(rec.Traits)], strs[len(rec.Traits):]
@@ -107,6 +103,33 @@ func (vb *viewBuilder) view(rec *engine.ProviderRecord, parent, root string) *sc
 	}
 	vb.strs = strs
 	return p
+}
+
+// resources fills res with the usages of invs in class name order, as
+// scheduler.SortResources orders them (a stable sort): the few
+// inventories of a provider are ordered by their positions, and each
+// usage is written once, in its place.
+func (vb *viewBuilder) resources(res scheduler.Resources, invs []engine.InventoryRecord) {
+	var names [8]string
+	var order [8]uint8
+	if len(invs) > len(order) {
+		for j := range invs {
+			res[j] = invs[j].Usage(vb.className(invs[j].Class))
+		}
+		scheduler.SortResources(res)
+		return
+	}
+	for j := range invs {
+		names[j] = vb.className(invs[j].Class)
+		k := j
+		for ; k > 0 && names[j] < names[order[k-1]]; k-- {
+			order[k] = order[k-1]
+		}
+		order[k] = uint8(j)
+	}
+	for k, j := range order[:len(invs)] {
+		res[k] = invs[j].Usage(names[j])
+	}
 }
 
 // keptViews is what a direct ranking (scheduler.Policy.RankDirect) of
@@ -127,7 +150,11 @@ func keptViews(lc *engine.Candidates) func([]*scheduler.Candidate) {
 			}
 		}
 		provs := make(map[string]*scheduler.ProviderView, n)
-		roots := make([]string, 0, n)
+		// The roots (at most one per allocation) and the views' names
+		// are cut from one array.
+		strs := make([]string, n+vb.nNames)
+		roots := strs[:0:n]
+		vb.strs = strs[n:]
 		for _, c := range kept {
 			from := len(roots)
 			for j, a := range c.Allocations {

@@ -46,6 +46,10 @@ type selection struct {
 	// preemption is the claim's preemption search, for the shadows:
 	// set when it found plans and shadows are active (preempt.go).
 	preemption *shadow.Preemption
+	// What req points to, and where steps start: in the selection's
+	// own allocation.
+	request scheduler.Request
+	stepArr [3]Step
 }
 
 // resolved is what a claim's selections need from its Params beyond the
@@ -193,7 +197,8 @@ func (c *Claimer) selectCandidates(ctx context.Context, p *Params, r *resolved, 
 	candidatesSpan(ctx, start, len(lc.Requests))
 	s := &selection{roots: lc.Roots, found: len(lc.Requests), reqs: lc.Requests,
 		policy: policy, byDefault: r.byDefault, sampled: sample > 0 && lc.Truncated}
-	req := &scheduler.Request{
+	req := &s.request
+	*req = scheduler.Request{
 		ConsumerUUID: p.ConsumerUUID,
 		ProjectID:    p.ProjectID,
 		UserID:       p.UserID,
@@ -257,6 +262,9 @@ func (s *selection) firstStep(roots, more int) {
 		// Roots outside the sample were not looked at: whether they fit
 		// is unknown, so they are counted as such, not as lacking capacity.
 		first.Reasons[ReasonOutsideSample] = first.Removed
+	}
+	if s.steps == nil {
+		s.steps = s.stepArr[:0]
 	}
 	if cap(s.steps) < 1+more {
 		s.steps = make([]Step, 0, 1+more)

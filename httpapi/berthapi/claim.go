@@ -293,7 +293,11 @@ func (h *Claims) paramsFrom(consumer string, body []byte, schema *jsonschema.Sch
 		b, ok = decodeClaimBody(body)
 	}
 	if !ok {
-		if err := wire.DecodeJSON(body, schema, &b); err != nil {
+		// Decoded through an interface: into a body of its own, so
+		// that b stays off the heap for the bodies decoded above.
+		wb := new(claimBody)
+		err := wire.DecodeJSON(body, schema, wb)
+		if b = *wb; err != nil {
 			return b, claims.Params{}, err
 		}
 	}

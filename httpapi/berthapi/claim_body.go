@@ -188,6 +188,7 @@ func (s *claimScanner) groupField(f int, g *placement.SelectionGroup) bool {
 // each with an integer amount, kept as written.
 func (s *claimScanner) resources(m *wire.OrderedMap[json.Number]) bool {
 	m.Values = map[string]json.Number{}
+	m.Keys = make([]string, 0, 4) // (room for a compute node's few classes)
 	ok := s.object(func(class string) bool {
 		if _, dup := m.Values[class]; dup {
 			return false

@@ -107,11 +107,31 @@ func badlyFormedResources(got string) error {
 }
 
 // resourceList collects the amounts of a request group's classes in the
-// order first named; a class named again replaces its amount. Its index
-// keeps a long list linear.
+// order first named; a class named again replaces its amount. Its index,
+// built once the list is longer than indexAfter, keeps a long list
+// linear; a short one is searched.
 type resourceList struct {
 	list []engine.ResourceAmount
-	at   map[string]int // class -> index in list
+	at   map[string]int // class -> index in list; nil while short
+}
+
+// indexAfter is the length past which a resourceList is indexed.
+const indexAfter = 8
+
+// index is the position in l of class name, -1 if absent.
+func (l *resourceList) index(name string) int {
+	if l.at != nil {
+		if i, ok := l.at[name]; ok {
+			return i
+		}
+		return -1
+	}
+	for i := range l.list {
+		if l.list[i].Class == name {
+			return i
+		}
+	}
+	return -1
 }
 
 // add adds amountText of class name, replacing an amount of the same
@@ -124,15 +144,20 @@ func (l *resourceList) add(name, amountText string) error {
 	if amount < 1 {
 		return wire.BadRequest("Requested resource %s requires amount >= 1. Got: %d.", name, amount)
 	}
-	if i, ok := l.at[name]; ok {
+	if i := l.index(name); i >= 0 {
 		l.list[i].Amount = amount
 		return nil
 	}
-	if l.at == nil {
-		l.at = map[string]int{}
-	}
-	l.at[name] = len(l.list)
 	l.list = append(l.list, engine.ResourceAmount{Class: name, Amount: amount})
+	switch {
+	case l.at != nil:
+		l.at[name] = len(l.list) - 1
+	case len(l.list) > indexAfter:
+		l.at = make(map[string]int, 2*len(l.list))
+		for i := range l.list {
+			l.at[l.list[i].Class] = i
+		}
+	}
 	return nil
 }
 
@@ -396,6 +421,9 @@ func (g *SelectionGroup) selects() bool {
 func (g *SelectionGroup) parse(suffix string, v wire.Version) (*parsedGroup, error) {
 	pg := &parsedGroup{RequestGroup: engine.RequestGroup{Suffix: suffix}}
 	var resources resourceList
+	if n := len(g.Resources.Keys); n > 0 {
+		resources.list = make([]engine.ResourceAmount, 0, n)
+	}
 	for _, class := range g.Resources.Keys {
 		amount := g.Resources.Values[class].String()
 		if strings.ContainsAny(class, ",:") {

@@ -104,13 +104,23 @@ type Candidates struct {
 // slot (nil for a search of one candidate per anchor, search.oneEach:
 // every slot of a candidate uses its one provider).
 type deferredRequests struct {
-	e     *search
-	vecs  []int32
-	built []bool
+	e    *search
+	vecs []int32
+	// built has a bit per candidate, set once its request is built.
+	built []uint64
 	// oneRes, for a search of one candidate per anchor (search.oneEach),
 	// is what every candidate takes of its one provider.
 	oneRes []ResourceAmount
+	// Where built and oneRes start: a claim's sample's fit here.
+	builtArr  [2]uint64
+	oneResArr [4]ResourceAmount
 }
+
+// isBuilt reports whether candidate i's request is built.
+func (d *deferredRequests) isBuilt(i int) bool { return d.built[i/64]&(1<<(i%64)) != 0 }
+
+// setBuilt records that candidate i's request is built.
+func (d *deferredRequests) setBuilt(i int) { d.built[i/64] |= 1 << (i % 64) }
 
 // vec is candidate i's provider vector, of an answer whose requests are
 // deferred; made in buf when the vectors are not kept.
@@ -137,7 +147,7 @@ func (c *Candidates) BuildRequests(is []int) {
 	}
 	n := 0
 	for _, i := range is {
-		if !d.built[i] {
+		if !d.isBuilt(i) {
 			n++
 		}
 	}
@@ -151,10 +161,10 @@ func (c *Candidates) BuildRequests(is []int) {
 	var amountArr [16]int64
 	provOrder, keys, amounts := provArr[:0], keyArr[:0], amountArr[:0]
 	for _, i := range is {
-		if d.built[i] {
+		if d.isBuilt(i) {
 			continue
 		}
-		d.built[i] = true
+		d.setBuilt(i)
 		vec := c.vec(i, vecArr[:0])
 		provOrder, keys, amounts = d.e.amounts(provOrder[:0], keys[:0], amounts[:0], vec)
 		b.request(&c.Requests[i], vec, provOrder, keys, amounts)
@@ -188,7 +198,7 @@ func (c *Candidates) AllocationCount(i int) int {
 // order), whether Requests[i] is built yet or not.
 func (c *Candidates) AllocationResources(i, j int, buf []ResourceAmount) []ResourceAmount {
 	d := &c.deferred
-	if d.e == nil || d.built[i] {
+	if d.e == nil || d.isBuilt(i) {
 		return append(buf, c.Requests[i].Allocations[j].Resources...)
 	}
 	if d.oneRes != nil {

@@ -43,7 +43,13 @@ func (e *search) result(found vectors, versionsOnly, deferRequests bool) *Candid
 		out.allocStart, out.allocProv, buf = buf[:n:n], buf[n:n:n+len(found.provs)], buf[n+len(found.provs):]
 	}
 	if deferred {
-		out.deferred = deferredRequests{e: e, built: make([]bool, nFound)}
+		d := &out.deferred
+		d.e = e
+		if words := (nFound + 63) / 64; words <= len(d.builtArr) {
+			d.built = d.builtArr[:words]
+		} else {
+			d.built = make([]uint64, words)
+		}
 	}
 	if keepVecs {
 		out.deferred.vecs = buf[:len(found.provs):len(found.provs)]
@@ -74,7 +80,7 @@ func (e *search) result(found vectors, versionsOnly, deferRequests bool) *Candid
 		// Every candidate takes the same of its one provider: worked out
 		// once, from the first.
 		out.snap = e.snap
-		out.deferred.oneRes = out.AllocationResources(0, 0, make([]ResourceAmount, 0, len(e.slots)))
+		out.deferred.oneRes = out.AllocationResources(0, 0, out.deferred.oneResArr[:0])
 	}
 	return b.answer(out, units, versionsOnly)
 }
