@@ -462,10 +462,37 @@ func appendAlternate(b []byte, o *alternateJSON) ([]byte, bool) {
 // appendMappings appends m as encoding/json writes a map: null for nil,
 // keys in byte order.
 func appendMappings(b []byte, m map[string][]string) []byte {
+	return appendMap(b, m, appendStrings)
+}
+
+// appendStrings appends ss as encoding/json writes a slice: null for nil.
+func appendStrings(b []byte, ss []string) []byte {
+	return appendList(b, ss, appendString)
+}
+
+// appendList appends list as encoding/json writes a slice (null for nil),
+// each element by one.
+func appendList[T any](b []byte, list []T, one func([]byte, T) []byte) []byte {
+	if list == nil {
+		return append(b, "null"...)
+	}
+	b = append(b, '[')
+	for i, v := range list {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = one(b, v)
+	}
+	return append(b, ']')
+}
+
+// appendMap appends m as encoding/json writes a map of string keys (null
+// for nil, keys in byte order), each value by one.
+func appendMap[V any](b []byte, m map[string]V, one func([]byte, V) []byte) []byte {
 	if m == nil {
 		return append(b, "null"...)
 	}
-	var keyArr [4]string
+	var keyArr [8]string
 	keys := keyArr[:0]
 	for k := range m {
 		keys = append(keys, k)
@@ -478,24 +505,9 @@ func appendMappings(b []byte, m map[string][]string) []byte {
 		}
 		b = appendString(b, k)
 		b = append(b, ':')
-		b = appendStrings(b, m[k])
+		b = one(b, m[k])
 	}
 	return append(b, '}')
-}
-
-// appendStrings appends ss as encoding/json writes a slice: null for nil.
-func appendStrings(b []byte, ss []string) []byte {
-	if ss == nil {
-		return append(b, "null"...)
-	}
-	b = append(b, '[')
-	for i, s := range ss {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = appendString(b, s)
-	}
-	return append(b, ']')
 }
 
 func appendSteps(b []byte, steps []stepJSON) []byte {
@@ -526,25 +538,7 @@ func appendSteps(b []byte, steps []stepJSON) []byte {
 // appendCounts appends m as encoding/json writes a map: null for nil,
 // keys in byte order.
 func appendCounts(b []byte, m map[string]int) []byte {
-	if m == nil {
-		return append(b, "null"...)
-	}
-	var keyArr [8]string
-	keys := keyArr[:0]
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	b = append(b, '{')
-	for i, k := range keys {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = appendString(b, k)
-		b = append(b, ':')
-		b = strconv.AppendInt(b, int64(m[k]), 10)
-	}
-	return append(b, '}')
+	return appendMap(b, m, func(b []byte, n int) []byte { return strconv.AppendInt(b, int64(n), 10) })
 }
 
 // appendFloat appends f as encoding/json writes a float64; ok is false

@@ -396,34 +396,16 @@ func appendInt64Ptr(b []byte, v *int64) []byte {
 	return strconv.AppendInt(b, *v, 10)
 }
 
+// appendHTMLStringLists appends lists as json.Marshal writes a
+// [][]string: null for nil.
 func appendHTMLStringLists(b []byte, lists [][]string) []byte {
-	if lists == nil {
-		return append(b, "null"...)
-	}
-	b = append(b, '[')
-	for i, l := range lists {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = appendHTMLStrings(b, l)
-	}
-	return append(b, ']')
+	return appendList(b, lists, appendHTMLStrings)
 }
 
 // appendHTMLStrings appends ss as json.Marshal writes a slice: null for
 // nil.
 func appendHTMLStrings(b []byte, ss []string) []byte {
-	if ss == nil {
-		return append(b, "null"...)
-	}
-	b = append(b, '[')
-	for i, s := range ss {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = appendHTMLString(b, s)
-	}
-	return append(b, ']')
+	return appendList(b, ss, appendHTMLString)
 }
 
 // appendHTMLString appends s as json.Marshal writes a string, HTML
