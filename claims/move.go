@@ -383,35 +383,11 @@ func (c *Claimer) revert(ctx context.Context, consumerUUID string, m *holding, i
 }
 
 // canonicalOr is s in uuid.Canonical's form, or s if it is no uuid. A
-// uuid already so written (as clients mostly send them) is s itself.
+// uuid already so written (as clients mostly send them) is s itself
+// (uuid.Canonical returns it as it is).
 func canonicalOr(s string) string {
-	if canonical(s) {
-		return s
-	}
 	if c, ok := uuid.Canonical(s); ok {
 		return c
 	}
 	return s
-}
-
-// canonical reports whether s is a uuid as uuid.Canonical writes one:
-// lower-case hex digits, grouped 8-4-4-4-12 by hyphens.
-func canonical(s string) bool {
-	if len(s) != 36 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch i {
-		case 8, 13, 18, 23:
-			if c != '-' {
-				return false
-			}
-		default:
-			if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-				return false
-			}
-		}
-	}
-	return true
 }
