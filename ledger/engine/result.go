@@ -21,40 +21,8 @@ func (e *search) result(found vectors, versionsOnly, deferRequests bool) *Candid
 	var keyArr [16]provClass
 	var amountArr [16]int64
 	provOrder, keys, amounts := provArr[:0], keyArr[:0], amountArr[:0] // amounts parallel to keys
-	// units, and with versionsOnly the index AllocationRecord reads
-	// (each candidate's providers, in its allocations' order, at most
-	// one per slot, and where each candidate's start), and with
-	// deferRequests a copy of found's vectors (the search scratch's),
-	// are cut from one array. With one candidate per anchor the vectors
-	// are not kept: the index says them (Candidates.vec).
-	size := nFound
-	if versionsOnly {
-		size += nFound + 1 + len(found.provs)
-	}
 	deferred := versionsOnly && deferRequests
-	keepVecs := deferred && !e.oneEach
-	if keepVecs {
-		size += len(found.provs)
-	}
-	buf := make([]int32, size)
-	units, buf := buf[:0:nFound], buf[nFound:]
-	if versionsOnly {
-		n := nFound + 1
-		out.allocStart, out.allocProv, buf = buf[:n:n], buf[n:n:n+len(found.provs)], buf[n+len(found.provs):]
-	}
-	if deferred {
-		d := &out.deferred
-		d.e = e
-		if words := (nFound + 63) / 64; words <= len(d.builtArr) {
-			d.built = d.builtArr[:words]
-		} else {
-			d.built = make([]uint64, words)
-		}
-	}
-	if keepVecs {
-		out.deferred.vecs = buf[:len(found.provs):len(found.provs)]
-		copy(out.deferred.vecs, found.provs)
-	}
+	units := out.cutIndex(e, found, versionsOnly, deferred)
 	for ci := range nFound {
 		vec := found.at(ci)
 		if deferred {
@@ -83,6 +51,45 @@ func (e *search) result(found vectors, versionsOnly, deferRequests bool) *Candid
 		out.deferred.oneRes = out.AllocationResources(0, 0, out.deferred.oneResArr[:0])
 	}
 	return b.answer(out, units, versionsOnly)
+}
+
+// cutIndex cuts from one array units (the providers or trees to
+// summarise, in the order met; returned empty), and with versionsOnly the
+// index AllocationRecord reads (each candidate's providers, in its
+// allocations' order, at most one per slot, and where each candidate's
+// start), and with deferred a copy of found's vectors (the search
+// scratch's). With one candidate per anchor the vectors are not kept:
+// the index says them (Candidates.vec).
+func (out *Candidates) cutIndex(e *search, found vectors, versionsOnly, deferred bool) (units []int32) {
+	nFound := found.len()
+	size := nFound
+	if versionsOnly {
+		size += nFound + 1 + len(found.provs)
+	}
+	keepVecs := deferred && !e.oneEach
+	if keepVecs {
+		size += len(found.provs)
+	}
+	buf := make([]int32, size)
+	units, buf = buf[:0:nFound], buf[nFound:]
+	if versionsOnly {
+		n := nFound + 1
+		out.allocStart, out.allocProv, buf = buf[:n:n], buf[n:n:n+len(found.provs)], buf[n+len(found.provs):]
+	}
+	if deferred {
+		d := &out.deferred
+		d.e = e
+		if words := (nFound + 63) / 64; words <= len(d.builtArr) {
+			d.built = d.builtArr[:words]
+		} else {
+			d.built = make([]uint64, words)
+		}
+	}
+	if keepVecs {
+		out.deferred.vecs = buf[:len(found.provs):len(found.provs)]
+		copy(out.deferred.vecs, found.provs)
+	}
+	return units
 }
 
 // providers appends to provOrder the providers of vec, in the order its
