@@ -508,18 +508,34 @@ func (e *search) openOne(a int32) bool {
 	return true
 }
 
+// step counts one step of the search: false, the search stopped, when
+// its budget is spent or its request has ended.
+func (e *search) step() bool {
+	e.steps++
+	if e.steps < e.maxSteps && e.steps&0xffff != 0 {
+		return true
+	}
+	return e.mayGoOn()
+}
+
+// mayGoOn is step's rare case, kept out of it so that step inlines: the
+// budget spent, or every 65,536 steps, the request's context asked.
+//
+//go:noinline
+func (e *search) mayGoOn() bool {
+	if e.steps >= e.maxSteps || e.ctx.Err() != nil {
+		e.stopped = true
+		return false
+	}
+	return true
+}
+
 // nextOne is what next reports for the generator of anchor a when
 // e.oneEach, its first call: whether the combination of a in every slot
 // is accepted, counting the steps next counts on the way.
 func (e *search) nextOne(a int32) bool {
 	for d := range e.slots {
-		e.steps++
-		if e.steps >= e.maxSteps {
-			e.stopped = true
-			return false
-		}
-		if e.steps&0xffff == 0 && e.ctx.Err() != nil {
-			e.stopped = true
+		if !e.step() {
 			return false
 		}
 		if !e.acceptOne(a, d) {
@@ -1042,13 +1058,7 @@ func (e *search) next(g *gen) bool {
 			d--
 			continue
 		}
-		e.steps++
-		if e.steps >= e.maxSteps {
-			e.stopped = true
-			return false
-		}
-		if e.steps&0xffff == 0 && e.ctx.Err() != nil {
-			e.stopped = true
+		if !e.step() {
 			return false
 		}
 		if !e.accept(g, d) {
