@@ -403,19 +403,27 @@ func appendAnswer(b []byte, a *claimAnswer) (_ []byte, ok bool) {
 	b = appendString(b, a.ConsumerUUID)
 	b, _ = appendMember(b, ',', "dry_run")
 	b = strconv.AppendBool(b, a.DryRun)
-	b, _ = appendMember(b, ',', "mappings")
-	b = appendMappings(b, a.Mappings)
-	b, _ = appendMember(b, ',', "root_provider_name")
-	b = appendString(b, a.RootProviderName)
-	b, _ = appendMember(b, ',', "root_provider_uuid")
-	b = appendString(b, a.RootProviderUUID)
-	b, _ = appendMember(b, ',', "score")
-	if b, ok = appendFloat(b, a.Score); !ok {
+	if b, ok = appendPlacement(b, a.Mappings, a.RootProviderName, a.RootProviderUUID, a.Score); !ok {
 		return b, false
 	}
 	b, _ = appendMember(b, ',', "steps")
 	b = appendSteps(b, a.Steps)
 	return append(b, '}'), true
+}
+
+// appendPlacement appends the members a claim's answer and each of its
+// alternates end their placement with, in the encoder's order: the
+// mappings, the root provider's name and uuid, and the score (ok false,
+// as appendFloat, for a score that is not finite).
+func appendPlacement(b []byte, mappings map[string][]string, rootName, rootUUID string, score float64) ([]byte, bool) {
+	b, _ = appendMember(b, ',', "mappings")
+	b = appendMappings(b, mappings)
+	b, _ = appendMember(b, ',', "root_provider_name")
+	b = appendString(b, rootName)
+	b, _ = appendMember(b, ',', "root_provider_uuid")
+	b = appendString(b, rootUUID)
+	b, _ = appendMember(b, ',', "score")
+	return appendFloat(b, score)
 }
 
 // appendMember appends sep and the member name (plain ASCII) with its
@@ -446,14 +454,7 @@ func appendAlternate(b []byte, o *alternateJSON) ([]byte, bool) {
 	if !ok {
 		return b, false
 	}
-	b, _ = appendMember(b, ',', "mappings")
-	b = appendMappings(b, o.Mappings)
-	b, _ = appendMember(b, ',', "root_provider_name")
-	b = appendString(b, o.RootProviderName)
-	b, _ = appendMember(b, ',', "root_provider_uuid")
-	b = appendString(b, o.RootProviderUUID)
-	b, _ = appendMember(b, ',', "score")
-	if b, ok = appendFloat(b, o.Score); !ok {
+	if b, ok = appendPlacement(b, o.Mappings, o.RootProviderName, o.RootProviderUUID, o.Score); !ok {
 		return b, false
 	}
 	return append(b, '}'), true

@@ -137,27 +137,10 @@ func credentialsOf(c echo.Context) authz.Credentials {
 
 // serveAPI runs steps 4 to 11 in the telemetry's context ctx.
 func (s *Server) serveAPI(c *request, ctx context.Context) error {
-	// 4. The microversion. Placement's microversion middleware refuses a
-	// bad header before the application runs: no version header, no
-	// Vary. Repeated headers fold into one value, joined by commas, as
-	// WSGI does.
-	v, raw, err := wire.ParseVersionHeader(strings.Join(c.Request().Header[wire.HeaderAPIVersionKey], ","))
-	if err == nil && (v.Less(wire.MinVersion) || wire.MaxVersion.Less(v)) {
-		err = wire.NewError(http.StatusNotAcceptable, "", "Invalid microversion: Unacceptable version header: %s", raw)
-	}
-	if err != nil {
-		c.SetRequest(c.Request().WithContext(ctx))
-		// Placement's auth middleware runs first: a request it refuses
-		// gets its 401 whatever the version header says.
-		if !public(c.Request().URL.Path) {
-			if _, aerr := s.credentials(c); aerr != nil {
-				return aerr
-			}
-		}
+	// 4. The microversion.
+	if err := s.negotiateVersion(c, ctx); err != nil {
 		return err
 	}
-	setVersionHeaders(c.Response().Header(), v)
-	wire.SetVersion(c, v)
 
 	// 5. The deadline.
 	if s.cfg.RequestTimeout >= 0 {
@@ -209,6 +192,32 @@ func (s *Server) serveAPI(c *request, ctx context.Context) error {
 
 	// 11. The route (routeStep.serve), or echo's 404 or 405.
 	return c.Handler()(c)
+}
+
+// negotiateVersion is the chain's step 4: the request's microversion,
+// set on c and answered in its headers. Placement's microversion
+// middleware refuses a bad header before the application runs: no
+// version header, no Vary. Repeated headers fold into one value, joined
+// by commas, as WSGI does.
+func (s *Server) negotiateVersion(c *request, ctx context.Context) error {
+	v, raw, err := wire.ParseVersionHeader(strings.Join(c.Request().Header[wire.HeaderAPIVersionKey], ","))
+	if err == nil && (v.Less(wire.MinVersion) || wire.MaxVersion.Less(v)) {
+		err = wire.NewError(http.StatusNotAcceptable, "", "Invalid microversion: Unacceptable version header: %s", raw)
+	}
+	if err != nil {
+		c.SetRequest(c.Request().WithContext(ctx))
+		// Placement's auth middleware runs first: a request it refuses
+		// gets its 401 whatever the version header says.
+		if !public(c.Request().URL.Path) {
+			if _, aerr := s.credentials(c); aerr != nil {
+				return aerr
+			}
+		}
+		return err
+	}
+	setVersionHeaders(c.Response().Header(), v)
+	wire.SetVersion(c, v)
+	return nil
 }
 
 // versionVary and versionHeaders are the microversion's response

@@ -33,6 +33,16 @@ func Canonical(s string) (string, bool) {
 	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:], true
 }
 
+// Bytes returns the 16 bytes of s, a uuid in the canonical form, or ok
+// false when s is not in that form.
+func Bytes(s string) (b [16]byte, ok bool) {
+	if !isCanonical(s) {
+		return b, false
+	}
+	u, err := guuid.Parse(s)
+	return u, err == nil
+}
+
 // isCanonical reports whether s is in the canonical form already.
 func isCanonical(s string) bool {
 	if len(s) != 36 {

@@ -59,3 +59,26 @@ func TestNewPrefixed(t *testing.T) {
 		t.Errorf("NewPrefixed allocates %v times, \"req-\" + New() %v", n, joined)
 	}
 }
+
+func TestBytes(t *testing.T) {
+	const s = "6c78642d-6576-6163-7561-746500000001"
+	b, ok := Bytes(s)
+	want := [16]byte{0x6c, 0x78, 0x64, 0x2d, 0x65, 0x76, 0x61, 0x63, 0x75, 0x61, 0x74, 0x65, 0x00, 0x00, 0x00, 0x01}
+	if !ok || b != want {
+		t.Fatalf("Bytes(%q) = %x, %v; want %x, true", s, b, ok, want)
+	}
+	// Only the canonical form: what Canonical accepts otherwise is refused.
+	for _, in := range []string{
+		"6C78642D-6576-6163-7561-746500000001",
+		"6c78642d65766163756174650000000l",
+		"6c78642d6576616375617465000000010",
+		"{6c78642d-6576-6163-7561-746500000001}",
+		"6c78642d-6576-6163-7561-74650000000g",
+		"6c78642d-6576-6163-7561+746500000001",
+		"",
+	} {
+		if b, ok := Bytes(in); ok {
+			t.Errorf("Bytes(%q) = %x, true; want false", in, b)
+		}
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/berthd/berth/internal/fault"
+	"github.com/berthd/berth/internal/uuid"
 	"github.com/berthd/berth/ledger/claimrecords"
 	"github.com/berthd/berth/ledger/internal/core"
 	"github.com/berthd/berth/ledger/quotas"
@@ -872,37 +873,8 @@ func (u *uuidArg) UUIDValue() (pgtype.UUID, error) {
 // parse sets u from s, a uuid in the canonical form (lowercase hex,
 // dashed); u is not Valid if s is not one.
 func (u *uuidArg) parse(s string) {
-	*u = uuidArg{in: s}
-	if len(s) != 36 {
-		return
-	}
-	j := 0
-	for i := 0; i < 36; i += 2 {
-		if i == 8 || i == 13 || i == 18 || i == 23 {
-			if s[i] != '-' {
-				return
-			}
-			i++
-		}
-		hi, lo := hexValue(s[i]), hexValue(s[i+1])
-		if hi > 15 || lo > 15 {
-			return
-		}
-		u.v.Bytes[j] = hi<<4 | lo
-		j++
-	}
-	u.v.Valid = true
-}
-
-// hexValue is the value of the lowercase hex digit c, or 255.
-func hexValue(c byte) byte {
-	switch {
-	case '0' <= c && c <= '9':
-		return c - '0'
-	case 'a' <= c && c <= 'f':
-		return c - 'a' + 10
-	}
-	return 255
+	u.in = s
+	u.v.Bytes, u.v.Valid = uuid.Bytes(s)
 }
 
 // argArrays hands out array arguments whose elements, and parsed uuids,

@@ -81,7 +81,7 @@ STAGES = [
     ("HTTP middleware: admission, routing, version, deadline, request id",
      ["admission.(*Slots)", "admission.(*BodyBudget)", "labstack/echo", "httpapi.(*request)",
       "httpapi.checkContentHeaders", "httpapi.setVersionHeaders", "httpapi.versionGate", "httpapi.requestID",
-      "httpapi.requireJSONAccept", "httpapi.(*routeStep).serve", "httpapi.(*Server).serveAPI",
+      "httpapi.requireJSONAccept", "httpapi.(*routeStep).serve", "httpapi.(*Server).serveAPI", "httpapi.(*Server).negotiateVersion",
       "httpapi.(*Server).consoleChain", "httpapi.(*Server).withDeadline", "httpapi.(*Server).ServeHTTP"]),
     ("HTTP server: read request, write response, connection I/O", ["net/http.", "admission.(*contentLengthConn)",
                                                                    "admission.(*contentLengthListener)"]),
