@@ -521,6 +521,9 @@ func TestDatabaseWorkPerWrite(t *testing.T) {
 					op.name, label(q), s.calls, perS, dbWorkSizes[small], l.calls, perL, dbWorkSizes[large])
 			}
 		}
+		if strings.HasPrefix(op.name, "claim (") || strings.HasPrefix(op.name, "claim batch") {
+			checkCapacitySumIndexOnly(t, op.name, ws, wl)
+		}
 		var scannedS, scannedL int64
 		for q, p := range ws.plans {
 			scannedS += p.scanned
@@ -544,6 +547,24 @@ func TestDatabaseWorkPerWrite(t *testing.T) {
 		t.Logf("    rows scanned per %s: %.1f -> %.1f",
 			map[bool]string{true: "claim", false: "write"}[op.perRun > 1],
 			float64(scannedS)/float64(claims), float64(scannedL)/float64(claims))
+	}
+}
+
+// checkCapacitySumIndexOnly fails if a claim's statements read the heap
+// of allocations: its capacity check sums the allocations of each
+// provider and class it writes to, and does so from the index that holds
+// their amounts (migration 0018), an index-only scan; an index or bitmap
+// scan of allocations reads a heap page per allocation summed.
+func checkCapacitySumIndexOnly(t *testing.T, name string, works ...*opWork) {
+	t.Helper()
+	for _, w := range works {
+		for q, p := range w.plans {
+			for scan := range p.byScan {
+				if strings.HasPrefix(scan, "Index Scan on allocations") || strings.HasPrefix(scan, "Bitmap Heap Scan on allocations") {
+					t.Errorf("%s: %s: %s, not an index-only scan", name, label(q), scan)
+				}
+			}
+		}
 	}
 }
 

@@ -1,0 +1,2 @@
+CREATE INDEX allocations_provider_class_idx ON allocations (resource_provider_id, resource_class_id);
+DROP INDEX allocations_provider_class_used_idx;
