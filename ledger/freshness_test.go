@@ -77,6 +77,98 @@ func TestReadsAcrossStoresNeverStale(t *testing.T) {
 	}
 }
 
+// TestClaimBatchesSeenAcrossStores: claims written in batches through a
+// Store that never notifies are seen through another Store at once. A
+// batch statement writes the change log's row of what it changed itself,
+// and the change log's triggers do not run for it (migrations/0019), so
+// that row alone can tell the reader: after every round of concurrent
+// claims, the reader's providers carry the generations the database
+// holds. Rounds go on until the writer has sent a batch of several claims
+// (its claim writers batch the claims that queue while they are busy).
+func TestClaimBatchesSeenAcrossStores(t *testing.T) {
+	dbURL := ledgertest.NewDB(t)
+	ctx := context.Background()
+	writer, err := ledger.OpenMuted(ctx, ledger.Config{DatabaseURL: dbURL, MaxConns: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(writer.Close)
+	reader := ledgertest.OpenStore(t, dbURL)
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(ctx) })
+	const providers, clients = 4, 32
+	rps := make([]string, providers)
+	for i := range rps {
+		p, err := writer.Providers.ProviderCreate(ctx, resources.ProviderCreateParams{Name: fmt.Sprint("node", i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := writer.Providers.InventoriesReplace(ctx, resources.InventoryParams{ProviderUUID: p.UUID, Generation: &p.Generation},
+			[]engine.Inventory{ledgertest.Inv("VCPU", 100000)}); err != nil {
+			t.Fatal(err)
+		}
+		rps[i] = p.UUID
+	}
+	claim := func(rp string) error {
+		return writer.Allocations.ClaimWrite(ctx, resources.ClaimWriteParams{Consumers: []resources.ConsumerAllocations{
+			ledgertest.NewClaim(uuid.NewString(), rp, ledgertest.Res("VCPU", 1))}})
+	}
+	if err := claim(rps[0]); err != nil { // the project, user and type, by the general path
+		t.Fatal(err)
+	}
+	if _, err := reader.Snapshots.ProvidersMatching(ctx, engine.ProviderFilter{}); err != nil {
+		t.Fatal(err)
+	}
+	ledgertest.WaitFor(t, func() bool { return ledger.Listening(reader) })
+	deadline := time.Now().Add(5 * time.Minute) // a hang guard, not a measure
+	for round := 0; ; round++ {
+		errs := make(chan error, clients)
+		for i := range clients {
+			go func() { errs <- claim(rps[i%providers]) }()
+		}
+		for range clients {
+			if err := <-errs; err != nil {
+				t.Fatal(err)
+			}
+		}
+		want := map[string]int64{}
+		rows, err := conn.Query(ctx, `SELECT uuid::text, generation FROM resource_providers`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rows.Next() {
+			var u string
+			var g int64
+			if err := rows.Scan(&u, &g); err != nil {
+				t.Fatal(err)
+			}
+			want[u] = g
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		list, err := reader.Snapshots.ProvidersMatching(ctx, engine.ProviderFilter{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range list {
+			if p.Generation != want[p.UUID] {
+				t.Fatalf("round %d: the reader has provider %s at generation %d, the database at %d", round, p.UUID, p.Generation, want[p.UUID])
+			}
+		}
+		if batches, claims := ledger.ClaimBatches(writer); claims > batches && round > 0 {
+			t.Logf("%d rounds, %d claims in %d transactions", round+1, claims, batches)
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no batch of several claims formed")
+		}
+	}
+}
+
 // TestOwnWritesNeedNoReload: a claim applied to the snapshot at commit is
 // not reloaded by the next catch-up, which knows its transaction as the
 // Store's own; a write behind the Store's back is.

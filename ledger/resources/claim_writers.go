@@ -168,10 +168,18 @@ func (s *Allocations) queueClaim(ctx context.Context, fc fastClaim) (*core.OwnWr
 // batchNoLimitSQL is the same statement without the limit check.
 var batchWriteSQL = batchReadSQL + batchLimitsSQL + fmt.Sprintf(batchCutSQL, "over") + batchWriteTailSQL
 
-// batchReadSQL is the batch statement's first part: the claims, their
-// allocations checked against the inventories (chk), their owners, what
-// they add to their projects' usage (adds), and whether a limit is stored.
-const batchReadSQL = `
+// claimBatchMark begins the batch statement: the change log's triggers
+// of allocations' insert and resource_providers' update do not run for a
+// statement that begins with it (their WHEN, migrations/0019), as the
+// statement writes the change log's row of what it changed itself (lc).
+// No other statement may begin with it.
+const claimBatchMark = `/* berth: claim batch, logs its own change */`
+
+// batchReadSQL is the batch statement's first part, after claimBatchMark:
+// the claims, their allocations checked against the inventories (chk),
+// their owners, what they add to their projects' usage (adds), and
+// whether a limit is stored.
+const batchReadSQL = claimBatchMark + `
 WITH req AS (
 	SELECT * FROM unnest($1::int[], $2::uuid[], $3::text[], $4::bigint[])
 	       WITH ORDINALITY AS r(claim, provider_uuid, class, amount, ord)
@@ -332,17 +340,14 @@ const batchWriteTailSQL = `, ok AS (
 	FROM cc WHERE cc.state_op IS NOT NULL
 	RETURNING 1
 ), lc AS (
-	-- The change log's row (migrations/0008 and 0017): the providers the
-	-- claims changed, which are those whose generations g bumped. mark
-	-- tells the triggers of allocations' insert and resource_providers'
-	-- update, which would log the same providers, that this statement
-	-- logged them: each takes its mark off and writes nothing.
+	-- The change log's row (migrations/0008, 0017 and 0019): the
+	-- providers the claims changed, which are those whose generations g
+	-- bumped. The triggers of allocations' insert and resource_providers'
+	-- update, which would log the same providers, do not run for a
+	-- statement that begins with claimBatchMark.
 	INSERT INTO ledger_changes (xid, providers)
 	SELECT pg_current_xact_id(), CASE WHEN count(*) > 5000 THEN NULL ELSE array_agg(id) END FROM g HAVING count(*) > 0
 	RETURNING 1
-), mark AS (
-	SELECT set_config('berth.logged_allocations', pg_current_xact_id()::text, true),
-	       set_config('berth.logged_resource_providers', pg_current_xact_id()::text, true)
 ), cg AS (
 	SELECT cp.consumer_id, g.id, g.updated_at,
 	       g.generation - (SELECT count(*) FROM cp later
@@ -350,7 +355,7 @@ const batchWriteTailSQL = `, ok AS (
 	FROM cp JOIN g ON g.id = cp.resource_provider_id
 )
 SELECT cut.first, (SELECT found FROM stored), w.claim, w.ids, w.gens, w.ats, w.rps, w.rcs, w.used
-FROM cut CROSS JOIN mark LEFT JOIN (
+FROM cut LEFT JOIN (
 	SELECT cc.claim, p.ids, p.gens, p.ats, al.rps, al.rcs, al.used
 	FROM cc
 	CROSS JOIN LATERAL (SELECT array_agg(cg.id ORDER BY cg.id) AS ids, array_agg(cg.generation ORDER BY cg.id) AS gens,

@@ -417,9 +417,9 @@ func (f *fixture) summaryBy(rp, class string) engine.ProviderSummary {
 
 // TestClaimBatchLogsItsChangeOnce: a batch statement writes the change
 // log's row of the providers its claims changed itself, and the triggers
-// of its statement write none (migrations/0017): one row, every provider.
-// A mark set by one statement is taken off by that statement's trigger,
-// so a later statement of the same transaction logs as before.
+// of its statement do not run (migrations/0017 and 0019): one row, every
+// provider. Only the statement that begins with the mark skips them: a
+// later statement of the same transaction logs as before.
 func TestClaimBatchLogsItsChangeOnce(t *testing.T) {
 	bf, _ := newBatchFixture(t)
 	bf.Known([]string{"batch-project"}, []string{"batch-user"}, nil)
@@ -478,26 +478,29 @@ func TestClaimBatchLogsItsChangeOnce(t *testing.T) {
 		t.Fatalf("the batch's change log rows: %v, want one row of %v", got, ids)
 	}
 
-	// The marks, by hand: the first statement of a marked table writes
-	// nothing, the next one of the same transaction logs.
+	// The mark, by hand: a statement that begins with it runs neither
+	// trigger; the next statement of the same transaction logs, and so
+	// does one that holds the mark elsewhere than at its start.
 	tx, err := bf.DB.Begin(bf.Ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer tx.Rollback(bf.Ctx)
 	var xid string
-	if err := tx.QueryRow(bf.Ctx, `SELECT set_config('berth.logged_resource_providers', pg_current_xact_id()::text, true)`).Scan(&xid); err != nil {
+	if err := tx.QueryRow(bf.Ctx, `SELECT pg_current_xact_id()::text`).Scan(&xid); err != nil {
 		t.Fatal(err)
 	}
-	for _, rp := range rps[:2] {
-		if _, err := tx.Exec(bf.Ctx, `UPDATE resource_providers SET updated_at = now() WHERE uuid = $1`, rp); err != nil {
+	const mark = `/* berth: claim batch, logs its own change */`
+	const upd = ` UPDATE resource_providers SET updated_at = now() WHERE uuid = $1`
+	for i, sql := range []string{mark + upd, upd, `/* another */ ` + mark + upd} {
+		if _, err := tx.Exec(bf.Ctx, sql, rps[i]); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if err := tx.Commit(bf.Ctx); err != nil {
 		t.Fatal(err)
 	}
-	if got := changes(`xid = $1::xid8`, xid); len(got) != 1 || !slices.Equal(got[0], ids[1:2]) {
-		t.Fatalf("change log rows of a transaction whose first statement was marked: %v, want one row of %v", got, ids[1:2])
+	if got := changes(`xid = $1::xid8`, xid); !slices.EqualFunc(got, [][]int64{ids[1:2], ids[2:3]}, slices.Equal) {
+		t.Fatalf("change log rows of a transaction whose first statement began with the mark: %v, want %v and %v", got, ids[1:2], ids[2:3])
 	}
 }
