@@ -268,7 +268,15 @@ const fastLockXidSQL = `
 WITH l AS (SELECT id FROM resource_providers WHERE uuid = ANY($1::uuid[]) ORDER BY id FOR UPDATE)
 SELECT count(*), pg_current_xact_id_if_assigned()::text FROM l`
 
-const fastWriteSQL = `
+// claimWriteMark begins the claim statements that write the change log's
+// row of what they changed themselves (lc in fastWriteSQL and
+// batchWriteSQL): the change log's triggers of allocations' insert and
+// resource_providers' update, which would log the same providers again,
+// do not run for a statement that begins with it (their WHEN,
+// migrations/0019). No other statement may begin with it.
+const claimWriteMark = `/* berth: claim write, logs its own change */`
+
+const fastWriteSQL = claimWriteMark + `
 WITH req AS (
 	SELECT * FROM unnest($1::uuid[], $2::text[], $3::bigint[]) WITH ORDINALITY AS r(provider_uuid, class, amount, ord)
 ), chk AS (
@@ -375,6 +383,14 @@ WITH req AS (
 	       CASE WHEN $18::int IS NULL THEN 'permanent' ELSE 'provisional' END,
 	       $18::int, now() + $18::int * interval '1 second'
 	FROM c WHERE $15::text IS NOT NULL
+	RETURNING 1
+), lc AS (
+	-- The change log's row (migrations/0008 and 0019): the providers the
+	-- claim changed, which are those whose generations g bumped; the
+	-- triggers that would log them do not run for this statement
+	-- (claimWriteMark).
+	INSERT INTO ledger_changes (xid, providers)
+	SELECT pg_current_xact_id(), CASE WHEN count(*) > 5000 THEN NULL ELSE array_agg(id) END FROM g HAVING count(*) > 0
 	RETURNING 1
 )
 SELECT (SELECT id FROM c), (SELECT count(*) FROM g),

@@ -168,18 +168,11 @@ func (s *Allocations) queueClaim(ctx context.Context, fc fastClaim) (*core.OwnWr
 // batchNoLimitSQL is the same statement without the limit check.
 var batchWriteSQL = batchReadSQL + batchLimitsSQL + fmt.Sprintf(batchCutSQL, "over") + batchWriteTailSQL
 
-// claimBatchMark begins the batch statement: the change log's triggers
-// of allocations' insert and resource_providers' update do not run for a
-// statement that begins with it (their WHEN, migrations/0019), as the
-// statement writes the change log's row of what it changed itself (lc).
-// No other statement may begin with it.
-const claimBatchMark = `/* berth: claim batch, logs its own change */`
-
-// batchReadSQL is the batch statement's first part, after claimBatchMark:
+// batchReadSQL is the batch statement's first part, after claimWriteMark:
 // the claims, their allocations checked against the inventories (chk),
 // their owners, what they add to their projects' usage (adds), and
 // whether a limit is stored.
-const batchReadSQL = claimBatchMark + `
+const batchReadSQL = claimWriteMark + `
 WITH req AS (
 	SELECT * FROM unnest($1::int[], $2::uuid[], $3::text[], $4::bigint[])
 	       WITH ORDINALITY AS r(claim, provider_uuid, class, amount, ord)
@@ -344,7 +337,7 @@ const batchWriteTailSQL = `, ok AS (
 	-- providers the claims changed, which are those whose generations g
 	-- bumped. The triggers of allocations' insert and resource_providers'
 	-- update, which would log the same providers, do not run for a
-	-- statement that begins with claimBatchMark.
+	-- statement that begins with claimWriteMark.
 	INSERT INTO ledger_changes (xid, providers)
 	SELECT pg_current_xact_id(), CASE WHEN count(*) > 5000 THEN NULL ELSE array_agg(id) END FROM g HAVING count(*) > 0
 	RETURNING 1

@@ -490,7 +490,7 @@ func TestClaimBatchLogsItsChangeOnce(t *testing.T) {
 	if err := tx.QueryRow(bf.Ctx, `SELECT pg_current_xact_id()::text`).Scan(&xid); err != nil {
 		t.Fatal(err)
 	}
-	const mark = `/* berth: claim batch, logs its own change */`
+	const mark = `/* berth: claim write, logs its own change */`
 	const upd = ` UPDATE resource_providers SET updated_at = now() WHERE uuid = $1`
 	for i, sql := range []string{mark + upd, upd, `/* another */ ` + mark + upd} {
 		if _, err := tx.Exec(bf.Ctx, sql, rps[i]); err != nil {
@@ -502,5 +502,41 @@ func TestClaimBatchLogsItsChangeOnce(t *testing.T) {
 	}
 	if got := changes(`xid = $1::xid8`, xid); !slices.EqualFunc(got, [][]int64{ids[1:2], ids[2:3]}, slices.Equal) {
 		t.Fatalf("change log rows of a transaction whose first statement began with the mark: %v, want %v and %v", got, ids[1:2], ids[2:3])
+	}
+}
+
+// TestLoneClaimLogsItsChangeOnce: a lone claim's statement (fastWriteSQL)
+// writes the change log's row of its provider itself, and the triggers of
+// its statement do not run (migrations/0019): one row, its provider.
+func TestLoneClaimLogsItsChangeOnce(t *testing.T) {
+	f := newFixture(t)
+	rp := f.Provider("rp", ledgertest.Inv("VCPU", 8))
+	var id int64
+	if err := f.DB.QueryRow(f.Ctx, `SELECT id FROM resource_providers WHERE uuid = $1`, rp).Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	claim := func() {
+		t.Helper()
+		if err := f.Store.Allocations.ClaimWrite(f.Ctx, resources.ClaimWriteParams{Consumers: []resources.ConsumerAllocations{
+			ledgertest.NewClaim(uuid.NewString(), rp, ledgertest.Res("VCPU", 1))}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	claim() // the project, user and type, by the general path
+	var last string
+	if err := f.DB.QueryRow(f.Ctx, `SELECT max(xid)::text FROM ledger_changes`).Scan(&last); err != nil {
+		t.Fatal(err)
+	}
+	claim()
+	rows, err := f.DB.Query(f.Ctx, `SELECT providers FROM ledger_changes WHERE xid > $1::xid8`, last)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := pgx.CollectRows(rows, pgx.RowTo[[]int64])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || !slices.Equal(got[0], []int64{id}) {
+		t.Fatalf("the lone claim's change log rows: %v, want one row of [%d]", got, id)
 	}
 }

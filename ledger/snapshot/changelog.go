@@ -20,9 +20,10 @@ import (
 // id (xid8) and the ids of the providers it changed, or NULL for "any"
 // (migrations/0008_ledger_changes.up.sql: statement-level triggers write
 // them, so no write path, Berth's or an operator's, can forget one, and
-// none pays a round trip for it; a claim batch's statement writes its
-// own, and its triggers do not run: migrations/0017_claim_change_log.up.sql
-// and 0019_claim_batch_skips_triggers.up.sql).
+// none pays a round trip for it; a claim's write statement, a batch's or
+// a lone claim's, writes its own, and its triggers do not run:
+// migrations/0017_claim_change_log.up.sql and
+// 0019_claim_writes_skip_triggers.up.sql).
 // A transaction may write several rows; their providers together are
 // what it changed.
 //
