@@ -612,7 +612,7 @@ func (s *Allocations) sendClaimPipeline(ctx context.Context, fcs []fastClaim, ws
 	}
 	defer conn.Release()
 	s.core.Unsynced.Forget(conn.Conn().PgConn()) // a mark left by another statement's commit
-	br := conn.SendBatch(ctx, b)
+	br := core.SendBatch(ctx, conn.Conn(), b)
 	defer br.Close()
 	if err := skipResults(br, 1); err != nil { // fastPlanSQL
 		return err
