@@ -542,7 +542,7 @@ func (s *Allocations) sendWrites(ctx context.Context, fcs []fastClaim) ([]*core.
 		}
 	}, func(br pgx.BatchResults) error {
 		for i := range fcs {
-			w, err := readFastWrite(br)
+			w, err := readFastWrite(br, fcs[i:i+1])
 			if err != nil {
 				return err
 			}
@@ -715,14 +715,15 @@ func (fc *fastClaim) stateArgs() claimStateArgs {
 	return a
 }
 
-// readFastWrite reads the answer of one write statement: what it wrote,
-// or nil if it refused.
-func readFastWrite(br pgx.BatchResults) (*core.OwnWrite, error) {
+// readFastWrite reads the answer of one write statement, fc[0]'s: what
+// it wrote, or nil if it refused.
+func readFastWrite(br pgx.BatchResults, fc []fastClaim) (*core.OwnWrite, error) {
 	var consumerID *int64
 	var bumped int64
 	w := &core.OwnWrite{}
 	a := &writeAnswer{dest: []any{&consumerID, &bumped, &w.Providers, &w.Generations, &w.UpdatedAt,
 		&w.AllocProviders, &w.AllocClasses, &w.Amounts}}
+	a.size(fc)
 	if err := br.QueryRow().Scan(a); err != nil {
 		return nil, err
 	}
@@ -951,6 +952,18 @@ func (a *writeAnswer) ScanRow(rows pgx.Rows) error {
 		}
 	}
 	return nil
+}
+
+// size makes room in a's backing arrays for the answers of fcs's
+// writes: per claim, its providers' ids and generations, its allocations'
+// providers, classes and amounts, and its providers' times.
+func (a *writeAnswer) size(fcs []fastClaim) {
+	ints, times := 0, 0
+	for i := range fcs {
+		ints += 2*len(fcs[i].providers) + 3*len(fcs[i].amounts)
+		times += len(fcs[i].providers)
+	}
+	a.ints, a.times = make([]int64, 0, ints), make([]time.Time, 0, times)
 }
 
 // decode sets dst from src, a column of type oid in the binary format,

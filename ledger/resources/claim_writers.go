@@ -398,6 +398,7 @@ func (s *Allocations) sendBatchWrite(ctx context.Context, fcs []fastClaim) (ws [
 		var anyStored bool
 		var c *int32
 		a := &writeAnswer{dest: make([]any, 9)}
+		a.size(fcs)
 		for k := 0; rows.Next(); k++ {
 			var w *core.OwnWrite
 			if k < n { // at most one row per claim
