@@ -11,6 +11,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/berthd/berth/internal/fault"
@@ -880,11 +881,53 @@ func (u *uuidArg) parse(s string) {
 
 // argArrays hands out array arguments whose elements, and parsed uuids,
 // come from backing slices sized in advance: a statement's arguments in
-// a few allocations.
+// a few allocations, or none when they come from argArraysPool.
 type argArrays struct {
 	arrays []argArray
 	elems  []any
 	uuids  []uuidArg
+	// args are the statement's arguments (batchArgs); allArrays,
+	// allElems and allUUIDs the whole backing slices, for release.
+	args      []any
+	allArrays []argArray
+	allElems  []any
+	allUUIDs  []uuidArg
+}
+
+// argArraysPool holds the argArrays of batches whose pipelines ended,
+// cleared, for the next batch's arguments.
+var argArraysPool sync.Pool
+
+// pooledArgArrays is newArgArrays's room, in the backing slices of an
+// earlier batch's argArrays when argArraysPool has one; the caller
+// releases it once its statement's pipeline ended.
+func pooledArgArrays(arrays, elems, uuids int) *argArrays {
+	b, _ := argArraysPool.Get().(*argArrays)
+	if b == nil {
+		b = &argArrays{}
+	}
+	if len(b.allArrays) < arrays {
+		b.allArrays = make([]argArray, arrays)
+	}
+	if len(b.allElems) < elems {
+		b.allElems = make([]any, elems)
+	}
+	if len(b.allUUIDs) < uuids {
+		b.allUUIDs = make([]uuidArg, uuids)
+	}
+	b.arrays, b.elems, b.uuids, b.args = b.allArrays[:arrays], b.allElems[:elems], b.allUUIDs[:uuids], b.args[:0]
+	return b
+}
+
+// release clears b of what it points at (the claims' values) and puts it
+// in argArraysPool; nothing may use its arrays or arguments after.
+func (b *argArrays) release() {
+	clear(b.allArrays)
+	clear(b.allElems)
+	clear(b.allUUIDs)
+	clear(b.args)
+	b.arrays, b.elems, b.uuids, b.args = nil, nil, nil, b.args[:0]
+	argArraysPool.Put(b)
 }
 
 // newArgArrays returns room for arrays arrays of elems elements in all,

@@ -241,9 +241,10 @@ var batchArgOIDs = []uint32{pgtype.Int4ArrayOID, pgtype.UUIDArrayOID, pgtype.Tex
 
 // BenchmarkClaimBatchArgs is berthd's side of a batch statement of 8
 // claims (dbwork.ClaimAt's, with their records) before it is sent: its
-// arguments built and encoded, per batch, by pgx's extended query
-// builder (pgx) and as core.SendBatch encodes them (sent), into buffers
-// kept from one batch to the next:
+// arguments built (their arrays from the pool, as batches take them) and
+// encoded, per batch, by pgx's extended query builder (pgx) and as
+// core.SendBatch encodes them (sent), into buffers kept from one batch
+// to the next:
 //
 //	go test -run '^$' -bench ClaimBatchArgs -benchmem ./ledger/resources/
 func BenchmarkClaimBatchArgs(b *testing.B) {
@@ -263,11 +264,12 @@ func BenchmarkClaimBatchArgs(b *testing.B) {
 		var eqb pgx.ExtendedQueryBuilder
 		b.ReportAllocs()
 		for b.Loop() {
-			_, args := resources.BatchArgs(fcs)
+			_, args, release := resources.BatchArgs(fcs)
 			sd.ParamOIDs = batchArgOIDs[:len(args)]
 			if err := eqb.Build(m, sd, args); err != nil {
 				b.Fatal(err)
 			}
+			release()
 		}
 	})
 	b.Run("sent", func(b *testing.B) {
@@ -275,13 +277,14 @@ func BenchmarkClaimBatchArgs(b *testing.B) {
 		sds := []*pgconn.StatementDescription{sd}
 		b.ReportAllocs()
 		for b.Loop() {
-			sql, args := resources.BatchArgs(fcs)
+			sql, args, release := resources.BatchArgs(fcs)
 			sd.ParamOIDs = batchArgOIDs[:len(args)]
 			var batch pgx.Batch
 			batch.Queue(sql, args...)
 			if err := e.Encode(m, sds, &batch); err != nil {
 				b.Fatal(err)
 			}
+			release()
 		}
 	})
 }
