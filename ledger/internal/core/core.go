@@ -159,7 +159,7 @@ func SendBatch(ctx context.Context, conn *pgx.Conn, b *pgx.Batch) pgx.BatchResul
 	}
 	p.sds = p.sds[:0]
 	for _, q := range b.QueuedQueries {
-		sd, err := conn.Prepare(ctx, q.SQL, q.SQL)
+		sd, err := conn.Prepare(br.ctx, q.SQL, q.SQL)
 		if err != nil {
 			br.err = err
 			return br
@@ -170,12 +170,12 @@ func SendBatch(ctx context.Context, conn *pgx.Conn, b *pgx.Batch) pgx.BatchResul
 		br.err = err
 		return br
 	}
-	pipeline := pc.StartPipeline(ctx)
+	pipeline := pc.StartPipeline(br.ctx)
 	pc.Frontend().Send(&p.send)
 	for i, sd := range p.sds {
-		st := &p.stmts[i]
-		pipeline.SendQueryStatement(sd, p.values[st.values:st.values+len(sd.ParamOIDs)],
-			p.formats[st.values:st.values+len(sd.ParamOIDs)], p.resultFormats[st.results:st.results+len(sd.Fields):st.results+len(sd.Fields)])
+		v, r := p.stmts[i].values, p.stmts[i].results
+		nv, nr := v+len(sd.ParamOIDs), r+len(sd.Fields)
+		pipeline.SendQueryStatement(sd, p.values[v:nv], p.formats[v:nv], p.resultFormats[r:nr:nr])
 	}
 	if err := pipeline.Sync(); err != nil {
 		_ = pipeline.Close()
