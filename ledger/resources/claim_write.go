@@ -11,6 +11,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/berthd/berth/internal/fault"
@@ -558,7 +559,7 @@ func (s *Allocations) sendWrites(ctx context.Context, fcs []fastClaim) ([]*core.
 		}
 	}, func(br pgx.BatchResults) error {
 		for i := range fcs {
-			w, err := readFastWrite(br)
+			w, err := readFastWrite(br, fcs[i:i+1])
 			if err != nil {
 				return err
 			}
@@ -628,7 +629,7 @@ func (s *Allocations) sendClaimPipeline(ctx context.Context, fcs []fastClaim, ws
 	}
 	defer conn.Release()
 	s.core.Unsynced.Forget(conn.Conn().PgConn()) // a mark left by another statement's commit
-	br := conn.SendBatch(ctx, b)
+	br := core.SendBatch(ctx, conn.Conn(), b)
 	defer br.Close()
 	if err := skipResults(br, 1); err != nil { // fastPlanSQL
 		return err
@@ -731,14 +732,15 @@ func (fc *fastClaim) stateArgs() claimStateArgs {
 	return a
 }
 
-// readFastWrite reads the answer of one write statement: what it wrote,
-// or nil if it refused.
-func readFastWrite(br pgx.BatchResults) (*core.OwnWrite, error) {
+// readFastWrite reads the answer of one write statement, fc[0]'s: what
+// it wrote, or nil if it refused.
+func readFastWrite(br pgx.BatchResults, fc []fastClaim) (*core.OwnWrite, error) {
 	var consumerID *int64
 	var bumped int64
 	w := &core.OwnWrite{}
 	a := &writeAnswer{dest: []any{&consumerID, &bumped, &w.Providers, &w.Generations, &w.UpdatedAt,
 		&w.AllocProviders, &w.AllocClasses, &w.Amounts}}
+	a.size(fc)
 	if err := br.QueryRow().Scan(a); err != nil {
 		return nil, err
 	}
@@ -895,11 +897,53 @@ func (u *uuidArg) parse(s string) {
 
 // argArrays hands out array arguments whose elements, and parsed uuids,
 // come from backing slices sized in advance: a statement's arguments in
-// a few allocations.
+// a few allocations, or none when they come from argArraysPool.
 type argArrays struct {
 	arrays []argArray
 	elems  []any
 	uuids  []uuidArg
+	// args are the statement's arguments (batchArgs); allArrays,
+	// allElems and allUUIDs the whole backing slices, for release.
+	args      []any
+	allArrays []argArray
+	allElems  []any
+	allUUIDs  []uuidArg
+}
+
+// argArraysPool holds the argArrays of batches whose pipelines ended,
+// cleared, for the next batch's arguments.
+var argArraysPool sync.Pool
+
+// pooledArgArrays is newArgArrays's room, in the backing slices of an
+// earlier batch's argArrays when argArraysPool has one; the caller
+// releases it once its statement's pipeline ended.
+func pooledArgArrays(arrays, elems, uuids int) *argArrays {
+	b, _ := argArraysPool.Get().(*argArrays)
+	if b == nil {
+		b = &argArrays{}
+	}
+	if len(b.allArrays) < arrays {
+		b.allArrays = make([]argArray, arrays)
+	}
+	if len(b.allElems) < elems {
+		b.allElems = make([]any, elems)
+	}
+	if len(b.allUUIDs) < uuids {
+		b.allUUIDs = make([]uuidArg, uuids)
+	}
+	b.arrays, b.elems, b.uuids, b.args = b.allArrays[:arrays], b.allElems[:elems], b.allUUIDs[:uuids], b.args[:0]
+	return b
+}
+
+// release clears b of what it points at (the claims' values) and puts it
+// in argArraysPool; nothing may use its arrays or arguments after.
+func (b *argArrays) release() {
+	clear(b.allArrays)
+	clear(b.allElems)
+	clear(b.allUUIDs)
+	clear(b.args)
+	b.arrays, b.elems, b.uuids, b.args = nil, nil, nil, b.args[:0]
+	argArraysPool.Put(b)
 }
 
 // newArgArrays returns room for arrays arrays of elems elements in all,
@@ -967,6 +1011,18 @@ func (a *writeAnswer) ScanRow(rows pgx.Rows) error {
 		}
 	}
 	return nil
+}
+
+// size makes room in a's backing arrays for the answers of fcs's
+// writes: per claim, its providers' ids and generations, its allocations'
+// providers, classes and amounts, and its providers' times.
+func (a *writeAnswer) size(fcs []fastClaim) {
+	ints, times := 0, 0
+	for i := range fcs {
+		ints += 2*len(fcs[i].providers) + 3*len(fcs[i].amounts)
+		times += len(fcs[i].providers)
+	}
+	a.ints, a.times = make([]int64, 0, ints), make([]time.Time, 0, times)
 }
 
 // decode sets dst from src, a column of type oid in the binary format,

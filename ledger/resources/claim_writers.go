@@ -382,7 +382,8 @@ var batchNoLimitSQL = batchReadSQL + fmt.Sprintf(batchCutSQL,
 func (s *Allocations) sendBatchWrite(ctx context.Context, fcs []fastClaim) (ws []*core.OwnWrite, first int, err error) {
 	n := len(fcs)
 	ws, first = make([]*core.OwnWrite, n), n
-	sql, args := s.batchArgs(fcs)
+	sql, args, arrays := s.batchArgs(fcs)
+	defer arrays.release()
 	err = s.sendClaimPipeline(ctx, fcs, ws, nil, func(b *pgx.Batch) {
 		b.Queue(sql, args...)
 	}, func(br pgx.BatchResults) error {
@@ -396,6 +397,7 @@ func (s *Allocations) sendBatchWrite(ctx context.Context, fcs []fastClaim) (ws [
 		var anyStored bool
 		var c *int32
 		a := &writeAnswer{dest: make([]any, 9)}
+		a.size(fcs)
 		for k := 0; rows.Next(); k++ {
 			var w *core.OwnWrite
 			if k < n { // at most one row per claim
@@ -426,14 +428,15 @@ func (s *Allocations) sendBatchWrite(ctx context.Context, fcs []fastClaim) (ws [
 
 // batchArgs returns the batch statement for fcs (batchWriteSQL, or
 // batchNoLimitSQL when no limit may apply) and its arguments, arrays
-// whose elements point at fcs's own values.
-func (s *Allocations) batchArgs(fcs []fastClaim) (sql string, args []any) {
+// whose elements point at fcs's own values, from b, which the caller
+// releases once the statement's pipeline ended.
+func (s *Allocations) batchArgs(fcs []fastClaim) (sql string, args []any, b *argArrays) {
 	n, allocs, limited := len(fcs), 0, 0
 	for i := range fcs {
 		allocs += len(fcs[i].amounts)
 		limited += len(fcs[i].quota.resources)
 	}
-	b := newArgArrays(23, 4*allocs+16*n+3*limited, allocs+2*n)
+	b = pooledArgArrays(23, 4*allocs+16*n+3*limited, allocs+2*n)
 	claim, rps, classes, amounts := b.next(allocs, int32(0)), b.next(allocs, (*uuidArg)(nil)),
 		b.next(allocs, (*textArg)(nil)), b.next(allocs, (*int8Arg)(nil))
 	var cl [16]*argArray // the per-claim arrays, $5 to $20 (cl in batchReadSQL)
@@ -478,7 +481,7 @@ func (s *Allocations) batchArgs(fcs []fastClaim) (sql string, args []any) {
 			cl[k].elems[i] = e[k]
 		}
 	}
-	args = append(make([]any, 0, 23), claim, rps, classes, amounts)
+	args = append(b.args, claim, rps, classes, amounts)
 	for _, a := range cl {
 		args = append(args, a)
 	}
@@ -486,7 +489,8 @@ func (s *Allocations) batchArgs(fcs []fastClaim) (sql string, args []any) {
 	if s.limitMayApply(fcs) {
 		sql, args = batchWriteSQL, append(args, limClaim, limResources, limits)
 	}
-	return sql, args
+	b.args = args
+	return sql, args, b
 }
 
 // limitMayApply reports whether a limit may apply to a claim of fcs, so

@@ -11,6 +11,7 @@ import (
 
 	"github.com/berthd/berth/internal/pgcluster"
 	"github.com/berthd/berth/ledger"
+	"github.com/berthd/berth/ledger/internal/core"
 	"github.com/berthd/berth/ledger/internal/dbwork"
 	"github.com/berthd/berth/ledger/resources"
 	"github.com/jackc/pgx/v5"
@@ -247,7 +248,10 @@ var batchArgOIDs = []uint32{pgtype.Int4ArrayOID, pgtype.UUIDArrayOID, pgtype.Tex
 
 // BenchmarkClaimBatchArgs is berthd's side of a batch statement of 8
 // claims (dbwork.ClaimAt's, with their records) before it is sent: its
-// arguments built and encoded by pgx, per batch:
+// arguments built (their arrays from the pool, as batches take them) and
+// encoded, per batch, by pgx's extended query builder (pgx) and as
+// core.SendBatch encodes them (sent), into buffers kept from one batch
+// to the next:
 //
 //	go test -run '^$' -bench ClaimBatchArgs -benchmem ./ledger/resources/
 func BenchmarkClaimBatchArgs(b *testing.B) {
@@ -263,13 +267,31 @@ func BenchmarkClaimBatchArgs(b *testing.B) {
 	}
 	m := pgtype.NewMap()
 	sd := &pgconn.StatementDescription{ParamOIDs: batchArgOIDs}
-	var eqb pgx.ExtendedQueryBuilder
-	b.ReportAllocs()
-	for b.Loop() {
-		_, args := resources.BatchArgs(fcs)
-		sd.ParamOIDs = batchArgOIDs[:len(args)]
-		if err := eqb.Build(m, sd, args); err != nil {
-			b.Fatal(err)
+	b.Run("pgx", func(b *testing.B) {
+		var eqb pgx.ExtendedQueryBuilder
+		b.ReportAllocs()
+		for b.Loop() {
+			_, args, release := resources.BatchArgs(fcs)
+			sd.ParamOIDs = batchArgOIDs[:len(args)]
+			if err := eqb.Build(m, sd, args); err != nil {
+				b.Fatal(err)
+			}
+			release()
 		}
-	}
+	})
+	b.Run("sent", func(b *testing.B) {
+		var e core.ArgEncoder
+		sds := []*pgconn.StatementDescription{sd}
+		b.ReportAllocs()
+		for b.Loop() {
+			sql, args, release := resources.BatchArgs(fcs)
+			sd.ParamOIDs = batchArgOIDs[:len(args)]
+			var batch pgx.Batch
+			batch.Queue(sql, args...)
+			if err := e.Encode(m, sds, &batch); err != nil {
+				b.Fatal(err)
+			}
+			release()
+		}
+	})
 }

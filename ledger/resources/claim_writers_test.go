@@ -2,8 +2,10 @@ package resources_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -11,10 +13,12 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/berthd/berth/internal/fault"
 	"github.com/berthd/berth/ledger"
 	"github.com/berthd/berth/ledger/engine"
+	"github.com/berthd/berth/ledger/internal/core"
 	"github.com/berthd/berth/ledger/ledgertest"
 	"github.com/berthd/berth/ledger/resources"
 )
@@ -538,5 +542,128 @@ func TestLoneClaimLogsItsChangeOnce(t *testing.T) {
 	}
 	if len(got) != 1 || !slices.Equal(got[0], []int64{id}) {
 		t.Fatalf("the lone claim's change log rows: %v, want one row of [%d]", got, id)
+	}
+}
+
+// pipeBatch is a batch of statements of every kind of argument
+// and answer SendBatch's callers use, and one that fails.
+func pipeBatch(fail bool) *pgx.Batch {
+	name := `a "name" \ {x,y}`
+	var none *string
+	b := &pgx.Batch{}
+	b.Queue(`SELECT set_config('plan_cache_mode', 'force_generic_plan', true)`)
+	b.Queue(`SELECT $1::text, $2::text, $3::uuid, $4::jsonb, $5::bytea, $6::text[], $7::bigint[], $8::int, $9::boolean, $10::json, $11::text`,
+		"t", &name, "e0000000-0000-4000-8000-000000000001", json.RawMessage(`{"b": [1, "x"]}`), []byte{0, '\\', 0xff},
+		[]string{"p", `q"r`}, []int64{1, -2}, 7, true, nil, none)
+	if fail {
+		b.Queue(`SELECT 1 / $1::int`, 0)
+	}
+	b.Queue(`SELECT g, g * 2, now() FROM generate_series(1, $1::int) g`, 3)
+	b.Queue(`SELECT array_agg(g) FROM generate_series(1, 0) g`)
+	return b
+}
+
+// readPipe reads pipeBatch's results from br, and what each read
+// answered, as text.
+func readPipe(br pgx.BatchResults, fail bool) []string {
+	var out []string
+	add := func(v ...any) { out = append(out, fmt.Sprint(v...)) }
+	tag, err := br.Exec()
+	add(tag.String(), err)
+	var s1, s2, u, j, ta string
+	var by []byte
+	var ints []int64
+	var n *int32
+	var ok bool
+	var js, nothing *string
+	err = br.QueryRow().Scan(&s1, &s2, &u, &j, &by, &ta, &ints, &n, &ok, &js, &nothing)
+	if n != nil {
+		add(*n)
+	}
+	add(s1, s2, u, j, by, ta, ints, ok, js, nothing, err)
+	if fail {
+		var x int
+		add(br.QueryRow().Scan(&x), x)
+	}
+	rows, err := br.Query()
+	add(err)
+	for rows.Next() {
+		vals, err := rows.Values()
+		add(len(vals), vals[0], vals[1], err)
+	}
+	rows.Close()
+	add(rows.Err(), rows.CommandTag().String())
+	var empty []int64
+	err = br.QueryRow().Scan(&empty)
+	add(empty == nil, err)
+	add(br.Close())
+	return out
+}
+
+// TestSendBatchAsPgx sends the same batches with core.SendBatch and with
+// pgx's SendBatch in every query mode and reads the same answers and
+// errors from both; after an error the connection is usable.
+func TestSendBatchAsPgx(t *testing.T) {
+	ctx := context.Background()
+	for _, mode := range ledgertest.ExecModes() {
+		t.Run(mode, func(t *testing.T) {
+			conn, err := pgx.Connect(ctx, ledgertest.NewDBInMode(t, mode))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close(ctx)
+			for _, fail := range []bool{false, true, false} {
+				want := readPipe(conn.SendBatch(ctx, pipeBatch(fail)), fail)
+				for range 2 { // the statements prepared, then as prepared
+					if got := readPipe(core.SendBatch(ctx, conn, pipeBatch(fail)), fail); !reflect.DeepEqual(got, want) {
+						t.Errorf("failing %t: SendBatch read\n%q\nwant, as pgx's,\n%q", fail, got, want)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestSendBatchPreparesAgain: a prepared statement whose answer's type
+// changed fails once, as with pgx's statement cache, and is prepared
+// again for the next batch.
+func TestSendBatchPreparesAgain(t *testing.T) {
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, ledgertest.NewDB(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, `CREATE TABLE pipe_t (a int); INSERT INTO pipe_t VALUES (1)`); err != nil {
+		t.Fatal(err)
+	}
+	read := func() (string, error) {
+		b := &pgx.Batch{}
+		b.Queue(`SELECT 1`)
+		b.Queue(`SELECT * FROM pipe_t`)
+		br := core.SendBatch(ctx, conn, b)
+		defer br.Close()
+		if _, err := br.Exec(); err != nil {
+			return "", err
+		}
+		var v any
+		if err := br.QueryRow().Scan(&v); err != nil {
+			return "", err
+		}
+		return fmt.Sprint(v), br.Close()
+	}
+	if v, err := read(); err != nil || v != "1" {
+		t.Fatalf("first read: %q, %v", v, err)
+	}
+	if _, err := conn.Exec(ctx, `ALTER TABLE pipe_t ALTER a TYPE text`); err != nil {
+		t.Fatal(err)
+	}
+	_, err = read()
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || pgErr.Code != "0A000" {
+		t.Fatalf("read after the column's type changed: %v; want 0A000 (cached plan must not change result type)", err)
+	}
+	if v, err := read(); err != nil || v != "1" {
+		t.Fatalf("read again: %q, %v; want it prepared again", v, err)
 	}
 }

@@ -107,5 +107,9 @@ func WithRecords(fc FastClaim, p ClaimWriteParams) FastClaim {
 }
 
 // BatchArgs is the batch statement of fcs and its arguments
-// (Allocations.batchArgs, before any batch statement ran).
-func BatchArgs(fcs []FastClaim) (string, []any) { return (&Allocations{}).batchArgs(fcs) }
+// (Allocations.batchArgs, before any batch statement ran), and the
+// function that releases them once they are no longer used.
+func BatchArgs(fcs []FastClaim) (string, []any, func()) {
+	sql, args, b := (&Allocations{}).batchArgs(fcs)
+	return sql, args, b.release
+}

@@ -94,9 +94,11 @@ STAGES = [
 WRITE_PARTS = [
     ("pgx: encode arguments", ["pgx/v5.(*ExtendedQueryBuilder)", "pgtype.(*Map).Encode", "pgtype.(*encodePlan",
                                "pgx/v5.(*Batch).Queue", "resources.queueFastWrite", "resources.queueBatchWrite",
-                               "resources.batchArgs", "resources.planAndLock"]),
+                               "resources.batchArgs", "resources.planAndLock", "core.(*pipe).encode",
+                               "core.(*pipe).appendParam"]),
     ("network (system calls)", ["syscall.", "internal/poll."]),
     ("pgx: read answers", ["pgx/v5.(*batchResults)", "pgx/v5.(*baseRows)", "pgx/v5.(*connRow)", "pgtype.",
+                           "core.(*pipeRows)", "core.pipeRow", "resources.(*writeAnswer)",
                            "pgproto3.", "resources.readFastWrite", "resources.readBatchWrite"]),
     ("pgx: protocol, rest", ["jackc/pgx"]),
     ("ledger: batching and its own work", [""]),
