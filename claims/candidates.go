@@ -132,42 +132,63 @@ func (vb *viewBuilder) resources(res scheduler.Resources, invs []engine.Inventor
 	}
 }
 
-// keptViews is what a direct ranking (scheduler.Policy.RankDirect) of
-// lc, an answer of a flat snapshot, builds for the candidates it keeps:
-// the views of their providers, in one map they share, and their Roots
-// (in a flat cloud each provider is its own root, and none shares), as
-// schedulerCandidates would.
-func keptViews(lc *engine.Candidates) func([]*scheduler.Candidate) {
-	return func(kept []*scheduler.Candidate) {
-		n := 0
-		for _, c := range kept {
+// keptRoots sets what a direct ranking (scheduler.Policy.RankDirect)
+// of an answer of a flat snapshot sets for the candidates it keeps:
+// their Roots (in a flat cloud each provider is its own root, and none
+// shares), as schedulerCandidates would, cut from one array. Their views
+// are built when read (keptViews).
+func keptRoots(kept []*scheduler.Candidate) {
+	n := 0
+	for _, c := range kept {
+		n += len(c.Allocations)
+	}
+	roots := make([]string, 0, n)
+	for _, c := range kept {
+		from := len(roots)
+		for _, a := range c.Allocations {
+			if !slices.Contains(roots[from:], a.ProviderUUID) {
+				roots = append(roots, a.ProviderUUID)
+			}
+		}
+		c.Roots = roots[from:len(roots):len(roots)]
+	}
+}
+
+// keptViews sets the Providers of those of cands that have none yet,
+// candidates of lc (an answer of a flat snapshot) a direct ranking kept
+// (keptRoots): the views of their providers, in one map they share, as
+// schedulerCandidates would build them. A claim's answer builds those of
+// the candidates it names (Claimer.result), not every kept one's.
+func keptViews(lc *engine.Candidates, cands []*scheduler.Candidate) {
+	n := 0
+	for _, c := range cands {
+		if c.Providers == nil {
 			n += len(c.Allocations)
 		}
-		vb := viewBuilder{names: lc.Names(), boxes: make([]providerBox, n)}
-		for _, c := range kept {
+	}
+	if n == 0 {
+		return
+	}
+	vb := viewBuilder{names: lc.Names(), boxes: make([]providerBox, n)}
+	for _, c := range cands {
+		if c.Providers == nil {
 			for j := range c.Allocations {
 				vb.count(lc.AllocationRecord(c.Index, j))
 			}
 		}
-		provs := make(map[string]*scheduler.ProviderView, n)
-		// The roots (at most one per allocation) and the views' names
-		// are cut from one array.
-		strs := make([]string, n+vb.nNames)
-		roots := strs[:0:n]
-		vb.strs = strs[n:]
-		for _, c := range kept {
-			from := len(roots)
-			for j, a := range c.Allocations {
-				if _, ok := provs[a.ProviderUUID]; !ok {
-					rec := lc.AllocationRecord(c.Index, j)
-					provs[a.ProviderUUID] = vb.view(rec, "", rec.UUID)
-				}
-				if !slices.Contains(roots[from:], a.ProviderUUID) {
-					roots = append(roots, a.ProviderUUID)
-				}
-			}
-			c.Roots, c.Providers = roots[from:len(roots):len(roots)], provs
+	}
+	provs := make(map[string]*scheduler.ProviderView, n)
+	for _, c := range cands {
+		if c.Providers != nil {
+			continue
 		}
+		for j, a := range c.Allocations {
+			if _, ok := provs[a.ProviderUUID]; !ok {
+				rec := lc.AllocationRecord(c.Index, j)
+				provs[a.ProviderUUID] = vb.view(rec, "", rec.UUID)
+			}
+		}
+		c.Providers = provs
 	}
 }
 
