@@ -194,40 +194,11 @@ func keptViews(lc *engine.Candidates, cands []*scheduler.Candidate) {
 
 // flatRoots is how many roots the candidates of lc, an answer of a flat
 // snapshot asked with VersionsOnly, are anchored on (Candidate.Root: a
-// candidate's first allocation's provider).
+// candidate's first allocation's provider): in a flat snapshot a
+// candidate's providers are its root alone, and lc.Versions stand for
+// the providers of the trees the candidates use, each once.
 func flatRoots(lc *engine.Candidates) int {
-	const size = 256 // a power of two, at least twice a claim's sample
-	if 2*len(lc.Requests) > size {
-		ids := make([]int64, 0, len(lc.Requests))
-		for i := range lc.Requests {
-			if lc.AllocationCount(i) > 0 {
-				ids = append(ids, lc.AllocationRecord(i, 0).ID)
-			}
-		}
-		slices.Sort(ids)
-		return len(slices.Compact(ids))
-	}
-	// The distinct ids, counted in a set on the stack.
-	var set [size]int64
-	var used [size]bool
-	n := 0
-	for i := range lc.Requests {
-		if lc.AllocationCount(i) == 0 {
-			continue
-		}
-		id := lc.AllocationRecord(i, 0).ID
-		for h := int(uint64(id)*0x9E3779B97F4A7C15>>56) & (size - 1); ; h = (h + 1) & (size - 1) {
-			if !used[h] {
-				used[h], set[h] = true, id
-				n++
-				break
-			}
-			if set[h] == id {
-				break
-			}
-		}
-	}
-	return n
+	return len(lc.Versions)
 }
 
 // schedulerCandidates turns an engine answer asked with VersionsOnly into the
