@@ -283,15 +283,16 @@ func (s *selection) firstStep(roots, more int) {
 // was, when no candidate passed (the full path then answers with every
 // candidate's view).
 func (s *selection) rankDirect(ctx context.Context, lc *engine.Candidates, keep int) bool {
-	ranking, err := s.policy.RankDirect(ctx, lc, keep, s.sampled, keptRoots)
+	// The kept candidates, best first, are those of the ranking.
+	var kept []*scheduler.Candidate
+	ranking, err := s.policy.RankDirect(ctx, lc, keep, s.sampled, func(cands []*scheduler.Candidate) {
+		keptRoots(cands)
+		kept = cands
+	})
 	if err != nil || len(ranking.Ranked) == 0 {
 		return false
 	}
-	s.ranking, s.direct, s.kept = ranking, true, lc
-	s.cands = make([]*scheduler.Candidate, len(ranking.Ranked))
-	for i := range ranking.Ranked {
-		s.cands[i] = ranking.Ranked[i].Cand
-	}
+	s.ranking, s.direct, s.kept, s.cands = ranking, true, lc, kept
 	s.partial = len(ranking.Ranked) < ranking.Rejections[len(ranking.Rejections)-1].Remaining
 	s.firstStep(flatRoots(lc), len(ranking.Rejections))
 	for _, rj := range ranking.Rejections {

@@ -145,7 +145,10 @@ type resultBuilder struct {
 	pooled bool
 	// left is how many candidates are still to be cut from the backing
 	// arrays.
-	left     int
+	left int
+	// oneRes, when not nil, is what a request of one allocation takes,
+	// shared by every such request (deferredRequests.oneRes).
+	oneRes   []ResourceAmount
 	allocBuf []Allocation
 	resBuf   []ResourceAmount
 	mapBuf   []GroupMapping
@@ -241,6 +244,12 @@ func (b *resultBuilder) release(units []int32) {
 // the backing arrays.
 func (b *resultBuilder) request(ar *AllocationRequest, vec, provOrder []int32, keys []provClass, amounts []int64) {
 	s, e := b.s, b.e
+	if b.oneRes != nil && len(provOrder) == 1 {
+		allocs, _, maps, uuids := b.take(1, 0, len(e.groupSlots), len(vec))
+		allocs[0] = Allocation{ProviderUUID: s.provs.at(provOrder[0]).UUID, Resources: b.oneRes}
+		b.mappings(ar, vec, allocs, maps, uuids)
+		return
+	}
 	allocs, res, maps, uuids := b.take(len(provOrder), len(keys), len(e.groupSlots), len(vec))
 	n := 0
 	for pi, p := range provOrder {
@@ -253,6 +262,13 @@ func (b *resultBuilder) request(ar *AllocationRequest, vec, provOrder []int32, k
 		}
 		allocs[pi] = Allocation{ProviderUUID: s.provs.at(p).UUID, Resources: res[start:n:n]}
 	}
+	b.mappings(ar, vec, allocs, maps, uuids)
+}
+
+// mappings completes ar, the allocation request of vec, with allocs and
+// its mappings, cut from maps and uuids (request).
+func (b *resultBuilder) mappings(ar *AllocationRequest, vec []int32, allocs []Allocation, maps []GroupMapping, uuids []string) {
+	s, e := b.s, b.e
 	for gi, slotsOf := range e.groupSlots {
 		from := len(uuids)
 		for _, si := range slotsOf {
