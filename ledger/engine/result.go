@@ -147,12 +147,22 @@ type resultBuilder struct {
 	// arrays.
 	left int
 	// oneRes, when not nil, is what a request of one allocation takes,
-	// shared by every such request (deferredRequests.oneRes).
+	// shared by every such request (deferredRequests.oneRes); ones are
+	// the pieces of those of one group.
 	oneRes   []ResourceAmount
+	ones     []oneRequest
 	allocBuf []Allocation
 	resBuf   []ResourceAmount
 	mapBuf   []GroupMapping
 	uuidBuf  []string
+}
+
+// oneRequest is what a request of one allocation and one group is cut
+// from: its allocation, its mapping and the mapping's provider.
+type oneRequest struct {
+	alloc   [1]Allocation
+	mapping [1]GroupMapping
+	uuid    [1]string
 }
 
 // provClass is one provider's amount of one class in a candidate.
@@ -245,7 +255,19 @@ func (b *resultBuilder) release(units []int32) {
 func (b *resultBuilder) request(ar *AllocationRequest, vec, provOrder []int32, keys []provClass, amounts []int64) {
 	s, e := b.s, b.e
 	if b.oneRes != nil && len(provOrder) == 1 {
-		allocs, _, maps, uuids := b.take(1, 0, len(e.groupSlots), len(vec))
+		var allocs []Allocation
+		var maps []GroupMapping
+		var uuids []string
+		if len(e.groupSlots) == 1 {
+			if len(b.ones) == 0 {
+				b.ones = make([]oneRequest, max(b.left, 1))
+			}
+			o := &b.ones[0]
+			b.ones, b.left = b.ones[1:], b.left-1
+			allocs, maps, uuids = o.alloc[:], o.mapping[:], o.uuid[:0]
+		} else {
+			allocs, _, maps, uuids = b.take(1, 0, len(e.groupSlots), len(vec))
+		}
 		allocs[0] = Allocation{ProviderUUID: s.provs.at(provOrder[0]).UUID, Resources: b.oneRes}
 		b.mappings(ar, vec, allocs, maps, uuids)
 		return
