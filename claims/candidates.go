@@ -132,81 +132,73 @@ func (vb *viewBuilder) resources(res scheduler.Resources, invs []engine.Inventor
 	}
 }
 
-// keptViews is what a direct ranking (scheduler.Policy.RankDirect) of
-// lc, an answer of a flat snapshot, builds for the candidates it keeps:
-// the views of their providers, in one map they share, and their Roots
-// (in a flat cloud each provider is its own root, and none shares), as
-// schedulerCandidates would.
-func keptViews(lc *engine.Candidates) func([]*scheduler.Candidate) {
-	return func(kept []*scheduler.Candidate) {
-		n := 0
-		for _, c := range kept {
+// keptRoots sets what a direct ranking (scheduler.Policy.RankDirect)
+// of an answer of a flat snapshot sets for the candidates it keeps:
+// their Roots (in a flat cloud each provider is its own root, and none
+// shares), as schedulerCandidates would, cut from one array. Their views
+// are built when read (keptViews).
+func keptRoots(kept []*scheduler.Candidate) {
+	n := 0
+	for _, c := range kept {
+		n += len(c.Allocations)
+	}
+	roots := make([]string, 0, n)
+	for _, c := range kept {
+		from := len(roots)
+		for _, a := range c.Allocations {
+			if !slices.Contains(roots[from:], a.ProviderUUID) {
+				roots = append(roots, a.ProviderUUID)
+			}
+		}
+		c.Roots = roots[from:len(roots):len(roots)]
+	}
+}
+
+// keptViews sets the Providers of those of cands that have none yet,
+// candidates of lc (an answer of a flat snapshot) a direct ranking kept
+// (keptRoots): the views of their providers, in one map they share, as
+// schedulerCandidates would build them. A claim's answer builds those of
+// the candidates it names (Claimer.result), not every kept one's.
+func keptViews(lc *engine.Candidates, cands []*scheduler.Candidate) {
+	n := 0
+	for _, c := range cands {
+		if c.Providers == nil {
 			n += len(c.Allocations)
 		}
-		vb := viewBuilder{names: lc.Names(), boxes: make([]providerBox, n)}
-		for _, c := range kept {
+	}
+	if n == 0 {
+		return
+	}
+	vb := viewBuilder{names: lc.Names(), boxes: make([]providerBox, n)}
+	for _, c := range cands {
+		if c.Providers == nil {
 			for j := range c.Allocations {
 				vb.count(lc.AllocationRecord(c.Index, j))
 			}
 		}
-		provs := make(map[string]*scheduler.ProviderView, n)
-		// The roots (at most one per allocation) and the views' names
-		// are cut from one array.
-		strs := make([]string, n+vb.nNames)
-		roots := strs[:0:n]
-		vb.strs = strs[n:]
-		for _, c := range kept {
-			from := len(roots)
-			for j, a := range c.Allocations {
-				if _, ok := provs[a.ProviderUUID]; !ok {
-					rec := lc.AllocationRecord(c.Index, j)
-					provs[a.ProviderUUID] = vb.view(rec, "", rec.UUID)
-				}
-				if !slices.Contains(roots[from:], a.ProviderUUID) {
-					roots = append(roots, a.ProviderUUID)
-				}
-			}
-			c.Roots, c.Providers = roots[from:len(roots):len(roots)], provs
+	}
+	provs := make(map[string]*scheduler.ProviderView, n)
+	for _, c := range cands {
+		if c.Providers != nil {
+			continue
 		}
+		for j, a := range c.Allocations {
+			if _, ok := provs[a.ProviderUUID]; !ok {
+				rec := lc.AllocationRecord(c.Index, j)
+				provs[a.ProviderUUID] = vb.view(rec, "", rec.UUID)
+			}
+		}
+		c.Providers = provs
 	}
 }
 
 // flatRoots is how many roots the candidates of lc, an answer of a flat
 // snapshot asked with VersionsOnly, are anchored on (Candidate.Root: a
-// candidate's first allocation's provider).
+// candidate's first allocation's provider): in a flat snapshot a
+// candidate's providers are its root alone, and lc.Versions stand for
+// the providers of the trees the candidates use, each once.
 func flatRoots(lc *engine.Candidates) int {
-	const size = 256 // a power of two, at least twice a claim's sample
-	if 2*len(lc.Requests) > size {
-		ids := make([]int64, 0, len(lc.Requests))
-		for i := range lc.Requests {
-			if lc.AllocationCount(i) > 0 {
-				ids = append(ids, lc.AllocationRecord(i, 0).ID)
-			}
-		}
-		slices.Sort(ids)
-		return len(slices.Compact(ids))
-	}
-	// The distinct ids, counted in a set on the stack.
-	var set [size]int64
-	var used [size]bool
-	n := 0
-	for i := range lc.Requests {
-		if lc.AllocationCount(i) == 0 {
-			continue
-		}
-		id := lc.AllocationRecord(i, 0).ID
-		for h := int(uint64(id)*0x9E3779B97F4A7C15>>56) & (size - 1); ; h = (h + 1) & (size - 1) {
-			if !used[h] {
-				used[h], set[h] = true, id
-				n++
-				break
-			}
-			if set[h] == id {
-				break
-			}
-		}
-	}
-	return n
+	return len(lc.Versions)
 }
 
 // schedulerCandidates turns an engine answer asked with VersionsOnly into the

@@ -60,10 +60,19 @@ func TestRankDirectAsRank(t *testing.T) {
 		}
 		keep := 1 + rng.IntN(15)
 		randomOrder := rng.IntN(2) == 0
-		direct, err := policy.RankDirect(ctx, lc, keep, randomOrder, keptViews(lc))
+		direct, err := policy.RankDirect(ctx, lc, keep, randomOrder, keptRoots)
 		if err != nil {
 			t.Fatal(err)
 		}
+		// Every kept candidate's views, built when read as a claim's
+		// answer builds them: a few first, then the rest.
+		kept := make([]*scheduler.Candidate, len(direct.Ranked))
+		for i, d := range direct.Ranked {
+			kept[i] = d.Cand
+		}
+		split := rng.IntN(len(kept) + 1)
+		keptViews(lc, kept[:split])
+		keptViews(lc, kept)
 		full, err := policy.Rank(ctx, req, schedulerCandidates(lc))
 		if err != nil {
 			t.Fatal(err)
@@ -264,6 +273,14 @@ func TestSelectionDirectAsFull(t *testing.T) {
 				t.Fatalf("trial %d: ranked %d is %d (%v, %s); full path: %d (%v, %s)", trial, i,
 					d.Cand.Index, d.Score, d.Cand.Root(), f.Cand.Index, f.Score, f.Cand.Root())
 			}
+		}
+		// The answers name the same roots, by the same names (the direct
+		// one's views built for those it names only).
+		dr, fr := c.result(&p, direct, 0, 1, nil), c.result(&p, full, 0, 1, nil)
+		if dr.Root != fr.Root || dr.RootName != fr.RootName || dr.RootName == "" || !reflect.DeepEqual(dr.Allocations, fr.Allocations) ||
+			!reflect.DeepEqual(dr.Mappings, fr.Mappings) || !reflect.DeepEqual(dr.Alternates, fr.Alternates) {
+			t.Fatalf("trial %d: answer %s %q %+v, alternates %+v; full path: %s %q %+v, %+v", trial,
+				dr.Root, dr.RootName, dr.Allocations, dr.Alternates, fr.Root, fr.RootName, fr.Allocations, fr.Alternates)
 		}
 		want := min(len(full.ranking.Ranked), attemptsOf(c.cfg, &p)+p.Alternates+1)
 		if len(direct.ranking.Ranked) < want || direct.partial != (len(direct.ranking.Ranked) < len(full.ranking.Ranked)) {

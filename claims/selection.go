@@ -27,6 +27,9 @@ type selection struct {
 	// ranking kept (partial: fewer than passed the filters).
 	cands           []*scheduler.Candidate
 	direct, partial bool
+	// kept is the engine's answer ranked directly (direct), whose
+	// records the views of cands are built from when read (keptViews).
+	kept *engine.Candidates
 	// reqs are the engine's candidates; a candidate c of cands was made
 	// from reqs[c.Index].
 	reqs    []engine.AllocationRequest
@@ -274,20 +277,22 @@ func (s *selection) firstStep(roots, more int) {
 
 // rankDirect ranks lc, the candidates of s's sample in a flat cloud, for
 // a policy Direct for s.req: on the snapshot's records, the first keep
-// kept with their views (keptViews), and, unless the sample is a random
-// one (s.sampled), those tied with them. It reports false, leaving s as
-// it was, when no candidate passed (the full path then answers with
-// every candidate's view).
+// kept with their roots (keptRoots; their views are built when the
+// answer names them, keptViews), and, unless the sample is a random one
+// (s.sampled), those tied with them. It reports false, leaving s as it
+// was, when no candidate passed (the full path then answers with every
+// candidate's view).
 func (s *selection) rankDirect(ctx context.Context, lc *engine.Candidates, keep int) bool {
-	ranking, err := s.policy.RankDirect(ctx, lc, keep, s.sampled, keptViews(lc))
+	// The kept candidates, best first, are those of the ranking.
+	var kept []*scheduler.Candidate
+	ranking, err := s.policy.RankDirect(ctx, lc, keep, s.sampled, func(cands []*scheduler.Candidate) {
+		keptRoots(cands)
+		kept = cands
+	})
 	if err != nil || len(ranking.Ranked) == 0 {
 		return false
 	}
-	s.ranking, s.direct = ranking, true
-	s.cands = make([]*scheduler.Candidate, len(ranking.Ranked))
-	for i := range ranking.Ranked {
-		s.cands[i] = ranking.Ranked[i].Cand
-	}
+	s.ranking, s.direct, s.kept, s.cands = ranking, true, lc, kept
 	s.partial = len(ranking.Ranked) < ranking.Rejections[len(ranking.Rejections)-1].Remaining
 	s.firstStep(flatRoots(lc), len(ranking.Rejections))
 	for _, rj := range ranking.Rejections {

@@ -165,6 +165,35 @@ func retryable(err error) bool {
 // alternates are the best candidates on other roots, not on failed ones.
 func (c *Claimer) result(p *Params, s *selection, chosen, attempts int, failed []string) *Result {
 	ranked := s.ranking.Ranked
+	// The alternates: the best candidates on roots not seen yet.
+	var seenArr [8]string
+	var altArr [8]int
+	seen := append(append(seenArr[:0], ranked[chosen].Cand.Root()), failed...)
+	alts := altArr[:0]
+	for i, sc := range ranked {
+		if len(alts) >= p.Alternates {
+			break
+		}
+		if slices.Contains(seen, sc.Cand.Root()) {
+			continue
+		}
+		seen = append(seen, sc.Cand.Root())
+		alts = append(alts, i)
+	}
+	if s.direct {
+		// The views of the candidates the answer names, built now.
+		var named []*scheduler.Candidate
+		if p.DryRun {
+			named = s.cands
+		} else {
+			var namedArr [8]*scheduler.Candidate
+			named = append(namedArr[:0], ranked[chosen].Cand)
+			for _, i := range alts {
+				named = append(named, ranked[i].Cand)
+			}
+		}
+		keptViews(s.kept, named)
+	}
 	// The answer's candidates' allocations are cut from one pair of
 	// arrays, sized for the chosen one and its alternates taking alike.
 	n := 1 + max(0, min(p.Alternates, len(ranked)-1))
@@ -188,17 +217,8 @@ func (c *Claimer) result(p *Params, s *selection, chosen, attempts int, failed [
 		Alternates:         make([]Option, 0, max(0, min(p.Alternates, len(ranked)-1))),
 		Reused:             p.Reused,
 	}
-	var seenArr [8]string
-	seen := append(append(seenArr[:0], best.Root), failed...)
-	for _, sc := range ranked {
-		if len(r.Alternates) >= p.Alternates {
-			break
-		}
-		if slices.Contains(seen, sc.Cand.Root()) {
-			continue
-		}
-		seen = append(seen, sc.Cand.Root())
-		r.Alternates = append(r.Alternates, s.option(sc, p.DryRun, &slab))
+	for _, i := range alts {
+		r.Alternates = append(r.Alternates, s.option(ranked[i], p.DryRun, &slab))
 	}
 	if p.DryRun {
 		r.Ranking = make([]Option, len(ranked))

@@ -23,8 +23,9 @@
 // inventories it takes it from (Policy.Direct: the capacity filter, the
 // spread and pack weighers, no scriptlet) ranks an engine answer on the
 // snapshot's records instead (Policy.RankDirect, score.go), with the
-// same functions its units run on views, in the same order, and asks
-// for views of the first few candidates only: a claim's sample.
+// same functions its units run on views, in the same order, and hands
+// its caller the first few candidates only, whose views the caller
+// builds (all of them, or those it reads): a claim's sample.
 //
 // Starlark scriptlets (the "starlark:<name>" units and instance_placement)
 // run in package scheduler/scriptlet, which imports this one: a policy

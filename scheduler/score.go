@@ -221,9 +221,10 @@ func (p *Policy) Direct(req *Request) bool {
 // randomOrder says lc's order among equals is random (a truncated
 // sample, engine CandidatesParams.Sample): then keep of equally good
 // candidates spread claims as all of them would, and ties are cut like
-// the rest. build is called once with those kept, best first, to set
-// their Roots and Providers (the views), as the caller's full path
-// would. r.Considered is every candidate of lc. The order of r.Ranked
+// the rest. build is called once with those kept, best first (a slice
+// the caller may keep), to set their Roots, as the caller's full path
+// would, and their Providers (the views) unless the caller builds those
+// later, for the candidates it reads. r.Considered is every candidate of lc. The order of r.Ranked
 // is Rank's: RankDirect changes how much a ranking costs and how far it
 // reaches, never its order.
 func (p *Policy) RankDirect(ctx context.Context, lc *engine.Candidates, keep int, randomOrder bool, build func([]*Candidate)) (_ *Ranking, err error) {

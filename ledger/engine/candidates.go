@@ -54,8 +54,10 @@ type CandidatesParams struct {
 	// DeferRequests, with VersionsOnly and without Randomize, leaves each
 	// of Candidates.Requests the zero AllocationRequest until
 	// Candidates.BuildRequests builds it: for a caller that reads what
-	// every candidate takes (AllocationResources) and keeps a few. Not
-	// part of a claim's recorded request: the server sets it.
+	// every candidate takes (AllocationResources) and keeps a few. The
+	// requests it builds may share their allocations' Resources, which,
+	// as every answer's, are read only. Not part of a claim's recorded
+	// request: the server sets it.
 	DeferRequests bool `json:"-"`
 }
 
@@ -155,6 +157,9 @@ func (c *Candidates) BuildRequests(is []int) {
 		return
 	}
 	b := newRequestBuilder(d.e, n)
+	// One candidate per anchor: every request's one allocation shares
+	// what they all take.
+	b.oneRes = d.oneRes[:len(d.oneRes):len(d.oneRes)]
 	// On the stack, as search.result's.
 	var provArr, vecArr [8]int32
 	var keyArr [16]provClass

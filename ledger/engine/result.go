@@ -145,11 +145,24 @@ type resultBuilder struct {
 	pooled bool
 	// left is how many candidates are still to be cut from the backing
 	// arrays.
-	left     int
+	left int
+	// oneRes, when not nil, is what a request of one allocation takes,
+	// shared by every such request (deferredRequests.oneRes); ones are
+	// the pieces of those of one group.
+	oneRes   []ResourceAmount
+	ones     []oneRequest
 	allocBuf []Allocation
 	resBuf   []ResourceAmount
 	mapBuf   []GroupMapping
 	uuidBuf  []string
+}
+
+// oneRequest is what a request of one allocation and one group is cut
+// from: its allocation, its mapping and the mapping's provider.
+type oneRequest struct {
+	alloc   [1]Allocation
+	mapping [1]GroupMapping
+	uuid    [1]string
 }
 
 // provClass is one provider's amount of one class in a candidate.
@@ -241,6 +254,24 @@ func (b *resultBuilder) release(units []int32) {
 // the backing arrays.
 func (b *resultBuilder) request(ar *AllocationRequest, vec, provOrder []int32, keys []provClass, amounts []int64) {
 	s, e := b.s, b.e
+	if b.oneRes != nil && len(provOrder) == 1 {
+		var allocs []Allocation
+		var maps []GroupMapping
+		var uuids []string
+		if len(e.groupSlots) == 1 {
+			if len(b.ones) == 0 {
+				b.ones = make([]oneRequest, max(b.left, 1))
+			}
+			o := &b.ones[0]
+			b.ones, b.left = b.ones[1:], b.left-1
+			allocs, maps, uuids = o.alloc[:], o.mapping[:], o.uuid[:0]
+		} else {
+			allocs, _, maps, uuids = b.take(1, 0, len(e.groupSlots), len(vec))
+		}
+		allocs[0] = Allocation{ProviderUUID: s.provs.at(provOrder[0]).UUID, Resources: b.oneRes}
+		b.mappings(ar, vec, allocs, maps, uuids)
+		return
+	}
 	allocs, res, maps, uuids := b.take(len(provOrder), len(keys), len(e.groupSlots), len(vec))
 	n := 0
 	for pi, p := range provOrder {
@@ -253,6 +284,13 @@ func (b *resultBuilder) request(ar *AllocationRequest, vec, provOrder []int32, k
 		}
 		allocs[pi] = Allocation{ProviderUUID: s.provs.at(p).UUID, Resources: res[start:n:n]}
 	}
+	b.mappings(ar, vec, allocs, maps, uuids)
+}
+
+// mappings completes ar, the allocation request of vec, with allocs and
+// its mappings, cut from maps and uuids (request).
+func (b *resultBuilder) mappings(ar *AllocationRequest, vec []int32, allocs []Allocation, maps []GroupMapping, uuids []string) {
+	s, e := b.s, b.e
 	for gi, slotsOf := range e.groupSlots {
 		from := len(uuids)
 		for _, si := range slotsOf {

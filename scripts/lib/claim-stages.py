@@ -46,6 +46,9 @@ STAGES = [
                                                              "snapshot.(*Cache).reload", "snapshot.(*Cache).loadSome",
                                                              "resources.(*Allocations).notifyWrites",
                                                              "resources.(*Allocations).notifyOwnWrite", "core.(*Core).Notify"]),
+    # A direct ranking's answer builds the views of the candidates it
+    # names (claims.keptViews, from claims.(*Claimer).result).
+    ("candidates: scheduler views of the sample (claims.views)", ["berth/claims.keptViews", "claims.(*viewBuilder)"]),
     ("answer: result and alternates", ["claims.(*Claimer).result", "claims.(*selection).option"]),
     ("write pipeline", ["resources.(*Allocations).writeBatch", "resources.(*Allocations).sendBatchWrite",
                         "resources.(*Allocations).sendClaimPipeline", "resources.(*Allocations).sendWrites",
@@ -53,10 +56,11 @@ STAGES = [
                         "resources.(*Allocations).queueClaim", "core.(*GroupWriter", "core.StartGroupWriter",
                         "resources.(*Allocations).ClaimWrite", "resources.(*Allocations).allocationsReplace",
                         "resources.fastClaimOf", "claims.(*writer).run"]),
-    # The views of a direct ranking's kept candidates are built from
+    # The roots of a direct ranking's kept candidates are set from
     # inside scheduler.(*Policy).RankDirect (its build callback): before rank.
-    ("candidates: scheduler views of the sample (claims.views)", ["berth/claims.keptViews", ".keptViews.func", "claims.(*viewBuilder)",
-                                                                 "claims.newViewBuilder", "claims.flatRoots"]),
+    ("candidates: scheduler views of the sample (claims.views)", ["berth/claims.keptRoots", "claims.(*selection).rankDirect.func",
+                                                                 ".keptViews.func", "claims.(*viewBuilder)",
+                                                                 "claims.flatRoots"]),
     ("rank (scheduler)", ["berth/scheduler."]),
     ("candidates: scheduler views of the sample (claims.views)", ["claims.views", "claims.schedulerCandidates",
                                                                  "claims.mappings", "berth/claims/cloud."]),
