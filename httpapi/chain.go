@@ -78,7 +78,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	s.finishTelemetry(c, ctx, span, c.Response().Status, start)
 	s.budget.Release(c)
-	*c = request{Context: c.Context}
+	*c = request{Context: c.Context, target: c.target}
 	s.requests.Put(c)
 }
 
@@ -90,6 +90,9 @@ type request struct {
 	id      string
 	version *wire.Version
 	creds   authz.Credentials
+	// target is the default policy target of the request's caller
+	// (policyTarget), kept with the pooled request for the next.
+	target authz.Target
 }
 
 // Get answers wire.ContextKeyVersion from the request's field, the rest
