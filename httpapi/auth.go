@@ -120,7 +120,7 @@ func noAuth2Credentials(token string, h http.Header) authz.Credentials {
 	if _, ok := h[http.CanonicalHeaderKey(headerRoles)]; ok {
 		p.Roles = splitRoles(h.Get(headerRoles))
 	} else if user == "admin" {
-		p.Roles = []string{"admin"}
+		p.Roles = adminRoles[:1:1]
 	}
 	switch {
 	case h.Get(headerProjectID) != "":
@@ -130,6 +130,11 @@ func noAuth2Credentials(token string, h http.Header) authz.Credentials {
 	}
 	return p
 }
+
+// adminRoles are the roles of noauth2's admin user, one array every
+// such request shares: nothing writes a caller's roles (an append copies
+// them, its capacity being its length).
+var adminRoles = [1]string{"admin"}
 
 // splitRoles splits a comma-separated role list, dropping blanks.
 func splitRoles(v string) []string {
@@ -179,13 +184,23 @@ func (s *Server) authorize(rule string) policyCheck {
 	if f, ok := ruleTargets[rule]; ok {
 		return policyCheck{target: func(c echo.Context, _ authz.Credentials) authz.Target { return f(c) }}
 	}
-	return policyCheck{target: func(_ echo.Context, p authz.Credentials) authz.Target { return policyTarget(p) }}
+	return policyCheck{target: policyTarget}
 }
 
-// policyTarget is the default policy target: the caller's own project and
-// user.
-func policyTarget(p authz.Credentials) authz.Target {
-	return authz.Target{"project_id": p.ProjectID, "user_id": p.UserID}
+// policyTarget is the default policy target of c's caller p: its own
+// project and user. An API request's target is a map the request keeps
+// for its next checks and requests (an enforcer only reads a target, and
+// a request's checks run one at a time, on its goroutine).
+func policyTarget(c echo.Context, p authz.Credentials) authz.Target {
+	r, ok := c.(*request)
+	if !ok {
+		return authz.Target{"project_id": p.ProjectID, "user_id": p.UserID}
+	}
+	if r.target == nil {
+		r.target = make(authz.Target, 2)
+	}
+	r.target["project_id"], r.target["user_id"] = p.ProjectID, p.UserID
+	return r.target
 }
 
 // callerRules answers whether a request's caller, as authentication
@@ -197,5 +212,5 @@ var _ berthapi.Authorizer = callerRules{}
 
 func (r callerRules) Allowed(c echo.Context, rule string) bool {
 	p := credentialsOf(c)
-	return r.enforcer.Allowed(rule, p, policyTarget(p))
+	return r.enforcer.Allowed(rule, p, policyTarget(c, p))
 }

@@ -32,3 +32,23 @@ func TestVersionGate(t *testing.T) {
 		}
 	}
 }
+
+// TestJSONAcceptShortcut: the Accept values requireJSONAccept takes
+// without parsing (application/json, and none or */*, which AcceptHeader
+// answers as it) are ones whose parse accepts JSON.
+func TestJSONAcceptShortcut(t *testing.T) {
+	for _, accept := range []string{"", "*/*", echo.MIMEApplicationJSON} {
+		req := httptest.NewRequest("GET", "/", nil)
+		if accept != "" {
+			req.Header.Set("Accept", accept)
+		}
+		h := wire.AcceptHeader(req)
+		if got := wire.AcceptableOffers(h, echo.MIMEApplicationJSON); len(got) != 1 {
+			t.Errorf("Accept %q (%q): offers %v, want JSON", accept, h, got)
+		}
+		c := echo.New().NewContext(req, httptest.NewRecorder())
+		if err := requireJSONAccept(c); err != nil {
+			t.Errorf("Accept %q: %v", accept, err)
+		}
+	}
+}

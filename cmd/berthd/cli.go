@@ -58,7 +58,9 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 			fmt.Fprintf(stderr, "berthd: %v\nRun 'berthd --help' for usage.\n", err)
 			return exitUsage
 		}
-		log := cfg.NewLogger(stderr)
+		logOut := cfg.NewLogWriter(stderr)
+		defer logOut.Close()
+		log := cfg.NewLogger(logOut)
 		logPlacementConf(log, cfg.ConfigFiles, pc)
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()

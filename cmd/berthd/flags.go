@@ -46,6 +46,10 @@ func options() []option {
 			help: "Least severe level logged: debug, info, warn or error."},
 		{flag: "log-format", arg: "FORMAT", envs: []string{"BERTH_LOG_FORMAT"},
 			help: "Log format on standard error: text or json."},
+		{flag: "log-flush-interval", arg: "DURATION", envs: []string{"BERTH_LOG_FLUSH_INTERVAL"},
+			help: "Hold log lines in memory and write them together at most this long after the\n" +
+				"first (warnings and errors at once, and on exit); a process killed outright\n" +
+				"(SIGKILL, out of memory) loses those lines. 0: every line at once. At most 10s."},
 		{flag: "auth", arg: "STRATEGY", envs: []string{"BERTH_AUTH"},
 			help: "Authentication: noauth2 (development and tests only: trust X-Auth-Token as\n" +
 				"user[:project], \"admin\" being admin, and X-Roles, X-Project-Id and\n" +
@@ -250,6 +254,7 @@ func newFlagSet(cfg *daemon.Config) *flag.FlagSet {
 	fs.StringVar(&cfg.DataDir, "data-dir", cfg.DataDir, "")
 	fs.StringVar(&cfg.LogLevel, "log-level", cfg.LogLevel, "")
 	fs.StringVar(&cfg.LogFormat, "log-format", cfg.LogFormat, "")
+	fs.DurationVar(&cfg.LogFlushInterval, "log-flush-interval", cfg.LogFlushInterval, "")
 	fs.StringVar(&cfg.Auth, "auth", cfg.Auth, "")
 	fs.BoolVar(&cfg.InsecureAllowNoAuthOnNetwork, "insecure-allow-noauth-on-network", cfg.InsecureAllowNoAuthOnNetwork, "")
 	k := &cfg.Keystone

@@ -102,8 +102,7 @@ func (c *contentLengthConn) Read(p []byte) (int, error) {
 			// read-ahead on a kept-alive connection with a past deadline,
 			// and reads on later. Keep the incomplete line then; passing
 			// it on half-inspected could miss a Content-Length.
-			var ne net.Error
-			if !(errors.As(err, &ne) && ne.Timeout()) && len(c.held)+len(c.line) > 0 {
+			if len(c.held)+len(c.line) > 0 && !isTimeout(err) {
 				c.pending = append(append(c.pending, c.held...), c.line...)
 				c.held, c.line, c.passthrough = nil, nil, true
 				break
@@ -122,6 +121,12 @@ func (c *contentLengthConn) Read(p []byte) (int, error) {
 		}
 	}
 	return n, nil
+}
+
+// isTimeout reports whether err is a net.Error that timed out.
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
 
 // maxPendingReuse is the largest pending buffer a connection keeps for

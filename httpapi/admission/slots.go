@@ -46,11 +46,15 @@ type Slots struct {
 	slots   chan struct{} // a token per running expensive request
 	timeout time.Duration
 	waiting atomic.Int64
-	meters  admissionMeters
+	// admitted counts the requests given a slot, which
+	// berth.admission.admitted exports when collected: an increment per
+	// request instead of a measurement through the meter provider.
+	admitted atomic.Int64
+	meters   admissionMeters
 }
 
 type admissionMeters struct {
-	admitted, queued, rejected metric.Int64Counter
+	queued, rejected metric.Int64Counter
 }
 
 // NewSlots returns a pool of n slots (0: DefaultMaxInflightExpensive()),
@@ -68,15 +72,19 @@ func NewSlots(n int, timeout time.Duration) *Slots {
 	}
 	meter := otel.Meter(instrument.ScopeHTTP)
 	a := &Slots{slots: make(chan struct{}, n), timeout: timeout}
-	a.meters.admitted, _ = meter.Int64Counter("berth.admission.admitted", metric.WithUnit("{request}"),
-		metric.WithDescription("Expensive requests given a slot by admission control"))
+	_, _ = meter.Int64ObservableCounter("berth.admission.admitted", metric.WithUnit("{request}"),
+		metric.WithDescription("Expensive requests given a slot by admission control"),
+		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
+			o.Observe(a.admitted.Load())
+			return nil
+		}))
 	a.meters.queued, _ = meter.Int64Counter("berth.admission.queued", metric.WithUnit("{request}"),
 		metric.WithDescription("Expensive requests that found every slot taken and waited in line"))
 	a.meters.rejected, _ = meter.Int64Counter("berth.admission.rejected", metric.WithUnit("{request}"),
 		metric.WithDescription("Expensive requests refused with 503 berth.overloaded after waiting their queue timeout"))
 	// At 0 from the start, so that they are exported before their first
 	// event.
-	for _, c := range []metric.Int64Counter{a.meters.admitted, a.meters.queued, a.meters.rejected} {
+	for _, c := range []metric.Int64Counter{a.meters.queued, a.meters.rejected} {
 		if c != nil {
 			c.Add(context.Background(), 0)
 		}
@@ -109,7 +117,7 @@ func (a *Slots) Acquire(ctx context.Context) error {
 	}
 	select {
 	case a.slots <- struct{}{}:
-		a.meters.admitted.Add(ctx, 1)
+		a.admitted.Add(1)
 		return nil
 	default:
 	}
@@ -120,7 +128,7 @@ func (a *Slots) Acquire(ctx context.Context) error {
 	defer t.Stop()
 	select {
 	case a.slots <- struct{}{}:
-		a.meters.admitted.Add(ctx, 1)
+		a.admitted.Add(1)
 		return nil
 	case <-t.C:
 	case <-ctx.Done():

@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -226,3 +228,132 @@ func (e *jsonMetricExporter) Export(ctx context.Context, rm *metricdata.Resource
 func (e *jsonMetricExporter) ForceFlush(ctx context.Context) error { return ctx.Err() }
 
 func (e *jsonMetricExporter) Shutdown(ctx context.Context) error { return ctx.Err() }
+
+// LogWriter is where berthd's log lines go: straight to its destination,
+// or, given a flush interval, kept in memory and written in one piece.
+// Buffered, a line is written at most the interval after it was logged,
+// and at once when the lines held reach MaxLogBuffered bytes, on Flush
+// (which FlushAbove calls after every record at or above a level) and
+// on Close. A process that ends without Close (SIGKILL, the kernel's
+// out-of-memory killer, an unrecovered panic) loses the lines of the
+// last interval, at most MaxLogBuffered bytes of them.
+type LogWriter struct {
+	w        io.Writer
+	interval time.Duration // 0: every line written at once
+
+	mu     sync.Mutex
+	buf    []byte
+	timer  *time.Timer // flushes buf interval after its first line
+	closed bool
+}
+
+// MaxLogBuffered bounds the lines a buffered LogWriter holds.
+const MaxLogBuffered = 64 << 10
+
+// NewLogWriter returns a LogWriter writing to w, whose lines wait up to
+// interval; 0 writes every line at once.
+func NewLogWriter(w io.Writer, interval time.Duration) *LogWriter {
+	l := &LogWriter{w: w, interval: max(interval, 0)}
+	if l.interval > 0 {
+		l.timer = time.AfterFunc(time.Hour, func() { _ = l.Flush() })
+		l.timer.Stop()
+	}
+	return l
+}
+
+// Write writes one or more whole lines (a slog handler writes each
+// record's in one call). Buffered, an error is the destination's of a
+// write of held lines it caused; lines a failed write held are dropped.
+func (l *LogWriter) Write(p []byte) (int, error) {
+	if l.interval == 0 {
+		return l.w.Write(p)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed || len(p) >= MaxLogBuffered {
+		if err := l.flushLocked(); err != nil {
+			return 0, err
+		}
+		return l.w.Write(p)
+	}
+	if len(l.buf)+len(p) > MaxLogBuffered {
+		if err := l.flushLocked(); err != nil {
+			return 0, err
+		}
+	}
+	if len(l.buf) == 0 {
+		l.timer.Reset(l.interval)
+	}
+	if l.buf == nil {
+		// Sized once: held lines never pass MaxLogBuffered.
+		l.buf = make([]byte, 0, MaxLogBuffered)
+	}
+	l.buf = append(l.buf, p...)
+	return len(p), nil
+}
+
+// Flush writes the lines held.
+func (l *LogWriter) Flush() error {
+	if l.interval == 0 {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.flushLocked()
+}
+
+func (l *LogWriter) flushLocked() error {
+	if len(l.buf) == 0 {
+		return nil
+	}
+	l.timer.Stop()
+	_, err := l.w.Write(l.buf)
+	l.buf = l.buf[:0]
+	return err
+}
+
+// Close writes the lines held; lines written after it go to the
+// destination at once. Call it before the process exits.
+func (l *LogWriter) Close() error {
+	if l.interval == 0 {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.closed = true
+	return l.flushLocked()
+}
+
+// FlushAbove returns h, whose every record at level or above also
+// flushes l once written (a warning or an error is not held back), or h
+// itself when l writes every line at once.
+func (l *LogWriter) FlushAbove(h slog.Handler, level slog.Level) slog.Handler {
+	if l.interval == 0 {
+		return h
+	}
+	return flushingHandler{Handler: h, l: l, level: level}
+}
+
+type flushingHandler struct {
+	slog.Handler
+	l     *LogWriter
+	level slog.Level
+}
+
+func (h flushingHandler) Handle(ctx context.Context, r slog.Record) error {
+	err := h.Handler.Handle(ctx, r)
+	if r.Level >= h.level {
+		if ferr := h.l.Flush(); err == nil {
+			err = ferr
+		}
+	}
+	return err
+}
+
+func (h flushingHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return flushingHandler{Handler: h.Handler.WithAttrs(attrs), l: h.l, level: h.level}
+}
+
+func (h flushingHandler) WithGroup(name string) slog.Handler {
+	return flushingHandler{Handler: h.Handler.WithGroup(name), l: h.l, level: h.level}
+}

@@ -1,6 +1,9 @@
 package uuid
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestValidAndCanonical(t *testing.T) {
 	const want = "7d2a6c1e-3b4f-4a5e-9c8d-0123456789ab"
@@ -54,6 +57,16 @@ func TestNewPrefixed(t *testing.T) {
 	if c, ok := Canonical(a[4:]); !ok || c != a[4:] {
 		t.Errorf("%q is not canonical (%q)", a[4:], c)
 	}
+	// Across the random source's blocks: every id another, each of
+	// version 4 and RFC 4122's variant.
+	seen := map[string]bool{}
+	for range 3*randBlock/16 + 1 {
+		id := NewPrefixed("req-")
+		if seen[id] || id[18] != '4' || !strings.ContainsRune("89ab", rune(id[23])) {
+			t.Fatalf("NewPrefixed = %q: repeated or not version 4, variant 10", id)
+		}
+		seen[id] = true
+	}
 	joined := testing.AllocsPerRun(10, func() { _ = "req-" + New() })
 	if n := testing.AllocsPerRun(10, func() { _ = NewPrefixed("req-") }); n >= joined {
 		t.Errorf("NewPrefixed allocates %v times, \"req-\" + New() %v", n, joined)
@@ -80,5 +93,13 @@ func TestBytes(t *testing.T) {
 		if b, ok := Bytes(in); ok {
 			t.Errorf("Bytes(%q) = %x, true; want false", in, b)
 		}
+	}
+}
+
+// BenchmarkNewPrefixed is a request's id.
+func BenchmarkNewPrefixed(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = NewPrefixed("req-")
 	}
 }

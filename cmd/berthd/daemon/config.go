@@ -53,6 +53,12 @@ type Config struct {
 	// LogFormat is "text" (logfmt-like, default) or "json"; logs go to
 	// standard error.
 	LogFormat string
+	// LogFlushInterval, when positive, holds log lines in memory and
+	// writes them together at most this long after the first (and at
+	// once for a warning or an error, when 64 KiB are held, and on exit):
+	// a process killed outright loses that interval's lines. 0 (default)
+	// writes every line at once. At most 10s.
+	LogFlushInterval time.Duration
 	// Auth is how requests are authenticated: "noauth2" (default; trusts
 	// X-Auth-Token and the identity headers as Placement's noauth2 does,
 	// for development and tests), "tokens" (static tokens from TokenFile),
@@ -343,6 +349,9 @@ func (c Config) Validate() error {
 	if c.LogFormat != LogFormatText && c.LogFormat != LogFormatJSON {
 		errs = append(errs, fmt.Errorf("log format %q: want text or json", c.LogFormat))
 	}
+	if c.LogFlushInterval < 0 || c.LogFlushInterval > maxLogFlushInterval {
+		errs = append(errs, fmt.Errorf("log flush interval %s: want 0 to %s", c.LogFlushInterval, maxLogFlushInterval))
+	}
 	switch c.Auth {
 	case httpapi.AuthNoAuth2, httpapi.AuthKeystoneHeaders, httpapi.AuthKeystone:
 		if c.TokenFile != "" {
@@ -453,15 +462,32 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
+// maxLogFlushInterval bounds LogFlushInterval, and so the lines a
+// process killed outright loses.
+const maxLogFlushInterval = 10 * time.Second
+
 // NewLogger returns the logger c asks for, writing to w. c must be
 // valid. Records logged with a request's context carry its request_id
-// and, when it is traced, trace_id and span_id.
+// and, when it is traced, trace_id and span_id. When w is a
+// *telemetry.LogWriter, every warning and error flushes it.
 func (c Config) NewLogger(w io.Writer) *slog.Logger {
 	opts := &slog.HandlerOptions{Level: logLevels[c.LogLevel]}
+	var h slog.Handler
 	if c.LogFormat == LogFormatJSON {
-		return slog.New(instrument.LogHandler(slog.NewJSONHandler(w, opts)))
+		h = slog.NewJSONHandler(w, opts)
+	} else {
+		h = slog.NewTextHandler(w, opts)
 	}
-	return slog.New(instrument.LogHandler(slog.NewTextHandler(w, opts)))
+	if lw, ok := w.(*telemetry.LogWriter); ok {
+		h = lw.FlushAbove(h, slog.LevelWarn)
+	}
+	return slog.New(instrument.LogHandler(h))
+}
+
+// NewLogWriter returns the writer of the log lines c asks for, to w:
+// buffered for LogFlushInterval. Close it before the process exits.
+func (c Config) NewLogWriter(w io.Writer) *telemetry.LogWriter {
+	return telemetry.NewLogWriter(w, c.LogFlushInterval)
 }
 
 // LoadSchedulerPolicy builds the claims policy from the SchedulerPolicy

@@ -39,10 +39,10 @@ func TestDefaultDataDir(t *testing.T) {
 }
 
 func TestValidateReportsEveryProblem(t *testing.T) {
-	c := Config{Listen: "nope", LogLevel: "loud", LogFormat: "xml", Auth: "tokens", OTelExporter: "x",
+	c := Config{Listen: "nope", LogLevel: "loud", LogFormat: "xml", LogFlushInterval: time.Minute, Auth: "tokens", OTelExporter: "x",
 		Policy: "strict", CORSAllowedOrigins: []string{"http://ok.example", "ok.example"}}
 	err := c.Validate()
-	for _, want := range []string{"listen address", "no database URL", "log level", "log format",
+	for _, want := range []string{"listen address", "no database URL", "log level", "log format", "log flush interval",
 		"needs a token file", "max candidates", "otel exporter", `policy "strict"`, `CORS origin "ok.example"`} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q: %v", want, err)
