@@ -89,6 +89,10 @@ type Config struct {
 	// MaxCandidates caps how many allocation candidates one request may
 	// generate before its limit is applied. Default 10000.
 	MaxCandidates int
+	// CandidatesCacheBytes bounds the bytes of GET /allocation_candidates
+	// answers kept for queries asked again of an unchanged cloud; 0 keeps
+	// none. Default DefaultCandidatesCacheBytes.
+	CandidatesCacheBytes int
 	// ClaimMaxAttempts bounds the writes one POST /claims tries before it
 	// answers no valid host (a request may ask for up to
 	// claims.MaxMaxAttempts). Default claims.DefaultMaxAttempts (10).
@@ -236,6 +240,8 @@ const (
 	// DefaultClaimLeaseInterval: a pass of the lease reaper every 5 s
 	// costs one try of an advisory lock and, if taken, one indexed read.
 	DefaultClaimLeaseInterval = 5 * time.Second
+	// DefaultCandidatesCacheBytes holds a few dozen large answers.
+	DefaultCandidatesCacheBytes = 64 << 20
 
 	// MetricsOff is the MetricsListen value that disables /metrics.
 	MetricsOff = "off"
@@ -258,27 +264,28 @@ var logLevels = map[string]slog.Level{
 // $XDG_DATA_HOME nor the home directory is known.
 func Default() Config {
 	return Config{
-		Listen:             DefaultListen,
-		DataDir:            defaultDataDir(),
-		LogLevel:           "info",
-		LogFormat:          LogFormatText,
-		Auth:               httpapi.AuthNoAuth2,
-		Keystone:           defaultKeystone(),
-		Limits:             defaultLimits(),
-		Policy:             authz.SetAdmin,
-		MaxCandidates:      engine.DefaultMaxCandidates,
-		ClaimMaxAttempts:   claims.DefaultMaxAttempts,
-		ClaimCandidates:    claims.DefaultClaimCandidates,
-		ClaimSubsetSize:    1,
-		ClaimWriters:       ledger.DefaultClaimWriters,
-		ProviderWriters:    ledger.DefaultProviderWriters,
-		ClaimFailureTTL:    ledger.DefaultClaimFailureTTL,
-		ClaimLeaseMax:      claims.DefaultLeaseMax,
-		ShadowBudget:       shadow.DefaultBudget,
-		SnapshotRefresh:    ledger.DefaultSnapshotRefresh,
-		ChangeLogRetention: ledger.DefaultChangeLogRetention,
-		DBMaxConns:         DefaultDBMaxConns,
-		OTelExporter:       telemetry.ExporterNone,
+		Listen:               DefaultListen,
+		DataDir:              defaultDataDir(),
+		LogLevel:             "info",
+		LogFormat:            LogFormatText,
+		Auth:                 httpapi.AuthNoAuth2,
+		Keystone:             defaultKeystone(),
+		Limits:               defaultLimits(),
+		Policy:               authz.SetAdmin,
+		MaxCandidates:        engine.DefaultMaxCandidates,
+		CandidatesCacheBytes: DefaultCandidatesCacheBytes,
+		ClaimMaxAttempts:     claims.DefaultMaxAttempts,
+		ClaimCandidates:      claims.DefaultClaimCandidates,
+		ClaimSubsetSize:      1,
+		ClaimWriters:         ledger.DefaultClaimWriters,
+		ProviderWriters:      ledger.DefaultProviderWriters,
+		ClaimFailureTTL:      ledger.DefaultClaimFailureTTL,
+		ClaimLeaseMax:        claims.DefaultLeaseMax,
+		ShadowBudget:         shadow.DefaultBudget,
+		SnapshotRefresh:      ledger.DefaultSnapshotRefresh,
+		ChangeLogRetention:   ledger.DefaultChangeLogRetention,
+		DBMaxConns:           DefaultDBMaxConns,
+		OTelExporter:         telemetry.ExporterNone,
 
 		ClaimLeaseInterval:    DefaultClaimLeaseInterval,
 		AuditMigrationAge:     audit.DefaultAuditMigrationAge,
@@ -402,6 +409,9 @@ func (c Config) Validate() error {
 	}
 	if c.ChangeLogRetention < 30*time.Second {
 		errs = append(errs, fmt.Errorf("change log retention %v: want at least 30s", c.ChangeLogRetention))
+	}
+	if c.CandidatesCacheBytes < 0 {
+		errs = append(errs, fmt.Errorf("candidates cache bytes %d: want 0 or more", c.CandidatesCacheBytes))
 	}
 	if c.MaxCandidates < 1 {
 		errs = append(errs, fmt.Errorf("max candidates %d: want at least 1", c.MaxCandidates))

@@ -76,11 +76,12 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err erro
 		return nil, err
 	}
 	api := httpapi.Config{
-		Auth:                cfg.Auth,
-		CORSAllowedOrigins:  cfg.CORSAllowedOrigins,
-		RandomizeCandidates: cfg.RandomizeCandidates,
-		MaxCandidates:       cfg.MaxCandidates,
-		RequestTimeout:      cfg.RequestTimeout,
+		Auth:                 cfg.Auth,
+		CORSAllowedOrigins:   cfg.CORSAllowedOrigins,
+		RandomizeCandidates:  cfg.RandomizeCandidates,
+		MaxCandidates:        cfg.MaxCandidates,
+		CandidatesCacheBytes: cfg.CandidatesCacheBytes,
+		RequestTimeout:       cfg.RequestTimeout,
 
 		MaxInflightExpensive:  cfg.MaxInflightExpensive,
 		AdmissionQueueTimeout: cfg.AdmissionQueueTimeout,
