@@ -102,11 +102,14 @@ func TestAnswerCacheFlight(t *testing.T) {
 		}
 		var wg sync.WaitGroup
 		got := make([]*answer, 16)
+		took := make(chan struct{}, len(got))
 		for i := range got {
 			wg.Go(func() {
 				a, g, lead := c.take(k)
+				took <- struct{}{}
 				if lead {
 					t.Error("a second leader")
+					c.land(context.Background(), k, g, nil)
 					return
 				}
 				if a == nil {
@@ -115,6 +118,9 @@ func TestAnswerCacheFlight(t *testing.T) {
 				}
 				got[i] = a
 			})
+		}
+		for range got {
+			<-took // every take before the flight lands
 		}
 		var a *answer
 		if keepIt {
