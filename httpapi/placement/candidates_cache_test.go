@@ -400,10 +400,10 @@ func TestCandidatesCacheConcurrent(t *testing.T) {
 	}
 }
 
-// BenchmarkCandidatesAnswer: one GET /allocation_candidates of 300
+// BenchmarkCandidatesCache: one GET /allocation_candidates of 300
 // trees of three providers (900 candidates), computed (cache off) and
 // sent from the answer cache (hit).
-func BenchmarkCandidatesAnswer(b *testing.B) {
+func BenchmarkCandidatesCache(b *testing.B) {
 	ctx := context.Background()
 	store := ledgertest.NewStore(b)
 	for i := range 300 {
