@@ -240,6 +240,7 @@ const (
 	// DefaultClaimLeaseInterval: a pass of the lease reaper every 5 s
 	// costs one try of an advisory lock and, if taken, one indexed read.
 	DefaultClaimLeaseInterval = 5 * time.Second
+
 	// DefaultCandidatesCacheBytes holds a few dozen large answers.
 	DefaultCandidatesCacheBytes = 64 << 20
 
@@ -264,28 +265,27 @@ var logLevels = map[string]slog.Level{
 // $XDG_DATA_HOME nor the home directory is known.
 func Default() Config {
 	return Config{
-		Listen:               DefaultListen,
-		DataDir:              defaultDataDir(),
-		LogLevel:             "info",
-		LogFormat:            LogFormatText,
-		Auth:                 httpapi.AuthNoAuth2,
-		Keystone:             defaultKeystone(),
-		Limits:               defaultLimits(),
-		Policy:               authz.SetAdmin,
-		MaxCandidates:        engine.DefaultMaxCandidates,
-		CandidatesCacheBytes: DefaultCandidatesCacheBytes,
-		ClaimMaxAttempts:     claims.DefaultMaxAttempts,
-		ClaimCandidates:      claims.DefaultClaimCandidates,
-		ClaimSubsetSize:      1,
-		ClaimWriters:         ledger.DefaultClaimWriters,
-		ProviderWriters:      ledger.DefaultProviderWriters,
-		ClaimFailureTTL:      ledger.DefaultClaimFailureTTL,
-		ClaimLeaseMax:        claims.DefaultLeaseMax,
-		ShadowBudget:         shadow.DefaultBudget,
-		SnapshotRefresh:      ledger.DefaultSnapshotRefresh,
-		ChangeLogRetention:   ledger.DefaultChangeLogRetention,
-		DBMaxConns:           DefaultDBMaxConns,
-		OTelExporter:         telemetry.ExporterNone,
+		Listen:             DefaultListen,
+		DataDir:            defaultDataDir(),
+		LogLevel:           "info",
+		LogFormat:          LogFormatText,
+		Auth:               httpapi.AuthNoAuth2,
+		Keystone:           defaultKeystone(),
+		Limits:             defaultLimits(),
+		Policy:             authz.SetAdmin,
+		MaxCandidates:      engine.DefaultMaxCandidates,
+		ClaimMaxAttempts:   claims.DefaultMaxAttempts,
+		ClaimCandidates:    claims.DefaultClaimCandidates,
+		ClaimSubsetSize:    1,
+		ClaimWriters:       ledger.DefaultClaimWriters,
+		ProviderWriters:    ledger.DefaultProviderWriters,
+		ClaimFailureTTL:    ledger.DefaultClaimFailureTTL,
+		ClaimLeaseMax:      claims.DefaultLeaseMax,
+		ShadowBudget:       shadow.DefaultBudget,
+		SnapshotRefresh:    ledger.DefaultSnapshotRefresh,
+		ChangeLogRetention: ledger.DefaultChangeLogRetention,
+		DBMaxConns:         DefaultDBMaxConns,
+		OTelExporter:       telemetry.ExporterNone,
 
 		ClaimLeaseInterval:    DefaultClaimLeaseInterval,
 		AuditMigrationAge:     audit.DefaultAuditMigrationAge,
@@ -299,6 +299,7 @@ func Default() Config {
 		ShutdownGrace:         DefaultShutdownGrace,
 		MaxHeaderBytes:        DefaultMaxHeaderBytes,
 		MaxConnections:        DefaultMaxConnections,
+		CandidatesCacheBytes:  DefaultCandidatesCacheBytes,
 	}
 }
 

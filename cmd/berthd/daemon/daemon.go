@@ -76,16 +76,16 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err erro
 		return nil, err
 	}
 	api := httpapi.Config{
-		Auth:                 cfg.Auth,
-		CORSAllowedOrigins:   cfg.CORSAllowedOrigins,
-		RandomizeCandidates:  cfg.RandomizeCandidates,
-		MaxCandidates:        cfg.MaxCandidates,
-		CandidatesCacheBytes: cfg.CandidatesCacheBytes,
-		RequestTimeout:       cfg.RequestTimeout,
+		Auth:                cfg.Auth,
+		CORSAllowedOrigins:  cfg.CORSAllowedOrigins,
+		RandomizeCandidates: cfg.RandomizeCandidates,
+		MaxCandidates:       cfg.MaxCandidates,
+		RequestTimeout:      cfg.RequestTimeout,
 
 		MaxInflightExpensive:  cfg.MaxInflightExpensive,
 		AdmissionQueueTimeout: cfg.AdmissionQueueTimeout,
 		AuditThresholds:       audit.AuditThresholds{MigrationAge: cfg.AuditMigrationAge, StateAge: cfg.AuditStateAge},
+		CandidatesCacheBytes:  cfg.CandidatesCacheBytes,
 	}
 	if cfg.Auth == httpapi.AuthTokens {
 		if api.Tokens, err = LoadTokens(cfg.TokenFile, log); err != nil {
