@@ -68,6 +68,10 @@ type Config struct {
 	// MaxCandidates caps how many allocation candidates one request may
 	// generate before limit is applied; 0 means engine.DefaultMaxCandidates.
 	MaxCandidates int
+	// CandidatesCacheBytes bounds the bytes of GET /allocation_candidates
+	// answers kept for queries asked again of an unchanged cloud
+	// (placement.AnswerCache); 0 keeps none.
+	CandidatesCacheBytes int
 	// MaxBodyBytes caps request bodies; 0 means 32 MiB.
 	MaxBodyBytes int64
 	// MetricsHandler, if set, serves GET /metrics without authentication
@@ -265,7 +269,8 @@ func (s *Server) handlers() (placementHandlers, berthHandlers) {
 		aggregates:  &placement.Aggregates{Store: store.Providers, Bodies: bodies},
 		traits:      &placement.Traits{Store: store.Providers, Bodies: bodies},
 		allocations: allocations,
-		candidates:  &placement.Candidates{Store: store.Snapshots, Query: query},
+		candidates: &placement.Candidates{Store: store.Snapshots, Query: query,
+			Cache: placement.NewAnswerCache(cfg.CandidatesCacheBytes)},
 	}
 	claimHandlers := &berthapi.Claims{Claimer: cfg.Claimer, Bodies: bodies, Query: query}
 	b := berthHandlers{

@@ -129,6 +129,9 @@ func options() []option {
 		{flag: "max-candidates", arg: "N", envs: []string{"BERTH_MAX_CANDIDATES"},
 			help: "Most allocation candidates one request generates: the search stops there,\n" +
 				"before the request's limit trims them (Placement's max_allocation_candidates)."},
+		{flag: "candidates-cache-bytes", arg: "N", envs: []string{"BERTH_CANDIDATES_CACHE_BYTES"},
+			help: "Bytes of GET /allocation_candidates answers kept for a query asked again of\n" +
+				"an unchanged cloud (docs/operations.md#the-answer-cache); 0 keeps none."},
 		{flag: "claim-max-attempts", arg: "N", envs: []string{"BERTH_CLAIM_MAX_ATTEMPTS"},
 			help: "Most writes one POST /claims tries on successive candidates (1 to 50)."},
 		{flag: "claim-candidates", arg: "N", envs: []string{"BERTH_CLAIM_CANDIDATES"},
@@ -282,6 +285,7 @@ func newFlagSet(cfg *daemon.Config) *flag.FlagSet {
 	fs.Var(&listFlag{list: &cfg.CORSAllowedOrigins}, "cors-allowed-origin", "")
 	fs.BoolVar(&cfg.RandomizeCandidates, "randomize-candidates", cfg.RandomizeCandidates, "")
 	fs.IntVar(&cfg.MaxCandidates, "max-candidates", cfg.MaxCandidates, "")
+	fs.IntVar(&cfg.CandidatesCacheBytes, "candidates-cache-bytes", cfg.CandidatesCacheBytes, "")
 	fs.IntVar(&cfg.ClaimMaxAttempts, "claim-max-attempts", cfg.ClaimMaxAttempts, "")
 	fs.IntVar(&cfg.ClaimCandidates, "claim-candidates", cfg.ClaimCandidates, "")
 	fs.IntVar(&cfg.ClaimSubsetSize, "claim-subset-size", cfg.ClaimSubsetSize, "")

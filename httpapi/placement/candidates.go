@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"sync"
 	"time"
+	"weak"
 
 	"github.com/labstack/echo/v4"
 
@@ -20,15 +21,21 @@ import (
 type Candidates struct {
 	Store CandidateStore
 	Query CandidateQuery
+	// Cache keeps answers for queries asked again of an unchanged
+	// cloud; nil: every answer is computed.
+	Cache *AnswerCache
 }
 
 // CandidateStore is what the allocation candidates route asks of the
-// ledger (a *snapshot.Cache).
+// ledger (a *snapshot.Cache): the fresh snapshot a query's candidates
+// are computed on.
 type CandidateStore interface {
-	AllocationCandidates(ctx context.Context, p engine.CandidatesParams) (*engine.Candidates, error)
+	CandidatesSnapshot(ctx context.Context, p *engine.CandidatesParams) (*engine.Snapshot, error)
 }
 
-// List serves GET /allocation_candidates.
+// List serves GET /allocation_candidates: from the snapshot every read
+// takes, the answer h.Cache kept for the query if there is one, else
+// the candidates computed (and kept, when they are deterministic).
 func (h *Candidates) List(c echo.Context) error {
 	v := wire.VersionOf(c)
 	if err := wire.ValidateQuery(c, CandidatesSchema(v)); err != nil {
@@ -39,17 +46,76 @@ func (h *Candidates) List(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	cands, err := h.Store.AllocationCandidates(c.Request().Context(), params)
+	ctx := c.Request().Context()
+	snap, err := h.Store.CandidatesSnapshot(ctx, &params)
 	if err != nil {
 		return CandidatesError(err)
 	}
-	instrument.Candidates(c.Request().Context(), "allocation_candidates", len(cands.Requests))
+	if h.Cache == nil || params.Randomize || params.Sample {
+		return h.compute(c, snap, &params, v, nil)
+	}
+	k := answerKey{queryKey: queryKey{query: c.Request().URL.RawQuery, version: v, max: params.Max}, snap: weak.Make(snap)}
+	a, f, lead := h.Cache.take(k)
+	if a == nil && !lead {
+		select {
+		case <-f.done:
+			a = f.kept
+		case <-ctx.Done():
+		}
+	}
+	instrument.CandidatesCacheLookup(ctx, a != nil)
+	switch {
+	case a != nil:
+		instrument.Candidates(ctx, "allocation_candidates", a.requests)
+		wire.SetCacheHeaders(c, time.Now())
+		return wire.Stream(c, func(w io.Writer) error {
+			_, err := w.Write(a.body)
+			return err
+		})
+	case !lead:
+		return h.compute(c, snap, &params, v, nil)
+	}
+	defer h.Cache.land(ctx, k, f, nil)
+	return h.compute(c, snap, &params, v, func(body []byte, requests int) {
+		h.Cache.land(ctx, k, f, &answer{key: k, body: body, requests: requests})
+	})
+}
+
+// compute answers p from snap. With keep set, an answer that fits
+// h.Cache's largest is encoded whole, handed to keep (unless p's search
+// was cut short by the request's end) and then written; a larger one is
+// streamed as without keep.
+func (h *Candidates) compute(c echo.Context, snap *engine.Snapshot, p *engine.CandidatesParams, v wire.Version,
+	keep func(body []byte, requests int)) error {
+	ctx := c.Request().Context()
+	cands, err := snap.Candidates(ctx, p)
+	if err != nil {
+		return CandidatesError(err)
+	}
+	complete := ctx.Err() == nil
+	instrument.Candidates(ctx, "allocation_candidates", len(cands.Requests))
 	wire.SetCacheHeaders(c, time.Now())
 	buf := jsonBufs.Get().(*[]byte)
 	defer jsonBufs.Put(buf)
 	return wire.Stream(c, func(w io.Writer) error {
+		if keep == nil {
+			var err error
+			*buf, err = writeCandidates(w, (*buf)[:0], cands, p.Groups, v)
+			return err
+		}
+		kw := &keeper{w: w, max: h.Cache.entryMax}
 		var err error
-		*buf, err = writeCandidates(w, (*buf)[:0], cands, params.Groups, v)
+		if *buf, err = writeCandidates(kw, (*buf)[:0], cands, p.Groups, v); err != nil {
+			return err
+		}
+		body := kw.body()
+		if body == nil {
+			return nil
+		}
+		if complete {
+			keep(body, len(cands.Requests))
+		}
+		_, err = w.Write(body)
 		return err
 	})
 }

@@ -51,12 +51,24 @@ func (c *Cache) knowNames(ctx context.Context, snap *engine.Snapshot, classes, t
 // AllocationCandidates computes the allocation candidates for p from a
 // fresh snapshot (engine.Snapshot.Candidates).
 func (c *Cache) AllocationCandidates(ctx context.Context, p engine.CandidatesParams) (*engine.Candidates, error) {
-	classes, traits := engine.ParamsNames(&p)
-	snap, err := c.Snapshot(ctx, classes, traits)
+	snap, err := c.CandidatesSnapshot(ctx, &p)
 	if err != nil {
 		return nil, err
 	}
 	return snap.Candidates(ctx, &p)
+}
+
+// CandidatesSnapshot returns the snapshot AllocationCandidates computes
+// p's candidates on: fresh (Snapshot), with its names right for p's. A
+// snapshot is immutable and every change to the ledger is published as
+// another one, so one pointer stands for one state: the same pointer
+// always gives the same candidates for the same p (randomness and a
+// search cut short by its context aside); and since a call reflects
+// every write committed before it, by any process, it never returns a
+// pointer returned before a write that changed what a snapshot holds.
+func (c *Cache) CandidatesSnapshot(ctx context.Context, p *engine.CandidatesParams) (*engine.Snapshot, error) {
+	classes, traits := engine.ParamsNames(p)
+	return c.Snapshot(ctx, classes, traits)
 }
 
 // ProvidersMatching lists, in creation order, the providers of a fresh

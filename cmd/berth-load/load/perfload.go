@@ -203,7 +203,10 @@ func RunPerfload(ctx context.Context, seq, conc *Client, p PerfloadParams, log i
 		go func() {
 			defer wg.Done()
 			for next.Add(1) <= int64(p.Requests) && ctx.Err() == nil {
-				resp, err := conc.Do(ctx, http.MethodGet, PerfloadQuery, nil)
+				status, elapsed, err := conc.Discard(ctx, PerfloadQuery)
+				if err == nil && status/100 != 2 {
+					err = fmt.Errorf("GET %s: status %d", PerfloadQuery, status)
+				}
 				mu.Lock()
 				if err != nil {
 					r.Failed++
@@ -211,7 +214,7 @@ func RunPerfload(ctx context.Context, seq, conc *Client, p PerfloadParams, log i
 						firstErr = err
 					}
 				} else {
-					samples = append(samples, resp.Elapsed)
+					samples = append(samples, elapsed)
 				}
 				mu.Unlock()
 			}

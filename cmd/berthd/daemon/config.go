@@ -95,6 +95,10 @@ type Config struct {
 	// MaxCandidates caps how many allocation candidates one request may
 	// generate before its limit is applied. Default 10000.
 	MaxCandidates int
+	// CandidatesCacheBytes bounds the bytes of GET /allocation_candidates
+	// answers kept for queries asked again of an unchanged cloud; 0 keeps
+	// none. Default DefaultCandidatesCacheBytes.
+	CandidatesCacheBytes int
 	// ClaimMaxAttempts bounds the writes one POST /claims tries before it
 	// answers no valid host (a request may ask for up to
 	// claims.MaxMaxAttempts). Default claims.DefaultMaxAttempts (10).
@@ -243,6 +247,9 @@ const (
 	// costs one try of an advisory lock and, if taken, one indexed read.
 	DefaultClaimLeaseInterval = 5 * time.Second
 
+	// DefaultCandidatesCacheBytes holds a few dozen large answers.
+	DefaultCandidatesCacheBytes = 64 << 20
+
 	// MetricsOff is the MetricsListen value that disables /metrics.
 	MetricsOff = "off"
 
@@ -298,6 +305,7 @@ func Default() Config {
 		ShutdownGrace:         DefaultShutdownGrace,
 		MaxHeaderBytes:        DefaultMaxHeaderBytes,
 		MaxConnections:        DefaultMaxConnections,
+		CandidatesCacheBytes:  DefaultCandidatesCacheBytes,
 	}
 }
 
@@ -411,6 +419,9 @@ func (c Config) Validate() error {
 	}
 	if c.ChangeLogRetention < 30*time.Second {
 		errs = append(errs, fmt.Errorf("change log retention %v: want at least 30s", c.ChangeLogRetention))
+	}
+	if c.CandidatesCacheBytes < 0 {
+		errs = append(errs, fmt.Errorf("candidates cache bytes %d: want 0 or more", c.CandidatesCacheBytes))
 	}
 	if c.MaxCandidates < 1 {
 		errs = append(errs, fmt.Errorf("max candidates %d: want at least 1", c.MaxCandidates))

@@ -85,6 +85,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err erro
 		MaxInflightExpensive:  cfg.MaxInflightExpensive,
 		AdmissionQueueTimeout: cfg.AdmissionQueueTimeout,
 		AuditThresholds:       audit.AuditThresholds{MigrationAge: cfg.AuditMigrationAge, StateAge: cfg.AuditStateAge},
+		CandidatesCacheBytes:  cfg.CandidatesCacheBytes,
 	}
 	if cfg.Auth == httpapi.AuthTokens {
 		if api.Tokens, err = LoadTokens(cfg.TokenFile, log); err != nil {

@@ -1,7 +1,8 @@
 // Package instrument is the small API Berth's packages call to describe
 // their work to OpenTelemetry: child spans for the stages of a request
 // (candidate generation, scheduler filters, weighers and scriptlet, the
-// claim's writes), the claim and candidate metrics, and the
+// claim's writes), the claim and candidate metrics (GET
+// /allocation_candidates' answer cache's too), and the
 // request ID that log lines carry (LogHandler stamps it, with the trace
 // and span IDs, on every record logged with a request's context).
 //

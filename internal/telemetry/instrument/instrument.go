@@ -142,6 +142,24 @@ func Candidates(ctx context.Context, operation string, n int) {
 	current().candidates.Record(ctx, int64(n), candidateAttrs(operation)...)
 }
 
+// CandidatesCacheLookup counts one lookup of GET
+// /allocation_candidates' answer cache: a hit (an answer kept, or one a
+// concurrent identical request computed) or a miss (computed).
+func CandidatesCacheLookup(ctx context.Context, hit bool) {
+	m := current()
+	if hit {
+		m.cacheLookups.Add(ctx, 1, m.cacheHit...)
+	} else {
+		m.cacheLookups.Add(ctx, 1, m.cacheMiss...)
+	}
+}
+
+// CandidatesCacheBytes adds delta (negative: taken out) to the bytes of
+// answers GET /allocation_candidates' answer cache holds.
+func CandidatesCacheBytes(ctx context.Context, delta int64) {
+	current().cacheBytes.Add(ctx, delta)
+}
+
 // claimOutcomes are the outcomes of ClaimDone, in the order of
 // claimAttrSets.
 var claimOutcomes = [...]string{OutcomeClaimed, OutcomeNoValidHost, OutcomeClaimConflict, OutcomeScriptletRefused, OutcomeConflict, OutcomeError}
@@ -213,6 +231,11 @@ type meters struct {
 	retries    metric.Int64Counter
 	leases     metric.Int64Counter
 	candidates metric.Int64Histogram
+	// cacheLookups and cacheBytes are the answer cache's; cacheHit and
+	// cacheMiss the options of a lookup's result, built once.
+	cacheLookups        metric.Int64Counter
+	cacheBytes          metric.Int64UpDownCounter
+	cacheHit, cacheMiss []metric.AddOption
 }
 
 // cached holds the instruments of the global meter provider last seen: a
@@ -254,6 +277,17 @@ func newMeters(mp metric.MeterProvider) *meters {
 		metric.WithExplicitBucketBoundaries(candidateBuckets...)); err != nil {
 		m.candidates = noop.Int64Histogram{}
 	}
+	http := mp.Meter(ScopeHTTP)
+	if m.cacheLookups, err = http.Int64Counter("berth.candidates.cache.lookups", metric.WithUnit("{lookup}"),
+		metric.WithDescription("Lookups of GET /allocation_candidates' answer cache, by result (hit, miss)")); err != nil {
+		m.cacheLookups = noop.Int64Counter{}
+	}
+	if m.cacheBytes, err = http.Int64UpDownCounter("berth.candidates.cache.bytes", metric.WithUnit("By"),
+		metric.WithDescription("Bytes of answers GET /allocation_candidates' answer cache holds")); err != nil {
+		m.cacheBytes = noop.Int64UpDownCounter{}
+	}
+	m.cacheHit = []metric.AddOption{metric.WithAttributes(attribute.String("result", "hit"))}
+	m.cacheMiss = []metric.AddOption{metric.WithAttributes(attribute.String("result", "miss"))}
 	return m
 }
 
