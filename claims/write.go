@@ -165,34 +165,10 @@ func retryable(err error) bool {
 // alternates are the best candidates on other roots, not on failed ones.
 func (c *Claimer) result(p *Params, s *selection, chosen, attempts int, failed []string) *Result {
 	ranked := s.ranking.Ranked
-	// The alternates: the best candidates on roots not seen yet.
-	var seenArr [8]string
 	var altArr [8]int
-	seen := append(append(seenArr[:0], ranked[chosen].Cand.Root()), failed...)
-	alts := altArr[:0]
-	for i, sc := range ranked {
-		if len(alts) >= p.Alternates {
-			break
-		}
-		if slices.Contains(seen, sc.Cand.Root()) {
-			continue
-		}
-		seen = append(seen, sc.Cand.Root())
-		alts = append(alts, i)
-	}
+	alts := alternates(ranked, chosen, failed, p.Alternates, altArr[:0])
 	if s.direct {
-		// The views of the candidates the answer names, built now.
-		var named []*scheduler.Candidate
-		if p.DryRun {
-			named = s.cands
-		} else {
-			var namedArr [8]*scheduler.Candidate
-			named = append(namedArr[:0], ranked[chosen].Cand)
-			for _, i := range alts {
-				named = append(named, ranked[i].Cand)
-			}
-		}
-		keptViews(s.kept, named)
+		s.nameViews(p.DryRun, chosen, alts)
 	}
 	// The answer's candidates' allocations are cut from one pair of
 	// arrays, sized for the chosen one and its alternates taking alike.
@@ -234,6 +210,41 @@ func (c *Claimer) result(p *Params, s *selection, chosen, attempts int, failed [
 		}
 	}
 	return r
+}
+
+// alternates appends to buf the positions in ranked of a claim's
+// alternates: the best candidates, at most n, each on a root other than
+// the chosen one's, the failed ones' and each other's.
+func alternates(ranked []scheduler.Scored, chosen int, failed []string, n int, buf []int) []int {
+	var seenArr [8]string
+	seen := append(append(seenArr[:0], ranked[chosen].Cand.Root()), failed...)
+	for i, sc := range ranked {
+		if len(buf) >= n {
+			break
+		}
+		if slices.Contains(seen, sc.Cand.Root()) {
+			continue
+		}
+		seen = append(seen, sc.Cand.Root())
+		buf = append(buf, i)
+	}
+	return buf
+}
+
+// nameViews builds the views of the candidates a direct selection's
+// answer names: the chosen one and the alternates, or every kept one in
+// a dry run (whose ranking shows them all).
+func (s *selection) nameViews(dryRun bool, chosen int, alts []int) {
+	if dryRun {
+		keptViews(s.kept, s.cands)
+		return
+	}
+	var namedArr [8]*scheduler.Candidate
+	named := append(namedArr[:0], s.ranking.Ranked[chosen].Cand)
+	for _, i := range alts {
+		named = append(named, s.ranking.Ranked[i].Cand)
+	}
+	keptViews(s.kept, named)
 }
 
 // option is the answer's view of a ranked candidate of s, with its

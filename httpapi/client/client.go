@@ -121,6 +121,21 @@ func (c *Client) Do(ctx context.Context, method, path string, body []byte, conte
 
 // once sends the request once (Do without retries).
 func (c *Client) once(ctx context.Context, method, path string, body []byte, contentType string) (*Response, error) {
+	return c.send(ctx, method, path, body, contentType, nil)
+}
+
+// Stream sends GET path once and copies the answer's body to w as it
+// arrives instead of keeping it (Response.Body is nil): for answers too
+// large to hold, or only timed, as a benchmark's throughput phase reads
+// them. Its errors are Do's; one in writing to w is a *NoAnswerError
+// (Reading).
+func (c *Client) Stream(ctx context.Context, path string, w io.Writer) (*Response, error) {
+	return c.send(ctx, http.MethodGet, path, nil, "", w)
+}
+
+// send sends the request once and reads the whole answer: into the
+// Response's Body, or to w when w is not nil.
+func (c *Client) send(ctx context.Context, method, path string, body []byte, contentType string, w io.Writer) (*Response, error) {
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
@@ -142,7 +157,12 @@ func (c *Client) once(ctx context.Context, method, path string, body []byte, con
 	if err != nil {
 		return nil, &NoAnswerError{Err: err}
 	}
-	b, err := readBody(resp)
+	var b []byte
+	if w != nil {
+		_, err = io.Copy(w, resp.Body)
+	} else {
+		b, err = readBody(resp)
+	}
 	resp.Body.Close()
 	if err != nil {
 		return nil, &NoAnswerError{Reading: true, Err: err}

@@ -88,6 +88,27 @@ func TestJSONRequest(t *testing.T) {
 	}
 }
 
+// TestStream: Stream sends what Do sends for a GET and copies the body
+// to its writer, keeping none of it.
+func TestStream(t *testing.T) {
+	srv, s := recorder(t, http.StatusOK, `{"allocation_requests": []}`)
+	c := New(Config{URL: srv.URL, Token: "tok", Microversion: "1.39"})
+	var got strings.Builder
+	r, err := c.Stream(context.Background(), "/allocation_candidates?resources=VCPU:1", &got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.String() != `{"allocation_requests": []}` || r.Body != nil || r.Status != 200 || r.Method != "GET" ||
+		r.Path != "/allocation_candidates?resources=VCPU:1" || r.Elapsed <= 0 {
+		t.Errorf("body %q, response %+v", got.String(), r)
+	}
+	want := seen{method: "GET", uri: "/allocation_candidates?resources=VCPU:1", token: "tok",
+		version: "placement 1.39", accept: "application/json", hasToken: true}
+	if *s != want {
+		t.Errorf("server saw %+v\nwant %+v", *s, want)
+	}
+}
+
 func TestDecodeFailure(t *testing.T) {
 	srv, _ := recorder(t, http.StatusOK, `<html>`)
 	var out map[string]any

@@ -5,10 +5,8 @@
 package uuid
 
 import (
-	"crypto/rand"
 	"encoding/hex"
 	"strings"
-	"sync"
 
 	guuid "github.com/google/uuid"
 )
@@ -85,15 +83,10 @@ func hexDigits(s string) (string, bool) {
 // New returns a random (version 4) UUID in canonical form.
 func New() string { return guuid.NewString() }
 
-// NewPrefixed is prefix followed by a random (version 4) UUID in
-// canonical form, built in one allocation (a request's id,
-// "req-<uuid>"). Its random bits come from crypto/rand as New's do, read
-// randBlock bytes at a time (see randBlocks).
+// NewPrefixed is prefix followed by New(), built in one allocation (a
+// request's id, "req-<uuid>").
 func NewPrefixed(prefix string) string {
-	var u [16]byte
-	randIDs.read(u[:])
-	u[6] = u[6]&0x0f | 0x40 // version 4
-	u[8] = u[8]&0x3f | 0x80 // RFC 4122 variant
+	u := guuid.New()
 	var text [36]byte
 	hex.Encode(text[0:8], u[0:4])
 	hex.Encode(text[9:13], u[4:6])
@@ -108,34 +101,11 @@ func NewPrefixed(prefix string) string {
 	return b.String()
 }
 
-// randBlock is how many random bytes randBlocks reads at once: sixteen
-// UUIDs' worth.
-const randBlock = 16 * 16
-
-// randBlocks hands out bytes of crypto/rand read a block at a time, so
-// that sixteen UUIDs take one read of the system's random source instead
-// of sixteen. Bytes it hands out are handed out once.
-type randBlocks struct {
-	mu   sync.Mutex
-	buf  [randBlock]byte
-	next int // buf[next:] is unread
-}
-
-// randIDs is the random source of NewPrefixed.
-var randIDs = &randBlocks{next: randBlock}
-
-// read fills p (at most randBlock bytes) with random bytes.
-func (r *randBlocks) read(p []byte) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if len(p) > randBlock-r.next {
-		// crypto/rand.Read does not fail (it crashes the program if
-		// the system's source fails).
-		_, _ = rand.Read(r.buf[:])
-		r.next = 0
-	}
-	r.next += copy(p, r.buf[r.next:])
-}
+// Random UUIDs (New, NewPrefixed, one a request at least) take their bits
+// from google/uuid's pool: crypto/rand read sixteen UUIDs' worth at a time
+// instead of once each. Enabled before anything can ask for one, as the
+// pool requires; no UUID here is a secret.
+func init() { guuid.EnableRandPool() }
 
 // FromName returns the RFC 4122 version 5 (SHA-1) UUID of name in
 // namespace: the same namespace and name always give the same UUID.

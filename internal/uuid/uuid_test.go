@@ -57,10 +57,10 @@ func TestNewPrefixed(t *testing.T) {
 	if c, ok := Canonical(a[4:]); !ok || c != a[4:] {
 		t.Errorf("%q is not canonical (%q)", a[4:], c)
 	}
-	// Across the random source's blocks: every id another, each of
-	// version 4 and RFC 4122's variant.
+	// Across the random pool's refills (sixteen UUIDs each): every id
+	// another, each of version 4 and RFC 4122's variant.
 	seen := map[string]bool{}
-	for range 3*randBlock/16 + 1 {
+	for range 3*16 + 1 {
 		id := NewPrefixed("req-")
 		if seen[id] || id[18] != '4' || !strings.ContainsRune("89ab", rune(id[23])) {
 			t.Fatalf("NewPrefixed = %q: repeated or not version 4, variant 10", id)

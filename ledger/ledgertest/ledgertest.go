@@ -124,6 +124,25 @@ func NewDBInMode(t testing.TB, mode string) string {
 	return u.String()
 }
 
+// SameInEveryExecMode runs run in a subtest per mode of ExecModes, on a
+// database of its own in that mode (NewDBInMode), and fails t when a
+// mode's text differs from the default mode's (the first). run returns
+// what the mode did as text ("" after a failure, which is then not
+// compared); verb names it in the failure ("wrote": "exec wrote ...").
+func SameInEveryExecMode(t *testing.T, verb string, run func(t *testing.T, dbURL string) string) {
+	t.Helper()
+	modes := ExecModes()
+	did := make(map[string]string)
+	for _, mode := range modes {
+		t.Run(mode, func(t *testing.T) { did[mode] = run(t, NewDBInMode(t, mode)) })
+	}
+	for _, mode := range modes[1:] {
+		if got, want := did[mode], did[modes[0]]; got != "" && want != "" && got != want {
+			t.Errorf("%s %s\n%s\nwant, as %s %s,\n%s", mode, verb, got, modes[0], verb, want)
+		}
+	}
+}
+
 // AcquireTimeout is the pool acquire timeout of test stores: a bound only
 // a hung test reaches. Tests that run more writers than the pool has
 // connections must queue for them, not fail with ErrUnavailable because a

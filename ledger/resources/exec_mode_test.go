@@ -26,18 +26,9 @@ import (
 // values read back as sent, and leaves the database as the default mode
 // does.
 func TestClaimWritesInEveryExecMode(t *testing.T) {
-	modes := ledgertest.ExecModes()
-	dumps := make(map[string]string)
-	for _, mode := range modes {
-		t.Run(mode, func(t *testing.T) {
-			dumps[mode] = writeClaimsEveryWay(t, newFixtureOn(t, ledgertest.NewDBInMode(t, mode)))
-		})
-	}
-	for _, mode := range modes[1:] {
-		if got, want := dumps[mode], dumps[modes[0]]; got != "" && want != "" && got != want {
-			t.Errorf("%s wrote\n%s\nwant, as %s wrote,\n%s", mode, got, modes[0], want)
-		}
-	}
+	ledgertest.SameInEveryExecMode(t, "wrote", func(t *testing.T, dbURL string) string {
+		return writeClaimsEveryWay(t, newFixtureOn(t, dbURL))
+	})
 }
 
 // modeClaim is a claim of writeClaimsEveryWay, as sent.

@@ -22,18 +22,9 @@ import (
 // read back as written, and every mode records what the default mode
 // does.
 func TestPreemptWriteInEveryExecMode(t *testing.T) {
-	modes := ledgertest.ExecModes()
-	records := make(map[string]string)
-	for _, mode := range modes {
-		t.Run(mode, func(t *testing.T) {
-			records[mode] = preemptTwo(t, newFixtureOn(t, ledgertest.NewDBInMode(t, mode)))
-		})
-	}
-	for _, mode := range modes[1:] {
-		if got, want := records[mode], records[modes[0]]; got != "" && want != "" && got != want {
-			t.Errorf("%s recorded\n%s\nwant, as %s recorded,\n%s", mode, got, modes[0], want)
-		}
-	}
+	ledgertest.SameInEveryExecMode(t, "recorded", func(t *testing.T, dbURL string) string {
+		return preemptTwo(t, newFixtureOn(t, dbURL))
+	})
 }
 
 // preemptTwo writes two preemptible consumers on a provider and a claim

@@ -23,18 +23,9 @@ import (
 // Every mode stores both flushes, ShadowGet reads back their sums, and
 // every mode stores what the default mode does.
 func TestShadowFlushInEveryExecMode(t *testing.T) {
-	modes := ledgertest.ExecModes()
-	stored := make(map[string]string)
-	for _, mode := range modes {
-		t.Run(mode, func(t *testing.T) {
-			stored[mode] = flushShadows(t, newFixtureOn(t, ledgertest.NewDBInMode(t, mode)))
-		})
-	}
-	for _, mode := range modes[1:] {
-		if got, want := stored[mode], stored[modes[0]]; got != "" && want != "" && got != want {
-			t.Errorf("%s stored\n%s\nwant, as %s stored,\n%s", mode, got, modes[0], want)
-		}
-	}
+	ledgertest.SameInEveryExecMode(t, "stored", func(t *testing.T, dbURL string) string {
+		return flushShadows(t, newFixtureOn(t, dbURL))
+	})
 }
 
 // flushShadows starts a shadow of a scriptlet and one of a policy,

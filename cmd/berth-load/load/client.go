@@ -25,12 +25,10 @@ var ErrTimeout = errors.New("timeout")
 // Client speaks the Placement API to one endpoint. It is safe for concurrent
 // use.
 type Client struct {
-	api     *client.Client
-	http    *http.Client // api's, over the transport NewClient chose
-	timeout time.Duration
-	// token and version are the headers Discard sends, as api does.
-	token, version string
-	requests       atomic.Int64
+	api      *client.Client
+	http     *http.Client // api's, over the transport NewClient chose
+	timeout  time.Duration
+	requests atomic.Int64
 }
 
 // Requests is the number of requests the client has sent.
@@ -83,8 +81,6 @@ func NewClient(cfg ClientConfig) *Client {
 			ClaimRetries: -1}),
 		http:    hc,
 		timeout: cfg.Timeout,
-		token:   cfg.Token,
-		version: "placement " + cfg.Microversion,
 	}
 }
 
@@ -100,26 +96,11 @@ func (c *Client) Discard(ctx context.Context, path string) (status int, elapsed 
 		defer cancel()
 	}
 	c.requests.Add(1)
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.api.URL()+path, nil)
-	if err != nil {
-		return 0, 0, err
-	}
-	req.Header.Set("OpenStack-API-Version", c.version)
-	req.Header.Set("Accept", "application/json")
-	if c.token != "" {
-		req.Header.Set("X-Auth-Token", c.token)
-	}
-	start := time.Now()
-	resp, err := c.http.Do(req)
+	r, err := c.api.Stream(ctx, path, io.Discard)
 	if err != nil {
 		return 0, 0, wrapTimeout(http.MethodGet, path, err)
 	}
-	_, err = io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	if err != nil {
-		return 0, 0, wrapTimeout(http.MethodGet, path, err)
-	}
-	return resp.StatusCode, time.Since(start), nil
+	return r.Status, r.Elapsed, nil
 }
 
 // CloseIdleConnections closes the client's idle kept-alive connections.
