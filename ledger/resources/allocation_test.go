@@ -1,6 +1,10 @@
 package resources_test
 
 import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -279,3 +283,48 @@ func TestReshapeMovesToChild(t *testing.T) {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// TestOwnerRowsAreNeverDeleted: consumers hold their project, user and
+// type without foreign keys (migrations/0020), which is sound only while
+// no statement deletes a project, a user or a consumer type. Every SQL
+// the module runs is in its non-test Go files and its migrations; none
+// may delete from those tables, or truncate them without consumers.
+func TestOwnerRowsAreNeverDeleted(t *testing.T) {
+	deletes := regexp.MustCompile(`(?i)\bDELETE\s+FROM\s+(ONLY\s+)?(projects|users|consumer_types)\b`)
+	truncates := regexp.MustCompile(`(?is)\bTRUNCATE\s+(TABLE\s+)?([^;'"` + "`" + `]*)`)
+	owners := regexp.MustCompile(`\b(projects|users|consumer_types)\b`)
+	consumers := regexp.MustCompile(`\bconsumers\b`)
+	root := filepath.Join("..", "..")
+	files := 0
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if strings.HasPrefix(d.Name(), ".") && path != root {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !(strings.HasSuffix(path, ".go") && !strings.HasSuffix(path, "_test.go") || strings.HasSuffix(path, ".sql")) {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		files++
+		if m := deletes.Find(b); m != nil {
+			t.Errorf("%s: %s", path, m)
+		}
+		for _, m := range truncates.FindAllSubmatch(b, -1) {
+			if owners.Match(m[2]) && !consumers.Match(m[2]) {
+				t.Errorf("%s: TRUNCATE %s without consumers", path, m[2])
+			}
+		}
+		return nil
+	})
+	if err != nil || files < 100 {
+		t.Fatalf("read %d files: %v", files, err)
+	}
+}

@@ -57,6 +57,11 @@ type ConsumerRow struct {
 	counts       bool
 }
 
+// No statement deletes a project, a user or a consumer type: consumers
+// hold their ids without foreign keys (migrations/0020), written only as
+// namedIDs or a claim's statement (owner in fastWriteSQL, batchReadSQL)
+// found them (TestOwnerRowsAreNeverDeleted).
+
 // externalIDs gets or creates the rows of the given external ids in table
 // (projects or users, never user input). Rows are inserted in sorted order
 // (byte order, whatever the database's collation) so that concurrent

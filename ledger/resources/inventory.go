@@ -97,6 +97,15 @@ type InventoryParams struct {
 // lockProvider finds a provider and locks its row for the rest of the
 // transaction. Every write that changes a provider's inventory or usage
 // holds this lock, so capacity checks made under it cannot race.
+//
+// Under it too, an inventory is removed only while the provider has no
+// allocation of its class (InventoryDelete, setInventory,
+// inventoriesReplaceFastSQL), and an allocation is written only where an
+// inventory of its class exists (checkCapacity, and chk in the claims'
+// statements). Allocations hold their class without a foreign key
+// (migrations/0020): these checks keep an allocation's inventory, and so
+// its class (ResourceClassDelete), for as long as the allocation exists
+// (TestAllocatedClassKeepsItsInventory).
 func lockProvider(ctx context.Context, t *core.Txn, providerUUID string) (ProviderRef, error) {
 	id, ok := core.StoredUUID(providerUUID) // a path's uuid, compared as written (as Placement does)
 	if !ok {

@@ -176,7 +176,10 @@ func (s *Providers) ResourceClassDelete(ctx context.Context, name string) error 
 			return inUse()
 		}
 		// An inventory written since the check makes this fail on its
-		// foreign key.
+		// foreign key. Allocations have none to resource_classes
+		// (migrations/0020): each has an inventory of its class on its
+		// provider for as long as it exists (lockProvider), so that key
+		// covers them too.
 		_, err = t.Exec(ctx, `DELETE FROM resource_classes WHERE id = $1`, rc.ID)
 		if _, ok := core.ForeignKeyViolation(err); ok {
 			return inUse()

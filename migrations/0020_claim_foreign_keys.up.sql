@@ -1,0 +1,24 @@
+-- Foreign keys whose guarantee the ledger's code keeps, dropped: every
+-- claim ran their checks (a trigger and a `SELECT ... FOR KEY SHARE` per
+-- row) and took a key share on the same few
+-- class, project and user rows from every writer at once.
+--
+-- consumers' project, user and type: no statement deletes a project, a
+-- user or a consumer type, and a consumer is written only with the ids
+-- of rows the writer read or created (ledger/resources/consumer.go,
+-- claim_write.go, claim_writers.go); only `berthd import --replace`
+-- empties those tables, in one TRUNCATE with consumers. Guarded by
+-- TestOwnerRowsAreNeverDeleted.
+--
+-- allocations' class: an allocation is written only where its provider
+-- has an inventory of its class, checked under the provider's row lock;
+-- that inventory is deleted only while the provider has no allocation of
+-- the class, checked under the same lock, and a provider with
+-- allocations is not deleted (allocations' provider key, kept); the
+-- inventory's own key keeps its class (resourceclass.go). So an
+-- allocation's class has an inventory, and the class exists, for as long
+-- as the allocation does. Guarded by TestAllocatedClassOutlivesNoAllocation.
+ALTER TABLE consumers DROP CONSTRAINT consumers_project_id_fkey;
+ALTER TABLE consumers DROP CONSTRAINT consumers_user_id_fkey;
+ALTER TABLE consumers DROP CONSTRAINT consumers_consumer_type_id_fkey;
+ALTER TABLE allocations DROP CONSTRAINT allocations_resource_class_id_fkey;
