@@ -280,6 +280,11 @@ const claimWriteMark = `/* berth: claim write, logs its own change */`
 const fastWriteSQL = claimWriteMark + `
 WITH req AS (
 	SELECT * FROM unnest($1::uuid[], $2::text[], $3::bigint[]) WITH ORDINALITY AS r(provider_uuid, class, amount, ord)
+), rp AS MATERIALIZED (
+	-- The claim's providers and classes, each looked up once.
+	SELECT uuid, id FROM resource_providers WHERE uuid = ANY($1::uuid[])
+), rc AS MATERIALIZED (
+	SELECT name, id FROM resource_classes WHERE name = ANY($2::text[])
 ), chk AS (
 	SELECT req.ord, rp.id AS provider_id, rc.id AS class_id, req.amount,
 	       i.resource_provider_id IS NOT NULL
@@ -289,8 +294,8 @@ WITH req AS (
 	            + req.amount)::double precision <= (i.total - i.reserved)::double precision * i.allocation_ratio
 	       AS fits
 	FROM req
-	LEFT JOIN LATERAL (SELECT id FROM resource_providers WHERE uuid = req.provider_uuid LIMIT 1) rp ON true
-	LEFT JOIN LATERAL (SELECT id FROM resource_classes WHERE name = req.class LIMIT 1) rc ON true
+	LEFT JOIN rp ON rp.uuid = req.provider_uuid
+	LEFT JOIN rc ON rc.name = req.class
 	LEFT JOIN inventories i ON i.resource_provider_id = rp.id AND i.resource_class_id = rc.id
 ), ok AS (
 	SELECT bool_and(COALESCE(fits, false)) AS ok FROM chk

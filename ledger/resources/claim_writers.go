@@ -182,6 +182,12 @@ WITH req AS (
 	                     $16::text[], $17::jsonb[], $18::uuid[], $19::int[], $20::boolean[])
 	       WITH ORDINALITY AS c(consumer, project, usr, ctype, name, properties, copy_sticky, op, fingerprint, request, result,
 	                            state_op, state_request, state_root, lease, stored_limits, claim)
+), rp AS MATERIALIZED (
+	-- The batch's providers and classes, each looked up once, however
+	-- many of its allocations name it.
+	SELECT uuid, id FROM resource_providers WHERE uuid = ANY($2::uuid[])
+), rc AS MATERIALIZED (
+	SELECT name, id FROM resource_classes WHERE name = ANY($3::text[])
 ), chk AS (
 	SELECT req.claim, req.ord, rp.id AS provider_id, rc.id AS class_id, req.amount,
 	       i.resource_provider_id IS NOT NULL
@@ -192,8 +198,8 @@ WITH req AS (
 	           <= (i.total - i.reserved)::double precision * i.allocation_ratio
 	       AS fits
 	FROM req
-	LEFT JOIN LATERAL (SELECT id FROM resource_providers WHERE uuid = req.provider_uuid LIMIT 1) rp ON true
-	LEFT JOIN LATERAL (SELECT id FROM resource_classes WHERE name = req.class LIMIT 1) rc ON true
+	LEFT JOIN rp ON rp.uuid = req.provider_uuid
+	LEFT JOIN rc ON rc.name = req.class
 	LEFT JOIN inventories i ON i.resource_provider_id = rp.id AND i.resource_class_id = rc.id
 ), owner AS (
 	-- Each claim's project, user and type, which must exist (NULL: not
