@@ -1,3 +1,5 @@
+ALTER TABLE allocations ADD CONSTRAINT allocations_resource_provider_id_fkey
+    FOREIGN KEY (resource_provider_id) REFERENCES resource_providers (id);
 ALTER TABLE allocations ADD CONSTRAINT allocations_resource_class_id_fkey
     FOREIGN KEY (resource_class_id) REFERENCES resource_classes (id);
 ALTER TABLE consumers ADD CONSTRAINT consumers_consumer_type_id_fkey

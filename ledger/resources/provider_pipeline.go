@@ -262,7 +262,10 @@ func (s *Providers) providerCreateFast(ctx context.Context, rpUUID, name string)
 // DELETE CASCADE), under its row lock, and answers its id and parent; no
 // row if it refused. A child created meanwhile under a parent of its own
 // tree's lock makes the delete fail on the foreign key: the general path
-// words that.
+// words that. It runs after lockProviderSQL, so its snapshot holds every
+// allocation committed on the provider: allocations have no foreign key
+// to their provider (migrations/0020), and this check is what keeps a
+// provider that has them.
 const providerDeleteFastSQL = `
 DELETE FROM resource_providers rp
 WHERE rp.uuid = $1

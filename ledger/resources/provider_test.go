@@ -3,9 +3,13 @@ package resources_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/berthd/berth/internal/fault"
 	"github.com/berthd/berth/ledger/engine"
@@ -261,5 +265,138 @@ func TestProviderReparentConcurrently(t *testing.T) {
 		if p.RootUUID != top.UUID {
 			t.Errorf("provider %s has root %s, but its top ancestor is %s", p.UUID, p.RootUUID, top.UUID)
 		}
+	}
+}
+
+// TestProviderDeleteSeesAllocationsCommittedWhileItWaits: allocations
+// have no foreign key to their provider (migrations/0020), so a delete
+// must find the allocations a writer committed while the delete waited
+// for the provider's lock. The general path (the fast one is off here)
+// checks in a statement after its lock, whose snapshot holds them.
+func TestProviderDeleteSeesAllocationsCommittedWhileItWaits(t *testing.T) {
+	dbURL := ledgertest.NewDB(t)
+	f := newFixtureOn(t, dbURL)
+	resources.SetGeneralWrites(f.Store.Providers, true)
+	rp := f.Provider("rp", ledgertest.Inv("VCPU", 8))
+	f.Known([]string{"proj"}, []string{"user"}, nil)
+
+	conn, err := pgx.Connect(f.Ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	tx, err := conn.Begin(f.Ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(context.Background())
+	if _, err := tx.Exec(f.Ctx, `
+		WITH p AS (SELECT id FROM resource_providers WHERE uuid = $1 FOR UPDATE),
+		c AS (INSERT INTO consumers (uuid, project_id, user_id)
+		      SELECT $2, (SELECT id FROM projects WHERE external_id = 'proj'), (SELECT id FROM users WHERE external_id = 'user')
+		      RETURNING id)
+		INSERT INTO allocations (consumer_id, resource_provider_id, resource_class_id, used)
+		SELECT c.id, p.id, 0, 1 FROM c, p`, rp, uuid.NewString()); err != nil {
+		t.Fatal(err)
+	}
+	deleted := make(chan error, 1)
+	go func() { deleted <- f.Store.Providers.ProviderDelete(f.Ctx, rp) }()
+	ledgertest.WaitFor(t, func() bool {
+		var waiting bool
+		err := f.DB.QueryRow(f.Ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
+			WHERE wait_event_type = 'Lock' AND query LIKE '%FOR UPDATE%' AND pid <> pg_backend_pid())`).Scan(&waiting)
+		return err == nil && waiting
+	})
+	if err := tx.Commit(f.Ctx); err != nil {
+		t.Fatal(err)
+	}
+	wantError(t, <-deleted, fault.ErrConflict, fault.CodeProviderInUse,
+		"Unable to delete resource provider "+rp+": Resource provider has allocations.")
+	var orphans int
+	if err := f.DB.QueryRow(f.Ctx, `SELECT count(*) FROM allocations a
+		WHERE NOT EXISTS (SELECT 1 FROM resource_providers p WHERE p.id = a.resource_provider_id)`).Scan(&orphans); err != nil || orphans != 0 {
+		t.Fatalf("%d allocations without their provider (%v)", orphans, err)
+	}
+}
+
+// TestProviderDeleteRacesClaims races claimers, which keep what they
+// write, against a deleter that removes every allocation of a provider
+// and then tries to delete the provider, until every provider is gone,
+// by the fast path and by the general one. No allocation may outlive its
+// provider, and no claim may fail with anything but a 4xx.
+func TestProviderDeleteRacesClaims(t *testing.T) {
+	for _, general := range []bool{false, true} {
+		t.Run(map[bool]string{false: "fast", true: "general"}[general], func(t *testing.T) {
+			f := newFixture(t)
+			resources.SetGeneralWrites(f.Store.Providers, general)
+			f.Known([]string{"proj"}, []string{"user"}, []string{"INSTANCE"})
+			var rps []string
+			for i := range 4 {
+				rps = append(rps, f.Provider("rp"+strconv.Itoa(i), ledgertest.Inv("VCPU", 1000)))
+			}
+			const claimers, rounds = 6, 20
+			var wg sync.WaitGroup
+			errs := make(chan error, claimers*rounds+len(rps))
+			for w := range claimers {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for i := range rounds {
+						c := ledgertest.NewClaim(uuid.NewString(), rps[(w+i)%len(rps)], ledgertest.Res("VCPU", 1))
+						var le *fault.Error
+						if err := f.Store.Allocations.AllocationsReplace(f.Ctx, []resources.ConsumerAllocations{c}); err != nil && !errors.As(err, &le) {
+							errs <- err // not a 4xx answer
+						}
+					}
+				}()
+			}
+			var held sync.Mutex // f.DB is one connection
+			for _, rp := range rps {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for f.Ctx.Err() == nil {
+						held.Lock()
+						rows, _ := f.DB.Query(f.Ctx, `SELECT DISTINCT c.uuid::text FROM consumers c
+							JOIN allocations a ON a.consumer_id = c.id
+							JOIN resource_providers p ON p.id = a.resource_provider_id WHERE p.uuid = $1`, rp)
+						consumers, err := pgx.CollectRows(rows, pgx.RowTo[string])
+						held.Unlock()
+						if err != nil {
+							errs <- err
+							return
+						}
+						for _, c := range consumers {
+							if err := f.Store.Allocations.AllocationsDelete(f.Ctx, c); err != nil && !errors.Is(err, fault.ErrNotFound) {
+								errs <- err
+								return
+							}
+						}
+						err = f.Store.Providers.ProviderDelete(f.Ctx, rp)
+						if err == nil {
+							return
+						}
+						if !errors.Is(err, fault.ErrConflict) {
+							errs <- err
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				t.Errorf("claim or delete: %v", err)
+			}
+			var orphans, providers int
+			if err := f.DB.QueryRow(f.Ctx, `SELECT (SELECT count(*) FROM allocations a
+				WHERE NOT EXISTS (SELECT 1 FROM resource_providers p WHERE p.id = a.resource_provider_id)),
+				(SELECT count(*) FROM resource_providers)`).Scan(&orphans, &providers); err != nil {
+				t.Fatal(err)
+			}
+			if orphans != 0 || providers != 0 {
+				t.Fatalf("%d allocations without their provider, %d providers left", orphans, providers)
+			}
+		})
 	}
 }
