@@ -1,3 +1,5 @@
+ALTER TABLE allocations ADD CONSTRAINT allocations_consumer_id_fkey
+    FOREIGN KEY (consumer_id) REFERENCES consumers (id) ON DELETE CASCADE;
 ALTER TABLE allocations ADD CONSTRAINT allocations_resource_provider_id_fkey
     FOREIGN KEY (resource_provider_id) REFERENCES resource_providers (id);
 ALTER TABLE allocations ADD CONSTRAINT allocations_resource_class_id_fkey

@@ -27,8 +27,19 @@
 -- class (ledger/resources/resourceclass.go). So an allocation's class has
 -- an inventory, and the class exists, for as long as the allocation
 -- does. Guarded by TestAllocatedClassKeepsItsInventory.
+--
+-- allocations' consumer (and its ON DELETE CASCADE): allocations are
+-- written only for a consumer the writer holds the row lock of
+-- (ledger/resources/consumer.go) or creates in the same statement (the
+-- claims' statements, which write none for a consumer that exists); a
+-- consumer is deleted only under its row lock, with its allocations in
+-- the same statement, or when a statement after the lock finds it has
+-- none (ledger/resources/allocation.go); only `berthd import --replace`
+-- empties consumers otherwise, in one TRUNCATE with allocations. Guarded
+-- by TestConsumerDeletesLeaveNoAllocations and TestOwnerRowsAreNeverDeleted.
 ALTER TABLE consumers DROP CONSTRAINT consumers_project_id_fkey;
 ALTER TABLE consumers DROP CONSTRAINT consumers_user_id_fkey;
 ALTER TABLE consumers DROP CONSTRAINT consumers_consumer_type_id_fkey;
+ALTER TABLE allocations DROP CONSTRAINT allocations_consumer_id_fkey;
 ALTER TABLE allocations DROP CONSTRAINT allocations_resource_provider_id_fkey;
 ALTER TABLE allocations DROP CONSTRAINT allocations_resource_class_id_fkey;

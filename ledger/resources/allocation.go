@@ -280,13 +280,26 @@ func (s *Allocations) AllocationsDelete(ctx context.Context, consumerUUID string
 		if _, err := t.Exec(ctx, releaseUsageSQL, c.ID); err != nil {
 			return err
 		}
-		if _, err := t.Exec(ctx, `DELETE FROM consumers WHERE id = $1`, c.ID); err != nil {
+		if _, err := t.Exec(ctx, deleteConsumerSQL, c.ID); err != nil {
 			return err
 		}
 		t.Touch(providers...)
 		return nil
 	})
 }
+
+// deleteConsumerSQL deletes a consumer whose row the caller locked, and
+// its allocations. Allocations have no foreign key to their consumer
+// (migrations/0020): a consumer is deleted only here, with its
+// allocations, or by allocPlan.write when it has none, both under its row
+// lock, which every writer of a consumer's allocations holds (or
+// created the consumer in the same statement: the claims' statements);
+// so no allocation outlives its consumer
+// (TestConsumerDeletesLeaveNoAllocations). The consumer's other rows go
+// with it (ON DELETE CASCADE).
+const deleteConsumerSQL = `
+WITH a AS (DELETE FROM allocations WHERE consumer_id = $1)
+DELETE FROM consumers WHERE id = $1`
 
 // DeleteConsumer deletes, in t, a consumer whose row t has locked, and its
 // allocations, locking their providers first and taking what it held out
@@ -309,7 +322,7 @@ func DeleteConsumer(ctx context.Context, t *core.Txn, consumerID int64) error {
 	if _, err := t.Exec(ctx, releaseUsageSQL, consumerID); err != nil {
 		return err
 	}
-	tag, err := t.Exec(ctx, `DELETE FROM consumers WHERE id = $1`, consumerID)
+	tag, err := t.Exec(ctx, deleteConsumerSQL, consumerID)
 	if err != nil {
 		return err
 	}
@@ -491,7 +504,9 @@ func (p *allocPlan) write(ctx context.Context, t *core.Txn) error {
 	if err := p.bumpGenerations(ctx, t); err != nil {
 		return err
 	}
-	// Consumers left with nothing are deleted, as in Placement.
+	// Consumers left with nothing are deleted, as in Placement: checked
+	// under their row locks (prepareConsumers), in a statement after them
+	// (deleteConsumerSQL).
 	if _, err := t.Exec(ctx, `
 		DELETE FROM consumers c WHERE c.id = ANY($1)
 		AND NOT EXISTS (SELECT 1 FROM allocations a WHERE a.consumer_id = c.id)`, p.consumerIDs()); err != nil {

@@ -1,18 +1,21 @@
 package resources_test
 
 import (
+	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/uuid"
 
 	"github.com/berthd/berth/internal/fault"
 	"github.com/berthd/berth/ledger/engine"
+	"github.com/berthd/berth/ledger/internal/core"
 	"github.com/berthd/berth/ledger/ledgertest"
 	"github.com/berthd/berth/ledger/resources"
 )
@@ -285,17 +288,21 @@ func TestReshapeMovesToChild(t *testing.T) {
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
 // TestOwnerRowsAreNeverDeleted: consumers hold their project, user and
-// type without foreign keys (migrations/0020), which is sound only while
-// no statement deletes a project, a user or a consumer type. Every SQL
-// the module runs is in its non-test Go files and its migrations; none
-// may delete from those tables, or truncate them without consumers.
+// type, and allocations their consumer, without foreign keys
+// (migrations/0020). That is sound only while no statement deletes a
+// project, a user or a consumer type, and consumers are deleted only by
+// allocation.go's statements (TestConsumerDeletesLeaveNoAllocations).
+// Every SQL the module runs is in its non-test Go files and its
+// migrations: none may delete from those tables elsewhere, or truncate
+// them without what refers to them.
 func TestOwnerRowsAreNeverDeleted(t *testing.T) {
-	deletes := regexp.MustCompile(`(?i)\bDELETE\s+FROM\s+(ONLY\s+)?(projects|users|consumer_types)\b`)
+	deletes := regexp.MustCompile(`(?i)\bDELETE\s+FROM\s+(ONLY\s+)?(projects|users|consumer_types|consumers)\b`)
 	truncates := regexp.MustCompile(`(?is)\bTRUNCATE\s+(TABLE\s+)?([^;'"` + "`" + `]*)`)
 	owners := regexp.MustCompile(`\b(projects|users|consumer_types)\b`)
 	consumers := regexp.MustCompile(`\bconsumers\b`)
+	allocations := regexp.MustCompile(`\ballocations\b`)
 	root := filepath.Join("..", "..")
-	files := 0
+	files, consumerDeletes := 0, 0
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -314,17 +321,133 @@ func TestOwnerRowsAreNeverDeleted(t *testing.T) {
 			return err
 		}
 		files++
-		if m := deletes.Find(b); m != nil {
-			t.Errorf("%s: %s", path, m)
+		for _, m := range deletes.FindAllSubmatch(b, -1) {
+			if string(m[2]) == "consumers" && path == filepath.Join(root, "ledger", "resources", "allocation.go") {
+				consumerDeletes++
+				continue
+			}
+			t.Errorf("%s: %s", path, m[0])
 		}
 		for _, m := range truncates.FindAllSubmatch(b, -1) {
-			if owners.Match(m[2]) && !consumers.Match(m[2]) {
-				t.Errorf("%s: TRUNCATE %s without consumers", path, m[2])
+			if owners.Match(m[2]) && !consumers.Match(m[2]) || consumers.Match(m[2]) && !allocations.Match(m[2]) {
+				t.Errorf("%s: TRUNCATE %s without what refers to them", path, m[2])
 			}
 		}
 		return nil
 	})
-	if err != nil || files < 100 {
-		t.Fatalf("read %d files: %v", files, err)
+	if err != nil || files < 100 || consumerDeletes != 2 {
+		t.Fatalf("read %d files, %d deletes of consumers in allocation.go: %v", files, consumerDeletes, err)
 	}
+}
+
+// TestConsumerDeletesLeaveNoAllocations: allocations have no foreign key
+// to their consumer (migrations/0020), so every delete of a consumer
+// must take its allocations with it: DELETE /allocations, the audit's
+// DeleteConsumer, a write that leaves a consumer with nothing; and
+// writers of the same consumers racing deletes of them leave no
+// allocation whose consumer is gone.
+func TestConsumerDeletesLeaveNoAllocations(t *testing.T) {
+	f := newFixture(t)
+	f.Known([]string{"proj"}, []string{"user"}, []string{"INSTANCE"})
+	rps := []string{f.Provider("rp1", ledgertest.Inv("VCPU", 1000)), f.Provider("rp2", ledgertest.Inv("VCPU", 1000))}
+	orphans := func() {
+		t.Helper()
+		var n int
+		if err := f.DB.QueryRow(f.Ctx, `SELECT count(*) FROM allocations a
+			WHERE NOT EXISTS (SELECT 1 FROM consumers c WHERE c.id = a.consumer_id)`).Scan(&n); err != nil || n != 0 {
+			t.Fatalf("%d allocations without their consumer (%v)", n, err)
+		}
+	}
+	two := func(consumer string) resources.ConsumerAllocations {
+		w := ledgertest.Alloc(consumer, rps[0], ledgertest.Res("VCPU", 1))
+		w.Allocations = append(w.Allocations, engine.Allocation{ProviderUUID: rps[1],
+			Resources: []engine.ResourceAmount{ledgertest.Res("VCPU", 2)}})
+		return w
+	}
+	write := func(ws ...resources.ConsumerAllocations) {
+		t.Helper()
+		if err := f.Store.Allocations.AllocationsReplace(f.Ctx, ws); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	a, b, c := uuid.NewString(), uuid.NewString(), uuid.NewString()
+	write(two(a))
+	write(two(b))
+	write(two(c))
+	if err := f.Store.Allocations.AllocationsDelete(f.Ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	orphans()
+	write(resources.ConsumerAllocations{ConsumerUUID: b, ProjectID: "proj", UserID: "user"})
+	orphans()
+	tx, err := f.DB.Begin(f.Ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	txn := &core.Txn{Tx: tx}
+	locked, err := resources.LockConsumers(f.Ctx, txn, []string{c})
+	if err != nil || locked[c] == nil {
+		t.Fatalf("lock %s: %v, %v", c, locked, err)
+	}
+	if err := resources.DeleteConsumer(f.Ctx, txn, locked[c].ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(f.Ctx); err != nil {
+		t.Fatal(err)
+	}
+	orphans()
+	var left int
+	if err := f.DB.QueryRow(f.Ctx, `SELECT (SELECT count(*) FROM consumers) + (SELECT count(*) FROM allocations)`).Scan(&left); err != nil || left != 0 {
+		t.Fatalf("%d consumers and allocations left (%v)", left, err)
+	}
+
+	// Writers replace (or empty) the allocations of their consumer and
+	// claim new ones, while deleters delete any of those consumers. (One
+	// writer per consumer: two writers creating the same consumer while
+	// it is deleted is another race, which prepareConsumers reports.)
+	const workers, rounds = 4, 25
+	shared := make([]string, workers)
+	for i := range shared {
+		shared[i] = uuid.NewString()
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 3*workers*rounds)
+	for w := range workers {
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			for i := range rounds {
+				write := two(shared[w])
+				if i%4 == 3 {
+					write.Allocations = nil // leaves the consumer with nothing
+				}
+				ws := []resources.ConsumerAllocations{write}
+				if i%2 == 0 { // and a claim: a new consumer, the fast path
+					ws = append(ws, ledgertest.NewClaim(uuid.NewString(), rps[i/2%2], ledgertest.Res("VCPU", 1)))
+				}
+				var le *fault.Error
+				for _, one := range ws {
+					if err := f.Store.Allocations.AllocationsReplace(f.Ctx, []resources.ConsumerAllocations{one}); err != nil && !errors.As(err, &le) {
+						errs <- err
+					}
+				}
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			for i := range rounds {
+				err := f.Store.Allocations.AllocationsDelete(f.Ctx, shared[(w+i)%len(shared)])
+				if err != nil && !errors.Is(err, fault.ErrNotFound) {
+					errs <- err
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Errorf("write or delete: %v", err)
+	}
+	orphans()
 }
