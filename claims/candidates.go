@@ -255,7 +255,7 @@ func schedulerCandidates(c *engine.Candidates) []*scheduler.Candidate {
 }
 
 // mappings is an engine candidate's request group suffix -> providers.
-func mappings(ar *engine.AllocationRequest) map[string][]string {
+func mappings(ar engine.AllocationRequest) map[string][]string {
 	m := make(map[string][]string, len(ar.Mappings))
 	for _, g := range ar.Mappings {
 		m[g.Suffix] = g.ProviderUUIDs

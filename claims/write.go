@@ -24,7 +24,6 @@ import (
 // over from the sample to the full set.
 type writer struct {
 	c           *Claimer
-	p           *Params
 	tr          *claimTrace
 	max         int
 	attempts    int
@@ -40,8 +39,10 @@ type writer struct {
 // run writes s's candidates in turn, each picked by pick, until one is
 // written, a write fails for a reason another candidate cannot cure, the
 // candidates run out or the attempts do; the last two return nil, nil.
-func (w *writer) run(ctx context.Context, s *selection) (*Result, error) {
-	p, ranked := w.p, s.ranking.Ranked
+// p, the claim's, is not kept past the call (a claim's Params stay on
+// its stack).
+func (w *writer) run(ctx context.Context, p *Params, s *selection) (*Result, error) {
+	ranked := s.ranking.Ranked
 	var triedArr [16]bool
 	tried := triedArr[:0]
 	if len(ranked) > len(triedArr) {
@@ -252,7 +253,7 @@ func (s *selection) nameViews(dryRun bool, chosen int, alts []int) {
 // its allocations cut from slab if it has room (nil: none).
 func (s *selection) option(sc scheduler.Scored, weights bool, slab *allocSlab) Option {
 	o := Option{Root: sc.Cand.Root(), Score: sc.Score,
-		Allocations: slab.byName(sc.Cand), Mappings: mappings(&s.reqs[sc.Cand.Index])}
+		Allocations: slab.byName(sc.Cand), Mappings: mappings(s.lc.Request(sc.Cand.Index))}
 	if weights {
 		o.Weights = sc.Weights()
 	}
