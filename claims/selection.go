@@ -277,8 +277,8 @@ func (s *selection) firstStep(roots, more int) {
 
 // rankDirect ranks lc, the candidates of s's sample in a flat cloud, for
 // a policy Direct for s.req: on the snapshot's records, the first keep
-// kept with their roots (keptRoots; their views are built when the
-// answer names them, keptViews), and, unless the sample is a random one
+// kept with their roots (keptRoots; their views are built only for a
+// dry run's answer, keptViews), and, unless the sample is a random one
 // (s.sampled), those tied with them. It reports false, leaving s as it
 // was, when no candidate passed (the full path then answers with every
 // candidate's view).
