@@ -136,7 +136,7 @@ func (vb *viewBuilder) resources(res scheduler.Resources, invs []engine.Inventor
 // of an answer of a flat snapshot sets for the candidates it keeps:
 // their Roots (in a flat cloud each provider is its own root, and none
 // shares), as schedulerCandidates would, cut from one array. Their views
-// are built when read (keptViews).
+// are built only for a dry run's answer (keptViews).
 func keptRoots(kept []*scheduler.Candidate) {
 	n := 0
 	for _, c := range kept {
@@ -157,8 +157,9 @@ func keptRoots(kept []*scheduler.Candidate) {
 // keptViews sets the Providers of those of cands that have none yet,
 // candidates of lc (an answer of a flat snapshot) a direct ranking kept
 // (keptRoots): the views of their providers, in one map they share, as
-// schedulerCandidates would build them. A claim's answer builds those of
-// the candidates it names (Claimer.result), not every kept one's.
+// schedulerCandidates would build them. A dry run's answer builds every
+// kept one's (Claimer.result: its ranking shows them); another answer
+// reads only its candidates' root names (keptRootName), and builds none.
 func keptViews(lc *engine.Candidates, cands []*scheduler.Candidate) {
 	n := 0
 	for _, c := range cands {
@@ -190,6 +191,20 @@ func keptViews(lc *engine.Candidates, cands []*scheduler.Candidate) {
 		}
 		c.Providers = provs
 	}
+}
+
+// keptRootName is the name of root, the root of c, a candidate of lc
+// (an answer of a flat snapshot) a direct ranking kept, as the view of
+// root that keptViews would build says it: from the snapshot's record of
+// c's allocation on root (in a flat snapshot each provider is its own
+// root); "" if c has none there.
+func keptRootName(lc *engine.Candidates, c *scheduler.Candidate, root string) string {
+	for j, a := range c.Allocations {
+		if a.ProviderUUID == root {
+			return lc.AllocationRecord(c.Index, j).Name
+		}
+	}
+	return ""
 }
 
 // flatRoots is how many roots the candidates of lc, an answer of a flat
@@ -255,7 +270,7 @@ func schedulerCandidates(c *engine.Candidates) []*scheduler.Candidate {
 }
 
 // mappings is an engine candidate's request group suffix -> providers.
-func mappings(ar *engine.AllocationRequest) map[string][]string {
+func mappings(ar engine.AllocationRequest) map[string][]string {
 	m := make(map[string][]string, len(ar.Mappings))
 	for _, g := range ar.Mappings {
 		m[g.Suffix] = g.ProviderUUIDs

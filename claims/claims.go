@@ -240,8 +240,8 @@ func (c *Claimer) claim(ctx context.Context, p Params) (_ *Result, err error) {
 		return nil, err
 	}
 
-	w := writer{c: c, p: &p, tr: tr, max: attemptsOf(c.cfg, &p), quota: q}
-	if res, err := w.run(ctx, s); res != nil || err != nil {
+	w := writer{c: c, tr: tr, max: attemptsOf(c.cfg, &p), quota: q}
+	if res, err := w.run(ctx, &p, s); res != nil || err != nil {
 		return res, err
 	}
 	if s.sampled || s.partial {
@@ -259,7 +259,7 @@ func (c *Claimer) claim(ctx context.Context, p Params) (_ *Result, err error) {
 		if np := c.notPlaced(ctx, &p, r, s); np != nil {
 			return preempter{c}.run(ctx, &p, r, s, tr, np)
 		}
-		if res, err := w.run(ctx, s); res != nil || err != nil {
+		if res, err := w.run(ctx, &p, s); res != nil || err != nil {
 			return res, err
 		}
 	}

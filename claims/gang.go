@@ -462,7 +462,7 @@ func (g *Gangs) result(p *GangParams, chosen *engine.Gang, i int, id string, loo
 	for _, m := range d.Members {
 		placed[m.Member] = true
 		res.Members = append(res.Members, GangPlacement{ConsumerUUID: p.Members[m.Member].ConsumerUUID, ConsumerGeneration: 1,
-			Root: m.Root, RootName: m.RootName, Allocations: allocationsByName(m.Request.Allocations), Mappings: mappings(&m.Request),
+			Root: m.Root, RootName: m.RootName, Allocations: allocationsByName(m.Request.Allocations), Mappings: mappings(m.Request),
 			member: m.Member})
 	}
 	for j, ok := range placed {

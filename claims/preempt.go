@@ -121,7 +121,7 @@ func (pe preempter) run(ctx context.Context, p *Params, r *resolved, s *selectio
 	if p.MaxAttempts > 0 {
 		maxAttempts = min(p.MaxAttempts, MaxMaxAttempts)
 	}
-	w := writer{c: c, p: p, tr: tr, max: maxAttempts, quota: q}
+	w := writer{c: c, tr: tr, max: maxAttempts, quota: q}
 	c.preempted.searches.Add(1)
 	for round := 0; ; round++ {
 		found, err := c.store.Allocations.PreemptibleBelow(ctx, p.Priority)
@@ -169,7 +169,7 @@ func (pe preempter) run(ctx context.Context, p *Params, r *resolved, s *selectio
 			return nil, err
 		}
 		if s.rankErr == nil && len(s.ranking.Ranked) > 0 {
-			if res, err := w.run(ctx, s); res != nil || err != nil {
+			if res, err := w.run(ctx, p, s); res != nil || err != nil {
 				return res, err
 			}
 			w.failedRoots = nil
@@ -207,7 +207,7 @@ func (pe preempter) write(ctx context.Context, p *Params, r *resolved, w *writer
 		w.preempt.Victims[i] = *v
 	}
 	w.victims = victims
-	res, err := w.run(ctx, s)
+	res, err := w.run(ctx, p, s)
 	w.preempt, w.victims = nil, nil
 	if res != nil {
 		c.preempted.claims.Add(1)

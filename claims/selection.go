@@ -30,9 +30,9 @@ type selection struct {
 	// kept is the engine's answer ranked directly (direct), whose
 	// records the views of cands are built from when read (keptViews).
 	kept *engine.Candidates
-	// reqs are the engine's candidates; a candidate c of cands was made
-	// from reqs[c.Index].
-	reqs    []engine.AllocationRequest
+	// lc is the engine's answer; a candidate c of cands was made from
+	// lc.Request(c.Index).
+	lc      *engine.Candidates
 	steps   []Step
 	ranking *scheduler.Ranking
 	rankErr error // a *scheduler.RefusedError, or a failure
@@ -197,8 +197,8 @@ func (c *Claimer) selectCandidates(ctx context.Context, p *Params, r *resolved, 
 	if err != nil {
 		return nil, err
 	}
-	candidatesSpan(ctx, start, len(lc.Requests))
-	s := &selection{roots: lc.Roots, found: len(lc.Requests), reqs: lc.Requests,
+	candidatesSpan(ctx, start, lc.Len())
+	s := &selection{roots: lc.Roots, found: lc.Len(), lc: lc,
 		policy: policy, byDefault: r.byDefault, sampled: sample > 0 && lc.Truncated}
 	req := &s.request
 	*req = scheduler.Request{
@@ -277,8 +277,8 @@ func (s *selection) firstStep(roots, more int) {
 
 // rankDirect ranks lc, the candidates of s's sample in a flat cloud, for
 // a policy Direct for s.req: on the snapshot's records, the first keep
-// kept with their roots (keptRoots; their views are built when the
-// answer names them, keptViews), and, unless the sample is a random one
+// kept with their roots (keptRoots; their views are built only for a
+// dry run's answer, keptViews), and, unless the sample is a random one
 // (s.sampled), those tied with them. It reports false, leaving s as it
 // was, when no candidate passed (the full path then answers with every
 // candidate's view).

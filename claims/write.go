@@ -24,7 +24,6 @@ import (
 // over from the sample to the full set.
 type writer struct {
 	c           *Claimer
-	p           *Params
 	tr          *claimTrace
 	max         int
 	attempts    int
@@ -40,8 +39,10 @@ type writer struct {
 // run writes s's candidates in turn, each picked by pick, until one is
 // written, a write fails for a reason another candidate cannot cure, the
 // candidates run out or the attempts do; the last two return nil, nil.
-func (w *writer) run(ctx context.Context, s *selection) (*Result, error) {
-	p, ranked := w.p, s.ranking.Ranked
+// p, the claim's, is not kept past the call (a claim's Params stay on
+// its stack).
+func (w *writer) run(ctx context.Context, p *Params, s *selection) (*Result, error) {
+	ranked := s.ranking.Ranked
 	var triedArr [16]bool
 	tried := triedArr[:0]
 	if len(ranked) > len(triedArr) {
@@ -167,8 +168,10 @@ func (c *Claimer) result(p *Params, s *selection, chosen, attempts int, failed [
 	ranked := s.ranking.Ranked
 	var altArr [8]int
 	alts := alternates(ranked, chosen, failed, p.Alternates, altArr[:0])
-	if s.direct {
-		s.nameViews(p.DryRun, chosen, alts)
+	if s.direct && p.DryRun {
+		// A dry run's ranking shows every kept candidate, with its views;
+		// another answer reads only its candidates' root names (option).
+		keptViews(s.kept, s.cands)
 	}
 	// The answer's candidates' allocations are cut from one pair of
 	// arrays, sized for the chosen one and its alternates taking alike.
@@ -231,33 +234,19 @@ func alternates(ranked []scheduler.Scored, chosen int, failed []string, n int, b
 	return buf
 }
 
-// nameViews builds the views of the candidates a direct selection's
-// answer names: the chosen one and the alternates, or every kept one in
-// a dry run (whose ranking shows them all).
-func (s *selection) nameViews(dryRun bool, chosen int, alts []int) {
-	if dryRun {
-		keptViews(s.kept, s.cands)
-		return
-	}
-	var namedArr [8]*scheduler.Candidate
-	named := append(namedArr[:0], s.ranking.Ranked[chosen].Cand)
-	for _, i := range alts {
-		named = append(named, s.ranking.Ranked[i].Cand)
-	}
-	keptViews(s.kept, named)
-}
-
 // option is the answer's view of a ranked candidate of s, with its
 // weights when weights is set (a dry run's: only its ranking shows them),
 // its allocations cut from slab if it has room (nil: none).
 func (s *selection) option(sc scheduler.Scored, weights bool, slab *allocSlab) Option {
 	o := Option{Root: sc.Cand.Root(), Score: sc.Score,
-		Allocations: slab.byName(sc.Cand), Mappings: mappings(&s.reqs[sc.Cand.Index])}
+		Allocations: slab.byName(sc.Cand), Mappings: mappings(s.lc.Request(sc.Cand.Index))}
 	if weights {
 		o.Weights = sc.Weights()
 	}
 	if prov := sc.Cand.Providers[o.Root]; prov != nil {
 		o.RootName = prov.Name
+	} else if s.direct {
+		o.RootName = keptRootName(s.kept, sc.Cand, o.Root)
 	}
 	return o
 }

@@ -212,7 +212,7 @@ func (p *Policy) Direct(req *Request) bool {
 // an engine answer asked with VersionsOnly (engine.Candidates.
 // AllocationRecord), with DeferRequests or not: it builds the requests
 // of the candidates it keeps (engine.Candidates.BuildRequests), and
-// reads no other's. Candidate i is lc.Requests[i], with Index i. Every
+// reads no other's. Candidate i is lc.Request(i), with Index i. Every
 // candidate is filtered and weighed on the snapshot's records with the
 // functions Rank's units use on views, the weights normalised across
 // those that passed, and ordered as Rank orders them; r.Rejections are
@@ -228,7 +228,7 @@ func (p *Policy) Direct(req *Request) bool {
 // is Rank's: RankDirect changes how much a ranking costs and how far it
 // reaches, never its order.
 func (p *Policy) RankDirect(ctx context.Context, lc *engine.Candidates, keep int, randomOrder bool, build func([]*Candidate)) (_ *Ranking, err error) {
-	n := len(lc.Requests)
+	n := lc.Len()
 	r := &Ranking{Considered: n}
 	ctx, span := startRank(ctx, n)
 	defer func() { endRank(span, r, err) }()
@@ -273,7 +273,7 @@ func (p *Policy) RankDirect(ctx context.Context, lc *engine.Candidates, keep int
 	lc.BuildRequests(at)
 	for k, i := range order[:cut] {
 		li := at[k]
-		cands[k] = Candidate{Index: li, Allocations: lc.Requests[li].Allocations}
+		cands[k] = Candidate{Index: li, Allocations: lc.Request(li).Allocations}
 		kept[k] = &cands[k]
 		cs := keptContribs[k*nw : (k+1)*nw : (k+1)*nw]
 		copy(cs, contribs[i*nw:(i+1)*nw])
@@ -308,7 +308,7 @@ func grow[T any](buf []T, n int) []T {
 // weigher by weigher, each as long as lc (its first len(passed) used),
 // both cut from sc.
 func (p *Policy) directPass(ctx context.Context, lc *engine.Candidates, r *Ranking, sc *directScratch) (passed []int32, raw []float64, err error) {
-	n := len(lc.Requests)
+	n := lc.Len()
 	passed = grow(sc.passed, n)[:0]
 	r.Rejections = make([]Rejection, len(p.filters))
 	for k, f := range p.filters {
@@ -318,7 +318,7 @@ func (p *Policy) directPass(ctx context.Context, lc *engine.Candidates, r *Ranki
 	sc.raw = raw
 	ids := classIDs{names: lc.Names()}
 	var buf [8]take
-	for i := range lc.Requests {
+	for i := range n {
 		if i%256 == 0 {
 			if err := ctx.Err(); err != nil {
 				return nil, nil, err

@@ -23,7 +23,8 @@ func startRank(ctx context.Context, n int) (context.Context, trace.Span) {
 
 // endRank ends the span of a Rank with its outcome.
 func endRank(span trace.Span, r *Ranking, err error) {
-	if r != nil {
+	// (A span that records nothing takes no attributes: none built.)
+	if r != nil && span.IsRecording() {
 		span.SetAttributes(instrument.AttrRemaining.Int(len(r.Ranked)))
 		if r.Scriptlet != "" {
 			span.SetAttributes(attribute.String("berth.scriptlet", r.Scriptlet))

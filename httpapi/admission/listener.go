@@ -58,16 +58,18 @@ type contentLengthConn struct {
 	pending []byte // bytes ready to hand to the reader
 	line    []byte // an incomplete line being collected
 	// held is a complete Content-Length line and its continuation lines,
-	// waiting for the next line to show that no continuation follows.
-	held        []byte
-	state       int
-	bodyLeft    int64 // body bytes of the current request still to pass
-	validLength bool  // a valid Content-Length was passed on in this block
-	invalid     []byte
-	chunked     bool // this block has Transfer-Encoding: pass through after it
-	passthrough bool // stop inspecting
-	ended       bool // the stream ends after pending (invalid length seen)
-	buf         []byte
+	// waiting for the next line to show that no continuation follows;
+	// heldBuf the small array it was last collected in, reused for the
+	// next.
+	held, heldBuf []byte
+	state         int
+	bodyLeft      int64 // body bytes of the current request still to pass
+	validLength   bool  // a valid Content-Length was passed on in this block
+	invalid       []byte
+	chunked       bool // this block has Transfer-Encoding: pass through after it
+	passthrough   bool // stop inspecting
+	ended         bool // the stream ends after pending (invalid length seen)
+	buf           []byte
 	// pendBuf is the array pending was last appended into from empty,
 	// reused once pending is drained.
 	pendBuf []byte
@@ -132,6 +134,10 @@ func isTimeout(err error) bool {
 // maxPendingReuse is the largest pending buffer a connection keeps for
 // its next reads.
 const maxPendingReuse = 16 << 10
+
+// maxReusedHeld is the largest array of a held Content-Length line a
+// connection keeps for its next.
+const maxReusedHeld = 256
 
 // maxInspectedRead bounds one read of bytes to inspect, whatever the
 // size of the caller's buffer: a connection's buffer stays small.
@@ -229,7 +235,7 @@ func (c *contentLengthConn) endLine(line []byte) {
 	name, _, _ := bytes.Cut(text, []byte(":"))
 	switch {
 	case bytes.EqualFold(name, []byte("content-length")):
-		c.held = append(c.held, line...)
+		c.held = append(c.heldBuf[:0], line...) // (nothing is held: released above)
 		return
 	case bytes.EqualFold(name, []byte("transfer-encoding")):
 		c.chunked = true
@@ -246,28 +252,34 @@ func (c *contentLengthConn) release() {
 	}
 	held := c.held
 	c.held = nil
+	if cap(held) <= maxReusedHeld {
+		c.heldBuf = held[:0] // held is read only below, value copied out
+	}
 	var value []byte
-	for i, l := range bytes.SplitAfter(held, []byte("\n")) {
-		l = bytes.TrimSuffix(bytes.TrimSuffix(l, []byte("\n")), []byte("\r"))
-		if i == 0 {
-			_, l, _ = bytes.Cut(l, []byte(":"))
-		} else if len(l) == 0 {
-			continue
-		}
-		if t := bytes.Trim(l, " \t"); len(t) > 0 {
-			if len(value) > 0 {
-				value = append(value, ' ')
+	if i := bytes.IndexByte(held, '\n'); i < 0 || i == len(held)-1 {
+		// One line, the usual case: its value read in place.
+		_, l, _ := bytes.Cut(bytes.TrimSuffix(bytes.TrimSuffix(held, []byte("\n")), []byte("\r")), []byte(":"))
+		value = bytes.Trim(l, " \t")
+	} else {
+		for i, l := range bytes.SplitAfter(held, []byte("\n")) {
+			l = bytes.TrimSuffix(bytes.TrimSuffix(l, []byte("\n")), []byte("\r"))
+			if i == 0 {
+				_, l, _ = bytes.Cut(l, []byte(":"))
+			} else if len(l) == 0 {
+				continue
 			}
-			value = append(value, t...)
+			if t := bytes.Trim(l, " \t"); len(t) > 0 {
+				if len(value) > 0 {
+					value = append(value, ' ')
+				}
+				value = append(value, t...)
+			}
 		}
 	}
 	n, err := strconv.ParseUint(string(value), 10, 63)
 	if err != nil {
 		if c.invalid == nil {
-			c.invalid = value
-			if c.invalid == nil {
-				c.invalid = []byte{}
-			}
+			c.invalid = append([]byte{}, value...)
 		}
 		return
 	}

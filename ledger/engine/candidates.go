@@ -51,13 +51,15 @@ type CandidatesParams struct {
 	// snapshot's record (Candidates.Record), without the summaries'
 	// copies.
 	VersionsOnly bool
-	// DeferRequests, with VersionsOnly and without Randomize, leaves each
-	// of Candidates.Requests the zero AllocationRequest until
-	// Candidates.BuildRequests builds it: for a caller that reads what
-	// every candidate takes (AllocationResources) and keeps a few. The
-	// requests it builds may share their allocations' Resources, which,
-	// as every answer's, are read only. Not part of a claim's recorded
-	// request: the server sets it.
+	// DeferRequests, with VersionsOnly and without Randomize, leaves
+	// Candidates.Requests nil, and each candidate's request
+	// (Candidates.Request) the zero AllocationRequest, until
+	// Candidates.BuildRequests builds it (BuildAllRequests: every one,
+	// in Requests): for a caller that reads what every candidate takes
+	// (AllocationResources) and keeps a few. The requests it builds may
+	// share their allocations' Resources, which, as every answer's, are
+	// read only. Not part of a claim's recorded request: the server sets
+	// it.
 	DeferRequests bool `json:"-"`
 }
 
@@ -69,6 +71,9 @@ const (
 
 // Candidates is the answer to a CandidatesParams.
 type Candidates struct {
+	// Requests are the candidates, one each; nil while they are
+	// deferred (CandidatesParams.DeferRequests): Len and Request read
+	// either.
 	Requests []AllocationRequest
 	// Summaries describe the providers of the trees (below 1.29: the
 	// providers) the requests use.
@@ -90,13 +95,13 @@ type Candidates struct {
 
 	// snap and summaryList are what Record reads; allocProv and
 	// allocStart what AllocationRecord reads (with VersionsOnly): the
-	// providers of Requests[i]'s allocations are
+	// providers of Request(i)'s allocations are
 	// allocProv[allocStart[i]:allocStart[i+1]].
 	snap        *Snapshot
 	summaryList []int32
 	allocProv   []int32
 	allocStart  []int32
-	// deferred, with CandidatesParams.DeferRequests, builds Requests.
+	// deferred, with CandidatesParams.DeferRequests, builds the requests.
 	deferred deferredRequests
 }
 
@@ -106,16 +111,51 @@ type Candidates struct {
 // slot (nil for a search of one candidate per anchor, search.oneEach:
 // every slot of a candidate uses its one provider).
 type deferredRequests struct {
-	e    *search
+	e *search
+	// n is how many candidates there are.
+	n    int
 	vecs []int32
-	// built has a bit per candidate, set once its request is built.
+	// built has a bit per candidate, set once its request is built;
+	// reqs hold the requests built while Candidates.Requests is nil, in
+	// the order built.
 	built []uint64
+	reqs  []builtRequest
 	// oneRes, for a search of one candidate per anchor (search.oneEach),
 	// is what every candidate takes of its one provider.
 	oneRes []ResourceAmount
 	// Where built and oneRes start: a claim's sample's fit here.
 	builtArr  [2]uint64
 	oneResArr [4]ResourceAmount
+}
+
+// builtRequest is candidate i's request, built (deferredRequests.reqs).
+type builtRequest struct {
+	i int
+	AllocationRequest
+}
+
+// Len is how many candidates c holds: len(Requests), or while their
+// requests are deferred, how many would be.
+func (c *Candidates) Len() int {
+	if c.Requests == nil && c.deferred.e != nil {
+		return c.deferred.n
+	}
+	return len(c.Requests)
+}
+
+// Request is candidate i's request: Requests[i], or while the requests
+// are deferred, the one BuildRequests built (the zero AllocationRequest
+// before).
+func (c *Candidates) Request(i int) AllocationRequest {
+	if c.Requests != nil || c.deferred.e == nil {
+		return c.Requests[i]
+	}
+	for k := range c.deferred.reqs {
+		if br := &c.deferred.reqs[k]; br.i == i {
+			return br.AllocationRequest
+		}
+	}
+	return AllocationRequest{}
 }
 
 // isBuilt reports whether candidate i's request is built.
@@ -140,8 +180,9 @@ func (c *Candidates) vec(i int, buf []int32) []int32 {
 	return d.vecs[i*n : (i+1)*n : (i+1)*n]
 }
 
-// BuildRequests builds Requests[i], for each i of is not built yet, of
-// an answer asked with DeferRequests; it does nothing for another.
+// BuildRequests builds candidate i's request (Request), for each i of
+// is not built yet, of an answer asked with DeferRequests; it does
+// nothing for another.
 func (c *Candidates) BuildRequests(is []int) {
 	d := &c.deferred
 	if d.e == nil {
@@ -155,6 +196,9 @@ func (c *Candidates) BuildRequests(is []int) {
 	}
 	if n == 0 {
 		return
+	}
+	if c.Requests == nil {
+		d.reqs = slices.Grow(d.reqs, n)
 	}
 	b := newRequestBuilder(d.e, n)
 	// One candidate per anchor: every request's one allocation shares
@@ -172,15 +216,30 @@ func (c *Candidates) BuildRequests(is []int) {
 		d.setBuilt(i)
 		vec := c.vec(i, vecArr[:0])
 		provOrder, keys, amounts = d.e.amounts(provOrder[:0], keys[:0], amounts[:0], vec)
-		b.request(&c.Requests[i], vec, provOrder, keys, amounts)
+		var ar *AllocationRequest
+		if c.Requests != nil {
+			ar = &c.Requests[i]
+		} else {
+			d.reqs = append(d.reqs, builtRequest{i: i})
+			ar = &d.reqs[len(d.reqs)-1].AllocationRequest
+		}
+		b.request(ar, vec, provOrder, keys, amounts)
 	}
 }
 
-// BuildAllRequests builds every one of Requests not built yet (see
-// BuildRequests).
+// BuildAllRequests builds every candidate's request not built yet (see
+// BuildRequests), in Requests.
 func (c *Candidates) BuildAllRequests() {
-	if c.deferred.e == nil {
+	d := &c.deferred
+	if d.e == nil {
 		return
+	}
+	if c.Requests == nil {
+		c.Requests = make([]AllocationRequest, d.n)
+		for _, br := range d.reqs {
+			c.Requests[br.i] = br.AllocationRequest
+		}
+		d.reqs = nil
 	}
 	is := make([]int, len(c.Requests))
 	for i := range is {
@@ -189,22 +248,22 @@ func (c *Candidates) BuildAllRequests() {
 	c.BuildRequests(is)
 }
 
-// AllocationCount is len(Requests[i].Allocations), built or not (with
+// AllocationCount is len(Request(i).Allocations), built or not (with
 // VersionsOnly it is read from the answer's index).
 func (c *Candidates) AllocationCount(i int) int {
 	if c.allocStart == nil {
-		return len(c.Requests[i].Allocations)
+		return len(c.Request(i).Allocations)
 	}
 	return int(c.allocStart[i+1] - c.allocStart[i])
 }
 
-// AllocationResources appends to buf what Requests[i].Allocations[j]
+// AllocationResources appends to buf what Request(i).Allocations[j]
 // takes, as its Resources hold it (the same classes, amounts and
-// order), whether Requests[i] is built yet or not.
+// order), whether its request is built yet or not.
 func (c *Candidates) AllocationResources(i, j int, buf []ResourceAmount) []ResourceAmount {
 	d := &c.deferred
 	if d.e == nil || d.isBuilt(i) {
-		return append(buf, c.Requests[i].Allocations[j].Resources...)
+		return append(buf, c.Request(i).Allocations[j].Resources...)
 	}
 	if d.oneRes != nil {
 		return append(buf, d.oneRes...)
@@ -250,7 +309,7 @@ func (c *Candidates) Record(i int) (rec *ProviderRecord, parentUUID, rootUUID st
 }
 
 // AllocationRecord returns the snapshot's record of the provider of
-// Requests[i].Allocations[j], which must not be changed: for a caller
+// Request(i).Allocations[j], which must not be changed: for a caller
 // that reads the inventories a candidate takes from without a view of
 // every provider. nil for an answer asked without VersionsOnly.
 func (c *Candidates) AllocationRecord(i, j int) *ProviderRecord {

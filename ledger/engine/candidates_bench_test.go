@@ -53,10 +53,10 @@ func benchRun(b *testing.B, s *Snapshot, p CandidatesParams, wantAtLeast int) {
 			b.Fatal(err)
 		}
 	}
-	if len(c.Requests) < wantAtLeast {
-		b.Fatalf("got %d candidates, want at least %d", len(c.Requests), wantAtLeast)
+	if c.Len() < wantAtLeast {
+		b.Fatalf("got %d candidates, want at least %d", c.Len(), wantAtLeast)
 	}
-	b.ReportMetric(float64(len(c.Requests)), "candidates")
+	b.ReportMetric(float64(c.Len()), "candidates")
 }
 
 // benchSizes are the flat clouds the benchmarks run on, in providers.
@@ -148,13 +148,13 @@ func BenchmarkClaimInput(b *testing.B) {
 						}
 					case "claim":
 						c.BuildRequests([]int{0})
-						invs += len(c.Requests[0].Allocations[0].Resources)
+						invs += len(c.Request(0).Allocations[0].Resources)
 					}
 				}
-				if len(c.Requests) != 100 || len(c.Versions) != 100 || mode != "versions" && invs == 0 {
-					b.Fatalf("%d candidates, %d versions, want 100 of each; %d inventories read", len(c.Requests), len(c.Versions), invs)
+				if c.Len() != 100 || len(c.Versions) != 100 || mode != "versions" && invs == 0 {
+					b.Fatalf("%d candidates, %d versions, want 100 of each; %d inventories read", c.Len(), len(c.Versions), invs)
 				}
-				b.ReportMetric(float64(len(c.Requests)), "candidates")
+				b.ReportMetric(float64(c.Len()), "candidates")
 			})
 		}
 	}
@@ -172,14 +172,14 @@ func BenchmarkAllocationResources(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if len(c.Requests) != 100 {
-		b.Fatalf("%d candidates, want 100", len(c.Requests))
+	if c.Len() != 100 {
+		b.Fatalf("%d candidates, want 100", c.Len())
 	}
 	b.ReportAllocs()
 	var buf [8]ResourceAmount
 	total := 0
 	for b.Loop() {
-		for i := range c.Requests {
+		for i := range c.Len() {
 			for j := range c.AllocationCount(i) {
 				total += len(c.AllocationResources(i, j, buf[:0]))
 			}

@@ -46,8 +46,8 @@ func TestDeferredRequestsAsBuilt(t *testing.T) {
 				t.Fatal(err)
 			}
 			n := len(want.Requests)
-			if n < 2 || len(got.Requests) != n {
-				t.Fatalf("%d candidates deferred, %d built; want the same, at least 2", len(got.Requests), n)
+			if n < 2 || got.Len() != n || got.Requests != nil {
+				t.Fatalf("%d candidates deferred (Requests %d), %d built; want the same, at least 2, Requests nil", got.Len(), len(got.Requests), n)
 			}
 			if !reflect.DeepEqual(got.Versions, want.Versions) {
 				t.Fatalf("versions differ")
@@ -70,18 +70,18 @@ func TestDeferredRequestsAsBuilt(t *testing.T) {
 			}
 			same("none built")
 			for i := range n {
-				if !reflect.DeepEqual(got.Requests[i], AllocationRequest{}) {
-					t.Fatalf("candidate %d built before BuildRequests: %+v", i, got.Requests[i])
+				if !reflect.DeepEqual(got.Request(i), AllocationRequest{}) {
+					t.Fatalf("candidate %d built before BuildRequests: %+v", i, got.Request(i))
 				}
 			}
 			asked := []int{n - 1, 0, n - 1}
 			got.BuildRequests(asked)
 			for i := range n {
 				built := i == 0 || i == n-1
-				if built && !reflect.DeepEqual(got.Requests[i], want.Requests[i]) {
-					t.Fatalf("candidate %d built as %s, want %s", i, describe(got.Requests[i]), describe(want.Requests[i]))
+				if built && !reflect.DeepEqual(got.Request(i), want.Requests[i]) {
+					t.Fatalf("candidate %d built as %s, want %s", i, describe(got.Request(i)), describe(want.Requests[i]))
 				}
-				if !built && !reflect.DeepEqual(got.Requests[i], AllocationRequest{}) {
+				if !built && !reflect.DeepEqual(got.Request(i), AllocationRequest{}) {
 					t.Fatalf("candidate %d built, not asked for", i)
 				}
 			}

@@ -10,7 +10,11 @@ import "slices"
 // the vectors.
 func (e *search) result(found vectors, versionsOnly, deferRequests bool) *Candidates {
 	nFound := found.len()
-	out := &Candidates{Requests: make([]AllocationRequest, nFound)}
+	deferred := versionsOnly && deferRequests
+	out := &Candidates{}
+	if !deferred {
+		out.Requests = make([]AllocationRequest, nFound)
+	}
 	b := newResultBuilder(e, nFound)
 	// The slices that grow start in result's own arrays, on the stack,
 	// so a claim's answer allocates nothing for them (in b they would
@@ -21,7 +25,6 @@ func (e *search) result(found vectors, versionsOnly, deferRequests bool) *Candid
 	var keyArr [16]provClass
 	var amountArr [16]int64
 	provOrder, keys, amounts := provArr[:0], keyArr[:0], amountArr[:0] // amounts parallel to keys
-	deferred := versionsOnly && deferRequests
 	units := out.cutIndex(e, found, versionsOnly, deferred)
 	for ci := range nFound {
 		vec := found.at(ci)
@@ -78,7 +81,7 @@ func (out *Candidates) cutIndex(e *search, found vectors, versionsOnly, deferred
 	}
 	if deferred {
 		d := &out.deferred
-		d.e = e
+		d.e, d.n = e, nFound
 		if words := (nFound + 63) / 64; words <= len(d.builtArr) {
 			d.built = d.builtArr[:words]
 		} else {
