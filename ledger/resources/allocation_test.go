@@ -451,3 +451,55 @@ func TestConsumerDeletesLeaveNoAllocations(t *testing.T) {
 	}
 	orphans()
 }
+
+// TestConsumerCreatedWhileDeletedElsewhere has writers create the same
+// consumers while deleters delete them: a writer that finds its consumer
+// created by another and then deleted before it could lock it tries
+// again, and every refusal is a fault (a 4xx), never an internal error.
+func TestConsumerCreatedWhileDeletedElsewhere(t *testing.T) {
+	f := newFixture(t)
+	f.Known([]string{"proj"}, []string{"user"}, []string{"INSTANCE"})
+	rp := f.Provider("rp1", ledgertest.Inv("VCPU", 100000))
+	const consumers, writers, rounds = 2, 4, 60
+	shared := make([]string, consumers)
+	for i := range shared {
+		shared[i] = uuid.NewString()
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, (writers+2)*rounds)
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range rounds {
+				write := ledgertest.Alloc(shared[(w+i)%consumers], rp, ledgertest.Res("VCPU", 1))
+				var fe *fault.Error
+				if err := f.Store.Allocations.AllocationsReplace(f.Ctx, []resources.ConsumerAllocations{write}); err != nil && !errors.As(err, &fe) {
+					errs <- err
+				}
+			}
+		}()
+	}
+	for d := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range rounds {
+				err := f.Store.Allocations.AllocationsDelete(f.Ctx, shared[(d+i)%consumers])
+				if err != nil && !errors.Is(err, fault.ErrNotFound) {
+					errs <- err
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Errorf("write or delete: %v", err)
+	}
+	var n int
+	if err := f.DB.QueryRow(f.Ctx, `SELECT count(*) FROM allocations a
+		WHERE NOT EXISTS (SELECT 1 FROM consumers c WHERE c.id = a.consumer_id)`).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("%d allocations without their consumer (%v)", n, err)
+	}
+}

@@ -231,25 +231,8 @@ func prepareConsumers(ctx context.Context, t *core.Txn, ws []ConsumerAllocations
 			id := typeIDs[w.ConsumerType]
 			row.typeID = &id
 		}
-		err := t.QueryRow(ctx, `
-			INSERT INTO consumers (uuid, project_id, user_id, consumer_type_id)
-			VALUES ($1, $2, $3, $4)
-			ON CONFLICT (uuid) DO NOTHING
-			RETURNING id`, row.UUID, row.projectID, row.userID, row.typeID).Scan(&row.ID)
-		if errors.Is(err, pgx.ErrNoRows) {
-			// Created by a concurrent writer that has committed since we
-			// looked: lock it and judge the request against it.
-			again, err := LockConsumers(ctx, t, []string{w.ConsumerUUID})
-			if err != nil {
-				return nil, err
-			}
-			if row = again[w.ConsumerUUID]; row == nil {
-				return nil, fmt.Errorf("ledger: consumer %s vanished while being created", w.ConsumerUUID)
-			}
-			if err := checkConsumerGeneration(w, row); err != nil {
-				return nil, err
-			}
-		} else if err != nil {
+		row, err := createConsumer(ctx, t, row, w)
+		if err != nil {
 			return nil, err
 		}
 		locked[w.ConsumerUUID] = row
@@ -262,6 +245,46 @@ func prepareConsumers(ctx context.Context, t *core.Txn, ws []ConsumerAllocations
 		out[i].take(w, projectIDs[w.ProjectID], userIDs[w.UserID], typeIDs)
 	}
 	return out, nil
+}
+
+// createAttempts bounds createConsumer's attempts: each one that fails
+// saw the consumer created and deleted again by other writers.
+const createAttempts = 3
+
+// createConsumer inserts row, the consumer that w writes and that did not
+// exist when its writer looked. When a concurrent writer has created it
+// since, it locks that consumer and judges w against it; when that one
+// was deleted again before the lock, it tries again, and after
+// createAttempts such rounds answers a concurrent update conflict, which
+// a client retries.
+func createConsumer(ctx context.Context, t *core.Txn, row *ConsumerRow, w *ConsumerAllocations) (*ConsumerRow, error) {
+	for range createAttempts {
+		err := t.QueryRow(ctx, `
+			INSERT INTO consumers (uuid, project_id, user_id, consumer_type_id)
+			VALUES ($1, $2, $3, $4)
+			ON CONFLICT (uuid) DO NOTHING
+			RETURNING id`, row.UUID, row.projectID, row.userID, row.typeID).Scan(&row.ID)
+		if err == nil {
+			return row, nil
+		}
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return nil, err
+		}
+		// Created by a concurrent writer that has committed since we
+		// looked: lock it and judge the request against it.
+		again, err := LockConsumers(ctx, t, []string{w.ConsumerUUID})
+		if err != nil {
+			return nil, err
+		}
+		if found := again[w.ConsumerUUID]; found != nil {
+			if err := checkConsumerGeneration(w, found); err != nil {
+				return nil, err
+			}
+			return found, nil
+		}
+	}
+	return nil, fault.Conflict(fault.CodeConcurrentUpdate,
+		"consumer %s was created and deleted by other writers while this one wrote; please retry", w.ConsumerUUID)
 }
 
 // take gives row what the request w says about its consumer, which wins,
