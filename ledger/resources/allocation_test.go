@@ -405,7 +405,7 @@ func TestConsumerDeletesLeaveNoAllocations(t *testing.T) {
 	// Writers replace (or empty) the allocations of their consumer and
 	// claim new ones, while deleters delete any of those consumers. (One
 	// writer per consumer: two writers creating the same consumer while
-	// it is deleted is another race, which prepareConsumers reports.)
+	// it is deleted is TestConsumerCreatedWhileDeletedElsewhere.)
 	const workers, rounds = 4, 25
 	shared := make([]string, workers)
 	for i := range shared {
