@@ -256,6 +256,12 @@ func dropVaryVersion(h http.Header) {
 // does: the first of text/html and application/json the Accept header
 // admits (HTML on a tie), text/plain when it admits neither.
 func preferredErrorType(accept string) string {
+	// The usual header (and no header, which AcceptHeader answers as
+	// JSON) prefers JSON as parsing it would say
+	// (TestPreferredErrorTypeJSON).
+	if accept == echo.MIMEApplicationJSON {
+		return accept
+	}
 	if offers := AcceptableOffers(accept, "text/html", echo.MIMEApplicationJSON); len(offers) > 0 {
 		return offers[0]
 	}

@@ -210,3 +210,15 @@ func TestPlacementErrorBody(t *testing.T) {
 		}
 	}
 }
+
+// TestPreferredErrorTypeJSON checks preferredErrorType's shortcut: the
+// header application/json prefers JSON among an error's layouts, as
+// parsing it says.
+func TestPreferredErrorTypeJSON(t *testing.T) {
+	if got := AcceptableOffers(echo.MIMEApplicationJSON, "text/html", echo.MIMEApplicationJSON); !slices.Equal(got, []string{echo.MIMEApplicationJSON}) {
+		t.Fatalf("Accept %s: offers %v", echo.MIMEApplicationJSON, got)
+	}
+	if got := preferredErrorType(echo.MIMEApplicationJSON); got != echo.MIMEApplicationJSON {
+		t.Fatalf("preferredErrorType(%s) = %s", echo.MIMEApplicationJSON, got)
+	}
+}
