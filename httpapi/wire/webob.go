@@ -135,6 +135,7 @@ func (w webobError) body(escape func(string) string) string {
 		tmpl = class.template
 	}
 	var b strings.Builder
+	b.Grow(len(tmpl) + len(class.explanation) + len(w.detail) + len(w.env.Accept) + len(w.env.ContentType) + len(w.env.Method))
 	for {
 		i := strings.Index(tmpl, "${")
 		if i < 0 {
@@ -255,6 +256,9 @@ func replaceBr(s string) string {
 		k := strings.IndexByte(s[i+3:], '>')
 		if k < 0 {
 			break
+		}
+		if done == 0 {
+			b.Grow(len(s))
 		}
 		b.WriteString(s[done:i])
 		b.WriteByte('\n')
