@@ -165,8 +165,8 @@ func WriteError(c echo.Context, e *Error, requestID string) {
 		_ = WriteJSON(c, e.Status, body)
 		return
 	}
-	item := placementErrorItem(c, e, we.detailText(), title, requestID)
-	_ = WriteJSON(c, e.Status, map[string]any{"errors": []any{item}})
+	body := &placementErrors{Errors: [1]placementErrorItem{newPlacementErrorItem(c, e, we.detailText(), title, requestID)}}
+	_ = WriteJSON(c, e.Status, body)
 }
 
 // setErrorHeaders sets the headers e's answer carries whatever its body:
@@ -186,38 +186,52 @@ func setErrorHeaders(h http.Header, e *Error) {
 	}
 }
 
-// placementErrorItem is e as one item of Placement's errors list: status,
-// title, detail, request_id, Berth's steps and refusal, and the code from
-// the microversion that has codes.
-func placementErrorItem(c echo.Context, e *Error, detail, title, requestID string) map[string]any {
-	item := map[string]any{
-		"status": e.Status,
-		"title":  title,
-		"detail": detail,
-	}
-	if requestID != "" {
-		item["request_id"] = requestID
-	}
-	if e.Steps != nil {
-		item["steps"] = e.Steps
-	}
-	if e.Refusal != "" {
-		item["refusal"] = e.Refusal
-	}
-	if e.Domains != nil {
-		item["domains"] = e.Domains
+// placementErrors is Placement's JSON error body: {"errors": [item]}.
+type placementErrors struct {
+	Errors [1]placementErrorItem `json:"errors"`
+}
+
+// placementErrorItem is one item of Placement's errors list, its members
+// in the order of their names, as a JSON object's members are written:
+// status, title, detail, request_id, Berth's steps, refusal and domains,
+// the code from the microversion that has codes, and the versions that
+// exist when the microversion was refused. Those of a later microversion
+// or of an extension are left out when empty (steps and domains when
+// nil).
+type placementErrorItem struct {
+	Code       string `json:"code,omitempty"`
+	Detail     string `json:"detail"`
+	Domains    any    `json:"domains,omitempty"`
+	MaxVersion string `json:"max_version,omitempty"`
+	MinVersion string `json:"min_version,omitempty"`
+	Refusal    string `json:"refusal,omitempty"`
+	RequestID  string `json:"request_id,omitempty"`
+	Status     int    `json:"status"`
+	Steps      any    `json:"steps,omitempty"`
+	Title      string `json:"title"`
+}
+
+// newPlacementErrorItem is e as one item of Placement's errors list.
+func newPlacementErrorItem(c echo.Context, e *Error, detail, title, requestID string) placementErrorItem {
+	item := placementErrorItem{
+		Status:    e.Status,
+		Title:     title,
+		Detail:    detail,
+		RequestID: requestID,
+		Steps:     e.Steps,
+		Refusal:   e.Refusal,
+		Domains:   e.Domains,
 	}
 	v, negotiated := Negotiated(c)
 	if negotiated && v.AtLeast(errorCodeVersion) {
-		code := e.Code
-		if code == "" {
-			code = fault.CodeUndefined
+		item.Code = e.Code
+		if item.Code == "" {
+			item.Code = fault.CodeUndefined
 		}
-		item["code"] = code
 	}
 	if !negotiated && e.Status == http.StatusNotAcceptable {
 		// The microversion was refused: say which ones exist.
-		item["max_version"], item["min_version"] = MaxVersion.String(), MinVersion.String()
+		item.MaxVersion, item.MinVersion = MaxVersion.String(), MinVersion.String()
 	}
 	return item
 }
@@ -242,6 +256,12 @@ func dropVaryVersion(h http.Header) {
 // does: the first of text/html and application/json the Accept header
 // admits (HTML on a tie), text/plain when it admits neither.
 func preferredErrorType(accept string) string {
+	// The usual header (and no header, which AcceptHeader answers as
+	// JSON) prefers JSON as parsing it would say
+	// (TestPreferredErrorTypeJSON).
+	if accept == echo.MIMEApplicationJSON {
+		return accept
+	}
 	if offers := AcceptableOffers(accept, "text/html", echo.MIMEApplicationJSON); len(offers) > 0 {
 		return offers[0]
 	}

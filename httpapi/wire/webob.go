@@ -3,7 +3,7 @@ package wire
 import (
 	"fmt"
 	"net/http"
-	"regexp"
+	"strconv"
 	"strings"
 )
 
@@ -120,9 +120,9 @@ func webobEnvOf(r *http.Request) webobEnv {
 	return webobEnv{Method: r.Method, Accept: AcceptHeader(r), ContentType: ct}
 }
 
-// status is webob's status line: code and title.
+// statusLine is webob's status line: code and title.
 func (w webobError) statusLine() string {
-	return fmt.Sprintf("%d %s", w.status, webobClassOf(w.status).title)
+	return strconv.Itoa(w.status) + " " + webobClassOf(w.status).title
 }
 
 // body is WSGIHTTPException._make_body: the class's template with its
@@ -131,20 +131,11 @@ func (w webobError) statusLine() string {
 func (w webobError) body(escape func(string) string) string {
 	class := webobClassOf(w.status)
 	tmpl := webobTemplate
-	args := map[string]string{
-		"explanation":  escape(class.explanation),
-		"detail":       escape(w.detail),
-		"comment":      "",
-		"html_comment": "",
-	}
 	if class.template != "" {
-		// A template of its own also sees the environment.
 		tmpl = class.template
-		args["REQUEST_METHOD"] = escape(w.env.Method)
-		args["HTTP_ACCEPT"] = escape(w.env.Accept)
-		args["CONTENT_TYPE"] = escape(w.env.ContentType)
 	}
 	var b strings.Builder
+	b.Grow(len(tmpl) + len(class.explanation) + len(w.detail) + len(w.env.Accept) + len(w.env.ContentType) + len(w.env.Method))
 	for {
 		i := strings.Index(tmpl, "${")
 		if i < 0 {
@@ -155,8 +146,8 @@ func (w webobError) body(escape func(string) string) string {
 			break
 		}
 		b.WriteString(tmpl[:i])
-		if v, ok := args[tmpl[i+2:i+j]]; ok {
-			b.WriteString(v)
+		if v, ok := w.arg(class, tmpl[i+2:i+j]); ok {
+			b.WriteString(escape(v))
 		} else {
 			b.WriteString(tmpl[i : i+j+1])
 		}
@@ -164,6 +155,32 @@ func (w webobError) body(escape func(string) string) string {
 	}
 	b.WriteString(tmpl)
 	return b.String()
+}
+
+// arg is the value, unescaped, of the template variable name in the body
+// of class: the explanation, the detail, the empty comments and, for a
+// class with a template of its own, the environment.
+func (w webobError) arg(class webobClass, name string) (string, bool) {
+	switch name {
+	case "explanation":
+		return class.explanation, true
+	case "detail":
+		return w.detail, true
+	case "comment", "html_comment":
+		return "", true
+	}
+	if class.template == "" {
+		return "", false
+	}
+	switch name {
+	case "REQUEST_METHOD":
+		return w.env.Method, true
+	case "HTTP_ACCEPT":
+		return w.env.Accept, true
+	case "CONTENT_TYPE":
+		return w.env.ContentType, true
+	}
+	return "", false
 }
 
 // html is webob's HTML page (html_body): the body with its values
@@ -215,17 +232,92 @@ func pyHTMLEscape(s string) string {
 	return b.String()
 }
 
-var (
-	webobBr      = regexp.MustCompile(`(?is)<br.*?>`)
-	webobComment = regexp.MustCompile(`<!--|-->`)
-	webobTag     = regexp.MustCompile(`(?s)<.*?>`)
-)
-
-// webobStripTags is webob.exc.strip_tags.
+// webobStripTags is webob.exc.strip_tags: every newline a space, every
+// carriage return dropped, then (as its regular expressions replace,
+// leftmost first) each "<br" (any case) up to the next ">" a newline,
+// each "<!--" and "-->" dropped, and each "<" up to the next ">" dropped.
 func webobStripTags(s string) string {
 	s = strings.ReplaceAll(s, "\n", " ")
 	s = strings.ReplaceAll(s, "\r", "")
-	s = webobBr.ReplaceAllString(s, "\n")
-	s = webobComment.ReplaceAllString(s, "")
-	return webobTag.ReplaceAllString(s, "")
+	s = replaceBr(s)
+	s = dropComments(s)
+	return dropTags(s)
+}
+
+// replaceBr replaces each "<br" (any case), up to the first ">" after
+// it, with a newline: the expression (?is)<br.*?>.
+func replaceBr(s string) string {
+	var b strings.Builder
+	done := 0 // s[:done] is in b
+	for i := 0; i+3 <= len(s); i++ {
+		if s[i] != '<' || s[i+1]|0x20 != 'b' || s[i+2]|0x20 != 'r' {
+			continue
+		}
+		k := strings.IndexByte(s[i+3:], '>')
+		if k < 0 {
+			break
+		}
+		if done == 0 {
+			b.Grow(len(s))
+		}
+		b.WriteString(s[done:i])
+		b.WriteByte('\n')
+		done = i + 3 + k + 1
+		i = done - 1
+	}
+	if done == 0 {
+		return s
+	}
+	b.WriteString(s[done:])
+	return b.String()
+}
+
+// dropComments drops each "<!--" and "-->", leftmost first: the
+// expression <!--|-->.
+func dropComments(s string) string {
+	var b strings.Builder
+	done := 0
+	for i := 0; i < len(s); i++ {
+		n := 0
+		switch {
+		case strings.HasPrefix(s[i:], "<!--"):
+			n = 4
+		case strings.HasPrefix(s[i:], "-->"):
+			n = 3
+		default:
+			continue
+		}
+		b.WriteString(s[done:i])
+		done = i + n
+		i = done - 1
+	}
+	if done == 0 {
+		return s
+	}
+	b.WriteString(s[done:])
+	return b.String()
+}
+
+// dropTags drops each "<" up to the first ">" after it: the expression
+// (?s)<.*?>.
+func dropTags(s string) string {
+	var b strings.Builder
+	done := 0
+	for i := 0; i < len(s); i++ {
+		if s[i] != '<' {
+			continue
+		}
+		k := strings.IndexByte(s[i+1:], '>')
+		if k < 0 {
+			break
+		}
+		b.WriteString(s[done:i])
+		done = i + 1 + k + 1
+		i = done - 1
+	}
+	if done == 0 {
+		return s
+	}
+	b.WriteString(s[done:])
+	return b.String()
 }

@@ -16,6 +16,10 @@ import (
 // then every "uuid:", strips braces from both ends and removes every dash,
 // and wants 32 hex digits in either case. Dashes may be anywhere.
 func Valid(s string) bool {
+	// The canonical form, the usual one, is valid without copying it.
+	if isCanonical(s) {
+		return true
+	}
 	_, ok := hexDigits(s)
 	return ok
 }

@@ -103,3 +103,22 @@ func BenchmarkNewPrefixed(b *testing.B) {
 		_ = NewPrefixed("req-")
 	}
 }
+
+// TestValidCanonicalShortcut checks Valid's shortcut: what isCanonical
+// takes, oslo's reading (hexDigits) takes too, and Valid costs no
+// allocation for it.
+func TestValidCanonicalShortcut(t *testing.T) {
+	for range 100 {
+		s := New()
+		if !isCanonical(s) {
+			t.Fatalf("isCanonical(%q) = false", s)
+		}
+		if h, ok := hexDigits(s); !ok || h != strings.ReplaceAll(s, "-", "") {
+			t.Fatalf("hexDigits(%q) = %q, %v", s, h, ok)
+		}
+	}
+	s := New()
+	if n := testing.AllocsPerRun(10, func() { Valid(s) }); n != 0 {
+		t.Fatalf("Valid(%q) allocates %v times", s, n)
+	}
+}
