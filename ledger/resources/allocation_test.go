@@ -436,19 +436,11 @@ func TestConsumerDeletesLeaveNoAllocations(t *testing.T) {
 		}()
 		go func() {
 			defer wg.Done()
-			for i := range rounds {
-				err := f.Store.Allocations.AllocationsDelete(f.Ctx, shared[(w+i)%len(shared)])
-				if err != nil && !errors.Is(err, fault.ErrNotFound) {
-					errs <- err
-				}
-			}
+			f.deleteRounds(shared, w, rounds, errs)
 		}()
 	}
 	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Errorf("write or delete: %v", err)
-	}
+	reportErrs(t, errs)
 	orphans()
 }
 
@@ -484,22 +476,34 @@ func TestConsumerCreatedWhileDeletedElsewhere(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := range rounds {
-				err := f.Store.Allocations.AllocationsDelete(f.Ctx, shared[(d+i)%consumers])
-				if err != nil && !errors.Is(err, fault.ErrNotFound) {
-					errs <- err
-				}
-			}
+			f.deleteRounds(shared, d, rounds, errs)
 		}()
 	}
 	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Errorf("write or delete: %v", err)
-	}
+	reportErrs(t, errs)
 	var n int
 	if err := f.DB.QueryRow(f.Ctx, `SELECT count(*) FROM allocations a
 		WHERE NOT EXISTS (SELECT 1 FROM consumers c WHERE c.id = a.consumer_id)`).Scan(&n); err != nil || n != 0 {
 		t.Fatalf("%d allocations without their consumer (%v)", n, err)
+	}
+}
+
+// deleteRounds deletes the allocations of consumers rounds times, from
+// the one at from on, round robin; a consumer already gone is no error.
+func (f *fixture) deleteRounds(consumers []string, from, rounds int, errs chan<- error) {
+	for i := range rounds {
+		err := f.Store.Allocations.AllocationsDelete(f.Ctx, consumers[(from+i)%len(consumers)])
+		if err != nil && !errors.Is(err, fault.ErrNotFound) {
+			errs <- err
+		}
+	}
+}
+
+// reportErrs closes errs and fails the test on each error sent to it.
+func reportErrs(t *testing.T, errs chan error) {
+	t.Helper()
+	close(errs)
+	for err := range errs {
+		t.Errorf("write or delete: %v", err)
 	}
 }
