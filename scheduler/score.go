@@ -70,16 +70,22 @@ func recordTakes(buf []take, lc *engine.Candidates, i int, ids *classIDs) []take
 			buf = appendTakes(buf, rec, sortedAmounts(nil, got), ids)
 			continue
 		}
-		sh := ids.shapeOf(got)
-		buf = slices.Grow(buf, len(got))
-		for k := range got {
-			ca := &got[sh.order[k]]
-			buf = buf[:len(buf)+1]
-			t := &buf[len(buf)-1]
-			*t = take{class: ca.Class, amount: ca.Amount}
-			if sh.known[k] {
-				sh.at[k] = t.setInventoryAt(rec, sh.ids[k], sh.at[k])
-			}
+		buf = shapeTakes(buf, rec, got, ids.shapeOf(got))
+	}
+	return buf
+}
+
+// shapeTakes appends the takes of amounts from rec, in name order: sh is
+// amounts' shape (classIDs.shapeOf).
+func shapeTakes(buf []take, rec *engine.ProviderRecord, amounts []engine.ResourceAmount, sh *classShape) []take {
+	buf = slices.Grow(buf, len(amounts))
+	for k := range amounts {
+		ca := &amounts[sh.order[k]]
+		buf = buf[:len(buf)+1]
+		t := &buf[len(buf)-1]
+		*t = take{class: ca.Class, amount: ca.Amount}
+		if sh.known[k] {
+			sh.at[k] = t.setInventoryAt(rec, sh.ids[k], sh.at[k])
 		}
 	}
 	return buf
@@ -341,6 +347,13 @@ func (p *Policy) directPass(ctx context.Context, lc *engine.Candidates, r *Ranki
 	raw = grow(sc.raw, len(p.weighers)*n)
 	sc.raw = raw
 	ids := classIDs{names: lc.Names()}
+	// When every candidate takes the same of its one provider, the name
+	// order of what it takes is worked out once.
+	shared := lc.SharedResources()
+	var sharedShape *classShape
+	if shared != nil && len(shared) <= len(ids.shape.classes) {
+		sharedShape = ids.shapeOf(shared)
+	}
 	var buf [8]take
 	for i := range n {
 		if i%256 == 0 {
@@ -348,7 +361,12 @@ func (p *Policy) directPass(ctx context.Context, lc *engine.Candidates, r *Ranki
 				return nil, nil, err
 			}
 		}
-		ts := recordTakes(buf[:0], lc, i, &ids)
+		var ts []take
+		if sharedShape != nil {
+			ts = shapeTakes(buf[:0], lc.AllocationRecord(i, 0), shared, sharedShape)
+		} else {
+			ts = recordTakes(buf[:0], lc, i, &ids)
+		}
 		// Each filter sees what the ones before it kept: a candidate
 		// counts against the first that rejects it.
 		rejected := false

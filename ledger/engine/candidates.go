@@ -257,6 +257,14 @@ func (c *Candidates) AllocationCount(i int) int {
 	return int(c.allocStart[i+1] - c.allocStart[i])
 }
 
+// SharedResources is, when every candidate's request has one allocation
+// and every one takes the same (the deferred sample of a search of one
+// candidate per anchor), what each takes: AllocationResources(i, 0) for
+// every i, which must not be changed. It is nil otherwise.
+func (c *Candidates) SharedResources() []ResourceAmount {
+	return c.deferred.oneRes
+}
+
 // AllocationResources appends to buf what Request(i).Allocations[j]
 // takes, as its Resources hold it (the same classes, amounts and
 // order), whether its request is built yet or not.
