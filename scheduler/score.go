@@ -430,7 +430,8 @@ func keptFirst(first []int, scores []float64, passed []int32, k int) []int {
 		return cmp.Compare(i, j)
 	}
 	for i := range n {
-		if len(first) == k && (k == 0 || compare(i, first[k-1]) > 0) {
+		if len(first) == k && (k == 0 || scores[i] < scores[first[k-1]] || compare(i, first[k-1]) > 0) {
+			// (A lower score, neither NaN, is compare's answer too.)
 			continue
 		}
 		// The first position whose candidate ranks after i.
