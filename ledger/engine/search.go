@@ -734,7 +734,7 @@ func (rr *robin) firstRound(anchors []int32) bool {
 		a := anchors[k]
 		if rr.shuffle {
 			if len(ahead) == 0 {
-				ahead = rr.draw.nextN(k, min(drawAhead, len(anchors)-k), aheadArr[:0])
+				ahead = rr.draw.nextN(k, min(drawAhead, len(anchors)-k, rr.want-rr.found), aheadArr[:0])
 				e.snap.touch(ahead)
 			}
 			a, ahead = ahead[0], ahead[1:]
@@ -843,7 +843,9 @@ func (rr *robin) take(g *gen) bool {
 // drawAhead is how many shuffled anchors roundRobin draws at a time: their
 // records are read in a loop of their own (Snapshot.touch) before the
 // search visits them one by one. The order of the anchors is the same;
-// at most drawAhead-1 are drawn and not visited.
+// no more are drawn at a time than candidates are still wanted (each
+// anchor the first round visits gives one at most), and at most
+// drawAhead-1 are drawn and not visited.
 const drawAhead = 16
 
 // touch reads the records of the providers in list (the lines a search
