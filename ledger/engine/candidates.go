@@ -215,7 +215,13 @@ func (c *Candidates) BuildRequests(is []int) {
 		}
 		d.setBuilt(i)
 		vec := c.vec(i, vecArr[:0])
-		provOrder, keys, amounts = d.e.amounts(provOrder[:0], keys[:0], amounts[:0], vec)
+		if b.oneRes != nil {
+			// request reads no amounts for a candidate of one provider.
+			provOrder = d.e.providers(provOrder[:0], vec)
+		}
+		if b.oneRes == nil || len(provOrder) != 1 {
+			provOrder, keys, amounts = d.e.amounts(provOrder[:0], keys[:0], amounts[:0], vec)
+		}
 		var ar *AllocationRequest
 		if c.Requests != nil {
 			ar = &c.Requests[i]
