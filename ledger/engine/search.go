@@ -29,6 +29,10 @@ type slot struct {
 	// nil when any provider may be; it is only used to find anchors.
 	drive []int32
 	all   bool
+	// invAt is where the last provider openOne read listed its
+	// inventory of res[0]'s class (a hint: the providers of one cloud
+	// mostly list their classes in the same order).
+	invAt int
 }
 
 // search holds one request's search state.
@@ -500,8 +504,20 @@ func (e *search) openOne(a int32) bool {
 		return false
 	}
 	for i := range e.slots {
-		ra := e.slots[i].res[0]
-		if inv := rp.Inventory(ra.class); inv == nil || !inv.fits(ra.amount) {
+		sl := &e.slots[i]
+		ra := sl.res[0]
+		invs := rp.Inventories
+		if sl.invAt >= len(invs) || invs[sl.invAt].Class != ra.class {
+			k := 0
+			for k < len(invs) && invs[k].Class != ra.class {
+				k++
+			}
+			if k == len(invs) {
+				return false
+			}
+			sl.invAt = k
+		}
+		if !invs[sl.invAt].fits(ra.amount) {
 			return false
 		}
 	}
