@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"math"
+	"slices"
 	"sync"
 	"time"
 
@@ -69,14 +70,22 @@ func recordTakes(buf []take, lc *engine.Candidates, i int, ids *classIDs) []take
 			buf = appendTakes(buf, rec, sortedAmounts(nil, got), ids)
 			continue
 		}
-		sh := ids.shapeOf(got)
-		for k := range got {
-			ca := &got[sh.order[k]]
-			t := take{class: ca.Class, amount: ca.Amount}
-			if sh.known[k] {
-				t.setInventory(rec, sh.ids[k])
-			}
-			buf = append(buf, t)
+		buf = shapeTakes(buf, rec, got, ids.shapeOf(got))
+	}
+	return buf
+}
+
+// shapeTakes appends the takes of amounts from rec, in name order: sh is
+// amounts' shape (classIDs.shapeOf).
+func shapeTakes(buf []take, rec *engine.ProviderRecord, amounts []engine.ResourceAmount, sh *classShape) []take {
+	buf = slices.Grow(buf, len(amounts))
+	for k := range amounts {
+		ca := &amounts[sh.order[k]]
+		buf = buf[:len(buf)+1]
+		t := &buf[len(buf)-1]
+		*t = take{class: ca.Class, amount: ca.Amount}
+		if sh.known[k] {
+			sh.at[k] = t.setInventoryAt(rec, sh.ids[k], sh.at[k])
 		}
 	}
 	return buf
@@ -96,14 +105,33 @@ func appendTakes(buf []take, rec *engine.ProviderRecord, amounts []engine.Resour
 
 // setInventory sets t's inventory from rec's of class id, if it has one.
 func (t *take) setInventory(rec *engine.ProviderRecord, id int32) {
-	for k := range rec.Inventories {
-		if inv := &rec.Inventories[k]; inv.Class == id {
-			t.found = true
-			t.capacity, t.used = inv.Capacity(), inv.Used
-			t.minUnit, t.maxUnit, t.stepSize = inv.MinUnit, inv.MaxUnit, inv.StepSize
-			return
+	t.setInventoryAt(rec, id, 0)
+}
+
+// setInventoryAt is setInventory, looking first at rec's inventory at
+// position hint (the providers of one cloud mostly list their classes
+// in the same order); it returns the position of the inventory found,
+// or hint when rec has none of class id.
+func (t *take) setInventoryAt(rec *engine.ProviderRecord, id int32, hint int32) int32 {
+	invs := rec.Inventories
+	at := int(hint)
+	if at >= len(invs) || invs[at].Class != id {
+		at = -1
+		for k := range invs {
+			if invs[k].Class == id {
+				at = k
+				break
+			}
+		}
+		if at < 0 {
+			return hint
 		}
 	}
+	inv := &invs[at]
+	t.found = true
+	t.capacity, t.used = inv.Capacity(), inv.Used
+	t.minUnit, t.maxUnit, t.stepSize = inv.MinUnit, inv.MaxUnit, inv.StepSize
+	return int32(at)
 }
 
 // classIDs are the ids of the few class names a ranking meets, looked up
@@ -124,13 +152,15 @@ type classIDs struct {
 // classShape is a list of up to eight classes (an allocation's, in the
 // engine's order) put in name order: order[k] is the position in the
 // list of the k-th class by name, ids[k] its id and known[k] whether the
-// snapshot names it.
+// snapshot names it; at[k] is where the last provider read listed its
+// inventory of that class (setInventoryAt's hint).
 type classShape struct {
 	n       int // 0: none yet
 	classes [8]string
 	order   [8]uint8
 	ids     [8]int32
 	known   [8]bool
+	at      [8]int32
 }
 
 // shapeOf is the name order of res's classes (at most eight) and their
@@ -317,6 +347,13 @@ func (p *Policy) directPass(ctx context.Context, lc *engine.Candidates, r *Ranki
 	raw = grow(sc.raw, len(p.weighers)*n)
 	sc.raw = raw
 	ids := classIDs{names: lc.Names()}
+	// When every candidate takes the same of its one provider, the name
+	// order of what it takes is worked out once.
+	shared := lc.SharedResources()
+	var sharedShape *classShape
+	if shared != nil && len(shared) <= len(ids.shape.classes) {
+		sharedShape = ids.shapeOf(shared)
+	}
 	var buf [8]take
 	for i := range n {
 		if i%256 == 0 {
@@ -324,7 +361,12 @@ func (p *Policy) directPass(ctx context.Context, lc *engine.Candidates, r *Ranki
 				return nil, nil, err
 			}
 		}
-		ts := recordTakes(buf[:0], lc, i, &ids)
+		var ts []take
+		if sharedShape != nil {
+			ts = shapeTakes(buf[:0], lc.AllocationRecord(i, 0), shared, sharedShape)
+		} else {
+			ts = recordTakes(buf[:0], lc, i, &ids)
+		}
 		// Each filter sees what the ones before it kept: a candidate
 		// counts against the first that rejects it.
 		rejected := false
@@ -388,7 +430,8 @@ func keptFirst(first []int, scores []float64, passed []int32, k int) []int {
 		return cmp.Compare(i, j)
 	}
 	for i := range n {
-		if len(first) == k && (k == 0 || compare(i, first[k-1]) > 0) {
+		if len(first) == k && (k == 0 || scores[i] < scores[first[k-1]] || compare(i, first[k-1]) > 0) {
+			// (A lower score, neither NaN, is compare's answer too.)
 			continue
 		}
 		// The first position whose candidate ranks after i.

@@ -215,7 +215,13 @@ func (c *Candidates) BuildRequests(is []int) {
 		}
 		d.setBuilt(i)
 		vec := c.vec(i, vecArr[:0])
-		provOrder, keys, amounts = d.e.amounts(provOrder[:0], keys[:0], amounts[:0], vec)
+		if b.oneRes != nil {
+			// request reads no amounts for a candidate of one provider.
+			provOrder = d.e.providers(provOrder[:0], vec)
+		}
+		if b.oneRes == nil || len(provOrder) != 1 {
+			provOrder, keys, amounts = d.e.amounts(provOrder[:0], keys[:0], amounts[:0], vec)
+		}
 		var ar *AllocationRequest
 		if c.Requests != nil {
 			ar = &c.Requests[i]
@@ -255,6 +261,14 @@ func (c *Candidates) AllocationCount(i int) int {
 		return len(c.Request(i).Allocations)
 	}
 	return int(c.allocStart[i+1] - c.allocStart[i])
+}
+
+// SharedResources is, when every candidate's request has one allocation
+// and every one takes the same (the deferred sample of a search of one
+// candidate per anchor), what each takes: AllocationResources(i, 0) for
+// every i, which must not be changed. It is nil otherwise.
+func (c *Candidates) SharedResources() []ResourceAmount {
+	return c.deferred.oneRes
 }
 
 // AllocationResources appends to buf what Request(i).Allocations[j]

@@ -96,3 +96,58 @@ func TestDeferredRequestsAsBuilt(t *testing.T) {
 }
 
 func describe(ar AllocationRequest) string { return fmt.Sprintf("%+v", ar) }
+
+// TestSharedResourcesAsAllocations: when a deferred answer says every
+// candidate takes the same (SharedResources), every candidate's request,
+// built or not, has one allocation taking exactly that; a flat cloud's
+// sample says so, and an answer whose candidates take different amounts
+// does not.
+func TestSharedResourcesAsAllocations(t *testing.T) {
+	g := func(suffix, resources string) RequestGroup {
+		return RequestGroup{Suffix: suffix, Resources: res(resources)}
+	}
+	tests := []struct {
+		name   string
+		snap   *Snapshot
+		groups []RequestGroup
+		shared bool // whether SharedResources must be set
+	}{
+		{"flat", cloud(300), []RequestGroup{g("", "VCPU:2,MEMORY_MB:4096,DISK_GB:20")}, true},
+		{"flat, two groups", cloud(300), []RequestGroup{g("", "VCPU:2,MEMORY_MB:4096"), g("1", "DISK_GB:20,VCPU:1")}, false},
+		{"sharing", sharedStorage(), []RequestGroup{g("", "VCPU:1,MEMORY_MB:1024,DISK_GB:100")}, false},
+		{"granular on one provider", granular(), []RequestGroup{g("", "VCPU:1"), g("1", "VCPU:2,MEMORY_MB:512"), g("2", "MEMORY_MB:256,VCPU:1")}, false},
+	}
+	ctx := context.Background()
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := CandidatesParams{NestedAware: true, Max: 50, VersionsOnly: true, Groups: tc.groups}
+			want, err := tc.snap.Candidates(ctx, &p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if shared := want.SharedResources(); shared != nil {
+				t.Fatalf("an answer not deferred says every candidate takes %v", shared)
+			}
+			p.DeferRequests = true
+			got, err := tc.snap.Candidates(ctx, &p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			shared := got.SharedResources()
+			if tc.shared && shared == nil {
+				t.Fatalf("no shared resources")
+			}
+			if shared == nil {
+				return
+			}
+			got.BuildRequests([]int{0})
+			for i := range want.Requests {
+				wa := want.Requests[i].Allocations
+				if len(wa) != 1 || got.AllocationCount(i) != 1 || !reflect.DeepEqual(wa[0].Resources, shared) ||
+					!reflect.DeepEqual(got.AllocationResources(i, 0, nil), shared) {
+					t.Fatalf("candidate %d takes %+v (%d allocations deferred); shared %v", i, wa, got.AllocationCount(i), shared)
+				}
+			}
+		})
+	}
+}

@@ -26,9 +26,17 @@ func (e *search) result(found vectors, versionsOnly, deferRequests bool) *Candid
 	var amountArr [16]int64
 	provOrder, keys, amounts := provArr[:0], keyArr[:0], amountArr[:0] // amounts parallel to keys
 	units := out.cutIndex(e, found, versionsOnly, deferred)
+	// With one candidate per anchor every slot of a candidate uses its
+	// one provider, which providers names if a slot takes anything.
+	oneTakes := false
+	for si := range e.slots {
+		oneTakes = oneTakes || e.oneEach && len(e.slots[si].res) > 0
+	}
 	for ci := range nFound {
 		vec := found.at(ci)
-		if deferred {
+		if deferred && oneTakes {
+			provOrder = append(provOrder[:0], vec[0])
+		} else if deferred {
 			provOrder = e.providers(provOrder[:0], vec)
 		} else {
 			provOrder, keys, amounts = e.amounts(provOrder[:0], keys[:0], amounts[:0], vec)

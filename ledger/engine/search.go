@@ -29,6 +29,10 @@ type slot struct {
 	// nil when any provider may be; it is only used to find anchors.
 	drive []int32
 	all   bool
+	// invAt is where the last provider openOne read listed its
+	// inventory of res[0]'s class (a hint: the providers of one cloud
+	// mostly list their classes in the same order).
+	invAt int
 }
 
 // search holds one request's search state.
@@ -500,8 +504,20 @@ func (e *search) openOne(a int32) bool {
 		return false
 	}
 	for i := range e.slots {
-		ra := e.slots[i].res[0]
-		if inv := rp.Inventory(ra.class); inv == nil || !inv.fits(ra.amount) {
+		sl := &e.slots[i]
+		ra := sl.res[0]
+		invs := rp.Inventories
+		if sl.invAt >= len(invs) || invs[sl.invAt].Class != ra.class {
+			k := 0
+			for k < len(invs) && invs[k].Class != ra.class {
+				k++
+			}
+			if k == len(invs) {
+				return false
+			}
+			sl.invAt = k
+		}
+		if !invs[sl.invAt].fits(ra.amount) {
 			return false
 		}
 	}
@@ -734,7 +750,7 @@ func (rr *robin) firstRound(anchors []int32) bool {
 		a := anchors[k]
 		if rr.shuffle {
 			if len(ahead) == 0 {
-				ahead = rr.draw.nextN(k, min(drawAhead, len(anchors)-k), aheadArr[:0])
+				ahead = rr.draw.nextN(k, min(drawAhead, len(anchors)-k, rr.want-rr.found), aheadArr[:0])
 				e.snap.touch(ahead)
 			}
 			a, ahead = ahead[0], ahead[1:]
@@ -843,7 +859,9 @@ func (rr *robin) take(g *gen) bool {
 // drawAhead is how many shuffled anchors roundRobin draws at a time: their
 // records are read in a loop of their own (Snapshot.touch) before the
 // search visits them one by one. The order of the anchors is the same;
-// at most drawAhead-1 are drawn and not visited.
+// no more are drawn at a time than candidates are still wanted (each
+// anchor the first round visits gives one at most), and at most
+// drawAhead-1 are drawn and not visited.
 const drawAhead = 16
 
 // touch reads the records of the providers in list (the lines a search
