@@ -30,11 +30,7 @@ import (
 func TestReadsAcrossStoresNeverStale(t *testing.T) {
 	dbURL := ledgertest.NewDB(t)
 	ctx := context.Background()
-	writer, err := ledger.OpenMuted(ctx, ledger.Config{DatabaseURL: dbURL, MaxConns: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(writer.Close)
+	writer := openMuted(t, dbURL)
 	reader := ledgertest.OpenStore(t, dbURL)
 	p, err := writer.Providers.ProviderCreate(ctx, resources.ProviderCreateParams{Name: "node"})
 	if err != nil {
@@ -88,11 +84,7 @@ func TestReadsAcrossStoresNeverStale(t *testing.T) {
 func TestClaimBatchesSeenAcrossStores(t *testing.T) {
 	dbURL := ledgertest.NewDB(t)
 	ctx := context.Background()
-	writer, err := ledger.OpenMuted(ctx, ledger.Config{DatabaseURL: dbURL, MaxConns: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(writer.Close)
+	writer := openMuted(t, dbURL)
 	reader := ledgertest.OpenStore(t, dbURL)
 	conn, err := pgx.Connect(ctx, dbURL)
 	if err != nil {
@@ -211,11 +203,7 @@ func TestOwnWritesNeedNoReload(t *testing.T) {
 func TestLeaseAndAuditWritesSeenAcrossStores(t *testing.T) {
 	dbURL := ledgertest.NewDB(t)
 	f := newFixtureOn(t, dbURL)
-	writer, err := ledger.OpenMuted(f.Ctx, ledger.Config{DatabaseURL: dbURL, MaxConns: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(writer.Close)
+	writer := openMuted(t, dbURL)
 	reader := ledgertest.OpenStore(t, dbURL)
 	rp := ledgertest.AuditCloud(f.Fixture)
 	lease := f.Provider("lease", ledgertest.Inv("VCPU", 1))
@@ -345,4 +333,16 @@ func BenchmarkSnapshotRead(b *testing.B) {
 			}
 		})
 	}
+}
+
+// openMuted opens a Store on dbURL that never notifies (ledger.OpenMuted),
+// closed when the test ends.
+func openMuted(t *testing.T, dbURL string) *ledger.Store {
+	t.Helper()
+	s, err := ledger.OpenMuted(context.Background(), ledger.Config{DatabaseURL: dbURL, MaxConns: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s
 }

@@ -109,28 +109,15 @@ func (t *take) setInventory(rec *engine.ProviderRecord, id int32) {
 }
 
 // setInventoryAt is setInventory, looking first at rec's inventory at
-// position hint (the providers of one cloud mostly list their classes
-// in the same order); it returns the position of the inventory found,
-// or hint when rec has none of class id.
+// position hint (engine.ProviderRecord.InventoryFrom); it returns the
+// position of the inventory found, or hint when rec has none of class id.
 func (t *take) setInventoryAt(rec *engine.ProviderRecord, id int32, hint int32) int32 {
-	invs := rec.Inventories
-	at := int(hint)
-	if at >= len(invs) || invs[at].Class != id {
-		at = -1
-		for k := range invs {
-			if invs[k].Class == id {
-				at = k
-				break
-			}
-		}
-		if at < 0 {
-			return hint
-		}
+	inv, at := rec.InventoryFrom(id, int(hint))
+	if inv != nil {
+		t.found = true
+		t.capacity, t.used = inv.Capacity(), inv.Used
+		t.minUnit, t.maxUnit, t.stepSize = inv.MinUnit, inv.MaxUnit, inv.StepSize
 	}
-	inv := &invs[at]
-	t.found = true
-	t.capacity, t.used = inv.Capacity(), inv.Used
-	t.minUnit, t.maxUnit, t.stepSize = inv.MinUnit, inv.MaxUnit, inv.StepSize
 	return int32(at)
 }
 

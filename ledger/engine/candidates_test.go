@@ -89,13 +89,7 @@ func numaNetwork() *Snapshot {
 }
 
 func TestCandidates(t *testing.T) {
-	g := func(suffix, resources string) RequestGroup {
-		rg := RequestGroup{Suffix: suffix}
-		if resources != "" {
-			rg.Resources = res(resources)
-		}
-		return rg
-	}
+	g := reqGroup
 	withReq := func(rg RequestGroup, req ...[]string) RequestGroup { rg.RequiredTraits = req; return rg }
 	withForbid := func(rg RequestGroup, f ...string) RequestGroup { rg.ForbiddenTraits = f; return rg }
 	tests := []struct {

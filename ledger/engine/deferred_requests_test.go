@@ -16,9 +16,7 @@ import (
 // amounts summed), sharing providers, trees, granular groups and a
 // group that takes nothing.
 func TestDeferredRequestsAsBuilt(t *testing.T) {
-	g := func(suffix, resources string) RequestGroup {
-		return RequestGroup{Suffix: suffix, Resources: res(resources)}
-	}
+	g := reqGroup
 	tests := []struct {
 		name   string
 		snap   *Snapshot
@@ -103,9 +101,7 @@ func describe(ar AllocationRequest) string { return fmt.Sprintf("%+v", ar) }
 // sample says so, and an answer whose candidates take different amounts
 // does not.
 func TestSharedResourcesAsAllocations(t *testing.T) {
-	g := func(suffix, resources string) RequestGroup {
-		return RequestGroup{Suffix: suffix, Resources: res(resources)}
-	}
+	g := reqGroup
 	tests := []struct {
 		name   string
 		snap   *Snapshot

@@ -30,8 +30,7 @@ type slot struct {
 	drive []int32
 	all   bool
 	// invAt is where the last provider openOne read listed its
-	// inventory of res[0]'s class (a hint: the providers of one cloud
-	// mostly list their classes in the same order).
+	// inventory of res[0]'s class (ProviderRecord.InventoryFrom's hint).
 	invAt int
 }
 
@@ -506,18 +505,8 @@ func (e *search) openOne(a int32) bool {
 	for i := range e.slots {
 		sl := &e.slots[i]
 		ra := sl.res[0]
-		invs := rp.Inventories
-		if sl.invAt >= len(invs) || invs[sl.invAt].Class != ra.class {
-			k := 0
-			for k < len(invs) && invs[k].Class != ra.class {
-				k++
-			}
-			if k == len(invs) {
-				return false
-			}
-			sl.invAt = k
-		}
-		if !invs[sl.invAt].fits(ra.amount) {
+		var inv *InventoryRecord
+		if inv, sl.invAt = rp.InventoryFrom(ra.class, sl.invAt); inv == nil || !inv.fits(ra.amount) {
 			return false
 		}
 	}

@@ -164,6 +164,22 @@ func (p *ProviderRecord) Inventory(class int32) *InventoryRecord {
 	return nil
 }
 
+// InventoryFrom is Inventory, looking first at position hint (the
+// providers of one cloud mostly list their classes in the same order):
+// the inventory and its position, or nil and hint when p has none of
+// class.
+func (p *ProviderRecord) InventoryFrom(class int32, hint int) (*InventoryRecord, int) {
+	if hint >= 0 && hint < len(p.Inventories) && p.Inventories[hint].Class == class {
+		return &p.Inventories[hint], hint
+	}
+	for i := range p.Inventories {
+		if p.Inventories[i].Class == class {
+			return &p.Inventories[i], i
+		}
+	}
+	return nil, hint
+}
+
 func (p *ProviderRecord) hasTrait(t int32) bool {
 	_, ok := slices.BinarySearch(p.Traits, t)
 	return ok

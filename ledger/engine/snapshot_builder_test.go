@@ -139,6 +139,16 @@ func res(s string) []ResourceAmount {
 	return out
 }
 
+// reqGroup is a request group of suffix taking resources ("CLASS:n,...";
+// "" takes nothing).
+func reqGroup(suffix, resources string) RequestGroup {
+	rg := RequestGroup{Suffix: suffix}
+	if resources != "" {
+		rg.Resources = res(resources)
+	}
+	return rg
+}
+
 // render describes candidates canonically: one string per candidate,
 // "prov:CLASS=n+CLASS=n prov:..." with providers and classes sorted, the
 // whole list sorted.
