@@ -30,19 +30,9 @@ func TestDeferredRequestsAsBuilt(t *testing.T) {
 		{"flat", cloud(300), []RequestGroup{g("", "VCPU:2,MEMORY_MB:4096,DISK_GB:20")}},
 		{"resourceless group", granular(), []RequestGroup{g("1", "VCPU:1"), {Suffix: "2", RequiredTraits: [][]string{{"CUSTOM_DISK_SSD", "HW_CPU_X86_AVX"}}}}},
 	}
-	ctx := context.Background()
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			p := CandidatesParams{NestedAware: true, Max: 50, VersionsOnly: true, Groups: tc.groups}
-			want, err := tc.snap.Candidates(ctx, &p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			p.DeferRequests = true
-			got, err := tc.snap.Candidates(ctx, &p)
-			if err != nil {
-				t.Fatal(err)
-			}
+			want, got := eagerAndDeferred(t, tc.snap, tc.groups)
 			n := len(want.Requests)
 			if n < 2 || got.Len() != n || got.Requests != nil {
 				t.Fatalf("%d candidates deferred (Requests %d), %d built; want the same, at least 2, Requests nil", got.Len(), len(got.Requests), n)
@@ -113,21 +103,11 @@ func TestSharedResourcesAsAllocations(t *testing.T) {
 		{"sharing", sharedStorage(), []RequestGroup{g("", "VCPU:1,MEMORY_MB:1024,DISK_GB:100")}, false},
 		{"granular on one provider", granular(), []RequestGroup{g("", "VCPU:1"), g("1", "VCPU:2,MEMORY_MB:512"), g("2", "MEMORY_MB:256,VCPU:1")}, false},
 	}
-	ctx := context.Background()
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			p := CandidatesParams{NestedAware: true, Max: 50, VersionsOnly: true, Groups: tc.groups}
-			want, err := tc.snap.Candidates(ctx, &p)
-			if err != nil {
-				t.Fatal(err)
-			}
+			want, got := eagerAndDeferred(t, tc.snap, tc.groups)
 			if shared := want.SharedResources(); shared != nil {
 				t.Fatalf("an answer not deferred says every candidate takes %v", shared)
-			}
-			p.DeferRequests = true
-			got, err := tc.snap.Candidates(ctx, &p)
-			if err != nil {
-				t.Fatal(err)
 			}
 			shared := got.SharedResources()
 			if tc.shared && shared == nil {
@@ -146,4 +126,22 @@ func TestSharedResourcesAsAllocations(t *testing.T) {
 			}
 		})
 	}
+}
+
+// eagerAndDeferred asks snap for the candidates of groups twice, as a
+// claim's sample asks (VersionsOnly): with every request built, and with
+// them deferred (DeferRequests).
+func eagerAndDeferred(t *testing.T, snap *Snapshot, groups []RequestGroup) (eager, deferred *Candidates) {
+	t.Helper()
+	ctx := context.Background()
+	p := CandidatesParams{NestedAware: true, Max: 50, VersionsOnly: true, Groups: groups}
+	eager, err := snap.Candidates(ctx, &p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.DeferRequests = true
+	if deferred, err = snap.Candidates(ctx, &p); err != nil {
+		t.Fatal(err)
+	}
+	return eager, deferred
 }
