@@ -46,23 +46,24 @@
 // the runner of shadows (claims/shadow); cmd/berthd/compose wires
 // them.
 //
-// The files follow a claim's path: idempotent.go (Claim, Reschedule and
-// Move, the entry points, which make each safe to retry after an unknown
-// outcome), claims.go (the Claimer, its dependencies and the claim
-// itself), types.go (Params, Result), selection.go (the snapshot, the
-// candidates, the ranking, directly on the engine's records when the
-// policy allows), candidates.go (the engine's answer as the scheduler's
-// candidates, all of them or those a direct ranking kept), write.go (the
-// write attempts, the answer), answer.go (the answer as the API gives it,
-// encoded once for the retry record and the answer),
-// errors.go (a claim that placed nothing), preempt.go (what a claim that
-// placed nothing may preempt, and the victims' side), move.go (reschedule, move,
-// confirm, revert), lease.go (stored claims, leases and their reaper),
-// evacuate.go (evacuate a host, restore it), quota.go (the limits a write
-// is checked against, and a dry run's report of the check), refusals.go
-// (the recent claims that placed nothing, in memory, for the operator
-// console), shadow.go (a decided claim handed to the active shadows,
-// claims/shadow), telemetry.go (spans and metrics), gang.go (gangs:
+// The files follow a claim's path: claim.go (Claim, where a claim
+// enters; claim, which runs it; its span and metrics), idempotent.go (the
+// retry key and record that make Claim, Reschedule and Move safe to retry
+// after an unknown outcome), selection.go (the snapshot, the candidates,
+// the ranking, directly on the engine's records when the policy allows),
+// candidates.go (the engine's answer as the scheduler's candidates, all
+// of them or those a direct ranking kept), write.go (the write attempts,
+// the answer), answer.go (the answer as the API gives it, encoded once
+// for the retry record and the answer). Beside it: claimer.go (the
+// Claimer, its configuration and dependencies), types.go (Params,
+// Result), errors.go (a claim that placed nothing), preempt.go (what a
+// claim that placed nothing may preempt, and the victims' side), move.go
+// (reschedule, move, confirm, revert), lease.go (stored claims, leases,
+// their reaper and its telemetry), evacuate.go (evacuate a host, restore
+// it), quota.go (the limits a write is checked against, and a dry run's
+// report of the check), refusals.go (the recent claims that placed
+// nothing, in memory, for the operator console), shadow.go (a decided
+// claim handed to the active shadows, claims/shadow), gang.go (gangs:
 // choose, write, release), gang_retry.go (a gang's retry answered as the
 // first).
 package claims

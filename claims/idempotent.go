@@ -489,26 +489,6 @@ func (o *retryKey) diff(recorded []byte) []string {
 	return out
 }
 
-// Claim places p (see claim), safe to retry: a retry of a claim that was
-// written gets the original result (see the comment at the top of this
-// file).
-func (c *Claimer) Claim(ctx context.Context, p Params) (*Result, error) {
-	if err := c.checkLease(p.LeaseSeconds); err != nil {
-		return nil, err
-	}
-	p.op, p.leaseMode = OpClaim, claimrecords.LeaseSet
-	if p.DryRun {
-		return c.claim(ctx, p)
-	}
-	o := newRetryKey(OpClaim, &p, "", "")
-	p.retryKey = o
-	res, err := c.claim(ctx, p)
-	if err == nil || o == nil {
-		return res, err
-	}
-	return c.settle(ctx, o, p.ConsumerUUID, err)
-}
-
 // Reschedule claims again for a consumer that failed to start on
 // failedProvider (see reschedule), safe to retry: a retry of the
 // consumer's last reschedule that already happened is answered as done.

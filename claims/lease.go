@@ -7,6 +7,11 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/berthd/berth/internal/fault"
 	"github.com/berthd/berth/internal/telemetry/instrument"
 	"github.com/berthd/berth/ledger/claimrecords"
@@ -339,4 +344,58 @@ func (c *Claimer) StoredRequest(ctx context.Context, consumerUUID string) ([]byt
 		return nil, err
 	}
 	return st.Request, nil
+}
+
+// reapTrace follows one pass of the lease reaper that found leases to
+// end: a span (claims.leases.reap) with how many it ended.
+type reapTrace struct {
+	span trace.Span
+}
+
+// startReap starts the span of a reaper pass.
+func startReap(ctx context.Context) (context.Context, *reapTrace) {
+	ctx, span := instrument.Start(ctx, instrument.ScopeClaims, "claims.leases.reap")
+	return ctx, &reapTrace{span: span}
+}
+
+// end ends the pass's span (none: nothing to end) with how many leases
+// it ended.
+func (tr *reapTrace) end(n int) {
+	if tr == nil {
+		return
+	}
+	tr.span.SetAttributes(attribute.Int("berth.claim.leases_expired", n))
+	instrument.End(tr.span, nil)
+}
+
+// leaseExpired records the end of consumer's lease, begun at start, by
+// action (released, reverted): a child span (claims.lease.expire) and the
+// berth.claim.leases.expired counter.
+func leaseExpired(ctx context.Context, start time.Time, consumer, action string) {
+	instrument.Stage(ctx, instrument.ScopeClaims, "claims.lease.expire", start,
+		instrument.AttrConsumer.String(consumer), attribute.String("berth.claim.lease_action", action))
+	instrument.LeaseExpired(ctx, action)
+}
+
+// ObserveLeaseReaper registers, on the global meter provider, the gauge
+// berth.claim.lease_reaper.last_pass: when c's lease reaper last ended a
+// pass without error, in unix seconds (not observed before the first
+// pass). The returned function unregisters it.
+func ObserveLeaseReaper(c *Claimer) (unregister func() error, err error) {
+	m := otel.Meter(instrument.ScopeClaims)
+	last, err := m.Float64ObservableGauge("berth.claim.lease_reaper.last_pass", metric.WithUnit("s"),
+		metric.WithDescription("When this berthd's claim lease reaper last ended a pass without error (having released what ran out, or found another berthd reaping), in unix seconds; it stops moving when the reaper is stuck or failing"))
+	if err != nil {
+		return nil, err
+	}
+	reg, err := m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		if t := c.LeaseReaperPassed(); !t.IsZero() {
+			o.ObserveFloat64(last, float64(t.UnixNano())/1e9)
+		}
+		return nil
+	}, last)
+	if err != nil {
+		return nil, err
+	}
+	return reg.Unregister, nil
 }

@@ -9,8 +9,8 @@
 // the request id, telemetry, microversion negotiation, the deadline,
 // CORS, routing, authentication, the method and content checks, the
 // route's microversions, its policy rule, Accept, the admission slot and
-// the handler), with what its steps call: telemetry.go (the metrics'
-// instruments, the tracer), auth.go and keystone.go (authentication by
+// the handler; at its end, the request's metrics' instruments and
+// tracer), with what its steps call: auth.go and keystone.go (authentication by
 // noauth2, static tokens, an authenticating proxy's headers or Keystone,
 // and the policy targets; the rules are package authz's) and cors.go;
 // the one route table (routes.go: method, path,

@@ -19,7 +19,7 @@ import (
 //  1. read (body.go): declared as JSON, at most the server's body limit,
 //     a large body holding a share of the body budget while it is read
 //     and decoded;
-//  2. bounded (bounds.go): UTF-8 as Python decodes it, no lone UTF-16
+//  2. bounded (body.go, CheckJSON): UTF-8 as Python decodes it, no lone UTF-16
 //     surrogate, within the decoding bounds, all before anything is built;
 //  3. parsed: refused with Python's words where Python's json.loads
 //     refuses it (pyjson.go), else built once into a generic document of

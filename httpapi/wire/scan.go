@@ -1,6 +1,6 @@
 package wire
 
-// What every scanner of request bodies (bounds.go, pyjson.go,
+// What every scanner of request bodies (body.go's CheckJSON, pyjson.go,
 // document.go, fill.go) shares.
 
 // jsonSpace returns the index of the first byte of b at or after i that

@@ -12,8 +12,8 @@ import (
 // (roots) that may hold a candidate are found from the index lists, and
 // each anchor's combinations are enumerated lazily, depth first, pruned as
 // soon as a partial combination cannot work. Candidates (candidates.go)
-// takes one combination per anchor in turn; result.go turns them into the
-// answer.
+// takes one combination per anchor in turn and turns them into the
+// answer (search.result, in the same file).
 
 // slot is one choice of the combination search: one resource class of the
 // unsuffixed group, or one suffixed group. Which providers it may use
