@@ -96,20 +96,16 @@ func appendTakes(buf []take, rec *engine.ProviderRecord, amounts []engine.Resour
 	for _, ca := range amounts {
 		t := take{class: ca.Class, amount: ca.Amount}
 		if id, ok := ids.of(ca.Class); ok {
-			t.setInventory(rec, id)
+			t.setInventoryAt(rec, id, 0)
 		}
 		buf = append(buf, t)
 	}
 	return buf
 }
 
-// setInventory sets t's inventory from rec's of class id, if it has one.
-func (t *take) setInventory(rec *engine.ProviderRecord, id int32) {
-	t.setInventoryAt(rec, id, 0)
-}
-
-// setInventoryAt is setInventory, looking first at rec's inventory at
-// position hint (engine.ProviderRecord.InventoryFrom); it returns the
+// setInventoryAt sets t's inventory from rec's of class id, if it has
+// one, looking first at rec's inventory at position hint
+// (engine.ProviderRecord.InventoryFrom); it returns the
 // position of the inventory found, or hint when rec has none of class id.
 func (t *take) setInventoryAt(rec *engine.ProviderRecord, id int32, hint int32) int32 {
 	inv, at := rec.InventoryFrom(id, int(hint))

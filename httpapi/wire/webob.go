@@ -247,29 +247,12 @@ func webobStripTags(s string) string {
 // replaceBr replaces each "<br" (any case), up to the first ">" after
 // it, with a newline: the expression (?is)<br.*?>.
 func replaceBr(s string) string {
-	var b strings.Builder
-	done := 0 // s[:done] is in b
-	for i := 0; i+3 <= len(s); i++ {
-		if s[i] != '<' || s[i+1]|0x20 != 'b' || s[i+2]|0x20 != 'r' {
-			continue
+	return replaceToGT(s, "\n", func(s string, i int) int {
+		if i+3 <= len(s) && s[i] == '<' && s[i+1]|0x20 == 'b' && s[i+2]|0x20 == 'r' {
+			return 3
 		}
-		k := strings.IndexByte(s[i+3:], '>')
-		if k < 0 {
-			break
-		}
-		if done == 0 {
-			b.Grow(len(s))
-		}
-		b.WriteString(s[done:i])
-		b.WriteByte('\n')
-		done = i + 3 + k + 1
-		i = done - 1
-	}
-	if done == 0 {
-		return s
-	}
-	b.WriteString(s[done:])
-	return b.String()
+		return 0
+	})
 }
 
 // dropComments drops each "<!--" and "-->", leftmost first: the
@@ -301,18 +284,36 @@ func dropComments(s string) string {
 // dropTags drops each "<" up to the first ">" after it: the expression
 // (?s)<.*?>.
 func dropTags(s string) string {
+	return replaceToGT(s, "", func(s string, i int) int {
+		if s[i] == '<' {
+			return 1
+		}
+		return 0
+	})
+}
+
+// replaceToGT replaces with with, leftmost first, each match in s of an
+// opening (open(s, i) is its length at i, 0 for none) up to the first
+// ">" after it; an opening with no ">" after it, and anything after
+// that, is left as it is. s itself when nothing matched.
+func replaceToGT(s, with string, open func(s string, i int) int) string {
 	var b strings.Builder
-	done := 0
+	done := 0 // s[:done] is in b
 	for i := 0; i < len(s); i++ {
-		if s[i] != '<' {
+		n := open(s, i)
+		if n == 0 {
 			continue
 		}
-		k := strings.IndexByte(s[i+1:], '>')
+		k := strings.IndexByte(s[i+n:], '>')
 		if k < 0 {
 			break
 		}
+		if done == 0 {
+			b.Grow(len(s))
+		}
 		b.WriteString(s[done:i])
-		done = i + 1 + k + 1
+		b.WriteString(with)
+		done = i + n + k + 1
 		i = done - 1
 	}
 	if done == 0 {
